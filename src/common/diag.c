@@ -1,0 +1,107 @@
+/* diag: errors as values (see diag.h). */
+#include "diag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void diag_clear(struct diag *d)
+{
+    memset(d, 0, sizeof(*d));
+}
+
+int diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap)
+{
+    vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+    snprintf(d->path, sizeof(d->path), "%s", path ? path : "");
+    return -1;
+}
+
+int diag_set(struct diag *d, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vset(d, path, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void diag_list_init(struct diag_list *l)
+{
+    memset(l, 0, sizeof(*l));
+}
+
+void diag_list_free(struct diag_list *l)
+{
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+struct diag *diag_list_push(struct diag_list *l, const struct diag *d)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        struct diag *items = realloc(l->items, (size_t)cap * sizeof(*items));
+        if (!items)
+            abort();
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->n] = *d;
+    return &l->items[l->n++];
+}
+
+int diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
+                  const char *fmt, ...)
+{
+    struct diag d;
+    diag_clear(&d);
+    snprintf(d.file, sizeof(d.file), "%s", file ? file : "");
+    d.line = line;
+    d.col = col;
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vset(&d, path, fmt, ap);
+    va_end(ap);
+    diag_list_push(l, &d);
+    return -1;
+}
+
+/* Finds the start and length of 1-based line `line` in source. */
+static int find_line(const char *src, size_t len, int line, const char **start, size_t *n)
+{
+    const char *p = src, *end = src + len;
+    for (int l = 1; l < line; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return -1;
+        p = nl + 1;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    *start = p;
+    *n = (size_t)((nl ? nl : end) - p);
+    if (*n > 0 && p[*n - 1] == '\r')
+        (*n)--;
+    return 0;
+}
+
+void diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len)
+{
+    const char *file = d->file[0] ? d->file : "<scene>";
+    if (d->line > 0)
+        fprintf(out, "%s:%d:%d: %s\n", file, d->line, d->col > 0 ? d->col : 1, d->msg);
+    else
+        fprintf(out, "%s: %s\n", file, d->msg);
+    if (!source || d->line <= 0)
+        return;
+    const char *start;
+    size_t n;
+    if (find_line(source, source_len, d->line, &start, &n) != 0)
+        return;
+    if (n > 200)
+        n = 200; /* keep the excerpt readable for pathological lines */
+    fprintf(out, "  %.*s\n  ", (int)n, start);
+    /* Reproduce tabs so the caret lines up under the column in a terminal. */
+    for (int c = 1; c < d->col && (size_t)(c - 1) < n; c++)
+        fputc(start[c - 1] == '\t' ? '\t' : ' ', out);
+    fputs("^\n", out);
+}

@@ -1,0 +1,49 @@
+/* diag: errors as values.
+ *
+ * Every fallible function in attnscope returns an int status (0 = ok) and fills a struct diag
+ * with a message and, where one exists, the location it belongs to. Nothing here prints by
+ * itself except diag_print; the UI shows the message in a panel, the CLI prints it and exits 1.
+ */
+#ifndef ATTNSCOPE_DIAG_H
+#define ATTNSCOPE_DIAG_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#define DIAG_MSG_MAX  512
+#define DIAG_PATH_MAX 128
+#define DIAG_FILE_MAX 512
+
+struct diag {
+    char file[DIAG_FILE_MAX]; /* "" when there is no file (built-in scene, live edit) */
+    int line;                 /* 1-based; 0 = unknown */
+    int col;                  /* 1-based; 0 = unknown */
+    char path[DIAG_PATH_MAX]; /* scene key the problem belongs to, e.g. "attention.d_out" */
+    char msg[DIAG_MSG_MAX];
+};
+
+/* A growable list, so `check` can report every problem of a file, not only the first. */
+struct diag_list {
+    struct diag *items;
+    int n, cap;
+};
+
+void diag_clear(struct diag *d);
+/* Sets d->msg (printf-style) and d->path; returns -1 so callers can `return diag_set(...)`. */
+int diag_set(struct diag *d, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap);
+
+void diag_list_init(struct diag_list *l);
+void diag_list_free(struct diag_list *l);
+/* Appends a copy; returns the stored item (never NULL: aborts on out-of-memory). */
+struct diag *diag_list_push(struct diag_list *l, const struct diag *d);
+/* Appends a new diag built from the arguments; returns -1 like diag_set. */
+int diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Prints "file:line:col: message" and, when source is given and line > 0, the offending line
+ * with a caret under the column. Falls back to "file: message" when the location is unknown. */
+void diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len);
+
+#endif

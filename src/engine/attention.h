@@ -1,0 +1,41 @@
+/* attention: the forward pass, keeping every stage of every head.
+ *
+ * struct attn_run owns the stage buffers for one shape (n, d_in, heads, head_dim). They are
+ * allocated by attn_run_init and reused by every attn_forward until the shape changes, so a
+ * live edit of the seed or dropout recomputes without touching the allocator.
+ * All buffers are row-major float32; all products go through OpenBLAS (kernels.h).
+ */
+#ifndef ATTNSCOPE_ATTENTION_H
+#define ATTNSCOPE_ATTENTION_H
+
+#include "engine/model.h"
+#include "engine/stage.h"
+
+struct attn_run {
+    int n, d_in, heads, head_dim, D; /* the shape the buffers were sized for */
+    float *q, *k, *v;                /* (n, D) all heads side by side */
+    float *scores;                   /* (heads, n, n) Q_h K_h^T */
+    float *scaled;                   /* (heads, n, n) */
+    float *masked;                   /* (heads, n, n) */
+    float *weights;                  /* (heads, n, n) */
+    float *dropped;                  /* (heads, n, n) after dropout */
+    float *concat;                   /* (n, D) per-head contexts side by side */
+    float *output;                   /* (n, D) */
+};
+
+/* A read-only window on a stage: element (i, j) is data[i * stride + j]. */
+struct mat_view {
+    const float *data;
+    int rows, cols, stride;
+};
+
+/* Sizes r for m's shape; keeps the existing buffers when the shape is unchanged.
+ * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
+int attn_run_init(struct attn_run *r, const struct model *m, struct diag *err);
+void attn_run_free(struct attn_run *r);
+/* Computes every stage. Never allocates. r must be initialised for m's shape. */
+void attn_forward(struct attn_run *r, const struct model *m);
+/* The matrix of stage s for head h (h is ignored for shared stages). */
+struct mat_view attn_view(const struct attn_run *r, const struct model *m, enum stage s, int h);
+
+#endif

@@ -1,0 +1,91 @@
+/* kernels: OpenBLAS products and row normalisations (see kernels.h). */
+#include "engine/kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* Without a bias, beta = 0 lets sgemm ignore c's old contents. With one, c is pre-filled with
+ * the bias and beta = 1, which is what torch's addmm does for nn.Linear. */
+void mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb, const float *bias,
+           int m, int n, int k)
+{
+    float beta = 0.0f;
+    if (bias) {
+        for (int i = 0; i < m; i++)
+            memcpy(c + (size_t)i * ldc, bias, (size_t)n * sizeof(float));
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
+                ldc);
+}
+
+void mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+               const float *bias, int m, int n, int k)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int p = 0; p < k; p++)
+                acc += a[(size_t)i * lda + p] * b[(size_t)p * ldb + j];
+            c[(size_t)i * ldc + j] = bias ? acc + bias[j] : acc;
+        }
+}
+
+void mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
+            int k)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+                ldc);
+}
+
+void mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
+                int k)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int p = 0; p < k; p++)
+                acc += a[(size_t)i * lda + p] * b[(size_t)j * ldb + p];
+            c[(size_t)i * ldc + j] = acc;
+        }
+}
+
+void softmax_rows(float *out, const float *in, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++) {
+        const float *x = in + (size_t)i * cols;
+        float *y = out + (size_t)i * cols;
+        float max = -INFINITY;
+        for (int j = 0; j < cols; j++)
+            if (x[j] > max)
+                max = x[j];
+        if (max == -INFINITY) { /* fully masked row: nothing to attend to */
+            memset(y, 0, (size_t)cols * sizeof(float));
+            continue;
+        }
+        float sum = 0.0f;
+        for (int j = 0; j < cols; j++) {
+            y[j] = expf(x[j] - max);
+            sum += y[j];
+        }
+        /* torch multiplies by the reciprocal of the sum; so do we, for the same last bits. */
+        float inv = 1.0f / sum;
+        for (int j = 0; j < cols; j++)
+            y[j] *= inv;
+    }
+}
+
+void sumnorm_rows(float *out, const float *in, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++) {
+        const float *x = in + (size_t)i * cols;
+        float *y = out + (size_t)i * cols;
+        float sum = 0.0f;
+        for (int j = 0; j < cols; j++)
+            if (x[j] != -INFINITY)
+                sum += x[j];
+        for (int j = 0; j < cols; j++)
+            y[j] = x[j] == -INFINITY ? 0.0f : x[j] / sum;
+    }
+}

@@ -1,0 +1,53 @@
+/* model: a scene turned into numbers.
+ *
+ * model_resolve() tokenises nothing and parses nothing: it takes a checked struct scene and
+ * draws (or copies) every parameter in PyTorch's module-construction order:
+ *   manual_seed(seed); embedding table; positional table; W_query, W_key, W_value (per head
+ *   for the wrapper layout, with their biases); out_proj; then the dropout keep-masks, head by
+ *   head. A `seed` inside a part re-seeds right before that part's draws.
+ * The result is everything attn_forward() needs, and everything a resolved scene.yaml writes.
+ */
+#ifndef ATTNSCOPE_MODEL_H
+#define ATTNSCOPE_MODEL_H
+
+#include <stdbool.h>
+
+#include "common/diag.h"
+#include "engine/scene.h"
+
+struct model {
+    int n;    /* tokens */
+    int d_in; /* input width */
+    int heads;
+    int head_dim;  /* d_k: split d_out/heads, wrapper d_out */
+    int D;         /* concatenated width = heads * head_dim */
+    char **tokens; /* (n) owned copies */
+    float *embed;  /* (n, d_in) token embeddings before positions */
+    float *pos;    /* (pos_rows, d_in) positional table, or NULL */
+    int pos_rows;
+    float *x;            /* (n, d_in) inputs = embed + pos[:n] */
+    bool project;        /* false: projection none, Q = K = V = X (then D == d_in) */
+    float *wq, *wk, *wv; /* (d_in, D), x @ W orientation; NULL when !project */
+    float *bq, *bk, *bv; /* (D) or NULL */
+    float *wo;           /* (D, D) or NULL when there is no out_proj */
+    float *bo;           /* (D) or NULL */
+    unsigned char *keep; /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
+    double dropout;      /* p */
+    bool causal;
+    enum mask_mode mask_mode;
+    enum normalize normalize;
+    enum scale_kind scale; /* effective: SCALE_NONE, SCALE_SQRT_DK or SCALE_DIVISOR */
+    float scale_divisor;   /* the number scores are divided by (1 for none), as torch casts it */
+};
+
+/* out is fully initialised on success; on failure it is left freed and err says why.
+ * The scene must have passed scene_check. */
+int model_resolve(struct model *out, const struct scene *s, struct diag *err);
+void model_free(struct model *m);
+
+/* A scene equal to s but with every default and every drawn number written out explicitly
+ * (embeddings as rows, positional table, weights, dropout mask), so that loading it gives
+ * exactly m again. Used for export's scene.yaml and the explorer's save. */
+int scene_from_model(struct scene *out, const struct scene *s, const struct model *m);
+
+#endif

@@ -1,0 +1,470 @@
+/* scene: defaults, copies and the cross-key rules of a scene (see scene.h). */
+#include "engine/scene.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/tokenize.h"
+
+/* The book's six tokens and their 3-d embeddings (ch. 3.3.1). */
+static const char *const book_tokens[] = {"Your", "journey", "starts", "with", "one", "step"};
+static const float book_rows[6][3] = {
+    {0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}, {0.57f, 0.85f, 0.64f},
+    {0.22f, 0.58f, 0.33f}, {0.77f, 0.25f, 0.10f}, {0.05f, 0.80f, 0.55f},
+};
+
+void matrix_free(struct matrix *m)
+{
+    free(m->data);
+    memset(m, 0, sizeof(*m));
+}
+
+int matrix_alloc(struct matrix *m, int rows, int cols)
+{
+    memset(m, 0, sizeof(*m));
+    size_t count = (size_t)rows * (size_t)cols;
+    m->data = calloc(count ? count : 1, sizeof(float));
+    if (!m->data)
+        return -1;
+    m->rows = rows;
+    m->cols = cols;
+    return 0;
+}
+
+int matrix_copy(struct matrix *dst, const struct matrix *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    if (!src->data)
+        return 0;
+    if (matrix_alloc(dst, src->rows, src->cols))
+        return -1;
+    memcpy(dst->data, src->data, (size_t)src->rows * (size_t)src->cols * sizeof(float));
+    return 0;
+}
+
+void scene_init(struct scene *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->tokenizer = TOKENIZER_WHITESPACE;
+    s->seed = 123;
+    s->embed.kind = EMBED_LEARNED;
+    s->embed.dim = 3;
+    s->pos.kind = POS_NONE;
+    s->pos.max_len = 512;
+    s->attn.projection = PROJ_DEFAULT;
+    s->attn.heads = 1;
+    s->attn.layout = LAYOUT_SPLIT;
+    s->attn.mask_mode = MASK_BEFORE_SOFTMAX;
+    s->attn.normalize = NORM_SOFTMAX;
+    s->attn.scale = SCALE_DEFAULT;
+    s->attn.out_proj = TRI_DEFAULT;
+    s->attn.out_bias = true;
+}
+
+static void weights_free(struct scene_weights *w)
+{
+    matrix_free(&w->query);
+    matrix_free(&w->key);
+    matrix_free(&w->value);
+    matrix_free(&w->query_bias);
+    matrix_free(&w->key_bias);
+    matrix_free(&w->value_bias);
+    matrix_free(&w->out);
+    matrix_free(&w->out_bias);
+    free(w->dropout_mask);
+    memset(w, 0, sizeof(*w));
+}
+
+void scene_free(struct scene *s)
+{
+    free(s->title);
+    free(s->text);
+    tokens_free(s->tokens, s->n_tokens);
+    matrix_free(&s->embed.rows);
+    matrix_free(&s->pos.table);
+    weights_free(&s->weights);
+    memset(s, 0, sizeof(*s));
+}
+
+static int dup_str(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = strdup(src);
+    return *dst ? 0 : -1;
+}
+
+int scene_copy(struct scene *dst, const struct scene *src)
+{
+    *dst = *src;
+    /* Null every owned pointer first so a failure half-way can be freed safely. */
+    dst->title = dst->text = NULL;
+    dst->tokens = NULL;
+    dst->n_tokens = 0;
+    memset(&dst->embed.rows, 0, sizeof(dst->embed.rows));
+    memset(&dst->pos.table, 0, sizeof(dst->pos.table));
+    memset(&dst->weights, 0, sizeof(dst->weights));
+
+    const struct scene_weights *sw = &src->weights;
+    struct scene_weights *dw = &dst->weights;
+    int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text);
+    if (src->n_tokens > 0) {
+        dst->tokens = tokens_dup(src->tokens, src->n_tokens);
+        if (dst->tokens)
+            dst->n_tokens = src->n_tokens;
+        else
+            rc = -1;
+    }
+    rc |= matrix_copy(&dst->embed.rows, &src->embed.rows);
+    rc |= matrix_copy(&dst->pos.table, &src->pos.table);
+    dw->set = sw->set;
+    rc |= matrix_copy(&dw->query, &sw->query) | matrix_copy(&dw->key, &sw->key) |
+          matrix_copy(&dw->value, &sw->value) | matrix_copy(&dw->query_bias, &sw->query_bias) |
+          matrix_copy(&dw->key_bias, &sw->key_bias) |
+          matrix_copy(&dw->value_bias, &sw->value_bias) | matrix_copy(&dw->out, &sw->out) |
+          matrix_copy(&dw->out_bias, &sw->out_bias);
+    if (sw->dropout_mask) {
+        size_t bytes =
+            (size_t)src->attn.heads * (size_t)sw->dropout_mask_n * (size_t)sw->dropout_mask_n;
+        dw->dropout_mask = malloc(bytes ? bytes : 1);
+        if (dw->dropout_mask) {
+            memcpy(dw->dropout_mask, sw->dropout_mask, bytes);
+            dw->dropout_mask_n = sw->dropout_mask_n;
+        } else {
+            rc = -1;
+        }
+    }
+    if (rc) {
+        scene_free(dst);
+        return -1;
+    }
+    return 0;
+}
+
+void scene_init_default(struct scene *s)
+{
+    scene_init(s);
+    s->title = strdup("Your journey starts with one step: multi-head attention (ch. 3.6)");
+    s->text = strdup("Your journey starts with one step");
+    s->tokens = tokens_dup((char *const *)book_tokens, 6);
+    if (!s->title || !s->text || !s->tokens)
+        abort(); /* out of memory at start-up: nothing sensible to show */
+    s->n_tokens = 6;
+    s->embed.kind = EMBED_EXPLICIT;
+    if (matrix_alloc(&s->embed.rows, 6, 3))
+        abort();
+    memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
+    s->attn.projection = PROJ_LINEAR;
+    s->attn.d_out = 2;
+    s->attn.heads = 2;
+    s->attn.causal = true;
+}
+
+int scene_set_text(struct scene *s, const char *text, struct diag *err)
+{
+    char **tokens = NULL;
+    int n = 0;
+    if (tokenize(&tokens, &n, text, s->tokenizer, err))
+        return -1;
+    char *copy = strdup(text);
+    if (!copy) {
+        tokens_free(tokens, n);
+        return diag_set(err, "text", "out of memory");
+    }
+    free(s->text);
+    tokens_free(s->tokens, s->n_tokens);
+    s->text = copy;
+    s->tokens = tokens;
+    s->n_tokens = n;
+    return 0;
+}
+
+int scene_set_tokens(struct scene *s, char *const *tokens, int n, struct diag *err)
+{
+    if (n > SCENE_MAX_TOKENS)
+        return diag_set(err, "tokens", "more than %d tokens", SCENE_MAX_TOKENS);
+    char **copy = tokens_dup(tokens, n);
+    if (!copy)
+        return diag_set(err, "tokens", "out of memory");
+    free(s->text);
+    s->text = NULL;
+    tokens_free(s->tokens, s->n_tokens);
+    s->tokens = copy;
+    s->n_tokens = n;
+    return 0;
+}
+
+int scene_d_in(const struct scene *s)
+{
+    return s->embed.kind == EMBED_EXPLICIT ? s->embed.rows.cols : s->embed.dim;
+}
+
+int scene_eff_d_out(const struct scene *s)
+{
+    return s->attn.d_out > 0 ? s->attn.d_out : scene_d_in(s);
+}
+
+enum projection scene_eff_projection(const struct scene *s)
+{
+    return s->attn.projection == PROJ_DEFAULT ? PROJ_LINEAR : s->attn.projection;
+}
+
+bool scene_eff_out_proj(const struct scene *s)
+{
+    if (s->attn.out_proj != TRI_DEFAULT)
+        return s->attn.out_proj == TRI_TRUE;
+    return s->attn.heads > 1 && s->attn.layout == LAYOUT_SPLIT;
+}
+
+enum scale_kind scene_eff_scale(const struct scene *s)
+{
+    if (s->attn.scale != SCALE_DEFAULT)
+        return s->attn.scale;
+    return scene_eff_projection(s) == PROJ_NONE ? SCALE_NONE : SCALE_SQRT_DK;
+}
+
+int scene_head_dim(const struct scene *s)
+{
+    int d_out = scene_eff_d_out(s);
+    if (s->attn.layout == LAYOUT_WRAPPER)
+        return d_out;
+    return s->attn.heads > 0 ? d_out / s->attn.heads : d_out;
+}
+
+int scene_concat_dim(const struct scene *s)
+{
+    return s->attn.layout == LAYOUT_WRAPPER ? s->attn.heads * scene_eff_d_out(s)
+                                            : scene_eff_d_out(s);
+}
+
+size_t scene_mem_estimate(const struct scene *s)
+{
+    size_t n = (size_t)(s->n_tokens > 0 ? s->n_tokens : 0);
+    size_t d_in = (size_t)(scene_d_in(s) > 0 ? scene_d_in(s) : 0);
+    size_t D = (size_t)(scene_concat_dim(s) > 0 ? scene_concat_dim(s) : 0);
+    size_t heads = (size_t)(s->attn.heads > 0 ? s->attn.heads : 0);
+    size_t pos = s->pos.kind == POS_LEARNED ? (size_t)s->pos.max_len * d_in : 0;
+    size_t floats = 2 * n * d_in + pos     /* embeddings, inputs, positional table */
+                    + n * d_in             /* learned embedding table (vocab <= n) */
+                    + 3 * d_in * D + 5 * D /* W_q, W_k, W_v and the biases */
+                    + D * D                /* out_proj */
+                    + 5 * n * D            /* q, k, v, concat, output */
+                    + 5 * heads * n * n;   /* scores .. dropout */
+    return floats * sizeof(float) + heads * n * n /* keep mask */;
+}
+
+/* Appends one problem located at `path`; the loader fills in file:line:col. */
+static void problem(struct diag_list *out, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void problem(struct diag_list *out, const char *path, const char *fmt, ...)
+{
+    struct diag d;
+    diag_clear(&d);
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vset(&d, path, fmt, ap);
+    va_end(ap);
+    diag_list_push(out, &d);
+}
+
+static void check_shape(struct diag_list *out, const char *path, const struct matrix *m, int rows,
+                        int cols, bool wanted, const char *why)
+{
+    if (!m->data) {
+        if (wanted)
+            problem(out, path, "'%s' is missing (%s)", path, why);
+        return;
+    }
+    if (!wanted) {
+        problem(out, path, "'%s' is given but %s", path, why);
+        return;
+    }
+    if (m->rows != rows || m->cols != cols)
+        problem(out, path, "'%s' is %d x %d, expected %d x %d", path, m->rows, m->cols, rows, cols);
+}
+
+int scene_check(const struct scene *s, struct diag_list *out)
+{
+    int before = out->n;
+    const char *tok_path = s->text ? "text" : "tokens";
+    int n = s->n_tokens;
+    if (n < 1)
+        problem(out, tok_path, "the scene has no tokens");
+    if (n > SCENE_MAX_TOKENS)
+        problem(out, tok_path, "%d tokens is over the limit of %d", n, SCENE_MAX_TOKENS);
+    for (int i = 0; i < n && i < SCENE_MAX_TOKENS; i++)
+        if (strlen(s->tokens[i]) > SCENE_MAX_TOKEN_BYTES)
+            problem(out, tok_path, "token %d is longer than %d bytes", i + 1,
+                    SCENE_MAX_TOKEN_BYTES);
+
+    int d_in = scene_d_in(s);
+    switch (s->embed.kind) {
+    case EMBED_EXPLICIT:
+        if (s->embed.rows.rows != n)
+            problem(out, "embeddings", "%d embedding rows for %d tokens", s->embed.rows.rows, n);
+        break;
+    case EMBED_LEARNED:
+        break;
+    case EMBED_NONE:
+        problem(out, "embeddings", "the scene has no embeddings");
+        break;
+    }
+    if (d_in < 1 || d_in > SCENE_MAX_DIM)
+        problem(out, s->embed.kind == EMBED_LEARNED ? "embeddings.dim" : "embeddings",
+                "d_in %d is out of range (1..%d)", d_in, SCENE_MAX_DIM);
+
+    if (s->pos.kind == POS_LEARNED) {
+        if (s->pos.max_len < 1 || s->pos.max_len > 8 * SCENE_MAX_TOKENS)
+            problem(out, "positional.max_len", "max_len %d is out of range (1..%d)", s->pos.max_len,
+                    8 * SCENE_MAX_TOKENS);
+        else if (s->pos.max_len < n)
+            problem(out, "positional.max_len", "max_len %d is less than the %d tokens",
+                    s->pos.max_len, n);
+        if (s->pos.table.data && (s->pos.table.rows != s->pos.max_len || s->pos.table.cols != d_in))
+            problem(out, "positional.table", "'positional.table' is %d x %d, expected %d x %d",
+                    s->pos.table.rows, s->pos.table.cols, s->pos.max_len, d_in);
+    }
+
+    const struct attn_config *a = &s->attn;
+    enum projection proj = scene_eff_projection(s);
+    int d_out = scene_eff_d_out(s);
+    bool heads_ok = a->heads >= 1 && a->heads <= SCENE_MAX_HEADS;
+    if (!heads_ok)
+        problem(out, "attention.heads", "heads %d is out of range (1..%d)", a->heads,
+                SCENE_MAX_HEADS);
+    if (a->d_out < 0 || d_out > SCENE_MAX_DIM)
+        problem(out, "attention.d_out", "d_out %d is out of range (1..%d)", d_out, SCENE_MAX_DIM);
+    else if (heads_ok && a->layout == LAYOUT_SPLIT && d_out % a->heads != 0)
+        problem(out, "attention.d_out",
+                "d_out %d is not divisible by heads %d (the split layout gives each head "
+                "d_out / heads columns)",
+                d_out, a->heads);
+    if (a->layout == LAYOUT_WRAPPER && heads_ok && d_out >= 1 &&
+        (long)a->heads * d_out > SCENE_MAX_DIM)
+        problem(out, "attention.heads", "heads x d_out = %ld is over the limit of %d",
+                (long)a->heads * d_out, SCENE_MAX_DIM);
+    if (proj == PROJ_NONE && d_out != d_in)
+        problem(out, "attention.d_out",
+                "projection none keeps Q = K = V = X, so d_out must equal d_in (%d), not %d", d_in,
+                d_out);
+    if (a->qkv_bias && proj != PROJ_LINEAR)
+        problem(out, "attention.qkv_bias", "qkv_bias needs projection: linear (it is %s)",
+                projection_name(proj));
+    if (a->scale == SCALE_DIVISOR && !(a->scale_divisor > 0.0 && isfinite(a->scale_divisor)))
+        problem(out, "attention.scale", "scale must be true, false or a positive number");
+    if (!(a->dropout >= 0.0 && a->dropout <= 1.0))
+        problem(out, "attention.dropout", "dropout %g is out of range [0, 1]", a->dropout);
+
+    const struct scene_weights *w = &s->weights;
+    int before_w = out->n;
+    if (w->set && before_w == before) { /* shapes only make sense once the sizes are sane */
+        int D = scene_concat_dim(s);
+        bool out_proj = scene_eff_out_proj(s);
+        bool qkv = proj != PROJ_NONE;
+        const char *why = qkv ? "needed with weights" : "projection is none (Q = K = V = X)";
+        check_shape(out, "weights.query", &w->query, d_in, D, qkv, why);
+        check_shape(out, "weights.key", &w->key, d_in, D, qkv, why);
+        check_shape(out, "weights.value", &w->value, d_in, D, qkv, why);
+        check_shape(out, "weights.query_bias", &w->query_bias, 1, D, a->qkv_bias,
+                    a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false");
+        check_shape(out, "weights.key_bias", &w->key_bias, 1, D, a->qkv_bias,
+                    a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false");
+        check_shape(out, "weights.value_bias", &w->value_bias, 1, D, a->qkv_bias,
+                    a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false");
+        check_shape(out, "weights.out", &w->out, D, D, out_proj,
+                    out_proj ? "out_proj is on" : "out_proj is off");
+        check_shape(out, "weights.out_bias", &w->out_bias, 1, D, out_proj && a->out_bias,
+                    out_proj && a->out_bias ? "out_proj has a bias" : "there is no out bias");
+    }
+    if (w->dropout_mask) {
+        if (a->dropout == 0.0)
+            problem(out, "weights.dropout_mask", "dropout_mask is given but dropout is 0");
+        else if (w->dropout_mask_n != n)
+            problem(out, "weights.dropout_mask", "dropout_mask is for %d tokens, the scene has %d",
+                    w->dropout_mask_n, n);
+    }
+
+    if (out->n == before) {
+        size_t bytes = scene_mem_estimate(s);
+        if (bytes > SCENE_MAX_BYTES)
+            problem(out, tok_path,
+                    "the scene needs about %zu MiB for its parameters and stages, over the "
+                    "%zu MiB limit",
+                    bytes >> 20, SCENE_MAX_BYTES >> 20);
+    }
+    return out->n - before;
+}
+
+const char *tokenizer_name(enum tokenizer t)
+{
+    switch (t) {
+    case TOKENIZER_WHITESPACE:
+        return "whitespace";
+    case TOKENIZER_WORDS:
+        return "words";
+    case TOKENIZER_CHARS:
+        return "chars";
+    }
+    return "?";
+}
+
+const char *projection_name(enum projection p)
+{
+    switch (p) {
+    case PROJ_DEFAULT:
+    case PROJ_LINEAR:
+        return "linear";
+    case PROJ_NONE:
+        return "none";
+    case PROJ_RAND:
+        return "rand";
+    }
+    return "?";
+}
+
+const char *layout_name(enum head_layout l)
+{
+    return l == LAYOUT_WRAPPER ? "wrapper" : "split";
+}
+
+const char *mask_mode_name(enum mask_mode m)
+{
+    return m == MASK_AFTER_SOFTMAX ? "after_softmax" : "before_softmax";
+}
+
+const char *normalize_name(enum normalize n)
+{
+    return n == NORM_SUM ? "sum" : "softmax";
+}
+
+void scene_describe(char *out, size_t out_size, const struct scene *s)
+{
+    const struct attn_config *a = &s->attn;
+    enum projection proj = scene_eff_projection(s);
+    const char *kind = proj == PROJ_NONE ? "simplified " : "";
+    const char *multi = a->heads > 1 ? "multi-head " : "";
+    const char *causal = a->causal ? "causal " : "";
+    const char *v1 = proj == PROJ_RAND ? " (torch.rand weights)" : "";
+    char heads[64];
+    if (a->layout == LAYOUT_WRAPPER && a->heads > 1)
+        snprintf(heads, sizeof(heads), "wrapper of %d heads \u00d7 d_out %d", a->heads,
+                 scene_eff_d_out(s));
+    else
+        snprintf(heads, sizeof(heads), "%d head%s \u00d7 head_dim %d", a->heads,
+                 a->heads == 1 ? "" : "s", scene_head_dim(s));
+    char extra[96] = "";
+    if (a->causal && a->mask_mode == MASK_AFTER_SOFTMAX)
+        strcat(extra, ", mask after softmax");
+    if (a->normalize == NORM_SUM)
+        strcat(extra, ", sum-normalised");
+    /* "dropout 0.0" as the book writes it; more digits only when p needs them. */
+    double p = a->dropout;
+    const char *pfmt = fabs(p * 10 - round(p * 10)) < 1e-6 ? "%.1f" : "%g";
+    char pstr[32];
+    snprintf(pstr, sizeof(pstr), pfmt, p);
+    snprintf(out, out_size, "%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, v1, heads,
+             pstr, extra);
+}

@@ -1,0 +1,21 @@
+/* tokenize: sentence -> tokens, for the three tokenizers a scene can name.
+ *
+ * Deliberately simple and predictable (this is a teaching tool, not BPE): what a learner types
+ * is what they see on the heatmap axes.
+ */
+#ifndef ATTNSCOPE_TOKENIZE_H
+#define ATTNSCOPE_TOKENIZE_H
+
+#include "common/diag.h"
+#include "engine/scene.h"
+
+/* *out: n newly allocated UTF-8 strings (free with tokens_free). Fails on more than
+ * SCENE_MAX_TOKENS tokens, a token over SCENE_MAX_TOKEN_BYTES, or invalid UTF-8. */
+int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct diag *err);
+void tokens_free(char **tokens, int n);
+/* Deep copy of a token array; returns NULL on out-of-memory. */
+char **tokens_dup(char *const *tokens, int n);
+/* Bytes of the UTF-8 sequence starting at s (1..4), or 0 when it is invalid. */
+int utf8_seq_len(const char *s);
+
+#endif

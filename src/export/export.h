@@ -1,0 +1,41 @@
+/* export: CSV files and PyTorch-style text for the stages of a forward pass.
+ *
+ * The export layout is a contract other tools read (docs/export-format.md):
+ *   DIR/scene.yaml, DIR/inputs.csv, DIR/params/<name>.csv, DIR/head<H>/<stage>.csv,
+ *   DIR/context.csv, DIR/output.csv; every file written atomically.
+ */
+#ifndef ATTNSCOPE_EXPORT_H
+#define ATTNSCOPE_EXPORT_H
+
+#include <stdio.h>
+
+#include "common/diag.h"
+#include "engine/attention.h"
+#include "engine/model.h"
+#include "engine/scene.h"
+
+/* Writes one matrix as RFC 4180 CSV. Header: "token," + col_labels (key tokens for n x n
+ * stages) or d0,d1,...  when col_labels is NULL. Each row starts with row_labels[i] (or the row
+ * index when NULL). Numbers use the shortest round-trip form; -inf is written "-inf". */
+int csv_write_matrix(FILE *f, struct mat_view v, char *const *row_labels, char *const *col_labels);
+/* The same with another first header cell than "token" (parameter files use "row").
+ * Both return 0, or -1 when the stream reports a write error. */
+int csv_write_table(FILE *f, struct mat_view v, const char *corner, char *const *row_labels,
+                    char *const *col_labels);
+/* Writes x in the shortest of %.6g .. %.9g that reads back (strtof) to the same bits; inf,
+ * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
+int csv_format_float(char *out, size_t size, float x);
+
+/* Writes every file of the export layout into dir (created when missing), replacing files of
+ * an earlier export. s is the scene as the user gave it; the resolved scene.yaml is derived
+ * from s and m; r must hold attn_forward(r, m). Returns 0, or -1 with err naming the file
+ * (err->file) that could not be written; files written before the failure stay. */
+int export_dir(const char *dir, const struct scene *s, const struct model *m,
+               const struct attn_run *r, struct diag *err);
+
+/* Prints v the way print(t) shows a 2-D float32 tensor in PyTorch 1.13 with the default print
+ * options (precision 4, linewidth 80, summarised above 1000 elements), newline included:
+ * "tensor([[0.1385, 0.2379], ...])\n". A 1-row matrix prints as 2-D ("tensor([[...]])"). */
+void torch_print_matrix(FILE *f, struct mat_view v);
+
+#endif
