@@ -1,0 +1,67 @@
+/* cli: the `attnscope` command line, shared pieces.
+ *
+ * main.c dispatches to one cmd_* function per command. Each returns the process exit status:
+ * CLI_OK, CLI_INVALID (a bad scene or input, an I/O error) or CLI_USAGE (wrong command line).
+ * Every message goes to stderr and names the file it is about.
+ */
+#ifndef ATTNSCOPE_CLI_H
+#define ATTNSCOPE_CLI_H
+
+#include <stdbool.h>
+
+#include "engine/attention.h"
+#include "engine/model.h"
+#include "engine/scene.h"
+
+enum cli_status { CLI_OK = 0, CLI_INVALID = 1, CLI_USAGE = 2 };
+
+/* One option of a command: --long, -s, with or without a value. */
+struct cli_opt {
+    const char *long_name; /* without the dashes */
+    char short_name;       /* 0 when there is none */
+    bool has_arg;          /* takes a value: --name V, --name=V, -s V or -sV */
+    const char **value;    /* receives the value, or "" for a flag */
+};
+
+/* Parses args (the words after the command name). Positional words go to pos (at most
+ * max_pos); "--" ends the options. -h/--help sets *help. Prints the problem and returns
+ * CLI_USAGE on an unknown option, a missing value or too many words; else CLI_OK. */
+int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts, int n_opts,
+              const char **pos, int max_pos, int *n_pos, bool *help);
+
+/* Prints "attnscope CMD: message" and the usage hint to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The help text (stdout for --help, stderr after a usage error). */
+void cli_print_help(FILE *out);
+/* The one line shown instead of the explorer while the UI is not built. */
+extern const char cli_explorer_hint[];
+
+/* A scene ready to show: loaded (or the built-in default), resolved and computed once. */
+struct cli_scene {
+    const char *name; /* the path, or "default scene" */
+    bool from_file;
+    struct scene scene;
+    struct model model;
+    struct attn_run run;
+};
+
+/* Loads path (NULL: the built-in default), resolves it and runs attn_forward. Prints every
+ * problem as file:line:col with the line and a caret. Returns CLI_OK or CLI_INVALID; on
+ * failure nothing is left to free. */
+int cli_scene_open(struct cli_scene *cs, const char *path);
+void cli_scene_close(struct cli_scene *cs);
+
+#ifdef ATTNSCOPE_HAVE_UI
+/* The explorer: meson defines ATTNSCOPE_HAVE_UI and links ui_dep when src/ui is built.
+ * int ui_main(const char *scene_path): scene_path NULL = the built-in scene; returns the exit
+ * status. Its own header keeps the call type-checked. */
+#include "ui/ui.h"
+#endif
+
+int cmd_check(int argc, char **argv);
+int cmd_print(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif

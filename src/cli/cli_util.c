@@ -1,0 +1,203 @@
+/* cli_util: option parsing, the help text and scene loading shared by the commands. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/diag.h"
+#include "scenefile/scenefile.h"
+
+const char cli_explorer_hint[] = "the explorer arrives with the UI; try: attnscope print";
+
+void cli_print_help(FILE *out)
+{
+    fputs("usage: attnscope [SCENE.yaml]\n"
+          "       attnscope check SCENE.yaml...\n"
+          "       attnscope print [SCENE.yaml] [--stage S] [--head H]\n"
+          "       attnscope export [SCENE.yaml] -o DIR\n"
+          "       attnscope bench [SCENE.yaml] [--iters N]\n"
+          "       attnscope --help | --version\n"
+          "\n"
+          "Explore the attention mechanism of transformers, tensor by tensor.\n"
+          "Without SCENE.yaml: the built-in scene, \"Your journey starts with one step\"\n"
+          "through the book's MultiHeadAttention (seed 123, 2 heads).\n"
+          "\n"
+          "commands:\n"
+          "  (none)  open the explorer on SCENE\n",
+          out);
+#ifndef ATTNSCOPE_HAVE_UI
+    fprintf(out, "          (%s)\n", cli_explorer_hint);
+#endif
+    fputs("  check   validate scene files; every problem as file:line:col\n"
+          "  print   print the stages the way PyTorch prints tensors\n"
+          "            -s, --stage S   only stage S:",
+          out);
+    for (int s = 0; s < STAGE_COUNT; s++)
+        fprintf(out, "%s%s",
+                s == 0       ? " "
+                : s % 6 == 0 ? ",\n                            "
+                             : ", ",
+                stage_name((enum stage)s));
+    fputs("\n"
+          "                            (also q, k, v, mask, softmax, out)\n"
+          "            -H, --head H    only head H (0-based)\n"
+          "  export  write every stage as CSV and the resolved scene.yaml\n"
+          "            -o, --output DIR  the folder (created when missing)\n"
+          "  bench   time the forward pass (mean microseconds per call)\n"
+          "            -n, --iters N   repetitions (default 10000)\n"
+          "\n"
+          "exit status: 0 ok, 1 invalid scene or I/O error, 2 wrong usage\n",
+          out);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    fprintf(stderr, "attnscope%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry 'attnscope --help'.\n", stderr);
+    return CLI_USAGE;
+}
+
+static const struct cli_opt *find_long(const struct cli_opt *opts, int n, const char *name,
+                                       size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(opts[i].long_name) == len && strncmp(opts[i].long_name, name, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+static const struct cli_opt *find_short(const struct cli_opt *opts, int n, char c)
+{
+    for (int i = 0; i < n; i++)
+        if (opts[i].short_name && opts[i].short_name == c)
+            return &opts[i];
+    return NULL;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts, int n_opts,
+              const char **pos, int max_pos, int *n_pos, bool *help)
+{
+    bool options_done = false;
+    *n_pos = 0;
+    *help = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (options_done || a[0] != '-' || a[1] == '\0') {
+            if (*n_pos >= max_pos)
+                return cli_usage_error(cmd, "unexpected argument '%s'", a);
+            pos[(*n_pos)++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            *help = true;
+            continue;
+        }
+        const struct cli_opt *o;
+        const char *inline_value = NULL;
+        if (a[1] == '-') {
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            o = find_long(opts, n_opts, name, len);
+            if (!o)
+                return cli_usage_error(cmd, "unknown option '%.*s'", (int)(len + 2), a);
+            if (eq && !o->has_arg)
+                return cli_usage_error(cmd, "option '--%s' takes no value", o->long_name);
+            inline_value = eq ? eq + 1 : NULL;
+        } else {
+            o = find_short(opts, n_opts, a[1]);
+            if (!o)
+                return cli_usage_error(cmd, "unknown option '-%c'", a[1]);
+            if (a[2] != '\0') {
+                if (!o->has_arg)
+                    return cli_usage_error(cmd, "unknown option '%s'", a);
+                inline_value = a + 2;
+            }
+        }
+        if (!o->has_arg) {
+            *o->value = "";
+            continue;
+        }
+        if (inline_value) {
+            *o->value = inline_value;
+        } else if (i + 1 < argc) {
+            *o->value = argv[++i];
+        } else {
+            return cli_usage_error(cmd, "option '--%s' needs a value", o->long_name);
+        }
+    }
+    return CLI_OK;
+}
+
+/* Prints a diag, naming the scene when the diag has no file of its own. */
+static void print_diag(struct diag *d, const char *name, const char *source, size_t len)
+{
+    if (d->file[0] == '\0') {
+        size_t n = strlen(name);
+        if (n >= sizeof(d->file))
+            n = sizeof(d->file) - 1;
+        memcpy(d->file, name, n);
+        d->file[n] = '\0';
+    }
+    diag_print(stderr, d, source, len);
+}
+
+int cli_scene_open(struct cli_scene *cs, const char *path)
+{
+    memset(cs, 0, sizeof(*cs));
+    cs->name = path ? path : "default scene";
+    cs->from_file = path != NULL;
+    struct diag err;
+    diag_clear(&err);
+
+    if (path) {
+        struct diag_list errs;
+        diag_list_init(&errs);
+        char *source = NULL;
+        size_t source_len = 0;
+        if (scenefile_load(&cs->scene, path, &errs, &source, &source_len) != 0) {
+            for (int i = 0; i < errs.n; i++)
+                print_diag(&errs.items[i], path, source, source_len);
+            if (errs.n == 0)
+                fprintf(stderr, "%s: cannot load the scene\n", path);
+            diag_list_free(&errs);
+            free(source);
+            return CLI_INVALID;
+        }
+        diag_list_free(&errs);
+        free(source);
+    } else {
+        scene_init_default(&cs->scene);
+    }
+
+    if (model_resolve(&cs->model, &cs->scene, &err) != 0) {
+        print_diag(&err, cs->name, NULL, 0);
+        scene_free(&cs->scene);
+        return CLI_INVALID;
+    }
+    if (attn_run_init(&cs->run, &cs->model, &err) != 0) {
+        print_diag(&err, cs->name, NULL, 0);
+        model_free(&cs->model);
+        scene_free(&cs->scene);
+        return CLI_INVALID;
+    }
+    attn_forward(&cs->run, &cs->model);
+    return CLI_OK;
+}
+
+void cli_scene_close(struct cli_scene *cs)
+{
+    attn_run_free(&cs->run);
+    model_free(&cs->model);
+    scene_free(&cs->scene);
+}

@@ -1,0 +1,39 @@
+/* export: every stage as CSV plus the resolved scene.yaml (docs/export-format.md). */
+#include <stdio.h>
+
+#include "cli.h"
+#include "export/export.h"
+
+int cmd_export(int argc, char **argv)
+{
+    const char *dir = NULL;
+    const struct cli_opt opts[] = {
+        {"output", 'o', true, &dir},
+    };
+    const char *pos[1];
+    int n_pos;
+    bool help;
+    int rc = cli_parse("export", argc, argv, opts, 1, pos, 1, &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    if (help) {
+        cli_print_help(stdout);
+        return CLI_OK;
+    }
+    if (!dir || dir[0] == '\0')
+        return cli_usage_error("export", "missing -o DIR");
+
+    struct cli_scene cs;
+    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
+    if (rc != CLI_OK)
+        return rc;
+    struct diag err;
+    if (export_dir(dir, &cs.scene, &cs.model, &cs.run, &err) != 0) {
+        diag_print(stderr, &err, NULL, 0);
+        rc = CLI_INVALID;
+    } else {
+        printf("%s: exported %s\n", dir, cs.name);
+    }
+    cli_scene_close(&cs);
+    return rc;
+}

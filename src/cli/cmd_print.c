@@ -1,0 +1,108 @@
+/* print: every stage of the forward pass, printed the way PyTorch prints tensors.
+ *
+ *   # tokens: Your journey starts with one step
+ *   # multi-head causal attention, ...
+ *
+ *   # inputs (6×3)
+ *   tensor([[0.4300, 0.1500, 0.8900],
+ *   ...
+ *   # head 0 · weights (6×6)
+ *
+ * --stage keeps one stage, --head one head. With --head alone, only per-head stages print.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "export/export.h"
+
+static void print_stage(const struct cli_scene *cs, enum stage st, int h)
+{
+    struct mat_view v = attn_view(&cs->run, &cs->model, st, h);
+    if (stage_is_per_head(st))
+        printf("\n# head %d \u00b7 %s (%d\u00d7%d)\n", h, stage_name(st), v.rows, v.cols);
+    else
+        printf("\n# %s (%d\u00d7%d)\n", stage_name(st), v.rows, v.cols);
+    torch_print_matrix(stdout, v);
+}
+
+static int parse_head(const char *text, int *head)
+{
+    char *end;
+    errno = 0;
+    long h = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || h < 0 || h > SCENE_MAX_HEADS)
+        return cli_usage_error("print", "invalid head '%s' (a number from 0)", text);
+    *head = (int)h;
+    return CLI_OK;
+}
+
+int cmd_print(int argc, char **argv)
+{
+    const char *stage_arg = NULL, *head_arg = NULL;
+    const struct cli_opt opts[] = {
+        {"stage", 's', true, &stage_arg},
+        {"head", 'H', true, &head_arg},
+    };
+    const char *pos[1];
+    int n_pos;
+    bool help;
+    int rc = cli_parse("print", argc, argv, opts, 2, pos, 1, &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    if (help) {
+        cli_print_help(stdout);
+        return CLI_OK;
+    }
+    int stage = -1, head = -1;
+    if (stage_arg && (stage = stage_parse(stage_arg)) < 0) {
+        fprintf(stderr, "attnscope print: unknown stage '%s'; stages:", stage_arg);
+        for (int s = 0; s < STAGE_COUNT; s++)
+            fprintf(stderr, "%s %s", s ? "," : "", stage_name((enum stage)s));
+        fputs("\nTry 'attnscope --help'.\n", stderr);
+        return CLI_USAGE;
+    }
+    if (head_arg && parse_head(head_arg, &head) != CLI_OK)
+        return CLI_USAGE;
+
+    struct cli_scene cs;
+    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
+    if (rc != CLI_OK)
+        return rc;
+    /* A head the scene does not have is a wrong command line, not a wrong scene. */
+    if (head >= cs.model.heads) {
+        fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n",
+                cs.from_file ? cs.name : "attnscope print", head, cs.model.heads,
+                cs.model.heads == 1 ? "" : "s");
+        cli_scene_close(&cs);
+        return CLI_USAGE;
+    }
+
+    printf("# tokens:");
+    for (int i = 0; i < cs.model.n; i++)
+        printf(" %s", cs.model.tokens[i]);
+    char desc[512];
+    scene_describe(desc, sizeof(desc), &cs.scene);
+    printf("\n# %s\n", desc);
+
+    for (int s = 0; s < STAGE_COUNT; s++) {
+        enum stage st = (enum stage)s;
+        if (stage >= 0 && s != stage)
+            continue;
+        if (!stage_is_per_head(st)) {
+            if (head < 0 || stage >= 0)
+                print_stage(&cs, st, 0);
+            continue;
+        }
+        for (int h = 0; h < cs.model.heads; h++)
+            if (head < 0 || h == head)
+                print_stage(&cs, st, h);
+    }
+    cli_scene_close(&cs);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fputs("attnscope print: error writing to standard output\n", stderr);
+        return CLI_INVALID;
+    }
+    return CLI_OK;
+}

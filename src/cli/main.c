@@ -1,0 +1,74 @@
+/* attnscope: the command-line entry point.
+ *
+ *   attnscope [SCENE.yaml]          the explorer (src/ui, when built)
+ *   attnscope check|print|export|bench ...
+ *
+ * main() only dispatches: each command lives in its own cmd_*.c and returns the exit status
+ * (0 ok, 1 invalid scene or I/O error, 2 wrong usage).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+#ifndef ATTNSCOPE_VERSION
+#define ATTNSCOPE_VERSION "unknown"
+#endif
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv); /* the words after the command name */
+} commands[] = {
+    {"check", cmd_check},
+    {"print", cmd_print},
+    {"export", cmd_export},
+    {"bench", cmd_bench},
+};
+
+/* A word that is neither a command nor plausibly a scene file is a mistyped command. */
+static bool looks_like_scene(const char *word)
+{
+    struct stat st;
+    if (stat(word, &st) == 0 || strchr(word, '/'))
+        return true;
+    size_t n = strlen(word);
+    return (n > 5 && strcmp(word + n - 5, ".yaml") == 0) ||
+           (n > 4 && strcmp(word + n - 4, ".yml") == 0);
+}
+
+static int cmd_explore(int argc, char **argv)
+{
+    const char *pos[1];
+    int n_pos;
+    bool help;
+    int rc = cli_parse(NULL, argc, argv, NULL, 0, pos, 1, &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    if (help) {
+        cli_print_help(stdout);
+        return CLI_OK;
+    }
+    if (n_pos == 1 && !looks_like_scene(pos[0]))
+        return cli_usage_error(NULL, "unknown command '%s'", pos[0]);
+#ifdef ATTNSCOPE_HAVE_UI
+    return ui_main(n_pos ? pos[0] : NULL);
+#else
+    fprintf(stderr, "attnscope: %s\n", cli_explorer_hint);
+    return CLI_USAGE;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2) {
+        if (strcmp(argv[1], "--version") == 0) {
+            printf("attnscope %s\n", ATTNSCOPE_VERSION);
+            return CLI_OK;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+            if (strcmp(argv[1], commands[i].name) == 0)
+                return commands[i].run(argc - 2, argv + 2);
+    }
+    return cmd_explore(argc - 1, argv + 1);
+}

@@ -1,0 +1,302 @@
+/* rng: PyTorch 1.13's CPU generator, reproduced bit for bit.
+ *
+ * Why it looks the way it does: the book's tensors are printed by Debian's python3-torch, whose
+ * random kernels run in the AVX2 build of ATen (compiled by GCC with -mfma and the default
+ * -ffp-contract=fast). Matching them digit for digit therefore means matching that machine code,
+ * not the C++ source as written:
+ *
+ *   - uniform_ computes x * (to - from) + from as ONE fused multiply-add;
+ *   - normal_ on >= 16 floats does Box-Muller with the cephes-style log/sincos polynomials of
+ *     avx_mathfun.h (not libm), and GCC fused most of their mul+add pairs. The scalar copies
+ *     below follow the instruction sequence of libtorch_cpu.so's normal_fill_16_AVX2 exactly:
+ *     every fmaf() is a vfmadd/vfmsub/vfnmadd there, every plain * or + a separate instruction;
+ *   - normal_ on < 16 elements uses libm's double log/sin/cos (the same glibc torch calls; its
+ *     sincos() agrees with sin() and cos()) and the generator's cached second Box-Muller
+ *     sample, with the final val * std + mean fused.
+ *
+ * Only the explicit fma()/fmaf() calls round once. No statement here multiplies and then adds,
+ * so even a build that contracts (clang's default, gcc -std=gnu11) cannot add a fusion; the
+ * project's -ffp-contract=off is belt and braces.
+ */
+#include "engine/rng.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MT_M         397
+#define MT_MATRIX_A  0x9908b0dfu
+#define MT_UPPER     0x80000000u
+#define MT_LOWER     0x7fffffffu
+#define FLOAT_MASK   0xFFFFFFu                  /* 24 bits: float's digits */
+#define DOUBLE_MASK  0x1FFFFFFFFFFFFFull        /* 53 bits: double's digits */
+#define FLOAT_SCALE  (1.0f / 16777216.0f)       /* 2^-24 */
+#define DOUBLE_SCALE (1.0 / 9007199254740992.0) /* 2^-53 */
+
+void rng_seed(struct rng *r, uint64_t seed)
+{
+    r->mt[0] = (uint32_t)(seed & 0xffffffffu);
+    for (uint32_t i = 1; i < RNG_MT_N; i++) {
+        uint32_t prev = r->mt[i - 1];
+        r->mt[i] = 1812433253u * (prev ^ (prev >> 30)) + i;
+    }
+    r->next = RNG_MT_N;
+    r->has_next_double_normal = false;
+    r->next_double_normal = 0.0;
+}
+
+static uint32_t mt_twist(uint32_t u, uint32_t v)
+{
+    uint32_t mixed = (u & MT_UPPER) | (v & MT_LOWER);
+    return (mixed >> 1) ^ ((v & 1u) ? MT_MATRIX_A : 0u);
+}
+
+static void mt_next_state(struct rng *r)
+{
+    uint32_t *s = r->mt;
+    for (int i = 0; i < RNG_MT_N; i++) {
+        s[i] = s[(i + MT_M) % RNG_MT_N] ^ mt_twist(s[i], s[(i + 1) % RNG_MT_N]);
+    }
+    r->next = 0;
+}
+
+uint32_t rng_u32(struct rng *r)
+{
+    if (r->next >= RNG_MT_N) {
+        mt_next_state(r);
+    }
+    uint32_t y = r->mt[r->next++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+uint64_t rng_u64(struct rng *r)
+{
+    uint64_t hi = rng_u32(r);
+    uint64_t lo = rng_u32(r);
+    return (hi << 32) | lo;
+}
+
+/* at::uniform_real_distribution<float>: 24 random bits scaled to [0, 1); exact. */
+static float uniform01_f(struct rng *r)
+{
+    return (float)(rng_u32(r) & FLOAT_MASK) * FLOAT_SCALE;
+}
+
+/* at::uniform_real_distribution<double>(0, 1): 53 bits of one 64-bit draw; exact. */
+static double uniform01_d(struct rng *r)
+{
+    return (double)(rng_u64(r) & DOUBLE_MASK) * DOUBLE_SCALE;
+}
+
+void rng_uniform(float *out, size_t n, float from, float to, struct rng *r)
+{
+    const float range = to - from;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = fmaf(uniform01_f(r), range, from);
+    }
+}
+
+/* ---- avx_mathfun.h, one lane at a time ---------------------------------------------------- */
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* log256_ps for one lane. Returns an all-ones NaN for x <= 0, as the vector code does. */
+static float cephes_logf(float x)
+{
+    static const float p[9] = {7.0376836292E-2f,  -1.1514610310E-1f, 1.1676998740E-1f,
+                               -1.2420140846E-1f, +1.4249322787E-1f, -1.6668057665E-1f,
+                               +2.0000714765E-1f, -2.4999993993E-1f, +3.3333331174E-1f};
+    const float q1 = -2.12194440e-4f;
+    const float q2 = 0.693359375f;
+    const float sqrthf = 0.707106781186547524f;
+    const float min_norm_pos = u2f(0x00800000u);
+
+    const bool invalid = x <= 0.0f;
+    /* _mm256_max_ps(x, m) yields m unless x > m. */
+    x = x > min_norm_pos ? x : min_norm_pos;
+
+    /* Split into exponent and a mantissa in [0.5, 1). */
+    const uint32_t bits = f2u(x);
+    float e = (float)((int32_t)(bits >> 23) - 0x7f);
+    x = u2f((bits & ~0x7f800000u) | f2u(0.5f));
+    e = e + 1.0f;
+
+    /* if (x < sqrt(1/2)) { e -= 1; x = x + x - 1; } else { x = x - 1; } */
+    const bool below = x < sqrthf;
+    const float tmp = below ? x : 0.0f;
+    x = x - 1.0f;
+    e = e - (below ? 1.0f : 0.0f);
+    x = x + tmp;
+
+    const float z = x * x;
+    float y = fmaf(p[0], x, p[1]);
+    for (int k = 2; k <= 8; k++) {
+        y = fmaf(y, x, p[k]);
+    }
+    y = y * x;
+    y = fmaf(y, z, e * q1);
+    y = fmaf(-z, 0.5f, y);
+    x = x + y;
+    x = fmaf(e, q2, x);
+    return invalid ? u2f(0xffffffffu) : x;
+}
+
+/* sincos256_ps for one lane: the cephes sinf/cosf range reduction and polynomials. */
+static void cephes_sincosf(float x, float *s, float *c)
+{
+    const float fopi = 1.27323954473516f; /* 4 / pi */
+    const float minus_dp1 = -0.78515625f;
+    const float minus_dp2 = -2.4187564849853515625e-4f;
+    const float minus_dp3 = -3.77489497744594108e-8f;
+    const float sincof_p0 = -1.9515295891E-4f;
+    const float sincof_p1 = 8.3321608736E-3f;
+    const float sincof_p2 = -1.6666654611E-1f;
+    const float coscof_p0 = 2.443315711809948E-005f;
+    const float coscof_p1 = -1.388731625493765E-003f;
+    const float coscof_p2 = 4.166664568298827E-002f;
+
+    uint32_t sign_sin = f2u(x) & 0x80000000u;
+    x = u2f(f2u(x) & 0x7fffffffu);
+
+    /* Octant j, rounded up to even, as in cephes. cvttps2dq truncates. */
+    const float scaled = x * fopi;
+    int32_t j = scaled < 2147483648.0f ? (int32_t)scaled : INT32_MIN;
+    j = (int32_t)(((uint32_t)j + 1u) & ~1u);
+    const float y = (float)j;
+
+    sign_sin ^= ((uint32_t)j & 4u) << 29;
+    const uint32_t sign_cos = (~((uint32_t)j - 2u) & 4u) << 29;
+    const bool sin_poly_for_sin = ((uint32_t)j & 2u) == 0;
+
+    /* Extended-precision reduction x - y * pi/4, in three parts. */
+    x = fmaf(y, minus_dp1, x);
+    x = fmaf(y, minus_dp2, x);
+    x = fmaf(y, minus_dp3, x);
+
+    const float z = x * x;
+
+    /* cosine polynomial, good on [0, pi/4] */
+    float yc = fmaf(z, coscof_p0, coscof_p1);
+    yc = fmaf(yc, z, coscof_p2);
+    yc = yc * z;
+    yc = fmaf(yc, z, -(z * 0.5f));
+    yc = yc + 1.0f;
+
+    /* sine polynomial */
+    float ys = fmaf(z, sincof_p0, sincof_p1);
+    ys = fmaf(ys, z, sincof_p2);
+    ys = ys * z;
+    ys = fmaf(ys, x, x);
+
+    /* The vector code selects with masks and add/sub; keep its exact (signed-zero) results. */
+    const float ysin2 = sin_poly_for_sin ? ys : 0.0f;
+    const float ysin1 = sin_poly_for_sin ? 0.0f : yc;
+    const float sin_v = ysin1 + ysin2;
+    const float cos_v = (ys - ysin2) + (yc - ysin1);
+
+    *s = u2f(f2u(sin_v) ^ sign_sin);
+    *c = u2f(f2u(cos_v) ^ sign_cos);
+}
+
+/* normal_fill_16_AVX2: Box-Muller over the pairs (data[j], data[j + 8]), in place. */
+static void normal_fill_16(float *data, float mean, float std)
+{
+    const float two_pi = (float)(2.0 * 3.14159265358979323846);
+    for (int j = 0; j < 8; j++) {
+        const float u1 = 1.0f - data[j];
+        const float u2 = data[j + 8];
+        const float radius = sqrtf(cephes_logf(u1) * -2.0f);
+        const float theta = two_pi * u2;
+        float sin_t, cos_t;
+        cephes_sincosf(theta, &sin_t, &cos_t);
+        data[j] = fmaf(radius * cos_t, std, mean);
+        data[j + 8] = fmaf(radius * sin_t, std, mean);
+    }
+}
+
+/* at::normal_distribution<double>: Box-Muller in double, second value cached in the generator. */
+static double normal_double(double mean, double std, struct rng *r)
+{
+    double ret;
+    if (r->has_next_double_normal) {
+        r->has_next_double_normal = false;
+        ret = r->next_double_normal;
+    } else {
+        const double u1 = uniform01_d(r);
+        const double u2 = uniform01_d(r);
+        const double radius = sqrt(-2.0 * log(1.0 - u2));
+        const double theta = 2.0 * 3.14159265358979323846 * u1;
+        r->next_double_normal = radius * sin(theta);
+        r->has_next_double_normal = true;
+        ret = radius * cos(theta);
+    }
+    return fma(ret, std, mean);
+}
+
+void rng_normal(float *out, size_t n, float mean, float std, struct rng *r)
+{
+    if (n < 16) {
+        for (size_t i = 0; i < n; i++) {
+            out[i] = (float)normal_double(mean, std, r);
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = uniform01_f(r);
+    }
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        normal_fill_16(out + i, mean, std);
+    }
+    if (n % 16 != 0) {
+        float *tail = out + n - 16;
+        for (int i = 0; i < 16; i++) {
+            tail[i] = uniform01_f(r);
+        }
+        normal_fill_16(tail, mean, std);
+    }
+}
+
+void rng_bernoulli(unsigned char *keep, size_t n, double p_keep, struct rng *r)
+{
+    for (size_t i = 0; i < n; i++) {
+        keep[i] = uniform01_d(r) < p_keep;
+    }
+}
+
+void rng_linear_init(float *w, float *bias, int in_features, int out_features, struct rng *r)
+{
+    /* torch.nn.init.kaiming_uniform_(a = sqrt(5)), in Python doubles; uniform_ casts to float. */
+    const double a = sqrt(5.0);
+    const double gain = sqrt(2.0 / (1.0 + a * a));
+    const double w_std = gain / sqrt((double)in_features);
+    const double w_bound = sqrt(3.0) * w_std;
+    const float wb = (float)w_bound;
+
+    /* torch draws the (out, in) weight row-major; we store its transpose, (in, out). */
+    for (int o = 0; o < out_features; o++) {
+        for (int i = 0; i < in_features; i++) {
+            float v;
+            rng_uniform(&v, 1, -wb, wb, r);
+            w[(size_t)i * (size_t)out_features + (size_t)o] = v;
+        }
+    }
+    if (bias != NULL) {
+        const double b_bound = in_features > 0 ? 1.0 / sqrt((double)in_features) : 0.0;
+        rng_uniform(bias, (size_t)out_features, -(float)b_bound, (float)b_bound, r);
+    }
+}

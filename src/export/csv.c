@@ -1,0 +1,86 @@
+/* csv: one matrix as an RFC 4180 table (CRLF line ends, quoted fields where needed).
+ *
+ * Numbers are written in the shortest %.Ng (N = 6..9) that reads back to the same float32,
+ * so a reader gets the exact values and a person reads 0.5, not 0.500000000.
+ */
+#include "export.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int csv_format_float(char *out, size_t size, float x)
+{
+    if (isnan(x))
+        return snprintf(out, size, "nan");
+    if (isinf(x))
+        return snprintf(out, size, x < 0 ? "-inf" : "inf");
+    uint32_t want;
+    memcpy(&want, &x, sizeof(want));
+    int len = 0;
+    for (int prec = 6; prec <= 9; prec++) {
+        char buf[32];
+        len = snprintf(buf, sizeof(buf), "%.*g", prec, (double)x);
+        float back = strtof(buf, NULL);
+        uint32_t got;
+        memcpy(&got, &back, sizeof(got));
+        if (got == want || prec == 9) /* %.9g always round-trips a float32 */
+            return snprintf(out, size, "%s", buf);
+    }
+    return len; /* not reached */
+}
+
+/* One field, quoted when it holds a comma, a quote or a line break (quotes doubled). */
+static void csv_field(FILE *f, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+int csv_write_table(FILE *f, struct mat_view v, const char *corner, char *const *row_labels,
+                    char *const *col_labels)
+{
+    char buf[32];
+    csv_field(f, corner);
+    for (int j = 0; j < v.cols; j++) {
+        fputc(',', f);
+        if (col_labels) {
+            csv_field(f, col_labels[j]);
+        } else {
+            snprintf(buf, sizeof(buf), "d%d", j);
+            fputs(buf, f);
+        }
+    }
+    fputs("\r\n", f);
+    for (int i = 0; i < v.rows; i++) {
+        if (row_labels) {
+            csv_field(f, row_labels[i]);
+        } else {
+            snprintf(buf, sizeof(buf), "%d", i);
+            fputs(buf, f);
+        }
+        const float *row = v.data + (size_t)i * (size_t)v.stride;
+        for (int j = 0; j < v.cols; j++) {
+            csv_format_float(buf, sizeof(buf), row[j]);
+            fputc(',', f);
+            fputs(buf, f);
+        }
+        fputs("\r\n", f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int csv_write_matrix(FILE *f, struct mat_view v, char *const *row_labels, char *const *col_labels)
+{
+    return csv_write_table(f, v, "token", row_labels, col_labels);
+}

@@ -1,0 +1,450 @@
+/* load: reading a scene file, and where each problem is.
+ *
+ * The parse runs in three steps: libyaml events -> node tree (yamltree.c), tree -> struct scene
+ * through the schema tables (schema.c), then scene_check for the rules that span several keys.
+ * Every problem becomes a diag with file:line:col. libyaml counts columns in characters from
+ * 0; diag_print puts its caret by bytes, so columns are converted to 1-based byte columns here.
+ */
+#include "scenefile/scenefile.h"
+
+#include <locale.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fsutil.h"
+#include "scenefile/loader.h"
+
+/* ---- locations ---------------------------------------------------------------------------- */
+
+static bool build_lines(struct loader *l)
+{
+    if (l->lines)
+        return true;
+    size_t n = 1;
+    for (const char *p = l->text, *end = l->text + l->len; p < end; p++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p)
+            break;
+        n++;
+    }
+    l->lines = malloc(n * sizeof(*l->lines));
+    if (!l->lines)
+        return false;
+    l->lines[0] = 0;
+    l->n_lines = 1;
+    for (size_t i = 0; i < l->len; i++)
+        if (l->text[i] == '\n')
+            l->lines[l->n_lines++] = i + 1;
+    return true;
+}
+
+/* libyaml mark (0-based line, column in characters) -> 1-based line and byte column. */
+static void loc_of_mark(struct loader *l, size_t line0, size_t ccol0, int *line, int *col)
+{
+    *line = line0 >= 0x7fffffff ? 0x7fffffff : (int)line0 + 1;
+    *col = ccol0 >= 0x7ffffffe ? 0x7fffffff : (int)ccol0 + 1;
+    if (!build_lines(l) || line0 >= l->n_lines)
+        return;
+    size_t start = l->lines[line0];
+    size_t end = line0 + 1 < l->n_lines ? l->lines[line0 + 1] : l->len;
+    size_t p = start;
+    /* libyaml skips a byte order mark without counting it. */
+    if (line0 == 0 && l->len >= 3 && memcmp(l->text, "\xEF\xBB\xBF", 3) == 0)
+        p = 3;
+    for (size_t c = 0; c < ccol0 && p < end; c++) {
+        p++;
+        while (p < end && ((unsigned char)l->text[p] & 0xC0) == 0x80)
+            p++;
+    }
+    size_t bcol = p - start + 1;
+    *col = bcol > 0x7fffffff ? 0x7fffffff : (int)bcol;
+}
+
+static void loc_of_offset(struct loader *l, size_t off, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    if (!build_lines(l))
+        return;
+    size_t lo = 0, hi = l->n_lines; /* last line start <= off */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->lines[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *line = lo + 1 > 0x7fffffff ? 0x7fffffff : (int)lo + 1;
+    size_t bcol = off - l->lines[lo] + 1;
+    *col = bcol > 0x7fffffff ? 0x7fffffff : (int)bcol;
+}
+
+static void loc_of_node(struct loader *l, int node, int *line, int *col)
+{
+    if (node < 0) {
+        *line = 1;
+        *col = 1;
+        return;
+    }
+    const struct ynode *nd = ytree_node(&l->tree, node);
+    loc_of_mark(l, (size_t)nd->line, (size_t)nd->col, line, col);
+}
+
+int loader_line(struct loader *l, int node)
+{
+    int line, col;
+    loc_of_node(l, node, &line, &col);
+    return line;
+}
+
+/* ---- problems ----------------------------------------------------------------------------- */
+
+void loader_mark_bad(struct loader *l, const char *path)
+{
+    path = path ? path : "";
+    for (int i = 0; i < l->n_bad; i++)
+        if (strcmp(l->bad[i], path) == 0)
+            return;
+    if (l->n_bad == l->cap_bad) {
+        int cap = l->cap_bad ? l->cap_bad * 2 : 16;
+        char(*bad)[DIAG_PATH_MAX] = realloc(l->bad, (size_t)cap * sizeof(*bad));
+        if (!bad)
+            return;
+        l->bad = bad;
+        l->cap_bad = cap;
+    }
+    snprintf(l->bad[l->n_bad++], DIAG_PATH_MAX, "%s", path);
+}
+
+/* True when a is b, or a key below b ("attention.d_out" is below "attention"). */
+static bool path_within(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    if (n == 0)
+        return true;
+    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '.' || a[n] == '[');
+}
+
+bool loader_bad(const struct loader *l, const char *path)
+{
+    for (int i = 0; i < l->n_bad; i++)
+        if (path_within(l->bad[i], path))
+            return true;
+    return false;
+}
+
+static void add_at(struct loader *l, int line, int col, const char *path, const char *msg)
+{
+    loader_mark_bad(l, path);
+    if (l->stopped) {
+        l->truncated = true;
+        return;
+    }
+    if (l->n_errors >= LOADER_MAX_ERRORS) {
+        l->stopped = true;
+        l->truncated = true;
+        return;
+    }
+    diag_list_add(l->errs, l->name, line, col, path, "%s", msg);
+    l->n_errors++;
+}
+
+void loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
+{
+    char msg[DIAG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    int line, col;
+    loc_of_node(l, node, &line, &col);
+    add_at(l, line, col, path, msg);
+}
+
+bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg)
+{
+    int line, col;
+    if (pos.is_offset)
+        loc_of_offset(l, pos.offset, &line, &col);
+    else
+        loc_of_mark(l, pos.line, pos.col, &line, &col);
+    add_at(l, line, col, path, msg);
+    return !l->stopped;
+}
+
+static bool report_cb(void *ctx, struct ypos pos, const char *msg)
+{
+    return loader_error_pos(ctx, pos, "", msg);
+}
+
+/* ---- keys and their locations ------------------------------------------------------------- */
+
+void loader_register(struct loader *l, const char *path, int key, int value)
+{
+    if (loader_find(l, path))
+        return;
+    if (l->n_keys == l->cap_keys) {
+        int cap = l->cap_keys ? l->cap_keys * 2 : 32;
+        struct loader_key *keys = realloc(l->keys, (size_t)cap * sizeof(*keys));
+        if (!keys)
+            return;
+        l->keys = keys;
+        l->cap_keys = cap;
+    }
+    struct loader_key *k = &l->keys[l->n_keys++];
+    snprintf(k->path, sizeof(k->path), "%s", path);
+    k->key = key;
+    k->value = value;
+}
+
+const struct loader_key *loader_find(const struct loader *l, const char *path)
+{
+    for (int i = 0; i < l->n_keys; i++)
+        if (strcmp(l->keys[i].path, path) == 0)
+            return &l->keys[i];
+    return NULL;
+}
+
+const char *loader_show(const struct loader *l, int node, char *buf, size_t size)
+{
+    const struct ynode *nd = ytree_node(&l->tree, node);
+    if (nd->type != YNODE_SCALAR) {
+        snprintf(buf, size, "%s", ytree_type_name(nd->type));
+        return buf;
+    }
+    if (nd->plain && nd->u.s.len == 0) {
+        snprintf(buf, size, "nothing");
+        return buf;
+    }
+    /* 'value', shortened to about 40 bytes (never inside a UTF-8 sequence), with control
+     * characters escaped. */
+    const unsigned char *s = (const unsigned char *)ytree_str(&l->tree, node);
+    size_t len = nd->u.s.len, lim = len, o = 0;
+    bool cut = false;
+    if (lim > 40) {
+        lim = 40;
+        while (lim < len && (s[lim] & 0xC0) == 0x80)
+            lim++;
+        cut = true;
+    }
+    if (size < 16) {
+        snprintf(buf, size, "a value");
+        return buf;
+    }
+    buf[o++] = '\'';
+    for (size_t i = 0; i < lim && o + 10 < size; i++) {
+        if (s[i] < 0x20 || s[i] == 0x7f)
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", s[i]);
+        else
+            buf[o++] = (char)s[i];
+    }
+    if (cut)
+        o += (size_t)snprintf(buf + o, size - o, "...");
+    snprintf(buf + o, size - o, "'");
+    return buf;
+}
+
+/* ---- scene_check ------------------------------------------------------------------------ */
+
+/* Keys that decide the shapes scene_check compares. When one of them had a problem its value
+ * is a default, so shape complaints about the others would only be noise. */
+static const char *const shape_keys[] = {
+    "text",
+    "tokens",
+    "tokenizer",
+    "embeddings",
+    "attention.d_out",
+    "attention.heads",
+    "attention.head_layout",
+    "attention.projection",
+    "attention.qkv_bias",
+    "attention.out_proj",
+    "attention.out_bias",
+    "positional",
+    "weights",
+};
+#define N_SHAPE_KEYS (sizeof(shape_keys) / sizeof(shape_keys[0]))
+
+/* One path is the other or below it. "" (a problem of the whole document) relates to nothing. */
+static bool related(const char *a, const char *b)
+{
+    return a[0] && b[0] && (path_within(a, b) || path_within(b, a));
+}
+
+static bool check_suppressed(const struct loader *l, const char *path)
+{
+    bool shapes_unknown = false;
+    for (size_t i = 0; i < N_SHAPE_KEYS; i++)
+        if (loader_bad(l, shape_keys[i]))
+            shapes_unknown = true;
+    for (int i = 0; i < l->n_bad; i++)
+        if (related(l->bad[i], path))
+            return true;
+    /* text and tokens are two spellings of the same thing. */
+    if ((related(path, "text") && loader_bad(l, "tokens")) ||
+        (related(path, "tokens") && loader_bad(l, "text")))
+        return true;
+    if (shapes_unknown)
+        for (size_t i = 0; i < N_SHAPE_KEYS; i++)
+            if (related(path, shape_keys[i]))
+                return true;
+    return false;
+}
+
+/* The value of the key path names; else its closest enclosing key; else line 1. */
+static void locate_path(struct loader *l, const char *path, int *line, int *col)
+{
+    const struct loader_key *k = loader_find(l, path);
+    if (k) {
+        loc_of_node(l, k->value, line, col);
+        return;
+    }
+    char p[DIAG_PATH_MAX];
+    snprintf(p, sizeof(p), "%s", path);
+    for (;;) {
+        char *cut = strrchr(p, '.');
+        char *br = strrchr(p, '[');
+        if (br && (!cut || br > cut))
+            cut = br;
+        if (!cut)
+            break;
+        *cut = '\0';
+        k = loader_find(l, p);
+        if (k) {
+            loc_of_node(l, k->key, line, col);
+            return;
+        }
+    }
+    *line = 1;
+    *col = 1;
+}
+
+static void run_scene_check(struct loader *l)
+{
+    struct diag_list found;
+    diag_list_init(&found);
+    scene_check(l->s, &found);
+    for (int i = 0; i < found.n && !l->stopped; i++) {
+        const struct diag *d = &found.items[i];
+        if (check_suppressed(l, d->path))
+            continue;
+        int line, col;
+        locate_path(l, d->path, &line, &col);
+        add_at(l, line, col, d->path, d->msg);
+    }
+    diag_list_free(&found);
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+/* Stable sort of this parse's diags by position, so they read in file order. */
+static void sort_diags(struct diag_list *errs, int first)
+{
+    for (int i = first + 1; i < errs->n; i++) {
+        struct diag d = errs->items[i];
+        int j = i - 1;
+        while (j >= first && (errs->items[j].line > d.line ||
+                              (errs->items[j].line == d.line && errs->items[j].col > d.col))) {
+            errs->items[j + 1] = errs->items[j];
+            j--;
+        }
+        errs->items[j + 1] = d;
+    }
+}
+
+static void parse_tree(struct loader *l)
+{
+    if (l->len > SCENEFILE_MAX_BYTES) {
+        loader_error(l, -1, "", "the file is too large (%zu bytes, the limit is %zu)", l->len,
+                     SCENEFILE_MAX_BYTES);
+        return;
+    }
+    if (ytree_build(&l->tree, l->text, l->len, report_cb, l) != 0 || l->stopped)
+        return;
+    int root = l->tree.root;
+    const struct ynode *nd = root >= 0 ? ytree_node(&l->tree, root) : NULL;
+    if (!nd || (nd->type == YNODE_SCALAR && nd->plain && nd->u.s.len == 0)) {
+        loader_error(l, -1, "", "the file is empty: a scene needs at least 'text: ...'");
+        return;
+    }
+    if (nd->type != YNODE_MAP) {
+        char buf[64];
+        loader_error(l, root, "",
+                     "a scene file must be a mapping of keys (like 'text: ...'), got %s",
+                     loader_show(l, root, buf, sizeof(buf)));
+        return;
+    }
+    schema_load_scene(l, root);
+    if (!l->stopped)
+        run_scene_check(l);
+}
+
+int scenefile_parse(struct scene *out, const char *name, const char *text, size_t len,
+                    struct diag_list *errs)
+{
+    struct loader l;
+    memset(&l, 0, sizeof(l));
+    l.name = name ? name : "";
+    l.text = text ? text : "";
+    l.len = text ? len : 0;
+    l.errs = errs;
+    l.first = errs->n;
+    l.tree.root = -1;
+    l.text_node = l.tokens_node = -1;
+    scene_init(out);
+    l.s = out;
+
+    /* Numbers are read with strtod: make '.' the decimal point whatever the UI's locale. */
+    locale_t c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
+    parse_tree(&l);
+    if (c_locale) {
+        uselocale(old);
+        freelocale(c_locale);
+    }
+
+    sort_diags(errs, l.first);
+    if (l.truncated)
+        diag_list_add(errs, l.name, 0, 0, "", "too many problems; stopped after the first %d",
+                      LOADER_MAX_ERRORS);
+    int failed = l.n_errors > 0;
+    ytree_free(&l.tree);
+    schema_free_heads(&l);
+    free(l.lines);
+    free(l.keys);
+    free(l.bad);
+    if (failed) {
+        scene_free(out);
+        scene_init(out);
+        return -1;
+    }
+    return 0;
+}
+
+int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, char **source,
+                   size_t *source_len)
+{
+    if (source)
+        *source = NULL;
+    if (source_len)
+        *source_len = 0;
+    char *text;
+    size_t len;
+    struct diag err;
+    diag_clear(&err);
+    if (fsutil_read_file(&text, &len, path, SCENEFILE_MAX_BYTES, &err) != 0) {
+        scene_init(out);
+        diag_list_push(errs, &err);
+        return -1;
+    }
+    int rc = scenefile_parse(out, path, text, len, errs);
+    if (rc != 0 && source) {
+        *source = text;
+        if (source_len)
+            *source_len = len;
+    } else {
+        free(text);
+    }
+    return rc;
+}

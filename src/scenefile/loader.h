@@ -1,0 +1,77 @@
+/* loader: the state of one scene-file parse, shared by load.c (driver, diagnostics, locations)
+ * and schema.c (the schema tables and their handlers). Internal to src/scenefile.
+ */
+#ifndef ATTNSCOPE_SCENEFILE_LOADER_H
+#define ATTNSCOPE_SCENEFILE_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/diag.h"
+#include "engine/scene.h"
+#include "scenefile/yamltree.h"
+
+/* After this many problems the loader stops: the first ones are what the user fixes first. */
+#define LOADER_MAX_ERRORS 50
+
+/* A key seen in the file, so scene_check's paths ("attention.d_out") can be located. */
+struct loader_key {
+    char path[DIAG_PATH_MAX];
+    int key, value; /* node indices */
+};
+
+/* One entry of weights.heads (wrapper layout), assembled into column blocks at the end. */
+struct head_weights {
+    struct matrix query, key, value;
+    struct matrix query_bias, key_bias, value_bias;
+};
+
+struct loader {
+    const char *name; /* file name for diagnostics */
+    const char *text;
+    size_t len;
+    struct diag_list *errs;
+    int first;      /* index in errs of this parse's first diag */
+    int n_errors;   /* problems added by this parse */
+    bool stopped;   /* LOADER_MAX_ERRORS reached: everything else is skipped */
+    bool truncated; /* a problem was dropped because of the limit */
+    struct ytree tree;
+    size_t *lines; /* byte offset of each line start, built on the first diagnostic */
+    size_t n_lines;
+    struct scene *s;
+    struct loader_key *keys;
+    int n_keys, cap_keys;
+    char (*bad)[DIAG_PATH_MAX]; /* paths that had a problem */
+    int n_bad, cap_bad;
+    int text_node, tokens_node; /* value nodes of text / tokens, or -1 */
+    struct head_weights *heads; /* weights.heads entries, n_heads of them */
+    int n_heads;
+};
+
+/* Adds a problem located at node's start (node < 0: line 1) and marks path as bad. */
+void loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Adds a problem at a yamltree position. Returns false once the limit is reached. */
+bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg);
+/* Marks path as bad without a message (the problem was reported under another key). */
+void loader_mark_bad(struct loader *l, const char *path);
+/* True when path, or a key below it, had a problem. */
+bool loader_bad(const struct loader *l, const char *path);
+
+void loader_register(struct loader *l, const char *path, int key, int value);
+/* The registered entry for path, or NULL. */
+const struct loader_key *loader_find(const struct loader *l, const char *path);
+/* 1-based line of node, as shown to users. */
+int loader_line(struct loader *l, int node);
+
+/* Buffer size for loader_show. */
+#define LOADER_SHOW_MAX 200
+/* Writes how a node looks in a message: 'text' (shortened, escaped), nothing, a sequence... */
+const char *loader_show(const struct loader *l, int node, char *buf, size_t size);
+
+/* schema.c: fills l->s from the top-level mapping, reporting every problem found. */
+void schema_load_scene(struct loader *l, int root);
+/* schema.c: frees the temporary per-head weights. */
+void schema_free_heads(struct loader *l);
+
+#endif

@@ -1,0 +1,1444 @@
+/* schema: the keys of a scene file (docs/scene-format.md), as tables.
+ *
+ * Each mapping of the format (top level, embeddings, positional, attention, weights and each
+ * entry of weights.heads) is a table of rows {key, node type, handler, field offset}, as in
+ * netplan. walk_map() checks the keys (unknown: the nearest valid key is suggested; duplicate:
+ * where the first one was), then the node types, then calls each row's handler in table order,
+ * so attention is known before weights whatever order the file uses. A mapping's `finish`
+ * applies the rules between its keys. Handlers report their problems and carry on, so a single
+ * pass finds them all. Sizes are counted on the node tree before any matrix is allocated.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "scenefile/loader.h"
+
+#define MAX_FIELDS 16
+/* Largest matrix read, in values: what SCENE_MAX_BYTES allows in float32. */
+#define MAX_VALUES (SCENE_MAX_BYTES / sizeof(float))
+
+/* Enum fields are filled through an int pointer. */
+_Static_assert(sizeof(enum tokenizer) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum pos_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum projection) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum head_layout) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum mask_mode) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum normalize) == sizeof(int), "enum size");
+
+struct field;
+
+/* Fills the field described by f from the value node; reports its own problems. path is the
+ * key's full path ("attention.heads"), base the struct the mapping fills. */
+typedef void (*field_fn)(struct loader *l, const struct field *f, int node, void *base,
+                         const char *path);
+/* Rules between the keys of one mapping; found[i] is the value node of row i, or -1. */
+typedef void (*finish_fn)(struct loader *l, int node, const int *found, void *base,
+                          const char *path);
+
+enum want { WANT_SCALAR, WANT_SEQ, WANT_MAP, WANT_ANY };
+
+struct field {
+    const char *key;
+    enum want want;   /* node type the value must have */
+    const char *what; /* for "'key' must be <what>, got ..." (enums: built from the names) */
+    field_fn handler;
+    size_t offset;   /* of the filled member in base (struct scene, or struct head_weights) */
+    const void *arg; /* handler-specific: range, enum, size limits or sub-mapping */
+};
+
+struct mapping {
+    const char *name; /* in messages ("attention"); "" at the top level */
+    const struct field *fields;
+    int n_fields;
+    finish_fn finish;
+};
+
+struct int_range {
+    long long min, max;
+};
+
+struct enum_def {
+    const int *values;
+    int n;
+    const char *(*name)(int value); /* the names are scene.h's, shared with the writer */
+};
+
+struct mat_limits {
+    int max_rows, max_cols;
+};
+
+#define FIELD(base, f, type) ((type *)(void *)((char *)(base) + (f)->offset))
+
+static const struct ynode *nd_of(const struct loader *l, int node)
+{
+    return ytree_node(&l->tree, node);
+}
+
+static const char *str_of(const struct loader *l, int node)
+{
+    return ytree_str(&l->tree, node);
+}
+
+/* Formats a key path into a DIAG_PATH_MAX buffer; a path that long is cut, never overrun. */
+static void path_fmt(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void path_fmt(char *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, DIAG_PATH_MAX, fmt, ap);
+    va_end(ap);
+}
+
+static void join(char *out, const char *path, const char *key)
+{
+    path_fmt(out, path[0] ? "%s.%s" : "%s%s", path, key);
+}
+
+/* ---- scalars ------------------------------------------------------------------------------ */
+
+static bool has_nul(const struct loader *l, int node)
+{
+    return strlen(str_of(l, node)) != nd_of(l, node)->u.s.len;
+}
+
+static bool is_nothing(const struct loader *l, int node)
+{
+    const struct ynode *nd = nd_of(l, node);
+    return nd->type == YNODE_SCALAR && nd->plain && nd->u.s.len == 0;
+}
+
+/* YAML 1.1 booleans, any case. */
+static int parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    for (int i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Decimal integers ([-+]?[0-9]+). Returns 0, -1 when s is not one, 1 when it does not fit. */
+static int parse_u64(const char *s, uint64_t *out, bool *negative)
+{
+    const char *p = s;
+    *negative = false;
+    if (*p == '+' || *p == '-')
+        *negative = *p++ == '-';
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    uint64_t v = 0;
+    bool over = false;
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            over = true;
+        else
+            v = v * 10 + d;
+    }
+    if (*p)
+        return -1;
+    *out = v;
+    return over ? 1 : 0;
+}
+
+static int parse_ll(const char *s, long long *out)
+{
+    uint64_t u;
+    bool neg;
+    int rc = parse_u64(s, &u, &neg);
+    if (rc != 0)
+        return rc;
+    if (u > (uint64_t)LLONG_MAX)
+        return 1;
+    *out = neg ? -(long long)u : (long long)u;
+    return 0;
+}
+
+enum num { NUM_OK, NUM_NOT_NUMBER, NUM_NOT_FINITE };
+
+/* The YAML float and int forms: [-+]? ( .[0-9]+ | [0-9]+ ( .[0-9]* )? ) ( [eE] [-+]? [0-9]+ )? */
+static bool number_form(const char *p)
+{
+    if (*p == '+' || *p == '-')
+        p++;
+    bool digits = false;
+    while (isdigit((unsigned char)*p)) {
+        p++;
+        digits = true;
+    }
+    if (*p == '.') {
+        p++;
+        while (isdigit((unsigned char)*p)) {
+            p++;
+            digits = true;
+        }
+    }
+    if (!digits)
+        return false;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
+static bool non_finite_name(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    return strcasecmp(s, ".inf") == 0 || strcasecmp(s, "inf") == 0 ||
+           strcasecmp(s, "infinity") == 0 || strcasecmp(s, ".nan") == 0 ||
+           strcasecmp(s, "nan") == 0;
+}
+
+/* A finite number, read as Python reads it (a correctly rounded double). The caller has
+ * switched to the C locale (load.c). */
+static enum num scalar_number(const struct loader *l, int node, double *out)
+{
+    if (nd_of(l, node)->type != YNODE_SCALAR || has_nul(l, node))
+        return NUM_NOT_NUMBER;
+    const char *s = str_of(l, node);
+    if (non_finite_name(s))
+        return NUM_NOT_FINITE;
+    if (!number_form(s))
+        return NUM_NOT_NUMBER;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end)
+        return NUM_NOT_NUMBER;
+    if (!isfinite(v))
+        return NUM_NOT_FINITE; /* 1e400 */
+    *out = v;
+    return NUM_OK;
+}
+
+/* "'key' must be <what>, got <value>": the message for both wrong node types and bad values. */
+static void must_be(struct loader *l, const struct field *f, int node, const char *path);
+
+static void number_error(struct loader *l, const struct field *f, int node, const char *path,
+                         enum num r)
+{
+    char buf[LOADER_SHOW_MAX];
+    if (r == NUM_NOT_NUMBER)
+        must_be(l, f, node, path);
+    else
+        loader_error(l, node, path, "'%s' must be a finite number, got %s", f->key,
+                     loader_show(l, node, buf, sizeof(buf)));
+}
+
+/* ---- handlers: single values ------------------------------------------------------------ */
+
+static void h_enum(struct loader *l, const struct field *f, int node, void *base, const char *path);
+
+static void must_be(struct loader *l, const struct field *f, int node, const char *path)
+{
+    char buf[LOADER_SHOW_MAX], what[256];
+    const char *w = f->what;
+    if (f->handler == h_enum) {
+        /* "whitespace, words or chars" */
+        const struct enum_def *e = f->arg;
+        size_t o = 0;
+        what[0] = '\0';
+        for (int i = 0; i < e->n && o < sizeof(what); i++)
+            o += (size_t)snprintf(what + o, sizeof(what) - o, "%s%s",
+                                  i == 0          ? ""
+                                  : i == e->n - 1 ? " or "
+                                                  : ", ",
+                                  e->name(e->values[i]));
+        w = what;
+    }
+    loader_error(l, node, path, "'%s' must be %s, got %s", f->key, w,
+                 loader_show(l, node, buf, sizeof(buf)));
+}
+
+static void h_int(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    const struct int_range *r = f->arg;
+    long long v = 0;
+    int rc = parse_ll(str_of(l, node), &v);
+    if (rc < 0 || has_nul(l, node)) {
+        must_be(l, f, node, path);
+        return;
+    }
+    if (rc > 0 || v < r->min || v > r->max) {
+        char buf[LOADER_SHOW_MAX];
+        loader_show(l, node, buf, sizeof(buf));
+        if (r->max >= INT_MAX)
+            loader_error(l, node, path, "'%s' must be at least %lld, got %s", f->key, r->min, buf);
+        else
+            loader_error(l, node, path, "'%s' must be between %lld and %lld, got %s", f->key,
+                         r->min, r->max, buf);
+        return;
+    }
+    *FIELD(base, f, int) = (int)v;
+}
+
+static void h_version(struct loader *l, const struct field *f, int node, void *base,
+                      const char *path)
+{
+    long long v;
+    if (parse_ll(str_of(l, node), &v) != 0 || has_nul(l, node)) {
+        must_be(l, f, node, path);
+        return;
+    }
+    if (v != SCENE_SCHEMA_VERSION)
+        loader_error(l, node, path,
+                     "unsupported schema version %lld: this attnscope reads version %d", v,
+                     SCENE_SCHEMA_VERSION);
+}
+
+static int seed_value(struct loader *l, const struct field *f, int node, const char *path,
+                      uint64_t *out)
+{
+    bool neg;
+    int rc = parse_u64(str_of(l, node), out, &neg);
+    if (rc != 0 || has_nul(l, node) || (neg && *out != 0)) {
+        must_be(l, f, node, path);
+        return -1;
+    }
+    return 0;
+}
+
+static void h_seed(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    uint64_t v;
+    if (seed_value(l, f, node, path, &v) == 0)
+        *FIELD(base, f, uint64_t) = v;
+}
+
+static void h_opt_seed(struct loader *l, const struct field *f, int node, void *base,
+                       const char *path)
+{
+    uint64_t v;
+    if (seed_value(l, f, node, path, &v) == 0) {
+        struct opt_seed *s = FIELD(base, f, struct opt_seed);
+        s->set = true;
+        s->value = v;
+    }
+}
+
+static void h_bool(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    bool v;
+    if (parse_bool(str_of(l, node), &v) != 0)
+        must_be(l, f, node, path);
+    else
+        *FIELD(base, f, bool) = v;
+}
+
+static void h_tristate(struct loader *l, const struct field *f, int node, void *base,
+                       const char *path)
+{
+    bool v;
+    if (parse_bool(str_of(l, node), &v) != 0)
+        must_be(l, f, node, path);
+    else
+        *FIELD(base, f, enum tristate) = v ? TRI_TRUE : TRI_FALSE;
+}
+
+static void h_enum(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    const struct enum_def *e = f->arg;
+    for (int i = 0; i < e->n; i++) {
+        if (strcasecmp(str_of(l, node), e->name(e->values[i])) == 0 && !has_nul(l, node)) {
+            *FIELD(base, f, int) = e->values[i];
+            return;
+        }
+    }
+    must_be(l, f, node, path);
+}
+
+/* A string value: "nothing" (an empty plain value) and NUL characters are refused. */
+static bool string_ok(struct loader *l, const struct field *f, int node, const char *path)
+{
+    if (is_nothing(l, node)) {
+        must_be(l, f, node, path);
+        return false;
+    }
+    if (has_nul(l, node)) {
+        loader_error(l, node, path, "'%s' must not contain NUL characters", f->key);
+        return false;
+    }
+    return true;
+}
+
+static void h_string(struct loader *l, const struct field *f, int node, void *base,
+                     const char *path)
+{
+    if (!string_ok(l, f, node, path))
+        return;
+    char **dst = FIELD(base, f, char *);
+    char *copy = strdup(str_of(l, node));
+    if (!copy) {
+        loader_error(l, node, path, "out of memory");
+        return;
+    }
+    free(*dst);
+    *dst = copy;
+}
+
+/* text is tokenised at the end, once tokenizer is known (finish_top). */
+static void h_text(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    if (string_ok(l, f, node, path))
+        l->text_node = node;
+}
+
+static void h_tokens(struct loader *l, const struct field *f, int node, void *base,
+                     const char *path)
+{
+    const struct ynode *nd = nd_of(l, node);
+    char buf[LOADER_SHOW_MAX];
+    if (nd->u.c.count == 0) {
+        loader_error(l, node, path, "'tokens' is empty: give at least one token");
+        return;
+    }
+    if (nd->u.c.count > SCENE_MAX_TOKENS) {
+        loader_error(l, node, path, "'tokens' has %d tokens, the limit is %d", nd->u.c.count,
+                     SCENE_MAX_TOKENS);
+        return;
+    }
+    bool ok = true;
+    int i = 1;
+    for (int c = nd->u.c.first; c >= 0 && !l->stopped; c = nd_of(l, c)->next, i++) {
+        const struct ynode *t = nd_of(l, c);
+        if (t->type == YNODE_BAD) {
+            ok = false;
+        } else if (t->type != YNODE_SCALAR) {
+            loader_error(l, c, path, "token %d must be a string, got %s", i,
+                         loader_show(l, c, buf, sizeof(buf)));
+            ok = false;
+        } else if (t->u.s.len == 0) {
+            loader_error(l, c, path, "token %d is empty", i);
+            ok = false;
+        } else if (has_nul(l, c)) {
+            loader_error(l, c, path, "token %d contains a NUL character", i);
+            ok = false;
+        } else if (t->u.s.len > SCENE_MAX_TOKEN_BYTES) {
+            loader_error(l, c, path, "token %d is %u bytes long, the limit is %d bytes", i,
+                         (unsigned)t->u.s.len, SCENE_MAX_TOKEN_BYTES);
+            ok = false;
+        }
+    }
+    if (ok)
+        l->tokens_node = node;
+}
+
+static void h_probability(struct loader *l, const struct field *f, int node, void *base,
+                          const char *path)
+{
+    double v;
+    enum num r = scalar_number(l, node, &v);
+    if (r != NUM_OK) {
+        number_error(l, f, node, path, r);
+        return;
+    }
+    if (v < 0 || v > 1) {
+        char buf[LOADER_SHOW_MAX];
+        loader_error(l, node, path, "'%s' must be between 0 and 1, got %s", f->key,
+                     loader_show(l, node, buf, sizeof(buf)));
+        return;
+    }
+    *FIELD(base, f, double) = v;
+}
+
+/* scale: true (divide by sqrt(d_k)), false (do not scale) or a positive number to divide by. */
+static void h_scale(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    struct attn_config *a = FIELD(base, f, struct attn_config);
+    bool b;
+    if (parse_bool(str_of(l, node), &b) == 0) {
+        a->scale = b ? SCALE_SQRT_DK : SCALE_NONE;
+        return;
+    }
+    double v;
+    enum num r = scalar_number(l, node, &v);
+    if (r != NUM_OK) {
+        number_error(l, f, node, path, r);
+        return;
+    }
+    if (!(v > 0)) {
+        char buf[LOADER_SHOW_MAX];
+        loader_error(l, node, path, "'%s' must be true, false or a positive number, got %s", f->key,
+                     loader_show(l, node, buf, sizeof(buf)));
+        return;
+    }
+    a->scale = SCALE_DIVISOR;
+    a->scale_divisor = v;
+}
+
+/* ---- handlers: matrices ------------------------------------------------------------------ */
+
+/* One number of a matrix or vector; `where` says which ("row 2, column 3"). */
+static bool read_value(struct loader *l, int node, const char *label, const char *where,
+                       const char *path, float *out)
+{
+    double v;
+    enum num r = scalar_number(l, node, &v);
+    /* Up to FLT_MAX + half an ulp rounds to FLT_MAX; beyond that float32 has no value. */
+    if (r == NUM_OK && fabs(v) < 0x1.ffffffp+127) {
+        *out = fabs(v) > FLT_MAX ? (v < 0 ? -FLT_MAX : FLT_MAX) : (float)v;
+        return true;
+    }
+    if (nd_of(l, node)->type == YNODE_BAD)
+        return false;
+    char buf[LOADER_SHOW_MAX];
+    loader_show(l, node, buf, sizeof(buf));
+    if (r == NUM_NOT_NUMBER)
+        loader_error(l, node, path, "'%s' %s must be a number, got %s", label, where, buf);
+    else if (r == NUM_NOT_FINITE)
+        loader_error(l, node, path, "'%s' %s must be a finite number, got %s", label, where, buf);
+    else
+        loader_error(l, node, path, "'%s' %s must fit in a 32-bit float, got %s", label, where,
+                     buf);
+    return false;
+}
+
+/* A list of rows, counted and checked for raggedness and limits before it is allocated. */
+static int read_matrix(struct loader *l, int node, const char *label, const char *path,
+                       const struct mat_limits *lim, struct matrix *out)
+{
+    const struct ynode *nd = nd_of(l, node);
+    char buf[LOADER_SHOW_MAX];
+    if (nd->type != YNODE_SEQ) {
+        loader_error(l, node, path, "'%s' must be a list of rows like [[1, 2], [3, 4]], got %s",
+                     label, loader_show(l, node, buf, sizeof(buf)));
+        return -1;
+    }
+    int rows = nd->u.c.count;
+    if (rows == 0) {
+        loader_error(l, node, path, "'%s' is empty: give at least one row", label);
+        return -1;
+    }
+    if (rows > lim->max_rows) {
+        loader_error(l, node, path, "'%s' has %d rows, the limit is %d", label, rows,
+                     lim->max_rows);
+        return -1;
+    }
+    if (nd_of(l, nd->u.c.first)->type == YNODE_SCALAR) {
+        loader_error(l, node, path,
+                     "'%s' must be a list of rows like [[1, 2], [3, 4]], got a flat list "
+                     "(write one row as [[1, 2]])",
+                     label);
+        return -1;
+    }
+    int cols = -1, r = 1;
+    bool bad = false;
+    for (int row = nd->u.c.first; row >= 0 && !l->stopped; row = nd_of(l, row)->next, r++) {
+        const struct ynode *rn = nd_of(l, row);
+        if (rn->type == YNODE_BAD) {
+            bad = true;
+            continue;
+        }
+        if (rn->type != YNODE_SEQ) {
+            loader_error(l, row, path, "'%s' row %d must be a list of numbers, got %s", label, r,
+                         loader_show(l, row, buf, sizeof(buf)));
+            bad = true;
+            continue;
+        }
+        if (cols < 0) {
+            cols = rn->u.c.count;
+            if (cols == 0) {
+                loader_error(l, row, path, "'%s' row 1 is empty", label);
+                return -1;
+            }
+            if (cols > lim->max_cols) {
+                loader_error(l, row, path, "'%s' has %d columns, the limit is %d", label, cols,
+                             lim->max_cols);
+                return -1;
+            }
+        } else if (rn->u.c.count != cols) {
+            loader_error(l, row, path, "'%s' row %d has %d value%s, expected %d", label, r,
+                         rn->u.c.count, rn->u.c.count == 1 ? "" : "s", cols);
+            bad = true;
+        }
+    }
+    if (bad || cols < 0 || l->stopped)
+        return -1;
+    if ((size_t)rows * (size_t)cols > MAX_VALUES) {
+        loader_error(l, node, path, "'%s' is too large: %d x %d values, the limit is %zu", label,
+                     rows, cols, (size_t)MAX_VALUES);
+        return -1;
+    }
+    if (matrix_alloc(out, rows, cols) != 0) {
+        loader_error(l, node, path, "out of memory for '%s' (%d x %d)", label, rows, cols);
+        return -1;
+    }
+    r = 0;
+    for (int row = nd->u.c.first; row >= 0 && !l->stopped; row = nd_of(l, row)->next, r++) {
+        int c = 0;
+        for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->stopped; v = nd_of(l, v)->next, c++) {
+            char where[64];
+            snprintf(where, sizeof(where), "row %d, column %d", r + 1, c + 1);
+            if (!read_value(l, v, label, where, path, &out->data[(size_t)r * cols + c]))
+                bad = true;
+        }
+    }
+    if (bad || l->stopped) {
+        matrix_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* A flat list of numbers, stored as a (1, n) matrix. */
+static int read_vector(struct loader *l, int node, const char *label, const char *path, int max_len,
+                       struct matrix *out)
+{
+    const struct ynode *nd = nd_of(l, node);
+    int n = nd->u.c.count;
+    if (n == 0) {
+        loader_error(l, node, path, "'%s' is empty: give at least one number", label);
+        return -1;
+    }
+    if (n > max_len) {
+        loader_error(l, node, path, "'%s' has %d values, the limit is %d", label, n, max_len);
+        return -1;
+    }
+    if (matrix_alloc(out, 1, n) != 0) {
+        loader_error(l, node, path, "out of memory for '%s'", label);
+        return -1;
+    }
+    bool bad = false;
+    int i = 0;
+    for (int v = nd->u.c.first; v >= 0 && !l->stopped; v = nd_of(l, v)->next, i++) {
+        char where[32];
+        snprintf(where, sizeof(where), "value %d", i + 1);
+        if (!read_value(l, v, label, where, path, &out->data[i]))
+            bad = true;
+    }
+    if (bad || l->stopped) {
+        matrix_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+static void h_matrix(struct loader *l, const struct field *f, int node, void *base,
+                     const char *path)
+{
+    struct matrix m = {0};
+    if (read_matrix(l, node, f->key, path, f->arg, &m) == 0) {
+        struct matrix *dst = FIELD(base, f, struct matrix);
+        matrix_free(dst);
+        *dst = m;
+    }
+}
+
+static void h_vector(struct loader *l, const struct field *f, int node, void *base,
+                     const char *path)
+{
+    const struct mat_limits *lim = f->arg;
+    struct matrix m = {0};
+    if (read_vector(l, node, f->key, path, lim->max_cols, &m) == 0) {
+        struct matrix *dst = FIELD(base, f, struct matrix);
+        matrix_free(dst);
+        *dst = m;
+    }
+}
+
+/* weights.dropout_mask: heads x n x n of 0/1. The number of heads is not stored in the scene,
+ * so it is checked here against attention.heads. */
+static void h_dropout_mask(struct loader *l, const struct field *f, int node, void *base,
+                           const char *path)
+{
+    struct scene *s = base;
+    const struct ynode *nd = nd_of(l, node);
+    int heads = nd->u.c.count, n = -1;
+    if (heads == 0) {
+        loader_error(l, node, path, "'dropout_mask' is empty: give one n x n matrix per head");
+        return;
+    }
+    if (heads > SCENE_MAX_HEADS) {
+        loader_error(l, node, path, "'dropout_mask' has %d heads, the limit is %d", heads,
+                     SCENE_MAX_HEADS);
+        return;
+    }
+    char buf[LOADER_SHOW_MAX];
+    bool bad = false;
+    int h = 1;
+    for (int layer = nd->u.c.first; layer >= 0 && !l->stopped; layer = nd_of(l, layer)->next, h++) {
+        const struct ynode *ln = nd_of(l, layer);
+        if (ln->type != YNODE_SEQ ||
+            (ln->u.c.count > 0 && nd_of(l, ln->u.c.first)->type != YNODE_SEQ)) {
+            if (ln->type != YNODE_BAD)
+                loader_error(l, layer, path,
+                             "'dropout_mask' head %d must be an n x n matrix of 0 and 1, got %s", h,
+                             ln->type == YNODE_SEQ ? "a flat list"
+                                                   : loader_show(l, layer, buf, sizeof(buf)));
+            bad = true;
+            continue;
+        }
+        if (n < 0) {
+            n = ln->u.c.count;
+            if (n == 0 || n > SCENE_MAX_TOKENS) {
+                loader_error(l, layer, path, "'dropout_mask' head 1 has %d rows, expected 1 to %d",
+                             n, SCENE_MAX_TOKENS);
+                return;
+            }
+        } else if (ln->u.c.count != n) {
+            loader_error(l, layer, path, "'dropout_mask' head %d has %d rows, expected %d", h,
+                         ln->u.c.count, n);
+            bad = true;
+            continue;
+        }
+        int r = 1;
+        for (int row = ln->u.c.first; row >= 0 && !l->stopped; row = nd_of(l, row)->next, r++) {
+            const struct ynode *rn = nd_of(l, row);
+            if (rn->type != YNODE_SEQ) {
+                if (rn->type != YNODE_BAD)
+                    loader_error(l, row, path,
+                                 "'dropout_mask' head %d row %d must be a list of 0 and 1, got %s",
+                                 h, r, loader_show(l, row, buf, sizeof(buf)));
+                bad = true;
+            } else if (rn->u.c.count != n) {
+                loader_error(l, row, path,
+                             "'dropout_mask' head %d row %d has %d value%s, expected %d", h, r,
+                             rn->u.c.count, rn->u.c.count == 1 ? "" : "s", n);
+                bad = true;
+            }
+        }
+    }
+    if (bad || n < 0 || l->stopped)
+        return;
+    if (!loader_bad(l, "attention.heads") && heads != s->attn.heads) {
+        loader_error(l, node, path, "'dropout_mask' has %d heads, expected %d (attention.heads)",
+                     heads, s->attn.heads);
+        return;
+    }
+    unsigned char *mask = malloc((size_t)heads * (size_t)n * (size_t)n);
+    if (!mask) {
+        loader_error(l, node, path, "out of memory for 'dropout_mask'");
+        return;
+    }
+    size_t i = 0;
+    h = 1;
+    for (int layer = nd->u.c.first; layer >= 0 && !l->stopped; layer = nd_of(l, layer)->next, h++) {
+        int r = 1;
+        for (int row = nd_of(l, layer)->u.c.first; row >= 0 && !l->stopped;
+             row = nd_of(l, row)->next, r++) {
+            int c = 1;
+            for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->stopped;
+                 v = nd_of(l, v)->next, c++) {
+                const struct ynode *vn = nd_of(l, v);
+                const char *t = vn->type == YNODE_SCALAR ? str_of(l, v) : "";
+                bool one = vn->type == YNODE_SCALAR && strcmp(t, "1") == 0;
+                bool zero = vn->type == YNODE_SCALAR && strcmp(t, "0") == 0;
+                if (!one && !zero) {
+                    if (vn->type != YNODE_BAD)
+                        loader_error(l, v, path,
+                                     "'dropout_mask' head %d row %d, column %d must be 0 or 1, "
+                                     "got %s",
+                                     h, r, c, loader_show(l, v, buf, sizeof(buf)));
+                    bad = true;
+                }
+                mask[i++] = one;
+            }
+        }
+    }
+    if (bad || l->stopped) {
+        free(mask);
+        return;
+    }
+    free(s->weights.dropout_mask);
+    s->weights.dropout_mask = mask;
+    s->weights.dropout_mask_n = n;
+}
+
+/* ---- mappings ---------------------------------------------------------------------------- */
+
+static void walk_map(struct loader *l, int node, const struct mapping *m, void *base,
+                     const char *path);
+
+static void h_map(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    walk_map(l, node, f->arg, base, path);
+}
+
+static const struct mapping embeddings_map;
+static const struct mapping head_map;
+
+/* embeddings: explicit rows, or {dim, seed} for a drawn nn.Embedding. */
+static void h_embeddings(struct loader *l, const struct field *f, int node, void *base,
+                         const char *path)
+{
+    static const struct mat_limits lim = {SCENE_MAX_TOKENS, SCENE_MAX_DIM};
+    struct scene *s = base;
+    const struct ynode *nd = nd_of(l, node);
+    if (nd->type == YNODE_SEQ) {
+        struct matrix m = {0};
+        if (read_matrix(l, node, f->key, path, &lim, &m) == 0) {
+            matrix_free(&s->embed.rows);
+            s->embed.rows = m;
+            s->embed.kind = EMBED_EXPLICIT;
+        }
+    } else if (nd->type == YNODE_MAP) {
+        walk_map(l, node, &embeddings_map, base, path);
+    } else {
+        must_be(l, f, node, path);
+    }
+}
+
+static void finish_embeddings(struct loader *l, int node, const int *found, void *base,
+                              const char *path)
+{
+    struct scene *s = base;
+    /* dim keeps scene_init's default (3) when only seed is given. */
+    if (!loader_bad(l, path))
+        s->embed.kind = EMBED_LEARNED;
+}
+
+/* weights.heads: one mapping per head, each d_in x d_out; assembled in finish_weights. */
+static void h_heads(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    const struct ynode *nd = nd_of(l, node);
+    char buf[LOADER_SHOW_MAX];
+    if (nd->u.c.count == 0) {
+        loader_error(l, node, path, "'weights.heads' is empty: give one mapping per head");
+        return;
+    }
+    if (nd->u.c.count > SCENE_MAX_HEADS) {
+        loader_error(l, node, path, "'weights.heads' has %d entries, the limit is %d",
+                     nd->u.c.count, SCENE_MAX_HEADS);
+        return;
+    }
+    schema_free_heads(l);
+    l->heads = calloc((size_t)nd->u.c.count, sizeof(*l->heads));
+    if (!l->heads) {
+        loader_error(l, node, path, "out of memory");
+        return;
+    }
+    l->n_heads = nd->u.c.count;
+    int i = 0;
+    for (int item = nd->u.c.first; item >= 0 && !l->stopped; item = nd_of(l, item)->next, i++) {
+        char ipath[DIAG_PATH_MAX];
+        path_fmt(ipath, "%s[%d]", path, i);
+        loader_register(l, ipath, item, item);
+        const struct ynode *in = nd_of(l, item);
+        if (in->type == YNODE_MAP)
+            walk_map(l, item, &head_map, &l->heads[i], ipath);
+        else if (in->type != YNODE_BAD)
+            loader_error(l, item, ipath,
+                         "head %d of 'weights.heads' must be a mapping with query, key and value, "
+                         "got %s",
+                         i + 1, loader_show(l, item, buf, sizeof(buf)));
+        else
+            loader_mark_bad(l, ipath);
+    }
+}
+
+void schema_free_heads(struct loader *l)
+{
+    for (int i = 0; i < l->n_heads; i++) {
+        struct head_weights *h = &l->heads[i];
+        matrix_free(&h->query);
+        matrix_free(&h->key);
+        matrix_free(&h->value);
+        matrix_free(&h->query_bias);
+        matrix_free(&h->key_bias);
+        matrix_free(&h->value_bias);
+    }
+    free(l->heads);
+    l->heads = NULL;
+    l->n_heads = 0;
+}
+
+static const struct {
+    const char *key;
+    size_t member;
+    bool bias;
+} head_members[] = {
+    {"query", offsetof(struct head_weights, query), false},
+    {"key", offsetof(struct head_weights, key), false},
+    {"value", offsetof(struct head_weights, value), false},
+    {"query_bias", offsetof(struct head_weights, query_bias), true},
+    {"key_bias", offsetof(struct head_weights, key_bias), true},
+    {"value_bias", offsetof(struct head_weights, value_bias), true},
+};
+#define N_HEAD_MEMBERS 6
+
+static const struct matrix *head_member(const struct loader *l, int h, int i)
+{
+    return (const struct matrix *)(const void *)((const char *)&l->heads[h] +
+                                                 head_members[i].member);
+}
+
+/* Puts member i of every head side by side: head h becomes columns [h*cols, (h+1)*cols). */
+static int concat_heads(struct matrix *dst, const struct loader *l, int i)
+{
+    const struct matrix *h0 = head_member(l, 0, i);
+    int rows = h0->rows, cols = h0->cols, D = cols * l->n_heads;
+    if (matrix_alloc(dst, rows, D) != 0)
+        return -1;
+    for (int h = 0; h < l->n_heads; h++) {
+        const struct matrix *m = head_member(l, h, i);
+        for (int r = 0; r < rows; r++)
+            memcpy(&dst->data[(size_t)r * D + (size_t)h * cols], &m->data[(size_t)r * cols],
+                   (size_t)cols * sizeof(float));
+    }
+    return 0;
+}
+
+static void assemble_heads(struct loader *l, struct scene *s, int node, const char *path)
+{
+    if (!loader_bad(l, "attention.head_layout") && s->attn.layout != LAYOUT_WRAPPER) {
+        loader_error(l, node, path,
+                     "'weights.heads' is for head_layout: wrapper; with the split layout give "
+                     "'query', 'key' and 'value' directly");
+        return;
+    }
+    if (!loader_bad(l, "attention.heads") && l->n_heads != s->attn.heads) {
+        loader_error(l, node, path, "'weights.heads' has %d %s, expected %d (attention.heads)",
+                     l->n_heads, l->n_heads == 1 ? "entry" : "entries", s->attn.heads);
+        return;
+    }
+    if (loader_bad(l, path) || l->n_heads == 0)
+        return;
+    /* Every head gives query, key and value, all of head 1's query shape; biases are given
+     * for every head or for none, with head 1's width. */
+    const struct matrix *q0 = &l->heads[0].query;
+    for (int h = 0; h < l->n_heads && !l->stopped; h++) {
+        char hpath[DIAG_PATH_MAX];
+        path_fmt(hpath, "%s[%d]", path, h);
+        const struct loader_key *item = loader_find(l, hpath);
+        int item_node = item ? item->value : node;
+        for (int i = 0; i < N_HEAD_MEMBERS; i++) {
+            const struct matrix *m = head_member(l, h, i), *m0 = head_member(l, 0, i);
+            char mpath[DIAG_PATH_MAX];
+            join(mpath, hpath, head_members[i].key);
+            const struct loader_key *k = loader_find(l, mpath);
+            if (!m->data && !head_members[i].bias) {
+                loader_error(l, item_node, hpath, "head %d of 'weights.heads' is missing '%s'",
+                             h + 1, head_members[i].key);
+                continue;
+            }
+            if (!m->data && !m0->data)
+                continue;
+            if (!m->data || !m0->data) {
+                loader_error(l, m->data && k ? k->key : item_node, mpath,
+                             "head %d of 'weights.heads' %s '%s' but head 1 %s", h + 1,
+                             m->data ? "has" : "has no", head_members[i].key,
+                             m->data ? "does not" : "does");
+                continue;
+            }
+            if (!q0->data)
+                continue;
+            int er = head_members[i].bias ? 1 : q0->rows, ec = q0->cols;
+            if (m->rows != er || m->cols != ec)
+                loader_error(l, k ? k->value : item_node, mpath,
+                             "head %d '%s' is %d x %d, expected %d x %d like head 1's 'query'",
+                             h + 1, head_members[i].key, m->rows, m->cols, er, ec);
+        }
+    }
+    if (loader_bad(l, path))
+        return;
+    if ((size_t)q0->rows * (size_t)q0->cols * (size_t)l->n_heads > MAX_VALUES) {
+        loader_error(l, node, path, "'weights.heads' is too large: %d heads of %d x %d values",
+                     l->n_heads, q0->rows, q0->cols);
+        return;
+    }
+    struct matrix *dst[N_HEAD_MEMBERS] = {&s->weights.query,    &s->weights.key,
+                                          &s->weights.value,    &s->weights.query_bias,
+                                          &s->weights.key_bias, &s->weights.value_bias};
+    for (int i = 0; i < N_HEAD_MEMBERS; i++) {
+        if (!head_member(l, 0, i)->data)
+            continue;
+        matrix_free(dst[i]);
+        if (concat_heads(dst[i], l, i) != 0) {
+            loader_error(l, node, path, "out of memory");
+            return;
+        }
+    }
+}
+
+static void free_weights(struct scene_weights *w)
+{
+    matrix_free(&w->query);
+    matrix_free(&w->key);
+    matrix_free(&w->value);
+    matrix_free(&w->query_bias);
+    matrix_free(&w->key_bias);
+    matrix_free(&w->value_bias);
+    matrix_free(&w->out);
+    matrix_free(&w->out_bias);
+    free(w->dropout_mask);
+    w->dropout_mask = NULL;
+    w->dropout_mask_n = 0;
+    w->set = false;
+}
+
+enum {
+    W_QUERY,
+    W_KEY,
+    W_VALUE,
+    W_QUERY_BIAS,
+    W_KEY_BIAS,
+    W_VALUE_BIAS,
+    W_OUT,
+    W_OUT_BIAS,
+    W_DROPOUT_MASK,
+    W_HEADS,
+    W_COUNT
+};
+
+static void finish_weights(struct loader *l, int node, const int *found, void *base,
+                           const char *path)
+{
+    static const char *const names[W_COUNT] = {"query",        "key",        "value", "query_bias",
+                                               "key_bias",     "value_bias", "out",   "out_bias",
+                                               "dropout_mask", "heads"};
+    struct scene *s = base;
+    const struct loader_key *wk = loader_find(l, path);
+    int at = wk ? wk->key : node;
+    bool qkv = found[W_QUERY] >= 0 || found[W_KEY] >= 0 || found[W_VALUE] >= 0;
+    bool heads = found[W_HEADS] >= 0;
+    if (heads && qkv) {
+        loader_error(l, found[W_HEADS], path,
+                     "give either 'heads' or 'query', 'key' and 'value' in 'weights', not both");
+    } else if (heads) {
+        for (int i = W_QUERY_BIAS; i <= W_VALUE_BIAS; i++)
+            if (found[i] >= 0)
+                loader_error(l, found[i], path, "with 'weights.heads', give '%s' inside each head",
+                             names[i]);
+        char hpath[DIAG_PATH_MAX];
+        join(hpath, path, "heads");
+        assemble_heads(l, s, found[W_HEADS], hpath);
+        /* scene_check's complaints about the assembled matrices point at the heads. */
+        for (int i = W_QUERY; i <= W_VALUE_BIAS; i++) {
+            char p[DIAG_PATH_MAX];
+            join(p, path, names[i]);
+            loader_register(l, p, found[W_HEADS], found[W_HEADS]);
+        }
+    } else if (qkv) {
+        for (int i = W_QUERY; i <= W_VALUE; i++)
+            if (found[i] < 0)
+                loader_error(l, at, path,
+                             "'weights' needs 'query', 'key' and 'value': '%s' is missing",
+                             names[i]);
+    } else {
+        /* 'out' alone is how a resolved scene with projection none gives its out_proj;
+         * scene_check refuses it when the projection needs query/key/value too. */
+        for (int i = W_QUERY_BIAS; i <= W_VALUE_BIAS; i++)
+            if (found[i] >= 0)
+                loader_error(l, found[i], path,
+                             "'weights.%s' needs 'query', 'key' and 'value' (or 'heads') too",
+                             names[i]);
+        if (found[W_OUT_BIAS] >= 0 && found[W_OUT] < 0)
+            loader_error(l, found[W_OUT_BIAS], path, "'weights.out_bias' needs 'out' too");
+    }
+    if (loader_bad(l, path)) {
+        free_weights(&s->weights);
+        return;
+    }
+    /* A dropout_mask alone keeps the drawn parameters: set means "parameters given". */
+    s->weights.set = qkv || heads || found[W_OUT] >= 0;
+}
+
+/* text or tokens: exactly one; text is tokenised now that tokenizer is known. */
+enum {
+    T_VERSION,
+    T_TITLE,
+    T_TOKENIZER,
+    T_TEXT,
+    T_TOKENS,
+    T_SEED,
+    T_EMBEDDINGS,
+    T_POSITIONAL,
+    T_ATTENTION,
+    T_WEIGHTS,
+    T_COUNT
+};
+
+static void finish_top(struct loader *l, int node, const int *found, void *base, const char *path)
+{
+    struct scene *s = base;
+    struct diag err;
+    diag_clear(&err);
+    if (found[T_TEXT] >= 0 && found[T_TOKENS] >= 0) {
+        const struct loader_key *a = loader_find(l, "text"), *b = loader_find(l, "tokens");
+        int later = b ? b->key : node;
+        if (a && b && loader_line(l, b->key) < loader_line(l, a->key))
+            later = a->key;
+        loader_error(l, later, "tokens", "give either 'text' or 'tokens', not both");
+        loader_mark_bad(l, "text");
+        return;
+    }
+    if (found[T_TEXT] < 0 && found[T_TOKENS] < 0) {
+        loader_error(l, node, "tokens",
+                     "the scene needs 'text' (a sentence) or 'tokens' (a list of strings)");
+        loader_mark_bad(l, "text");
+        return;
+    }
+    if (l->text_node >= 0 && !loader_bad(l, "tokenizer")) {
+        if (scene_set_text(s, str_of(l, l->text_node), &err) != 0)
+            loader_error(l, l->text_node, "text", "%s", err.msg);
+        const struct loader_key *k = loader_find(l, "text");
+        if (k)
+            loader_register(l, "tokens", k->key, k->value);
+    } else if (l->tokens_node >= 0) {
+        const struct ynode *nd = nd_of(l, l->tokens_node);
+        char **tokens = malloc((size_t)nd->u.c.count * sizeof(*tokens));
+        if (!tokens) {
+            loader_error(l, l->tokens_node, "tokens", "out of memory");
+            return;
+        }
+        int i = 0;
+        for (int c = nd->u.c.first; c >= 0; c = nd_of(l, c)->next)
+            tokens[i++] = (char *)(uintptr_t)str_of(l, c);
+        if (scene_set_tokens(s, tokens, i, &err) != 0)
+            loader_error(l, l->tokens_node, "tokens", "%s", err.msg);
+        free(tokens);
+        const struct loader_key *k = loader_find(l, "tokens");
+        if (k)
+            loader_register(l, "text", k->key, k->value);
+    }
+}
+
+/* ---- the tables ------------------------------------------------------------------------- */
+
+#define SEED_WHAT "an integer from 0 to 18446744073709551615"
+
+static const char *tokenizer_str(int v)
+{
+    return tokenizer_name((enum tokenizer)v);
+}
+static const char *pos_kind_str(int v)
+{
+    return v == POS_LEARNED ? "learned" : "none";
+}
+static const char *projection_str(int v)
+{
+    return projection_name((enum projection)v);
+}
+static const char *layout_str(int v)
+{
+    return layout_name((enum head_layout)v);
+}
+static const char *mask_mode_str(int v)
+{
+    return mask_mode_name((enum mask_mode)v);
+}
+static const char *normalize_str(int v)
+{
+    return normalize_name((enum normalize)v);
+}
+
+static const int tokenizer_values[] = {TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS};
+static const int pos_kind_values[] = {POS_NONE, POS_LEARNED};
+static const int projection_values[] = {PROJ_NONE, PROJ_RAND, PROJ_LINEAR};
+static const int layout_values[] = {LAYOUT_SPLIT, LAYOUT_WRAPPER};
+static const int mask_mode_values[] = {MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX};
+static const int normalize_values[] = {NORM_SOFTMAX, NORM_SUM};
+
+static const struct enum_def tokenizer_enum = {tokenizer_values, 3, tokenizer_str};
+static const struct enum_def pos_kind_enum = {pos_kind_values, 2, pos_kind_str};
+static const struct enum_def projection_enum = {projection_values, 3, projection_str};
+static const struct enum_def layout_enum = {layout_values, 2, layout_str};
+static const struct enum_def mask_mode_enum = {mask_mode_values, 2, mask_mode_str};
+static const struct enum_def normalize_enum = {normalize_values, 2, normalize_str};
+
+static const struct int_range dim_range = {1, SCENE_MAX_DIM};
+static const struct int_range heads_range = {1, SCENE_MAX_HEADS};
+static const struct int_range max_len_range = {1, INT_MAX};
+
+static const struct mat_limits table_limits = {INT_MAX, SCENE_MAX_DIM};
+static const struct mat_limits qkv_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM *SCENE_MAX_HEADS};
+static const struct mat_limits out_limits = {SCENE_MAX_DIM * SCENE_MAX_HEADS,
+                                             SCENE_MAX_DIM *SCENE_MAX_HEADS};
+static const struct mat_limits head_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM};
+
+#define S(member) offsetof(struct scene, member)
+#define H(member) offsetof(struct head_weights, member)
+#define N(fields) ((int)(sizeof(fields) / sizeof((fields)[0])))
+
+static const struct field embeddings_fields[] = {
+    {"dim", WANT_SCALAR, "an integer", h_int, S(embed.dim), &dim_range},
+    {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(embed.seed), NULL},
+};
+static const struct mapping embeddings_map = {"embeddings", embeddings_fields, N(embeddings_fields),
+                                              finish_embeddings};
+
+static const struct field positional_fields[] = {
+    {"kind", WANT_SCALAR, NULL, h_enum, S(pos.kind), &pos_kind_enum},
+    {"max_len", WANT_SCALAR, "an integer", h_int, S(pos.max_len), &max_len_range},
+    {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(pos.seed), NULL},
+    {"table", WANT_SEQ, "a list of rows", h_matrix, S(pos.table), &table_limits},
+};
+static const struct mapping positional_map = {"positional", positional_fields, N(positional_fields),
+                                              NULL};
+
+static const struct field attention_fields[] = {
+    {"projection", WANT_SCALAR, NULL, h_enum, S(attn.projection), &projection_enum},
+    {"d_out", WANT_SCALAR, "an integer", h_int, S(attn.d_out), &dim_range},
+    {"heads", WANT_SCALAR, "an integer", h_int, S(attn.heads), &heads_range},
+    {"head_layout", WANT_SCALAR, NULL, h_enum, S(attn.layout), &layout_enum},
+    {"causal", WANT_SCALAR, "true or false", h_bool, S(attn.causal), NULL},
+    {"mask_mode", WANT_SCALAR, NULL, h_enum, S(attn.mask_mode), &mask_mode_enum},
+    {"normalize", WANT_SCALAR, NULL, h_enum, S(attn.normalize), &normalize_enum},
+    {"scale", WANT_SCALAR, "true, false or a positive number", h_scale, S(attn), NULL},
+    {"dropout", WANT_SCALAR, "a number between 0 and 1", h_probability, S(attn.dropout), NULL},
+    {"dropout_seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(attn.dropout_seed), NULL},
+    {"qkv_bias", WANT_SCALAR, "true or false", h_bool, S(attn.qkv_bias), NULL},
+    {"out_proj", WANT_SCALAR, "true or false", h_tristate, S(attn.out_proj), NULL},
+    {"out_bias", WANT_SCALAR, "true or false", h_bool, S(attn.out_bias), NULL},
+    {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(attn.seed), NULL},
+};
+static const struct mapping attention_map = {"attention", attention_fields, N(attention_fields),
+                                             NULL};
+
+static const struct field head_fields[] = {
+    {"query", WANT_SEQ, "a list of rows", h_matrix, H(query), &head_limits},
+    {"key", WANT_SEQ, "a list of rows", h_matrix, H(key), &head_limits},
+    {"value", WANT_SEQ, "a list of rows", h_matrix, H(value), &head_limits},
+    {"query_bias", WANT_SEQ, "a list of numbers", h_vector, H(query_bias), &head_limits},
+    {"key_bias", WANT_SEQ, "a list of numbers", h_vector, H(key_bias), &head_limits},
+    {"value_bias", WANT_SEQ, "a list of numbers", h_vector, H(value_bias), &head_limits},
+};
+static const struct mapping head_map = {"weights.heads", head_fields, N(head_fields), NULL};
+
+static const struct field weights_fields[W_COUNT] = {
+    [W_QUERY] = {"query", WANT_SEQ, "a list of rows", h_matrix, S(weights.query), &qkv_limits},
+    [W_KEY] = {"key", WANT_SEQ, "a list of rows", h_matrix, S(weights.key), &qkv_limits},
+    [W_VALUE] = {"value", WANT_SEQ, "a list of rows", h_matrix, S(weights.value), &qkv_limits},
+    [W_QUERY_BIAS] = {"query_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.query_bias),
+                      &qkv_limits},
+    [W_KEY_BIAS] = {"key_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.key_bias),
+                    &qkv_limits},
+    [W_VALUE_BIAS] = {"value_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.value_bias),
+                      &qkv_limits},
+    [W_OUT] = {"out", WANT_SEQ, "a list of rows", h_matrix, S(weights.out), &out_limits},
+    [W_OUT_BIAS] = {"out_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.out_bias),
+                    &out_limits},
+    [W_DROPOUT_MASK] = {"dropout_mask", WANT_SEQ, "a list of n x n matrices of 0 and 1",
+                        h_dropout_mask, 0, NULL},
+    [W_HEADS] = {"heads", WANT_SEQ, "a list of mappings, one per head", h_heads, 0, NULL},
+};
+static const struct mapping weights_map = {"weights", weights_fields, W_COUNT, finish_weights};
+
+static const struct field top_fields[T_COUNT] = {
+    [T_VERSION] = {"version", WANT_SCALAR, "an integer", h_version, 0, NULL},
+    [T_TITLE] = {"title", WANT_SCALAR, "a string", h_string, S(title), NULL},
+    [T_TOKENIZER] = {"tokenizer", WANT_SCALAR, NULL, h_enum, S(tokenizer), &tokenizer_enum},
+    [T_TEXT] = {"text", WANT_SCALAR, "a string", h_text, 0, NULL},
+    [T_TOKENS] = {"tokens", WANT_SEQ, "a list of strings", h_tokens, 0, NULL},
+    [T_SEED] = {"seed", WANT_SCALAR, SEED_WHAT, h_seed, S(seed), NULL},
+    [T_EMBEDDINGS] = {"embeddings", WANT_ANY, "a list of rows or a mapping like {dim: 3}",
+                      h_embeddings, 0, NULL},
+    [T_POSITIONAL] = {"positional", WANT_MAP, "a mapping like {kind: learned, max_len: 10}", h_map,
+                      0, &positional_map},
+    [T_ATTENTION] = {"attention", WANT_MAP, "a mapping like {heads: 2, causal: true}", h_map, 0,
+                     &attention_map},
+    [T_WEIGHTS] = {"weights", WANT_MAP, "a mapping like {query: [[...]], key: ..., value: ...}",
+                   h_map, 0, &weights_map},
+};
+static const struct mapping top_map = {"", top_fields, T_COUNT, finish_top};
+
+/* Mappings below the top level, for "it belongs under 'attention'" hints. */
+static const struct mapping *const nested_maps[] = {&attention_map, &positional_map,
+                                                    &embeddings_map, &weights_map};
+
+/* ---- keys ------------------------------------------------------------------------------- */
+
+/* Optimal string alignment distance (Damerau-Levenshtein with adjacent swaps), ignoring case.
+ * Only called with short keys. */
+static int key_distance(const char *a, const char *b)
+{
+    enum { MAXK = 64 };
+    int n = (int)strlen(a), m = (int)strlen(b);
+    if (n >= MAXK || m >= MAXK)
+        return INT_MAX;
+    int d[MAXK + 1][MAXK + 1];
+    for (int i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= n; i++) {
+        for (int j = 1; j <= m; j++) {
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            int cost = ca != cb;
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[n][m];
+}
+
+static int find_field(const struct mapping *m, const char *key)
+{
+    for (int i = 0; i < m->n_fields; i++)
+        if (strcmp(m->fields[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+/* The field of m nearest to key, when close enough to suggest: one edit for keys of up to 3
+ * letters, two up to 6, else three. Returns -1 when nothing is that close. */
+static int nearest_field(const struct mapping *m, const char *key, int *distance)
+{
+    size_t len = strlen(key);
+    int limit = len <= 3 ? 1 : len <= 6 ? 2 : 3, best = -1, best_d = INT_MAX;
+    for (int i = 0; i < m->n_fields; i++) {
+        int d = key_distance(key, m->fields[i].key);
+        if (d < best_d) {
+            best_d = d;
+            best = i;
+        }
+    }
+    *distance = best_d;
+    return best >= 0 && best_d <= limit && (size_t)best_d < len ? best : -1;
+}
+
+static void unknown_key(struct loader *l, const struct mapping *m, int knode, const char *path)
+{
+    const char *key = str_of(l, knode);
+    char in[DIAG_PATH_MAX + 8] = "";
+    if (m->name[0])
+        snprintf(in, sizeof(in), " in '%s'", m->name);
+    char kpath[DIAG_PATH_MAX];
+    join(kpath, path, key);
+
+    int d;
+    int best = nearest_field(m, key, &d);
+    if (best >= 0) {
+        loader_error(l, knode, kpath, "unknown key '%.60s'%s (did you mean '%s'?)", key, in,
+                     m->fields[best].key);
+        return;
+    }
+    if (m == &top_map) {
+        /* A key of a nested mapping written at the top level, exactly or nearly. */
+        const struct mapping *near_map = NULL;
+        int near = -1, near_d = INT_MAX;
+        for (size_t i = 0; i < sizeof(nested_maps) / sizeof(nested_maps[0]); i++) {
+            if (find_field(nested_maps[i], key) >= 0) {
+                loader_error(l, knode, kpath, "unknown key '%s' (it belongs under '%s')", key,
+                             nested_maps[i]->name);
+                return;
+            }
+            int j = nearest_field(nested_maps[i], key, &d);
+            if (j >= 0 && d < near_d) {
+                near_map = nested_maps[i];
+                near = j;
+                near_d = d;
+            }
+        }
+        if (near_map) {
+            loader_error(l, knode, kpath, "unknown key '%.60s' (did you mean '%s' under '%s'?)",
+                         key, near_map->fields[near].key, near_map->name);
+            return;
+        }
+    } else if (find_field(&top_map, key) >= 0) {
+        loader_error(l, knode, kpath, "unknown key '%s'%s (it belongs at the top level)", key, in);
+        return;
+    }
+    char valid[384];
+    size_t o = 0;
+    valid[0] = '\0';
+    for (int i = 0; i < m->n_fields && o < sizeof(valid); i++)
+        o +=
+            (size_t)snprintf(valid + o, sizeof(valid) - o, "%s%s", i ? ", " : "", m->fields[i].key);
+    loader_error(l, knode, kpath, "unknown key '%.60s'%s (valid keys: %s)", key, in, valid);
+}
+
+static bool type_ok(enum want w, int type)
+{
+    switch (w) {
+    case WANT_SCALAR:
+        return type == YNODE_SCALAR;
+    case WANT_SEQ:
+        return type == YNODE_SEQ;
+    case WANT_MAP:
+        return type == YNODE_MAP;
+    default:
+        return true;
+    }
+}
+
+static void walk_map(struct loader *l, int node, const struct mapping *m, void *base,
+                     const char *path)
+{
+    int found[MAX_FIELDS], keys[MAX_FIELDS];
+    for (int i = 0; i < MAX_FIELDS; i++)
+        found[i] = keys[i] = -1;
+    char buf[LOADER_SHOW_MAX], kpath[DIAG_PATH_MAX];
+
+    /* Keys, in file order. */
+    int k = nd_of(l, node)->u.c.first;
+    while (k >= 0 && !l->stopped) {
+        int v = nd_of(l, k)->next;
+        int next = v >= 0 ? nd_of(l, v)->next : -1;
+        const struct ynode *kn = nd_of(l, k);
+        if (kn->type == YNODE_BAD) {
+            /* an alias used as a key: already reported */
+        } else if (kn->type != YNODE_SCALAR || has_nul(l, k)) {
+            loader_error(l, k, path, "keys must be plain names, got %s",
+                         loader_show(l, k, buf, sizeof(buf)));
+        } else {
+            const char *key = str_of(l, k);
+            int i = find_field(m, key);
+            join(kpath, path, key);
+            if (i < 0)
+                unknown_key(l, m, k, path);
+            else if (found[i] >= 0)
+                loader_error(l, k, kpath, "duplicate key '%s' (first given at line %d)", key,
+                             loader_line(l, keys[i]));
+            else if (v >= 0) {
+                found[i] = v;
+                keys[i] = k;
+                loader_register(l, kpath, k, v);
+            }
+        }
+        k = next;
+    }
+
+    /* Values, in table order. */
+    for (int i = 0; i < m->n_fields && !l->stopped; i++) {
+        if (found[i] < 0)
+            continue;
+        const struct field *f = &m->fields[i];
+        join(kpath, path, f->key);
+        int type = nd_of(l, found[i])->type;
+        if (type == YNODE_BAD)
+            loader_mark_bad(l, kpath);
+        else if (!type_ok(f->want, type))
+            must_be(l, f, found[i], kpath);
+        else
+            f->handler(l, f, found[i], base, kpath);
+    }
+    if (m->finish && !l->stopped)
+        m->finish(l, node, found, base, path);
+}
+
+void schema_load_scene(struct loader *l, int root)
+{
+    walk_map(l, root, &top_map, l->s, "");
+}

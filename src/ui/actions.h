@@ -1,0 +1,74 @@
+/* actions: every key action of the explorer, declared once.
+ *
+ * ACTIONS(X) expands to one X(ID, name, default keys, group, help) row per action. The enum,
+ * the key bindings, the `?` overlay, configs/keys.yaml and the README key table are all
+ * generated from this table (tig's approach), so they cannot drift apart.
+ * Default keys are a space-separated list in the notation of keys.yaml (see keyname.h):
+ * a character, or a name such as Left, Enter, Tab, BackTab, PgDn, C-l, F1.
+ */
+#ifndef ATTNSCOPE_ACTIONS_H
+#define ATTNSCOPE_ACTIONS_H
+
+#include <stdio.h>
+
+#define ACTIONS(X)                                                                                 \
+    X(LEFT, "left", "Left h", "move", "Move the cursor left")                                      \
+    X(RIGHT, "right", "Right l", "move", "Move the cursor right")                                  \
+    X(UP, "up", "Up k", "move", "Move the cursor up")                                              \
+    X(DOWN, "down", "Down j", "move", "Move the cursor down")                                      \
+    X(PAGE_UP, "page-up", "PgUp", "move", "Scroll a page up")                                      \
+    X(PAGE_DOWN, "page-down", "PgDn", "move", "Scroll a page down")                                \
+    X(STAGE_NEXT, "stage-next", ". >", "view", "Next pipeline stage")                              \
+    X(STAGE_PREV, "stage-prev", ", <", "view", "Previous pipeline stage")                          \
+    X(HEAD_NEXT, "head-next", "]", "view", "Next head")                                            \
+    X(HEAD_PREV, "head-prev", "[", "view", "Previous head")                                        \
+    X(ALL_HEADS, "all-heads", "a", "view", "All heads side by side / back to one head")            \
+    X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
+    X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
+    X(KNOB_NEXT, "knob-next", "Tab", "edit", "Select the next knob: seed, d_out, heads, dropout")  \
+    X(KNOB_PREV, "knob-prev", "BackTab", "edit", "Select the previous knob")                       \
+    X(KNOB_UP, "knob-up", "+ =", "edit", "Increase the selected knob")                             \
+    X(KNOB_DOWN, "knob-down", "- _", "edit", "Decrease the selected knob")                         \
+    X(KNOB_TYPE, "knob-type", "#", "edit", "Type a value for the selected knob")                   \
+    X(EDIT_TEXT, "edit-text", "t", "edit", "Edit the sentence")                                    \
+    X(SEED, "seed", "s", "edit", "Type a new seed")                                                \
+    X(D_OUT, "d-out", "d", "edit", "Type a new d_out")                                             \
+    X(HEADS, "heads", "H", "edit", "Type a new number of heads")                                   \
+    X(DROPOUT, "dropout", "D", "edit", "Type a new dropout p")                                     \
+    X(CAUSAL, "causal", "c", "edit", "Toggle the causal mask")                                     \
+    X(PROJECTION, "projection", "P", "edit", "Cycle the projection: none, rand, linear")           \
+    X(LAYOUT, "layout", "L", "edit", "Cycle the head layout: split, wrapper")                      \
+    X(MASK_MODE, "mask-mode", "M", "edit", "Cycle the mask mode: before/after softmax")            \
+    X(UNDO, "undo", "u", "edit", "Undo the last edit")                                             \
+    X(REDO, "redo", "C-r", "edit", "Redo")                                                         \
+    X(EXPORT, "export", "e", "file", "Export every stage as CSV")                                  \
+    X(SAVE, "save", "w", "file", "Save the edited scene as YAML")                                  \
+    X(HELP, "help", "? F1", "other", "Show every key")                                             \
+    X(REDRAW, "redraw", "C-l", "other", "Redraw the screen")                                       \
+    X(QUIT, "quit", "q", "other", "Quit")
+
+enum action {
+    ACTION_NONE = -1,
+#define X(id, name, keys, group, help) ACTION_##id,
+    ACTIONS(X)
+#undef X
+        ACTION_COUNT
+};
+
+struct action_info {
+    const char *name;         /* as written in keys.yaml */
+    const char *default_keys; /* space-separated key names */
+    const char *group;        /* move, view, edit, file, other */
+    const char *help;
+};
+
+extern const struct action_info action_table[ACTION_COUNT];
+
+/* ACTION_NONE when the name is unknown. */
+enum action action_by_name(const char *name);
+
+/* The default key table in Markdown, grouped; the README's key table is this output
+ * (`attnscope keys`), and a test keeps the two equal. */
+void actions_print_markdown(FILE *out);
+
+#endif

@@ -1,0 +1,384 @@
+/* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
+#include "ui/app.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rng.h"
+#include "engine/tokenize.h"
+#include "export/export.h"
+#include "scenefile/scenefile.h"
+
+static const char *const knob_names[KNOB_COUNT] = {"seed", "d_out", "heads", "dropout"};
+
+const char *knob_name(enum knob k)
+{
+    return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
+}
+
+/* Resolves and runs a.shown into a fresh model; swaps it in only when everything worked. */
+static int recompute(struct app *a, const struct scene *s, struct diag *err)
+{
+    struct model m;
+    if (model_resolve(&m, s, err))
+        return -1;
+    if (attn_run_init(&a->run, &m, err)) {
+        model_free(&m);
+        return -1;
+    }
+    attn_forward(&a->run, &m);
+    model_free(&a->model);
+    a->model = m;
+    a->have_result = true;
+    a->generation++;
+    return 0;
+}
+
+int app_init(struct app *a, struct scene *s, const char *path, struct diag *err)
+{
+    memset(a, 0, sizeof(*a));
+    a->scene = *s;
+    memset(s, 0, sizeof(*s));
+    a->scene_path = path ? strdup(path) : NULL;
+    if (scene_copy(&a->shown, &a->scene))
+        return diag_set(err, "", "out of memory");
+    if (recompute(a, &a->shown, err))
+        return -1;
+    a->stage = STAGE_WEIGHTS;
+    return 0;
+}
+
+void app_free(struct app *a)
+{
+    scene_free(&a->scene);
+    scene_free(&a->shown);
+    for (int i = 0; i < a->n_undo; i++)
+        scene_free(&a->undo[i]);
+    for (int i = 0; i < a->n_redo; i++)
+        scene_free(&a->redo[i]);
+    free(a->scene_path);
+    model_free(&a->model);
+    attn_run_free(&a->run);
+    memset(a, 0, sizeof(*a));
+}
+
+struct mat_view app_view(const struct app *a, enum stage s, int head)
+{
+    return attn_view(&a->run, &a->model, s, head);
+}
+
+int app_rows(const struct app *a)
+{
+    return app_view(a, a->stage, a->head).rows;
+}
+
+int app_cols(const struct app *a)
+{
+    return app_view(a, a->stage, a->head).cols;
+}
+
+void app_clamp(struct app *a)
+{
+    if (a->head >= a->model.heads)
+        a->head = a->model.heads - 1;
+    if (a->head < 0)
+        a->head = 0;
+    int rows = app_rows(a), cols = app_cols(a);
+    if (a->row >= rows)
+        a->row = rows - 1;
+    if (a->col >= cols)
+        a->col = cols - 1;
+    if (a->row < 0)
+        a->row = 0;
+    if (a->col < 0)
+        a->col = 0;
+}
+
+/* Checks the edited scene and recomputes when it is valid. */
+static int settle(struct app *a)
+{
+    struct diag_list problems;
+    diag_list_init(&problems);
+    a->error[0] = '\0';
+    if (scene_check(&a->scene, &problems) > 0) {
+        snprintf(a->error, sizeof(a->error), "%s", problems.items[0].msg);
+        diag_list_free(&problems);
+        return -1;
+    }
+    diag_list_free(&problems);
+    struct scene copy;
+    struct diag err;
+    diag_clear(&err);
+    if (scene_copy(&copy, &a->scene) || recompute(a, &copy, &err)) {
+        snprintf(a->error, sizeof(a->error), "%s", err.msg[0] ? err.msg : "out of memory");
+        scene_free(&copy);
+        return -1;
+    }
+    scene_free(&a->shown);
+    a->shown = copy;
+    app_clamp(a);
+    return 0;
+}
+
+static void push(struct scene *stack, int *n, const struct scene *s)
+{
+    if (*n == APP_UNDO_MAX) { /* forget the oldest step */
+        scene_free(&stack[0]);
+        memmove(stack, stack + 1, (APP_UNDO_MAX - 1) * sizeof(*stack));
+        (*n)--;
+    }
+    if (scene_copy(&stack[*n], s) == 0)
+        (*n)++;
+}
+
+/* Called before every edit: the current scene becomes undoable, redo is forgotten. */
+static void begin_edit(struct app *a)
+{
+    push(a->undo, &a->n_undo, &a->scene);
+    for (int i = 0; i < a->n_redo; i++)
+        scene_free(&a->redo[i]);
+    a->n_redo = 0;
+    a->message[0] = '\0';
+}
+
+/* Explicit weights only fit the shape they were written for; when an edit changes the shape
+ * or the seed, the scene goes back to drawing them, and says so. */
+static void drop_weights(struct app *a, const char *why)
+{
+    struct scene_weights *w = &a->scene.weights;
+    if (!w->set && !w->dropout_mask)
+        return;
+    struct matrix *ms[] = {&w->query,    &w->key,        &w->value, &w->query_bias,
+                           &w->key_bias, &w->value_bias, &w->out,   &w->out_bias};
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+        matrix_free(ms[i]);
+    free(w->dropout_mask);
+    memset(w, 0, sizeof(*w));
+    snprintf(a->message, sizeof(a->message), "explicit weights dropped (%s): drawn from the seed",
+             why);
+}
+
+static void drop_dropout_mask(struct app *a)
+{
+    free(a->scene.weights.dropout_mask);
+    a->scene.weights.dropout_mask = NULL;
+    a->scene.weights.dropout_mask_n = 0;
+}
+
+/* A token with no explicit row gets one of uniform [0, 1) values, like the book's hand-picked
+ * embeddings, from a generator seeded by the token's FNV-1a hash: the same word always gets
+ * the same row, whatever sentence it is in. row: (d) */
+static void token_row(float *row, const char *token, int d)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char *p = (const unsigned char *)token; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    struct rng r;
+    rng_seed(&r, h);
+    rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
+}
+
+/* Keeps each old token's explicit embedding row for the new tokens that reuse it. */
+static int remap_rows(struct scene *s, char **old_tokens, int old_n, const struct matrix *old)
+{
+    struct matrix rows;
+    int d = old->cols;
+    if (matrix_alloc(&rows, s->n_tokens, d))
+        return -1;
+    for (int i = 0; i < s->n_tokens; i++) {
+        int from = -1;
+        for (int j = 0; j < old_n && from < 0; j++)
+            if (strcmp(s->tokens[i], old_tokens[j]) == 0)
+                from = j;
+        float *dst = rows.data + (size_t)i * d;
+        if (from >= 0)
+            memcpy(dst, old->data + (size_t)from * d, (size_t)d * sizeof(float));
+        else
+            token_row(dst, s->tokens[i], d);
+    }
+    matrix_free(&s->embed.rows);
+    s->embed.rows = rows;
+    return 0;
+}
+
+int app_edit_text(struct app *a, const char *text)
+{
+    struct diag err;
+    diag_clear(&err);
+    char **tokens = NULL;
+    int n = 0;
+    if (tokenize(&tokens, &n, text, a->scene.tokenizer, &err)) {
+        snprintf(a->error, sizeof(a->error), "%s", err.msg);
+        return -1;
+    }
+    tokens_free(tokens, n);
+    begin_edit(a);
+    char **old_tokens = tokens_dup(a->scene.tokens, a->scene.n_tokens);
+    int old_n = a->scene.n_tokens;
+    if (scene_set_text(&a->scene, text, &err)) {
+        tokens_free(old_tokens, old_n);
+        snprintf(a->error, sizeof(a->error), "%s", err.msg);
+        return -1;
+    }
+    if (a->scene.embed.kind == EMBED_EXPLICIT && old_tokens) {
+        struct matrix old = a->scene.embed.rows;
+        a->scene.embed.rows = (struct matrix){0};
+        int rc = remap_rows(&a->scene, old_tokens, old_n, &old);
+        a->scene.embed.rows = rc ? old : a->scene.embed.rows;
+        if (!rc)
+            matrix_free(&old);
+    }
+    tokens_free(old_tokens, old_n);
+    if (a->scene.weights.dropout_mask)
+        drop_dropout_mask(a);
+    return settle(a);
+}
+
+double app_knob_value(const struct app *a, enum knob k)
+{
+    switch (k) {
+    case KNOB_SEED:
+        return (double)a->scene.seed;
+    case KNOB_D_OUT:
+        return scene_eff_d_out(&a->scene);
+    case KNOB_HEADS:
+        return a->scene.attn.heads;
+    case KNOB_DROPOUT:
+    case KNOB_COUNT:
+        break;
+    }
+    return a->scene.attn.dropout;
+}
+
+int app_edit_knob(struct app *a, enum knob k, double value)
+{
+    if (!isfinite(value)) {
+        snprintf(a->error, sizeof(a->error), "%s must be a number", knob_name(k));
+        return -1;
+    }
+    if (k != KNOB_DROPOUT && (value != floor(value) || value < 0 || value > 1e15)) {
+        snprintf(a->error, sizeof(a->error), "%s must be a whole number >= 0", knob_name(k));
+        return -1;
+    }
+    begin_edit(a);
+    switch (k) {
+    case KNOB_SEED:
+        a->scene.seed = (uint64_t)value;
+        drop_weights(a, "new seed");
+        break;
+    case KNOB_D_OUT:
+        a->scene.attn.d_out = value > SCENE_MAX_DIM ? SCENE_MAX_DIM + 1 : (int)value;
+        drop_weights(a, "new d_out");
+        break;
+    case KNOB_HEADS:
+        a->scene.attn.heads = value > SCENE_MAX_HEADS ? SCENE_MAX_HEADS + 1 : (int)value;
+        drop_weights(a, "new head count");
+        break;
+    case KNOB_DROPOUT:
+    case KNOB_COUNT:
+        a->scene.attn.dropout = value;
+        drop_dropout_mask(a);
+        break;
+    }
+    return settle(a);
+}
+
+int app_step_knob(struct app *a, enum knob k, int direction)
+{
+    double v = app_knob_value(a, k);
+    double step = k == KNOB_DROPOUT ? 0.05 : 1.0;
+    double next = v + direction * step;
+    if (k == KNOB_DROPOUT) {
+        next = round(next * 100) / 100; /* stay on the 0.05 grid, free of drift */
+        if (next < 0)
+            next = 0;
+        if (next > 1)
+            next = 1;
+    } else if (next < (k == KNOB_SEED ? 0 : 1)) {
+        return 0; /* nothing below 0 seeds or 1 head */
+    }
+    return app_edit_knob(a, k, next);
+}
+
+int app_toggle_causal(struct app *a)
+{
+    begin_edit(a);
+    a->scene.attn.causal = !a->scene.attn.causal;
+    return settle(a);
+}
+
+int app_cycle_projection(struct app *a)
+{
+    begin_edit(a);
+    static const enum projection next[] = {[PROJ_DEFAULT] = PROJ_NONE,
+                                           [PROJ_NONE] = PROJ_RAND,
+                                           [PROJ_RAND] = PROJ_LINEAR,
+                                           [PROJ_LINEAR] = PROJ_NONE};
+    struct attn_config *c = &a->scene.attn;
+    c->projection = next[scene_eff_projection(&a->scene)];
+    /* Q = K = V = X needs d_out = d_in; and only linear has biases. */
+    if (c->projection == PROJ_NONE)
+        c->d_out = scene_d_in(&a->scene);
+    if (c->projection != PROJ_LINEAR)
+        c->qkv_bias = false;
+    c->scale = SCALE_DEFAULT;
+    drop_weights(a, "new projection");
+    return settle(a);
+}
+
+int app_cycle_layout(struct app *a)
+{
+    begin_edit(a);
+    a->scene.attn.layout = a->scene.attn.layout == LAYOUT_SPLIT ? LAYOUT_WRAPPER : LAYOUT_SPLIT;
+    drop_weights(a, "new head layout");
+    return settle(a);
+}
+
+int app_cycle_mask_mode(struct app *a)
+{
+    begin_edit(a);
+    struct attn_config *c = &a->scene.attn;
+    c->mask_mode = c->mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX : MASK_BEFORE_SOFTMAX;
+    if (!c->causal)
+        snprintf(a->message, sizeof(a->message), "mask mode %s (takes effect with causal on: c)",
+                 mask_mode_name(c->mask_mode));
+    return settle(a);
+}
+
+static int swap_history(struct app *a, struct scene *from, int *n_from, struct scene *to, int *n_to,
+                        const char *what)
+{
+    if (*n_from == 0) {
+        snprintf(a->message, sizeof(a->message), "nothing to %s", what);
+        return 0;
+    }
+    push(to, n_to, &a->scene);
+    scene_free(&a->scene);
+    a->scene = from[--(*n_from)];
+    memset(&from[*n_from], 0, sizeof(from[*n_from]));
+    a->message[0] = '\0';
+    return settle(a);
+}
+
+int app_undo(struct app *a)
+{
+    return swap_history(a, a->undo, &a->n_undo, a->redo, &a->n_redo, "undo");
+}
+
+int app_redo(struct app *a)
+{
+    return swap_history(a, a->redo, &a->n_redo, a->undo, &a->n_undo, "redo");
+}
+
+int app_export(struct app *a, const char *dir, struct diag *err)
+{
+    /* Export what is on screen: the last valid state. */
+    return export_dir(dir, &a->shown, &a->model, &a->run, err);
+}
+
+int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
+{
+    return scenefile_save(path, &a->scene, false, overwrite, err);
+}

@@ -1,0 +1,78 @@
+/* app: the explorer's state, independent of how it is drawn.
+ *
+ * struct app holds the scene being edited, its undo history, the last valid result and the
+ * view (stage, head, cursor). Edits go through app_edit_*: each one copies the scene onto the
+ * undo stack, changes it, checks it and recomputes. An invalid scene (d_out not divisible by
+ * heads, ...) keeps the last valid result on screen and sets app->error. Cursor moves never
+ * recompute.
+ */
+#ifndef ATTNSCOPE_APP_H
+#define ATTNSCOPE_APP_H
+
+#include <stdbool.h>
+
+#include "common/diag.h"
+#include "engine/attention.h"
+#include "engine/model.h"
+#include "engine/scene.h"
+
+#define APP_UNDO_MAX 100
+
+enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_COUNT };
+
+struct app {
+    struct scene scene; /* as edited; may be invalid (then error is set) */
+    char *scene_path;   /* file it came from, NULL for the built-in scene */
+    struct scene undo[APP_UNDO_MAX];
+    int n_undo;
+    struct scene redo[APP_UNDO_MAX];
+    int n_redo;
+
+    struct scene shown; /* the scene the result belongs to (the last valid one) */
+    struct model model; /* last valid result */
+    struct attn_run run;
+    bool have_result;
+    unsigned long generation; /* bumped on every recompute, so views can cache */
+
+    char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
+    char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
+
+    enum stage stage;
+    int head;
+    int row, col;   /* cursor in the current matrix */
+    bool all_heads; /* small multiples of every head */
+    bool playing;   /* auto-play through the stages */
+    enum knob knob; /* which knob + and - change */
+};
+
+/* Takes ownership of s (which must have passed scene_check). Returns 0 or fills err. */
+int app_init(struct app *a, struct scene *s, const char *path, struct diag *err);
+void app_free(struct app *a);
+
+/* Rows and columns of the matrix at the current stage and head. */
+int app_rows(const struct app *a);
+int app_cols(const struct app *a);
+struct mat_view app_view(const struct app *a, enum stage s, int head);
+/* Clamps head and cursor after the shape changed. */
+void app_clamp(struct app *a);
+
+/* Every edit: pushes undo, applies, checks, recomputes. Returns 0 when the new scene is valid,
+ * -1 when it is not (the result stays, a->error says why). */
+int app_edit_text(struct app *a, const char *text);
+int app_edit_knob(struct app *a, enum knob k, double value);
+int app_step_knob(struct app *a, enum knob k, int direction);
+int app_toggle_causal(struct app *a);
+int app_cycle_projection(struct app *a);
+int app_cycle_layout(struct app *a);
+int app_cycle_mask_mode(struct app *a);
+int app_undo(struct app *a);
+int app_redo(struct app *a);
+
+double app_knob_value(const struct app *a, enum knob k);
+const char *knob_name(enum knob k);
+
+/* Export of the current result / save of the edited scene (atomic writes). */
+int app_export(struct app *a, const char *dir, struct diag *err);
+int app_save(struct app *a, const char *path, bool overwrite, struct diag *err);
+
+#endif

@@ -1,0 +1,58 @@
+/* header panel: the scene's title, its variant in words, sizes and the editable knobs. */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ui/ui.h"
+
+static void draw(struct panel *p, struct ui *ui)
+{
+    const struct scene *s = &ui->app.scene;
+    int hattr = ui->theme.role_attr[ROLE_HEADER];
+    struct rect r = p->area;
+    attrset(hattr);
+    mvhline(r.y, r.x, ' ', r.w);
+    attrset(A_NORMAL);
+
+    char sizes[128];
+    snprintf(sizes, sizeof(sizes), " %d tokens \u00b7 d_in %d \u00b7 d_out %d \u00b7 seed %llu ",
+             s->n_tokens, scene_d_in(s), scene_eff_d_out(s), (unsigned long long)s->seed);
+    int sw = text_width(sizes);
+    char variant[256];
+    scene_describe(variant, sizeof(variant), s);
+    const char *title = s->title ? s->title : variant;
+    draw_text(r.y, r.x + 1, r.w - sw - 2, hattr | A_BOLD, title);
+    if (sw < r.w)
+        draw_text(r.y, r.x + r.w - sw, sw, hattr, sizes);
+
+    /* Line 2: the variant, then the knobs + and - change (the selected one highlighted). */
+    move(r.y + 1, r.x);
+    clrtoeol();
+    char knobs[KNOB_COUNT][48];
+    int kw = 0;
+    for (int k = 0; k < KNOB_COUNT; k++) {
+        double v = app_knob_value(&ui->app, (enum knob)k);
+        if (k == KNOB_DROPOUT)
+            snprintf(knobs[k], sizeof(knobs[k]), " %s %.2f ", knob_name((enum knob)k), v);
+        else
+            snprintf(knobs[k], sizeof(knobs[k]), " %s %.0f ", knob_name((enum knob)k), v);
+        kw += text_width(knobs[k]) + 1;
+    }
+    int vw = r.w - kw - 2;
+    if (vw > 10)
+        draw_text(r.y + 1, r.x + 1, vw, ui->theme.role_attr[ROLE_LABEL], variant);
+    int x = r.x + r.w - kw;
+    for (int k = 0; k < KNOB_COUNT && x >= r.x; k++) {
+        int attr = k == (int)ui->app.knob ? ui->theme.role_attr[ROLE_STAGE_CURRENT]
+                                          : ui->theme.role_attr[ROLE_DIM];
+        x += draw_text(r.y + 1, x, r.x + r.w - x, attr, knobs[k]) + 1;
+    }
+}
+
+void header_panel_init(struct panel *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->name = "header";
+    p->draw = draw;
+}

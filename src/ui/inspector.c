@@ -1,0 +1,65 @@
+/* inspector panel: draws inspect_explain's text for the selected cell, wrapped to its width. */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <curses.h>
+#include <string.h>
+
+#include "ui/inspect.h"
+#include "ui/ui.h"
+
+static void draw(struct panel *p, struct ui *ui)
+{
+    struct rect r = p->area;
+    for (int y = r.y; y < r.y + r.h; y++) {
+        move(y, r.x);
+        for (int x = 0; x < r.w; x++)
+            addch(' ');
+    }
+    /* A rule on the left (side layout) or top (stacked layout) separates it from the map. */
+    int x0 = r.x + 2, w = r.w - 3, y = r.y;
+    if (r.x > 0)
+        mvvline(r.y, r.x, ACS_VLINE, r.h);
+    draw_text(y++, x0, w, ui->theme.role_attr[ROLE_LABEL], "inspector");
+    char text[4096];
+    inspect_explain(text, sizeof(text), &ui->app);
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && y < r.y + r.h;
+         line = strtok_r(NULL, "\n", &save)) {
+        /* Wrap long lines at word boundaries, continuing indented. */
+        const char *s = line;
+        bool first = true;
+        while (*s && y < r.y + r.h) {
+            int indent = first ? 0 : 4, room = w - indent;
+            size_t cut = 0, last_space = 0, n = 0;
+            int used = 0;
+            while (s[n]) {
+                size_t len = 1;
+                while ((s[n + len] & 0xC0) == 0x80)
+                    len++;
+                char one[8] = {0};
+                memcpy(one, s + n, len < 7 ? len : 7);
+                used += text_width(one);
+                if (used > room)
+                    break;
+                n += len;
+                if (s[n - 1] == ' ')
+                    last_space = n;
+            }
+            cut = !s[n] || last_space == 0 ? n : last_space;
+            if (cut == 0)
+                break;
+            char chunk[512];
+            size_t c = cut < sizeof(chunk) - 1 ? cut : sizeof(chunk) - 1;
+            memcpy(chunk, s, c);
+            chunk[c] = '\0';
+            draw_text(y++, x0 + indent, room, ui->theme.role_attr[ROLE_HELP], chunk);
+            s += cut;
+            first = false;
+        }
+    }
+}
+
+void inspector_panel_init(struct panel *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->name = "inspector";
+    p->draw = draw;
+}

@@ -1,0 +1,185 @@
+/* prompt: the one-line editor at the bottom (sentence, typed knob values, file names, y/n).
+ *
+ * Wide characters throughout, so "café" or "日本" edit as single characters. Keys follow
+ * readline: C-a/C-e start/end, C-b/C-f, C-d delete, C-k/C-u kill, C-w word, Esc/C-g cancel.
+ */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <wctype.h>
+
+#include "ui/ui.h"
+
+void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const char *initial)
+{
+    ui->prompt = kind;
+    snprintf(ui->prompt_label, sizeof(ui->prompt_label), "%s", label);
+    size_t n = mbstowcs(ui->prompt_buf, initial ? initial : "", PROMPT_MAX - 1);
+    if (n == (size_t)-1)
+        n = 0;
+    ui->prompt_buf[n] = L'\0';
+    ui->prompt_len = ui->prompt_cur = (int)n;
+    curs_set(1);
+}
+
+static void close_prompt(struct ui *ui)
+{
+    ui->prompt = PROMPT_NONE;
+    curs_set(0);
+}
+
+static void delete_range(struct ui *ui, int from, int to)
+{
+    if (from >= to)
+        return;
+    memmove(ui->prompt_buf + from, ui->prompt_buf + to,
+            (size_t)(ui->prompt_len - to + 1) * sizeof(wchar_t));
+    ui->prompt_len -= to - from;
+    ui->prompt_cur = from;
+}
+
+static int accept(struct ui *ui)
+{
+    char text[PROMPT_MAX * 4];
+    size_t n = wcstombs(text, ui->prompt_buf, sizeof(text) - 1);
+    if (n == (size_t)-1)
+        n = 0;
+    text[n] = '\0';
+    enum prompt_kind kind = ui->prompt;
+    close_prompt(ui);
+    prompt_accept(ui, kind, text);
+    return HANDLED_SCENE;
+}
+
+int prompt_key(struct ui *ui, wint_t key, bool is_code)
+{
+    if (ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT) {
+        if (!is_code && (key == L'y' || key == L'Y')) {
+            ui->prompt_buf[0] = L'y';
+            ui->prompt_buf[1] = L'\0';
+            return accept(ui);
+        }
+        close_prompt(ui);
+        snprintf(ui->app.message, sizeof(ui->app.message), "nothing written");
+        return HANDLED_CURSOR;
+    }
+    int cur = ui->prompt_cur, len = ui->prompt_len;
+    if (is_code) {
+        switch (key) {
+        case KEY_LEFT:
+            key = 2;
+            break;
+        case KEY_RIGHT:
+            key = 6;
+            break;
+        case KEY_HOME:
+            key = 1;
+            break;
+        case KEY_END:
+            key = 5;
+            break;
+        case KEY_BACKSPACE:
+            key = 127;
+            break;
+        case KEY_DC:
+            key = 4;
+            break;
+        case KEY_ENTER:
+            key = L'\n';
+            break;
+        default:
+            return HANDLED_YES;
+        }
+    }
+    switch (key) {
+    case L'\n':
+    case L'\r':
+        return accept(ui);
+    case 27: /* Esc */
+    case 7:  /* C-g */
+        close_prompt(ui);
+        return HANDLED_CURSOR;
+    case 1:
+        ui->prompt_cur = 0;
+        break;
+    case 5:
+        ui->prompt_cur = len;
+        break;
+    case 2:
+        ui->prompt_cur = cur > 0 ? cur - 1 : 0;
+        break;
+    case 6:
+        ui->prompt_cur = cur < len ? cur + 1 : len;
+        break;
+    case 127:
+    case 8:
+        delete_range(ui, cur > 0 ? cur - 1 : 0, cur);
+        break;
+    case 4:
+        delete_range(ui, cur, cur < len ? cur + 1 : len);
+        break;
+    case 11:
+        delete_range(ui, cur, len);
+        break;
+    case 21:
+        delete_range(ui, 0, cur);
+        break;
+    case 23: { /* C-w: the word before the cursor, and the blanks before it */
+        int from = cur;
+        while (from > 0 && iswspace((wint_t)ui->prompt_buf[from - 1]))
+            from--;
+        while (from > 0 && !iswspace((wint_t)ui->prompt_buf[from - 1]))
+            from--;
+        delete_range(ui, from, cur);
+        break;
+    }
+    default:
+        if (key < 32 || len >= PROMPT_MAX - 1)
+            return HANDLED_YES;
+        memmove(ui->prompt_buf + cur + 1, ui->prompt_buf + cur,
+                (size_t)(len - cur + 1) * sizeof(wchar_t));
+        ui->prompt_buf[cur] = (wchar_t)key;
+        ui->prompt_len++;
+        ui->prompt_cur++;
+    }
+    return HANDLED_CURSOR;
+}
+
+void prompt_draw(struct ui *ui, int y)
+{
+    const struct theme *t = &ui->theme;
+    int x = draw_text(y, 0, ui->cols, t->role_attr[ROLE_LABEL], ui->prompt_label);
+    x += draw_text(y, x, 2, A_NORMAL, ": ");
+    int avail = ui->cols - x - 1;
+    if (avail < 4)
+        return;
+    /* Scroll horizontally so the cursor stays visible. */
+    int start = 0, width = 0;
+    for (int i = ui->prompt_cur - 1; i >= 0; i--) {
+        int w = wcwidth(ui->prompt_buf[i]);
+        if (width + (w < 0 ? 1 : w) >= avail)
+            break;
+        width += w < 0 ? 1 : w;
+        start = i;
+    }
+    if (ui->prompt_cur == 0)
+        start = 0;
+    move(y, x);
+    int used = 0, cursor_x = x;
+    for (int i = start; i < ui->prompt_len; i++) {
+        int w = wcwidth(ui->prompt_buf[i]);
+        w = w < 0 ? 1 : w;
+        if (used + w > avail)
+            break;
+        if (i == ui->prompt_cur)
+            cursor_x = x + used;
+        addnwstr(ui->prompt_buf + i, 1);
+        used += w;
+    }
+    if (ui->prompt_cur >= ui->prompt_len)
+        cursor_x = x + used;
+    move(y, cursor_x);
+}

@@ -1,0 +1,91 @@
+/* stagebar panel: every pipeline stage in order, the current one highlighted; stages that do
+ * nothing for this scene (no mask, no dropout, ...) are dimmed but can still be visited. */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ui/ui.h"
+
+/* Screen columns of each label, for mouse clicks; filled by draw. */
+static int label_x0[STAGE_COUNT], label_x1[STAGE_COUNT];
+
+static void stage_label(char *out, size_t size, const struct model *m, enum stage s)
+{
+    switch (s) {
+    case STAGE_QUERIES:
+        snprintf(out, size, "Q");
+        return;
+    case STAGE_KEYS:
+        snprintf(out, size, "K");
+        return;
+    case STAGE_VALUES:
+        snprintf(out, size, "V");
+        return;
+    case STAGE_SCALED:
+        if (m->scale == SCALE_DIVISOR)
+            snprintf(out, size, "\u00f7%g", (double)m->scale_divisor);
+        else
+            snprintf(out, size, "\u00f7\u221ad_k");
+        return;
+    case STAGE_MASKED:
+        snprintf(out, size, "mask");
+        return;
+    case STAGE_WEIGHTS:
+        snprintf(out, size, m->normalize == NORM_SUM ? "\u00f7sum" : "softmax");
+        return;
+    default:
+        snprintf(out, size, "%s", stage_name(s));
+    }
+}
+
+/* True when the stage changes nothing for this model. */
+static bool stage_off(const struct model *m, enum stage s)
+{
+    return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||
+           (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
+}
+
+static void draw(struct panel *p, struct ui *ui)
+{
+    struct rect r = p->area;
+    move(r.y, r.x);
+    clrtoeol();
+    int x = r.x + 1;
+    for (int s = 0; s < STAGE_COUNT; s++) {
+        char label[32];
+        stage_label(label, sizeof(label), &ui->app.model, (enum stage)s);
+        int role = s == (int)ui->app.stage        ? ROLE_STAGE_CURRENT
+                   : stage_off(&ui->app.model, s) ? ROLE_STAGE_OFF
+                                                  : ROLE_STAGEBAR;
+        char padded[40];
+        snprintf(padded, sizeof(padded), " %s ", label);
+        label_x0[s] = x;
+        x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[role], padded);
+        label_x1[s] = x;
+        if (s + 1 < STAGE_COUNT && x < r.x + r.w)
+            x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[ROLE_DIM], "\u00b7");
+    }
+}
+
+static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons)
+{
+    (void)p;
+    (void)y;
+    (void)buttons;
+    for (int s = 0; s < STAGE_COUNT; s++)
+        if (x >= label_x0[s] && x < label_x1[s]) {
+            ui->app.stage = (enum stage)s;
+            app_clamp(&ui->app);
+            return HANDLED_CURSOR;
+        }
+    return HANDLED_NO;
+}
+
+void stagebar_panel_init(struct panel *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->name = "stagebar";
+    p->draw = draw;
+    p->handle_mouse = handle_mouse;
+}

@@ -1,0 +1,213 @@
+/* theme: colour roles and heatmap scales for 256, 8 and no colours (see theme.h). */
+#include "ui/theme.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+
+const char *const theme_role_names[ROLE_COUNT] = {
+#define X(id, name) name,
+    ROLES(X)
+#undef X
+};
+const char *const theme_scale_names[] = {"viridis", "magma", "gray"};
+const int theme_n_scales = 3;
+const char *const theme_div_names[] = {"blue-red", "purple-green"};
+const int theme_n_divs = 2;
+
+struct rgb {
+    unsigned char r, g, b;
+};
+
+/* Anchor colours of each scale, evenly spaced; interpolated to SCALE_STEPS. */
+static const struct rgb scale_anchors[][5] = {
+    {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}},     /* viridis */
+    {{0, 0, 4}, {81, 18, 124}, {183, 55, 121}, {252, 137, 97}, {252, 253, 191}},     /* magma */
+    {{28, 28, 28}, {78, 78, 78}, {128, 128, 128}, {188, 188, 188}, {238, 238, 238}}, /* gray */
+};
+static const struct rgb div_anchors[][5] = {
+    {{33, 102, 172}, {103, 169, 207}, {247, 247, 247}, {239, 138, 98}, {178, 24, 43}},  /* RdBu */
+    {{118, 42, 131}, {175, 141, 195}, {247, 247, 247}, {127, 191, 123}, {27, 120, 55}}, /* PRGn */
+};
+
+/* Nearest xterm-256 colour (6x6x6 cube or gray ramp) to an RGB value. */
+static int xterm_index(struct rgb c)
+{
+    static const int levels[6] = {0, 95, 135, 175, 215, 255};
+    int best = 16;
+    long best_d = -1;
+    for (int i = 16; i < 256; i++) {
+        int r, g, b;
+        if (i < 232) {
+            int k = i - 16;
+            r = levels[k / 36], g = levels[(k / 6) % 6], b = levels[k % 6];
+        } else {
+            r = g = b = 8 + (i - 232) * 10;
+        }
+        long d = (long)(r - c.r) * (r - c.r) * 3 + (long)(g - c.g) * (g - c.g) * 4 +
+                 (long)(b - c.b) * (b - c.b) * 2;
+        if (best_d < 0 || d < best_d)
+            best_d = d, best = i;
+    }
+    return best;
+}
+
+static struct rgb lerp_anchor(const struct rgb *anchors, int step)
+{
+    double t = (double)step / (SCALE_STEPS - 1) * 4.0;
+    int i = (int)t < 4 ? (int)t : 3;
+    double f = t - i;
+    struct rgb a = anchors[i], b = anchors[i + 1];
+    return (struct rgb){(unsigned char)lround(a.r + (b.r - a.r) * f),
+                        (unsigned char)lround(a.g + (b.g - a.g) * f),
+                        (unsigned char)lround(a.b + (b.b - a.b) * f)};
+}
+
+/* Dark text on light cells and light text on dark ones, by perceived luminance. */
+static int text_on(struct rgb c)
+{
+    return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140 ? COLOR_BLACK : 15;
+}
+
+enum { PAIR_ROLE0 = 1, PAIR_SEQ0 = 32, PAIR_DIV0 = 64 };
+
+static int pair_attr(int pair, int fg, int bg)
+{
+    init_pair((short)pair, (short)fg, (short)bg);
+    return (int)COLOR_PAIR(pair);
+}
+
+static void init_scales(struct theme *t)
+{
+    for (int s = 0; s < SCALE_STEPS; s++) {
+        if (t->mode == COLOR_MODE_256) {
+            struct rgb c = lerp_anchor(scale_anchors[t->scale], s);
+            struct rgb d = lerp_anchor(div_anchors[t->diverging], s);
+            t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s, text_on(c), xterm_index(c));
+            t->div_attr[s] = pair_attr(PAIR_DIV0 + s, text_on(d), xterm_index(d));
+        } else if (t->mode == COLOR_MODE_8) {
+            static const short seq8[4] = {COLOR_BLUE, COLOR_CYAN, COLOR_GREEN, COLOR_YELLOW};
+            static const short div8[4] = {COLOR_BLUE, COLOR_CYAN, COLOR_YELLOW, COLOR_RED};
+            int q = s * 4 / SCALE_STEPS;
+            short fg = q >= 1 && q <= 2 ? COLOR_BLACK : COLOR_WHITE;
+            t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s,
+                                       seq8[q] == COLOR_BLUE ? COLOR_WHITE : COLOR_BLACK, seq8[q]);
+            t->div_attr[s] = pair_attr(PAIR_DIV0 + s, fg, div8[q]);
+        } else {
+            t->seq_attr[s] = A_NORMAL;
+            t->div_attr[s] = A_NORMAL;
+        }
+    }
+}
+
+/* Defaults, when colors.yaml is missing or broken: readable on a dark projector. */
+static const struct color_spec default_roles[ROLE_COUNT] = {
+    [ROLE_HEADER] = {COLOR_BLACK, COLOR_CYAN, COLOR_ATTR_BOLD, true},
+    [ROLE_STAGEBAR] = {-1, -1, 0, true},
+    [ROLE_STAGE_CURRENT] = {COLOR_BLACK, COLOR_YELLOW, COLOR_ATTR_BOLD, true},
+    [ROLE_STAGE_OFF] = {-1, -1, COLOR_ATTR_DIM, true},
+    [ROLE_STATUS] = {COLOR_BLACK, COLOR_WHITE, 0, true},
+    [ROLE_STATUS_KEY] = {COLOR_BLUE, COLOR_WHITE, COLOR_ATTR_BOLD, true},
+    [ROLE_ERROR] = {COLOR_WHITE, COLOR_RED, COLOR_ATTR_BOLD, true},
+    [ROLE_MASKED] = {-1, -1, COLOR_ATTR_DIM, true},
+    [ROLE_CURSOR] = {-1, -1, COLOR_ATTR_REVERSE | COLOR_ATTR_BOLD, true},
+    [ROLE_SELECTION] = {COLOR_YELLOW, -1, COLOR_ATTR_BOLD, true},
+    [ROLE_HELP] = {-1, -1, 0, true},
+    [ROLE_HELP_KEY] = {COLOR_YELLOW, -1, COLOR_ATTR_BOLD, true},
+    [ROLE_LABEL] = {COLOR_CYAN, -1, COLOR_ATTR_BOLD, true},
+    [ROLE_DIM] = {-1, -1, COLOR_ATTR_DIM, true},
+};
+
+static int spec_attrs(unsigned attrs)
+{
+    int a = A_NORMAL;
+    if (attrs & COLOR_ATTR_BOLD)
+        a |= A_BOLD;
+    if (attrs & COLOR_ATTR_DIM)
+        a |= A_DIM;
+    if (attrs & COLOR_ATTR_REVERSE)
+        a |= A_REVERSE;
+    if (attrs & COLOR_ATTR_UNDERLINE)
+        a |= A_UNDERLINE;
+    return a;
+}
+
+void theme_init(struct theme *t, const char *shipped_path, const char *user_path,
+                struct diag_list *errs)
+{
+    memset(t, 0, sizeof(*t));
+    const char *no_color = getenv("NO_COLOR");
+    if ((no_color && no_color[0]) || !has_colors())
+        t->mode = COLOR_MODE_MONO;
+    else
+        t->mode = COLORS >= 256 ? COLOR_MODE_256 : COLOR_MODE_8;
+    if (t->mode != COLOR_MODE_MONO)
+        use_default_colors();
+
+    struct color_spec roles[ROLE_COUNT];
+    memcpy(roles, default_roles, sizeof(roles));
+    const char *paths[2] = {shipped_path, user_path};
+    for (int p = 0; p < 2; p++) {
+        if (!paths[p])
+            continue;
+        struct color_config cc;
+        if (config_load_colors(&cc, paths[p], theme_role_names, ROLE_COUNT, theme_scale_names,
+                               theme_n_scales, theme_div_names, theme_n_divs, errs) == 0) {
+            for (int r = 0; r < ROLE_COUNT && r < cc.n_roles; r++)
+                if (cc.roles[r].set)
+                    roles[r] = cc.roles[r];
+            for (int i = 0; cc.scale_set && i < theme_n_scales; i++)
+                if (strcmp(cc.scale, theme_scale_names[i]) == 0)
+                    t->scale = i;
+            for (int i = 0; cc.diverging_set && i < theme_n_divs; i++)
+                if (strcmp(cc.diverging, theme_div_names[i]) == 0)
+                    t->diverging = i;
+        }
+        color_config_free(&cc);
+    }
+
+    for (int r = 0; r < ROLE_COUNT; r++) {
+        int attr = spec_attrs(roles[r].attrs);
+        if (t->mode == COLOR_MODE_MONO) {
+            /* Without colour, bars and errors stand out in reverse video. */
+            if (r == ROLE_HEADER || r == ROLE_STATUS || r == ROLE_ERROR || r == ROLE_STAGE_CURRENT)
+                attr |= A_REVERSE;
+            t->role_attr[r] = attr;
+            continue;
+        }
+        int fg = roles[r].fg, bg = roles[r].bg;
+        if (t->mode == COLOR_MODE_8) { /* 8-colour terminals: bright indices fold down */
+            fg = fg >= 8 ? fg % 8 : fg;
+            bg = bg >= 8 ? bg % 8 : bg;
+        }
+        t->role_attr[r] = attr | pair_attr(PAIR_ROLE0 + r, fg, bg);
+    }
+    init_scales(t);
+}
+
+int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
+                    const char **shade)
+{
+    static const char *const shades[5] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
+    double f; /* position on the scale, 0..1 */
+    if (diverging) {
+        double m = fmax(fabs(lo), fabs(hi));
+        f = m > 0 ? 0.5 + 0.5 * v / m : 0.5;
+    } else {
+        f = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+    }
+    if (!(f >= 0))
+        f = 0;
+    if (f > 1)
+        f = 1;
+    int step = (int)(f * (SCALE_STEPS - 1) + 0.5);
+    if (shade) {
+        /* Shade blocks carry the level where colour cannot: magnitude for signed scales. */
+        double level = diverging ? fabs(f - 0.5) * 2 : f;
+        *shade = t->mode == COLOR_MODE_256 ? " " : shades[(int)(level * 4 + 0.5)];
+    }
+    return diverging ? t->div_attr[step] : t->seq_attr[step];
+}

@@ -1,0 +1,66 @@
+/* theme: semantic colour roles and the heatmap colour scales.
+ *
+ * Three modes, chosen from the terminal: 256 colours (perceptual viridis-style sequential scale
+ * and a diverging scale for signed stages), 8 colours (a few steps plus shade blocks), and
+ * monochrome (NO_COLOR set, or no colour support), where shade blocks and the numbers carry
+ * everything. Roles and scales are configurable in colors.yaml.
+ */
+#ifndef ATTNSCOPE_THEME_H
+#define ATTNSCOPE_THEME_H
+
+#include <stdbool.h>
+
+#include "common/diag.h"
+
+#define ROLES(X)                                                                                   \
+    X(HEADER, "header")                                                                            \
+    X(STAGEBAR, "stagebar")                                                                        \
+    X(STAGE_CURRENT, "stage_current")                                                              \
+    X(STAGE_OFF, "stage_off")                                                                      \
+    X(STATUS, "status")                                                                            \
+    X(STATUS_KEY, "status_key")                                                                    \
+    X(ERROR, "error")                                                                              \
+    X(MASKED, "masked")                                                                            \
+    X(CURSOR, "cursor")                                                                            \
+    X(SELECTION, "selection")                                                                      \
+    X(HELP, "help")                                                                                \
+    X(HELP_KEY, "help_key")                                                                        \
+    X(LABEL, "label")                                                                              \
+    X(DIM, "dim")
+
+enum role {
+#define X(id, name) ROLE_##id,
+    ROLES(X)
+#undef X
+        ROLE_COUNT
+};
+
+enum color_mode { COLOR_MODE_MONO, COLOR_MODE_8, COLOR_MODE_256 };
+
+#define SCALE_STEPS 16 /* colour steps of a heatmap scale */
+
+struct theme {
+    enum color_mode mode;
+    int role_attr[ROLE_COUNT]; /* curses attributes incl. COLOR_PAIR */
+    int seq_attr[SCALE_STEPS]; /* sequential scale cells */
+    int div_attr[SCALE_STEPS]; /* diverging scale cells */
+    int scale, diverging;      /* indices into theme_scale_names / theme_div_names */
+};
+
+extern const char *const theme_role_names[ROLE_COUNT];
+extern const char *const theme_scale_names[];
+extern const int theme_n_scales;
+extern const char *const theme_div_names[];
+extern const int theme_n_divs;
+
+/* Picks the mode (NO_COLOR, COLORS) and sets up colour pairs. Call after start_color().
+ * Loads configs/colors.yaml then the user's colors.yaml over it; problems go to errs. */
+void theme_init(struct theme *t, const char *shipped_path, const char *user_path,
+                struct diag_list *errs);
+
+/* The attribute and shade glyph of a cell with value v on a scale over [lo, hi]. Signed
+ * stages use the diverging scale symmetric around 0. */
+int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
+                    const char **shade);
+
+#endif

@@ -1,0 +1,594 @@
+/* ui: the screen manager and event loop of the explorer (see ui.h).
+ *
+ * One loop reads keys, maps them to actions through the keymap, lets the focused panel or the
+ * global handler act, and redraws only the dirty panels with a single doupdate. Signals only
+ * set flags; all drawing happens in the loop. The terminal is restored on every way out.
+ */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include "ui/ui.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <limits.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "config/config.h"
+#include "scenefile/scenefile.h"
+
+#ifndef ATTNSCOPE_CONFIGS_DIR
+#define ATTNSCOPE_CONFIGS_DIR "configs"
+#endif
+#ifndef ATTNSCOPE_DATA_CONFIGS_DIR
+#define ATTNSCOPE_DATA_CONFIGS_DIR "/usr/local/share/attnscope/configs"
+#endif
+
+const char *ui_configs_dir(void)
+{
+    const char *env = getenv("ATTNSCOPE_CONFIGS_DIR");
+    if (env && env[0])
+        return env;
+    struct stat st;
+    if (stat(ATTNSCOPE_CONFIGS_DIR, &st) == 0 && S_ISDIR(st.st_mode))
+        return ATTNSCOPE_CONFIGS_DIR;
+    return ATTNSCOPE_DATA_CONFIGS_DIR;
+}
+
+void ui_invalidate(struct ui *ui)
+{
+    for (int i = 0; i < PANEL_COUNT; i++)
+        ui->panels[i].dirty = true;
+}
+
+/* Lays the panels out for the current size: header, stage bar, the map (with the inspector to
+ * its right when there is room, else below it), the message line and the status line. */
+void ui_resize(struct ui *ui)
+{
+    ui->lines = LINES;
+    ui->cols = COLS;
+    ui->too_small = ui->lines < UI_MIN_LINES || ui->cols < UI_MIN_COLS;
+    struct panel *p = ui->panels;
+    int w = ui->cols, h = ui->lines;
+    p[PANEL_HEADER].area = (struct rect){0, 0, 2, w};
+    p[PANEL_STAGEBAR].area = (struct rect){2, 0, 1, w};
+    int main_y = 4, main_h = h - main_y - 2;
+    struct rect map, insp;
+    if (w >= 110) {
+        int iw = w >= 140 ? 48 : 42;
+        map = (struct rect){main_y, 0, main_h, w - iw};
+        insp = (struct rect){main_y, w - iw, main_h, iw};
+    } else {
+        int ih = main_h >= 24 ? 9 : 7;
+        map = (struct rect){main_y, 0, main_h - ih, w};
+        insp = (struct rect){main_y + main_h - ih, 0, ih, w};
+    }
+    p[PANEL_HEATMAP].area = map;
+    p[PANEL_GRID].area = map;
+    p[PANEL_INSPECTOR].area = insp;
+    p[PANEL_STATUS].area = (struct rect){h - 2, 0, 2, w};
+    p[PANEL_HELP].area = (struct rect){1, 0, h - 2, w};
+    ui_invalidate(ui);
+}
+
+static void load_configs(struct ui *ui)
+{
+    char keys_path[1024], colors_path[1024];
+    snprintf(keys_path, sizeof(keys_path), "%s/keys.yaml", ui_configs_dir());
+    snprintf(colors_path, sizeof(colors_path), "%s/colors.yaml", ui_configs_dir());
+    char *user_keys = config_user_path("keys.yaml");
+    char *user_colors = config_user_path("colors.yaml");
+    struct diag_list errs;
+    diag_list_init(&errs);
+    keymap_load(&ui->keymap, keys_path, user_keys, &errs);
+    theme_init(&ui->theme, colors_path, user_colors, &errs);
+    if (errs.n > 0) {
+        const struct diag *d = &errs.items[0];
+        snprintf(ui->config_error, sizeof(ui->config_error),
+                 " \u2717 %.300s:%d:%d: %.400s \u2014 using the defaults%s ", d->file, d->line,
+                 d->col, d->msg, errs.n > 1 ? " (and more problems)" : "");
+    }
+    diag_list_free(&errs);
+    free(user_keys);
+    free(user_colors);
+}
+
+int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err)
+{
+    memset(ui, 0, sizeof(*ui));
+    if (app_init(&ui->app, s, path, err))
+        return -1;
+    header_panel_init(&ui->panels[PANEL_HEADER]);
+    stagebar_panel_init(&ui->panels[PANEL_STAGEBAR]);
+    heatmap_panel_init(&ui->panels[PANEL_HEATMAP]);
+    grid_panel_init(&ui->panels[PANEL_GRID]);
+    inspector_panel_init(&ui->panels[PANEL_INSPECTOR]);
+    status_panel_init(&ui->panels[PANEL_STATUS]);
+    help_panel_init(&ui->panels[PANEL_HELP]);
+    load_configs(ui);
+    curs_set(0);
+    ui_resize(ui);
+    return 0;
+}
+
+void ui_close(struct ui *ui)
+{
+    app_free(&ui->app);
+}
+
+/* The stem of the scene file ("scenes/07-dropout.yaml" -> "07-dropout"), or "default". */
+static void scene_stem(char *out, size_t size, const char *path)
+{
+    if (!path) {
+        snprintf(out, size, "default");
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, size, "%s", base);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out)
+        *dot = '\0';
+}
+
+static void do_export(struct ui *ui, const char *dir)
+{
+    struct diag err;
+    diag_clear(&err);
+    if (app_export(&ui->app, dir, &err))
+        snprintf(ui->app.error, sizeof(ui->app.error), "export failed: %.400s", err.msg);
+    else
+        snprintf(ui->app.message, sizeof(ui->app.message), "exported every stage as CSV to %s/",
+                 dir);
+}
+
+static void do_save(struct ui *ui, const char *path, bool overwrite)
+{
+    struct diag err;
+    diag_clear(&err);
+    if (app_save(&ui->app, path, overwrite, &err))
+        snprintf(ui->app.error, sizeof(ui->app.error), "save failed: %.400s", err.msg);
+    else
+        snprintf(ui->app.message, sizeof(ui->app.message), "saved the scene to %s", path);
+}
+
+void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text)
+{
+    struct app *a = &ui->app;
+    a->error[0] = '\0';
+    switch (kind) {
+    case PROMPT_TEXT:
+        app_edit_text(a, text);
+        break;
+    case PROMPT_KNOB: {
+        char *end;
+        errno = 0;
+        double v = strtod(text, &end);
+        while (*end == ' ')
+            end++;
+        if (end == text || *end || errno)
+            snprintf(a->error, sizeof(a->error), "'%s' is not a number for %s", text,
+                     knob_name(ui->prompt_knob));
+        else
+            app_edit_knob(a, ui->prompt_knob, v);
+        break;
+    }
+    case PROMPT_EXPORT:
+        if (!text[0])
+            break;
+        if (fsutil_exists(text)) {
+            snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
+            char label[1100];
+            snprintf(label, sizeof(label), "%s exists: replace its files? (y/n)", text);
+            prompt_open(ui, PROMPT_CONFIRM_EXPORT, label, "");
+            return;
+        }
+        do_export(ui, text);
+        break;
+    case PROMPT_SAVE:
+        if (!text[0])
+            break;
+        if (fsutil_exists(text)) {
+            snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
+            char label[1100];
+            snprintf(label, sizeof(label), "%s exists: overwrite it? (y/n)", text);
+            prompt_open(ui, PROMPT_CONFIRM_SAVE, label, "");
+            return;
+        }
+        do_save(ui, text, false);
+        break;
+    case PROMPT_CONFIRM_EXPORT:
+        do_export(ui, ui->pending_path);
+        break;
+    case PROMPT_CONFIRM_SAVE:
+        do_save(ui, ui->pending_path, true);
+        break;
+    case PROMPT_NONE:
+        break;
+    }
+}
+
+static void open_prompt(struct ui *ui, enum prompt_kind kind, const char *label,
+                        const char *initial)
+{
+    prompt_open(ui, kind, label, initial);
+}
+
+static void open_knob_prompt(struct ui *ui, enum knob k)
+{
+    char label[64], value[64];
+    ui->app.knob = k;
+    ui->prompt_knob = k;
+    snprintf(label, sizeof(label), "new %s", knob_name(k));
+    double v = app_knob_value(&ui->app, k);
+    snprintf(value, sizeof(value), k == KNOB_DROPOUT ? "%g" : "%.0f", v);
+    open_prompt(ui, PROMPT_KNOB, label, value);
+}
+
+static int stage_step(struct ui *ui, int dir)
+{
+    int s = ((int)ui->app.stage + dir + STAGE_COUNT) % STAGE_COUNT;
+    ui->app.stage = (enum stage)s;
+    app_clamp(&ui->app);
+    return HANDLED_CURSOR;
+}
+
+/* Actions that do not belong to one panel. */
+static int global_action(struct ui *ui, enum action act)
+{
+    struct app *a = &ui->app;
+    switch (act) {
+    case ACTION_QUIT:
+        return HANDLED_QUIT;
+    case ACTION_HELP:
+        ui->help_open = true;
+        return HANDLED_CURSOR;
+    case ACTION_REDRAW:
+        clearok(curscr, TRUE);
+        ui_invalidate(ui);
+        return HANDLED_CURSOR;
+    case ACTION_STAGE_NEXT:
+        return stage_step(ui, 1);
+    case ACTION_STAGE_PREV:
+        return stage_step(ui, -1);
+    case ACTION_HEAD_NEXT:
+    case ACTION_HEAD_PREV:
+        a->head = (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + a->model.heads) % a->model.heads;
+        app_clamp(a);
+        return HANDLED_CURSOR;
+    case ACTION_ALL_HEADS:
+        a->all_heads = !a->all_heads;
+        return HANDLED_CURSOR;
+    case ACTION_PLAY:
+        a->playing = !a->playing;
+        return HANDLED_CURSOR;
+    case ACTION_KNOB_NEXT:
+        a->knob = (enum knob)((a->knob + 1) % KNOB_COUNT);
+        return HANDLED_CURSOR;
+    case ACTION_KNOB_PREV:
+        a->knob = (enum knob)((a->knob + KNOB_COUNT - 1) % KNOB_COUNT);
+        return HANDLED_CURSOR;
+    case ACTION_KNOB_UP:
+        app_step_knob(a, a->knob, 1);
+        return HANDLED_SCENE;
+    case ACTION_KNOB_DOWN:
+        app_step_knob(a, a->knob, -1);
+        return HANDLED_SCENE;
+    case ACTION_KNOB_TYPE:
+        open_knob_prompt(ui, a->knob);
+        return HANDLED_CURSOR;
+    case ACTION_SEED:
+        open_knob_prompt(ui, KNOB_SEED);
+        return HANDLED_CURSOR;
+    case ACTION_D_OUT:
+        open_knob_prompt(ui, KNOB_D_OUT);
+        return HANDLED_CURSOR;
+    case ACTION_HEADS:
+        open_knob_prompt(ui, KNOB_HEADS);
+        return HANDLED_CURSOR;
+    case ACTION_DROPOUT:
+        open_knob_prompt(ui, KNOB_DROPOUT);
+        return HANDLED_CURSOR;
+    case ACTION_EDIT_TEXT: {
+        /* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
+        char text[SCENE_MAX_TOKENS * 8] = "";
+        if (a->scene.text) {
+            snprintf(text, sizeof(text), "%s", a->scene.text);
+        } else {
+            for (int i = 0; i < a->scene.n_tokens; i++) {
+                if (i)
+                    strncat(text, " ", sizeof(text) - strlen(text) - 1);
+                strncat(text, a->scene.tokens[i], sizeof(text) - strlen(text) - 1);
+            }
+        }
+        open_prompt(ui, PROMPT_TEXT, "sentence", text);
+        return HANDLED_CURSOR;
+    }
+    case ACTION_CAUSAL:
+        app_toggle_causal(a);
+        return HANDLED_SCENE;
+    case ACTION_PROJECTION:
+        app_cycle_projection(a);
+        return HANDLED_SCENE;
+    case ACTION_LAYOUT:
+        app_cycle_layout(a);
+        return HANDLED_SCENE;
+    case ACTION_MASK_MODE:
+        app_cycle_mask_mode(a);
+        return HANDLED_SCENE;
+    case ACTION_UNDO:
+        app_undo(a);
+        return HANDLED_SCENE;
+    case ACTION_REDO:
+        app_redo(a);
+        return HANDLED_SCENE;
+    case ACTION_EXPORT: {
+        char stem[256], dir[300];
+        scene_stem(stem, sizeof(stem), a->scene_path);
+        snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
+        open_prompt(ui, PROMPT_EXPORT, "export to folder", dir);
+        return HANDLED_CURSOR;
+    }
+    case ACTION_SAVE:
+        open_prompt(ui, PROMPT_SAVE, "save scene as", a->scene_path ? a->scene_path : "scene.yaml");
+        return HANDLED_CURSOR;
+    default:
+        return HANDLED_NO;
+    }
+}
+
+static int handle_mouse(struct ui *ui)
+{
+    MEVENT ev;
+    if (getmouse(&ev) != OK)
+        return HANDLED_NO;
+    enum panel_id order[] = {PANEL_STAGEBAR, PANEL_HEATMAP, PANEL_GRID};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        struct panel *p = &ui->panels[order[i]];
+        if (order[i] == PANEL_HEATMAP && ui->app.all_heads)
+            continue;
+        if (order[i] == PANEL_GRID && !ui->app.all_heads)
+            continue;
+        if (p->handle_mouse && rect_contains(p->area, ev.y, ev.x))
+            return p->handle_mouse(p, ui, ev.y, ev.x, (unsigned long)ev.bstate);
+    }
+    return HANDLED_NO;
+}
+
+int ui_key(struct ui *ui, wint_t key, bool is_code)
+{
+    if (is_code && key == KEY_RESIZE) {
+        ui_resize(ui);
+        return HANDLED_CURSOR;
+    }
+    if (ui->prompt != PROMPT_NONE)
+        return prompt_key(ui, key, is_code) | HANDLED_CURSOR;
+    if (is_code && key == KEY_MOUSE)
+        return handle_mouse(ui);
+    int code = (int)key;
+    enum action act = keymap_lookup(&ui->keymap, code);
+    if (ui->app.message[0] && act != ACTION_NONE)
+        ui->app.message[0] = '\0';
+    if (ui->config_error[0] && act != ACTION_NONE)
+        ui->config_error[0] = '\0';
+    if (act == ACTION_NONE)
+        return HANDLED_NO;
+    if (ui->help_open)
+        return ui->panels[PANEL_HELP].handle_key(&ui->panels[PANEL_HELP], ui, act);
+    if (act == ACTION_QUIT)
+        return HANDLED_QUIT;
+    struct panel *focus = &ui->panels[ui->app.all_heads ? PANEL_GRID : PANEL_HEATMAP];
+    int r = focus->handle_key ? focus->handle_key(focus, ui, act) : HANDLED_NO;
+    if (r == HANDLED_NO)
+        r = global_action(ui, act);
+    return r;
+}
+
+void ui_mark(struct ui *ui, int handled)
+{
+    if (handled & HANDLED_SCENE) {
+        ui_invalidate(ui);
+        return;
+    }
+    if (handled & HANDLED_CURSOR) {
+        /* Cursor moves touch the map, the inspector, the bars; never the engine. */
+        ui->panels[PANEL_HEADER].dirty = true;
+        ui->panels[PANEL_STAGEBAR].dirty = true;
+        ui->panels[PANEL_HEATMAP].dirty = true;
+        ui->panels[PANEL_GRID].dirty = true;
+        ui->panels[PANEL_INSPECTOR].dirty = true;
+        ui->panels[PANEL_STATUS].dirty = true;
+        ui->panels[PANEL_HELP].dirty = true;
+    }
+}
+
+void ui_draw(struct ui *ui)
+{
+    if (ui->too_small) {
+        erase();
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "terminal too small: attnscope needs %d\u00d7%d, this one is %d\u00d7%d",
+                 UI_MIN_COLS, UI_MIN_LINES, ui->cols, ui->lines);
+        int w = text_width(msg);
+        int y = ui->lines / 2, x = (ui->cols - w) / 2;
+        draw_text(y > 0 ? y : 0, x > 0 ? x : 0, ui->cols, A_BOLD, msg);
+        if (ui->lines > 2)
+            draw_text(y + 1 < ui->lines ? y + 1 : 0, 0, ui->cols, A_NORMAL,
+                      "enlarge the window, or press q to quit");
+        wnoutrefresh(stdscr);
+        doupdate();
+        ui_invalidate(ui);
+        return;
+    }
+    ui->panels[PANEL_HEATMAP].visible = !ui->app.all_heads;
+    ui->panels[PANEL_GRID].visible = ui->app.all_heads;
+    ui->panels[PANEL_HELP].visible = ui->help_open;
+    ui->panels[PANEL_INSPECTOR].visible = true;
+    ui->panels[PANEL_HEADER].visible = ui->panels[PANEL_STAGEBAR].visible = true;
+    ui->panels[PANEL_STATUS].visible = true;
+    /* The row between the stage bar and the map stays blank. */
+    move(3, 0);
+    clrtoeol();
+    /* Status last: when the prompt is open it leaves the cursor in the line editor. The help
+     * overlay goes on top of everything else. */
+    static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
+                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_HELP,
+                                          PANEL_STATUS};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        struct panel *p = &ui->panels[order[i]];
+        if (p->visible && (p->dirty || ui->help_open))
+            p->draw(p, ui);
+        p->dirty = false;
+    }
+    wnoutrefresh(stdscr);
+    doupdate();
+}
+
+void ui_dump(FILE *out)
+{
+    for (int y = 0; y < LINES; y++) {
+        char line[4096];
+        size_t len = 0;
+        size_t last_non_blank = 0;
+        for (int x = 0; x < COLS; x++) {
+            cchar_t cc;
+            if (mvin_wch(y, x, &cc) != OK)
+                continue;
+            wchar_t wc[CCHARW_MAX + 1];
+            attr_t attrs;
+            short pair;
+            if (getcchar(&cc, wc, &attrs, &pair, NULL) == ERR)
+                continue;
+            if (wc[0] == L'\0')
+                continue;
+            /* Wide characters occupy two cells; the second reads back as the same cell. */
+            int w = wcwidth(wc[0]);
+            char mb[MB_LEN_MAX * (CCHARW_MAX + 1)];
+            size_t n = wcstombs(mb, wc, sizeof(mb));
+            if (n == (size_t)-1) {
+                mb[0] = '?';
+                n = 1;
+            }
+            if (len + n >= sizeof(line))
+                break;
+            memcpy(line + len, mb, n);
+            len += n;
+            if (!(n == 1 && mb[0] == ' '))
+                last_non_blank = len;
+            if (w == 2)
+                x++;
+        }
+        fprintf(out, "%.*s\n", (int)last_non_blank, line);
+    }
+}
+
+/* Signals only set flags; the loop notices them within one read. */
+static volatile sig_atomic_t quit_signal;
+
+static void on_quit_signal(int sig)
+{
+    quit_signal = sig;
+}
+
+static void restore_terminal(void)
+{
+    if (!isendwin())
+        endwin();
+}
+
+int ui_main(const char *scene_path)
+{
+    setlocale(LC_ALL, "");
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    if (scene_path) {
+        char *source = NULL;
+        size_t source_len = 0;
+        if (scenefile_load(&s, scene_path, &errs, &source, &source_len)) {
+            for (int i = 0; i < errs.n; i++)
+                diag_print(stderr, &errs.items[i], source, source_len);
+            free(source);
+            diag_list_free(&errs);
+            return 1;
+        }
+        free(source);
+    } else {
+        scene_init_default(&s);
+    }
+    diag_list_free(&errs);
+
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "attnscope: the explorer needs a terminal; try `attnscope print%s%s`\n",
+                scene_path ? " " : "", scene_path ? scene_path : "");
+        scene_free(&s);
+        return 2;
+    }
+    if (!newterm(NULL, stdout, stdin)) {
+        fprintf(stderr, "attnscope: cannot open the terminal (TERM=%s)\n",
+                getenv("TERM") ? getenv("TERM") : "");
+        scene_free(&s);
+        return 1;
+    }
+    atexit(restore_terminal);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_quit_signal; /* no SA_RESTART: a blocked read returns at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    if (has_colors())
+        start_color();
+    mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+    mouseinterval(0);
+
+    struct ui *ui = calloc(1, sizeof(*ui));
+    struct diag err;
+    diag_clear(&err);
+    if (!ui || ui_open(ui, &s, scene_path, &err)) {
+        endwin();
+        fprintf(stderr, "attnscope: %s\n", ui ? err.msg : "out of memory");
+        free(ui);
+        return 1;
+    }
+    int status = 0;
+    ui_draw(ui);
+    while (!quit_signal) {
+        timeout(ui->app.playing ? UI_PLAY_MS : -1);
+        wint_t key;
+        int rc = get_wch(&key);
+        if (quit_signal)
+            break;
+        if (rc == ERR) {
+            if (ui->app.playing) {
+                stage_step(ui, 1);
+                ui_mark(ui, HANDLED_CURSOR);
+                ui_draw(ui);
+            }
+            continue;
+        }
+        int handled = ui_key(ui, key, rc == KEY_CODE_YES);
+        if (handled & HANDLED_QUIT)
+            break;
+        ui_mark(ui, handled);
+        ui_draw(ui);
+    }
+    ui_close(ui);
+    free(ui);
+    endwin();
+    if (quit_signal == SIGTERM || quit_signal == SIGHUP)
+        status = 128 + quit_signal;
+    return status;
+}

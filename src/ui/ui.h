@@ -1,0 +1,117 @@
+/* ui: the explorer's screen manager and event loop.
+ *
+ * ui_main() is what `attnscope [SCENE]` runs. The session functions below let tests drive the
+ * very same code on a virtual terminal (newterm on a pipe): feed keys, draw, dump the screen.
+ */
+#ifndef ATTNSCOPE_UI_H
+#define ATTNSCOPE_UI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <wchar.h>
+
+#include "common/diag.h"
+#include "ui/app.h"
+#include "ui/keys.h"
+#include "ui/panel.h"
+#include "ui/theme.h"
+
+#define UI_MIN_COLS  64
+#define UI_MIN_LINES 18
+#define UI_PLAY_MS   900 /* auto-play: one stage per tick */
+
+enum panel_id {
+    PANEL_HEADER,
+    PANEL_STAGEBAR,
+    PANEL_HEATMAP,
+    PANEL_GRID,
+    PANEL_INSPECTOR,
+    PANEL_STATUS,
+    PANEL_HELP,
+    PANEL_COUNT
+};
+
+/* What the prompt line is asking for; decides what Enter does with the text. */
+enum prompt_kind {
+    PROMPT_NONE,
+    PROMPT_TEXT,
+    PROMPT_KNOB,
+    PROMPT_EXPORT,
+    PROMPT_SAVE,
+    PROMPT_CONFIRM_SAVE,
+    PROMPT_CONFIRM_EXPORT
+};
+
+#define PROMPT_MAX 1024
+
+struct ui {
+    struct app app;
+    struct theme theme;
+    struct keymap keymap;
+    struct panel panels[PANEL_COUNT];
+    int lines, cols;
+    bool too_small;
+    bool help_open;
+    char config_error[DIAG_MSG_MAX + DIAG_FILE_MAX + 32]; /* first config problem, if any */
+
+    /* The one-line editor at the bottom. */
+    enum prompt_kind prompt;
+    enum knob prompt_knob;
+    wchar_t prompt_buf[PROMPT_MAX];
+    int prompt_len, prompt_cur;
+    char prompt_label[64];
+    char pending_path[1024]; /* path awaiting an overwrite confirmation */
+
+    /* View state that is not the app's: scroll offsets and the grid layout. */
+    int top_row, left_col;
+    int grid_tile_w, grid_tile_h, grid_per_row;
+};
+
+/* Runs the explorer on a scene file (NULL: the built-in scene). Returns the exit status. */
+int ui_main(const char *scene_path);
+
+/* Session API, shared by ui_main and the golden-screen tests. ui_open takes ownership of s.
+ * The caller has set up curses (initscr or newterm). */
+int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err);
+void ui_close(struct ui *ui);
+/* Handles one key as returned by wget_wch (is_code: KEY_CODE_YES). Returns enum handled. */
+int ui_key(struct ui *ui, wint_t key, bool is_code);
+/* Marks the panels a handled event (enum handled) made stale. */
+void ui_mark(struct ui *ui, int handled);
+/* Re-lays out after a size change (reads LINES/COLS). */
+void ui_resize(struct ui *ui);
+/* Draws dirty panels and updates the terminal. */
+void ui_draw(struct ui *ui);
+/* Writes the screen's text (UTF-8, trailing blanks trimmed) for golden screens. */
+void ui_dump(FILE *out);
+/* Marks every panel dirty. */
+void ui_invalidate(struct ui *ui);
+
+/* Where the shipped configs live: $ATTNSCOPE_CONFIGS_DIR, the source tree, or datadir. */
+const char *ui_configs_dir(void);
+
+/* Panels (one file each). */
+void header_panel_init(struct panel *p);
+void stagebar_panel_init(struct panel *p);
+void heatmap_panel_init(struct panel *p);
+void grid_panel_init(struct panel *p);
+void inspector_panel_init(struct panel *p);
+void status_panel_init(struct panel *p);
+void help_panel_init(struct panel *p);
+
+/* Prompt line (prompt.c). */
+void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const char *initial);
+/* Returns enum handled; calls back into ui.c's prompt_accept on Enter. */
+int prompt_key(struct ui *ui, wint_t key, bool is_code);
+void prompt_draw(struct ui *ui, int y);
+void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text);
+
+/* Drawing helpers (draw.c): UTF-8 strings clipped to a width in terminal columns. */
+int draw_text(int y, int x, int width, int attr, const char *utf8);
+int text_width(const char *utf8);
+/* Abbreviates a token to at most width columns, ending with "…" when cut. */
+void abbreviate(char *out, size_t out_size, const char *utf8, int width);
+/* Formats a cell value in at most width columns: 0.138, -12.35, -∞, nan. */
+void format_cell(char *out, size_t out_size, float v, int width);
+
+#endif

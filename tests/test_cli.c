@@ -1,0 +1,427 @@
+/* test_cli: the real attnscope binary, run as a user would run it.
+ *
+ * ATTNSCOPE_BIN is the built binary. Each case spawns it with stdout and stderr redirected to
+ * files in a scratch folder, then checks the exit status and the text. Scene files are written
+ * by the test itself, so it depends on nothing but the binary.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char scratch[4096]; /* per-run folder, made in main() */
+
+/* The book's MultiHeadAttention, as a user would write it (scenes/10-mha.yaml). */
+static const char good_scene[] = "version: 1\n"
+                                 "text: Your journey starts with one step\n"
+                                 "seed: 123\n"
+                                 "embeddings:\n"
+                                 "  - [0.43, 0.15, 0.89]\n"
+                                 "  - [0.55, 0.87, 0.66]\n"
+                                 "  - [0.57, 0.85, 0.64]\n"
+                                 "  - [0.22, 0.58, 0.33]\n"
+                                 "  - [0.77, 0.25, 0.10]\n"
+                                 "  - [0.05, 0.80, 0.55]\n"
+                                 "attention:\n"
+                                 "  d_out: 2\n"
+                                 "  heads: 2\n"
+                                 "  causal: true\n";
+
+/* An unknown key on line 4, column 3. */
+static const char bad_scene[] = "version: 1\n"
+                                "text: Your journey starts with one step\n"
+                                "attention:\n"
+                                "  headz: 2\n";
+
+struct run {
+    int status; /* exit code, or 128 + signal */
+    char *out, *err;
+};
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!buf)
+        buf = calloc(1, 1);
+    else
+        buf[len] = '\0';
+    return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Runs ATTNSCOPE_BIN with args (NULL-terminated, without argv[0]). */
+static struct run run_args(const char *const *args)
+{
+    const char *bin = getenv("ATTNSCOPE_BIN");
+    if (!bin)
+        fail_msg("ATTNSCOPE_BIN is not set");
+    char out_path[4200], err_path[4200];
+    snprintf(out_path, sizeof(out_path), "%s/stdout", scratch);
+    snprintf(err_path, sizeof(err_path), "%s/stderr", scratch);
+
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = bin;
+    for (int i = 0; args[i]; i++) {
+        assert_true(argc < 31);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int rc = posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        fail_msg("cannot run %s: %s", bin, strerror(rc));
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+
+    struct run r;
+    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    return r;
+}
+
+#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+
+static void run_free(struct run *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Fails with the whole output when the status is not the expected one. */
+static void expect_status(const struct run *r, int status)
+{
+    if (r->status != status)
+        fail_msg("exit status %d, expected %d\n--- stdout\n%s--- stderr\n%s", r->status, status,
+                 r->out, r->err);
+}
+
+static void expect_contains(const char *text, const char *needle)
+{
+    if (!strstr(text, needle))
+        fail_msg("expected to find \"%s\" in:\n%s", needle, text);
+}
+
+static char *scratch_path(const char *name)
+{
+    static char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", scratch, name);
+    return path;
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+static void test_help_and_version(void **state)
+{
+    (void)state;
+    struct run r = RUN("--help");
+    expect_status(&r, 0);
+    expect_contains(r.out, "usage: attnscope");
+    expect_contains(r.out, "attnscope export [SCENE.yaml] -o DIR");
+    run_free(&r);
+
+    r = RUN("-h");
+    expect_status(&r, 0);
+    expect_contains(r.out, "usage: attnscope");
+    run_free(&r);
+
+    r = RUN("--version");
+    expect_status(&r, 0);
+    assert_int_equal(strncmp(r.out, "attnscope ", 10), 0);
+    assert_true(isdigit((unsigned char)r.out[10]));
+    run_free(&r);
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    struct run r = RUN("frobnicate");
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown command 'frobnicate'");
+    assert_string_equal(r.out, "");
+    run_free(&r);
+
+    r = RUN("print", "--bogus");
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown option '--bogus'");
+    expect_contains(r.err, "attnscope --help");
+    run_free(&r);
+
+    r = RUN("print", "--stage", "nope");
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown stage 'nope'");
+    run_free(&r);
+
+    r = RUN("print", "--head");
+    expect_status(&r, 2);
+    run_free(&r);
+
+    r = RUN("check");
+    expect_status(&r, 2);
+    run_free(&r);
+
+    r = RUN("export");
+    expect_status(&r, 2);
+    expect_contains(r.err, "-o");
+    run_free(&r);
+
+    r = RUN("bench", "--iters", "zero");
+    expect_status(&r, 2);
+    run_free(&r);
+}
+
+static void test_check_good_and_bad(void **state)
+{
+    (void)state;
+    char good[4200], bad[4200];
+    snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
+    snprintf(bad, sizeof(bad), "%s", scratch_path("bad.yaml"));
+    write_file(good, good_scene);
+    write_file(bad, bad_scene);
+
+    struct run r = RUN("check", good);
+    expect_status(&r, 0);
+    char want[4300];
+    snprintf(want, sizeof(want), "%s: ok\n", good);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+
+    r = RUN("check", bad);
+    expect_status(&r, 1);
+    /* file:line:col: message, then the line and a caret */
+    snprintf(want, sizeof(want), "%s:4:3: ", bad);
+    expect_contains(r.err, want);
+    expect_contains(r.err, "headz");
+    expect_contains(r.err, "^");
+    run_free(&r);
+
+    /* Every file is checked; one bad file fails the run. */
+    r = RUN("check", good, bad);
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want), "%s: ok\n", good);
+    expect_contains(r.out, want);
+    run_free(&r);
+}
+
+static void test_missing_scene_names_the_file(void **state)
+{
+    (void)state;
+    const char *missing = scratch_path("no-such-scene.yaml");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s", missing);
+    const char *cmds[] = {"check", "print", "export", "bench"};
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        struct run r =
+            i == 2 ? RUN(cmds[i], path, "-o", scratch_path("never")) : RUN(cmds[i], path);
+        expect_status(&r, 1);
+        expect_contains(r.err, path);
+        run_free(&r);
+    }
+}
+
+static void test_print_default(void **state)
+{
+    (void)state;
+    struct run r = RUN("print");
+    expect_status(&r, 0);
+    assert_int_equal(strncmp(r.out, "# tokens: Your journey starts with one step\n# ", 46), 0);
+    expect_contains(r.out, "# inputs (6\u00d73)\ntensor([[0.4300, 0.1500, 0.8900],\n");
+    expect_contains(r.out, "# head 0 \u00b7 weights (6\u00d76)\ntensor([[1.0000, 0.0000,");
+    expect_contains(r.out, "# head 1 \u00b7 context (6\u00d71)\n");
+    /* the book's MultiHeadAttention output, first row */
+    expect_contains(r.out, "# output (6\u00d72)\ntensor([[0.3190, 0.4858],\n");
+    assert_string_equal(r.err, "");
+    run_free(&r);
+}
+
+static void test_print_scene_file_and_filters(void **state)
+{
+    (void)state;
+    char good[4200];
+    snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
+    write_file(good, good_scene);
+
+    struct run r = RUN("print", good, "--stage", "output");
+    expect_status(&r, 0);
+    expect_contains(r.out, "[0.3190, 0.4858]");
+    assert_null(strstr(r.out, "# inputs"));
+    run_free(&r);
+
+    r = RUN("print", "--stage", "softmax", "--head", "1");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# head 1 \u00b7 weights (6\u00d76)");
+    assert_null(strstr(r.out, "# head 0"));
+    assert_null(strstr(r.out, "# head 1 \u00b7 keys"));
+    run_free(&r);
+
+    r = RUN("print", "--head=0");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# head 0 \u00b7 queries");
+    assert_null(strstr(r.out, "# head 1"));
+    assert_null(strstr(r.out, "# output"));
+    run_free(&r);
+
+    r = RUN("print", "--head", "7");
+    expect_status(&r, 2);
+    expect_contains(r.err, "head 7 out of range (scene has 2 heads)");
+    assert_string_equal(r.out, "");
+    run_free(&r);
+}
+
+static void test_export_writes_files(void **state)
+{
+    (void)state;
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("export/one"));
+    struct run r = RUN("export", "-o", dir);
+    expect_status(&r, 0);
+    run_free(&r);
+    const char *files[] = {"scene.yaml",        "inputs.csv",       "params/W_query.csv",
+                           "params/out.csv",    "head0/scores.csv", "head1/weights.csv",
+                           "head1/context.csv", "context.csv",      "output.csv"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+            fail_msg("%s was not written", path);
+    }
+
+    /* The resolved scene is a valid scene and prints the same output. */
+    char yaml[4400];
+    snprintf(yaml, sizeof(yaml), "%s/scene.yaml", dir);
+    r = RUN("check", yaml);
+    expect_status(&r, 0);
+    run_free(&r);
+    r = RUN("print", yaml, "--stage", "output");
+    expect_status(&r, 0);
+    expect_contains(r.out, "tensor([[0.3190, 0.4858],\n");
+    run_free(&r);
+
+    /* Scene first, -o last, and --output=DIR: all the same command. */
+    char good[4200];
+    snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
+    write_file(good, good_scene);
+    char opt[4300];
+    snprintf(opt, sizeof(opt), "--output=%s", scratch_path("export/two"));
+    r = RUN("export", good, opt);
+    expect_status(&r, 0);
+    run_free(&r);
+}
+
+static void test_export_bad_output_path(void **state)
+{
+    (void)state;
+    char file[4200], dir[4300];
+    snprintf(file, sizeof(file), "%s", scratch_path("a-plain-file"));
+    write_file(file, "not a folder\n");
+    snprintf(dir, sizeof(dir), "%s/out", file);
+    struct run r = RUN("export", "-o", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, file);
+    run_free(&r);
+}
+
+static void test_bench(void **state)
+{
+    (void)state;
+    struct run r = RUN("bench", "--iters", "20");
+    expect_status(&r, 0);
+    expect_contains(r.out, "attn_forward");
+    expect_contains(r.out, "resolve + forward");
+    expect_contains(r.out, "(mean of 20)");
+    run_free(&r);
+}
+
+static void remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                    continue;
+                char sub[4400];
+                snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+                remove_tree(sub);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+int main(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(scratch, sizeof(scratch), "%s/attnscope-test-cli-XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(scratch)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_check_good_and_bad),
+        cmocka_unit_test(test_missing_scene_names_the_file),
+        cmocka_unit_test(test_print_default),
+        cmocka_unit_test(test_print_scene_file_and_filters),
+        cmocka_unit_test(test_export_writes_files),
+        cmocka_unit_test(test_export_bad_output_path),
+        cmocka_unit_test(test_bench),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    remove_tree(scratch);
+    return failed;
+}

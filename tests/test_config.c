@@ -1,0 +1,552 @@
+/* test_config: keys.yaml and colors.yaml.
+ *
+ * Every fixtures/config/NAME.yaml is loaded (keys-* as keys, colors-* as colours): with a
+ * NAME.expect beside it, the file must be refused with exactly those diagnostic lines; without
+ * one it must load cleanly. The shipped configs/ files must load cleanly, and keys.yaml must
+ * bind exactly the default keys of ui/actions.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/diag.h"
+#include "config/config.h"
+#include "ui/actions.h"
+
+/* The action table, expanded here from ACTIONS: the test must not depend on the UI library. */
+const struct action_info action_table[ACTION_COUNT] = {
+#define X(id, name, keys, group, help) [ACTION_##id] = {name, keys, group, help},
+    ACTIONS(X)
+#undef X
+};
+
+static const char *action_names[ACTION_COUNT];
+static const char *default_keys[ACTION_COUNT];
+
+static const char *const roles[] = {
+    "header", "stagebar", "stage_current", "stage_off", "status",   "status_key", "error",
+    "masked", "cursor",   "selection",     "help",      "help_key", "label",      "dim"};
+#define N_ROLES ((int)(sizeof(roles) / sizeof(roles[0])))
+static const char *const scales[] = {"viridis", "magma", "gray"};
+static const char *const divergings[] = {"blue-red", "purple-green"};
+
+/* The key-name notation of keys.yaml, in pure C: a printable character, a named key, F1-F12,
+ * or C-a to C-z. */
+static bool valid_key(const char *name)
+{
+    static const char *const named[] = {"Left",    "Right", "Up",  "Down",      "PgUp",
+                                        "PgDn",    "Home",  "End", "Enter",     "Tab",
+                                        "BackTab", "Space", "Esc", "Backspace", "Delete"};
+    size_t n = strlen(name);
+    if (n == 1)
+        return name[0] > ' ' && name[0] < 127;
+    if (n == 3 && name[0] == 'C' && name[1] == '-')
+        return name[2] >= 'a' && name[2] <= 'z';
+    if (name[0] == 'F' && (n == 2 || n == 3) && name[1] >= '1' && name[1] <= '9') {
+        if (n == 2)
+            return true;
+        return name[1] == '1' && name[2] >= '0' && name[2] <= '2';
+    }
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+        if (strcmp(name, named[i]) == 0)
+            return true;
+    return false;
+}
+
+static char *env_dir(const char *var, const char *sub)
+{
+    const char *base = getenv(var);
+    if (!base)
+        fail_msg("%s is not set (run the test through meson test)", var);
+    size_t n = strlen(base) + strlen(sub) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s%s%s", base, *sub ? "/" : "", sub);
+    return p;
+}
+
+static int load_keys(struct key_config *k, const char *path, struct diag_list *errs)
+{
+    return config_load_keys(k, path, action_names, ACTION_COUNT, valid_key, errs);
+}
+
+static int load_colors(struct color_config *c, const char *path, struct diag_list *errs)
+{
+    return config_load_colors(c, path, roles, N_ROLES, scales, 3, divergings, 2, errs);
+}
+
+/* The "file:line:col: message" line diag_print gives for d, without its newline. */
+static char *diag_line(const struct diag *d)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    assert_non_null(f);
+    diag_print(f, d, NULL, 0);
+    fclose(f);
+    if (size > 0 && buf[size - 1] == '\n')
+        buf[size - 1] = '\0';
+    return buf;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&buf, &size);
+    assert_non_null(m);
+    int ch;
+    while ((ch = fgetc(f)) != EOF)
+        fputc(ch, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Checks one fixture (we are in its folder, so diagnostics name it by its base name). */
+static void check_fixture(const char *name)
+{
+    struct diag_list errs;
+    diag_list_init(&errs);
+    int rc;
+    bool keys = strncmp(name, "keys-", 5) == 0;
+    if (keys) {
+        struct key_config k;
+        rc = load_keys(&k, name, &errs);
+        if (rc != CONFIG_OK)
+            for (int a = 0; a < k.n_actions; a++)
+                assert_false(k.set[a]); /* a refused file sets nothing */
+        key_config_free(&k);
+    } else {
+        assert_int_equal(strncmp(name, "colors-", 7), 0);
+        struct color_config c;
+        rc = load_colors(&c, name, &errs);
+        if (rc != CONFIG_OK) {
+            for (int r = 0; r < c.n_roles; r++)
+                assert_false(c.roles[r].set);
+            assert_false(c.scale_set || c.diverging_set);
+        }
+        color_config_free(&c);
+    }
+
+    char expect_name[256];
+    snprintf(expect_name, sizeof(expect_name), "%.*s.expect", (int)(strlen(name) - 5), name);
+    char *expect = read_text(expect_name);
+    char *source = read_text(name);
+    printf("%s: %s, %d problem(s)\n", name, rc == CONFIG_OK ? "ok" : "refused", errs.n);
+    for (int i = 0; i < errs.n; i++)
+        diag_print(stdout, &errs.items[i], source, source ? strlen(source) : 0);
+
+    if (!expect) {
+        if (rc != CONFIG_OK || errs.n != 0)
+            fail_msg("%s should load cleanly", name);
+    } else {
+        assert_int_equal(rc, CONFIG_ERROR);
+        /* One expected line per diagnostic, in order. */
+        int i = 0;
+        for (char *save = NULL, *line = strtok_r(expect, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save), i++) {
+            if (i >= errs.n)
+                fail_msg("%s: missing diagnostic %d: %s", name, i + 1, line);
+            char *got = diag_line(&errs.items[i]);
+            if (strcmp(got, line) != 0)
+                fail_msg("%s: diagnostic %d\n  expected: %s\n  got:      %s", name, i + 1, line,
+                         got);
+            free(got);
+        }
+        if (i != errs.n)
+            fail_msg("%s: %d diagnostics, %d expected", name, errs.n, i);
+    }
+    free(expect);
+    free(source);
+    diag_list_free(&errs);
+}
+
+static void test_fixtures(void **state)
+{
+    (void)state;
+    char *dir = env_dir("ATTNSCOPE_FIXTURES", "config");
+    char *cwd = getcwd(NULL, 0);
+    assert_int_equal(chdir(dir), 0);
+    DIR *d = opendir(".");
+    assert_non_null(d);
+    char *names[256];
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (ends_with(e->d_name, ".yaml") && n < 256)
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(names[0]), cmp_names);
+    assert_true(n >= 20);
+    for (int i = 0; i < n; i++) {
+        check_fixture(names[i]);
+        free(names[i]);
+    }
+    assert_int_equal(chdir(cwd), 0);
+    free(cwd);
+    free(dir);
+}
+
+static void assert_keys(const struct key_config *k, enum action a, const char *want)
+{
+    char got[256] = "";
+    for (int i = 0; i < k->n_keys[a]; i++)
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? " " : "", k->keys[a][i]);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: keys \"%s\", expected \"%s\"", action_table[a].name, got, want);
+}
+
+static void test_keys_good_and_override(void **state)
+{
+    (void)state;
+    char *path = env_dir("ATTNSCOPE_FIXTURES", "config/keys-good.yaml");
+    struct diag_list errs;
+    diag_list_init(&errs);
+    struct key_config user;
+    assert_int_equal(load_keys(&user, path, &errs), CONFIG_OK);
+    assert_int_equal(errs.n, 0);
+    assert_int_equal(user.n_actions, ACTION_COUNT);
+    assert_true(user.set[ACTION_QUIT] && user.set[ACTION_PLAY] && user.set[ACTION_LEFT]);
+    assert_false(user.set[ACTION_ALL_HEADS] || user.set[ACTION_REDO]);
+    assert_keys(&user, ACTION_QUIT, "q C-c");
+    assert_keys(&user, ACTION_HELP, "?");
+    assert_keys(&user, ACTION_PLAY, "");
+    assert_int_equal(key_config_find(&user, "a"), ACTION_LEFT);
+    assert_int_equal(key_config_find(&user, "F1"), -1);
+
+    /* The user's file over the defaults: rebound actions replaced, stolen keys removed. */
+    struct key_config base;
+    key_config_from_strings(&base, default_keys, ACTION_COUNT);
+    key_config_override(&base, &user);
+    assert_keys(&base, ACTION_QUIT, "q C-c");
+    assert_keys(&base, ACTION_LEFT, "Left a");
+    assert_keys(&base, ACTION_ALL_HEADS, ""); /* its 'a' went to left */
+    assert_keys(&base, ACTION_PLAY, "");
+    assert_keys(&base, ACTION_HELP, "?");
+    assert_keys(&base, ACTION_REDO, "C-r");
+    assert_keys(&base, ACTION_STAGE_NEXT, ". >");
+    assert_int_equal(key_config_find(&base, "F1"), -1);
+    assert_int_equal(key_config_find(&base, "a"), ACTION_LEFT);
+    key_config_free(&base);
+    key_config_free(&user);
+    diag_list_free(&errs);
+    free(path);
+}
+
+static void test_colors_good(void **state)
+{
+    (void)state;
+    char *path = env_dir("ATTNSCOPE_FIXTURES", "config/colors-good.yaml");
+    struct diag_list errs;
+    diag_list_init(&errs);
+    struct color_config c;
+    assert_int_equal(load_colors(&c, path, &errs), CONFIG_OK);
+    assert_int_equal(errs.n, 0);
+    assert_true(c.scale_set && c.diverging_set);
+    assert_string_equal(c.scale, "magma");
+    assert_string_equal(c.diverging, "purple-green");
+    const struct color_spec *header = &c.roles[0], *error = &c.roles[6], *cursor = &c.roles[8];
+    const struct color_spec *help = &c.roles[10], *label = &c.roles[12];
+    assert_true(header->set);
+    assert_int_equal(header->fg, 15);
+    assert_int_equal(header->bg, 0);
+    assert_int_equal(header->attrs, COLOR_ATTR_BOLD);
+    assert_true(error->set);
+    assert_int_equal(error->fg, 1);
+    assert_int_equal(error->bg, COLOR_DEFAULT);
+    assert_int_equal(error->attrs, COLOR_ATTR_BOLD | COLOR_ATTR_UNDERLINE);
+    assert_true(cursor->set);
+    assert_int_equal(cursor->attrs, COLOR_ATTR_REVERSE);
+    assert_int_equal(cursor->fg, COLOR_DEFAULT);
+    assert_true(help->set && label->set);
+    assert_int_equal(help->attrs, 0);
+    assert_int_equal(label->fg, COLOR_DEFAULT);
+    assert_false(c.roles[1].set); /* stagebar not given */
+
+    /* Over the shipped defaults: given roles replaced whole, the others kept. */
+    char *shipped = env_dir("ATTNSCOPE_CONFIGS_DIR", "colors.yaml");
+    struct color_config base;
+    assert_int_equal(load_colors(&base, shipped, &errs), CONFIG_OK);
+    struct color_spec stagebar = base.roles[1];
+    color_config_override(&base, &c);
+    assert_string_equal(base.scale, "magma");
+    assert_int_equal(base.roles[0].fg, 15);
+    assert_int_equal(base.roles[8].attrs, COLOR_ATTR_REVERSE); /* [reverse, bold] replaced */
+    assert_memory_equal(&base.roles[1], &stagebar, sizeof(stagebar));
+    color_config_free(&base);
+    free(shipped);
+    color_config_free(&c);
+    diag_list_free(&errs);
+    free(path);
+}
+
+static void test_shipped_keys_are_the_defaults(void **state)
+{
+    (void)state;
+    char *path = env_dir("ATTNSCOPE_CONFIGS_DIR", "keys.yaml");
+    struct diag_list errs;
+    diag_list_init(&errs);
+    struct key_config k;
+    int rc = load_keys(&k, path, &errs);
+    for (int i = 0; i < errs.n; i++)
+        diag_print(stdout, &errs.items[i], NULL, 0);
+    assert_int_equal(rc, CONFIG_OK);
+    assert_int_equal(errs.n, 0);
+    for (int a = 0; a < ACTION_COUNT; a++) {
+        if (!k.set[a])
+            fail_msg("configs/keys.yaml does not list the action %s", action_names[a]);
+        assert_keys(&k, (enum action)a, default_keys[a]);
+    }
+    key_config_free(&k);
+
+    /* ...and in the table's order, so the file reads like the help screen. */
+    char *text = read_text(path);
+    assert_non_null(text);
+    const char *p = text;
+    for (int a = 0; a < ACTION_COUNT; a++) {
+        char entry[64];
+        snprintf(entry, sizeof(entry), "\n%s:", action_names[a]);
+        const char *at = strstr(p, entry);
+        if (!at)
+            fail_msg("configs/keys.yaml: %s is missing or out of the table's order",
+                     action_names[a]);
+        p = at + 1;
+    }
+    free(text);
+    diag_list_free(&errs);
+    free(path);
+}
+
+static void test_shipped_colors_load(void **state)
+{
+    (void)state;
+    char *path = env_dir("ATTNSCOPE_CONFIGS_DIR", "colors.yaml");
+    struct diag_list errs;
+    diag_list_init(&errs);
+    struct color_config c;
+    int rc = load_colors(&c, path, &errs);
+    for (int i = 0; i < errs.n; i++)
+        diag_print(stdout, &errs.items[i], NULL, 0);
+    assert_int_equal(rc, CONFIG_OK);
+    assert_int_equal(errs.n, 0);
+    for (int r = 0; r < N_ROLES; r++)
+        if (!c.roles[r].set)
+            fail_msg("configs/colors.yaml does not set the role %s", roles[r]);
+    assert_true(c.scale_set && c.diverging_set);
+    assert_string_equal(c.scale, "viridis");
+    assert_string_equal(c.diverging, "blue-red");
+    color_config_free(&c);
+    diag_list_free(&errs);
+    free(path);
+}
+
+static void test_missing_file_is_not_an_error(void **state)
+{
+    (void)state;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    struct key_config k;
+    assert_int_equal(load_keys(&k, "/nonexistent/attnscope/keys.yaml", &errs), CONFIG_MISSING);
+    assert_int_equal(k.n_actions, ACTION_COUNT);
+    for (int a = 0; a < k.n_actions; a++)
+        assert_false(k.set[a]);
+    key_config_free(&k);
+    assert_int_equal(load_keys(&k, NULL, &errs), CONFIG_MISSING);
+    key_config_free(&k);
+    struct color_config c;
+    assert_int_equal(load_colors(&c, "/nonexistent/colors.yaml", &errs), CONFIG_MISSING);
+    assert_int_equal(c.n_roles, N_ROLES);
+    assert_false(c.roles[0].set || c.scale_set);
+    color_config_free(&c);
+    assert_int_equal(errs.n, 0);
+    diag_list_free(&errs);
+}
+
+static char *make_temp_dir(void)
+{
+    char tmpl[] = "/tmp/attnscope-config-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    return strdup(dir);
+}
+
+static void test_unreadable_and_too_large(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    struct diag_list errs;
+    diag_list_init(&errs);
+
+    /* A folder where the file should be. */
+    struct key_config k;
+    assert_int_equal(load_keys(&k, dir, &errs), CONFIG_ERROR);
+    key_config_free(&k);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.items[0].file, dir);
+    assert_non_null(strstr(errs.items[0].msg, "is a directory"));
+
+    /* One byte over the limit: refused before it is parsed. */
+    char path[512];
+    snprintf(path, sizeof(path), "%s/keys.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("quit: q\n", f);
+    for (size_t i = 8; i < CONFIG_MAX_BYTES + 1; i++)
+        fputc(i % 64 == 63 ? '\n' : '#', f);
+    fclose(f);
+    struct color_config c;
+    assert_int_equal(load_colors(&c, path, &errs), CONFIG_ERROR);
+    color_config_free(&c);
+    assert_int_equal(errs.n, 2);
+    assert_non_null(strstr(errs.items[1].msg, "too large"));
+    printf("%s\n", errs.items[1].msg);
+
+    /* Exactly at the limit is fine. */
+    assert_int_equal(truncate(path, (off_t)CONFIG_MAX_BYTES), 0);
+    assert_int_equal(load_keys(&k, path, &errs), CONFIG_OK);
+    assert_true(k.set[ACTION_QUIT]);
+    key_config_free(&k);
+    assert_int_equal(errs.n, 2);
+
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    diag_list_free(&errs);
+}
+
+static void test_too_many_problems(void **state)
+{
+    (void)state;
+    char text[8192] = "";
+    for (int i = 0; i < 200; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "nope%d: x\n", i);
+    struct diag_list errs;
+    diag_list_init(&errs);
+    struct key_config k;
+    assert_int_equal(config_parse_keys(&k, "many.yaml", text, strlen(text), action_names,
+                                       ACTION_COUNT, valid_key, &errs),
+                     CONFIG_ERROR);
+    key_config_free(&k);
+    assert_int_equal(errs.n, CONFIG_MAX_ERRORS + 1);
+    assert_string_equal(errs.items[CONFIG_MAX_ERRORS].msg,
+                        "too many problems; not checking the rest of the file");
+
+    /* Deep nesting (libyaml is quadratic in it) is refused quickly, at the first level too
+     * many. */
+    enum { DEPTH = 500000 };
+    static char deep[2 * DEPTH + 16];
+    size_t n = 0;
+    n += (size_t)snprintf(deep, sizeof(deep), "quit: ");
+    for (int i = 0; i < DEPTH; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < DEPTH; i++)
+        deep[n++] = ']';
+    deep[n] = '\0';
+    int before = errs.n;
+    assert_int_equal(config_parse_keys(&k, "deep.yaml", deep, strlen(deep), action_names,
+                                       ACTION_COUNT, valid_key, &errs),
+                     CONFIG_ERROR);
+    key_config_free(&k);
+    assert_int_equal(errs.n, before + 1);
+    char *line = diag_line(&errs.items[before]);
+    assert_string_equal(line, "deep.yaml:1:22: nested too deeply (more than 16 levels)");
+    free(line);
+    diag_list_free(&errs);
+}
+
+static void test_user_path(void **state)
+{
+    (void)state;
+    char *old_xdg = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+
+    setenv("XDG_CONFIG_HOME", "/x/conf/", 1);
+    setenv("HOME", "/home/u", 1);
+    char *p = config_user_path("keys.yaml");
+    assert_string_equal(p, "/x/conf/attnscope/keys.yaml");
+    free(p);
+    setenv("XDG_CONFIG_HOME", "relative", 1); /* invalid per the XDG spec: ignored */
+    p = config_user_path("colors.yaml");
+    assert_string_equal(p, "/home/u/.config/attnscope/colors.yaml");
+    free(p);
+    unsetenv("XDG_CONFIG_HOME");
+    p = config_user_path("keys.yaml");
+    assert_string_equal(p, "/home/u/.config/attnscope/keys.yaml");
+    free(p);
+    unsetenv("HOME");
+    assert_null(config_user_path("keys.yaml"));
+
+    if (old_xdg)
+        setenv("XDG_CONFIG_HOME", old_xdg, 1);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_xdg);
+    free(old_home);
+}
+
+static void test_valid_key_notation(void **state)
+{
+    (void)state;
+    const char *good[] = {"q", "?", "#", "Left", "PgDn", "BackTab", "F1", "F12", "C-a", "C-z"};
+    const char *bad[] = {"",   " ",    "F0",     "F13",      "C-A", "Ctrl+x",
+                         "^x", "left", "Left h", "pagedown", "é"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        assert_true(valid_key(good[i]));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(valid_key(bad[i]));
+    /* Every default key of the table is in the notation. */
+    struct key_config k;
+    key_config_from_strings(&k, default_keys, ACTION_COUNT);
+    for (int a = 0; a < ACTION_COUNT; a++) {
+        assert_true(k.n_keys[a] >= 1);
+        for (int i = 0; i < k.n_keys[a]; i++)
+            assert_true(valid_key(k.keys[a][i]));
+    }
+    key_config_free(&k);
+}
+
+int main(void)
+{
+    for (int a = 0; a < ACTION_COUNT; a++) {
+        action_names[a] = action_table[a].name;
+        default_keys[a] = action_table[a].default_keys;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_key_notation),
+        cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_keys_good_and_override),
+        cmocka_unit_test(test_colors_good),
+        cmocka_unit_test(test_shipped_keys_are_the_defaults),
+        cmocka_unit_test(test_shipped_colors_load),
+        cmocka_unit_test(test_missing_file_is_not_an_error),
+        cmocka_unit_test(test_unreadable_and_too_large),
+        cmocka_unit_test(test_too_many_problems),
+        cmocka_unit_test(test_user_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

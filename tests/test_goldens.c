@@ -1,0 +1,565 @@
+/* test_goldens: every scene against the PyTorch goldens of tests/golden/gen_goldens.py.
+ *
+ * For each scene in scenes/ and tests/fixtures/random/ the scene is loaded with the C loader,
+ * resolved and run through the engine, and every CSV under tests/golden/scenes/<stem>/ is
+ * compared with the engine's matrix:
+ *   - parameters (the CSVs under params/), the dropout keep-mask and the inputs are bit-exact: they are
+ *     straight draws of torch's generator (the inputs are one float add of two draws);
+ *   - every activation is within |a - b| <= 1e-5 + 1e-5 * |b| (torch's exp and its BLAS add in
+ *     another order); -inf must be -inf.
+ * The set of golden files must equal the set the engine's model implies, row labels must be the
+ * engine's tokens, and the largest difference of each scene is printed.
+ *
+ * Environment: ATTNSCOPE_GOLDEN_DIR (tests/golden), ATTNSCOPE_SCENES_DIR (scenes),
+ * ATTNSCOPE_FIXTURES (tests/fixtures).
+ */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "engine/attention.h"
+#include "engine/model.h"
+#include "engine/scene.h"
+#include "engine/stage.h"
+#include "scenefile/scenefile.h"
+
+#define ABS_TOL 1e-5
+#define REL_TOL 1e-5
+#define PATH_LEN 4096
+#define MAX_FILES 512
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return (v && *v) ? v : fallback;
+}
+
+/* ---- a small RFC 4180 reader ------------------------------------------------------------- */
+
+struct csv {
+    char ***cells; /* rows of fields */
+    int *ncols;
+    int rows;
+};
+
+static void csv_free(struct csv *c)
+{
+    for (int i = 0; i < c->rows; i++) {
+        for (int j = 0; j < c->ncols[i]; j++)
+            free(c->cells[i][j]);
+        free(c->cells[i]);
+    }
+    free(c->cells);
+    free(c->ncols);
+    memset(c, 0, sizeof(*c));
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Returns 0, or -1 with why filled. */
+static int csv_read(struct csv *out, const char *path, char *why, size_t why_len)
+{
+    memset(out, 0, sizeof(*out));
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) {
+        snprintf(why, why_len, "cannot read %s", path);
+        return -1;
+    }
+    size_t i = 0;
+    int row_cap = 0;
+    while (i < len) {
+        if (out->rows == row_cap) {
+            row_cap = row_cap ? row_cap * 2 : 16;
+            out->cells = realloc(out->cells, (size_t)row_cap * sizeof(*out->cells));
+            out->ncols = realloc(out->ncols, (size_t)row_cap * sizeof(*out->ncols));
+            assert_non_null(out->cells);
+            assert_non_null(out->ncols);
+        }
+        char **fields = NULL;
+        int nf = 0, fcap = 0;
+        for (;;) { /* one field */
+            char *field = malloc(len + 1);
+            assert_non_null(field);
+            size_t fl = 0;
+            if (i < len && text[i] == '"') {
+                i++;
+                for (;;) {
+                    if (i >= len) {
+                        snprintf(why, why_len, "%s: unterminated quoted field", path);
+                        free(field);
+                        free(text);
+                        return -1;
+                    }
+                    if (text[i] == '"') {
+                        if (i + 1 < len && text[i + 1] == '"') {
+                            field[fl++] = '"';
+                            i += 2;
+                            continue;
+                        }
+                        i++;
+                        break;
+                    }
+                    field[fl++] = text[i++];
+                }
+            } else {
+                while (i < len && text[i] != ',' && text[i] != '\r' && text[i] != '\n')
+                    field[fl++] = text[i++];
+            }
+            field[fl] = '\0';
+            if (nf == fcap) {
+                fcap = fcap ? fcap * 2 : 16;
+                fields = realloc(fields, (size_t)fcap * sizeof(*fields));
+                assert_non_null(fields);
+            }
+            fields[nf++] = field;
+            if (i < len && text[i] == ',') {
+                i++;
+                continue;
+            }
+            break;
+        }
+        if (i < len && text[i] == '\r') {
+            if (i + 1 >= len || text[i + 1] != '\n') {
+                snprintf(why, why_len, "%s: bare CR", path);
+                free(text);
+                return -1;
+            }
+            i += 2;
+        } else if (i < len && text[i] == '\n') {
+            snprintf(why, why_len, "%s: line end is LF, not CRLF", path);
+            free(text);
+            return -1;
+        }
+        out->cells[out->rows] = fields;
+        out->ncols[out->rows] = nf;
+        out->rows++;
+    }
+    free(text);
+    return 0;
+}
+
+/* ---- what to compare ----------------------------------------------------------------------- */
+
+enum exactness { TOLERANT, EXACT };
+
+/* One expected golden file: its matrix in the engine, as floats (an owned copy). */
+struct expect {
+    char rel[256];          /* path relative to the scene's golden folder */
+    float *data;            /* rows x cols, owned */
+    int rows, cols;
+    enum exactness exact;
+    bool token_rows;        /* row labels are the tokens (repeated per head for the mask) */
+    bool found;
+};
+
+struct expect_list {
+    struct expect items[MAX_FILES];
+    int n;
+};
+
+static void add_view(struct expect_list *l, const char *rel, struct mat_view v,
+                     enum exactness exact, bool token_rows)
+{
+    assert_true(l->n < MAX_FILES);
+    struct expect *e = &l->items[l->n++];
+    memset(e, 0, sizeof(*e));
+    snprintf(e->rel, sizeof(e->rel), "%s", rel);
+    e->rows = v.rows;
+    e->cols = v.cols;
+    e->data = malloc((size_t)(v.rows > 0 ? v.rows : 1) * (size_t)(v.cols > 0 ? v.cols : 1) *
+                     sizeof(float));
+    assert_non_null(e->data);
+    for (int i = 0; i < v.rows; i++)
+        for (int j = 0; j < v.cols; j++)
+            e->data[i * v.cols + j] = v.data[(size_t)i * v.stride + j];
+    e->exact = exact;
+    e->token_rows = token_rows;
+}
+
+/* cols [c0, c0 + cols) of a (rows, stride) parameter matrix */
+static void add_param(struct expect_list *l, const char *rel, const float *p, int rows, int stride,
+                      int c0, int cols)
+{
+    if (!p)
+        return;
+    add_view(l, rel, (struct mat_view){p + c0, rows, cols, stride}, EXACT, false);
+}
+
+static void build_expectations(struct expect_list *l, const struct scene *s, const struct model *m,
+                               const struct attn_run *r)
+{
+    char rel[256];
+    add_view(l, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), EXACT, true);
+    for (int h = 0; h < m->heads; h++)
+        for (int st = STAGE_QUERIES; st <= STAGE_CONTEXT; st++) {
+            snprintf(rel, sizeof(rel), "head%d/%s.csv", h, stage_name((enum stage)st));
+            add_view(l, rel, attn_view(r, m, (enum stage)st, h), TOLERANT, true);
+        }
+    add_view(l, "context.csv", attn_view(r, m, STAGE_CONCAT, 0), TOLERANT, true);
+    add_view(l, "output.csv", attn_view(r, m, STAGE_OUTPUT, 0), TOLERANT, true);
+
+    static const char *const names[3] = {"query", "key", "value"};
+    const float *w[3] = {m->wq, m->wk, m->wv};
+    const float *b[3] = {m->bq, m->bk, m->bv};
+    if (m->project) {
+        if (s->attn.layout == LAYOUT_WRAPPER) {
+            for (int h = 0; h < m->heads; h++)
+                for (int k = 0; k < 3; k++) {
+                    snprintf(rel, sizeof(rel), "params/head%d/W_%s.csv", h, names[k]);
+                    add_param(l, rel, w[k], m->d_in, m->D, h * m->head_dim, m->head_dim);
+                    snprintf(rel, sizeof(rel), "params/head%d/b_%s.csv", h, names[k]);
+                    add_param(l, rel, b[k], 1, m->D, h * m->head_dim, m->head_dim);
+                }
+        } else {
+            for (int k = 0; k < 3; k++) {
+                snprintf(rel, sizeof(rel), "params/W_%s.csv", names[k]);
+                add_param(l, rel, w[k], m->d_in, m->D, 0, m->D);
+                snprintf(rel, sizeof(rel), "params/b_%s.csv", names[k]);
+                add_param(l, rel, b[k], 1, m->D, 0, m->D);
+            }
+        }
+    }
+    add_param(l, "params/out.csv", m->wo, m->D, m->D, 0, m->D);
+    add_param(l, "params/out_bias.csv", m->bo, 1, m->D, 0, m->D);
+    if (m->keep) {
+        int rows = m->heads * m->n;
+        float *mask = malloc((size_t)rows * (size_t)m->n * sizeof(float));
+        assert_non_null(mask);
+        for (int i = 0; i < rows * m->n; i++)
+            mask[i] = m->keep[i] ? 1.0f : 0.0f;
+        add_view(l, "params/dropout_mask.csv", (struct mat_view){mask, rows, m->n, m->n}, EXACT,
+                 true);
+        free(mask);
+    }
+}
+
+/* Every CSV under dir (relative names), recursively. */
+static void list_csv(const char *root, const char *sub, char names[][256], int *count)
+{
+    char path[PATH_LEN];
+    snprintf(path, sizeof(path), "%.3000s%s%.900s", root, *sub ? "/" : "", sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char rel[256], full[PATH_LEN];
+        snprintf(rel, sizeof(rel), "%.120s%s%.120s", sub, *sub ? "/" : "", de->d_name);
+        snprintf(full, sizeof(full), "%.3000s/%.255s", root, rel);
+        struct stat st;
+        if (stat(full, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            list_csv(root, rel, names, count);
+        } else if (strlen(rel) > 4 && strcmp(rel + strlen(rel) - 4, ".csv") == 0 &&
+                   *count < MAX_FILES) {
+            snprintf(names[*count], 256, "%.255s", rel);
+            (*count)++;
+        }
+    }
+    closedir(d);
+}
+
+/* ---- one scene ----------------------------------------------------------------------------- */
+
+struct scene_case {
+    char path[PATH_LEN];
+    char stem[256];
+    /* results, for the summary */
+    double max_abs;   /* largest |engine - torch| over the activations */
+    double max_ratio; /* largest |engine - torch| / tolerance: 1 is the limit */
+    char worst[320];
+    int files;
+    bool ran;
+};
+
+static bool same_bits(float a, float b)
+{
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y;
+}
+
+static void fmt_cell(char *out, size_t len, const char *rel, int i, int j)
+{
+    snprintf(out, len, "%.255s[%d][%d]", rel, i, j);
+}
+
+static void test_scene(void **state)
+{
+    struct scene_case *sc = *state;
+    const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
+    char dir[PATH_LEN];
+    snprintf(dir, sizeof(dir), "%.2000s/scenes/%.255s", golden, sc->stem);
+
+    struct scene s;
+    struct model m;
+    struct attn_run r;
+    memset(&s, 0, sizeof(s));
+    memset(&m, 0, sizeof(m));
+    memset(&r, 0, sizeof(r));
+    struct diag_list errs;
+    diag_list_init(&errs);
+    char *source = NULL;
+    size_t source_len = 0;
+    if (scenefile_load(&s, sc->path, &errs, &source, &source_len) != 0) {
+        for (int i = 0; i < errs.n; i++)
+            diag_print(stderr, &errs.items[i], source, source_len);
+        free(source);
+        diag_list_free(&errs);
+        fail_msg("%s: the loader refused the scene", sc->path);
+    }
+    free(source);
+    diag_list_free(&errs);
+    struct diag err;
+    diag_clear(&err);
+    if (model_resolve(&m, &s, &err) != 0) {
+        scene_free(&s);
+        fail_msg("%s: model_resolve: %s", sc->path, err.msg);
+    }
+    if (attn_run_init(&r, &m, &err) != 0) {
+        model_free(&m);
+        scene_free(&s);
+        fail_msg("%s: attn_run_init: %s", sc->path, err.msg);
+    }
+    attn_forward(&r, &m);
+
+    static struct expect_list l; /* large; one test at a time */
+    memset(&l, 0, sizeof(l));
+    build_expectations(&l, &s, &m, &r);
+
+    static char names[MAX_FILES][256];
+    int n_names = 0;
+    list_csv(dir, "", names, &n_names);
+
+    int problems = 0;
+#define PROBLEM(...)                                                                           \
+    do {                                                                                       \
+        if (problems < 40)                                                                     \
+            print_error(__VA_ARGS__);                                                          \
+        problems++;                                                                            \
+    } while (0)
+
+    if (n_names == 0)
+        PROBLEM("%s: no goldens in %s (run tests/golden/gen_goldens.py)\n", sc->stem, dir);
+    for (int f = 0; f < n_names; f++) {
+        struct expect *e = NULL;
+        for (int k = 0; k < l.n; k++)
+            if (strcmp(l.items[k].rel, names[f]) == 0)
+                e = &l.items[k];
+        if (!e) {
+            PROBLEM("%s: golden %s has no counterpart in the engine's model\n", sc->stem,
+                    names[f]);
+            continue;
+        }
+        e->found = true;
+        char path[PATH_LEN], why[PATH_LEN + 64];
+        snprintf(path, sizeof(path), "%.3000s/%.255s", dir, names[f]);
+        struct csv c;
+        if (csv_read(&c, path, why, sizeof(why)) != 0) {
+            PROBLEM("%s\n", why);
+            continue;
+        }
+        sc->files++;
+        if (c.rows - 1 != e->rows || c.rows < 1 || c.ncols[0] - 1 != e->cols) {
+            PROBLEM("%s: %s is %dx%d in the golden, %dx%d in the engine\n", sc->stem, names[f],
+                    c.rows - 1, c.rows > 0 ? c.ncols[0] - 1 : 0, e->rows, e->cols);
+            csv_free(&c);
+            continue;
+        }
+        if (strcmp(c.cells[0][0], "token") != 0)
+            PROBLEM("%s: %s: header starts with '%s', not 'token'\n", sc->stem, names[f],
+                    c.cells[0][0]);
+        for (int i = 0; i < e->rows; i++) {
+            if (c.ncols[i + 1] != e->cols + 1) {
+                PROBLEM("%s: %s row %d has %d fields\n", sc->stem, names[f], i,
+                        c.ncols[i + 1]);
+                continue;
+            }
+            if (e->token_rows && strcmp(c.cells[i + 1][0], m.tokens[i % m.n]) != 0)
+                PROBLEM("%s: %s row %d: golden token '%s', engine token '%s'\n", sc->stem,
+                        names[f], i, c.cells[i + 1][0], m.tokens[i % m.n]);
+            for (int j = 0; j < e->cols; j++) {
+                const char *cell = c.cells[i + 1][j + 1];
+                char *end;
+                float want = strtof(cell, &end);
+                float got = e->data[i * e->cols + j];
+                char where[320];
+                fmt_cell(where, sizeof(where), names[f], i, j);
+                if (*cell == '\0' || *end != '\0') {
+                    PROBLEM("%s: %s: not a number: '%s'\n", sc->stem, where, cell);
+                    continue;
+                }
+                if (e->exact == EXACT) {
+                    if (!same_bits(got, want))
+                        PROBLEM("%s: %s: engine %.9g, torch %.9g: must be bit-exact\n",
+                                sc->stem, where, (double)got, (double)want);
+                    continue;
+                }
+                if (isinf(want) || isinf(got) || isnan(got)) {
+                    if (!(isinf(want) && isinf(got) && signbit(want) == signbit(got)))
+                        PROBLEM("%s: %s: engine %.9g, torch %.9g\n", sc->stem, where,
+                                (double)got, (double)want);
+                    continue;
+                }
+                double d = fabs((double)got - (double)want);
+                double tol = ABS_TOL + REL_TOL * fabs((double)want);
+                if (d > sc->max_abs) {
+                    sc->max_abs = d;
+                    snprintf(sc->worst, sizeof(sc->worst), "%.200s (engine %.9g, torch %.9g)",
+                             where, (double)got, (double)want);
+                }
+                if (d / tol > sc->max_ratio)
+                    sc->max_ratio = d / tol;
+                if (d > tol)
+                    PROBLEM("%s: %s: engine %.9g, torch %.9g, |diff| %.3g > tolerance\n",
+                            sc->stem, where, (double)got, (double)want, d);
+            }
+        }
+        csv_free(&c);
+    }
+    for (int k = 0; k < l.n; k++) {
+        if (!l.items[k].found)
+            PROBLEM("%s: the engine has %s but there is no golden for it\n", sc->stem,
+                    l.items[k].rel);
+        free(l.items[k].data);
+    }
+    sc->ran = true;
+    printf("goldens: %-26s %3d files  max |diff| %.3g (%.1f%% of the tolerance)%s%s\n",
+           sc->stem, sc->files, sc->max_abs, 100.0 * sc->max_ratio,
+           sc->max_abs > 0 ? "  at " : "", sc->worst);
+    fflush(stdout);
+
+    attn_run_free(&r);
+    model_free(&m);
+    scene_free(&s);
+    if (problems)
+        fail_msg("%s: %d mismatches with the PyTorch goldens", sc->stem, problems);
+#undef PROBLEM
+}
+
+/* ---- discovery ----------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the .yaml files of dir (sorted) to the cases. */
+static void collect(const char *dir, struct scene_case **cases, int *n, int *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "goldens: cannot open %s\n", dir);
+        return;
+    }
+    char **names = NULL;
+    int count = 0, ncap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
+            continue;
+        if (count == ncap) {
+            ncap = ncap ? ncap * 2 : 64;
+            names = realloc(names, (size_t)ncap * sizeof(*names));
+        }
+        names[count++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)count, sizeof(*names), cmp_str);
+    for (int i = 0; i < count; i++) {
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            *cases = realloc(*cases, (size_t)*cap * sizeof(**cases));
+        }
+        struct scene_case *c = &(*cases)[(*n)++];
+        memset(c, 0, sizeof(*c));
+        snprintf(c->path, sizeof(c->path), "%.3000s/%.255s", dir, names[i]);
+        snprintf(c->stem, sizeof(c->stem), "%.*s", (int)(strlen(names[i]) - 5) > 250 ? 250 : (int)(strlen(names[i]) - 5), names[i]);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int main(void)
+{
+    const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
+    const char *fixtures = env_or("ATTNSCOPE_FIXTURES", "tests/fixtures");
+    char random_dir[PATH_LEN];
+    snprintf(random_dir, sizeof(random_dir), "%.3000s/random", fixtures);
+
+    struct scene_case *cases = NULL;
+    int n = 0, cap = 0;
+    collect(scenes, &cases, &n, &cap);
+    int n_book = n;
+    collect(random_dir, &cases, &n, &cap);
+    if (n_book == 0 || n == n_book) {
+        fprintf(stderr, "goldens: found %d scenes in %s and %d in %s; expected both\n", n_book,
+                scenes, n - n_book, random_dir);
+        return 1;
+    }
+
+    struct CMUnitTest *tests = calloc((size_t)n, sizeof(*tests));
+    if (!tests)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        tests[i].name = cases[i].stem;
+        tests[i].test_func = test_scene;
+        tests[i].initial_state = &cases[i];
+    }
+    int rc = _cmocka_run_group_tests("goldens", tests, (size_t)n, NULL, NULL);
+
+    double worst = 0;
+    const char *worst_stem = "-";
+    for (int i = 0; i < n; i++)
+        if (cases[i].ran && cases[i].max_abs > worst) {
+            worst = cases[i].max_abs;
+            worst_stem = cases[i].stem;
+        }
+    printf("goldens: %d scenes, largest activation difference %.3g (%s)\n", n, worst,
+           worst_stem);
+    free(tests);
+    free(cases);
+    return rc;
+}

@@ -1,0 +1,143 @@
+/* test_kernels: every OpenBLAS call against its naive twin, and the row normalisations.
+ * Reports the largest difference seen for each product. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "engine/kernels.h"
+
+/* A tiny deterministic generator, so the test needs nothing but itself. */
+static float next_value(uint32_t *state)
+{
+    *state = *state * 1664525u + 1013904223u;
+    return (float)((*state >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+static float *random_matrix(int rows, int cols, uint32_t *state)
+{
+    float *m = malloc((size_t)rows * cols * sizeof(float));
+    assert_non_null(m);
+    for (int i = 0; i < rows * cols; i++)
+        m[i] = next_value(state);
+    return m;
+}
+
+static double max_diff(const float *a, const float *b, int rows, int cols, int ld)
+{
+    double worst = 0;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            double d = fabs((double)a[i * ld + j] - (double)b[i * ld + j]);
+            if (d > worst)
+                worst = d;
+        }
+    return worst;
+}
+
+/* Shapes from the book (6x3 @ 3x2) up to a real layer (128 tokens, 768 wide). */
+static const int shapes[][3] = {{6, 2, 3},   {6, 6, 2},    {8, 4, 4},     {1, 1, 1},
+                                {17, 13, 5}, {64, 64, 64}, {128, 64, 768}};
+
+static void test_mm_ab_matches_naive(void **state)
+{
+    (void)state;
+    uint32_t seed = 1;
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        float *a = random_matrix(m, k, &seed), *b = random_matrix(k, n, &seed);
+        float *bias = random_matrix(1, n, &seed);
+        float *c = calloc((size_t)m * n, sizeof(float)),
+              *ref = calloc((size_t)m * n, sizeof(float));
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            mm_ab(c, n, a, k, b, n, with_bias ? bias : NULL, m, n, k);
+            mm_ab_ref(ref, n, a, k, b, n, with_bias ? bias : NULL, m, n, k);
+            double d = max_diff(c, ref, m, n, n);
+            printf("mm_ab  %4dx%-4d @ %4dx%-4d bias=%d  max |blas - naive| = %.3g\n", m, k, k, n,
+                   with_bias, d);
+            assert_true(d <= 1e-6 * k);
+        }
+        free(a), free(b), free(bias), free(c), free(ref);
+    }
+}
+
+static void test_mm_abt_matches_naive_on_column_slices(void **state)
+{
+    (void)state;
+    uint32_t seed = 7;
+    /* Heads are column slices of a wider matrix: lda/ldb larger than k. */
+    int n = 9, D = 12, hd = 4;
+    float *q = random_matrix(n, D, &seed), *k = random_matrix(n, D, &seed);
+    float c[81], ref[81];
+    for (int h = 0; h < D / hd; h++) {
+        mm_abt(c, n, q + h * hd, D, k + h * hd, D, n, n, hd);
+        mm_abt_ref(ref, n, q + h * hd, D, k + h * hd, D, n, n, hd);
+        double d = max_diff(c, ref, n, n, n);
+        printf("mm_abt head %d (%dx%d, ld %d)  max |blas - naive| = %.3g\n", h, n, hd, D, d);
+        assert_true(d <= 1e-6);
+    }
+    free(q), free(k);
+}
+
+static void test_softmax_rows(void **state)
+{
+    (void)state;
+    /* The book's attn_scores_2 row and its printed softmax. */
+    const float row[6] = {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f};
+    const float expect[6] = {0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f};
+    float out[6];
+    softmax_rows(out, row, 1, 6);
+    float sum = 0;
+    for (int j = 0; j < 6; j++) {
+        assert_float_equal(out[j], expect[j], 6e-5);
+        sum += out[j];
+    }
+    assert_float_equal(sum, 1.0f, 1e-6);
+
+    /* Masked cells become exact zeros; a fully masked row becomes zeros, not NaN. */
+    const float masked[2][3] = {{0.5f, -INFINITY, -INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
+    float m_out[6];
+    softmax_rows(m_out, &masked[0][0], 2, 3);
+    assert_true(m_out[0] == 1.0f && m_out[1] == 0.0f && m_out[2] == 0.0f);
+    for (int j = 3; j < 6; j++)
+        assert_true(m_out[j] == 0.0f);
+
+    /* Large scores do not overflow: the row maximum is subtracted first. */
+    const float big[3] = {1000.0f, 1000.0f, 999.0f};
+    softmax_rows(m_out, big, 1, 3);
+    assert_false(isnan(m_out[0]));
+    assert_float_equal(m_out[0], m_out[1], 1e-7);
+}
+
+static void test_sumnorm_rows(void **state)
+{
+    (void)state;
+    /* The book's naive normalisation: attn_scores_2 / attn_scores_2.sum(). */
+    const float row[6] = {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f};
+    const float expect[6] = {0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f};
+    float out[6];
+    sumnorm_rows(out, row, 1, 6);
+    for (int j = 0; j < 6; j++)
+        assert_float_equal(out[j], expect[j], 6e-5);
+    const float masked[3] = {1.0f, 3.0f, -INFINITY};
+    sumnorm_rows(out, masked, 1, 3);
+    assert_float_equal(out[0], 0.25f, 1e-7);
+    assert_float_equal(out[1], 0.75f, 1e-7);
+    assert_true(out[2] == 0.0f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mm_ab_matches_naive),
+        cmocka_unit_test(test_mm_abt_matches_naive_on_column_slices),
+        cmocka_unit_test(test_softmax_rows),
+        cmocka_unit_test(test_sumnorm_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1072 @@
+/* test_scenefile: YAML scene files, read and written.
+ *
+ * Every tests/fixtures/bad/NAME.yaml must fail to load and report the line in NAME.expect
+ * ("NAME.yaml:L:C: message") among its diagnostics. Inputs too big to keep in the tree (a 10 MB
+ * line, a million nested brackets) are generated here. The good path checks the format's own
+ * example field by field, and that parse(write(s)) == s for scenes with awkward strings and
+ * floats, both as written by the user and with every default made explicit.
+ */
+#include <dirent.h>
+#include <float.h>
+#include <locale.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/fsutil.h"
+#include "scenefile/scenefile.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static const char *fixtures_dir(void)
+{
+    const char *d = getenv("ATTNSCOPE_FIXTURES");
+    if (!d)
+        fail_msg("ATTNSCOPE_FIXTURES is not set (run through meson test)");
+    return d;
+}
+
+static int parse_str(struct scene *s, const char *text, struct diag_list *errs)
+{
+    return scenefile_parse(s, "t.yaml", text, strlen(text), errs);
+}
+
+static void print_diags(const struct diag_list *errs, const char *src, size_t len)
+{
+    for (int i = 0; i < errs->n; i++)
+        diag_print(stderr, &errs->items[i], src, len);
+}
+
+/* "file:line:col: message" with the file's base name, as in the .expect files. */
+static void diag_line(char *out, size_t size, const struct diag *d)
+{
+    const char *base = strrchr(d->file, '/');
+    base = base ? base + 1 : d->file;
+    if (snprintf(out, size, "%s:%d:%d: %s", base, d->line, d->col, d->msg) >= (int)size)
+        fail_msg("diagnostic too long");
+}
+
+static bool has_diag(const struct diag_list *errs, const char *expected)
+{
+    char line[DIAG_FILE_MAX + DIAG_MSG_MAX + 32];
+    for (int i = 0; i < errs->n; i++) {
+        diag_line(line, sizeof(line), &errs->items[i]);
+        if (strcmp(line, expected) == 0)
+            return true;
+    }
+    return false;
+}
+
+static char *make_tmpdir(void)
+{
+    char *dir = strdup("/tmp/attnscope-scenefile-XXXXXX");
+    assert_non_null(dir);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+/* Number of entries in dir other than . and .. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[4096];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            remove_tree(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* memset through a call GCC does not see into: with the sanitizers on it misjudges the size
+ * of a fresh malloc'ed buffer and warns (-Warray-bounds). */
+__attribute__((noinline)) static size_t fill_bytes(char *dst, int c, size_t n)
+{
+    memset(dst, c, n);
+    return n;
+}
+
+static bool same_floats(const float *a, const float *b, size_t n)
+{
+    return n == 0 || memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+static void assert_matrix_equal(const struct matrix *a, const struct matrix *b, const char *what)
+{
+    if ((a->data == NULL) != (b->data == NULL))
+        fail_msg("%s: given in one scene only", what);
+    if (!a->data)
+        return;
+    if (a->rows != b->rows || a->cols != b->cols)
+        fail_msg("%s: %d x %d vs %d x %d", what, a->rows, a->cols, b->rows, b->cols);
+    if (!same_floats(a->data, b->data, (size_t)a->rows * (size_t)a->cols))
+        fail_msg("%s: values differ", what);
+}
+
+static void assert_str_equal(const char *a, const char *b, const char *what)
+{
+    if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+        fail_msg("%s: '%s' vs '%s'", what, a ? a : "(null)", b ? b : "(null)");
+}
+
+static void assert_seed_equal(struct opt_seed a, struct opt_seed b, const char *what)
+{
+    if (a.set != b.set || (a.set && a.value != b.value))
+        fail_msg("%s differs", what);
+}
+
+/* Field-by-field equality of everything a scene file can say. */
+static void assert_scene_equal(const struct scene *a, const struct scene *b)
+{
+    assert_str_equal(a->title, b->title, "title");
+    assert_str_equal(a->text, b->text, "text");
+    assert_int_equal(a->tokenizer, b->tokenizer);
+    assert_int_equal(a->n_tokens, b->n_tokens);
+    for (int i = 0; i < a->n_tokens; i++)
+        assert_str_equal(a->tokens[i], b->tokens[i], "token");
+    assert_true(a->seed == b->seed);
+    assert_int_equal(a->embed.kind, b->embed.kind);
+    if (a->embed.kind == EMBED_EXPLICIT)
+        assert_matrix_equal(&a->embed.rows, &b->embed.rows, "embeddings");
+    if (a->embed.kind == EMBED_LEARNED) {
+        assert_int_equal(a->embed.dim, b->embed.dim);
+        assert_seed_equal(a->embed.seed, b->embed.seed, "embeddings.seed");
+    }
+    assert_int_equal(a->pos.kind, b->pos.kind);
+    assert_int_equal(a->pos.max_len, b->pos.max_len);
+    assert_seed_equal(a->pos.seed, b->pos.seed, "positional.seed");
+    assert_matrix_equal(&a->pos.table, &b->pos.table, "positional.table");
+    const struct attn_config *x = &a->attn, *y = &b->attn;
+    assert_int_equal(x->projection, y->projection);
+    assert_int_equal(x->d_out, y->d_out);
+    assert_int_equal(x->heads, y->heads);
+    assert_int_equal(x->layout, y->layout);
+    assert_int_equal(x->causal, y->causal);
+    assert_int_equal(x->mask_mode, y->mask_mode);
+    assert_int_equal(x->normalize, y->normalize);
+    assert_int_equal(x->scale, y->scale);
+    if (x->scale == SCALE_DIVISOR)
+        assert_memory_equal(&x->scale_divisor, &y->scale_divisor, sizeof(x->scale_divisor));
+    assert_memory_equal(&x->dropout, &y->dropout, sizeof(x->dropout));
+    assert_seed_equal(x->dropout_seed, y->dropout_seed, "attention.dropout_seed");
+    assert_int_equal(x->qkv_bias, y->qkv_bias);
+    assert_int_equal(x->out_proj, y->out_proj);
+    assert_int_equal(x->out_bias, y->out_bias);
+    assert_seed_equal(x->seed, y->seed, "attention.seed");
+    const struct scene_weights *v = &a->weights, *w = &b->weights;
+    assert_int_equal(v->set, w->set);
+    assert_matrix_equal(&v->query, &w->query, "weights.query");
+    assert_matrix_equal(&v->key, &w->key, "weights.key");
+    assert_matrix_equal(&v->value, &w->value, "weights.value");
+    assert_matrix_equal(&v->query_bias, &w->query_bias, "weights.query_bias");
+    assert_matrix_equal(&v->key_bias, &w->key_bias, "weights.key_bias");
+    assert_matrix_equal(&v->value_bias, &w->value_bias, "weights.value_bias");
+    assert_matrix_equal(&v->out, &w->out, "weights.out");
+    assert_matrix_equal(&v->out_bias, &w->out_bias, "weights.out_bias");
+    assert_int_equal(v->dropout_mask == NULL, w->dropout_mask == NULL);
+    if (v->dropout_mask) {
+        assert_int_equal(v->dropout_mask_n, w->dropout_mask_n);
+        size_t n = (size_t)x->heads * (size_t)v->dropout_mask_n * (size_t)v->dropout_mask_n;
+        assert_memory_equal(v->dropout_mask, w->dropout_mask, n);
+    }
+}
+
+/* Writes s to memory; the caller frees the text. */
+static char *write_str(const struct scene *s, bool explicit, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    assert_non_null(f);
+    struct diag err;
+    if (scenefile_write(f, s, explicit, &err) != 0)
+        fail_msg("scenefile_write: %s", err.msg);
+    assert_int_equal(fclose(f), 0);
+    if (len)
+        *len = n;
+    return buf;
+}
+
+/* Parses text or fails the test with every diagnostic printed under the text. */
+static void parse_ok(struct scene *s, const char *text)
+{
+    struct diag_list errs;
+    diag_list_init(&errs);
+    if (parse_str(s, text, &errs) != 0) {
+        fprintf(stderr, "---- text:\n%s\n---- problems:\n", text);
+        print_diags(&errs, text, strlen(text));
+        fail_msg("a good scene failed to parse");
+    }
+    assert_int_equal(errs.n, 0);
+    diag_list_free(&errs);
+}
+
+/* parse(write(s)) == s, and with explicit defaults the text is a fixed point. */
+static void check_round_trip(const struct scene *s)
+{
+    char *text = write_str(s, false, NULL);
+    struct scene back;
+    parse_ok(&back, text);
+    assert_scene_equal(s, &back);
+
+    char *text2 = write_str(&back, false, NULL);
+    assert_string_equal(text, text2);
+    free(text2);
+    scene_free(&back);
+
+    char *ex = write_str(s, true, NULL);
+    struct scene eback;
+    parse_ok(&eback, ex);
+    char *ex2 = write_str(&eback, true, NULL);
+    assert_string_equal(ex, ex2);
+    /* Explicit values are what the defaults resolved to. */
+    assert_int_equal(scene_d_in(&eback), scene_d_in(s));
+    assert_int_equal(scene_eff_d_out(&eback), scene_eff_d_out(s));
+    assert_int_equal(scene_eff_projection(&eback), scene_eff_projection(s));
+    assert_int_equal(scene_eff_out_proj(&eback), scene_eff_out_proj(s));
+    assert_int_equal(scene_eff_scale(&eback), scene_eff_scale(s));
+    assert_int_equal(eback.n_tokens, s->n_tokens);
+    assert_int_not_equal(eback.attn.projection, PROJ_DEFAULT);
+    assert_int_not_equal(eback.attn.scale, SCALE_DEFAULT);
+    assert_int_not_equal(eback.attn.out_proj, TRI_DEFAULT);
+    assert_int_not_equal(eback.attn.d_out, 0);
+    scene_free(&eback);
+    free(ex);
+    free(ex2);
+    free(text);
+}
+
+/* ---- bad inputs --------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void test_bad_fixtures(void **state)
+{
+    (void)state;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/bad", fixtures_dir());
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *names[512];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 512) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".yaml") == 0)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+    assert_true(n >= 25);
+
+    int failures = 0;
+    for (int i = 0; i < n; i++) {
+        char path[4200], expect_path[4200], expected[1024] = "";
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        snprintf(expect_path, sizeof(expect_path), "%s/%.*s.expect", dir,
+                 (int)(strlen(names[i]) - 5), names[i]);
+        FILE *f = fopen(expect_path, "r");
+        if (!f || !fgets(expected, sizeof(expected), f)) {
+            fprintf(stderr, "%s: missing or empty %s\n", names[i], expect_path);
+            failures++;
+            if (f)
+                fclose(f);
+            continue;
+        }
+        fclose(f);
+        expected[strcspn(expected, "\r\n")] = '\0';
+
+        struct scene s;
+        struct diag_list errs;
+        diag_list_init(&errs);
+        char *src = NULL;
+        size_t src_len = 0;
+        int rc = scenefile_load(&s, path, &errs, &src, &src_len);
+        if (rc != -1 || !has_diag(&errs, expected)) {
+            fprintf(stderr, "%s: rc %d, expected \"%s\" among:\n", names[i], rc, expected);
+            print_diags(&errs, src, src_len);
+            failures++;
+        }
+        /* A failed load leaves the text for caret excerpts and a scene safe to free. */
+        if (rc == -1)
+            assert_non_null(src);
+        else
+            scene_free(&s);
+        free(src);
+        diag_list_free(&errs);
+        free(names[i]);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* A 10 MB line: counted, refused, and located, without building 3 million tokens. */
+static void test_ten_mb_line(void **state)
+{
+    (void)state;
+    const size_t size = 10u << 20;
+    char *text = malloc(size + 64);
+    assert_non_null(text);
+    size_t o = (size_t)sprintf(text, "tokens: [a");
+    while (o + 3 < size)
+        o += (size_t)sprintf(text + o, ", a");
+    o += (size_t)sprintf(text + o, "]\n");
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
+    char expected[128];
+    snprintf(expected, sizeof(expected), "big.yaml:1:9: 'tokens' has %d tokens, the limit is %d",
+             (int)((o - 11) / 3 + 1), SCENE_MAX_TOKENS);
+    if (!has_diag(&errs, expected)) {
+        print_diags(&errs, NULL, 0);
+        fail_msg("expected %s", expected);
+    }
+    diag_list_free(&errs);
+
+    /* A 10 MB plain scalar, then a typo at column 10 million and something on one line. */
+    o = (size_t)sprintf(text, "{text: a, title: ");
+    size_t start = o;
+    o += fill_bytes(text + o, 'x', size);
+    o += (size_t)sprintf(text + o, ", haeds: 2}\n");
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
+    snprintf(expected, sizeof(expected),
+             "big.yaml:1:%d: unknown key 'haeds' (did you mean 'heads' under 'attention'?)",
+             (int)(start + size + 3));
+    if (!has_diag(&errs, expected)) {
+        print_diags(&errs, NULL, 0);
+        fail_msg("expected %s", expected);
+    }
+    /* The caret excerpt of such a line stays short. */
+    char *out = NULL;
+    size_t out_len = 0;
+    FILE *f = open_memstream(&out, &out_len);
+    diag_print(f, &errs.items[0], text, o);
+    fclose(f);
+    assert_true(out_len < 1024);
+    free(out);
+    diag_list_free(&errs);
+    free(text);
+}
+
+/* A million nested brackets: refused at the depth limit, no recursion to overflow. */
+static void test_deep_nesting(void **state)
+{
+    (void)state;
+    const size_t depth = 1000000;
+    char *text = malloc(2 * depth + 16);
+    assert_non_null(text);
+    size_t o = (size_t)sprintf(text, "text: [");
+    o += fill_bytes(text + o, '[', depth);
+    o += fill_bytes(text + o, ']', depth + 1);
+    text[o++] = '\n';
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
+    assert_true(has_diag(&errs, "deep.yaml:1:70: the document nests more than 64 levels deep"));
+    diag_list_free(&errs);
+
+    /* The same through a mapping chain: a: {a: {a: ...}} */
+    o = 0;
+    for (size_t i = 0; i < 100000; i++)
+        o += (size_t)sprintf(text + o, "{a: ");
+    text[o++] = '1';
+    for (size_t i = 0; i < 100000; i++)
+        text[o++] = '}';
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.items[0].msg, "the document nests more than 64 levels deep");
+    diag_list_free(&errs);
+    free(text);
+}
+
+/* One file, many mistakes: every one is reported, in file order. */
+static void test_all_problems_reported(void **state)
+{
+    (void)state;
+    const char *text = "text: Your journey starts with one step\n" /* 1 */
+                       "tokenzier: words\n"                        /* 2 */
+                       "attention:\n"                              /* 3 */
+                       "  heads: two\n"                            /* 4 */
+                       "  causal: maybe\n"                         /* 5 */
+                       "  dropout: -0.5\n"                         /* 6 */
+                       "  causal: true\n"                          /* 7 */
+                       "embeddings: [[1, 2], [3]]\n"               /* 8 */
+                       "seed: 1.5\n";                              /* 9 */
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(parse_str(&s, text, &errs), -1);
+    static const char *const expected[] = {
+        "t.yaml:2:1: unknown key 'tokenzier' (did you mean 'tokenizer'?)",
+        "t.yaml:4:10: 'heads' must be an integer, got 'two'",
+        "t.yaml:5:11: 'causal' must be true or false, got 'maybe'",
+        "t.yaml:6:12: 'dropout' must be between 0 and 1, got '-0.5'",
+        "t.yaml:7:3: duplicate key 'causal' (first given at line 5)",
+        "t.yaml:8:22: 'embeddings' row 2 has 1 value, expected 2",
+        "t.yaml:9:7: 'seed' must be an integer from 0 to 18446744073709551615, got '1.5'",
+    };
+    char line[1024];
+    if (errs.n != (int)(sizeof(expected) / sizeof(expected[0])))
+        print_diags(&errs, text, strlen(text));
+    assert_int_equal(errs.n, (int)(sizeof(expected) / sizeof(expected[0])));
+    for (int i = 0; i < errs.n; i++) {
+        diag_line(line, sizeof(line), &errs.items[i]);
+        assert_string_equal(line, expected[i]);
+    }
+    diag_list_free(&errs);
+}
+
+static void test_error_limit(void **state)
+{
+    (void)state;
+    char *text = malloc(200 * 32);
+    assert_non_null(text);
+    size_t o = (size_t)sprintf(text, "text: a\n");
+    for (int i = 0; i < 200; i++)
+        o += (size_t)sprintf(text + o, "bogus%d: 1\n", i);
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "many.yaml", text, o, &errs), -1);
+    assert_int_equal(errs.n, 51);
+    assert_string_equal(errs.items[50].msg, "too many problems; stopped after the first 50");
+    diag_list_free(&errs);
+    free(text);
+}
+
+/* scene_check's paths land on the key they name, or on the closest enclosing key. */
+static void test_check_locations(void **state)
+{
+    (void)state;
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    /* d_out is not in the file (d_in 3 by default): the problem points at 'attention'. */
+    const char *text = "text: a b c\n"
+                       "attention:\n"
+                       "  heads: 2\n";
+    assert_int_equal(parse_str(&s, text, &errs), -1);
+    assert_int_equal(errs.n, 1);
+    assert_int_equal(errs.items[0].line, 2);
+    assert_int_equal(errs.items[0].col, 1);
+    assert_string_equal(errs.items[0].path, "attention.d_out");
+    assert_string_equal(errs.items[0].file, "t.yaml");
+    diag_list_free(&errs);
+
+    /* Wrapper weights: a shape problem of the assembled matrices points at weights.heads. */
+    diag_list_init(&errs);
+    text = "tokens: [a, b]\n"
+           "attention: {heads: 2, head_layout: wrapper, d_out: 1}\n"
+           "weights:\n"
+           "  heads:\n"
+           "    - {query: [[1], [0], [0]], key: [[1], [0], [0]], value: [[1], [0], [0]]}\n"
+           "    - {query: [[1], [0], [0]], key: [[1], [0], [0]], value: [[1], [0], [0]]}\n"
+           "embeddings: [[1, 0], [0, 1]]\n";
+    assert_int_equal(parse_str(&s, text, &errs), -1);
+    assert_true(errs.n >= 1);
+    assert_string_equal(errs.items[0].path, "weights.query");
+    assert_int_equal(errs.items[0].line, 5);
+    diag_list_free(&errs);
+}
+
+/* Non-ASCII text before an error: columns are bytes, so the caret lands under the value. */
+static void test_utf8_columns(void **state)
+{
+    (void)state;
+    const char *text = "title: \xe6\x97\xa5\xe6\x9c\xac\n"
+                       "tokens: [\xe6\x97\xa5\xe6\x9c\xac, [x]]\n";
+    struct scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(parse_str(&s, text, &errs), -1);
+    assert_true(has_diag(&errs, "t.yaml:2:18: token 2 must be a string, got a sequence"));
+    diag_list_free(&errs);
+}
+
+static void test_read_errors(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    char path[4200];
+    struct scene s;
+    struct diag_list errs;
+    char *src = (char *)1;
+    size_t len = 1;
+
+    snprintf(path, sizeof(path), "%s/missing.yaml", dir);
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, &src, &len), -1);
+    assert_null(src);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.items[0].file, path);
+    assert_string_equal(errs.items[0].msg, "cannot open: No such file or directory");
+    diag_list_free(&errs);
+
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, dir, &errs, &src, &len), -1);
+    assert_string_equal(errs.items[0].msg, "is a directory, not a file");
+    diag_list_free(&errs);
+
+    snprintf(path, sizeof(path), "%s/big.yaml", dir);
+    write_file(path, "0123456789", 10);
+    struct diag err;
+    char *text;
+    assert_int_equal(fsutil_read_file(&text, &len, path, 9, &err), -1);
+    assert_string_equal(err.msg, "file is too large (10 bytes, the limit is 9)");
+    assert_int_equal(fsutil_read_file(&text, &len, path, 10, &err), 0);
+    assert_int_equal(len, 10);
+    assert_string_equal(text, "0123456789");
+    free(text);
+    remove_tree(dir);
+    free(dir);
+}
+
+static void test_mkdir_p(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    char path[4200];
+    struct diag err;
+    snprintf(path, sizeof(path), "%s/a/b//c/", dir);
+    assert_int_equal(fsutil_mkdir_p(path, &err), 0);
+    assert_int_equal(fsutil_mkdir_p(path, &err), 0); /* already there */
+    snprintf(path, sizeof(path), "%s/a/b/c", dir);
+    assert_true(fsutil_exists(path));
+    snprintf(path, sizeof(path), "%s/file", dir);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/file/sub", dir);
+    assert_int_equal(fsutil_mkdir_p(path, &err), -1);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* ---- good inputs -------------------------------------------------------------------------- */
+
+/* docs/scene-format.md's example with its "..." filled in. */
+static const char *const full_example =
+    "version: 1                                 # optional; only 1 exists\n"
+    "title: Causal attention, two heads         # shown in the explorer\n"
+    "text: Your journey starts with one step    # or tokens: [Your, journey, ...]\n"
+    "tokenizer: whitespace                      # whitespace | words | chars\n"
+    "seed: 123                                  # torch.manual_seed once, at the start\n"
+    "embeddings: [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],\n"
+    "             [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]\n"
+    "positional: {kind: learned, max_len: 10, seed: 123}\n"
+    "attention:\n"
+    "  projection: linear      # none (Q=K=V=X) | rand (torch.rand, v1) | linear\n"
+    "  d_out: 2                # default d_in\n"
+    "  heads: 1\n"
+    "  head_layout: split      # split (MultiHeadAttention) | wrapper\n"
+    "  causal: false\n"
+    "  mask_mode: before_softmax   # before_softmax | after_softmax\n"
+    "  normalize: softmax      # softmax | sum\n"
+    "  scale: true             # true = \xc3\xb7\xe2\x88\x9a"
+    "d_k, false = none, or a number\n"
+    "  dropout: 0.0\n"
+    "  dropout_seed: 123       # optional: re-seed right before dropout\n"
+    "  qkv_bias: false\n"
+    "  out_proj: true          # default true when heads > 1 with the split layout\n"
+    "  out_bias: true\n"
+    "  seed: 789               # optional: re-seed right before the attention parameters\n"
+    "weights:                  # optional explicit parameters, x @ W orientation\n"
+    "  query: [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]   # (d_in x d_out)\n"
+    "  key: [[1, 0], [0, 1], [1, 1]]\n"
+    "  value: [[-1e-3, .5], [2, -0.25], [1.0, 0]]\n"
+    "  out: [[1, 0], [0, 1]]   # (d_out x d_out), only with out_proj\n"
+    "  out_bias: [0.5, -0.5]   # (d_out), only with out_proj and out_bias\n";
+
+static void test_full_example(void **state)
+{
+    (void)state;
+    struct scene s;
+    parse_ok(&s, full_example);
+    assert_string_equal(s.title, "Causal attention, two heads");
+    assert_string_equal(s.text, "Your journey starts with one step");
+    assert_int_equal(s.tokenizer, TOKENIZER_WHITESPACE);
+    assert_int_equal(s.n_tokens, 6);
+    assert_string_equal(s.tokens[0], "Your");
+    assert_string_equal(s.tokens[5], "step");
+    assert_true(s.seed == 123);
+    assert_int_equal(s.embed.kind, EMBED_EXPLICIT);
+    assert_int_equal(s.embed.rows.rows, 6);
+    assert_int_equal(s.embed.rows.cols, 3);
+    assert_true(s.embed.rows.data[0] == 0.43f);
+    assert_true(s.embed.rows.data[13] == 0.25f);
+    assert_true(s.embed.rows.data[17] == 0.55f);
+    assert_int_equal(s.pos.kind, POS_LEARNED);
+    assert_int_equal(s.pos.max_len, 10);
+    assert_true(s.pos.seed.set && s.pos.seed.value == 123);
+    assert_null(s.pos.table.data);
+    assert_int_equal(s.attn.projection, PROJ_LINEAR);
+    assert_int_equal(s.attn.d_out, 2);
+    assert_int_equal(s.attn.heads, 1);
+    assert_int_equal(s.attn.layout, LAYOUT_SPLIT);
+    assert_false(s.attn.causal);
+    assert_int_equal(s.attn.mask_mode, MASK_BEFORE_SOFTMAX);
+    assert_int_equal(s.attn.normalize, NORM_SOFTMAX);
+    assert_int_equal(s.attn.scale, SCALE_SQRT_DK);
+    assert_true(s.attn.dropout == 0.0);
+    assert_true(s.attn.dropout_seed.set && s.attn.dropout_seed.value == 123);
+    assert_false(s.attn.qkv_bias);
+    assert_int_equal(s.attn.out_proj, TRI_TRUE);
+    assert_true(s.attn.out_bias);
+    assert_true(s.attn.seed.set && s.attn.seed.value == 789);
+    assert_true(s.weights.set);
+    assert_int_equal(s.weights.query.rows, 3);
+    assert_int_equal(s.weights.query.cols, 2);
+    assert_true(s.weights.query.data[3] == 0.4f);
+    assert_true(s.weights.value.data[0] == -1e-3f);
+    assert_true(s.weights.value.data[1] == 0.5f);
+    assert_true(s.weights.value.data[4] == 1.0f);
+    assert_int_equal(s.weights.out.rows, 2);
+    assert_int_equal(s.weights.out_bias.rows, 1);
+    assert_int_equal(s.weights.out_bias.cols, 2);
+    assert_true(s.weights.out_bias.data[1] == -0.5f);
+    assert_null(s.weights.query_bias.data);
+    assert_null(s.weights.dropout_mask);
+    check_round_trip(&s);
+    scene_free(&s);
+}
+
+/* YAML 1.1 booleans in any case, numbers in every YAML spelling. */
+static void test_scalar_forms(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "ON"};
+    static const char *const no[] = {"false", "False", "no", "NO", "off", "Off"};
+    char text[256];
+    struct scene s;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        snprintf(text, sizeof(text), "text: a\nattention: {causal: %s}\n", yes[i]);
+        parse_ok(&s, text);
+        assert_true(s.attn.causal);
+        scene_free(&s);
+    }
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        snprintf(text, sizeof(text), "text: a\nattention: {causal: %s, out_bias: %s}\n", no[i],
+                 no[i]);
+        parse_ok(&s, text);
+        assert_false(s.attn.causal);
+        assert_false(s.attn.out_bias);
+        scene_free(&s);
+    }
+    parse_ok(&s, "tokens: [a]\nembeddings: [[1, 1.0, .5, -1e-3, +2, 1E2, -0, \"3\", '4.5']]\n");
+    static const float want[] = {1, 1, 0.5f, -1e-3f, 2, 100, -0.0f, 3, 4.5f};
+    assert_int_equal(s.embed.rows.cols, 9);
+    assert_memory_equal(s.embed.rows.data, want, sizeof(want));
+    scene_free(&s);
+    parse_ok(&s, "text: a\nseed: 18446744073709551615\nattention: {scale: 4, dropout: 1}\n");
+    assert_true(s.seed == UINT64_MAX);
+    assert_int_equal(s.attn.scale, SCALE_DIVISOR);
+    assert_true(s.attn.scale_divisor == 4.0);
+    assert_true(s.attn.dropout == 1.0);
+    scene_free(&s);
+    parse_ok(&s, "text: a\nattention: {scale: no}\n");
+    assert_int_equal(s.attn.scale, SCALE_NONE);
+    scene_free(&s);
+    parse_ok(&s, "text: a\nembeddings: {seed: 7}\n");
+    assert_int_equal(s.embed.kind, EMBED_LEARNED);
+    assert_int_equal(s.embed.dim, 3);
+    assert_true(s.embed.seed.set && s.embed.seed.value == 7);
+    scene_free(&s);
+}
+
+/* Tokens and titles that YAML would read as something else unless quoted. */
+static const char *const awkward[] = {
+    "big.",
+    ":",
+    "#",
+    "yes",
+    "No",
+    "on",
+    "y",
+    "null",
+    "~",
+    "-",
+    "- x",
+    "a: b",
+    "a #b",
+    "1",
+    "1.5",
+    ".inf",
+    "0x1F",
+    "[x]",
+    "{y}",
+    ",",
+    "a,b",
+    "&a",
+    "*b",
+    "!tag",
+    "|",
+    ">",
+    "%",
+    "@",
+    "`",
+    "'",
+    "\"",
+    "it's",
+    "say \"hi\"",
+    " step",
+    "step ",
+    "  ",
+    "\t",
+    "line\nbreak",
+    "back\\slash",
+    "\xe6\x97\xa5\xe6\x9c\xac",
+    "caf\xc3\xa9",
+    "\xf0\x9f\x98\x80",
+    "\xc2\x85",
+    "\xe2\x80\xa8",
+    ("\xef\xbb\xbf"
+     "bom"),
+    "\x7f",
+    "\x01",
+    "?",
+    "? x",
+    "=",
+    "true",
+    "FALSE",
+    "Off",
+    "---",
+    "...",
+    "x:",
+    "a  b",
+    "%TAG",
+};
+
+static void test_round_trip_awkward_strings(void **state)
+{
+    (void)state;
+    int n = (int)(sizeof(awkward) / sizeof(awkward[0]));
+    struct scene s;
+    scene_init(&s);
+    struct diag err;
+    assert_int_equal(scene_set_tokens(&s, (char *const *)awkward, n, &err), 0);
+    check_round_trip(&s);
+    /* Each as a title too (block context rather than a flow list). */
+    for (int i = 0; i < n; i++) {
+        free(s.title);
+        s.title = strdup(awkward[i]);
+        check_round_trip(&s);
+    }
+    scene_free(&s);
+
+    scene_init(&s);
+    s.tokenizer = TOKENIZER_CHARS;
+    assert_int_equal(scene_set_text(&s, "  Hi: \"you\" #1\n\xe6\x97\xa5 ", &err), 0);
+    check_round_trip(&s);
+    scene_free(&s);
+}
+
+static void fill(struct matrix *m, int rows, int cols, float base)
+{
+    assert_int_equal(matrix_alloc(m, rows, cols), 0);
+    for (int i = 0; i < rows * cols; i++)
+        m->data[i] = base + (float)i / 7.0f;
+}
+
+static void test_round_trip_scenes(void **state)
+{
+    (void)state;
+    struct diag err;
+    struct scene s;
+
+    scene_init_default(&s);
+    check_round_trip(&s);
+    scene_free(&s);
+
+    /* Floats at the edges of float32. */
+    scene_init(&s);
+    assert_int_equal(scene_set_text(&s, "a b", &err), 0);
+    static const float edge[] = {-0.0f, FLT_MIN,  FLT_MAX,     -FLT_MAX, 1e-45f,
+                                 0.1f,  1.0f / 3, 16777217.0f, 1e-8f,    123456789.0f};
+    s.embed.kind = EMBED_EXPLICIT;
+    assert_int_equal(matrix_alloc(&s.embed.rows, 2, 5), 0);
+    memcpy(s.embed.rows.data, edge, sizeof(edge));
+    s.attn.scale = SCALE_DIVISOR;
+    s.attn.scale_divisor = 0.3;
+    s.attn.dropout = 0.1 + 1e-17; /* not a short decimal */
+    s.attn.projection = PROJ_RAND;
+    s.attn.out_proj = TRI_FALSE;
+    s.seed = UINT64_MAX;
+    s.attn.seed = (struct opt_seed){true, 0};
+    check_round_trip(&s);
+    scene_free(&s);
+
+    /* Wrapper layout with every explicit parameter, biases and a dropout mask. */
+    scene_init(&s);
+    s.title = strdup("wrapper: two heads");
+    assert_int_equal(scene_set_text(&s, "one two three", &err), 0);
+    s.embed.kind = EMBED_LEARNED;
+    s.embed.dim = 4;
+    s.embed.seed = (struct opt_seed){true, 5};
+    s.pos.kind = POS_LEARNED;
+    s.pos.max_len = 5;
+    fill(&s.pos.table, 5, 4, -1.5f);
+    s.attn.projection = PROJ_LINEAR;
+    s.attn.heads = 2;
+    s.attn.layout = LAYOUT_WRAPPER;
+    s.attn.d_out = 3;
+    s.attn.causal = true;
+    s.attn.mask_mode = MASK_AFTER_SOFTMAX;
+    s.attn.normalize = NORM_SUM;
+    s.attn.qkv_bias = true;
+    s.attn.out_proj = TRI_TRUE;
+    s.attn.out_bias = false;
+    s.attn.dropout = 0.5;
+    s.attn.dropout_seed = (struct opt_seed){true, 42};
+    s.weights.set = true;
+    fill(&s.weights.query, 4, 6, 0.25f);
+    fill(&s.weights.key, 4, 6, -0.5f);
+    fill(&s.weights.value, 4, 6, 3.0f);
+    fill(&s.weights.query_bias, 1, 6, 0.0f);
+    fill(&s.weights.key_bias, 1, 6, 1.0f);
+    fill(&s.weights.value_bias, 1, 6, 2.0f);
+    fill(&s.weights.out, 6, 6, -2.0f);
+    s.weights.dropout_mask_n = 3;
+    s.weights.dropout_mask = malloc(2 * 3 * 3);
+    for (int i = 0; i < 18; i++)
+        s.weights.dropout_mask[i] = (unsigned char)(i % 3 == 1);
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scene_check(&s, &errs), 0);
+    diag_list_free(&errs);
+    check_round_trip(&s);
+    /* ...written as one mapping per head, as the format shows it. */
+    char *text = write_str(&s, false, NULL);
+    assert_non_null(strstr(text, "  heads:\n    - query: [[0.25, 0.392857134, 0.535714269],\n"));
+    free(text);
+    /* The same weights as one split-layout block. */
+    s.attn.layout = LAYOUT_SPLIT;
+    s.attn.d_out = 6;
+    check_round_trip(&s);
+    scene_free(&s);
+
+    /* Every scene shipped in scenes/. */
+    const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
+    DIR *d = dir ? opendir(dir) : NULL;
+    int loaded = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+            continue;
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        diag_list_init(&errs);
+        char *src = NULL;
+        size_t src_len = 0;
+        if (scenefile_load(&s, path, &errs, &src, &src_len) != 0) {
+            print_diags(&errs, src, src_len);
+            fail_msg("%s does not load", path);
+        }
+        check_round_trip(&s);
+        scene_free(&s);
+        diag_list_free(&errs);
+        loaded++;
+    }
+    if (d)
+        closedir(d);
+    if (dir)
+        assert_true(loaded > 0);
+}
+
+/* The writer and the reader use '.' whatever LC_NUMERIC says. */
+static void test_locale(void **state)
+{
+    (void)state;
+    static const char *const locales[] = {"de_DE.UTF-8", "fr_FR.UTF-8", "de_DE", "fr_FR"};
+    const char *set = NULL;
+    for (size_t i = 0; i < sizeof(locales) / sizeof(locales[0]) && !set; i++)
+        set = setlocale(LC_NUMERIC, locales[i]);
+    struct scene s;
+    parse_ok(&s, "tokens: [a]\nembeddings: [[0.5, 1.25]]\nattention: {dropout: 0.25}\n");
+    assert_true(s.embed.rows.data[1] == 1.25f);
+    char *text = write_str(&s, true, NULL);
+    assert_non_null(strstr(text, "[[0.5, 1.25]]"));
+    assert_non_null(strstr(text, "dropout: 0.25\n"));
+    free(text);
+    scene_free(&s);
+    setlocale(LC_NUMERIC, "C");
+    if (!set)
+        fprintf(stderr, "note: no comma-decimal locale installed; ran in the C locale\n");
+}
+
+static void test_writer_refuses(void **state)
+{
+    (void)state;
+    struct scene s;
+    struct diag err;
+    scene_init(&s);
+    char *tokens[] = {"ok", "bad\xff"};
+    assert_int_equal(scene_set_tokens(&s, tokens, 2, &err), 0);
+    FILE *f = fopen("/dev/null", "w");
+    assert_int_equal(scenefile_write(f, &s, false, &err), -1);
+    assert_string_equal(err.msg, "cannot write 'tokens': it is not valid UTF-8 text");
+    char *good[] = {"ok"};
+    assert_int_equal(scene_set_tokens(&s, good, 1, &err), 0);
+    s.embed.kind = EMBED_EXPLICIT;
+    assert_int_equal(matrix_alloc(&s.embed.rows, 1, 2), 0);
+    s.embed.rows.data[1] = NAN;
+    assert_int_equal(scenefile_write(f, &s, false, &err), -1);
+    assert_string_equal(err.msg,
+                        "cannot write 'embeddings': row 1, column 2 is not a finite number");
+    fclose(f);
+    scene_free(&s);
+}
+
+/* ---- saving ------------------------------------------------------------------------------- */
+
+static void test_save_no_overwrite(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/scene.yaml", dir);
+    struct scene s, other, back;
+    scene_init_default(&s);
+    scene_init(&other);
+    struct diag err;
+    assert_int_equal(scene_set_text(&other, "something else", &err), 0);
+
+    assert_int_equal(scenefile_save(path, &s, false, false, &err), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+
+    /* Refused, and the file keeps the first scene. */
+    assert_int_equal(scenefile_save(path, &other, false, false, &err), -1);
+    assert_string_equal(err.msg, "already exists; not replacing it");
+    assert_string_equal(err.file, path);
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&back, path, &errs, NULL, NULL), 0);
+    assert_scene_equal(&s, &back);
+    scene_free(&back);
+
+    /* With overwrite it is replaced. */
+    assert_int_equal(scenefile_save(path, &other, true, true, &err), 0);
+    assert_int_equal(scenefile_load(&back, path, &errs, NULL, NULL), 0);
+    assert_string_equal(back.text, "something else");
+    scene_free(&back);
+    assert_int_equal(errs.n, 0);
+    diag_list_free(&errs);
+    assert_int_equal(count_entries(dir), 1);
+
+    scene_free(&s);
+    scene_free(&other);
+    remove_tree(dir);
+    free(dir);
+}
+
+static int failing_writer(FILE *f, void *ctx, struct diag *err)
+{
+    fputs("half a scene", f);
+    return diag_set(err, "", "the writer gave up");
+}
+
+/* Saves leave nothing behind but the target, and a failed write leaves the target as it was. */
+static void test_atomic_save(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/scene.yaml", dir);
+    struct scene s;
+    scene_init_default(&s);
+    struct diag err;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(scenefile_save(path, &s, i == 1, true, &err), 0);
+    assert_int_equal(count_entries(dir), 1);
+
+    char *before, *after;
+    size_t n1, n2;
+    assert_int_equal(fsutil_read_file(&before, &n1, path, 1 << 20, &err), 0);
+    assert_int_equal(fsutil_write_atomic(path, true, failing_writer, NULL, &err), -1);
+    assert_string_equal(err.msg, "the writer gave up");
+    assert_string_equal(err.file, path);
+    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(fsutil_read_file(&after, &n2, path, 1 << 20, &err), 0);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(before, after, n1);
+    free(before);
+    free(after);
+
+    /* A scene the writer refuses: no file at all appears. */
+    char bad_path[4200];
+    snprintf(bad_path, sizeof(bad_path), "%s/bad.yaml", dir);
+    s.embed.rows.data[0] = INFINITY;
+    assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
+    assert_false(fsutil_exists(bad_path));
+    assert_int_equal(count_entries(dir), 1);
+
+    /* A folder that does not exist. */
+    snprintf(bad_path, sizeof(bad_path), "%s/no/such/scene.yaml", dir);
+    assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
+    assert_int_equal(count_entries(dir), 1);
+
+    scene_free(&s);
+    remove_tree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_fixtures),      cmocka_unit_test(test_ten_mb_line),
+        cmocka_unit_test(test_deep_nesting),      cmocka_unit_test(test_all_problems_reported),
+        cmocka_unit_test(test_error_limit),       cmocka_unit_test(test_check_locations),
+        cmocka_unit_test(test_utf8_columns),      cmocka_unit_test(test_read_errors),
+        cmocka_unit_test(test_mkdir_p),           cmocka_unit_test(test_full_example),
+        cmocka_unit_test(test_scalar_forms),      cmocka_unit_test(test_round_trip_awkward_strings),
+        cmocka_unit_test(test_round_trip_scenes), cmocka_unit_test(test_locale),
+        cmocka_unit_test(test_writer_refuses),    cmocka_unit_test(test_save_no_overwrite),
+        cmocka_unit_test(test_atomic_save),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

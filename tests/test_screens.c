@@ -1,0 +1,256 @@
+/* test_screens: golden screens of the explorer.
+ *
+ * Each tests/screens/NAME.keys is a script: header lines set the scene, size, TERM and
+ * NO_COLOR; then key names (keys.yaml notation: q Left C-r Enter ...), `"text` lines to type
+ * text, and `resize COLSxLINES`. The script is played into the real UI through a pipe on a
+ * virtual terminal (newterm), one key at a time like the event loop does, and the final screen
+ * text must equal NAME.screen. Set ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files
+ * after a deliberate change (then review the diff).
+ */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <curses.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "scenefile/scenefile.h"
+#include "ui/ui.h"
+
+struct script {
+    char scene[512];
+    int cols, lines;
+    char term[64];
+    bool no_color;
+};
+
+/* Terminfo capability for each named special key. */
+static const struct {
+    const char *name, *cap;
+} caps[] = {
+    {"Left", "kcub1"},   {"Right", "kcuf1"},  {"Up", "kcuu1"},   {"Down", "kcud1"},
+    {"PgUp", "kpp"},     {"PgDn", "knp"},     {"Home", "khome"}, {"End", "kend"},
+    {"BackTab", "kcbt"}, {"Delete", "kdch1"}, {"F1", "kf1"},
+};
+
+/* The bytes a terminal sends for a key name. */
+static int key_bytes(const char *name, char *out, size_t size)
+{
+    if (strlen(name) == 1)
+        return snprintf(out, size, "%s", name);
+    if (strlen(name) == 3 && name[0] == 'C' && name[1] == '-')
+        return snprintf(out, size, "%c", name[2] & 0x1f);
+    static const struct {
+        const char *name, *bytes;
+    } plain[] = {
+        {"Enter", "\r"}, {"Tab", "\t"}, {"Space", " "}, {"Esc", "\033"}, {"Backspace", "\177"}};
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        if (strcmp(name, plain[i].name) == 0)
+            return snprintf(out, size, "%s", plain[i].bytes);
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+        if (strcmp(name, caps[i].name) == 0) {
+            char *seq = tigetstr(caps[i].cap);
+            if (seq && seq != (char *)-1)
+                return snprintf(out, size, "%s", seq);
+        }
+    return -1;
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Reads every key the terminal has decoded so far and hands it to the UI. */
+static void drain(struct ui *ui, bool *quit)
+{
+    wint_t key;
+    int rc;
+    while ((rc = get_wch(&key)) != ERR) {
+        int handled = ui_key(ui, key, rc == KEY_CODE_YES);
+        if (handled & HANDLED_QUIT)
+            *quit = true;
+        ui_mark(ui, handled);
+        ui_draw(ui);
+    }
+}
+
+static void run_script(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%.500s/%.500s", dir, name);
+    char *text = read_all(path);
+    assert_non_null(text);
+    struct script sc = {"", 100, 30, "xterm-256color", false};
+    char *header = strdup(text);
+    for (char *save = NULL, *line = strtok_r(header, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        sscanf(line, "# scene: %511s", sc.scene);
+        sscanf(line, "# size: %dx%d", &sc.cols, &sc.lines);
+        sscanf(line, "# term: %63s", sc.term);
+        if (strncmp(line, "# no_color", 10) == 0)
+            sc.no_color = true;
+    }
+    free(header);
+
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%d", sc.cols);
+    setenv("COLUMNS", buf, 1);
+    snprintf(buf, sizeof(buf), "%d", sc.lines);
+    setenv("LINES", buf, 1);
+    if (sc.no_color)
+        setenv("NO_COLOR", "1", 1);
+    else
+        unsetenv("NO_COLOR");
+    /* A fresh config home, so a developer's own keys.yaml cannot change the screens. */
+    setenv("XDG_CONFIG_HOME", "/nonexistent-attnscope-test", 1);
+
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    FILE *in = fdopen(fds[0], "r");
+    FILE *out = fopen("/dev/null", "w");
+    SCREEN *scr = newterm(sc.term, out, in);
+    assert_non_null(scr);
+    set_term(scr);
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(0);
+    if (has_colors())
+        start_color();
+
+    struct scene s;
+    if (sc.scene[0]) {
+        char scene_path[1024];
+        snprintf(scene_path, sizeof(scene_path), "%.500s/%.500s", getenv("ATTNSCOPE_SOURCE_ROOT"),
+                 sc.scene);
+        struct diag_list errs;
+        diag_list_init(&errs);
+        if (scenefile_load(&s, scene_path, &errs, NULL, NULL)) {
+            fail_msg("%s: cannot load %s: %s", name, scene_path, errs.n ? errs.items[0].msg : "");
+        }
+        diag_list_free(&errs);
+    } else {
+        scene_init_default(&s);
+    }
+    struct ui *ui = calloc(1, sizeof(*ui));
+    struct diag err;
+    assert_int_equal(ui_open(ui, &s, sc.scene[0] ? sc.scene : NULL, &err), 0);
+    ui_draw(ui);
+
+    bool quit = false;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && !quit;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#')
+            continue;
+        if (line[0] == '"') { /* type the rest of the line literally */
+            ssize_t n = write(fds[1], line + 1, strlen(line + 1));
+            assert_true(n >= 0);
+            drain(ui, &quit);
+            continue;
+        }
+        int c, l;
+        if (sscanf(line, "resize %dx%d", &c, &l) == 2) {
+            resizeterm(l, c);
+            ui_key(ui, KEY_RESIZE, true);
+            ui_mark(ui, HANDLED_CURSOR);
+            ui_draw(ui);
+            drain(ui, &quit);
+            continue;
+        }
+        for (char *save2 = NULL, *k = strtok_r(line, " \t", &save2); k;
+             k = strtok_r(NULL, " \t", &save2)) {
+            char bytes[32];
+            int n = key_bytes(k, bytes, sizeof(bytes));
+            if (n < 0)
+                fail_msg("%s: unknown key name '%s'", name, k);
+            assert_true(write(fds[1], bytes, (size_t)n) == n);
+            drain(ui, &quit);
+        }
+    }
+
+    char *got = NULL;
+    size_t got_len = 0;
+    FILE *mem = open_memstream(&got, &got_len);
+    ui_dump(mem);
+    fclose(mem);
+    ui_close(ui);
+    free(ui);
+    endwin();
+    delscreen(scr);
+    fclose(in);
+    close(fds[1]);
+    fclose(out);
+
+    char screen_path[1024];
+    snprintf(screen_path, sizeof(screen_path), "%.500s/%.*s.screen", dir,
+             (int)(strlen(name) - strlen(".keys")), name);
+    const char *update = getenv("ATTNSCOPE_UPDATE_SCREENS");
+    if (update && update[0] == '1') {
+        FILE *f = fopen(screen_path, "w");
+        assert_non_null(f);
+        fputs(got, f);
+        fclose(f);
+    }
+    char *want = read_all(screen_path);
+    if (!want || strcmp(want, got) != 0) {
+        fprintf(stderr, "--- %s: screen differs. Expected (%s):\n%s\n--- got:\n%s\n", name,
+                screen_path, want ? want : "(missing)", got);
+        fail_msg("%s: screen differs from %s", name, screen_path);
+    }
+    printf("%s: screen matches (%dx%d, %s%s)\n", name, sc.cols, sc.lines, sc.term,
+           sc.no_color ? ", NO_COLOR" : "");
+    free(want);
+    free(got);
+    free(text);
+}
+
+static void test_golden_screens(void **state)
+{
+    (void)state;
+    const char *dir = getenv("ATTNSCOPE_SCREENS");
+    assert_non_null(dir);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char names[128][256];
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < 128;) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".keys") == 0)
+            snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(names[0]), (int (*)(const void *, const void *))strcmp);
+    assert_true(n >= 5);
+    for (int i = 0; i < n; i++)
+        run_script(dir, names[i]);
+}
+
+int main(void)
+{
+    setlocale(LC_ALL, "C.UTF-8");
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_screens)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
