@@ -131,8 +131,8 @@ static void expect_block(struct fx *f, const char *what, struct mat_view v, int 
             else
                 ok = strcmp(got, want) == 0;
             if (!ok) {
-                print_error("%s %s[%d][%d]: engine %s (%.9g), printed %s\n", f->name, what,
-                            r0 + i, c0 + j, got, (double)x, want);
+                print_error("%s %s[%d][%d]: engine %s (%.9g), printed %s\n", f->name, what, r0 + i,
+                            c0 + j, got, (double)x, want);
                 f->failures++;
             }
         }
@@ -150,8 +150,8 @@ static void expect_shape(struct fx *f, enum stage st, int head, int rows, int co
 {
     struct mat_view v = attn_view(&f->r, &f->m, st, head);
     if (v.rows != rows || v.cols != cols) {
-        print_error("%s %s: shape %dx%d, printed torch.Size([%d, %d])\n", f->name,
-                    what_name(st), v.rows, v.cols, rows, cols);
+        print_error("%s %s: shape %dx%d, printed torch.Size([%d, %d])\n", f->name, what_name(st),
+                    v.rows, v.cols, rows, cols);
         f->failures++;
     }
 }
@@ -176,13 +176,12 @@ static void expect_causal_masked(struct fx *f, int head, const char *printed_bef
 
 /* ---- seed 000 / 003: simplified attention ------------------------------------------------- */
 
-static const char *const SIMPLE_SCORES =
-    "[[0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310],"
-    " [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865],"
-    " [0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605],"
-    " [0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565],"
-    " [0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935],"
-    " [0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450]]";
+static const char *const SIMPLE_SCORES = "[[0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310],"
+                                         " [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865],"
+                                         " [0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605],"
+                                         " [0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565],"
+                                         " [0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935],"
+                                         " [0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450]]";
 
 static void test_simplified(void **state)
 {
@@ -256,13 +255,13 @@ static void test_self_attention_v1(void **state)
     struct fx f;
     fx_load(&f, "03-self-attention-v1.yaml");
     expect_stage(&f, STAGE_QUERIES, 0, 1, 0, 2, "[0.4306, 1.4551]"); /* query_2 */
-    expect_shape(&f, STAGE_KEYS, 0, 6, 2);                         /* keys.shape */
-    expect_shape(&f, STAGE_VALUES, 0, 6, 2);                       /* values.shape */
-    expect_stage(&f, STAGE_SCORES, 0, 1, 1, 1, "1.8524");          /* attn_score_22 */
+    expect_shape(&f, STAGE_KEYS, 0, 6, 2);                           /* keys.shape */
+    expect_shape(&f, STAGE_VALUES, 0, 6, 2);                         /* values.shape */
+    expect_stage(&f, STAGE_SCORES, 0, 1, 1, 1, "1.8524");            /* attn_score_22 */
     expect_stage(&f, STAGE_SCORES, 0, 1, 0, 6, "[1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]");
     expect_stage(&f, STAGE_WEIGHTS, 0, 1, 0, 6, "[0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]");
     expect_stage(&f, STAGE_CONTEXT, 0, 1, 0, 2, "[0.3061, 0.8210]"); /* context_vec_2 */
-    expect_stage(&f, STAGE_OUTPUT, 0, 0, 0, 2, /* sa_v1(inputs) */
+    expect_stage(&f, STAGE_OUTPUT, 0, 0, 0, 2,                       /* sa_v1(inputs) */
                  "[[0.2996, 0.8053],"
                  " [0.3061, 0.8210],"
                  " [0.3058, 0.8203],"
@@ -272,21 +271,19 @@ static void test_self_attention_v1(void **state)
     fx_done(&f);
 }
 
-static const char *const V2_WEIGHTS =
-    "[[0.1921, 0.1646, 0.1652, 0.1550, 0.1721, 0.1510],"
-    " [0.2041, 0.1659, 0.1662, 0.1496, 0.1665, 0.1477],"
-    " [0.2036, 0.1659, 0.1662, 0.1498, 0.1664, 0.1480],"
-    " [0.1869, 0.1667, 0.1668, 0.1571, 0.1661, 0.1564],"
-    " [0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.1585],"
-    " [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]";
+static const char *const V2_WEIGHTS = "[[0.1921, 0.1646, 0.1652, 0.1550, 0.1721, 0.1510],"
+                                      " [0.2041, 0.1659, 0.1662, 0.1496, 0.1665, 0.1477],"
+                                      " [0.2036, 0.1659, 0.1662, 0.1498, 0.1664, 0.1480],"
+                                      " [0.1869, 0.1667, 0.1668, 0.1571, 0.1661, 0.1564],"
+                                      " [0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.1585],"
+                                      " [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]";
 
-static const char *const CAUSAL_WEIGHTS =
-    "[[1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],"
-    " [0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000],"
-    " [0.3800, 0.3097, 0.3103, 0.0000, 0.0000, 0.0000],"
-    " [0.2758, 0.2460, 0.2462, 0.2319, 0.0000, 0.0000],"
-    " [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0000],"
-    " [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]";
+static const char *const CAUSAL_WEIGHTS = "[[1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],"
+                                          " [0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000],"
+                                          " [0.3800, 0.3097, 0.3103, 0.0000, 0.0000, 0.0000],"
+                                          " [0.2758, 0.2460, 0.2462, 0.2319, 0.0000, 0.0000],"
+                                          " [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0000],"
+                                          " [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]";
 
 static void test_self_attention_v2(void **state)
 {
@@ -357,8 +354,7 @@ static void test_dropout(void **state)
                  " [0.0000, 0.3337, 0.0000, 0.3177, 0.0000, 0.3169],"
                  " [0.0000, 0.3327, 0.3331, 0.3084, 0.3331, 0.0000]]");
     /* torch.manual_seed(123); dropout(torch.ones(6, 6)): the same keep pattern, times 2 */
-    static const char ones[6][7] = {"220220", "000202", "222202",
-                                    "022002", "020202", "022220"};
+    static const char ones[6][7] = {"220220", "000202", "222202", "022002", "020202", "022220"};
     struct mat_view d = attn_view(&f.r, &f.m, STAGE_DROPOUT, 0);
     if (!f.m.keep) {
         print_error("07-dropout: the model has no keep mask\n");
@@ -371,8 +367,8 @@ static void test_dropout(void **state)
             snprintf(got, sizeof(got), "%.0f", (double)ones_out);
             bool kept = d.data[(size_t)i * d.stride + j] != 0.0f;
             if (got[0] != ones[i][j] || kept != (ones[i][j] == '2')) {
-                print_error("07-dropout keep[%d][%d]: dropout(ones) would be %s, printed %c.\n",
-                            i, j, got, ones[i][j]);
+                print_error("07-dropout keep[%d][%d]: dropout(ones) would be %s, printed %c.\n", i,
+                            j, got, ones[i][j]);
                 f.failures++;
             }
         }
@@ -381,13 +377,12 @@ static void test_dropout(void **state)
 
 /* ---- seed 000: the classes ------------------------------------------------------------------ */
 
-static const char *const CA_CONTEXT =
-    "[[-0.4519, 0.2216],"
-    " [-0.5874, 0.0058],"
-    " [-0.6300, -0.0632],"
-    " [-0.5675, -0.0843],"
-    " [-0.5526, -0.0981],"
-    " [-0.5299, -0.1081]]";
+static const char *const CA_CONTEXT = "[[-0.4519, 0.2216],"
+                                      " [-0.5874, 0.0058],"
+                                      " [-0.6300, -0.0632],"
+                                      " [-0.5675, -0.0843],"
+                                      " [-0.5526, -0.0981],"
+                                      " [-0.5299, -0.1081]]";
 
 static void test_causal_attention_class(void **state)
 {
@@ -430,7 +425,8 @@ static void test_mha(void **state)
     fx_done(&f);
 }
 
-/* ---- seed 003: the d_k*0.5 slip --------------------------------------------------------------- */
+/* ---- seed 003: the d_k*0.5 slip ---------------------------------------------------------------
+ */
 
 static void test_dk_half_slip(void **state)
 {

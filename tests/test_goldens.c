@@ -3,8 +3,8 @@
  * For each scene in scenes/ and tests/fixtures/random/ the scene is loaded with the C loader,
  * resolved and run through the engine, and every CSV under tests/golden/scenes/<stem>/ is
  * compared with the engine's matrix:
- *   - parameters (the CSVs under params/), the dropout keep-mask and the inputs are bit-exact: they are
- *     straight draws of torch's generator (the inputs are one float add of two draws);
+ *   - parameters (the CSVs under params/), the dropout keep-mask and the inputs are bit-exact:
+ *     they are straight draws of torch's generator (the inputs are one float add of two draws);
  *   - every activation is within |a - b| <= 1e-5 + 1e-5 * |b| (torch's exp and its BLAS add in
  *     another order); -inf must be -inf.
  * The set of golden files must equal the set the engine's model implies, row labels must be the
@@ -33,9 +33,9 @@
 #include "engine/stage.h"
 #include "scenefile/scenefile.h"
 
-#define ABS_TOL 1e-5
-#define REL_TOL 1e-5
-#define PATH_LEN 4096
+#define ABS_TOL   1e-5
+#define REL_TOL   1e-5
+#define PATH_LEN  4096
 #define MAX_FILES 512
 
 static const char *env_or(const char *name, const char *fallback)
@@ -181,11 +181,11 @@ enum exactness { TOLERANT, EXACT };
 
 /* One expected golden file: its matrix in the engine, as floats (an owned copy). */
 struct expect {
-    char rel[256];          /* path relative to the scene's golden folder */
-    float *data;            /* rows x cols, owned */
+    char rel[256]; /* path relative to the scene's golden folder */
+    float *data;   /* rows x cols, owned */
     int rows, cols;
     enum exactness exact;
-    bool token_rows;        /* row labels are the tokens (repeated per head for the mask) */
+    bool token_rows; /* row labels are the tokens (repeated per head for the mask) */
     bool found;
 };
 
@@ -373,11 +373,11 @@ static void test_scene(void **state)
     list_csv(dir, "", names, &n_names);
 
     int problems = 0;
-#define PROBLEM(...)                                                                           \
-    do {                                                                                       \
-        if (problems < 40)                                                                     \
-            print_error(__VA_ARGS__);                                                          \
-        problems++;                                                                            \
+#define PROBLEM(...)                                                                               \
+    do {                                                                                           \
+        if (problems < 40)                                                                         \
+            print_error(__VA_ARGS__);                                                              \
+        problems++;                                                                                \
     } while (0)
 
     if (n_names == 0)
@@ -388,8 +388,7 @@ static void test_scene(void **state)
             if (strcmp(l.items[k].rel, names[f]) == 0)
                 e = &l.items[k];
         if (!e) {
-            PROBLEM("%s: golden %s has no counterpart in the engine's model\n", sc->stem,
-                    names[f]);
+            PROBLEM("%s: golden %s has no counterpart in the engine's model\n", sc->stem, names[f]);
             continue;
         }
         e->found = true;
@@ -412,13 +411,12 @@ static void test_scene(void **state)
                     c.cells[0][0]);
         for (int i = 0; i < e->rows; i++) {
             if (c.ncols[i + 1] != e->cols + 1) {
-                PROBLEM("%s: %s row %d has %d fields\n", sc->stem, names[f], i,
-                        c.ncols[i + 1]);
+                PROBLEM("%s: %s row %d has %d fields\n", sc->stem, names[f], i, c.ncols[i + 1]);
                 continue;
             }
             if (e->token_rows && strcmp(c.cells[i + 1][0], m.tokens[i % m.n]) != 0)
-                PROBLEM("%s: %s row %d: golden token '%s', engine token '%s'\n", sc->stem,
-                        names[f], i, c.cells[i + 1][0], m.tokens[i % m.n]);
+                PROBLEM("%s: %s row %d: golden token '%s', engine token '%s'\n", sc->stem, names[f],
+                        i, c.cells[i + 1][0], m.tokens[i % m.n]);
             for (int j = 0; j < e->cols; j++) {
                 const char *cell = c.cells[i + 1][j + 1];
                 char *end;
@@ -432,14 +430,14 @@ static void test_scene(void **state)
                 }
                 if (e->exact == EXACT) {
                     if (!same_bits(got, want))
-                        PROBLEM("%s: %s: engine %.9g, torch %.9g: must be bit-exact\n",
-                                sc->stem, where, (double)got, (double)want);
+                        PROBLEM("%s: %s: engine %.9g, torch %.9g: must be bit-exact\n", sc->stem,
+                                where, (double)got, (double)want);
                     continue;
                 }
                 if (isinf(want) || isinf(got) || isnan(got)) {
                     if (!(isinf(want) && isinf(got) && signbit(want) == signbit(got)))
-                        PROBLEM("%s: %s: engine %.9g, torch %.9g\n", sc->stem, where,
-                                (double)got, (double)want);
+                        PROBLEM("%s: %s: engine %.9g, torch %.9g\n", sc->stem, where, (double)got,
+                                (double)want);
                     continue;
                 }
                 double d = fabs((double)got - (double)want);
@@ -452,8 +450,8 @@ static void test_scene(void **state)
                 if (d / tol > sc->max_ratio)
                     sc->max_ratio = d / tol;
                 if (d > tol)
-                    PROBLEM("%s: %s: engine %.9g, torch %.9g, |diff| %.3g > tolerance\n",
-                            sc->stem, where, (double)got, (double)want, d);
+                    PROBLEM("%s: %s: engine %.9g, torch %.9g, |diff| %.3g > tolerance\n", sc->stem,
+                            where, (double)got, (double)want, d);
             }
         }
         csv_free(&c);
@@ -465,9 +463,9 @@ static void test_scene(void **state)
         free(l.items[k].data);
     }
     sc->ran = true;
-    printf("goldens: %-26s %3d files  max |diff| %.3g (%.1f%% of the tolerance)%s%s\n",
-           sc->stem, sc->files, sc->max_abs, 100.0 * sc->max_ratio,
-           sc->max_abs > 0 ? "  at " : "", sc->worst);
+    printf("goldens: %-26s %3d files  max |diff| %.3g (%.1f%% of the tolerance)%s%s\n", sc->stem,
+           sc->files, sc->max_abs, 100.0 * sc->max_ratio, sc->max_abs > 0 ? "  at " : "",
+           sc->worst);
     fflush(stdout);
 
     attn_run_free(&r);
@@ -516,7 +514,8 @@ static void collect(const char *dir, struct scene_case **cases, int *n, int *cap
         struct scene_case *c = &(*cases)[(*n)++];
         memset(c, 0, sizeof(*c));
         snprintf(c->path, sizeof(c->path), "%.3000s/%.255s", dir, names[i]);
-        snprintf(c->stem, sizeof(c->stem), "%.*s", (int)(strlen(names[i]) - 5) > 250 ? 250 : (int)(strlen(names[i]) - 5), names[i]);
+        snprintf(c->stem, sizeof(c->stem), "%.*s",
+                 (int)(strlen(names[i]) - 5) > 250 ? 250 : (int)(strlen(names[i]) - 5), names[i]);
         free(names[i]);
     }
     free(names);
@@ -557,8 +556,7 @@ int main(void)
             worst = cases[i].max_abs;
             worst_stem = cases[i].stem;
         }
-    printf("goldens: %d scenes, largest activation difference %.3g (%s)\n", n, worst,
-           worst_stem);
+    printf("goldens: %d scenes, largest activation difference %.3g (%s)\n", n, worst, worst_stem);
     free(tests);
     free(cases);
     return rc;

@@ -18,6 +18,7 @@ void cli_print_help(FILE *out)
           "       attnscope print [SCENE.yaml] [--stage S] [--head H]\n"
           "       attnscope export [SCENE.yaml] -o DIR\n"
           "       attnscope bench [SCENE.yaml] [--iters N]\n"
+          "       attnscope keys\n"
           "       attnscope --help | --version\n"
           "\n"
           "Explore the attention mechanism of transformers, tensor by tensor.\n"
@@ -47,6 +48,7 @@ void cli_print_help(FILE *out)
           "            -o, --output DIR  the folder (created when missing)\n"
           "  bench   time the forward pass (mean microseconds per call)\n"
           "            -n, --iters N   repetitions (default 10000)\n"
+          "  keys    the explorer's keys as a Markdown table (press ? in the explorer)\n"
           "\n"
           "exit status: 0 ok, 1 invalid scene or I/O error, 2 wrong usage\n",
           out);

@@ -11,19 +11,37 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#ifdef ATTNSCOPE_HAVE_UI
+#include "ui/actions.h"
+#endif
 
 #ifndef ATTNSCOPE_VERSION
 #define ATTNSCOPE_VERSION "unknown"
+#endif
+
+#ifdef ATTNSCOPE_HAVE_UI
+/* The explorer's default keys as a Markdown table: the README's key table is this output. */
+static int cmd_keys(int argc, char **argv)
+{
+    const char *pos[1];
+    int n_pos;
+    bool help;
+    int rc = cli_parse("keys", argc, argv, NULL, 0, pos, 0, &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    actions_print_markdown(stdout);
+    return CLI_OK;
+}
 #endif
 
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv); /* the words after the command name */
 } commands[] = {
-    {"check", cmd_check},
-    {"print", cmd_print},
-    {"export", cmd_export},
-    {"bench", cmd_bench},
+    {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export}, {"bench", cmd_bench},
+#ifdef ATTNSCOPE_HAVE_UI
+    {"keys", cmd_keys},
+#endif
 };
 
 /* A word that is neither a command nor plausibly a scene file is a mistyped command. */

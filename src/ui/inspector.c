@@ -14,10 +14,10 @@ static void draw(struct panel *p, struct ui *ui)
         for (int x = 0; x < r.w; x++)
             addch(' ');
     }
-    /* A rule on the left (side layout) or top (stacked layout) separates it from the map. */
+    /* A rule on the left separates it from the map in the side-by-side layout. */
     int x0 = r.x + 2, w = r.w - 3, y = r.y;
-    if (r.x > 0)
-        mvvline(r.y, r.x, ACS_VLINE, r.h);
+    for (int i = 0; r.x > 0 && i < r.h; i++)
+        draw_text(r.y + i, r.x, 1, ui->theme.role_attr[ROLE_DIM], "\u2502");
     draw_text(y++, x0, w, ui->theme.role_attr[ROLE_LABEL], "inspector");
     char text[4096];
     inspect_explain(text, sizeof(text), &ui->app);

@@ -51,11 +51,13 @@ static void draw(struct panel *p, struct ui *ui)
     if (ui->prompt != PROMPT_NONE) {
         prompt_draw(ui, y);
     } else if (ui->app.error[0]) {
-        char line[DIAG_MSG_MAX + 96];
-        snprintf(line, sizeof(line),
-                 " \u2717 %s \u2014 the last valid result stays on screen (u: undo) ",
-                 ui->app.error);
-        draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], line);
+        char line[DIAG_MSG_MAX + 16];
+        snprintf(line, sizeof(line), " \u2717 %s ", ui->app.error);
+        int x = r.x + draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], line);
+        /* The reassurance only when there is room: the problem itself comes first. */
+        const char *note = " last valid result shown \u00b7 u undoes";
+        if (x + text_width(note) <= r.x + r.w)
+            draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
     } else if (ui->config_error[0]) {
         draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], ui->config_error);
     } else if (ui->app.message[0]) {

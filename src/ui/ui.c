@@ -65,9 +65,13 @@ void ui_resize(struct ui *ui)
         map = (struct rect){main_y, 0, main_h, w - iw};
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
-        int ih = main_h >= 24 ? 9 : 7;
-        map = (struct rect){main_y, 0, main_h - ih, w};
-        insp = (struct rect){main_y + main_h - ih, 0, ih, w};
+        /* Stacked: the map takes the rows it needs (title, axis, n rows, footer), the
+         * inspector everything below, and at least 6 rows. */
+        int need = ui->app.model.n + 3;
+        int mh = need < main_h - 6 ? need : main_h - 6;
+        mh = mh < 4 ? 4 : mh;
+        map = (struct rect){main_y, 0, mh, w};
+        insp = (struct rect){main_y + mh, 0, main_h - mh, w};
     }
     p[PANEL_HEATMAP].area = map;
     p[PANEL_GRID].area = map;
@@ -393,7 +397,7 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
 void ui_mark(struct ui *ui, int handled)
 {
     if (handled & HANDLED_SCENE) {
-        ui_invalidate(ui);
+        ui_resize(ui); /* the token count decides the stacked layout */
         return;
     }
     if (handled & HANDLED_CURSOR) {
