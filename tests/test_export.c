@@ -1,4 +1,4 @@
-/* test_export: the CSV writer and the export folder (docs/export-format.md is a contract).
+/* test_export: the CSV writer and the export folder (README.md ("Export format") is a contract).
  *
  * CSV: RFC 4180 quoting, CRLF, shortest round-trip floats, -inf. Folder: exactly the listed
  * files for a split and a wrapper scene; an export of the exported scene.yaml is byte for byte

@@ -587,7 +587,7 @@ static void test_mkdir_p(void **state)
 
 /* ---- good inputs -------------------------------------------------------------------------- */
 
-/* docs/scene-format.md's example with its "..." filled in. */
+/* README.md ("Scene format")'s example with its "..." filled in. */
 static const char *const full_example =
     "version: 1                                 # optional; only 1 exists\n"
     "title: Causal attention, two heads         # shown in the explorer\n"

@@ -1,4 +1,4 @@
-/* export: every stage as CSV plus the resolved scene.yaml (docs/export-format.md). */
+/* export: every stage as CSV plus the resolved scene.yaml (README.md ("Export format")). */
 #include <stdio.h>
 
 #include "cli.h"

@@ -1,6 +1,6 @@
 /* export: every stage of a forward pass as files other tools can read.
  *
- * The layout is the contract of docs/export-format.md. Each file goes through
+ * The layout is the contract of README.md ("Export format"). Each file goes through
  * fsutil_write_atomic, so a reader (or a crash) never sees half a file. The resolved scene.yaml
  * makes the export reproducible: loading it and exporting again gives the same bytes.
  */

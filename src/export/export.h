@@ -1,6 +1,6 @@
 /* export: CSV files and PyTorch-style text for the stages of a forward pass.
  *
- * The export layout is a contract other tools read (docs/export-format.md):
+ * The export layout is a contract other tools read (README.md ("Export format")):
  *   DIR/scene.yaml, DIR/inputs.csv, DIR/params/<name>.csv, DIR/head<H>/<stage>.csv,
  *   DIR/context.csv, DIR/output.csv; every file written atomically.
  */

@@ -1,4 +1,4 @@
-/* schema: the keys of a scene file (docs/scene-format.md), as tables.
+/* schema: the keys of a scene file (README.md ("Scene format")), as tables.
  *
  * Each mapping of the format (top level, embeddings, positional, attention, weights and each
  * entry of weights.heads) is a table of rows {key, node type, handler, field offset}, as in

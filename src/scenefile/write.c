@@ -1,7 +1,7 @@
 /* write: struct scene -> YAML a person can read, and parse back to the same struct.
  *
  * Written by hand with fprintf rather than the libyaml emitter, to control the layout: keys in
- * the order of docs/scene-format.md, matrices as flow sequences with one row per line, short
+ * the order of README.md ("Scene format"), matrices as flow sequences with one row per line, short
  * mappings on one line. Strings are plain when that is unambiguous (a letter first, no YAML
  * indicator, not a word YAML 1.1 reads as a bool or null) and double-quoted with escapes
  * otherwise, so tokens such as `yes`, `-`, `:`, `#`, ` step` or `"` come back unchanged.

@@ -6,9 +6,9 @@ Run with Debian's python3 (it has torch 1.13 and yaml):
     /usr/bin/python3 tests/golden/gen_goldens.py [SCENE.yaml ...]
 
 Without arguments it reads scenes/*.yaml and tests/fixtures/random/*.yaml and writes
-tests/golden/scenes/<scene-file-stem>/ in the export layout of docs/export-format.md.
+tests/golden/scenes/<scene-file-stem>/ in the export layout of README.md ("Export format").
 
-This file never looks at the C engine. It follows docs/scene-format.md and the book's classes
+This file never looks at the C engine. It follows README.md ("Scene format") and the book's classes
 (SelfAttention_v1/_v2, CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention) as
 literally as it can: the parameters come from real torch calls (torch.manual_seed,
 nn.Embedding, nn.Linear, torch.rand, nn.Dropout in training mode) in the documented order.
@@ -70,7 +70,7 @@ def f32(rows):
 
 
 class Scene:
-    """Every option of docs/scene-format.md with its default applied."""
+    """Every option of README.md ("Scene format") with its default applied."""
 
     def __init__(self, doc):
         if doc.get("version", 1) != 1:

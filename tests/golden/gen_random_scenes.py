@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tests/golden/gen_random_scenes.py
 
-Each scene is a hand-picked point of the option space of docs/scene-format.md (the comment at
+Each scene is a hand-picked point of the option space of README.md ("Scene format") (the comment at
 its top says what it exercises); the numbers in it (explicit embeddings and weights) come from
 a fixed random.Random, so running this again writes the same files byte for byte. Every scene
 is valid per the schema. Only the Python standard library is needed.

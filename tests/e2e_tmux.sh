@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# e2e_tmux: the real attnscope binary driven in tmux, the way a person uses it.
+#
+# Each check starts the explorer in its own tmux session (private socket, fixed size), sends
+# keys, reads the screen with capture-pane and asserts what a user would see: the default
+# scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
+# invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
+# SIGTERM, C-z + fg) leaving the terminal as it was.
+# Usage: e2e_tmux.sh ATTNSCOPE_BINARY
+set -u
+BIN=$(realpath "$1")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d)
+SOCK="attnscope-e2e-$$"
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+export ATTNSCOPE_CONFIGS_DIR="$SRC/configs"
+export XDG_CONFIG_HOME="$WORK/config" # a developer's own keys.yaml must not change the test
+pass=0
+fail=0
+
+# start NAME COLS LINES COMMAND: a detached session running COMMAND under tmux-256color.
+start() {
+  T new-session -d -s "$1" -x "$2" -y "$3" -e TERM=tmux-256color \
+    -e ATTNSCOPE_CONFIGS_DIR="$ATTNSCOPE_CONFIGS_DIR" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$4"
+  T set-option -t "$1" -g status off >/dev/null
+}
+screen() { T capture-pane -t "$1" -p; }
+keys() { T send-keys -t "$@"; }
+text() { T send-keys -t "$1" -l "$2"; } # literal text, no key-name lookup
+# wait_for NAME TEXT: up to 5 s for TEXT to appear on the screen.
+wait_for() {
+  for _ in $(seq 1 100); do
+    screen "$1" | grep -qF -- "$2" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+wait_gone() {
+  for _ in $(seq 1 100); do
+    screen "$1" | grep -qF -- "$2" || return 0
+    sleep 0.05
+  done
+  return 1
+}
+wait_file() {
+  for _ in $(seq 1 100); do
+    [ -s "$1" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+ok() {
+  pass=$((pass + 1))
+  echo "ok - $1"
+}
+not_ok() { # name session
+  fail=$((fail + 1))
+  echo "not ok - $1"
+  [ -n "${2:-}" ] && screen "$2" | sed 's/^/    | /'
+}
+quiet() { "$@" >/dev/null; }
+check() { # name session command...
+  local name=$1 session=$2
+  shift 2
+  if "$@"; then ok "$name"; else not_ok "$name" "$session"; fi
+}
+
+# A pane command that records the terminal settings around attnscope and its exit status.
+wrapped() { # tag [args...]
+  local tag=$1
+  shift
+  echo "stty -g > $WORK/$tag.before; $BIN $* 2>$WORK/$tag.err; echo \$? > $WORK/$tag.exit; stty -g > $WORK/$tag.after; sleep 600"
+}
+restored() { # tag: same stty settings before and after
+  wait_file "$WORK/$1.exit" && cmp -s "$WORK/$1.before" "$WORK/$1.after"
+}
+
+# 1. Launch with the default scene.
+start main 100 30 "$BIN"
+check "launch: default scene header" main wait_for main "Your journey starts with one step"
+check "launch: opens on the softmax weights of head 0" main wait_for main "head 0 of 2 · attention weights"
+
+# 2. Step away and back to softmax; the selected value equals `attnscope print`.
+keys main , , .
+check "stage: masked stage shows -∞" main wait_for main "-∞"
+keys main . Down
+# Row 1, column 0 of head 0's weights as `attnscope print` writes it (torch's format).
+want=$("$BIN" print --stage weights --head 0 | grep -A1 '^tensor' | tail -1 | tr -d ' [' | cut -d, -f1)
+check "softmax: print gives the book value 0.4776" main test "$want" = "0.4776"
+check "softmax: inspector shows the same value" main wait_for main "= $want"
+check "softmax: the heatmap cell reads 0.478" main wait_for main "journey   0.478  0.522"
+
+# 3. Edit the sentence.
+keys main t C-u
+text main "The cat sat on the mat"
+keys main Enter
+check "edit: six new tokens in the header" main wait_for main "6 tokens"
+check "edit: the new tokens label the rows" main wait_for main "mat"
+
+# 4. Heads and d_out, including an invalid combination.
+keys main H C-u
+text main "4"
+keys main Enter
+check "heads 4 with d_out 2 is refused with a message" main wait_for main "d_out 2 is not divisible by heads 4"
+check "the last valid result stays on screen" main wait_for main "head 0 of 2"
+keys main d C-u
+text main "8"
+keys main Enter
+check "d_out 8 fixes it: 4 heads of head_dim 2" main wait_for main "4 heads × head_dim 2"
+check "the error is gone" main wait_gone main "not divisible"
+keys main ]
+check "head switch: head 1 of 4" main wait_for main "head 1 of 4"
+
+# 5. Export, then check the CSV against print.
+keys main e C-u
+text main "$WORK/export"
+keys main Enter
+check "export: says where it wrote" main wait_for main "exported every stage as CSV to $WORK/export"
+check "export: weights.csv has the token header" main \
+  grep -q '^token,The,cat,sat,on,the,mat' "$WORK/export/head1/weights.csv"
+check "export: scene.yaml reloads" main quiet "$BIN" check "$WORK/export/scene.yaml"
+
+# 6. Resize down to below the minimum, to the minimum, and back.
+T resize-window -t main -x 50 -y 12
+check "resize: too small says what it needs" main wait_for main "terminal too small"
+T resize-window -t main -x 64 -y 18
+check "resize: the minimum size shows the explorer" main wait_for main "head 1 of 4"
+T resize-window -t main -x 100 -y 30
+check "resize: back to full size" main wait_for main "row Σ"
+keys main q
+T kill-session -t main
+
+# 7. Every way out restores the terminal.
+start quit 100 30 "$(wrapped quit)"
+wait_for quit "row Σ" && keys quit q
+check "q: exit status 0 and terminal restored" quit restored quit
+check "q: the explorer's screen is gone" quit wait_gone quit "row Σ"
+check "q: exit status 0" quit grep -qx 0 "$WORK/quit.exit"
+
+start ctrlc 100 30 "$(wrapped ctrlc)"
+wait_for ctrlc "row Σ" && keys ctrlc C-c
+check "C-c: terminal restored" ctrlc restored ctrlc
+
+start term 100 30 "$(wrapped term)"
+wait_for term "row Σ"
+pid=$(pgrep -n -f "^$BIN\$")
+[ -n "$pid" ] && kill -TERM "$pid"
+check "SIGTERM: terminal restored" term restored term
+check "SIGTERM: exit status 143" term grep -qx 143 "$WORK/term.exit"
+
+# 8. C-z suspends to the shell; fg brings the explorer back intact.
+start susp 100 30 "bash --norc --noprofile -i"
+text susp "PS1='ready> '; stty -g > $WORK/susp.before; $BIN"
+keys susp Enter
+wait_for susp "row Σ"
+keys susp C-z
+check "C-z: back at the shell" susp wait_for susp "ready>"
+text susp "fg"
+keys susp Enter
+check "fg: the explorer is redrawn" susp wait_for susp "row Σ"
+keys susp q
+wait_gone susp "row Σ"
+text susp "stty -g > $WORK/susp.after"
+keys susp Enter
+wait_file "$WORK/susp.after"
+check "C-z/fg then q: terminal restored" susp cmp -s "$WORK/susp.before" "$WORK/susp.after"
+
+# 9. A bad scene never opens the UI: file:line:col on stderr, exit 1.
+printf 'text: hi\nattention:\n  heads: 3\n  d_out: 4\n' >"$WORK/bad.yaml"
+start bad 100 30 "$(wrapped bad "$WORK/bad.yaml")"
+wait_file "$WORK/bad.exit"
+check "bad scene: exit 1" bad grep -qx 1 "$WORK/bad.exit"
+check "bad scene: file:line:col message" bad grep -q "bad.yaml:4:10: d_out 4 is not divisible by heads 3" "$WORK/bad.err"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
