@@ -180,9 +180,11 @@ static void token_row(float *row, const char *token, int d)
     rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
 }
 
-/* Keeps each old token's explicit embedding row for the new tokens that reuse it. */
-static int remap_rows(struct scene *s, char **old_tokens, int old_n, const struct matrix *old)
+/* Re-rows the explicit embeddings after the tokens changed: each token reuses the row of the
+ * same token in the old sentence, or gets token_row(). s->embed.rows: (old_n, d) -> (n, d) */
+static int remap_rows(struct scene *s, char *const *old_tokens, int old_n)
 {
+    const struct matrix *old = &s->embed.rows;
     struct matrix rows;
     int d = old->cols;
     if (matrix_alloc(&rows, s->n_tokens, d))
@@ -222,13 +224,11 @@ int app_edit_text(struct app *a, const char *text)
         snprintf(a->error, sizeof(a->error), "%s", err.msg);
         return -1;
     }
-    if (a->scene.embed.kind == EMBED_EXPLICIT && old_tokens) {
-        struct matrix old = a->scene.embed.rows;
-        a->scene.embed.rows = (struct matrix){0};
-        int rc = remap_rows(&a->scene, old_tokens, old_n, &old);
-        a->scene.embed.rows = rc ? old : a->scene.embed.rows;
-        if (!rc)
-            matrix_free(&old);
+    if (a->scene.embed.kind == EMBED_EXPLICIT && old_tokens &&
+        remap_rows(&a->scene, old_tokens, old_n)) {
+        tokens_free(old_tokens, old_n);
+        snprintf(a->error, sizeof(a->error), "out of memory");
+        return -1;
     }
     tokens_free(old_tokens, old_n);
     if (a->scene.weights.dropout_mask)
