@@ -72,7 +72,8 @@ check() { # name session command...
 wrapped() { # tag [args...]
   local tag=$1
   shift
-  echo "stty -g > $WORK/$tag.before; $BIN $* 2>$WORK/$tag.err; echo \$? > $WORK/$tag.exit; stty -g > $WORK/$tag.after; sleep 600"
+  # The exit status is written last, so once it exists the "after" settings do too.
+  echo "stty -g > $WORK/$tag.before; $BIN $* 2>$WORK/$tag.err; s=\$?; stty -g > $WORK/$tag.after; echo \$s > $WORK/$tag.exit; sleep 600"
 }
 restored() { # tag: same stty settings before and after
   wait_file "$WORK/$1.exit" && cmp -s "$WORK/$1.before" "$WORK/$1.after"
@@ -81,7 +82,7 @@ restored() { # tag: same stty settings before and after
 # 1. Launch with the default scene.
 start main 100 30 "$BIN"
 check "launch: default scene header" main wait_for main "Your journey starts with one step"
-check "launch: opens on the softmax weights of head 0" main wait_for main "head 0 of 2 · attention weights"
+check "launch: opens on the softmax weights of head 0" main wait_for main "head 0 (of 2) · attention weights"
 
 # 2. Step away and back to softmax; the selected value equals `attnscope print`.
 keys main , , .
@@ -91,7 +92,7 @@ keys main . Down
 want=$("$BIN" print --stage weights --head 0 | grep -A1 '^tensor' | tail -1 | tr -d ' [' | cut -d, -f1)
 check "softmax: print gives the book value 0.4776" main test "$want" = "0.4776"
 check "softmax: inspector shows the same value" main wait_for main "= $want"
-check "softmax: the heatmap cell reads 0.478" main wait_for main "journey   0.478  0.522"
+check "softmax: the heatmap cell reads 0.4776, as print" main wait_for main "journey    0.4776   0.5224"
 
 # 3. Edit the sentence.
 keys main t C-u
@@ -105,14 +106,14 @@ keys main H C-u
 text main "4"
 keys main Enter
 check "heads 4 with d_out 2 is refused with a message" main wait_for main "d_out 2 is not divisible by heads 4"
-check "the last valid result stays on screen" main wait_for main "head 0 of 2"
+check "the last valid result stays on screen" main wait_for main "head 0 (of 2)"
 keys main d C-u
 text main "8"
 keys main Enter
 check "d_out 8 fixes it: 4 heads of head_dim 2" main wait_for main "4 heads × head_dim 2"
 check "the error is gone" main wait_gone main "not divisible"
 keys main ]
-check "head switch: head 1 of 4" main wait_for main "head 1 of 4"
+check "head switch: head 1 of 4" main wait_for main "head 1 (of 4)"
 
 # 5. Export, then check the CSV against print.
 keys main e C-u
@@ -127,10 +128,13 @@ check "export: scene.yaml reloads" main quiet "$BIN" check "$WORK/export/scene.y
 T resize-window -t main -x 50 -y 12
 check "resize: too small says what it needs" main wait_for main "terminal too small"
 T resize-window -t main -x 64 -y 18
-check "resize: the minimum size shows the explorer" main wait_for main "head 1 of 4"
+check "resize: the minimum size shows the explorer" main wait_for main "head 1 (of 4)"
 T resize-window -t main -x 100 -y 30
 check "resize: back to full size" main wait_for main "row Σ"
 keys main q
+check "q with unsaved edits asks first" main wait_for main "quit without saving your edits?"
+keys main n
+check "anything but y keeps the explorer open" main wait_for main "row Σ"
 T kill-session -t main
 
 # 7. Every way out restores the terminal.
@@ -143,6 +147,7 @@ check "q: exit status 0" quit grep -qx 0 "$WORK/quit.exit"
 start ctrlc 100 30 "$(wrapped ctrlc)"
 wait_for ctrlc "row Σ" && keys ctrlc C-c
 check "C-c: terminal restored" ctrlc restored ctrlc
+check "C-c: exit status 130" ctrlc grep -qx 130 "$WORK/ctrlc.exit"
 
 start term 100 30 "$(wrapped term)"
 wait_for term "row Σ"

@@ -444,14 +444,19 @@ void scene_describe(char *out, size_t out_size, const struct scene *s)
 {
     const struct attn_config *a = &s->attn;
     enum projection proj = scene_eff_projection(s);
+    /* "self-attention" for one plain head, as the book names it; "attention" otherwise. */
     const char *kind = proj == PROJ_NONE ? "simplified " : "";
     const char *multi = a->heads > 1 ? "multi-head " : "";
     const char *causal = a->causal ? "causal " : "";
+    const char *self = a->heads == 1 && !a->causal ? "self-" : "";
     const char *v1 = proj == PROJ_RAND ? " (torch.rand weights)" : "";
     char heads[64];
     if (a->layout == LAYOUT_WRAPPER && a->heads > 1)
         snprintf(heads, sizeof(heads), "wrapper of %d heads \u00d7 d_out %d", a->heads,
                  scene_eff_d_out(s));
+    else if (a->heads > 0 && scene_eff_d_out(s) % a->heads != 0)
+        snprintf(heads, sizeof(heads), "%d heads \u00d7 head_dim %d/%d?", a->heads,
+                 scene_eff_d_out(s), a->heads);
     else
         snprintf(heads, sizeof(heads), "%d head%s \u00d7 head_dim %d", a->heads,
                  a->heads == 1 ? "" : "s", scene_head_dim(s));
@@ -465,6 +470,6 @@ void scene_describe(char *out, size_t out_size, const struct scene *s)
     const char *pfmt = fabs(p * 10 - round(p * 10)) < 1e-6 ? "%.1f" : "%g";
     char pstr[32];
     snprintf(pstr, sizeof(pstr), pfmt, p);
-    snprintf(out, out_size, "%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, v1, heads,
-             pstr, extra);
+    snprintf(out, out_size, "%s%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, self, v1,
+             heads, pstr, extra);
 }

@@ -1,7 +1,9 @@
 /* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
 #include "ui/app.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +90,8 @@ void app_clamp(struct app *a)
     int rows = app_rows(a), cols = app_cols(a);
     if (a->row >= rows)
         a->row = rows - 1;
-    if (a->col >= cols)
-        a->col = cols - 1;
+    /* The column the user asked for comes back when a wider stage has it again. */
+    a->col = a->col_want < cols ? a->col_want : cols - 1;
     if (a->row < 0)
         a->row = 0;
     if (a->col < 0)
@@ -141,6 +143,17 @@ static void begin_edit(struct app *a)
         scene_free(&a->redo[i]);
     a->n_redo = 0;
     a->message[0] = '\0';
+    a->message_is_error = false;
+    a->unsaved = true;
+}
+
+void app_refuse(struct app *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->message, sizeof(a->message), fmt, ap);
+    va_end(ap);
+    a->message_is_error = true;
 }
 
 /* Explicit weights only fit the shape they were written for; when an edit changes the shape
@@ -212,7 +225,12 @@ int app_edit_text(struct app *a, const char *text)
     char **tokens = NULL;
     int n = 0;
     if (tokenize(&tokens, &n, text, a->scene.tokenizer, &err)) {
-        snprintf(a->error, sizeof(a->error), "%s", err.msg);
+        app_refuse(a, "%s", err.msg);
+        return -1;
+    }
+    if (n == 0) {
+        tokens_free(tokens, n);
+        app_refuse(a, "the sentence needs at least one token");
         return -1;
     }
     tokens_free(tokens, n);
@@ -252,54 +270,82 @@ double app_knob_value(const struct app *a, enum knob k)
     return a->scene.attn.dropout;
 }
 
+int app_edit_seed(struct app *a, uint64_t seed)
+{
+    begin_edit(a);
+    a->scene.seed = seed;
+    drop_weights(a, "new seed");
+    return settle(a);
+}
+
 int app_edit_knob(struct app *a, enum knob k, double value)
 {
-    if (!isfinite(value)) {
-        snprintf(a->error, sizeof(a->error), "%s must be a number", knob_name(k));
-        return -1;
+    if (k == KNOB_SEED) {
+        if (!(value >= 0 && value == floor(value) && value < 18446744073709551616.0)) {
+            app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1");
+            return -1;
+        }
+        return app_edit_seed(a, (uint64_t)value);
     }
-    if (k != KNOB_DROPOUT && (value != floor(value) || value < 0 || value > 1e15)) {
-        snprintf(a->error, sizeof(a->error), "%s must be a whole number >= 0", knob_name(k));
+    if (k == KNOB_DROPOUT) {
+        if (!(value >= 0 && value <= 1)) {
+            app_refuse(a, "dropout p must be between 0 and 1, not %g", value);
+            return -1;
+        }
+        begin_edit(a);
+        a->scene.attn.dropout = value;
+        drop_dropout_mask(a);
+        return settle(a);
+    }
+    /* d_out and heads: whole numbers; scene_check names the limits. */
+    if (!(value >= 1 && value == floor(value) && value <= INT_MAX)) {
+        app_refuse(a, "%s must be a whole number of at least 1, not %g", knob_name(k), value);
         return -1;
     }
     begin_edit(a);
-    switch (k) {
-    case KNOB_SEED:
-        a->scene.seed = (uint64_t)value;
-        drop_weights(a, "new seed");
-        break;
-    case KNOB_D_OUT:
-        a->scene.attn.d_out = value > SCENE_MAX_DIM ? SCENE_MAX_DIM + 1 : (int)value;
+    if (k == KNOB_D_OUT) {
+        a->scene.attn.d_out = (int)value;
         drop_weights(a, "new d_out");
-        break;
-    case KNOB_HEADS:
-        a->scene.attn.heads = value > SCENE_MAX_HEADS ? SCENE_MAX_HEADS + 1 : (int)value;
+    } else {
+        a->scene.attn.heads = (int)value;
         drop_weights(a, "new head count");
-        break;
-    case KNOB_DROPOUT:
-    case KNOB_COUNT:
-        a->scene.attn.dropout = value;
-        drop_dropout_mask(a);
-        break;
     }
     return settle(a);
+}
+
+/* The next value of d_out or heads in direction dir that keeps the split layout valid:
+ * a multiple of heads for d_out, a divisor of d_out for heads. */
+static int next_valid(const struct app *a, enum knob k, int v, int dir)
+{
+    const struct scene *s = &a->scene;
+    int d_out = scene_eff_d_out(s), heads = s->attn.heads;
+    bool split = s->attn.layout == LAYOUT_SPLIT;
+    for (int x = v + dir; x >= 1 && x <= SCENE_MAX_DIM; x += dir) {
+        if (!split)
+            return x;
+        if (k == KNOB_D_OUT && heads > 0 && x % heads == 0)
+            return x;
+        if (k == KNOB_HEADS && d_out % x == 0)
+            return x;
+    }
+    return v;
 }
 
 int app_step_knob(struct app *a, enum knob k, int direction)
 {
     double v = app_knob_value(a, k);
-    double step = k == KNOB_DROPOUT ? 0.05 : 1.0;
-    double next = v + direction * step;
     if (k == KNOB_DROPOUT) {
-        next = round(next * 100) / 100; /* stay on the 0.05 grid, free of drift */
-        if (next < 0)
-            next = 0;
-        if (next > 1)
-            next = 1;
-    } else if (next < (k == KNOB_SEED ? 0 : 1)) {
-        return 0; /* nothing below 0 seeds or 1 head */
+        double next = round((v + direction * 0.05) * 100) / 100; /* the 0.05 grid, no drift */
+        next = next < 0 ? 0 : next > 1 ? 1 : next;
+        return next == v ? 0 : app_edit_knob(a, k, next);
     }
-    return app_edit_knob(a, k, next);
+    if (k == KNOB_SEED) {
+        if (direction < 0 && a->scene.seed == 0)
+            return 0;
+        return app_edit_seed(a, a->scene.seed + (uint64_t)(int64_t)direction);
+    }
+    int next = next_valid(a, k, (int)v, direction);
+    return next == (int)v ? 0 : app_edit_knob(a, k, next);
 }
 
 int app_toggle_causal(struct app *a)
@@ -317,10 +363,15 @@ int app_cycle_projection(struct app *a)
                                            [PROJ_RAND] = PROJ_LINEAR,
                                            [PROJ_LINEAR] = PROJ_NONE};
     struct attn_config *c = &a->scene.attn;
-    c->projection = next[scene_eff_projection(&a->scene)];
-    /* Q = K = V = X needs d_out = d_in; and only linear has biases. */
-    if (c->projection == PROJ_NONE)
+    enum projection from = scene_eff_projection(&a->scene);
+    c->projection = next[from];
+    /* Q = K = V = X needs d_out = d_in; the old d_out comes back when the cycle moves on. */
+    if (c->projection == PROJ_NONE) {
+        a->d_out_before_none = c->d_out;
         c->d_out = scene_d_in(&a->scene);
+    } else if (from == PROJ_NONE && a->d_out_before_none > 0) {
+        c->d_out = a->d_out_before_none;
+    }
     if (c->projection != PROJ_LINEAR)
         c->qkv_bias = false;
     c->scale = SCALE_DEFAULT;
@@ -380,5 +431,12 @@ int app_export(struct app *a, const char *dir, struct diag *err)
 
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
 {
-    return scenefile_save(path, &a->scene, false, overwrite, err);
+    /* A file that would not load is no use to anyone: fix or undo first. */
+    if (a->error[0])
+        return diag_set(err, "", "the edited scene is invalid (%.300s); fix it or undo first",
+                        a->error);
+    if (scenefile_save(path, &a->scene, false, overwrite, err))
+        return -1;
+    a->unsaved = false;
+    return 0;
 }

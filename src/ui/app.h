@@ -10,6 +10,7 @@
 #define ATTNSCOPE_APP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/diag.h"
 #include "engine/attention.h"
@@ -36,10 +37,14 @@ struct app {
 
     char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
     char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
+    bool message_is_error;      /* the note reports a refused input, not an invalid scene */
+    bool unsaved;               /* edited since opened or last saved */
+    int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
 
     enum stage stage;
     int head;
     int row, col;   /* cursor in the current matrix */
+    int col_want;   /* the column asked for, kept across stages of other widths */
     bool all_heads; /* small multiples of every head */
     bool playing;   /* auto-play through the stages */
     enum knob knob; /* which knob + and - change */
@@ -60,6 +65,9 @@ void app_clamp(struct app *a);
  * -1 when it is not (the result stays, a->error says why). */
 int app_edit_text(struct app *a, const char *text);
 int app_edit_knob(struct app *a, enum knob k, double value);
+int app_edit_seed(struct app *a, uint64_t seed);
+/* Refuses an input without touching the scene: the message line shows why. */
+void app_refuse(struct app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int app_step_knob(struct app *a, enum knob k, int direction);
 int app_toggle_causal(struct app *a);
 int app_cycle_projection(struct app *a);

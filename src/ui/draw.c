@@ -8,7 +8,44 @@
 #include <string.h>
 #include <wchar.h>
 
+#include <langinfo.h>
+
 #include "ui/ui.h"
+
+/* Over ssh the locale is often C/POSIX: then every glyph the panels use has an ASCII stand-in,
+ * so the screen stays readable and the columns stay aligned. */
+static bool ascii_only;
+
+void draw_init(void)
+{
+    const char *cs = nl_langinfo(CODESET);
+    ascii_only = !(cs && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0));
+}
+
+bool draw_ascii_only(void)
+{
+    return ascii_only;
+}
+
+static const char *ascii_for(wchar_t wc)
+{
+    static const struct {
+        wchar_t wc;
+        const char *ascii;
+    } map[] = {
+        {L'\u00b7', "|"},  {L'\u00d7', "x"},   {L'\u221e', "inf"}, {L'\u221a', "sqrt"},
+        {L'\u00f7', "/"},  {L'\u03a3', "sum"}, {L'\u2502', "|"},   {L'\u2026', "~"},
+        {L'\u201c', "\""}, {L'\u201d', "\""},  {L'\u2018', "'"},   {L'\u2019', "'"},
+        {L'\u2591', "."},  {L'\u2592', ":"},   {L'\u2593', "#"},   {L'\u2588', "@"},
+        {L'\u2190', "<"},  {L'\u2192', ">"},   {L'\u2191', "^"},   {L'\u2193', "v"},
+        {L'\u2212', "-"},  {L'\u2717', "x"},   {L'\u25b6', ">"},   {L'\u1d40', "^T"},
+        {L'\u2014', "-"},  {L'\u00a0', " "},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (map[i].wc == wc)
+            return map[i].ascii;
+    return "?";
+}
 
 /* Decodes one UTF-8 character; returns its byte length (1 for an invalid byte, shown as ?). */
 static int next_char(const char *s, wchar_t *wc)
@@ -25,6 +62,8 @@ static int next_char(const char *s, wchar_t *wc)
 
 static int char_width(wchar_t wc)
 {
+    if (ascii_only && wc >= 0x80)
+        return (int)strlen(ascii_for(wc));
     int w = wcwidth(wc);
     return w < 0 ? 1 : w;
 }
@@ -56,8 +95,12 @@ int draw_text(int y, int x, int width, int attr, const char *s)
             break;
         if (wc == L'\t' || wc < 32)
             wc = L' ';
-        wchar_t str[2] = {wc, 0};
-        addnwstr(str, 1);
+        if (ascii_only && wc >= 0x80) {
+            addstr(ascii_for(wc));
+        } else {
+            wchar_t str[2] = {wc, 0};
+            addnwstr(str, 1);
+        }
         used += cw;
     }
     attr_set(old_attr, old_pair, NULL);
@@ -96,7 +139,8 @@ void format_cell(char *out, size_t out_size, float v, int width)
         snprintf(out, out_size, v < 0 ? "-\u221e" : "\u221e");
         return;
     }
-    for (int prec = 3; prec >= 0; prec--) {
+    /* Four decimals (print's) when the cell has room for a signed one, else three. */
+    for (int prec = width >= 7 ? 4 : 3; prec >= 0; prec--) {
         int n = snprintf(out, out_size, "%.*f", prec, (double)v);
         if (n <= width)
             return;

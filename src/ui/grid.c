@@ -16,23 +16,28 @@ static int tiles(const struct ui *ui)
     return stage_is_per_head(ui->app.stage) ? ui->app.model.heads : 1;
 }
 
-/* Sizes the tiles to the area: 2 columns per cell when they fit, else 1. */
+/* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
+ * 2, else 1; then scrolls by rows of tiles so the selected head stays visible. */
 static void layout(struct panel *p, struct ui *ui, int *cw)
 {
+    static const int widths[] = {6, 2, 1};
     struct mat_view v = app_view(&ui->app, ui->app.stage, 0);
     int n = tiles(ui);
-    *cw = 2;
-    for (;;) {
+    for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+        *cw = widths[i];
         ui->grid_tile_w = v.cols * *cw + 2;
-        ui->grid_tile_h = v.rows + 1;
-        ui->grid_per_row = p->area.w / ui->grid_tile_w;
-        if (ui->grid_per_row < 1)
-            ui->grid_per_row = 1;
-        int rows_needed = (n + ui->grid_per_row - 1) / ui->grid_per_row;
-        if (*cw == 1 || rows_needed * ui->grid_tile_h <= p->area.h - 1)
+        ui->grid_tile_h = v.rows + 2;
+        ui->grid_per_row = p->area.w / ui->grid_tile_w > 0 ? p->area.w / ui->grid_tile_w : 1;
+        int tile_rows = (n + ui->grid_per_row - 1) / ui->grid_per_row;
+        if (tile_rows * ui->grid_tile_h <= p->area.h - 1)
             break;
-        *cw = 1;
     }
+    int visible = (p->area.h - 1) / ui->grid_tile_h > 0 ? (p->area.h - 1) / ui->grid_tile_h : 1;
+    int sel_row = (n > 1 ? ui->app.head : 0) / ui->grid_per_row;
+    if (sel_row < ui->grid_top)
+        ui->grid_top = sel_row;
+    if (sel_row >= ui->grid_top + visible)
+        ui->grid_top = sel_row - visible + 1;
 }
 
 static void draw(struct panel *p, struct ui *ui)
@@ -64,8 +69,8 @@ static void draw(struct panel *p, struct ui *ui)
     draw_text(r.y, r.x, r.w, t->role_attr[ROLE_LABEL], title);
     heatmap_legend(ui, r.y, r.x + r.w, lo, hi, diverging);
 
-    for (int h = 0; h < n; h++) {
-        int ty = r.y + 1 + (h / ui->grid_per_row) * ui->grid_tile_h;
+    for (int h = ui->grid_top * ui->grid_per_row; h < n; h++) {
+        int ty = r.y + 1 + (h / ui->grid_per_row - ui->grid_top) * ui->grid_tile_h;
         int tx = r.x + (h % ui->grid_per_row) * ui->grid_tile_w;
         if (ty >= r.y + r.h)
             break;
@@ -79,23 +84,25 @@ static void draw(struct panel *p, struct ui *ui)
             for (int j = 0; j < v.cols; j++) {
                 float x = v.data[(size_t)i * v.stride + j];
                 const char *shade = " ";
-                int attr;
-                const char *glyph;
-                if (!isfinite(x)) {
-                    attr = t->role_attr[ROLE_MASKED];
-                    glyph = cw == 2 ? " \u00b7" : "\u00b7";
+                int attr = isfinite(x) ? theme_cell_attr(t, x, lo, hi, diverging, &shade)
+                                       : t->role_attr[ROLE_MASKED];
+                char cell[32];
+                if (cw >= 6) {
+                    char num[16];
+                    format_cell(num, sizeof(num), x, cw - 1);
+                    snprintf(cell, sizeof(cell), "%*s%s", cw - text_width(num), "", num);
+                } else if (!isfinite(x)) {
+                    snprintf(cell, sizeof(cell), cw == 2 ? " \u00b7" : "\u00b7");
                 } else {
-                    attr = theme_cell_attr(t, x, lo, hi, diverging, &shade);
-                    glyph = shade;
+                    snprintf(cell, sizeof(cell), cw == 2 ? "%s%s" : "%s", shade, shade);
                 }
-                char cell[16];
-                if (isfinite(x) && cw == 2)
-                    snprintf(cell, sizeof(cell), "%s%s", glyph, glyph);
-                else
-                    snprintf(cell, sizeof(cell), "%s", glyph);
                 draw_text(ty + 1 + i, tx + j * cw, cw, attr, cell);
             }
     }
+    int tile_rows = (n + ui->grid_per_row - 1) / ui->grid_per_row;
+    if (tile_rows * ui->grid_tile_h > r.h - 1)
+        draw_text(r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM],
+                  "more heads: arrows scroll \u00b7 Enter opens the selected head");
 }
 
 static int select_head(struct ui *ui, int h)
@@ -134,7 +141,8 @@ static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned l
         return select_head(ui, ui->app.head + (buttons & BUTTON4_PRESSED ? -1 : 1));
     int cw;
     layout(p, ui, &cw);
-    int row = (y - p->area.y - 1) / ui->grid_tile_h, col = (x - p->area.x) / ui->grid_tile_w;
+    int row = ui->grid_top + (y - p->area.y - 1) / ui->grid_tile_h;
+    int col = (x - p->area.x) / ui->grid_tile_w;
     int h = row * ui->grid_per_row + col;
     if (y - p->area.y < 1 || col >= ui->grid_per_row || h >= tiles(ui))
         return HANDLED_NO;

@@ -16,8 +16,8 @@ static void draw(struct panel *p, struct ui *ui)
     attrset(A_NORMAL);
 
     char sizes[128];
-    snprintf(sizes, sizeof(sizes), " %d tokens \u00b7 d_in %d \u00b7 d_out %d \u00b7 seed %llu ",
-             s->n_tokens, scene_d_in(s), scene_eff_d_out(s), (unsigned long long)s->seed);
+    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d ", s->n_tokens,
+             s->n_tokens == 1 ? "" : "s", scene_d_in(s));
     int sw = text_width(sizes);
     char variant[256];
     scene_describe(variant, sizeof(variant), s);

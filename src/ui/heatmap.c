@@ -12,8 +12,9 @@
 
 #include "ui/ui.h"
 
-#define CELL_W 7
-#define SUM_W  9
+#define CELL_W      7 /* "-0.138" and a gap */
+#define CELL_W_WIDE 9 /* "-0.1385", print's 4 decimals, when the area has room */
+#define SUM_W       10
 
 /* Finite min and max of a matrix. */
 void heatmap_range(struct mat_view v, float *lo, float *hi);
@@ -52,8 +53,17 @@ static int label_width(const struct ui *ui)
     return (w > 12 ? 12 : w) + 1;
 }
 
+/* The row-sum column belongs where rows are distributions: after the normalisation (summing
+ * to 1), after dropout (no longer), and the after-softmax mask (zeroed, not renormalised). */
+static bool shows_sum(const struct app *a)
+{
+    return a->stage == STAGE_WEIGHTS || a->stage == STAGE_DROPOUT ||
+           (a->stage == STAGE_MASKED && a->model.causal &&
+            a->model.mask_mode == MASK_AFTER_SOFTMAX);
+}
+
 struct layout {
-    int lw, vis_rows, vis_cols;
+    int lw, cw, vis_rows, vis_cols; /* label and cell widths, visible rows and columns */
     bool sum;
 };
 
@@ -61,11 +71,17 @@ static struct layout compute_layout(const struct panel *p, const struct ui *ui)
 {
     struct layout l;
     l.lw = label_width(ui);
-    l.sum = stage_is_square(ui->app.stage);
+    l.sum = shows_sum(&ui->app);
     int w = p->area.w - l.lw - (l.sum ? SUM_W : 0);
-    l.vis_cols = w / CELL_W > 0 ? w / CELL_W : 1;
+    l.cw = app_cols(&ui->app) * CELL_W_WIDE <= w ? CELL_W_WIDE : CELL_W;
+    l.vis_cols = w / l.cw > 0 ? w / l.cw : 1;
     l.vis_rows = p->area.h - 3 > 0 ? p->area.h - 3 : 1;
     return l;
+}
+
+int heatmap_min_width(const struct ui *ui)
+{
+    return label_width(ui) + ui->app.model.n * CELL_W + SUM_W + 1;
 }
 
 /* Keeps the cursor inside the visible window. */
@@ -86,9 +102,9 @@ static void follow_cursor(struct ui *ui, const struct layout *l)
         ui->left_col = 0;
 }
 
-/* "min -0.51 [gradient] max 0.91" at the right end of line y. */
-void heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging);
-void heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging)
+/* "min -0.51 [gradient] max 0.91" at the right end of line y; returns its width. */
+int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging);
+int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging)
 {
     char lo_s[32], hi_s[32], left[48], right[48];
     format_cell(lo_s, sizeof(lo_s), lo, 8);
@@ -96,9 +112,10 @@ void heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, b
     snprintf(left, sizeof(left), "min %s ", lo_s);
     snprintf(right, sizeof(right), " max %s", hi_s);
     int steps = 8;
-    int x = x_end - text_width(left) - steps - text_width(right);
+    int width = text_width(left) + steps + text_width(right);
+    int x = x_end - width;
     if (x < 0)
-        return;
+        return 0;
     x += draw_text(y, x, 40, ui->theme.role_attr[ROLE_DIM], left);
     for (int s = 0; s < steps; s++) {
         float v = lo + (hi - lo) * (float)s / (float)(steps - 1);
@@ -107,13 +124,14 @@ void heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, b
         x += draw_text(y, x, 1, attr, ui->theme.mode == COLOR_MODE_256 ? " " : shade);
     }
     draw_text(y, x, 40, ui->theme.role_attr[ROLE_DIM], right);
+    return width;
 }
 
 /* The stage's name as the title calls it. */
 static const char *stage_title(enum stage s)
 {
     static const char *const titles[STAGE_COUNT] = {
-        "inputs (after positional encoding)",
+        "inputs",
         "queries Q",
         "keys K",
         "values V",
@@ -146,29 +164,39 @@ static void draw(struct panel *p, struct ui *ui)
     float lo, hi;
     heatmap_range(v, &lo, &hi);
     bool diverging = lo < 0;
-    char title[160];
+    const char *what = stage_title(a->stage);
+    if (a->stage == STAGE_INPUTS)
+        what = a->model.pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
+    else if (a->stage == STAGE_MASKED && a->model.causal &&
+             a->model.mask_mode == MASK_AFTER_SOFTMAX)
+        what = "softmax, future zeroed";
+    char title[200];
     if (stage_is_per_head(a->stage))
-        snprintf(title, sizeof(title), "head %d of %d \u00b7 %s \u00b7 %d\u00d7%d", a->head,
-                 a->model.heads, stage_title(a->stage), v.rows, v.cols);
+        snprintf(title, sizeof(title), "head %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d", a->head,
+                 a->model.heads, what, v.rows, v.cols);
     else
-        snprintf(title, sizeof(title), "%s \u00b7 %d\u00d7%d (shared by all heads)",
-                 stage_title(a->stage), v.rows, v.cols);
-    draw_text(r.y, r.x, r.w, t->role_attr[ROLE_LABEL], title);
-    heatmap_legend(ui, r.y, r.x + r.w, lo, hi, diverging);
+        snprintf(title, sizeof(title), "%s \u00b7 %d\u00d7%d \u00b7 all heads", what, v.rows,
+                 v.cols);
+    /* The legend first, so the title yields to it rather than running into it. */
+    int legend_w = heatmap_legend(ui, r.y, r.x + r.w, lo, hi, diverging);
+    char clipped[256];
+    abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
+    draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
 
+    int shaded = t->mode != COLOR_MODE_256; /* cells spend a column on a shade block */
     int x0 = r.x + l.lw;
     int last_col = ui->left_col + l.vis_cols < v.cols ? ui->left_col + l.vis_cols : v.cols;
     int last_row = ui->top_row + l.vis_rows < v.rows ? ui->top_row + l.vis_rows : v.rows;
     for (int j = ui->left_col; j < last_col; j++) {
         char full[SCENE_MAX_TOKEN_BYTES + 8], shortl[64], cell[80];
         col_label(full, sizeof(full), ui, j);
-        abbreviate(shortl, sizeof(shortl), full, CELL_W - 1);
-        snprintf(cell, sizeof(cell), "%*s%s", CELL_W - text_width(shortl), "", shortl);
+        abbreviate(shortl, sizeof(shortl), full, l.cw - 1);
+        snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(shortl), "", shortl);
         int role = j == a->col ? ROLE_SELECTION : ROLE_LABEL;
-        draw_text(r.y + 1, x0 + (j - ui->left_col) * CELL_W, CELL_W, t->role_attr[role], cell);
+        draw_text(r.y + 1, x0 + (j - ui->left_col) * l.cw, l.cw, t->role_attr[role], cell);
     }
     if (l.sum)
-        draw_text(r.y + 1, x0 + (last_col - ui->left_col) * CELL_W, SUM_W, t->role_attr[ROLE_LABEL],
+        draw_text(r.y + 1, x0 + (last_col - ui->left_col) * l.cw, SUM_W, t->role_attr[ROLE_LABEL],
                   " \u2502 row \u03a3");
 
     for (int i = ui->top_row; i < last_row; i++) {
@@ -182,16 +210,28 @@ static void draw(struct panel *p, struct ui *ui)
             char num[32], cell[64];
             const char *shade = " ";
             int attr;
-            format_cell(num, sizeof(num), x, CELL_W - 1);
-            if (isinf(x) || isnan(x))
+            /* A dropped cell says so: on a projector a 0 and a dropped weight look alike. */
+            bool dropped = a->stage == STAGE_DROPOUT && a->model.keep &&
+                           !a->model.keep[((size_t)a->head * v.rows + (size_t)i) * v.rows + j];
+            if (dropped)
+                snprintf(num, sizeof(num), "drop");
+            else
+                format_cell(num, sizeof(num), x, l.cw - 1 - shaded);
+            bool plain = isinf(x) || isnan(x) || dropped;
+            if (plain)
                 attr = t->role_attr[ROLE_MASKED];
             else
                 attr = theme_cell_attr(t, x, lo, hi, diverging, &shade);
             if (i == a->row && j == a->col)
                 attr = (attr & ~A_DIM) | A_REVERSE | A_BOLD;
-            snprintf(cell, sizeof(cell), "%s%*s%s", isinf(x) || isnan(x) ? " " : shade,
-                     CELL_W - 1 - text_width(num), "", num);
-            draw_text(y, x0 + (j - ui->left_col) * CELL_W, CELL_W, attr, cell);
+            /* Without 256 colours a shade block leads the cell, after a blank, so it is never
+             * read as part of the neighbour's number. */
+            if (shaded)
+                snprintf(cell, sizeof(cell), " %s%*s%s", plain ? " " : shade,
+                         l.cw - 2 - text_width(num), "", num);
+            else
+                snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(num), "", num);
+            draw_text(y, x0 + (j - ui->left_col) * l.cw, l.cw, attr, cell);
         }
         if (l.sum) {
             float sum = 0.0f;
@@ -201,7 +241,7 @@ static void draw(struct panel *p, struct ui *ui)
             char num[32], cell[64];
             format_cell(num, sizeof(num), sum, SUM_W - 3);
             snprintf(cell, sizeof(cell), " \u2502%*s%s", SUM_W - 2 - text_width(num), "", num);
-            draw_text(y, x0 + (last_col - ui->left_col) * CELL_W, SUM_W, t->role_attr[ROLE_DIM],
+            draw_text(y, x0 + (last_col - ui->left_col) * l.cw, SUM_W, t->role_attr[ROLE_DIM],
                       cell);
         }
     }
@@ -226,7 +266,7 @@ static int move_cursor(struct ui *ui, int drow, int dcol)
     if (row == a->row && col == a->col)
         return HANDLED_YES;
     a->row = row;
-    a->col = col;
+    a->col = a->col_want = col;
     return HANDLED_CURSOR;
 }
 
@@ -259,12 +299,12 @@ static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned l
         return move_cursor(ui, 3, 0);
     struct layout l = compute_layout(p, ui);
     int i = ui->top_row + (y - p->area.y - 2);
-    int j = ui->left_col + (x - p->area.x - l.lw) / CELL_W;
+    int j = ui->left_col + (x - p->area.x - l.lw) / l.cw;
     if (y - p->area.y < 2 || x - p->area.x < l.lw || i >= app_rows(&ui->app) ||
         j >= app_cols(&ui->app) || j >= ui->left_col + l.vis_cols)
         return HANDLED_NO;
     ui->app.row = i;
-    ui->app.col = j;
+    ui->app.col = ui->app.col_want = j;
     return HANDLED_CURSOR;
 }
 

@@ -9,69 +9,97 @@
 
 static int help_top; /* first line shown, when the list is taller than the screen */
 
-/* Builds the overlay's lines; key column and help column split by a tab. */
-static int build(struct ui *ui, char lines[][160], int max)
+/* Builds the overlay's lines: "\agroup" headings, "keys\thelp" rows, plain text rows. */
+static int build(struct ui *ui, char lines[][256], int max)
 {
     static const char *const groups[] = {"move", "view", "edit", "file", "other"};
     int n = 0;
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         if (n < max)
-            snprintf(lines[n++], 160, "\a%s", groups[g]);
+            snprintf(lines[n++], 256, "\a%s", groups[g]);
         for (int a = 0; a < ACTION_COUNT && n < max; a++)
             if (strcmp(action_table[a].group, groups[g]) == 0)
-                snprintf(lines[n++], 160, "%s\t%s",
+                snprintf(lines[n++], 256, "%s\t%s",
                          ui->keymap.keys[a][0] ? ui->keymap.keys[a] : "(unbound)",
                          action_table[a].help);
     }
-    if (n < max)
-        snprintf(lines[n++], 160, "\amouse");
-    if (n < max)
-        snprintf(lines[n++], 160, "click\tSelect a cell, a stage or a head");
-    if (n < max)
-        snprintf(lines[n++], 160, "wheel\tScroll");
+    static const char *const extra[][2] = {
+        {"\amouse", NULL},
+        {"click", "Select a cell, a stage or a head"},
+        {"wheel", "Scroll"},
+        {"\aline editor", NULL},
+        {"Enter Esc", "Accept / cancel"},
+        {"C-a C-e", "Start / end of the line (Home, End)"},
+        {"C-k C-u C-w", "Kill to the end / to the start / a word"},
+    };
+    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]) && n < max; i++)
+        snprintf(lines[n++], 256, extra[i][1] ? "%s\t%s" : "%s", extra[i][0],
+                 extra[i][1] ? extra[i][1] : "");
+    if (ui->config_problems.n > 0 && n < max)
+        snprintf(lines[n++], 256, "\aconfiguration problems (the defaults are in use)");
+    for (int i = 0; i < ui->config_problems.n && n < max; i++) {
+        const struct diag *d = &ui->config_problems.items[i];
+        snprintf(lines[n++], 256, "%.100s:%d:%d: %.140s", d->file, d->line, d->col, d->msg);
+    }
     return n;
+}
+
+static void draw_line(const struct theme *t, int y, int x, int w, const char *line)
+{
+    if (line[0] == '\a') {
+        draw_text(y, x, w, t->role_attr[ROLE_LABEL], line + 1);
+        return;
+    }
+    const char *tab = strchr(line, '\t');
+    if (!tab) {
+        draw_text(y, x + 2, w - 2, t->role_attr[ROLE_HELP], line);
+        return;
+    }
+    char keys[64];
+    snprintf(keys, sizeof(keys), "%.*s", (int)(tab - line), line);
+    draw_text(y, x + 2, 16, t->role_attr[ROLE_HELP_KEY], keys);
+    draw_text(y, x + 19, w - 19, t->role_attr[ROLE_HELP], tab + 1);
 }
 
 static void draw(struct panel *p, struct ui *ui)
 {
     struct rect r = p->area;
     const struct theme *t = &ui->theme;
-    char lines[64][160];
-    int n = build(ui, lines, 64);
-    int w = r.w < 76 ? r.w : 76, h = r.h;
-    int x0 = r.x + (r.w - w) / 2, y0 = r.y;
-    int body = h - 3;
-    if (help_top > n - body)
-        help_top = n - body > 0 ? n - body : 0;
-    for (int y = y0; y < y0 + h; y++) {
-        move(y, x0);
+    char lines[96][256];
+    int n = build(ui, lines, 96);
+    int body = r.h - 2;
+    /* Two columns when one would scroll and the screen is wide enough for both. */
+    int columns = n > body && r.w >= 120 ? 2 : 1;
+    int col_w = columns == 2 ? (r.w - 4) / 2 : (r.w < 80 ? r.w : 80);
+    int x0 = r.x + (r.w - col_w * columns) / 2;
+    int per_col = columns == 2 ? (n + 1) / 2 : n;
+    int shown = body * columns;
+    if (help_top > n - shown)
+        help_top = n - shown > 0 ? n - shown : 0;
+    for (int y = r.y; y < r.y + r.h; y++) {
+        move(y, r.x);
         attrset(t->role_attr[ROLE_HELP]);
-        for (int x = 0; x < w; x++)
+        for (int x = 0; x < r.w; x++)
             addch(' ');
     }
     attrset(A_NORMAL);
-    draw_text(y0, x0 + 2, w - 4, t->role_attr[ROLE_LABEL] | A_BOLD,
-              "attnscope keys \u2014 rebind them in keys.yaml");
-    for (int i = 0; i < body && help_top + i < n; i++) {
-        const char *line = lines[help_top + i];
-        int y = y0 + 1 + i;
-        if (line[0] == '\a') {
-            draw_text(y, x0 + 2, w - 4, t->role_attr[ROLE_LABEL], line + 1);
-            continue;
+    draw_text(r.y, x0 + 2, r.w - 4, t->role_attr[ROLE_LABEL] | A_BOLD,
+              "attnscope keys \u2014 rebind them in keys.yaml (see the README)");
+    for (int c = 0; c < columns; c++)
+        for (int i = 0; i < body; i++) {
+            int k = columns == 2 ? c * per_col + i : help_top + i;
+            if (k >= n || (columns == 2 && i >= per_col))
+                break;
+            draw_line(t, r.y + 1 + i, x0 + c * col_w, col_w - 1, lines[k]);
         }
-        const char *tab = strchr(line, '\t');
-        char keys[64];
-        snprintf(keys, sizeof(keys), "%.*s", (int)(tab - line), line);
-        draw_text(y, x0 + 4, 18, t->role_attr[ROLE_HELP_KEY], keys);
-        draw_text(y, x0 + 23, w - 25, t->role_attr[ROLE_HELP], tab + 1);
-    }
     char foot[96];
-    if (n > body)
-        snprintf(foot, sizeof(foot), "\u2191\u2193 scroll \u00b7 any other key closes (%d/%d)",
+    if (n > shown)
+        snprintf(foot, sizeof(foot),
+                 "\u2191\u2193 scroll (%d\u2013%d of %d) \u00b7 any other key closes", help_top + 1,
                  help_top + body < n ? help_top + body : n, n);
     else
         snprintf(foot, sizeof(foot), "any key closes");
-    draw_text(y0 + h - 1, x0 + 2, w - 4, t->role_attr[ROLE_DIM], foot);
+    draw_text(r.y + r.h - 1, x0 + 2, r.w - 4, t->role_attr[ROLE_DIM], foot);
 }
 
 static int handle_key(struct panel *p, struct ui *ui, enum action a)

@@ -36,6 +36,18 @@ static void num(struct buf *b, float v)
         put(b, "%.4f", (double)v);
 }
 
+/* A number inside a formula: negative ones in brackets, so "a×-b" reads "a×(-b)". */
+static void operand(struct buf *b, float v)
+{
+    if (v < 0 && !isinf(v)) {
+        put(b, "(");
+        num(b, v);
+        put(b, ")");
+    } else {
+        num(b, v);
+    }
+}
+
 /* Writes "a0×b0 + a1×b1 + ... = result" for a dot product of n terms. */
 static void terms(struct buf *b, const float *a, int as, const float *w, int ws, int n)
 {
@@ -43,9 +55,9 @@ static void terms(struct buf *b, const float *a, int as, const float *w, int ws,
     for (int k = 0; k < n && k < MAX_TERMS; k++) {
         if (k)
             put(b, " + ");
-        num(b, a[(size_t)k * as]);
+        operand(b, a[(size_t)k * as]);
         put(b, "\u00d7");
-        num(b, w[(size_t)k * ws]);
+        operand(b, w[(size_t)k * ws]);
     }
     if (n > MAX_TERMS)
         put(b, " + \u2026 (%d more)", n - MAX_TERMS);
@@ -121,7 +133,7 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
             "  = exp(");
         num(b, x);
         put(b, " \u2212 ");
-        num(b, max);
+        operand(b, max);
         put(b, ") \u00f7 ");
         num(b, s);
         put(b, "\n  = ");

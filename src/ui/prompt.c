@@ -22,13 +22,12 @@ void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const 
         n = 0;
     ui->prompt_buf[n] = L'\0';
     ui->prompt_len = ui->prompt_cur = (int)n;
-    curs_set(1);
+    snprintf(ui->prompt_initial, sizeof(ui->prompt_initial), "%s", initial ? initial : "");
 }
 
 static void close_prompt(struct ui *ui)
 {
     ui->prompt = PROMPT_NONE;
-    curs_set(0);
 }
 
 static void delete_range(struct ui *ui, int from, int to)
@@ -56,14 +55,17 @@ static int accept(struct ui *ui)
 
 int prompt_key(struct ui *ui, wint_t key, bool is_code)
 {
-    if (ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT) {
+    if (ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT ||
+        ui->prompt == PROMPT_CONFIRM_QUIT) {
         if (!is_code && (key == L'y' || key == L'Y')) {
             ui->prompt_buf[0] = L'y';
             ui->prompt_buf[1] = L'\0';
             return accept(ui);
         }
+        enum prompt_kind kind = ui->prompt;
         close_prompt(ui);
-        snprintf(ui->app.message, sizeof(ui->app.message), "nothing written");
+        if (kind != PROMPT_CONFIRM_QUIT)
+            snprintf(ui->app.message, sizeof(ui->app.message), "nothing written");
         return HANDLED_CURSOR;
     }
     int cur = ui->prompt_cur, len = ui->prompt_len;
@@ -181,5 +183,6 @@ void prompt_draw(struct ui *ui, int y)
     }
     if (ui->prompt_cur >= ui->prompt_len)
         cursor_x = x + used;
-    move(y, cursor_x);
+    ui->prompt_y = y;
+    ui->prompt_x = cursor_x;
 }

@@ -39,32 +39,53 @@ static void stage_label(char *out, size_t size, const struct model *m, enum stag
     }
 }
 
-/* True when the stage changes nothing for this model. */
-static bool stage_off(const struct model *m, enum stage s)
+bool stage_is_off(const struct model *m, enum stage s)
 {
     return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||
            (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
 }
 
+/* Short names for a narrow bar: every stage stays visible down to the minimum width. */
+static const char *const short_labels[STAGE_COUNT] = {"in",   "Q",  "K",    "V",   "QK",  "\u00f7",
+                                                      "mask", "sm", "drop", "ctx", "cat", "out"};
+
+/* Width of the bar in one of three densities: 0 padded with dots, 1 tight, 2 short names. */
+static int bar_width(const struct model *m, int density)
+{
+    int w = 1;
+    for (int s = 0; s < STAGE_COUNT; s++) {
+        char label[32];
+        stage_label(label, sizeof(label), m, (enum stage)s);
+        w += text_width(density == 2 ? short_labels[s] : label) + (density == 0 ? 3 : 2);
+    }
+    return w;
+}
+
 static void draw(struct panel *p, struct ui *ui)
 {
     struct rect r = p->area;
-    move(r.y, r.x);
-    clrtoeol();
+    const struct model *m = &ui->app.model;
+    attrset(ui->theme.role_attr[ROLE_STAGEBAR]);
+    mvhline(r.y, r.x, ' ', r.w);
+    attrset(A_NORMAL);
+    int density = 0;
+    while (density < 2 && bar_width(m, density) > r.w)
+        density++;
     int x = r.x + 1;
     for (int s = 0; s < STAGE_COUNT; s++) {
-        char label[32];
-        stage_label(label, sizeof(label), &ui->app.model, (enum stage)s);
-        int role = s == (int)ui->app.stage        ? ROLE_STAGE_CURRENT
-                   : stage_off(&ui->app.model, s) ? ROLE_STAGE_OFF
-                                                  : ROLE_STAGEBAR;
-        char padded[40];
-        snprintf(padded, sizeof(padded), " %s ", label);
+        char label[32], padded[40];
+        stage_label(label, sizeof(label), m, (enum stage)s);
+        int role = s == (int)ui->app.stage ? ROLE_STAGE_CURRENT
+                   : stage_is_off(m, s)    ? ROLE_STAGE_OFF
+                                           : ROLE_STAGEBAR;
+        snprintf(padded, sizeof(padded), density == 0 ? " %s " : "%s",
+                 density == 2 ? short_labels[s] : label);
         label_x0[s] = x;
         x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[role], padded);
         label_x1[s] = x;
         if (s + 1 < STAGE_COUNT && x < r.x + r.w)
-            x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[ROLE_DIM], "\u00b7");
+            x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[ROLE_STAGEBAR],
+                           density == 0 ? "\u00b7" : " ");
     }
 }
 

@@ -26,19 +26,37 @@ void key_display(char *out, size_t size, const struct keymap *km, enum action a)
     snprintf(out, size, "%s", first);
 }
 
-/* The status line: pairs of (keys, what they do), most useful first. */
+/* The status line: pairs of (keys, what they do), most useful first; help and quit lead so
+ * they survive the narrowest terminal. */
 static const struct {
     enum action a, b; /* b: the paired action (prev/next), or ACTION_NONE */
     const char *label;
 } hints[] = {
-    {ACTION_HELP, ACTION_NONE, "help"},           {ACTION_STAGE_PREV, ACTION_STAGE_NEXT, "stage"},
-    {ACTION_HEAD_PREV, ACTION_HEAD_NEXT, "head"}, {ACTION_ALL_HEADS, ACTION_NONE, "all heads"},
-    {ACTION_EDIT_TEXT, ACTION_NONE, "text"},      {ACTION_KNOB_NEXT, ACTION_NONE, "knob"},
-    {ACTION_KNOB_DOWN, ACTION_KNOB_UP, "change"}, {ACTION_CAUSAL, ACTION_NONE, "causal"},
-    {ACTION_PLAY, ACTION_NONE, "play"},           {ACTION_UNDO, ACTION_NONE, "undo"},
-    {ACTION_EXPORT, ACTION_NONE, "export"},       {ACTION_SAVE, ACTION_NONE, "save"},
+    {ACTION_HELP, ACTION_NONE, "help"},
     {ACTION_QUIT, ACTION_NONE, "quit"},
+    {ACTION_STAGE_PREV, ACTION_STAGE_NEXT, "stage"},
+    {ACTION_HEAD_PREV, ACTION_HEAD_NEXT, "head"},
+    {ACTION_ALL_HEADS, ACTION_NONE, "all heads"},
+    {ACTION_EDIT_TEXT, ACTION_NONE, "text"},
+    {ACTION_KNOB_NEXT, ACTION_NONE, "knob"},
+    {ACTION_KNOB_DOWN, ACTION_KNOB_UP, "change"},
+    {ACTION_CAUSAL, ACTION_NONE, "causal"},
+    {ACTION_UNDO, ACTION_NONE, "undo"},
+    {ACTION_PLAY, ACTION_NONE, "play"},
+    {ACTION_EXPORT, ACTION_NONE, "export"},
+    {ACTION_SAVE, ACTION_NONE, "save"},
 };
+
+/* Draws "key:label " pairs from x; returns the new x, or -1 once one did not fit. */
+static int hint(int y, int x, int x_end, const struct theme *t, const char *keys, const char *label)
+{
+    char tail[64];
+    snprintf(tail, sizeof(tail), ":%s ", label);
+    if (x < 0 || x + text_width(keys) + text_width(tail) > x_end)
+        return -1;
+    x += draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS_KEY], keys);
+    return x + draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS], tail);
+}
 
 static void draw(struct panel *p, struct ui *ui)
 {
@@ -50,6 +68,10 @@ static void draw(struct panel *p, struct ui *ui)
     clrtoeol();
     if (ui->prompt != PROMPT_NONE) {
         prompt_draw(ui, y);
+    } else if (ui->app.message[0] && ui->app.message_is_error) {
+        char line[DIAG_MSG_MAX + 16];
+        snprintf(line, sizeof(line), " \u2717 %s ", ui->app.message);
+        draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], line);
     } else if (ui->app.error[0]) {
         char line[DIAG_MSG_MAX + 16];
         snprintf(line, sizeof(line), " \u2717 %s ", ui->app.error);
@@ -71,9 +93,30 @@ static void draw(struct panel *p, struct ui *ui)
     attrset(t->role_attr[ROLE_STATUS]);
     mvhline(y, r.x, ' ', r.w);
     attrset(A_NORMAL);
-    int x = r.x + 1;
-    for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]) && x < r.x + r.w; i++) {
-        char keys[48], k1[24], k2[24], label[48];
+    int x = r.x + 1, x_end = r.x + r.w;
+    if (ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT ||
+        ui->prompt == PROMPT_CONFIRM_QUIT) {
+        x = hint(y, x, x_end, t, "y", "yes");
+        hint(y, x, x_end, t, "any other key", "no");
+        return;
+    }
+    if (ui->prompt != PROMPT_NONE) { /* the line editor's own keys */
+        static const char *const editor[][2] = {
+            {"Enter", "accept"},    {"Esc", "cancel"},        {"C-a C-e", "start/end"},
+            {"C-k", "kill to end"}, {"C-u", "kill to start"}, {"C-w", "kill word"},
+        };
+        for (size_t i = 0; i < sizeof(editor) / sizeof(editor[0]); i++)
+            x = hint(y, x, x_end, t, editor[i][0], editor[i][1]);
+        return;
+    }
+    if (ui->app.all_heads) {
+        char k[24];
+        key_display(k, sizeof(k), &ui->keymap, ACTION_OPEN);
+        x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
+        x = hint(y, x, x_end, t, k, "open it");
+    }
+    for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+        char keys[48], k1[24], k2[24];
         key_display(k1, sizeof(k1), &ui->keymap, hints[i].a);
         if (hints[i].b != ACTION_NONE) {
             key_display(k2, sizeof(k2), &ui->keymap, hints[i].b);
@@ -81,11 +124,7 @@ static void draw(struct panel *p, struct ui *ui)
         } else {
             snprintf(keys, sizeof(keys), "%s", k1);
         }
-        snprintf(label, sizeof(label), ":%s ", hints[i].label);
-        if (x + text_width(keys) + text_width(label) > r.x + r.w)
-            break;
-        x += draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_STATUS_KEY], keys);
-        x += draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_STATUS], label);
+        x = hint(y, x, x_end, t, keys, hints[i].label);
     }
 }
 

@@ -103,20 +103,20 @@ static void init_scales(struct theme *t)
     }
 }
 
-/* Defaults, when colors.yaml is missing or broken: readable on a dark projector. */
-static const struct color_spec default_roles[ROLE_COUNT] = {
+/* The built-in fallback, equal to configs/colors.yaml (test_screens checks they agree). */
+const struct color_spec theme_default_roles[ROLE_COUNT] = {
     [ROLE_HEADER] = {COLOR_BLACK, COLOR_CYAN, COLOR_ATTR_BOLD, true},
-    [ROLE_STAGEBAR] = {-1, -1, 0, true},
+    [ROLE_STAGEBAR] = {COLOR_WHITE, COLOR_BLUE, COLOR_ATTR_BOLD, true},
     [ROLE_STAGE_CURRENT] = {COLOR_BLACK, COLOR_YELLOW, COLOR_ATTR_BOLD, true},
-    [ROLE_STAGE_OFF] = {-1, -1, COLOR_ATTR_DIM, true},
+    [ROLE_STAGE_OFF] = {COLOR_CYAN, COLOR_BLUE, 0, true},
     [ROLE_STATUS] = {COLOR_BLACK, COLOR_WHITE, 0, true},
     [ROLE_STATUS_KEY] = {COLOR_BLUE, COLOR_WHITE, COLOR_ATTR_BOLD, true},
-    [ROLE_ERROR] = {COLOR_WHITE, COLOR_RED, COLOR_ATTR_BOLD, true},
+    [ROLE_ERROR] = {COLOR_RED, -1, COLOR_ATTR_BOLD, true},
     [ROLE_MASKED] = {-1, -1, COLOR_ATTR_DIM, true},
     [ROLE_CURSOR] = {-1, -1, COLOR_ATTR_REVERSE | COLOR_ATTR_BOLD, true},
-    [ROLE_SELECTION] = {COLOR_YELLOW, -1, COLOR_ATTR_BOLD, true},
+    [ROLE_SELECTION] = {-1, -1, COLOR_ATTR_BOLD | COLOR_ATTR_UNDERLINE, true},
     [ROLE_HELP] = {-1, -1, 0, true},
-    [ROLE_HELP_KEY] = {COLOR_YELLOW, -1, COLOR_ATTR_BOLD, true},
+    [ROLE_HELP_KEY] = {-1, -1, COLOR_ATTR_BOLD, true},
     [ROLE_LABEL] = {COLOR_CYAN, -1, COLOR_ATTR_BOLD, true},
     [ROLE_DIM] = {-1, -1, COLOR_ATTR_DIM, true},
 };
@@ -144,11 +144,13 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
         t->mode = COLOR_MODE_MONO;
     else
         t->mode = COLORS >= 256 ? COLOR_MODE_256 : COLOR_MODE_8;
-    if (t->mode != COLOR_MODE_MONO)
+    /* Even without colour, pair 0 must be the terminal's own colours, or a light terminal
+     * turns black. */
+    if (has_colors())
         use_default_colors();
 
     struct color_spec roles[ROLE_COUNT];
-    memcpy(roles, default_roles, sizeof(roles));
+    memcpy(roles, theme_default_roles, sizeof(roles));
     const char *paths[2] = {shipped_path, user_path};
     for (int p = 0; p < 2; p++) {
         if (!paths[p])

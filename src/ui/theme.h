@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "common/diag.h"
+#include "config/config.h"
 
 #define ROLES(X)                                                                                   \
     X(HEADER, "header")                                                                            \
@@ -48,6 +49,8 @@ struct theme {
 };
 
 extern const char *const theme_role_names[ROLE_COUNT];
+/* The built-in roles, equal to configs/colors.yaml. */
+extern const struct color_spec theme_default_roles[ROLE_COUNT];
 extern const char *const theme_scale_names[];
 extern const int theme_n_scales;
 extern const char *const theme_div_names[];

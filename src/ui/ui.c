@@ -60,15 +60,18 @@ void ui_resize(struct ui *ui)
     p[PANEL_STAGEBAR].area = (struct rect){2, 0, 1, w};
     int main_y = 4, main_h = h - main_y - 2;
     struct rect map, insp;
-    if (w >= 110) {
-        int iw = w >= 140 ? 48 : 42;
+    /* Side by side when the map fits beside an inspector of at least 48 columns; the
+     * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
+     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows. */
+    int map_w = heatmap_min_width(ui);
+    map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
+    if (w - map_w >= 48) {
+        int iw = w - map_w > 72 ? 72 : w - map_w;
         map = (struct rect){main_y, 0, main_h, w - iw};
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
-        /* Stacked: the map takes the rows it needs (title, axis, n rows, footer), the
-         * inspector everything below, and at least 6 rows. */
         int need = ui->app.model.n + 3;
-        int mh = need < main_h - 6 ? need : main_h - 6;
+        int mh = need < main_h - 9 ? need : main_h - 9;
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
         insp = (struct rect){main_y + mh, 0, main_h - mh, w};
@@ -77,7 +80,7 @@ void ui_resize(struct ui *ui)
     p[PANEL_GRID].area = map;
     p[PANEL_INSPECTOR].area = insp;
     p[PANEL_STATUS].area = (struct rect){h - 2, 0, 2, w};
-    p[PANEL_HELP].area = (struct rect){1, 0, h - 2, w};
+    p[PANEL_HELP].area = (struct rect){1, 0, h - 3, w};
     ui_invalidate(ui);
 }
 
@@ -94,11 +97,13 @@ static void load_configs(struct ui *ui)
     theme_init(&ui->theme, colors_path, user_colors, &errs);
     if (errs.n > 0) {
         const struct diag *d = &errs.items[0];
+        const char *base = strrchr(d->file, '/');
         snprintf(ui->config_error, sizeof(ui->config_error),
-                 " \u2717 %.300s:%d:%d: %.400s \u2014 using the defaults%s ", d->file, d->line,
-                 d->col, d->msg, errs.n > 1 ? " (and more problems)" : "");
+                 " \u2717 %.300s:%d:%d: %.400s \u2014 defaults in use%s (? lists all) ",
+                 base ? base + 1 : d->file, d->line, d->col, d->msg,
+                 errs.n > 1 ? ", more problems" : "");
     }
-    diag_list_free(&errs);
+    ui->config_problems = errs;
     free(user_keys);
     free(user_colors);
 }
@@ -115,6 +120,7 @@ int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err)
     inspector_panel_init(&ui->panels[PANEL_INSPECTOR]);
     status_panel_init(&ui->panels[PANEL_STATUS]);
     help_panel_init(&ui->panels[PANEL_HELP]);
+    draw_init();
     load_configs(ui);
     curs_set(0);
     ui_resize(ui);
@@ -124,6 +130,7 @@ int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err)
 void ui_close(struct ui *ui)
 {
     app_free(&ui->app);
+    diag_list_free(&ui->config_problems);
 }
 
 /* The stem of the scene file ("scenes/07-dropout.yaml" -> "07-dropout"), or "default". */
@@ -145,73 +152,116 @@ static void do_export(struct ui *ui, const char *dir)
 {
     struct diag err;
     diag_clear(&err);
-    if (app_export(&ui->app, dir, &err))
-        snprintf(ui->app.error, sizeof(ui->app.error), "export failed: %.400s", err.msg);
-    else
-        snprintf(ui->app.message, sizeof(ui->app.message), "exported every stage as CSV to %s/",
-                 dir);
+    if (app_export(&ui->app, dir, &err)) {
+        app_refuse(&ui->app, "export failed: %.200s: %.300s", err.file[0] ? err.file : dir,
+                   err.msg);
+        return;
+    }
+    snprintf(ui->app.message, sizeof(ui->app.message), "exported every stage as CSV to %s/%s", dir,
+             ui->app.error[0] ? " (the last valid result: the edited scene is invalid)" : "");
+    ui->app.message_is_error = false;
 }
 
 static void do_save(struct ui *ui, const char *path, bool overwrite)
 {
     struct diag err;
     diag_clear(&err);
-    if (app_save(&ui->app, path, overwrite, &err))
-        snprintf(ui->app.error, sizeof(ui->app.error), "save failed: %.400s", err.msg);
+    if (app_save(&ui->app, path, overwrite, &err)) {
+        app_refuse(&ui->app, "save failed: %.200s%s%.300s", err.file[0] ? err.file : "",
+                   err.file[0] ? ": " : "", err.msg);
+        return;
+    }
+    snprintf(ui->app.message, sizeof(ui->app.message), "saved the scene to %s", path);
+    ui->app.message_is_error = false;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Parses a typed knob value: a plain decimal number (no hex, inf or nan). */
+static bool parse_number(const char *text, double *out)
+{
+    if (!text[0] || strspn(text, "0123456789.eE+- ") != strlen(text))
+        return false;
+    char *end;
+    errno = 0;
+    *out = strtod(text, &end);
+    while (*end == ' ')
+        end++;
+    return end != text && !*end && errno == 0;
+}
+
+static void accept_knob(struct ui *ui, const char *text)
+{
+    struct app *a = &ui->app;
+    if (ui->prompt_knob == KNOB_SEED) {
+        /* Seeds are 64-bit, beyond a double's exact range: parse them as integers. */
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (!text[0] || strspn(text, "0123456789") != strlen(text) || errno)
+            app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1, not '%.40s'", text);
+        else
+            app_edit_seed(a, (uint64_t)v);
+        return;
+    }
+    double v;
+    if (!parse_number(text, &v))
+        app_refuse(a, "'%.40s' is not a number for %s", text, knob_name(ui->prompt_knob));
     else
-        snprintf(ui->app.message, sizeof(ui->app.message), "saved the scene to %s", path);
+        app_edit_knob(a, ui->prompt_knob, v);
 }
 
 void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text)
 {
     struct app *a = &ui->app;
-    a->error[0] = '\0';
     switch (kind) {
     case PROMPT_TEXT:
-        app_edit_text(a, text);
+        if (strcmp(text, ui->prompt_initial) != 0) /* Enter on the same text changes nothing */
+            app_edit_text(a, text);
         break;
-    case PROMPT_KNOB: {
-        char *end;
-        errno = 0;
-        double v = strtod(text, &end);
-        while (*end == ' ')
-            end++;
-        if (end == text || *end || errno)
-            snprintf(a->error, sizeof(a->error), "'%s' is not a number for %s", text,
-                     knob_name(ui->prompt_knob));
-        else
-            app_edit_knob(a, ui->prompt_knob, v);
+    case PROMPT_KNOB:
+        accept_knob(ui, text);
         break;
-    }
     case PROMPT_EXPORT:
         if (!text[0])
             break;
-        if (fsutil_exists(text)) {
+        if (fsutil_exists(text) && !is_dir(text)) {
+            app_refuse(a, "%.300s is a file; export writes a folder", text);
+        } else if (fsutil_exists(text)) {
             snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
             char label[1100];
-            snprintf(label, sizeof(label), "%s exists: replace its files? (y/n)", text);
+            snprintf(label, sizeof(label), "folder %s exists: replace its files? (y/n)", text);
             prompt_open(ui, PROMPT_CONFIRM_EXPORT, label, "");
-            return;
+        } else {
+            do_export(ui, text);
         }
-        do_export(ui, text);
         break;
     case PROMPT_SAVE:
         if (!text[0])
             break;
-        if (fsutil_exists(text)) {
+        if (is_dir(text)) {
+            app_refuse(a, "%.300s is a folder; give a file name", text);
+        } else if (fsutil_exists(text)) {
             snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
             char label[1100];
             snprintf(label, sizeof(label), "%s exists: overwrite it? (y/n)", text);
             prompt_open(ui, PROMPT_CONFIRM_SAVE, label, "");
-            return;
+        } else {
+            do_save(ui, text, false);
         }
-        do_save(ui, text, false);
         break;
     case PROMPT_CONFIRM_EXPORT:
         do_export(ui, ui->pending_path);
         break;
     case PROMPT_CONFIRM_SAVE:
         do_save(ui, ui->pending_path, true);
+        break;
+    case PROMPT_CONFIRM_QUIT:
+        ui->quit = true;
         break;
     case PROMPT_NONE:
         break;
@@ -237,10 +287,27 @@ static void open_knob_prompt(struct ui *ui, enum knob k)
 
 static int stage_step(struct ui *ui, int dir)
 {
-    int s = ((int)ui->app.stage + dir + STAGE_COUNT) % STAGE_COUNT;
+    int s = (int)ui->app.stage + dir;
+    if (s < 0 || s >= STAGE_COUNT)
+        return HANDLED_YES; /* the pipeline has two ends; no wrapping round */
     ui->app.stage = (enum stage)s;
     app_clamp(&ui->app);
     return HANDLED_CURSOR;
+}
+
+/* One auto-play tick: the next stage that does something; stops at the output. */
+static void play_tick(struct ui *ui)
+{
+    struct app *a = &ui->app;
+    int s = (int)a->stage + 1;
+    while (s < STAGE_COUNT && stage_is_off(&a->model, (enum stage)s))
+        s++;
+    if (s >= STAGE_COUNT) {
+        a->playing = false;
+        return;
+    }
+    a->stage = (enum stage)s;
+    app_clamp(a);
 }
 
 /* Actions that do not belong to one panel. */
@@ -249,7 +316,10 @@ static int global_action(struct ui *ui, enum action act)
     struct app *a = &ui->app;
     switch (act) {
     case ACTION_QUIT:
-        return HANDLED_QUIT;
+        if (!a->unsaved)
+            return HANDLED_QUIT;
+        prompt_open(ui, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n; w saves)", "");
+        return HANDLED_CURSOR;
     case ACTION_HELP:
         ui->help_open = true;
         return HANDLED_CURSOR;
@@ -271,6 +341,9 @@ static int global_action(struct ui *ui, enum action act)
         return HANDLED_CURSOR;
     case ACTION_PLAY:
         a->playing = !a->playing;
+        if (a->playing && a->stage == STAGE_OUTPUT)
+            a->stage = STAGE_INPUTS; /* play from the start when at the end */
+        app_clamp(a);
         return HANDLED_CURSOR;
     case ACTION_KNOB_NEXT:
         a->knob = (enum knob)((a->knob + 1) % KNOB_COUNT);
@@ -339,9 +412,22 @@ static int global_action(struct ui *ui, enum action act)
         open_prompt(ui, PROMPT_EXPORT, "export to folder", dir);
         return HANDLED_CURSOR;
     }
-    case ACTION_SAVE:
-        open_prompt(ui, PROMPT_SAVE, "save scene as", a->scene_path ? a->scene_path : "scene.yaml");
+    case ACTION_SAVE: {
+        if (a->error[0]) {
+            app_refuse(a, "the edited scene is invalid: fix it or undo (u) before saving");
+            return HANDLED_CURSOR;
+        }
+        /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
+         * original's comments would be lost. */
+        char stem[256], path[1100];
+        scene_stem(stem, sizeof(stem), a->scene_path);
+        const char *slash = a->scene_path ? strrchr(a->scene_path, '/') : NULL;
+        snprintf(path, sizeof(path), "%.*s%s-edited.yaml",
+                 slash ? (int)(slash - a->scene_path + 1) : 0, a->scene_path ? a->scene_path : "",
+                 stem);
+        open_prompt(ui, PROMPT_SAVE, "save scene as", path);
         return HANDLED_CURSOR;
+    }
     default:
         return HANDLED_NO;
     }
@@ -371,22 +457,24 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
         ui_resize(ui);
         return HANDLED_CURSOR;
     }
-    if (ui->prompt != PROMPT_NONE)
-        return prompt_key(ui, key, is_code) | HANDLED_CURSOR;
+    if (ui->prompt != PROMPT_NONE) {
+        int r = prompt_key(ui, key, is_code) | HANDLED_CURSOR;
+        return ui->quit ? HANDLED_QUIT : r;
+    }
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
     int code = (int)key;
     enum action act = keymap_lookup(&ui->keymap, code);
-    if (ui->app.message[0] && act != ACTION_NONE)
+    if (ui->app.message[0] && act != ACTION_NONE) {
         ui->app.message[0] = '\0';
+        ui->app.message_is_error = false;
+    }
     if (ui->config_error[0] && act != ACTION_NONE)
         ui->config_error[0] = '\0';
+    if (ui->help_open) /* every key either scrolls the overlay or closes it */
+        return ui->panels[PANEL_HELP].handle_key(&ui->panels[PANEL_HELP], ui, act);
     if (act == ACTION_NONE)
         return HANDLED_NO;
-    if (ui->help_open)
-        return ui->panels[PANEL_HELP].handle_key(&ui->panels[PANEL_HELP], ui, act);
-    if (act == ACTION_QUIT)
-        return HANDLED_QUIT;
     struct panel *focus = &ui->panels[ui->app.all_heads ? PANEL_GRID : PANEL_HEATMAP];
     int r = focus->handle_key ? focus->handle_key(focus, ui, act) : HANDLED_NO;
     if (r == HANDLED_NO)
@@ -415,17 +503,19 @@ void ui_mark(struct ui *ui, int handled)
 void ui_draw(struct ui *ui)
 {
     if (ui->too_small) {
+        /* Short lines, centred, so even a tiny window can read what it needs. */
         erase();
-        char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "terminal too small: attnscope needs %d\u00d7%d, this one is %d\u00d7%d",
-                 UI_MIN_COLS, UI_MIN_LINES, ui->cols, ui->lines);
-        int w = text_width(msg);
-        int y = ui->lines / 2, x = (ui->cols - w) / 2;
-        draw_text(y > 0 ? y : 0, x > 0 ? x : 0, ui->cols, A_BOLD, msg);
-        if (ui->lines > 2)
-            draw_text(y + 1 < ui->lines ? y + 1 : 0, 0, ui->cols, A_NORMAL,
-                      "enlarge the window, or press q to quit");
+        char need[64], have[64];
+        snprintf(need, sizeof(need), "needs %d\u00d7%d", UI_MIN_COLS, UI_MIN_LINES);
+        snprintf(have, sizeof(have), "this is %d\u00d7%d", ui->cols, ui->lines);
+        const char *lines[] = {"terminal too small", "attnscope", need, have, "enlarge it, or q"};
+        int n = sizeof(lines) / sizeof(lines[0]);
+        int y0 = (ui->lines - n) / 2;
+        for (int i = 0; i < n; i++) {
+            int y = y0 + i, x = (ui->cols - text_width(lines[i])) / 2;
+            if (y >= 0 && y < ui->lines)
+                draw_text(y, x > 0 ? x : 0, ui->cols, i == 0 ? A_BOLD : A_NORMAL, lines[i]);
+        }
         wnoutrefresh(stdscr);
         doupdate();
         ui_invalidate(ui);
@@ -450,6 +540,13 @@ void ui_draw(struct ui *ui)
         if (p->visible && (p->dirty || ui->help_open))
             p->draw(p, ui);
         p->dirty = false;
+    }
+    /* The terminal cursor belongs in the line editor while it is open, hidden otherwise. */
+    if (ui->prompt != PROMPT_NONE) {
+        move(ui->prompt_y, ui->prompt_x);
+        curs_set(1);
+    } else {
+        curs_set(0);
     }
     wnoutrefresh(stdscr);
     doupdate();
@@ -542,6 +639,27 @@ int ui_main(const char *scene_path)
         return 1;
     }
     atexit(restore_terminal);
+    const char *cup = tigetstr("cup");
+    if (!cup || cup == (char *)-1) {
+        endwin();
+        fprintf(stderr,
+                "attnscope: this terminal (TERM=%s) cannot move the cursor; try `attnscope "
+                "print%s%s`\n",
+                getenv("TERM") ? getenv("TERM") : "", scene_path ? " " : "",
+                scene_path ? scene_path : "");
+        scene_free(&s);
+        return 1;
+    }
+    /* Home and End as tmux, screen, PuTTY and the Linux console send them, whatever TERM
+     * claims, so they never arrive as a stray Esc followed by '[' and '1'. */
+    static const struct {
+        const char *seq;
+        int key;
+    } extra_keys[] = {{"\033[1~", KEY_HOME}, {"\033[4~", KEY_END}, {"\033[7~", KEY_HOME},
+                      {"\033[8~", KEY_END},  {"\033[H", KEY_HOME}, {"\033[F", KEY_END},
+                      {"\033OH", KEY_HOME},  {"\033OF", KEY_END}};
+    for (size_t i = 0; i < sizeof(extra_keys) / sizeof(extra_keys[0]); i++)
+        define_key(extra_keys[i].seq, extra_keys[i].key);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_quit_signal; /* no SA_RESTART: a blocked read returns at once */
@@ -577,7 +695,7 @@ int ui_main(const char *scene_path)
             break;
         if (rc == ERR) {
             if (ui->app.playing) {
-                stage_step(ui, 1);
+                play_tick(ui);
                 ui_mark(ui, HANDLED_CURSOR);
                 ui_draw(ui);
             }
@@ -592,7 +710,7 @@ int ui_main(const char *scene_path)
     ui_close(ui);
     free(ui);
     endwin();
-    if (quit_signal == SIGTERM || quit_signal == SIGHUP)
+    if (quit_signal) /* the shell's convention: 130 for C-c, 143 for SIGTERM */
         status = 128 + quit_signal;
     return status;
 }

@@ -39,7 +39,8 @@ enum prompt_kind {
     PROMPT_EXPORT,
     PROMPT_SAVE,
     PROMPT_CONFIRM_SAVE,
-    PROMPT_CONFIRM_EXPORT
+    PROMPT_CONFIRM_EXPORT,
+    PROMPT_CONFIRM_QUIT
 };
 
 #define PROMPT_MAX 1024
@@ -53,18 +54,23 @@ struct ui {
     bool too_small;
     bool help_open;
     char config_error[DIAG_MSG_MAX + DIAG_FILE_MAX + 32]; /* first config problem, if any */
+    struct diag_list config_problems; /* all of them, listed again in the help overlay */
+    bool quit;                        /* a confirmed quit */
 
     /* The one-line editor at the bottom. */
     enum prompt_kind prompt;
     enum knob prompt_knob;
     wchar_t prompt_buf[PROMPT_MAX];
     int prompt_len, prompt_cur;
+    int prompt_y, prompt_x; /* where the terminal cursor goes while the prompt is open */
+    char prompt_initial[PROMPT_MAX * 4]; /* the text the prompt opened with */
     char prompt_label[64];
     char pending_path[1024]; /* path awaiting an overwrite confirmation */
 
     /* View state that is not the app's: scroll offsets and the grid layout. */
     int top_row, left_col;
     int grid_tile_w, grid_tile_h, grid_per_row;
+    int grid_top; /* first row of tiles shown */
 };
 
 /* Runs the explorer on a scene file (NULL: the built-in scene). Returns the exit status. */
@@ -90,6 +96,12 @@ void ui_invalidate(struct ui *ui);
 /* Where the shipped configs live: $ATTNSCOPE_CONFIGS_DIR, the source tree, or datadir. */
 const char *ui_configs_dir(void);
 
+/* True when a stage changes nothing for this model (no mask, no dropout, ...): dimmed in the
+ * stage bar and skipped by auto-play. */
+bool stage_is_off(const struct model *m, enum stage s);
+/* Columns the heatmap needs to show the current stage without scrolling. */
+int heatmap_min_width(const struct ui *ui);
+
 /* Panels (one file each). */
 void header_panel_init(struct panel *p);
 void stagebar_panel_init(struct panel *p);
@@ -106,7 +118,10 @@ int prompt_key(struct ui *ui, wint_t key, bool is_code);
 void prompt_draw(struct ui *ui, int y);
 void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text);
 
-/* Drawing helpers (draw.c): UTF-8 strings clipped to a width in terminal columns. */
+/* Drawing helpers (draw.c): UTF-8 strings clipped to a width in terminal columns. draw_init
+ * picks ASCII stand-ins for every glyph when the locale is not UTF-8. */
+void draw_init(void);
+bool draw_ascii_only(void);
 int draw_text(int y, int x, int width, int attr, const char *utf8);
 int text_width(const char *utf8);
 /* Abbreviates a token to at most width columns, ending with "…" when cut. */
