@@ -105,7 +105,11 @@ static int settle(struct app *a)
     diag_list_init(&problems);
     a->error[0] = '\0';
     if (scene_check(&a->scene, &problems) > 0) {
-        snprintf(a->error, sizeof(a->error), "%s", problems.items[0].msg);
+        if (problems.n > 1)
+            snprintf(a->error, sizeof(a->error), "%.400s (+%d more)", problems.items[0].msg,
+                     problems.n - 1);
+        else
+            snprintf(a->error, sizeof(a->error), "%s", problems.items[0].msg);
         diag_list_free(&problems);
         return -1;
     }

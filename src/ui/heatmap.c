@@ -253,7 +253,9 @@ static void draw(struct panel *p, struct ui *ui)
              a->row, a->model.tokens[a->row], a->col, col_full,
              (v.rows > l.vis_rows || v.cols > l.vis_cols) ? " \u00b7 scrolled: arrows/PgUp/PgDn"
                                                           : "");
-    draw_text(r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
+    /* Right under the last row, where the eye is, not at the bottom of the panel. */
+    int fy = r.y + 2 + (last_row - ui->top_row);
+    draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
 }
 
 static int move_cursor(struct ui *ui, int drow, int dcol)
