@@ -22,7 +22,9 @@ static void draw(struct panel *p, struct ui *ui)
     char variant[256];
     scene_describe(variant, sizeof(variant), s);
     const char *title = s->title ? s->title : variant;
-    draw_text(r.y, r.x + 1, r.w - sw - 2, hattr | A_BOLD, title);
+    char short_title[512];
+    abbreviate(short_title, sizeof(short_title), title, r.w - sw - 2);
+    draw_text(r.y, r.x + 1, r.w - sw - 2, hattr | A_BOLD, short_title);
     if (sw < r.w)
         draw_text(r.y, r.x + r.w - sw, sw, hattr, sizes);
 
@@ -34,14 +36,19 @@ static void draw(struct panel *p, struct ui *ui)
     for (int k = 0; k < KNOB_COUNT; k++) {
         double v = app_knob_value(&ui->app, (enum knob)k);
         if (k == KNOB_DROPOUT)
-            snprintf(knobs[k], sizeof(knobs[k]), " %s %.2f ", knob_name((enum knob)k), v);
+            snprintf(knobs[k], sizeof(knobs[k]), " %s %g ", knob_name((enum knob)k), v);
+        else if (k == KNOB_SEED) /* 64-bit: a double would round large seeds */
+            snprintf(knobs[k], sizeof(knobs[k]), " seed %llu ", (unsigned long long)s->seed);
         else
             snprintf(knobs[k], sizeof(knobs[k]), " %s %.0f ", knob_name((enum knob)k), v);
         kw += text_width(knobs[k]) + 1;
     }
     int vw = r.w - kw - 2;
-    if (vw > 10)
-        draw_text(r.y + 1, r.x + 1, vw, ui->theme.role_attr[ROLE_LABEL], variant);
+    if (vw > 10) {
+        char shortv[256];
+        abbreviate(shortv, sizeof(shortv), variant, vw);
+        draw_text(r.y + 1, r.x + 1, vw, ui->theme.role_attr[ROLE_LABEL], shortv);
+    }
     int x = r.x + r.w - kw;
     for (int k = 0; k < KNOB_COUNT && x >= r.x; k++) {
         int attr = k == (int)ui->app.knob ? ui->theme.role_attr[ROLE_STAGE_CURRENT]
