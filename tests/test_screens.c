@@ -2,10 +2,11 @@
  *
  * Each tests/screens/NAME.keys is a script: header lines set the scene, size, TERM and
  * NO_COLOR; then key names (keys.yaml notation: q Left C-r Enter ...), `"text` lines to type
- * text, and `resize COLSxLINES`. The script is played into the real UI through a pipe on a
- * virtual terminal (newterm), one key at a time like the event loop does, and the final screen
- * text must equal NAME.screen. Set ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files
- * after a deliberate change (then review the diff).
+ * text, `resize COLSxLINES`, and `click X,Y` / `wheel-down X,Y` (0-based screen cells). The script
+ * is played into the real UI through a pipe on a virtual terminal (newterm), one key at a time like
+ * the event loop does, and the final screen text must equal NAME.screen. Set
+ * ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files after a deliberate change (then review
+ * the diff).
  */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
@@ -132,14 +133,8 @@ static void run_script(const char *dir, const char *name)
     SCREEN *scr = newterm(sc.term, out, in);
     assert_non_null(scr);
     set_term(scr);
-    cbreak();
-    noecho();
-    nonl();
-    keypad(stdscr, TRUE);
+    ui_setup_terminal();
     nodelay(stdscr, TRUE);
-    set_escdelay(0);
-    if (has_colors())
-        start_color();
 
     struct scene s;
     if (sc.scene[0]) {
@@ -172,6 +167,18 @@ static void run_script(const char *dir, const char *name)
             continue;
         }
         int c, l;
+        char what[16];
+        if (sscanf(line, "%15s %d,%d", what, &c, &l) == 3 &&
+            (strcmp(what, "click") == 0 || strcmp(what, "wheel-down") == 0)) {
+            /* An xterm SGR mouse report (1-based column, row): press, then release. */
+            char seq[64];
+            int button = what[0] == 'c' ? 0 : 65;
+            int n = snprintf(seq, sizeof(seq), "\033[<%d;%d;%dM\033[<%d;%d;%dm", button, c + 1,
+                             l + 1, button, c + 1, l + 1);
+            assert_true(write(fds[1], seq, (size_t)n) == n);
+            drain(ui, &quit);
+            continue;
+        }
         if (sscanf(line, "resize %dx%d", &c, &l) == 2) {
             resizeterm(l, c);
             ui_key(ui, KEY_RESIZE, true);

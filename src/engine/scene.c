@@ -440,6 +440,15 @@ const char *normalize_name(enum normalize n)
     return n == NORM_SUM ? "sum" : "softmax";
 }
 
+void scene_format_p(char *out, size_t out_size, double p)
+{
+    /* "0.0" and "0.5" as the book writes them; more digits only when p needs them. */
+    if (fabs(p * 10 - round(p * 10)) < 1e-9)
+        snprintf(out, out_size, "%.1f", p);
+    else
+        snprintf(out, out_size, "%g", p);
+}
+
 void scene_describe(char *out, size_t out_size, const struct scene *s)
 {
     const struct attn_config *a = &s->attn;
@@ -465,11 +474,8 @@ void scene_describe(char *out, size_t out_size, const struct scene *s)
         strcat(extra, ", mask after softmax");
     if (a->normalize == NORM_SUM)
         strcat(extra, ", sum-normalised");
-    /* "dropout 0.0" as the book writes it; more digits only when p needs them. */
-    double p = a->dropout;
-    const char *pfmt = fabs(p * 10 - round(p * 10)) < 1e-6 ? "%.1f" : "%g";
     char pstr[32];
-    snprintf(pstr, sizeof(pstr), pfmt, p);
+    scene_format_p(pstr, sizeof(pstr), a->dropout);
     snprintf(out, out_size, "%s%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, self, v1,
              heads, pstr, extra);
 }

@@ -140,6 +140,8 @@ const char *projection_name(enum projection p);
 const char *layout_name(enum head_layout l);
 const char *mask_mode_name(enum mask_mode m);
 const char *normalize_name(enum normalize n);
+/* A dropout probability as the book writes it: "0.0", "0.5", "0.05". */
+void scene_format_p(char *out, size_t out_size, double p);
 /* The variant in words, e.g. "multi-head causal attention, 2 heads x head_dim 1, dropout 0.0". */
 void scene_describe(char *out, size_t out_size, const struct scene *s);
 

@@ -590,6 +590,30 @@ void ui_dump(FILE *out)
     }
 }
 
+void ui_setup_terminal(void)
+{
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    if (has_colors())
+        start_color();
+    /* Presses, not clicks: with mouseinterval(0) a press is reported at once. */
+    mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+    mouseinterval(0);
+    /* Home and End as tmux, screen, PuTTY and the Linux console send them, whatever TERM
+     * claims, so they never arrive as a stray Esc followed by '[' and '1'. */
+    static const struct {
+        const char *seq;
+        int key;
+    } extra_keys[] = {{"\033[1~", KEY_HOME}, {"\033[4~", KEY_END}, {"\033[7~", KEY_HOME},
+                      {"\033[8~", KEY_END},  {"\033[H", KEY_HOME}, {"\033[F", KEY_END},
+                      {"\033OH", KEY_HOME},  {"\033OF", KEY_END}};
+    for (size_t i = 0; i < sizeof(extra_keys) / sizeof(extra_keys[0]); i++)
+        define_key(extra_keys[i].seq, extra_keys[i].key);
+}
+
 /* Signals only set flags; the loop notices them within one read. */
 static volatile sig_atomic_t quit_signal;
 
@@ -650,31 +674,14 @@ int ui_main(const char *scene_path)
         scene_free(&s);
         return 1;
     }
-    /* Home and End as tmux, screen, PuTTY and the Linux console send them, whatever TERM
-     * claims, so they never arrive as a stray Esc followed by '[' and '1'. */
-    static const struct {
-        const char *seq;
-        int key;
-    } extra_keys[] = {{"\033[1~", KEY_HOME}, {"\033[4~", KEY_END}, {"\033[7~", KEY_HOME},
-                      {"\033[8~", KEY_END},  {"\033[H", KEY_HOME}, {"\033[F", KEY_END},
-                      {"\033OH", KEY_HOME},  {"\033OF", KEY_END}};
-    for (size_t i = 0; i < sizeof(extra_keys) / sizeof(extra_keys[0]); i++)
-        define_key(extra_keys[i].seq, extra_keys[i].key);
+
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_quit_signal; /* no SA_RESTART: a blocked read returns at once */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    cbreak();
-    noecho();
-    nonl();
-    keypad(stdscr, TRUE);
-    set_escdelay(25);
-    if (has_colors())
-        start_color();
-    mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
-    mouseinterval(0);
+    ui_setup_terminal();
 
     struct ui *ui = calloc(1, sizeof(*ui));
     struct diag err;

@@ -76,6 +76,9 @@ struct ui {
 /* Runs the explorer on a scene file (NULL: the built-in scene). Returns the exit status. */
 int ui_main(const char *scene_path);
 
+/* Modes, colours, mouse and extra key sequences of a fresh curses screen (ui_main and tests). */
+void ui_setup_terminal(void);
+
 /* Session API, shared by ui_main and the golden-screen tests. ui_open takes ownership of s.
  * The caller has set up curses (initscr or newterm). */
 int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err);
