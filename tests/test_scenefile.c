@@ -205,6 +205,7 @@ static void assert_scene_equal(const struct scene *a, const struct scene *b)
     assert_int_equal(v->dropout_mask == NULL, w->dropout_mask == NULL);
     if (v->dropout_mask) {
         assert_int_equal(v->dropout_mask_n, w->dropout_mask_n);
+        assert_int_equal(v->dropout_mask_heads, w->dropout_mask_heads);
         size_t n = (size_t)x->heads * (size_t)v->dropout_mask_n * (size_t)v->dropout_mask_n;
         assert_memory_equal(v->dropout_mask, w->dropout_mask, n);
     }
@@ -869,6 +870,7 @@ static void test_round_trip_scenes(void **state)
     fill(&s.weights.value_bias, 1, 6, 2.0f);
     fill(&s.weights.out, 6, 6, -2.0f);
     s.weights.dropout_mask_n = 3;
+    s.weights.dropout_mask_heads = 2;
     s.weights.dropout_mask = malloc(2 * 3 * 3);
     for (int i = 0; i < 18; i++)
         s.weights.dropout_mask[i] = (unsigned char)(i % 3 == 1);

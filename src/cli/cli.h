@@ -34,8 +34,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* The help text (stdout for --help, stderr after a usage error). */
 void cli_print_help(FILE *out);
-/* The one line shown instead of the explorer while the UI is not built. */
-extern const char cli_explorer_hint[];
 
 /* A scene ready to show: loaded (or the built-in default), resolved and computed once. */
 struct cli_scene {
@@ -51,13 +49,6 @@ struct cli_scene {
  * failure nothing is left to free. */
 int cli_scene_open(struct cli_scene *cs, const char *path);
 void cli_scene_close(struct cli_scene *cs);
-
-#ifdef ATTNSCOPE_HAVE_UI
-/* The explorer: meson defines ATTNSCOPE_HAVE_UI and links ui_dep when src/ui is built.
- * int ui_main(const char *scene_path): scene_path NULL = the built-in scene; returns the exit
- * status. Its own header keeps the call type-checked. */
-#include "ui/ui.h"
-#endif
 
 int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);

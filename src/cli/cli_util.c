@@ -9,8 +9,6 @@
 #include "common/diag.h"
 #include "scenefile/scenefile.h"
 
-const char cli_explorer_hint[] = "the explorer arrives with the UI; try: attnscope print";
-
 void cli_print_help(FILE *out)
 {
     fputs("usage: attnscope [SCENE.yaml]\n"
@@ -28,9 +26,6 @@ void cli_print_help(FILE *out)
           "commands:\n"
           "  (none)  open the explorer on SCENE\n",
           out);
-#ifndef ATTNSCOPE_HAVE_UI
-    fprintf(out, "          (%s)\n", cli_explorer_hint);
-#endif
     fputs("  check   validate scene files; every problem as file:line:col\n"
           "  print   print the stages the way PyTorch prints tensors\n"
           "            -s, --stage S   only stage S:",
@@ -182,18 +177,11 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
         scene_init_default(&cs->scene);
     }
 
-    if (model_resolve(&cs->model, &cs->scene, &err) != 0) {
+    if (attn_compute(&cs->model, &cs->run, &cs->scene, &err) != 0) {
         print_diag(&err, cs->name, NULL, 0);
         scene_free(&cs->scene);
         return CLI_INVALID;
     }
-    if (attn_run_init(&cs->run, &cs->model, &err) != 0) {
-        print_diag(&err, cs->name, NULL, 0);
-        model_free(&cs->model);
-        scene_free(&cs->scene);
-        return CLI_INVALID;
-    }
-    attn_forward(&cs->run, &cs->model);
     return CLI_OK;
 }
 

@@ -59,16 +59,13 @@ int cmd_bench(int argc, char **argv)
     diag_clear(&err);
     t0 = now_us();
     for (long i = 0; i < iters; i++) {
-        struct model m;
-        if (model_resolve(&m, &cs.scene, &err) != 0 || attn_run_init(&cs.run, &m, &err) != 0) {
+        if (attn_compute(&cs.model, &cs.run, &cs.scene, &err) != 0) {
             if (err.file[0] == '\0')
                 snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, cs.name);
             diag_print(stderr, &err, NULL, 0);
             cli_scene_close(&cs);
             return CLI_INVALID;
         }
-        attn_forward(&cs.run, &m);
-        model_free(&m);
     }
     double full_us = (now_us() - t0) / (double)iters;
 

@@ -1,7 +1,7 @@
 /* attnscope: the command-line entry point.
  *
- *   attnscope [SCENE.yaml]          the explorer (src/ui, when built)
- *   attnscope check|print|export|bench ...
+ *   attnscope [SCENE.yaml]          the explorer (src/ui)
+ *   attnscope check|print|export|bench|keys ...
  *
  * main() only dispatches: each command lives in its own cmd_*.c and returns the exit status
  * (0 ok, 1 invalid scene or I/O error, 2 wrong usage).
@@ -11,15 +11,13 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#ifdef ATTNSCOPE_HAVE_UI
 #include "ui/actions.h"
-#endif
+#include "ui/ui.h"
 
 #ifndef ATTNSCOPE_VERSION
 #define ATTNSCOPE_VERSION "unknown"
 #endif
 
-#ifdef ATTNSCOPE_HAVE_UI
 /* The explorer's default keys as a Markdown table: the README's key table is this output. */
 static int cmd_keys(int argc, char **argv)
 {
@@ -32,16 +30,13 @@ static int cmd_keys(int argc, char **argv)
     actions_print_markdown(stdout);
     return CLI_OK;
 }
-#endif
 
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv); /* the words after the command name */
 } commands[] = {
-    {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export}, {"bench", cmd_bench},
-#ifdef ATTNSCOPE_HAVE_UI
-    {"keys", cmd_keys},
-#endif
+    {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export},
+    {"bench", cmd_bench}, {"keys", cmd_keys},
 };
 
 /* A word that is neither a command nor plausibly a scene file is a mistyped command. */
@@ -69,12 +64,7 @@ static int cmd_explore(int argc, char **argv)
     }
     if (n_pos == 1 && !looks_like_scene(pos[0]))
         return cli_usage_error(NULL, "unknown command '%s'", pos[0]);
-#ifdef ATTNSCOPE_HAVE_UI
     return ui_main(n_pos ? pos[0] : NULL);
-#else
-    fprintf(stderr, "attnscope: %s\n", cli_explorer_hint);
-    return CLI_USAGE;
-#endif
 }
 
 int main(int argc, char **argv)

@@ -97,11 +97,20 @@ void diag_print(FILE *out, const struct diag *d, const char *source, size_t sour
     size_t n;
     if (find_line(source, source_len, d->line, &start, &n) != 0)
         return;
-    if (n > 200)
-        n = 200; /* keep the excerpt readable for pathological lines */
-    fprintf(out, "  %.*s\n  ", (int)n, start);
-    /* Reproduce tabs so the caret lines up under the column in a terminal. */
-    for (int c = 1; c < d->col && (size_t)(c - 1) < n; c++)
-        fputc(start[c - 1] == '\t' ? '\t' : ' ', out);
+    /* A long line is shown as a window of at most 160 bytes around the column. */
+    size_t line_len = n, col = d->col > 0 ? (size_t)d->col - 1 : 0, from = 0;
+    if (n > 160) {
+        from = col > 80 ? col - 80 : 0;
+        while (from > 0 && ((unsigned char)start[from] & 0xC0) == 0x80)
+            from--; /* never start inside a UTF-8 character */
+        n = line_len - from < 160 ? line_len - from : 160;
+        while (from + n < line_len && ((unsigned char)start[from + n] & 0xC0) == 0x80)
+            n--;
+    }
+    fprintf(out, "  %s%.*s\n  %s", from ? "\u2026" : "", (int)n, start + from, from ? " " : "");
+    /* One blank per character (tabs kept) so the caret lines up under the column. */
+    for (size_t c = from; c < col && c < from + n; c++)
+        if (((unsigned char)start[c] & 0xC0) != 0x80)
+            fputc(start[c] == '\t' ? '\t' : ' ', out);
     fputs("^\n", out);
 }

@@ -159,6 +159,18 @@ static void sync_dir_of(const char *path, size_t dir_len)
     free(dir);
 }
 
+/* A replaced file keeps its permissions (a private 0600 file stays private); a new one gets
+ * 0644 less the umask, as open(2) would give it. */
+static mode_t target_mode(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return st.st_mode & 07777;
+    mode_t mask = umask(0);
+    umask(mask);
+    return 0644 & ~mask;
+}
+
 int fsutil_write_atomic(const char *path, bool overwrite,
                         int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
                         struct diag *err)
@@ -209,7 +221,7 @@ int fsutil_write_atomic(const char *path, bool overwrite,
         rc = fs_error(err, path, "cannot write: %s", strerror(errno));
     } else if (fsync(fileno(f)) != 0) {
         rc = fs_error(err, path, "cannot sync to disk: %s", strerror(errno));
-    } else if (fchmod(fileno(f), 0644) != 0) {
+    } else if (fchmod(fileno(f), target_mode(path)) != 0) {
         rc = fs_error(err, path, "cannot set permissions: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)

@@ -62,14 +62,15 @@ static void project(float *q, const struct model *m, const float *w, const float
                    (size_t)m->d_in * sizeof(float));
 }
 
-/* Zeroes the future (j > i) of a (n, n) matrix. */
-static void zero_future(float *a, int n)
+/* Sets the future (j > i) of a to value: -inf before the softmax, 0 after it. a: (n, n) */
+static void fill_future(float *a, int n, float value)
 {
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
-            a[(size_t)i * n + j] = 0.0f;
+            a[(size_t)i * n + j] = value;
 }
 
+/* out (n, n) = each row of in normalised by softmax or by its sum. */
 static void normalize_rows(float *out, const float *in, int n, enum normalize how)
 {
     if (how == NORM_SUM)
@@ -96,22 +97,20 @@ void attn_forward(struct attn_run *r, const struct model *m)
         float *dropped = r->dropped + h * nn;
 
         mm_abt(scores, n, qh, D, kh, D, n, n, hd);
-        for (size_t i = 0; i < nn; i++)
-            scaled[i] = m->scale == SCALE_NONE ? scores[i] : scores[i] / m->scale_divisor;
+        for (size_t i = 0; i < nn; i++) /* the divisor is 1 without scaling: x / 1 == x */
+            scaled[i] = scores[i] / m->scale_divisor;
 
         if (!m->causal) {
             memcpy(masked, scaled, nn * sizeof(float));
             normalize_rows(weights, masked, n, m->normalize);
         } else if (m->mask_mode == MASK_BEFORE_SOFTMAX) {
             memcpy(masked, scaled, nn * sizeof(float));
-            for (int i = 0; i < n; i++)
-                for (int j = i + 1; j < n; j++)
-                    masked[(size_t)i * n + j] = -INFINITY;
+            fill_future(masked, n, -INFINITY);
             normalize_rows(weights, masked, n, m->normalize);
         } else {
             /* The book's first try: normalise, zero the future, renormalise by the row sums. */
             normalize_rows(masked, scaled, n, m->normalize);
-            zero_future(masked, n);
+            fill_future(masked, n, 0.0f);
             sumnorm_rows(weights, masked, n, n);
         }
 
@@ -164,4 +163,34 @@ struct mat_view attn_view(const struct attn_run *r, const struct model *m, enum 
         break;
     }
     return (struct mat_view){r->output, n, D, D};
+}
+
+bool stage_is_off(const struct model *m, enum stage s)
+{
+    return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||
+           (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
+}
+
+int attn_compute(struct model *m, struct attn_run *r, const struct scene *s, struct diag *err)
+{
+    struct model fresh;
+    if (model_resolve(&fresh, s, err))
+        return -1;
+    /* A new shape gets new buffers first, so a failure leaves the old result intact. */
+    struct attn_run next = *r;
+    bool same = r->q && r->n == fresh.n && r->d_in == fresh.d_in && r->heads == fresh.heads &&
+                r->head_dim == fresh.head_dim && r->D == fresh.D;
+    if (!same) {
+        memset(&next, 0, sizeof(next));
+        if (attn_run_init(&next, &fresh, err)) {
+            model_free(&fresh);
+            return -1;
+        }
+        attn_run_free(r);
+    }
+    *r = next;
+    attn_forward(r, &fresh);
+    model_free(m);
+    *m = fresh;
+    return 0;
 }

@@ -35,6 +35,13 @@ int attn_run_init(struct attn_run *r, const struct model *m, struct diag *err);
 void attn_run_free(struct attn_run *r);
 /* Computes every stage. Never allocates. r must be initialised for m's shape. */
 void attn_forward(struct attn_run *r, const struct model *m);
+/* Resolves s into a fresh model, sizes r for it and runs the forward pass; on success the old
+ * *m is freed and replaced (m must be zeroed or a valid model), on failure m and r are kept.
+ * The one call the CLI, the explorer and the benchmarks need after a scene changes. */
+int attn_compute(struct model *m, struct attn_run *r, const struct scene *s, struct diag *err);
+/* True when stage s changes nothing for this model: no scaling, no mask, no dropout or no
+ * out_proj. The explorer dims such stages and auto-play skips them. */
+bool stage_is_off(const struct model *m, enum stage s);
 /* The matrix of stage s for head h (h is ignored for shared stages). */
 struct mat_view attn_view(const struct attn_run *r, const struct model *m, enum stage s, int h);
 

@@ -273,18 +273,7 @@ int scene_from_model(struct scene *out, const struct scene *s, const struct mode
     }
 
     struct scene_weights *w = &out->weights;
-    struct scene_weights empty = {0};
-    /* Drop whatever weights the source had; m holds the authoritative numbers. */
-    matrix_free(&w->query);
-    matrix_free(&w->key);
-    matrix_free(&w->value);
-    matrix_free(&w->query_bias);
-    matrix_free(&w->key_bias);
-    matrix_free(&w->value_bias);
-    matrix_free(&w->out);
-    matrix_free(&w->out_bias);
-    free(w->dropout_mask);
-    *w = empty;
+    scene_weights_free(w); /* m holds the authoritative numbers */
     w->set = m->project || m->wo;
     rc |= set_matrix(&w->query, m->wq, m->d_in, m->D) | set_matrix(&w->key, m->wk, m->d_in, m->D) |
           set_matrix(&w->value, m->wv, m->d_in, m->D) | set_matrix(&w->query_bias, m->bq, 1, m->D) |
@@ -295,6 +284,7 @@ int scene_from_model(struct scene *out, const struct scene *s, const struct mode
         if ((w->dropout_mask = malloc(nk ? nk : 1))) {
             memcpy(w->dropout_mask, m->keep, nk);
             w->dropout_mask_n = m->n;
+            w->dropout_mask_heads = m->heads;
         } else {
             rc = -1;
         }

@@ -63,7 +63,7 @@ void scene_init(struct scene *s)
     s->attn.out_bias = true;
 }
 
-static void weights_free(struct scene_weights *w)
+void scene_weights_free(struct scene_weights *w)
 {
     matrix_free(&w->query);
     matrix_free(&w->key);
@@ -84,7 +84,7 @@ void scene_free(struct scene *s)
     tokens_free(s->tokens, s->n_tokens);
     matrix_free(&s->embed.rows);
     matrix_free(&s->pos.table);
-    weights_free(&s->weights);
+    scene_weights_free(&s->weights);
     memset(s, 0, sizeof(*s));
 }
 
@@ -127,12 +127,13 @@ int scene_copy(struct scene *dst, const struct scene *src)
           matrix_copy(&dw->value_bias, &sw->value_bias) | matrix_copy(&dw->out, &sw->out) |
           matrix_copy(&dw->out_bias, &sw->out_bias);
     if (sw->dropout_mask) {
-        size_t bytes =
-            (size_t)src->attn.heads * (size_t)sw->dropout_mask_n * (size_t)sw->dropout_mask_n;
+        size_t bytes = (size_t)sw->dropout_mask_heads * (size_t)sw->dropout_mask_n *
+                       (size_t)sw->dropout_mask_n;
         dw->dropout_mask = malloc(bytes ? bytes : 1);
         if (dw->dropout_mask) {
             memcpy(dw->dropout_mask, sw->dropout_mask, bytes);
             dw->dropout_mask_n = sw->dropout_mask_n;
+            dw->dropout_mask_heads = sw->dropout_mask_heads;
         } else {
             rc = -1;
         }
@@ -380,8 +381,12 @@ int scene_check(const struct scene *s, struct diag_list *out)
                     out_proj && a->out_bias ? "out_proj has a bias" : "there is no out bias");
     }
     if (w->dropout_mask) {
-        if (a->dropout == 0.0)
-            problem(out, "weights.dropout_mask", "dropout_mask is given but dropout is 0");
+        if (!(a->dropout > 0.0 && a->dropout < 1.0)) /* p = 0 keeps all, p = 1 drops all */
+            problem(out, "weights.dropout_mask",
+                    "dropout_mask needs 0 < dropout < 1 (dropout is %g)", a->dropout);
+        else if (w->dropout_mask_heads != a->heads)
+            problem(out, "weights.dropout_mask", "dropout_mask is for %d heads, the scene has %d",
+                    w->dropout_mask_heads, a->heads);
         else if (w->dropout_mask_n != n)
             problem(out, "weights.dropout_mask", "dropout_mask is for %d tokens, the scene has %d",
                     w->dropout_mask_n, n);

@@ -75,6 +75,7 @@ struct scene_weights {
     struct matrix out_bias;                         /* (1, D), when out_proj and out_bias */
     unsigned char *dropout_mask;                    /* (heads, n, n) 0/1 keep mask, or NULL */
     int dropout_mask_n;                             /* n the mask was given for */
+    int dropout_mask_heads;                         /* heads the mask was given for */
 };
 
 struct scene {
@@ -144,6 +145,9 @@ const char *normalize_name(enum normalize n);
 void scene_format_p(char *out, size_t out_size, double p);
 /* The variant in words, e.g. "multi-head causal attention, 2 heads x head_dim 1, dropout 0.0". */
 void scene_describe(char *out, size_t out_size, const struct scene *s);
+
+/* Frees every explicit parameter and the mask; w is left empty (not set). */
+void scene_weights_free(struct scene_weights *w);
 
 void matrix_free(struct matrix *m);
 /* Allocates rows*cols zeroed floats; returns 0 or -1. */

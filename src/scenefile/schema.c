@@ -766,6 +766,7 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     free(s->weights.dropout_mask);
     s->weights.dropout_mask = mask;
     s->weights.dropout_mask_n = n;
+    s->weights.dropout_mask_heads = heads;
 }
 
 /* ---- mappings ---------------------------------------------------------------------------- */
@@ -960,6 +961,9 @@ static void assemble_heads(struct loader *l, struct scene *s, int node, const ch
                      l->n_heads, q0->rows, q0->cols);
         return;
     }
+    /* Every head must have passed its shape checks: concat_heads copies all of them. */
+    if (l->stopped || loader_bad(l, path))
+        return;
     struct matrix *dst[N_HEAD_MEMBERS] = {&s->weights.query,    &s->weights.key,
                                           &s->weights.value,    &s->weights.query_bias,
                                           &s->weights.key_bias, &s->weights.value_bias};
@@ -972,22 +976,6 @@ static void assemble_heads(struct loader *l, struct scene *s, int node, const ch
             return;
         }
     }
-}
-
-static void free_weights(struct scene_weights *w)
-{
-    matrix_free(&w->query);
-    matrix_free(&w->key);
-    matrix_free(&w->value);
-    matrix_free(&w->query_bias);
-    matrix_free(&w->key_bias);
-    matrix_free(&w->value_bias);
-    matrix_free(&w->out);
-    matrix_free(&w->out_bias);
-    free(w->dropout_mask);
-    w->dropout_mask = NULL;
-    w->dropout_mask_n = 0;
-    w->set = false;
 }
 
 enum {
@@ -1050,7 +1038,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
             loader_error(l, found[W_OUT_BIAS], path, "'weights.out_bias' needs 'out' too");
     }
     if (loader_bad(l, path)) {
-        free_weights(&s->weights);
+        scene_weights_free(&s->weights);
         return;
     }
     /* A dropout_mask alone keeps the drawn parameters: set means "parameters given". */

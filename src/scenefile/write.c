@@ -289,7 +289,7 @@ static void write_vector_key(FILE *f, const char *prefix, const char *key, const
 static void write_mask(FILE *f, const char *prefix, const struct scene *s)
 {
     const unsigned char *mask = s->weights.dropout_mask;
-    int n = s->weights.dropout_mask_n, heads = s->attn.heads;
+    int n = s->weights.dropout_mask_n, heads = s->weights.dropout_mask_heads;
     fprintf(f, "%sdropout_mask: [", prefix);
     int open = (int)(strlen(prefix) + strlen("dropout_mask: "));
     for (int h = 0; h < heads; h++) {
@@ -435,7 +435,7 @@ static void write_weights(struct writer *w)
     const struct scene *s = w->s;
     const struct scene_weights *wt = &s->weights;
     FILE *f = w->f;
-    bool mask = wt->dropout_mask && wt->dropout_mask_n > 0 && s->attn.heads > 0;
+    bool mask = wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0;
     if (!wt->set && !mask)
         return;
     fputs("weights:\n", f);

@@ -20,19 +20,11 @@ const char *knob_name(enum knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
-/* Resolves and runs a.shown into a fresh model; swaps it in only when everything worked. */
+/* Recomputes the result for s; on failure the last result stays. */
 static int recompute(struct app *a, const struct scene *s, struct diag *err)
 {
-    struct model m;
-    if (model_resolve(&m, s, err))
+    if (attn_compute(&a->model, &a->run, s, err))
         return -1;
-    if (attn_run_init(&a->run, &m, err)) {
-        model_free(&m);
-        return -1;
-    }
-    attn_forward(&a->run, &m);
-    model_free(&a->model);
-    a->model = m;
     a->have_result = true;
     a->generation++;
     return 0;
@@ -44,10 +36,12 @@ int app_init(struct app *a, struct scene *s, const char *path, struct diag *err)
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;
-    if (scene_copy(&a->shown, &a->scene))
-        return diag_set(err, "", "out of memory");
-    if (recompute(a, &a->shown, err))
+    int rc = scene_copy(&a->shown, &a->scene) ? diag_set(err, "", "out of memory")
+                                              : recompute(a, &a->shown, err);
+    if (rc) {
+        app_free(a); /* the scene was taken over: nothing is left for the caller to free */
         return -1;
+    }
     a->stage = STAGE_WEIGHTS;
     return 0;
 }
@@ -167,21 +161,17 @@ static void drop_weights(struct app *a, const char *why)
     struct scene_weights *w = &a->scene.weights;
     if (!w->set && !w->dropout_mask)
         return;
-    struct matrix *ms[] = {&w->query,    &w->key,        &w->value, &w->query_bias,
-                           &w->key_bias, &w->value_bias, &w->out,   &w->out_bias};
-    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
-        matrix_free(ms[i]);
-    free(w->dropout_mask);
-    memset(w, 0, sizeof(*w));
+    scene_weights_free(w);
     snprintf(a->message, sizeof(a->message), "explicit weights dropped (%s): drawn from the seed",
              why);
 }
 
 static void drop_dropout_mask(struct app *a)
 {
-    free(a->scene.weights.dropout_mask);
-    a->scene.weights.dropout_mask = NULL;
-    a->scene.weights.dropout_mask_n = 0;
+    struct scene_weights *w = &a->scene.weights;
+    free(w->dropout_mask);
+    w->dropout_mask = NULL;
+    w->dropout_mask_n = w->dropout_mask_heads = 0;
 }
 
 /* A token with no explicit row gets one of uniform [0, 1) values, like the book's hand-picked

@@ -8,9 +8,6 @@
 
 #include "ui/ui.h"
 
-void heatmap_range(struct mat_view v, float *lo, float *hi);
-void heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging);
-
 static int tiles(const struct ui *ui)
 {
     return stage_is_per_head(ui->app.stage) ? ui->app.model.heads : 1;
@@ -55,13 +52,8 @@ static void draw(struct panel *p, struct ui *ui)
     int n = tiles(ui);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
-    float lo = INFINITY, hi = -INFINITY;
-    for (int h = 0; h < n; h++) {
-        float l, u;
-        heatmap_range(app_view(a, a->stage, h), &l, &u);
-        lo = l < lo ? l : lo;
-        hi = u > hi ? u : hi;
-    }
+    float lo, hi;
+    ui_stage_range(ui, -1, &lo, &hi);
     bool diverging = lo < 0;
     char title[128];
     snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", a->model.heads, stage_name(a->stage),
@@ -111,7 +103,7 @@ static int select_head(struct ui *ui, int h)
         return HANDLED_YES;
     ui->app.head = h;
     app_clamp(&ui->app);
-    return HANDLED_CURSOR;
+    return HANDLED_MOVE;
 }
 
 static int handle_key(struct panel *p, struct ui *ui, enum action act)

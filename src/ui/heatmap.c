@@ -17,7 +17,6 @@
 #define SUM_W       10
 
 /* Finite min and max of a matrix. */
-void heatmap_range(struct mat_view v, float *lo, float *hi);
 void heatmap_range(struct mat_view v, float *lo, float *hi)
 {
     *lo = INFINITY;
@@ -32,6 +31,31 @@ void heatmap_range(struct mat_view v, float *lo, float *hi)
         }
     if (*lo > *hi)
         *lo = *hi = 0.0f;
+}
+
+void ui_stage_range(struct ui *ui, int head, float *lo, float *hi)
+{
+    const struct app *a = &ui->app;
+    if (!(ui->range.valid && ui->range.generation == a->generation &&
+          ui->range.stage == (int)a->stage && ui->range.head == head)) {
+        int h0 = head < 0 ? 0 : head;
+        int h1 = head >= 0 || !stage_is_per_head(a->stage) ? h0 + 1 : a->model.heads;
+        float l = INFINITY, u = -INFINITY;
+        for (int h = h0; h < h1; h++) {
+            float hl, hu;
+            heatmap_range(app_view(a, a->stage, h), &hl, &hu);
+            l = hl < l ? hl : l;
+            u = hu > u ? hu : u;
+        }
+        ui->range.generation = a->generation;
+        ui->range.stage = (int)a->stage;
+        ui->range.head = head;
+        ui->range.lo = l;
+        ui->range.hi = u;
+        ui->range.valid = true;
+    }
+    *lo = ui->range.lo;
+    *hi = ui->range.hi;
 }
 
 /* Column label j: the key token for square stages, else the dimension. */
@@ -103,7 +127,6 @@ static void follow_cursor(struct ui *ui, const struct layout *l)
 }
 
 /* "min -0.51 [gradient] max 0.91" at the right end of line y; returns its width. */
-int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging);
 int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging)
 {
     char lo_s[32], hi_s[32], left[48], right[48];
@@ -162,7 +185,7 @@ static void draw(struct panel *p, struct ui *ui)
     follow_cursor(ui, &l);
 
     float lo, hi;
-    heatmap_range(v, &lo, &hi);
+    ui_stage_range(ui, a->head, &lo, &hi);
     bool diverging = lo < 0;
     const char *what = stage_title(a->stage);
     if (a->stage == STAGE_INPUTS)
@@ -269,7 +292,7 @@ static int move_cursor(struct ui *ui, int drow, int dcol)
         return HANDLED_YES;
     a->row = row;
     a->col = a->col_want = col;
-    return HANDLED_CURSOR;
+    return HANDLED_MOVE;
 }
 
 static int handle_key(struct panel *p, struct ui *ui, enum action act)
@@ -307,7 +330,7 @@ static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned l
         return HANDLED_NO;
     ui->app.row = i;
     ui->app.col = ui->app.col_want = j;
-    return HANDLED_CURSOR;
+    return HANDLED_MOVE;
 }
 
 void heatmap_panel_init(struct panel *p)

@@ -117,6 +117,7 @@ static int handle_key(struct panel *p, struct ui *ui, enum action a)
     }
     ui->help_open = false;
     help_top = 0;
+    ui_invalidate(ui); /* everything under the overlay comes back */
     return HANDLED_CURSOR;
 }
 

@@ -63,28 +63,18 @@ bool keyname_valid(const char *name)
     return keyname_codes(name, codes, 3) > 0;
 }
 
-/* Binds a space-separated list of key names to action a. */
-static void bind_list(struct keymap *km, enum action a, const char *list)
+/* Binds one key name to action a and lists it in the action's display string (whole names
+ * only: a cut "F12" must never read as "F1"). */
+static void bind_name(struct keymap *km, enum action a, const char *name)
 {
-    char buf[128];
-    snprintf(buf, sizeof(buf), "%s", list);
-    snprintf(km->keys[a], sizeof(km->keys[a]), "%s", list);
-    for (char *save = NULL, *name = strtok_r(buf, " ", &save); name;
-         name = strtok_r(NULL, " ", &save)) {
-        int codes[3];
-        int n = keyname_codes(name, codes, 3);
-        for (int i = 0; i < n; i++)
-            if (codes[i] >= 0 && codes[i] < KEYMAP_SIZE)
-                km->by_code[codes[i]] = a;
-    }
-}
-
-void keymap_init_default(struct keymap *km)
-{
-    for (int i = 0; i < KEYMAP_SIZE; i++)
-        km->by_code[i] = ACTION_NONE;
-    for (int a = 0; a < ACTION_COUNT; a++)
-        bind_list(km, (enum action)a, action_table[a].default_keys);
+    int codes[3];
+    int n = keyname_codes(name, codes, 3);
+    for (int i = 0; i < n; i++)
+        if (codes[i] >= 0 && codes[i] < KEYMAP_SIZE)
+            km->by_code[codes[i]] = a;
+    size_t used = strlen(km->keys[a]);
+    if (used + strlen(name) + 2 <= sizeof(km->keys[a]))
+        snprintf(km->keys[a] + used, sizeof(km->keys[a]) - used, "%s%s", used ? " " : "", name);
 }
 
 /* Builds the code table and the display strings from a merged key configuration. */
@@ -93,13 +83,9 @@ static void build(struct keymap *km, const struct key_config *kc)
     for (int i = 0; i < KEYMAP_SIZE; i++)
         km->by_code[i] = ACTION_NONE;
     for (int a = 0; a < ACTION_COUNT && a < kc->n_actions; a++) {
-        char list[128] = "";
-        for (int k = 0; k < kc->n_keys[a]; k++) {
-            if (k)
-                strncat(list, " ", sizeof(list) - strlen(list) - 1);
-            strncat(list, kc->keys[a][k], sizeof(list) - strlen(list) - 1);
-        }
-        bind_list(km, (enum action)a, list);
+        km->keys[a][0] = '\0';
+        for (int k = 0; k < kc->n_keys[a]; k++)
+            bind_name(km, (enum action)a, kc->keys[a][k]);
     }
 }
 

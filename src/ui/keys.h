@@ -21,8 +21,6 @@ bool keyname_valid(const char *name);
 /* Fills codes (up to max) with the curses codes a name stands for; returns how many. */
 int keyname_codes(const char *name, int *codes, int max);
 
-/* The built-in defaults from ACTIONS. */
-void keymap_init_default(struct keymap *km);
 /* Applies configs/keys.yaml and then the user's keys.yaml over the defaults. A file with errors
  * is ignored as a whole; its problems are appended to errs for the UI to show. */
 void keymap_load(struct keymap *km, const char *shipped_path, const char *user_path,

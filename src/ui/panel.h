@@ -23,6 +23,7 @@ enum handled {
     HANDLED_CURSOR = 1 << 1, /* the cursor or view moved: redraw views, no recompute */
     HANDLED_SCENE = 1 << 2,  /* the scene changed and was recomputed: redraw everything */
     HANDLED_QUIT = 1 << 3,
+    HANDLED_MOVE = 1 << 4, /* only the cursor moved: redraw the map, inspector and status */
 };
 
 struct panel {

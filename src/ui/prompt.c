@@ -22,7 +22,9 @@ void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const 
         n = 0;
     ui->prompt_buf[n] = L'\0';
     ui->prompt_len = ui->prompt_cur = (int)n;
-    snprintf(ui->prompt_initial, sizeof(ui->prompt_initial), "%s", initial ? initial : "");
+    /* What the buffer really holds, so "unchanged" compares like with like. */
+    size_t m = wcstombs(ui->prompt_initial, ui->prompt_buf, sizeof(ui->prompt_initial) - 1);
+    ui->prompt_initial[m == (size_t)-1 ? 0 : m] = '\0';
 }
 
 static void close_prompt(struct ui *ui)

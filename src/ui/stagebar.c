@@ -39,12 +39,6 @@ static void stage_label(char *out, size_t size, const struct model *m, enum stag
     }
 }
 
-bool stage_is_off(const struct model *m, enum stage s)
-{
-    return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||
-           (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
-}
-
 /* Short names for a narrow bar: every stage stays visible down to the minimum width. */
 static const char *const short_labels[STAGE_COUNT] = {"in",   "Q",  "K",    "V",   "QK",  "\u00f7",
                                                       "mask", "sm", "drop", "ctx", "cat", "out"};

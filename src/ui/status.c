@@ -8,7 +8,6 @@
 #include "ui/ui.h"
 
 /* First bound key of an action, in display form (arrows as glyphs). */
-void key_display(char *out, size_t size, const struct keymap *km, enum action a);
 void key_display(char *out, size_t size, const struct keymap *km, enum action a)
 {
     static const struct {

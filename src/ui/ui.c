@@ -268,12 +268,6 @@ void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text)
     }
 }
 
-static void open_prompt(struct ui *ui, enum prompt_kind kind, const char *label,
-                        const char *initial)
-{
-    prompt_open(ui, kind, label, initial);
-}
-
 static void open_knob_prompt(struct ui *ui, enum knob k)
 {
     char label[64], value[64];
@@ -282,7 +276,7 @@ static void open_knob_prompt(struct ui *ui, enum knob k)
     snprintf(label, sizeof(label), "new %s", knob_name(k));
     double v = app_knob_value(&ui->app, k);
     snprintf(value, sizeof(value), k == KNOB_DROPOUT ? "%g" : "%.0f", v);
-    open_prompt(ui, PROMPT_KNOB, label, value);
+    prompt_open(ui, PROMPT_KNOB, label, value);
 }
 
 static int stage_step(struct ui *ui, int dir)
@@ -374,17 +368,26 @@ static int global_action(struct ui *ui, enum action act)
         return HANDLED_CURSOR;
     case ACTION_EDIT_TEXT: {
         /* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
-        char text[SCENE_MAX_TOKENS * 8] = "";
+        size_t need = a->scene.text ? strlen(a->scene.text) + 1 : 1;
+        for (int i = 0; !a->scene.text && i < a->scene.n_tokens; i++)
+            need += strlen(a->scene.tokens[i]) + 1;
+        char *text = calloc(need, 1);
+        if (!text)
+            return HANDLED_NO;
         if (a->scene.text) {
-            snprintf(text, sizeof(text), "%s", a->scene.text);
+            memcpy(text, a->scene.text, need);
         } else {
             for (int i = 0; i < a->scene.n_tokens; i++) {
                 if (i)
-                    strncat(text, " ", sizeof(text) - strlen(text) - 1);
-                strncat(text, a->scene.tokens[i], sizeof(text) - strlen(text) - 1);
+                    strcat(text, " ");
+                strcat(text, a->scene.tokens[i]);
             }
         }
-        open_prompt(ui, PROMPT_TEXT, "sentence", text);
+        if (mbstowcs(NULL, text, 0) >= PROMPT_MAX) /* never edit a cut copy */
+            app_refuse(a, "the sentence is too long to edit here; edit the scene file");
+        else
+            prompt_open(ui, PROMPT_TEXT, "sentence", text);
+        free(text);
         return HANDLED_CURSOR;
     }
     case ACTION_CAUSAL:
@@ -409,7 +412,7 @@ static int global_action(struct ui *ui, enum action act)
         char stem[256], dir[300];
         scene_stem(stem, sizeof(stem), a->scene_path);
         snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
-        open_prompt(ui, PROMPT_EXPORT, "export to folder", dir);
+        prompt_open(ui, PROMPT_EXPORT, "export to folder", dir);
         return HANDLED_CURSOR;
     }
     case ACTION_SAVE: {
@@ -425,7 +428,7 @@ static int global_action(struct ui *ui, enum action act)
         snprintf(path, sizeof(path), "%.*s%s-edited.yaml",
                  slash ? (int)(slash - a->scene_path + 1) : 0, a->scene_path ? a->scene_path : "",
                  stem);
-        open_prompt(ui, PROMPT_SAVE, "save scene as", path);
+        prompt_open(ui, PROMPT_SAVE, "save scene as", path);
         return HANDLED_CURSOR;
     }
     default:
@@ -488,8 +491,15 @@ void ui_mark(struct ui *ui, int handled)
         ui_resize(ui); /* the token count decides the stacked layout */
         return;
     }
+    if (handled & HANDLED_MOVE) {
+        /* A cursor move touches the map, the inspector and the status line, nothing else. */
+        ui->panels[PANEL_HEATMAP].dirty = true;
+        ui->panels[PANEL_GRID].dirty = true;
+        ui->panels[PANEL_INSPECTOR].dirty = true;
+        ui->panels[PANEL_STATUS].dirty = true;
+    }
     if (handled & HANDLED_CURSOR) {
-        /* Cursor moves touch the map, the inspector, the bars; never the engine. */
+        /* A view change touches the map, the inspector, the bars; never the engine. */
         ui->panels[PANEL_HEADER].dirty = true;
         ui->panels[PANEL_STAGEBAR].dirty = true;
         ui->panels[PANEL_HEATMAP].dirty = true;
@@ -530,15 +540,18 @@ void ui_draw(struct ui *ui)
     /* The row between the stage bar and the map stays blank. */
     move(3, 0);
     clrtoeol();
-    /* Status last: when the prompt is open it leaves the cursor in the line editor. The help
-     * overlay goes on top of everything else. */
+    /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
+     * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
     static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
                                           PANEL_GRID,   PANEL_INSPECTOR, PANEL_HELP,
                                           PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = &ui->panels[order[i]];
-        if (p->visible && (p->dirty || ui->help_open))
-            p->draw(p, ui);
+        bool covered = ui->help_open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
+                       order[i] != PANEL_HEADER;
+        if (!p->visible || !p->dirty || covered)
+            continue;
+        p->draw(p, ui);
         p->dirty = false;
     }
     /* The terminal cursor belongs in the line editor while it is open, hidden otherwise. */

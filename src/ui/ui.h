@@ -43,7 +43,7 @@ enum prompt_kind {
     PROMPT_CONFIRM_QUIT
 };
 
-#define PROMPT_MAX 1024
+#define PROMPT_MAX 16384 /* characters the line editor holds: a 1024-token sentence fits */
 
 struct ui {
     struct app app;
@@ -71,6 +71,15 @@ struct ui {
     int top_row, left_col;
     int grid_tile_w, grid_tile_h, grid_per_row;
     int grid_top; /* first row of tiles shown */
+
+    /* The colour range of the matrix on screen, kept until the result, stage or head changes:
+     * cursor moves never rescan n x n values. */
+    struct {
+        unsigned long generation;
+        int stage, head; /* head -1: every head (the grid's shared scale) */
+        float lo, hi;
+        bool valid;
+    } range;
 };
 
 /* Runs the explorer on a scene file (NULL: the built-in scene). Returns the exit status. */
@@ -99,11 +108,16 @@ void ui_invalidate(struct ui *ui);
 /* Where the shipped configs live: $ATTNSCOPE_CONFIGS_DIR, the source tree, or datadir. */
 const char *ui_configs_dir(void);
 
-/* True when a stage changes nothing for this model (no mask, no dropout, ...): dimmed in the
- * stage bar and skipped by auto-play. */
-bool stage_is_off(const struct model *m, enum stage s);
 /* Columns the heatmap needs to show the current stage without scrolling. */
 int heatmap_min_width(const struct ui *ui);
+/* Finite min and max of a matrix (heatmap.c). */
+void heatmap_range(struct mat_view v, float *lo, float *hi);
+/* The colour range of the current stage for one head, or for every head (head -1), cached. */
+void ui_stage_range(struct ui *ui, int head, float *lo, float *hi);
+/* "min … [gradient] … max" ending at x_end on line y; returns its width (heatmap.c). */
+int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging);
+/* The first key bound to an action, as the status line shows it (arrows as glyphs). */
+void key_display(char *out, size_t size, const struct keymap *km, enum action a);
 
 /* Panels (one file each). */
 void header_panel_init(struct panel *p);
