@@ -158,21 +158,8 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     diag_clear(&err);
 
     if (path) {
-        struct diag_list errs;
-        diag_list_init(&errs);
-        char *source = NULL;
-        size_t source_len = 0;
-        if (scenefile_load(&cs->scene, path, &errs, &source, &source_len) != 0) {
-            for (int i = 0; i < errs.n; i++)
-                print_diag(&errs.items[i], path, source, source_len);
-            if (errs.n == 0)
-                fprintf(stderr, "%s: cannot load the scene\n", path);
-            diag_list_free(&errs);
-            free(source);
+        if (scenefile_load_report(&cs->scene, path, stderr) != 0)
             return CLI_INVALID;
-        }
-        diag_list_free(&errs);
-        free(source);
     } else {
         scene_init_default(&cs->scene);
     }

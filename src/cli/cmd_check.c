@@ -16,27 +16,11 @@
 static int check_one(const char *path)
 {
     struct scene s;
-    struct diag_list errs;
-    diag_list_init(&errs);
-    char *source = NULL;
-    size_t source_len = 0;
-    int rc = scenefile_load(&s, path, &errs, &source, &source_len);
-    if (rc == 0) {
-        scene_free(&s);
-        printf("%s: ok\n", path);
-    } else {
-        for (int i = 0; i < errs.n; i++) {
-            struct diag *d = &errs.items[i];
-            if (d->file[0] == '\0')
-                snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, path);
-            diag_print(stderr, d, source, source_len);
-        }
-        if (errs.n == 0)
-            fprintf(stderr, "%s: invalid scene\n", path);
-    }
-    diag_list_free(&errs);
-    free(source);
-    return rc == 0 ? CLI_OK : CLI_INVALID;
+    if (scenefile_load_report(&s, path, stderr) != 0)
+        return CLI_INVALID;
+    scene_free(&s);
+    printf("%s: ok\n", path);
+    return CLI_OK;
 }
 
 int cmd_check(int argc, char **argv)

@@ -448,3 +448,23 @@ int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, 
     }
     return rc;
 }
+
+int scenefile_load_report(struct scene *out, const char *path, FILE *report)
+{
+    struct diag_list errs;
+    diag_list_init(&errs);
+    char *source = NULL;
+    size_t source_len = 0;
+    int rc = scenefile_load(out, path, &errs, &source, &source_len);
+    for (int i = 0; rc != 0 && i < errs.n; i++) {
+        struct diag *d = &errs.items[i];
+        if (!d->file[0])
+            snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, path);
+        diag_print(report, d, source, source_len);
+    }
+    if (rc != 0 && errs.n == 0)
+        fprintf(report, "%s: invalid scene\n", path);
+    diag_list_free(&errs);
+    free(source);
+    return rc;
+}

@@ -29,6 +29,10 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
 int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, char **source,
                    size_t *source_len);
 
+/* scenefile_load for the command line and the explorer's start: on failure every problem is
+ * printed to report as file:line:col with the line and a caret. Returns 0 or -1. */
+int scenefile_load_report(struct scene *out, const char *path, FILE *report);
+
 /* Writes s as YAML. With explicit, every default is written out too (resolved scenes). */
 int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err);
 

@@ -645,23 +645,12 @@ int ui_main(const char *scene_path)
 {
     setlocale(LC_ALL, "");
     struct scene s;
-    struct diag_list errs;
-    diag_list_init(&errs);
     if (scene_path) {
-        char *source = NULL;
-        size_t source_len = 0;
-        if (scenefile_load(&s, scene_path, &errs, &source, &source_len)) {
-            for (int i = 0; i < errs.n; i++)
-                diag_print(stderr, &errs.items[i], source, source_len);
-            free(source);
-            diag_list_free(&errs);
+        if (scenefile_load_report(&s, scene_path, stderr))
             return 1;
-        }
-        free(source);
     } else {
         scene_init_default(&s);
     }
-    diag_list_free(&errs);
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "attnscope: the explorer needs a terminal; try `attnscope print%s%s`\n",
