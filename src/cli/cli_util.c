@@ -26,7 +26,8 @@ void cli_print_help(FILE *out)
           "commands:\n"
           "  (none)  open the explorer on SCENE\n",
           out);
-    fputs("  check   validate scene files; every problem as file:line:col\n"
+    fputs("  check   validate scene files (and keys.yaml/colors.yaml); every problem as\n"
+          "          file:line:col\n"
           "  print   print the stages the way PyTorch prints tensors\n"
           "            -s, --stage S   only stage S:",
           out);

@@ -4,17 +4,55 @@
  *   scene.yaml:12:5: unknown key 'headz' (did you mean 'heads'?)
  *     headz: 2
  *     ^
- * A good file prints "FILE: ok" on stdout. Exit 1 when any file has a problem.
+ * A good file prints "FILE: ok" on stdout. Exit 1 when any file has a problem. Files named
+ * keys.yaml or colors.yaml are checked as the explorer's configuration instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "config/config.h"
 #include "scenefile/scenefile.h"
+#include "ui/actions.h"
+#include "ui/keys.h"
+#include "ui/theme.h"
+
+/* keys.yaml and colors.yaml are the explorer's configuration, checked as such. */
+static int check_config(const char *path, const char *base)
+{
+    struct diag_list errs;
+    diag_list_init(&errs);
+    int rc;
+    if (strcmp(base, "keys.yaml") == 0) {
+        const char *names[ACTION_COUNT];
+        for (int a = 0; a < ACTION_COUNT; a++)
+            names[a] = action_table[a].name;
+        struct key_config kc;
+        rc = config_load_keys(&kc, path, names, ACTION_COUNT, keyname_valid, &errs);
+        key_config_free(&kc);
+    } else {
+        struct color_config cc;
+        rc = config_load_colors(&cc, path, theme_role_names, ROLE_COUNT, theme_scale_names,
+                                theme_n_scales, theme_div_names, theme_n_divs, &errs);
+        color_config_free(&cc);
+    }
+    for (int i = 0; i < errs.n; i++)
+        diag_print(stderr, &errs.items[i], NULL, 0);
+    if (rc == CONFIG_MISSING)
+        fprintf(stderr, "%s: no such file\n", path);
+    diag_list_free(&errs);
+    if (rc != CONFIG_OK)
+        return CLI_INVALID;
+    printf("%s: ok\n", path);
+    return CLI_OK;
+}
 
 static int check_one(const char *path)
 {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (strcmp(base, "keys.yaml") == 0 || strcmp(base, "colors.yaml") == 0)
+        return check_config(path, base);
     struct scene s;
     if (scenefile_load_report(&s, path, stderr) != 0)
         return CLI_INVALID;

@@ -1,28 +1,10 @@
 /* tokenize: whitespace, words and chars tokenizers (see tokenize.h). */
 #include "engine/tokenize.h"
 
+#include "common/utf8.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-int utf8_seq_len(const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    int len;
-    if (s[0] < 0x80)
-        return 1;
-    else if ((s[0] & 0xE0) == 0xC0 && s[0] >= 0xC2)
-        len = 2;
-    else if ((s[0] & 0xF0) == 0xE0)
-        len = 3;
-    else if ((s[0] & 0xF8) == 0xF0 && s[0] <= 0xF4)
-        len = 4;
-    else
-        return 0;
-    for (int i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
 
 void tokens_free(char **tokens, int n)
 {
@@ -94,7 +76,8 @@ int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct dia
     const char *p = text;
     /* Validate once so every branch below can step by code point safely. */
     for (const char *q = text; *q;) {
-        int l = utf8_seq_len(q);
+        uint32_t cp;
+        int l = utf8_decode(q, &cp);
         if (!l)
             return diag_set(err, "text", "invalid UTF-8 at byte %d", (int)(q - text));
         q += l;
@@ -126,10 +109,12 @@ int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct dia
             }
             rc = push(&b, start, (size_t)(p - start), err);
             break;
-        case TOKENIZER_CHARS:
-            p += utf8_seq_len(p);
+        case TOKENIZER_CHARS: {
+            uint32_t cp;
+            p += utf8_decode(p, &cp); /* valid: checked above */
             rc = push(&b, start, (size_t)(p - start), err);
             break;
+        }
         }
         if (rc) {
             tokens_free(b.items, b.n);

@@ -15,7 +15,5 @@ int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct dia
 void tokens_free(char **tokens, int n);
 /* Deep copy of a token array; returns NULL on out-of-memory. */
 char **tokens_dup(char *const *tokens, int n);
-/* Bytes of the UTF-8 sequence starting at s (1..4), or 0 when it is invalid. */
-int utf8_seq_len(const char *s);
 
 #endif

@@ -122,27 +122,39 @@ static int settle(struct app *a)
     return 0;
 }
 
-static void push(struct scene *stack, int *n, const struct scene *s)
+bool app_unsaved(const struct app *a)
 {
-    if (*n == APP_UNDO_MAX) { /* forget the oldest step */
+    return a->n_undo != a->saved_depth;
+}
+
+/* Pushes a copy of s; a full stack forgets its oldest step. Returns how many were forgotten. */
+static int push(struct scene *stack, int *n, const struct scene *s)
+{
+    int dropped = 0;
+    if (*n == APP_UNDO_MAX) {
         scene_free(&stack[0]);
         memmove(stack, stack + 1, (APP_UNDO_MAX - 1) * sizeof(*stack));
         (*n)--;
+        dropped = 1;
     }
     if (scene_copy(&stack[*n], s) == 0)
         (*n)++;
+    return dropped;
 }
 
 /* Called before every edit: the current scene becomes undoable, redo is forgotten. */
 static void begin_edit(struct app *a)
 {
-    push(a->undo, &a->n_undo, &a->scene);
+    /* The saved state moves one step down the stack, or off it (or off the redo side). */
+    if (push(a->undo, &a->n_undo, &a->scene) && a->saved_depth >= 0)
+        a->saved_depth--;
+    if (a->saved_depth > a->n_undo - 1)
+        a->saved_depth = -1;
     for (int i = 0; i < a->n_redo; i++)
         scene_free(&a->redo[i]);
     a->n_redo = 0;
     a->message[0] = '\0';
     a->message_is_error = false;
-    a->unsaved = true;
 }
 
 void app_refuse(struct app *a, const char *fmt, ...)
@@ -264,8 +276,20 @@ double app_knob_value(const struct app *a, enum knob k)
     return a->scene.attn.dropout;
 }
 
+void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
+{
+    if (k == KNOB_SEED) /* 64-bit: a double would round seeds above 2^53 */
+        snprintf(out, size, "%llu", (unsigned long long)a->scene.seed);
+    else if (k == KNOB_DROPOUT)
+        scene_format_p(out, size, a->scene.attn.dropout);
+    else
+        snprintf(out, size, "%d", (int)app_knob_value(a, k));
+}
+
 int app_edit_seed(struct app *a, uint64_t seed)
 {
+    if (seed == a->scene.seed && !a->error[0])
+        return 0; /* the same value is no edit: no undo step, nothing unsaved */
     begin_edit(a);
     a->scene.seed = seed;
     drop_weights(a, "new seed");
@@ -286,6 +310,9 @@ int app_edit_knob(struct app *a, enum knob k, double value)
             app_refuse(a, "dropout p must be between 0 and 1, not %g", value);
             return -1;
         }
+        value += 0.0; /* -0 becomes 0 */
+        if (value == a->scene.attn.dropout)
+            return 0;
         begin_edit(a);
         a->scene.attn.dropout = value;
         drop_dropout_mask(a);
@@ -296,6 +323,8 @@ int app_edit_knob(struct app *a, enum knob k, double value)
         app_refuse(a, "%s must be a whole number of at least 1, not %g", knob_name(k), value);
         return -1;
     }
+    if (value == app_knob_value(a, k))
+        return 0;
     begin_edit(a);
     if (k == KNOB_D_OUT) {
         a->scene.attn.d_out = (int)value;
@@ -334,12 +363,18 @@ int app_step_knob(struct app *a, enum knob k, int direction)
         return next == v ? 0 : app_edit_knob(a, k, next);
     }
     if (k == KNOB_SEED) {
-        if (direction < 0 && a->scene.seed == 0)
-            return 0;
+        if ((direction < 0 && a->scene.seed == 0) || (direction > 0 && a->scene.seed == UINT64_MAX))
+            return 0; /* the ends of the seed range: no wrapping round */
         return app_edit_seed(a, a->scene.seed + (uint64_t)(int64_t)direction);
     }
     int next = next_valid(a, k, (int)v, direction);
-    return next == (int)v ? 0 : app_edit_knob(a, k, next);
+    if (next == (int)v) {
+        app_refuse(a, "no %s %s %d keeps the split layout valid (d_out %d, heads %d)", knob_name(k),
+                   direction > 0 ? "above" : "below", (int)v, scene_eff_d_out(&a->scene),
+                   a->scene.attn.heads);
+        return -1;
+    }
+    return app_edit_knob(a, k, next);
 }
 
 int app_toggle_causal(struct app *a)
@@ -368,7 +403,6 @@ int app_cycle_projection(struct app *a)
     }
     if (c->projection != PROJ_LINEAR)
         c->qkv_bias = false;
-    c->scale = SCALE_DEFAULT;
     drop_weights(a, "new projection");
     return settle(a);
 }
@@ -431,6 +465,6 @@ int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
                         a->error);
     if (scenefile_save(path, &a->scene, false, overwrite, err))
         return -1;
-    a->unsaved = false;
+    a->saved_depth = a->n_undo;
     return 0;
 }

@@ -38,7 +38,8 @@ struct app {
     char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
     char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
     bool message_is_error;      /* the note reports a refused input, not an invalid scene */
-    bool unsaved;               /* edited since opened or last saved */
+    int saved_depth;            /* n_undo when the scene was opened or last saved; -1 when
+                                   that state fell off the undo history */
     int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
 
     enum stage stage;
@@ -77,7 +78,12 @@ int app_undo(struct app *a);
 int app_redo(struct app *a);
 
 double app_knob_value(const struct app *a, enum knob k);
+/* The knob's value as the header shows it and its prompt starts with ("123", "0.5"). */
+void app_knob_text(char *out, size_t size, const struct app *a, enum knob k);
 const char *knob_name(enum knob k);
+
+/* True when the scene differs from the one opened or last saved (undo back to it: false). */
+bool app_unsaved(const struct app *a);
 
 /* Export of the current result / save of the edited scene (atomic writes). */
 int app_export(struct app *a, const char *dir, struct diag *err);

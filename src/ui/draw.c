@@ -10,6 +10,7 @@
 
 #include <langinfo.h>
 
+#include "common/utf8.h"
 #include "ui/ui.h"
 
 /* Over ssh the locale is often C/POSIX: then every glyph the panels use has an ASCII stand-in,
@@ -33,13 +34,14 @@ static const char *ascii_for(wchar_t wc)
         wchar_t wc;
         const char *ascii;
     } map[] = {
-        {L'\u00b7', "|"},  {L'\u00d7', "x"},   {L'\u221e', "inf"}, {L'\u221a', "sqrt"},
+        {L'\u00b7', "|"},  {L'\u00d7', "x"},   {L'\u221e', "inf"}, {L'\u221a', "sqrt "},
         {L'\u00f7', "/"},  {L'\u03a3', "sum"}, {L'\u2502', "|"},   {L'\u2026', "~"},
         {L'\u201c', "\""}, {L'\u201d', "\""},  {L'\u2018', "'"},   {L'\u2019', "'"},
         {L'\u2591', "."},  {L'\u2592', ":"},   {L'\u2593', "#"},   {L'\u2588', "@"},
         {L'\u2190', "<"},  {L'\u2192', ">"},   {L'\u2191', "^"},   {L'\u2193', "v"},
         {L'\u2212', "-"},  {L'\u2717', "x"},   {L'\u25b6', ">"},   {L'\u1d40', "^T"},
-        {L'\u2014', "-"},  {L'\u00a0', " "},
+        {L'\u2014', "-"},  {L'\u00a0', " "},   {L'\u2423', "_"},   {L'\u21e5', ">"},
+        {L'\u21b5', "<"},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (map[i].wc == wc)
@@ -47,17 +49,17 @@ static const char *ascii_for(wchar_t wc)
     return "?";
 }
 
-/* Decodes one UTF-8 character; returns its byte length (1 for an invalid byte, shown as ?). */
+/* Decodes one UTF-8 character whatever the locale; an invalid byte is one '?'. */
 static int next_char(const char *s, wchar_t *wc)
 {
-    mbstate_t st;
-    memset(&st, 0, sizeof(st));
-    size_t n = mbrtowc(wc, s, strlen(s), &st);
-    if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+    uint32_t cp;
+    int n = utf8_decode(s, &cp);
+    if (n == 0) {
         *wc = L'?';
         return 1;
     }
-    return (int)n;
+    *wc = (wchar_t)cp;
+    return n;
 }
 
 static int char_width(wchar_t wc)
@@ -146,4 +148,40 @@ void format_cell(char *out, size_t out_size, float v, int width)
             return;
     }
     snprintf(out, out_size, "%.0e", (double)v);
+}
+
+void abbreviate_start(char *out, size_t out_size, const char *s, int width)
+{
+    int total = text_width(s);
+    if (total <= width) {
+        snprintf(out, out_size, "%s", s);
+        return;
+    }
+    /* Skip characters from the front until "…" plus the rest fits. */
+    while (*s && total > width - 1) {
+        wchar_t wc;
+        int len = next_char(s, &wc);
+        total -= char_width(wc);
+        s += len;
+    }
+    snprintf(out, out_size, "\u2026%s", s);
+}
+
+void display_token(char *out, size_t out_size, const char *token)
+{
+    /* Blanks are real tokens for the chars tokenizer: show them, or the label looks empty. */
+    size_t o = 0;
+    for (const char *p = token; *p && o + 4 < out_size; p++) {
+        const char *glyph = *p == ' '    ? "\u2423"
+                            : *p == '\t' ? "\u21e5"
+                            : *p == '\n' ? "\u21b5"
+                                         : NULL;
+        if (glyph) {
+            memcpy(out + o, glyph, 3);
+            o += 3;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
 }

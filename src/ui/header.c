@@ -34,15 +34,9 @@ static void draw(struct panel *p, struct ui *ui)
     char knobs[KNOB_COUNT][48];
     int kw = 0;
     for (int k = 0; k < KNOB_COUNT; k++) {
-        double v = app_knob_value(&ui->app, (enum knob)k);
-        if (k == KNOB_DROPOUT) {
-            char pstr[32];
-            scene_format_p(pstr, sizeof(pstr), v);
-            snprintf(knobs[k], sizeof(knobs[k]), " dropout %s ", pstr);
-        } else if (k == KNOB_SEED) /* 64-bit: a double would round large seeds */
-            snprintf(knobs[k], sizeof(knobs[k]), " seed %llu ", (unsigned long long)s->seed);
-        else
-            snprintf(knobs[k], sizeof(knobs[k]), " %s %.0f ", knob_name((enum knob)k), v);
+        char value[32];
+        app_knob_text(value, sizeof(value), &ui->app, (enum knob)k);
+        snprintf(knobs[k], sizeof(knobs[k]), " %s %s ", knob_name((enum knob)k), value);
         kw += text_width(knobs[k]) + 1;
     }
     int vw = r.w - kw - 2;

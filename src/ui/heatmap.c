@@ -62,7 +62,7 @@ void ui_stage_range(struct ui *ui, int head, float *lo, float *hi)
 static void col_label(char *out, size_t size, const struct ui *ui, int j)
 {
     if (stage_is_square(ui->app.stage))
-        snprintf(out, size, "%s", ui->app.model.tokens[j]);
+        display_token(out, size, ui->app.model.tokens[j]);
     else
         snprintf(out, size, "d%d", j);
 }
@@ -120,6 +120,12 @@ static void follow_cursor(struct ui *ui, const struct layout *l)
         ui->left_col = a->col;
     if (a->col >= ui->left_col + l->vis_cols)
         ui->left_col = a->col - l->vis_cols + 1;
+    /* After a resize, use the room: no blank rows below the last one while rows are hidden. */
+    int rows = app_rows(a), cols = app_cols(a);
+    if (ui->top_row > rows - l->vis_rows)
+        ui->top_row = rows - l->vis_rows;
+    if (ui->left_col > cols - l->vis_cols)
+        ui->left_col = cols - l->vis_cols;
     if (ui->top_row < 0)
         ui->top_row = 0;
     if (ui->left_col < 0)
@@ -211,7 +217,7 @@ static void draw(struct panel *p, struct ui *ui)
     int last_col = ui->left_col + l.vis_cols < v.cols ? ui->left_col + l.vis_cols : v.cols;
     int last_row = ui->top_row + l.vis_rows < v.rows ? ui->top_row + l.vis_rows : v.rows;
     for (int j = ui->left_col; j < last_col; j++) {
-        char full[SCENE_MAX_TOKEN_BYTES + 8], shortl[64], cell[80];
+        char full[3 * SCENE_MAX_TOKEN_BYTES + 8], shortl[64], cell[80];
         col_label(full, sizeof(full), ui, j);
         abbreviate(shortl, sizeof(shortl), full, l.cw - 1);
         snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(shortl), "", shortl);
@@ -225,7 +231,9 @@ static void draw(struct panel *p, struct ui *ui)
     for (int i = ui->top_row; i < last_row; i++) {
         int y = r.y + 2 + (i - ui->top_row);
         char lab[64];
-        abbreviate(lab, sizeof(lab), a->model.tokens[i], l.lw - 1);
+        char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
+        display_token(shown, sizeof(shown), a->model.tokens[i]);
+        abbreviate(lab, sizeof(lab), shown, l.lw - 1);
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
         for (int j = ui->left_col; j < last_col; j++) {
@@ -270,10 +278,12 @@ static void draw(struct panel *p, struct ui *ui)
     }
 
     /* Footer: the full tokens of the selection, since the axes abbreviate them. */
-    char col_full[SCENE_MAX_TOKEN_BYTES + 8], footer[3 * SCENE_MAX_TOKEN_BYTES];
+    char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
+    char footer[8 * SCENE_MAX_TOKEN_BYTES];
+    display_token(row_full, sizeof(row_full), a->model.tokens[a->row]);
     col_label(col_full, sizeof(col_full), ui, a->col);
     snprintf(footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d%s",
-             a->row, a->model.tokens[a->row], a->col, col_full,
+             a->row, row_full, a->col, col_full,
              (v.rows > l.vis_rows || v.cols > l.vis_cols) ? " \u00b7 scrolled: arrows/PgUp/PgDn"
                                                           : "");
     /* Right under the last row, where the eye is, not at the bottom of the panel. */

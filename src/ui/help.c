@@ -69,7 +69,7 @@ static void draw(struct panel *p, struct ui *ui)
     int n = build(ui, lines, 96);
     int body = r.h - 2;
     /* Two columns when one would scroll and the screen is wide enough for both. */
-    int columns = n > body && r.w >= 120 ? 2 : 1;
+    int columns = n > body && r.w >= 150 ? 2 : 1;
     int col_w = columns == 2 ? (r.w - 4) / 2 : (r.w < 80 ? r.w : 80);
     int x0 = r.x + (r.w - col_w * columns) / 2;
     int per_col = columns == 2 ? (n + 1) / 2 : n;

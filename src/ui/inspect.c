@@ -81,11 +81,17 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
         put(b, "\n");
         return;
     }
-    put(b, "%s[%d] = x \u00b7 %s[:, %d]%s\n", q, j, wname, c, bias ? " + b" : "");
+    /* The wrapper gives each head its own matrix (params/head<H>/ in an export); the split
+     * layout one matrix whose columns the heads share. */
+    if (a->shown.attn.layout == LAYOUT_WRAPPER)
+        put(b, "%s[%d] = x \u00b7 head %d's %s[:, %d]%s\n", q, j, a->head, wname, j,
+            bias ? " + b" : "");
+    else
+        put(b, "%s[%d] = x \u00b7 %s[:, %d]%s\n", q, j, wname, c, bias ? " + b" : "");
     terms(b, m->x + (size_t)i * m->d_in, 1, w + c, m->D, m->d_in);
     if (bias) {
         put(b, "    + ");
-        num(b, bias[c]);
+        operand(b, bias[c]);
         put(b, " (bias)\n");
     }
     put(b, "  = ");
@@ -281,7 +287,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
             terms(&b, r->concat + (size_t)i * m->D, 1, m->wo + j, m->D, m->D);
             if (m->bo) {
                 put(&b, "    + ");
-                num(&b, m->bo[j]);
+                operand(&b, m->bo[j]);
                 put(&b, " (bias)\n");
             }
             put(&b, "  = ");

@@ -59,6 +59,12 @@ int keyname_codes(const char *name, int *codes, int max)
 
 bool keyname_valid(const char *name)
 {
+    /* The terminal keeps these for itself (interrupt, suspend, flow control): a binding to
+     * them could never fire. */
+    static const char *const reserved[] = {"C-c", "C-z", "C-s", "C-q"};
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcmp(name, reserved[i]) == 0)
+            return false;
     int codes[3];
     return keyname_codes(name, codes, 3) > 0;
 }

@@ -11,20 +11,46 @@
 #include <wchar.h>
 #include <wctype.h>
 
+#include "common/utf8.h"
 #include "ui/ui.h"
+
+/* UTF-8 -> code points, whatever the locale; an invalid byte becomes '?'. Returns the count. */
+static int to_wide(wchar_t *out, int max, const char *s)
+{
+    int n = 0;
+    while (*s && n < max) {
+        uint32_t cp;
+        int len = utf8_decode(s, &cp);
+        out[n++] = len ? (wchar_t)cp : L'?';
+        s += len ? len : 1;
+    }
+    return n;
+}
+
+/* Code points -> UTF-8 (always terminated; stops before overflowing). */
+static void to_utf8(char *out, size_t size, const wchar_t *w, int n)
+{
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[4];
+        int len = utf8_encode((uint32_t)w[i], buf);
+        if (o + (size_t)len + 1 > size)
+            break;
+        memcpy(out + o, buf, (size_t)len);
+        o += (size_t)len;
+    }
+    out[o] = '\0';
+}
 
 void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const char *initial)
 {
     ui->prompt = kind;
     snprintf(ui->prompt_label, sizeof(ui->prompt_label), "%s", label);
-    size_t n = mbstowcs(ui->prompt_buf, initial ? initial : "", PROMPT_MAX - 1);
-    if (n == (size_t)-1)
-        n = 0;
+    int n = to_wide(ui->prompt_buf, PROMPT_MAX - 1, initial ? initial : "");
     ui->prompt_buf[n] = L'\0';
-    ui->prompt_len = ui->prompt_cur = (int)n;
+    ui->prompt_len = ui->prompt_cur = n;
     /* What the buffer really holds, so "unchanged" compares like with like. */
-    size_t m = wcstombs(ui->prompt_initial, ui->prompt_buf, sizeof(ui->prompt_initial) - 1);
-    ui->prompt_initial[m == (size_t)-1 ? 0 : m] = '\0';
+    to_utf8(ui->prompt_initial, sizeof(ui->prompt_initial), ui->prompt_buf, n);
 }
 
 static void close_prompt(struct ui *ui)
@@ -44,11 +70,8 @@ static void delete_range(struct ui *ui, int from, int to)
 
 static int accept(struct ui *ui)
 {
-    char text[PROMPT_MAX * 4];
-    size_t n = wcstombs(text, ui->prompt_buf, sizeof(text) - 1);
-    if (n == (size_t)-1)
-        n = 0;
-    text[n] = '\0';
+    static char text[PROMPT_MAX * 4 + 1];
+    to_utf8(text, sizeof(text), ui->prompt_buf, ui->prompt_len);
     enum prompt_kind kind = ui->prompt;
     close_prompt(ui);
     prompt_accept(ui, kind, text);
@@ -152,36 +175,46 @@ int prompt_key(struct ui *ui, wint_t key, bool is_code)
     return HANDLED_CURSOR;
 }
 
+/* One character of the buffer as UTF-8, and its width on screen (ASCII stand-ins included). */
+static int char_at(const struct ui *ui, int i, char *utf8)
+{
+    int len = utf8_encode((uint32_t)ui->prompt_buf[i], utf8);
+    utf8[len] = '\0';
+    return text_width(utf8);
+}
+
 void prompt_draw(struct ui *ui, int y)
 {
     const struct theme *t = &ui->theme;
-    int x = draw_text(y, 0, ui->cols, t->role_attr[ROLE_LABEL], ui->prompt_label);
+    /* A long label (a path) keeps its end, where the file name is. */
+    char label[sizeof(ui->prompt_label) + 8];
+    int room = ui->cols / 2 > 20 ? ui->cols / 2 : 20;
+    abbreviate_start(label, sizeof(label), ui->prompt_label, room);
+    int x = draw_text(y, 0, ui->cols, t->role_attr[ROLE_LABEL], label);
     x += draw_text(y, x, 2, A_NORMAL, ": ");
     int avail = ui->cols - x - 1;
     if (avail < 4)
         return;
     /* Scroll horizontally so the cursor stays visible. */
+    char ch[8];
     int start = 0, width = 0;
     for (int i = ui->prompt_cur - 1; i >= 0; i--) {
-        int w = wcwidth(ui->prompt_buf[i]);
-        if (width + (w < 0 ? 1 : w) >= avail)
+        int w = char_at(ui, i, ch);
+        if (width + w >= avail)
             break;
-        width += w < 0 ? 1 : w;
+        width += w;
         start = i;
     }
     if (ui->prompt_cur == 0)
         start = 0;
-    move(y, x);
     int used = 0, cursor_x = x;
     for (int i = start; i < ui->prompt_len; i++) {
-        int w = wcwidth(ui->prompt_buf[i]);
-        w = w < 0 ? 1 : w;
+        int w = char_at(ui, i, ch);
         if (used + w > avail)
             break;
         if (i == ui->prompt_cur)
             cursor_x = x + used;
-        addnwstr(ui->prompt_buf + i, 1);
-        used += w;
+        used += draw_text(y, x + used, w, A_NORMAL, ch);
     }
     if (ui->prompt_cur >= ui->prompt_len)
         cursor_x = x + used;

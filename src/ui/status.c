@@ -65,12 +65,16 @@ static void draw(struct panel *p, struct ui *ui)
 
     move(y, r.x);
     clrtoeol();
+    /* The newest thing first: the prompt, then a note about the last action (an export, a
+     * refused input), then the standing problem of the edited scene, then config problems. */
     if (ui->prompt != PROMPT_NONE) {
         prompt_draw(ui, y);
-    } else if (ui->app.message[0] && ui->app.message_is_error) {
+    } else if (ui->app.message[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s ", ui->app.message);
-        draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], line);
+        snprintf(line, sizeof(line), ui->app.message_is_error ? " \u2717 %s " : " %s",
+                 ui->app.message);
+        draw_text(y, r.x, r.w, t->role_attr[ui->app.message_is_error ? ROLE_ERROR : ROLE_LABEL],
+                  line);
     } else if (ui->app.error[0]) {
         char line[DIAG_MSG_MAX + 16];
         snprintf(line, sizeof(line), " \u2717 %s ", ui->app.error);
@@ -81,8 +85,6 @@ static void draw(struct panel *p, struct ui *ui)
             draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
     } else if (ui->config_error[0]) {
         draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], ui->config_error);
-    } else if (ui->app.message[0]) {
-        draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL], ui->app.message);
     } else if (ui->app.playing) {
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/utf8.h"
 #include "config/config.h"
 #include "scenefile/scenefile.h"
 
@@ -58,7 +59,8 @@ void ui_resize(struct ui *ui)
     int w = ui->cols, h = ui->lines;
     p[PANEL_HEADER].area = (struct rect){0, 0, 2, w};
     p[PANEL_STAGEBAR].area = (struct rect){2, 0, 1, w};
-    int main_y = 4, main_h = h - main_y - 2;
+    /* A blank row under the stage bar when there is room; on small screens every row counts. */
+    int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 48 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
@@ -71,7 +73,8 @@ void ui_resize(struct ui *ui)
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
         int need = ui->app.model.n + 3;
-        int mh = need < main_h - 9 ? need : main_h - 9;
+        int insp_min = main_h >= 20 ? 9 : main_h / 3;
+        int mh = need < main_h - insp_min ? need : main_h - insp_min;
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
         insp = (struct rect){main_y + mh, 0, main_h - mh, w};
@@ -215,9 +218,23 @@ static void accept_knob(struct ui *ui, const char *text)
         app_edit_knob(a, ui->prompt_knob, v);
 }
 
-void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text)
+/* A path as typed, without the blanks around it (a trailing space is never meant). */
+static const char *trim(char *text)
+{
+    while (*text == ' ' || *text == '\t')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+        text[--n] = '\0';
+    return text;
+}
+
+void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *typed)
 {
     struct app *a = &ui->app;
+    char buf[PROMPT_MAX * 4 + 1];
+    snprintf(buf, sizeof(buf), "%s", typed);
+    const char *text = kind == PROMPT_EXPORT || kind == PROMPT_SAVE ? trim(buf) : typed;
     switch (kind) {
     case PROMPT_TEXT:
         if (strcmp(text, ui->prompt_initial) != 0) /* Enter on the same text changes nothing */
@@ -274,8 +291,7 @@ static void open_knob_prompt(struct ui *ui, enum knob k)
     ui->app.knob = k;
     ui->prompt_knob = k;
     snprintf(label, sizeof(label), "new %s", knob_name(k));
-    double v = app_knob_value(&ui->app, k);
-    snprintf(value, sizeof(value), k == KNOB_DROPOUT ? "%g" : "%.0f", v);
+    app_knob_text(value, sizeof(value), &ui->app, k);
     prompt_open(ui, PROMPT_KNOB, label, value);
 }
 
@@ -310,9 +326,9 @@ static int global_action(struct ui *ui, enum action act)
     struct app *a = &ui->app;
     switch (act) {
     case ACTION_QUIT:
-        if (!a->unsaved)
+        if (!app_unsaved(a))
             return HANDLED_QUIT;
-        prompt_open(ui, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n; w saves)", "");
+        prompt_open(ui, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n)", "");
         return HANDLED_CURSOR;
     case ACTION_HELP:
         ui->help_open = true;
@@ -383,7 +399,7 @@ static int global_action(struct ui *ui, enum action act)
                 strcat(text, a->scene.tokens[i]);
             }
         }
-        if (mbstowcs(NULL, text, 0) >= PROMPT_MAX) /* never edit a cut copy */
+        if (utf8_length(text) >= PROMPT_MAX) /* never edit a cut copy */
             app_refuse(a, "the sentence is too long to edit here; edit the scene file");
         else
             prompt_open(ui, PROMPT_TEXT, "sentence", text);
@@ -460,6 +476,8 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
         ui_resize(ui);
         return HANDLED_CURSOR;
     }
+    if (ui->too_small) /* nothing to act on that cannot be seen; C-c still quits */
+        return HANDLED_NO;
     if (ui->prompt != PROMPT_NONE) {
         int r = prompt_key(ui, key, is_code) | HANDLED_CURSOR;
         return ui->quit ? HANDLED_QUIT : r;
@@ -518,7 +536,8 @@ void ui_draw(struct ui *ui)
         char need[64], have[64];
         snprintf(need, sizeof(need), "needs %d\u00d7%d", UI_MIN_COLS, UI_MIN_LINES);
         snprintf(have, sizeof(have), "this is %d\u00d7%d", ui->cols, ui->lines);
-        const char *lines[] = {"terminal too small", "attnscope", need, have, "enlarge it, or q"};
+        const char *lines[] = {"terminal too small", "attnscope", need, have,
+                               "enlarge it to go on"};
         int n = sizeof(lines) / sizeof(lines[0]);
         int y0 = (ui->lines - n) / 2;
         for (int i = 0; i < n; i++) {
@@ -537,9 +556,11 @@ void ui_draw(struct ui *ui)
     ui->panels[PANEL_INSPECTOR].visible = true;
     ui->panels[PANEL_HEADER].visible = ui->panels[PANEL_STAGEBAR].visible = true;
     ui->panels[PANEL_STATUS].visible = true;
-    /* The row between the stage bar and the map stays blank. */
-    move(3, 0);
-    clrtoeol();
+    /* The row between the stage bar and the map stays blank (when there is one). */
+    if (ui->panels[PANEL_HEATMAP].area.y == 4) {
+        move(3, 0);
+        clrtoeol();
+    }
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
     static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
@@ -584,11 +605,11 @@ void ui_dump(FILE *out)
                 continue;
             /* Wide characters occupy two cells; the second reads back as the same cell. */
             int w = wcwidth(wc[0]);
-            char mb[MB_LEN_MAX * (CCHARW_MAX + 1)];
-            size_t n = wcstombs(mb, wc, sizeof(mb));
-            if (n == (size_t)-1) {
-                mb[0] = '?';
-                n = 1;
+            char mb[4 * (CCHARW_MAX + 1)];
+            size_t n = 0;
+            for (int k = 0; k < CCHARW_MAX && wc[k]; k++) {
+                int bytes = utf8_encode((uint32_t)wc[k], mb + n);
+                n += (size_t)bytes;
             }
             if (len + n >= sizeof(line))
                 break;

@@ -64,7 +64,7 @@ struct ui {
     int prompt_len, prompt_cur;
     int prompt_y, prompt_x; /* where the terminal cursor goes while the prompt is open */
     char prompt_initial[PROMPT_MAX * 4]; /* the text the prompt opened with */
-    char prompt_label[64];
+    char prompt_label[1200];
     char pending_path[1024]; /* path awaiting an overwrite confirmation */
 
     /* View state that is not the app's: scroll offsets and the grid layout. */
@@ -133,7 +133,7 @@ void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const 
 /* Returns enum handled; calls back into ui.c's prompt_accept on Enter. */
 int prompt_key(struct ui *ui, wint_t key, bool is_code);
 void prompt_draw(struct ui *ui, int y);
-void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *text);
+void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *typed);
 
 /* Drawing helpers (draw.c): UTF-8 strings clipped to a width in terminal columns. draw_init
  * picks ASCII stand-ins for every glyph when the locale is not UTF-8. */
@@ -143,6 +143,10 @@ int draw_text(int y, int x, int width, int attr, const char *utf8);
 int text_width(const char *utf8);
 /* Abbreviates a token to at most width columns, ending with "…" when cut. */
 void abbreviate(char *out, size_t out_size, const char *utf8, int width);
+/* The same from the other end: "…/long/path/to/file.yaml", keeping the end. */
+void abbreviate_start(char *out, size_t out_size, const char *utf8, int width);
+/* A token as a label: blanks shown as ␣ ⇥ ↵ so a space token is not an empty label. */
+void display_token(char *out, size_t out_size, const char *token);
 /* Formats a cell value in at most width columns: 0.138, -12.35, -∞, nan. */
 void format_cell(char *out, size_t out_size, float v, int width);
 
