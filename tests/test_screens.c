@@ -1,12 +1,12 @@
 /* test_screens: golden screens of the explorer.
  *
  * Each tests/screens/NAME.keys is a script: header lines set the scene, size, TERM and
- * NO_COLOR; then key names (keys.yaml notation: q Left C-r Enter ...), `"text` lines to type
- * text, `resize COLSxLINES`, and `click X,Y` / `wheel-down X,Y` (0-based screen cells). The script
- * is played into the real UI through a pipe on a virtual terminal (newterm), one key at a time like
- * the event loop does, and the final screen text must equal NAME.screen. Set
- * ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files after a deliberate change (then review
- * the diff).
+ * NO_COLOR (`# no_color`) and the locale (`# locale: C`); then key names (keys.yaml notation: q
+ * Left C-r Enter ...), `"text` lines to type text, `resize COLSxLINES`, and `click X,Y` /
+ * `wheel-down X,Y` (0-based screen cells). The script is played into the real UI through a pipe on
+ * a virtual terminal (newterm), one key at a time like the event loop does, and the final screen
+ * text must equal NAME.screen. Set ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files after a
+ * deliberate change (then review the diff).
  */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
@@ -33,6 +33,7 @@ struct script {
     int cols, lines;
     char term[64];
     bool no_color;
+    bool c_locale; /* LC_ALL=C, as over ssh: the explorer draws ASCII stand-ins */
 };
 
 /* Terminfo capability for each named special key. */
@@ -102,7 +103,7 @@ static void run_script(const char *dir, const char *name)
     snprintf(path, sizeof(path), "%.500s/%.500s", dir, name);
     char *text = read_all(path);
     assert_non_null(text);
-    struct script sc = {"", 100, 30, "xterm-256color", false};
+    struct script sc = {"", 100, 30, "xterm-256color", false, false};
     char *header = strdup(text);
     for (char *save = NULL, *line = strtok_r(header, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -111,6 +112,8 @@ static void run_script(const char *dir, const char *name)
         sscanf(line, "# term: %63s", sc.term);
         if (strncmp(line, "# no_color", 10) == 0)
             sc.no_color = true;
+        if (strncmp(line, "# locale: C", 11) == 0)
+            sc.c_locale = true;
     }
     free(header);
 
@@ -126,6 +129,7 @@ static void run_script(const char *dir, const char *name)
     /* A fresh config home, so a developer's own keys.yaml cannot change the screens. */
     setenv("XDG_CONFIG_HOME", "/nonexistent-attnscope-test", 1);
 
+    setlocale(LC_ALL, sc.c_locale ? "C" : "C.UTF-8");
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     FILE *in = fdopen(fds[0], "r");
@@ -203,6 +207,7 @@ static void run_script(const char *dir, const char *name)
     FILE *mem = open_memstream(&got, &got_len);
     ui_dump(mem);
     fclose(mem);
+    setlocale(LC_ALL, "C.UTF-8");
     ui_close(ui);
     free(ui);
     endwin();
