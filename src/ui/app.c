@@ -127,7 +127,24 @@ bool app_unsaved(const struct app *a)
     return a->n_undo != a->saved_depth;
 }
 
-/* Pushes a copy of s; a full stack forgets its oldest step. Returns how many were forgotten. */
+/* Bytes a scene's copy holds: explicit parameters can be large (a 768-wide layer is ~9 MB). */
+static size_t scene_bytes(const struct scene *s)
+{
+    const struct scene_weights *w = &s->weights;
+    const struct matrix *ms[] = {&s->embed.rows, &s->pos.table,  &w->query,    &w->key,
+                                 &w->value,      &w->query_bias, &w->key_bias, &w->value_bias,
+                                 &w->out,        &w->out_bias};
+    size_t bytes = sizeof(*s);
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+        bytes += (size_t)ms[i]->rows * (size_t)ms[i]->cols * sizeof(float);
+    if (w->dropout_mask)
+        bytes +=
+            (size_t)w->dropout_mask_heads * (size_t)w->dropout_mask_n * (size_t)w->dropout_mask_n;
+    return bytes;
+}
+
+/* Pushes a copy of s. The stack keeps at most APP_UNDO_MAX steps and APP_UNDO_BYTES of copies,
+ * forgetting the oldest first (the newest step is always kept). Returns how many it forgot. */
 static int push(struct scene *stack, int *n, const struct scene *s)
 {
     int dropped = 0;
@@ -137,8 +154,19 @@ static int push(struct scene *stack, int *n, const struct scene *s)
         (*n)--;
         dropped = 1;
     }
-    if (scene_copy(&stack[*n], s) == 0)
-        (*n)++;
+    if (scene_copy(&stack[*n], s) != 0)
+        return dropped;
+    (*n)++;
+    size_t total = 0;
+    for (int i = 0; i < *n; i++)
+        total += scene_bytes(&stack[i]);
+    while (*n > 1 && total > APP_UNDO_BYTES) {
+        total -= scene_bytes(&stack[0]);
+        scene_free(&stack[0]);
+        memmove(stack, stack + 1, (size_t)(*n - 1) * sizeof(*stack));
+        (*n)--;
+        dropped++;
+    }
     return dropped;
 }
 
@@ -146,8 +174,9 @@ static int push(struct scene *stack, int *n, const struct scene *s)
 static void begin_edit(struct app *a)
 {
     /* The saved state moves one step down the stack, or off it (or off the redo side). */
-    if (push(a->undo, &a->n_undo, &a->scene) && a->saved_depth >= 0)
-        a->saved_depth--;
+    int forgot = push(a->undo, &a->n_undo, &a->scene);
+    if (a->saved_depth >= 0)
+        a->saved_depth = a->saved_depth >= forgot ? a->saved_depth - forgot : -1;
     if (a->saved_depth > a->n_undo - 1)
         a->saved_depth = -1;
     for (int i = 0; i < a->n_redo; i++)

@@ -17,7 +17,8 @@
 #include "engine/model.h"
 #include "engine/scene.h"
 
-#define APP_UNDO_MAX 100
+#define APP_UNDO_MAX   100
+#define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
 
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_COUNT };
 

@@ -185,3 +185,11 @@ void display_token(char *out, size_t out_size, const char *token)
     }
     out[o] = '\0';
 }
+
+void draw_clear(struct rect r, int attr)
+{
+    attrset(attr);
+    for (int y = r.y; y < r.y + r.h; y++)
+        mvhline(y, r.x, ' ', r.w);
+    attrset(A_NORMAL);
+}

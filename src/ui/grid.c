@@ -42,11 +42,7 @@ static void draw(struct panel *p, struct ui *ui)
     const struct app *a = &ui->app;
     const struct theme *t = &ui->theme;
     struct rect r = p->area;
-    for (int y = r.y; y < r.y + r.h; y++) {
-        move(y, r.x);
-        for (int x = 0; x < r.w; x++)
-            addch(' ');
-    }
+    draw_clear(r, A_NORMAL);
     int cw;
     layout(p, ui, &cw);
     int n = tiles(ui);

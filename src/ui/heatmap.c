@@ -181,11 +181,7 @@ static void draw(struct panel *p, struct ui *ui)
     const struct app *a = &ui->app;
     const struct theme *t = &ui->theme;
     struct rect r = p->area;
-    for (int y = r.y; y < r.y + r.h; y++) {
-        move(y, r.x);
-        for (int x = 0; x < r.w; x++)
-            addch(' ');
-    }
+    draw_clear(r, A_NORMAL);
     struct mat_view v = app_view(a, a->stage, a->head);
     struct layout l = compute_layout(p, ui);
     follow_cursor(ui, &l);

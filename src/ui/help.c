@@ -76,13 +76,7 @@ static void draw(struct panel *p, struct ui *ui)
     int shown = body * columns;
     if (help_top > n - shown)
         help_top = n - shown > 0 ? n - shown : 0;
-    for (int y = r.y; y < r.y + r.h; y++) {
-        move(y, r.x);
-        attrset(t->role_attr[ROLE_HELP]);
-        for (int x = 0; x < r.w; x++)
-            addch(' ');
-    }
-    attrset(A_NORMAL);
+    draw_clear(r, t->role_attr[ROLE_HELP]);
     draw_text(r.y, x0 + 2, r.w - 4, t->role_attr[ROLE_LABEL] | A_BOLD,
               "attnscope keys \u2014 rebind them in keys.yaml (see the README)");
     for (int c = 0; c < columns; c++)

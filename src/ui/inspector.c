@@ -9,11 +9,7 @@
 static void draw(struct panel *p, struct ui *ui)
 {
     struct rect r = p->area;
-    for (int y = r.y; y < r.y + r.h; y++) {
-        move(y, r.x);
-        for (int x = 0; x < r.w; x++)
-            addch(' ');
-    }
+    draw_clear(r, A_NORMAL);
     /* A rule on the left separates it from the map in the side-by-side layout. */
     int x0 = r.x + 2, w = r.w - 3, y = r.y;
     for (int i = 0; r.x > 0 && i < r.h; i++)

@@ -145,6 +145,8 @@ int text_width(const char *utf8);
 void abbreviate(char *out, size_t out_size, const char *utf8, int width);
 /* The same from the other end: "…/long/path/to/file.yaml", keeping the end. */
 void abbreviate_start(char *out, size_t out_size, const char *utf8, int width);
+/* Blanks a panel's area in one attribute. */
+void draw_clear(struct rect r, int attr);
 /* A token as a label: blanks shown as ␣ ⇥ ↵ so a space token is not an empty label. */
 void display_token(char *out, size_t out_size, const char *token);
 /* Formats a cell value in at most width columns: 0.138, -12.35, -∞, nan. */
