@@ -12,7 +12,6 @@
 #include <cmocka.h>
 
 #include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -22,9 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 extern char **environ;
 
-static char scratch[4096]; /* per-run folder, made in main() */
+static char *scratch; /* per-run folder, made in main() */
 
 /* The book's MultiHeadAttention, as a user would write it (scenes/10-mha.yaml). */
 static const char good_scene[] = "version: 1\n"
@@ -52,39 +53,6 @@ struct run {
     int status; /* exit code, or 128 + signal */
     char *out, *err;
 };
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
-    fclose(f);
-    if (!buf)
-        buf = calloc(1, 1);
-    else
-        buf[len] = '\0';
-    return buf;
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
 
 /* Runs ATTNSCOPE_BIN with args (NULL-terminated, without argv[0]). */
 static struct run run_args(const char *const *args)
@@ -120,8 +88,8 @@ static struct run run_args(const char *const *args)
 
     struct run r;
     r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
+    r.out = tu_must_read_file(out_path, NULL);
+    r.err = tu_must_read_file(err_path, NULL);
     return r;
 }
 
@@ -221,8 +189,8 @@ static void test_check_good_and_bad(void **state)
     char good[4200], bad[4200];
     snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
     snprintf(bad, sizeof(bad), "%s", scratch_path("bad.yaml"));
-    write_file(good, good_scene);
-    write_file(bad, bad_scene);
+    tu_write_text(good, good_scene);
+    tu_write_text(bad, bad_scene);
 
     struct run r = RUN("check", good);
     expect_status(&r, 0);
@@ -284,7 +252,7 @@ static void test_print_scene_file_and_filters(void **state)
     (void)state;
     char good[4200];
     snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
-    write_file(good, good_scene);
+    tu_write_text(good, good_scene);
 
     struct run r = RUN("print", good, "--stage", "output");
     expect_status(&r, 0);
@@ -346,7 +314,7 @@ static void test_export_writes_files(void **state)
     /* Scene first, -o last, and --output=DIR: all the same command. */
     char good[4200];
     snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
-    write_file(good, good_scene);
+    tu_write_text(good, good_scene);
     char opt[4300];
     snprintf(opt, sizeof(opt), "--output=%s", scratch_path("export/two"));
     r = RUN("export", good, opt);
@@ -359,7 +327,7 @@ static void test_export_bad_output_path(void **state)
     (void)state;
     char file[4200], dir[4300];
     snprintf(file, sizeof(file), "%s", scratch_path("a-plain-file"));
-    write_file(file, "not a folder\n");
+    tu_write_text(file, "not a folder\n");
     snprintf(dir, sizeof(dir), "%s/out", file);
     struct run r = RUN("export", "-o", dir);
     expect_status(&r, 1);
@@ -378,38 +346,9 @@ static void test_bench(void **state)
     run_free(&r);
 }
 
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d))) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                    continue;
-                char sub[4400];
-                snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-                remove_tree(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(scratch, sizeof(scratch), "%s/attnscope-test-cli-XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(scratch)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    scratch = tu_make_tmpdir("cli");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_usage_errors),
@@ -422,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_bench),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    remove_tree(scratch);
+    tu_remove_tree(scratch);
+    free(scratch);
     return failed;
 }

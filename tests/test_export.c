@@ -26,6 +26,7 @@
 #include "engine/scene.h"
 #include "export/export.h"
 #include "scenefile/scenefile.h"
+#include "testutil.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -38,41 +39,6 @@ static char *csv_to_string(struct mat_view v, char *const *rows, char *const *co
     assert_int_equal(csv_write_matrix(f, v, rows, cols), 0);
     assert_int_equal(fclose(f), 0);
     return buf;
-}
-
-static char *make_tmpdir(void)
-{
-    const char *base = getenv("TMPDIR");
-    char tmpl[4096];
-    snprintf(tmpl, sizeof(tmpl), "%s/attnscope-test-export-XXXXXX", base ? base : "/tmp");
-    char *dir = mkdtemp(tmpl);
-    assert_non_null(dir);
-    return strdup(dir);
-}
-
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        chmod(path, 0700);
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d))) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                    continue;
-                char sub[4096];
-                snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-                remove_tree(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
 }
 
 /* Every regular file under root, as sorted paths relative to root, one per line. */
@@ -108,16 +74,11 @@ static void list_walk(struct file_list *l, const char *root, const char *rel)
     closedir(d);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static char *list_files(const char *root)
 {
     struct file_list l = {NULL, 0};
     list_walk(&l, root, "");
-    qsort(l.items, (size_t)l.n, sizeof(*l.items), cmp_str);
+    qsort(l.items, (size_t)l.n, sizeof(*l.items), tu_cmp_str);
     size_t len = 1;
     for (int i = 0; i < l.n; i++)
         len += strlen(l.items[i]) + 1;
@@ -130,15 +91,6 @@ static char *list_files(const char *root)
     }
     free(l.items);
     return out;
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    char *buf;
-    struct diag err;
-    if (fsutil_read_file(&buf, len, path, (size_t)64 << 20, &err) != 0)
-        fail_msg("%s: %s", err.file, err.msg);
-    return buf;
 }
 
 /* A scene computed once, the way the CLI does it. */
@@ -372,7 +324,7 @@ static void test_export_split_files(void **state)
     (void)state;
     struct computed c;
     split_scene(&c);
-    char *tmp = make_tmpdir();
+    char *tmp = tu_make_tmpdir("export");
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/new/folder", tmp); /* created, parents included */
     export_ok(dir, &c);
@@ -381,21 +333,21 @@ static void test_export_split_files(void **state)
     free(files);
 
     size_t len;
-    char *text = read_all(strcat(dir, "/params/W_query.csv"), &len);
+    char *text = tu_must_read_file(strcat(dir, "/params/W_query.csv"), &len);
     assert_int_equal(strncmp(text, "row,d0,d1\r\nd0,", 14), 0); /* d_in 3 x D 2 */
     free(text);
     snprintf(dir, sizeof(dir), "%s/new/folder/head0/masked.csv", tmp);
-    text = read_all(dir, &len);
+    text = tu_must_read_file(dir, &len);
     assert_non_null(strstr(text, "token,Your,journey,starts,with,one,step\r\nYour,"));
     assert_non_null(strstr(text, ",-inf,-inf,-inf,-inf,-inf\r\njourney,"));
     free(text);
     snprintf(dir, sizeof(dir), "%s/new/folder/output.csv", tmp);
-    text = read_all(dir, &len);
+    text = tu_must_read_file(dir, &len);
     /* the book's first output row, 0.3190 0.4858, at full precision */
     assert_int_equal(strncmp(text, "token,d0,d1\r\nYour,0.319", 23), 0);
     free(text);
 
-    remove_tree(tmp);
+    tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
 }
@@ -405,7 +357,7 @@ static void test_export_wrapper_files(void **state)
     (void)state;
     struct computed c;
     wrapper_scene(&c);
-    char *tmp = make_tmpdir();
+    char *tmp = tu_make_tmpdir("export");
     export_ok(tmp, &c);
     char *files = list_files(tmp);
     assert_string_equal(files, wrapper_files);
@@ -414,7 +366,7 @@ static void test_export_wrapper_files(void **state)
     char path[4096];
     size_t len;
     snprintf(path, sizeof(path), "%s/params/head1/W_value.csv", tmp);
-    char *text = read_all(path, &len);
+    char *text = tu_must_read_file(path, &len);
     assert_int_equal(strncmp(text, "row,d0,d1\r\nd0,", 14), 0); /* d_in 3 x d_out 2 */
     int lines = 0;
     for (size_t i = 0; i < len; i++)
@@ -423,12 +375,12 @@ static void test_export_wrapper_files(void **state)
     free(text);
 
     snprintf(path, sizeof(path), "%s/params/head0/b_query.csv", tmp);
-    text = read_all(path, &len);
+    text = tu_must_read_file(path, &len);
     assert_int_equal(strncmp(text, "row,d0,d1\r\nb,", 13), 0);
     free(text);
 
     snprintf(path, sizeof(path), "%s/params/dropout_mask.csv", tmp);
-    text = read_all(path, &len);
+    text = tu_must_read_file(path, &len);
     assert_int_equal(strncmp(text, "token,Your,journey,starts,with,one,step\r\nh0:Your,", 49), 0);
     assert_non_null(strstr(text, "\r\nh1:step,"));
     lines = 0;
@@ -437,7 +389,7 @@ static void test_export_wrapper_files(void **state)
     assert_int_equal(lines, 1 + 2 * 6);
     free(text);
 
-    remove_tree(tmp);
+    tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
 }
@@ -445,7 +397,7 @@ static void test_export_wrapper_files(void **state)
 /* Export, load the exported scene.yaml, export again: every file byte for byte equal. */
 static void check_reexport(struct computed *first)
 {
-    char *tmp = make_tmpdir();
+    char *tmp = tu_make_tmpdir("export");
     char a[4096], b[4096];
     snprintf(a, sizeof(a), "%s/a", tmp);
     snprintf(b, sizeof(b), "%s/b", tmp);
@@ -477,7 +429,7 @@ static void check_reexport(struct computed *first)
         snprintf(pa, sizeof(pa), "%s/%s", a, line);
         snprintf(pb, sizeof(pb), "%s/%s", b, line);
         size_t na, nb;
-        char *ta = read_all(pa, &na), *tb = read_all(pb, &nb);
+        char *ta = tu_must_read_file(pa, &na), *tb = tu_must_read_file(pb, &nb);
         if (na != nb || memcmp(ta, tb, na) != 0)
             fail_msg("%s differs after re-export:\n--- first\n%s--- second\n%s", line, ta, tb);
         free(ta);
@@ -487,7 +439,7 @@ static void check_reexport(struct computed *first)
     free(la);
     free(lb);
     computed_free(&again);
-    remove_tree(tmp);
+    tu_remove_tree(tmp);
     free(tmp);
 }
 
@@ -515,12 +467,10 @@ static void test_export_dir_blocked_by_file(void **state)
     (void)state;
     struct computed c;
     split_scene(&c);
-    char *tmp = make_tmpdir();
+    char *tmp = tu_make_tmpdir("export");
     char file[4096], dir[4200];
     snprintf(file, sizeof(file), "%s/plain-file", tmp);
-    FILE *f = fopen(file, "w");
-    assert_non_null(f);
-    fclose(f);
+    tu_write_text(file, "");
     snprintf(dir, sizeof(dir), "%s/out", file);
 
     struct diag err;
@@ -531,7 +481,7 @@ static void test_export_dir_blocked_by_file(void **state)
     assert_string_equal(files, "plain-file\n");
     free(files);
 
-    remove_tree(tmp);
+    tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
 }
@@ -543,16 +493,14 @@ static void test_export_fails_midway_without_temp_files(void **state)
     (void)state;
     struct computed c;
     split_scene(&c);
-    char *tmp = make_tmpdir();
+    char *tmp = tu_make_tmpdir("export");
     char blocker[4096];
     snprintf(blocker, sizeof(blocker), "%s/head1/weights.csv", tmp);
     struct diag err;
     assert_int_equal(fsutil_mkdir_p(blocker, &err), 0);
     char inner[4200];
     snprintf(inner, sizeof(inner), "%s/keep", blocker); /* a non-empty folder: rename fails */
-    FILE *f = fopen(inner, "w");
-    assert_non_null(f);
-    fclose(f);
+    tu_write_text(inner, "");
 
     assert_int_equal(export_dir(tmp, &c.scene, &c.model, &c.run, &err), -1);
     assert_non_null(strstr(err.file, "head1/weights.csv"));
@@ -564,7 +512,7 @@ static void test_export_fails_midway_without_temp_files(void **state)
     assert_non_null(strstr(files, "head1/weights.csv/keep\n"));
     free(files);
 
-    remove_tree(tmp);
+    tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
 }
@@ -577,7 +525,7 @@ static void test_export_read_only_dir(void **state)
         skip();
     struct computed c;
     split_scene(&c);
-    char *tmp = make_tmpdir();
+    char *tmp = tu_make_tmpdir("export");
     assert_int_equal(chmod(tmp, 0555), 0);
     struct diag err;
     assert_int_equal(export_dir(tmp, &c.scene, &c.model, &c.run, &err), -1);
@@ -585,7 +533,7 @@ static void test_export_read_only_dir(void **state)
     char *files = list_files(tmp);
     assert_string_equal(files, "");
     free(files);
-    remove_tree(tmp);
+    tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
 }

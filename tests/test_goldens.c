@@ -32,6 +32,7 @@
 #include "engine/scene.h"
 #include "engine/stage.h"
 #include "scenefile/scenefile.h"
+#include "testutil.h"
 
 #define ABS_TOL   1e-5
 #define REL_TOL   1e-5
@@ -64,40 +65,12 @@ static void csv_free(struct csv *c)
     memset(c, 0, sizeof(*c));
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* Returns 0, or -1 with why filled. */
 static int csv_read(struct csv *out, const char *path, char *why, size_t why_len)
 {
     memset(out, 0, sizeof(*out));
     size_t len;
-    char *text = read_all(path, &len);
+    char *text = tu_read_file(path, &len);
     if (!text) {
         snprintf(why, why_len, "cannot read %s", path);
         return -1;
@@ -478,34 +451,15 @@ static void test_scene(void **state)
 
 /* ---- discovery ----------------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Appends the .yaml files of dir (sorted) to the cases. */
 static void collect(const char *dir, struct scene_case **cases, int *n, int *cap)
 {
-    DIR *d = opendir(dir);
-    if (!d) {
+    int count;
+    char **names = tu_list_names(dir, ".yaml", &count);
+    if (!names) {
         fprintf(stderr, "goldens: cannot open %s\n", dir);
         return;
     }
-    char **names = NULL;
-    int count = 0, ncap = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
-            continue;
-        if (count == ncap) {
-            ncap = ncap ? ncap * 2 : 64;
-            names = realloc(names, (size_t)ncap * sizeof(*names));
-        }
-        names[count++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)count, sizeof(*names), cmp_str);
     for (int i = 0; i < count; i++) {
         if (*n == *cap) {
             *cap = *cap ? *cap * 2 : 64;
@@ -516,9 +470,8 @@ static void collect(const char *dir, struct scene_case **cases, int *n, int *cap
         snprintf(c->path, sizeof(c->path), "%.3000s/%.255s", dir, names[i]);
         snprintf(c->stem, sizeof(c->stem), "%.*s",
                  (int)(strlen(names[i]) - 5) > 250 ? 250 : (int)(strlen(names[i]) - 5), names[i]);
-        free(names[i]);
     }
-    free(names);
+    tu_free_names(names, count);
 }
 
 int main(void)

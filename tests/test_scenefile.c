@@ -24,6 +24,7 @@
 
 #include "common/fsutil.h"
 #include "scenefile/scenefile.h"
+#include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -66,14 +67,6 @@ static bool has_diag(const struct diag_list *errs, const char *expected)
     return false;
 }
 
-static char *make_tmpdir(void)
-{
-    char *dir = strdup("/tmp/attnscope-scenefile-XXXXXX");
-    assert_non_null(dir);
-    assert_non_null(mkdtemp(dir));
-    return dir;
-}
-
 /* Number of entries in dir other than . and .. */
 static int count_entries(const char *dir)
 {
@@ -86,35 +79,6 @@ static int count_entries(const char *dir)
             n++;
     closedir(d);
     return n;
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char p[4096];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-static void write_file(const char *path, const char *text, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(text, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
 }
 
 /* memset through a call GCC does not see into: with the sanitizers on it misjudges the size
@@ -278,28 +242,14 @@ static void check_round_trip(const struct scene *s)
 
 /* ---- bad inputs --------------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static void test_bad_fixtures(void **state)
 {
     (void)state;
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/bad", fixtures_dir());
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    char *names[512];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 512) {
-        size_t len = strlen(e->d_name);
-        if (len > 5 && strcmp(e->d_name + len - 5, ".yaml") == 0)
-            names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+    int n;
+    char **names = tu_list_names(dir, ".yaml", &n);
+    assert_non_null(names);
     assert_true(n >= 25);
 
     int failures = 0;
@@ -337,8 +287,8 @@ static void test_bad_fixtures(void **state)
             scene_free(&s);
         free(src);
         diag_list_free(&errs);
-        free(names[i]);
     }
+    tu_free_names(names, n);
     assert_int_equal(failures, 0);
 }
 
@@ -532,7 +482,7 @@ static void test_utf8_columns(void **state)
 static void test_read_errors(void **state)
 {
     (void)state;
-    char *dir = make_tmpdir();
+    char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
     struct scene s;
     struct diag_list errs;
@@ -554,7 +504,7 @@ static void test_read_errors(void **state)
     diag_list_free(&errs);
 
     snprintf(path, sizeof(path), "%s/big.yaml", dir);
-    write_file(path, "0123456789", 10);
+    tu_write_file(path, "0123456789", 10);
     struct diag err;
     char *text;
     assert_int_equal(fsutil_read_file(&text, &len, path, 9, &err), -1);
@@ -563,14 +513,14 @@ static void test_read_errors(void **state)
     assert_int_equal(len, 10);
     assert_string_equal(text, "0123456789");
     free(text);
-    remove_tree(dir);
+    tu_remove_tree(dir);
     free(dir);
 }
 
 static void test_mkdir_p(void **state)
 {
     (void)state;
-    char *dir = make_tmpdir();
+    char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
     struct diag err;
     snprintf(path, sizeof(path), "%s/a/b//c/", dir);
@@ -579,10 +529,10 @@ static void test_mkdir_p(void **state)
     snprintf(path, sizeof(path), "%s/a/b/c", dir);
     assert_true(fsutil_exists(path));
     snprintf(path, sizeof(path), "%s/file", dir);
-    write_file(path, "x", 1);
+    tu_write_file(path, "x", 1);
     snprintf(path, sizeof(path), "%s/file/sub", dir);
     assert_int_equal(fsutil_mkdir_p(path, &err), -1);
-    remove_tree(dir);
+    tu_remove_tree(dir);
     free(dir);
 }
 
@@ -891,15 +841,12 @@ static void test_round_trip_scenes(void **state)
 
     /* Every scene shipped in scenes/. */
     const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
-    DIR *d = dir ? opendir(dir) : NULL;
+    int n = 0;
+    char **names = dir ? tu_list_names(dir, ".yaml", &n) : NULL;
     int loaded = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0)
-            continue;
+    for (int i = 0; i < n; i++) {
         char path[4200];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
         diag_list_init(&errs);
         char *src = NULL;
         size_t src_len = 0;
@@ -912,8 +859,7 @@ static void test_round_trip_scenes(void **state)
         diag_list_free(&errs);
         loaded++;
     }
-    if (d)
-        closedir(d);
+    tu_free_names(names, n);
     if (dir)
         assert_true(loaded > 0);
 }
@@ -967,7 +913,7 @@ static void test_writer_refuses(void **state)
 static void test_save_no_overwrite(void **state)
 {
     (void)state;
-    char *dir = make_tmpdir();
+    char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
     snprintf(path, sizeof(path), "%s/scene.yaml", dir);
     struct scene s, other, back;
@@ -1002,7 +948,7 @@ static void test_save_no_overwrite(void **state)
 
     scene_free(&s);
     scene_free(&other);
-    remove_tree(dir);
+    tu_remove_tree(dir);
     free(dir);
 }
 
@@ -1016,7 +962,7 @@ static int failing_writer(FILE *f, void *ctx, struct diag *err)
 static void test_atomic_save(void **state)
 {
     (void)state;
-    char *dir = make_tmpdir();
+    char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
     snprintf(path, sizeof(path), "%s/scene.yaml", dir);
     struct scene s;
@@ -1053,7 +999,7 @@ static void test_atomic_save(void **state)
     assert_int_equal(count_entries(dir), 1);
 
     scene_free(&s);
-    remove_tree(dir);
+    tu_remove_tree(dir);
     free(dir);
 }
 

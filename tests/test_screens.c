@@ -10,7 +10,6 @@
  */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
@@ -26,6 +25,7 @@
 #include <cmocka.h>
 
 #include "scenefile/scenefile.h"
+#include "testutil.h"
 #include "ui/ui.h"
 
 struct script {
@@ -68,21 +68,6 @@ static int key_bytes(const char *name, char *out, size_t size)
     return -1;
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* Reads every key the terminal has decoded so far and hands it to the UI. */
 static void drain(struct ui *ui, bool *quit)
 {
@@ -101,7 +86,7 @@ static void run_script(const char *dir, const char *name)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%.500s/%.500s", dir, name);
-    char *text = read_all(path);
+    char *text = tu_read_file(path, NULL);
     assert_non_null(text);
     struct script sc = {"", 100, 30, "xterm-256color", false, false};
     char *header = strdup(text);
@@ -220,13 +205,9 @@ static void run_script(const char *dir, const char *name)
     snprintf(screen_path, sizeof(screen_path), "%.500s/%.*s.screen", dir,
              (int)(strlen(name) - strlen(".keys")), name);
     const char *update = getenv("ATTNSCOPE_UPDATE_SCREENS");
-    if (update && update[0] == '1') {
-        FILE *f = fopen(screen_path, "w");
-        assert_non_null(f);
-        fputs(got, f);
-        fclose(f);
-    }
-    char *want = read_all(screen_path);
+    if (update && update[0] == '1')
+        tu_write_text(screen_path, got);
+    char *want = tu_read_file(screen_path, NULL);
     if (!want || strcmp(want, got) != 0) {
         fprintf(stderr, "--- %s: screen differs. Expected (%s):\n%s\n--- got:\n%s\n", name,
                 screen_path, want ? want : "(missing)", got);
@@ -244,20 +225,13 @@ static void test_golden_screens(void **state)
     (void)state;
     const char *dir = getenv("ATTNSCOPE_SCREENS");
     assert_non_null(dir);
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    char names[128][256];
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d)) && n < 128;) {
-        size_t len = strlen(e->d_name);
-        if (len > 5 && strcmp(e->d_name + len - 5, ".keys") == 0)
-            snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof(names[0]), (int (*)(const void *, const void *))strcmp);
+    int n;
+    char **names = tu_list_names(dir, ".keys", &n);
+    assert_non_null(names);
     assert_true(n >= 5);
     for (int i = 0; i < n; i++)
         run_script(dir, names[i]);
+    tu_free_names(names, n);
 }
 
 /* The built-in colour fallback is the shipped colors.yaml, role for role. */

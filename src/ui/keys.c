@@ -40,9 +40,10 @@ int keyname_codes(const char *name, int *codes, int max)
         codes[0] = name[2] & 0x1f;
         return max > 0 ? 1 : 0;
     }
-    if ((len == 2 || len == 3) && name[0] == 'F') {
-        int f = atoi(name + 1);
-        if (f >= 1 && f <= 12 && name[1] != '0') {
+    if ((len == 2 || len == 3) && name[0] == 'F' && name[1] >= '1' && name[1] <= '9' &&
+        (len == 2 || (name[2] >= '0' && name[2] <= '9'))) {
+        int f = atoi(name + 1); /* digits only: F1x or F+1 are not keys */
+        if (f >= 1 && f <= 12) {
             codes[0] = KEY_F(f);
             return max > 0 ? 1 : 0;
         }

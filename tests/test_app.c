@@ -1,0 +1,187 @@
+/* test_app: the explorer's state without a screen: live edits recompute, invalid edits keep the
+ * last valid result, undo and redo walk the history, the saved state is tracked, the knobs step
+ * to valid values, and a sentence edit keeps the book's embeddings for known words. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ui/app.h"
+
+/* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
+static void open_default(struct app *a)
+{
+    struct scene s;
+    scene_init_default(&s);
+    struct diag err;
+    assert_int_equal(app_init(a, &s, NULL, &err), 0);
+}
+
+static float at(const struct app *a, enum stage s, int head, int i, int j)
+{
+    struct mat_view v = app_view(a, s, head);
+    return v.data[(size_t)i * v.stride + j];
+}
+
+static void test_opens_on_the_books_numbers(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    /* ch. 3's MultiHeadAttention output, first row: tensor([[0.3190, 0.4858], ... */
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 1), 0.4858f, 5e-5);
+    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_false(app_unsaved(&a));
+    app_free(&a);
+}
+
+static void test_invalid_edit_keeps_the_last_result(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    unsigned long gen = a.generation;
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
+    assert_non_null(strstr(a.error, "d_out 2 is not divisible by heads 3"));
+    assert_int_equal(a.scene.attn.heads, 3); /* the edit is on the knob... */
+    assert_int_equal(a.model.heads, 2);      /* ...the screen keeps the valid result */
+    assert_int_equal(a.generation, gen);
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
+    /* Fixing d_out makes the scene valid again: 3 heads of head_dim 2. */
+    assert_int_equal(app_edit_knob(&a, KNOB_D_OUT, 6), 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.model.heads, 3);
+    assert_int_equal(a.model.head_dim, 2);
+    app_free(&a);
+}
+
+static void test_undo_redo_and_saved_state(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    float before = at(&a, STAGE_WEIGHTS, 0, 0, 1);
+    assert_float_equal(before, 0.0f, 0); /* causal: "Your" cannot see "journey" */
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_true(at(&a, STAGE_WEIGHTS, 0, 0, 1) > 0.1f);
+    assert_true(app_unsaved(&a));
+    assert_int_equal(app_undo(&a), 0);
+    assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 0, 1), 0.0f, 0);
+    assert_false(app_unsaved(&a)); /* back where it was opened */
+    assert_int_equal(app_redo(&a), 0);
+    assert_true(at(&a, STAGE_WEIGHTS, 0, 0, 1) > 0.1f);
+    assert_true(app_unsaved(&a));
+    /* The same value again is no edit: nothing to undo for it. */
+    int steps = a.n_undo;
+    assert_int_equal(app_edit_seed(&a, a.scene.seed), 0);
+    assert_int_equal(a.n_undo, steps);
+    app_free(&a);
+}
+
+static void test_history_is_bounded(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    for (int i = 0; i < APP_UNDO_MAX + 20; i++)
+        app_toggle_causal(&a);
+    assert_int_equal(a.n_undo, APP_UNDO_MAX);
+    assert_true(app_unsaved(&a)); /* the opened state fell off the history */
+    while (a.n_undo > 0)
+        assert_int_equal(app_undo(&a), 0);
+    assert_true(app_unsaved(&a)); /* so undoing everything cannot claim to reach it */
+    app_free(&a);
+}
+
+static void test_knobs_step_to_valid_values(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    /* heads 2 with d_out 2: there is no valid head count above 2, so + refuses. */
+    assert_int_equal(app_step_knob(&a, KNOB_HEADS, 1), -1);
+    assert_true(a.message_is_error);
+    assert_int_equal(a.scene.attn.heads, 2);
+    /* d_out steps by multiples of the head count: 2 -> 4 -> 6. */
+    assert_int_equal(app_step_knob(&a, KNOB_D_OUT, 1), 0);
+    assert_int_equal(scene_eff_d_out(&a.scene), 4);
+    assert_int_equal(app_step_knob(&a, KNOB_HEADS, 1), 0);
+    assert_int_equal(a.scene.attn.heads, 4);
+    /* Dropout stays on the 0.05 grid and inside [0, 1]. */
+    for (int i = 0; i < 3; i++)
+        app_step_knob(&a, KNOB_DROPOUT, 1);
+    assert_float_equal(a.scene.attn.dropout, 0.15, 1e-12);
+    assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 1.5), -1);
+    assert_float_equal(a.scene.attn.dropout, 0.15, 1e-12);
+    /* Seeds are 64-bit and exact. */
+    assert_int_equal(app_edit_seed(&a, UINT64_MAX), 0);
+    assert_true(a.scene.seed == UINT64_MAX);
+    char text[32];
+    app_knob_text(text, sizeof(text), &a, KNOB_SEED);
+    assert_string_equal(text, "18446744073709551615");
+    assert_int_equal(app_step_knob(&a, KNOB_SEED, 1), 0); /* no wrap to 0 */
+    assert_true(a.scene.seed == UINT64_MAX);
+    app_free(&a);
+}
+
+static void test_sentence_edit_keeps_known_embeddings(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_edit_text(&a, "one step further"), 0);
+    assert_int_equal(a.model.n, 3);
+    /* "one" and "step" keep the book's rows; "further" gets a seeded row in [0, 1). */
+    assert_float_equal(at(&a, STAGE_INPUTS, 0, 0, 0), 0.77f, 1e-7);
+    assert_float_equal(at(&a, STAGE_INPUTS, 0, 1, 2), 0.55f, 1e-7);
+    for (int d = 0; d < 3; d++) {
+        float x = at(&a, STAGE_INPUTS, 0, 2, d);
+        assert_true(x >= 0.0f && x < 1.0f);
+    }
+    /* The same word gets the same row in any sentence. */
+    float further = at(&a, STAGE_INPUTS, 0, 2, 0);
+    assert_int_equal(app_edit_text(&a, "further"), 0);
+    assert_float_equal(at(&a, STAGE_INPUTS, 0, 0, 0), further, 0);
+    /* An empty sentence is refused and changes nothing. */
+    assert_int_equal(app_edit_text(&a, "   "), -1);
+    assert_int_equal(a.model.n, 1);
+    app_free(&a);
+}
+
+static void test_projection_cycle_returns_to_start(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    float out = at(&a, STAGE_OUTPUT, 0, 0, 0);
+    app_cycle_projection(&a); /* none: d_out becomes d_in 3, which 2 heads cannot split */
+    assert_int_equal(scene_eff_projection(&a.scene), PROJ_NONE);
+    assert_non_null(strstr(a.error, "not divisible"));
+    app_cycle_projection(&a); /* rand: d_out 2 comes back */
+    app_cycle_projection(&a); /* linear: the book's scene again */
+    assert_string_equal(a.error, "");
+    assert_int_equal(scene_eff_d_out(&a.scene), 2);
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), out, 0);
+    app_free(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_opens_on_the_books_numbers),
+        cmocka_unit_test(test_invalid_edit_keeps_the_last_result),
+        cmocka_unit_test(test_undo_redo_and_saved_state),
+        cmocka_unit_test(test_history_is_bounded),
+        cmocka_unit_test(test_knobs_step_to_valid_values),
+        cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
+        cmocka_unit_test(test_projection_cycle_returns_to_start),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,155 @@
+/* testutil: helpers shared by the cmocka tests (see testutil.h). */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *tu_make_tmpdir(const char *name)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    size_t size = strlen(base) + strlen(name) + sizeof("/attnscope-test--XXXXXX");
+    char *dir = malloc(size);
+    assert_non_null(dir);
+    snprintf(dir, size, "%s/attnscope-test-%s-XXXXXX", base, name);
+    if (!mkdtemp(dir))
+        fail_msg("mkdtemp %s: %s", dir, strerror(errno));
+    return dir;
+}
+
+void tu_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        unlink(path);
+        return;
+    }
+    chmod(path, 0700); /* a test may have made it read-only */
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            size_t size = strlen(path) + strlen(e->d_name) + 2;
+            char *sub = malloc(size);
+            if (!sub)
+                continue;
+            snprintf(sub, size, "%s/%s", path, e->d_name);
+            tu_remove_tree(sub);
+            free(sub);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break; /* end of file or an error, told apart below */
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+char *tu_must_read_file(const char *path, size_t *len)
+{
+    errno = 0;
+    char *buf = tu_read_file(path, len);
+    if (!buf)
+        fail_msg("cannot read %s: %s", path, errno ? strerror(errno) : "read error");
+    return buf;
+}
+
+void tu_write_file(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        fail_msg("cannot write %s: %s", path, strerror(errno));
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+void tu_write_text(const char *path, const char *text)
+{
+    tu_write_file(path, text, strlen(text));
+}
+
+int tu_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **tu_list_names(const char *dir, const char *suffix, int *n)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    size_t suffix_len = strlen(suffix);
+    int cap = 16;
+    char **names = malloc((size_t)cap * sizeof(*names));
+    assert_non_null(names);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len <= suffix_len ||
+            strcmp(e->d_name + len - suffix_len, suffix) != 0)
+            continue;
+        if (*n == cap) {
+            cap *= 2;
+            names = realloc(names, (size_t)cap * sizeof(*names));
+            assert_non_null(names);
+        }
+        names[*n] = strdup(e->d_name);
+        assert_non_null(names[*n]);
+        (*n)++;
+    }
+    closedir(d);
+    qsort(names, (size_t)*n, sizeof(*names), tu_cmp_str);
+    return names;
+}
+
+void tu_free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}

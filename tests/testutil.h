@@ -1,0 +1,43 @@
+/* testutil: small helpers the cmocka tests share (scratch folders, whole files, sorted names).
+ *
+ * Plain C and stdio only, no attnscope library, so any test can link it. The helpers that can
+ * fail fail the running cmocka test (fail_msg), except where a NULL return is documented.
+ */
+#ifndef ATTNSCOPE_TESTUTIL_H
+#define ATTNSCOPE_TESTUTIL_H
+
+#include <stddef.h>
+
+/* Creates a fresh folder $TMPDIR/attnscope-test-NAME-XXXXXX (/tmp when TMPDIR is unset) and
+ * returns its path, which the caller frees; fails the test when it cannot. */
+char *tu_make_tmpdir(const char *name);
+
+/* Deletes path and, for a folder, everything below it (rm -rf), making folders writable first;
+ * symbolic links are removed, not followed. Missing paths and errors are ignored. */
+void tu_remove_tree(const char *path);
+
+/* Reads a whole file into a NUL-terminated buffer the caller frees, its size (without the NUL)
+ * in *len when len is not NULL. Returns NULL when the file cannot be opened or read. */
+char *tu_read_file(const char *path, size_t *len);
+
+/* tu_read_file for a file that must be there: fails the test, naming path, when it cannot. */
+char *tu_must_read_file(const char *path, size_t *len);
+
+/* Creates or truncates path and writes len bytes of data to it; fails the test on any error. */
+void tu_write_file(const char *path, const char *data, size_t len);
+
+/* tu_write_file of a NUL-terminated text. */
+void tu_write_text(const char *path, const char *text);
+
+/* qsort comparator for an array of C strings (char *), by strcmp. */
+int tu_cmp_str(const void *a, const void *b);
+
+/* The names in folder dir that end with suffix (and have more before it), hidden names left
+ * out, sorted by strcmp: a malloc'ed array of *n strings, freed with tu_free_names. Returns
+ * NULL (and *n = 0) when dir cannot be opened. */
+char **tu_list_names(const char *dir, const char *suffix, int *n);
+
+/* Frees what tu_list_names returned. */
+void tu_free_names(char **names, int n);
+
+#endif
