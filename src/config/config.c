@@ -1,9 +1,10 @@
 /* config: keys.yaml and colors.yaml (see config.h).
  *
- * The file is loaded as a libyaml document (aliases become shared nodes, so nothing is
- * expanded) and walked at most three levels deep. Every problem is collected with its location,
- * so a user sees all of them at once; any problem makes the whole file ignored. Out-of-memory
- * aborts, as in diag_list_push: a configuration loader has no sensible way to go on.
+ * The file is read into the node tree of src/yaml, like a scene file (an alias points at its
+ * anchor's node, so nothing is expanded), and walked at most three levels deep. Every problem is
+ * collected with its location, so a user sees all of them at once; any problem makes the whole file
+ * ignored. Out-of-memory aborts, as in diag_list_push: a configuration loader has no sensible way
+ * to go on.
  */
 #include "config.h"
 
@@ -16,9 +17,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include <yaml.h>
-
 #include "common/fsutil.h"
+#include "yaml/suggest.h"
+#include "yaml/yamltree.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -66,49 +67,12 @@ static struct shown show(const char *s)
     return out;
 }
 
-/* Case-insensitive optimal-string-alignment distance (a swap of two letters counts as one),
- * for "did you mean". Names longer than 63 characters are never close to anything. */
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 1000;
-    int d[64][64];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-            int best = d[i - 1][j - 1] + (ca != cb);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
-                tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[la][lb];
-}
-
-/* The choice nearest to name, or NULL when nothing is close enough to be a likely typo. */
+/* The choice nearest to name (see str_nearest), or NULL when nothing is close enough to be a
+ * likely typo. */
 static const char *nearest(const char *name, const char *const *choices, int n)
 {
-    const char *best = NULL;
-    int best_d = 1000;
-    for (int i = 0; i < n; i++) {
-        int d = edit_distance(name, choices[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = choices[i];
-        }
-    }
-    if (!best || best_d >= (int)strlen(name) || best_d > 1 + (int)strlen(best) / 4)
-        return NULL;
-    return best;
+    int i = str_nearest(name, choices, n, NULL);
+    return i >= 0 ? choices[i] : NULL;
 }
 
 static int index_of(const char *name, const char *const *choices, int n)
@@ -136,21 +100,26 @@ static const char *join_choices(char *buf, size_t size, const char *const *choic
 
 /* ---- one file being checked --------------------------------------------------------------- */
 
+/* Nothing in a configuration file nests deeper than this (colors.yaml needs 3 levels). The tree
+ * refuses a deeper file as soon as the limit is passed: libyaml's scanner takes time quadratic
+ * in the depth of flow collections, so `[[[[...` filling 1 MiB would hang the explorer at start.
+ */
+#define MAX_DEPTH 16
+
 struct ctx {
     const char *file; /* name used in diagnostics */
-    const char *text;
-    size_t len;
     struct diag_list *errs;
-    int n_err;                /* problems found in this file */
-    const yaml_node_t *where; /* the mapping key being checked (see located) */
+    int n_err;         /* problems found in this file */
+    struct ytree tree; /* the file's document; node indices below point into it */
+    int where;         /* the mapping key being checked (see located), or -1 */
 };
 
-static int cfg_error_at(struct ctx *c, int line, int col, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+static int cfg_error_at(struct ctx *c, struct ypos pos, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-/* Records a problem at a 1-based line and column; returns -1. Past CONFIG_MAX_ERRORS only one
- * closing note is added. */
-static int cfg_error_at(struct ctx *c, int line, int col, const char *path, const char *fmt, ...)
+/* Records a problem at pos; returns -1. Past CONFIG_MAX_ERRORS only one closing note is
+ * added. */
+static int cfg_error_at(struct ctx *c, struct ypos pos, const char *path, const char *fmt, ...)
 {
     c->n_err++;
     if (c->n_err > CONFIG_MAX_ERRORS + 1)
@@ -158,8 +127,7 @@ static int cfg_error_at(struct ctx *c, int line, int col, const char *path, cons
     struct diag d;
     diag_clear(&d);
     snprintf(d.file, sizeof(d.file), "%s", c->file);
-    d.line = line;
-    d.col = col;
+    ytree_locate(&c->tree, pos, &d.line, &d.col);
     if (c->n_err == CONFIG_MAX_ERRORS + 1) {
         diag_set(&d, "", "too many problems; not checking the rest of the file");
     } else {
@@ -172,159 +140,121 @@ static int cfg_error_at(struct ctx *c, int line, int col, const char *path, cons
     return -1;
 }
 
-/* Where to report a problem with node. An alias (`undo: *k`) shares the node of its anchor,
- * which lies earlier in the file; then the mapping key being checked is the better place. */
-static const yaml_mark_t *located(const struct ctx *c, const yaml_node_t *node)
+static const struct ynode *node_of(const struct ctx *c, int i)
 {
-    if (c->where && node->start_mark.index < c->where->start_mark.index)
-        return &c->where->start_mark;
-    return &node->start_mark;
+    return ytree_node(&c->tree, i);
 }
 
-#define cfg_error(c, node, path, ...)                                                              \
-    cfg_error_at((c), (int)located((c), (node))->line + 1, (int)located((c), (node))->column + 1,  \
-                 (path), __VA_ARGS__)
+/* Where to report a problem with node. An alias (`undo: *k`) stands for the node of its anchor,
+ * which lies earlier in the file; then the mapping key being checked is the better place. */
+static struct ypos located(const struct ctx *c, int node)
+{
+    const struct ynode *n = node_of(c, node);
+    if (c->where >= 0) {
+        const struct ynode *w = node_of(c, c->where);
+        if (n->line < w->line || (n->line == w->line && n->col < w->col))
+            return ytree_pos(&c->tree, c->where);
+    }
+    return ytree_pos(&c->tree, node);
+}
+
+#define cfg_error(c, node, path, ...) cfg_error_at((c), located((c), (node)), (path), __VA_ARGS__)
 
 static bool too_many(const struct ctx *c)
 {
     return c->n_err > CONFIG_MAX_ERRORS;
 }
 
-/* Line and column (1-based, in characters like libyaml's marks) of a byte offset. */
-static void offset_to_line_col(const char *text, size_t len, size_t offset, int *line, int *col)
+/* A problem of the YAML text itself: syntax, encoding, depth, a second document. */
+static bool yaml_problem(void *ctx, const struct yproblem *p)
 {
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < offset && i < len; i++) {
-        if (text[i] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else if (((unsigned char)text[i] & 0xC0) != 0x80) {
-            (*col)++;
-        }
-    }
-}
-
-static void yaml_syntax_error(struct ctx *c, const yaml_parser_t *p)
-{
-    int line = (int)p->problem_mark.line + 1, col = (int)p->problem_mark.column + 1;
-    if (p->error == YAML_READER_ERROR)
-        offset_to_line_col(c->text, c->len, p->problem_offset, &line, &col);
-    if (p->error == YAML_MEMORY_ERROR)
-        abort();
+    struct ctx *c = ctx;
     const char *problem = p->problem ? p->problem : "cannot parse";
-    if (p->context)
-        cfg_error_at(c, line, col, "", "invalid YAML: %s (%s at line %d)", problem, p->context,
-                     (int)p->context_mark.line + 1);
-    else
-        cfg_error_at(c, line, col, "", "invalid YAML: %s", problem);
+    switch (p->kind) {
+    case YPROB_MEMORY:
+        abort();
+    case YPROB_SYNTAX:
+        if (p->context)
+            cfg_error_at(c, p->pos, "", "invalid YAML: %s (%s at line %zu)", problem, p->context,
+                         p->context_line + 1);
+        else
+            cfg_error_at(c, p->pos, "", "invalid YAML: %s", problem);
+        break;
+    case YPROB_ENCODING:
+        cfg_error_at(c, p->pos, "", "invalid YAML: %s", problem);
+        break;
+    case YPROB_TOO_DEEP:
+        cfg_error_at(c, p->pos, "", "nested too deeply (more than %d levels)", p->limit);
+        break;
+    case YPROB_SECOND_DOCUMENT:
+        /* Shown at the second document's content, not at its `---`. */
+        cfg_error_at(c, p->root, "", "only one YAML document is allowed in a configuration file");
+        break;
+    case YPROB_ANCHOR:
+    case YPROB_ALIAS:
+        break; /* not reported: ytree_opts.aliases accepts them */
+    }
+    return !too_many(c);
 }
 
-/* Nothing in a configuration file nests deeper than this (colors.yaml needs 3 levels). */
-#define MAX_DEPTH 16
-
-/* Refuses deep nesting before the file is loaded as a document: libyaml's scanner takes time
- * quadratic in the depth of flow collections, so `[[[[...` filling 1 MiB would hang the
- * explorer at start. The events are read lazily, so this stops as soon as the limit is passed.
- * Syntax errors are left for load_document to report. */
-static int check_depth(struct ctx *c)
+/* Reads text into c->tree, refusing a second document; -1 when the text is not one well-formed
+ * YAML document (the problems are reported). The caller frees c->tree either way. */
+static int load_tree(struct ctx *c, const char *text, size_t len)
 {
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        abort();
-    yaml_parser_set_input_string(&p, (const unsigned char *)c->text, c->len);
-    int depth = 0, rc = 0;
-    for (bool done = false; !done;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&p, &ev))
-            break;
-        switch (ev.type) {
-        case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT:
-            if (++depth > MAX_DEPTH) {
-                cfg_error_at(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1, "",
-                             "nested too deeply (more than %d levels)", MAX_DEPTH);
-                rc = -1;
-                done = true;
-            }
-            break;
-        case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            depth--;
-            break;
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
-        default:
-            break;
-        }
-        yaml_event_delete(&ev);
-    }
-    yaml_parser_delete(&p);
-    return rc;
-}
-
-/* Parses c->text into doc. A stream of more than one document is refused: only the first
- * would be read, silently. */
-static int load_document(struct ctx *c, yaml_document_t *doc)
-{
-    if (check_depth(c) != 0)
+    const struct ytree_opts opts = {.max_depth = MAX_DEPTH, .aliases = true};
+    if (ytree_build(&c->tree, text, len, &opts, yaml_problem, c) != 0 || c->n_err)
         return -1;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        abort();
-    yaml_parser_set_input_string(&p, (const unsigned char *)c->text, c->len);
-    if (!yaml_parser_load(&p, doc)) {
-        yaml_syntax_error(c, &p);
-        yaml_parser_delete(&p);
-        return -1;
-    }
-    yaml_document_t extra;
-    if (!yaml_parser_load(&p, &extra)) {
-        yaml_syntax_error(c, &p);
-    } else {
-        yaml_node_t *root = yaml_document_get_root_node(&extra);
-        if (root)
-            cfg_error(c, root, "", "only one YAML document is allowed in a configuration file");
-        yaml_document_delete(&extra);
-    }
-    yaml_parser_delete(&p);
-    if (c->n_err) {
-        yaml_document_delete(doc);
-        return -1;
-    }
     return 0;
 }
 
-static const char *scalar_of(const yaml_node_t *n)
+/* Node i, an alias replaced by its anchor's node. */
+static int resolved(const struct ctx *c, int i)
 {
-    return (const char *)n->data.scalar.value;
+    return ytree_resolve(&c->tree, i);
+}
+
+/* Steps through a mapping's children: the key and value at *at (aliases resolved), then moves
+ * *at to the next pair. Returns false after the last pair. */
+static bool next_pair(const struct ctx *c, int *at, int *k, int *v)
+{
+    if (*at < 0 || node_of(c, *at)->next < 0)
+        return false;
+    int value = node_of(c, *at)->next;
+    *k = resolved(c, *at);
+    *v = resolved(c, value);
+    *at = node_of(c, value)->next;
+    return true;
+}
+
+static const char *scalar_of(const struct ctx *c, int n)
+{
+    return ytree_str(&c->tree, n);
 }
 
 /* A scalar with a NUL inside ("a\0b") is never a valid name. */
-static bool scalar_has_nul(const yaml_node_t *n)
+static bool scalar_has_nul(const struct ctx *c, int n)
 {
-    return strlen(scalar_of(n)) != n->data.scalar.length;
+    return strlen(scalar_of(c, n)) != node_of(c, n)->u.s.len;
 }
 
 /* An empty plain scalar is how YAML writes "nothing" (`quit:`). */
-static bool is_null(const yaml_node_t *n)
+static bool is_null(const struct ctx *c, int n)
 {
-    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+    if (node_of(c, n)->type != YNODE_SCALAR || !node_of(c, n)->plain)
         return false;
-    const char *s = scalar_of(n);
+    const char *s = scalar_of(c, n);
     return !*s || strcmp(s, "~") == 0 || strcmp(s, "null") == 0;
 }
 
 /* The mapping key as a name; reports and returns NULL when it is not a plain scalar. */
-static const char *key_name(struct ctx *c, const yaml_node_t *k)
+static const char *key_name(struct ctx *c, int k)
 {
-    if (k->type != YAML_SCALAR_NODE || scalar_has_nul(k)) {
+    if (node_of(c, k)->type != YNODE_SCALAR || scalar_has_nul(c, k)) {
         cfg_error(c, k, "", "expected a name here, not a %s",
-                  k->type == YAML_MAPPING_NODE ? "mapping" : "list");
+                  node_of(c, k)->type == YNODE_MAP ? "mapping" : "list");
         return NULL;
     }
-    return scalar_of(k);
+    return scalar_of(c, k);
 }
 
 /* ---- keys.yaml ---------------------------------------------------------------------------- */
@@ -499,7 +429,7 @@ static bool key_hint(char *out, size_t size, const char *name, bool (*valid_key)
 
 /* Where each key is bound so far in this file, to catch one key given to two actions. */
 struct binding {
-    const char *key; /* points into the document */
+    const char *key; /* points into the tree */
     int action;
 };
 
@@ -512,17 +442,17 @@ struct key_parse {
     int n_bound, cap_bound;
 };
 
-static void parse_one_key(struct key_parse *kp, int a, const yaml_node_t *item)
+static void parse_one_key(struct key_parse *kp, int a, int item)
 {
     struct ctx *c = kp->c;
     const char *action = kp->names[a];
-    if (item->type != YAML_SCALAR_NODE) {
+    if (node_of(c, item)->type != YNODE_SCALAR) {
         cfg_error(c, item, action, "each key of %s must be a key name, not a %s", action,
-                  item->type == YAML_MAPPING_NODE ? "mapping" : "list");
+                  node_of(c, item)->type == YNODE_MAP ? "mapping" : "list");
         return;
     }
-    const char *key = scalar_of(item);
-    if (scalar_has_nul(item) || !kp->valid_key(key)) {
+    const char *key = scalar_of(c, item);
+    if (scalar_has_nul(c, item) || !kp->valid_key(key)) {
         char hint[64];
         if (key_hint(hint, sizeof(hint), key, kp->valid_key))
             cfg_error(c, item, action, "unknown key name '%s' (write %s)", show(key).s, hint);
@@ -555,20 +485,17 @@ static void parse_one_key(struct key_parse *kp, int a, const yaml_node_t *item)
     key_config_add(kp->out, a, key);
 }
 
-static void parse_keys_root(struct key_parse *kp, yaml_document_t *doc, yaml_node_t *root)
+static void parse_keys_root(struct key_parse *kp, int root)
 {
     struct ctx *c = kp->c;
     struct key_config *out = kp->out;
-    if (root->type != YAML_MAPPING_NODE) {
+    if (node_of(c, root)->type != YNODE_MAP) {
         cfg_error(c, root, "",
                   "keys.yaml must be a mapping of action names to keys, like `quit: q`");
         return;
     }
     int *first_line = xcalloc((size_t)out->n_actions, sizeof(int));
-    for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
-         pair < root->data.mapping.pairs.top && !too_many(c); pair++) {
-        yaml_node_t *k = yaml_document_get_node(doc, pair->key);
-        yaml_node_t *v = yaml_document_get_node(doc, pair->value);
+    for (int at = node_of(c, root)->u.c.first, k, v; !too_many(c) && next_pair(c, &at, &k, &v);) {
         c->where = k;
         const char *name = key_name(c, k);
         if (!name)
@@ -589,16 +516,16 @@ static void parse_keys_root(struct key_parse *kp, yaml_document_t *doc, yaml_nod
                       first_line[a]);
             continue;
         }
-        first_line[a] = (int)k->start_mark.line + 1;
+        first_line[a] = node_of(c, k)->line + 1;
         out->set[a] = true; /* also for `quit: []`, which leaves quit without a key */
-        if (is_null(v)) {
+        if (is_null(c, v)) {
             cfg_error(c, v, name, "no key given for %s (write [] to leave it without a key)", name);
-        } else if (v->type == YAML_SCALAR_NODE) {
+        } else if (node_of(c, v)->type == YNODE_SCALAR) {
             parse_one_key(kp, a, v);
-        } else if (v->type == YAML_SEQUENCE_NODE) {
-            for (yaml_node_item_t *it = v->data.sequence.items.start;
-                 it < v->data.sequence.items.top && !too_many(c); it++)
-                parse_one_key(kp, a, yaml_document_get_node(doc, *it));
+        } else if (node_of(c, v)->type == YNODE_SEQ) {
+            for (int it = node_of(c, v)->u.c.first; it >= 0 && !too_many(c);
+                 it = node_of(c, it)->next)
+                parse_one_key(kp, a, resolved(c, it));
         } else {
             cfg_error(c, v, name, "%s must be a key name or a list of key names, not a mapping",
                       name);
@@ -614,17 +541,13 @@ int config_parse_keys(struct key_config *out, const char *name, const char *text
     key_config_alloc(out, n_actions);
     struct diag_list local;
     diag_list_init(&local);
-    struct ctx c = {name ? name : "", text, len, errs ? errs : &local, 0, NULL};
-    yaml_document_t doc;
-    if (load_document(&c, &doc) == 0) {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (root) {
-            struct key_parse kp = {&c, out, action_names, valid_key, NULL, 0, 0};
-            parse_keys_root(&kp, &doc, root);
-            free(kp.bound);
-        }
-        yaml_document_delete(&doc);
+    struct ctx c = {.file = name ? name : "", .errs = errs ? errs : &local, .where = -1};
+    if (load_tree(&c, text, len) == 0 && c.tree.root >= 0) {
+        struct key_parse kp = {&c, out, action_names, valid_key, NULL, 0, 0};
+        parse_keys_root(&kp, resolved(&c, c.tree.root));
+        free(kp.bound);
     }
+    ytree_free(&c.tree);
     diag_list_free(&local);
     if (c.n_err) {
         key_config_free(out);
@@ -716,11 +639,11 @@ void color_config_override(struct color_config *base, const struct color_config 
 }
 
 /* fg or bg: default, a colour name, or 0-255. */
-static int parse_color(struct ctx *c, const yaml_node_t *v, const char *path, int *out)
+static int parse_color(struct ctx *c, int v, const char *path, int *out)
 {
-    if (v->type != YAML_SCALAR_NODE || is_null(v))
+    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v))
         return cfg_error(c, v, path, "%s must be a colour: a name such as red, or 0-255", path);
-    const char *s = scalar_of(v);
+    const char *s = scalar_of(c, v);
     if (strcmp(s, "default") == 0) {
         *out = COLOR_DEFAULT;
         return 0;
@@ -731,7 +654,7 @@ static int parse_color(struct ctx *c, const yaml_node_t *v, const char *path, in
         return 0;
     }
     size_t n = strlen(s);
-    if (n > 0 && strspn(s, "0123456789") == n && !scalar_has_nul(v)) {
+    if (n > 0 && strspn(s, "0123456789") == n && !scalar_has_nul(c, v)) {
         size_t zeros = strspn(s, "0");
         long value = n - zeros > 3 ? 1000 : strtol(s, NULL, 10);
         if (value > 255)
@@ -750,14 +673,14 @@ static int parse_color(struct ctx *c, const yaml_node_t *v, const char *path, in
                      show(s).s);
 }
 
-static int parse_attr(struct ctx *c, const yaml_node_t *v, const char *path, unsigned *attrs)
+static int parse_attr(struct ctx *c, int v, const char *path, unsigned *attrs)
 {
-    if (v->type != YAML_SCALAR_NODE || is_null(v))
+    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v))
         return cfg_error(c, v, path,
                          "each attribute must be a name: bold, dim, reverse or underline");
-    const char *s = scalar_of(v);
+    const char *s = scalar_of(c, v);
     int i = index_of(s, attr_names, 4);
-    if (i >= 0 && !scalar_has_nul(v)) {
+    if (i >= 0 && !scalar_has_nul(c, v)) {
         *attrs |= attr_bits[i];
         return 0;
     }
@@ -769,21 +692,17 @@ static int parse_attr(struct ctx *c, const yaml_node_t *v, const char *path, uns
                      show(s).s);
 }
 
-static void parse_role(struct ctx *c, yaml_document_t *doc, const char *role, yaml_node_t *v,
-                       struct color_spec *spec)
+static void parse_role(struct ctx *c, const char *role, int v, struct color_spec *spec)
 {
-    if (v->type != YAML_MAPPING_NODE) {
+    if (node_of(c, v)->type != YNODE_MAP) {
         cfg_error(c, v, role, "%s must be a mapping like {fg: white, bg: blue, attrs: [bold]}",
                   role);
         return;
     }
     *spec = (struct color_spec){COLOR_DEFAULT, COLOR_DEFAULT, 0, true};
     int first_line[3] = {0, 0, 0};
-    const yaml_node_t *role_key = c->where;
-    for (yaml_node_pair_t *pair = v->data.mapping.pairs.start;
-         pair < v->data.mapping.pairs.top && !too_many(c); pair++) {
-        yaml_node_t *k = yaml_document_get_node(doc, pair->key);
-        yaml_node_t *fv = yaml_document_get_node(doc, pair->value);
+    int role_key = c->where;
+    for (int at = node_of(c, v)->u.c.first, k, fv; !too_many(c) && next_pair(c, &at, &k, &fv);) {
         c->where = k;
         const char *name = key_name(c, k);
         if (!name)
@@ -806,18 +725,18 @@ static void parse_role(struct ctx *c, yaml_document_t *doc, const char *role, ya
                       first_line[f]);
             continue;
         }
-        first_line[f] = (int)k->start_mark.line + 1;
+        first_line[f] = node_of(c, k)->line + 1;
         if (f == 0) {
             parse_color(c, fv, path, &spec->fg);
         } else if (f == 1) {
             parse_color(c, fv, path, &spec->bg);
-        } else if (fv->type == YAML_SEQUENCE_NODE) {
-            for (yaml_node_item_t *it = fv->data.sequence.items.start;
-                 it < fv->data.sequence.items.top && !too_many(c); it++)
-                parse_attr(c, yaml_document_get_node(doc, *it), path, &spec->attrs);
-        } else if (fv->type == YAML_SCALAR_NODE && !is_null(fv)) {
+        } else if (node_of(c, fv)->type == YNODE_SEQ) {
+            for (int it = node_of(c, fv)->u.c.first; it >= 0 && !too_many(c);
+                 it = node_of(c, it)->next)
+                parse_attr(c, resolved(c, it), path, &spec->attrs);
+        } else if (node_of(c, fv)->type == YNODE_SCALAR && !is_null(c, fv)) {
             parse_attr(c, fv, path, &spec->attrs); /* attrs: bold */
-        } else if (fv->type == YAML_MAPPING_NODE) {
+        } else if (node_of(c, fv)->type == YNODE_MAP) {
             cfg_error(c, fv, path, "attrs must be a list such as [bold, underline]");
         }
         /* `attrs:` or `attrs: []` gives no attribute. */
@@ -826,17 +745,17 @@ static void parse_role(struct ctx *c, yaml_document_t *doc, const char *role, ya
 }
 
 /* scale or diverging: one of choices, copied into out. */
-static void parse_scale(struct ctx *c, const yaml_node_t *v, const char *what,
-                        const char *const *choices, int n, char *out, size_t size, bool *set)
+static void parse_scale(struct ctx *c, int v, const char *what, const char *const *choices, int n,
+                        char *out, size_t size, bool *set)
 {
     char list[256];
     join_choices(list, sizeof(list), choices, n);
-    if (v->type != YAML_SCALAR_NODE || is_null(v)) {
+    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v)) {
         cfg_error(c, v, what, "%s must be a scale name: %s", what, list);
         return;
     }
-    const char *s = scalar_of(v);
-    if (index_of(s, choices, n) < 0 || scalar_has_nul(v) || strlen(s) >= size) {
+    const char *s = scalar_of(c, v);
+    if (index_of(s, choices, n) < 0 || scalar_has_nul(c, v) || strlen(s) >= size) {
         cfg_error(c, v, what, "unknown %s scale '%s' (choose %s)",
                   strcmp(what, "scale") == 0 ? "colour" : "diverging", show(s).s, list);
         return;
@@ -853,16 +772,15 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
     color_config_alloc(out, n_roles);
     struct diag_list local;
     diag_list_init(&local);
-    struct ctx c = {name ? name : "", text, len, errs ? errs : &local, 0, NULL};
-    yaml_document_t doc;
-    if (load_document(&c, &doc) != 0)
+    struct ctx c = {.file = name ? name : "", .errs = errs ? errs : &local, .where = -1};
+    if (load_tree(&c, text, len) != 0 || c.tree.root < 0)
         goto done;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root && root->type != YAML_MAPPING_NODE) {
+    int root = resolved(&c, c.tree.root);
+    if (node_of(&c, root)->type != YNODE_MAP) {
         cfg_error(&c, root, "",
                   "colors.yaml must be a mapping of roles to colours, like "
                   "`header: {fg: black, bg: cyan}`");
-    } else if (root) {
+    } else {
         /* Every top-level name: the roles, then scale and diverging (for "did you mean"). */
         int n_top = n_roles + 2;
         const char **top = xcalloc((size_t)n_top, sizeof(*top));
@@ -871,10 +789,8 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
         top[n_roles] = "scale";
         top[n_roles + 1] = "diverging";
         int *first_line = xcalloc((size_t)n_top, sizeof(int));
-        for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
-             pair < root->data.mapping.pairs.top && !too_many(&c); pair++) {
-            yaml_node_t *k = yaml_document_get_node(&doc, pair->key);
-            yaml_node_t *v = yaml_document_get_node(&doc, pair->value);
+        for (int at = node_of(&c, root)->u.c.first, k, v;
+             !too_many(&c) && next_pair(&c, &at, &k, &v);) {
             c.where = k;
             const char *key = key_name(&c, k);
             if (!key)
@@ -896,9 +812,9 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
                           first_line[i]);
                 continue;
             }
-            first_line[i] = (int)k->start_mark.line + 1;
+            first_line[i] = node_of(&c, k)->line + 1;
             if (i < n_roles)
-                parse_role(&c, &doc, key, v, &out->roles[i]);
+                parse_role(&c, key, v, &out->roles[i]);
             else if (i == n_roles)
                 parse_scale(&c, v, "scale", scale_names, n_scales, out->scale, sizeof(out->scale),
                             &out->scale_set);
@@ -909,8 +825,8 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
         free(first_line);
         free(top);
     }
-    yaml_document_delete(&doc);
 done:
+    ytree_free(&c.tree);
     diag_list_free(&local);
     if (c.n_err) {
         color_config_free(out);

@@ -1,9 +1,9 @@
 /* load: reading a scene file, and where each problem is.
  *
- * The parse runs in three steps: libyaml events -> node tree (yamltree.c), tree -> struct scene
+ * The parse runs in three steps: libyaml events -> node tree (src/yaml), tree -> struct scene
  * through the schema tables (schema.c), then scene_check for the rules that span several keys.
- * Every problem becomes a diag with file:line:col. libyaml counts columns in characters from
- * 0; diag_print puts its caret by bytes, so columns are converted to 1-based byte columns here.
+ * Every problem becomes a diag with file:line:col; ytree_locate turns libyaml's marks (columns in
+ * characters from 0) into the 1-based byte columns diag_print puts its caret by.
  */
 #include "scenefile/scenefile.h"
 
@@ -17,69 +17,6 @@
 
 /* ---- locations ---------------------------------------------------------------------------- */
 
-static bool build_lines(struct loader *l)
-{
-    if (l->lines)
-        return true;
-    size_t n = 1;
-    for (const char *p = l->text, *end = l->text + l->len; p < end; p++) {
-        p = memchr(p, '\n', (size_t)(end - p));
-        if (!p)
-            break;
-        n++;
-    }
-    l->lines = malloc(n * sizeof(*l->lines));
-    if (!l->lines)
-        return false;
-    l->lines[0] = 0;
-    l->n_lines = 1;
-    for (size_t i = 0; i < l->len; i++)
-        if (l->text[i] == '\n')
-            l->lines[l->n_lines++] = i + 1;
-    return true;
-}
-
-/* libyaml mark (0-based line, column in characters) -> 1-based line and byte column. */
-static void loc_of_mark(struct loader *l, size_t line0, size_t ccol0, int *line, int *col)
-{
-    *line = line0 >= 0x7fffffff ? 0x7fffffff : (int)line0 + 1;
-    *col = ccol0 >= 0x7ffffffe ? 0x7fffffff : (int)ccol0 + 1;
-    if (!build_lines(l) || line0 >= l->n_lines)
-        return;
-    size_t start = l->lines[line0];
-    size_t end = line0 + 1 < l->n_lines ? l->lines[line0 + 1] : l->len;
-    size_t p = start;
-    /* libyaml skips a byte order mark without counting it. */
-    if (line0 == 0 && l->len >= 3 && memcmp(l->text, "\xEF\xBB\xBF", 3) == 0)
-        p = 3;
-    for (size_t c = 0; c < ccol0 && p < end; c++) {
-        p++;
-        while (p < end && ((unsigned char)l->text[p] & 0xC0) == 0x80)
-            p++;
-    }
-    size_t bcol = p - start + 1;
-    *col = bcol > 0x7fffffff ? 0x7fffffff : (int)bcol;
-}
-
-static void loc_of_offset(struct loader *l, size_t off, int *line, int *col)
-{
-    *line = 1;
-    *col = 1;
-    if (!build_lines(l))
-        return;
-    size_t lo = 0, hi = l->n_lines; /* last line start <= off */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->lines[mid] <= off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    *line = lo + 1 > 0x7fffffff ? 0x7fffffff : (int)lo + 1;
-    size_t bcol = off - l->lines[lo] + 1;
-    *col = bcol > 0x7fffffff ? 0x7fffffff : (int)bcol;
-}
-
 static void loc_of_node(struct loader *l, int node, int *line, int *col)
 {
     if (node < 0) {
@@ -87,8 +24,7 @@ static void loc_of_node(struct loader *l, int node, int *line, int *col)
         *col = 1;
         return;
     }
-    const struct ynode *nd = ytree_node(&l->tree, node);
-    loc_of_mark(l, (size_t)nd->line, (size_t)nd->col, line, col);
+    ytree_locate(&l->tree, ytree_pos(&l->tree, node), line, col);
 }
 
 int loader_line(struct loader *l, int node)
@@ -165,17 +101,51 @@ void loader_error(struct loader *l, int node, const char *path, const char *fmt,
 bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg)
 {
     int line, col;
-    if (pos.is_offset)
-        loc_of_offset(l, pos.offset, &line, &col);
-    else
-        loc_of_mark(l, pos.line, pos.col, &line, &col);
+    ytree_locate(&l->tree, pos, &line, &col);
     add_at(l, line, col, path, msg);
     return !l->stopped;
 }
 
-static bool report_cb(void *ctx, struct ypos pos, const char *msg)
+/* A problem of the YAML stream itself, in the scene loader's words. */
+static bool report_cb(void *ctx, const struct yproblem *p)
 {
-    return loader_error_pos(ctx, pos, "", msg);
+    char msg[512];
+    const char *problem = p->problem ? p->problem : "unknown problem";
+    switch (p->kind) {
+    case YPROB_MEMORY:
+        snprintf(msg, sizeof(msg), "out of memory while reading YAML");
+        break;
+    case YPROB_ENCODING:
+        if (p->byte >= 0)
+            snprintf(msg, sizeof(msg), "not valid UTF-8 text: %s (byte 0x%02X)", problem,
+                     (unsigned)p->byte);
+        else
+            snprintf(msg, sizeof(msg), "not valid UTF-8 text: %s", problem);
+        break;
+    case YPROB_SYNTAX:
+        if (p->context)
+            snprintf(msg, sizeof(msg), "syntax error: %s (%s starting at line %zu)", problem,
+                     p->context, p->context_line + 1);
+        else
+            snprintf(msg, sizeof(msg), "syntax error: %s", problem);
+        break;
+    case YPROB_TOO_DEEP:
+        snprintf(msg, sizeof(msg), "the document nests more than %d levels deep", p->limit);
+        break;
+    case YPROB_SECOND_DOCUMENT:
+        snprintf(msg, sizeof(msg),
+                 "a scene file holds one YAML document, but a second one starts here");
+        break;
+    case YPROB_ANCHOR:
+        snprintf(msg, sizeof(msg),
+                 "anchors (&%s) are not supported in scene files; write the value out", p->name);
+        break;
+    case YPROB_ALIAS:
+        snprintf(msg, sizeof(msg),
+                 "aliases (*%s) are not supported in scene files; write the value out", p->name);
+        break;
+    }
+    return loader_error_pos(ctx, p->pos, "", msg);
 }
 
 /* ---- keys and their locations ------------------------------------------------------------- */
@@ -360,7 +330,7 @@ static void parse_tree(struct loader *l)
                      SCENEFILE_MAX_BYTES);
         return;
     }
-    if (ytree_build(&l->tree, l->text, l->len, report_cb, l) != 0 || l->stopped)
+    if (ytree_build(&l->tree, l->text, l->len, NULL, report_cb, l) != 0 || l->stopped)
         return;
     int root = l->tree.root;
     const struct ynode *nd = root >= 0 ? ytree_node(&l->tree, root) : NULL;
@@ -411,7 +381,6 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
     int failed = l.n_errors > 0;
     ytree_free(&l.tree);
     schema_free_heads(&l);
-    free(l.lines);
     free(l.keys);
     free(l.bad);
     if (failed) {

@@ -9,7 +9,7 @@
 
 #include "common/diag.h"
 #include "engine/scene.h"
-#include "scenefile/yamltree.h"
+#include "yaml/yamltree.h"
 
 /* After this many problems the loader stops: the first ones are what the user fixes first. */
 #define LOADER_MAX_ERRORS 50
@@ -31,13 +31,11 @@ struct loader {
     const char *text;
     size_t len;
     struct diag_list *errs;
-    int first;      /* index in errs of this parse's first diag */
-    int n_errors;   /* problems added by this parse */
-    bool stopped;   /* LOADER_MAX_ERRORS reached: everything else is skipped */
-    bool truncated; /* a problem was dropped because of the limit */
-    struct ytree tree;
-    size_t *lines; /* byte offset of each line start, built on the first diagnostic */
-    size_t n_lines;
+    int first;         /* index in errs of this parse's first diag */
+    int n_errors;      /* problems added by this parse */
+    bool stopped;      /* LOADER_MAX_ERRORS reached: everything else is skipped */
+    bool truncated;    /* a problem was dropped because of the limit */
+    struct ytree tree; /* also turns marks into line and byte column */
     struct scene *s;
     struct loader_key *keys;
     int n_keys, cap_keys;

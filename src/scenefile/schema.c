@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "scenefile/loader.h"
+#include "yaml/suggest.h"
 
 #define MAX_FIELDS 16
 /* Largest matrix read, in values: what SCENE_MAX_BYTES allows in float32. */
@@ -1250,37 +1251,6 @@ static const struct mapping *const nested_maps[] = {&attention_map, &positional_
 
 /* ---- keys ------------------------------------------------------------------------------- */
 
-/* Optimal string alignment distance (Damerau-Levenshtein with adjacent swaps), ignoring case.
- * Only called with short keys. */
-static int key_distance(const char *a, const char *b)
-{
-    enum { MAXK = 64 };
-    int n = (int)strlen(a), m = (int)strlen(b);
-    if (n >= MAXK || m >= MAXK)
-        return INT_MAX;
-    int d[MAXK + 1][MAXK + 1];
-    for (int i = 0; i <= n; i++)
-        d[i][0] = i;
-    for (int j = 0; j <= m; j++)
-        d[0][j] = j;
-    for (int i = 1; i <= n; i++) {
-        for (int j = 1; j <= m; j++) {
-            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-            int cost = ca != cb;
-            int v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v)
-                v = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + cost < v)
-                v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
-                tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    }
-    return d[n][m];
-}
-
 static int find_field(const struct mapping *m, const char *key)
 {
     for (int i = 0; i < m->n_fields; i++)
@@ -1289,21 +1259,14 @@ static int find_field(const struct mapping *m, const char *key)
     return -1;
 }
 
-/* The field of m nearest to key, when close enough to suggest: one edit for keys of up to 3
- * letters, two up to 6, else three. Returns -1 when nothing is that close. */
+/* The field of m nearest to key, when close enough to suggest (see str_nearest), or -1. */
 static int nearest_field(const struct mapping *m, const char *key, int *distance)
 {
-    size_t len = strlen(key);
-    int limit = len <= 3 ? 1 : len <= 6 ? 2 : 3, best = -1, best_d = INT_MAX;
-    for (int i = 0; i < m->n_fields; i++) {
-        int d = key_distance(key, m->fields[i].key);
-        if (d < best_d) {
-            best_d = d;
-            best = i;
-        }
-    }
-    *distance = best_d;
-    return best >= 0 && best_d <= limit && (size_t)best_d < len ? best : -1;
+    const char *keys[MAX_FIELDS];
+    int n = m->n_fields < MAX_FIELDS ? m->n_fields : MAX_FIELDS; /* walk_map's limit too */
+    for (int i = 0; i < n; i++)
+        keys[i] = m->fields[i].key;
+    return str_nearest(key, keys, n, distance);
 }
 
 static void unknown_key(struct loader *l, const struct mapping *m, int knode, const char *path)
