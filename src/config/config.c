@@ -453,6 +453,17 @@ static void parse_one_key(struct key_parse *kp, int a, int item)
     }
     const char *key = scalar_of(c, item);
     if (scalar_has_nul(c, item) || !kp->valid_key(key)) {
+        /* The terminal keeps these for interrupt, suspend and flow control; they never reach a
+         * program in cbreak mode, so a binding to one could never fire. */
+        static const char *const reserved[] = {"C-c", "C-z", "C-s", "C-q"};
+        for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+            if (strcmp(key, reserved[i]) == 0) {
+                cfg_error(c, item, action,
+                          "key '%s' belongs to the terminal (interrupt, suspend, flow control) "
+                          "and cannot be bound",
+                          key);
+                return;
+            }
         char hint[64];
         if (key_hint(hint, sizeof(hint), key, kp->valid_key))
             cfg_error(c, item, action, "unknown key name '%s' (write %s)", show(key).s, hint);
