@@ -11,6 +11,7 @@
  * Without `explicit` only what differs from scene_init() is written; with it, every effective
  * value (scene_eff_*) is, so the file no longer depends on defaults.
  */
+#include "common/utf8.h"
 #include "scenefile/scenefile.h"
 
 #include <locale.h>
@@ -31,47 +32,12 @@ struct writer {
 
 /* ---- checks before anything is written ---------------------------------------------------- */
 
-/* Length of the UTF-8 sequence at s (1..4), or 0 when it is not valid UTF-8. */
-static int utf8_len(const unsigned char *s, uint32_t *cp)
-{
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    int n;
-    uint32_t c, min;
-    if ((s[0] & 0xE0) == 0xC0) {
-        n = 2;
-        c = s[0] & 0x1F;
-        min = 0x80;
-    } else if ((s[0] & 0xF0) == 0xE0) {
-        n = 3;
-        c = s[0] & 0x0F;
-        min = 0x800;
-    } else if ((s[0] & 0xF8) == 0xF0) {
-        n = 4;
-        c = s[0] & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return n;
-}
-
 static bool utf8_valid(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         uint32_t cp;
-        int n = utf8_len(p, &cp);
+        int n = utf8_decode((const char *)p, &cp);
         if (n == 0)
             return false;
         p += n;
@@ -156,7 +122,7 @@ static bool plain_ok(const char *s, bool flow)
         return false;
     while (*p) {
         uint32_t cp;
-        int len = utf8_len(p, &cp);
+        int len = utf8_decode((const char *)p, &cp);
         if (len == 0 || needs_escape(cp))
             return false;
         if (cp < 0x80) {
@@ -177,7 +143,7 @@ static void write_quoted(FILE *f, const char *s)
     fputc('"', f);
     while (*p) {
         uint32_t cp;
-        int len = utf8_len(p, &cp);
+        int len = utf8_decode((const char *)p, &cp);
         if (len == 0) { /* checked before writing; keep the byte visible rather than lose it */
             fprintf(f, "\\x%02X", *p);
             p++;
