@@ -7,8 +7,6 @@
 
 #include "ui/ui.h"
 
-static int help_top; /* first line shown, when the list is taller than the screen */
-
 /* Builds the overlay's lines: "\agroup" headings, "keys\thelp" rows, plain text rows. */
 static int build(struct ui *ui, char lines[][256], int max)
 {
@@ -74,14 +72,14 @@ static void draw(struct panel *p, struct ui *ui)
     int x0 = r.x + (r.w - col_w * columns) / 2;
     int per_col = columns == 2 ? (n + 1) / 2 : n;
     int shown = body * columns;
-    if (help_top > n - shown)
-        help_top = n - shown > 0 ? n - shown : 0;
+    if (p->scroll > n - shown)
+        p->scroll = n - shown > 0 ? n - shown : 0;
     draw_clear(r, t->role_attr[ROLE_HELP]);
     draw_text(r.y, x0 + 2, r.w - 4, t->role_attr[ROLE_LABEL] | A_BOLD,
               "attnscope keys \u2014 rebind them in keys.yaml (see the README)");
     for (int c = 0; c < columns; c++)
         for (int i = 0; i < body; i++) {
-            int k = columns == 2 ? c * per_col + i : help_top + i;
+            int k = columns == 2 ? c * per_col + i : p->scroll + i;
             if (k >= n || (columns == 2 && i >= per_col))
                 break;
             draw_line(t, r.y + 1 + i, x0 + c * col_w, col_w - 1, lines[k]);
@@ -89,8 +87,8 @@ static void draw(struct panel *p, struct ui *ui)
     char foot[96];
     if (n > shown)
         snprintf(foot, sizeof(foot),
-                 "\u2191\u2193 scroll (%d\u2013%d of %d) \u00b7 any other key closes", help_top + 1,
-                 help_top + body < n ? help_top + body : n, n);
+                 "\u2191\u2193 scroll (%d\u2013%d of %d) \u00b7 any other key closes",
+                 p->scroll + 1, p->scroll + body < n ? p->scroll + body : n, n);
     else
         snprintf(foot, sizeof(foot), "any key closes");
     draw_text(r.y + r.h - 1, x0 + 2, r.w - 4, t->role_attr[ROLE_DIM], foot);
@@ -100,17 +98,17 @@ static int handle_key(struct panel *p, struct ui *ui, enum action a)
 {
     (void)p;
     if (a == ACTION_DOWN || a == ACTION_PAGE_DOWN) {
-        help_top += a == ACTION_DOWN ? 1 : 10;
+        p->scroll += a == ACTION_DOWN ? 1 : 10;
         return HANDLED_CURSOR;
     }
     if (a == ACTION_UP || a == ACTION_PAGE_UP) {
-        help_top -= a == ACTION_UP ? 1 : 10;
-        if (help_top < 0)
-            help_top = 0;
+        p->scroll -= a == ACTION_UP ? 1 : 10;
+        if (p->scroll < 0)
+            p->scroll = 0;
         return HANDLED_CURSOR;
     }
     ui->help_open = false;
-    help_top = 0;
+    p->scroll = 0;
     ui_invalidate(ui); /* everything under the overlay comes back */
     return HANDLED_CURSOR;
 }

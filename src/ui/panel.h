@@ -35,6 +35,7 @@ struct panel {
     /* Handles a click or wheel at screen (y, x) inside the area; may be NULL. */
     int (*handle_mouse)(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons);
     struct rect area; /* set by the manager on every layout */
+    int scroll;       /* first line shown, for panels taller than their area */
     bool visible;
     bool dirty;
 };

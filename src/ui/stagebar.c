@@ -7,9 +7,6 @@
 
 #include "ui/ui.h"
 
-/* Screen columns of each label, for mouse clicks; filled by draw. */
-static int label_x0[STAGE_COUNT], label_x1[STAGE_COUNT];
-
 static void stage_label(char *out, size_t size, const struct model *m, enum stage s)
 {
     switch (s) {
@@ -55,41 +52,58 @@ static int bar_width(const struct model *m, int density)
     return w;
 }
 
+/* Where each stage's label goes: its text and the columns [x0, x1) it covers, in the
+ * densest layout that fits. Drawing and mouse clicks both use it, so they always agree. */
+struct bar_layout {
+    int density;
+    char text[STAGE_COUNT][40];
+    int x0[STAGE_COUNT], x1[STAGE_COUNT];
+};
+
+static void lay_out(struct bar_layout *bl, const struct rect *r, const struct model *m)
+{
+    bl->density = 0;
+    while (bl->density < 2 && bar_width(m, bl->density) > r->w)
+        bl->density++;
+    int x = r->x + 1;
+    for (int s = 0; s < STAGE_COUNT; s++) {
+        char label[32];
+        stage_label(label, sizeof(label), m, (enum stage)s);
+        snprintf(bl->text[s], sizeof(bl->text[s]), bl->density == 0 ? " %s " : "%s",
+                 bl->density == 2 ? short_labels[s] : label);
+        bl->x0[s] = x;
+        x += text_width(bl->text[s]);
+        bl->x1[s] = x;
+        x += 1; /* the separator */
+    }
+}
+
 static void draw(struct panel *p, struct ui *ui)
 {
     struct rect r = p->area;
     const struct model *m = &ui->app.model;
-    attrset(ui->theme.role_attr[ROLE_STAGEBAR]);
-    mvhline(r.y, r.x, ' ', r.w);
-    attrset(A_NORMAL);
-    int density = 0;
-    while (density < 2 && bar_width(m, density) > r.w)
-        density++;
-    int x = r.x + 1;
-    for (int s = 0; s < STAGE_COUNT; s++) {
-        char label[32], padded[40];
-        stage_label(label, sizeof(label), m, (enum stage)s);
+    struct bar_layout bl;
+    lay_out(&bl, &r, m);
+    draw_clear(r, ui->theme.role_attr[ROLE_STAGEBAR]);
+    for (int s = 0; s < STAGE_COUNT && bl.x0[s] < r.x + r.w; s++) {
         int role = s == (int)ui->app.stage ? ROLE_STAGE_CURRENT
                    : stage_is_off(m, s)    ? ROLE_STAGE_OFF
                                            : ROLE_STAGEBAR;
-        snprintf(padded, sizeof(padded), density == 0 ? " %s " : "%s",
-                 density == 2 ? short_labels[s] : label);
-        label_x0[s] = x;
-        x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[role], padded);
-        label_x1[s] = x;
-        if (s + 1 < STAGE_COUNT && x < r.x + r.w)
-            x += draw_text(r.y, x, r.x + r.w - x, ui->theme.role_attr[ROLE_STAGEBAR],
-                           density == 0 ? "\u00b7" : " ");
+        draw_text(r.y, bl.x0[s], r.x + r.w - bl.x0[s], ui->theme.role_attr[role], bl.text[s]);
+        if (s + 1 < STAGE_COUNT && bl.x1[s] < r.x + r.w)
+            draw_text(r.y, bl.x1[s], 1, ui->theme.role_attr[ROLE_STAGEBAR],
+                      bl.density == 0 ? "\u00b7" : " ");
     }
 }
 
 static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons)
 {
-    (void)p;
     (void)y;
     (void)buttons;
+    struct bar_layout bl;
+    lay_out(&bl, &p->area, &ui->app.model);
     for (int s = 0; s < STAGE_COUNT; s++)
-        if (x >= label_x0[s] && x < label_x1[s]) {
+        if (x >= bl.x0[s] && x < bl.x1[s]) {
             ui->app.stage = (enum stage)s;
             app_clamp(&ui->app);
             return HANDLED_CURSOR;
