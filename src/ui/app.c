@@ -317,7 +317,7 @@ void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
 
 int app_edit_seed(struct app *a, uint64_t seed)
 {
-    if (seed == a->scene.seed && !a->error[0])
+    if (seed == a->scene.seed)
         return 0; /* the same value is no edit: no undo step, nothing unsaved */
     begin_edit(a);
     a->scene.seed = seed;

@@ -34,7 +34,7 @@ static const char *ascii_for(wchar_t wc)
         wchar_t wc;
         const char *ascii;
     } map[] = {
-        {L'\u00b7', "|"},  {L'\u00d7', "x"},   {L'\u221e', "inf"}, {L'\u221a', "sqrt "},
+        {L'\u00b7', "."},  {L'\u00d7', "x"},   {L'\u221e', "inf"}, {L'\u221a', "sqrt "},
         {L'\u00f7', "/"},  {L'\u03a3', "sum"}, {L'\u2502', "|"},   {L'\u2026', "~"},
         {L'\u201c', "\""}, {L'\u201d', "\""},  {L'\u2018', "'"},   {L'\u2019', "'"},
         {L'\u2591', "."},  {L'\u2592', ":"},   {L'\u2593', "#"},   {L'\u2588', "@"},

@@ -244,6 +244,9 @@ static void draw(struct panel *p, struct ui *ui)
                 snprintf(num, sizeof(num), "drop");
             else
                 format_cell(num, sizeof(num), x, l.cw - 1 - shaded);
+            /* With a shade block in front, keep a blank between it and the number. */
+            if (shaded && !dropped && text_width(num) >= l.cw - 2)
+                format_cell(num, sizeof(num), x, l.cw - 3);
             bool plain = isinf(x) || isnan(x) || dropped;
             if (plain)
                 attr = t->role_attr[ROLE_MASKED];

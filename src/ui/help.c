@@ -8,7 +8,36 @@
 #include "ui/ui.h"
 
 /* Builds the overlay's lines: "\agroup" headings, "keys\thelp" rows, plain text rows. */
-static int build(struct ui *ui, char lines[][256], int max)
+/* Appends text as plain rows of at most width columns, broken at blanks; rows after the first
+ * are indented. Returns the new row count. */
+static int wrap(char lines[][256], int n, int max, const char *text, int width)
+{
+    char rest[512];
+    snprintf(rest, sizeof(rest), "%s", text);
+    const char *p = rest;
+    bool first = true;
+    while (*p && n < max) {
+        int room = width - (first ? 0 : 4);
+        size_t cut = strlen(p);
+        char probe[512];
+        snprintf(probe, sizeof(probe), "%s", p);
+        while (text_width(probe) > room) { /* back off to the last blank that fits */
+            char *blank = strrchr(probe, ' ');
+            if (!blank || blank == probe)
+                break;
+            *blank = '\0';
+        }
+        cut = strlen(probe);
+        snprintf(lines[n++], 256, "%s%.*s", first ? "" : "    ", (int)cut, p);
+        p += cut;
+        while (*p == ' ')
+            p++;
+        first = false;
+    }
+    return n;
+}
+
+static int build(struct ui *ui, char lines[][256], int max, int width)
 {
     static const char *const groups[] = {"move", "view", "edit", "file", "other"};
     int n = 0;
@@ -37,7 +66,9 @@ static int build(struct ui *ui, char lines[][256], int max)
         snprintf(lines[n++], 256, "\aconfiguration problems (the defaults are in use)");
     for (int i = 0; i < ui->config_problems.n && n < max; i++) {
         const struct diag *d = &ui->config_problems.items[i];
-        snprintf(lines[n++], 256, "%.100s:%d:%d: %.140s", d->file, d->line, d->col, d->msg);
+        char text[400];
+        snprintf(text, sizeof(text), "%.150s:%d:%d: %.200s", d->file, d->line, d->col, d->msg);
+        n = wrap(lines, n, max, text, width);
     }
     return n;
 }
@@ -64,7 +95,8 @@ static void draw(struct panel *p, struct ui *ui)
     struct rect r = p->area;
     const struct theme *t = &ui->theme;
     char lines[96][256];
-    int n = build(ui, lines, 96);
+    /* Plain rows are drawn 2 columns in, within a column at most 80 wide. */
+    int n = build(ui, lines, 96, (r.w < 80 ? r.w : 80) - 4);
     int body = r.h - 2;
     /* Two columns when one would scroll and the screen is wide enough for both. */
     int columns = n > body && r.w >= 150 ? 2 : 1;

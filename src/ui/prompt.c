@@ -188,7 +188,10 @@ void prompt_draw(struct ui *ui, int y)
     const struct theme *t = &ui->theme;
     /* A long label (a path) keeps its end, where the file name is. */
     char label[sizeof(ui->prompt_label) + 8];
-    int room = ui->cols / 2 > 20 ? ui->cols / 2 : 20;
+    bool confirm = ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT ||
+                   ui->prompt == PROMPT_CONFIRM_QUIT;
+    /* A question takes the whole line; an editor leaves room for the text typed. */
+    int room = confirm ? ui->cols - 3 : (ui->cols / 2 > 20 ? ui->cols / 2 : 20);
     abbreviate_start(label, sizeof(label), ui->prompt_label, room);
     int x = draw_text(y, 0, ui->cols, t->role_attr[ROLE_LABEL], label);
     x += draw_text(y, x, 2, A_NORMAL, ": ");

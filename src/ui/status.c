@@ -57,6 +57,15 @@ static int hint(int y, int x, int x_end, const struct theme *t, const char *keys
     return x + draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS], tail);
 }
 
+/* One line of the message row, ending in "…" when it does not fit (? shows config problems in
+ * full). Returns the columns used. */
+static int message_line(int y, struct rect r, int attr, const char *text)
+{
+    char shown[DIAG_MSG_MAX + DIAG_FILE_MAX + 64];
+    abbreviate(shown, sizeof(shown), text, r.w);
+    return draw_text(y, r.x, r.w, attr, shown);
+}
+
 static void draw(struct panel *p, struct ui *ui)
 {
     struct rect r = p->area;
@@ -73,18 +82,17 @@ static void draw(struct panel *p, struct ui *ui)
         char line[DIAG_MSG_MAX + 16];
         snprintf(line, sizeof(line), ui->app.message_is_error ? " \u2717 %s " : " %s",
                  ui->app.message);
-        draw_text(y, r.x, r.w, t->role_attr[ui->app.message_is_error ? ROLE_ERROR : ROLE_LABEL],
-                  line);
+        message_line(y, r, t->role_attr[ui->app.message_is_error ? ROLE_ERROR : ROLE_LABEL], line);
     } else if (ui->app.error[0]) {
         char line[DIAG_MSG_MAX + 16];
         snprintf(line, sizeof(line), " \u2717 %s ", ui->app.error);
-        int x = r.x + draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], line);
+        int x = r.x + message_line(y, r, t->role_attr[ROLE_ERROR], line);
         /* The reassurance only when there is room: the problem itself comes first. */
         const char *note = " last valid result shown \u00b7 u undoes";
         if (x + text_width(note) <= r.x + r.w)
             draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
     } else if (ui->config_error[0]) {
-        draw_text(y, r.x, r.w, t->role_attr[ROLE_ERROR], ui->config_error);
+        message_line(y, r, t->role_attr[ROLE_ERROR], ui->config_error);
     } else if (ui->app.playing) {
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");
