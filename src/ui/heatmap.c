@@ -97,7 +97,10 @@ static struct layout compute_layout(const struct panel *p, const struct ui *ui)
     l.lw = label_width(ui);
     l.sum = shows_sum(&ui->app);
     int w = p->area.w - l.lw - (l.sum ? SUM_W : 0);
-    l.cw = app_cols(&ui->app) * CELL_W_WIDE <= w ? CELL_W_WIDE : CELL_W;
+    int cols = app_cols(&ui->app);
+    /* Shade blocks (8 colours, no colour) take a column: one more keeps 4 signed decimals. */
+    int wide = ui->theme.mode != COLOR_MODE_256 ? CELL_W_WIDE + 1 : CELL_W_WIDE;
+    l.cw = cols * wide <= w ? wide : cols * CELL_W_WIDE <= w ? CELL_W_WIDE : CELL_W;
     l.vis_cols = w / l.cw > 0 ? w / l.cw : 1;
     l.vis_rows = p->area.h - 3 > 0 ? p->area.h - 3 : 1;
     return l;
