@@ -108,7 +108,7 @@ static struct layout compute_layout(const struct panel *p, const struct ui *ui)
 
 int heatmap_min_width(const struct ui *ui)
 {
-    return label_width(ui) + ui->app.model.n * CELL_W + SUM_W + 1;
+    return label_width(ui) + ui->app.model.n * CELL_W_WIDE + SUM_W + 1;
 }
 
 /* Keeps the cursor inside the visible window. */

@@ -62,12 +62,12 @@ void ui_resize(struct ui *ui)
     /* A blank row under the stage bar when there is room; on small screens every row counts. */
     int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
     struct rect map, insp;
-    /* Side by side when the map fits beside an inspector of at least 48 columns; the
+    /* Side by side when the map fits beside an inspector of at least 46 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
      * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows. */
     int map_w = heatmap_min_width(ui);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
-    if (w - map_w >= 48) {
+    if (w - map_w >= 46) {
         int iw = w - map_w > 72 ? 72 : w - map_w;
         map = (struct rect){main_y, 0, main_h, w - iw};
         insp = (struct rect){main_y, w - iw, main_h, iw};

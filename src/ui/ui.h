@@ -108,7 +108,7 @@ void ui_invalidate(struct ui *ui);
 /* Where the shipped configs live: $ATTNSCOPE_CONFIGS_DIR, the source tree, or datadir. */
 const char *ui_configs_dir(void);
 
-/* Columns the heatmap needs to show the current stage without scrolling. */
+/* Columns the heatmap needs to show n tokens with 4 decimals and the row sums. */
 int heatmap_min_width(const struct ui *ui);
 /* Finite min and max of a matrix (heatmap.c). */
 void heatmap_range(struct mat_view v, float *lo, float *hi);
