@@ -365,14 +365,10 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
     scene_init(out);
     l.s = out;
 
-    /* Numbers are read with strtod: make '.' the decimal point whatever the UI's locale. */
-    locale_t c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
+    struct c_numeric cn; /* numbers are read with strtod */
+    c_numeric_enter(&cn);
     parse_tree(&l);
-    if (c_locale) {
-        uselocale(old);
-        freelocale(c_locale);
-    }
+    c_numeric_leave(&cn);
 
     sort_diags(errs, l.first);
     if (l.truncated)
@@ -436,4 +432,18 @@ int scenefile_load_report(struct scene *out, const char *path, FILE *report)
     diag_list_free(&errs);
     free(source);
     return rc;
+}
+
+void c_numeric_enter(struct c_numeric *cn)
+{
+    cn->c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    cn->old = cn->c ? uselocale(cn->c) : (locale_t)0;
+}
+
+void c_numeric_leave(struct c_numeric *cn)
+{
+    if (cn->c) {
+        uselocale(cn->old);
+        freelocale(cn->c);
+    }
 }

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "common/fsutil.h"
+#include "scenefile/loader.h"
 
 struct writer {
     FILE *f;
@@ -497,13 +498,10 @@ int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag
     struct writer w = {.f = out, .s = s, .explicit = explicit};
     scene_init(&w.def);
 
-    locale_t c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    locale_t old = c_locale ? uselocale(c_locale) : (locale_t)0;
+    struct c_numeric cn; /* numbers are written with printf */
+    c_numeric_enter(&cn);
     write_scene(&w);
-    if (c_locale) {
-        uselocale(old);
-        freelocale(c_locale);
-    }
+    c_numeric_leave(&cn);
     scene_free(&w.def);
     if (ferror(out))
         return diag_set(err, "", "cannot write the scene: output error");
