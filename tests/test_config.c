@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curses.h> /* KEY_RIGHT, KEY_BACKSPACE */
 
 #include "common/diag.h"
 #include "config/config.h"
@@ -444,9 +445,11 @@ static void test_user_path(void **state)
 static void test_valid_key_notation(void **state)
 {
     (void)state;
-    const char *good[] = {"q", "?", "#", "Left", "PgDn", "BackTab", "F1", "F12", "C-a", "C-y"};
-    const char *bad[] = {"",       " ",        "F0", "F13", "C-A", "Ctrl+x", "^x", "left",
-                         "Left h", "pagedown", "é",  "C-c", "C-z", "F1x",    "F+1"};
+    const char *good[] = {"q",   "?",   "#",   "Left", "PgDn", "BackTab", "F1",
+                          "F12", "C-a", "C-y", "é",    "ą",    "日"};
+    const char *bad[] = {"",    " ",    "F0",     "F13",      "C-A", "Ctrl+x",
+                         "^x",  "left", "Left h", "pagedown", "C-c", "C-z",
+                         "F1x", "F+1",  "éé",     "\xc2\x85", "\xff"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         assert_true(valid_key(good[i]));
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -462,6 +465,38 @@ static void test_valid_key_notation(void **state)
     key_config_free(&k);
 }
 
+/* A typed character and a curses key code with the same number are different keys: 'ą' is
+ * U+0105 and KEY_RIGHT is 0405 octal, 'ć' U+0107 and KEY_BACKSPACE 0407. */
+static void test_keymap_keeps_characters_and_codes_apart(void **state)
+{
+    (void)state;
+    struct keymap km;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    keymap_load(&km, NULL, NULL, &errs);
+    assert_int_equal(errs.n, 0);
+    struct key right = {true, KEY_RIGHT}, a_ogonek = {false, 0x105};
+    assert_int_equal(keymap_lookup(&km, right), ACTION_RIGHT);
+    assert_int_equal(keymap_lookup(&km, a_ogonek), ACTION_NONE);
+    assert_int_equal(keymap_lookup(&km, (struct key){false, 0x107}), ACTION_NONE);
+    assert_int_equal(keymap_lookup(&km, (struct key){false, 'l'}), ACTION_RIGHT);
+    /* A Polish keyboard can bind its letters without losing the arrows. */
+    char *dir = tu_make_tmpdir("keymap");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/keys.yaml", dir);
+    tu_write_text(path, "left: [ą, Left]\nundo: [ć]\n");
+    keymap_load(&km, NULL, path, &errs);
+    assert_int_equal(errs.n, 0);
+    assert_int_equal(keymap_lookup(&km, a_ogonek), ACTION_LEFT);
+    assert_int_equal(keymap_lookup(&km, right), ACTION_RIGHT);
+    assert_int_equal(keymap_lookup(&km, (struct key){false, 0x107}), ACTION_UNDO);
+    assert_int_equal(keymap_lookup(&km, (struct key){true, KEY_BACKSPACE}), ACTION_NONE);
+    assert_string_equal(km.keys[ACTION_LEFT], "ą Left");
+    tu_remove_tree(dir);
+    free(dir);
+    diag_list_free(&errs);
+}
+
 int main(void)
 {
     for (int a = 0; a < ACTION_COUNT; a++) {
@@ -470,6 +505,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_key_notation),
+        cmocka_unit_test(test_keymap_keeps_characters_and_codes_apart),
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_keys_good_and_override),
         cmocka_unit_test(test_colors_good),

@@ -3,6 +3,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,4 +154,37 @@ void tu_free_names(char **names, int n)
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
+}
+
+/* True when name is a locale this process can load and its decimal point is a comma. */
+static bool comma_locale_works(const char *name)
+{
+    locale_t l = newlocale(LC_ALL_MASK, name, (locale_t)0);
+    if (!l)
+        return false;
+    locale_t old = uselocale(l);
+    bool comma = strcmp(localeconv()->decimal_point, ",") == 0;
+    uselocale(old);
+    freelocale(l);
+    return comma;
+}
+
+const char *tu_comma_locale(void)
+{
+    static const char *const installed[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+                                            "fr_FR.utf8"};
+    for (size_t i = 0; i < sizeof(installed) / sizeof(installed[0]); i++)
+        if (comma_locale_works(installed[i]))
+            return installed[i];
+    char *dir = tu_make_tmpdir("locale");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1", dir);
+    int rc = system(cmd); /* localedef may warn and still write the locale: test it below */
+    (void)rc;
+    setenv("LOCPATH", dir, 1);
+    free(dir); /* the folder stays for the rest of the run */
+    if (!comma_locale_works("de_DE.UTF-8"))
+        fail_msg("no comma-decimal locale: localedef -i de_DE -f UTF-8 failed (install "
+                 "Debian's locales package)");
+    return "de_DE.UTF-8";
 }

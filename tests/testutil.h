@@ -40,4 +40,10 @@ char **tu_list_names(const char *dir, const char *suffix, int *n);
 /* Frees what tu_list_names returned. */
 void tu_free_names(char **names, int n);
 
+/* The name of a locale whose decimal point is a comma (de_DE.UTF-8), for setlocale. When the
+ * system has none installed it is generated with localedef into a scratch folder and LOCPATH
+ * points there, so a locale test can never pass by running in "C". Fails the test when no such
+ * locale can be made (scripts/bootstrap installs Debian's locales package for localedef). */
+const char *tu_comma_locale(void);
+
 #endif

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "common/cnum.h"
 
 static double now_us(void)
 {
@@ -71,8 +72,8 @@ int cmd_bench(int argc, char **argv)
 
     printf("scene: %s (%d tokens, d_in %d, %d head%s x head_dim %d)\n", cs.name, cs.model.n,
            cs.model.d_in, cs.model.heads, cs.model.heads == 1 ? "" : "s", cs.model.head_dim);
-    printf("attn_forward        %12.3f us  (mean of %ld)\n", forward_us, iters);
-    printf("resolve + forward   %12.3f us  (mean of %ld)\n", full_us, iters);
+    cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", forward_us, iters);
+    cnum_fprintf(stdout, "resolve + forward   %12.3f us  (mean of %ld)\n", full_us, iters);
     cli_scene_close(&cs);
     return CLI_OK;
 }

@@ -6,11 +6,13 @@
  * main() only dispatches: each command lives in its own cmd_*.c and returns the exit status
  * (0 ok, 1 invalid scene or I/O error, 2 wrong usage).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "common/fatal.h"
 #include "ui/actions.h"
 #include "ui/ui.h"
 
@@ -67,7 +69,7 @@ static int cmd_explore(int argc, char **argv)
     return ui_main(n_pos ? pos[0] : NULL);
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc >= 2) {
         if (strcmp(argv[1], "--version") == 0) {
@@ -79,4 +81,19 @@ int main(int argc, char **argv)
                 return commands[i].run(argc - 2, argv + 2);
     }
     return cmd_explore(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    fatal_install_crash_handlers();
+    int rc = dispatch(argc, argv);
+    /* Output that never arrived is a failure, whichever command wrote it (a full disk, a
+     * closed pipe, /dev/full): check the buffered writes once, for all of them. */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+        fprintf(stderr, "attnscope: cannot write to standard output: %s\n",
+                strerror(errno ? errno : EIO));
+        return rc == CLI_OK ? CLI_INVALID : rc;
+    }
+    return rc;
 }

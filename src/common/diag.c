@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fatal.h"
+
 void diag_clear(struct diag *d)
 {
     memset(d, 0, sizeof(*d));
@@ -42,7 +44,7 @@ struct diag *diag_list_push(struct diag_list *l, const struct diag *d)
         int cap = l->cap ? l->cap * 2 : 8;
         struct diag *items = realloc(l->items, (size_t)cap * sizeof(*items));
         if (!items)
-            abort();
+            fatal("out of memory for the list of problems");
         l->items = items;
         l->cap = cap;
     }

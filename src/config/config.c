@@ -3,8 +3,8 @@
  * The file is read into the node tree of src/yaml, like a scene file (an alias points at its
  * anchor's node, so nothing is expanded), and walked at most three levels deep. Every problem is
  * collected with its location, so a user sees all of them at once; any problem makes the whole file
- * ignored. Out-of-memory aborts, as in diag_list_push: a configuration loader has no sensible way
- * to go on.
+ * ignored. Out of memory is fatal(), as in diag_list_push: a configuration loader has no sensible
+ * way to go on.
  */
 #include "config.h"
 
@@ -17,6 +17,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "common/cnum.h"
+#include "common/fatal.h"
 #include "common/fsutil.h"
 #include "yaml/suggest.h"
 #include "yaml/yamltree.h"
@@ -27,7 +29,7 @@ static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        abort();
+        fatal("out of memory while reading the configuration");
     return q;
 }
 
@@ -35,7 +37,7 @@ static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
-        abort();
+        fatal("out of memory while reading the configuration");
     return p;
 }
 
@@ -172,7 +174,7 @@ static bool yaml_problem(void *ctx, const struct yproblem *p)
     const char *problem = p->problem ? p->problem : "cannot parse";
     switch (p->kind) {
     case YPROB_MEMORY:
-        abort();
+        fatal("out of memory while reading %s", c->file);
     case YPROB_SYNTAX:
         if (p->context)
             cfg_error_at(c, p->pos, "", "invalid YAML: %s (%s at line %zu)", problem, p->context,
@@ -666,8 +668,9 @@ static int parse_color(struct ctx *c, int v, const char *path, int *out)
     }
     size_t n = strlen(s);
     if (n > 0 && strspn(s, "0123456789") == n && !scalar_has_nul(c, v)) {
-        size_t zeros = strspn(s, "0");
-        long value = n - zeros > 3 ? 1000 : strtol(s, NULL, 10);
+        long long value = 1000;
+        if (cnum_parse_ll(s, &value) != CNUM_OK || value > 1000)
+            value = 1000; /* a long run of digits */
         if (value > 255)
             return cfg_error(c, v, path, "colour %s is out of range (0-255)", show(s).s);
         *out = (int)value;

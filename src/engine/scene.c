@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cnum.h"
+#include "common/fatal.h"
 #include "engine/tokenize.h"
 
 /* The book's six tokens and their 3-d embeddings (ch. 3.3.1). */
@@ -152,11 +154,11 @@ void scene_init_default(struct scene *s)
     s->text = strdup("Your journey starts with one step");
     s->tokens = tokens_dup((char *const *)book_tokens, 6);
     if (!s->title || !s->text || !s->tokens)
-        abort(); /* out of memory at start-up: nothing sensible to show */
+        fatal("out of memory at start-up");
     s->n_tokens = 6;
     s->embed.kind = EMBED_EXPLICIT;
     if (matrix_alloc(&s->embed.rows, 6, 3))
-        abort();
+        fatal("out of memory at start-up");
     memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
     s->attn.projection = PROJ_LINEAR;
     s->attn.d_out = 2;
@@ -394,11 +396,12 @@ int scene_check(const struct scene *s, struct diag_list *out)
 
     if (out->n == before) {
         size_t bytes = scene_mem_estimate(s);
+        /* Rounded up: 512.77 MiB must never read as "about 512 MiB, over the 512 MiB limit". */
         if (bytes > SCENE_MAX_BYTES)
             problem(out, tok_path,
                     "the scene needs about %zu MiB for its parameters and stages, over the "
                     "%zu MiB limit",
-                    bytes >> 20, SCENE_MAX_BYTES >> 20);
+                    (bytes + ((size_t)1 << 20) - 1) >> 20, SCENE_MAX_BYTES >> 20);
     }
     return out->n - before;
 }
@@ -449,9 +452,9 @@ void scene_format_p(char *out, size_t out_size, double p)
 {
     /* "0.0" and "0.5" as the book writes them; more digits only when p needs them. */
     if (fabs(p * 10 - round(p * 10)) < 1e-9)
-        snprintf(out, out_size, "%.1f", p);
+        cnum_format(out, out_size, "%.1f", p);
     else
-        snprintf(out, out_size, "%g", p);
+        cnum_format(out, out_size, "%g", p);
 }
 
 void scene_describe(char *out, size_t out_size, const struct scene *s)

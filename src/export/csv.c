@@ -5,6 +5,8 @@
  */
 #include "export.h"
 
+#include "common/cnum.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,23 +14,7 @@
 
 int csv_format_float(char *out, size_t size, float x)
 {
-    if (isnan(x))
-        return snprintf(out, size, "nan");
-    if (isinf(x))
-        return snprintf(out, size, x < 0 ? "-inf" : "inf");
-    uint32_t want;
-    memcpy(&want, &x, sizeof(want));
-    int len = 0;
-    for (int prec = 6; prec <= 9; prec++) {
-        char buf[32];
-        len = snprintf(buf, sizeof(buf), "%.*g", prec, (double)x);
-        float back = strtof(buf, NULL);
-        uint32_t got;
-        memcpy(&got, &back, sizeof(got));
-        if (got == want || prec == 9) /* %.9g always round-trips a float32 */
-            return snprintf(out, size, "%s", buf);
-    }
-    return len; /* not reached */
+    return cnum_format_float(out, size, x);
 }
 
 /* One field, quoted when it holds a comma, a quote or a line break (quotes doubled). */

@@ -7,7 +7,6 @@
  */
 #include "scenefile/scenefile.h"
 
-#include <locale.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,10 +364,7 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
     scene_init(out);
     l.s = out;
 
-    struct c_numeric cn; /* numbers are read with strtod */
-    c_numeric_enter(&cn);
     parse_tree(&l);
-    c_numeric_leave(&cn);
 
     sort_diags(errs, l.first);
     if (l.truncated)
@@ -432,18 +428,4 @@ int scenefile_load_report(struct scene *out, const char *path, FILE *report)
     diag_list_free(&errs);
     free(source);
     return rc;
-}
-
-void c_numeric_enter(struct c_numeric *cn)
-{
-    cn->c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    cn->old = cn->c ? uselocale(cn->c) : (locale_t)0;
-}
-
-void c_numeric_leave(struct c_numeric *cn)
-{
-    if (cn->c) {
-        uselocale(cn->old);
-        freelocale(cn->c);
-    }
 }

@@ -4,7 +4,6 @@
 #ifndef ATTNSCOPE_SCENEFILE_LOADER_H
 #define ATTNSCOPE_SCENEFILE_LOADER_H
 
-#include <locale.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -72,13 +71,5 @@ const char *loader_show(const struct loader *l, int node, char *buf, size_t size
 void schema_load_scene(struct loader *l, int root);
 /* schema.c: frees the temporary per-head weights. */
 void schema_free_heads(struct loader *l);
-
-/* Numbers in scene files always use '.', whatever the UI's locale: reading and writing run
- * between these two calls, which switch only this thread's LC_NUMERIC to "C". */
-struct c_numeric {
-    locale_t c, old;
-};
-void c_numeric_enter(struct c_numeric *cn);
-void c_numeric_leave(struct c_numeric *cn);
 
 #endif

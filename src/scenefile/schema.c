@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cnum.h"
 #include "scenefile/loader.h"
 #include "yaml/suggest.h"
 
@@ -135,105 +136,34 @@ static int parse_bool(const char *s, bool *out)
     return -1;
 }
 
-/* Decimal integers ([-+]?[0-9]+). Returns 0, -1 when s is not one, 1 when it does not fit. */
+/* Integers and numbers go through common/cnum: the C locale, whatever the UI's. */
 static int parse_u64(const char *s, uint64_t *out, bool *negative)
 {
-    const char *p = s;
-    *negative = false;
-    if (*p == '+' || *p == '-')
-        *negative = *p++ == '-';
-    if (!isdigit((unsigned char)*p))
-        return -1;
-    uint64_t v = 0;
-    bool over = false;
-    for (; isdigit((unsigned char)*p); p++) {
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            over = true;
-        else
-            v = v * 10 + d;
-    }
-    if (*p)
-        return -1;
-    *out = v;
-    return over ? 1 : 0;
+    enum cnum_result r = cnum_parse_u64(s, out, negative);
+    return r == CNUM_OK ? 0 : r == CNUM_RANGE ? 1 : -1;
 }
 
 static int parse_ll(const char *s, long long *out)
 {
-    uint64_t u;
-    bool neg;
-    int rc = parse_u64(s, &u, &neg);
-    if (rc != 0)
-        return rc;
-    if (u > (uint64_t)LLONG_MAX)
-        return 1;
-    *out = neg ? -(long long)u : (long long)u;
-    return 0;
+    enum cnum_result r = cnum_parse_ll(s, out);
+    return r == CNUM_OK ? 0 : r == CNUM_RANGE ? 1 : -1;
 }
 
 enum num { NUM_OK, NUM_NOT_NUMBER, NUM_NOT_FINITE };
 
-/* The YAML float and int forms: [-+]? ( .[0-9]+ | [0-9]+ ( .[0-9]* )? ) ( [eE] [-+]? [0-9]+ )? */
-static bool number_form(const char *p)
-{
-    if (*p == '+' || *p == '-')
-        p++;
-    bool digits = false;
-    while (isdigit((unsigned char)*p)) {
-        p++;
-        digits = true;
-    }
-    if (*p == '.') {
-        p++;
-        while (isdigit((unsigned char)*p)) {
-            p++;
-            digits = true;
-        }
-    }
-    if (!digits)
-        return false;
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-')
-            p++;
-        if (!isdigit((unsigned char)*p))
-            return false;
-        while (isdigit((unsigned char)*p))
-            p++;
-    }
-    return *p == '\0';
-}
-
-static bool non_finite_name(const char *s)
-{
-    if (*s == '+' || *s == '-')
-        s++;
-    return strcasecmp(s, ".inf") == 0 || strcasecmp(s, "inf") == 0 ||
-           strcasecmp(s, "infinity") == 0 || strcasecmp(s, ".nan") == 0 ||
-           strcasecmp(s, "nan") == 0;
-}
-
-/* A finite number, read as Python reads it (a correctly rounded double). The caller has
- * switched to the C locale (load.c). */
+/* A finite number, read as Python reads it (a correctly rounded double). */
 static enum num scalar_number(const struct loader *l, int node, double *out)
 {
     if (nd_of(l, node)->type != YNODE_SCALAR || has_nul(l, node))
         return NUM_NOT_NUMBER;
-    const char *s = str_of(l, node);
-    if (non_finite_name(s))
+    switch (cnum_parse_double(str_of(l, node), false, out)) {
+    case CNUM_OK:
+        return NUM_OK;
+    case CNUM_NOT_FINITE:
         return NUM_NOT_FINITE;
-    if (!number_form(s))
+    default:
         return NUM_NOT_NUMBER;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (*end)
-        return NUM_NOT_NUMBER;
-    if (!isfinite(v))
-        return NUM_NOT_FINITE; /* 1e400 */
-    *out = v;
-    return NUM_OK;
+    }
 }
 
 /* "'key' must be <what>, got <value>": the message for both wrong node types and bad values. */

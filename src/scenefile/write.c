@@ -6,22 +6,22 @@
  * indicator, not a word YAML 1.1 reads as a bool or null) and double-quoted with escapes
  * otherwise, so tokens such as `yes`, `-`, `:`, `#`, ` step` or `"` come back unchanged.
  * A float is written with the shortest of "%.6g" and "%.9g" that reads back to the same bits
- * (9 significant digits always do for float32; dropout and scale are doubles: 15 or 17), in
- * the C locale whatever the UI's.
+ * (9 significant digits always do for float32; dropout and scale are doubles: 15 or 17),
+ * through common/cnum, so in the C locale whatever the UI's.
  * Without `explicit` only what differs from scene_init() is written; with it, every effective
  * value (scene_eff_*) is, so the file no longer depends on defaults.
  */
-#include "common/utf8.h"
 #include "scenefile/scenefile.h"
 
-#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/cnum.h"
 #include "common/fsutil.h"
+#include "common/utf8.h"
 #include "scenefile/loader.h"
 
 struct writer {
@@ -184,23 +184,15 @@ static void write_string(FILE *f, const char *s, bool flow)
 static void write_float(FILE *f, float v)
 {
     char buf[32];
-    snprintf(buf, sizeof(buf), "%.6g", (double)v);
-    /* Read back exactly as the loader reads (decimal -> double -> float, as Python + torch). */
-    float back = (float)strtod(buf, NULL);
-    if (memcmp(&back, &v, sizeof(v)) != 0)
-        snprintf(buf, sizeof(buf), "%.9g", (double)v);
+    cnum_format_float(buf, sizeof(buf), v);
     fputs(buf, f);
 }
 
-/* dropout and scale are doubles (torch computes 1 - p in double): shortest of 15 or 17
- * significant digits that reads back to the same bits. */
+/* dropout and scale are doubles (torch computes 1 - p in double). */
 static void write_double(FILE *f, double v)
 {
     char buf[40];
-    snprintf(buf, sizeof(buf), "%.15g", v);
-    double back = strtod(buf, NULL);
-    if (memcmp(&back, &v, sizeof(v)) != 0)
-        snprintf(buf, sizeof(buf), "%.17g", v);
+    cnum_format_double(buf, sizeof(buf), v);
     fputs(buf, f);
 }
 
@@ -498,10 +490,7 @@ int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag
     struct writer w = {.f = out, .s = s, .explicit = explicit};
     scene_init(&w.def);
 
-    struct c_numeric cn; /* numbers are written with printf */
-    c_numeric_enter(&cn);
     write_scene(&w);
-    c_numeric_leave(&cn);
     scene_free(&w.def);
     if (ferror(out))
         return diag_set(err, "", "cannot write the scene: output error");

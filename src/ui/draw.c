@@ -12,6 +12,7 @@
 
 #include "common/utf8.h"
 #include "ui/ui.h"
+#include "common/cnum.h"
 
 /* Over ssh the locale is often C/POSIX: then every glyph the panels use has an ASCII stand-in,
  * so the screen stays readable and the columns stay aligned. */
@@ -143,11 +144,11 @@ void format_cell(char *out, size_t out_size, float v, int width)
     }
     /* Four decimals (print's) when the cell has room for a signed one, else three. */
     for (int prec = width >= 7 ? 4 : 3; prec >= 0; prec--) {
-        int n = snprintf(out, out_size, "%.*f", prec, (double)v);
+        int n = cnum_format(out, out_size, "%.*f", prec, (double)v);
         if (n <= width)
             return;
     }
-    snprintf(out, out_size, "%.0e", (double)v);
+    cnum_format(out, out_size, "%.0e", (double)v);
 }
 
 void abbreviate_start(char *out, size_t out_size, const char *s, int width)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cnum.h"
+
 #define MAX_TERMS 6 /* terms written out before "+ …" */
 
 struct buf {
@@ -22,7 +24,7 @@ static void put(struct buf *b, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+    int n = cnum_vformat(b->p + b->len, b->size - b->len, fmt, ap);
     va_end(ap);
     if (n > 0)
         b->len = b->len + (size_t)n < b->size ? b->len + (size_t)n : b->size - 1;

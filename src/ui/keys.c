@@ -6,54 +6,70 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "config/config.h"
 
+/* Named keys: curses codes, or characters (Enter is C-m, C-j and the keypad's KEY_ENTER). */
+#define CODE(c)                                                                                    \
+    {                                                                                              \
+        true, (uint32_t)(c)                                                                        \
+    }
+#define CHAR(c)                                                                                    \
+    {                                                                                              \
+        false, (uint32_t)(c)                                                                       \
+    }
 static const struct {
     const char *name;
-    int codes[3];
+    struct key keys[3];
+    int n;
 } named[] = {
-    {"Left", {KEY_LEFT}},
-    {"Right", {KEY_RIGHT}},
-    {"Up", {KEY_UP}},
-    {"Down", {KEY_DOWN}},
-    {"PgUp", {KEY_PPAGE}},
-    {"PgDn", {KEY_NPAGE}},
-    {"Home", {KEY_HOME}},
-    {"End", {KEY_END}},
-    {"Enter", {'\n', '\r', KEY_ENTER}},
-    {"Tab", {'\t'}},
-    {"BackTab", {KEY_BTAB}},
-    {"Space", {' '}},
-    {"Esc", {27}},
-    {"Backspace", {KEY_BACKSPACE, 127, 8}},
-    {"Delete", {KEY_DC}},
+    {"Left", {CODE(KEY_LEFT)}, 1},
+    {"Right", {CODE(KEY_RIGHT)}, 1},
+    {"Up", {CODE(KEY_UP)}, 1},
+    {"Down", {CODE(KEY_DOWN)}, 1},
+    {"PgUp", {CODE(KEY_PPAGE)}, 1},
+    {"PgDn", {CODE(KEY_NPAGE)}, 1},
+    {"Home", {CODE(KEY_HOME)}, 1},
+    {"End", {CODE(KEY_END)}, 1},
+    {"Enter", {CHAR('\n'), CHAR('\r'), CODE(KEY_ENTER)}, 3},
+    {"Tab", {CHAR('\t')}, 1},
+    {"BackTab", {CODE(KEY_BTAB)}, 1},
+    {"Space", {CHAR(' ')}, 1},
+    {"Esc", {CHAR(27)}, 1},
+    {"Backspace", {CODE(KEY_BACKSPACE), CHAR(127), CHAR(8)}, 3},
+    {"Delete", {CODE(KEY_DC)}, 1},
 };
 
-int keyname_codes(const char *name, int *codes, int max)
+int keyname_keys(const char *name, struct key *keys, int max)
 {
+    if (max < 1)
+        return 0;
     size_t len = strlen(name);
-    if (len == 1 && name[0] > ' ' && name[0] < 127) {
-        codes[0] = name[0];
-        return max > 0 ? 1 : 0;
+    uint32_t cp;
+    int n = utf8_decode(name, &cp);
+    /* One printable character: ASCII, or any Unicode one past the C1 controls. */
+    if (n > 0 && (size_t)n == len && ((cp > ' ' && cp < 127) || cp >= 0xA0)) {
+        keys[0] = (struct key){false, cp};
+        return 1;
     }
     if (len == 3 && name[0] == 'C' && name[1] == '-' && name[2] >= 'a' && name[2] <= 'z') {
-        codes[0] = name[2] & 0x1f;
-        return max > 0 ? 1 : 0;
+        keys[0] = (struct key){false, (uint32_t)(name[2] & 0x1f)};
+        return 1;
     }
     if ((len == 2 || len == 3) && name[0] == 'F' && name[1] >= '1' && name[1] <= '9' &&
         (len == 2 || (name[2] >= '0' && name[2] <= '9'))) {
         int f = atoi(name + 1); /* digits only: F1x or F+1 are not keys */
         if (f >= 1 && f <= 12) {
-            codes[0] = KEY_F(f);
-            return max > 0 ? 1 : 0;
+            keys[0] = (struct key){true, (uint32_t)KEY_F(f)};
+            return 1;
         }
     }
     for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
         if (strcmp(named[i].name, name) == 0) {
-            int n = 0;
-            for (int j = 0; j < 3 && named[i].codes[j] && n < max; j++)
-                codes[n++] = named[i].codes[j];
-            return n;
+            int k = 0;
+            for (; k < named[i].n && k < max; k++)
+                keys[k] = named[i].keys[k];
+            return k;
         }
     return 0;
 }
@@ -66,19 +82,38 @@ bool keyname_valid(const char *name)
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
         if (strcmp(name, reserved[i]) == 0)
             return false;
-    int codes[3];
-    return keyname_codes(name, codes, 3) > 0;
+    struct key keys[3];
+    return keyname_keys(name, keys, 3) > 0;
+}
+
+static void bind_key(struct keymap *km, struct key k, enum action a)
+{
+    if (k.is_code) {
+        if (k.value < KEYMAP_CODES)
+            km->by_code[k.value] = a;
+    } else if (k.value < 128) {
+        km->by_char[k.value] = a;
+    } else {
+        for (int i = 0; i < km->n_wide; i++)
+            if (km->wide[i].cp == k.value) {
+                km->wide[i].action = a;
+                return;
+            }
+        if (km->n_wide < KEYMAP_WIDE) {
+            km->wide[km->n_wide].cp = k.value;
+            km->wide[km->n_wide++].action = a;
+        }
+    }
 }
 
 /* Binds one key name to action a and lists it in the action's display string (whole names
  * only: a cut "F12" must never read as "F1"). */
 static void bind_name(struct keymap *km, enum action a, const char *name)
 {
-    int codes[3];
-    int n = keyname_codes(name, codes, 3);
+    struct key keys[3];
+    int n = keyname_keys(name, keys, 3);
     for (int i = 0; i < n; i++)
-        if (codes[i] >= 0 && codes[i] < KEYMAP_SIZE)
-            km->by_code[codes[i]] = a;
+        bind_key(km, keys[i], a);
     size_t used = strlen(km->keys[a]);
     if (used + strlen(name) + 2 <= sizeof(km->keys[a]))
         snprintf(km->keys[a] + used, sizeof(km->keys[a]) - used, "%s%s", used ? " " : "", name);
@@ -87,8 +122,11 @@ static void bind_name(struct keymap *km, enum action a, const char *name)
 /* Builds the code table and the display strings from a merged key configuration. */
 static void build(struct keymap *km, const struct key_config *kc)
 {
-    for (int i = 0; i < KEYMAP_SIZE; i++)
+    for (int i = 0; i < 128; i++)
+        km->by_char[i] = ACTION_NONE;
+    for (int i = 0; i < KEYMAP_CODES; i++)
         km->by_code[i] = ACTION_NONE;
+    km->n_wide = 0;
     for (int a = 0; a < ACTION_COUNT && a < kc->n_actions; a++) {
         km->keys[a][0] = '\0';
         for (int k = 0; k < kc->n_keys[a]; k++)
@@ -119,9 +157,14 @@ void keymap_load(struct keymap *km, const char *shipped_path, const char *user_p
     key_config_free(&merged);
 }
 
-enum action keymap_lookup(const struct keymap *km, int code)
+enum action keymap_lookup(const struct keymap *km, struct key k)
 {
-    if (code < 0 || code >= KEYMAP_SIZE)
-        return ACTION_NONE;
-    return km->by_code[code];
+    if (k.is_code)
+        return k.value < KEYMAP_CODES ? km->by_code[k.value] : ACTION_NONE;
+    if (k.value < 128)
+        return km->by_char[k.value];
+    for (int i = 0; i < km->n_wide; i++)
+        if (km->wide[i].cp == k.value)
+            return km->wide[i].action;
+    return ACTION_NONE;
 }

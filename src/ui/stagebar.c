@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ui/ui.h"
+#include "common/cnum.h"
 
 static void stage_label(char *out, size_t size, const struct model *m, enum stage s)
 {
@@ -21,7 +22,7 @@ static void stage_label(char *out, size_t size, const struct model *m, enum stag
         return;
     case STAGE_SCALED:
         if (m->scale == SCALE_DIVISOR)
-            snprintf(out, size, "\u00f7%g", (double)m->scale_divisor);
+            cnum_format(out, size, "\u00f7%g", (double)m->scale_divisor);
         else
             snprintf(out, size, "\u00f7\u221ad_k");
         return;

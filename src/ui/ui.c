@@ -16,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
+#include <termios.h>
 #include <unistd.h>
 
+#include "common/cnum.h"
+#include "common/fatal.h"
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "config/config.h"
@@ -184,36 +186,36 @@ static bool is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Parses a typed knob value: a plain decimal number (no hex, inf or nan). */
-static bool parse_number(const char *text, double *out)
+/* A typed value, without the blanks around it. */
+static void trim_copy(char *out, size_t size, const char *text)
 {
-    if (!text[0] || strspn(text, "0123456789.eE+- ") != strlen(text))
-        return false;
-    char *end;
-    errno = 0;
-    *out = strtod(text, &end);
-    while (*end == ' ')
-        end++;
-    return end != text && !*end && errno == 0;
+    while (*text == ' ')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && text[n - 1] == ' ')
+        n--;
+    snprintf(out, size, "%.*s", (int)n, text);
 }
 
-static void accept_knob(struct ui *ui, const char *text)
+static void accept_knob(struct ui *ui, const char *typed)
 {
     struct app *a = &ui->app;
+    char text[64];
+    trim_copy(text, sizeof(text), typed);
     if (ui->prompt_knob == KNOB_SEED) {
         /* Seeds are 64-bit, beyond a double's exact range: parse them as integers. */
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(text, &end, 10);
-        if (!text[0] || strspn(text, "0123456789") != strlen(text) || errno)
-            app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1, not '%.40s'", text);
+        uint64_t v;
+        bool neg;
+        if (cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg || text[0] == '+')
+            app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1, not '%.40s'", typed);
         else
-            app_edit_seed(a, (uint64_t)v);
+            app_edit_seed(a, v);
         return;
     }
+    /* A decimal comma is accepted as typed on a German keyboard ("0,5"); never hex or inf. */
     double v;
-    if (!parse_number(text, &v))
-        app_refuse(a, "'%.40s' is not a number for %s", text, knob_name(ui->prompt_knob));
+    if (strlen(typed) >= sizeof(text) - 1 || cnum_parse_double(text, true, &v) != CNUM_OK)
+        app_refuse(a, "'%.40s' is not a number for %s", typed, knob_name(ui->prompt_knob));
     else
         app_edit_knob(a, ui->prompt_knob, v);
 }
@@ -484,8 +486,7 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
     }
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
-    int code = (int)key;
-    enum action act = keymap_lookup(&ui->keymap, code);
+    enum action act = keymap_lookup(&ui->keymap, (struct key){is_code, (uint32_t)key});
     if (ui->app.message[0] && act != ACTION_NONE) {
         ui->app.message[0] = '\0';
         ui->app.message_is_error = false;
@@ -660,11 +661,40 @@ static void restore_terminal(void)
 {
     if (!isendwin())
         endwin();
+    fatal_clear_terminal();
+}
+
+/* Hands common/fatal the bytes that undo what curses did (normal attributes and cursor, keypad
+ * and mouse off, the alternate screen left) and the shell's terminal modes, so a crash restores
+ * the terminal without calling curses from a signal handler. */
+static void arm_crash_restore(const struct termios *saved)
+{
+    static const char *const caps[] = {"sgr0", "cnorm", "rmkx", "rmcup"};
+    char reset[FATAL_RESET_MAX];
+    size_t n = 0;
+    const char *kmous = tigetstr("kmous");
+    if (kmous && kmous != (char *)-1 && kmous[0]) {
+        /* Every xterm mouse mode curses may have turned on, off again. */
+        static const char mouse_off[] = "\033[?1006l\033[?1003l\033[?1002l\033[?1000l";
+        memcpy(reset, mouse_off, sizeof(mouse_off) - 1);
+        n = sizeof(mouse_off) - 1;
+    }
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        const char *seq = tigetstr(caps[i]);
+        size_t len = seq && seq != (char *)-1 ? strlen(seq) : 0;
+        if (n + len <= sizeof(reset)) {
+            memcpy(reset + n, seq, len);
+            n += len;
+        }
+    }
+    fatal_set_terminal(STDOUT_FILENO, saved, reset, n);
 }
 
 int ui_main(const char *scene_path)
 {
-    setlocale(LC_ALL, "");
+    /* Only the character set comes from the environment (ncursesw needs it for wide
+     * characters); numbers stay in the C locale, and common/cnum enforces that anyway. */
+    setlocale(LC_CTYPE, "");
     struct scene s;
     if (scene_path) {
         if (scenefile_load_report(&s, scene_path, stderr))
@@ -679,6 +709,8 @@ int ui_main(const char *scene_path)
         scene_free(&s);
         return 2;
     }
+    struct termios shell_modes;
+    bool have_modes = tcgetattr(STDOUT_FILENO, &shell_modes) == 0;
     if (!newterm(NULL, stdout, stdin)) {
         fprintf(stderr, "attnscope: cannot open the terminal (TERM=%s)\n",
                 getenv("TERM") ? getenv("TERM") : "");
@@ -705,12 +737,14 @@ int ui_main(const char *scene_path)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     ui_setup_terminal();
+    if (have_modes)
+        arm_crash_restore(&shell_modes);
 
     struct ui *ui = calloc(1, sizeof(*ui));
     struct diag err;
     diag_clear(&err);
     if (!ui || ui_open(ui, &s, scene_path, &err)) {
-        endwin();
+        restore_terminal();
         fprintf(stderr, "attnscope: %s\n", ui ? err.msg : "out of memory");
         free(ui);
         return 1;
@@ -739,7 +773,7 @@ int ui_main(const char *scene_path)
     }
     ui_close(ui);
     free(ui);
-    endwin();
+    restore_terminal();
     if (quit_signal) /* the shell's convention: 130 for C-c, 143 for SIGTERM */
         status = 128 + quit_signal;
     return status;

@@ -1,0 +1,115 @@
+/* test_common: src/common's numbers-as-text (cnum), under a comma-decimal locale.
+ *
+ * Every number attnscope writes or parses goes through cnum, so these run with LC_ALL set to a
+ * locale whose decimal point is ',' (generated when the system has none): a plain snprintf
+ * would write "0,5000" there, cnum must write "0.5000".
+ */
+#include <locale.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/cnum.h"
+#include "testutil.h"
+
+static int comma_setup(void **state)
+{
+    (void)state;
+    if (!setlocale(LC_ALL, tu_comma_locale()))
+        return -1;
+    /* The premise: this locale really writes commas. */
+    char probe[16];
+    snprintf(probe, sizeof(probe), "%.1f", 0.5);
+    return strcmp(probe, "0,5") == 0 ? 0 : -1;
+}
+
+static int comma_teardown(void **state)
+{
+    (void)state;
+    setlocale(LC_ALL, "C");
+    return 0;
+}
+
+static void test_format(void **state)
+{
+    (void)state;
+    char buf[64];
+    cnum_format(buf, sizeof(buf), "%.4f|%g|%.0e", 0.47758853, 0.5, 1e-7);
+    assert_string_equal(buf, "0.4776|0.5|1e-07");
+    cnum_format_float(buf, sizeof(buf), 0.47758853f);
+    assert_string_equal(buf, "0.47758853");
+    cnum_format_float(buf, sizeof(buf), 0.1f);
+    assert_string_equal(buf, "0.1");
+    cnum_format_float(buf, sizeof(buf), -INFINITY);
+    assert_string_equal(buf, "-inf");
+    cnum_format_double(buf, sizeof(buf), 0.1);
+    assert_string_equal(buf, "0.1");
+    cnum_format_double(buf, sizeof(buf), 1.0 / 3.0);
+    assert_string_equal(buf, "0.33333333333333331");
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    cnum_fprintf(f, "%.3f", 2.5);
+    rewind(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "2.500");
+}
+
+static void test_parse_double(void **state)
+{
+    (void)state;
+    double v = 0;
+    assert_int_equal(cnum_parse_double("0.5", false, &v), CNUM_OK);
+    assert_true(v == 0.5);
+    assert_int_equal(cnum_parse_double("-.25e1", false, &v), CNUM_OK);
+    assert_true(v == -2.5);
+    assert_int_equal(cnum_parse_double("0,5", false, &v), CNUM_NOT_NUMBER);
+    assert_int_equal(cnum_parse_double("0,5", true, &v), CNUM_OK);
+    assert_true(v == 0.5);
+    assert_int_equal(cnum_parse_double("1,024.5", true, &v), CNUM_NOT_NUMBER);
+    assert_int_equal(cnum_parse_double("1,0,2", true, &v), CNUM_NOT_NUMBER);
+    static const char *const not_numbers[] = {"",  " 1", "1 ",   "0x10", "1e",
+                                              ".", "+",  "1..2", "abc"};
+    for (size_t i = 0; i < sizeof(not_numbers) / sizeof(not_numbers[0]); i++)
+        assert_int_equal(cnum_parse_double(not_numbers[i], true, &v), CNUM_NOT_NUMBER);
+    static const char *const not_finite[] = {"inf", "-Infinity", ".nan", "NaN", "1e400"};
+    for (size_t i = 0; i < sizeof(not_finite) / sizeof(not_finite[0]); i++)
+        assert_int_equal(cnum_parse_double(not_finite[i], false, &v), CNUM_NOT_FINITE);
+    /* Correctly rounded, as Python reads it. */
+    assert_int_equal(cnum_parse_double("0.1", false, &v), CNUM_OK);
+    assert_true(v == 0.1);
+}
+
+static void test_parse_integers(void **state)
+{
+    (void)state;
+    uint64_t u;
+    bool neg;
+    assert_int_equal(cnum_parse_u64("18446744073709551615", &u, &neg), CNUM_OK);
+    assert_true(u == UINT64_MAX && !neg);
+    assert_int_equal(cnum_parse_u64("18446744073709551616", &u, &neg), CNUM_RANGE);
+    assert_int_equal(cnum_parse_u64("-0", &u, &neg), CNUM_OK);
+    assert_true(u == 0 && neg);
+    assert_int_equal(cnum_parse_u64("1.0", &u, &neg), CNUM_NOT_NUMBER);
+    long long ll;
+    assert_int_equal(cnum_parse_ll("-9223372036854775808", &ll), CNUM_OK);
+    assert_true(ll == INT64_MIN);
+    assert_int_equal(cnum_parse_ll("9223372036854775808", &ll), CNUM_RANGE);
+    assert_int_equal(cnum_parse_ll("1 000", &ll), CNUM_NOT_NUMBER);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_parse_integers),
+    };
+    return cmocka_run_group_tests(tests, comma_setup, comma_teardown);
+}
