@@ -188,6 +188,13 @@ static bool yaml_problem(void *ctx, const struct yproblem *p)
     case YPROB_TOO_DEEP:
         cfg_error_at(c, p->pos, "", "nested too deeply (more than %d levels)", p->limit);
         break;
+    case YPROB_TOO_MANY_NODES:
+        cfg_error_at(c, p->pos, "", "too large: more than %d values", p->limit);
+        break;
+    case YPROB_TOO_LONG:
+        cfg_error_at(c, p->pos, "", "'%s' has more than %d entries",
+                     p->key ? show(p->key).s : "a list", p->limit);
+        break;
     case YPROB_SECOND_DOCUMENT:
         /* Shown at the second document's content, not at its `---`. */
         cfg_error_at(c, p->root, "", "only one YAML document is allowed in a configuration file");
@@ -203,7 +210,9 @@ static bool yaml_problem(void *ctx, const struct yproblem *p)
  * YAML document (the problems are reported). The caller frees c->tree either way. */
 static int load_tree(struct ctx *c, const char *text, size_t len)
 {
-    const struct ytree_opts opts = {.max_depth = MAX_DEPTH, .aliases = true};
+    /* A configuration is a few hundred values: anything far beyond is not one. */
+    const struct ytree_opts opts = {
+        .max_depth = MAX_DEPTH, .max_nodes = 1 << 16, .max_items = 4096, .aliases = true};
     if (ytree_build(&c->tree, text, len, &opts, yaml_problem, c) != 0 || c->n_err)
         return -1;
     return 0;

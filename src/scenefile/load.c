@@ -131,6 +131,24 @@ static bool report_cb(void *ctx, const struct yproblem *p)
     case YPROB_TOO_DEEP:
         snprintf(msg, sizeof(msg), "the document nests more than %d levels deep", p->limit);
         break;
+    case YPROB_TOO_MANY_NODES:
+        snprintf(msg, sizeof(msg),
+                 "the file holds more than %d values; stopped reading here (large matrices "
+                 "belong in .npy files: {file: name.npy})",
+                 p->limit);
+        break;
+    case YPROB_TOO_LONG:
+        if (p->key && p->row > 0)
+            snprintf(msg, sizeof(msg),
+                     "'%.60s' row %d has more than %d values; no scene needs that many", p->key,
+                     p->row, p->limit);
+        else if (p->key)
+            snprintf(msg, sizeof(msg), "'%.60s' has more than %d entries; no scene needs that many",
+                     p->key, p->limit);
+        else
+            snprintf(msg, sizeof(msg), "a list with more than %d entries; no scene needs that many",
+                     p->limit);
+        break;
     case YPROB_SECOND_DOCUMENT:
         snprintf(msg, sizeof(msg),
                  "a scene file holds one YAML document, but a second one starts here");
@@ -355,6 +373,9 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
     struct loader l;
     memset(&l, 0, sizeof(l));
     l.name = name ? name : "";
+    const char *slash = strrchr(l.name, '/');
+    if (slash)
+        snprintf(l.dir, sizeof(l.dir), "%.*s", slash == l.name ? 1 : (int)(slash - l.name), l.name);
     l.text = text ? text : "";
     l.len = text ? len : 0;
     l.errs = errs;

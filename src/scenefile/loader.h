@@ -28,6 +28,7 @@ struct head_weights {
 
 struct loader {
     const char *name; /* file name for diagnostics */
+    char dir[4096];   /* its folder: {file: ...} references are relative to it ("" = here) */
     const char *text;
     size_t len;
     struct diag_list *errs;

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "common/cnum.h"
+#include "common/npy.h"
 #include "scenefile/loader.h"
 #include "yaml/suggest.h"
 
@@ -46,7 +47,8 @@ typedef void (*field_fn)(struct loader *l, const struct field *f, int node, void
 typedef void (*finish_fn)(struct loader *l, int node, const int *found, void *base,
                           const char *path);
 
-enum want { WANT_SCALAR, WANT_SEQ, WANT_MAP, WANT_ANY };
+/* WANT_DATA: a matrix or vector, written inline (a sequence) or as {file: name.npy}. */
+enum want { WANT_SCALAR, WANT_SEQ, WANT_MAP, WANT_DATA, WANT_ANY };
 
 struct field {
     const char *key;
@@ -448,15 +450,118 @@ static bool read_value(struct loader *l, int node, const char *label, const char
     return false;
 }
 
+/* ---- {file: name.npy} ---------------------------------------------------------------------- */
+
+/* True when node is a mapping with a 'file' key: a reference to a .npy file. */
+static bool is_file_ref(const struct loader *l, int node)
+{
+    const struct ynode *nd = nd_of(l, node);
+    if (nd->type != YNODE_MAP)
+        return false;
+    for (int k = nd->u.c.first; k >= 0;) {
+        if (nd_of(l, k)->type == YNODE_SCALAR && strcmp(str_of(l, k), "file") == 0)
+            return true;
+        int v = nd_of(l, k)->next;
+        k = v >= 0 ? nd_of(l, v)->next : -1;
+    }
+    return false;
+}
+
+/* Reads {file: PATH} (PATH relative to the scene file's folder) into a float array of ndim
+ * dimensions (a vector also takes one 1 x n row). Reports its problems at the reference. */
+static int read_file_ref(struct loader *l, int node, const char *label, const char *path, int ndim,
+                         struct npy_array *out, const char **file)
+{
+    const struct ynode *nd = nd_of(l, node);
+    char buf[LOADER_SHOW_MAX];
+    int value = -1;
+    for (int k = nd->u.c.first; k >= 0;) {
+        int v = nd_of(l, k)->next;
+        if (nd_of(l, k)->type != YNODE_SCALAR || strcmp(str_of(l, k), "file") != 0) {
+            loader_error(l, k, path, "'%s' is a file reference: {file: name.npy} and nothing else",
+                         label);
+            return -1;
+        }
+        value = v;
+        k = v >= 0 ? nd_of(l, v)->next : -1;
+    }
+    if (value < 0 || nd_of(l, value)->type != YNODE_SCALAR || is_nothing(l, value) ||
+        has_nul(l, value)) {
+        loader_error(l, value >= 0 ? value : node, path,
+                     "'%s' file must be the name of a .npy file, got %s", label,
+                     value >= 0 ? loader_show(l, value, buf, sizeof(buf)) : "nothing");
+        return -1;
+    }
+    const char *name = str_of(l, value);
+    *file = name;
+    char full[8192];
+    int len = name[0] == '/' || !l->dir[0] ? snprintf(full, sizeof(full), "%s", name)
+                                           : snprintf(full, sizeof(full), "%s/%s", l->dir, name);
+    if (len < 0 || (size_t)len >= sizeof(full)) {
+        loader_error(l, value, path, "'%s': the file name is too long", label);
+        return -1;
+    }
+    struct diag err;
+    if (npy_read(out, full, MAX_VALUES, &err) != 0) {
+        loader_error(l, value, path, "'%s': %s: %s", label, name, err.msg);
+        return -1;
+    }
+    bool vector_row = ndim == 1 && out->ndim == 2 && out->shape[0] == 1;
+    if (out->ndim != ndim && !vector_row) {
+        loader_error(l, value, path, "'%s': %s has %d dimension%s, expected %d", label, name,
+                     out->ndim, out->ndim == 1 ? "" : "s", ndim);
+        npy_free(out);
+        return -1;
+    }
+    if (vector_row) {
+        out->ndim = 1;
+        out->shape[0] = out->shape[1];
+    }
+    return 0;
+}
+
+/* A matrix from a .npy file, within the same limits as one written inline. */
+static int read_matrix_file(struct loader *l, int node, const char *label, const char *path,
+                            const struct mat_limits *lim, struct matrix *out)
+{
+    struct npy_array a;
+    const char *name;
+    if (read_file_ref(l, node, label, path, 2, &a, &name) != 0)
+        return -1;
+    int rc = -1;
+    if (a.shape[0] == 0 || a.shape[1] == 0)
+        loader_error(l, node, path, "'%s': %s is empty", label, name);
+    else if (a.shape[0] > (size_t)lim->max_rows)
+        loader_error(l, node, path, "'%s': %s has %zu rows, the limit is %d", label, name,
+                     a.shape[0], lim->max_rows);
+    else if (a.shape[1] > (size_t)lim->max_cols)
+        loader_error(l, node, path, "'%s': %s has %zu columns, the limit is %d", label, name,
+                     a.shape[1], lim->max_cols);
+    else
+        rc = 0;
+    if (rc == 0) {
+        out->data = a.data;
+        out->rows = (int)a.shape[0];
+        out->cols = (int)a.shape[1];
+        a.data = NULL;
+    }
+    npy_free(&a);
+    return rc;
+}
+
 /* A list of rows, counted and checked for raggedness and limits before it is allocated. */
 static int read_matrix(struct loader *l, int node, const char *label, const char *path,
                        const struct mat_limits *lim, struct matrix *out)
 {
+    if (is_file_ref(l, node))
+        return read_matrix_file(l, node, label, path, lim, out);
     const struct ynode *nd = nd_of(l, node);
     char buf[LOADER_SHOW_MAX];
     if (nd->type != YNODE_SEQ) {
-        loader_error(l, node, path, "'%s' must be a list of rows like [[1, 2], [3, 4]], got %s",
-                     label, loader_show(l, node, buf, sizeof(buf)));
+        loader_error(
+            l, node, path,
+            "'%s' must be a list of rows like [[1, 2], [3, 4]] or {file: name.npy}, got %s", label,
+            loader_show(l, node, buf, sizeof(buf)));
         return -1;
     }
     int rows = nd->u.c.count;
@@ -540,6 +645,34 @@ static int read_vector(struct loader *l, int node, const char *label, const char
                        struct matrix *out)
 {
     const struct ynode *nd = nd_of(l, node);
+    if (is_file_ref(l, node)) {
+        struct npy_array a;
+        const char *name;
+        if (read_file_ref(l, node, label, path, 1, &a, &name) != 0)
+            return -1;
+        int rc = -1;
+        if (a.shape[0] == 0)
+            loader_error(l, node, path, "'%s' is empty: give at least one number", label);
+        else if (a.shape[0] > (size_t)max_len)
+            loader_error(l, node, path, "'%s': %s has %zu values, the limit is %d", label, name,
+                         a.shape[0], max_len);
+        else
+            rc = 0;
+        if (rc == 0) {
+            out->data = a.data;
+            out->rows = 1;
+            out->cols = (int)a.shape[0];
+            a.data = NULL;
+        }
+        npy_free(&a);
+        return rc;
+    }
+    if (nd->type != YNODE_SEQ) {
+        char buf[LOADER_SHOW_MAX];
+        loader_error(l, node, path, "'%s' must be a list of numbers or {file: name.npy}, got %s",
+                     label, loader_show(l, node, buf, sizeof(buf)));
+        return -1;
+    }
     int n = nd->u.c.count;
     if (n == 0) {
         loader_error(l, node, path, "'%s' is empty: give at least one number", label);
@@ -593,11 +726,67 @@ static void h_vector(struct loader *l, const struct field *f, int node, void *ba
 
 /* weights.dropout_mask: heads x n x n of 0/1. The number of heads is not stored in the scene,
  * so it is checked here against attention.heads. */
+/* weights.dropout_mask as {file: mask.npy}: heads x n x n of 0 and 1. */
+static void dropout_mask_file(struct loader *l, int node, const char *path, struct scene *s)
+{
+    struct npy_array a;
+    const char *name;
+    if (read_file_ref(l, node, "dropout_mask", path, 3, &a, &name) != 0)
+        return;
+    size_t heads = a.shape[0], n = a.shape[1];
+    if (heads == 0 || heads > SCENE_MAX_HEADS || n == 0 || n > SCENE_MAX_TOKENS ||
+        a.shape[2] != n) {
+        loader_error(l, node, path,
+                     "'dropout_mask': %s has shape (%zu, %zu, %zu), expected (heads, n, n) with 1 "
+                     "to %d heads and 1 to %d tokens",
+                     name, a.shape[0], a.shape[1], a.shape[2], SCENE_MAX_HEADS, SCENE_MAX_TOKENS);
+        npy_free(&a);
+        return;
+    }
+    if (!loader_bad(l, "attention.heads") && (int)heads != s->attn.heads) {
+        loader_error(l, node, path, "'dropout_mask' has %zu heads, expected %d (attention.heads)",
+                     heads, s->attn.heads);
+        npy_free(&a);
+        return;
+    }
+    unsigned char *mask = malloc(a.count ? a.count : 1);
+    if (!mask) {
+        loader_error(l, node, path, "out of memory for 'dropout_mask'");
+        npy_free(&a);
+        return;
+    }
+    for (size_t i = 0; i < a.count; i++) {
+        if (a.data[i] != 0.0f && a.data[i] != 1.0f) {
+            loader_error(l, node, path,
+                         "'dropout_mask': %s value %zu (head %zu row %zu, column %zu) is %g, not "
+                         "0 or 1",
+                         name, i, i / (n * n) + 1, i / n % n + 1, i % n + 1, (double)a.data[i]);
+            free(mask);
+            npy_free(&a);
+            return;
+        }
+        mask[i] = a.data[i] != 0.0f;
+    }
+    npy_free(&a);
+    free(s->weights.dropout_mask);
+    s->weights.dropout_mask = mask;
+    s->weights.dropout_mask_n = (int)n;
+    s->weights.dropout_mask_heads = (int)heads;
+}
+
 static void h_dropout_mask(struct loader *l, const struct field *f, int node, void *base,
                            const char *path)
 {
     struct scene *s = base;
     const struct ynode *nd = nd_of(l, node);
+    if (is_file_ref(l, node)) {
+        dropout_mask_file(l, node, path, s);
+        return;
+    }
+    if (nd->type != YNODE_SEQ) {
+        must_be(l, f, node, path);
+        return;
+    }
     int heads = nd->u.c.count, n = -1;
     if (heads == 0) {
         loader_error(l, node, path, "'dropout_mask' is empty: give one n x n matrix per head");
@@ -720,7 +909,7 @@ static void h_embeddings(struct loader *l, const struct field *f, int node, void
     static const struct mat_limits lim = {SCENE_MAX_TOKENS, SCENE_MAX_DIM};
     struct scene *s = base;
     const struct ynode *nd = nd_of(l, node);
-    if (nd->type == YNODE_SEQ) {
+    if (nd->type == YNODE_SEQ || is_file_ref(l, node)) {
         struct matrix m = {0};
         if (read_matrix(l, node, f->key, path, &lim, &m) == 0) {
             matrix_free(&s->embed.rows);
@@ -1104,7 +1293,8 @@ static const struct field positional_fields[] = {
     {"kind", WANT_SCALAR, NULL, h_enum, S(pos.kind), &pos_kind_enum},
     {"max_len", WANT_SCALAR, "an integer", h_int, S(pos.max_len), &max_len_range},
     {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(pos.seed), NULL},
-    {"table", WANT_SEQ, "a list of rows", h_matrix, S(pos.table), &table_limits},
+    {"table", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(pos.table),
+     &table_limits},
 };
 static const struct mapping positional_map = {"positional", positional_fields, N(positional_fields),
                                               NULL};
@@ -1129,30 +1319,38 @@ static const struct mapping attention_map = {"attention", attention_fields, N(at
                                              NULL};
 
 static const struct field head_fields[] = {
-    {"query", WANT_SEQ, "a list of rows", h_matrix, H(query), &head_limits},
-    {"key", WANT_SEQ, "a list of rows", h_matrix, H(key), &head_limits},
-    {"value", WANT_SEQ, "a list of rows", h_matrix, H(value), &head_limits},
-    {"query_bias", WANT_SEQ, "a list of numbers", h_vector, H(query_bias), &head_limits},
-    {"key_bias", WANT_SEQ, "a list of numbers", h_vector, H(key_bias), &head_limits},
-    {"value_bias", WANT_SEQ, "a list of numbers", h_vector, H(value_bias), &head_limits},
+    {"query", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(query), &head_limits},
+    {"key", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(key), &head_limits},
+    {"value", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(value), &head_limits},
+    {"query_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector, H(query_bias),
+     &head_limits},
+    {"key_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector, H(key_bias),
+     &head_limits},
+    {"value_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector, H(value_bias),
+     &head_limits},
 };
 static const struct mapping head_map = {"weights.heads", head_fields, N(head_fields), NULL};
 
 static const struct field weights_fields[W_COUNT] = {
-    [W_QUERY] = {"query", WANT_SEQ, "a list of rows", h_matrix, S(weights.query), &qkv_limits},
-    [W_KEY] = {"key", WANT_SEQ, "a list of rows", h_matrix, S(weights.key), &qkv_limits},
-    [W_VALUE] = {"value", WANT_SEQ, "a list of rows", h_matrix, S(weights.value), &qkv_limits},
-    [W_QUERY_BIAS] = {"query_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.query_bias),
-                      &qkv_limits},
-    [W_KEY_BIAS] = {"key_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.key_bias),
-                    &qkv_limits},
-    [W_VALUE_BIAS] = {"value_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.value_bias),
-                      &qkv_limits},
-    [W_OUT] = {"out", WANT_SEQ, "a list of rows", h_matrix, S(weights.out), &out_limits},
-    [W_OUT_BIAS] = {"out_bias", WANT_SEQ, "a list of numbers", h_vector, S(weights.out_bias),
-                    &out_limits},
-    [W_DROPOUT_MASK] = {"dropout_mask", WANT_SEQ, "a list of n x n matrices of 0 and 1",
-                        h_dropout_mask, 0, NULL},
+    [W_QUERY] = {"query", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
+                 S(weights.query), &qkv_limits},
+    [W_KEY] = {"key", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.key),
+               &qkv_limits},
+    [W_VALUE] = {"value", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
+                 S(weights.value), &qkv_limits},
+    [W_QUERY_BIAS] = {"query_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                      S(weights.query_bias), &qkv_limits},
+    [W_KEY_BIAS] = {"key_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                    S(weights.key_bias), &qkv_limits},
+    [W_VALUE_BIAS] = {"value_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                      S(weights.value_bias), &qkv_limits},
+    [W_OUT] = {"out", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.out),
+               &out_limits},
+    [W_OUT_BIAS] = {"out_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                    S(weights.out_bias), &out_limits},
+    [W_DROPOUT_MASK] = {"dropout_mask", WANT_DATA,
+                        "a list of n x n matrices of 0 and 1, or {file: name.npy}", h_dropout_mask,
+                        0, NULL},
     [W_HEADS] = {"heads", WANT_SEQ, "a list of mappings, one per head", h_heads, 0, NULL},
 };
 static const struct mapping weights_map = {"weights", weights_fields, W_COUNT, finish_weights};
@@ -1164,8 +1362,9 @@ static const struct field top_fields[T_COUNT] = {
     [T_TEXT] = {"text", WANT_SCALAR, "a string", h_text, 0, NULL},
     [T_TOKENS] = {"tokens", WANT_SEQ, "a list of strings", h_tokens, 0, NULL},
     [T_SEED] = {"seed", WANT_SCALAR, SEED_WHAT, h_seed, S(seed), NULL},
-    [T_EMBEDDINGS] = {"embeddings", WANT_ANY, "a list of rows or a mapping like {dim: 3}",
-                      h_embeddings, 0, NULL},
+    [T_EMBEDDINGS] = {"embeddings", WANT_ANY,
+                      "a list of rows, {file: name.npy} or a mapping like {dim: 3}", h_embeddings,
+                      0, NULL},
     [T_POSITIONAL] = {"positional", WANT_MAP, "a mapping like {kind: learned, max_len: 10}", h_map,
                       0, &positional_map},
     [T_ATTENTION] = {"attention", WANT_MAP, "a mapping like {heads: 2, causal: true}", h_map, 0,
@@ -1259,6 +1458,8 @@ static bool type_ok(enum want w, int type)
         return type == YNODE_SEQ;
     case WANT_MAP:
         return type == YNODE_MAP;
+    case WANT_DATA:
+        return type == YNODE_SEQ || type == YNODE_MAP;
     default:
         return true;
     }

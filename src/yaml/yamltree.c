@@ -9,6 +9,8 @@
 struct open_node {
     int node; /* the container */
     int last; /* its last child so far, or -1 */
+    int key;  /* the mapping key it is the value of, or -1 */
+    int row;  /* its 1-based place in a parent sequence, or 0 */
 };
 
 /* An anchor seen so far (ytree_opts.aliases): its name in the arena and its node. */
@@ -20,7 +22,8 @@ struct anchor {
 struct builder {
     struct ytree *t;
     struct open_node *stack;
-    int depth, stack_cap, max_depth;
+    int depth, stack_cap, max_depth, max_nodes, max_items;
+    bool stopped; /* a limit was reported: the build ends */
     bool aliases;
     struct anchor *anchors;
     int n_anchors, cap_anchors;
@@ -139,7 +142,7 @@ static bool report_kind(struct builder *b, enum yproblem_kind kind, yaml_mark_t 
 {
     struct yproblem p = {.kind = kind, .pos = pos_of_mark(m), .byte = -1, .name = name};
     p.root = p.pos;
-    p.limit = b->max_depth;
+    p.limit = kind == YPROB_TOO_MANY_NODES ? b->max_nodes : b->max_depth;
     return b->report(b->ctx, &p);
 }
 
@@ -188,10 +191,40 @@ static bool arena_put(struct builder *b, const void *s, size_t len, uint32_t *of
     return true;
 }
 
+/* The innermost open collection is too long: reported with the key it belongs to. */
+static void report_too_long(struct builder *b)
+{
+    const struct open_node *top = &b->stack[b->depth - 1];
+    const struct ynode *nd = &b->t->nodes[top->node];
+    struct yproblem p = {.kind = YPROB_TOO_LONG, .byte = -1, .limit = b->max_items};
+    p.pos = (struct ypos){false, (size_t)nd->line, (size_t)nd->col, 0};
+    p.root = p.pos;
+    p.row = top->key < 0 ? top->row : 0;
+    for (int d = b->depth - 1; d >= 0 && !p.key; d--)
+        if (b->stack[d].key >= 0)
+            p.key = b->t->arena + b->t->nodes[b->stack[d].key].u.s.off;
+    b->report(b->ctx, &p);
+    b->stopped = true;
+}
+
 /* Appends a node and links it under the innermost open container (or makes it the root). */
 static int add_node(struct builder *b, int type, yaml_mark_t m)
 {
     struct ytree *t = b->t;
+    if (t->n >= b->max_nodes) {
+        report_kind(b, YPROB_TOO_MANY_NODES, m, NULL);
+        b->stopped = true;
+        return -1;
+    }
+    if (b->depth > 0) {
+        const struct open_node *top = &b->stack[b->depth - 1];
+        const struct ynode *parent = &t->nodes[top->node];
+        int entries = parent->type == YNODE_MAP ? parent->u.c.count / 2 : parent->u.c.count;
+        if (entries >= b->max_items) {
+            report_too_long(b);
+            return -1;
+        }
+    }
     if (t->n == t->cap) {
         if (t->cap > (1 << 29)) {
             b->oom = true;
@@ -250,6 +283,17 @@ static int open_container(struct builder *b, int type, yaml_mark_t m)
         report_kind(b, YPROB_TOO_DEEP, m, NULL);
         return -1;
     }
+    /* Where it sits, for a "too long" report: the value of a key, or a row of a list. */
+    int key = -1, row = 0;
+    if (b->depth > 0) {
+        const struct open_node *top = &b->stack[b->depth - 1];
+        const struct ynode *parent = &b->t->nodes[top->node];
+        if (parent->type == YNODE_MAP && parent->u.c.count % 2 == 1 &&
+            b->t->nodes[top->last].type == YNODE_SCALAR)
+            key = top->last;
+        else if (parent->type == YNODE_SEQ)
+            row = parent->u.c.count + 1;
+    }
     int i = add_node(b, type, m);
     if (i < 0)
         return -1;
@@ -263,8 +307,7 @@ static int open_container(struct builder *b, int type, yaml_mark_t m)
         b->stack = s;
         b->stack_cap = cap;
     }
-    b->stack[b->depth].node = i;
-    b->stack[b->depth].last = -1;
+    b->stack[b->depth] = (struct open_node){.node = i, .last = -1, .key = key, .row = row};
     b->depth++;
     return i;
 }
@@ -378,6 +421,8 @@ int ytree_build(struct ytree *t, const char *text, size_t len, const struct ytre
     t->len = len;
     struct builder b = {.t = t, .report = report, .ctx = ctx};
     b.max_depth = opts && opts->max_depth > 0 ? opts->max_depth : YTREE_MAX_DEPTH;
+    b.max_nodes = opts && opts->max_nodes > 0 ? opts->max_nodes : YTREE_MAX_NODES;
+    b.max_items = opts && opts->max_items > 0 ? opts->max_items : YTREE_MAX_ITEMS;
     b.aliases = opts && opts->aliases;
 
     yaml_parser_t parser;
@@ -448,7 +493,7 @@ int ytree_build(struct ytree *t, const char *text, size_t len, const struct ytre
         if (rc != 0)
             break;
     }
-    if (b.oom)
+    if (b.oom && !b.stopped)
         report_memory(report, ctx);
     free(b.stack);
     free(b.anchors);

@@ -18,8 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Default depth limit; a scene nests at most 6 levels (weights.heads[i].query rows). */
+/* Default limits, checked while the tree is built so a hostile file is refused at the first
+ * node too many instead of after a gigabyte of tree: a scene nests at most 6 levels
+ * (weights.heads[i].query rows), no list of a scene is longer than a positional table
+ * (8192 rows), and 2 Mi nodes (48 MiB) hold any scene written inline. */
 #define YTREE_MAX_DEPTH 64
+#define YTREE_MAX_NODES (1 << 21)
+#define YTREE_MAX_ITEMS 8192
 
 enum ynode_type {
     YNODE_SCALAR,
@@ -66,6 +71,8 @@ struct ytree {
 
 struct ytree_opts {
     int max_depth; /* collections open at once, the root included; 0: YTREE_MAX_DEPTH */
+    int max_nodes; /* nodes in the whole tree; 0: YTREE_MAX_NODES */
+    int max_items; /* entries of one sequence or mapping; 0: YTREE_MAX_ITEMS */
     bool aliases;  /* accept anchors and aliases (YNODE_ALIAS); else each is a problem */
 };
 
@@ -81,6 +88,9 @@ enum yproblem_kind {
     YPROB_ENCODING,        /* libyaml's reader: not UTF-8, control characters (pos: offset) */
     YPROB_SYNTAX,          /* libyaml's scanner, parser, or (with aliases) composer */
     YPROB_TOO_DEEP,        /* a collection opens deeper than limit */
+    YPROB_TOO_MANY_NODES,  /* the document has more than limit nodes (pos: the one too many) */
+    YPROB_TOO_LONG,        /* a collection has more than limit entries (pos: its start; key,
+                              row: where it is) */
     YPROB_SECOND_DOCUMENT, /* pos: where it starts; root: its first node (pos when unknown) */
     YPROB_ANCHOR,          /* an anchor, without ytree_opts.aliases (name) */
     YPROB_ALIAS,           /* an alias, without ytree_opts.aliases (name) */
@@ -93,8 +103,11 @@ struct yproblem {
     const char *context; /* SYNTAX: what libyaml was reading, or NULL */
     size_t context_line; /* SYNTAX with a context: the 0-based line where that starts */
     int byte;            /* ENCODING: the offending byte, or -1 */
-    int limit;           /* TOO_DEEP: the depth limit */
+    int limit;           /* TOO_DEEP, TOO_MANY_NODES, TOO_LONG: the limit */
     const char *name;    /* ANCHOR, ALIAS: the anchor's name */
+    const char *key;     /* TOO_LONG: the nearest mapping key above the collection, or NULL */
+    int row;             /* TOO_LONG: 1-based place of the collection in a parent sequence
+                            below key (a matrix row), or 0 */
     struct ypos root;    /* SECOND_DOCUMENT */
 };
 

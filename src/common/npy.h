@@ -1,0 +1,39 @@
+/* npy: NumPy's .npy files, for matrices too large to write inline in a scene file.
+ *
+ * A scene names one as {file: weights.query.npy}; export and save write them when a matrix is
+ * too large for readable YAML. Reading validates the whole file before trusting it: the magic
+ * and version (1.0, 2.0, 3.0), the header dictionary, the dtype, the shape, and that the data
+ * is exactly as long as the shape says. Values are widened or narrowed to float32 the way a
+ * scene's YAML numbers are (float64 rounds to nearest, float16 and integers widen exactly).
+ */
+#ifndef ATTNSCOPE_NPY_H
+#define ATTNSCOPE_NPY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/diag.h"
+
+#define NPY_MAX_DIMS 3
+
+/* An array read from a file: data holds count values in C (row-major) order. */
+struct npy_array {
+    int ndim;
+    size_t shape[NPY_MAX_DIMS];
+    size_t count;
+    float *data;
+};
+
+/* Reads path as float32. Accepted dtypes: float16/32/64, int8..64, uint8..64 and bool, either
+ * byte order, C or Fortran order, 0 to NPY_MAX_DIMS dimensions. Non-finite values and more
+ * than max_values values are refused. On failure err names the file. */
+int npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err);
+void npy_free(struct npy_array *a);
+
+/* Writes a float32 array ('<f4', C order) of ndim dimensions. Returns 0, or -1 when the stream
+ * reports an error. */
+int npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape);
+/* Writes a uint8 array ('|u1'); dropout keep-masks. */
+int npy_write_u8(FILE *f, const unsigned char *data, int ndim, const size_t *shape);
+
+#endif
