@@ -5,8 +5,10 @@
  * Left C-r Enter ...), `"text` lines to type text, `resize COLSxLINES`, and `click X,Y` /
  * `wheel-down X,Y` (0-based screen cells). The script is played into the real UI through a pipe on
  * a virtual terminal (newterm), one key at a time like the event loop does, and the final screen
- * text must equal NAME.screen. Set ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files after a
- * deliberate change (then review the diff).
+ * (its text, then every cell's look: see ui_dump) must equal NAME.screen. Set
+ * ATTNSCOPE_UPDATE_SCREENS=1 to rewrite the .screen files after a deliberate change; that run
+ * names the files it changed and fails, so it never passes by accident: review the diff, then
+ * run again without it.
  */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
@@ -82,7 +84,34 @@ static void drain(struct ui *ui, bool *quit)
     }
 }
 
-static void run_script(const char *dir, const char *name)
+/* Prints the lines where got differs from want, numbered, then the whole of got. */
+static void report_difference(const char *name, const char *path, const char *want, const char *got)
+{
+    fprintf(stderr, "--- %s: screen differs from %s", name, path);
+    if (!want) {
+        fprintf(stderr, " (missing)\n");
+    } else {
+        fprintf(stderr, ":\n");
+        int line = 1, shown = 0;
+        const char *w = want, *g = got;
+        while ((*w || *g) && shown < 30) {
+            size_t wn = strcspn(w, "\n"), gn = strcspn(g, "\n");
+            if (wn != gn || memcmp(w, g, wn) != 0) {
+                fprintf(stderr, "line %d\n  want: %.*s\n  got:  %.*s\n", line, (int)wn, w, (int)gn,
+                        g);
+                shown++;
+            }
+            w += wn + (w[wn] == '\n');
+            g += gn + (g[gn] == '\n');
+            line++;
+        }
+    }
+    fprintf(stderr, "--- got:\n%s\n", got);
+}
+
+/* Plays one script and compares the screen with its golden file; returns whether they matched.
+ * With update, a golden file that differs is rewritten and named. */
+static bool run_script(const char *dir, const char *name, bool update)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%.500s/%.500s", dir, name);
@@ -190,7 +219,7 @@ static void run_script(const char *dir, const char *name)
     char *got = NULL;
     size_t got_len = 0;
     FILE *mem = open_memstream(&got, &got_len);
-    ui_dump(mem);
+    ui_dump(ui, mem);
     fclose(mem);
     setlocale(LC_ALL, "C.UTF-8");
     ui_close(ui);
@@ -204,20 +233,21 @@ static void run_script(const char *dir, const char *name)
     char screen_path[1024];
     snprintf(screen_path, sizeof(screen_path), "%.500s/%.*s.screen", dir,
              (int)(strlen(name) - strlen(".keys")), name);
-    const char *update = getenv("ATTNSCOPE_UPDATE_SCREENS");
-    if (update && update[0] == '1')
-        tu_write_text(screen_path, got);
     char *want = tu_read_file(screen_path, NULL);
-    if (!want || strcmp(want, got) != 0) {
-        fprintf(stderr, "--- %s: screen differs. Expected (%s):\n%s\n--- got:\n%s\n", name,
-                screen_path, want ? want : "(missing)", got);
-        fail_msg("%s: screen differs from %s", name, screen_path);
+    bool same = want && strcmp(want, got) == 0;
+    if (same) {
+        printf("%s: screen matches (%dx%d, %s%s)\n", name, sc.cols, sc.lines, sc.term,
+               sc.no_color ? ", NO_COLOR" : "");
+    } else if (update) {
+        tu_write_text(screen_path, got);
+        printf("%s: updated %s\n", name, screen_path);
+    } else {
+        report_difference(name, screen_path, want, got);
     }
-    printf("%s: screen matches (%dx%d, %s%s)\n", name, sc.cols, sc.lines, sc.term,
-           sc.no_color ? ", NO_COLOR" : "");
     free(want);
     free(got);
     free(text);
+    return same;
 }
 
 static void test_golden_screens(void **state)
@@ -225,13 +255,32 @@ static void test_golden_screens(void **state)
     (void)state;
     const char *dir = getenv("ATTNSCOPE_SCREENS");
     assert_non_null(dir);
+    const char *env = getenv("ATTNSCOPE_UPDATE_SCREENS");
+    bool update = env && env[0] == '1';
     int n;
     char **names = tu_list_names(dir, ".keys", &n);
     assert_non_null(names);
     assert_true(n >= 5);
+    /* Every script runs, so one failure names all the screens that differ. */
+    char differ[4096] = "";
+    int n_differ = 0;
     for (int i = 0; i < n; i++)
-        run_script(dir, names[i]);
+        if (!run_script(dir, names[i], update)) {
+            size_t len = strlen(differ);
+            snprintf(differ + len, sizeof(differ) - len, " %.*s.screen",
+                     (int)(strlen(names[i]) - strlen(".keys")), names[i]);
+            n_differ++;
+        }
     tu_free_names(names, n);
+    /* An update run fails even when nothing changed, so it can never stand in for a real run. */
+    if (update && n_differ)
+        fail_msg("ATTNSCOPE_UPDATE_SCREENS=1 rewrote %d of %d screens:%s; review `git diff "
+                 "tests/screens`, then run without it",
+                 n_differ, n, differ);
+    if (update)
+        fail_msg("ATTNSCOPE_UPDATE_SCREENS=1: all %d screens already match; run without it", n);
+    if (n_differ)
+        fail_msg("%d of %d screens differ from their golden files:%s", n_differ, n, differ);
 }
 
 /* The built-in colour fallback is the shipped colors.yaml, role for role. */

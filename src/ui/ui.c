@@ -587,44 +587,6 @@ void ui_draw(struct ui *ui)
     doupdate();
 }
 
-void ui_dump(FILE *out)
-{
-    for (int y = 0; y < LINES; y++) {
-        char line[4096];
-        size_t len = 0;
-        size_t last_non_blank = 0;
-        for (int x = 0; x < COLS; x++) {
-            cchar_t cc;
-            if (mvin_wch(y, x, &cc) != OK)
-                continue;
-            wchar_t wc[CCHARW_MAX + 1];
-            attr_t attrs;
-            short pair;
-            if (getcchar(&cc, wc, &attrs, &pair, NULL) == ERR)
-                continue;
-            if (wc[0] == L'\0')
-                continue;
-            /* Wide characters occupy two cells; the second reads back as the same cell. */
-            int w = wcwidth(wc[0]);
-            char mb[4 * (CCHARW_MAX + 1)];
-            size_t n = 0;
-            for (int k = 0; k < CCHARW_MAX && wc[k]; k++) {
-                int bytes = utf8_encode((uint32_t)wc[k], mb + n);
-                n += (size_t)bytes;
-            }
-            if (len + n >= sizeof(line))
-                break;
-            memcpy(line + len, mb, n);
-            len += n;
-            if (!(n == 1 && mb[0] == ' '))
-                last_non_blank = len;
-            if (w == 2)
-                x++;
-        }
-        fprintf(out, "%.*s\n", (int)last_non_blank, line);
-    }
-}
-
 void ui_setup_terminal(void)
 {
     cbreak();

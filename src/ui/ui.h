@@ -100,8 +100,10 @@ void ui_mark(struct ui *ui, int handled);
 void ui_resize(struct ui *ui);
 /* Draws dirty panels and updates the terminal. */
 void ui_draw(struct ui *ui);
-/* Writes the screen's text (UTF-8, trailing blanks trimmed) for golden screens. */
-void ui_dump(FILE *out);
+/* Writes the screen for golden screens (dump.c): its text (UTF-8, trailing blanks trimmed), then
+ * `-- attributes`, one letter per cell naming its look ('.' plain), then `-- legend`, a line per
+ * letter: the theme role or scale step it is, its attribute flags and its pair's colours. */
+void ui_dump(const struct ui *ui, FILE *out);
 /* Marks every panel dirty. */
 void ui_invalidate(struct ui *ui);
 
