@@ -188,3 +188,75 @@ const char *tu_comma_locale(void)
                  "Debian's locales package)");
     return "de_DE.UTF-8";
 }
+
+/* Splits text into its lines, in place; the array is the caller's to free. */
+static char **split_lines(char *text, int *n)
+{
+    int cap = 16;
+    char **lines = malloc((size_t)cap * sizeof(*lines));
+    assert_non_null(lines);
+    *n = 0;
+    for (char *p = text; *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        size_t len = strlen(p);
+        if (len > 0 && p[len - 1] == '\r')
+            p[len - 1] = '\0';
+        if (*n == cap) {
+            cap *= 2;
+            lines = realloc(lines, (size_t)cap * sizeof(*lines));
+            assert_non_null(lines);
+        }
+        lines[(*n)++] = p;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return lines;
+}
+
+bool tu_same_lines(FILE *out, const char *name, const char *expected, char *const *got, int n_got)
+{
+    char *text = strdup(expected);
+    assert_non_null(text);
+    int n_exp;
+    char **exp = split_lines(text, &n_exp);
+    bool same = n_exp == n_got;
+    for (int i = 0; same && i < n_exp; i++)
+        same = strcmp(exp[i], got[i]) == 0;
+    if (!same) {
+        /* lcs[i][j]: longest common subsequence of exp[i..] and got[j..]; the lists are a few
+         * dozen lines, so the table is small. */
+        int w = n_got + 1;
+        int *lcs = calloc((size_t)(n_exp + 1) * (size_t)w, sizeof(*lcs));
+        assert_non_null(lcs);
+        for (int i = n_exp - 1; i >= 0; i--)
+            for (int j = n_got - 1; j >= 0; j--)
+                if (strcmp(exp[i], got[j]) == 0)
+                    lcs[i * w + j] = lcs[(i + 1) * w + j + 1] + 1;
+                else if (lcs[(i + 1) * w + j] > lcs[i * w + j + 1])
+                    lcs[i * w + j] = lcs[(i + 1) * w + j];
+                else
+                    lcs[i * w + j] = lcs[i * w + j + 1];
+        fprintf(out,
+                "%s: %d line%s expected, %d got; they differ (-: only expected, +: only got)\n",
+                name, n_exp, n_exp == 1 ? "" : "s", n_got);
+        int i = 0, j = 0;
+        while (i < n_exp || j < n_got) {
+            if (i < n_exp && j < n_got && strcmp(exp[i], got[j]) == 0) {
+                fprintf(out, "   %s\n", exp[i]);
+                i++;
+                j++;
+            } else if (i < n_exp && (j == n_got || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])) {
+                fprintf(out, "-  %s\n", exp[i++]);
+            } else {
+                fprintf(out, "+  %s\n", got[j++]);
+            }
+        }
+        free(lcs);
+    }
+    free(exp);
+    free(text);
+    return same;
+}

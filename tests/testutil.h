@@ -6,7 +6,9 @@
 #ifndef ATTNSCOPE_TESTUTIL_H
 #define ATTNSCOPE_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Creates a fresh folder $TMPDIR/attnscope-test-NAME-XXXXXX (/tmp when TMPDIR is unset) and
  * returns its path, which the caller frees; fails the test when it cannot. */
@@ -45,5 +47,12 @@ void tu_free_names(char **names, int n);
  * points there, so a locale test can never pass by running in "C". Fails the test when no such
  * locale can be made (scripts/bootstrap installs Debian's locales package for localedef). */
 const char *tu_comma_locale(void);
+
+/* Compares the lines of expected (a whole file's text: one line per '\n', a final '\n'
+ * optional, '\r' before it ignored) with got[0..n_got), which must be equal, in order. When
+ * they differ, prints to out "NAME: ... differ" and a diff in which each line is common
+ * ("   "), only expected ("-  ") or only got ("+  "), so a missing, extra or reordered line
+ * shows as such. Returns whether they are equal. */
+bool tu_same_lines(FILE *out, const char *name, const char *expected, char *const *got, int n_got);
 
 #endif

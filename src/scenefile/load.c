@@ -69,6 +69,14 @@ bool loader_bad(const struct loader *l, const char *path)
     return false;
 }
 
+bool loader_unknown(const struct loader *l, const char *path)
+{
+    for (int i = 0; i < l->n_bad; i++)
+        if (path_within(l->bad[i], path) || (l->bad[i][0] && path_within(path, l->bad[i])))
+            return true;
+    return false;
+}
+
 static void add_at(struct loader *l, int line, int col, const char *path, const char *msg)
 {
     loader_mark_bad(l, path);
@@ -253,6 +261,15 @@ static const char *const shape_keys[] = {
 };
 #define N_SHAPE_KEYS (sizeof(shape_keys) / sizeof(shape_keys[0]))
 
+/* Other keys a scene_check problem reads: with a bad value the complaint would be about the
+ * default put in its place ("dropout_mask needs 0 < dropout < 1 (dropout is 0)"). */
+static const struct {
+    const char *path, *reads;
+} check_reads[] = {
+    {"weights.dropout_mask", "attention.dropout"},
+};
+#define N_CHECK_READS (sizeof(check_reads) / sizeof(check_reads[0]))
+
 /* One path is the other or below it. "" (a problem of the whole document) relates to nothing. */
 static bool related(const char *a, const char *b)
 {
@@ -263,7 +280,7 @@ static bool check_suppressed(const struct loader *l, const char *path)
 {
     bool shapes_unknown = false;
     for (size_t i = 0; i < N_SHAPE_KEYS; i++)
-        if (loader_bad(l, shape_keys[i]))
+        if (loader_unknown(l, shape_keys[i]))
             shapes_unknown = true;
     for (int i = 0; i < l->n_bad; i++)
         if (related(l->bad[i], path))
@@ -276,6 +293,9 @@ static bool check_suppressed(const struct loader *l, const char *path)
         for (size_t i = 0; i < N_SHAPE_KEYS; i++)
             if (related(path, shape_keys[i]))
                 return true;
+    for (size_t i = 0; i < N_CHECK_READS; i++)
+        if (related(path, check_reads[i].path) && loader_unknown(l, check_reads[i].reads))
+            return true;
     return false;
 }
 
@@ -312,10 +332,14 @@ static void run_scene_check(struct loader *l)
     struct diag_list found;
     diag_list_init(&found);
     scene_check(l->s, &found);
-    for (int i = 0; i < found.n && !l->stopped; i++) {
+    /* All decided before any is added, since adding marks a path bad: scene_check's problems
+     * are not follow-ons of one another (it skips the checks its own findings would spoil). */
+    int kept = 0;
+    for (int i = 0; i < found.n; i++)
+        if (!check_suppressed(l, found.items[i].path))
+            found.items[kept++] = found.items[i];
+    for (int i = 0; i < kept && !l->stopped; i++) {
         const struct diag *d = &found.items[i];
-        if (check_suppressed(l, d->path))
-            continue;
         int line, col;
         locate_path(l, d->path, &line, &col);
         add_at(l, line, col, d->path, d->msg);

@@ -56,6 +56,10 @@ bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const
 void loader_mark_bad(struct loader *l, const char *path);
 /* True when path, or a key below it, had a problem. */
 bool loader_bad(const struct loader *l, const char *path);
+/* True when path's value is not known: path, a key below it or a mapping above it had a problem
+ * ('attention: 2' leaves attention.heads unknown). A problem of the whole document (path "")
+ * does not count. */
+bool loader_unknown(const struct loader *l, const char *path);
 
 void loader_register(struct loader *l, const char *path, int key, int value);
 /* The registered entry for path, or NULL. */

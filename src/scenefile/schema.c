@@ -844,7 +844,7 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     }
     if (bad || n < 0 || l->stopped)
         return;
-    if (!loader_bad(l, "attention.heads") && heads != s->attn.heads) {
+    if (!loader_unknown(l, "attention.heads") && heads != s->attn.heads) {
         loader_error(l, node, path, "'dropout_mask' has %d heads, expected %d (attention.heads)",
                      heads, s->attn.heads);
         return;
@@ -1025,13 +1025,13 @@ static int concat_heads(struct matrix *dst, const struct loader *l, int i)
 
 static void assemble_heads(struct loader *l, struct scene *s, int node, const char *path)
 {
-    if (!loader_bad(l, "attention.head_layout") && s->attn.layout != LAYOUT_WRAPPER) {
+    if (!loader_unknown(l, "attention.head_layout") && s->attn.layout != LAYOUT_WRAPPER) {
         loader_error(l, node, path,
                      "'weights.heads' is for head_layout: wrapper; with the split layout give "
                      "'query', 'key' and 'value' directly");
         return;
     }
-    if (!loader_bad(l, "attention.heads") && l->n_heads != s->attn.heads) {
+    if (!loader_unknown(l, "attention.heads") && l->n_heads != s->attn.heads) {
         loader_error(l, node, path, "'weights.heads' has %d %s, expected %d (attention.heads)",
                      l->n_heads, l->n_heads == 1 ? "entry" : "entries", s->attn.heads);
         return;
@@ -1112,6 +1112,15 @@ enum {
     W_COUNT
 };
 
+/* A key missing from the file but named by an unknown key's message (see mark_meant): the
+ * misspelling is the problem to report, not the absence. */
+static bool meant_bad(const struct loader *l, const char *path, const char *key)
+{
+    char p[DIAG_PATH_MAX];
+    join(p, path, key);
+    return loader_bad(l, p);
+}
+
 static void finish_weights(struct loader *l, int node, const int *found, void *base,
                            const char *path)
 {
@@ -1142,7 +1151,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
         }
     } else if (qkv) {
         for (int i = W_QUERY; i <= W_VALUE; i++)
-            if (found[i] < 0)
+            if (found[i] < 0 && !meant_bad(l, path, names[i]))
                 loader_error(l, at, path,
                              "'weights' needs 'query', 'key' and 'value': '%s' is missing",
                              names[i]);
@@ -1154,7 +1163,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
                 loader_error(l, found[i], path,
                              "'weights.%s' needs 'query', 'key' and 'value' (or 'heads') too",
                              names[i]);
-        if (found[W_OUT_BIAS] >= 0 && found[W_OUT] < 0)
+        if (found[W_OUT_BIAS] >= 0 && found[W_OUT] < 0 && !meant_bad(l, path, "out"))
             loader_error(l, found[W_OUT_BIAS], path, "'weights.out_bias' needs 'out' too");
     }
     if (loader_bad(l, path)) {
@@ -1195,8 +1204,9 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         return;
     }
     if (found[T_TEXT] < 0 && found[T_TOKENS] < 0) {
-        loader_error(l, node, "tokens",
-                     "the scene needs 'text' (a sentence) or 'tokens' (a list of strings)");
+        if (!meant_bad(l, path, "text") && !meant_bad(l, path, "tokens"))
+            loader_error(l, node, "tokens",
+                         "the scene needs 'text' (a sentence) or 'tokens' (a list of strings)");
         loader_mark_bad(l, "text");
         return;
     }
@@ -1398,6 +1408,15 @@ static int nearest_field(const struct mapping *m, const char *key, int *distance
     return str_nearest(key, keys, n, distance);
 }
 
+/* The key the message of an unknown key names is taken as given but unknown: its value is a
+ * default, so checks that read it would complain about that default. */
+static void mark_meant(struct loader *l, const char *path, const char *key)
+{
+    char meant[DIAG_PATH_MAX];
+    join(meant, path, key);
+    loader_mark_bad(l, meant);
+}
+
 static void unknown_key(struct loader *l, const struct mapping *m, int knode, const char *path)
 {
     const char *key = str_of(l, knode);
@@ -1412,6 +1431,7 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
     if (best >= 0) {
         loader_error(l, knode, kpath, "unknown key '%.60s'%s (did you mean '%s'?)", key, in,
                      m->fields[best].key);
+        mark_meant(l, path, m->fields[best].key);
         return;
     }
     if (m == &top_map) {
@@ -1422,6 +1442,7 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
             if (find_field(nested_maps[i], key) >= 0) {
                 loader_error(l, knode, kpath, "unknown key '%s' (it belongs under '%s')", key,
                              nested_maps[i]->name);
+                mark_meant(l, nested_maps[i]->name, key);
                 return;
             }
             int j = nearest_field(nested_maps[i], key, &d);
@@ -1434,10 +1455,12 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
         if (near_map) {
             loader_error(l, knode, kpath, "unknown key '%.60s' (did you mean '%s' under '%s'?)",
                          key, near_map->fields[near].key, near_map->name);
+            mark_meant(l, near_map->name, near_map->fields[near].key);
             return;
         }
     } else if (find_field(&top_map, key) >= 0) {
         loader_error(l, knode, kpath, "unknown key '%s'%s (it belongs at the top level)", key, in);
+        mark_meant(l, "", key);
         return;
     }
     char valid[384];
