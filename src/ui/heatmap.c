@@ -256,7 +256,7 @@ static void draw(struct panel *p, struct ui *ui)
             else
                 attr = theme_cell_attr(t, x, lo, hi, diverging, &shade);
             if (i == a->row && j == a->col)
-                attr = (attr & ~A_DIM) | A_REVERSE | A_BOLD;
+                attr = theme_cursor_attr(t, attr);
             /* Without 256 colours a shade block leads the cell, after a blank, so it is never
              * read as part of the neighbour's number. */
             if (shaded)

@@ -72,7 +72,10 @@ static int text_on(struct rgb c)
     return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140 ? COLOR_BLACK : 15;
 }
 
-enum { PAIR_ROLE0 = 1, PAIR_SEQ0 = 32, PAIR_DIV0 = 64 };
+/* Pairs numbered compactly: an 8-colour xterm has only 64, and a pair past that is refused by
+ * init_pair and drawn black on black. 1 + 14 roles + 2 x 16 steps = 47. */
+enum { PAIR_ROLE0 = 1, PAIR_SEQ0 = PAIR_ROLE0 + ROLE_COUNT, PAIR_DIV0 = PAIR_SEQ0 + SCALE_STEPS };
+_Static_assert(PAIR_DIV0 + SCALE_STEPS <= 64, "colour pairs must fit an 8-colour terminal");
 
 static int pair_attr(int pair, int fg, int bg)
 {
@@ -140,7 +143,7 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
 {
     memset(t, 0, sizeof(*t));
     const char *no_color = getenv("NO_COLOR");
-    if ((no_color && no_color[0]) || !has_colors())
+    if ((no_color && no_color[0]) || !has_colors() || COLOR_PAIRS < PAIR_DIV0 + SCALE_STEPS)
         t->mode = COLOR_MODE_MONO;
     else
         t->mode = COLORS >= 256 ? COLOR_MODE_256 : COLOR_MODE_8;
@@ -187,6 +190,11 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
         }
         t->role_attr[r] = attr | pair_attr(PAIR_ROLE0 + r, fg, bg);
     }
+    /* A cursor role without colours keeps the cell's colour and adds its attributes, so the
+     * value under the cursor stays on the scale. */
+    t->cursor_keeps_color = t->mode == COLOR_MODE_MONO || (roles[ROLE_CURSOR].fg == COLOR_DEFAULT &&
+                                                           roles[ROLE_CURSOR].bg == COLOR_DEFAULT);
+    t->cursor_attrs = spec_attrs(roles[ROLE_CURSOR].attrs);
     init_scales(t);
 }
 
@@ -212,4 +220,11 @@ int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool div
         *shade = t->mode == COLOR_MODE_256 ? " " : shades[(int)(level * 4 + 0.5)];
     }
     return diverging ? t->div_attr[step] : t->seq_attr[step];
+}
+
+int theme_cursor_attr(const struct theme *t, int cell_attr)
+{
+    if (!t->cursor_keeps_color)
+        return t->role_attr[ROLE_CURSOR];
+    return (cell_attr & ~A_DIM) | t->cursor_attrs;
 }

@@ -46,6 +46,8 @@ struct theme {
     int seq_attr[SCALE_STEPS]; /* sequential scale cells */
     int div_attr[SCALE_STEPS]; /* diverging scale cells */
     int scale, diverging;      /* indices into theme_scale_names / theme_div_names */
+    bool cursor_keeps_color;   /* the cursor role sets no colour: the cell keeps its own */
+    int cursor_attrs;          /* the cursor role's attributes (bold, reverse, ...) */
 };
 
 extern const char *const theme_role_names[ROLE_COUNT];
@@ -65,5 +67,7 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
  * stages use the diverging scale symmetric around 0. */
 int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
                     const char **shade);
+/* The attribute of the cell under the cursor, given the cell's own. */
+int theme_cursor_attr(const struct theme *t, int cell_attr);
 
 #endif
