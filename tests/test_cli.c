@@ -54,8 +54,9 @@ struct run {
     char *out, *err;
 };
 
-/* Runs ATTNSCOPE_BIN with args (NULL-terminated, without argv[0]). */
-static struct run run_args(const char *const *args)
+/* Runs ATTNSCOPE_BIN with args (NULL-terminated, without argv[0]), its standard output going
+ * to stdout_to (NULL: a scratch file, read back into out). */
+static struct run run_to(const char *stdout_to, const char *const *args)
 {
     const char *bin = getenv("ATTNSCOPE_BIN");
     if (!bin)
@@ -63,6 +64,8 @@ static struct run run_args(const char *const *args)
     char out_path[4200], err_path[4200];
     snprintf(out_path, sizeof(out_path), "%s/stdout", scratch);
     snprintf(err_path, sizeof(err_path), "%s/stderr", scratch);
+    if (stdout_to)
+        tu_write_text(out_path, "");
 
     const char *argv[32];
     int argc = 0;
@@ -76,7 +79,8 @@ static struct run run_args(const char *const *args)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, stdout_to ? stdout_to : out_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid;
     int rc = posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ);
@@ -93,7 +97,8 @@ static struct run run_args(const char *const *args)
     return r;
 }
 
-#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+#define RUN(...)          run_to(NULL, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_TO(path, ...) run_to(path, (const char *const[]){__VA_ARGS__, NULL})
 
 static void run_free(struct run *r)
 {
@@ -301,7 +306,7 @@ static void test_export_writes_files(void **state)
     }
 
     /* The resolved scene is a valid scene and prints the same output. */
-    char yaml[4400];
+    char yaml[8200];
     snprintf(yaml, sizeof(yaml), "%s/scene.yaml", dir);
     r = RUN("check", yaml);
     expect_status(&r, 0);
@@ -315,11 +320,73 @@ static void test_export_writes_files(void **state)
     char good[4200];
     snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
     tu_write_text(good, good_scene);
-    char opt[4300];
-    snprintf(opt, sizeof(opt), "--output=%s", scratch_path("export/two"));
+    char opt[4400], two[4300];
+    snprintf(two, sizeof(two), "%s", scratch_path("export/two"));
+    snprintf(opt, sizeof(opt), "--output=%s", two);
     r = RUN("export", good, opt);
     expect_status(&r, 0);
+    expect_contains(r.out, two);
     run_free(&r);
+    /* It wrote good.yaml's export there: its scene prints exactly what good.yaml prints. */
+    snprintf(yaml, sizeof(yaml), "%s/scene.yaml", two);
+    struct run want = RUN("print", good), have = RUN("print", yaml);
+    expect_status(&want, 0);
+    expect_status(&have, 0);
+    assert_string_equal(have.out, want.out);
+    run_free(&want);
+    run_free(&have);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", two, files[i]);
+        bool wrapper_only = strstr(files[i], "head1") || strstr(files[i], "out.csv");
+        struct stat st;
+        if (!wrapper_only && stat(path, &st) != 0)
+            fail_msg("%s was not written", path);
+    }
+}
+
+/* Output that never arrives is an error for every command: exit 1 and a message. */
+static void test_stdout_errors(void **state)
+{
+    (void)state;
+    char dir[4300], good[4300];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("export/full"));
+    snprintf(good, sizeof(good), "%s", scratch_path("good.yaml"));
+    tu_write_text(good, good_scene);
+    const char *const cmds[][6] = {
+        {"check", good, NULL},
+        {"print", good, NULL},
+        {"export", good, "-o", dir, NULL},
+        {"bench", "-n", "3", good, NULL},
+        {"keys", NULL},
+        {"--help", NULL},
+        {"--version", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        struct run r = run_to("/dev/full", cmds[i]);
+        if (r.status != 1 || !strstr(r.err, "cannot write to standard output: No space left"))
+            fail_msg("attnscope %s > /dev/full: status %d, stderr:\n%s", cmds[i][0], r.status,
+                     r.err);
+        run_free(&r);
+    }
+}
+
+/* A folder that is not an export is never replaced. */
+static void test_export_refuses_foreign_folder(void **state)
+{
+    (void)state;
+    char dir[4300], notes[4400];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("mine"));
+    mkdir(dir, 0755);
+    snprintf(notes, sizeof(notes), "%s/notes.txt", dir);
+    tu_write_text(notes, "keep me\n");
+    struct run r = RUN("export", "-o", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, "not an attnscope export (notes.txt)");
+    run_free(&r);
+    char *kept = tu_must_read_file(notes, NULL);
+    assert_string_equal(kept, "keep me\n");
+    free(kept);
 }
 
 static void test_export_bad_output_path(void **state)
@@ -358,6 +425,8 @@ int main(void)
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),
         cmocka_unit_test(test_export_bad_output_path),
+        cmocka_unit_test(test_stdout_errors),
+        cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_bench),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

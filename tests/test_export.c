@@ -486,53 +486,200 @@ static void test_export_dir_blocked_by_file(void **state)
     computed_free(&c);
 }
 
-/* A file cannot be replaced (a folder sits at its name) halfway through the export: the error
- * names that file and no temporary file is left anywhere. */
-static void test_export_fails_midway_without_temp_files(void **state)
+/* Every file under root with its contents, one "path\tbytes\n" entry per file: equal strings
+ * mean equal folders. */
+static char *snapshot(const char *root)
+{
+    char *names = list_files(root);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    for (char *line = names; *line;) {
+        char *nl = strchr(line, '\n');
+        *nl = '\0';
+        char path[8192];
+        snprintf(path, sizeof(path), "%s/%s", root, line);
+        size_t n;
+        char *data = tu_must_read_file(path, &n);
+        fprintf(f, "%s\t", line);
+        fwrite(data, 1, n, f);
+        fputc('\n', f);
+        free(data);
+        line = nl + 1;
+    }
+    fclose(f);
+    free(names);
+    return out;
+}
+
+/* The hidden names beside dir (temporary folders of an export), one per line. */
+static char *hidden_beside(const char *parent)
+{
+    char *out = calloc(1, 4096);
+    assert_non_null(out);
+    DIR *d = opendir(parent);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            strlen(out) + strlen(e->d_name) + 2 < 4096) {
+            strcat(out, e->d_name);
+            strcat(out, "\n");
+        }
+    closedir(d);
+    return out;
+}
+
+/* A re-export that fails at any file (a full disk, injected at the n-th file written) leaves
+ * the previous export exactly as it was, and no temporary folder beside it. */
+static void test_export_all_or_nothing(void **state)
+{
+    (void)state;
+    struct computed two, one;
+    split_scene(&two); /* 2 heads */
+    split_scene(&one);
+    one.scene.attn.heads = 1; /* 1 head, other numbers: nothing of it may leak into the old */
+    one.scene.seed = 7;
+    computed_free(&one);
+    split_scene(&one);
+    one.scene.attn.heads = 1;
+    one.scene.seed = 7;
+    compute(&one);
+    char *tmp = tu_make_tmpdir("export");
+    char out[4096];
+    snprintf(out, sizeof(out), "%s/out", tmp);
+    export_ok(out, &two);
+    char *before = snapshot(out);
+    int files = 0;
+    char *names = list_files(out);
+    for (char *q = names; (q = strchr(q, '\n')) != NULL; q++)
+        files++;
+    free(names);
+    assert_true(files > 20);
+    for (int n = 1; n <= files; n++) {
+        fsutil_fail_nth_write(n);
+        struct diag err;
+        int rc = export_dir(out, &one.scene, &one.model, &one.run, &err);
+        fsutil_fail_nth_write(0);
+        if (rc == 0)
+            break; /* the new export has fewer files than n */
+        /* The message names the file in the folder the user asked for. */
+        if (strncmp(err.file, out, strlen(out)) != 0 || !strstr(err.msg, "No space left"))
+            fail_msg("file %d: the error names '%s': %s", n, err.file, err.msg);
+        char *after = snapshot(out);
+        if (strcmp(before, after) != 0)
+            fail_msg("a failure at file %d changed the previous export", n);
+        free(after);
+        char *hidden = hidden_beside(tmp);
+        if (hidden[0])
+            fail_msg("a failure at file %d left temporary folders:\n%s", n, hidden);
+        free(hidden);
+    }
+    /* Without a failure the new export replaces the old one whole: no head1 left over. */
+    export_ok(out, &one);
+    names = list_files(out);
+    assert_null(strstr(names, "head1/"));
+    assert_non_null(strstr(names, "head0/weights.csv\n"));
+    free(names);
+    char *hidden = hidden_beside(tmp);
+    assert_string_equal(hidden, "");
+    free(hidden);
+    free(before);
+    tu_remove_tree(tmp);
+    free(tmp);
+    computed_free(&one);
+    computed_free(&two);
+}
+
+/* A folder that is not an earlier export is the user's: never replaced, nothing written. */
+static void test_export_refuses_foreign_folder(void **state)
 {
     (void)state;
     struct computed c;
     split_scene(&c);
     char *tmp = tu_make_tmpdir("export");
-    char blocker[4096];
-    snprintf(blocker, sizeof(blocker), "%s/head1/weights.csv", tmp);
+    char notes[4200];
+    snprintf(notes, sizeof(notes), "%s/notes.txt", tmp);
+    tu_write_text(notes, "mine\n");
     struct diag err;
-    assert_int_equal(fsutil_mkdir_p(blocker, &err), 0);
-    char inner[4200];
-    snprintf(inner, sizeof(inner), "%s/keep", blocker); /* a non-empty folder: rename fails */
-    tu_write_text(inner, "");
-
     assert_int_equal(export_dir(tmp, &c.scene, &c.model, &c.run, &err), -1);
-    assert_non_null(strstr(err.file, "head1/weights.csv"));
+    assert_string_equal(err.file, tmp);
+    assert_non_null(strstr(err.msg, "not an attnscope export (notes.txt)"));
     char *files = list_files(tmp);
-    for (char *p = files; (p = strchr(p, '.')) != NULL; p++)
-        if (p == files || p[-1] == '/' || p[-1] == '\n')
-            fail_msg("a temporary file was left behind:\n%s", files);
-    assert_non_null(strstr(files, "head0/weights.csv\n"));
-    assert_non_null(strstr(files, "head1/weights.csv/keep\n"));
+    assert_string_equal(files, "notes.txt\n");
     free(files);
-
+    /* An empty folder is fine, and so is "." refused with a hint rather than swapped. */
+    char empty[4200];
+    snprintf(empty, sizeof(empty), "%s/empty", tmp);
+    assert_int_equal(mkdir(empty, 0755), 0);
+    export_ok(empty, &c);
+    snprintf(empty, sizeof(empty), "%s/empty/.", tmp);
+    assert_int_equal(export_dir(empty, &c.scene, &c.model, &c.run, &err), -1);
+    assert_non_null(strstr(err.msg, "a folder of its own"));
     tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
 }
 
-/* A read-only folder (not testable as root, who may write anyway). */
-static void test_export_read_only_dir(void **state)
+/* A temporary folder left by a kill -9 is removed by the next export; one of a process still
+ * running (another export) is left alone. */
+static void test_export_removes_stale_temp(void **state)
 {
     (void)state;
-    if (geteuid() == 0)
-        skip();
     struct computed c;
     split_scene(&c);
     char *tmp = tu_make_tmpdir("export");
-    assert_int_equal(chmod(tmp, 0555), 0);
+    char stale[4200], live[4200], out[4200];
+    /* Above any pid_max: no such process. */
+    snprintf(stale, sizeof(stale), "%s/.out.attnscope-2147483000-AbCdEf", tmp);
+    snprintf(live, sizeof(live), "%s/.out.attnscope-%ld-XyZxYz", tmp, (long)getppid());
+    snprintf(out, sizeof(out), "%s/out", tmp);
     struct diag err;
-    assert_int_equal(export_dir(tmp, &c.scene, &c.model, &c.run, &err), -1);
-    assert_non_null(strstr(err.file, tmp));
-    char *files = list_files(tmp);
-    assert_string_equal(files, "");
-    free(files);
+    assert_int_equal(fsutil_mkdir_p(stale, &err), 0);
+    assert_int_equal(fsutil_mkdir_p(live, &err), 0);
+    char junk[4300];
+    snprintf(junk, sizeof(junk), "%s/head0", stale);
+    assert_int_equal(fsutil_mkdir_p(junk, &err), 0);
+    export_ok(out, &c);
+    char *hidden = hidden_beside(tmp);
+    char want[256];
+    snprintf(want, sizeof(want), ".out.attnscope-%ld-XyZxYz\n", (long)getppid());
+    assert_string_equal(hidden, want);
+    free(hidden);
+    tu_remove_tree(tmp);
+    free(tmp);
+    computed_free(&c);
+}
+
+/* A large layer: its matrices go to .npy files in scene.data/, and the export loads back and
+ * reproduces itself byte for byte (an inline scene.yaml of it would be over the file limit). */
+static void test_export_large_matrices_side_files(void **state)
+{
+    (void)state;
+    struct computed c;
+    scene_init(&c.scene);
+    char *tokens[8] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    struct diag err;
+    assert_int_equal(scene_set_tokens(&c.scene, tokens, 8, &err), 0);
+    c.scene.embed.dim = 512;
+    c.scene.attn.heads = 4;
+    compute(&c);
+    check_reexport(&c);
+    char *tmp = tu_make_tmpdir("export");
+    export_ok(tmp, &c);
+    char *names = list_files(tmp);
+    assert_non_null(strstr(names, "scene.data/weights.query-"));
+    assert_non_null(strstr(names, "scene.data/weights.out-"));
+    assert_null(strstr(names, "scene.data/embeddings-")); /* 8 x 512 stays inline */
+    free(names);
+    char yaml[4200];
+    snprintf(yaml, sizeof(yaml), "%s/scene.yaml", tmp);
+    size_t len;
+    char *text = tu_must_read_file(yaml, &len);
+    assert_true(len < 200000);
+    assert_non_null(strstr(text, "  query: {file: scene.data/weights.query-"));
+    free(text);
     tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);
@@ -550,8 +697,10 @@ int main(void)
         cmocka_unit_test(test_export_reexport_split),
         cmocka_unit_test(test_export_reexport_wrapper),
         cmocka_unit_test(test_export_dir_blocked_by_file),
-        cmocka_unit_test(test_export_fails_midway_without_temp_files),
-        cmocka_unit_test(test_export_read_only_dir),
+        cmocka_unit_test(test_export_all_or_nothing),
+        cmocka_unit_test(test_export_refuses_foreign_folder),
+        cmocka_unit_test(test_export_removes_stale_temp),
+        cmocka_unit_test(test_export_large_matrices_side_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,9 +5,13 @@
  * fsync'ed, then renamed over the target; on any failure the temporary file is removed and the
  * target is left as it was.
  */
+#define _GNU_SOURCE /* renameat2, syncfs */
 #include "fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +149,18 @@ bool fsutil_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+static int fail_countdown;
+
+void fsutil_fail_nth_write(int n)
+{
+    fail_countdown = n;
+}
+
+static bool injected_failure(void)
+{
+    return fail_countdown > 0 && --fail_countdown == 0;
+}
+
 /* Syncs the folder holding path so the rename itself survives a crash (best effort). */
 static void sync_dir_of(const char *path, size_t dir_len)
 {
@@ -157,6 +173,13 @@ static void sync_dir_of(const char *path, size_t dir_len)
         close(fd);
     }
     free(dir);
+}
+
+static mode_t target_mode_mask(void)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    return mask;
 }
 
 /* A replaced file keeps its permissions (a private 0600 file stays private); a new one gets
@@ -208,7 +231,9 @@ int fsutil_write_atomic(const char *path, bool overwrite,
     struct diag werr;
     diag_clear(&werr);
     int rc = 0;
-    if (write_fn(f, ctx, &werr) != 0) {
+    if (injected_failure()) {
+        rc = fs_error(err, path, "cannot write: %s", strerror(ENOSPC));
+    } else if (write_fn(f, ctx, &werr) != 0) {
         if (err) {
             *err = werr;
             if (!err->file[0])
@@ -252,4 +277,207 @@ int fsutil_write_atomic(const char *path, bool overwrite,
         sync_dir_of(path, dir_len);
     free(tmp);
     return rc;
+}
+
+int fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, struct diag *err),
+                     void *ctx, struct diag *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return fs_error(err, path, "cannot create: %s", strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        return fs_error(err, path, "cannot open: %s", strerror(e));
+    }
+    struct diag werr;
+    diag_clear(&werr);
+    int rc = 0;
+    if (injected_failure()) {
+        rc = fs_error(err, path, "cannot write: %s", strerror(ENOSPC));
+    } else if (write_fn(f, ctx, &werr) != 0) {
+        if (err) {
+            *err = werr;
+            if (!err->file[0])
+                snprintf(err->file, sizeof(err->file), "%s", path);
+            if (!err->msg[0])
+                snprintf(err->msg, sizeof(err->msg), "cannot write");
+        }
+        rc = -1;
+    } else if (fflush(f) != 0 || ferror(f)) {
+        rc = fs_error(err, path, "cannot write: %s", strerror(errno));
+    }
+    if (fclose(f) != 0 && rc == 0)
+        rc = fs_error(err, path, "cannot write: %s", strerror(errno));
+    if (rc != 0)
+        unlink(path);
+    return rc;
+}
+
+int fsutil_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    int rc = 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(path) + strlen(e->d_name) + 2;
+        char *sub = malloc(n);
+        if (!sub) {
+            rc = -1;
+            continue;
+        }
+        snprintf(sub, n, "%s/%s", path, e->d_name);
+        if (fsutil_remove_tree(sub) != 0)
+            rc = -1;
+        free(sub);
+    }
+    closedir(d);
+    if (rmdir(path) != 0)
+        return -1;
+    return rc;
+}
+
+/* The folder holding target ("." when it has none, "/" for "/name") and its base name. */
+static void split_target(const char *target, char *dir, size_t size, const char **base)
+{
+    const char *slash = strrchr(target, '/');
+    *base = slash ? slash + 1 : target;
+    if (!slash)
+        snprintf(dir, size, ".");
+    else
+        snprintf(dir, size, "%.*s", slash == target ? 1 : (int)(slash - target), target);
+}
+
+/* Removes ".<base>.attnscope-<pid>-*" folders beside target whose process is gone. */
+static void remove_stale(const char *target)
+{
+    char dir[4096], prefix[512];
+    const char *base;
+    split_target(target, dir, sizeof(dir), &base);
+    int plen = snprintf(prefix, sizeof(prefix), ".%s.attnscope-", base);
+    if (plen < 0 || (size_t)plen >= sizeof(prefix))
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0)
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        if (end == e->d_name + plen || *end != '-' || pid <= 0)
+            continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* ours, or another export still running */
+        char path[4096 + 512];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        fsutil_remove_tree(path);
+    }
+    closedir(d);
+}
+
+int fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, struct diag *err)
+{
+    memset(tx, 0, sizeof(*tx));
+    size_t n = strlen(target);
+    while (n > 1 && target[n - 1] == '/')
+        n--; /* "out/" is "out" */
+    if (n == 0 || n >= sizeof(tx->target) - 64)
+        return fs_error(err, target, n ? "the folder name is too long" : "empty folder name");
+    memcpy(tx->target, target, n);
+    tx->target[n] = '\0';
+    const char *base = strrchr(tx->target, '/');
+    base = base ? base + 1 : tx->target;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return fs_error(err, target,
+                        "export writes a folder of its own: give its name (like out/export)");
+    char dir[4096];
+    split_target(tx->target, dir, sizeof(dir), &base);
+    if (fsutil_mkdir_p(dir, err) != 0) /* the parent, as mkdir -p would */
+        return -1;
+    remove_stale(tx->target);
+    int len = snprintf(tx->tmp, sizeof(tx->tmp), "%.*s.%s.attnscope-%ld-XXXXXX",
+                       (int)(base - tx->target), tx->target, base, (long)getpid());
+    if (len < 0 || (size_t)len >= sizeof(tx->tmp))
+        return fs_error(err, target, "the folder name is too long");
+    if (!mkdtemp(tx->tmp))
+        return fs_error(err, tx->target, "cannot create a temporary folder beside it: %s",
+                        strerror(errno));
+    return 0;
+}
+
+void fsutil_dirswap_abort(struct fsutil_dirswap *tx)
+{
+    if (tx->tmp[0])
+        fsutil_remove_tree(tx->tmp);
+    tx->tmp[0] = '\0';
+}
+
+int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
+{
+    /* Everything on disk before the folder becomes visible under its name. */
+    int fd = open(tx->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || syncfs(fd) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        fsutil_dirswap_abort(tx);
+        return fs_error(err, tx->target, "cannot sync the export to disk: %s", strerror(e));
+    }
+    close(fd);
+    chmod(tx->tmp, 0777 & ~target_mode_mask());
+    struct stat st;
+    bool existed = lstat(tx->target, &st) == 0;
+    if (!existed) {
+        if (rename(tx->tmp, tx->target) != 0) {
+            int e = errno;
+            fsutil_dirswap_abort(tx);
+            return fs_error(err, tx->target, "cannot create: %s", strerror(e));
+        }
+        tx->tmp[0] = '\0';
+    } else if (renameat2(AT_FDCWD, tx->tmp, AT_FDCWD, tx->target, RENAME_EXCHANGE) != 0) {
+        if (errno != EINVAL && errno != ENOSYS) {
+            int e = errno;
+            fsutil_dirswap_abort(tx);
+            return fs_error(err, tx->target, "cannot replace: %s", strerror(e));
+        }
+        /* No exchange on this file system: move the old one aside, then the new one in. */
+        char old[sizeof(tx->tmp)];
+        if (snprintf(old, sizeof(old), "%.4088s-old", tx->tmp) >= (int)sizeof(old)) {
+            fsutil_dirswap_abort(tx);
+            return fs_error(err, tx->target, "the folder name is too long");
+        }
+        if (rename(tx->target, old) != 0) {
+            int e = errno;
+            fsutil_dirswap_abort(tx);
+            return fs_error(err, tx->target, "cannot replace: %s", strerror(e));
+        }
+        if (rename(tx->tmp, tx->target) != 0) {
+            int e = errno;
+            rename(old, tx->target);
+            fsutil_dirswap_abort(tx);
+            return fs_error(err, tx->target, "cannot replace: %s", strerror(e));
+        }
+        memcpy(tx->tmp, old, sizeof(old));
+    }
+    /* tmp now holds the previous folder (or nothing). */
+    const char *slash = strrchr(tx->target, '/');
+    sync_dir_of(tx->target, slash ? (size_t)(slash - tx->target) + 1 : 0);
+    if (tx->tmp[0] && fsutil_remove_tree(tx->tmp) != 0)
+        tx->left_old = true;
+    else
+        tx->tmp[0] = '\0';
+    return 0;
 }

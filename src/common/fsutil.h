@@ -26,4 +26,32 @@ int fsutil_write_atomic(const char *path, bool overwrite,
 
 bool fsutil_exists(const char *path);
 
+/* Writes a new file with write(f, ctx): created exclusively, checked on close, no rename.
+ * For files inside a folder that is itself swapped into place (fsutil_dirswap). */
+int fsutil_write_new(const char *path, int (*write)(FILE *f, void *ctx, struct diag *err),
+                     void *ctx, struct diag *err);
+
+/* Removes path and everything below it, never following symbolic links. Returns 0, or -1
+ * (errno set) when something could not be removed. */
+int fsutil_remove_tree(const char *path);
+
+/* A folder written all or nothing (export). begin creates a fresh temporary folder beside the
+ * target, ".<name>.attnscope-<pid>-XXXXXX", first removing such folders that processes no longer
+ * running left behind (a kill -9). The caller fills tmp; commit syncs it and swaps it with the
+ * target in one rename (RENAME_EXCHANGE; where the file system cannot, two renames, the old one
+ * restored on failure), then removes the previous folder. abort removes tmp. A failure at any
+ * point before the swap leaves the target exactly as it was. */
+struct fsutil_dirswap {
+    char target[4096];
+    char tmp[4096];
+    bool left_old; /* commit could not remove the previous folder; it stays at tmp */
+};
+int fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, struct diag *err);
+int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err);
+void fsutil_dirswap_abort(struct fsutil_dirswap *tx);
+
+/* For tests: from now on the n-th file written (fsutil_write_atomic or fsutil_write_new)
+ * fails as a full disk would (ENOSPC); 0 turns it off. */
+void fsutil_fail_nth_write(int n);
+
 #endif

@@ -1,14 +1,19 @@
 /* export: every stage of a forward pass as files other tools can read.
  *
- * The layout is the contract of README.md ("Export format"). Each file goes through
- * fsutil_write_atomic, so a reader (or a crash) never sees half a file. The resolved scene.yaml
- * makes the export reproducible: loading it and exporting again gives the same bytes.
+ * The layout is the contract of README.md ("Export format"). The whole folder is written all
+ * or nothing: into a fresh temporary folder beside the target, swapped into place only when
+ * every file is complete (fsutil_dirswap), so a failure or a kill -9 half-way leaves the
+ * previous export intact and never a mix of two. The resolved scene.yaml (large matrices as
+ * .npy files in scene.data/) makes the export reproducible: loading it and exporting again gives
+ * the same bytes.
  */
 #include "export.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/fsutil.h"
 #include "scenefile/scenefile.h"
@@ -31,9 +36,15 @@ static int write_csv(FILE *f, void *ctx, struct diag *err)
     return 0;
 }
 
+struct scene_job {
+    const struct scene *s;
+    struct scenefile_sidecar *side;
+};
+
 static int write_scene(FILE *f, void *ctx, struct diag *err)
 {
-    return scenefile_write(f, ctx, true, err);
+    const struct scene_job *job = ctx;
+    return scenefile_write_side(f, job->s, true, job->side, err);
 }
 
 /* Names path in err unless the failing call already named a file (fsutil names the folder or
@@ -71,7 +82,7 @@ static int put_csv(const char *dir, const char *sub, const char *name, struct ma
     if (join_path(path, dir, sub ? sub : name, sub ? name : NULL, err) != 0)
         return -1;
     struct csv_job job = {v, corner, rows, cols};
-    if (fsutil_write_atomic(path, true, write_csv, &job, err) != 0)
+    if (fsutil_write_new(path, write_csv, &job, err) != 0)
         return fail_at(err, path);
     return 0;
 }
@@ -205,23 +216,25 @@ out:
     return rc;
 }
 
-int export_dir(const char *dir, const struct scene *s, const struct model *m,
-               const struct attn_run *r, struct diag *err)
+/* Every file of the layout into dir, a fresh folder. */
+static int export_files(const char *dir, const struct scene *s, const struct model *m,
+                        const struct attn_run *r, struct diag *err)
 {
-    diag_clear(err);
-    char path[EXPORT_PATH_MAX];
-    if (fsutil_mkdir_p(dir, err) != 0)
-        return fail_at(err, dir);
-
+    char path[EXPORT_PATH_MAX], side_dir[EXPORT_PATH_MAX];
     /* scene.yaml first: with it the rest can always be regenerated. */
     struct scene resolved;
     if (scene_from_model(&resolved, s, m) != 0) {
         diag_set(err, NULL, "out of memory while resolving the scene");
         return fail_at(err, dir);
     }
+    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data"};
+    struct scene_job job = {&resolved, &side};
     int rc = join_path(path, dir, "scene.yaml", NULL, err);
-    if (rc == 0 && fsutil_write_atomic(path, true, write_scene, &resolved, err) != 0)
+    if (rc == 0)
+        rc = join_path(side_dir, dir, "scene.data", NULL, err);
+    if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
         rc = fail_at(err, path);
+    scenefile_sidecar_free(&side);
     scene_free(&resolved);
     if (rc != 0)
         return -1;
@@ -257,4 +270,90 @@ int export_dir(const char *dir, const struct scene *s, const struct model *m,
                 err) != 0)
         return -1;
     return 0;
+}
+
+/* Names an export folder holds: anything else means the folder is the user's, not ours. */
+static bool export_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (strcmp(name, "scene.yaml") == 0 || strcmp(name, "scene.data") == 0 ||
+        strcmp(name, "params") == 0)
+        return true;
+    if (n > 4 && strcmp(name + n - 4, ".csv") == 0 && name[0] != '.')
+        return true;
+    const char *digits = strncmp(name, "head", 4) == 0    ? name + 4
+                         : strncmp(name, "layer", 5) == 0 ? name + 5
+                                                          : NULL;
+    return digits && *digits && strspn(digits, "0123456789") == strlen(digits);
+}
+
+int export_check_target(const char *dir, struct diag *err)
+{
+    diag_clear(err);
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return 0; /* a new folder */
+    if (!S_ISDIR(st.st_mode)) {
+        diag_set(err, NULL, "is a file; export writes a folder");
+        return fail_at(err, dir);
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
+        return fail_at(err, dir);
+    }
+    bool scene = false, foreign = false;
+    char first[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (strcmp(e->d_name, "scene.yaml") == 0)
+            scene = true;
+        if (!export_name(e->d_name) && !foreign) {
+            foreign = true;
+            snprintf(first, sizeof(first), "%.200s", e->d_name);
+        }
+        if (!first[0])
+            snprintf(first, sizeof(first), "%.200s", e->d_name);
+    }
+    closedir(d);
+    if (!first[0])
+        return 0; /* empty */
+    if (foreign || !scene) {
+        diag_set(err, NULL,
+                 "holds files that are not an attnscope export (%s); export into a new or "
+                 "empty folder, or an earlier export",
+                 first);
+        return fail_at(err, dir);
+    }
+    return 0;
+}
+
+/* Rewrites a path in err from the temporary folder to the folder the user named. */
+static void name_target(struct diag *err, const struct fsutil_dirswap *tx)
+{
+    size_t n = strlen(tx->tmp);
+    if (n && strncmp(err->file, tx->tmp, n) == 0) {
+        char rest[DIAG_FILE_MAX];
+        snprintf(rest, sizeof(rest), "%s", err->file + n);
+        int half = (int)sizeof(err->file) / 2 - 1;
+        snprintf(err->file, sizeof(err->file), "%.*s%.*s", half, tx->target, half, rest);
+    }
+}
+
+int export_dir(const char *dir, const struct scene *s, const struct model *m,
+               const struct attn_run *r, struct diag *err)
+{
+    if (export_check_target(dir, err) != 0)
+        return -1;
+    struct fsutil_dirswap tx;
+    if (fsutil_dirswap_begin(&tx, dir, err) != 0)
+        return -1;
+    if (export_files(tx.tmp, s, m, r, err) != 0) {
+        name_target(err, &tx);
+        fsutil_dirswap_abort(&tx);
+        return -1;
+    }
+    return fsutil_dirswap_commit(&tx, err);
 }

@@ -26,12 +26,17 @@ int csv_write_table(FILE *f, struct mat_view v, const char *corner, char *const 
  * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
 int csv_format_float(char *out, size_t size, float x);
 
-/* Writes every file of the export layout into dir (created when missing), replacing files of
- * an earlier export. s is the scene as the user gave it; the resolved scene.yaml is derived
- * from s and m; r must hold attn_forward(r, m). Returns 0, or -1 with err naming the file
- * (err->file) that could not be written; files written before the failure stay. */
+/* Writes every file of the export layout as the folder dir, all or nothing: the files go into a
+ * temporary folder beside dir that replaces dir only once complete, so any failure leaves an
+ * earlier export in dir exactly as it was (see export_check_target for what may be replaced).
+ * s is the scene as the user gave it; the resolved scene.yaml is derived from s and m; r must
+ * hold attn_forward(r, m). Returns 0, or -1 with err naming the file (err->file). */
 int export_dir(const char *dir, const struct scene *s, const struct model *m,
                const struct attn_run *r, struct diag *err);
+/* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
+ * (scene.yaml and only the names an export writes). Anything else is the user's, and never
+ * replaced: -1, err says why. */
+int export_check_target(const char *dir, struct diag *err);
 
 /* Prints v the way print(t) shows a 2-D float32 tensor in PyTorch 1.13 with the default print
  * options (precision 4, linewidth 80, summarised above 1000 elements), newline included:

@@ -34,11 +34,35 @@ int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, 
  * printed to report as file:line:col with the line and a caret. Returns 0 or -1. */
 int scenefile_load_report(struct scene *out, const char *path, FILE *report);
 
-/* Writes s as YAML. With explicit, every default is written out too (resolved scenes). */
-int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err);
+/* Matrices larger than this many values, and every matrix once a file holds SCENEFILE_INLINE_TOTAL
+ * inline, are written to .npy side files, so a written scene stays readable and far below
+ * SCENEFILE_MAX_BYTES (a float takes at most 17 bytes of YAML). */
+#define SCENEFILE_INLINE_VALUES 65536
+#define SCENEFILE_INLINE_TOTAL  524288
 
-/* Writes s to path atomically (temporary file in the same folder, then rename). Refuses to
- * replace an existing file unless overwrite is set. */
+/* Where the side files of a scene go. Their names carry a hash of their contents
+ * ("weights.query-1f2e3d4c5b6a7980.npy"), so a file the previous YAML refers to is never
+ * overwritten with other numbers: a crash between writing them and the YAML leaves a
+ * consistent pair either way. */
+struct scenefile_sidecar {
+    const char *dir; /* folder for the .npy files, created when the first one is written */
+    const char *rel; /* how the YAML names that folder, relative to the YAML's own folder */
+    char **written;  /* out: the file names written or reused, n_written of them */
+    int n_written;
+};
+void scenefile_sidecar_free(struct scenefile_sidecar *side);
+
+/* Writes s as YAML, every matrix inline. With explicit, every default is written out too
+ * (resolved scenes). */
+int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err);
+/* The same, with large matrices in side files (side NULL: all inline). */
+int scenefile_write_side(FILE *out, const struct scene *s, bool explicit,
+                         struct scenefile_sidecar *side, struct diag *err);
+
+/* Writes s to path atomically (temporary file in the same folder, then rename); large matrices
+ * go to "<path without .yaml>.data/", and side files of an earlier save that the new YAML no
+ * longer names are removed afterwards. Refuses to replace an existing file unless overwrite is
+ * set. */
 int scenefile_save(const char *path, const struct scene *s, bool explicit, bool overwrite,
                    struct diag *err);
 

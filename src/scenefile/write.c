@@ -13,21 +13,29 @@
  */
 #include "scenefile/scenefile.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cnum.h"
 #include "common/fsutil.h"
+#include "common/npy.h"
 #include "common/utf8.h"
 #include "scenefile/loader.h"
 
 struct writer {
     FILE *f;
     const struct scene *s;
-    struct scene def; /* scene_init's values: what may be left out */
+    struct scene def;               /* scene_init's values: what may be left out */
+    struct scenefile_sidecar *side; /* where large matrices go, or NULL */
+    size_t inline_values;           /* written inline so far */
+    struct diag *err;
+    bool failed; /* a side file could not be written (err says why) */
     bool explicit;
 };
 
@@ -223,20 +231,137 @@ static void write_rows(FILE *f, const float *data, int rows, int cols, int strid
     fputc(']', f);
 }
 
-/* "<prefix>key: [[...]]" for a whole matrix or one head's column block. The prefix is what
- * starts the line ("  ", "    - "), so continuation rows line up under the first one. */
-static void write_matrix_key(FILE *f, const char *prefix, const char *key, const struct matrix *m,
-                             int col0, int cols)
+/* ---- side files --------------------------------------------------------------------------- */
+
+void scenefile_sidecar_free(struct scenefile_sidecar *side)
 {
+    for (int i = 0; i < side->n_written; i++)
+        free(side->written[i]);
+    free(side->written);
+    side->written = NULL;
+    side->n_written = 0;
+}
+
+/* True when a matrix of this many values goes to a side file; else it is counted inline. */
+static bool goes_aside(struct writer *w, size_t values)
+{
+    if (w->side &&
+        (values > SCENEFILE_INLINE_VALUES || w->inline_values + values > SCENEFILE_INLINE_TOTAL))
+        return true;
+    w->inline_values += values;
+    return false;
+}
+
+struct npy_job {
+    const void *data;
+    bool bytes; /* uint8 (a keep mask), else float32 */
+    int ndim;
+    size_t shape[3];
+};
+
+static int write_npy_cb(FILE *f, void *ctx, struct diag *err)
+{
+    const struct npy_job *j = ctx;
+    int rc = j->bytes ? npy_write_u8(f, j->data, j->ndim, j->shape)
+                      : npy_write_f32(f, j->data, j->ndim, j->shape);
+    return rc == 0 ? 0 : diag_set(err, "", "cannot write: output error");
+}
+
+/* Writes data to the side folder as "<name>-<hash>.npy" (kept when a file of that name exists:
+ * the same name is the same numbers) and "{file: <rel>/<that name>}" into the YAML. */
+static void write_aside(struct writer *w, const char *name, struct npy_job *job, size_t bytes)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a over the shape and the bytes */
+    const unsigned char *p = job->data;
+    for (int d = 0; d < job->ndim; d++)
+        h = (h ^ (uint64_t)job->shape[d]) * 1099511628211ull;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    char file[256], path[4096];
+    snprintf(file, sizeof(file), "%s-%016llx.npy", name, (unsigned long long)h);
+    fprintf(w->f, "{file: %s/%s}", w->side->rel, file);
+    if (w->failed)
+        return;
+    int len = snprintf(path, sizeof(path), "%s/%s", w->side->dir, file);
+    char **names = realloc(w->side->written, (size_t)(w->side->n_written + 1) * sizeof(*names));
+    if (len < 0 || (size_t)len >= sizeof(path) || !names) {
+        if (names)
+            w->side->written = names;
+        w->failed = true;
+        diag_set(w->err, "", names ? "the side-file path is too long" : "out of memory");
+        return;
+    }
+    w->side->written = names;
+    if (!(names[w->side->n_written] = strdup(file))) {
+        w->failed = true;
+        diag_set(w->err, "", "out of memory");
+        return;
+    }
+    w->side->n_written++;
+    if (fsutil_mkdir_p(w->side->dir, w->err) != 0) {
+        w->failed = true;
+        return;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        return;
+    if (fsutil_write_atomic(path, true, write_npy_cb, job, w->err) != 0)
+        w->failed = true;
+}
+
+/* Columns [col0, col0 + cols) of a matrix, to a side file. */
+static void write_matrix_aside(struct writer *w, const char *name, const struct matrix *m, int col0,
+                               int cols, bool vector)
+{
+    size_t n = (size_t)m->rows * (size_t)cols;
+    float *block = malloc((n ? n : 1) * sizeof(float));
+    if (!block) {
+        fputs("[]", w->f);
+        w->failed = true;
+        diag_set(w->err, "", "out of memory");
+        return;
+    }
+    for (int r = 0; r < m->rows; r++)
+        memcpy(block + (size_t)r * cols, m->data + (size_t)r * m->cols + col0,
+               (size_t)cols * sizeof(float));
+    struct npy_job job = {block, false, vector ? 1 : 2, {0}};
+    if (vector) {
+        job.shape[0] = (size_t)cols;
+    } else {
+        job.shape[0] = (size_t)m->rows;
+        job.shape[1] = (size_t)cols;
+    }
+    write_aside(w, name, &job, n * sizeof(float));
+    free(block);
+}
+
+/* "<prefix>key: [[...]]" for a whole matrix or one head's column block. The prefix is what
+ * starts the line ("  ", "    - "), so continuation rows line up under the first one. name is
+ * the key's path, for a side file. */
+static void write_matrix_key(struct writer *w, const char *prefix, const char *key,
+                             const char *name, const struct matrix *m, int col0, int cols)
+{
+    FILE *f = w->f;
     fprintf(f, "%s%s: ", prefix, key);
-    write_rows(f, m->data, m->rows, cols, m->cols, col0, (int)(strlen(prefix) + strlen(key)) + 2);
+    if (goes_aside(w, (size_t)m->rows * (size_t)cols))
+        write_matrix_aside(w, name, m, col0, cols, false);
+    else
+        write_rows(f, m->data, m->rows, cols, m->cols, col0,
+                   (int)(strlen(prefix) + strlen(key)) + 2);
     fputc('\n', f);
 }
 
-static void write_vector_key(FILE *f, const char *prefix, const char *key, const struct matrix *m,
-                             int col0, int cols)
+static void write_vector_key(struct writer *w, const char *prefix, const char *key,
+                             const char *name, const struct matrix *m, int col0, int cols)
 {
-    fprintf(f, "%s%s: [", prefix, key);
+    FILE *f = w->f;
+    fprintf(f, "%s%s: ", prefix, key);
+    if (goes_aside(w, (size_t)cols)) {
+        write_matrix_aside(w, name, m, col0, cols, true);
+        fputc('\n', f);
+        return;
+    }
+    fputc('[', f);
     for (int c = 0; c < cols; c++) {
         if (c > 0)
             fputs(", ", f);
@@ -245,11 +370,21 @@ static void write_vector_key(FILE *f, const char *prefix, const char *key, const
     fputs("]\n", f);
 }
 
-static void write_mask(FILE *f, const char *prefix, const struct scene *s)
+static void write_mask(struct writer *w, const char *prefix)
 {
+    const struct scene *s = w->s;
+    FILE *f = w->f;
     const unsigned char *mask = s->weights.dropout_mask;
     int n = s->weights.dropout_mask_n, heads = s->weights.dropout_mask_heads;
-    fprintf(f, "%sdropout_mask: [", prefix);
+    size_t count = (size_t)heads * (size_t)n * (size_t)n;
+    fprintf(f, "%sdropout_mask: ", prefix);
+    if (goes_aside(w, count)) {
+        struct npy_job job = {mask, true, 3, {(size_t)heads, (size_t)n, (size_t)n}};
+        write_aside(w, "weights.dropout_mask", &job, count);
+        fputc('\n', f);
+        return;
+    }
+    fputc('[', f);
     int open = (int)(strlen(prefix) + strlen("dropout_mask: "));
     for (int h = 0; h < heads; h++) {
         if (h > 0)
@@ -283,7 +418,7 @@ static void write_embeddings(struct writer *w)
     const struct scene *s = w->s;
     FILE *f = w->f;
     if (s->embed.kind == EMBED_EXPLICIT && s->embed.rows.data) {
-        write_matrix_key(f, "", "embeddings", &s->embed.rows, 0, s->embed.rows.cols);
+        write_matrix_key(w, "", "embeddings", "embeddings", &s->embed.rows, 0, s->embed.rows.cols);
     } else if (w->explicit || s->embed.kind != w->def.embed.kind ||
                s->embed.dim != w->def.embed.dim || s->embed.seed.set) {
         bool first = false;
@@ -326,7 +461,7 @@ static void write_positional(struct writer *w)
         fprintf(f, "  max_len: %d\n", s->pos.max_len);
     if (s->pos.seed.set)
         fprintf(f, "  seed: %llu\n", (unsigned long long)s->pos.seed.value);
-    write_matrix_key(f, "  ", "table", &s->pos.table, 0, s->pos.table.cols);
+    write_matrix_key(w, "  ", "table", "positional.table", &s->pos.table, 0, s->pos.table.cols);
 }
 
 static void write_attention(struct writer *w)
@@ -419,28 +554,33 @@ static void write_weights(struct writer *w)
                     continue;
                 /* "    - query: ..." for a head's first key, "      key: ..." after it. */
                 const char *prefix = i == 0 ? "    - " : "      ";
+                char name[64];
+                snprintf(name, sizeof(name), "weights.heads.%d.%s", h, names[i]);
                 if (i < 3)
-                    write_matrix_key(f, prefix, names[i], qkv[i], h * hd, hd);
+                    write_matrix_key(w, prefix, names[i], name, qkv[i], h * hd, hd);
                 else
-                    write_vector_key(f, prefix, names[i], qkv[i], h * hd, hd);
+                    write_vector_key(w, prefix, names[i], name, qkv[i], h * hd, hd);
             }
         }
     } else if (wt->set) {
         for (int i = 0; i < 6; i++) {
             if (!qkv[i]->data)
                 continue;
+            char name[64];
+            snprintf(name, sizeof(name), "weights.%s", names[i]);
             if (i < 3)
-                write_matrix_key(f, "  ", names[i], qkv[i], 0, qkv[i]->cols);
+                write_matrix_key(w, "  ", names[i], name, qkv[i], 0, qkv[i]->cols);
             else
-                write_vector_key(f, "  ", names[i], qkv[i], 0, qkv[i]->cols);
+                write_vector_key(w, "  ", names[i], name, qkv[i], 0, qkv[i]->cols);
         }
     }
     if (wt->set && wt->out.data)
-        write_matrix_key(f, "  ", "out", &wt->out, 0, wt->out.cols);
+        write_matrix_key(w, "  ", "out", "weights.out", &wt->out, 0, wt->out.cols);
     if (wt->set && wt->out_bias.data)
-        write_vector_key(f, "  ", "out_bias", &wt->out_bias, 0, wt->out_bias.cols);
+        write_vector_key(w, "  ", "out_bias", "weights.out_bias", &wt->out_bias, 0,
+                         wt->out_bias.cols);
     if (mask)
-        write_mask(f, "  ", s);
+        write_mask(w, "  ");
 }
 
 static void write_scene(struct writer *w)
@@ -479,7 +619,8 @@ static void write_scene(struct writer *w)
     write_weights(w);
 }
 
-int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err)
+int scenefile_write_side(FILE *out, const struct scene *s, bool explicit,
+                         struct scenefile_sidecar *side, struct diag *err)
 {
     struct diag scratch;
     if (!err)
@@ -487,30 +628,81 @@ int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag
     diag_clear(err);
     if (check_scene(s, err) != 0)
         return -1;
-    struct writer w = {.f = out, .s = s, .explicit = explicit};
+    struct writer w = {.f = out, .s = s, .explicit = explicit, .side = side, .err = err};
     scene_init(&w.def);
-
     write_scene(&w);
     scene_free(&w.def);
+    if (w.failed)
+        return -1;
     if (ferror(out))
         return diag_set(err, "", "cannot write the scene: output error");
     return 0;
 }
 
+int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err)
+{
+    return scenefile_write_side(out, s, explicit, NULL, err);
+}
+
 struct save_ctx {
     const struct scene *s;
     bool explicit;
+    struct scenefile_sidecar *side;
 };
 
 static int save_cb(FILE *f, void *ctx, struct diag *err)
 {
     const struct save_ctx *c = ctx;
-    return scenefile_write(f, c->s, c->explicit, err);
+    return scenefile_write_side(f, c->s, c->explicit, c->side, err);
+}
+
+/* Removes the side files of earlier saves that the YAML just written no longer names (only
+ * names of the "<key>-<16 hex>.npy" form), and the folder when it is left empty. */
+static void prune_side(const struct scenefile_sidecar *side)
+{
+    DIR *d = opendir(side->dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 22 || strcmp(e->d_name + n - 4, ".npy") != 0 || e->d_name[n - 21] != '-' ||
+            strspn(e->d_name + n - 20, "0123456789abcdef") != 16)
+            continue;
+        bool named = false;
+        for (int i = 0; i < side->n_written && !named; i++)
+            named = strcmp(side->written[i], e->d_name) == 0;
+        if (named)
+            continue;
+        char path[4096 + 256];
+        snprintf(path, sizeof(path), "%s/%s", side->dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(side->dir); /* only succeeds when empty */
 }
 
 int scenefile_save(const char *path, const struct scene *s, bool explicit, bool overwrite,
                    struct diag *err)
 {
-    struct save_ctx c = {.s = s, .explicit = explicit};
-    return fsutil_write_atomic(path, overwrite, save_cb, &c, err);
+    /* "dir/name.yaml" -> side files in "dir/name.data", named "name.data/..." by the YAML. */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t stem = strlen(path), bstem = strlen(base);
+    if (bstem > 5 && strcmp(base + bstem - 5, ".yaml") == 0)
+        stem -= 5, bstem -= 5;
+    else if (bstem > 4 && strcmp(base + bstem - 4, ".yml") == 0)
+        stem -= 4, bstem -= 4;
+    char dir[4096], rel[1024];
+    if (stem + 6 > sizeof(dir) || bstem + 6 > sizeof(rel))
+        return diag_set(err, "", "the file name is too long");
+    snprintf(dir, sizeof(dir), "%.*s.data", (int)stem, path);
+    snprintf(rel, sizeof(rel), "%.*s.data", (int)bstem, base);
+    struct scenefile_sidecar side = {.dir = dir, .rel = rel};
+    struct save_ctx c = {.s = s, .explicit = explicit, .side = &side};
+    int rc = fsutil_write_atomic(path, overwrite, save_cb, &c, err);
+    if (rc == 0)
+        prune_side(&side);
+    scenefile_sidecar_free(&side);
+    return rc;
 }

@@ -24,6 +24,7 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "config/config.h"
+#include "export/export.h"
 #include "scenefile/scenefile.h"
 
 #ifndef ATTNSCOPE_CONFIGS_DIR
@@ -245,20 +246,22 @@ void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *typed)
     case PROMPT_KNOB:
         accept_knob(ui, text);
         break;
-    case PROMPT_EXPORT:
+    case PROMPT_EXPORT: {
         if (!text[0])
             break;
-        if (fsutil_exists(text) && !is_dir(text)) {
-            app_refuse(a, "%.300s is a file; export writes a folder", text);
+        struct diag err;
+        if (export_check_target(text, &err) != 0) {
+            app_refuse(a, "%.300s %.300s", text, err.msg);
         } else if (fsutil_exists(text)) {
             snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
             char label[1100];
-            snprintf(label, sizeof(label), "folder %s exists: replace its files? (y/n)", text);
+            snprintf(label, sizeof(label), "%s holds an export: replace it? (y/n)", text);
             prompt_open(ui, PROMPT_CONFIRM_EXPORT, label, "");
         } else {
             do_export(ui, text);
         }
         break;
+    }
     case PROMPT_SAVE:
         if (!text[0])
             break;
