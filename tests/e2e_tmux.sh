@@ -156,6 +156,42 @@ pid=$(pgrep -n -f "^$BIN\$")
 check "SIGTERM: terminal restored" term restored term
 check "SIGTERM: exit status 143" term grep -qx 143 "$WORK/term.exit"
 
+# The terminal modes tmux tracks for the pane: alternate screen, cursor shown, keypad and mouse
+# modes. After attnscope exits they must be what the shell had before it started.
+term_flags() {
+  T display-message -p -t "$1" \
+    '#{alternate_on} #{cursor_flag} #{keypad_cursor_flag} #{keypad_flag} #{mouse_any_flag} #{mouse_standard_flag} #{mouse_button_flag} #{mouse_sgr_flag}'
+}
+fresh_flags="0 1 0 0 0 0 0 0"
+
+start hup 100 30 "$(wrapped hup)"
+wait_for hup "row Σ"
+pid=$(pgrep -n -f "^$BIN\$")
+[ -n "$pid" ] && kill -HUP "$pid"
+check "SIGHUP (the ssh window closed): terminal restored" hup restored hup
+check "SIGHUP: exit status 129" hup grep -qx 129 "$WORK/hup.exit"
+check "SIGHUP: screen modes restored" hup test "$(term_flags hup)" = "$fresh_flags"
+
+# A crash (SIGSEGV, SIGBUS, SIGABRT) restores the terminal first, then says what happened, and
+# dies of the signal as the system would.
+for sig in SEGV BUS ABRT; do
+  tag=crash$sig
+  start "$tag" 100 30 "$(wrapped "$tag")"
+  wait_for "$tag" "row Σ"
+  check "SIG$sig: the explorer has the alternate screen, keypad and mouse" "$tag" \
+    test "$(term_flags "$tag")" != "$fresh_flags"
+  pid=$(pgrep -n -f "^$BIN\$")
+  [ -n "$pid" ] && kill -"$sig" "$pid"
+  num=$(kill -l "$sig")
+  check "SIG$sig: terminal modes restored (stty)" "$tag" restored "$tag"
+  check "SIG$sig: exit status $((128 + num))" "$tag" grep -qx $((128 + num)) "$WORK/$tag.exit"
+  check "SIG$sig: screen, cursor, keypad and mouse restored" "$tag" \
+    test "$(term_flags "$tag")" = "$fresh_flags"
+  check "SIG$sig: says it crashed, after restoring" "$tag" \
+    grep -q "crashed with .*(SIG$sig); the terminal was restored" "$WORK/$tag.err"
+  T kill-session -t "$tag"
+done
+
 # 8. C-z suspends to the shell; fg brings the explorer back intact.
 start susp 100 30 "bash --norc --noprofile -i"
 text susp "PS1='ready> '; stty -g > $WORK/susp.before; $BIN"
@@ -173,7 +209,67 @@ keys susp Enter
 wait_file "$WORK/susp.after"
 check "C-z/fg then q: terminal restored" susp cmp -s "$WORK/susp.before" "$WORK/susp.after"
 
-# 9. A bad scene never opens the UI: file:line:col on stderr, exit 1.
+# 9. Characters that share numbers with curses key codes are text, never keys: 'ą' is U+0105
+# and KEY_RIGHT 0405, 'ć' U+0107 and KEY_BACKSPACE 0407.
+start pl 100 30 "$BIN"
+wait_for pl "row Σ"
+keys pl Down
+check "polish: cursor on journey/Your" pl wait_for pl "row 1 “journey” · column 0 “Your”"
+text pl "ąćą"
+sleep 0.3
+check "polish: typing ą in the map does not move the cursor" pl \
+  wait_for pl "row 1 “journey” · column 0 “Your”"
+keys pl t C-u
+text pl "Zażółć gęślą jaźń"
+keys pl BSpace
+text pl "ć"
+keys pl Enter
+check "polish: the sentence editor keeps every letter (ń erased, ć typed)" pl wait_for pl "Zażółć    gęślą     jaźć │"
+check "polish: three tokens" pl wait_for pl "3 tokens"
+T kill-session -t pl
+
+# 10. A comma-decimal locale (de_DE.UTF-8, generated when the system has none): the screen,
+# the prompts and the export all use '.', and a typed "0,5" is understood.
+comma=""
+for l in de_DE.UTF-8 de_DE.utf8; do
+  if LC_ALL=$l locale -k decimal_point 2>/dev/null | grep -q '","'; then comma=$l; fi
+done
+locpath=""
+if [ -z "$comma" ]; then
+  mkdir -p "$WORK/locale"
+  localedef -i de_DE -f UTF-8 "$WORK/locale/de_DE.UTF-8" >/dev/null 2>&1
+  locpath="$WORK/locale"
+  comma=de_DE.UTF-8
+fi
+check "locale: a comma-decimal locale is available" none \
+  sh -c "LOCPATH='$locpath' LC_ALL=$comma locale -k decimal_point | grep -q '\",\"'"
+T new-session -d -s de -x 100 -y 30 -e TERM=tmux-256color -e ATTNSCOPE_CONFIGS_DIR="$ATTNSCOPE_CONFIGS_DIR" \
+  -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e LC_ALL="$comma" -e LOCPATH="$locpath" "$BIN"
+T set-option -t de -g status off >/dev/null
+wait_for de "row Σ"
+keys de Down
+check "locale: the cells and the inspector write 0.4776" de wait_for de "= 0.4776"
+check "locale: no decimal comma on screen" de sh -c "! tmux -L '$SOCK' capture-pane -t de -p | grep -q '0,4776'"
+keys de D C-u
+text de "0,5"
+keys de Enter
+check "locale: a typed 0,5 sets dropout 0.5" de wait_for de "dropout 0.5"
+keys de D C-u
+text de "0.25"
+keys de Enter
+check "locale: a typed 0.25 sets dropout 0.25" de wait_for de "dropout 0.25"
+keys de e C-u
+text de "$WORK/de-export"
+keys de Enter
+check "locale: export says where it wrote" de wait_for de "exported every stage as CSV to $WORK/de-export"
+check "locale: CSV numbers use '.' (journey row of head 0's weights)" de \
+  grep -qE '^journey,0\.[0-9]+,0\.[0-9]+,0,0,0,0' "$WORK/de-export/head0/weights.csv"
+check "locale: no decimal comma in any CSV" de sh -c "! grep -rqE '[0-9],[0-9]+,[0-9]' '$WORK/de-export/head0/scores.csv'"
+check "locale: scene.yaml has dropout: 0.25 and loads" de \
+  sh -c "grep -q 'dropout: 0.25' '$WORK/de-export/scene.yaml' && '$BIN' check '$WORK/de-export/scene.yaml' >/dev/null"
+T kill-session -t de
+
+# 11. A bad scene never opens the UI: file:line:col on stderr, exit 1.
 printf 'text: hi\nattention:\n  heads: 3\n  d_out: 4\n' >"$WORK/bad.yaml"
 start bad 100 30 "$(wrapped bad "$WORK/bad.yaml")"
 wait_file "$WORK/bad.exit"

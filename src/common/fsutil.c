@@ -323,6 +323,10 @@ int fsutil_remove_tree(const char *path)
         return errno == ENOENT ? 0 : -1;
     if (!S_ISDIR(st.st_mode))
         return unlink(path);
+    /* A folder being removed may have been made read-only (an old export's head1/): open it
+     * up first, as the owner may. */
+    if (access(path, R_OK | W_OK | X_OK) != 0)
+        chmod(path, (st.st_mode & 07777) | 0700);
     int rc = 0;
     DIR *d = opendir(path);
     if (!d)
