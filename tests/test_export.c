@@ -538,12 +538,8 @@ static void test_export_all_or_nothing(void **state)
     (void)state;
     struct computed two, one;
     split_scene(&two); /* 2 heads */
-    split_scene(&one);
+    scene_init_default(&one.scene);
     one.scene.attn.heads = 1; /* 1 head, other numbers: nothing of it may leak into the old */
-    one.scene.seed = 7;
-    computed_free(&one);
-    split_scene(&one);
-    one.scene.attn.heads = 1;
     one.scene.seed = 7;
     compute(&one);
     char *tmp = tu_make_tmpdir("export");
