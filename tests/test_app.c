@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "ui/app.h"
+#include "explore/app.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)

@@ -19,14 +19,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <curses.h> /* KEY_RIGHT, KEY_BACKSPACE */
 
 #include "common/diag.h"
 #include "config/config.h"
 #include "testutil.h"
-#include "ui/actions.h"
-#include "ui/keys.h"
-#include "ui/theme.h"
+#include "explore/actions.h"
+#include "explore/keys.h"
+#include "explore/roles.h"
 
 /* The names and default keys of ui/actions.h's action_table, as the config API takes them. */
 static const char *action_names[ACTION_COUNT];
@@ -57,8 +56,8 @@ static int load_keys(struct key_config *k, const char *path, struct diag_list *e
 
 static int load_colors(struct color_config *c, const char *path, struct diag_list *errs)
 {
-    return config_load_colors(c, path, theme_role_names, ROLE_COUNT, theme_scale_names,
-                              theme_n_scales, theme_div_names, theme_n_divs, errs);
+    return config_load_colors(c, path, role_names, ROLE_COUNT, scale_names,
+                              n_scale_names, diverging_names, n_diverging_names, errs);
 }
 
 /* The "file:line:col: message" line diag_print gives for d, without its newline. */
@@ -319,7 +318,7 @@ static void test_shipped_colors_load(void **state)
     assert_int_equal(errs.n, 0);
     for (int r = 0; r < ROLE_COUNT; r++)
         if (!c.roles[r].set)
-            fail_msg("configs/colors.yaml does not set the role %s", theme_role_names[r]);
+            fail_msg("configs/colors.yaml does not set the role %s", role_names[r]);
     assert_true(c.scale_set && c.diverging_set);
     assert_string_equal(c.scale, "viridis");
     assert_string_equal(c.diverging, "blue-red");
@@ -487,8 +486,8 @@ static void test_valid_key_notation(void **state)
     key_config_free(&k);
 }
 
-/* A typed character and a curses key code with the same number are different keys: 'ą' is
- * U+0105 and KEY_RIGHT is 0405 octal, 'ć' U+0107 and KEY_BACKSPACE 0407. */
+/* A typed character and a named key are different keys: as curses numbers them, 'ą' (U+0105)
+ * would be KEY_RIGHT (0405) and 'ć' (U+0107) KEY_BACKSPACE (0407). */
 static void test_keymap_keeps_characters_and_codes_apart(void **state)
 {
     (void)state;
@@ -497,7 +496,7 @@ static void test_keymap_keeps_characters_and_codes_apart(void **state)
     diag_list_init(&errs);
     keymap_load(&km, NULL, NULL, &errs);
     assert_int_equal(errs.n, 0);
-    struct key right = {true, KEY_RIGHT}, a_ogonek = {false, 0x105};
+    struct key right = {true, KEYCODE_RIGHT}, a_ogonek = {false, 0x105};
     assert_int_equal(keymap_lookup(&km, right), ACTION_RIGHT);
     assert_int_equal(keymap_lookup(&km, a_ogonek), ACTION_NONE);
     assert_int_equal(keymap_lookup(&km, (struct key){false, 0x107}), ACTION_NONE);
@@ -512,10 +511,35 @@ static void test_keymap_keeps_characters_and_codes_apart(void **state)
     assert_int_equal(keymap_lookup(&km, a_ogonek), ACTION_LEFT);
     assert_int_equal(keymap_lookup(&km, right), ACTION_RIGHT);
     assert_int_equal(keymap_lookup(&km, (struct key){false, 0x107}), ACTION_UNDO);
-    assert_int_equal(keymap_lookup(&km, (struct key){true, KEY_BACKSPACE}), ACTION_NONE);
+    assert_int_equal(keymap_lookup(&km, (struct key){true, KEYCODE_BACKSPACE}), ACTION_NONE);
     assert_string_equal(km.keys[ACTION_LEFT], "ą Left");
     tu_remove_tree(dir);
     free(dir);
+    diag_list_free(&errs);
+}
+
+/* The built-in colour fallback is the shipped colors.yaml, role for role. */
+static void test_builtin_colors_match_configs(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%.1000s/colors.yaml", getenv("ATTNSCOPE_CONFIGS_DIR"));
+    struct color_config cc;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(config_load_colors(&cc, path, role_names, ROLE_COUNT, scale_names,
+                                        n_scale_names, diverging_names, n_diverging_names, &errs),
+                     CONFIG_OK);
+    for (int r = 0; r < ROLE_COUNT; r++) {
+        const struct color_spec *a = &cc.roles[r], *b = &role_defaults[r];
+        if (!a->set || a->fg != b->fg || a->bg != b->bg || a->attrs != b->attrs)
+            fail_msg("role %s: colors.yaml {fg %d, bg %d, attrs %u} != built-in {fg %d, bg %d, "
+                     "attrs %u}",
+                     role_names[r], a->fg, a->bg, a->attrs, b->fg, b->bg, b->attrs);
+    }
+    assert_string_equal(cc.scale, scale_names[0]);
+    assert_string_equal(cc.diverging, diverging_names[0]);
+    color_config_free(&cc);
     diag_list_free(&errs);
 }
 
@@ -528,6 +552,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_key_notation),
         cmocka_unit_test(test_keymap_keeps_characters_and_codes_apart),
+        cmocka_unit_test(test_builtin_colors_match_configs),
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_keys_good_and_override),
         cmocka_unit_test(test_colors_good),

@@ -283,35 +283,9 @@ static void test_golden_screens(void **state)
         fail_msg("%d of %d screens differ from their golden files:%s", n_differ, n, differ);
 }
 
-/* The built-in colour fallback is the shipped colors.yaml, role for role. */
-static void test_builtin_colors_match_configs(void **state)
-{
-    (void)state;
-    char path[1024];
-    snprintf(path, sizeof(path), "%.1000s/colors.yaml", getenv("ATTNSCOPE_CONFIGS_DIR"));
-    struct color_config cc;
-    struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(config_load_colors(&cc, path, theme_role_names, ROLE_COUNT, theme_scale_names,
-                                        theme_n_scales, theme_div_names, theme_n_divs, &errs),
-                     CONFIG_OK);
-    for (int r = 0; r < ROLE_COUNT; r++) {
-        const struct color_spec *a = &cc.roles[r], *b = &theme_default_roles[r];
-        if (!a->set || a->fg != b->fg || a->bg != b->bg || a->attrs != b->attrs)
-            fail_msg("role %s: colors.yaml {fg %d, bg %d, attrs %u} != built-in {fg %d, bg %d, "
-                     "attrs %u}",
-                     theme_role_names[r], a->fg, a->bg, a->attrs, b->fg, b->bg, b->attrs);
-    }
-    assert_string_equal(cc.scale, theme_scale_names[0]);
-    assert_string_equal(cc.diverging, theme_div_names[0]);
-    color_config_free(&cc);
-    diag_list_free(&errs);
-}
-
 int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_screens),
-                                       cmocka_unit_test(test_builtin_colors_match_configs)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_screens)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,8 +14,8 @@
 #include "cli.h"
 #include "config/config.h"
 #include "scenefile/scenefile.h"
-#include "ui/actions.h"
-#include "ui/keys.h"
+#include "explore/actions.h"
+#include "explore/keys.h"
 #include "ui/theme.h"
 
 /* keys.yaml and colors.yaml are the explorer's configuration, checked as such. */
@@ -33,8 +33,8 @@ static int check_config(const char *path, const char *base)
         key_config_free(&kc);
     } else {
         struct color_config cc;
-        rc = config_load_colors(&cc, path, theme_role_names, ROLE_COUNT, theme_scale_names,
-                                theme_n_scales, theme_div_names, theme_n_divs, &errs);
+        rc = config_load_colors(&cc, path, role_names, ROLE_COUNT, scale_names,
+                                n_scale_names, diverging_names, n_diverging_names, &errs);
         color_config_free(&cc);
     }
     for (int i = 0; i < errs.n; i++)

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "common/fatal.h"
-#include "ui/actions.h"
+#include "explore/actions.h"
 #include "ui/ui.h"
 
 #ifndef ATTNSCOPE_VERSION

@@ -8,6 +8,7 @@
 
 #include "common/cnum.h"
 #include "common/fatal.h"
+#include "engine/rng.h"
 #include "engine/tokenize.h"
 
 /* The book's six tokens and their 3-d embeddings (ch. 3.3.1). */
@@ -183,6 +184,54 @@ int scene_set_text(struct scene *s, const char *text, struct diag *err)
     s->tokens = tokens;
     s->n_tokens = n;
     return 0;
+}
+
+void scene_token_row(float *row, const char *token, int d)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char *p = (const unsigned char *)token; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    struct rng r;
+    rng_seed(&r, h);
+    rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
+}
+
+/* Re-rows the explicit embeddings after the tokens changed: each token reuses the row of the
+ * same token in the old sentence, or gets scene_token_row(). s->embed.rows: (old_n, d) -> (n, d) */
+static int remap_rows(struct scene *s, char *const *old_tokens, int old_n)
+{
+    const struct matrix *old = &s->embed.rows;
+    struct matrix rows;
+    int d = old->cols;
+    if (matrix_alloc(&rows, s->n_tokens, d))
+        return -1;
+    for (int i = 0; i < s->n_tokens; i++) {
+        int from = -1;
+        for (int j = 0; j < old_n && from < 0; j++)
+            if (strcmp(s->tokens[i], old_tokens[j]) == 0)
+                from = j;
+        float *dst = rows.data + (size_t)i * d;
+        if (from >= 0)
+            memcpy(dst, old->data + (size_t)from * d, (size_t)d * sizeof(float));
+        else
+            scene_token_row(dst, s->tokens[i], d);
+    }
+    matrix_free(&s->embed.rows);
+    s->embed.rows = rows;
+    return 0;
+}
+
+int scene_retext(struct scene *s, const char *text, struct diag *err)
+{
+    char **old_tokens = tokens_dup(s->tokens, s->n_tokens);
+    int old_n = s->n_tokens;
+    if (!old_tokens && old_n > 0)
+        return diag_set(err, "text", "out of memory");
+    int rc = scene_set_text(s, text, err);
+    if (rc == 0 && s->embed.kind == EMBED_EXPLICIT && remap_rows(s, old_tokens, old_n) != 0)
+        rc = diag_set(err, "text", "out of memory");
+    tokens_free(old_tokens, old_n);
+    return rc;
 }
 
 int scene_set_tokens(struct scene *s, char *const *tokens, int n, struct diag *err)

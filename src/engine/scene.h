@@ -17,15 +17,13 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "engine/tokenize.h" /* enum tokenizer, the token limits */
 
-#define SCENE_MAX_TOKENS      1024
 #define SCENE_MAX_DIM         4096
 #define SCENE_MAX_HEADS       256
-#define SCENE_MAX_TOKEN_BYTES 256
 #define SCENE_MAX_BYTES       ((size_t)512 << 20) /* 512 MiB for params and every stage */
 #define SCENE_SCHEMA_VERSION  1
 
-enum tokenizer { TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS };
 enum embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED };
 enum pos_kind { POS_NONE, POS_LEARNED };
 enum projection { PROJ_DEFAULT, PROJ_NONE, PROJ_RAND, PROJ_LINEAR };
@@ -115,6 +113,14 @@ void scene_init_default(struct scene *s);
 
 /* Sets text and re-tokenises it with s->tokenizer. Returns 0 or fills err. */
 int scene_set_text(struct scene *s, const char *text, struct diag *err);
+/* The explorer's sentence edit: sets text, and explicit embedding rows follow their tokens. A
+ * token of the old sentence keeps its row; a new one gets scene_token_row's. Saving writes
+ * every row out, so this rule decides what an edited scene holds. */
+int scene_retext(struct scene *s, const char *text, struct diag *err);
+/* The row of a token with none of its own: uniform [0, 1) values, like the book's hand-picked
+ * embeddings, from a generator seeded by the token's FNV-1a hash, so the same word always gets
+ * the same row, whatever sentence it is in. row: (d) */
+void scene_token_row(float *row, const char *token, int d);
 /* Replaces the tokens (text becomes NULL). */
 int scene_set_tokens(struct scene *s, char *const *tokens, int n, struct diag *err);
 

@@ -7,7 +7,11 @@
 #define ATTNSCOPE_TOKENIZE_H
 
 #include "common/diag.h"
-#include "engine/scene.h"
+
+#define SCENE_MAX_TOKENS      1024
+#define SCENE_MAX_TOKEN_BYTES 256
+
+enum tokenizer { TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS };
 
 /* *out: n newly allocated UTF-8 strings (free with tokens_free). Fails on more than
  * SCENE_MAX_TOKENS tokens, a token over SCENE_MAX_TOKEN_BYTES, or invalid UTF-8. */

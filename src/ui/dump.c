@@ -66,7 +66,7 @@ static void look_name(char *out, size_t size, size_t *len, const struct theme *t
     } known[ROLE_COUNT + 2 * SCALE_STEPS];
     int n = 0;
     for (int r = 0; r < ROLE_COUNT; r++) {
-        snprintf(known[n].name, sizeof(known[n].name), "role %s", theme_role_names[r]);
+        snprintf(known[n].name, sizeof(known[n].name), "role %s", role_names[r]);
         known[n++].attr = t->role_attr[r];
     }
     /* Without colour every step is plain: naming them would only repeat '.'. */

@@ -3,7 +3,7 @@
 #include <curses.h>
 #include <string.h>
 
-#include "ui/inspect.h"
+#include "explore/inspect.h"
 #include "ui/ui.h"
 
 static void draw(struct panel *p, struct ui *ui)

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "ui/actions.h"
+#include "explore/actions.h"
 
 struct ui;
 

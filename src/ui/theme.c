@@ -8,16 +8,6 @@
 
 #include "config/config.h"
 
-const char *const theme_role_names[ROLE_COUNT] = {
-#define X(id, name) name,
-    ROLES(X)
-#undef X
-};
-const char *const theme_scale_names[] = {"viridis", "magma", "gray"};
-const int theme_n_scales = 3;
-const char *const theme_div_names[] = {"blue-red", "purple-green"};
-const int theme_n_divs = 2;
-
 struct rgb {
     unsigned char r, g, b;
 };
@@ -106,24 +96,6 @@ static void init_scales(struct theme *t)
     }
 }
 
-/* The built-in fallback, equal to configs/colors.yaml (test_screens checks they agree). */
-const struct color_spec theme_default_roles[ROLE_COUNT] = {
-    [ROLE_HEADER] = {COLOR_BLACK, COLOR_CYAN, COLOR_ATTR_BOLD, true},
-    [ROLE_STAGEBAR] = {COLOR_WHITE, COLOR_BLUE, COLOR_ATTR_BOLD, true},
-    [ROLE_STAGE_CURRENT] = {COLOR_BLACK, COLOR_YELLOW, COLOR_ATTR_BOLD, true},
-    [ROLE_STAGE_OFF] = {COLOR_CYAN, COLOR_BLUE, 0, true},
-    [ROLE_STATUS] = {COLOR_BLACK, COLOR_WHITE, 0, true},
-    [ROLE_STATUS_KEY] = {COLOR_BLUE, COLOR_WHITE, COLOR_ATTR_BOLD, true},
-    [ROLE_ERROR] = {COLOR_RED, -1, COLOR_ATTR_BOLD, true},
-    [ROLE_MASKED] = {-1, -1, COLOR_ATTR_DIM, true},
-    [ROLE_CURSOR] = {-1, -1, COLOR_ATTR_REVERSE | COLOR_ATTR_BOLD, true},
-    [ROLE_SELECTION] = {-1, -1, COLOR_ATTR_BOLD | COLOR_ATTR_UNDERLINE, true},
-    [ROLE_HELP] = {-1, -1, 0, true},
-    [ROLE_HELP_KEY] = {-1, -1, COLOR_ATTR_BOLD, true},
-    [ROLE_LABEL] = {COLOR_CYAN, -1, COLOR_ATTR_BOLD, true},
-    [ROLE_DIM] = {-1, -1, COLOR_ATTR_DIM, true},
-};
-
 static int spec_attrs(unsigned attrs)
 {
     int a = A_NORMAL;
@@ -153,22 +125,22 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
         use_default_colors();
 
     struct color_spec roles[ROLE_COUNT];
-    memcpy(roles, theme_default_roles, sizeof(roles));
+    memcpy(roles, role_defaults, sizeof(roles));
     const char *paths[2] = {shipped_path, user_path};
     for (int p = 0; p < 2; p++) {
         if (!paths[p])
             continue;
         struct color_config cc;
-        if (config_load_colors(&cc, paths[p], theme_role_names, ROLE_COUNT, theme_scale_names,
-                               theme_n_scales, theme_div_names, theme_n_divs, errs) == 0) {
+        if (config_load_colors(&cc, paths[p], role_names, ROLE_COUNT, scale_names,
+                               n_scale_names, diverging_names, n_diverging_names, errs) == 0) {
             for (int r = 0; r < ROLE_COUNT && r < cc.n_roles; r++)
                 if (cc.roles[r].set)
                     roles[r] = cc.roles[r];
-            for (int i = 0; cc.scale_set && i < theme_n_scales; i++)
-                if (strcmp(cc.scale, theme_scale_names[i]) == 0)
+            for (int i = 0; cc.scale_set && i < n_scale_names; i++)
+                if (strcmp(cc.scale, scale_names[i]) == 0)
                     t->scale = i;
-            for (int i = 0; cc.diverging_set && i < theme_n_divs; i++)
-                if (strcmp(cc.diverging, theme_div_names[i]) == 0)
+            for (int i = 0; cc.diverging_set && i < n_diverging_names; i++)
+                if (strcmp(cc.diverging, diverging_names[i]) == 0)
                     t->diverging = i;
         }
         color_config_free(&cc);

@@ -12,29 +12,7 @@
 
 #include "common/diag.h"
 #include "config/config.h"
-
-#define ROLES(X)                                                                                   \
-    X(HEADER, "header")                                                                            \
-    X(STAGEBAR, "stagebar")                                                                        \
-    X(STAGE_CURRENT, "stage_current")                                                              \
-    X(STAGE_OFF, "stage_off")                                                                      \
-    X(STATUS, "status")                                                                            \
-    X(STATUS_KEY, "status_key")                                                                    \
-    X(ERROR, "error")                                                                              \
-    X(MASKED, "masked")                                                                            \
-    X(CURSOR, "cursor")                                                                            \
-    X(SELECTION, "selection")                                                                      \
-    X(HELP, "help")                                                                                \
-    X(HELP_KEY, "help_key")                                                                        \
-    X(LABEL, "label")                                                                              \
-    X(DIM, "dim")
-
-enum role {
-#define X(id, name) ROLE_##id,
-    ROLES(X)
-#undef X
-        ROLE_COUNT
-};
+#include "explore/roles.h"
 
 enum color_mode { COLOR_MODE_MONO, COLOR_MODE_8, COLOR_MODE_256 };
 
@@ -45,18 +23,10 @@ struct theme {
     int role_attr[ROLE_COUNT]; /* curses attributes incl. COLOR_PAIR */
     int seq_attr[SCALE_STEPS]; /* sequential scale cells */
     int div_attr[SCALE_STEPS]; /* diverging scale cells */
-    int scale, diverging;      /* indices into theme_scale_names / theme_div_names */
+    int scale, diverging;      /* indices into scale_names / diverging_names */
     bool cursor_keeps_color;   /* the cursor role sets no colour: the cell keeps its own */
     int cursor_attrs;          /* the cursor role's attributes (bold, reverse, ...) */
 };
-
-extern const char *const theme_role_names[ROLE_COUNT];
-/* The built-in roles, equal to configs/colors.yaml. */
-extern const struct color_spec theme_default_roles[ROLE_COUNT];
-extern const char *const theme_scale_names[];
-extern const int theme_n_scales;
-extern const char *const theme_div_names[];
-extern const int theme_n_divs;
 
 /* Picks the mode (NO_COLOR, COLORS) and sets up colour pairs. Call after start_color().
  * Loads configs/colors.yaml then the user's colors.yaml over it; problems go to errs. */

@@ -24,25 +24,21 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "config/config.h"
+#include "ui/input.h"
 #include "export/export.h"
 #include "scenefile/scenefile.h"
 
-#ifndef ATTNSCOPE_CONFIGS_DIR
-#define ATTNSCOPE_CONFIGS_DIR "configs"
-#endif
 #ifndef ATTNSCOPE_DATA_CONFIGS_DIR
 #define ATTNSCOPE_DATA_CONFIGS_DIR "/usr/local/share/attnscope/configs"
 #endif
 
+/* The installed binary reads the installed configs; the tests and scripts/run point
+ * ATTNSCOPE_CONFIGS_DIR at the source tree's. Without either the built-in defaults, equal to
+ * configs/ (test_config checks), are in force. */
 const char *ui_configs_dir(void)
 {
     const char *env = getenv("ATTNSCOPE_CONFIGS_DIR");
-    if (env && env[0])
-        return env;
-    struct stat st;
-    if (stat(ATTNSCOPE_CONFIGS_DIR, &st) == 0 && S_ISDIR(st.st_mode))
-        return ATTNSCOPE_CONFIGS_DIR;
-    return ATTNSCOPE_DATA_CONFIGS_DIR;
+    return env && env[0] ? env : ATTNSCOPE_DATA_CONFIGS_DIR;
 }
 
 void ui_invalidate(struct ui *ui)
@@ -489,7 +485,7 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
     }
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
-    enum action act = keymap_lookup(&ui->keymap, (struct key){is_code, (uint32_t)key});
+    enum action act = keymap_lookup(&ui->keymap, input_decode(key, is_code));
     if (ui->app.message[0] && act != ACTION_NONE) {
         ui->app.message[0] = '\0';
         ui->app.message_is_error = false;

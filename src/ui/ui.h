@@ -11,8 +11,8 @@
 #include <wchar.h>
 
 #include "common/diag.h"
-#include "ui/app.h"
-#include "ui/keys.h"
+#include "explore/app.h"
+#include "explore/keys.h"
 #include "ui/panel.h"
 #include "ui/theme.h"
 

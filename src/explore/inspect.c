@@ -1,7 +1,7 @@
 /* inspect: the selected cell explained with its real numbers, so a learner can connect the
  * picture to the formula. Pure text (no curses): the inspector panel draws it, tests read it.
  * Numbers use 4 decimals, as `attnscope print` and PyTorch do. */
-#include "ui/inspect.h"
+#include "explore/inspect.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
-#include "ui/app.h"
+#include "explore/app.h"
 
 #include <limits.h>
 #include <math.h>
@@ -215,44 +215,6 @@ static void drop_dropout_mask(struct app *a)
     w->dropout_mask_n = w->dropout_mask_heads = 0;
 }
 
-/* A token with no explicit row gets one of uniform [0, 1) values, like the book's hand-picked
- * embeddings, from a generator seeded by the token's FNV-1a hash: the same word always gets
- * the same row, whatever sentence it is in. row: (d) */
-static void token_row(float *row, const char *token, int d)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (const unsigned char *p = (const unsigned char *)token; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    struct rng r;
-    rng_seed(&r, h);
-    rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
-}
-
-/* Re-rows the explicit embeddings after the tokens changed: each token reuses the row of the
- * same token in the old sentence, or gets token_row(). s->embed.rows: (old_n, d) -> (n, d) */
-static int remap_rows(struct scene *s, char *const *old_tokens, int old_n)
-{
-    const struct matrix *old = &s->embed.rows;
-    struct matrix rows;
-    int d = old->cols;
-    if (matrix_alloc(&rows, s->n_tokens, d))
-        return -1;
-    for (int i = 0; i < s->n_tokens; i++) {
-        int from = -1;
-        for (int j = 0; j < old_n && from < 0; j++)
-            if (strcmp(s->tokens[i], old_tokens[j]) == 0)
-                from = j;
-        float *dst = rows.data + (size_t)i * d;
-        if (from >= 0)
-            memcpy(dst, old->data + (size_t)from * d, (size_t)d * sizeof(float));
-        else
-            token_row(dst, s->tokens[i], d);
-    }
-    matrix_free(&s->embed.rows);
-    s->embed.rows = rows;
-    return 0;
-}
-
 int app_edit_text(struct app *a, const char *text)
 {
     struct diag err;
@@ -270,20 +232,10 @@ int app_edit_text(struct app *a, const char *text)
     }
     tokens_free(tokens, n);
     begin_edit(a);
-    char **old_tokens = tokens_dup(a->scene.tokens, a->scene.n_tokens);
-    int old_n = a->scene.n_tokens;
-    if (scene_set_text(&a->scene, text, &err)) {
-        tokens_free(old_tokens, old_n);
+    if (scene_retext(&a->scene, text, &err)) {
         snprintf(a->error, sizeof(a->error), "%s", err.msg);
         return -1;
     }
-    if (a->scene.embed.kind == EMBED_EXPLICIT && old_tokens &&
-        remap_rows(&a->scene, old_tokens, old_n)) {
-        tokens_free(old_tokens, old_n);
-        snprintf(a->error, sizeof(a->error), "out of memory");
-        return -1;
-    }
-    tokens_free(old_tokens, old_n);
     if (a->scene.weights.dropout_mask)
         drop_dropout_mask(a);
     return settle(a);

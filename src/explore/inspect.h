@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "ui/app.h"
+#include "explore/app.h"
 
 /* Writes lines separated by '\n' into out (always NUL-terminated). */
 void inspect_explain(char *out, size_t size, const struct app *a);

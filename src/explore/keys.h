@@ -1,9 +1,10 @@
 /* keys: key names (as written in keys.yaml and shown in help) <-> keys, and the keymap built
  * from the action table plus the user's configuration.
  *
- * A key is a character or a curses key code, never a bare int: curses codes start at 0401, so
- * as ints a typed 'ą' (U+0105) would be KEY_RIGHT and 'ć' KEY_BACKSPACE. Like tig's struct key,
- * the two kinds are kept apart from the terminal to the action.
+ * A key is a character or a named key, never a bare int: as ints, curses' codes start at 0401,
+ * so a typed 'ą' (U+0105) would be KEY_RIGHT and 'ć' KEY_BACKSPACE. Like tig's struct key, the
+ * two kinds are kept apart from the terminal to the action. Named keys have codes of their own
+ * here; src/ui translates the terminal's (curses') into them, so nothing here needs curses.
  */
 #ifndef ATTNSCOPE_KEYS_H
 #define ATTNSCOPE_KEYS_H
@@ -13,19 +14,38 @@
 #include <stdint.h>
 
 #include "common/diag.h"
-#include "ui/actions.h"
+#include "explore/actions.h"
+
+/* The named keys: arrows, paging, Enter on the keypad, F1 to F12. */
+enum keycode {
+    KEYCODE_NONE,
+    KEYCODE_LEFT,
+    KEYCODE_RIGHT,
+    KEYCODE_UP,
+    KEYCODE_DOWN,
+    KEYCODE_PAGE_UP,
+    KEYCODE_PAGE_DOWN,
+    KEYCODE_HOME,
+    KEYCODE_END,
+    KEYCODE_ENTER, /* the keypad's; the main Enter is the character C-m */
+    KEYCODE_BACKTAB,
+    KEYCODE_BACKSPACE, /* the terminal's named key; many send the character 127 instead */
+    KEYCODE_DELETE,
+    KEYCODE_F1,
+    KEYCODE_F12 = KEYCODE_F1 + 11,
+    KEYCODE_COUNT
+};
 
 struct key {
-    bool is_code;   /* value is a curses KEY_* code; else a Unicode character (C-x included) */
+    bool is_code;   /* value is an enum keycode; else a Unicode character (C-x included) */
     uint32_t value; /* the code, or the character's code point */
 };
 
-#define KEYMAP_CODES 512 /* curses key codes are below KEY_MAX (0777) */
-#define KEYMAP_WIDE  64  /* non-ASCII characters bound in keys.yaml (é, ą, ...) */
+#define KEYMAP_WIDE 64 /* non-ASCII characters bound in keys.yaml (é, ą, ...) */
 
 struct keymap {
-    enum action by_char[128];          /* ASCII characters, control characters included */
-    enum action by_code[KEYMAP_CODES]; /* curses key codes */
+    enum action by_char[128];           /* ASCII characters, control characters included */
+    enum action by_code[KEYCODE_COUNT]; /* named keys */
     struct {
         uint32_t cp;
         enum action action;

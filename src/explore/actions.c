@@ -1,5 +1,5 @@
 /* actions: the table behind ACTIONS (see actions.h). */
-#include "ui/actions.h"
+#include "explore/actions.h"
 
 #include <stdio.h>
 #include <string.h>

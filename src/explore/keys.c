@@ -1,7 +1,6 @@
 /* keys: key names, codes and the keymap (see keys.h). */
-#include "ui/keys.h"
+#include "explore/keys.h"
 
-#include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +8,10 @@
 #include "common/utf8.h"
 #include "config/config.h"
 
-/* Named keys: curses codes, or characters (Enter is C-m, C-j and the keypad's KEY_ENTER). */
+/* Named keys: key codes, or characters (Enter is C-m, C-j and the keypad's Enter). */
 #define CODE(c)                                                                                    \
     {                                                                                              \
-        true, (uint32_t)(c)                                                                        \
+        true, (uint32_t)KEYCODE_##c                                                                \
     }
 #define CHAR(c)                                                                                    \
     {                                                                                              \
@@ -23,21 +22,21 @@ static const struct {
     struct key keys[3];
     int n;
 } named[] = {
-    {"Left", {CODE(KEY_LEFT)}, 1},
-    {"Right", {CODE(KEY_RIGHT)}, 1},
-    {"Up", {CODE(KEY_UP)}, 1},
-    {"Down", {CODE(KEY_DOWN)}, 1},
-    {"PgUp", {CODE(KEY_PPAGE)}, 1},
-    {"PgDn", {CODE(KEY_NPAGE)}, 1},
-    {"Home", {CODE(KEY_HOME)}, 1},
-    {"End", {CODE(KEY_END)}, 1},
-    {"Enter", {CHAR('\n'), CHAR('\r'), CODE(KEY_ENTER)}, 3},
+    {"Left", {CODE(LEFT)}, 1},
+    {"Right", {CODE(RIGHT)}, 1},
+    {"Up", {CODE(UP)}, 1},
+    {"Down", {CODE(DOWN)}, 1},
+    {"PgUp", {CODE(PAGE_UP)}, 1},
+    {"PgDn", {CODE(PAGE_DOWN)}, 1},
+    {"Home", {CODE(HOME)}, 1},
+    {"End", {CODE(END)}, 1},
+    {"Enter", {CHAR('\n'), CHAR('\r'), CODE(ENTER)}, 3},
     {"Tab", {CHAR('\t')}, 1},
-    {"BackTab", {CODE(KEY_BTAB)}, 1},
+    {"BackTab", {CODE(BACKTAB)}, 1},
     {"Space", {CHAR(' ')}, 1},
     {"Esc", {CHAR(27)}, 1},
-    {"Backspace", {CODE(KEY_BACKSPACE), CHAR(127), CHAR(8)}, 3},
-    {"Delete", {CODE(KEY_DC)}, 1},
+    {"Backspace", {CODE(BACKSPACE), CHAR(127), CHAR(8)}, 3},
+    {"Delete", {CODE(DELETE)}, 1},
 };
 
 int keyname_keys(const char *name, struct key *keys, int max)
@@ -60,7 +59,7 @@ int keyname_keys(const char *name, struct key *keys, int max)
         (len == 2 || (name[2] >= '0' && name[2] <= '9'))) {
         int f = atoi(name + 1); /* digits only: F1x or F+1 are not keys */
         if (f >= 1 && f <= 12) {
-            keys[0] = (struct key){true, (uint32_t)KEY_F(f)};
+            keys[0] = (struct key){true, (uint32_t)(KEYCODE_F1 + f - 1)};
             return 1;
         }
     }
@@ -89,7 +88,7 @@ bool keyname_valid(const char *name)
 static void bind_key(struct keymap *km, struct key k, enum action a)
 {
     if (k.is_code) {
-        if (k.value < KEYMAP_CODES)
+        if (k.value < KEYCODE_COUNT)
             km->by_code[k.value] = a;
     } else if (k.value < 128) {
         km->by_char[k.value] = a;
@@ -124,7 +123,7 @@ static void build(struct keymap *km, const struct key_config *kc)
 {
     for (int i = 0; i < 128; i++)
         km->by_char[i] = ACTION_NONE;
-    for (int i = 0; i < KEYMAP_CODES; i++)
+    for (int i = 0; i < KEYCODE_COUNT; i++)
         km->by_code[i] = ACTION_NONE;
     km->n_wide = 0;
     for (int a = 0; a < ACTION_COUNT && a < kc->n_actions; a++) {
@@ -160,7 +159,7 @@ void keymap_load(struct keymap *km, const char *shipped_path, const char *user_p
 enum action keymap_lookup(const struct keymap *km, struct key k)
 {
     if (k.is_code)
-        return k.value < KEYMAP_CODES ? km->by_code[k.value] : ACTION_NONE;
+        return k.value < KEYCODE_COUNT ? km->by_code[k.value] : ACTION_NONE;
     if (k.value < 128)
         return km->by_char[k.value];
     for (int i = 0; i < km->n_wide; i++)

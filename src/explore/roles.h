@@ -1,0 +1,44 @@
+/* roles: the semantic colour roles of the explorer and the names of its colour scales.
+ *
+ * What a role is and what it looks like by default is the explorer's business; how a terminal
+ * shows it (colour pairs, 8 colours, monochrome) is src/ui/theme's. colors.yaml names these,
+ * so `attnscope check colors.yaml` and the config tests need them without curses.
+ */
+#ifndef ATTNSCOPE_EXPLORE_ROLES_H
+#define ATTNSCOPE_EXPLORE_ROLES_H
+
+#include "config/config.h"
+
+#define ROLES(X)                                                                                   \
+    X(HEADER, "header")                                                                            \
+    X(STAGEBAR, "stagebar")                                                                        \
+    X(STAGE_CURRENT, "stage_current")                                                              \
+    X(STAGE_OFF, "stage_off")                                                                      \
+    X(STATUS, "status")                                                                            \
+    X(STATUS_KEY, "status_key")                                                                    \
+    X(ERROR, "error")                                                                              \
+    X(MASKED, "masked")                                                                            \
+    X(CURSOR, "cursor")                                                                            \
+    X(SELECTION, "selection")                                                                      \
+    X(HELP, "help")                                                                                \
+    X(HELP_KEY, "help_key")                                                                        \
+    X(LABEL, "label")                                                                              \
+    X(DIM, "dim")
+
+enum role {
+#define X(id, name) ROLE_##id,
+    ROLES(X)
+#undef X
+        ROLE_COUNT
+};
+
+extern const char *const role_names[ROLE_COUNT];
+/* The built-in roles, equal to configs/colors.yaml (test_config checks they agree). */
+extern const struct color_spec role_defaults[ROLE_COUNT];
+/* Heatmap scales: sequential (weights) and diverging (signed stages); the first is the default. */
+extern const char *const scale_names[];
+extern const int n_scale_names;
+extern const char *const diverging_names[];
+extern const int n_diverging_names;
+
+#endif
