@@ -77,7 +77,7 @@ static void drain(struct ui *ui, bool *quit)
     int rc;
     while ((rc = get_wch(&key)) != ERR) {
         int handled = ui_key(ui, key, rc == KEY_CODE_YES);
-        if (handled & HANDLED_QUIT)
+        if (handled & OUTCOME_QUIT)
             *quit = true;
         ui_mark(ui, handled);
         ui_draw(ui);
@@ -200,7 +200,7 @@ static bool run_script(const char *dir, const char *name, bool update)
         if (sscanf(line, "resize %dx%d", &c, &l) == 2) {
             resizeterm(l, c);
             ui_key(ui, KEY_RESIZE, true);
-            ui_mark(ui, HANDLED_CURSOR);
+            ui_mark(ui, OUTCOME_VIEW_CHANGED);
             ui_draw(ui);
             drain(ui, &quit);
             continue;

@@ -50,6 +50,12 @@ struct app {
     bool all_heads; /* small multiples of every head */
     bool playing;   /* auto-play through the stages */
     enum knob knob; /* which knob + and - change */
+
+    /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
+     * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
+    enum knob prompt_knob;
+    char pending_path[1024];
+    char prompt_initial[65537];
 };
 
 /* Takes ownership of s (which must have passed scene_check). Returns 0 or fills err. */

@@ -11,7 +11,7 @@
 #include <langinfo.h>
 
 #include "common/utf8.h"
-#include "ui/ui.h"
+#include "ui/draw.h"
 #include "common/cnum.h"
 
 /* Over ssh the locale is often C/POSIX: then every glyph the panels use has an ASCII stand-in,

@@ -6,66 +6,69 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui/ui.h"
+#include "ui/grid.h"
+#include "ui/heatmap.h" /* the legend */
 
-static int tiles(const struct ui *ui)
+static int tiles(const struct app *a)
 {
-    return stage_is_per_head(ui->app.stage) ? ui->app.model.heads : 1;
+    return stage_is_per_head(a->stage) ? a->model.heads : 1;
 }
 
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
  * 2, else 1; then scrolls by rows of tiles so the selected head stays visible. */
-static void layout(struct panel *p, struct ui *ui, int *cw)
+static void layout(struct panel *p, struct frame *f, int *cw)
 {
+    struct grid_panel *gp = (struct grid_panel *)p;
     static const int widths[] = {6, 2, 1};
-    struct mat_view v = app_view(&ui->app, ui->app.stage, 0);
-    int n = tiles(ui);
+    struct mat_view v = app_view(f->app, f->app->stage, 0);
+    int n = tiles(f->app);
     for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
         *cw = widths[i];
-        ui->grid_tile_w = v.cols * *cw + 2;
-        ui->grid_tile_h = v.rows + 2;
-        ui->grid_per_row = p->area.w / ui->grid_tile_w > 0 ? p->area.w / ui->grid_tile_w : 1;
-        int tile_rows = (n + ui->grid_per_row - 1) / ui->grid_per_row;
-        if (tile_rows * ui->grid_tile_h <= p->area.h - 1)
+        gp->tile_w = v.cols * *cw + 2;
+        gp->tile_h = v.rows + 2;
+        gp->per_row = p->area.w / gp->tile_w > 0 ? p->area.w / gp->tile_w : 1;
+        int tile_rows = (n + gp->per_row - 1) / gp->per_row;
+        if (tile_rows * gp->tile_h <= p->area.h - 1)
             break;
     }
-    int visible = (p->area.h - 1) / ui->grid_tile_h > 0 ? (p->area.h - 1) / ui->grid_tile_h : 1;
-    int sel_row = (n > 1 ? ui->app.head : 0) / ui->grid_per_row;
-    if (sel_row < ui->grid_top)
-        ui->grid_top = sel_row;
-    if (sel_row >= ui->grid_top + visible)
-        ui->grid_top = sel_row - visible + 1;
+    int visible = (p->area.h - 1) / gp->tile_h > 0 ? (p->area.h - 1) / gp->tile_h : 1;
+    int sel_row = (n > 1 ? f->app->head : 0) / gp->per_row;
+    if (sel_row < gp->top)
+        gp->top = sel_row;
+    if (sel_row >= gp->top + visible)
+        gp->top = sel_row - visible + 1;
 }
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
-    const struct app *a = &ui->app;
-    const struct theme *t = &ui->theme;
+    struct grid_panel *gp = (struct grid_panel *)p;
+    const struct app *a = f->app;
+    const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
     int cw;
-    layout(p, ui, &cw);
-    int n = tiles(ui);
+    layout(p, f, &cw);
+    int n = tiles(f->app);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
     float lo, hi;
-    ui_stage_range(ui, -1, &lo, &hi);
+    range_get(&gp->range, a, -1, &lo, &hi);
     bool diverging = lo < 0;
     char title[128];
     snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", a->model.heads, stage_name(a->stage),
              n == 1 ? " (shared by all heads)" : "");
     draw_text(r.y, r.x, r.w, t->role_attr[ROLE_LABEL], title);
-    heatmap_legend(ui, r.y, r.x + r.w, lo, hi, diverging);
+    heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
 
-    for (int h = ui->grid_top * ui->grid_per_row; h < n; h++) {
-        int ty = r.y + 1 + (h / ui->grid_per_row - ui->grid_top) * ui->grid_tile_h;
-        int tx = r.x + (h % ui->grid_per_row) * ui->grid_tile_w;
+    for (int h = gp->top * gp->per_row; h < n; h++) {
+        int ty = r.y + 1 + (h / gp->per_row - gp->top) * gp->tile_h;
+        int tx = r.x + (h % gp->per_row) * gp->tile_w;
         if (ty >= r.y + r.h)
             break;
         char label[32];
         snprintf(label, sizeof(label), n == 1 ? "shared" : "head %d", h);
         bool sel = n > 1 && h == a->head;
-        draw_text(ty, tx, ui->grid_tile_w - 1, t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL],
+        draw_text(ty, tx, gp->tile_w - 1, t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL],
                   label);
         struct mat_view v = app_view(a, a->stage, h);
         for (int i = 0; i < v.rows && ty + 1 + i < r.y + r.h; i++)
@@ -87,64 +90,63 @@ static void draw(struct panel *p, struct ui *ui)
                 draw_text(ty + 1 + i, tx + j * cw, cw, attr, cell);
             }
     }
-    int tile_rows = (n + ui->grid_per_row - 1) / ui->grid_per_row;
-    if (tile_rows * ui->grid_tile_h > r.h - 1)
+    int tile_rows = (n + gp->per_row - 1) / gp->per_row;
+    if (tile_rows * gp->tile_h > r.h - 1)
         draw_text(r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM],
                   "more heads: arrows scroll \u00b7 Enter opens the selected head");
 }
 
-static int select_head(struct ui *ui, int h)
+static int select_head(struct app *a, int h)
 {
-    if (h < 0 || h >= tiles(ui) || h == ui->app.head)
-        return HANDLED_YES;
-    ui->app.head = h;
-    app_clamp(&ui->app);
-    return HANDLED_MOVE;
+    if (h < 0 || h >= tiles(a) || h == a->head)
+        return OUTCOME_HANDLED;
+    a->head = h;
+    app_clamp(a);
+    return OUTCOME_CURSOR_MOVED;
 }
 
-static int handle_key(struct panel *p, struct ui *ui, enum action act)
+static int handle_key(struct panel *p, struct frame *f, enum action act)
 {
+    const struct grid_panel *gp = (const struct grid_panel *)p;
     int cw;
-    layout(p, ui, &cw);
+    layout(p, f, &cw);
     switch (act) {
     case ACTION_LEFT:
-        return select_head(ui, ui->app.head - 1);
+        return select_head(f->app, f->app->head - 1);
     case ACTION_RIGHT:
-        return select_head(ui, ui->app.head + 1);
+        return select_head(f->app, f->app->head + 1);
     case ACTION_UP:
-        return select_head(ui, ui->app.head - ui->grid_per_row);
+        return select_head(f->app, f->app->head - gp->per_row);
     case ACTION_DOWN:
-        return select_head(ui, ui->app.head + ui->grid_per_row);
-    case ACTION_OPEN:
-        ui->app.all_heads = false;
-        return HANDLED_CURSOR;
+        return select_head(f->app, f->app->head + gp->per_row);
     default:
-        return HANDLED_NO;
+        return OUTCOME_IGNORED;
     }
 }
 
-static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons)
+static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
+    const struct grid_panel *gp = (const struct grid_panel *)p;
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
-        return select_head(ui, ui->app.head + (buttons & BUTTON4_PRESSED ? -1 : 1));
+        return select_head(f->app, f->app->head + (buttons & BUTTON4_PRESSED ? -1 : 1));
     int cw;
-    layout(p, ui, &cw);
-    int row = ui->grid_top + (y - p->area.y - 1) / ui->grid_tile_h;
-    int col = (x - p->area.x) / ui->grid_tile_w;
-    int h = row * ui->grid_per_row + col;
-    if (y - p->area.y < 1 || col >= ui->grid_per_row || h >= tiles(ui))
-        return HANDLED_NO;
-    ui->app.head = h;
-    ui->app.all_heads = false; /* a click opens the head large */
-    app_clamp(&ui->app);
-    return HANDLED_CURSOR;
+    layout(p, f, &cw);
+    int row = gp->top + (y - p->area.y - 1) / gp->tile_h;
+    int col = (x - p->area.x) / gp->tile_w;
+    int h = row * gp->per_row + col;
+    if (y - p->area.y < 1 || col >= gp->per_row || h >= tiles(f->app))
+        return OUTCOME_IGNORED;
+    f->app->head = h;
+    f->app->all_heads = false; /* a click opens the head large */
+    app_clamp(f->app);
+    return OUTCOME_VIEW_CHANGED;
 }
 
-void grid_panel_init(struct panel *p)
+void grid_panel_init(struct grid_panel *gp)
 {
-    memset(p, 0, sizeof(*p));
-    p->name = "grid";
-    p->draw = draw;
-    p->handle_key = handle_key;
-    p->handle_mouse = handle_mouse;
+    memset(gp, 0, sizeof(*gp));
+    gp->base.name = "grid";
+    gp->base.draw = draw;
+    gp->base.handle_key = handle_key;
+    gp->base.handle_mouse = handle_mouse;
 }

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui/ui.h"
+#include "ui/header.h"
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
-    const struct scene *s = &ui->app.scene;
-    int hattr = ui->theme.role_attr[ROLE_HEADER];
+    const struct scene *s = &f->app->scene;
+    int hattr = f->theme->role_attr[ROLE_HEADER];
     struct rect r = p->area;
     attrset(hattr);
     mvhline(r.y, r.x, ' ', r.w);
@@ -35,7 +35,7 @@ static void draw(struct panel *p, struct ui *ui)
     int kw = 0;
     for (int k = 0; k < KNOB_COUNT; k++) {
         char value[32];
-        app_knob_text(value, sizeof(value), &ui->app, (enum knob)k);
+        app_knob_text(value, sizeof(value), f->app, (enum knob)k);
         snprintf(knobs[k], sizeof(knobs[k]), " %s %s ", knob_name((enum knob)k), value);
         kw += text_width(knobs[k]) + 1;
     }
@@ -43,12 +43,12 @@ static void draw(struct panel *p, struct ui *ui)
     if (vw > 10) {
         char shortv[256];
         abbreviate(shortv, sizeof(shortv), variant, vw);
-        draw_text(r.y + 1, r.x + 1, vw, ui->theme.role_attr[ROLE_LABEL], shortv);
+        draw_text(r.y + 1, r.x + 1, vw, f->theme->role_attr[ROLE_LABEL], shortv);
     }
     int x = r.x + r.w - kw;
     for (int k = 0; k < KNOB_COUNT && x >= r.x; k++) {
-        int attr = k == (int)ui->app.knob ? ui->theme.role_attr[ROLE_STAGE_CURRENT]
-                                          : ui->theme.role_attr[ROLE_DIM];
+        int attr = k == (int)f->app->knob ? f->theme->role_attr[ROLE_STAGE_CURRENT]
+                                          : f->theme->role_attr[ROLE_DIM];
         x += draw_text(r.y + 1, x, r.x + r.w - x, attr, knobs[k]) + 1;
     }
 }

@@ -10,68 +10,26 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui/ui.h"
+#include "ui/heatmap.h"
 
 #define CELL_W      7 /* "-0.138" and a gap */
 #define CELL_W_WIDE 9 /* "-0.1385", print's 4 decimals, when the area has room */
 #define SUM_W       10
 
-/* Finite min and max of a matrix. */
-void heatmap_range(struct mat_view v, float *lo, float *hi)
-{
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (int i = 0; i < v.rows; i++)
-        for (int j = 0; j < v.cols; j++) {
-            float x = v.data[(size_t)i * v.stride + j];
-            if (isfinite(x)) {
-                *lo = x < *lo ? x : *lo;
-                *hi = x > *hi ? x : *hi;
-            }
-        }
-    if (*lo > *hi)
-        *lo = *hi = 0.0f;
-}
-
-void ui_stage_range(struct ui *ui, int head, float *lo, float *hi)
-{
-    const struct app *a = &ui->app;
-    if (!(ui->range.valid && ui->range.generation == a->generation &&
-          ui->range.stage == (int)a->stage && ui->range.head == head)) {
-        int h0 = head < 0 ? 0 : head;
-        int h1 = head >= 0 || !stage_is_per_head(a->stage) ? h0 + 1 : a->model.heads;
-        float l = INFINITY, u = -INFINITY;
-        for (int h = h0; h < h1; h++) {
-            float hl, hu;
-            heatmap_range(app_view(a, a->stage, h), &hl, &hu);
-            l = hl < l ? hl : l;
-            u = hu > u ? hu : u;
-        }
-        ui->range.generation = a->generation;
-        ui->range.stage = (int)a->stage;
-        ui->range.head = head;
-        ui->range.lo = l;
-        ui->range.hi = u;
-        ui->range.valid = true;
-    }
-    *lo = ui->range.lo;
-    *hi = ui->range.hi;
-}
-
 /* Column label j: the key token for square stages, else the dimension. */
-static void col_label(char *out, size_t size, const struct ui *ui, int j)
+static void col_label(char *out, size_t size, const struct app *a, int j)
 {
-    if (stage_is_square(ui->app.stage))
-        display_token(out, size, ui->app.model.tokens[j]);
+    if (stage_is_square(a->stage))
+        display_token(out, size, a->model.tokens[j]);
     else
         snprintf(out, size, "d%d", j);
 }
 
-static int label_width(const struct ui *ui)
+static int label_width(const struct app *a)
 {
     int w = 4;
-    for (int i = 0; i < ui->app.model.n; i++) {
-        int tw = text_width(ui->app.model.tokens[i]);
+    for (int i = 0; i < a->model.n; i++) {
+        int tw = text_width(a->model.tokens[i]);
         w = tw > w ? tw : w;
     }
     return (w > 12 ? 12 : w) + 1;
@@ -91,52 +49,51 @@ struct layout {
     bool sum;
 };
 
-static struct layout compute_layout(const struct panel *p, const struct ui *ui)
+static struct layout compute_layout(const struct panel *p, const struct frame *f)
 {
     struct layout l;
-    l.lw = label_width(ui);
-    l.sum = shows_sum(&ui->app);
+    l.lw = label_width(f->app);
+    l.sum = shows_sum(f->app);
     int w = p->area.w - l.lw - (l.sum ? SUM_W : 0);
-    int cols = app_cols(&ui->app);
+    int cols = app_cols(f->app);
     /* Shade blocks (8 colours, no colour) take a column: one more keeps 4 signed decimals. */
-    int wide = ui->theme.mode != COLOR_MODE_256 ? CELL_W_WIDE + 1 : CELL_W_WIDE;
+    int wide = f->theme->mode != COLOR_MODE_256 ? CELL_W_WIDE + 1 : CELL_W_WIDE;
     l.cw = cols * wide <= w ? wide : cols * CELL_W_WIDE <= w ? CELL_W_WIDE : CELL_W;
     l.vis_cols = w / l.cw > 0 ? w / l.cw : 1;
     l.vis_rows = p->area.h - 3 > 0 ? p->area.h - 3 : 1;
     return l;
 }
 
-int heatmap_min_width(const struct ui *ui)
+int heatmap_min_width(const struct app *a)
 {
-    return label_width(ui) + ui->app.model.n * CELL_W_WIDE + SUM_W + 1;
+    return label_width(a) + a->model.n * CELL_W_WIDE + SUM_W + 1;
 }
 
 /* Keeps the cursor inside the visible window. */
-static void follow_cursor(struct ui *ui, const struct layout *l)
+static void follow_cursor(struct heatmap_panel *hp, const struct app *a, const struct layout *l)
 {
-    const struct app *a = &ui->app;
-    if (a->row < ui->top_row)
-        ui->top_row = a->row;
-    if (a->row >= ui->top_row + l->vis_rows)
-        ui->top_row = a->row - l->vis_rows + 1;
-    if (a->col < ui->left_col)
-        ui->left_col = a->col;
-    if (a->col >= ui->left_col + l->vis_cols)
-        ui->left_col = a->col - l->vis_cols + 1;
+    if (a->row < hp->top_row)
+        hp->top_row = a->row;
+    if (a->row >= hp->top_row + l->vis_rows)
+        hp->top_row = a->row - l->vis_rows + 1;
+    if (a->col < hp->left_col)
+        hp->left_col = a->col;
+    if (a->col >= hp->left_col + l->vis_cols)
+        hp->left_col = a->col - l->vis_cols + 1;
     /* After a resize, use the room: no blank rows below the last one while rows are hidden. */
     int rows = app_rows(a), cols = app_cols(a);
-    if (ui->top_row > rows - l->vis_rows)
-        ui->top_row = rows - l->vis_rows;
-    if (ui->left_col > cols - l->vis_cols)
-        ui->left_col = cols - l->vis_cols;
-    if (ui->top_row < 0)
-        ui->top_row = 0;
-    if (ui->left_col < 0)
-        ui->left_col = 0;
+    if (hp->top_row > rows - l->vis_rows)
+        hp->top_row = rows - l->vis_rows;
+    if (hp->left_col > cols - l->vis_cols)
+        hp->left_col = cols - l->vis_cols;
+    if (hp->top_row < 0)
+        hp->top_row = 0;
+    if (hp->left_col < 0)
+        hp->left_col = 0;
 }
 
 /* "min -0.51 [gradient] max 0.91" at the right end of line y; returns its width. */
-int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bool diverging)
+int heatmap_legend(const struct theme *t, int y, int x_end, float lo, float hi, bool diverging)
 {
     char lo_s[32], hi_s[32], left[48], right[48];
     format_cell(lo_s, sizeof(lo_s), lo, 8);
@@ -148,14 +105,14 @@ int heatmap_legend(const struct ui *ui, int y, int x_end, float lo, float hi, bo
     int x = x_end - width;
     if (x < 0)
         return 0;
-    x += draw_text(y, x, 40, ui->theme.role_attr[ROLE_DIM], left);
+    x += draw_text(y, x, 40, t->role_attr[ROLE_DIM], left);
     for (int s = 0; s < steps; s++) {
         float v = lo + (hi - lo) * (float)s / (float)(steps - 1);
         const char *shade;
-        int attr = theme_cell_attr(&ui->theme, v, lo, hi, diverging, &shade);
-        x += draw_text(y, x, 1, attr, ui->theme.mode == COLOR_MODE_256 ? " " : shade);
+        int attr = theme_cell_attr(t, v, lo, hi, diverging, &shade);
+        x += draw_text(y, x, 1, attr, t->mode == COLOR_MODE_256 ? " " : shade);
     }
-    draw_text(y, x, 40, ui->theme.role_attr[ROLE_DIM], right);
+    draw_text(y, x, 40, t->role_attr[ROLE_DIM], right);
     return width;
 }
 
@@ -179,18 +136,19 @@ static const char *stage_title(enum stage s)
     return s >= 0 && s < STAGE_COUNT ? titles[s] : "?";
 }
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
-    const struct app *a = &ui->app;
-    const struct theme *t = &ui->theme;
+    struct heatmap_panel *hp = (struct heatmap_panel *)p;
+    const struct app *a = f->app;
+    const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
     struct mat_view v = app_view(a, a->stage, a->head);
-    struct layout l = compute_layout(p, ui);
-    follow_cursor(ui, &l);
+    struct layout l = compute_layout(p, f);
+    follow_cursor(hp, a, &l);
 
     float lo, hi;
-    ui_stage_range(ui, a->head, &lo, &hi);
+    range_get(&hp->range, a, a->head, &lo, &hi);
     bool diverging = lo < 0;
     const char *what = stage_title(a->stage);
     if (a->stage == STAGE_INPUTS)
@@ -206,36 +164,36 @@ static void draw(struct panel *p, struct ui *ui)
         snprintf(title, sizeof(title), "%s \u00b7 %d\u00d7%d \u00b7 all heads", what, v.rows,
                  v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
-    int legend_w = heatmap_legend(ui, r.y, r.x + r.w, lo, hi, diverging);
+    int legend_w = heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
     char clipped[256];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
 
     int shaded = t->mode != COLOR_MODE_256; /* cells spend a column on a shade block */
     int x0 = r.x + l.lw;
-    int last_col = ui->left_col + l.vis_cols < v.cols ? ui->left_col + l.vis_cols : v.cols;
-    int last_row = ui->top_row + l.vis_rows < v.rows ? ui->top_row + l.vis_rows : v.rows;
-    for (int j = ui->left_col; j < last_col; j++) {
+    int last_col = hp->left_col + l.vis_cols < v.cols ? hp->left_col + l.vis_cols : v.cols;
+    int last_row = hp->top_row + l.vis_rows < v.rows ? hp->top_row + l.vis_rows : v.rows;
+    for (int j = hp->left_col; j < last_col; j++) {
         char full[3 * SCENE_MAX_TOKEN_BYTES + 8], shortl[64], cell[80];
-        col_label(full, sizeof(full), ui, j);
+        col_label(full, sizeof(full), a, j);
         abbreviate(shortl, sizeof(shortl), full, l.cw - 1);
         snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(shortl), "", shortl);
         int role = j == a->col ? ROLE_SELECTION : ROLE_LABEL;
-        draw_text(r.y + 1, x0 + (j - ui->left_col) * l.cw, l.cw, t->role_attr[role], cell);
+        draw_text(r.y + 1, x0 + (j - hp->left_col) * l.cw, l.cw, t->role_attr[role], cell);
     }
     if (l.sum)
-        draw_text(r.y + 1, x0 + (last_col - ui->left_col) * l.cw, SUM_W, t->role_attr[ROLE_LABEL],
+        draw_text(r.y + 1, x0 + (last_col - hp->left_col) * l.cw, SUM_W, t->role_attr[ROLE_LABEL],
                   " \u2502 row \u03a3");
 
-    for (int i = ui->top_row; i < last_row; i++) {
-        int y = r.y + 2 + (i - ui->top_row);
+    for (int i = hp->top_row; i < last_row; i++) {
+        int y = r.y + 2 + (i - hp->top_row);
         char lab[64];
         char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
         display_token(shown, sizeof(shown), a->model.tokens[i]);
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
-        for (int j = ui->left_col; j < last_col; j++) {
+        for (int j = hp->left_col; j < last_col; j++) {
             float x = row[j];
             char num[32], cell[64];
             const char *shade = " ";
@@ -264,7 +222,7 @@ static void draw(struct panel *p, struct ui *ui)
                          l.cw - 2 - text_width(num), "", num);
             else
                 snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(num), "", num);
-            draw_text(y, x0 + (j - ui->left_col) * l.cw, l.cw, attr, cell);
+            draw_text(y, x0 + (j - hp->left_col) * l.cw, l.cw, attr, cell);
         }
         if (l.sum) {
             float sum = 0.0f;
@@ -274,7 +232,7 @@ static void draw(struct panel *p, struct ui *ui)
             char num[32], cell[64];
             format_cell(num, sizeof(num), sum, SUM_W - 3);
             snprintf(cell, sizeof(cell), " \u2502%*s%s", SUM_W - 2 - text_width(num), "", num);
-            draw_text(y, x0 + (last_col - ui->left_col) * l.cw, SUM_W, t->role_attr[ROLE_DIM],
+            draw_text(y, x0 + (last_col - hp->left_col) * l.cw, SUM_W, t->role_attr[ROLE_DIM],
                       cell);
         }
     }
@@ -283,73 +241,73 @@ static void draw(struct panel *p, struct ui *ui)
     char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
     char footer[8 * SCENE_MAX_TOKEN_BYTES];
     display_token(row_full, sizeof(row_full), a->model.tokens[a->row]);
-    col_label(col_full, sizeof(col_full), ui, a->col);
+    col_label(col_full, sizeof(col_full), a, a->col);
     snprintf(footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d%s",
              a->row, row_full, a->col, col_full,
              (v.rows > l.vis_rows || v.cols > l.vis_cols) ? " \u00b7 scrolled: arrows/PgUp/PgDn"
                                                           : "");
     /* Right under the last row, where the eye is, not at the bottom of the panel. */
-    int fy = r.y + 2 + (last_row - ui->top_row);
+    int fy = r.y + 2 + (last_row - hp->top_row);
     draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
 }
 
-static int move_cursor(struct ui *ui, int drow, int dcol)
+static int move_cursor(struct app *a, int drow, int dcol)
 {
-    struct app *a = &ui->app;
     int rows = app_rows(a), cols = app_cols(a);
     int row = a->row + drow, col = a->col + dcol;
     row = row < 0 ? 0 : row >= rows ? rows - 1 : row;
     col = col < 0 ? 0 : col >= cols ? cols - 1 : col;
     if (row == a->row && col == a->col)
-        return HANDLED_YES;
+        return OUTCOME_HANDLED;
     a->row = row;
     a->col = a->col_want = col;
-    return HANDLED_MOVE;
+    return OUTCOME_CURSOR_MOVED;
 }
 
-static int handle_key(struct panel *p, struct ui *ui, enum action act)
+static int handle_key(struct panel *p, struct frame *f, enum action act)
 {
-    struct layout l = compute_layout(p, ui);
+    struct layout l = compute_layout(p, f);
     switch (act) {
     case ACTION_LEFT:
-        return move_cursor(ui, 0, -1);
+        return move_cursor(f->app, 0, -1);
     case ACTION_RIGHT:
-        return move_cursor(ui, 0, 1);
+        return move_cursor(f->app, 0, 1);
     case ACTION_UP:
-        return move_cursor(ui, -1, 0);
+        return move_cursor(f->app, -1, 0);
     case ACTION_DOWN:
-        return move_cursor(ui, 1, 0);
+        return move_cursor(f->app, 1, 0);
     case ACTION_PAGE_UP:
-        return move_cursor(ui, -l.vis_rows, 0);
+        return move_cursor(f->app, -l.vis_rows, 0);
     case ACTION_PAGE_DOWN:
-        return move_cursor(ui, l.vis_rows, 0);
+        return move_cursor(f->app, l.vis_rows, 0);
     default:
-        return HANDLED_NO;
+        return OUTCOME_IGNORED;
     }
 }
 
-static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons)
+static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
     if (buttons & BUTTON4_PRESSED)
-        return move_cursor(ui, -3, 0);
+        return move_cursor(f->app, -3, 0);
     if (buttons & BUTTON5_PRESSED)
-        return move_cursor(ui, 3, 0);
-    struct layout l = compute_layout(p, ui);
-    int i = ui->top_row + (y - p->area.y - 2);
-    int j = ui->left_col + (x - p->area.x - l.lw) / l.cw;
-    if (y - p->area.y < 2 || x - p->area.x < l.lw || i >= app_rows(&ui->app) ||
-        j >= app_cols(&ui->app) || j >= ui->left_col + l.vis_cols)
-        return HANDLED_NO;
-    ui->app.row = i;
-    ui->app.col = ui->app.col_want = j;
-    return HANDLED_MOVE;
+        return move_cursor(f->app, 3, 0);
+    struct layout l = compute_layout(p, f);
+    const struct heatmap_panel *hp = (const struct heatmap_panel *)p;
+    int i = hp->top_row + (y - p->area.y - 2);
+    int j = hp->left_col + (x - p->area.x - l.lw) / l.cw;
+    if (y - p->area.y < 2 || x - p->area.x < l.lw || i >= app_rows(f->app) ||
+        j >= app_cols(f->app) || j >= hp->left_col + l.vis_cols)
+        return OUTCOME_IGNORED;
+    f->app->row = i;
+    f->app->col = f->app->col_want = j;
+    return OUTCOME_CURSOR_MOVED;
 }
 
-void heatmap_panel_init(struct panel *p)
+void heatmap_panel_init(struct heatmap_panel *hp)
 {
-    memset(p, 0, sizeof(*p));
-    p->name = "heatmap";
-    p->draw = draw;
-    p->handle_key = handle_key;
-    p->handle_mouse = handle_mouse;
+    memset(hp, 0, sizeof(*hp));
+    hp->base.name = "heatmap";
+    hp->base.draw = draw;
+    hp->base.handle_key = handle_key;
+    hp->base.handle_mouse = handle_mouse;
 }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui/ui.h"
+#include "ui/help.h"
 
 /* Builds the overlay's lines: "\agroup" headings, "keys\thelp" rows, plain text rows. */
 /* Appends text as plain rows of at most width columns, broken at blanks; rows after the first
@@ -37,7 +37,7 @@ static int wrap(char lines[][256], int n, int max, const char *text, int width)
     return n;
 }
 
-static int build(struct ui *ui, char lines[][256], int max, int width)
+static int build(struct frame *f, char lines[][256], int max, int width)
 {
     static const char *const groups[] = {"move", "view", "edit", "file", "other"};
     int n = 0;
@@ -47,7 +47,7 @@ static int build(struct ui *ui, char lines[][256], int max, int width)
         for (int a = 0; a < ACTION_COUNT && n < max; a++)
             if (strcmp(action_table[a].group, groups[g]) == 0)
                 snprintf(lines[n++], 256, "%s\t%s",
-                         ui->keymap.keys[a][0] ? ui->keymap.keys[a] : "(unbound)",
+                         f->keymap->keys[a][0] ? f->keymap->keys[a] : "(unbound)",
                          action_table[a].help);
     }
     static const char *const extra[][2] = {
@@ -62,10 +62,10 @@ static int build(struct ui *ui, char lines[][256], int max, int width)
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]) && n < max; i++)
         snprintf(lines[n++], 256, extra[i][1] ? "%s\t%s" : "%s", extra[i][0],
                  extra[i][1] ? extra[i][1] : "");
-    if (ui->config_problems.n > 0 && n < max)
+    if (f->config_problems->n > 0 && n < max)
         snprintf(lines[n++], 256, "\aconfiguration problems (the defaults are in use)");
-    for (int i = 0; i < ui->config_problems.n && n < max; i++) {
-        const struct diag *d = &ui->config_problems.items[i];
+    for (int i = 0; i < f->config_problems->n && n < max; i++) {
+        const struct diag *d = &f->config_problems->items[i];
         char text[400];
         snprintf(text, sizeof(text), "%.150s:%d:%d: %.200s", d->file, d->line, d->col, d->msg);
         n = wrap(lines, n, max, text, width);
@@ -90,13 +90,14 @@ static void draw_line(const struct theme *t, int y, int x, int w, const char *li
     draw_text(y, x + 19, w - 19, t->role_attr[ROLE_HELP], tab + 1);
 }
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
+    struct help_panel *hp = (struct help_panel *)p;
     struct rect r = p->area;
-    const struct theme *t = &ui->theme;
+    const struct theme *t = f->theme;
     char lines[96][256];
     /* Plain rows are drawn 2 columns in, within a column at most 80 wide. */
-    int n = build(ui, lines, 96, (r.w < 80 ? r.w : 80) - 4);
+    int n = build(f, lines, 96, (r.w < 80 ? r.w : 80) - 4);
     int body = r.h - 2;
     /* Two columns when one would scroll and the screen is wide enough for both. */
     int columns = n > body && r.w >= 150 ? 2 : 1;
@@ -104,14 +105,14 @@ static void draw(struct panel *p, struct ui *ui)
     int x0 = r.x + (r.w - col_w * columns) / 2;
     int per_col = columns == 2 ? (n + 1) / 2 : n;
     int shown = body * columns;
-    if (p->scroll > n - shown)
-        p->scroll = n - shown > 0 ? n - shown : 0;
+    if (hp->scroll > n - shown)
+        hp->scroll = n - shown > 0 ? n - shown : 0;
     draw_clear(r, t->role_attr[ROLE_HELP]);
     draw_text(r.y, x0 + 2, r.w - 4, t->role_attr[ROLE_LABEL] | A_BOLD,
               "attnscope keys \u2014 rebind them in keys.yaml (see the README)");
     for (int c = 0; c < columns; c++)
         for (int i = 0; i < body; i++) {
-            int k = columns == 2 ? c * per_col + i : p->scroll + i;
+            int k = columns == 2 ? c * per_col + i : hp->scroll + i;
             if (k >= n || (columns == 2 && i >= per_col))
                 break;
             draw_line(t, r.y + 1 + i, x0 + c * col_w, col_w - 1, lines[k]);
@@ -120,35 +121,34 @@ static void draw(struct panel *p, struct ui *ui)
     if (n > shown)
         snprintf(foot, sizeof(foot),
                  "\u2191\u2193 scroll (%d\u2013%d of %d) \u00b7 any other key closes",
-                 p->scroll + 1, p->scroll + body < n ? p->scroll + body : n, n);
+                 hp->scroll + 1, hp->scroll + body < n ? hp->scroll + body : n, n);
     else
         snprintf(foot, sizeof(foot), "any key closes");
     draw_text(r.y + r.h - 1, x0 + 2, r.w - 4, t->role_attr[ROLE_DIM], foot);
 }
 
-static int handle_key(struct panel *p, struct ui *ui, enum action a)
+static int handle_key(struct panel *p, struct frame *f, enum action a)
 {
-    (void)p;
+    struct help_panel *hp = (struct help_panel *)p;
     if (a == ACTION_DOWN || a == ACTION_PAGE_DOWN) {
-        p->scroll += a == ACTION_DOWN ? 1 : 10;
-        return HANDLED_CURSOR;
+        hp->scroll += a == ACTION_DOWN ? 1 : 10;
+        return OUTCOME_VIEW_CHANGED;
     }
     if (a == ACTION_UP || a == ACTION_PAGE_UP) {
-        p->scroll -= a == ACTION_UP ? 1 : 10;
-        if (p->scroll < 0)
-            p->scroll = 0;
-        return HANDLED_CURSOR;
+        hp->scroll -= a == ACTION_UP ? 1 : 10;
+        if (hp->scroll < 0)
+            hp->scroll = 0;
+        return OUTCOME_VIEW_CHANGED;
     }
-    ui->help_open = false;
-    p->scroll = 0;
-    ui_invalidate(ui); /* everything under the overlay comes back */
-    return HANDLED_CURSOR;
+    hp->open = false;
+    hp->scroll = 0;
+    return OUTCOME_VIEW_CHANGED; /* everything under the overlay comes back */
 }
 
-void help_panel_init(struct panel *p)
+void help_panel_init(struct help_panel *hp)
 {
-    memset(p, 0, sizeof(*p));
-    p->name = "help";
-    p->draw = draw;
-    p->handle_key = handle_key;
+    memset(hp, 0, sizeof(*hp));
+    hp->base.name = "help";
+    hp->base.draw = draw;
+    hp->base.handle_key = handle_key;
 }

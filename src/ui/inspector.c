@@ -4,19 +4,19 @@
 #include <string.h>
 
 #include "explore/inspect.h"
-#include "ui/ui.h"
+#include "ui/inspector.h"
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
     /* A rule on the left separates it from the map in the side-by-side layout. */
     int x0 = r.x + 2, w = r.w - 3, y = r.y;
     for (int i = 0; r.x > 0 && i < r.h; i++)
-        draw_text(r.y + i, r.x, 1, ui->theme.role_attr[ROLE_DIM], "\u2502");
-    draw_text(y++, x0, w, ui->theme.role_attr[ROLE_LABEL], "inspector");
+        draw_text(r.y + i, r.x, 1, f->theme->role_attr[ROLE_DIM], "\u2502");
+    draw_text(y++, x0, w, f->theme->role_attr[ROLE_LABEL], "inspector");
     char text[4096];
-    inspect_explain(text, sizeof(text), &ui->app);
+    inspect_explain(text, sizeof(text), f->app);
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && y < r.y + r.h;
          line = strtok_r(NULL, "\n", &save)) {
         /* Wrap long lines at word boundaries, continuing indented. */
@@ -46,7 +46,7 @@ static void draw(struct panel *p, struct ui *ui)
             size_t c = cut < sizeof(chunk) - 1 ? cut : sizeof(chunk) - 1;
             memcpy(chunk, s, c);
             chunk[c] = '\0';
-            draw_text(y++, x0 + indent, room, ui->theme.role_attr[ROLE_HELP], chunk);
+            draw_text(y++, x0 + indent, room, f->theme->role_attr[ROLE_HELP], chunk);
             s += cut;
             first = false;
         }

@@ -1,48 +1,57 @@
-/* panel: one rectangle of the screen with its own draw and key handling (htop's model).
+/* panel: one rectangle of the screen with its own state, drawing and input (htop's model).
  *
- * The screen manager (ui.c) owns the panels, gives each an area on resize, routes actions to
- * the panel that wants them, and redraws only the panels marked dirty.
+ * Each panel is a struct that starts with a struct panel, holding whatever the panel alone
+ * needs (scroll offsets, tiles, colour-range caches, the line editor). The screen manager
+ * (ui.c) owns them, gives each its area through resize, routes actions and clicks to the one
+ * that wants them, and redraws only the ones marked dirty. A panel sees the explorer through
+ * struct frame, never the manager itself.
  */
-#ifndef ATTNSCOPE_PANEL_H
-#define ATTNSCOPE_PANEL_H
+#ifndef ATTNSCOPE_UI_PANEL_H
+#define ATTNSCOPE_UI_PANEL_H
 
 #include <stdbool.h>
 
+#include "common/diag.h"
 #include "explore/actions.h"
+#include "explore/app.h"
+#include "explore/keys.h"
+#include "explore/outcome.h"
+#include "ui/draw.h"
+#include "ui/theme.h"
 
-struct ui;
-
-struct rect {
-    int y, x, h, w;
-};
-
-/* What a handler did, so the manager knows what to redraw. */
-enum handled {
-    HANDLED_NO = 0,
-    HANDLED_YES = 1 << 0,    /* consumed; nothing visible changed */
-    HANDLED_CURSOR = 1 << 1, /* the cursor or view moved: redraw views, no recompute */
-    HANDLED_SCENE = 1 << 2,  /* the scene changed and was recomputed: redraw everything */
-    HANDLED_QUIT = 1 << 3,
-    HANDLED_MOVE = 1 << 4, /* only the cursor moved: redraw the map, inspector and status */
+/* What every panel may read (and, for app, change). */
+struct frame {
+    struct app *app;
+    const struct theme *theme;
+    const struct keymap *keymap;
+    const struct diag_list *config_problems; /* listed in the help overlay */
+    const char *config_error;                /* the first one, for the message line, or "" */
+    int lines, cols;                         /* the screen's size */
 };
 
 struct panel {
     const char *name;
     /* Draws the panel into its area of stdscr (never refreshes: the manager batches). */
-    void (*draw)(struct panel *p, struct ui *ui);
-    /* Handles an action; returns enum handled flags. May be NULL. */
-    int (*handle_key)(struct panel *p, struct ui *ui, enum action a);
+    void (*draw)(struct panel *p, struct frame *f);
+    /* Handles an action; returns enum outcome flags (OUTCOME_IGNORED: not this panel's). */
+    int (*handle_key)(struct panel *p, struct frame *f, enum action a);
     /* Handles a click or wheel at screen (y, x) inside the area; may be NULL. */
-    int (*handle_mouse)(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons);
-    struct rect area; /* set by the manager on every layout */
-    int scroll;       /* first line shown, for panels taller than their area */
+    int (*handle_mouse)(struct panel *p, struct frame *f, int y, int x, unsigned long buttons);
+    /* Takes a new area (a terminal resize, a new layout); NULL: only area is set. */
+    void (*resize)(struct panel *p, struct frame *f, struct rect area);
+    struct rect area;
     bool visible;
     bool dirty;
 };
 
-static inline bool rect_contains(struct rect r, int y, int x)
+/* Gives p its area, through its resize hook when it has one. */
+static inline void panel_resize(struct panel *p, struct frame *f, struct rect area)
 {
-    return y >= r.y && y < r.y + r.h && x >= r.x && x < r.x + r.w;
+    if (p->resize)
+        p->resize(p, f, area);
+    else
+        p->area = area;
+    p->dirty = true;
 }
 
 #endif

@@ -1,18 +1,14 @@
-/* prompt: the one-line editor at the bottom (sentence, typed knob values, file names, y/n).
- *
- * Wide characters throughout, so "café" or "日本" edit as single characters. Keys follow
- * readline: C-a/C-e start/end, C-b/C-f, C-d delete, C-k/C-u kill, C-w word, Esc/C-g cancel.
- */
+/* prompt: the one-line editor (see prompt.h). */
 #define _XOPEN_SOURCE_EXTENDED 1
+#include "ui/prompt.h"
+
 #include <curses.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <wchar.h>
 #include <wctype.h>
 
 #include "common/utf8.h"
-#include "ui/ui.h"
+#include "ui/draw.h"
 
 /* UTF-8 -> code points, whatever the locale; an invalid byte becomes '?'. Returns the count. */
 static int to_wide(wchar_t *out, int max, const char *s)
@@ -42,185 +38,168 @@ static void to_utf8(char *out, size_t size, const wchar_t *w, int n)
     out[o] = '\0';
 }
 
-void prompt_open(struct ui *ui, enum prompt_kind kind, const char *label, const char *initial)
+void prompt_open(struct prompt *p, enum prompt_kind kind, const char *label, const char *initial)
 {
-    ui->prompt = kind;
-    snprintf(ui->prompt_label, sizeof(ui->prompt_label), "%s", label);
-    int n = to_wide(ui->prompt_buf, PROMPT_MAX - 1, initial ? initial : "");
-    ui->prompt_buf[n] = L'\0';
-    ui->prompt_len = ui->prompt_cur = n;
-    /* What the buffer really holds, so "unchanged" compares like with like. */
-    to_utf8(ui->prompt_initial, sizeof(ui->prompt_initial), ui->prompt_buf, n);
+    p->kind = kind;
+    snprintf(p->label, sizeof(p->label), "%s", label);
+    int n = to_wide(p->buf, PROMPT_MAX - 1, initial ? initial : "");
+    p->buf[n] = L'\0';
+    p->len = p->cur = n;
 }
 
-static void close_prompt(struct ui *ui)
+void prompt_close(struct prompt *p)
 {
-    ui->prompt = PROMPT_NONE;
+    p->kind = PROMPT_NONE;
 }
 
-static void delete_range(struct ui *ui, int from, int to)
+void prompt_text(const struct prompt *p, char *out, size_t size)
+{
+    to_utf8(out, size, p->buf, p->len);
+}
+
+static void delete_range(struct prompt *p, int from, int to)
 {
     if (from >= to)
         return;
-    memmove(ui->prompt_buf + from, ui->prompt_buf + to,
-            (size_t)(ui->prompt_len - to + 1) * sizeof(wchar_t));
-    ui->prompt_len -= to - from;
-    ui->prompt_cur = from;
+    memmove(p->buf + from, p->buf + to, (size_t)(p->len - to + 1) * sizeof(wchar_t));
+    p->len -= to - from;
+    p->cur = from;
 }
 
-static int accept(struct ui *ui)
+/* Named keys as the control characters readline gives the same meaning. */
+static uint32_t as_control(struct key k)
 {
-    static char text[PROMPT_MAX * 4 + 1];
-    to_utf8(text, sizeof(text), ui->prompt_buf, ui->prompt_len);
-    enum prompt_kind kind = ui->prompt;
-    close_prompt(ui);
-    prompt_accept(ui, kind, text);
-    return HANDLED_SCENE;
+    if (!k.is_code)
+        return k.value;
+    switch ((enum keycode)k.value) {
+    case KEYCODE_LEFT:
+        return 2; /* C-b */
+    case KEYCODE_RIGHT:
+        return 6; /* C-f */
+    case KEYCODE_HOME:
+        return 1; /* C-a */
+    case KEYCODE_END:
+        return 5; /* C-e */
+    case KEYCODE_BACKSPACE:
+        return 127;
+    case KEYCODE_DELETE:
+        return 4; /* C-d */
+    case KEYCODE_ENTER:
+        return '\n';
+    default:
+        return 0;
+    }
 }
 
-int prompt_key(struct ui *ui, wint_t key, bool is_code)
+enum prompt_result prompt_key(struct prompt *p, struct key k)
 {
-    if (ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT ||
-        ui->prompt == PROMPT_CONFIRM_QUIT) {
-        if (!is_code && (key == L'y' || key == L'Y')) {
-            ui->prompt_buf[0] = L'y';
-            ui->prompt_buf[1] = L'\0';
-            return accept(ui);
+    if (prompt_is_question(p->kind)) {
+        if (!k.is_code && (k.value == 'y' || k.value == 'Y')) {
+            p->buf[0] = L'y';
+            p->len = p->cur = 1;
+            return PROMPT_ACCEPTED;
         }
-        enum prompt_kind kind = ui->prompt;
-        close_prompt(ui);
-        if (kind != PROMPT_CONFIRM_QUIT)
-            snprintf(ui->app.message, sizeof(ui->app.message), "nothing written");
-        return HANDLED_CURSOR;
+        return PROMPT_CANCELLED;
     }
-    int cur = ui->prompt_cur, len = ui->prompt_len;
-    if (is_code) {
-        switch (key) {
-        case KEY_LEFT:
-            key = 2;
-            break;
-        case KEY_RIGHT:
-            key = 6;
-            break;
-        case KEY_HOME:
-            key = 1;
-            break;
-        case KEY_END:
-            key = 5;
-            break;
-        case KEY_BACKSPACE:
-            key = 127;
-            break;
-        case KEY_DC:
-            key = 4;
-            break;
-        case KEY_ENTER:
-            key = L'\n';
-            break;
-        default:
-            return HANDLED_YES;
-        }
-    }
-    switch (key) {
-    case L'\n':
-    case L'\r':
-        return accept(ui);
+    int cur = p->cur, len = p->len;
+    uint32_t c = as_control(k);
+    switch (c) {
+    case 0: /* a named key with no meaning here */
+        return PROMPT_EDITING;
+    case '\n':
+    case '\r':
+        return PROMPT_ACCEPTED;
     case 27: /* Esc */
     case 7:  /* C-g */
-        close_prompt(ui);
-        return HANDLED_CURSOR;
+        return PROMPT_CANCELLED;
     case 1:
-        ui->prompt_cur = 0;
+        p->cur = 0;
         break;
     case 5:
-        ui->prompt_cur = len;
+        p->cur = len;
         break;
     case 2:
-        ui->prompt_cur = cur > 0 ? cur - 1 : 0;
+        p->cur = cur > 0 ? cur - 1 : 0;
         break;
     case 6:
-        ui->prompt_cur = cur < len ? cur + 1 : len;
+        p->cur = cur < len ? cur + 1 : len;
         break;
     case 127:
     case 8:
-        delete_range(ui, cur > 0 ? cur - 1 : 0, cur);
+        delete_range(p, cur > 0 ? cur - 1 : 0, cur);
         break;
     case 4:
-        delete_range(ui, cur, cur < len ? cur + 1 : len);
+        delete_range(p, cur, cur < len ? cur + 1 : len);
         break;
     case 11:
-        delete_range(ui, cur, len);
+        delete_range(p, cur, len);
         break;
     case 21:
-        delete_range(ui, 0, cur);
+        delete_range(p, 0, cur);
         break;
     case 23: { /* C-w: the word before the cursor, and the blanks before it */
         int from = cur;
-        while (from > 0 && iswspace((wint_t)ui->prompt_buf[from - 1]))
+        while (from > 0 && iswspace((wint_t)p->buf[from - 1]))
             from--;
-        while (from > 0 && !iswspace((wint_t)ui->prompt_buf[from - 1]))
+        while (from > 0 && !iswspace((wint_t)p->buf[from - 1]))
             from--;
-        delete_range(ui, from, cur);
+        delete_range(p, from, cur);
         break;
     }
     default:
-        if (key < 32 || len >= PROMPT_MAX - 1)
-            return HANDLED_YES;
-        memmove(ui->prompt_buf + cur + 1, ui->prompt_buf + cur,
-                (size_t)(len - cur + 1) * sizeof(wchar_t));
-        ui->prompt_buf[cur] = (wchar_t)key;
-        ui->prompt_len++;
-        ui->prompt_cur++;
+        if (c < 32 || len >= PROMPT_MAX - 1)
+            return PROMPT_EDITING;
+        memmove(p->buf + cur + 1, p->buf + cur, (size_t)(len - cur + 1) * sizeof(wchar_t));
+        p->buf[cur] = (wchar_t)c;
+        p->len++;
+        p->cur++;
     }
-    return HANDLED_CURSOR;
+    return PROMPT_EDITING;
 }
 
 /* One character of the buffer as UTF-8, and its width on screen (ASCII stand-ins included). */
-static int char_at(const struct ui *ui, int i, char *utf8)
+static int char_at(const struct prompt *p, int i, char *utf8)
 {
-    int len = utf8_encode((uint32_t)ui->prompt_buf[i], utf8);
+    int len = utf8_encode((uint32_t)p->buf[i], utf8);
     utf8[len] = '\0';
     return text_width(utf8);
 }
 
-void prompt_draw(struct ui *ui, int y)
+void prompt_draw(struct prompt *p, const struct theme *t, int y, int cols)
 {
-    const struct theme *t = &ui->theme;
     /* A long label (a path) keeps its end, where the file name is. */
-    char label[sizeof(ui->prompt_label) + 8];
-    bool confirm = ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT ||
-                   ui->prompt == PROMPT_CONFIRM_QUIT;
+    char label[sizeof(p->label) + 8];
     /* A question takes the whole line; an editor leaves room for the text typed. */
-    int room = confirm ? ui->cols - 3 : (ui->cols / 2 > 20 ? ui->cols / 2 : 20);
-    abbreviate_start(label, sizeof(label), ui->prompt_label, room);
-    int x = draw_text(y, 0, ui->cols, t->role_attr[ROLE_LABEL], label);
+    int room = prompt_is_question(p->kind) ? cols - 3 : (cols / 2 > 20 ? cols / 2 : 20);
+    abbreviate_start(label, sizeof(label), p->label, room);
+    int x = draw_text(y, 0, cols, t->role_attr[ROLE_LABEL], label);
     x += draw_text(y, x, 2, A_NORMAL, ": ");
-    int avail = ui->cols - x - 1;
+    int avail = cols - x - 1;
     if (avail < 4)
         return;
     /* Scroll horizontally so the cursor stays visible. */
     char ch[8];
     int start = 0, width = 0;
-    for (int i = ui->prompt_cur - 1; i >= 0; i--) {
-        int w = char_at(ui, i, ch);
+    for (int i = p->cur - 1; i >= 0; i--) {
+        int w = char_at(p, i, ch);
         if (width + w >= avail)
             break;
         width += w;
         start = i;
     }
-    if (ui->prompt_cur == 0)
+    if (p->cur == 0)
         start = 0;
     int used = 0, cursor_x = x;
-    for (int i = start; i < ui->prompt_len; i++) {
-        int w = char_at(ui, i, ch);
+    for (int i = start; i < p->len; i++) {
+        int w = char_at(p, i, ch);
         if (used + w > avail)
             break;
-        if (i == ui->prompt_cur)
+        if (i == p->cur)
             cursor_x = x + used;
         used += draw_text(y, x + used, w, A_NORMAL, ch);
     }
-    if (ui->prompt_cur >= ui->prompt_len)
+    if (p->cur >= p->len)
         cursor_x = x + used;
-    ui->prompt_y = y;
-    ui->prompt_x = cursor_x;
+    p->cursor_y = y;
+    p->cursor_x = cursor_x;
 }

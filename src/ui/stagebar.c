@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui/ui.h"
+#include "ui/stagebar.h"
 #include "common/cnum.h"
 
 static void stage_label(char *out, size_t size, const struct model *m, enum stage s)
@@ -79,37 +79,37 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct mo
     }
 }
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
-    const struct model *m = &ui->app.model;
+    const struct model *m = &f->app->model;
     struct bar_layout bl;
     lay_out(&bl, &r, m);
-    draw_clear(r, ui->theme.role_attr[ROLE_STAGEBAR]);
+    draw_clear(r, f->theme->role_attr[ROLE_STAGEBAR]);
     for (int s = 0; s < STAGE_COUNT && bl.x0[s] < r.x + r.w; s++) {
-        int role = s == (int)ui->app.stage ? ROLE_STAGE_CURRENT
+        int role = s == (int)f->app->stage ? ROLE_STAGE_CURRENT
                    : stage_is_off(m, s)    ? ROLE_STAGE_OFF
                                            : ROLE_STAGEBAR;
-        draw_text(r.y, bl.x0[s], r.x + r.w - bl.x0[s], ui->theme.role_attr[role], bl.text[s]);
+        draw_text(r.y, bl.x0[s], r.x + r.w - bl.x0[s], f->theme->role_attr[role], bl.text[s]);
         if (s + 1 < STAGE_COUNT && bl.x1[s] < r.x + r.w)
-            draw_text(r.y, bl.x1[s], 1, ui->theme.role_attr[ROLE_STAGEBAR],
+            draw_text(r.y, bl.x1[s], 1, f->theme->role_attr[ROLE_STAGEBAR],
                       bl.density == 0 ? "\u00b7" : " ");
     }
 }
 
-static int handle_mouse(struct panel *p, struct ui *ui, int y, int x, unsigned long buttons)
+static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
     (void)y;
     (void)buttons;
     struct bar_layout bl;
-    lay_out(&bl, &p->area, &ui->app.model);
+    lay_out(&bl, &p->area, &f->app->model);
     for (int s = 0; s < STAGE_COUNT; s++)
         if (x >= bl.x0[s] && x < bl.x1[s]) {
-            ui->app.stage = (enum stage)s;
-            app_clamp(&ui->app);
-            return HANDLED_CURSOR;
+            f->app->stage = (enum stage)s;
+            app_clamp(f->app);
+            return OUTCOME_VIEW_CHANGED;
         }
-    return HANDLED_NO;
+    return OUTCOME_IGNORED;
 }
 
 void stagebar_panel_init(struct panel *p)

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui/ui.h"
+#include "ui/status.h"
 
 /* First bound key of an action, in display form (arrows as glyphs). */
 void key_display(char *out, size_t size, const struct keymap *km, enum action a)
@@ -66,34 +66,35 @@ static int message_line(int y, struct rect r, int attr, const char *text)
     return draw_text(y, r.x, r.w, attr, shown);
 }
 
-static void draw(struct panel *p, struct ui *ui)
+static void draw(struct panel *p, struct frame *f)
 {
+    struct status_panel *sp = (struct status_panel *)p;
     struct rect r = p->area;
-    const struct theme *t = &ui->theme;
+    const struct theme *t = f->theme;
     int y = r.y;
 
     move(y, r.x);
     clrtoeol();
     /* The newest thing first: the prompt, then a note about the last action (an export, a
      * refused input), then the standing problem of the edited scene, then config problems. */
-    if (ui->prompt != PROMPT_NONE) {
-        prompt_draw(ui, y);
-    } else if (ui->app.message[0]) {
+    if (prompt_is_open(&sp->prompt)) {
+        prompt_draw(&sp->prompt, t, y, f->cols);
+    } else if (f->app->message[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), ui->app.message_is_error ? " \u2717 %s " : " %s",
-                 ui->app.message);
-        message_line(y, r, t->role_attr[ui->app.message_is_error ? ROLE_ERROR : ROLE_LABEL], line);
-    } else if (ui->app.error[0]) {
+        snprintf(line, sizeof(line), f->app->message_is_error ? " \u2717 %s " : " %s",
+                 f->app->message);
+        message_line(y, r, t->role_attr[f->app->message_is_error ? ROLE_ERROR : ROLE_LABEL], line);
+    } else if (f->app->error[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s ", ui->app.error);
+        snprintf(line, sizeof(line), " \u2717 %s ", f->app->error);
         int x = r.x + message_line(y, r, t->role_attr[ROLE_ERROR], line);
         /* The reassurance only when there is room: the problem itself comes first. */
         const char *note = " last valid result shown \u00b7 u undoes";
         if (x + text_width(note) <= r.x + r.w)
             draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
-    } else if (ui->config_error[0]) {
-        message_line(y, r, t->role_attr[ROLE_ERROR], ui->config_error);
-    } else if (ui->app.playing) {
+    } else if (f->config_error[0]) {
+        message_line(y, r, t->role_attr[ROLE_ERROR], f->config_error);
+    } else if (f->app->playing) {
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");
     }
@@ -103,13 +104,12 @@ static void draw(struct panel *p, struct ui *ui)
     mvhline(y, r.x, ' ', r.w);
     attrset(A_NORMAL);
     int x = r.x + 1, x_end = r.x + r.w;
-    if (ui->prompt == PROMPT_CONFIRM_SAVE || ui->prompt == PROMPT_CONFIRM_EXPORT ||
-        ui->prompt == PROMPT_CONFIRM_QUIT) {
+    if (prompt_is_question(sp->prompt.kind)) {
         x = hint(y, x, x_end, t, "y", "yes");
         hint(y, x, x_end, t, "any other key", "no");
         return;
     }
-    if (ui->prompt != PROMPT_NONE) { /* the line editor's own keys */
+    if (prompt_is_open(&sp->prompt)) { /* the line editor's own keys */
         static const char *const editor[][2] = {
             {"Enter", "accept"},    {"Esc", "cancel"},        {"C-a C-e", "start/end"},
             {"C-k", "kill to end"}, {"C-u", "kill to start"}, {"C-w", "kill word"},
@@ -118,17 +118,17 @@ static void draw(struct panel *p, struct ui *ui)
             x = hint(y, x, x_end, t, editor[i][0], editor[i][1]);
         return;
     }
-    if (ui->app.all_heads) {
+    if (f->app->all_heads) {
         char k[24];
-        key_display(k, sizeof(k), &ui->keymap, ACTION_OPEN);
+        key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
         x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
         x = hint(y, x, x_end, t, k, "open it");
     }
     for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
         char keys[48], k1[24], k2[24];
-        key_display(k1, sizeof(k1), &ui->keymap, hints[i].a);
+        key_display(k1, sizeof(k1), f->keymap, hints[i].a);
         if (hints[i].b != ACTION_NONE) {
-            key_display(k2, sizeof(k2), &ui->keymap, hints[i].b);
+            key_display(k2, sizeof(k2), f->keymap, hints[i].b);
             snprintf(keys, sizeof(keys), "%s%s", k1, k2);
         } else {
             snprintf(keys, sizeof(keys), "%s", k1);
@@ -137,9 +137,9 @@ static void draw(struct panel *p, struct ui *ui)
     }
 }
 
-void status_panel_init(struct panel *p)
+void status_panel_init(struct status_panel *sp)
 {
-    memset(p, 0, sizeof(*p));
-    p->name = "status";
-    p->draw = draw;
+    memset(sp, 0, sizeof(*sp));
+    sp->base.name = "status";
+    sp->base.draw = draw;
 }

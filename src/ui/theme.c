@@ -131,8 +131,8 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
         if (!paths[p])
             continue;
         struct color_config cc;
-        if (config_load_colors(&cc, paths[p], role_names, ROLE_COUNT, scale_names,
-                               n_scale_names, diverging_names, n_diverging_names, errs) == 0) {
+        if (config_load_colors(&cc, paths[p], role_names, ROLE_COUNT, scale_names, n_scale_names,
+                               diverging_names, n_diverging_names, errs) == 0) {
             for (int r = 0; r < ROLE_COUNT && r < cc.n_roles; r++)
                 if (cc.roles[r].set)
                     roles[r] = cc.roles[r];

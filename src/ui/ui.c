@@ -24,8 +24,11 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "config/config.h"
+#include "explore/commands.h"
+#include "ui/header.h"
 #include "ui/input.h"
-#include "export/export.h"
+#include "ui/inspector.h"
+#include "ui/stagebar.h"
 #include "scenefile/scenefile.h"
 
 #ifndef ATTNSCOPE_DATA_CONFIGS_DIR
@@ -44,27 +47,24 @@ const char *ui_configs_dir(void)
 void ui_invalidate(struct ui *ui)
 {
     for (int i = 0; i < PANEL_COUNT; i++)
-        ui->panels[i].dirty = true;
+        ui->panels[i]->dirty = true;
 }
 
 /* Lays the panels out for the current size: header, stage bar, the map (with the inspector to
  * its right when there is room, else below it), the message line and the status line. */
 void ui_resize(struct ui *ui)
 {
-    ui->lines = LINES;
-    ui->cols = COLS;
+    ui->lines = ui->frame.lines = LINES;
+    ui->cols = ui->frame.cols = COLS;
     ui->too_small = ui->lines < UI_MIN_LINES || ui->cols < UI_MIN_COLS;
-    struct panel *p = ui->panels;
     int w = ui->cols, h = ui->lines;
-    p[PANEL_HEADER].area = (struct rect){0, 0, 2, w};
-    p[PANEL_STAGEBAR].area = (struct rect){2, 0, 1, w};
     /* A blank row under the stage bar when there is room; on small screens every row counts. */
     int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 46 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
      * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows. */
-    int map_w = heatmap_min_width(ui);
+    int map_w = heatmap_min_width(&ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
         int iw = w - map_w > 72 ? 72 : w - map_w;
@@ -78,11 +78,14 @@ void ui_resize(struct ui *ui)
         map = (struct rect){main_y, 0, mh, w};
         insp = (struct rect){main_y + mh, 0, main_h - mh, w};
     }
-    p[PANEL_HEATMAP].area = map;
-    p[PANEL_GRID].area = map;
-    p[PANEL_INSPECTOR].area = insp;
-    p[PANEL_STATUS].area = (struct rect){h - 2, 0, 2, w};
-    p[PANEL_HELP].area = (struct rect){1, 0, h - 3, w};
+    struct frame *f = &ui->frame;
+    panel_resize(&ui->header, f, (struct rect){0, 0, 2, w});
+    panel_resize(&ui->stagebar, f, (struct rect){2, 0, 1, w});
+    panel_resize(&ui->heatmap.base, f, map);
+    panel_resize(&ui->grid.base, f, map);
+    panel_resize(&ui->inspector, f, insp);
+    panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
+    panel_resize(&ui->help.base, f, (struct rect){1, 0, h - 3, w});
     ui_invalidate(ui);
 }
 
@@ -115,15 +118,24 @@ int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err)
     memset(ui, 0, sizeof(*ui));
     if (app_init(&ui->app, s, path, err))
         return -1;
-    header_panel_init(&ui->panels[PANEL_HEADER]);
-    stagebar_panel_init(&ui->panels[PANEL_STAGEBAR]);
-    heatmap_panel_init(&ui->panels[PANEL_HEATMAP]);
-    grid_panel_init(&ui->panels[PANEL_GRID]);
-    inspector_panel_init(&ui->panels[PANEL_INSPECTOR]);
-    status_panel_init(&ui->panels[PANEL_STATUS]);
-    help_panel_init(&ui->panels[PANEL_HELP]);
+    header_panel_init(&ui->header);
+    stagebar_panel_init(&ui->stagebar);
+    heatmap_panel_init(&ui->heatmap);
+    grid_panel_init(&ui->grid);
+    inspector_panel_init(&ui->inspector);
+    status_panel_init(&ui->status);
+    help_panel_init(&ui->help);
+    struct panel *order[PANEL_COUNT] = {
+        [PANEL_HEADER] = &ui->header,        [PANEL_STAGEBAR] = &ui->stagebar,
+        [PANEL_HEATMAP] = &ui->heatmap.base, [PANEL_GRID] = &ui->grid.base,
+        [PANEL_INSPECTOR] = &ui->inspector,  [PANEL_STATUS] = &ui->status.base,
+        [PANEL_HELP] = &ui->help.base,
+    };
+    memcpy(ui->panels, order, sizeof(order));
     draw_init();
     load_configs(ui);
+    ui->frame = (struct frame){&ui->app,         &ui->theme, &ui->keymap, &ui->config_problems,
+                               ui->config_error, LINES,      COLS};
     curs_set(0);
     ui_resize(ui);
     return 0;
@@ -135,354 +147,68 @@ void ui_close(struct ui *ui)
     diag_list_free(&ui->config_problems);
 }
 
-/* The stem of the scene file ("scenes/07-dropout.yaml" -> "07-dropout"), or "default". */
-static void scene_stem(char *out, size_t size, const char *path)
-{
-    if (!path) {
-        snprintf(out, size, "default");
-        return;
-    }
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    snprintf(out, size, "%s", base);
-    char *dot = strrchr(out, '.');
-    if (dot && dot != out)
-        *dot = '\0';
-}
-
-static void do_export(struct ui *ui, const char *dir)
-{
-    struct diag err;
-    diag_clear(&err);
-    if (app_export(&ui->app, dir, &err)) {
-        app_refuse(&ui->app, "export failed: %.200s: %.300s", err.file[0] ? err.file : dir,
-                   err.msg);
-        return;
-    }
-    snprintf(ui->app.message, sizeof(ui->app.message), "exported every stage as CSV to %s/%s", dir,
-             ui->app.error[0] ? " (the last valid result: the edited scene is invalid)" : "");
-    ui->app.message_is_error = false;
-}
-
-static void do_save(struct ui *ui, const char *path, bool overwrite)
-{
-    struct diag err;
-    diag_clear(&err);
-    if (app_save(&ui->app, path, overwrite, &err)) {
-        app_refuse(&ui->app, "save failed: %.200s%s%.300s", err.file[0] ? err.file : "",
-                   err.file[0] ? ": " : "", err.msg);
-        return;
-    }
-    snprintf(ui->app.message, sizeof(ui->app.message), "saved the scene to %s", path);
-    ui->app.message_is_error = false;
-}
-
-static bool is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* A typed value, without the blanks around it. */
-static void trim_copy(char *out, size_t size, const char *text)
-{
-    while (*text == ' ')
-        text++;
-    size_t n = strlen(text);
-    while (n > 0 && text[n - 1] == ' ')
-        n--;
-    snprintf(out, size, "%.*s", (int)n, text);
-}
-
-static void accept_knob(struct ui *ui, const char *typed)
-{
-    struct app *a = &ui->app;
-    char text[64];
-    trim_copy(text, sizeof(text), typed);
-    if (ui->prompt_knob == KNOB_SEED) {
-        /* Seeds are 64-bit, beyond a double's exact range: parse them as integers. */
-        uint64_t v;
-        bool neg;
-        if (cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg || text[0] == '+')
-            app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1, not '%.40s'", typed);
-        else
-            app_edit_seed(a, v);
-        return;
-    }
-    /* A decimal comma is accepted as typed on a German keyboard ("0,5"); never hex or inf. */
-    double v;
-    if (strlen(typed) >= sizeof(text) - 1 || cnum_parse_double(text, true, &v) != CNUM_OK)
-        app_refuse(a, "'%.40s' is not a number for %s", typed, knob_name(ui->prompt_knob));
-    else
-        app_edit_knob(a, ui->prompt_knob, v);
-}
-
-/* A path as typed, without the blanks around it (a trailing space is never meant). */
-static const char *trim(char *text)
-{
-    while (*text == ' ' || *text == '\t')
-        text++;
-    size_t n = strlen(text);
-    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'))
-        text[--n] = '\0';
-    return text;
-}
-
-void prompt_accept(struct ui *ui, enum prompt_kind kind, const char *typed)
-{
-    struct app *a = &ui->app;
-    char buf[PROMPT_MAX * 4 + 1];
-    snprintf(buf, sizeof(buf), "%s", typed);
-    const char *text = kind == PROMPT_EXPORT || kind == PROMPT_SAVE ? trim(buf) : typed;
-    switch (kind) {
-    case PROMPT_TEXT:
-        if (strcmp(text, ui->prompt_initial) != 0) /* Enter on the same text changes nothing */
-            app_edit_text(a, text);
-        break;
-    case PROMPT_KNOB:
-        accept_knob(ui, text);
-        break;
-    case PROMPT_EXPORT: {
-        if (!text[0])
-            break;
-        struct diag err;
-        if (export_check_target(text, &err) != 0) {
-            app_refuse(a, "%.300s %.300s", text, err.msg);
-        } else if (fsutil_exists(text)) {
-            snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
-            char label[1100];
-            snprintf(label, sizeof(label), "%s holds an export: replace it? (y/n)", text);
-            prompt_open(ui, PROMPT_CONFIRM_EXPORT, label, "");
-        } else {
-            do_export(ui, text);
-        }
-        break;
-    }
-    case PROMPT_SAVE:
-        if (!text[0])
-            break;
-        if (is_dir(text)) {
-            app_refuse(a, "%.300s is a folder; give a file name", text);
-        } else if (fsutil_exists(text)) {
-            snprintf(ui->pending_path, sizeof(ui->pending_path), "%s", text);
-            char label[1100];
-            snprintf(label, sizeof(label), "%s exists: overwrite it? (y/n)", text);
-            prompt_open(ui, PROMPT_CONFIRM_SAVE, label, "");
-        } else {
-            do_save(ui, text, false);
-        }
-        break;
-    case PROMPT_CONFIRM_EXPORT:
-        do_export(ui, ui->pending_path);
-        break;
-    case PROMPT_CONFIRM_SAVE:
-        do_save(ui, ui->pending_path, true);
-        break;
-    case PROMPT_CONFIRM_QUIT:
-        ui->quit = true;
-        break;
-    case PROMPT_NONE:
-        break;
-    }
-}
-
-static void open_knob_prompt(struct ui *ui, enum knob k)
-{
-    char label[64], value[64];
-    ui->app.knob = k;
-    ui->prompt_knob = k;
-    snprintf(label, sizeof(label), "new %s", knob_name(k));
-    app_knob_text(value, sizeof(value), &ui->app, k);
-    prompt_open(ui, PROMPT_KNOB, label, value);
-}
-
-static int stage_step(struct ui *ui, int dir)
-{
-    int s = (int)ui->app.stage + dir;
-    if (s < 0 || s >= STAGE_COUNT)
-        return HANDLED_YES; /* the pipeline has two ends; no wrapping round */
-    ui->app.stage = (enum stage)s;
-    app_clamp(&ui->app);
-    return HANDLED_CURSOR;
-}
-
-/* One auto-play tick: the next stage that does something; stops at the output. */
-static void play_tick(struct ui *ui)
-{
-    struct app *a = &ui->app;
-    int s = (int)a->stage + 1;
-    while (s < STAGE_COUNT && stage_is_off(&a->model, (enum stage)s))
-        s++;
-    if (s >= STAGE_COUNT) {
-        a->playing = false;
-        return;
-    }
-    a->stage = (enum stage)s;
-    app_clamp(a);
-}
-
-/* Actions that do not belong to one panel. */
-static int global_action(struct ui *ui, enum action act)
-{
-    struct app *a = &ui->app;
-    switch (act) {
-    case ACTION_QUIT:
-        if (!app_unsaved(a))
-            return HANDLED_QUIT;
-        prompt_open(ui, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n)", "");
-        return HANDLED_CURSOR;
-    case ACTION_HELP:
-        ui->help_open = true;
-        return HANDLED_CURSOR;
-    case ACTION_REDRAW:
-        clearok(curscr, TRUE);
-        ui_invalidate(ui);
-        return HANDLED_CURSOR;
-    case ACTION_STAGE_NEXT:
-        return stage_step(ui, 1);
-    case ACTION_STAGE_PREV:
-        return stage_step(ui, -1);
-    case ACTION_HEAD_NEXT:
-    case ACTION_HEAD_PREV:
-        a->head = (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + a->model.heads) % a->model.heads;
-        app_clamp(a);
-        return HANDLED_CURSOR;
-    case ACTION_ALL_HEADS:
-        a->all_heads = !a->all_heads;
-        return HANDLED_CURSOR;
-    case ACTION_PLAY:
-        a->playing = !a->playing;
-        if (a->playing && a->stage == STAGE_OUTPUT)
-            a->stage = STAGE_INPUTS; /* play from the start when at the end */
-        app_clamp(a);
-        return HANDLED_CURSOR;
-    case ACTION_KNOB_NEXT:
-        a->knob = (enum knob)((a->knob + 1) % KNOB_COUNT);
-        return HANDLED_CURSOR;
-    case ACTION_KNOB_PREV:
-        a->knob = (enum knob)((a->knob + KNOB_COUNT - 1) % KNOB_COUNT);
-        return HANDLED_CURSOR;
-    case ACTION_KNOB_UP:
-        app_step_knob(a, a->knob, 1);
-        return HANDLED_SCENE;
-    case ACTION_KNOB_DOWN:
-        app_step_knob(a, a->knob, -1);
-        return HANDLED_SCENE;
-    case ACTION_KNOB_TYPE:
-        open_knob_prompt(ui, a->knob);
-        return HANDLED_CURSOR;
-    case ACTION_SEED:
-        open_knob_prompt(ui, KNOB_SEED);
-        return HANDLED_CURSOR;
-    case ACTION_D_OUT:
-        open_knob_prompt(ui, KNOB_D_OUT);
-        return HANDLED_CURSOR;
-    case ACTION_HEADS:
-        open_knob_prompt(ui, KNOB_HEADS);
-        return HANDLED_CURSOR;
-    case ACTION_DROPOUT:
-        open_knob_prompt(ui, KNOB_DROPOUT);
-        return HANDLED_CURSOR;
-    case ACTION_EDIT_TEXT: {
-        /* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
-        size_t need = a->scene.text ? strlen(a->scene.text) + 1 : 1;
-        for (int i = 0; !a->scene.text && i < a->scene.n_tokens; i++)
-            need += strlen(a->scene.tokens[i]) + 1;
-        char *text = calloc(need, 1);
-        if (!text)
-            return HANDLED_NO;
-        if (a->scene.text) {
-            memcpy(text, a->scene.text, need);
-        } else {
-            for (int i = 0; i < a->scene.n_tokens; i++) {
-                if (i)
-                    strcat(text, " ");
-                strcat(text, a->scene.tokens[i]);
-            }
-        }
-        if (utf8_length(text) >= PROMPT_MAX) /* never edit a cut copy */
-            app_refuse(a, "the sentence is too long to edit here; edit the scene file");
-        else
-            prompt_open(ui, PROMPT_TEXT, "sentence", text);
-        free(text);
-        return HANDLED_CURSOR;
-    }
-    case ACTION_CAUSAL:
-        app_toggle_causal(a);
-        return HANDLED_SCENE;
-    case ACTION_PROJECTION:
-        app_cycle_projection(a);
-        return HANDLED_SCENE;
-    case ACTION_LAYOUT:
-        app_cycle_layout(a);
-        return HANDLED_SCENE;
-    case ACTION_MASK_MODE:
-        app_cycle_mask_mode(a);
-        return HANDLED_SCENE;
-    case ACTION_UNDO:
-        app_undo(a);
-        return HANDLED_SCENE;
-    case ACTION_REDO:
-        app_redo(a);
-        return HANDLED_SCENE;
-    case ACTION_EXPORT: {
-        char stem[256], dir[300];
-        scene_stem(stem, sizeof(stem), a->scene_path);
-        snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
-        prompt_open(ui, PROMPT_EXPORT, "export to folder", dir);
-        return HANDLED_CURSOR;
-    }
-    case ACTION_SAVE: {
-        if (a->error[0]) {
-            app_refuse(a, "the edited scene is invalid: fix it or undo (u) before saving");
-            return HANDLED_CURSOR;
-        }
-        /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
-         * original's comments would be lost. */
-        char stem[256], path[1100];
-        scene_stem(stem, sizeof(stem), a->scene_path);
-        const char *slash = a->scene_path ? strrchr(a->scene_path, '/') : NULL;
-        snprintf(path, sizeof(path), "%.*s%s-edited.yaml",
-                 slash ? (int)(slash - a->scene_path + 1) : 0, a->scene_path ? a->scene_path : "",
-                 stem);
-        prompt_open(ui, PROMPT_SAVE, "save scene as", path);
-        return HANDLED_CURSOR;
-    }
-    default:
-        return HANDLED_NO;
-    }
-}
-
 static int handle_mouse(struct ui *ui)
 {
     MEVENT ev;
     if (getmouse(&ev) != OK)
-        return HANDLED_NO;
-    enum panel_id order[] = {PANEL_STAGEBAR, PANEL_HEATMAP, PANEL_GRID};
+        return OUTCOME_IGNORED;
+    struct panel *order[] = {&ui->stagebar, ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        struct panel *p = &ui->panels[order[i]];
-        if (order[i] == PANEL_HEATMAP && ui->app.all_heads)
-            continue;
-        if (order[i] == PANEL_GRID && !ui->app.all_heads)
-            continue;
+        struct panel *p = order[i];
         if (p->handle_mouse && rect_contains(p->area, ev.y, ev.x))
-            return p->handle_mouse(p, ui, ev.y, ev.x, (unsigned long)ev.bstate);
+            return p->handle_mouse(p, &ui->frame, ev.y, ev.x, (unsigned long)ev.bstate);
     }
-    return HANDLED_NO;
+    return OUTCOME_IGNORED;
+}
+
+/* Opens the prompt a command asked for, if any. */
+static int open_asked(struct ui *ui, struct ask *ask, int outcome)
+{
+    if (ask->kind != PROMPT_NONE) {
+        prompt_open(&ui->status.prompt, ask->kind, ask->label, ask->initial);
+        outcome |= OUTCOME_VIEW_CHANGED;
+    }
+    ask_clear(ask);
+    return outcome;
+}
+
+/* A key while the line editor is open: edit, or hand the answer to explore/commands. */
+static int prompt_input(struct ui *ui, struct key k)
+{
+    struct prompt *p = &ui->status.prompt;
+    enum prompt_result r = prompt_key(p, k);
+    if (r == PROMPT_EDITING)
+        return OUTCOME_VIEW_CHANGED;
+    enum prompt_kind kind = p->kind;
+    int outcome;
+    struct ask ask = {0};
+    if (r == PROMPT_ACCEPTED) {
+        static char text[PROMPT_MAX * 4 + 1];
+        prompt_text(p, text, sizeof(text));
+        prompt_close(p);
+        outcome = command_answer(&ui->app, kind, text, &ask);
+    } else {
+        prompt_close(p);
+        outcome = command_cancel(&ui->app, kind);
+    }
+    return open_asked(ui, &ask, outcome | OUTCOME_VIEW_CHANGED);
+}
+
+int ui_play_tick(struct ui *ui)
+{
+    return command_play_tick(&ui->app);
 }
 
 int ui_key(struct ui *ui, wint_t key, bool is_code)
 {
     if (is_code && key == KEY_RESIZE) {
         ui_resize(ui);
-        return HANDLED_CURSOR;
+        return OUTCOME_VIEW_CHANGED;
     }
     if (ui->too_small) /* nothing to act on that cannot be seen; C-c still quits */
-        return HANDLED_NO;
-    if (ui->prompt != PROMPT_NONE) {
-        int r = prompt_key(ui, key, is_code) | HANDLED_CURSOR;
-        return ui->quit ? HANDLED_QUIT : r;
-    }
+        return OUTCOME_IGNORED;
+    if (prompt_is_open(&ui->status.prompt))
+        return prompt_input(ui, input_decode(key, is_code));
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
     enum action act = keymap_lookup(&ui->keymap, input_decode(key, is_code));
@@ -492,40 +218,44 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
     }
     if (ui->config_error[0] && act != ACTION_NONE)
         ui->config_error[0] = '\0';
-    if (ui->help_open) /* every key either scrolls the overlay or closes it */
-        return ui->panels[PANEL_HELP].handle_key(&ui->panels[PANEL_HELP], ui, act);
-    if (act == ACTION_NONE)
-        return HANDLED_NO;
-    struct panel *focus = &ui->panels[ui->app.all_heads ? PANEL_GRID : PANEL_HEATMAP];
-    int r = focus->handle_key ? focus->handle_key(focus, ui, act) : HANDLED_NO;
-    if (r == HANDLED_NO)
-        r = global_action(ui, act);
-    return r;
+    if (ui->help.open) /* every key either scrolls the overlay or closes it */
+        return ui->help.base.handle_key(&ui->help.base, &ui->frame, act);
+    switch (act) {
+    case ACTION_NONE:
+        return OUTCOME_IGNORED;
+    case ACTION_HELP:
+        ui->help.open = true;
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_REDRAW:
+        clearok(curscr, TRUE);
+        ui_invalidate(ui);
+        return OUTCOME_VIEW_CHANGED;
+    default:
+        break;
+    }
+    struct panel *focus = ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base;
+    int r = focus->handle_key ? focus->handle_key(focus, &ui->frame, act) : OUTCOME_IGNORED;
+    if (r != OUTCOME_IGNORED)
+        return r;
+    struct ask ask = {0};
+    return open_asked(ui, &ask, command_run(&ui->app, act, &ask));
 }
 
-void ui_mark(struct ui *ui, int handled)
+void ui_mark(struct ui *ui, int outcome)
 {
-    if (handled & HANDLED_SCENE) {
+    if (outcome & OUTCOME_SCENE_CHANGED) {
         ui_resize(ui); /* the token count decides the stacked layout */
         return;
     }
-    if (handled & HANDLED_MOVE) {
+    if (outcome & OUTCOME_CURSOR_MOVED) {
         /* A cursor move touches the map, the inspector and the status line, nothing else. */
-        ui->panels[PANEL_HEATMAP].dirty = true;
-        ui->panels[PANEL_GRID].dirty = true;
-        ui->panels[PANEL_INSPECTOR].dirty = true;
-        ui->panels[PANEL_STATUS].dirty = true;
+        ui->heatmap.base.dirty = true;
+        ui->grid.base.dirty = true;
+        ui->inspector.dirty = true;
+        ui->status.base.dirty = true;
     }
-    if (handled & HANDLED_CURSOR) {
-        /* A view change touches the map, the inspector, the bars; never the engine. */
-        ui->panels[PANEL_HEADER].dirty = true;
-        ui->panels[PANEL_STAGEBAR].dirty = true;
-        ui->panels[PANEL_HEATMAP].dirty = true;
-        ui->panels[PANEL_GRID].dirty = true;
-        ui->panels[PANEL_INSPECTOR].dirty = true;
-        ui->panels[PANEL_STATUS].dirty = true;
-        ui->panels[PANEL_HELP].dirty = true;
-    }
+    if (outcome & OUTCOME_VIEW_CHANGED)
+        ui_invalidate(ui); /* a view change touches every panel; never the engine */
 }
 
 void ui_draw(struct ui *ui)
@@ -550,14 +280,13 @@ void ui_draw(struct ui *ui)
         ui_invalidate(ui);
         return;
     }
-    ui->panels[PANEL_HEATMAP].visible = !ui->app.all_heads;
-    ui->panels[PANEL_GRID].visible = ui->app.all_heads;
-    ui->panels[PANEL_HELP].visible = ui->help_open;
-    ui->panels[PANEL_INSPECTOR].visible = true;
-    ui->panels[PANEL_HEADER].visible = ui->panels[PANEL_STAGEBAR].visible = true;
-    ui->panels[PANEL_STATUS].visible = true;
+    ui->heatmap.base.visible = !ui->app.all_heads;
+    ui->grid.base.visible = ui->app.all_heads;
+    ui->help.base.visible = ui->help.open;
+    ui->inspector.visible = ui->header.visible = ui->stagebar.visible = true;
+    ui->status.base.visible = true;
     /* The row between the stage bar and the map stays blank (when there is one). */
-    if (ui->panels[PANEL_HEATMAP].area.y == 4) {
+    if (ui->heatmap.base.area.y == 4) {
         move(3, 0);
         clrtoeol();
     }
@@ -567,17 +296,17 @@ void ui_draw(struct ui *ui)
                                           PANEL_GRID,   PANEL_INSPECTOR, PANEL_HELP,
                                           PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        struct panel *p = &ui->panels[order[i]];
-        bool covered = ui->help_open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
+        struct panel *p = ui->panels[order[i]];
+        bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
                        order[i] != PANEL_HEADER;
         if (!p->visible || !p->dirty || covered)
             continue;
-        p->draw(p, ui);
+        p->draw(p, &ui->frame);
         p->dirty = false;
     }
     /* The terminal cursor belongs in the line editor while it is open, hidden otherwise. */
-    if (ui->prompt != PROMPT_NONE) {
-        move(ui->prompt_y, ui->prompt_x);
+    if (prompt_is_open(&ui->status.prompt)) {
+        move(ui->status.prompt.cursor_y, ui->status.prompt.cursor_x);
         curs_set(1);
     } else {
         curs_set(0);
@@ -720,16 +449,15 @@ int ui_main(const char *scene_path)
             break;
         if (rc == ERR) {
             if (ui->app.playing) {
-                play_tick(ui);
-                ui_mark(ui, HANDLED_CURSOR);
+                ui_mark(ui, ui_play_tick(ui));
                 ui_draw(ui);
             }
             continue;
         }
-        int handled = ui_key(ui, key, rc == KEY_CODE_YES);
-        if (handled & HANDLED_QUIT)
+        int outcome = ui_key(ui, key, rc == KEY_CODE_YES);
+        if (outcome & OUTCOME_QUIT)
             break;
-        ui_mark(ui, handled);
+        ui_mark(ui, outcome);
         ui_draw(ui);
     }
     ui_close(ui);

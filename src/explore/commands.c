@@ -1,0 +1,353 @@
+/* commands: the explorer's actions and the answers to its prompts (see commands.h). */
+#include "explore/commands.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cnum.h"
+#include "common/fsutil.h"
+#include "common/utf8.h"
+#include "export/export.h"
+
+/* The longest sentence the line editor holds: a 1024-token sentence fits. */
+#define ASK_TEXT_MAX 16384
+
+void ask_clear(struct ask *ask)
+{
+    free(ask->initial);
+    memset(ask, 0, sizeof(*ask));
+}
+
+static void ask_for(struct ask *ask, enum prompt_kind kind, const char *label, const char *initial)
+{
+    ask_clear(ask);
+    ask->kind = kind;
+    snprintf(ask->label, sizeof(ask->label), "%s", label);
+    ask->initial = initial ? strdup(initial) : NULL;
+}
+
+/* The stem of the scene file ("scenes/07-dropout.yaml" -> "07-dropout"), or "default". */
+static void scene_stem(char *out, size_t size, const char *path)
+{
+    if (!path) {
+        snprintf(out, size, "default");
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, size, "%s", base);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out)
+        *dot = '\0';
+}
+
+static void note(struct app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct app *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->message, sizeof(a->message), fmt, ap);
+    va_end(ap);
+    a->message_is_error = false;
+}
+
+static void do_export(struct app *a, const char *dir)
+{
+    struct diag err;
+    diag_clear(&err);
+    if (app_export(a, dir, &err)) {
+        app_refuse(a, "export failed: %.200s: %.300s", err.file[0] ? err.file : dir, err.msg);
+        return;
+    }
+    note(a, "exported every stage as CSV to %s/%s", dir,
+         a->error[0] ? " (the last valid result: the edited scene is invalid)" : "");
+}
+
+static void do_save(struct app *a, const char *path, bool overwrite)
+{
+    struct diag err;
+    diag_clear(&err);
+    if (app_save(a, path, overwrite, &err)) {
+        app_refuse(a, "save failed: %.200s%s%.300s", err.file[0] ? err.file : "",
+                   err.file[0] ? ": " : "", err.msg);
+        return;
+    }
+    note(a, "saved the scene to %s", path);
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* text without the blanks around it (a trailing space is never meant), into out. */
+static void trim_copy(char *out, size_t size, const char *text)
+{
+    while (*text == ' ' || *text == '\t')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+        n--;
+    snprintf(out, size, "%.*s", (int)n, text);
+}
+
+static int accept_knob(struct app *a, const char *typed)
+{
+    char text[64];
+    trim_copy(text, sizeof(text), typed);
+    if (a->prompt_knob == KNOB_SEED) {
+        /* Seeds are 64-bit, beyond a double's exact range: parse them as integers. */
+        uint64_t v;
+        bool neg;
+        if (cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg || text[0] == '+')
+            app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1, not '%.40s'", typed);
+        else
+            app_edit_seed(a, v);
+        return OUTCOME_SCENE_CHANGED;
+    }
+    /* A decimal comma is accepted as typed on a German keyboard ("0,5"); never hex or inf. */
+    double v;
+    if (strlen(typed) >= sizeof(text) - 1 || cnum_parse_double(text, true, &v) != CNUM_OK)
+        app_refuse(a, "'%.40s' is not a number for %s", typed, knob_name(a->prompt_knob));
+    else
+        app_edit_knob(a, a->prompt_knob, v);
+    return OUTCOME_SCENE_CHANGED;
+}
+
+int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
+{
+    ask_clear(ask);
+    char text[1001]; /* a path: what pending_path holds */
+    trim_copy(text, sizeof(text), typed);
+    if ((kind == PROMPT_EXPORT || kind == PROMPT_SAVE) && strlen(typed) >= sizeof(text)) {
+        app_refuse(a, "the path is too long (over %zu bytes)", sizeof(text) - 1);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    switch (kind) {
+    case PROMPT_TEXT:
+        if (strcmp(typed, a->prompt_initial) != 0) /* Enter on the same text changes nothing */
+            app_edit_text(a, typed);
+        return OUTCOME_SCENE_CHANGED;
+    case PROMPT_KNOB:
+        return accept_knob(a, typed);
+    case PROMPT_EXPORT: {
+        if (!text[0])
+            break;
+        struct diag err;
+        if (export_check_target(text, &err) != 0) {
+            app_refuse(a, "%.300s %.300s", text, err.msg);
+        } else if (fsutil_exists(text)) {
+            snprintf(a->pending_path, sizeof(a->pending_path), "%.1000s", text);
+            char label[ASK_LABEL_MAX];
+            snprintf(label, sizeof(label), "%.1100s holds an export: replace it? (y/n)", text);
+            ask_for(ask, PROMPT_CONFIRM_EXPORT, label, "");
+        } else {
+            do_export(a, text);
+        }
+        break;
+    }
+    case PROMPT_SAVE:
+        if (!text[0])
+            break;
+        if (is_dir(text)) {
+            app_refuse(a, "%.300s is a folder; give a file name", text);
+        } else if (fsutil_exists(text)) {
+            snprintf(a->pending_path, sizeof(a->pending_path), "%.1000s", text);
+            char label[ASK_LABEL_MAX];
+            snprintf(label, sizeof(label), "%.1100s exists: overwrite it? (y/n)", text);
+            ask_for(ask, PROMPT_CONFIRM_SAVE, label, "");
+        } else {
+            do_save(a, text, false);
+        }
+        break;
+    case PROMPT_CONFIRM_EXPORT:
+        do_export(a, a->pending_path);
+        break;
+    case PROMPT_CONFIRM_SAVE:
+        do_save(a, a->pending_path, true);
+        break;
+    case PROMPT_CONFIRM_QUIT:
+        return OUTCOME_QUIT;
+    case PROMPT_NONE:
+        break;
+    }
+    return OUTCOME_VIEW_CHANGED;
+}
+
+int command_cancel(struct app *a, enum prompt_kind kind)
+{
+    if (kind == PROMPT_CONFIRM_SAVE || kind == PROMPT_CONFIRM_EXPORT)
+        note(a, "nothing written");
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
+{
+    char label[64], value[64];
+    a->knob = k;
+    a->prompt_knob = k;
+    snprintf(label, sizeof(label), "new %s", knob_name(k));
+    app_knob_text(value, sizeof(value), a, k);
+    snprintf(a->prompt_initial, sizeof(a->prompt_initial), "%s", value);
+    ask_for(ask, PROMPT_KNOB, label, value);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+/* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
+static int text_prompt(struct app *a, struct ask *ask)
+{
+    const struct scene *s = &a->scene;
+    size_t need = s->text ? strlen(s->text) + 1 : 1;
+    for (int i = 0; !s->text && i < s->n_tokens; i++)
+        need += strlen(s->tokens[i]) + 1;
+    char *text = calloc(need, 1);
+    if (!text)
+        return OUTCOME_HANDLED;
+    if (s->text) {
+        memcpy(text, s->text, need);
+    } else {
+        for (int i = 0; i < s->n_tokens; i++) {
+            if (i)
+                strcat(text, " ");
+            strcat(text, s->tokens[i]);
+        }
+    }
+    if (utf8_length(text) >= ASK_TEXT_MAX || need > sizeof(a->prompt_initial)) {
+        app_refuse(a, "the sentence is too long to edit here; edit the scene file");
+    } else {
+        memcpy(a->prompt_initial, text, need);
+        ask_for(ask, PROMPT_TEXT, "sentence", text);
+    }
+    free(text);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int stage_step(struct app *a, int dir)
+{
+    int s = (int)a->stage + dir;
+    if (s < 0 || s >= STAGE_COUNT)
+        return OUTCOME_HANDLED; /* the pipeline has two ends; no wrapping round */
+    a->stage = (enum stage)s;
+    app_clamp(a);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+int command_play_tick(struct app *a)
+{
+    int s = (int)a->stage + 1;
+    while (s < STAGE_COUNT && stage_is_off(&a->model, (enum stage)s))
+        s++;
+    if (s >= STAGE_COUNT) {
+        a->playing = false;
+        return OUTCOME_VIEW_CHANGED;
+    }
+    a->stage = (enum stage)s;
+    app_clamp(a);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+int command_run(struct app *a, enum action act, struct ask *ask)
+{
+    ask_clear(ask);
+    switch (act) {
+    case ACTION_QUIT:
+        if (!app_unsaved(a))
+            return OUTCOME_QUIT;
+        ask_for(ask, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n)", "");
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_STAGE_NEXT:
+        return stage_step(a, 1);
+    case ACTION_STAGE_PREV:
+        return stage_step(a, -1);
+    case ACTION_HEAD_NEXT:
+    case ACTION_HEAD_PREV:
+        a->head = (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + a->model.heads) % a->model.heads;
+        app_clamp(a);
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_ALL_HEADS:
+        a->all_heads = !a->all_heads;
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_OPEN:
+        if (!a->all_heads)
+            return OUTCOME_HANDLED;
+        a->all_heads = false;
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_PLAY:
+        a->playing = !a->playing;
+        if (a->playing && a->stage == STAGE_OUTPUT)
+            a->stage = STAGE_INPUTS; /* play from the start when at the end */
+        app_clamp(a);
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_KNOB_NEXT:
+        a->knob = (enum knob)((a->knob + 1) % KNOB_COUNT);
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_KNOB_PREV:
+        a->knob = (enum knob)((a->knob + KNOB_COUNT - 1) % KNOB_COUNT);
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_KNOB_UP:
+        app_step_knob(a, a->knob, 1);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_KNOB_DOWN:
+        app_step_knob(a, a->knob, -1);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_KNOB_TYPE:
+        return knob_prompt(a, a->knob, ask);
+    case ACTION_SEED:
+        return knob_prompt(a, KNOB_SEED, ask);
+    case ACTION_D_OUT:
+        return knob_prompt(a, KNOB_D_OUT, ask);
+    case ACTION_HEADS:
+        return knob_prompt(a, KNOB_HEADS, ask);
+    case ACTION_DROPOUT:
+        return knob_prompt(a, KNOB_DROPOUT, ask);
+    case ACTION_EDIT_TEXT:
+        return text_prompt(a, ask);
+    case ACTION_CAUSAL:
+        app_toggle_causal(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_PROJECTION:
+        app_cycle_projection(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_LAYOUT:
+        app_cycle_layout(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_MASK_MODE:
+        app_cycle_mask_mode(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_UNDO:
+        app_undo(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_REDO:
+        app_redo(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_EXPORT: {
+        char stem[256], dir[300];
+        scene_stem(stem, sizeof(stem), a->scene_path);
+        snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
+        ask_for(ask, PROMPT_EXPORT, "export to folder", dir);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    case ACTION_SAVE: {
+        if (a->error[0]) {
+            app_refuse(a, "the edited scene is invalid: fix it or undo (u) before saving");
+            return OUTCOME_VIEW_CHANGED;
+        }
+        /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
+         * original's comments would be lost. */
+        char stem[256], path[1100];
+        scene_stem(stem, sizeof(stem), a->scene_path);
+        const char *slash = a->scene_path ? strrchr(a->scene_path, '/') : NULL;
+        snprintf(path, sizeof(path), "%.*s%s-edited.yaml",
+                 slash ? (int)(slash - a->scene_path + 1) : 0, a->scene_path ? a->scene_path : "",
+                 stem);
+        ask_for(ask, PROMPT_SAVE, "save scene as", path);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    default:
+        return OUTCOME_IGNORED;
+    }
+}

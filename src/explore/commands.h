@@ -1,0 +1,57 @@
+/* commands: what the explorer's actions and prompts do, without a terminal.
+ *
+ * A front end maps keys to actions, lets its panels take the ones that are theirs (moving the
+ * cursor in the map, picking a tile), and hands every other action to command_run. When an
+ * action needs a line of text (a sentence, a number, a file name, a yes or no) the command
+ * asks for it through struct ask; the front end shows a prompt and gives the answer back to
+ * command_answer. Nothing here calls back into the front end.
+ */
+#ifndef ATTNSCOPE_EXPLORE_COMMANDS_H
+#define ATTNSCOPE_EXPLORE_COMMANDS_H
+
+#include <stdbool.h>
+
+#include "explore/actions.h"
+#include "explore/app.h"
+#include "explore/outcome.h"
+
+/* What a prompt asks for; decides what its answer does. */
+enum prompt_kind {
+    PROMPT_NONE,
+    PROMPT_TEXT,           /* the sentence */
+    PROMPT_KNOB,           /* a value for app->prompt_knob */
+    PROMPT_EXPORT,         /* a folder to export to */
+    PROMPT_SAVE,           /* a file to save the scene as */
+    PROMPT_CONFIRM_SAVE,   /* y/n: overwrite app->pending_path */
+    PROMPT_CONFIRM_EXPORT, /* y/n: replace the export in app->pending_path */
+    PROMPT_CONFIRM_QUIT    /* y/n: drop unsaved edits */
+};
+
+static inline bool prompt_is_question(enum prompt_kind k)
+{
+    return k == PROMPT_CONFIRM_SAVE || k == PROMPT_CONFIRM_EXPORT || k == PROMPT_CONFIRM_QUIT;
+}
+
+#define ASK_LABEL_MAX 1200
+
+/* A prompt a command wants opened. */
+struct ask {
+    enum prompt_kind kind; /* PROMPT_NONE: nothing to ask */
+    char label[ASK_LABEL_MAX];
+    char *initial; /* the text it opens with, or NULL; ask_clear frees it */
+};
+
+void ask_clear(struct ask *ask);
+
+/* Carries out act on a (stages, heads, knobs, edits, undo, export, save, quit, play). Returns
+ * enum outcome flags; ask (cleared first) says whether to open a prompt. */
+int command_run(struct app *a, enum action act, struct ask *ask);
+/* The text typed into a prompt of kind (for a question: "y" when answered yes). May ask again
+ * (an existing file: overwrite it?). Returns enum outcome flags. */
+int command_answer(struct app *a, enum prompt_kind kind, const char *text, struct ask *ask);
+/* The prompt was dismissed without an answer. */
+int command_cancel(struct app *a, enum prompt_kind kind);
+/* One step of auto-play: the next stage that does something; stops at the output. */
+int command_play_tick(struct app *a);
+
+#endif

@@ -1,0 +1,27 @@
+/* range: the colour range of what a view shows, cached.
+ *
+ * The range of an n x n stage takes a scan of every value; cursor moves must never pay it
+ * again. A view keeps a struct range_cache and asks range_get, which scans only when the
+ * result (app->generation), the stage or the head changed since the last call.
+ */
+#ifndef ATTNSCOPE_EXPLORE_RANGE_H
+#define ATTNSCOPE_EXPLORE_RANGE_H
+
+#include <stdbool.h>
+
+#include "engine/attention.h"
+#include "explore/app.h"
+
+struct range_cache {
+    unsigned long generation;
+    int stage, head; /* head -1: every head (the all-heads view's shared scale) */
+    float lo, hi;
+    bool valid;
+};
+
+/* Finite min and max of a matrix (0, 0 when it has no finite value). */
+void range_of(struct mat_view v, float *lo, float *hi);
+/* The range of the current stage for one head, or every head (head -1), through the cache. */
+void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi);
+
+#endif

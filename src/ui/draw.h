@@ -1,0 +1,38 @@
+/* draw: width-aware text output for the panels.
+ *
+ * UTF-8 strings clipped to a width in terminal columns ("café" and "日本" take 4 and 4), never
+ * bytes. draw_init picks ASCII stand-ins for every glyph when the locale is not UTF-8.
+ */
+#ifndef ATTNSCOPE_UI_DRAW_H
+#define ATTNSCOPE_UI_DRAW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A rectangle of the screen. */
+struct rect {
+    int y, x, h, w;
+};
+
+static inline bool rect_contains(struct rect r, int y, int x)
+{
+    return y >= r.y && y < r.y + r.h && x >= r.x && x < r.x + r.w;
+}
+
+void draw_init(void);
+bool draw_ascii_only(void);
+/* Draws utf8 at (y, x) in at most width columns; returns the columns used. */
+int draw_text(int y, int x, int width, int attr, const char *utf8);
+int text_width(const char *utf8);
+/* Abbreviates a token to at most width columns, ending with "…" when cut. */
+void abbreviate(char *out, size_t out_size, const char *utf8, int width);
+/* The same from the other end: "…/long/path/to/file.yaml", keeping the end. */
+void abbreviate_start(char *out, size_t out_size, const char *utf8, int width);
+/* Blanks an area in one attribute. */
+void draw_clear(struct rect r, int attr);
+/* A token as a label: blanks shown as ␣ ⇥ ↵ so a space token is not an empty label. */
+void display_token(char *out, size_t out_size, const char *token);
+/* Formats a cell value in at most width columns: 0.138, -12.35, -∞, nan. */
+void format_cell(char *out, size_t out_size, float v, int width);
+
+#endif

@@ -1,0 +1,23 @@
+/* heatmap panel: one head at one stage, every cell with its value and its colour. It keeps its
+ * own scroll position and colour-range cache. */
+#ifndef ATTNSCOPE_UI_HEATMAP_H
+#define ATTNSCOPE_UI_HEATMAP_H
+
+#include <stdbool.h>
+
+#include "explore/range.h"
+#include "ui/panel.h"
+
+struct heatmap_panel {
+    struct panel base;
+    int top_row, left_col; /* the first row and column shown */
+    struct range_cache range;
+};
+
+void heatmap_panel_init(struct heatmap_panel *hp);
+/* Columns the map needs to show every token with 4 decimals and the row sums. */
+int heatmap_min_width(const struct app *a);
+/* "min … [gradient] … max" ending at x_end on line y; returns its width. */
+int heatmap_legend(const struct theme *t, int y, int x_end, float lo, float hi, bool diverging);
+
+#endif
