@@ -1,5 +1,6 @@
-/* loader: the state of one scene-file parse, shared by load.c (driver, diagnostics, locations)
- * and schema.c (the schema tables and their handlers). Internal to src/scenefile.
+/* loader: the state of one scene-file parse: its problems (through src/yaml/ydiag), where each
+ * key is, which keys had a problem. load.c drives a parse and schema.c (the schema tables and
+ * their handlers) fills the scene; both report through here. Internal to src/scenefile.
  */
 #ifndef ATTNSCOPE_SCENEFILE_LOADER_H
 #define ATTNSCOPE_SCENEFILE_LOADER_H
@@ -10,6 +11,7 @@
 #include "common/diag.h"
 #include "engine/scene.h"
 #include "yaml/yamltree.h"
+#include "yaml/ydiag.h"
 
 /* After this many problems the loader stops: the first ones are what the user fixes first. */
 #define LOADER_MAX_ERRORS 50
@@ -31,11 +33,8 @@ struct loader {
     char dir[4096];   /* its folder: {file: ...} references are relative to it ("" = here) */
     const char *text;
     size_t len;
-    struct diag_list *errs;
-    int first;         /* index in errs of this parse's first diag */
-    int n_errors;      /* problems added by this parse */
-    bool stopped;      /* LOADER_MAX_ERRORS reached: everything else is skipped */
-    bool truncated;    /* a problem was dropped because of the limit */
+    struct ydiag yd;   /* the problems; yd.stopped: LOADER_MAX_ERRORS passed, skip the rest */
+    int first;         /* index in the list of this parse's first diag */
     struct ytree tree; /* also turns marks into line and byte column */
     struct scene *s;
     struct loader_key *keys;
@@ -52,6 +51,10 @@ void loader_error(struct loader *l, int node, const char *path, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 /* Adds a problem at a yamltree position. Returns false once the limit is reached. */
 bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg);
+/* Adds a problem at a line and column already known. */
+void loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg);
+/* ytree_build's report callback (ctx: the loader). */
+bool loader_yaml_problem(void *ctx, const struct yproblem *p);
 /* Marks path as bad without a message (the problem was reported under another key). */
 void loader_mark_bad(struct loader *l, const char *path);
 /* True when path, or a key below it, had a problem. */
@@ -64,11 +67,15 @@ bool loader_unknown(const struct loader *l, const char *path);
 void loader_register(struct loader *l, const char *path, int key, int value);
 /* The registered entry for path, or NULL. */
 const struct loader_key *loader_find(const struct loader *l, const char *path);
+/* Where node starts, as shown to users (node < 0: line 1, column 1). */
+void loader_locate(struct loader *l, int node, int *line, int *col);
+/* True when key path a is b or below it ("attention.d_out" is below "attention"). */
+bool loader_path_within(const char *a, const char *b);
 /* 1-based line of node, as shown to users. */
 int loader_line(struct loader *l, int node);
 
 /* Buffer size for loader_show. */
-#define LOADER_SHOW_MAX 200
+#define LOADER_SHOW_MAX YDIAG_SHOW_MAX
 /* Writes how a node looks in a message: 'text' (shortened, escaped), nothing, a sequence... */
 const char *loader_show(const struct loader *l, int node, char *buf, size_t size);
 

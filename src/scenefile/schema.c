@@ -356,7 +356,7 @@ static void h_tokens(struct loader *l, const struct field *f, int node, void *ba
     }
     bool ok = true;
     int i = 1;
-    for (int c = nd->u.c.first; c >= 0 && !l->stopped; c = nd_of(l, c)->next, i++) {
+    for (int c = nd->u.c.first; c >= 0 && !l->yd.stopped; c = nd_of(l, c)->next, i++) {
         const struct ynode *t = nd_of(l, c);
         if (t->type == YNODE_BAD) {
             ok = false;
@@ -583,7 +583,7 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
     }
     int cols = -1, r = 1;
     bool bad = false;
-    for (int row = nd->u.c.first; row >= 0 && !l->stopped; row = nd_of(l, row)->next, r++) {
+    for (int row = nd->u.c.first; row >= 0 && !l->yd.stopped; row = nd_of(l, row)->next, r++) {
         const struct ynode *rn = nd_of(l, row);
         if (rn->type == YNODE_BAD) {
             bad = true;
@@ -612,7 +612,7 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
             bad = true;
         }
     }
-    if (bad || cols < 0 || l->stopped)
+    if (bad || cols < 0 || l->yd.stopped)
         return -1;
     if ((size_t)rows * (size_t)cols > MAX_VALUES) {
         loader_error(l, node, path, "'%s' is too large: %d x %d values, the limit is %zu", label,
@@ -624,16 +624,16 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
         return -1;
     }
     r = 0;
-    for (int row = nd->u.c.first; row >= 0 && !l->stopped; row = nd_of(l, row)->next, r++) {
+    for (int row = nd->u.c.first; row >= 0 && !l->yd.stopped; row = nd_of(l, row)->next, r++) {
         int c = 0;
-        for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->stopped; v = nd_of(l, v)->next, c++) {
+        for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->yd.stopped; v = nd_of(l, v)->next, c++) {
             char where[64];
             snprintf(where, sizeof(where), "row %d, column %d", r + 1, c + 1);
             if (!read_value(l, v, label, where, path, &out->data[(size_t)r * cols + c]))
                 bad = true;
         }
     }
-    if (bad || l->stopped) {
+    if (bad || l->yd.stopped) {
         matrix_free(out);
         return -1;
     }
@@ -688,13 +688,13 @@ static int read_vector(struct loader *l, int node, const char *label, const char
     }
     bool bad = false;
     int i = 0;
-    for (int v = nd->u.c.first; v >= 0 && !l->stopped; v = nd_of(l, v)->next, i++) {
+    for (int v = nd->u.c.first; v >= 0 && !l->yd.stopped; v = nd_of(l, v)->next, i++) {
         char where[32];
         snprintf(where, sizeof(where), "value %d", i + 1);
         if (!read_value(l, v, label, where, path, &out->data[i]))
             bad = true;
     }
-    if (bad || l->stopped) {
+    if (bad || l->yd.stopped) {
         matrix_free(out);
         return -1;
     }
@@ -800,7 +800,7 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     char buf[LOADER_SHOW_MAX];
     bool bad = false;
     int h = 1;
-    for (int layer = nd->u.c.first; layer >= 0 && !l->stopped; layer = nd_of(l, layer)->next, h++) {
+    for (int layer = nd->u.c.first; layer >= 0 && !l->yd.stopped; layer = nd_of(l, layer)->next, h++) {
         const struct ynode *ln = nd_of(l, layer);
         if (ln->type != YNODE_SEQ ||
             (ln->u.c.count > 0 && nd_of(l, ln->u.c.first)->type != YNODE_SEQ)) {
@@ -826,7 +826,7 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
             continue;
         }
         int r = 1;
-        for (int row = ln->u.c.first; row >= 0 && !l->stopped; row = nd_of(l, row)->next, r++) {
+        for (int row = ln->u.c.first; row >= 0 && !l->yd.stopped; row = nd_of(l, row)->next, r++) {
             const struct ynode *rn = nd_of(l, row);
             if (rn->type != YNODE_SEQ) {
                 if (rn->type != YNODE_BAD)
@@ -842,7 +842,7 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
             }
         }
     }
-    if (bad || n < 0 || l->stopped)
+    if (bad || n < 0 || l->yd.stopped)
         return;
     if (!loader_unknown(l, "attention.heads") && heads != s->attn.heads) {
         loader_error(l, node, path, "'dropout_mask' has %d heads, expected %d (attention.heads)",
@@ -856,12 +856,12 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     }
     size_t i = 0;
     h = 1;
-    for (int layer = nd->u.c.first; layer >= 0 && !l->stopped; layer = nd_of(l, layer)->next, h++) {
+    for (int layer = nd->u.c.first; layer >= 0 && !l->yd.stopped; layer = nd_of(l, layer)->next, h++) {
         int r = 1;
-        for (int row = nd_of(l, layer)->u.c.first; row >= 0 && !l->stopped;
+        for (int row = nd_of(l, layer)->u.c.first; row >= 0 && !l->yd.stopped;
              row = nd_of(l, row)->next, r++) {
             int c = 1;
-            for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->stopped;
+            for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->yd.stopped;
                  v = nd_of(l, v)->next, c++) {
                 const struct ynode *vn = nd_of(l, v);
                 const char *t = vn->type == YNODE_SCALAR ? str_of(l, v) : "";
@@ -879,7 +879,7 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
             }
         }
     }
-    if (bad || l->stopped) {
+    if (bad || l->yd.stopped) {
         free(mask);
         return;
     }
@@ -954,7 +954,7 @@ static void h_heads(struct loader *l, const struct field *f, int node, void *bas
     }
     l->n_heads = nd->u.c.count;
     int i = 0;
-    for (int item = nd->u.c.first; item >= 0 && !l->stopped; item = nd_of(l, item)->next, i++) {
+    for (int item = nd->u.c.first; item >= 0 && !l->yd.stopped; item = nd_of(l, item)->next, i++) {
         char ipath[DIAG_PATH_MAX];
         path_fmt(ipath, "%s[%d]", path, i);
         loader_register(l, ipath, item, item);
@@ -1041,7 +1041,7 @@ static void assemble_heads(struct loader *l, struct scene *s, int node, const ch
     /* Every head gives query, key and value, all of head 1's query shape; biases are given
      * for every head or for none, with head 1's width. */
     const struct matrix *q0 = &l->heads[0].query;
-    for (int h = 0; h < l->n_heads && !l->stopped; h++) {
+    for (int h = 0; h < l->n_heads && !l->yd.stopped; h++) {
         char hpath[DIAG_PATH_MAX];
         path_fmt(hpath, "%s[%d]", path, h);
         const struct loader_key *item = loader_find(l, hpath);
@@ -1082,7 +1082,7 @@ static void assemble_heads(struct loader *l, struct scene *s, int node, const ch
         return;
     }
     /* Every head must have passed its shape checks: concat_heads copies all of them. */
-    if (l->stopped || loader_bad(l, path))
+    if (l->yd.stopped || loader_bad(l, path))
         return;
     struct matrix *dst[N_HEAD_MEMBERS] = {&s->weights.query,    &s->weights.key,
                                           &s->weights.value,    &s->weights.query_bias,
@@ -1498,7 +1498,7 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
 
     /* Keys, in file order. */
     int k = nd_of(l, node)->u.c.first;
-    while (k >= 0 && !l->stopped) {
+    while (k >= 0 && !l->yd.stopped) {
         int v = nd_of(l, k)->next;
         int next = v >= 0 ? nd_of(l, v)->next : -1;
         const struct ynode *kn = nd_of(l, k);
@@ -1526,7 +1526,7 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
     }
 
     /* Values, in table order. */
-    for (int i = 0; i < m->n_fields && !l->stopped; i++) {
+    for (int i = 0; i < m->n_fields && !l->yd.stopped; i++) {
         if (found[i] < 0)
             continue;
         const struct field *f = &m->fields[i];
@@ -1539,7 +1539,7 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
         else
             f->handler(l, f, found[i], base, kpath);
     }
-    if (m->finish && !l->stopped)
+    if (m->finish && !l->yd.stopped)
         m->finish(l, node, found, base, path);
 }
 

@@ -26,7 +26,6 @@
 #include "common/fsutil.h"
 #include "common/npy.h"
 #include "common/utf8.h"
-#include "scenefile/loader.h"
 
 struct writer {
     FILE *f;
