@@ -199,7 +199,7 @@ static void test_check_good_and_bad(void **state)
 
     struct run r = RUN("check", good);
     expect_status(&r, 0);
-    char want[4300];
+    char want[8800];
     snprintf(want, sizeof(want), "%s: ok\n", good);
     assert_string_equal(r.out, want);
     run_free(&r);
@@ -211,6 +211,21 @@ static void test_check_good_and_bad(void **state)
     expect_contains(r.err, want);
     expect_contains(r.err, "headz");
     expect_contains(r.err, "^");
+    run_free(&r);
+
+    /* keys.yaml and colors.yaml are checked as configuration, with the same excerpt. */
+    char keys_dir[4300], keys[4400];
+    snprintf(keys_dir, sizeof(keys_dir), "%s", scratch_path("cfg"));
+    mkdir(keys_dir, 0755);
+    snprintf(keys, sizeof(keys), "%s/keys.yaml", keys_dir);
+    tu_write_text(keys, "quit: q\nundoo: u\n");
+    r = RUN("check", keys);
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want),
+             "%s:2:1: unknown action 'undoo' (did you mean 'undo'?)\n"
+             "  undoo: u\n  ^\n",
+             keys);
+    assert_string_equal(r.err, want);
     run_free(&r);
 
     /* Every file is checked; one bad file fails the run. */

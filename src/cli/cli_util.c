@@ -1,5 +1,5 @@
 /* cli_util: option parsing, the help text and scene loading shared by the commands. */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <stdarg.h>
 #include <stdio.h>

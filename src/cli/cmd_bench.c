@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "common/cnum.h"
 
 static double now_us(void)

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "common/fsutil.h"
 #include "config/config.h"
 #include "scenefile/scenefile.h"
 #include "explore/actions.h"
@@ -33,12 +34,18 @@ static int check_config(const char *path, const char *base)
         key_config_free(&kc);
     } else {
         struct color_config cc;
-        rc = config_load_colors(&cc, path, role_names, ROLE_COUNT, scale_names,
-                                n_scale_names, diverging_names, n_diverging_names, &errs);
+        rc = config_load_colors(&cc, path, role_names, ROLE_COUNT, scale_names, n_scale_names,
+                                diverging_names, n_diverging_names, &errs);
         color_config_free(&cc);
     }
+    /* The file again for the excerpts: the line and a caret, as for scene files. */
+    char *source = NULL;
+    size_t source_len = 0;
+    if (errs.n > 0 && fsutil_read_file(&source, &source_len, path, (size_t)1 << 20, NULL) != 0)
+        source = NULL;
     for (int i = 0; i < errs.n; i++)
-        diag_print(stderr, &errs.items[i], NULL, 0);
+        diag_print(stderr, &errs.items[i], source, source_len);
+    free(source);
     if (rc == CONFIG_MISSING)
         fprintf(stderr, "%s: no such file\n", path);
     diag_list_free(&errs);

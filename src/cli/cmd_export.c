@@ -1,7 +1,7 @@
 /* export: every stage as CSV plus the resolved scene.yaml (README.md ("Export format")). */
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "export/export.h"
 
 int cmd_export(int argc, char **argv)

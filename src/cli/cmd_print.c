@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "export/export.h"
 
 static void print_stage(const struct cli_scene *cs, enum stage st, int h)

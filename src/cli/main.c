@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "common/fatal.h"
 #include "explore/actions.h"
 #include "ui/ui.h"

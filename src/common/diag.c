@@ -1,5 +1,5 @@
 /* diag: errors as values (see diag.h). */
-#include "diag.h"
+#include "common/diag.h"
 
 #include <stdlib.h>
 #include <string.h>

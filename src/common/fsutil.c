@@ -6,7 +6,7 @@
  * target is left as it was.
  */
 #define _GNU_SOURCE /* renameat2, syncfs */
-#include "fsutil.h"
+#include "common/fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>

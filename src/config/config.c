@@ -6,7 +6,7 @@
  * ignored. Out of memory is fatal(), as in diag_list_push: a configuration loader has no sensible
  * way to go on.
  */
-#include "config.h"
+#include "config/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include "common/fsutil.h"
 #include "yaml/suggest.h"
 #include "yaml/yamltree.h"
+#include "yaml/ydiag.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -109,9 +110,8 @@ static const char *join_choices(char *buf, size_t size, const char *const *choic
 #define MAX_DEPTH 16
 
 struct ctx {
-    const char *file; /* name used in diagnostics */
-    struct diag_list *errs;
-    int n_err;         /* problems found in this file */
+    const char *file;  /* name used in diagnostics */
+    struct ydiag yd;   /* its problems, in src/yaml's words */
     struct ytree tree; /* the file's document; node indices below point into it */
     int where;         /* the mapping key being checked (see located), or -1 */
 };
@@ -119,26 +119,15 @@ struct ctx {
 static int cfg_error_at(struct ctx *c, struct ypos pos, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Records a problem at pos; returns -1. Past CONFIG_MAX_ERRORS only one closing note is
- * added. */
+/* Records a problem at pos; returns -1. */
 static int cfg_error_at(struct ctx *c, struct ypos pos, const char *path, const char *fmt, ...)
 {
-    c->n_err++;
-    if (c->n_err > CONFIG_MAX_ERRORS + 1)
-        return -1;
-    struct diag d;
-    diag_clear(&d);
-    snprintf(d.file, sizeof(d.file), "%s", c->file);
-    ytree_locate(&c->tree, pos, &d.line, &d.col);
-    if (c->n_err == CONFIG_MAX_ERRORS + 1) {
-        diag_set(&d, "", "too many problems; not checking the rest of the file");
-    } else {
-        va_list ap;
-        va_start(ap, fmt);
-        diag_vset(&d, path, fmt, ap);
-        va_end(ap);
-    }
-    diag_list_push(c->errs, &d);
+    char msg[DIAG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ydiag_add(&c->yd, pos, path, "%s", msg);
     return -1;
 }
 
@@ -164,46 +153,15 @@ static struct ypos located(const struct ctx *c, int node)
 
 static bool too_many(const struct ctx *c)
 {
-    return c->n_err > CONFIG_MAX_ERRORS;
+    return c->yd.stopped;
 }
 
-/* A problem of the YAML text itself: syntax, encoding, depth, a second document. */
+/* A problem of the YAML text itself: syntax, encoding, depth, a second document. Anchors and
+ * aliases are accepted here (ytree_opts.aliases), so they are never reported. */
 static bool yaml_problem(void *ctx, const struct yproblem *p)
 {
     struct ctx *c = ctx;
-    const char *problem = p->problem ? p->problem : "cannot parse";
-    switch (p->kind) {
-    case YPROB_MEMORY:
-        fatal("out of memory while reading %s", c->file);
-    case YPROB_SYNTAX:
-        if (p->context)
-            cfg_error_at(c, p->pos, "", "invalid YAML: %s (%s at line %zu)", problem, p->context,
-                         p->context_line + 1);
-        else
-            cfg_error_at(c, p->pos, "", "invalid YAML: %s", problem);
-        break;
-    case YPROB_ENCODING:
-        cfg_error_at(c, p->pos, "", "invalid YAML: %s", problem);
-        break;
-    case YPROB_TOO_DEEP:
-        cfg_error_at(c, p->pos, "", "nested too deeply (more than %d levels)", p->limit);
-        break;
-    case YPROB_TOO_MANY_NODES:
-        cfg_error_at(c, p->pos, "", "too large: more than %d values", p->limit);
-        break;
-    case YPROB_TOO_LONG:
-        cfg_error_at(c, p->pos, "", "'%s' has more than %d entries",
-                     p->key ? show(p->key).s : "a list", p->limit);
-        break;
-    case YPROB_SECOND_DOCUMENT:
-        /* Shown at the second document's content, not at its `---`. */
-        cfg_error_at(c, p->root, "", "only one YAML document is allowed in a configuration file");
-        break;
-    case YPROB_ANCHOR:
-    case YPROB_ALIAS:
-        break; /* not reported: ytree_opts.aliases accepts them */
-    }
-    return !too_many(c);
+    return ydiag_stream(&c->yd, p, "configuration file");
 }
 
 /* Reads text into c->tree, refusing a second document; -1 when the text is not one well-formed
@@ -213,7 +171,7 @@ static int load_tree(struct ctx *c, const char *text, size_t len)
     /* A configuration is a few hundred values: anything far beyond is not one. */
     const struct ytree_opts opts = {
         .max_depth = MAX_DEPTH, .max_nodes = 1 << 16, .max_items = 4096, .aliases = true};
-    if (ytree_build(&c->tree, text, len, &opts, yaml_problem, c) != 0 || c->n_err)
+    if (ytree_build(&c->tree, text, len, &opts, yaml_problem, c) != 0 || c->yd.n)
         return -1;
     return 0;
 }
@@ -261,8 +219,9 @@ static bool is_null(const struct ctx *c, int n)
 static const char *key_name(struct ctx *c, int k)
 {
     if (node_of(c, k)->type != YNODE_SCALAR || scalar_has_nul(c, k)) {
-        cfg_error(c, k, "", "expected a name here, not a %s",
-                  node_of(c, k)->type == YNODE_MAP ? "mapping" : "list");
+        char shown[YDIAG_SHOW_MAX];
+        cfg_error(c, k, "", "keys must be plain names, got %s",
+                  ydiag_show(&c->tree, k, shown, sizeof(shown)));
         return NULL;
     }
     return scalar_of(c, k);
@@ -458,8 +417,9 @@ static void parse_one_key(struct key_parse *kp, int a, int item)
     struct ctx *c = kp->c;
     const char *action = kp->names[a];
     if (node_of(c, item)->type != YNODE_SCALAR) {
-        cfg_error(c, item, action, "each key of %s must be a key name, not a %s", action,
-                  node_of(c, item)->type == YNODE_MAP ? "mapping" : "list");
+        char shown[YDIAG_SHOW_MAX];
+        cfg_error(c, item, action, "each key of '%s' must be a key name, got %s", action,
+                  ydiag_show(&c->tree, item, shown, sizeof(shown)));
         return;
     }
     const char *key = scalar_of(c, item);
@@ -523,19 +483,15 @@ static void parse_keys_root(struct key_parse *kp, int root)
         if (!name)
             continue;
         int a = index_of(name, kp->names, out->n_actions);
+        char msg[DIAG_MSG_MAX];
         if (a < 0) {
-            const char *near = nearest(name, kp->names, out->n_actions);
-            if (near)
-                cfg_error(c, k, name, "unknown action '%s' (did you mean '%s'?)", show(name).s,
-                          near);
-            else
-                cfg_error(c, k, name, "unknown action '%s' (configs/keys.yaml lists them all)",
-                          show(name).s);
+            cfg_error(c, k, name, "%s",
+                      ydiag_unknown(msg, sizeof(msg), "action", name, NULL, kp->names,
+                                    out->n_actions, "configs/keys.yaml lists them all"));
             continue;
         }
         if (first_line[a]) {
-            cfg_error(c, k, name, "duplicate key '%s' (first given at line %d)", name,
-                      first_line[a]);
+            cfg_error(c, k, name, "%s", ydiag_duplicate(msg, sizeof(msg), name, first_line[a]));
             continue;
         }
         first_line[a] = node_of(c, k)->line + 1;
@@ -549,7 +505,7 @@ static void parse_keys_root(struct key_parse *kp, int root)
                  it = node_of(c, it)->next)
                 parse_one_key(kp, a, resolved(c, it));
         } else {
-            cfg_error(c, v, name, "%s must be a key name or a list of key names, not a mapping",
+            cfg_error(c, v, name, "'%s' must be a key name or a list of key names, got a mapping",
                       name);
         }
     }
@@ -563,15 +519,17 @@ int config_parse_keys(struct key_config *out, const char *name, const char *text
     key_config_alloc(out, n_actions);
     struct diag_list local;
     diag_list_init(&local);
-    struct ctx c = {.file = name ? name : "", .errs = errs ? errs : &local, .where = -1};
+    struct ctx c = {.file = name ? name : "", .where = -1};
+    ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
     if (load_tree(&c, text, len) == 0 && c.tree.root >= 0) {
         struct key_parse kp = {&c, out, action_names, valid_key, NULL, 0, 0};
         parse_keys_root(&kp, resolved(&c, c.tree.root));
         free(kp.bound);
     }
+    ydiag_finish(&c.yd);
     ytree_free(&c.tree);
     diag_list_free(&local);
-    if (c.n_err) {
+    if (c.yd.n) {
         key_config_free(out);
         key_config_alloc(out, n_actions);
         return CONFIG_ERROR;
@@ -663,8 +621,11 @@ void color_config_override(struct color_config *base, const struct color_config 
 /* fg or bg: default, a colour name, or 0-255. */
 static int parse_color(struct ctx *c, int v, const char *path, int *out)
 {
-    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v))
-        return cfg_error(c, v, path, "%s must be a colour: a name such as red, or 0-255", path);
+    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v)) {
+        char shown[YDIAG_SHOW_MAX];
+        return cfg_error(c, v, path, "'%s' must be a colour: a name such as red, or 0-255, got %s",
+                         path, ydiag_show(&c->tree, v, shown, sizeof(shown)));
+    }
     const char *s = scalar_of(c, v);
     if (strcmp(s, "default") == 0) {
         *out = COLOR_DEFAULT;
@@ -698,9 +659,12 @@ static int parse_color(struct ctx *c, int v, const char *path, int *out)
 
 static int parse_attr(struct ctx *c, int v, const char *path, unsigned *attrs)
 {
-    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v))
+    if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v)) {
+        char shown[YDIAG_SHOW_MAX];
         return cfg_error(c, v, path,
-                         "each attribute must be a name: bold, dim, reverse or underline");
+                         "each attribute must be a name: bold, dim, reverse or underline, got %s",
+                         ydiag_show(&c->tree, v, shown, sizeof(shown)));
+    }
     const char *s = scalar_of(c, v);
     int i = index_of(s, attr_names, 4);
     if (i >= 0 && !scalar_has_nul(c, v)) {
@@ -718,8 +682,10 @@ static int parse_attr(struct ctx *c, int v, const char *path, unsigned *attrs)
 static void parse_role(struct ctx *c, const char *role, int v, struct color_spec *spec)
 {
     if (node_of(c, v)->type != YNODE_MAP) {
-        cfg_error(c, v, role, "%s must be a mapping like {fg: white, bg: blue, attrs: [bold]}",
-                  role);
+        char shown[YDIAG_SHOW_MAX];
+        cfg_error(c, v, role,
+                  "'%s' must be a mapping like {fg: white, bg: blue, attrs: [bold]}, got %s", role,
+                  ydiag_show(&c->tree, v, shown, sizeof(shown)));
         return;
     }
     *spec = (struct color_spec){COLOR_DEFAULT, COLOR_DEFAULT, 0, true};
@@ -733,19 +699,14 @@ static void parse_role(struct ctx *c, const char *role, int v, struct color_spec
         char path[DIAG_PATH_MAX];
         snprintf(path, sizeof(path), "%s.%s", role, show(name).s);
         int f = index_of(name, field_names, 3);
+        char msg[DIAG_MSG_MAX];
         if (f < 0) {
-            const char *near = nearest(name, field_names, 3);
-            if (near)
-                cfg_error(c, k, path, "unknown key '%s' in %s (did you mean '%s'?)", show(name).s,
-                          role, near);
-            else
-                cfg_error(c, k, path, "unknown key '%s' in %s (write fg, bg or attrs)",
-                          show(name).s, role);
+            cfg_error(c, k, path, "%s",
+                      ydiag_unknown(msg, sizeof(msg), "key", name, role, field_names, 3, NULL));
             continue;
         }
         if (first_line[f]) {
-            cfg_error(c, k, path, "duplicate key '%s' (first given at line %d)", name,
-                      first_line[f]);
+            cfg_error(c, k, path, "%s", ydiag_duplicate(msg, sizeof(msg), name, first_line[f]));
             continue;
         }
         first_line[f] = node_of(c, k)->line + 1;
@@ -760,7 +721,8 @@ static void parse_role(struct ctx *c, const char *role, int v, struct color_spec
         } else if (node_of(c, fv)->type == YNODE_SCALAR && !is_null(c, fv)) {
             parse_attr(c, fv, path, &spec->attrs); /* attrs: bold */
         } else if (node_of(c, fv)->type == YNODE_MAP) {
-            cfg_error(c, fv, path, "attrs must be a list such as [bold, underline]");
+            cfg_error(c, fv, path,
+                      "'attrs' must be a list such as [bold, underline], got a mapping");
         }
         /* `attrs:` or `attrs: []` gives no attribute. */
     }
@@ -774,7 +736,9 @@ static void parse_scale(struct ctx *c, int v, const char *what, const char *cons
     char list[256];
     join_choices(list, sizeof(list), choices, n);
     if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v)) {
-        cfg_error(c, v, what, "%s must be a scale name: %s", what, list);
+        char shown[YDIAG_SHOW_MAX];
+        cfg_error(c, v, what, "'%s' must be a scale name: %s, got %s", what, list,
+                  ydiag_show(&c->tree, v, shown, sizeof(shown)));
         return;
     }
     const char *s = scalar_of(c, v);
@@ -795,7 +759,8 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
     color_config_alloc(out, n_roles);
     struct diag_list local;
     diag_list_init(&local);
-    struct ctx c = {.file = name ? name : "", .errs = errs ? errs : &local, .where = -1};
+    struct ctx c = {.file = name ? name : "", .where = -1};
+    ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
     if (load_tree(&c, text, len) != 0 || c.tree.root < 0)
         goto done;
     int root = resolved(&c, c.tree.root);
@@ -819,20 +784,14 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
             if (!key)
                 continue;
             int i = index_of(key, top, n_top);
+            char msg[DIAG_MSG_MAX];
             if (i < 0) {
-                const char *near = nearest(key, top, n_top);
-                char list[512];
-                if (near)
-                    cfg_error(&c, k, key, "unknown role '%s' (did you mean '%s'?)", show(key).s,
-                              near);
-                else
-                    cfg_error(&c, k, key, "unknown role '%s' (choose %s)", show(key).s,
-                              join_choices(list, sizeof(list), role_names, n_roles));
+                cfg_error(&c, k, key, "%s",
+                          ydiag_unknown(msg, sizeof(msg), "key", key, NULL, top, n_top, NULL));
                 continue;
             }
             if (first_line[i]) {
-                cfg_error(&c, k, key, "duplicate key '%s' (first given at line %d)", key,
-                          first_line[i]);
+                cfg_error(&c, k, key, "%s", ydiag_duplicate(msg, sizeof(msg), key, first_line[i]));
                 continue;
             }
             first_line[i] = node_of(&c, k)->line + 1;
@@ -849,9 +808,10 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
         free(top);
     }
 done:
+    ydiag_finish(&c.yd);
     ytree_free(&c.tree);
     diag_list_free(&local);
-    if (c.n_err) {
+    if (c.yd.n) {
         color_config_free(out);
         color_config_alloc(out, n_roles);
         return CONFIG_ERROR;

@@ -1,5 +1,5 @@
 /* stage: names and shapes of the pipeline steps (see stage.h). */
-#include "stage.h"
+#include "engine/stage.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * Numbers are written in the shortest %.Ng (N = 6..9) that reads back to the same float32,
  * so a reader gets the exact values and a person reads 0.5, not 0.500000000.
  */
-#include "export.h"
+#include "export/export.h"
 
 #include "common/cnum.h"
 

@@ -7,7 +7,7 @@
  * .npy files in scene.data/) makes the export reproducible: loading it and exporting again gives
  * the same bytes.
  */
-#include "export.h"
+#include "export/export.h"
 
 #include <dirent.h>
 #include <errno.h>

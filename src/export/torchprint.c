@@ -8,7 +8,7 @@
  * Python formats the double value of each float32 element; so does this file. Python and glibc
  * both round correctly (ties to even on the exact binary value), so "{:.4f}" and "%.4f" agree.
  */
-#include "export.h"
+#include "export/export.h"
 #include "common/cnum.h"
 
 #include <math.h>

@@ -64,7 +64,8 @@ bool loader_bad(const struct loader *l, const char *path)
 bool loader_unknown(const struct loader *l, const char *path)
 {
     for (int i = 0; i < l->n_bad; i++)
-        if (loader_path_within(l->bad[i], path) || (l->bad[i][0] && loader_path_within(path, l->bad[i])))
+        if (loader_path_within(l->bad[i], path) ||
+            (l->bad[i][0] && loader_path_within(path, l->bad[i])))
             return true;
     return false;
 }
@@ -141,4 +142,3 @@ const char *loader_show(const struct loader *l, int node, char *buf, size_t size
 {
     return ydiag_show(&l->tree, node, buf, size);
 }
-

@@ -626,7 +626,8 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
     r = 0;
     for (int row = nd->u.c.first; row >= 0 && !l->yd.stopped; row = nd_of(l, row)->next, r++) {
         int c = 0;
-        for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->yd.stopped; v = nd_of(l, v)->next, c++) {
+        for (int v = nd_of(l, row)->u.c.first; v >= 0 && !l->yd.stopped;
+             v = nd_of(l, v)->next, c++) {
             char where[64];
             snprintf(where, sizeof(where), "row %d, column %d", r + 1, c + 1);
             if (!read_value(l, v, label, where, path, &out->data[(size_t)r * cols + c]))
@@ -800,7 +801,8 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     char buf[LOADER_SHOW_MAX];
     bool bad = false;
     int h = 1;
-    for (int layer = nd->u.c.first; layer >= 0 && !l->yd.stopped; layer = nd_of(l, layer)->next, h++) {
+    for (int layer = nd->u.c.first; layer >= 0 && !l->yd.stopped;
+         layer = nd_of(l, layer)->next, h++) {
         const struct ynode *ln = nd_of(l, layer);
         if (ln->type != YNODE_SEQ ||
             (ln->u.c.count > 0 && nd_of(l, ln->u.c.first)->type != YNODE_SEQ)) {
@@ -856,7 +858,8 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     }
     size_t i = 0;
     h = 1;
-    for (int layer = nd->u.c.first; layer >= 0 && !l->yd.stopped; layer = nd_of(l, layer)->next, h++) {
+    for (int layer = nd->u.c.first; layer >= 0 && !l->yd.stopped;
+         layer = nd_of(l, layer)->next, h++) {
         int r = 1;
         for (int row = nd_of(l, layer)->u.c.first; row >= 0 && !l->yd.stopped;
              row = nd_of(l, row)->next, r++) {

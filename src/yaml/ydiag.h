@@ -18,7 +18,7 @@
 /* The problems of one file, capped: after max of them the rest are dropped and ydiag_finish
  * adds "too many problems; stopped after the first <max>". */
 struct ydiag {
-    const char *file; /* name in every diag */
+    const char *file;   /* name in every diag */
     struct ytree *tree; /* turns positions into line and byte column */
     struct diag_list *errs;
     int max;
