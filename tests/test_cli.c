@@ -423,8 +423,16 @@ static void test_bench(void **state)
     struct run r = RUN("bench", "--iters", "20");
     expect_status(&r, 0);
     expect_contains(r.out, "attn_forward");
-    expect_contains(r.out, "resolve + forward");
+    expect_contains(r.out, "model_resolve");
     expect_contains(r.out, "(mean of 20)");
+    run_free(&r);
+    r = RUN("bench", "--suite", "--time", "0.01");
+    expect_status(&r, 0);
+    expect_contains(r.out, "book: 6 tokens, 3 -> 2, 2 heads");
+    expect_contains(r.out, "512 tokens, 768 -> 768, 12 heads");
+    run_free(&r);
+    r = RUN("bench", "--time", "-1");
+    expect_status(&r, 2);
     run_free(&r);
 }
 

@@ -1,8 +1,11 @@
-/* bench: how long one recomputation takes, the number that decides whether live editing in
- * the explorer feels instant.
+/* bench: how long one recomputation takes, the number that decides whether live editing in the
+ * explorer feels instant. The one benchmark harness: a scene of your own, or with --suite the
+ * standard shapes from the book's six tokens to a GPT-2-sized layer (bench/meson.build runs it
+ * under `meson test --benchmark`).
  *
- * Two loops: attn_forward alone (no allocation inside: the buffers of struct attn_run are
- * reused), and model_resolve + attn_forward (what a change of seed or weights costs).
+ * Two figures per scene, each a mean over a time budget after a warm-up: attn_forward alone
+ * (every stage of every head, on buffers sized once: no allocation inside), and model_resolve
+ * (drawing or copying every parameter, what a change of seed or weights adds).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,23 +22,129 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+struct timing {
+    double resolve_us, forward_us;
+    long iters; /* forward passes timed */
+};
+
+/* Times scene s: forward for budget_us (or iters when > 0), resolve for a third of that. */
+static int measure(struct timing *t, const struct scene *s, double budget_us, long iters,
+                   struct diag *err)
+{
+    struct model m = {0};
+    struct attn_run r = {0};
+    if (attn_compute(&m, &r, s, err) != 0)
+        return -1;
+    attn_forward(&r, &m); /* warm-up: first-touch pages, OpenBLAS threads */
+    long n = 0;
+    double t0 = now_us(), t1 = t0;
+    while (iters > 0 ? n < iters : (t1 - t0 < budget_us || n < 3)) {
+        attn_forward(&r, &m);
+        n++;
+        t1 = now_us();
+    }
+    t->forward_us = (t1 - t0) / (double)n;
+    t->iters = n;
+    long k = 0;
+    double r0 = now_us(), r1 = r0;
+    while (iters > 0 ? k < iters : (r1 - r0 < budget_us / 3 || k < 3)) {
+        struct model m2;
+        if (model_resolve(&m2, s, err) != 0) {
+            attn_run_free(&r);
+            model_free(&m);
+            return -1;
+        }
+        model_free(&m2);
+        k++;
+        r1 = now_us();
+    }
+    t->resolve_us = (r1 - r0) / (double)k;
+    attn_run_free(&r);
+    model_free(&m);
+    return 0;
+}
+
+/* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads. */
+static int suite_scene(struct scene *s, int n, int d_in, int d_out, int heads, double dropout)
+{
+    scene_init(s);
+    char **tokens = calloc((size_t)n, sizeof(char *));
+    int rc = tokens ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        tokens[i] = malloc(16);
+        if (tokens[i])
+            snprintf(tokens[i], 16, "t%d", i);
+        else
+            rc = -1;
+    }
+    struct diag err;
+    if (rc == 0)
+        rc = scene_set_tokens(s, tokens, n, &err);
+    for (int i = 0; tokens && i < n; i++)
+        free(tokens[i]);
+    free(tokens);
+    s->embed.dim = d_in;
+    s->attn.d_out = d_out;
+    s->attn.heads = heads;
+    s->attn.causal = true;
+    s->attn.dropout = dropout;
+    return rc;
+}
+
+static int run_suite(double budget_us)
+{
+    static const struct {
+        const char *name;
+        int n, d_in, d_out, heads;
+        double dropout;
+    } shapes[] = {
+        {"book: 6 tokens, 3 -> 2, 2 heads", 6, 3, 2, 2, 0.0},
+        {"book + dropout 0.5", 6, 3, 2, 2, 0.5},
+        {"32 tokens, 64 -> 64, 4 heads", 32, 64, 64, 4, 0.1},
+        {"128 tokens, 768 -> 768, 12 heads", 128, 768, 768, 12, 0.1},
+        {"512 tokens, 768 -> 768, 12 heads", 512, 768, 768, 12, 0.0},
+    };
+    cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
+                 "iters");
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        struct scene s;
+        struct timing t;
+        struct diag err;
+        diag_clear(&err);
+        if (suite_scene(&s, shapes[i].n, shapes[i].d_in, shapes[i].d_out, shapes[i].heads,
+                        shapes[i].dropout) != 0 ||
+            measure(&t, &s, budget_us, 0, &err) != 0) {
+            fprintf(stderr, "attnscope bench: %s: %s\n", shapes[i].name,
+                    err.msg[0] ? err.msg : "out of memory");
+            scene_free(&s);
+            return CLI_INVALID;
+        }
+        cnum_fprintf(stdout, "%-36s %14.2f %14.2f %10ld\n", shapes[i].name, t.resolve_us,
+                     t.forward_us, t.iters);
+        scene_free(&s);
+    }
+    return CLI_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *iters_arg = NULL;
+    const char *iters_arg = NULL, *time_arg = NULL, *suite = NULL;
     const struct cli_opt opts[] = {
         {"iters", 'n', true, &iters_arg},
+        {"time", 't', true, &time_arg},
+        {"suite", 0, false, &suite},
     };
     const char *pos[1];
     int n_pos;
     bool help;
-    int rc = cli_parse("bench", argc, argv, opts, 1, pos, 1, &n_pos, &help);
+    int rc = cli_parse("bench", argc, argv, opts, 3, pos, 1, &n_pos, &help);
     if (rc != CLI_OK)
         return rc;
     if (help) {
         cli_print_help(stdout);
         return CLI_OK;
     }
-    long iters = 10000;
+    long iters = 0;
     if (iters_arg) {
         char *end;
         errno = 0;
@@ -43,37 +152,34 @@ int cmd_bench(int argc, char **argv)
         if (errno != 0 || end == iters_arg || *end != '\0' || iters < 1 || iters > 1000000000L)
             return cli_usage_error("bench", "invalid --iters '%s' (a number from 1)", iters_arg);
     }
+    double budget_s = 0.5;
+    if (time_arg && (cnum_parse_double(time_arg, false, &budget_s) != CNUM_OK ||
+                     !(budget_s > 0 && budget_s <= 3600)))
+        return cli_usage_error("bench", "invalid --time '%s' (seconds, above 0)", time_arg);
+    if (suite) {
+        if (n_pos > 0 || iters_arg)
+            return cli_usage_error("bench", "--suite measures its own shapes: no scene, no --iters");
+        return run_suite(budget_s * 1e6);
+    }
 
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
         return rc;
-
-    /* The forward pass alone, on buffers sized once. */
-    double t0 = now_us();
-    for (long i = 0; i < iters; i++)
-        attn_forward(&cs.run, &cs.model);
-    double forward_us = (now_us() - t0) / (double)iters;
-
-    /* Resolve (draw or copy every parameter) and forward, as a live edit does. */
+    struct timing t;
     struct diag err;
     diag_clear(&err);
-    t0 = now_us();
-    for (long i = 0; i < iters; i++) {
-        if (attn_compute(&cs.model, &cs.run, &cs.scene, &err) != 0) {
-            if (err.file[0] == '\0')
-                snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, cs.name);
-            diag_print(stderr, &err, NULL, 0);
-            cli_scene_close(&cs);
-            return CLI_INVALID;
-        }
+    if (measure(&t, &cs.scene, budget_s * 1e6, iters, &err) != 0) {
+        if (err.file[0] == '\0')
+            snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, cs.name);
+        diag_print(stderr, &err, NULL, 0);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
     }
-    double full_us = (now_us() - t0) / (double)iters;
-
     printf("scene: %s (%d tokens, d_in %d, %d head%s x head_dim %d)\n", cs.name, cs.model.n,
            cs.model.d_in, cs.model.heads, cs.model.heads == 1 ? "" : "s", cs.model.head_dim);
-    cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", forward_us, iters);
-    cnum_fprintf(stdout, "resolve + forward   %12.3f us  (mean of %ld)\n", full_us, iters);
+    cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", t.forward_us, t.iters);
+    cnum_fprintf(stdout, "model_resolve       %12.3f us\n", t.resolve_us);
     cli_scene_close(&cs);
     return CLI_OK;
 }

@@ -1,7 +1,7 @@
 /* kernels: the numeric building blocks of the forward pass.
  *
- * Matrix products go through OpenBLAS (cblas_sgemm). Each has a naive twin (*_ref) that the
- * tests use as the reference and the benchmarks as the baseline. Leading dimensions are
+ * Matrix products go through OpenBLAS (cblas_sgemm). Each has a naive twin (*_ref) that
+ * test_kernels uses as the reference, reporting the largest difference. Leading dimensions are
  * explicit so a head can be a column slice of a wider matrix without a copy.
  */
 #ifndef ATTNSCOPE_KERNELS_H

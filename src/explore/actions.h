@@ -1,9 +1,10 @@
 /* actions: every key action of the explorer, declared once.
  *
  * ACTIONS(X) expands to one X(ID, name, default keys, group, help) row per action. The enum,
- * the key bindings, the `?` overlay, configs/keys.yaml and the README key table are all
- * generated from this table (tig's approach), so they cannot drift apart.
- * Default keys are a space-separated list in the notation of keys.yaml (see keyname.h):
+ * the default key bindings, the `?` overlay and the README key table (`attnscope keys`) are
+ * generated from this table (tig's approach); test_config and tests/readme.sh check that
+ * configs/keys.yaml and the README agree with it, so none can drift apart.
+ * Default keys are a space-separated list in the notation of keys.yaml (see explore/keys.h):
  * a character, or a name such as Left, Enter, Tab, BackTab, PgDn, C-l, F1.
  */
 #ifndef ATTNSCOPE_ACTIONS_H
