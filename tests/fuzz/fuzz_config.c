@@ -14,44 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_TARGET "fuzz_config"
+#include "fuzz_common.h"
+
 #include "config/config.h"
 #include "explore/actions.h"
 #include "explore/keys.h"
 #include "explore/roles.h"
 
-#define INVARIANT(cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_config: broken invariant: %s: ", #cond);                         \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
 #define ALL_ATTRS (COLOR_ATTR_BOLD | COLOR_ATTR_DIM | COLOR_ATTR_REVERSE | COLOR_ATTR_UNDERLINE)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static FILE *sink(void)
-{
-    static FILE *f;
-    if (!f)
-        f = fopen("/dev/null", "w");
-    INVARIANT(f != NULL, "cannot open /dev/null");
-    return f;
-}
 
 /* A refusal has reasons, each printable with its caret excerpt. */
 static void check_refusal(const struct diag_list *errs, const uint8_t *data, size_t size)
 {
     INVARIANT(errs->n > 0, "a refused file gives no reason");
     INVARIANT(errs->n <= CONFIG_MAX_ERRORS + 1, "%d problems listed", errs->n);
-    for (int i = 0; i < errs->n; i++) {
-        INVARIANT(errs->items[i].msg[0] != '\0', "an empty message");
-        INVARIANT(errs->items[i].line >= 0 && errs->items[i].col >= 0, "a negative location");
-        diag_print(sink(), &errs->items[i], (const char *)data, size);
-    }
+    for (int i = 0; i < errs->n; i++)
+        fuzz_check_diag(&errs->items[i], data, size);
 }
 
 static bool in_list(const char *s, const char *const *names, int n)

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_TARGET "fuzz_scenefile"
+#include "fuzz_common.h"
+
 #include "engine/attention.h"
 #include "engine/model.h"
 #include "export/export.h"
@@ -23,28 +26,6 @@
 #define FUZZ_MAX_DIM     32
 #define FUZZ_MAX_HEADS   8
 #define FUZZ_MAX_POS_LEN 64
-
-#define INVARIANT(cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_scenefile: broken invariant: %s: ", #cond);                      \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Output nobody reads: only the code that writes it matters here. */
-static FILE *sink(void)
-{
-    static FILE *f;
-    if (!f)
-        f = fopen("/dev/null", "w");
-    INVARIANT(f != NULL, "cannot open /dev/null");
-    return f;
-}
 
 /* scenefile_write into a malloc'ed string; returns NULL (with err) when the writer refuses. */
 static char *write_text(const struct scene *s, bool explicit, size_t *len, struct diag *err)
@@ -139,8 +120,8 @@ static void forward_pass(const struct scene *s, const char *explicit_text, size_
     for (int st = 0; st < STAGE_COUNT; st++)
         for (int h = 0; h < (stage_is_per_head((enum stage)st) ? m.heads : 1); h++) {
             struct mat_view v = attn_view(&r, &m, (enum stage)st, h);
-            torch_print_matrix(sink(), v);
-            csv_write_matrix(sink(), v, m.tokens,
+            torch_print_matrix(fuzz_sink(), v);
+            csv_write_matrix(fuzz_sink(), v, m.tokens,
                              stage_is_square((enum stage)st) ? m.tokens : NULL);
             (void)stage_is_off(&m, (enum stage)st);
         }
@@ -169,11 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct scene s;
     if (scenefile_parse(&s, "fuzz.yaml", (const char *)data, size, &errs) != 0) {
         INVARIANT(errs.n > 0, "a refused scene gives no reason");
-        for (int i = 0; i < errs.n; i++) {
-            INVARIANT(errs.items[i].msg[0] != '\0', "an empty message");
-            INVARIANT(errs.items[i].line >= 0 && errs.items[i].col >= 0, "a negative location");
-            diag_print(sink(), &errs.items[i], (const char *)data, size);
-        }
+        for (int i = 0; i < errs.n; i++)
+            fuzz_check_diag(&errs.items[i], data, size);
         diag_list_free(&errs);
         scene_free(&s);
         return 0;
