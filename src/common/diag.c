@@ -106,8 +106,11 @@ void diag_print(FILE *out, const struct diag *d, const char *source, size_t sour
         while (from > 0 && ((unsigned char)start[from] & 0xC0) == 0x80)
             from--; /* never start inside a UTF-8 character */
         n = line_len - from < 160 ? line_len - from : 160;
-        while (from + n < line_len && ((unsigned char)start[from + n] & 0xC0) == 0x80)
+        size_t window = n;
+        while (n > 0 && from + n < line_len && ((unsigned char)start[from + n] & 0xC0) == 0x80)
             n--;
+        if (n == 0) /* nothing but continuation bytes: not UTF-8, any cut will do */
+            n = window;
     }
     fprintf(out, "  %s%.*s\n  %s", from ? "\u2026" : "", (int)n, start + from, from ? " " : "");
     /* One blank per character (tabs kept) so the caret lines up under the column. */

@@ -279,7 +279,9 @@ int scene_from_model(struct scene *out, const struct scene *s, const struct mode
           set_matrix(&w->value, m->wv, m->d_in, m->D) | set_matrix(&w->query_bias, m->bq, 1, m->D) |
           set_matrix(&w->key_bias, m->bk, 1, m->D) | set_matrix(&w->value_bias, m->bv, 1, m->D) |
           set_matrix(&w->out, m->wo, m->D, m->D) | set_matrix(&w->out_bias, m->bo, 1, m->D);
-    if (m->keep) {
+    /* p = 1 drops everything without a draw: the mask follows from p, and scene_check refuses
+     * one outside 0 < p < 1, so writing it would make an export that cannot be loaded. */
+    if (m->keep && m->dropout < 1.0) {
         size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
         if ((w->dropout_mask = malloc(nk ? nk : 1))) {
             memcpy(w->dropout_mask, m->keep, nk);

@@ -1,0 +1,78 @@
+/* fuzz_common: what both fuzz targets share: the invariant check and the diagnostics' printing.
+ *
+ * Include once, after defining FUZZ_TARGET ("fuzz_scenefile"...): a broken invariant prints
+ * its condition and aborts, so libFuzzer (or replay.c's test) reports the input.
+ */
+#ifndef ATTNSCOPE_FUZZ_COMMON_H
+#define ATTNSCOPE_FUZZ_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/diag.h"
+
+#define INVARIANT(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s: broken invariant: %s: ", FUZZ_TARGET, #cond);                     \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Output nobody reads: only the code that writes it matters. */
+static inline FILE *fuzz_sink(void)
+{
+    static FILE *f;
+    if (!f)
+        f = fopen("/dev/null", "w");
+    INVARIANT(f != NULL, "cannot open /dev/null");
+    return f;
+}
+
+/* diag_print into a malloc'ed string. */
+static inline char *fuzz_print_diag(const struct diag *d, const uint8_t *data, size_t size,
+                                    size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    INVARIANT(f != NULL, "open_memstream failed");
+    diag_print(f, d, (const char *)data, size);
+    INVARIANT(fclose(f) == 0, "fclose of a memory stream failed");
+    return buf;
+}
+
+/* A problem the loader reports: a message, a location, and a print that is its header line,
+ * then at most a window of 160 bytes of its source line and a caret line under it. The shape
+ * of the text is checked, since a read past the source inside printf escapes ASan. */
+static inline void fuzz_check_diag(const struct diag *d, const uint8_t *data, size_t size)
+{
+    INVARIANT(d->msg[0] != '\0', "an empty message");
+    INVARIANT(d->line >= 0 && d->col >= 0, "a negative location");
+    size_t hlen, len;
+    char *header = fuzz_print_diag(d, NULL, 0, &hlen);
+    char *full = fuzz_print_diag(d, data, size, &len);
+    INVARIANT(len >= hlen && memcmp(full, header, hlen) == 0, "the header changed");
+    /* The rest: nothing, or "  " + excerpt + "\n" + "  " + blanks + "^\n", each line at most
+     * 2 + 3 ("…") + 160 + 1 bytes. */
+    const char *p = full + hlen, *end = full + len;
+    int lines = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        INVARIANT(nl != NULL, "a caret excerpt without its last newline");
+        INVARIANT(nl - p <= 2 + 3 + 160, "an excerpt line of %zu bytes", (size_t)(nl - p));
+        lines++;
+        p = nl + 1;
+    }
+    INVARIANT(lines == 0 || (lines == 2 && len >= 2 && full[len - 2] == '^'),
+              "the excerpt is %d lines, not the line and its caret", lines);
+    free(full);
+    free(header);
+}
+
+#endif
