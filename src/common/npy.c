@@ -318,7 +318,9 @@ static void describe_shape(char *out, size_t size, const struct npy_array *a)
 int npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking until it is known to be a regular file: a scene naming a FIFO must not
+     * hang the loader waiting for a writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return npy_error(err, path, "cannot open: %s", strerror(errno));
     struct stat st;
@@ -329,6 +331,7 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
         npy_error(err, path, "not a regular file");
         goto out;
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     unsigned char pre[12];
     if ((size_t)st.st_size < 10 || read_exact(fd, pre, 10) != 0 ||
         memcmp(pre, "\x93NUMPY", 6) != 0) {

@@ -1,0 +1,69 @@
+/* fuzz_npy: libFuzzer target for .npy files, which scenes name as {file: name.npy} and which
+ * arrive from anywhere (tests/fuzz/README.md).
+ *
+ * The bytes are written to a temporary file and read with npy_read. Invariants: a refusal has a
+ * reason naming the file; an accepted array has at most NPY_MAX_DIMS dimensions, as many values
+ * as its shape says, all finite floats; writing it back and reading it again gives the same
+ * values bit for bit. The same entry point replays tests/fuzz/regressions/npy/ (replay.c).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FUZZ_TARGET "fuzz_npy"
+#include "fuzz_common.h"
+
+#include "common/npy.h"
+
+/* One scratch file per process, rewritten for every input. */
+static const char *scratch(void)
+{
+    static char path[64];
+    if (!path[0])
+        snprintf(path, sizeof(path), "/tmp/attnscope-fuzz-npy-%ld.npy", (long)getpid());
+    return path;
+}
+
+static void write_bytes(const char *path, const uint8_t *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    INVARIANT(f != NULL, "cannot create %s", path);
+    INVARIANT(fwrite(data, 1, size, f) == size || size == 0, "cannot write %s", path);
+    INVARIANT(fclose(f) == 0, "cannot close %s", path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = scratch();
+    write_bytes(path, data, size);
+    struct npy_array a;
+    struct diag err;
+    if (npy_read(&a, path, (size_t)1 << 20, &err) != 0) {
+        INVARIANT(err.msg[0] != '\0', "a refusal without a reason");
+        INVARIANT(strcmp(err.file, path) == 0, "the refusal names '%s'", err.file);
+        return 0;
+    }
+    INVARIANT(a.ndim >= 0 && a.ndim <= NPY_MAX_DIMS, "ndim %d", a.ndim);
+    size_t count = 1;
+    for (int d = 0; d < a.ndim; d++)
+        count *= a.shape[d];
+    INVARIANT(count == a.count, "count %zu for a shape of %zu values", a.count, count);
+    for (size_t i = 0; i < a.count; i++)
+        INVARIANT(a.data[i] == a.data[i] && a.data[i] - a.data[i] == 0.0f, "value %zu is not finite",
+                  i);
+    /* Round trip through our own writer. */
+    FILE *f = fopen(path, "wb");
+    INVARIANT(f != NULL, "cannot rewrite %s", path);
+    INVARIANT(npy_write_f32(f, a.data, a.ndim, a.shape) == 0, "npy_write_f32 failed");
+    INVARIANT(fclose(f) == 0, "cannot close %s", path);
+    struct npy_array b;
+    INVARIANT(npy_read(&b, path, (size_t)1 << 20, &err) == 0, "our own file: %s", err.msg);
+    INVARIANT(b.ndim == a.ndim && b.count == a.count, "shape changed in the round trip");
+    INVARIANT(a.count == 0 || memcmp(a.data, b.data, a.count * sizeof(float)) == 0,
+              "values changed in the round trip");
+    npy_free(&b);
+    npy_free(&a);
+    return 0;
+}
