@@ -123,7 +123,7 @@ int main(int argc, char **argv)
             getrusage(RUSAGE_SELF, &before);
             struct timespec a, b;
             clock_gettime(CLOCK_MONOTONIC, &a);
-            struct scene s;
+            struct attn_scene s;
             struct diag_list errs;
             diag_list_init(&errs);
             int rc = scenefile_parse(&s, "bench.yaml", t.p, t.len, &errs);

@@ -17,15 +17,15 @@
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)
 {
-    struct scene s;
-    scene_init_default(&s);
+    struct attn_scene s;
+    attn_scene_init_default(&s);
     struct diag err;
     assert_int_equal(app_init(a, &s, NULL, &err), 0);
 }
 
-static float at(const struct app *a, enum stage s, int head, int i, int j)
+static float at(const struct app *a, enum attn_stage s, int head, int i, int j)
 {
-    struct mat_view v = app_view(a, s, head);
+    struct attn_mat_view v = app_view(a, s, head);
     return v.data[(size_t)i * v.stride + j];
 }
 
@@ -111,7 +111,7 @@ static void test_knobs_step_to_valid_values(void **state)
     assert_int_equal(a.scene.attn.heads, 2);
     /* d_out steps by multiples of the head count: 2 -> 4 -> 6. */
     assert_int_equal(app_step_knob(&a, KNOB_D_OUT, 1), 0);
-    assert_int_equal(scene_eff_d_out(&a.scene), 4);
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 4);
     assert_int_equal(app_step_knob(&a, KNOB_HEADS, 1), 0);
     assert_int_equal(a.scene.attn.heads, 4);
     /* Dropout stays on the 0.05 grid and inside [0, 1]. */
@@ -162,12 +162,12 @@ static void test_projection_cycle_returns_to_start(void **state)
     open_default(&a);
     float out = at(&a, STAGE_OUTPUT, 0, 0, 0);
     app_cycle_projection(&a); /* none: d_out becomes d_in 3, which 2 heads cannot split */
-    assert_int_equal(scene_eff_projection(&a.scene), PROJ_NONE);
+    assert_int_equal(attn_scene_eff_projection(&a.scene), PROJ_NONE);
     assert_non_null(strstr(a.error, "not divisible"));
     app_cycle_projection(&a); /* rand: d_out 2 comes back */
     app_cycle_projection(&a); /* linear: the book's scene again */
     assert_string_equal(a.error, "");
-    assert_int_equal(scene_eff_d_out(&a.scene), 2);
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), out, 0);
     app_free(&a);
 }

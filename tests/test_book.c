@@ -27,8 +27,8 @@
 #include "scenefile/scenefile.h"
 
 struct fx {
-    struct scene s;
-    struct model m;
+    struct attn_scene s;
+    struct attn_model m;
     struct attn_run r;
     const char *name;
     int failures;
@@ -56,7 +56,7 @@ static void fx_load(struct fx *f, const char *name)
     diag_list_free(&errs);
     struct diag err;
     diag_clear(&err);
-    if (model_resolve(&f->m, &f->s, &err) != 0)
+    if (attn_model_resolve(&f->m, &f->s, &err) != 0)
         fail_msg("%s: model_resolve: %s", path, err.msg);
     if (attn_run_init(&f->r, &f->m, &err) != 0)
         fail_msg("%s: attn_run_init: %s", path, err.msg);
@@ -67,8 +67,8 @@ static void fx_done(struct fx *f)
 {
     int failures = f->failures;
     attn_run_free(&f->r);
-    model_free(&f->m);
-    scene_free(&f->s);
+    attn_model_free(&f->m);
+    attn_scene_free(&f->s);
     if (failures)
         fail_msg("%s: %d printed numbers differ", f->name, failures);
 }
@@ -93,15 +93,15 @@ static int printed_numbers(const char *text, char out[][32], int max)
     return n;
 }
 
-static const char *what_name(enum stage st)
+static const char *what_name(enum attn_stage st)
 {
-    return stage_name(st);
+    return attn_stage_name(st);
 }
 
 /* Compares the block of v starting at (r0, c0), `cols` wide, with the printed numbers in
  * reading order; "*" in the printed text skips a cell. tol == 0: "%.4f" strings must be equal;
  * tol > 0: |value - printed| <= tol. */
-static void expect_block(struct fx *f, const char *what, struct mat_view v, int r0, int c0,
+static void expect_block(struct fx *f, const char *what, struct attn_mat_view v, int r0, int c0,
                          int cols, const char *printed, double tol)
 {
     static char nums[1024][32];
@@ -138,7 +138,7 @@ static void expect_block(struct fx *f, const char *what, struct mat_view v, int 
         }
 }
 
-static void expect_stage(struct fx *f, enum stage st, int head, int r0, int c0, int cols,
+static void expect_stage(struct fx *f, enum attn_stage st, int head, int r0, int c0, int cols,
                          const char *printed)
 {
     char what[64];
@@ -146,9 +146,9 @@ static void expect_stage(struct fx *f, enum stage st, int head, int r0, int c0, 
     expect_block(f, what, attn_view(&f->r, &f->m, st, head), r0, c0, cols, printed, 0);
 }
 
-static void expect_shape(struct fx *f, enum stage st, int head, int rows, int cols)
+static void expect_shape(struct fx *f, enum attn_stage st, int head, int rows, int cols)
 {
-    struct mat_view v = attn_view(&f->r, &f->m, st, head);
+    struct attn_mat_view v = attn_view(&f->r, &f->m, st, head);
     if (v.rows != rows || v.cols != cols) {
         print_error("%s %s: shape %dx%d, printed torch.Size([%d, %d])\n", f->name, what_name(st),
                     v.rows, v.cols, rows, cols);
@@ -161,7 +161,7 @@ static void expect_shape(struct fx *f, enum stage st, int head, int rows, int co
 static void expect_causal_masked(struct fx *f, int head, const char *printed_before_scaling)
 {
     expect_stage(f, STAGE_SCORES, head, 0, 0, f->m.n, printed_before_scaling);
-    struct mat_view v = attn_view(&f->r, &f->m, STAGE_MASKED, head);
+    struct attn_mat_view v = attn_view(&f->r, &f->m, STAGE_MASKED, head);
     for (int i = 0; i < v.rows; i++)
         for (int j = 0; j < v.cols; j++) {
             float x = v.data[(size_t)i * v.stride + j];
@@ -203,7 +203,7 @@ static void test_simplified(void **state)
                  " [0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295],"
                  " [0.1385, 0.2184, 0.2128, 0.1420, 0.0988, 0.1896]]");
     /* row sums: tensor([1.0000, 1.0000, ...]) */
-    struct mat_view w = attn_view(&f.r, &f.m, STAGE_WEIGHTS, 0);
+    struct attn_mat_view w = attn_view(&f.r, &f.m, STAGE_WEIGHTS, 0);
     for (int i = 0; i < w.rows; i++) {
         float sum = 0;
         for (int j = 0; j < w.cols; j++)
@@ -234,7 +234,7 @@ static void test_simplified_sum(void **state)
     fx_load(&f, "02-simplified-sum.yaml");
     /* attn_weights_2_tmp = attn_scores_2 / attn_scores_2.sum() */
     expect_stage(&f, STAGE_WEIGHTS, 0, 1, 0, 6, "[0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656]");
-    struct mat_view w = attn_view(&f.r, &f.m, STAGE_WEIGHTS, 0);
+    struct attn_mat_view w = attn_view(&f.r, &f.m, STAGE_WEIGHTS, 0);
     float sum = 0;
     for (int j = 0; j < w.cols; j++)
         sum += w.data[(size_t)1 * w.stride + j];
@@ -355,7 +355,7 @@ static void test_dropout(void **state)
                  " [0.0000, 0.3327, 0.3331, 0.3084, 0.3331, 0.0000]]");
     /* torch.manual_seed(123); dropout(torch.ones(6, 6)): the same keep pattern, times 2 */
     static const char ones[6][7] = {"220220", "000202", "222202", "022002", "020202", "022220"};
-    struct mat_view d = attn_view(&f.r, &f.m, STAGE_DROPOUT, 0);
+    struct attn_mat_view d = attn_view(&f.r, &f.m, STAGE_DROPOUT, 0);
     if (!f.m.keep) {
         print_error("07-dropout: the model has no keep mask\n");
         f.failures++;
@@ -449,7 +449,7 @@ static void test_shoes_single_head(void **state)
     if (f.m.n != 8 || f.m.d_in != 4)
         fail_msg("12-shoes: %d tokens of width %d, expected 8 of 4", f.m.n, f.m.d_in);
     /* embedded_tokens = embed(token_ids_tensor), before the positions */
-    expect_block(&f, "embed", (struct mat_view){f.m.embed, 8, 4, 4}, 0, 0, 4,
+    expect_block(&f, "embed", (struct attn_mat_view){f.m.embed, 8, 4, 4}, 0, 0, 4,
                  "[[ 0.3374, -0.1778, -0.3035, -0.5880],"
                  "  [ 0.3486,  0.6603, -0.2196, -0.3792],"
                  "  [-0.1606, -0.4015,  0.6957, -1.8061],"
@@ -523,7 +523,7 @@ static void test_blue_dog_causal(void **state)
     struct fx f;
     fx_load(&f, "14-blue-dog-causal.yaml");
     /* the score table, exactly as given (2 decimals) */
-    struct mat_view s = attn_view(&f.r, &f.m, STAGE_SCORES, 0);
+    struct attn_mat_view s = attn_view(&f.r, &f.m, STAGE_SCORES, 0);
     expect_block(&f, "head0/scores", s, 0, 0, 5,
                  "[[ 1.93,  1.49,  0.90, -2.11,  0.68],"
                  " [-1.23, -0.04, -1.60, -0.75, -0.69],"

@@ -30,7 +30,7 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static char *csv_to_string(struct mat_view v, char *const *rows, char *const *cols)
+static char *csv_to_string(struct attn_mat_view v, char *const *rows, char *const *cols)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -95,8 +95,8 @@ static char *list_files(const char *root)
 
 /* A scene computed once, the way the CLI does it. */
 struct computed {
-    struct scene scene;
-    struct model model;
+    struct attn_scene scene;
+    struct attn_model model;
     struct attn_run run;
 };
 
@@ -108,12 +108,12 @@ static void compute(struct computed *c)
     memset(&c->run, 0, sizeof(c->run));
     struct diag_list errs;
     diag_list_init(&errs);
-    int problems = scene_check(&c->scene, &errs);
+    int problems = attn_scene_check(&c->scene, &errs);
     for (int i = 0; i < errs.n; i++)
         print_error("scene_check: %s: %s\n", errs.items[i].path, errs.items[i].msg);
     diag_list_free(&errs);
     assert_int_equal(problems, 0);
-    if (model_resolve(&c->model, &c->scene, &err) != 0)
+    if (attn_model_resolve(&c->model, &c->scene, &err) != 0)
         fail_msg("model_resolve: %s", err.msg);
     if (attn_run_init(&c->run, &c->model, &err) != 0)
         fail_msg("attn_run_init: %s", err.msg);
@@ -123,8 +123,8 @@ static void compute(struct computed *c)
 static void computed_free(struct computed *c)
 {
     attn_run_free(&c->run);
-    model_free(&c->model);
-    scene_free(&c->scene);
+    attn_model_free(&c->model);
+    attn_scene_free(&c->scene);
 }
 
 static void export_ok(const char *dir, struct computed *c)
@@ -137,14 +137,14 @@ static void export_ok(const char *dir, struct computed *c)
 /* The book's MultiHeadAttention: split layout, out_proj with bias, no dropout. */
 static void split_scene(struct computed *c)
 {
-    scene_init_default(&c->scene);
+    attn_scene_init_default(&c->scene);
     compute(c);
 }
 
 /* The wrapper layout with qkv biases, an out_proj and drawn dropout masks. */
 static void wrapper_scene(struct computed *c)
 {
-    scene_init_default(&c->scene);
+    attn_scene_init_default(&c->scene);
     c->scene.attn.layout = LAYOUT_WRAPPER;
     c->scene.attn.qkv_bias = true;
     c->scene.attn.out_proj = TRI_TRUE;
@@ -162,7 +162,7 @@ static void test_csv_quoting(void **state)
     char c0[] = "line\nbreak", c1[] = "cr\rhere";
     char *rows[] = {t0, t1};
     char *cols[] = {c0, c1};
-    struct mat_view v = {data, 2, 2, 2};
+    struct attn_mat_view v = {data, 2, 2, 2};
     char *got = csv_to_string(v, rows, cols);
     assert_string_equal(got, "token,\"line\nbreak\",\"cr\rhere\"\r\n"
                              "\"a,b\",0.5,-inf\r\n"
@@ -175,7 +175,7 @@ static void test_csv_default_labels_and_stride(void **state)
     (void)state;
     /* A 2 x 2 window on a 2 x 3 buffer: the third column must not appear. */
     const float data[] = {1.5f, 2.0f, 99.0f, -0.125f, 0.0f, 99.0f};
-    struct mat_view v = {data, 2, 2, 3};
+    struct attn_mat_view v = {data, 2, 2, 3};
     char *got = csv_to_string(v, NULL, NULL);
     assert_string_equal(got, "token,d0,d1\r\n0,1.5,2\r\n1,-0.125,0\r\n");
     free(got);
@@ -185,7 +185,7 @@ static void test_csv_default_labels_and_stride(void **state)
     FILE *f = open_memstream(&buf, &len);
     char b[] = "b";
     char *brow[] = {b};
-    struct mat_view bias = {data, 1, 3, 3};
+    struct attn_mat_view bias = {data, 1, 3, 3};
     assert_int_equal(csv_write_table(f, bias, "row", brow, NULL), 0);
     fclose(f);
     assert_string_equal(buf, "row,d0,d1,d2\r\nb,1.5,2,99\r\n");
@@ -538,7 +538,7 @@ static void test_export_all_or_nothing(void **state)
     (void)state;
     struct computed two, one;
     split_scene(&two); /* 2 heads */
-    scene_init_default(&one.scene);
+    attn_scene_init_default(&one.scene);
     one.scene.attn.heads = 1; /* 1 head, other numbers: nothing of it may leak into the old */
     one.scene.seed = 7;
     compute(&one);
@@ -654,10 +654,10 @@ static void test_export_large_matrices_side_files(void **state)
 {
     (void)state;
     struct computed c;
-    scene_init(&c.scene);
+    attn_scene_init(&c.scene);
     char *tokens[8] = {"a", "b", "c", "d", "e", "f", "g", "h"};
     struct diag err;
-    assert_int_equal(scene_set_tokens(&c.scene, tokens, 8, &err), 0);
+    assert_int_equal(attn_scene_set_tokens(&c.scene, tokens, 8, &err), 0);
     c.scene.embed.dim = 512;
     c.scene.attn.heads = 4;
     compute(&c);

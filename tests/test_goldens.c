@@ -167,7 +167,7 @@ struct expect_list {
     int n;
 };
 
-static void add_view(struct expect_list *l, const char *rel, struct mat_view v,
+static void add_view(struct expect_list *l, const char *rel, struct attn_mat_view v,
                      enum exactness exact, bool token_rows)
 {
     assert_true(l->n < MAX_FILES);
@@ -192,18 +192,18 @@ static void add_param(struct expect_list *l, const char *rel, const float *p, in
 {
     if (!p)
         return;
-    add_view(l, rel, (struct mat_view){p + c0, rows, cols, stride}, EXACT, false);
+    add_view(l, rel, (struct attn_mat_view){p + c0, rows, cols, stride}, EXACT, false);
 }
 
-static void build_expectations(struct expect_list *l, const struct scene *s, const struct model *m,
-                               const struct attn_run *r)
+static void build_expectations(struct expect_list *l, const struct attn_scene *s,
+                               const struct attn_model *m, const struct attn_run *r)
 {
     char rel[256];
     add_view(l, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), EXACT, true);
     for (int h = 0; h < m->heads; h++)
         for (int st = STAGE_QUERIES; st <= STAGE_CONTEXT; st++) {
-            snprintf(rel, sizeof(rel), "head%d/%s.csv", h, stage_name((enum stage)st));
-            add_view(l, rel, attn_view(r, m, (enum stage)st, h), TOLERANT, true);
+            snprintf(rel, sizeof(rel), "head%d/%s.csv", h, attn_stage_name((enum attn_stage)st));
+            add_view(l, rel, attn_view(r, m, (enum attn_stage)st, h), TOLERANT, true);
         }
     add_view(l, "context.csv", attn_view(r, m, STAGE_CONCAT, 0), TOLERANT, true);
     add_view(l, "output.csv", attn_view(r, m, STAGE_OUTPUT, 0), TOLERANT, true);
@@ -237,8 +237,8 @@ static void build_expectations(struct expect_list *l, const struct scene *s, con
         assert_non_null(mask);
         for (int i = 0; i < rows * m->n; i++)
             mask[i] = m->keep[i] ? 1.0f : 0.0f;
-        add_view(l, "params/dropout_mask.csv", (struct mat_view){mask, rows, m->n, m->n}, EXACT,
-                 true);
+        add_view(l, "params/dropout_mask.csv", (struct attn_mat_view){mask, rows, m->n, m->n},
+                 EXACT, true);
         free(mask);
     }
 }
@@ -305,8 +305,8 @@ static void test_scene(void **state)
     char dir[PATH_LEN];
     snprintf(dir, sizeof(dir), "%.2000s/scenes/%.255s", golden, sc->stem);
 
-    struct scene s;
-    struct model m;
+    struct attn_scene s;
+    struct attn_model m;
     struct attn_run r;
     memset(&s, 0, sizeof(s));
     memset(&m, 0, sizeof(m));
@@ -326,13 +326,13 @@ static void test_scene(void **state)
     diag_list_free(&errs);
     struct diag err;
     diag_clear(&err);
-    if (model_resolve(&m, &s, &err) != 0) {
-        scene_free(&s);
+    if (attn_model_resolve(&m, &s, &err) != 0) {
+        attn_scene_free(&s);
         fail_msg("%s: model_resolve: %s", sc->path, err.msg);
     }
     if (attn_run_init(&r, &m, &err) != 0) {
-        model_free(&m);
-        scene_free(&s);
+        attn_model_free(&m);
+        attn_scene_free(&s);
         fail_msg("%s: attn_run_init: %s", sc->path, err.msg);
     }
     attn_forward(&r, &m);
@@ -442,8 +442,8 @@ static void test_scene(void **state)
     fflush(stdout);
 
     attn_run_free(&r);
-    model_free(&m);
-    scene_free(&s);
+    attn_model_free(&m);
+    attn_scene_free(&s);
     if (problems)
         fail_msg("%s: %d mismatches with the PyTorch goldens", sc->stem, problems);
 #undef PROBLEM

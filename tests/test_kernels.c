@@ -55,8 +55,8 @@ static void test_mm_ab_matches_naive(void **state)
         float *c = calloc((size_t)m * n, sizeof(float)),
               *ref = calloc((size_t)m * n, sizeof(float));
         for (int with_bias = 0; with_bias < 2; with_bias++) {
-            mm_ab(c, n, a, k, b, n, with_bias ? bias : NULL, m, n, k);
-            mm_ab_ref(ref, n, a, k, b, n, with_bias ? bias : NULL, m, n, k);
+            attn_mm_ab(c, n, a, k, b, n, with_bias ? bias : NULL, m, n, k);
+            attn_mm_ab_ref(ref, n, a, k, b, n, with_bias ? bias : NULL, m, n, k);
             double d = max_diff(c, ref, m, n, n);
             printf("mm_ab  %4dx%-4d @ %4dx%-4d bias=%d  max |blas - naive| = %.3g\n", m, k, k, n,
                    with_bias, d);
@@ -75,8 +75,8 @@ static void test_mm_abt_matches_naive_on_column_slices(void **state)
     float *q = random_matrix(n, D, &seed), *k = random_matrix(n, D, &seed);
     float c[81], ref[81];
     for (int h = 0; h < D / hd; h++) {
-        mm_abt(c, n, q + h * hd, D, k + h * hd, D, n, n, hd);
-        mm_abt_ref(ref, n, q + h * hd, D, k + h * hd, D, n, n, hd);
+        attn_mm_abt(c, n, q + h * hd, D, k + h * hd, D, n, n, hd);
+        attn_mm_abt_ref(ref, n, q + h * hd, D, k + h * hd, D, n, n, hd);
         double d = max_diff(c, ref, n, n, n);
         printf("mm_abt head %d (%dx%d, ld %d)  max |blas - naive| = %.3g\n", h, n, hd, D, d);
         assert_true(d <= 1e-6);
@@ -91,7 +91,7 @@ static void test_softmax_rows(void **state)
     const float row[6] = {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f};
     const float expect[6] = {0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f};
     float out[6];
-    softmax_rows(out, row, 1, 6);
+    attn_softmax_rows(out, row, 1, 6);
     float sum = 0;
     for (int j = 0; j < 6; j++) {
         assert_float_equal(out[j], expect[j], 6e-5);
@@ -102,14 +102,14 @@ static void test_softmax_rows(void **state)
     /* Masked cells become exact zeros; a fully masked row becomes zeros, not NaN. */
     const float masked[2][3] = {{0.5f, -INFINITY, -INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
     float m_out[6];
-    softmax_rows(m_out, &masked[0][0], 2, 3);
+    attn_softmax_rows(m_out, &masked[0][0], 2, 3);
     assert_true(m_out[0] == 1.0f && m_out[1] == 0.0f && m_out[2] == 0.0f);
     for (int j = 3; j < 6; j++)
         assert_true(m_out[j] == 0.0f);
 
     /* Large scores do not overflow: the row maximum is subtracted first. */
     const float big[3] = {1000.0f, 1000.0f, 999.0f};
-    softmax_rows(m_out, big, 1, 3);
+    attn_softmax_rows(m_out, big, 1, 3);
     assert_false(isnan(m_out[0]));
     assert_float_equal(m_out[0], m_out[1], 1e-7);
 }
@@ -121,11 +121,11 @@ static void test_sumnorm_rows(void **state)
     const float row[6] = {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f};
     const float expect[6] = {0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f};
     float out[6];
-    sumnorm_rows(out, row, 1, 6);
+    attn_sumnorm_rows(out, row, 1, 6);
     for (int j = 0; j < 6; j++)
         assert_float_equal(out[j], expect[j], 6e-5);
     const float masked[3] = {1.0f, 3.0f, -INFINITY};
-    sumnorm_rows(out, masked, 1, 3);
+    attn_sumnorm_rows(out, masked, 1, 3);
     assert_float_equal(out[0], 0.25f, 1e-7);
     assert_float_equal(out[1], 0.75f, 1e-7);
     assert_true(out[2] == 0.0f);

@@ -1,7 +1,7 @@
 /* test_rng: src/engine/rng.c against PyTorch 1.13, bit for bit.
  *
  * tests/golden/rng.golden (written by gen_rng_golden.py with Debian's torch) lists short torch
- * scripts and what each call produced. This test replays every script on one struct rng and
+ * scripts and what each call produced. This test replays every script on one struct attn_rng and
  * compares bit patterns, so a single ulp of drift in any path fails. It also pins the numbers
  * the book prints, which must hold even if the golden file is regenerated.
  */
@@ -180,7 +180,7 @@ static void floats_to_values(uint64_t *out, const float *f, size_t n)
 }
 
 /* Make the call named by tok[0..ntok) on r. out: the values it produced, in torch's order. */
-static uint64_t *run_call(char **tok, int ntok, struct rng *r, size_t *n_out)
+static uint64_t *run_call(char **tok, int ntok, struct attn_rng *r, size_t *n_out)
 {
     const char *op = tok[0];
     uint64_t *out = NULL;
@@ -190,7 +190,7 @@ static uint64_t *run_call(char **tok, int ntok, struct rng *r, size_t *n_out)
         size_t n = (size_t)parse_long(tok[1]);
         out = alloc_values(n);
         for (size_t i = 0; i < n; i++) {
-            out[i] = op[1] == '3' ? rng_u32(r) : rng_u64(r);
+            out[i] = op[1] == '3' ? attn_rng_u32(r) : attn_rng_u64(r);
         }
         *n_out = n;
     } else if (strcmp(op, "rand") == 0 || strcmp(op, "uniform") == 0 || strcmp(op, "normal") == 0 ||
@@ -203,15 +203,15 @@ static uint64_t *run_call(char **tok, int ntok, struct rng *r, size_t *n_out)
         float *f = alloc_floats(n);
         if (strcmp(op, "rand") == 0) {
             assert_int_equal(ntok, 2);
-            rng_rand(f, 1, (int)n, r);
+            attn_rng_rand(f, 1, (int)n, r);
         } else if (strcmp(op, "uniform") == 0) {
             assert_int_equal(ntok, 4);
-            rng_uniform(f, n, (float)parse_double(tok[2]), (float)parse_double(tok[3]), r);
+            attn_rng_uniform(f, n, (float)parse_double(tok[2]), (float)parse_double(tok[3]), r);
         } else if (strcmp(op, "normal") == 0) {
             assert_int_equal(ntok, 4);
-            rng_normal(f, n, (float)parse_double(tok[2]), (float)parse_double(tok[3]), r);
+            attn_rng_normal(f, n, (float)parse_double(tok[2]), (float)parse_double(tok[3]), r);
         } else {
-            rng_normal(f, n, 0.0f, 1.0f, r);
+            attn_rng_normal(f, n, 0.0f, 1.0f, r);
         }
         out = alloc_values(n);
         floats_to_values(out, f, n);
@@ -225,7 +225,7 @@ static uint64_t *run_call(char **tok, int ntok, struct rng *r, size_t *n_out)
         size_t nw = (size_t)in * (size_t)nout;
         float *w = alloc_floats(nw);
         float *b = alloc_floats((size_t)nout);
-        rng_linear_init(w, has_bias ? b : NULL, in, nout, r);
+        attn_rng_linear_init(w, has_bias ? b : NULL, in, nout, r);
         size_t n = nw + (has_bias ? (size_t)nout : 0);
         out = alloc_values(n);
         /* torch lists weight (out, in) row-major; ours is its transpose. */
@@ -247,7 +247,7 @@ static uint64_t *run_call(char **tok, int ntok, struct rng *r, size_t *n_out)
         double p = parse_double(tok[2]);
         unsigned char *keep = calloc(n > 0 ? n : 1, 1);
         assert_non_null(keep);
-        rng_bernoulli(keep, n, 1.0 - p, r);
+        attn_rng_bernoulli(keep, n, 1.0 - p, r);
         out = alloc_values(n);
         for (size_t i = 0; i < n; i++) {
             out[i] = keep[i];
@@ -260,7 +260,7 @@ static uint64_t *run_call(char **tok, int ntok, struct rng *r, size_t *n_out)
     return out;
 }
 
-static void run_op_line(char *line, const char *case_name, struct rng *r, struct stats *st)
+static void run_op_line(char *line, const char *case_name, struct attn_rng *r, struct stats *st)
 {
     char *eq = strstr(line, " = ");
     assert_non_null(eq);
@@ -300,7 +300,7 @@ static void test_golden(void **state)
     }
 
     struct stats st = {0};
-    struct rng r;
+    struct attn_rng r;
     char case_name[128] = "";
     bool in_case = false;
     char *line = NULL;
@@ -327,7 +327,7 @@ static void test_golden(void **state)
             assert_true(in_case);
             char *end = NULL;
             unsigned long long s = strtoull(line + 5, &end, 10);
-            rng_seed(&r, (uint64_t)s);
+            attn_rng_seed(&r, (uint64_t)s);
         } else {
             assert_true(in_case);
             run_op_line(line, case_name, &r, &st);
@@ -348,10 +348,10 @@ static void test_book_embedding(void **state)
 {
     (void)state;
     static const char *const row0[4] = {"0.3374", "-0.1778", "-0.3035", "-0.5880"};
-    struct rng r;
-    rng_seed(&r, 123);
+    struct attn_rng r;
+    attn_rng_seed(&r, 123);
     float w[6 * 4];
-    rng_normal(w, 6 * 4, 0.0f, 1.0f, &r);
+    attn_rng_normal(w, 6 * 4, 0.0f, 1.0f, &r);
     for (int j = 0; j < 4; j++) {
         char buf[32];
         snprintf(buf, sizeof buf, "%.4f", (double)w[j]);
@@ -364,10 +364,10 @@ static void test_book_dropout(void **state)
 {
     (void)state;
     static const unsigned char rows01[12] = {1, 1, 0, 1, 1, 0, 0, 0, 0, 1, 0, 1};
-    struct rng r;
-    rng_seed(&r, 123);
+    struct attn_rng r;
+    attn_rng_seed(&r, 123);
     unsigned char keep[36];
-    rng_bernoulli(keep, 36, 1.0 - 0.5, &r);
+    attn_rng_bernoulli(keep, 36, 1.0 - 0.5, &r);
     for (int i = 0; i < 12; i++) {
         assert_int_equal(keep[i], rows01[i]);
     }
@@ -377,19 +377,19 @@ static void test_book_dropout(void **state)
 static void test_seed_semantics(void **state)
 {
     (void)state;
-    struct rng a, b;
-    rng_seed(&a, 5);
-    rng_seed(&b, (UINT64_C(1) << 32) + 5);
+    struct attn_rng a, b;
+    attn_rng_seed(&a, 5);
+    attn_rng_seed(&b, (UINT64_C(1) << 32) + 5);
     for (int i = 0; i < 1300; i++) {
-        assert_int_equal(rng_u32(&a), rng_u32(&b));
+        assert_int_equal(attn_rng_u32(&a), attn_rng_u32(&b));
     }
     float x, y;
-    rng_seed(&a, 9);
-    rng_normal(&x, 1, 0.0f, 1.0f, &a);
+    attn_rng_seed(&a, 9);
+    attn_rng_normal(&x, 1, 0.0f, 1.0f, &a);
     assert_true(a.has_next_double_normal);
-    rng_seed(&a, 9);
+    attn_rng_seed(&a, 9);
     assert_false(a.has_next_double_normal);
-    rng_normal(&y, 1, 0.0f, 1.0f, &a);
+    attn_rng_normal(&y, 1, 0.0f, 1.0f, &a);
     assert_int_equal(f32_bits(x), f32_bits(y));
 }
 

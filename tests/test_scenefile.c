@@ -39,7 +39,7 @@ static const char *fixtures_dir(void)
     return d;
 }
 
-static int parse_str(struct scene *s, const char *text, struct diag_list *errs)
+static int parse_str(struct attn_scene *s, const char *text, struct diag_list *errs)
 {
     return scenefile_parse(s, "t.yaml", text, strlen(text), errs);
 }
@@ -120,7 +120,8 @@ static bool same_floats(const float *a, const float *b, size_t n)
     return n == 0 || memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-static void assert_matrix_equal(const struct matrix *a, const struct matrix *b, const char *what)
+static void assert_matrix_equal(const struct attn_matrix *a, const struct attn_matrix *b,
+                                const char *what)
 {
     if ((a->data == NULL) != (b->data == NULL))
         fail_msg("%s: given in one scene only", what);
@@ -138,14 +139,14 @@ static void assert_str_equal(const char *a, const char *b, const char *what)
         fail_msg("%s: '%s' vs '%s'", what, a ? a : "(null)", b ? b : "(null)");
 }
 
-static void assert_seed_equal(struct opt_seed a, struct opt_seed b, const char *what)
+static void assert_seed_equal(struct attn_opt_seed a, struct attn_opt_seed b, const char *what)
 {
     if (a.set != b.set || (a.set && a.value != b.value))
         fail_msg("%s differs", what);
 }
 
 /* Field-by-field equality of everything a scene file can say. */
-static void assert_scene_equal(const struct scene *a, const struct scene *b)
+static void assert_scene_equal(const struct attn_scene *a, const struct attn_scene *b)
 {
     assert_str_equal(a->title, b->title, "title");
     assert_str_equal(a->text, b->text, "text");
@@ -182,7 +183,7 @@ static void assert_scene_equal(const struct scene *a, const struct scene *b)
     assert_int_equal(x->out_proj, y->out_proj);
     assert_int_equal(x->out_bias, y->out_bias);
     assert_seed_equal(x->seed, y->seed, "attention.seed");
-    const struct scene_weights *v = &a->weights, *w = &b->weights;
+    const struct attn_scene_weights *v = &a->weights, *w = &b->weights;
     assert_int_equal(v->set, w->set);
     assert_matrix_equal(&v->query, &w->query, "weights.query");
     assert_matrix_equal(&v->key, &w->key, "weights.key");
@@ -202,7 +203,7 @@ static void assert_scene_equal(const struct scene *a, const struct scene *b)
 }
 
 /* Writes s to memory; the caller frees the text. */
-static char *write_str(const struct scene *s, bool explicit, size_t *len)
+static char *write_str(const struct attn_scene *s, bool explicit, size_t *len)
 {
     char *buf = NULL;
     size_t n = 0;
@@ -218,7 +219,7 @@ static char *write_str(const struct scene *s, bool explicit, size_t *len)
 }
 
 /* Parses text or fails the test with every diagnostic printed under the text. */
-static void parse_ok(struct scene *s, const char *text)
+static void parse_ok(struct attn_scene *s, const char *text)
 {
     struct diag_list errs;
     diag_list_init(&errs);
@@ -232,35 +233,35 @@ static void parse_ok(struct scene *s, const char *text)
 }
 
 /* parse(write(s)) == s, and with explicit defaults the text is a fixed point. */
-static void check_round_trip(const struct scene *s)
+static void check_round_trip(const struct attn_scene *s)
 {
     char *text = write_str(s, false, NULL);
-    struct scene back;
+    struct attn_scene back;
     parse_ok(&back, text);
     assert_scene_equal(s, &back);
 
     char *text2 = write_str(&back, false, NULL);
     assert_string_equal(text, text2);
     free(text2);
-    scene_free(&back);
+    attn_scene_free(&back);
 
     char *ex = write_str(s, true, NULL);
-    struct scene eback;
+    struct attn_scene eback;
     parse_ok(&eback, ex);
     char *ex2 = write_str(&eback, true, NULL);
     assert_string_equal(ex, ex2);
     /* Explicit values are what the defaults resolved to. */
-    assert_int_equal(scene_d_in(&eback), scene_d_in(s));
-    assert_int_equal(scene_eff_d_out(&eback), scene_eff_d_out(s));
-    assert_int_equal(scene_eff_projection(&eback), scene_eff_projection(s));
-    assert_int_equal(scene_eff_out_proj(&eback), scene_eff_out_proj(s));
-    assert_int_equal(scene_eff_scale(&eback), scene_eff_scale(s));
+    assert_int_equal(attn_scene_d_in(&eback), attn_scene_d_in(s));
+    assert_int_equal(attn_scene_eff_d_out(&eback), attn_scene_eff_d_out(s));
+    assert_int_equal(attn_scene_eff_projection(&eback), attn_scene_eff_projection(s));
+    assert_int_equal(attn_scene_eff_out_proj(&eback), attn_scene_eff_out_proj(s));
+    assert_int_equal(attn_scene_eff_scale(&eback), attn_scene_eff_scale(s));
     assert_int_equal(eback.n_tokens, s->n_tokens);
     assert_int_not_equal(eback.attn.projection, PROJ_DEFAULT);
     assert_int_not_equal(eback.attn.scale, SCALE_DEFAULT);
     assert_int_not_equal(eback.attn.out_proj, TRI_DEFAULT);
     assert_int_not_equal(eback.attn.d_out, 0);
-    scene_free(&eback);
+    attn_scene_free(&eback);
     free(ex);
     free(ex2);
     free(text);
@@ -291,7 +292,7 @@ static void test_bad_fixtures(void **state)
                  (int)(strlen(names[i]) - 5), names[i]);
         char *expected = tu_read_file(expect_path, NULL);
 
-        struct scene s;
+        struct attn_scene s;
         struct diag_list errs;
         diag_list_init(&errs);
         char *src = NULL;
@@ -302,7 +303,7 @@ static void test_bad_fixtures(void **state)
         bool ok;
         if (rc != -1) {
             fprintf(stderr, "%s: loaded without a problem\n", names[i]);
-            scene_free(&s);
+            attn_scene_free(&s);
             ok = false;
         } else if (update_expect()) {
             char *text = NULL;
@@ -366,13 +367,12 @@ static void test_ten_mb_line(void **state)
     while (o + 3 < size)
         o += (size_t)sprintf(text + o, ", a");
     o += (size_t)sprintf(text + o, "]\n");
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     diag_list_init(&errs);
     assert_int_equal(scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
     char expected[128];
-    snprintf(expected, sizeof(expected),
-             "big.yaml:1:9: 'tokens' has more than %d entries",
+    snprintf(expected, sizeof(expected), "big.yaml:1:9: 'tokens' has more than %d entries",
              YTREE_MAX_ITEMS);
     assert_diags(&errs, "a 10 MB list of tokens", expected);
     diag_list_free(&errs);
@@ -411,7 +411,7 @@ static void test_deep_nesting(void **state)
     o += fill_bytes(text + o, '[', depth);
     o += fill_bytes(text + o, ']', depth + 1);
     text[o++] = '\n';
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     diag_list_init(&errs);
     assert_int_equal(scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
@@ -447,7 +447,7 @@ static void test_all_problems_reported(void **state)
                        "  causal: true\n"                          /* 7 */
                        "embeddings: [[1, 2], [3]]\n"               /* 8 */
                        "seed: 1.5\n";                              /* 9 */
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     diag_list_init(&errs);
     assert_int_equal(parse_str(&s, text, &errs), -1);
@@ -471,7 +471,7 @@ static void test_error_limit(void **state)
     size_t o = (size_t)sprintf(text, "text: a\n");
     for (int i = 0; i < 200; i++)
         o += (size_t)sprintf(text + o, "bogus%d: 1\n", i);
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     diag_list_init(&errs);
     assert_int_equal(scenefile_parse(&s, "many.yaml", text, o, &errs), -1);
@@ -493,11 +493,11 @@ static void test_error_limit(void **state)
     free(text);
 }
 
-/* scene_check's paths land on the key they name, or on the closest enclosing key. */
+/* attn_scene_check's paths land on the key they name, or on the closest enclosing key. */
 static void test_check_locations(void **state)
 {
     (void)state;
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     diag_list_init(&errs);
     /* d_out is not in the file (d_in 3 by default): the problem points at 'attention'. */
@@ -536,7 +536,7 @@ static void test_utf8_columns(void **state)
     (void)state;
     const char *text = "title: \xe6\x97\xa5\xe6\x9c\xac\n"
                        "tokens: [\xe6\x97\xa5\xe6\x9c\xac, [x]]\n";
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     diag_list_init(&errs);
     assert_int_equal(parse_str(&s, text, &errs), -1);
@@ -550,7 +550,7 @@ static void test_read_errors(void **state)
     (void)state;
     char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
-    struct scene s;
+    struct attn_scene s;
     struct diag_list errs;
     char *src = (char *)1;
     size_t len = 1;
@@ -640,7 +640,7 @@ static const char *const full_example =
 static void test_full_example(void **state)
 {
     (void)state;
-    struct scene s;
+    struct attn_scene s;
     parse_ok(&s, full_example);
     assert_string_equal(s.title, "Causal attention, two heads");
     assert_string_equal(s.text, "Your journey starts with one step");
@@ -687,7 +687,7 @@ static void test_full_example(void **state)
     assert_null(s.weights.query_bias.data);
     assert_null(s.weights.dropout_mask);
     check_round_trip(&s);
-    scene_free(&s);
+    attn_scene_free(&s);
 }
 
 /* YAML 1.1 booleans in any case, numbers in every YAML spelling. */
@@ -697,12 +697,12 @@ static void test_scalar_forms(void **state)
     static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "ON"};
     static const char *const no[] = {"false", "False", "no", "NO", "off", "Off"};
     char text[256];
-    struct scene s;
+    struct attn_scene s;
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         snprintf(text, sizeof(text), "text: a\nattention: {causal: %s}\n", yes[i]);
         parse_ok(&s, text);
         assert_true(s.attn.causal);
-        scene_free(&s);
+        attn_scene_free(&s);
     }
     for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
         snprintf(text, sizeof(text), "text: a\nattention: {causal: %s, out_bias: %s}\n", no[i],
@@ -710,27 +710,27 @@ static void test_scalar_forms(void **state)
         parse_ok(&s, text);
         assert_false(s.attn.causal);
         assert_false(s.attn.out_bias);
-        scene_free(&s);
+        attn_scene_free(&s);
     }
     parse_ok(&s, "tokens: [a]\nembeddings: [[1, 1.0, .5, -1e-3, +2, 1E2, -0, \"3\", '4.5']]\n");
     static const float want[] = {1, 1, 0.5f, -1e-3f, 2, 100, -0.0f, 3, 4.5f};
     assert_int_equal(s.embed.rows.cols, 9);
     assert_memory_equal(s.embed.rows.data, want, sizeof(want));
-    scene_free(&s);
+    attn_scene_free(&s);
     parse_ok(&s, "text: a\nseed: 18446744073709551615\nattention: {scale: 4, dropout: 1}\n");
     assert_true(s.seed == UINT64_MAX);
     assert_int_equal(s.attn.scale, SCALE_DIVISOR);
     assert_true(s.attn.scale_divisor == 4.0);
     assert_true(s.attn.dropout == 1.0);
-    scene_free(&s);
+    attn_scene_free(&s);
     parse_ok(&s, "text: a\nattention: {scale: no}\n");
     assert_int_equal(s.attn.scale, SCALE_NONE);
-    scene_free(&s);
+    attn_scene_free(&s);
     parse_ok(&s, "text: a\nembeddings: {seed: 7}\n");
     assert_int_equal(s.embed.kind, EMBED_LEARNED);
     assert_int_equal(s.embed.dim, 3);
     assert_true(s.embed.seed.set && s.embed.seed.value == 7);
-    scene_free(&s);
+    attn_scene_free(&s);
 }
 
 /* Tokens and titles that YAML would read as something else unless quoted. */
@@ -800,10 +800,10 @@ static void test_round_trip_awkward_strings(void **state)
 {
     (void)state;
     int n = (int)(sizeof(awkward) / sizeof(awkward[0]));
-    struct scene s;
-    scene_init(&s);
+    struct attn_scene s;
+    attn_scene_init(&s);
     struct diag err;
-    assert_int_equal(scene_set_tokens(&s, (char *const *)awkward, n, &err), 0);
+    assert_int_equal(attn_scene_set_tokens(&s, (char *const *)awkward, n, &err), 0);
     check_round_trip(&s);
     /* Each as a title too (block context rather than a flow list). */
     for (int i = 0; i < n; i++) {
@@ -811,18 +811,18 @@ static void test_round_trip_awkward_strings(void **state)
         s.title = strdup(awkward[i]);
         check_round_trip(&s);
     }
-    scene_free(&s);
+    attn_scene_free(&s);
 
-    scene_init(&s);
+    attn_scene_init(&s);
     s.tokenizer = TOKENIZER_CHARS;
-    assert_int_equal(scene_set_text(&s, "  Hi: \"you\" #1\n\xe6\x97\xa5 ", &err), 0);
+    assert_int_equal(attn_scene_set_text(&s, "  Hi: \"you\" #1\n\xe6\x97\xa5 ", &err), 0);
     check_round_trip(&s);
-    scene_free(&s);
+    attn_scene_free(&s);
 }
 
-static void fill(struct matrix *m, int rows, int cols, float base)
+static void fill(struct attn_matrix *m, int rows, int cols, float base)
 {
-    assert_int_equal(matrix_alloc(m, rows, cols), 0);
+    assert_int_equal(attn_matrix_alloc(m, rows, cols), 0);
     for (int i = 0; i < rows * cols; i++)
         m->data[i] = base + (float)i / 7.0f;
 }
@@ -831,19 +831,19 @@ static void test_round_trip_scenes(void **state)
 {
     (void)state;
     struct diag err;
-    struct scene s;
+    struct attn_scene s;
 
-    scene_init_default(&s);
+    attn_scene_init_default(&s);
     check_round_trip(&s);
-    scene_free(&s);
+    attn_scene_free(&s);
 
     /* Floats at the edges of float32. */
-    scene_init(&s);
-    assert_int_equal(scene_set_text(&s, "a b", &err), 0);
+    attn_scene_init(&s);
+    assert_int_equal(attn_scene_set_text(&s, "a b", &err), 0);
     static const float edge[] = {-0.0f, FLT_MIN,  FLT_MAX,     -FLT_MAX, 1e-45f,
                                  0.1f,  1.0f / 3, 16777217.0f, 1e-8f,    123456789.0f};
     s.embed.kind = EMBED_EXPLICIT;
-    assert_int_equal(matrix_alloc(&s.embed.rows, 2, 5), 0);
+    assert_int_equal(attn_matrix_alloc(&s.embed.rows, 2, 5), 0);
     memcpy(s.embed.rows.data, edge, sizeof(edge));
     s.attn.scale = SCALE_DIVISOR;
     s.attn.scale_divisor = 0.3;
@@ -851,17 +851,17 @@ static void test_round_trip_scenes(void **state)
     s.attn.projection = PROJ_RAND;
     s.attn.out_proj = TRI_FALSE;
     s.seed = UINT64_MAX;
-    s.attn.seed = (struct opt_seed){true, 0};
+    s.attn.seed = (struct attn_opt_seed){true, 0};
     check_round_trip(&s);
-    scene_free(&s);
+    attn_scene_free(&s);
 
     /* Wrapper layout with every explicit parameter, biases and a dropout mask. */
-    scene_init(&s);
+    attn_scene_init(&s);
     s.title = strdup("wrapper: two heads");
-    assert_int_equal(scene_set_text(&s, "one two three", &err), 0);
+    assert_int_equal(attn_scene_set_text(&s, "one two three", &err), 0);
     s.embed.kind = EMBED_LEARNED;
     s.embed.dim = 4;
-    s.embed.seed = (struct opt_seed){true, 5};
+    s.embed.seed = (struct attn_opt_seed){true, 5};
     s.pos.kind = POS_LEARNED;
     s.pos.max_len = 5;
     fill(&s.pos.table, 5, 4, -1.5f);
@@ -876,7 +876,7 @@ static void test_round_trip_scenes(void **state)
     s.attn.out_proj = TRI_TRUE;
     s.attn.out_bias = false;
     s.attn.dropout = 0.5;
-    s.attn.dropout_seed = (struct opt_seed){true, 42};
+    s.attn.dropout_seed = (struct attn_opt_seed){true, 42};
     s.weights.set = true;
     fill(&s.weights.query, 4, 6, 0.25f);
     fill(&s.weights.key, 4, 6, -0.5f);
@@ -892,7 +892,7 @@ static void test_round_trip_scenes(void **state)
         s.weights.dropout_mask[i] = (unsigned char)(i % 3 == 1);
     struct diag_list errs;
     diag_list_init(&errs);
-    assert_int_equal(scene_check(&s, &errs), 0);
+    assert_int_equal(attn_scene_check(&s, &errs), 0);
     diag_list_free(&errs);
     check_round_trip(&s);
     /* ...written as one mapping per head, as the format shows it. */
@@ -903,7 +903,7 @@ static void test_round_trip_scenes(void **state)
     s.attn.layout = LAYOUT_SPLIT;
     s.attn.d_out = 6;
     check_round_trip(&s);
-    scene_free(&s);
+    attn_scene_free(&s);
 
     /* Every scene shipped in scenes/. */
     const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
@@ -921,7 +921,7 @@ static void test_round_trip_scenes(void **state)
             fail_msg("%s does not load", path);
         }
         check_round_trip(&s);
-        scene_free(&s);
+        attn_scene_free(&s);
         diag_list_free(&errs);
         loaded++;
     }
@@ -935,38 +935,38 @@ static void test_locale(void **state)
 {
     (void)state;
     assert_non_null(setlocale(LC_ALL, tu_comma_locale()));
-    struct scene s;
+    struct attn_scene s;
     parse_ok(&s, "tokens: [a]\nembeddings: [[0.5, 1.25]]\nattention: {dropout: 0.25}\n");
     assert_true(s.embed.rows.data[1] == 1.25f);
     char *text = write_str(&s, true, NULL);
     assert_non_null(strstr(text, "[[0.5, 1.25]]"));
     assert_non_null(strstr(text, "dropout: 0.25\n"));
     free(text);
-    scene_free(&s);
+    attn_scene_free(&s);
     setlocale(LC_ALL, "C");
 }
 
 static void test_writer_refuses(void **state)
 {
     (void)state;
-    struct scene s;
+    struct attn_scene s;
     struct diag err;
-    scene_init(&s);
+    attn_scene_init(&s);
     char *tokens[] = {"ok", "bad\xff"};
-    assert_int_equal(scene_set_tokens(&s, tokens, 2, &err), 0);
+    assert_int_equal(attn_scene_set_tokens(&s, tokens, 2, &err), 0);
     FILE *f = fopen("/dev/null", "w");
     assert_int_equal(scenefile_write(f, &s, false, &err), -1);
     assert_string_equal(err.msg, "cannot write 'tokens': it is not valid UTF-8 text");
     char *good[] = {"ok"};
-    assert_int_equal(scene_set_tokens(&s, good, 1, &err), 0);
+    assert_int_equal(attn_scene_set_tokens(&s, good, 1, &err), 0);
     s.embed.kind = EMBED_EXPLICIT;
-    assert_int_equal(matrix_alloc(&s.embed.rows, 1, 2), 0);
+    assert_int_equal(attn_matrix_alloc(&s.embed.rows, 1, 2), 0);
     s.embed.rows.data[1] = NAN;
     assert_int_equal(scenefile_write(f, &s, false, &err), -1);
     assert_string_equal(err.msg,
                         "cannot write 'embeddings': row 1, column 2 is not a finite number");
     fclose(f);
-    scene_free(&s);
+    attn_scene_free(&s);
 }
 
 /* ---- saving ------------------------------------------------------------------------------- */
@@ -977,11 +977,11 @@ static void test_save_no_overwrite(void **state)
     char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
     snprintf(path, sizeof(path), "%s/scene.yaml", dir);
-    struct scene s, other, back;
-    scene_init_default(&s);
-    scene_init(&other);
+    struct attn_scene s, other, back;
+    attn_scene_init_default(&s);
+    attn_scene_init(&other);
     struct diag err;
-    assert_int_equal(scene_set_text(&other, "something else", &err), 0);
+    assert_int_equal(attn_scene_set_text(&other, "something else", &err), 0);
 
     assert_int_equal(scenefile_save(path, &s, false, false, &err), 0);
     struct stat st;
@@ -996,19 +996,19 @@ static void test_save_no_overwrite(void **state)
     diag_list_init(&errs);
     assert_int_equal(scenefile_load(&back, path, &errs, NULL, NULL), 0);
     assert_scene_equal(&s, &back);
-    scene_free(&back);
+    attn_scene_free(&back);
 
     /* With overwrite it is replaced. */
     assert_int_equal(scenefile_save(path, &other, true, true, &err), 0);
     assert_int_equal(scenefile_load(&back, path, &errs, NULL, NULL), 0);
     assert_string_equal(back.text, "something else");
-    scene_free(&back);
+    attn_scene_free(&back);
     assert_int_equal(errs.n, 0);
     diag_list_free(&errs);
     assert_int_equal(count_entries(dir), 1);
 
-    scene_free(&s);
-    scene_free(&other);
+    attn_scene_free(&s);
+    attn_scene_free(&other);
     tu_remove_tree(dir);
     free(dir);
 }
@@ -1026,8 +1026,8 @@ static void test_atomic_save(void **state)
     char *dir = tu_make_tmpdir("scenefile");
     char path[4200];
     snprintf(path, sizeof(path), "%s/scene.yaml", dir);
-    struct scene s;
-    scene_init_default(&s);
+    struct attn_scene s;
+    attn_scene_init_default(&s);
     struct diag err;
     for (int i = 0; i < 3; i++)
         assert_int_equal(scenefile_save(path, &s, i == 1, true, &err), 0);
@@ -1059,7 +1059,7 @@ static void test_atomic_save(void **state)
     assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
     assert_int_equal(count_entries(dir), 1);
 
-    scene_free(&s);
+    attn_scene_free(&s);
     tu_remove_tree(dir);
     free(dir);
 }

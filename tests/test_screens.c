@@ -154,7 +154,7 @@ static bool run_script(const char *dir, const char *name, bool update)
     ui_setup_terminal();
     nodelay(stdscr, TRUE);
 
-    struct scene s;
+    struct attn_scene s;
     if (sc.scene[0]) {
         char scene_path[1024];
         snprintf(scene_path, sizeof(scene_path), "%.500s/%.500s", getenv("ATTNSCOPE_SOURCE_ROOT"),
@@ -166,7 +166,7 @@ static bool run_script(const char *dir, const char *name, bool update)
         }
         diag_list_free(&errs);
     } else {
-        scene_init_default(&s);
+        attn_scene_init_default(&s);
     }
     struct ui *ui = calloc(1, sizeof(*ui));
     struct diag err;

@@ -16,7 +16,7 @@
 
 #include "export/export.h"
 
-static char *print_to_string(struct mat_view v)
+static char *print_to_string(struct attn_mat_view v)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -104,7 +104,7 @@ static void test_golden(void **state)
     int rows, cols;
     char *expect;
     while (read_case(f, name, sizeof(name), &vals, &rows, &cols, &expect)) {
-        struct mat_view v = {vals, rows, cols, cols};
+        struct attn_mat_view v = {vals, rows, cols, cols};
         char *got = print_to_string(v);
         if (strcmp(got, expect) != 0) {
             n_failed++;
@@ -126,7 +126,7 @@ static void test_strided_view(void **state)
 {
     (void)state;
     const float data[] = {0.25f, 99.0f, -0.5f, 99.0f};
-    struct mat_view v = {data, 2, 1, 2};
+    struct attn_mat_view v = {data, 2, 1, 2};
     char *got = print_to_string(v);
     assert_string_equal(got, "tensor([[ 0.2500],\n        [-0.5000]])\n");
     free(got);
@@ -135,7 +135,7 @@ static void test_strided_view(void **state)
 static void test_empty(void **state)
 {
     (void)state;
-    struct mat_view v = {NULL, 0, 3, 3};
+    struct attn_mat_view v = {NULL, 0, 3, 3};
     char *got = print_to_string(v);
     assert_string_equal(got, "tensor([], size=(0, 3))\n");
     free(got);

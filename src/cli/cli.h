@@ -39,8 +39,8 @@ void cli_print_help(FILE *out);
 struct cli_scene {
     const char *name; /* the path, or "default scene" */
     bool from_file;
-    struct scene scene;
-    struct model model;
+    struct attn_scene scene;
+    struct attn_model model;
     struct attn_run run;
 };
 

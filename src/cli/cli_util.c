@@ -36,7 +36,7 @@ void cli_print_help(FILE *out)
                 s == 0       ? " "
                 : s % 6 == 0 ? ",\n                            "
                              : ", ",
-                stage_name((enum stage)s));
+                attn_stage_name((enum attn_stage)s));
     fputs("\n"
           "                            (also q, k, v, mask, softmax, out)\n"
           "            -H, --head H    only head H (0-based)\n"
@@ -164,12 +164,12 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
         if (scenefile_load_report(&cs->scene, path, stderr) != 0)
             return CLI_INVALID;
     } else {
-        scene_init_default(&cs->scene);
+        attn_scene_init_default(&cs->scene);
     }
 
     if (attn_compute(&cs->model, &cs->run, &cs->scene, &err) != 0) {
         print_diag(&err, cs->name, NULL, 0);
-        scene_free(&cs->scene);
+        attn_scene_free(&cs->scene);
         return CLI_INVALID;
     }
     return CLI_OK;
@@ -178,6 +178,6 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
 void cli_scene_close(struct cli_scene *cs)
 {
     attn_run_free(&cs->run);
-    model_free(&cs->model);
-    scene_free(&cs->scene);
+    attn_model_free(&cs->model);
+    attn_scene_free(&cs->scene);
 }

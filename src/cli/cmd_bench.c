@@ -4,7 +4,7 @@
  * under `meson test --benchmark`).
  *
  * Two figures per scene, each a mean over a time budget after a warm-up: attn_forward alone
- * (every stage of every head, on buffers sized once: no allocation inside), and model_resolve
+ * (every stage of every head, on buffers sized once: no allocation inside), and attn_model_resolve
  * (drawing or copying every parameter, what a change of seed or weights adds).
  */
 #include <errno.h>
@@ -28,10 +28,10 @@ struct timing {
 };
 
 /* Times scene s: forward for budget_us (or iters when > 0), resolve for a third of that. */
-static int measure(struct timing *t, const struct scene *s, double budget_us, long iters,
+static int measure(struct timing *t, const struct attn_scene *s, double budget_us, long iters,
                    struct diag *err)
 {
-    struct model m = {0};
+    struct attn_model m = {0};
     struct attn_run r = {0};
     if (attn_compute(&m, &r, s, err) != 0)
         return -1;
@@ -48,26 +48,26 @@ static int measure(struct timing *t, const struct scene *s, double budget_us, lo
     long k = 0;
     double r0 = now_us(), r1 = r0;
     while (iters > 0 ? k < iters : (r1 - r0 < budget_us / 3 || k < 3)) {
-        struct model m2;
-        if (model_resolve(&m2, s, err) != 0) {
+        struct attn_model m2;
+        if (attn_model_resolve(&m2, s, err) != 0) {
             attn_run_free(&r);
-            model_free(&m);
+            attn_model_free(&m);
             return -1;
         }
-        model_free(&m2);
+        attn_model_free(&m2);
         k++;
         r1 = now_us();
     }
     t->resolve_us = (r1 - r0) / (double)k;
     attn_run_free(&r);
-    model_free(&m);
+    attn_model_free(&m);
     return 0;
 }
 
 /* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads. */
-static int suite_scene(struct scene *s, int n, int d_in, int d_out, int heads, double dropout)
+static int suite_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout)
 {
-    scene_init(s);
+    attn_scene_init(s);
     char **tokens = calloc((size_t)n, sizeof(char *));
     int rc = tokens ? 0 : -1;
     for (int i = 0; rc == 0 && i < n; i++) {
@@ -79,7 +79,7 @@ static int suite_scene(struct scene *s, int n, int d_in, int d_out, int heads, d
     }
     struct diag err;
     if (rc == 0)
-        rc = scene_set_tokens(s, tokens, n, &err);
+        rc = attn_scene_set_tokens(s, tokens, n, &err);
     for (int i = 0; tokens && i < n; i++)
         free(tokens[i]);
     free(tokens);
@@ -107,7 +107,7 @@ static int run_suite(double budget_us)
     cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
                  "iters");
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        struct scene s;
+        struct attn_scene s;
         struct timing t;
         struct diag err;
         diag_clear(&err);
@@ -116,12 +116,12 @@ static int run_suite(double budget_us)
             measure(&t, &s, budget_us, 0, &err) != 0) {
             fprintf(stderr, "attnscope bench: %s: %s\n", shapes[i].name,
                     err.msg[0] ? err.msg : "out of memory");
-            scene_free(&s);
+            attn_scene_free(&s);
             return CLI_INVALID;
         }
         cnum_fprintf(stdout, "%-36s %14.2f %14.2f %10ld\n", shapes[i].name, t.resolve_us,
                      t.forward_us, t.iters);
-        scene_free(&s);
+        attn_scene_free(&s);
     }
     return CLI_OK;
 }
@@ -158,7 +158,8 @@ int cmd_bench(int argc, char **argv)
         return cli_usage_error("bench", "invalid --time '%s' (seconds, above 0)", time_arg);
     if (suite) {
         if (n_pos > 0 || iters_arg)
-            return cli_usage_error("bench", "--suite measures its own shapes: no scene, no --iters");
+            return cli_usage_error("bench",
+                                   "--suite measures its own shapes: no scene, no --iters");
         return run_suite(budget_s * 1e6);
     }
 

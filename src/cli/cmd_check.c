@@ -60,10 +60,10 @@ static int check_one(const char *path)
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     if (strcmp(base, "keys.yaml") == 0 || strcmp(base, "colors.yaml") == 0)
         return check_config(path, base);
-    struct scene s;
+    struct attn_scene s;
     if (scenefile_load_report(&s, path, stderr) != 0)
         return CLI_INVALID;
-    scene_free(&s);
+    attn_scene_free(&s);
     printf("%s: ok\n", path);
     return CLI_OK;
 }

@@ -17,13 +17,13 @@
 #include "cli/cli.h"
 #include "export/export.h"
 
-static void print_stage(const struct cli_scene *cs, enum stage st, int h)
+static void print_stage(const struct cli_scene *cs, enum attn_stage st, int h)
 {
-    struct mat_view v = attn_view(&cs->run, &cs->model, st, h);
-    if (stage_is_per_head(st))
-        printf("\n# head %d \u00b7 %s (%d\u00d7%d)\n", h, stage_name(st), v.rows, v.cols);
+    struct attn_mat_view v = attn_view(&cs->run, &cs->model, st, h);
+    if (attn_stage_is_per_head(st))
+        printf("\n# head %d \u00b7 %s (%d\u00d7%d)\n", h, attn_stage_name(st), v.rows, v.cols);
     else
-        printf("\n# %s (%d\u00d7%d)\n", stage_name(st), v.rows, v.cols);
+        printf("\n# %s (%d\u00d7%d)\n", attn_stage_name(st), v.rows, v.cols);
     torch_print_matrix(stdout, v);
 }
 
@@ -56,10 +56,10 @@ int cmd_print(int argc, char **argv)
         return CLI_OK;
     }
     int stage = -1, head = -1;
-    if (stage_arg && (stage = stage_parse(stage_arg)) < 0) {
+    if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0) {
         fprintf(stderr, "attnscope print: unknown stage '%s'; stages:", stage_arg);
         for (int s = 0; s < STAGE_COUNT; s++)
-            fprintf(stderr, "%s %s", s ? "," : "", stage_name((enum stage)s));
+            fprintf(stderr, "%s %s", s ? "," : "", attn_stage_name((enum attn_stage)s));
         fputs("\nTry 'attnscope --help'.\n", stderr);
         return CLI_USAGE;
     }
@@ -83,14 +83,14 @@ int cmd_print(int argc, char **argv)
     for (int i = 0; i < cs.model.n; i++)
         printf(" %s", cs.model.tokens[i]);
     char desc[512];
-    scene_describe(desc, sizeof(desc), &cs.scene);
+    attn_scene_describe(desc, sizeof(desc), &cs.scene);
     printf("\n# %s\n", desc);
 
     for (int s = 0; s < STAGE_COUNT; s++) {
-        enum stage st = (enum stage)s;
+        enum attn_stage st = (enum attn_stage)s;
         if (stage >= 0 && s != stage)
             continue;
-        if (!stage_is_per_head(st)) {
+        if (!attn_stage_is_per_head(st)) {
             if (head < 0 || stage >= 0)
                 print_stage(&cs, st, 0);
             continue;

@@ -44,7 +44,7 @@ struct diag *diag_list_push(struct diag_list *l, const struct diag *d)
         int cap = l->cap ? l->cap * 2 : 8;
         struct diag *items = realloc(l->items, (size_t)cap * sizeof(*items));
         if (!items)
-            fatal("out of memory for the list of problems");
+            fatal_abort("out of memory for the list of problems");
         l->items = items;
         l->cap = cap;
     }

@@ -36,7 +36,7 @@ int diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap);
 
 void diag_list_init(struct diag_list *l);
 void diag_list_free(struct diag_list *l);
-/* Appends a copy; returns the stored item (never NULL: out of memory is fatal()). */
+/* Appends a copy; returns the stored item (never NULL: out of memory is fatal_abort()). */
 struct diag *diag_list_push(struct diag_list *l, const struct diag *d);
 /* Appends a new diag built from the arguments; returns -1 like diag_set. */
 int diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,

@@ -108,7 +108,7 @@ void fatal_install_crash_handlers(void)
         sigaction(sigs[i], &sa, NULL);
 }
 
-void fatal(const char *fmt, ...)
+void fatal_abort(const char *fmt, ...)
 {
     restore_terminal();
     char msg[512];

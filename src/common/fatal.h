@@ -1,11 +1,11 @@
 /* fatal: the one way out when something breaks: restore the terminal first, then report.
  *
  * The explorer registers how to put the terminal back (fatal_set_terminal) once curses owns
- * it. fatal() (out of memory, a broken invariant) and the crash handlers (SIGSEGV, SIGBUS,
+ * it. fatal_abort() (out of memory, a broken invariant) and the crash handlers (SIGSEGV, SIGBUS,
  * SIGABRT, SIGFPE, SIGILL) write those bytes and the saved terminal modes back before they
  * print anything, so a crash never leaves a workshop laptop in raw mode with a hidden cursor on
  * the alternate screen. The crash path uses only async-signal-safe calls: write(2) and
- * tcsetattr(3). Outside the explorer nothing is registered and fatal() just reports.
+ * tcsetattr(3). Outside the explorer nothing is registered and fatal_abort() just reports.
  */
 #ifndef ATTNSCOPE_FATAL_H
 #define ATTNSCOPE_FATAL_H
@@ -26,6 +26,6 @@ void fatal_clear_terminal(void);
 void fatal_install_crash_handlers(void);
 
 /* Restores the terminal, prints "attnscope: fatal: <message>" and aborts. */
-_Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void fatal_abort(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -3,8 +3,8 @@
  * The file is read into the node tree of src/yaml, like a scene file (an alias points at its
  * anchor's node, so nothing is expanded), and walked at most three levels deep. Every problem is
  * collected with its location, so a user sees all of them at once; any problem makes the whole file
- * ignored. Out of memory is fatal(), as in diag_list_push: a configuration loader has no sensible
- * way to go on.
+ * ignored. Out of memory is fatal_abort(), as in diag_list_push: a configuration loader has no
+ * sensible way to go on.
  */
 #include "config/config.h"
 
@@ -30,7 +30,7 @@ static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        fatal("out of memory while reading the configuration");
+        fatal_abort("out of memory while reading the configuration");
     return q;
 }
 
@@ -38,7 +38,7 @@ static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
-        fatal("out of memory while reading the configuration");
+        fatal_abort("out of memory while reading the configuration");
     return p;
 }
 
@@ -70,11 +70,11 @@ static struct shown show(const char *s)
     return out;
 }
 
-/* The choice nearest to name (see str_nearest), or NULL when nothing is close enough to be a
+/* The choice nearest to name (see suggest_nearest), or NULL when nothing is close enough to be a
  * likely typo. */
 static const char *nearest(const char *name, const char *const *choices, int n)
 {
-    int i = str_nearest(name, choices, n, NULL);
+    int i = suggest_nearest(name, choices, n, NULL);
     return i >= 0 ? choices[i] : NULL;
 }
 

@@ -22,7 +22,7 @@ void attn_run_free(struct attn_run *r)
     memset(r, 0, sizeof(*r));
 }
 
-int attn_run_init(struct attn_run *r, const struct model *m, struct diag *err)
+int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
     if (r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
         r->head_dim == m->head_dim && r->D == m->D)
@@ -50,10 +50,10 @@ oom:
 }
 
 /* Q = X Wq + bq (or X itself, once per head, when there is no projection). q: (n, D) */
-static void project(float *q, const struct model *m, const float *w, const float *b)
+static void project(float *q, const struct attn_model *m, const float *w, const float *b)
 {
     if (m->project) {
-        mm_ab(q, m->D, m->x, m->d_in, w, m->D, b, m->n, m->D, m->d_in);
+        attn_mm_ab(q, m->D, m->x, m->d_in, w, m->D, b, m->n, m->D, m->d_in);
         return;
     }
     for (int h = 0; h < m->D / m->d_in; h++)
@@ -71,15 +71,15 @@ static void fill_future(float *a, int n, float value)
 }
 
 /* out (n, n) = each row of in normalised by softmax or by its sum. */
-static void normalize_rows(float *out, const float *in, int n, enum normalize how)
+static void normalize_rows(float *out, const float *in, int n, enum attn_normalize how)
 {
     if (how == NORM_SUM)
-        sumnorm_rows(out, in, n, n);
+        attn_sumnorm_rows(out, in, n, n);
     else
-        softmax_rows(out, in, n, n);
+        attn_softmax_rows(out, in, n, n);
 }
 
-void attn_forward(struct attn_run *r, const struct model *m)
+void attn_forward(struct attn_run *r, const struct attn_model *m)
 {
     int n = m->n, D = m->D, hd = m->head_dim;
     size_t nn = (size_t)n * (size_t)n;
@@ -96,7 +96,7 @@ void attn_forward(struct attn_run *r, const struct model *m)
         float *masked = r->masked + h * nn, *weights = r->weights + h * nn;
         float *dropped = r->dropped + h * nn;
 
-        mm_abt(scores, n, qh, D, kh, D, n, n, hd);
+        attn_mm_abt(scores, n, qh, D, kh, D, n, n, hd);
         for (size_t i = 0; i < nn; i++) /* the divisor is 1 without scaling: x / 1 == x */
             scaled[i] = scores[i] / m->scale_divisor;
 
@@ -111,7 +111,7 @@ void attn_forward(struct attn_run *r, const struct model *m)
             /* The book's first try: normalise, zero the future, renormalise by the row sums. */
             normalize_rows(masked, scaled, n, m->normalize);
             fill_future(masked, n, 0.0f);
-            sumnorm_rows(weights, masked, n, n);
+            attn_sumnorm_rows(weights, masked, n, n);
         }
 
         if (m->keep) {
@@ -122,59 +122,61 @@ void attn_forward(struct attn_run *r, const struct model *m)
             memcpy(dropped, weights, nn * sizeof(float));
         }
         /* This head's context goes straight into its column block of the concatenation. */
-        mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, D, NULL, n, hd, n);
+        attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, D, NULL, n, hd, n);
     }
 
     if (m->wo)
-        mm_ab(r->output, D, r->concat, D, m->wo, D, m->bo, n, D, D);
+        attn_mm_ab(r->output, D, r->concat, D, m->wo, D, m->bo, n, D, D);
     else
         memcpy(r->output, r->concat, (size_t)n * D * sizeof(float));
 }
 
-struct mat_view attn_view(const struct attn_run *r, const struct model *m, enum stage s, int h)
+struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
+                               enum attn_stage s, int h)
 {
     int n = m->n, D = m->D, hd = m->head_dim;
     size_t nn = (size_t)n * (size_t)n, col = (size_t)h * (size_t)hd;
     switch (s) {
     case STAGE_INPUTS:
-        return (struct mat_view){m->x, n, m->d_in, m->d_in};
+        return (struct attn_mat_view){m->x, n, m->d_in, m->d_in};
     case STAGE_QUERIES:
-        return (struct mat_view){r->q + col, n, hd, D};
+        return (struct attn_mat_view){r->q + col, n, hd, D};
     case STAGE_KEYS:
-        return (struct mat_view){r->k + col, n, hd, D};
+        return (struct attn_mat_view){r->k + col, n, hd, D};
     case STAGE_VALUES:
-        return (struct mat_view){r->v + col, n, hd, D};
+        return (struct attn_mat_view){r->v + col, n, hd, D};
     case STAGE_SCORES:
-        return (struct mat_view){r->scores + h * nn, n, n, n};
+        return (struct attn_mat_view){r->scores + h * nn, n, n, n};
     case STAGE_SCALED:
-        return (struct mat_view){r->scaled + h * nn, n, n, n};
+        return (struct attn_mat_view){r->scaled + h * nn, n, n, n};
     case STAGE_MASKED:
-        return (struct mat_view){r->masked + h * nn, n, n, n};
+        return (struct attn_mat_view){r->masked + h * nn, n, n, n};
     case STAGE_WEIGHTS:
-        return (struct mat_view){r->weights + h * nn, n, n, n};
+        return (struct attn_mat_view){r->weights + h * nn, n, n, n};
     case STAGE_DROPOUT:
-        return (struct mat_view){r->dropped + h * nn, n, n, n};
+        return (struct attn_mat_view){r->dropped + h * nn, n, n, n};
     case STAGE_CONTEXT:
-        return (struct mat_view){r->concat + col, n, hd, D};
+        return (struct attn_mat_view){r->concat + col, n, hd, D};
     case STAGE_CONCAT:
-        return (struct mat_view){r->concat, n, D, D};
+        return (struct attn_mat_view){r->concat, n, D, D};
     case STAGE_OUTPUT:
     case STAGE_COUNT:
         break;
     }
-    return (struct mat_view){r->output, n, D, D};
+    return (struct attn_mat_view){r->output, n, D, D};
 }
 
-bool stage_is_off(const struct model *m, enum stage s)
+bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)
 {
     return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||
            (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
 }
 
-int attn_compute(struct model *m, struct attn_run *r, const struct scene *s, struct diag *err)
+int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_scene *s,
+                 struct diag *err)
 {
-    struct model fresh;
-    if (model_resolve(&fresh, s, err))
+    struct attn_model fresh;
+    if (attn_model_resolve(&fresh, s, err))
         return -1;
     /* A new shape gets new buffers first, so a failure leaves the old result intact. */
     struct attn_run next = *r;
@@ -183,14 +185,14 @@ int attn_compute(struct model *m, struct attn_run *r, const struct scene *s, str
     if (!same) {
         memset(&next, 0, sizeof(next));
         if (attn_run_init(&next, &fresh, err)) {
-            model_free(&fresh);
+            attn_model_free(&fresh);
             return -1;
         }
         attn_run_free(r);
     }
     *r = next;
     attn_forward(r, &fresh);
-    model_free(m);
+    attn_model_free(m);
     *m = fresh;
     return 0;
 }

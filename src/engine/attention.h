@@ -24,25 +24,27 @@ struct attn_run {
 };
 
 /* A read-only window on a stage: element (i, j) is data[i * stride + j]. */
-struct mat_view {
+struct attn_mat_view {
     const float *data;
     int rows, cols, stride;
 };
 
 /* Sizes r for m's shape; keeps the existing buffers when the shape is unchanged.
  * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
-int attn_run_init(struct attn_run *r, const struct model *m, struct diag *err);
+int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err);
 void attn_run_free(struct attn_run *r);
 /* Computes every stage. Never allocates. r must be initialised for m's shape. */
-void attn_forward(struct attn_run *r, const struct model *m);
+void attn_forward(struct attn_run *r, const struct attn_model *m);
 /* Resolves s into a fresh model, sizes r for it and runs the forward pass; on success the old
  * *m is freed and replaced (m must be zeroed or a valid model), on failure m and r are kept.
  * The one call the CLI, the explorer and the benchmarks need after a scene changes. */
-int attn_compute(struct model *m, struct attn_run *r, const struct scene *s, struct diag *err);
+int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_scene *s,
+                 struct diag *err);
 /* True when stage s changes nothing for this model: no scaling, no mask, no dropout or no
  * out_proj. The explorer dims such stages and auto-play skips them. */
-bool stage_is_off(const struct model *m, enum stage s);
+bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s);
 /* The matrix of stage s for head h (h is ignored for shared stages). */
-struct mat_view attn_view(const struct attn_run *r, const struct model *m, enum stage s, int h);
+struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
+                               enum attn_stage s, int h);
 
 #endif

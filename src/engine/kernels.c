@@ -7,8 +7,8 @@
 
 /* Without a bias, beta = 0 lets sgemm ignore c's old contents. With one, c is pre-filled with
  * the bias and beta = 1, which is what torch's addmm does for nn.Linear. */
-void mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb, const float *bias,
-           int m, int n, int k)
+void attn_mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                const float *bias, int m, int n, int k)
 {
     float beta = 0.0f;
     if (bias) {
@@ -20,8 +20,8 @@ void mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb, 
                 ldc);
 }
 
-void mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
-               const float *bias, int m, int n, int k)
+void attn_mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                    const float *bias, int m, int n, int k)
 {
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
@@ -32,15 +32,15 @@ void mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int l
         }
 }
 
-void mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
-            int k)
+void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
+                 int k)
 {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
                 ldc);
 }
 
-void mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
-                int k)
+void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                     int n, int k)
 {
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
@@ -51,7 +51,7 @@ void mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int 
         }
 }
 
-void softmax_rows(float *out, const float *in, int rows, int cols)
+void attn_softmax_rows(float *out, const float *in, int rows, int cols)
 {
     for (int i = 0; i < rows; i++) {
         const float *x = in + (size_t)i * cols;
@@ -76,7 +76,7 @@ void softmax_rows(float *out, const float *in, int rows, int cols)
     }
 }
 
-void sumnorm_rows(float *out, const float *in, int rows, int cols)
+void attn_sumnorm_rows(float *out, const float *in, int rows, int cols)
 {
     for (int i = 0; i < rows; i++) {
         const float *x = in + (size_t)i * cols;

@@ -8,22 +8,22 @@
 #define ATTNSCOPE_KERNELS_H
 
 /* c (m, n) = a (m, k) @ b (k, n) [+ bias (n) on every row, when bias != NULL] */
-void mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb, const float *bias,
-           int m, int n, int k);
-void mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
-               const float *bias, int m, int n, int k);
+void attn_mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                const float *bias, int m, int n, int k);
+void attn_mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                    const float *bias, int m, int n, int k);
 
 /* c (m, n) = a (m, k) @ b (n, k)^T */
-void mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
-            int k);
-void mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
-                int k);
+void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
+                 int k);
+void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                     int n, int k);
 
 /* out (rows, cols) = softmax over each row of in; subtracts the row maximum; -inf cells get 0.
  * A row of only -inf becomes all zeros rather than NaN. out may equal in. */
-void softmax_rows(float *out, const float *in, int rows, int cols);
+void attn_softmax_rows(float *out, const float *in, int rows, int cols);
 
 /* out (rows, cols) = in / row sum (the book's naive normalisation); -inf cells count as 0. */
-void sumnorm_rows(float *out, const float *in, int rows, int cols);
+void attn_sumnorm_rows(float *out, const float *in, int rows, int cols);
 
 #endif

@@ -21,9 +21,9 @@ static float *fdup(const float *src, size_t count)
     return p;
 }
 
-void model_free(struct model *m)
+void attn_model_free(struct attn_model *m)
 {
-    tokens_free(m->tokens, m->n);
+    attn_tokens_free(m->tokens, m->n);
     free(m->embed);
     free(m->pos);
     free(m->x);
@@ -41,7 +41,8 @@ void model_free(struct model *m)
 
 /* nn.Embedding(vocab, dim) over the distinct tokens in order of first appearance, then one row
  * per token. embed: (n, dim) */
-static int draw_learned_embeddings(float *embed, const struct scene *s, int dim, struct rng *r)
+static int draw_learned_embeddings(float *embed, const struct attn_scene *s, int dim,
+                                   struct attn_rng *r)
 {
     int n = s->n_tokens;
     int *ids = malloc((size_t)n * sizeof(int));
@@ -63,7 +64,7 @@ static int draw_learned_embeddings(float *embed, const struct scene *s, int dim,
         free(ids);
         return -1;
     }
-    rng_normal(table, (size_t)vocab * (size_t)dim, 0.0f, 1.0f, r);
+    attn_rng_normal(table, (size_t)vocab * (size_t)dim, 0.0f, 1.0f, r);
     for (int i = 0; i < n; i++)
         memcpy(embed + (size_t)i * dim, table + (size_t)ids[i] * dim, (size_t)dim * sizeof(float));
     free(table);
@@ -73,13 +74,13 @@ static int draw_learned_embeddings(float *embed, const struct scene *s, int dim,
 
 /* One projection matrix as its module would draw it: nn.Linear(in, out) (weight, then bias) or
  * torch.rand(in, out). w: (in, out); bias: (out) or NULL */
-static void draw_projection(float *w, float *bias, int in, int out, enum projection p,
-                            struct rng *r)
+static void draw_projection(float *w, float *bias, int in, int out, enum attn_projection p,
+                            struct attn_rng *r)
 {
     if (p == PROJ_RAND)
-        rng_rand(w, in, out, r);
+        attn_rng_rand(w, in, out, r);
     else
-        rng_linear_init(w, bias, in, out, r);
+        attn_rng_linear_init(w, bias, in, out, r);
 }
 
 /* Copies block (rows, cols) into column offset col0 of dst (rows, ld). */
@@ -89,14 +90,14 @@ static void put_block(float *dst, int ld, int col0, const float *src, int rows, 
         memcpy(dst + (size_t)i * ld + col0, src + (size_t)i * cols, (size_t)cols * sizeof(float));
 }
 
-static int draw_attention(struct model *m, const struct scene *s, struct rng *r)
+static int draw_attention(struct attn_model *m, const struct attn_scene *s, struct attn_rng *r)
 {
-    enum projection proj = scene_eff_projection(s);
+    enum attn_projection proj = attn_scene_eff_projection(s);
     int d_in = m->d_in, D = m->D;
     float *w[3] = {m->wq, m->wk, m->wv};
     float *b[3] = {m->bq, m->bk, m->bv};
     if (s->attn.seed.set)
-        rng_seed(r, s->attn.seed.value);
+        attn_rng_seed(r, s->attn.seed.value);
     if (s->attn.layout == LAYOUT_SPLIT) {
         for (int i = 0; i < 3; i++)
             draw_projection(w[i], b[i], d_in, D, proj, r);
@@ -120,38 +121,38 @@ static int draw_attention(struct model *m, const struct scene *s, struct rng *r)
         free(tb);
     }
     if (m->wo)
-        rng_linear_init(m->wo, m->bo, D, D, r);
+        attn_rng_linear_init(m->wo, m->bo, D, D, r);
     return 0;
 }
 
-int model_resolve(struct model *m, const struct scene *s, struct diag *err)
+int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct diag *err)
 {
     memset(m, 0, sizeof(*m));
     const struct attn_config *a = &s->attn;
-    const struct scene_weights *sw = &s->weights;
-    int n = s->n_tokens, d_in = scene_d_in(s);
+    const struct attn_scene_weights *sw = &s->weights;
+    int n = s->n_tokens, d_in = attn_scene_d_in(s);
     m->d_in = d_in;
     m->heads = a->heads;
-    m->head_dim = scene_head_dim(s);
-    m->D = scene_concat_dim(s);
-    m->project = scene_eff_projection(s) != PROJ_NONE;
+    m->head_dim = attn_scene_head_dim(s);
+    m->D = attn_scene_concat_dim(s);
+    m->project = attn_scene_eff_projection(s) != PROJ_NONE;
     m->dropout = a->dropout;
     m->causal = a->causal;
     m->mask_mode = a->mask_mode;
     m->normalize = a->normalize;
-    m->scale = scene_eff_scale(s);
+    m->scale = attn_scene_eff_scale(s);
     /* torch divides by the Python float d_k ** 0.5 (or the given number), cast to float32. */
     m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
                        : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
                                                    : 1.0f;
 
-    m->tokens = tokens_dup(s->tokens, n);
+    m->tokens = attn_tokens_dup(s->tokens, n);
     if (!m->tokens)
         goto oom;
     m->n = n;
 
-    struct rng r;
-    rng_seed(&r, s->seed);
+    struct attn_rng r;
+    attn_rng_seed(&r, s->seed);
 
     size_t nx = (size_t)n * (size_t)d_in;
     if (!(m->embed = falloc(nx)) || !(m->x = falloc(nx)))
@@ -160,7 +161,7 @@ int model_resolve(struct model *m, const struct scene *s, struct diag *err)
         memcpy(m->embed, s->embed.rows.data, nx * sizeof(float));
     } else {
         if (s->embed.seed.set)
-            rng_seed(&r, s->embed.seed.value);
+            attn_rng_seed(&r, s->embed.seed.value);
         if (draw_learned_embeddings(m->embed, s, d_in, &r))
             goto oom;
     }
@@ -173,8 +174,8 @@ int model_resolve(struct model *m, const struct scene *s, struct diag *err)
             m->pos = fdup(s->pos.table.data, np);
         } else if ((m->pos = falloc(np))) {
             if (s->pos.seed.set)
-                rng_seed(&r, s->pos.seed.value);
-            rng_normal(m->pos, np, 0.0f, 1.0f, &r);
+                attn_rng_seed(&r, s->pos.seed.value);
+            attn_rng_normal(m->pos, np, 0.0f, 1.0f, &r);
         }
         if (!m->pos)
             goto oom;
@@ -189,7 +190,7 @@ int model_resolve(struct model *m, const struct scene *s, struct diag *err)
         if (a->qkv_bias && (!(m->bq = falloc(D)) || !(m->bk = falloc(D)) || !(m->bv = falloc(D))))
             goto oom;
     }
-    if (scene_eff_out_proj(s)) {
+    if (attn_scene_eff_out_proj(s)) {
         if (!(m->wo = falloc(D * D)) || (a->out_bias && !(m->bo = falloc(D))))
             goto oom;
     }
@@ -213,8 +214,8 @@ int model_resolve(struct model *m, const struct scene *s, struct diag *err)
             goto oom;
     } else if (m->wo) {
         if (a->seed.set)
-            rng_seed(&r, a->seed.value);
-        rng_linear_init(m->wo, m->bo, m->D, m->D, &r);
+            attn_rng_seed(&r, a->seed.value);
+        attn_rng_linear_init(m->wo, m->bo, m->D, m->D, &r);
     }
 
     if (a->dropout > 0.0) {
@@ -225,61 +226,62 @@ int model_resolve(struct model *m, const struct scene *s, struct diag *err)
             memcpy(m->keep, sw->dropout_mask, nk);
         } else if (a->dropout < 1.0) { /* torch's dropout(p=1) returns zeros without drawing */
             if (a->dropout_seed.set)
-                rng_seed(&r, a->dropout_seed.value);
-            rng_bernoulli(m->keep, nk, 1.0 - a->dropout, &r);
+                attn_rng_seed(&r, a->dropout_seed.value);
+            attn_rng_bernoulli(m->keep, nk, 1.0 - a->dropout, &r);
         }
     }
     return 0;
 
 oom:
-    model_free(m);
+    attn_model_free(m);
     return diag_set(err, "", "out of memory while building the scene's parameters");
 }
 
-static int set_matrix(struct matrix *dst, const float *src, int rows, int cols)
+static int set_matrix(struct attn_matrix *dst, const float *src, int rows, int cols)
 {
     if (!src)
         return 0;
-    if (matrix_alloc(dst, rows, cols))
+    if (attn_matrix_alloc(dst, rows, cols))
         return -1;
     memcpy(dst->data, src, (size_t)rows * (size_t)cols * sizeof(float));
     return 0;
 }
 
-int scene_from_model(struct scene *out, const struct scene *s, const struct model *m)
+int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
+                          const struct attn_model *m)
 {
-    if (scene_copy(out, s))
+    if (attn_scene_copy(out, s))
         return -1;
     struct attn_config *a = &out->attn;
     /* Defaults made explicit; the part seeds are consumed, the global one is kept as a note. */
-    a->projection = scene_eff_projection(s);
-    a->d_out = scene_eff_d_out(s);
-    a->out_proj = scene_eff_out_proj(s) ? TRI_TRUE : TRI_FALSE;
-    a->scale = scene_eff_scale(s);
+    a->projection = attn_scene_eff_projection(s);
+    a->d_out = attn_scene_eff_d_out(s);
+    a->out_proj = attn_scene_eff_out_proj(s) ? TRI_TRUE : TRI_FALSE;
+    a->scale = attn_scene_eff_scale(s);
     if (a->scale == SCALE_DIVISOR)
         a->scale_divisor = s->attn.scale_divisor;
     a->seed.set = false;
     a->dropout_seed.set = false;
 
-    matrix_free(&out->embed.rows);
+    attn_matrix_free(&out->embed.rows);
     out->embed.kind = EMBED_EXPLICIT;
     out->embed.seed.set = false;
     out->embed.dim = m->d_in;
     int rc = set_matrix(&out->embed.rows, m->embed, m->n, m->d_in);
     if (out->pos.kind == POS_LEARNED) {
-        matrix_free(&out->pos.table);
+        attn_matrix_free(&out->pos.table);
         out->pos.seed.set = false;
         rc |= set_matrix(&out->pos.table, m->pos, m->pos_rows, m->d_in);
     }
 
-    struct scene_weights *w = &out->weights;
-    scene_weights_free(w); /* m holds the authoritative numbers */
+    struct attn_scene_weights *w = &out->weights;
+    attn_scene_weights_free(w); /* m holds the authoritative numbers */
     w->set = m->project || m->wo;
     rc |= set_matrix(&w->query, m->wq, m->d_in, m->D) | set_matrix(&w->key, m->wk, m->d_in, m->D) |
           set_matrix(&w->value, m->wv, m->d_in, m->D) | set_matrix(&w->query_bias, m->bq, 1, m->D) |
           set_matrix(&w->key_bias, m->bk, 1, m->D) | set_matrix(&w->value_bias, m->bv, 1, m->D) |
           set_matrix(&w->out, m->wo, m->D, m->D) | set_matrix(&w->out_bias, m->bo, 1, m->D);
-    /* p = 1 drops everything without a draw: the mask follows from p, and scene_check refuses
+    /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check refuses
      * one outside 0 < p < 1, so writing it would make an export that cannot be loaded. */
     if (m->keep && m->dropout < 1.0) {
         size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
@@ -292,7 +294,7 @@ int scene_from_model(struct scene *out, const struct scene *s, const struct mode
         }
     }
     if (rc) {
-        scene_free(out);
+        attn_scene_free(out);
         return -1;
     }
     return 0;

@@ -1,11 +1,11 @@
 /* model: a scene turned into numbers.
  *
- * model_resolve() tokenises nothing and parses nothing: it takes a checked struct scene and
- * draws (or copies) every parameter in PyTorch's module-construction order:
- *   manual_seed(seed); embedding table; positional table; W_query, W_key, W_value (per head
- *   for the wrapper layout, with their biases); out_proj; then the dropout keep-masks, head by
- *   head. A `seed` inside a part re-seeds right before that part's draws.
- * The result is everything attn_forward() needs, and everything a resolved scene.yaml writes.
+ * attn_model_resolve() tokenises nothing and parses nothing: it takes a checked struct attn_scene
+ * and draws (or copies) every parameter in PyTorch's module-construction order: manual_seed(seed);
+ * embedding table; positional table; W_query, W_key, W_value (per head for the wrapper layout, with
+ * their biases); out_proj; then the dropout keep-masks, head by head. A `seed` inside a part
+ * re-seeds right before that part's draws. The result is everything attn_forward() needs, and
+ * everything a resolved scene.yaml writes.
  */
 #ifndef ATTNSCOPE_MODEL_H
 #define ATTNSCOPE_MODEL_H
@@ -15,7 +15,7 @@
 #include "common/diag.h"
 #include "engine/scene.h"
 
-struct model {
+struct attn_model {
     int n;    /* tokens */
     int d_in; /* input width */
     int heads;
@@ -34,20 +34,21 @@ struct model {
     unsigned char *keep; /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
     double dropout;      /* p */
     bool causal;
-    enum mask_mode mask_mode;
-    enum normalize normalize;
-    enum scale_kind scale; /* effective: SCALE_NONE, SCALE_SQRT_DK or SCALE_DIVISOR */
-    float scale_divisor;   /* the number scores are divided by (1 for none), as torch casts it */
+    enum attn_mask_mode mask_mode;
+    enum attn_normalize normalize;
+    enum attn_scale_kind scale; /* effective: SCALE_NONE, SCALE_SQRT_DK or SCALE_DIVISOR */
+    float scale_divisor; /* the number scores are divided by (1 for none), as torch casts it */
 };
 
 /* out is fully initialised on success; on failure it is left freed and err says why.
- * The scene must have passed scene_check. */
-int model_resolve(struct model *out, const struct scene *s, struct diag *err);
-void model_free(struct model *m);
+ * The scene must have passed attn_scene_check. */
+int attn_model_resolve(struct attn_model *out, const struct attn_scene *s, struct diag *err);
+void attn_model_free(struct attn_model *m);
 
 /* A scene equal to s but with every default and every drawn number written out explicitly
  * (embeddings as rows, positional table, weights, dropout mask), so that loading it gives
  * exactly m again. Used for export's scene.yaml and the explorer's save. */
-int scene_from_model(struct scene *out, const struct scene *s, const struct model *m);
+int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
+                          const struct attn_model *m);
 
 #endif

@@ -32,7 +32,7 @@
 #define FLOAT_SCALE  (1.0f / 16777216.0f)       /* 2^-24 */
 #define DOUBLE_SCALE (1.0 / 9007199254740992.0) /* 2^-53 */
 
-void rng_seed(struct rng *r, uint64_t seed)
+void attn_rng_seed(struct attn_rng *r, uint64_t seed)
 {
     r->mt[0] = (uint32_t)(seed & 0xffffffffu);
     for (uint32_t i = 1; i < RNG_MT_N; i++) {
@@ -50,7 +50,7 @@ static uint32_t mt_twist(uint32_t u, uint32_t v)
     return (mixed >> 1) ^ ((v & 1u) ? MT_MATRIX_A : 0u);
 }
 
-static void mt_next_state(struct rng *r)
+static void mt_next_state(struct attn_rng *r)
 {
     uint32_t *s = r->mt;
     for (int i = 0; i < RNG_MT_N; i++) {
@@ -59,7 +59,7 @@ static void mt_next_state(struct rng *r)
     r->next = 0;
 }
 
-uint32_t rng_u32(struct rng *r)
+uint32_t attn_rng_u32(struct attn_rng *r)
 {
     if (r->next >= RNG_MT_N) {
         mt_next_state(r);
@@ -72,26 +72,26 @@ uint32_t rng_u32(struct rng *r)
     return y;
 }
 
-uint64_t rng_u64(struct rng *r)
+uint64_t attn_rng_u64(struct attn_rng *r)
 {
-    uint64_t hi = rng_u32(r);
-    uint64_t lo = rng_u32(r);
+    uint64_t hi = attn_rng_u32(r);
+    uint64_t lo = attn_rng_u32(r);
     return (hi << 32) | lo;
 }
 
 /* at::uniform_real_distribution<float>: 24 random bits scaled to [0, 1); exact. */
-static float uniform01_f(struct rng *r)
+static float uniform01_f(struct attn_rng *r)
 {
-    return (float)(rng_u32(r) & FLOAT_MASK) * FLOAT_SCALE;
+    return (float)(attn_rng_u32(r) & FLOAT_MASK) * FLOAT_SCALE;
 }
 
 /* at::uniform_real_distribution<double>(0, 1): 53 bits of one 64-bit draw; exact. */
-static double uniform01_d(struct rng *r)
+static double uniform01_d(struct attn_rng *r)
 {
-    return (double)(rng_u64(r) & DOUBLE_MASK) * DOUBLE_SCALE;
+    return (double)(attn_rng_u64(r) & DOUBLE_MASK) * DOUBLE_SCALE;
 }
 
-void rng_uniform(float *out, size_t n, float from, float to, struct rng *r)
+void attn_rng_uniform(float *out, size_t n, float from, float to, struct attn_rng *r)
 {
     const float range = to - from;
     for (size_t i = 0; i < n; i++) {
@@ -230,7 +230,7 @@ static void normal_fill_16(float *data, float mean, float std)
 }
 
 /* at::normal_distribution<double>: Box-Muller in double, second value cached in the generator. */
-static double normal_double(double mean, double std, struct rng *r)
+static double normal_double(double mean, double std, struct attn_rng *r)
 {
     double ret;
     if (r->has_next_double_normal) {
@@ -248,7 +248,7 @@ static double normal_double(double mean, double std, struct rng *r)
     return fma(ret, std, mean);
 }
 
-void rng_normal(float *out, size_t n, float mean, float std, struct rng *r)
+void attn_rng_normal(float *out, size_t n, float mean, float std, struct attn_rng *r)
 {
     if (n < 16) {
         for (size_t i = 0; i < n; i++) {
@@ -271,14 +271,15 @@ void rng_normal(float *out, size_t n, float mean, float std, struct rng *r)
     }
 }
 
-void rng_bernoulli(unsigned char *keep, size_t n, double p_keep, struct rng *r)
+void attn_rng_bernoulli(unsigned char *keep, size_t n, double p_keep, struct attn_rng *r)
 {
     for (size_t i = 0; i < n; i++) {
         keep[i] = uniform01_d(r) < p_keep;
     }
 }
 
-void rng_linear_init(float *w, float *bias, int in_features, int out_features, struct rng *r)
+void attn_rng_linear_init(float *w, float *bias, int in_features, int out_features,
+                          struct attn_rng *r)
 {
     /* torch.nn.init.kaiming_uniform_(a = sqrt(5)), in Python doubles; uniform_ casts to float. */
     const double a = sqrt(5.0);
@@ -291,12 +292,12 @@ void rng_linear_init(float *w, float *bias, int in_features, int out_features, s
     for (int o = 0; o < out_features; o++) {
         for (int i = 0; i < in_features; i++) {
             float v;
-            rng_uniform(&v, 1, -wb, wb, r);
+            attn_rng_uniform(&v, 1, -wb, wb, r);
             w[(size_t)i * (size_t)out_features + (size_t)o] = v;
         }
     }
     if (bias != NULL) {
         const double b_bound = in_features > 0 ? 1.0 / sqrt((double)in_features) : 0.0;
-        rng_uniform(bias, (size_t)out_features, -(float)b_bound, (float)b_bound, r);
+        attn_rng_uniform(bias, (size_t)out_features, -(float)b_bound, (float)b_bound, r);
     }
 }

@@ -14,7 +14,7 @@
 
 #define RNG_MT_N 624
 
-struct rng {
+struct attn_rng {
     uint32_t mt[RNG_MT_N];
     int next;                    /* index of the next word in mt; RNG_MT_N = twist first */
     bool has_next_double_normal; /* torch caches the second Box-Muller value of normal<double> */
@@ -22,36 +22,37 @@ struct rng {
 };
 
 /* torch.manual_seed(seed): MT19937 init from the low 32 bits, normal caches cleared. */
-void rng_seed(struct rng *r, uint64_t seed);
+void attn_rng_seed(struct attn_rng *r, uint64_t seed);
 /* One 32-bit draw (CPUGeneratorImpl::random). */
-uint32_t rng_u32(struct rng *r);
+uint32_t attn_rng_u32(struct attn_rng *r);
 /* One 64-bit draw: (hi << 32) | lo, hi drawn first (CPUGeneratorImpl::random64). */
-uint64_t rng_u64(struct rng *r);
+uint64_t attn_rng_u64(struct attn_rng *r);
 
 /* tensor.uniform_(from, to) / torch.rand on float32: one u32 per element,
  * (u & 0xFFFFFF) * 2^-24, then x * (to - from) + from in float. out: (n) */
-void rng_uniform(float *out, size_t n, float from, float to, struct rng *r);
+void attn_rng_uniform(float *out, size_t n, float from, float to, struct attn_rng *r);
 
 /* tensor.normal_(mean, std) on a contiguous float32 tensor of n elements (nn.Embedding init).
  * n >= 16: fill uniforms, Box-Muller in blocks of 16 as torch's AVX2 kernel does, and redo the
  * last block on fresh uniforms when n % 16 != 0. n < 16: the per-element double path, which
  * uses and refills the cached second sample. out: (n) */
-void rng_normal(float *out, size_t n, float mean, float std, struct rng *r);
+void attn_rng_normal(float *out, size_t n, float mean, float std, struct attn_rng *r);
 
 /* tensor.bernoulli_(p_keep) on float32, the draw nn.Dropout makes: one u64 per element,
  * keep[i] = 1 when the 53-bit uniform is < p_keep. keep: (n) */
-void rng_bernoulli(unsigned char *keep, size_t n, double p_keep, struct rng *r);
+void attn_rng_bernoulli(unsigned char *keep, size_t n, double p_keep, struct attn_rng *r);
 
 /* nn.Linear(in_features, out_features) init: weight (out, in) drawn row by row from
  * U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform_ with a = sqrt(5)), then, when bias != NULL, the
  * bias from the same range. The weight is stored transposed, in x @ W orientation.
  * w: (in, out) row-major; bias: (out) or NULL */
-void rng_linear_init(float *w, float *bias, int in_features, int out_features, struct rng *r);
+void attn_rng_linear_init(float *w, float *bias, int in_features, int out_features,
+                          struct attn_rng *r);
 
 /* torch.rand(rows, cols): w: (rows, cols) row-major. */
-static inline void rng_rand(float *w, int rows, int cols, struct rng *r)
+static inline void attn_rng_rand(float *w, int rows, int cols, struct attn_rng *r)
 {
-    rng_uniform(w, (size_t)rows * (size_t)cols, 0.0f, 1.0f, r);
+    attn_rng_uniform(w, (size_t)rows * (size_t)cols, 0.0f, 1.0f, r);
 }
 
 #endif

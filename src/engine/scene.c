@@ -18,13 +18,13 @@ static const float book_rows[6][3] = {
     {0.22f, 0.58f, 0.33f}, {0.77f, 0.25f, 0.10f}, {0.05f, 0.80f, 0.55f},
 };
 
-void matrix_free(struct matrix *m)
+void attn_matrix_free(struct attn_matrix *m)
 {
     free(m->data);
     memset(m, 0, sizeof(*m));
 }
 
-int matrix_alloc(struct matrix *m, int rows, int cols)
+int attn_matrix_alloc(struct attn_matrix *m, int rows, int cols)
 {
     memset(m, 0, sizeof(*m));
     size_t count = (size_t)rows * (size_t)cols;
@@ -36,18 +36,18 @@ int matrix_alloc(struct matrix *m, int rows, int cols)
     return 0;
 }
 
-int matrix_copy(struct matrix *dst, const struct matrix *src)
+int attn_matrix_copy(struct attn_matrix *dst, const struct attn_matrix *src)
 {
     memset(dst, 0, sizeof(*dst));
     if (!src->data)
         return 0;
-    if (matrix_alloc(dst, src->rows, src->cols))
+    if (attn_matrix_alloc(dst, src->rows, src->cols))
         return -1;
     memcpy(dst->data, src->data, (size_t)src->rows * (size_t)src->cols * sizeof(float));
     return 0;
 }
 
-void scene_init(struct scene *s)
+void attn_scene_init(struct attn_scene *s)
 {
     memset(s, 0, sizeof(*s));
     s->tokenizer = TOKENIZER_WHITESPACE;
@@ -66,28 +66,28 @@ void scene_init(struct scene *s)
     s->attn.out_bias = true;
 }
 
-void scene_weights_free(struct scene_weights *w)
+void attn_scene_weights_free(struct attn_scene_weights *w)
 {
-    matrix_free(&w->query);
-    matrix_free(&w->key);
-    matrix_free(&w->value);
-    matrix_free(&w->query_bias);
-    matrix_free(&w->key_bias);
-    matrix_free(&w->value_bias);
-    matrix_free(&w->out);
-    matrix_free(&w->out_bias);
+    attn_matrix_free(&w->query);
+    attn_matrix_free(&w->key);
+    attn_matrix_free(&w->value);
+    attn_matrix_free(&w->query_bias);
+    attn_matrix_free(&w->key_bias);
+    attn_matrix_free(&w->value_bias);
+    attn_matrix_free(&w->out);
+    attn_matrix_free(&w->out_bias);
     free(w->dropout_mask);
     memset(w, 0, sizeof(*w));
 }
 
-void scene_free(struct scene *s)
+void attn_scene_free(struct attn_scene *s)
 {
     free(s->title);
     free(s->text);
-    tokens_free(s->tokens, s->n_tokens);
-    matrix_free(&s->embed.rows);
-    matrix_free(&s->pos.table);
-    scene_weights_free(&s->weights);
+    attn_tokens_free(s->tokens, s->n_tokens);
+    attn_matrix_free(&s->embed.rows);
+    attn_matrix_free(&s->pos.table);
+    attn_scene_weights_free(&s->weights);
     memset(s, 0, sizeof(*s));
 }
 
@@ -100,7 +100,7 @@ static int dup_str(char **dst, const char *src)
     return *dst ? 0 : -1;
 }
 
-int scene_copy(struct scene *dst, const struct scene *src)
+int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
 {
     *dst = *src;
     /* Null every owned pointer first so a failure half-way can be freed safely. */
@@ -111,24 +111,25 @@ int scene_copy(struct scene *dst, const struct scene *src)
     memset(&dst->pos.table, 0, sizeof(dst->pos.table));
     memset(&dst->weights, 0, sizeof(dst->weights));
 
-    const struct scene_weights *sw = &src->weights;
-    struct scene_weights *dw = &dst->weights;
+    const struct attn_scene_weights *sw = &src->weights;
+    struct attn_scene_weights *dw = &dst->weights;
     int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text);
     if (src->n_tokens > 0) {
-        dst->tokens = tokens_dup(src->tokens, src->n_tokens);
+        dst->tokens = attn_tokens_dup(src->tokens, src->n_tokens);
         if (dst->tokens)
             dst->n_tokens = src->n_tokens;
         else
             rc = -1;
     }
-    rc |= matrix_copy(&dst->embed.rows, &src->embed.rows);
-    rc |= matrix_copy(&dst->pos.table, &src->pos.table);
+    rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
+    rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
     dw->set = sw->set;
-    rc |= matrix_copy(&dw->query, &sw->query) | matrix_copy(&dw->key, &sw->key) |
-          matrix_copy(&dw->value, &sw->value) | matrix_copy(&dw->query_bias, &sw->query_bias) |
-          matrix_copy(&dw->key_bias, &sw->key_bias) |
-          matrix_copy(&dw->value_bias, &sw->value_bias) | matrix_copy(&dw->out, &sw->out) |
-          matrix_copy(&dw->out_bias, &sw->out_bias);
+    rc |= attn_matrix_copy(&dw->query, &sw->query) | attn_matrix_copy(&dw->key, &sw->key) |
+          attn_matrix_copy(&dw->value, &sw->value) |
+          attn_matrix_copy(&dw->query_bias, &sw->query_bias) |
+          attn_matrix_copy(&dw->key_bias, &sw->key_bias) |
+          attn_matrix_copy(&dw->value_bias, &sw->value_bias) |
+          attn_matrix_copy(&dw->out, &sw->out) | attn_matrix_copy(&dw->out_bias, &sw->out_bias);
     if (sw->dropout_mask) {
         size_t bytes = (size_t)sw->dropout_mask_heads * (size_t)sw->dropout_mask_n *
                        (size_t)sw->dropout_mask_n;
@@ -142,24 +143,24 @@ int scene_copy(struct scene *dst, const struct scene *src)
         }
     }
     if (rc) {
-        scene_free(dst);
+        attn_scene_free(dst);
         return -1;
     }
     return 0;
 }
 
-void scene_init_default(struct scene *s)
+void attn_scene_init_default(struct attn_scene *s)
 {
-    scene_init(s);
+    attn_scene_init(s);
     s->title = strdup("Your journey starts with one step: multi-head attention (ch. 3.6)");
     s->text = strdup("Your journey starts with one step");
-    s->tokens = tokens_dup((char *const *)book_tokens, 6);
+    s->tokens = attn_tokens_dup((char *const *)book_tokens, 6);
     if (!s->title || !s->text || !s->tokens)
-        fatal("out of memory at start-up");
+        fatal_abort("out of memory at start-up");
     s->n_tokens = 6;
     s->embed.kind = EMBED_EXPLICIT;
-    if (matrix_alloc(&s->embed.rows, 6, 3))
-        fatal("out of memory at start-up");
+    if (attn_matrix_alloc(&s->embed.rows, 6, 3))
+        fatal_abort("out of memory at start-up");
     memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
     s->attn.projection = PROJ_LINEAR;
     s->attn.d_out = 2;
@@ -167,43 +168,44 @@ void scene_init_default(struct scene *s)
     s->attn.causal = true;
 }
 
-int scene_set_text(struct scene *s, const char *text, struct diag *err)
+int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err)
 {
     char **tokens = NULL;
     int n = 0;
-    if (tokenize(&tokens, &n, text, s->tokenizer, err))
+    if (attn_tokenize(&tokens, &n, text, s->tokenizer, err))
         return -1;
     char *copy = strdup(text);
     if (!copy) {
-        tokens_free(tokens, n);
+        attn_tokens_free(tokens, n);
         return diag_set(err, "text", "out of memory");
     }
     free(s->text);
-    tokens_free(s->tokens, s->n_tokens);
+    attn_tokens_free(s->tokens, s->n_tokens);
     s->text = copy;
     s->tokens = tokens;
     s->n_tokens = n;
     return 0;
 }
 
-void scene_token_row(float *row, const char *token, int d)
+void attn_scene_token_row(float *row, const char *token, int d)
 {
     uint64_t h = 14695981039346656037ull;
     for (const unsigned char *p = (const unsigned char *)token; *p; p++)
         h = (h ^ *p) * 1099511628211ull;
-    struct rng r;
-    rng_seed(&r, h);
-    rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
+    struct attn_rng r;
+    attn_rng_seed(&r, h);
+    attn_rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
 }
 
 /* Re-rows the explicit embeddings after the tokens changed: each token reuses the row of the
- * same token in the old sentence, or gets scene_token_row(). s->embed.rows: (old_n, d) -> (n, d) */
-static int remap_rows(struct scene *s, char *const *old_tokens, int old_n)
+ * same token in the old sentence, or gets attn_scene_token_row(). s->embed.rows: (old_n, d) -> (n,
+ * d) */
+static int remap_rows(struct attn_scene *s, char *const *old_tokens, int old_n)
 {
-    const struct matrix *old = &s->embed.rows;
-    struct matrix rows;
+    const struct attn_matrix *old = &s->embed.rows;
+    struct attn_matrix rows;
     int d = old->cols;
-    if (matrix_alloc(&rows, s->n_tokens, d))
+    if (attn_matrix_alloc(&rows, s->n_tokens, d))
         return -1;
     for (int i = 0; i < s->n_tokens; i++) {
         int from = -1;
@@ -214,89 +216,89 @@ static int remap_rows(struct scene *s, char *const *old_tokens, int old_n)
         if (from >= 0)
             memcpy(dst, old->data + (size_t)from * d, (size_t)d * sizeof(float));
         else
-            scene_token_row(dst, s->tokens[i], d);
+            attn_scene_token_row(dst, s->tokens[i], d);
     }
-    matrix_free(&s->embed.rows);
+    attn_matrix_free(&s->embed.rows);
     s->embed.rows = rows;
     return 0;
 }
 
-int scene_retext(struct scene *s, const char *text, struct diag *err)
+int attn_scene_retext(struct attn_scene *s, const char *text, struct diag *err)
 {
-    char **old_tokens = tokens_dup(s->tokens, s->n_tokens);
+    char **old_tokens = attn_tokens_dup(s->tokens, s->n_tokens);
     int old_n = s->n_tokens;
     if (!old_tokens && old_n > 0)
         return diag_set(err, "text", "out of memory");
-    int rc = scene_set_text(s, text, err);
+    int rc = attn_scene_set_text(s, text, err);
     if (rc == 0 && s->embed.kind == EMBED_EXPLICIT && remap_rows(s, old_tokens, old_n) != 0)
         rc = diag_set(err, "text", "out of memory");
-    tokens_free(old_tokens, old_n);
+    attn_tokens_free(old_tokens, old_n);
     return rc;
 }
 
-int scene_set_tokens(struct scene *s, char *const *tokens, int n, struct diag *err)
+int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err)
 {
     if (n > SCENE_MAX_TOKENS)
         return diag_set(err, "tokens", "more than %d tokens", SCENE_MAX_TOKENS);
-    char **copy = tokens_dup(tokens, n);
+    char **copy = attn_tokens_dup(tokens, n);
     if (!copy)
         return diag_set(err, "tokens", "out of memory");
     free(s->text);
     s->text = NULL;
-    tokens_free(s->tokens, s->n_tokens);
+    attn_tokens_free(s->tokens, s->n_tokens);
     s->tokens = copy;
     s->n_tokens = n;
     return 0;
 }
 
-int scene_d_in(const struct scene *s)
+int attn_scene_d_in(const struct attn_scene *s)
 {
     return s->embed.kind == EMBED_EXPLICIT ? s->embed.rows.cols : s->embed.dim;
 }
 
-int scene_eff_d_out(const struct scene *s)
+int attn_scene_eff_d_out(const struct attn_scene *s)
 {
-    return s->attn.d_out > 0 ? s->attn.d_out : scene_d_in(s);
+    return s->attn.d_out > 0 ? s->attn.d_out : attn_scene_d_in(s);
 }
 
-enum projection scene_eff_projection(const struct scene *s)
+enum attn_projection attn_scene_eff_projection(const struct attn_scene *s)
 {
     return s->attn.projection == PROJ_DEFAULT ? PROJ_LINEAR : s->attn.projection;
 }
 
-bool scene_eff_out_proj(const struct scene *s)
+bool attn_scene_eff_out_proj(const struct attn_scene *s)
 {
     if (s->attn.out_proj != TRI_DEFAULT)
         return s->attn.out_proj == TRI_TRUE;
     return s->attn.heads > 1 && s->attn.layout == LAYOUT_SPLIT;
 }
 
-enum scale_kind scene_eff_scale(const struct scene *s)
+enum attn_scale_kind attn_scene_eff_scale(const struct attn_scene *s)
 {
     if (s->attn.scale != SCALE_DEFAULT)
         return s->attn.scale;
-    return scene_eff_projection(s) == PROJ_NONE ? SCALE_NONE : SCALE_SQRT_DK;
+    return attn_scene_eff_projection(s) == PROJ_NONE ? SCALE_NONE : SCALE_SQRT_DK;
 }
 
-int scene_head_dim(const struct scene *s)
+int attn_scene_head_dim(const struct attn_scene *s)
 {
-    int d_out = scene_eff_d_out(s);
+    int d_out = attn_scene_eff_d_out(s);
     if (s->attn.layout == LAYOUT_WRAPPER)
         return d_out;
     return s->attn.heads > 0 ? d_out / s->attn.heads : d_out;
 }
 
-int scene_concat_dim(const struct scene *s)
+int attn_scene_concat_dim(const struct attn_scene *s)
 {
-    return s->attn.layout == LAYOUT_WRAPPER ? s->attn.heads * scene_eff_d_out(s)
-                                            : scene_eff_d_out(s);
+    return s->attn.layout == LAYOUT_WRAPPER ? s->attn.heads * attn_scene_eff_d_out(s)
+                                            : attn_scene_eff_d_out(s);
 }
 
-size_t scene_mem_estimate(const struct scene *s)
+size_t attn_scene_mem_estimate(const struct attn_scene *s)
 {
     size_t n = (size_t)(s->n_tokens > 0 ? s->n_tokens : 0);
-    size_t d_in = (size_t)(scene_d_in(s) > 0 ? scene_d_in(s) : 0);
-    size_t D = (size_t)(scene_concat_dim(s) > 0 ? scene_concat_dim(s) : 0);
+    size_t d_in = (size_t)(attn_scene_d_in(s) > 0 ? attn_scene_d_in(s) : 0);
+    size_t D = (size_t)(attn_scene_concat_dim(s) > 0 ? attn_scene_concat_dim(s) : 0);
     size_t heads = (size_t)(s->attn.heads > 0 ? s->attn.heads : 0);
     size_t pos = s->pos.kind == POS_LEARNED ? (size_t)s->pos.max_len * d_in : 0;
     size_t floats = 2 * n * d_in + pos     /* embeddings, inputs, positional table */
@@ -322,8 +324,8 @@ static void problem(struct diag_list *out, const char *path, const char *fmt, ..
     diag_list_push(out, &d);
 }
 
-static void check_shape(struct diag_list *out, const char *path, const struct matrix *m, int rows,
-                        int cols, bool wanted, const char *why)
+static void check_shape(struct diag_list *out, const char *path, const struct attn_matrix *m,
+                        int rows, int cols, bool wanted, const char *why)
 {
     if (!m->data) {
         if (wanted)
@@ -338,7 +340,7 @@ static void check_shape(struct diag_list *out, const char *path, const struct ma
         problem(out, path, "'%s' is %d x %d, expected %d x %d", path, m->rows, m->cols, rows, cols);
 }
 
-int scene_check(const struct scene *s, struct diag_list *out)
+int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 {
     int before = out->n;
     const char *tok_path = s->text ? "text" : "tokens";
@@ -352,7 +354,7 @@ int scene_check(const struct scene *s, struct diag_list *out)
             problem(out, tok_path, "token %d is longer than %d bytes", i + 1,
                     SCENE_MAX_TOKEN_BYTES);
 
-    int d_in = scene_d_in(s);
+    int d_in = attn_scene_d_in(s);
     switch (s->embed.kind) {
     case EMBED_EXPLICIT:
         if (s->embed.rows.rows != n)
@@ -381,8 +383,8 @@ int scene_check(const struct scene *s, struct diag_list *out)
     }
 
     const struct attn_config *a = &s->attn;
-    enum projection proj = scene_eff_projection(s);
-    int d_out = scene_eff_d_out(s);
+    enum attn_projection proj = attn_scene_eff_projection(s);
+    int d_out = attn_scene_eff_d_out(s);
     bool heads_ok = a->heads >= 1 && a->heads <= SCENE_MAX_HEADS;
     if (!heads_ok)
         problem(out, "attention.heads", "heads %d is out of range (1..%d)", a->heads,
@@ -404,17 +406,17 @@ int scene_check(const struct scene *s, struct diag_list *out)
                 d_out);
     if (a->qkv_bias && proj != PROJ_LINEAR)
         problem(out, "attention.qkv_bias", "qkv_bias needs projection: linear (it is %s)",
-                projection_name(proj));
+                attn_projection_name(proj));
     if (a->scale == SCALE_DIVISOR && !(a->scale_divisor > 0.0 && isfinite(a->scale_divisor)))
         problem(out, "attention.scale", "scale must be true, false or a positive number");
     if (!(a->dropout >= 0.0 && a->dropout <= 1.0))
         problem(out, "attention.dropout", "dropout %g is out of range [0, 1]", a->dropout);
 
-    const struct scene_weights *w = &s->weights;
+    const struct attn_scene_weights *w = &s->weights;
     int before_w = out->n;
     if (w->set && before_w == before) { /* shapes only make sense once the sizes are sane */
-        int D = scene_concat_dim(s);
-        bool out_proj = scene_eff_out_proj(s);
+        int D = attn_scene_concat_dim(s);
+        bool out_proj = attn_scene_eff_out_proj(s);
         bool qkv = proj != PROJ_NONE;
         const char *why = qkv ? "needed with weights" : "projection is none (Q = K = V = X)";
         check_shape(out, "weights.query", &w->query, d_in, D, qkv, why);
@@ -444,7 +446,7 @@ int scene_check(const struct scene *s, struct diag_list *out)
     }
 
     if (out->n == before) {
-        size_t bytes = scene_mem_estimate(s);
+        size_t bytes = attn_scene_mem_estimate(s);
         /* Rounded up: 512.77 MiB must never read as "about 512 MiB, over the 512 MiB limit". */
         if (bytes > SCENE_MAX_BYTES)
             problem(out, tok_path,
@@ -455,7 +457,7 @@ int scene_check(const struct scene *s, struct diag_list *out)
     return out->n - before;
 }
 
-const char *tokenizer_name(enum tokenizer t)
+const char *attn_tokenizer_name(enum attn_tokenizer t)
 {
     switch (t) {
     case TOKENIZER_WHITESPACE:
@@ -468,7 +470,7 @@ const char *tokenizer_name(enum tokenizer t)
     return "?";
 }
 
-const char *projection_name(enum projection p)
+const char *attn_projection_name(enum attn_projection p)
 {
     switch (p) {
     case PROJ_DEFAULT:
@@ -482,22 +484,22 @@ const char *projection_name(enum projection p)
     return "?";
 }
 
-const char *layout_name(enum head_layout l)
+const char *attn_layout_name(enum attn_head_layout l)
 {
     return l == LAYOUT_WRAPPER ? "wrapper" : "split";
 }
 
-const char *mask_mode_name(enum mask_mode m)
+const char *attn_mask_mode_name(enum attn_mask_mode m)
 {
     return m == MASK_AFTER_SOFTMAX ? "after_softmax" : "before_softmax";
 }
 
-const char *normalize_name(enum normalize n)
+const char *attn_normalize_name(enum attn_normalize n)
 {
     return n == NORM_SUM ? "sum" : "softmax";
 }
 
-void scene_format_p(char *out, size_t out_size, double p)
+void attn_scene_format_p(char *out, size_t out_size, double p)
 {
     /* "0.0" and "0.5" as the book writes them; more digits only when p needs them. */
     if (fabs(p * 10 - round(p * 10)) < 1e-9)
@@ -506,10 +508,10 @@ void scene_format_p(char *out, size_t out_size, double p)
         cnum_format(out, out_size, "%g", p);
 }
 
-void scene_describe(char *out, size_t out_size, const struct scene *s)
+void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
 {
     const struct attn_config *a = &s->attn;
-    enum projection proj = scene_eff_projection(s);
+    enum attn_projection proj = attn_scene_eff_projection(s);
     /* "self-attention" for one plain head, as the book names it; "attention" otherwise. */
     const char *kind = proj == PROJ_NONE ? "simplified " : "";
     const char *multi = a->heads > 1 ? "multi-head " : "";
@@ -519,20 +521,20 @@ void scene_describe(char *out, size_t out_size, const struct scene *s)
     char heads[64];
     if (a->layout == LAYOUT_WRAPPER && a->heads > 1)
         snprintf(heads, sizeof(heads), "wrapper of %d heads \u00d7 d_out %d", a->heads,
-                 scene_eff_d_out(s));
-    else if (a->heads > 0 && scene_eff_d_out(s) % a->heads != 0)
+                 attn_scene_eff_d_out(s));
+    else if (a->heads > 0 && attn_scene_eff_d_out(s) % a->heads != 0)
         snprintf(heads, sizeof(heads), "%d heads \u00d7 head_dim %d/%d?", a->heads,
-                 scene_eff_d_out(s), a->heads);
+                 attn_scene_eff_d_out(s), a->heads);
     else
         snprintf(heads, sizeof(heads), "%d head%s \u00d7 head_dim %d", a->heads,
-                 a->heads == 1 ? "" : "s", scene_head_dim(s));
+                 a->heads == 1 ? "" : "s", attn_scene_head_dim(s));
     char extra[96] = "";
     if (a->causal && a->mask_mode == MASK_AFTER_SOFTMAX)
         strcat(extra, ", mask after softmax");
     if (a->normalize == NORM_SUM)
         strcat(extra, ", sum-normalised");
     char pstr[32];
-    scene_format_p(pstr, sizeof(pstr), a->dropout);
+    attn_scene_format_p(pstr, sizeof(pstr), a->dropout);
     snprintf(out, out_size, "%s%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, self, v1,
              heads, pstr, extra);
 }

@@ -8,16 +8,16 @@ static const char *const names[STAGE_COUNT] = {
     "masked", "weights", "dropout", "context", "concat", "output",
 };
 
-const char *stage_name(enum stage s)
+const char *attn_stage_name(enum attn_stage s)
 {
     return (s >= 0 && s < STAGE_COUNT) ? names[s] : "?";
 }
 
-int stage_parse(const char *name)
+int attn_stage_parse(const char *name)
 {
     static const struct {
         const char *alias;
-        enum stage s;
+        enum attn_stage s;
     } aliases[] = {
         {"q", STAGE_QUERIES},   {"k", STAGE_KEYS},          {"v", STAGE_VALUES},
         {"mask", STAGE_MASKED}, {"softmax", STAGE_WEIGHTS}, {"out", STAGE_OUTPUT},
@@ -31,12 +31,12 @@ int stage_parse(const char *name)
     return -1;
 }
 
-bool stage_is_square(enum stage s)
+bool attn_stage_is_square(enum attn_stage s)
 {
     return s >= STAGE_SCORES && s <= STAGE_DROPOUT;
 }
 
-bool stage_is_per_head(enum stage s)
+bool attn_stage_is_per_head(enum attn_stage s)
 {
     return s >= STAGE_QUERIES && s <= STAGE_CONTEXT;
 }

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-enum stage {
+enum attn_stage {
     STAGE_INPUTS,  /* X after positional encoding      (n, d_in)  shared */
     STAGE_QUERIES, /* X Wq + bq, this head's columns    (n, hd)    per head */
     STAGE_KEYS,    /*                                   (n, hd)    per head */
@@ -25,12 +25,12 @@ enum stage {
 };
 
 /* File-name style name: "inputs", "queries", ..., "context", "concat", "output". */
-const char *stage_name(enum stage s);
-/* Parses a stage_name (also accepts "q", "k", "v", "softmax"); returns -1 when unknown. */
-int stage_parse(const char *name);
+const char *attn_stage_name(enum attn_stage s);
+/* Parses a attn_stage_name (also accepts "q", "k", "v", "softmax"); returns -1 when unknown. */
+int attn_stage_parse(const char *name);
 /* True for the (n, n) token-by-token stages. */
-bool stage_is_square(enum stage s);
+bool attn_stage_is_square(enum attn_stage s);
 /* True for stages that have one matrix per head. */
-bool stage_is_per_head(enum stage s);
+bool attn_stage_is_per_head(enum attn_stage s);
 
 #endif

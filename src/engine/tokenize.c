@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tokens_free(char **tokens, int n)
+void attn_tokens_free(char **tokens, int n)
 {
     if (!tokens)
         return;
@@ -15,14 +15,14 @@ void tokens_free(char **tokens, int n)
     free(tokens);
 }
 
-char **tokens_dup(char *const *tokens, int n)
+char **attn_tokens_dup(char *const *tokens, int n)
 {
     char **out = calloc((size_t)(n > 0 ? n : 1), sizeof(*out));
     if (!out)
         return NULL;
     for (int i = 0; i < n; i++)
         if (!(out[i] = strdup(tokens[i]))) {
-            tokens_free(out, i);
+            attn_tokens_free(out, i);
             return NULL;
         }
     return out;
@@ -70,7 +70,7 @@ static int push(struct tokbuf *b, const char *s, size_t len, struct diag *err)
     return 0;
 }
 
-int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct diag *err)
+int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, struct diag *err)
 {
     struct tokbuf b = {0};
     const char *p = text;
@@ -117,7 +117,7 @@ int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct dia
         }
         }
         if (rc) {
-            tokens_free(b.items, b.n);
+            attn_tokens_free(b.items, b.n);
             return rc;
         }
     }

@@ -11,13 +11,13 @@
 #define SCENE_MAX_TOKENS      1024
 #define SCENE_MAX_TOKEN_BYTES 256
 
-enum tokenizer { TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS };
+enum attn_tokenizer { TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS };
 
-/* *out: n newly allocated UTF-8 strings (free with tokens_free). Fails on more than
+/* *out: n newly allocated UTF-8 strings (free with attn_tokens_free). Fails on more than
  * SCENE_MAX_TOKENS tokens, a token over SCENE_MAX_TOKEN_BYTES, or invalid UTF-8. */
-int tokenize(char ***out, int *n, const char *text, enum tokenizer t, struct diag *err);
-void tokens_free(char **tokens, int n);
+int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, struct diag *err);
+void attn_tokens_free(char **tokens, int n);
 /* Deep copy of a token array; returns NULL on out-of-memory. */
-char **tokens_dup(char *const *tokens, int n);
+char **attn_tokens_dup(char *const *tokens, int n);
 
 #endif

@@ -21,7 +21,7 @@ const char *knob_name(enum knob k)
 }
 
 /* Recomputes the result for s; on failure the last result stays. */
-static int recompute(struct app *a, const struct scene *s, struct diag *err)
+static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
 {
     if (attn_compute(&a->model, &a->run, s, err))
         return -1;
@@ -30,14 +30,14 @@ static int recompute(struct app *a, const struct scene *s, struct diag *err)
     return 0;
 }
 
-int app_init(struct app *a, struct scene *s, const char *path, struct diag *err)
+int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag *err)
 {
     memset(a, 0, sizeof(*a));
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;
-    int rc = scene_copy(&a->shown, &a->scene) ? diag_set(err, "", "out of memory")
-                                              : recompute(a, &a->shown, err);
+    int rc = attn_scene_copy(&a->shown, &a->scene) ? diag_set(err, "", "out of memory")
+                                                   : recompute(a, &a->shown, err);
     if (rc) {
         app_free(a); /* the scene was taken over: nothing is left for the caller to free */
         return -1;
@@ -48,19 +48,19 @@ int app_init(struct app *a, struct scene *s, const char *path, struct diag *err)
 
 void app_free(struct app *a)
 {
-    scene_free(&a->scene);
-    scene_free(&a->shown);
+    attn_scene_free(&a->scene);
+    attn_scene_free(&a->shown);
     for (int i = 0; i < a->n_undo; i++)
-        scene_free(&a->undo[i]);
+        attn_scene_free(&a->undo[i]);
     for (int i = 0; i < a->n_redo; i++)
-        scene_free(&a->redo[i]);
+        attn_scene_free(&a->redo[i]);
     free(a->scene_path);
-    model_free(&a->model);
+    attn_model_free(&a->model);
     attn_run_free(&a->run);
     memset(a, 0, sizeof(*a));
 }
 
-struct mat_view app_view(const struct app *a, enum stage s, int head)
+struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head)
 {
     return attn_view(&a->run, &a->model, s, head);
 }
@@ -98,7 +98,7 @@ static int settle(struct app *a)
     struct diag_list problems;
     diag_list_init(&problems);
     a->error[0] = '\0';
-    if (scene_check(&a->scene, &problems) > 0) {
+    if (attn_scene_check(&a->scene, &problems) > 0) {
         if (problems.n > 1)
             snprintf(a->error, sizeof(a->error), "%.400s (+%d more)", problems.items[0].msg,
                      problems.n - 1);
@@ -108,15 +108,15 @@ static int settle(struct app *a)
         return -1;
     }
     diag_list_free(&problems);
-    struct scene copy;
+    struct attn_scene copy;
     struct diag err;
     diag_clear(&err);
-    if (scene_copy(&copy, &a->scene) || recompute(a, &copy, &err)) {
+    if (attn_scene_copy(&copy, &a->scene) || recompute(a, &copy, &err)) {
         snprintf(a->error, sizeof(a->error), "%s", err.msg[0] ? err.msg : "out of memory");
-        scene_free(&copy);
+        attn_scene_free(&copy);
         return -1;
     }
-    scene_free(&a->shown);
+    attn_scene_free(&a->shown);
     a->shown = copy;
     app_clamp(a);
     return 0;
@@ -128,12 +128,12 @@ bool app_unsaved(const struct app *a)
 }
 
 /* Bytes a scene's copy holds: explicit parameters can be large (a 768-wide layer is ~9 MB). */
-static size_t scene_bytes(const struct scene *s)
+static size_t scene_bytes(const struct attn_scene *s)
 {
-    const struct scene_weights *w = &s->weights;
-    const struct matrix *ms[] = {&s->embed.rows, &s->pos.table,  &w->query,    &w->key,
-                                 &w->value,      &w->query_bias, &w->key_bias, &w->value_bias,
-                                 &w->out,        &w->out_bias};
+    const struct attn_scene_weights *w = &s->weights;
+    const struct attn_matrix *ms[] = {&s->embed.rows, &s->pos.table,  &w->query,    &w->key,
+                                      &w->value,      &w->query_bias, &w->key_bias, &w->value_bias,
+                                      &w->out,        &w->out_bias};
     size_t bytes = sizeof(*s);
     for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
         bytes += (size_t)ms[i]->rows * (size_t)ms[i]->cols * sizeof(float);
@@ -145,16 +145,16 @@ static size_t scene_bytes(const struct scene *s)
 
 /* Pushes a copy of s. The stack keeps at most APP_UNDO_MAX steps and APP_UNDO_BYTES of copies,
  * forgetting the oldest first (the newest step is always kept). Returns how many it forgot. */
-static int push(struct scene *stack, int *n, const struct scene *s)
+static int push(struct attn_scene *stack, int *n, const struct attn_scene *s)
 {
     int dropped = 0;
     if (*n == APP_UNDO_MAX) {
-        scene_free(&stack[0]);
+        attn_scene_free(&stack[0]);
         memmove(stack, stack + 1, (APP_UNDO_MAX - 1) * sizeof(*stack));
         (*n)--;
         dropped = 1;
     }
-    if (scene_copy(&stack[*n], s) != 0)
+    if (attn_scene_copy(&stack[*n], s) != 0)
         return dropped;
     (*n)++;
     size_t total = 0;
@@ -162,7 +162,7 @@ static int push(struct scene *stack, int *n, const struct scene *s)
         total += scene_bytes(&stack[i]);
     while (*n > 1 && total > APP_UNDO_BYTES) {
         total -= scene_bytes(&stack[0]);
-        scene_free(&stack[0]);
+        attn_scene_free(&stack[0]);
         memmove(stack, stack + 1, (size_t)(*n - 1) * sizeof(*stack));
         (*n)--;
         dropped++;
@@ -180,7 +180,7 @@ static void begin_edit(struct app *a)
     if (a->saved_depth > a->n_undo - 1)
         a->saved_depth = -1;
     for (int i = 0; i < a->n_redo; i++)
-        scene_free(&a->redo[i]);
+        attn_scene_free(&a->redo[i]);
     a->n_redo = 0;
     a->message[0] = '\0';
     a->message_is_error = false;
@@ -199,17 +199,17 @@ void app_refuse(struct app *a, const char *fmt, ...)
  * or the seed, the scene goes back to drawing them, and says so. */
 static void drop_weights(struct app *a, const char *why)
 {
-    struct scene_weights *w = &a->scene.weights;
+    struct attn_scene_weights *w = &a->scene.weights;
     if (!w->set && !w->dropout_mask)
         return;
-    scene_weights_free(w);
+    attn_scene_weights_free(w);
     snprintf(a->message, sizeof(a->message), "explicit weights dropped (%s): drawn from the seed",
              why);
 }
 
 static void drop_dropout_mask(struct app *a)
 {
-    struct scene_weights *w = &a->scene.weights;
+    struct attn_scene_weights *w = &a->scene.weights;
     free(w->dropout_mask);
     w->dropout_mask = NULL;
     w->dropout_mask_n = w->dropout_mask_heads = 0;
@@ -221,18 +221,18 @@ int app_edit_text(struct app *a, const char *text)
     diag_clear(&err);
     char **tokens = NULL;
     int n = 0;
-    if (tokenize(&tokens, &n, text, a->scene.tokenizer, &err)) {
+    if (attn_tokenize(&tokens, &n, text, a->scene.tokenizer, &err)) {
         app_refuse(a, "%s", err.msg);
         return -1;
     }
     if (n == 0) {
-        tokens_free(tokens, n);
+        attn_tokens_free(tokens, n);
         app_refuse(a, "the sentence needs at least one token");
         return -1;
     }
-    tokens_free(tokens, n);
+    attn_tokens_free(tokens, n);
     begin_edit(a);
-    if (scene_retext(&a->scene, text, &err)) {
+    if (attn_scene_retext(&a->scene, text, &err)) {
         snprintf(a->error, sizeof(a->error), "%s", err.msg);
         return -1;
     }
@@ -247,7 +247,7 @@ double app_knob_value(const struct app *a, enum knob k)
     case KNOB_SEED:
         return (double)a->scene.seed;
     case KNOB_D_OUT:
-        return scene_eff_d_out(&a->scene);
+        return attn_scene_eff_d_out(&a->scene);
     case KNOB_HEADS:
         return a->scene.attn.heads;
     case KNOB_DROPOUT:
@@ -262,7 +262,7 @@ void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
     if (k == KNOB_SEED) /* 64-bit: a double would round seeds above 2^53 */
         snprintf(out, size, "%llu", (unsigned long long)a->scene.seed);
     else if (k == KNOB_DROPOUT)
-        scene_format_p(out, size, a->scene.attn.dropout);
+        attn_scene_format_p(out, size, a->scene.attn.dropout);
     else
         snprintf(out, size, "%d", (int)app_knob_value(a, k));
 }
@@ -299,7 +299,7 @@ int app_edit_knob(struct app *a, enum knob k, double value)
         drop_dropout_mask(a);
         return settle(a);
     }
-    /* d_out and heads: whole numbers; scene_check names the limits. */
+    /* d_out and heads: whole numbers; attn_scene_check names the limits. */
     if (!(value >= 1 && value == floor(value) && value <= INT_MAX)) {
         app_refuse(a, "%s must be a whole number of at least 1, not %g", knob_name(k), value);
         return -1;
@@ -321,8 +321,8 @@ int app_edit_knob(struct app *a, enum knob k, double value)
  * a multiple of heads for d_out, a divisor of d_out for heads. */
 static int next_valid(const struct app *a, enum knob k, int v, int dir)
 {
-    const struct scene *s = &a->scene;
-    int d_out = scene_eff_d_out(s), heads = s->attn.heads;
+    const struct attn_scene *s = &a->scene;
+    int d_out = attn_scene_eff_d_out(s), heads = s->attn.heads;
     bool split = s->attn.layout == LAYOUT_SPLIT;
     for (int x = v + dir; x >= 1 && x <= SCENE_MAX_DIM; x += dir) {
         if (!split)
@@ -351,7 +351,7 @@ int app_step_knob(struct app *a, enum knob k, int direction)
     int next = next_valid(a, k, (int)v, direction);
     if (next == (int)v) {
         app_refuse(a, "no %s %s %d keeps the split layout valid (d_out %d, heads %d)", knob_name(k),
-                   direction > 0 ? "above" : "below", (int)v, scene_eff_d_out(&a->scene),
+                   direction > 0 ? "above" : "below", (int)v, attn_scene_eff_d_out(&a->scene),
                    a->scene.attn.heads);
         return -1;
     }
@@ -368,17 +368,17 @@ int app_toggle_causal(struct app *a)
 int app_cycle_projection(struct app *a)
 {
     begin_edit(a);
-    static const enum projection next[] = {[PROJ_DEFAULT] = PROJ_NONE,
-                                           [PROJ_NONE] = PROJ_RAND,
-                                           [PROJ_RAND] = PROJ_LINEAR,
-                                           [PROJ_LINEAR] = PROJ_NONE};
+    static const enum attn_projection next[] = {[PROJ_DEFAULT] = PROJ_NONE,
+                                                [PROJ_NONE] = PROJ_RAND,
+                                                [PROJ_RAND] = PROJ_LINEAR,
+                                                [PROJ_LINEAR] = PROJ_NONE};
     struct attn_config *c = &a->scene.attn;
-    enum projection from = scene_eff_projection(&a->scene);
+    enum attn_projection from = attn_scene_eff_projection(&a->scene);
     c->projection = next[from];
     /* Q = K = V = X needs d_out = d_in; the old d_out comes back when the cycle moves on. */
     if (c->projection == PROJ_NONE) {
         a->d_out_before_none = c->d_out;
-        c->d_out = scene_d_in(&a->scene);
+        c->d_out = attn_scene_d_in(&a->scene);
     } else if (from == PROJ_NONE && a->d_out_before_none > 0) {
         c->d_out = a->d_out_before_none;
     }
@@ -403,19 +403,19 @@ int app_cycle_mask_mode(struct app *a)
     c->mask_mode = c->mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX : MASK_BEFORE_SOFTMAX;
     if (!c->causal)
         snprintf(a->message, sizeof(a->message), "mask mode %s (takes effect with causal on: c)",
-                 mask_mode_name(c->mask_mode));
+                 attn_mask_mode_name(c->mask_mode));
     return settle(a);
 }
 
-static int swap_history(struct app *a, struct scene *from, int *n_from, struct scene *to, int *n_to,
-                        const char *what)
+static int swap_history(struct app *a, struct attn_scene *from, int *n_from, struct attn_scene *to,
+                        int *n_to, const char *what)
 {
     if (*n_from == 0) {
         snprintf(a->message, sizeof(a->message), "nothing to %s", what);
         return 0;
     }
     push(to, n_to, &a->scene);
-    scene_free(&a->scene);
+    attn_scene_free(&a->scene);
     a->scene = from[--(*n_from)];
     memset(&from[*n_from], 0, sizeof(from[*n_from]));
     a->message[0] = '\0';

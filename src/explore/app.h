@@ -23,15 +23,15 @@
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_COUNT };
 
 struct app {
-    struct scene scene; /* as edited; may be invalid (then error is set) */
-    char *scene_path;   /* file it came from, NULL for the built-in scene */
-    struct scene undo[APP_UNDO_MAX];
+    struct attn_scene scene; /* as edited; may be invalid (then error is set) */
+    char *scene_path;        /* file it came from, NULL for the built-in scene */
+    struct attn_scene undo[APP_UNDO_MAX];
     int n_undo;
-    struct scene redo[APP_UNDO_MAX];
+    struct attn_scene redo[APP_UNDO_MAX];
     int n_redo;
 
-    struct scene shown; /* the scene the result belongs to (the last valid one) */
-    struct model model; /* last valid result */
+    struct attn_scene shown; /* the scene the result belongs to (the last valid one) */
+    struct attn_model model; /* last valid result */
     struct attn_run run;
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
@@ -43,7 +43,7 @@ struct app {
                                    that state fell off the undo history */
     int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
 
-    enum stage stage;
+    enum attn_stage stage;
     int head;
     int row, col;   /* cursor in the current matrix */
     int col_want;   /* the column asked for, kept across stages of other widths */
@@ -58,14 +58,14 @@ struct app {
     char prompt_initial[65537];
 };
 
-/* Takes ownership of s (which must have passed scene_check). Returns 0 or fills err. */
-int app_init(struct app *a, struct scene *s, const char *path, struct diag *err);
+/* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */
+int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag *err);
 void app_free(struct app *a);
 
 /* Rows and columns of the matrix at the current stage and head. */
 int app_rows(const struct app *a);
 int app_cols(const struct app *a);
-struct mat_view app_view(const struct app *a, enum stage s, int head);
+struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head);
 /* Clamps head and cursor after the shape changed. */
 void app_clamp(struct app *a);
 

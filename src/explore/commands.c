@@ -200,7 +200,7 @@ static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
 /* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
 static int text_prompt(struct app *a, struct ask *ask)
 {
-    const struct scene *s = &a->scene;
+    const struct attn_scene *s = &a->scene;
     size_t need = s->text ? strlen(s->text) + 1 : 1;
     for (int i = 0; !s->text && i < s->n_tokens; i++)
         need += strlen(s->tokens[i]) + 1;
@@ -231,7 +231,7 @@ static int stage_step(struct app *a, int dir)
     int s = (int)a->stage + dir;
     if (s < 0 || s >= STAGE_COUNT)
         return OUTCOME_HANDLED; /* the pipeline has two ends; no wrapping round */
-    a->stage = (enum stage)s;
+    a->stage = (enum attn_stage)s;
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -239,13 +239,13 @@ static int stage_step(struct app *a, int dir)
 int command_play_tick(struct app *a)
 {
     int s = (int)a->stage + 1;
-    while (s < STAGE_COUNT && stage_is_off(&a->model, (enum stage)s))
+    while (s < STAGE_COUNT && attn_stage_is_off(&a->model, (enum attn_stage)s))
         s++;
     if (s >= STAGE_COUNT) {
         a->playing = false;
         return OUTCOME_VIEW_CHANGED;
     }
-    a->stage = (enum stage)s;
+    a->stage = (enum attn_stage)s;
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }

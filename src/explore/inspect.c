@@ -66,7 +66,7 @@ static void terms(struct buf *b, const float *a, int as, const float *w, int ws,
     put(b, "\n");
 }
 
-static float at(struct mat_view v, int i, int j)
+static float at(struct attn_mat_view v, int i, int j)
 {
     return v.data[(size_t)i * v.stride + j];
 }
@@ -74,7 +74,7 @@ static float at(struct mat_view v, int i, int j)
 static void explain_projection(struct buf *b, const struct app *a, int i, int j, const char *q,
                                const float *w, const float *bias, const char *wname)
 {
-    const struct model *m = &a->model;
+    const struct attn_model *m = &a->model;
     int c = a->head * m->head_dim + j; /* column in the concatenated (n, D) projection */
     float v = at(app_view(a, a->stage, a->head), i, j);
     if (!m->project) {
@@ -103,10 +103,10 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
 
 static void explain_weights(struct buf *b, const struct app *a, int i, int j)
 {
-    const struct model *m = &a->model;
+    const struct attn_model *m = &a->model;
     /* The normalisation always reads the masked stage (= scaled when there is no mask). */
-    struct mat_view in = app_view(a, STAGE_MASKED, a->head);
-    struct mat_view w = app_view(a, STAGE_WEIGHTS, a->head);
+    struct attn_mat_view in = app_view(a, STAGE_MASKED, a->head);
+    struct attn_mat_view w = app_view(a, STAGE_WEIGHTS, a->head);
     float x = at(in, i, j), y = at(w, i, j);
     float rowsum = 0;
     for (int k = 0; k < w.cols; k++)
@@ -160,14 +160,14 @@ void inspect_explain(char *out, size_t size, const struct app *a)
 {
     struct buf b = {out, size, 0};
     out[0] = '\0';
-    const struct model *m = &a->model;
+    const struct attn_model *m = &a->model;
     const struct attn_run *r = &a->run;
     int i = a->row, j = a->col, h = a->head, hd = m->head_dim;
-    struct mat_view v = app_view(a, a->stage, h);
+    struct attn_mat_view v = app_view(a, a->stage, h);
     if (i >= v.rows || j >= v.cols)
         return;
     float val = at(v, i, j);
-    if (stage_is_square(a->stage))
+    if (attn_stage_is_square(a->stage))
         put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[i], m->tokens[j]);
     else
         put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[i], j);
@@ -267,7 +267,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         break;
     }
     case STAGE_CONTEXT: {
-        struct mat_view w = app_view(a, STAGE_DROPOUT, h);
+        struct attn_mat_view w = app_view(a, STAGE_DROPOUT, h);
         put(&b, "context = \u03a3_j a_%d,j \u00b7 v_j[%d]\n", i, j);
         terms(&b, w.data + (size_t)i * w.stride, 1, r->v + (size_t)h * hd + j, m->D, m->n);
         put(&b, "  = ");

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-void range_of(struct mat_view v, float *lo, float *hi)
+void range_of(struct attn_mat_view v, float *lo, float *hi)
 {
     *lo = INFINITY;
     *hi = -INFINITY;
@@ -24,7 +24,7 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
     if (!(c->valid && c->generation == a->generation && c->stage == (int)a->stage &&
           c->head == head)) {
         int h0 = head < 0 ? 0 : head;
-        int h1 = head >= 0 || !stage_is_per_head(a->stage) ? h0 + 1 : a->model.heads;
+        int h1 = head >= 0 || !attn_stage_is_per_head(a->stage) ? h0 + 1 : a->model.heads;
         float l = INFINITY, u = -INFINITY;
         for (int h = h0; h < h1; h++) {
             float hl, hu;

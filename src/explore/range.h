@@ -20,7 +20,7 @@ struct range_cache {
 };
 
 /* Finite min and max of a matrix (0, 0 when it has no finite value). */
-void range_of(struct mat_view v, float *lo, float *hi);
+void range_of(struct attn_mat_view v, float *lo, float *hi);
 /* The range of the current stage for one head, or every head (head -1), through the cache. */
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi);
 

@@ -33,7 +33,7 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int csv_write_table(FILE *f, struct mat_view v, const char *corner, char *const *row_labels,
+int csv_write_table(FILE *f, struct attn_mat_view v, const char *corner, char *const *row_labels,
                     char *const *col_labels)
 {
     char buf[32];
@@ -66,7 +66,8 @@ int csv_write_table(FILE *f, struct mat_view v, const char *corner, char *const 
     return ferror(f) ? -1 : 0;
 }
 
-int csv_write_matrix(FILE *f, struct mat_view v, char *const *row_labels, char *const *col_labels)
+int csv_write_matrix(FILE *f, struct attn_mat_view v, char *const *row_labels,
+                     char *const *col_labels)
 {
     return csv_write_table(f, v, "token", row_labels, col_labels);
 }

@@ -22,7 +22,7 @@
 
 /* What one CSV file holds; the context of write_csv. */
 struct csv_job {
-    struct mat_view v;
+    struct attn_mat_view v;
     const char *corner; /* first header cell */
     char *const *rows;  /* row labels, or NULL for 0, 1, ... */
     char *const *cols;  /* column labels, or NULL for d0, d1, ... */
@@ -37,7 +37,7 @@ static int write_csv(FILE *f, void *ctx, struct diag *err)
 }
 
 struct scene_job {
-    const struct scene *s;
+    const struct attn_scene *s;
     struct scenefile_sidecar *side;
 };
 
@@ -75,7 +75,7 @@ static int join_path(char *out, const char *dir, const char *a, const char *b, s
     return 0;
 }
 
-static int put_csv(const char *dir, const char *sub, const char *name, struct mat_view v,
+static int put_csv(const char *dir, const char *sub, const char *name, struct attn_mat_view v,
                    const char *corner, char *const *rows, char *const *cols, struct diag *err)
 {
     char path[EXPORT_PATH_MAX];
@@ -131,7 +131,7 @@ static int labels_push(struct labels *l, const char *fmt, int a, const char *s)
 }
 
 /* The files under params/: the projections, their biases, out_proj and the dropout mask. */
-static int export_params(const char *dir, const struct scene *s, const struct model *m,
+static int export_params(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                          struct diag *err)
 {
     static const char *const w_names[3] = {"W_query.csv", "W_key.csv", "W_value.csv"};
@@ -165,26 +165,26 @@ static int export_params(const char *dir, const struct scene *s, const struct mo
                 snprintf(sub, sizeof(sub), "params");
             }
             for (int k = 0; k < 3; k++) {
-                struct mat_view v = {w[k] + (size_t)h * (size_t)width, m->d_in, width, m->D};
+                struct attn_mat_view v = {w[k] + (size_t)h * (size_t)width, m->d_in, width, m->D};
                 if (put_csv(dir, sub, w_names[k], v, "row", dl.items, NULL, err) != 0)
                     goto out;
             }
             for (int k = 0; k < 3; k++) {
                 if (!b[k])
                     continue;
-                struct mat_view v = {b[k] + (size_t)h * (size_t)width, 1, width, m->D};
+                struct attn_mat_view v = {b[k] + (size_t)h * (size_t)width, 1, width, m->D};
                 if (put_csv(dir, sub, b_names[k], v, "row", bias_row, NULL, err) != 0)
                     goto out;
             }
         }
     }
     if (m->wo) {
-        struct mat_view v = {m->wo, m->D, m->D, m->D};
+        struct attn_mat_view v = {m->wo, m->D, m->D, m->D};
         if (put_csv(dir, "params", "out.csv", v, "row", dl.items, NULL, err) != 0)
             goto out;
     }
     if (m->bo) {
-        struct mat_view v = {m->bo, 1, m->D, m->D};
+        struct attn_mat_view v = {m->bo, 1, m->D, m->D};
         if (put_csv(dir, "params", "out_bias.csv", v, "row", bias_row, NULL, err) != 0)
             goto out;
     }
@@ -199,7 +199,7 @@ static int export_params(const char *dir, const struct scene *s, const struct mo
             for (int i = 0; i < m->n; i++)
                 if (labels_push(&ml, "h%d:%s", h, m->tokens[i]) != 0)
                     goto oom;
-        struct mat_view v = {mask, m->heads * m->n, m->n, m->n};
+        struct attn_mat_view v = {mask, m->heads * m->n, m->n, m->n};
         if (put_csv(dir, "params", "dropout_mask.csv", v, "token", ml.items, m->tokens, err) != 0)
             goto out;
     }
@@ -217,13 +217,13 @@ out:
 }
 
 /* Every file of the layout into dir, a fresh folder. */
-static int export_files(const char *dir, const struct scene *s, const struct model *m,
+static int export_files(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                         const struct attn_run *r, struct diag *err)
 {
     char path[EXPORT_PATH_MAX], side_dir[EXPORT_PATH_MAX];
     /* scene.yaml first: with it the rest can always be regenerated. */
-    struct scene resolved;
-    if (scene_from_model(&resolved, s, m) != 0) {
+    struct attn_scene resolved;
+    if (attn_scene_from_model(&resolved, s, m) != 0) {
         diag_set(err, NULL, "out of memory while resolving the scene");
         return fail_at(err, dir);
     }
@@ -235,7 +235,7 @@ static int export_files(const char *dir, const struct scene *s, const struct mod
     if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
         rc = fail_at(err, path);
     scenefile_sidecar_free(&side);
-    scene_free(&resolved);
+    attn_scene_free(&resolved);
     if (rc != 0)
         return -1;
 
@@ -251,12 +251,12 @@ static int export_files(const char *dir, const struct scene *s, const struct mod
         if (make_dir(dir, sub, err) != 0)
             return -1;
         for (int st = 0; st < STAGE_COUNT; st++) {
-            if (!stage_is_per_head((enum stage)st))
+            if (!attn_stage_is_per_head((enum attn_stage)st))
                 continue;
             char name[64];
-            snprintf(name, sizeof(name), "%s.csv", stage_name((enum stage)st));
-            char *const *cols = stage_is_square((enum stage)st) ? m->tokens : NULL;
-            if (put_csv(dir, sub, name, attn_view(r, m, (enum stage)st, h), "token", m->tokens,
+            snprintf(name, sizeof(name), "%s.csv", attn_stage_name((enum attn_stage)st));
+            char *const *cols = attn_stage_is_square((enum attn_stage)st) ? m->tokens : NULL;
+            if (put_csv(dir, sub, name, attn_view(r, m, (enum attn_stage)st, h), "token", m->tokens,
                         cols, err) != 0)
                 return -1;
         }
@@ -342,7 +342,7 @@ static void name_target(struct diag *err, const struct fsutil_dirswap *tx)
     }
 }
 
-int export_dir(const char *dir, const struct scene *s, const struct model *m,
+int export_dir(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                const struct attn_run *r, struct diag *err)
 {
     if (export_check_target(dir, err) != 0)

@@ -17,10 +17,11 @@
 /* Writes one matrix as RFC 4180 CSV. Header: "token," + col_labels (key tokens for n x n
  * stages) or d0,d1,...  when col_labels is NULL. Each row starts with row_labels[i] (or the row
  * index when NULL). Numbers use the shortest round-trip form; -inf is written "-inf". */
-int csv_write_matrix(FILE *f, struct mat_view v, char *const *row_labels, char *const *col_labels);
+int csv_write_matrix(FILE *f, struct attn_mat_view v, char *const *row_labels,
+                     char *const *col_labels);
 /* The same with another first header cell than "token" (parameter files use "row").
  * Both return 0, or -1 when the stream reports a write error. */
-int csv_write_table(FILE *f, struct mat_view v, const char *corner, char *const *row_labels,
+int csv_write_table(FILE *f, struct attn_mat_view v, const char *corner, char *const *row_labels,
                     char *const *col_labels);
 /* Writes x in the shortest of %.6g .. %.9g that reads back (strtof) to the same bits; inf,
  * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
@@ -31,7 +32,7 @@ int csv_format_float(char *out, size_t size, float x);
  * earlier export in dir exactly as it was (see export_check_target for what may be replaced).
  * s is the scene as the user gave it; the resolved scene.yaml is derived from s and m; r must
  * hold attn_forward(r, m). Returns 0, or -1 with err naming the file (err->file). */
-int export_dir(const char *dir, const struct scene *s, const struct model *m,
+int export_dir(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                const struct attn_run *r, struct diag *err);
 /* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
  * (scene.yaml and only the names an export writes). Anything else is the user's, and never
@@ -41,6 +42,6 @@ int export_check_target(const char *dir, struct diag *err);
 /* Prints v the way print(t) shows a 2-D float32 tensor in PyTorch 1.13 with the default print
  * options (precision 4, linewidth 80, summarised above 1000 elements), newline included:
  * "tensor([[0.1385, 0.2379], ...])\n". A 1-row matrix prints as 2-D ("tensor([[...]])"). */
-void torch_print_matrix(FILE *f, struct mat_view v);
+void torch_print_matrix(FILE *f, struct attn_mat_view v);
 
 #endif

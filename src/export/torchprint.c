@@ -38,12 +38,12 @@ static bool tp_keep(int i, int n, bool summarize)
     return i < TP_EDGEITEMS || i >= n - TP_EDGEITEMS;
 }
 
-static float tp_at(struct mat_view v, int i, int j)
+static float tp_at(struct attn_mat_view v, int i, int j)
 {
     return v.data[(size_t)i * (size_t)v.stride + (size_t)j];
 }
 
-static void tp_formatter_init(struct tp_formatter *f, struct mat_view v, bool summarize)
+static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bool summarize)
 {
     f->int_mode = true;
     f->sci_mode = false;
@@ -121,7 +121,7 @@ static void tp_format(char *out, size_t size, const struct tp_formatter *f, floa
 }
 
 /* _vector_str for row i, at the indent of a row inside a 2-D tensor. */
-static void tp_vector(FILE *out, struct mat_view v, int i, int indent, bool summarize,
+static void tp_vector(FILE *out, struct attn_mat_view v, int i, int indent, bool summarize,
                       const struct tp_formatter *f)
 {
     int per_line = (TP_LINEWIDTH - indent) / (f->max_width + 2);
@@ -151,7 +151,7 @@ static void tp_vector(FILE *out, struct mat_view v, int i, int indent, bool summ
     fputc(']', out);
 }
 
-void torch_print_matrix(FILE *f, struct mat_view v)
+void torch_print_matrix(FILE *f, struct attn_mat_view v)
 {
     if (v.rows <= 0 || v.cols <= 0) {
         fprintf(f, "%s[], size=(%d, %d))\n", TP_PREFIX, v.rows < 0 ? 0 : v.rows,

@@ -1,7 +1,7 @@
 /* load: reading a scene file.
  *
- * The parse runs in three steps: libyaml events -> node tree (src/yaml), tree -> struct scene
- * through the schema tables (schema.c), then scene_check for the rules that span several keys,
+ * The parse runs in three steps: libyaml events -> node tree (src/yaml), tree -> struct attn_scene
+ * through the schema tables (schema.c), then attn_scene_check for the rules that span several keys,
  * located at the keys they name. Every problem becomes a diag with file:line:col through the
  * parse's struct loader (loader.c); ytree_locate turns libyaml's marks (columns in characters
  * from 0) into the 1-based byte columns diag_print puts its caret by.
@@ -15,9 +15,9 @@
 #include "common/fsutil.h"
 #include "scenefile/loader.h"
 
-/* ---- scene_check ------------------------------------------------------------------------ */
+/* ---- attn_scene_check ------------------------------------------------------------------------ */
 
-/* Keys that decide the shapes scene_check compares. When one of them had a problem its value
+/* Keys that decide the shapes attn_scene_check compares. When one of them had a problem its value
  * is a default, so shape complaints about the others would only be noise. */
 static const char *const shape_keys[] = {
     "text",
@@ -36,7 +36,7 @@ static const char *const shape_keys[] = {
 };
 #define N_SHAPE_KEYS (sizeof(shape_keys) / sizeof(shape_keys[0]))
 
-/* Other keys a scene_check problem reads: with a bad value the complaint would be about the
+/* Other keys a attn_scene_check problem reads: with a bad value the complaint would be about the
  * default put in its place ("dropout_mask needs 0 < dropout < 1 (dropout is 0)"). */
 static const struct {
     const char *path, *reads;
@@ -106,8 +106,8 @@ static void run_scene_check(struct loader *l)
 {
     struct diag_list found;
     diag_list_init(&found);
-    scene_check(l->s, &found);
-    /* All decided before any is added, since adding marks a path bad: scene_check's problems
+    attn_scene_check(l->s, &found);
+    /* All decided before any is added, since adding marks a path bad: attn_scene_check's problems
      * are not follow-ons of one another (it skips the checks its own findings would spoil). */
     int kept = 0;
     for (int i = 0; i < found.n; i++)
@@ -166,7 +166,7 @@ static void parse_tree(struct loader *l)
         run_scene_check(l);
 }
 
-int scenefile_parse(struct scene *out, const char *name, const char *text, size_t len,
+int scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,
                     struct diag_list *errs)
 {
     struct loader l;
@@ -181,7 +181,7 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
     l.tree.root = -1;
     ydiag_init(&l.yd, l.name, &l.tree, errs, LOADER_MAX_ERRORS);
     l.text_node = l.tokens_node = -1;
-    scene_init(out);
+    attn_scene_init(out);
     l.s = out;
 
     parse_tree(&l);
@@ -194,14 +194,14 @@ int scenefile_parse(struct scene *out, const char *name, const char *text, size_
     free(l.keys);
     free(l.bad);
     if (failed) {
-        scene_free(out);
-        scene_init(out);
+        attn_scene_free(out);
+        attn_scene_init(out);
         return -1;
     }
     return 0;
 }
 
-int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, char **source,
+int scenefile_load(struct attn_scene *out, const char *path, struct diag_list *errs, char **source,
                    size_t *source_len)
 {
     if (source)
@@ -213,7 +213,7 @@ int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, 
     struct diag err;
     diag_clear(&err);
     if (fsutil_read_file(&text, &len, path, SCENEFILE_MAX_BYTES, &err) != 0) {
-        scene_init(out);
+        attn_scene_init(out);
         diag_list_push(errs, &err);
         return -1;
     }
@@ -228,7 +228,7 @@ int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, 
     return rc;
 }
 
-int scenefile_load_report(struct scene *out, const char *path, FILE *report)
+int scenefile_load_report(struct attn_scene *out, const char *path, FILE *report)
 {
     struct diag_list errs;
     diag_list_init(&errs);

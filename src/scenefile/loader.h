@@ -16,7 +16,7 @@
 /* After this many problems the loader stops: the first ones are what the user fixes first. */
 #define LOADER_MAX_ERRORS 50
 
-/* A key seen in the file, so scene_check's paths ("attention.d_out") can be located. */
+/* A key seen in the file, so attn_scene_check's paths ("attention.d_out") can be located. */
 struct loader_key {
     char path[DIAG_PATH_MAX];
     int key, value; /* node indices */
@@ -24,8 +24,8 @@ struct loader_key {
 
 /* One entry of weights.heads (wrapper layout), assembled into column blocks at the end. */
 struct head_weights {
-    struct matrix query, key, value;
-    struct matrix query_bias, key_bias, value_bias;
+    struct attn_matrix query, key, value;
+    struct attn_matrix query_bias, key_bias, value_bias;
 };
 
 struct loader {
@@ -36,7 +36,7 @@ struct loader {
     struct ydiag yd;   /* the problems; yd.stopped: LOADER_MAX_ERRORS passed, skip the rest */
     int first;         /* index in the list of this parse's first diag */
     struct ytree tree; /* also turns marks into line and byte column */
-    struct scene *s;
+    struct attn_scene *s;
     struct loader_key *keys;
     int n_keys, cap_keys;
     char (*bad)[DIAG_PATH_MAX]; /* paths that had a problem */

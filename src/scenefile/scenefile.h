@@ -1,9 +1,9 @@
-/* scenefile: YAML scene files <-> struct scene (schema version 1).
+/* scenefile: YAML scene files <-> struct attn_scene (schema version 1).
  *
  * The schema is a table of {key, node type, handler, field} rows. Every problem is reported
  * as a diag with file:line:col (1-based) so `attnscope check` can list them all. Duplicate
  * keys, unknown keys (with the nearest valid key suggested), wrong types, ragged matrices,
- * NaN/Inf and out-of-range values are errors; so is everything scene_check refuses, located
+ * NaN/Inf and out-of-range values are errors; so is everything attn_scene_check refuses, located
  * at the key it names.
  */
 #ifndef ATTNSCOPE_SCENEFILE_H
@@ -20,19 +20,19 @@
 #define SCENEFILE_MAX_BYTES ((size_t)16 << 20)
 
 /* Parses YAML text. `name` is the file name used in diagnostics. On success returns 0 and out
- * holds a scene that passed scene_check. On failure returns -1, appends every problem found to
+ * holds a scene that passed attn_scene_check. On failure returns -1, appends every problem found to
  * errs, and leaves out freed. */
-int scenefile_parse(struct scene *out, const char *name, const char *text, size_t len,
+int scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,
                     struct diag_list *errs);
 
 /* Reads and parses a file. On failure the file's text (for caret excerpts) is kept in
  * *source / *source_len when those are not NULL; the caller frees *source. */
-int scenefile_load(struct scene *out, const char *path, struct diag_list *errs, char **source,
+int scenefile_load(struct attn_scene *out, const char *path, struct diag_list *errs, char **source,
                    size_t *source_len);
 
 /* scenefile_load for the command line and the explorer's start: on failure every problem is
  * printed to report as file:line:col with the line and a caret. Returns 0 or -1. */
-int scenefile_load_report(struct scene *out, const char *path, FILE *report);
+int scenefile_load_report(struct attn_scene *out, const char *path, FILE *report);
 
 /* Matrices larger than this many values, and every matrix once a file holds SCENEFILE_INLINE_TOTAL
  * inline, are written to .npy side files, so a written scene stays readable and far below
@@ -54,16 +54,16 @@ void scenefile_sidecar_free(struct scenefile_sidecar *side);
 
 /* Writes s as YAML, every matrix inline. With explicit, every default is written out too
  * (resolved scenes). */
-int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err);
+int scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err);
 /* The same, with large matrices in side files (side NULL: all inline). */
-int scenefile_write_side(FILE *out, const struct scene *s, bool explicit,
+int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
                          struct scenefile_sidecar *side, struct diag *err);
 
 /* Writes s to path atomically (temporary file in the same folder, then rename); large matrices
  * go to "<path without .yaml>.data/", and side files of an earlier save that the new YAML no
  * longer names are removed afterwards. Refuses to replace an existing file unless overwrite is
  * set. */
-int scenefile_save(const char *path, const struct scene *s, bool explicit, bool overwrite,
+int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, bool overwrite,
                    struct diag *err);
 
 #endif

@@ -30,12 +30,12 @@
 #define MAX_VALUES (SCENE_MAX_BYTES / sizeof(float))
 
 /* Enum fields are filled through an int pointer. */
-_Static_assert(sizeof(enum tokenizer) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum pos_kind) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum projection) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum head_layout) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum mask_mode) == sizeof(int), "enum size");
-_Static_assert(sizeof(enum normalize) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum attn_tokenizer) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum attn_pos_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum attn_projection) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum attn_head_layout) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum attn_mask_mode) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum attn_normalize) == sizeof(int), "enum size");
 
 struct field;
 
@@ -55,7 +55,7 @@ struct field {
     enum want want;   /* node type the value must have */
     const char *what; /* for "'key' must be <what>, got ..." (enums: built from the names) */
     field_fn handler;
-    size_t offset;   /* of the filled member in base (struct scene, or struct head_weights) */
+    size_t offset;   /* of the filled member in base (struct attn_scene, or struct head_weights) */
     const void *arg; /* handler-specific: range, enum, size limits or sub-mapping */
 };
 
@@ -267,7 +267,7 @@ static void h_opt_seed(struct loader *l, const struct field *f, int node, void *
 {
     uint64_t v;
     if (seed_value(l, f, node, path, &v) == 0) {
-        struct opt_seed *s = FIELD(base, f, struct opt_seed);
+        struct attn_opt_seed *s = FIELD(base, f, struct attn_opt_seed);
         s->set = true;
         s->value = v;
     }
@@ -289,7 +289,7 @@ static void h_tristate(struct loader *l, const struct field *f, int node, void *
     if (parse_bool(str_of(l, node), &v) != 0)
         must_be(l, f, node, path);
     else
-        *FIELD(base, f, enum tristate) = v ? TRI_TRUE : TRI_FALSE;
+        *FIELD(base, f, enum attn_tristate) = v ? TRI_TRUE : TRI_FALSE;
 }
 
 static void h_enum(struct loader *l, const struct field *f, int node, void *base, const char *path)
@@ -522,7 +522,7 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
 
 /* A matrix from a .npy file, within the same limits as one written inline. */
 static int read_matrix_file(struct loader *l, int node, const char *label, const char *path,
-                            const struct mat_limits *lim, struct matrix *out)
+                            const struct mat_limits *lim, struct attn_matrix *out)
 {
     struct npy_array a;
     const char *name;
@@ -551,7 +551,7 @@ static int read_matrix_file(struct loader *l, int node, const char *label, const
 
 /* A list of rows, counted and checked for raggedness and limits before it is allocated. */
 static int read_matrix(struct loader *l, int node, const char *label, const char *path,
-                       const struct mat_limits *lim, struct matrix *out)
+                       const struct mat_limits *lim, struct attn_matrix *out)
 {
     if (is_file_ref(l, node))
         return read_matrix_file(l, node, label, path, lim, out);
@@ -619,7 +619,7 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
                      rows, cols, (size_t)MAX_VALUES);
         return -1;
     }
-    if (matrix_alloc(out, rows, cols) != 0) {
+    if (attn_matrix_alloc(out, rows, cols) != 0) {
         loader_error(l, node, path, "out of memory for '%s' (%d x %d)", label, rows, cols);
         return -1;
     }
@@ -635,7 +635,7 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
         }
     }
     if (bad || l->yd.stopped) {
-        matrix_free(out);
+        attn_matrix_free(out);
         return -1;
     }
     return 0;
@@ -643,7 +643,7 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
 
 /* A flat list of numbers, stored as a (1, n) matrix. */
 static int read_vector(struct loader *l, int node, const char *label, const char *path, int max_len,
-                       struct matrix *out)
+                       struct attn_matrix *out)
 {
     const struct ynode *nd = nd_of(l, node);
     if (is_file_ref(l, node)) {
@@ -683,7 +683,7 @@ static int read_vector(struct loader *l, int node, const char *label, const char
         loader_error(l, node, path, "'%s' has %d values, the limit is %d", label, n, max_len);
         return -1;
     }
-    if (matrix_alloc(out, 1, n) != 0) {
+    if (attn_matrix_alloc(out, 1, n) != 0) {
         loader_error(l, node, path, "out of memory for '%s'", label);
         return -1;
     }
@@ -696,7 +696,7 @@ static int read_vector(struct loader *l, int node, const char *label, const char
             bad = true;
     }
     if (bad || l->yd.stopped) {
-        matrix_free(out);
+        attn_matrix_free(out);
         return -1;
     }
     return 0;
@@ -705,10 +705,10 @@ static int read_vector(struct loader *l, int node, const char *label, const char
 static void h_matrix(struct loader *l, const struct field *f, int node, void *base,
                      const char *path)
 {
-    struct matrix m = {0};
+    struct attn_matrix m = {0};
     if (read_matrix(l, node, f->key, path, f->arg, &m) == 0) {
-        struct matrix *dst = FIELD(base, f, struct matrix);
-        matrix_free(dst);
+        struct attn_matrix *dst = FIELD(base, f, struct attn_matrix);
+        attn_matrix_free(dst);
         *dst = m;
     }
 }
@@ -717,10 +717,10 @@ static void h_vector(struct loader *l, const struct field *f, int node, void *ba
                      const char *path)
 {
     const struct mat_limits *lim = f->arg;
-    struct matrix m = {0};
+    struct attn_matrix m = {0};
     if (read_vector(l, node, f->key, path, lim->max_cols, &m) == 0) {
-        struct matrix *dst = FIELD(base, f, struct matrix);
-        matrix_free(dst);
+        struct attn_matrix *dst = FIELD(base, f, struct attn_matrix);
+        attn_matrix_free(dst);
         *dst = m;
     }
 }
@@ -728,7 +728,7 @@ static void h_vector(struct loader *l, const struct field *f, int node, void *ba
 /* weights.dropout_mask: heads x n x n of 0/1. The number of heads is not stored in the scene,
  * so it is checked here against attention.heads. */
 /* weights.dropout_mask as {file: mask.npy}: heads x n x n of 0 and 1. */
-static void dropout_mask_file(struct loader *l, int node, const char *path, struct scene *s)
+static void dropout_mask_file(struct loader *l, int node, const char *path, struct attn_scene *s)
 {
     struct npy_array a;
     const char *name;
@@ -778,7 +778,7 @@ static void dropout_mask_file(struct loader *l, int node, const char *path, stru
 static void h_dropout_mask(struct loader *l, const struct field *f, int node, void *base,
                            const char *path)
 {
-    struct scene *s = base;
+    struct attn_scene *s = base;
     const struct ynode *nd = nd_of(l, node);
     if (is_file_ref(l, node)) {
         dropout_mask_file(l, node, path, s);
@@ -910,12 +910,12 @@ static void h_embeddings(struct loader *l, const struct field *f, int node, void
                          const char *path)
 {
     static const struct mat_limits lim = {SCENE_MAX_TOKENS, SCENE_MAX_DIM};
-    struct scene *s = base;
+    struct attn_scene *s = base;
     const struct ynode *nd = nd_of(l, node);
     if (nd->type == YNODE_SEQ || is_file_ref(l, node)) {
-        struct matrix m = {0};
+        struct attn_matrix m = {0};
         if (read_matrix(l, node, f->key, path, &lim, &m) == 0) {
-            matrix_free(&s->embed.rows);
+            attn_matrix_free(&s->embed.rows);
             s->embed.rows = m;
             s->embed.kind = EMBED_EXPLICIT;
         }
@@ -929,8 +929,8 @@ static void h_embeddings(struct loader *l, const struct field *f, int node, void
 static void finish_embeddings(struct loader *l, int node, const int *found, void *base,
                               const char *path)
 {
-    struct scene *s = base;
-    /* dim keeps scene_init's default (3) when only seed is given. */
+    struct attn_scene *s = base;
+    /* dim keeps attn_scene_init's default (3) when only seed is given. */
     if (!loader_bad(l, path))
         s->embed.kind = EMBED_LEARNED;
 }
@@ -978,12 +978,12 @@ void schema_free_heads(struct loader *l)
 {
     for (int i = 0; i < l->n_heads; i++) {
         struct head_weights *h = &l->heads[i];
-        matrix_free(&h->query);
-        matrix_free(&h->key);
-        matrix_free(&h->value);
-        matrix_free(&h->query_bias);
-        matrix_free(&h->key_bias);
-        matrix_free(&h->value_bias);
+        attn_matrix_free(&h->query);
+        attn_matrix_free(&h->key);
+        attn_matrix_free(&h->value);
+        attn_matrix_free(&h->query_bias);
+        attn_matrix_free(&h->key_bias);
+        attn_matrix_free(&h->value_bias);
     }
     free(l->heads);
     l->heads = NULL;
@@ -1004,21 +1004,21 @@ static const struct {
 };
 #define N_HEAD_MEMBERS 6
 
-static const struct matrix *head_member(const struct loader *l, int h, int i)
+static const struct attn_matrix *head_member(const struct loader *l, int h, int i)
 {
-    return (const struct matrix *)(const void *)((const char *)&l->heads[h] +
-                                                 head_members[i].member);
+    return (const struct attn_matrix *)(const void *)((const char *)&l->heads[h] +
+                                                      head_members[i].member);
 }
 
 /* Puts member i of every head side by side: head h becomes columns [h*cols, (h+1)*cols). */
-static int concat_heads(struct matrix *dst, const struct loader *l, int i)
+static int concat_heads(struct attn_matrix *dst, const struct loader *l, int i)
 {
-    const struct matrix *h0 = head_member(l, 0, i);
+    const struct attn_matrix *h0 = head_member(l, 0, i);
     int rows = h0->rows, cols = h0->cols, D = cols * l->n_heads;
-    if (matrix_alloc(dst, rows, D) != 0)
+    if (attn_matrix_alloc(dst, rows, D) != 0)
         return -1;
     for (int h = 0; h < l->n_heads; h++) {
-        const struct matrix *m = head_member(l, h, i);
+        const struct attn_matrix *m = head_member(l, h, i);
         for (int r = 0; r < rows; r++)
             memcpy(&dst->data[(size_t)r * D + (size_t)h * cols], &m->data[(size_t)r * cols],
                    (size_t)cols * sizeof(float));
@@ -1026,7 +1026,7 @@ static int concat_heads(struct matrix *dst, const struct loader *l, int i)
     return 0;
 }
 
-static void assemble_heads(struct loader *l, struct scene *s, int node, const char *path)
+static void assemble_heads(struct loader *l, struct attn_scene *s, int node, const char *path)
 {
     if (!loader_unknown(l, "attention.head_layout") && s->attn.layout != LAYOUT_WRAPPER) {
         loader_error(l, node, path,
@@ -1043,14 +1043,14 @@ static void assemble_heads(struct loader *l, struct scene *s, int node, const ch
         return;
     /* Every head gives query, key and value, all of head 1's query shape; biases are given
      * for every head or for none, with head 1's width. */
-    const struct matrix *q0 = &l->heads[0].query;
+    const struct attn_matrix *q0 = &l->heads[0].query;
     for (int h = 0; h < l->n_heads && !l->yd.stopped; h++) {
         char hpath[DIAG_PATH_MAX];
         path_fmt(hpath, "%s[%d]", path, h);
         const struct loader_key *item = loader_find(l, hpath);
         int item_node = item ? item->value : node;
         for (int i = 0; i < N_HEAD_MEMBERS; i++) {
-            const struct matrix *m = head_member(l, h, i), *m0 = head_member(l, 0, i);
+            const struct attn_matrix *m = head_member(l, h, i), *m0 = head_member(l, 0, i);
             char mpath[DIAG_PATH_MAX];
             join(mpath, hpath, head_members[i].key);
             const struct loader_key *k = loader_find(l, mpath);
@@ -1087,13 +1087,13 @@ static void assemble_heads(struct loader *l, struct scene *s, int node, const ch
     /* Every head must have passed its shape checks: concat_heads copies all of them. */
     if (l->yd.stopped || loader_bad(l, path))
         return;
-    struct matrix *dst[N_HEAD_MEMBERS] = {&s->weights.query,    &s->weights.key,
-                                          &s->weights.value,    &s->weights.query_bias,
-                                          &s->weights.key_bias, &s->weights.value_bias};
+    struct attn_matrix *dst[N_HEAD_MEMBERS] = {&s->weights.query,    &s->weights.key,
+                                               &s->weights.value,    &s->weights.query_bias,
+                                               &s->weights.key_bias, &s->weights.value_bias};
     for (int i = 0; i < N_HEAD_MEMBERS; i++) {
         if (!head_member(l, 0, i)->data)
             continue;
-        matrix_free(dst[i]);
+        attn_matrix_free(dst[i]);
         if (concat_heads(dst[i], l, i) != 0) {
             loader_error(l, node, path, "out of memory");
             return;
@@ -1130,7 +1130,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
     static const char *const names[W_COUNT] = {"query",        "key",        "value", "query_bias",
                                                "key_bias",     "value_bias", "out",   "out_bias",
                                                "dropout_mask", "heads"};
-    struct scene *s = base;
+    struct attn_scene *s = base;
     const struct loader_key *wk = loader_find(l, path);
     int at = wk ? wk->key : node;
     bool qkv = found[W_QUERY] >= 0 || found[W_KEY] >= 0 || found[W_VALUE] >= 0;
@@ -1146,7 +1146,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
         char hpath[DIAG_PATH_MAX];
         join(hpath, path, "heads");
         assemble_heads(l, s, found[W_HEADS], hpath);
-        /* scene_check's complaints about the assembled matrices point at the heads. */
+        /* attn_scene_check's complaints about the assembled matrices point at the heads. */
         for (int i = W_QUERY; i <= W_VALUE_BIAS; i++) {
             char p[DIAG_PATH_MAX];
             join(p, path, names[i]);
@@ -1160,7 +1160,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
                              names[i]);
     } else {
         /* 'out' alone is how a resolved scene with projection none gives its out_proj;
-         * scene_check refuses it when the projection needs query/key/value too. */
+         * attn_scene_check refuses it when the projection needs query/key/value too. */
         for (int i = W_QUERY_BIAS; i <= W_VALUE_BIAS; i++)
             if (found[i] >= 0)
                 loader_error(l, found[i], path,
@@ -1170,7 +1170,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
             loader_error(l, found[W_OUT_BIAS], path, "'weights.out_bias' needs 'out' too");
     }
     if (loader_bad(l, path)) {
-        scene_weights_free(&s->weights);
+        attn_scene_weights_free(&s->weights);
         return;
     }
     /* A dropout_mask alone keeps the drawn parameters: set means "parameters given". */
@@ -1194,7 +1194,7 @@ enum {
 
 static void finish_top(struct loader *l, int node, const int *found, void *base, const char *path)
 {
-    struct scene *s = base;
+    struct attn_scene *s = base;
     struct diag err;
     diag_clear(&err);
     if (found[T_TEXT] >= 0 && found[T_TOKENS] >= 0) {
@@ -1214,7 +1214,7 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         return;
     }
     if (l->text_node >= 0 && !loader_bad(l, "tokenizer")) {
-        if (scene_set_text(s, str_of(l, l->text_node), &err) != 0)
+        if (attn_scene_set_text(s, str_of(l, l->text_node), &err) != 0)
             loader_error(l, l->text_node, "text", "%s", err.msg);
         const struct loader_key *k = loader_find(l, "text");
         if (k)
@@ -1229,7 +1229,7 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         int i = 0;
         for (int c = nd->u.c.first; c >= 0; c = nd_of(l, c)->next)
             tokens[i++] = (char *)(uintptr_t)str_of(l, c);
-        if (scene_set_tokens(s, tokens, i, &err) != 0)
+        if (attn_scene_set_tokens(s, tokens, i, &err) != 0)
             loader_error(l, l->tokens_node, "tokens", "%s", err.msg);
         free(tokens);
         const struct loader_key *k = loader_find(l, "tokens");
@@ -1244,7 +1244,7 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
 
 static const char *tokenizer_str(int v)
 {
-    return tokenizer_name((enum tokenizer)v);
+    return attn_tokenizer_name((enum attn_tokenizer)v);
 }
 static const char *pos_kind_str(int v)
 {
@@ -1252,19 +1252,19 @@ static const char *pos_kind_str(int v)
 }
 static const char *projection_str(int v)
 {
-    return projection_name((enum projection)v);
+    return attn_projection_name((enum attn_projection)v);
 }
 static const char *layout_str(int v)
 {
-    return layout_name((enum head_layout)v);
+    return attn_layout_name((enum attn_head_layout)v);
 }
 static const char *mask_mode_str(int v)
 {
-    return mask_mode_name((enum mask_mode)v);
+    return attn_mask_mode_name((enum attn_mask_mode)v);
 }
 static const char *normalize_str(int v)
 {
-    return normalize_name((enum normalize)v);
+    return attn_normalize_name((enum attn_normalize)v);
 }
 
 static const int tokenizer_values[] = {TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS};
@@ -1291,7 +1291,7 @@ static const struct mat_limits out_limits = {SCENE_MAX_DIM * SCENE_MAX_HEADS,
                                              SCENE_MAX_DIM *SCENE_MAX_HEADS};
 static const struct mat_limits head_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM};
 
-#define S(member) offsetof(struct scene, member)
+#define S(member) offsetof(struct attn_scene, member)
 #define H(member) offsetof(struct head_weights, member)
 #define N(fields) ((int)(sizeof(fields) / sizeof((fields)[0])))
 
@@ -1401,14 +1401,14 @@ static int find_field(const struct mapping *m, const char *key)
     return -1;
 }
 
-/* The field of m nearest to key, when close enough to suggest (see str_nearest), or -1. */
+/* The field of m nearest to key, when close enough to suggest (see suggest_nearest), or -1. */
 static int nearest_field(const struct mapping *m, const char *key, int *distance)
 {
     const char *keys[MAX_FIELDS];
     int n = m->n_fields < MAX_FIELDS ? m->n_fields : MAX_FIELDS; /* walk_map's limit too */
     for (int i = 0; i < n; i++)
         keys[i] = m->fields[i].key;
-    return str_nearest(key, keys, n, distance);
+    return suggest_nearest(key, keys, n, distance);
 }
 
 /* The key the message of an unknown key names is taken as given but unknown: its value is a

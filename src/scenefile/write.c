@@ -1,4 +1,4 @@
-/* write: struct scene -> YAML a person can read, and parse back to the same struct.
+/* write: struct attn_scene -> YAML a person can read, and parse back to the same struct.
  *
  * Written by hand with fprintf rather than the libyaml emitter, to control the layout: keys in
  * the order of README.md ("Scene format"), matrices as flow sequences with one row per line, short
@@ -8,7 +8,7 @@
  * A float is written with the shortest of "%.6g" and "%.9g" that reads back to the same bits
  * (9 significant digits always do for float32; dropout and scale are doubles: 15 or 17),
  * through common/cnum, so in the C locale whatever the UI's.
- * Without `explicit` only what differs from scene_init() is written; with it, every effective
+ * Without `explicit` only what differs from attn_scene_init() is written; with it, every effective
  * value (scene_eff_*) is, so the file no longer depends on defaults.
  */
 #include "scenefile/scenefile.h"
@@ -29,8 +29,8 @@
 
 struct writer {
     FILE *f;
-    const struct scene *s;
-    struct scene def;               /* scene_init's values: what may be left out */
+    const struct attn_scene *s;
+    struct attn_scene def;          /* attn_scene_init's values: what may be left out */
     struct scenefile_sidecar *side; /* where large matrices go, or NULL */
     size_t inline_values;           /* written inline so far */
     struct diag *err;
@@ -60,7 +60,7 @@ static int check_string(const char *s, const char *what, struct diag *err)
     return 0;
 }
 
-static int check_matrix(const struct matrix *m, const char *what, struct diag *err)
+static int check_matrix(const struct attn_matrix *m, const char *what, struct diag *err)
 {
     if (!m->data)
         return 0;
@@ -72,7 +72,7 @@ static int check_matrix(const struct matrix *m, const char *what, struct diag *e
     return 0;
 }
 
-static int check_scene(const struct scene *s, struct diag *err)
+static int check_scene(const struct attn_scene *s, struct diag *err)
 {
     if (check_string(s->title, "title", err) || check_string(s->text, "text", err))
         return -1;
@@ -85,7 +85,7 @@ static int check_scene(const struct scene *s, struct diag *err)
                         "cannot write 'scale': it is not a positive number");
     if (!isfinite(s->attn.dropout))
         return diag_set(err, "attention.dropout", "cannot write 'dropout': it is not a number");
-    const struct scene_weights *w = &s->weights;
+    const struct attn_scene_weights *w = &s->weights;
     if (check_matrix(&s->embed.rows, "embeddings", err) ||
         check_matrix(&s->pos.table, "positional.table", err) ||
         check_matrix(&w->query, "weights.query", err) ||
@@ -309,8 +309,8 @@ static void write_aside(struct writer *w, const char *name, struct npy_job *job,
 }
 
 /* Columns [col0, col0 + cols) of a matrix, to a side file. */
-static void write_matrix_aside(struct writer *w, const char *name, const struct matrix *m, int col0,
-                               int cols, bool vector)
+static void write_matrix_aside(struct writer *w, const char *name, const struct attn_matrix *m,
+                               int col0, int cols, bool vector)
 {
     size_t n = (size_t)m->rows * (size_t)cols;
     float *block = malloc((n ? n : 1) * sizeof(float));
@@ -338,7 +338,7 @@ static void write_matrix_aside(struct writer *w, const char *name, const struct 
  * starts the line ("  ", "    - "), so continuation rows line up under the first one. name is
  * the key's path, for a side file. */
 static void write_matrix_key(struct writer *w, const char *prefix, const char *key,
-                             const char *name, const struct matrix *m, int col0, int cols)
+                             const char *name, const struct attn_matrix *m, int col0, int cols)
 {
     FILE *f = w->f;
     fprintf(f, "%s%s: ", prefix, key);
@@ -351,7 +351,7 @@ static void write_matrix_key(struct writer *w, const char *prefix, const char *k
 }
 
 static void write_vector_key(struct writer *w, const char *prefix, const char *key,
-                             const char *name, const struct matrix *m, int col0, int cols)
+                             const char *name, const struct attn_matrix *m, int col0, int cols)
 {
     FILE *f = w->f;
     fprintf(f, "%s%s: ", prefix, key);
@@ -371,7 +371,7 @@ static void write_vector_key(struct writer *w, const char *prefix, const char *k
 
 static void write_mask(struct writer *w, const char *prefix)
 {
-    const struct scene *s = w->s;
+    const struct attn_scene *s = w->s;
     FILE *f = w->f;
     const unsigned char *mask = s->weights.dropout_mask;
     int n = s->weights.dropout_mask_n, heads = s->weights.dropout_mask_heads;
@@ -404,7 +404,7 @@ static void write_mask(struct writer *w, const char *prefix)
 
 /* ---- sections ---------------------------------------------------------------------------- */
 
-static void write_seed_pair(FILE *f, const char *key, const struct opt_seed *seed, bool *first)
+static void write_seed_pair(FILE *f, const char *key, const struct attn_opt_seed *seed, bool *first)
 {
     if (!seed->set)
         return;
@@ -414,14 +414,14 @@ static void write_seed_pair(FILE *f, const char *key, const struct opt_seed *see
 
 static void write_embeddings(struct writer *w)
 {
-    const struct scene *s = w->s;
+    const struct attn_scene *s = w->s;
     FILE *f = w->f;
     if (s->embed.kind == EMBED_EXPLICIT && s->embed.rows.data) {
         write_matrix_key(w, "", "embeddings", "embeddings", &s->embed.rows, 0, s->embed.rows.cols);
     } else if (w->explicit || s->embed.kind != w->def.embed.kind ||
                s->embed.dim != w->def.embed.dim || s->embed.seed.set) {
         bool first = false;
-        fprintf(f, "embeddings: {dim: %d", scene_d_in(s));
+        fprintf(f, "embeddings: {dim: %d", attn_scene_d_in(s));
         write_seed_pair(f, "seed", &s->embed.seed, &first);
         fputs("}\n", f);
     }
@@ -429,7 +429,7 @@ static void write_embeddings(struct writer *w)
 
 static void write_positional(struct writer *w)
 {
-    const struct scene *s = w->s;
+    const struct attn_scene *s = w->s;
     FILE *f = w->f;
     bool kind = w->explicit || s->pos.kind != w->def.pos.kind;
     bool max_len = w->explicit || s->pos.max_len != w->def.pos.max_len;
@@ -465,27 +465,27 @@ static void write_positional(struct writer *w)
 
 static void write_attention(struct writer *w)
 {
-    const struct scene *s = w->s;
+    const struct attn_scene *s = w->s;
     const struct attn_config *a = &s->attn, *d = &w->def.attn;
     FILE *f = w->f;
     bool ex = w->explicit;
     if (ex)
-        fprintf(f, "  projection: %s\n", projection_name(scene_eff_projection(s)));
+        fprintf(f, "  projection: %s\n", attn_projection_name(attn_scene_eff_projection(s)));
     else if (a->projection != d->projection)
-        fprintf(f, "  projection: %s\n", projection_name(a->projection));
+        fprintf(f, "  projection: %s\n", attn_projection_name(a->projection));
     if (ex || a->d_out != d->d_out)
-        fprintf(f, "  d_out: %d\n", ex ? scene_eff_d_out(s) : a->d_out);
+        fprintf(f, "  d_out: %d\n", ex ? attn_scene_eff_d_out(s) : a->d_out);
     if (ex || a->heads != d->heads)
         fprintf(f, "  heads: %d\n", a->heads);
     if (ex || a->layout != d->layout)
-        fprintf(f, "  head_layout: %s\n", layout_name(a->layout));
+        fprintf(f, "  head_layout: %s\n", attn_layout_name(a->layout));
     if (ex || a->causal != d->causal)
         fprintf(f, "  causal: %s\n", yes_no(a->causal));
     if (ex || a->mask_mode != d->mask_mode)
-        fprintf(f, "  mask_mode: %s\n", mask_mode_name(a->mask_mode));
+        fprintf(f, "  mask_mode: %s\n", attn_mask_mode_name(a->mask_mode));
     if (ex || a->normalize != d->normalize)
-        fprintf(f, "  normalize: %s\n", normalize_name(a->normalize));
-    enum scale_kind scale = ex ? scene_eff_scale(s) : a->scale;
+        fprintf(f, "  normalize: %s\n", attn_normalize_name(a->normalize));
+    enum attn_scale_kind scale = ex ? attn_scene_eff_scale(s) : a->scale;
     if (scale == SCALE_SQRT_DK || scale == SCALE_NONE) {
         fprintf(f, "  scale: %s\n", yes_no(scale == SCALE_SQRT_DK));
     } else if (scale == SCALE_DIVISOR) {
@@ -503,7 +503,7 @@ static void write_attention(struct writer *w)
     if (ex || a->qkv_bias != d->qkv_bias)
         fprintf(f, "  qkv_bias: %s\n", yes_no(a->qkv_bias));
     if (ex)
-        fprintf(f, "  out_proj: %s\n", yes_no(scene_eff_out_proj(s)));
+        fprintf(f, "  out_proj: %s\n", yes_no(attn_scene_eff_out_proj(s)));
     else if (a->out_proj != TRI_DEFAULT)
         fprintf(f, "  out_proj: %s\n", yes_no(a->out_proj == TRI_TRUE));
     if (ex || a->out_bias != d->out_bias)
@@ -525,15 +525,15 @@ static bool attention_differs(const struct writer *w)
 
 static void write_weights(struct writer *w)
 {
-    const struct scene *s = w->s;
-    const struct scene_weights *wt = &s->weights;
+    const struct attn_scene *s = w->s;
+    const struct attn_scene_weights *wt = &s->weights;
     FILE *f = w->f;
     bool mask = wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0;
     if (!wt->set && !mask)
         return;
     fputs("weights:\n", f);
-    const struct matrix *qkv[6] = {&wt->query,      &wt->key,      &wt->value,
-                                   &wt->query_bias, &wt->key_bias, &wt->value_bias};
+    const struct attn_matrix *qkv[6] = {&wt->query,      &wt->key,      &wt->value,
+                                        &wt->query_bias, &wt->key_bias, &wt->value_bias};
     static const char *const names[6] = {"query",      "key",      "value",
                                          "query_bias", "key_bias", "value_bias"};
     int heads = s->attn.heads;
@@ -584,7 +584,7 @@ static void write_weights(struct writer *w)
 
 static void write_scene(struct writer *w)
 {
-    const struct scene *s = w->s;
+    const struct attn_scene *s = w->s;
     FILE *f = w->f;
     fprintf(f, "version: %d\n", SCENE_SCHEMA_VERSION);
     if (s->title) {
@@ -606,7 +606,7 @@ static void write_scene(struct writer *w)
         fputs("]\n", f);
     }
     if (w->explicit || s->tokenizer != w->def.tokenizer)
-        fprintf(f, "tokenizer: %s\n", tokenizer_name(s->tokenizer));
+        fprintf(f, "tokenizer: %s\n", attn_tokenizer_name(s->tokenizer));
     if (w->explicit || s->seed != w->def.seed)
         fprintf(f, "seed: %llu\n", (unsigned long long)s->seed);
     write_embeddings(w);
@@ -618,7 +618,7 @@ static void write_scene(struct writer *w)
     write_weights(w);
 }
 
-int scenefile_write_side(FILE *out, const struct scene *s, bool explicit,
+int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
                          struct scenefile_sidecar *side, struct diag *err)
 {
     struct diag scratch;
@@ -628,9 +628,9 @@ int scenefile_write_side(FILE *out, const struct scene *s, bool explicit,
     if (check_scene(s, err) != 0)
         return -1;
     struct writer w = {.f = out, .s = s, .explicit = explicit, .side = side, .err = err};
-    scene_init(&w.def);
+    attn_scene_init(&w.def);
     write_scene(&w);
-    scene_free(&w.def);
+    attn_scene_free(&w.def);
     if (w.failed)
         return -1;
     if (ferror(out))
@@ -638,13 +638,13 @@ int scenefile_write_side(FILE *out, const struct scene *s, bool explicit,
     return 0;
 }
 
-int scenefile_write(FILE *out, const struct scene *s, bool explicit, struct diag *err)
+int scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err)
 {
     return scenefile_write_side(out, s, explicit, NULL, err);
 }
 
 struct save_ctx {
-    const struct scene *s;
+    const struct attn_scene *s;
     bool explicit;
     struct scenefile_sidecar *side;
 };
@@ -681,7 +681,7 @@ static void prune_side(const struct scenefile_sidecar *side)
     rmdir(side->dir); /* only succeeds when empty */
 }
 
-int scenefile_save(const char *path, const struct scene *s, bool explicit, bool overwrite,
+int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, bool overwrite,
                    struct diag *err)
 {
     /* "dir/name.yaml" -> side files in "dir/name.data", named "name.data/..." by the YAML. */

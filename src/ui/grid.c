@@ -11,7 +11,7 @@
 
 static int tiles(const struct app *a)
 {
-    return stage_is_per_head(a->stage) ? a->model.heads : 1;
+    return attn_stage_is_per_head(a->stage) ? a->model.heads : 1;
 }
 
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
@@ -20,7 +20,7 @@ static void layout(struct panel *p, struct frame *f, int *cw)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     static const int widths[] = {6, 2, 1};
-    struct mat_view v = app_view(f->app, f->app->stage, 0);
+    struct attn_mat_view v = app_view(f->app, f->app->stage, 0);
     int n = tiles(f->app);
     for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
         *cw = widths[i];
@@ -55,8 +55,8 @@ static void draw(struct panel *p, struct frame *f)
     range_get(&gp->range, a, -1, &lo, &hi);
     bool diverging = lo < 0;
     char title[128];
-    snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", a->model.heads, stage_name(a->stage),
-             n == 1 ? " (shared by all heads)" : "");
+    snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", a->model.heads,
+             attn_stage_name(a->stage), n == 1 ? " (shared by all heads)" : "");
     draw_text(r.y, r.x, r.w, t->role_attr[ROLE_LABEL], title);
     heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
 
@@ -70,7 +70,7 @@ static void draw(struct panel *p, struct frame *f)
         bool sel = n > 1 && h == a->head;
         draw_text(ty, tx, gp->tile_w - 1, t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL],
                   label);
-        struct mat_view v = app_view(a, a->stage, h);
+        struct attn_mat_view v = app_view(a, a->stage, h);
         for (int i = 0; i < v.rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < v.cols; j++) {
                 float x = v.data[(size_t)i * v.stride + j];

@@ -8,7 +8,7 @@
 
 static void draw(struct panel *p, struct frame *f)
 {
-    const struct scene *s = &f->app->scene;
+    const struct attn_scene *s = &f->app->scene;
     int hattr = f->theme->role_attr[ROLE_HEADER];
     struct rect r = p->area;
     attrset(hattr);
@@ -17,10 +17,10 @@ static void draw(struct panel *p, struct frame *f)
 
     char sizes[128];
     snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d ", s->n_tokens,
-             s->n_tokens == 1 ? "" : "s", scene_d_in(s));
+             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s));
     int sw = text_width(sizes);
     char variant[256];
-    scene_describe(variant, sizeof(variant), s);
+    attn_scene_describe(variant, sizeof(variant), s);
     const char *title = s->title ? s->title : variant;
     char short_title[512];
     abbreviate(short_title, sizeof(short_title), title, r.w - sw - 2);

@@ -19,7 +19,7 @@
 /* Column label j: the key token for square stages, else the dimension. */
 static void col_label(char *out, size_t size, const struct app *a, int j)
 {
-    if (stage_is_square(a->stage))
+    if (attn_stage_is_square(a->stage))
         display_token(out, size, a->model.tokens[j]);
     else
         snprintf(out, size, "d%d", j);
@@ -117,7 +117,7 @@ int heatmap_legend(const struct theme *t, int y, int x_end, float lo, float hi, 
 }
 
 /* The stage's name as the title calls it. */
-static const char *stage_title(enum stage s)
+static const char *stage_title(enum attn_stage s)
 {
     static const char *const titles[STAGE_COUNT] = {
         "inputs",
@@ -143,7 +143,7 @@ static void draw(struct panel *p, struct frame *f)
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
-    struct mat_view v = app_view(a, a->stage, a->head);
+    struct attn_mat_view v = app_view(a, a->stage, a->head);
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
 
@@ -157,7 +157,7 @@ static void draw(struct panel *p, struct frame *f)
              a->model.mask_mode == MASK_AFTER_SOFTMAX)
         what = "softmax, future zeroed";
     char title[200];
-    if (stage_is_per_head(a->stage))
+    if (attn_stage_is_per_head(a->stage))
         snprintf(title, sizeof(title), "head %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d", a->head,
                  a->model.heads, what, v.rows, v.cols);
     else

@@ -8,7 +8,7 @@
 #include "ui/stagebar.h"
 #include "common/cnum.h"
 
-static void stage_label(char *out, size_t size, const struct model *m, enum stage s)
+static void stage_label(char *out, size_t size, const struct attn_model *m, enum attn_stage s)
 {
     switch (s) {
     case STAGE_QUERIES:
@@ -33,7 +33,7 @@ static void stage_label(char *out, size_t size, const struct model *m, enum stag
         snprintf(out, size, m->normalize == NORM_SUM ? "\u00f7sum" : "softmax");
         return;
     default:
-        snprintf(out, size, "%s", stage_name(s));
+        snprintf(out, size, "%s", attn_stage_name(s));
     }
 }
 
@@ -42,12 +42,12 @@ static const char *const short_labels[STAGE_COUNT] = {"in",   "Q",  "K",    "V",
                                                       "mask", "sm", "drop", "ctx", "cat", "out"};
 
 /* Width of the bar in one of three densities: 0 padded with dots, 1 tight, 2 short names. */
-static int bar_width(const struct model *m, int density)
+static int bar_width(const struct attn_model *m, int density)
 {
     int w = 1;
     for (int s = 0; s < STAGE_COUNT; s++) {
         char label[32];
-        stage_label(label, sizeof(label), m, (enum stage)s);
+        stage_label(label, sizeof(label), m, (enum attn_stage)s);
         w += text_width(density == 2 ? short_labels[s] : label) + (density == 0 ? 3 : 2);
     }
     return w;
@@ -61,7 +61,7 @@ struct bar_layout {
     int x0[STAGE_COUNT], x1[STAGE_COUNT];
 };
 
-static void lay_out(struct bar_layout *bl, const struct rect *r, const struct model *m)
+static void lay_out(struct bar_layout *bl, const struct rect *r, const struct attn_model *m)
 {
     bl->density = 0;
     while (bl->density < 2 && bar_width(m, bl->density) > r->w)
@@ -69,7 +69,7 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct mo
     int x = r->x + 1;
     for (int s = 0; s < STAGE_COUNT; s++) {
         char label[32];
-        stage_label(label, sizeof(label), m, (enum stage)s);
+        stage_label(label, sizeof(label), m, (enum attn_stage)s);
         snprintf(bl->text[s], sizeof(bl->text[s]), bl->density == 0 ? " %s " : "%s",
                  bl->density == 2 ? short_labels[s] : label);
         bl->x0[s] = x;
@@ -82,14 +82,14 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct mo
 static void draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
-    const struct model *m = &f->app->model;
+    const struct attn_model *m = &f->app->model;
     struct bar_layout bl;
     lay_out(&bl, &r, m);
     draw_clear(r, f->theme->role_attr[ROLE_STAGEBAR]);
     for (int s = 0; s < STAGE_COUNT && bl.x0[s] < r.x + r.w; s++) {
-        int role = s == (int)f->app->stage ? ROLE_STAGE_CURRENT
-                   : stage_is_off(m, s)    ? ROLE_STAGE_OFF
-                                           : ROLE_STAGEBAR;
+        int role = s == (int)f->app->stage   ? ROLE_STAGE_CURRENT
+                   : attn_stage_is_off(m, s) ? ROLE_STAGE_OFF
+                                             : ROLE_STAGEBAR;
         draw_text(r.y, bl.x0[s], r.x + r.w - bl.x0[s], f->theme->role_attr[role], bl.text[s]);
         if (s + 1 < STAGE_COUNT && bl.x1[s] < r.x + r.w)
             draw_text(r.y, bl.x1[s], 1, f->theme->role_attr[ROLE_STAGEBAR],
@@ -105,7 +105,7 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
     lay_out(&bl, &p->area, &f->app->model);
     for (int s = 0; s < STAGE_COUNT; s++)
         if (x >= bl.x0[s] && x < bl.x1[s]) {
-            f->app->stage = (enum stage)s;
+            f->app->stage = (enum attn_stage)s;
             app_clamp(f->app);
             return OUTCOME_VIEW_CHANGED;
         }

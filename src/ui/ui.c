@@ -113,7 +113,7 @@ static void load_configs(struct ui *ui)
     free(user_colors);
 }
 
-int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err)
+int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err)
 {
     memset(ui, 0, sizeof(*ui));
     if (app_init(&ui->app, s, path, err))
@@ -385,18 +385,18 @@ int ui_main(const char *scene_path)
     /* Only the character set comes from the environment (ncursesw needs it for wide
      * characters); numbers stay in the C locale, and common/cnum enforces that anyway. */
     setlocale(LC_CTYPE, "");
-    struct scene s;
+    struct attn_scene s;
     if (scene_path) {
         if (scenefile_load_report(&s, scene_path, stderr))
             return 1;
     } else {
-        scene_init_default(&s);
+        attn_scene_init_default(&s);
     }
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "attnscope: the explorer needs a terminal; try `attnscope print%s%s`\n",
                 scene_path ? " " : "", scene_path ? scene_path : "");
-        scene_free(&s);
+        attn_scene_free(&s);
         return 2;
     }
     struct termios shell_modes;
@@ -404,7 +404,7 @@ int ui_main(const char *scene_path)
     if (!newterm(NULL, stdout, stdin)) {
         fprintf(stderr, "attnscope: cannot open the terminal (TERM=%s)\n",
                 getenv("TERM") ? getenv("TERM") : "");
-        scene_free(&s);
+        attn_scene_free(&s);
         return 1;
     }
     atexit(restore_terminal);
@@ -416,7 +416,7 @@ int ui_main(const char *scene_path)
                 "print%s%s`\n",
                 getenv("TERM") ? getenv("TERM") : "", scene_path ? " " : "",
                 scene_path ? scene_path : "");
-        scene_free(&s);
+        attn_scene_free(&s);
         return 1;
     }
 

@@ -63,7 +63,7 @@ void ui_setup_terminal(void);
 
 /* Session API, shared by ui_main and the golden-screen tests. ui_open takes ownership of s.
  * The caller has set up curses (initscr or newterm). */
-int ui_open(struct ui *ui, struct scene *s, const char *path, struct diag *err);
+int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err);
 void ui_close(struct ui *ui);
 /* Handles one key as returned by wget_wch (is_code: KEY_CODE_YES). Returns enum outcome. */
 int ui_key(struct ui *ui, wint_t key, bool is_code);

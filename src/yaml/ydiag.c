@@ -81,7 +81,7 @@ bool ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *what)
     const char *problem = p->problem ? p->problem : "unknown problem";
     switch (p->kind) {
     case YPROB_MEMORY:
-        fatal("out of memory while reading %s", d->file);
+        fatal_abort("out of memory while reading %s", d->file);
     case YPROB_ENCODING:
         if (p->byte >= 0)
             return ydiag_add(d, p->pos, "", "not valid UTF-8 text: %s (byte 0x%02X)", problem,
@@ -176,7 +176,7 @@ const char *ydiag_unknown(char *out, size_t size, const char *what, const char *
     ydiag_show_str(name, shown, sizeof(shown));
     if (in && in[0])
         snprintf(where, sizeof(where), " in '%s'", in);
-    int best = str_nearest(name, choices, n, NULL);
+    int best = suggest_nearest(name, choices, n, NULL);
     if (best >= 0) {
         snprintf(out, size, "unknown %s %s%s (did you mean '%s'?)", what, shown, where,
                  choices[best]);

@@ -43,7 +43,7 @@ bool ydiag_add_line(struct ydiag *d, int line, int col, const char *path, const 
 void ydiag_finish(struct ydiag *d);
 
 /* A problem of the YAML text itself, worded; what is the kind of file ("scene file",
- * "configuration file"). A memory problem is fatal(). */
+ * "configuration file"). A memory problem is fatal_abort(). */
 bool ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *what);
 
 #define YDIAG_SHOW_MAX 200

@@ -28,7 +28,7 @@
 #define FUZZ_MAX_POS_LEN 64
 
 /* scenefile_write into a malloc'ed string; returns NULL (with err) when the writer refuses. */
-static char *write_text(const struct scene *s, bool explicit, size_t *len, struct diag *err)
+static char *write_text(const struct attn_scene *s, bool explicit, size_t *len, struct diag *err)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
@@ -43,7 +43,7 @@ static char *write_text(const struct scene *s, bool explicit, size_t *len, struc
 }
 
 /* Parses text that the writer produced: it must load, whatever the scene was. */
-static void reparse(struct scene *out, const char *text, size_t len, const char *what)
+static void reparse(struct attn_scene *out, const char *text, size_t len, const char *what)
 {
     struct diag_list errs;
     diag_list_init(&errs);
@@ -56,41 +56,42 @@ static void reparse(struct scene *out, const char *text, size_t len, const char 
     diag_list_free(&errs);
 }
 
-static bool small_enough(const struct scene *s)
+static bool small_enough(const struct attn_scene *s)
 {
-    return s->n_tokens <= FUZZ_MAX_TOKENS && scene_d_in(s) <= FUZZ_MAX_DIM &&
-           scene_eff_d_out(s) <= FUZZ_MAX_DIM && scene_concat_dim(s) <= FUZZ_MAX_DIM &&
+    return s->n_tokens <= FUZZ_MAX_TOKENS && attn_scene_d_in(s) <= FUZZ_MAX_DIM &&
+           attn_scene_eff_d_out(s) <= FUZZ_MAX_DIM && attn_scene_concat_dim(s) <= FUZZ_MAX_DIM &&
            s->attn.heads <= FUZZ_MAX_HEADS &&
            (s->pos.kind != POS_LEARNED || s->pos.max_len <= FUZZ_MAX_POS_LEN);
 }
 
 /* Every stage of every head of a and b, bit for bit (NaN from a zero row sum included). */
-static void same_stages(const struct model *ma, const struct attn_run *ra, const struct model *mb,
-                        const struct attn_run *rb)
+static void same_stages(const struct attn_model *ma, const struct attn_run *ra,
+                        const struct attn_model *mb, const struct attn_run *rb)
 {
     INVARIANT(ma->n == mb->n && ma->d_in == mb->d_in && ma->heads == mb->heads &&
                   ma->head_dim == mb->head_dim && ma->D == mb->D,
               "shapes differ");
     for (int st = 0; st < STAGE_COUNT; st++)
-        for (int h = 0; h < (stage_is_per_head((enum stage)st) ? ma->heads : 1); h++) {
-            struct mat_view a = attn_view(ra, ma, (enum stage)st, h);
-            struct mat_view b = attn_view(rb, mb, (enum stage)st, h);
+        for (int h = 0; h < (attn_stage_is_per_head((enum attn_stage)st) ? ma->heads : 1); h++) {
+            struct attn_mat_view a = attn_view(ra, ma, (enum attn_stage)st, h);
+            struct attn_mat_view b = attn_view(rb, mb, (enum attn_stage)st, h);
             INVARIANT(a.rows == b.rows && a.cols == b.cols, "stage %s: shapes differ",
-                      stage_name((enum stage)st));
+                      attn_stage_name((enum attn_stage)st));
             for (int i = 0; i < a.rows; i++)
                 INVARIANT(memcmp(a.data + (size_t)i * a.stride, b.data + (size_t)i * b.stride,
                                  (size_t)a.cols * sizeof(float)) == 0,
-                          "stage %s head %d row %d differs", stage_name((enum stage)st), h, i);
+                          "stage %s head %d row %d differs", attn_stage_name((enum attn_stage)st),
+                          h, i);
         }
 }
 
 /* The forward pass of text (written by the writer) equals the one of m, r. */
-static void same_forward(const struct model *m, const struct attn_run *r, const char *text,
+static void same_forward(const struct attn_model *m, const struct attn_run *r, const char *text,
                          size_t len, const char *what)
 {
-    struct scene again;
+    struct attn_scene again;
     reparse(&again, text, len, what);
-    struct model m2;
+    struct attn_model m2;
     struct attn_run r2;
     memset(&m2, 0, sizeof(m2));
     memset(&r2, 0, sizeof(r2));
@@ -100,14 +101,14 @@ static void same_forward(const struct model *m, const struct attn_run *r, const 
               err.msg);
     same_stages(m, r, &m2, &r2);
     attn_run_free(&r2);
-    model_free(&m2);
-    scene_free(&again);
+    attn_model_free(&m2);
+    attn_scene_free(&again);
 }
 
 /* What the explorer and the CLI do with a loaded scene: compute, print, CSV, describe. */
-static void forward_pass(const struct scene *s, const char *explicit_text, size_t explicit_len)
+static void forward_pass(const struct attn_scene *s, const char *explicit_text, size_t explicit_len)
 {
-    struct model m;
+    struct attn_model m;
     struct attn_run r;
     memset(&m, 0, sizeof(m));
     memset(&r, 0, sizeof(r));
@@ -118,46 +119,46 @@ static void forward_pass(const struct scene *s, const char *explicit_text, size_
               err.msg);
 
     for (int st = 0; st < STAGE_COUNT; st++)
-        for (int h = 0; h < (stage_is_per_head((enum stage)st) ? m.heads : 1); h++) {
-            struct mat_view v = attn_view(&r, &m, (enum stage)st, h);
+        for (int h = 0; h < (attn_stage_is_per_head((enum attn_stage)st) ? m.heads : 1); h++) {
+            struct attn_mat_view v = attn_view(&r, &m, (enum attn_stage)st, h);
             torch_print_matrix(fuzz_sink(), v);
             csv_write_matrix(fuzz_sink(), v, m.tokens,
-                             stage_is_square((enum stage)st) ? m.tokens : NULL);
-            (void)stage_is_off(&m, (enum stage)st);
+                             attn_stage_is_square((enum attn_stage)st) ? m.tokens : NULL);
+            (void)attn_stage_is_off(&m, (enum attn_stage)st);
         }
     char words[256];
-    scene_describe(words, sizeof(words), s);
+    attn_scene_describe(words, sizeof(words), s);
 
     /* Every default written out changes nothing. */
     same_forward(&m, &r, explicit_text, explicit_len, "scene written with every default");
     /* Export's scene.yaml: every drawn number written out must reproduce every stage. */
-    struct scene resolved;
-    INVARIANT(scene_from_model(&resolved, s, &m) == 0, "scene_from_model failed");
+    struct attn_scene resolved;
+    INVARIANT(attn_scene_from_model(&resolved, s, &m) == 0, "scene_from_model failed");
     size_t len;
     char *text = write_text(&resolved, true, &len, &err);
     INVARIANT(text != NULL, "the writer refuses the resolved scene: %s", err.msg);
     same_forward(&m, &r, text, len, "resolved scene");
     free(text);
-    scene_free(&resolved);
+    attn_scene_free(&resolved);
     attn_run_free(&r);
-    model_free(&m);
+    attn_model_free(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct diag_list errs;
     diag_list_init(&errs);
-    struct scene s;
+    struct attn_scene s;
     if (scenefile_parse(&s, "fuzz.yaml", (const char *)data, size, &errs) != 0) {
         INVARIANT(errs.n > 0, "a refused scene gives no reason");
         for (int i = 0; i < errs.n; i++)
             fuzz_check_diag(&errs.items[i], data, size);
         diag_list_free(&errs);
-        scene_free(&s);
+        attn_scene_free(&s);
         return 0;
     }
     /* The loader runs scene_check: nothing is left for it to find. */
-    INVARIANT(scene_check(&s, &errs) == 0, "scene_check refuses a loaded scene: %s",
+    INVARIANT(attn_scene_check(&s, &errs) == 0, "scene_check refuses a loaded scene: %s",
               errs.items[0].msg);
     diag_list_free(&errs);
 
@@ -167,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len1, len2;
     char *text1 = write_text(&s, false, &len1, &err);
     INVARIANT(text1 != NULL, "the writer refuses a scene the loader accepted: %s", err.msg);
-    struct scene again;
+    struct attn_scene again;
     reparse(&again, text1, len1, "scene");
     char *text2 = write_text(&again, false, &len2, &err);
     INVARIANT(text2 != NULL, "the writer refuses its own output: %s", err.msg);
@@ -178,15 +179,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(text2);
 
     /* The explorer keeps a copy per undo step: a copy writes the same text. */
-    struct scene copy;
-    INVARIANT(scene_copy(&copy, &s) == 0, "scene_copy failed");
+    struct attn_scene copy;
+    INVARIANT(attn_scene_copy(&copy, &s) == 0, "scene_copy failed");
     text2 = write_text(&copy, false, &len2, &err);
     INVARIANT(text2 != NULL, "the writer refuses a copy: %s", err.msg);
     INVARIANT(len1 == len2 && memcmp(text1, text2, len1) == 0, "a copy writes other text");
     free(text2);
     free(text1);
-    scene_free(&copy);
-    scene_free(&again);
+    attn_scene_free(&copy);
+    attn_scene_free(&again);
 
     /* With every default written out, too. */
     char *explicit_text = write_text(&s, true, &len1, &err);
@@ -195,9 +196,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         forward_pass(&s, explicit_text, len1);
     } else {
         reparse(&again, explicit_text, len1, "scene written with every default");
-        scene_free(&again);
+        attn_scene_free(&again);
     }
     free(explicit_text);
-    scene_free(&s);
+    attn_scene_free(&s);
     return 0;
 }
