@@ -142,6 +142,14 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* A new area: the tiles are laid out again for it. */
+static void resize(struct panel *p, struct frame *f, struct rect area)
+{
+    p->area = area;
+    int cw;
+    layout(p, f, &cw);
+}
+
 void grid_panel_init(struct grid_panel *gp)
 {
     memset(gp, 0, sizeof(*gp));
@@ -149,4 +157,5 @@ void grid_panel_init(struct grid_panel *gp)
     gp->base.draw = draw;
     gp->base.handle_key = handle_key;
     gp->base.handle_mouse = handle_mouse;
+    gp->base.resize = resize;
 }

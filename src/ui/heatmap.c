@@ -303,6 +303,14 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
     return OUTCOME_CURSOR_MOVED;
 }
 
+/* A new area: the scroll position is kept, but never leaves the cursor out of view. */
+static void resize(struct panel *p, struct frame *f, struct rect area)
+{
+    p->area = area;
+    struct layout l = compute_layout(p, f);
+    follow_cursor((struct heatmap_panel *)p, f->app, &l);
+}
+
 void heatmap_panel_init(struct heatmap_panel *hp)
 {
     memset(hp, 0, sizeof(*hp));
@@ -310,4 +318,5 @@ void heatmap_panel_init(struct heatmap_panel *hp)
     hp->base.draw = draw;
     hp->base.handle_key = handle_key;
     hp->base.handle_mouse = handle_mouse;
+    hp->base.resize = resize;
 }
