@@ -56,6 +56,8 @@ void attn_scene_init(struct attn_scene *s)
     s->embed.dim = 3;
     s->pos.kind = POS_NONE;
     s->pos.max_len = 512;
+    s->pos.base = 10000.0;
+    s->block.norm_eps = 1e-5;
     s->attn.projection = PROJ_DEFAULT;
     s->attn.heads = 1;
     s->attn.layout = LAYOUT_SPLIT;
@@ -68,14 +70,9 @@ void attn_scene_init(struct attn_scene *s)
 
 void attn_scene_weights_free(struct attn_scene_weights *w)
 {
-    attn_matrix_free(&w->query);
-    attn_matrix_free(&w->key);
-    attn_matrix_free(&w->value);
-    attn_matrix_free(&w->query_bias);
-    attn_matrix_free(&w->key_bias);
-    attn_matrix_free(&w->value_bias);
-    attn_matrix_free(&w->out);
-    attn_matrix_free(&w->out_bias);
+#define X(name) attn_matrix_free(&w->name);
+    ATTN_WEIGHT_MATRICES(X)
+#undef X
     free(w->dropout_mask);
     memset(w, 0, sizeof(*w));
 }
@@ -124,12 +121,9 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
     rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
     dw->set = sw->set;
-    rc |= attn_matrix_copy(&dw->query, &sw->query) | attn_matrix_copy(&dw->key, &sw->key) |
-          attn_matrix_copy(&dw->value, &sw->value) |
-          attn_matrix_copy(&dw->query_bias, &sw->query_bias) |
-          attn_matrix_copy(&dw->key_bias, &sw->key_bias) |
-          attn_matrix_copy(&dw->value_bias, &sw->value_bias) |
-          attn_matrix_copy(&dw->out, &sw->out) | attn_matrix_copy(&dw->out_bias, &sw->out_bias);
+#define X(name) rc |= attn_matrix_copy(&dw->name, &sw->name);
+    ATTN_WEIGHT_MATRICES(X)
+#undef X
     if (sw->dropout_mask) {
         size_t bytes = (size_t)sw->dropout_mask_heads * (size_t)sw->dropout_mask_n *
                        (size_t)sw->dropout_mask_n;
@@ -294,19 +288,59 @@ int attn_scene_concat_dim(const struct attn_scene *s)
                                             : attn_scene_eff_d_out(s);
 }
 
+int attn_scene_kv_heads(const struct attn_scene *s)
+{
+    return s->attn.kv_heads > 0 ? s->attn.kv_heads : s->attn.heads;
+}
+
+int attn_scene_kv_dim(const struct attn_scene *s)
+{
+    if (s->attn.layout == LAYOUT_WRAPPER)
+        return attn_scene_concat_dim(s);
+    return attn_scene_kv_heads(s) * attn_scene_head_dim(s);
+}
+
+int attn_scene_ffn_hidden(const struct attn_scene *s)
+{
+    return s->block.ffn_hidden > 0 ? s->block.ffn_hidden : 4 * attn_scene_d_in(s);
+}
+
+long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats)
+{
+    long hd = attn_scene_head_dim(s), heads = s->attn.heads;
+    if (mha_floats)
+        *mha_floats = 2 * heads * hd;
+    if (s->attn.kv_latent > 0)
+        return s->attn.kv_latent;
+    return 2L * attn_scene_kv_heads(s) * hd;
+}
+
 size_t attn_scene_mem_estimate(const struct attn_scene *s)
 {
     size_t n = (size_t)(s->n_tokens > 0 ? s->n_tokens : 0);
     size_t d_in = (size_t)(attn_scene_d_in(s) > 0 ? attn_scene_d_in(s) : 0);
     size_t D = (size_t)(attn_scene_concat_dim(s) > 0 ? attn_scene_concat_dim(s) : 0);
+    size_t Dkv = (size_t)(attn_scene_kv_dim(s) > 0 ? attn_scene_kv_dim(s) : 0);
     size_t heads = (size_t)(s->attn.heads > 0 ? s->attn.heads : 0);
-    size_t pos = s->pos.kind == POS_LEARNED ? (size_t)s->pos.max_len * d_in : 0;
-    size_t floats = 2 * n * d_in + pos     /* embeddings, inputs, positional table */
-                    + n * d_in             /* learned embedding table (vocab <= n) */
-                    + 3 * d_in * D + 5 * D /* W_q, W_k, W_v and the biases */
-                    + D * D                /* out_proj */
-                    + 5 * n * D            /* q, k, v, concat, output */
-                    + 5 * heads * n * n;   /* scores .. dropout */
+    size_t r = (size_t)(s->attn.kv_latent > 0 ? s->attn.kv_latent : 0);
+    bool rope = s->pos.kind == POS_ROPE, fused = s->attn.qkv != QKV_SEPARATE;
+    size_t pos = s->pos.kind == POS_LEARNED      ? (size_t)s->pos.max_len * d_in
+                 : s->pos.kind == POS_SINUSOIDAL ? n * d_in
+                 : rope                          ? n * D
+                                                 : 0;
+    size_t floats = 3 * n * d_in + pos          /* embeddings and their table, inputs */
+                    + d_in * (D + 2 * Dkv)      /* W_q, W_k, W_v */
+                    + (fused ? d_in * (D + 2 * Dkv) : 0) + 3 * (D + 2 * Dkv) /* W_qkv, biases */
+                    + D * D + D                 /* out_proj */
+                    + n * (D + 2 * Dkv) * (rope ? 2 : 1) /* q, k, v and their rotations */
+                    + 2 * n * D                 /* concat, output */
+                    + 5 * heads * n * n         /* scores .. dropout */
+                    + r * (d_in + 2 * D + n);   /* MLA's projections and latent */
+    if (s->block.on) {
+        size_t h = (size_t)attn_scene_ffn_hidden(s);
+        floats += 2 * d_in * h + h + 5 * d_in /* the FFN and the norms */
+                  + n * (2 * h + 6 * d_in);   /* the block's stages */
+    }
     return floats * sizeof(float) + heads * n * n /* keep mask */;
 }
 
@@ -338,6 +372,159 @@ static void check_shape(struct diag_list *out, const char *path, const struct at
     }
     if (m->rows != rows || m->cols != cols)
         problem(out, path, "'%s' is %d x %d, expected %d x %d", path, m->rows, m->cols, rows, cols);
+}
+
+/* The rules of the later systems: positions (sinusoidal, RoPE), fused QKV, GQA/MQA, MLA, the
+ * block. */
+static void check_systems(const struct attn_scene *s, struct diag_list *out)
+{
+    const struct attn_config *a = &s->attn;
+    int d_in = attn_scene_d_in(s), hd = attn_scene_head_dim(s), n = s->n_tokens;
+    bool split = a->layout == LAYOUT_SPLIT;
+    enum attn_projection proj = attn_scene_eff_projection(s);
+    enum attn_pos_kind pk = s->pos.kind;
+    if ((pk == POS_SINUSOIDAL || pk == POS_ROPE) && !(s->pos.base > 1.0 && isfinite(s->pos.base)))
+        problem(out, "positional.base", "base must be a number above 1, not %g", s->pos.base);
+    if (s->pos.offset < 0 || s->pos.offset > 8 * SCENE_MAX_TOKENS)
+        problem(out, "positional.offset", "offset %d is out of range (0..%d)", s->pos.offset,
+                8 * SCENE_MAX_TOKENS);
+    else if (s->pos.offset > 0 && pk == POS_NONE)
+        problem(out, "positional.offset", "offset needs positions: kind is none");
+    if (pk == POS_SINUSOIDAL && d_in % 2 != 0)
+        problem(out, "positional.kind",
+                "sinusoidal positions pair sine and cosine columns, so d_in must be even, not %d",
+                d_in);
+    if (pk == POS_ROPE && hd % 2 != 0)
+        problem(out, "positional.kind",
+                "rope rotates pairs of dimensions, so head_dim must be even, not %d", hd);
+    if (pk == POS_ROPE && a->kv_latent > 0)
+        problem(out, "positional.kind",
+                "rope with kv_latent needs DeepSeek's decoupled rotary keys, which attnscope does "
+                "not model: drop one of them");
+    (void)n;
+
+    int heads = a->heads, K = attn_scene_kv_heads(s);
+    if (a->kv_heads != 0) {
+        if (!split)
+            problem(out, "attention.kv_heads", "kv_heads needs head_layout: split");
+        else if (K < 1 || K > heads)
+            problem(out, "attention.kv_heads", "kv_heads %d is out of range (1..heads = %d)", K,
+                    heads);
+        else if (heads % K != 0)
+            problem(out, "attention.kv_heads",
+                    "heads %d is not a multiple of kv_heads %d (each KV head serves heads / "
+                    "kv_heads query heads)",
+                    heads, K);
+    }
+    if (a->qkv != QKV_SEPARATE) {
+        const char *mode = attn_qkv_mode_name(a->qkv);
+        if (!split)
+            problem(out, "attention.qkv", "qkv: %s needs head_layout: split", mode);
+        else if (proj != PROJ_LINEAR)
+            problem(out, "attention.qkv", "qkv: %s needs projection: linear (it is %s)", mode,
+                    attn_projection_name(proj));
+        else if (a->kv_latent > 0)
+            problem(out, "attention.qkv",
+                    "qkv: %s and kv_latent are two ways to make K and V: choose one", mode);
+        else if (a->qkv == QKV_FUSED_HEADS && K != heads)
+            problem(out, "attention.qkv",
+                    "qkv: fused_heads gives every head its own q, k and v, so kv_heads must equal "
+                    "heads (use qkv: fused with kv_heads)");
+    }
+    if (a->kv_latent != 0) {
+        if (a->kv_latent < 1 || a->kv_latent > SCENE_MAX_DIM)
+            problem(out, "attention.kv_latent", "kv_latent %d is out of range (1..%d)",
+                    a->kv_latent, SCENE_MAX_DIM);
+        else if (!split)
+            problem(out, "attention.kv_latent", "kv_latent needs head_layout: split");
+        else if (proj != PROJ_LINEAR)
+            problem(out, "attention.kv_latent", "kv_latent needs projection: linear (it is %s)",
+                    attn_projection_name(proj));
+        else if (a->qkv_bias)
+            problem(out, "attention.kv_latent",
+                    "kv_latent's projections have no bias: set qkv_bias: false");
+        else if (a->kv_heads != 0 && K != heads)
+            problem(out, "attention.kv_latent",
+                    "kv_latent gives every head its own K and V from the latent: drop kv_heads");
+    }
+
+    const struct attn_block *b = &s->block;
+    if (!b->on)
+        return;
+    int D = attn_scene_concat_dim(s);
+    if (D != d_in)
+        problem(out, "block",
+                "the block adds the attention output back to its input, so they must be as wide: "
+                "the output is %d wide, d_in is %d (set attention.d_out to %d)",
+                D, d_in, split ? d_in : d_in / (heads > 0 ? heads : 1));
+    if (b->ffn_hidden < 0 || attn_scene_ffn_hidden(s) > 4 * SCENE_MAX_DIM)
+        problem(out, "block.ffn_hidden", "ffn_hidden %d is out of range (1..%d)",
+                attn_scene_ffn_hidden(s), 4 * SCENE_MAX_DIM);
+    if (!(b->norm_eps > 0.0 && isfinite(b->norm_eps)))
+        problem(out, "block.norm_eps", "norm_eps must be a positive number, not %g", b->norm_eps);
+    if (b->ffn_skip < 0 || b->ffn_skip > (1L << 40))
+        problem(out, "block.ffn_skip", "ffn_skip %ld is out of range (0..2^40)", b->ffn_skip);
+}
+
+/* The explicit parameters fit the scene's shapes; what a mode does not use is not given. */
+static void check_weights(const struct attn_scene *s, struct diag_list *out)
+{
+    const struct attn_scene_weights *w = &s->weights;
+    const struct attn_config *a = &s->attn;
+    int d_in = attn_scene_d_in(s), D = attn_scene_concat_dim(s), Dkv = attn_scene_kv_dim(s);
+    int r = a->kv_latent, W = D + 2 * Dkv;
+    enum attn_projection proj = attn_scene_eff_projection(s);
+    bool fused = a->qkv != QKV_SEPARATE, mla = r > 0, given = w->set;
+    if (given) {
+        bool out_proj = attn_scene_eff_out_proj(s);
+        bool any = proj != PROJ_NONE, sep = any && !fused && !mla;
+        const char *why = !any  ? "projection is none (Q = K = V = X)"
+                          : fused ? "qkv is fused: give 'qkv'"
+                          : mla   ? "kv_latent makes K and V from 'down', 'key_up' and 'value_up'"
+                                  : "needed with weights";
+        const char *bias_why = a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false";
+        check_shape(out, "weights.query", &w->query, d_in, D, sep || mla, why);
+        check_shape(out, "weights.key", &w->key, d_in, Dkv, sep, why);
+        check_shape(out, "weights.value", &w->value, d_in, Dkv, sep, why);
+        check_shape(out, "weights.query_bias", &w->query_bias, 1, D, sep && a->qkv_bias,
+                    sep ? bias_why : why);
+        check_shape(out, "weights.key_bias", &w->key_bias, 1, Dkv, sep && a->qkv_bias,
+                    sep ? bias_why : why);
+        check_shape(out, "weights.value_bias", &w->value_bias, 1, Dkv, sep && a->qkv_bias,
+                    sep ? bias_why : why);
+        check_shape(out, "weights.qkv", &w->qkv, d_in, W, fused,
+                    fused ? "needed with weights" : "qkv is separate: give query, key and value");
+        check_shape(out, "weights.qkv_bias", &w->qkv_bias, 1, W, fused && a->qkv_bias,
+                    fused ? bias_why : "qkv is separate");
+        const char *mla_why = mla ? "needed with weights" : "there is no kv_latent";
+        check_shape(out, "weights.down", &w->down, d_in, r, mla, mla_why);
+        check_shape(out, "weights.key_up", &w->key_up, r, D, mla, mla_why);
+        check_shape(out, "weights.value_up", &w->value_up, r, D, mla, mla_why);
+        check_shape(out, "weights.out", &w->out, D, D, out_proj,
+                    out_proj ? "out_proj is on" : "out_proj is off");
+        check_shape(out, "weights.out_bias", &w->out_bias, 1, D, out_proj && a->out_bias,
+                    out_proj && a->out_bias ? "out_proj has a bias" : "there is no out bias");
+    }
+    const struct attn_block *b = &s->block;
+    int h = attn_scene_ffn_hidden(s);
+    bool ffn = b->on && (w->ffn_W1.data || w->ffn_b1.data || w->ffn_W2.data || w->ffn_b2.data);
+    const char *ffn_why = b->on ? "the FFN's four parameters go together" : "there is no block";
+    check_shape(out, "weights.ffn_W1", &w->ffn_W1, d_in, h, ffn, ffn_why);
+    check_shape(out, "weights.ffn_b1", &w->ffn_b1, 1, h, ffn, ffn_why);
+    check_shape(out, "weights.ffn_W2", &w->ffn_W2, h, d_in, ffn, ffn_why);
+    check_shape(out, "weights.ffn_b2", &w->ffn_b2, 1, d_in, ffn, ffn_why);
+    const struct attn_matrix *norms[4] = {&w->norm1_weight, &w->norm1_bias, &w->norm2_weight,
+                                          &w->norm2_bias};
+    static const char *const norm_paths[4] = {"weights.norm1_weight", "weights.norm1_bias",
+                                              "weights.norm2_weight", "weights.norm2_bias"};
+    for (int i = 0; i < 4; i++) {
+        bool bias = i % 2 == 1;
+        if (!norms[i]->data)
+            continue;
+        bool ok = b->on && !(bias && b->norm == NORM_RMS);
+        check_shape(out, norm_paths[i], norms[i], 1, d_in, ok,
+                    !b->on ? "there is no block" : "RMSNorm has no bias");
+    }
 }
 
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
@@ -374,8 +561,10 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
         if (s->pos.max_len < 1 || s->pos.max_len > 8 * SCENE_MAX_TOKENS)
             problem(out, "positional.max_len", "max_len %d is out of range (1..%d)", s->pos.max_len,
                     8 * SCENE_MAX_TOKENS);
-        else if (s->pos.max_len < n)
-            problem(out, "positional.max_len", "max_len %d is less than the %d tokens",
+        else if (s->pos.max_len < n + (s->pos.offset > 0 ? s->pos.offset : 0))
+            problem(out, "positional.max_len",
+                    s->pos.offset > 0 ? "max_len %d is less than offset + the %d tokens"
+                                      : "max_len %d is less than the %d tokens",
                     s->pos.max_len, n);
         if (s->pos.table.data && (s->pos.table.rows != s->pos.max_len || s->pos.table.cols != d_in))
             problem(out, "positional.table", "'positional.table' is %d x %d, expected %d x %d",
@@ -412,27 +601,11 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
     if (!(a->dropout >= 0.0 && a->dropout <= 1.0))
         problem(out, "attention.dropout", "dropout %g is out of range [0, 1]", a->dropout);
 
+    check_systems(s, out);
+
     const struct attn_scene_weights *w = &s->weights;
-    int before_w = out->n;
-    if (w->set && before_w == before) { /* shapes only make sense once the sizes are sane */
-        int D = attn_scene_concat_dim(s);
-        bool out_proj = attn_scene_eff_out_proj(s);
-        bool qkv = proj != PROJ_NONE;
-        const char *why = qkv ? "needed with weights" : "projection is none (Q = K = V = X)";
-        check_shape(out, "weights.query", &w->query, d_in, D, qkv, why);
-        check_shape(out, "weights.key", &w->key, d_in, D, qkv, why);
-        check_shape(out, "weights.value", &w->value, d_in, D, qkv, why);
-        check_shape(out, "weights.query_bias", &w->query_bias, 1, D, a->qkv_bias,
-                    a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false");
-        check_shape(out, "weights.key_bias", &w->key_bias, 1, D, a->qkv_bias,
-                    a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false");
-        check_shape(out, "weights.value_bias", &w->value_bias, 1, D, a->qkv_bias,
-                    a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false");
-        check_shape(out, "weights.out", &w->out, D, D, out_proj,
-                    out_proj ? "out_proj is on" : "out_proj is off");
-        check_shape(out, "weights.out_bias", &w->out_bias, 1, D, out_proj && a->out_bias,
-                    out_proj && a->out_bias ? "out_proj has a bias" : "there is no out bias");
-    }
+    if (out->n == before) /* shapes only make sense once the sizes are sane */
+        check_weights(s, out);
     if (w->dropout_mask) {
         if (!(a->dropout > 0.0 && a->dropout < 1.0)) /* p = 0 keeps all, p = 1 drops all */
             problem(out, "weights.dropout_mask",
@@ -497,6 +670,37 @@ const char *attn_mask_mode_name(enum attn_mask_mode m)
 const char *attn_normalize_name(enum attn_normalize n)
 {
     return n == NORM_SUM ? "sum" : "softmax";
+}
+
+const char *attn_pos_kind_name(enum attn_pos_kind k)
+{
+    static const char *const names[] = {"none", "learned", "sinusoidal", "rope"};
+    return k >= POS_NONE && k <= POS_ROPE ? names[k] : "?";
+}
+
+const char *attn_rope_pairs_name(enum attn_rope_pairs p)
+{
+    return p == ROPE_HALVES ? "halves" : "adjacent";
+}
+
+const char *attn_qkv_mode_name(enum attn_qkv_mode q)
+{
+    return q == QKV_FUSED ? "fused" : q == QKV_FUSED_HEADS ? "fused_heads" : "separate";
+}
+
+const char *attn_block_order_name(enum attn_block_order o)
+{
+    return o == BLOCK_PRE ? "pre" : "post";
+}
+
+const char *attn_norm_kind_name(enum attn_norm_kind n)
+{
+    return n == NORM_RMS ? "rms" : "layer";
+}
+
+const char *attn_activation_name(enum attn_activation a)
+{
+    return a == ACT_GELU ? "gelu" : "relu";
 }
 
 void attn_scene_format_p(char *out, size_t out_size, double p)

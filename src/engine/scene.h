@@ -25,7 +25,12 @@
 #define SCENE_SCHEMA_VERSION 1
 
 enum attn_embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED };
-enum attn_pos_kind { POS_NONE, POS_LEARNED };
+enum attn_pos_kind { POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE };
+enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };
+enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
+enum attn_block_order { BLOCK_POST, BLOCK_PRE };
+enum attn_norm_kind { NORM_LAYER, NORM_RMS };
+enum attn_activation { ACT_RELU, ACT_GELU };
 enum attn_projection { PROJ_DEFAULT, PROJ_NONE, PROJ_RAND, PROJ_LINEAR };
 enum attn_head_layout { LAYOUT_SPLIT, LAYOUT_WRAPPER };
 enum attn_mask_mode { MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX };
@@ -60,17 +65,63 @@ struct attn_config {
     enum attn_tristate out_proj; /* default: true when heads > 1 and layout is split */
     bool out_bias;               /* default true */
     struct attn_opt_seed seed;   /* re-seed right before the attention parameters */
+    enum attn_qkv_mode qkv;      /* one fused projection (004) or three */
+    int kv_heads;                /* 0 = heads; fewer: GQA, 1: MQA */
+    int kv_latent;               /* r > 0: multi-head latent attention; 0: none */
 };
+
+/* The rest of a transformer block after attention (002's Add & Norm and feed-forward). */
+struct attn_block {
+    bool on;
+    enum attn_block_order order;
+    enum attn_norm_kind norm;
+    double norm_eps;                /* default 1e-5 */
+    int ffn_hidden;                 /* 0 = 4 * d_in */
+    enum attn_activation activation;
+    struct attn_opt_seed ffn_seed; /* re-seed right before the FFN's parameters */
+    long ffn_skip;                  /* uniform draws skipped before them */
+};
+
+/* Every explicit parameter matrix, by the name scene files and export give it. */
+#define ATTN_WEIGHT_MATRICES(X)                                                                    \
+    X(query)                                                                                       \
+    X(key)                                                                                         \
+    X(value)                                                                                       \
+    X(query_bias)                                                                                  \
+    X(key_bias)                                                                                    \
+    X(value_bias)                                                                                  \
+    X(out)                                                                                         \
+    X(out_bias)                                                                                    \
+    X(qkv)                                                                                         \
+    X(qkv_bias)                                                                                    \
+    X(down)                                                                                        \
+    X(key_up)                                                                                      \
+    X(value_up)                                                                                    \
+    X(ffn_W1)                                                                                      \
+    X(ffn_b1)                                                                                      \
+    X(ffn_W2)                                                                                      \
+    X(ffn_b2)                                                                                      \
+    X(norm1_weight)                                                                                \
+    X(norm1_bias)                                                                                  \
+    X(norm2_weight)                                                                                \
+    X(norm2_bias)
 
 /* Explicit parameters, all in x @ W orientation. For the wrapper layout each head's matrices
  * sit side by side as column blocks of query/key/value (head h = columns [h*d_out, (h+1)*d_out)),
- * so both layouts share one shape: D = width of the concatenated heads. */
+ * so both layouts share one shape: D = width of the concatenated heads. `set` means the
+ * attention's parameters are given (query/key/value, or qkv, or query/down/key_up/value_up); the
+ * FFN's are given when ffn_W1 is; norm weights each on their own. */
 struct attn_scene_weights {
     bool set;
-    struct attn_matrix query, key, value;                /* (d_in, D) */
-    struct attn_matrix query_bias, key_bias, value_bias; /* (1, D), when qkv_bias */
+    struct attn_matrix query, key, value;                /* (d_in, Dq), (d_in, Dkv), (d_in, Dkv) */
+    struct attn_matrix query_bias, key_bias, value_bias; /* (1, ...), when qkv_bias */
     struct attn_matrix out;                              /* (D, D), when out_proj */
     struct attn_matrix out_bias;                         /* (1, D), when out_proj and out_bias */
+    struct attn_matrix qkv, qkv_bias;                    /* fused: (d_in, Dq + 2 Dkv), (1, ...) */
+    struct attn_matrix down, key_up, value_up;           /* MLA: (d_in, r), (r, D), (r, D) */
+    struct attn_matrix ffn_W1, ffn_b1, ffn_W2, ffn_b2;   /* (d_in, h), (1, h), (h, d_in), (1, d_in) */
+    struct attn_matrix norm1_weight, norm1_bias;         /* (1, d_in) each */
+    struct attn_matrix norm2_weight, norm2_bias;
     unsigned char *dropout_mask;                         /* (heads, n, n) 0/1 keep mask, or NULL */
     int dropout_mask_n;                                  /* n the mask was given for */
     int dropout_mask_heads;                              /* heads the mask was given for */
@@ -93,12 +144,16 @@ struct attn_scene {
 
     struct {
         enum attn_pos_kind kind;
-        int max_len; /* LEARNED: table rows; must be >= n_tokens */
+        int max_len; /* LEARNED: table rows; must be >= offset + n_tokens */
         struct attn_opt_seed seed;
-        struct attn_matrix table; /* optional explicit (max_len, d_in); drawn when NULL */
+        struct attn_matrix table;   /* optional explicit (max_len, d_in); drawn when NULL */
+        double base;                /* SINUSOIDAL, ROPE: default 10000 */
+        enum attn_rope_pairs pairs; /* ROPE */
+        int offset;                 /* the first token's position */
     } pos;
 
     struct attn_config attn;
+    struct attn_block block;
     struct attn_scene_weights weights;
 };
 
@@ -132,6 +187,12 @@ bool attn_scene_eff_out_proj(const struct attn_scene *s);
 enum attn_scale_kind attn_scene_eff_scale(const struct attn_scene *s);
 int attn_scene_head_dim(const struct attn_scene *s);   /* split: d_out / heads; wrapper: d_out */
 int attn_scene_concat_dim(const struct attn_scene *s); /* D: split: d_out; wrapper: heads * d_out */
+int attn_scene_kv_heads(const struct attn_scene *s);   /* K: kv_heads, or heads */
+int attn_scene_kv_dim(const struct attn_scene *s);     /* Dkv = K * head_dim (split layout) */
+int attn_scene_ffn_hidden(const struct attn_scene *s); /* block.ffn_hidden, or 4 * d_in */
+/* Floats cached per token for K and V: 2 * heads * head_dim for MHA, 2 * K * head_dim for
+ * GQA and MQA, r for MLA. mha_floats (may be NULL) gets what plain MHA of the shape needs. */
+long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats);
 /* Bytes attn_model_resolve + attn_forward would allocate (params and every stage). */
 size_t attn_scene_mem_estimate(const struct attn_scene *s);
 
@@ -147,6 +208,12 @@ const char *attn_projection_name(enum attn_projection p);
 const char *attn_layout_name(enum attn_head_layout l);
 const char *attn_mask_mode_name(enum attn_mask_mode m);
 const char *attn_normalize_name(enum attn_normalize n);
+const char *attn_pos_kind_name(enum attn_pos_kind k);
+const char *attn_rope_pairs_name(enum attn_rope_pairs p);
+const char *attn_qkv_mode_name(enum attn_qkv_mode q);
+const char *attn_block_order_name(enum attn_block_order o);
+const char *attn_norm_kind_name(enum attn_norm_kind n);
+const char *attn_activation_name(enum attn_activation a);
 /* A dropout probability as the book writes it: "0.0", "0.5", "0.05". */
 void attn_scene_format_p(char *out, size_t out_size, double p);
 /* The variant in words, e.g. "multi-head causal attention, 2 heads x head_dim 1, dropout 0.0". */
