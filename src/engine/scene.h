@@ -75,11 +75,11 @@ struct attn_block {
     bool on;
     enum attn_block_order order;
     enum attn_norm_kind norm;
-    double norm_eps;                /* default 1e-5 */
-    int ffn_hidden;                 /* 0 = 4 * d_in */
+    double norm_eps; /* default 1e-5 */
+    int ffn_hidden;  /* 0 = 4 * d_in */
     enum attn_activation activation;
     struct attn_opt_seed ffn_seed; /* re-seed right before the FFN's parameters */
-    long ffn_skip;                  /* uniform draws skipped before them */
+    int ffn_skip;                  /* uniform draws skipped before them */
 };
 
 /* Every explicit parameter matrix, by the name scene files and export give it. */
@@ -119,12 +119,12 @@ struct attn_scene_weights {
     struct attn_matrix out_bias;                         /* (1, D), when out_proj and out_bias */
     struct attn_matrix qkv, qkv_bias;                    /* fused: (d_in, Dq + 2 Dkv), (1, ...) */
     struct attn_matrix down, key_up, value_up;           /* MLA: (d_in, r), (r, D), (r, D) */
-    struct attn_matrix ffn_W1, ffn_b1, ffn_W2, ffn_b2;   /* (d_in, h), (1, h), (h, d_in), (1, d_in) */
-    struct attn_matrix norm1_weight, norm1_bias;         /* (1, d_in) each */
+    struct attn_matrix ffn_W1, ffn_b1, ffn_W2, ffn_b2; /* (d_in, h), (1, h), (h, d_in), (1, d_in) */
+    struct attn_matrix norm1_weight, norm1_bias;       /* (1, d_in) each */
     struct attn_matrix norm2_weight, norm2_bias;
-    unsigned char *dropout_mask;                         /* (heads, n, n) 0/1 keep mask, or NULL */
-    int dropout_mask_n;                                  /* n the mask was given for */
-    int dropout_mask_heads;                              /* heads the mask was given for */
+    unsigned char *dropout_mask; /* (heads, n, n) 0/1 keep mask, or NULL */
+    int dropout_mask_n;          /* n the mask was given for */
+    int dropout_mask_heads;      /* heads the mask was given for */
 };
 
 struct attn_scene {

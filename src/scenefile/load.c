@@ -31,7 +31,11 @@ static const char *const shape_keys[] = {
     "attention.qkv_bias",
     "attention.out_proj",
     "attention.out_bias",
+    "attention.qkv",
+    "attention.kv_heads",
+    "attention.kv_latent",
     "positional",
+    "block",
     "weights",
 };
 #define N_SHAPE_KEYS (sizeof(shape_keys) / sizeof(shape_keys[0]))

@@ -25,7 +25,7 @@
 #include "scenefile/loader.h"
 #include "yaml/suggest.h"
 
-#define MAX_FIELDS 16
+#define MAX_FIELDS 32
 /* Largest matrix read, in values: what SCENE_MAX_BYTES allows in float32. */
 #define MAX_VALUES (SCENE_MAX_BYTES / sizeof(float))
 
@@ -392,6 +392,25 @@ static void h_probability(struct loader *l, const struct field *f, int node, voi
     if (v < 0 || v > 1) {
         char buf[LOADER_SHOW_MAX];
         loader_error(l, node, path, "'%s' must be between 0 and 1, got %s", f->key,
+                     loader_show(l, node, buf, sizeof(buf)));
+        return;
+    }
+    *FIELD(base, f, double) = v;
+}
+
+/* A number above 0 (a base, an epsilon). */
+static void h_positive(struct loader *l, const struct field *f, int node, void *base,
+                       const char *path)
+{
+    double v;
+    enum num r = scalar_number(l, node, &v);
+    if (r != NUM_OK) {
+        number_error(l, f, node, path, r);
+        return;
+    }
+    if (!(v > 0)) {
+        char buf[LOADER_SHOW_MAX];
+        loader_error(l, node, path, "'%s' must be a number above 0, got %s", f->key,
                      loader_show(l, node, buf, sizeof(buf)));
         return;
     }
@@ -1112,6 +1131,19 @@ enum {
     W_OUT_BIAS,
     W_DROPOUT_MASK,
     W_HEADS,
+    W_QKV,
+    W_QKV_BIAS,
+    W_DOWN,
+    W_KEY_UP,
+    W_VALUE_UP,
+    W_FFN_W1,
+    W_FFN_B1,
+    W_FFN_W2,
+    W_FFN_B2,
+    W_NORM1_WEIGHT,
+    W_NORM1_BIAS,
+    W_NORM2_WEIGHT,
+    W_NORM2_BIAS,
     W_COUNT
 };
 
@@ -1135,6 +1167,9 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
     int at = wk ? wk->key : node;
     bool qkv = found[W_QUERY] >= 0 || found[W_KEY] >= 0 || found[W_VALUE] >= 0;
     bool heads = found[W_HEADS] >= 0;
+    /* Fused QKV and MLA have their own matrices; attn_scene_check says which each mode needs. */
+    bool other = found[W_QKV] >= 0 || found[W_DOWN] >= 0 || found[W_KEY_UP] >= 0 ||
+                 found[W_VALUE_UP] >= 0 || s->attn.qkv != QKV_SEPARATE || s->attn.kv_latent > 0;
     if (heads && qkv) {
         loader_error(l, found[W_HEADS], path,
                      "give either 'heads' or 'query', 'key' and 'value' in 'weights', not both");
@@ -1152,13 +1187,13 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
             join(p, path, names[i]);
             loader_register(l, p, found[W_HEADS], found[W_HEADS]);
         }
-    } else if (qkv) {
+    } else if (qkv && !other) {
         for (int i = W_QUERY; i <= W_VALUE; i++)
             if (found[i] < 0 && !meant_bad(l, path, names[i]))
                 loader_error(l, at, path,
                              "'weights' needs 'query', 'key' and 'value': '%s' is missing",
                              names[i]);
-    } else {
+    } else if (!other) {
         /* 'out' alone is how a resolved scene with projection none gives its out_proj;
          * attn_scene_check refuses it when the projection needs query/key/value too. */
         for (int i = W_QUERY_BIAS; i <= W_VALUE_BIAS; i++)
@@ -1174,7 +1209,8 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
         return;
     }
     /* A dropout_mask alone keeps the drawn parameters: set means "parameters given". */
-    s->weights.set = qkv || heads || found[W_OUT] >= 0;
+    s->weights.set = qkv || heads || found[W_OUT] >= 0 || found[W_QKV] >= 0 || found[W_DOWN] >= 0 ||
+                     found[W_KEY_UP] >= 0 || found[W_VALUE_UP] >= 0;
 }
 
 /* text or tokens: exactly one; text is tokenised now that tokenizer is known. */
@@ -1188,6 +1224,7 @@ enum {
     T_EMBEDDINGS,
     T_POSITIONAL,
     T_ATTENTION,
+    T_BLOCK,
     T_WEIGHTS,
     T_COUNT
 };
@@ -1242,13 +1279,40 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
 
 #define SEED_WHAT "an integer from 0 to 18446744073709551615"
 
+/* block: given at all turns the block on. */
+static void finish_block(struct loader *l, int node, const int *found, void *base, const char *path)
+{
+    struct attn_scene *s = base;
+    s->block.on = true;
+}
+
 static const char *tokenizer_str(int v)
 {
     return attn_tokenizer_name((enum attn_tokenizer)v);
 }
 static const char *pos_kind_str(int v)
 {
-    return v == POS_LEARNED ? "learned" : "none";
+    return attn_pos_kind_name((enum attn_pos_kind)v);
+}
+static const char *rope_pairs_str(int v)
+{
+    return attn_rope_pairs_name((enum attn_rope_pairs)v);
+}
+static const char *qkv_mode_str(int v)
+{
+    return attn_qkv_mode_name((enum attn_qkv_mode)v);
+}
+static const char *order_str(int v)
+{
+    return attn_block_order_name((enum attn_block_order)v);
+}
+static const char *norm_str(int v)
+{
+    return attn_norm_kind_name((enum attn_norm_kind)v);
+}
+static const char *activation_str(int v)
+{
+    return attn_activation_name((enum attn_activation)v);
 }
 static const char *projection_str(int v)
 {
@@ -1268,14 +1332,24 @@ static const char *normalize_str(int v)
 }
 
 static const int tokenizer_values[] = {TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS};
-static const int pos_kind_values[] = {POS_NONE, POS_LEARNED};
+static const int pos_kind_values[] = {POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE};
+static const int rope_pairs_values[] = {ROPE_ADJACENT, ROPE_HALVES};
+static const int qkv_mode_values[] = {QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS};
+static const int order_values[] = {BLOCK_POST, BLOCK_PRE};
+static const int norm_values[] = {NORM_LAYER, NORM_RMS};
+static const int activation_values[] = {ACT_RELU, ACT_GELU};
 static const int projection_values[] = {PROJ_NONE, PROJ_RAND, PROJ_LINEAR};
 static const int layout_values[] = {LAYOUT_SPLIT, LAYOUT_WRAPPER};
 static const int mask_mode_values[] = {MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX};
 static const int normalize_values[] = {NORM_SOFTMAX, NORM_SUM};
 
 static const struct enum_def tokenizer_enum = {tokenizer_values, 3, tokenizer_str};
-static const struct enum_def pos_kind_enum = {pos_kind_values, 2, pos_kind_str};
+static const struct enum_def pos_kind_enum = {pos_kind_values, 4, pos_kind_str};
+static const struct enum_def rope_pairs_enum = {rope_pairs_values, 2, rope_pairs_str};
+static const struct enum_def qkv_mode_enum = {qkv_mode_values, 3, qkv_mode_str};
+static const struct enum_def order_enum = {order_values, 2, order_str};
+static const struct enum_def norm_enum = {norm_values, 2, norm_str};
+static const struct enum_def activation_enum = {activation_values, 2, activation_str};
 static const struct enum_def projection_enum = {projection_values, 3, projection_str};
 static const struct enum_def layout_enum = {layout_values, 2, layout_str};
 static const struct enum_def mask_mode_enum = {mask_mode_values, 2, mask_mode_str};
@@ -1284,12 +1358,17 @@ static const struct enum_def normalize_enum = {normalize_values, 2, normalize_st
 static const struct int_range dim_range = {1, SCENE_MAX_DIM};
 static const struct int_range heads_range = {1, SCENE_MAX_HEADS};
 static const struct int_range max_len_range = {1, INT_MAX};
+static const struct int_range offset_range = {0, 8 * SCENE_MAX_TOKENS};
+static const struct int_range count_range = {0, INT_MAX};
+static const struct int_range hidden_range = {1, 4 * SCENE_MAX_DIM};
 
 static const struct mat_limits table_limits = {INT_MAX, SCENE_MAX_DIM};
 static const struct mat_limits qkv_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM *SCENE_MAX_HEADS};
 static const struct mat_limits out_limits = {SCENE_MAX_DIM * SCENE_MAX_HEADS,
                                              SCENE_MAX_DIM *SCENE_MAX_HEADS};
 static const struct mat_limits head_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM};
+static const struct mat_limits fused_limits = {SCENE_MAX_DIM, 3 * SCENE_MAX_DIM};
+static const struct mat_limits ffn_limits = {4 * SCENE_MAX_DIM, 4 * SCENE_MAX_DIM};
 
 #define S(member) offsetof(struct attn_scene, member)
 #define H(member) offsetof(struct head_weights, member)
@@ -1308,6 +1387,9 @@ static const struct field positional_fields[] = {
     {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(pos.seed), NULL},
     {"table", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(pos.table),
      &table_limits},
+    {"base", WANT_SCALAR, "a number above 0", h_positive, S(pos.base), NULL},
+    {"rope_pairs", WANT_SCALAR, NULL, h_enum, S(pos.pairs), &rope_pairs_enum},
+    {"offset", WANT_SCALAR, "an integer", h_int, S(pos.offset), &offset_range},
 };
 static const struct mapping positional_map = {"positional", positional_fields, N(positional_fields),
                                               NULL};
@@ -1327,9 +1409,23 @@ static const struct field attention_fields[] = {
     {"out_proj", WANT_SCALAR, "true or false", h_tristate, S(attn.out_proj), NULL},
     {"out_bias", WANT_SCALAR, "true or false", h_bool, S(attn.out_bias), NULL},
     {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(attn.seed), NULL},
+    {"qkv", WANT_SCALAR, NULL, h_enum, S(attn.qkv), &qkv_mode_enum},
+    {"kv_heads", WANT_SCALAR, "an integer", h_int, S(attn.kv_heads), &heads_range},
+    {"kv_latent", WANT_SCALAR, "an integer", h_int, S(attn.kv_latent), &dim_range},
 };
 static const struct mapping attention_map = {"attention", attention_fields, N(attention_fields),
                                              NULL};
+
+static const struct field block_fields[] = {
+    {"order", WANT_SCALAR, NULL, h_enum, S(block.order), &order_enum},
+    {"norm", WANT_SCALAR, NULL, h_enum, S(block.norm), &norm_enum},
+    {"norm_eps", WANT_SCALAR, "a number above 0", h_positive, S(block.norm_eps), NULL},
+    {"ffn_hidden", WANT_SCALAR, "an integer", h_int, S(block.ffn_hidden), &hidden_range},
+    {"activation", WANT_SCALAR, NULL, h_enum, S(block.activation), &activation_enum},
+    {"ffn_seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(block.ffn_seed), NULL},
+    {"ffn_skip", WANT_SCALAR, "an integer", h_int, S(block.ffn_skip), &count_range},
+};
+static const struct mapping block_map = {"block", block_fields, N(block_fields), finish_block};
 
 static const struct field head_fields[] = {
     {"query", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(query), &head_limits},
@@ -1365,6 +1461,32 @@ static const struct field weights_fields[W_COUNT] = {
                         "a list of n x n matrices of 0 and 1, or {file: name.npy}", h_dropout_mask,
                         0, NULL},
     [W_HEADS] = {"heads", WANT_SEQ, "a list of mappings, one per head", h_heads, 0, NULL},
+    [W_QKV] = {"qkv", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.qkv),
+               &fused_limits},
+    [W_QKV_BIAS] = {"qkv_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                    S(weights.qkv_bias), &fused_limits},
+    [W_DOWN] = {"down", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.down),
+                &head_limits},
+    [W_KEY_UP] = {"key_up", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
+                  S(weights.key_up), &head_limits},
+    [W_VALUE_UP] = {"value_up", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
+                    S(weights.value_up), &head_limits},
+    [W_FFN_W1] = {"ffn_W1", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
+                  S(weights.ffn_W1), &ffn_limits},
+    [W_FFN_B1] = {"ffn_b1", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                  S(weights.ffn_b1), &ffn_limits},
+    [W_FFN_W2] = {"ffn_W2", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
+                  S(weights.ffn_W2), &ffn_limits},
+    [W_FFN_B2] = {"ffn_b2", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                  S(weights.ffn_b2), &ffn_limits},
+    [W_NORM1_WEIGHT] = {"norm1_weight", WANT_DATA, "a list of numbers or {file: name.npy}",
+                        h_vector, S(weights.norm1_weight), &head_limits},
+    [W_NORM1_BIAS] = {"norm1_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                      S(weights.norm1_bias), &head_limits},
+    [W_NORM2_WEIGHT] = {"norm2_weight", WANT_DATA, "a list of numbers or {file: name.npy}",
+                        h_vector, S(weights.norm2_weight), &head_limits},
+    [W_NORM2_BIAS] = {"norm2_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
+                      S(weights.norm2_bias), &head_limits},
 };
 static const struct mapping weights_map = {"weights", weights_fields, W_COUNT, finish_weights};
 
@@ -1382,6 +1504,8 @@ static const struct field top_fields[T_COUNT] = {
                       0, &positional_map},
     [T_ATTENTION] = {"attention", WANT_MAP, "a mapping like {heads: 2, causal: true}", h_map, 0,
                      &attention_map},
+    [T_BLOCK] = {"block", WANT_MAP, "a mapping like {order: post, ffn_hidden: 8}", h_map, 0,
+                 &block_map},
     [T_WEIGHTS] = {"weights", WANT_MAP, "a mapping like {query: [[...]], key: ..., value: ...}",
                    h_map, 0, &weights_map},
 };
@@ -1389,7 +1513,7 @@ static const struct mapping top_map = {"", top_fields, T_COUNT, finish_top};
 
 /* Mappings below the top level, for "it belongs under 'attention'" hints. */
 static const struct mapping *const nested_maps[] = {&attention_map, &positional_map,
-                                                    &embeddings_map, &weights_map};
+                                                    &embeddings_map, &block_map, &weights_map};
 
 /* ---- keys ------------------------------------------------------------------------------- */
 

@@ -431,12 +431,18 @@ static void write_positional(struct writer *w)
 {
     const struct attn_scene *s = w->s;
     FILE *f = w->f;
-    bool kind = w->explicit || s->pos.kind != w->def.pos.kind;
-    bool max_len = w->explicit || s->pos.max_len != w->def.pos.max_len;
+    enum attn_pos_kind pk = s->pos.kind;
+    bool kind = w->explicit || pk != w->def.pos.kind;
+    bool max_len = (w->explicit && pk == POS_LEARNED) || s->pos.max_len != w->def.pos.max_len;
+    bool periodic = pk == POS_SINUSOIDAL || pk == POS_ROPE;
+    bool base = (w->explicit && periodic) ||
+                memcmp(&s->pos.base, &w->def.pos.base, sizeof(s->pos.base)) != 0;
+    bool pairs = (w->explicit && pk == POS_ROPE) || s->pos.pairs != w->def.pos.pairs;
+    bool offset = (w->explicit && pk != POS_NONE) || s->pos.offset != 0;
     bool table = s->pos.table.data != NULL;
-    if (!kind && !max_len && !s->pos.seed.set && !table)
+    if (!kind && !max_len && !s->pos.seed.set && !table && !base && !pairs && !offset)
         return;
-    const char *kind_name = s->pos.kind == POS_LEARNED ? "learned" : "none";
+    const char *kind_name = attn_pos_kind_name(pk);
     if (!table) {
         /* One line, as in the format's example: {kind: learned, max_len: 10, seed: 123} */
         bool first = true;
@@ -450,6 +456,17 @@ static void write_positional(struct writer *w)
             first = false;
         }
         write_seed_pair(f, "seed", &s->pos.seed, &first);
+        if (base) {
+            fprintf(f, "%sbase: ", first ? "" : ", ");
+            write_double(f, s->pos.base);
+            first = false;
+        }
+        if (pairs) {
+            fprintf(f, "%srope_pairs: %s", first ? "" : ", ", attn_rope_pairs_name(s->pos.pairs));
+            first = false;
+        }
+        if (offset)
+            fprintf(f, "%soffset: %d", first ? "" : ", ", s->pos.offset);
         fputs("}\n", f);
         return;
     }
@@ -460,6 +477,8 @@ static void write_positional(struct writer *w)
         fprintf(f, "  max_len: %d\n", s->pos.max_len);
     if (s->pos.seed.set)
         fprintf(f, "  seed: %llu\n", (unsigned long long)s->pos.seed.value);
+    if (offset)
+        fprintf(f, "  offset: %d\n", s->pos.offset);
     write_matrix_key(w, "  ", "table", "positional.table", &s->pos.table, 0, s->pos.table.cols);
 }
 
@@ -510,6 +529,54 @@ static void write_attention(struct writer *w)
         fprintf(f, "  out_bias: %s\n", yes_no(a->out_bias));
     if (a->seed.set)
         fprintf(f, "  seed: %llu\n", (unsigned long long)a->seed.value);
+    if (a->qkv != d->qkv)
+        fprintf(f, "  qkv: %s\n", attn_qkv_mode_name(a->qkv));
+    if ((ex && a->layout == LAYOUT_SPLIT && a->kv_latent == 0) || a->kv_heads != d->kv_heads)
+        fprintf(f, "  kv_heads: %d\n", ex ? attn_scene_kv_heads(s) : a->kv_heads);
+    if (a->kv_latent != d->kv_latent)
+        fprintf(f, "  kv_latent: %d\n", a->kv_latent);
+}
+
+static void write_block(struct writer *w)
+{
+    const struct attn_scene *s = w->s;
+    const struct attn_block *b = &s->block, *d = &w->def.block;
+    FILE *f = w->f;
+    bool ex = w->explicit;
+    if (!b->on)
+        return;
+    fputs("block:", f);
+    bool any = false;
+    if (ex || b->order != d->order) {
+        fprintf(f, "\n  order: %s", attn_block_order_name(b->order));
+        any = true;
+    }
+    if (ex || b->norm != d->norm) {
+        fprintf(f, "\n  norm: %s", attn_norm_kind_name(b->norm));
+        any = true;
+    }
+    if (ex || memcmp(&b->norm_eps, &d->norm_eps, sizeof(b->norm_eps)) != 0) {
+        fputs("\n  norm_eps: ", f);
+        write_double(f, b->norm_eps);
+        any = true;
+    }
+    if (ex || b->ffn_hidden != d->ffn_hidden) {
+        fprintf(f, "\n  ffn_hidden: %d", ex ? attn_scene_ffn_hidden(s) : b->ffn_hidden);
+        any = true;
+    }
+    if (ex || b->activation != d->activation) {
+        fprintf(f, "\n  activation: %s", attn_activation_name(b->activation));
+        any = true;
+    }
+    if (b->ffn_seed.set) {
+        fprintf(f, "\n  ffn_seed: %llu", (unsigned long long)b->ffn_seed.value);
+        any = true;
+    }
+    if (b->ffn_skip != d->ffn_skip) {
+        fprintf(f, "\n  ffn_skip: %d", b->ffn_skip);
+        any = true;
+    }
+    fputs(any ? "\n" : " {}\n", f);
 }
 
 static bool attention_differs(const struct writer *w)
@@ -520,7 +587,8 @@ static bool attention_differs(const struct writer *w)
            a->mask_mode != d->mask_mode || a->normalize != d->normalize || a->scale != d->scale ||
            memcmp(&a->dropout, &d->dropout, sizeof(a->dropout)) != 0 || a->dropout_seed.set ||
            a->qkv_bias != d->qkv_bias || a->out_proj != d->out_proj || a->out_bias != d->out_bias ||
-           a->seed.set;
+           a->seed.set || a->qkv != d->qkv || a->kv_heads != d->kv_heads ||
+           a->kv_latent != d->kv_latent;
 }
 
 static void write_weights(struct writer *w)
@@ -529,7 +597,16 @@ static void write_weights(struct writer *w)
     const struct attn_scene_weights *wt = &s->weights;
     FILE *f = w->f;
     bool mask = wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0;
-    if (!wt->set && !mask)
+    const struct attn_matrix *extra[] = {&wt->ffn_W1,       &wt->ffn_b1,       &wt->ffn_W2,
+                                         &wt->ffn_b2,       &wt->norm1_weight, &wt->norm1_bias,
+                                         &wt->norm2_weight, &wt->norm2_bias};
+    static const char *const extra_names[] = {"ffn_W1",       "ffn_b1",       "ffn_W2",
+                                              "ffn_b2",       "norm1_weight", "norm1_bias",
+                                              "norm2_weight", "norm2_bias"};
+    bool block = false;
+    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+        block |= extra[i]->data != NULL;
+    if (!wt->set && !mask && !block)
         return;
     fputs("weights:\n", f);
     const struct attn_matrix *qkv[6] = {&wt->query,      &wt->key,      &wt->value,
@@ -573,11 +650,32 @@ static void write_weights(struct writer *w)
                 write_vector_key(w, "  ", names[i], name, qkv[i], 0, qkv[i]->cols);
         }
     }
+    const struct attn_matrix *fused[] = {&wt->qkv, &wt->down, &wt->key_up, &wt->value_up};
+    static const char *const fused_names[] = {"qkv", "down", "key_up", "value_up"};
+    for (int i = 0; wt->set && i < 4; i++)
+        if (fused[i]->data) {
+            char name[64];
+            snprintf(name, sizeof(name), "weights.%s", fused_names[i]);
+            write_matrix_key(w, "  ", fused_names[i], name, fused[i], 0, fused[i]->cols);
+        }
+    if (wt->set && wt->qkv_bias.data)
+        write_vector_key(w, "  ", "qkv_bias", "weights.qkv_bias", &wt->qkv_bias, 0,
+                         wt->qkv_bias.cols);
     if (wt->set && wt->out.data)
         write_matrix_key(w, "  ", "out", "weights.out", &wt->out, 0, wt->out.cols);
     if (wt->set && wt->out_bias.data)
         write_vector_key(w, "  ", "out_bias", "weights.out_bias", &wt->out_bias, 0,
                          wt->out_bias.cols);
+    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+        if (!extra[i]->data)
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "weights.%s", extra_names[i]);
+        if (extra[i]->rows == 1 && strstr(extra_names[i], "W") == NULL)
+            write_vector_key(w, "  ", extra_names[i], name, extra[i], 0, extra[i]->cols);
+        else
+            write_matrix_key(w, "  ", extra_names[i], name, extra[i], 0, extra[i]->cols);
+    }
     if (mask)
         write_mask(w, "  ");
 }
@@ -615,6 +713,7 @@ static void write_scene(struct writer *w)
         fputs("attention:\n", f);
         write_attention(w);
     }
+    write_block(w);
     write_weights(w);
 }
 
