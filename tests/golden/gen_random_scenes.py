@@ -7,6 +7,11 @@ Each scene is a hand-picked point of the option space of README.md ("Scene forma
 its top says what it exercises); the numbers in it (explicit embeddings and weights) come from
 a fixed random.Random, so running this again writes the same files byte for byte. Every scene
 is valid per the schema. Only the Python standard library is needed.
+
+r01..r41 cover the attention of ch. 3; r42 on cover the systems added after it (sinusoidal and
+rotary positions, position offsets, fused qkv, GQA/MQA, MLA, the encoder/decoder block). The
+second group draws from its own random.Random (SYSTEMS_SEED), so the first group's files stay
+byte for byte what they were.
 """
 
 import json
@@ -17,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "tests", "fixtures", "random")
 
 rng = random.Random(20240611)
+SYSTEMS_SEED = 20250918  # the numbers of r42 on
 
 
 def q(s):
@@ -67,6 +73,8 @@ def scene_yaml(comment, s):
             lines.append("positional:")
             lines.append("  kind: learned")
             lines.append("  max_len: %d" % p["max_len"])
+            if "offset" in p:
+                lines.append("  offset: %d" % p["offset"])
             emit_matrix(lines, 2, "table", p["table"])
         else:
             lines.append("positional: {" + ", ".join(
@@ -77,6 +85,11 @@ def scene_yaml(comment, s):
         for k, v in a.items():
             if isinstance(v, bool):
                 v = "true" if v else "false"
+            lines.append("  %s: %s" % (k, num(v)))
+    b = s.get("block")
+    if b is not None:
+        lines.append("block:")
+        for k, v in b.items():
             lines.append("  %s: %s" % (k, num(v)))
     w = s.get("weights")
     if w:
@@ -307,19 +320,233 @@ def build():
     return S
 
 
+def vec(n, lo=-1.0, hi=1.0, nd=3):
+    return mat(1, n, lo, hi, nd)[0]
+
+
+def build_systems():
+    """r42 on: the systems of 004 and 002's block, mixed with causal, dropout and the wrapper
+    where the README allows them (rope with either layout; fused, kv_heads and kv_latent with
+    the split layout only; MLA without rope or qkv_bias)."""
+    global rng
+    rng = random.Random(SYSTEMS_SEED)
+    S = []
+
+    def add(comment, s):
+        S.append((comment, s))
+
+    # ---- sinusoidal and learned positions with an offset -----------------------------------
+    add("sinusoidal positions (the PyTorch tutorial's table), d_in 4, split 2 heads, causal",
+        {"text": text(6), "seed": 42, "embeddings": {"dim": 4},
+         "positional": {"kind": "sinusoidal"},
+         "attention": {"heads": 2, "causal": True}})
+    add("sinusoidal, base 100, offset 5, explicit embeddings (d 6), rand projection, dropout 0.2 "
+        "with dropout_seed",
+        {"tokens": words(7), "seed": 43, "embeddings": mat(7, 6),
+         "positional": {"kind": "sinusoidal", "base": 100, "offset": 5},
+         "attention": {"projection": "rand", "d_out": 3, "dropout": 0.2, "dropout_seed": 9}})
+    add("sinusoidal d_in 2 (one frequency), a single token at position 1000",
+        {"tokens": ["far"], "seed": 44, "embeddings": {"dim": 2},
+         "positional": {"kind": "sinusoidal", "offset": 1000},
+         "attention": {"d_out": 2}})
+    add("learned positions with offset 3: table rows 3..8 of a seeded max_len 12 table",
+        {"text": text(6), "seed": 45, "embeddings": {"dim": 4},
+         "positional": {"kind": "learned", "max_len": 12, "seed": 45, "offset": 3},
+         "attention": {"d_out": 4, "heads": 2, "causal": True}})
+    add("explicit positional table read from row 2 on (offset 2, max_len 7 == offset + tokens)",
+        {"text": text(5), "seed": 46, "embeddings": mat(5, 3),
+         "positional": {"kind": "learned", "max_len": 7, "offset": 2, "table": mat(7, 3)},
+         "attention": {"d_out": 2}})
+
+    # ---- RoPE ------------------------------------------------------------------------------
+    add("rope adjacent with the wrapper: 2 heads of d_out 4, causal, qkv_bias",
+        {"text": text(7), "seed": 47, "embeddings": {"dim": 3},
+         "positional": {"kind": "rope"},
+         "attention": {"d_out": 4, "heads": 2, "head_layout": "wrapper", "causal": True,
+                       "qkv_bias": True}})
+    add("rope halves with the wrapper: 3 torch.rand heads of d_out 2, out_proj, dropout 0.5 from "
+        "the running stream",
+        {"text": text(6), "seed": 48, "embeddings": {"dim": 4},
+         "positional": {"kind": "rope", "rope_pairs": "halves"},
+         "attention": {"projection": "rand", "d_out": 2, "heads": 3, "head_layout": "wrapper",
+                       "out_proj": True, "dropout": 0.5}})
+    n = 6
+    w = {"query": mat(4, 4, nd=3), "key": mat(4, 4, nd=3), "value": mat(4, 4, nd=3),
+         "query_bias": vec(4), "key_bias": vec(4), "value_bias": vec(4),
+         "out": mat(4, 4, nd=3), "out_bias": vec(4), "dropout_mask": keep_mask(2, n, 0.3)}
+    add("rope adjacent, base 500, offset 11, split 2 heads of 2, explicit weights with biases and "
+        "an explicit dropout mask",
+        {"tokens": words(n), "seed": 49, "embeddings": mat(n, 4),
+         "positional": {"kind": "rope", "base": 500, "offset": 11},
+         "attention": {"d_out": 4, "heads": 2, "qkv_bias": True, "causal": True,
+                       "dropout": 0.3},
+         "weights": w})
+    add("rope halves, offset 3, projection none: q = k = x rotated, scaled by sqrt(4), causal "
+        "after_softmax",
+        {"tokens": words(5), "seed": 50, "embeddings": mat(5, 4),
+         "positional": {"kind": "rope", "rope_pairs": "halves", "offset": 3},
+         "attention": {"projection": "none", "scale": True, "causal": True,
+                       "mask_mode": "after_softmax"}})
+    add("rope adjacent, 4 split heads of head_dim 2 (one complex number each), base 10, "
+        "16 tokens",
+        {"text": text(16), "seed": 51, "embeddings": {"dim": 8},
+         "positional": {"kind": "rope", "base": 10},
+         "attention": {"d_out": 8, "heads": 4, "causal": True}})
+
+    # ---- fused projections -----------------------------------------------------------------
+    add("fused qkv with qkv_bias (weights, then biases), 3 heads, causal, dropout 0.1 with "
+        "dropout_seed",
+        {"text": text(6), "seed": 52, "embeddings": {"dim": 6},
+         "attention": {"qkv": "fused", "qkv_bias": True, "d_out": 6, "heads": 3, "causal": True,
+                       "dropout": 0.1, "dropout_seed": 52}})
+    add("fused qkv with MQA (split [Dq | Dkv | Dkv] = [4 | 2 | 2]), rope adjacent, out_proj "
+        "without bias",
+        {"text": text(5), "seed": 53, "embeddings": {"dim": 4},
+         "positional": {"kind": "rope"},
+         "attention": {"qkv": "fused", "d_out": 4, "heads": 2, "kv_heads": 1,
+                       "out_bias": False}})
+    add("fused_heads (view/chunk) with qkv_bias, rope halves at offset 2, dropout 0.3, "
+        "attention.seed",
+        {"text": text(7), "seed": 54, "embeddings": {"dim": 4},
+         "positional": {"kind": "rope", "rope_pairs": "halves", "offset": 2},
+         "attention": {"qkv": "fused_heads", "qkv_bias": True, "d_out": 8, "heads": 2,
+                       "causal": True, "dropout": 0.3, "seed": 7}})
+    n = 5
+    add("explicit fused weights with GQA: qkv 4 x (4 + 2 + 2), qkv_bias, 2 heads sharing 1 K/V "
+        "head",
+        {"tokens": words(n), "seed": 55, "embeddings": mat(n, 4),
+         "attention": {"qkv": "fused", "qkv_bias": True, "d_out": 4, "heads": 2, "kv_heads": 1,
+                       "causal": True},
+         "weights": {"qkv": mat(4, 8, nd=3), "qkv_bias": vec(8), "out": mat(4, 4, nd=3),
+                     "out_bias": vec(4)}})
+    n = 6
+    add("explicit fused_heads weights: qkv 3 x 12 cut per head (2 heads of 2), explicit out "
+        "without bias",
+        {"tokens": words(n), "seed": 56, "embeddings": mat(n, 3),
+         "attention": {"qkv": "fused_heads", "d_out": 4, "heads": 2, "causal": True,
+                       "out_bias": False},
+         "weights": {"qkv": mat(3, 12, nd=3), "out": mat(4, 4, nd=3)}})
+
+    # ---- grouped-query and multi-query attention -------------------------------------------
+    add("GQA with torch.rand projections: 6 heads of 1, 2 K/V heads (W_key 3 x 2), causal",
+        {"text": text(6), "seed": 57, "embeddings": {"dim": 3},
+         "attention": {"projection": "rand", "d_out": 6, "heads": 6, "kv_heads": 2,
+                       "causal": True}})
+    add("MQA: 3 heads of 2, 1 K/V head, qkv_bias, learned positions, dropout 0.5 with "
+        "dropout_seed",
+        {"text": text(7), "seed": 58, "embeddings": {"dim": 4},
+         "positional": {"kind": "learned", "max_len": 8},
+         "attention": {"d_out": 6, "heads": 3, "kv_heads": 1, "qkv_bias": True,
+                       "dropout": 0.5, "dropout_seed": 58}})
+    n = 5
+    w = {"query": mat(4, 8, nd=3), "key": mat(4, 4, nd=3), "value": mat(4, 4, nd=3),
+         "query_bias": vec(8), "key_bias": vec(4), "value_bias": vec(4),
+         "out": mat(8, 8, nd=3), "out_bias": vec(8), "dropout_mask": keep_mask(4, n, 0.2)}
+    add("explicit GQA weights (query 4 x 8, key and value 4 x 4), 4 heads in 2 groups, rope "
+        "halves, explicit dropout mask",
+        {"tokens": words(n), "seed": 59, "embeddings": mat(n, 4),
+         "positional": {"kind": "rope", "rope_pairs": "halves"},
+         "attention": {"d_out": 8, "heads": 4, "kv_heads": 2, "qkv_bias": True, "causal": True,
+                       "dropout": 0.2},
+         "weights": w})
+    add("GQA 8 heads of 1 in 4 groups, attention.seed, not causal, scale false",
+        {"text": text(6), "seed": 60, "embeddings": {"dim": 5},
+         "attention": {"d_out": 8, "heads": 8, "kv_heads": 4, "scale": False, "seed": 3}})
+
+    # ---- multi-head latent attention -------------------------------------------------------
+    add("MLA with a 1-number latent, 2 heads, causal, out_proj without bias",
+        {"text": text(6), "seed": 61, "embeddings": {"dim": 4},
+         "attention": {"kv_latent": 1, "d_out": 4, "heads": 2, "causal": True,
+                       "out_bias": False}})
+    add("MLA with r 3 > head_dim, 1 head (no out_proj), dropout 0.2 from the running stream",
+        {"text": text(5), "seed": 62, "embeddings": {"dim": 5},
+         "attention": {"kv_latent": 3, "d_out": 2, "dropout": 0.2}})
+    n = 6
+    add("explicit MLA weights: query 4 x 4, down 4 x 2, key_up and value_up 2 x 4, out with bias",
+        {"tokens": words(n), "seed": 63, "embeddings": mat(n, 4),
+         "attention": {"kv_latent": 2, "d_out": 4, "heads": 2, "causal": True},
+         "weights": {"query": mat(4, 4, nd=3), "down": mat(4, 2, nd=3),
+                     "key_up": mat(2, 4, nd=3), "value_up": mat(2, 4, nd=3),
+                     "out": mat(4, 4, nd=3), "out_bias": vec(4)}})
+    add("MLA r 4, 3 heads of 2, learned positions, in a post-norm RMSNorm block",
+        {"text": text(7), "seed": 64, "embeddings": {"dim": 6},
+         "positional": {"kind": "learned", "max_len": 9, "seed": 64},
+         "attention": {"kv_latent": 4, "d_out": 6, "heads": 3, "causal": True},
+         "block": {"order": "post", "norm": "rms", "ffn_hidden": 5}})
+
+    # ---- blocks ----------------------------------------------------------------------------
+    add("post-norm LayerNorm block, default ffn_hidden (4 x d_in), relu, ffn_seed, causal",
+        {"text": text(6), "seed": 65, "embeddings": {"dim": 4},
+         "attention": {"d_out": 4, "heads": 2, "causal": True},
+         "block": {"order": "post", "norm": "layer", "activation": "relu", "ffn_seed": 5}})
+    add("pre-norm RMSNorm block, gelu, norm_eps 1e-3, rope adjacent, MQA, causal",
+        {"text": text(7), "seed": 66, "embeddings": {"dim": 8},
+         "positional": {"kind": "rope"},
+         "attention": {"d_out": 8, "heads": 4, "kv_heads": 1, "causal": True},
+         "block": {"order": "pre", "norm": "rms", "norm_eps": 0.001, "ffn_hidden": 12,
+                   "activation": "gelu"}})
+    add("post-norm block over the wrapper (2 heads of 2 = d_in 4, out_proj), dropout 0.1 with "
+        "dropout_seed after the FFN, ffn_skip 5",
+        {"text": text(6), "seed": 67, "embeddings": {"dim": 4},
+         "attention": {"d_out": 2, "heads": 2, "head_layout": "wrapper", "out_proj": True,
+                       "causal": True, "dropout": 0.1, "dropout_seed": 67},
+         "block": {"order": "post", "ffn_hidden": 6, "ffn_skip": 5}})
+    n = 5
+    add("pre-norm LayerNorm block with explicit FFN weights and explicit norm weights and biases; "
+        "the attention drawn after attention.seed",
+        {"tokens": words(n), "seed": 68, "embeddings": mat(n, 4),
+         "attention": {"d_out": 4, "heads": 2, "causal": True, "seed": 68},
+         "block": {"order": "pre", "norm": "layer", "ffn_hidden": 3, "activation": "gelu"},
+         "weights": {"ffn_W1": mat(4, 3, nd=3), "ffn_b1": vec(3), "ffn_W2": mat(3, 4, nd=3),
+                     "ffn_b2": vec(4), "norm1_weight": vec(4, 0.5, 1.5),
+                     "norm1_bias": vec(4, -0.5, 0.5), "norm2_weight": vec(4, 0.5, 1.5),
+                     "norm2_bias": vec(4, -0.5, 0.5)}})
+    n = 6
+    add("post-norm RMSNorm block with explicit attention weights and norm weights; the FFN drawn "
+        "after ffn_seed and 13 skipped draws",
+        {"tokens": words(n), "seed": 69, "embeddings": mat(n, 3),
+         "attention": {"d_out": 3, "causal": True, "out_proj": True},
+         "block": {"order": "post", "norm": "rms", "ffn_hidden": 4, "ffn_seed": 69,
+                   "ffn_skip": 13},
+         "weights": {"query": mat(3, 3, nd=3), "key": mat(3, 3, nd=3), "value": mat(3, 3, nd=3),
+                     "out": mat(3, 3, nd=3), "out_bias": vec(3),
+                     "norm1_weight": vec(3, 0.5, 1.5), "norm2_weight": vec(3, 0.5, 1.5)}})
+    add("pre-norm block: fused_heads, rope, causal, dropout 0.1 drawn after the FFN, gelu, "
+        "ffn_hidden 3, norm_eps 1e-4, 12 tokens",
+        {"text": text(12), "seed": 70, "embeddings": {"dim": 6},
+         "positional": {"kind": "rope", "offset": 4},
+         "attention": {"qkv": "fused_heads", "d_out": 6, "heads": 3, "causal": True,
+                       "dropout": 0.1},
+         "block": {"order": "pre", "norm": "layer", "norm_eps": 0.0001, "ffn_hidden": 3,
+                   "activation": "gelu"}})
+    add("projection none in a post-norm block: the attention draws nothing, the FFN comes right "
+        "after the embeddings",
+        {"text": text(5), "seed": 71, "embeddings": {"dim": 4},
+         "attention": {"projection": "none", "heads": 2, "scale": True, "out_proj": False},
+         "block": {"order": "post", "ffn_hidden": 4}})
+    add("pre-norm block with dropout 1.0: the attention output is out_proj's bias, sinusoidal "
+        "positions",
+        {"text": text(5), "seed": 72, "embeddings": {"dim": 4},
+         "positional": {"kind": "sinusoidal", "offset": 2},
+         "attention": {"heads": 2, "dropout": 1.0, "causal": True},
+         "block": {"order": "pre", "ffn_hidden": 4, "activation": "gelu"}})
+    return S
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
         if f.startswith("r") and f.endswith(".yaml"):
             os.remove(os.path.join(OUT, f))
     scenes = build()
+    scenes += build_systems()
     for i, (comment, s) in enumerate(scenes, 1):
         name = "r%02d" % i
         s = dict(s)
         s.setdefault("title", "random scene %s" % name)
         # keep the keys in reading order
         order = ["title", "text", "tokens", "tokenizer", "seed", "embeddings", "positional",
-                 "attention", "weights"]
+                 "attention", "block", "weights"]
         s = {k: s[k] for k in order if k in s}
         body = scene_yaml("Generated by tests/golden/gen_random_scenes.py; do not edit.\n"
                           + comment, s)
