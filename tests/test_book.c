@@ -515,6 +515,136 @@ static void test_shoes_mha(void **state)
     fx_done(&f);
 }
 
+/* 002's "Add & Norm", "Feed Forward Network" and "Add & Norm (again)": the encoder block. */
+static void test_shoes_encoder_block(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_load(&f, "15-shoes-encoder-block.yaml");
+    expect_stage(&f, STAGE_OUTPUT, 0, 0, 0, 4,
+                 "[[-0.1172,  0.0805, -0.3105,  0.2153],"
+                 "  [-0.1017,  0.0579, -0.3384,  0.1675],"
+                 "  [-0.1759,  0.1428, -0.3050,  0.3935],"
+                 "  [-0.1817,  0.1242, -0.3209,  0.4163],"
+                 "  [-0.0974,  0.0706, -0.2787,  0.1747],"
+                 "  [-0.1218,  0.0870, -0.2922,  0.2572],"
+                 "  [-0.1558,  0.1144, -0.3671,  0.3140],"
+                 "  [-0.0999,  0.0696, -0.2889,  0.1924]]");
+    /* normed_1 */
+    expect_stage(&f, STAGE_NORM1, 0, 0, 0, 4,
+                 "[[ 1.5543,  0.2013, -0.8427, -0.9129],"
+                 "  [ 0.5031,  1.3901, -1.0524, -0.8408],"
+                 "  [ 0.7244, -0.4937,  1.1506, -1.3812],"
+                 "  [ 0.6876,  0.6453,  0.3876, -1.7206],"
+                 "  [ 0.7042, -1.2470, -0.6777,  1.2205],"
+                 "  [ 0.4706, -1.6513,  0.1694,  1.0113],"
+                 "  [ 0.8681,  0.4527,  0.3810, -1.7018],"
+                 "  [-0.6900, -1.1166,  0.3356,  1.4711]]");
+    /* ffn_out = ffn(normed_1) */
+    expect_stage(&f, STAGE_FFN_OUT, 0, 0, 0, 4,
+                 "[[ 0.1996, -0.7154, -0.0501, -0.1783],"
+                 "  [ 0.1308, -0.4855,  0.0238, -0.0576],"
+                 "  [ 0.2613, -0.3266,  0.0152, -0.0999],"
+                 "  [ 0.3176, -0.4831, -0.0302, -0.1423],"
+                 "  [-0.0124, -0.4780,  0.0971, -0.3309],"
+                 "  [ 0.0464, -0.3165,  0.1180, -0.3305],"
+                 "  [ 0.3129, -0.4818, -0.0272, -0.1422],"
+                 "  [ 0.0503, -0.1795,  0.1856, -0.3700]]");
+    /* encoder_out = layer_norm_2(normed_1 + ffn_out): the block's last stage */
+    if (attn_stage_last(&f.m) != STAGE_NORM2)
+        fail_msg("15: the post-norm block ends with %s, not norm2",
+                 attn_stage_name(attn_stage_last(&f.m)));
+    expect_stage(&f, STAGE_NORM2, 0, 0, 0, 4,
+                 "[[ 1.7031, -0.2881, -0.6204, -0.7946],"
+                 "  [ 0.8375,  1.1476, -1.0672, -0.9180],"
+                 "  [ 0.8981, -0.6871,  1.0562, -1.2672],"
+                 "  [ 1.0155,  0.2299,  0.4118, -1.6572],"
+                 "  [ 0.8274, -1.4635, -0.3788,  1.0149],"
+                 "  [ 0.5928, -1.7174,  0.3793,  0.7452],"
+                 "  [ 1.1443,  0.0501,  0.3964, -1.5908],"
+                 "  [-0.5959, -1.2929,  0.6365,  1.2523]]");
+    fx_done(&f);
+}
+
+/* 002's In[69]: LayerNorm over two features prints nothing but -1.0000 and 1.0000. */
+static void test_layernorm_two_slip(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_load(&f, "16-layernorm-two-slip.yaml");
+    static const enum attn_stage norms[2] = {STAGE_NORM1, STAGE_NORM2};
+    for (int k = 0; k < 2; k++) {
+        struct attn_mat_view v = attn_view(&f.r, &f.m, norms[k], 0);
+        assert_int_equal(v.cols, 2);
+        for (int i = 0; i < v.rows; i++) {
+            char a[32], b[32];
+            snprintf(a, sizeof(a), "%.4f", (double)v.data[(size_t)i * v.stride]);
+            snprintf(b, sizeof(b), "%.4f", (double)v.data[(size_t)i * v.stride + 1]);
+            bool ok = (strcmp(a, "1.0000") == 0 && strcmp(b, "-1.0000") == 0) ||
+                      (strcmp(a, "-1.0000") == 0 && strcmp(b, "1.0000") == 0);
+            if (!ok) {
+                print_error("16 %s row %d prints [%s, %s], not +-1\n", attn_stage_name(norms[k]), i,
+                            a, b);
+                f.failures++;
+            }
+        }
+    }
+    fx_done(&f);
+}
+
+/* Two scenes that must agree stage by stage: within tol, or bit for bit when tol is 0. */
+static void expect_same_stages(const char *a_name, const char *b_name,
+                               const enum attn_stage *stages, int n_stages, double tol)
+{
+    struct fx a, b;
+    fx_load(&a, a_name);
+    fx_load(&b, b_name);
+    int bad = 0;
+    for (int k = 0; k < n_stages; k++)
+        for (int h = 0; h < (attn_stage_is_per_head(stages[k]) ? a.m.heads : 1); h++) {
+            struct attn_mat_view x = attn_view(&a.r, &a.m, stages[k], h);
+            struct attn_mat_view y = attn_view(&b.r, &b.m, stages[k], h);
+            assert_int_equal(x.rows, y.rows);
+            assert_int_equal(x.cols, y.cols);
+            for (int i = 0; i < x.rows; i++)
+                for (int j = 0; j < x.cols; j++) {
+                    float p = x.data[(size_t)i * x.stride + j];
+                    float q = y.data[(size_t)i * y.stride + j];
+                    bool same = tol == 0 ? memcmp(&p, &q, sizeof(p)) == 0
+                                         : (isinf(p) && isinf(q)) || fabs(p - q) <= tol;
+                    if (!same && bad++ < 10)
+                        print_error("%s vs %s: head%d/%s[%d][%d]: %.9g vs %.9g\n", a_name, b_name,
+                                    h, attn_stage_name(stages[k]), i, j, (double)p, (double)q);
+                }
+        }
+    fx_done(&a);
+    fx_done(&b);
+    if (bad)
+        fail_msg("%s and %s differ in %d cells", a_name, b_name, bad);
+}
+
+/* 004: one fused Linear chunked in three is three Linears, bit for bit. */
+static void test_fused_equals_separate(void **state)
+{
+    (void)state;
+    enum attn_stage all[STAGE_COUNT];
+    struct fx f;
+    fx_load(&f, "21-fused-qkv.yaml");
+    int n = attn_stage_order(all, &f.m);
+    fx_done(&f);
+    expect_same_stages("21-fused-qkv.yaml", "22-separate-qkv.yaml", all, n, 0);
+}
+
+/* RoPE's point: scores depend on relative positions only, so shifting every token by 7
+ * positions changes the rotated queries and keys but not what attention computes. */
+static void test_rope_shift_invariant(void **state)
+{
+    (void)state;
+    static const enum attn_stage after[] = {STAGE_SCORES, STAGE_WEIGHTS, STAGE_CONTEXT,
+                                            STAGE_OUTPUT};
+    expect_same_stages("18-rope.yaml", "19-rope-shifted.yaml", after, 4, 1e-5);
+}
+
 /* ---- seed 004: "That is a blue dog" -------------------------------------------------------- */
 
 static void test_blue_dog_causal(void **state)
@@ -565,6 +695,10 @@ int main(void)
         cmocka_unit_test(test_shoes_single_head),
         cmocka_unit_test(test_shoes_mha),
         cmocka_unit_test(test_blue_dog_causal),
+        cmocka_unit_test(test_shoes_encoder_block),
+        cmocka_unit_test(test_layernorm_two_slip),
+        cmocka_unit_test(test_fused_equals_separate),
+        cmocka_unit_test(test_rope_shift_invariant),
     };
     return cmocka_run_group_tests_name("book", tests, NULL, NULL);
 }

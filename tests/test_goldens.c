@@ -195,22 +195,45 @@ static void add_param(struct expect_list *l, const char *rel, const float *p, in
     add_view(l, rel, (struct attn_mat_view){p + c0, rows, cols, stride}, EXACT, false);
 }
 
+/* A norm parameter is written only when it differs from the default (weight 1, bias 0). */
+static bool is_default(const float *v, int n, float def)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] != def)
+            return false;
+    return true;
+}
+
 static void build_expectations(struct expect_list *l, const struct attn_scene *s,
                                const struct attn_model *m, const struct attn_run *r)
 {
     char rel[256];
-    add_view(l, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), EXACT, true);
+    /* A sinusoidal table is torch's SLEEF exp/sin/cos (tests/golden/README.md): within 1 ulp of
+       the correctly rounded values the engine computes, so compared within the tolerance. */
+    add_view(l, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0),
+             m->pos_kind == POS_SINUSOIDAL ? TOLERANT : EXACT, true);
+    enum attn_stage order[STAGE_COUNT];
+    int n_stages = attn_stage_order(order, m);
     for (int h = 0; h < m->heads; h++)
-        for (int st = STAGE_QUERIES; st <= STAGE_CONTEXT; st++) {
-            snprintf(rel, sizeof(rel), "head%d/%s.csv", h, attn_stage_name((enum attn_stage)st));
-            add_view(l, rel, attn_view(r, m, (enum attn_stage)st, h), TOLERANT, true);
-        }
-    add_view(l, "context.csv", attn_view(r, m, STAGE_CONCAT, 0), TOLERANT, true);
-    add_view(l, "output.csv", attn_view(r, m, STAGE_OUTPUT, 0), TOLERANT, true);
+        for (int i = 0; i < n_stages; i++)
+            if (attn_stage_is_per_head(order[i])) {
+                snprintf(rel, sizeof(rel), "head%d/%s.csv", h, attn_stage_name(order[i]));
+                add_view(l, rel, attn_view(r, m, order[i], h), TOLERANT, true);
+            }
+    for (int i = 0; i < n_stages; i++) {
+        enum attn_stage st = order[i];
+        if (st == STAGE_INPUTS || attn_stage_is_per_head(st))
+            continue;
+        snprintf(rel, sizeof(rel), "%s.csv", st == STAGE_CONCAT ? "context" : attn_stage_name(st));
+        add_view(l, rel, attn_view(r, m, st, 0), TOLERANT, true);
+    }
+    if (m->block)
+        add_view(l, "block_output.csv", attn_view(r, m, attn_stage_last(m), 0), TOLERANT, true);
 
     static const char *const names[3] = {"query", "key", "value"};
     const float *w[3] = {m->wq, m->wk, m->wv};
     const float *b[3] = {m->bq, m->bk, m->bv};
+    const int width[3] = {m->D, m->Dkv, m->Dkv};
     if (m->project) {
         if (s->attn.layout == LAYOUT_WRAPPER) {
             for (int h = 0; h < m->heads; h++)
@@ -223,14 +246,34 @@ static void build_expectations(struct expect_list *l, const struct attn_scene *s
         } else {
             for (int k = 0; k < 3; k++) {
                 snprintf(rel, sizeof(rel), "params/W_%s.csv", names[k]);
-                add_param(l, rel, w[k], m->d_in, m->D, 0, m->D);
+                add_param(l, rel, w[k], m->d_in, width[k], 0, width[k]);
                 snprintf(rel, sizeof(rel), "params/b_%s.csv", names[k]);
-                add_param(l, rel, b[k], 1, m->D, 0, m->D);
+                add_param(l, rel, b[k], 1, width[k], 0, width[k]);
             }
         }
     }
+    int fused = m->D + 2 * m->Dkv;
+    add_param(l, "params/W_qkv.csv", m->wqkv, m->d_in, fused, 0, fused);
+    add_param(l, "params/b_qkv.csv", m->bqkv, 1, fused, 0, fused);
+    add_param(l, "params/W_down.csv", m->wdown, m->d_in, m->latent, 0, m->latent);
+    add_param(l, "params/W_key_up.csv", m->wkup, m->latent, m->D, 0, m->D);
+    add_param(l, "params/W_value_up.csv", m->wvup, m->latent, m->D, 0, m->D);
     add_param(l, "params/out.csv", m->wo, m->D, m->D, 0, m->D);
     add_param(l, "params/out_bias.csv", m->bo, 1, m->D, 0, m->D);
+    if (m->block) {
+        add_param(l, "params/ffn_W1.csv", m->w1, m->d_in, m->hidden, 0, m->hidden);
+        add_param(l, "params/ffn_b1.csv", m->b1, 1, m->hidden, 0, m->hidden);
+        add_param(l, "params/ffn_W2.csv", m->w2, m->hidden, m->d_in, 0, m->d_in);
+        add_param(l, "params/ffn_b2.csv", m->b2, 1, m->d_in, 0, m->d_in);
+        const float *norm[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
+        static const char *const norm_names[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
+                                                  "norm2_bias"};
+        for (int k = 0; k < 4; k++)
+            if (norm[k] && !is_default(norm[k], m->d_in, k % 2 == 0 ? 1.0f : 0.0f)) {
+                snprintf(rel, sizeof(rel), "params/%s.csv", norm_names[k]);
+                add_param(l, rel, norm[k], 1, m->d_in, 0, m->d_in);
+            }
+    }
     if (m->keep) {
         int rows = m->heads * m->n;
         float *mask = malloc((size_t)rows * (size_t)m->n * sizeof(float));

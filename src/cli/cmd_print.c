@@ -85,9 +85,26 @@ int cmd_print(int argc, char **argv)
     char desc[512];
     attn_scene_describe(desc, sizeof(desc), &cs.scene);
     printf("\n# %s\n", desc);
+    long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
+    if (kv != mha) /* the point of GQA, MQA and MLA */
+        printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
+               mha);
 
-    for (int s = 0; s < STAGE_COUNT; s++) {
-        enum attn_stage st = (enum attn_stage)s;
+    enum attn_stage order[STAGE_COUNT];
+    int n_order = attn_stage_order(order, &cs.model);
+    if (stage >= 0 && !attn_stage_present(&cs.model, (enum attn_stage)stage)) {
+        fprintf(stderr, "%s: this scene has no stage %s; its stages:",
+                cs.from_file ? cs.name : "attnscope print",
+                attn_stage_name((enum attn_stage)stage));
+        for (int i = 0; i < n_order; i++)
+            fprintf(stderr, "%s %s", i ? "," : "", attn_stage_name(order[i]));
+        fputs("\n", stderr);
+        cli_scene_close(&cs);
+        return CLI_USAGE;
+    }
+    for (int i = 0; i < n_order; i++) {
+        enum attn_stage st = order[i];
+        int s = (int)st;
         if (stage >= 0 && s != stage)
             continue;
         if (!attn_stage_is_per_head(st)) {

@@ -7,59 +7,139 @@
 
 #include "engine/kernels.h"
 
+/* Every buffer of a run, for allocation and freeing in one place. */
+#define RUN_BUFFERS(X)                                                                             \
+    X(q)                                                                                           \
+    X(k) X(v) X(qr) X(kr) X(latent) X(scores) X(scaled) X(masked) X(weights) X(dropped) X(concat)  \
+        X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2)
+
 void attn_run_free(struct attn_run *r)
 {
-    free(r->q);
-    free(r->k);
-    free(r->v);
-    free(r->scores);
-    free(r->scaled);
-    free(r->masked);
-    free(r->weights);
-    free(r->dropped);
-    free(r->concat);
-    free(r->output);
+#define X(name) free(r->name);
+    RUN_BUFFERS(X)
+#undef X
     memset(r, 0, sizeof(*r));
+}
+
+static bool same_shape(const struct attn_run *r, const struct attn_model *m)
+{
+    return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
+           r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
+           r->latent_dim == m->latent && r->rope == m->rope &&
+           r->hidden == (m->block ? m->hidden : 0);
 }
 
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
-    if (r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
-        r->head_dim == m->head_dim && r->D == m->D)
+    if (same_shape(r, m))
         return 0; /* same shape: reuse every buffer */
     attn_run_free(r);
-    size_t nd = (size_t)m->n * (size_t)m->D;
-    size_t hnn = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
-    float **nd_bufs[] = {&r->q, &r->k, &r->v, &r->concat, &r->output};
-    float **nn_bufs[] = {&r->scores, &r->scaled, &r->masked, &r->weights, &r->dropped};
-    for (size_t i = 0; i < sizeof(nd_bufs) / sizeof(nd_bufs[0]); i++)
-        if (!(*nd_bufs[i] = calloc(nd ? nd : 1, sizeof(float))))
-            goto oom;
-    for (size_t i = 0; i < sizeof(nn_bufs) / sizeof(nn_bufs[0]); i++)
-        if (!(*nn_bufs[i] = calloc(hnn ? hnn : 1, sizeof(float))))
+    size_t n = (size_t)m->n, D = (size_t)m->D, Dkv = (size_t)m->Dkv, d = (size_t)m->d_in;
+    size_t hnn = (size_t)m->heads * n * n, h = m->block ? (size_t)m->hidden : 0;
+    /* Every run has the attention stages; the others only when the scene has the system. */
+    struct {
+        float **buf;
+        size_t count;
+        bool needed;
+    } plan[] = {
+        {&r->q, n * D, true},           {&r->k, n * Dkv, true},
+        {&r->v, n * Dkv, true},         {&r->qr, n * D, m->rope},
+        {&r->kr, n * Dkv, m->rope},     {&r->latent, n * (size_t)m->latent, m->latent > 0},
+        {&r->scores, hnn, true},        {&r->scaled, hnn, true},
+        {&r->masked, hnn, true},        {&r->weights, hnn, true},
+        {&r->dropped, hnn, true},       {&r->concat, n * D, true},
+        {&r->output, n * D, true},      {&r->res1, n * d, m->block},
+        {&r->norm1, n * d, m->block},   {&r->ffn_hidden, n * h, m->block},
+        {&r->ffn_act, n * h, m->block}, {&r->ffn_out, n * d, m->block},
+        {&r->res2, n * d, m->block},    {&r->norm2, n * d, m->block},
+    };
+    for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]); i++)
+        if (plan[i].needed &&
+            !(*plan[i].buf = calloc(plan[i].count ? plan[i].count : 1, sizeof(float))))
             goto oom;
     r->n = m->n;
     r->d_in = m->d_in;
     r->heads = m->heads;
     r->head_dim = m->head_dim;
     r->D = m->D;
+    r->Dkv = m->Dkv;
+    r->latent_dim = m->latent;
+    r->rope = m->rope;
+    r->hidden = (int)h;
     return 0;
 oom:
     attn_run_free(r);
     return diag_set(err, "", "out of memory for the attention stages");
 }
 
-/* Q = X Wq + bq (or X itself, once per head, when there is no projection). q: (n, D) */
-static void project(float *q, const struct attn_model *m, const float *w, const float *b)
+/* out (n, width) = in W + b, or in itself repeated once per head when there is no projection. */
+static void project(float *out, int width, const struct attn_model *m, const float *in,
+                    const float *w, const float *b)
 {
     if (m->project) {
-        attn_mm_ab(q, m->D, m->x, m->d_in, w, m->D, b, m->n, m->D, m->d_in);
+        attn_mm_ab(out, width, in, m->d_in, w, width, b, m->n, width, m->d_in);
         return;
     }
-    for (int h = 0; h < m->D / m->d_in; h++)
+    for (int h = 0; h < width / m->d_in; h++)
         for (int i = 0; i < m->n; i++)
-            memcpy(q + (size_t)i * m->D + (size_t)h * m->d_in, m->x + (size_t)i * m->d_in,
+            memcpy(out + (size_t)i * width + (size_t)h * m->d_in, in + (size_t)i * m->d_in,
                    (size_t)m->d_in * sizeof(float));
+}
+
+/* RoPE: every head of x (n, width) rotated by its token's angles into out. adjacent pairs
+ * (2i, 2i+1) as complex numbers; halves pairs (i, i + hd/2) as rotate_half does. */
+static void rotate(float *out, const float *x, int width, const struct attn_model *m)
+{
+    int hd = m->head_dim, half = hd / 2;
+    for (int t = 0; t < m->n; t++) {
+        const float *c = m->rope_cos + (size_t)t * half, *s = m->rope_sin + (size_t)t * half;
+        for (int h = 0; h < width / hd; h++) {
+            const float *in = x + (size_t)t * width + (size_t)h * hd;
+            float *o = out + (size_t)t * width + (size_t)h * hd;
+            for (int i = 0; i < half; i++) {
+                int a = m->rope_pairs == ROPE_ADJACENT ? 2 * i : i;
+                int b = m->rope_pairs == ROPE_ADJACENT ? 2 * i + 1 : i + half;
+                float xa = in[a], xb = in[b];
+                o[a] = xa * c[i] - xb * s[i];
+                o[b] = xa * s[i] + xb * c[i];
+            }
+        }
+    }
+}
+
+/* out (n, d) = LayerNorm or RMSNorm of every row of in, times w (plus b for LayerNorm). The
+ * moments are summed in double; torch's float kernel agrees to the last bit or two. */
+static void normalize(float *out, const float *in, const struct attn_model *m, const float *w,
+                      const float *b)
+{
+    int d = m->d_in;
+    for (int i = 0; i < m->n; i++) {
+        const float *x = in + (size_t)i * d;
+        float *y = out + (size_t)i * d;
+        double mean = 0, var = 0;
+        if (m->norm == NORM_LAYER) {
+            for (int j = 0; j < d; j++)
+                mean += x[j];
+            mean /= d;
+        }
+        for (int j = 0; j < d; j++)
+            var += (x[j] - mean) * (x[j] - mean);
+        var /= d;
+        float inv = (float)(1.0 / sqrt(var + (double)m->norm_eps));
+        for (int j = 0; j < d; j++) {
+            float v = (float)(x[j] - mean) * inv * w[j];
+            y[j] = b ? v + b[j] : v;
+        }
+    }
+}
+
+static void activate(float *out, const float *in, size_t count, enum attn_activation act)
+{
+    for (size_t i = 0; i < count; i++) {
+        float x = in[i];
+        out[i] = act == ACT_RELU ? (x > 0.0f ? x : 0.0f)
+                                 : (float)(0.5 * x * (1.0 + erf((double)x / sqrt(2.0))));
+    }
 }
 
 /* Sets the future (j > i) of a to value: -inf before the softmax, 0 after it. a: (n, n) */
@@ -79,24 +159,76 @@ static void normalize_rows(float *out, const float *in, int n, enum attn_normali
         attn_softmax_rows(out, in, n, n);
 }
 
+/* The KV head query head h reads. */
+static int kv_head_of(const struct attn_model *m, int h)
+{
+    return h / (m->heads / m->kv_heads);
+}
+
+/* The FFN and the residuals around it. */
+static void forward_block(struct attn_run *r, const struct attn_model *m)
+{
+    int n = m->n, d = m->d_in, hid = m->hidden;
+    size_t nd = (size_t)n * d;
+    for (size_t i = 0; i < nd; i++)
+        r->res1[i] = m->x[i] + r->output[i];
+    const float *ffn_in;
+    if (m->order == BLOCK_POST) {
+        normalize(r->norm1, r->res1, m, m->n1w, m->n1b);
+        ffn_in = r->norm1;
+    } else {
+        normalize(r->norm2, r->res1, m, m->n2w, m->n2b); /* norm1 was the attention's input */
+        ffn_in = r->norm2;
+    }
+    attn_mm_ab(r->ffn_hidden, hid, ffn_in, d, m->w1, hid, m->b1, n, hid, d);
+    activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
+    attn_mm_ab(r->ffn_out, d, r->ffn_act, hid, m->w2, d, m->b2, n, d, hid);
+    const float *skip = m->order == BLOCK_POST ? r->norm1 : r->res1;
+    for (size_t i = 0; i < nd; i++)
+        r->res2[i] = skip[i] + r->ffn_out[i];
+    if (m->order == BLOCK_POST)
+        normalize(r->norm2, r->res2, m, m->n2w, m->n2b);
+}
+
 void attn_forward(struct attn_run *r, const struct attn_model *m)
 {
-    int n = m->n, D = m->D, hd = m->head_dim;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
     size_t nn = (size_t)n * (size_t)n;
-    project(r->q, m, m->wq, m->bq);
-    project(r->k, m, m->wk, m->bk);
-    project(r->v, m, m->wv, m->bv);
+    /* A pre-norm block normalises before attention: norm1 is attention's input. */
+    const float *in = m->x;
+    if (m->block && m->order == BLOCK_PRE) {
+        normalize(r->norm1, m->x, m, m->n1w, m->n1b);
+        in = r->norm1;
+    }
+    project(r->q, D, m, in, m->wq, m->bq);
+    if (m->latent > 0) {
+        attn_mm_ab(r->latent, m->latent, in, m->d_in, m->wdown, m->latent, NULL, n, m->latent,
+                   m->d_in);
+        attn_mm_ab(r->k, D, r->latent, m->latent, m->wkup, D, NULL, n, D, m->latent);
+        attn_mm_ab(r->v, D, r->latent, m->latent, m->wvup, D, NULL, n, D, m->latent);
+    } else {
+        project(r->k, Dkv, m, in, m->wk, m->bk);
+        project(r->v, Dkv, m, in, m->wv, m->bv);
+    }
+    const float *q = r->q, *k = r->k;
+    if (m->rope) {
+        rotate(r->qr, r->q, D, m);
+        rotate(r->kr, r->k, Dkv, m);
+        q = r->qr;
+        k = r->kr;
+    }
 
     /* torch's nn.Dropout: noise = keep / (1 - p) in float, then weights * noise. */
     float keep_scale = m->keep ? 1.0f / (float)(1.0 - m->dropout) : 1.0f;
     for (int h = 0; h < m->heads; h++) {
-        const float *qh = r->q + (size_t)h * hd, *kh = r->k + (size_t)h * hd;
-        const float *vh = r->v + (size_t)h * hd;
+        int kvh = kv_head_of(m, h);
+        const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kvh * hd;
+        const float *vh = r->v + (size_t)kvh * hd;
         float *scores = r->scores + h * nn, *scaled = r->scaled + h * nn;
         float *masked = r->masked + h * nn, *weights = r->weights + h * nn;
         float *dropped = r->dropped + h * nn;
 
-        attn_mm_abt(scores, n, qh, D, kh, D, n, n, hd);
+        attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
         for (size_t i = 0; i < nn; i++) /* the divisor is 1 without scaling: x / 1 == x */
             scaled[i] = scores[i] / m->scale_divisor;
 
@@ -122,29 +254,38 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
             memcpy(dropped, weights, nn * sizeof(float));
         }
         /* This head's context goes straight into its column block of the concatenation. */
-        attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, D, NULL, n, hd, n);
+        attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, Dkv, NULL, n, hd, n);
     }
 
     if (m->wo)
         attn_mm_ab(r->output, D, r->concat, D, m->wo, D, m->bo, n, D, D);
     else
         memcpy(r->output, r->concat, (size_t)n * D * sizeof(float));
+    if (m->block)
+        forward_block(r, m);
 }
 
 struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
                                enum attn_stage s, int h)
 {
-    int n = m->n, D = m->D, hd = m->head_dim;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim, d = m->d_in;
     size_t nn = (size_t)n * (size_t)n, col = (size_t)h * (size_t)hd;
+    size_t kvcol = (size_t)kv_head_of(m, h) * (size_t)hd;
     switch (s) {
     case STAGE_INPUTS:
-        return (struct attn_mat_view){m->x, n, m->d_in, m->d_in};
+        return (struct attn_mat_view){m->x, n, d, d};
+    case STAGE_LATENT:
+        return (struct attn_mat_view){r->latent, n, m->latent, m->latent};
     case STAGE_QUERIES:
         return (struct attn_mat_view){r->q + col, n, hd, D};
     case STAGE_KEYS:
-        return (struct attn_mat_view){r->k + col, n, hd, D};
+        return (struct attn_mat_view){r->k + kvcol, n, hd, Dkv};
     case STAGE_VALUES:
-        return (struct attn_mat_view){r->v + col, n, hd, D};
+        return (struct attn_mat_view){r->v + kvcol, n, hd, Dkv};
+    case STAGE_QUERIES_ROTATED:
+        return (struct attn_mat_view){r->qr + col, n, hd, D};
+    case STAGE_KEYS_ROTATED:
+        return (struct attn_mat_view){r->kr + kvcol, n, hd, Dkv};
     case STAGE_SCORES:
         return (struct attn_mat_view){r->scores + h * nn, n, n, n};
     case STAGE_SCALED:
@@ -159,6 +300,20 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
         return (struct attn_mat_view){r->concat + col, n, hd, D};
     case STAGE_CONCAT:
         return (struct attn_mat_view){r->concat, n, D, D};
+    case STAGE_RESIDUAL1:
+        return (struct attn_mat_view){r->res1, n, d, d};
+    case STAGE_NORM1:
+        return (struct attn_mat_view){r->norm1, n, d, d};
+    case STAGE_FFN_HIDDEN:
+        return (struct attn_mat_view){r->ffn_hidden, n, m->hidden, m->hidden};
+    case STAGE_FFN_ACTIVATED:
+        return (struct attn_mat_view){r->ffn_act, n, m->hidden, m->hidden};
+    case STAGE_FFN_OUT:
+        return (struct attn_mat_view){r->ffn_out, n, d, d};
+    case STAGE_RESIDUAL2:
+        return (struct attn_mat_view){r->res2, n, d, d};
+    case STAGE_NORM2:
+        return (struct attn_mat_view){r->norm2, n, d, d};
     case STAGE_OUTPUT:
     case STAGE_COUNT:
         break;
@@ -172,6 +327,55 @@ bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)
            (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
 }
 
+int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
+{
+    int k = 0;
+    out[k++] = STAGE_INPUTS;
+    if (m->block && m->order == BLOCK_PRE)
+        out[k++] = STAGE_NORM1;
+    if (m->latent > 0)
+        out[k++] = STAGE_LATENT;
+    out[k++] = STAGE_QUERIES;
+    out[k++] = STAGE_KEYS;
+    out[k++] = STAGE_VALUES;
+    if (m->rope) {
+        out[k++] = STAGE_QUERIES_ROTATED;
+        out[k++] = STAGE_KEYS_ROTATED;
+    }
+    for (int s = STAGE_SCORES; s <= STAGE_OUTPUT; s++)
+        out[k++] = (enum attn_stage)s;
+    if (m->block) {
+        out[k++] = STAGE_RESIDUAL1;
+        if (m->order == BLOCK_POST)
+            out[k++] = STAGE_NORM1;
+        else
+            out[k++] = STAGE_NORM2;
+        out[k++] = STAGE_FFN_HIDDEN;
+        out[k++] = STAGE_FFN_ACTIVATED;
+        out[k++] = STAGE_FFN_OUT;
+        out[k++] = STAGE_RESIDUAL2;
+        if (m->order == BLOCK_POST)
+            out[k++] = STAGE_NORM2;
+    }
+    return k;
+}
+
+bool attn_stage_present(const struct attn_model *m, enum attn_stage s)
+{
+    enum attn_stage order[STAGE_COUNT];
+    int n = attn_stage_order(order, m);
+    for (int i = 0; i < n; i++)
+        if (order[i] == s)
+            return true;
+    return false;
+}
+
+enum attn_stage attn_stage_last(const struct attn_model *m)
+{
+    enum attn_stage order[STAGE_COUNT];
+    return order[attn_stage_order(order, m) - 1];
+}
+
 int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_scene *s,
                  struct diag *err)
 {
@@ -180,9 +384,7 @@ int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_sce
         return -1;
     /* A new shape gets new buffers first, so a failure leaves the old result intact. */
     struct attn_run next = *r;
-    bool same = r->q && r->n == fresh.n && r->d_in == fresh.d_in && r->heads == fresh.heads &&
-                r->head_dim == fresh.head_dim && r->D == fresh.D;
-    if (!same) {
+    if (!same_shape(r, &fresh)) {
         memset(&next, 0, sizeof(next));
         if (attn_run_init(&next, &fresh, err)) {
             attn_model_free(&fresh);

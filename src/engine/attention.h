@@ -12,15 +12,23 @@
 #include "engine/stage.h"
 
 struct attn_run {
-    int n, d_in, heads, head_dim, D; /* the shape the buffers were sized for */
-    float *q, *k, *v;                /* (n, D) all heads side by side */
-    float *scores;                   /* (heads, n, n) Q_h K_h^T */
-    float *scaled;                   /* (heads, n, n) */
-    float *masked;                   /* (heads, n, n) */
-    float *weights;                  /* (heads, n, n) */
-    float *dropped;                  /* (heads, n, n) after dropout */
-    float *concat;                   /* (n, D) per-head contexts side by side */
-    float *output;                   /* (n, D) */
+    /* The shape the buffers were sized for. */
+    int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden;
+    bool rope;
+    float *q;                      /* (n, D) all query heads side by side */
+    float *k, *v;                  /* (n, Dkv) all KV heads side by side */
+    float *qr, *kr;                /* RoPE: q and k rotated, or NULL */
+    float *latent;                 /* MLA: (n, r), or NULL */
+    float *scores;                 /* (heads, n, n) Q_h K_kv(h)^T */
+    float *scaled;                 /* (heads, n, n) */
+    float *masked;                 /* (heads, n, n) */
+    float *weights;                /* (heads, n, n) */
+    float *dropped;                /* (heads, n, n) after dropout */
+    float *concat;                 /* (n, D) per-head contexts side by side */
+    float *output;                 /* (n, D) */
+    float *res1, *norm1;           /* block: (n, d_in) each, or NULL */
+    float *ffn_hidden, *ffn_act;   /* (n, hidden) */
+    float *ffn_out, *res2, *norm2; /* (n, d_in) */
 };
 
 /* A read-only window on a stage: element (i, j) is data[i * stride + j]. */
@@ -43,8 +51,14 @@ int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_sce
 /* True when stage s changes nothing for this model: no scaling, no mask, no dropout or no
  * out_proj. The explorer dims such stages and auto-play skips them. */
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s);
-/* The matrix of stage s for head h (h is ignored for shared stages). */
+/* The matrix of stage s for head h (h is ignored for shared stages). With GQA the keys and
+ * values of head h are those of the KV head it reads. s must be present in m. */
 struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
                                enum attn_stage s, int h);
+/* The stages this scene has, in its order (at most STAGE_COUNT); returns how many. */
+int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
+bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
+/* The last stage: the block's output, or the attention's. */
+enum attn_stage attn_stage_last(const struct attn_model *m);
 
 #endif

@@ -24,17 +24,12 @@ static float *fdup(const float *src, size_t count)
 void attn_model_free(struct attn_model *m)
 {
     attn_tokens_free(m->tokens, m->n);
-    free(m->embed);
-    free(m->pos);
-    free(m->x);
-    free(m->wq);
-    free(m->wk);
-    free(m->wv);
-    free(m->bq);
-    free(m->bk);
-    free(m->bv);
-    free(m->wo);
-    free(m->bo);
+    float *owned[] = {m->embed, m->pos, m->x,        m->wqkv,     m->bqkv,  m->wq,   m->wk,
+                      m->wv,    m->bq,  m->bk,       m->bv,       m->wdown, m->wkup, m->wvup,
+                      m->wo,    m->bo,  m->rope_cos, m->rope_sin, m->w1,    m->b1,   m->w2,
+                      m->b2,    m->n1w, m->n1b,      m->n2w,      m->n2b};
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+        free(owned[i]);
     free(m->keep);
     memset(m, 0, sizeof(*m));
 }
@@ -72,6 +67,36 @@ static int draw_learned_embeddings(float *embed, const struct attn_scene *s, int
     return 0;
 }
 
+/* The PyTorch tutorial's table for positions offset .. offset + n - 1, in float32 as torch
+ * computes it: div = exp(arange(0, d, 2) * (-ln(base) / d)), sin and cos of position * div.
+ * pe: (n, d), d even */
+static void sinusoidal_table(float *pe, int n, int d, int offset, double base)
+{
+    float k = (float)(-log(base) / d);
+    for (int i = 0; i < d / 2; i++) {
+        float div = expf((float)(2 * i) * k);
+        for (int p = 0; p < n; p++) {
+            float angle = (float)(offset + p) * div;
+            pe[(size_t)p * d + 2 * i] = sinf(angle);
+            pe[(size_t)p * d + 2 * i + 1] = cosf(angle);
+        }
+    }
+}
+
+/* RoPE's angles as LLaMA computes them in float32: theta_i = 1 / base^(2i / hd), angle =
+ * position * theta_i, then cos and sin. cos, sin: (n, hd / 2) */
+static void rope_tables(float *cos_t, float *sin_t, int n, int hd, int offset, double base)
+{
+    for (int i = 0; i < hd / 2; i++) {
+        float theta = 1.0f / powf((float)base, (float)(2 * i) / (float)hd);
+        for (int p = 0; p < n; p++) {
+            float angle = (float)(offset + p) * theta;
+            cos_t[(size_t)p * (hd / 2) + i] = cosf(angle);
+            sin_t[(size_t)p * (hd / 2) + i] = sinf(angle);
+        }
+    }
+}
+
 /* One projection matrix as its module would draw it: nn.Linear(in, out) (weight, then bias) or
  * torch.rand(in, out). w: (in, out); bias: (out) or NULL */
 static void draw_projection(float *w, float *bias, int in, int out, enum attn_projection p,
@@ -90,19 +115,63 @@ static void put_block(float *dst, int ld, int col0, const float *src, int rows, 
         memcpy(dst + (size_t)i * ld + col0, src + (size_t)i * cols, (size_t)cols * sizeof(float));
 }
 
+/* Columns [col0, col0 + cols) of src (rows, ld) into dst (rows, cols). */
+static void take_block(float *dst, const float *src, int ld, int col0, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++)
+        memcpy(dst + (size_t)i * cols, src + (size_t)i * ld + col0, (size_t)cols * sizeof(float));
+}
+
+/* The per-projection matrices of a fused one: fused, [Q | K | V] (004's chunk(3)); fused_heads,
+ * head h's q, k and v from its own 3 * hd columns (SimpleLLaMA's view + chunk). */
+static void split_fused(struct attn_model *m)
+{
+    int d_in = m->d_in, D = m->D, Dkv = m->Dkv, hd = m->head_dim, W = D + 2 * Dkv;
+    float *w[3] = {m->wq, m->wk, m->wv}, *b[3] = {m->bq, m->bk, m->bv};
+    if (m->qkv == QKV_FUSED) {
+        int col0[3] = {0, D, D + Dkv}, width[3] = {D, Dkv, Dkv};
+        for (int i = 0; i < 3; i++) {
+            take_block(w[i], m->wqkv, W, col0[i], d_in, width[i]);
+            if (b[i])
+                memcpy(b[i], m->bqkv + col0[i], (size_t)width[i] * sizeof(float));
+        }
+        return;
+    }
+    for (int h = 0; h < m->heads; h++)
+        for (int i = 0; i < 3; i++)
+            for (int r = 0; r < d_in; r++) {
+                memcpy(w[i] + (size_t)r * D + (size_t)h * hd,
+                       m->wqkv + (size_t)r * W + (size_t)(3 * h + i) * hd,
+                       (size_t)hd * sizeof(float));
+                if (b[i] && r == 0)
+                    memcpy(b[i] + (size_t)h * hd, m->bqkv + (size_t)(3 * h + i) * hd,
+                           (size_t)hd * sizeof(float));
+            }
+}
+
 static int draw_attention(struct attn_model *m, const struct attn_scene *s, struct attn_rng *r)
 {
     enum attn_projection proj = attn_scene_eff_projection(s);
-    int d_in = m->d_in, D = m->D;
-    float *w[3] = {m->wq, m->wk, m->wv};
-    float *b[3] = {m->bq, m->bk, m->bv};
+    int d_in = m->d_in, D = m->D, Dkv = m->Dkv;
     if (s->attn.seed.set)
         attn_rng_seed(r, s->attn.seed.value);
-    if (s->attn.layout == LAYOUT_SPLIT) {
-        for (int i = 0; i < 3; i++)
-            draw_projection(w[i], b[i], d_in, D, proj, r);
+    if (m->latent > 0) {
+        /* MLA: W_query, W_down, W_key_up, W_value_up, none with a bias. */
+        attn_rng_linear_init(m->wq, NULL, d_in, D, r);
+        attn_rng_linear_init(m->wdown, NULL, d_in, m->latent, r);
+        attn_rng_linear_init(m->wkup, NULL, m->latent, D, r);
+        attn_rng_linear_init(m->wvup, NULL, m->latent, D, r);
+    } else if (m->wqkv) {
+        attn_rng_linear_init(m->wqkv, m->bqkv, d_in, D + 2 * Dkv, r);
+        split_fused(m);
+    } else if (s->attn.layout == LAYOUT_SPLIT) {
+        draw_projection(m->wq, m->bq, d_in, D, proj, r);
+        draw_projection(m->wk, m->bk, d_in, Dkv, proj, r);
+        draw_projection(m->wv, m->bv, d_in, Dkv, proj, r);
     } else {
         /* MultiHeadAttentionWrapper: head 0's W_query, W_key, W_value, then head 1's, ... */
+        float *w[3] = {m->wq, m->wk, m->wv};
+        float *b[3] = {m->bq, m->bk, m->bv};
         int d_out = m->head_dim;
         float *tw = falloc((size_t)d_in * d_out), *tb = falloc((size_t)d_out);
         if (!tw || !tb) {
@@ -125,6 +194,80 @@ static int draw_attention(struct attn_model *m, const struct attn_scene *s, stru
     return 0;
 }
 
+/* Copies the explicit attention parameters. */
+static void copy_attention(struct attn_model *m, const struct attn_scene_weights *sw)
+{
+    size_t d_in = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
+    if (m->latent > 0) {
+        size_t r = (size_t)m->latent;
+        memcpy(m->wq, sw->query.data, d_in * D * sizeof(float));
+        memcpy(m->wdown, sw->down.data, d_in * r * sizeof(float));
+        memcpy(m->wkup, sw->key_up.data, r * D * sizeof(float));
+        memcpy(m->wvup, sw->value_up.data, r * D * sizeof(float));
+    } else if (m->wqkv) {
+        size_t W = D + 2 * Dkv;
+        memcpy(m->wqkv, sw->qkv.data, d_in * W * sizeof(float));
+        if (m->bqkv)
+            memcpy(m->bqkv, sw->qkv_bias.data, W * sizeof(float));
+        split_fused(m);
+    } else if (m->project) {
+        memcpy(m->wq, sw->query.data, d_in * D * sizeof(float));
+        memcpy(m->wk, sw->key.data, d_in * Dkv * sizeof(float));
+        memcpy(m->wv, sw->value.data, d_in * Dkv * sizeof(float));
+        if (m->bq) {
+            memcpy(m->bq, sw->query_bias.data, D * sizeof(float));
+            memcpy(m->bk, sw->key_bias.data, Dkv * sizeof(float));
+            memcpy(m->bv, sw->value_bias.data, Dkv * sizeof(float));
+        }
+    }
+    if (m->wo)
+        memcpy(m->wo, sw->out.data, D * D * sizeof(float));
+    if (m->bo)
+        memcpy(m->bo, sw->out_bias.data, D * sizeof(float));
+}
+
+/* The block's parameters: the FFN (drawn or given) and the norms (given, or 1 and 0). */
+static int resolve_block(struct attn_model *m, const struct attn_scene *s, struct attn_rng *r)
+{
+    const struct attn_block *b = &s->block;
+    const struct attn_scene_weights *sw = &s->weights;
+    size_t d = (size_t)m->d_in, h = (size_t)attn_scene_ffn_hidden(s);
+    m->block = true;
+    m->order = b->order;
+    m->norm = b->norm;
+    m->norm_eps = (float)b->norm_eps; /* nn.LayerNorm keeps eps as a double; the kernel a float */
+    m->activation = b->activation;
+    m->hidden = (int)h;
+    if (!(m->w1 = falloc(d * h)) || !(m->b1 = falloc(h)) || !(m->w2 = falloc(h * d)) ||
+        !(m->b2 = falloc(d)) || !(m->n1w = falloc(d)) || !(m->n2w = falloc(d)))
+        return -1;
+    if (b->norm == NORM_LAYER && (!(m->n1b = falloc(d)) || !(m->n2b = falloc(d))))
+        return -1;
+    if (sw->ffn_W1.data) {
+        memcpy(m->w1, sw->ffn_W1.data, d * h * sizeof(float));
+        memcpy(m->b1, sw->ffn_b1.data, h * sizeof(float));
+        memcpy(m->w2, sw->ffn_W2.data, h * d * sizeof(float));
+        memcpy(m->b2, sw->ffn_b2.data, d * sizeof(float));
+    } else {
+        if (b->ffn_seed.set)
+            attn_rng_seed(r, b->ffn_seed.value);
+        for (int i = 0; i < b->ffn_skip; i++) /* a uniform float draw takes one 32-bit word */
+            attn_rng_u32(r);
+        attn_rng_linear_init(m->w1, m->b1, (int)d, (int)h, r);
+        attn_rng_linear_init(m->w2, m->b2, (int)h, (int)d, r);
+    }
+    const struct attn_matrix *given[4] = {&sw->norm1_weight, &sw->norm1_bias, &sw->norm2_weight,
+                                          &sw->norm2_bias};
+    float *dst[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
+    for (int i = 0; i < 4; i++) {
+        if (!dst[i])
+            continue;
+        for (size_t j = 0; j < d; j++)
+            dst[i][j] = given[i]->data ? given[i]->data[j] : i % 2 == 0 ? 1.0f : 0.0f;
+    }
+    return 0;
+}
+
 int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct diag *err)
 {
     memset(m, 0, sizeof(*m));
@@ -135,6 +278,10 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
     m->heads = a->heads;
     m->head_dim = attn_scene_head_dim(s);
     m->D = attn_scene_concat_dim(s);
+    m->kv_heads = a->layout == LAYOUT_SPLIT ? attn_scene_kv_heads(s) : a->heads;
+    m->Dkv = attn_scene_kv_dim(s);
+    m->latent = a->kv_latent;
+    m->qkv = a->qkv;
     m->project = attn_scene_eff_projection(s) != PROJ_NONE;
     m->dropout = a->dropout;
     m->causal = a->causal;
@@ -167,6 +314,8 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
     }
 
     memcpy(m->x, m->embed, nx * sizeof(float));
+    m->pos_kind = s->pos.kind;
+    m->pos_offset = s->pos.offset;
     if (s->pos.kind == POS_LEARNED) {
         m->pos_rows = s->pos.max_len;
         size_t np = (size_t)m->pos_rows * (size_t)d_in;
@@ -177,38 +326,53 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
                 attn_rng_seed(&r, s->pos.seed.value);
             attn_rng_normal(m->pos, np, 0.0f, 1.0f, &r);
         }
-        if (!m->pos)
-            goto oom;
+    } else if (s->pos.kind == POS_SINUSOIDAL) {
+        /* Computed for the scene's positions only: row i is position offset + i. */
+        m->pos_rows = n;
+        m->pos_offset = 0;
+        if ((m->pos = falloc(nx)))
+            sinusoidal_table(m->pos, n, d_in, s->pos.offset, s->pos.base);
+    }
+    if ((s->pos.kind == POS_LEARNED || s->pos.kind == POS_SINUSOIDAL) && !m->pos)
+        goto oom;
+    if (m->pos)
         for (size_t i = 0; i < nx; i++)
-            m->x[i] = m->embed[i] + m->pos[i];
+            m->x[i] = m->embed[i] + m->pos[(size_t)m->pos_offset * (size_t)d_in + i];
+    if (s->pos.kind == POS_ROPE) {
+        size_t half = (size_t)n * (size_t)(m->head_dim / 2);
+        m->rope = true;
+        m->rope_pairs = s->pos.pairs;
+        if (!(m->rope_cos = falloc(half)) || !(m->rope_sin = falloc(half)))
+            goto oom;
+        rope_tables(m->rope_cos, m->rope_sin, n, m->head_dim, s->pos.offset, s->pos.base);
     }
 
-    size_t nw = (size_t)d_in * (size_t)m->D, D = (size_t)m->D;
+    size_t D = (size_t)m->D, Dkv = (size_t)m->Dkv, W = D + 2 * Dkv;
     if (m->project) {
-        if (!(m->wq = falloc(nw)) || !(m->wk = falloc(nw)) || !(m->wv = falloc(nw)))
+        if (!(m->wq = falloc((size_t)d_in * D)))
             goto oom;
-        if (a->qkv_bias && (!(m->bq = falloc(D)) || !(m->bk = falloc(D)) || !(m->bv = falloc(D))))
-            goto oom;
+        if (m->latent > 0) {
+            size_t lr = (size_t)m->latent;
+            if (!(m->wdown = falloc((size_t)d_in * lr)) || !(m->wkup = falloc(lr * D)) ||
+                !(m->wvup = falloc(lr * D)))
+                goto oom;
+        } else {
+            if (!(m->wk = falloc((size_t)d_in * Dkv)) || !(m->wv = falloc((size_t)d_in * Dkv)))
+                goto oom;
+            if (a->qkv_bias &&
+                (!(m->bq = falloc(D)) || !(m->bk = falloc(Dkv)) || !(m->bv = falloc(Dkv))))
+                goto oom;
+            if (a->qkv != QKV_SEPARATE &&
+                (!(m->wqkv = falloc((size_t)d_in * W)) || (a->qkv_bias && !(m->bqkv = falloc(W)))))
+                goto oom;
+        }
     }
     if (attn_scene_eff_out_proj(s)) {
         if (!(m->wo = falloc(D * D)) || (a->out_bias && !(m->bo = falloc(D))))
             goto oom;
     }
     if (sw->set) {
-        if (m->project) {
-            memcpy(m->wq, sw->query.data, nw * sizeof(float));
-            memcpy(m->wk, sw->key.data, nw * sizeof(float));
-            memcpy(m->wv, sw->value.data, nw * sizeof(float));
-            if (m->bq) {
-                memcpy(m->bq, sw->query_bias.data, D * sizeof(float));
-                memcpy(m->bk, sw->key_bias.data, D * sizeof(float));
-                memcpy(m->bv, sw->value_bias.data, D * sizeof(float));
-            }
-        }
-        if (m->wo)
-            memcpy(m->wo, sw->out.data, D * D * sizeof(float));
-        if (m->bo)
-            memcpy(m->bo, sw->out_bias.data, D * sizeof(float));
+        copy_attention(m, sw);
     } else if (m->project) {
         if (draw_attention(m, s, &r))
             goto oom;
@@ -217,6 +381,9 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
             attn_rng_seed(&r, a->seed.value);
         attn_rng_linear_init(m->wo, m->bo, m->D, m->D, &r);
     }
+
+    if (s->block.on && resolve_block(m, s, &r))
+        goto oom;
 
     if (a->dropout > 0.0) {
         size_t nk = (size_t)m->heads * (size_t)n * (size_t)n;
@@ -247,6 +414,15 @@ static int set_matrix(struct attn_matrix *dst, const float *src, int rows, int c
     return 0;
 }
 
+/* True when v (n values) is all `value`: the norms' defaults are not written out. */
+static bool all_equal(const float *v, int n, float value)
+{
+    for (int i = 0; v && i < n; i++)
+        if (v[i] != value)
+            return false;
+    return true;
+}
+
 int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
                           const struct attn_model *m)
 {
@@ -262,6 +438,11 @@ int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
         a->scale_divisor = s->attn.scale_divisor;
     a->seed.set = false;
     a->dropout_seed.set = false;
+    if (out->block.on) {
+        out->block.ffn_hidden = attn_scene_ffn_hidden(s);
+        out->block.ffn_seed.set = false;
+        out->block.ffn_skip = 0;
+    }
 
     attn_matrix_free(&out->embed.rows);
     out->embed.kind = EMBED_EXPLICIT;
@@ -277,12 +458,31 @@ int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
     struct attn_scene_weights *w = &out->weights;
     attn_scene_weights_free(w); /* m holds the authoritative numbers */
     w->set = m->project || m->wo;
-    rc |= set_matrix(&w->query, m->wq, m->d_in, m->D) | set_matrix(&w->key, m->wk, m->d_in, m->D) |
-          set_matrix(&w->value, m->wv, m->d_in, m->D) | set_matrix(&w->query_bias, m->bq, 1, m->D) |
-          set_matrix(&w->key_bias, m->bk, 1, m->D) | set_matrix(&w->value_bias, m->bv, 1, m->D) |
-          set_matrix(&w->out, m->wo, m->D, m->D) | set_matrix(&w->out_bias, m->bo, 1, m->D);
-    /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check refuses
-     * one outside 0 < p < 1, so writing it would make an export that cannot be loaded. */
+    int d = m->d_in, D = m->D, Dkv = m->Dkv, r = m->latent;
+    if (m->wqkv) { /* fused: the one matrix, as drawn */
+        rc |= set_matrix(&w->qkv, m->wqkv, d, D + 2 * Dkv) |
+              set_matrix(&w->qkv_bias, m->bqkv, 1, D + 2 * Dkv);
+    } else {
+        rc |= set_matrix(&w->query, m->wq, d, D) | set_matrix(&w->key, m->wk, d, Dkv) |
+              set_matrix(&w->value, m->wv, d, Dkv) | set_matrix(&w->query_bias, m->bq, 1, D) |
+              set_matrix(&w->key_bias, m->bk, 1, Dkv) | set_matrix(&w->value_bias, m->bv, 1, Dkv);
+        rc |= set_matrix(&w->down, m->wdown, d, r) | set_matrix(&w->key_up, m->wkup, r, D) |
+              set_matrix(&w->value_up, m->wvup, r, D);
+    }
+    rc |= set_matrix(&w->out, m->wo, D, D) | set_matrix(&w->out_bias, m->bo, 1, D);
+    if (m->block) {
+        int h = m->hidden;
+        rc |= set_matrix(&w->ffn_W1, m->w1, d, h) | set_matrix(&w->ffn_b1, m->b1, 1, h) |
+              set_matrix(&w->ffn_W2, m->w2, h, d) | set_matrix(&w->ffn_b2, m->b2, 1, d);
+        const float *norms[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
+        struct attn_matrix *dst[4] = {&w->norm1_weight, &w->norm1_bias, &w->norm2_weight,
+                                      &w->norm2_bias};
+        for (int i = 0; i < 4; i++)
+            if (!all_equal(norms[i], d, i % 2 == 0 ? 1.0f : 0.0f))
+                rc |= set_matrix(dst[i], norms[i], 1, d);
+    }
+    /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check
+     * refuses one outside 0 < p < 1, so writing it would make an export that cannot be loaded. */
     if (m->keep && m->dropout < 1.0) {
         size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
         if ((w->dropout_mask = malloc(nk ? nk : 1))) {

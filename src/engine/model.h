@@ -20,24 +20,49 @@ struct attn_model {
     int d_in; /* input width */
     int heads;
     int head_dim;  /* d_k: split d_out/heads, wrapper d_out */
-    int D;         /* concatenated width = heads * head_dim */
+    int D;         /* concatenated width = heads * head_dim (the queries' width) */
+    int kv_heads;  /* K: heads of K and V; query head h uses KV head h / (heads / K) */
+    int Dkv;       /* K * head_dim: the width of K and V */
+    int latent;    /* r of MLA, or 0 */
     char **tokens; /* (n) owned copies */
     float *embed;  /* (n, d_in) token embeddings before positions */
-    float *pos;    /* (pos_rows, d_in) positional table, or NULL */
+    enum attn_pos_kind pos_kind;
+    float *pos; /* (pos_rows, d_in) learned or sinusoidal table, or NULL */
     int pos_rows;
-    float *x;            /* (n, d_in) inputs = embed + pos[:n] */
-    bool project;        /* false: projection none, Q = K = V = X (then D == d_in) */
-    float *wq, *wk, *wv; /* (d_in, D), x @ W orientation; NULL when !project */
-    float *bq, *bk, *bv; /* (D) or NULL */
+    int pos_offset; /* the first token's position: x[i] = embed[i] + pos[pos_offset + i] */
+    float *x;       /* (n, d_in) inputs = embed + positions */
+    bool project;   /* false: projection none, Q = K = V = X (then D == d_in) */
+    enum attn_qkv_mode qkv;
+    float *wqkv, *bqkv;  /* fused: (d_in, D + 2 Dkv) and (D + 2 Dkv), as drawn; else NULL */
+    float *wq, *wk, *wv; /* (d_in, D), (d_in, Dkv), (d_in, Dkv), x @ W; NULL when !project.
+                            Fused: the column blocks of wqkv; MLA: wq only */
+    float *bq, *bk, *bv; /* (D), (Dkv), (Dkv) or NULL */
+    float *wdown;        /* MLA: (d_in, r) */
+    float *wkup, *wvup;  /* MLA: (r, D) each */
     float *wo;           /* (D, D) or NULL when there is no out_proj */
     float *bo;           /* (D) or NULL */
-    unsigned char *keep; /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
-    double dropout;      /* p */
+    bool rope;
+    enum attn_rope_pairs rope_pairs;
+    float *rope_cos, *rope_sin; /* (n, head_dim / 2): the angle of pair i at token t */
+    unsigned char *keep;        /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
+    double dropout;             /* p */
     bool causal;
     enum attn_mask_mode mask_mode;
     enum attn_normalize normalize;
     enum attn_scale_kind scale; /* effective: SCALE_NONE, SCALE_SQRT_DK or SCALE_DIVISOR */
     float scale_divisor; /* the number scores are divided by (1 for none), as torch casts it */
+
+    /* The block (002), when block is true. */
+    bool block;
+    enum attn_block_order order;
+    enum attn_norm_kind norm;
+    float norm_eps;
+    enum attn_activation activation;
+    int hidden;
+    float *w1, *b1;   /* (d_in, hidden), (hidden) */
+    float *w2, *b2;   /* (hidden, d_in), (d_in) */
+    float *n1w, *n1b; /* (d_in) each; n1b NULL for RMSNorm */
+    float *n2w, *n2b;
 };
 
 /* out is fully initialised on success; on failure it is left freed and err says why.

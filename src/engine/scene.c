@@ -410,6 +410,10 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
         else if (K < 1 || K > heads)
             problem(out, "attention.kv_heads", "kv_heads %d is out of range (1..heads = %d)", K,
                     heads);
+        else if (K != heads && proj == PROJ_NONE)
+            problem(out, "attention.kv_heads",
+                    "kv_heads needs a projection to make K and V narrower than Q (projection is "
+                    "none)");
         else if (heads % K != 0)
             problem(out, "attention.kv_heads",
                     "heads %d is not a multiple of kv_heads %d (each KV head serves heads / "
@@ -732,11 +736,37 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
     else
         snprintf(heads, sizeof(heads), "%d head%s \u00d7 head_dim %d", a->heads,
                  a->heads == 1 ? "" : "s", attn_scene_head_dim(s));
-    char extra[96] = "";
+    char extra[256] = "";
     if (a->causal && a->mask_mode == MASK_AFTER_SOFTMAX)
         strcat(extra, ", mask after softmax");
     if (a->normalize == NORM_SUM)
         strcat(extra, ", sum-normalised");
+    if (s->pos.kind == POS_SINUSOIDAL)
+        strcat(extra, ", sinusoidal positions");
+    if (s->pos.kind == POS_ROPE)
+        strcat(extra, s->pos.pairs == ROPE_HALVES ? ", RoPE (halves)" : ", RoPE");
+    if (a->qkv == QKV_FUSED)
+        strcat(extra, ", fused qkv");
+    if (a->qkv == QKV_FUSED_HEADS)
+        strcat(extra, ", fused qkv per head");
+    int K = attn_scene_kv_heads(s);
+    char part[64];
+    if (a->kv_latent > 0) {
+        snprintf(part, sizeof(part), ", MLA latent %d", a->kv_latent);
+        strcat(extra, part);
+    } else if (K == 1 && a->heads > 1) {
+        strcat(extra, ", MQA");
+    } else if (K < a->heads) {
+        snprintf(part, sizeof(part), ", GQA %d KV heads", K);
+        strcat(extra, part);
+    }
+    if (s->block.on) {
+        snprintf(part, sizeof(part), ", %s-norm block (%s, %s)",
+                 attn_block_order_name(s->block.order),
+                 s->block.norm == NORM_RMS ? "RMSNorm" : "LayerNorm",
+                 attn_activation_name(s->block.activation));
+        strcat(extra, part);
+    }
     char pstr[32];
     attn_scene_format_p(pstr, sizeof(pstr), a->dropout);
     snprintf(out, out_size, "%s%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, self, v1,

@@ -4,8 +4,10 @@
 #include <string.h>
 
 static const char *const names[STAGE_COUNT] = {
-    "inputs", "queries", "keys",    "values",  "scores", "scaled",
-    "masked", "weights", "dropout", "context", "concat", "output",
+    "inputs",        "latent",  "queries",   "keys",      "values",  "queries_rotated",
+    "keys_rotated",  "scores",  "scaled",    "masked",    "weights", "dropout",
+    "context",       "concat",  "output",    "residual1", "norm1",   "ffn_hidden",
+    "ffn_activated", "ffn_out", "residual2", "norm2",
 };
 
 const char *attn_stage_name(enum attn_stage s)
@@ -39,4 +41,9 @@ bool attn_stage_is_square(enum attn_stage s)
 bool attn_stage_is_per_head(enum attn_stage s)
 {
     return s >= STAGE_QUERIES && s <= STAGE_CONTEXT;
+}
+
+bool attn_stage_is_block(enum attn_stage s)
+{
+    return s >= STAGE_RESIDUAL1 && s <= STAGE_NORM2;
 }

@@ -1,6 +1,8 @@
-/* stage: the steps of the attention pipeline, in order.
+/* stage: the steps of the pipeline.
  *
- * Every consumer (print, export, the explorer's stage bar and inspector) walks this one list.
+ * The enum lists every stage any scene can have; a scene has the ones its systems use, in an
+ * order that can differ (a pre-norm block normalises before attention). attn_stage_order (in
+ * attention.h) gives a computed scene's own list, which print, export and the explorer walk.
  */
 #ifndef ATTNSCOPE_STAGE_H
 #define ATTNSCOPE_STAGE_H
@@ -8,19 +10,29 @@
 #include <stdbool.h>
 
 enum attn_stage {
-    STAGE_INPUTS,  /* X after positional encoding      (n, d_in)  shared */
-    STAGE_QUERIES, /* X Wq + bq, this head's columns    (n, hd)    per head */
-    STAGE_KEYS,    /*                                   (n, hd)    per head */
-    STAGE_VALUES,  /*                                   (n, hd)    per head */
-    STAGE_SCORES,  /* Q K^T                             (n, n)     per head */
-    STAGE_SCALED,  /* scores / sqrt(d_k) (or divisor)    (n, n)     per head */
-    STAGE_MASKED,  /* -inf above the diagonal; for mask_mode after_softmax: softmax with the
-                      future zeroed (the book's masked_simple) */
-    STAGE_WEIGHTS, /* normalised rows (sum to 1)         (n, n)     per head */
-    STAGE_DROPOUT, /* weights * keep / (1 - p)           (n, n)     per head */
-    STAGE_CONTEXT, /* dropout @ V                        (n, hd)    per head */
-    STAGE_CONCAT,  /* all heads' context side by side   (n, D)     shared */
-    STAGE_OUTPUT,  /* concat Wo + bo (= concat without out_proj) (n, D) shared */
+    STAGE_INPUTS,          /* X after positional encoding      (n, d_in)  shared */
+    STAGE_LATENT,          /* MLA: c = X W_down                (n, r)     shared */
+    STAGE_QUERIES,         /* X Wq + bq, this head's columns    (n, hd)    per head */
+    STAGE_KEYS,            /* its KV head's columns            (n, hd)    per head */
+    STAGE_VALUES,          /*                                   (n, hd)    per head */
+    STAGE_QUERIES_ROTATED, /* RoPE: q rotated by position       (n, hd)    per head */
+    STAGE_KEYS_ROTATED,    /*                                   (n, hd)    per head */
+    STAGE_SCORES,          /* Q K^T                             (n, n)     per head */
+    STAGE_SCALED,          /* scores / sqrt(d_k) (or divisor)    (n, n)     per head */
+    STAGE_MASKED,          /* -inf above the diagonal; for mask_mode after_softmax: softmax with
+                              the future zeroed (the book's masked_simple) */
+    STAGE_WEIGHTS,         /* normalised rows (sum to 1)         (n, n)     per head */
+    STAGE_DROPOUT,         /* weights * keep / (1 - p)           (n, n)     per head */
+    STAGE_CONTEXT,         /* dropout @ V                        (n, hd)    per head */
+    STAGE_CONCAT,          /* all heads' context side by side   (n, D)     shared */
+    STAGE_OUTPUT,          /* concat Wo + bo (= concat without out_proj) (n, D) shared */
+    STAGE_RESIDUAL1,       /* block: X + output                  (n, d_in)  shared */
+    STAGE_NORM1,           /* post: norm(residual1); pre: norm(X), attention's input */
+    STAGE_FFN_HIDDEN,      /* the FFN's first Linear             (n, hidden) shared */
+    STAGE_FFN_ACTIVATED,   /* relu or gelu of it                 (n, hidden) shared */
+    STAGE_FFN_OUT,         /* its second Linear                  (n, d_in)  shared */
+    STAGE_RESIDUAL2,       /* post: norm1 + ffn_out; pre: residual1 + ffn_out */
+    STAGE_NORM2,           /* post: norm(residual2); pre: norm(residual1), the FFN's input */
     STAGE_COUNT
 };
 
@@ -32,5 +44,7 @@ int attn_stage_parse(const char *name);
 bool attn_stage_is_square(enum attn_stage s);
 /* True for stages that have one matrix per head. */
 bool attn_stage_is_per_head(enum attn_stage s);
+/* True for the block's stages after attention (residual1 .. norm2). */
+bool attn_stage_is_block(enum attn_stage s);
 
 #endif

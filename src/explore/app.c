@@ -77,6 +77,9 @@ int app_cols(const struct app *a)
 
 void app_clamp(struct app *a)
 {
+    /* An edit may take a stage away (no more rope, no block): the weights are always there. */
+    if (!attn_stage_present(&a->model, a->stage))
+        a->stage = STAGE_WEIGHTS;
     if (a->head >= a->model.heads)
         a->head = a->model.heads - 1;
     if (a->head < 0)

@@ -226,26 +226,38 @@ static int text_prompt(struct app *a, struct ask *ask)
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* The place of the current stage in the scene's own order. */
+static int stage_index(const struct app *a, enum attn_stage *order, int *n)
+{
+    *n = attn_stage_order(order, &a->model);
+    for (int i = 0; i < *n; i++)
+        if (order[i] == a->stage)
+            return i;
+    return 0;
+}
+
 static int stage_step(struct app *a, int dir)
 {
-    int s = (int)a->stage + dir;
-    if (s < 0 || s >= STAGE_COUNT)
+    enum attn_stage order[STAGE_COUNT];
+    int n, i = stage_index(a, order, &n) + dir;
+    if (i < 0 || i >= n)
         return OUTCOME_HANDLED; /* the pipeline has two ends; no wrapping round */
-    a->stage = (enum attn_stage)s;
+    a->stage = order[i];
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
 
 int command_play_tick(struct app *a)
 {
-    int s = (int)a->stage + 1;
-    while (s < STAGE_COUNT && attn_stage_is_off(&a->model, (enum attn_stage)s))
-        s++;
-    if (s >= STAGE_COUNT) {
+    enum attn_stage order[STAGE_COUNT];
+    int n, i = stage_index(a, order, &n) + 1;
+    while (i < n && attn_stage_is_off(&a->model, order[i]))
+        i++;
+    if (i >= n) {
         a->playing = false;
         return OUTCOME_VIEW_CHANGED;
     }
-    a->stage = (enum attn_stage)s;
+    a->stage = order[i];
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -278,7 +290,7 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return OUTCOME_VIEW_CHANGED;
     case ACTION_PLAY:
         a->playing = !a->playing;
-        if (a->playing && a->stage == STAGE_OUTPUT)
+        if (a->playing && a->stage == attn_stage_last(&a->model))
             a->stage = STAGE_INPUTS; /* play from the start when at the end */
         app_clamp(a);
         return OUTCOME_VIEW_CHANGED;

@@ -10,7 +10,7 @@
 
 #include "common/cnum.h"
 
-#define MAX_TERMS 6 /* terms written out before "+ …" */
+#define MAX_TERMS 6 /* terms written out before "+ \u2026" */
 
 struct buf {
     char *p;
@@ -38,7 +38,7 @@ static void num(struct buf *b, float v)
         put(b, "%.4f", (double)v);
 }
 
-/* A number inside a formula: negative ones in brackets, so "a×-b" reads "a×(-b)". */
+/* A number inside a formula: negative ones in brackets, so "a\u00d7-b" reads "a\u00d7(-b)". */
 static void operand(struct buf *b, float v)
 {
     if (v < 0 && !isinf(v)) {
@@ -50,7 +50,7 @@ static void operand(struct buf *b, float v)
     }
 }
 
-/* Writes "a0×b0 + a1×b1 + ... = result" for a dot product of n terms. */
+/* Writes "a0\u00d7b0 + a1\u00d7b1 + ... = result" for a dot product of n terms. */
 static void terms(struct buf *b, const float *a, int as, const float *w, int ws, int n)
 {
     put(b, "  = ");
@@ -71,11 +71,33 @@ static float at(struct attn_mat_view v, int i, int j)
     return v.data[(size_t)i * v.stride + j];
 }
 
-static void explain_projection(struct buf *b, const struct app *a, int i, int j, const char *q,
-                               const float *w, const float *bias, const char *wname)
+/* The row of the attention's input: X, or norm1(X) in a pre-norm block. */
+static const float *attn_input(const struct app *a, int i)
 {
     const struct attn_model *m = &a->model;
-    int c = a->head * m->head_dim + j; /* column in the concatenated (n, D) projection */
+    const float *in = m->block && m->order == BLOCK_PRE ? a->run.norm1 : m->x;
+    return in + (size_t)i * m->d_in;
+}
+
+/* The column of W_qkv that column c of projection p (0 q, 1 k, 2 v) was cut from. */
+static int fused_column(const struct attn_model *m, int p, int c)
+{
+    int hd = m->head_dim;
+    if (m->qkv == QKV_FUSED)
+        return p == 0 ? c : p == 1 ? m->D + c : m->D + m->Dkv + c;
+    return 3 * hd * (c / hd) + p * hd + c % hd; /* fused_heads: head h's own 3\u00b7hd columns */
+}
+
+/* q, k or v of the selected head: which parameters made it, term by term. p: 0 q, 1 k, 2 v. */
+static void explain_projection(struct buf *b, const struct app *a, int i, int j, int p,
+                               const float *w, const float *bias, const char *wname)
+{
+    static const char *const qkv[3] = {"q", "k", "v"};
+    const struct attn_model *m = &a->model;
+    const char *q = qkv[p];
+    int width = p == 0 ? m->D : m->Dkv;
+    int head = p == 0 ? a->head : a->head / (m->heads / m->kv_heads);
+    int c = head * m->head_dim + j; /* column in the (n, width) projection */
     float v = at(app_view(a, a->stage, a->head), i, j);
     if (!m->project) {
         put(b, "projection none: %s = x (Q = K = V = X)\n  = ", q);
@@ -83,14 +105,29 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
         put(b, "\n");
         return;
     }
-    /* The wrapper gives each head its own matrix (params/head<H>/ in an export); the split
-     * layout one matrix whose columns the heads share. */
-    if (a->shown.attn.layout == LAYOUT_WRAPPER)
-        put(b, "%s[%d] = x \u00b7 head %d's %s[:, %d]%s\n", q, j, a->head, wname, j,
-            bias ? " + b" : "");
-    else
-        put(b, "%s[%d] = x \u00b7 %s[:, %d]%s\n", q, j, wname, c, bias ? " + b" : "");
-    terms(b, m->x + (size_t)i * m->d_in, 1, w + c, m->D, m->d_in);
+    if (p > 0 && m->kv_heads < m->heads)
+        put(b, "head %d reads KV head %d (%d query heads share each)\n", a->head, head,
+            m->heads / m->kv_heads);
+    if (p > 0 && m->latent > 0) {
+        /* MLA: K and V come up out of the latent, not from x. */
+        const float *up = p == 1 ? m->wkup : m->wvup;
+        put(b, "%s[%d] = latent \u00b7 %s[:, %d] (MLA)\n", q, j, p == 1 ? "W_key_up" : "W_value_up",
+            c);
+        terms(b, a->run.latent + (size_t)i * m->latent, 1, up + c, m->D, m->latent);
+    } else {
+        /* The wrapper gives each head its own matrix (params/head<H>/ in an export); the split
+         * layout one matrix whose columns the heads share. */
+        if (a->shown.attn.layout == LAYOUT_WRAPPER)
+            put(b, "%s[%d] = x \u00b7 head %d's %s[:, %d]%s\n", q, j, a->head, wname, j,
+                bias ? " + b" : "");
+        else if (m->wqkv)
+            put(b, "%s[%d] = x \u00b7 W_qkv[:, %d]%s (%s)\n", q, j, fused_column(m, p, c),
+                bias ? " + b" : "",
+                m->qkv == QKV_FUSED ? "chunk [Q | K | V]" : "head's 3\u00b7hd columns");
+        else
+            put(b, "%s[%d] = x \u00b7 %s[:, %d]%s\n", q, j, wname, c, bias ? " + b" : "");
+        terms(b, attn_input(a, i), 1, w + c, width, m->d_in);
+    }
     if (bias) {
         put(b, "    + ");
         operand(b, bias[c]);
@@ -98,6 +135,105 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
     }
     put(b, "  = ");
     num(b, v);
+    put(b, "\n");
+}
+
+/* A rotated q or k: the pair the selected dimension belongs to, turned by its angle. */
+static void explain_rotation(struct buf *b, const struct app *a, int i, int j, bool keys)
+{
+    const struct attn_model *m = &a->model;
+    int hd = m->head_dim, half = hd / 2;
+    int pair = m->rope_pairs == ROPE_ADJACENT ? j / 2 : j % half;
+    int ja = m->rope_pairs == ROPE_ADJACENT ? 2 * pair : pair;
+    int jb = m->rope_pairs == ROPE_ADJACENT ? 2 * pair + 1 : pair + half;
+    struct attn_mat_view x = app_view(a, keys ? STAGE_KEYS : STAGE_QUERIES, a->head);
+    float xa = at(x, i, ja), xb = at(x, i, jb);
+    float c = m->rope_cos[(size_t)i * half + pair], s = m->rope_sin[(size_t)i * half + pair];
+    int pos = a->shown.pos.offset + i;
+    float theta = 1.0f / powf((float)a->shown.pos.base, (float)(2 * pair) / (float)hd);
+    put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d\n", ja, jb, pair);
+    put(b, "  angle = %d \u00d7 ", pos);
+    num(b, theta);
+    put(b, " = ");
+    num(b, (float)pos * theta);
+    put(b, " rad\n");
+    if (j == ja) {
+        put(b, "  %s[%d] = x_%d\u00b7cos \u2212 x_%d\u00b7sin\n  = ", keys ? "k" : "q", ja, ja, jb);
+        operand(b, xa);
+        put(b, "\u00d7");
+        operand(b, c);
+        put(b, " \u2212 ");
+        operand(b, xb);
+        put(b, "\u00d7");
+        operand(b, s);
+    } else {
+        put(b, "  %s[%d] = x_%d\u00b7sin + x_%d\u00b7cos\n  = ", keys ? "k" : "q", jb, ja, jb);
+        operand(b, xa);
+        put(b, "\u00d7");
+        operand(b, s);
+        put(b, " + ");
+        operand(b, xb);
+        put(b, "\u00d7");
+        operand(b, c);
+    }
+    put(b, "\n  = ");
+    num(b, at(app_view(a, a->stage, a->head), i, j));
+    put(b, "\nscores use the rotated q and k: they depend on the\ndistance between tokens, not on "
+           "where they are\n");
+}
+
+/* A normalised value: (x - mean) / sqrt(var + eps) * w (+ b), or x / rms * w. */
+static void explain_norm(struct buf *b, const struct app *a, int i, int j, const float *in,
+                         const float *w, const float *bias, const char *what)
+{
+    const struct attn_model *m = &a->model;
+    int d = m->d_in;
+    const float *x = in + (size_t)i * d;
+    double mean = 0, var = 0;
+    if (m->norm == NORM_LAYER) {
+        for (int k = 0; k < d; k++)
+            mean += x[k];
+        mean /= d;
+    }
+    for (int k = 0; k < d; k++)
+        var += (x[k] - mean) * (x[k] - mean);
+    var /= d;
+    if (m->norm == NORM_LAYER) {
+        put(b, "LayerNorm of %s over the row's %d values\n", what, d);
+        put(b, "  = (x \u2212 mean) \u00f7 \u221a(var + \u03b5) \u00b7 w + b\n  = (");
+        num(b, x[j]);
+        put(b, " \u2212 ");
+        operand(b, (float)mean);
+        put(b, ") \u00f7 \u221a(");
+        num(b, (float)var);
+        put(b, " + %g) \u00b7 ", (double)m->norm_eps);
+        num(b, w[j]);
+        put(b, " + ");
+        num(b, bias[j]);
+    } else {
+        put(b, "RMSNorm of %s over the row's %d values\n", what, d);
+        put(b, "  = x \u00f7 \u221a(mean(x\u00b2) + \u03b5) \u00b7 w\n  = ");
+        num(b, x[j]);
+        put(b, " \u00f7 \u221a(");
+        num(b, (float)var);
+        put(b, " + %g) \u00b7 ", (double)m->norm_eps);
+        num(b, w[j]);
+    }
+    put(b, "\n  = ");
+    num(b, at(app_view(a, a->stage, a->head), i, j));
+    put(b, "\n");
+}
+
+/* A Linear of the FFN: the dot product of the row with W's column, plus the bias. */
+static void explain_linear(struct buf *b, const struct app *a, int i, int j, const float *in,
+                           int in_w, const float *w, int out_w, const float *bias, const char *what)
+{
+    put(b, "%s\n", what);
+    terms(b, in + (size_t)i * in_w, 1, w + j, out_w, in_w);
+    put(b, "    + ");
+    operand(b, bias[j]);
+    put(b, " (bias)\n  = ");
+    num(b, at(app_view(a, a->stage, a->head), i, j));
     put(b, "\n");
 }
 
@@ -176,32 +312,51 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     case STAGE_INPUTS:
         put(&b, "input = token embedding");
         if (m->pos) {
-            put(&b, " + position %d\n  = ", i);
+            int pos = a->shown.pos.offset + i;
+            if (m->pos_kind == POS_SINUSOIDAL)
+                put(&b, " + %s(position %d \u00b7 div_%d)\n  = ", j % 2 ? "cos" : "sin", pos,
+                    j / 2);
+            else
+                put(&b, " + position %d's row\n  = ", pos);
             num(&b, m->embed[(size_t)i * m->d_in + j]);
             put(&b, " + ");
-            num(&b, m->pos[(size_t)i * m->d_in + j]);
+            num(&b, m->pos[((size_t)m->pos_offset + (size_t)i) * m->d_in + j]);
         }
         put(&b, "\n  = ");
         num(&b, val);
         put(&b, "\n");
         break;
-    case STAGE_QUERIES:
-        explain_projection(&b, a, i, j, "q", m->wq, m->bq, "W_query");
-        break;
-    case STAGE_KEYS:
-        explain_projection(&b, a, i, j, "k", m->wk, m->bk, "W_key");
-        break;
-    case STAGE_VALUES:
-        explain_projection(&b, a, i, j, "v", m->wv, m->bv, "W_value");
-        break;
-    case STAGE_SCORES:
-        put(&b, "score = q_%d \u00b7 k_%d\n", i, j);
-        terms(&b, r->q + (size_t)i * m->D + (size_t)h * hd, 1,
-              r->k + (size_t)j * m->D + (size_t)h * hd, 1, hd);
+    case STAGE_LATENT:
+        put(&b, "latent[%d] = x \u00b7 W_down[:, %d] (MLA: cached per token)\n", j, j);
+        terms(&b, attn_input(a, i), 1, m->wdown + j, m->latent, m->d_in);
         put(&b, "  = ");
         num(&b, val);
         put(&b, "\n");
         break;
+    case STAGE_QUERIES:
+        explain_projection(&b, a, i, j, 0, m->wq, m->bq, "W_query");
+        break;
+    case STAGE_KEYS:
+        explain_projection(&b, a, i, j, 1, m->wk, m->bk, "W_key");
+        break;
+    case STAGE_VALUES:
+        explain_projection(&b, a, i, j, 2, m->wv, m->bv, "W_value");
+        break;
+    case STAGE_QUERIES_ROTATED:
+    case STAGE_KEYS_ROTATED:
+        explain_rotation(&b, a, i, j, a->stage == STAGE_KEYS_ROTATED);
+        break;
+    case STAGE_SCORES: {
+        int kvh = h / (m->heads / m->kv_heads);
+        const float *q = m->rope ? r->qr : r->q, *k = m->rope ? r->kr : r->k;
+        put(&b, "score = q_%d \u00b7 k_%d%s\n", i, j, m->rope ? " (both rotated)" : "");
+        terms(&b, q + (size_t)i * m->D + (size_t)h * hd, 1,
+              k + (size_t)j * m->Dkv + (size_t)kvh * hd, 1, hd);
+        put(&b, "  = ");
+        num(&b, val);
+        put(&b, "\n");
+        break;
+    }
     case STAGE_SCALED: {
         float s = at(app_view(a, STAGE_SCORES, h), i, j);
         if (m->scale == SCALE_NONE) {
@@ -269,7 +424,8 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     case STAGE_CONTEXT: {
         struct attn_mat_view w = app_view(a, STAGE_DROPOUT, h);
         put(&b, "context = \u03a3_j a_%d,j \u00b7 v_j[%d]\n", i, j);
-        terms(&b, w.data + (size_t)i * w.stride, 1, r->v + (size_t)h * hd + j, m->D, m->n);
+        int kvh = h / (m->heads / m->kv_heads);
+        terms(&b, w.data + (size_t)i * w.stride, 1, r->v + (size_t)kvh * hd + j, m->Dkv, m->n);
         put(&b, "  = ");
         num(&b, val);
         put(&b, "\n");
@@ -277,6 +433,57 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     }
     case STAGE_CONCAT:
         put(&b, "column %d = head %d's context, dimension %d\n  = ", j, j / hd, j % hd);
+        num(&b, val);
+        put(&b, "\n");
+        break;
+    case STAGE_RESIDUAL1:
+        put(&b, "residual: the input plus what attention adds\n  = ");
+        num(&b, m->x[(size_t)i * m->d_in + j]);
+        put(&b, " + ");
+        operand(&b, r->output[(size_t)i * m->D + j]);
+        put(&b, "\n  = ");
+        num(&b, val);
+        put(&b, "\n");
+        break;
+    case STAGE_NORM1:
+        if (m->order == BLOCK_PRE)
+            explain_norm(&b, a, i, j, m->x, m->n1w, m->n1b, "the input (pre-norm)");
+        else
+            explain_norm(&b, a, i, j, r->res1, m->n1w, m->n1b, "residual1");
+        break;
+    case STAGE_NORM2:
+        if (m->order == BLOCK_PRE)
+            explain_norm(&b, a, i, j, r->res1, m->n2w, m->n2b, "residual1 (the FFN's input)");
+        else
+            explain_norm(&b, a, i, j, r->res2, m->n2w, m->n2b, "residual2");
+        break;
+    case STAGE_FFN_HIDDEN:
+        explain_linear(&b, a, i, j, m->order == BLOCK_POST ? r->norm1 : r->norm2, m->d_in, m->w1,
+                       m->hidden, m->b1, "the FFN widens: hidden = x \u00b7 W1 + b1");
+        break;
+    case STAGE_FFN_ACTIVATED: {
+        float x = r->ffn_hidden[(size_t)i * m->hidden + j];
+        if (m->activation == ACT_RELU)
+            put(&b, "ReLU keeps positives, zeroes the rest\n  = max(0, ");
+        else
+            put(&b, "GELU = x \u00b7 \u03a6(x) = \u00bd x (1 + erf(x \u00f7 \u221a2))\n  = gelu(");
+        num(&b, x);
+        put(&b, ")\n  = ");
+        num(&b, val);
+        put(&b, "\n");
+        break;
+    }
+    case STAGE_FFN_OUT:
+        explain_linear(&b, a, i, j, r->ffn_act, m->hidden, m->w2, m->d_in, m->b2,
+                       "and narrows back: out = activated \u00b7 W2 + b2");
+        break;
+    case STAGE_RESIDUAL2:
+        put(&b, "residual: %s plus the FFN's output\n  = ",
+            m->order == BLOCK_POST ? "norm1" : "residual1");
+        num(&b, (m->order == BLOCK_POST ? r->norm1 : r->res1)[(size_t)i * m->d_in + j]);
+        put(&b, " + ");
+        operand(&b, r->ffn_out[(size_t)i * m->d_in + j]);
+        put(&b, "\n  = ");
         num(&b, val);
         put(&b, "\n");
         break;

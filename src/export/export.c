@@ -145,6 +145,8 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
     if (make_dir(dir, "params", err) != 0)
         goto out;
     int n_d = m->d_in > m->D ? m->d_in : m->D;
+    n_d = m->hidden > n_d ? m->hidden : n_d;
+    n_d = m->latent > n_d ? m->latent : n_d;
     for (int i = 0; i < n_d; i++)
         if (labels_push(&dl, "d%d", i, NULL) != 0)
             goto oom;
@@ -165,18 +167,55 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
                 snprintf(sub, sizeof(sub), "params");
             }
             for (int k = 0; k < 3; k++) {
-                struct attn_mat_view v = {w[k] + (size_t)h * (size_t)width, m->d_in, width, m->D};
+                /* K and V are Dkv wide with GQA; MLA has only W_query here. */
+                int wk = wrapper ? width : k == 0 ? m->D : m->Dkv, ld = k == 0 ? m->D : m->Dkv;
+                if (!w[k])
+                    continue;
+                struct attn_mat_view v = {w[k] + (size_t)h * (size_t)width, m->d_in, wk, ld};
                 if (put_csv(dir, sub, w_names[k], v, "row", dl.items, NULL, err) != 0)
                     goto out;
-            }
-            for (int k = 0; k < 3; k++) {
                 if (!b[k])
                     continue;
-                struct attn_mat_view v = {b[k] + (size_t)h * (size_t)width, 1, width, m->D};
-                if (put_csv(dir, sub, b_names[k], v, "row", bias_row, NULL, err) != 0)
+                struct attn_mat_view bv = {b[k] + (size_t)h * (size_t)width, 1, wk, ld};
+                if (put_csv(dir, sub, b_names[k], bv, "row", bias_row, NULL, err) != 0)
                     goto out;
             }
         }
+    }
+    /* The systems' own parameters: the fused projection as drawn, MLA's, the block's. */
+    int W = m->D + 2 * m->Dkv, d = m->d_in, hid = m->hidden, r = m->latent;
+    struct {
+        const char *name;
+        const float *data;
+        int rows, cols;
+        bool bias;
+    } extra[] = {
+        {"W_qkv.csv", m->wqkv, d, W, false},         {"b_qkv.csv", m->bqkv, 1, W, true},
+        {"W_down.csv", m->wdown, d, r, false},       {"W_key_up.csv", m->wkup, r, m->D, false},
+        {"W_value_up.csv", m->wvup, r, m->D, false}, {"ffn_W1.csv", m->w1, d, hid, false},
+        {"ffn_b1.csv", m->b1, 1, hid, true},         {"ffn_W2.csv", m->w2, hid, d, false},
+        {"ffn_b2.csv", m->b2, 1, d, true},
+    };
+    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+        if (!extra[i].data)
+            continue;
+        struct attn_mat_view v = {extra[i].data, extra[i].rows, extra[i].cols, extra[i].cols};
+        if (put_csv(dir, "params", extra[i].name, v, "row", extra[i].bias ? bias_row : dl.items,
+                    NULL, err) != 0)
+            goto out;
+    }
+    /* The norms' weights only when they are not the default 1 and 0. */
+    const float *norms[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
+    static const char *const norm_names[4] = {"norm1_weight.csv", "norm1_bias.csv",
+                                              "norm2_weight.csv", "norm2_bias.csv"};
+    for (int i = 0; m->block && i < 4; i++) {
+        bool plain = true;
+        for (int j = 0; norms[i] && j < d; j++)
+            plain &= norms[i][j] == (i % 2 == 0 ? 1.0f : 0.0f);
+        struct attn_mat_view v = {norms[i], 1, d, d};
+        if (norms[i] && !plain &&
+            put_csv(dir, "params", norm_names[i], v, "row", bias_row, NULL, err) != 0)
+            goto out;
     }
     if (m->wo) {
         struct attn_mat_view v = {m->wo, m->D, m->D, m->D};
@@ -245,19 +284,21 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     if (export_params(dir, s, m, err) != 0)
         return -1;
 
+    enum attn_stage order[STAGE_COUNT];
+    int n_order = attn_stage_order(order, m);
     for (int h = 0; h < m->heads; h++) {
         char sub[32];
         snprintf(sub, sizeof(sub), "head%d", h);
         if (make_dir(dir, sub, err) != 0)
             return -1;
-        for (int st = 0; st < STAGE_COUNT; st++) {
-            if (!attn_stage_is_per_head((enum attn_stage)st))
+        for (int i = 0; i < n_order; i++) {
+            enum attn_stage st = order[i];
+            if (!attn_stage_is_per_head(st))
                 continue;
             char name[64];
-            snprintf(name, sizeof(name), "%s.csv", attn_stage_name((enum attn_stage)st));
-            char *const *cols = attn_stage_is_square((enum attn_stage)st) ? m->tokens : NULL;
-            if (put_csv(dir, sub, name, attn_view(r, m, (enum attn_stage)st, h), "token", m->tokens,
-                        cols, err) != 0)
+            snprintf(name, sizeof(name), "%s.csv", attn_stage_name(st));
+            char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
+            if (put_csv(dir, sub, name, attn_view(r, m, st, h), "token", m->tokens, cols, err) != 0)
                 return -1;
         }
     }
@@ -268,6 +309,19 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
         return -1;
     if (put_csv(dir, NULL, "output.csv", attn_view(r, m, STAGE_OUTPUT, 0), "token", m->tokens, NULL,
                 err) != 0)
+        return -1;
+    /* MLA's latent and the block's stages: shared by the heads, one file each. */
+    for (int i = 0; i < n_order; i++) {
+        enum attn_stage st = order[i];
+        if (st != STAGE_LATENT && !attn_stage_is_block(st))
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%s.csv", attn_stage_name(st));
+        if (put_csv(dir, NULL, name, attn_view(r, m, st, 0), "token", m->tokens, NULL, err) != 0)
+            return -1;
+    }
+    if (m->block && put_csv(dir, NULL, "block_output.csv", attn_view(r, m, attn_stage_last(m), 0),
+                            "token", m->tokens, NULL, err) != 0)
         return -1;
     return 0;
 }

@@ -26,6 +26,7 @@
 #define FUZZ_MAX_DIM     32
 #define FUZZ_MAX_HEADS   8
 #define FUZZ_MAX_POS_LEN 64
+#define FUZZ_MAX_SKIP    4096
 
 /* scenefile_write into a malloc'ed string; returns NULL (with err) when the writer refuses. */
 static char *write_text(const struct attn_scene *s, bool explicit, size_t *len, struct diag *err)
@@ -61,7 +62,9 @@ static bool small_enough(const struct attn_scene *s)
     return s->n_tokens <= FUZZ_MAX_TOKENS && attn_scene_d_in(s) <= FUZZ_MAX_DIM &&
            attn_scene_eff_d_out(s) <= FUZZ_MAX_DIM && attn_scene_concat_dim(s) <= FUZZ_MAX_DIM &&
            s->attn.heads <= FUZZ_MAX_HEADS &&
-           (s->pos.kind != POS_LEARNED || s->pos.max_len <= FUZZ_MAX_POS_LEN);
+           (s->pos.kind != POS_LEARNED || s->pos.max_len <= FUZZ_MAX_POS_LEN) &&
+           (!s->block.on ||
+            (attn_scene_ffn_hidden(s) <= 4 * FUZZ_MAX_DIM && s->block.ffn_skip <= FUZZ_MAX_SKIP));
 }
 
 /* Every stage of every head of a and b, bit for bit (NaN from a zero row sum included). */
@@ -71,8 +74,14 @@ static void same_stages(const struct attn_model *ma, const struct attn_run *ra,
     INVARIANT(ma->n == mb->n && ma->d_in == mb->d_in && ma->heads == mb->heads &&
                   ma->head_dim == mb->head_dim && ma->D == mb->D,
               "shapes differ");
-    for (int st = 0; st < STAGE_COUNT; st++)
-        for (int h = 0; h < (attn_stage_is_per_head((enum attn_stage)st) ? ma->heads : 1); h++) {
+    enum attn_stage order[STAGE_COUNT], order_b[STAGE_COUNT];
+    int n_stages = attn_stage_order(order, ma);
+    INVARIANT(n_stages == attn_stage_order(order_b, mb) &&
+                  memcmp(order, order_b, (size_t)n_stages * sizeof(*order)) == 0,
+              "the stages differ");
+    for (int k = 0; k < n_stages; k++)
+        for (int h = 0, st = order[k]; h < (attn_stage_is_per_head(order[k]) ? ma->heads : 1);
+             h++) {
             struct attn_mat_view a = attn_view(ra, ma, (enum attn_stage)st, h);
             struct attn_mat_view b = attn_view(rb, mb, (enum attn_stage)st, h);
             INVARIANT(a.rows == b.rows && a.cols == b.cols, "stage %s: shapes differ",
@@ -118,8 +127,10 @@ static void forward_pass(const struct attn_scene *s, const char *explicit_text, 
     INVARIANT(attn_compute(&m, &r, s, &err) == 0, "attn_compute refused a checked scene: %s",
               err.msg);
 
-    for (int st = 0; st < STAGE_COUNT; st++)
-        for (int h = 0; h < (attn_stage_is_per_head((enum attn_stage)st) ? m.heads : 1); h++) {
+    enum attn_stage order[STAGE_COUNT];
+    int n_stages = attn_stage_order(order, &m);
+    for (int k = 0; k < n_stages; k++)
+        for (int h = 0, st = order[k]; h < (attn_stage_is_per_head(order[k]) ? m.heads : 1); h++) {
             struct attn_mat_view v = attn_view(&r, &m, (enum attn_stage)st, h);
             torch_print_matrix(fuzz_sink(), v);
             csv_write_matrix(fuzz_sink(), v, m.tokens,
