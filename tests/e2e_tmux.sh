@@ -5,7 +5,8 @@
 # keys, reads the screen with capture-pane and asserts what a user would see: the default
 # scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
-# SIGTERM, C-z + fg) leaving the terminal as it was.
+# SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
+# its end, shifted and exported.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -275,6 +276,27 @@ start bad 100 30 "$(wrapped bad "$WORK/bad.yaml")"
 wait_file "$WORK/bad.exit"
 check "bad scene: exit 1" bad grep -qx 1 "$WORK/bad.exit"
 check "bad scene: file:line:col message" bad grep -q "bad.yaml:4:10: d_out 4 is not divisible by heads 3" "$WORK/bad.err"
+
+# 12. A later system: the LLaMA-style block. Step to the block's last stage, compare a cell with
+# `attnscope print`, shift the positions (RoPE keeps the weights), export the block's files.
+start llama 120 32 "$BIN $SRC/scenes/28-llama-block.yaml"
+check "llama: the stage bar has the block's stages" llama wait_for llama "out +a n2 W1 act W2 +f"
+keys llama . . . . . . . . . . . . .
+check "llama: the last stage is residual2, the block's output" llama wait_for llama "residual: + FFN · 10×8"
+want=$("$BIN" print "$SRC/scenes/28-llama-block.yaml" --stage residual2 | grep '^tensor' | tr -d ' [' | cut -d, -f1 | sed 's/tensor(//')
+check "llama: residual2[0][0] equals print ($want)" llama wait_for llama "= $want"
+keys llama o C-u
+text llama "7"
+keys llama Enter
+check "llama: the shift keeps the weights" llama wait_for llama "positions now 7–16"
+keys llama e C-u
+text llama "$WORK/llama-export"
+keys llama Enter
+check "llama: export says where it wrote" llama wait_for llama "exported every stage as CSV to $WORK/llama-export"
+check "llama: block_output.csv and the rotated keys are there" llama \
+  test -s "$WORK/llama-export/block_output.csv" -a -s "$WORK/llama-export/head3/keys_rotated.csv"
+check "llama: the export's scene keeps offset 7" llama grep -q "offset: 7" "$WORK/llama-export/scene.yaml"
+T kill-session -t llama
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

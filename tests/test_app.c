@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "explore/app.h"
+#include "explore/commands.h"
+#include "explore/inspect.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)
@@ -172,6 +174,90 @@ static void test_projection_cycle_returns_to_start(void **state)
     app_free(&a);
 }
 
+/* The book's scene with RoPE (4 outputs in 2 heads: head_dim 2) or learned positions. */
+static void open_with_positions(struct app *a, enum attn_pos_kind kind)
+{
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    s.attn.d_out = 4;
+    s.pos.kind = kind;
+    s.pos.max_len = 12;
+    struct diag_list problems;
+    diag_list_init(&problems);
+    assert_int_equal(attn_scene_check(&s, &problems), 0);
+    diag_list_free(&problems);
+    struct diag err;
+    assert_int_equal(app_init(a, &s, NULL, &err), 0);
+}
+
+/* The shift key: RoPE keeps every weight, learned positions do not; the message says which. */
+static void test_shift_positions(void **state)
+{
+    (void)state;
+    struct app a;
+    struct ask ask = {0};
+    open_with_positions(&a, POS_ROPE);
+    float w = at(&a, STAGE_WEIGHTS, 1, 5, 2), q = at(&a, STAGE_QUERIES_ROTATED, 1, 5, 1);
+    command_run(&a, ACTION_SHIFT, &ask);
+    assert_int_equal(ask.kind, PROMPT_OFFSET);
+    assert_string_equal(ask.initial, "0");
+    ask_clear(&ask);
+    command_answer(&a, PROMPT_OFFSET, "7", &ask);
+    assert_int_equal(a.model.pos_offset, 7);
+    assert_true(app_unsaved(&a));
+    assert_non_null(strstr(a.message, "positions now 7\u201312"));
+    assert_non_null(strstr(a.message, "RoPE sees only relative position"));
+    assert_float_equal(at(&a, STAGE_WEIGHTS, 1, 5, 2), w, 1e-6);
+    assert_true(fabsf(at(&a, STAGE_QUERIES_ROTATED, 1, 5, 1) - q) > 1e-3);
+    command_answer(&a, PROMPT_OFFSET, "-1", &ask);
+    assert_non_null(strstr(a.message, "whole number from 0"));
+    assert_int_equal(a.model.pos_offset, 7);
+    app_undo(&a);
+    assert_int_equal(a.model.pos_offset, 0);
+    app_free(&a);
+
+    open_with_positions(&a, POS_LEARNED);
+    w = at(&a, STAGE_WEIGHTS, 1, 5, 2);
+    command_answer(&a, PROMPT_OFFSET, "3", &ask);
+    assert_non_null(strstr(a.message, "learned positions are absolute"));
+    assert_true(fabsf(at(&a, STAGE_WEIGHTS, 1, 5, 2) - w) > 1e-4);
+    /* 12 table rows hold positions 0..11: 6 tokens from position 7 do not fit */
+    command_answer(&a, PROMPT_OFFSET, "7", &ask);
+    assert_non_null(strstr(a.error, "max_len 12 is less than offset + the 6 tokens"));
+    assert_int_equal(a.model.pos_offset, 3);
+    app_free(&a);
+
+    open_default(&a); /* no positions at all */
+    command_run(&a, ACTION_SHIFT, &ask);
+    assert_int_equal(ask.kind, PROMPT_NONE);
+    assert_non_null(strstr(a.message, "no positions to shift"));
+    app_free(&a);
+}
+
+/* GQA: which KV head each query head reads, and the cache next to plain MHA's. */
+static void test_kv_sharing_and_cache(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    s.attn.d_out = 8;
+    s.attn.heads = 4;
+    s.attn.kv_heads = 2;
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, &err), 0);
+    char text[200];
+    inspect_kv_sharing(text, sizeof(text), &a, 3);
+    assert_string_equal(text, "KV head 1 (heads 2\u20133)");
+    inspect_kv_cache(text, sizeof(text), &a);
+    assert_string_equal(text, "KV cache per token: 2\u00d72 KV heads\u00d72 = 8 floats (GQA); "
+                              "plain multi-head attention needs 16");
+    /* head 3's keys are KV head 1's: the same numbers as head 2's */
+    assert_float_equal(at(&a, STAGE_KEYS, 3, 4, 1), at(&a, STAGE_KEYS, 2, 4, 1), 0);
+    assert_true(at(&a, STAGE_KEYS, 1, 4, 1) != at(&a, STAGE_KEYS, 2, 4, 1));
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +268,8 @@ int main(void)
         cmocka_unit_test(test_knobs_step_to_valid_values),
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
         cmocka_unit_test(test_projection_cycle_returns_to_start),
+        cmocka_unit_test(test_shift_positions),
+        cmocka_unit_test(test_kv_sharing_and_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -360,6 +360,79 @@ static void test_export_writes_files(void **state)
     }
 }
 
+static void scene_path(char *out, size_t size, const char *name)
+{
+    const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
+    snprintf(out, size, "%s/%s", dir && *dir ? dir : "scenes", name);
+}
+
+/* The later systems through print and export: the KV cache line, stages a scene has not, and
+ * a block scene's export that reproduces itself. */
+static void test_systems_print_and_export(void **state)
+{
+    (void)state;
+    char mla[4200], simple[4200], llama[4200], fused[4200];
+    scene_path(mla, sizeof(mla), "26-mla.yaml");
+    scene_path(simple, sizeof(simple), "01-simplified.yaml");
+    scene_path(llama, sizeof(llama), "28-llama-block.yaml");
+    scene_path(fused, sizeof(fused), "21-fused-qkv.yaml");
+
+    struct run r = RUN("print", mla, "--stage", "latent");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# KV cache per token: 2 floats (multi-head attention of this "
+                           "shape: 16)\n");
+    expect_contains(r.out, "# latent (6\u00d72)\ntensor([[-0.1465, -0.1633],\n");
+    run_free(&r);
+
+    r = RUN("print", simple, "--stage", "norm1");
+    expect_status(&r, 2);
+    expect_contains(r.err, "this scene has no stage norm1; its stages: inputs, queries,");
+    assert_string_equal(r.out, "");
+    run_free(&r);
+
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("export/llama"));
+    r = RUN("export", llama, "-o", dir);
+    expect_status(&r, 0);
+    run_free(&r);
+    const char *files[] = {"block_output.csv",
+                           "norm1.csv",
+                           "ffn_hidden.csv",
+                           "ffn_activated.csv",
+                           "residual2.csv",
+                           "norm2.csv",
+                           "head3/queries_rotated.csv",
+                           "head3/keys_rotated.csv",
+                           "params/W_key.csv",
+                           "params/ffn_W1.csv",
+                           "params/ffn_b2.csv"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+            fail_msg("%s was not written", path);
+    }
+    char yaml[4400];
+    snprintf(yaml, sizeof(yaml), "%s/scene.yaml", dir);
+    struct run want = RUN("print", llama), have = RUN("print", yaml);
+    expect_status(&want, 0);
+    expect_status(&have, 0);
+    assert_string_equal(have.out, want.out);
+    run_free(&want);
+    run_free(&have);
+
+    snprintf(dir, sizeof(dir), "%s", scratch_path("export/fused"));
+    r = RUN("export", fused, "-o", dir);
+    expect_status(&r, 0);
+    run_free(&r);
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/params/W_qkv.csv", dir);
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size == 0)
+        fail_msg("%s was not written", path);
+}
+
 /* Output that never arrives is an error for every command: exit 1 and a message. */
 static void test_stdout_errors(void **state)
 {
@@ -447,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_print_default),
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),
+        cmocka_unit_test(test_systems_print_and_export),
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),

@@ -166,6 +166,9 @@ static void assert_scene_equal(const struct attn_scene *a, const struct attn_sce
     assert_int_equal(a->pos.max_len, b->pos.max_len);
     assert_seed_equal(a->pos.seed, b->pos.seed, "positional.seed");
     assert_matrix_equal(&a->pos.table, &b->pos.table, "positional.table");
+    assert_memory_equal(&a->pos.base, &b->pos.base, sizeof(a->pos.base));
+    assert_int_equal(a->pos.pairs, b->pos.pairs);
+    assert_int_equal(a->pos.offset, b->pos.offset);
     const struct attn_config *x = &a->attn, *y = &b->attn;
     assert_int_equal(x->projection, y->projection);
     assert_int_equal(x->d_out, y->d_out);
@@ -183,16 +186,25 @@ static void assert_scene_equal(const struct attn_scene *a, const struct attn_sce
     assert_int_equal(x->out_proj, y->out_proj);
     assert_int_equal(x->out_bias, y->out_bias);
     assert_seed_equal(x->seed, y->seed, "attention.seed");
+    assert_int_equal(x->qkv, y->qkv);
+    assert_int_equal(x->kv_heads, y->kv_heads);
+    assert_int_equal(x->kv_latent, y->kv_latent);
+    const struct attn_block *p = &a->block, *q = &b->block;
+    assert_int_equal(p->on, q->on);
+    if (p->on) { /* the block's keys are written only with the block */
+        assert_int_equal(p->order, q->order);
+        assert_int_equal(p->norm, q->norm);
+        assert_memory_equal(&p->norm_eps, &q->norm_eps, sizeof(p->norm_eps));
+        assert_int_equal(p->ffn_hidden, q->ffn_hidden);
+        assert_int_equal(p->activation, q->activation);
+        assert_seed_equal(p->ffn_seed, q->ffn_seed, "block.ffn_seed");
+        assert_int_equal(p->ffn_skip, q->ffn_skip);
+    }
     const struct attn_scene_weights *v = &a->weights, *w = &b->weights;
     assert_int_equal(v->set, w->set);
-    assert_matrix_equal(&v->query, &w->query, "weights.query");
-    assert_matrix_equal(&v->key, &w->key, "weights.key");
-    assert_matrix_equal(&v->value, &w->value, "weights.value");
-    assert_matrix_equal(&v->query_bias, &w->query_bias, "weights.query_bias");
-    assert_matrix_equal(&v->key_bias, &w->key_bias, "weights.key_bias");
-    assert_matrix_equal(&v->value_bias, &w->value_bias, "weights.value_bias");
-    assert_matrix_equal(&v->out, &w->out, "weights.out");
-    assert_matrix_equal(&v->out_bias, &w->out_bias, "weights.out_bias");
+#define SAME(name) assert_matrix_equal(&v->name, &w->name, "weights." #name);
+    ATTN_WEIGHT_MATRICES(SAME)
+#undef SAME
     assert_int_equal(v->dropout_mask == NULL, w->dropout_mask == NULL);
     if (v->dropout_mask) {
         assert_int_equal(v->dropout_mask_n, w->dropout_mask_n);
@@ -902,6 +914,71 @@ static void test_round_trip_scenes(void **state)
     /* The same weights as one split-layout block. */
     s.attn.layout = LAYOUT_SPLIT;
     s.attn.d_out = 6;
+    check_round_trip(&s);
+    attn_scene_free(&s);
+
+    /* The later systems, every key off its default, with explicit FFN and norm parameters. */
+    attn_scene_init(&s);
+    assert_int_equal(attn_scene_set_text(&s, "one two three four", &err), 0);
+    s.embed.kind = EMBED_LEARNED;
+    s.embed.dim = 8;
+    s.pos.kind = POS_ROPE;
+    s.pos.base = 500.5;
+    s.pos.pairs = ROPE_HALVES;
+    s.pos.offset = 3;
+    s.attn.projection = PROJ_LINEAR;
+    s.attn.d_out = 8;
+    s.attn.heads = 4;
+    s.attn.kv_heads = 2;
+    s.attn.qkv = QKV_FUSED;
+    s.attn.qkv_bias = true;
+    s.block.on = true;
+    s.block.order = BLOCK_PRE;
+    s.block.norm = NORM_RMS;
+    s.block.norm_eps = 1e-6;
+    s.block.ffn_hidden = 12;
+    s.block.activation = ACT_GELU;
+    s.block.ffn_seed = (struct attn_opt_seed){true, 9};
+    s.block.ffn_skip = 76;
+    fill(&s.weights.ffn_W1, 8, 12, 0.5f);
+    fill(&s.weights.ffn_b1, 1, 12, -0.25f);
+    fill(&s.weights.ffn_W2, 12, 8, 1.5f);
+    fill(&s.weights.ffn_b2, 1, 8, 0.125f);
+    fill(&s.weights.norm1_weight, 1, 8, 2.0f);
+    fill(&s.weights.norm2_weight, 1, 8, -1.0f);
+    diag_list_init(&errs);
+    if (attn_scene_check(&s, &errs) != 0) {
+        print_diags(&errs, NULL, 0);
+        fail_msg("the systems scene is invalid");
+    }
+    diag_list_free(&errs);
+    check_round_trip(&s);
+    text = write_str(&s, false, NULL);
+    assert_non_null(strstr(text, "\nblock:\n  order: pre\n  norm: rms\n"));
+    assert_non_null(strstr(text, "  kv_heads: 2\n"));
+    free(text);
+    /* MLA with explicit query/down/up weights, sinusoidal positions. */
+    attn_scene_weights_free(&s.weights);
+    s.pos.kind = POS_SINUSOIDAL;
+    s.pos.pairs = ROPE_ADJACENT;
+    s.attn.kv_heads = 0;
+    s.attn.qkv = QKV_SEPARATE;
+    s.attn.qkv_bias = false;
+    s.attn.kv_latent = 3;
+    s.block.on = false;
+    s.weights.set = true;
+    fill(&s.weights.query, 8, 8, 0.75f);
+    fill(&s.weights.down, 8, 3, -0.5f);
+    fill(&s.weights.key_up, 3, 8, 0.25f);
+    fill(&s.weights.value_up, 3, 8, 2.5f);
+    fill(&s.weights.out, 8, 8, 1.0f);
+    fill(&s.weights.out_bias, 1, 8, 0.0f);
+    diag_list_init(&errs);
+    if (attn_scene_check(&s, &errs) != 0) {
+        print_diags(&errs, NULL, 0);
+        fail_msg("the MLA scene is invalid");
+    }
+    diag_list_free(&errs);
     check_round_trip(&s);
     attn_scene_free(&s);
 

@@ -79,17 +79,6 @@ int cmd_print(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    printf("# tokens:");
-    for (int i = 0; i < cs.model.n; i++)
-        printf(" %s", cs.model.tokens[i]);
-    char desc[512];
-    attn_scene_describe(desc, sizeof(desc), &cs.scene);
-    printf("\n# %s\n", desc);
-    long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
-    if (kv != mha) /* the point of GQA, MQA and MLA */
-        printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
-               mha);
-
     enum attn_stage order[STAGE_COUNT];
     int n_order = attn_stage_order(order, &cs.model);
     if (stage >= 0 && !attn_stage_present(&cs.model, (enum attn_stage)stage)) {
@@ -102,6 +91,17 @@ int cmd_print(int argc, char **argv)
         cli_scene_close(&cs);
         return CLI_USAGE;
     }
+    printf("# tokens:");
+    for (int i = 0; i < cs.model.n; i++)
+        printf(" %s", cs.model.tokens[i]);
+    char desc[512];
+    attn_scene_describe(desc, sizeof(desc), &cs.scene);
+    printf("\n# %s\n", desc);
+    long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
+    if (kv != mha) /* the point of GQA, MQA and MLA */
+        printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
+               mha);
+
     for (int i = 0; i < n_order; i++) {
         enum attn_stage st = order[i];
         int s = (int)st;

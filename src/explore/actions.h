@@ -40,6 +40,7 @@
     X(PROJECTION, "projection", "P", "edit", "Cycle the projection: none, rand, linear")           \
     X(LAYOUT, "layout", "L", "edit", "Cycle the head layout: split, wrapper")                      \
     X(MASK_MODE, "mask-mode", "M", "edit", "Cycle the mask mode: before/after softmax")            \
+    X(SHIFT, "shift", "o", "edit", "Shift every position: type the first one")                     \
     X(UNDO, "undo", "u", "edit", "Undo the last edit")                                             \
     X(REDO, "redo", "C-r", "edit", "Redo")                                                         \
     X(EXPORT, "export", "e", "file", "Export every stage as CSV")                                  \

@@ -280,6 +280,19 @@ int app_edit_seed(struct app *a, uint64_t seed)
     return settle(a);
 }
 
+int app_edit_offset(struct app *a, int offset)
+{
+    if (a->scene.pos.kind == POS_NONE) {
+        app_refuse(a, "no positions to shift: this scene has positional kind none");
+        return -1;
+    }
+    if (offset == a->scene.pos.offset)
+        return 0;
+    begin_edit(a);
+    a->scene.pos.offset = offset; /* the weights stay: only the positions move */
+    return settle(a);
+}
+
 int app_edit_knob(struct app *a, enum knob k, double value)
 {
     if (k == KNOB_SEED) {

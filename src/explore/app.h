@@ -74,6 +74,8 @@ void app_clamp(struct app *a);
 int app_edit_text(struct app *a, const char *text);
 int app_edit_knob(struct app *a, enum knob k, double value);
 int app_edit_seed(struct app *a, uint64_t seed);
+/* Moves every token's position to offset + i; every parameter stays as it is. */
+int app_edit_offset(struct app *a, int offset);
 /* Refuses an input without touching the scene: the message line shows why. */
 void app_refuse(struct app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int app_step_knob(struct app *a, enum knob k, int direction);

@@ -1,6 +1,7 @@
 /* commands: the explorer's actions and the answers to its prompts (see commands.h). */
 #include "explore/commands.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,77 @@ static int accept_knob(struct app *a, const char *typed)
     return OUTCOME_SCENE_CHANGED;
 }
 
+/* The largest change of the attention weights (every head) between before and now. */
+static double weights_change(const struct app *a, const float *before)
+{
+    double most = 0;
+    for (int h = 0; h < a->model.heads; h++) {
+        struct attn_mat_view v = app_view(a, STAGE_WEIGHTS, h);
+        for (int i = 0; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++) {
+                double d = fabs((double)v.data[(size_t)i * v.stride + j] -
+                                (double)before[((size_t)h * v.rows + i) * v.cols + j]);
+                if (d > most)
+                    most = d;
+            }
+    }
+    return most;
+}
+
+/* The shift demo: moves every position and says what that did to the weights. RoPE rotates q
+ * and k by angles that grow with position, but a score only sees the difference of the two
+ * angles, so the weights stay (to float rounding); added positions change them. */
+static int accept_offset(struct app *a, const char *typed)
+{
+    char text[64];
+    trim_copy(text, sizeof(text), typed);
+    uint64_t v;
+    bool neg;
+    if (strlen(typed) >= sizeof(text) - 1 || cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg ||
+        v > 8 * SCENE_MAX_TOKENS) {
+        app_refuse(a, "the first position must be a whole number from 0 to %d, not '%.40s'",
+                   8 * SCENE_MAX_TOKENS, typed);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    const struct attn_model *m = &a->model;
+    size_t cells = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
+    float *before = malloc(cells * sizeof(float));
+    if (!before) {
+        app_refuse(a, "out of memory");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    for (int h = 0; h < m->heads; h++) {
+        struct attn_mat_view w = app_view(a, STAGE_WEIGHTS, h);
+        for (int i = 0; i < w.rows; i++)
+            memcpy(before + ((size_t)h * w.rows + i) * w.cols, w.data + (size_t)i * w.stride,
+                   (size_t)w.cols * sizeof(float));
+    }
+    int old = a->scene.pos.offset;
+    if (app_edit_offset(a, (int)v) == 0 && (int)v != old) {
+        double change = weights_change(a, before);
+        int first = (int)v, last = first + a->model.n - 1;
+        /* Below 1e-6 is float rounding, and its digits vary with the BLAS kernel. */
+        if (a->model.rope && change < 1e-6)
+            note(a,
+                 "positions now %d\u2013%d: q and k turn by new angles, the weights stay (all "
+                 "within 1e-6): RoPE sees only relative position",
+                 first, last);
+        else if (a->model.rope)
+            note(a,
+                 "positions now %d\u2013%d: q and k turn by new angles, the weights by at most "
+                 "%.1e: RoPE sees only relative position",
+                 first, last, change);
+        else
+            note(a,
+                 "positions now %d\u2013%d: the weights moved up to %.4f: %s positions are "
+                 "absolute, not relative",
+                 first, last, change,
+                 a->model.pos_kind == POS_SINUSOIDAL ? "sinusoidal" : "learned");
+    }
+    free(before);
+    return OUTCOME_SCENE_CHANGED;
+}
+
 int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
 {
     ask_clear(ask);
@@ -134,6 +206,8 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         return OUTCOME_SCENE_CHANGED;
     case PROMPT_KNOB:
         return accept_knob(a, typed);
+    case PROMPT_OFFSET:
+        return accept_offset(a, typed);
     case PROMPT_EXPORT: {
         if (!text[0])
             break;
@@ -318,6 +392,16 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return knob_prompt(a, KNOB_DROPOUT, ask);
     case ACTION_EDIT_TEXT:
         return text_prompt(a, ask);
+    case ACTION_SHIFT: {
+        if (a->scene.pos.kind == POS_NONE) {
+            app_refuse(a, "no positions to shift: this scene has positional kind none");
+            return OUTCOME_VIEW_CHANGED;
+        }
+        snprintf(a->prompt_initial, sizeof(a->prompt_initial), "%d", a->scene.pos.offset);
+        ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)",
+                a->prompt_initial);
+        return OUTCOME_VIEW_CHANGED;
+    }
     case ACTION_CAUSAL:
         app_toggle_causal(a);
         return OUTCOME_SCENE_CHANGED;

@@ -505,4 +505,48 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\n");
         break;
     }
+    if (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES || a->stage == STAGE_KEYS_ROTATED ||
+        a->stage == STAGE_LATENT) {
+        char cache[200];
+        inspect_kv_cache(cache, sizeof(cache), a);
+        put(&b, "\n%s\n", cache);
+    }
+}
+
+void inspect_kv_cache(char *out, size_t size, const struct app *a)
+{
+    const struct attn_model *m = &a->model;
+    long mha = 2L * m->heads * m->head_dim;
+    if (m->latent > 0)
+        cnum_format(out, size,
+                    "KV cache per token: %d floats, the latent (MLA); plain multi-head "
+                    "attention needs %ld",
+                    m->latent, mha);
+    else if (m->kv_heads < m->heads)
+        cnum_format(out, size,
+                    "KV cache per token: 2\u00d7%d KV head%s\u00d7%d = %ld floats (%s); "
+                    "plain multi-head attention needs %ld",
+                    m->kv_heads, m->kv_heads == 1 ? "" : "s", m->head_dim,
+                    2L * m->kv_heads * m->head_dim, m->kv_heads == 1 ? "MQA" : "GQA", mha);
+    else
+        cnum_format(out, size, "KV cache per token: 2\u00d7%d heads\u00d7%d = %ld floats", m->heads,
+                    m->head_dim, mha);
+}
+
+void inspect_kv_sharing(char *out, size_t size, const struct app *a, int head)
+{
+    const struct attn_model *m = &a->model;
+    out[0] = '\0';
+    if (m->latent > 0) {
+        cnum_format(out, size, "K, V from the %d-float latent", m->latent);
+        return;
+    }
+    if (m->kv_heads >= m->heads)
+        return;
+    int group = m->heads / m->kv_heads, kv = head / group;
+    if (m->kv_heads == 1)
+        cnum_format(out, size, "KV head 0 (all %d heads)", m->heads);
+    else
+        cnum_format(out, size, "KV head %d (heads %d\u2013%d)", kv, kv * group,
+                    kv * group + group - 1);
 }

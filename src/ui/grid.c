@@ -66,7 +66,13 @@ static void draw(struct panel *p, struct frame *f)
         if (ty >= r.y + r.h)
             break;
         char label[32];
-        snprintf(label, sizeof(label), n == 1 ? "shared" : "head %d", h);
+        if (n == 1)
+            snprintf(label, sizeof(label), "shared");
+        else if (a->model.kv_heads < a->model.heads && a->stage != STAGE_QUERIES)
+            snprintf(label, sizeof(label), "head %d \u00b7 KV %d", h,
+                     h / (a->model.heads / a->model.kv_heads)); /* who shares a KV head */
+        else
+            snprintf(label, sizeof(label), "head %d", h);
         bool sel = n > 1 && h == a->head;
         draw_text(ty, tx, gp->tile_w - 1, t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL],
                   label);

@@ -12,6 +12,8 @@
 
 #include "ui/heatmap.h"
 
+#include "explore/inspect.h"
+
 #define CELL_W      7 /* "-0.138" and a gap */
 #define CELL_W_WIDE 9 /* "-0.1385", print's 4 decimals, when the area has room */
 #define SUM_W       10
@@ -167,9 +169,14 @@ static void draw(struct panel *p, struct frame *f)
              a->model.mask_mode == MASK_AFTER_SOFTMAX)
         what = "softmax, future zeroed";
     char title[200];
+    char kv[100];
+    inspect_kv_sharing(kv, sizeof(kv), a, a->head);
+    /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
     if (attn_stage_is_per_head(a->stage))
-        snprintf(title, sizeof(title), "head %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d", a->head,
-                 a->model.heads, what, v.rows, v.cols);
+        snprintf(title, sizeof(title), "head %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", a->head,
+                 a->model.heads, what, v.rows, v.cols,
+                 kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
+                 a->stage != STAGE_QUERIES ? kv : "");
     else
         snprintf(title, sizeof(title), "%s \u00b7 %d\u00d7%d \u00b7 all heads", what, v.rows,
                  v.cols);
