@@ -136,6 +136,12 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
     put(b, "  = ");
     num(b, v);
     put(b, "\n");
+    if (m->wqkv && a->shown.attn.layout != LAYOUT_WRAPPER) {
+        int c0 = fused_column(m, p, head * m->head_dim);
+        put(b, "head %d's %s: W_qkv columns %d\u2013%d%s\n", a->head, q, c0, c0 + m->head_dim - 1,
+            m->qkv == QKV_FUSED ? "; one Linear cut in three gives the numbers of three"
+                                : "; each head takes its own q, k, v block");
+    }
 }
 
 /* A rotated q or k: the pair the selected dimension belongs to, turned by its angle. */
