@@ -12,6 +12,7 @@
 #include "common/diag.h"
 #include "engine/attention.h"
 #include "engine/model.h"
+#include "engine/net.h"
 #include "engine/scene.h"
 #include "engine/stage.h"
 #include "scenefile/scenefile.h"

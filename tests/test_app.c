@@ -53,14 +53,14 @@ static void test_invalid_edit_keeps_the_last_result(void **state)
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
     assert_non_null(strstr(a.error, "d_out 2 is not divisible by heads 3"));
     assert_int_equal(a.scene.attn.heads, 3); /* the edit is on the knob... */
-    assert_int_equal(a.model.heads, 2);      /* ...the screen keeps the valid result */
+    assert_int_equal(app_model(&a)->heads, 2);      /* ...the screen keeps the valid result */
     assert_int_equal(a.generation, gen);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
     /* Fixing d_out makes the scene valid again: 3 heads of head_dim 2. */
     assert_int_equal(app_edit_knob(&a, KNOB_D_OUT, 6), 0);
     assert_string_equal(a.error, "");
-    assert_int_equal(a.model.heads, 3);
-    assert_int_equal(a.model.head_dim, 2);
+    assert_int_equal(app_model(&a)->heads, 3);
+    assert_int_equal(app_model(&a)->head_dim, 2);
     app_free(&a);
 }
 
@@ -139,7 +139,7 @@ static void test_sentence_edit_keeps_known_embeddings(void **state)
     struct app a;
     open_default(&a);
     assert_int_equal(app_edit_text(&a, "one step further"), 0);
-    assert_int_equal(a.model.n, 3);
+    assert_int_equal(app_model(&a)->n, 3);
     /* "one" and "step" keep the book's rows; "further" gets a seeded row in [0, 1). */
     assert_float_equal(at(&a, STAGE_INPUTS, 0, 0, 0), 0.77f, 1e-7);
     assert_float_equal(at(&a, STAGE_INPUTS, 0, 1, 2), 0.55f, 1e-7);
@@ -153,7 +153,7 @@ static void test_sentence_edit_keeps_known_embeddings(void **state)
     assert_float_equal(at(&a, STAGE_INPUTS, 0, 0, 0), further, 0);
     /* An empty sentence is refused and changes nothing. */
     assert_int_equal(app_edit_text(&a, "   "), -1);
-    assert_int_equal(a.model.n, 1);
+    assert_int_equal(app_model(&a)->n, 1);
     app_free(&a);
 }
 
@@ -203,7 +203,7 @@ static void test_shift_positions(void **state)
     assert_string_equal(ask.initial, "0");
     ask_clear(&ask);
     command_answer(&a, PROMPT_OFFSET, "7", &ask);
-    assert_int_equal(a.model.pos_offset, 7);
+    assert_int_equal(app_model(&a)->pos_offset, 7);
     assert_true(app_unsaved(&a));
     assert_non_null(strstr(a.message, "positions now 7\u201312"));
     assert_non_null(strstr(a.message, "RoPE sees only relative position"));
@@ -211,9 +211,9 @@ static void test_shift_positions(void **state)
     assert_true(fabsf(at(&a, STAGE_QUERIES_ROTATED, 1, 5, 1) - q) > 1e-3);
     command_answer(&a, PROMPT_OFFSET, "-1", &ask);
     assert_non_null(strstr(a.message, "whole number from 0"));
-    assert_int_equal(a.model.pos_offset, 7);
+    assert_int_equal(app_model(&a)->pos_offset, 7);
     app_undo(&a);
-    assert_int_equal(a.model.pos_offset, 0);
+    assert_int_equal(app_model(&a)->pos_offset, 0);
     app_free(&a);
 
     open_with_positions(&a, POS_LEARNED);
@@ -224,7 +224,7 @@ static void test_shift_positions(void **state)
     /* 12 table rows hold positions 0..11: 6 tokens from position 7 do not fit */
     command_answer(&a, PROMPT_OFFSET, "7", &ask);
     assert_non_null(strstr(a.error, "max_len 12 is less than offset + the 6 tokens"));
-    assert_int_equal(a.model.pos_offset, 3);
+    assert_int_equal(app_model(&a)->pos_offset, 3);
     app_free(&a);
 
     open_default(&a); /* no positions at all */

@@ -96,16 +96,14 @@ static char *list_files(const char *root)
 /* A scene computed once, the way the CLI does it. */
 struct computed {
     struct attn_scene scene;
-    struct attn_model model;
-    struct attn_run run;
+    struct attn_net net;
 };
 
 static void compute(struct computed *c)
 {
     struct diag err;
     diag_clear(&err);
-    memset(&c->model, 0, sizeof(c->model));
-    memset(&c->run, 0, sizeof(c->run));
+    memset(&c->net, 0, sizeof(c->net));
     struct diag_list errs;
     diag_list_init(&errs);
     int problems = attn_scene_check(&c->scene, &errs);
@@ -113,24 +111,20 @@ static void compute(struct computed *c)
         print_error("scene_check: %s: %s\n", errs.items[i].path, errs.items[i].msg);
     diag_list_free(&errs);
     assert_int_equal(problems, 0);
-    if (attn_model_resolve(&c->model, &c->scene, &err) != 0)
-        fail_msg("model_resolve: %s", err.msg);
-    if (attn_run_init(&c->run, &c->model, &err) != 0)
-        fail_msg("attn_run_init: %s", err.msg);
-    attn_forward(&c->run, &c->model);
+    if (attn_net_compute(&c->net, &c->scene, &err) != 0)
+        fail_msg("attn_net_compute: %s", err.msg);
 }
 
 static void computed_free(struct computed *c)
 {
-    attn_run_free(&c->run);
-    attn_model_free(&c->model);
+    attn_net_free(&c->net);
     attn_scene_free(&c->scene);
 }
 
 static void export_ok(const char *dir, struct computed *c)
 {
     struct diag err;
-    if (export_dir(dir, &c->scene, &c->model, &c->run, &err) != 0)
+    if (export_dir(dir, &c->scene, &c->net, &err) != 0)
         fail_msg("export_dir: %s: %s", err.file, err.msg);
 }
 
@@ -279,7 +273,8 @@ static const char split_files[] = "context.csv\n"
                                   "params/W_value.csv\n"
                                   "params/out.csv\n"
                                   "params/out_bias.csv\n"
-                                  "scene.yaml\n";
+                                  "scene.yaml\n"
+                                  "tokens.csv\n";
 
 static const char wrapper_files[] = "context.csv\n"
                                     "head0/context.csv\n"
@@ -317,7 +312,8 @@ static const char wrapper_files[] = "context.csv\n"
                                     "params/head1/b_value.csv\n"
                                     "params/out.csv\n"
                                     "params/out_bias.csv\n"
-                                    "scene.yaml\n";
+                                    "scene.yaml\n"
+                                    "tokens.csv\n";
 
 static void test_export_split_files(void **state)
 {
@@ -474,7 +470,7 @@ static void test_export_dir_blocked_by_file(void **state)
     snprintf(dir, sizeof(dir), "%s/out", file);
 
     struct diag err;
-    assert_int_equal(export_dir(dir, &c.scene, &c.model, &c.run, &err), -1);
+    assert_int_equal(export_dir(dir, &c.scene, &c.net, &err), -1);
     assert_non_null(strstr(err.file, "plain-file"));
     assert_true(err.msg[0] != '\0');
     char *files = list_files(tmp);
@@ -556,7 +552,7 @@ static void test_export_all_or_nothing(void **state)
     for (int n = 1; n <= files; n++) {
         fsutil_fail_nth_write(n);
         struct diag err;
-        int rc = export_dir(out, &one.scene, &one.model, &one.run, &err);
+        int rc = export_dir(out, &one.scene, &one.net, &err);
         fsutil_fail_nth_write(0);
         if (rc == 0)
             break; /* the new export has fewer files than n */
@@ -599,7 +595,7 @@ static void test_export_refuses_foreign_folder(void **state)
     snprintf(notes, sizeof(notes), "%s/notes.txt", tmp);
     tu_write_text(notes, "mine\n");
     struct diag err;
-    assert_int_equal(export_dir(tmp, &c.scene, &c.model, &c.run, &err), -1);
+    assert_int_equal(export_dir(tmp, &c.scene, &c.net, &err), -1);
     assert_string_equal(err.file, tmp);
     assert_non_null(strstr(err.msg, "not an attnscope export (notes.txt)"));
     char *files = list_files(tmp);
@@ -611,7 +607,7 @@ static void test_export_refuses_foreign_folder(void **state)
     assert_int_equal(mkdir(empty, 0755), 0);
     export_ok(empty, &c);
     snprintf(empty, sizeof(empty), "%s/empty/.", tmp);
-    assert_int_equal(export_dir(empty, &c.scene, &c.model, &c.run, &err), -1);
+    assert_int_equal(export_dir(empty, &c.scene, &c.net, &err), -1);
     assert_non_null(strstr(err.msg, "a folder of its own"));
     tu_remove_tree(tmp);
     free(tmp);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "engine/attention.h"
+#include "engine/net.h"
 #include "engine/model.h"
 #include "engine/scene.h"
 
@@ -40,8 +41,7 @@ struct cli_scene {
     const char *name; /* the path, or "default scene" */
     bool from_file;
     struct attn_scene scene;
-    struct attn_model model;
-    struct attn_run run;
+    struct attn_net net; /* every layer, computed */
 };
 
 /* Loads path (NULL: the built-in default), resolves it and runs attn_forward. Prints every

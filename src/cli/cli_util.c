@@ -167,7 +167,7 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
         attn_scene_init_default(&cs->scene);
     }
 
-    if (attn_compute(&cs->model, &cs->run, &cs->scene, &err) != 0) {
+    if (attn_net_compute(&cs->net, &cs->scene, &err) != 0) {
         print_diag(&err, cs->name, NULL, 0);
         attn_scene_free(&cs->scene);
         return CLI_INVALID;
@@ -177,7 +177,6 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
 
 void cli_scene_close(struct cli_scene *cs)
 {
-    attn_run_free(&cs->run);
-    attn_model_free(&cs->model);
+    attn_net_free(&cs->net);
     attn_scene_free(&cs->scene);
 }

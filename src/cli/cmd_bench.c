@@ -31,15 +31,14 @@ struct timing {
 static int measure(struct timing *t, const struct attn_scene *s, double budget_us, long iters,
                    struct diag *err)
 {
-    struct attn_model m = {0};
-    struct attn_run r = {0};
-    if (attn_compute(&m, &r, s, err) != 0)
+    struct attn_net net = {0};
+    if (attn_net_compute(&net, s, err) != 0)
         return -1;
-    attn_forward(&r, &m); /* warm-up: first-touch pages, OpenBLAS threads */
+    attn_net_forward(&net); /* warm-up: first-touch pages, OpenBLAS threads */
     long n = 0;
     double t0 = now_us(), t1 = t0;
     while (iters > 0 ? n < iters : (t1 - t0 < budget_us || n < 3)) {
-        attn_forward(&r, &m);
+        attn_net_forward(&net);
         n++;
         t1 = now_us();
     }
@@ -47,20 +46,21 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
     t->iters = n;
     long k = 0;
     double r0 = now_us(), r1 = r0;
-    while (iters > 0 ? k < iters : (r1 - r0 < budget_us / 3 || k < 3)) {
-        struct attn_model m2;
-        if (attn_model_resolve(&m2, s, err) != 0) {
-            attn_run_free(&r);
-            attn_model_free(&m);
+    struct attn_model *m2 = calloc((size_t)net.layers, sizeof(*m2));
+    while (m2 && (iters > 0 ? k < iters : (r1 - r0 < budget_us / 3 || k < 3))) {
+        if (attn_model_resolve_layers(m2, net.layers, s, err) != 0) {
+            free(m2);
+            attn_net_free(&net);
             return -1;
         }
-        attn_model_free(&m2);
+        for (int L = 0; L < net.layers; L++)
+            attn_model_free(&m2[L]);
         k++;
         r1 = now_us();
     }
-    t->resolve_us = (r1 - r0) / (double)k;
-    attn_run_free(&r);
-    attn_model_free(&m);
+    free(m2);
+    t->resolve_us = k ? (r1 - r0) / (double)k : 0;
+    attn_net_free(&net);
     return 0;
 }
 
@@ -177,8 +177,12 @@ int cmd_bench(int argc, char **argv)
         cli_scene_close(&cs);
         return CLI_INVALID;
     }
-    printf("scene: %s (%d tokens, d_in %d, %d head%s x head_dim %d)\n", cs.name, cs.model.n,
-           cs.model.d_in, cs.model.heads, cs.model.heads == 1 ? "" : "s", cs.model.head_dim);
+    const struct attn_model *m = &cs.net.model[0];
+    printf("scene: %s (%d tokens, d_in %d, %d head%s x head_dim %d", cs.name, m->n, m->d_in,
+           m->heads, m->heads == 1 ? "" : "s", m->head_dim);
+    if (cs.net.layers > 1)
+        printf(", %d layers", cs.net.layers);
+    printf(")\n");
     cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", t.forward_us, t.iters);
     cnum_fprintf(stdout, "model_resolve       %12.3f us\n", t.resolve_us);
     cli_scene_close(&cs);

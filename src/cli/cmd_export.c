@@ -28,7 +28,7 @@ int cmd_export(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     struct diag err;
-    if (export_dir(dir, &cs.scene, &cs.model, &cs.run, &err) != 0) {
+    if (export_dir(dir, &cs.scene, &cs.net, &err) != 0) {
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {

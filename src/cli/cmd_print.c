@@ -17,14 +17,29 @@
 #include "cli/cli.h"
 #include "export/export.h"
 
-static void print_stage(const struct cli_scene *cs, enum attn_stage st, int h)
+static void print_stage(const struct cli_scene *cs, int layer, enum attn_stage st, int h)
 {
-    struct attn_mat_view v = attn_view(&cs->run, &cs->model, st, h);
+    struct attn_mat_view v = attn_view(&cs->net.run[layer], &cs->net.model[layer], st, h);
+    char where[32] = "";
+    if (cs->net.layers > 1) /* one layer prints as it always did */
+        snprintf(where, sizeof(where), "layer %d \u00b7 ", layer);
     if (attn_stage_is_per_head(st))
-        printf("\n# head %d \u00b7 %s (%d\u00d7%d)\n", h, attn_stage_name(st), v.rows, v.cols);
+        printf("\n# %shead %d \u00b7 %s (%d\u00d7%d)\n", where, h, attn_stage_name(st), v.rows,
+               v.cols);
     else
-        printf("\n# %s (%d\u00d7%d)\n", attn_stage_name(st), v.rows, v.cols);
+        printf("\n# %s%s (%d\u00d7%d)\n", where, attn_stage_name(st), v.rows, v.cols);
     torch_print_matrix(stdout, v);
+}
+
+static int parse_layer(const char *text, int *layer)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < 0 || v > SCENE_MAX_LAYERS)
+        return cli_usage_error("print", "invalid layer '%s' (a number from 0)", text);
+    *layer = (int)v;
+    return CLI_OK;
 }
 
 static int parse_head(const char *text, int *head)
@@ -40,22 +55,23 @@ static int parse_head(const char *text, int *head)
 
 int cmd_print(int argc, char **argv)
 {
-    const char *stage_arg = NULL, *head_arg = NULL;
+    const char *stage_arg = NULL, *head_arg = NULL, *layer_arg = NULL;
     const struct cli_opt opts[] = {
         {"stage", 's', true, &stage_arg},
         {"head", 'H', true, &head_arg},
+        {"layer", 'l', true, &layer_arg},
     };
     const char *pos[1];
     int n_pos;
     bool help;
-    int rc = cli_parse("print", argc, argv, opts, 2, pos, 1, &n_pos, &help);
+    int rc = cli_parse("print", argc, argv, opts, 3, pos, 1, &n_pos, &help);
     if (rc != CLI_OK)
         return rc;
     if (help) {
         cli_print_help(stdout);
         return CLI_OK;
     }
-    int stage = -1, head = -1;
+    int stage = -1, head = -1, layer = -1;
     if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0) {
         fprintf(stderr, "attnscope print: unknown stage '%s'; stages:", stage_arg);
         for (int s = 0; s < STAGE_COUNT; s++)
@@ -65,25 +81,34 @@ int cmd_print(int argc, char **argv)
     }
     if (head_arg && parse_head(head_arg, &head) != CLI_OK)
         return CLI_USAGE;
+    if (layer_arg && parse_layer(layer_arg, &layer) != CLI_OK)
+        return CLI_USAGE;
 
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
         return rc;
-    /* A head the scene does not have is a wrong command line, not a wrong scene. */
-    if (head >= cs.model.heads) {
-        fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n",
-                cs.from_file ? cs.name : "attnscope print", head, cs.model.heads,
-                cs.model.heads == 1 ? "" : "s");
+    /* A head or layer the scene does not have is a wrong command line, not a wrong scene. */
+    const struct attn_model *m0 = &cs.net.model[0];
+    const char *who = cs.from_file ? cs.name : "attnscope print";
+    if (head >= m0->heads || layer >= cs.net.layers) {
+        if (head >= m0->heads)
+            fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n", who, head,
+                    m0->heads, m0->heads == 1 ? "" : "s");
+        else
+            fprintf(stderr, "%s: layer %d out of range (scene has %d layer%s)\n", who, layer,
+                    cs.net.layers, cs.net.layers == 1 ? "" : "s");
         cli_scene_close(&cs);
         return CLI_USAGE;
     }
-
-    enum attn_stage order[STAGE_COUNT];
-    int n_order = attn_stage_order(order, &cs.model);
-    if (stage >= 0 && !attn_stage_present(&cs.model, (enum attn_stage)stage)) {
-        fprintf(stderr, "%s: this scene has no stage %s; its stages:",
-                cs.from_file ? cs.name : "attnscope print",
+    int first = layer >= 0 ? layer : 0, last = layer >= 0 ? layer : cs.net.layers - 1;
+    bool anywhere = stage < 0;
+    for (int L = first; L <= last; L++)
+        anywhere |= attn_stage_present(&cs.net.model[L], (enum attn_stage)stage);
+    if (!anywhere) {
+        enum attn_stage order[STAGE_COUNT];
+        int n_order = attn_stage_order(order, &cs.net.model[last]);
+        fprintf(stderr, "%s: this scene has no stage %s; its stages:", who,
                 attn_stage_name((enum attn_stage)stage));
         for (int i = 0; i < n_order; i++)
             fprintf(stderr, "%s %s", i ? "," : "", attn_stage_name(order[i]));
@@ -91,9 +116,10 @@ int cmd_print(int argc, char **argv)
         cli_scene_close(&cs);
         return CLI_USAGE;
     }
+
     printf("# tokens:");
-    for (int i = 0; i < cs.model.n; i++)
-        printf(" %s", cs.model.tokens[i]);
+    for (int i = 0; i < m0->n; i++)
+        printf(" %s", m0->tokens[i]);
     char desc[512];
     attn_scene_describe(desc, sizeof(desc), &cs.scene);
     printf("\n# %s\n", desc);
@@ -102,19 +128,23 @@ int cmd_print(int argc, char **argv)
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
                mha);
 
-    for (int i = 0; i < n_order; i++) {
-        enum attn_stage st = order[i];
-        int s = (int)st;
-        if (stage >= 0 && s != stage)
-            continue;
-        if (!attn_stage_is_per_head(st)) {
-            if (head < 0 || stage >= 0)
-                print_stage(&cs, st, 0);
-            continue;
+    for (int L = first; L <= last; L++) {
+        enum attn_stage order[STAGE_COUNT];
+        int n_order = attn_stage_order(order, &cs.net.model[L]);
+        for (int i = 0; i < n_order; i++) {
+            enum attn_stage st = order[i];
+            int s = (int)st;
+            if (stage >= 0 && s != stage)
+                continue;
+            if (!attn_stage_is_per_head(st)) {
+                if (head < 0 || stage >= 0)
+                    print_stage(&cs, L, st, 0);
+                continue;
+            }
+            for (int h = 0; h < m0->heads; h++)
+                if (head < 0 || h == head)
+                    print_stage(&cs, L, st, h);
         }
-        for (int h = 0; h < cs.model.heads; h++)
-            if (head < 0 || h == head)
-                print_stage(&cs, st, h);
     }
     cli_scene_close(&cs);
     return CLI_OK; /* main() checks that stdout got it all */

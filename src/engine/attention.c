@@ -10,8 +10,9 @@
 /* Every buffer of a run, for allocation and freeing in one place. */
 #define RUN_BUFFERS(X)                                                                             \
     X(q)                                                                                           \
-    X(k) X(v) X(qr) X(kr) X(latent) X(scores) X(scaled) X(masked) X(weights) X(dropped) X(concat)  \
-        X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2)
+    X(k)                                                                                           \
+    X(v) X(qr) X(kr) X(latent) X(scores) X(scaled) X(masked) X(weights) X(dropped) X(concat)       \
+        X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
 
 void attn_run_free(struct attn_run *r)
 {
@@ -21,17 +22,17 @@ void attn_run_free(struct attn_run *r)
     memset(r, 0, sizeof(*r));
 }
 
-static bool same_shape(const struct attn_run *r, const struct attn_model *m)
+bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
 {
     return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope &&
-           r->hidden == (m->block ? m->hidden : 0);
+           r->hidden == (m->block ? m->hidden : 0) && r->final_norm == m->final_norm;
 }
 
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
-    if (same_shape(r, m))
+    if (attn_run_fits(r, m))
         return 0; /* same shape: reuse every buffer */
     attn_run_free(r);
     size_t n = (size_t)m->n, D = (size_t)m->D, Dkv = (size_t)m->Dkv, d = (size_t)m->d_in;
@@ -42,16 +43,27 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         size_t count;
         bool needed;
     } plan[] = {
-        {&r->q, n * D, true},           {&r->k, n * Dkv, true},
-        {&r->v, n * Dkv, true},         {&r->qr, n * D, m->rope},
-        {&r->kr, n * Dkv, m->rope},     {&r->latent, n * (size_t)m->latent, m->latent > 0},
-        {&r->scores, hnn, true},        {&r->scaled, hnn, true},
-        {&r->masked, hnn, true},        {&r->weights, hnn, true},
-        {&r->dropped, hnn, true},       {&r->concat, n * D, true},
-        {&r->output, n * D, true},      {&r->res1, n * d, m->block},
-        {&r->norm1, n * d, m->block},   {&r->ffn_hidden, n * h, m->block},
-        {&r->ffn_act, n * h, m->block}, {&r->ffn_out, n * d, m->block},
-        {&r->res2, n * d, m->block},    {&r->norm2, n * d, m->block},
+        {&r->q, n * D, true},
+        {&r->k, n * Dkv, true},
+        {&r->v, n * Dkv, true},
+        {&r->qr, n * D, m->rope},
+        {&r->kr, n * Dkv, m->rope},
+        {&r->latent, n * (size_t)m->latent, m->latent > 0},
+        {&r->scores, hnn, true},
+        {&r->scaled, hnn, true},
+        {&r->masked, hnn, true},
+        {&r->weights, hnn, true},
+        {&r->dropped, hnn, true},
+        {&r->concat, n * D, true},
+        {&r->output, n * D, true},
+        {&r->res1, n * d, m->block},
+        {&r->norm1, n * d, m->block},
+        {&r->ffn_hidden, n * h, m->block},
+        {&r->ffn_act, n * h, m->block},
+        {&r->ffn_out, n * d, m->block},
+        {&r->res2, n * d, m->block},
+        {&r->norm2, n * d, m->block},
+        {&r->final, n * d, m->final_norm},
     };
     for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]); i++)
         if (plan[i].needed &&
@@ -66,6 +78,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     r->latent_dim = m->latent;
     r->rope = m->rope;
     r->hidden = (int)h;
+    r->final_norm = m->final_norm;
     return 0;
 oom:
     attn_run_free(r);
@@ -133,12 +146,18 @@ static void normalize(float *out, const float *in, const struct attn_model *m, c
     }
 }
 
+/* ReLU; GELU exact (erf, nn.GELU()); GELU's tanh approximation (GPT-2's gelu_new). */
 static void activate(float *out, const float *in, size_t count, enum attn_activation act)
 {
+    const double c = sqrt(2.0 / M_PI);
     for (size_t i = 0; i < count; i++) {
-        float x = in[i];
-        out[i] = act == ACT_RELU ? (x > 0.0f ? x : 0.0f)
-                                 : (float)(0.5 * x * (1.0 + erf((double)x / sqrt(2.0))));
+        double x = in[i];
+        if (act == ACT_RELU)
+            out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+        else if (act == ACT_GELU)
+            out[i] = (float)(0.5 * x * (1.0 + erf(x / sqrt(2.0))));
+        else
+            out[i] = (float)(0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x))));
     }
 }
 
@@ -188,6 +207,8 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
         r->res2[i] = skip[i] + r->ffn_out[i];
     if (m->order == BLOCK_POST)
         normalize(r->norm2, r->res2, m, m->n2w, m->n2b);
+    if (m->final_norm)
+        normalize(r->final, m->order == BLOCK_POST ? r->norm2 : r->res2, m, m->fw, m->fb);
 }
 
 void attn_forward(struct attn_run *r, const struct attn_model *m)
@@ -314,6 +335,8 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
         return (struct attn_mat_view){r->res2, n, d, d};
     case STAGE_NORM2:
         return (struct attn_mat_view){r->norm2, n, d, d};
+    case STAGE_FINAL_NORM:
+        return (struct attn_mat_view){r->final, n, d, d};
     case STAGE_OUTPUT:
     case STAGE_COUNT:
         break;
@@ -356,6 +379,8 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
         out[k++] = STAGE_RESIDUAL2;
         if (m->order == BLOCK_POST)
             out[k++] = STAGE_NORM2;
+        if (m->final_norm)
+            out[k++] = STAGE_FINAL_NORM;
     }
     return k;
 }
@@ -368,6 +393,13 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s)
         if (order[i] == s)
             return true;
     return false;
+}
+
+enum attn_stage attn_stage_block_output(const struct attn_model *m)
+{
+    if (!m->block)
+        return STAGE_OUTPUT;
+    return m->order == BLOCK_POST ? STAGE_NORM2 : STAGE_RESIDUAL2;
 }
 
 enum attn_stage attn_stage_last(const struct attn_model *m)
@@ -384,7 +416,7 @@ int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_sce
         return -1;
     /* A new shape gets new buffers first, so a failure leaves the old result intact. */
     struct attn_run next = *r;
-    if (!same_shape(r, &fresh)) {
+    if (!attn_run_fits(r, &fresh)) {
         memset(&next, 0, sizeof(next));
         if (attn_run_init(&next, &fresh, err)) {
             attn_model_free(&fresh);

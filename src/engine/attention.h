@@ -29,6 +29,8 @@ struct attn_run {
     float *res1, *norm1;           /* block: (n, d_in) each, or NULL */
     float *ffn_hidden, *ffn_act;   /* (n, hidden) */
     float *ffn_out, *res2, *norm2; /* (n, d_in) */
+    float *final;                  /* (n, d_in) the final norm, last layer only */
+    bool final_norm;
 };
 
 /* A read-only window on a stage: element (i, j) is data[i * stride + j]. */
@@ -41,6 +43,8 @@ struct attn_mat_view {
  * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err);
 void attn_run_free(struct attn_run *r);
+/* True when r's buffers have m's shape (attn_run_init would keep them). */
+bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);
 /* Computes every stage. Never allocates. r must be initialised for m's shape. */
 void attn_forward(struct attn_run *r, const struct attn_model *m);
 /* Resolves s into a fresh model, sizes r for it and runs the forward pass; on success the old
@@ -58,7 +62,9 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
 /* The stages this scene has, in its order (at most STAGE_COUNT); returns how many. */
 int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
 bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
-/* The last stage: the block's output, or the attention's. */
+/* The last stage: the final norm, the block's output, or the attention's. */
 enum attn_stage attn_stage_last(const struct attn_model *m);
+/* What the layer hands to the next: norm2 (post), residual2 (pre), or the attention output. */
+enum attn_stage attn_stage_block_output(const struct attn_model *m);
 
 #endif

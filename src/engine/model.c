@@ -27,10 +27,11 @@ void attn_model_free(struct attn_model *m)
     float *owned[] = {m->embed, m->pos, m->x,        m->wqkv,     m->bqkv,  m->wq,   m->wk,
                       m->wv,    m->bq,  m->bk,       m->bv,       m->wdown, m->wkup, m->wvup,
                       m->wo,    m->bo,  m->rope_cos, m->rope_sin, m->w1,    m->b1,   m->w2,
-                      m->b2,    m->n1w, m->n1b,      m->n2w,      m->n2b};
+                      m->b2,    m->n1w, m->n1b,      m->n2w,      m->n2b,   m->fw,   m->fb};
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
         free(owned[i]);
     free(m->keep);
+    free(m->ids);
     memset(m, 0, sizeof(*m));
 }
 
@@ -153,7 +154,7 @@ static int draw_attention(struct attn_model *m, const struct attn_scene *s, stru
 {
     enum attn_projection proj = attn_scene_eff_projection(s);
     int d_in = m->d_in, D = m->D, Dkv = m->Dkv;
-    if (s->attn.seed.set)
+    if (s->attn.seed.set && m->layer == 0)
         attn_rng_seed(r, s->attn.seed.value);
     if (m->latent > 0) {
         /* MLA: W_query, W_down, W_key_up, W_value_up, none with a bias. */
@@ -227,10 +228,10 @@ static void copy_attention(struct attn_model *m, const struct attn_scene_weights
 }
 
 /* The block's parameters: the FFN (drawn or given) and the norms (given, or 1 and 0). */
-static int resolve_block(struct attn_model *m, const struct attn_scene *s, struct attn_rng *r)
+static int resolve_block(struct attn_model *m, const struct attn_scene *s,
+                         const struct attn_scene_weights *sw, bool first, struct attn_rng *r)
 {
     const struct attn_block *b = &s->block;
-    const struct attn_scene_weights *sw = &s->weights;
     size_t d = (size_t)m->d_in, h = (size_t)attn_scene_ffn_hidden(s);
     m->block = true;
     m->order = b->order;
@@ -249,9 +250,10 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s, struc
         memcpy(m->w2, sw->ffn_W2.data, h * d * sizeof(float));
         memcpy(m->b2, sw->ffn_b2.data, d * sizeof(float));
     } else {
-        if (b->ffn_seed.set)
+        /* ffn_seed and ffn_skip reproduce one notebook's single block: layer 0 only. */
+        if (first && b->ffn_seed.set)
             attn_rng_seed(r, b->ffn_seed.value);
-        for (int i = 0; i < b->ffn_skip; i++) /* a uniform float draw takes one 32-bit word */
+        for (int i = 0; first && i < b->ffn_skip; i++) /* a uniform draw takes one 32-bit word */
             attn_rng_u32(r);
         attn_rng_linear_init(m->w1, m->b1, (int)d, (int)h, r);
         attn_rng_linear_init(m->w2, m->b2, (int)h, (int)d, r);
@@ -265,15 +267,26 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s, struc
         for (size_t j = 0; j < d; j++)
             dst[i][j] = given[i]->data ? given[i]->data[j] : i % 2 == 0 ? 1.0f : 0.0f;
     }
+    if (m->final_norm) { /* the last layer's: given, or 1 and 0 (norms draw nothing) */
+        if (!(m->fw = falloc(d)) || (b->norm == NORM_LAYER && !(m->fb = falloc(d))))
+            return -1;
+        for (size_t j = 0; j < d; j++) {
+            m->fw[j] = sw->final_norm_weight.data ? sw->final_norm_weight.data[j] : 1.0f;
+            if (m->fb)
+                m->fb[j] = sw->final_norm_bias.data ? sw->final_norm_bias.data[j] : 0.0f;
+        }
+    }
     return 0;
 }
 
-int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct diag *err)
+/* What every layer shares: the shapes, the options, the tokens, its input buffer and RoPE's
+ * angles. */
+static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int layer, int layers)
 {
-    memset(m, 0, sizeof(*m));
     const struct attn_config *a = &s->attn;
-    const struct attn_scene_weights *sw = &s->weights;
     int n = s->n_tokens, d_in = attn_scene_d_in(s);
+    m->layer = layer;
+    m->layers = layers;
     m->d_in = d_in;
     m->heads = a->heads;
     m->head_dim = attn_scene_head_dim(s);
@@ -292,29 +305,50 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
     m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
                        : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
                                                    : 1.0f;
-
-    m->tokens = attn_tokens_dup(s->tokens, n);
-    if (!m->tokens)
-        goto oom;
+    m->pos_kind = s->pos.kind;
+    m->final_norm = s->block.on && s->block.final_norm && layer == layers - 1;
+    if (!(m->tokens = attn_tokens_dup(s->tokens, n)))
+        return -1;
     m->n = n;
+    if (!(m->x = falloc((size_t)n * (size_t)d_in)))
+        return -1;
+    if (s->pos.kind == POS_ROPE) { /* every layer rotates its own q and k */
+        size_t half = (size_t)n * (size_t)(m->head_dim / 2);
+        m->rope = true;
+        m->rope_pairs = s->pos.pairs;
+        if (!(m->rope_cos = falloc(half)) || !(m->rope_sin = falloc(half)))
+            return -1;
+        rope_tables(m->rope_cos, m->rope_sin, n, m->head_dim, s->pos.offset, s->pos.base);
+    }
+    return 0;
+}
 
-    struct attn_rng r;
-    attn_rng_seed(&r, s->seed);
-
+/* Layer 0's input: the token embeddings plus the positions (learned or sinusoidal). */
+static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, struct attn_rng *r)
+{
+    int n = s->n_tokens, d_in = m->d_in;
     size_t nx = (size_t)n * (size_t)d_in;
-    if (!(m->embed = falloc(nx)) || !(m->x = falloc(nx)))
-        goto oom;
+    if (!(m->embed = falloc(nx)) || !(m->ids = calloc((size_t)(n > 0 ? n : 1), sizeof(int))))
+        return -1;
+    /* The built-in tokenizers' ids: the index in the vocabulary of distinct tokens, in order
+     * of first appearance (the rows of the drawn nn.Embedding). */
+    for (int i = 0, vocab = 0; i < n; i++) {
+        m->ids[i] = -1;
+        for (int j = 0; j < i && m->ids[i] < 0; j++)
+            if (strcmp(s->tokens[i], s->tokens[j]) == 0)
+                m->ids[i] = m->ids[j];
+        if (m->ids[i] < 0)
+            m->ids[i] = vocab++;
+    }
     if (s->embed.kind == EMBED_EXPLICIT) {
         memcpy(m->embed, s->embed.rows.data, nx * sizeof(float));
     } else {
         if (s->embed.seed.set)
-            attn_rng_seed(&r, s->embed.seed.value);
-        if (draw_learned_embeddings(m->embed, s, d_in, &r))
-            goto oom;
+            attn_rng_seed(r, s->embed.seed.value);
+        if (draw_learned_embeddings(m->embed, s, d_in, r))
+            return -1;
     }
-
     memcpy(m->x, m->embed, nx * sizeof(float));
-    m->pos_kind = s->pos.kind;
     m->pos_offset = s->pos.offset;
     if (s->pos.kind == POS_LEARNED) {
         m->pos_rows = s->pos.max_len;
@@ -323,8 +357,8 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
             m->pos = fdup(s->pos.table.data, np);
         } else if ((m->pos = falloc(np))) {
             if (s->pos.seed.set)
-                attn_rng_seed(&r, s->pos.seed.value);
-            attn_rng_normal(m->pos, np, 0.0f, 1.0f, &r);
+                attn_rng_seed(r, s->pos.seed.value);
+            attn_rng_normal(m->pos, np, 0.0f, 1.0f, r);
         }
     } else if (s->pos.kind == POS_SINUSOIDAL) {
         /* Computed for the scene's positions only: row i is position offset + i. */
@@ -334,74 +368,111 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
             sinusoidal_table(m->pos, n, d_in, s->pos.offset, s->pos.base);
     }
     if ((s->pos.kind == POS_LEARNED || s->pos.kind == POS_SINUSOIDAL) && !m->pos)
-        goto oom;
+        return -1;
     if (m->pos)
         for (size_t i = 0; i < nx; i++)
             m->x[i] = m->embed[i] + m->pos[(size_t)m->pos_offset * (size_t)d_in + i];
-    if (s->pos.kind == POS_ROPE) {
-        size_t half = (size_t)n * (size_t)(m->head_dim / 2);
-        m->rope = true;
-        m->rope_pairs = s->pos.pairs;
-        if (!(m->rope_cos = falloc(half)) || !(m->rope_sin = falloc(half)))
-            goto oom;
-        rope_tables(m->rope_cos, m->rope_sin, n, m->head_dim, s->pos.offset, s->pos.base);
-    }
+    return 0;
+}
 
-    size_t D = (size_t)m->D, Dkv = (size_t)m->Dkv, W = D + 2 * Dkv;
+/* One layer's attention and block parameters: given, or drawn in module order. */
+static int resolve_params(struct attn_model *m, const struct attn_scene *s,
+                          const struct attn_scene_weights *sw, struct attn_rng *r)
+{
+    const struct attn_config *a = &s->attn;
+    size_t d_in = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv, W = D + 2 * Dkv;
     if (m->project) {
-        if (!(m->wq = falloc((size_t)d_in * D)))
-            goto oom;
+        if (!(m->wq = falloc(d_in * D)))
+            return -1;
         if (m->latent > 0) {
             size_t lr = (size_t)m->latent;
-            if (!(m->wdown = falloc((size_t)d_in * lr)) || !(m->wkup = falloc(lr * D)) ||
+            if (!(m->wdown = falloc(d_in * lr)) || !(m->wkup = falloc(lr * D)) ||
                 !(m->wvup = falloc(lr * D)))
-                goto oom;
+                return -1;
         } else {
-            if (!(m->wk = falloc((size_t)d_in * Dkv)) || !(m->wv = falloc((size_t)d_in * Dkv)))
-                goto oom;
+            if (!(m->wk = falloc(d_in * Dkv)) || !(m->wv = falloc(d_in * Dkv)))
+                return -1;
             if (a->qkv_bias &&
                 (!(m->bq = falloc(D)) || !(m->bk = falloc(Dkv)) || !(m->bv = falloc(Dkv))))
-                goto oom;
+                return -1;
             if (a->qkv != QKV_SEPARATE &&
-                (!(m->wqkv = falloc((size_t)d_in * W)) || (a->qkv_bias && !(m->bqkv = falloc(W)))))
-                goto oom;
+                (!(m->wqkv = falloc(d_in * W)) || (a->qkv_bias && !(m->bqkv = falloc(W)))))
+                return -1;
         }
     }
     if (attn_scene_eff_out_proj(s)) {
         if (!(m->wo = falloc(D * D)) || (a->out_bias && !(m->bo = falloc(D))))
-            goto oom;
+            return -1;
     }
     if (sw->set) {
         copy_attention(m, sw);
     } else if (m->project) {
-        if (draw_attention(m, s, &r))
-            goto oom;
+        if (draw_attention(m, s, r))
+            return -1;
     } else if (m->wo) {
-        if (a->seed.set)
-            attn_rng_seed(&r, a->seed.value);
-        attn_rng_linear_init(m->wo, m->bo, m->D, m->D, &r);
+        if (a->seed.set && m->layer == 0)
+            attn_rng_seed(r, a->seed.value);
+        attn_rng_linear_init(m->wo, m->bo, m->D, m->D, r);
     }
+    if (s->block.on && resolve_block(m, s, sw, m->layer == 0, r))
+        return -1;
+    return 0;
+}
 
-    if (s->block.on && resolve_block(m, s, &r))
-        goto oom;
-
-    if (a->dropout > 0.0) {
-        size_t nk = (size_t)m->heads * (size_t)n * (size_t)n;
-        if (!(m->keep = calloc(nk ? nk : 1, 1)))
-            goto oom;
-        if (sw->dropout_mask) {
-            memcpy(m->keep, sw->dropout_mask, nk);
-        } else if (a->dropout < 1.0) { /* torch's dropout(p=1) returns zeros without drawing */
-            if (a->dropout_seed.set)
-                attn_rng_seed(&r, a->dropout_seed.value);
-            attn_rng_bernoulli(m->keep, nk, 1.0 - a->dropout, &r);
-        }
+/* The keep-mask of one layer's dropout, given or drawn (torch draws it in the forward pass). */
+static int resolve_dropout(struct attn_model *m, const struct attn_scene *s,
+                           const struct attn_scene_weights *sw, struct attn_rng *r)
+{
+    const struct attn_config *a = &s->attn;
+    if (!(a->dropout > 0.0))
+        return 0;
+    size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
+    if (!(m->keep = calloc(nk ? nk : 1, 1)))
+        return -1;
+    if (sw->dropout_mask) {
+        memcpy(m->keep, sw->dropout_mask, nk);
+    } else if (a->dropout < 1.0) { /* torch's dropout(p=1) returns zeros without drawing */
+        if (a->dropout_seed.set && m->layer == 0)
+            attn_rng_seed(r, a->dropout_seed.value);
+        attn_rng_bernoulli(m->keep, nk, 1.0 - a->dropout, r);
     }
     return 0;
+}
 
+int attn_model_resolve_layers(struct attn_model *out, int layers, const struct attn_scene *s,
+                              struct diag *err)
+{
+    memset(out, 0, (size_t)layers * sizeof(*out));
+    struct attn_rng r;
+    attn_rng_seed(&r, s->seed);
+    /* PyTorch's order: the modules are built (embeddings, positions, then every layer's
+     * parameters in turn), then the forward pass draws the dropout masks, layer by layer. */
+    for (int L = 0; L < layers; L++)
+        if (resolve_shape(&out[L], s, L, layers))
+            goto oom;
+    if (resolve_inputs(&out[0], s, &r))
+        goto oom;
+    for (int L = 0; L < layers; L++)
+        if (resolve_params(&out[L], s, attn_scene_layer_weights(s, L), &r))
+            goto oom;
+    for (int L = 0; L < layers; L++)
+        if (resolve_dropout(&out[L], s, attn_scene_layer_weights(s, L), &r))
+            goto oom;
+    return 0;
 oom:
-    attn_model_free(m);
+    for (int L = 0; L < layers; L++)
+        attn_model_free(&out[L]);
     return diag_set(err, "", "out of memory while building the scene's parameters");
+}
+
+int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct diag *err)
+{
+    if (s->layers > 1) {
+        memset(m, 0, sizeof(*m));
+        return diag_set(err, "", "the scene has %d layers: resolve it with attn_net_compute",
+                        s->layers);
+    }
+    return attn_model_resolve_layers(m, 1, s, err);
 }
 
 static int set_matrix(struct attn_matrix *dst, const float *src, int rows, int cols)
@@ -423,11 +494,55 @@ static bool all_equal(const float *v, int n, float value)
     return true;
 }
 
-int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
-                          const struct attn_model *m)
+/* Every number of layer m as explicit weights. */
+static int weights_from_model(struct attn_scene_weights *w, const struct attn_model *m)
+{
+    w->set = m->project || m->wo;
+    int d = m->d_in, D = m->D, Dkv = m->Dkv, r = m->latent;
+    int rc = 0;
+    if (m->wqkv) { /* fused: the one matrix, as drawn */
+        rc |= set_matrix(&w->qkv, m->wqkv, d, D + 2 * Dkv) |
+              set_matrix(&w->qkv_bias, m->bqkv, 1, D + 2 * Dkv);
+    } else {
+        rc |= set_matrix(&w->query, m->wq, d, D) | set_matrix(&w->key, m->wk, d, Dkv) |
+              set_matrix(&w->value, m->wv, d, Dkv) | set_matrix(&w->query_bias, m->bq, 1, D) |
+              set_matrix(&w->key_bias, m->bk, 1, Dkv) | set_matrix(&w->value_bias, m->bv, 1, Dkv);
+        rc |= set_matrix(&w->down, m->wdown, d, r) | set_matrix(&w->key_up, m->wkup, r, D) |
+              set_matrix(&w->value_up, m->wvup, r, D);
+    }
+    rc |= set_matrix(&w->out, m->wo, D, D) | set_matrix(&w->out_bias, m->bo, 1, D);
+    if (m->block) {
+        int h = m->hidden;
+        rc |= set_matrix(&w->ffn_W1, m->w1, d, h) | set_matrix(&w->ffn_b1, m->b1, 1, h) |
+              set_matrix(&w->ffn_W2, m->w2, h, d) | set_matrix(&w->ffn_b2, m->b2, 1, d);
+        const float *norms[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->fw, m->fb};
+        struct attn_matrix *dst[6] = {&w->norm1_weight, &w->norm1_bias,        &w->norm2_weight,
+                                      &w->norm2_bias,   &w->final_norm_weight, &w->final_norm_bias};
+        for (int i = 0; i < 6; i++)
+            if (!all_equal(norms[i], d, i % 2 == 0 ? 1.0f : 0.0f))
+                rc |= set_matrix(dst[i], norms[i], 1, d);
+    }
+    /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check
+     * refuses one outside 0 < p < 1, so writing it would make an export that cannot be loaded. */
+    if (m->keep && m->dropout < 1.0) {
+        size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
+        if ((w->dropout_mask = malloc(nk ? nk : 1))) {
+            memcpy(w->dropout_mask, m->keep, nk);
+            w->dropout_mask_n = m->n;
+            w->dropout_mask_heads = m->heads;
+        } else {
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+int attn_scene_from_layers(struct attn_scene *out, const struct attn_scene *s,
+                           const struct attn_model *layers, int n_layers)
 {
     if (attn_scene_copy(out, s))
         return -1;
+    const struct attn_model *m = &layers[0];
     struct attn_config *a = &out->attn;
     /* Defaults made explicit; the part seeds are consumed, the global one is kept as a note. */
     a->projection = attn_scene_eff_projection(s);
@@ -455,40 +570,21 @@ int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
         rc |= set_matrix(&out->pos.table, m->pos, m->pos_rows, m->d_in);
     }
 
-    struct attn_scene_weights *w = &out->weights;
-    attn_scene_weights_free(w); /* m holds the authoritative numbers */
-    w->set = m->project || m->wo;
-    int d = m->d_in, D = m->D, Dkv = m->Dkv, r = m->latent;
-    if (m->wqkv) { /* fused: the one matrix, as drawn */
-        rc |= set_matrix(&w->qkv, m->wqkv, d, D + 2 * Dkv) |
-              set_matrix(&w->qkv_bias, m->bqkv, 1, D + 2 * Dkv);
-    } else {
-        rc |= set_matrix(&w->query, m->wq, d, D) | set_matrix(&w->key, m->wk, d, Dkv) |
-              set_matrix(&w->value, m->wv, d, Dkv) | set_matrix(&w->query_bias, m->bq, 1, D) |
-              set_matrix(&w->key_bias, m->bk, 1, Dkv) | set_matrix(&w->value_bias, m->bv, 1, Dkv);
-        rc |= set_matrix(&w->down, m->wdown, d, r) | set_matrix(&w->key_up, m->wkup, r, D) |
-              set_matrix(&w->value_up, m->wvup, r, D);
-    }
-    rc |= set_matrix(&w->out, m->wo, D, D) | set_matrix(&w->out_bias, m->bo, 1, D);
-    if (m->block) {
-        int h = m->hidden;
-        rc |= set_matrix(&w->ffn_W1, m->w1, d, h) | set_matrix(&w->ffn_b1, m->b1, 1, h) |
-              set_matrix(&w->ffn_W2, m->w2, h, d) | set_matrix(&w->ffn_b2, m->b2, 1, d);
-        const float *norms[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
-        struct attn_matrix *dst[4] = {&w->norm1_weight, &w->norm1_bias, &w->norm2_weight,
-                                      &w->norm2_bias};
-        for (int i = 0; i < 4; i++)
-            if (!all_equal(norms[i], d, i % 2 == 0 ? 1.0f : 0.0f))
-                rc |= set_matrix(dst[i], norms[i], 1, d);
-    }
-    /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check
-     * refuses one outside 0 < p < 1, so writing it would make an export that cannot be loaded. */
-    if (m->keep && m->dropout < 1.0) {
-        size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
-        if ((w->dropout_mask = malloc(nk ? nk : 1))) {
-            memcpy(w->dropout_mask, m->keep, nk);
-            w->dropout_mask_n = m->n;
-            w->dropout_mask_heads = m->heads;
+    /* the models hold the authoritative numbers */
+    attn_scene_weights_free(&out->weights);
+    for (int i = 0; i < out->n_more; i++)
+        attn_scene_weights_free(&out->more_weights[i]);
+    free(out->more_weights);
+    out->more_weights = NULL;
+    out->n_more = 0;
+    out->layers = n_layers;
+    out->weights_listed = n_layers > 1;
+    rc |= weights_from_model(&out->weights, m);
+    if (n_layers > 1) {
+        if ((out->more_weights = calloc((size_t)n_layers - 1, sizeof(*out->more_weights)))) {
+            out->n_more = n_layers - 1;
+            for (int L = 1; L < n_layers; L++)
+                rc |= weights_from_model(&out->more_weights[L - 1], &layers[L]);
         } else {
             rc = -1;
         }
@@ -498,4 +594,10 @@ int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
         return -1;
     }
     return 0;
+}
+
+int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
+                          const struct attn_model *m)
+{
+    return attn_scene_from_layers(out, s, m, 1);
 }

@@ -25,6 +25,7 @@ struct attn_model {
     int Dkv;       /* K * head_dim: the width of K and V */
     int latent;    /* r of MLA, or 0 */
     char **tokens; /* (n) owned copies */
+    int *ids;      /* (n) token ids (layer 0 only): the tokenizer's, or first-appearance order */
     float *embed;  /* (n, d_in) token embeddings before positions */
     enum attn_pos_kind pos_kind;
     float *pos; /* (pos_rows, d_in) learned or sinusoidal table, or NULL */
@@ -63,11 +64,22 @@ struct attn_model {
     float *w2, *b2;   /* (hidden, d_in), (d_in) */
     float *n1w, *n1b; /* (d_in) each; n1b NULL for RMSNorm */
     float *n2w, *n2b;
+    bool final_norm; /* the last layer of a block with block.final_norm (GPT-2's ln_f) */
+    float *fw, *fb;  /* (d_in) each; fb NULL for RMSNorm */
+
+    int layer, layers; /* this layer's index, and how many the scene stacks */
 };
 
 /* out is fully initialised on success; on failure it is left freed and err says why.
- * The scene must have passed attn_scene_check. */
+ * The scene must have passed attn_scene_check and have one layer. */
 int attn_model_resolve(struct attn_model *out, const struct attn_scene *s, struct diag *err);
+/* Every layer of s: out has `layers` (= s->layers) entries. Layer 0 holds the embeddings and
+ * positions and its input x; a later layer's x is filled by the forward pass with the output
+ * of the layer before it. Draw order: embeddings, positions, each layer's parameters in turn
+ * (attention, out_proj, FFN), then each layer's dropout mask. attention.seed, block.ffn_seed,
+ * block.ffn_skip and attention.dropout_seed act before layer 0's draws only. */
+int attn_model_resolve_layers(struct attn_model *out, int layers, const struct attn_scene *s,
+                              struct diag *err);
 void attn_model_free(struct attn_model *m);
 
 /* A scene equal to s but with every default and every drawn number written out explicitly
@@ -75,5 +87,8 @@ void attn_model_free(struct attn_model *m);
  * exactly m again. Used for export's scene.yaml and the explorer's save. */
 int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
                           const struct attn_model *m);
+/* The same for every layer: with more than one, weights are listed one mapping per layer. */
+int attn_scene_from_layers(struct attn_scene *out, const struct attn_scene *s,
+                           const struct attn_model *layers, int n_layers);
 
 #endif

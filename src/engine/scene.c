@@ -58,6 +58,7 @@ void attn_scene_init(struct attn_scene *s)
     s->pos.max_len = 512;
     s->pos.base = 10000.0;
     s->block.norm_eps = 1e-5;
+    s->layers = 1;
     s->attn.projection = PROJ_DEFAULT;
     s->attn.heads = 1;
     s->attn.layout = LAYOUT_SPLIT;
@@ -85,6 +86,9 @@ void attn_scene_free(struct attn_scene *s)
     attn_matrix_free(&s->embed.rows);
     attn_matrix_free(&s->pos.table);
     attn_scene_weights_free(&s->weights);
+    for (int i = 0; i < s->n_more; i++)
+        attn_scene_weights_free(&s->more_weights[i]);
+    free(s->more_weights);
     memset(s, 0, sizeof(*s));
 }
 
@@ -97,29 +101,10 @@ static int dup_str(char **dst, const char *src)
     return *dst ? 0 : -1;
 }
 
-int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
+/* dw must be zeroed; on failure it holds what was copied (attn_scene_weights_free frees it). */
+static int weights_copy(struct attn_scene_weights *dw, const struct attn_scene_weights *sw)
 {
-    *dst = *src;
-    /* Null every owned pointer first so a failure half-way can be freed safely. */
-    dst->title = dst->text = NULL;
-    dst->tokens = NULL;
-    dst->n_tokens = 0;
-    memset(&dst->embed.rows, 0, sizeof(dst->embed.rows));
-    memset(&dst->pos.table, 0, sizeof(dst->pos.table));
-    memset(&dst->weights, 0, sizeof(dst->weights));
-
-    const struct attn_scene_weights *sw = &src->weights;
-    struct attn_scene_weights *dw = &dst->weights;
-    int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text);
-    if (src->n_tokens > 0) {
-        dst->tokens = attn_tokens_dup(src->tokens, src->n_tokens);
-        if (dst->tokens)
-            dst->n_tokens = src->n_tokens;
-        else
-            rc = -1;
-    }
-    rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
-    rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
+    int rc = 0;
     dw->set = sw->set;
 #define X(name) rc |= attn_matrix_copy(&dw->name, &sw->name);
     ATTN_WEIGHT_MATRICES(X)
@@ -132,6 +117,43 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
             memcpy(dw->dropout_mask, sw->dropout_mask, bytes);
             dw->dropout_mask_n = sw->dropout_mask_n;
             dw->dropout_mask_heads = sw->dropout_mask_heads;
+        } else {
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
+{
+    *dst = *src;
+    /* Null every owned pointer first so a failure half-way can be freed safely. */
+    dst->title = dst->text = NULL;
+    dst->tokens = NULL;
+    dst->n_tokens = 0;
+    memset(&dst->embed.rows, 0, sizeof(dst->embed.rows));
+    memset(&dst->pos.table, 0, sizeof(dst->pos.table));
+    memset(&dst->weights, 0, sizeof(dst->weights));
+    dst->more_weights = NULL;
+    dst->n_more = 0;
+
+    int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text);
+    if (src->n_tokens > 0) {
+        dst->tokens = attn_tokens_dup(src->tokens, src->n_tokens);
+        if (dst->tokens)
+            dst->n_tokens = src->n_tokens;
+        else
+            rc = -1;
+    }
+    rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
+    rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
+    rc |= weights_copy(&dst->weights, &src->weights);
+    if (src->n_more > 0) {
+        dst->more_weights = calloc((size_t)src->n_more, sizeof(*dst->more_weights));
+        if (dst->more_weights) {
+            dst->n_more = src->n_more;
+            for (int i = 0; i < src->n_more; i++)
+                rc |= weights_copy(&dst->more_weights[i], &src->more_weights[i]);
         } else {
             rc = -1;
         }
@@ -305,6 +327,14 @@ int attn_scene_ffn_hidden(const struct attn_scene *s)
     return s->block.ffn_hidden > 0 ? s->block.ffn_hidden : 4 * attn_scene_d_in(s);
 }
 
+const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scene *s, int layer)
+{
+    static const struct attn_scene_weights none;
+    if (layer == 0)
+        return &s->weights;
+    return layer - 1 < s->n_more ? &s->more_weights[layer - 1] : &none;
+}
+
 long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats)
 {
     long hd = attn_scene_head_dim(s), heads = s->attn.heads;
@@ -341,7 +371,8 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
         floats += 2 * d_in * h + h + 5 * d_in /* the FFN and the norms */
                   + n * (2 * h + 6 * d_in);   /* the block's stages */
     }
-    return floats * sizeof(float) + heads * n * n /* keep mask */;
+    size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
+    return layers * (floats * sizeof(float) + heads * n * n /* keep mask */);
 }
 
 /* Appends one problem located at `path`; the loader fills in file:line:col. */
@@ -471,9 +502,17 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
 }
 
 /* The explicit parameters fit the scene's shapes; what a mode does not use is not given. */
-static void check_weights(const struct attn_scene *s, struct diag_list *out)
+static void check_weights(const struct attn_scene *s, int layer, struct diag_list *out)
 {
-    const struct attn_scene_weights *w = &s->weights;
+    const struct attn_scene_weights *w = attn_scene_layer_weights(s, layer);
+    /* "weights.query", or "weights[1].query" when the file gives one mapping per layer */
+    char pre[32];
+    if (s->weights_listed)
+        snprintf(pre, sizeof(pre), "weights[%d]", layer);
+    else
+        snprintf(pre, sizeof(pre), "weights");
+    char path[64];
+#define P(key) (snprintf(path, sizeof(path), "%s.%s", pre, key), path)
     const struct attn_config *a = &s->attn;
     int d_in = attn_scene_d_in(s), D = attn_scene_concat_dim(s), Dkv = attn_scene_kv_dim(s);
     int r = a->kv_latent, W = D + 2 * Dkv;
@@ -487,48 +526,73 @@ static void check_weights(const struct attn_scene *s, struct diag_list *out)
                           : mla   ? "kv_latent makes K and V from 'down', 'key_up' and 'value_up'"
                                   : "needed with weights";
         const char *bias_why = a->qkv_bias ? "qkv_bias is true" : "qkv_bias is false";
-        check_shape(out, "weights.query", &w->query, d_in, D, sep || mla, why);
-        check_shape(out, "weights.key", &w->key, d_in, Dkv, sep, why);
-        check_shape(out, "weights.value", &w->value, d_in, Dkv, sep, why);
-        check_shape(out, "weights.query_bias", &w->query_bias, 1, D, sep && a->qkv_bias,
+        check_shape(out, P("query"), &w->query, d_in, D, sep || mla, why);
+        check_shape(out, P("key"), &w->key, d_in, Dkv, sep, why);
+        check_shape(out, P("value"), &w->value, d_in, Dkv, sep, why);
+        check_shape(out, P("query_bias"), &w->query_bias, 1, D, sep && a->qkv_bias,
                     sep ? bias_why : why);
-        check_shape(out, "weights.key_bias", &w->key_bias, 1, Dkv, sep && a->qkv_bias,
+        check_shape(out, P("key_bias"), &w->key_bias, 1, Dkv, sep && a->qkv_bias,
                     sep ? bias_why : why);
-        check_shape(out, "weights.value_bias", &w->value_bias, 1, Dkv, sep && a->qkv_bias,
+        check_shape(out, P("value_bias"), &w->value_bias, 1, Dkv, sep && a->qkv_bias,
                     sep ? bias_why : why);
-        check_shape(out, "weights.qkv", &w->qkv, d_in, W, fused,
+        check_shape(out, P("qkv"), &w->qkv, d_in, W, fused,
                     fused ? "needed with weights" : "qkv is separate: give query, key and value");
-        check_shape(out, "weights.qkv_bias", &w->qkv_bias, 1, W, fused && a->qkv_bias,
+        check_shape(out, P("qkv_bias"), &w->qkv_bias, 1, W, fused && a->qkv_bias,
                     fused ? bias_why : "qkv is separate");
         const char *mla_why = mla ? "needed with weights" : "there is no kv_latent";
-        check_shape(out, "weights.down", &w->down, d_in, r, mla, mla_why);
-        check_shape(out, "weights.key_up", &w->key_up, r, D, mla, mla_why);
-        check_shape(out, "weights.value_up", &w->value_up, r, D, mla, mla_why);
-        check_shape(out, "weights.out", &w->out, D, D, out_proj,
+        check_shape(out, P("down"), &w->down, d_in, r, mla, mla_why);
+        check_shape(out, P("key_up"), &w->key_up, r, D, mla, mla_why);
+        check_shape(out, P("value_up"), &w->value_up, r, D, mla, mla_why);
+        check_shape(out, P("out"), &w->out, D, D, out_proj,
                     out_proj ? "out_proj is on" : "out_proj is off");
-        check_shape(out, "weights.out_bias", &w->out_bias, 1, D, out_proj && a->out_bias,
+        check_shape(out, P("out_bias"), &w->out_bias, 1, D, out_proj && a->out_bias,
                     out_proj && a->out_bias ? "out_proj has a bias" : "there is no out bias");
     }
     const struct attn_block *b = &s->block;
     int h = attn_scene_ffn_hidden(s);
     bool ffn = b->on && (w->ffn_W1.data || w->ffn_b1.data || w->ffn_W2.data || w->ffn_b2.data);
     const char *ffn_why = b->on ? "the FFN's four parameters go together" : "there is no block";
-    check_shape(out, "weights.ffn_W1", &w->ffn_W1, d_in, h, ffn, ffn_why);
-    check_shape(out, "weights.ffn_b1", &w->ffn_b1, 1, h, ffn, ffn_why);
-    check_shape(out, "weights.ffn_W2", &w->ffn_W2, h, d_in, ffn, ffn_why);
-    check_shape(out, "weights.ffn_b2", &w->ffn_b2, 1, d_in, ffn, ffn_why);
+    check_shape(out, P("ffn_W1"), &w->ffn_W1, d_in, h, ffn, ffn_why);
+    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn, ffn_why);
+    check_shape(out, P("ffn_W2"), &w->ffn_W2, h, d_in, ffn, ffn_why);
+    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn, ffn_why);
     const struct attn_matrix *norms[4] = {&w->norm1_weight, &w->norm1_bias, &w->norm2_weight,
                                           &w->norm2_bias};
-    static const char *const norm_paths[4] = {"weights.norm1_weight", "weights.norm1_bias",
-                                              "weights.norm2_weight", "weights.norm2_bias"};
+    static const char *const norm_paths[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
+                                              "norm2_bias"};
     for (int i = 0; i < 4; i++) {
         bool bias = i % 2 == 1;
         if (!norms[i]->data)
             continue;
         bool ok = b->on && !(bias && b->norm == NORM_RMS);
-        check_shape(out, norm_paths[i], norms[i], 1, d_in, ok,
+        check_shape(out, P(norm_paths[i]), norms[i], 1, d_in, ok,
                     !b->on ? "there is no block" : "RMSNorm has no bias");
     }
+    bool last = layer == (s->layers > 1 ? s->layers : 1) - 1;
+    const struct attn_matrix *fin[2] = {&w->final_norm_weight, &w->final_norm_bias};
+    static const char *const fin_paths[2] = {"final_norm_weight", "final_norm_bias"};
+    for (int i = 0; i < 2; i++) {
+        if (!fin[i]->data)
+            continue;
+        bool ok = b->on && b->final_norm && last && !(i == 1 && b->norm == NORM_RMS);
+        check_shape(out, P(fin_paths[i]), fin[i], 1, d_in, ok,
+                    !b->on || !b->final_norm ? "there is no final norm (block.final_norm)"
+                    : !last                  ? "the final norm belongs to the last layer"
+                                             : "RMSNorm has no bias");
+    }
+    if (w->dropout_mask) {
+        const struct attn_config *ac = &s->attn;
+        if (!(ac->dropout > 0.0 && ac->dropout < 1.0)) /* p = 0 keeps all, p = 1 drops all */
+            problem(out, P("dropout_mask"), "dropout_mask needs 0 < dropout < 1 (dropout is %g)",
+                    ac->dropout);
+        else if (w->dropout_mask_heads != ac->heads)
+            problem(out, P("dropout_mask"), "dropout_mask is for %d heads, the scene has %d",
+                    w->dropout_mask_heads, ac->heads);
+        else if (w->dropout_mask_n != s->n_tokens)
+            problem(out, P("dropout_mask"), "dropout_mask is for %d tokens, the scene has %d",
+                    w->dropout_mask_n, s->n_tokens);
+    }
+#undef P
 }
 
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
@@ -607,20 +671,22 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 
     check_systems(s, out);
 
-    const struct attn_scene_weights *w = &s->weights;
+    int layers = s->layers;
+    if (layers < 1 || layers > SCENE_MAX_LAYERS)
+        problem(out, "layers", "layers %d is out of range (1..%d)", layers, SCENE_MAX_LAYERS);
+    else if (layers > 1 && attn_scene_concat_dim(s) != d_in && !s->block.on)
+        problem(out, "layers",
+                "each layer reads the one before it, so attention's output must be as wide as its "
+                "input: the output is %d wide, d_in is %d",
+                attn_scene_concat_dim(s), d_in);
+    else if (s->weights_listed && s->n_more + 1 != layers)
+        problem(out, "weights", "'weights' lists %d layers, the scene has %d", s->n_more + 1,
+                layers);
+    if (s->block.final_norm && !s->block.on)
+        problem(out, "block.final_norm", "final_norm needs the block");
     if (out->n == before) /* shapes only make sense once the sizes are sane */
-        check_weights(s, out);
-    if (w->dropout_mask) {
-        if (!(a->dropout > 0.0 && a->dropout < 1.0)) /* p = 0 keeps all, p = 1 drops all */
-            problem(out, "weights.dropout_mask",
-                    "dropout_mask needs 0 < dropout < 1 (dropout is %g)", a->dropout);
-        else if (w->dropout_mask_heads != a->heads)
-            problem(out, "weights.dropout_mask", "dropout_mask is for %d heads, the scene has %d",
-                    w->dropout_mask_heads, a->heads);
-        else if (w->dropout_mask_n != n)
-            problem(out, "weights.dropout_mask", "dropout_mask is for %d tokens, the scene has %d",
-                    w->dropout_mask_n, n);
-    }
+        for (int L = 0; L < (s->weights_listed ? layers : 1); L++)
+            check_weights(s, L, out);
 
     if (out->n == before) {
         size_t bytes = attn_scene_mem_estimate(s);
@@ -704,7 +770,7 @@ const char *attn_norm_kind_name(enum attn_norm_kind n)
 
 const char *attn_activation_name(enum attn_activation a)
 {
-    return a == ACT_GELU ? "gelu" : "relu";
+    return a == ACT_GELU_TANH ? "gelu_tanh" : a == ACT_GELU ? "gelu" : "relu";
 }
 
 void attn_scene_format_p(char *out, size_t out_size, double p)
@@ -765,6 +831,10 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
                  attn_block_order_name(s->block.order),
                  s->block.norm == NORM_RMS ? "RMSNorm" : "LayerNorm",
                  attn_activation_name(s->block.activation));
+        strcat(extra, part);
+    }
+    if (s->layers > 1) {
+        snprintf(part, sizeof(part), ", %d layers", s->layers);
         strcat(extra, part);
     }
     char pstr[32];

@@ -21,6 +21,7 @@
 
 #define SCENE_MAX_DIM        4096
 #define SCENE_MAX_HEADS      256
+#define SCENE_MAX_LAYERS     128
 #define SCENE_MAX_BYTES      ((size_t)512 << 20) /* 512 MiB for params and every stage */
 #define SCENE_SCHEMA_VERSION 1
 
@@ -30,7 +31,7 @@ enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };
 enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
 enum attn_block_order { BLOCK_POST, BLOCK_PRE };
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
-enum attn_activation { ACT_RELU, ACT_GELU };
+enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH };
 enum attn_projection { PROJ_DEFAULT, PROJ_NONE, PROJ_RAND, PROJ_LINEAR };
 enum attn_head_layout { LAYOUT_SPLIT, LAYOUT_WRAPPER };
 enum attn_mask_mode { MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX };
@@ -80,6 +81,7 @@ struct attn_block {
     enum attn_activation activation;
     struct attn_opt_seed ffn_seed; /* re-seed right before the FFN's parameters */
     int ffn_skip;                  /* uniform draws skipped before them */
+    bool final_norm;               /* a last norm after the last layer (GPT-2's ln_f) */
 };
 
 /* Every explicit parameter matrix, by the name scene files and export give it. */
@@ -104,7 +106,9 @@ struct attn_block {
     X(norm1_weight)                                                                                \
     X(norm1_bias)                                                                                  \
     X(norm2_weight)                                                                                \
-    X(norm2_bias)
+    X(norm2_bias)                                                                                  \
+    X(final_norm_weight)                                                                           \
+    X(final_norm_bias)
 
 /* Explicit parameters, all in x @ W orientation. For the wrapper layout each head's matrices
  * sit side by side as column blocks of query/key/value (head h = columns [h*d_out, (h+1)*d_out)),
@@ -122,6 +126,7 @@ struct attn_scene_weights {
     struct attn_matrix ffn_W1, ffn_b1, ffn_W2, ffn_b2; /* (d_in, h), (1, h), (h, d_in), (1, d_in) */
     struct attn_matrix norm1_weight, norm1_bias;       /* (1, d_in) each */
     struct attn_matrix norm2_weight, norm2_bias;
+    struct attn_matrix final_norm_weight, final_norm_bias; /* the last layer's only */
     unsigned char *dropout_mask; /* (heads, n, n) 0/1 keep mask, or NULL */
     int dropout_mask_n;          /* n the mask was given for */
     int dropout_mask_heads;      /* heads the mask was given for */
@@ -154,7 +159,13 @@ struct attn_scene {
 
     struct attn_config attn;
     struct attn_block block;
+    int layers; /* blocks stacked: layer L + 1 reads layer L's output */
+    /* Explicit parameters of layer 0 (or of the only layer). With weights_listed the file gave
+     * one mapping per layer: more_weights holds layers 1 .. layers - 1 (n_more of them). */
     struct attn_scene_weights weights;
+    bool weights_listed;
+    struct attn_scene_weights *more_weights;
+    int n_more;
 };
 
 /* Defaults everywhere; no tokens, no embeddings. */
@@ -190,6 +201,8 @@ int attn_scene_concat_dim(const struct attn_scene *s); /* D: split: d_out; wrapp
 int attn_scene_kv_heads(const struct attn_scene *s);   /* K: kv_heads, or heads */
 int attn_scene_kv_dim(const struct attn_scene *s);     /* Dkv = K * head_dim (split layout) */
 int attn_scene_ffn_hidden(const struct attn_scene *s); /* block.ffn_hidden, or 4 * d_in */
+/* Layer L's explicit parameters (layer 0: s->weights); never NULL, maybe all empty. */
+const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scene *s, int layer);
 /* Floats cached per token for K and V: 2 * heads * head_dim for MHA, 2 * K * head_dim for
  * GQA and MQA, r for MLA. mha_floats (may be NULL) gets what plain MHA of the shape needs. */
 long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats);

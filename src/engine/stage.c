@@ -4,10 +4,10 @@
 #include <string.h>
 
 static const char *const names[STAGE_COUNT] = {
-    "inputs",        "latent",  "queries",   "keys",      "values",  "queries_rotated",
-    "keys_rotated",  "scores",  "scaled",    "masked",    "weights", "dropout",
-    "context",       "concat",  "output",    "residual1", "norm1",   "ffn_hidden",
-    "ffn_activated", "ffn_out", "residual2", "norm2",
+    "inputs",        "latent",  "queries",   "keys",      "values",     "queries_rotated",
+    "keys_rotated",  "scores",  "scaled",    "masked",    "weights",    "dropout",
+    "context",       "concat",  "output",    "residual1", "norm1",      "ffn_hidden",
+    "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
 };
 
 const char *attn_stage_name(enum attn_stage s)
@@ -45,5 +45,5 @@ bool attn_stage_is_per_head(enum attn_stage s)
 
 bool attn_stage_is_block(enum attn_stage s)
 {
-    return s >= STAGE_RESIDUAL1 && s <= STAGE_NORM2;
+    return s >= STAGE_RESIDUAL1 && s <= STAGE_FINAL_NORM;
 }

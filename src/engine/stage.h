@@ -33,6 +33,7 @@ enum attn_stage {
     STAGE_FFN_OUT,         /* its second Linear                  (n, d_in)  shared */
     STAGE_RESIDUAL2,       /* post: norm1 + ffn_out; pre: residual1 + ffn_out */
     STAGE_NORM2,           /* post: norm(residual2); pre: norm(residual1), the FFN's input */
+    STAGE_FINAL_NORM,      /* the last layer's final norm of the block output (GPT-2's ln_f) */
     STAGE_COUNT
 };
 
@@ -44,7 +45,7 @@ int attn_stage_parse(const char *name);
 bool attn_stage_is_square(enum attn_stage s);
 /* True for stages that have one matrix per head. */
 bool attn_stage_is_per_head(enum attn_stage s);
-/* True for the block's stages after attention (residual1 .. norm2). */
+/* True for the block's stages after attention (residual1 .. final_norm). */
 bool attn_stage_is_block(enum attn_stage s);
 
 #endif

@@ -23,7 +23,9 @@
     X(STAGE_PREV, "stage-prev", ", <", "view", "Previous pipeline stage")                          \
     X(HEAD_NEXT, "head-next", "]", "view", "Next head")                                            \
     X(HEAD_PREV, "head-prev", "[", "view", "Previous head")                                        \
-    X(ALL_HEADS, "all-heads", "a", "view", "All heads side by side / back to one head")            \
+    X(LAYER_NEXT, "layer-next", "}", "view", "Next layer")                                         \
+    X(LAYER_PREV, "layer-prev", "{", "view", "Previous layer")                                     \
+    X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head")      \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(KNOB_NEXT, "knob-next", "Tab", "edit", "Select the next knob: seed, d_out, heads, dropout")  \

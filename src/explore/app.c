@@ -23,8 +23,10 @@ const char *knob_name(enum knob k)
 /* Recomputes the result for s; on failure the last result stays. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
 {
-    if (attn_compute(&a->model, &a->run, s, err))
+    if (attn_net_compute(&a->net, s, err))
         return -1;
+    if (a->layer >= a->net.layers) /* fewer layers now: the last one */
+        a->layer = a->net.layers - 1;
     a->have_result = true;
     a->generation++;
     return 0;
@@ -55,14 +57,30 @@ void app_free(struct app *a)
     for (int i = 0; i < a->n_redo; i++)
         attn_scene_free(&a->redo[i]);
     free(a->scene_path);
-    attn_model_free(&a->model);
-    attn_run_free(&a->run);
+    attn_net_free(&a->net);
     memset(a, 0, sizeof(*a));
 }
 
 struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head)
 {
-    return attn_view(&a->run, &a->model, s, head);
+    return attn_view(app_run(a), app_model(a), s, head);
+}
+
+struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage s, int head)
+{
+    return attn_view(&a->net.run[layer], &a->net.model[layer], s, head);
+}
+
+void app_set_layer(struct app *a, int layer)
+{
+    if (layer < 0 || layer >= a->net.layers)
+        return;
+    a->layer = layer;
+    /* Only the last layer has the final norm: elsewhere the nearest stage is the block's
+     * output. */
+    if (!attn_stage_present(app_model(a), a->stage))
+        a->stage = attn_stage_block_output(app_model(a));
+    app_clamp(a);
 }
 
 int app_rows(const struct app *a)
@@ -78,10 +96,10 @@ int app_cols(const struct app *a)
 void app_clamp(struct app *a)
 {
     /* An edit may take a stage away (no more rope, no block): the weights are always there. */
-    if (!attn_stage_present(&a->model, a->stage))
+    if (!attn_stage_present(app_model(a), a->stage))
         a->stage = STAGE_WEIGHTS;
-    if (a->head >= a->model.heads)
-        a->head = a->model.heads - 1;
+    if (a->head >= app_model(a)->heads)
+        a->head = app_model(a)->heads - 1;
     if (a->head < 0)
         a->head = 0;
     int rows = app_rows(a), cols = app_cols(a);
@@ -451,7 +469,7 @@ int app_redo(struct app *a)
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
     /* Export what is on screen: the last valid state. */
-    return export_dir(dir, &a->shown, &a->model, &a->run, err);
+    return export_dir(dir, &a->shown, &a->net, err);
 }
 
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)

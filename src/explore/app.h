@@ -15,6 +15,7 @@
 #include "common/diag.h"
 #include "engine/attention.h"
 #include "engine/model.h"
+#include "engine/net.h"
 #include "engine/scene.h"
 
 #define APP_UNDO_MAX   100
@@ -31,8 +32,7 @@ struct app {
     int n_redo;
 
     struct attn_scene shown; /* the scene the result belongs to (the last valid one) */
-    struct attn_model model; /* last valid result */
-    struct attn_run run;
+    struct attn_net net;     /* last valid result: every layer */
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
 
@@ -43,6 +43,7 @@ struct app {
                                    that state fell off the undo history */
     int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
 
+    int layer; /* the layer on screen */
     enum attn_stage stage;
     int head;
     int row, col;   /* cursor in the current matrix */
@@ -62,12 +63,26 @@ struct app {
 int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag *err);
 void app_free(struct app *a);
 
+/* The layer on screen: its parameters and stages. */
+static inline const struct attn_model *app_model(const struct app *a)
+{
+    return &a->net.model[a->layer];
+}
+static inline const struct attn_run *app_run(const struct app *a)
+{
+    return &a->net.run[a->layer];
+}
+
 /* Rows and columns of the matrix at the current stage and head. */
 int app_rows(const struct app *a);
 int app_cols(const struct app *a);
 struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head);
 /* Clamps head and cursor after the shape changed. */
 void app_clamp(struct app *a);
+/* Shows layer L (0 .. net.layers - 1), keeping the stage when that layer has it. */
+void app_set_layer(struct app *a, int layer);
+/* The matrix of stage s, head h in layer L (the model view draws every layer). */
+struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage s, int head);
 
 /* Every edit: pushes undo, applies, checks, recomputes. Returns 0 when the new scene is valid,
  * -1 when it is not (the result stays, a->error says why). */

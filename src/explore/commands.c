@@ -123,7 +123,7 @@ static int accept_knob(struct app *a, const char *typed)
 static double weights_change(const struct app *a, const float *before)
 {
     double most = 0;
-    for (int h = 0; h < a->model.heads; h++) {
+    for (int h = 0; h < app_model(a)->heads; h++) {
         struct attn_mat_view v = app_view(a, STAGE_WEIGHTS, h);
         for (int i = 0; i < v.rows; i++)
             for (int j = 0; j < v.cols; j++) {
@@ -151,7 +151,7 @@ static int accept_offset(struct app *a, const char *typed)
                    8 * SCENE_MAX_TOKENS, typed);
         return OUTCOME_VIEW_CHANGED;
     }
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     size_t cells = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
     float *before = malloc(cells * sizeof(float));
     if (!before) {
@@ -167,14 +167,14 @@ static int accept_offset(struct app *a, const char *typed)
     int old = a->scene.pos.offset;
     if (app_edit_offset(a, (int)v) == 0 && (int)v != old) {
         double change = weights_change(a, before);
-        int first = (int)v, last = first + a->model.n - 1;
+        int first = (int)v, last = first + app_model(a)->n - 1;
         /* Below 1e-6 is float rounding, and its digits vary with the BLAS kernel. */
-        if (a->model.rope && change < 1e-6)
+        if (app_model(a)->rope && change < 1e-6)
             note(a,
                  "positions now %d\u2013%d: q and k turn by new angles, the weights stay (all "
                  "within 1e-6): RoPE sees only relative position",
                  first, last);
-        else if (a->model.rope)
+        else if (app_model(a)->rope)
             note(a,
                  "positions now %d\u2013%d: q and k turn by new angles, the weights by at most "
                  "%.1e: RoPE sees only relative position",
@@ -184,7 +184,7 @@ static int accept_offset(struct app *a, const char *typed)
                  "positions now %d\u2013%d: the weights moved up to %.4f: %s positions are "
                  "absolute, not relative",
                  first, last, change,
-                 a->model.pos_kind == POS_SINUSOIDAL ? "sinusoidal" : "learned");
+                 app_model(a)->pos_kind == POS_SINUSOIDAL ? "sinusoidal" : "learned");
     }
     free(before);
     return OUTCOME_SCENE_CHANGED;
@@ -303,7 +303,7 @@ static int text_prompt(struct app *a, struct ask *ask)
 /* The place of the current stage in the scene's own order. */
 static int stage_index(const struct app *a, enum attn_stage *order, int *n)
 {
-    *n = attn_stage_order(order, &a->model);
+    *n = attn_stage_order(order, app_model(a));
     for (int i = 0; i < *n; i++)
         if (order[i] == a->stage)
             return i;
@@ -325,7 +325,7 @@ int command_play_tick(struct app *a)
 {
     enum attn_stage order[STAGE_COUNT];
     int n, i = stage_index(a, order, &n) + 1;
-    while (i < n && attn_stage_is_off(&a->model, order[i]))
+    while (i < n && attn_stage_is_off(app_model(a), order[i]))
         i++;
     if (i >= n) {
         a->playing = false;
@@ -349,9 +349,19 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return stage_step(a, 1);
     case ACTION_STAGE_PREV:
         return stage_step(a, -1);
+    case ACTION_LAYER_NEXT:
+    case ACTION_LAYER_PREV:
+        if (a->net.layers < 2) {
+            app_refuse(a, "this scene has one layer (give it more with layers: N)");
+            return OUTCOME_VIEW_CHANGED;
+        }
+        app_set_layer(a, (a->layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->net.layers) %
+                             a->net.layers);
+        return OUTCOME_VIEW_CHANGED;
     case ACTION_HEAD_NEXT:
     case ACTION_HEAD_PREV:
-        a->head = (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + a->model.heads) % a->model.heads;
+        a->head = (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + app_model(a)->heads) %
+                  app_model(a)->heads;
         app_clamp(a);
         return OUTCOME_VIEW_CHANGED;
     case ACTION_ALL_HEADS:
@@ -364,7 +374,7 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return OUTCOME_VIEW_CHANGED;
     case ACTION_PLAY:
         a->playing = !a->playing;
-        if (a->playing && a->stage == attn_stage_last(&a->model))
+        if (a->playing && a->stage == attn_stage_last(app_model(a)))
             a->stage = STAGE_INPUTS; /* play from the start when at the end */
         app_clamp(a);
         return OUTCOME_VIEW_CHANGED;

@@ -74,8 +74,8 @@ static float at(struct attn_mat_view v, int i, int j)
 /* The row of the attention's input: X, or norm1(X) in a pre-norm block. */
 static const float *attn_input(const struct app *a, int i)
 {
-    const struct attn_model *m = &a->model;
-    const float *in = m->block && m->order == BLOCK_PRE ? a->run.norm1 : m->x;
+    const struct attn_model *m = app_model(a);
+    const float *in = m->block && m->order == BLOCK_PRE ? app_run(a)->norm1 : m->x;
     return in + (size_t)i * m->d_in;
 }
 
@@ -93,7 +93,7 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
                                const float *w, const float *bias, const char *wname)
 {
     static const char *const qkv[3] = {"q", "k", "v"};
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     const char *q = qkv[p];
     int width = p == 0 ? m->D : m->Dkv;
     int head = p == 0 ? a->head : a->head / (m->heads / m->kv_heads);
@@ -113,7 +113,7 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
         const float *up = p == 1 ? m->wkup : m->wvup;
         put(b, "%s[%d] = latent \u00b7 %s[:, %d] (MLA)\n", q, j, p == 1 ? "W_key_up" : "W_value_up",
             c);
-        terms(b, a->run.latent + (size_t)i * m->latent, 1, up + c, m->D, m->latent);
+        terms(b, app_run(a)->latent + (size_t)i * m->latent, 1, up + c, m->D, m->latent);
     } else {
         /* The wrapper gives each head its own matrix (params/head<H>/ in an export); the split
          * layout one matrix whose columns the heads share. */
@@ -147,7 +147,7 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
 /* A rotated q or k: the pair the selected dimension belongs to, turned by its angle. */
 static void explain_rotation(struct buf *b, const struct app *a, int i, int j, bool keys)
 {
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     int hd = m->head_dim, half = hd / 2;
     int pair = m->rope_pairs == ROPE_ADJACENT ? j / 2 : j % half;
     int ja = m->rope_pairs == ROPE_ADJACENT ? 2 * pair : pair;
@@ -192,7 +192,7 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
 static void explain_norm(struct buf *b, const struct app *a, int i, int j, const float *in,
                          const float *w, const float *bias, const char *what)
 {
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     int d = m->d_in;
     const float *x = in + (size_t)i * d;
     double mean = 0, var = 0;
@@ -245,7 +245,7 @@ static void explain_linear(struct buf *b, const struct app *a, int i, int j, con
 
 static void explain_weights(struct buf *b, const struct app *a, int i, int j)
 {
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     /* The normalisation always reads the masked stage (= scaled when there is no mask). */
     struct attn_mat_view in = app_view(a, STAGE_MASKED, a->head);
     struct attn_mat_view w = app_view(a, STAGE_WEIGHTS, a->head);
@@ -302,8 +302,8 @@ void inspect_explain(char *out, size_t size, const struct app *a)
 {
     struct buf b = {out, size, 0};
     out[0] = '\0';
-    const struct attn_model *m = &a->model;
-    const struct attn_run *r = &a->run;
+    const struct attn_model *m = app_model(a);
+    const struct attn_run *r = app_run(a);
     int i = a->row, j = a->col, h = a->head, hd = m->head_dim;
     struct attn_mat_view v = app_view(a, a->stage, h);
     if (i >= v.rows || j >= v.cols)
@@ -316,6 +316,13 @@ void inspect_explain(char *out, size_t size, const struct app *a)
 
     switch (a->stage) {
     case STAGE_INPUTS:
+        if (m->layer > 0) {
+            put(&b, "input = layer %d's output (its %s)\n  = ", m->layer - 1,
+                attn_stage_name(attn_stage_block_output(&a->net.model[m->layer - 1])));
+            num(&b, val);
+            put(&b, "\n");
+            break;
+        }
         put(&b, "input = token embedding");
         if (m->pos) {
             int pos = a->shown.pos.offset + i;
@@ -463,6 +470,10 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         else
             explain_norm(&b, a, i, j, r->res2, m->n2w, m->n2b, "residual2");
         break;
+    case STAGE_FINAL_NORM:
+        explain_norm(&b, a, i, j, m->order == BLOCK_POST ? r->norm2 : r->res2, m->fw, m->fb,
+                     "the last layer's output (the final norm, ln_f)");
+        break;
     case STAGE_FFN_HIDDEN:
         explain_linear(&b, a, i, j, m->order == BLOCK_POST ? r->norm1 : r->norm2, m->d_in, m->w1,
                        m->hidden, m->b1, "the FFN widens: hidden = x \u00b7 W1 + b1");
@@ -471,6 +482,9 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         float x = r->ffn_hidden[(size_t)i * m->hidden + j];
         if (m->activation == ACT_RELU)
             put(&b, "ReLU keeps positives, zeroes the rest\n  = max(0, ");
+        else if (m->activation == ACT_GELU_TANH)
+            put(&b, "GELU, tanh form (GPT-2's gelu_new)\n"
+                    "  = \u00bd x (1 + tanh(\u221a(2/\u03c0) (x + 0.044715 x\u00b3)))\n  = gelu(");
         else
             put(&b, "GELU = x \u00b7 \u03a6(x) = \u00bd x (1 + erf(x \u00f7 \u221a2))\n  = gelu(");
         num(&b, x);
@@ -521,7 +535,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
 
 void inspect_kv_cache(char *out, size_t size, const struct app *a)
 {
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     long mha = 2L * m->heads * m->head_dim;
     if (m->latent > 0)
         cnum_format(out, size,
@@ -541,7 +555,7 @@ void inspect_kv_cache(char *out, size_t size, const struct app *a)
 
 void inspect_kv_sharing(char *out, size_t size, const struct app *a, int head)
 {
-    const struct attn_model *m = &a->model;
+    const struct attn_model *m = app_model(a);
     out[0] = '\0';
     if (m->latent > 0) {
         cnum_format(out, size, "K, V from the %d-float latent", m->latent);

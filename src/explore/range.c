@@ -22,17 +22,25 @@ void range_of(struct attn_mat_view v, float *lo, float *hi)
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi)
 {
     if (!(c->valid && c->generation == a->generation && c->stage == (int)a->stage &&
-          c->head == head)) {
+          c->head == head && c->layer == a->layer)) {
         int h0 = head < 0 ? 0 : head;
-        int h1 = head >= 0 || !attn_stage_is_per_head(a->stage) ? h0 + 1 : a->model.heads;
+        int h1 = head >= 0 || !attn_stage_is_per_head(a->stage) ? h0 + 1 : app_model(a)->heads;
+        int l0 = head == -2 ? 0 : a->layer, l1 = head == -2 ? a->net.layers : a->layer + 1;
         float l = INFINITY, u = -INFINITY;
-        for (int h = h0; h < h1; h++) {
-            float hl, hu;
-            range_of(app_view(a, a->stage, h), &hl, &hu);
-            l = hl < l ? hl : l;
-            u = hu > u ? hu : u;
+        for (int L = l0; L < l1; L++) {
+            if (!attn_stage_present(&a->net.model[L], a->stage))
+                continue;
+            for (int h = h0; h < h1; h++) {
+                float hl, hu;
+                range_of(app_view_at(a, L, a->stage, h), &hl, &hu);
+                l = hl < l ? hl : l;
+                u = hu > u ? hu : u;
+            }
         }
+        if (l > u)
+            l = u = 0.0f;
         c->generation = a->generation;
+        c->layer = a->layer;
         c->stage = (int)a->stage;
         c->head = head;
         c->lo = l;

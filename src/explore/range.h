@@ -14,14 +14,15 @@
 
 struct range_cache {
     unsigned long generation;
-    int stage, head; /* head -1: every head (the all-heads view's shared scale) */
+    int layer, stage, head; /* head -1: every head of the layer (the all-heads view's shared
+                               scale); -2: every head of every layer (the model view) */
     float lo, hi;
     bool valid;
 };
 
 /* Finite min and max of a matrix (0, 0 when it has no finite value). */
 void range_of(struct attn_mat_view v, float *lo, float *hi);
-/* The range of the current stage for one head, or every head (head -1), through the cache. */
+/* The range of the current stage for one head, every head (-1) or every layer's (-2). */
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi);
 
 #endif

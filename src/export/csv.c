@@ -71,3 +71,14 @@ int csv_write_matrix(FILE *f, struct attn_mat_view v, char *const *row_labels,
 {
     return csv_write_table(f, v, "token", row_labels, col_labels);
 }
+
+int csv_write_tokens(FILE *f, char *const *tokens, const int *ids, int n)
+{
+    fputs("position,id,token\r\n", f);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%d,%d,", i, ids[i]);
+        csv_field(f, tokens[i]);
+        fputs("\r\n", f);
+    }
+    return ferror(f) ? -1 : 0;
+}

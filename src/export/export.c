@@ -256,28 +256,10 @@ out:
 }
 
 /* Every file of the layout into dir, a fresh folder. */
-static int export_files(const char *dir, const struct attn_scene *s, const struct attn_model *m,
+/* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
+static int export_layer(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                         const struct attn_run *r, struct diag *err)
 {
-    char path[EXPORT_PATH_MAX], side_dir[EXPORT_PATH_MAX];
-    /* scene.yaml first: with it the rest can always be regenerated. */
-    struct attn_scene resolved;
-    if (attn_scene_from_model(&resolved, s, m) != 0) {
-        diag_set(err, NULL, "out of memory while resolving the scene");
-        return fail_at(err, dir);
-    }
-    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data"};
-    struct scene_job job = {&resolved, &side};
-    int rc = join_path(path, dir, "scene.yaml", NULL, err);
-    if (rc == 0)
-        rc = join_path(side_dir, dir, "scene.data", NULL, err);
-    if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
-        rc = fail_at(err, path);
-    scenefile_sidecar_free(&side);
-    attn_scene_free(&resolved);
-    if (rc != 0)
-        return -1;
-
     if (put_csv(dir, NULL, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), "token", m->tokens, NULL,
                 err) != 0)
         return -1;
@@ -313,15 +295,77 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     /* MLA's latent and the block's stages: shared by the heads, one file each. */
     for (int i = 0; i < n_order; i++) {
         enum attn_stage st = order[i];
-        if (st != STAGE_LATENT && !attn_stage_is_block(st))
+        if ((st != STAGE_LATENT && !attn_stage_is_block(st)) || st == STAGE_FINAL_NORM)
             continue;
         char name[64];
         snprintf(name, sizeof(name), "%s.csv", attn_stage_name(st));
         if (put_csv(dir, NULL, name, attn_view(r, m, st, 0), "token", m->tokens, NULL, err) != 0)
             return -1;
     }
-    if (m->block && put_csv(dir, NULL, "block_output.csv", attn_view(r, m, attn_stage_last(m), 0),
-                            "token", m->tokens, NULL, err) != 0)
+    if (m->block &&
+        put_csv(dir, NULL, "block_output.csv", attn_view(r, m, attn_stage_block_output(m), 0),
+                "token", m->tokens, NULL, err) != 0)
+        return -1;
+    return 0;
+}
+
+struct tokens_job {
+    const struct attn_model *m;
+};
+
+static int write_tokens(FILE *f, void *ctx, struct diag *err)
+{
+    const struct attn_model *m = ((const struct tokens_job *)ctx)->m;
+    if (csv_write_tokens(f, m->tokens, m->ids, m->n) != 0)
+        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+    return 0;
+}
+
+static int export_files(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                        struct diag *err)
+{
+    char path[EXPORT_PATH_MAX], side_dir[EXPORT_PATH_MAX];
+    /* scene.yaml first: with it the rest can always be regenerated. */
+    struct attn_scene resolved;
+    if (attn_scene_from_layers(&resolved, s, net->model, net->layers) != 0) {
+        diag_set(err, NULL, "out of memory while resolving the scene");
+        return fail_at(err, dir);
+    }
+    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data"};
+    struct scene_job job = {&resolved, &side};
+    int rc = join_path(path, dir, "scene.yaml", NULL, err);
+    if (rc == 0)
+        rc = join_path(side_dir, dir, "scene.data", NULL, err);
+    if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
+        rc = fail_at(err, path);
+    scenefile_sidecar_free(&side);
+    attn_scene_free(&resolved);
+    if (rc != 0)
+        return -1;
+
+    const struct attn_model *first = &net->model[0], *last = &net->model[net->layers - 1];
+    struct tokens_job tj = {first};
+    if (join_path(path, dir, "tokens.csv", NULL, err) != 0)
+        return -1;
+    if (fsutil_write_new(path, write_tokens, &tj, err) != 0)
+        return fail_at(err, path);
+    if (net->layers == 1) {
+        if (export_layer(dir, s, first, &net->run[0], err) != 0)
+            return -1;
+    } else {
+        for (int L = 0; L < net->layers; L++) {
+            char sub[32], ldir[EXPORT_PATH_MAX];
+            snprintf(sub, sizeof(sub), "layer%d", L);
+            if (make_dir(dir, sub, err) != 0 || join_path(ldir, dir, sub, NULL, err) != 0 ||
+                export_layer(ldir, s, &net->model[L], &net->run[L], err) != 0)
+                return -1;
+        }
+    }
+    /* The final norm belongs to the whole model: beside scene.yaml. */
+    if (last->final_norm &&
+        put_csv(dir, NULL, "final_norm.csv",
+                attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
+                last->tokens, NULL, err) != 0)
         return -1;
     return 0;
 }
@@ -396,15 +440,15 @@ static void name_target(struct diag *err, const struct fsutil_dirswap *tx)
     }
 }
 
-int export_dir(const char *dir, const struct attn_scene *s, const struct attn_model *m,
-               const struct attn_run *r, struct diag *err)
+int export_dir(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+               struct diag *err)
 {
     if (export_check_target(dir, err) != 0)
         return -1;
     struct fsutil_dirswap tx;
     if (fsutil_dirswap_begin(&tx, dir, err) != 0)
         return -1;
-    if (export_files(tx.tmp, s, m, r, err) != 0) {
+    if (export_files(tx.tmp, s, net, err) != 0) {
         name_target(err, &tx);
         fsutil_dirswap_abort(&tx);
         return -1;

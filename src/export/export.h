@@ -1,8 +1,9 @@
 /* export: CSV files and PyTorch-style text for the stages of a forward pass.
  *
  * The export layout is a contract other tools read (README.md ("Export format")):
- *   DIR/scene.yaml, DIR/inputs.csv, DIR/params/<name>.csv, DIR/head<H>/<stage>.csv,
- *   DIR/context.csv, DIR/output.csv; every file written atomically.
+ *   DIR/scene.yaml, DIR/tokens.csv, DIR/inputs.csv, DIR/params/<name>.csv,
+ *   DIR/head<H>/<stage>.csv, DIR/context.csv, DIR/output.csv (DIR/layer<L>/... for each layer
+ *   of a scene with several); every file written atomically.
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
@@ -12,6 +13,7 @@
 #include "common/diag.h"
 #include "engine/attention.h"
 #include "engine/model.h"
+#include "engine/net.h"
 #include "engine/scene.h"
 
 /* Writes one matrix as RFC 4180 CSV. Header: "token," + col_labels (key tokens for n x n
@@ -23,6 +25,8 @@ int csv_write_matrix(FILE *f, struct attn_mat_view v, char *const *row_labels,
  * Both return 0, or -1 when the stream reports a write error. */
 int csv_write_table(FILE *f, struct attn_mat_view v, const char *corner, char *const *row_labels,
                     char *const *col_labels);
+/* tokens.csv: "position,id,token", one row per token. Returns 0 or -1 on a write error. */
+int csv_write_tokens(FILE *f, char *const *tokens, const int *ids, int n);
 /* Writes x in the shortest of %.6g .. %.9g that reads back (strtof) to the same bits; inf,
  * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
 int csv_format_float(char *out, size_t size, float x);
@@ -30,10 +34,11 @@ int csv_format_float(char *out, size_t size, float x);
 /* Writes every file of the export layout as the folder dir, all or nothing: the files go into a
  * temporary folder beside dir that replaces dir only once complete, so any failure leaves an
  * earlier export in dir exactly as it was (see export_check_target for what may be replaced).
- * s is the scene as the user gave it; the resolved scene.yaml is derived from s and m; r must
- * hold attn_forward(r, m). Returns 0, or -1 with err naming the file (err->file). */
-int export_dir(const char *dir, const struct attn_scene *s, const struct attn_model *m,
-               const struct attn_run *r, struct diag *err);
+ * s is the scene as the user gave it; the resolved scene.yaml is derived from s and the net,
+ * which must hold a computed forward pass. One layer: the layout of README.md; more: one
+ * layer<L>/ folder per layer with that layout. Returns 0, or -1 with err naming the file. */
+int export_dir(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+               struct diag *err);
 /* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
  * (scene.yaml and only the names an export writes). Anything else is the user's, and never
  * replaced: -1, err says why. */

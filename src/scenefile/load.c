@@ -36,6 +36,7 @@ static const char *const shape_keys[] = {
     "attention.kv_latent",
     "positional",
     "block",
+    "layers",
     "weights",
 };
 #define N_SHAPE_KEYS (sizeof(shape_keys) / sizeof(shape_keys[0]))

@@ -1144,6 +1144,8 @@ enum {
     W_NORM1_BIAS,
     W_NORM2_WEIGHT,
     W_NORM2_BIAS,
+    W_FINAL_NORM_WEIGHT,
+    W_FINAL_NORM_BIAS,
     W_COUNT
 };
 
@@ -1225,6 +1227,7 @@ enum {
     T_POSITIONAL,
     T_ATTENTION,
     T_BLOCK,
+    T_LAYERS,
     T_WEIGHTS,
     T_COUNT
 };
@@ -1337,7 +1340,7 @@ static const int rope_pairs_values[] = {ROPE_ADJACENT, ROPE_HALVES};
 static const int qkv_mode_values[] = {QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS};
 static const int order_values[] = {BLOCK_POST, BLOCK_PRE};
 static const int norm_values[] = {NORM_LAYER, NORM_RMS};
-static const int activation_values[] = {ACT_RELU, ACT_GELU};
+static const int activation_values[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH};
 static const int projection_values[] = {PROJ_NONE, PROJ_RAND, PROJ_LINEAR};
 static const int layout_values[] = {LAYOUT_SPLIT, LAYOUT_WRAPPER};
 static const int mask_mode_values[] = {MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX};
@@ -1349,7 +1352,7 @@ static const struct enum_def rope_pairs_enum = {rope_pairs_values, 2, rope_pairs
 static const struct enum_def qkv_mode_enum = {qkv_mode_values, 3, qkv_mode_str};
 static const struct enum_def order_enum = {order_values, 2, order_str};
 static const struct enum_def norm_enum = {norm_values, 2, norm_str};
-static const struct enum_def activation_enum = {activation_values, 2, activation_str};
+static const struct enum_def activation_enum = {activation_values, 3, activation_str};
 static const struct enum_def projection_enum = {projection_values, 3, projection_str};
 static const struct enum_def layout_enum = {layout_values, 2, layout_str};
 static const struct enum_def mask_mode_enum = {mask_mode_values, 2, mask_mode_str};
@@ -1361,6 +1364,7 @@ static const struct int_range max_len_range = {1, INT_MAX};
 static const struct int_range offset_range = {0, 8 * SCENE_MAX_TOKENS};
 static const struct int_range count_range = {0, INT_MAX};
 static const struct int_range hidden_range = {1, 4 * SCENE_MAX_DIM};
+static const struct int_range layers_range = {1, SCENE_MAX_LAYERS};
 
 static const struct mat_limits table_limits = {INT_MAX, SCENE_MAX_DIM};
 static const struct mat_limits qkv_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM *SCENE_MAX_HEADS};
@@ -1424,6 +1428,7 @@ static const struct field block_fields[] = {
     {"activation", WANT_SCALAR, NULL, h_enum, S(block.activation), &activation_enum},
     {"ffn_seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(block.ffn_seed), NULL},
     {"ffn_skip", WANT_SCALAR, "an integer", h_int, S(block.ffn_skip), &count_range},
+    {"final_norm", WANT_SCALAR, "true or false", h_bool, S(block.final_norm), NULL},
 };
 static const struct mapping block_map = {"block", block_fields, N(block_fields), finish_block};
 
@@ -1487,8 +1492,76 @@ static const struct field weights_fields[W_COUNT] = {
                         h_vector, S(weights.norm2_weight), &head_limits},
     [W_NORM2_BIAS] = {"norm2_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
                       S(weights.norm2_bias), &head_limits},
+    [W_FINAL_NORM_WEIGHT] = {"final_norm_weight", WANT_DATA,
+                             "a list of numbers or {file: name.npy}", h_vector,
+                             S(weights.final_norm_weight), &head_limits},
+    [W_FINAL_NORM_BIAS] = {"final_norm_bias", WANT_DATA, "a list of numbers or {file: name.npy}",
+                           h_vector, S(weights.final_norm_bias), &head_limits},
 };
 static const struct mapping weights_map = {"weights", weights_fields, W_COUNT, finish_weights};
+
+/* weights: one mapping (the only layer, or layer 0), or a list of mappings, one per layer. A
+ * later layer's mapping is read into a scratch scene that shares the options (attention, block,
+ * tokens), so its handlers check it the same way; then its weights move to more_weights. */
+static void h_weights(struct loader *l, const struct field *f, int node, void *base,
+                      const char *path)
+{
+    struct attn_scene *s = base;
+    const struct ynode *nd = nd_of(l, node);
+    char buf[LOADER_SHOW_MAX];
+    if (nd->type == YNODE_MAP) {
+        walk_map(l, node, &weights_map, s, path);
+        return;
+    }
+    if (nd->type != YNODE_SEQ) {
+        must_be(l, f, node, path);
+        return;
+    }
+    int count = nd->u.c.count;
+    if (count < 1 || count > SCENE_MAX_LAYERS) {
+        loader_error(l, node, path, "'weights' lists %d layers, expected 1 to %d", count,
+                     SCENE_MAX_LAYERS);
+        return;
+    }
+    struct attn_scene_weights *more = calloc((size_t)count, sizeof(*more));
+    if (!more) {
+        loader_error(l, node, path, "out of memory");
+        return;
+    }
+    s->weights_listed = true;
+    int i = 0;
+    for (int item = nd->u.c.first; item >= 0 && !l->yd.stopped; item = nd_of(l, item)->next, i++) {
+        char ipath[DIAG_PATH_MAX];
+        path_fmt(ipath, "%s[%d]", path, i);
+        loader_register(l, ipath, item, item);
+        const struct ynode *in = nd_of(l, item);
+        if (in->type != YNODE_MAP) {
+            if (in->type != YNODE_BAD)
+                loader_error(l, item, ipath,
+                             "layer %d of 'weights' must be a mapping like {query: [[...]], ...}, "
+                             "got %s",
+                             i, loader_show(l, item, buf, sizeof(buf)));
+            else
+                loader_mark_bad(l, ipath);
+            continue;
+        }
+        if (i == 0) {
+            walk_map(l, item, &weights_map, s, ipath);
+            continue;
+        }
+        struct attn_scene scratch = *s; /* shallow: only its weights are written */
+        memset(&scratch.weights, 0, sizeof(scratch.weights));
+        walk_map(l, item, &weights_map, &scratch, ipath);
+        more[i] = scratch.weights;
+    }
+    for (int k = 0; k < s->n_more; k++)
+        attn_scene_weights_free(&s->more_weights[k]);
+    free(s->more_weights);
+    /* more[0] is unused (layer 0 lives in s->weights): shift down. */
+    memmove(more, more + 1, (size_t)(count - 1) * sizeof(*more));
+    s->more_weights = more;
+    s->n_more = count - 1;
+}
 
 static const struct field top_fields[T_COUNT] = {
     [T_VERSION] = {"version", WANT_SCALAR, "an integer", h_version, 0, NULL},
@@ -1506,8 +1579,11 @@ static const struct field top_fields[T_COUNT] = {
                      &attention_map},
     [T_BLOCK] = {"block", WANT_MAP, "a mapping like {order: post, ffn_hidden: 8}", h_map, 0,
                  &block_map},
-    [T_WEIGHTS] = {"weights", WANT_MAP, "a mapping like {query: [[...]], key: ..., value: ...}",
-                   h_map, 0, &weights_map},
+    [T_LAYERS] = {"layers", WANT_SCALAR, "an integer", h_int, S(layers), &layers_range},
+    [T_WEIGHTS] = {"weights", WANT_ANY,
+                   "a mapping like {query: [[...]], key: ..., value: ...}, or a list of them, one "
+                   "per layer",
+                   h_weights, 0, NULL},
 };
 static const struct mapping top_map = {"", top_fields, T_COUNT, finish_top};
 

@@ -85,18 +85,17 @@ static int check_scene(const struct attn_scene *s, struct diag *err)
                         "cannot write 'scale': it is not a positive number");
     if (!isfinite(s->attn.dropout))
         return diag_set(err, "attention.dropout", "cannot write 'dropout': it is not a number");
-    const struct attn_scene_weights *w = &s->weights;
     if (check_matrix(&s->embed.rows, "embeddings", err) ||
-        check_matrix(&s->pos.table, "positional.table", err) ||
-        check_matrix(&w->query, "weights.query", err) ||
-        check_matrix(&w->key, "weights.key", err) ||
-        check_matrix(&w->value, "weights.value", err) ||
-        check_matrix(&w->query_bias, "weights.query_bias", err) ||
-        check_matrix(&w->key_bias, "weights.key_bias", err) ||
-        check_matrix(&w->value_bias, "weights.value_bias", err) ||
-        check_matrix(&w->out, "weights.out", err) ||
-        check_matrix(&w->out_bias, "weights.out_bias", err))
+        check_matrix(&s->pos.table, "positional.table", err))
         return -1;
+    for (int L = 0; L <= s->n_more; L++) {
+        const struct attn_scene_weights *w = attn_scene_layer_weights(s, L);
+#define X(name)                                                                                    \
+    if (check_matrix(&w->name, "weights." #name, err))                                             \
+        return -1;
+        ATTN_WEIGHT_MATRICES(X)
+#undef X
+    }
     return 0;
 }
 
@@ -369,17 +368,17 @@ static void write_vector_key(struct writer *w, const char *prefix, const char *k
     fputs("]\n", f);
 }
 
-static void write_mask(struct writer *w, const char *prefix)
+static void write_mask(struct writer *w, const char *prefix, const struct attn_scene_weights *wt,
+                       const char *name)
 {
-    const struct attn_scene *s = w->s;
     FILE *f = w->f;
-    const unsigned char *mask = s->weights.dropout_mask;
-    int n = s->weights.dropout_mask_n, heads = s->weights.dropout_mask_heads;
+    const unsigned char *mask = wt->dropout_mask;
+    int n = wt->dropout_mask_n, heads = wt->dropout_mask_heads;
     size_t count = (size_t)heads * (size_t)n * (size_t)n;
     fprintf(f, "%sdropout_mask: ", prefix);
     if (goes_aside(w, count)) {
         struct npy_job job = {mask, true, 3, {(size_t)heads, (size_t)n, (size_t)n}};
-        write_aside(w, "weights.dropout_mask", &job, count);
+        write_aside(w, name, &job, count);
         fputc('\n', f);
         return;
     }
@@ -576,6 +575,10 @@ static void write_block(struct writer *w)
         fprintf(f, "\n  ffn_skip: %d", b->ffn_skip);
         any = true;
     }
+    if (ex || b->final_norm != d->final_norm) {
+        fprintf(f, "\n  final_norm: %s", yes_no(b->final_norm));
+        any = true;
+    }
     fputs(any ? "\n" : " {}\n", f);
 }
 
@@ -591,24 +594,53 @@ static bool attention_differs(const struct writer *w)
            a->kv_latent != d->kv_latent;
 }
 
-static void write_weights(struct writer *w)
+/* Whether a layer's weights say anything at all. */
+static bool weights_given(const struct attn_scene_weights *wt)
+{
+    if (wt->set || (wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0))
+        return true;
+    const struct attn_matrix *extra[] = {
+        &wt->ffn_W1,         &wt->ffn_b1,       &wt->ffn_W2,
+        &wt->ffn_b2,         &wt->norm1_weight, &wt->norm1_bias,
+        &wt->norm2_weight,   &wt->norm2_bias,   &wt->final_norm_weight,
+        &wt->final_norm_bias};
+    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+        if (extra[i]->data)
+            return true;
+    return false;
+}
+
+/* The keys of one weights mapping. Each line starts with `first` for the mapping's first key
+ * ("  " for the one mapping, "  - " for a layer of the list) and `rest` after it; `at` names
+ * side files ("weights", "weights.1"). */
+struct key_lead {
+    const char *first, *rest;
+    bool used;
+};
+
+static const char *lead(struct key_lead *k)
+{
+    const char *p = k->used ? k->rest : k->first;
+    k->used = true;
+    return p;
+}
+
+static void write_layer_weights(struct writer *w, const struct attn_scene_weights *wt,
+                                struct key_lead *kl, const char *at, bool allow_per_head)
 {
     const struct attn_scene *s = w->s;
-    const struct attn_scene_weights *wt = &s->weights;
     FILE *f = w->f;
+    char name[96];
     bool mask = wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0;
-    const struct attn_matrix *extra[] = {&wt->ffn_W1,       &wt->ffn_b1,       &wt->ffn_W2,
-                                         &wt->ffn_b2,       &wt->norm1_weight, &wt->norm1_bias,
-                                         &wt->norm2_weight, &wt->norm2_bias};
-    static const char *const extra_names[] = {"ffn_W1",       "ffn_b1",       "ffn_W2",
-                                              "ffn_b2",       "norm1_weight", "norm1_bias",
-                                              "norm2_weight", "norm2_bias"};
-    bool block = false;
-    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
-        block |= extra[i]->data != NULL;
-    if (!wt->set && !mask && !block)
-        return;
-    fputs("weights:\n", f);
+    const struct attn_matrix *extra[] = {
+        &wt->ffn_W1,         &wt->ffn_b1,       &wt->ffn_W2,
+        &wt->ffn_b2,         &wt->norm1_weight, &wt->norm1_bias,
+        &wt->norm2_weight,   &wt->norm2_bias,   &wt->final_norm_weight,
+        &wt->final_norm_bias};
+    static const char *const extra_names[] = {"ffn_W1",         "ffn_b1",       "ffn_W2",
+                                              "ffn_b2",         "norm1_weight", "norm1_bias",
+                                              "norm2_weight",   "norm2_bias",   "final_norm_weight",
+                                              "final_norm_bias"};
     const struct attn_matrix *qkv[6] = {&wt->query,      &wt->key,      &wt->value,
                                         &wt->query_bias, &wt->key_bias, &wt->value_bias};
     static const char *const names[6] = {"query",      "key",      "value",
@@ -616,22 +648,21 @@ static void write_weights(struct writer *w)
     int heads = s->attn.heads;
     /* The wrapper layout is written as the format shows it: one mapping per head, each
      * head's column block of the concatenated matrices. */
-    bool per_head = wt->set && s->attn.layout == LAYOUT_WRAPPER && heads > 0 && wt->query.data &&
-                    wt->query.cols % heads == 0;
+    bool per_head = allow_per_head && wt->set && s->attn.layout == LAYOUT_WRAPPER && heads > 0 &&
+                    wt->query.data && wt->query.cols % heads == 0;
     for (int i = 0; per_head && i < 6; i++)
         if (qkv[i]->data && qkv[i]->cols != wt->query.cols)
             per_head = false;
     if (per_head) {
         int hd = wt->query.cols / heads;
-        fputs("  heads:\n", f);
+        fprintf(f, "%sheads:\n", lead(kl));
         for (int h = 0; h < heads; h++) {
             for (int i = 0; i < 6; i++) {
                 if (!qkv[i]->data)
                     continue;
                 /* "    - query: ..." for a head's first key, "      key: ..." after it. */
                 const char *prefix = i == 0 ? "    - " : "      ";
-                char name[64];
-                snprintf(name, sizeof(name), "weights.heads.%d.%s", h, names[i]);
+                snprintf(name, sizeof(name), "%s.heads.%d.%s", at, h, names[i]);
                 if (i < 3)
                     write_matrix_key(w, prefix, names[i], name, qkv[i], h * hd, hd);
                 else
@@ -642,42 +673,72 @@ static void write_weights(struct writer *w)
         for (int i = 0; i < 6; i++) {
             if (!qkv[i]->data)
                 continue;
-            char name[64];
-            snprintf(name, sizeof(name), "weights.%s", names[i]);
+            snprintf(name, sizeof(name), "%s.%s", at, names[i]);
             if (i < 3)
-                write_matrix_key(w, "  ", names[i], name, qkv[i], 0, qkv[i]->cols);
+                write_matrix_key(w, lead(kl), names[i], name, qkv[i], 0, qkv[i]->cols);
             else
-                write_vector_key(w, "  ", names[i], name, qkv[i], 0, qkv[i]->cols);
+                write_vector_key(w, lead(kl), names[i], name, qkv[i], 0, qkv[i]->cols);
         }
     }
     const struct attn_matrix *fused[] = {&wt->qkv, &wt->down, &wt->key_up, &wt->value_up};
     static const char *const fused_names[] = {"qkv", "down", "key_up", "value_up"};
     for (int i = 0; wt->set && i < 4; i++)
         if (fused[i]->data) {
-            char name[64];
-            snprintf(name, sizeof(name), "weights.%s", fused_names[i]);
-            write_matrix_key(w, "  ", fused_names[i], name, fused[i], 0, fused[i]->cols);
+            snprintf(name, sizeof(name), "%s.%s", at, fused_names[i]);
+            write_matrix_key(w, lead(kl), fused_names[i], name, fused[i], 0, fused[i]->cols);
         }
-    if (wt->set && wt->qkv_bias.data)
-        write_vector_key(w, "  ", "qkv_bias", "weights.qkv_bias", &wt->qkv_bias, 0,
-                         wt->qkv_bias.cols);
-    if (wt->set && wt->out.data)
-        write_matrix_key(w, "  ", "out", "weights.out", &wt->out, 0, wt->out.cols);
-    if (wt->set && wt->out_bias.data)
-        write_vector_key(w, "  ", "out_bias", "weights.out_bias", &wt->out_bias, 0,
-                         wt->out_bias.cols);
+    if (wt->set && wt->qkv_bias.data) {
+        snprintf(name, sizeof(name), "%s.qkv_bias", at);
+        write_vector_key(w, lead(kl), "qkv_bias", name, &wt->qkv_bias, 0, wt->qkv_bias.cols);
+    }
+    if (wt->set && wt->out.data) {
+        snprintf(name, sizeof(name), "%s.out", at);
+        write_matrix_key(w, lead(kl), "out", name, &wt->out, 0, wt->out.cols);
+    }
+    if (wt->set && wt->out_bias.data) {
+        snprintf(name, sizeof(name), "%s.out_bias", at);
+        write_vector_key(w, lead(kl), "out_bias", name, &wt->out_bias, 0, wt->out_bias.cols);
+    }
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
         if (!extra[i]->data)
             continue;
-        char name[64];
-        snprintf(name, sizeof(name), "weights.%s", extra_names[i]);
+        snprintf(name, sizeof(name), "%s.%s", at, extra_names[i]);
         if (extra[i]->rows == 1 && strstr(extra_names[i], "W") == NULL)
-            write_vector_key(w, "  ", extra_names[i], name, extra[i], 0, extra[i]->cols);
+            write_vector_key(w, lead(kl), extra_names[i], name, extra[i], 0, extra[i]->cols);
         else
-            write_matrix_key(w, "  ", extra_names[i], name, extra[i], 0, extra[i]->cols);
+            write_matrix_key(w, lead(kl), extra_names[i], name, extra[i], 0, extra[i]->cols);
     }
-    if (mask)
-        write_mask(w, "  ");
+    if (mask) {
+        snprintf(name, sizeof(name), "%s.dropout_mask", at);
+        write_mask(w, lead(kl), wt, name);
+    }
+}
+
+static void write_weights(struct writer *w)
+{
+    const struct attn_scene *s = w->s;
+    FILE *f = w->f;
+    if (!s->weights_listed) {
+        if (!weights_given(&s->weights))
+            return;
+        fputs("weights:\n", f);
+        struct key_lead kl = {"  ", "  ", false};
+        write_layer_weights(w, &s->weights, &kl, "weights", true);
+        return;
+    }
+    /* One mapping per layer; the wrapper's heads as column blocks, not nested lists. */
+    fputs("weights:\n", f);
+    for (int L = 0; L <= s->n_more; L++) {
+        const struct attn_scene_weights *wt = attn_scene_layer_weights(s, L);
+        if (!weights_given(wt)) {
+            fputs("  - {}\n", f);
+            continue;
+        }
+        struct key_lead kl = {"  - ", "    ", false};
+        char at[32];
+        snprintf(at, sizeof(at), "weights.%d", L);
+        write_layer_weights(w, wt, &kl, at, false);
+    }
 }
 
 static void write_scene(struct writer *w)
@@ -713,6 +774,8 @@ static void write_scene(struct writer *w)
         fputs("attention:\n", f);
         write_attention(w);
     }
+    if (w->explicit || s->layers != w->def.layers)
+        fprintf(f, "layers: %d\n", s->layers);
     write_block(w);
     write_weights(w);
 }

@@ -1,5 +1,6 @@
 /* grid panel: small multiples of every head at the current stage, side by side, on one shared
- * colour scale so heads can be compared. Arrows pick a head, Enter (or a click) opens it. */
+ * colour scale so heads can be compared. With several layers it is the model view (BertViz's):
+ * one row of heads per layer. Arrows pick a tile, Enter (or a click) opens it. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
 #include <math.h>
@@ -9,9 +10,21 @@
 #include "ui/grid.h"
 #include "ui/heatmap.h" /* the legend */
 
+/* Tiles per layer: every head, or one for a stage the heads share. */
+static int per_layer(const struct app *a)
+{
+    return attn_stage_is_per_head(a->stage) ? app_model(a)->heads : 1;
+}
+
+/* Tile t is layer t / per_layer, head t % per_layer. */
 static int tiles(const struct app *a)
 {
-    return attn_stage_is_per_head(a->stage) ? a->model.heads : 1;
+    return a->net.layers * per_layer(a);
+}
+
+static int selected(const struct app *a)
+{
+    return a->layer * per_layer(a) + (per_layer(a) > 1 ? a->head : 0);
 }
 
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
@@ -27,12 +40,15 @@ static void layout(struct panel *p, struct frame *f, int *cw)
         gp->tile_w = v.cols * *cw + 2;
         gp->tile_h = v.rows + 2;
         gp->per_row = p->area.w / gp->tile_w > 0 ? p->area.w / gp->tile_w : 1;
+        /* The model view: a row per layer when a layer's heads fit on one. */
+        if (f->app->net.layers > 1 && gp->per_row >= per_layer(f->app))
+            gp->per_row = per_layer(f->app);
         int tile_rows = (n + gp->per_row - 1) / gp->per_row;
         if (tile_rows * gp->tile_h <= p->area.h - 1)
             break;
     }
     int visible = (p->area.h - 1) / gp->tile_h > 0 ? (p->area.h - 1) / gp->tile_h : 1;
-    int sel_row = (n > 1 ? f->app->head : 0) / gp->per_row;
+    int sel_row = selected(f->app) / gp->per_row;
     if (sel_row < gp->top)
         gp->top = sel_row;
     if (sel_row >= gp->top + visible)
@@ -51,32 +67,46 @@ static void draw(struct panel *p, struct frame *f)
     int n = tiles(f->app);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
+    int layers = a->net.layers, pl = per_layer(a);
     float lo, hi;
-    range_get(&gp->range, a, -1, &lo, &hi);
+    range_get(&gp->range, a, layers > 1 ? -2 : -1, &lo, &hi);
     bool diverging = lo < 0;
     char title[128];
-    snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", a->model.heads,
-             attn_stage_name(a->stage), n == 1 ? " (shared by all heads)" : "");
-    draw_text(r.y, r.x, r.w, t->role_attr[ROLE_LABEL], title);
-    heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
+    if (layers > 1)
+        snprintf(title, sizeof(title), "model view: %d layers \u00d7 %d heads \u00b7 %s%s", layers,
+                 app_model(a)->heads, attn_stage_name(a->stage),
+                 pl == 1 ? " (shared by the heads)" : "");
+    else
+        snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
+                 attn_stage_name(a->stage), n == 1 ? " (shared by all heads)" : "");
+    int legend_w = heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
+    char clipped[160];
+    abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
+    draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
 
-    for (int h = gp->top * gp->per_row; h < n; h++) {
-        int ty = r.y + 1 + (h / gp->per_row - gp->top) * gp->tile_h;
-        int tx = r.x + (h % gp->per_row) * gp->tile_w;
+    for (int tile = gp->top * gp->per_row; tile < n; tile++) {
+        int ty = r.y + 1 + (tile / gp->per_row - gp->top) * gp->tile_h;
+        int tx = r.x + (tile % gp->per_row) * gp->tile_w;
         if (ty >= r.y + r.h)
             break;
-        char label[32];
-        if (n == 1)
-            snprintf(label, sizeof(label), "shared");
-        else if (a->model.kv_heads < a->model.heads && a->stage != STAGE_QUERIES)
-            snprintf(label, sizeof(label), "head %d \u00b7 KV %d", h,
-                     h / (a->model.heads / a->model.kv_heads)); /* who shares a KV head */
+        int L = tile / pl, h = tile % pl;
+        const struct attn_model *m = &a->net.model[L];
+        char label[48], where[16] = "";
+        if (layers > 1)
+            snprintf(where, sizeof(where), "L%d ", L);
+        if (pl == 1)
+            snprintf(label, sizeof(label), "%sshared", where);
+        else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
+            snprintf(label, sizeof(label), "%s%s%d \u00b7 KV %d", where, layers > 1 ? "h" : "head ",
+                     h, h / (m->heads / m->kv_heads)); /* who shares a KV head */
         else
-            snprintf(label, sizeof(label), "head %d", h);
-        bool sel = n > 1 && h == a->head;
+            snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
+        bool sel = n > 1 && tile == selected(a);
         draw_text(ty, tx, gp->tile_w - 1, t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL],
                   label);
-        struct attn_mat_view v = app_view(a, a->stage, h);
+        if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
+            continue;
+        struct attn_mat_view v = app_view_at(a, L, a->stage, h);
         for (int i = 0; i < v.rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < v.cols; j++) {
                 float x = v.data[(size_t)i * v.stride + j];
@@ -99,16 +129,21 @@ static void draw(struct panel *p, struct frame *f)
     int tile_rows = (n + gp->per_row - 1) / gp->per_row;
     if (tile_rows * gp->tile_h > r.h - 1)
         draw_text(r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM],
-                  "more heads: arrows scroll \u00b7 Enter opens the selected head");
+                  layers > 1 ? "more layers: arrows scroll \u00b7 Enter opens the selected head"
+                             : "more heads: arrows scroll \u00b7 Enter opens the selected head");
 }
 
-static int select_head(struct app *a, int h)
+static int select_tile(struct app *a, int tile)
 {
-    if (h < 0 || h >= tiles(a) || h == a->head)
+    if (tile < 0 || tile >= tiles(a) || tile == selected(a))
         return OUTCOME_HANDLED;
-    a->head = h;
+    int pl = per_layer(a), layer = tile / pl;
+    if (pl > 1)
+        a->head = tile % pl;
+    if (layer != a->layer)
+        app_set_layer(a, layer);
     app_clamp(a);
-    return OUTCOME_CURSOR_MOVED;
+    return OUTCOME_VIEW_CHANGED;
 }
 
 static int handle_key(struct panel *p, struct frame *f, enum action act)
@@ -118,13 +153,13 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
     layout(p, f, &cw);
     switch (act) {
     case ACTION_LEFT:
-        return select_head(f->app, f->app->head - 1);
+        return select_tile(f->app, selected(f->app) - 1);
     case ACTION_RIGHT:
-        return select_head(f->app, f->app->head + 1);
+        return select_tile(f->app, selected(f->app) + 1);
     case ACTION_UP:
-        return select_head(f->app, f->app->head - gp->per_row);
+        return select_tile(f->app, selected(f->app) - gp->per_row);
     case ACTION_DOWN:
-        return select_head(f->app, f->app->head + gp->per_row);
+        return select_tile(f->app, selected(f->app) + gp->per_row);
     default:
         return OUTCOME_IGNORED;
     }
@@ -134,17 +169,16 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
-        return select_head(f->app, f->app->head + (buttons & BUTTON4_PRESSED ? -1 : 1));
+        return select_tile(f->app, selected(f->app) + (buttons & BUTTON4_PRESSED ? -1 : 1));
     int cw;
     layout(p, f, &cw);
     int row = gp->top + (y - p->area.y - 1) / gp->tile_h;
     int col = (x - p->area.x) / gp->tile_w;
-    int h = row * gp->per_row + col;
-    if (y - p->area.y < 1 || col >= gp->per_row || h >= tiles(f->app))
+    int tile = row * gp->per_row + col;
+    if (y - p->area.y < 1 || col >= gp->per_row || tile >= tiles(f->app))
         return OUTCOME_IGNORED;
-    f->app->head = h;
+    select_tile(f->app, tile);
     f->app->all_heads = false; /* a click opens the head large */
-    app_clamp(f->app);
     return OUTCOME_VIEW_CHANGED;
 }
 

@@ -15,9 +15,11 @@ static void draw(struct panel *p, struct frame *f)
     mvhline(r.y, r.x, ' ', r.w);
     attrset(A_NORMAL);
 
-    char sizes[128];
-    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d ", s->n_tokens,
-             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s));
+    char sizes[128], layer[48] = "";
+    if (f->app->net.layers > 1)
+        snprintf(layer, sizeof(layer), " \u00b7 layer %d of %d", f->app->layer, f->app->net.layers);
+    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s ", s->n_tokens,
+             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer);
     int sw = text_width(sizes);
     char variant[256];
     attn_scene_describe(variant, sizeof(variant), s);

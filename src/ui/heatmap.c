@@ -22,7 +22,7 @@
 static void col_label(char *out, size_t size, const struct app *a, int j)
 {
     if (attn_stage_is_square(a->stage))
-        display_token(out, size, a->model.tokens[j]);
+        display_token(out, size, app_model(a)->tokens[j]);
     else
         snprintf(out, size, "d%d", j);
 }
@@ -30,8 +30,8 @@ static void col_label(char *out, size_t size, const struct app *a, int j)
 static int label_width(const struct app *a)
 {
     int w = 4;
-    for (int i = 0; i < a->model.n; i++) {
-        int tw = text_width(a->model.tokens[i]);
+    for (int i = 0; i < app_model(a)->n; i++) {
+        int tw = text_width(app_model(a)->tokens[i]);
         w = tw > w ? tw : w;
     }
     return (w > 12 ? 12 : w) + 1;
@@ -42,8 +42,8 @@ static int label_width(const struct app *a)
 static bool shows_sum(const struct app *a)
 {
     return a->stage == STAGE_WEIGHTS || a->stage == STAGE_DROPOUT ||
-           (a->stage == STAGE_MASKED && a->model.causal &&
-            a->model.mask_mode == MASK_AFTER_SOFTMAX);
+           (a->stage == STAGE_MASKED && app_model(a)->causal &&
+            app_model(a)->mask_mode == MASK_AFTER_SOFTMAX);
 }
 
 struct layout {
@@ -68,7 +68,7 @@ static struct layout compute_layout(const struct panel *p, const struct frame *f
 
 int heatmap_min_width(const struct app *a)
 {
-    return label_width(a) + a->model.n * CELL_W_WIDE + SUM_W + 1;
+    return label_width(a) + app_model(a)->n * CELL_W_WIDE + SUM_W + 1;
 }
 
 /* Keeps the cursor inside the visible window. */
@@ -144,6 +144,7 @@ static const char *stage_title(enum attn_stage s)
         [STAGE_FFN_OUT] = "FFN out: \u00b7 W2 + b2",
         [STAGE_RESIDUAL2] = "residual: + FFN",
         [STAGE_NORM2] = "norm2",
+        [STAGE_FINAL_NORM] = "final norm (ln_f)",
     };
     return s >= 0 && s < STAGE_COUNT ? titles[s] : "?";
 }
@@ -164,22 +165,25 @@ static void draw(struct panel *p, struct frame *f)
     bool diverging = lo < 0;
     const char *what = stage_title(a->stage);
     if (a->stage == STAGE_INPUTS)
-        what = a->model.pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
-    else if (a->stage == STAGE_MASKED && a->model.causal &&
-             a->model.mask_mode == MASK_AFTER_SOFTMAX)
+        what = app_model(a)->pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
+    else if (a->stage == STAGE_MASKED && app_model(a)->causal &&
+             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX)
         what = "softmax, future zeroed";
     char title[200];
     char kv[100];
     inspect_kv_sharing(kv, sizeof(kv), a, a->head);
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
+    char layer[32] = "";
+    if (a->net.layers > 1)
+        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
     if (attn_stage_is_per_head(a->stage))
-        snprintf(title, sizeof(title), "head %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", a->head,
-                 a->model.heads, what, v.rows, v.cols,
+        snprintf(title, sizeof(title), "%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", layer,
+                 a->head, app_model(a)->heads, what, v.rows, v.cols,
                  kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
                  a->stage != STAGE_QUERIES ? kv : "");
     else
-        snprintf(title, sizeof(title), "%s \u00b7 %d\u00d7%d \u00b7 all heads", what, v.rows,
-                 v.cols);
+        snprintf(title, sizeof(title), "%s%s \u00b7 %d\u00d7%d \u00b7 all heads", layer, what,
+                 v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
     int legend_w = heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
     char clipped[256];
@@ -206,7 +210,7 @@ static void draw(struct panel *p, struct frame *f)
         int y = r.y + 2 + (i - hp->top_row);
         char lab[64];
         char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
-        display_token(shown, sizeof(shown), a->model.tokens[i]);
+        display_token(shown, sizeof(shown), app_model(a)->tokens[i]);
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
@@ -216,8 +220,8 @@ static void draw(struct panel *p, struct frame *f)
             const char *shade = " ";
             int attr;
             /* A dropped cell says so: on a projector a 0 and a dropped weight look alike. */
-            bool dropped = a->stage == STAGE_DROPOUT && a->model.keep &&
-                           !a->model.keep[((size_t)a->head * v.rows + (size_t)i) * v.rows + j];
+            bool dropped = a->stage == STAGE_DROPOUT && app_model(a)->keep &&
+                           !app_model(a)->keep[((size_t)a->head * v.rows + (size_t)i) * v.rows + j];
             if (dropped)
                 snprintf(num, sizeof(num), "drop");
             else
@@ -257,7 +261,7 @@ static void draw(struct panel *p, struct frame *f)
     /* Footer: the full tokens of the selection, since the axes abbreviate them. */
     char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
     char footer[8 * SCENE_MAX_TOKEN_BYTES];
-    display_token(row_full, sizeof(row_full), a->model.tokens[a->row]);
+    display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->row]);
     col_label(col_full, sizeof(col_full), a, a->col);
     snprintf(footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d%s",
              a->row, row_full, a->col, col_full,

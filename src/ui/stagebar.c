@@ -71,6 +71,7 @@ static const char *const short_labels[STAGE_COUNT] = {
     [STAGE_NORM1] = "n1",          [STAGE_FFN_HIDDEN] = "W1",
     [STAGE_FFN_ACTIVATED] = "act", [STAGE_FFN_OUT] = "W2",
     [STAGE_RESIDUAL2] = "+f",      [STAGE_NORM2] = "n2",
+    [STAGE_FINAL_NORM] = "lnf",
 };
 
 /* Where each of the scene's stages goes: its text and the columns [x0, x1) it covers, in the
@@ -149,7 +150,7 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct at
 static void draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
-    const struct attn_model *m = &f->app->model;
+    const struct attn_model *m = app_model(f->app);
     struct bar_layout bl;
     lay_out(&bl, &r, m, f->app->stage);
     int bar = f->theme->role_attr[ROLE_STAGEBAR];
@@ -178,7 +179,7 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
     (void)y;
     (void)buttons;
     struct bar_layout bl;
-    lay_out(&bl, &p->area, &f->app->model, f->app->stage);
+    lay_out(&bl, &p->area, app_model(f->app), f->app->stage);
     for (int i = 0; i < bl.n; i++)
         if (x >= bl.x0[i] && x < bl.x1[i]) {
             f->app->stage = bl.stage[i];

@@ -71,7 +71,7 @@ void ui_resize(struct ui *ui)
         map = (struct rect){main_y, 0, main_h, w - iw};
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
-        int need = ui->app.model.n + 3;
+        int need = app_model(&ui->app)->n + 3;
         int insp_min = main_h >= 20 ? 9 : main_h / 3;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         mh = mh < 4 ? 4 : mh;
