@@ -54,5 +54,6 @@ int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_heads(int argc, char **argv);
 
 #endif

@@ -38,7 +38,7 @@ static const struct {
     int (*run)(int argc, char **argv); /* the words after the command name */
 } commands[] = {
     {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export},
-    {"bench", cmd_bench}, {"keys", cmd_keys},
+    {"bench", cmd_bench}, {"keys", cmd_keys},     {"heads", cmd_heads},
 };
 
 /* A word that is neither a command nor plausibly a scene file is a mistyped command. */

@@ -25,7 +25,8 @@
     X(HEAD_PREV, "head-prev", "[", "view", "Previous head")                                        \
     X(LAYER_NEXT, "layer-next", "}", "view", "Next layer")                                         \
     X(LAYER_PREV, "layer-prev", "{", "view", "Previous layer")                                     \
-    X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head")      \
+    X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head")     \
+    X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...")     \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(KNOB_NEXT, "knob-next", "Tab", "edit", "Select the next knob: seed, d_out, heads, dropout")  \

@@ -27,6 +27,16 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
         return -1;
     if (a->layer >= a->net.layers) /* fewer layers now: the last one */
         a->layer = a->net.layers - 1;
+    /* Scored once per result, so drawing and cursor moves never rescan the weights. */
+    int heads = a->net.model[0].heads;
+    struct head_scores *sc = realloc(a->scores, (size_t)(a->net.layers * heads) * sizeof(*sc));
+    if (!sc)
+        return diag_set(err, "", "out of memory for the head scores");
+    a->scores = sc;
+    for (int L = 0; L < a->net.layers; L++)
+        for (int h = 0; h < heads; h++)
+            attn_head_scores(&sc[L * heads + h], app_view_at(a, L, STAGE_WEIGHTS, h),
+                             a->net.model[0].ids);
     a->have_result = true;
     a->generation++;
     return 0;
@@ -45,6 +55,7 @@ int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag 
         return -1;
     }
     a->stage = STAGE_WEIGHTS;
+    a->score_shown = -1;
     return 0;
 }
 
@@ -58,6 +69,7 @@ void app_free(struct app *a)
         attn_scene_free(&a->redo[i]);
     free(a->scene_path);
     attn_net_free(&a->net);
+    free(a->scores);
     memset(a, 0, sizeof(*a));
 }
 

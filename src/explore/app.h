@@ -14,6 +14,7 @@
 
 #include "common/diag.h"
 #include "engine/attention.h"
+#include "engine/headscore.h"
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
@@ -31,8 +32,9 @@ struct app {
     struct attn_scene redo[APP_UNDO_MAX];
     int n_redo;
 
-    struct attn_scene shown; /* the scene the result belongs to (the last valid one) */
-    struct attn_net net;     /* last valid result: every layer */
+    struct attn_scene shown;    /* the scene the result belongs to (the last valid one) */
+    struct attn_net net;        /* last valid result: every layer */
+    struct head_scores *scores; /* (layers * heads) of the result, computed with it */
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
 
@@ -46,11 +48,12 @@ struct app {
     int layer; /* the layer on screen */
     enum attn_stage stage;
     int head;
-    int row, col;   /* cursor in the current matrix */
-    int col_want;   /* the column asked for, kept across stages of other widths */
-    bool all_heads; /* small multiples of every head */
-    bool playing;   /* auto-play through the stages */
-    enum knob knob; /* which knob + and - change */
+    int row, col;    /* cursor in the current matrix */
+    int col_want;    /* the column asked for, kept across stages of other widths */
+    bool all_heads;  /* small multiples of every head */
+    bool playing;    /* auto-play through the stages */
+    enum knob knob;  /* which knob + and - change */
+    int score_shown; /* the head score the model view colours by, or -1 */
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
@@ -71,6 +74,12 @@ static inline const struct attn_model *app_model(const struct app *a)
 static inline const struct attn_run *app_run(const struct app *a)
 {
     return &a->net.run[a->layer];
+}
+
+/* The pattern scores of head h in layer L (engine/headscore.h). */
+static inline const struct head_scores *app_scores(const struct app *a, int layer, int head)
+{
+    return &a->scores[layer * a->net.model[0].heads + head];
 }
 
 /* Rows and columns of the matrix at the current stage and head. */

@@ -349,6 +349,17 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return stage_step(a, 1);
     case ACTION_STAGE_PREV:
         return stage_step(a, -1);
+    case ACTION_SCORE:
+        /* none -> previous -> induction -> first -> self -> entropy -> none; the tiles of the
+           all-heads view (and the model view) show it */
+        a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
+        a->all_heads = true;
+        if (a->score_shown >= 0)
+            note(a, "heads coloured by their %s score (S: next score)",
+                 attn_head_score_name((enum head_score)a->score_shown));
+        else
+            note(a, "heads no longer coloured by a score");
+        return OUTCOME_VIEW_CHANGED;
     case ACTION_LAYER_NEXT:
     case ACTION_LAYER_PREV:
         if (a->net.layers < 2) {

@@ -525,6 +525,18 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\n");
         break;
     }
+    if (a->stage == STAGE_WEIGHTS) {
+        const struct head_scores *sc = app_scores(a, a->layer, h);
+        put(&b, "\nthis head's pattern scores:\n ");
+        for (int k = 0; k < SCORE_COUNT; k++) {
+            put(&b, " %s ", attn_head_score_name((enum head_score)k));
+            if (sc->defined[k])
+                put(&b, "%.2f", sc->value[k]);
+            else
+                put(&b, "-");
+        }
+        put(&b, "\n");
+    }
     if (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES || a->stage == STAGE_KEYS_ROTATED ||
         a->stage == STAGE_LATENT) {
         char cache[200];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ui/grid.h"
+#include "common/cnum.h"
 #include "ui/heatmap.h" /* the legend */
 
 /* Tiles per layer: every head, or one for a stage the heads share. */
@@ -102,8 +103,25 @@ static void draw(struct panel *p, struct frame *f)
         else
             snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
         bool sel = n > 1 && tile == selected(a);
-        draw_text(ty, tx, gp->tile_w - 1, t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL],
-                  label);
+        int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
+        if (a->score_shown >= 0 && pl > 1) {
+            /* The chosen score beside the label, its colour on the score's scale: entropy runs
+               from 0 to ln n, the others from 0 to 1. */
+            const struct head_scores *sc = app_scores(a, L, h);
+            int k = a->score_shown;
+            char num[24];
+            if (sc->defined[k])
+                cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
+            else
+                snprintf(num, sizeof(num), " -");
+            size_t used = strlen(label);
+            snprintf(label + used, sizeof(label) - used, "%s", num);
+            const char *shade;
+            float top = k == SCORE_ENTROPY ? (float)log((double)(m->n > 1 ? m->n : 2)) : 1.0f;
+            if (sc->defined[k] && !sel)
+                lattr = theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
+        }
+        draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
             continue;
         struct attn_mat_view v = app_view_at(a, L, a->stage, h);

@@ -1,0 +1,150 @@
+/* heads: every head of every layer scored by its attention pattern (engine/headscore.h).
+ *
+ *   layer  head  previous  induction   first    self  entropy
+ *       0     0    0.9123     0.0132  0.0312  0.0123   0.4312
+ *
+ * --csv writes the same as CSV (an undefined score is an empty field); --sort SCORE orders the
+ * heads by one score, highest first (entropy lowest first: the most focused heads). The last
+ * lines name the head with the top score of each kind.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/cnum.h"
+#include "engine/headscore.h"
+
+struct row {
+    int layer, head;
+    struct head_scores s;
+};
+
+static int sort_score = -1;
+
+static int by_score(const void *pa, const void *pb)
+{
+    const struct row *a = pa, *b = pb;
+    double x = a->s.defined[sort_score] ? a->s.value[sort_score] : -1e300;
+    double y = b->s.defined[sort_score] ? b->s.value[sort_score] : -1e300;
+    if (sort_score == SCORE_ENTROPY) { /* the most focused first */
+        x = a->s.defined[sort_score] ? -x : -1e300;
+        y = b->s.defined[sort_score] ? -y : -1e300;
+    }
+    if (x != y)
+        return x < y ? 1 : -1;
+    return a->layer != b->layer ? a->layer - b->layer : a->head - b->head;
+}
+
+int cmd_heads(int argc, char **argv)
+{
+    const char *sort_arg = NULL, *csv_arg = NULL;
+    const struct cli_opt opts[] = {
+        {"sort", 's', true, &sort_arg},
+        {"csv", 'c', false, &csv_arg},
+    };
+    const char *pos[1];
+    int n_pos;
+    bool help;
+    int rc = cli_parse("heads", argc, argv, opts, 2, pos, 1, &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    if (help) {
+        cli_print_help(stdout);
+        return CLI_OK;
+    }
+    if (sort_arg && (sort_score = attn_head_score_parse(sort_arg)) < 0)
+        return cli_usage_error(
+            "heads", "unknown score '%s' (previous, induction, first, self, entropy)", sort_arg);
+    struct cli_scene cs;
+    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
+    if (rc != CLI_OK)
+        return rc;
+
+    const struct attn_net *net = &cs.net;
+    int heads = net->model[0].heads, n = net->layers * heads;
+    struct row *rows = calloc((size_t)n, sizeof(*rows));
+    if (!rows) {
+        fprintf(stderr, "%s: out of memory\n", cs.name);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
+    }
+    for (int L = 0; L < net->layers; L++)
+        for (int h = 0; h < heads; h++) {
+            struct row *r = &rows[L * heads + h];
+            r->layer = L;
+            r->head = h;
+            attn_head_scores(&r->s, attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h),
+                             net->model[0].ids);
+        }
+    /* The top head of each score, before sorting moves them. */
+    int best[SCORE_COUNT];
+    for (int s = 0; s < SCORE_COUNT; s++) {
+        best[s] = -1;
+        for (int i = 0; i < n; i++) {
+            if (!rows[i].s.defined[s])
+                continue;
+            double v = rows[i].s.value[s], b = best[s] >= 0 ? rows[best[s]].s.value[s] : 0;
+            if (best[s] < 0 || (s == SCORE_ENTROPY ? v < b : v > b))
+                best[s] = i;
+        }
+    }
+    if (sort_score >= 0)
+        qsort(rows, (size_t)n, sizeof(*rows), by_score);
+
+    if (csv_arg) {
+        fputs("layer,head", stdout);
+        for (int s = 0; s < SCORE_COUNT; s++)
+            printf(",%s", attn_head_score_name((enum head_score)s));
+        fputs("\r\n", stdout);
+        for (int i = 0; i < n; i++) {
+            printf("%d,%d", rows[i].layer, rows[i].head);
+            for (int s = 0; s < SCORE_COUNT; s++)
+                if (rows[i].s.defined[s])
+                    cnum_fprintf(stdout, ",%.6f", rows[i].s.value[s]);
+                else
+                    fputs(",", stdout);
+            fputs("\r\n", stdout);
+        }
+    } else {
+        const struct attn_model *m = &net->model[0];
+        printf("# tokens:");
+        for (int i = 0; i < m->n; i++)
+            printf(" %s", m->tokens[i]);
+        printf("\n# %d layer%s \u00d7 %d head%s, scored on the attention weights (rows 1 to %d)\n",
+               net->layers, net->layers == 1 ? "" : "s", heads, heads == 1 ? "" : "s", m->n - 1);
+        printf("layer  head");
+        for (int s = 0; s < SCORE_COUNT; s++)
+            printf("  %9s", attn_head_score_name((enum head_score)s));
+        printf("\n");
+        for (int i = 0; i < n; i++) {
+            printf("%5d  %4d", rows[i].layer, rows[i].head);
+            for (int s = 0; s < SCORE_COUNT; s++)
+                if (rows[i].s.defined[s])
+                    cnum_fprintf(stdout, "  %9.4f", rows[i].s.value[s]);
+                else
+                    printf("  %9s", "-");
+            printf("\n");
+        }
+        printf("# top:");
+        for (int s = 0; s < SCORE_COUNT; s++) {
+            if (best[s] < 0) {
+                printf("%s %s -", s ? "," : "", attn_head_score_name((enum head_score)s));
+                continue;
+            }
+            int L = best[s] / heads, h = best[s] % heads;
+            const struct head_scores *sc = &rows[0].s;
+            for (int i = 0; i < n; i++)
+                if (rows[i].layer == L && rows[i].head == h)
+                    sc = &rows[i].s;
+            printf("%s %s L%d H%d", s ? "," : "", attn_head_score_name((enum head_score)s), L, h);
+            cnum_fprintf(stdout, " (%.2f)", sc->value[s]);
+        }
+        printf("\n");
+        if (!rows[0].s.defined[SCORE_INDUCTION])
+            printf("# no token repeats: the induction score needs a sequence with repeats\n");
+    }
+    free(rows);
+    cli_scene_close(&cs);
+    return CLI_OK;
+}

@@ -1,0 +1,51 @@
+/* headscore: pattern scores of a head's attention weights (see headscore.h). */
+#include "engine/headscore.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const names[SCORE_COUNT] = {"previous", "induction", "first", "self", "entropy"};
+
+const char *attn_head_score_name(enum head_score s)
+{
+    return s >= 0 && s < SCORE_COUNT ? names[s] : "?";
+}
+
+int attn_head_score_parse(const char *name)
+{
+    for (int i = 0; i < SCORE_COUNT; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int *ids)
+{
+    memset(out, 0, sizeof(*out));
+    int n = w.rows;
+    double sum[SCORE_COUNT] = {0};
+    int rows = 0, repeats = 0;
+    for (int i = 1; i < n; i++) {
+        const float *a = w.data + (size_t)i * w.stride;
+        rows++;
+        sum[SCORE_PREVIOUS] += a[i - 1];
+        sum[SCORE_FIRST] += a[0];
+        sum[SCORE_SELF] += a[i];
+        double h = 0;
+        for (int j = 0; j < w.cols; j++)
+            if (a[j] > 0)
+                h -= (double)a[j] * log((double)a[j]);
+        sum[SCORE_ENTROPY] += h;
+        for (int j = i - 1; j >= 0; j--) /* the most recent earlier occurrence */
+            if (ids[j] == ids[i]) {
+                sum[SCORE_INDUCTION] += a[j + 1];
+                repeats++;
+                break;
+            }
+    }
+    for (int s = 0; s < SCORE_COUNT; s++) {
+        int count = s == SCORE_INDUCTION ? repeats : rows;
+        out->defined[s] = count > 0;
+        out->value[s] = count > 0 ? sum[s] / count : 0.0;
+    }
+}
