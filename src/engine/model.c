@@ -13,12 +13,25 @@ static float *falloc(size_t count)
     return calloc(count ? count : 1, sizeof(float));
 }
 
-static float *fdup(const float *src, size_t count)
+static bool is_borrowed(const struct attn_model *m, const float *p)
 {
-    float *p = falloc(count);
-    if (p && src)
-        memcpy(p, src, count * sizeof(float));
-    return p;
+    for (int i = 0; i < m->n_borrowed; i++)
+        if (m->borrowed[i] == p)
+            return true;
+    return false;
+}
+
+/* *dst (count floats, allocated) takes src's numbers: a copy, or for a matrix that lives in a
+ * checkpoint's mapping its own pointer (GPT-2 small's 500 MB are never copied). */
+static void take(struct attn_model *m, float **dst, const struct attn_matrix *src, size_t count)
+{
+    if (src->borrowed && m->n_borrowed < (int)(sizeof(m->borrowed) / sizeof(m->borrowed[0]))) {
+        free(*dst);
+        *dst = src->data;
+        m->borrowed[m->n_borrowed++] = src->data;
+        return;
+    }
+    memcpy(*dst, src->data, count * sizeof(float));
 }
 
 void attn_model_free(struct attn_model *m)
@@ -29,7 +42,8 @@ void attn_model_free(struct attn_model *m)
                       m->wo,    m->bo,  m->rope_cos, m->rope_sin, m->w1,    m->b1,   m->w2,
                       m->b2,    m->n1w, m->n1b,      m->n2w,      m->n2b,   m->fw,   m->fb};
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-        free(owned[i]);
+        if (!is_borrowed(m, owned[i]))
+            free(owned[i]);
     free(m->keep);
     free(m->ids);
     memset(m, 0, sizeof(*m));
@@ -195,36 +209,36 @@ static int draw_attention(struct attn_model *m, const struct attn_scene *s, stru
     return 0;
 }
 
-/* Copies the explicit attention parameters. */
+/* Takes the explicit attention parameters. */
 static void copy_attention(struct attn_model *m, const struct attn_scene_weights *sw)
 {
     size_t d_in = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
     if (m->latent > 0) {
         size_t r = (size_t)m->latent;
-        memcpy(m->wq, sw->query.data, d_in * D * sizeof(float));
-        memcpy(m->wdown, sw->down.data, d_in * r * sizeof(float));
-        memcpy(m->wkup, sw->key_up.data, r * D * sizeof(float));
-        memcpy(m->wvup, sw->value_up.data, r * D * sizeof(float));
+        take(m, &m->wq, &sw->query, d_in * D);
+        take(m, &m->wdown, &sw->down, d_in * r);
+        take(m, &m->wkup, &sw->key_up, r * D);
+        take(m, &m->wvup, &sw->value_up, r * D);
     } else if (m->wqkv) {
         size_t W = D + 2 * Dkv;
-        memcpy(m->wqkv, sw->qkv.data, d_in * W * sizeof(float));
+        take(m, &m->wqkv, &sw->qkv, d_in * W);
         if (m->bqkv)
-            memcpy(m->bqkv, sw->qkv_bias.data, W * sizeof(float));
+            take(m, &m->bqkv, &sw->qkv_bias, W);
         split_fused(m);
     } else if (m->project) {
-        memcpy(m->wq, sw->query.data, d_in * D * sizeof(float));
-        memcpy(m->wk, sw->key.data, d_in * Dkv * sizeof(float));
-        memcpy(m->wv, sw->value.data, d_in * Dkv * sizeof(float));
+        take(m, &m->wq, &sw->query, d_in * D);
+        take(m, &m->wk, &sw->key, d_in * Dkv);
+        take(m, &m->wv, &sw->value, d_in * Dkv);
         if (m->bq) {
-            memcpy(m->bq, sw->query_bias.data, D * sizeof(float));
-            memcpy(m->bk, sw->key_bias.data, Dkv * sizeof(float));
-            memcpy(m->bv, sw->value_bias.data, Dkv * sizeof(float));
+            take(m, &m->bq, &sw->query_bias, D);
+            take(m, &m->bk, &sw->key_bias, Dkv);
+            take(m, &m->bv, &sw->value_bias, Dkv);
         }
     }
     if (m->wo)
-        memcpy(m->wo, sw->out.data, D * D * sizeof(float));
+        take(m, &m->wo, &sw->out, D * D);
     if (m->bo)
-        memcpy(m->bo, sw->out_bias.data, D * sizeof(float));
+        take(m, &m->bo, &sw->out_bias, D);
 }
 
 /* The block's parameters: the FFN (drawn or given) and the norms (given, or 1 and 0). */
@@ -245,10 +259,10 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     if (b->norm == NORM_LAYER && (!(m->n1b = falloc(d)) || !(m->n2b = falloc(d))))
         return -1;
     if (sw->ffn_W1.data) {
-        memcpy(m->w1, sw->ffn_W1.data, d * h * sizeof(float));
-        memcpy(m->b1, sw->ffn_b1.data, h * sizeof(float));
-        memcpy(m->w2, sw->ffn_W2.data, h * d * sizeof(float));
-        memcpy(m->b2, sw->ffn_b2.data, d * sizeof(float));
+        take(m, &m->w1, &sw->ffn_W1, d * h);
+        take(m, &m->b1, &sw->ffn_b1, h);
+        take(m, &m->w2, &sw->ffn_W2, h * d);
+        take(m, &m->b2, &sw->ffn_b2, d);
     } else {
         /* ffn_seed and ffn_skip reproduce one notebook's single block: layer 0 only. */
         if (first && b->ffn_seed.set)
@@ -333,6 +347,10 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
     /* The built-in tokenizers' ids: the index in the vocabulary of distinct tokens, in order
      * of first appearance (the rows of the drawn nn.Embedding). */
     for (int i = 0, vocab = 0; i < n; i++) {
+        if (s->token_ids) {
+            m->ids[i] = s->token_ids[i];
+            continue;
+        }
         m->ids[i] = -1;
         for (int j = 0; j < i && m->ids[i] < 0; j++)
             if (strcmp(s->tokens[i], s->tokens[j]) == 0)
@@ -342,6 +360,11 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
     }
     if (s->embed.kind == EMBED_EXPLICIT) {
         memcpy(m->embed, s->embed.rows.data, nx * sizeof(float));
+    } else if (s->embed.kind == EMBED_TABLE) { /* nn.Embedding's lookup: the rows of the ids */
+        for (int i = 0; i < n; i++)
+            memcpy(m->embed + (size_t)i * d_in,
+                   s->embed.rows.data + (size_t)s->token_ids[i] * (size_t)d_in,
+                   (size_t)d_in * sizeof(float));
     } else {
         if (s->embed.seed.set)
             attn_rng_seed(r, s->embed.seed.value);
@@ -354,7 +377,8 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
         m->pos_rows = s->pos.max_len;
         size_t np = (size_t)m->pos_rows * (size_t)d_in;
         if (s->pos.table.data) {
-            m->pos = fdup(s->pos.table.data, np);
+            if ((m->pos = falloc(np)))
+                take(m, &m->pos, &s->pos.table, np);
         } else if ((m->pos = falloc(np))) {
             if (s->pos.seed.set)
                 attn_rng_seed(r, s->pos.seed.value);
@@ -542,6 +566,9 @@ int attn_scene_from_layers(struct attn_scene *out, const struct attn_scene *s,
 {
     if (attn_scene_copy(out, s))
         return -1;
+    /* A checkpoint's numbers stay in its file: the scene already says everything. */
+    if (s->model.file)
+        return 0;
     const struct attn_model *m = &layers[0];
     struct attn_config *a = &out->attn;
     /* Defaults made explicit; the part seeds are consumed, the global one is kept as a note. */

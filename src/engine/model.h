@@ -68,6 +68,11 @@ struct attn_model {
     float *fw, *fb;  /* (d_in) each; fb NULL for RMSNorm */
 
     int layer, layers; /* this layer's index, and how many the scene stacks */
+
+    /* Parameters that point into a checkpoint's mapping (the scene's borrowed matrices):
+     * attn_model_free leaves them alone. */
+    const float *borrowed[24];
+    int n_borrowed;
 };
 
 /* out is fully initialised on success; on failure it is left freed and err says why.

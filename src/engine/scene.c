@@ -20,6 +20,10 @@ static const float book_rows[6][3] = {
 
 void attn_matrix_free(struct attn_matrix *m)
 {
+    if (m->borrowed) { /* the backing owns it */
+        memset(m, 0, sizeof(*m));
+        return;
+    }
     free(m->data);
     memset(m, 0, sizeof(*m));
 }
@@ -41,6 +45,10 @@ int attn_matrix_copy(struct attn_matrix *dst, const struct attn_matrix *src)
     memset(dst, 0, sizeof(*dst));
     if (!src->data)
         return 0;
+    if (src->borrowed) { /* shared: the copy holds a reference to the backing */
+        *dst = *src;
+        return 0;
+    }
     if (attn_matrix_alloc(dst, src->rows, src->cols))
         return -1;
     memcpy(dst->data, src->data, (size_t)src->rows * (size_t)src->cols * sizeof(float));
@@ -59,6 +67,7 @@ void attn_scene_init(struct attn_scene *s)
     s->pos.base = 10000.0;
     s->block.norm_eps = 1e-5;
     s->layers = 1;
+    s->view.layer = -1;
     s->attn.projection = PROJ_DEFAULT;
     s->attn.heads = 1;
     s->attn.layout = LAYOUT_SPLIT;
@@ -89,6 +98,14 @@ void attn_scene_free(struct attn_scene *s)
     for (int i = 0; i < s->n_more; i++)
         attn_scene_weights_free(&s->more_weights[i]);
     free(s->more_weights);
+    free(s->token_ids);
+    free(s->model.file);
+    free(s->model.arch);
+    free(s->vocab_path);
+    free(s->merges_path);
+    /* last: the borrowed matrices above point into it */
+    if (s->backing && --s->backing->refs == 0 && s->backing->release)
+        s->backing->release(s->backing);
     memset(s, 0, sizeof(*s));
 }
 
@@ -136,8 +153,23 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     memset(&dst->weights, 0, sizeof(dst->weights));
     dst->more_weights = NULL;
     dst->n_more = 0;
+    dst->token_ids = NULL;
+    dst->model.file = dst->model.arch = NULL;
+    dst->vocab_path = dst->merges_path = NULL;
+    if (dst->backing)
+        dst->backing->refs++;
 
-    int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text);
+    int rc =
+        dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |
+        dup_str(&dst->model.file, src->model.file) | dup_str(&dst->model.arch, src->model.arch) |
+        dup_str(&dst->vocab_path, src->vocab_path) | dup_str(&dst->merges_path, src->merges_path);
+    if (src->token_ids && src->n_tokens > 0) {
+        dst->token_ids = malloc((size_t)src->n_tokens * sizeof(int));
+        if (dst->token_ids)
+            memcpy(dst->token_ids, src->token_ids, (size_t)src->n_tokens * sizeof(int));
+        else
+            rc = -1;
+    }
     if (src->n_tokens > 0) {
         dst->tokens = attn_tokens_dup(src->tokens, src->n_tokens);
         if (dst->tokens)
@@ -187,19 +219,33 @@ void attn_scene_init_default(struct attn_scene *s)
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err)
 {
     char **tokens = NULL;
-    int n = 0;
-    if (attn_tokenize(&tokens, &n, text, s->tokenizer, err))
+    int n = 0, *ids = NULL;
+    if (s->tokenizer == TOKENIZER_GPT2) {
+        if (!s->backing || !s->backing->tokenize)
+            return diag_set(err, "tokenizer", "the gpt2 tokenizer needs its vocabulary");
+        if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
+            return -1;
+        if (n > SCENE_MAX_TOKENS) {
+            attn_tokens_free(tokens, n);
+            free(ids);
+            return diag_set(err, "text", "%d tokens is over the limit of %d", n, SCENE_MAX_TOKENS);
+        }
+    } else if (attn_tokenize(&tokens, &n, text, s->tokenizer, err)) {
         return -1;
+    }
     char *copy = strdup(text);
     if (!copy) {
         attn_tokens_free(tokens, n);
+        free(ids);
         return diag_set(err, "text", "out of memory");
     }
     free(s->text);
     attn_tokens_free(s->tokens, s->n_tokens);
+    free(s->token_ids);
     s->text = copy;
     s->tokens = tokens;
     s->n_tokens = n;
+    s->token_ids = ids;
     return 0;
 }
 
@@ -262,6 +308,8 @@ int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, stru
     free(s->text);
     s->text = NULL;
     attn_tokens_free(s->tokens, s->n_tokens);
+    free(s->token_ids);
+    s->token_ids = NULL;
     s->tokens = copy;
     s->n_tokens = n;
     return 0;
@@ -269,7 +317,8 @@ int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, stru
 
 int attn_scene_d_in(const struct attn_scene *s)
 {
-    return s->embed.kind == EMBED_EXPLICIT ? s->embed.rows.cols : s->embed.dim;
+    return s->embed.kind == EMBED_EXPLICIT || s->embed.kind == EMBED_TABLE ? s->embed.rows.cols
+                                                                           : s->embed.dim;
 }
 
 int attn_scene_eff_d_out(const struct attn_scene *s)
@@ -358,18 +407,21 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
                  : s->pos.kind == POS_SINUSOIDAL ? n * d_in
                  : rope                          ? n * D
                                                  : 0;
-    size_t floats = 3 * n * d_in + pos     /* embeddings and their table, inputs */
-                    + d_in * (D + 2 * Dkv) /* W_q, W_k, W_v */
-                    + (fused ? d_in * (D + 2 * Dkv) : 0) + 3 * (D + 2 * Dkv) /* W_qkv, biases */
-                    + D * D + D                                              /* out_proj */
-                    + n * (D + 2 * Dkv) * (rope ? 2 : 1) /* q, k, v and their rotations */
-                    + 2 * n * D                          /* concat, output */
-                    + 5 * heads * n * n                  /* scores .. dropout */
-                    + r * (d_in + 2 * D + n);            /* MLA's projections and latent */
+    /* A checkpoint's parameters stay in its mapping: only what the engine computes counts
+       (and fused q, k, v, which it splits into copies). */
+    bool mapped = s->model.file != NULL;
+    size_t params = d_in * (D + 2 * Dkv) /* W_q, k, v */
+                    + (fused && !mapped ? d_in * (D + 2 * Dkv) : 0) + 3 * (D + 2 * Dkv) /* fused */
+                    + (mapped ? 0 : D * D + D + r * (d_in + 2 * D)); /* out_proj, MLA's */
+    size_t floats = 3 * n * d_in + (mapped ? 0 : pos) /* embeddings and their table, inputs */
+                    + params + n * (D + 2 * Dkv) * (rope ? 2 : 1) /* q, k, v and their rotations */
+                    + 2 * n * D                                   /* concat, output */
+                    + 5 * heads * n * n                           /* scores .. dropout */
+                    + r * n;                                      /* MLA's latent */
     if (s->block.on) {
         size_t h = (size_t)attn_scene_ffn_hidden(s);
-        floats += 2 * d_in * h + h + 5 * d_in /* the FFN and the norms */
-                  + n * (2 * h + 6 * d_in);   /* the block's stages */
+        floats += (mapped ? 0 : 2 * d_in * h + h) + 6 * d_in /* the FFN and the norms */
+                  + n * (2 * h + 7 * d_in);                  /* the block's stages */
     }
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
     return layers * (floats * sizeof(float) + heads * n * n /* keep mask */);
@@ -617,6 +669,14 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
         break;
     case EMBED_LEARNED:
         break;
+    case EMBED_TABLE:
+        for (int i = 0; i < n; i++)
+            if (!s->token_ids || s->token_ids[i] < 0 || s->token_ids[i] >= s->embed.rows.rows) {
+                problem(out, tok_path, "token %d has id %d, outside the embedding table's %d rows",
+                        i + 1, s->token_ids ? s->token_ids[i] : -1, s->embed.rows.rows);
+                break;
+            }
+        break;
     case EMBED_NONE:
         problem(out, "embeddings", "the scene has no embeddings");
         break;
@@ -709,6 +769,8 @@ const char *attn_tokenizer_name(enum attn_tokenizer t)
         return "words";
     case TOKENIZER_CHARS:
         return "chars";
+    case TOKENIZER_GPT2:
+        return "gpt2";
     }
     return "?";
 }

@@ -25,7 +25,7 @@
 #define SCENE_MAX_BYTES      ((size_t)512 << 20) /* 512 MiB for params and every stage */
 #define SCENE_SCHEMA_VERSION 1
 
-enum attn_embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED };
+enum attn_embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED, EMBED_TABLE };
 enum attn_pos_kind { POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE };
 enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };
 enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
@@ -44,10 +44,12 @@ struct attn_opt_seed {
     uint64_t value;
 };
 
-/* An owned row-major float matrix. data == NULL means "not given". */
+/* A row-major float matrix. data == NULL means "not given". Owned, unless borrowed: then it
+ * lives in a checkpoint's mapping (the scene's backing) and is shared, never freed or copied. */
 struct attn_matrix {
     float *data;
     int rows, cols;
+    bool borrowed;
 };
 
 struct attn_config {
@@ -132,17 +134,30 @@ struct attn_scene_weights {
     int dropout_mask_heads;      /* heads the mask was given for */
 };
 
+/* What a scene borrows from outside: a checkpoint's mapping and its tokenizer (src/pretrained
+ * makes one). Shared by every copy of the scene (the explorer keeps one per undo step) and
+ * released with the last. */
+struct attn_backing {
+    int refs;
+    void (*release)(struct attn_backing *b);
+    /* The checkpoint's tokenizer: tokens (display labels) and their ids for text. */
+    int (*tokenize)(struct attn_backing *b, const char *text, char ***tokens, int **ids, int *n,
+                    struct diag *err);
+};
+
 struct attn_scene {
     char *title; /* NULL: the explorer shows the variant instead */
     char *text;  /* the sentence, or NULL when tokens were given directly */
     enum attn_tokenizer tokenizer;
     char **tokens; /* n_tokens UTF-8 strings (tokenised from text when text set) */
     int n_tokens;
-    uint64_t seed; /* torch.manual_seed at the start; default 123 */
+    int *token_ids; /* (n_tokens) a vocabulary tokenizer's ids, or NULL */
+    uint64_t seed;  /* torch.manual_seed at the start; default 123 */
 
     struct {
         enum attn_embed_kind kind;
-        struct attn_matrix rows;   /* EXPLICIT: (n_tokens, d_in) */
+        struct attn_matrix rows;   /* EXPLICIT: (n_tokens, d_in); TABLE: (vocab, d_in), the rows
+                                      of token_ids */
         int dim;                   /* LEARNED: embedding width = d_in */
         struct attn_opt_seed seed; /* LEARNED: re-seed before drawing the table */
     } embed;
@@ -166,6 +181,20 @@ struct attn_scene {
     bool weights_listed;
     struct attn_scene_weights *more_weights;
     int n_more;
+
+    /* A checkpoint the parameters come from (scene key model:), resolved by src/scenefile. */
+    struct {
+        char *file; /* absolute path of the .safetensors file, or NULL */
+        char *arch; /* "gpt2" */
+        int layers; /* the checkpoint's own count (layers may run fewer) */
+    } model;
+    char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
+    struct attn_backing *backing;   /* what the borrowed matrices live in, or NULL */
+
+    /* Where the explorer opens (scene key view:); layer -1 = not given. */
+    struct {
+        int layer, head, stage;
+    } view;
 };
 
 /* Defaults everywhere; no tokens, no embeddings. */

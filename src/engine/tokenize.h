@@ -11,7 +11,8 @@
 #define SCENE_MAX_TOKENS      1024
 #define SCENE_MAX_TOKEN_BYTES 256
 
-enum attn_tokenizer { TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS };
+/* GPT2: GPT-2's byte-level BPE from a vocabulary (src/pretrained), through the scene's backing. */
+enum attn_tokenizer { TOKENIZER_WHITESPACE, TOKENIZER_WORDS, TOKENIZER_CHARS, TOKENIZER_GPT2 };
 
 /* *out: n newly allocated UTF-8 strings (free with attn_tokens_free). Fails on more than
  * SCENE_MAX_TOKENS tokens, a token over SCENE_MAX_TOKEN_BYTES, or invalid UTF-8. */
