@@ -12,7 +12,8 @@
     X(q)                                                                                           \
     X(k)                                                                                           \
     X(v)                                                                                           \
-    X(qr) X(kr) X(latent) X(scores) X(scaled) X(masked) X(weights) X(dropped) X(concat) X(output)  \
+    X(qr)                                                                                          \
+    X(kr) X(latent) X(scores) X(scaled) X(masked) X(weights) X(dropped) X(concat) X(output)        \
         X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
 
 void attn_run_free(struct attn_run *r)

@@ -742,6 +742,12 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
     else if (s->weights_listed && s->n_more + 1 != layers)
         problem(out, "weights", "'weights' lists %d layers, the scene has %d", s->n_more + 1,
                 layers);
+    if (s->view.layer >= 0 && layers >= 1 && s->view.layer >= layers)
+        problem(out, "view.layer", "view.layer %d: the scene has %d layer%s (0 to %d)",
+                s->view.layer, layers, layers == 1 ? "" : "s", layers - 1);
+    if (s->view.layer >= 0 && s->view.head >= s->attn.heads)
+        problem(out, "view.head", "view.head %d: the scene has %d head%s (0 to %d)", s->view.head,
+                s->attn.heads, s->attn.heads == 1 ? "" : "s", s->attn.heads - 1);
     if (s->block.final_norm && !s->block.on)
         problem(out, "block.final_norm", "final_norm needs the block");
     if (out->n == before) /* shapes only make sense once the sizes are sane */

@@ -22,6 +22,7 @@
 
 #include "common/cnum.h"
 #include "common/npy.h"
+#include "engine/stage.h"
 #include "scenefile/loader.h"
 #include "yaml/suggest.h"
 
@@ -1229,6 +1230,7 @@ enum {
     T_BLOCK,
     T_LAYERS,
     T_WEIGHTS,
+    T_VIEW,
     T_COUNT
 };
 
@@ -1289,6 +1291,10 @@ static void finish_block(struct loader *l, int node, const int *found, void *bas
     s->block.on = true;
 }
 
+static const char *stage_str(int v)
+{
+    return attn_stage_name((enum attn_stage)v);
+}
 static const char *tokenizer_str(int v)
 {
     return attn_tokenizer_name((enum attn_tokenizer)v);
@@ -1431,6 +1437,30 @@ static const struct field block_fields[] = {
     {"final_norm", WANT_SCALAR, "true or false", h_bool, S(block.final_norm), NULL},
 };
 static const struct mapping block_map = {"block", block_fields, N(block_fields), finish_block};
+
+static const int stage_values[STAGE_COUNT] = {
+    STAGE_INPUTS,          STAGE_LATENT,       STAGE_QUERIES,    STAGE_KEYS,          STAGE_VALUES,
+    STAGE_QUERIES_ROTATED, STAGE_KEYS_ROTATED, STAGE_SCORES,     STAGE_SCALED,        STAGE_MASKED,
+    STAGE_WEIGHTS,         STAGE_DROPOUT,      STAGE_CONTEXT,    STAGE_CONCAT,        STAGE_OUTPUT,
+    STAGE_RESIDUAL1,       STAGE_NORM1,        STAGE_FFN_HIDDEN, STAGE_FFN_ACTIVATED, STAGE_FFN_OUT,
+    STAGE_RESIDUAL2,       STAGE_NORM2,        STAGE_FINAL_NORM};
+static const struct enum_def stage_enum = {stage_values, STAGE_COUNT, stage_str};
+static const struct int_range view_range = {0, SCENE_MAX_HEADS};
+static const struct field view_fields[] = {
+    {"layer", WANT_SCALAR, "an integer", h_int, S(view.layer), &view_range},
+    {"head", WANT_SCALAR, "an integer", h_int, S(view.head), &view_range},
+    {"stage", WANT_SCALAR, NULL, h_enum, S(view.stage), &stage_enum},
+};
+/* view: given at all, its layer counts (0 unless said). */
+static void finish_view(struct loader *l, int node, const int *found, void *base, const char *path)
+{
+    struct attn_scene *s = base;
+    if (found[0] < 0)
+        s->view.layer = 0;
+    if (found[2] < 0)
+        s->view.stage = STAGE_WEIGHTS;
+}
+static const struct mapping view_map = {"view", view_fields, N(view_fields), finish_view};
 
 static const struct field head_fields[] = {
     {"query", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(query), &head_limits},
@@ -1584,12 +1614,14 @@ static const struct field top_fields[T_COUNT] = {
                    "a mapping like {query: [[...]], key: ..., value: ...}, or a list of them, one "
                    "per layer",
                    h_weights, 0, NULL},
+    [T_VIEW] = {"view", WANT_MAP, "a mapping like {layer: 1, head: 3, stage: weights}", h_map, 0,
+                &view_map},
 };
 static const struct mapping top_map = {"", top_fields, T_COUNT, finish_top};
 
 /* Mappings below the top level, for "it belongs under 'attention'" hints. */
-static const struct mapping *const nested_maps[] = {&attention_map, &positional_map,
-                                                    &embeddings_map, &block_map, &weights_map};
+static const struct mapping *const nested_maps[] = {
+    &attention_map, &positional_map, &embeddings_map, &block_map, &weights_map, &view_map};
 
 /* ---- keys ------------------------------------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "common/fsutil.h"
 #include "common/npy.h"
 #include "common/utf8.h"
+#include "engine/stage.h"
 
 struct writer {
     FILE *f;
@@ -778,6 +779,9 @@ static void write_scene(struct writer *w)
         fprintf(f, "layers: %d\n", s->layers);
     write_block(w);
     write_weights(w);
+    if (s->view.layer >= 0)
+        fprintf(f, "view: {layer: %d, head: %d, stage: %s}\n", s->view.layer, s->view.head,
+                attn_stage_name((enum attn_stage)s->view.stage));
 }
 
 int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
