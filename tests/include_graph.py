@@ -19,6 +19,7 @@ import sys
 # module -> the modules it may include (besides itself).
 LAYERS = {
     "common": set(),
+    "pretrained": {"common"},
     "engine": {"common"},
     "yaml": {"common"},
     "scenefile": {"common", "engine", "yaml"},
