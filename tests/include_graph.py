@@ -20,13 +20,15 @@ import sys
 LAYERS = {
     "common": set(),
     "engine": {"common"},
+    "pretrained": {"common"},
     "yaml": {"common"},
-    "scenefile": {"common", "engine", "yaml"},
+    "scenefile": {"common", "engine", "pretrained", "yaml"},
     "config": {"common", "yaml"},
     "export": {"common", "engine", "scenefile"},
-    "explore": {"common", "engine", "yaml", "scenefile", "config", "export"},
-    "ui": {"common", "engine", "yaml", "scenefile", "config", "export", "explore"},
-    "cli": {"common", "engine", "yaml", "scenefile", "config", "export", "explore", "ui"},
+    "explore": {"common", "engine", "pretrained", "yaml", "scenefile", "config", "export"},
+    "ui": {"common", "engine", "pretrained", "yaml", "scenefile", "config", "export", "explore"},
+    "cli": {"common", "engine", "pretrained", "yaml", "scenefile", "config", "export", "explore",
+            "ui"},
 }
 ONLY_IN = {"curses.h": "ui", "ncurses.h": "ui", "yaml.h": "yaml"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
