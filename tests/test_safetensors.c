@@ -1,0 +1,683 @@
+/* test_safetensors: src/pretrained's safetensors reader on small files written here.
+ *
+ * A valid file with F32, F16 and BF16 tensors must read back bit for bit (F16 subnormals, -0,
+ * inf, nan, 65504; BF16's 8 bits of precision); aligned F32 tensors are viewed in place. Every
+ * malformed header gives its exact message, and flipping or cutting the bytes of a valid file
+ * never crashes the reader (the ASan build runs this too).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pretrained/safetensors.h"
+#include "testutil.h"
+
+static char *scratch; /* the group's folder */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    scratch = tu_make_tmpdir("safetensors");
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    tu_remove_tree(scratch);
+    free(scratch);
+    return 0;
+}
+
+/* scratch/name, in a static buffer. */
+static const char *path_of(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", scratch, name);
+    return path;
+}
+
+/* Writes scratch/name: the 8-byte little-endian length of header, header, data. */
+static const char *write_st(const char *name, const char *header, const void *data, size_t len)
+{
+    size_t hlen = strlen(header), total = 8 + hlen + len;
+    unsigned char *buf = malloc(total);
+    assert_non_null(buf);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    memcpy(buf + 8, header, hlen);
+    if (len)
+        memcpy(buf + 8 + hlen, data, len);
+    const char *path = path_of(name);
+    tu_write_file(path, (const char *)buf, total);
+    free(buf);
+    return path;
+}
+
+/* A file whose header (and data) are built tensor by tensor, the way safetensors writes them:
+ * data packed in order, the header padded with spaces to a multiple of 8 bytes. */
+struct builder {
+    char header[8192];
+    size_t hlen;
+    unsigned char data[8192];
+    size_t dlen;
+};
+
+static void b_init(struct builder *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->hlen = (size_t)snprintf(b->header, sizeof(b->header), "{");
+}
+
+/* shape is JSON text: "[2, 3]". */
+static void b_add(struct builder *b, const char *name, const char *dtype, const char *shape,
+                  const void *bytes, size_t n)
+{
+    b->hlen +=
+        (size_t)snprintf(b->header + b->hlen, sizeof(b->header) - b->hlen,
+                         "%s\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}",
+                         b->hlen > 1 ? "," : "", name, dtype, shape, b->dlen, b->dlen + n);
+    assert_true(b->dlen + n <= sizeof(b->data));
+    memcpy(b->data + b->dlen, bytes, n);
+    b->dlen += n;
+}
+
+/* Closes the header, pads it with `pad` spaces past a multiple of 8 and writes the file;
+ * returns its size in *total when total is not NULL. */
+static const char *b_write(struct builder *b, const char *name, size_t pad, unsigned char **bytes,
+                           size_t *total)
+{
+    b->hlen += (size_t)snprintf(b->header + b->hlen, sizeof(b->header) - b->hlen, "}");
+    while ((8 + b->hlen) % 8 != 0)
+        b->header[b->hlen++] = ' ';
+    for (size_t i = 0; i < pad; i++)
+        b->header[b->hlen++] = ' ';
+    b->header[b->hlen] = '\0';
+    const char *path = write_st(name, b->header, b->data, b->dlen);
+    if (bytes)
+        *bytes = (unsigned char *)tu_must_read_file(path, total);
+    return path;
+}
+
+static uint32_t bits_of(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+static void le16(unsigned char *out, const uint16_t *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = (unsigned char)(h[i] & 0xff);
+        out[2 * i + 1] = (unsigned char)(h[i] >> 8);
+    }
+}
+
+static void le32(unsigned char *out, const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 4; k++)
+            out[4 * i + k] = (unsigned char)(bits_of(v[i]) >> (8 * k));
+}
+
+/* ---- the values of every readable dtype ---------------------------------------------------- */
+
+static const float F32_VALUES[6] = {1.0f, -2.5f, 0x1p-149f, -0.0f, INFINITY, 3.14159274f};
+/* F16 bits and what they are as float32. */
+static const uint16_t F16_BITS[11] = {0x0001, 0x03ff, 0x0400, 0x8000, 0x7c00, 0xfc00,
+                                      0x7bff, 0x3c00, 0xc000, 0x3555, 0x8001};
+static const float F16_VALUES[11] = {
+    0x1p-24f,        /* the smallest subnormal */
+    0x3ffp-24f,      /* the largest subnormal: 1023 * 2^-24 */
+    0x1p-14f,        /* the smallest normal */
+    -0.0f,           /* negative zero */
+    INFINITY,        /* */
+    -INFINITY,       /* */
+    65504.0f,        /* the largest half */
+    1.0f,            /* */
+    -2.0f,           /* */
+    0.333251953125f, /* 1/3 to 11 bits */
+    -0x1p-24f,       /* a negative subnormal */
+};
+/* BF16 is the top half of a float32: 8 bits of precision, float32's range. */
+static const uint16_t BF16_BITS[6] = {0x3f80, 0x3f81, 0x4049, 0x4381, 0x7f80, 0x0001};
+static const float BF16_VALUES[6] = {
+    1.0f,       /* */
+    1.0078125f, /* the next value after 1 is 1 + 2^-7 */
+    3.140625f,  /* pi in bfloat16 */
+    258.0f,     /* 257 is no bfloat16: past 256 the step is 2 */
+    INFINITY,   /* */
+    0x1p-133f,  /* the smallest subnormal, which float32 keeps */
+};
+
+/* The valid file: every readable dtype, an I64 tensor, a 2-D table, a scalar, an empty tensor,
+ * metadata. The F32 tensors come first so they are 4-byte aligned. */
+static const char *write_valid(const char *name, size_t pad, unsigned char **bytes, size_t *total)
+{
+    struct builder b;
+    unsigned char buf[256];
+    b_init(&b);
+    b.hlen += (size_t)snprintf(b.header + b.hlen, sizeof(b.header) - b.hlen,
+                               "\"__metadata__\":{\"format\":\"pt\",\"note\":\"ignored\"}");
+    le32(buf, F32_VALUES, 6);
+    b_add(&b, "f32", "F32", "[2, 3]", buf, 24);
+    float table[15];
+    for (int i = 0; i < 15; i++)
+        table[i] = (float)(i * 10 + 1);
+    le32(buf, table, 15);
+    b_add(&b, "wte", "F32", "[5, 3]", buf, 60);
+    float scalar = -7.25f;
+    le32(buf, &scalar, 1);
+    b_add(&b, "scalar", "F32", "[]", buf, 4);
+    b_add(&b, "empty", "F32", "[0, 3]", buf, 0);
+    le16(buf, F16_BITS, 11);
+    b_add(&b, "f16", "F16", "[11]", buf, 22);
+    le16(buf, BF16_BITS, 6);
+    b_add(&b, "bf16", "BF16", "[3, 2]", buf, 12);
+    const unsigned char steps[16] = {1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+    b_add(&b, "steps", "I64", "[2]", steps, 16);
+    return b_write(&b, name, pad, bytes, total);
+}
+
+static void open_ok(struct st_file *f, const char *path)
+{
+    struct diag err;
+    if (st_open(f, path, &err) != 0)
+        fail_msg("st_open: %s: %s", err.file, err.msg);
+}
+
+static void read_ok(float *out, size_t count, const struct st_file *f, const char *name)
+{
+    struct diag err;
+    const struct st_tensor *t = st_find(f, name);
+    assert_non_null(t);
+    if (st_read_f32(out, count, f, t, &err) != 0)
+        fail_msg("st_read_f32 %s: %s", name, err.msg);
+}
+
+static void assert_same_bits(const float *got, const float *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (bits_of(got[i]) != bits_of(want[i]))
+            fail_msg("value %zu: got %a (0x%08x), want %a (0x%08x)", i, (double)got[i],
+                     bits_of(got[i]), (double)want[i], bits_of(want[i]));
+}
+
+static void test_valid_file(void **state)
+{
+    (void)state;
+    struct st_file f;
+    open_ok(&f, write_valid("valid.safetensors", 0, NULL, NULL));
+    assert_int_equal(f.n, 7); /* the metadata is no tensor */
+    assert_null(st_find(&f, "__metadata__"));
+    /* Sorted by name. */
+    for (int i = 1; i < f.n; i++)
+        assert_true(strcmp(f.tensors[i - 1].name, f.tensors[i].name) < 0);
+
+    const struct st_tensor *t = st_find(&f, "f32");
+    assert_non_null(t);
+    assert_int_equal(t->dtype, ST_F32);
+    assert_string_equal(t->dtype_name, "F32");
+    assert_int_equal(t->ndim, 2);
+    assert_int_equal(t->shape[0], 2);
+    assert_int_equal(t->shape[1], 3);
+    assert_int_equal(st_count(t), 6);
+    float out[16];
+    read_ok(out, 6, &f, "f32");
+    assert_same_bits(out, F32_VALUES, 6);
+
+    t = st_find(&f, "f16");
+    assert_int_equal(t->dtype, ST_F16);
+    read_ok(out, 11, &f, "f16");
+    assert_same_bits(out, F16_VALUES, 11);
+    assert_true(signbit(out[3]) && out[3] == 0.0f);
+
+    t = st_find(&f, "bf16");
+    assert_int_equal(t->dtype, ST_BF16);
+    read_ok(out, 6, &f, "bf16");
+    assert_same_bits(out, BF16_VALUES, 6);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(bits_of(out[i]), (uint32_t)BF16_BITS[i] << 16);
+
+    t = st_find(&f, "scalar");
+    assert_int_equal(t->ndim, 0);
+    assert_int_equal(st_count(t), 1);
+    read_ok(out, 1, &f, "scalar");
+    assert_true(out[0] == -7.25f);
+
+    t = st_find(&f, "empty");
+    assert_int_equal(st_count(t), 0);
+    read_ok(out, 0, &f, "empty");
+
+    /* Listed, not readable. */
+    struct diag err;
+    t = st_find(&f, "steps");
+    assert_int_equal(t->dtype, ST_OTHER);
+    assert_string_equal(t->dtype_name, "I64");
+    assert_int_equal(st_read_f32(out, 2, &f, t, &err), -1);
+    assert_string_equal(err.file, f.path);
+    assert_string_equal(err.msg, "tensor 'steps' is I64; attnscope reads F32, F16 and BF16");
+    assert_null(st_f32_view(&f, t));
+    assert_int_equal(st_read_rows_f32(out, &f, t, 0, 1, &err), -1);
+    assert_string_equal(err.msg, "tensor 'steps' is I64; attnscope reads F32, F16 and BF16");
+
+    /* A count that is not the tensor's. */
+    assert_int_equal(st_read_f32(out, 5, &f, st_find(&f, "f32"), &err), -1);
+    assert_string_equal(err.msg, "tensor 'f32' has 6 values, not the 5 asked for");
+
+    assert_null(st_find(&f, "h.0.attn.bias"));
+    assert_null(st_find(&f, ""));
+    st_close(&f);
+    st_close(&f); /* harmless twice */
+}
+
+static void test_rows(void **state)
+{
+    (void)state;
+    struct st_file f;
+    struct diag err;
+    open_ok(&f, write_valid("rows.safetensors", 0, NULL, NULL));
+    const struct st_tensor *t = st_find(&f, "wte");
+    float out[15];
+    assert_int_equal(st_read_rows_f32(out, &f, t, 1, 3, &err), 0);
+    for (int i = 0; i < 9; i++)
+        assert_true(out[i] == (float)((i + 3) * 10 + 1));
+    assert_int_equal(st_read_rows_f32(out, &f, t, 4, 1, &err), 0);
+    assert_true(out[0] == 121.0f && out[2] == 141.0f);
+    assert_int_equal(st_read_rows_f32(out, &f, t, 5, 0, &err), 0); /* none, at the end */
+    /* BF16 rows widen like the whole tensor. */
+    assert_int_equal(st_read_rows_f32(out, &f, st_find(&f, "bf16"), 1, 2, &err), 0);
+    assert_same_bits(out, BF16_VALUES + 2, 4);
+
+    assert_int_equal(st_read_rows_f32(out, &f, t, 4, 2, &err), -1);
+    assert_string_equal(err.msg, "2 rows from row 4 are not rows of tensor 'wte' of shape [5, 3]");
+    assert_int_equal(st_read_rows_f32(out, &f, t, -1, 1, &err), -1);
+    assert_string_equal(err.msg, "1 rows from row -1 are not rows of tensor 'wte' of shape [5, 3]");
+    assert_int_equal(st_read_rows_f32(out, &f, t, INT64_MAX, INT64_MAX, &err), -1);
+    assert_int_equal(st_read_rows_f32(out, &f, t, 0, -1, &err), -1);
+    assert_int_equal(st_read_rows_f32(out, &f, st_find(&f, "f16"), 0, 1, &err), -1);
+    assert_string_equal(err.msg, "tensor 'f16' has shape [11]; rows are read from 2-D tensors");
+    st_close(&f);
+}
+
+/* Metadata is ignored and spaces after the JSON are padding. */
+static void test_padding_and_metadata(void **state)
+{
+    (void)state;
+    struct st_file f;
+    open_ok(&f, write_valid("padded.safetensors", 37, NULL, NULL));
+    float out[11];
+    read_ok(out, 11, &f, "f16");
+    assert_same_bits(out, F16_VALUES, 11);
+    st_close(&f);
+    /* A header that is only metadata, or nothing at all. */
+    open_ok(&f, write_st("meta-only.safetensors", "{\"__metadata__\":{}}  ", NULL, 0));
+    assert_int_equal(f.n, 0);
+    assert_null(st_find(&f, "x"));
+    st_close(&f);
+}
+
+static void test_zero_copy(void **state)
+{
+    (void)state;
+    struct st_file f;
+    open_ok(&f, write_valid("aligned.safetensors", 0, NULL, NULL));
+    assert_int_equal(f.data_start % 8, 0);
+    const struct st_tensor *t = st_find(&f, "wte");
+    const float *v = st_f32_view(&f, t);
+    assert_non_null(v);
+    /* In the mapping itself, not a copy. */
+    assert_ptr_equal(v, (const void *)(f.map + f.data_start + t->begin));
+    assert_true(v[0] == 1.0f && v[14] == 141.0f);
+    assert_null(st_f32_view(&f, st_find(&f, "f16")));
+    assert_null(st_f32_view(&f, st_find(&f, "bf16")));
+    st_close(&f);
+
+    /* One byte of U8 first puts the F32 tensor at an odd address: no view, but a copy. */
+    struct builder b;
+    b_init(&b);
+    const unsigned char one = 7;
+    b_add(&b, "byte", "U8", "[1]", &one, 1);
+    unsigned char buf[24];
+    le32(buf, F32_VALUES, 6);
+    b_add(&b, "odd", "F32", "[6]", buf, 24);
+    open_ok(&f, b_write(&b, "unaligned.safetensors", 0, NULL, NULL));
+    t = st_find(&f, "odd");
+    assert_int_equal(t->begin, 1);
+    assert_null(st_f32_view(&f, t));
+    float out[6];
+    read_ok(out, 6, &f, "odd");
+    assert_same_bits(out, F32_VALUES, 6);
+    st_close(&f);
+}
+
+/* ---- malformed files ------------------------------------------------------------------------ */
+
+static void expect_error_at(const char *path, const char *msg)
+{
+    struct st_file f;
+    struct diag err;
+    memset(&f, 0xab, sizeof(f));
+    if (st_open(&f, path, &err) == 0)
+        fail_msg("%s opened; expected: %s", path, msg);
+    assert_string_equal(err.file, path);
+    assert_string_equal(err.msg, msg);
+    /* Nothing left behind. */
+    assert_null(f.map);
+    assert_null(f.tensors);
+    assert_null(f.path);
+    st_close(&f);
+}
+
+/* A file of header and `len` zero bytes of data must be refused with msg. */
+static void expect_error(const char *header, size_t len, const char *msg)
+{
+    unsigned char zeros[256] = {0};
+    assert_true(len <= sizeof(zeros));
+    expect_error_at(write_st("bad.safetensors", header, zeros, len), msg);
+}
+
+static void test_truncated(void **state)
+{
+    (void)state;
+    /* Shorter than the header length. */
+    tu_write_file(path_of("short.safetensors"), "\x10\0\0\0\0", 5);
+    expect_error_at(path_of("short.safetensors"),
+                    "the file is 5 bytes long, too short for the 8-byte header length of a "
+                    "safetensors file");
+    tu_write_file(path_of("empty.safetensors"), "", 0);
+    expect_error_at(path_of("empty.safetensors"),
+                    "the file is 0 bytes long, too short for the 8-byte header length of a "
+                    "safetensors file");
+    /* A header length beyond the file: a cut header, or a huge length. */
+    tu_write_file(path_of("cut.safetensors"), "\x40\0\0\0\0\0\0\0{\"a\":", 13);
+    expect_error_at(path_of("cut.safetensors"),
+                    "the header length is 64 bytes, but only 5 bytes follow it (is the file "
+                    "truncated?)");
+    tu_write_file(path_of("huge.safetensors"), "\xff\xff\xff\xff\xff\xff\xff\xff{}", 10);
+    expect_error_at(path_of("huge.safetensors"),
+                    "the header length is 18446744073709551615 bytes, but only 2 bytes follow "
+                    "it (is the file truncated?)");
+    /* The data ends before the last tensor does. */
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                 "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+                 20,
+                 "tensor 'b': data_offsets [8, 24] end past the data section, which holds 20 "
+                 "bytes (is the file truncated?)");
+}
+
+/* A header longer than ST_HEADER_MAX, in a sparse file large enough to hold it. */
+static void test_header_too_large(void **state)
+{
+    (void)state;
+    const char *path = path_of("large-header.safetensors");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint64_t n = ST_HEADER_MAX + 1;
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)(n >> (8 * i));
+    assert_int_equal(fwrite(len, 1, 8, f), 8);
+    assert_int_equal(ftruncate(fileno(f), (off_t)(8 + n + 16)), 0);
+    assert_int_equal(fclose(f), 0);
+    expect_error_at(path, "the header is 100000001 bytes long, more than the 100000000 attnscope "
+                          "reads");
+    unlink(path);
+}
+
+static void test_offsets(void **state)
+{
+    (void)state;
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", 8,
+                 "tensor 'a': data_offsets [4, 0] end before they begin");
+    /* The issue's example. */
+    expect_error("{\"h.0.attn.c_attn.weight\":{\"dtype\":\"F32\",\"shape\":[768,2304],"
+                 "\"data_offsets\":[0,100]}}",
+                 100,
+                 "tensor 'h.0.attn.c_attn.weight': data_offsets [0, 100] hold 100 bytes, its "
+                 "shape [768, 2304] of F32 needs 7077888");
+    expect_error("{\"a\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8,
+                 "tensor 'a': data_offsets [0, 8] hold 8 bytes, its shape [3] of BF16 needs 6");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 8,
+                 "tensor 'a': data_offsets must be [begin, end], two non-negative integers, got "
+                 "[0]");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 8,
+                 "tensor 'a': data_offsets must be [begin, end], two non-negative integers, got "
+                 "[-4,0]");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":\"0-4\"}}", 8,
+                 "tensor 'a': data_offsets must be [begin, end], two non-negative integers, got "
+                 "\"0-4\"");
+    /* Sub-byte elements must fill whole bytes. */
+    expect_error("{\"a\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 8,
+                 "tensor 'a': shape [3] of F4 is 12 bits, which is not whole bytes");
+}
+
+static void test_overlap(void **state)
+{
+    (void)state;
+    expect_error("{\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+                 24, "tensors 'a' (data_offsets [0, 16]) and 'b' (data_offsets [8, 24]) overlap");
+    /* Inside a long one that is not the previous by begin. */
+    expect_error("{\"long\":{\"dtype\":\"U8\",\"shape\":[20],\"data_offsets\":[0,20]},"
+                 "\"x\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[2,4]},"
+                 "\"y\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[10,12]}}",
+                 24, "tensors 'long' (data_offsets [0, 20]) and 'x' (data_offsets [2, 4]) overlap");
+    /* The same range twice. */
+    expect_error("{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+                 "\"b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}",
+                 4, "tensors 'a' (data_offsets [0, 4]) and 'b' (data_offsets [0, 4]) overlap");
+    /* Touching is not overlapping; an empty tensor holds no bytes; gaps are allowed. */
+    struct st_file f;
+    open_ok(&f, write_st("touching.safetensors",
+                         "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                         "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[2,2]},"
+                         "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]},"
+                         "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[10,11]}}",
+                         "0123456789ab", 12));
+    assert_int_equal(f.n, 4);
+    st_close(&f);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    /* Invalid JSON: jansson's words and the byte where it stopped (8 + its offset). */
+    const char *broken = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1,],\"data_offsets\":[0,4]}}";
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "the header is not valid JSON: unexpected token near ']' (byte %zu of the file)",
+             8 + (size_t)(strstr(broken, ",]") - broken) + 1);
+    expect_error(broken, 4, msg);
+    expect_error("", 0,
+                 "the header is not valid JSON: '[' or '{' expected near end of file "
+                 "(byte 8 of the file)");
+    expect_error("{\"a\":", 0,
+                 "the header is not valid JSON: unexpected token near end of file (byte 12 of "
+                 "the file)");
+    expect_error("{} x", 0,
+                 "the header is not valid JSON: end of file expected near 'x' (byte 11 of the "
+                 "file)");
+    /* Invalid UTF-8 in a name is the parser's to refuse. */
+    expect_error("{\"\xff\":{}}", 0,
+                 "the header is not valid JSON: unable to decode byte 0xff near '\"' (byte 9 "
+                 "of the file)");
+    /* Duplicate names: the parser refuses them, naming the key (byte 64: the closing quote of
+     * the second "a", at 8 + 54 + 2). */
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                 8,
+                 "the header is not valid JSON: duplicate object key near '\"a\"' (byte 64 of "
+                 "the file)");
+    /* Not an object at the top. */
+    expect_error("[1, 2]", 0, "the header is [1,2], not a JSON object of tensors");
+    expect_error("\"weights\"", 0, /* jansson's own refusal of a scalar at the top */
+                 "the header is not valid JSON: '[' or '{' expected near '\"weights\"' (byte 16 "
+                 "of the file)");
+    expect_error("{\"a\":[1]}", 0,
+                 "tensor 'a' is [1], not an object of dtype, shape and data_offsets");
+    expect_error("{\"__metadata__\":[]}", 0, "__metadata__ is [], not an object of strings");
+    expect_error("{\"__metadata__\":{\"format\":1}}", 0,
+                 "__metadata__: 'format' is 1, not a string");
+    expect_error("{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                 "a tensor's name is empty");
+}
+
+static void test_fields(void **state)
+{
+    (void)state;
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4,
+                 "tensor 'a' has no 'data_offsets'");
+    expect_error("{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "tensor 'a' has no 'dtype'");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a' has no 'shape'");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"strides\":[1]}}",
+                 4,
+                 "tensor 'a': unknown field 'strides' (a tensor has dtype, shape and "
+                 "data_offsets)");
+    expect_error("{\"a\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': dtype must be a string, got 32");
+    expect_error("{\"a\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': unknown dtype 'F99'");
+    expect_error("{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': unknown dtype 'f32'");
+    /* The first bad tensor in the file's order is the one named. */
+    expect_error("{\"z\":{\"dtype\":\"Z\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                 "\"a\":{\"dtype\":\"A\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                 4, "tensor 'z': unknown dtype 'Z'");
+    /* Control characters and bidi overrides in a name are escaped, other characters kept. */
+    expect_error("{\"w\\u001b[2J\\n\\u202e\\u00e9\":{\"dtype\":\"X\",\"shape\":[1],"
+                 "\"data_offsets\":[0,4]}}",
+                 4, "tensor 'w\\x1b[2J\\x0a\\u202e\u00e9': unknown dtype 'X'");
+}
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,-3],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': shape entry 1 is -3, not a non-negative integer");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': shape entry 0 is 2.5, not a non-negative integer");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': shape entry 0 is 1.0, not a non-negative integer");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[\"3\"],\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': shape entry 0 is \"3\", not a non-negative integer");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":3,\"data_offsets\":[0,4]}}", 4,
+                 "tensor 'a': shape must be an array of integers, got 3");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}",
+                 4, "tensor 'a': shape has 9 dimensions, attnscope reads at most 8");
+    /* Products that overflow 64 bits, and one that wraps to exactly 0 in them. */
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],"
+                 "\"data_offsets\":[0,4]}}",
+                 4,
+                 "tensor 'a': shape [4294967296, 4294967296, 16] has 2^57 elements or more, more "
+                 "than a file can hold");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+                 "\"data_offsets\":[0,0]}}",
+                 4,
+                 "tensor 'a': shape [4294967296, 4294967296] has 2^57 elements or more, more "
+                 "than a file can hold");
+    expect_error("{\"a\":{\"dtype\":\"F64\",\"shape\":[2305843009213693952],"
+                 "\"data_offsets\":[0,0]}}",
+                 4,
+                 "tensor 'a': shape [2305843009213693952] has 2^57 elements or more, more than a "
+                 "file can hold");
+    /* A zero dimension empties any product. */
+    struct st_file f;
+    open_ok(&f, write_st("zero-dim.safetensors",
+                         "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807,0,"
+                         "9223372036854775807],\"data_offsets\":[0,0]}}",
+                         NULL, 0));
+    assert_int_equal(st_count(st_find(&f, "a")), 0);
+    st_close(&f);
+}
+
+static void test_not_a_file(void **state)
+{
+    (void)state;
+    expect_error_at(scratch, "not a regular file");
+    const char *fifo = path_of("fifo.safetensors");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    expect_error_at(fifo, "not a regular file"); /* without waiting for a writer */
+    unlink(fifo);
+    expect_error_at(path_of("missing.safetensors"), "cannot open: No such file or directory");
+    expect_error_at("/dev/null", "not a regular file");
+}
+
+/* ---- no input crashes it ------------------------------------------------------------------- */
+
+/* Opens bytes as a file: refused with a message naming it, or accepted and every readable
+ * tensor read. */
+static void open_any(const unsigned char *bytes, size_t len)
+{
+    const char *path = path_of("fuzz.safetensors");
+    tu_write_file(path, (const char *)bytes, len);
+    struct st_file f;
+    struct diag err;
+    if (st_open(&f, path, &err) != 0) {
+        assert_true(err.msg[0] != '\0');
+        assert_string_equal(err.file, path);
+        return;
+    }
+    for (int i = 0; i < f.n; i++) {
+        const struct st_tensor *t = &f.tensors[i];
+        assert_ptr_equal(st_find(&f, t->name), t);
+        assert_true(t->begin <= t->end && f.data_start + t->end <= f.size);
+        size_t n = st_count(t);
+        float *out = malloc((n ? n : 1) * sizeof(float));
+        assert_non_null(out);
+        int rc = st_read_f32(out, n, &f, t, &err);
+        assert_true(rc == 0 || t->dtype == ST_OTHER);
+        free(out);
+    }
+    st_close(&f);
+}
+
+static void test_flips_and_cuts(void **state)
+{
+    (void)state;
+    unsigned char *bytes;
+    size_t total;
+    write_valid("base.safetensors", 0, &bytes, &total);
+    size_t upto = total < 200 ? total : 200;
+    for (size_t pos = 0; pos < upto; pos++) {
+        for (int bit = 0; bit < 8; bit++) {
+            bytes[pos] ^= (unsigned char)(1u << bit);
+            open_any(bytes, total);
+            bytes[pos] ^= (unsigned char)(1u << bit);
+        }
+    }
+    for (size_t len = 0; len <= total; len++)
+        open_any(bytes, len);
+    free(bytes);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_file),
+        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_padding_and_metadata),
+        cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_header_too_large),
+        cmocka_unit_test(test_offsets),
+        cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_not_a_file),
+        cmocka_unit_test(test_flips_and_cuts),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
