@@ -6,7 +6,9 @@ Run with Debian's python3 (it has torch 1.13 and yaml):
     /usr/bin/python3 tests/golden/gen_goldens.py [SCENE.yaml ...]
 
 Without arguments it reads scenes/*.yaml and tests/fixtures/random/*.yaml and writes
-tests/golden/scenes/<scene-file-stem>/ in the export layout of README.md ("Export format").
+tests/golden/scenes/<scene-file-stem>/ in the export layout of README.md ("Export format"):
+tokens.csv (and final_norm.csv) at the top, the stages of one layer beside them, or of several in
+layer<L>/ each.
 
 This file never looks at the C engine. It follows README.md ("Scene format") and the book's classes
 (SelfAttention_v1/_v2, CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention) as
@@ -17,8 +19,10 @@ The later systems follow their sources the same way: 002's Add & Norm and FeedFo
 tutorial's sinusoidal PositionalEncoding, 004's fused qkv (qkv.chunk(3), or SimpleLLaMA's
 qkv.view(..., n_heads, 3 * h_dim).chunk(3)) and complex RoPE (view_as_complex, torch.polar),
 Hugging Face's rotate_half, repeat_interleave of the K/V heads for GQA/MQA, and MLA's
-W_down / W_key_up / W_value_up. tests/golden/README.md lists the decisions taken where the
-README is silent.
+W_down / W_key_up / W_value_up. With layers: N every layer's modules are built in order
+(attention, then FFN) before the forward pass, which draws each layer's dropout masks in turn;
+block.final_norm adds one more norm (GPT-2's ln_f) and gelu_tanh is nn.GELU(approximate='tanh').
+tests/golden/README.md lists the decisions taken where the README is silent.
 """
 
 import csv
@@ -82,6 +86,15 @@ ATTN_KEYS = ("query", "key", "value", "query_bias", "key_bias", "value_bias", "q
              "down", "key_up", "value_up", "heads", "out", "out_bias")
 FFN_KEYS = ("ffn_W1", "ffn_b1", "ffn_W2", "ffn_b2")
 NORM_KEYS = ("norm1_weight", "norm1_bias", "norm2_weight", "norm2_bias")
+FINAL_KEYS = ("final_norm_weight", "final_norm_bias")
+
+
+def attn_explicit(w):
+    return any(k in w for k in ATTN_KEYS)
+
+
+def ffn_explicit(w):
+    return "ffn_W1" in w
 
 
 class Scene:
@@ -101,6 +114,12 @@ class Scene:
         self.n = len(self.tokens)
         if self.n < 1:
             raise SceneError("no tokens")
+        # the vocabulary of distinct tokens in order of first appearance: the rows of a drawn
+        # nn.Embedding, and the ids of tokens.csv
+        self.vocab = {}
+        for t in self.tokens:
+            self.vocab.setdefault(t, len(self.vocab))
+        self.ids = [self.vocab[t] for t in self.tokens]
         self.seed = int(doc.get("seed", 123))
 
         emb = doc.get("embeddings", {"dim": 3})
@@ -135,9 +154,25 @@ class Scene:
         if self.pos_table is not None and self.pos_kind != "learned":
             raise SceneError("positional.table is for learned positions")
 
-        a = doc.get("attention") or {}
+        # layers: N layers, each attention (+ block); weights: one mapping, or one per layer.
+        self.layers = int(doc.get("layers", 1))
+        if not 1 <= self.layers <= 128:
+            raise SceneError("layers 1..128")
         w = doc.get("weights")
-        self.weights = w
+        self.weights_listed = isinstance(w, list)
+        if self.weights_listed:
+            if len(w) != self.layers:
+                raise SceneError("weights lists %d layers, the scene has %d" % (len(w),
+                                                                                self.layers))
+            self.layer_weights = [dict(m or {}) for m in w]
+        else:
+            if w and self.layers > 1:
+                # The README gives one mapping per layer as a list; what a single mapping means
+                # with several layers it does not say, so these goldens never rely on it.
+                raise SceneError("layers > 1: give weights as a list (one mapping per layer)")
+            self.layer_weights = [dict(w or {})] + [{} for _ in range(self.layers - 1)]
+
+        a = doc.get("attention") or {}
         self.projection = a.get("projection", "linear")
         self.d_out = int(a.get("d_out", self.d_in))
         self.heads = int(a.get("heads", 1))
@@ -217,24 +252,44 @@ class Scene:
         self.activation = blk.get("activation", "relu")
         self.ffn_seed = blk.get("ffn_seed")
         self.ffn_skip = int(blk.get("ffn_skip", 0))
+        self.final_norm = bool(blk.get("final_norm", False))
+        if self.final_norm and not self.block:
+            raise SceneError("final_norm needs the block")
         if self.block:
             if self.order not in ("post", "pre") or self.norm not in ("layer", "rms") or \
-                    self.activation not in ("relu", "gelu"):
-                raise SceneError("block: order post|pre, norm layer|rms, activation relu|gelu")
+                    self.activation not in ("relu", "gelu", "gelu_tanh"):
+                raise SceneError("block: order post|pre, norm layer|rms, "
+                                 "activation relu|gelu|gelu_tanh")
             if self.D != self.d_in:
                 raise SceneError("block: the attention output must be as wide as d_in")
             if self.norm_eps <= 0 or self.ffn_hidden < 1 or self.ffn_skip < 0:
                 raise SceneError("block: norm_eps > 0, ffn_hidden >= 1, ffn_skip >= 0")
 
-        w = w or {}
-        self.attn_explicit = any(k in w for k in ATTN_KEYS)
-        self.ffn_explicit = "ffn_W1" in w
-        if self.ffn_explicit and not all(k in w for k in FFN_KEYS):
-            raise SceneError("weights: all four ffn_* or none")
-        if not self.block and (any(k in w for k in FFN_KEYS) or any(k in w for k in NORM_KEYS)):
-            raise SceneError("ffn/norm weights without block")
-        if self.norm == "rms" and any(k in w for k in ("norm1_bias", "norm2_bias")):
-            raise SceneError("RMSNorm has no bias")
+        if self.layers > 1 and not self.block and self.D != self.d_in:
+            raise SceneError("layers without a block: the attention output must be d_in wide")
+
+        for L, w in enumerate(self.layer_weights):
+            if ffn_explicit(w) and not all(k in w for k in FFN_KEYS):
+                raise SceneError("weights: all four ffn_* or none")
+            if not self.block and (any(k in w for k in FFN_KEYS) or
+                                   any(k in w for k in NORM_KEYS)):
+                raise SceneError("ffn/norm weights without block")
+            if self.norm == "rms" and any(k in w for k in ("norm1_bias", "norm2_bias",
+                                                           "final_norm_bias")):
+                raise SceneError("RMSNorm has no bias")
+            if any(k in w for k in FINAL_KEYS) and (not self.final_norm or
+                                                    L != self.layers - 1):
+                raise SceneError("final_norm_weight/bias: the last layer's, with final_norm")
+            if self.weights_listed and "heads" in w:
+                raise SceneError("weights as a list: the wrapper's heads are column blocks")
+            if "dropout_mask" in w and not 0.0 < self.dropout < 1.0:
+                raise SceneError("dropout_mask needs 0 < dropout < 1")
+        # dropout_seed re-seeds before layer 0's keep-masks; the README does not say whether it
+        # still acts when layer 0's mask is given and a later layer's is drawn: not relied on.
+        keeps = ["dropout_mask" in w for w in self.layer_weights]
+        if (self.dropout_seed is not None and 0.0 < self.dropout < 1.0 and keeps[0] and
+                not all(keeps)):
+            raise SceneError("dropout_seed with layer 0's mask given and a later one drawn")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -549,20 +604,41 @@ class RMSNorm(nn.Module):
         return output * self.weight
 
 
+def gelu_new(x):
+    """GPT-2's gelu_new (Hugging Face's NewGELUActivation), written out in float32."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
+                                       (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 class FeedForward(nn.Module):
-    """002's FeedForward: linear1 -> activation -> linear2, recording each."""
+    """002's FeedForward: linear1 -> activation -> linear2, recording each. gelu is the exact
+    erf form (nn.GELU()), gelu_tanh its tanh approximation (nn.GELU(approximate='tanh'), which
+    is F.gelu(x, approximate='tanh')), checked against GPT-2's formula written out."""
 
     def __init__(self, d_model, hidden_dim, activation):
         super().__init__()
+        self.activation = activation
         self.linear1 = nn.Linear(d_model, hidden_dim)
-        self.act = nn.ReLU() if activation == "relu" else nn.GELU()  # exact erf GELU
+        self.act = (nn.ReLU() if activation == "relu" else
+                    nn.GELU() if activation == "gelu" else nn.GELU(approximate="tanh"))
         self.linear2 = nn.Linear(hidden_dim, d_model)
 
     def forward(self, x):
         hidden = self.linear1(x)  # expand
         activated = self.act(hidden)  # non-linear
+        if self.activation == "gelu_tanh":
+            diff = (activated - gelu_new(hidden)).abs().max().item()
+            if diff > 1e-6:
+                raise SceneError("gelu_tanh: torch's and the formula differ by %g" % diff)
         out = self.linear2(activated)  # back to d_model
         return hidden, activated, out
+
+
+def make_norm(sc):
+    """nn.LayerNorm(d_in, eps) (weight 1, bias 0) or RMSNorm (weight 1); draws nothing."""
+    if sc.norm == "layer":
+        return nn.LayerNorm(normalized_shape=sc.d_in, eps=sc.norm_eps)
+    return RMSNorm(sc.d_in, sc.norm_eps)
 
 
 class Block(nn.Module):
@@ -574,12 +650,8 @@ class Block(nn.Module):
         self.sc = sc
         self.attention = attention
         self.ffn = FeedForward(sc.d_in, sc.ffn_hidden, sc.activation)
-        if sc.norm == "layer":
-            self.norm1 = nn.LayerNorm(normalized_shape=sc.d_in, eps=sc.norm_eps)
-            self.norm2 = nn.LayerNorm(normalized_shape=sc.d_in, eps=sc.norm_eps)
-        else:
-            self.norm1 = RMSNorm(sc.d_in, sc.norm_eps)
-            self.norm2 = RMSNorm(sc.d_in, sc.norm_eps)
+        self.norm1 = make_norm(sc)
+        self.norm2 = make_norm(sc)
 
     def forward(self, x, explicit_keep):
         st = {}
@@ -618,22 +690,16 @@ def skip_uniform_draws(count):
         torch.empty(count).uniform_()
 
 
-def run_scene(sc):
-    w = sc.weights or {}
-    torch.manual_seed(sc.seed)  # 1.
-
+def embed_inputs(sc):
+    """Steps 2 and 3: the embeddings and the positions. Returns (embeddings, layer 0's input)."""
     # 2. embeddings
     if sc.embed_rows is not None:
         embed = f32(sc.embed_rows)
     else:
         if sc.embed_seed is not None:
             torch.manual_seed(int(sc.embed_seed))
-        vocab = {}
-        for t in sc.tokens:
-            vocab.setdefault(t, len(vocab))
-        emb = nn.Embedding(num_embeddings=len(vocab), embedding_dim=sc.embed_dim)
-        ids = torch.tensor([vocab[t] for t in sc.tokens])
-        embed = emb(ids).detach()
+        emb = nn.Embedding(num_embeddings=len(sc.vocab), embedding_dim=sc.embed_dim)
+        embed = emb(torch.tensor(sc.ids)).detach()
 
     # 3. positions: a learned table is drawn; a sinusoidal one computed; rope acts on q and k
     x = embed
@@ -649,11 +715,19 @@ def run_scene(sc):
     elif sc.pos_kind == "sinusoidal":
         positions = torch.arange(sc.pos_offset, sc.pos_offset + sc.n)
         x = embed + sinusoidal_table(sc.d_in, positions, sc.pos_base)
+    return embed, x
 
+
+def build_layer(sc, L, w):
+    """Steps 4 and 5 for layer L (its mapping w): the attention's parameters, then the FFN's.
+    attention.seed, block.ffn_seed and block.ffn_skip act before layer 0's draws only; an
+    explicit part draws nothing. Returns (attention, block or None, explicit keep mask)."""
+    first = L == 0
     # 4. attention parameters
-    if not sc.attn_explicit and sc.attn_seed is not None:
+    explicit = attn_explicit(w)
+    if not explicit and first and sc.attn_seed is not None:
         torch.manual_seed(int(sc.attn_seed))
-    if sc.attn_explicit:
+    if explicit:
         # draw nothing: build the modules from a throw-away generator state, then load.
         state = torch.get_rng_state()
     if sc.layout == "split":
@@ -662,7 +736,7 @@ def run_scene(sc):
         model = MultiHeadAttentionWrapper(sc)
     else:
         raise SceneError("unknown head_layout")
-    if sc.attn_explicit:
+    if explicit:
         torch.set_rng_state(state)
         load_weights(sc, model, w)
     explicit_keep = None
@@ -672,25 +746,65 @@ def run_scene(sc):
     # 5. the FFN (the norms draw nothing)
     block = None
     if sc.block:
-        if sc.ffn_explicit:
+        if ffn_explicit(w):
             state = torch.get_rng_state()
-        else:
+        elif first:
             if sc.ffn_seed is not None:
                 torch.manual_seed(int(sc.ffn_seed))
             skip_uniform_draws(sc.ffn_skip)
         block = Block(sc, model)
-        if sc.ffn_explicit:
+        if ffn_explicit(w):
             torch.set_rng_state(state)
         load_block_weights(sc, block, w)
+    return model, block, explicit_keep
 
-    # 6. dropout (drawn inside the forward pass, head after head)
-    if sc.dropout > 0 and explicit_keep is None and sc.dropout_seed is not None:
+
+def run_scene(sc):
+    torch.manual_seed(sc.seed)  # 1.
+    embed, x = embed_inputs(sc)  # 2., 3.
+
+    # 4., 5. and 6.: every layer's modules, in order, before the forward pass
+    built = [build_layer(sc, L, w) for L, w in enumerate(sc.layer_weights)]
+    final = None
+    if sc.final_norm:  # the last layer's (GPT-2's ln_f): draws nothing
+        final = make_norm(sc)
+        last = sc.layer_weights[-1]
+        with torch.no_grad():
+            if "final_norm_weight" in last:
+                final.weight.copy_(f32(last["final_norm_weight"]))
+            if "final_norm_bias" in last:
+                final.bias.copy_(f32(last["final_norm_bias"]))
+
+    # 7. dropout: drawn inside the forward pass, head after head, layer after layer; the
+    # dropout_seed re-seeds before layer 0's (Scene refuses a given layer 0 mask with a drawn
+    # later one, where the README is silent).
+    if sc.dropout > 0 and built[0][2] is None and sc.dropout_seed is not None:
         torch.manual_seed(int(sc.dropout_seed))
-    with torch.no_grad():
-        runner = block if block is not None else model
-        per_head, concat, out, keep, extra = runner(x.unsqueeze(0), explicit_keep)
+    layers = []
+    h = x
+    for model, block, explicit_keep in built:
+        with torch.no_grad():
+            runner = block if block is not None else model
+            per_head, concat, out, keep, extra = runner(h.unsqueeze(0), explicit_keep)
+        res = dict(inputs=h, per_head=per_head, concat=concat, output=out,
+                   params=layer_params(sc, model, block, keep), latent=extra.get("latent"),
+                   block=extra.get("block"), attn_in=extra.get("attn_in", h))
+        layers.append(res)
+        # layer L + 1 reads norm2 (post), residual2 (pre) or the attention output
+        h = res["block"]["block_output"] if res["block"] is not None else out
+    final_out = None
+    final_params = {}
+    if final is not None:
+        with torch.no_grad():
+            final_out = final(h.unsqueeze(0))[0]
+        final_params["weight"] = final.weight.data
+        if getattr(final, "bias", None) is not None:
+            final_params["bias"] = final.bias.data
+    return dict(embed=embed, layers=layers, final_norm=final_out, final_params=final_params)
 
-    # parameters in x @ W orientation
+
+def layer_params(sc, model, block, keep):
+    """One layer's parameters in x @ W orientation, named as params/ names them."""
     params = {}
     t = lambda lin: lin.weight.data.t().contiguous()
     if sc.layout == "split":
@@ -745,9 +859,7 @@ def run_scene(sc):
     params = {k: v for k, v in params.items() if v is not None}
     if keep is not None:
         params["dropout_mask"] = keep.reshape(sc.heads * sc.n, sc.n)
-    return dict(inputs=x, embed=embed, per_head=per_head, concat=concat, output=out,
-                params=params, latent=extra.get("latent"), block=extra.get("block"),
-                attn_in=extra.get("attn_in", x))
+    return params
 
 
 def load_weights(sc, model, w):
@@ -779,7 +891,7 @@ def load_weights(sc, model, w):
                 model.proj.load(mat("query"), mat("key"), mat("value"), vec("query_bias"),
                                 vec("key_bias"), vec("value_bias"))
     else:
-        for head, hw in zip(model.heads, w["heads"]):
+        for head, hw in zip(model.heads, wrapper_heads(sc, w)):
             if sc.projection != "none":
                 head.proj.load(mat("query", hw), mat("key", hw), mat("value", hw),
                                vec("query_bias", hw), vec("key_bias", hw), vec("value_bias", hw))
@@ -790,9 +902,27 @@ def load_weights(sc, model, w):
                 model.out_proj.bias.copy_(f32(w["out_bias"]))
 
 
+def wrapper_heads(sc, w):
+    """The wrapper's per-head mappings: weights.heads, or (weights as a list, README) head h's
+    columns h*d_out ... (h+1)*d_out - 1 of query/key/value and their biases."""
+    if not sc.weights_listed:
+        return w["heads"]
+    heads = []
+    for h in range(sc.heads):
+        lo, hi = h * sc.d_out, (h + 1) * sc.d_out
+        hw = {}
+        for k in ("query", "key", "value"):
+            if k in w:
+                hw[k] = [r[lo:hi] for r in w[k]]
+            if k + "_bias" in w:
+                hw[k + "_bias"] = w[k + "_bias"][lo:hi]
+        heads.append(hw)
+    return heads
+
+
 def load_block_weights(sc, block, w):
     with torch.no_grad():
-        if sc.ffn_explicit:
+        if ffn_explicit(w):
             block.ffn.linear1.weight.copy_(f32(w["ffn_W1"]).t())
             block.ffn.linear1.bias.copy_(f32(w["ffn_b1"]))
             block.ffn.linear2.weight.copy_(f32(w["ffn_W2"]).t())
@@ -842,10 +972,8 @@ BLOCK_STAGES = ("residual1", "norm1", "ffn_hidden", "ffn_activated", "ffn_out", 
                 "norm2", "block_output")
 
 
-def write_export(sc, res, out_dir):
-    if os.path.isdir(out_dir):
-        shutil.rmtree(out_dir)
-    os.makedirs(out_dir)
+def write_layer(sc, res, out_dir):
+    """One layer in the single-layer export layout (README: "Export format")."""
     toks = sc.tokens
     write_csv(os.path.join(out_dir, "inputs.csv"), res["inputs"], toks)
     for h, d in enumerate(res["per_head"]):
@@ -870,6 +998,33 @@ def write_export(sc, res, out_dir):
             write_csv(path, t, ["b"])
         else:
             write_csv(path, t, ["d%d" % i for i in range(t.shape[0])])
+
+
+def write_tokens(sc, path):
+    """tokens.csv: position, id (the index in the vocabulary of distinct tokens in order of
+    first appearance), token."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        wr = csv.writer(f, lineterminator="\r\n")
+        wr.writerow(["position", "id", "token"])
+        for i, (tid, tok) in enumerate(zip(sc.ids, sc.tokens)):
+            wr.writerow([str(i), str(tid), tok])
+
+
+def write_export(sc, res, out_dir):
+    """tokens.csv and final_norm.csv at the top; one layer in the top folder itself, several
+    in layer<L>/ each."""
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    write_tokens(sc, os.path.join(out_dir, "tokens.csv"))
+    if sc.layers == 1:
+        write_layer(sc, res["layers"][0], out_dir)
+    else:
+        for L, lres in enumerate(res["layers"]):
+            write_layer(sc, lres, os.path.join(out_dir, "layer%d" % L))
+    if res["final_norm"] is not None:
+        write_csv(os.path.join(out_dir, "final_norm.csv"), res["final_norm"], sc.tokens)
 
 
 def close(a, b, what):
@@ -902,17 +1057,37 @@ def rope_ref(sc, x):
     return out
 
 
-def cross_check(sc, res):
+def cross_check(sc, full):
+    """Every layer checked on its own from the float32 input torch gave it; layer L + 1's input
+    must be layer L's output (norm2 post, residual2 pre, the attention output without a block)
+    bit for bit; the final norm from the torch value of the last layer's output."""
+    prev = None
+    for L, res in enumerate(full["layers"]):
+        if prev is not None and not torch.equal(res["inputs"], prev):
+            raise SceneError("layer %d's input is not layer %d's output" % (L, L - 1))
+        try:
+            cross_check_layer(sc, res, full["embed"] if L == 0 else None)
+        except SceneError as e:
+            raise SceneError("layer %d: %s" % (L, e))
+        prev = res["block"]["block_output"] if res["block"] is not None else res["output"]
+    if sc.final_norm:
+        fp = {k: v.double().numpy() for k, v in full["final_params"].items()}
+        close(full["final_norm"].numpy(),
+              norm64(sc, prev.double().numpy(), fp["weight"], fp.get("bias", 0)), "final_norm")
+
+
+def cross_check_layer(sc, res, embed):
     """Recomputes every stage in float64 numpy from the recorded inputs, parameters and keep
     mask, the plain way (no view/transpose/chunk/repeat_interleave/complex numbers), and checks
     the torch stages against it. Catches a wrong head slice or stage mapping in the module code
     above. The block's stages are each recomputed from the torch value of their input (a norm
-    over few features amplifies the float32 noise of what comes before it)."""
+    over few features amplifies the float32 noise of what comes before it). embed: layer 0's
+    embeddings (the sinusoidal table is checked there), None for the later layers."""
     P = {k: v.double().numpy() for k, v in res["params"].items()}
     n, H, hd, K = sc.n, sc.heads, sc.head_dim, sc.kv_heads
-    Xemb = res["embed"].double().numpy()
 
-    if sc.pos_kind == "sinusoidal":
+    if sc.pos_kind == "sinusoidal" and embed is not None:
+        Xemb = embed.double().numpy()
         p = np.arange(sc.pos_offset, sc.pos_offset + n, dtype=np.float64)[:, None]
         div = np.exp(np.arange(0, sc.d_in, 2) * (-math.log(sc.pos_base) / sc.d_in))
         pe = np.zeros((n, sc.d_in))
@@ -1029,8 +1204,10 @@ def cross_check(sc, res):
     hid = blk["ffn_hidden"]
     if sc.activation == "relu":
         act = np.maximum(hid, 0.0)
-    else:
+    elif sc.activation == "gelu":
         act = 0.5 * hid * (1.0 + np.vectorize(math.erf)(hid / math.sqrt(2.0)))
+    else:  # gelu_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        act = 0.5 * hid * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (hid + 0.044715 * hid ** 3)))
     close(blk["ffn_activated"], act, "ffn_activated")
     close(blk["ffn_out"], blk["ffn_activated"] @ P["ffn_W2"] + P["ffn_b2"], "ffn_out")
     if sc.order == "post":
@@ -1043,11 +1220,15 @@ def cross_check(sc, res):
 
 
 def norm_ref(sc, x, P, i):
-    w = P.get("norm%d_weight" % i, np.ones(sc.d_in))
+    return norm64(sc, x, P.get("norm%d_weight" % i, np.ones(sc.d_in)),
+                  P.get("norm%d_bias" % i, 0))
+
+
+def norm64(sc, x, w, b):
     if sc.norm == "layer":
         mu = x.mean(1, keepdims=True)
         var = ((x - mu) ** 2).mean(1, keepdims=True)  # biased, as LayerNorm
-        return (x - mu) / np.sqrt(var + sc.norm_eps) * w + P.get("norm%d_bias" % i, 0)
+        return (x - mu) / np.sqrt(var + sc.norm_eps) * w + b
     return x / np.sqrt((x ** 2).mean(1, keepdims=True) + sc.norm_eps) * w
 
 
@@ -1104,7 +1285,8 @@ BOOK = {
 }
 
 
-def book_check(stem, res):
+def book_check(stem, full):
+    res = full["layers"][0]
     for stage, h, i, printed in BOOK.get(stem, []):
         if stage in ("inputs", "output"):
             t = res[stage]
@@ -1140,7 +1322,7 @@ def pair_check(results):
     for a, b, exact, near in PAIRS:
         if a not in results or b not in results:
             continue
-        ra, rb = results[a], results[b]
+        ra, rb = results[a]["layers"][0], results[b]["layers"][0]
         if exact == "all":
             for h, (da, db) in enumerate(zip(ra["per_head"], rb["per_head"])):
                 for name in da:
@@ -1162,6 +1344,40 @@ def pair_check(results):
                     raise SceneError("%s and %s differ in %s:\n%s\n%s" % (a, b, name, ta, tb))
 
 
+def stream_check(doc, sc, full):
+    """A layer whose parameters are all given draws nothing, so the draws continue across it:
+    the scene with those layers left out must draw every other layer's parameters bit for bit
+    as this one did (and the same keep-masks when the left-out layers' masks are given). The
+    seeds that act before layer 0 only (attention.seed, ffn_seed, ffn_skip) never act when
+    layer 0 draws nothing, so they are left out with it."""
+    if not sc.weights_listed:
+        return
+    given = [attn_explicit(w) and (not sc.block or ffn_explicit(w)) for w in sc.layer_weights]
+    kept = [L for L in range(sc.layers) if not given[L]]
+    if not any(given) or not kept:
+        return
+    d = dict(doc)
+    d["layers"] = len(kept)
+    d["weights"] = [{k: v for k, v in sc.layer_weights[L].items() if k not in FINAL_KEYS}
+                    for L in kept]
+    if given[0]:
+        d["attention"] = {k: v for k, v in (doc.get("attention") or {}).items() if k != "seed"}
+        if "block" in doc:
+            d["block"] = {k: v for k, v in (doc["block"] or {}).items()
+                          if k not in ("ffn_seed", "ffn_skip")}
+    masks_too = given[0] is False and all("dropout_mask" in sc.layer_weights[L] or
+                                          not 0.0 < sc.dropout < 1.0
+                                          for L in range(sc.layers) if given[L])
+    other = run_scene(Scene(d))
+    for i, L in enumerate(kept):
+        pa, pb = full["layers"][L]["params"], other["layers"][i]["params"]
+        for name in pa:
+            if name == "dropout_mask" and not masks_too:
+                continue
+            if not torch.equal(pa[name], pb[name]):
+                raise SceneError("layer %d's %s differs without the given layers" % (L, name))
+
+
 def self_test():
     """The torch facts the generator relies on."""
     # 002 built FeedForward(4, 8) twice: the first one took exactly 76 uniform draws.
@@ -1178,6 +1394,11 @@ def self_test():
     s = torch.get_rng_state()
     torch.manual_seed(0)
     assert torch.equal(s, torch.get_rng_state())
+    # gelu_tanh: torch's tanh GELU and GPT-2's formula written out agree to 1e-6 in float32
+    x = torch.linspace(-10.0, 10.0, 200001)
+    assert (nn.GELU(approximate="tanh")(x) - gelu_new(x)).abs().max().item() <= 1e-6
+    assert torch.equal(nn.GELU(approximate="tanh")(x),
+                       torch.nn.functional.gelu(x, approximate="tanh"))
 
 
 def generate(path):
@@ -1186,6 +1407,7 @@ def generate(path):
     sc = Scene(doc)
     res = run_scene(sc)
     cross_check(sc, res)
+    stream_check(doc, sc, res)
     book_check(os.path.splitext(os.path.basename(path))[0], res)
     stem = os.path.splitext(os.path.basename(path))[0]
     write_export(sc, res, os.path.join(OUT_ROOT, stem))
@@ -1209,8 +1431,9 @@ def main(argv):
     for p in paths:
         stem, sc, res = generate(p)
         results[stem] = res
-        print("%-28s n=%-2d d_in=%-2d heads=%d head_dim=%d %s" % (
-            stem, sc.n, sc.d_in, sc.heads, sc.head_dim, sc.layout))
+        print("%-28s n=%-2d d_in=%-2d heads=%d head_dim=%d %s%s" % (
+            stem, sc.n, sc.d_in, sc.heads, sc.head_dim, sc.layout,
+            " layers=%d" % sc.layers if sc.layers > 1 else ""))
     pair_check(results)
     return 0
 

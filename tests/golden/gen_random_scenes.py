@@ -8,10 +8,11 @@ its top says what it exercises); the numbers in it (explicit embeddings and weig
 a fixed random.Random, so running this again writes the same files byte for byte. Every scene
 is valid per the schema. Only the Python standard library is needed.
 
-r01..r41 cover the attention of ch. 3; r42 on cover the systems added after it (sinusoidal and
-rotary positions, position offsets, fused qkv, GQA/MQA, MLA, the encoder/decoder block). The
-second group draws from its own random.Random (SYSTEMS_SEED), so the first group's files stay
-byte for byte what they were.
+r01..r41 cover the attention of ch. 3; r42..r72 cover the systems added after it (sinusoidal and
+rotary positions, position offsets, fused qkv, GQA/MQA, MLA, the encoder/decoder block); r73 on
+stack several layers (layers: N, weights as one mapping per layer, block.final_norm,
+gelu_tanh). Each later group draws from its own random.Random (SYSTEMS_SEED, LAYERS_SEED), so
+the earlier groups' files stay byte for byte what they were.
 """
 
 import json
@@ -23,6 +24,7 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "random")
 
 rng = random.Random(20240611)
 SYSTEMS_SEED = 20250918  # the numbers of r42 on
+LAYERS_SEED = 20251104  # the numbers of r73 on
 
 
 def q(s):
@@ -90,9 +92,23 @@ def scene_yaml(comment, s):
     if b is not None:
         lines.append("block:")
         for k, v in b.items():
+            if isinstance(v, bool):
+                v = "true" if v else "false"
             lines.append("  %s: %s" % (k, num(v)))
+    if "layers" in s:
+        lines.append("layers: %d" % s["layers"])
     w = s.get("weights")
-    if w:
+    if isinstance(w, list):  # one mapping per layer; {} = that layer drawn
+        lines.append("weights:")
+        for lw in w:
+            if not lw:
+                lines.append("  - {}")
+                continue
+            sub = []
+            emit_weights(sub, 4, lw)
+            sub[0] = "  - " + sub[0].lstrip()
+            lines.extend(sub)
+    elif w:
         lines.append("weights:")
         emit_weights(lines, 2, w)
     return "\n".join(lines) + "\n"
@@ -533,6 +549,196 @@ def build_systems():
     return S
 
 
+def ffn_weights(d, hidden):
+    return {"ffn_W1": mat(d, hidden, nd=3), "ffn_b1": vec(hidden), "ffn_W2": mat(hidden, d, nd=3),
+            "ffn_b2": vec(d)}
+
+
+def build_layers():
+    """r73 on: layers: N (2 to 4) over the options above. Every layer draws its attention, then
+    its FFN; the dropout masks come after all of them, layer after layer. Explicit weights are
+    a list of one mapping per layer, with {} for a drawn layer between explicit ones."""
+    global rng
+    rng = random.Random(LAYERS_SEED)
+    S = []
+
+    def add(comment, s):
+        S.append((comment, s))
+
+    # ---- stacked blocks --------------------------------------------------------------------
+    add("2 post-norm LayerNorm blocks, relu, split 2 heads, causal; ffn_seed re-seeds before "
+        "layer 0's FFN only (layer 1's attention continues from there)",
+        {"text": text(6), "seed": 73, "embeddings": {"dim": 4},
+         "attention": {"d_out": 4, "heads": 2, "causal": True},
+         "block": {"order": "post", "norm": "layer", "ffn_hidden": 6, "ffn_seed": 5},
+         "layers": 2})
+    add("3 pre-norm RMSNorm blocks (LLaMA-like): gelu_tanh, rope adjacent in every layer, GQA "
+        "4 heads over 2 K/V heads, causal, final_norm with the default weight",
+        {"text": text(7), "seed": 74, "embeddings": {"dim": 8},
+         "positional": {"kind": "rope"},
+         "attention": {"d_out": 8, "heads": 4, "kv_heads": 2, "causal": True},
+         "block": {"order": "pre", "norm": "rms", "ffn_hidden": 10, "activation": "gelu_tanh",
+                   "final_norm": True},
+         "layers": 3})
+    d = 6
+    add("4 pre-norm LayerNorm blocks (GPT-2-like): fused qkv with qkv_bias, learned positions "
+        "from offset 3, gelu_tanh, final_norm with explicit weight and bias in the last layer's "
+        "mapping (the others {})",
+        {"text": text(5), "seed": 75, "embeddings": {"dim": d},
+         "positional": {"kind": "learned", "max_len": 10, "offset": 3},
+         "attention": {"qkv": "fused", "qkv_bias": True, "d_out": d, "heads": 2,
+                       "causal": True},
+         "block": {"order": "pre", "norm": "layer", "ffn_hidden": 8, "activation": "gelu_tanh",
+                   "final_norm": True},
+         "layers": 4,
+         "weights": [{}, {}, {}, {"final_norm_weight": vec(d, 0.5, 1.5),
+                                  "final_norm_bias": vec(d, -0.5, 0.5)}]})
+    add("2 post-norm LayerNorm blocks, gelu, dropout 0.2 with dropout_seed: layer 0's masks then "
+        "layer 1's, after ffn_skip 7 before layer 0's FFN",
+        {"text": text(6), "seed": 76, "embeddings": {"dim": 4},
+         "attention": {"d_out": 4, "heads": 2, "causal": True, "dropout": 0.2,
+                       "dropout_seed": 76},
+         "block": {"order": "post", "ffn_hidden": 5, "activation": "gelu", "ffn_skip": 7},
+         "layers": 2})
+    add("3 pre-norm RMSNorm blocks over the wrapper (2 heads of 2, out_proj), relu, dropout 0.3 "
+        "from the running stream after every layer's parameters",
+        {"text": text(5), "seed": 77, "embeddings": {"dim": 4},
+         "attention": {"d_out": 2, "heads": 2, "head_layout": "wrapper", "out_proj": True,
+                       "dropout": 0.3},
+         "block": {"order": "pre", "norm": "rms", "ffn_hidden": 4},
+         "layers": 3})
+
+    # ---- attention-only stacks (no block: layer L + 1 reads layer L's output) --------------
+    add("3 attention-only layers: split 2 heads with out_proj, causal, dropout 0.1 with "
+        "dropout_seed",
+        {"text": text(6), "seed": 78, "embeddings": {"dim": 4},
+         "attention": {"d_out": 4, "heads": 2, "causal": True, "dropout": 0.1,
+                       "dropout_seed": 78},
+         "layers": 3})
+    add("4 attention-only layers of torch.rand projections (1 head, d_out = d_in 3), scale 2, "
+        "causal after_softmax, explicit embeddings",
+        {"tokens": words(5), "seed": 79, "embeddings": mat(5, 3, 0, 1),
+         "attention": {"projection": "rand", "scale": 2, "causal": True,
+                       "mask_mode": "after_softmax"},
+         "layers": 4})
+
+    # ---- explicit weights as a list --------------------------------------------------------
+    n, d = 5, 3
+    l0 = linear_weights(d, d, False)
+    l0.update(out=mat(d, d, nd=3), out_bias=vec(d))
+    l0.update(ffn_weights(d, 4))
+    l0.update(norm1_weight=vec(d, 0.5, 1.5), norm2_weight=vec(d, 0.5, 1.5))
+    l2 = linear_weights(d, d, False)
+    l2.update(out=mat(d, d, nd=3), out_bias=vec(d))
+    add("3 post-norm RMSNorm blocks, weights [explicit, {}, explicit attention]: layer 0 draws "
+        "nothing, layer 1 draws right after the embeddings, layer 2 draws only its FFN",
+        {"tokens": words(n), "seed": 80, "embeddings": mat(n, d),
+         "attention": {"d_out": d, "causal": True, "out_proj": True},
+         "block": {"order": "post", "norm": "rms", "ffn_hidden": 4},
+         "layers": 3,
+         "weights": [l0, {}, l2]})
+    n, d = 6, 4
+    l1 = linear_weights(d, d, True)
+    l1.update(out=mat(d, d, nd=3), out_bias=vec(d))
+    l1.update(ffn_weights(d, 5))
+    l1.update(norm1_weight=vec(d, 0.5, 1.5), norm1_bias=vec(d, -0.5, 0.5))
+    l1["dropout_mask"] = keep_mask(2, n, 0.2)
+    add("3 pre-norm LayerNorm blocks, weights [{}, explicit with a dropout mask, {}]: "
+        "attention.seed, ffn_seed and ffn_skip act before layer 0 only, layer 2 continues the "
+        "stream; dropout 0.2 with dropout_seed draws layer 0's and layer 2's masks",
+        {"text": text(n), "seed": 81, "embeddings": {"dim": d},
+         "attention": {"d_out": d, "heads": 2, "qkv_bias": True, "causal": True,
+                       "dropout": 0.2, "dropout_seed": 81, "seed": 8},
+         "block": {"order": "pre", "norm": "layer", "ffn_hidden": 5, "activation": "gelu",
+                   "ffn_seed": 9, "ffn_skip": 3},
+         "layers": 3,
+         "weights": [{}, l1, {}]})
+    n, d = 5, 8
+    l1 = {"query": mat(d, 8, nd=3), "key": mat(d, 4, nd=3), "value": mat(d, 4, nd=3),
+          "out": mat(8, 8, nd=3), "out_bias": vec(8), "dropout_mask": keep_mask(4, n, 0.25)}
+    add("3 attention-only GQA layers (4 heads, 2 K/V heads), rope halves at offset 3, dropout "
+        "0.25 without dropout_seed: masks [given, given with explicit weights, drawn]",
+        {"text": text(n), "seed": 82, "embeddings": {"dim": d},
+         "positional": {"kind": "rope", "rope_pairs": "halves", "offset": 3},
+         "attention": {"d_out": 8, "heads": 4, "kv_heads": 2, "causal": True,
+                       "dropout": 0.25},
+         "layers": 3,
+         "weights": [{"dropout_mask": keep_mask(4, n, 0.25)}, l1, {}]})
+    n, d = 5, 4
+    l0 = linear_weights(d, d, True)  # the wrapper's 2 heads of 2 as column blocks
+    l0.update(out=mat(d, d, nd=3), out_bias=vec(d))
+    add("2 post-norm LayerNorm blocks over the wrapper (2 heads of 2, qkv_bias, out_proj); "
+        "layer 0's heads given as column blocks of query/key/value, layer 1 drawn; gelu_tanh; "
+        "final_norm with explicit weight and bias",
+        {"tokens": words(n), "seed": 83, "embeddings": mat(n, d),
+         "attention": {"d_out": 2, "heads": 2, "head_layout": "wrapper", "qkv_bias": True,
+                       "out_proj": True, "causal": True},
+         "block": {"order": "post", "norm": "layer", "ffn_hidden": 6, "activation": "gelu_tanh",
+                   "final_norm": True},
+         "layers": 2,
+         "weights": [l0, {"final_norm_weight": vec(d, 0.5, 1.5),
+                          "final_norm_bias": vec(d, -0.5, 0.5)}]})
+
+    # ---- the systems in a stack ------------------------------------------------------------
+    add("2 pre-norm RMSNorm blocks of fused_heads with rope adjacent, dropout 0.1 with "
+        "dropout_seed, final_norm (default weight)",
+        {"text": text(8), "seed": 84, "embeddings": {"dim": 6},
+         "positional": {"kind": "rope", "offset": 1},
+         "attention": {"qkv": "fused_heads", "d_out": 6, "heads": 3, "causal": True,
+                       "dropout": 0.1, "dropout_seed": 84},
+         "block": {"order": "pre", "norm": "rms", "ffn_hidden": 7, "final_norm": True},
+         "layers": 2})
+    add("2 pre-norm LayerNorm blocks of MLA (r 2, 2 heads), learned positions from offset 2, "
+        "gelu",
+        {"text": text(6), "seed": 85, "embeddings": {"dim": 4},
+         "positional": {"kind": "learned", "max_len": 9, "seed": 85, "offset": 2},
+         "attention": {"kv_latent": 2, "d_out": 4, "heads": 2, "causal": True},
+         "block": {"order": "pre", "norm": "layer", "ffn_hidden": 6, "activation": "gelu"},
+         "layers": 2})
+    n, d = 6, 4
+    add("4 attention-only layers: fused qkv with qkv_bias and MQA (2 heads, 1 K/V head), an "
+        "explicit positional table from offset 1, dropout 0.5 from the running stream",
+        {"text": text(n), "seed": 86, "embeddings": {"dim": d},
+         "positional": {"kind": "learned", "max_len": 8, "offset": 1, "table": mat(8, d)},
+         "attention": {"qkv": "fused", "qkv_bias": True, "d_out": d, "heads": 2, "kv_heads": 1,
+                       "causal": True, "dropout": 0.5},
+         "layers": 4})
+    d = 16
+    add("2 post-norm LayerNorm blocks, d_in 16, 4 heads, sinusoidal positions from offset 4, "
+        "relu, norm_eps 1e-3, 10 tokens; final_norm with an explicit weight only (bias 0)",
+        {"text": text(10), "seed": 87, "embeddings": {"dim": d},
+         "positional": {"kind": "sinusoidal", "offset": 4},
+         "attention": {"d_out": d, "heads": 4},
+         "block": {"order": "post", "norm": "layer", "norm_eps": 0.001, "ffn_hidden": 12,
+                   "final_norm": True},
+         "layers": 2,
+         "weights": [{}, {"final_norm_weight": vec(d, 0.5, 1.5)}]})
+    d = 4
+    l2 = ffn_weights(d, 3)
+    l2["final_norm_weight"] = vec(d, 0.5, 1.5)
+    add("3 pre-norm RMSNorm blocks, gelu_tanh, dropout 0.3 with dropout_seed; weights "
+        "[{}, {}, explicit FFN and final_norm_weight]: layer 2 draws only its attention",
+        {"text": text(7), "seed": 88, "embeddings": {"dim": d},
+         "attention": {"d_out": d, "heads": 2, "causal": True, "dropout": 0.3,
+                       "dropout_seed": 88},
+         "block": {"order": "pre", "norm": "rms", "ffn_hidden": 3, "activation": "gelu_tanh",
+                   "final_norm": True},
+         "layers": 3,
+         "weights": [{}, {}, l2]})
+    d = 4
+    add("one layer with final_norm (the single-layer layout plus final_norm.csv), weights as a "
+        "list of one mapping holding only the final norm's weight and bias; pre LayerNorm, "
+        "gelu_tanh",
+        {"text": text(5), "seed": 89, "embeddings": {"dim": d},
+         "attention": {"d_out": d, "heads": 2, "causal": True},
+         "block": {"order": "pre", "norm": "layer", "ffn_hidden": 5, "activation": "gelu_tanh",
+                   "final_norm": True},
+         "layers": 1,
+         "weights": [{"final_norm_weight": vec(d, 0.5, 1.5),
+                      "final_norm_bias": vec(d, -0.5, 0.5)}]})
+    return S
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -540,13 +746,14 @@ def main():
             os.remove(os.path.join(OUT, f))
     scenes = build()
     scenes += build_systems()
+    scenes += build_layers()
     for i, (comment, s) in enumerate(scenes, 1):
         name = "r%02d" % i
         s = dict(s)
         s.setdefault("title", "random scene %s" % name)
         # keep the keys in reading order
         order = ["title", "text", "tokens", "tokenizer", "seed", "embeddings", "positional",
-                 "attention", "block", "weights"]
+                 "attention", "block", "layers", "weights"]
         s = {k: s[k] for k in order if k in s}
         body = scene_yaml("Generated by tests/golden/gen_random_scenes.py; do not edit.\n"
                           + comment, s)
