@@ -29,12 +29,14 @@
 
 #include "engine/attention.h"
 #include "engine/model.h"
+#include "engine/net.h"
 #include "engine/scene.h"
 #include "engine/stage.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
 
 #define ABS_TOL   1e-5
+#define CHAIN_TOL 1e-4 /* |a - b| <= CHAIN_TOL * (1 + |b|), through every layer */
 #define REL_TOL   1e-5
 #define PATH_LEN  4096
 #define MAX_FILES 512
@@ -204,31 +206,35 @@ static bool is_default(const float *v, int n, float def)
     return true;
 }
 
-static void build_expectations(struct expect_list *l, const struct attn_scene *s,
-                               const struct attn_model *m, const struct attn_run *r)
+/* One layer's files, under prefix ("" for a one-layer scene, "layer<L>/" otherwise). */
+static void build_layer(struct expect_list *l, const struct attn_scene *s,
+                        const struct attn_model *m, const struct attn_run *r, const char *prefix)
 {
-    char rel[256];
+    char rel[256], pre[256];
+#define P(name) (snprintf(pre, sizeof(pre), "%s%s", prefix, name), pre)
     /* A sinusoidal table is torch's SLEEF exp/sin/cos (tests/golden/README.md): within 1 ulp of
        the correctly rounded values the engine computes, so compared within the tolerance. */
-    add_view(l, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0),
-             m->pos_kind == POS_SINUSOIDAL ? TOLERANT : EXACT, true);
+    add_view(l, P("inputs.csv"), attn_view(r, m, STAGE_INPUTS, 0),
+             m->pos_kind == POS_SINUSOIDAL || m->layer > 0 ? TOLERANT : EXACT, true);
     enum attn_stage order[STAGE_COUNT];
     int n_stages = attn_stage_order(order, m);
     for (int h = 0; h < m->heads; h++)
         for (int i = 0; i < n_stages; i++)
             if (attn_stage_is_per_head(order[i])) {
-                snprintf(rel, sizeof(rel), "head%d/%s.csv", h, attn_stage_name(order[i]));
+                snprintf(rel, sizeof(rel), "%shead%d/%s.csv", prefix, h, attn_stage_name(order[i]));
                 add_view(l, rel, attn_view(r, m, order[i], h), TOLERANT, true);
             }
     for (int i = 0; i < n_stages; i++) {
         enum attn_stage st = order[i];
-        if (st == STAGE_INPUTS || attn_stage_is_per_head(st))
+        if (st == STAGE_INPUTS || attn_stage_is_per_head(st) || st == STAGE_FINAL_NORM)
             continue;
-        snprintf(rel, sizeof(rel), "%s.csv", st == STAGE_CONCAT ? "context" : attn_stage_name(st));
+        snprintf(rel, sizeof(rel), "%s%s.csv", prefix,
+                 st == STAGE_CONCAT ? "context" : attn_stage_name(st));
         add_view(l, rel, attn_view(r, m, st, 0), TOLERANT, true);
     }
     if (m->block)
-        add_view(l, "block_output.csv", attn_view(r, m, attn_stage_last(m), 0), TOLERANT, true);
+        add_view(l, P("block_output.csv"), attn_view(r, m, attn_stage_block_output(m), 0), TOLERANT,
+                 true);
 
     static const char *const names[3] = {"query", "key", "value"};
     const float *w[3] = {m->wq, m->wk, m->wv};
@@ -238,39 +244,39 @@ static void build_expectations(struct expect_list *l, const struct attn_scene *s
         if (s->attn.layout == LAYOUT_WRAPPER) {
             for (int h = 0; h < m->heads; h++)
                 for (int k = 0; k < 3; k++) {
-                    snprintf(rel, sizeof(rel), "params/head%d/W_%s.csv", h, names[k]);
+                    snprintf(rel, sizeof(rel), "%sparams/head%d/W_%s.csv", prefix, h, names[k]);
                     add_param(l, rel, w[k], m->d_in, m->D, h * m->head_dim, m->head_dim);
-                    snprintf(rel, sizeof(rel), "params/head%d/b_%s.csv", h, names[k]);
+                    snprintf(rel, sizeof(rel), "%sparams/head%d/b_%s.csv", prefix, h, names[k]);
                     add_param(l, rel, b[k], 1, m->D, h * m->head_dim, m->head_dim);
                 }
         } else {
             for (int k = 0; k < 3; k++) {
-                snprintf(rel, sizeof(rel), "params/W_%s.csv", names[k]);
+                snprintf(rel, sizeof(rel), "%sparams/W_%s.csv", prefix, names[k]);
                 add_param(l, rel, w[k], m->d_in, width[k], 0, width[k]);
-                snprintf(rel, sizeof(rel), "params/b_%s.csv", names[k]);
+                snprintf(rel, sizeof(rel), "%sparams/b_%s.csv", prefix, names[k]);
                 add_param(l, rel, b[k], 1, width[k], 0, width[k]);
             }
         }
     }
     int fused = m->D + 2 * m->Dkv;
-    add_param(l, "params/W_qkv.csv", m->wqkv, m->d_in, fused, 0, fused);
-    add_param(l, "params/b_qkv.csv", m->bqkv, 1, fused, 0, fused);
-    add_param(l, "params/W_down.csv", m->wdown, m->d_in, m->latent, 0, m->latent);
-    add_param(l, "params/W_key_up.csv", m->wkup, m->latent, m->D, 0, m->D);
-    add_param(l, "params/W_value_up.csv", m->wvup, m->latent, m->D, 0, m->D);
-    add_param(l, "params/out.csv", m->wo, m->D, m->D, 0, m->D);
-    add_param(l, "params/out_bias.csv", m->bo, 1, m->D, 0, m->D);
+    add_param(l, P("params/W_qkv.csv"), m->wqkv, m->d_in, fused, 0, fused);
+    add_param(l, P("params/b_qkv.csv"), m->bqkv, 1, fused, 0, fused);
+    add_param(l, P("params/W_down.csv"), m->wdown, m->d_in, m->latent, 0, m->latent);
+    add_param(l, P("params/W_key_up.csv"), m->wkup, m->latent, m->D, 0, m->D);
+    add_param(l, P("params/W_value_up.csv"), m->wvup, m->latent, m->D, 0, m->D);
+    add_param(l, P("params/out.csv"), m->wo, m->D, m->D, 0, m->D);
+    add_param(l, P("params/out_bias.csv"), m->bo, 1, m->D, 0, m->D);
     if (m->block) {
-        add_param(l, "params/ffn_W1.csv", m->w1, m->d_in, m->hidden, 0, m->hidden);
-        add_param(l, "params/ffn_b1.csv", m->b1, 1, m->hidden, 0, m->hidden);
-        add_param(l, "params/ffn_W2.csv", m->w2, m->hidden, m->d_in, 0, m->d_in);
-        add_param(l, "params/ffn_b2.csv", m->b2, 1, m->d_in, 0, m->d_in);
+        add_param(l, P("params/ffn_W1.csv"), m->w1, m->d_in, m->hidden, 0, m->hidden);
+        add_param(l, P("params/ffn_b1.csv"), m->b1, 1, m->hidden, 0, m->hidden);
+        add_param(l, P("params/ffn_W2.csv"), m->w2, m->hidden, m->d_in, 0, m->d_in);
+        add_param(l, P("params/ffn_b2.csv"), m->b2, 1, m->d_in, 0, m->d_in);
         const float *norm[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
         static const char *const norm_names[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
                                                   "norm2_bias"};
         for (int k = 0; k < 4; k++)
             if (norm[k] && !is_default(norm[k], m->d_in, k % 2 == 0 ? 1.0f : 0.0f)) {
-                snprintf(rel, sizeof(rel), "params/%s.csv", norm_names[k]);
+                snprintf(rel, sizeof(rel), "%sparams/%s.csv", prefix, norm_names[k]);
                 add_param(l, rel, norm[k], 1, m->d_in, 0, m->d_in);
             }
     }
@@ -280,10 +286,26 @@ static void build_expectations(struct expect_list *l, const struct attn_scene *s
         assert_non_null(mask);
         for (int i = 0; i < rows * m->n; i++)
             mask[i] = m->keep[i] ? 1.0f : 0.0f;
-        add_view(l, "params/dropout_mask.csv", (struct attn_mat_view){mask, rows, m->n, m->n},
+        add_view(l, P("params/dropout_mask.csv"), (struct attn_mat_view){mask, rows, m->n, m->n},
                  EXACT, true);
         free(mask);
     }
+#undef P
+}
+
+static void build_expectations(struct expect_list *l, const struct attn_scene *s,
+                               const struct attn_net *net)
+{
+    for (int L = 0; L < net->layers; L++) {
+        char prefix[32] = "";
+        if (net->layers > 1)
+            snprintf(prefix, sizeof(prefix), "layer%d/", L);
+        build_layer(l, s, &net->model[L], &net->run[L], prefix);
+    }
+    const struct attn_model *last = &net->model[net->layers - 1];
+    if (last->final_norm)
+        add_view(l, "final_norm.csv",
+                 attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), TOLERANT, true);
 }
 
 /* Every CSV under dir (relative names), recursively. */
@@ -320,10 +342,12 @@ static void list_csv(const char *root, const char *sub, char names[][256], int *
 struct scene_case {
     char path[PATH_LEN];
     char stem[256];
+    char golden[PATH_LEN]; /* the folder of its goldens */
     /* results, for the summary */
     double max_abs;   /* largest |engine - torch| over the activations */
     double max_ratio; /* largest |engine - torch| / tolerance: 1 is the limit */
     char worst[320];
+    double chain_max; /* several layers: the last one's output computed through all of them */
     int files;
     bool ran;
 };
@@ -344,16 +368,12 @@ static void fmt_cell(char *out, size_t len, const char *rel, int i, int j)
 static void test_scene(void **state)
 {
     struct scene_case *sc = *state;
-    const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
-    char dir[PATH_LEN];
-    snprintf(dir, sizeof(dir), "%.2000s/scenes/%.255s", golden, sc->stem);
+    const char *dir = sc->golden;
 
     struct attn_scene s;
-    struct attn_model m;
-    struct attn_run r;
+    struct attn_net net;
     memset(&s, 0, sizeof(s));
-    memset(&m, 0, sizeof(m));
-    memset(&r, 0, sizeof(r));
+    memset(&net, 0, sizeof(net));
     struct diag_list errs;
     diag_list_init(&errs);
     char *source = NULL;
@@ -369,25 +389,11 @@ static void test_scene(void **state)
     diag_list_free(&errs);
     struct diag err;
     diag_clear(&err);
-    if (attn_model_resolve(&m, &s, &err) != 0) {
+    if (attn_net_compute(&net, &s, &err) != 0) {
         attn_scene_free(&s);
-        fail_msg("%s: model_resolve: %s", sc->path, err.msg);
+        fail_msg("%s: attn_net_compute: %s", sc->path, err.msg);
     }
-    if (attn_run_init(&r, &m, &err) != 0) {
-        attn_model_free(&m);
-        attn_scene_free(&s);
-        fail_msg("%s: attn_run_init: %s", sc->path, err.msg);
-    }
-    attn_forward(&r, &m);
-
-    static struct expect_list l; /* large; one test at a time */
-    memset(&l, 0, sizeof(l));
-    build_expectations(&l, &s, &m, &r);
-
-    static char names[MAX_FILES][256];
-    int n_names = 0;
-    list_csv(dir, "", names, &n_names);
-
+    const struct attn_model *m0 = &net.model[0];
     int problems = 0;
 #define PROBLEM(...)                                                                               \
     do {                                                                                           \
@@ -396,9 +402,93 @@ static void test_scene(void **state)
         problems++;                                                                                \
     } while (0)
 
+    /* Several layers: float32 rounding compounds from layer to layer (torch's own float32 run
+       is 1.5e-5 from float64 by the third layer), so the chained result, the last layer's
+       output, is checked within CHAIN_TOL; then every layer is recomputed from torch's input
+       to it (layer<L>/inputs.csv) and checked at the usual tolerance like any scene. */
+    if (net.layers > 1) {
+        const struct attn_model *last = &net.model[net.layers - 1];
+        char rel[64];
+        snprintf(rel, sizeof(rel), "%s", last->final_norm ? "final_norm.csv" : "");
+        if (!rel[0])
+            snprintf(rel, sizeof(rel), "layer%d/%s.csv", net.layers - 1,
+                     last->block ? "block_output" : "output");
+        struct attn_mat_view v =
+            attn_view(&net.run[net.layers - 1], last,
+                      last->final_norm ? STAGE_FINAL_NORM : attn_stage_block_output(last), 0);
+        struct csv c;
+        char path[PATH_LEN], why[PATH_LEN + 64];
+        snprintf(path, sizeof(path), "%.3000s/%s", dir, rel);
+        if (csv_read(&c, path, why, sizeof(why)) != 0) {
+            PROBLEM("%s\n", why);
+        } else {
+            for (int i = 0; i < v.rows && i + 1 < c.rows; i++)
+                for (int j = 0; j < v.cols && j + 1 < c.ncols[i + 1]; j++) {
+                    double want = strtod(c.cells[i + 1][j + 1], NULL);
+                    double got = v.data[(size_t)i * v.stride + j], d = fabs(got - want);
+                    if (d > sc->chain_max)
+                        sc->chain_max = d;
+                    if (d > CHAIN_TOL * (1 + fabs(want)))
+                        PROBLEM("%s: %s[%d][%d] through %d layers: engine %.9g, torch %.9g\n",
+                                sc->stem, rel, i, j, net.layers, got, want);
+                }
+            csv_free(&c);
+        }
+        for (int L = 1; L < net.layers; L++) {
+            struct attn_model *m = &net.model[L];
+            snprintf(path, sizeof(path), "%.3000s/layer%d/inputs.csv", dir, L);
+            if (csv_read(&c, path, why, sizeof(why)) != 0) {
+                PROBLEM("%s\n", why);
+                continue;
+            }
+            for (int i = 0; i < m->n && i + 1 < c.rows; i++)
+                for (int j = 0; j < m->d_in && j + 1 < c.ncols[i + 1]; j++)
+                    m->x[(size_t)i * m->d_in + j] = strtof(c.cells[i + 1][j + 1], NULL);
+            csv_free(&c);
+            attn_forward(&net.run[L], m);
+        }
+    }
+
+    static struct expect_list l; /* large; one test at a time */
+    memset(&l, 0, sizeof(l));
+    build_expectations(&l, &s, &net);
+
+    static char names[MAX_FILES][256];
+    int n_names = 0;
+    list_csv(dir, "", names, &n_names);
+
     if (n_names == 0)
         PROBLEM("%s: no goldens in %s (run tests/golden/gen_goldens.py)\n", sc->stem, dir);
+    bool tokens_seen = false;
     for (int f = 0; f < n_names; f++) {
+        if (strcmp(names[f], "tokens.csv") == 0) { /* position,id,token: the ids exactly */
+            tokens_seen = true;
+            char path[PATH_LEN], why[PATH_LEN + 64];
+            snprintf(path, sizeof(path), "%.3000s/tokens.csv", dir);
+            struct csv c;
+            if (csv_read(&c, path, why, sizeof(why)) != 0) {
+                PROBLEM("%s\n", why);
+                continue;
+            }
+            sc->files++;
+            if (c.rows != m0->n + 1 || c.ncols[0] != 3 || strcmp(c.cells[0][0], "position") != 0 ||
+                strcmp(c.cells[0][1], "id") != 0 || strcmp(c.cells[0][2], "token") != 0)
+                PROBLEM("%s: tokens.csv has %d rows (header position,id,token), expected %d\n",
+                        sc->stem, c.rows - 1, m0->n);
+            for (int i = 0; i + 1 < c.rows && i < m0->n; i++) {
+                if (c.ncols[i + 1] != 3) {
+                    PROBLEM("%s: tokens.csv row %d has %d fields\n", sc->stem, i, c.ncols[i + 1]);
+                    continue;
+                }
+                if (atoi(c.cells[i + 1][0]) != i || atoi(c.cells[i + 1][1]) != m0->ids[i] ||
+                    strcmp(c.cells[i + 1][2], m0->tokens[i]) != 0)
+                    PROBLEM("%s: tokens.csv row %d: golden %s,%s,'%s', engine %d,%d,'%s'\n",
+                            sc->stem, i, c.cells[i + 1][0], c.cells[i + 1][1], c.cells[i + 1][2], i,
+                            m0->ids[i], m0->tokens[i]);
+            }
+            csv_free(&c);
+            continue;
+        }
         struct expect *e = NULL;
         for (int k = 0; k < l.n; k++)
             if (strcmp(l.items[k].rel, names[f]) == 0)
@@ -430,9 +520,9 @@ static void test_scene(void **state)
                 PROBLEM("%s: %s row %d has %d fields\n", sc->stem, names[f], i, c.ncols[i + 1]);
                 continue;
             }
-            if (e->token_rows && strcmp(c.cells[i + 1][0], m.tokens[i % m.n]) != 0)
+            if (e->token_rows && strcmp(c.cells[i + 1][0], m0->tokens[i % m0->n]) != 0)
                 PROBLEM("%s: %s row %d: golden token '%s', engine token '%s'\n", sc->stem, names[f],
-                        i, c.cells[i + 1][0], m.tokens[i % m.n]);
+                        i, c.cells[i + 1][0], m0->tokens[i % m0->n]);
             for (int j = 0; j < e->cols; j++) {
                 const char *cell = c.cells[i + 1][j + 1];
                 char *end;
@@ -472,6 +562,8 @@ static void test_scene(void **state)
         }
         csv_free(&c);
     }
+    if (!tokens_seen)
+        PROBLEM("%s: the engine has tokens.csv but there is no golden for it\n", sc->stem);
     for (int k = 0; k < l.n; k++) {
         if (!l.items[k].found)
             PROBLEM("%s: the engine has %s but there is no golden for it\n", sc->stem,
@@ -482,10 +574,12 @@ static void test_scene(void **state)
     printf("goldens: %-26s %3d files  max |diff| %.3g (%.1f%% of the tolerance)%s%s\n", sc->stem,
            sc->files, sc->max_abs, 100.0 * sc->max_ratio, sc->max_abs > 0 ? "  at " : "",
            sc->worst);
+    if (net.layers > 1)
+        printf("goldens: %-26s through all %d layers: max |diff| %.3g\n", sc->stem, net.layers,
+               sc->chain_max);
     fflush(stdout);
 
-    attn_run_free(&r);
-    attn_model_free(&m);
+    attn_net_free(&net);
     attn_scene_free(&s);
     if (problems)
         fail_msg("%s: %d mismatches with the PyTorch goldens", sc->stem, problems);
@@ -495,7 +589,8 @@ static void test_scene(void **state)
 /* ---- discovery ----------------------------------------------------------------------------- */
 
 /* Appends the .yaml files of dir (sorted) to the cases. */
-static void collect(const char *dir, struct scene_case **cases, int *n, int *cap)
+static void collect(const char *dir, const char *golden, struct scene_case **cases, int *n,
+                    int *cap)
 {
     int count;
     char **names = tu_list_names(dir, ".yaml", &count);
@@ -513,6 +608,7 @@ static void collect(const char *dir, struct scene_case **cases, int *n, int *cap
         snprintf(c->path, sizeof(c->path), "%.3000s/%.255s", dir, names[i]);
         snprintf(c->stem, sizeof(c->stem), "%.*s",
                  (int)(strlen(names[i]) - 5) > 250 ? 250 : (int)(strlen(names[i]) - 5), names[i]);
+        snprintf(c->golden, sizeof(c->golden), "%.3000s/%.255s", golden, c->stem);
     }
     tu_free_names(names, count);
 }
@@ -524,14 +620,22 @@ int main(void)
     char random_dir[PATH_LEN];
     snprintf(random_dir, sizeof(random_dir), "%.3000s/random", fixtures);
 
+    const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
+    char scene_goldens[PATH_LEN], gpt2_scenes[PATH_LEN], gpt2_goldens[PATH_LEN];
+    snprintf(scene_goldens, sizeof(scene_goldens), "%.3000s/scenes", golden);
+    snprintf(gpt2_scenes, sizeof(gpt2_scenes), "%.3000s/gpt2/scenes", golden);
+    snprintf(gpt2_goldens, sizeof(gpt2_goldens), "%.3000s/gpt2/goldens", golden);
+
     struct scene_case *cases = NULL;
     int n = 0, cap = 0;
-    collect(scenes, &cases, &n, &cap);
+    collect(scenes, scene_goldens, &cases, &n, &cap);
     int n_book = n;
-    collect(random_dir, &cases, &n, &cap);
-    if (n_book == 0 || n == n_book) {
-        fprintf(stderr, "goldens: found %d scenes in %s and %d in %s; expected both\n", n_book,
-                scenes, n - n_book, random_dir);
+    collect(random_dir, scene_goldens, &cases, &n, &cap);
+    int n_random = n - n_book;
+    collect(gpt2_scenes, gpt2_goldens, &cases, &n, &cap); /* checkpoints: tests/golden/gpt2 */
+    if (n_book == 0 || n_random == 0 || n == n_book + n_random) {
+        fprintf(stderr, "goldens: found %d scenes in %s, %d in %s and %d in %s; expected all\n",
+                n_book, scenes, n_random, random_dir, n - n_book - n_random, gpt2_scenes);
         return 1;
     }
 

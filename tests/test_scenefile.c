@@ -495,7 +495,7 @@ static void test_error_limit(void **state)
     for (int i = 0; i < 50; i++)
         fprintf(f,
                 "many.yaml:%d:1: unknown key 'bogus%d' (valid keys: version, title, tokenizer, "
-                "text, tokens, seed, embeddings, positional, attention, block, layers, weights, view)\n",
+                "text, tokens, seed, embeddings, positional, attention, block, layers, weights, view, model)\n",
                 i + 2, i);
     fprintf(f, "many.yaml: too many problems; stopped after the first 50\n");
     assert_int_equal(fclose(f), 0);

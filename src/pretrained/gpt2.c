@@ -116,8 +116,7 @@ static int config_int(int *out, json_t *root, const char *key, const char *alt, 
     json_t *v = json_object_get(root, key);
     if (!v && alt)
         v = json_object_get(root, alt);
-    if (!v || !json_is_integer(v) || json_integer_value(v) < 1 ||
-        json_integer_value(v) > 1000000) {
+    if (!v || !json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000) {
         diag_set(err, "", "%s: '%s' must be a positive integer", path, key);
         return -1;
     }
@@ -158,8 +157,9 @@ static int read_config(struct config *c, const char *path, struct diag *err)
     } else if (strcmp(a, "relu") == 0) {
         c->act = ACT_RELU;
     } else {
-        diag_set(err, "", "%s: activation_function '%.40s' is not one attnscope has (gelu_new, "
-                          "gelu, relu)",
+        diag_set(err, "",
+                 "%s: activation_function '%.40s' is not one attnscope has (gelu_new, "
+                 "gelu, relu)",
                  path, a);
         goto out;
     }
@@ -251,8 +251,9 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     if (!b)
         return diag_set(err, "", "out of memory");
     if (!s->token_ids)
-        return diag_set(err, "", "a GPT-2 checkpoint needs its tokenizer: tokenizer: {kind: gpt2, "
-                                 "vocab: vocab.json, merges: merges.txt}");
+        return diag_set(err, "",
+                        "a GPT-2 checkpoint needs its tokenizer: tokenizer: {kind: gpt2, "
+                        "vocab: vocab.json, merges: merges.txt}");
     /* config.json lives beside the weights */
     char dir[4096], config_path[4200];
     snprintf(dir, sizeof(dir), "%s", path);
@@ -286,8 +287,8 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
         return diag_set(err, "", "heads %d does not divide the checkpoint's width %d", heads, d);
 
     /* the tables */
-    const struct st_tensor *wte = st_find(&b->st, prefix[0] ? "transformer.wte.weight"
-                                                            : "wte.weight");
+    const struct st_tensor *wte =
+        st_find(&b->st, prefix[0] ? "transformer.wte.weight" : "wte.weight");
     int vocab = wte && wte->ndim == 2 ? (int)wte->shape[0] : 0;
     attn_matrix_free(&s->embed.rows);
     if (tensor(&s->embed.rows, b, prefix, "wte.weight", vocab, d, err))
@@ -358,8 +359,9 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
                 return -1;
         }
         w->set = true;
-        if (L == layers - 1 && (tensor(&w->final_norm_weight, b, prefix, "ln_f.weight", 1, d, err) ||
-                                tensor(&w->final_norm_bias, b, prefix, "ln_f.bias", 1, d, err)))
+        if (L == layers - 1 &&
+            (tensor(&w->final_norm_weight, b, prefix, "ln_f.weight", 1, d, err) ||
+             tensor(&w->final_norm_bias, b, prefix, "ln_f.bias", 1, d, err)))
             return -1;
     }
     free(s->model.file);

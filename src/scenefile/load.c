@@ -196,6 +196,11 @@ int scenefile_parse(struct attn_scene *out, const char *name, const char *text, 
     int failed = l.yd.n > 0;
     ytree_free(&l.tree);
     schema_free_heads(&l);
+    free(l.tokenizer_spec.kind);
+    free(l.tokenizer_spec.vocab);
+    free(l.tokenizer_spec.merges);
+    free(l.model_spec.file);
+    free(l.model_spec.arch);
     free(l.keys);
     free(l.bad);
     if (failed) {

@@ -44,6 +44,14 @@ struct loader {
     int text_node, tokens_node; /* value nodes of text / tokens, or -1 */
     struct head_weights *heads; /* weights.heads entries, n_heads of them */
     int n_heads;
+    /* model: and tokenizer: {kind: gpt2}, as given (loaded in finish_top, once the tokens are
+       known); the paths relative to the scene file */
+    struct {
+        char *kind, *vocab, *merges;
+    } tokenizer_spec;
+    struct {
+        char *file, *arch;
+    } model_spec;
 };
 
 /* Adds a problem located at node's start (node < 0: line 1) and marks path as bad. */

@@ -23,6 +23,7 @@
 #include "common/cnum.h"
 #include "common/npy.h"
 #include "engine/stage.h"
+#include "pretrained/gpt2.h"
 #include "scenefile/loader.h"
 #include "yaml/suggest.h"
 
@@ -1231,8 +1232,76 @@ enum {
     T_LAYERS,
     T_WEIGHTS,
     T_VIEW,
+    T_MODEL,
     T_COUNT
 };
+
+/* A path of a scene key, relative to the scene file's folder. */
+static void beside_scene(char *out, size_t size, const struct loader *l, const char *name)
+{
+    if (name[0] == '/' || !l->dir[0])
+        snprintf(out, size, "%s", name);
+    else
+        snprintf(out, size, "%s/%s", l->dir, name);
+}
+
+/* The keys a checkpoint decides: given with model:, each is refused where it is written. */
+static const char *const model_decides[] = {
+    "embeddings",
+    "weights",
+    "block",
+    "attention.projection",
+    "attention.d_out",
+    "attention.head_layout",
+    "attention.qkv",
+    "attention.qkv_bias",
+    "attention.out_proj",
+    "attention.out_bias",
+    "attention.kv_heads",
+    "attention.kv_latent",
+    "attention.scale",
+    "attention.normalize",
+    "positional.kind",
+    "positional.max_len",
+    "positional.table",
+    "positional.seed",
+    "positional.base",
+    "positional.rope_pairs",
+};
+
+static void load_model(struct loader *l, struct attn_scene *s)
+{
+    bool refused = false;
+    for (size_t i = 0; i < sizeof(model_decides) / sizeof(model_decides[0]); i++) {
+        const struct loader_key *k = loader_find(l, model_decides[i]);
+        if (k) {
+            loader_error(l, k->key, model_decides[i],
+                         "'%s' comes from the checkpoint (model): remove it", model_decides[i]);
+            refused = true;
+        }
+    }
+    if (refused)
+        return;
+    if (s->tokenizer != TOKENIZER_GPT2) {
+        const struct loader_key *k = loader_find(l, "model");
+        loader_error(l, k ? k->key : -1, "model",
+                     "a GPT-2 checkpoint reads token ids: give its tokenizer, tokenizer: {kind: "
+                     "gpt2, vocab: vocab.json, merges: merges.txt}");
+        return;
+    }
+    char file[4200];
+    beside_scene(file, sizeof(file), l, l->model_spec.file);
+    struct gpt2_overrides o = {loader_find(l, "attention.heads") != NULL,
+                               loader_find(l, "layers") != NULL,
+                               loader_find(l, "attention.causal") != NULL};
+    struct diag err;
+    diag_clear(&err);
+    if (gpt2_load(s, file, &o, &err) != 0) {
+        const struct loader_key *k = loader_find(l, "model.file");
+        loader_error(l, k ? k->value : -1, "model.file", "%s%s%s", err.file,
+                     err.file[0] ? ": " : "", err.msg);
+    }
+}
 
 static void finish_top(struct loader *l, int node, const int *found, void *base, const char *path)
 {
@@ -1254,6 +1323,19 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
                          "the scene needs 'text' (a sentence) or 'tokens' (a list of strings)");
         loader_mark_bad(l, "text");
         return;
+    }
+    if (l->tokenizer_spec.kind && l->tokenizer_spec.vocab && l->tokenizer_spec.merges &&
+        !loader_bad(l, "tokenizer")) {
+        char vocab[4200], merges[4200];
+        beside_scene(vocab, sizeof(vocab), l, l->tokenizer_spec.vocab);
+        beside_scene(merges, sizeof(merges), l, l->tokenizer_spec.merges);
+        if (gpt2_attach_tokenizer(s, vocab, merges, &err) != 0) {
+            const struct loader_key *k = loader_find(l, "tokenizer");
+            loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s", err.file,
+                         err.file[0] ? ": " : "", err.msg);
+            loader_mark_bad(l, "text");
+            return;
+        }
     }
     if (l->text_node >= 0 && !loader_bad(l, "tokenizer")) {
         if (attn_scene_set_text(s, str_of(l, l->text_node), &err) != 0)
@@ -1278,6 +1360,9 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         if (k)
             loader_register(l, "text", k->key, k->value);
     }
+    if (l->model_spec.file && !loader_bad(l, "model") && !loader_bad(l, "text") &&
+        !loader_bad(l, "tokens"))
+        load_model(l, s);
 }
 
 /* ---- the tables ------------------------------------------------------------------------- */
@@ -1593,10 +1678,93 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
     s->n_more = count - 1;
 }
 
+/* tokenizer: a built-in's name, or {kind: gpt2, vocab: vocab.json, merges: merges.txt}. */
+#define TK(member) offsetof(struct loader, tokenizer_spec.member)
+#define MD(member) offsetof(struct loader, model_spec.member)
+static const struct field tokenizer_fields[] = {
+    {"kind", WANT_SCALAR, "gpt2", h_string, TK(kind), NULL},
+    {"vocab", WANT_SCALAR, "a file name (vocab.json)", h_string, TK(vocab), NULL},
+    {"merges", WANT_SCALAR, "a file name (merges.txt)", h_string, TK(merges), NULL},
+};
+static void finish_tokenizer(struct loader *l, int node, const int *found, void *base,
+                             const char *path)
+{
+    static const char *const need[] = {"kind", "vocab", "merges"};
+    for (int i = 0; i < 3; i++)
+        if (found[i] < 0 && !meant_bad(l, path, need[i]))
+            loader_error(l, node, path,
+                         "'tokenizer' needs '%s': {kind: gpt2, vocab: vocab.json, "
+                         "merges: merges.txt}",
+                         need[i]);
+    if (l->tokenizer_spec.kind && strcmp(l->tokenizer_spec.kind, "gpt2") != 0) {
+        char kp[DIAG_PATH_MAX];
+        join(kp, path, "kind");
+        loader_error(l, found[0], kp,
+                     "tokenizer kind '%.40s' has no files to read; as a mapping, kind is gpt2 "
+                     "(or write tokenizer: whitespace, words or chars)",
+                     l->tokenizer_spec.kind);
+    }
+}
+static const struct mapping tokenizer_map = {"tokenizer", tokenizer_fields, N(tokenizer_fields),
+                                             finish_tokenizer};
+
+static void h_tokenizer(struct loader *l, const struct field *f, int node, void *base,
+                        const char *path)
+{
+    const struct ynode *nd = nd_of(l, node);
+    if (nd->type == YNODE_MAP) {
+        /* the files are read with the model, once everything else is known (finish_top) */
+        struct loader *self = l;
+        walk_map(l, node, &tokenizer_map, self, path);
+        return;
+    }
+    if (nd->type == YNODE_SCALAR && strcmp(str_of(l, node), "gpt2") == 0) {
+        loader_error(l, node, path,
+                     "the gpt2 tokenizer reads its vocabulary: tokenizer: {kind: gpt2, vocab: "
+                     "vocab.json, merges: merges.txt}");
+        return;
+    }
+    /* a name: checked and reported as the enum it is */
+    struct field as_enum = *f;
+    as_enum.handler = h_enum;
+    if (nd->type != YNODE_SCALAR) {
+        as_enum.what = NULL;
+        must_be(l, &as_enum, node, path);
+        return;
+    }
+    h_enum(l, &as_enum, node, base, path);
+}
+
+/* model: {file: model.safetensors, arch: gpt2}; loaded in finish_top. */
+static const struct field model_fields[] = {
+    {"file", WANT_SCALAR, "a file name (model.safetensors)", h_string, MD(file), NULL},
+    {"arch", WANT_SCALAR, "gpt2", h_string, MD(arch), NULL},
+};
+static void finish_model(struct loader *l, int node, const int *found, void *base, const char *path)
+{
+    if (found[0] < 0 && !meant_bad(l, path, "file"))
+        loader_error(l, node, path, "'model' needs 'file': {file: model.safetensors, arch: gpt2}");
+    if (found[1] < 0 && !meant_bad(l, path, "arch"))
+        loader_error(l, node, path,
+                     "'model' needs 'arch' (the name mapping of its tensors): arch: gpt2");
+    else if (l->model_spec.arch && strcmp(l->model_spec.arch, "gpt2") != 0) {
+        char ap[DIAG_PATH_MAX];
+        join(ap, path, "arch");
+        loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (gpt2)",
+                     l->model_spec.arch);
+    }
+}
+static const struct mapping model_map = {"model", model_fields, N(model_fields), finish_model};
+
+static void h_model(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    walk_map(l, node, &model_map, l, path);
+}
+
 static const struct field top_fields[T_COUNT] = {
     [T_VERSION] = {"version", WANT_SCALAR, "an integer", h_version, 0, NULL},
     [T_TITLE] = {"title", WANT_SCALAR, "a string", h_string, S(title), NULL},
-    [T_TOKENIZER] = {"tokenizer", WANT_SCALAR, NULL, h_enum, S(tokenizer), &tokenizer_enum},
+    [T_TOKENIZER] = {"tokenizer", WANT_ANY, NULL, h_tokenizer, S(tokenizer), &tokenizer_enum},
     [T_TEXT] = {"text", WANT_SCALAR, "a string", h_text, 0, NULL},
     [T_TOKENS] = {"tokens", WANT_SEQ, "a list of strings", h_tokens, 0, NULL},
     [T_SEED] = {"seed", WANT_SCALAR, SEED_WHAT, h_seed, S(seed), NULL},
@@ -1616,6 +1784,8 @@ static const struct field top_fields[T_COUNT] = {
                    h_weights, 0, NULL},
     [T_VIEW] = {"view", WANT_MAP, "a mapping like {layer: 1, head: 3, stage: weights}", h_map, 0,
                 &view_map},
+    [T_MODEL] = {"model", WANT_MAP, "a mapping like {file: model.safetensors, arch: gpt2}", h_model,
+                 0, NULL},
 };
 static const struct mapping top_map = {"", top_fields, T_COUNT, finish_top};
 

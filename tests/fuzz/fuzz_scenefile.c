@@ -18,6 +18,7 @@
 
 #include "engine/attention.h"
 #include "engine/model.h"
+#include "engine/net.h"
 #include "export/export.h"
 #include "scenefile/scenefile.h"
 
@@ -27,6 +28,7 @@
 #define FUZZ_MAX_HEADS   8
 #define FUZZ_MAX_POS_LEN 64
 #define FUZZ_MAX_SKIP    4096
+#define FUZZ_MAX_LAYERS  4
 
 /* scenefile_write into a malloc'ed string; returns NULL (with err) when the writer refuses. */
 static char *write_text(const struct attn_scene *s, bool explicit, size_t *len, struct diag *err)
@@ -64,7 +66,8 @@ static bool small_enough(const struct attn_scene *s)
            s->attn.heads <= FUZZ_MAX_HEADS &&
            (s->pos.kind != POS_LEARNED || s->pos.max_len <= FUZZ_MAX_POS_LEN) &&
            (!s->block.on ||
-            (attn_scene_ffn_hidden(s) <= 4 * FUZZ_MAX_DIM && s->block.ffn_skip <= FUZZ_MAX_SKIP));
+            (attn_scene_ffn_hidden(s) <= 4 * FUZZ_MAX_DIM && s->block.ffn_skip <= FUZZ_MAX_SKIP)) &&
+           s->layers <= FUZZ_MAX_LAYERS && s->model.file == NULL;
 }
 
 /* Every stage of every head of a and b, bit for bit (NaN from a zero row sum included). */
@@ -94,65 +97,72 @@ static void same_stages(const struct attn_model *ma, const struct attn_run *ra,
         }
 }
 
-/* The forward pass of text (written by the writer) equals the one of m, r. */
-static void same_forward(const struct attn_model *m, const struct attn_run *r, const char *text,
-                         size_t len, const char *what)
+/* Every layer of two nets, bit for bit. */
+static void same_nets(const struct attn_net *a, const struct attn_net *b)
+{
+    INVARIANT(a->layers == b->layers, "%d layers, then %d", a->layers, b->layers);
+    for (int L = 0; L < a->layers; L++)
+        same_stages(&a->model[L], &a->run[L], &b->model[L], &b->run[L]);
+}
+
+/* The forward pass of text (written by the writer) equals the one of net. */
+static void same_forward(const struct attn_net *net, const char *text, size_t len, const char *what)
 {
     struct attn_scene again;
     reparse(&again, text, len, what);
-    struct attn_model m2;
-    struct attn_run r2;
-    memset(&m2, 0, sizeof(m2));
-    memset(&r2, 0, sizeof(r2));
+    struct attn_net net2;
+    memset(&net2, 0, sizeof(net2));
     struct diag err;
     diag_clear(&err);
-    INVARIANT(attn_compute(&m2, &r2, &again, &err) == 0, "the %s does not compute: %s", what,
+    INVARIANT(attn_net_compute(&net2, &again, &err) == 0, "the %s does not compute: %s", what,
               err.msg);
-    same_stages(m, r, &m2, &r2);
-    attn_run_free(&r2);
-    attn_model_free(&m2);
+    same_nets(net, &net2);
+    attn_net_free(&net2);
     attn_scene_free(&again);
 }
 
 /* What the explorer and the CLI do with a loaded scene: compute, print, CSV, describe. */
 static void forward_pass(const struct attn_scene *s, const char *explicit_text, size_t explicit_len)
 {
-    struct attn_model m;
-    struct attn_run r;
-    memset(&m, 0, sizeof(m));
-    memset(&r, 0, sizeof(r));
+    struct attn_net net;
+    memset(&net, 0, sizeof(net));
     struct diag err;
     diag_clear(&err);
     /* A checked scene within the bounds above has nothing left to refuse. */
-    INVARIANT(attn_compute(&m, &r, s, &err) == 0, "attn_compute refused a checked scene: %s",
+    INVARIANT(attn_net_compute(&net, s, &err) == 0, "attn_net_compute refused a checked scene: %s",
               err.msg);
 
-    enum attn_stage order[STAGE_COUNT];
-    int n_stages = attn_stage_order(order, &m);
-    for (int k = 0; k < n_stages; k++)
-        for (int h = 0, st = order[k]; h < (attn_stage_is_per_head(order[k]) ? m.heads : 1); h++) {
-            struct attn_mat_view v = attn_view(&r, &m, (enum attn_stage)st, h);
-            torch_print_matrix(fuzz_sink(), v);
-            csv_write_matrix(fuzz_sink(), v, m.tokens,
-                             attn_stage_is_square((enum attn_stage)st) ? m.tokens : NULL);
-            (void)attn_stage_is_off(&m, (enum attn_stage)st);
-        }
+    for (int L = 0; L < net.layers; L++) {
+        const struct attn_model *m = &net.model[L];
+        const struct attn_run *r = &net.run[L];
+        enum attn_stage order[STAGE_COUNT];
+        int n_stages = attn_stage_order(order, m);
+        for (int k = 0; k < n_stages; k++)
+            for (int h = 0, st = order[k]; h < (attn_stage_is_per_head(order[k]) ? m->heads : 1);
+                 h++) {
+                struct attn_mat_view v = attn_view(r, m, (enum attn_stage)st, h);
+                torch_print_matrix(fuzz_sink(), v);
+                csv_write_matrix(fuzz_sink(), v, m->tokens,
+                                 attn_stage_is_square((enum attn_stage)st) ? m->tokens : NULL);
+                (void)attn_stage_is_off(m, (enum attn_stage)st);
+            }
+    }
     char words[256];
     attn_scene_describe(words, sizeof(words), s);
 
     /* Every default written out changes nothing. */
-    same_forward(&m, &r, explicit_text, explicit_len, "scene written with every default");
+    same_forward(&net, explicit_text, explicit_len, "scene written with every default");
     /* Export's scene.yaml: every drawn number written out must reproduce every stage. */
     struct attn_scene resolved;
-    INVARIANT(attn_scene_from_model(&resolved, s, &m) == 0, "scene_from_model failed");
+    INVARIANT(attn_scene_from_layers(&resolved, s, net.model, net.layers) == 0,
+              "scene_from_layers failed");
     size_t len;
     char *text = write_text(&resolved, true, &len, &err);
     INVARIANT(text != NULL, "the writer refuses the resolved scene: %s", err.msg);
-    same_forward(&m, &r, text, len, "resolved scene");
+    same_forward(&net, text, len, "resolved scene");
     free(text);
     attn_scene_free(&resolved);
-    attn_run_free(&r);
-    attn_model_free(&m);
+    attn_net_free(&net);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
