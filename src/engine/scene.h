@@ -187,6 +187,7 @@ struct attn_scene {
         char *file; /* absolute path of the .safetensors file, or NULL */
         char *arch; /* "gpt2" */
         int layers; /* the checkpoint's own count (layers may run fewer) */
+        int heads;  /* its config's head count (attention.heads may split otherwise) */
     } model;
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
     struct attn_backing *backing;   /* what the borrowed matrices live in, or NULL */

@@ -240,20 +240,43 @@ void app_refuse(struct app *a, const char *fmt, ...)
  * or the seed, the scene goes back to drawing them, and says so. */
 static void drop_weights(struct app *a, const char *why)
 {
-    struct attn_scene_weights *w = &a->scene.weights;
-    if (!w->set && !w->dropout_mask)
+    struct attn_scene *s = &a->scene;
+    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
         return;
-    attn_scene_weights_free(w);
+    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
+    if (!any)
+        return;
+    attn_scene_weights_free(&s->weights);
+    for (int i = 0; i < s->n_more; i++)
+        attn_scene_weights_free(&s->more_weights[i]);
+    free(s->more_weights);
+    s->more_weights = NULL;
+    s->n_more = 0;
+    s->weights_listed = false;
     snprintf(a->message, sizeof(a->message), "explicit weights dropped (%s): drawn from the seed",
              why);
 }
 
+/* A checkpoint decides its shapes and projections: an edit of one is refused, with why. */
+static bool from_checkpoint(struct app *a, const char *what)
+{
+    if (!a->scene.model.file)
+        return false;
+    app_refuse(a,
+               "%s comes from the checkpoint (%s); heads, dropout, causal and the sentence can "
+               "change",
+               what, a->scene.model.arch ? a->scene.model.arch : "model");
+    return true;
+}
+
 static void drop_dropout_mask(struct app *a)
 {
-    struct attn_scene_weights *w = &a->scene.weights;
-    free(w->dropout_mask);
-    w->dropout_mask = NULL;
-    w->dropout_mask_n = w->dropout_mask_heads = 0;
+    for (int L = 0; L <= a->scene.n_more; L++) {
+        struct attn_scene_weights *w = L == 0 ? &a->scene.weights : &a->scene.more_weights[L - 1];
+        free(w->dropout_mask);
+        w->dropout_mask = NULL;
+        w->dropout_mask_n = w->dropout_mask_heads = 0;
+    }
 }
 
 int app_edit_text(struct app *a, const char *text)
@@ -360,6 +383,8 @@ int app_edit_knob(struct app *a, enum knob k, double value)
     }
     if (value == app_knob_value(a, k))
         return 0;
+    if (k == KNOB_D_OUT && from_checkpoint(a, "d_out"))
+        return -1;
     begin_edit(a);
     if (k == KNOB_D_OUT) {
         a->scene.attn.d_out = (int)value;
@@ -421,6 +446,8 @@ int app_toggle_causal(struct app *a)
 
 int app_cycle_projection(struct app *a)
 {
+    if (from_checkpoint(a, "the projection"))
+        return -1;
     begin_edit(a);
     static const enum attn_projection next[] = {[PROJ_DEFAULT] = PROJ_NONE,
                                                 [PROJ_NONE] = PROJ_RAND,
@@ -444,6 +471,8 @@ int app_cycle_projection(struct app *a)
 
 int app_cycle_layout(struct app *a)
 {
+    if (from_checkpoint(a, "the head layout"))
+        return -1;
     begin_edit(a);
     a->scene.attn.layout = a->scene.attn.layout == LAYOUT_SPLIT ? LAYOUT_WRAPPER : LAYOUT_SPLIT;
     drop_weights(a, "new head layout");

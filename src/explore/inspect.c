@@ -313,6 +313,13 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[i], m->tokens[j]);
     else
         put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[i], j);
+    if (a->shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
+        const int *ids = a->net.model[0].ids;
+        if (attn_stage_is_square(a->stage))
+            put(&b, "token ids %d and %d\n", ids[i], ids[j]);
+        else
+            put(&b, "token id %d\n", ids[i]);
+    }
 
     switch (a->stage) {
     case STAGE_INPUTS:

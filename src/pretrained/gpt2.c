@@ -369,6 +369,7 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     s->model.file = absolute(path);
     s->model.arch = strdup("gpt2");
     s->model.layers = c.layers;
+    s->model.heads = c.heads;
     if (!s->model.file || !s->model.arch)
         return diag_set(err, "", "out of memory");
     return 0;

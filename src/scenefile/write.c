@@ -742,6 +742,40 @@ static void write_weights(struct writer *w)
     }
 }
 
+/* A checkpoint's scene: the reference to it and what the scene changes; its numbers stay in
+ * the file (which the absolute path finds from anywhere on this machine). */
+static void write_model_scene(struct writer *w)
+{
+    const struct attn_scene *s = w->s;
+    FILE *f = w->f;
+    fputs("model: {file: ", f);
+    write_string(f, s->model.file, true);
+    fprintf(f, ", arch: %s}\n", s->model.arch ? s->model.arch : "gpt2");
+    if (w->explicit || s->layers != s->model.layers)
+        fprintf(f, "layers: %d\n", s->layers);
+    const struct attn_config *a = &s->attn;
+    bool heads = w->explicit || a->heads != s->model.heads;
+    if (heads || !a->causal || a->dropout > 0 || a->dropout_seed.set) {
+        fputs("attention:\n", f);
+        if (heads)
+            fprintf(f, "  heads: %d\n", a->heads);
+        if (w->explicit || !a->causal)
+            fprintf(f, "  causal: %s\n", yes_no(a->causal));
+        if (w->explicit || a->dropout > 0) {
+            fputs("  dropout: ", f);
+            write_double(f, a->dropout);
+            fputc('\n', f);
+        }
+        if (a->dropout_seed.set)
+            fprintf(f, "  dropout_seed: %llu\n", (unsigned long long)a->dropout_seed.value);
+    }
+    if (s->pos.offset > 0)
+        fprintf(f, "positional: {offset: %d}\n", s->pos.offset);
+    if (s->view.layer >= 0)
+        fprintf(f, "view: {layer: %d, head: %d, stage: %s}\n", s->view.layer, s->view.head,
+                attn_stage_name((enum attn_stage)s->view.stage));
+}
+
 static void write_scene(struct writer *w)
 {
     const struct attn_scene *s = w->s;
@@ -765,10 +799,21 @@ static void write_scene(struct writer *w)
         }
         fputs("]\n", f);
     }
-    if (w->explicit || s->tokenizer != w->def.tokenizer)
+    if (s->tokenizer == TOKENIZER_GPT2) {
+        fputs("tokenizer: {kind: gpt2, vocab: ", f);
+        write_string(f, s->vocab_path ? s->vocab_path : "", true);
+        fputs(", merges: ", f);
+        write_string(f, s->merges_path ? s->merges_path : "", true);
+        fputs("}\n", f);
+    } else if (w->explicit || s->tokenizer != w->def.tokenizer) {
         fprintf(f, "tokenizer: %s\n", attn_tokenizer_name(s->tokenizer));
+    }
     if (w->explicit || s->seed != w->def.seed)
         fprintf(f, "seed: %llu\n", (unsigned long long)s->seed);
+    if (s->model.file) {
+        write_model_scene(w);
+        return;
+    }
     write_embeddings(w);
     write_positional(w);
     if (attention_differs(w)) {
