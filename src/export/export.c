@@ -263,7 +263,9 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
     if (put_csv(dir, NULL, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), "token", m->tokens, NULL,
                 err) != 0)
         return -1;
-    if (export_params(dir, s, m, err) != 0)
+    /* A checkpoint's parameters are in its file, which scene.yaml names: as CSV they would be
+       a gigabyte for GPT-2 small. */
+    if (!s->model.file && export_params(dir, s, m, err) != 0)
         return -1;
 
     enum attn_stage order[STAGE_COUNT];

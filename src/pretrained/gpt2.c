@@ -171,6 +171,13 @@ out:
 
 /* ---- tensors ------------------------------------------------------------------------------- */
 
+/* A problem of the checkpoint file: err->file names it, the message the tensor. */
+static int in_file(struct diag *err, const char *file)
+{
+    snprintf(err->file, sizeof(err->file), "%s", file);
+    return -1;
+}
+
 /* The tensor prefix + name as a (rows, cols) matrix (rows 1: a vector of cols), in place when
  * it is F32 and aligned, else widened into memory the backing owns. */
 static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix, const char *name,
@@ -180,7 +187,8 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
     snprintf(full, sizeof(full), "%s%s", prefix, name);
     const struct st_tensor *t = st_find(&b->st, full);
     if (!t)
-        return diag_set(err, "", "%s: tensor '%s' is missing (arch gpt2)", b->st.path, full);
+        return diag_set(err, "", "tensor '%s' is missing (arch gpt2)", full),
+               in_file(err, b->st.path);
     bool vector = rows == 1;
     bool ok = vector ? t->ndim == 1 && t->shape[0] == cols
                      : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
@@ -191,10 +199,12 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
             o += (size_t)snprintf(shape + o, sizeof(shape) - o, "%s%lld", i ? ", " : "",
                                   (long long)t->shape[i]);
         if (vector)
-            return diag_set(err, "", "%s: tensor '%s' has shape [%s], expected [%d]", b->st.path,
-                            full, shape, cols);
-        return diag_set(err, "", "%s: tensor '%s' has shape [%s], expected [%d, %d]", b->st.path,
-                        full, shape, rows, cols);
+            return diag_set(err, "", "tensor '%s' has shape [%s], expected [%d]", full, shape,
+                            cols),
+                   in_file(err, b->st.path);
+        return diag_set(err, "", "tensor '%s' has shape [%s], expected [%d, %d]", full, shape, rows,
+                        cols),
+               in_file(err, b->st.path);
     }
     size_t count = (size_t)rows * (size_t)cols;
     const float *view = st_f32_view(&b->st, t);
@@ -275,16 +285,21 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
         if (strcmp(name, "lm_head.weight") == 0) /* tied to wte: the LM head is not shown */
             continue;
         if (strncmp(name, prefix, plen) != 0 || !known_name(name + plen, c.layers))
-            return diag_set(err, "", "%s: tensor '%s' is not part of GPT-2 (arch gpt2)", path,
-                            name);
+            return diag_set(err, "", "tensor '%s' is not part of GPT-2 (arch gpt2)", name),
+                   in_file(err, path);
     }
 
+    if (s->n_tokens + s->pos.offset > c.positions)
+        return diag_set(err, "text",
+                        "%d tokens%s, but the checkpoint has %d positions (n_positions)",
+                        s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", c.positions);
     int d = c.d, layers = o->layers ? s->layers : c.layers;
     if (layers > c.layers)
-        return diag_set(err, "", "layers %d: the checkpoint has %d", layers, c.layers);
+        return diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
     int heads = o->heads ? s->attn.heads : c.heads;
     if (heads < 1 || d % heads != 0)
-        return diag_set(err, "", "heads %d does not divide the checkpoint's width %d", heads, d);
+        return diag_set(err, "attention.heads",
+                        "heads %d does not divide the checkpoint's width %d (n_embd)", heads, d);
 
     /* the tables */
     const struct st_tensor *wte =

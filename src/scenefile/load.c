@@ -38,6 +38,7 @@ static const char *const shape_keys[] = {
     "block",
     "layers",
     "weights",
+    "model",
 };
 #define N_SHAPE_KEYS (sizeof(shape_keys) / sizeof(shape_keys[0]))
 

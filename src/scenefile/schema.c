@@ -1297,9 +1297,15 @@ static void load_model(struct loader *l, struct attn_scene *s)
     struct diag err;
     diag_clear(&err);
     if (gpt2_load(s, file, &o, &err) != 0) {
-        const struct loader_key *k = loader_find(l, "model.file");
-        loader_error(l, k ? k->value : -1, "model.file", "%s%s%s", err.file,
-                     err.file[0] ? ": " : "", err.msg);
+        /* at the key the problem is about (layers, heads, text), else at the file */
+        const struct loader_key *k = err.path[0] ? loader_find(l, err.path) : NULL;
+        const char *at = k ? err.path : "model.file";
+        if (!k)
+            k = loader_find(l, "model.file");
+        /* the file as the scene names it, not as resolved from the scene's folder */
+        const char *name = strcmp(err.file, file) == 0 ? l->model_spec.file : err.file;
+        loader_error(l, k ? k->value : -1, at, "%s%s%s", name, name[0] ? ": " : "", err.msg);
+        loader_mark_bad(l, "model");
     }
 }
 
