@@ -29,24 +29,38 @@ static int selected(const struct app *a)
 }
 
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
- * 2, else 1; then scrolls by rows of tiles so the selected head stays visible. */
+ * 2, else 1; else thumbnails of fewer cells, each pooling a block (a model view of 12 layers of
+ * long sequences still fits); then scrolls by rows of tiles so the selected head stays visible. */
 static void layout(struct panel *p, struct frame *f, int *cw)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     static const int widths[] = {6, 2, 1};
     struct attn_mat_view v = app_view(f->app, f->app->stage, 0);
     int n = tiles(f->app);
-    for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
-        *cw = widths[i];
-        gp->tile_w = v.cols * *cw + 2;
-        gp->tile_h = v.rows + 2;
+    bool fits = false;
+    int full = v.rows > v.cols ? v.rows : v.cols;
+    /* k < 3: every cell, at each width; then thumbnails of `size` cells a side, 2 columns a
+       cell while the width allows (cells are twice as tall as wide), else 1 */
+    for (int k = 0; !fits && k < 3 + 2 * full; k++) {
+        int size = k < 3 ? full : full - (k - 3) / 2;
+        if (size < 4)
+            break;
+        *cw = k < 3 ? widths[k] : (k - 3) % 2 == 0 ? 2 : 1;
+        gp->shown_rows = v.rows < size ? v.rows : size;
+        gp->shown_cols = v.cols < size ? v.cols : size;
+        gp->tile_w = gp->shown_cols * *cw + 2;
+        gp->tile_h = gp->shown_rows + 2;
         gp->per_row = p->area.w / gp->tile_w > 0 ? p->area.w / gp->tile_w : 1;
         /* The model view: a row per layer when a layer's heads fit on one. */
         if (f->app->net.layers > 1 && gp->per_row >= per_layer(f->app))
             gp->per_row = per_layer(f->app);
         int tile_rows = (n + gp->per_row - 1) / gp->per_row;
-        if (tile_rows * gp->tile_h <= p->area.h - 1)
-            break;
+        fits = tile_rows * gp->tile_h <= p->area.h - 1;
+    }
+    if (gp->shown_rows < v.rows) { /* thumbnails: the height decided; spend the width */
+        int wide = (p->area.w / gp->per_row - 2) / *cw;
+        gp->shown_cols = v.cols < wide ? v.cols : wide > gp->shown_cols ? wide : gp->shown_cols;
+        gp->tile_w = gp->shown_cols * *cw + 2;
     }
     int visible = (p->area.h - 1) / gp->tile_h > 0 ? (p->area.h - 1) / gp->tile_h : 1;
     int sel_row = selected(f->app) / gp->per_row;
@@ -54,6 +68,22 @@ static void layout(struct panel *p, struct frame *f, int *cw)
         gp->top = sel_row;
     if (sel_row >= gp->top + visible)
         gp->top = sel_row - visible + 1;
+}
+
+/* Cell (i, j) of a rows x cols thumbnail of v: the value of largest magnitude in its block
+ * (where a head attends strongly stays visible); -inf only when the whole block is masked. */
+static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols)
+{
+    int r0 = i * v.rows / rows, r1 = (i + 1) * v.rows / rows;
+    int c0 = j * v.cols / cols, c1 = (j + 1) * v.cols / cols;
+    float best = -INFINITY;
+    for (int r = r0; r < (r1 > r0 ? r1 : r0 + 1); r++)
+        for (int c = c0; c < (c1 > c0 ? c1 : c0 + 1); c++) {
+            float x = v.data[(size_t)r * v.stride + c];
+            if (isfinite(x) && (!isfinite(best) || fabsf(x) > fabsf(best)))
+                best = x;
+        }
+    return best;
 }
 
 static void draw(struct panel *p, struct frame *f)
@@ -125,9 +155,9 @@ static void draw(struct panel *p, struct frame *f)
         if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
             continue;
         struct attn_mat_view v = app_view_at(a, L, a->stage, h);
-        for (int i = 0; i < v.rows && ty + 1 + i < r.y + r.h; i++)
-            for (int j = 0; j < v.cols; j++) {
-                float x = v.data[(size_t)i * v.stride + j];
+        for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
+            for (int j = 0; j < gp->shown_cols; j++) {
+                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols);
                 const char *shade = " ";
                 int attr = isfinite(x) ? theme_cell_attr(t, x, lo, hi, diverging, &shade)
                                        : t->role_attr[ROLE_MASKED];

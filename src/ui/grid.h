@@ -9,6 +9,8 @@
 struct grid_panel {
     struct panel base;
     int tile_w, tile_h, per_row; /* the tile layout for the current stage and area */
+    int shown_rows, shown_cols;  /* cells a tile shows: the matrix's, or fewer, each the
+                                    strongest value of its block (a thumbnail) */
     int top;                     /* first row of tiles shown */
     struct range_cache range;    /* the shared scale of every head */
 };
