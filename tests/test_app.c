@@ -52,8 +52,8 @@ static void test_invalid_edit_keeps_the_last_result(void **state)
     unsigned long gen = a.generation;
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
     assert_non_null(strstr(a.error, "d_out 2 is not divisible by heads 3"));
-    assert_int_equal(a.scene.attn.heads, 3); /* the edit is on the knob... */
-    assert_int_equal(app_model(&a)->heads, 2);      /* ...the screen keeps the valid result */
+    assert_int_equal(a.scene.attn.heads, 3);   /* the edit is on the knob... */
+    assert_int_equal(app_model(&a)->heads, 2); /* ...the screen keeps the valid result */
     assert_int_equal(a.generation, gen);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
     /* Fixing d_out makes the scene valid again: 3 heads of head_dim 2. */
@@ -258,6 +258,45 @@ static void test_kv_sharing_and_cache(void **state)
     app_free(&a);
 }
 
+/* Moving around a long matrix: first/last row and column, the row's maximum, find a token. */
+static void test_navigation(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a); /* Your journey starts with one step; causal weights */
+    struct ask ask = {0};
+    command_run(&a, ACTION_BOTTOM, &ask);
+    assert_int_equal(a.row, 5);
+    command_run(&a, ACTION_ROW_END, &ask);
+    assert_int_equal(a.col, 5);
+    command_run(&a, ACTION_ROW_MAX, &ask); /* row "step": its largest weight */
+    struct attn_mat_view v = app_view(&a, STAGE_WEIGHTS, a.head);
+    for (int j = 0; j < 6; j++)
+        assert_true(v.data[5 * v.stride + j] <= v.data[5 * v.stride + a.col]);
+    command_run(&a, ACTION_TOP, &ask);
+    command_run(&a, ACTION_ROW_START, &ask);
+    assert_int_equal(a.row, 0);
+    assert_int_equal(a.col, 0);
+
+    command_run(&a, ACTION_FIND, &ask);
+    assert_int_equal(ask.kind, PROMPT_FIND);
+    ask_clear(&ask);
+    command_answer(&a, PROMPT_FIND, "ONE", &ask); /* case does not matter */
+    assert_int_equal(a.row, 4);
+    assert_non_null(strstr(a.message, "at row 4 (1 of 1"));
+    command_answer(&a, PROMPT_FIND, "st", &ask); /* no exact match: contains "st" */
+    assert_int_equal(a.row, 5);                  /* step, the next after "one" */
+    command_run(&a, ACTION_FIND_NEXT, &ask);
+    assert_int_equal(a.row, 2); /* wraps round to starts */
+    assert_non_null(strstr(a.message, "(1 of 2"));
+    command_run(&a, ACTION_FIND_NEXT, &ask);
+    assert_int_equal(a.row, 5);
+    command_answer(&a, PROMPT_FIND, "zebra", &ask);
+    assert_non_null(strstr(a.message, "no token is or contains 'zebra'"));
+    assert_int_equal(a.row, 2);
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_projection_cycle_returns_to_start),
         cmocka_unit_test(test_shift_positions),
         cmocka_unit_test(test_kv_sharing_and_cache),
+        cmocka_unit_test(test_navigation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,13 @@
     X(DOWN, "down", "Down j", "move", "Move the cursor down")                                      \
     X(PAGE_UP, "page-up", "PgUp", "move", "Scroll a page up")                                      \
     X(PAGE_DOWN, "page-down", "PgDn", "move", "Scroll a page down")                                \
+    X(ROW_START, "row-start", "Home", "move", "First column")                                      \
+    X(ROW_END, "row-end", "End", "move", "Last column")                                            \
+    X(TOP, "top", "g", "move", "First row")                                                        \
+    X(BOTTOM, "bottom", "G", "move", "Last row")                                                   \
+    X(ROW_MAX, "row-max", "m", "move", "The row's largest value")                                 \
+    X(FIND, "find", "/", "move", "Find a token (type it)")                                        \
+    X(FIND_NEXT, "find-next", "n", "move", "Its next occurrence")                                 \
     X(STAGE_NEXT, "stage-next", ". >", "view", "Next pipeline stage")                              \
     X(STAGE_PREV, "stage-prev", ", <", "view", "Previous pipeline stage")                          \
     X(HEAD_NEXT, "head-next", "]", "view", "Next head")                                            \

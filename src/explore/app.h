@@ -54,6 +54,7 @@ struct app {
     bool playing;    /* auto-play through the stages */
     enum knob knob;  /* which knob + and - change */
     int score_shown; /* the head score the model view colours by, or -1 */
+    char find[256];  /* the last token looked for (/, n) */
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */

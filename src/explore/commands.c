@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "common/cnum.h"
@@ -190,6 +191,79 @@ static int accept_offset(struct app *a, const char *typed)
     return OUTCOME_SCENE_CHANGED;
 }
 
+/* True when hay contains needle, ASCII letters compared without case. */
+static bool contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return true;
+    return n == 0;
+}
+
+/* A token's text for finding: without the leading space marker a vocabulary token has. */
+static const char *bare(const char *token)
+{
+    while (*token == ' ')
+        token++;
+    return token;
+}
+
+/* Moves to the next row (after the cursor, wrapping) whose token is a->find: an exact match
+ * (ignoring case and a leading space) first, else one that contains it. */
+static int find_next(struct app *a)
+{
+    const struct attn_model *m = app_model(a);
+    int n = app_rows(a) < m->n ? app_rows(a) : m->n;
+    if (!a->find[0]) {
+        app_refuse(a, "nothing to find yet: / asks for a token");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int hit = -1, count = 0, nth = 0;
+        for (int k = 1; k <= n; k++) {
+            int i = (a->row + k) % n;
+            const char *t = bare(m->tokens[i]);
+            bool match = pass == 0 ? strcasecmp(t, a->find) == 0 : contains_nocase(t, a->find);
+            if (match && hit < 0)
+                hit = i;
+        }
+        if (hit < 0)
+            continue;
+        for (int i = 0; i < n; i++) {
+            const char *t = bare(m->tokens[i]);
+            if (pass == 0 ? strcasecmp(t, a->find) == 0 : contains_nocase(t, a->find)) {
+                count++;
+                if (i <= hit)
+                    nth++;
+            }
+        }
+        a->row = hit;
+        app_clamp(a);
+        note(a, "\u201c%s\u201d at row %d (%d of %d; n: next)", m->tokens[hit], hit, nth, count);
+        return OUTCOME_CURSOR_MOVED;
+    }
+    app_refuse(a, "no token is or contains '%.60s'", a->find);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+/* The column of the row's largest value (the key a query attends to most). */
+static int row_max(struct app *a)
+{
+    struct attn_mat_view v = app_view(a, a->stage, a->head);
+    if (a->row >= v.rows)
+        return OUTCOME_HANDLED;
+    const float *r = v.data + (size_t)a->row * v.stride;
+    int best = -1;
+    for (int j = 0; j < v.cols; j++)
+        if (isfinite(r[j]) && (best < 0 || r[j] > r[best]))
+            best = j;
+    if (best < 0 || best == a->col)
+        return OUTCOME_HANDLED;
+    a->col = a->col_want = best;
+    return OUTCOME_CURSOR_MOVED;
+}
+
 int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
 {
     ask_clear(ask);
@@ -208,6 +282,9 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         return accept_knob(a, typed);
     case PROMPT_OFFSET:
         return accept_offset(a, typed);
+    case PROMPT_FIND:
+        trim_copy(a->find, sizeof(a->find), bare(typed));
+        return a->find[0] ? find_next(a) : OUTCOME_VIEW_CHANGED;
     case PROMPT_EXPORT: {
         if (!text[0])
             break;
@@ -349,6 +426,26 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return stage_step(a, 1);
     case ACTION_STAGE_PREV:
         return stage_step(a, -1);
+    case ACTION_ROW_START:
+    case ACTION_ROW_END:
+    case ACTION_TOP:
+    case ACTION_BOTTOM: {
+        int rows = app_rows(a), cols = app_cols(a);
+        int row = act == ACTION_TOP ? 0 : act == ACTION_BOTTOM ? rows - 1 : a->row;
+        int col = act == ACTION_ROW_START ? 0 : act == ACTION_ROW_END ? cols - 1 : a->col;
+        if (row == a->row && col == a->col)
+            return OUTCOME_HANDLED;
+        a->row = row;
+        a->col = a->col_want = col;
+        return OUTCOME_CURSOR_MOVED;
+    }
+    case ACTION_ROW_MAX:
+        return row_max(a);
+    case ACTION_FIND:
+        ask_for(ask, PROMPT_FIND, "find token", a->find);
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_FIND_NEXT:
+        return find_next(a);
     case ACTION_SCORE:
         /* none -> previous -> induction -> first -> self -> entropy -> none; the tiles of the
            all-heads view (and the model view) show it */

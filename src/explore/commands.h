@@ -21,6 +21,7 @@ enum prompt_kind {
     PROMPT_TEXT,           /* the sentence */
     PROMPT_KNOB,           /* a value for app->prompt_knob */
     PROMPT_OFFSET,         /* the first token's position */
+    PROMPT_FIND,           /* a token to find */
     PROMPT_EXPORT,         /* a folder to export to */
     PROMPT_SAVE,           /* a file to save the scene as */
     PROMPT_CONFIRM_SAVE,   /* y/n: overwrite app->pending_path */
