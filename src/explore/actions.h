@@ -23,9 +23,9 @@
     X(ROW_END, "row-end", "End", "move", "Last column")                                            \
     X(TOP, "top", "g", "move", "First row")                                                        \
     X(BOTTOM, "bottom", "G", "move", "Last row")                                                   \
-    X(ROW_MAX, "row-max", "m", "move", "The row's largest value")                                 \
-    X(FIND, "find", "/", "move", "Find a token (type it)")                                        \
-    X(FIND_NEXT, "find-next", "n", "move", "Its next occurrence")                                 \
+    X(ROW_MAX, "row-max", "m", "move", "The row's largest value")                                  \
+    X(FIND, "find", "/", "move", "Find a token (type it)")                                         \
+    X(FIND_NEXT, "find-next", "n", "move", "Its next occurrence")                                  \
     X(STAGE_NEXT, "stage-next", ". >", "view", "Next pipeline stage")                              \
     X(STAGE_PREV, "stage-prev", ", <", "view", "Previous pipeline stage")                          \
     X(HEAD_NEXT, "head-next", "]", "view", "Next head")                                            \
@@ -34,6 +34,7 @@
     X(LAYER_PREV, "layer-prev", "{", "view", "Previous layer")                                     \
     X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head")     \
     X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...")     \
+    X(COLOR_SCALE, "color-scale", "C", "view", "Colour scale: per matrix, per row, logarithmic")   \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(KNOB_NEXT, "knob-next", "Tab", "edit", "Select the next knob: seed, d_out, heads, dropout")  \

@@ -24,6 +24,10 @@
 
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_COUNT };
 
+/* How the heatmap maps values to colours: one range for the matrix, one per row (each query's
+ * own distribution: readable at any length), or logarithmic (weights spanning decades). */
+enum color_scale { SCALE_BY_MATRIX, SCALE_BY_ROW, SCALE_BY_LOG, SCALE_BY_COUNT };
+
 struct app {
     struct attn_scene scene; /* as edited; may be invalid (then error is set) */
     char *scene_path;        /* file it came from, NULL for the built-in scene */
@@ -55,6 +59,7 @@ struct app {
     enum knob knob;  /* which knob + and - change */
     int score_shown; /* the head score the model view colours by, or -1 */
     char find[256];  /* the last token looked for (/, n) */
+    enum color_scale color_scale;
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */

@@ -426,6 +426,15 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return stage_step(a, 1);
     case ACTION_STAGE_PREV:
         return stage_step(a, -1);
+    case ACTION_COLOR_SCALE: {
+        static const char *const said[SCALE_BY_COUNT] = {
+            "colours: one scale for the whole matrix",
+            "colours: each row on its own scale (every query's distribution, at any length)",
+            "colours: logarithmic (values spanning decades; down to 1/10000 of the largest)"};
+        a->color_scale = (enum color_scale)((a->color_scale + 1) % SCALE_BY_COUNT);
+        note(a, "%s", said[a->color_scale]);
+        return OUTCOME_VIEW_CHANGED;
+    }
     case ACTION_ROW_START:
     case ACTION_ROW_END:
     case ACTION_TOP:

@@ -97,10 +97,16 @@ static void follow_cursor(struct heatmap_panel *hp, const struct app *a, const s
 /* "min -0.51 [gradient] max 0.91" at the right end of line y; returns its width. */
 int heatmap_legend(const struct theme *t, int y, int x_end, float lo, float hi, bool diverging)
 {
-    char lo_s[32], hi_s[32], left[48], right[48];
+    return heatmap_legend_named(t, y, x_end, lo, hi, diverging, NULL);
+}
+
+int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, float hi,
+                         bool diverging, const char *scale)
+{
+    char lo_s[32], hi_s[32], left[64], right[48];
     format_cell(lo_s, sizeof(lo_s), lo, 8);
     format_cell(hi_s, sizeof(hi_s), hi, 8);
-    snprintf(left, sizeof(left), "min %s ", lo_s);
+    snprintf(left, sizeof(left), "%s%smin %s ", scale ? scale : "", scale ? " \u00b7 " : "", lo_s);
     snprintf(right, sizeof(right), " max %s", hi_s);
     int steps = 8;
     int width = text_width(left) + steps + text_width(right);
@@ -185,7 +191,16 @@ static void draw(struct panel *p, struct frame *f)
         snprintf(title, sizeof(title), "%s%s \u00b7 %d\u00d7%d \u00b7 all heads", layer, what,
                  v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
-    int legend_w = heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
+    /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
+    enum color_scale mode = a->color_scale;
+    if (mode == SCALE_BY_LOG && diverging)
+        mode = SCALE_BY_MATRIX;
+    static const char *const mode_name[SCALE_BY_COUNT] = {NULL, "row scale", "log scale"};
+    int legend_w = heatmap_legend_named(
+        t, r.y, r.x + r.w, lo, hi, diverging,
+        a->color_scale == SCALE_BY_LOG && diverging ? "log: signed, linear" : mode_name[mode]);
+    /* The log scale's floor: four decades below the largest value. */
+    float log_lo = hi > 0 ? log10f(fmaxf(lo, hi * 1e-4f)) : 0, log_hi = hi > 0 ? log10f(hi) : 1;
     char clipped[256];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
@@ -214,6 +229,18 @@ static void draw(struct panel *p, struct frame *f)
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
+        float row_lo = lo, row_hi = hi;
+        if (mode == SCALE_BY_ROW) { /* this query's own range: O(n) per row drawn */
+            row_lo = INFINITY;
+            row_hi = -INFINITY;
+            for (int j = 0; j < v.cols; j++)
+                if (isfinite(row[j])) {
+                    row_lo = fminf(row_lo, row[j]);
+                    row_hi = fmaxf(row_hi, row[j]);
+                }
+            if (row_lo > row_hi)
+                row_lo = row_hi = 0;
+        }
         for (int j = hp->left_col; j < last_col; j++) {
             float x = row[j];
             char num[32], cell[64];
@@ -232,8 +259,11 @@ static void draw(struct panel *p, struct frame *f)
             bool plain = isinf(x) || isnan(x) || dropped;
             if (plain)
                 attr = t->role_attr[ROLE_MASKED];
+            else if (mode == SCALE_BY_LOG)
+                attr =
+                    theme_cell_attr(t, log10f(fmaxf(x, hi * 1e-4f)), log_lo, log_hi, false, &shade);
             else
-                attr = theme_cell_attr(t, x, lo, hi, diverging, &shade);
+                attr = theme_cell_attr(t, x, row_lo, row_hi, diverging, &shade);
             if (i == a->row && j == a->col)
                 attr = theme_cursor_attr(t, attr);
             /* Without 256 colours a shade block leads the cell, after a blank, so it is never

@@ -19,5 +19,8 @@ void heatmap_panel_init(struct heatmap_panel *hp);
 int heatmap_min_width(const struct app *a);
 /* "min … [gradient] … max" ending at x_end on line y; returns its width. */
 int heatmap_legend(const struct theme *t, int y, int x_end, float lo, float hi, bool diverging);
+/* The same with the colour scale's name before it ("row scale", "log scale"; NULL: none). */
+int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, float hi,
+                         bool diverging, const char *scale);
 
 #endif
