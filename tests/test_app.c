@@ -297,6 +297,25 @@ static void test_navigation(void **state)
     app_free(&a);
 }
 
+/* Every edit says what it changed, and undo and redo what they changed back. */
+static void test_edit_messages(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
+    assert_string_equal(a.message, "heads 2 \u2192 1");
+    app_toggle_causal(&a);
+    assert_string_equal(a.message, "causal off");
+    app_undo(&a);
+    assert_string_equal(a.message, "undid: causal on");
+    app_undo(&a);
+    assert_string_equal(a.message, "undid: heads 1 \u2192 2");
+    app_redo(&a);
+    assert_string_equal(a.message, "redid: heads 2 \u2192 1");
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_shift_positions),
         cmocka_unit_test(test_kv_sharing_and_cache),
         cmocka_unit_test(test_navigation),
+        cmocka_unit_test(test_edit_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -163,6 +163,24 @@ static int settle(struct app *a)
     return 0;
 }
 
+static void describe_change(char *out, size_t size, const struct attn_scene *from,
+                            const struct attn_scene *to);
+
+/* An edit's settle; then the message line says what changed (before a note of the edit's own,
+ * such as dropped weights). */
+static int settle_edit(struct app *a)
+{
+    int rc = settle(a);
+    if (rc == 0 && a->n_undo > 0 && !a->message_is_error) { /* an invalid edit shows its error */
+        char change[240], kept[240];
+        describe_change(change, sizeof(change), &a->undo[a->n_undo - 1], &a->scene);
+        snprintf(kept, sizeof(kept), "%.200s", a->message);
+        if (change[0])
+            snprintf(a->message, sizeof(a->message), "%s%s%s", change, kept[0] ? "; " : "", kept);
+    }
+    return rc;
+}
+
 bool app_unsaved(const struct app *a)
 {
     return a->n_undo != a->saved_depth;
@@ -302,7 +320,7 @@ int app_edit_text(struct app *a, const char *text)
     }
     if (a->scene.weights.dropout_mask)
         drop_dropout_mask(a);
-    return settle(a);
+    return settle_edit(a);
 }
 
 double app_knob_value(const struct app *a, enum knob k)
@@ -338,7 +356,7 @@ int app_edit_seed(struct app *a, uint64_t seed)
     begin_edit(a);
     a->scene.seed = seed;
     drop_weights(a, "new seed");
-    return settle(a);
+    return settle_edit(a);
 }
 
 int app_edit_offset(struct app *a, int offset)
@@ -351,7 +369,7 @@ int app_edit_offset(struct app *a, int offset)
         return 0;
     begin_edit(a);
     a->scene.pos.offset = offset; /* the weights stay: only the positions move */
-    return settle(a);
+    return settle_edit(a);
 }
 
 int app_edit_knob(struct app *a, enum knob k, double value)
@@ -374,7 +392,7 @@ int app_edit_knob(struct app *a, enum knob k, double value)
         begin_edit(a);
         a->scene.attn.dropout = value;
         drop_dropout_mask(a);
-        return settle(a);
+        return settle_edit(a);
     }
     /* d_out and heads: whole numbers; attn_scene_check names the limits. */
     if (!(value >= 1 && value == floor(value) && value <= INT_MAX)) {
@@ -393,7 +411,7 @@ int app_edit_knob(struct app *a, enum knob k, double value)
         a->scene.attn.heads = (int)value;
         drop_weights(a, "new head count");
     }
-    return settle(a);
+    return settle_edit(a);
 }
 
 /* The next value of d_out or heads in direction dir that keeps the split layout valid:
@@ -441,7 +459,7 @@ int app_toggle_causal(struct app *a)
 {
     begin_edit(a);
     a->scene.attn.causal = !a->scene.attn.causal;
-    return settle(a);
+    return settle_edit(a);
 }
 
 int app_cycle_projection(struct app *a)
@@ -466,7 +484,7 @@ int app_cycle_projection(struct app *a)
     if (c->projection != PROJ_LINEAR)
         c->qkv_bias = false;
     drop_weights(a, "new projection");
-    return settle(a);
+    return settle_edit(a);
 }
 
 int app_cycle_layout(struct app *a)
@@ -476,7 +494,7 @@ int app_cycle_layout(struct app *a)
     begin_edit(a);
     a->scene.attn.layout = a->scene.attn.layout == LAYOUT_SPLIT ? LAYOUT_WRAPPER : LAYOUT_SPLIT;
     drop_weights(a, "new head layout");
-    return settle(a);
+    return settle_edit(a);
 }
 
 int app_cycle_mask_mode(struct app *a)
@@ -487,7 +505,50 @@ int app_cycle_mask_mode(struct app *a)
     if (!c->causal)
         snprintf(a->message, sizeof(a->message), "mask mode %s (takes effect with causal on: c)",
                  attn_mask_mode_name(c->mask_mode));
-    return settle(a);
+    return settle_edit(a);
+}
+
+/* What differs between two versions of the scene, in a few words: "heads 2 → 4, causal on". */
+static void describe_change(char *out, size_t size, const struct attn_scene *from,
+                            const struct attn_scene *to)
+{
+    out[0] = '\0';
+    size_t o = 0;
+#define SAY(...)                                                                                   \
+    do {                                                                                           \
+        if (o < size)                                                                              \
+            o += (size_t)snprintf(out + o, size - o, "%s", o ? ", " : "");                         \
+        if (o < size)                                                                              \
+            o += (size_t)snprintf(out + o, size - o, __VA_ARGS__);                                 \
+    } while (0)
+    const struct attn_config *x = &from->attn, *y = &to->attn;
+    if (from->seed != to->seed)
+        SAY("seed %llu \u2192 %llu", (unsigned long long)from->seed, (unsigned long long)to->seed);
+    if (attn_scene_eff_d_out(from) != attn_scene_eff_d_out(to))
+        SAY("d_out %d \u2192 %d", attn_scene_eff_d_out(from), attn_scene_eff_d_out(to));
+    if (x->heads != y->heads)
+        SAY("heads %d \u2192 %d", x->heads, y->heads);
+    if (x->dropout != y->dropout) {
+        char p[32], q[32];
+        attn_scene_format_p(p, sizeof(p), x->dropout);
+        attn_scene_format_p(q, sizeof(q), y->dropout);
+        SAY("dropout %s \u2192 %s", p, q);
+    }
+    if (x->causal != y->causal)
+        SAY("causal %s", y->causal ? "on" : "off");
+    if (attn_scene_eff_projection(from) != attn_scene_eff_projection(to))
+        SAY("projection %s \u2192 %s", attn_projection_name(attn_scene_eff_projection(from)),
+            attn_projection_name(attn_scene_eff_projection(to)));
+    if (x->layout != y->layout)
+        SAY("layout %s \u2192 %s", attn_layout_name(x->layout), attn_layout_name(y->layout));
+    if (x->mask_mode != y->mask_mode)
+        SAY("mask %s", attn_mask_mode_name(y->mask_mode));
+    if (from->pos.offset != to->pos.offset)
+        SAY("first position %d \u2192 %d", from->pos.offset, to->pos.offset);
+    if ((from->text == NULL) != (to->text == NULL) ||
+        (from->text && strcmp(from->text, to->text) != 0))
+        SAY("the sentence (%d \u2192 %d tokens)", from->n_tokens, to->n_tokens);
+#undef SAY
 }
 
 static int swap_history(struct app *a, struct attn_scene *from, int *n_from, struct attn_scene *to,
@@ -498,11 +559,16 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
         return 0;
     }
     push(to, n_to, &a->scene);
+    char change[240];
+    describe_change(change, sizeof(change), &a->scene, &from[*n_from - 1]);
     attn_scene_free(&a->scene);
     a->scene = from[--(*n_from)];
     memset(&from[*n_from], 0, sizeof(from[*n_from]));
-    a->message[0] = '\0';
-    return settle(a);
+    int rc = settle(a);
+    snprintf(a->message, sizeof(a->message), "%s%s%s",
+             strcmp(what, "undo") == 0 ? "undid" : "redid", change[0] ? ": " : "", change);
+    a->message_is_error = false;
+    return rc;
 }
 
 int app_undo(struct app *a)
