@@ -43,7 +43,7 @@ static void layout(struct panel *p, struct frame *f, int *cw)
        cell while the width allows (cells are twice as tall as wide), else 1 */
     for (int k = 0; !fits && k < 3 + 2 * full; k++) {
         int size = k < 3 ? full : full - (k - 3) / 2;
-        if (size < 4)
+        if (k >= 3 && size < 4) /* thumbnails stop at 4 cells; the full sizes always count */
             break;
         *cw = k < 3 ? widths[k] : (k - 3) % 2 == 0 ? 2 : 1;
         gp->shown_rows = v.rows < size ? v.rows : size;
