@@ -365,6 +365,63 @@ static void fmt_cell(char *out, size_t len, const char *rel, int i, int j)
     snprintf(out, len, "%.255s[%d][%d]", rel, i, j);
 }
 
+/* An edit of options that draw nothing but the dropout masks reuses the net's numbers
+ * (attn_model_resolve_options); it must give every stage of every layer bit for bit what a
+ * fresh computation of the edited scene gives. Returns the number of differing matrices. */
+static int option_edits_match(struct attn_net *net, const struct attn_scene *s, const char *stem)
+{
+    bool masks = false;
+    for (int L = 0; L <= s->n_more; L++)
+        masks |= attn_scene_layer_weights(s, L)->dropout_mask != NULL;
+    int bad = 0;
+    for (int edit = 0; edit < 4; edit++) {
+        struct attn_scene e;
+        if (attn_scene_copy(&e, s))
+            fail_msg("out of memory");
+        if (edit == 0)
+            e.attn.causal = !e.attn.causal;
+        else if (edit == 1 && !masks)
+            e.attn.dropout = e.attn.dropout > 0 ? 0.4 : 0.25;
+        else if (edit == 2)
+            e.attn.mask_mode =
+                e.attn.mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX : MASK_BEFORE_SOFTMAX;
+        else if (edit == 3)
+            e.attn.normalize = e.attn.normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX;
+        struct diag_list problems;
+        diag_list_init(&problems);
+        bool valid = attn_scene_check(&e, &problems) == 0;
+        diag_list_free(&problems);
+        struct attn_net fresh;
+        memset(&fresh, 0, sizeof(fresh));
+        struct diag err;
+        diag_clear(&err);
+        if (valid && (attn_net_compute(net, &e, &err) || attn_net_compute(&fresh, &e, &err)))
+            fail_msg("%s: edit %d does not compute: %s", stem, edit, err.msg);
+        for (int L = 0; valid && L < net->layers; L++) {
+            enum attn_stage order[STAGE_COUNT];
+            int n = attn_stage_order(order, &net->model[L]);
+            for (int k = 0; k < n; k++)
+                for (int h = 0; h < (attn_stage_is_per_head(order[k]) ? net->model[L].heads : 1);
+                     h++) {
+                    struct attn_mat_view a = attn_view(&net->run[L], &net->model[L], order[k], h);
+                    struct attn_mat_view b = attn_view(&fresh.run[L], &fresh.model[L], order[k], h);
+                    for (int i = 0; i < a.rows; i++)
+                        if (memcmp(a.data + (size_t)i * a.stride, b.data + (size_t)i * b.stride,
+                                   (size_t)a.cols * sizeof(float)) != 0) {
+                            if (bad++ < 5)
+                                print_error("%s: edit %d: layer %d %s head %d row %d differs "
+                                            "from a fresh computation\n",
+                                            stem, edit, L, attn_stage_name(order[k]), h, i);
+                            break;
+                        }
+                }
+        }
+        attn_net_free(&fresh);
+        attn_scene_free(&e);
+    }
+    return bad;
+}
+
 static void test_scene(void **state)
 {
     struct scene_case *sc = *state;
@@ -564,6 +621,9 @@ static void test_scene(void **state)
     }
     if (!tokens_seen)
         PROBLEM("%s: the engine has tokens.csv but there is no golden for it\n", sc->stem);
+    /* last: it recomputes the net for edited scenes */
+    if (option_edits_match(&net, &s, sc->stem) != 0)
+        PROBLEM("%s: an edit of dropout or the mask differs from a fresh computation\n", sc->stem);
     for (int k = 0; k < l.n; k++) {
         if (!l.items[k].found)
             PROBLEM("%s: the engine has %s but there is no golden for it\n", sc->stem,

@@ -2,6 +2,7 @@
 #include "engine/model.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -466,6 +467,12 @@ static int resolve_dropout(struct attn_model *m, const struct attn_scene *s,
 int attn_model_resolve_layers(struct attn_model *out, int layers, const struct attn_scene *s,
                               struct diag *err)
 {
+    return attn_model_resolve_layers_rng(out, layers, s, NULL, err);
+}
+
+int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const struct attn_scene *s,
+                                  struct attn_rng *after_params, struct diag *err)
+{
     memset(out, 0, (size_t)layers * sizeof(*out));
     struct attn_rng r;
     attn_rng_seed(&r, s->seed);
@@ -479,6 +486,110 @@ int attn_model_resolve_layers(struct attn_model *out, int layers, const struct a
     for (int L = 0; L < layers; L++)
         if (resolve_params(&out[L], s, attn_scene_layer_weights(s, L), &r))
             goto oom;
+    if (after_params)
+        *after_params = r;
+    for (int L = 0; L < layers; L++)
+        if (resolve_dropout(&out[L], s, attn_scene_layer_weights(s, L), &r))
+            goto oom;
+    return 0;
+oom:
+    for (int L = 0; L < layers; L++)
+        attn_model_free(&out[L]);
+    return diag_set(err, "", "out of memory while building the scene's parameters");
+}
+
+/* dst = a copy of count floats of src (NULL stays NULL); a borrowed pointer is shared. */
+static int clone_buf(struct attn_model *m, float **dst, const struct attn_model *old,
+                     const float *src, size_t count)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    if (is_borrowed(old, src)) {
+        *dst = (float *)(uintptr_t)src;
+        m->borrowed[m->n_borrowed++] = src;
+        return 0;
+    }
+    if (!(*dst = falloc(count)))
+        return -1;
+    memcpy(*dst, src, count * sizeof(float));
+    return 0;
+}
+
+int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,
+                               const struct attn_scene *s, const struct attn_rng *after_params,
+                               struct diag *err)
+{
+    memset(out, 0, (size_t)layers * sizeof(*out));
+    struct attn_rng r = *after_params;
+    for (int L = 0; L < layers; L++) {
+        struct attn_model *m = &out[L];
+        const struct attn_model *o = &old[L];
+        *m = *o; /* the shapes and every option; the buffers are copied below */
+        m->n_borrowed = 0;
+        m->keep = NULL;
+        m->ids = NULL;
+        m->tokens = NULL;
+        size_t n = (size_t)o->n, d = (size_t)o->d_in, D = (size_t)o->D, Dkv = (size_t)o->Dkv;
+        size_t W = D + 2 * Dkv, lr = (size_t)o->latent, h = (size_t)o->hidden;
+        size_t half = n * (size_t)(o->head_dim / 2);
+        struct {
+            float **dst;
+            const float *src;
+            size_t count;
+        } bufs[] = {
+            {&m->embed, o->embed, n * d},
+            {&m->pos, o->pos, (size_t)o->pos_rows * d},
+            {&m->x, o->x, n * d},
+            {&m->wqkv, o->wqkv, d * W},
+            {&m->bqkv, o->bqkv, W},
+            {&m->wq, o->wq, d * D},
+            {&m->wk, o->wk, d * Dkv},
+            {&m->wv, o->wv, d * Dkv},
+            {&m->bq, o->bq, D},
+            {&m->bk, o->bk, Dkv},
+            {&m->bv, o->bv, Dkv},
+            {&m->wdown, o->wdown, d * lr},
+            {&m->wkup, o->wkup, lr * D},
+            {&m->wvup, o->wvup, lr * D},
+            {&m->wo, o->wo, D * D},
+            {&m->bo, o->bo, D},
+            {&m->rope_cos, o->rope_cos, half},
+            {&m->rope_sin, o->rope_sin, half},
+            {&m->w1, o->w1, d * h},
+            {&m->b1, o->b1, h},
+            {&m->w2, o->w2, h * d},
+            {&m->b2, o->b2, d},
+            {&m->n1w, o->n1w, d},
+            {&m->n1b, o->n1b, d},
+            {&m->n2w, o->n2w, d},
+            {&m->n2b, o->n2b, d},
+            {&m->fw, o->fw, d},
+            {&m->fb, o->fb, d},
+        };
+        for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+            *bufs[i].dst = NULL; /* nothing of old's is freed with m on a failure */
+        for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+            if (clone_buf(m, bufs[i].dst, o, bufs[i].src, bufs[i].count))
+                goto oom;
+        if (!(m->tokens = attn_tokens_dup(o->tokens, o->n)))
+            goto oom;
+        if (o->ids) {
+            if (!(m->ids = malloc(n * sizeof(int))))
+                goto oom;
+            memcpy(m->ids, o->ids, n * sizeof(int));
+        }
+        /* what may differ: the options that draw nothing */
+        const struct attn_config *a = &s->attn;
+        m->dropout = a->dropout;
+        m->causal = a->causal;
+        m->mask_mode = a->mask_mode;
+        m->normalize = a->normalize;
+        m->scale = attn_scene_eff_scale(s);
+        m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
+                           : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
+                                                       : 1.0f;
+    }
     for (int L = 0; L < layers; L++)
         if (resolve_dropout(&out[L], s, attn_scene_layer_weights(s, L), &r))
             goto oom;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "common/diag.h"
+#include "engine/rng.h"
 #include "engine/scene.h"
 
 struct attn_model {
@@ -85,6 +86,16 @@ int attn_model_resolve(struct attn_model *out, const struct attn_scene *s, struc
  * block.ffn_skip and attention.dropout_seed act before layer 0's draws only. */
 int attn_model_resolve_layers(struct attn_model *out, int layers, const struct attn_scene *s,
                               struct diag *err);
+/* The same; after_params (may be NULL) gets the generator as it is before the dropout draws. */
+int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const struct attn_scene *s,
+                                  struct attn_rng *after_params, struct diag *err);
+/* A scene that differs from old's only in options that draw nothing but dropout masks
+ * (causal, mask_mode, normalize, scale, dropout, dropout_seed, dropout_mask): old's numbers
+ * copied, the options and masks new (the masks drawn from after_params). An edit of dropout
+ * or the mask never pays for drawing every parameter again. */
+int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,
+                               const struct attn_scene *s, const struct attn_rng *after_params,
+                               struct diag *err);
 void attn_model_free(struct attn_model *m);
 
 /* A scene equal to s but with every default and every drawn number written out explicitly

@@ -12,6 +12,10 @@ void attn_net_free(struct attn_net *net)
     }
     free(net->model);
     free(net->run);
+    if (net->from) {
+        attn_scene_free(net->from);
+        free(net->from);
+    }
     memset(net, 0, sizeof(*net));
 }
 
@@ -31,20 +35,92 @@ void attn_net_forward(struct attn_net *net)
     }
 }
 
+static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b)
+{
+    if (a->data == b->data)
+        return a->rows == b->rows && a->cols == b->cols;
+    if (!a->data || !b->data || a->rows != b->rows || a->cols != b->cols)
+        return false;
+    return memcmp(a->data, b->data, (size_t)a->rows * (size_t)a->cols * sizeof(float)) == 0;
+}
+
+static bool same_seed(struct attn_opt_seed a, struct attn_opt_seed b)
+{
+    return a.set == b.set && (!a.set || a.value == b.value);
+}
+
+static bool same_weights(const struct attn_scene_weights *a, const struct attn_scene_weights *b)
+{
+    if (a->set != b->set)
+        return false;
+#define X(name)                                                                                    \
+    if (!same_matrix(&a->name, &b->name))                                                          \
+        return false;
+    ATTN_WEIGHT_MATRICES(X)
+#undef X
+    return true; /* the dropout masks may differ: they are made again */
+}
+
+/* True when a and b make the same parameters, embeddings and positions: they differ at most
+ * in options that draw nothing but the dropout masks. */
+static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
+{
+    const struct attn_config *x = &a->attn, *y = &b->attn;
+    const struct attn_block *p = &a->block, *q = &b->block;
+    if (a->seed != b->seed || a->n_tokens != b->n_tokens || a->layers != b->layers ||
+        a->backing != b->backing || a->embed.kind != b->embed.kind ||
+        a->embed.dim != b->embed.dim || !same_seed(a->embed.seed, b->embed.seed) ||
+        !same_matrix(&a->embed.rows, &b->embed.rows) || a->pos.kind != b->pos.kind ||
+        a->pos.max_len != b->pos.max_len || !same_seed(a->pos.seed, b->pos.seed) ||
+        !same_matrix(&a->pos.table, &b->pos.table) || a->pos.base != b->pos.base ||
+        a->pos.pairs != b->pos.pairs || a->pos.offset != b->pos.offset ||
+        x->projection != y->projection || x->d_out != y->d_out || x->heads != y->heads ||
+        x->layout != y->layout || x->qkv_bias != y->qkv_bias || x->out_proj != y->out_proj ||
+        x->out_bias != y->out_bias || !same_seed(x->seed, y->seed) || x->qkv != y->qkv ||
+        x->kv_heads != y->kv_heads || x->kv_latent != y->kv_latent || p->on != q->on ||
+        p->order != q->order || p->norm != q->norm || p->norm_eps != q->norm_eps ||
+        p->ffn_hidden != q->ffn_hidden || p->activation != q->activation ||
+        !same_seed(p->ffn_seed, q->ffn_seed) || p->ffn_skip != q->ffn_skip ||
+        p->final_norm != q->final_norm || a->n_more != b->n_more)
+        return false;
+    /* the scale's kind decides scaled; the divisor only divides: both are options */
+    for (int i = 0; i < a->n_tokens; i++)
+        if (strcmp(a->tokens[i], b->tokens[i]) != 0 ||
+            (a->token_ids && b->token_ids && a->token_ids[i] != b->token_ids[i]) ||
+            (!a->token_ids) != (!b->token_ids))
+            return false;
+    for (int L = 0; L <= a->n_more; L++)
+        if (!same_weights(attn_scene_layer_weights(a, L), attn_scene_layer_weights(b, L)))
+            return false;
+    return true;
+}
+
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
 {
     int layers = s->layers > 1 ? s->layers : 1;
-    struct attn_net fresh = {layers, calloc((size_t)layers, sizeof(struct attn_model)),
-                             calloc((size_t)layers, sizeof(struct attn_run))};
+    struct attn_net fresh = {.layers = layers,
+                             .model = calloc((size_t)layers, sizeof(struct attn_model)),
+                             .run = calloc((size_t)layers, sizeof(struct attn_run))};
     if (!fresh.model || !fresh.run) {
         free(fresh.model);
         free(fresh.run);
         return diag_set(err, "", "out of memory for %d layers", layers);
     }
-    if (attn_model_resolve_layers(fresh.model, layers, s, err)) {
+    bool reuse = net->from && net->layers == layers && same_params(net->from, s);
+    int rc = reuse
+                 ? attn_model_resolve_options(fresh.model, net->model, layers, s,
+                                              &net->after_params, err)
+                 : attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err);
+    if (rc) {
         free(fresh.model);
         free(fresh.run);
         return -1;
+    }
+    if (reuse)
+        fresh.after_params = net->after_params;
+    if (!(fresh.from = calloc(1, sizeof(*fresh.from))) || attn_scene_copy(fresh.from, s)) {
+        free(fresh.from);
+        fresh.from = NULL; /* only the shortcut is lost */
     }
     /* Buffers of an unchanged shape move over (a live edit reallocates nothing); a failure
      * moves them back, so the old result stays intact. */

@@ -15,6 +15,10 @@ struct attn_net {
     int layers;
     struct attn_model *model; /* (layers) */
     struct attn_run *run;     /* (layers) */
+    /* What the models were made from, so an edit that changes only options that draw nothing
+     * (dropout, the mask, the scale) copies their numbers instead of drawing them again. */
+    struct attn_scene *from;
+    struct attn_rng after_params; /* the generator before the dropout draws */
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
