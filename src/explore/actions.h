@@ -33,6 +33,7 @@
     X(LAYER_NEXT, "layer-next", "}", "view", "Next layer")                                         \
     X(LAYER_PREV, "layer-prev", "{", "view", "Previous layer")                                     \
     X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head")     \
+    X(HEAD_MEAN, "head-mean", "A", "view", "The mean over every head / back to one head")          \
     X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...")     \
     X(COLOR_SCALE, "color-scale", "C", "view", "Colour scale: per matrix, per row, logarithmic")   \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \

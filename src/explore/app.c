@@ -78,6 +78,7 @@ void app_free(struct app *a)
     free(a->scene_path);
     attn_net_free(&a->net);
     free(a->scores);
+    free(a->mean);
     memset(a, 0, sizeof(*a));
 }
 
@@ -101,6 +102,36 @@ void app_set_layer(struct app *a, int layer)
     if (!attn_stage_present(app_model(a), a->stage))
         a->stage = attn_stage_block_output(app_model(a));
     app_clamp(a);
+}
+
+struct attn_mat_view app_shown_view(struct app *a)
+{
+    struct attn_mat_view v = app_view(a, a->stage, a->head);
+    if (!app_showing_mean(a))
+        return v;
+    size_t cells = (size_t)v.rows * (size_t)v.cols;
+    if (a->mean && a->mean_generation == a->generation && a->mean_layer == a->layer &&
+        a->mean_stage == (int)a->stage)
+        return (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
+    if (cells > a->mean_cap) {
+        float *grown = realloc(a->mean, cells * sizeof(float));
+        if (!grown)
+            return v; /* out of memory: the head itself */
+        a->mean = grown;
+        a->mean_cap = cells;
+    }
+    int heads = app_model(a)->heads;
+    memset(a->mean, 0, cells * sizeof(float));
+    for (int h = 0; h < heads; h++) {
+        struct attn_mat_view w = app_view(a, a->stage, h);
+        for (int i = 0; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++)
+                a->mean[(size_t)i * v.cols + j] += w.data[(size_t)i * w.stride + j] / (float)heads;
+    }
+    a->mean_generation = a->generation;
+    a->mean_layer = a->layer;
+    a->mean_stage = (int)a->stage;
+    return (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
 }
 
 int app_rows(const struct app *a)

@@ -60,6 +60,13 @@ struct app {
     int score_shown; /* the head score the model view colours by, or -1 */
     char find[256];  /* the last token looked for (/, n) */
     enum color_scale color_scale;
+    /* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed
+       once per result, layer and stage, not on cursor moves. */
+    bool head_mean;
+    float *mean;
+    size_t mean_cap;
+    unsigned long mean_generation;
+    int mean_layer, mean_stage;
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
@@ -80,6 +87,15 @@ static inline const struct attn_model *app_model(const struct app *a)
 static inline const struct attn_run *app_run(const struct app *a)
 {
     return &a->net.run[a->layer];
+}
+
+/* What the heatmap shows: the current head's matrix, or with head_mean the mean over every
+ * head (per-head stages), computed on first use and kept until the result or view changes. */
+struct attn_mat_view app_shown_view(struct app *a);
+/* True when the heatmap shows the mean over the heads. */
+static inline bool app_showing_mean(const struct app *a)
+{
+    return a->head_mean && attn_stage_is_per_head(a->stage) && a->net.model[a->layer].heads > 1;
 }
 
 /* The pattern scores of head h in layer L (engine/headscore.h). */

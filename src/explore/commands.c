@@ -426,6 +426,17 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         return stage_step(a, 1);
     case ACTION_STAGE_PREV:
         return stage_step(a, -1);
+    case ACTION_HEAD_MEAN:
+        a->head_mean = !a->head_mean;
+        a->all_heads = false;
+        if (a->head_mean && app_model(a)->heads < 2)
+            note(a, "one head: its mean is itself");
+        else
+            note(a,
+                 a->head_mean ? "the mean over the %d heads (A: one head again)"
+                              : "one head again (A: the mean over the heads)",
+                 app_model(a)->heads);
+        return OUTCOME_VIEW_CHANGED;
     case ACTION_COLOR_SCALE: {
         static const char *const said[SCALE_BY_COUNT] = {
             "colours: one scale for the whole matrix",

@@ -321,6 +321,25 @@ void inspect_explain(char *out, size_t size, const struct app *a)
             put(&b, "token id %d\n", ids[i]);
     }
 
+    if (app_showing_mean(a)) { /* the mean over the heads: each head's value, then the mean */
+        put(&b, "the mean over the %d heads of their %s\n", m->heads, attn_stage_name(a->stage));
+        float sum = 0;
+        for (int k = 0; k < m->heads; k++) {
+            float x = at(app_view(a, a->stage, k), i, j);
+            sum += x;
+            if (k < MAX_TERMS) {
+                put(&b, "  head %d: ", k);
+                num(&b, x);
+                put(&b, "\n");
+            }
+        }
+        if (m->heads > MAX_TERMS)
+            put(&b, "  \u2026 (%d more)\n", m->heads - MAX_TERMS);
+        put(&b, "  mean = ");
+        num(&b, sum / (float)m->heads);
+        put(&b, "\n");
+        return;
+    }
     switch (a->stage) {
     case STAGE_INPUTS:
         if (m->layer > 0) {

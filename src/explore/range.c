@@ -23,6 +23,18 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
 {
     if (!(c->valid && c->generation == a->generation && c->stage == (int)a->stage &&
           c->head == head && c->layer == a->layer)) {
+        if (head == -3) { /* the mean over the heads, as app_shown_view made it */
+            struct attn_mat_view v = app_view(a, a->stage, 0);
+            range_of((struct attn_mat_view){a->mean, v.rows, v.cols, v.cols}, &c->lo, &c->hi);
+            c->generation = a->generation;
+            c->layer = a->layer;
+            c->stage = (int)a->stage;
+            c->head = head;
+            c->valid = true;
+            *lo = c->lo;
+            *hi = c->hi;
+            return;
+        }
         int h0 = head < 0 ? 0 : head;
         int h1 = head >= 0 || !attn_stage_is_per_head(a->stage) ? h0 + 1 : app_model(a)->heads;
         int l0 = head == -2 ? 0 : a->layer, l1 = head == -2 ? a->net.layers : a->layer + 1;

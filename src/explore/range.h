@@ -15,7 +15,8 @@
 struct range_cache {
     unsigned long generation;
     int layer, stage, head; /* head -1: every head of the layer (the all-heads view's shared
-                               scale); -2: every head of every layer (the model view) */
+                               scale); -2: every head of every layer (the model view); -3: the
+                               mean over the heads (app_shown_view's, made first) */
     float lo, hi;
     bool valid;
 };

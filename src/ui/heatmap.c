@@ -162,12 +162,13 @@ static void draw(struct panel *p, struct frame *f)
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
-    struct attn_mat_view v = app_view(a, a->stage, a->head);
+    struct attn_mat_view v = app_shown_view(f->app);
+    bool mean = app_showing_mean(a);
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
 
     float lo, hi;
-    range_get(&hp->range, a, a->head, &lo, &hi);
+    range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
     bool diverging = lo < 0;
     const char *what = stage_title(a->stage);
     if (a->stage == STAGE_INPUTS)
@@ -182,7 +183,10 @@ static void draw(struct panel *p, struct frame *f)
     char layer[32] = "";
     if (a->net.layers > 1)
         snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
-    if (attn_stage_is_per_head(a->stage))
+    if (mean)
+        snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
+                 app_model(a)->heads, what, v.rows, v.cols);
+    else if (attn_stage_is_per_head(a->stage))
         snprintf(title, sizeof(title), "%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", layer,
                  a->head, app_model(a)->heads, what, v.rows, v.cols,
                  kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
@@ -247,7 +251,7 @@ static void draw(struct panel *p, struct frame *f)
             const char *shade = " ";
             int attr;
             /* A dropped cell says so: on a projector a 0 and a dropped weight look alike. */
-            bool dropped = a->stage == STAGE_DROPOUT && app_model(a)->keep &&
+            bool dropped = !mean && a->stage == STAGE_DROPOUT && app_model(a)->keep &&
                            !app_model(a)->keep[((size_t)a->head * v.rows + (size_t)i) * v.rows + j];
             if (dropped)
                 snprintf(num, sizeof(num), "drop");
