@@ -298,5 +298,16 @@ check "llama: block_output.csv and the rotated keys are there" llama \
 check "llama: the export's scene keeps offset 7" llama grep -q "offset: 7" "$WORK/llama-export/scene.yaml"
 T kill-session -t llama
 
+# 13. A GPT-2 checkpoint: its BPE tokens on screen, a sentence edit tokenised by it, the
+# induction score in the model view.
+start gpt2 120 32 "$BIN $SRC/tests/golden/gpt2/scenes/tiny-all.yaml"
+check "gpt2: byte-level tokens with a visible space" gpt2 wait_for gpt2 "␣cat"
+keys gpt2 t C-u
+text gpt2 "the cat sat"
+keys gpt2 Enter
+check "gpt2: the edit is tokenised by the checkpoint's BPE" gpt2 wait_for gpt2 "the sentence (18 → 3 tokens)"
+check "gpt2: the title says it was edited" gpt2 wait_for gpt2 "· edited"
+T kill-session -t gpt2
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

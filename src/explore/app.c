@@ -333,8 +333,13 @@ int app_edit_text(struct app *a, const char *text)
     struct diag err;
     diag_clear(&err);
     char **tokens = NULL;
-    int n = 0;
-    if (attn_tokenize(&tokens, &n, text, a->scene.tokenizer, &err)) {
+    int n = 0, *ids = NULL;
+    /* tokenised first, so a sentence that cannot be is refused without an edit */
+    int rc = a->scene.tokenizer == TOKENIZER_GPT2 && a->scene.backing && a->scene.backing->tokenize
+                 ? a->scene.backing->tokenize(a->scene.backing, text, &tokens, &ids, &n, &err)
+                 : attn_tokenize(&tokens, &n, text, a->scene.tokenizer, &err);
+    free(ids);
+    if (rc) {
         app_refuse(a, "%s", err.msg);
         return -1;
     }
@@ -342,6 +347,22 @@ int app_edit_text(struct app *a, const char *text)
         attn_tokens_free(tokens, n);
         app_refuse(a, "the sentence needs at least one token");
         return -1;
+    }
+    /* Explicit embedding rows: a word the scene had keeps its row, a new one gets a made-up
+     * row (its hash's uniform values); say which, since its numbers are not the book's. */
+    char made_up[200] = "";
+    if (a->scene.embed.kind == EMBED_EXPLICIT) {
+        size_t o = 0;
+        for (int i = 0; i < n; i++) {
+            bool known = false;
+            for (int k = 0; k < a->scene.n_tokens && !known; k++)
+                known = strcmp(tokens[i], a->scene.tokens[k]) == 0;
+            for (int k = 0; k < i && !known; k++)
+                known = strcmp(tokens[i], tokens[k]) == 0; /* listed once */
+            if (!known && o < sizeof(made_up))
+                o += (size_t)snprintf(made_up + o, sizeof(made_up) - o, "%s%s", o ? ", " : "",
+                                      tokens[i]);
+        }
     }
     attn_tokens_free(tokens, n);
     begin_edit(a);
@@ -351,6 +372,8 @@ int app_edit_text(struct app *a, const char *text)
     }
     if (a->scene.weights.dropout_mask)
         drop_dropout_mask(a);
+    if (made_up[0])
+        snprintf(a->message, sizeof(a->message), "made-up rows for new words: %.200s", made_up);
     return settle_edit(a);
 }
 

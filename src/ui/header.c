@@ -23,7 +23,10 @@ static void draw(struct panel *p, struct frame *f)
     int sw = text_width(sizes);
     char variant[256];
     attn_scene_describe(variant, sizeof(variant), s);
-    const char *title = s->title ? s->title : variant;
+    /* A given title names the scene as written: after an edit it says so, never stale. */
+    char edited[600];
+    snprintf(edited, sizeof(edited), "%.500s \u00b7 edited", s->title ? s->title : "");
+    const char *title = !s->title ? variant : app_unsaved(f->app) ? edited : s->title;
     char short_title[512];
     abbreviate(short_title, sizeof(short_title), title, r.w - sw - 2);
     draw_text(r.y, r.x + 1, r.w - sw - 2, hattr | A_BOLD, short_title);
