@@ -316,6 +316,35 @@ static void test_edit_messages(void **state)
     app_free(&a);
 }
 
+/* The classic demos as keys: scaling off, sum normalisation, another tokenizer; a sentence
+ * that outgrows a drawn position table raises max_len and says so. */
+static void test_more_knobs(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_toggle_scale(&a), 0);
+    assert_string_equal(a.message, "scaling off");
+    assert_float_equal(at(&a, STAGE_SCALED, 0, 1, 0), at(&a, STAGE_SCORES, 0, 1, 0), 0);
+    assert_int_equal(app_cycle_normalize(&a), 0);
+    assert_string_equal(a.message, "normalize sum");
+    assert_int_equal(app_cycle_tokenizer(&a), 0); /* whitespace -> words: the same 6 tokens */
+    assert_string_equal(a.message, "tokenizer words");
+    assert_int_equal(app_cycle_tokenizer(&a), 0); /* words -> chars: one per character */
+    assert_int_equal(app_model(&a)->n, (int)strlen("Your journey starts with one step"));
+    app_undo(&a);
+    assert_string_equal(a.message, "undid: tokenizer words, 33 \u2192 6 tokens");
+    app_free(&a);
+
+    open_with_positions(&a, POS_LEARNED); /* max_len 12 */
+    assert_int_equal(app_edit_text(&a, "one two three four five six seven eight nine ten eleven "
+                                       "twelve thirteen fourteen"),
+                     0);
+    assert_int_equal(a.scene.pos.max_len, 14);
+    assert_non_null(strstr(a.message, "max_len 12 \u2192 14"));
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_kv_sharing_and_cache),
         cmocka_unit_test(test_navigation),
         cmocka_unit_test(test_edit_messages),
+        cmocka_unit_test(test_more_knobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,9 @@
     X(PROJECTION, "projection", "P", "edit", "Cycle the projection: none, rand, linear")           \
     X(LAYOUT, "layout", "L", "edit", "Cycle the head layout: split, wrapper")                      \
     X(MASK_MODE, "mask-mode", "M", "edit", "Cycle the mask mode: before/after softmax")            \
+    X(SCALE, "scale", "x", "edit", "Scaling by \u221ad_k on/off")                                  \
+    X(NORMALIZE, "normalize", "N", "edit", "Normalise rows by softmax or by their sum")            \
+    X(TOKENIZER, "tokenizer", "T", "edit", "Cycle the tokenizer: whitespace, words, chars")        \
     X(SHIFT, "shift", "o", "edit", "Shift every position: type the first one")                     \
     X(UNDO, "undo", "u", "edit", "Undo the last edit")                                             \
     X(REDO, "redo", "C-r", "edit", "Redo")                                                         \

@@ -328,16 +328,17 @@ static void drop_dropout_mask(struct app *a)
     }
 }
 
-int app_edit_text(struct app *a, const char *text)
+/* The sentence text under tokenizer tok (the scene's, or the next one for T). */
+static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
 {
     struct diag err;
     diag_clear(&err);
     char **tokens = NULL;
     int n = 0, *ids = NULL;
     /* tokenised first, so a sentence that cannot be is refused without an edit */
-    int rc = a->scene.tokenizer == TOKENIZER_GPT2 && a->scene.backing && a->scene.backing->tokenize
+    int rc = tok == TOKENIZER_GPT2 && a->scene.backing && a->scene.backing->tokenize
                  ? a->scene.backing->tokenize(a->scene.backing, text, &tokens, &ids, &n, &err)
-                 : attn_tokenize(&tokens, &n, text, a->scene.tokenizer, &err);
+                 : attn_tokenize(&tokens, &n, text, tok, &err);
     free(ids);
     if (rc) {
         app_refuse(a, "%s", err.msg);
@@ -366,15 +367,27 @@ int app_edit_text(struct app *a, const char *text)
     }
     attn_tokens_free(tokens, n);
     begin_edit(a);
+    a->scene.tokenizer = tok;
     if (attn_scene_retext(&a->scene, text, &err)) {
         snprintf(a->error, sizeof(a->error), "%s", err.msg);
         return -1;
     }
     if (a->scene.weights.dropout_mask)
         drop_dropout_mask(a);
+    /* A drawn position table grows with the sentence (its draws change: said in the message);
+     * a given table does not, and the scene says why it is invalid. */
+    struct attn_scene *sc = &a->scene;
+    if (sc->pos.kind == POS_LEARNED && !sc->pos.table.data && !sc->model.file &&
+        sc->n_tokens + sc->pos.offset > sc->pos.max_len)
+        sc->pos.max_len = sc->n_tokens + sc->pos.offset;
     if (made_up[0])
         snprintf(a->message, sizeof(a->message), "made-up rows for new words: %.200s", made_up);
     return settle_edit(a);
+}
+
+int app_edit_text(struct app *a, const char *text)
+{
+    return edit_text(a, text, a->scene.tokenizer);
 }
 
 double app_knob_value(const struct app *a, enum knob k)
@@ -562,6 +575,51 @@ int app_cycle_mask_mode(struct app *a)
     return settle_edit(a);
 }
 
+int app_toggle_scale(struct app *a)
+{
+    begin_edit(a);
+    struct attn_config *c = &a->scene.attn;
+    /* \u221ad_k <-> none; a given divisor (4 for ch. 3's d_k*0.5 slip) comes back after none */
+    enum attn_scale_kind eff = attn_scene_eff_scale(&a->scene);
+    if (eff == SCALE_NONE)
+        c->scale = c->scale_divisor > 0 ? SCALE_DIVISOR : SCALE_SQRT_DK;
+    else
+        c->scale = SCALE_NONE;
+    return settle_edit(a);
+}
+
+int app_cycle_normalize(struct app *a)
+{
+    begin_edit(a);
+    struct attn_config *c = &a->scene.attn;
+    c->normalize = c->normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX;
+    return settle_edit(a);
+}
+
+int app_cycle_tokenizer(struct app *a)
+{
+    if (a->scene.tokenizer == TOKENIZER_GPT2) {
+        app_refuse(a, "the gpt2 tokenizer comes with its vocabulary: the checkpoint needs its ids");
+        return -1;
+    }
+    if (!a->scene.text) {
+        app_refuse(a, "the scene gives its tokens as a list: there is no text to tokenise again");
+        return -1;
+    }
+    static const enum attn_tokenizer next[] = {[TOKENIZER_WHITESPACE] = TOKENIZER_WORDS,
+                                               [TOKENIZER_WORDS] = TOKENIZER_CHARS,
+                                               [TOKENIZER_CHARS] = TOKENIZER_WHITESPACE};
+    char *text = strdup(a->scene.text);
+    if (!text) {
+        app_refuse(a, "out of memory");
+        return -1;
+    }
+    /* the sentence again under the next tokenizer, by the sentence edit's rules */
+    int rc = edit_text(a, text, next[a->scene.tokenizer]);
+    free(text);
+    return rc;
+}
+
 /* What differs between two versions of the scene, in a few words: "heads 2 → 4, causal on". */
 static void describe_change(char *out, size_t size, const struct attn_scene *from,
                             const struct attn_scene *to)
@@ -597,11 +655,23 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
         SAY("layout %s \u2192 %s", attn_layout_name(x->layout), attn_layout_name(y->layout));
     if (x->mask_mode != y->mask_mode)
         SAY("mask %s", attn_mask_mode_name(y->mask_mode));
+    if (attn_scene_eff_scale(from) != attn_scene_eff_scale(to))
+        SAY("scaling %s", attn_scene_eff_scale(to) == SCALE_NONE ? "off" : "on");
+    if (x->normalize != y->normalize)
+        SAY("normalize %s", attn_normalize_name(y->normalize));
+    if (from->tokenizer != to->tokenizer)
+        SAY("tokenizer %s", attn_tokenizer_name(to->tokenizer));
+    if (from->pos.max_len != to->pos.max_len && to->pos.kind == POS_LEARNED)
+        SAY("max_len %d \u2192 %d", from->pos.max_len, to->pos.max_len);
+    if (attn_scene_d_in(from) != attn_scene_d_in(to))
+        SAY("embedding dim %d \u2192 %d", attn_scene_d_in(from), attn_scene_d_in(to));
     if (from->pos.offset != to->pos.offset)
         SAY("first position %d \u2192 %d", from->pos.offset, to->pos.offset);
     if ((from->text == NULL) != (to->text == NULL) ||
         (from->text && strcmp(from->text, to->text) != 0))
         SAY("the sentence (%d \u2192 %d tokens)", from->n_tokens, to->n_tokens);
+    else if (from->n_tokens != to->n_tokens) /* the same text, tokenised otherwise */
+        SAY("%d \u2192 %d tokens", from->n_tokens, to->n_tokens);
 #undef SAY
 }
 

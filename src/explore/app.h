@@ -129,6 +129,9 @@ int app_toggle_causal(struct app *a);
 int app_cycle_projection(struct app *a);
 int app_cycle_layout(struct app *a);
 int app_cycle_mask_mode(struct app *a);
+int app_toggle_scale(struct app *a);    /* \u221ad_k (or the given divisor) <-> none */
+int app_cycle_normalize(struct app *a); /* softmax <-> sum */
+int app_cycle_tokenizer(struct app *a); /* whitespace -> words -> chars, the text again */
 int app_undo(struct app *a);
 int app_redo(struct app *a);
 

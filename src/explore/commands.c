@@ -552,6 +552,15 @@ int command_run(struct app *a, enum action act, struct ask *ask)
     case ACTION_MASK_MODE:
         app_cycle_mask_mode(a);
         return OUTCOME_SCENE_CHANGED;
+    case ACTION_SCALE:
+        app_toggle_scale(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_NORMALIZE:
+        app_cycle_normalize(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_TOKENIZER:
+        app_cycle_tokenizer(a);
+        return OUTCOME_SCENE_CHANGED;
     case ACTION_UNDO:
         app_undo(a);
         return OUTCOME_SCENE_CHANGED;
