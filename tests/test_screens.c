@@ -283,9 +283,34 @@ static void test_golden_screens(void **state)
         fail_msg("%d of %d screens differ from their golden files:%s", n_differ, n, differ);
 }
 
+/* Every step of every 256-colour scale has its own palette index, and the steps are fine enough
+ * that attention weights 0.05 apart (on a 0..1 scale) always get different ones. */
+static void test_scale_indices(void **state)
+{
+    (void)state;
+    for (int diverging = 0; diverging < 2; diverging++)
+        for (int scale = 0; scale < (diverging ? 2 : 3); scale++) {
+            int idx[SCALE_STEPS];
+            theme_scale_indices(idx, scale, diverging);
+            for (int a = 0; a < SCALE_STEPS; a++) {
+                assert_true(idx[a] >= 16 && idx[a] < 256);
+                for (int b = a + 1; b < SCALE_STEPS; b++)
+                    if (idx[a] == idx[b])
+                        fail_msg("scale %d%s: steps %d and %d share palette index %d", scale,
+                                 diverging ? " (diverging)" : "", a, b, idx[a]);
+            }
+        }
+    for (int k = 0; k + 5 <= 100; k++) { /* weights k/100 and k/100 + 0.05 */
+        int s0 = (int)(k / 100.0 * (SCALE_STEPS - 1) + 0.5);
+        int s1 = (int)((k + 5) / 100.0 * (SCALE_STEPS - 1) + 0.5);
+        assert_true(s1 > s0);
+    }
+}
+
 int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_screens)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_screens),
+                                       cmocka_unit_test(test_scale_indices)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

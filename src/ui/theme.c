@@ -23,13 +23,17 @@ static const struct rgb div_anchors[][5] = {
     {{118, 42, 131}, {175, 141, 195}, {247, 247, 247}, {127, 191, 123}, {27, 120, 55}}, /* PRGn */
 };
 
-/* Nearest xterm-256 colour (6x6x6 cube or gray ramp) to an RGB value. */
-static int xterm_index(struct rgb c)
+/* Nearest xterm-256 colour (6x6x6 cube or gray ramp) to an RGB value that `taken` (256 flags,
+ * or NULL) does not mark: a scale gives every step its own palette index, so two values a step
+ * apart never share a colour. */
+static int xterm_index_free(struct rgb c, const bool *taken)
 {
     static const int levels[6] = {0, 95, 135, 175, 215, 255};
     int best = 16;
     long best_d = -1;
     for (int i = 16; i < 256; i++) {
+        if (taken && taken[i])
+            continue;
         int r, g, b;
         if (i < 232) {
             int k = i - 16;
@@ -63,7 +67,7 @@ static int text_on(struct rgb c)
 }
 
 /* Pairs numbered compactly: an 8-colour xterm has only 64, and a pair past that is refused by
- * init_pair and drawn black on black. 1 + 14 roles + 2 x 16 steps = 47. */
+ * init_pair and drawn black on black. 1 + 14 roles + 2 x 24 steps = 63. */
 enum { PAIR_ROLE0 = 1, PAIR_SEQ0 = PAIR_ROLE0 + ROLE_COUNT, PAIR_DIV0 = PAIR_SEQ0 + SCALE_STEPS };
 _Static_assert(PAIR_DIV0 + SCALE_STEPS <= 64, "colour pairs must fit an 8-colour terminal");
 
@@ -73,14 +77,28 @@ static int pair_attr(int pair, int fg, int bg)
     return (int)COLOR_PAIR(pair);
 }
 
+void theme_scale_indices(int out[SCALE_STEPS], int scale, bool diverging)
+{
+    bool taken[256] = {false};
+    for (int s = 0; s < SCALE_STEPS; s++) {
+        struct rgb c =
+            diverging ? lerp_anchor(div_anchors[scale], s) : lerp_anchor(scale_anchors[scale], s);
+        out[s] = xterm_index_free(c, taken);
+        taken[out[s]] = true;
+    }
+}
+
 static void init_scales(struct theme *t)
 {
+    int seq[SCALE_STEPS], div[SCALE_STEPS];
+    theme_scale_indices(seq, t->scale, false);
+    theme_scale_indices(div, t->diverging, true);
     for (int s = 0; s < SCALE_STEPS; s++) {
         if (t->mode == COLOR_MODE_256) {
             struct rgb c = lerp_anchor(scale_anchors[t->scale], s);
             struct rgb d = lerp_anchor(div_anchors[t->diverging], s);
-            t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s, text_on(c), xterm_index(c));
-            t->div_attr[s] = pair_attr(PAIR_DIV0 + s, text_on(d), xterm_index(d));
+            t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s, text_on(c), seq[s]);
+            t->div_attr[s] = pair_attr(PAIR_DIV0 + s, text_on(d), div[s]);
         } else if (t->mode == COLOR_MODE_8) {
             static const short seq8[4] = {COLOR_BLUE, COLOR_CYAN, COLOR_GREEN, COLOR_YELLOW};
             static const short div8[4] = {COLOR_BLUE, COLOR_CYAN, COLOR_YELLOW, COLOR_RED};

@@ -16,7 +16,7 @@
 
 enum color_mode { COLOR_MODE_MONO, COLOR_MODE_8, COLOR_MODE_256 };
 
-#define SCALE_STEPS 16 /* colour steps of a heatmap scale */
+#define SCALE_STEPS 24 /* colour steps of a heatmap scale: values 1/23 apart never share one */
 
 struct theme {
     enum color_mode mode;
@@ -30,6 +30,9 @@ struct theme {
 
 /* Picks the mode (NO_COLOR, COLORS) and sets up colour pairs. Call after start_color().
  * Loads configs/colors.yaml then the user's colors.yaml over it; problems go to errs. */
+/* The xterm-256 palette index of each step of scale `scale` (sequential, or diverging), all
+ * different: the nearest free colour to the scale's colour at that step. */
+void theme_scale_indices(int out[SCALE_STEPS], int scale, bool diverging);
 void theme_init(struct theme *t, const char *shipped_path, const char *user_path,
                 struct diag_list *errs);
 
