@@ -334,6 +334,15 @@ static void test_more_knobs(void **state)
     assert_int_equal(app_model(&a)->n, (int)strlen("Your journey starts with one step"));
     app_undo(&a);
     assert_string_equal(a.message, "undid: tokenizer words, 33 \u2192 6 tokens");
+
+    /* auto-play speed: halved and doubled within 0.1 s .. 4 s a stage */
+    struct ask ask = {0};
+    command_run(&a, ACTION_PLAY_FASTER, &ask);
+    assert_int_equal(a.play_ms, 450);
+    assert_string_equal(a.message, "auto-play: one stage every 0.5 s");
+    for (int i = 0; i < 10; i++)
+        command_run(&a, ACTION_PLAY_SLOWER, &ask);
+    assert_int_equal(a.play_ms, 4000);
     app_free(&a);
 
     open_with_positions(&a, POS_LEARNED); /* max_len 12 */

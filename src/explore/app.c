@@ -56,6 +56,7 @@ int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag 
     }
     a->stage = STAGE_WEIGHTS;
     a->score_shown = -1;
+    a->play_ms = 900;
     if (a->scene.view.layer >= 0) { /* where the scene asks to open (an induction head, ...) */
         a->layer = a->scene.view.layer < a->net.layers ? a->scene.view.layer : 0;
         a->head = a->scene.view.head;

@@ -56,6 +56,7 @@ struct app {
     int col_want;    /* the column asked for, kept across stages of other widths */
     bool all_heads;  /* small multiples of every head */
     bool playing;    /* auto-play through the stages */
+    int play_ms;     /* one stage every play_ms while playing */
     enum knob knob;  /* which knob + and - change */
     int score_shown; /* the head score the model view colours by, or -1 */
     char find[256];  /* the last token looked for (/, n) */

@@ -506,6 +506,16 @@ int command_run(struct app *a, enum action act, struct ask *ask)
             a->stage = STAGE_INPUTS; /* play from the start when at the end */
         app_clamp(a);
         return OUTCOME_VIEW_CHANGED;
+    case ACTION_PLAY_FASTER:
+    case ACTION_PLAY_SLOWER: {
+        /* halve or double, from a tenth of a second to four seconds a stage */
+        int ms = act == ACTION_PLAY_FASTER ? a->play_ms / 2 : a->play_ms * 2;
+        a->play_ms = ms < 100 ? 100 : ms > 4000 ? 4000 : ms;
+        cnum_format(a->message, sizeof(a->message), "auto-play: one stage every %.1f s",
+                    a->play_ms / 1000.0);
+        a->message_is_error = false;
+        return OUTCOME_VIEW_CHANGED;
+    }
     case ACTION_KNOB_NEXT:
         a->knob = (enum knob)((a->knob + 1) % KNOB_COUNT);
         return OUTCOME_VIEW_CHANGED;

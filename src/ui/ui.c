@@ -442,7 +442,7 @@ int ui_main(const char *scene_path)
     int status = 0;
     ui_draw(ui);
     while (!quit_signal) {
-        timeout(ui->app.playing ? UI_PLAY_MS : -1);
+        timeout(ui->app.playing ? ui->app.play_ms : -1);
         wint_t key;
         int rc = get_wch(&key);
         if (quit_signal)

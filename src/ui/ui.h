@@ -23,7 +23,6 @@
 
 #define UI_MIN_COLS  64
 #define UI_MIN_LINES 18
-#define UI_PLAY_MS   900 /* auto-play: one stage per tick */
 
 enum panel_id {
     PANEL_HEADER,
