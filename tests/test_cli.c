@@ -294,6 +294,14 @@ static void test_print_scene_file_and_filters(void **state)
     assert_null(strstr(r.out, "# output"));
     run_free(&r);
 
+    /* every parameter matrix, x @ W orientation */
+    r = RUN("print", "--stage", "params");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# W_query (3\u00d72)\ntensor([[-0.2354,  0.2177],\n");
+    expect_contains(r.out, "# W_out (2\u00d72)\n");
+    expect_contains(r.out, "# b_out (1\u00d72)\n");
+    run_free(&r);
+
     r = RUN("print", "--head", "7");
     expect_status(&r, 2);
     expect_contains(r.err, "head 7 out of range (scene has 2 heads)");

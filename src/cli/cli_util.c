@@ -39,7 +39,8 @@ void cli_print_help(FILE *out)
                              : ", ",
                 attn_stage_name((enum attn_stage)s));
     fputs("\n"
-          "                            (also q, k, v, mask, softmax, out)\n"
+          "                            (also q, k, v, mask, softmax, out), or params:\n"
+          "                            every parameter matrix (W_query, W_out, ...)\n"
           "            -H, --head H    only head H (0-based)\n"
           "            -l, --layer L   only layer L (0-based) of a scene with layers\n"
           "  heads   score every head by its attention pattern: previous token, induction,\n"

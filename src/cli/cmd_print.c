@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "export/export.h"
@@ -29,6 +30,41 @@ static void print_stage(const struct cli_scene *cs, int layer, enum attn_stage s
     else
         printf("\n# %s%s (%d\u00d7%d)\n", where, attn_stage_name(st), v.rows, v.cols);
     torch_print_matrix(stdout, v);
+}
+
+/* Every parameter matrix of layer L, as `print` shows stages. */
+static void print_params(const struct cli_scene *cs, int layer)
+{
+    const struct attn_model *m = &cs->net.model[layer];
+    int d = m->d_in, D = m->D, Dkv = m->Dkv, r = m->latent, h = m->hidden, W = D + 2 * Dkv;
+    const struct {
+        const char *name;
+        const float *data;
+        int rows, cols;
+    } p[] = {
+        {"W_qkv", m->wqkv, d, W},         {"b_qkv", m->bqkv, 1, W},
+        {"W_query", m->wq, d, D},         {"W_key", m->wk, d, Dkv},
+        {"W_value", m->wv, d, Dkv},       {"b_query", m->bq, 1, D},
+        {"b_key", m->bk, 1, Dkv},         {"b_value", m->bv, 1, Dkv},
+        {"W_down", m->wdown, d, r},       {"W_key_up", m->wkup, r, D},
+        {"W_value_up", m->wvup, r, D},    {"W_out", m->wo, D, D},
+        {"b_out", m->bo, 1, D},           {"ffn_W1", m->w1, d, h},
+        {"ffn_b1", m->b1, 1, h},          {"ffn_W2", m->w2, h, d},
+        {"ffn_b2", m->b2, 1, d},          {"norm1_weight", m->n1w, 1, d},
+        {"norm1_bias", m->n1b, 1, d},     {"norm2_weight", m->n2w, 1, d},
+        {"norm2_bias", m->n2b, 1, d},     {"final_norm_weight", m->fw, 1, d},
+        {"final_norm_bias", m->fb, 1, d},
+    };
+    for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
+        if (!p[i].data)
+            continue;
+        if (cs->net.layers > 1)
+            printf("\n# layer %d \u00b7 %s (%d\u00d7%d)\n", layer, p[i].name, p[i].rows, p[i].cols);
+        else
+            printf("\n# %s (%d\u00d7%d)\n", p[i].name, p[i].rows, p[i].cols);
+        torch_print_matrix(stdout,
+                           (struct attn_mat_view){p[i].data, p[i].rows, p[i].cols, p[i].cols});
+    }
 }
 
 static int parse_layer(const char *text, int *layer)
@@ -72,11 +108,12 @@ int cmd_print(int argc, char **argv)
         return CLI_OK;
     }
     int stage = -1, head = -1, layer = -1;
-    if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0) {
+    bool params = stage_arg && strcmp(stage_arg, "params") == 0;
+    if (stage_arg && !params && (stage = attn_stage_parse(stage_arg)) < 0) {
         fprintf(stderr, "attnscope print: unknown stage '%s'; stages:", stage_arg);
         for (int s = 0; s < STAGE_COUNT; s++)
             fprintf(stderr, "%s %s", s ? "," : "", attn_stage_name((enum attn_stage)s));
-        fputs("\nTry 'attnscope --help'.\n", stderr);
+        fputs(", params\nTry 'attnscope --help'.\n", stderr);
         return CLI_USAGE;
     }
     if (head_arg && parse_head(head_arg, &head) != CLI_OK)
@@ -102,6 +139,12 @@ int cmd_print(int argc, char **argv)
         return CLI_USAGE;
     }
     int first = layer >= 0 ? layer : 0, last = layer >= 0 ? layer : cs.net.layers - 1;
+    if (params) { /* the parameter matrices, x @ W orientation, layer by layer */
+        for (int L = first; L <= last; L++)
+            print_params(&cs, L);
+        cli_scene_close(&cs);
+        return CLI_OK;
+    }
     bool anywhere = stage < 0;
     for (int L = first; L <= last; L++)
         anywhere |= attn_stage_present(&cs.net.model[L], (enum attn_stage)stage);
