@@ -354,6 +354,32 @@ static void test_more_knobs(void **state)
     app_free(&a);
 }
 
+/* Where save proposes to write: next to the scene, but never into the shipped scenes/. */
+static void test_save_default_folder(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/10-mha.yaml", scenes ? scenes : "scenes");
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, &err), 0);
+    struct ask ask = {0};
+    command_run(&a, ACTION_SAVE, &ask);
+    assert_string_equal(ask.initial, "10-mha-edited.yaml"); /* the current folder */
+    ask_clear(&ask);
+    app_free(&a);
+
+    attn_scene_init_default(&s);
+    assert_int_equal(app_init(&a, &s, "/tmp/my-scene.yaml", &err), 0);
+    command_run(&a, ACTION_SAVE, &ask);
+    assert_string_equal(ask.initial, "/tmp/my-scene-edited.yaml"); /* beside the scene */
+    ask_clear(&ask);
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_navigation),
         cmocka_unit_test(test_edit_messages),
         cmocka_unit_test(test_more_knobs),
+        cmocka_unit_test(test_save_default_folder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include "common/cnum.h"
 #include "common/fsutil.h"
@@ -413,6 +415,25 @@ int command_play_tick(struct app *a)
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* A scenes/ folder that ships with attnscope: beside the repository's meson.build, or
+ * under an installed share/attnscope. dir ends with '/'. */
+static bool shipped_scenes(const char *dir)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real))
+        return false;
+    size_t n = strlen(real);
+    if (n < 7 || strcmp(real + n - 7, "/scenes") != 0)
+        return false;
+    if (strstr(real, "/share/attnscope/"))
+        return true;
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof(probe), "%.*s/meson.build", (int)(n - 7), real);
+    bool repo = access(probe, F_OK) == 0;
+    snprintf(probe, sizeof(probe), "%.*s/src/engine", (int)(n - 7), real);
+    return repo && access(probe, F_OK) == 0;
+}
+
 int command_run(struct app *a, enum action act, struct ask *ask)
 {
     ask_clear(ask);
@@ -591,12 +612,16 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         }
         /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
          * original's comments would be lost. */
-        char stem[256], path[1100];
+        char stem[256], path[1100], dir[1100];
         scene_stem(stem, sizeof(stem), a->scene_path);
         const char *slash = a->scene_path ? strrchr(a->scene_path, '/') : NULL;
-        snprintf(path, sizeof(path), "%.*s%s-edited.yaml",
-                 slash ? (int)(slash - a->scene_path + 1) : 0, a->scene_path ? a->scene_path : "",
-                 stem);
+        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - a->scene_path + 1) : 0,
+                 a->scene_path ? a->scene_path : "");
+        /* Next to the scene, unless that is a folder of shipped scenes (the repository's or
+         * the install's scenes/) or not writable: then the current folder. */
+        if (dir[0] && (shipped_scenes(dir) || access(dir, W_OK) != 0))
+            dir[0] = '\0';
+        snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
         ask_for(ask, PROMPT_SAVE, "save scene as", path);
         return OUTCOME_VIEW_CHANGED;
     }
