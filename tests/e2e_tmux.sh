@@ -111,7 +111,7 @@ check "the last valid result stays on screen" main wait_for main "head 0 (of 2)"
 keys main d C-u
 text main "8"
 keys main Enter
-check "d_out 8 fixes it: 4 heads of head_dim 2" main wait_for main "4 heads × head_dim 2"
+check "d_out 8 fixes it: 4 heads of head_dim 2" main wait_for main "d_out 8   heads 4"
 check "the error is gone" main wait_gone main "not divisible"
 keys main ]
 check "head switch: head 1 of 4" main wait_for main "head 1 (of 4)"

@@ -345,12 +345,32 @@ static void test_more_knobs(void **state)
     assert_int_equal(a.play_ms, 4000);
     app_free(&a);
 
+    /* the embedding width: given rows keep theirs */
+    open_default(&a);
+    assert_int_equal(app_edit_knob(&a, KNOB_DIM, 4), -1);
+    assert_non_null(strstr(a.message, "the embedding rows are given (3 wide)"));
+    app_free(&a);
+
     open_with_positions(&a, POS_LEARNED); /* max_len 12 */
     assert_int_equal(app_edit_text(&a, "one two three four five six seven eight nine ten eleven "
                                        "twelve thirteen fourteen"),
                      0);
     assert_int_equal(a.scene.pos.max_len, 14);
     assert_non_null(strstr(a.message, "max_len 12 \u2192 14"));
+    app_free(&a);
+
+    struct attn_scene s; /* drawn embeddings: their width is a knob */
+    attn_scene_init_default(&s);
+    attn_matrix_free(&s.embed.rows);
+    s.embed.kind = EMBED_LEARNED;
+    s.embed.dim = 4;
+    s.attn.d_out = 0;
+    s.attn.heads = 1;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, &err), 0);
+    assert_int_equal(app_step_knob(&a, KNOB_DIM, 1), 0);
+    assert_int_equal(app_model(&a)->d_in, 5);
+    assert_non_null(strstr(a.message, "embedding dim 4 \u2192 5"));
     app_free(&a);
 }
 

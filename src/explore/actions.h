@@ -40,7 +40,8 @@
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(PLAY_FASTER, "play-faster", ")", "view", "Auto-play faster")                                 \
     X(PLAY_SLOWER, "play-slower", "(", "view", "Auto-play slower")                                 \
-    X(KNOB_NEXT, "knob-next", "Tab", "edit", "Select the next knob: seed, d_out, heads, dropout")  \
+    X(KNOB_NEXT, "knob-next", "Tab", "edit",                                                       \
+      "Select the next knob: seed, d_out, heads, dropout, dim")                                    \
     X(KNOB_PREV, "knob-prev", "BackTab", "edit", "Select the previous knob")                       \
     X(KNOB_UP, "knob-up", "+ =", "edit", "Increase the selected knob")                             \
     X(KNOB_DOWN, "knob-down", "- _", "edit", "Decrease the selected knob")                         \

@@ -13,7 +13,7 @@
 #include "export/export.h"
 #include "scenefile/scenefile.h"
 
-static const char *const knob_names[KNOB_COUNT] = {"seed", "d_out", "heads", "dropout"};
+static const char *const knob_names[KNOB_COUNT] = {"seed", "d_out", "heads", "dropout", "dim"};
 
 const char *knob_name(enum knob k)
 {
@@ -400,6 +400,8 @@ double app_knob_value(const struct app *a, enum knob k)
         return attn_scene_eff_d_out(&a->scene);
     case KNOB_HEADS:
         return a->scene.attn.heads;
+    case KNOB_DIM:
+        return attn_scene_d_in(&a->scene);
     case KNOB_DROPOUT:
     case KNOB_COUNT:
         break;
@@ -469,10 +471,19 @@ int app_edit_knob(struct app *a, enum knob k, double value)
     }
     if (value == app_knob_value(a, k))
         return 0;
-    if (k == KNOB_D_OUT && from_checkpoint(a, "d_out"))
+    if ((k == KNOB_D_OUT && from_checkpoint(a, "d_out")) ||
+        (k == KNOB_DIM && from_checkpoint(a, "the embedding width")))
         return -1;
+    if (k == KNOB_DIM && a->scene.embed.kind != EMBED_LEARNED) {
+        app_refuse(a, "the embedding rows are given (%d wide): dim changes drawn embeddings only",
+                   attn_scene_d_in(&a->scene));
+        return -1;
+    }
     begin_edit(a);
-    if (k == KNOB_D_OUT) {
+    if (k == KNOB_DIM) {
+        a->scene.embed.dim = (int)value;
+        drop_weights(a, "new embedding width");
+    } else if (k == KNOB_D_OUT) {
         a->scene.attn.d_out = (int)value;
         drop_weights(a, "new d_out");
     } else {
@@ -490,7 +501,7 @@ static int next_valid(const struct app *a, enum knob k, int v, int dir)
     int d_out = attn_scene_eff_d_out(s), heads = s->attn.heads;
     bool split = s->attn.layout == LAYOUT_SPLIT;
     for (int x = v + dir; x >= 1 && x <= SCENE_MAX_DIM; x += dir) {
-        if (!split)
+        if (!split || k == KNOB_DIM)
             return x;
         if (k == KNOB_D_OUT && heads > 0 && x % heads == 0)
             return x;

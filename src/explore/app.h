@@ -22,7 +22,7 @@
 #define APP_UNDO_MAX   100
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
 
-enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_COUNT };
+enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUNT };
 
 /* How the heatmap maps values to colours: one range for the matrix, one per row (each query's
  * own distribution: readable at any length), or logarithmic (weights spanning decades). */
