@@ -27,6 +27,19 @@ int diag_set(struct diag *d, const char *path, const char *fmt, ...)
     return -1;
 }
 
+int diag_file(struct diag *d, const char *file, const char *fmt, ...)
+{
+    if (!d)
+        return -1;
+    diag_clear(d);
+    snprintf(d->file, sizeof(d->file), "%s", file);
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vset(d, "", fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void diag_list_init(struct diag_list *l)
 {
     memset(l, 0, sizeof(*l));

@@ -33,6 +33,11 @@ void diag_clear(struct diag *d);
 int diag_set(struct diag *d, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap);
+/* A problem of a whole file (an .npy, a checkpoint, a file the disk refused): d is cleared,
+ * d->file names it and d->msg says what, so diag_print shows "file: message". d may be NULL.
+ * Returns -1. */
+int diag_file(struct diag *d, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 void diag_list_init(struct diag_list *l);
 void diag_list_free(struct diag_list *l);

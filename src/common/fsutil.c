@@ -19,23 +19,6 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* Every error names the file, so diag_print shows "path: message". */
-static int fs_error(struct diag *err, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fs_error(struct diag *err, const char *path, const char *fmt, ...)
-{
-    if (!err)
-        return -1;
-    diag_clear(err);
-    snprintf(err->file, sizeof(err->file), "%s", path);
-    va_list ap;
-    va_start(ap, fmt);
-    diag_vset(err, "", fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
 {
     *out = NULL;
@@ -43,21 +26,21 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
         *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fs_error(err, path, "cannot open: %s", strerror(errno));
+        return diag_file(err, path, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fs_error(err, path, "cannot read: %s", strerror(e));
+        return diag_file(err, path, "cannot read: %s", strerror(e));
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        return fs_error(err, path, "is a directory, not a file");
+        return diag_file(err, path, "is a directory, not a file");
     }
     if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max_bytes) {
         close(fd);
-        return fs_error(err, path, "file is too large (%lld bytes, the limit is %zu)",
-                        (long long)st.st_size, max_bytes);
+        return diag_file(err, path, "file is too large (%lld bytes, the limit is %zu)",
+                         (long long)st.st_size, max_bytes);
     }
 
     /* st_size is only a hint (pipes, /proc): read until EOF, but never past max_bytes. */
@@ -66,7 +49,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
-        return fs_error(err, path, "out of memory");
+        return diag_file(err, path, "out of memory");
     }
     for (;;) {
         if (n + 1 >= cap) {
@@ -77,7 +60,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
             if (!nb) {
                 free(buf);
                 close(fd);
-                return fs_error(err, path, "out of memory");
+                return diag_file(err, path, "out of memory");
             }
             buf = nb;
             cap = ncap;
@@ -89,7 +72,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
             int e = errno;
             free(buf);
             close(fd);
-            return fs_error(err, path, "cannot read: %s", strerror(e));
+            return diag_file(err, path, "cannot read: %s", strerror(e));
         }
         if (r == 0)
             break;
@@ -97,7 +80,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
         if (n > max_bytes) {
             free(buf);
             close(fd);
-            return fs_error(err, path, "file is too large (more than %zu bytes)", max_bytes);
+            return diag_file(err, path, "file is too large (more than %zu bytes)", max_bytes);
         }
     }
     close(fd);
@@ -112,10 +95,10 @@ int fsutil_mkdir_p(const char *dir, struct diag *err)
 {
     size_t n = strlen(dir);
     if (n == 0)
-        return fs_error(err, dir, "empty folder name");
+        return diag_file(err, dir, "empty folder name");
     char *p = malloc(n + 1);
     if (!p)
-        return fs_error(err, dir, "out of memory");
+        return diag_file(err, dir, "out of memory");
     memcpy(p, dir, n + 1);
     /* Create each prefix ending before a '/', then the whole path. */
     for (size_t i = 1; i <= n; i++) {
@@ -127,13 +110,13 @@ int fsutil_mkdir_p(const char *dir, struct diag *err)
         p[i] = '\0';
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
             int e = errno;
-            int rc = fs_error(err, p, "cannot create folder: %s", strerror(e));
+            int rc = diag_file(err, p, "cannot create folder: %s", strerror(e));
             free(p);
             return rc;
         }
         struct stat st;
         if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            int rc = fs_error(err, p, "exists and is not a folder");
+            int rc = diag_file(err, p, "exists and is not a folder");
             free(p);
             return rc;
         }
@@ -199,25 +182,25 @@ int fsutil_write_atomic(const char *path, bool overwrite,
                         struct diag *err)
 {
     if (!overwrite && fsutil_exists(path))
-        return fs_error(err, path, "already exists; not replacing it");
+        return diag_file(err, path, "already exists; not replacing it");
 
     /* The temporary file: "<dir>/.<base>.XXXXXX", hidden and next to the target. */
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
     const char *base = path + dir_len;
     if (!*base)
-        return fs_error(err, path, "is a folder name, not a file name");
+        return diag_file(err, path, "is a folder name, not a file name");
     size_t tlen = dir_len + 1 + strlen(base) + 8;
     char *tmp = malloc(tlen);
     if (!tmp)
-        return fs_error(err, path, "out of memory");
+        return diag_file(err, path, "out of memory");
     snprintf(tmp, tlen, "%.*s.%s.XXXXXX", (int)dir_len, path, base);
 
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int e = errno;
         free(tmp);
-        return fs_error(err, path, "cannot create a temporary file: %s", strerror(e));
+        return diag_file(err, path, "cannot create a temporary file: %s", strerror(e));
     }
     FILE *f = fdopen(fd, "w");
     if (!f) {
@@ -225,14 +208,14 @@ int fsutil_write_atomic(const char *path, bool overwrite,
         close(fd);
         unlink(tmp);
         free(tmp);
-        return fs_error(err, path, "cannot open a temporary file: %s", strerror(e));
+        return diag_file(err, path, "cannot open a temporary file: %s", strerror(e));
     }
 
     struct diag werr;
     diag_clear(&werr);
     int rc = 0;
     if (injected_failure()) {
-        rc = fs_error(err, path, "cannot write: %s", strerror(ENOSPC));
+        rc = diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
     } else if (write_fn(f, ctx, &werr) != 0) {
         if (err) {
             *err = werr;
@@ -243,19 +226,19 @@ int fsutil_write_atomic(const char *path, bool overwrite,
         }
         rc = -1;
     } else if (fflush(f) != 0 || ferror(f)) {
-        rc = fs_error(err, path, "cannot write: %s", strerror(errno));
+        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
     } else if (fsync(fileno(f)) != 0) {
-        rc = fs_error(err, path, "cannot sync to disk: %s", strerror(errno));
+        rc = diag_file(err, path, "cannot sync to disk: %s", strerror(errno));
     } else if (fchmod(fileno(f), target_mode(path)) != 0) {
-        rc = fs_error(err, path, "cannot set permissions: %s", strerror(errno));
+        rc = diag_file(err, path, "cannot set permissions: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)
-        rc = fs_error(err, path, "cannot write: %s", strerror(errno));
+        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
 
     if (rc == 0) {
         if (overwrite) {
             if (rename(tmp, path) != 0)
-                rc = fs_error(err, path, "cannot replace: %s", strerror(errno));
+                rc = diag_file(err, path, "cannot replace: %s", strerror(errno));
         } else {
             /* link() fails when path appeared meanwhile, so a file created between the check
              * above and now is never clobbered. Some file systems have no hard links: fall
@@ -263,11 +246,11 @@ int fsutil_write_atomic(const char *path, bool overwrite,
             if (link(tmp, path) == 0) {
                 unlink(tmp);
             } else if (errno == EEXIST) {
-                rc = fs_error(err, path, "already exists; not replacing it");
+                rc = diag_file(err, path, "already exists; not replacing it");
             } else if (fsutil_exists(path)) {
-                rc = fs_error(err, path, "already exists; not replacing it");
+                rc = diag_file(err, path, "already exists; not replacing it");
             } else if (rename(tmp, path) != 0) {
-                rc = fs_error(err, path, "cannot create: %s", strerror(errno));
+                rc = diag_file(err, path, "cannot create: %s", strerror(errno));
             }
         }
     }
@@ -284,19 +267,19 @@ int fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, struc
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
-        return fs_error(err, path, "cannot create: %s", strerror(errno));
+        return diag_file(err, path, "cannot create: %s", strerror(errno));
     FILE *f = fdopen(fd, "w");
     if (!f) {
         int e = errno;
         close(fd);
         unlink(path);
-        return fs_error(err, path, "cannot open: %s", strerror(e));
+        return diag_file(err, path, "cannot open: %s", strerror(e));
     }
     struct diag werr;
     diag_clear(&werr);
     int rc = 0;
     if (injected_failure()) {
-        rc = fs_error(err, path, "cannot write: %s", strerror(ENOSPC));
+        rc = diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
     } else if (write_fn(f, ctx, &werr) != 0) {
         if (err) {
             *err = werr;
@@ -307,10 +290,10 @@ int fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, struc
         }
         rc = -1;
     } else if (fflush(f) != 0 || ferror(f)) {
-        rc = fs_error(err, path, "cannot write: %s", strerror(errno));
+        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)
-        rc = fs_error(err, path, "cannot write: %s", strerror(errno));
+        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
     if (rc != 0)
         unlink(path);
     return rc;
@@ -399,14 +382,14 @@ int fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, struct d
     while (n > 1 && target[n - 1] == '/')
         n--; /* "out/" is "out" */
     if (n == 0 || n >= sizeof(tx->target) - 64)
-        return fs_error(err, target, n ? "the folder name is too long" : "empty folder name");
+        return diag_file(err, target, n ? "the folder name is too long" : "empty folder name");
     memcpy(tx->target, target, n);
     tx->target[n] = '\0';
     const char *base = strrchr(tx->target, '/');
     base = base ? base + 1 : tx->target;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return fs_error(err, target,
-                        "export writes a folder of its own: give its name (like out/export)");
+        return diag_file(err, target,
+                         "export writes a folder of its own: give its name (like out/export)");
     char dir[4096];
     split_target(tx->target, dir, sizeof(dir), &base);
     if (fsutil_mkdir_p(dir, err) != 0) /* the parent, as mkdir -p would */
@@ -415,10 +398,10 @@ int fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, struct d
     int len = snprintf(tx->tmp, sizeof(tx->tmp), "%.*s.%s.attnscope-%ld-XXXXXX",
                        (int)(base - tx->target), tx->target, base, (long)getpid());
     if (len < 0 || (size_t)len >= sizeof(tx->tmp))
-        return fs_error(err, target, "the folder name is too long");
+        return diag_file(err, target, "the folder name is too long");
     if (!mkdtemp(tx->tmp))
-        return fs_error(err, tx->target, "cannot create a temporary folder beside it: %s",
-                        strerror(errno));
+        return diag_file(err, tx->target, "cannot create a temporary folder beside it: %s",
+                         strerror(errno));
     return 0;
 }
 
@@ -438,7 +421,7 @@ int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
         if (fd >= 0)
             close(fd);
         fsutil_dirswap_abort(tx);
-        return fs_error(err, tx->target, "cannot sync the export to disk: %s", strerror(e));
+        return diag_file(err, tx->target, "cannot sync the export to disk: %s", strerror(e));
     }
     close(fd);
     chmod(tx->tmp, 0777 & ~target_mode_mask());
@@ -448,31 +431,31 @@ int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
         if (rename(tx->tmp, tx->target) != 0) {
             int e = errno;
             fsutil_dirswap_abort(tx);
-            return fs_error(err, tx->target, "cannot create: %s", strerror(e));
+            return diag_file(err, tx->target, "cannot create: %s", strerror(e));
         }
         tx->tmp[0] = '\0';
     } else if (renameat2(AT_FDCWD, tx->tmp, AT_FDCWD, tx->target, RENAME_EXCHANGE) != 0) {
         if (errno != EINVAL && errno != ENOSYS) {
             int e = errno;
             fsutil_dirswap_abort(tx);
-            return fs_error(err, tx->target, "cannot replace: %s", strerror(e));
+            return diag_file(err, tx->target, "cannot replace: %s", strerror(e));
         }
         /* No exchange on this file system: move the old one aside, then the new one in. */
         char old[sizeof(tx->tmp)];
         if (snprintf(old, sizeof(old), "%.4088s-old", tx->tmp) >= (int)sizeof(old)) {
             fsutil_dirswap_abort(tx);
-            return fs_error(err, tx->target, "the folder name is too long");
+            return diag_file(err, tx->target, "the folder name is too long");
         }
         if (rename(tx->target, old) != 0) {
             int e = errno;
             fsutil_dirswap_abort(tx);
-            return fs_error(err, tx->target, "cannot replace: %s", strerror(e));
+            return diag_file(err, tx->target, "cannot replace: %s", strerror(e));
         }
         if (rename(tx->tmp, tx->target) != 0) {
             int e = errno;
             rename(old, tx->target);
             fsutil_dirswap_abort(tx);
-            return fs_error(err, tx->target, "cannot replace: %s", strerror(e));
+            return diag_file(err, tx->target, "cannot replace: %s", strerror(e));
         }
         memcpy(tx->tmp, old, sizeof(old));
     }

@@ -20,20 +20,6 @@
 
 #define HEADER_MAX 65536 /* numpy itself refuses headers longer than this */
 
-static int npy_error(struct diag *err, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int npy_error(struct diag *err, const char *path, const char *fmt, ...)
-{
-    diag_clear(err);
-    snprintf(err->file, sizeof(err->file), "%s", path);
-    va_list ap;
-    va_start(ap, fmt);
-    diag_vset(err, "", fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 void npy_free(struct npy_array *a)
 {
     free(a->data);
@@ -322,20 +308,20 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
      * hang the loader waiting for a writer. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return npy_error(err, path, "cannot open: %s", strerror(errno));
+        return diag_file(err, path, "cannot open: %s", strerror(errno));
     struct stat st;
     unsigned char *chunk = NULL;
     char *header = NULL;
     int rc = -1;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        npy_error(err, path, "not a regular file");
+        diag_file(err, path, "not a regular file");
         goto out;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     unsigned char pre[12];
     if ((size_t)st.st_size < 10 || read_exact(fd, pre, 10) != 0 ||
         memcmp(pre, "\x93NUMPY", 6) != 0) {
-        npy_error(err, path, "not a NumPy .npy file (it must start with \\x93NUMPY)");
+        diag_file(err, path, "not a NumPy .npy file (it must start with \\x93NUMPY)");
         goto out;
     }
     int major = pre[6];
@@ -345,35 +331,35 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
         pre_len = 10;
     } else if (major == 2 || major == 3) {
         if (read_exact(fd, pre + 10, 2) != 0) {
-            npy_error(err, path, "the file ends inside its header");
+            diag_file(err, path, "the file ends inside its header");
             goto out;
         }
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
         pre_len = 12;
     } else {
-        npy_error(err, path, ".npy format version %d.%d is not supported (1.0 to 3.0 are)", major,
+        diag_file(err, path, ".npy format version %d.%d is not supported (1.0 to 3.0 are)", major,
                   pre[7]);
         goto out;
     }
     if (hlen > HEADER_MAX || pre_len + hlen > (size_t)st.st_size) {
-        npy_error(err, path, "the header is %zu bytes long, more than the file or %d bytes", hlen,
+        diag_file(err, path, "the header is %zu bytes long, more than the file or %d bytes", hlen,
                   HEADER_MAX);
         goto out;
     }
     header = malloc(hlen + 1);
     if (!header || read_exact(fd, header, hlen) != 0) {
-        npy_error(err, path, header ? "cannot read the header" : "out of memory");
+        diag_file(err, path, header ? "cannot read the header" : "out of memory");
         goto out;
     }
     header[hlen] = '\0';
     struct header h;
     struct dtype t;
     if (memchr(header, '\0', hlen) || !parse_header(header, &h)) {
-        npy_error(err, path, "the header is not a dictionary of descr, fortran_order and shape");
+        diag_file(err, path, "the header is not a dictionary of descr, fortran_order and shape");
         goto out;
     }
     if (!parse_descr(h.descr, &t)) {
-        npy_error(err, path, "dtype '%s' is not supported (float16/32/64, int, uint or bool are)",
+        diag_file(err, path, "dtype '%s' is not supported (float16/32/64, int, uint or bool are)",
                   h.descr);
         goto out;
     }
@@ -389,33 +375,33 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
     char shape[96];
     describe_shape(shape, sizeof(shape), out);
     if (out->count > max_values) {
-        npy_error(err, path, "shape %s has more than %zu values", shape, max_values);
+        diag_file(err, path, "shape %s has more than %zu values", shape, max_values);
         goto out;
     }
     size_t bytes = out->count * (size_t)t.size;
     if ((size_t)st.st_size - pre_len - hlen != bytes) {
-        npy_error(err, path, "shape %s of %s needs %zu bytes of data, the file has %lld", shape,
+        diag_file(err, path, "shape %s of %s needs %zu bytes of data, the file has %lld", shape,
                   h.descr, bytes, (long long)((size_t)st.st_size - pre_len - hlen));
         goto out;
     }
     out->data = malloc((out->count ? out->count : 1) * sizeof(float));
     chunk = malloc(65536);
     if (!out->data || !chunk) {
-        npy_error(err, path, "out of memory for shape %s", shape);
+        diag_file(err, path, "out of memory for shape %s", shape);
         goto out;
     }
     size_t per = 65536 / (size_t)t.size, i = 0;
     while (i < out->count) {
         size_t n = out->count - i < per ? out->count - i : per;
         if (read_exact(fd, chunk, n * (size_t)t.size) != 0) {
-            npy_error(err, path, "cannot read the data");
+            diag_file(err, path, "cannot read the data");
             goto out;
         }
         for (size_t k = 0; k < n; k++, i++) {
             double v = element(chunk + k * (size_t)t.size, &t);
             /* As a YAML number: the nearest float32; beyond float32's range is no value. */
             if (!isfinite(v) || fabs(v) >= 0x1.ffffffp+127) {
-                npy_error(err, path, "value %zu of shape %s is %s, not a finite float32", i, shape,
+                diag_file(err, path, "value %zu of shape %s is %s, not a finite float32", i, shape,
                           isnan(v) ? "nan" : "too large or infinite");
                 goto out;
             }

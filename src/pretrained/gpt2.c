@@ -171,13 +171,6 @@ out:
 
 /* ---- tensors ------------------------------------------------------------------------------- */
 
-/* A problem of the checkpoint file: err->file names it, the message the tensor. */
-static int in_file(struct diag *err, const char *file)
-{
-    snprintf(err->file, sizeof(err->file), "%s", file);
-    return -1;
-}
-
 /* The tensor prefix + name as a (rows, cols) matrix (rows 1: a vector of cols), in place when
  * it is F32 and aligned, else widened into memory the backing owns. */
 static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix, const char *name,
@@ -187,8 +180,7 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
     snprintf(full, sizeof(full), "%s%s", prefix, name);
     const struct st_tensor *t = st_find(&b->st, full);
     if (!t)
-        return diag_set(err, "", "tensor '%s' is missing (arch gpt2)", full),
-               in_file(err, b->st.path);
+        return diag_file(err, b->st.path, "tensor '%s' is missing (arch gpt2)", full);
     bool vector = rows == 1;
     bool ok = vector ? t->ndim == 1 && t->shape[0] == cols
                      : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
@@ -199,12 +191,10 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
             o += (size_t)snprintf(shape + o, sizeof(shape) - o, "%s%lld", i ? ", " : "",
                                   (long long)t->shape[i]);
         if (vector)
-            return diag_set(err, "", "tensor '%s' has shape [%s], expected [%d]", full, shape,
-                            cols),
-                   in_file(err, b->st.path);
-        return diag_set(err, "", "tensor '%s' has shape [%s], expected [%d, %d]", full, shape, rows,
-                        cols),
-               in_file(err, b->st.path);
+            return diag_file(err, b->st.path, "tensor '%s' has shape [%s], expected [%d]", full,
+                             shape, cols);
+        return diag_file(err, b->st.path, "tensor '%s' has shape [%s], expected [%d, %d]", full,
+                         shape, rows, cols);
     }
     size_t count = (size_t)rows * (size_t)cols;
     const float *view = st_f32_view(&b->st, t);
@@ -285,8 +275,7 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
         if (strcmp(name, "lm_head.weight") == 0) /* tied to wte: the LM head is not shown */
             continue;
         if (strncmp(name, prefix, plen) != 0 || !known_name(name + plen, c.layers))
-            return diag_set(err, "", "tensor '%s' is not part of GPT-2 (arch gpt2)", name),
-                   in_file(err, path);
+            return diag_file(err, path, "tensor '%s' is not part of GPT-2 (arch gpt2)", name);
     }
 
     if (s->n_tokens + s->pos.offset > c.positions)

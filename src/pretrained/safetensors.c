@@ -24,20 +24,6 @@
 
 #define SHOW_MAX 100 /* bytes of a name or JSON excerpt in a message */
 
-static int st_error(struct diag *err, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int st_error(struct diag *err, const char *path, const char *fmt, ...)
-{
-    diag_clear(err);
-    snprintf(err->file, sizeof(err->file), "%s", path);
-    va_list ap;
-    va_start(ap, fmt);
-    diag_vset(err, "", fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* s for a message: control characters and invalid bytes escaped, cut on a character boundary
  * with "…" to fit in out (at least 8 bytes). */
 static const char *show(char *out, size_t size, const char *s)
@@ -137,21 +123,21 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
 {
     char got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
     if (!json_is_array(shape))
-        return st_error(err, path, "tensor '%s': shape must be an array of integers, got %s", name,
-                        show_json(got, sizeof(got), shape));
+        return diag_file(err, path, "tensor '%s': shape must be an array of integers, got %s", name,
+                         show_json(got, sizeof(got), shape));
     size_t ndim = json_array_size(shape);
     if (ndim > ST_MAX_DIMS)
-        return st_error(err, path,
-                        "tensor '%s': shape has %zu dimensions, attnscope reads at most %d", name,
-                        ndim, ST_MAX_DIMS);
+        return diag_file(err, path,
+                         "tensor '%s': shape has %zu dimensions, attnscope reads at most %d", name,
+                         ndim, ST_MAX_DIMS);
     t->ndim = (int)ndim;
     bool zero = false;
     for (size_t d = 0; d < ndim; d++) {
         const json_t *v = json_array_get(shape, d);
         if (!is_count(v))
-            return st_error(err, path,
-                            "tensor '%s': shape entry %zu is %s, not a non-negative integer", name,
-                            d, show_json(got, sizeof(got), v));
+            return diag_file(err, path,
+                             "tensor '%s': shape entry %zu is %s, not a non-negative integer", name,
+                             d, show_json(got, sizeof(got), v));
         t->shape[d] = json_integer_value(v);
         zero = zero || t->shape[d] == 0;
     }
@@ -161,19 +147,19 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
     for (int d = 0; d < t->ndim && !zero; d++) {
         uint64_t s = (uint64_t)t->shape[d];
         if (count > limit / s)
-            return st_error(err, path,
-                            "tensor '%s': shape %s has 2^57 elements or more, more than a file "
-                            "can hold",
-                            name, dims);
+            return diag_file(err, path,
+                             "tensor '%s': shape %s has 2^57 elements or more, more than a file "
+                             "can hold",
+                             name, dims);
         count *= s;
     }
     if (zero)
         count = 0;
     uint64_t bits = count * (uint64_t)dtype_bits(t);
     if (bits % 8 != 0)
-        return st_error(err, path,
-                        "tensor '%s': shape %s of %s is %llu bits, which is not whole bytes", name,
-                        dims, t->dtype_name, (unsigned long long)bits);
+        return diag_file(err, path,
+                         "tensor '%s': shape %s of %s is %llu bits, which is not whole bytes", name,
+                         dims, t->dtype_name, (unsigned long long)bits);
     *bytes = bits / 8;
     return 0;
 }
@@ -184,31 +170,31 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
     char name[SHOW_MAX + 8], got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
     show(name, sizeof(name), key);
     if (!json_is_object(v))
-        return st_error(err, path,
-                        "tensor '%s' is %s, not an object of dtype, shape and data_offsets", name,
-                        show_json(got, sizeof(got), v));
+        return diag_file(err, path,
+                         "tensor '%s' is %s, not an object of dtype, shape and data_offsets", name,
+                         show_json(got, sizeof(got), v));
     for (void *it = json_object_iter((json_t *)v); it;
          it = json_object_iter_next((json_t *)v, it)) {
         const char *field = json_object_iter_key(it);
         if (strcmp(field, "dtype") && strcmp(field, "shape") && strcmp(field, "data_offsets"))
-            return st_error(err, path,
-                            "tensor '%s': unknown field '%s' (a tensor has dtype, shape and "
-                            "data_offsets)",
-                            name, show(got, sizeof(got), field));
+            return diag_file(err, path,
+                             "tensor '%s': unknown field '%s' (a tensor has dtype, shape and "
+                             "data_offsets)",
+                             name, show(got, sizeof(got), field));
     }
     static const char *const fields[] = {"dtype", "shape", "data_offsets"};
     for (int i = 0; i < 3; i++)
         if (!json_object_get(v, fields[i]))
-            return st_error(err, path, "tensor '%s' has no '%s'", name, fields[i]);
+            return diag_file(err, path, "tensor '%s' has no '%s'", name, fields[i]);
 
     const json_t *dtype = json_object_get(v, "dtype");
     if (!json_is_string(dtype))
-        return st_error(err, path, "tensor '%s': dtype must be a string, got %s", name,
-                        show_json(got, sizeof(got), dtype));
+        return diag_file(err, path, "tensor '%s': dtype must be a string, got %s", name,
+                         show_json(got, sizeof(got), dtype));
     int di = dtype_index(json_string_value(dtype));
     if (di < 0)
-        return st_error(err, path, "tensor '%s': unknown dtype '%s'", name,
-                        show(got, sizeof(got), json_string_value(dtype)));
+        return diag_file(err, path, "tensor '%s': unknown dtype '%s'", name,
+                         show(got, sizeof(got), json_string_value(dtype)));
     t->dtype = DTYPES[di].dtype;
     snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", DTYPES[di].name);
 
@@ -219,28 +205,28 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
     const json_t *offs = json_object_get(v, "data_offsets");
     if (!json_is_array(offs) || json_array_size(offs) != 2 || !is_count(json_array_get(offs, 0)) ||
         !is_count(json_array_get(offs, 1)))
-        return st_error(err, path,
-                        "tensor '%s': data_offsets must be [begin, end], two non-negative "
-                        "integers, got %s",
-                        name, show_json(got, sizeof(got), offs));
+        return diag_file(err, path,
+                         "tensor '%s': data_offsets must be [begin, end], two non-negative "
+                         "integers, got %s",
+                         name, show_json(got, sizeof(got), offs));
     uint64_t begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
     uint64_t end = (uint64_t)json_integer_value(json_array_get(offs, 1));
     if (end < begin)
-        return st_error(err, path, "tensor '%s': data_offsets [%llu, %llu] end before they begin",
-                        name, (unsigned long long)begin, (unsigned long long)end);
+        return diag_file(err, path, "tensor '%s': data_offsets [%llu, %llu] end before they begin",
+                         name, (unsigned long long)begin, (unsigned long long)end);
     describe_shape(dims, sizeof(dims), t);
     if (end - begin != bytes)
-        return st_error(err, path,
-                        "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of "
-                        "%s needs %llu",
-                        name, (unsigned long long)begin, (unsigned long long)end,
-                        (unsigned long long)(end - begin), dims, t->dtype_name,
-                        (unsigned long long)bytes);
+        return diag_file(err, path,
+                         "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of "
+                         "%s needs %llu",
+                         name, (unsigned long long)begin, (unsigned long long)end,
+                         (unsigned long long)(end - begin), dims, t->dtype_name,
+                         (unsigned long long)bytes);
     if (end > data_size)
-        return st_error(err, path,
-                        "tensor '%s': data_offsets [%llu, %llu] end past the data section, which "
-                        "holds %zu bytes (is the file truncated?)",
-                        name, (unsigned long long)begin, (unsigned long long)end, data_size);
+        return diag_file(err, path,
+                         "tensor '%s': data_offsets [%llu, %llu] end past the data section, which "
+                         "holds %zu bytes (is the file truncated?)",
+                         name, (unsigned long long)begin, (unsigned long long)end, data_size);
     t->begin = (size_t)begin;
     t->end = (size_t)end;
     return 0;
@@ -250,15 +236,15 @@ static int check_metadata(const json_t *v, const char *path, struct diag *err)
 {
     char got[SHOW_MAX + 8], key[SHOW_MAX + 8];
     if (!json_is_object(v))
-        return st_error(err, path, "__metadata__ is %s, not an object of strings",
-                        show_json(got, sizeof(got), v));
+        return diag_file(err, path, "__metadata__ is %s, not an object of strings",
+                         show_json(got, sizeof(got), v));
     for (void *it = json_object_iter((json_t *)v); it;
          it = json_object_iter_next((json_t *)v, it)) {
         const json_t *s = json_object_iter_value(it);
         if (!json_is_string(s))
-            return st_error(err, path, "__metadata__: '%s' is %s, not a string",
-                            show(key, sizeof(key), json_object_iter_key(it)),
-                            show_json(got, sizeof(got), s));
+            return diag_file(err, path, "__metadata__: '%s' is %s, not a string",
+                             show(key, sizeof(key), json_object_iter_key(it)),
+                             show_json(got, sizeof(got), s));
     }
     return 0;
 }
@@ -299,11 +285,11 @@ static int check_overlaps(struct st_file *f, struct diag *err)
             continue;
         if (far && t->begin < far->end) {
             char a[SHOW_MAX + 8], b[SHOW_MAX + 8];
-            return st_error(err, f->path,
-                            "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets "
-                            "[%zu, %zu]) overlap",
-                            show(a, sizeof(a), far->name), far->begin, far->end,
-                            show(b, sizeof(b), t->name), t->begin, t->end);
+            return diag_file(err, f->path,
+                             "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets "
+                             "[%zu, %zu]) overlap",
+                             show(a, sizeof(a), far->name), far->begin, far->end,
+                             show(b, sizeof(b), t->name), t->begin, t->end);
         }
         if (!far || t->end > far->end)
             far = t;
@@ -318,18 +304,18 @@ static int parse_header(struct st_file *f, size_t hlen, struct diag *err)
     json_t *root = json_loadb((const char *)f->map + 8, hlen, JSON_REJECT_DUPLICATES, &jerr);
     /* jansson's position is just past the token it stopped at: name that token's last byte. */
     if (!root)
-        return st_error(err, f->path, "the header is not valid JSON: %s (byte %zu of the file)",
-                        show(got, sizeof(got), jerr.text),
-                        8 + (size_t)(jerr.position > 0 ? jerr.position - 1 : 0));
+        return diag_file(err, f->path, "the header is not valid JSON: %s (byte %zu of the file)",
+                         show(got, sizeof(got), jerr.text),
+                         8 + (size_t)(jerr.position > 0 ? jerr.position - 1 : 0));
     int rc = -1;
     if (!json_is_object(root)) {
-        st_error(err, f->path, "the header is %s, not a JSON object of tensors",
-                 show_json(got, sizeof(got), root));
+        diag_file(err, f->path, "the header is %s, not a JSON object of tensors",
+                  show_json(got, sizeof(got), root));
         goto out;
     }
     f->tensors = calloc(json_object_size(root) + 1, sizeof(*f->tensors));
     if (!f->tensors) {
-        st_error(err, f->path, "out of memory for %zu tensors", json_object_size(root));
+        diag_file(err, f->path, "out of memory for %zu tensors", json_object_size(root));
         goto out;
     }
     size_t data_size = f->size - f->data_start;
@@ -343,14 +329,14 @@ static int parse_header(struct st_file *f, size_t hlen, struct diag *err)
             continue;
         }
         if (!key[0] || !valid_name(key)) {
-            st_error(err, f->path, "a tensor's name is %s", key[0] ? "not valid UTF-8" : "empty");
+            diag_file(err, f->path, "a tensor's name is %s", key[0] ? "not valid UTF-8" : "empty");
             goto out;
         }
         struct st_tensor *t = &f->tensors[f->n];
         if (parse_tensor(t, key, v, data_size, f->path, err) != 0)
             goto out;
         if (!(t->name = strdup(key))) {
-            st_error(err, f->path, "out of memory");
+            diag_file(err, f->path, "out of memory");
             goto out;
         }
         f->n++;
@@ -374,50 +360,50 @@ int st_open(struct st_file *out, const char *path, struct diag *err)
      * writer. Regular files ignore the flag, so it can stay. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return st_error(err, path, "cannot open: %s", strerror(errno));
+        return diag_file(err, path, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return st_error(err, path, "not a regular file");
+        return diag_file(err, path, "not a regular file");
     }
     if ((unsigned long long)st.st_size > SIZE_MAX) {
         close(fd);
-        return st_error(err, path, "the file is too large to map (%lld bytes)",
-                        (long long)st.st_size);
+        return diag_file(err, path, "the file is too large to map (%lld bytes)",
+                         (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size;
     if (size < 8) {
         close(fd);
-        return st_error(err, path,
-                        "the file is %zu bytes long, too short for the 8-byte header length of a "
-                        "safetensors file",
-                        size);
+        return diag_file(err, path,
+                         "the file is %zu bytes long, too short for the 8-byte header length of a "
+                         "safetensors file",
+                         size);
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
     close(fd); /* the mapping keeps the file */
     if (map == MAP_FAILED)
-        return st_error(err, path, "cannot map: %s", strerror(map_errno));
+        return diag_file(err, path, "cannot map: %s", strerror(map_errno));
     out->map = map;
     out->size = size;
     if (!(out->path = strdup(path))) {
         st_close(out);
-        return st_error(err, path, "out of memory");
+        return diag_file(err, path, "out of memory");
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | out->map[i];
     if (hlen > size - 8) {
-        st_error(err, path,
-                 "the header length is %llu bytes, but only %zu bytes follow it (is the file "
-                 "truncated?)",
-                 (unsigned long long)hlen, size - 8);
+        diag_file(err, path,
+                  "the header length is %llu bytes, but only %zu bytes follow it (is the file "
+                  "truncated?)",
+                  (unsigned long long)hlen, size - 8);
         st_close(out);
         return -1;
     }
     if (hlen > ST_HEADER_MAX) {
-        st_error(err, path, "the header is %llu bytes long, more than the %zu attnscope reads",
-                 (unsigned long long)hlen, ST_HEADER_MAX);
+        diag_file(err, path, "the header is %llu bytes long, more than the %zu attnscope reads",
+                  (unsigned long long)hlen, ST_HEADER_MAX);
         st_close(out);
         return -1;
     }
@@ -517,8 +503,8 @@ static int check_readable(const struct st_file *f, const struct st_tensor *t, st
 {
     char name[SHOW_MAX + 8];
     if (t->dtype == ST_OTHER)
-        return st_error(err, f->path, "tensor '%s' is %s; attnscope reads F32, F16 and BF16",
-                        show(name, sizeof(name), t->name), t->dtype_name);
+        return diag_file(err, f->path, "tensor '%s' is %s; attnscope reads F32, F16 and BF16",
+                         show(name, sizeof(name), t->name), t->dtype_name);
     return 0;
 }
 
@@ -529,8 +515,8 @@ int st_read_f32(float *out /*(count)*/, size_t count, const struct st_file *f,
     if (check_readable(f, t, err) != 0)
         return -1;
     if (count != st_count(t))
-        return st_error(err, f->path, "tensor '%s' has %zu values, not the %zu asked for",
-                        show(name, sizeof(name), t->name), st_count(t), count);
+        return diag_file(err, f->path, "tensor '%s' has %zu values, not the %zu asked for",
+                         show(name, sizeof(name), t->name), st_count(t), count);
     widen(out, f->map + f->data_start + t->begin, count, t->dtype);
     return 0;
 }
@@ -544,12 +530,12 @@ int st_read_rows_f32(float *out /*(nrows, cols)*/, const struct st_file *f,
     show(name, sizeof(name), t->name);
     describe_shape(dims, sizeof(dims), t);
     if (t->ndim != 2)
-        return st_error(err, f->path, "tensor '%s' has shape %s; rows are read from 2-D tensors",
-                        name, dims);
+        return diag_file(err, f->path, "tensor '%s' has shape %s; rows are read from 2-D tensors",
+                         name, dims);
     if (r0 < 0 || nrows < 0 || r0 > t->shape[0] || nrows > t->shape[0] - r0)
-        return st_error(err, f->path,
-                        "%lld rows from row %lld are not rows of tensor '%s' of shape %s",
-                        (long long)nrows, (long long)r0, name, dims);
+        return diag_file(err, f->path,
+                         "%lld rows from row %lld are not rows of tensor '%s' of shape %s",
+                         (long long)nrows, (long long)r0, name, dims);
     size_t cols = (size_t)t->shape[1], esize = t->dtype == ST_F32 ? 4 : 2;
     widen(out, f->map + f->data_start + t->begin + (size_t)r0 * cols * esize, (size_t)nrows * cols,
           t->dtype);
