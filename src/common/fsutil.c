@@ -19,6 +19,19 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+int fsutil_open_regular(const char *path, struct stat *st, struct diag *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return diag_file(err, path, "cannot open: %s", strerror(errno));
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        close(fd);
+        return diag_file(err, path, "not a regular file");
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
 {
     *out = NULL;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "common/diag.h"
 
@@ -17,6 +18,11 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
 
 /* Creates dir and its parents (like mkdir -p). */
 int fsutil_mkdir_p(const char *dir, struct diag *err);
+/* Opens path for reading when it is a regular file, without blocking on the way (a FIFO named
+ * in a scene must not hang the loader waiting for a writer); the descriptor is blocking again
+ * when returned, and *st holds its stat. -1 with err ("cannot open: ...", "not a regular
+ * file") otherwise. */
+int fsutil_open_regular(const char *path, struct stat *st, struct diag *err);
 
 /* Calls write(f, ctx) on a temporary file next to path, then renames it over path. When
  * overwrite is false and path exists, fails without writing. write returns 0 or -1 (with err). */

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
+
 #define HEADER_MAX 65536 /* numpy itself refuses headers longer than this */
 
 void npy_free(struct npy_array *a)
@@ -304,20 +306,13 @@ static void describe_shape(char *out, size_t size, const struct npy_array *a)
 int npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
-    /* Non-blocking until it is known to be a regular file: a scene naming a FIFO must not
-     * hang the loader waiting for a writer. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return diag_file(err, path, "cannot open: %s", strerror(errno));
     struct stat st;
+    int fd = fsutil_open_regular(path, &st, err);
+    if (fd < 0)
+        return -1;
     unsigned char *chunk = NULL;
     char *header = NULL;
     int rc = -1;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        diag_file(err, path, "not a regular file");
-        goto out;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     unsigned char pre[12];
     if ((size_t)st.st_size < 10 || read_exact(fd, pre, 10) != 0 ||
         memcmp(pre, "\x93NUMPY", 6) != 0) {

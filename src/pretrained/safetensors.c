@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/utf8.h"
 
 #define SHOW_MAX 100 /* bytes of a name or JSON excerpt in a message */
@@ -356,16 +357,10 @@ out:
 int st_open(struct st_file *out, const char *path, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
-    /* Non-blocking until it is known to be a regular file: opening a FIFO must not wait for a
-     * writer. Regular files ignore the flag, so it can stay. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return diag_file(err, path, "cannot open: %s", strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return diag_file(err, path, "not a regular file");
-    }
+    int fd = fsutil_open_regular(path, &st, err);
+    if (fd < 0)
+        return -1;
     if ((unsigned long long)st.st_size > SIZE_MAX) {
         close(fd);
         return diag_file(err, path, "the file is too large to map (%lld bytes)",
