@@ -35,16 +35,46 @@ static void take(struct attn_model *m, float **dst, const struct attn_matrix *sr
     memcpy(*dst, src->data, count * sizeof(float));
 }
 
+/* Every float buffer of a model, with its size in floats: freeing and copying a model both go
+ * through this one list. out: (MODEL_BUFS); returns how many. */
+#define MODEL_BUFS 28
+struct model_buf {
+    float **p;
+    size_t count;
+};
+
+static int model_bufs(struct model_buf *out, struct attn_model *m)
+{
+    size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
+    size_t W = D + 2 * Dkv, lr = (size_t)m->latent, h = (size_t)m->hidden;
+    size_t half = n * (size_t)(m->head_dim / 2);
+    const struct model_buf bufs[MODEL_BUFS] = {
+        {&m->embed, n * d},   {&m->pos, (size_t)m->pos_rows * d},
+        {&m->x, n * d},       {&m->wqkv, d * W},
+        {&m->bqkv, W},        {&m->wq, d * D},
+        {&m->wk, d * Dkv},    {&m->wv, d * Dkv},
+        {&m->bq, D},          {&m->bk, Dkv},
+        {&m->bv, Dkv},        {&m->wdown, d * lr},
+        {&m->wkup, lr * D},   {&m->wvup, lr * D},
+        {&m->wo, D * D},      {&m->bo, D},
+        {&m->rope_cos, half}, {&m->rope_sin, half},
+        {&m->w1, d * h},      {&m->b1, h},
+        {&m->w2, h * d},      {&m->b2, d},
+        {&m->n1w, d},         {&m->n1b, d},
+        {&m->n2w, d},         {&m->n2b, d},
+        {&m->fw, d},          {&m->fb, d},
+    };
+    memcpy(out, bufs, sizeof(bufs));
+    return MODEL_BUFS;
+}
+
 void attn_model_free(struct attn_model *m)
 {
     attn_tokens_free(m->tokens, m->n);
-    float *owned[] = {m->embed, m->pos, m->x,        m->wqkv,     m->bqkv,  m->wq,   m->wk,
-                      m->wv,    m->bq,  m->bk,       m->bv,       m->wdown, m->wkup, m->wvup,
-                      m->wo,    m->bo,  m->rope_cos, m->rope_sin, m->w1,    m->b1,   m->w2,
-                      m->b2,    m->n1w, m->n1b,      m->n2w,      m->n2b,   m->fw,   m->fb};
-    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-        if (!is_borrowed(m, owned[i]))
-            free(owned[i]);
+    struct model_buf bufs[MODEL_BUFS];
+    for (int i = 0, k = model_bufs(bufs, m); i < k; i++)
+        if (!is_borrowed(m, *bufs[i].p))
+            free(*bufs[i].p);
     free(m->keep);
     free(m->ids);
     memset(m, 0, sizeof(*m));
@@ -294,6 +324,22 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     return 0;
 }
 
+/* The options that draw nothing: dropout's p, the mask, the normalisation and the scale
+ * (m->head_dim set). attn_model_resolve_options changes only these. */
+static void set_options(struct attn_model *m, const struct attn_scene *s)
+{
+    const struct attn_config *a = &s->attn;
+    m->dropout = a->dropout;
+    m->causal = a->causal;
+    m->mask_mode = a->mask_mode;
+    m->normalize = a->normalize;
+    m->scale = attn_scene_eff_scale(s);
+    /* torch divides by the Python float d_k ** 0.5 (or the given number), cast to float32. */
+    m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
+                       : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
+                                                   : 1.0f;
+}
+
 /* What every layer shares: the shapes, the options, the tokens, its input buffer and RoPE's
  * angles. */
 static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int layer, int layers)
@@ -311,15 +357,7 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     m->latent = a->kv_latent;
     m->qkv = a->qkv;
     m->project = attn_scene_eff_projection(s) != PROJ_NONE;
-    m->dropout = a->dropout;
-    m->causal = a->causal;
-    m->mask_mode = a->mask_mode;
-    m->normalize = a->normalize;
-    m->scale = attn_scene_eff_scale(s);
-    /* torch divides by the Python float d_k ** 0.5 (or the given number), cast to float32. */
-    m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
-                       : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
-                                                   : 1.0f;
+    set_options(m, s);
     m->pos_kind = s->pos.kind;
     m->final_norm = s->block.on && s->block.final_norm && layer == layers - 1;
     if (!(m->tokens = attn_tokens_dup(s->tokens, n)))
@@ -530,65 +568,22 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
         m->keep = NULL;
         m->ids = NULL;
         m->tokens = NULL;
-        size_t n = (size_t)o->n, d = (size_t)o->d_in, D = (size_t)o->D, Dkv = (size_t)o->Dkv;
-        size_t W = D + 2 * Dkv, lr = (size_t)o->latent, h = (size_t)o->hidden;
-        size_t half = n * (size_t)(o->head_dim / 2);
-        struct {
-            float **dst;
-            const float *src;
-            size_t count;
-        } bufs[] = {
-            {&m->embed, o->embed, n * d},
-            {&m->pos, o->pos, (size_t)o->pos_rows * d},
-            {&m->x, o->x, n * d},
-            {&m->wqkv, o->wqkv, d * W},
-            {&m->bqkv, o->bqkv, W},
-            {&m->wq, o->wq, d * D},
-            {&m->wk, o->wk, d * Dkv},
-            {&m->wv, o->wv, d * Dkv},
-            {&m->bq, o->bq, D},
-            {&m->bk, o->bk, Dkv},
-            {&m->bv, o->bv, Dkv},
-            {&m->wdown, o->wdown, d * lr},
-            {&m->wkup, o->wkup, lr * D},
-            {&m->wvup, o->wvup, lr * D},
-            {&m->wo, o->wo, D * D},
-            {&m->bo, o->bo, D},
-            {&m->rope_cos, o->rope_cos, half},
-            {&m->rope_sin, o->rope_sin, half},
-            {&m->w1, o->w1, d * h},
-            {&m->b1, o->b1, h},
-            {&m->w2, o->w2, h * d},
-            {&m->b2, o->b2, d},
-            {&m->n1w, o->n1w, d},
-            {&m->n1b, o->n1b, d},
-            {&m->n2w, o->n2w, d},
-            {&m->n2b, o->n2b, d},
-            {&m->fw, o->fw, d},
-            {&m->fb, o->fb, d},
-        };
-        for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-            *bufs[i].dst = NULL; /* nothing of old's is freed with m on a failure */
-        for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-            if (clone_buf(m, bufs[i].dst, o, bufs[i].src, bufs[i].count))
+        struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
+        int k = model_bufs(dst, m);
+        model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
+        for (int i = 0; i < k; i++)
+            *dst[i].p = NULL; /* nothing of old's is freed with m on a failure */
+        for (int i = 0; i < k; i++)
+            if (clone_buf(m, dst[i].p, o, *src[i].p, src[i].count))
                 goto oom;
         if (!(m->tokens = attn_tokens_dup(o->tokens, o->n)))
             goto oom;
         if (o->ids) {
-            if (!(m->ids = malloc(n * sizeof(int))))
+            if (!(m->ids = malloc((size_t)o->n * sizeof(int))))
                 goto oom;
-            memcpy(m->ids, o->ids, n * sizeof(int));
+            memcpy(m->ids, o->ids, (size_t)o->n * sizeof(int));
         }
-        /* what may differ: the options that draw nothing */
-        const struct attn_config *a = &s->attn;
-        m->dropout = a->dropout;
-        m->causal = a->causal;
-        m->mask_mode = a->mask_mode;
-        m->normalize = a->normalize;
-        m->scale = attn_scene_eff_scale(s);
-        m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
-                           : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
-                                                       : 1.0f;
+        set_options(m, s); /* what may differ: the options that draw nothing */
     }
     for (int L = 0; L < layers; L++)
         if (resolve_dropout(&out[L], s, attn_scene_layer_weights(s, L), &r))
