@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/diag.h"
 
@@ -33,6 +34,21 @@ static inline FILE *fuzz_sink(void)
         f = fopen("/dev/null", "w");
     INVARIANT(f != NULL, "cannot open /dev/null");
     return f;
+}
+
+/* The input as a file at a per-process scratch path ("/tmp/attnscope-fuzz-<tag>-<pid><ext>"),
+ * rewritten for every input: for the readers that take a path (.npy, safetensors). */
+static inline const char *fuzz_write_scratch(const char *tag, const char *ext, const uint8_t *data,
+                                             size_t size)
+{
+    static char path[128];
+    if (!path[0])
+        snprintf(path, sizeof(path), "/tmp/attnscope-fuzz-%s-%ld%s", tag, (long)getpid(), ext);
+    FILE *f = fopen(path, "wb");
+    INVARIANT(f != NULL, "cannot create %s", path);
+    INVARIANT(fwrite(data, 1, size, f) == size || size == 0, "cannot write %s", path);
+    INVARIANT(fclose(f) == 0, "cannot close %s", path);
+    return path;
 }
 
 /* diag_print into a malloc'ed string. */

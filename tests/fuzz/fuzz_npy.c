@@ -17,27 +17,9 @@
 
 #include "common/npy.h"
 
-/* One scratch file per process, rewritten for every input. */
-static const char *scratch(void)
-{
-    static char path[64];
-    if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/attnscope-fuzz-npy-%ld.npy", (long)getpid());
-    return path;
-}
-
-static void write_bytes(const char *path, const uint8_t *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    INVARIANT(f != NULL, "cannot create %s", path);
-    INVARIANT(fwrite(data, 1, size, f) == size || size == 0, "cannot write %s", path);
-    INVARIANT(fclose(f) == 0, "cannot close %s", path);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *path = scratch();
-    write_bytes(path, data, size);
+    const char *path = fuzz_write_scratch("npy", ".npy", data, size);
     struct npy_array a;
     struct diag err;
     if (npy_read(&a, path, (size_t)1 << 20, &err) != 0) {
@@ -51,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         count *= a.shape[d];
     INVARIANT(count == a.count, "count %zu for a shape of %zu values", a.count, count);
     for (size_t i = 0; i < a.count; i++)
-        INVARIANT(a.data[i] == a.data[i] && a.data[i] - a.data[i] == 0.0f, "value %zu is not finite",
-                  i);
+        INVARIANT(a.data[i] == a.data[i] && a.data[i] - a.data[i] == 0.0f,
+                  "value %zu is not finite", i);
     /* Round trip through our own writer. */
     FILE *f = fopen(path, "wb");
     INVARIANT(f != NULL, "cannot rewrite %s", path);

@@ -19,23 +19,6 @@
 
 #include "pretrained/safetensors.h"
 
-/* One scratch file per process, rewritten for every input. */
-static const char *scratch(void)
-{
-    static char path[64];
-    if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/attnscope-fuzz-st-%ld.safetensors", (long)getpid());
-    return path;
-}
-
-static void write_bytes(const char *path, const uint8_t *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    INVARIANT(f != NULL, "cannot create %s", path);
-    INVARIANT(fwrite(data, 1, size, f) == size || size == 0, "cannot write %s", path);
-    INVARIANT(fclose(f) == 0, "cannot close %s", path);
-}
-
 static int by_begin(const void *a, const void *b)
 {
     const struct st_tensor *x = *(const struct st_tensor *const *)a;
@@ -81,8 +64,7 @@ static void read_tensor(const struct st_file *f, const struct st_tensor *t)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *path = scratch();
-    write_bytes(path, data, size);
+    const char *path = fuzz_write_scratch("st", ".safetensors", data, size);
     struct st_file f;
     struct diag err;
     if (st_open(&f, path, &err) != 0) {
