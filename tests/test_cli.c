@@ -309,6 +309,18 @@ static void test_print_scene_file_and_filters(void **state)
     run_free(&r);
 }
 
+/* Every one of files exists in dir as a regular file with something in it. */
+static void expect_written(const char *dir, const char *const *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+            fail_msg("%s was not written", path);
+    }
+}
+
 static void test_export_writes_files(void **state)
 {
     (void)state;
@@ -320,13 +332,7 @@ static void test_export_writes_files(void **state)
     const char *files[] = {"scene.yaml",        "inputs.csv",       "params/W_query.csv",
                            "params/out.csv",    "head0/scores.csv", "head1/weights.csv",
                            "head1/context.csv", "context.csv",      "output.csv"};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        char path[4400];
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-            fail_msg("%s was not written", path);
-    }
+    expect_written(dir, files, sizeof(files) / sizeof(files[0]));
 
     /* The resolved scene is a valid scene and prints the same output. */
     char yaml[8200];
@@ -414,13 +420,7 @@ static void test_systems_print_and_export(void **state)
                            "params/W_key.csv",
                            "params/ffn_W1.csv",
                            "params/ffn_b2.csv"};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        char path[4400];
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-            fail_msg("%s was not written", path);
-    }
+    expect_written(dir, files, sizeof(files) / sizeof(files[0]));
     char yaml[4400];
     snprintf(yaml, sizeof(yaml), "%s/scene.yaml", dir);
     struct run want = RUN("print", llama), have = RUN("print", yaml);
@@ -434,11 +434,8 @@ static void test_systems_print_and_export(void **state)
     r = RUN("export", fused, "-o", dir);
     expect_status(&r, 0);
     run_free(&r);
-    char path[4400];
-    snprintf(path, sizeof(path), "%s/params/W_qkv.csv", dir);
-    struct stat st;
-    if (stat(path, &st) != 0 || st.st_size == 0)
-        fail_msg("%s was not written", path);
+    static const char *const fused_files[] = {"params/W_qkv.csv"};
+    expect_written(dir, fused_files, 1);
 }
 
 /* Output that never arrives is an error for every command: exit 1 and a message. */
