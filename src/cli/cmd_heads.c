@@ -77,18 +77,17 @@ int cmd_heads(int argc, char **argv)
             attn_head_scores(&r->s, attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h),
                              net->model[0].ids);
         }
-    /* The top head of each score, before sorting moves them. */
-    int best[SCORE_COUNT];
-    for (int s = 0; s < SCORE_COUNT; s++) {
-        best[s] = -1;
+    /* The top head of each score (a copy: sorting moves the rows). */
+    struct row best[SCORE_COUNT] = {{0}};
+    bool found[SCORE_COUNT] = {false};
+    for (int s = 0; s < SCORE_COUNT; s++)
         for (int i = 0; i < n; i++) {
-            if (!rows[i].s.defined[s])
-                continue;
-            double v = rows[i].s.value[s], b = best[s] >= 0 ? rows[best[s]].s.value[s] : 0;
-            if (best[s] < 0 || (s == SCORE_ENTROPY ? v < b : v > b))
-                best[s] = i;
+            double v = rows[i].s.value[s], b = best[s].s.value[s];
+            if (rows[i].s.defined[s] && (!found[s] || (s == SCORE_ENTROPY ? v < b : v > b))) {
+                best[s] = rows[i];
+                found[s] = true;
+            }
         }
-    }
     if (sort_score >= 0)
         qsort(rows, (size_t)n, sizeof(*rows), by_score);
 
@@ -128,17 +127,13 @@ int cmd_heads(int argc, char **argv)
         }
         printf("# top:");
         for (int s = 0; s < SCORE_COUNT; s++) {
-            if (best[s] < 0) {
+            if (!found[s]) {
                 printf("%s %s -", s ? "," : "", attn_head_score_name((enum head_score)s));
                 continue;
             }
-            int L = best[s] / heads, h = best[s] % heads;
-            const struct head_scores *sc = &rows[0].s;
-            for (int i = 0; i < n; i++)
-                if (rows[i].layer == L && rows[i].head == h)
-                    sc = &rows[i].s;
-            printf("%s %s L%d H%d", s ? "," : "", attn_head_score_name((enum head_score)s), L, h);
-            cnum_fprintf(stdout, " (%.2f)", sc->value[s]);
+            printf("%s %s L%d H%d", s ? "," : "", attn_head_score_name((enum head_score)s),
+                   best[s].layer, best[s].head);
+            cnum_fprintf(stdout, " (%.2f)", best[s].s.value[s]);
         }
         printf("\n");
         if (!rows[0].s.defined[SCORE_INDUCTION])
