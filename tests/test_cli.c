@@ -438,6 +438,29 @@ static void test_systems_print_and_export(void **state)
     expect_written(dir, fused_files, 1);
 }
 
+/* heads: every head scored, the top of each score named, sorted and as CSV. */
+static void test_heads(void **state)
+{
+    (void)state;
+    char llama[4200];
+    scene_path(llama, sizeof(llama), "28-llama-block.yaml");
+    struct run r = RUN("heads", llama);
+    expect_status(&r, 0);
+    expect_contains(r.out, "    0     3     0.2430     0.1319     0.1949     0.2240     1.6444\n");
+    expect_contains(r.out, "# top: previous L0 H3 (0.24), induction L0 H2 (0.18), first L0 H2 "
+                           "(0.22), self L0 H3 (0.22), entropy L0 H2 (1.62)\n");
+    run_free(&r);
+    r = RUN("heads", llama, "--csv", "--sort", "induction");
+    expect_status(&r, 0);
+    expect_contains(r.out, "layer,head,previous,induction,first,self,entropy\r\n"
+                           "0,2,0.214990,0.182713,0.217734,0.187065,1.622721\r\n");
+    run_free(&r);
+    r = RUN("heads", llama, "--sort", "bogus");
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown score 'bogus'");
+    run_free(&r);
+}
+
 /* Output that never arrives is an error for every command: exit 1 and a message. */
 static void test_stdout_errors(void **state)
 {
@@ -526,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),
         cmocka_unit_test(test_systems_print_and_export),
+        cmocka_unit_test(test_heads),
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),
