@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -596,17 +597,34 @@ static bool attention_differs(const struct writer *w)
 }
 
 /* Whether a layer's weights say anything at all. */
+/* The block's parameters, given whether or not the attention's are (`set`), in file order. */
+#define BLOCK_PARAM(name)                                                                          \
+    {                                                                                              \
+#name, offsetof(struct attn_scene_weights, name)                                           \
+    }
+static const struct {
+    const char *name;
+    size_t offset;
+} block_params[] = {
+    BLOCK_PARAM(ffn_W1),          BLOCK_PARAM(ffn_b1),       BLOCK_PARAM(ffn_W2),
+    BLOCK_PARAM(ffn_b2),          BLOCK_PARAM(norm1_weight), BLOCK_PARAM(norm1_bias),
+    BLOCK_PARAM(norm2_weight),    BLOCK_PARAM(norm2_bias),   BLOCK_PARAM(final_norm_weight),
+    BLOCK_PARAM(final_norm_bias),
+};
+#undef BLOCK_PARAM
+#define N_BLOCK_PARAMS (sizeof(block_params) / sizeof(block_params[0]))
+
+static const struct attn_matrix *block_param(const struct attn_scene_weights *wt, size_t i)
+{
+    return (const struct attn_matrix *)(const void *)((const char *)wt + block_params[i].offset);
+}
+
 static bool weights_given(const struct attn_scene_weights *wt)
 {
     if (wt->set || (wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0))
         return true;
-    const struct attn_matrix *extra[] = {
-        &wt->ffn_W1,         &wt->ffn_b1,       &wt->ffn_W2,
-        &wt->ffn_b2,         &wt->norm1_weight, &wt->norm1_bias,
-        &wt->norm2_weight,   &wt->norm2_bias,   &wt->final_norm_weight,
-        &wt->final_norm_bias};
-    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
-        if (extra[i]->data)
+    for (size_t i = 0; i < N_BLOCK_PARAMS; i++)
+        if (block_param(wt, i)->data)
             return true;
     return false;
 }
@@ -633,15 +651,6 @@ static void write_layer_weights(struct writer *w, const struct attn_scene_weight
     FILE *f = w->f;
     char name[96];
     bool mask = wt->dropout_mask && wt->dropout_mask_n > 0 && wt->dropout_mask_heads > 0;
-    const struct attn_matrix *extra[] = {
-        &wt->ffn_W1,         &wt->ffn_b1,       &wt->ffn_W2,
-        &wt->ffn_b2,         &wt->norm1_weight, &wt->norm1_bias,
-        &wt->norm2_weight,   &wt->norm2_bias,   &wt->final_norm_weight,
-        &wt->final_norm_bias};
-    static const char *const extra_names[] = {"ffn_W1",         "ffn_b1",       "ffn_W2",
-                                              "ffn_b2",         "norm1_weight", "norm1_bias",
-                                              "norm2_weight",   "norm2_bias",   "final_norm_weight",
-                                              "final_norm_bias"};
     const struct attn_matrix *qkv[6] = {&wt->query,      &wt->key,      &wt->value,
                                         &wt->query_bias, &wt->key_bias, &wt->value_bias};
     static const char *const names[6] = {"query",      "key",      "value",
@@ -700,14 +709,16 @@ static void write_layer_weights(struct writer *w, const struct attn_scene_weight
         snprintf(name, sizeof(name), "%s.out_bias", at);
         write_vector_key(w, lead(kl), "out_bias", name, &wt->out_bias, 0, wt->out_bias.cols);
     }
-    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
-        if (!extra[i]->data)
+    for (size_t i = 0; i < N_BLOCK_PARAMS; i++) {
+        const struct attn_matrix *m = block_param(wt, i);
+        const char *key = block_params[i].name;
+        if (!m->data)
             continue;
-        snprintf(name, sizeof(name), "%s.%s", at, extra_names[i]);
-        if (extra[i]->rows == 1 && strstr(extra_names[i], "W") == NULL)
-            write_vector_key(w, lead(kl), extra_names[i], name, extra[i], 0, extra[i]->cols);
+        snprintf(name, sizeof(name), "%s.%s", at, key);
+        if (m->rows == 1 && strstr(key, "W") == NULL)
+            write_vector_key(w, lead(kl), key, name, m, 0, m->cols);
         else
-            write_matrix_key(w, lead(kl), extra_names[i], name, extra[i], 0, extra[i]->cols);
+            write_matrix_key(w, lead(kl), key, name, m, 0, m->cols);
     }
     if (mask) {
         snprintf(name, sizeof(name), "%s.dropout_mask", at);
