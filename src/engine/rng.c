@@ -21,6 +21,7 @@
 #include "engine/rng.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MT_M         397
@@ -50,13 +51,26 @@ static uint32_t mt_twist(uint32_t u, uint32_t v)
     return (mixed >> 1) ^ ((v & 1u) ? MT_MATRIX_A : 0u);
 }
 
+/* The twist in three runs, so no index wraps with a modulo (about twice as fast). */
 static void mt_next_state(struct attn_rng *r)
 {
     uint32_t *s = r->mt;
-    for (int i = 0; i < RNG_MT_N; i++) {
-        s[i] = s[(i + MT_M) % RNG_MT_N] ^ mt_twist(s[i], s[(i + 1) % RNG_MT_N]);
-    }
+    int i = 0;
+    for (; i < RNG_MT_N - MT_M; i++)
+        s[i] = s[i + MT_M] ^ mt_twist(s[i], s[i + 1]);
+    for (; i < RNG_MT_N - 1; i++)
+        s[i] = s[i + MT_M - RNG_MT_N] ^ mt_twist(s[i], s[i + 1]);
+    s[RNG_MT_N - 1] = s[MT_M - 1] ^ mt_twist(s[RNG_MT_N - 1], s[0]);
     r->next = 0;
+}
+
+static inline uint32_t temper(uint32_t y)
+{
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
 }
 
 uint32_t attn_rng_u32(struct attn_rng *r)
@@ -64,12 +78,25 @@ uint32_t attn_rng_u32(struct attn_rng *r)
     if (r->next >= RNG_MT_N) {
         mt_next_state(r);
     }
-    uint32_t y = r->mt[r->next++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
+    return temper(r->mt[r->next++]);
+}
+
+/* n draws of attn_rng_u32 at once, a block of the state at a time. out: (n) */
+static void fill_u32(uint32_t *out, size_t n, struct attn_rng *r)
+{
+    while (n > 0) {
+        if (r->next >= RNG_MT_N)
+            mt_next_state(r);
+        size_t k = (size_t)(RNG_MT_N - r->next);
+        if (k > n)
+            k = n;
+        const uint32_t *s = r->mt + r->next;
+        for (size_t i = 0; i < k; i++)
+            out[i] = temper(s[i]);
+        r->next += (int)k;
+        out += k;
+        n -= k;
+    }
 }
 
 uint64_t attn_rng_u64(struct attn_rng *r)
@@ -79,23 +106,65 @@ uint64_t attn_rng_u64(struct attn_rng *r)
     return (hi << 32) | lo;
 }
 
-/* at::uniform_real_distribution<float>: 24 random bits scaled to [0, 1); exact. */
-static float uniform01_f(struct attn_rng *r)
-{
-    return (float)(attn_rng_u32(r) & FLOAT_MASK) * FLOAT_SCALE;
-}
-
 /* at::uniform_real_distribution<double>(0, 1): 53 bits of one 64-bit draw; exact. */
 static double uniform01_d(struct attn_rng *r)
 {
     return (double)(attn_rng_u64(r) & DOUBLE_MASK) * DOUBLE_SCALE;
 }
 
+/* fmaf() rounds once on every machine, so a build for CPUs with FMA (the instruction inlined)
+ * and one without (libm's exact fmaf, a call per element) give the same bits. FMA_CLONE
+ * compiles a hot loop twice and picks the one the CPU runs. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FMA_CLONE 1
+static bool cpu_has_fma(void)
+{
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("fma") ? 1 : 0;
+    }
+    return has == 1;
+}
+#endif
+#define INLINE static inline __attribute__((always_inline))
+
+/* u: (n) 32-bit draws -> out: (n) uniforms in [from, to) */
+INLINE void uniform_from_u32(float *out, const uint32_t *u, size_t n, float range, float from)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = fmaf((float)(u[i] & FLOAT_MASK) * FLOAT_SCALE, range, from);
+}
+
+static void uniform_plain(float *out, const uint32_t *u, size_t n, float range, float from)
+{
+    uniform_from_u32(out, u, n, range, from);
+}
+
+#ifdef FMA_CLONE
+__attribute__((target("fma"))) static void uniform_fma(float *out, const uint32_t *u, size_t n,
+                                                       float range, float from)
+{
+    uniform_from_u32(out, u, n, range, from);
+}
+#endif
+
+#define U32_CHUNK 512
+
 void attn_rng_uniform(float *out, size_t n, float from, float to, struct attn_rng *r)
 {
     const float range = to - from;
-    for (size_t i = 0; i < n; i++) {
-        out[i] = fmaf(uniform01_f(r), range, from);
+    void (*convert)(float *, const uint32_t *, size_t, float, float) = uniform_plain;
+#ifdef FMA_CLONE
+    if (cpu_has_fma())
+        convert = uniform_fma;
+#endif
+    uint32_t u[U32_CHUNK];
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < U32_CHUNK ? n - done : U32_CHUNK;
+        fill_u32(u, k, r);
+        convert(out + done, u, k, range, from);
+        done += k;
     }
 }
 
@@ -116,7 +185,7 @@ static float u2f(uint32_t u)
 }
 
 /* log256_ps for one lane. Returns an all-ones NaN for x <= 0, as the vector code does. */
-static float cephes_logf(float x)
+INLINE float cephes_logf(float x)
 {
     static const float p[9] = {7.0376836292E-2f,  -1.1514610310E-1f, 1.1676998740E-1f,
                                -1.2420140846E-1f, +1.4249322787E-1f, -1.6668057665E-1f,
@@ -157,7 +226,7 @@ static float cephes_logf(float x)
 }
 
 /* sincos256_ps for one lane: the cephes sinf/cosf range reduction and polynomials. */
-static void cephes_sincosf(float x, float *s, float *c)
+INLINE void cephes_sincosf(float x, float *s, float *c)
 {
     const float fopi = 1.27323954473516f; /* 4 / pi */
     const float minus_dp1 = -0.78515625f;
@@ -214,7 +283,7 @@ static void cephes_sincosf(float x, float *s, float *c)
 }
 
 /* normal_fill_16_AVX2: Box-Muller over the pairs (data[j], data[j + 8]), in place. */
-static void normal_fill_16(float *data, float mean, float std)
+INLINE void normal_fill_16(float *data, float mean, float std)
 {
     const float two_pi = (float)(2.0 * 3.14159265358979323846);
     for (int j = 0; j < 8; j++) {
@@ -248,6 +317,22 @@ static double normal_double(double mean, double std, struct attn_rng *r)
     return fma(ret, std, mean);
 }
 
+/* Box-Muller over every whole block of 16 in data: (n) */
+static void normal_blocks_plain(float *data, size_t n, float mean, float std)
+{
+    for (size_t i = 0; i + 16 <= n; i += 16)
+        normal_fill_16(data + i, mean, std);
+}
+
+#ifdef FMA_CLONE
+__attribute__((target("fma"))) static void normal_blocks_fma(float *data, size_t n, float mean,
+                                                             float std)
+{
+    for (size_t i = 0; i + 16 <= n; i += 16)
+        normal_fill_16(data + i, mean, std);
+}
+#endif
+
 void attn_rng_normal(float *out, size_t n, float mean, float std, struct attn_rng *r)
 {
     if (n < 16) {
@@ -256,18 +341,17 @@ void attn_rng_normal(float *out, size_t n, float mean, float std, struct attn_rn
         }
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        out[i] = uniform01_f(r);
-    }
-    for (size_t i = 0; i + 16 <= n; i += 16) {
-        normal_fill_16(out + i, mean, std);
-    }
+    void (*blocks)(float *, size_t, float, float) = normal_blocks_plain;
+#ifdef FMA_CLONE
+    if (cpu_has_fma())
+        blocks = normal_blocks_fma;
+#endif
+    attn_rng_uniform(out, n, 0.0f, 1.0f, r); /* x * 1 + 0 is exact: the plain uniforms */
+    blocks(out, n, mean, std);
     if (n % 16 != 0) {
         float *tail = out + n - 16;
-        for (int i = 0; i < 16; i++) {
-            tail[i] = uniform01_f(r);
-        }
-        normal_fill_16(tail, mean, std);
+        attn_rng_uniform(tail, 16, 0.0f, 1.0f, r);
+        blocks(tail, 16, mean, std);
     }
 }
 
@@ -288,14 +372,30 @@ void attn_rng_linear_init(float *w, float *bias, int in_features, int out_featur
     const double w_bound = sqrt(3.0) * w_std;
     const float wb = (float)w_bound;
 
-    /* torch draws the (out, in) weight row-major; we store its transpose, (in, out). */
-    for (int o = 0; o < out_features; o++) {
-        for (int i = 0; i < in_features; i++) {
-            float v;
-            attn_rng_uniform(&v, 1, -wb, wb, r);
-            w[(size_t)i * (size_t)out_features + (size_t)o] = v;
+    /* torch draws the (out, in) weight row-major; we store its transpose, (in, out). A tile of
+     * rows is drawn at once and written out a few columns wide, so the stores stay in cache. */
+    enum { TILE = 16 };
+    float *tile = malloc((size_t)TILE * (size_t)in_features * sizeof(float));
+    for (int o0 = 0; o0 < out_features; o0 += TILE) {
+        int rows = out_features - o0 < TILE ? out_features - o0 : TILE;
+        for (int k = 0; k < rows; k++) {
+            float *row = tile ? tile + (size_t)k * (size_t)in_features : NULL;
+            if (!row) { /* no scratch: one value at a time, the same draws */
+                for (int i = 0; i < in_features; i++)
+                    attn_rng_uniform(&w[(size_t)i * (size_t)out_features + (size_t)(o0 + k)], 1,
+                                     -wb, wb, r);
+            } else {
+                attn_rng_uniform(row, (size_t)in_features, -wb, wb, r);
+            }
         }
+        if (tile)
+            for (int i = 0; i < in_features; i++) {
+                float *dst = w + (size_t)i * (size_t)out_features + (size_t)o0;
+                for (int k = 0; k < rows; k++)
+                    dst[k] = tile[(size_t)k * (size_t)in_features + (size_t)i];
+            }
     }
+    free(tile);
     if (bias != NULL) {
         const double b_bound = in_features > 0 ? 1.0 / sqrt((double)in_features) : 0.0;
         attn_rng_uniform(bias, (size_t)out_features, -(float)b_bound, (float)b_bound, r);
