@@ -537,6 +537,38 @@ static void test_bench(void **state)
     run_free(&r);
 }
 
+/* bench --ui drives the explorer headless: every action's line is there and the heads edit ran
+ * (a failed edit is an error, not a fast number). Timings are never asserted. */
+static void test_bench_ui(void **state)
+{
+    (void)state;
+    char scene[4200];
+    snprintf(scene, sizeof(scene), "%s", scratch_path("bench-ui.yaml"));
+    tu_write_text(scene, good_scene);
+    struct run r = RUN("bench", "--ui", "--repeat", "3", scene);
+    expect_status(&r, 0);
+    expect_contains(r.out, "median (max) of 3");
+    expect_contains(r.out, "sentence edit");
+    const char *line = strstr(r.out, scene);
+    assert_non_null(line);
+    double first, fig[4][2];
+    assert_int_equal(sscanf(line + strlen(scene), " %lf %lf (%lf) %lf (%lf) %lf (%lf) %lf (%lf)",
+                            &first, &fig[0][0], &fig[0][1], &fig[1][0], &fig[1][1], &fig[2][0],
+                            &fig[2][1], &fig[3][0], &fig[3][1]),
+                     9);
+    for (int i = 0; i < 4; i++)
+        assert_true(fig[i][0] > 0 && fig[i][0] <= fig[i][1]);
+    run_free(&r);
+    r = RUN("bench", "--ui", "--repeat", "0");
+    expect_status(&r, 2);
+    expect_contains(r.err, "invalid --repeat '0'");
+    run_free(&r);
+    r = RUN("bench", "--ui", "no-such-scene.yaml");
+    expect_status(&r, 1);
+    expect_contains(r.err, "no-such-scene.yaml");
+    run_free(&r);
+}
+
 int main(void)
 {
     scratch = tu_make_tmpdir("cli");
@@ -554,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_bench_ui),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tu_remove_tree(scratch);

@@ -50,10 +50,18 @@ struct cli_scene {
 int cli_scene_open(struct cli_scene *cs, const char *path);
 void cli_scene_close(struct cli_scene *cs);
 
+/* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads: the
+ * benchmarks' shapes. Returns 0, or -1 (out of memory) with s still safe to free. */
+int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout);
+/* Parses a whole decimal integer in [lo, hi]. Returns 0, or -1. */
+int cli_parse_int(const char *text, int lo, int hi, int *out);
+
 int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
+/* bench --ui lives with main.c: it opens the explorer, so it links curses. */
+int cmd_bench_ui(int argc, char **argv);
 
 #endif

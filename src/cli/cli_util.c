@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@ void cli_print_help(FILE *out)
           "       attnscope heads [SCENE.yaml] [--sort SCORE] [--csv]\n"
           "       attnscope export [SCENE.yaml] -o DIR\n"
           "       attnscope bench [SCENE.yaml] [--time S | --iters N] | --suite\n"
+          "       attnscope bench --ui [SCENE.yaml] [--repeat N]\n"
           "       attnscope keys\n"
           "       attnscope --help | --version\n"
           "\n"
@@ -53,6 +55,9 @@ void cli_print_help(FILE *out)
           "            -t, --time S    seconds to spend on each (default 0.5)\n"
           "            -n, --iters N   a fixed number of repetitions instead\n"
           "            --suite         the standard shapes, from the book to a GPT-2 layer\n"
+          "            --ui            key -> frame in the explorer on a virtual terminal,\n"
+          "                            against its targets (exit 1 when one is missed)\n"
+          "            -r, --repeat N  timed repeats of each key with --ui (default 41)\n"
           "  keys    the explorer's keys as a Markdown table (press ? in the explorer)\n"
           "\n"
           "exit status: 0 ok, 1 invalid scene or I/O error, 2 wrong usage\n",
@@ -186,4 +191,15 @@ void cli_scene_close(struct cli_scene *cs)
 {
     attn_net_free(&cs->net);
     attn_scene_free(&cs->scene);
+}
+
+int cli_parse_int(const char *text, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
 }

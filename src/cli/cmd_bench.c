@@ -64,8 +64,7 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
     return 0;
 }
 
-/* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads. */
-static int suite_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout)
+int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout)
 {
     attn_scene_init(s);
     char **tokens = calloc((size_t)n, sizeof(char *));
@@ -111,7 +110,7 @@ static int run_suite(double budget_us)
         struct timing t;
         struct diag err;
         diag_clear(&err);
-        if (suite_scene(&s, shapes[i].n, shapes[i].d_in, shapes[i].d_out, shapes[i].heads,
+        if (bench_scene(&s, shapes[i].n, shapes[i].d_in, shapes[i].d_out, shapes[i].heads,
                         shapes[i].dropout) != 0 ||
             measure(&t, &s, budget_us, 0, &err) != 0) {
             fprintf(stderr, "attnscope bench: %s: %s\n", shapes[i].name,

@@ -69,23 +69,15 @@ static void print_params(const struct cli_scene *cs, int layer)
 
 static int parse_layer(const char *text, int *layer)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < 0 || v > SCENE_MAX_LAYERS)
+    if (cli_parse_int(text, 0, SCENE_MAX_LAYERS, layer) != 0)
         return cli_usage_error("print", "invalid layer '%s' (a number from 0)", text);
-    *layer = (int)v;
     return CLI_OK;
 }
 
 static int parse_head(const char *text, int *head)
 {
-    char *end;
-    errno = 0;
-    long h = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || h < 0 || h > SCENE_MAX_HEADS)
+    if (cli_parse_int(text, 0, SCENE_MAX_HEADS, head) != 0)
         return cli_usage_error("print", "invalid head '%s' (a number from 0)", text);
-    *head = (int)h;
     return CLI_OK;
 }
 

@@ -36,12 +36,21 @@ static int cmd_keys(int argc, char **argv)
     return CLI_OK;
 }
 
+/* bench --ui opens the explorer (curses, linked here); every other bench is cli's. */
+static int cmd_bench_any(int argc, char **argv)
+{
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--ui") == 0)
+            return cmd_bench_ui(argc, argv);
+    return cmd_bench(argc, argv);
+}
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv); /* the words after the command name */
 } commands[] = {
-    {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export},
-    {"bench", cmd_bench}, {"keys", cmd_keys},   {"heads", cmd_heads},
+    {"check", cmd_check},     {"print", cmd_print}, {"export", cmd_export},
+    {"bench", cmd_bench_any}, {"keys", cmd_keys},   {"heads", cmd_heads},
 };
 
 /* A word that is neither a command nor plausibly a scene file is a mistyped command. */
