@@ -187,6 +187,15 @@ void display_token(char *out, size_t out_size, const char *token)
     out[o] = '\0';
 }
 
+void draw_cell_pair(int y, int x, const char *s, int attrs, int pair)
+{
+    wchar_t wc[2] = {L'?', 0};
+    next_char(s, &wc[0]);
+    cchar_t cc;
+    setcchar(&cc, wc, (attr_t)attrs & ~A_COLOR, (short)pair, NULL);
+    mvadd_wch(y, x, &cc);
+}
+
 void draw_clear(struct rect r, int attr)
 {
     attrset(attr);
