@@ -464,6 +464,7 @@ static void heads_draw(struct panel *p, struct frame *f)
 
     int per = hl.half ? 2 : 1;
     int cbi = a->row / hl.grid.br, cbj = a->col / hl.grid.bc;
+    int last_y = r.y + 1; /* the last line drawn: the footer goes right under it */
     /* The lines of the tiles: head labels pinned on line 1 when the heads are one row. */
     int y0 = r.y + (hl.tile_rows == 1 ? 2 : 1);
     for (int tile = 0; tile < T; tile++) {
@@ -507,6 +508,7 @@ static void heads_draw(struct panel *p, struct frame *f)
             if (line < 0 || line >= hl.view)
                 continue;
             int y = y0 + line;
+            last_y = y > last_y ? y : last_y;
             int bu = k * per, bl = hl.half && bu + 1 < hl.grid.nbr ? bu + 1 : -1;
             if (tc == 0 && hl.lw > 0) { /* the row label, once for the row of tiles */
                 int first = bu * hl.grid.br;
@@ -554,11 +556,20 @@ static void heads_draw(struct panel *p, struct frame *f)
     }
 
     /* Footer: the selection, and what is out of view (never cut off silently). */
-    char footer[600], row_tok[3 * SCENE_MAX_TOKEN_BYTES + 8], more[160] = "";
+    char footer[8 * SCENE_MAX_TOKEN_BYTES], row_tok[3 * SCENE_MAX_TOKEN_BYTES + 8], more[160] = "";
+    char col_tok[3 * SCENE_MAX_TOKEN_BYTES + 8];
     display_token(row_tok, sizeof(row_tok), app_model(a)->tokens[a->row]);
-    size_t o = (size_t)snprintf(footer, sizeof(footer), "%s%d \u00b7 row %d \u201c%s\u201d",
-                                T > 1 ? "head " : "shared, layer ", T > 1 ? a->head : a->layer,
-                                a->row, row_tok);
+    if (attn_stage_is_square(a->stage))
+        display_token(col_tok, sizeof(col_tok), app_model(a)->tokens[a->col]);
+    else
+        snprintf(col_tok, sizeof(col_tok), "d%d", a->col);
+    size_t o = (size_t)snprintf(footer, sizeof(footer),
+                                "%s \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
+                                T > 1 ? "" : "shared", a->row, row_tok, a->col, col_tok);
+    if (T > 1) /* the head first: which tile the cursor is in */
+        o = (size_t)snprintf(footer, sizeof(footer),
+                             "head %d \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
+                             a->head, a->row, row_tok, a->col, col_tok);
     int total = hl.tile_rows == 1 ? hl.lines : hl.tile_rows * (1 + hl.lines);
     bool above = gp->top_line > 0, below = gp->top_line + hl.view < total;
     if (above || below) {
@@ -585,7 +596,9 @@ static void heads_draw(struct panel *p, struct frame *f)
     }
     if (more[0] && o < sizeof(footer))
         snprintf(footer + o, sizeof(footer) - o, " \u00b7 %s", more);
-    draw_text(r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
+    /* Right under the last row, where the eye is, not at the bottom of the panel. */
+    int fy = last_y + 1 < r.y + r.h ? last_y + 1 : r.y + r.h - 1;
+    draw_text(fy, r.x, r.w, t->role_attr[ROLE_DIM], footer);
 }
 
 /* Moves the cursor's row by dbi cells (blocks) of the layout. */
