@@ -63,7 +63,8 @@ struct app {
     char find[256];  /* the last token looked for (/, n) */
     enum color_scale color_scale;
     /* The heatmap's zoom (z Z): 0 fully in, a number a value; from 1 up, coloured cells, each a
-       block of up to `zoom` values a side (explore/zoom.h), showing their max or mean (b). */
+       block of up to `zoom` values a side (explore/zoom.h), showing their max or mean (b);
+       ZOOM_OVERVIEW: the whole matrix, whatever the area. */
     int zoom;
     enum block_agg block_agg;
     struct zoom_grid zoom_shown; /* the heatmap's blocks as last laid out, which the inspector

@@ -275,10 +275,11 @@ int command_zoom(struct app *a, int dir, int fit)
             note(a, "zoomed fully in: every value has its number");
         else
             note(a, "zoomed out to the whole matrix (z zooms in)");
-        a->zoom = from;
+        a->zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
         return OUTCOME_VIEW_CHANGED;
     }
-    a->zoom = to;
+    /* Out to the overview stays the overview when the area changes (a resize, a new stage). */
+    a->zoom = dir > 0 && to == fit ? ZOOM_OVERVIEW : to;
     if (to == 0)
         note(a, "zoomed fully in: every value has its number");
     else if (to == 1)

@@ -312,8 +312,11 @@ static void explain_block(struct buf *b, const struct app *a)
     struct block_stats st;
     zoom_block_stats(&st, v, r0, r1, c0, c1);
     bool square = attn_stage_is_square(a->stage);
-    put(b, "block: rows %d\u2013%d \u00d7 %s %d\u2013%d, %d values", r0, r1 - 1,
-        square ? "columns" : "dimensions", c0, c1 - 1, st.total);
+    char rows[48], cols[48];
+    zoom_span_text(rows, sizeof(rows), "row", "rows", r0, r1 - 1);
+    zoom_span_text(cols, sizeof(cols), square ? "column" : "dimension",
+                   square ? "columns" : "dimensions", c0, c1 - 1);
+    put(b, "block: %s \u00d7 %s, %d values", rows, cols, st.total);
     if (st.finite < st.total)
         put(b, " (%d masked)", st.total - st.finite);
     put(b, "\n  max ");

@@ -2,6 +2,7 @@
 #include "explore/zoom.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,14 @@ bool zoom_step_cursor(const struct zoom_grid *g, int *row, int *col, int dbi, in
     *row = r;
     *col = c;
     return moved;
+}
+
+void zoom_span_text(char *out, size_t size, const char *one, const char *many, int first, int last)
+{
+    if (first == last)
+        snprintf(out, size, "%s %d", one, first);
+    else
+        snprintf(out, size, "%s %d\u2013%d", many, first, last);
 }
 
 void zoom_block_stats(struct block_stats *out, struct attn_mat_view v, int r0, int r1, int c0,

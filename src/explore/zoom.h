@@ -15,10 +15,14 @@
 #ifndef ATTNSCOPE_EXPLORE_ZOOM_H
 #define ATTNSCOPE_EXPLORE_ZOOM_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "engine/attention.h"
+
+/* The overview whatever the area: a zoom that stays the whole matrix across a resize. */
+#define ZOOM_OVERVIEW INT_MAX
 
 /* What a block's cell shows. */
 enum block_agg { BLOCK_MAX, BLOCK_MEAN, BLOCK_AGG_COUNT };
@@ -46,6 +50,9 @@ void zoom_block_span(const struct zoom_grid *g, int bi, int bj, int *r0, int *r1
 /* Moves the cursor (*row, *col) by dbi blocks down and dbj across, keeping its place inside the
  * block where the next one has it; clamped to the matrix. Returns whether it moved. */
 bool zoom_step_cursor(const struct zoom_grid *g, int *row, int *col, int dbi, int dbj);
+
+/* "row 3" or "rows 3–5": a span of positions [first, last] in words. */
+void zoom_span_text(char *out, size_t size, const char *one, const char *many, int first, int last);
 
 /* A block's values: the largest (and where it is), and the mean, over the finite ones (-inf,
  * a masked cell, counts in neither). max and mean are -inf when none is finite. */

@@ -538,9 +538,11 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
         char mx[32], mn[32];
         format_cell(mx, sizeof(mx), st.max, 8);
         format_cell(mn, sizeof(mn), st.mean, 8);
-        o = (size_t)snprintf(footer, sizeof(footer),
-                             "rows %d\u2013%d \u00d7 columns %d\u2013%d: max %s, mean %s", r0,
-                             r1 - 1, c0, c1 - 1, mx, mn);
+        char rows[48], cols[48];
+        zoom_span_text(rows, sizeof(rows), "row", "rows", r0, r1 - 1);
+        zoom_span_text(cols, sizeof(cols), "column", "columns", c0, c1 - 1);
+        o = (size_t)snprintf(footer, sizeof(footer), "%s \u00d7 %s: max %s, mean %s", rows, cols,
+                             mx, mn);
     }
     if (o < sizeof(footer))
         snprintf(footer + o, sizeof(footer) - o, " \u00b7 %s zooms in%s%s", zin,
