@@ -6,7 +6,7 @@
 # scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
 # SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
-# its end, shifted and exported.
+# its end, shifted and exported, and a 200-token scene zoomed out to its overview and back.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -308,6 +308,31 @@ keys gpt2 Enter
 check "gpt2: the edit is tokenised by the checkpoint's BPE" gpt2 wait_for gpt2 "the sentence (18 → 3 tokens)"
 check "gpt2: the title says it was edited" gpt2 wait_for gpt2 "· edited"
 T kill-session -t gpt2
+
+# 14. A long scene (200 tokens): zoom out to the overview, where a cell is a block of values and
+# the legend says how many, switch the blocks to their mean, step a block, and zoom back in to
+# the numbers with the cursor where the step left it.
+start long 120 40 "$BIN $SRC/tests/fixtures/long/200-tokens.yaml"
+check "long: opens on the numbers" long wait_for long "row Σ"
+keys long Z
+check "long: Z zooms out to colours, one value a cell" long wait_for long "1 cell = 1 value"
+keys long Z Z Z
+check "long: the overview's legend names its blocks and their max" long \
+  wait_for long "1 cell = 5×2 tokens, max"
+check "long: the last rows are labelled by their positions" long wait_for long "190–199"
+keys long Z
+check "long: Z at the overview says the whole matrix is in view" long \
+  wait_for long "zoomed out to the whole matrix"
+keys long b
+check "long: b shows the blocks' mean" long wait_for long "1 cell = 5×2 tokens, mean"
+keys long Down
+check "long: a step moves one block" long wait_for long "rows 5–9 × columns 0–1: max"
+check "long: the inspector explains the block" long wait_for long "block: rows 5–9 × columns 0–1"
+keys long z z z z
+check "long: z four times is back to the numbers" long wait_for long "row Σ"
+check "long: the cursor kept the row the step reached" long \
+  wait_for long "row 5 “the” · column 0 “trees”"
+T kill-session -t long
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

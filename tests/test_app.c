@@ -1,6 +1,7 @@
 /* test_app: the explorer's state without a screen: live edits recompute, invalid edits keep the
  * last valid result, undo and redo walk the history, the saved state is tracked, the knobs step
- * to valid values, and a sentence edit keeps the book's embeddings for known words. */
+ * to valid values, a sentence edit keeps the book's embeddings for known words, and the
+ * heatmap's zoom maths (levels, blocks, the cursor by blocks, max and mean, their cache). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/zoom.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)
@@ -400,6 +402,162 @@ static void test_save_default_folder(void **state)
     app_free(&a);
 }
 
+/* The zoom levels: 0 (numbers), 1, 2, 4, ... up to the overview, which shows the whole matrix. */
+static void test_zoom_levels(void **state)
+{
+    (void)state;
+    /* 1000 x 1000 in 54 half rows and 146 columns: blocks of 19 show it all */
+    assert_int_equal(zoom_fit(1000, 1000, 54, 146), 19);
+    assert_int_equal(zoom_fit(30, 30, 60, 100), 1); /* every value has a cell */
+    assert_int_equal(zoom_fit(1000, 16, 54, 146), 19);
+    static const int out[] = {0, 1, 2, 4, 8, 16, 19, 19};
+    for (size_t k = 0; k + 1 < sizeof(out) / sizeof(out[0]); k++)
+        assert_int_equal(zoom_next(out[k], 1, 19), out[k + 1]);
+    static const int in[] = {19, 16, 8, 4, 2, 1, 0, 0};
+    for (size_t k = 0; k + 1 < sizeof(in) / sizeof(in[0]); k++)
+        assert_int_equal(zoom_next(in[k], -1, 19), in[k + 1]);
+    assert_int_equal(zoom_next(1, 1, 1), 1); /* the whole matrix already: no further out */
+    assert_int_equal(zoom_next(8, 1, 3), 3); /* a zoom past a smaller overview (a resize) */
+
+    /* A block grows on an axis only while that axis needs it: 16 columns keep theirs. */
+    struct zoom_grid g = zoom_grid_make(1000, 16, 8, 54, 146);
+    assert_int_equal(g.br, 8);
+    assert_int_equal(g.bc, 1);
+    assert_int_equal(g.nbr, 125);
+    assert_int_equal(g.nbc, 16);
+    g = zoom_grid_make(1000, 1000, 32, 54, 146); /* past the overview: the overview */
+    assert_int_equal(g.br, 19);
+    assert_int_equal(g.bc, 7);
+    assert_int_equal(g.nbr, 53); /* 52 full blocks of 19 and one of 12 */
+    assert_int_equal(g.nbc, 143);
+    assert_true(g.nbr <= 54 && g.nbc <= 146);
+}
+
+/* Block ranges, the last one partial, and the cursor stepping a block at a time. */
+static void test_zoom_blocks_and_cursor(void **state)
+{
+    (void)state;
+    struct zoom_grid g = zoom_grid_make(10, 7, 4, 2, 100);
+    assert_int_equal(g.br, 4);
+    assert_int_equal(g.bc, 1); /* 7 columns fit 100 */
+    assert_int_equal(g.nbr, 3);
+    int r0, r1, c0, c1;
+    zoom_block_span(&g, 2, 6, &r0, &r1, &c0, &c1);
+    assert_int_equal(r0, 8);
+    assert_int_equal(r1, 10); /* rows 8 and 9: the last block is partial */
+    assert_int_equal(c0, 6);
+    assert_int_equal(c1, 7);
+
+    /* A step keeps the cursor's place inside its block (row 5 is block 1's second row). */
+    int row = 5, col = 3;
+    assert_true(zoom_step_cursor(&g, &row, &col, 1, 0));
+    assert_int_equal(row, 9);                             /* block 2's second row */
+    assert_false(zoom_step_cursor(&g, &row, &col, 1, 0)); /* the last block: no further */
+    assert_int_equal(row, 9);
+    row = 7; /* block 1's last row: block 2 has no fourth row, so its last */
+    zoom_step_cursor(&g, &row, &col, 1, 0);
+    assert_int_equal(row, 9);
+    assert_true(zoom_step_cursor(&g, &row, &col, -2, 2));
+    assert_int_equal(row, 1);
+    assert_int_equal(col, 5);
+    zoom_step_cursor(&g, &row, &col, -5, -50); /* clamped at the first block */
+    assert_int_equal(row, 1);
+    assert_int_equal(col, 0);
+}
+
+/* Max and mean of blocks of a known matrix; -inf (masked) counts in neither. */
+static void test_zoom_max_and_mean(void **state)
+{
+    (void)state;
+    float m[4 * 4] = {
+        1,  2, -INFINITY, 4, /**/
+        5,  6, 7,         8, /**/
+        0,  0, 0,         0, /**/
+        -1, 3, 0.5f,      2, /**/
+    };
+    struct attn_mat_view v = {m, 4, 4, 4};
+    struct block_stats st;
+    zoom_block_stats(&st, v, 0, 2, 0, 2);
+    assert_float_equal(st.max, 6, 0);
+    assert_float_equal(st.mean, 3.5, 1e-6);
+    assert_int_equal(st.max_row, 1);
+    assert_int_equal(st.max_col, 1);
+    zoom_block_stats(&st, v, 0, 2, 2, 4);
+    assert_float_equal(st.max, 8, 0);
+    assert_float_equal(st.mean, 19.0 / 3, 1e-6); /* -inf left out */
+    assert_int_equal(st.finite, 3);
+    assert_int_equal(st.total, 4);
+    float masked[2] = {-INFINITY, -INFINITY};
+    zoom_block_stats(&st, (struct attn_mat_view){masked, 1, 2, 2}, 0, 1, 0, 2);
+    assert_true(isinf(st.max) && st.max < 0);
+    assert_true(isinf(st.mean) && st.mean < 0);
+    assert_int_equal(st.max_row, -1);
+
+    /* The cache: every block both ways, with each way's range. */
+    struct zoom_grid g = zoom_grid_make(4, 4, 2, 2, 2);
+    assert_int_equal(g.br, 2);
+    assert_int_equal(g.bc, 2);
+    struct block_cache c = {0};
+    assert_int_equal(block_cache_get(&c, v, &g, 7, 0, STAGE_WEIGHTS, 0), 0);
+    static const float want_max[4] = {6, 8, 3, 2}, want_mean[4] = {3.5f, 19.0f / 3, 0.5f, 0.625f};
+    for (int k = 0; k < 4; k++) {
+        assert_float_equal(block_cache_at(&c, BLOCK_MAX, k / 2, k % 2), want_max[k], 1e-6);
+        assert_float_equal(block_cache_at(&c, BLOCK_MEAN, k / 2, k % 2), want_mean[k], 1e-6);
+    }
+    assert_float_equal(c.lo[BLOCK_MAX], 2, 0);
+    assert_float_equal(c.hi[BLOCK_MAX], 8, 0);
+    assert_float_equal(c.lo[BLOCK_MEAN], 0.5, 1e-6);
+    /* The same key again is not aggregated again (a cursor move); a new result is. */
+    m[5] = 100;
+    block_cache_get(&c, v, &g, 7, 0, STAGE_WEIGHTS, 0);
+    assert_float_equal(block_cache_at(&c, BLOCK_MAX, 0, 0), 6, 0);
+    block_cache_get(&c, v, &g, 8, 0, STAGE_WEIGHTS, 0);
+    assert_float_equal(block_cache_at(&c, BLOCK_MAX, 0, 0), 100, 0);
+    block_cache_free(&c);
+}
+
+/* z, Z and b on the explorer's state: no recompute, the message line says where it is. */
+static void test_zoom_commands(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    unsigned long gen = a.generation;
+    assert_int_equal(command_zoom(&a, 1, 3), OUTCOME_VIEW_CHANGED);
+    assert_int_equal(a.zoom, 1);
+    command_zoom(&a, 1, 3);
+    assert_int_equal(a.zoom, 2);
+    assert_non_null(strstr(a.message, "2\u00d72 values, showing their max"));
+    command_zoom(&a, 1, 3);
+    assert_int_equal(a.zoom, ZOOM_OVERVIEW); /* the overview, whatever the next area's is */
+    assert_non_null(strstr(a.message, "the whole matrix"));
+    command_zoom(&a, 1, 5); /* a larger area: its overview is further out */
+    assert_int_equal(a.zoom, ZOOM_OVERVIEW);
+    assert_non_null(strstr(a.message, "zoomed out to the whole matrix"));
+    struct ask ask = {0};
+    command_run(&a, ACTION_BLOCKS, &ask);
+    assert_int_equal(a.block_agg, BLOCK_MEAN);
+    assert_non_null(strstr(a.message, "their mean"));
+    for (int k = 0; k < 3; k++)
+        command_zoom(&a, -1, 3);
+    assert_int_equal(a.zoom, 0);
+    assert_non_null(strstr(a.message, "every value has its number"));
+    assert_int_equal(a.generation, gen); /* zooming never recomputes the attention */
+
+    /* The inspector explains the cursor's block (as the heatmap laid it out), then its cell. */
+    a.zoom = 2;
+    a.zoom_shown = zoom_grid_make(6, 6, 2, 3, 3);
+    a.row = 3;
+    a.col = 0;
+    char text[4096];
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "block: rows 2\u20133 \u00d7 columns 0\u20131, 4 values"));
+    assert_non_null(strstr(text, "mean "));
+    assert_non_null(strstr(text, "the cursor's cell, row 3, column 0:"));
+    assert_non_null(strstr(text, "\u201cwith\u201d looks at \u201cYour\u201d"));
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +574,10 @@ int main(void)
         cmocka_unit_test(test_edit_messages),
         cmocka_unit_test(test_more_knobs),
         cmocka_unit_test(test_save_default_folder),
+        cmocka_unit_test(test_zoom_levels),
+        cmocka_unit_test(test_zoom_blocks_and_cursor),
+        cmocka_unit_test(test_zoom_max_and_mean),
+        cmocka_unit_test(test_zoom_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,9 @@
     X(HEAD_MEAN, "head-mean", "A", "view", "The mean over every head / back to one head")          \
     X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...")     \
     X(COLOR_SCALE, "color-scale", "C", "view", "Colour scale: per matrix, per row, logarithmic")   \
+    X(ZOOM_IN, "zoom-in", "z", "view", "Zoom in around the cursor (fully in: every number)")       \
+    X(ZOOM_OUT, "zoom-out", "Z", "view", "Zoom out: blocks of cells, down to the whole matrix")    \
+    X(BLOCKS, "blocks", "b", "view", "Zoomed-out blocks show their max / their mean")              \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(PLAY_FASTER, "play-faster", ")", "view", "Auto-play faster")                                 \

@@ -18,6 +18,7 @@
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
+#include "explore/zoom.h"
 
 #define APP_UNDO_MAX   100
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
@@ -61,6 +62,13 @@ struct app {
     int score_shown; /* the head score the model view colours by, or -1 */
     char find[256];  /* the last token looked for (/, n) */
     enum color_scale color_scale;
+    /* The heatmap's zoom (z Z): 0 fully in, a number a value; from 1 up, coloured cells, each a
+       block of up to `zoom` values a side (explore/zoom.h), showing their max or mean (b);
+       ZOOM_OVERVIEW: the whole matrix, whatever the area. */
+    int zoom;
+    enum block_agg block_agg;
+    struct zoom_grid zoom_shown; /* the heatmap's blocks as last laid out, which the inspector
+                                    explains (all zero when none is drawn yet) */
     /* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed
        once per result, layer and stage, not on cursor moves. */
     bool head_mean;

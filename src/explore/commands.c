@@ -266,6 +266,32 @@ static int row_max(struct app *a)
     return OUTCOME_CURSOR_MOVED;
 }
 
+int command_zoom(struct app *a, int dir, int fit)
+{
+    int from = a->zoom < fit ? a->zoom : fit;
+    int to = zoom_next(from, dir, fit);
+    if (to == from) {
+        if (dir < 0)
+            note(a, "zoomed fully in: every value has its number");
+        else
+            note(a, "zoomed out to the whole matrix (z zooms in)");
+        a->zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
+        return OUTCOME_VIEW_CHANGED;
+    }
+    /* Out to the overview stays the overview when the area changes (a resize, a new stage). */
+    a->zoom = dir > 0 && to == fit ? ZOOM_OVERVIEW : to;
+    if (to == 0)
+        note(a, "zoomed fully in: every value has its number");
+    else if (to == 1)
+        note(a, "colours only, one value a cell (Z zooms out to blocks, z back to numbers)");
+    else
+        note(a,
+             "zoomed out: a cell is a block of up to %d\u00d7%d values, showing their %s (b: %s)%s",
+             to, to, block_agg_name(a->block_agg), block_agg_name((enum block_agg) !a->block_agg),
+             to == fit ? ", the whole matrix" : "");
+    return OUTCOME_VIEW_CHANGED;
+}
+
 int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
 {
     ask_clear(ask);
@@ -467,6 +493,19 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         note(a, "%s", said[a->color_scale]);
         return OUTCOME_VIEW_CHANGED;
     }
+    case ACTION_BLOCKS:
+        a->block_agg = a->block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX;
+        note(a, "%s",
+             a->block_agg == BLOCK_MAX
+                 ? "zoomed-out blocks show their max (a strong weight stays visible)"
+                 : "zoomed-out blocks show their mean (how much a region holds on average)");
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_ZOOM_IN:
+    case ACTION_ZOOM_OUT:
+        /* The heatmap takes these; the all-heads view fits its tiles by itself. */
+        app_refuse(a, "zoom works on one head's map (a: back to it); this view fits the heads "
+                      "by itself");
+        return OUTCOME_VIEW_CHANGED;
     case ACTION_ROW_START:
     case ACTION_ROW_END:
     case ACTION_TOP:

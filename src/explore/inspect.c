@@ -298,6 +298,44 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
     put(b, "\n");
 }
 
+/* Zoomed out: the block under the cursor, its range, max (and where) and mean, before the
+ * cursor's own cell. */
+static void explain_block(struct buf *b, const struct app *a)
+{
+    const struct zoom_grid *g = &a->zoom_shown;
+    const struct attn_model *m = app_model(a);
+    struct attn_mat_view v = app_view(a, a->stage, a->head);
+    if (app_showing_mean(a) && a->mean) /* app_shown_view's, made when the map was drawn */
+        v = (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
+    int r0, r1, c0, c1;
+    zoom_block_span(g, a->row / g->br, a->col / g->bc, &r0, &r1, &c0, &c1);
+    struct block_stats st;
+    zoom_block_stats(&st, v, r0, r1, c0, c1);
+    bool square = attn_stage_is_square(a->stage);
+    char rows[48], cols[48];
+    zoom_span_text(rows, sizeof(rows), "row", "rows", r0, r1 - 1);
+    zoom_span_text(cols, sizeof(cols), square ? "column" : "dimension",
+                   square ? "columns" : "dimensions", c0, c1 - 1);
+    put(b, "block: %s \u00d7 %s, %d values", rows, cols, st.total);
+    if (st.finite < st.total)
+        put(b, " (%d masked)", st.total - st.finite);
+    put(b, "\n  max ");
+    num(b, st.max);
+    if (st.max_row >= 0) {
+        if (square)
+            put(b, " at \u201c%s\u201d \u2192 \u201c%s\u201d (row %d, column %d)",
+                m->tokens[st.max_row], m->tokens[st.max_col], st.max_row, st.max_col);
+        else
+            put(b, " at \u201c%s\u201d, dimension %d (row %d)", m->tokens[st.max_row], st.max_col,
+                st.max_row);
+    }
+    put(b, "\n  mean ");
+    num(b, st.mean);
+    put(b, "\n  the map shows each block's %s (b: its %s)\n", block_agg_name(a->block_agg),
+        block_agg_name(a->block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX));
+    put(b, "the cursor's cell, row %d, column %d:\n", a->row, a->col);
+}
+
 void inspect_explain(char *out, size_t size, const struct app *a)
 {
     struct buf b = {out, size, 0};
@@ -308,6 +346,10 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     struct attn_mat_view v = app_view(a, a->stage, h);
     if (i >= v.rows || j >= v.cols)
         return;
+    const struct zoom_grid *g = &a->zoom_shown;
+    if (!a->all_heads && a->zoom > 0 && (g->br > 1 || g->bc > 1) && g->rows == v.rows &&
+        g->cols == v.cols)
+        explain_block(&b, a);
     float val = at(v, i, j);
     if (attn_stage_is_square(a->stage))
         put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[i], m->tokens[j]);

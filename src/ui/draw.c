@@ -42,7 +42,7 @@ static const char *ascii_for(wchar_t wc)
         {L'\u2190', "<"},  {L'\u2192', ">"},   {L'\u2191', "^"},   {L'\u2193', "v"},
         {L'\u2212', "-"},  {L'\u2717', "x"},   {L'\u25b6', ">"},   {L'\u1d40', "^T"},
         {L'\u2014', "-"},  {L'\u00a0', " "},   {L'\u2423', "_"},   {L'\u21e5', ">"},
-        {L'\u21b5', "<"},
+        {L'\u21b5', "<"},  {L'\u2013', "-"},   {L'\u25c6', "+"},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (map[i].wc == wc)
@@ -185,6 +185,15 @@ void display_token(char *out, size_t out_size, const char *token)
         }
     }
     out[o] = '\0';
+}
+
+void draw_cell_pair(int y, int x, const char *s, int attrs, int pair)
+{
+    wchar_t wc[2] = {L'?', 0};
+    next_char(s, &wc[0]);
+    cchar_t cc;
+    setcchar(&cc, wc, (attr_t)attrs & ~A_COLOR, (short)pair, NULL);
+    mvadd_wch(y, x, &cc);
 }
 
 void draw_clear(struct rect r, int attr)

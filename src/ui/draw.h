@@ -28,6 +28,9 @@ int text_width(const char *utf8);
 void abbreviate(char *out, size_t out_size, const char *utf8, int width);
 /* The same from the other end: "…/long/path/to/file.yaml", keeping the end. */
 void abbreviate_start(char *out, size_t out_size, const char *utf8, int width);
+/* Draws one glyph of width 1 at (y, x) in attributes attrs (no colour bits) and colour pair
+ * `pair`, which may be past 255, the most an attribute holds (theme's half-block pairs). */
+void draw_cell_pair(int y, int x, const char *utf8, int attrs, int pair);
 /* Blanks an area in one attribute. */
 void draw_clear(struct rect r, int attr);
 /* A token as a label: blanks shown as ␣ ⇥ ↵ so a space token is not an empty label. */

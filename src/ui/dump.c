@@ -16,9 +16,12 @@
 #include "common/utf8.h"
 #include "ui/ui.h"
 
-/* Letters for looks in order of first appearance; '.' is the plain default cell. */
+/* Letters for looks in order of first appearance; '.' is the plain default cell. A screen of
+ * more looks than letters (a zoomed-out map of half blocks has hundreds of colour pairs) writes
+ * two letters a cell instead, and says so. */
 static const char look_letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-#define LOOKS_MAX ((int)sizeof(look_letters) - 1)
+#define LETTERS   ((int)sizeof(look_letters) - 1)
+#define LOOKS_MAX (LETTERS * LETTERS)
 
 static const struct {
     attr_t bit;
@@ -58,8 +61,16 @@ static void flag_diff(char *out, size_t size, size_t *len, attr_t have, attr_t w
 
 /* The theme's name for a look: every role or scale step drawn with exactly this attribute;
  * failing that, the one with the same colour pair and the flags that differ from it. */
-static void look_name(char *out, size_t size, size_t *len, const struct theme *t, int attr)
+static void look_name(char *out, size_t size, size_t *len, const struct theme *t, attr_t attrs,
+                      short pair)
 {
+    char half[48];
+    if (theme_half_pair_name(t, pair, half, sizeof(half))) { /* past an attribute's 255 pairs */
+        append(out, size, len, "%s", half);
+        flag_diff(out, size, len, attrs, A_NORMAL);
+        return;
+    }
+    int attr = (int)(attrs | COLOR_PAIR(pair));
     struct {
         char name[32];
         int attr;
@@ -122,51 +133,63 @@ struct look {
     short pair;
 };
 
-/* The letter of a look, adding it to looks[] the first time it is seen. */
-static char look_letter(struct look *looks, int *n, attr_t attrs, short pair)
+/* The number of a look, adding it to looks[] the first time it is seen; -1 for the plain
+ * default cell, LOOKS_MAX when there are too many. */
+static int look_index(struct look *looks, int *n, attr_t attrs, short pair)
 {
     if (attrs == A_NORMAL && pair == 0)
-        return '.';
+        return -1;
     for (int i = 0; i < *n; i++)
         if (looks[i].attrs == attrs && looks[i].pair == pair)
-            return look_letters[i];
+            return i;
     if (*n == LOOKS_MAX)
-        return '?';
+        return LOOKS_MAX;
     looks[*n] = (struct look){attrs, pair};
-    return look_letters[(*n)++];
+    return (*n)++;
+}
+
+/* Look i as one letter, or two when the screen has more looks than letters. */
+static void look_code(char *out, int i, bool two)
+{
+    if (i < 0 || i >= LOOKS_MAX) {
+        out[0] = out[1] = i < 0 ? '.' : '?';
+    } else if (two) {
+        out[0] = look_letters[i / LETTERS];
+        out[1] = look_letters[i % LETTERS];
+    } else {
+        out[0] = look_letters[i];
+    }
+    out[two ? 2 : 1] = '\0';
 }
 
 void ui_dump(const struct ui *ui, FILE *out)
 {
-    struct look looks[LOOKS_MAX];
+    struct look *looks = malloc(LOOKS_MAX * sizeof(*looks));
     int n_looks = 0;
     bool overflow = false, unreadable = false;
-    char *letters = malloc((size_t)LINES * ((size_t)COLS + 1));
-    if (!letters)
+    /* every cell's look index (-1 plain, -2 unreadable), decided before it is written */
+    int *cells = malloc((size_t)LINES * (size_t)COLS * sizeof(int));
+    if (!looks || !cells)
         abort();
     for (int y = 0; y < LINES; y++) {
         char line[4096];
         size_t len = 0;
         size_t last_non_blank = 0;
         bool text_full = false; /* the rest of the text is dropped, its looks still recorded */
-        char *row = letters + (size_t)y * ((size_t)COLS + 1);
-        int last_letter = 0;
+        int *row = cells + (size_t)y * (size_t)COLS;
         for (int x = 0; x < COLS; x++) {
             cchar_t cc;
             wchar_t wc[CCHARW_MAX + 1];
             attr_t attrs;
             short pair;
             if (mvin_wch(y, x, &cc) != OK || getcchar(&cc, wc, &attrs, &pair, NULL) == ERR) {
-                row[x] = '!';
-                last_letter = x + 1;
+                row[x] = -2;
                 unreadable = true;
                 continue;
             }
-            char letter = look_letter(looks, &n_looks, attrs & ~A_COLOR, pair);
-            overflow |= letter == '?';
-            row[x] = letter;
-            if (letter != '.')
-                last_letter = x + 1;
+            int look = look_index(looks, &n_looks, attrs & ~A_COLOR, pair);
+            overflow |= look == LOOKS_MAX;
+            row[x] = look;
             if (wc[0] == L'\0')
                 continue;
             /* Wide characters occupy two cells; the second reads back as the same cell. */
@@ -177,11 +200,8 @@ void ui_dump(const struct ui *ui, FILE *out)
                 int bytes = utf8_encode((uint32_t)wc[k], mb + n);
                 n += (size_t)bytes;
             }
-            if (w == 2 && x + 1 < COLS) {
-                row[++x] = letter;
-                if (letter != '.')
-                    last_letter = x + 1;
-            }
+            if (w == 2 && x + 1 < COLS)
+                row[++x] = look;
             if (text_full || len + n >= sizeof(line)) {
                 text_full = true;
                 continue;
@@ -191,25 +211,40 @@ void ui_dump(const struct ui *ui, FILE *out)
             if (!(n == 1 && mb[0] == ' '))
                 last_non_blank = len;
         }
-        row[last_letter] = '\0';
         fprintf(out, "%.*s\n", (int)last_non_blank, line);
     }
-    fprintf(out, "-- attributes\n");
-    for (int y = 0; y < LINES; y++)
-        fprintf(out, "%s\n", letters + (size_t)y * ((size_t)COLS + 1));
-    free(letters);
+    bool two = n_looks > LETTERS;
+    fprintf(out, "-- attributes%s\n", two ? " (two letters a cell)" : "");
+    for (int y = 0; y < LINES; y++) {
+        const int *row = cells + (size_t)y * (size_t)COLS;
+        int last = COLS;
+        while (last > 0 && row[last - 1] == -1)
+            last--;
+        for (int x = 0; x < last; x++) {
+            char code[3];
+            if (row[x] == -2)
+                fputs(two ? "!!" : "!", out);
+            else {
+                look_code(code, row[x], two);
+                fputs(code, out);
+            }
+        }
+        fputc('\n', out);
+    }
+    free(cells);
     fprintf(out, "-- legend\n");
     for (int i = 0; i < n_looks; i++) {
-        char desc[512];
+        char desc[512], code[3];
         size_t len = 0;
-        look_name(desc, sizeof(desc), &len, &ui->theme,
-                  (int)(looks[i].attrs | COLOR_PAIR(looks[i].pair)));
+        look_name(desc, sizeof(desc), &len, &ui->theme, looks[i].attrs, looks[i].pair);
         append(desc, sizeof(desc), &len, ": ");
         look_facts(desc, sizeof(desc), &len, looks[i].attrs, looks[i].pair);
-        fprintf(out, "%c  %s\n", look_letters[i], desc);
+        look_code(code, i, two);
+        fprintf(out, "%s  %s\n", code, desc);
     }
+    free(looks);
     if (overflow)
-        fprintf(out, "?  more looks than letters\n");
+        fprintf(out, "%s  more looks than letters\n", two ? "??" : "?");
     if (unreadable)
-        fprintf(out, "!  a cell that could not be read\n");
+        fprintf(out, "%s  a cell that could not be read\n", two ? "!!" : "!");
 }

@@ -5,6 +5,7 @@
 #include <curses.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ui/grid.h"
@@ -31,7 +32,7 @@ static int selected(const struct app *a)
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
  * 2, else 1; else thumbnails of fewer cells, each pooling a block (a model view of 12 layers of
  * long sequences still fits); then scrolls by rows of tiles so the selected head stays visible. */
-static void layout(struct panel *p, struct frame *f, int *cw)
+static void thumb_layout(struct panel *p, struct frame *f, int *cw)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     static const int widths[] = {6, 2, 1};
@@ -86,7 +87,7 @@ static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols)
     return best;
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     const struct app *a = f->app;
@@ -94,7 +95,7 @@ static void draw(struct panel *p, struct frame *f)
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
     int cw;
-    layout(p, f, &cw);
+    thumb_layout(p, f, &cw);
     int n = tiles(f->app);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
@@ -194,11 +195,459 @@ static int select_tile(struct app *a, int tile)
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* ---- One layer's heads: every row reachable, side by side whenever they fit. ---- */
+
+#define GAP 2 /* columns between tiles */
+
+/* Columns of a token label: the longest token's, at most 10, and a blank. */
+static int token_label_width(const struct app *a)
+{
+    int w = 4;
+    for (int i = 0; i < app_model(a)->n; i++) {
+        int tw = text_width(app_model(a)->tokens[i]);
+        w = tw > w ? tw : w;
+    }
+    return (w > 10 ? 10 : w) + 1;
+}
+
+/* Columns of a range label "96–103", and a blank. */
+static int range_label_width(int rows)
+{
+    int d = 1;
+    for (int n = rows > 1 ? rows - 1 : 1; n >= 10; n /= 10)
+        d++;
+    return 2 * d + 2;
+}
+
+/* The widest of lo and hi at `decimals`: every number of the view takes that many columns. */
+static int number_width(float lo, float hi, int decimals)
+{
+    char a[32], b[32];
+    int na = cnum_format(a, sizeof(a), "%.*f", decimals, (double)lo);
+    int nb = cnum_format(b, sizeof(b), "%.*f", decimals, (double)hi);
+    int w = na > nb ? na : nb;
+    return w > 3 ? w : 3; /* "-∞", "nan" */
+}
+
+/* Does the layout fit width w? Fills per_row, tile_w, lines. */
+static bool heads_fit(struct heads_layout *hl, int w, int tiles_n, int per_row)
+{
+    hl->tile_w = hl->grid.nbc * hl->cw;
+    hl->per_row = per_row;
+    hl->tile_rows = (tiles_n + per_row - 1) / per_row;
+    hl->lines = (hl->grid.nbr + (hl->half ? 1 : 0)) / (hl->half ? 2 : 1);
+    return hl->lw + per_row * hl->tile_w + (per_row - 1) * GAP <= w;
+}
+
+/* Tiles of one layer's heads that fit width w: how many side by side at most (0: none). */
+static int heads_per_row(struct heads_layout *hl, int w, int tiles_n)
+{
+    hl->tile_w = hl->grid.nbc * hl->cw;
+    int n = (w - hl->lw + GAP) / (hl->tile_w + GAP);
+    return n < tiles_n ? n : tiles_n;
+}
+
+/* Lays one layer's heads out in the area: numbers (3 decimals, then 2), then colours (two
+ * columns a cell, then one), each first with token labels, all heads side by side; failing
+ * that, blocks of cells side by side (half blocks with 256 colours), or the heads in rows of
+ * tiles. One format for the whole view. */
+static void heads_layout(struct heads_layout *hl, const struct frame *f, struct rect area, float lo,
+                         float hi)
+{
+    const struct app *a = f->app;
+    struct attn_mat_view v = app_view(a, a->stage, 0);
+    int R = v.rows, C = v.cols, T = per_layer(a), w = area.w;
+    int view = area.h - 3 > 1 ? area.h - 3 : 1; /* title, head labels, footer */
+    int tlw = token_label_width(a);
+    memset(hl, 0, sizeof(*hl));
+    hl->view = view;
+    struct heads_layout c;
+    /* Every value in a cell, side by side. */
+    static const struct {
+        enum cell_kind kind;
+        int decimals, cw;
+        bool labels;
+    } plain[] = {
+        {CELLS_NUMBERS, 3, 0, true},  {CELLS_NUMBERS, 2, 0, true}, {CELLS_NUMBERS, 3, 0, false},
+        {CELLS_NUMBERS, 2, 0, false}, {CELLS_COLOUR, 0, 2, true},  {CELLS_COLOUR, 0, 1, true},
+        {CELLS_COLOUR, 0, 2, false},  {CELLS_COLOUR, 0, 1, false},
+    };
+    for (size_t k = 0; k < sizeof(plain) / sizeof(plain[0]); k++) {
+        memset(&c, 0, sizeof(c));
+        c.kind = plain[k].kind;
+        c.decimals = plain[k].decimals;
+        c.cw = c.kind == CELLS_NUMBERS ? number_width(lo, hi, c.decimals) + 1 : plain[k].cw;
+        c.lw = plain[k].labels ? tlw : 0;
+        c.grid = (struct zoom_grid){R, C, 1, 1, R, C};
+        c.view = view;
+        if (heads_fit(&c, w, T, T)) {
+            *hl = c;
+            return;
+        }
+    }
+    /* Blocks side by side: the smallest that fits, while a tile keeps some detail. */
+    bool half = f->theme->halves && !draw_ascii_only();
+    int full = R > C ? R : C;
+    struct heads_layout blocks;
+    bool have_blocks = false;
+    for (int labels = 1; labels >= 0 && !have_blocks; labels--) {
+        for (int b = 2; b <= full && !have_blocks; b++) {
+            memset(&c, 0, sizeof(c));
+            c.kind = CELLS_BLOCKS;
+            c.half = half;
+            c.cw = half ? 1 : 2;
+            c.lw = labels ? range_label_width(R) : 0;
+            c.grid = (struct zoom_grid){R, C, b, b, (R + b - 1) / b, (C + b - 1) / b};
+            c.view = view;
+            if (heads_fit(&c, w, T, T)) {
+                blocks = c;
+                have_blocks = true;
+            }
+        }
+    }
+    bool detailed =
+        have_blocks && (blocks.grid.br <= 2 || (blocks.grid.nbr >= 16 && blocks.grid.nbc >= 16));
+    /* Rows of tiles, colours one column a cell, when they all show without scrolling. */
+    memset(&c, 0, sizeof(c));
+    c.kind = CELLS_COLOUR;
+    c.cw = 1;
+    c.grid = (struct zoom_grid){R, C, 1, 1, R, C};
+    c.view = area.h - 2 > 1 ? area.h - 2 : 1; /* the head labels scroll with their tiles */
+    c.lw = tlw;
+    int n = heads_per_row(&c, w, T);
+    if (n < 1) {
+        c.lw = 0;
+        n = heads_per_row(&c, w, T);
+    }
+    bool wraps = n >= 1 && heads_fit(&c, w, T, n);
+    if (wraps && (!detailed || c.tile_rows * (1 + c.lines) <= c.view)) {
+        *hl = c;
+        return;
+    }
+    if (have_blocks && (blocks.grid.nbr >= 4 || blocks.grid.nbc >= 4)) {
+        *hl = blocks;
+        return;
+    }
+    if (wraps) {
+        *hl = c;
+        return;
+    }
+    /* One tile a row of tiles, in blocks that fit the width. */
+    memset(&c, 0, sizeof(c));
+    c.kind = CELLS_BLOCKS;
+    c.half = half;
+    c.cw = half ? 1 : 2;
+    c.lw = range_label_width(R) < w / 3 ? range_label_width(R) : 0;
+    int across = (w - c.lw) / c.cw > 0 ? (w - c.lw) / c.cw : 1;
+    int b = (C + across - 1) / across;
+    b = b > 1 ? b : 2;
+    c.grid = (struct zoom_grid){R, C, b, b, (R + b - 1) / b, (C + b - 1) / b};
+    c.view = area.h - 2 > 1 ? area.h - 2 : 1;
+    heads_fit(&c, w, T, 1);
+    *hl = c;
+}
+
+/* The value a cell of head h shows: the value itself, or its block's (cached per head). */
+static float heads_value(struct grid_panel *gp, const struct heads_layout *hl,
+                         struct attn_mat_view v, enum block_agg agg, int h, int bi, int bj)
+{
+    if (hl->grid.br == 1 && hl->grid.bc == 1)
+        return v.data[(size_t)bi * (size_t)v.stride + (size_t)bj];
+    if (h < gp->n_blocks && gp->blocks[h].valid)
+        return block_cache_at(&gp->blocks[h], agg, bi, bj);
+    int r0, r1, c0, c1;
+    zoom_block_span(&hl->grid, bi, bj, &r0, &r1, &c0, &c1);
+    struct block_stats st;
+    zoom_block_stats(&st, v, r0, r1, c0, c1);
+    return block_stats_value(&st, agg);
+}
+
+/* The first text line of every tile row, with the head labels in a row of their own. */
+static int tile_row_line(const struct heads_layout *hl, int tr)
+{
+    return hl->tile_rows == 1 ? 0 : tr * (1 + hl->lines);
+}
+
+/* Scrolls so the cursor's row of the selected head is in view (with its tile's labels when
+ * they fit too). */
+static void heads_follow(struct grid_panel *gp, const struct app *a, const struct heads_layout *hl)
+{
+    int per = hl->half ? 2 : 1;
+    int cur = a->row / hl->grid.br / per;
+    int total = hl->lines;
+    if (hl->tile_rows > 1) {
+        int tr = (per_layer(a) > 1 ? a->head : 0) / hl->per_row, first = tile_row_line(hl, tr);
+        cur += first + 1;
+        total = hl->tile_rows * (1 + hl->lines);
+        if (gp->top_line > first && cur - first < hl->view)
+            gp->top_line = first;
+    }
+    if (cur < gp->top_line)
+        gp->top_line = cur;
+    if (cur >= gp->top_line + hl->view)
+        gp->top_line = cur - hl->view + 1;
+    if (gp->top_line > total - hl->view)
+        gp->top_line = total - hl->view;
+    if (gp->top_line < 0)
+        gp->top_line = 0;
+}
+
+/* Fills a cell of text for one value: its number, or its colour (shade glyphs without). */
+static void cell_text(char *out, size_t size, const struct heads_layout *hl, float x,
+                      const char *shade)
+{
+    if (hl->kind == CELLS_NUMBERS) {
+        char num[32];
+        if (isfinite(x))
+            cnum_format(num, sizeof(num), "%.*f", hl->decimals, (double)x);
+        else
+            format_cell(num, sizeof(num), x, hl->cw - 1);
+        snprintf(out, size, "%*s%s", hl->cw - text_width(num), "", num);
+    } else if (!isfinite(x)) {
+        snprintf(out, size, hl->cw == 2 ? " \u00b7" : "\u00b7");
+    } else {
+        snprintf(out, size, hl->cw == 2 ? "%s%s" : "%s", shade, shade);
+    }
+}
+
+static void heads_draw(struct panel *p, struct frame *f)
+{
+    struct grid_panel *gp = (struct grid_panel *)p;
+    struct app *a = f->app;
+    const struct theme *t = f->theme;
+    struct rect r = p->area;
+    draw_clear(r, A_NORMAL);
+    int T = per_layer(a);
+    enum block_agg agg = a->block_agg;
+
+    float lo, hi;
+    range_get(&gp->range, a, -1, &lo, &hi);
+    struct heads_layout hl;
+    heads_layout(&hl, f, r, lo, hi);
+    heads_follow(gp, a, &hl);
+    if (hl.kind == CELLS_BLOCKS) { /* blocks, aggregated once per view; their range is the scale */
+        if (gp->n_blocks < T) {
+            struct block_cache *grown = realloc(gp->blocks, (size_t)T * sizeof(*grown));
+            if (grown) {
+                memset(grown + gp->n_blocks, 0, (size_t)(T - gp->n_blocks) * sizeof(*grown));
+                gp->blocks = grown;
+                gp->n_blocks = T;
+            }
+        }
+        float blo = INFINITY, bhi = -INFINITY;
+        for (int h = 0; h < T && h < gp->n_blocks; h++) {
+            struct attn_mat_view v = app_view(a, a->stage, h);
+            if (block_cache_get(&gp->blocks[h], v, &hl.grid, a->generation, a->layer, (int)a->stage,
+                                T > 1 ? h : -1) == 0) {
+                blo = fminf(blo, gp->blocks[h].lo[agg]);
+                bhi = fmaxf(bhi, gp->blocks[h].hi[agg]);
+            }
+        }
+        if (blo <= bhi) {
+            lo = blo;
+            hi = bhi;
+        }
+    }
+    bool diverging = lo < 0;
+
+    char title[160], scale[96] = "";
+    snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
+             attn_stage_name(a->stage), T == 1 ? " (shared by all heads)" : "");
+    if (hl.kind == CELLS_BLOCKS)
+        snprintf(scale, sizeof(scale), "1 cell = %d\u00d7%d %s, %s", hl.grid.br, hl.grid.bc,
+                 attn_stage_is_square(a->stage) ? "tokens" : "values", block_agg_name(agg));
+    int legend_w =
+        heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, scale[0] ? scale : NULL);
+    char clipped[160];
+    abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
+    draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
+
+    int per = hl.half ? 2 : 1;
+    int cbi = a->row / hl.grid.br, cbj = a->col / hl.grid.bc;
+    int last_y = r.y + 1; /* the last line drawn: the footer goes right under it */
+    /* The lines of the tiles: head labels pinned on line 1 when the heads are one row. */
+    int y0 = r.y + (hl.tile_rows == 1 ? 2 : 1);
+    for (int tile = 0; tile < T; tile++) {
+        int tr = tile / hl.per_row, tc = tile % hl.per_row;
+        int tx = r.x + hl.lw + tc * (hl.tile_w + GAP);
+        bool sel = T > 1 && tile == a->head;
+        const struct attn_model *m = app_model(a);
+        char label[48];
+        if (T == 1)
+            snprintf(label, sizeof(label), "shared");
+        else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
+            snprintf(label, sizeof(label), "head %d \u00b7 KV %d", tile,
+                     tile / (m->heads / m->kv_heads));
+        else
+            snprintf(label, sizeof(label), "head %d", tile);
+        int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
+        if (a->score_shown >= 0 && T > 1) {
+            const struct head_scores *sc = app_scores(a, a->layer, tile);
+            int k = a->score_shown;
+            char num[24];
+            if (sc->defined[k])
+                cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
+            else
+                snprintf(num, sizeof(num), " -");
+            size_t used = strlen(label);
+            snprintf(label + used, sizeof(label) - used, "%s", num);
+            const char *shade;
+            float top = k == SCORE_ENTROPY ? (float)log((double)(m->n > 1 ? m->n : 2)) : 1.0f;
+            if (sc->defined[k] && !sel)
+                lattr = theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
+        }
+        int label_line = tile_row_line(&hl, tr);
+        if (hl.tile_rows == 1)
+            draw_text(r.y + 1, tx, hl.tile_w + GAP - 1, lattr, label);
+        else if (label_line >= gp->top_line && label_line < gp->top_line + hl.view)
+            draw_text(y0 + label_line - gp->top_line, tx, hl.tile_w + GAP - 1, lattr, label);
+        struct attn_mat_view v = app_view(a, a->stage, tile);
+        int first_line = hl.tile_rows == 1 ? 0 : label_line + 1;
+        for (int k = 0; k < hl.lines; k++) {
+            int line = first_line + k - gp->top_line;
+            if (line < 0 || line >= hl.view)
+                continue;
+            int y = y0 + line;
+            last_y = y > last_y ? y : last_y;
+            int bu = k * per, bl = hl.half && bu + 1 < hl.grid.nbr ? bu + 1 : -1;
+            if (tc == 0 && hl.lw > 0) { /* the row label, once for the row of tiles */
+                int first = bu * hl.grid.br;
+                int last = ((bl >= 0 ? bl : bu) + 1) * hl.grid.br - 1;
+                last = last < hl.grid.rows ? last : hl.grid.rows - 1;
+                char lab[64], text[3 * SCENE_MAX_TOKEN_BYTES + 32];
+                if (first == last)
+                    display_token(text, sizeof(text), m->tokens[first]);
+                else
+                    snprintf(text, sizeof(text), "%d\u2013%d", first, last);
+                abbreviate(lab, sizeof(lab), text, hl.lw - 1);
+                bool on = a->row >= first && a->row <= last;
+                draw_text(y, r.x, hl.lw - 1, t->role_attr[on ? ROLE_SELECTION : ROLE_LABEL], lab);
+            }
+            for (int bj = 0; bj < hl.grid.nbc; bj++) {
+                int x = tx + bj * hl.cw;
+                float xu = heads_value(gp, &hl, v, agg, tile, bu, bj);
+                const char *shade = " ";
+                int attr = isfinite(xu) ? theme_cell_attr(t, xu, lo, hi, diverging, &shade)
+                                        : t->role_attr[ROLE_MASKED];
+                bool cursor = sel && bj == cbj && (bu == cbi || bl == cbi);
+                if (!hl.half) {
+                    char cell[48];
+                    cell_text(cell, sizeof(cell), &hl, xu, shade);
+                    draw_text(y, x, hl.cw, cursor ? theme_cursor_attr(t, attr) : attr, cell);
+                    continue;
+                }
+                float xl = bl >= 0 ? heads_value(gp, &hl, v, agg, tile, bl, bj) : -INFINITY;
+                int su = isfinite(xu) ? theme_cell_step(xu, lo, hi, diverging) : -1;
+                int sl = isfinite(xl) ? theme_cell_step(xl, lo, hi, diverging) : -1;
+                if (cursor) {
+                    float xc = bu == cbi ? xu : xl;
+                    int cattr = isfinite(xc) ? theme_cell_attr(t, xc, lo, hi, diverging, NULL)
+                                             : t->role_attr[ROLE_CURSOR];
+                    draw_text(y, x, 1, cattr | A_BOLD, "\u25c6");
+                } else if (su < 0 && sl < 0) {
+                    draw_text(y, x, 1, A_NORMAL, " ");
+                } else if (su < 0) {
+                    draw_cell_pair(y, x, "\u2584", A_NORMAL, theme_half_pair(t, diverging, sl, -1));
+                } else {
+                    draw_cell_pair(y, x, "\u2580", A_NORMAL, theme_half_pair(t, diverging, su, sl));
+                }
+            }
+        }
+    }
+
+    /* Footer: the selection, and what is out of view (never cut off silently). */
+    char footer[8 * SCENE_MAX_TOKEN_BYTES], row_tok[3 * SCENE_MAX_TOKEN_BYTES + 8], more[160] = "";
+    char col_tok[3 * SCENE_MAX_TOKEN_BYTES + 8];
+    display_token(row_tok, sizeof(row_tok), app_model(a)->tokens[a->row]);
+    if (attn_stage_is_square(a->stage))
+        display_token(col_tok, sizeof(col_tok), app_model(a)->tokens[a->col]);
+    else
+        snprintf(col_tok, sizeof(col_tok), "d%d", a->col);
+    size_t o = (size_t)snprintf(footer, sizeof(footer),
+                                "%s \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
+                                T > 1 ? "" : "shared", a->row, row_tok, a->col, col_tok);
+    if (T > 1) /* the head first: which tile the cursor is in */
+        o = (size_t)snprintf(footer, sizeof(footer),
+                             "head %d \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
+                             a->head, a->row, row_tok, a->col, col_tok);
+    int total = hl.tile_rows == 1 ? hl.lines : hl.tile_rows * (1 + hl.lines);
+    bool above = gp->top_line > 0, below = gp->top_line + hl.view < total;
+    if (above || below) {
+        if (hl.tile_rows == 1) {
+            int first = gp->top_line * per * hl.grid.br;
+            int last = (gp->top_line + hl.view) * per * hl.grid.br - 1;
+            last = last < hl.grid.rows ? last : hl.grid.rows - 1;
+            snprintf(more, sizeof(more), "rows %d\u2013%d of %d", first, last, hl.grid.rows);
+        } else {
+            /* the heads whose tiles have a line in view */
+            int h0 = -1, h1 = -1;
+            for (int tr = 0; tr < hl.tile_rows; tr++) {
+                int l0 = tile_row_line(&hl, tr), l1 = l0 + hl.lines;
+                if (l1 >= gp->top_line && l0 < gp->top_line + hl.view) {
+                    h0 = h0 < 0 ? tr * hl.per_row : h0;
+                    h1 = (tr + 1) * hl.per_row - 1 < T - 1 ? (tr + 1) * hl.per_row - 1 : T - 1;
+                }
+            }
+            snprintf(more, sizeof(more), "heads %d\u2013%d of %d", h0, h1, T);
+        }
+        size_t m = strlen(more);
+        snprintf(more + m, sizeof(more) - m, ", %s%s for more", above ? "\u2191" : "",
+                 below ? "\u2193" : "");
+    }
+    if (more[0] && o < sizeof(footer))
+        snprintf(footer + o, sizeof(footer) - o, " \u00b7 %s", more);
+    /* Right under the last row, where the eye is, not at the bottom of the panel. */
+    int fy = last_y + 1 < r.y + r.h ? last_y + 1 : r.y + r.h - 1;
+    draw_text(fy, r.x, r.w, t->role_attr[ROLE_DIM], footer);
+}
+
+/* Moves the cursor's row by dbi cells (blocks) of the layout. */
+static int heads_move_row(struct app *a, const struct heads_layout *hl, int dbi)
+{
+    int row = a->row, col = a->col;
+    if (!zoom_step_cursor(&hl->grid, &row, &col, dbi, 0))
+        return OUTCOME_HANDLED;
+    a->row = row;
+    return OUTCOME_CURSOR_MOVED;
+}
+
+static void draw(struct panel *p, struct frame *f)
+{
+    if (f->app->net.layers > 1)
+        thumb_draw(p, f);
+    else
+        heads_draw(p, f);
+}
+
 static int handle_key(struct panel *p, struct frame *f, enum action act)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
+    if (f->app->net.layers == 1) {
+        /* One layer: left and right pick a head, up and down move through the rows. */
+        float lo, hi;
+        range_get(&((struct grid_panel *)p)->range, f->app, -1, &lo, &hi);
+        struct heads_layout hl;
+        heads_layout(&hl, f, p->area, lo, hi);
+        int page = hl.view * (hl.half ? 2 : 1);
+        switch (act) {
+        case ACTION_LEFT:
+            return select_tile(f->app, selected(f->app) - 1);
+        case ACTION_RIGHT:
+            return select_tile(f->app, selected(f->app) + 1);
+        case ACTION_UP:
+            return heads_move_row(f->app, &hl, -1);
+        case ACTION_DOWN:
+            return heads_move_row(f->app, &hl, 1);
+        case ACTION_PAGE_UP:
+            return heads_move_row(f->app, &hl, -page);
+        case ACTION_PAGE_DOWN:
+            return heads_move_row(f->app, &hl, page);
+        default:
+            return OUTCOME_IGNORED;
+        }
+    }
     int cw;
-    layout(p, f, &cw);
+    thumb_layout(p, f, &cw);
     switch (act) {
     case ACTION_LEFT:
         return select_tile(f->app, selected(f->app) - 1);
@@ -218,13 +667,27 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
     const struct grid_panel *gp = (const struct grid_panel *)p;
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return select_tile(f->app, selected(f->app) + (buttons & BUTTON4_PRESSED ? -1 : 1));
-    int cw;
-    layout(p, f, &cw);
-    int row = gp->top + (y - p->area.y - 1) / gp->tile_h;
-    int col = (x - p->area.x) / gp->tile_w;
-    int tile = row * gp->per_row + col;
-    if (y - p->area.y < 1 || col >= gp->per_row || tile >= tiles(f->app))
-        return OUTCOME_IGNORED;
+    int tile;
+    if (f->app->net.layers == 1) {
+        float lo, hi;
+        range_get(&((struct grid_panel *)p)->range, f->app, -1, &lo, &hi);
+        struct heads_layout hl;
+        heads_layout(&hl, f, p->area, lo, hi);
+        int dx = x - p->area.x - hl.lw, dy = y - p->area.y - 1;
+        int col = dx >= 0 ? dx / (hl.tile_w + GAP) : -1;
+        int tr = hl.tile_rows == 1 ? 0 : (gp->top_line + dy) / (1 + hl.lines);
+        tile = tr * hl.per_row + col;
+        if (dy < 0 || col < 0 || col >= hl.per_row || tile >= tiles(f->app))
+            return OUTCOME_IGNORED;
+    } else {
+        int cw;
+        thumb_layout(p, f, &cw);
+        int row = gp->top + (y - p->area.y - 1) / gp->tile_h;
+        int col = (x - p->area.x) / gp->tile_w;
+        tile = row * gp->per_row + col;
+        if (y - p->area.y < 1 || col >= gp->per_row || tile >= tiles(f->app))
+            return OUTCOME_IGNORED;
+    }
     select_tile(f->app, tile);
     f->app->all_heads = false; /* a click opens the head large */
     return OUTCOME_VIEW_CHANGED;
@@ -234,8 +697,19 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
 static void resize(struct panel *p, struct frame *f, struct rect area)
 {
     p->area = area;
-    int cw;
-    layout(p, f, &cw);
+    if (f->app->net.layers > 1) {
+        int cw;
+        thumb_layout(p, f, &cw);
+    }
+}
+
+void grid_panel_free(struct grid_panel *gp)
+{
+    for (int h = 0; h < gp->n_blocks; h++)
+        block_cache_free(&gp->blocks[h]);
+    free(gp->blocks);
+    gp->blocks = NULL;
+    gp->n_blocks = 0;
 }
 
 void grid_panel_init(struct grid_panel *gp)

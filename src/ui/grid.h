@@ -4,7 +4,30 @@
 #define ATTNSCOPE_UI_GRID_H
 
 #include "explore/range.h"
+#include "explore/zoom.h"
 #include "ui/panel.h"
+
+/* What the cells of one layer's heads show. */
+enum cell_kind {
+    CELLS_NUMBERS, /* every value's number, one format for the view */
+    CELLS_COLOUR,  /* every value's colour (shade glyphs without colour) */
+    CELLS_BLOCKS,  /* a colour for each block of values: their max or mean */
+};
+
+/* The layout of one layer's heads (a model view of several layers uses thumbnails instead). */
+struct heads_layout {
+    enum cell_kind kind;
+    int decimals;          /* numbers: how many, the same for every cell */
+    int cw;                /* columns a cell */
+    bool half;             /* blocks: two rows of blocks a text row (half blocks) */
+    int lw;                /* the row labels' column (tokens, or positions for blocks); 0: none */
+    struct zoom_grid grid; /* the cells: blocks of 1 x 1 unless aggregated */
+    int per_row;           /* tiles side by side */
+    int tile_rows;         /* rows of tiles */
+    int tile_w;            /* columns of a tile's cells */
+    int lines;             /* text lines of a tile's cells */
+    int view;              /* text lines the area shows of them */
+};
 
 struct grid_panel {
     struct panel base;
@@ -13,8 +36,13 @@ struct grid_panel {
                                     strongest value of its block (a thumbnail) */
     int top;                     /* first row of tiles shown */
     struct range_cache range;    /* the shared scale of every head */
+    /* One layer's heads: the first text line shown, and each head's blocks when aggregated. */
+    int top_line;
+    struct block_cache *blocks;
+    int n_blocks;
 };
 
 void grid_panel_init(struct grid_panel *gp);
+void grid_panel_free(struct grid_panel *gp);
 
 #endif

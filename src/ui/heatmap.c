@@ -3,6 +3,12 @@
  * Query tokens label the rows, key tokens (or d0, d1, ... for matrix stages) the columns. A
  * row-sum column shows the softmax rows summing to 1, and dropout breaking that. -inf cells are
  * dim "-∞", never a colour. The view scrolls to keep the cursor visible.
+ *
+ * Zoomed out (z Z, explore/zoom.h) a cell is a coloured square for a block of values, their max
+ * or mean (b), and the legend says how many; with 256 colours a half block (▀, the upper
+ * block's colour in front of the lower's) puts two rows of blocks in a text row. Row labels
+ * give each row's positions, a ruler the columns'. The blocks come from a cache that is filled
+ * when the view changes, never on a cursor move.
  */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
@@ -12,7 +18,9 @@
 
 #include "ui/heatmap.h"
 
+#include "explore/commands.h"
 #include "explore/inspect.h"
+#include "ui/status.h"
 
 #define CELL_W      7 /* "-0.138" and a gap */
 #define CELL_W_WIDE 9 /* "-0.1385", print's 4 decimals, when the area has room */
@@ -47,22 +55,67 @@ static bool shows_sum(const struct app *a)
 }
 
 struct layout {
-    int lw, cw, vis_rows, vis_cols; /* label and cell widths, visible rows and columns */
+    int lw, cw, vis_rows, vis_cols; /* label and cell widths, visible text rows and cells across */
     bool sum;
+    bool zoomed;           /* coloured blocks (app->zoom > 0) instead of numbers */
+    bool half;             /* zoomed, two rows of blocks a text row (half blocks) */
+    int zoom, fit;         /* the zoom in force (app->zoom, at most fit) and the overview's */
+    struct zoom_grid grid; /* the blocks; 1 x 1 fully zoomed in */
 };
+
+/* Digits of the largest position, for the zoomed row labels "992–999". */
+static int digits(int n)
+{
+    int d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+/* Zoomed out, a row label is a position range and, when there is room, the first token. */
+static int zoomed_label_width(const struct app *a, int rows)
+{
+    int range = 2 * digits(rows > 1 ? rows - 1 : 1) + 1;
+    int tok = label_width(a) - 1;
+    tok = tok > 6 ? 6 : tok;
+    int w = range + 1 + tok + 1;
+    return w > label_width(a) ? w : label_width(a);
+}
 
 static struct layout compute_layout(const struct panel *p, const struct frame *f)
 {
     struct layout l;
-    l.lw = label_width(f->app);
-    l.sum = shows_sum(f->app);
+    const struct app *a = f->app;
+    int rows = app_rows(a), cols = app_cols(a);
+    l.vis_rows = p->area.h - 3 > 0 ? p->area.h - 3 : 1;
+    /* The zoomed-out geometry first: it decides how far out the overview is. */
+    l.half = f->theme->halves && !draw_ascii_only();
+    int zlw = zoomed_label_width(a, rows);
+    int zcw = l.half ? 1 : 2; /* square cells: a column and half a row, or two columns a row */
+    int down = l.vis_rows * (l.half ? 2 : 1);
+    int across = (p->area.w - zlw) / zcw > 0 ? (p->area.w - zlw) / zcw : 1;
+    l.fit = zoom_fit(rows, cols, down, across);
+    l.zoom = a->zoom < l.fit ? a->zoom : l.fit;
+    l.zoomed = l.zoom > 0;
+    if (l.zoomed) {
+        l.lw = zlw;
+        l.cw = zcw;
+        l.sum = false;
+        l.vis_cols = across;
+        l.grid = zoom_grid_make(rows, cols, l.zoom, down, across);
+        return l;
+    }
+    l.half = false;
+    l.grid = (struct zoom_grid){rows, cols, 1, 1, rows, cols};
+    l.lw = label_width(a);
+    l.sum = shows_sum(a);
     int w = p->area.w - l.lw - (l.sum ? SUM_W : 0);
-    int cols = app_cols(f->app);
     /* Shade blocks (8 colours, no colour) take a column: one more keeps 4 signed decimals. */
     int wide = f->theme->mode != COLOR_MODE_256 ? CELL_W_WIDE + 1 : CELL_W_WIDE;
     l.cw = cols * wide <= w ? wide : cols * CELL_W_WIDE <= w ? CELL_W_WIDE : CELL_W;
     l.vis_cols = w / l.cw > 0 ? w / l.cw : 1;
-    l.vis_rows = p->area.h - 3 > 0 ? p->area.h - 3 : 1;
     return l;
 }
 
@@ -71,27 +124,40 @@ int heatmap_min_width(const struct app *a)
     return label_width(a) + app_model(a)->n * CELL_W_WIDE + SUM_W + 1;
 }
 
-/* Keeps the cursor inside the visible window. */
+/* One axis of follow_cursor: the first of `visible` places shown out of `total`, keeping
+ * place `at` in view; after a resize it uses the room (no blanks past the end while some of
+ * the start is hidden). */
+static int follow(int first, int at, int visible, int total)
+{
+    if (at < first)
+        first = at;
+    if (at >= first + visible)
+        first = at - visible + 1;
+    if (first > total - visible)
+        first = total - visible;
+    return first > 0 ? first : 0;
+}
+
+/* Keeps the cursor's cell (or block) inside the visible window; a new zoom centres it, so the
+ * view zooms around the cursor. Zoomed out with half blocks the window starts at an even block
+ * row, so a text row always holds the same two. */
 static void follow_cursor(struct heatmap_panel *hp, const struct app *a, const struct layout *l)
 {
-    if (a->row < hp->top_row)
-        hp->top_row = a->row;
-    if (a->row >= hp->top_row + l->vis_rows)
-        hp->top_row = a->row - l->vis_rows + 1;
-    if (a->col < hp->left_col)
-        hp->left_col = a->col;
-    if (a->col >= hp->left_col + l->vis_cols)
-        hp->left_col = a->col - l->vis_cols + 1;
-    /* After a resize, use the room: no blank rows below the last one while rows are hidden. */
-    int rows = app_rows(a), cols = app_cols(a);
-    if (hp->top_row > rows - l->vis_rows)
-        hp->top_row = rows - l->vis_rows;
-    if (hp->left_col > cols - l->vis_cols)
-        hp->left_col = cols - l->vis_cols;
-    if (hp->top_row < 0)
-        hp->top_row = 0;
-    if (hp->left_col < 0)
-        hp->left_col = 0;
+    const struct zoom_grid *g = &l->grid;
+    int bi = a->row / g->br, bj = a->col / g->bc;
+    int per = l->half ? 2 : 1;
+    int text_rows = (g->nbr + per - 1) / per;
+    if (hp->shown_zoom != l->zoom || hp->shown_br != g->br || hp->shown_bc != g->bc) {
+        if (hp->shown_br > 0) { /* not the first layout: a zoom (or a new shape) */
+            hp->top_row = (bi / per - l->vis_rows / 2) * per;
+            hp->left_col = bj - l->vis_cols / 2;
+        }
+        hp->shown_zoom = l->zoom;
+        hp->shown_br = g->br;
+        hp->shown_bc = g->bc;
+    }
+    hp->top_row = follow(hp->top_row / per, bi / per, l->vis_rows, text_rows) * per;
+    hp->left_col = follow(hp->left_col, bj, l->vis_cols, g->nbc);
 }
 
 /* "min -0.51 [gradient] max 0.91" at the right end of line y; returns its width. */
@@ -103,7 +169,7 @@ int heatmap_legend(const struct theme *t, int y, int x_end, float lo, float hi, 
 int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, float hi,
                          bool diverging, const char *scale)
 {
-    char lo_s[32], hi_s[32], left[64], right[48];
+    char lo_s[32], hi_s[32], left[256], right[48];
     format_cell(lo_s, sizeof(lo_s), lo, 8);
     format_cell(hi_s, sizeof(hi_s), hi, 8);
     snprintf(left, sizeof(left), "%s%smin %s ", scale ? scale : "", scale ? " \u00b7 " : "", lo_s);
@@ -113,7 +179,7 @@ int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, floa
     int x = x_end - width;
     if (x < 0)
         return 0;
-    x += draw_text(y, x, 40, t->role_attr[ROLE_DIM], left);
+    x += draw_text(y, x, text_width(left), t->role_attr[ROLE_DIM], left);
     for (int s = 0; s < steps; s++) {
         float v = lo + (hi - lo) * (float)s / (float)(steps - 1);
         const char *shade;
@@ -155,60 +221,39 @@ static const char *stage_title(enum attn_stage s)
     return s >= 0 && s < STAGE_COUNT ? titles[s] : "?";
 }
 
-static void draw(struct panel *p, struct frame *f)
+/* How values become colours: the scale in force and its range. */
+struct paint {
+    enum color_scale mode; /* SCALE_BY_LOG only for values >= 0 */
+    float lo, hi, log_lo, log_hi;
+    bool diverging;
+};
+
+/* The attribute (and shade glyph, and scale step) of value x with the row's range. */
+static int paint_attr(const struct theme *t, const struct paint *pt, float x, float row_lo,
+                      float row_hi, const char **shade, int *step)
 {
-    struct heatmap_panel *hp = (struct heatmap_panel *)p;
+    if (pt->mode == SCALE_BY_LOG) {
+        float y = log10f(fmaxf(x, pt->hi * 1e-4f));
+        if (step)
+            *step = theme_cell_step(y, pt->log_lo, pt->log_hi, false);
+        return theme_cell_attr(t, y, pt->log_lo, pt->log_hi, false, shade);
+    }
+    if (step)
+        *step = theme_cell_step(x, row_lo, row_hi, pt->diverging);
+    return theme_cell_attr(t, x, row_lo, row_hi, pt->diverging, shade);
+}
+
+/* Fully zoomed in: a number in every cell, the row sums beside them. */
+static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct layout *lp,
+                         struct attn_mat_view v, bool mean, const struct paint *pt)
+{
     const struct app *a = f->app;
     const struct theme *t = f->theme;
-    struct rect r = p->area;
-    draw_clear(r, A_NORMAL);
-    struct attn_mat_view v = app_shown_view(f->app);
-    bool mean = app_showing_mean(a);
-    struct layout l = compute_layout(p, f);
-    follow_cursor(hp, a, &l);
-
-    float lo, hi;
-    range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
-    bool diverging = lo < 0;
-    const char *what = stage_title(a->stage);
-    if (a->stage == STAGE_INPUTS)
-        what = app_model(a)->pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
-    else if (a->stage == STAGE_MASKED && app_model(a)->causal &&
-             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX)
-        what = "softmax, future zeroed";
-    char title[200];
-    char kv[100];
-    inspect_kv_sharing(kv, sizeof(kv), a, a->head);
-    /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
-    char layer[32] = "";
-    if (a->net.layers > 1)
-        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
-    if (mean)
-        snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
-                 app_model(a)->heads, what, v.rows, v.cols);
-    else if (attn_stage_is_per_head(a->stage))
-        snprintf(title, sizeof(title), "%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", layer,
-                 a->head, app_model(a)->heads, what, v.rows, v.cols,
-                 kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
-                 a->stage != STAGE_QUERIES ? kv : "");
-    else
-        snprintf(title, sizeof(title), "%s%s \u00b7 %d\u00d7%d \u00b7 all heads", layer, what,
-                 v.rows, v.cols);
-    /* The legend first, so the title yields to it rather than running into it. */
-    /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
-    enum color_scale mode = a->color_scale;
-    if (mode == SCALE_BY_LOG && diverging)
-        mode = SCALE_BY_MATRIX;
-    static const char *const mode_name[SCALE_BY_COUNT] = {NULL, "row scale", "log scale"};
-    int legend_w = heatmap_legend_named(
-        t, r.y, r.x + r.w, lo, hi, diverging,
-        a->color_scale == SCALE_BY_LOG && diverging ? "log: signed, linear" : mode_name[mode]);
-    /* The log scale's floor: four decades below the largest value. */
-    float log_lo = hi > 0 ? log10f(fmaxf(lo, hi * 1e-4f)) : 0, log_hi = hi > 0 ? log10f(hi) : 1;
-    char clipped[256];
-    abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
-    draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
-
+    struct rect r = hp->base.area;
+    struct layout l = *lp;
+    float lo = pt->lo, hi = pt->hi, log_lo = pt->log_lo, log_hi = pt->log_hi;
+    bool diverging = pt->diverging;
+    enum color_scale mode = pt->mode;
     int shaded = t->mode != COLOR_MODE_256; /* cells spend a column on a shade block */
     int x0 = r.x + l.lw;
     int last_col = hp->left_col + l.vis_cols < v.cols ? hp->left_col + l.vis_cols : v.cols;
@@ -294,25 +339,317 @@ static void draw(struct panel *p, struct frame *f)
 
     /* Footer: the full tokens of the selection, since the axes abbreviate them. */
     char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
-    char footer[8 * SCENE_MAX_TOKEN_BYTES];
+    char footer[8 * SCENE_MAX_TOKEN_BYTES], zoom_out[24], more[96] = "";
     display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->row]);
     col_label(col_full, sizeof(col_full), a, a->col);
+    key_display(zoom_out, sizeof(zoom_out), f->keymap, ACTION_ZOOM_OUT);
+    if (v.rows > l.vis_rows || v.cols > l.vis_cols)
+        snprintf(more, sizeof(more), " \u00b7 scrolled: arrows/PgUp/PgDn \u00b7 %s zooms out",
+                 zoom_out);
     snprintf(footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d%s",
-             a->row, row_full, a->col, col_full,
-             (v.rows > l.vis_rows || v.cols > l.vis_cols) ? " \u00b7 scrolled: arrows/PgUp/PgDn"
-                                                          : "");
+             a->row, row_full, a->col, col_full, more);
     /* Right under the last row, where the eye is, not at the bottom of the panel. */
     int fy = r.y + 2 + (last_row - hp->top_row);
     draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
 }
 
-static int move_cursor(struct app *a, int drow, int dcol)
+/* Zoomed out: the value of block (bi, bj), from the cache (filled by draw when the view
+ * changed); one value a block reads the matrix itself. */
+static float block_value(const struct heatmap_panel *hp, const struct layout *l,
+                         struct attn_mat_view v, enum block_agg agg, int bi, int bj)
 {
-    int rows = app_rows(a), cols = app_cols(a);
-    int row = a->row + drow, col = a->col + dcol;
-    row = row < 0 ? 0 : row >= rows ? rows - 1 : row;
-    col = col < 0 ? 0 : col >= cols ? cols - 1 : col;
-    if (row == a->row && col == a->col)
+    if (l->grid.br == 1 && l->grid.bc == 1)
+        return v.data[(size_t)bi * (size_t)v.stride + (size_t)bj];
+    if (hp->blocks.valid)
+        return block_cache_at(&hp->blocks, agg, bi, bj);
+    /* out of memory for the cache: this block alone */
+    int r0, r1, c0, c1;
+    zoom_block_span(&l->grid, bi, bj, &r0, &r1, &c0, &c1);
+    struct block_stats st;
+    zoom_block_stats(&st, v, r0, r1, c0, c1);
+    return block_stats_value(&st, agg);
+}
+
+/* The range of block row bi's values (the row scale zoomed out). */
+static void block_row_range(const struct heatmap_panel *hp, const struct layout *l,
+                            struct attn_mat_view v, enum block_agg agg, int bi, float *lo,
+                            float *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int bj = 0; bj < l->grid.nbc; bj++) {
+        float x = block_value(hp, l, v, agg, bi, bj);
+        if (isfinite(x)) {
+            *lo = fminf(*lo, x);
+            *hi = fmaxf(*hi, x);
+        }
+    }
+    if (*lo > *hi)
+        *lo = *hi = 0;
+}
+
+/* "992–999 the": the positions a zoomed-out text row covers, then its first token. */
+static void range_label(char *out, size_t size, const struct app *a, int first, int last, int width)
+{
+    char shown[3 * SCENE_MAX_TOKEN_BYTES + 1], text[3 * SCENE_MAX_TOKEN_BYTES + 32];
+    display_token(shown, sizeof(shown), app_model(a)->tokens[first]);
+    if (first == last)
+        snprintf(text, sizeof(text), "%s", shown);
+    else
+        snprintf(text, sizeof(text), "%d\u2013%d %s", first, last, shown);
+    abbreviate(out, size, text, width);
+    /* a token cut to "…" alone says nothing: the range without it */
+    if (first != last && text_width(out) < width && strstr(out, "\u2026")) {
+        char bare[32];
+        snprintf(bare, sizeof(bare), "%d\u2013%d", first, last);
+        snprintf(out, size, "%s", bare);
+    }
+}
+
+/* The ruler over zoomed-out columns: the first position of a block every 8 columns or so, an
+ * arrow over the cursor's column. */
+static void draw_ruler(int y, int x0, const struct layout *l, const struct heatmap_panel *hp,
+                       const struct theme *t, int cursor_bj)
+{
+    const struct zoom_grid *g = &l->grid;
+    int shown = g->nbc - hp->left_col < l->vis_cols ? g->nbc - hp->left_col : l->vis_cols;
+    int width = shown * l->cw;
+    int cursor_x = (cursor_bj - hp->left_col) * l->cw;
+    int step = 8 / l->cw; /* blocks between labels */
+    int next_free = 0;
+    for (int c = 0; c < shown; c++) {
+        int bj = hp->left_col + c;
+        if (bj % step != 0)
+            continue;
+        char num[16];
+        snprintf(num, sizeof(num), "%d", bj * g->bc);
+        int x = c * l->cw, w = (int)strlen(num);
+        if (x < next_free || x + w > width || (cursor_x >= x && cursor_x < x + w + 1))
+            continue;
+        draw_text(y, x0 + x, w, t->role_attr[ROLE_LABEL], num);
+        next_free = x + w + 1;
+    }
+    if (cursor_x >= 0 && cursor_x < width)
+        draw_text(y, x0 + cursor_x, l->cw, t->role_attr[ROLE_SELECTION],
+                  l->cw == 1 ? "\u2193" : "\u2193\u2193");
+}
+
+/* Zoomed out: a coloured square for every block; two block rows a text row with half blocks. */
+static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct layout *l,
+                        struct attn_mat_view v, const struct paint *pt)
+{
+    const struct app *a = f->app;
+    const struct theme *t = f->theme;
+    struct rect r = hp->base.area;
+    const struct zoom_grid *g = &l->grid;
+    enum block_agg agg = a->block_agg;
+    int per = l->half ? 2 : 1;
+    int cbi = a->row / g->br, cbj = a->col / g->bc;
+    int x0 = r.x + l->lw;
+    draw_ruler(r.y + 1, x0, l, hp, t, cbj);
+
+    int text_rows = 0;
+    for (int k = 0; k < l->vis_rows; k++) {
+        int bu = hp->top_row + k * per, bl = l->half ? bu + 1 : -1;
+        if (bu >= g->nbr)
+            break;
+        if (bl >= g->nbr)
+            bl = -1;
+        int y = r.y + 2 + k;
+        text_rows = k + 1;
+        int first = bu * g->br, last = ((bl >= 0 ? bl : bu) + 1) * g->br - 1;
+        last = last < g->rows ? last : g->rows - 1;
+        char lab[64];
+        range_label(lab, sizeof(lab), a, first, last, l->lw - 1);
+        bool sel = a->row >= first && a->row <= last;
+        draw_text(y, r.x, l->lw - 1, t->role_attr[sel ? ROLE_SELECTION : ROLE_LABEL], lab);
+        float ulo = pt->lo, uhi = pt->hi, llo = pt->lo, lhi = pt->hi;
+        if (pt->mode == SCALE_BY_ROW) { /* each block row on its own range */
+            block_row_range(hp, l, v, agg, bu, &ulo, &uhi);
+            if (bl >= 0)
+                block_row_range(hp, l, v, agg, bl, &llo, &lhi);
+        }
+        for (int c = 0; c < l->vis_cols; c++) {
+            int bj = hp->left_col + c;
+            if (bj >= g->nbc)
+                break;
+            int x = x0 + c * l->cw;
+            float xu = block_value(hp, l, v, agg, bu, bj);
+            const char *shade = " ";
+            int su = -1, sl = -1;
+            int attr = isfinite(xu) ? paint_attr(t, pt, xu, ulo, uhi, &shade, &su)
+                                    : t->role_attr[ROLE_MASKED];
+            bool cursor_here = bj == cbj && (bu == cbi || bl == cbi);
+            if (!l->half) {
+                /* two columns a block: the colour, or the shade glyph twice without colour */
+                char cell[16];
+                if (!isfinite(xu))
+                    snprintf(cell, sizeof(cell), " \u00b7");
+                else
+                    snprintf(cell, sizeof(cell), "%s%s", shade, shade);
+                if (cursor_here)
+                    attr = theme_cursor_attr(t, attr);
+                draw_text(y, x, l->cw, attr, cell);
+                continue;
+            }
+            float xl = bl >= 0 ? block_value(hp, l, v, agg, bl, bj) : -INFINITY;
+            if (bl >= 0 && isfinite(xl))
+                paint_attr(t, pt, xl, llo, lhi, NULL, &sl);
+            if (cursor_here) {
+                /* The cursor's block fills its text cell with a mark, in its own colour. */
+                float xc = bu == cbi ? xu : xl;
+                float clo = bu == cbi ? ulo : llo, chi = bu == cbi ? uhi : lhi;
+                int cattr = isfinite(xc) ? paint_attr(t, pt, xc, clo, chi, NULL, NULL)
+                                         : t->role_attr[ROLE_CURSOR];
+                draw_text(y, x, 1, cattr | A_BOLD, "\u25c6");
+            } else if (su < 0 && sl < 0) {
+                draw_text(y, x, 1, A_NORMAL, " ");
+            } else if (su < 0) {
+                draw_cell_pair(
+                    y, x, "\u2584", A_NORMAL,
+                    theme_half_pair(t, pt->diverging && pt->mode != SCALE_BY_LOG, sl, -1));
+            } else {
+                draw_cell_pair(
+                    y, x, "\u2580", A_NORMAL,
+                    theme_half_pair(t, pt->diverging && pt->mode != SCALE_BY_LOG, su, sl));
+            }
+        }
+    }
+
+    /* Footer: the cursor's block (or value) and its tokens. */
+    char footer[8 * SCENE_MAX_TOKEN_BYTES], zin[24], zout[24];
+    key_display(zin, sizeof(zin), f->keymap, ACTION_ZOOM_IN);
+    key_display(zout, sizeof(zout), f->keymap, ACTION_ZOOM_OUT);
+    int r0, r1, c0, c1;
+    zoom_block_span(g, cbi, cbj, &r0, &r1, &c0, &c1);
+    char row_full[3 * SCENE_MAX_TOKEN_BYTES + 8], col_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
+    size_t o = 0;
+    if (g->br == 1 && g->bc == 1) {
+        char num[32];
+        display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->row]);
+        col_label(col_full, sizeof(col_full), a, a->col);
+        format_cell(num, sizeof(num), v.data[(size_t)a->row * v.stride + a->col], 8);
+        o = (size_t)snprintf(footer, sizeof(footer),
+                             "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d: %s", a->row,
+                             row_full, a->col, col_full, num);
+    } else {
+        struct block_stats st;
+        zoom_block_stats(&st, v, r0, r1, c0, c1);
+        char mx[32], mn[32];
+        format_cell(mx, sizeof(mx), st.max, 8);
+        format_cell(mn, sizeof(mn), st.mean, 8);
+        char rows[48], cols[48];
+        zoom_span_text(rows, sizeof(rows), "row", "rows", r0, r1 - 1);
+        zoom_span_text(cols, sizeof(cols), "column", "columns", c0, c1 - 1);
+        o = (size_t)snprintf(footer, sizeof(footer), "%s \u00d7 %s: max %s, mean %s", rows, cols,
+                             mx, mn);
+    }
+    if (o < sizeof(footer))
+        snprintf(footer + o, sizeof(footer) - o, " \u00b7 %s zooms in%s%s", zin,
+                 l->zoom < l->fit ? ", " : "", l->zoom < l->fit ? zout : "");
+    if (l->zoom < l->fit && o < sizeof(footer))
+        snprintf(footer + strlen(footer), sizeof(footer) - strlen(footer), " out");
+    int fy = r.y + 2 + text_rows;
+    draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
+}
+
+/* "1 cell = 8×8 tokens, max": what a zoomed-out cell stands for, for the legend. */
+static void zoom_legend(char *out, size_t size, const struct app *a, const struct layout *l)
+{
+    const struct zoom_grid *g = &l->grid;
+    if (g->br == 1 && g->bc == 1)
+        snprintf(out, size, "1 cell = 1 value");
+    else if (attn_stage_is_square(a->stage))
+        snprintf(out, size, "1 cell = %d\u00d7%d tokens, %s", g->br, g->bc,
+                 block_agg_name(a->block_agg));
+    else
+        snprintf(out, size, "1 cell = %d token%s \u00d7 %d dim%s, %s", g->br, g->br > 1 ? "s" : "",
+                 g->bc, g->bc > 1 ? "s" : "", block_agg_name(a->block_agg));
+}
+
+static void draw(struct panel *p, struct frame *f)
+{
+    struct heatmap_panel *hp = (struct heatmap_panel *)p;
+    struct app *a = f->app;
+    const struct theme *t = f->theme;
+    struct rect r = p->area;
+    draw_clear(r, A_NORMAL);
+    struct attn_mat_view v = app_shown_view(f->app);
+    bool mean = app_showing_mean(a);
+    struct layout l = compute_layout(p, f);
+    follow_cursor(hp, a, &l);
+    a->zoom_shown = l.zoomed ? l.grid : (struct zoom_grid){0};
+
+    float lo, hi;
+    range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
+    if (l.zoomed && (l.grid.br > 1 || l.grid.bc > 1)) {
+        /* Blocks are aggregated here, once per view; their range is the colour scale's. */
+        if (block_cache_get(&hp->blocks, v, &l.grid, a->generation, a->layer, (int)a->stage,
+                            mean ? -3 : a->head) == 0) {
+            lo = hp->blocks.lo[a->block_agg];
+            hi = hp->blocks.hi[a->block_agg];
+        }
+    }
+    bool diverging = lo < 0;
+    const char *what = stage_title(a->stage);
+    if (a->stage == STAGE_INPUTS)
+        what = app_model(a)->pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
+    else if (a->stage == STAGE_MASKED && app_model(a)->causal &&
+             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX)
+        what = "softmax, future zeroed";
+    char title[200];
+    char kv[100];
+    inspect_kv_sharing(kv, sizeof(kv), a, a->head);
+    /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
+    char layer[32] = "";
+    if (a->net.layers > 1)
+        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
+    if (mean)
+        snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
+                 app_model(a)->heads, what, v.rows, v.cols);
+    else if (attn_stage_is_per_head(a->stage))
+        snprintf(title, sizeof(title), "%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", layer,
+                 a->head, app_model(a)->heads, what, v.rows, v.cols,
+                 kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
+                 a->stage != STAGE_QUERIES ? kv : "");
+    else
+        snprintf(title, sizeof(title), "%s%s \u00b7 %d\u00d7%d \u00b7 all heads", layer, what,
+                 v.rows, v.cols);
+    /* The legend first, so the title yields to it rather than running into it. */
+    /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
+    enum color_scale mode = a->color_scale;
+    if (mode == SCALE_BY_LOG && diverging)
+        mode = SCALE_BY_MATRIX;
+    static const char *const mode_name[SCALE_BY_COUNT] = {NULL, "row scale", "log scale"};
+    const char *scale_name =
+        a->color_scale == SCALE_BY_LOG && diverging ? "log: signed, linear" : mode_name[mode];
+    char named[160];
+    if (l.zoomed) { /* the legend says what a cell stands for */
+        zoom_legend(named, sizeof(named), a, &l);
+        if (scale_name)
+            snprintf(named + strlen(named), sizeof(named) - strlen(named), " \u00b7 %s",
+                     scale_name);
+        scale_name = named;
+    }
+    int legend_w = heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, scale_name);
+    /* The log scale's floor: four decades below the largest value. */
+    float log_lo = hi > 0 ? log10f(fmaxf(lo, hi * 1e-4f)) : 0, log_hi = hi > 0 ? log10f(hi) : 1;
+    char clipped[256];
+    abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
+    draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
+
+    struct paint pt = {mode, lo, hi, log_lo, log_hi, diverging};
+    if (l.zoomed)
+        draw_zoomed(hp, f, &l, v, &pt);
+    else
+        draw_numbers(hp, f, &l, v, mean, &pt);
+}
+
+/* Moves the cursor by blocks of the current zoom (single values fully zoomed in). */
+static int move_cursor(struct app *a, const struct layout *l, int dbi, int dbj)
+{
+    int row = a->row, col = a->col;
+    if (!zoom_step_cursor(&l->grid, &row, &col, dbi, dbj))
         return OUTCOME_HANDLED;
     a->row = row;
     a->col = a->col_want = col;
@@ -322,19 +659,24 @@ static int move_cursor(struct app *a, int drow, int dcol)
 static int handle_key(struct panel *p, struct frame *f, enum action act)
 {
     struct layout l = compute_layout(p, f);
+    int page = l.vis_rows * (l.half ? 2 : 1);
     switch (act) {
     case ACTION_LEFT:
-        return move_cursor(f->app, 0, -1);
+        return move_cursor(f->app, &l, 0, -1);
     case ACTION_RIGHT:
-        return move_cursor(f->app, 0, 1);
+        return move_cursor(f->app, &l, 0, 1);
     case ACTION_UP:
-        return move_cursor(f->app, -1, 0);
+        return move_cursor(f->app, &l, -1, 0);
     case ACTION_DOWN:
-        return move_cursor(f->app, 1, 0);
+        return move_cursor(f->app, &l, 1, 0);
     case ACTION_PAGE_UP:
-        return move_cursor(f->app, -l.vis_rows, 0);
+        return move_cursor(f->app, &l, -page, 0);
     case ACTION_PAGE_DOWN:
-        return move_cursor(f->app, l.vis_rows, 0);
+        return move_cursor(f->app, &l, page, 0);
+    case ACTION_ZOOM_IN:
+        return command_zoom(f->app, -1, l.fit);
+    case ACTION_ZOOM_OUT:
+        return command_zoom(f->app, 1, l.fit);
     default:
         return OUTCOME_IGNORED;
     }
@@ -342,19 +684,20 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
 
 static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
-    if (buttons & BUTTON4_PRESSED)
-        return move_cursor(f->app, -3, 0);
-    if (buttons & BUTTON5_PRESSED)
-        return move_cursor(f->app, 3, 0);
     struct layout l = compute_layout(p, f);
+    if (buttons & BUTTON4_PRESSED)
+        return move_cursor(f->app, &l, -3, 0);
+    if (buttons & BUTTON5_PRESSED)
+        return move_cursor(f->app, &l, 3, 0);
     const struct heatmap_panel *hp = (const struct heatmap_panel *)p;
-    int i = hp->top_row + (y - p->area.y - 2);
-    int j = hp->left_col + (x - p->area.x - l.lw) / l.cw;
-    if (y - p->area.y < 2 || x - p->area.x < l.lw || i >= app_rows(f->app) ||
-        j >= app_cols(f->app) || j >= hp->left_col + l.vis_cols)
+    /* The block under the click (the upper one of a half-block cell). */
+    int bi = hp->top_row + (y - p->area.y - 2) * (l.half ? 2 : 1);
+    int bj = hp->left_col + (x - p->area.x - l.lw) / l.cw;
+    if (y - p->area.y < 2 || x - p->area.x < l.lw || bi >= l.grid.nbr || bj >= l.grid.nbc ||
+        bj >= hp->left_col + l.vis_cols)
         return OUTCOME_IGNORED;
-    f->app->row = i;
-    f->app->col = f->app->col_want = j;
+    f->app->row = bi * l.grid.br;
+    f->app->col = f->app->col_want = bj * l.grid.bc;
     return OUTCOME_CURSOR_MOVED;
 }
 
@@ -364,6 +707,11 @@ static void resize(struct panel *p, struct frame *f, struct rect area)
     p->area = area;
     struct layout l = compute_layout(p, f);
     follow_cursor((struct heatmap_panel *)p, f->app, &l);
+}
+
+void heatmap_panel_free(struct heatmap_panel *hp)
+{
+    block_cache_free(&hp->blocks);
 }
 
 void heatmap_panel_init(struct heatmap_panel *hp)

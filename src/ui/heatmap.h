@@ -6,15 +6,20 @@
 #include <stdbool.h>
 
 #include "explore/range.h"
+#include "explore/zoom.h"
 #include "ui/panel.h"
 
 struct heatmap_panel {
     struct panel base;
-    int top_row, left_col; /* the first row and column shown */
+    int top_row, left_col;              /* the first row and column shown (blocks, zoomed out) */
+    int shown_zoom, shown_br, shown_bc; /* the zoom and blocks laid out last: a new one
+                                           centres the cursor */
     struct range_cache range;
+    struct block_cache blocks; /* zoomed out: every block's max and mean */
 };
 
 void heatmap_panel_init(struct heatmap_panel *hp);
+void heatmap_panel_free(struct heatmap_panel *hp);
 /* Columns the map needs to show every token with 4 decimals and the row sums. */
 int heatmap_min_width(const struct app *a);
 /* "min … [gradient] … max" ending at x_end on line y; returns its width. */

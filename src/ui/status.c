@@ -121,7 +121,12 @@ static void draw(struct panel *p, struct frame *f)
     if (f->app->all_heads) {
         char k[24];
         key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
-        x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
+        if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
+            x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
+        } else { /* one layer's heads: up and down go through the rows */
+            x = hint(y, x, x_end, t, "\u2190\u2192", "head");
+            x = hint(y, x, x_end, t, "\u2191\u2193", "row");
+        }
         x = hint(y, x, x_end, t, k, "open it");
     }
     for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {

@@ -3,6 +3,7 @@
 
 #include <curses.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,13 @@ static int text_on(struct rgb c)
  * init_pair and drawn black on black. 1 + 14 roles + 2 x 24 steps = 63. */
 enum { PAIR_ROLE0 = 1, PAIR_SEQ0 = PAIR_ROLE0 + ROLE_COUNT, PAIR_DIV0 = PAIR_SEQ0 + SCALE_STEPS };
 _Static_assert(PAIR_DIV0 + SCALE_STEPS <= 64, "colour pairs must fit an 8-colour terminal");
+/* Half-block pairs, only where the terminal has them (xterm-256color has 65536): for each
+ * scale, every (upper, lower) of its steps and the background. */
+#define HALF_STEPS (SCALE_STEPS + 1)
+enum {
+    PAIR_HALF0 = PAIR_DIV0 + SCALE_STEPS,
+    PAIR_HALF_END = PAIR_HALF0 + 2 * HALF_STEPS * HALF_STEPS
+};
 
 static int pair_attr(int pair, int fg, int bg)
 {
@@ -88,11 +96,23 @@ void theme_scale_indices(int out[SCALE_STEPS], int scale, bool diverging)
     }
 }
 
+/* Step s of a half-block pair's colour, -1 (the background) for HALF_STEPS - 1. */
+static int half_color(const int *palette, int s)
+{
+    return s < SCALE_STEPS ? palette[s] : -1;
+}
+
 static void init_scales(struct theme *t)
 {
     int seq[SCALE_STEPS], div[SCALE_STEPS];
     theme_scale_indices(seq, t->scale, false);
     theme_scale_indices(div, t->diverging, true);
+    t->halves = t->mode == COLOR_MODE_256 && COLOR_PAIRS >= PAIR_HALF_END;
+    for (int k = 0; t->halves && k < 2; k++)
+        for (int u = 0; u < HALF_STEPS; u++)
+            for (int l = 0; l < HALF_STEPS; l++)
+                init_pair((short)(PAIR_HALF0 + (k * HALF_STEPS + u) * HALF_STEPS + l),
+                          (short)half_color(k ? div : seq, u), (short)half_color(k ? div : seq, l));
     for (int s = 0; s < SCALE_STEPS; s++) {
         if (t->mode == COLOR_MODE_256) {
             struct rgb c = lerp_anchor(scale_anchors[t->scale], s);
@@ -188,11 +208,10 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
     init_scales(t);
 }
 
-int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
-                    const char **shade)
+/* The position of v on the scale, 0..1. */
+static double scale_position(float v, float lo, float hi, bool diverging)
 {
-    static const char *const shades[5] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
-    double f; /* position on the scale, 0..1 */
+    double f;
     if (diverging) {
         double m = fmax(fabs(lo), fabs(hi));
         f = m > 0 ? 0.5 + 0.5 * v / m : 0.5;
@@ -203,6 +222,44 @@ int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool div
         f = 0;
     if (f > 1)
         f = 1;
+    return f;
+}
+
+int theme_cell_step(float v, float lo, float hi, bool diverging)
+{
+    return (int)(scale_position(v, lo, hi, diverging) * (SCALE_STEPS - 1) + 0.5);
+}
+
+int theme_half_pair(const struct theme *t, bool diverging, int upper, int lower)
+{
+    if (!t->halves)
+        return 0;
+    upper = upper < 0 || upper >= SCALE_STEPS ? HALF_STEPS - 1 : upper;
+    lower = lower < 0 || lower >= SCALE_STEPS ? HALF_STEPS - 1 : lower;
+    return PAIR_HALF0 + ((diverging ? 1 : 0) * HALF_STEPS + upper) * HALF_STEPS + lower;
+}
+
+bool theme_half_pair_name(const struct theme *t, int pair, char *out, size_t size)
+{
+    if (!t->halves || pair < PAIR_HALF0 || pair >= PAIR_HALF_END)
+        return false;
+    int k = pair - PAIR_HALF0;
+    int lower = k % HALF_STEPS, upper = k / HALF_STEPS % HALF_STEPS,
+        div = k / HALF_STEPS / HALF_STEPS;
+    char u[8] = "bg", l[8] = "bg";
+    if (upper < SCALE_STEPS)
+        snprintf(u, sizeof(u), "%d", upper);
+    if (lower < SCALE_STEPS)
+        snprintf(l, sizeof(l), "%d", lower);
+    snprintf(out, size, "half %s %s/%s", div ? "div" : "seq", u, l);
+    return true;
+}
+
+int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
+                    const char **shade)
+{
+    static const char *const shades[5] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
+    double f = scale_position(v, lo, hi, diverging);
     int step = (int)(f * (SCALE_STEPS - 1) + 0.5);
     if (shade) {
         /* Shade blocks carry the level where colour cannot: magnitude for signed scales. */

@@ -143,6 +143,8 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
 
 void ui_close(struct ui *ui)
 {
+    heatmap_panel_free(&ui->heatmap);
+    grid_panel_free(&ui->grid);
     app_free(&ui->app);
     diag_list_free(&ui->config_problems);
 }
