@@ -309,17 +309,20 @@ check "gpt2: the edit is tokenised by the checkpoint's BPE" gpt2 wait_for gpt2 "
 check "gpt2: the title says it was edited" gpt2 wait_for gpt2 "· edited"
 T kill-session -t gpt2
 
-# 14. A long scene (200 tokens): zoom out to the overview, where a cell is a block of values and
-# the legend says how many, switch the blocks to their mean, step a block, and zoom back in to
-# the numbers with the cursor where the step left it.
+# 14. A long scene (200 tokens): it opens on the overview, where a cell is a block of values and
+# the legend says how many, each row on its own scale; zoom in to the numbers and out again,
+# switch the blocks to their mean, step a block, and zoom back in with the cursor where the step
+# left it.
 start long 120 40 "$BIN $SRC/tests/fixtures/long/200-tokens.yaml"
-check "long: opens on the numbers" long wait_for long "row Σ"
+check "long: opens on the overview, its legend naming its blocks, per row" long \
+  wait_for long "1 cell = 5×2 tokens, max · row scale"
+check "long: the last rows are labelled by their positions" long wait_for long "190–199"
+keys long z z z z
+check "long: z zooms in to the numbers" long wait_for long "row Σ"
 keys long Z
 check "long: Z zooms out to colours, one value a cell" long wait_for long "1 cell = 1 value"
 keys long Z Z Z
-check "long: the overview's legend names its blocks and their max" long \
-  wait_for long "1 cell = 5×2 tokens, max"
-check "long: the last rows are labelled by their positions" long wait_for long "190–199"
+check "long: back at the overview" long wait_for long "1 cell = 5×2 tokens, max"
 keys long Z
 check "long: Z at the overview says the whole matrix is in view" long \
   wait_for long "zoomed out to the whole matrix"

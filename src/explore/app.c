@@ -57,6 +57,12 @@ int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag 
     a->stage = STAGE_WEIGHTS;
     a->score_shown = -1;
     a->play_ms = 900;
+    /* A long sequence opens on its overview, each query's row on its own scale: one scale for
+     * the whole matrix is set by row 0's 1.0 and leaves rows 80-100 one colour. */
+    if (a->scene.n_tokens > APP_LONG_TOKENS) {
+        a->zoom = ZOOM_OVERVIEW;
+        a->color_scale = SCALE_BY_ROW;
+    }
     if (a->scene.view.layer >= 0) { /* where the scene asks to open (an induction head, ...) */
         a->layer = a->scene.view.layer < a->net.layers ? a->scene.view.layer : 0;
         a->head = a->scene.view.head;

@@ -29,6 +29,9 @@ enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUN
  * own distribution: readable at any length), or logarithmic (weights spanning decades). */
 enum color_scale { SCALE_BY_MATRIX, SCALE_BY_ROW, SCALE_BY_LOG, SCALE_BY_COUNT };
 
+/* Past this many tokens a scene opens zoomed out to its overview, on the per-row scale. */
+#define APP_LONG_TOKENS 64
+
 struct app {
     struct attn_scene scene; /* as edited; may be invalid (then error is set) */
     char *scene_path;        /* file it came from, NULL for the built-in scene */
