@@ -11,11 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "common/cnum.h"
+#include "common/progress.h"
 #include "testutil.h"
 
 static int comma_setup(void **state)
@@ -104,12 +107,49 @@ static void test_parse_integers(void **state)
     assert_int_equal(cnum_parse_ll("1 000", &ll), CNUM_NOT_NUMBER);
 }
 
+/* Not a terminal: no bar, and one line at the end of work that took over 200 ms, numbers in
+ * the C locale (this test runs under a comma locale). A failed job says nothing. */
+static void test_progress_line(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    struct progress p;
+    progress_begin(&p, f, "exporting", "files");
+    struct progress_sink sink = {progress_tick, &p};
+    for (long i = 1; i <= 3; i++)
+        progress_report(&sink, i, 3);
+    nanosleep(&(struct timespec){0, 250 * 1000 * 1000}, NULL);
+    fflush(f);
+    assert_int_equal(len, 0); /* nothing while it runs */
+    progress_end(&p, true);
+    fflush(f);
+    const char *head = "attnscope: exporting: 3 files in ";
+    assert_int_equal(strncmp(text, head, strlen(head)), 0);
+    char num[32];
+    assert_int_equal(sscanf(text + strlen(head), "%31[0-9.] s\n", num), 1);
+    double secs = 0;
+    assert_int_equal(cnum_parse_double(num, false, &secs), CNUM_OK);
+    assert_true(secs >= 0.2);
+    progress_begin(&p, f, "exporting", "files");
+    nanosleep(&(struct timespec){0, 250 * 1000 * 1000}, NULL);
+    size_t before = len;
+    progress_end(&p, false);
+    fflush(f);
+    assert_int_equal(len, before);
+    fclose(f);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_parse_double),
         cmocka_unit_test(test_parse_integers),
+        cmocka_unit_test(test_progress_line),
     };
     return cmocka_run_group_tests(tests, comma_setup, comma_teardown);
 }

@@ -1,0 +1,51 @@
+/* progress: feedback for work that takes a while.
+ *
+ * Anything over PROGRESS_QUIET_MS shows progress; anything shorter shows nothing, so quick
+ * commands stay silent. On a terminal: a bar on the stream, redrawn at most every 50 ms and
+ * erased when the work ends. Otherwise (a log, a pipe, CI): one quiet line at the end saying
+ * what was done and how long it took.
+ *
+ * A struct progress also works as a callback for code that must not print itself (the engine,
+ * the exporter): progress_tick has the signature of struct progress_sink's step.
+ */
+#ifndef ATTNSCOPE_PROGRESS_H
+#define ATTNSCOPE_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#define PROGRESS_QUIET_MS 200
+
+/* What long-running code calls: step(ctx, done, total) after each unit of work. A NULL step
+ * is no feedback at all. */
+struct progress_sink {
+    void (*step)(void *ctx, long done, long total);
+    void *ctx;
+};
+
+static inline void progress_report(const struct progress_sink *s, long done, long total)
+{
+    if (s && s->step)
+        s->step(s->ctx, done, total);
+}
+
+struct progress {
+    FILE *out;
+    bool tty;      /* a bar; else the line at the end */
+    char what[64]; /* "computing", "exporting" */
+    char unit[32]; /* what done counts: "layers", "files" */
+    double t0_ms, drawn_ms;
+    long done, total; /* total 0: unknown, a count without a bar */
+    bool bar_shown;
+};
+
+/* Starts the clock. out is usually stderr; tty decides bar or line (isatty of out's fd). */
+void progress_begin(struct progress *p, FILE *out, const char *what, const char *unit);
+/* Records done of total; draws the bar once the work has run over PROGRESS_QUIET_MS. */
+void progress_step(struct progress *p, long done, long total);
+/* progress_step as a progress_sink's step: ctx is the struct progress. */
+void progress_tick(void *ctx, long done, long total);
+/* Ends: erases the bar, or prints the line when the work took over PROGRESS_QUIET_MS and ok. */
+void progress_end(struct progress *p, bool ok);
+
+#endif
