@@ -18,15 +18,12 @@
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
+#include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
 #define APP_UNDO_MAX   100
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
 
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUNT };
-
-/* How the heatmap maps values to colours: one range for the matrix, one per row (each query's
- * own distribution: readable at any length), or logarithmic (weights spanning decades). */
-enum color_scale { SCALE_BY_MATRIX, SCALE_BY_ROW, SCALE_BY_LOG, SCALE_BY_COUNT };
 
 struct app {
     struct attn_scene scene; /* as edited; may be invalid (then error is set) */

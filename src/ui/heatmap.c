@@ -196,15 +196,10 @@ static void draw(struct panel *p, struct frame *f)
                  v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
     /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
-    enum color_scale mode = a->color_scale;
-    if (mode == SCALE_BY_LOG && diverging)
-        mode = SCALE_BY_MATRIX;
-    static const char *const mode_name[SCALE_BY_COUNT] = {NULL, "row scale", "log scale"};
-    int legend_w = heatmap_legend_named(
-        t, r.y, r.x + r.w, lo, hi, diverging,
-        a->color_scale == SCALE_BY_LOG && diverging ? "log: signed, linear" : mode_name[mode]);
-    /* The log scale's floor: four decades below the largest value. */
-    float log_lo = hi > 0 ? log10f(fmaxf(lo, hi * 1e-4f)) : 0, log_hi = hi > 0 ? log10f(hi) : 1;
+    struct palette_map pm;
+    palette_map_init(&pm, a->color_scale, lo, hi);
+    int legend_w = heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging,
+                                        palette_map_label(&pm, a->color_scale));
     char clipped[256];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
@@ -234,17 +229,8 @@ static void draw(struct panel *p, struct frame *f)
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
         float row_lo = lo, row_hi = hi;
-        if (mode == SCALE_BY_ROW) { /* this query's own range: O(n) per row drawn */
-            row_lo = INFINITY;
-            row_hi = -INFINITY;
-            for (int j = 0; j < v.cols; j++)
-                if (isfinite(row[j])) {
-                    row_lo = fminf(row_lo, row[j]);
-                    row_hi = fmaxf(row_hi, row[j]);
-                }
-            if (row_lo > row_hi)
-                row_lo = row_hi = 0;
-        }
+        if (pm.mode == SCALE_BY_ROW) /* this query's own range: O(n) per row drawn */
+            palette_row_range(&row_lo, &row_hi, row, v.cols);
         for (int j = hp->left_col; j < last_col; j++) {
             float x = row[j];
             char num[32], cell[64];
@@ -263,11 +249,9 @@ static void draw(struct panel *p, struct frame *f)
             bool plain = isinf(x) || isnan(x) || dropped;
             if (plain)
                 attr = t->role_attr[ROLE_MASKED];
-            else if (mode == SCALE_BY_LOG)
-                attr =
-                    theme_cell_attr(t, log10f(fmaxf(x, hi * 1e-4f)), log_lo, log_hi, false, &shade);
             else
-                attr = theme_cell_attr(t, x, row_lo, row_hi, diverging, &shade);
+                attr = theme_position_attr(t, palette_map_position(&pm, x, row_lo, row_hi),
+                                           pm.diverging, &shade);
             if (i == a->row && j == a->col)
                 attr = theme_cursor_attr(t, attr);
             /* Without 256 colours a shade block leads the cell, after a blank, so it is never
