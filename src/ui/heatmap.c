@@ -13,6 +13,7 @@
 #include "ui/heatmap.h"
 
 #include "explore/inspect.h"
+#include "explore/picture.h"
 
 #define CELL_W      7 /* "-0.138" and a gap */
 #define CELL_W_WIDE 9 /* "-0.1385", print's 4 decimals, when the area has room */
@@ -124,37 +125,6 @@ int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, floa
     return width;
 }
 
-/* The stage's name as the title calls it. */
-static const char *stage_title(enum attn_stage s)
-{
-    static const char *const titles[STAGE_COUNT] = {
-        [STAGE_INPUTS] = "inputs",
-        [STAGE_LATENT] = "latent c (MLA)",
-        [STAGE_QUERIES] = "queries Q",
-        [STAGE_KEYS] = "keys K",
-        [STAGE_VALUES] = "values V",
-        [STAGE_QUERIES_ROTATED] = "queries rotated (RoPE)",
-        [STAGE_KEYS_ROTATED] = "keys rotated (RoPE)",
-        [STAGE_SCORES] = "scores Q\u00b7K\u1d40",
-        [STAGE_SCALED] = "scaled scores",
-        [STAGE_MASKED] = "masked scores",
-        [STAGE_WEIGHTS] = "attention weights",
-        [STAGE_DROPOUT] = "weights after dropout",
-        [STAGE_CONTEXT] = "context vectors",
-        [STAGE_CONCAT] = "all heads concatenated",
-        [STAGE_OUTPUT] = "output",
-        [STAGE_RESIDUAL1] = "residual: input + attention",
-        [STAGE_NORM1] = "norm1",
-        [STAGE_FFN_HIDDEN] = "FFN: x \u00b7 W1 + b1",
-        [STAGE_FFN_ACTIVATED] = "FFN activated",
-        [STAGE_FFN_OUT] = "FFN out: \u00b7 W2 + b2",
-        [STAGE_RESIDUAL2] = "residual: + FFN",
-        [STAGE_NORM2] = "norm2",
-        [STAGE_FINAL_NORM] = "final norm (ln_f)",
-    };
-    return s >= 0 && s < STAGE_COUNT ? titles[s] : "?";
-}
-
 static void draw(struct panel *p, struct frame *f)
 {
     struct heatmap_panel *hp = (struct heatmap_panel *)p;
@@ -170,12 +140,7 @@ static void draw(struct panel *p, struct frame *f)
     float lo, hi;
     range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
     bool diverging = lo < 0;
-    const char *what = stage_title(a->stage);
-    if (a->stage == STAGE_INPUTS)
-        what = app_model(a)->pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
-    else if (a->stage == STAGE_MASKED && app_model(a)->causal &&
-             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX)
-        what = "softmax, future zeroed";
+    const char *what = picture_stage_title(app_model(a), a->stage);
     char title[200];
     char kv[100];
     inspect_kv_sharing(kv, sizeof(kv), a, a->head);
