@@ -58,6 +58,9 @@ struct app {
     int score_shown; /* the head score the model view colours by, or -1 */
     char find[256];  /* the last token looked for (/, n) */
     enum color_scale color_scale;
+    int palette_scale, palette_diverging; /* the scales colors.yaml chose (indices into
+                                             scale_names, diverging_names): the front end sets
+                                             them; pictures (R) draw with the same */
     /* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed
        once per result, layer and stage, not on cursor moves. */
     bool head_mean;

@@ -87,6 +87,9 @@ static void load_configs(struct ui *ui)
     diag_list_init(&errs);
     keymap_load(&ui->keymap, keys_path, user_keys, &errs);
     theme_init(&ui->theme, colors_path, user_colors, &errs);
+    /* Pictures (R) draw with the scales the screen does. */
+    ui->app.palette_scale = ui->theme.scale;
+    ui->app.palette_diverging = ui->theme.diverging;
     if (errs.n > 0) {
         const struct diag *d = &errs.items[0];
         const char *base = strrchr(d->file, '/');
