@@ -19,16 +19,19 @@ import sys
 # module -> the modules it may include (besides itself).
 LAYERS = {
     "common": set(),
+    "palette": set(),
     "engine": {"common"},
     "pretrained": {"common", "engine"},
     "yaml": {"common"},
     "scenefile": {"common", "engine", "pretrained", "yaml"},
     "config": {"common", "yaml"},
-    "export": {"common", "engine", "pretrained", "scenefile"},
-    "explore": {"common", "engine", "pretrained", "yaml", "scenefile", "config", "export"},
-    "ui": {"common", "engine", "pretrained", "yaml", "scenefile", "config", "export", "explore"},
-    "cli": {"common", "engine", "pretrained", "yaml", "scenefile", "config", "export", "explore",
-            "ui"},
+    "export": {"common", "palette", "engine", "pretrained", "scenefile"},
+    "explore": {"common", "palette", "engine", "pretrained", "yaml", "scenefile", "config",
+                "export"},
+    "ui": {"common", "palette", "engine", "pretrained", "yaml", "scenefile", "config", "export",
+           "explore"},
+    "cli": {"common", "palette", "engine", "pretrained", "yaml", "scenefile", "config", "export",
+            "explore", "ui"},
 }
 ONLY_IN = {"curses.h": "ui", "ncurses.h": "ui", "yaml.h": "yaml"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)

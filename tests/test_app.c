@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -558,6 +559,74 @@ static void test_zoom_commands(void **state)
     app_free(&a);
 }
 
+static bool file_has(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return strstr(text, needle) != NULL;
+}
+
+/* R writes the view on screen as an SVG beside the scene (the save rule), named after the view,
+ * never over an existing file, and says where in the message line. */
+static void test_render_writes_the_view(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/attnscope-test-app-XXXXXX", scene[200], want[300];
+    assert_non_null(mkdtemp(dir));
+    snprintf(scene, sizeof(scene), "%s/talk.yaml", dir);
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, scene, &err), 0);
+    struct ask ask = {0};
+
+    assert_int_equal(command_run(&a, ACTION_RENDER, &ask), OUTCOME_VIEW_CHANGED);
+    assert_int_equal(ask.kind, PROMPT_NONE); /* no question: the name is the view's */
+    snprintf(want, sizeof(want), "%s/talk-weights-head0.svg", dir);
+    assert_non_null(strstr(a.message, want));
+    assert_false(a.message_is_error);
+    assert_true(file_has(want, "attention weights \u00b7 head 0 of 2"));
+
+    command_run(&a, ACTION_RENDER, &ask); /* again: a new name, the first file kept */
+    snprintf(want, sizeof(want), "%s/talk-weights-head0-2.svg", dir);
+    assert_non_null(strstr(a.message, want));
+    assert_true(file_has(want, "<svg"));
+
+    command_run(&a, ACTION_COLOR_SCALE, &ask); /* the row scale */
+    command_run(&a, ACTION_HEAD_MEAN, &ask);
+    command_run(&a, ACTION_RENDER, &ask);
+    snprintf(want, sizeof(want), "%s/talk-weights-mean-row.svg", dir);
+    assert_non_null(strstr(a.message, want));
+    assert_true(file_has(want, "mean of the 2 heads"));
+    assert_true(file_has(want, "colour scale: row"));
+
+    command_run(&a, ACTION_HEAD_MEAN, &ask);
+    command_run(&a, ACTION_ALL_HEADS, &ask);
+    command_run(&a, ACTION_STAGE_PREV, &ask); /* weights -> masked */
+    assert_int_equal(a.stage, STAGE_MASKED);
+    command_run(&a, ACTION_RENDER, &ask);
+    snprintf(want, sizeof(want), "%s/talk-masked-all-heads-row.svg", dir);
+    assert_non_null(strstr(a.message, want));
+    assert_true(file_has(want, "id=\"tile-1\""));
+    assert_true(file_has(want, "masked (\u2212\u221e)"));
+    ask_clear(&ask);
+    app_free(&a);
+
+    const char *names[] = {"talk-weights-head0.svg", "talk-weights-head0-2.svg",
+                           "talk-weights-mean-row.svg", "talk-masked-all-heads-row.svg"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(want, sizeof(want), "%s/%s", dir, names[i]);
+        assert_int_equal(remove(want), 0);
+    }
+    assert_int_equal(rmdir(dir), 0); /* nothing else was left there */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_zoom_blocks_and_cursor),
         cmocka_unit_test(test_zoom_max_and_mean),
         cmocka_unit_test(test_zoom_commands),
+        cmocka_unit_test(test_render_writes_the_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

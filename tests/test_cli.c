@@ -518,6 +518,73 @@ static void test_export_bad_output_path(void **state)
     run_free(&r);
 }
 
+/* render: a picture written whole; wrong command lines exit 2 before anything is loaded, a bad
+ * scene exits 1 at its line and column, and a file that is not an SVG is never replaced. */
+static void test_render(void **state)
+{
+    (void)state;
+    char good[4200], bad[4200], out[4200];
+    snprintf(good, sizeof(good), "%s", scratch_path("render.yaml"));
+    snprintf(bad, sizeof(bad), "%s", scratch_path("render-bad.yaml"));
+    snprintf(out, sizeof(out), "%s", scratch_path("picture.svg"));
+    tu_write_text(good, good_scene);
+    tu_write_text(bad, bad_scene);
+
+    struct run r = RUN("render", good, "--all-heads", "--values", "-o", out);
+    expect_status(&r, 0);
+    expect_contains(r.out, out);
+    char *svg = tu_must_read_file(out, NULL);
+    assert_int_equal(strncmp(svg, "<?xml", 5), 0);
+    expect_contains(svg, "all 2 heads");
+    expect_contains(svg, "</svg>\n");
+    free(svg);
+    run_free(&r);
+
+    r = RUN("render", good, "--head", "1", "--scale", "log", "-o", out); /* replaces an SVG */
+    expect_status(&r, 0);
+    svg = tu_must_read_file(out, NULL);
+    expect_contains(svg, "head 1 of 2");
+    expect_contains(svg, "colour scale: log");
+    free(svg);
+    run_free(&r);
+
+    const char *usage[][8] = {
+        {"render", good, NULL},                                          /* no -o */
+        {"render", good, "--scale", "rows", "-o", out, NULL},            /* unknown scale */
+        {"render", good, "--stage", "nope", "-o", out, NULL},            /* unknown stage */
+        {"render", good, "--head", "1", "--all-heads", "-o", out, NULL}, /* two choices */
+        {"render", good, "--head", "2", "-o", out, NULL},                /* the scene has 2 */
+        {"render", good, "--layer", "1", "-o", out, NULL},               /* and 1 layer */
+        {"render", good, "--stage", "ffn_out", "-o", out, NULL},         /* a stage it lacks */
+        {"render", good, "-o", scratch, NULL},                           /* a folder */
+    };
+    for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
+        r = run_to(NULL, usage[i]);
+        expect_status(&r, 2);
+        assert_true(r.err[0] != '\0');
+        run_free(&r);
+    }
+
+    r = RUN("render", bad, "-o", out);
+    expect_status(&r, 1);
+    char want[8800];
+    snprintf(want, sizeof(want), "%s:4:3: ", bad);
+    expect_contains(r.err, want);
+    run_free(&r);
+
+    r = RUN("render", good, "-o", bad); /* a scene given by mistake is not overwritten */
+    expect_status(&r, 1);
+    expect_contains(r.err, "not an SVG");
+    char *kept = tu_must_read_file(bad, NULL);
+    assert_string_equal(kept, bad_scene);
+    free(kept);
+    run_free(&r);
+
+    r = RUN("--help");
+    expect_contains(r.out, "attnscope render [SCENE.yaml]");
+    run_free(&r);
+}
+
 static void test_bench(void **state)
 {
     (void)state;
@@ -585,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),
+        cmocka_unit_test(test_render),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_ui),
     };

@@ -291,7 +291,7 @@ static void test_scale_indices(void **state)
     for (int diverging = 0; diverging < 2; diverging++)
         for (int scale = 0; scale < (diverging ? 2 : 3); scale++) {
             int idx[SCALE_STEPS];
-            theme_scale_indices(idx, scale, diverging);
+            palette_xterm_indices(idx, scale, diverging);
             for (int a = 0; a < SCALE_STEPS; a++) {
                 assert_true(idx[a] >= 16 && idx[a] < 256);
                 for (int b = a + 1; b < SCALE_STEPS; b++)

@@ -1,6 +1,8 @@
 /* utf8: locale-free UTF-8 (see utf8.h). */
 #include "common/utf8.h"
 
+#include <string.h>
+
 int utf8_decode(const char *str, uint32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -71,4 +73,23 @@ int utf8_length(const char *s)
         n++;
     }
     return n;
+}
+
+void utf8_visible_token(char *out, size_t out_size, const char *token)
+{
+    /* Blanks are real tokens for the chars tokenizer: show them, or the label looks empty. */
+    size_t o = 0;
+    for (const char *p = token; *p && o + 4 < out_size; p++) {
+        const char *glyph = *p == ' '    ? "\u2423"
+                            : *p == '\t' ? "\u21e5"
+                            : *p == '\n' ? "\u21b5"
+                                         : NULL;
+        if (glyph) {
+            memcpy(out + o, glyph, 3);
+            o += 3;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
 }

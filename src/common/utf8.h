@@ -6,6 +6,7 @@
 #ifndef ATTNSCOPE_UTF8_H
 #define ATTNSCOPE_UTF8_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Decodes the character at s into *cp; returns its length in bytes (1..4), or 0 when s does
@@ -17,5 +18,9 @@ int utf8_encode(uint32_t cp, char *out);
 
 /* Characters in s; an invalid byte counts as one. */
 int utf8_length(const char *s);
+
+/* A token as the explorer and pictures label it: a blank, a tab and a line break become the
+ * visible U+2423, U+21E5 and U+21B5 (the chars tokenizer makes blanks real tokens). */
+void utf8_visible_token(char *out, size_t out_size, const char *token);
 
 #endif

@@ -346,6 +346,20 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
     return (struct attn_mat_view){r->output, n, D, D};
 }
 
+void attn_head_mean(float *out, const struct attn_run *r, const struct attn_model *m,
+                    enum attn_stage s)
+{
+    struct attn_mat_view v = attn_view(r, m, s, 0);
+    size_t cells = (size_t)v.rows * (size_t)v.cols;
+    memset(out, 0, cells * sizeof(float));
+    for (int h = 0; h < m->heads; h++) {
+        struct attn_mat_view w = attn_view(r, m, s, h);
+        for (int i = 0; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++)
+                out[(size_t)i * v.cols + j] += w.data[(size_t)i * w.stride + j] / (float)m->heads;
+    }
+}
+
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)
 {
     return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||

@@ -59,6 +59,10 @@ bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s);
  * values of head h are those of the KV head it reads. s must be present in m. */
 struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
                                enum attn_stage s, int h);
+/* The mean over every head of per-head stage s, in head order (what the explorer's A shows and
+ * a picture of it draws): out is (rows, cols) of attn_view's matrix, row-major. */
+void attn_head_mean(float *out /*(rows, cols)*/, const struct attn_run *r,
+                    const struct attn_model *m, enum attn_stage s);
 /* The stages this scene has, in its order (at most STAGE_COUNT); returns how many. */
 int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
 bool attn_stage_present(const struct attn_model *m, enum attn_stage s);

@@ -10,6 +10,38 @@ static const char *const names[STAGE_COUNT] = {
     "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
 };
 
+/* As the explorer's heatmap and a picture's title call them. */
+static const char *const titles[STAGE_COUNT] = {
+    [STAGE_INPUTS] = "inputs",
+    [STAGE_LATENT] = "latent c (MLA)",
+    [STAGE_QUERIES] = "queries Q",
+    [STAGE_KEYS] = "keys K",
+    [STAGE_VALUES] = "values V",
+    [STAGE_QUERIES_ROTATED] = "queries rotated (RoPE)",
+    [STAGE_KEYS_ROTATED] = "keys rotated (RoPE)",
+    [STAGE_SCORES] = "scores Q\u00b7K\u1d40",
+    [STAGE_SCALED] = "scaled scores",
+    [STAGE_MASKED] = "masked scores",
+    [STAGE_WEIGHTS] = "attention weights",
+    [STAGE_DROPOUT] = "weights after dropout",
+    [STAGE_CONTEXT] = "context vectors",
+    [STAGE_CONCAT] = "all heads concatenated",
+    [STAGE_OUTPUT] = "output",
+    [STAGE_RESIDUAL1] = "residual: input + attention",
+    [STAGE_NORM1] = "norm1",
+    [STAGE_FFN_HIDDEN] = "FFN: x \u00b7 W1 + b1",
+    [STAGE_FFN_ACTIVATED] = "FFN activated",
+    [STAGE_FFN_OUT] = "FFN out: \u00b7 W2 + b2",
+    [STAGE_RESIDUAL2] = "residual: + FFN",
+    [STAGE_NORM2] = "norm2",
+    [STAGE_FINAL_NORM] = "final norm (ln_f)",
+};
+
+const char *attn_stage_title(enum attn_stage s)
+{
+    return (s >= 0 && s < STAGE_COUNT) ? titles[s] : "?";
+}
+
 const char *attn_stage_name(enum attn_stage s)
 {
     return (s >= 0 && s < STAGE_COUNT) ? names[s] : "?";

@@ -39,6 +39,8 @@ enum attn_stage {
 
 /* File-name style name: "inputs", "queries", ..., "context", "concat", "output". */
 const char *attn_stage_name(enum attn_stage s);
+/* The stage in words, as a title calls it (UTF-8): "attention weights", "scaled scores". */
+const char *attn_stage_title(enum attn_stage s);
 /* Parses a attn_stage_name (also accepts "q", "k", "v", "softmax"); returns -1 when unknown. */
 int attn_stage_parse(const char *name);
 /* True for the (n, n) token-by-token stages. */

@@ -66,6 +66,7 @@
     X(REDO, "redo", "C-r", "edit", "Redo")                                                         \
     X(EXPORT, "export", "e", "file", "Export every stage as CSV")                                  \
     X(SAVE, "save", "w", "file", "Save the edited scene as YAML")                                  \
+    X(RENDER, "render", "R", "file", "Write the view as an SVG picture")                           \
     X(HELP, "help", "? F1", "other", "Show every key")                                             \
     X(REDRAW, "redraw", "C-l", "other", "Redraw the screen")                                       \
     X(QUIT, "quit", "q", "other", "Quit")

@@ -127,14 +127,7 @@ struct attn_mat_view app_shown_view(struct app *a)
         a->mean = grown;
         a->mean_cap = cells;
     }
-    int heads = app_model(a)->heads;
-    memset(a->mean, 0, cells * sizeof(float));
-    for (int h = 0; h < heads; h++) {
-        struct attn_mat_view w = app_view(a, a->stage, h);
-        for (int i = 0; i < v.rows; i++)
-            for (int j = 0; j < v.cols; j++)
-                a->mean[(size_t)i * v.cols + j] += w.data[(size_t)i * w.stride + j] / (float)heads;
-    }
+    attn_head_mean(a->mean, app_run(a), app_model(a), a->stage);
     a->mean_generation = a->generation;
     a->mean_layer = a->layer;
     a->mean_stage = (int)a->stage;

@@ -19,15 +19,12 @@
 #include "engine/net.h"
 #include "engine/scene.h"
 #include "explore/zoom.h"
+#include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
 #define APP_UNDO_MAX   100
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
 
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUNT };
-
-/* How the heatmap maps values to colours: one range for the matrix, one per row (each query's
- * own distribution: readable at any length), or logarithmic (weights spanning decades). */
-enum color_scale { SCALE_BY_MATRIX, SCALE_BY_ROW, SCALE_BY_LOG, SCALE_BY_COUNT };
 
 /* Past this many tokens a scene opens zoomed out to its overview, on the per-row scale. */
 #define APP_LONG_TOKENS 64
@@ -72,6 +69,9 @@ struct app {
     enum block_agg block_agg;
     struct zoom_grid zoom_shown; /* the heatmap's blocks as last laid out, which the inspector
                                     explains (all zero when none is drawn yet) */
+    int palette_scale, palette_diverging; /* the scales colors.yaml chose (indices into
+                                             scale_names, diverging_names): the front end sets
+                                             them; pictures (R) draw with the same */
     /* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed
        once per result, layer and stage, not on cursor moves. */
     bool head_mean;

@@ -15,6 +15,7 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "export/export.h"
+#include "explore/picture.h"
 
 /* The longest sentence the line editor holds: a 1024-token sentence fits. */
 #define ASK_TEXT_MAX 16384
@@ -460,6 +461,61 @@ static bool shipped_scenes(const char *dir)
     return repo && access(probe, F_OK) == 0;
 }
 
+/* Where save (w) and render (R) write: beside the scene ("dir/", with the slash), unless that
+ * is a folder of shipped scenes (the repository's or the install's scenes/) or not writable,
+ * or there is no scene file: then the current folder (""). */
+static void save_dir(char *dir, size_t size, const char *scene_path)
+{
+    const char *slash = scene_path ? strrchr(scene_path, '/') : NULL;
+    snprintf(dir, size, "%.*s", slash ? (int)(slash - scene_path + 1) : 0,
+             scene_path ? scene_path : "");
+    if (dir[0] && (shipped_scenes(dir) || access(dir, W_OK) != 0))
+        dir[0] = '\0';
+}
+
+/* R: the view on screen (stage, head, every head or their mean, layer, colour scale) as an
+ * SVG picture in the save folder, named after the view; an existing file is never replaced:
+ * the name gets -2, -3, ... instead. */
+static void do_render(struct app *a)
+{
+    struct picture_view v = {
+        .layer = a->layer,
+        .stage = a->stage,
+        .head = a->all_heads          ? PICTURE_ALL_HEADS
+                : app_showing_mean(a) ? PICTURE_HEAD_MEAN
+                                      : a->head,
+        .scale = a->color_scale,
+        .values = true, /* as the heatmap shows them; left out when the cells are too small */
+        .seq_scale = a->palette_scale,
+        .div_scale = a->palette_diverging,
+    };
+    char stem[256], dir[1100], name[400], path[1600];
+    scene_stem(stem, sizeof(stem), a->scene_path);
+    save_dir(dir, sizeof(dir), a->scene_path);
+    picture_file_name(name, sizeof(name), stem, &a->net, &v);
+    snprintf(path, sizeof(path), "%s%s", dir, name);
+    for (int k = 2; fsutil_exists(path) && k < 1000; k++)
+        snprintf(path, sizeof(path), "%s%.*s-%d.svg", dir, (int)strlen(name) - 4, name, k);
+
+    /* The title the header shows, for the scene the result belongs to. */
+    const struct attn_scene *s = &a->shown;
+    char title[600], variant[256];
+    attn_scene_describe(variant, sizeof(variant), s);
+    if (!s->title)
+        snprintf(title, sizeof(title), "%s", variant);
+    else
+        snprintf(title, sizeof(title), "%.500s%s", s->title,
+                 app_unsaved(a) ? " \u00b7 edited" : "");
+    struct diag err;
+    diag_clear(&err);
+    if (picture_write(path, false, &a->net, title, &v, &err)) {
+        app_refuse(a, "picture failed: %.200s: %.300s", err.file[0] ? err.file : path, err.msg);
+        return;
+    }
+    note(a, "wrote the picture to %s%s", path,
+         a->error[0] ? " (the last valid result: the edited scene is invalid)" : "");
+}
+
 int command_run(struct app *a, enum action act, struct ask *ask)
 {
     ask_clear(ask);
@@ -651,19 +707,16 @@ int command_run(struct app *a, enum action act, struct ask *ask)
         }
         /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
          * original's comments would be lost. */
-        char stem[256], path[1100], dir[1100];
+        char stem[256], path[1400], dir[1100];
         scene_stem(stem, sizeof(stem), a->scene_path);
-        const char *slash = a->scene_path ? strrchr(a->scene_path, '/') : NULL;
-        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - a->scene_path + 1) : 0,
-                 a->scene_path ? a->scene_path : "");
-        /* Next to the scene, unless that is a folder of shipped scenes (the repository's or
-         * the install's scenes/) or not writable: then the current folder. */
-        if (dir[0] && (shipped_scenes(dir) || access(dir, W_OK) != 0))
-            dir[0] = '\0';
+        save_dir(dir, sizeof(dir), a->scene_path);
         snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
         ask_for(ask, PROMPT_SAVE, "save scene as", path);
         return OUTCOME_VIEW_CHANGED;
     }
+    case ACTION_RENDER:
+        do_render(a);
+        return OUTCOME_VIEW_CHANGED;
     default:
         return OUTCOME_IGNORED;
     }

@@ -1,16 +1,27 @@
 /* roles: role and scale names, and the built-in role colours (see roles.h). */
 #include "explore/roles.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "palette/palette.h"
+
+#ifndef ATTNSCOPE_DATA_CONFIGS_DIR
+#define ATTNSCOPE_DATA_CONFIGS_DIR "/usr/local/share/attnscope/configs"
+#endif
+
 const char *const role_names[ROLE_COUNT] = {
 #define X(id, name) name,
     ROLES(X)
 #undef X
 };
 
-const char *const scale_names[] = {"viridis", "magma", "gray"};
-const int n_scale_names = 3;
-const char *const diverging_names[] = {"blue-red", "purple-green"};
-const int n_diverging_names = 2;
+/* In the order of palette/palette.c's anchor tables; the sizes make the two agree. */
+const char *const scale_names[PALETTE_SEQUENTIAL] = {"viridis", "magma", "gray"};
+const int n_scale_names = PALETTE_SEQUENTIAL;
+const char *const diverging_names[PALETTE_DIVERGING] = {"blue-red", "purple-green"};
+const int n_diverging_names = PALETTE_DIVERGING;
 
 /* The 8 basic colours in the order of colors.yaml and curses. */
 enum { BLACK, RED, GREEN, YELLOW, BLUE, MAGENTA, CYAN, WHITE };
@@ -31,3 +42,48 @@ const struct color_spec role_defaults[ROLE_COUNT] = {
     [ROLE_LABEL] = {CYAN, COLOR_DEFAULT, COLOR_ATTR_BOLD, true},
     [ROLE_DIM] = {COLOR_DEFAULT, COLOR_DEFAULT, COLOR_ATTR_DIM, true},
 };
+
+/* The installed binary reads the installed configs; the tests and scripts/run point
+ * ATTNSCOPE_CONFIGS_DIR at the source tree's. Without either the built-in defaults, equal to
+ * configs/ (test_config checks), are in force. */
+const char *roles_configs_dir(void)
+{
+    const char *env = getenv("ATTNSCOPE_CONFIGS_DIR");
+    return env && env[0] ? env : ATTNSCOPE_DATA_CONFIGS_DIR;
+}
+
+void roles_load(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
+                const char *shipped_path, const char *user_path, struct diag_list *errs)
+{
+    memcpy(roles, role_defaults, sizeof(role_defaults));
+    *scale = *diverging = 0;
+    const char *paths[2] = {shipped_path, user_path};
+    for (int p = 0; p < 2; p++) {
+        if (!paths[p])
+            continue;
+        struct color_config cc;
+        if (config_load_colors(&cc, paths[p], role_names, ROLE_COUNT, scale_names, n_scale_names,
+                               diverging_names, n_diverging_names, errs) == 0) {
+            for (int r = 0; r < ROLE_COUNT && r < cc.n_roles; r++)
+                if (cc.roles[r].set)
+                    roles[r] = cc.roles[r];
+            for (int i = 0; cc.scale_set && i < n_scale_names; i++)
+                if (strcmp(cc.scale, scale_names[i]) == 0)
+                    *scale = i;
+            for (int i = 0; cc.diverging_set && i < n_diverging_names; i++)
+                if (strcmp(cc.diverging, diverging_names[i]) == 0)
+                    *diverging = i;
+        }
+        color_config_free(&cc);
+    }
+}
+
+void roles_load_default(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
+                        struct diag_list *errs)
+{
+    char shipped[1024];
+    snprintf(shipped, sizeof(shipped), "%s/colors.yaml", roles_configs_dir());
+    char *user = config_user_path("colors.yaml");
+    roles_load(roles, scale, diverging, shipped, user, errs);
+    free(user);
+}

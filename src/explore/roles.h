@@ -41,4 +41,17 @@ extern const int n_scale_names;
 extern const char *const diverging_names[];
 extern const int n_diverging_names;
 
+/* The folder of the shipped keys.yaml and colors.yaml: $ATTNSCOPE_CONFIGS_DIR (the tests and
+ * scripts/run point it at the source tree's), else the installed one. */
+const char *roles_configs_dir(void);
+/* What the colour files say, the user's over the shipped one (either path may be NULL): every
+ * role's look (starting from role_defaults) and the sequential and diverging scales (indices
+ * into scale_names and diverging_names, 0 unless chosen). A file with a problem adds it to
+ * errs and counts for nothing. The explorer's theme and `attnscope render` both use this. */
+void roles_load(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
+                const char *shipped_path, const char *user_path, struct diag_list *errs);
+/* roles_load of the shipped colors.yaml and the user's ($XDG_CONFIG_HOME/attnscope/). */
+void roles_load_default(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
+                        struct diag_list *errs);
+
 #endif

@@ -170,21 +170,7 @@ void abbreviate_start(char *out, size_t out_size, const char *s, int width)
 
 void display_token(char *out, size_t out_size, const char *token)
 {
-    /* Blanks are real tokens for the chars tokenizer: show them, or the label looks empty. */
-    size_t o = 0;
-    for (const char *p = token; *p && o + 4 < out_size; p++) {
-        const char *glyph = *p == ' '    ? "\u2423"
-                            : *p == '\t' ? "\u21e5"
-                            : *p == '\n' ? "\u21b5"
-                                         : NULL;
-        if (glyph) {
-            memcpy(out + o, glyph, 3);
-            o += 3;
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o] = '\0';
+    utf8_visible_token(out, out_size, token);
 }
 
 void draw_cell_pair(int y, int x, const char *s, int attrs, int pair)

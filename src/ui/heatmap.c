@@ -20,6 +20,7 @@
 
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/picture.h"
 #include "ui/status.h"
 
 #define CELL_W      7 /* "-0.138" and a gap */
@@ -190,70 +191,25 @@ int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, floa
     return width;
 }
 
-/* The stage's name as the title calls it. */
-static const char *stage_title(enum attn_stage s)
-{
-    static const char *const titles[STAGE_COUNT] = {
-        [STAGE_INPUTS] = "inputs",
-        [STAGE_LATENT] = "latent c (MLA)",
-        [STAGE_QUERIES] = "queries Q",
-        [STAGE_KEYS] = "keys K",
-        [STAGE_VALUES] = "values V",
-        [STAGE_QUERIES_ROTATED] = "queries rotated (RoPE)",
-        [STAGE_KEYS_ROTATED] = "keys rotated (RoPE)",
-        [STAGE_SCORES] = "scores Q\u00b7K\u1d40",
-        [STAGE_SCALED] = "scaled scores",
-        [STAGE_MASKED] = "masked scores",
-        [STAGE_WEIGHTS] = "attention weights",
-        [STAGE_DROPOUT] = "weights after dropout",
-        [STAGE_CONTEXT] = "context vectors",
-        [STAGE_CONCAT] = "all heads concatenated",
-        [STAGE_OUTPUT] = "output",
-        [STAGE_RESIDUAL1] = "residual: input + attention",
-        [STAGE_NORM1] = "norm1",
-        [STAGE_FFN_HIDDEN] = "FFN: x \u00b7 W1 + b1",
-        [STAGE_FFN_ACTIVATED] = "FFN activated",
-        [STAGE_FFN_OUT] = "FFN out: \u00b7 W2 + b2",
-        [STAGE_RESIDUAL2] = "residual: + FFN",
-        [STAGE_NORM2] = "norm2",
-        [STAGE_FINAL_NORM] = "final norm (ln_f)",
-    };
-    return s >= 0 && s < STAGE_COUNT ? titles[s] : "?";
-}
-
-/* How values become colours: the scale in force and its range. */
-struct paint {
-    enum color_scale mode; /* SCALE_BY_LOG only for values >= 0 */
-    float lo, hi, log_lo, log_hi;
-    bool diverging;
-};
-
-/* The attribute (and shade glyph, and scale step) of value x with the row's range. */
-static int paint_attr(const struct theme *t, const struct paint *pt, float x, float row_lo,
+/* The attribute (and shade glyph, and scale step) of value x with the row's range, on the
+ * palette's mapping: the same colour a picture (R, attnscope render) gives it. */
+static int paint_attr(const struct theme *t, const struct palette_map *pm, float x, float row_lo,
                       float row_hi, const char **shade, int *step)
 {
-    if (pt->mode == SCALE_BY_LOG) {
-        float y = log10f(fmaxf(x, pt->hi * 1e-4f));
-        if (step)
-            *step = theme_cell_step(y, pt->log_lo, pt->log_hi, false);
-        return theme_cell_attr(t, y, pt->log_lo, pt->log_hi, false, shade);
-    }
+    double pos = palette_map_position(pm, x, row_lo, row_hi);
     if (step)
-        *step = theme_cell_step(x, row_lo, row_hi, pt->diverging);
-    return theme_cell_attr(t, x, row_lo, row_hi, pt->diverging, shade);
+        *step = palette_step(pos);
+    return theme_position_attr(t, pos, pm->diverging, shade);
 }
 
 /* Fully zoomed in: a number in every cell, the row sums beside them. */
 static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct layout *lp,
-                         struct attn_mat_view v, bool mean, const struct paint *pt)
+                         struct attn_mat_view v, bool mean, const struct palette_map *pt)
 {
     const struct app *a = f->app;
     const struct theme *t = f->theme;
     struct rect r = hp->base.area;
     struct layout l = *lp;
-    float lo = pt->lo, hi = pt->hi, log_lo = pt->log_lo, log_hi = pt->log_hi;
-    bool diverging = pt->diverging;
-    enum color_scale mode = pt->mode;
     int shaded = t->mode != COLOR_MODE_256; /* cells spend a column on a shade block */
     int x0 = r.x + l.lw;
     int last_col = hp->left_col + l.vis_cols < v.cols ? hp->left_col + l.vis_cols : v.cols;
@@ -278,18 +234,9 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
-        float row_lo = lo, row_hi = hi;
-        if (mode == SCALE_BY_ROW) { /* this query's own range: O(n) per row drawn */
-            row_lo = INFINITY;
-            row_hi = -INFINITY;
-            for (int j = 0; j < v.cols; j++)
-                if (isfinite(row[j])) {
-                    row_lo = fminf(row_lo, row[j]);
-                    row_hi = fmaxf(row_hi, row[j]);
-                }
-            if (row_lo > row_hi)
-                row_lo = row_hi = 0;
-        }
+        float row_lo = pt->lo, row_hi = pt->hi;
+        if (pt->mode == SCALE_BY_ROW) /* this query's own range: O(n) per row drawn */
+            palette_row_range(&row_lo, &row_hi, row, v.cols);
         for (int j = hp->left_col; j < last_col; j++) {
             float x = row[j];
             char num[32], cell[64];
@@ -308,11 +255,8 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
             bool plain = isinf(x) || isnan(x) || dropped;
             if (plain)
                 attr = t->role_attr[ROLE_MASKED];
-            else if (mode == SCALE_BY_LOG)
-                attr =
-                    theme_cell_attr(t, log10f(fmaxf(x, hi * 1e-4f)), log_lo, log_hi, false, &shade);
             else
-                attr = theme_cell_attr(t, x, row_lo, row_hi, diverging, &shade);
+                attr = paint_attr(t, pt, x, row_lo, row_hi, &shade, NULL);
             if (i == a->row && j == a->col)
                 attr = theme_cursor_attr(t, attr);
             /* Without 256 colours a shade block leads the cell, after a blank, so it is never
@@ -436,7 +380,7 @@ static void draw_ruler(int y, int x0, const struct layout *l, const struct heatm
 
 /* Zoomed out: a coloured square for every block; two block rows a text row with half blocks. */
 static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct layout *l,
-                        struct attn_mat_view v, const struct paint *pt)
+                        struct attn_mat_view v, const struct palette_map *pt)
 {
     const struct app *a = f->app;
     const struct theme *t = f->theme;
@@ -591,12 +535,7 @@ static void draw(struct panel *p, struct frame *f)
         }
     }
     bool diverging = lo < 0;
-    const char *what = stage_title(a->stage);
-    if (a->stage == STAGE_INPUTS)
-        what = app_model(a)->pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
-    else if (a->stage == STAGE_MASKED && app_model(a)->causal &&
-             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX)
-        what = "softmax, future zeroed";
+    const char *what = picture_stage_title(app_model(a), a->stage);
     char title[200];
     char kv[100];
     inspect_kv_sharing(kv, sizeof(kv), a, a->head);
@@ -617,12 +556,9 @@ static void draw(struct panel *p, struct frame *f)
                  v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
     /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
-    enum color_scale mode = a->color_scale;
-    if (mode == SCALE_BY_LOG && diverging)
-        mode = SCALE_BY_MATRIX;
-    static const char *const mode_name[SCALE_BY_COUNT] = {NULL, "row scale", "log scale"};
-    const char *scale_name =
-        a->color_scale == SCALE_BY_LOG && diverging ? "log: signed, linear" : mode_name[mode];
+    struct palette_map pm;
+    palette_map_init(&pm, a->color_scale, lo, hi);
+    const char *scale_name = palette_map_label(&pm, a->color_scale);
     char named[160];
     if (l.zoomed) { /* the legend says what a cell stands for */
         zoom_legend(named, sizeof(named), a, &l);
@@ -632,17 +568,14 @@ static void draw(struct panel *p, struct frame *f)
         scale_name = named;
     }
     int legend_w = heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, scale_name);
-    /* The log scale's floor: four decades below the largest value. */
-    float log_lo = hi > 0 ? log10f(fmaxf(lo, hi * 1e-4f)) : 0, log_hi = hi > 0 ? log10f(hi) : 1;
     char clipped[256];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
 
-    struct paint pt = {mode, lo, hi, log_lo, log_hi, diverging};
     if (l.zoomed)
-        draw_zoomed(hp, f, &l, v, &pt);
+        draw_zoomed(hp, f, &l, v, &pm);
     else
-        draw_numbers(hp, f, &l, v, mean, &pt);
+        draw_numbers(hp, f, &l, v, mean, &pm);
 }
 
 /* Moves the cursor by blocks of the current zoom (single values fully zoomed in). */

@@ -9,62 +9,10 @@
 
 #include "config/config.h"
 
-struct rgb {
-    unsigned char r, g, b;
-};
-
-/* Anchor colours of each scale, evenly spaced; interpolated to SCALE_STEPS. */
-static const struct rgb scale_anchors[][5] = {
-    {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}},     /* viridis */
-    {{0, 0, 4}, {81, 18, 124}, {183, 55, 121}, {252, 137, 97}, {252, 253, 191}},     /* magma */
-    {{28, 28, 28}, {78, 78, 78}, {128, 128, 128}, {188, 188, 188}, {238, 238, 238}}, /* gray */
-};
-static const struct rgb div_anchors[][5] = {
-    {{33, 102, 172}, {103, 169, 207}, {247, 247, 247}, {239, 138, 98}, {178, 24, 43}},  /* RdBu */
-    {{118, 42, 131}, {175, 141, 195}, {247, 247, 247}, {127, 191, 123}, {27, 120, 55}}, /* PRGn */
-};
-
-/* Nearest xterm-256 colour (6x6x6 cube or gray ramp) to an RGB value that `taken` (256 flags,
- * or NULL) does not mark: a scale gives every step its own palette index, so two values a step
- * apart never share a colour. */
-static int xterm_index_free(struct rgb c, const bool *taken)
-{
-    static const int levels[6] = {0, 95, 135, 175, 215, 255};
-    int best = 16;
-    long best_d = -1;
-    for (int i = 16; i < 256; i++) {
-        if (taken && taken[i])
-            continue;
-        int r, g, b;
-        if (i < 232) {
-            int k = i - 16;
-            r = levels[k / 36], g = levels[(k / 6) % 6], b = levels[k % 6];
-        } else {
-            r = g = b = 8 + (i - 232) * 10;
-        }
-        long d = (long)(r - c.r) * (r - c.r) * 3 + (long)(g - c.g) * (g - c.g) * 4 +
-                 (long)(b - c.b) * (b - c.b) * 2;
-        if (best_d < 0 || d < best_d)
-            best_d = d, best = i;
-    }
-    return best;
-}
-
-static struct rgb lerp_anchor(const struct rgb *anchors, int step)
-{
-    double t = (double)step / (SCALE_STEPS - 1) * 4.0;
-    int i = (int)t < 4 ? (int)t : 3;
-    double f = t - i;
-    struct rgb a = anchors[i], b = anchors[i + 1];
-    return (struct rgb){(unsigned char)lround(a.r + (b.r - a.r) * f),
-                        (unsigned char)lround(a.g + (b.g - a.g) * f),
-                        (unsigned char)lround(a.b + (b.b - a.b) * f)};
-}
-
 /* Dark text on light cells and light text on dark ones, by perceived luminance. */
-static int text_on(struct rgb c)
+static int text_on(struct palette_rgb c)
 {
-    return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140 ? COLOR_BLACK : 15;
+    return palette_text_dark(c) ? COLOR_BLACK : 15;
 }
 
 /* Pairs numbered compactly: an 8-colour xterm has only 64, and a pair past that is refused by
@@ -85,17 +33,6 @@ static int pair_attr(int pair, int fg, int bg)
     return (int)COLOR_PAIR(pair);
 }
 
-void theme_scale_indices(int out[SCALE_STEPS], int scale, bool diverging)
-{
-    bool taken[256] = {false};
-    for (int s = 0; s < SCALE_STEPS; s++) {
-        struct rgb c =
-            diverging ? lerp_anchor(div_anchors[scale], s) : lerp_anchor(scale_anchors[scale], s);
-        out[s] = xterm_index_free(c, taken);
-        taken[out[s]] = true;
-    }
-}
-
 /* Step s of a half-block pair's colour, -1 (the background) for HALF_STEPS - 1. */
 static int half_color(const int *palette, int s)
 {
@@ -105,8 +42,8 @@ static int half_color(const int *palette, int s)
 static void init_scales(struct theme *t)
 {
     int seq[SCALE_STEPS], div[SCALE_STEPS];
-    theme_scale_indices(seq, t->scale, false);
-    theme_scale_indices(div, t->diverging, true);
+    palette_xterm_indices(seq, t->scale, false);
+    palette_xterm_indices(div, t->diverging, true);
     t->halves = t->mode == COLOR_MODE_256 && COLOR_PAIRS >= PAIR_HALF_END;
     for (int k = 0; t->halves && k < 2; k++)
         for (int u = 0; u < HALF_STEPS; u++)
@@ -115,8 +52,8 @@ static void init_scales(struct theme *t)
                           (short)half_color(k ? div : seq, u), (short)half_color(k ? div : seq, l));
     for (int s = 0; s < SCALE_STEPS; s++) {
         if (t->mode == COLOR_MODE_256) {
-            struct rgb c = lerp_anchor(scale_anchors[t->scale], s);
-            struct rgb d = lerp_anchor(div_anchors[t->diverging], s);
+            struct palette_rgb c = palette_anchor_rgb(t->scale, false, s);
+            struct palette_rgb d = palette_anchor_rgb(t->diverging, true, s);
             t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s, text_on(c), seq[s]);
             t->div_attr[s] = pair_attr(PAIR_DIV0 + s, text_on(d), div[s]);
         } else if (t->mode == COLOR_MODE_8) {
@@ -163,26 +100,7 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
         use_default_colors();
 
     struct color_spec roles[ROLE_COUNT];
-    memcpy(roles, role_defaults, sizeof(roles));
-    const char *paths[2] = {shipped_path, user_path};
-    for (int p = 0; p < 2; p++) {
-        if (!paths[p])
-            continue;
-        struct color_config cc;
-        if (config_load_colors(&cc, paths[p], role_names, ROLE_COUNT, scale_names, n_scale_names,
-                               diverging_names, n_diverging_names, errs) == 0) {
-            for (int r = 0; r < ROLE_COUNT && r < cc.n_roles; r++)
-                if (cc.roles[r].set)
-                    roles[r] = cc.roles[r];
-            for (int i = 0; cc.scale_set && i < n_scale_names; i++)
-                if (strcmp(cc.scale, scale_names[i]) == 0)
-                    t->scale = i;
-            for (int i = 0; cc.diverging_set && i < n_diverging_names; i++)
-                if (strcmp(cc.diverging, diverging_names[i]) == 0)
-                    t->diverging = i;
-        }
-        color_config_free(&cc);
-    }
+    roles_load(roles, &t->scale, &t->diverging, shipped_path, user_path, errs);
 
     for (int r = 0; r < ROLE_COUNT; r++) {
         int attr = spec_attrs(roles[r].attrs);
@@ -208,26 +126,9 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
     init_scales(t);
 }
 
-/* The position of v on the scale, 0..1. */
-static double scale_position(float v, float lo, float hi, bool diverging)
-{
-    double f;
-    if (diverging) {
-        double m = fmax(fabs(lo), fabs(hi));
-        f = m > 0 ? 0.5 + 0.5 * v / m : 0.5;
-    } else {
-        f = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-    }
-    if (!(f >= 0))
-        f = 0;
-    if (f > 1)
-        f = 1;
-    return f;
-}
-
 int theme_cell_step(float v, float lo, float hi, bool diverging)
 {
-    return (int)(scale_position(v, lo, hi, diverging) * (SCALE_STEPS - 1) + 0.5);
+    return palette_step(palette_position(v, lo, hi, diverging));
 }
 
 int theme_half_pair(const struct theme *t, bool diverging, int upper, int lower)
@@ -258,9 +159,13 @@ bool theme_half_pair_name(const struct theme *t, int pair, char *out, size_t siz
 int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
                     const char **shade)
 {
+    return theme_position_attr(t, palette_position(v, lo, hi, diverging), diverging, shade);
+}
+
+int theme_position_attr(const struct theme *t, double f, bool diverging, const char **shade)
+{
     static const char *const shades[5] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
-    double f = scale_position(v, lo, hi, diverging);
-    int step = (int)(f * (SCALE_STEPS - 1) + 0.5);
+    int step = palette_step(f);
     if (shade) {
         /* Shade blocks carry the level where colour cannot: magnitude for signed scales. */
         double level = diverging ? fabs(f - 0.5) * 2 : f;

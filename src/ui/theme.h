@@ -14,10 +14,11 @@
 #include "common/diag.h"
 #include "config/config.h"
 #include "explore/roles.h"
+#include "palette/palette.h"
 
 enum color_mode { COLOR_MODE_MONO, COLOR_MODE_8, COLOR_MODE_256 };
 
-#define SCALE_STEPS 24 /* colour steps of a heatmap scale: values 1/23 apart never share one */
+#define SCALE_STEPS PALETTE_STEPS /* colour steps of a heatmap scale (palette/palette.h) */
 
 struct theme {
     enum color_mode mode;
@@ -34,10 +35,8 @@ struct theme {
 };
 
 /* Picks the mode (NO_COLOR, COLORS) and sets up colour pairs. Call after start_color().
- * Loads configs/colors.yaml then the user's colors.yaml over it; problems go to errs. */
-/* The xterm-256 palette index of each step of scale `scale` (sequential, or diverging), all
- * different: the nearest free colour to the scale's colour at that step. */
-void theme_scale_indices(int out[SCALE_STEPS], int scale, bool diverging);
+ * Loads configs/colors.yaml then the user's colors.yaml over it; problems go to errs. The
+ * 256-colour mode draws palette_xterm_indices of the chosen scales. */
 void theme_init(struct theme *t, const char *shipped_path, const char *user_path,
                 struct diag_list *errs);
 
@@ -45,6 +44,8 @@ void theme_init(struct theme *t, const char *shipped_path, const char *user_path
  * stages use the diverging scale symmetric around 0. */
 int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
                     const char **shade);
+/* The same for a position 0..1 on the scale (palette_map_position). */
+int theme_position_attr(const struct theme *t, double position, bool diverging, const char **shade);
 /* The step (0 .. SCALE_STEPS - 1) of value v on the scale, as theme_cell_attr picks it. */
 int theme_cell_step(float v, float lo, float hi, bool diverging);
 /* The pair of a half-block cell: the upper block's step in front, the lower's behind; a step of

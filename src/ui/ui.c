@@ -31,19 +31,6 @@
 #include "ui/stagebar.h"
 #include "scenefile/scenefile.h"
 
-#ifndef ATTNSCOPE_DATA_CONFIGS_DIR
-#define ATTNSCOPE_DATA_CONFIGS_DIR "/usr/local/share/attnscope/configs"
-#endif
-
-/* The installed binary reads the installed configs; the tests and scripts/run point
- * ATTNSCOPE_CONFIGS_DIR at the source tree's. Without either the built-in defaults, equal to
- * configs/ (test_config checks), are in force. */
-const char *ui_configs_dir(void)
-{
-    const char *env = getenv("ATTNSCOPE_CONFIGS_DIR");
-    return env && env[0] ? env : ATTNSCOPE_DATA_CONFIGS_DIR;
-}
-
 void ui_invalidate(struct ui *ui)
 {
     for (int i = 0; i < PANEL_COUNT; i++)
@@ -92,14 +79,17 @@ void ui_resize(struct ui *ui)
 static void load_configs(struct ui *ui)
 {
     char keys_path[1024], colors_path[1024];
-    snprintf(keys_path, sizeof(keys_path), "%s/keys.yaml", ui_configs_dir());
-    snprintf(colors_path, sizeof(colors_path), "%s/colors.yaml", ui_configs_dir());
+    snprintf(keys_path, sizeof(keys_path), "%s/keys.yaml", roles_configs_dir());
+    snprintf(colors_path, sizeof(colors_path), "%s/colors.yaml", roles_configs_dir());
     char *user_keys = config_user_path("keys.yaml");
     char *user_colors = config_user_path("colors.yaml");
     struct diag_list errs;
     diag_list_init(&errs);
     keymap_load(&ui->keymap, keys_path, user_keys, &errs);
     theme_init(&ui->theme, colors_path, user_colors, &errs);
+    /* Pictures (R) draw with the scales the screen does. */
+    ui->app.palette_scale = ui->theme.scale;
+    ui->app.palette_diverging = ui->theme.diverging;
     if (errs.n > 0) {
         const struct diag *d = &errs.items[0];
         const char *base = strrchr(d->file, '/');

@@ -80,7 +80,4 @@ void ui_dump(const struct ui *ui, FILE *out);
 /* Marks every panel dirty. */
 void ui_invalidate(struct ui *ui);
 
-/* Where the shipped configs live: $ATTNSCOPE_CONFIGS_DIR, else the installed datadir. */
-const char *ui_configs_dir(void);
-
 #endif

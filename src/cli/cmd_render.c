@@ -1,0 +1,149 @@
+/* render: one view of a scene as an SVG heatmap for slides (explore/picture, export/svg).
+ *
+ *   attnscope render SCENE --stage weights --head 1 -o head1.svg
+ *   attnscope render SCENE --all-heads --layer 5 --scale row --values -o layer5.svg
+ *
+ * The colours are the explorer's: the same scale steps and the RGB of the xterm-256 colours it
+ * shows, with the scales colors.yaml chooses. The file is written all or nothing; an existing
+ * file is replaced only when it is an SVG (never a scene given by mistake as -o).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "common/fsutil.h"
+#include "explore/picture.h"
+#include "explore/roles.h"
+
+/* True when the file at path reads as SVG (an earlier picture): "<svg" near its start. */
+static bool looks_like_svg(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char head[1025];
+    size_t n = fread(head, 1, sizeof(head) - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    return strstr(head, "<svg") != NULL;
+}
+
+static void usage_stages(void)
+{
+    fprintf(stderr, "attnscope render: stages:");
+    for (int s = 0; s < STAGE_COUNT; s++)
+        fprintf(stderr, "%s %s", s ? "," : "", attn_stage_name((enum attn_stage)s));
+    fputs("\nTry 'attnscope --help'.\n", stderr);
+}
+
+int cmd_render(int argc, char **argv)
+{
+    const char *stage_arg = NULL, *head_arg = NULL, *layer_arg = NULL, *scale_arg = NULL;
+    const char *all_arg = NULL, *mean_arg = NULL, *values_arg = NULL, *out = NULL;
+    const struct cli_opt opts[] = {
+        {"stage", 's', true, &stage_arg},    {"head", 'H', true, &head_arg},
+        {"all-heads", 'a', false, &all_arg}, {"mean", 0, false, &mean_arg},
+        {"layer", 'l', true, &layer_arg},    {"values", 0, false, &values_arg},
+        {"scale", 0, true, &scale_arg},      {"output", 'o', true, &out},
+    };
+    const char *pos[1];
+    int n_pos;
+    bool help;
+    int rc = cli_parse("render", argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])), pos, 1,
+                       &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    if (help) {
+        cli_print_help(stdout);
+        return CLI_OK;
+    }
+    if (!out || !out[0])
+        return cli_usage_error("render", "missing -o FILE.svg");
+    struct stat st;
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+        return cli_usage_error("render", "'%s' is a folder; -o takes a file name", out);
+    int stage = STAGE_WEIGHTS, head = 0, layer = 0, scale = SCALE_BY_MATRIX;
+    if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0) {
+        fprintf(stderr, "attnscope render: unknown stage '%s'\n", stage_arg);
+        usage_stages();
+        return CLI_USAGE;
+    }
+    if (scale_arg && (scale = palette_scale_parse(scale_arg)) < 0)
+        return cli_usage_error("render", "unknown scale '%s' (matrix, row or log)", scale_arg);
+    if ((head_arg != NULL) + (all_arg != NULL) + (mean_arg != NULL) > 1)
+        return cli_usage_error("render", "--head, --all-heads and --mean exclude each other");
+    if (head_arg && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS, &head) != 0)
+        return cli_usage_error("render", "invalid head '%s' (a number from 0)", head_arg);
+    if (layer_arg && cli_parse_int(layer_arg, 0, SCENE_MAX_LAYERS, &layer) != 0)
+        return cli_usage_error("render", "invalid layer '%s' (a number from 0)", layer_arg);
+
+    struct cli_scene cs;
+    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
+    if (rc != CLI_OK)
+        return rc;
+    /* A head, layer or stage the scene does not have is a wrong command line. */
+    const char *who = cs.from_file ? cs.name : "attnscope render";
+    const struct attn_model *m0 = &cs.net.model[0];
+    rc = CLI_USAGE;
+    if (head >= m0->heads) {
+        fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n", who, head, m0->heads,
+                m0->heads == 1 ? "" : "s");
+    } else if (layer >= cs.net.layers) {
+        fprintf(stderr, "%s: layer %d out of range (scene has %d layer%s)\n", who, layer,
+                cs.net.layers, cs.net.layers == 1 ? "" : "s");
+    } else if (!attn_stage_present(&cs.net.model[layer], (enum attn_stage)stage)) {
+        enum attn_stage order[STAGE_COUNT];
+        int n_order = attn_stage_order(order, &cs.net.model[layer]);
+        fprintf(stderr, "%s: %s has no stage %s; its stages:", who,
+                cs.net.layers > 1 ? "this layer" : "this scene",
+                attn_stage_name((enum attn_stage)stage));
+        for (int i = 0; i < n_order; i++)
+            fprintf(stderr, "%s %s", i ? "," : "", attn_stage_name(order[i]));
+        fputs("\n", stderr);
+    } else if (fsutil_exists(out) && !looks_like_svg(out)) {
+        fprintf(stderr, "%s: exists and is not an SVG; not replacing it\n", out);
+        rc = CLI_INVALID;
+    } else {
+        rc = CLI_OK;
+    }
+    if (rc != CLI_OK) {
+        cli_scene_close(&cs);
+        return rc;
+    }
+
+    /* The explorer's colour scales: colors.yaml's choice, problems said but not fatal. */
+    struct color_spec roles[ROLE_COUNT];
+    struct picture_view v = {
+        .layer = layer,
+        .stage = (enum attn_stage)stage,
+        .head = all_arg    ? PICTURE_ALL_HEADS
+                : mean_arg ? PICTURE_HEAD_MEAN
+                           : head,
+        .scale = (enum color_scale)scale,
+        .values = values_arg != NULL,
+    };
+    struct diag_list errs;
+    diag_list_init(&errs);
+    roles_load_default(roles, &v.seq_scale, &v.div_scale, &errs);
+    for (int i = 0; i < errs.n; i++) {
+        diag_print(stderr, &errs.items[i], NULL, 0);
+        fprintf(stderr, "attnscope render: %s ignored, its default colours used\n",
+                errs.items[i].file);
+    }
+    diag_list_free(&errs);
+
+    char variant[256], title[600];
+    attn_scene_describe(variant, sizeof(variant), &cs.scene);
+    snprintf(title, sizeof(title), "%.500s", cs.scene.title ? cs.scene.title : variant);
+    struct diag err;
+    diag_clear(&err);
+    if (picture_write(out, true, &cs.net, title, &v, &err) != 0) {
+        diag_print(stderr, &err, NULL, 0);
+        rc = CLI_INVALID;
+    } else {
+        printf("%s: wrote %s\n", out, cs.name);
+    }
+    cli_scene_close(&cs);
+    return rc;
+}

@@ -1,0 +1,103 @@
+/* test_palette: the colour scales' numbers, which the terminal and the SVG pictures share: the
+ * xterm-256 palette's RGB, every scale's steps on distinct colours, positions on the linear,
+ * diverging, row and log scales, and the legend's names for them. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "palette/palette.h"
+
+static void test_xterm_rgb(void **state)
+{
+    (void)state;
+    struct palette_rgb c = palette_xterm_rgb(16); /* the cube's corners */
+    assert_true(c.r == 0 && c.g == 0 && c.b == 0);
+    c = palette_xterm_rgb(231);
+    assert_true(c.r == 255 && c.g == 255 && c.b == 255);
+    c = palette_xterm_rgb(16 + 36 * 1 + 6 * 2 + 3); /* levels 95, 135, 175 */
+    assert_true(c.r == 95 && c.g == 135 && c.b == 175);
+    c = palette_xterm_rgb(232); /* the gray ramp: 8, 18, ..., 238 */
+    assert_true(c.r == 8 && c.g == 8 && c.b == 8);
+    c = palette_xterm_rgb(255);
+    assert_true(c.r == 238 && c.g == 238 && c.b == 238);
+}
+
+/* viridis as the explorer shows it: its ends are xterm 53 (#5f005f) and 220 (#ffd700), and no
+ * two steps of any scale share a colour. */
+static void test_scale_steps(void **state)
+{
+    (void)state;
+    int idx[PALETTE_STEPS];
+    palette_xterm_indices(idx, 0, false);
+    assert_int_equal(idx[0], 53);
+    assert_int_equal(idx[PALETTE_STEPS - 1], 220);
+    for (int d = 0; d < 2; d++)
+        for (int sc = 0; sc < (d ? PALETTE_DIVERGING : PALETTE_SEQUENTIAL); sc++) {
+            palette_xterm_indices(idx, sc, d);
+            for (int a = 0; a < PALETTE_STEPS; a++)
+                for (int b = a + 1; b < PALETTE_STEPS; b++)
+                    assert_int_not_equal(idx[a], idx[b]);
+        }
+    struct palette_rgb first = palette_anchor_rgb(0, false, 0);
+    assert_true(first.r == 68 && first.g == 1 && first.b == 84);
+    assert_false(palette_text_dark(first));
+    assert_true(palette_text_dark(palette_anchor_rgb(0, false, PALETTE_STEPS - 1)));
+}
+
+static void test_positions(void **state)
+{
+    (void)state;
+    assert_float_equal(palette_position(0.25f, 0, 1, false), 0.25, 1e-7);
+    assert_float_equal(palette_position(2, 0, 1, false), 1, 0);     /* clamped */
+    assert_float_equal(palette_position(NAN, 0, 1, false), 0, 0);   /* NaN at the bottom */
+    assert_float_equal(palette_position(1, 1, 1, false), 0.5, 0);   /* a flat matrix: the middle */
+    assert_float_equal(palette_position(-1, -1, 0.5f, true), 0, 0); /* diverging around 0 */
+    assert_float_equal(palette_position(0, -1, 0.5f, true), 0.5, 0);
+    assert_float_equal(palette_position(0.5f, -1, 0.5f, true), 0.75, 1e-7);
+    assert_int_equal(palette_step(0), 0);
+    assert_int_equal(palette_step(1), PALETTE_STEPS - 1);
+    assert_int_equal(palette_step(0.5), 12);
+}
+
+static void test_maps(void **state)
+{
+    (void)state;
+    struct palette_map m;
+    palette_map_init(&m, SCALE_BY_LOG, 0, 1);
+    assert_int_equal(m.mode, SCALE_BY_LOG);
+    assert_string_equal(palette_map_label(&m, SCALE_BY_LOG), "log scale");
+    assert_float_equal(palette_map_position(&m, 1, 0, 0), 1, 1e-6);
+    assert_float_equal(palette_map_position(&m, 0.01f, 0, 0), 0.5, 1e-6); /* 2 of 4 decades */
+    assert_float_equal(palette_map_position(&m, 0, 0, 0), 0, 1e-6);       /* the floor */
+    palette_map_init(&m, SCALE_BY_LOG, -2, 1); /* signed: no log, and the legend says so */
+    assert_int_equal(m.mode, SCALE_BY_MATRIX);
+    assert_true(m.diverging);
+    assert_string_equal(palette_map_label(&m, SCALE_BY_LOG), "log: signed, linear");
+    palette_map_init(&m, SCALE_BY_ROW, 0, 1);
+    float row[4] = {0.1f, -INFINITY, 0.3f, 0.2f}, lo, hi;
+    palette_row_range(&lo, &hi, row, 4);
+    assert_float_equal(lo, 0.1f, 0);
+    assert_float_equal(hi, 0.3f, 0);
+    assert_float_equal(palette_map_position(&m, 0.2f, lo, hi), 0.5, 1e-6);
+    assert_string_equal(palette_map_label(&m, SCALE_BY_ROW), "row scale");
+    palette_map_init(&m, SCALE_BY_MATRIX, 0, 1);
+    assert_null(palette_map_label(&m, SCALE_BY_MATRIX));
+    assert_int_equal(palette_scale_parse("row"), SCALE_BY_ROW);
+    assert_int_equal(palette_scale_parse("rows"), -1);
+    assert_string_equal(palette_scale_name(SCALE_BY_LOG), "log");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_xterm_rgb),
+        cmocka_unit_test(test_scale_steps),
+        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_maps),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
