@@ -28,5 +28,14 @@ have=$(sed -n '/inspector writes the softmax out:/,/^The same numbers/p' "$readm
   sed -n '/^```$/,/^```$/p' | sed '1d;$d')
 check "README example screen is the golden screen 02-softmax-journey" "$want" "$have"
 
+# Screens the README shows between <!-- screen:NAME:begin --> and <!-- screen:NAME:end -->.
+for name in $(sed -n 's/^<!-- screen:\(.*\):begin -->$/\1/p' "$readme"); do
+  screen="$(dirname "$0")/screens/$name.screen"
+  want=$(sed '/^-- attributes$/,$d' "$screen" | cat -s | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}')
+  have=$(sed -n "/<!-- screen:$name:begin -->/,/<!-- screen:$name:end -->/p" "$readme" |
+    sed -n '/^```$/,/^```$/p' | sed '1d;$d')
+  check "README screen $name is the golden screen" "$want" "$have"
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -461,6 +461,39 @@ static void test_heads(void **state)
     run_free(&r);
 }
 
+/* The shipped induction model (models/induction) names its two heads: layer 0's the previous-
+ * token head, layer 1's the induction head, far above the other (README's table: 0.56, 0.77).
+ * Bounds, not digits: another CPU's OpenBLAS kernels may move the last decimals. */
+static void test_heads_of_the_shipped_model(void **state)
+{
+    (void)state;
+    char scene[4200];
+    scene_path(scene, sizeof(scene), "29-induction-head.yaml");
+    struct run r = RUN("heads", scene, "--csv");
+    expect_status(&r, 0);
+    double v[2][5];
+    const char *row0 = strstr(r.out, "\n0,0,"), *row1 = strstr(r.out, "\n1,0,");
+    assert_non_null(row0);
+    assert_non_null(row1);
+    assert_int_equal(
+        sscanf(row0 + 5, "%lf,%lf,%lf,%lf,%lf", &v[0][0], &v[0][1], &v[0][2], &v[0][3], &v[0][4]),
+        5);
+    assert_int_equal(
+        sscanf(row1 + 5, "%lf,%lf,%lf,%lf,%lf", &v[1][0], &v[1][1], &v[1][2], &v[1][3], &v[1][4]),
+        5);
+    assert_true(v[1][1] > 0.75 && v[1][1] < 0.80); /* induction, layer 1 */
+    assert_true(v[0][1] < 0.01);                   /* ... and not layer 0 */
+    assert_true(v[0][0] > 0.54 && v[0][0] < 0.58); /* previous token, layer 0 */
+    assert_true(v[1][0] < 0.05);                   /* ... and not layer 1 */
+    assert_null(strstr(r.out, "\n2,"));            /* two layers, one head each */
+    run_free(&r);
+    r = RUN("heads", scene);
+    expect_status(&r, 0);
+    expect_contains(r.out, "# 2 layers \u00d7 1 head");
+    expect_contains(r.out, "induction L1 H0 (0.77)");
+    run_free(&r);
+}
+
 /* Output that never arrives is an error for every command: exit 1 and a message. */
 static void test_stdout_errors(void **state)
 {
@@ -649,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_export_writes_files),
         cmocka_unit_test(test_systems_print_and_export),
         cmocka_unit_test(test_heads),
+        cmocka_unit_test(test_heads_of_the_shipped_model),
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),

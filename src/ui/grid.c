@@ -100,17 +100,19 @@ static void thumb_draw(struct panel *p, struct frame *f)
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
     int layers = a->net.layers, pl = per_layer(a);
+    /* One tile a layer: a stage the heads share, or a model of one head (its own). */
+    bool shared = !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1;
     float lo, hi;
     range_get(&gp->range, a, layers > 1 ? -2 : -1, &lo, &hi);
     bool diverging = lo < 0;
     char title[128];
     if (layers > 1)
-        snprintf(title, sizeof(title), "model view: %d layers \u00d7 %d heads \u00b7 %s%s", layers,
-                 app_model(a)->heads, attn_stage_name(a->stage),
-                 pl == 1 ? " (shared by the heads)" : "");
+        snprintf(title, sizeof(title), "model view: %d layers \u00d7 %d head%s \u00b7 %s%s", layers,
+                 app_model(a)->heads, app_model(a)->heads == 1 ? "" : "s",
+                 attn_stage_name(a->stage), shared ? " (shared by the heads)" : "");
     else
         snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
-                 attn_stage_name(a->stage), n == 1 ? " (shared by all heads)" : "");
+                 attn_stage_name(a->stage), shared ? " (shared by all heads)" : "");
     int legend_w = heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
     char clipped[160];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
@@ -127,7 +129,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
         if (layers > 1)
             snprintf(where, sizeof(where), "L%d ", L);
         if (pl == 1)
-            snprintf(label, sizeof(label), "%sshared", where);
+            snprintf(label, sizeof(label), "%s%s", where, shared ? "shared" : "h0");
         else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
             snprintf(label, sizeof(label), "%s%s%d \u00b7 KV %d", where, layers > 1 ? "h" : "head ",
                      h, h / (m->heads / m->kv_heads)); /* who shares a KV head */
@@ -451,8 +453,10 @@ static void heads_draw(struct panel *p, struct frame *f)
     bool diverging = lo < 0;
 
     char title[160], scale[96] = "";
-    snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
-             attn_stage_name(a->stage), T == 1 ? " (shared by all heads)" : "");
+    bool shared = T == 1 && app_model(a)->heads > 1; /* one head's own tile is not shared */
+    snprintf(title, sizeof(title), "all %d head%s \u00b7 %s%s", app_model(a)->heads,
+             app_model(a)->heads == 1 ? "" : "s", attn_stage_name(a->stage),
+             shared ? " (shared by all heads)" : "");
     if (hl.kind == CELLS_BLOCKS)
         snprintf(scale, sizeof(scale), "1 cell = %d\u00d7%d %s, %s", hl.grid.br, hl.grid.bc,
                  attn_stage_is_square(a->stage) ? "tokens" : "values", block_agg_name(agg));
@@ -474,7 +478,7 @@ static void heads_draw(struct panel *p, struct frame *f)
         const struct attn_model *m = app_model(a);
         char label[48];
         if (T == 1)
-            snprintf(label, sizeof(label), "shared");
+            snprintf(label, sizeof(label), shared ? "shared" : "head 0");
         else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
             snprintf(label, sizeof(label), "head %d \u00b7 KV %d", tile,
                      tile / (m->heads / m->kv_heads));
@@ -565,7 +569,10 @@ static void heads_draw(struct panel *p, struct frame *f)
         snprintf(col_tok, sizeof(col_tok), "d%d", a->col);
     size_t o = (size_t)snprintf(footer, sizeof(footer),
                                 "%s \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
-                                T > 1 ? "" : "shared", a->row, row_tok, a->col, col_tok);
+                                T > 1    ? ""
+                                : shared ? "shared"
+                                         : "head 0",
+                                a->row, row_tok, a->col, col_tok);
     if (T > 1) /* the head first: which tile the cursor is in */
         o = (size_t)snprintf(footer, sizeof(footer),
                              "head %d \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",

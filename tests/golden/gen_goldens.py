@@ -1414,6 +1414,11 @@ def generate(path):
     return stem, sc, res
 
 
+def on_checkpoint(path):
+    with open(path, encoding="utf-8") as f:
+        return "model" in (yaml.safe_load(f) or {})
+
+
 def main(argv):
     self_test()
     paths = argv[1:]
@@ -1427,6 +1432,8 @@ def main(argv):
             for d in os.listdir(OUT_ROOT):
                 if d not in keep:
                     shutil.rmtree(os.path.join(OUT_ROOT, d))
+        # Scenes on a checkpoint (model:) are gen_gpt2.py's: it runs them as GPT-2 does.
+        paths = [p for p in paths if not on_checkpoint(p)]
     results = {}
     for p in paths:
         stem, sc, res = generate(p)
