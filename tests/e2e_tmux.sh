@@ -337,5 +337,16 @@ check "long: the cursor kept the row the step reached" long \
   wait_for long "row 5 “the” · column 0 “trees”"
 T kill-session -t long
 
+# 15. The shipped trained model (models/induction): it opens on layer 1's induction head, where
+# the second " moon" looks at the " king" that followed the first; { goes to layer 0's
+# previous-token head, and the inspector names each head by its score.
+start ind 150 45 "$BIN $SRC/scenes/29-induction-head.yaml"
+check "induction: opens on layer 1's head" ind wait_for ind "layer 1 · head 0 (of 1) · attention weights"
+check "induction: the second moon looks at the king after the first" ind \
+  wait_for ind "␣moon    0.278  0.091  0.621"
+keys ind "{"
+check "induction: { shows layer 0" ind wait_for ind "layer 0 · head 0 (of 1)"
+T kill-session -t ind
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
