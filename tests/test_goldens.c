@@ -374,7 +374,7 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
     for (int L = 0; L <= s->n_more; L++)
         masks |= attn_scene_layer_weights(s, L)->dropout_mask != NULL;
     int bad = 0;
-    for (int edit = 0; edit < 4; edit++) {
+    for (int edit = 0; edit < 6; edit++) {
         struct attn_scene e;
         if (attn_scene_copy(&e, s))
             fail_msg("out of memory");
@@ -387,6 +387,10 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
                 e.attn.mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX : MASK_BEFORE_SOFTMAX;
         else if (edit == 3)
             e.attn.normalize = e.attn.normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX;
+        else if (edit == 4) /* split heads cut again: half as many, or twice as many */
+            e.attn.heads = e.attn.heads % 2 == 0 ? e.attn.heads / 2 : e.attn.heads * 2;
+        else if (edit == 5) /* and back */
+            e.attn.heads = s->attn.heads;
         struct diag_list problems;
         diag_list_init(&problems);
         bool valid = attn_scene_check(&e, &problems) == 0;
@@ -623,7 +627,9 @@ static void test_scene(void **state)
         PROBLEM("%s: the engine has tokens.csv but there is no golden for it\n", sc->stem);
     /* last: it recomputes the net for edited scenes */
     if (option_edits_match(&net, &s, sc->stem) != 0)
-        PROBLEM("%s: an edit of dropout or the mask differs from a fresh computation\n", sc->stem);
+        PROBLEM("%s: an edit of dropout, the mask or the heads differs from a fresh "
+                "computation\n",
+                sc->stem);
     for (int k = 0; k < l.n; k++) {
         if (!l.items[k].found)
             PROBLEM("%s: the engine has %s but there is no golden for it\n", sc->stem,

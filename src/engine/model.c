@@ -38,6 +38,8 @@ static void take(struct attn_model *m, float **dst, const struct attn_matrix *sr
 /* Every float buffer of a model, with its size in floats: freeing and copying a model both go
  * through this one list. out: (MODEL_BUFS); returns how many. */
 #define MODEL_BUFS 28
+_Static_assert(MODEL_BUFS <= sizeof(((struct attn_model *)0)->borrowed) / sizeof(const float *),
+               "a model can borrow every buffer it has");
 struct model_buf {
     float **p;
     size_t count;
@@ -536,21 +538,29 @@ oom:
     return diag_set(err, "", "out of memory while building the scene's parameters");
 }
 
-/* dst = a copy of count floats of src (NULL stays NULL); a borrowed pointer is shared. */
-static int clone_buf(struct attn_model *m, float **dst, const struct attn_model *old,
-                     const float *src, size_t count)
+/* dst = src, borrowed: m reads old's buffer and never frees it (see attn_model_adopt). */
+static void share_buf(struct attn_model *m, float **dst, const float *src)
 {
-    *dst = NULL;
-    if (!src)
-        return 0;
-    if (is_borrowed(old, src)) {
-        *dst = (float *)(uintptr_t)src;
+    *dst = (float *)(uintptr_t)src;
+    if (src && !is_borrowed(m, src))
         m->borrowed[m->n_borrowed++] = src;
+}
+
+/* The split heads cut again: head_dim, the KV sharing and RoPE's angles follow the count. */
+static int recut_heads(struct attn_model *m, const struct attn_scene *s)
+{
+    m->heads = s->attn.heads;
+    m->head_dim = attn_scene_head_dim(s);
+    m->kv_heads = attn_scene_kv_heads(s);
+    m->Dkv = attn_scene_kv_dim(s);
+    if (!m->rope)
         return 0;
-    }
-    if (!(*dst = falloc(count)))
+    size_t half = (size_t)m->n * (size_t)(m->head_dim / 2);
+    m->rope_cos = falloc(half); /* the old tables stay old's (borrowed here) */
+    m->rope_sin = falloc(half);
+    if (!m->rope_cos || !m->rope_sin)
         return -1;
-    memcpy(*dst, src, count * sizeof(float));
+    rope_tables(m->rope_cos, m->rope_sin, m->n, m->head_dim, s->pos.offset, s->pos.base);
     return 0;
 }
 
@@ -563,7 +573,7 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
     for (int L = 0; L < layers; L++) {
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
-        *m = *o; /* the shapes and every option; the buffers are copied below */
+        *m = *o; /* the shapes and every option; the buffers are shared below */
         m->n_borrowed = 0;
         m->keep = NULL;
         m->ids = NULL;
@@ -572,10 +582,7 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
         int k = model_bufs(dst, m);
         model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
         for (int i = 0; i < k; i++)
-            *dst[i].p = NULL; /* nothing of old's is freed with m on a failure */
-        for (int i = 0; i < k; i++)
-            if (clone_buf(m, dst[i].p, o, *src[i].p, src[i].count))
-                goto oom;
+            share_buf(m, dst[i].p, *src[i].p);
         if (!(m->tokens = attn_tokens_dup(o->tokens, o->n)))
             goto oom;
         if (o->ids) {
@@ -583,6 +590,8 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
                 goto oom;
             memcpy(m->ids, o->ids, (size_t)o->n * sizeof(int));
         }
+        if (m->heads != s->attn.heads && recut_heads(m, s))
+            goto oom;
         set_options(m, s); /* what may differ: the options that draw nothing */
     }
     for (int L = 0; L < layers; L++)
@@ -593,6 +602,33 @@ oom:
     for (int L = 0; L < layers; L++)
         attn_model_free(&out[L]);
     return diag_set(err, "", "out of memory while building the scene's parameters");
+}
+
+/* True when p is one of m's buffers (owned or borrowed). */
+static bool holds(struct attn_model *m, const float *p)
+{
+    struct model_buf bufs[MODEL_BUFS];
+    for (int i = 0, k = model_bufs(bufs, m); i < k; i++)
+        if (*bufs[i].p == p)
+            return true;
+    return false;
+}
+
+void attn_model_adopt(struct attn_model *m, struct attn_model *old)
+{
+    struct model_buf bufs[MODEL_BUFS];
+    int k = model_bufs(bufs, m);
+    for (int i = 0; i < k; i++) {
+        const float *p = *bufs[i].p;
+        if (!p || !is_borrowed(m, p) || is_borrowed(old, p) || !holds(old, p))
+            continue; /* m's own, or a checkpoint's both borrow */
+        for (int j = 0; j < m->n_borrowed; j++)
+            if (m->borrowed[j] == p) {
+                m->borrowed[j] = m->borrowed[--m->n_borrowed];
+                break;
+            }
+        old->borrowed[old->n_borrowed++] = p;
+    }
 }
 
 int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct diag *err)

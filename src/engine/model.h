@@ -72,7 +72,7 @@ struct attn_model {
 
     /* Parameters that point into a checkpoint's mapping (the scene's borrowed matrices):
      * attn_model_free leaves them alone. */
-    const float *borrowed[24];
+    const float *borrowed[32]; /* at least every buffer of the model (model.c's MODEL_BUFS) */
     int n_borrowed;
 };
 
@@ -90,12 +90,17 @@ int attn_model_resolve_layers(struct attn_model *out, int layers, const struct a
 int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const struct attn_scene *s,
                                   struct attn_rng *after_params, struct diag *err);
 /* A scene that differs from old's only in options that draw nothing but dropout masks
- * (causal, mask_mode, normalize, scale, dropout, dropout_seed, dropout_mask): old's numbers
- * copied, the options and masks new (the masks drawn from after_params). An edit of dropout
- * or the mask never pays for drawing every parameter again. */
+ * (causal, mask_mode, normalize, scale, dropout, dropout_seed, dropout_mask), or in the number
+ * of split heads (the same d_out columns, cut again): old's numbers shared, not copied, the
+ * options and masks new (the masks drawn from after_params). out borrows old's buffers until
+ * attn_model_adopt hands them over, so a failure after this leaves old whole. An edit of
+ * dropout, the mask or the heads never pays for drawing, or copying, every parameter again. */
 int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,
                                const struct attn_scene *s, const struct attn_rng *after_params,
                                struct diag *err);
+/* m (from attn_model_resolve_options on old) takes over the buffers it shares with old that old
+ * owns; old keeps pointing at them, borrowed, and may then be freed. */
+void attn_model_adopt(struct attn_model *m, struct attn_model *old);
 void attn_model_free(struct attn_model *m);
 
 /* A scene equal to s but with every default and every drawn number written out explicitly

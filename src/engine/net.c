@@ -61,8 +61,20 @@ static bool same_weights(const struct attn_scene_weights *a, const struct attn_s
     return true; /* the dropout masks may differ: they are made again */
 }
 
+/* Split heads cut the same d_out columns whatever their number, so a new count draws nothing.
+ * The wrapper's per-head Linears, fused_heads' per-head chunks, GQA's and MLA's widths do, and
+ * so does out_proj where its default follows the count (none for one head, as the book's). */
+static bool heads_recut(const struct attn_scene *a, const struct attn_scene *b)
+{
+    const struct attn_config *x = &a->attn, *y = &b->attn;
+    return x->heads == y->heads ||
+           (x->layout == LAYOUT_SPLIT && y->layout == LAYOUT_SPLIT && x->qkv != QKV_FUSED_HEADS &&
+            x->kv_heads == 0 && y->kv_heads == 0 && x->kv_latent == 0 && y->kv_latent == 0 &&
+            attn_scene_eff_out_proj(a) == attn_scene_eff_out_proj(b));
+}
+
 /* True when a and b make the same parameters, embeddings and positions: they differ at most
- * in options that draw nothing but the dropout masks. */
+ * in options that draw nothing but the dropout masks, or in the number of split heads. */
 static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
 {
     const struct attn_config *x = &a->attn, *y = &b->attn;
@@ -74,7 +86,7 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
         a->pos.max_len != b->pos.max_len || !same_seed(a->pos.seed, b->pos.seed) ||
         !same_matrix(&a->pos.table, &b->pos.table) || a->pos.base != b->pos.base ||
         a->pos.pairs != b->pos.pairs || a->pos.offset != b->pos.offset ||
-        x->projection != y->projection || x->d_out != y->d_out || x->heads != y->heads ||
+        x->projection != y->projection || x->d_out != y->d_out || !heads_recut(a, b) ||
         x->layout != y->layout || x->qkv_bias != y->qkv_bias || x->out_proj != y->out_proj ||
         x->out_bias != y->out_bias || !same_seed(x->seed, y->seed) || x->qkv != y->qkv ||
         x->kv_heads != y->kv_heads || x->kv_latent != y->kv_latent || p->on != q->on ||
@@ -138,6 +150,9 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
             return -1;
         }
     }
+    if (reuse) /* committed: the shared buffers become the new model's */
+        for (int L = 0; L < layers; L++)
+            attn_model_adopt(&fresh.model[L], &net->model[L]);
     attn_net_forward(&fresh);
     attn_net_free(net);
     *net = fresh;
