@@ -16,8 +16,9 @@
     X(v)                                                                                           \
     X(qr)                                                                                          \
     X(kr)                                                                                          \
-    X(latent) X(scores) X(weights) X(work) X(concat) X(output) X(res1) X(norm1) X(ffn_hidden)      \
-        X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
+    X(latent)                                                                                      \
+    X(scores) X(weights) X(work) X(concat) X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act)     \
+        X(ffn_out) X(res2) X(norm2) X(final)
 
 /* The derived stage attn_view computed last, every head of it as it is asked for. data is
  * allocated for every head at once but calloc'ed: its pages cost memory only once a head is
@@ -355,6 +356,8 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         mask_scores(r->work, scores, m);
         if (m->causal && m->mask_mode == MASK_AFTER_SOFTMAX)
             attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
+        else if (m->causal && m->normalize == NORM_SOFTMAX)
+            attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
         else
             normalize_rows(weights, r->work, n, m->normalize);
 
