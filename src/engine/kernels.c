@@ -118,3 +118,13 @@ void attn_sumnorm_rows(float *out, const float *in, int rows, int cols)
             y[j] = x[j] == -INFINITY ? 0.0f : x[j] / sum;
     }
 }
+
+int attn_blas_threads(void)
+{
+    return openblas_get_num_threads();
+}
+
+void attn_blas_set_threads(int n)
+{
+    openblas_set_num_threads(n);
+}

@@ -31,4 +31,8 @@ void attn_softmax_causal_rows(float *out, const float *in, int n);
 /* out (rows, cols) = in / row sum (the book's naive normalisation); -inf cells count as 0. */
 void attn_sumnorm_rows(float *out, const float *in, int rows, int cols);
 
+/* The threads OpenBLAS runs a product on: OPENBLAS_NUM_THREADS, else one per core, until set. */
+int attn_blas_threads(void);
+void attn_blas_set_threads(int n);
+
 #endif
