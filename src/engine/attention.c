@@ -17,8 +17,11 @@
     X(qr)                                                                                          \
     X(kr)                                                                                          \
     X(latent)                                                                                      \
-    X(scores) X(weights) X(work) X(concat) X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act)     \
-        X(ffn_out) X(res2) X(norm2) X(final)
+    X(scores)                                                                                      \
+    X(weights)                                                                                     \
+    X(work)                                                                                        \
+    X(concat)                                                                                      \
+    X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
 
 /* The derived stage attn_view computed last, every head of it as it is asked for. data is
  * allocated for every head at once but calloc'ed: its pages cost memory only once a head is
