@@ -4,7 +4,8 @@
  * values with "%.4f", the precision torch prints with; the strings must equal the printed ones
  * (shared/seeds 000 and 003: Raschka ch. 3 study notes; 002: the self-attention notebook; 004:
  * the SimpleLLaMA causal-mask table, which is compared with a tolerance because its printed
- * weights came from unrounded scores).
+ * weights came from unrounded scores). Also: the stages computed on demand (scaled, masked,
+ * dropout) are their definitions, however they are asked for.
  *
  * Environment: ATTNSCOPE_SCENES_DIR (the repository's scenes/ folder).
  */
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "engine/attention.h"
+#include "engine/kernels.h"
 #include "engine/model.h"
 #include "engine/scene.h"
 #include "engine/stage.h"
@@ -672,6 +674,136 @@ static void test_blue_dog_causal(void **state)
     fx_done(&f);
 }
 
+/* ---- the stages computed on demand ------------------------------------------------------ */
+
+/* Re-resolves f's scene after an edit of its options. */
+static void fx_recompute(struct fx *f)
+{
+    struct diag err;
+    diag_clear(&err);
+    attn_model_free(&f->m);
+    if (attn_model_resolve(&f->m, &f->s, &err) != 0 || attn_run_init(&f->r, &f->m, &err) != 0)
+        fail_msg("%s: %s", f->name, err.msg);
+    attn_forward(&f->r, &f->m);
+}
+
+/* Stage st of head h by its definition, from the kept scores and weights. ref: (n, n) */
+static void derived_ref(float *ref, const struct fx *f, enum attn_stage st, int h)
+{
+    const struct attn_model *m = &f->m;
+    int n = m->n;
+    size_t nn = (size_t)n * (size_t)n;
+    const float *sc = f->r.scores + h * nn, *w = f->r.weights + h * nn;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            size_t k = (size_t)i * n + j;
+            float scaled = sc[k] / m->scale_divisor;
+            if (st == STAGE_SCALED || (st == STAGE_MASKED && !m->causal))
+                ref[k] = scaled;
+            else if (st == STAGE_MASKED && m->mask_mode == MASK_BEFORE_SOFTMAX)
+                ref[k] = j > i ? -INFINITY : scaled;
+            else if (st == STAGE_DROPOUT)
+                ref[k] =
+                    m->keep ? w[k] * (m->keep[h * nn + k] ? 1.0f / (float)(1.0 - m->dropout) : 0.0f)
+                            : w[k];
+            else
+                ref[k] = NAN; /* after_softmax's masked: checked below by its own rule */
+        }
+    if (st == STAGE_MASKED && m->causal && m->mask_mode == MASK_AFTER_SOFTMAX)
+        for (int i = 0; i < n; i++) { /* the normalised row with the future zeroed */
+            float *row = ref + (size_t)i * n;
+            for (int j = 0; j < n; j++)
+                row[j] = sc[(size_t)i * n + j] / m->scale_divisor;
+            if (m->normalize == NORM_SUM)
+                attn_sumnorm_rows(row, row, 1, n);
+            else
+                attn_softmax_rows(row, row, 1, n);
+            for (int j = i + 1; j < n; j++)
+                row[j] = 0.0f;
+        }
+}
+
+/* scaled, masked and dropout are not kept: attn_view computes them into the run's memo and
+ * attn_view_buf into the caller's buffer. Both must be their definition bit for bit, in any
+ * order of stages and heads; a second view reads the memo, and a forward pass forgets it. */
+static void test_derived_views(void **state)
+{
+    (void)state;
+    static const struct {
+        bool causal;
+        enum attn_mask_mode mode;
+        enum attn_normalize norm;
+        double divisor, dropout; /* divisor 0: sqrt(d_k) = 1 here, so scaled is the scores */
+    } edits[] = {
+        {true, MASK_BEFORE_SOFTMAX, NORM_SOFTMAX, 0, 0.0},
+        {true, MASK_BEFORE_SOFTMAX, NORM_SOFTMAX, 4, 0.5},
+        {true, MASK_AFTER_SOFTMAX, NORM_SOFTMAX, 4, 0.0},
+        {true, MASK_AFTER_SOFTMAX, NORM_SUM, 0, 0.25},
+        {false, MASK_BEFORE_SOFTMAX, NORM_SOFTMAX, 4, 0.5},
+    };
+    static const enum attn_stage derived[] = {STAGE_SCALED, STAGE_MASKED, STAGE_DROPOUT};
+    struct fx f;
+    fx_load(&f, "10-mha.yaml"); /* two causal heads of head_dim 1 */
+    int n = f.m.n;
+    float ref[64], buf[64];
+    assert_true(n * n <= 64);
+    for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
+        f.s.attn.causal = edits[e].causal;
+        f.s.attn.mask_mode = edits[e].mode;
+        f.s.attn.normalize = edits[e].norm;
+        f.s.attn.scale = edits[e].divisor > 0 ? SCALE_DIVISOR : SCALE_SQRT_DK;
+        f.s.attn.scale_divisor = edits[e].divisor;
+        f.s.attn.dropout = edits[e].dropout;
+        fx_recompute(&f);
+        assert_int_equal(attn_stage_is_derived(&f.m, STAGE_SCALED), edits[e].divisor > 0);
+        assert_int_equal(attn_stage_is_derived(&f.m, STAGE_MASKED),
+                         edits[e].causal || edits[e].divisor > 0);
+        assert_int_equal(attn_stage_is_derived(&f.m, STAGE_DROPOUT), edits[e].dropout > 0);
+        assert_false(attn_stage_is_derived(&f.m, STAGE_SCORES));
+        assert_false(attn_stage_is_derived(&f.m, STAGE_WEIGHTS));
+        /* stage-major, then head-major: the memo changes stage often in the second pass */
+        for (int pass = 0; pass < 2; pass++)
+            for (int a = 0; a < 3 * f.m.heads; a++) {
+                enum attn_stage st = derived[pass ? a % 3 : a / f.m.heads];
+                int h = pass ? a / 3 : a % f.m.heads;
+                derived_ref(ref, &f, st, h);
+                struct attn_mat_view v = attn_view(&f.r, &f.m, st, h);
+                struct attn_mat_view b = attn_view_buf(buf, 64, &f.r, &f.m, st, h);
+                assert_int_equal(v.rows, n);
+                assert_int_equal(v.cols, n);
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < n; j++) {
+                        float x = v.data[(size_t)i * v.stride + j];
+                        float y = b.data[(size_t)i * b.stride + j];
+                        float want = ref[i * n + j];
+                        if (memcmp(&x, &want, sizeof(x)) != 0 || memcmp(&y, &want, sizeof(y)))
+                            fail_msg("edit %zu: head%d/%s[%d][%d]: view %.9g, buf %.9g, "
+                                     "definition %.9g",
+                                     e, h, attn_stage_name(st), i, j, (double)x, (double)y,
+                                     (double)want);
+                    }
+            }
+    }
+
+    /* The memo: a second view of scaled is read from it, not from the scores (poked here). */
+    assert_true(attn_stage_is_derived(&f.m, STAGE_SCALED));
+    struct attn_mat_view v1 = attn_view(&f.r, &f.m, STAGE_SCALED, 1);
+    float before = v1.data[0];
+    f.r.scores[(size_t)n * n] += 1.0f; /* head 1's first score */
+    struct attn_mat_view v2 = attn_view(&f.r, &f.m, STAGE_SCALED, 1);
+    assert_ptr_equal(v1.data, v2.data);
+    assert_true(v2.data[0] == before);
+    /* attn_view_buf leaves the memo alone and computes afresh */
+    assert_true(attn_view_buf(buf, 64, &f.r, &f.m, STAGE_SCALED, 1).data[0] != before);
+    assert_true(attn_view(&f.r, &f.m, STAGE_SCALED, 1).data[0] == before);
+    /* a forward pass forgets the memo: scaled follows the recomputed scores again */
+    attn_forward(&f.r, &f.m);
+    derived_ref(ref, &f, STAGE_SCALED, 1);
+    assert_true(attn_view(&f.r, &f.m, STAGE_SCALED, 1).data[0] == ref[0]);
+    assert_true(ref[0] == before);
+    fx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -693,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_layernorm_two_slip),
         cmocka_unit_test(test_fused_equals_separate),
         cmocka_unit_test(test_rope_shift_invariant),
+        cmocka_unit_test(test_derived_views),
     };
     return cmocka_run_group_tests_name("book", tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,6 +670,141 @@ static void test_bench_ui(void **state)
     run_free(&r);
 }
 
+/* A JSON number at *p (the JSON grammar, not strtod's: no inf, nan, hex or leading '+'). */
+static bool json_number(const char **p, double *value)
+{
+    const char *s = *p;
+    if (*s == '-')
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return false;
+    while (isdigit((unsigned char)*s) || *s == '.' || *s == 'e' || *s == 'E' ||
+           ((*s == '-' || *s == '+') && (s[-1] == 'e' || s[-1] == 'E')))
+        s++;
+    char *end;
+    *value = strtod(*p, &end);
+    if (end != s)
+        return false;
+    *p = s;
+    return true;
+}
+
+/* True when text is one JSON object of string and number values on one line ending in "\n",
+ * the shape `bench --json` prints; the numbers go to values[] by key (keys[], n of them), NAN
+ * for a key that is not there. */
+static bool flat_json(const char *text, const char *const *keys, double *values, int n)
+{
+    for (int k = 0; k < n; k++)
+        values[k] = NAN;
+    const char *p = text;
+    if (*p++ != '{')
+        return false;
+    for (bool first = true;; first = false) {
+        while (*p == ' ')
+            p++;
+        if (*p == '}' && first)
+            break;
+        if (*p++ != '"')
+            return false;
+        const char *key = p;
+        while (*p && *p != '"' && *p != '\\' && *p != '\n')
+            p++;
+        if (*p != '"')
+            return false;
+        size_t key_len = (size_t)(p++ - key);
+        while (*p == ' ')
+            p++;
+        if (*p++ != ':')
+            return false;
+        while (*p == ' ')
+            p++;
+        double v = NAN;
+        if (*p == '"') {
+            for (p++; *p && *p != '"' && *p != '\\' && *p != '\n'; p++)
+                ;
+            if (*p++ != '"')
+                return false;
+        } else if (!json_number(&p, &v)) {
+            return false;
+        }
+        for (int k = 0; k < n; k++)
+            if (strlen(keys[k]) == key_len && strncmp(keys[k], key, key_len) == 0)
+                values[k] = v;
+        while (*p == ' ')
+            p++;
+        if (*p == '}')
+            break;
+        if (*p++ != ',')
+            return false;
+    }
+    return strcmp(p, "}\n") == 0;
+}
+
+/* bench --tokens: one JSON line with the keys bench/vs_torch reads, and sane values; bad shapes
+ * are refused as usage errors. Timings are never compared with anything. */
+static void test_bench_shape(void **state)
+{
+    (void)state;
+    struct run r =
+        RUN("bench", "--tokens", "8", "--dim", "16", "--heads", "2", "--repeat", "3", "--json");
+    expect_status(&r, 0);
+    static const char *const keys[] = {"tokens",       "dim",        "heads",  "repeat",
+                                       "threads",      "forward_ms", "gflops", "sgemm_n",
+                                       "sgemm_gflops", "peak_rss_mb"};
+    enum { TOKENS, DIM, HEADS, REPEAT, THREADS, FORWARD_MS, GFLOPS, SGEMM_N, SGEMM, RSS, N_KEYS };
+    double v[N_KEYS];
+    if (!flat_json(r.out, keys, v, N_KEYS))
+        fail_msg("not one line of JSON:\n%s", r.out);
+    for (int k = 0; k < N_KEYS; k++)
+        if (isnan(v[k]))
+            fail_msg("no number for \"%s\" in:\n%s", keys[k], r.out);
+    assert_true(v[TOKENS] == 8 && v[DIM] == 16 && v[HEADS] == 2 && v[REPEAT] == 3);
+    assert_true(v[SGEMM_N] == 16 && v[THREADS] >= 1);
+    assert_true(v[FORWARD_MS] > 0 && v[GFLOPS] > 0 && v[SGEMM] > 0);
+    assert_true(v[RSS] > 1 && v[RSS] < 4096); /* MiB: the binary itself, far from gigabytes */
+    expect_contains(r.out, "\"impl\": \"attnscope\"");
+    assert_string_equal(r.err, "");
+    run_free(&r);
+
+    r = RUN("bench", "--tokens", "8", "--dim", "16", "--heads", "2", "--repeat", "3", "--threads",
+            "1");
+    expect_status(&r, 0);
+    expect_contains(r.out, "8 tokens, dim 16, 2 heads, 1 thread: forward ");
+    expect_contains(r.out, "(median of 3)");
+    expect_contains(r.out, "sgemm 16x16x16 ");
+    run_free(&r);
+
+    static const struct {
+        const char *args[12];
+        const char *why;
+    } bad[] = {
+        {{"--tokens", "0", "--dim", "16"}, "invalid --tokens '0'"},
+        {{"--tokens", "8", "--dim", "16", "--heads", "3"},
+         "--dim 16 is not divisible by --heads 3"},
+        {{"--tokens", "8", "--dim", "0"}, "invalid --dim '0'"},
+        {{"--tokens", "8", "--dim", "16", "--repeat", "-1"}, "invalid --repeat '-1'"},
+        {{"--tokens", "8", "--dim", "16", "--threads", "0"}, "invalid --threads '0'"},
+        {{"--tokens", "8x", "--dim", "16"}, "invalid --tokens '8x'"},
+        {{"--tokens", "8"}, "--tokens needs --dim"},
+        {{"--dim", "16", "--json"}, "go with --tokens"},
+        {{"--tokens", "8", "--dim", "16", "--suite"}, "no --suite"},
+        {{"--tokens", "8", "--dim", "16", "--iters", "3"}, "--repeat instead of --iters"},
+        {{"--tokens", "8192", "--dim", "4096", "--heads", "256"}, "over the bench's"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *args[16] = {"bench"};
+        int n = 1;
+        for (int k = 0; bad[i].args[k]; k++)
+            args[n++] = bad[i].args[k];
+        args[n] = NULL;
+        r = run_to(NULL, args);
+        if (r.status != 2 || !strstr(r.err, bad[i].why) || r.out[0])
+            fail_msg("bench %s ...: status %d, stdout \"%s\", stderr:\n%s\n(expected 2 and \"%s\")",
+                     bad[i].args[0], r.status, r.out, r.err, bad[i].why);
+        run_free(&r);
+    }
+}
+
 int main(void)
 {
     scratch = tu_make_tmpdir("cli");
@@ -689,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_ui),
+        cmocka_unit_test(test_bench_shape),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tu_remove_tree(scratch);

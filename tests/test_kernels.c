@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -114,6 +115,44 @@ static void test_softmax_rows(void **state)
     assert_float_equal(m_out[0], m_out[1], 1e-7);
 }
 
+/* The causal softmax skips the future but must be the full row's softmax bit for bit, also
+ * for rows with an infinite score (NaN rows), a fully masked row and n = 1. */
+static void test_softmax_causal_rows(void **state)
+{
+    (void)state;
+    uint32_t seed = 11;
+    static const int sizes[] = {1, 2, 7, 64, 130};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        int n = sizes[k];
+        float *in = random_matrix(n, n, &seed);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                if (j > i)
+                    in[i * n + j] = -INFINITY;
+                else if (i == 3 && j == 1)
+                    in[i * n + j] = INFINITY; /* overflowed score: the row is NaN */
+                else if (i == 4 || (i == 5 && j < 3))
+                    in[i * n + j] = -INFINITY; /* row 4 fully masked, row 5 partly */
+                else
+                    in[i * n + j] *= 30.0f;
+        float *full = malloc((size_t)n * n * sizeof(float));
+        float *causal = malloc((size_t)n * n * sizeof(float));
+        assert_non_null(full);
+        assert_non_null(causal);
+        attn_softmax_rows(full, in, n, n);
+        attn_softmax_causal_rows(causal, in, n);
+        for (int i = 0; i < n * n; i++)
+            if (!(isnan(full[i]) && isnan(causal[i])) &&
+                memcmp(&full[i], &causal[i], sizeof(float)) != 0)
+                fail_msg("n %d [%d][%d]: causal %.9g, full row %.9g", n, i / n, i % n,
+                         (double)causal[i], (double)full[i]);
+        attn_softmax_causal_rows(in, in, n); /* in place */
+        for (int i = 0; i < n * n; i++)
+            assert_true((isnan(full[i]) && isnan(in[i])) || memcmp(&full[i], &in[i], 4) == 0);
+        free(in), free(full), free(causal);
+    }
+}
+
 static void test_sumnorm_rows(void **state)
 {
     (void)state;
@@ -137,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_mm_ab_matches_naive),
         cmocka_unit_test(test_mm_abt_matches_naive_on_column_slices),
         cmocka_unit_test(test_softmax_rows),
+        cmocka_unit_test(test_softmax_causal_rows),
         cmocka_unit_test(test_sumnorm_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,19 +1,32 @@
 /* bench: how long one recomputation takes, the number that decides whether live editing in the
- * explorer feels instant. The one benchmark harness: a scene of your own, or with --suite the
+ * explorer feels instant. The one benchmark harness: a scene of your own, with --suite the
  * standard shapes from the book's six tokens to a GPT-2-sized layer (bench/meson.build runs it
- * under `meson test --benchmark`).
+ * under `meson test --benchmark`), or with --tokens/--dim/--heads one such shape measured the way
+ * bench/torch_peer.py measures PyTorch's nn.MultiheadAttention (bench/vs_torch runs both).
  *
  * Two figures per scene, each a mean over a time budget after a warm-up: attn_forward alone
- * (every stage of every head, on buffers sized once: no allocation inside), and attn_model_resolve
- * (drawing or copying every parameter, what a change of seed or weights adds).
+ * (every kept stage of every head, on buffers sized once: no allocation inside), and
+ * attn_model_resolve (drawing or copying every parameter, what a change of seed or weights adds).
+ * A --tokens shape gives the median of --repeat forward passes instead, with its GFLOP/s, the
+ * GFLOP/s of a plain sgemm in the same process and the peak RSS.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cli/cli.h"
 #include "common/cnum.h"
+#include "engine/kernels.h"
+
+/* --tokens goes past the 1024 tokens of a scene file (a limit of what the explorer shows, not of
+   the engine), up to what a 2-core machine computes in seconds; the stages of the shape must
+   also fit in BENCH_MAX_BYTES. */
+#define BENCH_MAX_TOKENS 8192
+#define BENCH_MAX_BYTES  ((size_t)8 << 30)
+#define BENCH_MAX_REPEAT 100000
 
 static double now_us(void)
 {
@@ -64,30 +77,27 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
     return 0;
 }
 
+/* A scene of n tokens ("t0" ...) with learned d_in-wide embeddings, `heads` causal split heads.
+ * The tokens are set directly: n may be above the scene files' limit. */
 int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout)
 {
     attn_scene_init(s);
     char **tokens = calloc((size_t)n, sizeof(char *));
-    int rc = tokens ? 0 : -1;
-    for (int i = 0; rc == 0 && i < n; i++) {
-        tokens[i] = malloc(16);
-        if (tokens[i])
-            snprintf(tokens[i], 16, "t%d", i);
-        else
-            rc = -1;
+    if (!tokens)
+        return -1;
+    s->tokens = tokens;
+    s->n_tokens = n;
+    for (int i = 0; i < n; i++) {
+        if (!(tokens[i] = malloc(16)))
+            return -1; /* attn_scene_free frees what there is */
+        snprintf(tokens[i], 16, "t%d", i);
     }
-    struct diag err;
-    if (rc == 0)
-        rc = attn_scene_set_tokens(s, tokens, n, &err);
-    for (int i = 0; tokens && i < n; i++)
-        free(tokens[i]);
-    free(tokens);
     s->embed.dim = d_in;
     s->attn.d_out = d_out;
     s->attn.heads = heads;
     s->attn.causal = true;
     s->attn.dropout = dropout;
-    return rc;
+    return 0;
 }
 
 static int run_suite(double budget_us)
@@ -125,18 +135,202 @@ static int run_suite(double budget_us)
     return CLI_OK;
 }
 
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v (n values; sorted in place). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), compare_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The peak resident set of this process so far, in MiB (ru_maxrss is in KiB on Linux). */
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* One shape, as bench/torch_peer.py measures PyTorch. */
+struct shape_result {
+    int tokens, dim, heads, repeat, threads;
+    double forward_ms; /* median over repeat passes */
+    double gflops;     /* the forward pass's products (see forward_flops) per second */
+    double sgemm_gflops;
+    double peak_rss_mb;
+};
+
+/* The flops of the forward pass's products, n tokens of width d: Q, K and V (3 of 2 n d d), the
+ * scores Q K^T of every head (2 n n hd each, 2 n n d together), the weights times V (the same)
+ * and the output projection (2 n d d). A causal mask saves nothing: both engines compute the full
+ * products. The softmax and the elementwise steps are not counted. */
+static double forward_flops(double n, double d)
+{
+    return 8.0 * n * d * d + 4.0 * n * n * d;
+}
+
+/* OpenBLAS's sgemm on a square d x d x d product (c = a b, the call attn_mm_ab makes): the speed
+ * the forward pass's products could reach at this width. torch_peer.py times torch.mm on the
+ * same problem. Each of the repeat samples times enough calls for about 10 Mflop; the median.
+ * Returns GFLOP/s, or -1 when out of memory. */
+static double sgemm_gflops(int d, int repeat)
+{
+    size_t dd = (size_t)d * (size_t)d;
+    float *a = malloc(dd * sizeof(float)), *b = malloc(dd * sizeof(float));
+    float *c = malloc(dd * sizeof(float));
+    double *t = malloc((size_t)repeat * sizeof(double));
+    double result = -1;
+    if (a && b && c && t) {
+        for (size_t i = 0; i < dd; i++) { /* any finite values: the speed does not depend on them */
+            a[i] = (float)(i % 17) / 17.0f - 0.5f;
+            b[i] = (float)(i % 13) / 13.0f - 0.5f;
+        }
+        double flop = 2.0 * (double)d * (double)d * (double)d;
+        long calls = flop >= 1e7 ? 1 : (long)(1e7 / flop) + 1;
+        attn_mm_ab(c, d, a, d, b, d, NULL, d, d, d); /* warm-up */
+        for (int r = 0; r < repeat; r++) {
+            double t0 = now_us();
+            for (long k = 0; k < calls; k++)
+                attn_mm_ab(c, d, a, d, b, d, NULL, d, d, d);
+            t[r] = (now_us() - t0) / (double)calls;
+        }
+        double us = median(t, repeat);
+        result = us > 0 ? flop / (us * 1e3) : 0;
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(t);
+    return result;
+}
+
+/* Measures scene s (out's shape) into out. */
+static int run_shape(struct shape_result *out, const struct attn_scene *s, struct diag *err)
+{
+    struct attn_net net = {0};
+    double *t = malloc((size_t)out->repeat * sizeof(double));
+    int rc = t ? 0 : diag_set(err, "", "out of memory");
+    if (rc == 0 && attn_net_compute(&net, s, err) != 0) /* the first pass */
+        rc = -1;
+    if (rc == 0) {
+        attn_net_forward(&net); /* warm-up: first-touch pages, OpenBLAS threads */
+        for (int r = 0; r < out->repeat; r++) {
+            double t0 = now_us();
+            attn_net_forward(&net);
+            t[r] = now_us() - t0;
+        }
+        out->forward_ms = median(t, out->repeat) / 1e3;
+        out->gflops = out->forward_ms > 0
+                          ? forward_flops(out->tokens, out->dim) / (out->forward_ms * 1e6)
+                          : 0;
+        out->peak_rss_mb = peak_rss_mb(); /* before the sgemm's matrices */
+    }
+    attn_net_free(&net);
+    free(t);
+    if (rc == 0 && (out->sgemm_gflops = sgemm_gflops(out->dim, out->repeat)) < 0)
+        rc = diag_set(err, "", "out of memory");
+    return rc;
+}
+
+static void print_shape(const struct shape_result *r, bool json)
+{
+    if (json) {
+        cnum_fprintf(stdout,
+                     "{\"impl\": \"attnscope\", \"tokens\": %d, \"dim\": %d, \"heads\": %d, "
+                     "\"repeat\": %d, \"threads\": %d, \"forward_ms\": %.6g, \"gflops\": %.6g, "
+                     "\"sgemm_n\": %d, \"sgemm_gflops\": %.6g, \"peak_rss_mb\": %.1f}\n",
+                     r->tokens, r->dim, r->heads, r->repeat, r->threads, r->forward_ms, r->gflops,
+                     r->dim, r->sgemm_gflops, r->peak_rss_mb);
+        return;
+    }
+    cnum_fprintf(stdout,
+                 "attnscope: %d tokens, dim %d, %d head%s, %d thread%s: forward %.4g ms (median "
+                 "of %d), %.2f GFLOP/s; sgemm %dx%dx%d %.2f GFLOP/s; peak RSS %.1f MiB\n",
+                 r->tokens, r->dim, r->heads, r->heads == 1 ? "" : "s", r->threads,
+                 r->threads == 1 ? "" : "s", r->forward_ms, r->repeat, r->gflops, r->dim, r->dim,
+                 r->dim, r->sgemm_gflops, r->peak_rss_mb);
+}
+
+/* *out = text as a whole number in [lo, hi], else a usage error naming the option. */
+static int parse_int(int *out, const char *text, const char *option, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
+        return cli_usage_error("bench", "invalid --%s '%s' (a whole number from %ld to %ld)",
+                               option, text, lo, hi);
+    *out = (int)v;
+    return CLI_OK;
+}
+
+/* The --tokens mode: options checked, then one shape measured. */
+static int bench_shape(const char *tokens, const char *dim, const char *heads, const char *repeat,
+                       int threads, bool json)
+{
+    struct shape_result r = {.heads = 1, .repeat = 10, .threads = threads};
+    if (!dim)
+        return cli_usage_error("bench", "--tokens needs --dim (and optionally --heads)");
+    if (parse_int(&r.tokens, tokens, "tokens", 1, BENCH_MAX_TOKENS) != CLI_OK ||
+        parse_int(&r.dim, dim, "dim", 1, SCENE_MAX_DIM) != CLI_OK ||
+        (heads && parse_int(&r.heads, heads, "heads", 1, SCENE_MAX_HEADS) != CLI_OK) ||
+        (repeat && parse_int(&r.repeat, repeat, "repeat", 1, BENCH_MAX_REPEAT) != CLI_OK))
+        return CLI_USAGE;
+    if (r.dim % r.heads != 0)
+        return cli_usage_error("bench",
+                               "--dim %d is not divisible by --heads %d (each head is "
+                               "dim / heads wide)",
+                               r.dim, r.heads);
+    struct attn_scene s;
+    int rc;
+    if (bench_scene(&s, r.tokens, r.dim, r.dim, r.heads, 0.0) != 0) {
+        attn_scene_free(&s);
+        fprintf(stderr, "attnscope bench: out of memory\n");
+        return CLI_INVALID;
+    }
+    size_t bytes = attn_scene_mem_estimate(&s);
+    if (bytes > BENCH_MAX_BYTES) {
+        attn_scene_free(&s);
+        return cli_usage_error("bench",
+                               "%d tokens x %d wide x %d heads need about %zu MiB, over "
+                               "the bench's %zu MiB",
+                               r.tokens, r.dim, r.heads, (bytes + ((size_t)1 << 20) - 1) >> 20,
+                               BENCH_MAX_BYTES >> 20);
+    }
+    struct diag err;
+    diag_clear(&err);
+    rc = run_shape(&r, &s, &err);
+    attn_scene_free(&s);
+    if (rc != 0) {
+        fprintf(stderr, "attnscope bench: %s\n", err.msg);
+        return CLI_INVALID;
+    }
+    print_shape(&r, json);
+    return CLI_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *iters_arg = NULL, *time_arg = NULL, *suite = NULL;
+    const char *iters_arg = NULL, *time_arg = NULL, *suite = NULL, *tokens_arg = NULL;
+    const char *dim_arg = NULL, *heads_arg = NULL, *repeat_arg = NULL, *threads_arg = NULL;
+    const char *json = NULL;
     const struct cli_opt opts[] = {
-        {"iters", 'n', true, &iters_arg},
-        {"time", 't', true, &time_arg},
-        {"suite", 0, false, &suite},
+        {"iters", 'n', true, &iters_arg}, {"time", 't', true, &time_arg},
+        {"suite", 0, false, &suite},      {"tokens", 0, true, &tokens_arg},
+        {"dim", 0, true, &dim_arg},       {"heads", 0, true, &heads_arg},
+        {"repeat", 0, true, &repeat_arg}, {"threads", 0, true, &threads_arg},
+        {"json", 0, false, &json},
     };
     const char *pos[1];
     int n_pos;
     bool help;
-    int rc = cli_parse("bench", argc, argv, opts, 3, pos, 1, &n_pos, &help);
+    int rc = cli_parse("bench", argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])), pos, 1,
+                       &n_pos, &help);
     if (rc != CLI_OK)
         return rc;
     if (help) {
@@ -155,6 +349,22 @@ int cmd_bench(int argc, char **argv)
     if (time_arg && (cnum_parse_double(time_arg, false, &budget_s) != CNUM_OK ||
                      !(budget_s > 0 && budget_s <= 3600)))
         return cli_usage_error("bench", "invalid --time '%s' (seconds, above 0)", time_arg);
+    /* Every mode runs OpenBLAS on --threads threads (its own default otherwise). */
+    int threads = 0;
+    if (threads_arg && parse_int(&threads, threads_arg, "threads", 1, 256) != CLI_OK)
+        return CLI_USAGE;
+    if (threads > 0)
+        attn_blas_set_threads(threads);
+    threads = attn_blas_threads();
+
+    if (tokens_arg) {
+        if (n_pos > 0 || suite || iters_arg || time_arg)
+            return cli_usage_error("bench", "--tokens measures its own shape: no scene, no "
+                                            "--suite, and --repeat instead of --iters or --time");
+        return bench_shape(tokens_arg, dim_arg, heads_arg, repeat_arg, threads, json != NULL);
+    }
+    if (dim_arg || heads_arg || repeat_arg || json)
+        return cli_usage_error("bench", "--dim, --heads, --repeat and --json go with --tokens");
     if (suite) {
         if (n_pos > 0 || iters_arg)
             return cli_usage_error("bench",

@@ -18,9 +18,12 @@
 #include "cli/cli.h"
 #include "export/export.h"
 
-static void print_stage(const struct cli_scene *cs, int layer, enum attn_stage st, int h)
+/* buf (cap floats, n * n): where a derived stage (scaled, masked, dropout) is computed. */
+static void print_stage(float *buf, size_t cap, const struct cli_scene *cs, int layer,
+                        enum attn_stage st, int h)
 {
-    struct attn_mat_view v = attn_view(&cs->net.run[layer], &cs->net.model[layer], st, h);
+    struct attn_mat_view v =
+        attn_view_buf(buf, cap, &cs->net.run[layer], &cs->net.model[layer], st, h);
     char where[32] = "";
     if (cs->net.layers > 1) /* one layer prints as it always did */
         snprintf(where, sizeof(where), "layer %d \u00b7 ", layer);
@@ -163,6 +166,13 @@ int cmd_print(int argc, char **argv)
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
                mha);
 
+    size_t cap = (size_t)m0->n * (size_t)m0->n;
+    float *buf = malloc((cap ? cap : 1) * sizeof(float));
+    if (!buf) {
+        fprintf(stderr, "%s: out of memory\n", who);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
+    }
     for (int L = first; L <= last; L++) {
         enum attn_stage order[STAGE_COUNT];
         int n_order = attn_stage_order(order, &cs.net.model[L]);
@@ -173,14 +183,15 @@ int cmd_print(int argc, char **argv)
                 continue;
             if (!attn_stage_is_per_head(st)) {
                 if (head < 0 || stage >= 0)
-                    print_stage(&cs, L, st, 0);
+                    print_stage(buf, cap, &cs, L, st, 0);
                 continue;
             }
             for (int h = 0; h < m0->heads; h++)
                 if (head < 0 || h == head)
-                    print_stage(&cs, L, st, h);
+                    print_stage(buf, cap, &cs, L, st, h);
         }
     }
+    free(buf);
     cli_scene_close(&cs);
     return CLI_OK; /* main() checks that stdout got it all */
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/fatal.h"
@@ -117,8 +118,15 @@ int main(int argc, char **argv)
      * closed pipe, /dev/full): check the buffered writes once, for all of them. */
     errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-        fprintf(stderr, "attnscope: cannot write to standard output: %s\n",
-                strerror(errno ? errno : EIO));
+        int why = errno;
+        /* A write that failed mid-output (text over the buffer's size) left only the error
+         * flag; errno is long gone. One more byte asks the descriptor again. */
+        if (!why) {
+            why = EIO;
+            if (write(STDOUT_FILENO, "\n", 1) < 0)
+                why = errno;
+        }
+        fprintf(stderr, "attnscope: cannot write to standard output: %s\n", strerror(why));
         return rc == CLI_OK ? CLI_INVALID : rc;
     }
     return rc;

@@ -1,10 +1,12 @@
-/* attention: the forward pass with every stage kept (see attention.h). */
+/* attention: the forward pass, the kept stages and the derived ones on demand (see
+ * attention.h). */
 #include "engine/attention.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fatal.h"
 #include "engine/kernels.h"
 
 /* Every buffer of a run, for allocation and freeing in one place. */
@@ -13,14 +15,38 @@
     X(k)                                                                                           \
     X(v)                                                                                           \
     X(qr)                                                                                          \
-    X(kr) X(latent) X(scores) X(scaled) X(masked) X(weights) X(dropped) X(concat) X(output)        \
-        X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
+    X(kr)                                                                                          \
+    X(latent)                                                                                      \
+    X(scores)                                                                                      \
+    X(weights)                                                                                     \
+    X(work)                                                                                        \
+    X(concat)                                                                                      \
+    X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
+
+/* The derived stage attn_view computed last, every head of it as it is asked for. data is
+ * allocated for every head at once but calloc'ed: its pages cost memory only once a head is
+ * written, so viewing one head costs one n x n matrix, the all-heads view one per head. */
+struct attn_memo {
+    int stage;             /* the derived stage held, or -1 for none */
+    unsigned char *filled; /* (heads) 1 when that head's matrix is computed */
+    float *data;           /* (heads, n, n) */
+};
+
+static void memo_free(struct attn_memo *memo)
+{
+    if (memo) {
+        free(memo->filled);
+        free(memo->data);
+        free(memo);
+    }
+}
 
 void attn_run_free(struct attn_run *r)
 {
 #define X(name) free(r->name);
     RUN_BUFFERS(X)
 #undef X
+    memo_free(r->memo);
     memset(r, 0, sizeof(*r));
 }
 
@@ -52,10 +78,8 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->kr, n * Dkv, m->rope},
         {&r->latent, n * (size_t)m->latent, m->latent > 0},
         {&r->scores, hnn, true},
-        {&r->scaled, hnn, true},
-        {&r->masked, hnn, true},
         {&r->weights, hnn, true},
-        {&r->dropped, hnn, true},
+        {&r->work, n * n, true},
         {&r->concat, n * D, true},
         {&r->output, n * D, true},
         {&r->res1, n * d, m->block},
@@ -71,6 +95,12 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         if (plan[i].needed &&
             !(*plan[i].buf = calloc(plan[i].count ? plan[i].count : 1, sizeof(float))))
             goto oom;
+    struct attn_memo *memo = calloc(1, sizeof(*memo));
+    r->memo = memo;
+    if (!memo || !(memo->filled = calloc((size_t)m->heads + 1, 1)) ||
+        !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))))
+        goto oom;
+    memo->stage = -1;
     r->n = m->n;
     r->d_in = m->d_in;
     r->heads = m->heads;
@@ -180,6 +210,82 @@ static void normalize_rows(float *out, const float *in, int n, enum attn_normali
         attn_softmax_rows(out, in, n, n);
 }
 
+/* The stage whose numbers s has: scaled is the scores when the divisor is 1 (x / 1 == x),
+ * masked is scaled without a causal mask, dropout is the weights without a keep-mask. */
+static enum attn_stage same_as(const struct attn_model *m, enum attn_stage s)
+{
+    if (s == STAGE_DROPOUT && !m->keep)
+        s = STAGE_WEIGHTS;
+    if (s == STAGE_MASKED && !m->causal)
+        s = STAGE_SCALED;
+    if (s == STAGE_SCALED && m->scale_divisor == 1.0f)
+        s = STAGE_SCORES;
+    return s;
+}
+
+bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s)
+{
+    s = same_as(m, s);
+    return s == STAGE_SCALED || s == STAGE_MASKED || s == STAGE_DROPOUT;
+}
+
+/* out (n, n) = one head's scaled scores: scores / divisor. */
+static void scale_scores(float *out, const float *scores, const struct attn_model *m)
+{
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    for (size_t i = 0; i < nn; i++)
+        out[i] = scores[i] / m->scale_divisor;
+}
+
+/* out (n, n) = one head's masked stage from its scores: scaled, then -inf in the future
+ * (before_softmax), or normalised with the future zeroed (after_softmax); without a causal
+ * mask, scaled. The forward pass and attn_view both call this, so they agree to the bit. */
+static void mask_scores(float *out, const float *scores, const struct attn_model *m)
+{
+    int n = m->n;
+    if (m->causal && m->mask_mode == MASK_BEFORE_SOFTMAX) {
+        /* the future is -inf whatever it scaled to: only the past is divided */
+        for (int i = 0; i < n; i++) {
+            float *o = out + (size_t)i * n;
+            const float *x = scores + (size_t)i * n;
+            for (int j = 0; j <= i; j++)
+                o[j] = x[j] / m->scale_divisor;
+            for (int j = i + 1; j < n; j++)
+                o[j] = -INFINITY;
+        }
+        return;
+    }
+    scale_scores(out, scores, m);
+    if (m->causal) { /* the book's first try: normalise, then zero the future */
+        normalize_rows(out, out, n, m->normalize);
+        fill_future(out, n, 0.0f);
+    }
+}
+
+/* out (n, n) = one head's weights after dropout: torch's nn.Dropout makes noise = keep / (1 - p)
+ * in float, then weights * noise. keep: that head's (n, n) mask. */
+static void drop_weights(float *out, const float *weights, const unsigned char *keep,
+                         const struct attn_model *m)
+{
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    float keep_scale = 1.0f / (float)(1.0 - m->dropout);
+    for (size_t i = 0; i < nn; i++)
+        out[i] = weights[i] * (keep[i] ? keep_scale : 0.0f);
+}
+
+/* out (n, n) = derived stage s (after same_as) of head h, from the kept scores or weights. */
+static void derive(float *out, const struct attn_run *r, const struct attn_model *m,
+                   enum attn_stage s, int h)
+{
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    if (s == STAGE_SCALED)
+        scale_scores(out, r->scores + h * nn, m);
+    else if (s == STAGE_MASKED)
+        mask_scores(out, r->scores + h * nn, m);
+    else
+        drop_weights(out, r->weights + h * nn, m->keep + h * nn, m);
+}
+
 /* The KV head query head h reads. */
 static int kv_head_of(const struct attn_model *m, int h)
 {
@@ -241,40 +347,27 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         k = r->kr;
     }
 
-    /* torch's nn.Dropout: noise = keep / (1 - p) in float, then weights * noise. */
-    float keep_scale = m->keep ? 1.0f / (float)(1.0 - m->dropout) : 1.0f;
+    r->memo->stage = -1; /* what it held belongs to the last result */
     for (int h = 0; h < m->heads; h++) {
         int kvh = kv_head_of(m, h);
         const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kvh * hd;
         const float *vh = r->v + (size_t)kvh * hd;
-        float *scores = r->scores + h * nn, *scaled = r->scaled + h * nn;
-        float *masked = r->masked + h * nn, *weights = r->weights + h * nn;
-        float *dropped = r->dropped + h * nn;
+        float *scores = r->scores + h * nn, *weights = r->weights + h * nn;
 
         attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
-        for (size_t i = 0; i < nn; i++) /* the divisor is 1 without scaling: x / 1 == x */
-            scaled[i] = scores[i] / m->scale_divisor;
+        /* scaled and masked are not kept: one head's masked stage lives in work. */
+        mask_scores(r->work, scores, m);
+        if (m->causal && m->mask_mode == MASK_AFTER_SOFTMAX)
+            attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
+        else if (m->causal && m->normalize == NORM_SOFTMAX)
+            attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
+        else
+            normalize_rows(weights, r->work, n, m->normalize);
 
-        if (!m->causal) {
-            memcpy(masked, scaled, nn * sizeof(float));
-            normalize_rows(weights, masked, n, m->normalize);
-        } else if (m->mask_mode == MASK_BEFORE_SOFTMAX) {
-            memcpy(masked, scaled, nn * sizeof(float));
-            fill_future(masked, n, -INFINITY);
-            normalize_rows(weights, masked, n, m->normalize);
-        } else {
-            /* The book's first try: normalise, zero the future, renormalise by the row sums. */
-            normalize_rows(masked, scaled, n, m->normalize);
-            fill_future(masked, n, 0.0f);
-            attn_sumnorm_rows(weights, masked, n, n);
-        }
-
+        const float *dropped = weights;
         if (m->keep) {
-            const unsigned char *keep = m->keep + h * nn;
-            for (size_t i = 0; i < nn; i++)
-                dropped[i] = weights[i] * (keep[i] ? keep_scale : 0.0f);
-        } else {
-            memcpy(dropped, weights, nn * sizeof(float));
+            drop_weights(r->work, weights, m->keep + h * nn, m);
+            dropped = r->work;
         }
         /* This head's context goes straight into its column block of the concatenation. */
         attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, Dkv, NULL, n, hd, n);
@@ -288,8 +381,9 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         forward_block(r, m);
 }
 
-struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
-                               enum attn_stage s, int h)
+/* A kept stage, in place; s after same_as, not derived. */
+static struct attn_mat_view kept_view(const struct attn_run *r, const struct attn_model *m,
+                                      enum attn_stage s, int h)
 {
     int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim, d = m->d_in;
     size_t nn = (size_t)n * (size_t)n, col = (size_t)h * (size_t)hd;
@@ -311,14 +405,8 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
         return (struct attn_mat_view){r->kr + kvcol, n, hd, Dkv};
     case STAGE_SCORES:
         return (struct attn_mat_view){r->scores + h * nn, n, n, n};
-    case STAGE_SCALED:
-        return (struct attn_mat_view){r->scaled + h * nn, n, n, n};
-    case STAGE_MASKED:
-        return (struct attn_mat_view){r->masked + h * nn, n, n, n};
     case STAGE_WEIGHTS:
         return (struct attn_mat_view){r->weights + h * nn, n, n, n};
-    case STAGE_DROPOUT:
-        return (struct attn_mat_view){r->dropped + h * nn, n, n, n};
     case STAGE_CONTEXT:
         return (struct attn_mat_view){r->concat + col, n, hd, D};
     case STAGE_CONCAT:
@@ -339,6 +427,9 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
         return (struct attn_mat_view){r->norm2, n, d, d};
     case STAGE_FINAL_NORM:
         return (struct attn_mat_view){r->final, n, d, d};
+    case STAGE_SCALED: /* derived: attn_view never asks for these here */
+    case STAGE_MASKED:
+    case STAGE_DROPOUT:
     case STAGE_OUTPUT:
     case STAGE_COUNT:
         break;
@@ -358,6 +449,40 @@ void attn_head_mean(float *out, const struct attn_run *r, const struct attn_mode
             for (int j = 0; j < v.cols; j++)
                 out[(size_t)i * v.cols + j] += w.data[(size_t)i * w.stride + j] / (float)m->heads;
     }
+}
+
+struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
+                               enum attn_stage s, int h)
+{
+    enum attn_stage same = same_as(m, s);
+    if (!attn_stage_is_derived(m, same))
+        return kept_view(r, m, same, h);
+    /* The memo is keyed by the stage whose numbers these are: masked without a mask is
+     * scaled's entry. */
+    struct attn_memo *memo = r->memo;
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    if (memo->stage != (int)same) {
+        memset(memo->filled, 0, (size_t)m->heads);
+        memo->stage = (int)same;
+    }
+    float *out = memo->data + (size_t)h * nn;
+    if (!memo->filled[h]) {
+        derive(out, r, m, same, h);
+        memo->filled[h] = 1;
+    }
+    return (struct attn_mat_view){out, m->n, m->n, m->n};
+}
+
+struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run *r,
+                                   const struct attn_model *m, enum attn_stage s, int h)
+{
+    enum attn_stage same = same_as(m, s);
+    if (!attn_stage_is_derived(m, same))
+        return kept_view(r, m, same, h);
+    if (cap < (size_t)m->n * (size_t)m->n)
+        fatal_abort("attn_view_buf: %zu floats for a %d x %d stage", cap, m->n, m->n);
+    derive(buf, r, m, same, h);
+    return (struct attn_mat_view){buf, m->n, m->n, m->n};
 }
 
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)

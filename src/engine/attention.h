@@ -1,15 +1,23 @@
-/* attention: the forward pass, keeping every stage of every head.
+/* attention: the forward pass, and a view of every stage of every head.
  *
  * struct attn_run owns the stage buffers for one shape (n, d_in, heads, head_dim). They are
  * allocated by attn_run_init and reused by every attn_forward until the shape changes, so a
  * live edit of the seed or dropout recomputes without touching the allocator.
  * All buffers are row-major float32; all products go through OpenBLAS (kernels.h).
+ *
+ * Of the (heads, n, n) stages only the scores and the weights are kept: scaled, masked and
+ * dropout are each a cheap function of one of them (a division, a mask, a keep-mask), and at
+ * 1024 tokens x 12 heads each would hold 48 MB. attn_view computes them when asked (see there).
  */
 #ifndef ATTNSCOPE_ATTENTION_H
 #define ATTNSCOPE_ATTENTION_H
 
+#include <stddef.h>
+
 #include "engine/model.h"
 #include "engine/stage.h"
+
+struct attn_memo;
 
 struct attn_run {
     /* The shape the buffers were sized for. */
@@ -20,10 +28,9 @@ struct attn_run {
     float *qr, *kr;                /* RoPE: q and k rotated, or NULL */
     float *latent;                 /* MLA: (n, r), or NULL */
     float *scores;                 /* (heads, n, n) Q_h K_kv(h)^T */
-    float *scaled;                 /* (heads, n, n) */
-    float *masked;                 /* (heads, n, n) */
     float *weights;                /* (heads, n, n) */
-    float *dropped;                /* (heads, n, n) after dropout */
+    float *work;                   /* (n, n) the forward pass's masked, then dropout, of a head */
+    struct attn_memo *memo;        /* the derived stage attn_view last computed (attention.c) */
     float *concat;                 /* (n, D) per-head contexts side by side */
     float *output;                 /* (n, D) */
     float *res1, *norm1;           /* block: (n, d_in) each, or NULL */
@@ -45,7 +52,8 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
 void attn_run_free(struct attn_run *r);
 /* True when r's buffers have m's shape (attn_run_init would keep them). */
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);
-/* Computes every stage. Never allocates. r must be initialised for m's shape. */
+/* Computes every kept stage and forgets the memo. Never allocates. r must be initialised for
+ * m's shape. */
 void attn_forward(struct attn_run *r, const struct attn_model *m);
 /* Resolves s into a fresh model, sizes r for it and runs the forward pass; on success the old
  * *m is freed and replaced (m must be zeroed or a valid model), on failure m and r are kept.
@@ -56,13 +64,27 @@ int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_sce
  * out_proj. The explorer dims such stages and auto-play skips them. */
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s);
 /* The matrix of stage s for head h (h is ignored for shared stages). With GQA the keys and
- * values of head h are those of the KV head it reads. s must be present in m. */
+ * values of head h are those of the KV head it reads. s must be present in m.
+ * A derived stage (attn_stage_is_derived) is computed into the run's memo the first time a head
+ * of it is asked for, and read from there after: redraws and cursor moves never recompute. The
+ * memo holds one derived stage (every head of it): such a view stays valid until the next
+ * attn_forward on r or a view of another derived stage of r. Only the memo changes, so r stays
+ * const to its callers: the result itself is untouched. */
 struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model *m,
                                enum attn_stage s, int h);
 /* The mean over every head of per-head stage s, in head order (what the explorer's A shows and
  * a picture of it draws): out is (rows, cols) of attn_view's matrix, row-major. */
 void attn_head_mean(float *out /*(rows, cols)*/, const struct attn_run *r,
                     const struct attn_model *m, enum attn_stage s);
+/* The same view, but a derived stage is computed into buf (cap floats, at least n * n) instead
+ * of the memo, which stays as it was: for a caller that walks every head once (print, export)
+ * and so needs one matrix, not one per head. Any other stage is returned in place. */
+struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run *r,
+                                   const struct attn_model *m, enum attn_stage s, int h);
+/* True when stage s is not kept by the forward pass but computed from scores or weights:
+ * scaled (unless the divisor is 1), masked (with a causal mask, or when scaled is derived),
+ * dropout (with a keep-mask). The others, and these when they equal a kept stage, are views. */
+bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s);
 /* The stages this scene has, in its order (at most STAGE_COUNT); returns how many. */
 int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
 bool attn_stage_present(const struct attn_model *m, enum attn_stage s);

@@ -76,6 +76,35 @@ void attn_softmax_rows(float *out, const float *in, int rows, int cols)
     }
 }
 
+void attn_softmax_causal_rows(float *out, const float *in, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const float *x = in + (size_t)i * n;
+        float *y = out + (size_t)i * n;
+        float max = -INFINITY;
+        for (int j = 0; j <= i; j++)
+            if (x[j] > max)
+                max = x[j];
+        if (max == -INFINITY) {
+            memset(y, 0, (size_t)n * sizeof(float));
+            continue;
+        }
+        /* The future's exp(-inf - max) is 0: it adds nothing to the sum (s + 0 == s) and
+           becomes 0 * inv, which is what it is set to (NaN when inv is, as in the full row). */
+        float sum = 0.0f;
+        for (int j = 0; j <= i; j++) {
+            y[j] = expf(x[j] - max);
+            sum += y[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j <= i; j++)
+            y[j] *= inv;
+        float future = 0.0f * inv;
+        for (int j = i + 1; j < n; j++)
+            y[j] = future;
+    }
+}
+
 void attn_sumnorm_rows(float *out, const float *in, int rows, int cols)
 {
     for (int i = 0; i < rows; i++) {
@@ -88,4 +117,14 @@ void attn_sumnorm_rows(float *out, const float *in, int rows, int cols)
         for (int j = 0; j < cols; j++)
             y[j] = x[j] == -INFINITY ? 0.0f : x[j] / sum;
     }
+}
+
+int attn_blas_threads(void)
+{
+    return openblas_get_num_threads();
+}
+
+void attn_blas_set_threads(int n)
+{
+    openblas_set_num_threads(n);
 }

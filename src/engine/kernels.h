@@ -23,7 +23,16 @@ void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b,
  * A row of only -inf becomes all zeros rather than NaN. out may equal in. */
 void attn_softmax_rows(float *out, const float *in, int rows, int cols);
 
+/* The same for a causal (n, n) in, whose row i is -inf after column i: only columns 0 .. i are
+ * read and exponentiated, and out is what attn_softmax_rows gives, bit for bit. out may equal in.
+ * The forward pass's every causal head: half the exponentials. */
+void attn_softmax_causal_rows(float *out, const float *in, int n);
+
 /* out (rows, cols) = in / row sum (the book's naive normalisation); -inf cells count as 0. */
 void attn_sumnorm_rows(float *out, const float *in, int rows, int cols);
+
+/* The threads OpenBLAS runs a product on: OPENBLAS_NUM_THREADS, else one per core, until set. */
+int attn_blas_threads(void);
+void attn_blas_set_threads(int n);
 
 #endif

@@ -416,8 +416,8 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
     size_t floats = 3 * n * d_in + (mapped ? 0 : pos) /* embeddings and their table, inputs */
                     + params + n * (D + 2 * Dkv) * (rope ? 2 : 1) /* q, k, v and their rotations */
                     + 2 * n * D                                   /* concat, output */
-                    + 5 * heads * n * n                           /* scores .. dropout */
-                    + r * n;                                      /* MLA's latent */
+                    + 3 * heads * n * n + n * n /* scores, weights, one derived stage, work */
+                    + r * n;                    /* MLA's latent */
     if (s->block.on) {
         size_t h = (size_t)attn_scene_ffn_hidden(s);
         floats += (mapped ? 0 : 2 * d_in * h + h) + 6 * d_in /* the FFN and the norms */

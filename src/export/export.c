@@ -270,11 +270,19 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
 
     enum attn_stage order[STAGE_COUNT];
     int n_order = attn_stage_order(order, m);
+    /* The derived stages (scaled, masked, dropout) are computed one matrix at a time into buf,
+       so the export holds one n x n matrix more than the result, not one per head. */
+    size_t cap = (size_t)m->n * (size_t)m->n;
+    float *buf = malloc((cap ? cap : 1) * sizeof(float));
+    if (!buf) {
+        diag_set(err, NULL, "out of memory");
+        return fail_at(err, dir);
+    }
     for (int h = 0; h < m->heads; h++) {
         char sub[32];
         snprintf(sub, sizeof(sub), "head%d", h);
         if (make_dir(dir, sub, err) != 0)
-            return -1;
+            goto fail;
         for (int i = 0; i < n_order; i++) {
             enum attn_stage st = order[i];
             if (!attn_stage_is_per_head(st))
@@ -282,10 +290,12 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
             char name[64];
             snprintf(name, sizeof(name), "%s.csv", attn_stage_name(st));
             char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
-            if (put_csv(dir, sub, name, attn_view(r, m, st, h), "token", m->tokens, cols, err) != 0)
-                return -1;
+            if (put_csv(dir, sub, name, attn_view_buf(buf, cap, r, m, st, h), "token", m->tokens,
+                        cols, err) != 0)
+                goto fail;
         }
     }
+    free(buf);
 
     /* The concatenated heads are "context.csv": the name the book's readers look for. */
     if (put_csv(dir, NULL, "context.csv", attn_view(r, m, STAGE_CONCAT, 0), "token", m->tokens,
@@ -309,6 +319,9 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
                 "token", m->tokens, NULL, err) != 0)
         return -1;
     return 0;
+fail:
+    free(buf);
+    return -1;
 }
 
 struct tokens_job {
