@@ -92,8 +92,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->final, n * d, m->final_norm},
     };
     for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]); i++)
-        if (plan[i].needed &&
-            !(*plan[i].buf = calloc(plan[i].count ? plan[i].count : 1, sizeof(float))))
+        if (plan[i].needed && !(*plan[i].buf = attn_alloc_stage(plan[i].count)))
             goto oom;
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;

@@ -3,7 +3,9 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Without a bias, beta = 0 lets sgemm ignore c's old contents. With one, c is pre-filled with
  * the bias and beta = 1, which is what torch's addmm does for nn.Linear. */
@@ -127,4 +129,22 @@ int attn_blas_threads(void)
 void attn_blas_set_threads(int n)
 {
     openblas_set_num_threads(n);
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+float *attn_alloc_stage(size_t count)
+{
+    size_t bytes = (count ? count : 1) * sizeof(float);
+    if (bytes < HUGE_PAGE)
+        return calloc(count ? count : 1, sizeof(float));
+    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = NULL;
+    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE); /* advice: without it, small pages as before */
+#endif
+    memset(p, 0, bytes);
+    return p;
 }

@@ -7,6 +7,8 @@
 #ifndef ATTNSCOPE_KERNELS_H
 #define ATTNSCOPE_KERNELS_H
 
+#include <stddef.h>
+
 /* c (m, n) = a (m, k) @ b (k, n) [+ bias (n) on every row, when bias != NULL] */
 void attn_mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
                 const float *bias, int m, int n, int k);
@@ -34,5 +36,11 @@ void attn_sumnorm_rows(float *out, const float *in, int rows, int cols);
 /* The threads OpenBLAS runs a product on: OPENBLAS_NUM_THREADS, else one per core, until set. */
 int attn_blas_threads(void);
 void attn_blas_set_threads(int n);
+
+/* count floats, zeroed, for a stage buffer (free() it). From 2 MiB up it is 2 MiB-aligned and
+ * asks the kernel for huge pages: an n x n stage of 1024 tokens then costs 2 page faults, not
+ * 1024 (on a VM each fault is microseconds; 16 heads' first frame spent a third there). NULL
+ * when out of memory. */
+float *attn_alloc_stage(size_t count);
 
 #endif

@@ -27,16 +27,21 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
         return -1;
     if (a->layer >= a->net.layers) /* fewer layers now: the last one */
         a->layer = a->net.layers - 1;
-    /* Scored once per result, so drawing and cursor moves never rescan the weights. */
-    int heads = a->net.model[0].heads;
-    struct head_scores *sc = realloc(a->scores, (size_t)(a->net.layers * heads) * sizeof(*sc));
-    if (!sc)
+    /* Scored on first use, once per result: drawing and cursor moves never rescan. */
+    size_t count = (size_t)a->net.layers * (size_t)a->net.model[0].heads;
+    struct head_scores *sc = realloc(a->scores, count * sizeof(*sc));
+    if (sc)
+        a->scores = sc;
+    unsigned char *done = sc ? realloc(a->scored, count) : NULL;
+    if (!sc || !done) { /* no scores at all rather than stale ones (app_scores: undefined) */
+        free(a->scores);
+        free(a->scored);
+        a->scores = NULL;
+        a->scored = NULL;
         return diag_set(err, "", "out of memory for the head scores");
-    a->scores = sc;
-    for (int L = 0; L < a->net.layers; L++)
-        for (int h = 0; h < heads; h++)
-            attn_head_scores(&sc[L * heads + h], app_view_at(a, L, STAGE_WEIGHTS, h),
-                             a->net.model[0].ids);
+    }
+    a->scored = done;
+    memset(a->scored, 0, count);
     a->have_result = true;
     a->generation++;
     return 0;
@@ -85,8 +90,23 @@ void app_free(struct app *a)
     free(a->scene_path);
     attn_net_free(&a->net);
     free(a->scores);
+    free(a->scored);
     free(a->mean);
     memset(a, 0, sizeof(*a));
+}
+
+const struct head_scores *app_scores(const struct app *a, int layer, int head)
+{
+    static const struct head_scores none; /* every score undefined */
+    if (!a->scored)
+        return &none;
+    size_t i = (size_t)layer * (size_t)a->net.model[0].heads + (size_t)head;
+    if (!a->scored[i]) { /* a cache: the pointers are const, what they point at is not */
+        attn_head_scores(&a->scores[i], app_view_at(a, layer, STAGE_WEIGHTS, head),
+                         a->net.model[0].ids);
+        a->scored[i] = 1;
+    }
+    return &a->scores[i];
 }
 
 struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head)
