@@ -525,14 +525,15 @@ static void draw(struct panel *p, struct frame *f)
     a->zoom_shown = l.zoomed ? l.grid : (struct zoom_grid){0};
 
     float lo, hi;
-    range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
-    if (l.zoomed && (l.grid.br > 1 || l.grid.bc > 1)) {
-        /* Blocks are aggregated here, once per view; their range is the colour scale's. */
-        if (block_cache_get(&hp->blocks, v, &l.grid, a->generation, a->layer, (int)a->stage,
-                            mean ? -3 : a->head) == 0) {
-            lo = hp->blocks.lo[a->block_agg];
-            hi = hp->blocks.hi[a->block_agg];
-        }
+    /* Blocks are aggregated here, once per view; their range is the colour scale's, so the
+     * values' own range (another pass over n x n) is needed only without them. */
+    if (l.zoomed && (l.grid.br > 1 || l.grid.bc > 1) &&
+        block_cache_get(&hp->blocks, v, &l.grid, a->generation, a->layer, (int)a->stage,
+                        mean ? -3 : a->head) == 0) {
+        lo = hp->blocks.lo[a->block_agg];
+        hi = hp->blocks.hi[a->block_agg];
+    } else {
+        range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
     }
     bool diverging = lo < 0;
     const char *what = picture_stage_title(app_model(a), a->stage);
