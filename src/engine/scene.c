@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cnum.h"
 #include "common/fatal.h"
@@ -394,6 +395,31 @@ long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats)
     return 2L * attn_scene_kv_heads(s) * hd;
 }
 
+size_t attn_scene_memory_limit(const char **why)
+{
+    const char *env = getenv("ATTNSCOPE_MEMORY_MIB");
+    if (env && *env) {
+        uint64_t mib;
+        bool negative;
+        if (cnum_parse_u64(env, &mib, &negative) == CNUM_OK && !negative && mib > 0) {
+            *why = "ATTNSCOPE_MEMORY_MIB";
+            return mib < (SCENE_MAX_BYTES >> 20) ? (size_t)mib << 20 : SCENE_MAX_BYTES;
+        }
+    }
+    /* Refused before anything is allocated: past physical memory a scene would page or be
+     * killed, never fail cleanly (Linux overcommits). */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+        size_t quarter3 = (size_t)pages / 4 * 3 * (size_t)page;
+        if (quarter3 < SCENE_MAX_BYTES) {
+            *why = "3/4 of this machine's memory; ATTNSCOPE_MEMORY_MIB sets another";
+            return quarter3;
+        }
+    }
+    *why = "attnscope's most";
+    return SCENE_MAX_BYTES;
+}
+
 size_t attn_scene_mem_estimate(const struct attn_scene *s)
 {
     size_t n = (size_t)(s->n_tokens > 0 ? s->n_tokens : 0);
@@ -756,12 +782,14 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 
     if (out->n == before) {
         size_t bytes = attn_scene_mem_estimate(s);
+        const char *why;
+        size_t limit = attn_scene_memory_limit(&why);
         /* Rounded up: 512.77 MiB must never read as "about 512 MiB, over the 512 MiB limit". */
-        if (bytes > SCENE_MAX_BYTES)
+        if (bytes > limit)
             problem(out, tok_path,
                     "the scene needs about %zu MiB for its parameters and stages, over the "
-                    "%zu MiB limit",
-                    (bytes + ((size_t)1 << 20) - 1) >> 20, SCENE_MAX_BYTES >> 20);
+                    "%zu MiB limit (%s)",
+                    (bytes + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
     }
     return out->n - before;
 }

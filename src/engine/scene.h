@@ -7,7 +7,7 @@
  *
  * Limits (refused before anything is allocated, see attn_scene_check):
  *   tokens <= SCENE_MAX_TOKENS, d_in and d_out <= SCENE_MAX_DIM, heads <= SCENE_MAX_HEADS,
- *   and the memory estimate of all stages <= SCENE_MAX_BYTES.
+ *   and the memory estimate of all stages <= attn_scene_memory_limit().
  */
 #ifndef ATTNSCOPE_SCENE_H
 #define ATTNSCOPE_SCENE_H
@@ -19,11 +19,12 @@
 #include "common/diag.h"
 #include "engine/tokenize.h" /* enum attn_tokenizer, the token limits */
 
-#define SCENE_MAX_DIM        4096
-#define SCENE_MAX_HEADS      256
-#define SCENE_MAX_LAYERS     128
-#define SCENE_MAX_BYTES      ((size_t)512 << 20) /* 512 MiB for params and every stage */
-#define SCENE_SCHEMA_VERSION 1
+#define SCENE_MAX_DIM          4096
+#define SCENE_MAX_HEADS        256
+#define SCENE_MAX_LAYERS       128
+#define SCENE_MAX_BYTES        ((size_t)8 << 30)   /* the most any scene may use: 8 GiB */
+#define SCENE_MAX_MATRIX_BYTES ((size_t)512 << 20) /* one matrix read from a scene or file */
+#define SCENE_SCHEMA_VERSION   1
 
 enum attn_embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED, EMBED_TABLE };
 enum attn_pos_kind { POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE };
@@ -236,6 +237,10 @@ const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scen
 /* Floats cached per token for K and V: 2 * heads * head_dim for MHA, 2 * K * head_dim for
  * GQA and MQA, r for MLA. mha_floats (may be NULL) gets what plain MHA of the shape needs. */
 long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats);
+/* The memory a scene may use here: ATTNSCOPE_MEMORY_MIB (MiB) when it is set, else 3/4 of the
+ * machine's physical memory, never over SCENE_MAX_BYTES. why gets where the number came from
+ * ("3/4 of this machine's memory", ...). */
+size_t attn_scene_memory_limit(const char **why);
 /* Bytes attn_model_resolve + attn_forward would allocate (params and every stage). */
 size_t attn_scene_mem_estimate(const struct attn_scene *s);
 

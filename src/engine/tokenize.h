@@ -8,7 +8,7 @@
 
 #include "common/diag.h"
 
-#define SCENE_MAX_TOKENS      1024
+#define SCENE_MAX_TOKENS      8192
 #define SCENE_MAX_TOKEN_BYTES 256
 
 /* GPT2: GPT-2's byte-level BPE from a vocabulary (src/pretrained), through the scene's backing. */

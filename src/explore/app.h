@@ -22,6 +22,7 @@
 #include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
 #define APP_UNDO_MAX   100
+#define APP_TEXT_MAX   65536 /* characters a prompt holds: an 8192-token sentence fits */
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
 
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUNT };
@@ -85,7 +86,7 @@ struct app {
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
     enum knob prompt_knob;
     char pending_path[1024];
-    char prompt_initial[65537];
+    char prompt_initial[4 * APP_TEXT_MAX + 1]; /* UTF-8 of a prompt's text */
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */

@@ -18,7 +18,6 @@
 #include "explore/picture.h"
 
 /* The longest sentence the line editor holds: a 1024-token sentence fits. */
-#define ASK_TEXT_MAX 16384
 
 void ask_clear(struct ask *ask)
 {
@@ -396,7 +395,7 @@ static int text_prompt(struct app *a, struct ask *ask)
             strcat(text, s->tokens[i]);
         }
     }
-    if (utf8_length(text) >= ASK_TEXT_MAX || need > sizeof(a->prompt_initial)) {
+    if (utf8_length(text) >= APP_TEXT_MAX || need > sizeof(a->prompt_initial)) {
         app_refuse(a, "the sentence is too long to edit here; edit the scene file");
     } else {
         memcpy(a->prompt_initial, text, need);

@@ -28,8 +28,8 @@
 #include "yaml/suggest.h"
 
 #define MAX_FIELDS 32
-/* Largest matrix read, in values: what SCENE_MAX_BYTES allows in float32. */
-#define MAX_VALUES (SCENE_MAX_BYTES / sizeof(float))
+/* Largest matrix read, in values: what SCENE_MAX_MATRIX_BYTES allows in float32. */
+#define MAX_VALUES (SCENE_MAX_MATRIX_BYTES / sizeof(float))
 
 /* Enum fields are filled through an int pointer. */
 _Static_assert(sizeof(enum attn_tokenizer) == sizeof(int), "enum size");

@@ -114,9 +114,11 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
         char keys[32];
         snprintf(keys, sizeof(keys), "H\025%d", i % 2 ? heads : other);
         press(ui, keys);
+        unsigned long gen = ui->app.generation;
         ms[i] = timed_key(ui, '\r', false);
-        if (ui->app.error[0]) {
-            rc = diag_set(err, "", "the heads edit failed: %s", ui->app.error);
+        if (ui->app.error[0] || ui->app.generation == gen) {
+            rc = diag_set(err, "", "the heads edit did not recompute: %s",
+                          ui->app.error[0] ? ui->app.error : ui->app.message);
             goto done;
         }
     }
@@ -126,9 +128,11 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
      * (and every buffer's shape) stays while the text changes. */
     for (int i = 0; i < repeat; i++) {
         press(ui, i % 2 ? "t\177" : "tx");
+        unsigned long gen = ui->app.generation;
         ms[i] = timed_key(ui, '\r', false);
-        if (ui->app.error[0]) {
-            rc = diag_set(err, "", "the sentence edit failed: %s", ui->app.error);
+        if (ui->app.error[0] || ui->app.generation == gen) {
+            rc = diag_set(err, "", "the sentence edit did not recompute: %s",
+                          ui->app.error[0] ? ui->app.error : ui->app.message);
             goto done;
         }
     }

@@ -15,7 +15,7 @@
 #include "explore/keys.h"
 #include "ui/theme.h"
 
-#define PROMPT_MAX 16384 /* characters the editor holds: a 1024-token sentence fits */
+#define PROMPT_MAX APP_TEXT_MAX /* characters the editor holds (explore/app.h) */
 
 struct prompt {
     enum prompt_kind kind; /* PROMPT_NONE: closed */
