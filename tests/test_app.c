@@ -25,7 +25,7 @@ static void open_default(struct app *a)
     struct attn_scene s;
     attn_scene_init_default(&s);
     struct diag err;
-    assert_int_equal(app_init(a, &s, NULL, &err), 0);
+    assert_int_equal(app_init(a, &s, NULL, NULL, &err), 0);
 }
 
 static float at(const struct app *a, enum attn_stage s, int head, int i, int j)
@@ -190,7 +190,7 @@ static void open_with_positions(struct app *a, enum attn_pos_kind kind)
     assert_int_equal(attn_scene_check(&s, &problems), 0);
     diag_list_free(&problems);
     struct diag err;
-    assert_int_equal(app_init(a, &s, NULL, &err), 0);
+    assert_int_equal(app_init(a, &s, NULL, NULL, &err), 0);
 }
 
 /* The shift key: RoPE keeps every weight, learned positions do not; the message says which. */
@@ -248,7 +248,7 @@ static void test_kv_sharing_and_cache(void **state)
     s.attn.kv_heads = 2;
     struct app a;
     struct diag err;
-    assert_int_equal(app_init(&a, &s, NULL, &err), 0);
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     char text[200];
     inspect_kv_sharing(text, sizeof(text), &a, 3);
     assert_string_equal(text, "KV head 1 (heads 2\u20133)");
@@ -370,7 +370,7 @@ static void test_more_knobs(void **state)
     s.attn.d_out = 0;
     s.attn.heads = 1;
     struct diag err;
-    assert_int_equal(app_init(&a, &s, NULL, &err), 0);
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     assert_int_equal(app_step_knob(&a, KNOB_DIM, 1), 0);
     assert_int_equal(app_model(&a)->d_in, 5);
     assert_non_null(strstr(a.message, "embedding dim 4 \u2192 5"));
@@ -388,7 +388,7 @@ static void test_save_default_folder(void **state)
     attn_scene_init_default(&s);
     struct app a;
     struct diag err;
-    assert_int_equal(app_init(&a, &s, path, &err), 0);
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
     struct ask ask = {0};
     command_run(&a, ACTION_SAVE, &ask);
     assert_string_equal(ask.initial, "10-mha-edited.yaml"); /* the current folder */
@@ -396,7 +396,7 @@ static void test_save_default_folder(void **state)
     app_free(&a);
 
     attn_scene_init_default(&s);
-    assert_int_equal(app_init(&a, &s, "/tmp/my-scene.yaml", &err), 0);
+    assert_int_equal(app_init(&a, &s, "/tmp/my-scene.yaml", NULL, &err), 0);
     command_run(&a, ACTION_SAVE, &ask);
     assert_string_equal(ask.initial, "/tmp/my-scene-edited.yaml"); /* beside the scene */
     ask_clear(&ask);
@@ -583,7 +583,7 @@ static void test_render_writes_the_view(void **state)
     attn_scene_init_default(&s);
     struct app a;
     struct diag err;
-    assert_int_equal(app_init(&a, &s, scene, &err), 0);
+    assert_int_equal(app_init(&a, &s, scene, NULL, &err), 0);
     struct ask ask = {0};
 
     assert_int_equal(command_run(&a, ACTION_RENDER, &ask), OUTCOME_VIEW_CHANGED);
@@ -627,10 +627,52 @@ static void test_render_writes_the_view(void **state)
     assert_int_equal(rmdir(dir), 0); /* nothing else was left there */
 }
 
+/* The front end's progress sink hears every compute: step 0 when the forward pass starts, then
+ * one step a head, ending at the total; an edit's compute reports again. */
+struct steps {
+    long calls, last, total, starts;
+    bool ordered;
+};
+
+static void count_step(void *ctx, long done, long total)
+{
+    struct steps *st = ctx;
+    if (done == 0)
+        st->starts++;
+    else if (done != st->last + 1)
+        st->ordered = false;
+    st->last = done;
+    st->total = total;
+    st->calls++;
+}
+
+static void test_progress_reports_every_head(void **state)
+{
+    (void)state;
+    struct steps st = {.ordered = true};
+    const struct progress_sink sink = {count_step, &st};
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, &sink, &err), 0);
+    assert_true(st.ordered);
+    assert_int_equal(st.starts, 1);
+    assert_int_equal(st.total, 2); /* one layer, two heads */
+    assert_int_equal(st.last, 2);
+    assert_int_equal(st.calls, 3);
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
+    assert_int_equal(st.starts, 2);
+    assert_int_equal(st.total, 1);
+    assert_int_equal(st.last, 1);
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_opens_on_the_books_numbers),
+        cmocka_unit_test(test_progress_reports_every_head),
         cmocka_unit_test(test_invalid_edit_keeps_the_last_result),
         cmocka_unit_test(test_undo_redo_and_saved_state),
         cmocka_unit_test(test_history_is_bounded),

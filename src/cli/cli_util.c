@@ -1,5 +1,6 @@
 /* cli_util: option parsing, the help text and scene loading shared by the commands. */
 #include "cli/cli.h"
+#include "common/progress.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -202,7 +203,14 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
         attn_scene_init_default(&cs->scene);
     }
 
-    if (attn_net_compute(&cs->net, &cs->scene, &err) != 0) {
+    /* A big scene's first compute takes seconds: a bar on a terminal, a line in a log. */
+    struct progress p;
+    progress_begin(&p, stderr, "computing", "heads");
+    cs->net.progress = (struct progress_sink){progress_tick, &p};
+    int rc = attn_net_compute(&cs->net, &cs->scene, &err);
+    progress_end(&p, rc == 0);
+    cs->net.progress = (struct progress_sink){0};
+    if (rc != 0) {
         print_diag(&err, cs->name, NULL, 0);
         attn_scene_free(&cs->scene);
         return CLI_INVALID;

@@ -370,6 +370,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         }
         /* This head's context goes straight into its column block of the concatenation. */
         attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, Dkv, NULL, n, hd, n);
+        progress_report(r->progress, r->progress_base + h + 1, r->progress_total);
     }
 
     if (m->wo)

@@ -14,12 +14,17 @@
 
 #include <stddef.h>
 
+#include "common/progress.h"
 #include "engine/model.h"
 #include "engine/stage.h"
 
 struct attn_memo;
 
 struct attn_run {
+    /* Feedback while attn_forward runs, one step a head (attn_net_forward sets it; NULL for
+     * none): step progress_base + h + 1 of progress_total. */
+    const struct progress_sink *progress;
+    long progress_base, progress_total;
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden;
     bool rope;

@@ -21,8 +21,16 @@ void attn_net_free(struct attn_net *net)
 
 void attn_net_forward(struct attn_net *net)
 {
+    long total = 0, done = 0;
+    for (int L = 0; L < net->layers; L++)
+        total += net->model[L].heads;
+    progress_report(&net->progress, 0, total); /* step 0: it starts */
     for (int L = 0; L < net->layers; L++) {
         struct attn_model *m = &net->model[L];
+        net->run[L].progress = net->progress.step ? &net->progress : NULL;
+        net->run[L].progress_base = done;
+        net->run[L].progress_total = total;
+        done += m->heads;
         if (L > 0) { /* layer L's input is what layer L - 1 hands on: (n, d_in) */
             const struct attn_model *prev = &net->model[L - 1];
             struct attn_mat_view v =
@@ -32,6 +40,7 @@ void attn_net_forward(struct attn_net *net)
                        (size_t)m->d_in * sizeof(float));
         }
         attn_forward(&net->run[L], m);
+        net->run[L].progress = NULL; /* it points into net, which a caller may move */
     }
 }
 
@@ -111,6 +120,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
 {
     int layers = s->layers > 1 ? s->layers : 1;
     struct attn_net fresh = {.layers = layers,
+                             .progress = net->progress,
                              .model = calloc((size_t)layers, sizeof(struct attn_model)),
                              .run = calloc((size_t)layers, sizeof(struct attn_run))};
     if (!fresh.model || !fresh.run) {

@@ -19,6 +19,9 @@ struct attn_net {
      * (dropout, the mask, the scale) copies their numbers instead of drawing them again. */
     struct attn_scene *from;
     struct attn_rng after_params; /* the generator before the dropout draws */
+    /* Told of every head the forward pass finishes (every layer's, in order); kept by
+     * attn_net_compute. step NULL: no feedback. */
+    struct progress_sink progress;
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and

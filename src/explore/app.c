@@ -47,9 +47,12 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     return 0;
 }
 
-int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag *err)
+int app_init(struct app *a, struct attn_scene *s, const char *path,
+             const struct progress_sink *progress, struct diag *err)
 {
     memset(a, 0, sizeof(*a));
+    if (progress) /* every compute, the first included, tells the front end how far it got */
+        a->net.progress = *progress;
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;

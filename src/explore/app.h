@@ -90,7 +90,8 @@ struct app {
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */
-int app_init(struct app *a, struct attn_scene *s, const char *path, struct diag *err);
+int app_init(struct app *a, struct attn_scene *s, const char *path,
+             const struct progress_sink *progress, struct diag *err);
 void app_free(struct app *a);
 
 /* The layer on screen: its parameters and stages. */

@@ -17,11 +17,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cnum.h"
 #include "common/fatal.h"
 #include "common/fsutil.h"
+#include "common/progress.h"
 #include "common/utf8.h"
 #include "config/config.h"
 #include "explore/commands.h"
@@ -103,10 +105,53 @@ static void load_configs(struct ui *ui)
     free(user_colors);
 }
 
+static double busy_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The engine's progress sink: step 0 starts a forward pass, one step a head follows. Past
+ * PROGRESS_QUIET_MS the message line shows a bar, redrawn at most every 50 ms; the next frame
+ * draws the message line again. In reverse video: the theme may not be loaded yet. */
+static void busy_step(void *ctx, long done, long total)
+{
+    struct ui *ui = ctx;
+    double t = busy_now_ms();
+    if (done == 0) {
+        ui->busy.t0 = t;
+        return;
+    }
+    if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
+        (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
+        return;
+    enum { BAR = 24 };
+    char bar[BAR + 1], line[160];
+    int filled = total > 0 ? (int)((double)BAR * (double)done / (double)total) : 0;
+    for (int i = 0; i < BAR; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[BAR] = '\0';
+    cnum_format(line, sizeof(line), " computing [%s] %ld/%ld heads  %.1f s ", bar, done, total,
+                (t - ui->busy.t0) / 1e3);
+    int y = LINES >= 2 ? LINES - 2 : 0;
+    move(y, 0);
+    clrtoeol();
+    attron(A_REVERSE);
+    mvaddnstr(y, 0, line, COLS > 0 ? COLS : 0);
+    attroff(A_REVERSE);
+    refresh();
+    ui->busy.shown = true;
+    ui->busy.drawn = t;
+    if (done >= total) /* the frame after the compute draws the message line back */
+        ui->status.base.dirty = true;
+}
+
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err)
 {
     memset(ui, 0, sizeof(*ui));
-    if (app_init(&ui->app, s, path, err))
+    const struct progress_sink busy = {busy_step, ui};
+    if (app_init(&ui->app, s, path, &busy, err))
         return -1;
     header_panel_init(&ui->header);
     stagebar_panel_init(&ui->stagebar);

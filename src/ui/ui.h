@@ -51,6 +51,11 @@ struct ui {
     struct grid_panel grid;
     struct status_panel status;
     struct help_panel help;
+    /* A compute over PROGRESS_QUIET_MS draws its progress on the message line. */
+    struct {
+        double t0, drawn; /* when the forward pass started and the bar was last drawn (ms) */
+        bool shown;
+    } busy;
     struct panel *panels[PANEL_COUNT];
 };
 
