@@ -28,7 +28,12 @@ int cmd_export(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     struct diag err;
-    if (export_dir(dir, &cs.scene, &cs.net, &err) != 0) {
+    struct progress p;
+    progress_begin(&p, stderr, "exporting", "heads");
+    const struct progress_sink sink = {progress_tick, &p};
+    rc = export_dir_progress(dir, &cs.scene, &cs.net, &sink, &err);
+    progress_end(&p, rc == 0);
+    if (rc != 0) {
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {

@@ -71,10 +71,14 @@ int cnum_format_float(char *out, size_t size, float x)
         return snprintf(out, size, "nan");
     if (isinf(x))
         return snprintf(out, size, x < 0 ? "-inf" : "inf");
+    if (x == 0.0f) /* as %g writes them; half of a causal matrix, so worth the shortcut */
+        return snprintf(out, size, signbit(x) ? "-0" : "0");
     locale_t old = enter();
     char buf[32];
-    for (int prec = 6; prec < 9; prec++) {
-        snprintf(buf, sizeof(buf), "%.*g", prec, (double)x);
+    /* Literal precisions: glibc sends "%.*g" down its slow positional path. */
+    static const char *const shortest[] = {"%.6g", "%.7g", "%.8g"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(buf, sizeof(buf), shortest[k], (double)x);
         /* Read back as every reader does: decimal -> double -> float32. */
         float back = (float)strtod(buf, NULL);
         if (memcmp(&back, &x, sizeof(x)) == 0)

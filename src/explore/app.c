@@ -742,7 +742,7 @@ int app_redo(struct app *a)
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
     /* Export what is on screen: the last valid state. */
-    return export_dir(dir, &a->shown, &a->net, err);
+    return export_dir_progress(dir, &a->shown, &a->net, &a->export_progress, err);
 }
 
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)

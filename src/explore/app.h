@@ -38,10 +38,11 @@ struct app {
     struct attn_scene redo[APP_UNDO_MAX];
     int n_redo;
 
-    struct attn_scene shown;    /* the scene the result belongs to (the last valid one) */
-    struct attn_net net;        /* last valid result: every layer */
-    struct head_scores *scores; /* (layers * heads) of the result, each on first use */
-    unsigned char *scored;      /* (layers * heads) 1 once scores[i] is this result's */
+    struct attn_scene shown;              /* the scene the result belongs to (the last valid one) */
+    struct attn_net net;                  /* last valid result: every layer */
+    struct head_scores *scores;           /* (layers * heads) of the result, each on first use */
+    unsigned char *scored;                /* (layers * heads) 1 once scores[i] is this result's */
+    struct progress_sink export_progress; /* told of an export's heads (the front end's) */
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
 

@@ -257,8 +257,14 @@ out:
 
 /* Every file of the layout into dir, a fresh folder. */
 /* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
+/* What export_dir tells its progress sink: one step a head written, over every layer. */
+struct export_progress {
+    const struct progress_sink *sink;
+    long done, total;
+};
+
 static int export_layer(const char *dir, const struct attn_scene *s, const struct attn_model *m,
-                        const struct attn_run *r, struct diag *err)
+                        const struct attn_run *r, struct export_progress *pr, struct diag *err)
 {
     if (put_csv(dir, NULL, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), "token", m->tokens, NULL,
                 err) != 0)
@@ -294,6 +300,7 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
                         cols, err) != 0)
                 goto fail;
         }
+        progress_report(pr->sink, ++pr->done, pr->total);
     }
     free(buf);
 
@@ -337,8 +344,12 @@ static int write_tokens(FILE *f, void *ctx, struct diag *err)
 }
 
 static int export_files(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                        struct diag *err)
+                        const struct progress_sink *progress, struct diag *err)
 {
+    struct export_progress pr = {progress, 0, 0};
+    for (int L = 0; L < net->layers; L++)
+        pr.total += net->model[L].heads;
+    progress_report(progress, 0, pr.total);
     char path[EXPORT_PATH_MAX], side_dir[EXPORT_PATH_MAX];
     /* scene.yaml first: with it the rest can always be regenerated. */
     struct attn_scene resolved;
@@ -365,14 +376,14 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     if (fsutil_write_new(path, write_tokens, &tj, err) != 0)
         return fail_at(err, path);
     if (net->layers == 1) {
-        if (export_layer(dir, s, first, &net->run[0], err) != 0)
+        if (export_layer(dir, s, first, &net->run[0], &pr, err) != 0)
             return -1;
     } else {
         for (int L = 0; L < net->layers; L++) {
             char sub[32], ldir[EXPORT_PATH_MAX];
             snprintf(sub, sizeof(sub), "layer%d", L);
             if (make_dir(dir, sub, err) != 0 || join_path(ldir, dir, sub, NULL, err) != 0 ||
-                export_layer(ldir, s, &net->model[L], &net->run[L], err) != 0)
+                export_layer(ldir, s, &net->model[L], &net->run[L], &pr, err) != 0)
                 return -1;
         }
     }
@@ -458,12 +469,18 @@ static void name_target(struct diag *err, const struct fsutil_dirswap *tx)
 int export_dir(const char *dir, const struct attn_scene *s, const struct attn_net *net,
                struct diag *err)
 {
+    return export_dir_progress(dir, s, net, NULL, err);
+}
+
+int export_dir_progress(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                        const struct progress_sink *progress, struct diag *err)
+{
     if (export_check_target(dir, err) != 0)
         return -1;
     struct fsutil_dirswap tx;
     if (fsutil_dirswap_begin(&tx, dir, err) != 0)
         return -1;
-    if (export_files(tx.tmp, s, net, err) != 0) {
+    if (export_files(tx.tmp, s, net, progress, err) != 0) {
         name_target(err, &tx);
         fsutil_dirswap_abort(&tx);
         return -1;

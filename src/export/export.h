@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "common/diag.h"
+#include "common/progress.h"
 #include "engine/attention.h"
 #include "engine/model.h"
 #include "engine/net.h"
@@ -39,6 +40,10 @@ int csv_format_float(char *out, size_t size, float x);
  * layer<L>/ folder per layer with that layout. Returns 0, or -1 with err naming the file. */
 int export_dir(const char *dir, const struct attn_scene *s, const struct attn_net *net,
                struct diag *err);
+/* export_dir, telling progress (NULL: nothing) of every head's files written: step 0 first,
+ * then one step a head over every layer. A big export writes hundreds of MB of text. */
+int export_dir_progress(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                        const struct progress_sink *progress, struct diag *err);
 /* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
  * (scene.yaml and only the names an export writes). Anything else is the user's, and never
  * replaced: -1, err says why. */

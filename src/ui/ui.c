@@ -115,9 +115,8 @@ static double busy_now_ms(void)
 /* The engine's progress sink: step 0 starts a forward pass, one step a head follows. Past
  * PROGRESS_QUIET_MS the message line shows a bar, redrawn at most every 50 ms; the next frame
  * draws the message line again. In reverse video: the theme may not be loaded yet. */
-static void busy_step(void *ctx, long done, long total)
+static void busy_step(struct ui *ui, const char *what, long done, long total)
 {
-    struct ui *ui = ctx;
     double t = busy_now_ms();
     if (done == 0) {
         ui->busy.t0 = t;
@@ -132,7 +131,7 @@ static void busy_step(void *ctx, long done, long total)
     for (int i = 0; i < BAR; i++)
         bar[i] = i < filled ? '#' : '.';
     bar[BAR] = '\0';
-    cnum_format(line, sizeof(line), " computing [%s] %ld/%ld heads  %.1f s ", bar, done, total,
+    cnum_format(line, sizeof(line), " %s [%s] %ld/%ld heads  %.1f s ", what, bar, done, total,
                 (t - ui->busy.t0) / 1e3);
     int y = LINES >= 2 ? LINES - 2 : 0;
     move(y, 0);
@@ -147,12 +146,23 @@ static void busy_step(void *ctx, long done, long total)
         ui->status.base.dirty = true;
 }
 
+static void busy_computing(void *ctx, long done, long total)
+{
+    busy_step(ctx, "computing", done, total);
+}
+
+static void busy_exporting(void *ctx, long done, long total)
+{
+    busy_step(ctx, "exporting", done, total);
+}
+
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err)
 {
     memset(ui, 0, sizeof(*ui));
-    const struct progress_sink busy = {busy_step, ui};
+    const struct progress_sink busy = {busy_computing, ui};
     if (app_init(&ui->app, s, path, &busy, err))
         return -1;
+    ui->app.export_progress = (struct progress_sink){busy_exporting, ui};
     header_panel_init(&ui->header);
     stagebar_panel_init(&ui->stagebar);
     heatmap_panel_init(&ui->heatmap);
