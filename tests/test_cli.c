@@ -117,8 +117,8 @@ static void expect_status(const struct run *r, int status)
 
 static void expect_contains(const char *text, const char *needle)
 {
-    if (!strstr(text, needle))
-        fail_msg("expected to find \"%s\" in:\n%s", needle, text);
+    if (!text || !strstr(text, needle))
+        fail_msg("expected to find \"%s\" in:\n%s", needle, text ? text : "(nothing)");
 }
 
 static char *scratch_path(const char *name)
@@ -568,6 +568,7 @@ static void test_render(void **state)
     expect_status(&r, 0);
     expect_contains(r.out, out);
     char *svg = tu_must_read_file(out, NULL);
+    assert_non_null(svg);
     assert_int_equal(strncmp(svg, "<?xml", 5), 0);
     expect_contains(svg, "all 2 heads");
     expect_contains(svg, "</svg>\n");
@@ -577,6 +578,7 @@ static void test_render(void **state)
     r = RUN("render", good, "--head", "1", "--scale", "log", "-o", out); /* replaces an SVG */
     expect_status(&r, 0);
     svg = tu_must_read_file(out, NULL);
+    assert_non_null(svg);
     expect_contains(svg, "head 1 of 2");
     expect_contains(svg, "colour scale: log");
     free(svg);
