@@ -61,15 +61,20 @@ static void print_map(const struct change *cells, int rows, int cols, float max_
     int bs = big > DIFF_MAP_MAX ? (big + DIFF_MAP_MAX - 1) / DIFF_MAP_MAX : 1;
     char top[32];
     cnum_format(top, sizeof(top), "%.4f", max_abs);
+    if (max_abs == 0) { /* nothing changed: a blank map says less than this */
+        printf("|%s| map: no cell changed\n", utf8 ? "\u0394" : "d");
+        return;
+    }
     if (bs > 1)
-        printf("|%s| map, each character a %d%s%d block, its max |%s| (%s%s = %s):\n",
+        printf("|%s| map, each pair of characters a %d%s%d block, its max |%s| (%s%s = %s):\n",
                utf8 ? "\u0394" : "d", bs, utf8 ? "\u00d7" : "x", bs, utf8 ? "\u0394" : "d",
                shade[4], shade[4], top);
     else
         printf("|%s| map (%s%s = %s, blank = no change):\n", utf8 ? "\u0394" : "d", shade[4],
                shade[4], top);
+    char line[4 * 2 * 4 * DIFF_MAP_MAX + 16]; /* a row of the map, its blanks at the end cut */
     for (int r0 = 0; r0 < rows; r0 += bs) {
-        printf("%5d ", r0);
+        size_t o = (size_t)snprintf(line, sizeof(line), "%5d ", r0);
         for (int c0 = 0; c0 < cols; c0 += bs) {
             float m = 0.0f;
             for (int i = r0; i < r0 + bs && i < rows; i++)
@@ -82,9 +87,14 @@ static void print_map(const struct change *cells, int rows, int cols, float max_
                 level = isfinite(m) && isfinite(max_abs) ? 1 + (int)(3.999f * (m / max_abs)) : 4;
             level = level > 4 ? 4 : level;
             /* two characters a cell: square to the eye */
-            printf("%s%s", shade[level], shade[level]);
+            if (o < sizeof(line))
+                o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s", shade[level],
+                                      shade[level]);
         }
-        putchar('\n');
+        o = strlen(line);
+        while (o > 0 && line[o - 1] == ' ')
+            line[--o] = '\0';
+        puts(line);
     }
 }
 

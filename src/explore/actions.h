@@ -40,7 +40,7 @@
     X(ZOOM_OUT, "zoom-out", "Z", "view", "Zoom out: blocks of cells, down to the whole matrix")    \
     X(BLOCKS, "blocks", "b", "view", "Zoomed-out blocks show their max / their mean")              \
     X(BASELINE, "baseline", "B", "view",                                                           \
-      "Pin this state as the baseline: later edits show \u0394 against it / unpin")                \
+      "Pin a baseline: later edits show \u0394 against it / unpin")                                \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(PLAY_FASTER, "play-faster", ")", "view", "Auto-play faster")                                 \

@@ -50,6 +50,8 @@ static int label_width(const struct app *a)
  * to 1), after dropout (no longer), and the after-softmax mask (zeroed, not renormalised). */
 static bool shows_sum(const struct app *a)
 {
+    if (app_showing_delta(a)) /* a Δ row sums to the change of the row's sum: 0, said 6 times */
+        return false;
     return a->stage == STAGE_WEIGHTS || a->stage == STAGE_DROPOUT ||
            (a->stage == STAGE_MASKED && app_model(a)->causal &&
             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX);
