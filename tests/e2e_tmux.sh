@@ -348,5 +348,25 @@ keys ind "{"
 check "induction: { shows layer 0" ind wait_for ind "layer 0 · head 0 (of 1)"
 T kill-session -t ind
 
+# 16. A baseline (B): pin the default scene, change the seed, see the Δ title and the inspector's
+# baseline → now; B again unpins, and undo still walks the edit back.
+start base 120 32 "$BIN"
+wait_for base "row Σ"
+keys base B
+check "baseline: B pins it" base wait_for base "baseline pinned"
+keys base s C-u
+text base "7"
+keys base Enter
+check "baseline: the title says Δ vs baseline and what changed" base \
+  wait_for base "Δ vs baseline (seed 123 → 7)"
+keys base Down
+check "baseline: the inspector shows baseline, now and Δ" base wait_for base "Δ = "
+keys base B
+check "baseline: B again unpins" base wait_for base "baseline unpinned"
+check "baseline: the title is the values' again" base wait_gone base "Δ vs baseline"
+keys base u
+check "baseline: undo still works" base wait_for base "undid: seed 7 → 123"
+T kill-session -t base
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -668,6 +668,74 @@ static void test_progress_reports_every_head(void **state)
     app_free(&a);
 }
 
+/* B pins a baseline; edits then show Δ = current − baseline, undo walks back to no change,
+ * a shape that differs says so, and B again unpins. Weights of the default scene, head 0:
+ * causal (1.0000 at "Your" → "Your", 0 at "Your" → "journey"), and without the mask
+ * (0.1624, 0.1804: `attnscope print` of scenes/10-mha.yaml with causal: false). */
+static void test_baseline_delta(void **state)
+{
+    (void)state;
+    struct app a;
+    struct ask ask = {0};
+    open_default(&a);
+    assert_int_equal(command_run(&a, ACTION_BASELINE, &ask), OUTCOME_SCENE_CHANGED);
+    assert_true(a.pinned);
+    assert_true(app_showing_delta(&a));
+    struct attn_mat_view d = app_shown_view(&a);
+    assert_ptr_equal(d.data, a.delta);
+    assert_float_equal(d.data[0], 0.0f, 0); /* nothing changed yet */
+
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_string_equal(a.message, "causal off");
+    char change[200];
+    app_baseline_change(change, sizeof(change), &a);
+    assert_string_equal(change, "causal off");
+    d = app_shown_view(&a);
+    assert_ptr_equal(d.data, a.delta);
+    assert_int_equal(d.rows, 6);
+    assert_float_equal(d.data[0], 0.1624f - 1.0f, 1e-4); /* row 0, col 0 */
+    assert_float_equal(d.data[1], 0.1804f - 0.0f, 1e-4); /* row 0, col 1 */
+    assert_float_equal(d.data[5 * 6 + 5], 0.0f, 1e-6);   /* the last row sees all: unchanged */
+    assert_float_equal(d.data[0], at(&a, STAGE_WEIGHTS, 0, 0, 0) - 1.0f, 1e-6);
+    /* The inspector: baseline, now and Δ of the cursor's cell. */
+    char text[4096];
+    a.row = 0;
+    a.col = 1;
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "baseline 0.0000 \u2192 now 0.1804"));
+    assert_non_null(strstr(text, "\u0394 = +0.1804"));
+    /* The masked stage: -inf cells in the baseline, numbers now. */
+    a.stage = STAGE_MASKED;
+    assert_true(app_delta_ok(&a));
+    a.stage = STAGE_WEIGHTS;
+
+    /* Undo: back to the baseline, every Δ 0 (the result is another generation). */
+    assert_int_equal(app_undo(&a), 0);
+    d = app_shown_view(&a);
+    for (int k = 0; k < 36; k++)
+        assert_float_equal(d.data[k], 0.0f, 0);
+    assert_int_equal(app_redo(&a), 0);
+    d = app_shown_view(&a);
+    assert_float_equal(d.data[1], 0.1804f, 1e-4);
+
+    /* Another sentence: 6×6 against 4×4, no Δ, and the message line says so. */
+    assert_int_equal(app_edit_text(&a, "Your journey starts with"), 0);
+    assert_false(app_delta_ok(&a));
+    assert_false(app_showing_delta(&a));
+    assert_non_null(strstr(a.message, "baseline 6\u00d76, now 4\u00d74: shapes differ"));
+    assert_ptr_not_equal(app_shown_view(&a).data, a.delta);
+    app_undo(&a);
+    assert_true(app_showing_delta(&a));
+
+    /* B again: unpinned, the values again. */
+    assert_int_equal(command_run(&a, ACTION_BASELINE, &ask), OUTCOME_SCENE_CHANGED);
+    assert_false(a.pinned);
+    assert_false(app_showing_delta(&a));
+    assert_float_equal(app_shown_view(&a).data[0], at(&a, STAGE_WEIGHTS, 0, 0, 0), 0);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -690,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_zoom_max_and_mean),
         cmocka_unit_test(test_zoom_commands),
         cmocka_unit_test(test_render_writes_the_view),
+        cmocka_unit_test(test_baseline_delta),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -621,6 +621,114 @@ static void test_render(void **state)
     run_free(&r);
 }
 
+/* The value at (row, col) of `attnscope print SCENE --stage weights --head 0`, as printed. */
+static void printed_weight(char *out, size_t size, const char *scene, int row, int col)
+{
+    struct run r = RUN("print", scene, "--stage", "weights", "--head", "0");
+    expect_status(&r, 0);
+    const char *p = strstr(r.out, "tensor([");
+    assert_non_null(p);
+    for (int i = 0; i < row; i++)
+        assert_non_null(p = strchr(p + 1, '\n'));
+    p = strchr(p, '[');
+    while (*p == '[')
+        p++;
+    for (int j = 0; j < col; j++)
+        assert_non_null(p = strchr(p, ',') + 1);
+    while (*p == ' ')
+        p++;
+    size_t n = strcspn(p, ",]");
+    snprintf(out, size, "%.*s", (int)n, p);
+    run_free(&r);
+}
+
+/* diff: 04 and 05 are the same weights with and without the causal mask. The top change's
+ * numbers are the ones `print` shows for each scene at that cell. */
+static void test_diff(void **state)
+{
+    (void)state;
+    char a_path[4200], b_path[4200], shoes[4200];
+    scene_path(a_path, sizeof(a_path), "04-self-attention-v2.yaml");
+    scene_path(b_path, sizeof(b_path), "05-causal.yaml");
+    scene_path(shoes, sizeof(shoes), "12-shoes-single-head.yaml");
+    setenv("LC_ALL", "C.UTF-8", 1);
+    struct run r = RUN("diff", a_path, b_path, "--top", "3");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# head 0 \u00b7 weights: A 6\u00d76, B 6\u00d76\n");
+    expect_contains(r.out, "max |\u0394| 0.8079 at row 0 \u00d7 col 0");
+    expect_contains(r.out, "top 3 changes");
+    expect_contains(r.out, "\u2591"); /* the map, in shade blocks */
+    /* The top change: row 0 "Your" x col 0, causal makes it 1. */
+    char a[32], b[32], line[200];
+    printed_weight(a, sizeof(a), a_path, 0, 0);
+    printed_weight(b, sizeof(b), b_path, 0, 0);
+    snprintf(line, sizeof(line), "  row 0 \"Your\" \u00d7 col 0 \"Your\": %s \u2192 %s (+0.8079)\n",
+             a, b);
+    expect_contains(r.out, line);
+    assert_string_equal(b, "1.0000");
+    /* the second: row 1 "journey" x col 0 */
+    printed_weight(a, sizeof(a), a_path, 1, 0);
+    printed_weight(b, sizeof(b), b_path, 1, 0);
+    snprintf(line, sizeof(line), "  row 1 \"journey\" \u00d7 col 0 \"Your\": %s \u2192 %s (+", a,
+             b);
+    expect_contains(r.out, line);
+    run_free(&r);
+
+    /* ASCII under LC_ALL=C: the same numbers, no shade blocks. */
+    setenv("LC_ALL", "C", 1);
+    r = RUN("diff", a_path, b_path, "--top", "1");
+    expect_status(&r, 0);
+    expect_contains(r.out, "  row 0 \"Your\" x col 0 \"Your\": 0.1921 -> 1.0000 (+0.8079)\n");
+    assert_null(strstr(r.out, "\u2591"));
+    expect_contains(r.out, "|d| map (## = 0.8079");
+    run_free(&r);
+    unsetenv("LC_ALL");
+
+    /* --csv: the top K, every number exact (b - a in float). */
+    r = RUN("diff", a_path, b_path, "--top", "2", "--csv");
+    expect_status(&r, 0);
+    expect_contains(r.out, "layer,head,row,col,a,b,delta\r\n0,0,0,0,0.19212602,1,0.80787396\r\n"
+                           "0,0,1,0,");
+    run_free(&r);
+
+    /* --head all on a one-head scene: head 0 only; the same scene twice: nothing changes. */
+    r = RUN("diff", a_path, a_path, "--head", "all", "--stage", "masked");
+    expect_status(&r, 0);
+    expect_contains(r.out, "max |\u0394| 0.0000");
+    run_free(&r);
+
+    /* Shapes that differ: refused, naming both. */
+    r = RUN("diff", a_path, shoes);
+    expect_status(&r, 1);
+    expect_contains(r.err, "the shapes differ");
+    expect_contains(r.err, "04-self-attention-v2.yaml's weights is 6\u00d76");
+    expect_contains(r.err, "12-shoes-single-head.yaml's is 8\u00d78");
+    assert_string_equal(r.out, "");
+    run_free(&r);
+
+    /* Bad arguments: exit 2. */
+    const char *bad[][6] = {
+        {"diff", a_path, NULL},
+        {"diff", a_path, b_path, shoes, NULL},
+        {"diff", a_path, b_path, "--head", "x", NULL},
+        {"diff", a_path, b_path, "--stage", "nope", NULL},
+        {"diff", a_path, b_path, "--top", "-1", NULL},
+        {"diff", a_path, b_path, "--head", "5", NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = run_to(NULL, bad[i]);
+        expect_status(&r, 2);
+        run_free(&r);
+    }
+    /* A bad scene: exit 1 with file:line:col. */
+    char *badp = scratch_path("bad-diff.yaml");
+    tu_write_text(badp, bad_scene);
+    r = RUN("diff", a_path, badp);
+    expect_status(&r, 1);
+    expect_contains(r.err, "bad-diff.yaml:4:3:");
+    run_free(&r);
+}
+
 static void test_bench(void **state)
 {
     (void)state;
@@ -825,6 +933,7 @@ int main(void)
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_diff),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_ui),
         cmocka_unit_test(test_bench_shape),

@@ -62,6 +62,7 @@ int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_render(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 /* bench --ui lives with main.c: it opens the explorer, so it links curses. */
 int cmd_bench_ui(int argc, char **argv);
 

@@ -1,7 +1,7 @@
 /* attnscope: the command-line entry point.
  *
  *   attnscope [SCENE.yaml]          the explorer (src/ui)
- *   attnscope check|print|export|render|heads|bench|keys ...
+ *   attnscope check|print|diff|export|render|heads|bench|keys ...
  *
  * main() only dispatches: each command lives in its own cmd_*.c and returns the exit status
  * (0 ok, 1 invalid scene or I/O error, 2 wrong usage).
@@ -51,7 +51,7 @@ static const struct {
     int (*run)(int argc, char **argv); /* the words after the command name */
 } commands[] = {
     {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export}, {"bench", cmd_bench_any},
-    {"keys", cmd_keys},   {"heads", cmd_heads}, {"render", cmd_render},
+    {"keys", cmd_keys},   {"heads", cmd_heads}, {"render", cmd_render}, {"diff", cmd_diff},
 };
 
 /* A word that is neither a command nor plausibly a scene file is a mistyped command. */

@@ -51,6 +51,13 @@ struct attn_mat_view {
     int rows, cols, stride;
 };
 
+/* One cell's change from base to cur, cur - base; two equal values (two masked -inf cells
+ * included) change by 0, where IEEE would give nan. The explorer's baseline and `diff` use it. */
+static inline float attn_cell_delta(float cur, float base)
+{
+    return cur == base ? 0.0f : cur - base;
+}
+
 /* Sizes r for m's shape; keeps the existing buffers when the shape is unchanged.
  * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err);

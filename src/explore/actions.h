@@ -39,6 +39,8 @@
     X(ZOOM_IN, "zoom-in", "z", "view", "Zoom in around the cursor (fully in: every number)")       \
     X(ZOOM_OUT, "zoom-out", "Z", "view", "Zoom out: blocks of cells, down to the whole matrix")    \
     X(BLOCKS, "blocks", "b", "view", "Zoomed-out blocks show their max / their mean")              \
+    X(BASELINE, "baseline", "B", "view",                                                           \
+      "Pin a baseline: later edits show \u0394 against it / unpin")                                \
     X(OPEN, "open", "Enter", "view", "Open the selected head large")                               \
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(PLAY_FASTER, "play-faster", ")", "view", "Auto-play faster")                                 \

@@ -95,6 +95,9 @@ void app_free(struct app *a)
     free(a->scores);
     free(a->scored);
     free(a->mean);
+    attn_scene_free(&a->base_scene);
+    attn_net_free(&a->base_net);
+    free(a->delta);
     memset(a, 0, sizeof(*a));
 }
 
@@ -134,9 +137,118 @@ void app_set_layer(struct app *a, int layer)
     app_clamp(a);
 }
 
+/* Δ = current − baseline of the matrix on screen, into a->delta (kept per result and view). */
+static struct attn_mat_view shown_delta(struct app *a, struct attn_mat_view v)
+{
+    size_t cells = (size_t)v.rows * (size_t)v.cols;
+    int head = attn_stage_is_per_head(a->stage) ? a->head : 0;
+    if (a->delta && a->delta_generation == a->generation && a->delta_layer == a->layer &&
+        a->delta_stage == (int)a->stage && a->delta_head == head)
+        return (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
+    if (cells > a->delta_cap) {
+        float *grown = realloc(a->delta, cells * sizeof(float));
+        if (!grown)
+            return v; /* out of memory: the values themselves */
+        a->delta = grown;
+        a->delta_cap = cells;
+    }
+    struct attn_mat_view b = app_base_view(a);
+    for (int i = 0; i < v.rows; i++)
+        for (int j = 0; j < v.cols; j++)
+            a->delta[(size_t)i * v.cols + j] =
+                attn_cell_delta(v.data[(size_t)i * v.stride + j], b.data[(size_t)i * b.stride + j]);
+    a->delta_generation = a->generation;
+    a->delta_layer = a->layer;
+    a->delta_stage = (int)a->stage;
+    a->delta_head = head;
+    return (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
+}
+
+struct attn_mat_view app_base_view(const struct app *a)
+{
+    if (!a->pinned || a->layer >= a->base_net.layers)
+        return (struct attn_mat_view){0};
+    const struct attn_model *m = &a->base_net.model[a->layer];
+    if (!attn_stage_present(m, a->stage) || a->head >= m->heads)
+        return (struct attn_mat_view){0};
+    return attn_view(&a->base_net.run[a->layer], m, a->stage, a->head);
+}
+
+bool app_delta_ok(const struct app *a)
+{
+    if (!a->pinned)
+        return false;
+    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->stage, a->head);
+    return b.data && b.rows == v.rows && b.cols == v.cols;
+}
+
+void app_delta_problem(char *out, size_t size, const struct app *a)
+{
+    out[0] = '\0';
+    if (!a->pinned || app_delta_ok(a))
+        return;
+    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->stage, a->head);
+    if (!b.data)
+        snprintf(out, size, "the baseline has no %s here (layer %d, head %d): no \u0394 (B unpins)",
+                 attn_stage_name(a->stage), a->layer, a->head);
+    else
+        snprintf(out, size,
+                 "baseline %d\u00d7%d, now %d\u00d7%d: shapes differ, no \u0394 (B unpins)", b.rows,
+                 b.cols, v.rows, v.cols);
+}
+
+static void describe_change(char *out, size_t size, const struct attn_scene *from,
+                            const struct attn_scene *to);
+
+void app_baseline_change(char *out, size_t size, const struct app *a)
+{
+    out[0] = '\0';
+    if (a->pinned)
+        describe_change(out, size, &a->base_scene, &a->shown);
+}
+
+int app_toggle_baseline(struct app *a)
+{
+    a->generation++; /* every view's Δ or values again */
+    a->message_is_error = false;
+    if (a->pinned) {
+        a->pinned = false;
+        attn_scene_free(&a->base_scene);
+        attn_net_free(&a->base_net);
+        free(a->delta);
+        a->delta = NULL;
+        a->delta_cap = 0;
+        snprintf(a->message, sizeof(a->message), "baseline unpinned: the values again");
+        return 0;
+    }
+    const char *why;
+    size_t limit = attn_scene_memory_limit(&why), need = attn_scene_mem_estimate(&a->shown);
+    if (need > limit / 2) {
+        app_refuse(a,
+                   "a baseline needs a second result, about %zu MiB, over the %zu MiB limit (%s)",
+                   (2 * need + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
+        return -1;
+    }
+    struct diag err;
+    diag_clear(&err);
+    if (attn_scene_copy(&a->base_scene, &a->shown) ||
+        attn_net_compute(&a->base_net, &a->base_scene, &err)) {
+        attn_scene_free(&a->base_scene);
+        attn_net_free(&a->base_net);
+        app_refuse(a, "cannot pin a baseline: %.300s", err.msg[0] ? err.msg : "out of memory");
+        return -1;
+    }
+    a->pinned = true;
+    snprintf(a->message, sizeof(a->message),
+             "baseline pinned: edits now show \u0394 = current \u2212 baseline (B unpins)");
+    return 1;
+}
+
 struct attn_mat_view app_shown_view(struct app *a)
 {
     struct attn_mat_view v = app_view(a, a->stage, a->head);
+    if (app_showing_delta(a))
+        return shown_delta(a, v);
     if (!app_showing_mean(a))
         return v;
     size_t cells = (size_t)v.rows * (size_t)v.cols;
@@ -217,8 +329,15 @@ static int settle(struct app *a)
     return 0;
 }
 
-static void describe_change(char *out, size_t size, const struct attn_scene *from,
-                            const struct attn_scene *to);
+/* While a baseline is pinned, an edit that leaves the shapes apart says there is no Δ. */
+static void baseline_note(struct app *a)
+{
+    char why[200];
+    app_delta_problem(why, sizeof(why), a);
+    size_t o = strlen(a->message);
+    if (why[0] && o < sizeof(a->message))
+        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", why);
+}
 
 /* An edit's settle; then the message line says what changed (before a note of the edit's own,
  * such as dropped weights). */
@@ -232,6 +351,7 @@ static int settle_edit(struct app *a)
         if (change[0])
             snprintf(a->message, sizeof(a->message), "%s%s%s", change, kept[0] ? "; " : "", kept);
     }
+    baseline_note(a);
     return rc;
 }
 
@@ -726,6 +846,7 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
     snprintf(a->message, sizeof(a->message), "%s%s%s",
              strcmp(what, "undo") == 0 ? "undid" : "redid", change[0] ? ": " : "", change);
     a->message_is_error = false;
+    baseline_note(a);
     return rc;
 }
 

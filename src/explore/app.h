@@ -83,6 +83,21 @@ struct app {
     unsigned long mean_generation;
     int mean_layer, mean_stage;
 
+    /* The baseline (B): a pinned state later edits are compared with, Δ = current − baseline.
+       It keeps the pinned scene and its own result (every layer, head and kept stage), not a
+       copy of the matrices on screen: the Δ then follows the view to any stage, head or layer,
+       and the describe-change text needs the scene anyway. The price is a second result: at
+       1024 tokens × 12 heads a layer's kept scores and weights are ~96 MB, so pinning is
+       refused when twice the scene's memory estimate passes the memory limit. The Δ of the
+       matrix on screen is made once per result and view (delta_*), never on a cursor move. */
+    bool pinned;
+    struct attn_scene base_scene;
+    struct attn_net base_net;
+    float *delta;
+    size_t delta_cap;
+    unsigned long delta_generation;
+    int delta_layer, delta_stage, delta_head;
+
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
     enum knob prompt_knob;
@@ -113,6 +128,26 @@ static inline bool app_showing_mean(const struct app *a)
 {
     return a->head_mean && attn_stage_is_per_head(a->stage) && a->net.model[a->layer].heads > 1;
 }
+
+/* B: pins the state on screen as the baseline, or unpins it. Returns 1 when it pinned, 0
+ * when it unpinned, -1 when it refused (the message line says why). Either way the views are
+ * drawn again (generation moves on). */
+int app_toggle_baseline(struct app *a);
+/* The baseline's matrix of the stage, head and layer on screen; rows = cols = 0 when the
+ * baseline has no such layer, stage or head. Only while pinned. */
+struct attn_mat_view app_base_view(const struct app *a);
+/* True when a baseline is pinned and its matrix on screen has the current one's shape: the
+ * heatmap then shows Δ (one head's, not the mean over the heads). */
+bool app_delta_ok(const struct app *a);
+static inline bool app_showing_delta(const struct app *a)
+{
+    return a->pinned && !app_showing_mean(a) && app_delta_ok(a);
+}
+/* Why no Δ can be shown, for the message line ("" when it can, or nothing is pinned):
+ * "baseline 6×6, now 8×8: shapes differ, no Δ (B unpins)". */
+void app_delta_problem(char *out, size_t size, const struct app *a);
+/* What changed since the baseline, the edits' own words ("seed 123 → 7"; "" for nothing). */
+void app_baseline_change(char *out, size_t size, const struct app *a);
 
 /* The pattern scores of head h in layer L (engine/headscore.h), computed the first time they
  * are asked for after a result (a pass over the head's n x n weights, a log each: 16 heads of

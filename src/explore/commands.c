@@ -515,9 +515,8 @@ static void do_render(struct app *a)
          a->error[0] ? " (the last valid result: the edited scene is invalid)" : "");
 }
 
-int command_run(struct app *a, enum action act, struct ask *ask)
+static int run_action(struct app *a, enum action act, struct ask *ask)
 {
-    ask_clear(ask);
     switch (act) {
     case ACTION_QUIT:
         if (!app_unsaved(a))
@@ -607,6 +606,10 @@ int command_run(struct app *a, enum action act, struct ask *ask)
                   app_model(a)->heads;
         app_clamp(a);
         return OUTCOME_VIEW_CHANGED;
+    case ACTION_BASELINE:
+        if (app_toggle_baseline(a) == 1 && a->error[0]) /* the last valid state is pinned */
+            note(a, "baseline pinned: the last valid result (the edited scene is invalid)");
+        return OUTCOME_SCENE_CHANGED;
     case ACTION_ALL_HEADS:
         a->all_heads = !a->all_heads;
         return OUTCOME_VIEW_CHANGED;
@@ -719,4 +722,21 @@ int command_run(struct app *a, enum action act, struct ask *ask)
     default:
         return OUTCOME_IGNORED;
     }
+}
+
+int command_run(struct app *a, enum action act, struct ask *ask)
+{
+    ask_clear(ask);
+    int out = run_action(a, act, ask);
+    /* With a baseline pinned, a view of another stage, head or layer may have another shape
+     * than the baseline's: the message line says why the map shows values, not a Δ. */
+    bool moved = act == ACTION_STAGE_NEXT || act == ACTION_STAGE_PREV || act == ACTION_HEAD_NEXT ||
+                 act == ACTION_HEAD_PREV || act == ACTION_LAYER_NEXT || act == ACTION_LAYER_PREV;
+    char why[200];
+    if (moved && a->pinned) {
+        app_delta_problem(why, sizeof(why), a);
+        if (why[0])
+            note(a, "%s", why);
+    }
+    return out;
 }

@@ -307,6 +307,8 @@ static void explain_block(struct buf *b, const struct app *a)
     struct attn_mat_view v = app_view(a, a->stage, a->head);
     if (app_showing_mean(a) && a->mean) /* app_shown_view's, made when the map was drawn */
         v = (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
+    else if (app_showing_delta(a) && a->delta) /* the Δ the map shows, the same way */
+        v = (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
     int r0, r1, c0, c1;
     zoom_block_span(g, a->row / g->br, a->col / g->bc, &r0, &r1, &c0, &c1);
     struct block_stats st;
@@ -355,6 +357,17 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[i], m->tokens[j]);
     else
         put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[i], j);
+    if (app_delta_ok(a)) { /* a pinned baseline of this shape: then, now and the change */
+        float base = at(app_base_view(a), i, j);
+        float d = attn_cell_delta(val, base);
+        put(&b, "baseline ");
+        num(&b, base);
+        put(&b, " \u2192 now ");
+        num(&b, val);
+        put(&b, "\n  \u0394 = %s", d > 0 ? "+" : "");
+        num(&b, d);
+        put(&b, "\n");
+    }
     if (a->shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
         const int *ids = a->net.model[0].ids;
         if (attn_stage_is_square(a->stage))

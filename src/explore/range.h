@@ -16,7 +16,8 @@ struct range_cache {
     unsigned long generation;
     int layer, stage, head; /* head -1: every head of the layer (the all-heads view's shared
                                scale); -2: every head of every layer (the model view); -3: the
-                               mean over the heads (app_shown_view's, made first) */
+                               mean over the heads (app_shown_view's, made first);
+                               -4 - h: head h's Δ against the baseline (the same) */
     float lo, hi;
     bool valid;
 };

@@ -50,6 +50,8 @@ static int label_width(const struct app *a)
  * to 1), after dropout (no longer), and the after-softmax mask (zeroed, not renormalised). */
 static bool shows_sum(const struct app *a)
 {
+    if (app_showing_delta(a)) /* a Δ row sums to the change of the row's sum: 0, said 6 times */
+        return false;
     return a->stage == STAGE_WEIGHTS || a->stage == STAGE_DROPOUT ||
            (a->stage == STAGE_MASKED && app_model(a)->causal &&
             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX);
@@ -520,6 +522,9 @@ static void draw(struct panel *p, struct frame *f)
     draw_clear(r, A_NORMAL);
     struct attn_mat_view v = app_shown_view(f->app);
     bool mean = app_showing_mean(a);
+    bool delta = app_showing_delta(a) && v.data == a->delta; /* Δ vs the pinned baseline */
+    /* The caches' key for what is shown: a head, the mean (-3), or a head's Δ (-4 - head). */
+    int key = delta ? -4 - a->head : mean ? -3 : a->head;
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
     a->zoom_shown = l.zoomed ? l.grid : (struct zoom_grid){0};
@@ -528,33 +533,45 @@ static void draw(struct panel *p, struct frame *f)
     /* Blocks are aggregated here, once per view; their range is the colour scale's, so the
      * values' own range (another pass over n x n) is needed only without them. */
     if (l.zoomed && (l.grid.br > 1 || l.grid.bc > 1) &&
-        block_cache_get(&hp->blocks, v, &l.grid, a->generation, a->layer, (int)a->stage,
-                        mean ? -3 : a->head) == 0) {
+        block_cache_get(&hp->blocks, v, &l.grid, a->generation, a->layer, (int)a->stage, key) ==
+            0) {
         lo = hp->blocks.lo[a->block_agg];
         hi = hp->blocks.hi[a->block_agg];
     } else {
-        range_get(&hp->range, a, mean ? -3 : a->head, &lo, &hi);
+        range_get(&hp->range, a, key, &lo, &hi);
+    }
+    if (delta) { /* a diverging scale centred on 0: a gain and a loss of one size look alike */
+        float m = fmaxf(fabsf(lo), fabsf(hi));
+        lo = -m;
+        hi = m;
     }
     bool diverging = lo < 0;
     const char *what = picture_stage_title(app_model(a), a->stage);
-    char title[200];
+    char title[400];
     char kv[100];
     inspect_kv_sharing(kv, sizeof(kv), a, a->head);
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
     char layer[32] = "";
     if (a->net.layers > 1)
         snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
+    char since[160] = "";
+    if (delta) { /* "Δ vs baseline (seed 123 → 7) · ": what changed, as the edits say it */
+        char change[200];
+        app_baseline_change(change, sizeof(change), a);
+        snprintf(since, sizeof(since), "\u0394 vs baseline (%.120s) \u00b7 ",
+                 change[0] ? change : "no change yet");
+    }
     if (mean)
         snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
                  app_model(a)->heads, what, v.rows, v.cols);
     else if (attn_stage_is_per_head(a->stage))
-        snprintf(title, sizeof(title), "%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", layer,
-                 a->head, app_model(a)->heads, what, v.rows, v.cols,
+        snprintf(title, sizeof(title), "%s%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", since,
+                 layer, a->head, app_model(a)->heads, what, v.rows, v.cols,
                  kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
                  a->stage != STAGE_QUERIES ? kv : "");
     else
-        snprintf(title, sizeof(title), "%s%s \u00b7 %d\u00d7%d \u00b7 all heads", layer, what,
-                 v.rows, v.cols);
+        snprintf(title, sizeof(title), "%s%s%s \u00b7 %d\u00d7%d \u00b7 all heads", since, layer,
+                 what, v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
     /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
     struct palette_map pm;
@@ -576,7 +593,7 @@ static void draw(struct panel *p, struct frame *f)
     if (l.zoomed)
         draw_zoomed(hp, f, &l, v, &pm);
     else
-        draw_numbers(hp, f, &l, v, mean, &pm);
+        draw_numbers(hp, f, &l, v, mean || delta, &pm);
 }
 
 /* Moves the cursor by blocks of the current zoom (single values fully zoomed in). */

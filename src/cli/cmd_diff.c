@@ -1,0 +1,316 @@
+/* diff: one stage of two scenes, cell by cell.
+ *
+ *   attnscope diff A.yaml B.yaml [--stage S] [--head H|all] [--layer L] [--top K] [--csv]
+ *
+ * Both scenes are computed; for each head compared it prints the shapes, max |Δ| and mean |Δ|
+ * (Δ = B − A), the K largest changes sorted by |Δ|, and a text map of |Δ| in shade blocks
+ * (ASCII without a UTF-8 locale), cell by cell up to 64×64, in blocks of their max above.
+ * Two shapes that differ are refused (exit 1), naming both. --csv writes the top K of every
+ * head as (layer, head, row, col, a, b, delta) instead. Numbers go through cnum (C locale).
+ */
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/cnum.h"
+#include "export/export.h"
+
+#define DIFF_MAP_MAX 64 /* cells a side the map shows one by one */
+
+struct change {
+    int row, col;
+    float a, b, d; /* d = b − a (attn_cell_delta) */
+};
+
+/* Largest |Δ| first; ties in reading order, so the output never depends on qsort. */
+static int by_size(const void *x, const void *y)
+{
+    const struct change *p = x, *q = y;
+    float ap = fabsf(p->d), aq = fabsf(q->d);
+    if (ap != aq)
+        return ap > aq ? -1 : 1;
+    if (p->row != q->row)
+        return p->row < q->row ? -1 : 1;
+    return (p->col > q->col) - (p->col < q->col);
+}
+
+/* Whether the terminal's locale can show shade blocks (LC_CTYPE only: numbers stay C). */
+static bool utf8_output(void)
+{
+    const char *was = setlocale(LC_CTYPE, NULL);
+    char saved[64];
+    snprintf(saved, sizeof(saved), "%s", was ? was : "C");
+    setlocale(LC_CTYPE, "");
+    const char *cs = nl_langinfo(CODESET);
+    bool utf8 = cs && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0);
+    setlocale(LC_CTYPE, saved);
+    return utf8;
+}
+
+/* The |Δ| map: one character a cell (or a block of cells, their max), 5 levels of max |Δ|. */
+static void print_map(const struct change *cells, int rows, int cols, float max_abs, bool utf8)
+{
+    static const char *const shade_utf8[] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
+    static const char *const shade_ascii[] = {" ", ".", ":", "*", "#"};
+    const char *const *shade = utf8 ? shade_utf8 : shade_ascii;
+    int big = rows > cols ? rows : cols;
+    int bs = big > DIFF_MAP_MAX ? (big + DIFF_MAP_MAX - 1) / DIFF_MAP_MAX : 1;
+    char top[32];
+    cnum_format(top, sizeof(top), "%.4f", max_abs);
+    if (max_abs == 0) { /* nothing changed: a blank map says less than this */
+        printf("|%s| map: no cell changed\n", utf8 ? "\u0394" : "d");
+        return;
+    }
+    if (bs > 1)
+        printf("|%s| map, each pair of characters a %d%s%d block, its max |%s| (%s%s = %s):\n",
+               utf8 ? "\u0394" : "d", bs, utf8 ? "\u00d7" : "x", bs, utf8 ? "\u0394" : "d",
+               shade[4], shade[4], top);
+    else
+        printf("|%s| map (%s%s = %s, blank = no change):\n", utf8 ? "\u0394" : "d", shade[4],
+               shade[4], top);
+    char line[4 * 2 * 4 * DIFF_MAP_MAX + 16]; /* a row of the map, its blanks at the end cut */
+    for (int r0 = 0; r0 < rows; r0 += bs) {
+        size_t o = (size_t)snprintf(line, sizeof(line), "%5d ", r0);
+        for (int c0 = 0; c0 < cols; c0 += bs) {
+            float m = 0.0f;
+            for (int i = r0; i < r0 + bs && i < rows; i++)
+                for (int j = c0; j < c0 + bs && j < cols; j++) {
+                    float x = fabsf(cells[(size_t)i * (size_t)cols + (size_t)j].d);
+                    m = x > m || isnan(x) ? x : m;
+                }
+            int level = 0;
+            if (m > 0 && max_abs > 0) /* inf or nan: the top level */
+                level = isfinite(m) && isfinite(max_abs) ? 1 + (int)(3.999f * (m / max_abs)) : 4;
+            level = level > 4 ? 4 : level;
+            /* two characters a cell: square to the eye */
+            if (o < sizeof(line))
+                o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s", shade[level],
+                                      shade[level]);
+        }
+        o = strlen(line);
+        while (o > 0 && line[o - 1] == ' ')
+            line[--o] = '\0';
+        puts(line);
+    }
+}
+
+static void fmt4(char *out, size_t size, float x)
+{
+    if (isinf(x))
+        snprintf(out, size, "%s", x < 0 ? "-inf" : "inf");
+    else if (isnan(x))
+        snprintf(out, size, "nan");
+    else
+        cnum_format(out, size, "%.4f", (double)x);
+}
+
+/* Compares head h of stage st in layer L; out of memory: CLI_INVALID. */
+static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int L,
+                     enum attn_stage st, int h, int top, bool csv, bool utf8, float *buf_a,
+                     float *buf_b, size_t cap)
+{
+    struct attn_mat_view va = attn_view_buf(buf_a, cap, &ca->net.run[L], &ca->net.model[L], st, h);
+    struct attn_mat_view vb = attn_view_buf(buf_b, cap, &cb->net.run[L], &cb->net.model[L], st, h);
+    size_t n = (size_t)va.rows * (size_t)va.cols;
+    struct change *cells = malloc((n ? n : 1) * sizeof(*cells));
+    struct change *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+    if (!cells || !sorted) {
+        free(cells);
+        free(sorted);
+        fprintf(stderr, "attnscope diff: out of memory\n");
+        return CLI_INVALID;
+    }
+    double sum = 0;
+    long finite = 0;
+    float max_abs = 0;
+    int max_i = 0;
+    for (int i = 0; i < va.rows; i++)
+        for (int j = 0; j < va.cols; j++) {
+            float a = va.data[(size_t)i * va.stride + j], b = vb.data[(size_t)i * vb.stride + j];
+            struct change c = {i, j, a, b, attn_cell_delta(b, a)};
+            size_t k = (size_t)i * (size_t)va.cols + (size_t)j;
+            cells[k] = sorted[k] = c;
+            float x = fabsf(c.d);
+            if (isfinite(x)) {
+                sum += x;
+                finite++;
+            }
+            if (x > max_abs || (isnan(x) && !isnan(max_abs))) {
+                max_abs = x;
+                max_i = (int)k;
+            }
+        }
+    qsort(sorted, n, sizeof(*sorted), by_size);
+    int k_top = top < (int)n ? top : (int)n;
+    const struct attn_model *m = &ca->net.model[L];
+    bool square = attn_stage_is_square(st);
+    if (csv) {
+        for (int k = 0; k < k_top; k++) {
+            char a[40], b[40], d[40];
+            csv_format_float(a, sizeof(a), sorted[k].a);
+            csv_format_float(b, sizeof(b), sorted[k].b);
+            csv_format_float(d, sizeof(d), sorted[k].d);
+            printf("%d,%d,%d,%d,%s,%s,%s\r\n", L, h, sorted[k].row, sorted[k].col, a, b, d);
+        }
+        free(cells);
+        free(sorted);
+        return CLI_OK;
+    }
+    const char *times = utf8 ? "\u00d7" : "x", *arrow = utf8 ? "\u2192" : "->",
+               *delta = utf8 ? "\u0394" : "d";
+    char where[48] = "";
+    if (ca->net.layers > 1 || cb->net.layers > 1)
+        snprintf(where, sizeof(where), "layer %d %s ", L, utf8 ? "\u00b7" : "-");
+    char mx[32], mean[32];
+    fmt4(mx, sizeof(mx), max_abs);
+    fmt4(mean, sizeof(mean), finite ? (float)(sum / (double)finite) : 0.0f);
+    if (attn_stage_is_per_head(st))
+        printf("\n# %shead %d %s %s: A %d%s%d, B %d%s%d\n", where, h, utf8 ? "\u00b7" : "-",
+               attn_stage_name(st), va.rows, times, va.cols, vb.rows, times, vb.cols);
+    else
+        printf("\n# %s%s: A %d%s%d, B %d%s%d\n", where, attn_stage_name(st), va.rows, times,
+               va.cols, vb.rows, times, vb.cols);
+    printf("max |%s| %s at row %d %s col %d, mean |%s| %s", delta, mx,
+           max_i / (va.cols ? va.cols : 1), times, max_i % (va.cols ? va.cols : 1), delta, mean);
+    if (finite < (long)n)
+        printf(" (over the %ld finite of %zu cells)", finite, n);
+    putchar('\n');
+    printf("top %d change%s (%s = B %s A):\n", k_top, k_top == 1 ? "" : "s", delta,
+           utf8 ? "\u2212" : "-");
+    for (int k = 0; k < k_top; k++) {
+        const struct change *c = &sorted[k];
+        char a[32], b[32], d[32];
+        fmt4(a, sizeof(a), c->a);
+        fmt4(b, sizeof(b), c->b);
+        fmt4(d, sizeof(d), c->d);
+        char col[64];
+        if (square)
+            snprintf(col, sizeof(col), "\"%s\"", m->tokens[c->col]);
+        else
+            snprintf(col, sizeof(col), "d%d", c->col);
+        printf("  row %d \"%s\" %s col %d %s: %s %s %s (%s%s)\n", c->row, m->tokens[c->row], times,
+               c->col, col, a, arrow, b, c->d > 0 ? "+" : "", d);
+    }
+    print_map(cells, va.rows, va.cols, max_abs, utf8);
+    free(cells);
+    free(sorted);
+    return CLI_OK;
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+    return cli_usage_error("diff", fmt, arg);
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    const char *stage_arg = NULL, *head_arg = NULL, *layer_arg = NULL, *top_arg = NULL,
+               *csv_arg = NULL;
+    const struct cli_opt opts[] = {
+        {"stage", 's', true, &stage_arg}, {"head", 'H', true, &head_arg},
+        {"layer", 'l', true, &layer_arg}, {"top", 'k', true, &top_arg},
+        {"csv", 'c', false, &csv_arg},
+    };
+    const char *pos[2];
+    int n_pos;
+    bool help;
+    int rc = cli_parse("diff", argc, argv, opts, 5, pos, 2, &n_pos, &help);
+    if (rc != CLI_OK)
+        return rc;
+    if (help) {
+        cli_print_help(stdout);
+        return CLI_OK;
+    }
+    if (n_pos != 2)
+        return cli_usage_error("diff", "needs two scene files (A.yaml B.yaml), got %d", n_pos);
+    int stage = STAGE_WEIGHTS, head = 0, layer = 0, top = 10;
+    bool all_heads = head_arg && strcmp(head_arg, "all") == 0;
+    if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0)
+        return usage("unknown stage '%s' (see attnscope --help)", stage_arg);
+    if (head_arg && !all_heads && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS, &head) != 0)
+        return usage("invalid head '%s' (a number from 0, or all)", head_arg);
+    if (layer_arg && cli_parse_int(layer_arg, 0, SCENE_MAX_LAYERS, &layer) != 0)
+        return usage("invalid layer '%s' (a number from 0)", layer_arg);
+    if (top_arg && cli_parse_int(top_arg, 0, 1000000, &top) != 0)
+        return usage("invalid --top '%s' (a number from 0)", top_arg);
+
+    struct cli_scene ca, cb;
+    if ((rc = cli_scene_open(&ca, pos[0])) != CLI_OK)
+        return rc;
+    if ((rc = cli_scene_open(&cb, pos[1])) != CLI_OK) {
+        cli_scene_close(&ca);
+        return rc;
+    }
+    const struct cli_scene *both[2] = {&ca, &cb};
+    enum attn_stage st = (enum attn_stage)stage;
+    /* A layer, head or stage a scene lacks is a wrong command line for that scene. */
+    for (int s = 0; s < 2 && rc == CLI_OK; s++) {
+        const struct cli_scene *c = both[s];
+        if (layer >= c->net.layers)
+            fprintf(stderr, "%s: layer %d out of range (scene has %d layer%s)\n", c->name, layer,
+                    c->net.layers, c->net.layers == 1 ? "" : "s"),
+                rc = CLI_USAGE;
+        else if (!all_heads && head >= c->net.model[layer].heads)
+            fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n", c->name, head,
+                    c->net.model[layer].heads, c->net.model[layer].heads == 1 ? "" : "s"),
+                rc = CLI_USAGE;
+        else if (!attn_stage_present(&c->net.model[layer], st))
+            fprintf(stderr, "%s: this scene has no stage %s\n", c->name, attn_stage_name(st)),
+                rc = CLI_USAGE;
+    }
+    int heads = 1;
+    if (rc == CLI_OK && attn_stage_is_per_head(st) && all_heads) {
+        heads = ca.net.model[layer].heads;
+        if (heads != cb.net.model[layer].heads) {
+            fprintf(stderr,
+                    "attnscope diff: %s has %d head%s, %s has %d: --head all needs the same "
+                    "number\n",
+                    ca.name, heads, heads == 1 ? "" : "s", cb.name, cb.net.model[layer].heads);
+            rc = CLI_INVALID;
+        }
+    }
+    if (rc == CLI_OK) {
+        /* The shapes first: a matrix of another shape has no cell-by-cell difference. */
+        struct attn_mat_view va = attn_view(&ca.net.run[layer], &ca.net.model[layer], st, 0);
+        struct attn_mat_view vb = attn_view(&cb.net.run[layer], &cb.net.model[layer], st, 0);
+        if (va.rows != vb.rows || va.cols != vb.cols) {
+            fprintf(stderr,
+                    "attnscope diff: the shapes differ: %s's %s is %d\u00d7%d, %s's is "
+                    "%d\u00d7%d; no cell-by-cell difference\n",
+                    ca.name, attn_stage_name(st), va.rows, va.cols, cb.name, vb.rows, vb.cols);
+            rc = CLI_INVALID;
+        }
+    }
+    if (rc != CLI_OK) {
+        cli_scene_close(&ca);
+        cli_scene_close(&cb);
+        return rc;
+    }
+    bool csv = csv_arg != NULL, utf8 = utf8_output();
+    struct attn_mat_view v0 = attn_view(&ca.net.run[layer], &ca.net.model[layer], st, 0);
+    size_t n = (size_t)ca.net.model[layer].n;
+    size_t cap = n * n > (size_t)v0.rows * (size_t)v0.cols ? n * n : (size_t)v0.rows * v0.cols;
+    float *buf_a = malloc((cap ? cap : 1) * sizeof(float));
+    float *buf_b = malloc((cap ? cap : 1) * sizeof(float));
+    if (!buf_a || !buf_b) {
+        fprintf(stderr, "attnscope diff: out of memory\n");
+        rc = CLI_INVALID;
+    } else {
+        if (csv)
+            fputs("layer,head,row,col,a,b,delta\r\n", stdout);
+        else
+            printf("# A: %s\n# B: %s\n", ca.name, cb.name);
+        int h0 = all_heads ? 0 : head, h1 = all_heads ? heads : head + 1;
+        for (int h = h0; h < h1 && rc == CLI_OK; h++)
+            rc = diff_head(&ca, &cb, layer, st, h, top, csv, utf8, buf_a, buf_b, cap);
+    }
+    free(buf_a);
+    free(buf_b);
+    cli_scene_close(&ca);
+    cli_scene_close(&cb);
+    return rc;
+}
