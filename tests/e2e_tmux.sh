@@ -6,7 +6,8 @@
 # scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
 # SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
-# its end, shifted and exported, and a 200-token scene zoomed out to its overview and back.
+# its end, shifted and exported, a 200-token scene zoomed out to its overview and back, and the
+# token view following the cursor.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -367,6 +368,30 @@ check "baseline: the title is the values' again" base wait_gone base "Δ vs base
 keys base u
 check "baseline: undo still works" base wait_for base "undid: seed 7 → 123"
 T kill-session -t base
+
+# 17. The token view (v): the sentence with the query marked ▶ and drawn reversed, the keys it
+# sees as sorted bars with their values. Moving the cursor moves the query, and the bars follow.
+start tv 120 30 "$BIN $SRC/scenes/10-mha.yaml"
+wait_for tv "row Σ"
+keys tv Down v
+# top_bar: the first bar under the heading, "value token" (the map's columns cut off).
+top_bar() { screen tv | grep -A1 ' top [0-9]* of ' | tail -1 | sed 's/.*│//' | awk '{print $1, $2}'; }
+# reversed QUERY: the chip ▶QUERY is drawn in reverse video (SGR 7), as the map's cursor.
+reversed() { T capture-pane -t tv -p -e | grep -qE $'\e\\[([0-9]+;)*7(;[0-9]+)*m(\e\\[[0-9;]*m)*▶'"$1"; }
+check "tokens: v shows the token view beside the map" tv wait_for tv "│ token view · head 0 · attention weights"
+check "tokens: the query is journey, row 1" tv wait_for tv "▶journey ×starts"
+check "tokens: the query is drawn reversed" tv reversed journey
+check "tokens: journey sees two keys" tv wait_for tv "top 2 of 2 keys “journey” sees"
+check "tokens: the top bar is journey itself, 0.5224" tv test "$(top_bar)" = "0.5224 journey"
+keys tv Down
+check "tokens: Down makes starts the query" tv wait_for tv "▶starts ×with"
+moved_to_starts() { reversed starts && ! reversed journey; }
+check "tokens: starts is drawn reversed, journey no longer" tv moved_to_starts
+check "tokens: starts sees three keys" tv wait_for tv "top 3 of 3 keys “starts” sees"
+check "tokens: the top bar is now 0.3434 journey" tv test "$(top_bar)" = "0.3434 journey"
+keys tv v
+check "tokens: v again shows the inspector" tv wait_for tv "│ inspector"
+T kill-session -t tv
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

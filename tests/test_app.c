@@ -1,7 +1,8 @@
 /* test_app: the explorer's state without a screen: live edits recompute, invalid edits keep the
  * last valid result, undo and redo walk the history, the saved state is tracked, the knobs step
  * to valid values, a sentence edit keeps the book's embeddings for known words, and the
- * heatmap's zoom maths (levels, blocks, the cursor by blocks, max and mean, their cache). */
+ * heatmap's zoom maths (levels, blocks, the cursor by blocks, max and mean, their cache), and the
+ * token view's (the top keys of a row, kept per row; the window of a long sentence). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/tokenview.h"
 #include "explore/zoom.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
@@ -736,6 +738,232 @@ static void test_baseline_delta(void **state)
     app_free(&a);
 }
 
+/* The top k of a row: largest first, ties to the earlier key, masked and non-finite keys left
+ * out; checked against a full sort on a longer row. */
+static void test_token_view_top_k(void **state)
+{
+    (void)state;
+    const float row[] = {0.1f, 0.4f, -INFINITY, 0.4f, 0.05f, NAN, 0.3f};
+    int top[16];
+    assert_int_equal(tokenview_top_k(top, 3, row, 7), 3);
+    assert_int_equal(top[0], 1);                           /* 0.4, the earlier of the two */
+    assert_int_equal(top[1], 3);                           /* 0.4 */
+    assert_int_equal(top[2], 6);                           /* 0.3 */
+    assert_int_equal(tokenview_top_k(top, 10, row, 7), 5); /* -inf and nan are not keys */
+    static const int all[] = {1, 3, 6, 0, 4};
+    for (int e = 0; e < 5; e++)
+        assert_int_equal(top[e], all[e]);
+    assert_int_equal(tokenview_top_k(top, 10, row, 2), 2); /* the future (from 2 on) masked */
+    assert_int_equal(top[0], 1);
+    assert_int_equal(top[1], 0);
+    assert_int_equal(tokenview_top_k(top, 0, row, 7), 0);
+
+    /* 1000 keys, values with many near-ties: the heap's top 50 is a full sort's first 50. */
+    enum { N = 1000, K = 50 };
+    static float big[N];
+    static int order[N], heap_top[K];
+    for (int j = 0; j < N; j++) {
+        big[j] = (float)((j * 7919) % 997) / 997.0f; /* j and j + 997 tie */
+        order[j] = j;
+    }
+    for (int i = 1; i < N; i++) /* insertion sort, largest first, ties by index */
+        for (int j = i; j > 0 && (big[order[j]] > big[order[j - 1]] ||
+                                  (big[order[j]] == big[order[j - 1]] && order[j] < order[j - 1]));
+             j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    assert_int_equal(tokenview_top_k(heap_top, K, big, N), K);
+    for (int e = 0; e < K; e++)
+        assert_int_equal(heap_top[e], order[e]);
+}
+
+/* What the token view shows for a query of the book's MultiHeadAttention: the keys it sees,
+ * the top ones with the book's weights, worked out once per row, head, stage and result. */
+static void test_token_view_focus(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    struct tokenview_focus f = {0};
+    int head;
+    a.row = 1; /* "journey" sees "Your" and itself */
+    struct attn_mat_view v = tokenview_matrix(&a, &head);
+    assert_int_equal(head, 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 1);
+    assert_int_equal(f.seen, 2);
+    assert_int_equal(f.visible_end, 2); /* causal: "starts" on is the future */
+    assert_int_equal(f.n_top, 2);
+    assert_int_equal(f.top[0], 1);
+    assert_int_equal(f.top[1], 0);
+    assert_float_equal(v.data[(size_t)1 * v.stride + 1], 0.5224f, 5e-5);
+    assert_float_equal(v.data[(size_t)1 * v.stride + 0], 0.4776f, 5e-5);
+    /* Bars: a share of 1 for the weights, of the largest on the row scale. */
+    assert_int_equal(tokenview_bars_kind(&f, false), TOKENVIEW_BARS_SHARE);
+    assert_float_equal(tokenview_bar_fraction(&f, TOKENVIEW_BARS_SHARE, 0.4776f), 0.4776, 1e-6);
+    assert_int_equal(tokenview_bars_kind(&f, true), TOKENVIEW_BARS_LARGEST);
+    assert_float_equal(tokenview_bar_fraction(&f, TOKENVIEW_BARS_LARGEST, f.hi), 1.0, 1e-6);
+
+    /* Drawing again, or asking for fewer keys, computes nothing. */
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 1), 0);
+    assert_int_equal(f.computed, 1);
+
+    /* A cursor move: the new row's top keys, once. "step" sees all six. */
+    a.row = 5;
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 3), 0);
+    assert_int_equal(f.computed, 2);
+    assert_int_equal(f.seen, 6);
+    static const int step_top[] = {1, 2, 5}; /* 0.1726 journey, 0.1724 starts, 0.1653 step */
+    for (int e = 0; e < 3; e++)
+        assert_int_equal(f.top[e], step_top[e]);
+    assert_float_equal(v.data[(size_t)5 * v.stride + 1], 0.1726f, 5e-5);
+    /* More keys than were kept: computed again, once. */
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 3);
+    assert_int_equal(f.n_top, 6);
+    assert_int_equal(f.top[5], 4); /* "one", 0.1624, the least */
+
+    /* Another head: computed again. */
+    command_run(&a, ACTION_HEAD_NEXT, &(struct ask){0});
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(head, 1);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 4);
+
+    /* The scores come before the mask: every key is seen. They are all > 0 here, so a full
+     * bar is the largest (0.2631 "journey"); signed values would span min to max. */
+    a.head = 0;
+    a.row = 1;
+    a.stage = STAGE_SCORES;
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 5);
+    assert_int_equal(f.visible_end, 6);
+    assert_int_equal(f.seen, 6);
+    assert_false(f.distribution);
+    static const int score_top[] = {1, 2, 5, 0, 3, 4};
+    for (int e = 0; e < 6; e++)
+        assert_int_equal(f.top[e], score_top[e]);
+    assert_int_equal(tokenview_bars_kind(&f, false), TOKENVIEW_BARS_LARGEST);
+    assert_float_equal(f.hi, 0.2631f, 5e-5);
+    assert_float_equal(tokenview_bar_fraction(&f, TOKENVIEW_BARS_LARGEST, 0.1433f), 0.1433 / f.hi,
+                       1e-6);
+    struct tokenview_focus s = {.lo = -1.0f, .hi = 3.0f};
+    assert_int_equal(tokenview_bars_kind(&s, false), TOKENVIEW_BARS_RANGE);
+    assert_float_equal(tokenview_bar_fraction(&s, TOKENVIEW_BARS_RANGE, 1.0f), 0.5, 1e-9);
+    assert_float_equal(tokenview_bar_fraction(&s, TOKENVIEW_BARS_RANGE, -INFINITY), 0.0, 0);
+
+    /* The mean over the heads (A): its own matrix, head TOKENVIEW_MEAN. */
+    a.stage = STAGE_WEIGHTS;
+    struct ask ask = {0};
+    command_run(&a, ACTION_HEAD_MEAN, &ask);
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(head, TOKENVIEW_MEAN);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 6);
+    assert_int_equal(f.top[0], 1);
+    float mean = (at(&a, STAGE_WEIGHTS, 0, 1, 1) + at(&a, STAGE_WEIGHTS, 1, 1, 1)) / 2;
+    assert_float_equal(v.data[(size_t)1 * v.stride + 1], mean, 1e-6);
+    assert_float_equal(mean, 0.5118f, 5e-5); /* (0.5224 + 0.5012) / 2 */
+    /* The all-heads view draws heads: the selected one, not the mean. */
+    a.all_heads = true;
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(head, 0);
+    a.all_heads = false;
+
+    /* An edit is a new result: computed again, even on the same row. */
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 6);
+    app_edit_seed(&a, 7);
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.computed, 7);
+
+    /* The view applies to the n x n stages; v toggles it and says so. */
+    assert_true(tokenview_applies(STAGE_WEIGHTS));
+    assert_true(tokenview_applies(STAGE_SCORES));
+    assert_false(tokenview_applies(STAGE_QUERIES));
+    assert_false(tokenview_applies(STAGE_CONTEXT));
+    assert_false(a.token_view);
+    assert_int_equal(command_run(&a, ACTION_TOKEN_VIEW, &ask), OUTCOME_VIEW_CHANGED);
+    assert_true(a.token_view);
+    assert_non_null(strstr(a.message, "token view"));
+    a.stage = STAGE_QUERIES;
+    command_run(&a, ACTION_TOKEN_VIEW, &ask);
+    assert_false(a.token_view);
+    command_run(&a, ACTION_TOKEN_VIEW, &ask);
+    assert_non_null(strstr(a.message, "n\u00d7n stages"));
+    ask_clear(&ask);
+    tokenview_focus_free(&f);
+    app_free(&a);
+}
+
+/* The sentence's window: tokens of 5 columns (marker and 4), one blank between, rows of 20
+ * columns hold three; a box of 2 rows, six. */
+static void test_token_view_window(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    static int w[N];
+    for (int i = 0; i < N; i++)
+        w[i] = 5;
+    assert_int_equal(tokenview_fill(w, N, 0, 1, 20), 2);
+    assert_int_equal(tokenview_fill(w, N, 0, 2, 20), 5);
+    assert_int_equal(tokenview_fill(w, N, 998, 2, 20), 999); /* the end comes first */
+    int row = 0, x = 0;
+    assert_int_equal(tokenview_place(30, 20, &row, &x), 20); /* too wide: cut to the row */
+
+    struct tokenview_window win;
+    tokenview_window(&win, w, 5, 2, 2, 20, -1); /* five tokens fit: all of them */
+    assert_int_equal(win.first, 0);
+    assert_int_equal(win.last, 4);
+    assert_false(win.windowed);
+
+    /* Around query 500: half the box (20 columns) before it, then on: 498-503. */
+    tokenview_window(&win, w, N, 500, 2, 20, -1);
+    assert_int_equal(win.first, 498);
+    assert_int_equal(win.last, 503);
+    assert_true(win.windowed);
+    /* The window stays while the query is in it... */
+    tokenview_window(&win, w, N, 503, 2, 20, 498);
+    assert_int_equal(win.first, 498);
+    /* ...and is made again around it when it leaves, either way. */
+    tokenview_window(&win, w, N, 504, 2, 20, 498);
+    assert_int_equal(win.first, 502);
+    assert_int_equal(win.last, 507);
+    tokenview_window(&win, w, N, 499, 2, 20, 502);
+    assert_int_equal(win.first, 497);
+    assert_int_equal(win.last, 502);
+    /* At the ends: the first tokens from 0; the last ones fill the box, none left empty. */
+    tokenview_window(&win, w, N, 0, 2, 20, -1);
+    assert_int_equal(win.first, 0);
+    assert_int_equal(win.last, 5);
+    tokenview_window(&win, w, N, 999, 2, 20, -1);
+    assert_int_equal(win.first, 994);
+    assert_int_equal(win.last, 999);
+
+    /* A token wider than the row gets a row of its own, cut to it. */
+    const int wide[] = {3, 30, 3, 3};
+    tokenview_window(&win, wide, 4, 1, 1, 20, -1);
+    assert_int_equal(win.first, 1);
+    assert_int_equal(win.last, 1);
+    /* Mixed widths: the query is always in the window, wherever it starts. */
+    static int mixed[N];
+    for (int i = 0; i < N; i++)
+        mixed[i] = 2 + (i * 37) % 11;
+    for (int q = 0, prev = -1; q < N; q += 7) {
+        tokenview_window(&win, mixed, N, q, 3, 40, prev);
+        assert_true(win.first <= q && q <= win.last);
+        assert_int_equal(win.last, tokenview_fill(mixed, N, win.first, 3, 40));
+        prev = win.first;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -759,6 +987,9 @@ int main(void)
         cmocka_unit_test(test_zoom_commands),
         cmocka_unit_test(test_render_writes_the_view),
         cmocka_unit_test(test_baseline_delta),
+        cmocka_unit_test(test_token_view_top_k),
+        cmocka_unit_test(test_token_view_focus),
+        cmocka_unit_test(test_token_view_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,8 @@
     X(LAYER_PREV, "layer-prev", "{", "view", "Previous layer")                                     \
     X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head")     \
     X(HEAD_MEAN, "head-mean", "A", "view", "The mean over every head / back to one head")          \
+    X(TOKEN_VIEW, "token-view", "v", "view",                                                       \
+      "Token view: what the query looks at / the inspector")                                       \
     X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...")     \
     X(COLOR_SCALE, "color-scale", "C", "view", "Colour scale: per matrix, per row, logarithmic")   \
     X(ZOOM_IN, "zoom-in", "z", "view", "Zoom in around the cursor (fully in: every number)")       \

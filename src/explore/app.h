@@ -59,6 +59,7 @@ struct app {
     int row, col;    /* cursor in the current matrix */
     int col_want;    /* the column asked for, kept across stages of other widths */
     bool all_heads;  /* small multiples of every head */
+    bool token_view; /* the token view (explore/tokenview.h) in place of the inspector */
     bool playing;    /* auto-play through the stages */
     int play_ms;     /* one stage every play_ms while playing */
     enum knob knob;  /* which knob + and - change */

@@ -16,6 +16,7 @@
 #include "common/utf8.h"
 #include "export/export.h"
 #include "explore/picture.h"
+#include "explore/tokenview.h"
 
 /* The longest sentence the line editor holds: a 1024-token sentence fits. */
 
@@ -537,6 +538,17 @@ static int run_action(struct app *a, enum action act, struct ask *ask)
                  a->head_mean ? "the mean over the %d heads (A: one head again)"
                               : "one head again (A: the mean over the heads)",
                  app_model(a)->heads);
+        return OUTCOME_VIEW_CHANGED;
+    case ACTION_TOKEN_VIEW:
+        a->token_view = !a->token_view;
+        if (!a->token_view)
+            note(a, "the inspector again (v: the token view)");
+        else if (!tokenview_applies(a->stage))
+            note(a, "token view: it shows the n\u00d7n stages, scores to dropout (. and , step "
+                    "there; v: the inspector)");
+        else
+            note(a, "token view: what the cursor's row looks at, in the sentence and as its top "
+                    "keys (v: the inspector)");
         return OUTCOME_VIEW_CHANGED;
     case ACTION_COLOR_SCALE: {
         static const char *const said[SCALE_BY_COUNT] = {

@@ -39,8 +39,9 @@ void ui_invalidate(struct ui *ui)
         ui->panels[i]->dirty = true;
 }
 
-/* Lays the panels out for the current size: header, stage bar, the map (with the inspector to
- * its right when there is room, else below it), the message line and the status line. */
+/* Lays the panels out for the current size: header, stage bar, the map (with the inspector, or
+ * the token view in its place, to its right when there is room, else below it), the message
+ * line and the status line. */
 void ui_resize(struct ui *ui)
 {
     ui->lines = ui->frame.lines = LINES;
@@ -52,7 +53,9 @@ void ui_resize(struct ui *ui)
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 46 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
-     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows. */
+     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows; the token view
+     * at least 2/5 of them (a window of the sentence and its bars), zoomed out the map fits
+     * whatever it gets. */
     int map_w = heatmap_min_width(&ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
@@ -62,6 +65,8 @@ void ui_resize(struct ui *ui)
     } else {
         int need = app_model(&ui->app)->n + 3;
         int insp_min = main_h >= 20 ? 9 : main_h / 3;
+        if (ui->app.token_view && main_h >= 20 && main_h * 2 / 5 > insp_min)
+            insp_min = main_h * 2 / 5;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
@@ -73,6 +78,8 @@ void ui_resize(struct ui *ui)
     panel_resize(&ui->heatmap.base, f, map);
     panel_resize(&ui->grid.base, f, map);
     panel_resize(&ui->inspector, f, insp);
+    panel_resize(&ui->tokens.base, f, insp);
+    ui->tokens_laid_out = ui->app.token_view;
     panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
     panel_resize(&ui->help.base, f, (struct rect){1, 0, h - 3, w});
     ui_invalidate(ui);
@@ -168,13 +175,14 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     heatmap_panel_init(&ui->heatmap);
     grid_panel_init(&ui->grid);
     inspector_panel_init(&ui->inspector);
+    tokens_panel_init(&ui->tokens);
     status_panel_init(&ui->status);
     help_panel_init(&ui->help);
     struct panel *order[PANEL_COUNT] = {
         [PANEL_HEADER] = &ui->header,        [PANEL_STAGEBAR] = &ui->stagebar,
         [PANEL_HEATMAP] = &ui->heatmap.base, [PANEL_GRID] = &ui->grid.base,
-        [PANEL_INSPECTOR] = &ui->inspector,  [PANEL_STATUS] = &ui->status.base,
-        [PANEL_HELP] = &ui->help.base,
+        [PANEL_INSPECTOR] = &ui->inspector,  [PANEL_TOKENS] = &ui->tokens.base,
+        [PANEL_STATUS] = &ui->status.base,   [PANEL_HELP] = &ui->help.base,
     };
     memcpy(ui->panels, order, sizeof(order));
     draw_init();
@@ -190,6 +198,7 @@ void ui_close(struct ui *ui)
 {
     heatmap_panel_free(&ui->heatmap);
     grid_panel_free(&ui->grid);
+    tokens_panel_free(&ui->tokens);
     app_free(&ui->app);
     diag_list_free(&ui->config_problems);
 }
@@ -199,7 +208,8 @@ static int handle_mouse(struct ui *ui)
     MEVENT ev;
     if (getmouse(&ev) != OK)
         return OUTCOME_IGNORED;
-    struct panel *order[] = {&ui->stagebar, ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base};
+    struct panel *order[] = {&ui->stagebar, ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base,
+                             ui->app.token_view ? &ui->tokens.base : &ui->inspector};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = order[i];
         if (p->handle_mouse && rect_contains(p->area, ev.y, ev.x))
@@ -295,11 +305,16 @@ void ui_mark(struct ui *ui, int outcome)
         return;
     }
     if (outcome & OUTCOME_CURSOR_MOVED) {
-        /* A cursor move touches the map, the inspector and the status line, nothing else. */
+        /* A cursor move touches the map, the inspector (or token view) and the status line. */
         ui->heatmap.base.dirty = true;
         ui->grid.base.dirty = true;
         ui->inspector.dirty = true;
+        ui->tokens.base.dirty = true;
         ui->status.base.dirty = true;
+    }
+    if (ui->app.token_view != ui->tokens_laid_out) { /* v: the stacked layout changes */
+        ui_resize(ui);
+        return;
     }
     if (outcome & OUTCOME_VIEW_CHANGED)
         ui_invalidate(ui); /* a view change touches every panel; never the engine */
@@ -330,7 +345,9 @@ void ui_draw(struct ui *ui)
     ui->heatmap.base.visible = !ui->app.all_heads;
     ui->grid.base.visible = ui->app.all_heads;
     ui->help.base.visible = ui->help.open;
-    ui->inspector.visible = ui->header.visible = ui->stagebar.visible = true;
+    ui->inspector.visible = !ui->app.token_view;
+    ui->tokens.base.visible = ui->app.token_view;
+    ui->header.visible = ui->stagebar.visible = true;
     ui->status.base.visible = true;
     /* The row between the stage bar and the map stays blank (when there is one). */
     if (ui->heatmap.base.area.y == 4) {
@@ -340,8 +357,8 @@ void ui_draw(struct ui *ui)
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
     static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
-                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_HELP,
-                                          PANEL_STATUS};
+                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_TOKENS,
+                                          PANEL_HELP,   PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = ui->panels[order[i]];
         bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&

@@ -19,6 +19,7 @@
 #include "ui/help.h"
 #include "ui/panel.h"
 #include "ui/status.h"
+#include "ui/tokens.h"
 #include "ui/theme.h"
 
 #define UI_MIN_COLS  64
@@ -30,6 +31,7 @@ enum panel_id {
     PANEL_HEATMAP,
     PANEL_GRID,
     PANEL_INSPECTOR,
+    PANEL_TOKENS,
     PANEL_STATUS,
     PANEL_HELP,
     PANEL_COUNT
@@ -44,11 +46,13 @@ struct ui {
     struct frame frame;               /* what the panels see of all this */
     int lines, cols;
     bool too_small;
+    bool tokens_laid_out; /* the layout was made for the token view (app.token_view) */
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
     struct panel header, stagebar, inspector;
     struct heatmap_panel heatmap;
     struct grid_panel grid;
+    struct tokens_panel tokens; /* the token view (v), where the inspector is */
     struct status_panel status;
     struct help_panel help;
     /* A compute over PROGRESS_QUIET_MS draws its progress on the message line. */
