@@ -354,10 +354,13 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
         goto out;
     }
     if (!parse_descr(h.descr, &t)) {
-        diag_file(err, path, "dtype '%s' is not supported (float16/32/64, int, uint or bool are)",
+        diag_file(err, path,
+                  "dtype '%s' is not supported: float16/32/64 are (and int, uint and bool for "
+                  "0/1 masks)",
                   h.descr);
         goto out;
     }
+    snprintf(out->descr, sizeof(out->descr), "%s", h.descr);
     out->ndim = h.ndim;
     out->count = 1;
     for (int d = 0; d < h.ndim; d++) {

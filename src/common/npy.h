@@ -4,7 +4,9 @@
  * too large for readable YAML. Reading validates the whole file before trusting it: the magic
  * and version (1.0, 2.0, 3.0), the header dictionary, the dtype, the shape, and that the data
  * is exactly as long as the shape says. Values are widened or narrowed to float32 the way a
- * scene's YAML numbers are (float64 rounds to nearest, float16 and integers widen exactly).
+ * scene's YAML numbers are (float64 rounds to nearest, float16 and integers widen exactly);
+ * the dtype is kept, so the scene loader can take integers as a mask and refuse them as
+ * weights.
  */
 #ifndef ATTNSCOPE_NPY_H
 #define ATTNSCOPE_NPY_H
@@ -22,6 +24,7 @@ struct npy_array {
     size_t shape[NPY_MAX_DIMS];
     size_t count;
     float *data;
+    char descr[8]; /* the file's dtype as NumPy writes it ('<f8', '|u1'); "" when not a .npy */
 };
 
 /* Reads path as float32. Accepted dtypes: float16/32/64, int8..64, uint8..64 and bool, either
