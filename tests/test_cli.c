@@ -521,6 +521,51 @@ static void test_stdout_errors(void **state)
     }
 }
 
+/* --format npy: the same layout with .npy matrices; --format=csv the default's; anything else
+ * is wrong usage, refused before a file is written. Either export is a target for the other. */
+static void test_export_format(void **state)
+{
+    (void)state;
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("export/npy"));
+    struct run r = RUN("export", "-o", dir, "--format", "xml");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--format must be csv or npy, not 'xml'");
+    expect_contains(r.err, "attnscope --help");
+    run_free(&r);
+    struct stat st;
+    assert_int_not_equal(stat(dir, &st), 0);
+
+    r = RUN("export", "--format", "npy", "-o", dir);
+    expect_status(&r, 0);
+    run_free(&r);
+    const char *npy[] = {"scene.yaml",         "tokens.csv",        "inputs.npy",
+                         "params/W_query.npy", "params/out.npy",    "head0/scores.npy",
+                         "head1/weights.npy",  "head1/context.npy", "context.npy",
+                         "output.npy"};
+    expect_written(dir, npy, sizeof(npy) / sizeof(npy[0]));
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/output.csv", dir);
+    assert_int_not_equal(stat(path, &st), 0);
+    char yaml[4400];
+    snprintf(yaml, sizeof(yaml), "%s/scene.yaml", dir);
+    r = RUN("check", yaml);
+    expect_status(&r, 0);
+    run_free(&r);
+
+    r = RUN("export", "-f", "csv", "-o", dir);
+    expect_status(&r, 0);
+    run_free(&r);
+    const char *csv[] = {"output.csv", "head1/weights.csv"};
+    expect_written(dir, csv, 2);
+    snprintf(path, sizeof(path), "%s/output.npy", dir);
+    assert_int_not_equal(stat(path, &st), 0);
+
+    r = RUN("--help");
+    expect_contains(r.out, "--format csv|npy");
+    run_free(&r);
+}
+
 /* A folder that is not an export is never replaced. */
 static void test_export_refuses_foreign_folder(void **state)
 {
@@ -930,6 +975,7 @@ int main(void)
         cmocka_unit_test(test_heads),
         cmocka_unit_test(test_heads_of_the_shipped_model),
         cmocka_unit_test(test_export_bad_output_path),
+        cmocka_unit_test(test_export_format),
         cmocka_unit_test(test_stdout_errors),
         cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_render),

@@ -2,7 +2,9 @@
  *
  * CSV: RFC 4180 quoting, CRLF, shortest round-trip floats, -inf. Folder: exactly the listed
  * files for a split and a wrapper scene; an export of the exported scene.yaml is byte for byte
- * the same; a failed export says which file and leaves no temporary file behind.
+ * the same; a failed export says which file and leaves no temporary file behind. The .npy
+ * export: the CSV export's names and shapes, every value bit for bit the CSV's; and a scene that
+ * takes its parameters from an export's params/ files (either format) computes the same output.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,11 +123,16 @@ static void computed_free(struct computed *c)
     attn_scene_free(&c->scene);
 }
 
-static void export_ok(const char *dir, struct computed *c)
+static void export_as(const char *dir, struct computed *c, enum export_format fmt)
 {
     struct diag err;
-    if (export_dir(dir, &c->scene, &c->net, &err) != 0)
+    if (export_dir(dir, &c->scene, &c->net, fmt, &err) != 0)
         fail_msg("export_dir: %s: %s", err.file, err.msg);
+}
+
+static void export_ok(const char *dir, struct computed *c)
+{
+    export_as(dir, c, EXPORT_CSV);
 }
 
 /* The book's MultiHeadAttention: split layout, out_proj with bias, no dropout. */
@@ -470,7 +477,7 @@ static void test_export_dir_blocked_by_file(void **state)
     snprintf(dir, sizeof(dir), "%s/out", file);
 
     struct diag err;
-    assert_int_equal(export_dir(dir, &c.scene, &c.net, &err), -1);
+    assert_int_equal(export_dir(dir, &c.scene, &c.net, EXPORT_CSV, &err), -1);
     assert_non_null(strstr(err.file, "plain-file"));
     assert_true(err.msg[0] != '\0');
     char *files = list_files(tmp);
@@ -552,7 +559,7 @@ static void test_export_all_or_nothing(void **state)
     for (int n = 1; n <= files; n++) {
         fsutil_fail_nth_write(n);
         struct diag err;
-        int rc = export_dir(out, &one.scene, &one.net, &err);
+        int rc = export_dir(out, &one.scene, &one.net, EXPORT_CSV, &err);
         fsutil_fail_nth_write(0);
         if (rc == 0)
             break; /* the new export has fewer files than n */
@@ -595,7 +602,7 @@ static void test_export_refuses_foreign_folder(void **state)
     snprintf(notes, sizeof(notes), "%s/notes.txt", tmp);
     tu_write_text(notes, "mine\n");
     struct diag err;
-    assert_int_equal(export_dir(tmp, &c.scene, &c.net, &err), -1);
+    assert_int_equal(export_dir(tmp, &c.scene, &c.net, EXPORT_CSV, &err), -1);
     assert_string_equal(err.file, tmp);
     assert_non_null(strstr(err.msg, "not an attnscope export (notes.txt)"));
     char *files = list_files(tmp);
@@ -607,7 +614,7 @@ static void test_export_refuses_foreign_folder(void **state)
     assert_int_equal(mkdir(empty, 0755), 0);
     export_ok(empty, &c);
     snprintf(empty, sizeof(empty), "%s/empty/.", tmp);
-    assert_int_equal(export_dir(empty, &c.scene, &c.net, &err), -1);
+    assert_int_equal(export_dir(empty, &c.scene, &c.net, EXPORT_CSV, &err), -1);
     assert_non_null(strstr(err.msg, "a folder of its own"));
     tu_remove_tree(tmp);
     free(tmp);
@@ -677,6 +684,312 @@ static void test_export_large_matrices_side_files(void **state)
     computed_free(&c);
 }
 
+/* ---- the .npy export -------------------------------------------------------------------- */
+
+/* A .npy as export writes it: version 1.0, the header NumPy itself writes for a 2-D '<f4'
+ * array (padded to 64 bytes), then rows x cols little-endian floats. */
+static float *read_export_npy(const char *path, int *rows, int *cols)
+{
+    size_t len;
+    char *b = tu_must_read_file(path, &len);
+    if (len < 10 || memcmp(b, "\x93NUMPY\x01\x00", 8) != 0)
+        fail_msg("%s: not a version 1.0 .npy", path);
+    size_t hlen = (size_t)(unsigned char)b[8] | (size_t)(unsigned char)b[9] << 8;
+    assert_true(10 + hlen <= len);
+    assert_int_equal((10 + hlen) % 64, 0);
+    assert_int_equal(b[10 + hlen - 1], '\n');
+    char header[256];
+    snprintf(header, sizeof(header), "%.*s", (int)hlen, b + 10);
+    char want[256];
+    if (sscanf(header, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows,
+               cols) != 2)
+        fail_msg("%s: header %s", path, header);
+    snprintf(want, sizeof(want), "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }",
+             *rows, *cols);
+    assert_int_equal(strncmp(header, want, strlen(want)), 0);
+    assert_true(strspn(header + strlen(want), " \n") == hlen - strlen(want));
+    size_t n = (size_t)*rows * (size_t)*cols;
+    assert_int_equal(len, 10 + hlen + n * 4);
+    float *out = malloc(n * sizeof(float) + 1);
+    assert_non_null(out);
+    const unsigned char *p = (const unsigned char *)b + 10 + hlen;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
+                        (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+        memcpy(&out[i], &bits, 4);
+    }
+    free(b);
+    return out;
+}
+
+/* An exported CSV's numbers: the header and the first field of each row skipped (the tokens of
+ * these scenes need no quotes), each number read with strtof as any C reader would. */
+static float *read_export_csv(const char *path, int *rows, int *cols)
+{
+    char *text = tu_must_read_file(path, NULL);
+    float *out = NULL;
+    size_t n = 0;
+    *rows = 0;
+    *cols = -1;
+    char *line = strstr(text, "\r\n");
+    assert_non_null(line);
+    for (line += 2; *line; (*rows)++) {
+        char *end = strstr(line, "\r\n");
+        assert_non_null(end);
+        *end = '\0';
+        int c = 0;
+        for (char *f = strchr(line, ','); f; f = strchr(f + 1, ','), c++) {
+            out = realloc(out, (n + 1) * sizeof(*out));
+            assert_non_null(out);
+            out[n++] = strtof(f + 1, NULL);
+        }
+        if (*cols >= 0)
+            assert_int_equal(c, *cols);
+        *cols = c;
+        line = end + 2;
+    }
+    free(text);
+    return out;
+}
+
+/* The names of a CSV export's .npy twin: every .csv but tokens.csv becomes .npy. */
+static char *npy_names(const char *csv_names)
+{
+    char *out = calloc(1, strlen(csv_names) + 1);
+    assert_non_null(out);
+    const char *line = csv_names;
+    while (*line) {
+        const char *nl = strchr(line, '\n');
+        size_t len = (size_t)(nl - line);
+        strncat(out, line, len);
+        if (len > 4 && strncmp(nl - 4, ".csv", 4) == 0 && strncmp(line, "tokens.csv", len) != 0)
+            memcpy(out + strlen(out) - 3, "npy", 3);
+        strcat(out, "\n");
+        line = nl + 1;
+    }
+    return out;
+}
+
+/* Exports c as CSV and as .npy: the same layout, each .npy the CSV's shape and numbers bit for
+ * bit (masked -inf included); tokens.csv and scene.yaml are the same files. */
+static void check_npy_export(struct computed *c, const char *csv_list)
+{
+    char *tmp = tu_make_tmpdir("export");
+    char a[4096], b[4096];
+    snprintf(a, sizeof(a), "%s/csv", tmp);
+    snprintf(b, sizeof(b), "%s/npy", tmp);
+    export_as(a, c, EXPORT_CSV);
+    export_as(b, c, EXPORT_NPY);
+    char *la = list_files(a), *lb = list_files(b), *want = npy_names(csv_list);
+    assert_string_equal(la, csv_list);
+    assert_string_equal(lb, want);
+    int compared = 0;
+    for (char *line = la; *line;) {
+        char *nl = strchr(line, '\n');
+        *nl = '\0';
+        char pa[8192], pb[8192];
+        snprintf(pa, sizeof(pa), "%s/%s", a, line);
+        snprintf(pb, sizeof(pb), "%s/%s", b, line);
+        size_t len = strlen(line);
+        if (strcmp(line, "tokens.csv") == 0 || strcmp(line, "scene.yaml") == 0) {
+            char *ta = tu_must_read_file(pa, NULL), *tb = tu_must_read_file(pb, NULL);
+            assert_string_equal(ta, tb);
+            free(ta);
+            free(tb);
+        } else {
+            memcpy(pb + strlen(pb) - 3, "npy", 3);
+            assert_int_equal(strcmp(line + len - 4, ".csv"), 0);
+            int rc, cc, rn, cn;
+            float *vc = read_export_csv(pa, &rc, &cc), *vn = read_export_npy(pb, &rn, &cn);
+            if (rc != rn || cc != cn)
+                fail_msg("%s: %d x %d as CSV, %d x %d as .npy", line, rc, cc, rn, cn);
+            if (memcmp(vc, vn, (size_t)rc * (size_t)cc * sizeof(float)) != 0)
+                fail_msg("%s: the .npy's numbers are not the CSV's", line);
+            free(vc);
+            free(vn);
+            compared++;
+        }
+        line = nl + 1;
+    }
+    assert_true(compared > 20);
+    free(la);
+    free(lb);
+    free(want);
+    tu_remove_tree(tmp);
+    free(tmp);
+}
+
+static void test_export_npy_split(void **state)
+{
+    (void)state;
+    struct computed c;
+    split_scene(&c);
+    check_npy_export(&c, split_files);
+    /* One file's bytes in full: a 1 x 2 bias row is 2-D, as in the CSV. */
+    char *tmp = tu_make_tmpdir("export");
+    export_as(tmp, &c, EXPORT_NPY);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/params/out_bias.npy", tmp);
+    size_t len;
+    char *bytes = tu_must_read_file(path, &len);
+    assert_int_equal(len, 128 + 2 * 4);
+    const char header[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }";
+    assert_memory_equal(bytes + 10, header, strlen(header));
+    float want[2];
+    memcpy(want, bytes + 128, sizeof(want));
+    assert_memory_equal(want, c.net.model[0].bo, sizeof(want));
+    free(bytes);
+    tu_remove_tree(tmp);
+    free(tmp);
+    computed_free(&c);
+}
+
+static void test_export_npy_wrapper(void **state)
+{
+    (void)state;
+    struct computed c;
+    wrapper_scene(&c);
+    check_npy_export(&c, wrapper_files);
+    computed_free(&c);
+}
+
+/* A folder of either format is an export: each replaces the other whole, and a .npy the user
+ * put beside an export's files is as much an export's name as a .csv (the rule is the names). */
+static void test_export_npy_replaces_csv(void **state)
+{
+    (void)state;
+    struct computed c;
+    split_scene(&c);
+    char *tmp = tu_make_tmpdir("export");
+    export_as(tmp, &c, EXPORT_CSV);
+    struct diag err;
+    assert_int_equal(export_check_target(tmp, &err), 0);
+    export_as(tmp, &c, EXPORT_NPY);
+    char *names = list_files(tmp);
+    assert_null(strstr(names, "weights.csv"));
+    assert_non_null(strstr(names, "head1/weights.npy\n"));
+    free(names);
+    assert_int_equal(export_check_target(tmp, &err), 0);
+    export_as(tmp, &c, EXPORT_CSV);
+    names = list_files(tmp);
+    assert_null(strstr(names, ".npy"));
+    free(names);
+    /* Without scene.yaml a folder of .npy files is the user's. */
+    char mine[4200], f[4300];
+    snprintf(mine, sizeof(mine), "%s/mine", tmp);
+    assert_int_equal(mkdir(mine, 0755), 0);
+    snprintf(f, sizeof(f), "%s/weights.npy", mine);
+    tu_write_text(f, "x");
+    assert_int_equal(export_check_target(mine, &err), -1);
+    assert_non_null(strstr(err.msg, "not an attnscope export (weights.npy)"));
+    tu_remove_tree(tmp);
+    free(tmp);
+    computed_free(&c);
+}
+
+/* The exported scene.yaml with its weights: replaced by references to the export's params/
+ * files (ext "csv" or "npy"), and the embeddings by inputs (these scenes have no positions). */
+static char *params_scene(const char *dir, const char *ext, bool wrapper)
+{
+    char yaml[4300];
+    snprintf(yaml, sizeof(yaml), "%s/scene.yaml", dir);
+    char *text = tu_must_read_file(yaml, NULL);
+    char *w = strstr(text, "\nweights:\n");
+    assert_non_null(w);
+    w[1] = '\0';
+    assert_non_null(strstr(text, "positional: {kind: none}"));
+    char *emb = strstr(text, "embeddings: ");
+    char *pos = strstr(text, "positional: ");
+    assert_true(emb && pos && emb < pos);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    fprintf(f, "%.*s", (int)(emb - text), text);
+    fprintf(f, "embeddings: {file: exp/inputs.%s}\n%s", ext, pos);
+    fprintf(f, "weights:\n");
+    if (wrapper) {
+        fprintf(f, "  heads:\n");
+        for (int h = 0; h < 2; h++) {
+            const char *names[6][2] = {{"query", "W_query"},  {"key", "W_key"},
+                                       {"value", "W_value"},  {"query_bias", "b_query"},
+                                       {"key_bias", "b_key"}, {"value_bias", "b_value"}};
+            for (int i = 0; i < 6; i++)
+                fprintf(f, "    %s%s: {file: exp/params/head%d/%s.%s}\n", i ? "  " : "- ",
+                        names[i][0], h, names[i][1], ext);
+        }
+        fprintf(f, "  dropout_mask: {file: exp/params/dropout_mask.%s}\n", ext);
+    } else {
+        fprintf(f, "  query: {file: exp/params/W_query.%s}\n", ext);
+        fprintf(f, "  key: {file: exp/params/W_key.%s}\n", ext);
+        fprintf(f, "  value: {file: exp/params/W_value.%s}\n", ext);
+    }
+    fprintf(f, "  out: {file: exp/params/out.%s}\n", ext);
+    fprintf(f, "  out_bias: {file: exp/params/out_bias.%s}\n", ext);
+    assert_int_equal(fclose(f), 0);
+    free(text);
+    return out;
+}
+
+static void assert_view_equal(struct attn_mat_view a, struct attn_mat_view b, const char *what)
+{
+    assert_int_equal(a.rows, b.rows);
+    assert_int_equal(a.cols, b.cols);
+    for (int i = 0; i < a.rows; i++)
+        if (memcmp(a.data + (size_t)i * (size_t)a.stride, b.data + (size_t)i * (size_t)b.stride,
+                   (size_t)a.cols * sizeof(float)) != 0)
+            fail_msg("%s: row %d differs", what, i);
+}
+
+/* Every parameter (and the embeddings) from an export's own files, in either format: the
+ * scene computes the original's weights and output bit for bit. */
+static void check_params_reload(struct computed *c, bool wrapper)
+{
+    static const char *const exts[2] = {"csv", "npy"};
+    for (int k = 0; k < 2; k++) {
+        char *tmp = tu_make_tmpdir("export");
+        char dir[4096], yaml[4200];
+        snprintf(dir, sizeof(dir), "%s/exp", tmp);
+        export_as(dir, c, k ? EXPORT_NPY : EXPORT_CSV);
+        char *text = params_scene(dir, exts[k], wrapper);
+        snprintf(yaml, sizeof(yaml), "%s/use.yaml", tmp);
+        tu_write_text(yaml, text);
+        struct computed again;
+        struct diag_list errs;
+        diag_list_init(&errs);
+        if (scenefile_load(&again.scene, yaml, &errs, NULL, NULL) != 0) {
+            for (int i = 0; i < errs.n; i++)
+                diag_print(stderr, &errs.items[i], NULL, 0);
+            fail_msg("a scene of %s files does not load:\n%s", exts[k], text);
+        }
+        diag_list_free(&errs);
+        compute(&again);
+        const struct attn_model *m0 = &c->net.model[0], *m1 = &again.net.model[0];
+        const struct attn_run *r0 = &c->net.run[0], *r1 = &again.net.run[0];
+        assert_view_equal(attn_view(r0, m0, STAGE_OUTPUT, 0), attn_view(r1, m1, STAGE_OUTPUT, 0),
+                          "output");
+        for (int h = 0; h < m0->heads; h++)
+            assert_view_equal(attn_view(r0, m0, STAGE_DROPOUT, h),
+                              attn_view(r1, m1, STAGE_DROPOUT, h), "dropout");
+        computed_free(&again);
+        free(text);
+        tu_remove_tree(tmp);
+        free(tmp);
+    }
+}
+
+static void test_export_params_load_back(void **state)
+{
+    (void)state;
+    struct computed c;
+    split_scene(&c);
+    check_params_reload(&c, false);
+    computed_free(&c);
+    wrapper_scene(&c);
+    check_params_reload(&c, true);
+    computed_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -693,6 +1006,10 @@ int main(void)
         cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_export_removes_stale_temp),
         cmocka_unit_test(test_export_large_matrices_side_files),
+        cmocka_unit_test(test_export_npy_split),
+        cmocka_unit_test(test_export_npy_wrapper),
+        cmocka_unit_test(test_export_npy_replaces_csv),
+        cmocka_unit_test(test_export_params_load_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

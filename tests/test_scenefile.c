@@ -7,6 +7,8 @@
  * brackets) are generated here, and their lists are checked whole too. The good path checks the
  * format's own example field by field, and that parse(write(s)) == s for scenes with awkward
  * strings and floats, both as written by the user and with every default made explicit.
+ * Matrices named as {file: ...}: every CSV layout the loader reads and the .npy dtypes it
+ * converts, exactly (the malformed ones are fixtures/bad/file_*.yaml, their data in data/).
  */
 #include <dirent.h>
 #include <float.h>
@@ -617,6 +619,189 @@ static void test_mkdir_p(void **state)
     free(dir);
 }
 
+/* ---- matrices in files -------------------------------------------------------------------- */
+
+/* Writes dir/name. */
+static void put_file(const char *dir, const char *name, const char *data, size_t len)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    tu_write_file(path, data, len);
+}
+
+static void put_text(const char *dir, const char *name, const char *text)
+{
+    put_file(dir, name, text, strlen(text));
+}
+
+/* A version 1.0 .npy as NumPy writes it: the dict padded with blanks to 64 bytes, then data. */
+static void put_npy(const char *dir, const char *name, const char *descr, const char *shape,
+                    const void *data, size_t len)
+{
+    char dict[200];
+    int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                     descr, shape);
+    size_t hlen = (size_t)n + 1;
+    hlen += (64 - (10 + hlen) % 64) % 64;
+    size_t total = 10 + hlen + len;
+    char *b = malloc(total);
+    assert_non_null(b);
+    memcpy(b, "\x93NUMPY\x01\x00", 8);
+    b[8] = (char)(hlen & 0xff);
+    b[9] = (char)(hlen >> 8);
+    memset(b + 10, ' ', hlen);
+    memcpy(b + 10, dict, (size_t)n);
+    b[10 + hlen - 1] = '\n';
+    memcpy(b + 10 + hlen, data, len);
+    put_file(dir, name, b, total);
+    free(b);
+}
+
+static void load_ok(struct attn_scene *s, const char *path)
+{
+    struct diag_list errs;
+    diag_list_init(&errs);
+    char *src = NULL;
+    size_t len = 0;
+    if (scenefile_load(s, path, &errs, &src, &len) != 0) {
+        print_diags(&errs, src, len);
+        fail_msg("%s did not load", path);
+    }
+    diag_list_free(&errs);
+    free(src);
+}
+
+static void assert_matrix_is(const struct attn_matrix *m, int rows, int cols, const float *want,
+                             const char *what)
+{
+    if (m->rows != rows || m->cols != cols)
+        fail_msg("%s is %d x %d, expected %d x %d", what, m->rows, m->cols, rows, cols);
+    for (int i = 0; i < rows * cols; i++)
+        if (memcmp(&m->data[i], &want[i], sizeof(float)) != 0)
+            fail_msg("%s value %d is %.9g, expected %.9g", what, i, (double)m->data[i],
+                     (double)want[i]);
+}
+
+/* {file: x.csv} in every layout the loader reads, paths relative to the scene file: the export's
+ * tables (CRLF, a header, quoted token labels), bare numbers (LF, blanks, a byte order mark,
+ * blank lines at the end, old Mac CR line ends), pandas' to_csv (an empty corner, index labels)
+ * and vectors as one row or one column (numpy.savetxt writes a vector as a column). */
+static void test_matrix_files_csv(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("scenefile");
+    char data[4200], sub[4200], path[4300];
+    snprintf(data, sizeof(data), "%s/data", dir);
+    snprintf(sub, sizeof(sub), "%s/scenes", dir);
+    assert_int_equal(mkdir(data, 0755), 0);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    put_text(data, "emb.csv",
+             "token,d0,d1,d2\r\n\"a,b\",0.100246795,-2,3e-3\r\n\"say \"\"hi\"\"\",1,2,3\r\n"
+             "\"line\nbreak\",4,5,6\r\n");
+    put_text(data, "wq.csv", "row,d0,d1\r\nd0,1,2\r\nd1,3,4\r\nd2,5,6\r\n");
+    put_text(data, "wk.csv", "\xEF\xBB\xBF 1.5, -2\n3 ,4\n5,6\n\n\n");
+    put_text(data, "wv.csv", ",0,1\n0,1,0\n1,0,1\n2,1,1\n");
+    put_text(data, "qb.csv", "0.5\n0.25\n");
+    put_text(data, "kb.csv", "row,d0,d1\r\nb,1,2\r\n");
+    put_text(data, "vb.csv", "1.000000000000000056e-01\n2.000000000000000000e+00\n");
+    put_text(data, "out.csv", "1,0\r0,1\r");
+    put_text(data, "ob.csv", "row,d0,d1\nb,\"-0.5\",0.5");
+    const char *yaml = "text: x y z\n"
+                       "embeddings: {file: ../data/emb.csv}\n"
+                       "attention: {d_out: 2, qkv_bias: true, out_proj: true}\n"
+                       "weights:\n"
+                       "  query: {file: ../data/wq.csv}\n"
+                       "  key: {file: ../data/wk.csv}\n"
+                       "  value: {file: ../data/wv.csv}\n"
+                       "  query_bias: {file: ../data/qb.csv}\n"
+                       "  key_bias: {file: ../data/kb.csv}\n"
+                       "  value_bias: {file: ../data/vb.csv}\n"
+                       "  out: {file: ../data/out.csv}\n"
+                       "  out_bias: {file: ../data/ob.csv}\n";
+    put_text(sub, "scene.yaml", yaml);
+    snprintf(path, sizeof(path), "%s/scene.yaml", sub);
+    struct attn_scene s;
+    load_ok(&s, path);
+    const float emb[] = {0.100246795f, -2, 3e-3f, 1, 2, 3, 4, 5, 6};
+    assert_matrix_is(&s.embed.rows, 3, 3, emb, "embeddings");
+    const float wq[] = {1, 2, 3, 4, 5, 6}, wk[] = {1.5f, -2, 3, 4, 5, 6}, wv[] = {1, 0, 0, 1, 1, 1};
+    assert_matrix_is(&s.weights.query, 3, 2, wq, "query");
+    assert_matrix_is(&s.weights.key, 3, 2, wk, "key");
+    assert_matrix_is(&s.weights.value, 3, 2, wv, "value");
+    const float qb[] = {0.5f, 0.25f}, kb[] = {1, 2}, vb[] = {0.1f, 2}, ob[] = {-0.5f, 0.5f};
+    assert_matrix_is(&s.weights.query_bias, 1, 2, qb, "query_bias");
+    assert_matrix_is(&s.weights.key_bias, 1, 2, kb, "key_bias");
+    assert_matrix_is(&s.weights.value_bias, 1, 2, vb, "value_bias");
+    const float eye[] = {1, 0, 0, 1};
+    assert_matrix_is(&s.weights.out, 2, 2, eye, "out");
+    assert_matrix_is(&s.weights.out_bias, 1, 2, ob, "out_bias");
+    /* Written back, the numbers are inline: the scene no longer needs the files. */
+    check_round_trip(&s);
+    attn_scene_free(&s);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* {file: x.npy}: float64 rounded to the nearest float32 (as a YAML number is), float16 and
+ * big-endian read exactly; integers and booleans only as a dropout mask, which also takes the
+ * (heads * n) x n rows export writes. */
+static void test_matrix_files_npy(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("scenefile");
+    char path[4300];
+    const double f8[] = {0.1, 0.2, 1.0 / 3.0, -4, 1e-3, 16777217.0};
+    put_npy(dir, "wq.npy", "<f8", "(3, 2)", f8, sizeof(f8));
+    const unsigned char be[] = {0x3f, 0x80, 0, 0, 0xc0, 0,    0, 0, 0x3f, 0,    0, 0,
+                                0,    0,    0, 0, 0x40, 0x40, 0, 0, 0x3e, 0x80, 0, 0};
+    put_npy(dir, "wk.npy", ">f4", "(3, 2)", be, sizeof(be));
+    const uint16_t f2[] = {0x3c00, 0x3800, 0x0001, 0xbc00, 0x7bff, 0};
+    put_npy(dir, "wv.npy", "<f2", "(3, 2)", f2, sizeof(f2));
+    const unsigned char mask2[] = {1, 0, 1, 1, 1, 1, 0, 1}; /* 2 heads of 2 x 2, as rows */
+    put_npy(dir, "mask.npy", "|b1", "(4, 2)", mask2, sizeof(mask2));
+    put_text(dir, "scene.yaml",
+             "tokens: [a, b]\n"
+             "embeddings: [[1, 0, 0], [0, 1, 0]]\n"
+             "attention: {d_out: 2, heads: 2, dropout: 0.5, out_proj: false}\n"
+             "weights:\n"
+             "  query: {file: wq.npy}\n"
+             "  key: {file: wk.npy}\n"
+             "  value: {file: wv.npy}\n"
+             "  dropout_mask: {file: mask.npy}\n");
+    snprintf(path, sizeof(path), "%s/scene.yaml", dir);
+    struct attn_scene s;
+    load_ok(&s, path);
+    float wq[6];
+    for (int i = 0; i < 6; i++)
+        wq[i] = (float)f8[i];
+    assert_matrix_is(&s.weights.query, 3, 2, wq, "query");
+    assert_true(s.weights.query.data[5] == 16777216.0f); /* the tie goes to even */
+    const float wk[] = {1, -2, 0.5f, 0, 3, 0.25f};
+    assert_matrix_is(&s.weights.key, 3, 2, wk, "key");
+    const float wv[] = {1, 0.5f, 0x1p-24f, -1, 65504, 0};
+    assert_matrix_is(&s.weights.value, 3, 2, wv, "value");
+    assert_int_equal(s.weights.dropout_mask_heads, 2);
+    assert_int_equal(s.weights.dropout_mask_n, 2);
+    assert_memory_equal(s.weights.dropout_mask, mask2, sizeof(mask2));
+    attn_scene_free(&s);
+
+    /* An integer weight matrix is refused; the same file as a mask is read. */
+    const int32_t ints[] = {1, 0, 0, 1, 1, 1};
+    put_npy(dir, "wq.npy", "<i4", "(3, 2)", ints, sizeof(ints));
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.items[0].msg,
+                        "'query': wq.npy holds int32 values (dtype '<i4'); 'query' must be "
+                        "floats: save it with .astype(numpy.float32)");
+    assert_int_equal(errs.items[0].line, 5);
+    assert_int_equal(errs.items[0].col, 17);
+    diag_list_free(&errs);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* ---- good inputs -------------------------------------------------------------------------- */
 
 /* README.md ("Scene format")'s example with its "..." filled in. */
@@ -1155,7 +1340,8 @@ int main(void)
         cmocka_unit_test(test_scalar_forms),      cmocka_unit_test(test_round_trip_awkward_strings),
         cmocka_unit_test(test_round_trip_scenes), cmocka_unit_test(test_locale),
         cmocka_unit_test(test_writer_refuses),    cmocka_unit_test(test_save_no_overwrite),
-        cmocka_unit_test(test_atomic_save),
+        cmocka_unit_test(test_atomic_save),       cmocka_unit_test(test_matrix_files_csv),
+        cmocka_unit_test(test_matrix_files_npy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,19 +1,22 @@
-/* export: every stage as CSV plus the resolved scene.yaml (README.md ("Export format")). */
+/* export: every stage as CSV or .npy plus the resolved scene.yaml (README.md ("Export
+ * format")). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "export/export.h"
 
 int cmd_export(int argc, char **argv)
 {
-    const char *dir = NULL;
+    const char *dir = NULL, *format = NULL;
     const struct cli_opt opts[] = {
         {"output", 'o', true, &dir},
+        {"format", 'f', true, &format},
     };
     const char *pos[1];
     int n_pos;
     bool help;
-    int rc = cli_parse("export", argc, argv, opts, 1, pos, 1, &n_pos, &help);
+    int rc = cli_parse("export", argc, argv, opts, 2, pos, 1, &n_pos, &help);
     if (rc != CLI_OK)
         return rc;
     if (help) {
@@ -22,6 +25,11 @@ int cmd_export(int argc, char **argv)
     }
     if (!dir || dir[0] == '\0')
         return cli_usage_error("export", "missing -o DIR");
+    enum export_format fmt = EXPORT_CSV;
+    if (format && strcmp(format, "npy") == 0)
+        fmt = EXPORT_NPY;
+    else if (format && strcmp(format, "csv") != 0)
+        return cli_usage_error("export", "--format must be csv or npy, not '%s'", format);
 
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
@@ -31,7 +39,7 @@ int cmd_export(int argc, char **argv)
     struct progress p;
     progress_begin(&p, stderr, "exporting", "heads");
     const struct progress_sink sink = {progress_tick, &p};
-    rc = export_dir_progress(dir, &cs.scene, &cs.net, &sink, &err);
+    rc = export_dir_progress(dir, &cs.scene, &cs.net, fmt, &sink, &err);
     progress_end(&p, rc == 0);
     if (rc != 0) {
         diag_print(stderr, &err, NULL, 0);

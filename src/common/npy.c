@@ -354,10 +354,13 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
         goto out;
     }
     if (!parse_descr(h.descr, &t)) {
-        diag_file(err, path, "dtype '%s' is not supported (float16/32/64, int, uint or bool are)",
+        diag_file(err, path,
+                  "dtype '%s' is not supported: float16/32/64 are (and int, uint and bool for "
+                  "0/1 masks)",
                   h.descr);
         goto out;
     }
+    snprintf(out->descr, sizeof(out->descr), "%s", h.descr);
     out->ndim = h.ndim;
     out->count = 1;
     for (int d = 0; d < h.ndim; d++) {
@@ -463,6 +466,30 @@ int npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape)
     size_t n = count_of(ndim, shape);
     if (n && fwrite(data, sizeof(float), n, f) != n)
         return -1;
+    return ferror(f) ? -1 : 0;
+}
+
+int npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, size_t stride)
+{
+    const size_t shape[2] = {rows, cols};
+    if (write_header(f, "<f4", 2, shape) != 0)
+        return -1;
+    bool swap = !little_endian();
+    for (size_t i = 0; i < rows; i++) {
+        const float *row = data + i * stride;
+        if (!swap) {
+            if (cols && fwrite(row, sizeof(float), cols, f) != cols)
+                return -1;
+            continue;
+        }
+        for (size_t j = 0; j < cols; j++) {
+            unsigned char b[4];
+            memcpy(b, &row[j], 4);
+            const unsigned char le[4] = {b[3], b[2], b[1], b[0]};
+            if (fwrite(le, 1, 4, f) != 4)
+                return -1;
+        }
+    }
     return ferror(f) ? -1 : 0;
 }
 

@@ -862,8 +862,9 @@ int app_redo(struct app *a)
 
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
-    /* Export what is on screen: the last valid state. */
-    return export_dir_progress(dir, &a->shown, &a->net, &a->export_progress, err);
+    /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
+       writes .npy). */
+    return export_dir_progress(dir, &a->shown, &a->net, EXPORT_CSV, &a->export_progress, err);
 }
 
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)

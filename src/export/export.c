@@ -1,11 +1,13 @@
 /* export: every stage of a forward pass as files other tools can read.
  *
- * The layout is the contract of README.md ("Export format"). The whole folder is written all
- * or nothing: into a fresh temporary folder beside the target, swapped into place only when
- * every file is complete (fsutil_dirswap), so a failure or a kill -9 half-way leaves the
- * previous export intact and never a mix of two. The resolved scene.yaml (large matrices as
- * .npy files in scene.data/) makes the export reproducible: loading it and exporting again gives
- * the same bytes.
+ * The layout is the contract of README.md ("Export format"): each matrix as a labelled CSV
+ * table or, with EXPORT_NPY, as a bare float32 .npy of the same shape under the same name
+ * (head0/weights.npy for head0/weights.csv). The whole folder is written all or nothing: into
+ * a fresh temporary folder beside the target, swapped into place only when every file is
+ * complete (fsutil_dirswap), so a failure or a kill -9 half-way leaves the previous export
+ * intact and never a mix of two. The resolved scene.yaml (large matrices as .npy files in
+ * scene.data/) makes the export reproducible: loading it and exporting again gives the same
+ * bytes.
  */
 #include "export/export.h"
 
@@ -16,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "common/fsutil.h"
+#include "common/npy.h"
 #include "scenefile/scenefile.h"
 
 #define EXPORT_PATH_MAX 4096
@@ -32,6 +35,14 @@ static int write_csv(FILE *f, void *ctx, struct diag *err)
 {
     const struct csv_job *job = ctx;
     if (csv_write_table(f, job->v, job->corner, job->rows, job->cols) != 0)
+        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+    return 0;
+}
+
+static int write_npy(FILE *f, void *ctx, struct diag *err)
+{
+    const struct attn_mat_view *v = ctx;
+    if (npy_write_f32_matrix(f, v->data, (size_t)v->rows, (size_t)v->cols, (size_t)v->stride) != 0)
         return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
@@ -75,14 +86,20 @@ static int join_path(char *out, const char *dir, const char *a, const char *b, s
     return 0;
 }
 
-static int put_csv(const char *dir, const char *sub, const char *name, struct attn_mat_view v,
-                   const char *corner, char *const *rows, char *const *cols, struct diag *err)
+/* One matrix as dir[/sub]/<stem>.csv or .npy. The labels (corner, rows, cols) are the CSV's
+ * header row and first column; a .npy holds the numbers only. */
+static int put_matrix(const char *dir, const char *sub, const char *stem, struct attn_mat_view v,
+                      const char *corner, char *const *rows, char *const *cols,
+                      enum export_format fmt, struct diag *err)
 {
-    char path[EXPORT_PATH_MAX];
+    char name[64], path[EXPORT_PATH_MAX];
+    snprintf(name, sizeof(name), "%s.%s", stem, fmt == EXPORT_NPY ? "npy" : "csv");
     if (join_path(path, dir, sub ? sub : name, sub ? name : NULL, err) != 0)
         return -1;
     struct csv_job job = {v, corner, rows, cols};
-    if (fsutil_write_new(path, write_csv, &job, err) != 0)
+    int rc = fmt == EXPORT_NPY ? fsutil_write_new(path, write_npy, &v, err)
+                               : fsutil_write_new(path, write_csv, &job, err);
+    if (rc != 0)
         return fail_at(err, path);
     return 0;
 }
@@ -132,10 +149,10 @@ static int labels_push(struct labels *l, const char *fmt, int a, const char *s)
 
 /* The files under params/: the projections, their biases, out_proj and the dropout mask. */
 static int export_params(const char *dir, const struct attn_scene *s, const struct attn_model *m,
-                         struct diag *err)
+                         enum export_format fmt, struct diag *err)
 {
-    static const char *const w_names[3] = {"W_query.csv", "W_key.csv", "W_value.csv"};
-    static const char *const b_names[3] = {"b_query.csv", "b_key.csv", "b_value.csv"};
+    static const char *const w_names[3] = {"W_query", "W_key", "W_value"};
+    static const char *const b_names[3] = {"b_query", "b_key", "b_value"};
     static char b_label[] = "b";
     char *const bias_row[1] = {b_label};
     struct labels dl = {0}, ml = {0};
@@ -172,12 +189,12 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
                 if (!w[k])
                     continue;
                 struct attn_mat_view v = {w[k] + (size_t)h * (size_t)width, m->d_in, wk, ld};
-                if (put_csv(dir, sub, w_names[k], v, "row", dl.items, NULL, err) != 0)
+                if (put_matrix(dir, sub, w_names[k], v, "row", dl.items, NULL, fmt, err) != 0)
                     goto out;
                 if (!b[k])
                     continue;
                 struct attn_mat_view bv = {b[k] + (size_t)h * (size_t)width, 1, wk, ld};
-                if (put_csv(dir, sub, b_names[k], bv, "row", bias_row, NULL, err) != 0)
+                if (put_matrix(dir, sub, b_names[k], bv, "row", bias_row, NULL, fmt, err) != 0)
                     goto out;
             }
         }
@@ -190,41 +207,41 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
         int rows, cols;
         bool bias;
     } extra[] = {
-        {"W_qkv.csv", m->wqkv, d, W, false},         {"b_qkv.csv", m->bqkv, 1, W, true},
-        {"W_down.csv", m->wdown, d, r, false},       {"W_key_up.csv", m->wkup, r, m->D, false},
-        {"W_value_up.csv", m->wvup, r, m->D, false}, {"ffn_W1.csv", m->w1, d, hid, false},
-        {"ffn_b1.csv", m->b1, 1, hid, true},         {"ffn_W2.csv", m->w2, hid, d, false},
-        {"ffn_b2.csv", m->b2, 1, d, true},
+        {"W_qkv", m->wqkv, d, W, false},         {"b_qkv", m->bqkv, 1, W, true},
+        {"W_down", m->wdown, d, r, false},       {"W_key_up", m->wkup, r, m->D, false},
+        {"W_value_up", m->wvup, r, m->D, false}, {"ffn_W1", m->w1, d, hid, false},
+        {"ffn_b1", m->b1, 1, hid, true},         {"ffn_W2", m->w2, hid, d, false},
+        {"ffn_b2", m->b2, 1, d, true},
     };
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
         if (!extra[i].data)
             continue;
         struct attn_mat_view v = {extra[i].data, extra[i].rows, extra[i].cols, extra[i].cols};
-        if (put_csv(dir, "params", extra[i].name, v, "row", extra[i].bias ? bias_row : dl.items,
-                    NULL, err) != 0)
+        if (put_matrix(dir, "params", extra[i].name, v, "row", extra[i].bias ? bias_row : dl.items,
+                       NULL, fmt, err) != 0)
             goto out;
     }
     /* The norms' weights only when they are not the default 1 and 0. */
     const float *norms[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
-    static const char *const norm_names[4] = {"norm1_weight.csv", "norm1_bias.csv",
-                                              "norm2_weight.csv", "norm2_bias.csv"};
+    static const char *const norm_names[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
+                                              "norm2_bias"};
     for (int i = 0; m->block && i < 4; i++) {
         bool plain = true;
         for (int j = 0; norms[i] && j < d; j++)
             plain &= norms[i][j] == (i % 2 == 0 ? 1.0f : 0.0f);
         struct attn_mat_view v = {norms[i], 1, d, d};
         if (norms[i] && !plain &&
-            put_csv(dir, "params", norm_names[i], v, "row", bias_row, NULL, err) != 0)
+            put_matrix(dir, "params", norm_names[i], v, "row", bias_row, NULL, fmt, err) != 0)
             goto out;
     }
     if (m->wo) {
         struct attn_mat_view v = {m->wo, m->D, m->D, m->D};
-        if (put_csv(dir, "params", "out.csv", v, "row", dl.items, NULL, err) != 0)
+        if (put_matrix(dir, "params", "out", v, "row", dl.items, NULL, fmt, err) != 0)
             goto out;
     }
     if (m->bo) {
         struct attn_mat_view v = {m->bo, 1, m->D, m->D};
-        if (put_csv(dir, "params", "out_bias.csv", v, "row", bias_row, NULL, err) != 0)
+        if (put_matrix(dir, "params", "out_bias", v, "row", bias_row, NULL, fmt, err) != 0)
             goto out;
     }
     if (m->keep) {
@@ -239,7 +256,8 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
                 if (labels_push(&ml, "h%d:%s", h, m->tokens[i]) != 0)
                     goto oom;
         struct attn_mat_view v = {mask, m->heads * m->n, m->n, m->n};
-        if (put_csv(dir, "params", "dropout_mask.csv", v, "token", ml.items, m->tokens, err) != 0)
+        if (put_matrix(dir, "params", "dropout_mask", v, "token", ml.items, m->tokens, fmt, err) !=
+            0)
             goto out;
     }
     rc = 0;
@@ -255,7 +273,6 @@ out:
     return rc;
 }
 
-/* Every file of the layout into dir, a fresh folder. */
 /* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
 /* What export_dir tells its progress sink: one step a head written, over every layer. */
 struct export_progress {
@@ -264,14 +281,15 @@ struct export_progress {
 };
 
 static int export_layer(const char *dir, const struct attn_scene *s, const struct attn_model *m,
-                        const struct attn_run *r, struct export_progress *pr, struct diag *err)
+                        const struct attn_run *r, enum export_format fmt,
+                        struct export_progress *pr, struct diag *err)
 {
-    if (put_csv(dir, NULL, "inputs.csv", attn_view(r, m, STAGE_INPUTS, 0), "token", m->tokens, NULL,
-                err) != 0)
+    if (put_matrix(dir, NULL, "inputs", attn_view(r, m, STAGE_INPUTS, 0), "token", m->tokens, NULL,
+                   fmt, err) != 0)
         return -1;
     /* A checkpoint's parameters are in its file, which scene.yaml names: as CSV they would be
        a gigabyte for GPT-2 small. */
-    if (!s->model.file && export_params(dir, s, m, err) != 0)
+    if (!s->model.file && export_params(dir, s, m, fmt, err) != 0)
         return -1;
 
     enum attn_stage order[STAGE_COUNT];
@@ -293,11 +311,9 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
             enum attn_stage st = order[i];
             if (!attn_stage_is_per_head(st))
                 continue;
-            char name[64];
-            snprintf(name, sizeof(name), "%s.csv", attn_stage_name(st));
             char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
-            if (put_csv(dir, sub, name, attn_view_buf(buf, cap, r, m, st, h), "token", m->tokens,
-                        cols, err) != 0)
+            if (put_matrix(dir, sub, attn_stage_name(st), attn_view_buf(buf, cap, r, m, st, h),
+                           "token", m->tokens, cols, fmt, err) != 0)
                 goto fail;
         }
         progress_report(pr->sink, ++pr->done, pr->total);
@@ -305,25 +321,24 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
     free(buf);
 
     /* The concatenated heads are "context.csv": the name the book's readers look for. */
-    if (put_csv(dir, NULL, "context.csv", attn_view(r, m, STAGE_CONCAT, 0), "token", m->tokens,
-                NULL, err) != 0)
+    if (put_matrix(dir, NULL, "context", attn_view(r, m, STAGE_CONCAT, 0), "token", m->tokens, NULL,
+                   fmt, err) != 0)
         return -1;
-    if (put_csv(dir, NULL, "output.csv", attn_view(r, m, STAGE_OUTPUT, 0), "token", m->tokens, NULL,
-                err) != 0)
+    if (put_matrix(dir, NULL, "output", attn_view(r, m, STAGE_OUTPUT, 0), "token", m->tokens, NULL,
+                   fmt, err) != 0)
         return -1;
     /* MLA's latent and the block's stages: shared by the heads, one file each. */
     for (int i = 0; i < n_order; i++) {
         enum attn_stage st = order[i];
         if ((st != STAGE_LATENT && !attn_stage_is_block(st)) || st == STAGE_FINAL_NORM)
             continue;
-        char name[64];
-        snprintf(name, sizeof(name), "%s.csv", attn_stage_name(st));
-        if (put_csv(dir, NULL, name, attn_view(r, m, st, 0), "token", m->tokens, NULL, err) != 0)
+        if (put_matrix(dir, NULL, attn_stage_name(st), attn_view(r, m, st, 0), "token", m->tokens,
+                       NULL, fmt, err) != 0)
             return -1;
     }
     if (m->block &&
-        put_csv(dir, NULL, "block_output.csv", attn_view(r, m, attn_stage_block_output(m), 0),
-                "token", m->tokens, NULL, err) != 0)
+        put_matrix(dir, NULL, "block_output", attn_view(r, m, attn_stage_block_output(m), 0),
+                   "token", m->tokens, NULL, fmt, err) != 0)
         return -1;
     return 0;
 fail:
@@ -344,7 +359,8 @@ static int write_tokens(FILE *f, void *ctx, struct diag *err)
 }
 
 static int export_files(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                        const struct progress_sink *progress, struct diag *err)
+                        enum export_format fmt, const struct progress_sink *progress,
+                        struct diag *err)
 {
     struct export_progress pr = {progress, 0, 0};
     for (int L = 0; L < net->layers; L++)
@@ -376,34 +392,36 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     if (fsutil_write_new(path, write_tokens, &tj, err) != 0)
         return fail_at(err, path);
     if (net->layers == 1) {
-        if (export_layer(dir, s, first, &net->run[0], &pr, err) != 0)
+        if (export_layer(dir, s, first, &net->run[0], fmt, &pr, err) != 0)
             return -1;
     } else {
         for (int L = 0; L < net->layers; L++) {
             char sub[32], ldir[EXPORT_PATH_MAX];
             snprintf(sub, sizeof(sub), "layer%d", L);
             if (make_dir(dir, sub, err) != 0 || join_path(ldir, dir, sub, NULL, err) != 0 ||
-                export_layer(ldir, s, &net->model[L], &net->run[L], &pr, err) != 0)
+                export_layer(ldir, s, &net->model[L], &net->run[L], fmt, &pr, err) != 0)
                 return -1;
         }
     }
     /* The final norm belongs to the whole model: beside scene.yaml. */
     if (last->final_norm &&
-        put_csv(dir, NULL, "final_norm.csv",
-                attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
-                last->tokens, NULL, err) != 0)
+        put_matrix(dir, NULL, "final_norm",
+                   attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
+                   last->tokens, NULL, fmt, err) != 0)
         return -1;
     return 0;
 }
 
-/* Names an export folder holds: anything else means the folder is the user's, not ours. */
+/* Names an export folder holds, in either format: anything else means the folder is the
+ * user's, not ours. */
 static bool export_name(const char *name)
 {
     size_t n = strlen(name);
     if (strcmp(name, "scene.yaml") == 0 || strcmp(name, "scene.data") == 0 ||
         strcmp(name, "params") == 0)
         return true;
-    if (n > 4 && strcmp(name + n - 4, ".csv") == 0 && name[0] != '.')
+    if (n > 4 && (strcmp(name + n - 4, ".csv") == 0 || strcmp(name + n - 4, ".npy") == 0) &&
+        name[0] != '.')
         return true;
     const char *digits = strncmp(name, "head", 4) == 0    ? name + 4
                          : strncmp(name, "layer", 5) == 0 ? name + 5
@@ -467,20 +485,21 @@ static void name_target(struct diag *err, const struct fsutil_dirswap *tx)
 }
 
 int export_dir(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-               struct diag *err)
+               enum export_format fmt, struct diag *err)
 {
-    return export_dir_progress(dir, s, net, NULL, err);
+    return export_dir_progress(dir, s, net, fmt, NULL, err);
 }
 
 int export_dir_progress(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                        const struct progress_sink *progress, struct diag *err)
+                        enum export_format fmt, const struct progress_sink *progress,
+                        struct diag *err)
 {
     if (export_check_target(dir, err) != 0)
         return -1;
     struct fsutil_dirswap tx;
     if (fsutil_dirswap_begin(&tx, dir, err) != 0)
         return -1;
-    if (export_files(tx.tmp, s, net, progress, err) != 0) {
+    if (export_files(tx.tmp, s, net, fmt, progress, err) != 0) {
         name_target(err, &tx);
         fsutil_dirswap_abort(&tx);
         return -1;

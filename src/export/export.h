@@ -1,9 +1,11 @@
-/* export: CSV files and PyTorch-style text for the stages of a forward pass.
+/* export: CSV or .npy files and PyTorch-style text for the stages of a forward pass.
  *
  * The export layout is a contract other tools read (README.md ("Export format")):
  *   DIR/scene.yaml, DIR/tokens.csv, DIR/inputs.csv, DIR/params/<name>.csv,
  *   DIR/head<H>/<stage>.csv, DIR/context.csv, DIR/output.csv (DIR/layer<L>/... for each layer
- *   of a scene with several); every file written atomically.
+ *   of a scene with several); every file written atomically. With EXPORT_NPY each matrix is a
+ *   .npy of the same name and shape instead (float32, little-endian, C order); tokens.csv and
+ *   scene.yaml stay as they are.
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
@@ -32,6 +34,9 @@ int csv_write_tokens(FILE *f, char *const *tokens, const int *ids, int n);
  * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
 int csv_format_float(char *out, size_t size, float x);
 
+/* What export writes each matrix as: a labelled CSV table, or a bare float32 .npy. */
+enum export_format { EXPORT_CSV, EXPORT_NPY };
+
 /* Writes every file of the export layout as the folder dir, all or nothing: the files go into a
  * temporary folder beside dir that replaces dir only once complete, so any failure leaves an
  * earlier export in dir exactly as it was (see export_check_target for what may be replaced).
@@ -39,14 +44,15 @@ int csv_format_float(char *out, size_t size, float x);
  * which must hold a computed forward pass. One layer: the layout of README.md; more: one
  * layer<L>/ folder per layer with that layout. Returns 0, or -1 with err naming the file. */
 int export_dir(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-               struct diag *err);
+               enum export_format fmt, struct diag *err);
 /* export_dir, telling progress (NULL: nothing) of every head's files written: step 0 first,
  * then one step a head over every layer. A big export writes hundreds of MB of text. */
 int export_dir_progress(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                        const struct progress_sink *progress, struct diag *err);
-/* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
- * (scene.yaml and only the names an export writes). Anything else is the user's, and never
- * replaced: -1, err says why. */
+                        enum export_format fmt, const struct progress_sink *progress,
+                        struct diag *err);
+/* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export of
+ * either format (scene.yaml and only the names an export writes). Anything else is the user's,
+ * and never replaced: -1, err says why. */
 int export_check_target(const char *dir, struct diag *err);
 
 /* Prints v the way print(t) shows a 2-D float32 tensor in PyTorch 1.13 with the default print

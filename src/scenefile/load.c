@@ -123,7 +123,12 @@ static void run_scene_check(struct loader *l)
         const struct diag *d = &found.items[i];
         int line, col;
         locate_path(l, d->path, &line, &col);
-        loader_error_at(l, line, col, d->path, d->msg);
+        /* A matrix from a file: the file is where the user fixes it. */
+        const char *file = loader_file(l, d->path);
+        char msg[DIAG_MSG_MAX];
+        if (file)
+            snprintf(msg, sizeof(msg), "%.300s (read from %.180s)", d->msg, file);
+        loader_error_at(l, line, col, d->path, file ? msg : d->msg);
     }
     diag_list_free(&found);
 }

@@ -128,6 +128,7 @@ void loader_register(struct loader *l, const char *path, int key, int value)
     snprintf(k->path, sizeof(k->path), "%s", path);
     k->key = key;
     k->value = value;
+    k->file = NULL;
 }
 
 const struct loader_key *loader_find(const struct loader *l, const char *path)
@@ -136,6 +137,19 @@ const struct loader_key *loader_find(const struct loader *l, const char *path)
         if (strcmp(l->keys[i].path, path) == 0)
             return &l->keys[i];
     return NULL;
+}
+
+void loader_set_file(struct loader *l, const char *path, const char *file)
+{
+    for (int i = 0; i < l->n_keys; i++)
+        if (strcmp(l->keys[i].path, path) == 0)
+            l->keys[i].file = file;
+}
+
+const char *loader_file(const struct loader *l, const char *path)
+{
+    const struct loader_key *k = loader_find(l, path);
+    return k ? k->file : NULL;
 }
 
 const char *loader_show(const struct loader *l, int node, char *buf, size_t size)

@@ -19,7 +19,8 @@
 /* A key seen in the file, so attn_scene_check's paths ("attention.d_out") can be located. */
 struct loader_key {
     char path[DIAG_PATH_MAX];
-    int key, value; /* node indices */
+    int key, value;   /* node indices */
+    const char *file; /* the data file the value names ({file: w.npy}) as written, or NULL */
 };
 
 /* One entry of weights.heads (wrapper layout), assembled into column blocks at the end. */
@@ -75,6 +76,11 @@ bool loader_unknown(const struct loader *l, const char *path);
 void loader_register(struct loader *l, const char *path, int key, int value);
 /* The registered entry for path, or NULL. */
 const struct loader_key *loader_find(const struct loader *l, const char *path);
+/* Records that path's value was read from file (the name as the scene writes it; it must live
+ * as long as the parse), so later problems with that value name the file too. */
+void loader_set_file(struct loader *l, const char *path, const char *file);
+/* The data file path's value was read from, or NULL. */
+const char *loader_file(const struct loader *l, const char *path);
 /* Where node starts, as shown to users (node < 0: line 1, column 1). */
 void loader_locate(struct loader *l, int node, int *line, int *col);
 /* True when key path a is b or below it ("attention.d_out" is below "attention"). */

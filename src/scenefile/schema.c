@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "common/cnum.h"
+#include "common/csvmat.h"
 #include "common/npy.h"
 #include "engine/stage.h"
 #include "pretrained/gpt2.h"
@@ -49,7 +50,7 @@ typedef void (*field_fn)(struct loader *l, const struct field *f, int node, void
 typedef void (*finish_fn)(struct loader *l, int node, const int *found, void *base,
                           const char *path);
 
-/* WANT_DATA: a matrix or vector, written inline (a sequence) or as {file: name.npy}. */
+/* WANT_DATA: a matrix or vector, written inline (a sequence) or as {file: name.npy} (or .csv). */
 enum want { WANT_SCALAR, WANT_SEQ, WANT_MAP, WANT_DATA, WANT_ANY };
 
 struct field {
@@ -471,9 +472,9 @@ static bool read_value(struct loader *l, int node, const char *label, const char
     return false;
 }
 
-/* ---- {file: name.npy} ---------------------------------------------------------------------- */
+/* ---- {file: name.npy}, {file: name.csv} ------------------------------------------------------ */
 
-/* True when node is a mapping with a 'file' key: a reference to a .npy file. */
+/* True when node is a mapping with a 'file' key: a reference to a .npy or .csv file. */
 static bool is_file_ref(const struct loader *l, int node)
 {
     const struct ynode *nd = nd_of(l, node);
@@ -488,8 +489,26 @@ static bool is_file_ref(const struct loader *l, int node)
     return false;
 }
 
-/* Reads {file: PATH} (PATH relative to the scene file's folder) into a float array of ndim
- * dimensions (a vector also takes one 1 x n row). Reports its problems at the reference. */
+static bool is_csv_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 4 && strcasecmp(name + n - 4, ".csv") == 0;
+}
+
+/* "(3, 4)", "(5,)" */
+static void shape_str(char *out, size_t size, const struct npy_array *a)
+{
+    size_t o = (size_t)snprintf(out, size, "(");
+    for (int d = 0; d < a->ndim && o < size; d++)
+        o += (size_t)snprintf(out + o, size - o, "%s%zu", d ? ", " : "", a->shape[d]);
+    if (o < size)
+        snprintf(out + o, size - o, a->ndim == 1 ? ",)" : ")");
+}
+
+/* Reads {file: PATH} (PATH relative to the scene file's folder; a .csv name is read as CSV,
+ * any other as .npy) into a float array of ndim dimensions: a vector (1) also takes one row or
+ * one column, a dropout mask (3) also its (heads * n) x n rows as export writes them. Reports
+ * its problems at the reference and remembers the file for the problems found later. */
 static int read_file_ref(struct loader *l, int node, const char *label, const char *path, int ndim,
                          struct npy_array *out, const char **file)
 {
@@ -509,7 +528,7 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
     if (value < 0 || nd_of(l, value)->type != YNODE_SCALAR || is_nothing(l, value) ||
         has_nul(l, value)) {
         loader_error(l, value >= 0 ? value : node, path,
-                     "'%s' file must be the name of a .npy file, got %s", label,
+                     "'%s' file must be the name of a .npy or .csv file, got %s", label,
                      value >= 0 ? loader_show(l, value, buf, sizeof(buf)) : "nothing");
         return -1;
     }
@@ -523,25 +542,47 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
         return -1;
     }
     struct diag err;
-    if (npy_read(out, full, MAX_VALUES, &err) != 0) {
+    int rc = is_csv_name(name) ? csvmat_read(out, full, MAX_VALUES, &err)
+                               : npy_read(out, full, MAX_VALUES, &err);
+    if (rc != 0) {
         loader_error(l, value, path, "'%s': %s: %s", label, name, err.msg);
         return -1;
     }
-    bool vector_row = ndim == 1 && out->ndim == 2 && out->shape[0] == 1;
-    if (out->ndim != ndim && !vector_row) {
-        loader_error(l, value, path, "'%s': %s has %d dimension%s, expected %d", label, name,
-                     out->ndim, out->ndim == 1 ? "" : "s", ndim);
+    /* Integers and booleans are 0/1 masks (NumPy writes a bool mask as '|b1'); as weights or
+       embeddings they are most likely the wrong file: token ids, a mask, a shape. */
+    if (ndim != 3 && out->descr[0] && out->descr[1] != 'f') {
+        char kind = out->descr[1], type[16] = "bool";
+        if (kind != 'b')
+            snprintf(type, sizeof(type), "%s%d", kind == 'u' ? "uint" : "int",
+                     8 * (out->descr[2] - '0'));
+        loader_error(l, value, path,
+                     "'%s': %s holds %s values (dtype '%s'); '%s' must be floats: save it with "
+                     ".astype(numpy.float32)",
+                     label, name, type, out->descr, label);
         npy_free(out);
         return -1;
     }
-    if (vector_row) {
-        out->ndim = 1;
-        out->shape[0] = out->shape[1];
+    bool vector_2d = ndim == 1 && out->ndim == 2 && (out->shape[0] == 1 || out->shape[1] == 1);
+    bool mask_2d = ndim == 3 && out->ndim == 2;
+    if (out->ndim != ndim && !vector_2d && !mask_2d) {
+        char shape[96];
+        shape_str(shape, sizeof(shape), out);
+        loader_error(l, value, path, "'%s': %s has shape %s, expected %s", label, name, shape,
+                     ndim == 1   ? "one dimension, one row or one column"
+                     : ndim == 2 ? "two dimensions (rows, columns)"
+                                 : "(heads, n, n) or (heads * n, n)");
+        npy_free(out);
+        return -1;
     }
+    if (vector_2d) {
+        out->ndim = 1;
+        out->shape[0] = out->count;
+    }
+    loader_set_file(l, path, name);
     return 0;
 }
 
-/* A matrix from a .npy file, within the same limits as one written inline. */
+/* A matrix from a .npy or .csv file, within the same limits as one written inline. */
 static int read_matrix_file(struct loader *l, int node, const char *label, const char *path,
                             const struct mat_limits *lim, struct attn_matrix *out)
 {
@@ -581,8 +622,8 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
     if (nd->type != YNODE_SEQ) {
         loader_error(
             l, node, path,
-            "'%s' must be a list of rows like [[1, 2], [3, 4]] or {file: name.npy}, got %s", label,
-            loader_show(l, node, buf, sizeof(buf)));
+            "'%s' must be a list of rows like [[1, 2], [3, 4]] or {file: name.npy or .csv}, got %s",
+            label, loader_show(l, node, buf, sizeof(buf)));
         return -1;
     }
     int rows = nd->u.c.count;
@@ -691,8 +732,9 @@ static int read_vector(struct loader *l, int node, const char *label, const char
     }
     if (nd->type != YNODE_SEQ) {
         char buf[LOADER_SHOW_MAX];
-        loader_error(l, node, path, "'%s' must be a list of numbers or {file: name.npy}, got %s",
-                     label, loader_show(l, node, buf, sizeof(buf)));
+        loader_error(l, node, path,
+                     "'%s' must be a list of numbers or {file: name.npy or .csv}, got %s", label,
+                     loader_show(l, node, buf, sizeof(buf)));
         return -1;
     }
     int n = nd->u.c.count;
@@ -748,26 +790,32 @@ static void h_vector(struct loader *l, const struct field *f, int node, void *ba
 
 /* weights.dropout_mask: heads x n x n of 0/1. The number of heads is not stored in the scene,
  * so it is checked here against attention.heads. */
-/* weights.dropout_mask as {file: mask.npy}: heads x n x n of 0 and 1. */
+/* weights.dropout_mask as {file: mask.npy}: heads x n x n of 0 and 1, or the (heads * n) x n
+ * rows of export's params/dropout_mask (.csv or .npy), head after head: the same values in the
+ * same order. */
 static void dropout_mask_file(struct loader *l, int node, const char *path, struct attn_scene *s)
 {
     struct npy_array a;
     const char *name;
     if (read_file_ref(l, node, "dropout_mask", path, 3, &a, &name) != 0)
         return;
-    size_t heads = a.shape[0], n = a.shape[1];
+    bool rows = a.ndim == 2;
+    size_t n = a.shape[1], heads = rows ? (n ? a.shape[0] / n : 0) : a.shape[0];
     if (heads == 0 || heads > SCENE_MAX_HEADS || n == 0 || n > SCENE_MAX_TOKENS ||
-        a.shape[2] != n) {
+        (rows ? a.shape[0] % n != 0 : a.shape[2] != n)) {
+        char shape[96];
+        shape_str(shape, sizeof(shape), &a);
         loader_error(l, node, path,
-                     "'dropout_mask': %s has shape (%zu, %zu, %zu), expected (heads, n, n) with 1 "
-                     "to %d heads and 1 to %d tokens",
-                     name, a.shape[0], a.shape[1], a.shape[2], SCENE_MAX_HEADS, SCENE_MAX_TOKENS);
+                     "'dropout_mask': %s has shape %s, expected (heads, n, n) or (heads * n, n) "
+                     "with 1 to %d heads and 1 to %d tokens",
+                     name, shape, SCENE_MAX_HEADS, SCENE_MAX_TOKENS);
         npy_free(&a);
         return;
     }
     if (!loader_bad(l, "attention.heads") && (int)heads != s->attn.heads) {
-        loader_error(l, node, path, "'dropout_mask' has %zu heads, expected %d (attention.heads)",
-                     heads, s->attn.heads);
+        loader_error(l, node, path,
+                     "'dropout_mask': %s has %zu heads, expected %d (attention.heads)", name, heads,
+                     s->attn.heads);
         npy_free(&a);
         return;
     }
@@ -1092,10 +1140,13 @@ static void assemble_heads(struct loader *l, struct attn_scene *s, int node, con
             if (!q0->data)
                 continue;
             int er = head_members[i].bias ? 1 : q0->rows, ec = q0->cols;
+            const char *file = loader_file(l, mpath);
             if (m->rows != er || m->cols != ec)
-                loader_error(l, k ? k->value : item_node, mpath,
-                             "head %d '%s' is %d x %d, expected %d x %d like head 1's 'query'",
-                             h + 1, head_members[i].key, m->rows, m->cols, er, ec);
+                loader_error(
+                    l, k ? k->value : item_node, mpath,
+                    "head %d '%s' is %d x %d, expected %d x %d like head 1's 'query'%s%s%s", h + 1,
+                    head_members[i].key, m->rows, m->cols, er, ec, file ? " (read from " : "",
+                    file ? file : "", file ? ")" : "");
         }
     }
     if (loader_bad(l, path))
@@ -1374,6 +1425,9 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
 /* ---- the tables ------------------------------------------------------------------------- */
 
 #define SEED_WHAT "an integer from 0 to 18446744073709551615"
+/* A matrix or vector key's value: inline, or a file (read_file_ref). */
+#define MATRIX_WHAT "a list of rows or {file: name.npy or .csv}"
+#define VECTOR_WHAT "a list of numbers or {file: name.npy or .csv}"
 
 /* block: given at all turns the block on. */
 static void finish_block(struct loader *l, int node, const int *found, void *base, const char *path)
@@ -1486,8 +1540,7 @@ static const struct field positional_fields[] = {
     {"kind", WANT_SCALAR, NULL, h_enum, S(pos.kind), &pos_kind_enum},
     {"max_len", WANT_SCALAR, "an integer", h_int, S(pos.max_len), &max_len_range},
     {"seed", WANT_SCALAR, SEED_WHAT, h_opt_seed, S(pos.seed), NULL},
-    {"table", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(pos.table),
-     &table_limits},
+    {"table", WANT_DATA, MATRIX_WHAT, h_matrix, S(pos.table), &table_limits},
     {"base", WANT_SCALAR, "a number above 0", h_positive, S(pos.base), NULL},
     {"rope_pairs", WANT_SCALAR, NULL, h_enum, S(pos.pairs), &rope_pairs_enum},
     {"offset", WANT_SCALAR, "an integer", h_int, S(pos.offset), &offset_range},
@@ -1554,70 +1607,53 @@ static void finish_view(struct loader *l, int node, const int *found, void *base
 static const struct mapping view_map = {"view", view_fields, N(view_fields), finish_view};
 
 static const struct field head_fields[] = {
-    {"query", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(query), &head_limits},
-    {"key", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(key), &head_limits},
-    {"value", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, H(value), &head_limits},
-    {"query_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector, H(query_bias),
-     &head_limits},
-    {"key_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector, H(key_bias),
-     &head_limits},
-    {"value_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector, H(value_bias),
-     &head_limits},
+    {"query", WANT_DATA, MATRIX_WHAT, h_matrix, H(query), &head_limits},
+    {"key", WANT_DATA, MATRIX_WHAT, h_matrix, H(key), &head_limits},
+    {"value", WANT_DATA, MATRIX_WHAT, h_matrix, H(value), &head_limits},
+    {"query_bias", WANT_DATA, VECTOR_WHAT, h_vector, H(query_bias), &head_limits},
+    {"key_bias", WANT_DATA, VECTOR_WHAT, h_vector, H(key_bias), &head_limits},
+    {"value_bias", WANT_DATA, VECTOR_WHAT, h_vector, H(value_bias), &head_limits},
 };
 static const struct mapping head_map = {"weights.heads", head_fields, N(head_fields), NULL};
 
 static const struct field weights_fields[W_COUNT] = {
-    [W_QUERY] = {"query", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
-                 S(weights.query), &qkv_limits},
-    [W_KEY] = {"key", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.key),
-               &qkv_limits},
-    [W_VALUE] = {"value", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
-                 S(weights.value), &qkv_limits},
-    [W_QUERY_BIAS] = {"query_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                      S(weights.query_bias), &qkv_limits},
-    [W_KEY_BIAS] = {"key_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                    S(weights.key_bias), &qkv_limits},
-    [W_VALUE_BIAS] = {"value_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                      S(weights.value_bias), &qkv_limits},
-    [W_OUT] = {"out", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.out),
-               &out_limits},
-    [W_OUT_BIAS] = {"out_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                    S(weights.out_bias), &out_limits},
+    [W_QUERY] = {"query", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.query), &qkv_limits},
+    [W_KEY] = {"key", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.key), &qkv_limits},
+    [W_VALUE] = {"value", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.value), &qkv_limits},
+    [W_QUERY_BIAS] = {"query_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.query_bias),
+                      &qkv_limits},
+    [W_KEY_BIAS] = {"key_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.key_bias), &qkv_limits},
+    [W_VALUE_BIAS] = {"value_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.value_bias),
+                      &qkv_limits},
+    [W_OUT] = {"out", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.out), &out_limits},
+    [W_OUT_BIAS] = {"out_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.out_bias), &out_limits},
     [W_DROPOUT_MASK] = {"dropout_mask", WANT_DATA,
-                        "a list of n x n matrices of 0 and 1, or {file: name.npy}", h_dropout_mask,
-                        0, NULL},
+                        "a list of n x n matrices of 0 and 1, or {file: name.npy or .csv}",
+                        h_dropout_mask, 0, NULL},
     [W_HEADS] = {"heads", WANT_SEQ, "a list of mappings, one per head", h_heads, 0, NULL},
-    [W_QKV] = {"qkv", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.qkv),
-               &fused_limits},
-    [W_QKV_BIAS] = {"qkv_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                    S(weights.qkv_bias), &fused_limits},
-    [W_DOWN] = {"down", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix, S(weights.down),
-                &head_limits},
-    [W_KEY_UP] = {"key_up", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
-                  S(weights.key_up), &head_limits},
-    [W_VALUE_UP] = {"value_up", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
-                    S(weights.value_up), &head_limits},
-    [W_FFN_W1] = {"ffn_W1", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
-                  S(weights.ffn_W1), &ffn_limits},
-    [W_FFN_B1] = {"ffn_b1", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                  S(weights.ffn_b1), &ffn_limits},
-    [W_FFN_W2] = {"ffn_W2", WANT_DATA, "a list of rows or {file: name.npy}", h_matrix,
-                  S(weights.ffn_W2), &ffn_limits},
-    [W_FFN_B2] = {"ffn_b2", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                  S(weights.ffn_b2), &ffn_limits},
-    [W_NORM1_WEIGHT] = {"norm1_weight", WANT_DATA, "a list of numbers or {file: name.npy}",
-                        h_vector, S(weights.norm1_weight), &head_limits},
-    [W_NORM1_BIAS] = {"norm1_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                      S(weights.norm1_bias), &head_limits},
-    [W_NORM2_WEIGHT] = {"norm2_weight", WANT_DATA, "a list of numbers or {file: name.npy}",
-                        h_vector, S(weights.norm2_weight), &head_limits},
-    [W_NORM2_BIAS] = {"norm2_bias", WANT_DATA, "a list of numbers or {file: name.npy}", h_vector,
-                      S(weights.norm2_bias), &head_limits},
-    [W_FINAL_NORM_WEIGHT] = {"final_norm_weight", WANT_DATA,
-                             "a list of numbers or {file: name.npy}", h_vector,
+    [W_QKV] = {"qkv", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.qkv), &fused_limits},
+    [W_QKV_BIAS] = {"qkv_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.qkv_bias),
+                    &fused_limits},
+    [W_DOWN] = {"down", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.down), &head_limits},
+    [W_KEY_UP] = {"key_up", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.key_up), &head_limits},
+    [W_VALUE_UP] = {"value_up", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.value_up),
+                    &head_limits},
+    [W_FFN_W1] = {"ffn_W1", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.ffn_W1), &ffn_limits},
+    [W_FFN_B1] = {"ffn_b1", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.ffn_b1), &ffn_limits},
+    [W_FFN_W2] = {"ffn_W2", WANT_DATA, MATRIX_WHAT, h_matrix, S(weights.ffn_W2), &ffn_limits},
+    [W_FFN_B2] = {"ffn_b2", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.ffn_b2), &ffn_limits},
+    [W_NORM1_WEIGHT] = {"norm1_weight", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.norm1_weight),
+                        &head_limits},
+    [W_NORM1_BIAS] = {"norm1_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.norm1_bias),
+                      &head_limits},
+    [W_NORM2_WEIGHT] = {"norm2_weight", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.norm2_weight),
+                        &head_limits},
+    [W_NORM2_BIAS] = {"norm2_bias", WANT_DATA, VECTOR_WHAT, h_vector, S(weights.norm2_bias),
+                      &head_limits},
+    [W_FINAL_NORM_WEIGHT] = {"final_norm_weight", WANT_DATA, VECTOR_WHAT, h_vector,
                              S(weights.final_norm_weight), &head_limits},
-    [W_FINAL_NORM_BIAS] = {"final_norm_bias", WANT_DATA, "a list of numbers or {file: name.npy}",
-                           h_vector, S(weights.final_norm_bias), &head_limits},
+    [W_FINAL_NORM_BIAS] = {"final_norm_bias", WANT_DATA, VECTOR_WHAT, h_vector,
+                           S(weights.final_norm_bias), &head_limits},
 };
 static const struct mapping weights_map = {"weights", weights_fields, W_COUNT, finish_weights};
 
@@ -1775,8 +1811,8 @@ static const struct field top_fields[T_COUNT] = {
     [T_TOKENS] = {"tokens", WANT_SEQ, "a list of strings", h_tokens, 0, NULL},
     [T_SEED] = {"seed", WANT_SCALAR, SEED_WHAT, h_seed, S(seed), NULL},
     [T_EMBEDDINGS] = {"embeddings", WANT_ANY,
-                      "a list of rows, {file: name.npy} or a mapping like {dim: 3}", h_embeddings,
-                      0, NULL},
+                      "a list of rows, {file: name.npy or .csv} or a mapping like {dim: 3}",
+                      h_embeddings, 0, NULL},
     [T_POSITIONAL] = {"positional", WANT_MAP, "a mapping like {kind: learned, max_len: 10}", h_map,
                       0, &positional_map},
     [T_ATTENTION] = {"attention", WANT_MAP, "a mapping like {heads: 2, causal: true}", h_map, 0,

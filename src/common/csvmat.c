@@ -1,0 +1,331 @@
+/* csvmat: reading a matrix from a CSV file (see csvmat.h).
+ *
+ * The file is read once, a byte at a time, one field at a time: only the numbers are kept, so a
+ * large table costs its floats and one field's text. The first field decides the layout; the
+ * first line decides how many fields every line has.
+ */
+#include "common/csvmat.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cnum.h"
+#include "common/fsutil.h"
+
+#define FIELD_MAX 65536 /* no number and no label anyone wrote is longer */
+
+struct reader {
+    FILE *f;
+    const char *path;
+    struct diag *err;
+    int back[3], n_back; /* bytes given back after looking for a byte order mark */
+    int line;            /* the line being read, 1-based */
+    char *buf;           /* the field just read, NUL-terminated */
+    size_t len, cap;
+    bool quoted;    /* it was written in quotes */
+    int field_line; /* the line it starts on */
+};
+
+/* How next_field stopped. */
+enum end {
+    END_FIELD, /* a comma: the line has another field */
+    END_LINE,  /* a line break or the end of the file after the field */
+    END_FILE,  /* the end of the file before any field of a new line */
+    END_ERROR, /* err says why */
+};
+
+static int next_byte(struct reader *r)
+{
+    if (r->n_back > 0)
+        return r->back[--r->n_back];
+    return getc_unlocked(r->f);
+}
+
+static void skip_bom(struct reader *r)
+{
+    int a = next_byte(r);
+    if (a != 0xEF) {
+        r->back[r->n_back++] = a;
+        return;
+    }
+    int b = next_byte(r), c = next_byte(r);
+    if (b == 0xBB && c == 0xBF)
+        return;
+    r->back[r->n_back++] = c; /* not a mark: given back in reverse, read again in order */
+    r->back[r->n_back++] = b;
+    r->back[r->n_back++] = a;
+}
+
+static bool append(struct reader *r, int c, size_t field)
+{
+    if (c == '\0') {
+        diag_file(r->err, r->path, "line %d, field %zu holds a NUL byte: not a CSV text file",
+                  r->line, field);
+        return false;
+    }
+    if (r->len + 1 >= r->cap) {
+        if (r->cap >= FIELD_MAX) {
+            diag_file(r->err, r->path, "line %d, field %zu is longer than %d bytes", r->field_line,
+                      field, FIELD_MAX);
+            return false;
+        }
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        char *buf = realloc(r->buf, cap);
+        if (!buf) {
+            diag_file(r->err, r->path, "out of memory");
+            return false;
+        }
+        r->buf = buf;
+        r->cap = cap;
+    }
+    r->buf[r->len++] = (char)c;
+    return true;
+}
+
+/* Reads field number `field` (1-based) of the line into r->buf. */
+static enum end next_field(struct reader *r, size_t field)
+{
+    r->len = 0;
+    r->quoted = false;
+    r->field_line = r->line;
+    int c = next_byte(r);
+    if (field == 1 && c == EOF)
+        return END_FILE;
+    if (c == '"') {
+        r->quoted = true;
+        for (;;) {
+            c = next_byte(r);
+            if (c == EOF) {
+                diag_file(r->err, r->path, "line %d, field %zu: a quoted field is not closed",
+                          r->field_line, field);
+                return END_ERROR;
+            }
+            if (c == '"') {
+                c = next_byte(r);
+                if (c != '"')
+                    break;
+            } else if (c == '\n') {
+                r->line++;
+            }
+            if (!append(r, c, field))
+                return END_ERROR;
+        }
+        while (c == ' ' || c == '\t')
+            c = next_byte(r);
+        if (c != ',' && c != '\n' && c != '\r' && c != EOF) {
+            diag_file(r->err, r->path, "line %d, field %zu: text after the closing quote", r->line,
+                      field);
+            return END_ERROR;
+        }
+    } else {
+        while (c != ',' && c != '\n' && c != '\r' && c != EOF) {
+            if (!append(r, c, field))
+                return END_ERROR;
+            c = next_byte(r);
+        }
+    }
+    r->buf[r->len] = '\0';
+    if (c == ',')
+        return END_FIELD;
+    if (c == '\r') {
+        int d = next_byte(r);
+        if (d != '\n')
+            r->back[r->n_back++] = d;
+    }
+    if (c != EOF)
+        r->line++;
+    return END_LINE;
+}
+
+/* s without the blanks around it (in place). */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* A field as a message shows it: quoted, at most 40 bytes, other than printable ASCII escaped. */
+static void show(char *out, size_t size, const char *s)
+{
+    size_t o = 0;
+    out[o++] = '\'';
+    for (const unsigned char *p = (const unsigned char *)s; *p && o + 8 < size; p++) {
+        if (p - (const unsigned char *)s >= 40) {
+            o += (size_t)snprintf(out + o, size - o, "...");
+            break;
+        }
+        if (*p >= 0x20 && *p < 0x7f)
+            out[o++] = (char)*p;
+        else
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", *p);
+    }
+    snprintf(out + o, size - o, "'");
+}
+
+static bool looks_numeric(const char *field)
+{
+    char copy[64];
+    snprintf(copy, sizeof(copy), "%s", field);
+    double v;
+    enum cnum_result res = cnum_parse_double(trim(copy), false, &v);
+    return res == CNUM_OK || res == CNUM_NOT_FINITE;
+}
+
+static bool parse_number(struct reader *r, size_t field, float *out)
+{
+    char *s = trim(r->buf);
+    if (!*s) {
+        diag_file(r->err, r->path, "line %d, field %zu is empty, expected a number", r->field_line,
+                  field);
+        return false;
+    }
+    double v;
+    enum cnum_result res = cnum_parse_double(s, false, &v);
+    /* As a YAML number: up to FLT_MAX + half an ulp rounds to FLT_MAX, beyond has no float32. */
+    if (res == CNUM_OK && fabs(v) < 0x1.ffffffp+127) {
+        *out = fabs(v) > FLT_MAX ? (v < 0 ? -FLT_MAX : FLT_MAX) : (float)v;
+        return true;
+    }
+    char shown[64];
+    show(shown, sizeof(shown), s);
+    diag_file(r->err, r->path, "line %d, field %zu: %s %s", r->field_line, field, shown,
+              res == CNUM_NOT_FINITE ? "is not a finite number"
+              : res == CNUM_OK       ? "does not fit in a 32-bit float"
+                                     : "is not a number");
+    return false;
+}
+
+int csvmat_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
+{
+    memset(out, 0, sizeof(*out));
+    struct stat st;
+    int fd = fsutil_open_regular(path, &st, err);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        diag_file(err, path, "cannot read: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    struct reader r = {.f = f, .path = path, .err = err, .line = 1, .cap = 64};
+    r.buf = malloc(r.cap);
+    if (!r.buf) {
+        diag_file(err, path, "out of memory");
+        fclose(f);
+        return -1;
+    }
+    skip_bom(&r);
+
+    enum { UNKNOWN, LABELLED, PLAIN } layout = UNKNOWN;
+    size_t width = 0, lines = 0, count = 0, cap = 0;
+    int first_line = 0, blank_line = 0;
+    char first[64] = "";
+    float *data = NULL;
+    int rc = -1;
+    for (;;) {
+        size_t field = 0;
+        int line = r.line;
+        bool blank = false;
+        enum end e;
+        do {
+            e = next_field(&r, field + 1);
+            if (e == END_ERROR)
+                goto out;
+            if (e == END_FILE)
+                goto done;
+            field++;
+            if (field == 1 && e == END_LINE && r.len == 0 && !r.quoted) {
+                blank = true;
+                break;
+            }
+            if (blank_line) {
+                diag_file(err, path, "line %d is empty; a matrix has no blank lines", blank_line);
+                goto out;
+            }
+            if (layout == UNKNOWN) {
+                layout = looks_numeric(r.buf) ? PLAIN : LABELLED;
+                show(first, sizeof(first), r.buf);
+            }
+            /* A labelled table's header and its row labels are not read. */
+            if (layout == LABELLED && (lines == 0 || field == 1))
+                continue;
+            if (lines > 0 && field > width)
+                continue; /* a ragged line: reported at its end */
+            if (count == max_values) {
+                diag_file(err, path, "more than %zu values", max_values);
+                goto out;
+            }
+            if (count == cap) {
+                size_t n = cap ? cap * 2 : 256;
+                float *grown = realloc(data, n * sizeof(*grown));
+                if (!grown) {
+                    diag_file(err, path, "out of memory at line %d", r.field_line);
+                    goto out;
+                }
+                data = grown;
+                cap = n;
+            }
+            if (!parse_number(&r, field, &data[count]))
+                goto out;
+            count++;
+        } while (e == END_FIELD);
+        if (blank) {
+            if (!blank_line)
+                blank_line = line;
+            continue;
+        }
+        if (lines == 0) {
+            width = field;
+            first_line = line;
+        } else if (field != width) {
+            if (layout == LABELLED)
+                diag_file(err, path, "line %d has %zu field%s, the header (line %d) has %zu", line,
+                          field, field == 1 ? "" : "s", first_line, width);
+            else
+                diag_file(err, path, "line %d has %zu number%s, line %d has %zu", line, field,
+                          field == 1 ? "" : "s", first_line, width);
+            goto out;
+        }
+        lines++;
+    }
+done:
+    if (lines == 0) {
+        diag_file(err, path, "the file is empty: no matrix in it");
+        goto out;
+    }
+    if (layout == LABELLED && width == 1) {
+        diag_file(err, path,
+                  "no numbers: line %d starts with %s, so it is read as a header and each "
+                  "line's one field as its label",
+                  first_line, first);
+        goto out;
+    }
+    if (layout == LABELLED && lines == 1) {
+        diag_file(err, path, "a header (line %d) and no rows of numbers", first_line);
+        goto out;
+    }
+    out->ndim = 2;
+    out->shape[0] = layout == LABELLED ? lines - 1 : lines;
+    out->shape[1] = layout == LABELLED ? width - 1 : width;
+    out->count = count;
+    out->data = data;
+    data = NULL;
+    rc = 0;
+out:
+    free(data);
+    free(r.buf);
+    fclose(f);
+    return rc;
+}
