@@ -25,6 +25,8 @@
 #include "common/utf8.h"
 #include "config/config.h"
 #include "explore/commands.h"
+#include "explore/lesson.h"
+#include "ui/caption.h"
 #include "ui/header.h"
 #include "ui/input.h"
 #include "ui/inspector.h"
@@ -38,7 +40,8 @@ void ui_invalidate(struct ui *ui)
 }
 
 /* Lays the panels out for the current size: header, stage bar, the map (with the inspector to
- * its right when there is room, else below it), the message line and the status line. */
+ * its right when there is room, else below it), in lesson mode the caption across the screen,
+ * the message line and the status line. */
 void ui_resize(struct ui *ui)
 {
     ui->lines = ui->frame.lines = LINES;
@@ -47,6 +50,9 @@ void ui_resize(struct ui *ui)
     int w = ui->cols, h = ui->lines;
     /* A blank row under the stage bar when there is room; on small screens every row counts. */
     int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
+    /* The caption takes the rows the lesson's longest caption needs, at most a third. */
+    int cap_h = caption_rows(&ui->app, w, main_h / 3 > 3 ? main_h / 3 : 3);
+    main_h -= cap_h;
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 46 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
@@ -71,6 +77,7 @@ void ui_resize(struct ui *ui)
     panel_resize(&ui->heatmap.base, f, map);
     panel_resize(&ui->grid.base, f, map);
     panel_resize(&ui->inspector, f, insp);
+    panel_resize(&ui->caption, f, (struct rect){main_y + main_h, 0, cap_h, w});
     panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
     panel_resize(&ui->help.base, f, (struct rect){1, 0, h - 3, w});
     ui_invalidate(ui);
@@ -115,13 +122,15 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     inspector_panel_init(&ui->inspector);
     status_panel_init(&ui->status);
     help_panel_init(&ui->help);
+    caption_panel_init(&ui->caption);
     struct panel *order[PANEL_COUNT] = {
         [PANEL_HEADER] = &ui->header,        [PANEL_STAGEBAR] = &ui->stagebar,
         [PANEL_HEATMAP] = &ui->heatmap.base, [PANEL_GRID] = &ui->grid.base,
         [PANEL_INSPECTOR] = &ui->inspector,  [PANEL_STATUS] = &ui->status.base,
-        [PANEL_HELP] = &ui->help.base,
+        [PANEL_HELP] = &ui->help.base,       [PANEL_CAPTION] = &ui->caption,
     };
     memcpy(ui->panels, order, sizeof(order));
+    lesson_open(&ui->app); /* a scene with a lesson opens on its first step */
     draw_init();
     load_configs(ui);
     ui->frame = (struct frame){&ui->app,         &ui->theme, &ui->keymap, &ui->config_problems,
@@ -203,7 +212,8 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
         return prompt_input(ui, input_decode(key, is_code));
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
-    enum action act = keymap_lookup(&ui->keymap, input_decode(key, is_code));
+    enum action act =
+        keymap_lookup_mode(&ui->keymap, input_decode(key, is_code), lesson_active(&ui->app));
     if (ui->app.message[0] && act != ACTION_NONE) {
         ui->app.message[0] = '\0';
         ui->app.message_is_error = false;
@@ -276,6 +286,7 @@ void ui_draw(struct ui *ui)
     ui->grid.base.visible = ui->app.all_heads;
     ui->help.base.visible = ui->help.open;
     ui->inspector.visible = ui->header.visible = ui->stagebar.visible = true;
+    ui->caption.visible = ui->caption.area.h > 0;
     ui->status.base.visible = true;
     /* The row between the stage bar and the map stays blank (when there is one). */
     if (ui->heatmap.base.area.y == 4) {
@@ -285,8 +296,8 @@ void ui_draw(struct ui *ui)
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
     static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
-                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_HELP,
-                                          PANEL_STATUS};
+                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_CAPTION,
+                                          PANEL_HELP,   PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = ui->panels[order[i]];
         bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&

@@ -32,6 +32,7 @@ enum panel_id {
     PANEL_INSPECTOR,
     PANEL_STATUS,
     PANEL_HELP,
+    PANEL_CAPTION,
     PANEL_COUNT
 };
 
@@ -46,7 +47,7 @@ struct ui {
     bool too_small;
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
-    struct panel header, stagebar, inspector;
+    struct panel header, stagebar, inspector, caption;
     struct heatmap_panel heatmap;
     struct grid_panel grid;
     struct status_panel status;
