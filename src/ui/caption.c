@@ -155,7 +155,7 @@ static void draw(struct panel *p, struct frame *f)
             char run[CAPTION_BYTES];
             snprintf(run, sizeof(run), "%.*s", (int)(e - b), o.text + b);
             int attr =
-                o.quoted[b] ? t->role_attr[ROLE_SELECTION] | (int)A_BOLD : t->role_attr[ROLE_LABEL];
+                o.quoted[b] ? t->role_attr[ROLE_SELECTION] | (int)A_BOLD : t->role_attr[ROLE_HELP];
             x += draw_text(y, x, r.x + r.w - 1 - x, attr, run);
             b = e;
         }

@@ -1,5 +1,5 @@
 /* caption panel: in lesson mode, the current step's caption under the map, the numbers it quotes
- * (its marks, engine/lesson.h) picked out, wrapped at blanks to the panel's width. The screen
+ * (its marks, engine/lesson.h) picked out in the selection's look, wrapped at blanks to the panel's width. The screen
  * manager gives it the rows the lesson's longest caption needs, so the map keeps its place from
  * step to step. */
 #ifndef ATTNSCOPE_UI_CAPTION_H

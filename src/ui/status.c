@@ -163,7 +163,13 @@ static void draw(struct panel *p, struct frame *f)
     if (f->app->all_heads) {
         char k[24];
         key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
-        if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
+        if (lesson_active(f->app)) { /* ← and → step through the lesson: the other keys */
+            char left[24], right[24], keys[48];
+            key_display(left, sizeof(left), f->keymap, ACTION_HEAD_PREV);
+            key_display(right, sizeof(right), f->keymap, ACTION_HEAD_NEXT);
+            snprintf(keys, sizeof(keys), "%s%s", left, right);
+            x = hint(y, x, x_end, t, keys, "head");
+        } else if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
             x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
         } else { /* one layer's heads: up and down go through the rows */
             x = hint(y, x, x_end, t, "\u2190\u2192", "head");

@@ -50,13 +50,17 @@ void ui_resize(struct ui *ui)
     int w = ui->cols, h = ui->lines;
     /* A blank row under the stage bar when there is room; on small screens every row counts. */
     int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
-    /* The caption takes the rows the lesson's longest caption needs, at most a third. */
-    int cap_h = caption_rows(&ui->app, w, main_h / 3 > 3 ? main_h / 3 : 3);
+    /* In a lesson the caption comes second to the map and before the inspector: it takes the
+     * rows the lesson's longest caption needs, up to what the map leaves (a third at least). */
+    int need = app_model(&ui->app)->n + 3; /* the map's title, axis, rows and footer */
+    int cap_max = main_h - need - 2 > main_h / 3 ? main_h - need - 2 : main_h / 3;
+    int cap_h = caption_rows(&ui->app, w, cap_max > 3 ? cap_max : 3);
     main_h -= cap_h;
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 46 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
-     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows. */
+     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows (2 under a
+     * caption). */
     int map_w = heatmap_min_width(&ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
@@ -64,8 +68,7 @@ void ui_resize(struct ui *ui)
         map = (struct rect){main_y, 0, main_h, w - iw};
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
-        int need = app_model(&ui->app)->n + 3;
-        int insp_min = main_h >= 20 ? 9 : main_h / 3;
+        int insp_min = cap_h > 0 ? 2 : main_h >= 20 ? 9 : main_h / 3;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
