@@ -6,8 +6,8 @@
 # scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
 # SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
-# its end, shifted and exported, a 200-token scene zoomed out to its overview and back, and the
-# token view following the cursor.
+# its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
+# token view following the cursor, and a lesson stepped through, left and resumed.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -392,6 +392,48 @@ check "tokens: the top bar is now 0.3434 journey" tv test "$(top_bar)" = "0.3434
 keys tv v
 check "tokens: v again shows the inspector" tv wait_for tv "│ inspector"
 T kill-session -t tv
+
+# 18. A workshop's lesson (scenes/lessons/3-causal-mask.yaml): it opens in lesson mode on step 1,
+# caption and position shown; Space and the arrows step (an edit made, then undone going back),
+# i leaves the lesson (the arrows move the cursor again) and comes back to the step as written,
+# and at the last step q quits without asking, however many edits the lesson made.
+start lesson 100 30 "$(wrapped lesson "$SRC/scenes/lessons/3-causal-mask.yaml")"
+check "lesson: opens on step 1 of 7" lesson wait_for lesson "lesson 1/7"
+check "lesson: the caption quotes the number on screen" lesson \
+  wait_for lesson "it gives 0.1510 of its attention"
+check "lesson: the lesson keys in the status line" lesson wait_for lesson "Space/→:next ←:back"
+keys lesson Space
+check "lesson: Space goes to step 2, its edit made" lesson wait_for lesson "lesson 2/7"
+check "lesson: the message says what the step changed" lesson wait_for lesson "causal on"
+check "lesson: step 2's caption" lesson wait_for lesson "The first idea (the book's masked_simple)"
+keys lesson Right
+check "lesson: → goes to step 3" lesson wait_for lesson "lesson 3/7"
+check "lesson: renormalised weights" lesson wait_for lesson "journey    0.5517   0.4483"
+keys lesson Right
+check "lesson: step 4 masks with -inf" lesson wait_for lesson "journey    0.3293   0.1218       -∞"
+keys lesson Left
+check "lesson: ← goes back, undoing step 4's edit" lesson wait_for lesson "undid: mask after_softmax"
+check "lesson: step 3 again" lesson wait_for lesson "lesson 3/7"
+keys lesson i
+check "lesson: i leaves the lesson" lesson wait_gone lesson "lesson · step"
+check "lesson: the way back offered" lesson wait_for lesson "i:back to the lesson"
+keys lesson Right
+check "lesson: out of it → moves the cursor" lesson \
+  wait_for lesson "row 1 “journey” · column 1 “journey”"
+keys lesson c
+check "lesson: out of it the keys edit as ever" lesson wait_for lesson "causal off"
+keys lesson i
+check "lesson: i comes back to step 3 as written" lesson wait_for lesson "lesson 3/7"
+check "lesson: the step's scene restored" lesson wait_for lesson "journey    0.5517   0.4483"
+keys lesson Space Space Space Space
+check "lesson: the last step" lesson wait_for lesson "lesson 7/7"
+keys lesson Space
+check "lesson: Space at the end says so" lesson wait_for lesson "the last step of the lesson"
+keys lesson q
+check "lesson: q at a lesson's step quits without asking, terminal restored" lesson \
+  restored lesson
+check "lesson: exit status 0" lesson test "$(cat "$WORK/lesson.exit" 2>/dev/null)" = 0
+T kill-session -t lesson
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

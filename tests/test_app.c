@@ -1,8 +1,9 @@
 /* test_app: the explorer's state without a screen: live edits recompute, invalid edits keep the
  * last valid result, undo and redo walk the history, the saved state is tracked, the knobs step
  * to valid values, a sentence edit keeps the book's embeddings for known words, and the
- * heatmap's zoom maths (levels, blocks, the cursor by blocks, max and mean, their cache), and the
- * token view's (the top keys of a row, kept per row; the window of a long sentence). */
+ * heatmap's zoom maths (levels, blocks, the cursor by blocks, max and mean, their cache), the
+ * token view's (the top keys of a row, kept per row; the window of a long sentence), and lesson
+ * mode (steps, their edits made and undone, the user's own edits inside a step). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +19,10 @@
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/lesson.h"
 #include "explore/tokenview.h"
 #include "explore/zoom.h"
+#include "scenefile/scenefile.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)
@@ -964,6 +967,248 @@ static void test_token_view_window(void **state)
     }
 }
 
+/* ---- lesson mode ---------------------------------------------------------------------------- */
+
+/* A small lesson with edits of several kinds: causal, heads, a new sentence, dropout, scale. */
+static const char lesson_yaml[] =
+    "text: Your journey starts with one step\n"
+    "attention: {d_out: 4, heads: 2, dropout_seed: 1}\n"
+    "lesson:\n"
+    "  - {stage: weights, cell: [1, 1], caption: start}\n"
+    "  - {stage: masked, row: 2, causal: true, caption: causal}\n"
+    "  - {stage: weights, head: 3, heads: 4, caption: four heads}\n"
+    "  - {stage: weights, row: 6, text: the cat sat on the mat again, caption: a new sentence}\n"
+    "  - {stage: dropout, dropout: 0.5, caption: dropout}\n"
+    "  - {stage: scaled, scale: 4, caption: divided by 4}\n"
+    "  - {stage: context, all_heads: true, caption: no edit}\n";
+
+static void open_lesson(struct app *a, const char *yaml)
+{
+    struct attn_scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    if (scenefile_parse(&s, "lesson.yaml", yaml, strlen(yaml), &errs) != 0)
+        fail_msg("the lesson does not load: %s", errs.n ? errs.items[0].msg : "?");
+    diag_list_free(&errs);
+    struct diag err;
+    assert_int_equal(app_init(a, &s, NULL, NULL, &err), 0);
+    assert_int_equal(lesson_open(a), 0);
+}
+
+/* Every weight of every head of the weights stage, for comparing two states. */
+static double weights_sum(const struct app *a)
+{
+    double sum = 0;
+    for (int h = 0; h < app_model(a)->heads; h++) {
+        struct attn_mat_view v = app_view(a, STAGE_WEIGHTS, h);
+        for (int i = 0; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++)
+                sum += (h + 1) * (i + 1) * (j + 2) * (double)v.data[(size_t)i * v.stride + j];
+    }
+    return sum;
+}
+
+/* Forwards, each step's edit made (one undo step each) and its view shown; back, each undone. */
+static void test_lesson_steps(void **state)
+{
+    (void)state;
+    struct app a;
+    open_lesson(&a, lesson_yaml);
+    assert_true(lesson_active(&a));
+    assert_int_equal(a.lesson.step, 0);
+    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_int_equal(a.row, 1);
+    assert_int_equal(a.col, 1);
+    assert_false(a.scene.attn.causal);
+    double at0 = weights_sum(&a);
+
+    double sums[7];
+    sums[0] = at0;
+    assert_int_equal(lesson_next(&a), 0);
+    assert_true(a.scene.attn.causal);
+    assert_string_equal(a.message, "causal on");
+    assert_int_equal(a.stage, STAGE_MASKED);
+    assert_int_equal(a.row, 2);
+    assert_int_equal(a.col, 0);
+    assert_int_equal(a.n_undo, 1);
+    assert_false(app_unsaved(&a)); /* the lesson's edit, not the user's */
+    sums[1] = weights_sum(&a);
+
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(app_model(&a)->heads, 4);
+    assert_int_equal(a.head, 3);
+    sums[2] = weights_sum(&a);
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(app_model(&a)->n, 7);
+    assert_int_equal(a.row, 6);
+    sums[3] = weights_sum(&a);
+    assert_int_equal(lesson_next(&a), 0);
+    assert_true(app_model(&a)->keep != NULL);
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(a.scene.attn.scale, SCALE_DIVISOR);
+    assert_true(a.scene.attn.scale_divisor == 4.0);
+    assert_int_equal(lesson_next(&a), 0);
+    assert_true(a.all_heads);
+    assert_int_equal(a.n_undo, 5); /* five edits, the last step none */
+    assert_int_equal(lesson_next(&a), -1);
+    assert_non_null(strstr(a.message, "the last step"));
+    assert_int_equal(a.lesson.step, 6);
+
+    /* Back: each edit undone, and the redo history holds them. */
+    assert_int_equal(lesson_prev(&a), 0); /* step 6 made no edit: nothing undone */
+    assert_int_equal(a.n_undo, 5);
+    assert_false(a.all_heads);
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_int_equal(a.scene.attn.scale, SCALE_DEFAULT);
+    assert_non_null(strstr(a.message, "undid"));
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_true(app_model(&a)->keep == NULL);
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_int_equal(app_model(&a)->n, 6);
+    assert_float_equal(weights_sum(&a), sums[2], 1e-9);
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_int_equal(app_model(&a)->heads, 2);
+    assert_float_equal(weights_sum(&a), sums[1], 1e-9);
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_false(a.scene.attn.causal);
+    assert_float_equal(weights_sum(&a), sums[0], 1e-9);
+    assert_int_equal(a.n_undo, 0);
+    assert_int_equal(a.n_redo, 5);
+    assert_int_equal(lesson_prev(&a), -1);
+    assert_string_equal(a.message, "the first step of the lesson");
+
+    /* And forwards again: the same states. */
+    for (int i = 1; i <= 3; i++) {
+        assert_int_equal(lesson_next(&a), 0);
+        assert_float_equal(weights_sum(&a), sums[i], 1e-9);
+    }
+    assert_int_equal(a.n_redo, 0); /* a new edit forgets redo, as any edit */
+    app_free(&a);
+}
+
+/* The user's own edits inside a step: moving on (or back) starts from the step's own scene, and
+ * the user's edits stay on the undo history. */
+static void test_lesson_poke_around(void **state)
+{
+    (void)state;
+    struct app a;
+    open_lesson(&a, lesson_yaml);
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(lesson_next(&a), 0); /* step 3: 4 heads, causal */
+    double step2 = weights_sum(&a);
+    /* poke: causal off, 2 heads, another stage and head */
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
+    a.stage = STAGE_SCORES;
+    a.head = 0;
+    assert_true(app_unsaved(&a));
+    int undo = a.n_undo;
+
+    /* next: step 2's scene comes back (one edit), then step 3's edit */
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(a.n_undo, undo + 2);
+    assert_true(a.scene.attn.causal);
+    assert_int_equal(app_model(&a)->heads, 4);
+    assert_int_equal(app_model(&a)->n, 7);
+    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_false(app_unsaved(&a));
+    double step3 = weights_sum(&a);
+
+    /* back, untouched: exactly step 3's edit undone */
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_float_equal(weights_sum(&a), step2, 1e-9);
+    assert_int_equal(a.head, 3);
+
+    /* poke again, then back: step 1's scene, whatever the poke was */
+    assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 0.3), 0);
+    assert_int_equal(app_edit_seed(&a, 99), 0);
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_int_equal(app_model(&a)->heads, 2);
+    assert_true(a.scene.attn.causal);
+    assert_true(a.scene.attn.dropout == 0.0);
+    assert_true(a.scene.seed == 123);
+    assert_false(app_unsaved(&a));
+    /* the pokes are on the history: undo walks back through them */
+    assert_int_equal(app_undo(&a), 0);
+    assert_true(a.scene.seed == 99);
+    assert_true(app_unsaved(&a));
+
+    /* forward twice: the lesson's states again */
+    assert_int_equal(lesson_next(&a), 0);
+    assert_float_equal(weights_sum(&a), step2, 1e-9);
+    assert_int_equal(lesson_next(&a), 0);
+    assert_float_equal(weights_sum(&a), step3, 1e-9);
+    app_free(&a);
+}
+
+/* The lesson key leaves lesson mode (scene and view stay, the keys act as ever) and comes back to
+ * the step as written; a pristine lesson state quits without asking. */
+static void test_lesson_leave_and_return(void **state)
+{
+    (void)state;
+    struct app a;
+    open_lesson(&a, lesson_yaml);
+    struct ask ask = {0};
+    assert_int_equal(command_run(&a, ACTION_LESSON_NEXT, &ask) & OUTCOME_SCENE_CHANGED,
+                     OUTCOME_SCENE_CHANGED);
+    assert_int_equal(a.lesson.step, 1);
+    assert_int_equal(command_run(&a, ACTION_QUIT, &ask), OUTCOME_QUIT); /* nothing of the user's */
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_false(lesson_active(&a));
+    assert_non_null(strstr(a.message, "left the lesson at step 2 of 7"));
+    assert_true(a.scene.attn.causal); /* the step's scene stays */
+    /* explore: move, edit */
+    command_run(&a, ACTION_STAGE_NEXT, &ask);
+    command_run(&a, ACTION_HEAD_NEXT, &ask);
+    command_run(&a, ACTION_CAUSAL, &ask);
+    assert_false(a.scene.attn.causal);
+    assert_int_equal(command_run(&a, ACTION_QUIT, &ask), OUTCOME_VIEW_CHANGED); /* asks */
+    assert_int_equal(ask.kind, PROMPT_CONFIRM_QUIT);
+    ask_clear(&ask);
+    /* back: the step as written */
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_true(lesson_active(&a));
+    assert_int_equal(a.lesson.step, 1);
+    assert_true(a.scene.attn.causal);
+    assert_int_equal(a.stage, STAGE_MASKED);
+    assert_int_equal(a.head, 0);
+    assert_int_equal(a.row, 2);
+    command_run(&a, ACTION_LESSON_PREV, &ask);
+    assert_int_equal(a.lesson.step, 0);
+    assert_false(a.scene.attn.causal);
+    app_free(&a);
+
+    /* A scene without a lesson: the key says so, the lesson keys do nothing. */
+    open_default(&a);
+    assert_int_equal(lesson_open(&a), 0);
+    assert_false(lesson_active(&a));
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_true(a.message_is_error);
+    assert_non_null(strstr(a.message, "no lesson"));
+    assert_int_equal(lesson_next(&a), -1);
+    assert_null(lesson_current(&a));
+    app_free(&a);
+}
+
+/* A first step with an edit: the scene opens with it made, and it is not the user's. */
+static void test_lesson_first_step_edit(void **state)
+{
+    (void)state;
+    struct app a;
+    open_lesson(&a, "text: a b c\n"
+                    "lesson:\n"
+                    "  - {stage: weights, causal: true, caption: one}\n"
+                    "  - {stage: scores, caption: two}\n");
+    assert_true(a.scene.attn.causal);
+    assert_int_equal(a.n_undo, 1);
+    assert_false(app_unsaved(&a));
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(lesson_prev(&a), 0);
+    assert_true(a.scene.attn.causal); /* step 1's own edit stays */
+    assert_int_equal(a.n_undo, 1);
+    app_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -990,6 +1235,10 @@ int main(void)
         cmocka_unit_test(test_token_view_top_k),
         cmocka_unit_test(test_token_view_focus),
         cmocka_unit_test(test_token_view_window),
+        cmocka_unit_test(test_lesson_steps),
+        cmocka_unit_test(test_lesson_poke_around),
+        cmocka_unit_test(test_lesson_leave_and_return),
+        cmocka_unit_test(test_lesson_first_step_edit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@
 /* The names and default keys of ui/actions.h's action_table, as the config API takes them. */
 static const char *action_names[ACTION_COUNT];
 static const char *default_keys[ACTION_COUNT];
+static int action_layers[ACTION_COUNT]; /* the key layer of each (base, lesson) */
 
 /* A name of the keys.yaml notation, exactly as the explorer accepts it (ui/keys.h). */
 static bool valid_key(const char *name)
@@ -51,7 +52,7 @@ static char *env_dir(const char *var, const char *sub)
 
 static int load_keys(struct key_config *k, const char *path, struct diag_list *errs)
 {
-    return config_load_keys(k, path, action_names, ACTION_COUNT, valid_key, errs);
+    return config_load_keys(k, path, action_names, action_layers, ACTION_COUNT, valid_key, errs);
 }
 
 static int load_colors(struct color_config *c, const char *path, struct diag_list *errs)
@@ -211,7 +212,7 @@ static void test_keys_good_and_override(void **state)
 
     /* The user's file over the defaults: rebound actions replaced, stolen keys removed. */
     struct key_config base;
-    key_config_from_strings(&base, default_keys, ACTION_COUNT);
+    key_config_from_strings(&base, default_keys, action_layers, ACTION_COUNT);
     key_config_override(&base, &user);
     assert_keys(&base, ACTION_QUIT, "q C-x");
     assert_keys(&base, ACTION_LEFT, "Left a");
@@ -413,7 +414,7 @@ static void test_too_many_problems(void **state)
     diag_list_init(&errs);
     struct key_config k;
     assert_int_equal(config_parse_keys(&k, "many.yaml", text, strlen(text), action_names,
-                                       ACTION_COUNT, valid_key, &errs),
+                                       action_layers, ACTION_COUNT, valid_key, &errs),
                      CONFIG_ERROR);
     key_config_free(&k);
     assert_int_equal(errs.n, CONFIG_MAX_ERRORS + 1);
@@ -433,7 +434,7 @@ static void test_too_many_problems(void **state)
     deep[n] = '\0';
     int before = errs.n;
     assert_int_equal(config_parse_keys(&k, "deep.yaml", deep, strlen(deep), action_names,
-                                       ACTION_COUNT, valid_key, &errs),
+                                       action_layers, ACTION_COUNT, valid_key, &errs),
                      CONFIG_ERROR);
     key_config_free(&k);
     assert_int_equal(errs.n, before + 1);
@@ -487,7 +488,7 @@ static void test_valid_key_notation(void **state)
         assert_false(valid_key(bad[i]));
     /* Every default key of the table is in the notation. */
     struct key_config k;
-    key_config_from_strings(&k, default_keys, ACTION_COUNT);
+    key_config_from_strings(&k, default_keys, action_layers, ACTION_COUNT);
     for (int a = 0; a < ACTION_COUNT; a++) {
         assert_true(k.n_keys[a] >= 1);
         for (int i = 0; i < k.n_keys[a]; i++)
@@ -528,6 +529,56 @@ static void test_keymap_keeps_characters_and_codes_apart(void **state)
     diag_list_free(&errs);
 }
 
+/* The lesson keys are a layer of their own: Space and the arrows step through a lesson in lesson
+ * mode and keep their actions elsewhere; a key may be bound once per layer, and a rebinding
+ * takes a key away only from its own layer. */
+static void test_lesson_key_layer(void **state)
+{
+    (void)state;
+    struct keymap km;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    keymap_load(&km, NULL, NULL, &errs);
+    assert_int_equal(errs.n, 0);
+    struct key space = {false, ' '}, right = {true, KEYCODE_RIGHT}, left = {true, KEYCODE_LEFT};
+    assert_int_equal(keymap_lookup(&km, space), ACTION_PLAY);
+    assert_int_equal(keymap_lookup_mode(&km, space, false), ACTION_PLAY);
+    assert_int_equal(keymap_lookup_mode(&km, space, true), ACTION_LESSON_NEXT);
+    assert_int_equal(keymap_lookup_mode(&km, right, true), ACTION_LESSON_NEXT);
+    assert_int_equal(keymap_lookup_mode(&km, left, true), ACTION_LESSON_PREV);
+    assert_int_equal(keymap_lookup_mode(&km, left, false), ACTION_LEFT);
+    /* a key no lesson action has acts as ever in lesson mode */
+    assert_int_equal(keymap_lookup_mode(&km, (struct key){false, 'c'}, true), ACTION_CAUSAL);
+    assert_int_equal(keymap_lookup_mode(&km, (struct key){false, 'i'}, true), ACTION_LESSON);
+
+    char *dir = tu_make_tmpdir("layers");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/keys.yaml", dir);
+    /* n steps on in a lesson and finds the next occurrence elsewhere; play takes Right from
+     * right, not from lesson-next */
+    tu_write_text(path, "lesson-next: [n, Space]\nplay: [Right]\n");
+    keymap_load(&km, NULL, path, &errs);
+    assert_int_equal(errs.n, 0);
+    assert_int_equal(keymap_lookup_mode(&km, (struct key){false, 'n'}, true), ACTION_LESSON_NEXT);
+    assert_int_equal(keymap_lookup_mode(&km, (struct key){false, 'n'}, false), ACTION_FIND_NEXT);
+    assert_int_equal(keymap_lookup_mode(&km, right, false), ACTION_PLAY);
+    assert_int_equal(keymap_lookup_mode(&km, right, true), ACTION_PLAY);
+    assert_int_equal(keymap_lookup_mode(&km, space, false), ACTION_NONE);
+    assert_string_equal(km.keys[ACTION_RIGHT], "l");
+    assert_string_equal(km.keys[ACTION_LESSON_NEXT], "n Space");
+
+    /* one key for two actions of one layer is still a mistake */
+    tu_write_text(path, "lesson-next: x\nlesson-prev: [Left, x]\nplay: Space\n");
+    struct key_config k;
+    assert_int_equal(load_keys(&k, path, &errs), CONFIG_ERROR);
+    key_config_free(&k);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.items[0].msg, "key 'x' is bound to both lesson-next and lesson-prev");
+    tu_remove_tree(dir);
+    free(dir);
+    diag_list_free(&errs);
+}
+
 /* The built-in colour fallback is the shipped colors.yaml, role for role. */
 static void test_builtin_colors_match_configs(void **state)
 {
@@ -558,6 +609,7 @@ int main(void)
     for (int a = 0; a < ACTION_COUNT; a++) {
         action_names[a] = action_table[a].name;
         default_keys[a] = action_table[a].default_keys;
+        action_layers[a] = (int)action_key_layer((enum action)a);
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_key_notation),
@@ -567,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_keys_good_and_override),
         cmocka_unit_test(test_colors_good),
         cmocka_unit_test(test_shipped_keys_are_the_defaults),
+        cmocka_unit_test(test_lesson_key_layer),
         cmocka_unit_test(test_shipped_colors_load),
         cmocka_unit_test(test_missing_file_is_not_an_error),
         cmocka_unit_test(test_unreadable_and_too_large),

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "common/fsutil.h"
+#include "engine/lesson.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
 #include "yaml/yamltree.h"
@@ -147,6 +148,66 @@ static void assert_seed_equal(struct attn_opt_seed a, struct attn_opt_seed b, co
         fail_msg("%s differs", what);
 }
 
+/* Step by step: what each shows, its edit and its caption. */
+static void assert_lesson_equal(const struct attn_lesson *a, const struct attn_lesson *b)
+{
+    assert_int_equal(a == NULL, b == NULL);
+    if (!a)
+        return;
+    assert_int_equal(a->n_steps, b->n_steps);
+    for (int i = 0; i < a->n_steps; i++) {
+        const struct attn_lesson_step *x = &a->steps[i], *y = &b->steps[i];
+        assert_int_equal(x->stage, y->stage);
+        assert_int_equal(x->layer, y->layer);
+        assert_int_equal(x->head, y->head);
+        assert_int_equal(x->row, y->row);
+        assert_int_equal(x->col, y->col);
+        assert_int_equal(x->all_heads, y->all_heads);
+        assert_string_equal(x->caption, y->caption);
+        const struct attn_lesson_edit *e = &x->edit, *f = &y->edit;
+        assert_int_equal(e->kind, f->kind);
+        switch (e->kind) {
+        case LESSON_EDIT_CAUSAL:
+            assert_int_equal(e->causal, f->causal);
+            break;
+        case LESSON_EDIT_HEADS:
+            assert_int_equal(e->heads, f->heads);
+            break;
+        case LESSON_EDIT_D_OUT:
+            assert_int_equal(e->d_out, f->d_out);
+            break;
+        case LESSON_EDIT_DROPOUT:
+            assert_memory_equal(&e->dropout, &f->dropout, sizeof(double));
+            break;
+        case LESSON_EDIT_SEED:
+            assert_true(e->seed == f->seed);
+            break;
+        case LESSON_EDIT_TEXT:
+            assert_string_equal(e->text, f->text);
+            break;
+        case LESSON_EDIT_SCALE:
+            assert_int_equal(e->scale, f->scale);
+            if (e->scale == SCALE_DIVISOR)
+                assert_memory_equal(&e->scale_divisor, &f->scale_divisor, sizeof(double));
+            break;
+        case LESSON_EDIT_MASK_MODE:
+            assert_int_equal(e->mask_mode, f->mask_mode);
+            break;
+        case LESSON_EDIT_NORMALIZE:
+            assert_int_equal(e->normalize, f->normalize);
+            break;
+        case LESSON_EDIT_LAYOUT:
+            assert_int_equal(e->layout, f->layout);
+            break;
+        case LESSON_EDIT_OFFSET:
+            assert_int_equal(e->offset, f->offset);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
 /* Field-by-field equality of everything a scene file can say. */
 static void assert_scene_equal(const struct attn_scene *a, const struct attn_scene *b)
 {
@@ -202,6 +263,7 @@ static void assert_scene_equal(const struct attn_scene *a, const struct attn_sce
         assert_seed_equal(p->ffn_seed, q->ffn_seed, "block.ffn_seed");
         assert_int_equal(p->ffn_skip, q->ffn_skip);
     }
+    assert_lesson_equal(a->lesson, b->lesson);
     const struct attn_scene_weights *v = &a->weights, *w = &b->weights;
     assert_int_equal(v->set, w->set);
 #define SAME(name) assert_matrix_equal(&v->name, &w->name, "weights." #name);
@@ -500,7 +562,7 @@ static void test_error_limit(void **state)
         fprintf(f,
                 "many.yaml:%d:1: unknown key 'bogus%d' (valid keys: version, title, tokenizer, "
                 "text, tokens, seed, embeddings, positional, attention, block, layers, weights, "
-                "view, model)\n",
+                "view, model, lesson)\n",
                 i + 2, i);
     fprintf(f, "many.yaml: too many problems; stopped after the first 50\n");
     assert_int_equal(fclose(f), 0);
@@ -1170,29 +1232,92 @@ static void test_round_trip_scenes(void **state)
     check_round_trip(&s);
     attn_scene_free(&s);
 
-    /* Every scene shipped in scenes/. */
-    const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
-    int n = 0;
-    char **names = dir ? tu_list_names(dir, ".yaml", &n) : NULL;
+    /* Every scene shipped in scenes/ and scenes/lessons/. */
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
     int loaded = 0;
-    for (int i = 0; i < n; i++) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-        diag_list_init(&errs);
-        char *src = NULL;
-        size_t src_len = 0;
-        if (scenefile_load(&s, path, &errs, &src, &src_len) != 0) {
-            print_diags(&errs, src, src_len);
-            fail_msg("%s does not load", path);
+    for (int pass = 0; pass < 2 && scenes; pass++) {
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s%s", scenes, pass ? "/lessons" : "");
+        int n = 0;
+        char **names = tu_list_names(dir, ".yaml", &n);
+        for (int i = 0; i < n; i++) {
+            char path[4200];
+            snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+            diag_list_init(&errs);
+            char *src = NULL;
+            size_t src_len = 0;
+            if (scenefile_load(&s, path, &errs, &src, &src_len) != 0) {
+                print_diags(&errs, src, src_len);
+                fail_msg("%s does not load", path);
+            }
+            if (pass == 1)
+                assert_non_null(s.lesson);
+            check_round_trip(&s);
+            attn_scene_free(&s);
+            diag_list_free(&errs);
+            loaded++;
         }
-        check_round_trip(&s);
-        attn_scene_free(&s);
-        diag_list_free(&errs);
-        loaded++;
+        tu_free_names(names, n);
     }
-    tu_free_names(names, n);
-    if (dir)
+    if (scenes)
         assert_true(loaded > 0);
+}
+
+/* A lesson of every kind of step, captions with every awkward character, written and read
+ * back: the same steps, and the text a fixed point. */
+static void test_round_trip_lesson(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    struct diag err;
+    attn_scene_init(&s);
+    assert_int_equal(attn_scene_set_text(&s, "the cat sat on the mat", &err), 0);
+    s.embed.dim = 8;
+    s.pos.kind = POS_ROPE;
+    s.attn.d_out = 8;
+    s.attn.heads = 2;
+    s.attn.dropout_seed = (struct attn_opt_seed){true, 123};
+    enum { STEPS = LESSON_EDIT_COUNT + 2 };
+    s.lesson = attn_lesson_new(STEPS);
+    assert_non_null(s.lesson);
+    static const char *const captions[] = {
+        "plain",
+        "a: colon, # hash, {0.5}, {-inf @ 0,1} and {1.25 @ scores 2,3}",
+        "two\nlines, \"quoted\" and 'single'\n",
+        "  leading blanks, a tab\there, trailing ",
+        "unicode: \u221ad_k \u00f7 \u2212\u221e \u00b7 \u65e5\u672c",
+        "yes",
+    };
+    for (int i = 0; i < STEPS; i++) {
+        struct attn_lesson_step *st = &s.lesson->steps[i];
+        st->stage =
+            (int[]){STAGE_WEIGHTS, STAGE_QUERIES_ROTATED, STAGE_SCORES, STAGE_INPUTS}[i % 4];
+        st->head = i % 2;
+        if (i % 3 == 1) {
+            st->row = i % 6;
+            st->col = (i + 1) % 4;
+        } else if (i % 3 == 2) {
+            st->row = 5;
+        }
+        st->all_heads = i == 4;
+        st->caption = strdup(captions[i % 6]);
+        struct attn_lesson_edit *e = &st->edit;
+        e->kind = i < LESSON_EDIT_COUNT ? (enum attn_lesson_edit_kind)i : LESSON_EDIT_SCALE;
+        e->causal = true;
+        e->heads = 4;
+        e->d_out = 16;
+        e->dropout = 0.1; /* a double torch would print 0.1 */
+        e->seed = UINT64_MAX;
+        e->text = e->kind == LESSON_EDIT_TEXT ? strdup("the mat sat: on \"the\" cat") : NULL;
+        e->scale = i == STEPS - 1 ? SCALE_NONE : SCALE_DIVISOR;
+        e->scale_divisor = 4.5;
+        e->mask_mode = MASK_AFTER_SOFTMAX;
+        e->normalize = NORM_SUM;
+        e->layout = LAYOUT_WRAPPER;
+        e->offset = 7;
+    }
+    check_round_trip(&s);
+    attn_scene_free(&s);
 }
 
 /* The writer and the reader use '.' whatever LC_NUMERIC says. */
@@ -1332,15 +1457,25 @@ static void test_atomic_save(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_fixtures),      cmocka_unit_test(test_ten_mb_line),
-        cmocka_unit_test(test_deep_nesting),      cmocka_unit_test(test_all_problems_reported),
-        cmocka_unit_test(test_error_limit),       cmocka_unit_test(test_check_locations),
-        cmocka_unit_test(test_utf8_columns),      cmocka_unit_test(test_read_errors),
-        cmocka_unit_test(test_mkdir_p),           cmocka_unit_test(test_full_example),
-        cmocka_unit_test(test_scalar_forms),      cmocka_unit_test(test_round_trip_awkward_strings),
-        cmocka_unit_test(test_round_trip_scenes), cmocka_unit_test(test_locale),
-        cmocka_unit_test(test_writer_refuses),    cmocka_unit_test(test_save_no_overwrite),
-        cmocka_unit_test(test_atomic_save),       cmocka_unit_test(test_matrix_files_csv),
+        cmocka_unit_test(test_bad_fixtures),
+        cmocka_unit_test(test_ten_mb_line),
+        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_all_problems_reported),
+        cmocka_unit_test(test_error_limit),
+        cmocka_unit_test(test_check_locations),
+        cmocka_unit_test(test_utf8_columns),
+        cmocka_unit_test(test_read_errors),
+        cmocka_unit_test(test_mkdir_p),
+        cmocka_unit_test(test_full_example),
+        cmocka_unit_test(test_scalar_forms),
+        cmocka_unit_test(test_round_trip_awkward_strings),
+        cmocka_unit_test(test_round_trip_scenes),
+        cmocka_unit_test(test_round_trip_lesson),
+        cmocka_unit_test(test_locale),
+        cmocka_unit_test(test_writer_refuses),
+        cmocka_unit_test(test_save_no_overwrite),
+        cmocka_unit_test(test_atomic_save),
+        cmocka_unit_test(test_matrix_files_csv),
         cmocka_unit_test(test_matrix_files_npy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,10 +27,13 @@ static int check_config(const char *path, const char *base)
     int rc;
     if (strcmp(base, "keys.yaml") == 0) {
         const char *names[ACTION_COUNT];
-        for (int a = 0; a < ACTION_COUNT; a++)
+        int layers[ACTION_COUNT];
+        for (int a = 0; a < ACTION_COUNT; a++) {
             names[a] = action_table[a].name;
+            layers[a] = (int)action_key_layer((enum action)a);
+        }
         struct key_config kc;
-        rc = config_load_keys(&kc, path, names, ACTION_COUNT, keyname_valid, &errs);
+        rc = config_load_keys(&kc, path, names, layers, ACTION_COUNT, keyname_valid, &errs);
         key_config_free(&kc);
     } else {
         struct color_config cc;

@@ -229,7 +229,7 @@ static const char *key_name(struct ctx *c, int k)
 
 /* ---- keys.yaml ---------------------------------------------------------------------------- */
 
-static void key_config_alloc(struct key_config *k, int n_actions)
+static void key_config_alloc(struct key_config *k, int n_actions, const int *layers)
 {
     if (n_actions < 0)
         n_actions = 0;
@@ -237,6 +237,16 @@ static void key_config_alloc(struct key_config *k, int n_actions)
     k->keys = xcalloc((size_t)n_actions, sizeof(*k->keys));
     k->n_keys = xcalloc((size_t)n_actions, sizeof(*k->n_keys));
     k->set = xcalloc((size_t)n_actions, sizeof(*k->set));
+    k->layer = NULL;
+    if (layers) {
+        k->layer = xcalloc((size_t)n_actions ? (size_t)n_actions : 1, sizeof(*k->layer));
+        memcpy(k->layer, layers, (size_t)n_actions * sizeof(*k->layer));
+    }
+}
+
+static int layer_of(const struct key_config *k, int a)
+{
+    return k->layer ? k->layer[a] : 0;
 }
 
 static void key_config_clear_action(struct key_config *k, int a)
@@ -264,21 +274,29 @@ void key_config_free(struct key_config *k)
     free(k->keys);
     free(k->n_keys);
     free(k->set);
+    free(k->layer);
     memset(k, 0, sizeof(*k));
 }
 
 int key_config_find(const struct key_config *k, const char *key)
 {
+    return key_config_find_in(k, key, -1);
+}
+
+int key_config_find_in(const struct key_config *k, const char *key, int layer)
+{
     for (int a = 0; a < k->n_actions; a++)
-        for (int i = 0; i < k->n_keys[a]; i++)
-            if (strcmp(k->keys[a][i], key) == 0)
-                return a;
+        if (layer < 0 || layer_of(k, a) == layer)
+            for (int i = 0; i < k->n_keys[a]; i++)
+                if (strcmp(k->keys[a][i], key) == 0)
+                    return a;
     return -1;
 }
 
-void key_config_from_strings(struct key_config *out, const char *const *keys, int n_actions)
+void key_config_from_strings(struct key_config *out, const char *const *keys, const int *layers,
+                             int n_actions)
 {
-    key_config_alloc(out, n_actions);
+    key_config_alloc(out, n_actions, layers);
     for (int a = 0; a < n_actions; a++) {
         if (!keys[a])
             continue;
@@ -308,7 +326,8 @@ void key_config_override(struct key_config *base, const struct key_config *over)
             continue;
         int kept = 0;
         for (int i = 0; i < base->n_keys[b]; i++) {
-            int owner = key_config_find(over, base->keys[b][i]);
+            /* only a binding in b's own layer takes the key away from b */
+            int owner = key_config_find_in(over, base->keys[b][i], layer_of(base, b));
             if (owner >= 0 && owner != b)
                 free(base->keys[b][i]);
             else
@@ -407,6 +426,7 @@ struct key_parse {
     struct ctx *c;
     struct key_config *out;
     const char *const *names;
+    const int *layers; /* NULL: all one layer */
     bool (*valid_key)(const char *);
     struct binding *bound;
     int n_bound, cap_bound;
@@ -452,6 +472,8 @@ static void parse_one_key(struct key_parse *kp, int a, int item)
     for (int i = 0; i < kp->n_bound; i++) {
         if (strcmp(kp->bound[i].key, key) != 0)
             continue;
+        if (kp->layers && kp->layers[kp->bound[i].action] != kp->layers[a])
+            continue; /* another layer's: it acts in another mode */
         if (kp->bound[i].action == a)
             cfg_error(c, item, action, "key '%s' is given twice for %s", show(key).s, action);
         else
@@ -513,16 +535,16 @@ static void parse_keys_root(struct key_parse *kp, int root)
 }
 
 int config_parse_keys(struct key_config *out, const char *name, const char *text, size_t len,
-                      const char *const *action_names, int n_actions,
+                      const char *const *action_names, const int *action_layers, int n_actions,
                       bool (*valid_key)(const char *name), struct diag_list *errs)
 {
-    key_config_alloc(out, n_actions);
+    key_config_alloc(out, n_actions, action_layers);
     struct diag_list local;
     diag_list_init(&local);
     struct ctx c = {.file = name ? name : "", .where = -1};
     ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
     if (load_tree(&c, text, len) == 0 && c.tree.root >= 0) {
-        struct key_parse kp = {&c, out, action_names, valid_key, NULL, 0, 0};
+        struct key_parse kp = {&c, out, action_names, action_layers, valid_key, NULL, 0, 0};
         parse_keys_root(&kp, resolved(&c, c.tree.root));
         free(kp.bound);
     }
@@ -531,7 +553,7 @@ int config_parse_keys(struct key_config *out, const char *name, const char *text
     diag_list_free(&local);
     if (c.yd.n) {
         key_config_free(out);
-        key_config_alloc(out, n_actions);
+        key_config_alloc(out, n_actions, action_layers);
         return CONFIG_ERROR;
     }
     return CONFIG_OK;
@@ -562,16 +584,18 @@ static int read_config(char **text, size_t *len, const char *path, struct diag_l
 }
 
 int config_load_keys(struct key_config *out, const char *path, const char *const *action_names,
-                     int n_actions, bool (*valid_key)(const char *name), struct diag_list *errs)
+                     const int *action_layers, int n_actions, bool (*valid_key)(const char *name),
+                     struct diag_list *errs)
 {
     char *text;
     size_t len;
     int rc = read_config(&text, &len, path, errs);
     if (rc != CONFIG_OK) {
-        key_config_alloc(out, n_actions);
+        key_config_alloc(out, n_actions, action_layers);
         return rc;
     }
-    rc = config_parse_keys(out, path, text, len, action_names, n_actions, valid_key, errs);
+    rc = config_parse_keys(out, path, text, len, action_names, action_layers, n_actions, valid_key,
+                           errs);
     free(text);
     return rc;
 }

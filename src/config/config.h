@@ -36,30 +36,38 @@ struct key_config {
     char ***keys;  /* keys[a][0..n_keys[a]-1]: the key names bound to action a (owned) */
     int *n_keys;   /* how many keys action a has; 0 with set[a] means "unbound" (`a: []`) */
     bool *set;     /* the file gives action a: its keys replace the defaults entirely */
+    int *layer;    /* (n_actions) the key layer of each action (a copy), or NULL: one layer. A
+                      key is bound once per layer: the explorer's lesson keys (Space, arrows)
+                      shadow the others' only in lesson mode */
 };
 
 /* Loads keys.yaml at path. action_names[0..n_actions-1] are the valid action names (their index
- * is the action index of out); valid_key says whether a key name is in the notation (a
- * character, Left, C-x, F5...). Returns an enum config_status. Errors: YAML syntax, top level
- * not a mapping, unknown action (nearest suggested), duplicate action, wrong node type, unknown
- * key name (with a hint such as "write C-x" for "Ctrl+x"), one key bound to two actions or
- * twice to one, unreadable or oversized file. */
+ * is the action index of out), action_layers their key layers (NULL: all one); valid_key says
+ * whether a key name is in the notation (a character, Left, C-x, F5...). Returns an enum
+ * config_status. Errors: YAML syntax, top level not a mapping, unknown action (nearest suggested),
+ * duplicate action, wrong node type, unknown key name (with a hint such as "write C-x" for
+ * "Ctrl+x"), one key bound to two actions of a layer or twice to one, unreadable or oversized file.
+ */
 int config_load_keys(struct key_config *out, const char *path, const char *const *action_names,
-                     int n_actions, bool (*valid_key)(const char *name), struct diag_list *errs);
+                     const int *action_layers, int n_actions, bool (*valid_key)(const char *name),
+                     struct diag_list *errs);
 /* The same on text already in memory; name is the file name used in diagnostics. Returns
  * CONFIG_OK or CONFIG_ERROR. */
 int config_parse_keys(struct key_config *out, const char *name, const char *text, size_t len,
-                      const char *const *action_names, int n_actions,
+                      const char *const *action_names, const int *action_layers, int n_actions,
                       bool (*valid_key)(const char *name), struct diag_list *errs);
 /* Sets every action from space-separated key lists, e.g. the default-keys column of
- * ui/actions.h ("Left h"). NULL leaves an action unset. */
-void key_config_from_strings(struct key_config *out, const char *const *keys, int n_actions);
+ * explore/actions.h ("Left h"). NULL leaves an action unset. layers as for config_load_keys. */
+void key_config_from_strings(struct key_config *out, const char *const *keys, const int *layers,
+                             int n_actions);
 /* Applies over on top of base: every action over sets replaces base's. A key over binds is
- * removed from the actions of base that over leaves alone, so the user's binding wins. Both
- * must have the same n_actions. */
+ * removed from the actions of base's layer that over leaves alone, so the user's binding wins.
+ * Both must have the same n_actions. */
 void key_config_override(struct key_config *base, const struct key_config *over);
-/* The action index a key name is bound to, or -1. */
+/* The action index a key name is bound to (the first, in action order), or -1. */
 int key_config_find(const struct key_config *k, const char *key);
+/* The same among the actions of one layer. */
+int key_config_find_in(const struct key_config *k, const char *key, int layer);
 void key_config_free(struct key_config *k);
 
 /* ---- colors.yaml: scale, diverging, and one {fg, bg, attrs} mapping per role ------------- */

@@ -536,6 +536,44 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s)
     return false;
 }
 
+bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st)
+{
+    /* attn_stage_order reads only these of a model */
+    struct attn_model m = {
+        .latent = s->attn.kv_latent,
+        .rope = s->pos.kind == POS_ROPE,
+        .block = s->block.on,
+        .order = s->block.order,
+        .final_norm = s->block.on && s->block.final_norm && layer == s->layers - 1,
+    };
+    return attn_stage_present(&m, st);
+}
+
+int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st)
+{
+    if (attn_stage_is_square(st))
+        return s->n_tokens;
+    switch (st) {
+    case STAGE_LATENT:
+        return s->attn.kv_latent;
+    case STAGE_QUERIES:
+    case STAGE_KEYS:
+    case STAGE_VALUES:
+    case STAGE_QUERIES_ROTATED:
+    case STAGE_KEYS_ROTATED:
+    case STAGE_CONTEXT:
+        return attn_scene_head_dim(s);
+    case STAGE_CONCAT:
+    case STAGE_OUTPUT:
+        return attn_scene_concat_dim(s);
+    case STAGE_FFN_HIDDEN:
+    case STAGE_FFN_ACTIVATED:
+        return attn_scene_ffn_hidden(s);
+    default:
+        return attn_scene_d_in(s);
+    }
+}
+
 enum attn_stage attn_stage_block_output(const struct attn_model *m)
 {
     if (!m->block)

@@ -100,6 +100,11 @@ bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s);
 /* The stages this scene has, in its order (at most STAGE_COUNT); returns how many. */
 int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
 bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
+/* The same for scene s before anything is computed (a scene file's lesson is checked so): whether
+ * layer L of s has stage st, and how many columns its matrix has (every stage has a row per
+ * token). */
+bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st);
+int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
 /* The last stage: the final norm, the block's output, or the attention's. */
 enum attn_stage attn_stage_last(const struct attn_model *m);
 /* What the layer hands to the next: norm2 (post), residual2 (pre), or the attention output. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
 
@@ -708,6 +709,10 @@ int attn_scene_from_layers(struct attn_scene *out, const struct attn_scene *s,
 {
     if (attn_scene_copy(out, s))
         return -1;
+    /* The numbers of this state, not a tour of them: a lesson's edits would start from a
+     * scene that already holds the edits of the steps before. */
+    attn_lesson_unref(out->lesson);
+    out->lesson = NULL;
     /* A checkpoint's numbers stay in its file: the scene already says everything. */
     if (s->model.file)
         return 0;

@@ -9,6 +9,7 @@
 
 #include "common/cnum.h"
 #include "common/fatal.h"
+#include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
 
@@ -104,6 +105,7 @@ void attn_scene_free(struct attn_scene *s)
     free(s->model.arch);
     free(s->vocab_path);
     free(s->merges_path);
+    attn_lesson_unref(s->lesson);
     /* last: the borrowed matrices above point into it */
     if (s->backing && --s->backing->refs == 0 && s->backing->release)
         s->backing->release(s->backing);
@@ -159,6 +161,7 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     dst->vocab_path = dst->merges_path = NULL;
     if (dst->backing)
         dst->backing->refs++;
+    attn_lesson_ref(dst->lesson); /* read-only: shared */
 
     int rc =
         dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |

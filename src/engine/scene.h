@@ -19,6 +19,8 @@
 #include "common/diag.h"
 #include "engine/tokenize.h" /* enum attn_tokenizer, the token limits */
 
+struct attn_lesson;
+
 #define SCENE_MAX_DIM          4096
 #define SCENE_MAX_HEADS        256
 #define SCENE_MAX_LAYERS       128
@@ -197,6 +199,9 @@ struct attn_scene {
     struct {
         int layer, head, stage;
     } view;
+    /* The guided steps (scene key lesson:, engine/lesson.h), or NULL. Read-only once loaded:
+     * every copy of the scene shares it (attn_lesson_ref). */
+    struct attn_lesson *lesson;
 };
 
 /* Defaults everywhere; no tokens, no embeddings. */

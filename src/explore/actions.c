@@ -18,6 +18,13 @@ enum action action_by_name(const char *name)
     return ACTION_NONE;
 }
 
+enum key_layer action_key_layer(enum action a)
+{
+    return a >= 0 && a < ACTION_COUNT && strcmp(action_table[a].group, "lesson") == 0
+               ? KEYLAYER_LESSON
+               : KEYLAYER_BASE;
+}
+
 /* Key names as the README shows them: `Left` `h`. */
 static void print_keys_md(FILE *out, const char *keys)
 {
@@ -32,7 +39,7 @@ static void print_keys_md(FILE *out, const char *keys)
 
 void actions_print_markdown(FILE *out)
 {
-    static const char *const groups[] = {"move", "view", "edit", "file", "other"};
+    static const char *const groups[] = {"move", "view", "edit", "file", "lesson", "other"};
     fprintf(out, "| keys | action | what it does |\n| --- | --- | --- |\n");
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
         for (int a = 0; a < ACTION_COUNT; a++) {

@@ -6,6 +6,9 @@
  * configs/keys.yaml and the README agree with it, so none can drift apart.
  * Default keys are a space-separated list in the notation of keys.yaml (see explore/keys.h):
  * a character, or a name such as Left, Enter, Tab, BackTab, PgDn, C-l, F1.
+ * The actions of the group "lesson" act only in lesson mode (explore/lesson.h), and there their
+ * keys come first: Space and the arrows step through the lesson instead of playing or moving.
+ * Elsewhere those keys keep their own actions, so a key may be bound once in each layer.
  */
 #ifndef ATTNSCOPE_ACTIONS_H
 #define ATTNSCOPE_ACTIONS_H
@@ -47,6 +50,7 @@
     X(PLAY, "play", "Space", "view", "Auto-play through the stages")                               \
     X(PLAY_FASTER, "play-faster", ")", "view", "Auto-play faster")                                 \
     X(PLAY_SLOWER, "play-slower", "(", "view", "Auto-play slower")                                 \
+    X(LESSON, "lesson", "i", "view", "Leave the lesson to explore freely / back to its step")      \
     X(KNOB_NEXT, "knob-next", "Tab", "edit",                                                       \
       "Select the next knob: seed, d_out, heads, dropout, dim")                                    \
     X(KNOB_PREV, "knob-prev", "BackTab", "edit", "Select the previous knob")                       \
@@ -71,6 +75,8 @@
     X(EXPORT, "export", "e", "file", "Export every stage as CSV")                                  \
     X(SAVE, "save", "w", "file", "Save the edited scene as YAML")                                  \
     X(RENDER, "render", "R", "file", "Write the view as an SVG picture")                           \
+    X(LESSON_NEXT, "lesson-next", "Space Right", "lesson", "The lesson's next step")               \
+    X(LESSON_PREV, "lesson-prev", "Left", "lesson", "The step before (its edit undone)")           \
     X(HELP, "help", "? F1", "other", "Show every key")                                             \
     X(REDRAW, "redraw", "C-l", "other", "Redraw the screen")                                       \
     X(QUIT, "quit", "q", "other", "Quit")
@@ -86,7 +92,7 @@ enum action {
 struct action_info {
     const char *name;         /* as written in keys.yaml */
     const char *default_keys; /* space-separated key names */
-    const char *group;        /* move, view, edit, file, other */
+    const char *group;        /* move, view, edit, file, lesson, other */
     const char *help;
 };
 
@@ -94,6 +100,10 @@ extern const struct action_info action_table[ACTION_COUNT];
 
 /* ACTION_NONE when the name is unknown. */
 enum action action_by_name(const char *name);
+
+/* The key layers: an action of the lesson layer shadows the other layer's key in lesson mode. */
+enum key_layer { KEYLAYER_BASE, KEYLAYER_LESSON, KEYLAYER_COUNT };
+enum key_layer action_key_layer(enum action a);
 
 /* The default key table in Markdown, grouped; the README's key table is this output
  * (`attnscope keys`), and a test keeps the two equal. */

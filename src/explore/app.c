@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
 #include "export/export.h"
@@ -98,6 +99,13 @@ void app_free(struct app *a)
     attn_scene_free(&a->base_scene);
     attn_net_free(&a->base_net);
     free(a->delta);
+    for (int i = 0; a->lesson.lesson && i < a->lesson.lesson->n_steps; i++)
+        if (a->lesson.reached[i])
+            attn_scene_free(&a->lesson.at[i]);
+    free(a->lesson.at);
+    free(a->lesson.reached);
+    free(a->lesson.changed);
+    attn_lesson_unref(a->lesson.lesson);
     memset(a, 0, sizeof(*a));
 }
 
@@ -357,6 +365,8 @@ static int settle_edit(struct app *a)
 
 bool app_unsaved(const struct app *a)
 {
+    if (a->lesson.lesson && a->edits == a->lesson.edits)
+        return false; /* as the lesson left it: its edits are its own */
     return a->n_undo != a->saved_depth;
 }
 
@@ -417,6 +427,7 @@ static void begin_edit(struct app *a)
     a->n_redo = 0;
     a->message[0] = '\0';
     a->message_is_error = false;
+    a->edits++;
 }
 
 void app_refuse(struct app *a, const char *fmt, ...)
@@ -742,6 +753,32 @@ int app_toggle_scale(struct app *a)
     return settle_edit(a);
 }
 
+int app_edit_scale(struct app *a, enum attn_scale_kind kind, double divisor)
+{
+    struct attn_config *c = &a->scene.attn;
+    if (kind == SCALE_DIVISOR ? c->scale == SCALE_DIVISOR && c->scale_divisor == divisor
+                              : attn_scene_eff_scale(&a->scene) == kind)
+        return 0;
+    begin_edit(a);
+    c->scale = kind;
+    if (kind == SCALE_DIVISOR) /* x toggles back to this divisor after none */
+        c->scale_divisor = divisor;
+    return settle_edit(a);
+}
+
+int app_edit_scene(struct app *a, const struct attn_scene *to)
+{
+    struct attn_scene copy;
+    if (attn_scene_copy(&copy, to)) {
+        app_refuse(a, "out of memory");
+        return -1;
+    }
+    begin_edit(a);
+    attn_scene_free(&a->scene);
+    a->scene = copy;
+    return settle_edit(a);
+}
+
 int app_cycle_normalize(struct app *a)
 {
     begin_edit(a);
@@ -809,8 +846,13 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
         SAY("layout %s \u2192 %s", attn_layout_name(x->layout), attn_layout_name(y->layout));
     if (x->mask_mode != y->mask_mode)
         SAY("mask %s", attn_mask_mode_name(y->mask_mode));
-    if (attn_scene_eff_scale(from) != attn_scene_eff_scale(to))
-        SAY("scaling %s", attn_scene_eff_scale(to) == SCALE_NONE ? "off" : "on");
+    enum attn_scale_kind sf = attn_scene_eff_scale(from), st = attn_scene_eff_scale(to);
+    if (sf != st && st == SCALE_NONE)
+        SAY("scaling off");
+    else if (st == SCALE_DIVISOR && (sf != st || x->scale_divisor != y->scale_divisor))
+        SAY("scores \u00f7 %g", y->scale_divisor);
+    else if (sf != st)
+        SAY("scaling %s", st == SCALE_SQRT_DK ? "by \u221ad_k" : "on");
     if (x->normalize != y->normalize)
         SAY("normalize %s", attn_normalize_name(y->normalize));
     if (from->tokenizer != to->tokenizer)
@@ -841,6 +883,7 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
     describe_change(change, sizeof(change), &a->scene, &from[*n_from - 1]);
     attn_scene_free(&a->scene);
     a->scene = from[--(*n_from)];
+    a->edits++;
     memset(&from[*n_from], 0, sizeof(from[*n_from]));
     int rc = settle(a);
     snprintf(a->message, sizeof(a->message), "%s%s%s",

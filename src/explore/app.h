@@ -98,6 +98,20 @@ struct app {
     size_t delta_cap;
     unsigned long delta_generation;
     int delta_layer, delta_stage, delta_head;
+    /* Every edit, undo and redo counts one: a lesson step's scene is untouched while this is what
+       the step left it at. */
+    unsigned long edits;
+    /* Lesson mode (explore/lesson.h): the scene's steps, one at a time, with their captions. */
+    struct {
+        struct attn_lesson *lesson; /* the scene's (a reference of its own), or NULL */
+        bool on;                    /* in lesson mode: the caption shows, the lesson keys step */
+        int step;                   /* the step shown (kept while out of lesson mode) */
+        unsigned long edits;        /* a->edits when the step's scene was set */
+        struct attn_scene *at;      /* (n_steps) the scene at each step reached: after edits of
+                                       the user's own, the lesson goes on from there */
+        unsigned char *reached;     /* (n_steps) at[i] is set */
+        unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
+    } lesson;
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
@@ -180,7 +194,11 @@ int app_toggle_causal(struct app *a);
 int app_cycle_projection(struct app *a);
 int app_cycle_layout(struct app *a);
 int app_cycle_mask_mode(struct app *a);
-int app_toggle_scale(struct app *a);    /* \u221ad_k (or the given divisor) <-> none */
+int app_toggle_scale(struct app *a); /* \u221ad_k (or the given divisor) <-> none */
+/* Scaling as a scene file gives it: SCALE_SQRT_DK, SCALE_NONE, or SCALE_DIVISOR by divisor. */
+int app_edit_scale(struct app *a, enum attn_scale_kind kind, double divisor);
+/* The whole scene replaced by another version of it (a lesson step's), as one edit. */
+int app_edit_scene(struct app *a, const struct attn_scene *to);
 int app_cycle_normalize(struct app *a); /* softmax <-> sum */
 int app_cycle_tokenizer(struct app *a); /* whitespace -> words -> chars, the text again */
 int app_undo(struct app *a);
@@ -191,7 +209,8 @@ double app_knob_value(const struct app *a, enum knob k);
 void app_knob_text(char *out, size_t size, const struct app *a, enum knob k);
 const char *knob_name(enum knob k);
 
-/* True when the scene differs from the one opened or last saved (undo back to it: false). */
+/* True when the scene differs from the one opened or last saved (undo back to it: false). A
+ * lesson step's own scene, untouched since the step set it, is not the user's edit: false. */
 bool app_unsaved(const struct app *a);
 
 /* Export of the current result / save of the edited scene (atomic writes). */

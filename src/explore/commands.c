@@ -15,6 +15,7 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "export/export.h"
+#include "explore/lesson.h"
 #include "explore/picture.h"
 #include "explore/tokenview.h"
 
@@ -731,6 +732,16 @@ static int run_action(struct app *a, enum action act, struct ask *ask)
     case ACTION_RENDER:
         do_render(a);
         return OUTCOME_VIEW_CHANGED;
+    /* Lesson mode: a step may edit, and the caption's height lays the screen out again. */
+    case ACTION_LESSON:
+        lesson_toggle(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_LESSON_NEXT:
+        lesson_next(a);
+        return OUTCOME_SCENE_CHANGED;
+    case ACTION_LESSON_PREV:
+        lesson_prev(a);
+        return OUTCOME_SCENE_CHANGED;
     default:
         return OUTCOME_IGNORED;
     }

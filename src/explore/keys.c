@@ -85,8 +85,9 @@ bool keyname_valid(const char *name)
     return keyname_keys(name, keys, 3) > 0;
 }
 
-static void bind_key(struct keymap *km, struct key k, enum action a)
+static void bind_key(struct keymap *map, struct key k, enum action a)
 {
+    struct keylayer *km = &map->layers[action_key_layer(a)];
     if (k.is_code) {
         if (k.value < KEYCODE_COUNT)
             km->by_code[k.value] = a;
@@ -121,11 +122,13 @@ static void bind_name(struct keymap *km, enum action a, const char *name)
 /* Builds the code table and the display strings from a merged key configuration. */
 static void build(struct keymap *km, const struct key_config *kc)
 {
-    for (int i = 0; i < 128; i++)
-        km->by_char[i] = ACTION_NONE;
-    for (int i = 0; i < KEYCODE_COUNT; i++)
-        km->by_code[i] = ACTION_NONE;
-    km->n_wide = 0;
+    for (int l = 0; l < KEYLAYER_COUNT; l++) {
+        for (int i = 0; i < 128; i++)
+            km->layers[l].by_char[i] = ACTION_NONE;
+        for (int i = 0; i < KEYCODE_COUNT; i++)
+            km->layers[l].by_code[i] = ACTION_NONE;
+        km->layers[l].n_wide = 0;
+    }
     for (int a = 0; a < ACTION_COUNT && a < kc->n_actions; a++) {
         km->keys[a][0] = '\0';
         for (int k = 0; k < kc->n_keys[a]; k++)
@@ -137,18 +140,21 @@ void keymap_load(struct keymap *km, const char *shipped_path, const char *user_p
                  struct diag_list *errs)
 {
     const char *names[ACTION_COUNT], *defaults[ACTION_COUNT];
+    int layers[ACTION_COUNT];
     for (int a = 0; a < ACTION_COUNT; a++) {
         names[a] = action_table[a].name;
         defaults[a] = action_table[a].default_keys;
+        layers[a] = (int)action_key_layer((enum action)a);
     }
     struct key_config merged;
-    key_config_from_strings(&merged, defaults, ACTION_COUNT);
+    key_config_from_strings(&merged, defaults, layers, ACTION_COUNT);
     const char *paths[2] = {shipped_path, user_path};
     for (int p = 0; p < 2; p++) {
         if (!paths[p])
             continue;
         struct key_config kc;
-        if (config_load_keys(&kc, paths[p], names, ACTION_COUNT, keyname_valid, errs) == CONFIG_OK)
+        if (config_load_keys(&kc, paths[p], names, layers, ACTION_COUNT, keyname_valid, errs) ==
+            CONFIG_OK)
             key_config_override(&merged, &kc);
         key_config_free(&kc);
     }
@@ -156,7 +162,7 @@ void keymap_load(struct keymap *km, const char *shipped_path, const char *user_p
     key_config_free(&merged);
 }
 
-enum action keymap_lookup(const struct keymap *km, struct key k)
+static enum action lookup(const struct keylayer *km, struct key k)
 {
     if (k.is_code)
         return k.value < KEYCODE_COUNT ? km->by_code[k.value] : ACTION_NONE;
@@ -166,4 +172,15 @@ enum action keymap_lookup(const struct keymap *km, struct key k)
         if (km->wide[i].cp == k.value)
             return km->wide[i].action;
     return ACTION_NONE;
+}
+
+enum action keymap_lookup(const struct keymap *km, struct key k)
+{
+    return lookup(&km->layers[KEYLAYER_BASE], k);
+}
+
+enum action keymap_lookup_mode(const struct keymap *km, struct key k, bool lesson)
+{
+    enum action a = lesson ? lookup(&km->layers[KEYLAYER_LESSON], k) : ACTION_NONE;
+    return a != ACTION_NONE ? a : keymap_lookup(km, k);
 }

@@ -43,7 +43,8 @@ struct key {
 
 #define KEYMAP_WIDE 64 /* non-ASCII characters bound in keys.yaml (é, ą, ...) */
 
-struct keymap {
+/* The actions of one key layer (explore/actions.h), by key. */
+struct keylayer {
     enum action by_char[128];           /* ASCII characters, control characters included */
     enum action by_code[KEYCODE_COUNT]; /* named keys */
     struct {
@@ -51,6 +52,10 @@ struct keymap {
         enum action action;
     } wide[KEYMAP_WIDE];
     int n_wide;
+};
+
+struct keymap {
+    struct keylayer layers[KEYLAYER_COUNT];
     char keys[ACTION_COUNT][64]; /* the bound key names, space-separated, for help and status */
 };
 
@@ -65,6 +70,9 @@ int keyname_keys(const char *name, struct key *keys, int max);
  * is ignored as a whole; its problems are appended to errs for the UI to show. */
 void keymap_load(struct keymap *km, const char *shipped_path, const char *user_path,
                  struct diag_list *errs);
+/* The action of key k outside lesson mode. */
 enum action keymap_lookup(const struct keymap *km, struct key k);
+/* The same in lesson mode (lesson true): a lesson key comes first, then the others. */
+enum action keymap_lookup_mode(const struct keymap *km, struct key k, bool lesson);
 
 #endif

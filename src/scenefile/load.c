@@ -175,6 +175,8 @@ static void parse_tree(struct loader *l)
     schema_load_scene(l, root);
     if (!l->yd.stopped)
         run_scene_check(l);
+    if (!l->yd.stopped)
+        schema_check_lesson(l);
 }
 
 int scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,

@@ -95,6 +95,10 @@ const char *loader_show(const struct loader *l, int node, char *buf, size_t size
 
 /* schema.c: fills l->s from the top-level mapping, reporting every problem found. */
 void schema_load_scene(struct loader *l, int root);
+/* schema.c: checks the scene's lesson against the scene: each step's edit as the explorer makes
+ * it, then what the step shows (layer, head, stage, cell) and what its caption marks. Runs once
+ * the rest of the file is free of problems. */
+void schema_check_lesson(struct loader *l);
 /* schema.c: frees the temporary per-head weights. */
 void schema_free_heads(struct loader *l);
 

@@ -53,7 +53,7 @@ struct scenefile_sidecar {
 void scenefile_sidecar_free(struct scenefile_sidecar *side);
 
 /* Writes s as YAML, every matrix inline. With explicit, every default is written out too
- * (resolved scenes). */
+ * (resolved scenes), and a lesson is left out: a resolved scene is one state, not a tour. */
 int scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err);
 /* The same, with large matrices in side files (side NULL: all inline). */
 int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,

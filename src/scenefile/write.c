@@ -27,6 +27,7 @@
 #include "common/fsutil.h"
 #include "common/npy.h"
 #include "common/utf8.h"
+#include "engine/lesson.h"
 #include "engine/stage.h"
 
 struct writer {
@@ -80,6 +81,10 @@ static int check_scene(const struct attn_scene *s, struct diag *err)
         return -1;
     for (int i = 0; i < s->n_tokens; i++)
         if (check_string(s->tokens[i], "tokens", err))
+            return -1;
+    for (int i = 0; s->lesson && i < s->lesson->n_steps; i++)
+        if (check_string(s->lesson->steps[i].caption, "lesson caption", err) ||
+            check_string(s->lesson->steps[i].edit.text, "lesson text", err))
             return -1;
     if (s->attn.scale == SCALE_DIVISOR &&
         !(isfinite(s->attn.scale_divisor) && s->attn.scale_divisor > 0))
@@ -787,6 +792,82 @@ static void write_model_scene(struct writer *w)
                 attn_stage_name((enum attn_stage)s->view.stage));
 }
 
+/* lesson: one mapping per step, in the order of the schema's rows; the caption quoted, so its
+ * line breaks and marks come back as they were. A resolved scene (explicit) is one state, not a
+ * tour: its lesson is left out, as export leaves it out (its edits would start from a scene
+ * with every default written down, kv_heads and out_proj included). */
+static void write_lesson(struct writer *w)
+{
+    const struct attn_lesson *lesson = w->s->lesson;
+    FILE *f = w->f;
+    if (!lesson || w->explicit)
+        return;
+    fputs("lesson:\n", f);
+    for (int i = 0; i < lesson->n_steps; i++) {
+        const struct attn_lesson_step *st = &lesson->steps[i];
+        const struct attn_lesson_edit *e = &st->edit;
+        fprintf(f, "  - stage: %s\n", attn_stage_name((enum attn_stage)st->stage));
+        if (st->layer)
+            fprintf(f, "    layer: %d\n", st->layer);
+        if (st->head)
+            fprintf(f, "    head: %d\n", st->head);
+        if (st->row >= 0 && st->col >= 0)
+            fprintf(f, "    cell: [%d, %d]\n", st->row, st->col);
+        else if (st->row >= 0)
+            fprintf(f, "    row: %d\n", st->row);
+        if (st->all_heads)
+            fputs("    all_heads: true\n", f);
+        if (e->kind != LESSON_EDIT_NONE)
+            fprintf(f, "    %s: ", attn_lesson_edit_key(e->kind));
+        switch (e->kind) {
+        case LESSON_EDIT_CAUSAL:
+            fputs(yes_no(e->causal), f);
+            break;
+        case LESSON_EDIT_HEADS:
+            fprintf(f, "%d", e->heads);
+            break;
+        case LESSON_EDIT_D_OUT:
+            fprintf(f, "%d", e->d_out);
+            break;
+        case LESSON_EDIT_DROPOUT:
+            write_double(f, e->dropout);
+            break;
+        case LESSON_EDIT_SEED:
+            fprintf(f, "%llu", (unsigned long long)e->seed);
+            break;
+        case LESSON_EDIT_TEXT:
+            write_string(f, e->text ? e->text : "", false);
+            break;
+        case LESSON_EDIT_SCALE:
+            if (e->scale == SCALE_DIVISOR)
+                write_double(f, e->scale_divisor);
+            else
+                fputs(yes_no(e->scale != SCALE_NONE), f);
+            break;
+        case LESSON_EDIT_MASK_MODE:
+            fputs(attn_mask_mode_name((enum attn_mask_mode)e->mask_mode), f);
+            break;
+        case LESSON_EDIT_NORMALIZE:
+            fputs(attn_normalize_name((enum attn_normalize)e->normalize), f);
+            break;
+        case LESSON_EDIT_LAYOUT:
+            fputs(attn_layout_name((enum attn_head_layout)e->layout), f);
+            break;
+        case LESSON_EDIT_OFFSET:
+            fprintf(f, "%d", e->offset);
+            break;
+        case LESSON_EDIT_NONE:
+        case LESSON_EDIT_COUNT:
+            break;
+        }
+        if (e->kind != LESSON_EDIT_NONE)
+            fputc('\n', f);
+        fputs("    caption: ", f);
+        write_string(f, st->caption ? st->caption : "", false);
+        fputc('\n', f);
+    }
+}
+
 static void write_scene(struct writer *w)
 {
     const struct attn_scene *s = w->s;
@@ -823,6 +904,7 @@ static void write_scene(struct writer *w)
         fprintf(f, "seed: %llu\n", (unsigned long long)s->seed);
     if (s->model.file) {
         write_model_scene(w);
+        write_lesson(w);
         return;
     }
     write_embeddings(w);
@@ -838,6 +920,7 @@ static void write_scene(struct writer *w)
     if (s->view.layer >= 0)
         fprintf(f, "view: {layer: %d, head: %d, stage: %s}\n", s->view.layer, s->view.head,
                 attn_stage_name((enum attn_stage)s->view.stage));
+    write_lesson(w);
 }
 
 int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,

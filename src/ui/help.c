@@ -39,7 +39,7 @@ static int wrap(char lines[][256], int n, int max, const char *text, int width)
 
 static int build(struct frame *f, char lines[][256], int max, int width)
 {
-    static const char *const groups[] = {"move", "view", "edit", "file", "other"};
+    static const char *const groups[] = {"move", "view", "edit", "file", "lesson", "other"};
     int n = 0;
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         if (n < max)

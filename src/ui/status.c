@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "explore/lesson.h"
 #include "ui/status.h"
 
 /* First bound key of an action, in display form (arrows as glyphs). */
@@ -23,6 +24,28 @@ void key_display(char *out, size_t size, const struct keymap *km, enum action a)
             return;
         }
     snprintf(out, size, "%s", first);
+}
+
+/* Every key bound to an action, in display form, joined by '/' ("Space/\u2192"). */
+static void keys_display(char *out, size_t size, const struct keymap *km, enum action a)
+{
+    static const struct {
+        const char *name, *glyph;
+    } glyphs[] = {{"Left", "\u2190"}, {"Right", "\u2192"}, {"Up", "\u2191"}, {"Down", "\u2193"}};
+    char names[64];
+    snprintf(names, sizeof(names), "%s", km->keys[a]);
+    size_t o = 0;
+    out[0] = '\0';
+    for (char *save = NULL, *k = strtok_r(names, " ", &save); k && o < size;
+         k = strtok_r(NULL, " ", &save)) {
+        const char *shown = k;
+        for (size_t i = 0; i < sizeof(glyphs) / sizeof(glyphs[0]); i++)
+            if (strcmp(k, glyphs[i].name) == 0)
+                shown = glyphs[i].glyph;
+        o += (size_t)snprintf(out + o, size - o, "%s%s", o ? "/" : "", shown);
+    }
+    if (!out[0])
+        snprintf(out, size, "(unbound)");
 }
 
 /* The status line: pairs of (keys, what they do), most useful first; help and quit lead so
@@ -118,10 +141,35 @@ static void draw(struct panel *p, struct frame *f)
             x = hint(y, x, x_end, t, editor[i][0], editor[i][1]);
         return;
     }
+    /* In a lesson: where it is ("3/12"), then its own keys; out of it, the key back in. */
+    if (f->app->lesson.lesson) {
+        char k[48];
+        if (lesson_active(f->app)) {
+            char pos[32];
+            snprintf(pos, sizeof(pos), "lesson %d/%d", f->app->lesson.step + 1,
+                     f->app->lesson.lesson->n_steps);
+            x += draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS_KEY], pos) + 1;
+            keys_display(k, sizeof(k), f->keymap, ACTION_LESSON_NEXT);
+            x = hint(y, x, x_end, t, k, "next");
+            keys_display(k, sizeof(k), f->keymap, ACTION_LESSON_PREV);
+            x = hint(y, x, x_end, t, k, "back");
+            key_display(k, sizeof(k), f->keymap, ACTION_LESSON);
+            x = hint(y, x, x_end, t, k, "explore freely");
+        } else {
+            key_display(k, sizeof(k), f->keymap, ACTION_LESSON);
+            x = hint(y, x, x_end, t, k, "back to the lesson");
+        }
+    }
     if (f->app->all_heads) {
         char k[24];
         key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
-        if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
+        if (lesson_active(f->app)) { /* ← and → step through the lesson: the other keys */
+            char left[24], right[24], keys[48];
+            key_display(left, sizeof(left), f->keymap, ACTION_HEAD_PREV);
+            key_display(right, sizeof(right), f->keymap, ACTION_HEAD_NEXT);
+            snprintf(keys, sizeof(keys), "%s%s", left, right);
+            x = hint(y, x, x_end, t, keys, "head");
+        } else if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
             x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
         } else { /* one layer's heads: up and down go through the rows */
             x = hint(y, x, x_end, t, "\u2190\u2192", "head");
@@ -130,6 +178,8 @@ static void draw(struct panel *p, struct frame *f)
         x = hint(y, x, x_end, t, k, "open it");
     }
     for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+        if (hints[i].a == ACTION_PLAY && lesson_active(f->app))
+            continue; /* its key steps through the lesson */
         char keys[48], k1[24], k2[24];
         key_display(k1, sizeof(k1), f->keymap, hints[i].a);
         if (hints[i].b != ACTION_NONE) {

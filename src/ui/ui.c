@@ -27,6 +27,8 @@
 #include "common/utf8.h"
 #include "config/config.h"
 #include "explore/commands.h"
+#include "explore/lesson.h"
+#include "ui/caption.h"
 #include "ui/header.h"
 #include "ui/input.h"
 #include "ui/inspector.h"
@@ -40,8 +42,8 @@ void ui_invalidate(struct ui *ui)
 }
 
 /* Lays the panels out for the current size: header, stage bar, the map (with the inspector, or
- * the token view in its place, to its right when there is room, else below it), the message
- * line and the status line. */
+ * the token view in its place, to its right when there is room, else below it), in lesson mode
+ * the caption across the screen, the message line and the status line. */
 void ui_resize(struct ui *ui)
 {
     ui->lines = ui->frame.lines = LINES;
@@ -50,12 +52,18 @@ void ui_resize(struct ui *ui)
     int w = ui->cols, h = ui->lines;
     /* A blank row under the stage bar when there is room; on small screens every row counts. */
     int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
+    /* In a lesson the caption comes second to the map and before the inspector: it takes the
+     * rows the lesson's longest caption needs, up to what the map leaves (a third at least). */
+    int need = app_model(&ui->app)->n + 3; /* the map's title, axis, rows and footer */
+    int cap_max = main_h - need - 2 > main_h / 3 ? main_h - need - 2 : main_h / 3;
+    int cap_h = caption_rows(&ui->app, w, cap_max > 3 ? cap_max : 3);
+    main_h -= cap_h;
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 46 columns; the
      * inspector takes what the map leaves. Else stacked: the map takes the rows it needs
-     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows; the token view
-     * at least 2/5 of them (a window of the sentence and its bars), zoomed out the map fits
-     * whatever it gets. */
+     * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows (2 under a
+     * caption); the token view at least 2/5 of them (a window of the sentence and its bars),
+     * zoomed out the map fits whatever it gets. */
     int map_w = heatmap_min_width(&ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
@@ -63,9 +71,8 @@ void ui_resize(struct ui *ui)
         map = (struct rect){main_y, 0, main_h, w - iw};
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
-        int need = app_model(&ui->app)->n + 3;
-        int insp_min = main_h >= 20 ? 9 : main_h / 3;
-        if (ui->app.token_view && main_h >= 20 && main_h * 2 / 5 > insp_min)
+        int insp_min = cap_h > 0 ? 2 : main_h >= 20 ? 9 : main_h / 3;
+        if (ui->app.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
             insp_min = main_h * 2 / 5;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         mh = mh < 4 ? 4 : mh;
@@ -80,6 +87,7 @@ void ui_resize(struct ui *ui)
     panel_resize(&ui->inspector, f, insp);
     panel_resize(&ui->tokens.base, f, insp);
     ui->tokens_laid_out = ui->app.token_view;
+    panel_resize(&ui->caption, f, (struct rect){main_y + main_h, 0, cap_h, w});
     panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
     panel_resize(&ui->help.base, f, (struct rect){1, 0, h - 3, w});
     ui_invalidate(ui);
@@ -178,13 +186,16 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     tokens_panel_init(&ui->tokens);
     status_panel_init(&ui->status);
     help_panel_init(&ui->help);
+    caption_panel_init(&ui->caption);
     struct panel *order[PANEL_COUNT] = {
         [PANEL_HEADER] = &ui->header,        [PANEL_STAGEBAR] = &ui->stagebar,
         [PANEL_HEATMAP] = &ui->heatmap.base, [PANEL_GRID] = &ui->grid.base,
         [PANEL_INSPECTOR] = &ui->inspector,  [PANEL_TOKENS] = &ui->tokens.base,
         [PANEL_STATUS] = &ui->status.base,   [PANEL_HELP] = &ui->help.base,
+        [PANEL_CAPTION] = &ui->caption,
     };
     memcpy(ui->panels, order, sizeof(order));
+    lesson_open(&ui->app); /* a scene with a lesson opens on its first step */
     draw_init();
     load_configs(ui);
     ui->frame = (struct frame){&ui->app,         &ui->theme, &ui->keymap, &ui->config_problems,
@@ -268,7 +279,8 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
         return prompt_input(ui, input_decode(key, is_code));
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
-    enum action act = keymap_lookup(&ui->keymap, input_decode(key, is_code));
+    enum action act =
+        keymap_lookup_mode(&ui->keymap, input_decode(key, is_code), lesson_active(&ui->app));
     if (ui->app.message[0] && act != ACTION_NONE) {
         ui->app.message[0] = '\0';
         ui->app.message_is_error = false;
@@ -348,6 +360,7 @@ void ui_draw(struct ui *ui)
     ui->inspector.visible = !ui->app.token_view;
     ui->tokens.base.visible = ui->app.token_view;
     ui->header.visible = ui->stagebar.visible = true;
+    ui->caption.visible = ui->caption.area.h > 0;
     ui->status.base.visible = true;
     /* The row between the stage bar and the map stays blank (when there is one). */
     if (ui->heatmap.base.area.y == 4) {
@@ -358,6 +371,7 @@ void ui_draw(struct ui *ui)
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
     static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
                                           PANEL_GRID,   PANEL_INSPECTOR, PANEL_TOKENS,
+                                          PANEL_CAPTION,
                                           PANEL_HELP,   PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = ui->panels[order[i]];

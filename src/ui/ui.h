@@ -34,6 +34,7 @@ enum panel_id {
     PANEL_TOKENS,
     PANEL_STATUS,
     PANEL_HELP,
+    PANEL_CAPTION,
     PANEL_COUNT
 };
 
@@ -49,7 +50,7 @@ struct ui {
     bool tokens_laid_out; /* the layout was made for the token view (app.token_view) */
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
-    struct panel header, stagebar, inspector;
+    struct panel header, stagebar, inspector, caption;
     struct heatmap_panel heatmap;
     struct grid_panel grid;
     struct tokens_panel tokens; /* the token view (v), where the inspector is */

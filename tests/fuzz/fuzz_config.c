@@ -44,15 +44,17 @@ static bool in_list(const char *s, const char *const *names, int n)
 static void fuzz_keys(const uint8_t *data, size_t size)
 {
     const char *names[ACTION_COUNT], *defaults[ACTION_COUNT];
+    int layers[ACTION_COUNT];
     for (int a = 0; a < ACTION_COUNT; a++) {
         names[a] = action_table[a].name;
         defaults[a] = action_table[a].default_keys;
+        layers[a] = (int)action_key_layer((enum action)a);
     }
     struct diag_list errs;
     diag_list_init(&errs);
     struct key_config kc;
-    int rc = config_parse_keys(&kc, "keys.yaml", (const char *)data, size, names, ACTION_COUNT,
-                               keyname_valid, &errs);
+    int rc = config_parse_keys(&kc, "keys.yaml", (const char *)data, size, names, layers,
+                               ACTION_COUNT, keyname_valid, &errs);
     INVARIANT(rc == CONFIG_OK || rc == CONFIG_ERROR, "status %d", rc);
     INVARIANT(kc.n_actions == ACTION_COUNT, "n_actions %d", kc.n_actions);
     if (rc == CONFIG_ERROR) {
@@ -65,18 +67,19 @@ static void fuzz_keys(const uint8_t *data, size_t size)
             for (int k = 0; k < kc.n_keys[a]; k++) {
                 INVARIANT(kc.set[a], "keys for an unset action %s", names[a]);
                 INVARIANT(keyname_valid(kc.keys[a][k]), "invalid key name bound");
-                /* Each key once: the first binding found must be this one. */
-                INVARIANT(key_config_find(&kc, kc.keys[a][k]) == a, "a key bound twice");
+                /* Each key once per layer: the first binding found there must be this one. */
+                INVARIANT(key_config_find_in(&kc, kc.keys[a][k], layers[a]) == a,
+                          "a key bound twice");
                 for (int j = 0; j < k; j++)
                     INVARIANT(strcmp(kc.keys[a][j], kc.keys[a][k]) != 0, "a key listed twice");
             }
         /* The explorer's merge: the file's bindings win over the defaults. */
         struct key_config merged;
-        key_config_from_strings(&merged, defaults, ACTION_COUNT);
+        key_config_from_strings(&merged, defaults, layers, ACTION_COUNT);
         key_config_override(&merged, &kc);
         for (int a = 0; a < ACTION_COUNT; a++)
             for (int k = 0; kc.set[a] && k < kc.n_keys[a]; k++)
-                INVARIANT(key_config_find(&merged, kc.keys[a][k]) == a,
+                INVARIANT(key_config_find_in(&merged, kc.keys[a][k], layers[a]) == a,
                           "the merge lost a binding of %s", names[a]);
         key_config_free(&merged);
     }

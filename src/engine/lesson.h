@@ -1,0 +1,120 @@
+/* lesson: a scene's guided tour (scene key lesson:), as plain data.
+ *
+ * A lesson is an ordered list of steps. Each step shows one view (stage, layer, head, and a
+ * cell or a row to look at), may make one edit (causal on, 4 heads, a new sentence, ...) that
+ * stays for the steps after it, and has a caption of a few lines. src/scenefile reads, checks
+ * and writes it; the explorer plays it (explore/lesson.h) through its own edit functions. A
+ * loaded lesson never changes, so the scene's copies (one per undo step) share it.
+ *
+ * Captions mark the numbers they quote from the matrix on screen, so a test can check each one
+ * against what the explorer shows at that step:
+ *   {0.2379}             the step's cell; with a row instead, somewhere in that row; with
+ *                        neither, somewhere in the matrix shown
+ *   {0.2379 @ 1,1}       row 1, column 1 of the matrix shown (0-based, as the explorer counts)
+ *   {1.4950 @ scores 1,1}  the same cell of another stage (same layer and head)
+ *   {-inf @ 0,1}         a masked cell
+ * The number matches when the value, rounded to the decimals written, is the number written.
+ * On screen a mark is just its number ("0.2379", "−∞").
+ */
+#ifndef ATTNSCOPE_LESSON_H
+#define ATTNSCOPE_LESSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+#include "engine/stage.h"
+
+#define LESSON_MAX_STEPS         100
+#define LESSON_CAPTION_MAX_CHARS 480 /* characters on screen, marks counted as their numbers */
+#define LESSON_CAPTION_MAX_LINES 8
+#define LESSON_MAX_MARKS         32 /* marked numbers in one caption */
+
+/* The one edit a step may make; the keys are the scene's own (attention.causal, ...). */
+#define LESSON_EDITS(X)                                                                            \
+    X(NONE, "")                                                                                    \
+    X(CAUSAL, "causal")                                                                            \
+    X(HEADS, "heads")                                                                              \
+    X(D_OUT, "d_out")                                                                              \
+    X(DROPOUT, "dropout")                                                                          \
+    X(SEED, "seed")                                                                                \
+    X(TEXT, "text")                                                                                \
+    X(SCALE, "scale")                                                                              \
+    X(MASK_MODE, "mask_mode")                                                                      \
+    X(NORMALIZE, "normalize")                                                                      \
+    X(LAYOUT, "head_layout")                                                                       \
+    X(OFFSET, "offset")
+
+enum attn_lesson_edit_kind {
+#define X(id, key) LESSON_EDIT_##id,
+    LESSON_EDITS(X)
+#undef X
+        LESSON_EDIT_COUNT
+};
+
+/* The value of the one key the edit gives; the enums are scene.h's (a scene includes this
+ * header's struct through a pointer only, so the two stay apart). */
+struct attn_lesson_edit {
+    enum attn_lesson_edit_kind kind;
+    bool causal;
+    int heads, d_out;
+    double dropout;
+    uint64_t seed;
+    char *text;
+    int scale;            /* enum attn_scale_kind: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
+    double scale_divisor; /* SCALE_DIVISOR's */
+    int mask_mode;        /* enum attn_mask_mode */
+    int normalize;        /* enum attn_normalize */
+    int layout;           /* enum attn_head_layout */
+    int offset;           /* the first token's position */
+};
+
+struct attn_lesson_step {
+    int stage; /* enum attn_stage */
+    int layer, head;
+    int row, col;   /* the cell to look at; col -1: the row; both -1: neither */
+    bool all_heads; /* every head side by side instead of one */
+    struct attn_lesson_edit edit;
+    char *caption; /* with marks (above) */
+    int line;      /* where the step starts in its file (1-based; 0: unknown), for messages */
+};
+
+struct attn_lesson {
+    int refs; /* the scenes sharing it */
+    struct attn_lesson_step *steps;
+    int n_steps;
+};
+
+/* An empty lesson of n steps (every step on the weights, head 0, no cell, no edit), one
+ * reference; NULL when out of memory. */
+struct attn_lesson *attn_lesson_new(int n_steps);
+/* One more sharer / one fewer (the last frees it). Both take NULL. */
+struct attn_lesson *attn_lesson_ref(struct attn_lesson *l);
+void attn_lesson_unref(struct attn_lesson *l);
+
+/* "causal", "heads", ... (the step's key) of an edit kind; "" for none. */
+const char *attn_lesson_edit_key(enum attn_lesson_edit_kind k);
+
+/* A number a caption marks (see above). */
+struct attn_caption_mark {
+    double value;      /* -INFINITY for -inf */
+    int decimals;      /* digits written after the point */
+    int stage;         /* -1: the step's */
+    int row, col;      /* -1: the step's cell, its row, or anywhere */
+    size_t start, end; /* bytes of the mark in the caption: '{' up to and with '}' */
+    char written[32];  /* the number as written ("0.2379", "-inf") */
+};
+
+/* Finds the marks of caption: returns how many (up to max are stored in marks, which may be
+ * NULL), or -1 when one is malformed, with err->msg saying which and how to write it. */
+int attn_caption_marks(const char *caption, struct attn_caption_mark *marks, int max,
+                       struct diag *err);
+/* The caption as shown: each mark replaced by its number ("-inf" as "−∞"), the trailing line
+ * break of a YAML block dropped. The caption must have passed attn_caption_marks. */
+void attn_caption_plain(char *out, size_t size, const char *caption);
+/* Characters (code points) and lines of attn_caption_plain's text. */
+int attn_caption_chars(const char *caption);
+int attn_caption_lines(const char *caption);
+
+#endif
