@@ -257,15 +257,11 @@ static void print_shape(const struct shape_result *r, bool json)
 }
 
 /* *out = text as a whole number in [lo, hi], else a usage error naming the option. */
-static int parse_int(int *out, const char *text, const char *option, long lo, long hi)
+static int parse_int(int *out, const char *text, const char *option, int lo, int hi)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
-        return cli_usage_error("bench", "invalid --%s '%s' (a whole number from %ld to %ld)",
-                               option, text, lo, hi);
-    *out = (int)v;
+    if (cli_parse_int(text, lo, hi, out) != 0)
+        return cli_usage_error("bench", "invalid --%s '%s' (a whole number from %d to %d)", option,
+                               text, lo, hi);
     return CLI_OK;
 }
 

@@ -89,6 +89,31 @@ void attn_scene_weights_free(struct attn_scene_weights *w)
     memset(w, 0, sizeof(*w));
 }
 
+bool attn_scene_drop_weights(struct attn_scene *s)
+{
+    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
+        return false;
+    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
+    attn_scene_weights_free(&s->weights);
+    for (int i = 0; i < s->n_more; i++)
+        attn_scene_weights_free(&s->more_weights[i]);
+    free(s->more_weights);
+    s->more_weights = NULL;
+    s->n_more = 0;
+    s->weights_listed = false;
+    return any;
+}
+
+void attn_scene_drop_dropout_masks(struct attn_scene *s)
+{
+    for (int L = 0; L <= s->n_more; L++) {
+        struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
+        free(w->dropout_mask);
+        w->dropout_mask = NULL;
+        w->dropout_mask_n = w->dropout_mask_heads = 0;
+    }
+}
+
 void attn_scene_free(struct attn_scene *s)
 {
     free(s->title);

@@ -274,6 +274,13 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
 
 /* Frees every explicit parameter and the mask; w is left empty (not set). */
 void attn_scene_weights_free(struct attn_scene_weights *w);
+/* Frees every layer's explicit parameters (their dropout masks with them): what an edit of the
+ * shape or the seed does, since they fit only the shape they were written for. A checkpoint's
+ * stay. Returns whether there were any to drop. */
+bool attn_scene_drop_weights(struct attn_scene *s);
+/* Frees every layer's explicit dropout mask: one drawn for other heads, tokens or p no longer
+ * fits. */
+void attn_scene_drop_dropout_masks(struct attn_scene *s);
 
 void attn_matrix_free(struct attn_matrix *m);
 /* Allocates rows*cols zeroed floats; returns 0 or -1. */

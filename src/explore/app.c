@@ -145,6 +145,20 @@ void app_set_layer(struct app *a, int layer)
     app_clamp(a);
 }
 
+/* *buf holds at least count floats (*cap of them), grown when needed. False: out of memory,
+ * *buf as it was. */
+static bool reserve(float **buf, size_t *cap, size_t count)
+{
+    if (count <= *cap)
+        return true;
+    float *grown = realloc(*buf, count * sizeof(float));
+    if (!grown)
+        return false;
+    *buf = grown;
+    *cap = count;
+    return true;
+}
+
 /* Δ = current − baseline of the matrix on screen, into a->delta (kept per result and view). */
 static struct attn_mat_view shown_delta(struct app *a, struct attn_mat_view v)
 {
@@ -153,13 +167,8 @@ static struct attn_mat_view shown_delta(struct app *a, struct attn_mat_view v)
     if (a->delta && a->delta_generation == a->generation && a->delta_layer == a->layer &&
         a->delta_stage == (int)a->stage && a->delta_head == head)
         return (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
-    if (cells > a->delta_cap) {
-        float *grown = realloc(a->delta, cells * sizeof(float));
-        if (!grown)
-            return v; /* out of memory: the values themselves */
-        a->delta = grown;
-        a->delta_cap = cells;
-    }
+    if (!reserve(&a->delta, &a->delta_cap, cells))
+        return v; /* out of memory: the values themselves */
     struct attn_mat_view b = app_base_view(a);
     for (int i = 0; i < v.rows; i++)
         for (int j = 0; j < v.cols; j++)
@@ -263,13 +272,8 @@ struct attn_mat_view app_shown_view(struct app *a)
     if (a->mean && a->mean_generation == a->generation && a->mean_layer == a->layer &&
         a->mean_stage == (int)a->stage)
         return (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
-    if (cells > a->mean_cap) {
-        float *grown = realloc(a->mean, cells * sizeof(float));
-        if (!grown)
-            return v; /* out of memory: the head itself */
-        a->mean = grown;
-        a->mean_cap = cells;
-    }
+    if (!reserve(&a->mean, &a->mean_cap, cells))
+        return v; /* out of memory: the head itself */
     attn_head_mean(a->mean, app_run(a), app_model(a), a->stage);
     a->mean_generation = a->generation;
     a->mean_layer = a->layer;
@@ -443,19 +447,8 @@ void app_refuse(struct app *a, const char *fmt, ...)
  * or the seed, the scene goes back to drawing them, and says so. */
 static void drop_weights(struct app *a, const char *why)
 {
-    struct attn_scene *s = &a->scene;
-    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
+    if (!attn_scene_drop_weights(&a->scene))
         return;
-    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
-    if (!any)
-        return;
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
-    s->more_weights = NULL;
-    s->n_more = 0;
-    s->weights_listed = false;
     snprintf(a->message, sizeof(a->message), "explicit weights dropped (%s): drawn from the seed",
              why);
 }
@@ -470,16 +463,6 @@ static bool from_checkpoint(struct app *a, const char *what)
                "change",
                what, a->scene.model.arch ? a->scene.model.arch : "model");
     return true;
-}
-
-static void drop_dropout_mask(struct app *a)
-{
-    for (int L = 0; L <= a->scene.n_more; L++) {
-        struct attn_scene_weights *w = L == 0 ? &a->scene.weights : &a->scene.more_weights[L - 1];
-        free(w->dropout_mask);
-        w->dropout_mask = NULL;
-        w->dropout_mask_n = w->dropout_mask_heads = 0;
-    }
 }
 
 /* The sentence text under tokenizer tok (the scene's, or the next one for T). */
@@ -527,7 +510,7 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         return -1;
     }
     if (a->scene.weights.dropout_mask)
-        drop_dropout_mask(a);
+        attn_scene_drop_dropout_masks(&a->scene);
     /* A drawn position table grows with the sentence (its draws change: said in the message);
      * a given table does not, and the scene says why it is invalid. */
     struct attn_scene *sc = &a->scene;
@@ -614,7 +597,7 @@ int app_edit_knob(struct app *a, enum knob k, double value)
             return 0;
         begin_edit(a);
         a->scene.attn.dropout = value;
-        drop_dropout_mask(a);
+        attn_scene_drop_dropout_masks(&a->scene);
         return settle_edit(a);
     }
     /* d_out and heads: whole numbers; attn_scene_check names the limits. */

@@ -1007,11 +1007,31 @@ static void finish_embeddings(struct loader *l, int node, const int *found, void
         s->embed.kind = EMBED_LEARNED;
 }
 
+/* Item number i of the list at path, registered as path[i] (written into ipath). True when it is
+ * a mapping to walk; anything else is reported as "<what> <number> of '<list>' must be <must>". */
+static bool list_item_map(struct loader *l, int item, const char *path, int i,
+                          char ipath[DIAG_PATH_MAX], const char *what, int number, const char *list,
+                          const char *must)
+{
+    path_fmt(ipath, "%s[%d]", path, i);
+    loader_register(l, ipath, item, item);
+    const struct ynode *in = nd_of(l, item);
+    if (in->type == YNODE_MAP)
+        return true;
+    if (in->type == YNODE_BAD) {
+        loader_mark_bad(l, ipath);
+        return false;
+    }
+    char buf[LOADER_SHOW_MAX];
+    loader_error(l, item, ipath, "%s %d of '%s' must be %s, got %s", what, number, list, must,
+                 loader_show(l, item, buf, sizeof(buf)));
+    return false;
+}
+
 /* weights.heads: one mapping per head, each d_in x d_out; assembled in finish_weights. */
 static void h_heads(struct loader *l, const struct field *f, int node, void *base, const char *path)
 {
     const struct ynode *nd = nd_of(l, node);
-    char buf[LOADER_SHOW_MAX];
     if (nd->u.c.count == 0) {
         loader_error(l, node, path, "'weights.heads' is empty: give one mapping per head");
         return;
@@ -1031,18 +1051,9 @@ static void h_heads(struct loader *l, const struct field *f, int node, void *bas
     int i = 0;
     for (int item = nd->u.c.first; item >= 0 && !l->yd.stopped; item = nd_of(l, item)->next, i++) {
         char ipath[DIAG_PATH_MAX];
-        path_fmt(ipath, "%s[%d]", path, i);
-        loader_register(l, ipath, item, item);
-        const struct ynode *in = nd_of(l, item);
-        if (in->type == YNODE_MAP)
+        if (list_item_map(l, item, path, i, ipath, "head", i + 1, "weights.heads",
+                          "a mapping with query, key and value"))
             walk_map(l, item, &head_map, &l->heads[i], ipath);
-        else if (in->type != YNODE_BAD)
-            loader_error(l, item, ipath,
-                         "head %d of 'weights.heads' must be a mapping with query, key and value, "
-                         "got %s",
-                         i + 1, loader_show(l, item, buf, sizeof(buf)));
-        else
-            loader_mark_bad(l, ipath);
     }
 }
 
@@ -1771,7 +1782,6 @@ static void h_lesson(struct loader *l, const struct field *f, int node, void *ba
 {
     struct attn_scene *s = base;
     const struct ynode *nd = nd_of(l, node);
-    char buf[LOADER_SHOW_MAX];
     if (nd->u.c.count == 0) {
         loader_error(l, node, path,
                      "'lesson' is empty: give at least one step, like - {stage: weights, "
@@ -1793,18 +1803,9 @@ static void h_lesson(struct loader *l, const struct field *f, int node, void *ba
     int i = 0;
     for (int item = nd->u.c.first; item >= 0 && !l->yd.stopped; item = nd_of(l, item)->next, i++) {
         char ipath[DIAG_PATH_MAX];
-        path_fmt(ipath, "%s[%d]", path, i);
-        loader_register(l, ipath, item, item);
-        const struct ynode *in = nd_of(l, item);
-        if (in->type == YNODE_MAP)
+        if (list_item_map(l, item, path, i, ipath, "step", i + 1, "lesson",
+                          "a mapping like {stage: weights, caption: ...}"))
             walk_map(l, item, &step_map, &lesson->steps[i], ipath);
-        else if (in->type != YNODE_BAD)
-            loader_error(l, item, ipath,
-                         "step %d of 'lesson' must be a mapping like {stage: weights, caption: "
-                         "...}, got %s",
-                         i + 1, loader_show(l, item, buf, sizeof(buf)));
-        else
-            loader_mark_bad(l, ipath);
     }
 }
 
@@ -1822,33 +1823,6 @@ static int step_node(struct loader *l, int i, const char *key, char *path)
     k = loader_find(l, step);
     snprintf(path, DIAG_PATH_MAX, "%s", step);
     return k ? k->value : -1;
-}
-
-/* The explicit parameters an edit of the shape or the seed drops, as the explorer's does
- * (explore/app.c): they only fit the shape they were written for. */
-static void sim_drop_weights(struct attn_scene *s)
-{
-    if (s->model.file)
-        return;
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
-    s->more_weights = NULL;
-    s->n_more = 0;
-    s->weights_listed = false;
-}
-
-static void sim_drop_mask(struct attn_scene *s)
-{
-    free(s->weights.dropout_mask);
-    s->weights.dropout_mask = NULL;
-    s->weights.dropout_mask_n = s->weights.dropout_mask_heads = 0;
-    for (int i = 0; i < s->n_more; i++) {
-        free(s->more_weights[i].dropout_mask);
-        s->more_weights[i].dropout_mask = NULL;
-        s->more_weights[i].dropout_mask_n = s->more_weights[i].dropout_mask_heads = 0;
-    }
 }
 
 /* Step i's edit on now, as the explorer makes it (explore/app.c's edit functions, which the
@@ -1872,7 +1846,7 @@ static int sim_edit(struct loader *l, struct attn_scene *now, int i)
         break;
     case LESSON_EDIT_HEADS:
         a->heads = e->heads;
-        sim_drop_weights(now);
+        attn_scene_drop_weights(now);
         break;
     case LESSON_EDIT_D_OUT:
     case LESSON_EDIT_LAYOUT:
@@ -1887,15 +1861,15 @@ static int sim_edit(struct loader *l, struct attn_scene *now, int i)
             a->d_out = e->d_out;
         else
             a->layout = e->layout;
-        sim_drop_weights(now);
+        attn_scene_drop_weights(now);
         break;
     case LESSON_EDIT_DROPOUT:
         a->dropout = e->dropout;
-        sim_drop_mask(now);
+        attn_scene_drop_dropout_masks(now);
         break;
     case LESSON_EDIT_SEED:
         now->seed = e->seed;
-        sim_drop_weights(now);
+        attn_scene_drop_weights(now);
         break;
     case LESSON_EDIT_TEXT:
         if (now->tokenizer == TOKENIZER_GPT2 && now->backing && now->backing->tokenize) {
@@ -1917,7 +1891,7 @@ static int sim_edit(struct loader *l, struct attn_scene *now, int i)
             loader_error(l, node, path, "the sentence needs at least one token");
             return -1;
         }
-        sim_drop_mask(now);
+        attn_scene_drop_dropout_masks(now);
         if (now->pos.kind == POS_LEARNED && !now->pos.table.data && !checkpoint &&
             now->n_tokens + now->pos.offset > now->pos.max_len)
             now->pos.max_len = now->n_tokens + now->pos.offset;
@@ -2115,7 +2089,6 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
 {
     struct attn_scene *s = base;
     const struct ynode *nd = nd_of(l, node);
-    char buf[LOADER_SHOW_MAX];
     if (nd->type == YNODE_MAP) {
         walk_map(l, node, &weights_map, s, path);
         return;
@@ -2139,19 +2112,9 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
     int i = 0;
     for (int item = nd->u.c.first; item >= 0 && !l->yd.stopped; item = nd_of(l, item)->next, i++) {
         char ipath[DIAG_PATH_MAX];
-        path_fmt(ipath, "%s[%d]", path, i);
-        loader_register(l, ipath, item, item);
-        const struct ynode *in = nd_of(l, item);
-        if (in->type != YNODE_MAP) {
-            if (in->type != YNODE_BAD)
-                loader_error(l, item, ipath,
-                             "layer %d of 'weights' must be a mapping like {query: [[...]], ...}, "
-                             "got %s",
-                             i, loader_show(l, item, buf, sizeof(buf)));
-            else
-                loader_mark_bad(l, ipath);
+        if (!list_item_map(l, item, path, i, ipath, "layer", i, "weights",
+                           "a mapping like {query: [[...]], ...}"))
             continue;
-        }
         if (i == 0) {
             walk_map(l, item, &weights_map, s, ipath);
             continue;

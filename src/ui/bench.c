@@ -54,6 +54,20 @@ static double timed_key(struct ui *ui, wint_t key, bool is_code)
     return now_ms() - t0;
 }
 
+/* An edit: keys opens and fills a prompt, untimed; then Enter, timed into *ms. An edit that did
+ * not recompute would be a fast wrong number: -1 with err saying why (what: "heads"). */
+static int timed_edit(double *ms, struct ui *ui, const char *keys, const char *what,
+                      struct diag *err)
+{
+    press(ui, keys);
+    unsigned long gen = ui->app.generation;
+    *ms = timed_key(ui, '\r', false);
+    if (ui->app.error[0] || ui->app.generation == gen)
+        return diag_set(err, "", "the %s edit did not recompute: %s", what,
+                        ui->app.error[0] ? ui->app.error : ui->app.message);
+    return 0;
+}
+
 int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int lines, int repeat,
              struct diag *err)
 {
@@ -113,29 +127,16 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     for (int i = 0; i < repeat && heads > 1; i++) {
         char keys[32];
         snprintf(keys, sizeof(keys), "H\025%d", i % 2 ? heads : other);
-        press(ui, keys);
-        unsigned long gen = ui->app.generation;
-        ms[i] = timed_key(ui, '\r', false);
-        if (ui->app.error[0] || ui->app.generation == gen) {
-            rc = diag_set(err, "", "the heads edit did not recompute: %s",
-                          ui->app.error[0] ? ui->app.error : ui->app.message);
+        if ((rc = timed_edit(&ms[i], ui, keys, "heads", err)) != 0)
             goto done;
-        }
     }
     summarize(&out->heads_edit, ms, heads > 1 ? repeat : 0);
 
     /* Sentence: one letter added to the last word and taken away again, so the token count
      * (and every buffer's shape) stays while the text changes. */
-    for (int i = 0; i < repeat; i++) {
-        press(ui, i % 2 ? "t\177" : "tx");
-        unsigned long gen = ui->app.generation;
-        ms[i] = timed_key(ui, '\r', false);
-        if (ui->app.error[0] || ui->app.generation == gen) {
-            rc = diag_set(err, "", "the sentence edit did not recompute: %s",
-                          ui->app.error[0] ? ui->app.error : ui->app.message);
+    for (int i = 0; i < repeat; i++)
+        if ((rc = timed_edit(&ms[i], ui, i % 2 ? "t\177" : "tx", "sentence", err)) != 0)
             goto done;
-        }
-    }
     summarize(&out->text_edit, ms, repeat);
 
 done:

@@ -87,6 +87,29 @@ static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols)
     return best;
 }
 
+/* Appends the score S colours the heads by to head h's label (layer L), and returns the
+ * label's attribute: attr, or the score's colour on its own scale (entropy 0 .. ln n, the others
+ * 0 .. 1) when the head is not the selected one. */
+static int score_label(char *label, size_t size, const struct theme *t, const struct app *a, int L,
+                       int h, bool sel, int attr)
+{
+    const struct head_scores *sc = app_scores(a, L, h);
+    int k = a->score_shown;
+    char num[24];
+    if (sc->defined[k])
+        cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
+    else
+        snprintf(num, sizeof(num), " -");
+    size_t used = strlen(label);
+    snprintf(label + used, size - used, "%s", num);
+    if (!sc->defined[k] || sel)
+        return attr;
+    int n = a->net.model[L].n;
+    float top = k == SCORE_ENTROPY ? (float)log((double)(n > 1 ? n : 2)) : 1.0f;
+    const char *shade;
+    return theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
+}
+
 static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
@@ -137,23 +160,8 @@ static void thumb_draw(struct panel *p, struct frame *f)
             snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
         bool sel = n > 1 && tile == selected(a);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (a->score_shown >= 0 && pl > 1) {
-            /* The chosen score beside the label, its colour on the score's scale: entropy runs
-               from 0 to ln n, the others from 0 to 1. */
-            const struct head_scores *sc = app_scores(a, L, h);
-            int k = a->score_shown;
-            char num[24];
-            if (sc->defined[k])
-                cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
-            else
-                snprintf(num, sizeof(num), " -");
-            size_t used = strlen(label);
-            snprintf(label + used, sizeof(label) - used, "%s", num);
-            const char *shade;
-            float top = k == SCORE_ENTROPY ? (float)log((double)(m->n > 1 ? m->n : 2)) : 1.0f;
-            if (sc->defined[k] && !sel)
-                lattr = theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
-        }
+        if (a->score_shown >= 0 && pl > 1)
+            lattr = score_label(label, sizeof(label), t, a, L, h, sel, lattr);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
             continue;
@@ -485,21 +493,8 @@ static void heads_draw(struct panel *p, struct frame *f)
         else
             snprintf(label, sizeof(label), "head %d", tile);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (a->score_shown >= 0 && T > 1) {
-            const struct head_scores *sc = app_scores(a, a->layer, tile);
-            int k = a->score_shown;
-            char num[24];
-            if (sc->defined[k])
-                cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
-            else
-                snprintf(num, sizeof(num), " -");
-            size_t used = strlen(label);
-            snprintf(label + used, sizeof(label) - used, "%s", num);
-            const char *shade;
-            float top = k == SCORE_ENTROPY ? (float)log((double)(m->n > 1 ? m->n : 2)) : 1.0f;
-            if (sc->defined[k] && !sel)
-                lattr = theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
-        }
+        if (a->score_shown >= 0 && T > 1)
+            lattr = score_label(label, sizeof(label), t, a, a->layer, tile, sel, lattr);
         int label_line = tile_row_line(&hl, tr);
         if (hl.tile_rows == 1)
             draw_text(r.y + 1, tx, hl.tile_w + GAP - 1, lattr, label);
