@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# install: `meson install` puts libattnscope, its headers and attnscope.pc where a front end
-# finds them: examples/print_head.c builds with only `pkg-config --cflags --libs attnscope`
-# against the installed copy (not the source tree) and runs.
+# install: `meson install` into a scratch folder gives a whole attnscope:
+# - the program, which finds its data folder (scenes, lessons, models, configs) and opens the
+#   shipped scenes by name;
+# - attnscope(1), which man reads without a warning;
+# - libattnscope, its headers and attnscope.pc: examples/print_head.c builds with only
+#   `pkg-config --cflags --libs attnscope` against the installed copy (not the source tree) and
+#   runs.
 # Usage: install.sh BUILD_DIR PRINT_HEAD_C SCENE
 set -eu
 build=$1
@@ -11,7 +15,44 @@ meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
 pc=$(find "$dest" -name attnscope.pc | head -1)
 [ -n "$pc" ] || { echo "not ok - no attnscope.pc installed"; exit 1; }
 prefix=$(sed -n 's/^prefix=//p' "$pc")
-flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$dest$prefix" \
+root=$dest$prefix
+
+# The program and its data folder. The destdir is not the prefix the binary was built for, so
+# ATTNSCOPE_DATA_DIR points at the staged copy, as the installed default would.
+bin=$root/bin/attnscope
+data=$root/share/attnscope
+for d in configs scenes scenes/lessons models/induction; do
+  [ -d "$data/$d" ] || { echo "not ok - $data/$d is not installed"; exit 1; }
+done
+[ ! -e "$data/models/induction/train.py" ] || { echo "not ok - a training script is installed"; exit 1; }
+export ATTNSCOPE_DATA_DIR=$data
+unset ATTNSCOPE_CONFIGS_DIR
+n=$(ls "$data"/scenes/*.yaml "$data"/scenes/lessons/*.yaml | wc -l)
+"$bin" check "$data"/scenes/*.yaml "$data"/scenes/lessons/*.yaml >/dev/null ||
+  { echo "not ok - the installed scenes check"; exit 1; }
+echo "ok - the $n installed scenes and lessons check"
+(cd "$dest" && "$bin" check 29-induction-head lessons/3-causal-mask >/dev/null) ||
+  { echo "not ok - scenes by name from the data folder"; exit 1; }
+echo "ok - scenes by name (29-induction-head, lessons/3-causal-mask) from the data folder"
+if ATTNSCOPE_DATA_DIR=$dest/nowhere "$bin" check 10-mha 2>"$dest/err"; then
+  echo "not ok - a missing data folder goes unnoticed"
+  exit 1
+fi
+grep -q "no such scene file (looked in ., scenes/ and $dest/nowhere/scenes)" "$dest/err" ||
+  { echo "not ok - a missing data folder: $(cat "$dest/err")"; exit 1; }
+echo "ok - a missing data folder is said"
+
+# The manual page, installed and read by man without a warning.
+page=$root/share/man/man1/attnscope.1
+[ -f "$page" ] || { echo "not ok - $page is not installed"; exit 1; }
+warnings=$(man --warnings -l "$page" 2>&1 >/dev/null)
+[ -z "$warnings" ] || { echo "not ok - man --warnings: $warnings"; exit 1; }
+MANWIDTH=80 man -l "$page" 2>/dev/null | tr -s " " | grep -q "attnscope - a terminal explorer" ||
+  { echo "not ok - man -l $page does not show its NAME"; exit 1; }
+echo "ok - attnscope(1) installed, read by man without a warning"
+
+# The library.
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$root" \
   --cflags --libs attnscope)
 echo "pkg-config: $flags"
 case $flags in *"$(dirname "$2")"* | *"/src"*) echo "not ok - the flags point into the source tree"; exit 1 ;; esac

@@ -67,6 +67,19 @@ static void csv_free(struct csv *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* Whether c is a golden of rows x cols numbers: a header row, then rows rows of a label and cols
+ * values each. Checked before any cell is compared, so a truncated golden fails instead of
+ * comparing only the cells it still has. */
+static bool csv_shape_is(const struct csv *c, int rows, int cols)
+{
+    if (c->rows != rows + 1)
+        return false;
+    for (int i = 0; i < c->rows; i++)
+        if (c->ncols[i] != cols + 1)
+            return false;
+    return true;
+}
+
 /* Returns 0, or -1 with why filled. */
 static int csv_read(struct csv *out, const char *path, char *why, size_t why_len)
 {
@@ -482,9 +495,13 @@ static void test_scene(void **state)
         snprintf(path, sizeof(path), "%.3000s/%s", dir, rel);
         if (csv_read(&c, path, why, sizeof(why)) != 0) {
             PROBLEM("%s\n", why);
+        } else if (!csv_shape_is(&c, v.rows, v.cols)) {
+            PROBLEM("%s: %s is %d rows, not the engine's %d x %d\n", sc->stem, rel, c.rows - 1,
+                    v.rows, v.cols);
+            csv_free(&c);
         } else {
-            for (int i = 0; i < v.rows && i + 1 < c.rows; i++)
-                for (int j = 0; j < v.cols && j + 1 < c.ncols[i + 1]; j++) {
+            for (int i = 0; i < v.rows; i++)
+                for (int j = 0; j < v.cols; j++) {
                     double want = strtod(c.cells[i + 1][j + 1], NULL);
                     double got = v.data[(size_t)i * v.stride + j], d = fabs(got - want);
                     if (d > sc->chain_max)
@@ -502,8 +519,13 @@ static void test_scene(void **state)
                 PROBLEM("%s\n", why);
                 continue;
             }
-            for (int i = 0; i < m->n && i + 1 < c.rows; i++)
-                for (int j = 0; j < m->d_in && j + 1 < c.ncols[i + 1]; j++)
+            if (!csv_shape_is(&c, m->n, m->d_in)) {
+                PROBLEM("%s: layer%d/inputs.csv is not %d x %d\n", sc->stem, L, m->n, m->d_in);
+                csv_free(&c);
+                continue;
+            }
+            for (int i = 0; i < m->n; i++)
+                for (int j = 0; j < m->d_in; j++)
                     m->x[(size_t)i * m->d_in + j] = strtof(c.cells[i + 1][j + 1], NULL);
             csv_free(&c);
             attn_forward(&net.run[L], m);

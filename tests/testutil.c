@@ -260,3 +260,21 @@ bool tu_same_lines(FILE *out, const char *name, const char *expected, char *cons
     free(text);
     return same;
 }
+
+bool tu_update_mode(const char *var)
+{
+    const char *v = getenv(var);
+    if (!v || !*v)
+        return false;
+    if (strcmp(v, "1") != 0)
+        fail_msg("%s=%s: set it to 1 to rewrite the golden files, or leave it unset", var, v);
+    return true;
+}
+
+void tu_update_done(const char *var, int n_rewritten, int n_total, const char *names)
+{
+    if (n_rewritten)
+        fail_msg("%s=1 rewrote %d of %d golden files:%s; review `git diff`, then run without it",
+                 var, n_rewritten, n_total, names);
+    fail_msg("%s=1: all %d golden files already match; run without it", var, n_total);
+}

@@ -55,4 +55,14 @@ const char *tu_comma_locale(void);
  * shows as such. Returns whether they are equal. */
 bool tu_same_lines(FILE *out, const char *name, const char *expected, char *const *got, int n_got);
 
+/* Whether an update mode is on: the variable var (ATTNSCOPE_UPDATE_SCREENS,
+ * ATTNSCOPE_UPDATE_EXPECT) set to "1". Unset or empty is off; any other value fails the test, so a
+ * typo cannot quietly turn a real run into an update run or the other way round. Every update
+ * run rewrites golden files and then fails (tu_update_done): it can never stand in for a pass. */
+bool tu_update_mode(const char *var);
+
+/* Ends an update run of var: fails the test, naming how many of n_total goldens were rewritten
+ * (names, a space-separated list, may be empty) and what to do next. */
+void tu_update_done(const char *var, int n_rewritten, int n_total, const char *names);
+
 #endif

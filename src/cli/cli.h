@@ -16,37 +16,83 @@
 
 enum cli_status { CLI_OK = 0, CLI_INVALID = 1, CLI_USAGE = 2 };
 
-/* One option of a command: --long, -s, with or without a value. */
+/* One option of a command, declared once: the parser, `attnscope CMD --help` and the manual
+ * page all read it. */
 struct cli_opt {
     const char *long_name; /* without the dashes */
     char short_name;       /* 0 when there is none */
-    bool has_arg;          /* takes a value: --name V, --name=V, -s V or -sV */
-    const char **value;    /* receives the value, or "" for a flag */
+    const char *arg;       /* the value's name in help ("DIR"); NULL: a flag, no value */
+    const char *help;      /* what it does; '\n' starts a continuation line */
 };
 
-/* Parses args (the words after the command name). Positional words go to pos (at most
- * max_pos); "--" ends the options. -h/--help sets *help. Prints the problem and returns
- * CLI_USAGE on an unknown option, a missing value or too many words; else CLI_OK. */
-int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts, int n_opts,
-              const char **pos, int max_pos, int *n_pos, bool *help);
+/* One command of `attnscope`, declared once: dispatch, `attnscope --help`'s list, the command's
+ * own --help and its section of attnscope(1) come from this. */
+struct cli_command {
+    const char *name;                  /* the word after attnscope; NULL: the explorer */
+    int (*run)(int argc, char **argv); /* the words after the command name */
+    const char *usage;                 /* after "attnscope NAME "; '\n' between forms */
+    const char *summary;               /* one line, lower case, no full stop */
+    const char *description;           /* sentences; '\n\n' between paragraphs */
+    const struct cli_opt *opts;
+    int n_opts;
+};
 
-/* Prints "attnscope CMD: message" and the usage hint to stderr; returns CLI_USAGE. */
+/* Parses args (the words after the command name) against cmd's options. values[i] receives
+ * opts[i]'s value, "" for a flag that is there, NULL for an option not given. Positional words
+ * go to pos (at most max_pos); "--" ends the options. -h/--help prints cmd's help to stdout.
+ * Returns CLI_CONTINUE to go on, or the status the command returns now: CLI_OK after --help,
+ * CLI_USAGE (printed) on an unknown option, a missing value or too many words. */
+#define CLI_CONTINUE (-1)
+int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char **values,
+              const char **pos, int max_pos, int *n_pos);
+
+/* Prints "attnscope CMD: message" and where to find the usage to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The help text (stdout for --help, stderr after a usage error). */
-void cli_print_help(FILE *out);
+/* `attnscope --help`: the forms and a line a command. */
+void cli_print_overview(FILE *out, const struct cli_command *const *cmds, int n);
+/* `attnscope CMD --help`: its usage, what it does, its options. */
+void cli_print_command_help(FILE *out, const struct cli_command *cmd);
+/* attnscope(1) in roff, from the command table and the explorer's key table. */
+void cli_print_man(FILE *out, const struct cli_command *const *cmds, int n);
+
+/* bench's options, shared with main.c's bench --ui. */
+enum {
+    BENCH_O_TIME,
+    BENCH_O_ITERS,
+    BENCH_O_SUITE,
+    BENCH_O_UI,
+    BENCH_O_TOKENS,
+    BENCH_O_DIM,
+    BENCH_O_HEADS,
+    BENCH_O_REPEAT,
+    BENCH_O_JSON,
+    BENCH_O_THREADS,
+    BENCH_O_COUNT
+};
+/* bench --ui lives with main.c, which links curses; main sets this before dispatching. */
+extern int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos);
+
+/* The commands of cli_lib (the ones without curses); main.c adds the explorer, keys and help. */
+extern const struct cli_command cli_check, cli_print, cli_export, cli_bench, cli_heads, cli_render,
+    cli_diff;
 
 /* A scene ready to show: loaded (or the built-in default), resolved and computed once. */
 struct cli_scene {
     const char *name; /* the path, or "default scene" */
+    char path[4096];  /* the file found for the path given */
     bool from_file;
     struct attn_scene scene;
     struct attn_net net; /* every layer, computed */
 };
 
-/* Loads path (NULL: the built-in default), resolves it and runs attn_forward. Prints every
- * problem as file:line:col with the line and a caret. Returns CLI_OK or CLI_INVALID; on
- * failure nothing is left to free. */
+/* The scene a command line names (common/datadir.h: a file, or a shipped scene's name) into out.
+ * Returns CLI_OK, or CLI_INVALID after saying where it looked. */
+int cli_find_scene(char *out, size_t size, const char *arg);
+
+/* Loads path (NULL: the built-in default; else found with cli_find_scene), resolves it and runs
+ * attn_forward. Prints every problem as file:line:col with the line and a caret. Returns CLI_OK or
+ * CLI_INVALID; on failure nothing is left to free. */
 int cli_scene_open(struct cli_scene *cs, const char *path);
 void cli_scene_close(struct cli_scene *cs);
 
@@ -63,7 +109,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
-/* bench --ui lives with main.c: it opens the explorer, so it links curses. */
-int cmd_bench_ui(int argc, char **argv);
+int cmd_bench_ui(const char *const *values, const char *const *pos, int n_pos);
 
 #endif

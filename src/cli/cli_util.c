@@ -2,101 +2,132 @@
 #include "cli/cli.h"
 #include "common/progress.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/datadir.h"
 #include "common/diag.h"
 #include "scenefile/scenefile.h"
 
-void cli_print_help(FILE *out)
+/* What every help text ends with. */
+static const char scene_note[] =
+    "SCENE is a scene file, or the name of a shipped scene: 10-mha, lessons/3-causal-mask\n"
+    "(looked up in the current folder, then its scenes/, then attnscope's data folder).\n"
+    "Without SCENE: the built-in scene, \"Your journey starts with one step\" through the\n"
+    "book's MultiHeadAttention (seed 123, 2 heads).\n";
+static const char exit_note[] = "exit status: 0 ok, 1 invalid scene or I/O error, 2 wrong usage\n";
+
+/* "attnscope NAME FORM" for each '\n'-separated form of usage, the first after lead; a form
+ * that starts with a space continues the one before it. */
+static void print_usage_lines(FILE *out, const struct cli_command *cmd, const char *lead)
 {
-    fputs("usage: attnscope [SCENE.yaml]\n"
-          "       attnscope check SCENE.yaml...\n"
-          "       attnscope print [SCENE.yaml] [--stage S] [--head H] [--layer L]\n"
-          "       attnscope diff A.yaml B.yaml [--stage S] [--head H|all] [--layer L] [--top K]\n"
-          "                      [--csv]\n"
-          "       attnscope heads [SCENE.yaml] [--sort SCORE] [--csv]\n"
-          "       attnscope export [SCENE.yaml] -o DIR [--format csv|npy]\n"
-          "       attnscope render [SCENE.yaml] [--stage S] [--head H | --all-heads | --mean]\n"
-          "                        [--layer L] [--values] [--scale matrix|row|log] -o FILE.svg\n"
-          "       attnscope bench [SCENE.yaml] [--time S | --iters N] | --suite\n"
-          "       attnscope bench --ui [SCENE.yaml] [--repeat N]\n"
-          "       attnscope bench --tokens N --dim D [--heads H] [--repeat R] [--json]\n"
-          "       attnscope keys\n"
-          "       attnscope --help | --version\n"
+    const char *u = cmd->usage;
+    int indent = (int)strlen(lead) + (int)strlen(" attnscope") +
+                 (cmd->name ? 1 + (int)strlen(cmd->name) : 0);
+    bool first = true;
+    do {
+        const char *nl = strchr(u, '\n');
+        int len = nl ? (int)(nl - u) : (int)strlen(u);
+        if (*u == ' ')
+            fprintf(out, "%*s%.*s\n", indent, "", len, u);
+        else
+            fprintf(out, "%s attnscope%s%s%s%.*s\n", first ? lead : "      ", cmd->name ? " " : "",
+                    cmd->name ? cmd->name : "", len ? " " : "", len, u);
+        first = false;
+        u = nl ? nl + 1 : NULL;
+    } while (u);
+}
+
+/* An option's help with "@STAGES@" replaced by the stage names, wrapped with '\n' so that no
+ * line passes width columns. */
+static void expand_help(char *buf, size_t size, const char *help, int width)
+{
+    const char *at = strstr(help, "@STAGES@");
+    if (!at) {
+        snprintf(buf, size, "%s", help);
+        return;
+    }
+    size_t used = (size_t)snprintf(buf, size, "%.*s", (int)(at - help), help);
+    const char *line = strrchr(buf, '\n');
+    int col = (int)(used - (line ? (size_t)(line - buf) + 1 : 0));
+    for (int s = 0; s < STAGE_COUNT && used < size; s++) {
+        const char *name = attn_stage_name((enum attn_stage)s);
+        int len = (int)strlen(name) + (s + 1 < STAGE_COUNT ? 1 : 0); /* the comma */
+        bool wrap = col + 1 + len > width;
+        used += (size_t)snprintf(buf + used, size - used, "%s%s%s", s ? (wrap ? "\n" : " ") : "",
+                                 name, s + 1 < STAGE_COUNT ? "," : "");
+        col = wrap ? len : col + 1 + len;
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "%s", at + strlen("@STAGES@"));
+}
+
+/* "-o, --output DIR" */
+static int opt_label(char *buf, size_t size, const struct cli_opt *o)
+{
+    char shorts[8] = "    ";
+    if (o->short_name)
+        snprintf(shorts, sizeof(shorts), "-%c, ", o->short_name);
+    return snprintf(buf, size, "%s--%s%s%s", shorts, o->long_name, o->arg ? " " : "",
+                    o->arg ? o->arg : "");
+}
+
+void cli_print_overview(FILE *out, const struct cli_command *const *cmds, int n)
+{
+    fputs("usage: attnscope [SCENE]              open the explorer on SCENE\n"
+          "       attnscope COMMAND [ARGS...]    run a command\n"
+          "       attnscope help [COMMAND]       a command's own help\n"
+          "       attnscope --version\n"
           "\n"
           "Explore the attention mechanism of transformers, tensor by tensor.\n"
-          "Without SCENE.yaml: the built-in scene, \"Your journey starts with one step\"\n"
-          "through the book's MultiHeadAttention (seed 123, 2 heads).\n"
           "\n"
-          "commands:\n"
-          "  (none)  open the explorer on SCENE\n",
+          "commands:\n",
           out);
-    fputs("  check   validate scene files (and keys.yaml/colors.yaml); every problem as\n"
-          "          file:line:col\n"
-          "  print   print the stages the way PyTorch prints tensors\n"
-          "            -s, --stage S   only stage S:",
+    for (int i = 0; i < n; i++)
+        if (cmds[i]->name)
+            fprintf(out, "  %-8s %s\n", cmds[i]->name, cmds[i]->summary);
+    fputs("\n", out);
+    fputs(scene_note, out);
+    fputs("'attnscope COMMAND --help' lists a command's options; 'man attnscope' has them all.\n",
           out);
-    for (int s = 0; s < STAGE_COUNT; s++)
-        fprintf(out, "%s%s",
-                s == 0       ? " "
-                : s % 6 == 0 ? ",\n                            "
-                             : ", ",
-                attn_stage_name((enum attn_stage)s));
-    fputs("\n"
-          "                            (also q, k, v, mask, softmax, out), or params:\n"
-          "                            every parameter matrix (W_query, W_out, ...)\n"
-          "            -H, --head H    only head H (0-based)\n"
-          "            -l, --layer L   only layer L (0-based) of a scene with layers\n"
-          "  diff    compare one stage of two scenes cell by cell (B minus A): the shapes,\n"
-          "          max and mean |diff|, the largest changes and a map of them\n"
-          "            -s, --stage S   the stage (default weights)\n"
-          "            -H, --head H    the head (default 0), or all\n"
-          "            -l, --layer L   the layer (default 0)\n"
-          "            -k, --top K     the K largest changes (default 10)\n"
-          "            -c, --csv       the top K as CSV: layer,head,row,col,a,b,delta\n"
-          "  heads   score every head by its attention pattern: previous token, induction,\n"
-          "          first token (sink), self, entropy\n"
-          "            -s, --sort SCORE  order by one score (entropy: lowest first)\n"
-          "            -c, --csv       as CSV\n"
-          "  export  write every stage as CSV (or .npy) and the resolved scene.yaml\n"
-          "            -o, --output DIR  the folder (created when missing)\n"
-          "            -f, --format F  csv (default: labelled tables) or npy (float32 .npy\n"
-          "                            files of the same names and shapes; tokens.csv stays)\n"
-          "  render  one view as an SVG heatmap for slides, in the explorer's colours: token\n"
-          "          labels, a legend, a title; the file is written all or nothing\n"
-          "            -s, --stage S   the stage (default weights)\n"
-          "            -H, --head H    the head (default 0)\n"
-          "            -a, --all-heads every head of the layer in a grid, one shared range\n"
-          "            --mean          the mean over the heads\n"
-          "            -l, --layer L   the layer (default 0)\n"
-          "            --values        each cell's value in it (when the cells are big enough)\n"
-          "            --scale M       colour scale: matrix (default), row (each row its own\n"
-          "                            range) or log (down to max/10^4)\n"
-          "            -o, --output FILE.svg  replaced only when it is an SVG\n"
-          "  bench   time the forward pass and the parameter draws (mean microseconds)\n"
-          "            -t, --time S    seconds to spend on each (default 0.5)\n"
-          "            -n, --iters N   a fixed number of repetitions instead\n"
-          "            --suite         the standard shapes, from the book to a GPT-2 layer\n"
-          "            --ui            key -> frame in the explorer on a virtual terminal,\n"
-          "                            against its targets (exit 1 when one is missed)\n"
-          "            -r, --repeat N  timed repeats of each key with --ui (default 41)\n"
-          "            --tokens N --dim D [--heads H]  one shape instead (N tokens, learned\n"
-          "                            D-wide embeddings, d_out D, H causal heads, default 1):\n"
-          "                            the median forward pass in ms, its GFLOP/s, OpenBLAS\n"
-          "                            sgemm's GFLOP/s on D x D x D, the peak RSS in MiB\n"
-          "                            (bench/torch_peer.py measures PyTorch the same way)\n"
-          "            --repeat R      forward passes to take the median of (default 10)\n"
-          "            --json          as one line of JSON\n"
-          "            --threads T     OpenBLAS threads, any mode (default: OPENBLAS_NUM_THREADS,\n"
-          "                            else one per core)\n"
-          "  keys    the explorer's keys as a Markdown table (press ? in the explorer)\n"
-          "\n"
-          "exit status: 0 ok, 1 invalid scene or I/O error, 2 wrong usage\n",
-          out);
+    fputs(exit_note, out);
+}
+
+void cli_print_command_help(FILE *out, const struct cli_command *cmd)
+{
+    print_usage_lines(out, cmd, "usage:");
+    fprintf(out, "\n%s\n\noptions:\n", cmd->description);
+    for (int i = 0; i <= cmd->n_opts; i++) {
+        static const struct cli_opt help = {"help", 'h', NULL, "show this help"};
+        const struct cli_opt *o = i < cmd->n_opts ? &cmd->opts[i] : &help;
+        char label[64];
+        int len = opt_label(label, sizeof(label), o);
+        /* The help text's lines, the first beside the label (or under it when too long). */
+        char text[2048];
+        expand_help(text, sizeof(text), o->help, 80 - 2 - 22 - 2);
+        const char *h = text;
+        fprintf(out, "  %s", label);
+        if (len > 22)
+            fprintf(out, "\n%*s", 2 + 22, "");
+        else
+            fprintf(out, "%*s", 22 - len, "");
+        for (;;) {
+            const char *nl = strchr(h, '\n');
+            fprintf(out, "  %.*s\n", nl ? (int)(nl - h) : (int)strlen(h), h);
+            if (!nl)
+                break;
+            h = nl + 1;
+            fprintf(out, "%*s", 2 + 22, "");
+        }
+    }
+    fputs("\n", out);
+    if (strstr(cmd->usage, "SCENE"))
+        fputs(scene_note, out);
+    fputs(exit_note, out);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -106,7 +137,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fputs("\nTry 'attnscope --help'.\n", stderr);
+    fprintf(stderr, "\nTry 'attnscope%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
     return CLI_USAGE;
 }
 
@@ -127,17 +158,19 @@ static const struct cli_opt *find_short(const struct cli_opt *opts, int n, char 
     return NULL;
 }
 
-int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts, int n_opts,
-              const char **pos, int max_pos, int *n_pos, bool *help)
+int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char **values,
+              const char **pos, int max_pos, int *n_pos)
 {
-    bool options_done = false;
+    const char *name = cmd->name;
+    bool options_done = false, help = false;
     *n_pos = 0;
-    *help = false;
+    for (int i = 0; i < cmd->n_opts; i++)
+        values[i] = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (options_done || a[0] != '-' || a[1] == '\0') {
             if (*n_pos >= max_pos)
-                return cli_usage_error(cmd, "unexpected argument '%s'", a);
+                return cli_usage_error(name, "unexpected argument '%s'", a);
             pos[(*n_pos)++] = a;
             continue;
         }
@@ -146,44 +179,46 @@ int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            *help = true;
+            help = true;
             continue;
         }
         const struct cli_opt *o;
         const char *inline_value = NULL;
         if (a[1] == '-') {
-            const char *name = a + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            o = find_long(opts, n_opts, name, len);
+            const char *long_name = a + 2;
+            const char *eq = strchr(long_name, '=');
+            size_t len = eq ? (size_t)(eq - long_name) : strlen(long_name);
+            o = find_long(cmd->opts, cmd->n_opts, long_name, len);
             if (!o)
-                return cli_usage_error(cmd, "unknown option '%.*s'", (int)(len + 2), a);
-            if (eq && !o->has_arg)
-                return cli_usage_error(cmd, "option '--%s' takes no value", o->long_name);
+                return cli_usage_error(name, "unknown option '%.*s'", (int)(len + 2), a);
+            if (eq && !o->arg)
+                return cli_usage_error(name, "option '--%s' takes no value", o->long_name);
             inline_value = eq ? eq + 1 : NULL;
         } else {
-            o = find_short(opts, n_opts, a[1]);
+            o = find_short(cmd->opts, cmd->n_opts, a[1]);
             if (!o)
-                return cli_usage_error(cmd, "unknown option '-%c'", a[1]);
+                return cli_usage_error(name, "unknown option '-%c'", a[1]);
             if (a[2] != '\0') {
-                if (!o->has_arg)
-                    return cli_usage_error(cmd, "unknown option '%s'", a);
+                if (!o->arg)
+                    return cli_usage_error(name, "unknown option '%s'", a);
                 inline_value = a + 2;
             }
         }
-        if (!o->has_arg) {
-            *o->value = "";
-            continue;
-        }
-        if (inline_value) {
-            *o->value = inline_value;
-        } else if (i + 1 < argc) {
-            *o->value = argv[++i];
-        } else {
-            return cli_usage_error(cmd, "option '--%s' needs a value", o->long_name);
-        }
+        const char **value = &values[o - cmd->opts];
+        if (!o->arg)
+            *value = "";
+        else if (inline_value)
+            *value = inline_value;
+        else if (i + 1 < argc)
+            *value = argv[++i];
+        else
+            return cli_usage_error(name, "option '--%s' needs a value", o->long_name);
     }
-    return CLI_OK;
+    if (help) {
+        cli_print_command_help(stdout, cmd);
+        return CLI_OK;
+    }
+    return CLI_CONTINUE;
 }
 
 /* Prints a diag, naming the scene when the diag has no file of its own. */
@@ -199,6 +234,17 @@ static void print_diag(struct diag *d, const char *name, const char *source, siz
     diag_print(stderr, d, source, len);
 }
 
+int cli_find_scene(char *out, size_t size, const char *arg)
+{
+    if (attn_data_find_scene(out, size, arg) == 0)
+        return CLI_OK;
+    if (strchr(out, ' ')) /* a name looked up in the scene folders */
+        fprintf(stderr, "%s: no such scene file (looked in %s)\n", arg, out);
+    else
+        fprintf(stderr, "%s: cannot open: %s\n", arg, strerror(ENOENT));
+    return CLI_INVALID;
+}
+
 int cli_scene_open(struct cli_scene *cs, const char *path)
 {
     memset(cs, 0, sizeof(*cs));
@@ -208,7 +254,10 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     diag_clear(&err);
 
     if (path) {
-        if (scenefile_load_report(&cs->scene, path, stderr) != 0)
+        if (cli_find_scene(cs->path, sizeof(cs->path), path) != CLI_OK)
+            return CLI_INVALID;
+        cs->name = cs->path;
+        if (scenefile_load_report(&cs->scene, cs->path, stderr) != 0)
             return CLI_INVALID;
     } else {
         attn_scene_init_default(&cs->scene);

@@ -310,29 +310,63 @@ static int bench_shape(const char *tokens, const char *dim, const char *heads, c
     return CLI_OK;
 }
 
+int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos);
+
+static const struct cli_opt opts[BENCH_O_COUNT] = {
+    [BENCH_O_TIME] = {"time", 't', "S", "seconds to spend on each (default 0.5)"},
+    [BENCH_O_ITERS] = {"iters", 'n', "N", "a fixed number of repetitions instead"},
+    [BENCH_O_SUITE] = {"suite", 0, NULL, "the standard shapes, from the book to a GPT-2 layer"},
+    [BENCH_O_UI] = {"ui", 0, NULL,
+                    "key -> frame in the explorer on a virtual terminal,\n"
+                    "against its targets (exit 1 when one is missed)"},
+    [BENCH_O_TOKENS] = {"tokens", 0, "N",
+                        "one shape instead: N tokens, learned D-wide embeddings,\n"
+                        "d_out D, H causal heads; the median forward pass in ms,\n"
+                        "its GFLOP/s, OpenBLAS sgemm's GFLOP/s on D x D x D and\n"
+                        "the peak RSS in MiB (bench/torch_peer.py measures\n"
+                        "PyTorch the same way)"},
+    [BENCH_O_DIM] = {"dim", 0, "D", "the width, with --tokens"},
+    [BENCH_O_HEADS] = {"heads", 0, "H", "the heads, with --tokens (default 1)"},
+    [BENCH_O_REPEAT] = {"repeat", 'r', "N",
+                        "with --tokens: forward passes to take the median of\n"
+                        "(default 10); with --ui: timed repeats of each key (41)"},
+    [BENCH_O_JSON] = {"json", 0, NULL, "with --tokens: as one line of JSON"},
+    [BENCH_O_THREADS] = {"threads", 0, "T",
+                         "OpenBLAS threads, any mode (default: OPENBLAS_NUM_THREADS,\n"
+                         "else one per core)"},
+};
+
+const struct cli_command cli_bench = {
+    "bench",
+    cmd_bench,
+    "[SCENE] [--time S | --iters N]\n"
+    "--suite\n"
+    "--ui [SCENE] [--repeat N]\n"
+    "--tokens N --dim D [--heads H] [--repeat R] [--json]",
+    "time the forward pass, the explorer's keys, or one shape",
+    "Time the forward pass and the parameter draws of SCENE (mean microseconds), the standard\n"
+    "shapes (--suite), the explorer's keys on a virtual terminal (--ui) or one shape\n"
+    "(--tokens). Figures for speed come from here, never from the tests.",
+    opts,
+    BENCH_O_COUNT,
+};
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *iters_arg = NULL, *time_arg = NULL, *suite = NULL, *tokens_arg = NULL;
-    const char *dim_arg = NULL, *heads_arg = NULL, *repeat_arg = NULL, *threads_arg = NULL;
-    const char *json = NULL;
-    const struct cli_opt opts[] = {
-        {"iters", 'n', true, &iters_arg}, {"time", 't', true, &time_arg},
-        {"suite", 0, false, &suite},      {"tokens", 0, true, &tokens_arg},
-        {"dim", 0, true, &dim_arg},       {"heads", 0, true, &heads_arg},
-        {"repeat", 0, true, &repeat_arg}, {"threads", 0, true, &threads_arg},
-        {"json", 0, false, &json},
-    };
-    const char *pos[1];
+    const char *val[BENCH_O_COUNT], *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse("bench", argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])), pos, 1,
-                       &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_bench, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    /* --ui opens the explorer, which links curses: main.c's cmd_bench_ui. */
+    if (val[BENCH_O_UI])
+        return cli_bench_ui_hook ? cli_bench_ui_hook(val, pos, n_pos)
+                                 : cli_usage_error("bench", "--ui needs the explorer");
+    const char *iters_arg = val[BENCH_O_ITERS], *time_arg = val[BENCH_O_TIME];
+    const char *suite = val[BENCH_O_SUITE], *tokens_arg = val[BENCH_O_TOKENS];
+    const char *dim_arg = val[BENCH_O_DIM], *heads_arg = val[BENCH_O_HEADS];
+    const char *repeat_arg = val[BENCH_O_REPEAT], *threads_arg = val[BENCH_O_THREADS];
+    const char *json = val[BENCH_O_JSON];
     long iters = 0;
     if (iters_arg) {
         char *end;

@@ -112,23 +112,13 @@ static int bench_ui(const char *scene_path, int repeat)
     return missed ? CLI_INVALID : CLI_OK;
 }
 
-int cmd_bench_ui(int argc, char **argv)
+int cmd_bench_ui(const char *const *val, const char *const *pos, int n_pos)
 {
-    const char *ui = NULL, *repeat_arg = NULL;
-    const struct cli_opt opts[] = {
-        {"ui", 0, false, &ui},
-        {"repeat", 'r', true, &repeat_arg},
-    };
-    const char *pos[1];
-    int n_pos;
-    bool help;
-    int rc = cli_parse("bench", argc, argv, opts, 2, pos, 1, &n_pos, &help);
-    if (rc != CLI_OK)
-        return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    for (int i = 0; i < BENCH_O_COUNT; i++)
+        if (val[i] && i != BENCH_O_UI && i != BENCH_O_REPEAT)
+            return cli_usage_error("bench", "--ui takes a scene and --repeat only, not --%s",
+                                   cli_bench.opts[i].long_name);
+    const char *repeat_arg = val[BENCH_O_REPEAT];
     int repeat = 41; /* odd: the median is one measured frame */
     if (repeat_arg && cli_parse_int(repeat_arg, 1, 100000, &repeat) != 0)
         return cli_usage_error("bench", "invalid --repeat '%s' (a number from 1 to 100000)",

@@ -58,11 +58,14 @@ static int check_config(const char *path, const char *base)
     return CLI_OK;
 }
 
-static int check_one(const char *path)
+static int check_one(const char *arg)
 {
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *base = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
     if (strcmp(base, "keys.yaml") == 0 || strcmp(base, "colors.yaml") == 0)
-        return check_config(path, base);
+        return check_config(arg, base);
+    char path[4096];
+    if (cli_find_scene(path, sizeof(path), arg) != CLI_OK)
+        return CLI_INVALID;
     struct attn_scene s;
     if (scenefile_load_report(&s, path, stderr) != 0)
         return CLI_INVALID;
@@ -70,6 +73,19 @@ static int check_one(const char *path)
     printf("%s: ok\n", path);
     return CLI_OK;
 }
+
+const struct cli_command cli_check = {
+    "check",
+    cmd_check,
+    "SCENE...",
+    "validate scene files (and keys.yaml, colors.yaml)",
+    "Validate scene files and list every problem, not only the first, as file:line:col with\n"
+    "the line and a caret under the spot, the way compilers do. A lesson is played step by\n"
+    "step. Files named keys.yaml or colors.yaml are checked as the explorer's configuration.\n"
+    "A good file prints \"FILE: ok\".",
+    NULL,
+    0,
+};
 
 int cmd_check(int argc, char **argv)
 {
@@ -79,16 +95,15 @@ int cmd_check(int argc, char **argv)
         return CLI_INVALID;
     }
     int n_files;
-    bool help;
-    int rc = cli_parse("check", argc, argv, NULL, 0, files, argc, &n_files, &help);
-    if (rc == CLI_OK && help)
-        cli_print_help(stdout);
-    else if (rc == CLI_OK && n_files == 0)
+    int rc = cli_begin(&cli_check, argc, argv, NULL, files, argc, &n_files);
+    if (rc == CLI_CONTINUE && n_files == 0)
         rc = cli_usage_error("check", "no scene file given");
-    else if (rc == CLI_OK)
+    else if (rc == CLI_CONTINUE) {
+        rc = CLI_OK;
         for (int i = 0; i < n_files; i++)
             if (check_one(files[i]) != CLI_OK)
                 rc = CLI_INVALID;
+    }
     free(files);
     return rc;
 }

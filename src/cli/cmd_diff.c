@@ -206,31 +206,41 @@ static int usage(const char *fmt, const char *arg)
     return cli_usage_error("diff", fmt, arg);
 }
 
+enum { O_STAGE, O_HEAD, O_LAYER, O_TOP, O_CSV, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_STAGE] = {"stage", 's', "S", "the stage (default weights): @STAGES@"},
+    [O_HEAD] = {"head", 'H', "H", "the head (default 0), or all"},
+    [O_LAYER] = {"layer", 'l', "L", "the layer (default 0)"},
+    [O_TOP] = {"top", 'k', "K", "the K largest changes (default 10)"},
+    [O_CSV] = {"csv", 'c', NULL, "the top K as CSV: layer,head,row,col,a,b,delta"},
+};
+
+const struct cli_command cli_diff = {
+    "diff",
+    cmd_diff,
+    "A.yaml B.yaml [--stage S] [--head H|all] [--layer L] [--top K] [--csv]",
+    "compare one stage of two scenes cell by cell",
+    "Compare one stage of two scenes cell by cell (B minus A): the shapes, the largest and\n"
+    "the mean |difference|, the K largest changes and a map of where they are.",
+    opts,
+    O_COUNT,
+};
+
 int cmd_diff(int argc, char **argv)
 {
-    const char *stage_arg = NULL, *head_arg = NULL, *layer_arg = NULL, *top_arg = NULL,
-               *csv_arg = NULL;
-    const struct cli_opt opts[] = {
-        {"stage", 's', true, &stage_arg}, {"head", 'H', true, &head_arg},
-        {"layer", 'l', true, &layer_arg}, {"top", 'k', true, &top_arg},
-        {"csv", 'c', false, &csv_arg},
-    };
-    const char *pos[2];
+    const char *val[O_COUNT], *pos[2];
     int n_pos;
-    bool help;
-    int rc = cli_parse("diff", argc, argv, opts, 5, pos, 2, &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_diff, argc, argv, val, pos, 2, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    const char *stage_arg = val[O_STAGE], *head_arg = val[O_HEAD], *layer_arg = val[O_LAYER];
+    const char *top_arg = val[O_TOP], *csv_arg = val[O_CSV];
     if (n_pos != 2)
         return cli_usage_error("diff", "needs two scene files (A.yaml B.yaml), got %d", n_pos);
     int stage = STAGE_WEIGHTS, head = 0, layer = 0, top = 10;
     bool all_heads = head_arg && strcmp(head_arg, "all") == 0;
     if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0)
-        return usage("unknown stage '%s' (see attnscope --help)", stage_arg);
+        return usage("unknown stage '%s' (see attnscope diff --help)", stage_arg);
     if (head_arg && !all_heads && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS, &head) != 0)
         return usage("invalid head '%s' (a number from 0, or all)", head_arg);
     if (layer_arg && cli_parse_int(layer_arg, 0, SCENE_MAX_LAYERS, &layer) != 0)

@@ -6,23 +6,34 @@
 #include "cli/cli.h"
 #include "export/export.h"
 
+enum { O_OUTPUT, O_FORMAT, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_OUTPUT] = {"output", 'o', "DIR", "the folder (created when missing)"},
+    [O_FORMAT] = {"format", 'f', "F",
+                  "csv (default: labelled tables) or npy (float32 .npy files\n"
+                  "of the same names and shapes; tokens.csv stays CSV)"},
+};
+
+const struct cli_command cli_export = {
+    "export",
+    cmd_export,
+    "[SCENE] -o DIR [--format csv|npy]",
+    "write every stage as CSV (or .npy) and the resolved scene.yaml",
+    "Write every stage of every head and layer as a CSV table (or a float32 .npy file), the\n"
+    "parameters, the tokens and the resolved scene.yaml into the folder DIR. The folder is\n"
+    "written all or nothing; an existing DIR is replaced only when it is an earlier export.",
+    opts,
+    O_COUNT,
+};
+
 int cmd_export(int argc, char **argv)
 {
-    const char *dir = NULL, *format = NULL;
-    const struct cli_opt opts[] = {
-        {"output", 'o', true, &dir},
-        {"format", 'f', true, &format},
-    };
-    const char *pos[1];
+    const char *val[O_COUNT], *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse("export", argc, argv, opts, 2, pos, 1, &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_export, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    const char *dir = val[O_OUTPUT], *format = val[O_FORMAT];
     if (!dir || dir[0] == '\0')
         return cli_usage_error("export", "missing -o DIR");
     enum export_format fmt = EXPORT_CSV;

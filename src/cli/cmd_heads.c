@@ -36,23 +36,32 @@ static int by_score(const void *pa, const void *pb)
     return a->layer != b->layer ? a->layer - b->layer : a->head - b->head;
 }
 
+enum { O_SORT, O_CSV, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_SORT] = {"sort", 's', "SCORE", "order by one score (entropy: lowest first)"},
+    [O_CSV] = {"csv", 'c', NULL, "as CSV: layer,head,previous,induction,first,self,entropy"},
+};
+
+const struct cli_command cli_heads = {
+    "heads",
+    cmd_heads,
+    "[SCENE] [--sort SCORE] [--csv]",
+    "score every head by its attention pattern",
+    "Score every head of every layer by its attention pattern: previous token, induction,\n"
+    "first token (an attention sink), self and entropy, as interpretability work names\n"
+    "heads. The scores average the weights' rows 1 .. n-1.",
+    opts,
+    O_COUNT,
+};
+
 int cmd_heads(int argc, char **argv)
 {
-    const char *sort_arg = NULL, *csv_arg = NULL;
-    const struct cli_opt opts[] = {
-        {"sort", 's', true, &sort_arg},
-        {"csv", 'c', false, &csv_arg},
-    };
-    const char *pos[1];
+    const char *val[O_COUNT], *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse("heads", argc, argv, opts, 2, pos, 1, &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_heads, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    const char *sort_arg = val[O_SORT], *csv_arg = val[O_CSV];
     if (sort_arg && (sort_score = attn_head_score_parse(sort_arg)) < 0)
         return cli_usage_error(
             "heads", "unknown score '%s' (previous, induction, first, self, entropy)", sort_arg);

@@ -84,31 +84,41 @@ static int parse_head(const char *text, int *head)
     return CLI_OK;
 }
 
+enum { O_STAGE, O_HEAD, O_LAYER, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_STAGE] = {"stage", 's', "S",
+                 "only stage S: @STAGES@;\n"
+                 "or params: every parameter matrix (W_query, W_out, ...)"},
+    [O_HEAD] = {"head", 'H', "H", "only head H (0-based)"},
+    [O_LAYER] = {"layer", 'l', "L", "only layer L (0-based) of a scene with layers"},
+};
+
+const struct cli_command cli_print = {
+    "print",
+    cmd_print,
+    "[SCENE] [--stage S] [--head H] [--layer L]",
+    "print the stages the way PyTorch prints tensors",
+    "Print every stage of the forward pass the way PyTorch prints tensors, so a learner can\n"
+    "set them beside the book's. With --head alone, only the per-head stages print.",
+    opts,
+    O_COUNT,
+};
+
 int cmd_print(int argc, char **argv)
 {
-    const char *stage_arg = NULL, *head_arg = NULL, *layer_arg = NULL;
-    const struct cli_opt opts[] = {
-        {"stage", 's', true, &stage_arg},
-        {"head", 'H', true, &head_arg},
-        {"layer", 'l', true, &layer_arg},
-    };
-    const char *pos[1];
+    const char *val[O_COUNT], *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse("print", argc, argv, opts, 3, pos, 1, &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_print, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    const char *stage_arg = val[O_STAGE], *head_arg = val[O_HEAD], *layer_arg = val[O_LAYER];
     int stage = -1, head = -1, layer = -1;
     bool params = stage_arg && strcmp(stage_arg, "params") == 0;
     if (stage_arg && !params && (stage = attn_stage_parse(stage_arg)) < 0) {
         fprintf(stderr, "attnscope print: unknown stage '%s'; stages:", stage_arg);
         for (int s = 0; s < STAGE_COUNT; s++)
             fprintf(stderr, "%s %s", s ? "," : "", attn_stage_name((enum attn_stage)s));
-        fputs(", params\nTry 'attnscope --help'.\n", stderr);
+        fputs(", params\nTry 'attnscope print --help'.\n", stderr);
         return CLI_USAGE;
     }
     if (head_arg && parse_head(head_arg, &head) != CLI_OK)

@@ -34,30 +34,45 @@ static void usage_stages(void)
     fprintf(stderr, "attnscope render: stages:");
     for (int s = 0; s < STAGE_COUNT; s++)
         fprintf(stderr, "%s %s", s ? "," : "", attn_stage_name((enum attn_stage)s));
-    fputs("\nTry 'attnscope --help'.\n", stderr);
+    fputs("\nTry 'attnscope render --help'.\n", stderr);
 }
+
+enum { O_STAGE, O_HEAD, O_ALL_HEADS, O_MEAN, O_LAYER, O_VALUES, O_SCALE, O_OUTPUT, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_STAGE] = {"stage", 's', "S", "the stage (default weights): @STAGES@"},
+    [O_HEAD] = {"head", 'H', "H", "the head (default 0)"},
+    [O_ALL_HEADS] = {"all-heads", 'a', NULL, "every head of the layer in a grid, one shared range"},
+    [O_MEAN] = {"mean", 0, NULL, "the mean over the heads"},
+    [O_LAYER] = {"layer", 'l', "L", "the layer (default 0)"},
+    [O_VALUES] = {"values", 0, NULL, "each cell's value in it (when the cells are big enough)"},
+    [O_SCALE] = {"scale", 0, "M",
+                 "colour scale: matrix (default), row (each row its own\n"
+                 "range) or log (down to max/10^4)"},
+    [O_OUTPUT] = {"output", 'o', "FILE.svg", "the picture; replaced only when it is an SVG"},
+};
+
+const struct cli_command cli_render = {
+    "render",
+    cmd_render,
+    "[SCENE] [--stage S] [--head H | --all-heads | --mean] [--layer L]\n"
+    " [--values] [--scale matrix|row|log] -o FILE.svg",
+    "one view as an SVG heatmap for slides",
+    "Draw one view as an SVG heatmap for slides, in the explorer's colours: token labels, a\n"
+    "legend and a title. The file is written all or nothing.",
+    opts,
+    O_COUNT,
+};
 
 int cmd_render(int argc, char **argv)
 {
-    const char *stage_arg = NULL, *head_arg = NULL, *layer_arg = NULL, *scale_arg = NULL;
-    const char *all_arg = NULL, *mean_arg = NULL, *values_arg = NULL, *out = NULL;
-    const struct cli_opt opts[] = {
-        {"stage", 's', true, &stage_arg},    {"head", 'H', true, &head_arg},
-        {"all-heads", 'a', false, &all_arg}, {"mean", 0, false, &mean_arg},
-        {"layer", 'l', true, &layer_arg},    {"values", 0, false, &values_arg},
-        {"scale", 0, true, &scale_arg},      {"output", 'o', true, &out},
-    };
-    const char *pos[1];
+    const char *val[O_COUNT], *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse("render", argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])), pos, 1,
-                       &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_render, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
+    const char *stage_arg = val[O_STAGE], *head_arg = val[O_HEAD], *layer_arg = val[O_LAYER];
+    const char *scale_arg = val[O_SCALE], *all_arg = val[O_ALL_HEADS], *mean_arg = val[O_MEAN];
+    const char *values_arg = val[O_VALUES], *out = val[O_OUTPUT];
     if (!out || !out[0])
         return cli_usage_error("render", "missing -o FILE.svg");
     struct stat st;

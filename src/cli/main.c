@@ -1,10 +1,11 @@
 /* attnscope: the command-line entry point.
  *
- *   attnscope [SCENE.yaml]          the explorer (src/ui)
- *   attnscope check|print|diff|export|render|heads|bench|keys ...
+ *   attnscope [SCENE]               the explorer (src/ui)
+ *   attnscope check|print|diff|heads|export|render|bench|keys|help ...
  *
- * main() only dispatches: each command lives in its own cmd_*.c and returns the exit status
- * (0 ok, 1 invalid scene or I/O error, 2 wrong usage).
+ * main() only dispatches, through the command table below: each command lives in its own
+ * cmd_*.c with its descriptor (usage, summary, options) and returns the exit status (0 ok, 1
+ * invalid scene or I/O error, 2 wrong usage).
  */
 #include <errno.h>
 #ifdef __GLIBC__
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/datadir.h"
 #include "common/fatal.h"
 #include "explore/actions.h"
 #include "ui/ui.h"
@@ -24,35 +26,100 @@
 #define ATTNSCOPE_VERSION "unknown"
 #endif
 
-/* The explorer's default keys as a Markdown table: the README's key table is this output. */
+static int cmd_keys(int argc, char **argv);
+static int cmd_explore(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const struct cli_command cli_keys = {
+    "keys",
+    cmd_keys,
+    "",
+    "the explorer's keys as a Markdown table",
+    "Print the explorer's default keys as a Markdown table, grouped as the help overlay (?)\n"
+    "groups them. Keys are rebound in keys.yaml (see attnscope(1), FILES).",
+    NULL,
+    0,
+};
+
+static const struct cli_command cli_explore = {
+    NULL,
+    cmd_explore,
+    "[SCENE]",
+    "open the explorer on SCENE",
+    "Open the explorer: the attention of SCENE, head by head and stage by stage, as a\n"
+    "heatmap with an inspector that shows each number's arithmetic. Press ? for the keys.",
+    NULL,
+    0,
+};
+
+enum { HELP_O_MAN, HELP_O_COUNT };
+static const struct cli_opt help_opts[HELP_O_COUNT] = {
+    [HELP_O_MAN] = {"man", 0, "PAGE",
+                    "the manual page PAGE in roff instead: attnscope (section 1);\n"
+                    "the build installs it"},
+};
+
+static const struct cli_command cli_help = {
+    "help",
+    cmd_help,
+    "[COMMAND]\n--man attnscope",
+    "the list of commands, or one command's help",
+    "Without COMMAND: the list of commands. With one: its usage, what it does and its\n"
+    "options, the same as 'attnscope COMMAND --help'.",
+    help_opts,
+    HELP_O_COUNT,
+};
+
+/* Every command, the explorer first: dispatch, `attnscope --help` and attnscope(1). */
+static const struct cli_command *const commands[] = {
+    &cli_explore, &cli_check,  &cli_print, &cli_diff, &cli_heads,
+    &cli_export,  &cli_render, &cli_bench, &cli_keys, &cli_help,
+};
+#define N_COMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (commands[i]->name && strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
 static int cmd_keys(int argc, char **argv)
 {
-    const char *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse("keys", argc, argv, NULL, 0, pos, 0, &n_pos, &help);
-    if (rc != CLI_OK)
+    int rc = cli_begin(&cli_keys, argc, argv, NULL, NULL, 0, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
     actions_print_markdown(stdout);
     return CLI_OK;
 }
 
-/* bench --ui opens the explorer (curses, linked here); every other bench is cli's. */
-static int cmd_bench_any(int argc, char **argv)
+static int cmd_help(int argc, char **argv)
 {
-    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--ui") == 0)
-            return cmd_bench_ui(argc, argv);
-    return cmd_bench(argc, argv);
+    const char *val[HELP_O_COUNT], *pos[1];
+    int n_pos;
+    int rc = cli_begin(&cli_help, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (val[HELP_O_MAN]) {
+        if (n_pos)
+            return cli_usage_error("help", "--man takes no command");
+        if (strcmp(val[HELP_O_MAN], "attnscope") != 0)
+            return cli_usage_error("help", "no manual page '%s' (attnscope)", val[HELP_O_MAN]);
+        cli_print_man(stdout, commands, N_COMMANDS);
+        return CLI_OK;
+    }
+    if (n_pos == 0) {
+        cli_print_overview(stdout, commands, N_COMMANDS);
+        return CLI_OK;
+    }
+    const struct cli_command *cmd = find_command(pos[0]);
+    if (!cmd)
+        return cli_usage_error("help", "unknown command '%s'", pos[0]);
+    cli_print_command_help(stdout, cmd);
+    return CLI_OK;
 }
-
-static const struct {
-    const char *name;
-    int (*run)(int argc, char **argv); /* the words after the command name */
-} commands[] = {
-    {"check", cmd_check}, {"print", cmd_print}, {"export", cmd_export}, {"bench", cmd_bench_any},
-    {"keys", cmd_keys},   {"heads", cmd_heads}, {"render", cmd_render}, {"diff", cmd_diff},
-};
 
 /* A word that is neither a command nor plausibly a scene file is a mistyped command. */
 static bool looks_like_scene(const char *word)
@@ -69,17 +136,24 @@ static int cmd_explore(int argc, char **argv)
 {
     const char *pos[1];
     int n_pos;
-    bool help;
-    int rc = cli_parse(NULL, argc, argv, NULL, 0, pos, 1, &n_pos, &help);
-    if (rc != CLI_OK)
+    /* `attnscope --help` is the overview, not the explorer's own help. */
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cli_print_overview(stdout, commands, N_COMMANDS);
+            return CLI_OK;
+        }
+    int rc = cli_begin(&cli_explore, argc, argv, NULL, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
         return rc;
-    if (help) {
-        cli_print_help(stdout);
-        return CLI_OK;
-    }
-    if (n_pos == 1 && !looks_like_scene(pos[0]))
-        return cli_usage_error(NULL, "unknown command '%s'", pos[0]);
-    return ui_main(n_pos ? pos[0] : NULL);
+    if (n_pos == 0)
+        return ui_main(NULL);
+    char path[4096];
+    if (attn_data_find_scene(path, sizeof(path), pos[0]) == 0)
+        return ui_main(path);
+    if (!looks_like_scene(pos[0]))
+        return cli_usage_error(NULL, "'%s' is neither a command nor a scene (looked in %s)", pos[0],
+                               path);
+    return cli_find_scene(path, sizeof(path), pos[0]); /* says why */
 }
 
 static int dispatch(int argc, char **argv)
@@ -89,9 +163,9 @@ static int dispatch(int argc, char **argv)
             printf("attnscope %s\n", ATTNSCOPE_VERSION);
             return CLI_OK;
         }
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-            if (strcmp(argv[1], commands[i].name) == 0)
-                return commands[i].run(argc - 2, argv + 2);
+        const struct cli_command *cmd = find_command(argv[1]);
+        if (cmd)
+            return cmd->run(argc - 2, argv + 2);
     }
     return cmd_explore(argc - 1, argv + 1);
 }
@@ -112,6 +186,7 @@ static void keep_freed_matrices(void)
 int main(int argc, char **argv)
 {
     fatal_install_crash_handlers();
+    cli_bench_ui_hook = cmd_bench_ui;
     keep_freed_matrices();
     int rc = dispatch(argc, argv);
     /* Output that never arrived is a failure, whichever command wrote it (a full disk, a

@@ -4,12 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/datadir.h"
 #include "palette/palette.h"
-
-#ifndef ATTNSCOPE_DATA_CONFIGS_DIR
-#define ATTNSCOPE_DATA_CONFIGS_DIR "/usr/local/share/attnscope/configs"
-#endif
 
 const char *const role_names[ROLE_COUNT] = {
 #define X(id, name) name,
@@ -43,13 +41,17 @@ const struct color_spec role_defaults[ROLE_COUNT] = {
     [ROLE_DIM] = {COLOR_DEFAULT, COLOR_DEFAULT, COLOR_ATTR_DIM, true},
 };
 
-/* The installed binary reads the installed configs; the tests and scripts/run point
- * ATTNSCOPE_CONFIGS_DIR at the source tree's. Without either the built-in defaults, equal to
- * configs/ (test_config checks), are in force. */
+/* The installed binary reads the data folder's configs/; the tests point ATTNSCOPE_CONFIGS_DIR
+ * at the source tree's. A missing shipped file is reported (ui.c), and the built-in defaults,
+ * equal to configs/ (test_config checks), are then in force. */
 const char *roles_configs_dir(void)
 {
+    static char dir[4096];
     const char *env = getenv("ATTNSCOPE_CONFIGS_DIR");
-    return env && env[0] ? env : ATTNSCOPE_DATA_CONFIGS_DIR;
+    if (env && env[0])
+        return env;
+    snprintf(dir, sizeof(dir), "%s/configs", attn_data_dir());
+    return dir;
 }
 
 void roles_load(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
@@ -78,11 +80,21 @@ void roles_load(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
     }
 }
 
+void roles_require_shipped(const char *path, struct diag_list *errs)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        diag_list_add(errs, path, 0, 0, "",
+                      "missing: attnscope's data folder is not there (set ATTNSCOPE_DATA_DIR to "
+                      "the folder with configs/ and scenes/, or reinstall)");
+}
+
 void roles_load_default(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,
                         struct diag_list *errs)
 {
     char shipped[1024];
     snprintf(shipped, sizeof(shipped), "%s/colors.yaml", roles_configs_dir());
+    roles_require_shipped(shipped, errs);
     char *user = config_user_path("colors.yaml");
     roles_load(roles, scale, diverging, shipped, user, errs);
     free(user);

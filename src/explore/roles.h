@@ -41,9 +41,12 @@ extern const int n_scale_names;
 extern const char *const diverging_names[];
 extern const int n_diverging_names;
 
-/* The folder of the shipped keys.yaml and colors.yaml: $ATTNSCOPE_CONFIGS_DIR (the tests and
- * scripts/run point it at the source tree's), else the installed one. */
+/* The folder of the shipped keys.yaml and colors.yaml: $ATTNSCOPE_CONFIGS_DIR (the tests point
+ * it at the source tree's), else the data folder's configs/ (common/datadir.h). */
 const char *roles_configs_dir(void);
+/* Adds a problem to errs when the shipped file path is not there: the built-in defaults then
+ * serve, but an install that lost its data folder is said, not hidden. */
+void roles_require_shipped(const char *path, struct diag_list *errs);
 /* What the colour files say, the user's over the shipped one (either path may be NULL): every
  * role's look (starting from role_defaults) and the sequential and diverging scales (indices
  * into scale_names and diverging_names, 0 unless chosen). A file with a problem adds it to

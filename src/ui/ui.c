@@ -102,6 +102,7 @@ static void load_configs(struct ui *ui)
     char *user_colors = config_user_path("colors.yaml");
     struct diag_list errs;
     diag_list_init(&errs);
+    roles_require_shipped(keys_path, &errs);
     keymap_load(&ui->keymap, keys_path, user_keys, &errs);
     theme_init(&ui->theme, colors_path, user_colors, &errs);
     /* Pictures (R) draw with the scales the screen does. */
@@ -110,9 +111,14 @@ static void load_configs(struct ui *ui)
     if (errs.n > 0) {
         const struct diag *d = &errs.items[0];
         const char *base = strrchr(d->file, '/');
+        char where[400];
+        if (d->line > 0) /* a problem inside a file: its name is enough */
+            snprintf(where, sizeof(where), "%.300s:%d:%d", base ? base + 1 : d->file, d->line,
+                     d->col);
+        else /* a file that is not there: say where it was looked for */
+            snprintf(where, sizeof(where), "%.380s", d->file);
         snprintf(ui->config_error, sizeof(ui->config_error),
-                 " \u2717 %.300s:%d:%d: %.400s \u2014 defaults in use%s (? lists all) ",
-                 base ? base + 1 : d->file, d->line, d->col, d->msg,
+                 " \u2717 %s: %.400s \u2014 defaults in use%s (? lists all) ", where, d->msg,
                  errs.n > 1 ? ", more problems" : "");
     }
     ui->config_problems = errs;
@@ -369,10 +375,9 @@ void ui_draw(struct ui *ui)
     }
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
-    static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
-                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_TOKENS,
-                                          PANEL_CAPTION,
-                                          PANEL_HELP,   PANEL_STATUS};
+    static const enum panel_id order[] = {PANEL_HEADER,  PANEL_STAGEBAR,  PANEL_HEATMAP,
+                                          PANEL_GRID,    PANEL_INSPECTOR, PANEL_TOKENS,
+                                          PANEL_CAPTION, PANEL_HELP,      PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = ui->panels[order[i]];
         bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
