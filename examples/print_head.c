@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <attnscope.h>
+#include <attnscope/attnscope.h>
 
 int main(int argc, char **argv)
 {

@@ -1,6 +1,6 @@
 /* attnscope.h: the library for other front ends: the attention engine and scene files.
  *
- *   #include <attnscope.h>          cc prog.c $(pkg-config --cflags --libs attnscope)
+ *   #include <attnscope/attnscope.h>   cc prog.c $(pkg-config --cflags --libs attnscope)
  *
  * Load a scene (scenefile_load_report), compute every stage of every head (attn_compute), read
  * any of them (attn_view). Every number is PyTorch's, as in the attnscope explorer; see
