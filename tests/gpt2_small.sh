@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# gpt2_small: GPT-2 small from Hugging Face, when the files are here. ATTNSCOPE_GPT2_DIR names a
-# folder with model.safetensors, config.json, vocab.json and merges.txt (the `gpt2`
-# repository's); without it the test is skipped (exit 77: meson reports SKIP). The checkpoint
-# must load, its 12 layers x 12 heads compute at 128 tokens, the tokenizer give GPT-2's ids,
-# and the scene export and reload.
-# Usage: gpt2_small.sh ATTNSCOPE_BINARY
+# gpt2_small: GPT-2 small's scene, name mapping and tokenizer at full size: 12 layers x 12 heads
+# of width 768 at 130 tokens load, compute and score; GPT-2's tokenizer gives GPT-2's ids; the
+# scene exports and reloads to the same numbers.
+#   gpt2_small.sh BIN                 the real GPT-2 small in $ATTNSCOPE_GPT2_DIR (model.safetensors,
+#                                     config.json, vocab.json, merges.txt of the `gpt2`
+#                                     repository); skipped (77) without it: tests/skips.allow
+#   gpt2_small.sh BIN MAKER GOLDEN    a checkpoint of GPT-2 small's exact shape with seeded
+#                                     weights, written by MAKER (tests/make_gpt2_shape.c) with
+#                                     GPT-2's real tokenizer, checked also against the PyTorch
+#                                     rows in GOLDEN (tests/golden/gen_gpt2_small_shape.py)
 set -u
 BIN=$(realpath "$1")
-DIR=${ATTNSCOPE_GPT2_DIR:-}
-if [ -z "$DIR" ] || [ ! -f "$DIR/model.safetensors" ]; then
-  echo "skipped: set ATTNSCOPE_GPT2_DIR to a folder with GPT-2's model.safetensors, config.json, vocab.json, merges.txt"
-  exit 77
-fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+if [ $# -ge 3 ]; then
+  DIR=$WORK/ckpt
+  mkdir -p "$DIR"
+  "$2" "$DIR" || { echo "not ok - $2 could not write the checkpoint"; exit 1; }
+  cp "$SRC/tests/fixtures/gpt2-tokenizer/vocab.json" "$SRC/tests/fixtures/gpt2-tokenizer/merges.txt" "$DIR/"
+  GOLDEN=$3
+else
+  DIR=${ATTNSCOPE_GPT2_DIR:-}
+  GOLDEN=
+  if [ -z "$DIR" ] || [ ! -f "$DIR/model.safetensors" ]; then
+    echo "skipped: set ATTNSCOPE_GPT2_DIR to a folder with GPT-2's model.safetensors, config.json, vocab.json, merges.txt"
+    exit 77
+  fi
+fi
 fail=0
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; fail=1; }
@@ -36,15 +50,25 @@ else
 fi
 heads=$("$BIN" heads "$WORK/scene.yaml" --csv)
 if [ "$(grep -c '^[0-9]' <<<"$heads")" -eq 144 ]; then ok "144 heads scored"; else not_ok "144 heads scored"; fi
-"$BIN" export "$WORK/scene.yaml" -o "$WORK/out" >/dev/null || not_ok "export"
+"$BIN" export "$WORK/scene.yaml" -o "$WORK/out" --format npy >/dev/null || not_ok "export"
 if grep -q $'^0,15496,Hello\r$' "$WORK/out/tokens.csv" && grep -q $'^1,995, world\r$' "$WORK/out/tokens.csv"; then
   ok "GPT-2's ids for Hello world"
 else
   not_ok "GPT-2's ids for Hello world: $(head -3 "$WORK/out/tokens.csv")"
 fi
-if [ -f "$WORK/out/layer11/head11/weights.csv" ] && "$BIN" print "$WORK/out/scene.yaml" --layer 11 --stage final_norm | cmp -s - <(echo "$out"); then
+if [ -f "$WORK/out/layer11/head11/weights.npy" ] && "$BIN" print "$WORK/out/scene.yaml" --layer 11 --stage final_norm | cmp -s - <(echo "$out"); then
   ok "export reloads to the same numbers"
 else
   not_ok "export reloads to the same numbers"
+fi
+if [ -n "$GOLDEN" ]; then
+  # NumPy reads the export: the python3 on PATH, or Debian's (scripts/bootstrap installs it).
+  py=python3
+  python3 -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
+  if "$py" "$SRC/tests/gpt2_small_golden.py" "$WORK/out" "$GOLDEN"; then
+    ok "PyTorch's numbers (ids, layer 5, ln_f, weights of three heads)"
+  else
+    not_ok "PyTorch's numbers"
+  fi
 fi
 exit $fail
