@@ -23,6 +23,7 @@
 #include "explore/tokenview.h"
 #include "explore/zoom.h"
 #include "scenefile/scenefile.h"
+#include "testutil.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)
@@ -171,15 +172,146 @@ static void test_projection_cycle_returns_to_start(void **state)
     struct app a;
     open_default(&a);
     float out = at(&a, STAGE_OUTPUT, 0, 0, 0);
-    app_cycle_projection(&a); /* none: d_out becomes d_in 3, which 2 heads cannot split */
+    /* none: d_out becomes d_in 3, which 2 heads cannot split; the nearest valid pair is 1 head
+       (3 heads is as near: the fewer wins), and the message line says why */
+    assert_int_equal(app_cycle_projection(&a), 0);
     assert_int_equal(attn_scene_eff_projection(&a.scene), PROJ_NONE);
-    assert_non_null(strstr(a.error, "not divisible"));
-    app_cycle_projection(&a); /* rand: d_out 2 comes back */
+    assert_string_equal(a.error, "");
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 3);
+    assert_int_equal(a.scene.attn.heads, 1);
+    assert_false(a.message_is_error);
+    assert_non_null(strstr(a.message, "heads 2 \u2192 1 to stay valid: d_out 3 is not divisible "
+                                      "by heads 2"));
+    app_cycle_projection(&a); /* rand: d_out 2 and 2 heads come back */
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
+    assert_int_equal(a.scene.attn.heads, 2);
     app_cycle_projection(&a); /* linear: the book's scene again */
     assert_string_equal(a.error, "");
     assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), out, 0);
+    /* undo walks back through every step, each a valid scene */
+    for (int i = 0; i < 3; i++) {
+        app_undo(&a);
+        assert_string_equal(a.error, "");
+    }
+    assert_int_equal(a.scene.attn.heads, 2);
+    assert_false(app_unsaved(&a));
     app_free(&a);
+}
+
+/* Every option edit and knob step of every shipped scene (and lesson) lands on a valid scene, or
+ * is refused with its reason and changes nothing: never an invalid state nobody asked for (P to
+ * none once left d_out 3 over 2 heads; + on d_out under RoPE an odd head_dim; L in a block a
+ * wrapper wider than the residual). */
+static int edit_p(struct app *a)
+{
+    return app_cycle_projection(a);
+}
+static int edit_l(struct app *a)
+{
+    return app_cycle_layout(a);
+}
+static int edit_t(struct app *a)
+{
+    return app_cycle_tokenizer(a);
+}
+static int edit_c(struct app *a)
+{
+    return app_toggle_causal(a);
+}
+static int edit_m(struct app *a)
+{
+    return app_cycle_mask_mode(a);
+}
+static int edit_x(struct app *a)
+{
+    return app_toggle_scale(a);
+}
+static int edit_n(struct app *a)
+{
+    return app_cycle_normalize(a);
+}
+static int d_out_up(struct app *a)
+{
+    return app_step_knob(a, KNOB_D_OUT, 1);
+}
+static int d_out_down(struct app *a)
+{
+    return app_step_knob(a, KNOB_D_OUT, -1);
+}
+static int heads_up(struct app *a)
+{
+    return app_step_knob(a, KNOB_HEADS, 1);
+}
+static int heads_down(struct app *a)
+{
+    return app_step_knob(a, KNOB_HEADS, -1);
+}
+static int dim_up(struct app *a)
+{
+    return app_step_knob(a, KNOB_DIM, 1);
+}
+static int dim_down(struct app *a)
+{
+    return app_step_knob(a, KNOB_DIM, -1);
+}
+
+static void sweep_edits(const char *path, int *edits, int *refused)
+{
+    static const struct {
+        const char *name;
+        int (*edit)(struct app *);
+    } all[] = {{"P", edit_p},      {"L", edit_l},    {"T", edit_t},      {"c", edit_c},
+               {"M", edit_m},      {"x", edit_x},    {"N", edit_n},      {"d+", d_out_up},
+               {"d-", d_out_down}, {"H+", heads_up}, {"H-", heads_down}, {"dim+", dim_up},
+               {"dim-", dim_down}};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+        for (int times = 1; times <= 3; times++) { /* P three times round, L back, ... */
+            struct attn_scene s;
+            if (scenefile_load_report(&s, path, stderr) != 0)
+                fail_msg("%s does not load", path);
+            struct app a;
+            struct diag err;
+            assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+            lesson_open(&a);
+            for (int i = 0; i < times; i++) {
+                int undo = a.n_undo;
+                a.message_is_error = false;
+                all[k].edit(&a);
+                if (a.error[0])
+                    fail_msg("%s, %s x%d: an invalid scene: %s", path, all[k].name, i + 1, a.error);
+                if (a.message_is_error) {
+                    (*refused)++;
+                    assert_int_equal(a.n_undo, undo); /* refused: no edit at all */
+                    assert_true(strlen(a.message) > 20);
+                } else {
+                    (*edits)++;
+                }
+            }
+            app_free(&a);
+        }
+}
+
+static void test_option_edits_stay_valid(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char dir[4200];
+    int edits = 0, refused = 0, files = 0;
+    for (int lessons = 0; lessons < 2; lessons++) {
+        snprintf(dir, sizeof(dir), "%s%s", scenes ? scenes : "scenes", lessons ? "/lessons" : "");
+        int n;
+        char **names = tu_list_names(dir, ".yaml", &n);
+        for (int i = 0; i < n; i++) {
+            char path[4400];
+            snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+            sweep_edits(path, &edits, &refused);
+            files++;
+        }
+        tu_free_names(names, n);
+    }
+    assert_true(files >= 35);
+    assert_true(edits > 500 && refused > 50); /* both kinds are exercised */
 }
 
 /* The book's scene with RoPE (4 outputs in 2 heads: head_dim 2) or learned positions. */
@@ -1220,6 +1352,7 @@ int main(void)
         cmocka_unit_test(test_knobs_step_to_valid_values),
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
         cmocka_unit_test(test_projection_cycle_returns_to_start),
+        cmocka_unit_test(test_option_edits_stay_valid),
         cmocka_unit_test(test_shift_positions),
         cmocka_unit_test(test_kv_sharing_and_cache),
         cmocka_unit_test(test_navigation),

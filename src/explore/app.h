@@ -52,6 +52,7 @@ struct app {
     int saved_depth;            /* n_undo when the scene was opened or last saved; -1 when
                                    that state fell off the undo history */
     int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
+    int heads_before_none;      /* and the head count, which none may have moved */
 
     int layer; /* the layer on screen */
     enum attn_stage stage;

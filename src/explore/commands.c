@@ -598,7 +598,12 @@ static int run_action(struct app *a, enum action act, struct ask *ask)
            all-heads view (and the model view) show it */
         a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
         a->all_heads = true;
-        if (a->score_shown >= 0)
+        if (a->score_shown >= 0 && !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1)
+            note(a,
+                 "heads coloured by their %s score on a stage of each head's (this one they "
+                 "share; S: next score)",
+                 attn_head_score_name((enum head_score)a->score_shown));
+        else if (a->score_shown >= 0)
             note(a, "heads coloured by their %s score (S: next score)",
                  attn_head_score_name((enum head_score)a->score_shown));
         else

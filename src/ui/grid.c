@@ -160,7 +160,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
             snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
         bool sel = n > 1 && tile == selected(a);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (a->score_shown >= 0 && pl > 1)
+        if (a->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
             lattr = score_label(label, sizeof(label), t, a, L, h, sel, lattr);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
@@ -493,7 +493,7 @@ static void heads_draw(struct panel *p, struct frame *f)
         else
             snprintf(label, sizeof(label), "head %d", tile);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (a->score_shown >= 0 && T > 1)
+        if (a->score_shown >= 0 && !shared)
             lattr = score_label(label, sizeof(label), t, a, a->layer, tile, sel, lattr);
         int label_line = tile_row_line(&hl, tr);
         if (hl.tile_rows == 1)
