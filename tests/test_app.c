@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "common/csvmat.h"
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
@@ -163,6 +164,112 @@ static void test_sentence_edit_keeps_known_embeddings(void **state)
     /* An empty sentence is refused and changes nothing. */
     assert_int_equal(app_edit_text(&a, "   "), -1);
     assert_int_equal(app_model(&a)->n, 1);
+    app_free(&a);
+}
+
+/* Two sentence edits in a row: the second still gives the book's rows to the book's words (it
+ * once took them from the first edit's sentence, which had none: "Your" became 0.3546...). */
+static void test_book_rows_survive_edits(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_edit_text(&a, "The cat sat on the mat"), 0);
+    assert_int_equal(app_edit_text(&a, "Your cat journey cat"), 0);
+    static const float your[3] = {0.43f, 0.15f, 0.89f}, journey[3] = {0.55f, 0.87f, 0.66f};
+    float cat[3];
+    attn_scene_token_row(cat, "cat", 3);
+    for (int d = 0; d < 3; d++) {
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 0, d), your[d], 0);
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 2, d), journey[d], 0);
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 1, d), cat[d], 0);
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 3, d), cat[d], 0);
+    }
+    /* only the word the book has no row for is made up, and the message says so */
+    assert_string_equal(strstr(a.message, "made-up rows"), "made-up rows for new words: cat");
+    /* the whole book is back after a third edit, and after undo and redo */
+    assert_int_equal(app_edit_text(&a, "Your journey starts with one step"), 0);
+    assert_null(strstr(a.message, "made-up"));
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
+    app_undo(&a);
+    app_redo(&a);
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
+    app_free(&a);
+}
+
+/* The matrix at golden/scenes/<stem>/<file> (PyTorch's) against the shown one, within tol. */
+static void assert_golden(const struct app *a, const char *stem, const char *file,
+                          struct attn_mat_view v, double tol)
+{
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/scenes/%s/%s", golden ? golden : "tests/golden", stem, file);
+    struct npy_array m;
+    struct diag err;
+    if (csvmat_read(&m, path, 1 << 20, &err) != 0)
+        fail_msg("%s: %s", path, err.msg);
+    assert_int_equal((int)m.shape[0], v.rows);
+    assert_int_equal((int)m.shape[1], v.cols);
+    for (int i = 0; i < v.rows; i++)
+        for (int j = 0; j < v.cols; j++)
+            if (fabs(v.data[(size_t)i * v.stride + j] - m.data[(size_t)i * v.cols + j]) > tol)
+                fail_msg("%s (%d,%d): %.9g, PyTorch %.9g", path, i, j,
+                         v.data[(size_t)i * v.stride + j], m.data[(size_t)i * v.cols + j]);
+    npy_free(&m);
+    (void)a;
+}
+
+/* The seed knob in a scene whose parts re-seed with the scene's seed (12-shoes: embeddings,
+ * positions and attention each torch.manual_seed(123)) changes the notebook's seed everywhere:
+ * + gives exactly PyTorch's numbers with 124 in every place (tests/fixtures/random/
+ * seed124-shoes.yaml). It once changed only `seed:`, which no draw there uses: no number moved.
+ * A part seed of another value stays (07's dropout seed 123 under seed 789), and a seed no draw
+ * uses says so. */
+static void test_seed_knob_moves_the_notebooks_seed(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/12-shoes-single-head.yaml", scenes ? scenes : "scenes");
+    struct attn_scene s;
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    float before = at(&a, STAGE_WEIGHTS, 0, 0, 0);
+    assert_int_equal(app_step_knob(&a, KNOB_SEED, 1), 0);
+    assert_true(a.scene.seed == 124 && a.scene.embed.seed.value == 124 &&
+                a.scene.pos.seed.value == 124 && a.scene.attn.seed.value == 124);
+    assert_true(at(&a, STAGE_WEIGHTS, 0, 0, 0) != before);
+    assert_golden(&a, "seed124-shoes", "inputs.csv", app_view(&a, STAGE_INPUTS, 0), 0);
+    assert_golden(&a, "seed124-shoes", "head0/weights.csv", app_view(&a, STAGE_WEIGHTS, 0), 1e-5);
+    assert_golden(&a, "seed124-shoes", "output.csv", app_view(&a, STAGE_OUTPUT, 0), 1e-5);
+    assert_non_null(strstr(a.message, "seed 123 \u2192 124; the embeddings', positions' and "
+                                      "attention's seeds too"));
+    app_free(&a);
+
+    snprintf(path, sizeof(path), "%s/07-dropout.yaml", scenes ? scenes : "scenes");
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(app_edit_seed(&a, 7), 0);
+    assert_true(a.scene.attn.dropout_seed.value == 123); /* its own number: it stays */
+    assert_non_null(strstr(a.message, "the dropout's own seed stays"));
+    app_free(&a);
+
+    /* every part with a seed of its own: the scene's seed draws nothing, and the edit says so */
+    static const char *own = "version: 1\ntext: the cat sat\nseed: 5\n"
+                             "embeddings: {dim: 4, seed: 7}\nattention: {seed: 9}\n";
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "own.yaml", own, strlen(own), &errs), 0);
+    enum attn_seed_part first;
+    assert_false(attn_scene_seed_used(&s, &first));
+    assert_int_equal(first, SEED_PART_EMBEDDINGS);
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    before = at(&a, STAGE_WEIGHTS, 0, 1, 0);
+    assert_int_equal(app_edit_seed(&a, 6), 0);
+    assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 1, 0), before, 0);
+    assert_non_null(strstr(a.message, "no draw uses it: the embeddings' seed (7) re-seeds first"));
     app_free(&a);
 }
 
@@ -1351,6 +1458,8 @@ int main(void)
         cmocka_unit_test(test_history_is_bounded),
         cmocka_unit_test(test_knobs_step_to_valid_values),
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
+        cmocka_unit_test(test_book_rows_survive_edits),
+        cmocka_unit_test(test_seed_knob_moves_the_notebooks_seed),
         cmocka_unit_test(test_projection_cycle_returns_to_start),
         cmocka_unit_test(test_option_edits_stay_valid),
         cmocka_unit_test(test_shift_positions),

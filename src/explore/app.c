@@ -486,15 +486,14 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         app_refuse(a, "the sentence needs at least one token");
         return -1;
     }
-    /* Explicit embedding rows: a word the scene had keeps its row, a new one gets a made-up
-     * row (its hash's uniform values); say which, since its numbers are not the book's. */
+    /* Explicit embedding rows: a word the scene was given keeps its row (after any number of
+     * edits), a new one gets a made-up row (its hash's uniform values); say which, since its
+     * numbers are not the book's. */
     char made_up[200] = "";
     if (a->scene.embed.kind == EMBED_EXPLICIT) {
         size_t o = 0;
         for (int i = 0; i < n; i++) {
-            bool known = false;
-            for (int k = 0; k < a->scene.n_tokens && !known; k++)
-                known = strcmp(tokens[i], a->scene.tokens[k]) == 0;
+            bool known = attn_scene_has_row(&a->scene, tokens[i]);
             for (int k = 0; k < i && !known; k++)
                 known = strcmp(tokens[i], tokens[k]) == 0; /* listed once */
             if (!known && o < sizeof(made_up))
@@ -555,13 +554,74 @@ void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
         snprintf(out, size, "%d", (int)app_knob_value(a, k));
 }
 
+/* "the embeddings', positions' and attention's": parts in words, for the message line. */
+static void seed_parts_text(char *out, size_t size, unsigned parts)
+{
+    static const enum attn_seed_part all[] = {SEED_PART_EMBEDDINGS, SEED_PART_POSITIONS,
+                                              SEED_PART_ATTENTION, SEED_PART_FFN,
+                                              SEED_PART_DROPOUT};
+    int n = 0, total = 0;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        total += (parts & all[i]) != 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && o < size; i++) {
+        if (!(parts & all[i]))
+            continue;
+        const char *name = attn_seed_part_name(all[i]);
+        n++;
+        o += (size_t)snprintf(out + o, size - o, "%s%s",
+                              n == 1       ? ""
+                              : n == total ? " and "
+                                           : ", ",
+                              n == 1 ? name : name + 4); /* "the " once */
+    }
+}
+
 int app_edit_seed(struct app *a, uint64_t seed)
 {
     if (seed == a->scene.seed)
         return 0; /* the same value is no edit: no undo step, nothing unsaved */
     begin_edit(a);
-    a->scene.seed = seed;
+    /* The notebook's torch.manual_seed changed everywhere: a part that re-seeded with the same
+       number (12-shoes re-seeds the embeddings, positions and attention with 123) follows,
+       else the knob would change nothing there. A part seed of its own value stays. */
+    uint64_t old = a->scene.seed;
+    unsigned kept, moved = attn_scene_set_seed(&a->scene, seed, &kept);
     drop_weights(a, "new seed");
+    char parts[160], note[400] = "";
+    enum attn_seed_part first;
+    if (moved) {
+        seed_parts_text(parts, sizeof(parts), moved);
+        snprintf(note, sizeof(note), "%s seed%s too (%llu before, as the scene's)", parts,
+                 (moved & (moved - 1)) ? "s" : "", (unsigned long long)old);
+    }
+    if (!moved && !attn_scene_seed_used(&a->scene, &first)) {
+        /* every draw follows a part's own seed: say so, not a silent no-op */
+        const struct attn_opt_seed *own[] = {[0] = NULL,
+                                             [1] = &a->scene.embed.seed,
+                                             [2] = &a->scene.pos.seed,
+                                             [4] = &a->scene.attn.seed,
+                                             [8] = &a->scene.block.ffn_seed,
+                                             [16] = &a->scene.attn.dropout_seed};
+        size_t o = strlen(note);
+        if (first)
+            snprintf(note + o, sizeof(note) - o, "%sno draw uses it: %s seed (%llu) re-seeds first",
+                     o ? "; " : "", attn_seed_part_name(first),
+                     (unsigned long long)own[first]->value);
+        else
+            snprintf(note + o, sizeof(note) - o, "%sno draw uses it: every number is given",
+                     o ? "; " : "");
+    } else if (kept) {
+        seed_parts_text(parts, sizeof(parts), kept);
+        size_t o = strlen(note);
+        snprintf(note + o, sizeof(note) - o, "%s%s own seed%s stay%s", o ? "; " : "", parts,
+                 (kept & (kept - 1)) ? "s" : "", (kept & (kept - 1)) ? "" : "s");
+    }
+    if (note[0]) {
+        size_t o = strlen(a->message);
+        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", note);
+    }
     return settle_edit(a);
 }
 
