@@ -273,6 +273,115 @@ static void test_seed_knob_moves_the_notebooks_seed(void **state)
     app_free(&a);
 }
 
+/* The scene at scenes/NAME, opened in the explorer. */
+static void open_scene(struct app *a, const char *name)
+{
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", scenes ? scenes : "scenes", name);
+    struct attn_scene s;
+    if (scenefile_load_report(&s, path, stderr) != 0)
+        fail_msg("%s does not load", path);
+    struct diag err;
+    assert_int_equal(app_init(a, &s, path, NULL, &err), 0);
+    lesson_open(a);
+}
+
+/* The header's title after an edit: the values it names are the scene's now, or, when it can
+ * no longer be trusted, the scene's description with where it came from; never "· edited" over
+ * a stale title ("Your journey starts with one step … · edited" over "The cat sat on the mat"). */
+static void assert_title(const struct app *a, enum title_kind kind, const char *title,
+                         const char *from)
+{
+    char got[1024], got_from[1100];
+    enum title_kind k = app_title(got, sizeof(got), got_from, sizeof(got_from), a, &a->scene);
+    if (strcmp(got, title) != 0 || strcmp(got_from, from) != 0 || k != kind)
+        fail_msg("title \"%s\" (%s, kind %d), expected \"%s\" (%s, kind %d)", got, got_from, (int)k,
+                 title, from, (int)kind);
+    assert_null(strstr(got, "edited"));
+}
+
+static void test_titles_stay_true(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_title(&a, TITLE_AS_GIVEN,
+                 "Your journey starts with one step: multi-head attention "
+                 "(ch. 3.6)",
+                 "");
+    app_edit_text(&a, "The cat sat on the mat");
+    assert_title(&a, TITLE_REWRITTEN, "The cat sat on the mat: multi-head attention (ch. 3.6)", "");
+    app_edit_text(&a, "a sentence much longer than any title should ever have to quote in full");
+    assert_title(&a, TITLE_REWRITTEN,
+                 "a sentence much longer than any title\u2026: multi-head attention (ch. 3.6)", "");
+    app_toggle_causal(&a); /* the title says nothing of the mask, but cannot be trusted now */
+    assert_title(&a, TITLE_REPLACED, "multi-head attention, 2 heads \u00d7 head_dim 1, dropout 0.0",
+                 "edited from \u201cYour journey starts with one step: multi-head attention (ch. "
+                 "3.6)\u201d");
+    for (int i = 0; i < 3; i++) /* back to the scene as opened */
+        app_undo(&a);
+    assert_title(&a, TITLE_AS_GIVEN,
+                 "Your journey starts with one step: multi-head attention "
+                 "(ch. 3.6)",
+                 "");
+    app_free(&a);
+
+    open_scene(&a, "10-mha.yaml");
+    app_edit_seed(&a, 7);
+    assert_title(&a, TITLE_REWRITTEN, "MultiHeadAttention (split heads, out_proj, seed 7)", "");
+    app_cycle_layout(&a); /* "split heads" is no longer true */
+    assert_title(&a, TITLE_REPLACED,
+                 "multi-head causal attention, wrapper of 2 heads \u00d7 d_out 2, dropout 0.0",
+                 "edited from \u201cMultiHeadAttention (split heads, out_proj, seed 123)\u201d");
+    app_free(&a);
+
+    open_scene(&a, "09-mha-wrapper.yaml");
+    app_edit_knob(&a, KNOB_HEADS, 3);
+    assert_title(&a, TITLE_REWRITTEN, "MultiHeadAttentionWrapper (3 causal heads, seed 123)", "");
+    app_edit_knob(&a, KNOB_HEADS, 1);
+    assert_title(&a, TITLE_REWRITTEN, "MultiHeadAttentionWrapper (1 causal head, seed 123)", "");
+    app_free(&a);
+
+    open_scene(&a, "13-shoes-mha.yaml"); /* "two heads": a number word stays a word */
+    app_edit_knob(&a, KNOB_HEADS, 1);
+    assert_title(&a, TITLE_REWRITTEN, "\"my shoes are small, my feet are big.\": one head", "");
+    app_free(&a);
+
+    open_scene(&a, "07-dropout.yaml"); /* its own dropout seed stays, and the title says so */
+    app_edit_seed(&a, 790);
+    app_edit_knob(&a, KNOB_DROPOUT, 0.3);
+    assert_title(&a, TITLE_REWRITTEN,
+                 "Dropout 0.3 on the attention weights (seed 790, dropout seed 123)", "");
+    app_free(&a);
+
+    open_scene(&a, "19-rope-shifted.yaml");
+    app_edit_offset(&a, 3);
+    assert_title(&a, TITLE_REWRITTEN, "RoPE shifted by 3 positions: \"the cat sat on the mat\"",
+                 "");
+    app_free(&a);
+
+    /* a sentence the title does not quote: "sixteen words, then the same sixteen again" is
+       about the sentence, and no longer true */
+    open_scene(&a, "29-induction-head.yaml");
+    app_edit_text(&a, "fish moon fish moon");
+    char title[1024], from[1100];
+    assert_int_equal(app_title(title, sizeof(title), from, sizeof(from), &a, &a.scene),
+                     TITLE_REPLACED);
+    assert_string_equal(from, "edited from \u201can induction head: sixteen words, then the same "
+                              "sixteen again\u201d");
+    app_free(&a);
+
+    /* in a lesson, a step's own edit is the lesson's: its title stays; the learner's is not */
+    open_scene(&a, "lessons/3-causal-mask.yaml");
+    lesson_next(&a); /* step 2 turns the mask on */
+    assert_title(&a, TITLE_AS_GIVEN, "Lesson 3: causal attention, masked two ways", "");
+    app_toggle_causal(&a);
+    assert_title(&a, TITLE_REPLACED, "self-attention, 1 head \u00d7 head_dim 2, dropout 0.0",
+                 "edited from \u201cLesson 3: causal attention, masked two ways\u201d");
+    app_free(&a);
+}
+
 static void test_projection_cycle_returns_to_start(void **state)
 {
     (void)state;
@@ -1460,6 +1569,7 @@ int main(void)
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
         cmocka_unit_test(test_book_rows_survive_edits),
         cmocka_unit_test(test_seed_knob_moves_the_notebooks_seed),
+        cmocka_unit_test(test_titles_stay_true),
         cmocka_unit_test(test_projection_cycle_returns_to_start),
         cmocka_unit_test(test_option_edits_stay_valid),
         cmocka_unit_test(test_shift_positions),

@@ -57,8 +57,9 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;
-    int rc = attn_scene_copy(&a->shown, &a->scene) ? diag_set(err, "", "out of memory")
-                                                   : recompute(a, &a->shown, err);
+    int rc = attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
+                 ? diag_set(err, "", "out of memory")
+                 : recompute(a, &a->shown, err);
     if (rc) {
         app_free(a); /* the scene was taken over: nothing is left for the caller to free */
         return -1;
@@ -99,6 +100,7 @@ void app_free(struct app *a)
     attn_scene_free(&a->base_scene);
     attn_net_free(&a->base_net);
     free(a->delta);
+    attn_scene_free(&a->written);
     for (int i = 0; a->lesson.lesson && i < a->lesson.lesson->n_steps; i++)
         if (a->lesson.reached[i])
             attn_scene_free(&a->lesson.at[i]);
@@ -365,6 +367,19 @@ static int settle_edit(struct app *a)
     }
     baseline_note(a);
     return rc;
+}
+
+const struct attn_scene *app_title_written(const struct app *a)
+{
+    if (a->lesson.lesson && a->lesson.reached && a->lesson.reached[a->lesson.step])
+        return &a->lesson.at[a->lesson.step]; /* a step's own edits are the lesson's */
+    return &a->written;
+}
+
+enum title_kind app_title(char *out, size_t size, char *from, size_t from_size, const struct app *a,
+                          const struct attn_scene *s)
+{
+    return title_for(out, size, from, from_size, s, app_title_written(a));
 }
 
 bool app_unsaved(const struct app *a)
@@ -1180,5 +1195,10 @@ int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
     if (scenefile_save(path, &a->scene, false, overwrite, err))
         return -1;
     a->saved_depth = a->n_undo;
+    struct attn_scene copy; /* the title now speaks of the scene as saved */
+    if (attn_scene_copy(&copy, &a->scene) == 0) {
+        attn_scene_free(&a->written);
+        a->written = copy;
+    }
     return 0;
 }
