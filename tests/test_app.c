@@ -382,6 +382,39 @@ static void test_titles_stay_true(void **state)
     app_free(&a);
 }
 
+/* A caption whose step the learner changed is stale (its numbers need not be on screen); the
+ * next-step key goes on from the step as written, as the stale caption says. */
+static void test_lesson_caption_goes_stale(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "lessons/3-causal-mask.yaml");
+    lesson_next(&a); /* step 2: the mask on, the masked stage */
+    assert_int_equal(a.lesson.step, 1);
+    assert_false(lesson_step_changed(&a));
+    a.row = 4; /* the cursor moves no number */
+    assert_false(lesson_step_changed(&a));
+    app_toggle_causal(&a); /* c: the learner's own edit */
+    assert_true(lesson_step_changed(&a));
+    app_undo(&a); /* undone: the step as written, though by another way */
+    assert_false(lesson_step_changed(&a));
+    a.stage = STAGE_WEIGHTS; /* another stage: the caption's numbers are not on screen */
+    assert_true(lesson_step_changed(&a));
+    a.stage = STAGE_MASKED;
+    a.head_mean = true; /* one head: its mean is itself, nothing changed */
+    assert_false(lesson_step_changed(&a));
+    a.head_mean = false;
+    app_toggle_causal(&a);
+    /* the next step starts from this one as written, as the stale caption says: step 3's
+       renormalised weights, with the mask on */
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(a.lesson.step, 2);
+    assert_false(lesson_step_changed(&a));
+    assert_true(a.scene.attn.causal);
+    assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 1, 0), 0.5517f, 5e-5);
+    app_free(&a);
+}
+
 static void test_projection_cycle_returns_to_start(void **state)
 {
     (void)state;
@@ -1570,6 +1603,7 @@ int main(void)
         cmocka_unit_test(test_book_rows_survive_edits),
         cmocka_unit_test(test_seed_knob_moves_the_notebooks_seed),
         cmocka_unit_test(test_titles_stay_true),
+        cmocka_unit_test(test_lesson_caption_goes_stale),
         cmocka_unit_test(test_projection_cycle_returns_to_start),
         cmocka_unit_test(test_option_edits_stay_valid),
         cmocka_unit_test(test_shift_positions),

@@ -369,6 +369,13 @@ static int settle_edit(struct app *a)
     return rc;
 }
 
+bool app_scenes_alike(const struct attn_scene *x, const struct attn_scene *y)
+{
+    char change[240];
+    describe_change(change, sizeof(change), x, y);
+    return change[0] == '\0';
+}
+
 const struct attn_scene *app_title_written(const struct app *a)
 {
     if (a->lesson.lesson && a->lesson.reached && a->lesson.reached[a->lesson.step])

@@ -220,6 +220,10 @@ const struct attn_scene *app_title_written(const struct app *a);
 enum title_kind app_title(char *out, size_t size, char *from, size_t from_size, const struct app *a,
                           const struct attn_scene *s);
 
+/* True when x and y agree in everything the explorer's edits change (the sentence, the seed,
+ * the shape, the mask, ...): an edit and its undo leave the scene alike. */
+bool app_scenes_alike(const struct attn_scene *x, const struct attn_scene *y);
+
 /* True when the scene differs from the one opened or last saved (undo back to it: false). A
  * lesson step's own scene, untouched since the step set it, is not the user's edit: false. */
 bool app_unsaved(const struct app *a);
