@@ -921,13 +921,17 @@ static int apply_shape(struct app *a, const struct attn_scene *t, const char *wh
     c->qkv_bias = t->attn.qkv_bias;
     drop_weights(a, what);
     size_t o = strlen(a->message);
-    if (moved[0] && o < sizeof(a->message))
-        o += (size_t)snprintf(a->message + o, sizeof(a->message) - o, "%s%s to stay valid: %.*s",
-                              o ? "; " : "", moved, /* the reason without the check's gloss */
-                              strstr(why, " (") ? (int)(strstr(why, " (") - why) : 200, why);
     if (skipped[0] && o < sizeof(a->message))
         snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", skipped);
-    return settle_edit(a);
+    int rc = settle_edit(a);
+    if (moved[0] && !a->message_is_error) { /* first, where the message line shows it: what the
+                                               edit moved besides what was asked, and why */
+        char said[DIAG_MSG_MAX];
+        snprintf(said, sizeof(said), "%s", a->message);
+        snprintf(a->message, sizeof(a->message), "%.100s to stay valid: %.*s; %.250s", moved,
+                 strstr(why, " (") ? (int)(strstr(why, " (") - why) : 120, why, said);
+    }
+    return rc;
 }
 
 int app_cycle_projection(struct app *a)

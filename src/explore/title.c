@@ -254,9 +254,8 @@ enum title_kind title_for(char *out, size_t size, char *from, size_t from_size,
         if (written->pos.offset != s->pos.offset) {
             char n[24];
             snprintf(n, sizeof(n), "%d", s->pos.offset);
-            replace =
-                replace || written->pos.offset < 0 ||
-                !rewrite_after(t, "shifted by ", NULL, (unsigned long long)written->pos.offset, n);
+            if (written->pos.offset >= 0) /* a shift the title does not name leaves it true */
+                rewrite_after(t, "shifted by ", NULL, (unsigned long long)written->pos.offset, n);
             changed = true;
         }
         char n[32];

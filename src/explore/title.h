@@ -6,9 +6,9 @@
  * place are written anew: the sentence (when the title quotes it), "seed N", "d_out N", "N
  * heads" (or "two heads"), "dropout P", "shifted by N". Any other change the title cannot be
  * trusted about (the mask, the projection, the layout, the scaling, the tokenizer, a sentence
- * the title does not quote, ...) replaces it: the title becomes the scene's own description
- * (attn_scene_describe), and the old title is said to be where the scene came from. Nothing is
- * ever just marked "edited".
+ * the title does not quote but may be about, ...) replaces it: the title becomes the scene's own
+ * description (attn_scene_describe), and the old title is said to be where the scene came from.
+ * Nothing is ever just marked "edited".
  */
 #ifndef ATTNSCOPE_EXPLORE_TITLE_H
 #define ATTNSCOPE_EXPLORE_TITLE_H

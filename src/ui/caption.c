@@ -105,20 +105,17 @@ static int wrap(const struct styled *o, int width, struct line *lines, int max)
 
 int caption_rows(const struct app *a, int width, int max_rows)
 {
-    const struct attn_lesson *lesson = a->lesson.lesson;
-    if (!lesson || !a->lesson.on)
+    const struct attn_lesson_step *st = lesson_current(a);
+    if (!st || !a->lesson.on)
         return 0;
     static struct styled o;
     struct line lines[MAX_LINES];
-    int most = 1;
-    for (int i = 0; i < lesson->n_steps; i++) {
-        if (!lesson->steps[i].caption)
-            continue;
-        style(&o, lesson->steps[i].caption);
-        int n = wrap(&o, width - 2, lines, MAX_LINES);
-        most = n > most ? n : most;
+    int n = 1;
+    if (st->caption) {
+        style(&o, st->caption);
+        n = wrap(&o, width - 2, lines, MAX_LINES);
     }
-    int rows = 1 + most;
+    int rows = 1 + (n > 1 ? n : 1);
     return rows < max_rows ? rows : max_rows;
 }
 
