@@ -102,6 +102,8 @@ text main "The cat sat on the mat"
 keys main Enter
 check "edit: six new tokens in the header" main wait_for main "6 tokens"
 check "edit: the new tokens label the rows" main wait_for main "mat"
+check "edit: the title names the new sentence, not the old" main \
+  wait_for main " The cat sat on the mat: multi-head attention (ch. 3.6)"
 
 # 4. Heads and d_out, including an invalid combination.
 keys main H C-u
@@ -307,7 +309,9 @@ keys gpt2 t C-u
 text gpt2 "the cat sat"
 keys gpt2 Enter
 check "gpt2: the edit is tokenised by the checkpoint's BPE" gpt2 wait_for gpt2 "the sentence (18 → 3 tokens)"
-check "gpt2: the title says it was edited" gpt2 wait_for gpt2 "· edited"
+# a title that names no sentence stays as it is, and nothing says "edited" over it
+check "gpt2: the title stays true" gpt2 wait_for gpt2 " tiny GPT-2: all three layers, F32   "
+check "gpt2: no '· edited' tag" gpt2 wait_gone gpt2 "edited"
 T kill-session -t gpt2
 
 # 14. A long scene (200 tokens): it opens on the overview, where a cell is a block of values and
@@ -394,7 +398,9 @@ check "tokens: v again shows the inspector" tv wait_for tv "│ inspector"
 T kill-session -t tv
 
 # 18. A workshop's lesson (scenes/lessons/3-causal-mask.yaml): it opens in lesson mode on step 1,
-# caption and position shown; Space and the arrows step (an edit made, then undone going back),
+# caption and position shown; a step the learner changed (c, another stage) has its caption
+# marked stale until it is as written again; Space and the arrows step (an edit made, then
+# undone going back),
 # i leaves the lesson (the arrows move the cursor again) and comes back to the step as written,
 # and at the last step q quits without asking, however many edits the lesson made.
 start lesson 100 30 "$(wrapped lesson "$SRC/scenes/lessons/3-causal-mask.yaml")"
@@ -406,6 +412,16 @@ keys lesson Space
 check "lesson: Space goes to step 2, its edit made" lesson wait_for lesson "lesson 2/7"
 check "lesson: the message says what the step changed" lesson wait_for lesson "causal on"
 check "lesson: step 2's caption" lesson wait_for lesson "The first idea (the book's masked_simple)"
+keys lesson c
+check "lesson: a changed step's caption is marked stale, Space's part told truly" lesson \
+  wait_for lesson "you changed this step: Space goes on from it as written"
+keys lesson c
+check "lesson: the step as written again: the caption is not stale" lesson \
+  wait_gone lesson "you changed this step"
+keys lesson .
+check "lesson: another stage makes it stale too" lesson wait_for lesson "you changed this step"
+keys lesson ,
+check "lesson: back on the step's stage" lesson wait_gone lesson "you changed this step"
 keys lesson Right
 check "lesson: → goes to step 3" lesson wait_for lesson "lesson 3/7"
 check "lesson: renormalised weights" lesson wait_for lesson "journey    0.5517   0.4483"

@@ -3,9 +3,10 @@
 
 Headless Chromium takes a screenshot of the SVG at its own size (device scale 1); the PNG is
 decoded here with zlib (no imaging library needed) and checked: its size is the SVG's, the
-pixel at the centre of every cell has the cell's fill (the explorer's RGB), the masked cells
-are the neutral hatching and not a colour of the scale, and the legend bar shows the scale's
-steps. Skipped (exit 77) when neither `chromium` nor `chromium-headless-shell` is installed;
+pixel at the centre of every cell has the cell's fill, known cells show viridis's true colours
+(matplotlib's: weight 1 is #fde725, 0 is #440154, 0.4776 is #238b8d; never the grays
+#4e4e4e/#444444/#3a3a3a the terminal's stand-ins once gave), the masked cells are the neutral
+hatching and not a colour of the scale, and the legend bar runs through the scale. Skipped (exit 77) when neither `chromium` nor `chromium-headless-shell` is installed;
 `apt-get install chromium` enables it (scripts/bootstrap does not install it).
 
 Usage: render_browser.py ATTNSCOPE_BINARY SOURCE_ROOT.
@@ -21,6 +22,9 @@ import zlib
 
 SVG = "{http://www.w3.org/2000/svg}"
 MASK_GREYS = ((0xD9, 0xD9, 0xD9), (0x9A, 0x9A, 0x9A))  # export/svg.c's hatching
+# matplotlib's viridis (its _cm_listed.py table) at 1, 0 and 0.4776 (between entries 121 and 122)
+VIRIDIS_TOP, VIRIDIS_BOTTOM, VIRIDIS_04776 = (0xFD, 0xE7, 0x25), (0x44, 0x01, 0x54), (0x23, 0x8B, 0x8D)
+GREYS = ("#4e4e4e", "#444444", "#3a3a3a")  # the xterm stand-ins pictures drew before
 TOLERANCE = 2  # per channel: rounding in the compositor, never a neighbouring step
 
 failures = 0
@@ -159,23 +163,32 @@ def main(binary, root):
         svg, rows = got
         n, _ = check_cells("weights head 0", svg, rows)
         check("36 cells", n == 36, str(n))
-        # The legend bar: 24 steps, the highest on top, each as its fill.
+        # The legend bar: the scale from its top (viridis 1) down to its bottom (viridis 0).
         bar = [r for g in svg.iter(SVG + "g") if g.get("class") == "bar"
                for r in g.iter(SVG + "rect")]
         wrong = [(centre(r), rows[centre(r)[1]][centre(r)[0]], r.get("fill")) for r in bar
                  if not close(rows[centre(r)[1]][centre(r)[0]], hex_rgb(r.get("fill")))]
-        check("legend bar: 24 steps drawn in their colours", len(bar) == 24 and not wrong,
+        check("legend bar: 72 pieces drawn in their colours", len(bar) == 72 and not wrong,
               str(wrong[:3]))
-        # Known cells: "Your" -> "Your" is 1 (the top step), "Your" -> "journey" is 0 (masked
-        # by causality after the softmax: the bottom step), and they differ on screen.
-        top, bottom = hex_rgb(bar[0].get("fill")), hex_rgb(bar[-1].get("fill"))
+        if bar:
+            (bx, by), (ex, ey) = centre(bar[0]), centre(bar[-1])
+            check("legend bar's top is viridis's #fde725", close(rows[by][bx], VIRIDIS_TOP),
+                  str(rows[by][bx]))
+            check("legend bar's bottom is viridis's #440154", close(rows[ey][ex], VIRIDIS_BOTTOM),
+                  str(rows[ey][ex]))
+        # Known cells, as the browser shows them: head 0 of the book's MultiHeadAttention,
+        # weights on 0..1. "Your" -> "Your" is 1.0, "Your" -> "journey" 0 (masked by
+        # causality after the softmax), "journey" -> "Your" 0.4776.
         cells = [r for g in svg.iter(SVG + "g") if g.get("class") == "cells"
                  for r in g.iter(SVG + "rect")]
-        (x0, y0), (x1, y1) = centre(cells[0]), centre(cells[1])
-        check("weight 1.0 is the scale's top colour", close(rows[y0][x0], top),
-              f"{rows[y0][x0]} vs {top}")
-        check("weight 0.0 is the scale's bottom colour", close(rows[y1][x1], bottom),
-              f"{rows[y1][x1]} vs {bottom}")
+        for k, want, what in ((0, VIRIDIS_TOP, "1.0"), (1, VIRIDIS_BOTTOM, "0.0"),
+                              (6, VIRIDIS_04776, "0.4776")):
+            x, y = centre(cells[k])
+            check(f"weight {what} shows viridis's #%02x%02x%02x" % want, close(rows[y][x], want),
+                  f"{rows[y][x]}")
+        grey = [centre(r) for r in cells
+                if any(close(rows[centre(r)[1]][centre(r)[0]], hex_rgb(g)) for g in GREYS)]
+        check("no cell is a terminal gray", not grey, str(grey[:3]))
 
     got = picture(binary, browser, tmp, "masked", [scene, "--stage", "masked", "--all-heads"])
     if got:

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "common/csvmat.h"
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
@@ -23,6 +24,7 @@
 #include "explore/tokenview.h"
 #include "explore/zoom.h"
 #include "scenefile/scenefile.h"
+#include "testutil.h"
 
 /* The default scene: the book's MultiHeadAttention (seed 123, d_out 2, 2 causal heads). */
 static void open_default(struct app *a)
@@ -165,21 +167,401 @@ static void test_sentence_edit_keeps_known_embeddings(void **state)
     app_free(&a);
 }
 
+/* Two sentence edits in a row: the second still gives the book's rows to the book's words (it
+ * once took them from the first edit's sentence, which had none: "Your" became 0.3546...). */
+static void test_book_rows_survive_edits(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_edit_text(&a, "The cat sat on the mat"), 0);
+    assert_int_equal(app_edit_text(&a, "Your cat journey cat"), 0);
+    static const float your[3] = {0.43f, 0.15f, 0.89f}, journey[3] = {0.55f, 0.87f, 0.66f};
+    float cat[3];
+    attn_scene_token_row(cat, "cat", 3);
+    for (int d = 0; d < 3; d++) {
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 0, d), your[d], 0);
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 2, d), journey[d], 0);
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 1, d), cat[d], 0);
+        assert_float_equal(at(&a, STAGE_INPUTS, 0, 3, d), cat[d], 0);
+    }
+    /* only the word the book has no row for is made up, and the message says so */
+    assert_string_equal(strstr(a.message, "made-up rows"), "made-up rows for new words: cat");
+    /* the whole book is back after a third edit, and after undo and redo */
+    assert_int_equal(app_edit_text(&a, "Your journey starts with one step"), 0);
+    assert_null(strstr(a.message, "made-up"));
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
+    app_undo(&a);
+    app_redo(&a);
+    assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
+    app_free(&a);
+}
+
+/* The matrix at golden/scenes/<stem>/<file> (PyTorch's) against the shown one, within tol. */
+static void assert_golden(const struct app *a, const char *stem, const char *file,
+                          struct attn_mat_view v, double tol)
+{
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/scenes/%s/%s", golden ? golden : "tests/golden", stem, file);
+    struct npy_array m;
+    struct diag err;
+    if (csvmat_read(&m, path, 1 << 20, &err) != 0)
+        fail_msg("%s: %s", path, err.msg);
+    assert_int_equal((int)m.shape[0], v.rows);
+    assert_int_equal((int)m.shape[1], v.cols);
+    for (int i = 0; i < v.rows; i++)
+        for (int j = 0; j < v.cols; j++)
+            if (fabs(v.data[(size_t)i * v.stride + j] - m.data[(size_t)i * v.cols + j]) > tol)
+                fail_msg("%s (%d,%d): %.9g, PyTorch %.9g", path, i, j,
+                         v.data[(size_t)i * v.stride + j], m.data[(size_t)i * v.cols + j]);
+    npy_free(&m);
+    (void)a;
+}
+
+/* The seed knob in a scene whose parts re-seed with the scene's seed (12-shoes: embeddings,
+ * positions and attention each torch.manual_seed(123)) changes the notebook's seed everywhere:
+ * + gives exactly PyTorch's numbers with 124 in every place (tests/fixtures/random/
+ * seed124-shoes.yaml). It once changed only `seed:`, which no draw there uses: no number moved.
+ * A part seed of another value stays (07's dropout seed 123 under seed 789), and a seed no draw
+ * uses says so. */
+static void test_seed_knob_moves_the_notebooks_seed(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/12-shoes-single-head.yaml", scenes ? scenes : "scenes");
+    struct attn_scene s;
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    float before = at(&a, STAGE_WEIGHTS, 0, 0, 0);
+    assert_int_equal(app_step_knob(&a, KNOB_SEED, 1), 0);
+    assert_true(a.scene.seed == 124 && a.scene.embed.seed.value == 124 &&
+                a.scene.pos.seed.value == 124 && a.scene.attn.seed.value == 124);
+    assert_true(at(&a, STAGE_WEIGHTS, 0, 0, 0) != before);
+    assert_golden(&a, "seed124-shoes", "inputs.csv", app_view(&a, STAGE_INPUTS, 0), 0);
+    assert_golden(&a, "seed124-shoes", "head0/weights.csv", app_view(&a, STAGE_WEIGHTS, 0), 1e-5);
+    assert_golden(&a, "seed124-shoes", "output.csv", app_view(&a, STAGE_OUTPUT, 0), 1e-5);
+    assert_non_null(strstr(a.message, "seed 123 \u2192 124; the embeddings', positions' and "
+                                      "attention's seeds too"));
+    app_free(&a);
+
+    snprintf(path, sizeof(path), "%s/07-dropout.yaml", scenes ? scenes : "scenes");
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(app_edit_seed(&a, 7), 0);
+    assert_true(a.scene.attn.dropout_seed.value == 123); /* its own number: it stays */
+    assert_non_null(strstr(a.message, "the dropout's own seed stays"));
+    app_free(&a);
+
+    /* every part with a seed of its own: the scene's seed draws nothing, and the edit says so */
+    static const char *own = "version: 1\ntext: the cat sat\nseed: 5\n"
+                             "embeddings: {dim: 4, seed: 7}\nattention: {seed: 9}\n";
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_parse(&s, "own.yaml", own, strlen(own), &errs), 0);
+    enum attn_seed_part first;
+    assert_false(attn_scene_seed_used(&s, &first));
+    assert_int_equal(first, SEED_PART_EMBEDDINGS);
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    before = at(&a, STAGE_WEIGHTS, 0, 1, 0);
+    assert_int_equal(app_edit_seed(&a, 6), 0);
+    assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 1, 0), before, 0);
+    assert_non_null(strstr(a.message, "no draw uses it: the embeddings' seed (7) re-seeds first"));
+    app_free(&a);
+}
+
+/* The scene at scenes/NAME, opened in the explorer. */
+static void open_scene(struct app *a, const char *name)
+{
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", scenes ? scenes : "scenes", name);
+    struct attn_scene s;
+    if (scenefile_load_report(&s, path, stderr) != 0)
+        fail_msg("%s does not load", path);
+    struct diag err;
+    assert_int_equal(app_init(a, &s, path, NULL, &err), 0);
+    lesson_open(a);
+}
+
+/* The header's title after an edit: the values it names are the scene's now, or, when it can
+ * no longer be trusted, the scene's description with where it came from; never "· edited" over
+ * a stale title ("Your journey starts with one step … · edited" over "The cat sat on the mat"). */
+static void assert_title(const struct app *a, enum title_kind kind, const char *title,
+                         const char *from)
+{
+    char got[1024], got_from[1100];
+    enum title_kind k = app_title(got, sizeof(got), got_from, sizeof(got_from), a, &a->scene);
+    if (strcmp(got, title) != 0 || strcmp(got_from, from) != 0 || k != kind)
+        fail_msg("title \"%s\" (%s, kind %d), expected \"%s\" (%s, kind %d)", got, got_from, (int)k,
+                 title, from, (int)kind);
+    assert_null(strstr(got, "edited"));
+}
+
+static void test_titles_stay_true(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_title(&a, TITLE_AS_GIVEN,
+                 "Your journey starts with one step: multi-head attention "
+                 "(ch. 3.6)",
+                 "");
+    app_edit_text(&a, "The cat sat on the mat");
+    assert_title(&a, TITLE_REWRITTEN, "The cat sat on the mat: multi-head attention (ch. 3.6)", "");
+    app_edit_text(&a, "a sentence much longer than any title should ever have to quote in full");
+    assert_title(&a, TITLE_REWRITTEN,
+                 "a sentence much longer than any title\u2026: multi-head attention (ch. 3.6)", "");
+    app_toggle_causal(&a); /* the title says nothing of the mask, but cannot be trusted now */
+    assert_title(&a, TITLE_REPLACED, "multi-head attention, 2 heads \u00d7 head_dim 1, dropout 0.0",
+                 "edited from \u201cYour journey starts with one step: multi-head attention (ch. "
+                 "3.6)\u201d");
+    for (int i = 0; i < 3; i++) /* back to the scene as opened */
+        app_undo(&a);
+    assert_title(&a, TITLE_AS_GIVEN,
+                 "Your journey starts with one step: multi-head attention "
+                 "(ch. 3.6)",
+                 "");
+    app_free(&a);
+
+    open_scene(&a, "10-mha.yaml");
+    app_edit_seed(&a, 7);
+    assert_title(&a, TITLE_REWRITTEN, "MultiHeadAttention (split heads, out_proj, seed 7)", "");
+    app_cycle_layout(&a); /* "split heads" is no longer true */
+    assert_title(&a, TITLE_REPLACED,
+                 "multi-head causal attention, wrapper of 2 heads \u00d7 d_out 2, dropout 0.0",
+                 "edited from \u201cMultiHeadAttention (split heads, out_proj, seed 123)\u201d");
+    app_free(&a);
+
+    open_scene(&a, "09-mha-wrapper.yaml");
+    app_edit_knob(&a, KNOB_HEADS, 3);
+    assert_title(&a, TITLE_REWRITTEN, "MultiHeadAttentionWrapper (3 causal heads, seed 123)", "");
+    app_edit_knob(&a, KNOB_HEADS, 1);
+    assert_title(&a, TITLE_REWRITTEN, "MultiHeadAttentionWrapper (1 causal head, seed 123)", "");
+    app_free(&a);
+
+    open_scene(&a, "13-shoes-mha.yaml"); /* "two heads": a number word stays a word */
+    app_edit_knob(&a, KNOB_HEADS, 1);
+    assert_title(&a, TITLE_REWRITTEN, "\"my shoes are small, my feet are big.\": one head", "");
+    app_free(&a);
+
+    open_scene(&a, "07-dropout.yaml"); /* its own dropout seed stays, and the title says so */
+    app_edit_seed(&a, 790);
+    app_edit_knob(&a, KNOB_DROPOUT, 0.3);
+    assert_title(&a, TITLE_REWRITTEN,
+                 "Dropout 0.3 on the attention weights (seed 790, dropout seed 123)", "");
+    app_free(&a);
+
+    open_scene(&a, "19-rope-shifted.yaml");
+    app_edit_offset(&a, 3);
+    assert_title(&a, TITLE_REWRITTEN, "RoPE shifted by 3 positions: \"the cat sat on the mat\"",
+                 "");
+    app_free(&a);
+
+    /* a sentence the title does not quote: "sixteen words, then the same sixteen again" is
+       about the sentence, and no longer true */
+    open_scene(&a, "29-induction-head.yaml");
+    app_edit_text(&a, "fish moon fish moon");
+    char title[1024], from[1100];
+    assert_int_equal(app_title(title, sizeof(title), from, sizeof(from), &a, &a.scene),
+                     TITLE_REPLACED);
+    assert_string_equal(from, "edited from \u201can induction head: sixteen words, then the same "
+                              "sixteen again\u201d");
+    app_free(&a);
+
+    /* in a lesson, a step's own edit is the lesson's: its title stays; the learner's is not */
+    open_scene(&a, "lessons/3-causal-mask.yaml");
+    lesson_next(&a); /* step 2 turns the mask on */
+    assert_title(&a, TITLE_AS_GIVEN, "Lesson 3: causal attention, masked two ways", "");
+    app_toggle_causal(&a);
+    assert_title(&a, TITLE_REPLACED, "self-attention, 1 head \u00d7 head_dim 2, dropout 0.0",
+                 "edited from \u201cLesson 3: causal attention, masked two ways\u201d");
+    app_free(&a);
+}
+
+/* A caption whose step the learner changed is stale (its numbers need not be on screen); the
+ * next-step key goes on from the step as written, as the stale caption says. */
+static void test_lesson_caption_goes_stale(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "lessons/3-causal-mask.yaml");
+    lesson_next(&a); /* step 2: the mask on, the masked stage */
+    assert_int_equal(a.lesson.step, 1);
+    assert_false(lesson_step_changed(&a));
+    a.row = 4; /* the cursor moves no number */
+    assert_false(lesson_step_changed(&a));
+    app_toggle_causal(&a); /* c: the learner's own edit */
+    assert_true(lesson_step_changed(&a));
+    app_undo(&a); /* undone: the step as written, though by another way */
+    assert_false(lesson_step_changed(&a));
+    a.stage = STAGE_WEIGHTS; /* another stage: the caption's numbers are not on screen */
+    assert_true(lesson_step_changed(&a));
+    a.stage = STAGE_MASKED;
+    a.head_mean = true; /* one head: its mean is itself, nothing changed */
+    assert_false(lesson_step_changed(&a));
+    a.head_mean = false;
+    app_toggle_causal(&a);
+    /* the next step starts from this one as written, as the stale caption says: step 3's
+       renormalised weights, with the mask on */
+    assert_int_equal(lesson_next(&a), 0);
+    assert_int_equal(a.lesson.step, 2);
+    assert_false(lesson_step_changed(&a));
+    assert_true(a.scene.attn.causal);
+    assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 1, 0), 0.5517f, 5e-5);
+    app_free(&a);
+}
+
 static void test_projection_cycle_returns_to_start(void **state)
 {
     (void)state;
     struct app a;
     open_default(&a);
     float out = at(&a, STAGE_OUTPUT, 0, 0, 0);
-    app_cycle_projection(&a); /* none: d_out becomes d_in 3, which 2 heads cannot split */
+    /* none: d_out becomes d_in 3, which 2 heads cannot split; the nearest valid pair is 1 head
+       (3 heads is as near: the fewer wins), and the message line says why */
+    assert_int_equal(app_cycle_projection(&a), 0);
     assert_int_equal(attn_scene_eff_projection(&a.scene), PROJ_NONE);
-    assert_non_null(strstr(a.error, "not divisible"));
-    app_cycle_projection(&a); /* rand: d_out 2 comes back */
+    assert_string_equal(a.error, "");
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 3);
+    assert_int_equal(a.scene.attn.heads, 1);
+    assert_false(a.message_is_error);
+    assert_non_null(strstr(a.message, "heads 2 \u2192 1 to stay valid: d_out 3 is not divisible "
+                                      "by heads 2; "));
+    assert_true(strncmp(a.message, "heads 2", 7) == 0); /* first, where the line shows it */
+    app_cycle_projection(&a);                           /* rand: d_out 2 and 2 heads come back */
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
+    assert_int_equal(a.scene.attn.heads, 2);
     app_cycle_projection(&a); /* linear: the book's scene again */
     assert_string_equal(a.error, "");
     assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), out, 0);
+    /* undo walks back through every step, each a valid scene */
+    for (int i = 0; i < 3; i++) {
+        app_undo(&a);
+        assert_string_equal(a.error, "");
+    }
+    assert_int_equal(a.scene.attn.heads, 2);
+    assert_false(app_unsaved(&a));
     app_free(&a);
+}
+
+/* Every option edit and knob step of every shipped scene (and lesson) lands on a valid scene, or
+ * is refused with its reason and changes nothing: never an invalid state nobody asked for (P to
+ * none once left d_out 3 over 2 heads; + on d_out under RoPE an odd head_dim; L in a block a
+ * wrapper wider than the residual). */
+static int edit_p(struct app *a)
+{
+    return app_cycle_projection(a);
+}
+static int edit_l(struct app *a)
+{
+    return app_cycle_layout(a);
+}
+static int edit_t(struct app *a)
+{
+    return app_cycle_tokenizer(a);
+}
+static int edit_c(struct app *a)
+{
+    return app_toggle_causal(a);
+}
+static int edit_m(struct app *a)
+{
+    return app_cycle_mask_mode(a);
+}
+static int edit_x(struct app *a)
+{
+    return app_toggle_scale(a);
+}
+static int edit_n(struct app *a)
+{
+    return app_cycle_normalize(a);
+}
+static int d_out_up(struct app *a)
+{
+    return app_step_knob(a, KNOB_D_OUT, 1);
+}
+static int d_out_down(struct app *a)
+{
+    return app_step_knob(a, KNOB_D_OUT, -1);
+}
+static int heads_up(struct app *a)
+{
+    return app_step_knob(a, KNOB_HEADS, 1);
+}
+static int heads_down(struct app *a)
+{
+    return app_step_knob(a, KNOB_HEADS, -1);
+}
+static int dim_up(struct app *a)
+{
+    return app_step_knob(a, KNOB_DIM, 1);
+}
+static int dim_down(struct app *a)
+{
+    return app_step_knob(a, KNOB_DIM, -1);
+}
+
+static void sweep_edits(const char *path, int *edits, int *refused)
+{
+    static const struct {
+        const char *name;
+        int (*edit)(struct app *);
+    } all[] = {{"P", edit_p},      {"L", edit_l},    {"T", edit_t},      {"c", edit_c},
+               {"M", edit_m},      {"x", edit_x},    {"N", edit_n},      {"d+", d_out_up},
+               {"d-", d_out_down}, {"H+", heads_up}, {"H-", heads_down}, {"dim+", dim_up},
+               {"dim-", dim_down}};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+        for (int times = 1; times <= 3; times++) { /* P three times round, L back, ... */
+            struct attn_scene s;
+            if (scenefile_load_report(&s, path, stderr) != 0)
+                fail_msg("%s does not load", path);
+            struct app a;
+            struct diag err;
+            assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+            lesson_open(&a);
+            for (int i = 0; i < times; i++) {
+                int undo = a.n_undo;
+                a.message_is_error = false;
+                all[k].edit(&a);
+                if (a.error[0])
+                    fail_msg("%s, %s x%d: an invalid scene: %s", path, all[k].name, i + 1, a.error);
+                if (a.message_is_error) {
+                    (*refused)++;
+                    assert_int_equal(a.n_undo, undo); /* refused: no edit at all */
+                    assert_true(strlen(a.message) > 20);
+                } else {
+                    (*edits)++;
+                }
+            }
+            app_free(&a);
+        }
+}
+
+static void test_option_edits_stay_valid(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char dir[4200];
+    int edits = 0, refused = 0, files = 0;
+    for (int lessons = 0; lessons < 2; lessons++) {
+        snprintf(dir, sizeof(dir), "%s%s", scenes ? scenes : "scenes", lessons ? "/lessons" : "");
+        int n;
+        char **names = tu_list_names(dir, ".yaml", &n);
+        for (int i = 0; i < n; i++) {
+            char path[4400];
+            snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+            sweep_edits(path, &edits, &refused);
+            files++;
+        }
+        tu_free_names(names, n);
+    }
+    assert_true(files >= 35);
+    assert_true(edits > 500 && refused > 50); /* both kinds are exercised */
 }
 
 /* The book's scene with RoPE (4 outputs in 2 heads: head_dim 2) or learned positions. */
@@ -1219,7 +1601,12 @@ int main(void)
         cmocka_unit_test(test_history_is_bounded),
         cmocka_unit_test(test_knobs_step_to_valid_values),
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
+        cmocka_unit_test(test_book_rows_survive_edits),
+        cmocka_unit_test(test_seed_knob_moves_the_notebooks_seed),
+        cmocka_unit_test(test_titles_stay_true),
+        cmocka_unit_test(test_lesson_caption_goes_stale),
         cmocka_unit_test(test_projection_cycle_returns_to_start),
+        cmocka_unit_test(test_option_edits_stay_valid),
         cmocka_unit_test(test_shift_positions),
         cmocka_unit_test(test_kv_sharing_and_cache),
         cmocka_unit_test(test_navigation),

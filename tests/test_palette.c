@@ -1,6 +1,7 @@
 /* test_palette: the colour scales' numbers, which the terminal and the SVG pictures share: the
- * xterm-256 palette's RGB, every scale's steps on distinct colours, positions on the linear,
- * diverging, row and log scales, and the legend's names for them. */
+ * scales' true colours (matplotlib's viridis and magma, ColorBrewer's RdBu and PRGn) at known
+ * positions, the xterm-256 palette's RGB, every scale's steps on distinct colours, positions on
+ * the linear, diverging, row and log scales, and the legend's names for them. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +47,56 @@ static void test_scale_steps(void **state)
     assert_true(first.r == 68 && first.g == 1 && first.b == 84);
     assert_false(palette_text_dark(first));
     assert_true(palette_text_dark(palette_anchor_rgb(0, false, PALETTE_STEPS - 1)));
+}
+
+static void assert_hex(struct palette_rgb c, unsigned hex)
+{
+    unsigned got = (unsigned)c.r << 16 | (unsigned)c.g << 8 | c.b;
+    if (got != hex)
+        fail_msg("#%06x, expected #%06x", got, hex);
+}
+
+/* The true colours a picture draws, as matplotlib gives them: viridis(k / 255) is entry k of its
+ * table exactly, positions between entries interpolate linearly (0.25 is 63.75 entries up);
+ * no mid-low weight is a gray stand-in (#4e4e4e, #444444, #3a3a3a were the terminal's). Values
+ * worked out from matplotlib 3.6's _cm_listed.py and _cm.py. */
+static void test_true_colours(void **state)
+{
+    (void)state;
+    assert_hex(palette_rgb_at(0, false, 0), 0x440154);
+    assert_hex(palette_rgb_at(0, false, 64 / 255.0), 0x3b528b);
+    assert_hex(palette_rgb_at(0, false, 128 / 255.0), 0x21918c);
+    assert_hex(palette_rgb_at(0, false, 192 / 255.0), 0x5ec962);
+    assert_hex(palette_rgb_at(0, false, 1), 0xfde725);
+    assert_hex(palette_rgb_at(0, false, 0.25), 0x3b528b);
+    assert_hex(palette_rgb_at(0, false, 0.5), 0x21908c);
+    assert_hex(palette_rgb_at(0, false, 0.75), 0x5dc963);
+    assert_hex(palette_rgb_at(0, false, 0.4776), 0x238b8d);
+    assert_hex(palette_rgb_at(0, false, -1), 0x440154); /* clamped */
+    assert_hex(palette_rgb_at(0, false, NAN), 0x440154);
+    assert_hex(palette_rgb_at(0, false, 2), 0xfde725);
+    for (int k = 0; k <= 100; k++) { /* viridis is never gray */
+        struct palette_rgb c = palette_rgb_at(0, false, k / 100.0);
+        assert_false(c.r == c.g && c.g == c.b);
+    }
+    assert_hex(palette_rgb_at(1, false, 0), 0x000004); /* magma */
+    assert_hex(palette_rgb_at(1, false, 0.25), 0x50127c);
+    assert_hex(palette_rgb_at(1, false, 0.5), 0xb63779);
+    assert_hex(palette_rgb_at(1, false, 1), 0xfcfdbf);
+    assert_hex(palette_rgb_at(2, false, 0), 0x1c1c1c); /* gray: a linear ramp */
+    assert_hex(palette_rgb_at(2, false, 0.5), 0x858585);
+    assert_hex(palette_rgb_at(2, false, 1), 0xeeeeee);
+    assert_hex(palette_rgb_at(0, true, 0), 0x053061); /* blue-red: RdBu reversed */
+    assert_hex(palette_rgb_at(0, true, 0.1), 0x2166ac);
+    assert_hex(palette_rgb_at(0, true, 0.25), 0x6bacd1); /* half-way between classes 2 and 3 */
+    assert_hex(palette_rgb_at(0, true, 0.5), 0xf7f7f7);
+    assert_hex(palette_rgb_at(0, true, 0.9), 0xb2182b);
+    assert_hex(palette_rgb_at(0, true, 1), 0x67001f);
+    assert_hex(palette_rgb_at(1, true, 0), 0x40004b); /* purple-green: PRGn */
+    assert_hex(palette_rgb_at(1, true, 0.5), 0xf7f7f7);
+    assert_hex(palette_rgb_at(1, true, 1), 0x00441b);
+    /* a step of the terminal's scale is the true colour at its position */
+    assert_hex(palette_anchor_rgb(0, false, PALETTE_STEPS - 1), 0xfde725);
 }
 
 static void test_positions(void **state)
@@ -94,9 +145,8 @@ static void test_maps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_xterm_rgb),
-        cmocka_unit_test(test_scale_steps),
-        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_true_colours), cmocka_unit_test(test_xterm_rgb),
+        cmocka_unit_test(test_scale_steps),  cmocka_unit_test(test_positions),
         cmocka_unit_test(test_maps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

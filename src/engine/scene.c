@@ -114,6 +114,47 @@ void attn_scene_drop_dropout_masks(struct attn_scene *s)
     }
 }
 
+static void book_unref(struct attn_book_rows *b)
+{
+    if (!b || --b->refs > 0)
+        return;
+    attn_tokens_free(b->tokens, b->n);
+    free(b->rows);
+    free(b);
+}
+
+/* The book of s's explicit rows: each token's first row. NULL when out of memory. */
+static struct attn_book_rows *book_make(const struct attn_scene *s)
+{
+    struct attn_book_rows *b = calloc(1, sizeof(*b));
+    int d = s->embed.rows.cols;
+    if (!b)
+        return NULL;
+    b->refs = 1;
+    b->d = d;
+    b->tokens = calloc((size_t)(s->n_tokens > 0 ? s->n_tokens : 1), sizeof(char *));
+    b->rows = malloc((size_t)(s->n_tokens > 0 ? s->n_tokens : 1) * (size_t)d * sizeof(float));
+    if (!b->tokens || !b->rows) {
+        book_unref(b);
+        return NULL;
+    }
+    for (int i = 0; i < s->n_tokens && i < s->embed.rows.rows; i++) {
+        bool seen = false;
+        for (int k = 0; k < b->n && !seen; k++)
+            seen = strcmp(b->tokens[k], s->tokens[i]) == 0;
+        if (seen)
+            continue;
+        if (!(b->tokens[b->n] = strdup(s->tokens[i]))) {
+            book_unref(b);
+            return NULL;
+        }
+        memcpy(b->rows + (size_t)b->n * d, s->embed.rows.data + (size_t)i * d,
+               (size_t)d * sizeof(float));
+        b->n++;
+    }
+    return b;
+}
+
 void attn_scene_free(struct attn_scene *s)
 {
     free(s->title);
@@ -131,6 +172,7 @@ void attn_scene_free(struct attn_scene *s)
     free(s->vocab_path);
     free(s->merges_path);
     attn_lesson_unref(s->lesson);
+    book_unref(s->embed.book);
     /* last: the borrowed matrices above point into it */
     if (s->backing && --s->backing->refs == 0 && s->backing->release)
         s->backing->release(s->backing);
@@ -187,6 +229,8 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     if (dst->backing)
         dst->backing->refs++;
     attn_lesson_ref(dst->lesson); /* read-only: shared */
+    if (dst->embed.book)
+        dst->embed.book->refs++;
 
     int rc =
         dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |
@@ -288,24 +332,23 @@ void attn_scene_token_row(float *row, const char *token, int d)
     attn_rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
 }
 
-/* Re-rows the explicit embeddings after the tokens changed: each token reuses the row of the
- * same token in the old sentence, or gets attn_scene_token_row(). s->embed.rows: (old_n, d) -> (n,
- * d) */
-static int remap_rows(struct attn_scene *s, char *const *old_tokens, int old_n)
+/* Re-rows the explicit embeddings after the tokens changed: each token takes its row in the
+ * book, or attn_scene_token_row(). s->embed.rows: (old_n, d) -> (n, d) */
+static int remap_rows(struct attn_scene *s)
 {
-    const struct attn_matrix *old = &s->embed.rows;
+    const struct attn_book_rows *b = s->embed.book;
     struct attn_matrix rows;
-    int d = old->cols;
+    int d = b->d;
     if (attn_matrix_alloc(&rows, s->n_tokens, d))
         return -1;
     for (int i = 0; i < s->n_tokens; i++) {
         int from = -1;
-        for (int j = 0; j < old_n && from < 0; j++)
-            if (strcmp(s->tokens[i], old_tokens[j]) == 0)
+        for (int j = 0; j < b->n && from < 0; j++)
+            if (strcmp(s->tokens[i], b->tokens[j]) == 0)
                 from = j;
         float *dst = rows.data + (size_t)i * d;
         if (from >= 0)
-            memcpy(dst, old->data + (size_t)from * d, (size_t)d * sizeof(float));
+            memcpy(dst, b->rows + (size_t)from * d, (size_t)d * sizeof(float));
         else
             attn_scene_token_row(dst, s->tokens[i], d);
     }
@@ -314,17 +357,115 @@ static int remap_rows(struct attn_scene *s, char *const *old_tokens, int old_n)
     return 0;
 }
 
+bool attn_scene_has_row(const struct attn_scene *s, const char *token)
+{
+    if (s->embed.book) {
+        for (int k = 0; k < s->embed.book->n; k++)
+            if (strcmp(s->embed.book->tokens[k], token) == 0)
+                return true;
+        return false;
+    }
+    for (int k = 0; k < s->n_tokens; k++)
+        if (strcmp(s->tokens[k], token) == 0)
+            return true;
+    return false;
+}
+
 int attn_scene_retext(struct attn_scene *s, const char *text, struct diag *err)
 {
-    char **old_tokens = attn_tokens_dup(s->tokens, s->n_tokens);
-    int old_n = s->n_tokens;
-    if (!old_tokens && old_n > 0)
+    /* The rows as given are kept once, before the first edit changes them. */
+    if (s->embed.kind == EMBED_EXPLICIT && !s->embed.book && !(s->embed.book = book_make(s)))
         return diag_set(err, "text", "out of memory");
     int rc = attn_scene_set_text(s, text, err);
-    if (rc == 0 && s->embed.kind == EMBED_EXPLICIT && remap_rows(s, old_tokens, old_n) != 0)
+    if (rc == 0 && s->embed.kind == EMBED_EXPLICIT && remap_rows(s) != 0)
         rc = diag_set(err, "text", "out of memory");
-    attn_tokens_free(old_tokens, old_n);
     return rc;
+}
+
+const char *attn_seed_part_name(enum attn_seed_part part)
+{
+    switch (part) {
+    case SEED_PART_EMBEDDINGS:
+        return "the embeddings'";
+    case SEED_PART_POSITIONS:
+        return "the positions'";
+    case SEED_PART_ATTENTION:
+        return "the attention's";
+    case SEED_PART_FFN:
+        return "the feed-forward's";
+    case SEED_PART_DROPOUT:
+        return "the dropout's";
+    }
+    return "?";
+}
+
+/* Each part with a seed of its own, in the order the generator meets them (README's Random
+ * draws): whether the scene draws it, and its seed. */
+struct seed_part {
+    enum attn_seed_part part;
+    bool drawn;
+    struct attn_opt_seed *seed;
+};
+
+static int seed_parts(struct attn_scene *s, struct seed_part out[6])
+{
+    const struct attn_config *a = &s->attn;
+    bool ckpt = s->model.file != NULL;
+    bool attn_drawn = !ckpt && !s->weights.set &&
+                      (attn_scene_eff_projection(s) != PROJ_NONE || attn_scene_eff_out_proj(s));
+    out[0] =
+        (struct seed_part){SEED_PART_EMBEDDINGS, s->embed.kind == EMBED_LEARNED, &s->embed.seed};
+    out[1] = (struct seed_part){SEED_PART_POSITIONS,
+                                s->pos.kind == POS_LEARNED && !s->pos.table.data, &s->pos.seed};
+    out[2] = (struct seed_part){SEED_PART_ATTENTION, attn_drawn, &s->attn.seed};
+    out[3] = (struct seed_part){SEED_PART_FFN, !ckpt && s->block.on && !s->weights.ffn_W1.data,
+                                &s->block.ffn_seed};
+    /* layers 1 ..: drawn on from the stream, with no seed of their own */
+    bool later = false;
+    for (int L = 1; L < s->layers && !ckpt; L++)
+        later = later || !attn_scene_layer_weights(s, L)->set;
+    out[4] = (struct seed_part){0, later, NULL};
+    out[5] = (struct seed_part){SEED_PART_DROPOUT,
+                                a->dropout > 0 && a->dropout < 1 && !s->weights.dropout_mask,
+                                &s->attn.dropout_seed};
+    return 6;
+}
+
+unsigned attn_scene_set_seed(struct attn_scene *s, uint64_t seed, unsigned *kept)
+{
+    struct seed_part parts[6];
+    int n = seed_parts(s, parts);
+    unsigned moved = 0;
+    *kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (!parts[i].seed || !parts[i].seed->set)
+            continue;
+        if (parts[i].seed->value == s->seed) {
+            parts[i].seed->value = seed;
+            moved |= parts[i].part;
+        } else {
+            *kept |= parts[i].part;
+        }
+    }
+    s->seed = seed;
+    return moved;
+}
+
+bool attn_scene_seed_used(const struct attn_scene *s, enum attn_seed_part *first)
+{
+    struct seed_part parts[6];
+    int n = seed_parts((struct attn_scene *)s, parts); /* read only */
+    *first = 0;
+    for (int i = 0; i < n; i++) {
+        if (!parts[i].drawn)
+            continue;
+        if (parts[i].seed && parts[i].seed->set) { /* re-seeded before anything drew */
+            *first = parts[i].part;
+            return false;
+        }
+        return true;
+    }
+    return false;
 }
 
 int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err)

@@ -21,6 +21,16 @@
 
 struct attn_lesson;
 
+/* The explicit embedding rows a scene was given, by token: what a sentence edit takes a known
+ * word's row from, however many edits came between ("Your" keeps the book's row after "The cat
+ * sat on the mat" and then "Your cat"). Read-only once made; every copy of the scene shares it. */
+struct attn_book_rows {
+    int refs;
+    int n, d;      /* tokens, and the width of each row */
+    char **tokens; /* (n), first occurrences only */
+    float *rows;   /* (n, d) */
+};
+
 #define SCENE_MAX_DIM          4096
 #define SCENE_MAX_HEADS        256
 #define SCENE_MAX_LAYERS       128
@@ -159,10 +169,12 @@ struct attn_scene {
 
     struct {
         enum attn_embed_kind kind;
-        struct attn_matrix rows;   /* EXPLICIT: (n_tokens, d_in); TABLE: (vocab, d_in), the rows
-                                      of token_ids */
-        int dim;                   /* LEARNED: embedding width = d_in */
-        struct attn_opt_seed seed; /* LEARNED: re-seed before drawing the table */
+        struct attn_matrix rows;     /* EXPLICIT: (n_tokens, d_in); TABLE: (vocab, d_in), the rows
+                                        of token_ids */
+        int dim;                     /* LEARNED: embedding width = d_in */
+        struct attn_opt_seed seed;   /* LEARNED: re-seed before drawing the table */
+        struct attn_book_rows *book; /* EXPLICIT: the rows as given, made by the first sentence
+                                        edit (NULL before it); shared */
     } embed;
 
     struct {
@@ -216,15 +228,40 @@ void attn_scene_init_default(struct attn_scene *s);
 /* Sets text and re-tokenises it with s->tokenizer. Returns 0 or fills err. */
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err);
 /* The explorer's sentence edit: sets text, and explicit embedding rows follow their tokens. A
- * token of the old sentence keeps its row; a new one gets attn_scene_token_row's. Saving writes
- * every row out, so this rule decides what an edited scene holds. */
+ * token the scene was given a row for (its book, embed.book, kept from before the first edit
+ * on) has that row, whatever edits came between; any other gets attn_scene_token_row's. Saving
+ * writes every row out, so this rule decides what an edited scene holds. */
 int attn_scene_retext(struct attn_scene *s, const char *text, struct diag *err);
+/* True when the scene's explicit rows give token a row of its own (its book's, or its current
+ * sentence's before any edit); false: a sentence edit makes one up. */
+bool attn_scene_has_row(const struct attn_scene *s, const char *token);
 /* The row of a token with none of its own: uniform [0, 1) values, like the book's hand-picked
  * embeddings, from a generator seeded by the token's FNV-1a hash, so the same word always gets
  * the same row, whatever sentence it is in. row: (d) */
 void attn_scene_token_row(float *row, const char *token, int d);
 /* Replaces the tokens (text becomes NULL). */
 int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err);
+
+/* The seeds of the parts that re-seed the generator (attention.seed, embeddings.seed, ...). */
+enum attn_seed_part {
+    SEED_PART_EMBEDDINGS = 1 << 0,
+    SEED_PART_POSITIONS = 1 << 1,
+    SEED_PART_ATTENTION = 1 << 2,
+    SEED_PART_FFN = 1 << 3,
+    SEED_PART_DROPOUT = 1 << 4,
+};
+/* "the embeddings'", "the dropout's": a part in words. */
+const char *attn_seed_part_name(enum attn_seed_part part);
+/* The explorer's seed edit, as a notebook's torch.manual_seed(seed) changed everywhere: sets
+ * s->seed, and every part seed equal to the old seed takes the new value too (the notebook
+ * re-seeded with the same number); a part seed of another value stays. Returns the parts that
+ * moved; *kept gets the parts with a seed of their own that stayed. */
+unsigned attn_scene_set_seed(struct attn_scene *s, uint64_t seed, unsigned *kept);
+/* True when s->seed decides a draw: some part is drawn (embeddings, positions, parameters,
+ * dropout) before the first part that re-seeds. False: every draw follows a part's own seed (or
+ * nothing is drawn), so `seed:` alone changes no number; *first gets the part that re-seeds
+ * first (0 when nothing is drawn). */
+bool attn_scene_seed_used(const struct attn_scene *s, enum attn_seed_part *first);
 
 /* Effective values, with every default applied. */
 int attn_scene_d_in(const struct attn_scene *s);

@@ -41,8 +41,10 @@
       "Token view: what the query looks at / the inspector")                                       \
     X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...")     \
     X(COLOR_SCALE, "color-scale", "C", "view", "Colour scale: per matrix, per row, logarithmic")   \
-    X(ZOOM_IN, "zoom-in", "z", "view", "Zoom in around the cursor (fully in: every number)")       \
-    X(ZOOM_OUT, "zoom-out", "Z", "view", "Zoom out: blocks of cells, down to the whole matrix")    \
+    X(ZOOM_IN, "zoom-in", "z", "view",                                                             \
+      "Zoom in (one head's map): around the cursor, to every number")                              \
+    X(ZOOM_OUT, "zoom-out", "Z", "view",                                                           \
+      "Zoom out (one head's map): blocks, down to the whole matrix")                               \
     X(BLOCKS, "blocks", "b", "view", "Zoomed-out blocks show their max / their mean")              \
     X(BASELINE, "baseline", "B", "view",                                                           \
       "Pin a baseline: later edits show \u0394 against it / unpin")                                \

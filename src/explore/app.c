@@ -57,8 +57,9 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;
-    int rc = attn_scene_copy(&a->shown, &a->scene) ? diag_set(err, "", "out of memory")
-                                                   : recompute(a, &a->shown, err);
+    int rc = attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
+                 ? diag_set(err, "", "out of memory")
+                 : recompute(a, &a->shown, err);
     if (rc) {
         app_free(a); /* the scene was taken over: nothing is left for the caller to free */
         return -1;
@@ -99,6 +100,7 @@ void app_free(struct app *a)
     attn_scene_free(&a->base_scene);
     attn_net_free(&a->base_net);
     free(a->delta);
+    attn_scene_free(&a->written);
     for (int i = 0; a->lesson.lesson && i < a->lesson.lesson->n_steps; i++)
         if (a->lesson.reached[i])
             attn_scene_free(&a->lesson.at[i]);
@@ -367,6 +369,26 @@ static int settle_edit(struct app *a)
     return rc;
 }
 
+bool app_scenes_alike(const struct attn_scene *x, const struct attn_scene *y)
+{
+    char change[240];
+    describe_change(change, sizeof(change), x, y);
+    return change[0] == '\0';
+}
+
+const struct attn_scene *app_title_written(const struct app *a)
+{
+    if (a->lesson.lesson && a->lesson.reached && a->lesson.reached[a->lesson.step])
+        return &a->lesson.at[a->lesson.step]; /* a step's own edits are the lesson's */
+    return &a->written;
+}
+
+enum title_kind app_title(char *out, size_t size, char *from, size_t from_size, const struct app *a,
+                          const struct attn_scene *s)
+{
+    return title_for(out, size, from, from_size, s, app_title_written(a));
+}
+
 bool app_unsaved(const struct app *a)
 {
     if (a->lesson.lesson && a->edits == a->lesson.edits)
@@ -486,15 +508,14 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         app_refuse(a, "the sentence needs at least one token");
         return -1;
     }
-    /* Explicit embedding rows: a word the scene had keeps its row, a new one gets a made-up
-     * row (its hash's uniform values); say which, since its numbers are not the book's. */
+    /* Explicit embedding rows: a word the scene was given keeps its row (after any number of
+     * edits), a new one gets a made-up row (its hash's uniform values); say which, since its
+     * numbers are not the book's. */
     char made_up[200] = "";
     if (a->scene.embed.kind == EMBED_EXPLICIT) {
         size_t o = 0;
         for (int i = 0; i < n; i++) {
-            bool known = false;
-            for (int k = 0; k < a->scene.n_tokens && !known; k++)
-                known = strcmp(tokens[i], a->scene.tokens[k]) == 0;
+            bool known = attn_scene_has_row(&a->scene, tokens[i]);
             for (int k = 0; k < i && !known; k++)
                 known = strcmp(tokens[i], tokens[k]) == 0; /* listed once */
             if (!known && o < sizeof(made_up))
@@ -555,13 +576,74 @@ void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
         snprintf(out, size, "%d", (int)app_knob_value(a, k));
 }
 
+/* "the embeddings', positions' and attention's": parts in words, for the message line. */
+static void seed_parts_text(char *out, size_t size, unsigned parts)
+{
+    static const enum attn_seed_part all[] = {SEED_PART_EMBEDDINGS, SEED_PART_POSITIONS,
+                                              SEED_PART_ATTENTION, SEED_PART_FFN,
+                                              SEED_PART_DROPOUT};
+    int n = 0, total = 0;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        total += (parts & all[i]) != 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && o < size; i++) {
+        if (!(parts & all[i]))
+            continue;
+        const char *name = attn_seed_part_name(all[i]);
+        n++;
+        o += (size_t)snprintf(out + o, size - o, "%s%s",
+                              n == 1       ? ""
+                              : n == total ? " and "
+                                           : ", ",
+                              n == 1 ? name : name + 4); /* "the " once */
+    }
+}
+
 int app_edit_seed(struct app *a, uint64_t seed)
 {
     if (seed == a->scene.seed)
         return 0; /* the same value is no edit: no undo step, nothing unsaved */
     begin_edit(a);
-    a->scene.seed = seed;
+    /* The notebook's torch.manual_seed changed everywhere: a part that re-seeded with the same
+       number (12-shoes re-seeds the embeddings, positions and attention with 123) follows,
+       else the knob would change nothing there. A part seed of its own value stays. */
+    uint64_t old = a->scene.seed;
+    unsigned kept, moved = attn_scene_set_seed(&a->scene, seed, &kept);
     drop_weights(a, "new seed");
+    char parts[160], note[400] = "";
+    enum attn_seed_part first;
+    if (moved) {
+        seed_parts_text(parts, sizeof(parts), moved);
+        snprintf(note, sizeof(note), "%s seed%s too (%llu before, as the scene's)", parts,
+                 (moved & (moved - 1)) ? "s" : "", (unsigned long long)old);
+    }
+    if (!moved && !attn_scene_seed_used(&a->scene, &first)) {
+        /* every draw follows a part's own seed: say so, not a silent no-op */
+        const struct attn_opt_seed *own[] = {[0] = NULL,
+                                             [1] = &a->scene.embed.seed,
+                                             [2] = &a->scene.pos.seed,
+                                             [4] = &a->scene.attn.seed,
+                                             [8] = &a->scene.block.ffn_seed,
+                                             [16] = &a->scene.attn.dropout_seed};
+        size_t o = strlen(note);
+        if (first)
+            snprintf(note + o, sizeof(note) - o, "%sno draw uses it: %s seed (%llu) re-seeds first",
+                     o ? "; " : "", attn_seed_part_name(first),
+                     (unsigned long long)own[first]->value);
+        else
+            snprintf(note + o, sizeof(note) - o, "%sno draw uses it: every number is given",
+                     o ? "; " : "");
+    } else if (kept) {
+        seed_parts_text(parts, sizeof(parts), kept);
+        size_t o = strlen(note);
+        snprintf(note + o, sizeof(note) - o, "%s%s own seed%s stay%s", o ? "; " : "", parts,
+                 (kept & (kept - 1)) ? "s" : "", (kept & (kept - 1)) ? "" : "s");
+    }
+    if (note[0]) {
+        size_t o = strlen(a->message);
+        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", note);
+    }
     return settle_edit(a);
 }
 
@@ -629,22 +711,115 @@ int app_edit_knob(struct app *a, enum knob k, double value)
     return settle_edit(a);
 }
 
-/* The next value of d_out or heads in direction dir that keeps the split layout valid:
- * a multiple of heads for d_out, a divisor of d_out for heads. */
-static int next_valid(const struct app *a, enum knob k, int v, int dir)
+/* ---- Edits of the shape land on a valid scene ----
+ * An option or a knob step asks for one thing. When that alone leaves the scene invalid (d_out 3
+ * for 2 heads after projection none, an odd head_dim under RoPE, a wrapper's heads wider than a
+ * block's residual), the edit takes the nearest valid neighbour and the message line says so,
+ * or it is refused with the reason: it never lands on an invalid state nobody asked for. A
+ * scene that is invalid already (a value the user typed) is edited as asked. */
+
+/* True when t passes attn_scene_check; else the first problem goes to why (when given). */
+static bool shape_ok(const struct attn_scene *t, char *why, size_t size)
 {
-    const struct attn_scene *s = &a->scene;
-    int d_out = attn_scene_eff_d_out(s), heads = s->attn.heads;
-    bool split = s->attn.layout == LAYOUT_SPLIT;
-    for (int x = v + dir; x >= 1 && x <= SCENE_MAX_DIM; x += dir) {
-        if (!split || k == KNOB_DIM)
-            return x;
-        if (k == KNOB_D_OUT && heads > 0 && x % heads == 0)
-            return x;
-        if (k == KNOB_HEADS && d_out % x == 0)
-            return x;
+    struct diag_list problems;
+    diag_list_init(&problems);
+    int n = attn_scene_check(t, &problems);
+    if (n > 0 && why)
+        snprintf(why, size, "%s", problems.items[0].msg);
+    diag_list_free(&problems);
+    return n == 0;
+}
+
+/* The scene as an edit of its shape leaves it: a copy with the explicit weights dropped (they
+ * fit the old shape only). Returns 0, or -1 out of memory (refused: the message says so). */
+static int shape_trial(struct attn_scene *t, struct app *a)
+{
+    if (attn_scene_copy(t, &a->scene)) {
+        app_refuse(a, "out of memory");
+        return -1;
     }
-    return v;
+    attn_scene_drop_weights(t);
+    return 0;
+}
+
+/* Makes t valid by moving d_out and heads (those allowed) as little as possible: a step of
+ * d_out costs 1, one of heads 4 (a head count is the bigger change), the smaller value first on
+ * a tie, d_out at most 64 and heads at most 16 away. Returns whether t is valid now; when not,
+ * t is as it came. */
+static bool nearest_valid_shape(struct attn_scene *t, bool vary_d_out, bool vary_heads)
+{
+    if (shape_ok(t, NULL, 0))
+        return true;
+    int d_field = t->attn.d_out, d0 = attn_scene_eff_d_out(t), h0 = t->attn.heads;
+    for (int cost = 1; cost <= 64; cost++)
+        for (int dh = 0; 4 * dh <= cost; dh++) {
+            int dd = cost - 4 * dh;
+            if ((dd && !vary_d_out) || (dh && !vary_heads))
+                continue;
+            static const int signs[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+            for (int k = 0; k < 4; k++) {
+                if ((signs[k][0] > 0 && dd == 0) || (signs[k][1] > 0 && dh == 0))
+                    continue; /* +0 is -0, tried already */
+                int d = d0 + signs[k][0] * dd, h = h0 + signs[k][1] * dh;
+                if (d < 1 || d > SCENE_MAX_DIM || h < 1 || h > SCENE_MAX_HEADS)
+                    continue;
+                t->attn.d_out = d;
+                t->attn.heads = h;
+                if (shape_ok(t, NULL, 0))
+                    return true;
+            }
+        }
+    t->attn.d_out = d_field;
+    t->attn.heads = h0;
+    return false;
+}
+
+/* "heads 2 → 1": what nearest_valid_shape moved between `asked` (the edit alone) and `took`. */
+static void shape_moves(char *out, size_t size, const struct attn_scene *asked,
+                        const struct attn_scene *took)
+{
+    int da = attn_scene_eff_d_out(asked), dt = attn_scene_eff_d_out(took);
+    size_t o = 0;
+    out[0] = '\0';
+    if (da != dt)
+        o += (size_t)snprintf(out, size, "d_out %d \u2192 %d", da, dt);
+    if (asked->attn.heads != took->attn.heads && o < size)
+        snprintf(out + o, size - o, "%sheads %d \u2192 %d", o ? " and " : "", asked->attn.heads,
+                 took->attn.heads);
+}
+
+/* The next value of d_out, heads or the embedding width in direction dir that gives a valid
+ * scene (d_out a multiple of the heads, head_dim even under RoPE, ...), the others as they are;
+ * a d_out that followed the width (d_out = d_in, as projection none and a block's residual
+ * need) follows it on. Returns it, or v when there is none (why says what the next one breaks). */
+static int next_valid(struct app *a, enum knob k, int v, int dir, char *why, size_t size)
+{
+    struct attn_scene t;
+    if (shape_trial(&t, a))
+        return v;
+    int d_in = attn_scene_d_in(&a->scene);
+    bool follow = k == KNOB_DIM && t.attn.d_out == d_in;
+    int top = k == KNOB_HEADS ? SCENE_MAX_HEADS : SCENE_MAX_DIM, found = v;
+    why[0] = '\0';
+    for (int x = v + dir; x >= 1 && x <= top && found == v; x += dir) {
+        if (k == KNOB_D_OUT)
+            t.attn.d_out = x;
+        else if (k == KNOB_HEADS)
+            t.attn.heads = x;
+        else
+            t.embed.dim = x;
+        if (follow)
+            t.attn.d_out = x;
+        /* Why there is none: the next value's problem, unless that is only the split rule
+           and a later value meets another (a block's residual, RoPE's even head_dim). */
+        char problem[DIAG_MSG_MAX];
+        if (shape_ok(&t, problem, sizeof(problem)))
+            found = x;
+        else if (!why[0] || (strstr(why, "not divisible") && !strstr(problem, "not divisible")))
+            snprintf(why, size, "%s", problem);
+    }
+    attn_scene_free(&t);
+    return found;
 }
 
 int app_step_knob(struct app *a, enum knob k, int direction)
@@ -660,12 +835,32 @@ int app_step_knob(struct app *a, enum knob k, int direction)
             return 0; /* the ends of the seed range: no wrapping round */
         return app_edit_seed(a, a->scene.seed + (uint64_t)(int64_t)direction);
     }
-    int next = next_valid(a, k, (int)v, direction);
-    if (next == (int)v) {
-        app_refuse(a, "no %s %s %d keeps the split layout valid (d_out %d, heads %d)", knob_name(k),
-                   direction > 0 ? "above" : "below", (int)v, attn_scene_eff_d_out(&a->scene),
-                   a->scene.attn.heads);
+    if (a->error[0]) /* invalid already: one step, as asked */
+        return app_edit_knob(a, k, (int)v + direction >= 1 ? (int)v + direction : 1);
+    if ((k == KNOB_D_OUT && from_checkpoint(a, "d_out")) ||
+        (k == KNOB_DIM && from_checkpoint(a, "the embedding width")))
         return -1;
+    if (k == KNOB_DIM && a->scene.embed.kind != EMBED_LEARNED)
+        return app_edit_knob(a, k, v + direction); /* refused, with why */
+    char why[DIAG_MSG_MAX];
+    int next = next_valid(a, k, (int)v, direction, why, sizeof(why));
+    if (next == (int)v) {
+        if (!a->message_is_error)
+            app_refuse(a, "no %s %s %d gives a valid scene: %.300s", knob_name(k),
+                       direction > 0 ? "above" : "below", (int)v,
+                       why[0]          ? why
+                       : direction > 0 ? "the largest there is"
+                                       : "1 is the least");
+        return -1;
+    }
+    if (k == KNOB_DIM) { /* a d_out that followed the width follows it on */
+        bool follow = a->scene.attn.d_out == attn_scene_d_in(&a->scene);
+        begin_edit(a);
+        a->scene.embed.dim = next;
+        if (follow)
+            a->scene.attn.d_out = next;
+        drop_weights(a, "new embedding width");
+        return settle_edit(a);
     }
     return app_edit_knob(a, k, next);
 }
@@ -677,39 +872,148 @@ int app_toggle_causal(struct app *a)
     return settle_edit(a);
 }
 
-int app_cycle_projection(struct app *a)
+/* The projection cycle's next option after p. */
+static enum attn_projection next_projection(enum attn_projection p)
 {
-    if (from_checkpoint(a, "the projection"))
-        return -1;
-    begin_edit(a);
     static const enum attn_projection next[] = {[PROJ_DEFAULT] = PROJ_NONE,
                                                 [PROJ_NONE] = PROJ_RAND,
                                                 [PROJ_RAND] = PROJ_LINEAR,
                                                 [PROJ_LINEAR] = PROJ_NONE};
-    struct attn_config *c = &a->scene.attn;
-    enum attn_projection from = attn_scene_eff_projection(&a->scene);
-    c->projection = next[from];
-    /* Q = K = V = X needs d_out = d_in; the old d_out comes back when the cycle moves on. */
-    if (c->projection == PROJ_NONE) {
-        a->d_out_before_none = c->d_out;
-        c->d_out = attn_scene_d_in(&a->scene);
-    } else if (from == PROJ_NONE && a->d_out_before_none > 0) {
-        c->d_out = a->d_out_before_none;
+    return next[p];
+}
+
+/* Sets the projection p on t, as the cycle does: Q = K = V = X needs d_out = d_in; the d_out
+ * and heads from before none come back when the cycle moves on. */
+static void set_projection(struct attn_scene *t, const struct app *a, enum attn_projection p)
+{
+    struct attn_config *c = &t->attn;
+    enum attn_projection from = attn_scene_eff_projection(t);
+    c->projection = p;
+    if (p == PROJ_NONE) {
+        c->d_out = attn_scene_d_in(t);
+    } else if (from == PROJ_NONE) {
+        if (a->d_out_before_none > 0)
+            c->d_out = a->d_out_before_none;
+        if (a->heads_before_none > 0)
+            c->heads = a->heads_before_none;
     }
-    if (c->projection != PROJ_LINEAR)
+    if (p != PROJ_LINEAR)
         c->qkv_bias = false;
-    drop_weights(a, "new projection");
-    return settle_edit(a);
+}
+
+/* Makes the edit that turns the scene into t's shape (projection, layout, d_out, heads), with
+ * its undo step; the message says what moved besides what was asked (`moved`, `why`) and which
+ * options were passed over (`skipped`). */
+static int apply_shape(struct app *a, const struct attn_scene *t, const char *what,
+                       const char *moved, const char *why, const char *skipped)
+{
+    begin_edit(a);
+    struct attn_config *c = &a->scene.attn;
+    if (attn_scene_eff_projection(&a->scene) != PROJ_NONE &&
+        attn_scene_eff_projection(t) == PROJ_NONE) {
+        a->d_out_before_none = c->d_out;
+        a->heads_before_none = c->heads;
+    }
+    c->projection = t->attn.projection;
+    c->layout = t->attn.layout;
+    c->d_out = t->attn.d_out;
+    c->heads = t->attn.heads;
+    c->qkv_bias = t->attn.qkv_bias;
+    drop_weights(a, what);
+    size_t o = strlen(a->message);
+    if (skipped[0] && o < sizeof(a->message))
+        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", skipped);
+    int rc = settle_edit(a);
+    if (moved[0] && !a->message_is_error) { /* first, where the message line shows it: what the
+                                               edit moved besides what was asked, and why */
+        char said[DIAG_MSG_MAX];
+        snprintf(said, sizeof(said), "%s", a->message);
+        snprintf(a->message, sizeof(a->message), "%.100s to stay valid: %.*s; %.250s", moved,
+                 strstr(why, " (") ? (int)(strstr(why, " (") - why) : 120, why, said);
+    }
+    return rc;
+}
+
+int app_cycle_projection(struct app *a)
+{
+    if (from_checkpoint(a, "the projection"))
+        return -1;
+    enum attn_projection from = attn_scene_eff_projection(&a->scene);
+    if (a->error[0]) { /* invalid already: the next option, as asked */
+        struct attn_scene t;
+        if (shape_trial(&t, a))
+            return -1;
+        set_projection(&t, a, next_projection(from));
+        int rc = apply_shape(a, &t, "new projection", "", "", "");
+        attn_scene_free(&t);
+        return rc;
+    }
+    /* The next option that gives a valid scene (heads and, but under none, d_out moved as
+       little as needed); an option that cannot be valid is passed over, and the message says
+       why. */
+    char skipped[400] = "", why[DIAG_MSG_MAX] = "";
+    for (enum attn_projection p = next_projection(from); p != from; p = next_projection(p)) {
+        struct attn_scene t, asked;
+        if (shape_trial(&t, a))
+            return -1;
+        set_projection(&t, a, p);
+        char problem[DIAG_MSG_MAX] = "";
+        bool ok_asis = shape_ok(&t, problem, sizeof(problem));
+        if (attn_scene_copy(&asked, &t)) {
+            attn_scene_free(&t);
+            app_refuse(a, "out of memory");
+            return -1;
+        }
+        bool ok = ok_asis || nearest_valid_shape(&t, p != PROJ_NONE, true);
+        if (ok) {
+            char moved[160];
+            shape_moves(moved, sizeof(moved), &asked, &t);
+            int rc = apply_shape(a, &t, "new projection", moved, problem, skipped);
+            attn_scene_free(&t);
+            attn_scene_free(&asked);
+            return rc;
+        }
+        attn_scene_free(&t);
+        attn_scene_free(&asked);
+        if (!why[0])
+            snprintf(why, sizeof(why), "%s", problem);
+        size_t o = strlen(skipped);
+        if (o < sizeof(skipped))
+            snprintf(skipped + o, sizeof(skipped) - o, "%sprojection %s passed over (%.150s)",
+                     o ? "; " : "", attn_projection_name(p), problem);
+    }
+    app_refuse(a, "the projection stays %s: %.300s", attn_projection_name(from), why);
+    return -1;
 }
 
 int app_cycle_layout(struct app *a)
 {
     if (from_checkpoint(a, "the head layout"))
         return -1;
-    begin_edit(a);
-    a->scene.attn.layout = a->scene.attn.layout == LAYOUT_SPLIT ? LAYOUT_WRAPPER : LAYOUT_SPLIT;
-    drop_weights(a, "new head layout");
-    return settle_edit(a);
+    struct attn_scene t, asked;
+    if (shape_trial(&t, a))
+        return -1;
+    t.attn.layout = t.attn.layout == LAYOUT_SPLIT ? LAYOUT_WRAPPER : LAYOUT_SPLIT;
+    char problem[DIAG_MSG_MAX] = "";
+    bool ok = a->error[0] || shape_ok(&t, problem, sizeof(problem));
+    if (attn_scene_copy(&asked, &t)) {
+        attn_scene_free(&t);
+        app_refuse(a, "out of memory");
+        return -1;
+    }
+    if (!ok && !nearest_valid_shape(&t, true, true)) {
+        app_refuse(a, "the head layout stays %s: %.300s", attn_layout_name(a->scene.attn.layout),
+                   problem);
+        attn_scene_free(&t);
+        attn_scene_free(&asked);
+        return -1;
+    }
+    char moved[160];
+    shape_moves(moved, sizeof(moved), &asked, &t);
+    int rc = apply_shape(a, &t, "new head layout", moved, problem, "");
+    attn_scene_free(&t);
+    attn_scene_free(&asked);
+    return rc;
 }
 
 int app_cycle_mask_mode(struct app *a)
@@ -902,5 +1206,10 @@ int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
     if (scenefile_save(path, &a->scene, false, overwrite, err))
         return -1;
     a->saved_depth = a->n_undo;
+    struct attn_scene copy; /* the title now speaks of the scene as saved */
+    if (attn_scene_copy(&copy, &a->scene) == 0) {
+        attn_scene_free(&a->written);
+        a->written = copy;
+    }
     return 0;
 }

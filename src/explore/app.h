@@ -18,6 +18,7 @@
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
+#include "explore/title.h"
 #include "explore/zoom.h"
 #include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
@@ -51,7 +52,9 @@ struct app {
     bool message_is_error;      /* the note reports a refused input, not an invalid scene */
     int saved_depth;            /* n_undo when the scene was opened or last saved; -1 when
                                    that state fell off the undo history */
+    struct attn_scene written;  /* the scene as opened or last saved: what its title describes */
     int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
+    int heads_before_none;      /* and the head count, which none may have moved */
 
     int layer; /* the layer on screen */
     enum attn_stage stage;
@@ -208,6 +211,18 @@ double app_knob_value(const struct app *a, enum knob k);
 /* The knob's value as the header shows it and its prompt starts with ("123", "0.5"). */
 void app_knob_text(char *out, size_t size, const struct app *a, enum knob k);
 const char *knob_name(enum knob k);
+
+/* The scene the title was written for: as a lesson step left it (its edits are the lesson's),
+ * else as opened or last saved. */
+const struct attn_scene *app_title_written(const struct app *a);
+/* The title to show for s (the scene, or the result's scene for a picture), true after any
+ * edit (explore/title.h); from gets "edited from “...”" when the title was replaced. */
+enum title_kind app_title(char *out, size_t size, char *from, size_t from_size, const struct app *a,
+                          const struct attn_scene *s);
+
+/* True when x and y agree in everything the explorer's edits change (the sentence, the seed,
+ * the shape, the mask, ...): an edit and its undo leave the scene alike. */
+bool app_scenes_alike(const struct attn_scene *x, const struct attn_scene *y);
 
 /* True when the scene differs from the one opened or last saved (undo back to it: false). A
  * lesson step's own scene, untouched since the step set it, is not the user's edit: false. */

@@ -499,14 +499,8 @@ static void do_render(struct app *a)
         snprintf(path, sizeof(path), "%s%.*s-%d.svg", dir, (int)strlen(name) - 4, name, k);
 
     /* The title the header shows, for the scene the result belongs to. */
-    const struct attn_scene *s = &a->shown;
-    char title[600], variant[256];
-    attn_scene_describe(variant, sizeof(variant), s);
-    if (!s->title)
-        snprintf(title, sizeof(title), "%s", variant);
-    else
-        snprintf(title, sizeof(title), "%.500s%s", s->title,
-                 app_unsaved(a) ? " \u00b7 edited" : "");
+    char title[1024], from[1100];
+    app_title(title, sizeof(title), from, sizeof(from), a, &a->shown);
     struct diag err;
     diag_clear(&err);
     if (picture_write(path, false, &a->net, title, &v, &err)) {
@@ -598,7 +592,12 @@ static int run_action(struct app *a, enum action act, struct ask *ask)
            all-heads view (and the model view) show it */
         a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
         a->all_heads = true;
-        if (a->score_shown >= 0)
+        if (a->score_shown >= 0 && !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1)
+            note(a,
+                 "heads coloured by their %s score on a stage of each head's (this one they "
+                 "share; S: next score)",
+                 attn_head_score_name((enum head_score)a->score_shown));
+        else if (a->score_shown >= 0)
             note(a, "heads coloured by their %s score (S: next score)",
                  attn_head_score_name((enum head_score)a->score_shown));
         else

@@ -159,6 +159,22 @@ int lesson_go(struct app *a, int to)
     return 0;
 }
 
+bool lesson_step_changed(const struct app *a)
+{
+    const struct attn_lesson_step *st = lesson_current(a);
+    if (!st)
+        return false;
+    int step = a->lesson.step;
+    if (!untouched(a) && a->lesson.reached[step] &&
+        !app_scenes_alike(&a->scene, &a->lesson.at[step]))
+        return true;
+    bool per_head = attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1;
+    return a->stage != (enum attn_stage)st->stage ||
+           (st->layer < a->net.layers && a->layer != st->layer) || a->all_heads != st->all_heads ||
+           (per_head && !a->all_heads && a->head != st->head) || app_showing_mean(a) ||
+           app_showing_delta(a);
+}
+
 int lesson_next(struct app *a)
 {
     const struct attn_lesson *lesson = a->lesson.lesson;

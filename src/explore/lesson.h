@@ -38,5 +38,11 @@ int lesson_prev(struct app *a);
 int lesson_go(struct app *a, int step);
 /* Leaves lesson mode (the view and the scene stay), or comes back to the step as written. */
 int lesson_toggle(struct app *a);
+/* True when the learner changed the step on screen: its scene (an edit not undone) or its view
+ * (another stage, layer or head, every head or their mean, a baseline's Δ). The caption's
+ * numbers then need not be on screen: the caption is shown stale (the next step still starts
+ * from this one as written). Cursor moves, zoom and colours change no number: they do not
+ * count. */
+bool lesson_step_changed(const struct app *a);
 
 #endif

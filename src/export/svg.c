@@ -23,9 +23,12 @@
 #define CELL_MAX    40 /* a small matrix: cells this size */
 #define CELL_MAX_V  56 /* with values: room for "-0.1385" */
 #define TILE_GAP    28
-#define LABEL_CHARS 24 /* longer labels are cut with "…" */
-#define BAR_STEP_H  9  /* the legend's colour bar: one rect per step */
+#define LABEL_CHARS 24  /* longer labels are cut with "…" */
+#define BAR_H       216 /* the legend's colour bar, in BAR_PIECES rects of the scale's colours */
+#define BAR_PIECES  72
 #define BAR_W       18
+#define TICK_PX     11 /* position ticks (blocks, or cells too small for labels): font size */
+#define TICK_GAP    40 /* px between ticks at least */
 #define INK         "#222222"
 #define MUTED       "#666666"
 #define MASK_BG     "#d9d9d9"
@@ -51,7 +54,8 @@ struct layout {
     int legend_x, legend_w;
     int width, height;
     struct palette_map map;
-    int index[PALETTE_STEPS]; /* xterm-256 index of each step of the scale in use */
+    int scale_id; /* the sequential or diverging scale in use (colors.yaml's) */
+    int tick;     /* positions between ticks (0: labels instead) */
     bool has_inf, has_nan, has_dropped;
 };
 
@@ -206,8 +210,7 @@ static void plan(const struct svg_picture *p, struct layout *l)
     float lo, hi;
     scan(p, l, &lo, &hi);
     palette_map_init(&l->map, p->scale, lo, hi);
-    palette_xterm_indices(l->index, l->map.diverging ? p->div_scale : p->seq_scale,
-                          l->map.diverging);
+    l->scale_id = l->map.diverging ? p->div_scale : p->seq_scale;
 
     /* Blocks: the smallest b that keeps every tile's cells within SVG_MAX_CELLS. */
     l->block = 1;
@@ -225,6 +228,13 @@ static void plan(const struct svg_picture *p, struct layout *l)
     l->cell = cell < 1 ? 1 : cell;
 
     l->labels = l->block == 1 && l->cell >= SVG_LABEL_MIN_PX;
+    /* Without labels, ticks say where the positions are: every 1, 2 or 5 times a power of 10
+       positions, at least TICK_GAP px apart. */
+    l->tick = 0;
+    for (int k = 1; !l->labels && !l->tick; k *= 10)
+        for (int m = 1; m <= 5 && !l->tick; m = m == 1 ? 2 : m + 3)
+            if ((double)k * m * l->cell / l->block >= TICK_GAP || k * m >= l->rows + l->cols)
+                l->tick = k * m;
     l->label_px = l->cell - 2 < 13 ? l->cell - 2 : 13;
     l->values = p->values && l->block == 1 && l->cell >= SVG_VALUE_MIN_PX;
     l->value_px = l->cell >= 48 ? 11 : 9;
@@ -246,8 +256,13 @@ static void plan(const struct svg_picture *p, struct layout *l)
     }
     /* Column labels run up and to the right at 45 degrees from the top of their column. */
     double diag = col_w * 0.7072;
-    l->row_label_w = 22 + (l->labels ? (int)ceil(row_w) + 8 : 0);
-    l->col_label_h = 22 + (l->labels ? (int)ceil(diag + l->label_px) + 6 : 0);
+    int longest = l->rows > l->cols ? l->rows : l->cols;
+    int digits = 1;
+    for (int n = longest - 1; n >= 10; n /= 10)
+        digits++;
+    double tick_w = l->tick ? digits * 0.62 * TICK_PX + 12 : 0;
+    l->row_label_w = 22 + (l->labels ? (int)ceil(row_w) + 8 : (int)ceil(tick_w));
+    l->col_label_h = 22 + (l->labels ? (int)ceil(diag + l->label_px) + 6 : l->tick ? 20 : 0);
     l->overhang = l->labels ? (int)ceil(diag) : 0;
 
     l->tile_w = l->gcols * l->cell;
@@ -263,8 +278,8 @@ static void plan(const struct svg_picture *p, struct layout *l)
     l->legend_w = 260;
     l->width = l->legend_x + l->legend_w + MARGIN;
     /* The legend's lines, as write_legend lays them out. */
-    int legend_h = 40 + PALETTE_STEPS * BAR_STEP_H + 32 + (l->has_inf || l->has_nan ? 20 : 0) +
-                   (l->has_dropped ? 20 : 0) + 8 + (l->block > 1 ? 30 : 0) + (!l->labels ? 15 : 0) +
+    int legend_h = 40 + BAR_H + 32 + (l->has_inf || l->has_nan ? 20 : 0) +
+                   (l->has_dropped ? 20 : 0) + 8 + (l->block > 1 ? 30 : 0) + (!l->labels ? 30 : 0) +
                    (p->values && !l->values ? 15 : 0);
     int bottom = l->map_y + grid_h;
     bottom = bottom > l->map_y + legend_h ? bottom : l->map_y + legend_h;
@@ -352,7 +367,7 @@ static int write_tile(FILE *f, const struct svg_picture *p, const struct layout 
             else if (k == CELL_DROPPED)
                 fputs(DROP_FILL, f);
             else
-                put_rgb(f, palette_xterm_rgb(l->index[palette_step(pos)]));
+                put_rgb(f, palette_rgb_at(l->scale_id, l->map.diverging, pos));
             fputs("\"/>\n", f);
         }
     fputs("</g>\n", f);
@@ -378,9 +393,7 @@ static int write_tile(FILE *f, const struct svg_picture *p, const struct layout 
                     format_value(num, sizeof(num), x, l->decimals, false);
                     double pos;
                     if (block_at(l, tile, row_range, i, j, &pos) == CELL_VALUE)
-                        ink = palette_text_dark(
-                                  palette_anchor_rgb(l->map.diverging ? p->div_scale : p->seq_scale,
-                                                     l->map.diverging, palette_step(pos)))
+                        ink = palette_text_dark(palette_rgb_at(l->scale_id, l->map.diverging, pos))
                                   ? "#000000"
                                   : "#ffffff";
                 }
@@ -401,6 +414,45 @@ static int write_tile(FILE *f, const struct svg_picture *p, const struct layout 
     return 0;
 }
 
+/* Position ticks where there are no labels (a long sequence in blocks): a short line at the
+ * top edge of position i (row i at y, column i at x) every l->tick positions, and its number,
+ * left of each row of tiles and above the first. */
+static void write_ticks(FILE *f, const struct svg_picture *p, const struct layout *l)
+{
+    double per = (double)l->cell / l->block; /* px a position */
+    cnum_fprintf(f,
+                 "<g class=\"ticks\" font-size=\"%d\" fill=\"" INK "\" stroke=\"" INK "\" "
+                 "stroke-width=\"0.75\">\n",
+                 TICK_PX);
+    char num[32];
+    for (int tr = 0; tr < l->tile_rows; tr++) {
+        int ty = l->map_y + tr * (l->tile_h + l->tile_label_h + TILE_GAP);
+        for (int i = 0; i < l->rows; i += l->tick) {
+            double y = ty + i * per;
+            cnum_fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", l->map_x - 4,
+                         y, l->map_x, y);
+            snprintf(num, sizeof(num), "%d", i);
+            put_text(f, l->map_x - 6, y,
+                     "class=\"row-tick\" stroke=\"none\" text-anchor=\"end\" "
+                     "dominant-baseline=\"central\"",
+                     num, 12);
+        }
+    }
+    int across = l->per_row < p->n_tiles ? l->per_row : p->n_tiles;
+    for (int tc = 0; tc < across; tc++) {
+        int tx = l->map_x + tc * (l->tile_w + TILE_GAP);
+        for (int j = 0; j < l->cols; j += l->tick) {
+            double x = tx + j * per;
+            cnum_fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x,
+                         l->map_y - 4, x, l->map_y);
+            snprintf(num, sizeof(num), "%d", j);
+            put_text(f, x, l->map_y - 7,
+                     "class=\"col-tick\" stroke=\"none\" text-anchor=\"middle\"", num, 12);
+        }
+    }
+    fputs("</g>\n", f);
+}
+
 /* Row labels left of each row of tiles, column labels above the first row of tiles. */
 static void write_labels(FILE *f, const struct svg_picture *p, const struct layout *l)
 {
@@ -415,6 +467,10 @@ static void write_labels(FILE *f, const struct svg_picture *p, const struct layo
     put_text(f, l->map_x, l->map_y - l->col_label_h + 14,
              "class=\"axis\" font-size=\"12\" fill=\"" MUTED "\"", p->col_axis ? p->col_axis : "",
              40);
+    if (l->tick) {
+        write_ticks(f, p, l);
+        return;
+    }
     if (!l->labels)
         return;
     cnum_fprintf(f,
@@ -459,17 +515,17 @@ static void write_legend(FILE *f, const struct svg_picture *p, const struct layo
     put_text(f, x, y + 10, "class=\"scale-name\" font-weight=\"bold\"", line, 80);
     put_text(f, x, y + 26, "fill=\"" MUTED "\"", how, 80);
 
-    /* The bar, highest step on top, one rect per step. */
-    int bar_y = y + 40;
+    /* The bar, the top of the scale on top: the pieces from the bottom colour to the top one. */
+    int bar_y = y + 40, piece = BAR_H / BAR_PIECES;
     fputs("<g class=\"bar\">\n", f);
-    for (int s = PALETTE_STEPS - 1; s >= 0; s--) {
+    for (int s = BAR_PIECES - 1; s >= 0; s--) {
         cnum_fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", x,
-                     bar_y + (PALETTE_STEPS - 1 - s) * BAR_STEP_H, BAR_W, BAR_STEP_H);
-        put_rgb(f, palette_xterm_rgb(l->index[s]));
+                     bar_y + (BAR_PIECES - 1 - s) * piece, BAR_W, piece);
+        put_rgb(f, palette_rgb_at(l->scale_id, m->diverging, (double)s / (BAR_PIECES - 1)));
         fputs("\"/>\n", f);
     }
     fputs("</g>\n", f);
-    int bar_h = PALETTE_STEPS * BAR_STEP_H;
+    int bar_h = BAR_H;
     int tx = x + BAR_W + 8;
     /* The ends of the bar, in the mode's terms. */
     if (m->mode == SCALE_BY_ROW) {
@@ -532,10 +588,12 @@ static void write_legend(FILE *f, const struct svg_picture *p, const struct layo
         ly += 30;
     }
     if (!l->labels) {
-        snprintf(line, sizeof(line), "labels omitted: %s",
-                 l->block > 1 ? "a block is several tokens" : "cells too small");
+        snprintf(line, sizeof(line), "labels omitted: %s;",
+                 l->block > 1 ? "blocks of tokens" : "cells too small");
         put_text(f, x, ly, "class=\"note\" fill=\"" MUTED "\"", line, 80);
-        ly += 15;
+        put_text(f, x, ly + 15, "class=\"note\" fill=\"" MUTED "\"",
+                 "the ticks count positions from 0", 80);
+        ly += 30;
     }
     if (p->values && !l->values) {
         snprintf(line, sizeof(line), "values omitted: %s",

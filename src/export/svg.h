@@ -1,9 +1,9 @@
 /* svg: heatmaps as SVG pictures, ready for slides.
  *
  * A picture is one or more matrices of the same shape (a head, or every head of a layer in a
- * grid) drawn cell by cell in the explorer's colours: the step a value gets comes from
- * palette/palette (matrix, row or log scaling) and its colour is the RGB of the xterm-256 index
- * the explorer's 256-colour mode shows for that step, so the picture and the terminal agree.
+ * grid) drawn cell by cell in the explorer's colour scale: the position a value gets comes from
+ * palette/palette (matrix, row or log scaling) and its colour is the scale's true colour there
+ * (viridis as matplotlib draws it, not the terminal's 256-colour stand-ins).
  * Rows are labelled with their tokens (queries), columns with theirs (keys, rotated) or d0,
  * d1, ...; a legend shows the colour bar with its ends and the scale's name, and says what
  * masked (-inf), dropped and pooled cells look like.
@@ -11,7 +11,8 @@
  * Large matrices stay readable and small: at most SVG_MAX_CELLS cells are drawn (one rect
  * each); above that the matrix is drawn in blocks of b x b cells, each block coloured by its
  * strongest cell (as the explorer's thumbnails), and the legend says so. Labels are left out
- * when cells are too small to carry them, values when they cannot fit; the legend says that too.
+ * when cells are too small to carry them (position ticks take their place), values when they
+ * cannot fit; the legend says that too.
  */
 #ifndef ATTNSCOPE_SVG_H
 #define ATTNSCOPE_SVG_H

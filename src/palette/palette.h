@@ -2,10 +2,12 @@
  *
  * The explorer draws a value as one of PALETTE_STEPS colours of a scale: sequential (viridis,
  * magma, gray) for stages without negative values, diverging (blue-red, purple-green) symmetric
- * around 0 for signed ones. Which step a value gets depends on the colour scale mode: one range
- * for the matrix, one per row, or logarithmic. The terminal shows each step as an xterm-256
- * palette index; a picture (export/svg) writes the RGB of that same index, so the two agree.
- * Nothing here draws: src/ui/theme turns steps into curses attributes.
+ * around 0 for signed ones. Where a value falls on it depends on the colour scale mode: one range
+ * for the matrix, one per row, or logarithmic. A picture (export/svg) draws the scale's true
+ * colour there, from the published data (matplotlib's viridis and magma tables, ColorBrewer's
+ * RdBu and PRGn). The terminal has 256 colours at most: it shows PALETTE_STEPS steps of its own
+ * design of each scale (five anchors of it, palette_anchor_rgb), each as the nearest free
+ * xterm-256 colour. Nothing here draws: src/ui/theme turns steps into curses attributes.
  */
 #ifndef ATTNSCOPE_PALETTE_H
 #define ATTNSCOPE_PALETTE_H
@@ -29,7 +31,15 @@ const char *palette_scale_name(enum color_scale mode);
 /* The mode named name, or -1. */
 int palette_scale_parse(const char *name);
 
-/* The colour of step `step` of a scale as designed (its anchors interpolated). */
+/* The true colour of a scale at position 0..1 (outside, and NaN, clamp to the ends): viridis
+ * and magma from matplotlib's 256-entry tables, interpolated linearly between entries (entry k
+ * at k/255 exactly: viridis 0 is #440154, 1 is #fde725); gray a linear ramp from #1c1c1c to
+ * #eeeeee; the diverging scales from ColorBrewer's 11 classes, linearly between them (blue-red
+ * is RdBu reversed: 0 is #053061, 0.5 #f7f7f7, 1 #67001f; purple-green is PRGn). */
+struct palette_rgb palette_rgb_at(int scale, bool diverging, double position);
+/* The colour of step `step` of a scale as the terminal's design has it: five anchors of the
+ * scale interpolated (the diverging ones stop a class short of the darkest, for which xterm's
+ * palette has only teal or gray); palette_xterm_indices picks the terminal's colours from these. */
 struct palette_rgb palette_anchor_rgb(int scale, bool diverging, int step);
 /* The xterm-256 palette index of each step of a scale, all different: the nearest free colour
  * to the designed one. The explorer's 256-colour mode draws these. */

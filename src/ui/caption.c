@@ -7,6 +7,7 @@
 #include "common/utf8.h"
 #include "explore/lesson.h"
 #include "ui/caption.h"
+#include "ui/status.h" /* key_display */
 
 #define CAPTION_BYTES (8 * LESSON_CAPTION_MAX_CHARS + 64)
 
@@ -104,20 +105,17 @@ static int wrap(const struct styled *o, int width, struct line *lines, int max)
 
 int caption_rows(const struct app *a, int width, int max_rows)
 {
-    const struct attn_lesson *lesson = a->lesson.lesson;
-    if (!lesson || !a->lesson.on)
+    const struct attn_lesson_step *st = lesson_current(a);
+    if (!st || !a->lesson.on)
         return 0;
     static struct styled o;
     struct line lines[MAX_LINES];
-    int most = 1;
-    for (int i = 0; i < lesson->n_steps; i++) {
-        if (!lesson->steps[i].caption)
-            continue;
-        style(&o, lesson->steps[i].caption);
-        int n = wrap(&o, width - 2, lines, MAX_LINES);
-        most = n > most ? n : most;
+    int n = 1;
+    if (st->caption) {
+        style(&o, st->caption);
+        n = wrap(&o, width - 2, lines, MAX_LINES);
     }
-    int rows = 1 + most;
+    int rows = 1 + (n > 1 ? n : 1);
     return rows < max_rows ? rows : max_rows;
 }
 
@@ -130,15 +128,25 @@ static void draw(struct panel *p, struct frame *f)
     const struct attn_lesson_step *st = lesson_current(a);
     if (!st || r.h < 1)
         return;
-    /* The title row: where the lesson is, as a rule across the panel. */
+    /* The title row: where the lesson is, as a rule across the panel. When the learner changed
+       the step (its scene or its view), the caption's numbers need not be on screen: it is
+       dimmed, its numbers no longer picked out, and the rule says how to get the step back. */
+    bool stale = lesson_step_changed(a);
     char title[96];
-    snprintf(title, sizeof(title), " lesson \u00b7 step %d of %d ", a->lesson.step + 1,
-             a->lesson.lesson->n_steps);
+    snprintf(title, sizeof(title), " %sstep %d of %d ", stale ? "" : "lesson \u00b7 ",
+             a->lesson.step + 1, a->lesson.lesson->n_steps);
     char rule[4 * 512 + 1] = "";
     for (int i = 0; i < r.w && i < 512; i++)
         strcat(rule, "\u2500");
     draw_text(r.y, r.x, r.w, t->role_attr[ROLE_DIM], rule);
-    draw_text(r.y, r.x + 2, r.w - 2, t->role_attr[ROLE_STAGE_CURRENT], title);
+    int tx = r.x + 2 + draw_text(r.y, r.x + 2, r.w - 2, t->role_attr[ROLE_STAGE_CURRENT], title);
+    if (stale) {
+        char key[32], note[96];
+        key_display(key, sizeof(key), f->keymap, ACTION_LESSON_NEXT);
+        /* what the key does (explore/lesson.h): the step's own scene first, then the next */
+        snprintf(note, sizeof(note), " you changed this step: %s goes on from it as written ", key);
+        draw_text(r.y, tx + 1, r.x + r.w - tx - 1, t->role_attr[ROLE_LABEL], note);
+    }
 
     static struct styled o;
     style(&o, st->caption ? st->caption : "");
@@ -154,8 +162,9 @@ static void draw(struct panel *p, struct frame *f)
                 e++;
             char run[CAPTION_BYTES];
             snprintf(run, sizeof(run), "%.*s", (int)(e - b), o.text + b);
-            int attr =
-                o.quoted[b] ? t->role_attr[ROLE_SELECTION] | (int)A_BOLD : t->role_attr[ROLE_HELP];
+            int attr = stale         ? t->role_attr[ROLE_DIM]
+                       : o.quoted[b] ? t->role_attr[ROLE_SELECTION] | (int)A_BOLD
+                                     : t->role_attr[ROLE_HELP];
             x += draw_text(y, x, r.x + r.w - 1 - x, attr, run);
             b = e;
         }

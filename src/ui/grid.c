@@ -12,6 +12,8 @@
 #include "common/cnum.h"
 #include "ui/heatmap.h" /* the legend */
 
+#define THUMB_MIN 4 /* cells a side of the smallest thumbnail */
+
 /* Tiles per layer: every head, or one for a stage the heads share. */
 static int per_layer(const struct app *a)
 {
@@ -44,7 +46,7 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
        cell while the width allows (cells are twice as tall as wide), else 1 */
     for (int k = 0; !fits && k < 3 + 2 * full; k++) {
         int size = k < 3 ? full : full - (k - 3) / 2;
-        if (k >= 3 && size < 4) /* thumbnails stop at 4 cells; the full sizes always count */
+        if (k >= 3 && size < THUMB_MIN) /* thumbnails stop there; the full sizes always count */
             break;
         *cw = k < 3 ? widths[k] : (k - 3) % 2 == 0 ? 2 : 1;
         gp->shown_rows = v.rows < size ? v.rows : size;
@@ -65,26 +67,36 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
     }
     int visible = (p->area.h - 1) / gp->tile_h > 0 ? (p->area.h - 1) / gp->tile_h : 1;
     int sel_row = selected(f->app) / gp->per_row;
+    int tile_rows = (tiles(f->app) + gp->per_row - 1) / gp->per_row;
+    if (gp->top > tile_rows - visible) /* a larger area: no rows of tiles left out above */
+        gp->top = tile_rows - visible > 0 ? tile_rows - visible : 0;
     if (sel_row < gp->top)
         gp->top = sel_row;
     if (sel_row >= gp->top + visible)
         gp->top = sel_row - visible + 1;
 }
 
-/* Cell (i, j) of a rows x cols thumbnail of v: the value of largest magnitude in its block
- * (where a head attends strongly stays visible); -inf only when the whole block is masked. */
-static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols)
+/* Cell (i, j) of a rows x cols thumbnail of v, as b asks: the value of largest magnitude in its
+ * block (where a head attends strongly stays visible), or the mean of its finite values; -inf
+ * only when the whole block is masked. */
+static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg)
 {
     int r0 = i * v.rows / rows, r1 = (i + 1) * v.rows / rows;
     int c0 = j * v.cols / cols, c1 = (j + 1) * v.cols / cols;
     float best = -INFINITY;
+    double sum = 0;
+    int finite = 0;
     for (int r = r0; r < (r1 > r0 ? r1 : r0 + 1); r++)
         for (int c = c0; c < (c1 > c0 ? c1 : c0 + 1); c++) {
             float x = v.data[(size_t)r * v.stride + c];
-            if (isfinite(x) && (!isfinite(best) || fabsf(x) > fabsf(best)))
+            if (!isfinite(x))
+                continue;
+            if (!isfinite(best) || fabsf(x) > fabsf(best))
                 best = x;
+            sum += x;
+            finite++;
         }
-    return best;
+    return agg == BLOCK_MEAN && finite > 0 ? (float)(sum / finite) : best;
 }
 
 /* Appends the score S colours the heads by to head h's label (layer L), and returns the
@@ -136,7 +148,17 @@ static void thumb_draw(struct panel *p, struct frame *f)
     else
         snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
                  attn_stage_name(a->stage), shared ? " (shared by all heads)" : "");
-    int legend_w = heatmap_legend(t, r.y, r.x + r.w, lo, hi, diverging);
+    /* Thumbnails pool blocks of cells, as b asks (their max or their mean): the legend says so. */
+    struct attn_mat_view v0 = app_view(a, a->stage, 0);
+    char pool[96] = "";
+    if (gp->shown_rows < v0.rows || gp->shown_cols < v0.cols)
+        snprintf(pool, sizeof(pool), "1 cell \u2248 %d\u00d7%d %s, %s",
+                 (v0.rows + gp->shown_rows - 1) / gp->shown_rows,
+                 (v0.cols + gp->shown_cols - 1) / gp->shown_cols,
+                 attn_stage_is_square(a->stage) ? "tokens" : "values",
+                 block_agg_name(a->block_agg));
+    int legend_w =
+        heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, pool[0] ? pool : NULL);
     char clipped[160];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
@@ -160,7 +182,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
             snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
         bool sel = n > 1 && tile == selected(a);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (a->score_shown >= 0 && pl > 1)
+        if (a->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
             lattr = score_label(label, sizeof(label), t, a, L, h, sel, lattr);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
@@ -168,7 +190,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
         struct attn_mat_view v = app_view_at(a, L, a->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
-                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols);
+                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols, a->block_agg);
                 const char *shade = " ";
                 int attr = isfinite(x) ? theme_cell_attr(t, x, lo, hi, diverging, &shade)
                                        : t->role_attr[ROLE_MASKED];
@@ -493,7 +515,7 @@ static void heads_draw(struct panel *p, struct frame *f)
         else
             snprintf(label, sizeof(label), "head %d", tile);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (a->score_shown >= 0 && T > 1)
+        if (a->score_shown >= 0 && !shared)
             lattr = score_label(label, sizeof(label), t, a, a->layer, tile, sel, lattr);
         int label_line = tile_row_line(&hl, tr);
         if (hl.tile_rows == 1)
@@ -611,6 +633,39 @@ static int heads_move_row(struct app *a, const struct heads_layout *hl, int dbi)
         return OUTCOME_HANDLED;
     a->row = row;
     return OUTCOME_CURSOR_MOVED;
+}
+
+int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *least)
+{
+    const struct app *a = f->app;
+    struct attn_mat_view v = app_view(a, a->stage, 0);
+    if (a->net.layers > 1) { /* every layer's tiles at full size, one column a cell */
+        int tile_w = v.cols + 2, per_row = width / tile_w > 0 ? width / tile_w : 1;
+        per_row = per_row < per_layer(a) ? per_row : per_layer(a);
+        int tile_rows = (tiles(a) + per_row - 1) / per_row;
+        int small = v.rows < THUMB_MIN ? v.rows : THUMB_MIN; /* the smallest thumbnails */
+        *least = 1 + tile_rows * (small + 2);
+        return 1 + tile_rows * (v.rows + 2);
+    }
+    float lo, hi; /* one layer: its heads laid out as if the rows were endless */
+    range_get(&gp->range, a, -1, &lo, &hi);
+    struct heads_layout hl;
+    heads_layout(&hl, f, (struct rect){0, 0, 100000, width}, lo, hi);
+    *least = hl.tile_rows == 1 ? 3 + hl.lines : 2 + hl.tile_rows * (1 + hl.lines);
+    return *least; /* it scrolls through the rows: no smaller size */
+}
+
+int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height)
+{
+    if (f->app->net.layers > 1)
+        return height;
+    float lo, hi;
+    range_get(&gp->range, f->app, -1, &lo, &hi);
+    struct heads_layout hl;
+    heads_layout(&hl, f, (struct rect){0, 0, height, width}, lo, hi);
+    if (hl.tile_rows > 1 || hl.lines > hl.view)
+        return height; /* it scrolls: every row shows some */
+    return 3 + hl.lines < height ? 3 + hl.lines : height;
 }
 
 static void draw(struct panel *p, struct frame *f)

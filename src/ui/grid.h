@@ -43,6 +43,15 @@ struct grid_panel {
 };
 
 void grid_panel_init(struct grid_panel *gp);
+/* The rows the view needs to show every tile at full size in width columns (every layer's in
+ * the model view; with the title, the head labels and the footer): the screen manager gives the
+ * view up to that many, and the rest to the inspector. *least gets the rows that show every
+ * tile at all (the model view's smallest thumbnails), which it gets before the inspector's
+ * comfort. */
+int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *least);
+/* The rows the view draws in an area of width x height (one layer's heads side by side may
+ * need fewer than the area has: the rest is the inspector's). */
+int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height);
 void grid_panel_free(struct grid_panel *gp);
 
 #endif

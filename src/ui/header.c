@@ -21,12 +21,13 @@ static void draw(struct panel *p, struct frame *f)
     snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s ", s->n_tokens,
              s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer);
     int sw = text_width(sizes);
-    char variant[256];
+    char variant[512];
     attn_scene_describe(variant, sizeof(variant), s);
-    /* A given title names the scene as written: after an edit it says so, never stale. */
-    char edited[600];
-    snprintf(edited, sizeof(edited), "%.500s \u00b7 edited", s->title ? s->title : "");
-    const char *title = !s->title ? variant : app_unsaved(f->app) ? edited : s->title;
+    /* The title stays true after an edit: the values it names rewritten, or, when it no longer
+       fits, the scene's own description, and line 2 says where it came from. */
+    char title[1024], from[1100];
+    if (app_title(title, sizeof(title), from, sizeof(from), f->app, s) == TITLE_REPLACED)
+        snprintf(variant, sizeof(variant), "%.500s", from);
     char short_title[512];
     abbreviate(short_title, sizeof(short_title), title, r.w - sw - 2);
     draw_text(r.y, r.x + 1, r.w - sw - 2, hattr | A_BOLD, short_title);

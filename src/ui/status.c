@@ -59,6 +59,7 @@ static const struct {
     {ACTION_STAGE_PREV, ACTION_STAGE_NEXT, "stage"},
     {ACTION_HEAD_PREV, ACTION_HEAD_NEXT, "head"},
     {ACTION_ALL_HEADS, ACTION_NONE, "all heads"},
+    {ACTION_TOKEN_VIEW, ACTION_NONE, "token view"},
     {ACTION_EDIT_TEXT, ACTION_NONE, "text"},
     {ACTION_KNOB_NEXT, ACTION_NONE, "knob"},
     {ACTION_KNOB_DOWN, ACTION_KNOB_UP, "change"},

@@ -41,20 +41,28 @@ void ui_invalidate(struct ui *ui)
         ui->panels[i]->dirty = true;
 }
 
-/* Lays the panels out for the current size: header, stage bar, the map (with the inspector, or
- * the token view in its place, to its right when there is room, else below it), in lesson mode
- * the caption across the screen, the message line and the status line. */
+/* Lays the panels out for the current size and view: header, stage bar, the map (with the
+ * inspector, or the token view in its place, to its right when there is room, else below it), in
+ * lesson mode the caption across the screen, the message line and the status line. Every view
+ * change lays them out again: the rows go where they are used (every layer of the model view,
+ * the step's own caption), not left blank. */
 void ui_resize(struct ui *ui)
 {
     ui->lines = ui->frame.lines = LINES;
     ui->cols = ui->frame.cols = COLS;
     ui->too_small = ui->lines < UI_MIN_LINES || ui->cols < UI_MIN_COLS;
     int w = ui->cols, h = ui->lines;
-    /* A blank row under the stage bar when there is room; on small screens every row counts. */
-    int main_y = h >= 24 ? 4 : 3, main_h = h - main_y - 2;
+    bool lesson = caption_rows(&ui->app, w, 1000) > 0;
+    /* A blank row under the stage bar when there is room; on small screens (and under a
+       lesson's caption on a short one) every row counts. */
+    int main_y = h >= 24 && !(lesson && h < 30) ? 4 : 3, main_h = h - main_y - 2;
+    /* The rows the map wants: one head's title, axis, rows and footer; every head (and in the
+       model view every layer) at full size. */
+    int least = 0;
+    int need = ui->app.all_heads ? grid_rows_wanted(&ui->grid, &ui->frame, w, &least)
+                                 : app_model(&ui->app)->n + 3;
     /* In a lesson the caption comes second to the map and before the inspector: it takes the
-     * rows the lesson's longest caption needs, up to what the map leaves (a third at least). */
-    int need = app_model(&ui->app)->n + 3; /* the map's title, axis, rows and footer */
+     * rows the step's caption needs, up to what the map leaves (a third at least). */
     int cap_max = main_h - need - 2 > main_h / 3 ? main_h - need - 2 : main_h / 3;
     int cap_h = caption_rows(&ui->app, w, cap_max > 3 ? cap_max : 3);
     main_h -= cap_h;
@@ -75,6 +83,10 @@ void ui_resize(struct ui *ui)
         if (ui->app.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
             insp_min = main_h * 2 / 5;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
+        if (mh < least && least <= main_h - 5) /* every layer in view, the inspector smaller */
+            mh = least;
+        if (ui->app.all_heads) /* what the heads' layout draws there, not more */
+            mh = grid_rows_used(&ui->grid, &ui->frame, w, mh);
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
         insp = (struct rect){main_y + mh, 0, main_h - mh, w};
@@ -334,8 +346,8 @@ void ui_mark(struct ui *ui, int outcome)
         ui_resize(ui);
         return;
     }
-    if (outcome & OUTCOME_VIEW_CHANGED)
-        ui_invalidate(ui); /* a view change touches every panel; never the engine */
+    if (outcome & OUTCOME_VIEW_CHANGED) /* a view change touches every panel, and may want */
+        ui_resize(ui); /* other rows (all heads, a lesson step); never the engine */
 }
 
 void ui_draw(struct ui *ui)
