@@ -435,5 +435,24 @@ check "lesson: q at a lesson's step quits without asking, terminal restored" les
 check "lesson: exit status 0" lesson test "$(cat "$WORK/lesson.exit" 2>/dev/null)" = 0
 T kill-session -t lesson
 
+# 19. Text with control characters (tests/fixtures/text/controls.yaml): its ESC sequences would
+# set the window title to "pwned" and clear the screen, its U+202E turn the line around. They
+# reach the terminal only as visible escapes: the title stays, the screen shows \e and <U+202E>.
+start ctl 100 30 "$(wrapped ctl "$SRC/tests/fixtures/text/controls.yaml")"
+check "controls: the title escaped in the header" ctl \
+  wait_for ctl 'Evil \e]0;pwned\x07 title <U+202E>right-to-left'
+check "controls: the tokens escaped in the map" ctl wait_for ctl '<U+009B>2J      0.1694'
+keys ctl /
+text ctl "evil"
+keys ctl Enter
+check "controls: the message line escaped" ctl wait_for ctl '“<U+202E>evil” at row 2'
+check "controls: the inspector escaped" ctl wait_for ctl '“<U+202E>evil” looks at “Hi\e[31m”'
+check "controls: no ESC reached the terminal (the pane title is not pwned)" ctl \
+  test "$(T display-message -p -t ctl '#{pane_title}')" != pwned
+no_raw_bidi() { ! screen ctl | grep -q $'\xe2\x80\xae'; }
+check "controls: no raw bidi control on the screen" ctl no_raw_bidi
+keys ctl q
+T kill-session -t ctl
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

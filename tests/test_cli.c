@@ -237,6 +237,108 @@ static void test_check_good_and_bad(void **state)
     run_free(&r);
 }
 
+/* Fails when text holds a byte a terminal would act on: a control character other than the line
+ * break, DEL, a C1 control, a bidi control or a line/paragraph separator, or bytes that are
+ * not UTF-8 (written here from the bytes, not with the library's own escaper). */
+static void expect_no_raw_controls(const char *what, const char *text)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0; p[i]; i++) {
+        const unsigned char *c = p + i;
+        bool bad = (c[0] < 0x20 && c[0] != '\n') || c[0] == 0x7f ||
+                   (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) ||
+                   (c[0] == 0xe2 && c[1] == 0x80 &&
+                    ((c[2] >= 0xaa && c[2] <= 0xae) || c[2] == 0x8e || c[2] == 0x8f ||
+                     c[2] == 0xa8 || c[2] == 0xa9)) ||
+                   (c[0] == 0xe2 && c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9) ||
+                   (c[0] == 0xd8 && c[1] == 0x9c);
+        int len = c[0] < 0x80             ? 1
+                  : (c[0] & 0xe0) == 0xc0 ? 2
+                  : (c[0] & 0xf0) == 0xe0 ? 3
+                  : (c[0] & 0xf8) == 0xf0 ? 4
+                                          : 0;
+        for (int k = 1; k < len && !bad; k++)
+            bad = (c[k] & 0xc0) != 0x80;
+        if (bad || len == 0)
+            fail_msg("%s: a raw byte 0x%02x at %zu in:\n%s", what, c[0], i, text);
+        i += (size_t)len - 1;
+    }
+}
+
+/* Tokens, titles and keys with ESC, BEL, DEL, C1 and bidi controls reach the terminal only as
+ * visible escapes (\e, \x07, <U+202E>): print, heads, diff, check's message and its echoed
+ * line. tokens.csv keeps them as they are. */
+static void test_control_characters_escaped(void **state)
+{
+    (void)state;
+    char evil[4200], causal[4200], raw[4200], bidi[4200];
+    snprintf(evil, sizeof(evil), "%s", scratch_path("evil.yaml"));
+    snprintf(causal, sizeof(causal), "%s", scratch_path("evil-causal.yaml"));
+    snprintf(raw, sizeof(raw), "%s", scratch_path("raw.yaml"));
+    snprintf(bidi, sizeof(bidi), "%s", scratch_path("bidi.yaml"));
+    const char *scene = "version: 1\n"
+                        "title: \"Evil \\e]0;pwned\\a title \\u202Eright\"\n"
+                        "text: \"Hi\\e[31m red\\a \\u202Eevil x\\x7f \\x9b1m\"\n"
+                        "embeddings: {dim: 4, seed: 1}\n";
+    char text[1000];
+    snprintf(text, sizeof(text), "%sattention: {d_out: 4, heads: 2}\n", scene);
+    tu_write_text(evil, text);
+    snprintf(text, sizeof(text), "%sattention: {d_out: 4, heads: 2, causal: true}\n", scene);
+    tu_write_text(causal, text);
+    tu_write_text(raw, "version: 1\ntext: a\x1b[2Jb\n");
+    tu_write_text(bidi, "version: 1\ntext: hi\nti\xe2\x80\xaetle: x\n");
+    const char *tokens = "Hi\\e[31m red\\x07 <U+202E>evil x\\x7f <U+009B>1m";
+
+    struct run r = RUN("print", evil, "--stage", "weights");
+    expect_status(&r, 0);
+    expect_no_raw_controls("print", r.out);
+    char want[300];
+    snprintf(want, sizeof(want), "# tokens: %s\n", tokens);
+    expect_contains(r.out, want);
+    run_free(&r);
+
+    r = RUN("heads", evil);
+    expect_status(&r, 0);
+    expect_no_raw_controls("heads", r.out);
+    expect_contains(r.out, want);
+    run_free(&r);
+
+    r = RUN("diff", evil, causal, "--top", "20");
+    expect_status(&r, 0);
+    expect_no_raw_controls("diff", r.out);
+    expect_contains(r.out, "\"Hi\\e[31m\" \u00d7 col 1 \"red\\x07\"");
+    expect_contains(r.out, "\"<U+202E>evil\"");
+    run_free(&r);
+
+    r = RUN("check", raw, bidi);
+    expect_status(&r, 1);
+    expect_no_raw_controls("check", r.err);
+    expect_contains(r.err, "raw.yaml:2:8: not valid UTF-8 text: control characters are not "
+                           "allowed (byte 0x1B)\n"
+                           "  text: a\\e[2Jb\n"
+                           "         ^\n");
+    expect_contains(r.err, "bidi.yaml:3:1: unknown key 'ti<U+202E>tle' (did you mean 'title'?)\n"
+                           "  ti<U+202E>tle: x\n");
+    run_free(&r);
+
+    /* tokens.csv: the token itself, quoted. */
+    char dir[4300], csv[4400];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("evil-export"));
+    r = RUN("export", evil, "-o", dir);
+    expect_status(&r, 0);
+    expect_no_raw_controls("export", r.out);
+    run_free(&r);
+    snprintf(csv, sizeof(csv), "%s/tokens.csv", dir);
+    char *got = tu_must_read_file(csv, NULL);
+    assert_string_equal(got, "position,id,token\r\n0,0,\"Hi\x1b[31m\"\r\n1,1,\"red\a\"\r\n"
+                             "2,2,\xe2\x80\xae"
+                             "evil\r\n3,3,\"x\x7f"
+                             "\"\r\n"
+                             "4,4,\xc2\x9b"
+                             "1m\r\n");
+    free(got);
+}
+
 static void test_missing_scene_names_the_file(void **state)
 {
     (void)state;
@@ -968,6 +1070,7 @@ int main(void)
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_check_good_and_bad),
         cmocka_unit_test(test_missing_scene_names_the_file),
+        cmocka_unit_test(test_control_characters_escaped),
         cmocka_unit_test(test_print_default),
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),

@@ -155,12 +155,10 @@ int cmd_print(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    printf("# tokens:");
-    for (int i = 0; i < m0->n; i++)
-        printf(" %s", m0->tokens[i]);
+    cli_print_tokens(stdout, m0);
     char desc[512];
     attn_scene_describe(desc, sizeof(desc), &cs.scene);
-    printf("\n# %s\n", desc);
+    printf("# %s\n", desc);
     long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
     if (kv != mha) /* the point of GQA, MQA and MLA */
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
