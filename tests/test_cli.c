@@ -339,6 +339,60 @@ static void test_control_characters_escaped(void **state)
     free(got);
 }
 
+/* check plays a lesson and checks every number its captions mark against what the explorer
+ * shows at that step, each wrong one located at its mark (tests/fixtures/lessons). */
+static void test_check_lesson_marks(void **state)
+{
+    (void)state;
+    const char *fixtures = getenv("ATTNSCOPE_FIXTURES");
+    assert_non_null(fixtures);
+    char wrong[4200];
+    snprintf(wrong, sizeof(wrong), "%s/lessons/wrong-marks.yaml", fixtures);
+    struct run r = RUN("check", wrong);
+    expect_status(&r, 1);
+    assert_string_equal(r.out, "");
+    const char *want[] = {
+        ":19:58: step 1: the caption says 0.9999, but row 0, column 5 of the weights matrix is "
+        "0.1510\n"
+        "        Row 0 gives {0.1510 @ 0,5} to \"step\" (right), then {0.9999 @ 0,5} (wrong).\n"
+        "                                                           ^\n",
+        ":23:76: step 2: the caption says 0.5517, but row 1, column 1 of the weights matrix is "
+        "0.4483 (the step's cell)\n",
+        ":27:32: step 3: the caption says 0.3000, but no cell of row 1 of the masked matrix is "
+        "0.3000 (to 4 decimals)\n",
+        ":28:11: step 3: the caption says 0.5, but row 1, column 1 of the scores matrix is 0.2\n",
+        ":28:41: step 3: the caption quotes 0.1659 without a mark: write {0.1659} so it is "
+        "checked against the screen\n",
+        ":30:42: step 4: the caption says 0.7777, but no cell of the weights matrix is 0.7777 (to "
+        "4 decimals)\n",
+        ":30:59: step 4: the caption says -inf, but row 0, column 1 of the weights matrix is 0\n",
+    };
+    const char *at = r.err;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char line[4200 + 600];
+        snprintf(line, sizeof(line), "%s%s", wrong, want[i]);
+        const char *hit = strstr(at, line);
+        if (!hit)
+            fail_msg("expected, in order:\n%s\nin:\n%s", line, r.err);
+        at = hit + strlen(line);
+    }
+    /* the right marks (0.1510, 0.4483, 0.2041, 0.1218, 0.5517) are not reported */
+    assert_null(strstr(r.err, "says 0.1510"));
+    assert_null(strstr(r.err, "says 0.4483"));
+    assert_null(strstr(r.err, "says 0.2041"));
+    assert_null(strstr(r.err, "says 0.1218"));
+    run_free(&r);
+
+    /* The shipped lessons pass. */
+    char lesson[4200];
+    snprintf(lesson, sizeof(lesson), "%s/lessons/3-causal-mask.yaml",
+             getenv("ATTNSCOPE_SCENES_DIR"));
+    r = RUN("check", lesson);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    run_free(&r);
+}
+
 static void test_missing_scene_names_the_file(void **state)
 {
     (void)state;
@@ -1071,6 +1125,7 @@ int main(void)
         cmocka_unit_test(test_check_good_and_bad),
         cmocka_unit_test(test_missing_scene_names_the_file),
         cmocka_unit_test(test_control_characters_escaped),
+        cmocka_unit_test(test_check_lesson_marks),
         cmocka_unit_test(test_print_default),
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),

@@ -5,7 +5,11 @@
  *     headz: 2
  *     ^
  * A good file prints "FILE: ok" on stdout. Exit 1 when any file has a problem. Files named
- * keys.yaml or colors.yaml are checked as the explorer's configuration instead.
+ * keys.yaml or colors.yaml are checked as the explorer's configuration instead. A scene with a
+ * lesson is played step by step, as the explorer plays it, and every number a caption marks is
+ * checked against the screen (explore/lesson.h), located at the mark:
+ *   lesson.yaml:14:31: step 1: the caption says 0.9999, but row 0, column 5 of the weights is
+ *   0.1510
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,8 @@
 #include "config/config.h"
 #include "scenefile/scenefile.h"
 #include "explore/actions.h"
+#include "explore/app.h"
+#include "explore/lesson.h"
 #include "explore/keys.h"
 #include "ui/theme.h"
 
@@ -58,6 +64,39 @@ static int check_config(const char *path, const char *base)
     return CLI_OK;
 }
 
+/* A lesson played from its first step to its last in the explorer (without a screen), every
+ * step checked as explore/lesson.h says: above all, every number its captions mark against the
+ * matrix the explorer shows there. Takes s. */
+static int check_lesson(struct attn_scene *s, const char *path)
+{
+    struct app a;
+    struct diag err;
+    diag_clear(&err);
+    if (app_init(&a, s, path, NULL, &err) != 0) {
+        if (!err.file[0])
+            snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, path);
+        diag_print(stderr, &err, NULL, 0);
+        return CLI_INVALID;
+    }
+    struct diag_list problems;
+    diag_list_init(&problems);
+    char *source = NULL;
+    size_t len = 0;
+    if (fsutil_read_file(&source, &len, path, SCENEFILE_MAX_BYTES, NULL) != 0)
+        source = NULL;
+    if (lesson_open(&a) != 0)
+        diag_list_add(&problems, path, 0, 0, "lesson", "out of memory for the lesson");
+    else
+        lesson_check_all(&a, source, len, &problems);
+    for (int i = 0; i < problems.n; i++)
+        diag_print(stderr, &problems.items[i], source, len);
+    int rc = problems.n ? CLI_INVALID : CLI_OK;
+    diag_list_free(&problems);
+    free(source);
+    app_free(&a);
+    return rc;
+}
+
 static int check_one(const char *path)
 {
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -66,7 +105,12 @@ static int check_one(const char *path)
     struct attn_scene s;
     if (scenefile_load_report(&s, path, stderr) != 0)
         return CLI_INVALID;
-    attn_scene_free(&s);
+    if (s.lesson) {
+        if (check_lesson(&s, path) != CLI_OK)
+            return CLI_INVALID;
+    } else {
+        attn_scene_free(&s);
+    }
     printf("%s: ok\n", path);
     return CLI_OK;
 }

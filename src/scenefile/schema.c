@@ -1700,6 +1700,8 @@ static void h_caption(struct loader *l, const struct field *f, int node, void *b
         return;
     }
     h_string(l, f, node, base, path);
+    struct attn_lesson_step *st = base;
+    loader_locate(l, node, &st->caption_line, &st->caption_col);
 }
 
 /* scale: as attention.scale says it (h_scale), into the step's edit. */
