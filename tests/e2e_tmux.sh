@@ -7,7 +7,8 @@
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
 # SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
 # its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
-# token view following the cursor, and a lesson stepped through, left and resumed.
+# token view following the cursor, a lesson stepped through, left and resumed, a lesson's step
+# saved as a scene of its own, and text with control characters shown escaped.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -435,7 +436,39 @@ check "lesson: q at a lesson's step quits without asking, terminal restored" les
 check "lesson: exit status 0" lesson test "$(cat "$WORK/lesson.exit" 2>/dev/null)" = 0
 T kill-session -t lesson
 
-# 19. Text with control characters (tests/fixtures/text/controls.yaml): its ESC sequences would
+# 19. Saving in a lesson (lesson 3, Space Space w): the step on screen is saved as a scene of
+# its own, without lesson:, in the current folder (scenes/lessons/ is shipped), and the prompt
+# says so. With the lesson kept, the file would reopen on step 1 already masked, under a caption
+# quoting the unmasked 0.1510. `attnscope check` passes the saved file, which opens as a plain
+# scene with step 3's weights.
+mkdir -p "$WORK/save"
+start lsave 100 30 "cd $WORK/save && $BIN $SRC/scenes/lessons/3-causal-mask.yaml; sleep 600"
+check "lesson save: opens on step 1" lsave wait_for lsave "lesson 1/7"
+keys lsave Space
+check "lesson save: step 2" lsave wait_for lsave "lesson 2/7"
+keys lsave Space
+check "lesson save: step 3" lsave wait_for lsave "lesson 3/7"
+keys lsave w
+check "lesson save: the prompt says the lesson is left out, in the current folder" lsave \
+  wait_for lsave "save this step (no lesson) as: 3-causal-mask-step3.yaml"
+keys lsave Enter
+check "lesson save: saved" lsave \
+  wait_for lsave "saved step 3 as a scene of its own (without the lesson) to 3-causal-mask-step3"
+check "lesson save: nothing written beside the shipped lesson" lsave \
+  test ! -e "$SRC/scenes/lessons/3-causal-mask-step3.yaml"
+check "lesson save: the file has no lesson" lsave \
+  sh -c "! grep -q 'lesson' '$WORK/save/3-causal-mask-step3.yaml'"
+check "lesson save: attnscope check passes it" lsave \
+  quiet "$BIN" check "$WORK/save/3-causal-mask-step3.yaml"
+keys lsave q
+T kill-session -t lsave
+start lopen 100 30 "$BIN $WORK/save/3-causal-mask-step3.yaml; sleep 600"
+check "lesson save: reopened, step 3's weights" lopen wait_for lopen "journey    0.5517   0.4483"
+check "lesson save: reopened as a plain scene, not a lesson" lopen wait_gone lopen "lesson 1/"
+keys lopen q
+T kill-session -t lopen
+
+# 20. Text with control characters (tests/fixtures/text/controls.yaml): its ESC sequences would
 # set the window title to "pwned" and clear the screen, its U+202E turn the line around. They
 # reach the terminal only as visible escapes: the title stays, the screen shows \e and <U+202E>.
 start ctl 100 30 "$(wrapped ctl "$SRC/tests/fixtures/text/controls.yaml")"

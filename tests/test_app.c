@@ -404,8 +404,68 @@ static void test_save_default_folder(void **state)
     assert_int_equal(app_init(&a, &s, "/tmp/my-scene.yaml", NULL, &err), 0);
     command_run(&a, ACTION_SAVE, &ask);
     assert_string_equal(ask.initial, "/tmp/my-scene-edited.yaml"); /* beside the scene */
+    assert_string_equal(ask.label, "save scene as");
     ask_clear(&ask);
     app_free(&a);
+
+    /* Anywhere under the shipped scenes/ tree: scenes/lessons/ too (e proposes the current
+       folder for every scene). The lesson's step is saved as a scene without the lesson. */
+    snprintf(path, sizeof(path), "%s/lessons/3-causal-mask.yaml", scenes ? scenes : "scenes");
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(lesson_open(&a), 0);
+    assert_int_equal(lesson_next(&a), 0);
+    command_run(&a, ACTION_SAVE, &ask);
+    assert_string_equal(ask.initial, "3-causal-mask-step2.yaml");
+    assert_string_equal(ask.label, "save this step (no lesson) as");
+    command_run(&a, ACTION_EXPORT, &ask);
+    assert_string_equal(ask.initial, "attnscope-export-3-causal-mask");
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* w in a lesson saves the scene on screen as a scene of its own: without lesson:, which would
+ * reopen on step 1 with this step's edits already made (lesson 3's step 1 masked under a caption
+ * quoting the unmasked 0.1510). */
+static void test_save_in_lesson_drops_the_lesson(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200], dir[] = "/tmp/attnscope-test-app-XXXXXX", saved[200];
+    snprintf(path, sizeof(path), "%s/lessons/3-causal-mask.yaml", scenes ? scenes : "scenes");
+    assert_non_null(mkdtemp(dir));
+    snprintf(saved, sizeof(saved), "%s/step3.yaml", dir);
+    struct attn_scene s;
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(lesson_open(&a), 0);
+    assert_int_equal(lesson_next(&a), 0); /* causal on */
+    assert_int_equal(lesson_next(&a), 0);
+    struct ask ask = {0};
+    command_answer(&a, PROMPT_SAVE, saved, &ask);
+    assert_false(a.message_is_error);
+    assert_non_null(strstr(a.message, "saved step 3 as a scene of its own (without the lesson)"));
+    assert_false(app_unsaved(&a));
+    assert_non_null(a.scene.lesson); /* the lesson goes on on screen */
+    ask_clear(&ask);
+    app_free(&a);
+
+    struct attn_scene back;
+    assert_int_equal(scenefile_load_report(&back, saved, stderr), 0);
+    assert_null(back.lesson);
+    assert_true(back.attn.causal);
+    assert_int_equal(back.attn.mask_mode, MASK_AFTER_SOFTMAX);
+    FILE *f = fopen(saved, "r");
+    assert_non_null(f);
+    char line[512];
+    while (fgets(line, sizeof(line), f))
+        assert_null(strstr(line, "lesson"));
+    fclose(f);
+    attn_scene_free(&back);
+    assert_int_equal(remove(saved), 0);
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* The zoom levels: 0 (numbers), 1, 2, 4, ... up to the overview, which shows the whole matrix. */
@@ -1226,6 +1286,7 @@ int main(void)
         cmocka_unit_test(test_edit_messages),
         cmocka_unit_test(test_more_knobs),
         cmocka_unit_test(test_save_default_folder),
+        cmocka_unit_test(test_save_in_lesson_drops_the_lesson),
         cmocka_unit_test(test_zoom_levels),
         cmocka_unit_test(test_zoom_blocks_and_cursor),
         cmocka_unit_test(test_zoom_max_and_mean),

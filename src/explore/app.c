@@ -899,7 +899,12 @@ int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
     if (a->error[0])
         return diag_set(err, "", "the edited scene is invalid (%.300s); fix it or undo first",
                         a->error);
-    if (scenefile_save(path, &a->scene, false, overwrite, err))
+    /* A lesson's scene is saved as it is on screen, a scene of its own: with its lesson the
+     * file would open on step 1 with this step's edits already made, under captions that no
+     * longer hold. The lesson's own file is where the lesson is. */
+    struct attn_scene plain = a->scene; /* a shallow copy, only read */
+    plain.lesson = NULL;
+    if (scenefile_save(path, &plain, false, overwrite, err))
         return -1;
     a->saved_depth = a->n_undo;
     return 0;

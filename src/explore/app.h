@@ -213,7 +213,8 @@ const char *knob_name(enum knob k);
  * lesson step's own scene, untouched since the step set it, is not the user's edit: false. */
 bool app_unsaved(const struct app *a);
 
-/* Export of the current result / save of the edited scene (atomic writes). */
+/* Export of the current result / save of the edited scene (atomic writes). A scene with a
+ * lesson is saved as the scene on screen without its lesson. */
 int app_export(struct app *a, const char *dir, struct diag *err);
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err);
 

@@ -81,7 +81,11 @@ static void do_save(struct app *a, const char *path, bool overwrite)
                    err.file[0] ? ": " : "", err.msg);
         return;
     }
-    note(a, "saved the scene to %s", path);
+    if (a->lesson.lesson)
+        note(a, "saved step %d as a scene of its own (without the lesson) to %s",
+             a->lesson.step + 1, path);
+    else
+        note(a, "saved the scene to %s", path);
 }
 
 static bool is_dir(const char *path)
@@ -443,34 +447,50 @@ int command_play_tick(struct app *a)
     return OUTCOME_VIEW_CHANGED;
 }
 
-/* A scenes/ folder that ships with attnscope: beside the repository's meson.build, or
- * under an installed share/attnscope. dir ends with '/'. */
-static bool shipped_scenes(const char *dir)
+/* True when dir holds shipped files, which w, R and e must not write beside: dir (its real
+ * path, links resolved) is at or under
+ *   - a folder named scenes/ at the top of an attnscope source tree (beside its meson.build and
+ *     src/engine/): scenes/ and scenes/lessons/ of a checkout, or
+ *   - the installed data folder, <datadir>/attnscope/ (any path with /share/attnscope/ in it:
+ *     its configs/ and whatever a package puts beside them).
+ * dir ends with '/'. */
+static bool shipped_dir(const char *dir)
 {
     char real[PATH_MAX];
     if (!realpath(dir, real))
         return false;
-    size_t n = strlen(real);
-    if (n < 7 || strcmp(real + n - 7, "/scenes") != 0)
-        return false;
+    strcat(real, "/");
     if (strstr(real, "/share/attnscope/"))
         return true;
-    char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof(probe), "%.*s/meson.build", (int)(n - 7), real);
-    bool repo = access(probe, F_OK) == 0;
-    snprintf(probe, sizeof(probe), "%.*s/src/engine", (int)(n - 7), real);
-    return repo && access(probe, F_OK) == 0;
+    /* Every ancestor named scenes, from the deepest up. */
+    for (char *end = real + strlen(real) - 1; end > real;) {
+        char *slash = end;
+        while (slash > real && slash[-1] != '/')
+            slash--; /* slash: the start of the last component, which ends at end */
+        if (end - slash == 6 && strncmp(slash, "scenes", 6) == 0) {
+            char probe[PATH_MAX + 32];
+            snprintf(probe, sizeof(probe), "%.*smeson.build", (int)(slash - real), real);
+            bool repo = access(probe, F_OK) == 0;
+            snprintf(probe, sizeof(probe), "%.*ssrc/engine", (int)(slash - real), real);
+            if (repo && access(probe, F_OK) == 0)
+                return true;
+        }
+        end = slash - 1; /* the '/' before it: the parent ends there */
+        if (end <= real)
+            break;
+    }
+    return false;
 }
 
 /* Where save (w) and render (R) write: beside the scene ("dir/", with the slash), unless that
- * is a folder of shipped scenes (the repository's or the install's scenes/) or not writable,
- * or there is no scene file: then the current folder (""). */
+ * is a folder of shipped files (shipped_dir) or not writable, or there is no scene file: then
+ * the current folder (""). */
 static void save_dir(char *dir, size_t size, const char *scene_path)
 {
     const char *slash = scene_path ? strrchr(scene_path, '/') : NULL;
     snprintf(dir, size, "%.*s", slash ? (int)(slash - scene_path + 1) : 0,
              scene_path ? scene_path : "");
-    if (dir[0] && (shipped_scenes(dir) || access(dir, W_OK) != 0))
+    if (dir[0] && (shipped_dir(dir) || access(dir, W_OK) != 0))
         dir[0] = '\0';
 }
 
@@ -721,12 +741,18 @@ static int run_action(struct app *a, enum action act, struct ask *ask)
             return OUTCOME_VIEW_CHANGED;
         }
         /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
-         * original's comments would be lost. */
+         * original's comments would be lost. A lesson's scene is saved as the scene on screen,
+         * without its lesson (app_save): the prompt says so, and names the step. */
         char stem[256], path[1400], dir[1100];
         scene_stem(stem, sizeof(stem), a->scene_path);
         save_dir(dir, sizeof(dir), a->scene_path);
-        snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
-        ask_for(ask, PROMPT_SAVE, "save scene as", path);
+        if (a->lesson.lesson) {
+            snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
+            ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
+        } else {
+            snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
+            ask_for(ask, PROMPT_SAVE, "save scene as", path);
+        }
         return OUTCOME_VIEW_CHANGED;
     }
     case ACTION_RENDER:
