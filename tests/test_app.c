@@ -476,10 +476,12 @@ static void test_zoom_levels(void **state)
     assert_int_equal(zoom_fit(1000, 1000, 54, 146), 19);
     assert_int_equal(zoom_fit(30, 30, 60, 100), 1); /* every value has a cell */
     assert_int_equal(zoom_fit(1000, 16, 54, 146), 19);
-    static const int out[] = {0, 1, 2, 4, 8, 16, 19, 19};
+    /* 16 is within a factor 2 of the overview's 19: skipped both ways, so the first z from the
+       overview is a real step (to blocks of 8, not 16) */
+    static const int out[] = {0, 1, 2, 4, 8, 19, 19};
     for (size_t k = 0; k + 1 < sizeof(out) / sizeof(out[0]); k++)
         assert_int_equal(zoom_next(out[k], 1, 19), out[k + 1]);
-    static const int in[] = {19, 16, 8, 4, 2, 1, 0, 0};
+    static const int in[] = {19, 8, 4, 2, 1, 0, 0};
     for (size_t k = 0; k + 1 < sizeof(in) / sizeof(in[0]); k++)
         assert_int_equal(zoom_next(in[k], -1, 19), in[k + 1]);
     assert_int_equal(zoom_next(1, 1, 1), 1); /* the whole matrix already: no further out */
@@ -589,23 +591,38 @@ static void test_zoom_commands(void **state)
     struct app a;
     open_default(&a);
     unsigned long gen = a.generation;
-    assert_int_equal(command_zoom(&a, 1, 3), OUTCOME_VIEW_CHANGED);
+    /* 6 x 6 weights in 1 x 1 cells: the overview is blocks of 6. The message says what a cell
+       stands for in the legend's words (zoom_cell_text), the blocks as laid out. */
+    assert_int_equal(command_zoom(&a, 1, 1, 1), OUTCOME_VIEW_CHANGED);
     assert_int_equal(a.zoom, 1);
-    command_zoom(&a, 1, 3);
+    assert_string_equal(a.message,
+                        "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+    command_zoom(&a, 1, 1, 1);
     assert_int_equal(a.zoom, 2);
-    assert_non_null(strstr(a.message, "2\u00d72 values, showing their max"));
-    command_zoom(&a, 1, 3);
+    assert_string_equal(a.message, "zoomed out: 1 cell = 2\u00d72 tokens, max (b: mean; z in, Z out)");
+    command_zoom(&a, 1, 1, 1); /* 4 is within a factor 2 of 6: straight to the overview */
     assert_int_equal(a.zoom, ZOOM_OVERVIEW); /* the overview, whatever the next area's is */
-    assert_non_null(strstr(a.message, "the whole matrix"));
-    command_zoom(&a, 1, 5); /* a larger area: its overview is further out */
+    assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 6\u00d76 tokens, max "
+                                   "(b: mean; z zooms in)");
+    command_zoom(&a, 1, 2, 2); /* a larger area: its overview is nearer */
     assert_int_equal(a.zoom, ZOOM_OVERVIEW);
-    assert_non_null(strstr(a.message, "zoomed out to the whole matrix"));
+    assert_string_equal(a.message,
+                        "zoomed out to the whole matrix, 1 cell = 3\u00d73 tokens, max (z zooms in)");
     struct ask ask = {0};
     command_run(&a, ACTION_BLOCKS, &ask);
     assert_int_equal(a.block_agg, BLOCK_MEAN);
     assert_non_null(strstr(a.message, "their mean"));
+    /* A stage of n x head_dim: tokens by dims, as the legend says it. */
+    a.stage = STAGE_QUERIES;
+    command_zoom(&a, -1, 3, 1); /* queries 6 x 1 in 3 x 1 cells: overview 2, in to 1 */
+    assert_string_equal(a.message,
+                        "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+    command_zoom(&a, 1, 3, 1);
+    assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 2 tokens \u00d7 1 "
+                                   "dim, mean (b: max; z zooms in)");
+    a.stage = STAGE_WEIGHTS;
     for (int k = 0; k < 3; k++)
-        command_zoom(&a, -1, 3);
+        command_zoom(&a, -1, 1, 1);
     assert_int_equal(a.zoom, 0);
     assert_non_null(strstr(a.message, "every value has its number"));
     assert_int_equal(a.generation, gen); /* zooming never recomputes the attention */

@@ -272,15 +272,21 @@ static int row_max(struct app *a)
     return OUTCOME_CURSOR_MOVED;
 }
 
-int command_zoom(struct app *a, int dir, int fit)
+int command_zoom(struct app *a, int dir, int down, int across)
 {
+    int rows = app_rows(a), cols = app_cols(a);
+    int fit = zoom_fit(rows, cols, down, across);
     int from = a->zoom < fit ? a->zoom : fit;
     int to = zoom_next(from, dir, fit);
+    /* What a cell stands for, in the legend's words (zoom_cell_text). */
+    char cell[96];
+    struct zoom_grid g = zoom_grid_make(rows, cols, to > 0 ? to : 1, down, across);
+    zoom_cell_text(cell, sizeof(cell), &g, attn_stage_is_square(a->stage), a->block_agg);
     if (to == from) {
         if (dir < 0)
             note(a, "zoomed fully in: every value has its number");
         else
-            note(a, "zoomed out to the whole matrix (z zooms in)");
+            note(a, "zoomed out to the whole matrix, %s (z zooms in)", cell);
         a->zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
         return OUTCOME_VIEW_CHANGED;
     }
@@ -289,12 +295,13 @@ int command_zoom(struct app *a, int dir, int fit)
     if (to == 0)
         note(a, "zoomed fully in: every value has its number");
     else if (to == 1)
-        note(a, "colours only, one value a cell (Z zooms out to blocks, z back to numbers)");
+        note(a, "colours only: %s (Z zooms out to blocks, z back to numbers)", cell);
+    else if (to == fit)
+        note(a, "zoomed out to the whole matrix: %s (b: %s; z zooms in)", cell,
+             block_agg_name((enum block_agg) !a->block_agg));
     else
-        note(a,
-             "zoomed out: a cell is a block of up to %d\u00d7%d values, showing their %s (b: %s)%s",
-             to, to, block_agg_name(a->block_agg), block_agg_name((enum block_agg) !a->block_agg),
-             to == fit ? ", the whole matrix" : "");
+        note(a, "zoomed out: %s (b: %s; z in, Z out)", cell,
+             block_agg_name((enum block_agg) !a->block_agg));
     return OUTCOME_VIEW_CHANGED;
 }
 
