@@ -19,6 +19,7 @@
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/keys.h"
 #include "explore/lesson.h"
 #include "explore/tokenview.h"
 #include "explore/zoom.h"
@@ -595,19 +596,20 @@ static void test_zoom_commands(void **state)
        stands for in the legend's words (zoom_cell_text), the blocks as laid out. */
     assert_int_equal(command_zoom(&a, 1, 1, 1), OUTCOME_VIEW_CHANGED);
     assert_int_equal(a.zoom, 1);
-    assert_string_equal(a.message,
-                        "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+    assert_string_equal(
+        a.message, "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
     command_zoom(&a, 1, 1, 1);
     assert_int_equal(a.zoom, 2);
-    assert_string_equal(a.message, "zoomed out: 1 cell = 2\u00d72 tokens, max (b: mean; z in, Z out)");
+    assert_string_equal(a.message,
+                        "zoomed out: 1 cell = 2\u00d72 tokens, max (b: mean; z in, Z out)");
     command_zoom(&a, 1, 1, 1); /* 4 is within a factor 2 of 6: straight to the overview */
     assert_int_equal(a.zoom, ZOOM_OVERVIEW); /* the overview, whatever the next area's is */
     assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 6\u00d76 tokens, max "
                                    "(b: mean; z zooms in)");
     command_zoom(&a, 1, 2, 2); /* a larger area: its overview is nearer */
     assert_int_equal(a.zoom, ZOOM_OVERVIEW);
-    assert_string_equal(a.message,
-                        "zoomed out to the whole matrix, 1 cell = 3\u00d73 tokens, max (z zooms in)");
+    assert_string_equal(
+        a.message, "zoomed out to the whole matrix, 1 cell = 3\u00d73 tokens, max (z zooms in)");
     struct ask ask = {0};
     command_run(&a, ACTION_BLOCKS, &ask);
     assert_int_equal(a.block_agg, BLOCK_MEAN);
@@ -615,8 +617,8 @@ static void test_zoom_commands(void **state)
     /* A stage of n x head_dim: tokens by dims, as the legend says it. */
     a.stage = STAGE_QUERIES;
     command_zoom(&a, -1, 3, 1); /* queries 6 x 1 in 3 x 1 cells: overview 2, in to 1 */
-    assert_string_equal(a.message,
-                        "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+    assert_string_equal(
+        a.message, "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
     command_zoom(&a, 1, 3, 1);
     assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 2 tokens \u00d7 1 "
                                    "dim, mean (b: max; z zooms in)");
@@ -1267,6 +1269,48 @@ static void test_lesson_leave_and_return(void **state)
     app_free(&a);
 }
 
+/* Lesson messages name the keys as bound (the defaults, or the user's keys.yaml), never an
+ * abstract "lesson key". */
+static void test_lesson_messages_name_the_keys(void **state)
+{
+    (void)state;
+    struct app a;
+    open_lesson(&a, lesson_yaml);
+    struct ask ask = {0};
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_string_equal(a.message, "left the lesson at step 1 of 7: explore freely; i goes back "
+                                   "to it");
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_int_equal(lesson_go(&a, 6), 0);
+    assert_int_equal(lesson_next(&a), -1);
+    assert_string_equal(a.message,
+                        "the last step of the lesson: \u2190 goes back, i explores freely");
+
+    /* A user's keys.yaml: the message follows it. */
+    char dir[] = "/tmp/attnscope-test-app-XXXXXX", path[100];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/keys.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("lesson: [x]\nlesson-prev: [b, Left]\n", f);
+    fclose(f);
+    struct keymap km;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    keymap_load(&km, NULL, path, &errs);
+    assert_int_equal(errs.n, 0);
+    a.keymap = &km;
+    assert_int_equal(lesson_next(&a), -1);
+    assert_string_equal(a.message, "the last step of the lesson: b goes back, x explores freely");
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_string_equal(a.message, "left the lesson at step 7 of 7: explore freely; x goes back "
+                                   "to it");
+    diag_list_free(&errs);
+    assert_int_equal(remove(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    app_free(&a);
+}
+
 /* A first step with an edit: the scene opens with it made, and it is not the user's. */
 static void test_lesson_first_step_edit(void **state)
 {
@@ -1304,6 +1348,7 @@ int main(void)
         cmocka_unit_test(test_more_knobs),
         cmocka_unit_test(test_save_default_folder),
         cmocka_unit_test(test_save_in_lesson_drops_the_lesson),
+        cmocka_unit_test(test_lesson_messages_name_the_keys),
         cmocka_unit_test(test_zoom_levels),
         cmocka_unit_test(test_zoom_blocks_and_cursor),
         cmocka_unit_test(test_zoom_max_and_mean),

@@ -156,8 +156,8 @@ int cmd_render(int argc, char **argv)
             snprintf(what, sizeof(what), "mean of the heads");
         else
             snprintf(what, sizeof(what), "head %d", head);
-        printf("wrote %s (%s, %s, %s%s%s)\n", out, cs.name,
-               attn_stage_name((enum attn_stage)stage), what, layer_part, scale_part);
+        printf("wrote %s (%s, %s, %s%s%s)\n", out, cs.name, attn_stage_name((enum attn_stage)stage),
+               what, layer_part, scale_part);
     }
     cli_scene_close(&cs);
     return rc;

@@ -21,6 +21,8 @@
 #include "explore/zoom.h"
 #include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
+struct keymap; /* explore/keys.h */
+
 #define APP_UNDO_MAX   100
 #define APP_TEXT_MAX   65536 /* characters a prompt holds: an 8192-token sentence fits */
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
@@ -112,6 +114,10 @@ struct app {
         unsigned char *reached;     /* (n_steps) at[i] is set */
         unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
     } lesson;
+
+    /* The front end's keys (explore/keys.h), so a message names the key a user's keys.yaml
+       binds ("i explores freely"); NULL: the default keys. */
+    const struct keymap *keymap;
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */

@@ -15,6 +15,7 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "export/export.h"
+#include "explore/keys.h"
 #include "explore/lesson.h"
 #include "explore/picture.h"
 #include "explore/tokenview.h"
@@ -279,14 +280,18 @@ int command_zoom(struct app *a, int dir, int down, int across)
     int from = a->zoom < fit ? a->zoom : fit;
     int to = zoom_next(from, dir, fit);
     /* What a cell stands for, in the legend's words (zoom_cell_text). */
-    char cell[96];
+    char cell[96], zin[32], zout[32], blocks[32];
     struct zoom_grid g = zoom_grid_make(rows, cols, to > 0 ? to : 1, down, across);
     zoom_cell_text(cell, sizeof(cell), &g, attn_stage_is_square(a->stage), a->block_agg);
+    keymap_key_display(zin, sizeof(zin), a->keymap, ACTION_ZOOM_IN);
+    keymap_key_display(zout, sizeof(zout), a->keymap, ACTION_ZOOM_OUT);
+    keymap_key_display(blocks, sizeof(blocks), a->keymap, ACTION_BLOCKS);
+    const char *other = block_agg_name((enum block_agg) !a->block_agg);
     if (to == from) {
         if (dir < 0)
             note(a, "zoomed fully in: every value has its number");
         else
-            note(a, "zoomed out to the whole matrix, %s (z zooms in)", cell);
+            note(a, "zoomed out to the whole matrix, %s (%s zooms in)", cell, zin);
         a->zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
         return OUTCOME_VIEW_CHANGED;
     }
@@ -295,13 +300,12 @@ int command_zoom(struct app *a, int dir, int down, int across)
     if (to == 0)
         note(a, "zoomed fully in: every value has its number");
     else if (to == 1)
-        note(a, "colours only: %s (Z zooms out to blocks, z back to numbers)", cell);
+        note(a, "colours only: %s (%s zooms out to blocks, %s back to numbers)", cell, zout, zin);
     else if (to == fit)
-        note(a, "zoomed out to the whole matrix: %s (b: %s; z zooms in)", cell,
-             block_agg_name((enum block_agg) !a->block_agg));
+        note(a, "zoomed out to the whole matrix: %s (%s: %s; %s zooms in)", cell, blocks, other,
+             zin);
     else
-        note(a, "zoomed out: %s (b: %s; z in, Z out)", cell,
-             block_agg_name((enum block_agg) !a->block_agg));
+        note(a, "zoomed out: %s (%s: %s; %s in, %s out)", cell, blocks, other, zin, zout);
     return OUTCOME_VIEW_CHANGED;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cnum.h"
+#include "explore/keys.h"
 
 bool lesson_active(const struct app *a)
 {
@@ -171,8 +172,11 @@ int lesson_next(struct app *a)
         return -1;
     if (a->lesson.step + 1 >= lesson->n_steps) {
         lesson_go(a, a->lesson.step); /* the last step as written again */
+        char back[32], out[32];
+        keymap_key_display(back, sizeof(back), a->keymap, ACTION_LESSON_PREV);
+        keymap_key_display(out, sizeof(out), a->keymap, ACTION_LESSON);
         snprintf(a->message, sizeof(a->message),
-                 "the last step of the lesson: \u2190 goes back, the lesson key explores freely");
+                 "the last step of the lesson: %s goes back, %s explores freely", back, out);
         a->message_is_error = false;
         return -1;
     }
@@ -200,9 +204,11 @@ int lesson_toggle(struct app *a)
     }
     if (a->lesson.on) {
         a->lesson.on = false;
+        char key[32];
+        keymap_key_display(key, sizeof(key), a->keymap, ACTION_LESSON);
         snprintf(a->message, sizeof(a->message),
-                 "left the lesson at step %d of %d: explore freely; the same key goes back to it",
-                 a->lesson.step + 1, a->lesson.lesson->n_steps);
+                 "left the lesson at step %d of %d: explore freely; %s goes back to it",
+                 a->lesson.step + 1, a->lesson.lesson->n_steps, key);
         a->message_is_error = false;
         return 0;
     }
@@ -281,8 +287,8 @@ static int check_mark(const struct app *a, const char *source, size_t len,
             return 0;
         as_written(got, sizeof(got), x, m->decimals);
         step_problem(a, source, len, problems, m->start,
-                     "the caption says %s, but row %d, column %d of the %s matrix is %s%s", m->written,
-                     r, c, name, got, m->row >= 0 ? "" : " (the step's cell)");
+                     "the caption says %s, but row %d, column %d of the %s matrix is %s%s",
+                     m->written, r, c, name, got, m->row >= 0 ? "" : " (the step's cell)");
         return 1;
     }
     int r0 = st->row >= 0 ? st->row : 0, r1 = st->row >= 0 ? st->row + 1 : v.rows;
