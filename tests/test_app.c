@@ -1311,6 +1311,49 @@ static void test_lesson_messages_name_the_keys(void **state)
     app_free(&a);
 }
 
+/* The words a vocabulary lacks, found in a sentence's token labels: a word split into pieces
+ * one of which is a single byte; whole pieces ("un" + "believable") are not said. */
+static void test_unknown_words(void **state)
+{
+    (void)state;
+    char out[400];
+    char *whole[] = {"The", " un", "believable", " cat", ".", " 3", "d"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), whole, 7), 0);
+    assert_string_equal(out, "");
+    char *bytes[] = {"fish", " ", "q", "q", " moon", " x", "yl", "o", "phone"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 2 + 2), 1);
+    assert_string_equal(out, "\u201cqq\u201d is not in this model's vocabulary: 3 byte tokens");
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 9), 2);
+    assert_string_equal(out, "2 words are not in this model's vocabulary: \u201cqq\u201d (3 byte "
+                             "tokens), \u201cxylophone\u201d (4 tokens, 1 single byte)");
+    char *halves[] = {" caf", "<C3>", "<A9>", "!"}; /* é in halves; "!" a word of its own */
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), halves, 4), 1);
+    assert_string_equal(out, "\u201ccaf<C3><A9>\u201d is not in this model's vocabulary: 3 tokens, "
+                             "2 of them single bytes");
+}
+
+/* The explorer says it on the message line: on opening, and after a sentence edit. */
+static void test_unknown_words_message(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/29-induction-head.yaml", scenes ? scenes : "scenes");
+    struct attn_scene s;
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_string_equal(a.message, ""); /* sixteen words it knows */
+    assert_int_equal(app_edit_text(&a, "fish moon xylophone fish moon"), 0);
+    assert_non_null(strstr(a.message, "\u201cxylophone\u201d is not in this model's vocabulary: "
+                                      "9 tokens, 8 of them single bytes"));
+    assert_false(a.message_is_error);
+    assert_int_equal(app_edit_text(&a, "fish moon cat"), 0);
+    assert_null(strstr(a.message, "vocabulary"));
+    app_free(&a);
+}
+
 /* A first step with an edit: the scene opens with it made, and it is not the user's. */
 static void test_lesson_first_step_edit(void **state)
 {
@@ -1349,6 +1392,8 @@ int main(void)
         cmocka_unit_test(test_save_default_folder),
         cmocka_unit_test(test_save_in_lesson_drops_the_lesson),
         cmocka_unit_test(test_lesson_messages_name_the_keys),
+        cmocka_unit_test(test_unknown_words),
+        cmocka_unit_test(test_unknown_words_message),
         cmocka_unit_test(test_zoom_levels),
         cmocka_unit_test(test_zoom_blocks_and_cursor),
         cmocka_unit_test(test_zoom_max_and_mean),

@@ -651,6 +651,50 @@ static void test_heads_of_the_shipped_model(void **state)
     run_free(&r);
 }
 
+/* A word the shipped model's vocabulary lacks falls apart into bytes: print and check say so
+ * (the explorer's message line too: test_app). */
+static void test_words_outside_the_vocabulary(void **state)
+{
+    (void)state;
+    char models[4200], scene[4300], text[13000];
+    snprintf(models, sizeof(models), "%s/../models/induction", getenv("ATTNSCOPE_SCENES_DIR"));
+    snprintf(scene, sizeof(scene), "%s", scratch_path("oov.yaml"));
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "text: fish moon xylophone fish moon\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n",
+             models, models, models);
+    tu_write_text(scene, text);
+    struct run r = RUN("print", scene, "--stage", "weights", "--layer", "0");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# tokens: fish  moon   x y l o p h on e  fish  moon\n"
+                           "# \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, "
+                           "8 of them single bytes\n");
+    run_free(&r);
+    r = RUN("check", scene);
+    expect_status(&r, 0);
+    char want[9000];
+    snprintf(want, sizeof(want),
+             "%s: note: \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, 8 of "
+             "them single bytes\n%s: ok\n",
+             scene, scene);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    /* words it has: nothing said */
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "text: fish moon cat fish moon cat\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n",
+             models, models, models);
+    tu_write_text(scene, text);
+    r = RUN("print", scene, "--stage", "weights", "--layer", "0");
+    expect_status(&r, 0);
+    assert_null(strstr(r.out, "vocabulary"));
+    run_free(&r);
+}
+
 /* Output that never arrives is an error for every command: exit 1 and a message. */
 static void test_stdout_errors(void **state)
 {
@@ -1138,6 +1182,7 @@ int main(void)
         cmocka_unit_test(test_systems_print_and_export),
         cmocka_unit_test(test_heads),
         cmocka_unit_test(test_heads_of_the_shipped_model),
+        cmocka_unit_test(test_words_outside_the_vocabulary),
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_export_format),
         cmocka_unit_test(test_stdout_errors),

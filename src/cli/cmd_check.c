@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "common/fsutil.h"
+#include "common/utf8.h"
 #include "config/config.h"
 #include "scenefile/scenefile.h"
 #include "explore/actions.h"
@@ -105,6 +106,15 @@ static int check_one(const char *path)
     struct attn_scene s;
     if (scenefile_load_report(&s, path, stderr) != 0)
         return CLI_INVALID;
+    /* Not a problem, but worth knowing before a workshop: words the vocabulary lacks. */
+    char unknown[600];
+    if (s.tokenizer == TOKENIZER_GPT2 &&
+        attn_tokens_unknown_words(unknown, sizeof(unknown), s.tokens, s.n_tokens) > 0) {
+        utf8_fputs_escaped(path, stdout, 0);
+        fputs(": note: ", stdout);
+        utf8_fputs_escaped(unknown, stdout, 0);
+        fputc('\n', stdout);
+    }
     if (s.lesson) {
         if (check_lesson(&s, path) != CLI_OK)
             return CLI_INVALID;

@@ -80,6 +80,10 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
             a->stage = STAGE_WEIGHTS;
         app_clamp(a);
     }
+    /* A vocabulary's byte fallback is said, not left for the learner to puzzle over. */
+    if (a->scene.tokenizer == TOKENIZER_GPT2)
+        attn_tokens_unknown_words(a->message, sizeof(a->message), a->scene.tokens,
+                                  a->scene.n_tokens);
     return 0;
 }
 
@@ -486,6 +490,10 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         app_refuse(a, "the sentence needs at least one token");
         return -1;
     }
+    /* Words a vocabulary does not have fall apart into bytes: the message line says which. */
+    char unknown[300] = "";
+    if (tok == TOKENIZER_GPT2)
+        attn_tokens_unknown_words(unknown, sizeof(unknown), tokens, n);
     /* Explicit embedding rows: a word the scene had keeps its row, a new one gets a made-up
      * row (its hash's uniform values); say which, since its numbers are not the book's. */
     char made_up[200] = "";
@@ -519,6 +527,8 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         sc->pos.max_len = sc->n_tokens + sc->pos.offset;
     if (made_up[0])
         snprintf(a->message, sizeof(a->message), "made-up rows for new words: %.200s", made_up);
+    else if (unknown[0])
+        snprintf(a->message, sizeof(a->message), "%s", unknown);
     return settle_edit(a);
 }
 
