@@ -1329,7 +1329,7 @@ static void test_unknown_words(void **state)
     char *halves[] = {" caf", "<C3>", "<A9>", "!"}; /* é in halves; "!" a word of its own */
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), halves, 4), 1);
     assert_string_equal(out, "\u201ccaf<C3><A9>\u201d is not in this model's vocabulary: 3 tokens, "
-                             "2 of them single bytes");
+                             "2 single bytes");
 }
 
 /* The explorer says it on the message line: on opening, and after a sentence edit. */
@@ -1347,7 +1347,7 @@ static void test_unknown_words_message(void **state)
     assert_string_equal(a.message, ""); /* sixteen words it knows */
     assert_int_equal(app_edit_text(&a, "fish moon xylophone fish moon"), 0);
     assert_non_null(strstr(a.message, "\u201cxylophone\u201d is not in this model's vocabulary: "
-                                      "9 tokens, 8 of them single bytes"));
+                                      "9 tokens, 8 single bytes"));
     assert_false(a.message_is_error);
     assert_int_equal(app_edit_text(&a, "fish moon cat"), 0);
     assert_null(strstr(a.message, "vocabulary"));

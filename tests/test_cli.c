@@ -670,14 +670,14 @@ static void test_words_outside_the_vocabulary(void **state)
     expect_status(&r, 0);
     expect_contains(r.out, "# tokens: fish  moon   x y l o p h on e  fish  moon\n"
                            "# \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, "
-                           "8 of them single bytes\n");
+                           "8 single bytes\n");
     run_free(&r);
     r = RUN("check", scene);
     expect_status(&r, 0);
     char want[9000];
     snprintf(want, sizeof(want),
-             "%s: note: \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, 8 of "
-             "them single bytes\n%s: ok\n",
+             "%s: note: \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, 8 "
+             "single bytes\n%s: ok\n",
              scene, scene);
     assert_string_equal(r.out, want);
     run_free(&r);

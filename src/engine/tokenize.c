@@ -193,9 +193,6 @@ static void describe_word(char *out, size_t size, char *const *tokens, int first
     char what[64];
     if (bytes == count)
         snprintf(what, sizeof(what), "%d byte tokens", count);
-    else if (alone)
-        snprintf(what, sizeof(what), "%d tokens, %d of them single byte%s", count, bytes,
-                 bytes == 1 ? "" : "s");
     else
         snprintf(what, sizeof(what), "%d tokens, %d single byte%s", count, bytes,
                  bytes == 1 ? "" : "s");

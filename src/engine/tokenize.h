@@ -23,7 +23,7 @@ char **attn_tokens_dup(char *const *tokens, int n);
 
 /* The words a vocabulary tokenizer (gpt2) could not keep whole and fell back to single bytes
  * for, said in a sentence for the message line, print and check:
- *   "“xylophone” is not in this model's vocabulary: 9 tokens, 8 of them single bytes"
+ *   "“xylophone” is not in this model's vocabulary: 9 tokens, 8 single bytes"
  *   "“qq” is not in this model's vocabulary: 3 byte tokens"
  *   "2 words are not in this model's vocabulary: “qq” (3 byte tokens), “zz” (3 byte tokens)"
  * tokens are the labels of one sentence (a leading space is part of a token, a byte that is not
