@@ -85,7 +85,7 @@ restored() { # tag: same stty settings before and after
 # 1. Launch with the default scene.
 start main 100 30 "$BIN"
 check "launch: default scene header" main wait_for main "Your journey starts with one step"
-check "launch: opens on the softmax weights of head 0" main wait_for main "head 0 (of 2) · attention weights"
+check "launch: opens on the weights of head 0" main wait_for main "head 0 (of 2) · weights · 6×6"
 
 # 2. Step away and back to softmax; the selected value equals `attnscope print`.
 keys main , , .
@@ -282,9 +282,9 @@ check "bad scene: file:line:col message" bad grep -q "bad.yaml:4:10: d_out 4 is 
 # 12. A later system: the LLaMA-style block. Step to the block's last stage, compare a cell with
 # `attnscope print`, shift the positions (RoPE keeps the weights), export the block's files.
 start llama 120 32 "$BIN $SRC/scenes/28-llama-block.yaml"
-check "llama: the stage bar has the block's stages" llama wait_for llama "out +a n2 W1 act W2 +f"
+check "llama: the stage bar has the block's stages" llama wait_for llama "output res1 norm2 hidden relu"
 keys llama . . . . . . . . . . . . .
-check "llama: the last stage is residual2, the block's output" llama wait_for llama "residual: + FFN · 10×8"
+check "llama: the last stage is residual2, the block's output" llama wait_for llama "residual2 (+ ffn_out) · 10×8"
 want=$("$BIN" print "$SRC/scenes/28-llama-block.yaml" --stage residual2 | grep '^tensor' | tr -d ' [' | cut -d, -f1 | sed 's/tensor(//')
 check "llama: residual2[0][0] equals print ($want)" llama wait_for llama "= $want"
 keys llama o C-u
@@ -343,7 +343,7 @@ T kill-session -t long
 # the second " moon" looks at the " king" that followed the first; { goes to layer 0's
 # previous-token head, and the inspector names each head by its score.
 start ind 150 45 "$BIN $SRC/scenes/29-induction-head.yaml"
-check "induction: opens on layer 1's head" ind wait_for ind "layer 1 · head 0 (of 1) · attention weights"
+check "induction: opens on layer 1's head" ind wait_for ind "layer 1 · head 0 (of 1) · weights"
 check "induction: the second moon looks at the king after the first" ind \
   wait_for ind "␣moon    0.278  0.091  0.621"
 keys ind "{"
@@ -379,7 +379,7 @@ keys tv Down v
 top_bar() { screen tv | grep -A1 ' top [0-9]* of ' | tail -1 | sed 's/.*│//' | awk '{print $1, $2}'; }
 # reversed QUERY: the chip ▶QUERY is drawn in reverse video (SGR 7), as the map's cursor.
 reversed() { T capture-pane -t tv -p -e | grep -qE $'\e\\[([0-9]+;)*7(;[0-9]+)*m(\e\\[[0-9;]*m)*▶'"$1"; }
-check "tokens: v shows the token view beside the map" tv wait_for tv "│ token view · head 0 · attention weights"
+check "tokens: v shows the token view beside the map" tv wait_for tv "│ token view · head 0 · weights"
 check "tokens: the query is journey, row 1" tv wait_for tv "▶journey ×starts"
 check "tokens: the query is drawn reversed" tv reversed journey
 check "tokens: journey sees two keys" tv wait_for tv "top 2 of 2 keys “journey” sees"
