@@ -267,6 +267,49 @@ static void test_kv_sharing_and_cache(void **state)
     app_free(&a);
 }
 
+/* Head pattern scores and KV-cache figures are for trained and multi-layer models and for the
+ * systems that share K and V: the inspector of a chapter-3 scene (one layer, drawn weights)
+ * leaves them out; a scene of two layers, GQA and the shipped checkpoint keep them. */
+static void test_jargon_where_it_belongs(void **state)
+{
+    (void)state;
+    struct app a;
+    char text[4096];
+    open_default(&a);
+    inspect_explain(text, sizeof(text), &a); /* the weights */
+    assert_non_null(strstr(text, "weights: the softmax of the row"));
+    assert_null(strstr(text, "pattern scores"));
+    a.stage = STAGE_KEYS;
+    inspect_explain(text, sizeof(text), &a);
+    assert_null(strstr(text, "KV cache"));
+    app_free(&a);
+
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    s.layers = 2;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "this head's pattern scores:"));
+    a.stage = STAGE_VALUES;
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "KV cache per token: 2\u00d72 heads\u00d71 = 4 floats"));
+    app_free(&a);
+
+    attn_scene_init_default(&s);
+    s.attn.d_out = 8;
+    s.attn.heads = 4;
+    s.attn.kv_heads = 2;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    a.stage = STAGE_KEYS;
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "(GQA)"));
+    a.stage = STAGE_WEIGHTS;
+    inspect_explain(text, sizeof(text), &a);
+    assert_null(strstr(text, "pattern scores"));
+    app_free(&a);
+}
+
 /* Moving around a long matrix: first/last row and column, the row's maximum, find a token. */
 static void test_navigation(void **state)
 {
@@ -1392,6 +1435,7 @@ int main(void)
         cmocka_unit_test(test_save_default_folder),
         cmocka_unit_test(test_save_in_lesson_drops_the_lesson),
         cmocka_unit_test(test_lesson_messages_name_the_keys),
+        cmocka_unit_test(test_jargon_where_it_belongs),
         cmocka_unit_test(test_unknown_words),
         cmocka_unit_test(test_unknown_words_message),
         cmocka_unit_test(test_zoom_levels),

@@ -605,7 +605,12 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\n");
         break;
     }
-    if (a->stage == STAGE_WEIGHTS) {
+    /* Head pattern scores and KV-cache figures are about trained models (a checkpoint, several
+     * layers) and the systems that shrink the cache (GQA, MQA, MLA). Beside chapter 3's
+     * single-layer scenes of drawn weights they would be jargon next to the mechanism, so the
+     * inspector leaves them out there; heads, S and print still give them on request. */
+    bool model_talk = a->scene.model.file || a->net.layers > 1;
+    if (a->stage == STAGE_WEIGHTS && model_talk) {
         const struct head_scores *sc = app_scores(a, a->layer, h);
         put(&b, "\nthis head's pattern scores:\n ");
         for (int k = 0; k < SCORE_COUNT; k++) {
@@ -617,8 +622,9 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         }
         put(&b, "\n");
     }
-    if (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES || a->stage == STAGE_KEYS_ROTATED ||
-        a->stage == STAGE_LATENT) {
+    bool shared_kv = m->latent > 0 || m->kv_heads < m->heads;
+    if ((model_talk || shared_kv) && (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES ||
+                                      a->stage == STAGE_KEYS_ROTATED || a->stage == STAGE_LATENT)) {
         char cache[200];
         inspect_kv_cache(cache, sizeof(cache), a);
         put(&b, "\n%s\n", cache);
