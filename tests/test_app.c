@@ -285,16 +285,20 @@ static void test_jargon_where_it_belongs(void **state)
     app_free(&a);
 
     struct attn_scene s;
-    attn_scene_init_default(&s);
-    s.layers = 2;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    const char *deep = "text: a b c d\nlayers: 2\nembeddings: {dim: 4}\n"
+                       "attention: {d_out: 4, heads: 2}\n";
+    assert_int_equal(scenefile_parse(&s, "deep.yaml", deep, strlen(deep), &errs), 0);
     struct diag err;
     assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "this head's pattern scores:"));
     a.stage = STAGE_VALUES;
     inspect_explain(text, sizeof(text), &a);
-    assert_non_null(strstr(text, "KV cache per token: 2\u00d72 heads\u00d71 = 4 floats"));
+    assert_non_null(strstr(text, "KV cache per token: 2\u00d72 heads\u00d72 = 8 floats"));
     app_free(&a);
+    diag_list_free(&errs);
 
     attn_scene_init_default(&s);
     s.attn.d_out = 8;
