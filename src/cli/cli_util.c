@@ -37,7 +37,8 @@ void cli_print_help(FILE *out)
           "  (none)  open the explorer on SCENE\n",
           out);
     fputs("  check   validate scene files (and keys.yaml/colors.yaml); every problem as\n"
-          "          file:line:col\n"
+          "          file:line:col; a lesson is played and the numbers its captions\n"
+          "          mark are checked against the screen\n"
           "  print   print the stages the way PyTorch prints tensors\n"
           "            -s, --stage S   only stage S:",
           out);
