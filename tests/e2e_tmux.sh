@@ -7,7 +7,8 @@
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
 # SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
 # its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
-# token view following the cursor, and a lesson stepped through, left and resumed.
+# token view following the cursor, a lesson stepped through, left and resumed, a lesson's step
+# saved as a scene of its own, and text with control characters shown escaped.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -84,7 +85,7 @@ restored() { # tag: same stty settings before and after
 # 1. Launch with the default scene.
 start main 100 30 "$BIN"
 check "launch: default scene header" main wait_for main "Your journey starts with one step"
-check "launch: opens on the softmax weights of head 0" main wait_for main "head 0 (of 2) · attention weights"
+check "launch: opens on the weights of head 0" main wait_for main "head 0 (of 2) · weights · 6×6"
 
 # 2. Step away and back to softmax; the selected value equals `attnscope print`.
 keys main , , .
@@ -283,9 +284,9 @@ check "bad scene: file:line:col message" bad grep -q "bad.yaml:4:10: d_out 4 is 
 # 12. A later system: the LLaMA-style block. Step to the block's last stage, compare a cell with
 # `attnscope print`, shift the positions (RoPE keeps the weights), export the block's files.
 start llama 120 32 "$BIN $SRC/scenes/28-llama-block.yaml"
-check "llama: the stage bar has the block's stages" llama wait_for llama "out +a n2 W1 act W2 +f"
+check "llama: the stage bar has the block's stages" llama wait_for llama "output res1 norm2 hidden relu"
 keys llama . . . . . . . . . . . . .
-check "llama: the last stage is residual2, the block's output" llama wait_for llama "residual: + FFN · 10×8"
+check "llama: the last stage is residual2, the block's output" llama wait_for llama "residual2 (+ ffn_out) · 10×8"
 want=$("$BIN" print "$SRC/scenes/28-llama-block.yaml" --stage residual2 | grep '^tensor' | tr -d ' [' | cut -d, -f1 | sed 's/tensor(//')
 check "llama: residual2[0][0] equals print ($want)" llama wait_for llama "= $want"
 keys llama o C-u
@@ -346,7 +347,7 @@ T kill-session -t long
 # the second " moon" looks at the " king" that followed the first; { goes to layer 0's
 # previous-token head, and the inspector names each head by its score.
 start ind 150 45 "$BIN $SRC/scenes/29-induction-head.yaml"
-check "induction: opens on layer 1's head" ind wait_for ind "layer 1 · head 0 (of 1) · attention weights"
+check "induction: opens on layer 1's head" ind wait_for ind "layer 1 · head 0 (of 1) · weights"
 check "induction: the second moon looks at the king after the first" ind \
   wait_for ind "␣moon    0.278  0.091  0.621"
 keys ind "{"
@@ -382,7 +383,7 @@ keys tv Down v
 top_bar() { screen tv | grep -A1 ' top [0-9]* of ' | tail -1 | sed 's/.*│//' | awk '{print $1, $2}'; }
 # reversed QUERY: the chip ▶QUERY is drawn in reverse video (SGR 7), as the map's cursor.
 reversed() { T capture-pane -t tv -p -e | grep -qE $'\e\\[([0-9]+;)*7(;[0-9]+)*m(\e\\[[0-9;]*m)*▶'"$1"; }
-check "tokens: v shows the token view beside the map" tv wait_for tv "│ token view · head 0 · attention weights"
+check "tokens: v shows the token view beside the map" tv wait_for tv "│ token view · head 0 · weights"
 check "tokens: the query is journey, row 1" tv wait_for tv "▶journey ×starts"
 check "tokens: the query is drawn reversed" tv reversed journey
 check "tokens: journey sees two keys" tv wait_for tv "top 2 of 2 keys “journey” sees"
@@ -450,6 +451,57 @@ check "lesson: q at a lesson's step quits without asking, terminal restored" les
   restored lesson
 check "lesson: exit status 0" lesson test "$(cat "$WORK/lesson.exit" 2>/dev/null)" = 0
 T kill-session -t lesson
+
+# 19. Saving in a lesson (lesson 3, Space Space w): the step on screen is saved as a scene of
+# its own, without lesson:, in the current folder (scenes/lessons/ is shipped), and the prompt
+# says so. With the lesson kept, the file would reopen on step 1 already masked, under a caption
+# quoting the unmasked 0.1510. `attnscope check` passes the saved file, which opens as a plain
+# scene with step 3's weights.
+mkdir -p "$WORK/save"
+start lsave 100 30 "cd $WORK/save && $BIN $SRC/scenes/lessons/3-causal-mask.yaml; sleep 600"
+check "lesson save: opens on step 1" lsave wait_for lsave "lesson 1/7"
+keys lsave Space
+check "lesson save: step 2" lsave wait_for lsave "lesson 2/7"
+keys lsave Space
+check "lesson save: step 3" lsave wait_for lsave "lesson 3/7"
+keys lsave w
+check "lesson save: the prompt says the lesson is left out, in the current folder" lsave \
+  wait_for lsave "save this step (no lesson) as: 3-causal-mask-step3.yaml"
+keys lsave Enter
+check "lesson save: saved" lsave \
+  wait_for lsave "saved step 3 as a scene of its own (without the lesson) to 3-causal-mask-step3"
+check "lesson save: nothing written beside the shipped lesson" lsave \
+  test ! -e "$SRC/scenes/lessons/3-causal-mask-step3.yaml"
+check "lesson save: the file has no lesson" lsave \
+  sh -c "! grep -q 'lesson' '$WORK/save/3-causal-mask-step3.yaml'"
+check "lesson save: attnscope check passes it" lsave \
+  quiet "$BIN" check "$WORK/save/3-causal-mask-step3.yaml"
+keys lsave q
+T kill-session -t lsave
+start lopen 100 30 "$BIN $WORK/save/3-causal-mask-step3.yaml; sleep 600"
+check "lesson save: reopened, step 3's weights" lopen wait_for lopen "journey    0.5517   0.4483"
+check "lesson save: reopened as a plain scene, not a lesson" lopen wait_gone lopen "lesson 1/"
+keys lopen q
+T kill-session -t lopen
+
+# 20. Text with control characters (tests/fixtures/text/controls.yaml): its ESC sequences would
+# set the window title to "pwned" and clear the screen, its U+202E turn the line around. They
+# reach the terminal only as visible escapes: the title stays, the screen shows \e and <U+202E>.
+start ctl 100 30 "$(wrapped ctl "$SRC/tests/fixtures/text/controls.yaml")"
+check "controls: the title escaped in the header" ctl \
+  wait_for ctl 'Evil \e]0;pwned\x07 title <U+202E>right-to-left'
+check "controls: the tokens escaped in the map" ctl wait_for ctl '<U+009B>2J      0.1694'
+keys ctl /
+text ctl "evil"
+keys ctl Enter
+check "controls: the message line escaped" ctl wait_for ctl '“<U+202E>evil” at row 2'
+check "controls: the inspector escaped" ctl wait_for ctl '“<U+202E>evil” looks at “Hi\e[31m”'
+check "controls: no ESC reached the terminal (the pane title is not pwned)" ctl \
+  test "$(T display-message -p -t ctl '#{pane_title}')" != pwned
+no_raw_bidi() { ! screen ctl | grep -q $'\xe2\x80\xae'; }
+check "controls: no raw bidi control on the screen" ctl no_raw_bidi
+keys ctl q
+T kill-session -t ctl
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -37,5 +37,16 @@ for name in $(sed -n 's/^<!-- screen:\(.*\):begin -->$/\1/p' "$readme"); do
   check "README screen $name is the golden screen" "$want" "$have"
 done
 
+# The README says why `text` may not hold a NUL, which check refuses at its position.
+nul=$(mktemp)
+printf 'text: "a\\0b"\n' >"$nul"
+msg=$("$1" check "$nul" 2>&1)
+rm -f "$nul"
+row=$(grep '^| `text` |' "$readme")
+said=no
+[[ "$msg" == *":1:7: 'text' must not contain NUL characters"* && "$row" == *"may not contain NUL"* ]] &&
+  said=yes
+check "README says text may not contain NUL, and check refuses it" yes "$said"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -181,7 +181,7 @@ def main(binary, root):
     sub = [t for t in svg.iter(SVG + "text") if t.get("class") == "subtitle"]
     check("title is the scene's", title.startswith("MultiHeadAttention"), title)
     check("subtitle names stage, head and layer",
-          sub and "attention weights" in "".join(sub[0].itertext()) and
+          sub and "".join(sub[0].itertext()).startswith("weights \u00b7 head 0 of 2") and
           "head 0 of 2" in "".join(sub[0].itertext()) and
           "layer 0 of 1" in "".join(sub[0].itertext()), str(sub and "".join(sub[0].itertext())))
     lo = min(min(r) for r in w0)

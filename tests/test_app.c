@@ -20,6 +20,7 @@
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/keys.h"
 #include "explore/lesson.h"
 #include "explore/tokenview.h"
 #include "explore/zoom.h"
@@ -648,6 +649,53 @@ static void test_kv_sharing_and_cache(void **state)
     app_free(&a);
 }
 
+/* Head pattern scores and KV-cache figures are for trained and multi-layer models and for the
+ * systems that share K and V: the inspector of a chapter-3 scene (one layer, drawn weights)
+ * leaves them out; a scene of two layers, GQA and the shipped checkpoint keep them. */
+static void test_jargon_where_it_belongs(void **state)
+{
+    (void)state;
+    struct app a;
+    char text[4096];
+    open_default(&a);
+    inspect_explain(text, sizeof(text), &a); /* the weights */
+    assert_non_null(strstr(text, "weights: the softmax of the row"));
+    assert_null(strstr(text, "pattern scores"));
+    a.stage = STAGE_KEYS;
+    inspect_explain(text, sizeof(text), &a);
+    assert_null(strstr(text, "KV cache"));
+    app_free(&a);
+
+    struct attn_scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    const char *deep = "text: a b c d\nlayers: 2\nembeddings: {dim: 4}\n"
+                       "attention: {d_out: 4, heads: 2}\n";
+    assert_int_equal(scenefile_parse(&s, "deep.yaml", deep, strlen(deep), &errs), 0);
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "this head's pattern scores:"));
+    a.stage = STAGE_VALUES;
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "KV cache per token: 2\u00d72 heads\u00d72 = 8 floats"));
+    app_free(&a);
+    diag_list_free(&errs);
+
+    attn_scene_init_default(&s);
+    s.attn.d_out = 8;
+    s.attn.heads = 4;
+    s.attn.kv_heads = 2;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    a.stage = STAGE_KEYS;
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "(GQA)"));
+    a.stage = STAGE_WEIGHTS;
+    inspect_explain(text, sizeof(text), &a);
+    assert_null(strstr(text, "pattern scores"));
+    app_free(&a);
+}
+
 /* Moving around a long matrix: first/last row and column, the row's maximum, find a token. */
 static void test_navigation(void **state)
 {
@@ -786,8 +834,68 @@ static void test_save_default_folder(void **state)
     assert_int_equal(app_init(&a, &s, "/tmp/my-scene.yaml", NULL, &err), 0);
     command_run(&a, ACTION_SAVE, &ask);
     assert_string_equal(ask.initial, "/tmp/my-scene-edited.yaml"); /* beside the scene */
+    assert_string_equal(ask.label, "save scene as");
     ask_clear(&ask);
     app_free(&a);
+
+    /* Anywhere under the shipped scenes/ tree: scenes/lessons/ too (e proposes the current
+       folder for every scene). The lesson's step is saved as a scene without the lesson. */
+    snprintf(path, sizeof(path), "%s/lessons/3-causal-mask.yaml", scenes ? scenes : "scenes");
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(lesson_open(&a), 0);
+    assert_int_equal(lesson_next(&a), 0);
+    command_run(&a, ACTION_SAVE, &ask);
+    assert_string_equal(ask.initial, "3-causal-mask-step2.yaml");
+    assert_string_equal(ask.label, "save this step (no lesson) as");
+    command_run(&a, ACTION_EXPORT, &ask);
+    assert_string_equal(ask.initial, "attnscope-export-3-causal-mask");
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* w in a lesson saves the scene on screen as a scene of its own: without lesson:, which would
+ * reopen on step 1 with this step's edits already made (lesson 3's step 1 masked under a caption
+ * quoting the unmasked 0.1510). */
+static void test_save_in_lesson_drops_the_lesson(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200], dir[] = "/tmp/attnscope-test-app-XXXXXX", saved[200];
+    snprintf(path, sizeof(path), "%s/lessons/3-causal-mask.yaml", scenes ? scenes : "scenes");
+    assert_non_null(mkdtemp(dir));
+    snprintf(saved, sizeof(saved), "%s/step3.yaml", dir);
+    struct attn_scene s;
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(lesson_open(&a), 0);
+    assert_int_equal(lesson_next(&a), 0); /* causal on */
+    assert_int_equal(lesson_next(&a), 0);
+    struct ask ask = {0};
+    command_answer(&a, PROMPT_SAVE, saved, &ask);
+    assert_false(a.message_is_error);
+    assert_non_null(strstr(a.message, "saved step 3 as a scene of its own (without the lesson)"));
+    assert_false(app_unsaved(&a));
+    assert_non_null(a.scene.lesson); /* the lesson goes on on screen */
+    ask_clear(&ask);
+    app_free(&a);
+
+    struct attn_scene back;
+    assert_int_equal(scenefile_load_report(&back, saved, stderr), 0);
+    assert_null(back.lesson);
+    assert_true(back.attn.causal);
+    assert_int_equal(back.attn.mask_mode, MASK_AFTER_SOFTMAX);
+    FILE *f = fopen(saved, "r");
+    assert_non_null(f);
+    char line[512];
+    while (fgets(line, sizeof(line), f))
+        assert_null(strstr(line, "lesson"));
+    fclose(f);
+    attn_scene_free(&back);
+    assert_int_equal(remove(saved), 0);
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* The zoom levels: 0 (numbers), 1, 2, 4, ... up to the overview, which shows the whole matrix. */
@@ -798,10 +906,12 @@ static void test_zoom_levels(void **state)
     assert_int_equal(zoom_fit(1000, 1000, 54, 146), 19);
     assert_int_equal(zoom_fit(30, 30, 60, 100), 1); /* every value has a cell */
     assert_int_equal(zoom_fit(1000, 16, 54, 146), 19);
-    static const int out[] = {0, 1, 2, 4, 8, 16, 19, 19};
+    /* 16 is within a factor 2 of the overview's 19: skipped both ways, so the first z from the
+       overview is a real step (to blocks of 8, not 16) */
+    static const int out[] = {0, 1, 2, 4, 8, 19, 19};
     for (size_t k = 0; k + 1 < sizeof(out) / sizeof(out[0]); k++)
         assert_int_equal(zoom_next(out[k], 1, 19), out[k + 1]);
-    static const int in[] = {19, 16, 8, 4, 2, 1, 0, 0};
+    static const int in[] = {19, 8, 4, 2, 1, 0, 0};
     for (size_t k = 0; k + 1 < sizeof(in) / sizeof(in[0]); k++)
         assert_int_equal(zoom_next(in[k], -1, 19), in[k + 1]);
     assert_int_equal(zoom_next(1, 1, 1), 1); /* the whole matrix already: no further out */
@@ -911,23 +1021,39 @@ static void test_zoom_commands(void **state)
     struct app a;
     open_default(&a);
     unsigned long gen = a.generation;
-    assert_int_equal(command_zoom(&a, 1, 3), OUTCOME_VIEW_CHANGED);
+    /* 6 x 6 weights in 1 x 1 cells: the overview is blocks of 6. The message says what a cell
+       stands for in the legend's words (zoom_cell_text), the blocks as laid out. */
+    assert_int_equal(command_zoom(&a, 1, 1, 1), OUTCOME_VIEW_CHANGED);
     assert_int_equal(a.zoom, 1);
-    command_zoom(&a, 1, 3);
+    assert_string_equal(
+        a.message, "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+    command_zoom(&a, 1, 1, 1);
     assert_int_equal(a.zoom, 2);
-    assert_non_null(strstr(a.message, "2\u00d72 values, showing their max"));
-    command_zoom(&a, 1, 3);
+    assert_string_equal(a.message,
+                        "zoomed out: 1 cell = 2\u00d72 tokens, max (b: mean; z in, Z out)");
+    command_zoom(&a, 1, 1, 1); /* 4 is within a factor 2 of 6: straight to the overview */
     assert_int_equal(a.zoom, ZOOM_OVERVIEW); /* the overview, whatever the next area's is */
-    assert_non_null(strstr(a.message, "the whole matrix"));
-    command_zoom(&a, 1, 5); /* a larger area: its overview is further out */
+    assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 6\u00d76 tokens, max "
+                                   "(b: mean; z zooms in)");
+    command_zoom(&a, 1, 2, 2); /* a larger area: its overview is nearer */
     assert_int_equal(a.zoom, ZOOM_OVERVIEW);
-    assert_non_null(strstr(a.message, "zoomed out to the whole matrix"));
+    assert_string_equal(
+        a.message, "zoomed out to the whole matrix, 1 cell = 3\u00d73 tokens, max (z zooms in)");
     struct ask ask = {0};
     command_run(&a, ACTION_BLOCKS, &ask);
     assert_int_equal(a.block_agg, BLOCK_MEAN);
     assert_non_null(strstr(a.message, "their mean"));
+    /* A stage of n x head_dim: tokens by dims, as the legend says it. */
+    a.stage = STAGE_QUERIES;
+    command_zoom(&a, -1, 3, 1); /* queries 6 x 1 in 3 x 1 cells: overview 2, in to 1 */
+    assert_string_equal(
+        a.message, "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+    command_zoom(&a, 1, 3, 1);
+    assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 2 tokens \u00d7 1 "
+                                   "dim, mean (b: max; z zooms in)");
+    a.stage = STAGE_WEIGHTS;
     for (int k = 0; k < 3; k++)
-        command_zoom(&a, -1, 3);
+        command_zoom(&a, -1, 1, 1);
     assert_int_equal(a.zoom, 0);
     assert_non_null(strstr(a.message, "every value has its number"));
     assert_int_equal(a.generation, gen); /* zooming never recomputes the attention */
@@ -978,7 +1104,7 @@ static void test_render_writes_the_view(void **state)
     snprintf(want, sizeof(want), "%s/talk-weights-head0.svg", dir);
     assert_non_null(strstr(a.message, want));
     assert_false(a.message_is_error);
-    assert_true(file_has(want, "attention weights \u00b7 head 0 of 2"));
+    assert_true(file_has(want, ">weights \u00b7 head 0 of 2")); /* the stage by its one name */
 
     command_run(&a, ACTION_RENDER, &ask); /* again: a new name, the first file kept */
     snprintf(want, sizeof(want), "%s/talk-weights-head0-2.svg", dir);
@@ -1572,6 +1698,91 @@ static void test_lesson_leave_and_return(void **state)
     app_free(&a);
 }
 
+/* Lesson messages name the keys as bound (the defaults, or the user's keys.yaml), never an
+ * abstract "lesson key". */
+static void test_lesson_messages_name_the_keys(void **state)
+{
+    (void)state;
+    struct app a;
+    open_lesson(&a, lesson_yaml);
+    struct ask ask = {0};
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_string_equal(a.message, "left the lesson at step 1 of 7: explore freely; i goes back "
+                                   "to it");
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_int_equal(lesson_go(&a, 6), 0);
+    assert_int_equal(lesson_next(&a), -1);
+    assert_string_equal(a.message,
+                        "the last step of the lesson: \u2190 goes back, i explores freely");
+
+    /* A user's keys.yaml: the message follows it. */
+    char dir[] = "/tmp/attnscope-test-app-XXXXXX", path[100];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/keys.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("lesson: [x]\nlesson-prev: [b, Left]\n", f);
+    fclose(f);
+    struct keymap km;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    keymap_load(&km, NULL, path, &errs);
+    assert_int_equal(errs.n, 0);
+    a.keymap = &km;
+    assert_int_equal(lesson_next(&a), -1);
+    assert_string_equal(a.message, "the last step of the lesson: b goes back, x explores freely");
+    command_run(&a, ACTION_LESSON, &ask);
+    assert_string_equal(a.message, "left the lesson at step 7 of 7: explore freely; x goes back "
+                                   "to it");
+    diag_list_free(&errs);
+    assert_int_equal(remove(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    app_free(&a);
+}
+
+/* The words a vocabulary lacks, found in a sentence's token labels: a word split into pieces
+ * one of which is a single byte; whole pieces ("un" + "believable") are not said. */
+static void test_unknown_words(void **state)
+{
+    (void)state;
+    char out[400];
+    char *whole[] = {"The", " un", "believable", " cat", ".", " 3", "d"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), whole, 7), 0);
+    assert_string_equal(out, "");
+    char *bytes[] = {"fish", " ", "q", "q", " moon", " x", "yl", "o", "phone"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 2 + 2), 1);
+    assert_string_equal(out, "\u201cqq\u201d is not in this model's vocabulary: 3 byte tokens");
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 9), 2);
+    assert_string_equal(out, "2 words are not in this model's vocabulary: \u201cqq\u201d (3 byte "
+                             "tokens), \u201cxylophone\u201d (4 tokens, 1 single byte)");
+    char *halves[] = {" caf", "<C3>", "<A9>", "!"}; /* é in halves; "!" a word of its own */
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), halves, 4), 1);
+    assert_string_equal(out, "\u201ccaf<C3><A9>\u201d is not in this model's vocabulary: 3 tokens, "
+                             "2 single bytes");
+}
+
+/* The explorer says it on the message line: on opening, and after a sentence edit. */
+static void test_unknown_words_message(void **state)
+{
+    (void)state;
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/29-induction-head.yaml", scenes ? scenes : "scenes");
+    struct attn_scene s;
+    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_string_equal(a.message, ""); /* sixteen words it knows */
+    assert_int_equal(app_edit_text(&a, "fish moon xylophone fish moon"), 0);
+    assert_non_null(strstr(a.message, "\u201cxylophone\u201d is not in this model's vocabulary: "
+                                      "9 tokens, 8 single bytes"));
+    assert_false(a.message_is_error);
+    assert_int_equal(app_edit_text(&a, "fish moon cat"), 0);
+    assert_null(strstr(a.message, "vocabulary"));
+    app_free(&a);
+}
+
 /* A first step with an edit: the scene opens with it made, and it is not the user's. */
 static void test_lesson_first_step_edit(void **state)
 {
@@ -1613,6 +1824,11 @@ int main(void)
         cmocka_unit_test(test_edit_messages),
         cmocka_unit_test(test_more_knobs),
         cmocka_unit_test(test_save_default_folder),
+        cmocka_unit_test(test_save_in_lesson_drops_the_lesson),
+        cmocka_unit_test(test_lesson_messages_name_the_keys),
+        cmocka_unit_test(test_jargon_where_it_belongs),
+        cmocka_unit_test(test_unknown_words),
+        cmocka_unit_test(test_unknown_words_message),
         cmocka_unit_test(test_zoom_levels),
         cmocka_unit_test(test_zoom_blocks_and_cursor),
         cmocka_unit_test(test_zoom_max_and_mean),

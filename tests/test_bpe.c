@@ -408,7 +408,9 @@ static void test_bad_vocab(void **state)
     expect_load_error(s, "{\"\xE2\x96\x81the\": 0}", m, false, 0, 0, "(U+2581)");
     expect_load_error(s, "{\"\\u0000\": 0}", m, false, 1, 9, "NUL byte in object key");
     expect_load_error(s, "{\"\": 0}", m, false, 0, 0, "an empty token");
-    expect_load_error(s, "{\"\\n\": 0}", m, false, 0, 0, "token \"\\x0A\"");
+    expect_load_error(s, "{\"\\n\": 0}", m, false, 0, 0, "token \"\\n\"");
+    /* ESC and a bidi override are shown escaped (common/utf8.h), never raw. */
+    expect_load_error(s, "{\"\\u001b[2J\\u202e\": 0}", m, false, 0, 0, "token \"\\e[2J<U+202E>\"");
 }
 
 static void test_bad_merges(void **state)

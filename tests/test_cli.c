@@ -297,6 +297,162 @@ static void test_check_good_and_bad(void **state)
     run_free(&r);
 }
 
+/* Fails when text holds a byte a terminal would act on: a control character other than the line
+ * break, DEL, a C1 control, a bidi control or a line/paragraph separator, or bytes that are
+ * not UTF-8 (written here from the bytes, not with the library's own escaper). */
+static void expect_no_raw_controls(const char *what, const char *text)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0; p[i]; i++) {
+        const unsigned char *c = p + i;
+        bool bad = (c[0] < 0x20 && c[0] != '\n') || c[0] == 0x7f ||
+                   (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) ||
+                   (c[0] == 0xe2 && c[1] == 0x80 &&
+                    ((c[2] >= 0xaa && c[2] <= 0xae) || c[2] == 0x8e || c[2] == 0x8f ||
+                     c[2] == 0xa8 || c[2] == 0xa9)) ||
+                   (c[0] == 0xe2 && c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9) ||
+                   (c[0] == 0xd8 && c[1] == 0x9c);
+        int len = c[0] < 0x80             ? 1
+                  : (c[0] & 0xe0) == 0xc0 ? 2
+                  : (c[0] & 0xf0) == 0xe0 ? 3
+                  : (c[0] & 0xf8) == 0xf0 ? 4
+                                          : 0;
+        for (int k = 1; k < len && !bad; k++)
+            bad = (c[k] & 0xc0) != 0x80;
+        if (bad || len == 0)
+            fail_msg("%s: a raw byte 0x%02x at %zu in:\n%s", what, c[0], i, text);
+        i += (size_t)len - 1;
+    }
+}
+
+/* Tokens, titles and keys with ESC, BEL, DEL, C1 and bidi controls reach the terminal only as
+ * visible escapes (\e, \x07, <U+202E>): print, heads, diff, check's message and its echoed
+ * line. tokens.csv keeps them as they are. */
+static void test_control_characters_escaped(void **state)
+{
+    (void)state;
+    char evil[4200], causal[4200], raw[4200], bidi[4200];
+    snprintf(evil, sizeof(evil), "%s", scratch_path("evil.yaml"));
+    snprintf(causal, sizeof(causal), "%s", scratch_path("evil-causal.yaml"));
+    snprintf(raw, sizeof(raw), "%s", scratch_path("raw.yaml"));
+    snprintf(bidi, sizeof(bidi), "%s", scratch_path("bidi.yaml"));
+    const char *scene = "version: 1\n"
+                        "title: \"Evil \\e]0;pwned\\a title \\u202Eright\"\n"
+                        "text: \"Hi\\e[31m red\\a \\u202Eevil x\\x7f \\x9b1m\"\n"
+                        "embeddings: {dim: 4, seed: 1}\n";
+    char text[1000];
+    snprintf(text, sizeof(text), "%sattention: {d_out: 4, heads: 2}\n", scene);
+    tu_write_text(evil, text);
+    snprintf(text, sizeof(text), "%sattention: {d_out: 4, heads: 2, causal: true}\n", scene);
+    tu_write_text(causal, text);
+    tu_write_text(raw, "version: 1\ntext: a\x1b[2Jb\n");
+    tu_write_text(bidi, "version: 1\ntext: hi\nti\xe2\x80\xaetle: x\n");
+    const char *tokens = "Hi\\e[31m red\\x07 <U+202E>evil x\\x7f <U+009B>1m";
+
+    struct run r = RUN("print", evil, "--stage", "weights");
+    expect_status(&r, 0);
+    expect_no_raw_controls("print", r.out);
+    char want[300];
+    snprintf(want, sizeof(want), "# tokens: %s\n", tokens);
+    expect_contains(r.out, want);
+    run_free(&r);
+
+    r = RUN("heads", evil);
+    expect_status(&r, 0);
+    expect_no_raw_controls("heads", r.out);
+    expect_contains(r.out, want);
+    run_free(&r);
+
+    r = RUN("diff", evil, causal, "--top", "20");
+    expect_status(&r, 0);
+    expect_no_raw_controls("diff", r.out);
+    expect_contains(r.out, "\"Hi\\e[31m\" \u00d7 col 1 \"red\\x07\"");
+    expect_contains(r.out, "\"<U+202E>evil\"");
+    run_free(&r);
+
+    r = RUN("check", raw, bidi);
+    expect_status(&r, 1);
+    expect_no_raw_controls("check", r.err);
+    expect_contains(r.err, "raw.yaml:2:8: not valid UTF-8 text: control characters are not "
+                           "allowed (byte 0x1B)\n"
+                           "  text: a\\e[2Jb\n"
+                           "         ^\n");
+    expect_contains(r.err, "bidi.yaml:3:1: unknown key 'ti<U+202E>tle' (did you mean 'title'?)\n"
+                           "  ti<U+202E>tle: x\n");
+    run_free(&r);
+
+    /* tokens.csv: the token itself, quoted. */
+    char dir[4300], csv[4400];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("evil-export"));
+    r = RUN("export", evil, "-o", dir);
+    expect_status(&r, 0);
+    expect_no_raw_controls("export", r.out);
+    run_free(&r);
+    snprintf(csv, sizeof(csv), "%s/tokens.csv", dir);
+    char *got = tu_must_read_file(csv, NULL);
+    assert_string_equal(got, "position,id,token\r\n0,0,\"Hi\x1b[31m\"\r\n1,1,\"red\a\"\r\n"
+                             "2,2,\xe2\x80\xae"
+                             "evil\r\n3,3,\"x\x7f"
+                             "\"\r\n"
+                             "4,4,\xc2\x9b"
+                             "1m\r\n");
+    free(got);
+}
+
+/* check plays a lesson and checks every number its captions mark against what the explorer
+ * shows at that step, each wrong one located at its mark (tests/fixtures/lessons). */
+static void test_check_lesson_marks(void **state)
+{
+    (void)state;
+    const char *fixtures = getenv("ATTNSCOPE_FIXTURES");
+    assert_non_null(fixtures);
+    char wrong[4200];
+    snprintf(wrong, sizeof(wrong), "%s/lessons/wrong-marks.yaml", fixtures);
+    struct run r = RUN("check", wrong);
+    expect_status(&r, 1);
+    assert_string_equal(r.out, "");
+    const char *want[] = {
+        ":19:58: step 1: the caption says 0.9999, but row 0, column 5 of the weights matrix is "
+        "0.1510\n"
+        "        Row 0 gives {0.1510 @ 0,5} to \"step\" (right), then {0.9999 @ 0,5} (wrong).\n"
+        "                                                           ^\n",
+        ":23:76: step 2: the caption says 0.5517, but row 1, column 1 of the weights matrix is "
+        "0.4483 (the step's cell)\n",
+        ":27:32: step 3: the caption says 0.3000, but no cell of row 1 of the masked matrix is "
+        "0.3000 (to 4 decimals)\n",
+        ":28:11: step 3: the caption says 0.5, but row 1, column 1 of the scores matrix is 0.2\n",
+        ":28:41: step 3: the caption quotes 0.1659 without a mark: write {0.1659} so it is "
+        "checked against the screen\n",
+        ":30:42: step 4: the caption says 0.7777, but no cell of the weights matrix is 0.7777 (to "
+        "4 decimals)\n",
+        ":30:59: step 4: the caption says -inf, but row 0, column 1 of the weights matrix is 0\n",
+    };
+    const char *at = r.err;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char line[4200 + 600];
+        snprintf(line, sizeof(line), "%s%s", wrong, want[i]);
+        const char *hit = strstr(at, line);
+        if (!hit)
+            fail_msg("expected, in order:\n%s\nin:\n%s", line, r.err);
+        at = hit + strlen(line);
+    }
+    /* the right marks (0.1510, 0.4483, 0.2041, 0.1218, 0.5517) are not reported */
+    assert_null(strstr(r.err, "says 0.1510"));
+    assert_null(strstr(r.err, "says 0.4483"));
+    assert_null(strstr(r.err, "says 0.2041"));
+    assert_null(strstr(r.err, "says 0.1218"));
+    run_free(&r);
+
+    /* The shipped lessons pass. */
+    char lesson[4200];
+    snprintf(lesson, sizeof(lesson), "%s/lessons/3-causal-mask.yaml",
+             getenv("ATTNSCOPE_SCENES_DIR"));
+    r = RUN("check", lesson);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    run_free(&r);
+}
+
 static void test_missing_scene_names_the_file(void **state)
 {
     (void)state;
@@ -555,6 +711,50 @@ static void test_heads_of_the_shipped_model(void **state)
     run_free(&r);
 }
 
+/* A word the shipped model's vocabulary lacks falls apart into bytes: print and check say so
+ * (the explorer's message line too: test_app). */
+static void test_words_outside_the_vocabulary(void **state)
+{
+    (void)state;
+    char models[4200], scene[4300], text[13000];
+    snprintf(models, sizeof(models), "%s/../models/induction", getenv("ATTNSCOPE_SCENES_DIR"));
+    snprintf(scene, sizeof(scene), "%s", scratch_path("oov.yaml"));
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "text: fish moon xylophone fish moon\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n",
+             models, models, models);
+    tu_write_text(scene, text);
+    struct run r = RUN("print", scene, "--stage", "weights", "--layer", "0");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# tokens: fish  moon   x y l o p h on e  fish  moon\n"
+                           "# \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, "
+                           "8 single bytes\n");
+    run_free(&r);
+    r = RUN("check", scene);
+    expect_status(&r, 0);
+    char want[9000];
+    snprintf(want, sizeof(want),
+             "%s: note: \u201cxylophone\u201d is not in this model's vocabulary: 9 tokens, 8 "
+             "single bytes\n%s: ok\n",
+             scene, scene);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    /* words it has: nothing said */
+    snprintf(text, sizeof(text),
+             "version: 1\n"
+             "text: fish moon cat fish moon cat\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n",
+             models, models, models);
+    tu_write_text(scene, text);
+    r = RUN("print", scene, "--stage", "weights", "--layer", "0");
+    expect_status(&r, 0);
+    assert_null(strstr(r.out, "vocabulary"));
+    run_free(&r);
+}
+
 /* Output that never arrives is an error for every command: exit 1 and a message. */
 static void test_stdout_errors(void **state)
 {
@@ -667,7 +867,11 @@ static void test_render(void **state)
 
     struct run r = RUN("render", good, "--all-heads", "--values", "-o", out);
     expect_status(&r, 0);
-    expect_contains(r.out, out);
+    /* What was written, then what it shows: never "x.svg: wrote scene.yaml", which reads as if
+       the scene had been overwritten. */
+    char said[9000];
+    snprintf(said, sizeof(said), "wrote %s (%s, weights, all heads)\n", out, good);
+    assert_string_equal(r.out, said);
     char *svg = tu_must_read_file(out, NULL);
     assert_non_null(svg);
     assert_int_equal(strncmp(svg, "<?xml", 5), 0);
@@ -678,6 +882,8 @@ static void test_render(void **state)
 
     r = RUN("render", good, "--head", "1", "--scale", "log", "-o", out); /* replaces an SVG */
     expect_status(&r, 0);
+    snprintf(said, sizeof(said), "wrote %s (%s, weights, head 1, log scale)\n", out, good);
+    assert_string_equal(r.out, said);
     svg = tu_must_read_file(out, NULL);
     assert_non_null(svg);
     expect_contains(svg, "head 1 of 2");
@@ -1021,12 +1227,15 @@ int main(void)
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_check_good_and_bad),
         cmocka_unit_test(test_missing_scene_names_the_file),
+        cmocka_unit_test(test_control_characters_escaped),
+        cmocka_unit_test(test_check_lesson_marks),
         cmocka_unit_test(test_print_default),
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),
         cmocka_unit_test(test_systems_print_and_export),
         cmocka_unit_test(test_heads),
         cmocka_unit_test(test_heads_of_the_shipped_model),
+        cmocka_unit_test(test_words_outside_the_vocabulary),
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_export_format),
         cmocka_unit_test(test_stdout_errors),

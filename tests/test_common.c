@@ -1,4 +1,5 @@
-/* test_common: src/common's numbers-as-text (cnum), under a comma-decimal locale.
+/* test_common: src/common's numbers-as-text (cnum), under a comma-decimal locale, and the
+ * escapes of text a human reads (utf8).
  *
  * Every number attnscope writes or parses goes through cnum, so these run with LC_ALL set to a
  * locale whose decimal point is ',' (generated when the system has none): a plain snprintf
@@ -18,7 +19,9 @@
 #include <cmocka.h>
 
 #include "common/cnum.h"
+#include "common/diag.h"
 #include "common/progress.h"
+#include "common/utf8.h"
 #include "testutil.h"
 
 static int comma_setup(void **state)
@@ -143,13 +146,76 @@ static void test_progress_line(void **state)
     free(text);
 }
 
+static void expect_escaped(const char *s, unsigned flags, const char *want)
+{
+    char out[256];
+    utf8_escape(out, sizeof(out), s, (size_t)-1, flags);
+    assert_string_equal(out, want);
+    assert_int_equal(utf8_needs_escape(s, flags), strcmp(s, want) != 0);
+    /* Escaping twice changes nothing. */
+    char again[256];
+    utf8_escape(again, sizeof(again), out, (size_t)-1, flags);
+    assert_string_equal(again, out);
+}
+
+/* Every control character, bidi control and bad byte gets the one spelling (utf8.h). */
+static void test_escapes(void **state)
+{
+    (void)state;
+    expect_escaped("plain caf\u00e9 \u65e5\u672c \\ ok", 0, "plain caf\u00e9 \u65e5\u672c \\ ok");
+    expect_escaped("\x1b[2J\x1b]0;pwned\x07", 0, "\\e[2J\\e]0;pwned\\x07");
+    expect_escaped("a\tb\nc\rd\x01\x7f", 0, "a\\tb\\nc\\rd\\x01\\x7f");
+    expect_escaped("a\tb\nc", UTF8_ESC_KEEP_NEWLINE | UTF8_ESC_KEEP_TAB, "a\tb\nc");
+    /* C1 controls, the bidi controls, the line and paragraph separators */
+    expect_escaped("\xc2\x85\xc2\x9b", 0, "<U+0085><U+009B>");
+    expect_escaped("x\u202ey\u202a\u2066\u2069\u200e\u200f\u061c\u2028\u2029", 0,
+                   "x<U+202E>y<U+202A><U+2066><U+2069><U+200E><U+200F><U+061C><U+2028><U+2029>");
+    /* Not UTF-8: each byte; an overlong NUL; a lone continuation byte; a cut character */
+    expect_escaped("\xff\xc0\x80\x80z\xe2\x80", 0, "\\xff\\xc0\\x80\\x80z\\xe2\\x80");
+    /* A NUL inside the length given is shown too. */
+    char out[64];
+    utf8_escape(out, sizeof(out), "a\0b", 3, 0);
+    assert_string_equal(out, "a\\x00b");
+    /* Cut to fit after a whole character or escape, with "…". */
+    utf8_escape(out, 12, "\x1b\x1b\x1b\x1b\x1b\x1b", (size_t)-1, 0);
+    assert_string_equal(out, "\\e\\e\\e\\e\u2026");
+    utf8_escape(out, 8, "\u65e5\u672c\u65e5", (size_t)-1, 0);
+    assert_string_equal(out, "\u65e5\u2026");
+    /* Tokens as the explorer labels them: blanks as glyphs, the rest escaped. */
+    utf8_visible_token(out, sizeof(out), " a\tb\n\x1b\u202e");
+    assert_string_equal(out, "\u2423a\u21e5b\u21b5\\e<U+202E>");
+}
+
+/* diag_print: the message, the file name and the line under the caret all escaped, the caret
+ * under the column the escapes moved it to. */
+static void test_diag_print_escapes(void **state)
+{
+    (void)state;
+    struct diag d;
+    diag_clear(&d);
+    snprintf(d.file, sizeof(d.file), "f\x1b.yaml");
+    d.line = 2;
+    d.col = 15; /* the k: byte 14 of the line */
+    snprintf(d.msg, sizeof(d.msg), "unknown key 'k\u202e' \x07");
+    const char src[] = "a: 1\nt: \"\x1b[31m\u202e\" k: 2\n";
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    diag_print(f, &d, src, sizeof(src) - 1);
+    fclose(f);
+    assert_string_equal(buf, "f\\e.yaml:2:15: unknown key 'k<U+202E>' \\x07\n"
+                             "  t: \"\\e[31m<U+202E>\" k: 2\n"
+                             "  "
+                             "                    ^\n");
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format),
-        cmocka_unit_test(test_parse_double),
-        cmocka_unit_test(test_parse_integers),
-        cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_format),         cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_parse_integers), cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_escapes),        cmocka_unit_test(test_diag_print_escapes),
     };
     return cmocka_run_group_tests(tests, comma_setup, comma_teardown);
 }

@@ -171,6 +171,41 @@ static void test_csv_quoting(void **state)
     free(got);
 }
 
+/* tokens.csv keeps every token byte for byte (a reader gets the raw ESC back), quoted where RFC
+ * 4180 wants it and where a spreadsheet would read a formula (= + - @). */
+static void test_csv_tokens_faithful_and_quoted(void **state)
+{
+    (void)state;
+    char t0[] = "\x1b[31mred", t1[] = "=HYPERLINK(\"x\")", t2[] = "+1", t3[] = "-2", t4[] = "@a";
+    char t5[] = "bell\a",
+         t6[] = "\xe2\x80\xae"
+                "evil",
+         t7[] = " cat", t8[] = "a=b",
+         t9[] = "del\x7f"
+                "";
+    char *tokens[] = {t0, t1, t2, t3, t4, t5, t6, t7, t8, t9};
+    const int ids[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(csv_write_tokens(f, tokens, ids, 10), 0);
+    fclose(f);
+    assert_string_equal(buf, "position,id,token\r\n"
+                             "0,0,\"\x1b[31mred\"\r\n"
+                             "1,1,\"=HYPERLINK(\"\"x\"\")\"\r\n"
+                             "2,2,\"+1\"\r\n"
+                             "3,3,\"-2\"\r\n"
+                             "4,4,\"@a\"\r\n"
+                             "5,5,\"bell\a\"\r\n"
+                             "6,6,\xe2\x80\xae"
+                             "evil\r\n" /* not a control byte: as it is */
+                             "7,7, cat\r\n"
+                             "8,8,a=b\r\n"
+                             "9,9,\"del\x7f"
+                             "\"\r\n");
+    free(buf);
+}
+
 static void test_csv_default_labels_and_stride(void **state)
 {
     (void)state;
@@ -994,6 +1029,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_quoting),
+        cmocka_unit_test(test_csv_tokens_faithful_and_quoted),
         cmocka_unit_test(test_csv_default_labels_and_stride),
         cmocka_unit_test(test_csv_special_and_short_floats),
         cmocka_unit_test(test_csv_shortest_round_trip),

@@ -4,14 +4,13 @@
  *
  * A caption marks the numbers it quotes ({0.2379}, {0.2379 @ 1,1}, {1.4950 @ scores 1,1},
  * {-inf @ 0,1}: engine/lesson.h); a number with three or more decimals outside a mark is a quote
- * nobody checks, and fails. Each lesson has 5 to 12 steps, and no step's edit may be refused or
- * leave the scene invalid.
+ * nobody checks, and fails. The checks are the library's (explore/lesson.h's lesson_check_step),
+ * which `attnscope check` runs on any lesson; here they run going back too. Each lesson has 5 to
+ * 12 steps, and no step's edit may be refused or leave the scene invalid.
  *
  * With ATTNSCOPE_LESSON_PRINT=1 every step's matrix is printed (stderr), to write captions by.
  * Environment: ATTNSCOPE_SCENES_DIR (the repository's scenes/ folder).
  */
-#include <ctype.h>
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,124 +48,26 @@ static void print_step(const struct app *a, const char *name, int i)
     (void)st;
 }
 
-/* v, rounded to the decimals the mark writes, is the mark's number. */
-static bool matches(float v, const struct attn_caption_mark *m)
-{
-    if (isinf(m->value))
-        return isinf(v) && v < 0;
-    if (!isfinite(v))
-        return false;
-    double half = 0.5 * pow(10.0, -m->decimals);
-    return fabs((double)v - m->value) <= half * (1 + 1e-6) + 1e-7;
-}
-
-static float cell(struct attn_mat_view v, int r, int c)
-{
-    return v.data[(size_t)r * v.stride + c];
-}
-
-/* Every mark of the step's caption against what a shows; returns the problems (printed). */
-static int check_marks(const struct app *a, const char *name, int i)
-{
-    const struct attn_lesson_step *st = lesson_current(a);
-    struct attn_caption_mark marks[LESSON_MAX_MARKS];
-    struct diag err;
-    int n = attn_caption_marks(st->caption, marks, LESSON_MAX_MARKS, &err);
-    int problems = 0;
-    if (n < 0) {
-        fprintf(stderr, "%s step %d: %s\n", name, i + 1, err.msg);
-        return 1;
-    }
-    for (int k = 0; k < n; k++) {
-        const struct attn_caption_mark *m = &marks[k];
-        enum attn_stage stage = m->stage >= 0 ? (enum attn_stage)m->stage : a->stage;
-        struct attn_mat_view v = app_view(a, stage, a->head);
-        bool ok = false;
-        const char *where = "the matrix";
-        char at[64];
-        if (m->row >= 0) {
-            ok = m->row < v.rows && m->col < v.cols && matches(cell(v, m->row, m->col), m);
-            snprintf(at, sizeof(at), "%s %d,%d (%g)", attn_stage_name(stage), m->row, m->col,
-                     m->row < v.rows && m->col < v.cols ? (double)cell(v, m->row, m->col) : NAN);
-            where = at;
-        } else if (st->row >= 0 && st->col >= 0) {
-            ok = matches(cell(v, st->row, st->col), m);
-            snprintf(at, sizeof(at), "the step's cell %d,%d (%g)", st->row, st->col,
-                     (double)cell(v, st->row, st->col));
-            where = at;
-        } else if (st->row >= 0) {
-            for (int c = 0; c < v.cols && !ok; c++)
-                ok = matches(cell(v, st->row, c), m);
-            snprintf(at, sizeof(at), "the step's row %d", st->row);
-            where = at;
-        } else {
-            for (int r = 0; r < v.rows && !ok; r++)
-                for (int c = 0; c < v.cols && !ok; c++)
-                    ok = matches(cell(v, r, c), m);
-        }
-        if (!ok) {
-            fprintf(stderr, "%s step %d: the caption says %s, not what %s shows\n", name, i + 1,
-                    m->written, where);
-            problems++;
-        }
-    }
-    /* A number with 3 or more decimals outside the marks is an unchecked quote. */
-    for (const char *p = st->caption; *p; p++) {
-        size_t off = (size_t)(p - st->caption);
-        bool inside = false;
-        for (int k = 0; k < n && k < LESSON_MAX_MARKS; k++)
-            inside |= off >= marks[k].start && off < marks[k].end;
-        if (inside || !isdigit((unsigned char)*p) ||
-            (p > st->caption && isdigit((unsigned char)p[-1])))
-            continue;
-        const char *q = p;
-        while (isdigit((unsigned char)*q))
-            q++;
-        int decimals = 0;
-        if (*q == '.')
-            while (isdigit((unsigned char)q[1 + decimals]))
-                decimals++;
-        if (decimals >= 3) {
-            fprintf(stderr, "%s step %d: '%.*s' is quoted without a mark ({...})\n", name, i + 1,
-                    (int)(q + 1 + decimals - p), p);
-            problems++;
-        }
-    }
-    return problems;
-}
-
-/* The step's view and a valid scene. */
+/* The step shown is step i, and what the explorer shows there is what the step's file says
+ * (lesson_check_step: the view, a valid scene, every marked number). */
 static int check_step(const struct app *a, const char *name, int i)
 {
-    const struct attn_lesson_step *st = lesson_current(a);
-    int problems = 0;
     if (a->lesson.step != i || !lesson_active(a)) {
         fprintf(stderr, "%s: at step %d, expected %d\n", name, a->lesson.step + 1, i + 1);
         return 1;
     }
-    if (a->error[0] || a->message_is_error) {
-        fprintf(stderr, "%s step %d: %s\n", name, i + 1, a->error[0] ? a->error : a->message);
-        problems++;
-    }
-    if ((int)a->stage != st->stage || a->head != st->head || a->layer != st->layer ||
-        a->all_heads != st->all_heads) {
-        fprintf(stderr,
-                "%s step %d: shows %s head %d layer %d, the step says %s head %d "
-                "layer %d\n",
-                name, i + 1, attn_stage_name(a->stage), a->head, a->layer,
-                attn_stage_name((enum attn_stage)st->stage), st->head, st->layer);
-        problems++;
-    }
-    if (st->row >= 0 && (a->row != st->row || (st->col >= 0 && a->col != st->col))) {
-        fprintf(stderr, "%s step %d: the cursor is at %d,%d, the step says %d,%d\n", name, i + 1,
-                a->row, a->col, st->row, st->col);
-        problems++;
-    }
+    int problems = 0;
     if (app_unsaved(a)) {
         fprintf(stderr, "%s step %d: the lesson's own state counts as unsaved\n", name, i + 1);
         problems++;
     }
-    return problems + check_marks(a, name, i);
+    struct diag_list found;
+    diag_list_init(&found);
+    problems += lesson_check_step(a, NULL, 0, &found);
+    for (int k = 0; k < found.n; k++)
+        diag_print(stderr, &found.items[k], NULL, 0);
+    diag_list_free(&found);
+    return problems;
 }
 
 static void test_every_lesson(void **state)

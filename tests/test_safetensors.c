@@ -558,7 +558,7 @@ static void test_fields(void **state)
     /* Control characters and bidi overrides in a name are escaped, other characters kept. */
     expect_error("{\"w\\u001b[2J\\n\\u202e\\u00e9\":{\"dtype\":\"X\",\"shape\":[1],"
                  "\"data_offsets\":[0,4]}}",
-                 4, "tensor 'w\\x1b[2J\\x0a\\u202e\u00e9': unknown dtype 'X'");
+                 4, "tensor 'w\\e[2J\\n<U+202E>\u00e9': unknown dtype 'X'");
 }
 
 static void test_shapes(void **state)

@@ -956,6 +956,38 @@ static void test_full_example(void **state)
 }
 
 /* YAML 1.1 booleans in any case, numbers in every YAML spelling. */
+/* One name per stage, and the aliases --stage takes: softmax for weights, mask, q, k, v, out,
+ * in view: and in a lesson's steps (and a caption's marks); written back by the one name. */
+static void test_stage_names_and_aliases(void **state)
+{
+    (void)state;
+    assert_int_equal(attn_stage_parse("weights"), STAGE_WEIGHTS);
+    assert_int_equal(attn_stage_parse("softmax"), STAGE_WEIGHTS);
+    assert_int_equal(attn_stage_parse("mask"), STAGE_MASKED);
+    assert_int_equal(attn_stage_parse("q"), STAGE_QUERIES);
+    assert_int_equal(attn_stage_parse("sm"), -1);
+    for (int st = 0; st < STAGE_COUNT; st++) { /* the heading starts with the name */
+        const char *name = attn_stage_name((enum attn_stage)st);
+        assert_int_equal(strncmp(attn_stage_title((enum attn_stage)st), name, strlen(name)), 0);
+        assert_int_equal(attn_stage_parse(name), st);
+    }
+    struct attn_scene s;
+    parse_ok(&s, "text: a b c\n"
+                 "view: {stage: softmax}\n"
+                 "lesson:\n"
+                 "  - {stage: Softmax, caption: 'the weights {1.0000 @ softmax 0,0}'}\n"
+                 "  - {stage: mask, caption: masked}\n");
+    assert_int_equal(s.view.stage, STAGE_WEIGHTS);
+    assert_int_equal(s.lesson->steps[0].stage, STAGE_WEIGHTS);
+    assert_int_equal(s.lesson->steps[1].stage, STAGE_MASKED);
+    char *text = write_str(&s, false, NULL);
+    assert_non_null(strstr(text, "stage: weights"));
+    assert_null(strstr(text, "stage: softmax"));
+    assert_null(strstr(text, "stage: mask\n"));
+    free(text);
+    attn_scene_free(&s);
+}
+
 static void test_scalar_forms(void **state)
 {
     (void)state;
@@ -1475,6 +1507,7 @@ int main(void)
         cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_full_example),
+        cmocka_unit_test(test_stage_names_and_aliases),
         cmocka_unit_test(test_scalar_forms),
         cmocka_unit_test(test_round_trip_awkward_strings),
         cmocka_unit_test(test_round_trip_scenes),

@@ -96,6 +96,10 @@ int cli_find_scene(char *out, size_t size, const char *arg);
 int cli_scene_open(struct cli_scene *cs, const char *path);
 void cli_scene_close(struct cli_scene *cs);
 
+/* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each
+ * escaped (common/utf8.h) so a token from a file cannot drive the terminal. */
+void cli_print_tokens(FILE *out, const struct attn_model *m);
+
 /* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads: the
  * benchmarks' shapes. Returns 0, or -1 (out of memory) with s still safe to free. */
 int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout);

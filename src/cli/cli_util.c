@@ -11,6 +11,7 @@
 
 #include "common/datadir.h"
 #include "common/diag.h"
+#include "common/utf8.h"
 #include "scenefile/scenefile.h"
 
 /* What every help text ends with. */
@@ -293,4 +294,14 @@ int cli_parse_int(const char *text, int lo, int hi, int *out)
         return -1;
     *out = (int)v;
     return 0;
+}
+
+void cli_print_tokens(FILE *out, const struct attn_model *m)
+{
+    fputs("# tokens:", out);
+    for (int i = 0; i < m->n; i++) {
+        fputc(' ', out);
+        utf8_fputs_escaped(m->tokens[i], out, 0);
+    }
+    fputc('\n', out);
 }

@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
+#include "common/utf8.h"
 #include "export/export.h"
 
 #define DIFF_MAP_MAX 64 /* cells a side the map shows one by one */
@@ -187,13 +188,15 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
         fmt4(a, sizeof(a), c->a);
         fmt4(b, sizeof(b), c->b);
         fmt4(d, sizeof(d), c->d);
-        char col[64];
+        /* Tokens come from files: escaped (common/utf8.h), and cut when long. */
+        char col[80], row[80];
         if (square)
-            snprintf(col, sizeof(col), "\"%s\"", m->tokens[c->col]);
+            snprintf(col, sizeof(col), "\"%s\"", utf8_esc(row, 72, m->tokens[c->col]));
         else
             snprintf(col, sizeof(col), "d%d", c->col);
-        printf("  row %d \"%s\" %s col %d %s: %s %s %s (%s%s)\n", c->row, m->tokens[c->row], times,
-               c->col, col, a, arrow, b, c->d > 0 ? "+" : "", d);
+        printf("  row %d \"%s\" %s col %d %s: %s %s %s (%s%s)\n", c->row,
+               utf8_esc(row, sizeof(row), m->tokens[c->row]), times, c->col, col, a, arrow, b,
+               c->d > 0 ? "+" : "", d);
     }
     print_map(cells, va.rows, va.cols, max_abs, utf8);
     free(cells);

@@ -116,10 +116,8 @@ int cmd_heads(int argc, char **argv)
         }
     } else {
         const struct attn_model *m = &net->model[0];
-        printf("# tokens:");
-        for (int i = 0; i < m->n; i++)
-            printf(" %s", m->tokens[i]);
-        printf("\n# %d layer%s \u00d7 %d head%s, scored on the attention weights (rows 1 to %d)\n",
+        cli_print_tokens(stdout, m);
+        printf("# %d layer%s \u00d7 %d head%s, scored on the attention weights (rows 1 to %d)\n",
                net->layers, net->layers == 1 ? "" : "s", heads, heads == 1 ? "" : "s", m->n - 1);
         printf("layer  head");
         for (int s = 0; s < SCORE_COUNT; s++)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/utf8.h"
 #include "export/export.h"
 
 /* buf (cap floats, n * n): where a derived stage (scaled, masked, dropout) is computed. */
@@ -165,12 +166,17 @@ int cmd_print(int argc, char **argv)
         return CLI_USAGE;
     }
 
-    printf("# tokens:");
-    for (int i = 0; i < m0->n; i++)
-        printf(" %s", m0->tokens[i]);
+    cli_print_tokens(stdout, m0);
+    char unknown[600];
+    if (cs.scene.tokenizer == TOKENIZER_GPT2 &&
+        attn_tokens_unknown_words(unknown, sizeof(unknown), m0->tokens, m0->n) > 0) {
+        fputs("# ", stdout);
+        utf8_fputs_escaped(unknown, stdout, 0);
+        fputc('\n', stdout);
+    }
     char desc[512];
     attn_scene_describe(desc, sizeof(desc), &cs.scene);
-    printf("\n# %s\n", desc);
+    printf("# %s\n", desc);
     long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
     if (kv != mha) /* the point of GQA, MQA and MLA */
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,

@@ -157,7 +157,22 @@ int cmd_render(int argc, char **argv)
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {
-        printf("%s: wrote %s\n", out, cs.name);
+        /* "wrote head1.svg (scenes/10-mha.yaml, weights, head 1)": the picture, then what it
+           shows, so it never reads as if the scene had been written. */
+        char what[160], layer_part[32] = "", scale_part[32] = "";
+        if (cs.net.layers > 1)
+            snprintf(layer_part, sizeof(layer_part), ", layer %d", layer);
+        if (scale != SCALE_BY_MATRIX)
+            snprintf(scale_part, sizeof(scale_part), ", %s scale",
+                     palette_scale_name((enum color_scale)scale));
+        if (all_arg)
+            snprintf(what, sizeof(what), "all heads");
+        else if (mean_arg)
+            snprintf(what, sizeof(what), "mean of the heads");
+        else
+            snprintf(what, sizeof(what), "head %d", head);
+        printf("wrote %s (%s, %s, %s%s%s)\n", out, cs.name, attn_stage_name((enum attn_stage)stage),
+               what, layer_part, scale_part);
     }
     cli_scene_close(&cs);
     return rc;

@@ -5,6 +5,7 @@
  * first line decides how many fields every line has.
  */
 #include "common/csvmat.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <float.h>
@@ -155,22 +156,15 @@ static char *trim(char *s)
     return s;
 }
 
-/* A field as a message shows it: quoted, at most 40 bytes, other than printable ASCII escaped. */
+/* A field as a message shows it: quoted, at most 40 bytes, escaped (common/utf8.h). */
 static void show(char *out, size_t size, const char *s)
 {
-    size_t o = 0;
-    out[o++] = '\'';
-    for (const unsigned char *p = (const unsigned char *)s; *p && o + 8 < size; p++) {
-        if (p - (const unsigned char *)s >= 40) {
-            o += (size_t)snprintf(out + o, size - o, "...");
-            break;
-        }
-        if (*p >= 0x20 && *p < 0x7f)
-            out[o++] = (char)*p;
-        else
-            o += (size_t)snprintf(out + o, size - o, "\\x%02x", *p);
-    }
-    snprintf(out + o, size - o, "'");
+    size_t len = strlen(s), lim = len > 40 ? 40 : len;
+    while (lim < len && ((unsigned char)s[lim] & 0xC0) == 0x80)
+        lim++;
+    out[0] = '\'';
+    size_t o = 1 + utf8_escape(out + 1, size - 6, s, lim, 0);
+    memcpy(out + o, lim < len ? "...'" : "'", lim < len ? 5 : 2);
 }
 
 static bool looks_numeric(const char *field)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/fatal.h"
+#include "common/utf8.h"
 
 void diag_clear(struct diag *d)
 {
@@ -101,11 +102,14 @@ static int find_line(const char *src, size_t len, int line, const char **start, 
 
 void diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len)
 {
-    const char *file = d->file[0] ? d->file : "<scene>";
+    /* The file name, the message and the line all come from files: escaped (common/utf8.h), so
+     * an ESC or a U+202E in a scene reaches the terminal as "\\e" or "<U+202E>". */
+    utf8_fputs_escaped(d->file[0] ? d->file : "<scene>", out, 0);
     if (d->line > 0)
-        fprintf(out, "%s:%d:%d: %s\n", file, d->line, d->col > 0 ? d->col : 1, d->msg);
-    else
-        fprintf(out, "%s: %s\n", file, d->msg);
+        fprintf(out, ":%d:%d", d->line, d->col > 0 ? d->col : 1);
+    fputs(": ", out);
+    utf8_fputs_escaped(d->msg, out, 0);
+    fputc('\n', out);
     if (!source || d->line <= 0)
         return;
     const char *start;
@@ -125,10 +129,22 @@ void diag_print(FILE *out, const struct diag *d, const char *source, size_t sour
         if (n == 0) /* nothing but continuation bytes: not UTF-8, any cut will do */
             n = window;
     }
-    fprintf(out, "  %s%.*s\n  %s", from ? "\u2026" : "", (int)n, start + from, from ? " " : "");
-    /* One blank per character (tabs kept) so the caret lines up under the column. */
-    for (size_t c = from; c < col && c < from + n; c++)
-        if (((unsigned char)start[c] & 0xC0) != 0x80)
-            fputc(start[c] == '\t' ? '\t' : ' ', out);
+    /* The line escaped (a tab kept, so the caret below lines up under it) and under it, one
+     * blank per column each character takes, escapes included. */
+    char shown[4 * 160 + 64];
+    utf8_escape(shown, sizeof(shown), start + from, n, UTF8_ESC_KEEP_TAB);
+    fprintf(out, "  %s%s\n  %s", from ? "\u2026" : "", shown, from ? " " : "");
+    for (size_t c = from; c < col && c < from + n;) {
+        char esc[UTF8_ESCAPE_MAX];
+        size_t k = (size_t)utf8_escape_char(start + c, esc, UTF8_ESC_KEEP_TAB);
+        if (c + k > from + n) /* a character the window cuts: one byte */
+            k = 1, snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)start[c]);
+        if (start[c] == '\t')
+            fputc('\t', out);
+        else
+            for (size_t w = esc[0] ? strlen(esc) : 1; w > 0; w--)
+                fputc(' ', out);
+        c += k;
+    }
     fputs("^\n", out);
 }

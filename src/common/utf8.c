@@ -1,6 +1,7 @@
 /* utf8: locale-free UTF-8 (see utf8.h). */
 #include "common/utf8.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int utf8_decode(const char *str, uint32_t *cp)
@@ -79,17 +80,118 @@ void utf8_visible_token(char *out, size_t out_size, const char *token)
 {
     /* Blanks are real tokens for the chars tokenizer: show them, or the label looks empty. */
     size_t o = 0;
-    for (const char *p = token; *p && o + 4 < out_size; p++) {
+    if (out_size == 0)
+        return;
+    for (const char *p = token; *p;) {
+        char esc[UTF8_ESCAPE_MAX];
         const char *glyph = *p == ' '    ? "\u2423"
                             : *p == '\t' ? "\u21e5"
                             : *p == '\n' ? "\u21b5"
                                          : NULL;
-        if (glyph) {
-            memcpy(out + o, glyph, 3);
-            o += 3;
-        } else {
-            out[o++] = *p;
-        }
+        int k = glyph ? 1 : utf8_escape_char(p, esc, 0);
+        const char *piece = glyph ? glyph : esc[0] ? esc : p;
+        size_t n = glyph ? 3 : esc[0] ? strlen(esc) : (size_t)k;
+        if (o + n + 1 > out_size)
+            break;
+        memcpy(out + o, piece, n);
+        o += n;
+        p += k;
     }
     out[o] = '\0';
+}
+
+/* ---- escapes for a human reader (see utf8.h) ------------------------------------------------ */
+
+static bool is_bidi_or_separator(uint32_t cp)
+{
+    return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
+           cp == 0x200F || cp == 0x061C || cp == 0x2028 || cp == 0x2029;
+}
+
+int utf8_escape_char(const char *s, char *esc, unsigned flags)
+{
+    uint32_t cp;
+    int len = utf8_decode(s, &cp);
+    esc[0] = '\0';
+    if (len == 0) {
+        snprintf(esc, UTF8_ESCAPE_MAX, "\\x%02x", (unsigned char)s[0]);
+        return 1;
+    }
+    if (cp == 0x1B)
+        snprintf(esc, UTF8_ESCAPE_MAX, "\\e");
+    else if (cp == '\n')
+        snprintf(esc, UTF8_ESCAPE_MAX, "%s", flags & UTF8_ESC_KEEP_NEWLINE ? "" : "\\n");
+    else if (cp == '\t')
+        snprintf(esc, UTF8_ESCAPE_MAX, "%s", flags & UTF8_ESC_KEEP_TAB ? "" : "\\t");
+    else if (cp == '\r')
+        snprintf(esc, UTF8_ESCAPE_MAX, "\\r");
+    else if (cp < 0x20 || cp == 0x7F)
+        snprintf(esc, UTF8_ESCAPE_MAX, "\\x%02x", (unsigned)cp);
+    else if ((cp >= 0x80 && cp < 0xA0) || is_bidi_or_separator(cp))
+        snprintf(esc, UTF8_ESCAPE_MAX, "<U+%04X>", (unsigned)cp);
+    return len;
+}
+
+size_t utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned flags)
+{
+    static const char more[] = "\u2026";
+    size_t o = 0, i = 0;
+    if (size == 0)
+        return 0;
+    if (len == (size_t)-1)
+        len = strlen(s);
+    while (i < len) {
+        char esc[UTF8_ESCAPE_MAX];
+        int k = utf8_escape_char(s + i, esc, flags);
+        if (i + (size_t)k > len) { /* a character cut by len: its bytes are not UTF-8 here */
+            k = 1;
+            snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[i]);
+        }
+        const char *piece = esc[0] ? esc : s + i;
+        size_t n = esc[0] ? strlen(esc) : (size_t)k;
+        /* Room for this piece, and for "…" unless it is the last. */
+        bool last = i + (size_t)k >= len;
+        if (o + n + (last ? 0 : sizeof(more) - 1) + 1 > size) {
+            if (o + sizeof(more) <= size) {
+                memcpy(out + o, more, sizeof(more) - 1);
+                o += sizeof(more) - 1;
+            }
+            break;
+        }
+        memcpy(out + o, piece, n);
+        o += n;
+        i += (size_t)k;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+const char *utf8_esc(char *buf, size_t size, const char *s)
+{
+    utf8_escape(buf, size, s ? s : "", (size_t)-1, 0);
+    return buf;
+}
+
+void utf8_fputs_escaped(const char *s, FILE *f, unsigned flags)
+{
+    while (*s) {
+        char esc[UTF8_ESCAPE_MAX];
+        int k = utf8_escape_char(s, esc, flags);
+        if (esc[0])
+            fputs(esc, f);
+        else
+            fwrite(s, 1, (size_t)k, f);
+        s += k;
+    }
+}
+
+bool utf8_needs_escape(const char *s, unsigned flags)
+{
+    while (*s) {
+        char esc[UTF8_ESCAPE_MAX];
+        s += utf8_escape_char(s, esc, flags);
+        if (esc[0])
+            return true;
+    }
+    return false;
 }

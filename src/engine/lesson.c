@@ -246,3 +246,56 @@ int attn_caption_lines(const char *caption)
         n += *p == '\n';
     return n;
 }
+
+/* The piece of the caption at p that is looked for in the file: up to a blank, a line break or
+ * (after a mark's '{') its '}', at most 40 bytes. */
+static size_t needle_len(const char *p)
+{
+    size_t n = 0;
+    while (p[n] && p[n] != ' ' && p[n] != '\n' && p[n] != '\t' && n < 40) {
+        n++;
+        if (p[n - 1] == '}')
+            break;
+    }
+    return n ? n : 1;
+}
+
+/* How often needle (n bytes) starts in hay[0, end). */
+static int occurrences(const char *hay, size_t end, const char *needle, size_t n)
+{
+    int count = 0;
+    for (size_t i = 0; i + n <= end; i++)
+        count += memcmp(hay + i, needle, n) == 0;
+    return count;
+}
+
+void attn_caption_locate(int *line, int *col, const char *source, size_t len,
+                         const struct attn_lesson_step *st, size_t at)
+{
+    *line = st->caption_line > 0 ? st->caption_line : st->line;
+    *col = st->caption_line > 0 ? st->caption_col : 1;
+    if (!source || !st->caption || st->caption_line <= 0 || at >= strlen(st->caption))
+        return;
+    /* The caption's start in the file. */
+    size_t off = 0;
+    for (int l = 1; l < st->caption_line && off < len; off++)
+        l += source[off] == '\n';
+    off += (size_t)(st->caption_col - 1);
+    if (off >= len)
+        return;
+    const char *needle = st->caption + at;
+    size_t n = needle_len(needle);
+    int nth = occurrences(st->caption, at, needle, n);
+    for (size_t i = off; i + n <= len; i++) {
+        if (memcmp(source + i, needle, n) != 0 || nth-- > 0)
+            continue;
+        int l = 1;
+        size_t line_start = 0;
+        for (size_t k = 0; k < i; k++)
+            if (source[k] == '\n')
+                l++, line_start = k + 1;
+        *line = l;
+        *col = (int)(i - line_start) + 1;
+        return;
+    }
+}

@@ -78,6 +78,8 @@ struct attn_lesson_step {
     struct attn_lesson_edit edit;
     char *caption; /* with marks (above) */
     int line;      /* where the step starts in its file (1-based; 0: unknown), for messages */
+    int caption_line, caption_col; /* where the caption's value starts (1-based line and byte
+                                      column; 0: unknown), to locate a mark in the file */
 };
 
 struct attn_lesson {
@@ -113,6 +115,13 @@ int attn_caption_marks(const char *caption, struct attn_caption_mark *marks, int
 /* The caption as shown: each mark replaced by its number ("-inf" as "−∞"), the trailing line
  * break of a YAML block dropped. The caption must have passed attn_caption_marks. */
 void attn_caption_plain(char *out, size_t size, const char *caption);
+/* Where byte `at` of step st's caption is in the file it was read from (source: len bytes):
+ * 1-based line and byte column, for a message about a mark or a quoted number. The text that
+ * starts there (up to a blank) is found again in the file from the caption's start, as often as
+ * it occurs in the caption before `at`; when it is not found (a double-quoted caption's escapes
+ * change it, or source is NULL) the caption's start, else the step's. */
+void attn_caption_locate(int *line, int *col, const char *source, size_t len,
+                         const struct attn_lesson_step *st, size_t at);
 /* Characters (code points) and lines of attn_caption_plain's text. */
 int attn_caption_chars(const char *caption);
 int attn_caption_lines(const char *caption);

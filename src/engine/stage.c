@@ -10,32 +10,65 @@ static const char *const names[STAGE_COUNT] = {
     "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
 };
 
-/* As the explorer's heatmap and a picture's title call them. */
+/* As the explorer's map heading and a picture's title call them: the stage's one name first
+ * (the stage bar's, --stage's, the README's), then what it is where a few words help. */
 static const char *const titles[STAGE_COUNT] = {
     [STAGE_INPUTS] = "inputs",
-    [STAGE_LATENT] = "latent c (MLA)",
-    [STAGE_QUERIES] = "queries Q",
-    [STAGE_KEYS] = "keys K",
-    [STAGE_VALUES] = "values V",
-    [STAGE_QUERIES_ROTATED] = "queries rotated (RoPE)",
-    [STAGE_KEYS_ROTATED] = "keys rotated (RoPE)",
-    [STAGE_SCORES] = "scores Q\u00b7K\u1d40",
-    [STAGE_SCALED] = "scaled scores",
-    [STAGE_MASKED] = "masked scores",
-    [STAGE_WEIGHTS] = "attention weights",
-    [STAGE_DROPOUT] = "weights after dropout",
-    [STAGE_CONTEXT] = "context vectors",
-    [STAGE_CONCAT] = "all heads concatenated",
+    [STAGE_LATENT] = "latent (MLA's c = x \u00b7 W_down)",
+    [STAGE_QUERIES] = "queries (Q)",
+    [STAGE_KEYS] = "keys (K)",
+    [STAGE_VALUES] = "values (V)",
+    [STAGE_QUERIES_ROTATED] = "queries_rotated (RoPE)",
+    [STAGE_KEYS_ROTATED] = "keys_rotated (RoPE)",
+    [STAGE_SCORES] = "scores (Q\u00b7K\u1d40)",
+    [STAGE_SCALED] = "scaled",
+    [STAGE_MASKED] = "masked",
+    [STAGE_WEIGHTS] = "weights",
+    [STAGE_DROPOUT] = "dropout",
+    [STAGE_CONTEXT] = "context (weights \u00b7 V)",
+    [STAGE_CONCAT] = "concat (every head's context)",
     [STAGE_OUTPUT] = "output",
-    [STAGE_RESIDUAL1] = "residual: input + attention",
+    [STAGE_RESIDUAL1] = "residual1 (inputs + output)",
     [STAGE_NORM1] = "norm1",
-    [STAGE_FFN_HIDDEN] = "FFN: x \u00b7 W1 + b1",
-    [STAGE_FFN_ACTIVATED] = "FFN activated",
-    [STAGE_FFN_OUT] = "FFN out: \u00b7 W2 + b2",
-    [STAGE_RESIDUAL2] = "residual: + FFN",
+    [STAGE_FFN_HIDDEN] = "ffn_hidden (x \u00b7 W1 + b1)",
+    [STAGE_FFN_ACTIVATED] = "ffn_activated",
+    [STAGE_FFN_OUT] = "ffn_out (\u00b7 W2 + b2)",
+    [STAGE_RESIDUAL2] = "residual2 (+ ffn_out)",
     [STAGE_NORM2] = "norm2",
-    [STAGE_FINAL_NORM] = "final norm (ln_f)",
+    [STAGE_FINAL_NORM] = "final_norm (ln_f)",
 };
+
+/* Short forms for an 80-column stage bar: words a learner reads, Q K V as the book writes them. */
+static const char *const short_names[STAGE_COUNT] = {
+    [STAGE_INPUTS] = "inputs",
+    [STAGE_LATENT] = "latent",
+    [STAGE_QUERIES] = "Q",
+    [STAGE_KEYS] = "K",
+    [STAGE_VALUES] = "V",
+    [STAGE_QUERIES_ROTATED] = "Q(RoPE)",
+    [STAGE_KEYS_ROTATED] = "K(RoPE)",
+    [STAGE_SCORES] = "scores",
+    [STAGE_SCALED] = "scaled",
+    [STAGE_MASKED] = "masked",
+    [STAGE_WEIGHTS] = "weights",
+    [STAGE_DROPOUT] = "dropout",
+    [STAGE_CONTEXT] = "context",
+    [STAGE_CONCAT] = "concat",
+    [STAGE_OUTPUT] = "output",
+    [STAGE_RESIDUAL1] = "res1",
+    [STAGE_NORM1] = "norm1",
+    [STAGE_FFN_HIDDEN] = "hidden",
+    [STAGE_FFN_ACTIVATED] = "activated",
+    [STAGE_FFN_OUT] = "ffn_out",
+    [STAGE_RESIDUAL2] = "res2",
+    [STAGE_NORM2] = "norm2",
+    [STAGE_FINAL_NORM] = "final",
+};
+
+const char *attn_stage_short_name(enum attn_stage s)
+{
+    return (s >= 0 && s < STAGE_COUNT) ? short_names[s] : "?";
+}
 
 const char *attn_stage_title(enum attn_stage s)
 {

@@ -37,9 +37,14 @@ enum attn_stage {
     STAGE_COUNT
 };
 
-/* File-name style name: "inputs", "queries", ..., "context", "concat", "output". */
+/* The stage's one name: "inputs", "queries", ..., "weights", "context", "concat", "output". The
+ * stage bar, the map heading, --stage, the inspector, file names and the README all use it. */
 const char *attn_stage_name(enum attn_stage s);
-/* The stage in words, as a title calls it (UTF-8): "attention weights", "scaled scores". */
+/* The name for a narrow stage bar (80 columns): readable words, Q K V for the projections
+ * ("Q", "scores", "weights", "concat", "res1"). */
+const char *attn_stage_short_name(enum attn_stage s);
+/* The stage as a heading or a picture's title calls it (UTF-8): its name, then what it is where
+ * that helps: "scores (Q·Kᵀ)", "weights", "context (dropout · V)". */
 const char *attn_stage_title(enum attn_stage s);
 /* Parses a attn_stage_name (also accepts "q", "k", "v", "softmax"); returns -1 when unknown. */
 int attn_stage_parse(const char *name);

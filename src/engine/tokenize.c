@@ -3,6 +3,8 @@
 
 #include "common/utf8.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,4 +129,116 @@ int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, 
     *out = b.items;
     *n = b.n;
     return 0;
+}
+
+/* ---- words a vocabulary splits into bytes -------------------------------------------------- */
+
+enum char_class { CC_OTHER, CC_SPACE, CC_LETTER, CC_DIGIT };
+
+static enum char_class class_of(unsigned char c)
+{
+    if (c == ' ')
+        return CC_SPACE;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80)
+        return CC_LETTER; /* any byte of a non-ASCII character: a letter, for the most part */
+    if (c >= '0' && c <= '9')
+        return CC_DIGIT;
+    return CC_OTHER;
+}
+
+/* A label "<C3>" or "<C3><A9>": bytes that are not text on their own (a letter's halves). */
+static int hex_bytes(const char *t)
+{
+    size_t len = strlen(t);
+    if (len == 0 || len % 4 != 0)
+        return 0;
+    for (size_t i = 0; i < len; i += 4)
+        if (t[i] != '<' || t[i + 3] != '>')
+            return 0;
+    return (int)(len / 4);
+}
+
+static enum char_class first_class(const char *t)
+{
+    return hex_bytes(t) ? CC_LETTER : class_of((unsigned char)t[0]);
+}
+
+static enum char_class last_class(const char *t)
+{
+    size_t len = strlen(t);
+    return hex_bytes(t) || len == 0 ? CC_LETTER : class_of((unsigned char)t[len - 1]);
+}
+
+static bool single_byte(const char *t)
+{
+    return strlen(t) == 1 || hex_bytes(t) == 1;
+}
+
+/* One word: tokens [first, end). */
+static void describe_word(char *out, size_t size, char *const *tokens, int first, int end,
+                          bool alone)
+{
+    char word[96];
+    size_t o = 0;
+    for (int i = first; i < end && o + 1 < sizeof(word); i++) {
+        const char *t = tokens[i];
+        if (i == first && t[0] == ' ')
+            t++; /* the space before the word */
+        o += (size_t)snprintf(word + o, sizeof(word) - o, "%s", t);
+    }
+    int bytes = 0;
+    for (int i = first; i < end; i++)
+        bytes += single_byte(tokens[i]);
+    int count = end - first;
+    char what[64];
+    if (bytes == count)
+        snprintf(what, sizeof(what), "%d byte tokens", count);
+    else
+        snprintf(what, sizeof(what), "%d tokens, %d single byte%s", count, bytes,
+                 bytes == 1 ? "" : "s");
+    if (alone)
+        snprintf(out, size, "\u201c%s\u201d is not in this model's vocabulary: %s", word, what);
+    else
+        snprintf(out, size, "\u201c%s\u201d (%s)", word, what);
+}
+
+int attn_tokens_unknown_words(char *out, size_t size, char *const *tokens, int n)
+{
+    if (size)
+        out[0] = '\0';
+    /* The words: [start[k], start[k + 1]) for the reported ones. */
+    int found = 0, first_found = -1, first_end = -1;
+    char list[1024] = "";
+    size_t o = 0;
+    for (int i = 0; i < n;) {
+        int end = i + 1;
+        while (end < n) {
+            enum char_class next = first_class(tokens[end]);
+            if (next != CC_LETTER && next != CC_DIGIT)
+                break;
+            bool lone_space = strcmp(tokens[end - 1], " ") == 0 && end - 1 == i;
+            if (!lone_space && last_class(tokens[end - 1]) != next)
+                break;
+            end++;
+        }
+        int bytes = 0;
+        for (int k = i; k < end; k++)
+            bytes += single_byte(tokens[k]) && strcmp(tokens[k], " ") != 0;
+        if (end - i > 1 && bytes > 0) {
+            if (found++ == 0) {
+                first_found = i;
+                first_end = end;
+            }
+            char one[200];
+            describe_word(one, sizeof(one), tokens, i, end, false);
+            if (o < sizeof(list))
+                o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", one);
+        }
+        i = end;
+    }
+    if (found == 1)
+        describe_word(out, size, tokens, first_found, first_end, true);
+    else if (found > 1)
+        snprintf(out, size, "%d words are not in this model's vocabulary: %s", found, list);
+    return found;
 }

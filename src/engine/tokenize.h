@@ -21,4 +21,16 @@ void attn_tokens_free(char **tokens, int n);
 /* Deep copy of a token array; returns NULL on out-of-memory. */
 char **attn_tokens_dup(char *const *tokens, int n);
 
+/* The words a vocabulary tokenizer (gpt2) could not keep whole and fell back to single bytes
+ * for, said in a sentence for the message line, print and check:
+ *   "“xylophone” is not in this model's vocabulary: 9 tokens, 8 single bytes"
+ *   "“qq” is not in this model's vocabulary: 3 byte tokens"
+ *   "2 words are not in this model's vocabulary: “qq” (3 byte tokens), “zz” (3 byte tokens)"
+ * tokens are the labels of one sentence (a leading space is part of a token, a byte that is not
+ * text is "<C3>"). A word is a run of letters (or of digits), with the space before it, as
+ * GPT-2's pre-tokeniser cuts them; it is said when it became more than one token and one of them
+ * is a single byte (a split into whole pieces, "un" + "believable", is not). out is "" when no
+ * word is. Returns the number of such words. */
+int attn_tokens_unknown_words(char *out, size_t size, char *const *tokens, int n);
+
 #endif

@@ -81,6 +81,10 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
             a->stage = STAGE_WEIGHTS;
         app_clamp(a);
     }
+    /* A vocabulary's byte fallback is said, not left for the learner to puzzle over. */
+    if (a->scene.tokenizer == TOKENIZER_GPT2)
+        attn_tokens_unknown_words(a->message, sizeof(a->message), a->scene.tokens,
+                                  a->scene.n_tokens);
     return 0;
 }
 
@@ -508,6 +512,10 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         app_refuse(a, "the sentence needs at least one token");
         return -1;
     }
+    /* Words a vocabulary does not have fall apart into bytes: the message line says which. */
+    char unknown[300] = "";
+    if (tok == TOKENIZER_GPT2)
+        attn_tokens_unknown_words(unknown, sizeof(unknown), tokens, n);
     /* Explicit embedding rows: a word the scene was given keeps its row (after any number of
      * edits), a new one gets a made-up row (its hash's uniform values); say which, since its
      * numbers are not the book's. */
@@ -540,6 +548,8 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
         sc->pos.max_len = sc->n_tokens + sc->pos.offset;
     if (made_up[0])
         snprintf(a->message, sizeof(a->message), "made-up rows for new words: %.200s", made_up);
+    else if (unknown[0])
+        snprintf(a->message, sizeof(a->message), "%s", unknown);
     return settle_edit(a);
 }
 
@@ -1203,7 +1213,12 @@ int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
     if (a->error[0])
         return diag_set(err, "", "the edited scene is invalid (%.300s); fix it or undo first",
                         a->error);
-    if (scenefile_save(path, &a->scene, false, overwrite, err))
+    /* A lesson's scene is saved as it is on screen, a scene of its own: with its lesson the
+     * file would open on step 1 with this step's edits already made, under captions that no
+     * longer hold. The lesson's own file is where the lesson is. */
+    struct attn_scene plain = a->scene; /* a shallow copy, only read */
+    plain.lesson = NULL;
+    if (scenefile_save(path, &plain, false, overwrite, err))
         return -1;
     a->saved_depth = a->n_undo;
     struct attn_scene copy; /* the title now speaks of the scene as saved */

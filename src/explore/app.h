@@ -22,6 +22,8 @@
 #include "explore/zoom.h"
 #include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
+struct keymap; /* explore/keys.h */
+
 #define APP_UNDO_MAX   100
 #define APP_TEXT_MAX   65536 /* characters a prompt holds: an 8192-token sentence fits */
 #define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
@@ -115,6 +117,10 @@ struct app {
         unsigned char *reached;     /* (n_steps) at[i] is set */
         unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
     } lesson;
+
+    /* The front end's keys (explore/keys.h), so a message names the key a user's keys.yaml
+       binds ("i explores freely"); NULL: the default keys. */
+    const struct keymap *keymap;
 
     /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
@@ -228,7 +234,8 @@ bool app_scenes_alike(const struct attn_scene *x, const struct attn_scene *y);
  * lesson step's own scene, untouched since the step set it, is not the user's edit: false. */
 bool app_unsaved(const struct app *a);
 
-/* Export of the current result / save of the edited scene (atomic writes). */
+/* Export of the current result / save of the edited scene (atomic writes). A scene with a
+ * lesson is saved as the scene on screen without its lesson. */
 int app_export(struct app *a, const char *dir, struct diag *err);
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err);
 

@@ -15,6 +15,7 @@
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "export/export.h"
+#include "explore/keys.h"
 #include "explore/lesson.h"
 #include "explore/picture.h"
 #include "explore/tokenview.h"
@@ -81,7 +82,11 @@ static void do_save(struct app *a, const char *path, bool overwrite)
                    err.file[0] ? ": " : "", err.msg);
         return;
     }
-    note(a, "saved the scene to %s", path);
+    if (a->lesson.lesson)
+        note(a, "saved step %d as a scene of its own (without the lesson) to %s",
+             a->lesson.step + 1, path);
+    else
+        note(a, "saved the scene to %s", path);
 }
 
 static bool is_dir(const char *path)
@@ -268,15 +273,25 @@ static int row_max(struct app *a)
     return OUTCOME_CURSOR_MOVED;
 }
 
-int command_zoom(struct app *a, int dir, int fit)
+int command_zoom(struct app *a, int dir, int down, int across)
 {
+    int rows = app_rows(a), cols = app_cols(a);
+    int fit = zoom_fit(rows, cols, down, across);
     int from = a->zoom < fit ? a->zoom : fit;
     int to = zoom_next(from, dir, fit);
+    /* What a cell stands for, in the legend's words (zoom_cell_text). */
+    char cell[96], zin[32], zout[32], blocks[32];
+    struct zoom_grid g = zoom_grid_make(rows, cols, to > 0 ? to : 1, down, across);
+    zoom_cell_text(cell, sizeof(cell), &g, attn_stage_is_square(a->stage), a->block_agg);
+    keymap_key_display(zin, sizeof(zin), a->keymap, ACTION_ZOOM_IN);
+    keymap_key_display(zout, sizeof(zout), a->keymap, ACTION_ZOOM_OUT);
+    keymap_key_display(blocks, sizeof(blocks), a->keymap, ACTION_BLOCKS);
+    const char *other = block_agg_name((enum block_agg) !a->block_agg);
     if (to == from) {
         if (dir < 0)
             note(a, "zoomed fully in: every value has its number");
         else
-            note(a, "zoomed out to the whole matrix (z zooms in)");
+            note(a, "zoomed out to the whole matrix, %s (%s zooms in)", cell, zin);
         a->zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
         return OUTCOME_VIEW_CHANGED;
     }
@@ -285,12 +300,12 @@ int command_zoom(struct app *a, int dir, int fit)
     if (to == 0)
         note(a, "zoomed fully in: every value has its number");
     else if (to == 1)
-        note(a, "colours only, one value a cell (Z zooms out to blocks, z back to numbers)");
+        note(a, "colours only: %s (%s zooms out to blocks, %s back to numbers)", cell, zout, zin);
+    else if (to == fit)
+        note(a, "zoomed out to the whole matrix: %s (%s: %s; %s zooms in)", cell, blocks, other,
+             zin);
     else
-        note(a,
-             "zoomed out: a cell is a block of up to %d\u00d7%d values, showing their %s (b: %s)%s",
-             to, to, block_agg_name(a->block_agg), block_agg_name((enum block_agg) !a->block_agg),
-             to == fit ? ", the whole matrix" : "");
+        note(a, "zoomed out: %s (%s: %s; %s in, %s out)", cell, blocks, other, zin, zout);
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -443,34 +458,50 @@ int command_play_tick(struct app *a)
     return OUTCOME_VIEW_CHANGED;
 }
 
-/* A scenes/ folder that ships with attnscope: beside the repository's meson.build, or
- * under an installed share/attnscope. dir ends with '/'. */
-static bool shipped_scenes(const char *dir)
+/* True when dir holds shipped files, which w, R and e must not write beside: dir (its real
+ * path, links resolved) is at or under
+ *   - a folder named scenes/ at the top of an attnscope source tree (beside its meson.build and
+ *     src/engine/): scenes/ and scenes/lessons/ of a checkout, or
+ *   - the installed data folder, <datadir>/attnscope/ (any path with /share/attnscope/ in it:
+ *     its configs/ and whatever a package puts beside them).
+ * dir ends with '/'. */
+static bool shipped_dir(const char *dir)
 {
     char real[PATH_MAX];
     if (!realpath(dir, real))
         return false;
-    size_t n = strlen(real);
-    if (n < 7 || strcmp(real + n - 7, "/scenes") != 0)
-        return false;
+    strcat(real, "/");
     if (strstr(real, "/share/attnscope/"))
         return true;
-    char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof(probe), "%.*s/meson.build", (int)(n - 7), real);
-    bool repo = access(probe, F_OK) == 0;
-    snprintf(probe, sizeof(probe), "%.*s/src/engine", (int)(n - 7), real);
-    return repo && access(probe, F_OK) == 0;
+    /* Every ancestor named scenes, from the deepest up. */
+    for (char *end = real + strlen(real) - 1; end > real;) {
+        char *slash = end;
+        while (slash > real && slash[-1] != '/')
+            slash--; /* slash: the start of the last component, which ends at end */
+        if (end - slash == 6 && strncmp(slash, "scenes", 6) == 0) {
+            char probe[PATH_MAX + 32];
+            snprintf(probe, sizeof(probe), "%.*smeson.build", (int)(slash - real), real);
+            bool repo = access(probe, F_OK) == 0;
+            snprintf(probe, sizeof(probe), "%.*ssrc/engine", (int)(slash - real), real);
+            if (repo && access(probe, F_OK) == 0)
+                return true;
+        }
+        end = slash - 1; /* the '/' before it: the parent ends there */
+        if (end <= real)
+            break;
+    }
+    return false;
 }
 
 /* Where save (w) and render (R) write: beside the scene ("dir/", with the slash), unless that
- * is a folder of shipped scenes (the repository's or the install's scenes/) or not writable,
- * or there is no scene file: then the current folder (""). */
+ * is a folder of shipped files (shipped_dir) or not writable, or there is no scene file: then
+ * the current folder (""). */
 static void save_dir(char *dir, size_t size, const char *scene_path)
 {
     const char *slash = scene_path ? strrchr(scene_path, '/') : NULL;
     snprintf(dir, size, "%.*s", slash ? (int)(slash - scene_path + 1) : 0,
              scene_path ? scene_path : "");
-    if (dir[0] && (shipped_scenes(dir) || access(dir, W_OK) != 0))
+    if (dir[0] && (shipped_dir(dir) || access(dir, W_OK) != 0))
         dir[0] = '\0';
 }
 
@@ -720,12 +751,18 @@ static int run_action(struct app *a, enum action act, struct ask *ask)
             return OUTCOME_VIEW_CHANGED;
         }
         /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
-         * original's comments would be lost. */
+         * original's comments would be lost. A lesson's scene is saved as the scene on screen,
+         * without its lesson (app_save): the prompt says so, and names the step. */
         char stem[256], path[1400], dir[1100];
         scene_stem(stem, sizeof(stem), a->scene_path);
         save_dir(dir, sizeof(dir), a->scene_path);
-        snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
-        ask_for(ask, PROMPT_SAVE, "save scene as", path);
+        if (a->lesson.lesson) {
+            snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
+            ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
+        } else {
+            snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
+            ask_for(ask, PROMPT_SAVE, "save scene as", path);
+        }
         return OUTCOME_VIEW_CHANGED;
     }
     case ACTION_RENDER:

@@ -53,10 +53,10 @@ int command_run(struct app *a, enum action act, struct ask *ask);
 int command_answer(struct app *a, enum prompt_kind kind, const char *text, struct ask *ask);
 /* The prompt was dismissed without an answer. */
 int command_cancel(struct app *a, enum prompt_kind kind);
-/* z and Z on the heatmap: one zoom level in (dir < 0) or out (dir > 0), where `fit` is the
- * heatmap's overview (zoom.h's zoom_fit for its area); at either end the message line says so.
- * Returns enum outcome flags. */
-int command_zoom(struct app *a, int dir, int fit);
+/* z and Z on the heatmap: one zoom level in (dir < 0) or out (dir > 0) on a heatmap with room
+ * for down x across cells zoomed out (zoom.h); the message line says what a cell now stands for,
+ * in the legend's words, or that it is at either end. Returns enum outcome flags. */
+int command_zoom(struct app *a, int dir, int down, int across);
 /* One step of auto-play: the next stage that does something; stops at the output. */
 int command_play_tick(struct app *a);
 

@@ -257,7 +257,7 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
         float s = 0;
         for (int k = 0; k < in.cols; k++)
             s += at(in, i, k);
-        put(b, "renormalise the masked row:\n  weight = masked \u00f7 row sum\n  = ");
+        put(b, "weights: the masked row renormalised\n  weight = masked \u00f7 row sum\n  = ");
         num(b, x);
         put(b, " \u00f7 ");
         num(b, s);
@@ -266,21 +266,21 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
         for (int k = 0; k < in.cols; k++)
             if (isfinite(at(in, i, k)))
                 s += at(in, i, k);
-        put(b, "naive normalisation:\n  weight = s \u00f7 \u03a3 s (row)\n  = ");
+        put(b, "weights: the row \u00f7 its sum (naive)\n  weight = s \u00f7 \u03a3 s (row)\n  = ");
         num(b, isinf(x) ? 0.0f : x);
         put(b, " \u00f7 ");
         num(b, s);
     } else if (isinf(x)) {
-        put(b, "softmax of a masked cell:\n  exp(-\u221e) = 0, so the weight is 0");
+        put(b, "weights: the softmax of a masked cell\n  exp(-\u221e) = 0, so the weight is 0");
     } else {
         float max = -INFINITY, s = 0;
         for (int k = 0; k < in.cols; k++)
             max = at(in, i, k) > max ? at(in, i, k) : max;
         for (int k = 0; k < in.cols; k++)
             s += isinf(at(in, i, k)) ? 0.0f : expf(at(in, i, k) - max);
-        put(b,
-            "softmax over the row:\n  weight = exp(s \u2212 max) \u00f7 \u03a3 exp(s \u2212 max)\n"
-            "  = exp(");
+        put(b, "weights: the softmax of the row\n  weight = exp(s \u2212 max) \u00f7 \u03a3 exp(s "
+               "\u2212 max)\n"
+               "  = exp(");
         num(b, x);
         put(b, " \u2212 ");
         operand(b, max);
@@ -531,7 +531,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\n");
         break;
     case STAGE_RESIDUAL1:
-        put(&b, "residual: the input plus what attention adds\n  = ");
+        put(&b, "residual1 = inputs + output (what attention adds)\n  = ");
         num(&b, m->x[(size_t)i * m->d_in + j]);
         put(&b, " + ");
         operand(&b, r->output[(size_t)i * m->D + j]);
@@ -557,7 +557,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         break;
     case STAGE_FFN_HIDDEN:
         explain_linear(&b, a, i, j, m->order == BLOCK_POST ? r->norm1 : r->norm2, m->d_in, m->w1,
-                       m->hidden, m->b1, "the FFN widens: hidden = x \u00b7 W1 + b1");
+                       m->hidden, m->b1, "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
         break;
     case STAGE_FFN_ACTIVATED: {
         float x = r->ffn_hidden[(size_t)i * m->hidden + j];
@@ -576,11 +576,10 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     }
     case STAGE_FFN_OUT:
         explain_linear(&b, a, i, j, r->ffn_act, m->hidden, m->w2, m->d_in, m->b2,
-                       "and narrows back: out = activated \u00b7 W2 + b2");
+                       "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
         break;
     case STAGE_RESIDUAL2:
-        put(&b, "residual: %s plus the FFN's output\n  = ",
-            m->order == BLOCK_POST ? "norm1" : "residual1");
+        put(&b, "residual2 = %s + ffn_out\n  = ", m->order == BLOCK_POST ? "norm1" : "residual1");
         num(&b, (m->order == BLOCK_POST ? r->norm1 : r->res1)[(size_t)i * m->d_in + j]);
         put(&b, " + ");
         operand(&b, r->ffn_out[(size_t)i * m->d_in + j]);
@@ -606,7 +605,12 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\n");
         break;
     }
-    if (a->stage == STAGE_WEIGHTS) {
+    /* Head pattern scores and KV-cache figures are about trained models (a checkpoint, several
+     * layers) and the systems that shrink the cache (GQA, MQA, MLA). Beside chapter 3's
+     * single-layer scenes of drawn weights they would be jargon next to the mechanism, so the
+     * inspector leaves them out there; heads, S and print still give them on request. */
+    bool model_talk = a->scene.model.file || a->net.layers > 1;
+    if (a->stage == STAGE_WEIGHTS && model_talk) {
         const struct head_scores *sc = app_scores(a, a->layer, h);
         put(&b, "\nthis head's pattern scores:\n ");
         for (int k = 0; k < SCORE_COUNT; k++) {
@@ -618,8 +622,9 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         }
         put(&b, "\n");
     }
-    if (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES || a->stage == STAGE_KEYS_ROTATED ||
-        a->stage == STAGE_LATENT) {
+    bool shared_kv = m->latent > 0 || m->kv_heads < m->heads;
+    if ((model_talk || shared_kv) && (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES ||
+                                      a->stage == STAGE_KEYS_ROTATED || a->stage == STAGE_LATENT)) {
         char cache[200];
         inspect_kv_cache(cache, sizeof(cache), a);
         put(&b, "\n%s\n", cache);

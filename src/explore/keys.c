@@ -184,3 +184,22 @@ enum action keymap_lookup_mode(const struct keymap *km, struct key k, bool lesso
     enum action a = lesson ? lookup(&km->layers[KEYLAYER_LESSON], k) : ACTION_NONE;
     return a != ACTION_NONE ? a : keymap_lookup(km, k);
 }
+
+void keymap_key_display(char *out, size_t size, const struct keymap *km, enum action a)
+{
+    static const struct {
+        const char *name, *glyph;
+    } glyphs[] = {{"Left", "\u2190"}, {"Right", "\u2192"}, {"Up", "\u2191"}, {"Down", "\u2193"}};
+    const char *keys = a < 0 || a >= ACTION_COUNT ? ""
+                       : km                       ? km->keys[a]
+                                                  : action_table[a].default_keys;
+    char first[32] = "";
+    if (sscanf(keys, "%31s", first) != 1)
+        snprintf(first, sizeof(first), "(unbound)");
+    for (size_t i = 0; i < sizeof(glyphs) / sizeof(glyphs[0]); i++)
+        if (strcmp(first, glyphs[i].name) == 0) {
+            snprintf(out, size, "%s", glyphs[i].glyph);
+            return;
+        }
+    snprintf(out, size, "%s", first);
+}

@@ -70,6 +70,10 @@ int keyname_keys(const char *name, struct key *keys, int max);
  * is ignored as a whole; its problems are appended to errs for the UI to show. */
 void keymap_load(struct keymap *km, const char *shipped_path, const char *user_path,
                  struct diag_list *errs);
+/* The first key bound to action a, as the status line and messages name it: arrows as glyphs
+ * (←), else the key's name (i, Space, C-l); "(unbound)" when none is. km NULL: the default
+ * keys (explore/actions.h). */
+void keymap_key_display(char *out, size_t size, const struct keymap *km, enum action a);
 /* The action of key k outside lesson mode. */
 enum action keymap_lookup(const struct keymap *km, struct key k);
 /* The same in lesson mode (lesson true): a lesson key comes first, then the others. */

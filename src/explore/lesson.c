@@ -2,9 +2,15 @@
  * functions; each step's scene is kept the first time it is reached, to come back to. */
 #include "explore/lesson.h"
 
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/cnum.h"
+#include "explore/keys.h"
 
 bool lesson_active(const struct app *a)
 {
@@ -182,8 +188,11 @@ int lesson_next(struct app *a)
         return -1;
     if (a->lesson.step + 1 >= lesson->n_steps) {
         lesson_go(a, a->lesson.step); /* the last step as written again */
+        char back[32], out[32];
+        keymap_key_display(back, sizeof(back), a->keymap, ACTION_LESSON_PREV);
+        keymap_key_display(out, sizeof(out), a->keymap, ACTION_LESSON);
         snprintf(a->message, sizeof(a->message),
-                 "the last step of the lesson: \u2190 goes back, the lesson key explores freely");
+                 "the last step of the lesson: %s goes back, %s explores freely", back, out);
         a->message_is_error = false;
         return -1;
     }
@@ -211,11 +220,187 @@ int lesson_toggle(struct app *a)
     }
     if (a->lesson.on) {
         a->lesson.on = false;
+        char key[32];
+        keymap_key_display(key, sizeof(key), a->keymap, ACTION_LESSON);
         snprintf(a->message, sizeof(a->message),
-                 "left the lesson at step %d of %d: explore freely; the same key goes back to it",
-                 a->lesson.step + 1, a->lesson.lesson->n_steps);
+                 "left the lesson at step %d of %d: explore freely; %s goes back to it",
+                 a->lesson.step + 1, a->lesson.lesson->n_steps, key);
         a->message_is_error = false;
         return 0;
     }
     return lesson_go(a, a->lesson.step);
+}
+
+/* ---- checking a lesson ----------------------------------------------------------------------- */
+
+/* v, rounded to the decimals the mark writes, is the mark's number. */
+static bool mark_matches(float v, const struct attn_caption_mark *m)
+{
+    if (isinf(m->value))
+        return isinf(v) && v < 0;
+    if (!isfinite(v))
+        return false;
+    double half = 0.5 * pow(10.0, -m->decimals);
+    return fabs((double)v - m->value) <= half * (1 + 1e-6) + 1e-7;
+}
+
+static float cell_of(struct attn_mat_view v, int r, int c)
+{
+    return v.data[(size_t)r * v.stride + c];
+}
+
+/* A value as the mark would write it: its decimals, -inf, nan. */
+static void as_written(char *out, size_t size, float v, int decimals)
+{
+    if (isinf(v) || isnan(v))
+        snprintf(out, size, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+    else
+        cnum_format(out, size, "%.*f", decimals, (double)v);
+}
+
+/* A problem of the step shown, at byte `at` of its caption (SIZE_MAX: at the step). */
+static void step_problem(const struct app *a, const char *source, size_t len,
+                         struct diag_list *problems, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void step_problem(const struct app *a, const char *source, size_t len,
+                         struct diag_list *problems, size_t at, const char *fmt, ...)
+{
+    const struct attn_lesson_step *st = lesson_current(a);
+    int line = st->line, col = 1;
+    if (at != (size_t)-1)
+        attn_caption_locate(&line, &col, source, len, st, at);
+    char msg[DIAG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    char path[64];
+    snprintf(path, sizeof(path), "lesson[%d]", a->lesson.step);
+    diag_list_add(problems, a->scene_path ? a->scene_path : "", line, col, path, "step %d: %s",
+                  a->lesson.step + 1, msg);
+}
+
+/* Mark m of the caption against the matrix the step shows. */
+static int check_mark(const struct app *a, const char *source, size_t len,
+                      struct diag_list *problems, const struct attn_caption_mark *m)
+{
+    const struct attn_lesson_step *st = lesson_current(a);
+    enum attn_stage stage = m->stage >= 0 ? (enum attn_stage)m->stage : a->stage;
+    const char *name = attn_stage_name(stage);
+    struct attn_mat_view v = app_view(a, stage, a->head);
+    char got[48];
+    if (m->row >= 0 || (st->row >= 0 && st->col >= 0)) {
+        int r = m->row >= 0 ? m->row : st->row, c = m->row >= 0 ? m->col : st->col;
+        if (r >= v.rows || c >= v.cols) {
+            step_problem(a, source, len, problems, m->start,
+                         "the caption marks %s at row %d, column %d, but the %s matrix is "
+                         "%d\u00d7%d",
+                         m->written, r, c, name, v.rows, v.cols);
+            return 1;
+        }
+        float x = cell_of(v, r, c);
+        if (mark_matches(x, m))
+            return 0;
+        as_written(got, sizeof(got), x, m->decimals);
+        step_problem(a, source, len, problems, m->start,
+                     "the caption says %s, but row %d, column %d of the %s matrix is %s%s",
+                     m->written, r, c, name, got, m->row >= 0 ? "" : " (the step's cell)");
+        return 1;
+    }
+    int r0 = st->row >= 0 ? st->row : 0, r1 = st->row >= 0 ? st->row + 1 : v.rows;
+    for (int r = r0; r < r1 && r < v.rows; r++)
+        for (int c = 0; c < v.cols; c++)
+            if (mark_matches(cell_of(v, r, c), m))
+                return 0;
+    char where[64] = "";
+    if (st->row >= 0)
+        snprintf(where, sizeof(where), "row %d of ", st->row);
+    step_problem(a, source, len, problems, m->start,
+                 "the caption says %s, but no cell of %sthe %s matrix is %s (to %d decimal%s)",
+                 m->written, where, name, m->written, m->decimals, m->decimals == 1 ? "" : "s");
+    return 1;
+}
+
+int lesson_check_step(const struct app *a, const char *source, size_t len,
+                      struct diag_list *problems)
+{
+    const struct attn_lesson_step *st = lesson_current(a);
+    if (!st)
+        return 0;
+    int found = 0;
+    const size_t at_step = (size_t)-1;
+    if (a->error[0] || a->message_is_error) {
+        step_problem(a, source, len, problems, at_step, "%s", a->error[0] ? a->error : a->message);
+        found++;
+    }
+    if ((int)a->stage != st->stage || a->head != st->head || a->layer != st->layer ||
+        a->all_heads != st->all_heads) {
+        step_problem(a, source, len, problems, at_step,
+                     "the explorer shows %s, head %d, layer %d; the step says %s, head %d, "
+                     "layer %d",
+                     attn_stage_name(a->stage), a->head, a->layer,
+                     attn_stage_name((enum attn_stage)st->stage), st->head, st->layer);
+        found++;
+    }
+    if (st->row >= 0 && (a->row != st->row || (st->col >= 0 && a->col != st->col))) {
+        step_problem(a, source, len, problems, at_step,
+                     "the cursor is at row %d, column %d; the step says %d, %d", a->row, a->col,
+                     st->row, st->col);
+        found++;
+    }
+    if (!st->caption)
+        return found;
+    struct attn_caption_mark marks[LESSON_MAX_MARKS];
+    struct diag err;
+    int n = attn_caption_marks(st->caption, marks, LESSON_MAX_MARKS, &err);
+    if (n < 0) { /* the loader refuses such a caption; a lesson made in code may have one */
+        step_problem(a, source, len, problems, 0, "%s", err.msg);
+        return found + 1;
+    }
+    for (int k = 0; k < n && k < LESSON_MAX_MARKS; k++)
+        found += check_mark(a, source, len, problems, &marks[k]);
+    /* A number with 3 or more decimals outside the marks is an unchecked quote. */
+    for (const char *p = st->caption; *p; p++) {
+        size_t off = (size_t)(p - st->caption);
+        bool inside = false;
+        for (int k = 0; k < n && k < LESSON_MAX_MARKS; k++)
+            inside |= off >= marks[k].start && off < marks[k].end;
+        if (inside || !isdigit((unsigned char)*p) ||
+            (p > st->caption && isdigit((unsigned char)p[-1])))
+            continue;
+        const char *q = p;
+        while (isdigit((unsigned char)*q))
+            q++;
+        int decimals = 0;
+        if (*q == '.')
+            while (isdigit((unsigned char)q[1 + decimals]))
+                decimals++;
+        if (decimals >= 3) {
+            step_problem(a, source, len, problems, off,
+                         "the caption quotes %.*s without a mark: write {%.*s} so it is checked "
+                         "against the screen",
+                         (int)(q + 1 + decimals - p), p, (int)(q + 1 + decimals - p), p);
+            found++;
+        }
+        p = decimals ? q + decimals : q - 1; /* on to the number's last digit */
+    }
+    return found;
+}
+
+int lesson_check_all(struct app *a, const char *source, size_t len, struct diag_list *problems)
+{
+    if (!a->lesson.lesson)
+        return 0;
+    int found = 0;
+    lesson_go(a, 0);
+    found += lesson_check_step(a, source, len, problems);
+    for (int i = 1; i < a->lesson.lesson->n_steps; i++) {
+        if (lesson_go(a, i) != 0) {
+            step_problem(a, source, len, problems, (size_t)-1, "the lesson stops here: %s",
+                         a->error[0] ? a->error : a->message);
+            return found + 1;
+        }
+        found += lesson_check_step(a, source, len, problems);
+    }
+    return found;
 }

@@ -45,4 +45,19 @@ int lesson_toggle(struct app *a);
  * count. */
 bool lesson_step_changed(const struct app *a);
 
+/* ---- checking a lesson: `attnscope check` and tests/test_lessons.c ------------------------ */
+
+/* Whether the step on screen is what its file says: the scene valid and its edit made (no
+ * refused input), the view the step gives (stage, layer, head, all heads, cell or row), and
+ * every number its caption marks equal to what the explorer shows, rounded to the decimals
+ * written (engine/lesson.h); a number with three or more decimals outside a mark is a quote
+ * nobody checks, and is a problem too. Each problem is added to problems, located in
+ * a->scene_path at the mark or number (source: the file's text, len bytes; NULL: at the step).
+ * Returns the number of problems added. */
+int lesson_check_step(const struct app *a, const char *source, size_t len,
+                      struct diag_list *problems);
+/* Plays the whole lesson from lesson_open's first step to its last, as Space would, and checks
+ * every step (lesson_check_step). Returns the number of problems added. */
+int lesson_check_all(struct app *a, const char *source, size_t len, struct diag_list *problems);
+
 #endif

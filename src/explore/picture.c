@@ -12,9 +12,9 @@
 const char *picture_stage_title(const struct attn_model *m, enum attn_stage s)
 {
     if (s == STAGE_INPUTS)
-        return m->pos ? "inputs: embeddings + positions" : "inputs: token embeddings";
+        return m->pos ? "inputs (embeddings + positions)" : "inputs (token embeddings)";
     if (s == STAGE_MASKED && m->causal && m->mask_mode == MASK_AFTER_SOFTMAX)
-        return "softmax, future zeroed";
+        return "masked (softmax, future zeroed)";
     return attn_stage_title(s);
 }
 

@@ -29,19 +29,21 @@ int zoom_next(int z, int dir, int fit)
         fit = 1;
     if (z > fit)
         z = fit;
+    /* Every step at least halves or doubles the block: a level within a factor 2 of the
+       overview is skipped, so the first z from the overview shows something new. */
     if (dir > 0) {
         if (z == 0)
             return 1;
         int p = 1;
         while (p <= z)
             p *= 2;
-        return p < fit ? p : fit;
+        return p * 2 <= fit ? p : fit;
     }
     if (dir < 0) {
         if (z <= 1)
             return 0;
         int p = 1;
-        while (p * 2 < z)
+        while (p * 4 <= z)
             p *= 2;
         return p;
     }
@@ -96,6 +98,18 @@ bool zoom_step_cursor(const struct zoom_grid *g, int *row, int *col, int dbi, in
     *row = r;
     *col = c;
     return moved;
+}
+
+void zoom_cell_text(char *out, size_t size, const struct zoom_grid *g, bool square,
+                    enum block_agg agg)
+{
+    if (g->br <= 1 && g->bc <= 1)
+        snprintf(out, size, "1 cell = 1 value");
+    else if (square)
+        snprintf(out, size, "1 cell = %d\u00d7%d tokens, %s", g->br, g->bc, block_agg_name(agg));
+    else
+        snprintf(out, size, "1 cell = %d token%s \u00d7 %d dim%s, %s", g->br, g->br > 1 ? "s" : "",
+                 g->bc, g->bc > 1 ? "s" : "", block_agg_name(agg));
 }
 
 void zoom_span_text(char *out, size_t size, const char *one, const char *many, int first, int last)

@@ -41,7 +41,8 @@ struct zoom_grid {
  * across cells (1 when every value has a cell). */
 int zoom_fit(int rows, int cols, int down, int across);
 /* The zoom after z going out (dir > 0) or in (dir < 0): 0 (numbers), 1, 2, 4, ..., then the
- * overview `fit`; z itself at either end. */
+ * overview `fit`; z itself at either end. A power of two within a factor 2 of fit is skipped
+ * (fit 9: ... 2, 4, 9), so every step shows blocks at least twice or half as big. */
 int zoom_next(int z, int dir, int fit);
 /* The blocks at zoom z >= 1 (taken as the overview's when above it) in down x across cells. */
 struct zoom_grid zoom_grid_make(int rows, int cols, int z, int down, int across);
@@ -51,6 +52,11 @@ void zoom_block_span(const struct zoom_grid *g, int bi, int bj, int *r0, int *r1
  * block where the next one has it; clamped to the matrix. Returns whether it moved. */
 bool zoom_step_cursor(const struct zoom_grid *g, int *row, int *col, int dbi, int dbj);
 
+/* What a cell of g stands for, in the one wording the legend, the message line and the
+ * all-heads view use: "1 cell = 8×4 tokens, max" (square stages), "1 cell = 8 tokens × 2 dims,
+ * mean", "1 cell = 1 value". */
+void zoom_cell_text(char *out, size_t size, const struct zoom_grid *g, bool square,
+                    enum block_agg agg);
 /* "row 3" or "rows 3–5": a span of positions [first, last] in words. */
 void zoom_span_text(char *out, size_t size, const char *one, const char *many, int first, int last);
 

@@ -8,6 +8,7 @@
 #include "common/cnum.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,25 @@ int csv_format_float(char *out, size_t size, float x)
     return cnum_format_float(out, size, x);
 }
 
-/* One field, quoted when it holds a comma, a quote or a line break (quotes doubled). */
+/* True when a field must be quoted: it holds a comma, a quote, a line break or any other
+ * control character (RFC 4180 allows them only inside quotes), or it starts with = + - or @,
+ * which a spreadsheet reads as a formula. Quoting keeps the text exactly as it is: the file is
+ * for programs (pandas, numpy, csv), which get the token byte for byte; a spreadsheet should
+ * import it as text (README: Export format). */
+static bool csv_needs_quotes(const char *s)
+{
+    if (strchr("=+-@", s[0]) && s[0])
+        return true;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == ',' || *p == '"' || *p < 0x20 || *p == 0x7f)
+            return true;
+    return false;
+}
+
+/* One field, quoted when it must be (quotes doubled). */
 static void csv_field(FILE *f, const char *s)
 {
-    if (strpbrk(s, ",\"\r\n") == NULL) {
+    if (!csv_needs_quotes(s)) {
         fputs(s, f);
         return;
     }

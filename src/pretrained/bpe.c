@@ -121,24 +121,11 @@ static void spell(char *out, size_t size, const char *bytes, size_t len)
     out[o] = '\0';
 }
 
-/* Copies text for a message, at most 120 bytes and never half a character, with control
- * bytes as \xNN so a strange token cannot break the message's line. */
+/* Copies text for a message, at most 120 bytes of it, escaped (common/utf8.h) so a strange
+ * token cannot break the message's line or drive the terminal. */
 static void show(char *out, size_t size, const char *s, size_t len)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < len && o + 8 < size && i < 120;) {
-        uint32_t cp;
-        int k = utf8_decode(s + i, &cp);
-        if (k > 0 && i + (size_t)k <= len && cp >= 0x20 && cp != 0x7F) {
-            memcpy(out + o, s + i, (size_t)k);
-            o += (size_t)k;
-            i += (size_t)k;
-        } else {
-            o += (size_t)snprintf(out + o, size - o, "\\x%02X", (unsigned char)s[i]);
-            i++;
-        }
-    }
-    out[o] = '\0';
+    utf8_escape(out, size, s, len < 120 ? len : 120, 0);
 }
 
 /* Decodes vocab.json's spelling of a token (len bytes of UTF-8) into bytes (at most len of

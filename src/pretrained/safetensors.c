@@ -25,35 +25,11 @@
 
 #define SHOW_MAX 100 /* bytes of a name or JSON excerpt in a message */
 
-/* s for a message: control characters and invalid bytes escaped, cut on a character boundary
- * with "…" to fit in out (at least 8 bytes). */
+/* s for a message: escaped (common/utf8.h), cut on a character boundary with "…" to fit in out
+ * (at least 8 bytes). */
 static const char *show(char *out, size_t size, const char *s)
 {
-    size_t o = 0;
-    while (*s) {
-        char piece[8];
-        size_t n;
-        uint32_t cp;
-        int len = utf8_decode(s, &cp);
-        if (len == 0 || cp < 0x20 || cp == 0x7f) {
-            n = (size_t)snprintf(piece, sizeof(piece), "\\x%02x", (unsigned char)*s);
-            len = 1;
-        } else if ((cp >= 0x80 && cp < 0xa0) || (cp >= 0x202a && cp <= 0x202e) ||
-                   (cp >= 0x2066 && cp <= 0x2069)) { /* C1 controls and bidi overrides */
-            n = (size_t)snprintf(piece, sizeof(piece), "\\u%04x", (unsigned)cp);
-        } else {
-            memcpy(piece, s, (size_t)len);
-            n = (size_t)len;
-        }
-        if (o + n + sizeof("\u2026") > size) {
-            memcpy(out + o, "\u2026", sizeof("\u2026"));
-            return out;
-        }
-        memcpy(out + o, piece, n);
-        o += n;
-        s += len;
-    }
-    out[o] = '\0';
+    utf8_escape(out, size, s, (size_t)-1, 0);
     return out;
 }
 

@@ -80,6 +80,7 @@ struct enum_def {
     const int *values;
     int n;
     const char *(*name)(int value); /* the names are scene.h's, shared with the writer */
+    int (*alias)(const char *name); /* other names it accepts (a value, or -1), or NULL */
 };
 
 struct mat_limits {
@@ -306,6 +307,11 @@ static void h_enum(struct loader *l, const struct field *f, int node, void *base
             *FIELD(base, f, int) = e->values[i];
             return;
         }
+    }
+    int v = e->alias && !has_nul(l, node) ? e->alias(str_of(l, node)) : -1;
+    if (v >= 0) {
+        *FIELD(base, f, int) = v;
+        return;
     }
     must_be(l, f, node, path);
 }
@@ -1512,17 +1518,17 @@ static const int layout_values[] = {LAYOUT_SPLIT, LAYOUT_WRAPPER};
 static const int mask_mode_values[] = {MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX};
 static const int normalize_values[] = {NORM_SOFTMAX, NORM_SUM};
 
-static const struct enum_def tokenizer_enum = {tokenizer_values, 3, tokenizer_str};
-static const struct enum_def pos_kind_enum = {pos_kind_values, 4, pos_kind_str};
-static const struct enum_def rope_pairs_enum = {rope_pairs_values, 2, rope_pairs_str};
-static const struct enum_def qkv_mode_enum = {qkv_mode_values, 3, qkv_mode_str};
-static const struct enum_def order_enum = {order_values, 2, order_str};
-static const struct enum_def norm_enum = {norm_values, 2, norm_str};
-static const struct enum_def activation_enum = {activation_values, 3, activation_str};
-static const struct enum_def projection_enum = {projection_values, 3, projection_str};
-static const struct enum_def layout_enum = {layout_values, 2, layout_str};
-static const struct enum_def mask_mode_enum = {mask_mode_values, 2, mask_mode_str};
-static const struct enum_def normalize_enum = {normalize_values, 2, normalize_str};
+static const struct enum_def tokenizer_enum = {tokenizer_values, 3, tokenizer_str, NULL};
+static const struct enum_def pos_kind_enum = {pos_kind_values, 4, pos_kind_str, NULL};
+static const struct enum_def rope_pairs_enum = {rope_pairs_values, 2, rope_pairs_str, NULL};
+static const struct enum_def qkv_mode_enum = {qkv_mode_values, 3, qkv_mode_str, NULL};
+static const struct enum_def order_enum = {order_values, 2, order_str, NULL};
+static const struct enum_def norm_enum = {norm_values, 2, norm_str, NULL};
+static const struct enum_def activation_enum = {activation_values, 3, activation_str, NULL};
+static const struct enum_def projection_enum = {projection_values, 3, projection_str, NULL};
+static const struct enum_def layout_enum = {layout_values, 2, layout_str, NULL};
+static const struct enum_def mask_mode_enum = {mask_mode_values, 2, mask_mode_str, NULL};
+static const struct enum_def normalize_enum = {normalize_values, 2, normalize_str, NULL};
 
 static const struct int_range dim_range = {1, SCENE_MAX_DIM};
 static const struct int_range heads_range = {1, SCENE_MAX_HEADS};
@@ -1603,7 +1609,17 @@ static const int stage_values[STAGE_COUNT] = {
     STAGE_WEIGHTS,         STAGE_DROPOUT,      STAGE_CONTEXT,    STAGE_CONCAT,        STAGE_OUTPUT,
     STAGE_RESIDUAL1,       STAGE_NORM1,        STAGE_FFN_HIDDEN, STAGE_FFN_ACTIVATED, STAGE_FFN_OUT,
     STAGE_RESIDUAL2,       STAGE_NORM2,        STAGE_FINAL_NORM};
-static const struct enum_def stage_enum = {stage_values, STAGE_COUNT, stage_str};
+/* A stage by its name, or the names --stage also takes (softmax for weights, q, k, v, ...). */
+static int stage_alias(const char *name)
+{
+    char lower[32];
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof(lower); i++)
+        lower[i] = (char)tolower((unsigned char)name[i]);
+    lower[i] = '\0';
+    return name[i] ? -1 : attn_stage_parse(lower); /* as the names: in any case */
+}
+static const struct enum_def stage_enum = {stage_values, STAGE_COUNT, stage_str, stage_alias};
 static const struct int_range view_range = {0, SCENE_MAX_HEADS};
 static const struct field view_fields[] = {
     {"layer", WANT_SCALAR, "an integer", h_int, S(view.layer), &view_range},
@@ -1700,6 +1716,8 @@ static void h_caption(struct loader *l, const struct field *f, int node, void *b
         return;
     }
     h_string(l, f, node, base, path);
+    struct attn_lesson_step *st = base;
+    loader_locate(l, node, &st->caption_line, &st->caption_col);
 }
 
 /* scale: as attention.scale says it (h_scale), into the step's edit. */

@@ -51,16 +51,22 @@ static const char *ascii_for(wchar_t wc)
     return "?";
 }
 
-/* Decodes one UTF-8 character whatever the locale; an invalid byte is one '?'. */
-static int next_char(const char *s, wchar_t *wc)
+/* One character as drawn: a wide character, or for a control character, a bidi control or a
+ * byte that is not UTF-8 its visible escape (common/utf8.h: "\\e", "<U+202E>", "\\xff"), so
+ * text from a file never reaches the terminal raw and every width below counts the escape. */
+struct glyph {
+    wchar_t wc;
+    char esc[UTF8_ESCAPE_MAX]; /* "" unless escaped */
+};
+
+/* Decodes the character at s whatever the locale; returns its length in bytes. */
+static int next_glyph(const char *s, struct glyph *g)
 {
-    uint32_t cp;
-    int n = utf8_decode(s, &cp);
-    if (n == 0) {
-        *wc = L'?';
-        return 1;
-    }
-    *wc = (wchar_t)cp;
+    int n = utf8_escape_char(s, g->esc, 0);
+    uint32_t cp = '?';
+    if (!g->esc[0])
+        utf8_decode(s, &cp);
+    g->wc = (wchar_t)cp;
     return n;
 }
 
@@ -72,13 +78,27 @@ static int char_width(wchar_t wc)
     return w < 0 ? 1 : w;
 }
 
+static int glyph_width(const struct glyph *g)
+{
+    return g->esc[0] ? (int)strlen(g->esc) : char_width(g->wc);
+}
+
+/* The first character of s without escapes (draw_cell_pair's single glyphs). */
+static int next_char(const char *s, wchar_t *wc)
+{
+    struct glyph g;
+    int n = next_glyph(s, &g);
+    *wc = g.esc[0] ? L'?' : g.wc;
+    return n;
+}
+
 int text_width(const char *s)
 {
     int w = 0;
     while (*s) {
-        wchar_t wc;
-        s += next_char(s, &wc);
-        w += char_width(wc);
+        struct glyph g;
+        s += next_glyph(s, &g);
+        w += glyph_width(&g);
     }
     return w;
 }
@@ -92,17 +112,17 @@ int draw_text(int y, int x, int width, int attr, const char *s)
     attrset(attr);
     move(y, x);
     while (*s && used < width) {
-        wchar_t wc;
-        s += next_char(s, &wc);
-        int cw = char_width(wc);
+        struct glyph g;
+        s += next_glyph(s, &g);
+        int cw = glyph_width(&g);
         if (used + cw > width)
             break;
-        if (wc == L'\t' || wc < 32)
-            wc = L' ';
-        if (ascii_only && wc >= 0x80) {
-            addstr(ascii_for(wc));
+        if (g.esc[0]) {
+            addstr(g.esc);
+        } else if (ascii_only && g.wc >= 0x80) {
+            addstr(ascii_for(g.wc));
         } else {
-            wchar_t str[2] = {wc, 0};
+            wchar_t str[2] = {g.wc, 0};
             addnwstr(str, 1);
         }
         used += cw;
@@ -120,9 +140,9 @@ void abbreviate(char *out, size_t out_size, const char *s, int width)
     size_t o = 0;
     int used = 0;
     while (*s) {
-        wchar_t wc;
-        int len = next_char(s, &wc);
-        int cw = char_width(wc);
+        struct glyph g;
+        int len = next_glyph(s, &g);
+        int cw = glyph_width(&g);
         if (used + cw > width - 1 || o + (size_t)len + 4 > out_size)
             break;
         memcpy(out + o, s, (size_t)len);
@@ -161,9 +181,9 @@ void abbreviate_start(char *out, size_t out_size, const char *s, int width)
     }
     /* Skip characters from the front until "…" plus the rest fits. */
     while (*s && total > width - 1) {
-        wchar_t wc;
-        int len = next_char(s, &wc);
-        total -= char_width(wc);
+        struct glyph g;
+        int len = next_glyph(s, &g);
+        total -= glyph_width(&g);
         s += len;
     }
     snprintf(out, out_size, "\u2026%s", s);

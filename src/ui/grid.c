@@ -488,8 +488,7 @@ static void heads_draw(struct panel *p, struct frame *f)
              app_model(a)->heads == 1 ? "" : "s", attn_stage_name(a->stage),
              shared ? " (shared by all heads)" : "");
     if (hl.kind == CELLS_BLOCKS)
-        snprintf(scale, sizeof(scale), "1 cell = %d\u00d7%d %s, %s", hl.grid.br, hl.grid.bc,
-                 attn_stage_is_square(a->stage) ? "tokens" : "values", block_agg_name(agg));
+        zoom_cell_text(scale, sizeof(scale), &hl.grid, attn_stage_is_square(a->stage), agg);
     int legend_w =
         heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, scale[0] ? scale : NULL);
     char clipped[160];

@@ -63,6 +63,7 @@ struct layout {
     bool zoomed;           /* coloured blocks (app->zoom > 0) instead of numbers */
     bool half;             /* zoomed, two rows of blocks a text row (half blocks) */
     int zoom, fit;         /* the zoom in force (app->zoom, at most fit) and the overview's */
+    int down, across;      /* zoomed out, the cells there are room for */
     struct zoom_grid grid; /* the blocks; 1 x 1 fully zoomed in */
 };
 
@@ -100,6 +101,8 @@ static struct layout compute_layout(const struct panel *p, const struct frame *f
     int down = l.vis_rows * (l.half ? 2 : 1);
     int across = (p->area.w - zlw) / zcw > 0 ? (p->area.w - zlw) / zcw : 1;
     l.fit = zoom_fit(rows, cols, down, across);
+    l.down = down;
+    l.across = across;
     l.zoom = a->zoom < l.fit ? a->zoom : l.fit;
     l.zoomed = l.zoom > 0;
     if (l.zoomed) {
@@ -502,15 +505,7 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
 /* "1 cell = 8×8 tokens, max": what a zoomed-out cell stands for, for the legend. */
 static void zoom_legend(char *out, size_t size, const struct app *a, const struct layout *l)
 {
-    const struct zoom_grid *g = &l->grid;
-    if (g->br == 1 && g->bc == 1)
-        snprintf(out, size, "1 cell = 1 value");
-    else if (attn_stage_is_square(a->stage))
-        snprintf(out, size, "1 cell = %d\u00d7%d tokens, %s", g->br, g->bc,
-                 block_agg_name(a->block_agg));
-    else
-        snprintf(out, size, "1 cell = %d token%s \u00d7 %d dim%s, %s", g->br, g->br > 1 ? "s" : "",
-                 g->bc, g->bc > 1 ? "s" : "", block_agg_name(a->block_agg));
+    zoom_cell_text(out, size, &l->grid, attn_stage_is_square(a->stage), a->block_agg);
 }
 
 static void draw(struct panel *p, struct frame *f)
@@ -625,9 +620,9 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
     case ACTION_PAGE_DOWN:
         return move_cursor(f->app, &l, page, 0);
     case ACTION_ZOOM_IN:
-        return command_zoom(f->app, -1, l.fit);
+        return command_zoom(f->app, -1, l.down, l.across);
     case ACTION_ZOOM_OUT:
-        return command_zoom(f->app, 1, l.fit);
+        return command_zoom(f->app, 1, l.down, l.across);
     default:
         return OUTCOME_IGNORED;
     }

@@ -8,71 +8,16 @@
 #include "ui/stagebar.h"
 #include "common/cnum.h"
 
-static void stage_label(char *out, size_t size, const struct attn_model *m, enum attn_stage s)
+/* Each stage by its one name (engine/stage.h), as --stage, the map heading and the README call
+ * it; a narrow bar uses the short names, and the FFN's activation its own (gelu, relu). */
+static void stage_label(char *out, size_t size, const struct attn_model *m, enum attn_stage s,
+                        bool narrow)
 {
-    switch (s) {
-    case STAGE_QUERIES:
-        snprintf(out, size, "Q");
-        return;
-    case STAGE_KEYS:
-        snprintf(out, size, "K");
-        return;
-    case STAGE_VALUES:
-        snprintf(out, size, "V");
-        return;
-    case STAGE_QUERIES_ROTATED:
-        snprintf(out, size, "RoPE Q");
-        return;
-    case STAGE_KEYS_ROTATED:
-        snprintf(out, size, "RoPE K");
-        return;
-    case STAGE_SCALED:
-        if (m->scale == SCALE_DIVISOR)
-            cnum_format(out, size, "\u00f7%g", (double)m->scale_divisor);
-        else
-            snprintf(out, size, "\u00f7\u221ad_k");
-        return;
-    case STAGE_MASKED:
-        snprintf(out, size, "mask");
-        return;
-    case STAGE_WEIGHTS:
-        snprintf(out, size, m->normalize == NORM_SUM ? "\u00f7sum" : "softmax");
-        return;
-    case STAGE_RESIDUAL1:
-        snprintf(out, size, "+attn");
-        return;
-    case STAGE_FFN_HIDDEN:
-        snprintf(out, size, "W1");
-        return;
-    case STAGE_FFN_ACTIVATED:
+    if (narrow && s == STAGE_FFN_ACTIVATED)
         snprintf(out, size, "%s", attn_activation_name(m->activation));
-        return;
-    case STAGE_FFN_OUT:
-        snprintf(out, size, "W2");
-        return;
-    case STAGE_RESIDUAL2:
-        snprintf(out, size, "+ffn");
-        return;
-    default:
-        snprintf(out, size, "%s", attn_stage_name(s));
-    }
+    else
+        snprintf(out, size, "%s", narrow ? attn_stage_short_name(s) : attn_stage_name(s));
 }
-
-/* Short names for a narrow bar. */
-static const char *const short_labels[STAGE_COUNT] = {
-    [STAGE_INPUTS] = "in",         [STAGE_LATENT] = "c",
-    [STAGE_QUERIES] = "Q",         [STAGE_KEYS] = "K",
-    [STAGE_VALUES] = "V",          [STAGE_QUERIES_ROTATED] = "rQ",
-    [STAGE_KEYS_ROTATED] = "rK",   [STAGE_SCORES] = "QK",
-    [STAGE_SCALED] = "\u00f7",     [STAGE_MASKED] = "mask",
-    [STAGE_WEIGHTS] = "sm",        [STAGE_DROPOUT] = "drop",
-    [STAGE_CONTEXT] = "ctx",       [STAGE_CONCAT] = "cat",
-    [STAGE_OUTPUT] = "out",        [STAGE_RESIDUAL1] = "+a",
-    [STAGE_NORM1] = "n1",          [STAGE_FFN_HIDDEN] = "W1",
-    [STAGE_FFN_ACTIVATED] = "act", [STAGE_FFN_OUT] = "W2",
-    [STAGE_RESIDUAL2] = "+f",      [STAGE_NORM2] = "n2",
-    [STAGE_FINAL_NORM] = "lnf",
-};
 
 /* Where each of the scene's stages goes: its text and the columns [x0, x1) it covers, in the
  * densest layout that fits (0 padded with dots, 1 tight, 2 short names), and when even that
@@ -91,8 +36,8 @@ static void label_of(char *out, size_t size, const struct attn_model *m, enum at
                      int density)
 {
     char label[32];
-    stage_label(label, sizeof(label), m, s);
-    snprintf(out, size, density == 0 ? " %s " : "%s", density == 2 ? short_labels[s] : label);
+    stage_label(label, sizeof(label), m, s, density == 2);
+    snprintf(out, size, density == 0 ? " %s " : "%s", label);
 }
 
 static void lay_out(struct bar_layout *bl, const struct rect *r, const struct attn_model *m,
@@ -104,8 +49,9 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct at
         int w = 1;
         for (int i = 0; i < bl->n; i++) {
             label_of(bl->text[i], sizeof(bl->text[i]), m, bl->stage[i], bl->density);
-            /* Tight layouts keep a column of slack per stage, so a bar never ends flush. */
-            w += text_width(bl->text[i]) + (bl->density == 0 ? 1 : 2);
+            /* The tight layout keeps a column of slack per stage, so a bar never ends flush;
+               the short names are the last resort and take what there is. */
+            w += text_width(bl->text[i]) + (bl->density == 1 ? 2 : 1);
         }
         if (w <= r->w || bl->density == 2)
             break;

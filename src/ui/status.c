@@ -11,19 +11,7 @@
 /* First bound key of an action, in display form (arrows as glyphs). */
 void key_display(char *out, size_t size, const struct keymap *km, enum action a)
 {
-    static const struct {
-        const char *name, *glyph;
-    } glyphs[] = {{"Left", "\u2190"}, {"Right", "\u2192"}, {"Up", "\u2191"}, {"Down", "\u2193"}};
-    char first[32];
-    sscanf(km->keys[a], "%31s", first);
-    if (!km->keys[a][0])
-        snprintf(first, sizeof(first), "(unbound)");
-    for (size_t i = 0; i < sizeof(glyphs) / sizeof(glyphs[0]); i++)
-        if (strcmp(first, glyphs[i].name) == 0) {
-            snprintf(out, size, "%s", glyphs[i].glyph);
-            return;
-        }
-    snprintf(out, size, "%s", first);
+    keymap_key_display(out, size, km, a);
 }
 
 /* Every key bound to an action, in display form, joined by '/' ("Space/\u2192"). */

@@ -216,6 +216,7 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     lesson_open(&ui->app); /* a scene with a lesson opens on its first step */
     draw_init();
     load_configs(ui);
+    ui->app.keymap = &ui->keymap; /* messages name the keys as bound */
     ui->frame = (struct frame){&ui->app,         &ui->theme, &ui->keymap, &ui->config_problems,
                                ui->config_error, LINES,      COLS};
     curs_set(0);

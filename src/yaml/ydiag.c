@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/fatal.h"
+#include "common/utf8.h"
 #include "yaml/suggest.h"
 
 void ydiag_init(struct ydiag *d, const char *file, struct ytree *tree, struct diag_list *errs,
@@ -122,14 +123,14 @@ bool ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *what)
     return true;
 }
 
-/* 'text' shortened and escaped, into buf. */
+/* 'text' shortened and escaped (common/utf8.h), into buf. */
 static const char *show_bytes(const unsigned char *s, size_t len, char *buf, size_t size)
 {
     if (size < 16) {
         snprintf(buf, size, "a value");
         return buf;
     }
-    size_t lim = len, o = 0;
+    size_t lim = len;
     bool cut = false;
     if (lim > 40) {
         lim = 40;
@@ -137,16 +138,9 @@ static const char *show_bytes(const unsigned char *s, size_t len, char *buf, siz
             lim++;
         cut = true;
     }
-    buf[o++] = '\'';
-    for (size_t i = 0; i < lim && o + 10 < size; i++) {
-        if (s[i] < 0x20 || s[i] == 0x7f)
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", s[i]);
-        else
-            buf[o++] = (char)s[i];
-    }
-    if (cut)
-        o += (size_t)snprintf(buf + o, size - o, "...");
-    snprintf(buf + o, size - o, "'");
+    buf[0] = '\'';
+    size_t o = 1 + utf8_escape(buf + 1, size - 6, (const char *)s, lim, 0);
+    memcpy(buf + o, cut ? "...'" : "'", cut ? 5 : 2);
     return buf;
 }
 

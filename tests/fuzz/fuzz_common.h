@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/diag.h"
+#include "common/utf8.h"
 
 #define INVARIANT(cond, ...)                                                                       \
     do {                                                                                           \
@@ -74,14 +75,25 @@ static inline void fuzz_check_diag(const struct diag *d, const uint8_t *data, si
     char *header = fuzz_print_diag(d, NULL, 0, &hlen);
     char *full = fuzz_print_diag(d, data, size, &len);
     INVARIANT(len >= hlen && memcmp(full, header, hlen) == 0, "the header changed");
+    /* Nothing raw reaches a terminal: every line is valid UTF-8 without a control character
+     * (a tab is kept in the excerpt) or a bidi control (common/utf8.h). */
+    for (const char *q = full; q < full + len;) {
+        const char *nl = memchr(q, '\n', (size_t)(full + len - q));
+        INVARIANT(nl != NULL, "a diag print without its last newline");
+        char *line = strndup(q, (size_t)(nl - q));
+        INVARIANT(line && strlen(line) == (size_t)(nl - q), "a NUL in a printed diag");
+        INVARIANT(!utf8_needs_escape(line, UTF8_ESC_KEEP_TAB), "a raw control in '%s'", line);
+        free(line);
+        q = nl + 1;
+    }
     /* The rest: nothing, or "  " + excerpt + "\n" + "  " + blanks + "^\n", each line at most
-     * 2 + 3 ("…") + 160 + 1 bytes. */
+     * 2 + 3 ("…") + 160 bytes, each of them escaped (at most 4 bytes: "\xff"), + 1. */
     const char *p = full + hlen, *end = full + len;
     int lines = 0;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         INVARIANT(nl != NULL, "a caret excerpt without its last newline");
-        INVARIANT(nl - p <= 2 + 3 + 160, "an excerpt line of %zu bytes", (size_t)(nl - p));
+        INVARIANT(nl - p <= 2 + 3 + 4 * 160, "an excerpt line of %zu bytes", (size_t)(nl - p));
         lines++;
         p = nl + 1;
     }
