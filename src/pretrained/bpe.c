@@ -566,22 +566,22 @@ int bpe_token_id(const struct bpe *b, const char *bytes, size_t len)
     return s < 0 ? -1 : b->syms[s].id;
 }
 
-void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
+void bpe_label_bytes(char *out, size_t size, const char *p, size_t len)
 {
     if (size == 0)
         return;
-    size_t len;
-    const char *p = bpe_token_bytes(b, id, &len);
-    if (!p) {
-        snprintf(out, size, "<unused %d>", id);
-        return;
-    }
     size_t o = 0;
     for (size_t i = 0; i < len;) {
         char unit[8];
-        uint32_t cp;
-        /* The pool's NUL after every token stops a sequence from running past it. */
-        int k = utf8_decode(p + i, &cp);
+        uint32_t cp = 0;
+        /* a sequence must not run past len: decode from a copy when it is near the end */
+        char tail[5] = {0};
+        const char *at = p + i;
+        if (len - i < 4) {
+            memcpy(tail, p + i, len - i);
+            at = tail;
+        }
+        int k = utf8_decode(at, &cp);
         bool text = k > 0 && cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp <= 0x9F) &&
                     cp != 0x2028 && cp != 0x2029;
         int n;
@@ -599,6 +599,19 @@ void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
         i += (size_t)k;
     }
     out[o] = '\0';
+}
+
+void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
+{
+    if (size == 0)
+        return;
+    size_t len;
+    const char *p = bpe_token_bytes(b, id, &len);
+    if (!p) {
+        snprintf(out, size, "<unused %d>", id);
+        return;
+    }
+    bpe_label_bytes(out, size, p, len);
 }
 
 /* ---- encoding ---- */
