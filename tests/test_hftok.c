@@ -456,6 +456,10 @@ static void test_errors(void **state)
         NULL,
         "tok.json:1:62: post_processor.single[0]: the special token \"<s>\" is not in "
         "special_tokens");
+    expect_error("{\"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"b\", 1], "
+                 "\"cls\": [\"x\", 9]},\n" TOK_MODEL,
+                 NULL,
+                 "tok.json:1:71: post_processor.cls: id 9 is not a token (the vocabulary has 3)");
     /* tokenizer_config.json: located in its own file */
     expect_error("{" TOK_MODEL, "{\"add_bos_token\": true,\n \"bos_token\": \"<s>\"}",
                  "tok_config.json:2:2: bos_token: \"<s>\" is not a token of tokenizer.json");
@@ -463,6 +467,7 @@ static void test_errors(void **state)
                  "tok_config.json:1:2: add_eos_token: must be true or false");
     expect_error("{" TOK_MODEL, "{\"add_bos_token\": true,",
                  "tok_config.json:1:23: not valid JSON");
+    assert_int_equal(errors_bad, 0);
 }
 
 /* tokenizer_config.json turns BOS and EOS on (transformers' rule); text that is not UTF-8. */

@@ -1486,6 +1486,55 @@ static int load_config(struct jctx *c, json_t *root, struct hftok *t)
     return 0;
 }
 
+/* Every id a post-processor adds must be a token: the library would pass any number on, and
+ * a model has no row for it. */
+static int check_post_ids(struct jctx *c, const struct hf_post *p, const struct hftok *t)
+{
+    size_t len;
+    if (p->kind == HQ_SEQUENCE) {
+        push_key(c, "processors");
+        for (int i = 0; i < p->n; i++) {
+            push_index(c, i);
+            int rc = check_post_ids(c, &p->items[i], t);
+            pop(c);
+            if (rc) {
+                pop(c);
+                return -1;
+            }
+        }
+        pop(c);
+        return 0;
+    }
+    if (p->kind == HQ_BERT || p->kind == HQ_ROBERTA) {
+        for (int k = 0; k < 2; k++) {
+            int id = k ? p->cls_id : p->sep_id;
+            if (!hftok_token(t, id, &len)) {
+                push_key(c, k ? "cls" : "sep");
+                int rc = jerr(c, "id %d is not a token (the vocabulary has %d)", id, t->size);
+                pop(c);
+                return rc;
+            }
+        }
+        return 0;
+    }
+    for (int s = 0; s < p->n_specials; s++)
+        for (int k = 0; k < p->specials[s].n; k++)
+            if (!hftok_token(t, p->specials[s].ids[k], &len)) {
+                push_key(c, "special_tokens");
+                push_keyn(c, p->specials[s].name, strlen(p->specials[s].name));
+                push_key(c, "ids");
+                push_index(c, k);
+                int rc = jerr(c, "id %d is not a token (the vocabulary has %d)",
+                              p->specials[s].ids[k], t->size);
+                pop(c);
+                pop(c);
+                pop(c);
+                pop(c);
+                return rc;
+            }
+    return 0;
+}
+
 /* ---- the file ------------------------------------------------------------------------------ */
 
 static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
@@ -1510,7 +1559,9 @@ static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
         snprintf(c->err->file, sizeof(c->err->file), "%s", c->file);
         c->err->line = line;
         c->err->col = col > 1 ? col - 1 : 1;
-        diag_set(c->err, "", "not valid JSON: %s", je.text);
+        /* jansson quotes the text near the error: raw bytes, escaped for the message */
+        char b[200];
+        diag_set(c->err, "", "not valid JSON: %s", shown(b, sizeof(b), je.text, strlen(je.text)));
     }
     return root;
 }
@@ -1607,7 +1658,12 @@ static int load_root(struct jctx *c, json_t *root, struct hftok *t)
     for (int i = 0; i < t->n_added; i++)
         if (t->added[i].id + 1 > t->size)
             t->size = t->added[i].id + 1;
-    return 0;
+    if (t->has_post) {
+        push_key(c, "post_processor");
+        rc = check_post_ids(c, &t->post, t);
+        pop(c);
+    }
+    return rc;
 }
 
 /* ---- freeing ------------------------------------------------------------------------------- */
