@@ -118,7 +118,7 @@ struct sb {
 
 static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
 {
-    if (b->failed)
+    if (b->failed || len == 0)
         return;
     if (b->n + len > b->cap) {
         size_t cap = b->cap ? b->cap : 32;
@@ -157,6 +157,16 @@ static int sb_into(struct sb *b, struct piece *p, struct diag *err)
         free(b->orig);
         memset(b, 0, sizeof(*b));
         return diag_set(err, "", "out of memory");
+    }
+    if (!b->s) { /* nothing was written: an empty piece, still with its buffers */
+        b->s = malloc(1);
+        b->orig = malloc(sizeof(*b->orig));
+        if (!b->s || !b->orig) {
+            free(b->s);
+            free(b->orig);
+            memset(b, 0, sizeof(*b));
+            return diag_set(err, "", "out of memory");
+        }
     }
     free(p->s);
     free(p->orig);
@@ -373,7 +383,7 @@ static int strip(struct piece *p, bool left, bool right, struct diag *err)
         return 0;
     struct sb b = {0};
     sb_put(&b, p->s + a, z - a, 0);
-    if (!b.failed)
+    if (!b.failed && z > a)
         memcpy(b.orig, p->orig + a, (z - a) * sizeof(*p->orig));
     return sb_into(&b, p, err);
 }
