@@ -210,7 +210,11 @@ static void assert_scene_equal(const struct attn_scene *a, const struct attn_sce
     assert_str_equal(a->title, b->title, "title");
     assert_str_equal(a->text, b->text, "text");
     assert_int_equal(a->tokenizer, b->tokenizer);
+    assert_str_equal(a->tokenizer_file, b->tokenizer_file, "tokenizer.file");
     assert_int_equal(a->n_tokens, b->n_tokens);
+    assert_true((a->token_ids == NULL) == (b->token_ids == NULL));
+    for (int i = 0; a->token_ids && i < a->n_tokens; i++)
+        assert_int_equal(a->token_ids[i], b->token_ids[i]);
     for (int i = 0; i < a->n_tokens; i++)
         assert_str_equal(a->tokens[i], b->tokens[i], "token");
     assert_true(a->seed == b->seed);
@@ -1301,6 +1305,35 @@ static void test_round_trip_scenes(void **state)
     /* scenes/ holds 29 scenes and scenes/lessons/ 6 lessons: fewer means the walk lost some. */
     assert_true(loaded[0] >= 29);
     assert_true(loaded[1] >= 6);
+
+    /* tokenizer: {kind: hf}: the induction model's tokenizer as tokenizer.json gives the ids and
+     * labels of its vocab.json + merges.txt (scenes/29), and the file's path survives a save */
+    char hf[4200], gpt2[4200];
+    snprintf(hf, sizeof(hf), "%s/hf/induction.yaml", getenv("ATTNSCOPE_FIXTURES"));
+    snprintf(gpt2, sizeof(gpt2), "%s/29-induction-head.yaml", scenes);
+    struct attn_scene g;
+    diag_list_init(&errs);
+    char *src = NULL;
+    size_t src_len = 0;
+    if (scenefile_load(&s, hf, &errs, &src, &src_len) != 0) {
+        print_diags(&errs, src, src_len);
+        fail_msg("%s does not load", hf);
+    }
+    free(src);
+    assert_int_equal(scenefile_load(&g, gpt2, &errs, NULL, NULL), 0);
+    assert_int_equal(s.tokenizer, TOKENIZER_HF);
+    assert_non_null(s.tokenizer_file);
+    assert_true(s.tokenizer_file[0] == '/');
+    assert_non_null(strstr(s.tokenizer_file, "/hf/induction/tokenizer.json"));
+    assert_int_equal(s.n_tokens, g.n_tokens);
+    for (int i = 0; i < s.n_tokens; i++) {
+        assert_int_equal(s.token_ids[i], g.token_ids[i]);
+        assert_string_equal(s.tokens[i], g.tokens[i]);
+    }
+    check_round_trip(&s);
+    attn_scene_free(&s);
+    attn_scene_free(&g);
+    diag_list_free(&errs);
 }
 
 /* A lesson of every kind of step, captions with every awkward character, written and read

@@ -32,20 +32,11 @@ int fsutil_open_regular(const char *path, struct stat *st, struct diag *err)
     return fd;
 }
 
-int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
+/* Reads the open fd (its stat in st) to the end, at most max_bytes; closes it. */
+static int read_fd(int fd, const struct stat *sp, char **out, size_t *len, const char *path,
+                   size_t max_bytes, struct diag *err)
 {
-    *out = NULL;
-    if (len)
-        *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return diag_file(err, path, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return diag_file(err, path, "cannot read: %s", strerror(e));
-    }
+    struct stat st = *sp;
     if (S_ISDIR(st.st_mode)) {
         close(fd);
         return diag_file(err, path, "is a directory, not a file");
@@ -102,6 +93,36 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
     if (len)
         *len = n;
     return 0;
+}
+
+int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return diag_file(err, path, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return diag_file(err, path, "cannot read: %s", strerror(e));
+    }
+    return read_fd(fd, &st, out, len, path, max_bytes, err);
+}
+
+int fsutil_read_regular(char **out, size_t *len, const char *path, size_t max_bytes,
+                        struct diag *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    struct stat st;
+    int fd = fsutil_open_regular(path, &st, err);
+    if (fd < 0)
+        return -1;
+    return read_fd(fd, &st, out, len, path, max_bytes, err);
 }
 
 int fsutil_mkdir_p(const char *dir, struct diag *err)

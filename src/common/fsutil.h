@@ -15,6 +15,10 @@
 
 /* Reads a whole file (at most max_bytes) into a NUL-terminated buffer the caller frees. */
 int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err);
+/* fsutil_read_file for a file a user names (a scene's tokenizer.json): opened with
+ * fsutil_open_regular, so a FIFO or a device is refused instead of read or waited on. */
+int fsutil_read_regular(char **out, size_t *len, const char *path, size_t max_bytes,
+                        struct diag *err);
 
 /* Creates dir and its parents (like mkdir -p). */
 int fsutil_mkdir_p(const char *dir, struct diag *err);

@@ -171,6 +171,7 @@ void attn_scene_free(struct attn_scene *s)
     free(s->model.arch);
     free(s->vocab_path);
     free(s->merges_path);
+    free(s->tokenizer_file);
     attn_lesson_unref(s->lesson);
     book_unref(s->embed.book);
     /* last: the borrowed matrices above point into it */
@@ -225,7 +226,7 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     dst->n_more = 0;
     dst->token_ids = NULL;
     dst->model.file = dst->model.arch = NULL;
-    dst->vocab_path = dst->merges_path = NULL;
+    dst->vocab_path = dst->merges_path = dst->tokenizer_file = NULL;
     if (dst->backing)
         dst->backing->refs++;
     attn_lesson_ref(dst->lesson); /* read-only: shared */
@@ -235,7 +236,8 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     int rc =
         dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |
         dup_str(&dst->model.file, src->model.file) | dup_str(&dst->model.arch, src->model.arch) |
-        dup_str(&dst->vocab_path, src->vocab_path) | dup_str(&dst->merges_path, src->merges_path);
+        dup_str(&dst->vocab_path, src->vocab_path) | dup_str(&dst->merges_path, src->merges_path) |
+        dup_str(&dst->tokenizer_file, src->tokenizer_file);
     if (src->token_ids && src->n_tokens > 0) {
         dst->token_ids = malloc((size_t)src->n_tokens * sizeof(int));
         if (dst->token_ids)
@@ -293,9 +295,10 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
 {
     char **tokens = NULL;
     int n = 0, *ids = NULL;
-    if (s->tokenizer == TOKENIZER_GPT2) {
+    if (attn_tokenizer_has_vocab(s->tokenizer)) {
         if (!s->backing || !s->backing->tokenize)
-            return diag_set(err, "tokenizer", "the gpt2 tokenizer needs its vocabulary");
+            return diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
+                            attn_tokenizer_name(s->tokenizer));
         if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
             return -1;
         if (n > SCENE_MAX_TOKENS) {
@@ -974,6 +977,8 @@ const char *attn_tokenizer_name(enum attn_tokenizer t)
         return "chars";
     case TOKENIZER_GPT2:
         return "gpt2";
+    case TOKENIZER_HF:
+        return "hf";
     }
     return "?";
 }

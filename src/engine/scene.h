@@ -205,6 +205,7 @@ struct attn_scene {
         int heads;  /* its config's head count (attention.heads may split otherwise) */
     } model;
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
+    char *tokenizer_file;           /* tokenizer hf: tokenizer.json, absolute */
     struct attn_backing *backing;   /* what the borrowed matrices live in, or NULL */
 
     /* Where the explorer opens (scene key view:); layer -1 = not given. */

@@ -112,8 +112,10 @@ int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, 
             rc = push(&b, start, (size_t)(p - start), err);
             break;
         case TOKENIZER_GPT2: /* needs its vocabulary: attn_scene_set_text asks the backing */
+        case TOKENIZER_HF:
             attn_tokens_free(b.items, b.n);
-            return diag_set(err, "tokenizer", "the gpt2 tokenizer needs its vocabulary");
+            return diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
+                            t == TOKENIZER_HF ? "hf" : "gpt2");
         case TOKENIZER_CHARS: {
             uint32_t cp;
             p += utf8_decode(p, &cp); /* valid: checked above */

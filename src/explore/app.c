@@ -499,7 +499,7 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
     char **tokens = NULL;
     int n = 0, *ids = NULL;
     /* tokenised first, so a sentence that cannot be is refused without an edit */
-    int rc = tok == TOKENIZER_GPT2 && a->scene.backing && a->scene.backing->tokenize
+    int rc = attn_tokenizer_has_vocab(tok) && a->scene.backing && a->scene.backing->tokenize
                  ? a->scene.backing->tokenize(a->scene.backing, text, &tokens, &ids, &n, &err)
                  : attn_tokenize(&tokens, &n, text, tok, &err);
     free(ids);
@@ -1086,8 +1086,9 @@ int app_cycle_normalize(struct app *a)
 
 int app_cycle_tokenizer(struct app *a)
 {
-    if (a->scene.tokenizer == TOKENIZER_GPT2) {
-        app_refuse(a, "the gpt2 tokenizer comes with its vocabulary: the checkpoint needs its ids");
+    if (attn_tokenizer_has_vocab(a->scene.tokenizer)) {
+        app_refuse(a, "the %s tokenizer comes with its vocabulary: the checkpoint needs its ids",
+                   attn_tokenizer_name(a->scene.tokenizer));
         return -1;
     }
     if (!a->scene.text) {

@@ -21,6 +21,7 @@
 #include "common/fatal.h"
 #include "common/fsutil.h"
 #include "common/utf8.h"
+#include "pretrained/bpemerge.h"
 
 /* GPT-2's pre-tokenising regex, as OpenAI's encoder.py writes it with Python's `regex` module:
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -42,10 +43,6 @@ struct symbol {
     int id; /* vocab.json's id, -1 when it has none */
 };
 
-struct merge {
-    int a, b, result; /* symbols */
-};
-
 /* Open addressing with linear probing; slot value -1 is empty. */
 struct table {
     int *slots;
@@ -60,9 +57,7 @@ struct bpe {
     int n_syms, syms_cap;
     struct table sym_index; /* bytes -> symbol */
 
-    struct merge *merges; /* index = rank */
-    int n_merges;
-    struct table merge_index; /* (a, b) -> rank */
+    struct bpe_merges merges; /* (a, b) -> result; entry = rank (merges.txt has no repeats) */
 
     int *id_sym; /* id -> symbol, -1 for an unused id */
     int vocab_size;
@@ -160,12 +155,6 @@ static uint64_t hash_bytes(const char *p, size_t len)
     return h ^ (h >> 29);
 }
 
-static uint64_t hash_pair(int a, int b)
-{
-    uint64_t h = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) * 0x9E3779B97F4A7C15u;
-    return h ^ (h >> 31);
-}
-
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -254,32 +243,6 @@ static int sym_intern(struct bpe *b, const char *p, size_t len)
     if (++b->sym_index.n * 2 > (int)(b->sym_index.mask + 1))
         sym_rehash(b);
     return s;
-}
-
-static size_t merge_slot(const struct bpe *b, int x, int y)
-{
-    size_t i = hash_pair(x, y) & b->merge_index.mask;
-    for (;; i = (i + 1) & b->merge_index.mask) {
-        int r = b->merge_index.slots[i];
-        if (r < 0 || (b->merges[r].a == x && b->merges[r].b == y))
-            return i;
-    }
-}
-
-/* The rank of merging symbols x and y, or -1 when merges.txt has no such line. */
-static int merge_rank(const struct bpe *b, int x, int y)
-{
-    return b->merge_index.slots[merge_slot(b, x, y)];
-}
-
-static void merge_rehash(struct bpe *b)
-{
-    table_free(&b->merge_index);
-    table_init(&b->merge_index, (size_t)b->n_merges * 2);
-    for (int r = 0; r < b->n_merges; r++) {
-        b->merge_index.slots[merge_slot(b, b->merges[r].a, b->merges[r].b)] = r;
-        b->merge_index.n++;
-    }
 }
 
 /* ---- vocab.json ---- */
@@ -449,8 +412,8 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
     size_t lines = 1;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    b->merges = xmalloc(lines * sizeof(*b->merges));
-    table_init(&b->merge_index, lines);
+    if (bpe_merges_init(&b->merges, lines) != 0)
+        fatal_abort("out of memory (the merges of %s)", path);
     char *scratch = xmalloc(len + 1);
     int rc = -1, first_merge_line = 1;
 
@@ -500,7 +463,7 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         int y = merge_symbol(b, second, n2, path, line, (int)n1 + 2, scratch, err);
         if (y < 0)
             goto out;
-        int r = merge_rank(b, x, y);
+        int r = bpe_merges_find(&b->merges, x, y);
         if (r >= 0) {
             file_error(err, path, line, 1, "repeats the merge of line %d", first_merge_line + r);
             goto out;
@@ -509,11 +472,8 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         memcpy(scratch, sym_bytes(b, x), lx);
         memcpy(scratch + lx, sym_bytes(b, y), ly);
         int result = sym_intern(b, scratch, lx + ly);
-        r = b->n_merges++;
-        b->merges[r] = (struct merge){.a = x, .b = y, .result = result};
-        b->merge_index.slots[merge_slot(b, x, y)] = r;
-        if (++b->merge_index.n * 2 > (int)(b->merge_index.mask + 1))
-            merge_rehash(b);
+        if (bpe_merges_put(&b->merges, x, y, b->merges.n, result) != 0)
+            fatal_abort("out of memory (the merges of %s)", path);
         p = next;
     }
     rc = 0;
@@ -564,10 +524,9 @@ void bpe_free(struct bpe *b)
         return;
     pcre2_code_free(b->re);
     table_free(&b->sym_index);
-    table_free(&b->merge_index);
+    bpe_merges_free(&b->merges);
     free(b->pool);
     free(b->syms);
-    free(b->merges);
     free(b->id_sym);
     free(b);
 }
@@ -594,22 +553,22 @@ int bpe_token_id(const struct bpe *b, const char *bytes, size_t len)
     return s < 0 ? -1 : b->syms[s].id;
 }
 
-void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
+void bpe_label_bytes(char *out, size_t size, const char *p, size_t len)
 {
     if (size == 0)
         return;
-    size_t len;
-    const char *p = bpe_token_bytes(b, id, &len);
-    if (!p) {
-        snprintf(out, size, "<unused %d>", id);
-        return;
-    }
     size_t o = 0;
     for (size_t i = 0; i < len;) {
         char unit[8];
-        uint32_t cp;
-        /* The pool's NUL after every token stops a sequence from running past it. */
-        int k = utf8_decode(p + i, &cp);
+        uint32_t cp = 0;
+        /* a sequence must not run past len: decode from a copy when it is near the end */
+        char tail[5] = {0};
+        const char *at = p + i;
+        if (len - i < 4) {
+            memcpy(tail, p + i, len - i);
+            at = tail;
+        }
+        int k = utf8_decode(at, &cp);
         bool text = k > 0 && cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp <= 0x9F) &&
                     cp != 0x2028 && cp != 0x2029;
         int n;
@@ -629,25 +588,26 @@ void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
     out[o] = '\0';
 }
 
-/* ---- encoding ---- */
-
-/* A pair of neighbouring symbols in the merge queue: at node pos, to be merged at rank. */
-struct cand {
-    int rank, pos;
-};
-
-static bool cand_less(struct cand x, struct cand y)
+void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
 {
-    return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos);
+    if (size == 0)
+        return;
+    size_t len;
+    const char *p = bpe_token_bytes(b, id, &len);
+    if (!p) {
+        snprintf(out, size, "<unused %d>", id);
+        return;
+    }
+    bpe_label_bytes(out, size, p, len);
 }
+
+/* ---- encoding ---- */
 
 /* What one encode call reuses from piece to piece. */
 struct work {
-    int *sym, *next, *prev; /* the piece's nodes: a doubly linked list over its bytes */
-    int *round;             /* the positions of one rank's candidates */
-    struct cand *heap;
-    int heap_n;
-    size_t cap; /* nodes; the heap holds up to 3 per node */
+    struct bpe_scratch merge; /* the merge loop's nodes and heap */
+    int *syms;                /* the piece's symbols */
+    size_t syms_cap;
     int *out_ids;
     size_t *out_starts;
     int out_n, out_cap;
@@ -657,46 +617,6 @@ struct work {
     size_t seen_mask;
     int seen_n;
 };
-
-static void heap_push(struct work *w, int rank, int pos)
-{
-    int i = w->heap_n++;
-    struct cand c = {rank, pos};
-    while (i > 0 && cand_less(c, w->heap[(i - 1) / 2])) {
-        w->heap[i] = w->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    w->heap[i] = c;
-}
-
-static struct cand heap_pop(struct work *w)
-{
-    struct cand top = w->heap[0], last = w->heap[--w->heap_n];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= w->heap_n)
-            break;
-        if (c + 1 < w->heap_n && cand_less(w->heap[c + 1], w->heap[c]))
-            c++;
-        if (!cand_less(w->heap[c], last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (w->heap_n > 0)
-        w->heap[i] = last;
-    return top;
-}
-
-static void push_pair(struct work *w, const struct bpe *b, int pos)
-{
-    if (pos < 0 || w->next[pos] < 0)
-        return;
-    int r = merge_rank(b, w->sym[pos], w->sym[w->next[pos]]);
-    if (r >= 0)
-        heap_push(w, r, pos);
-}
 
 static void out_push(struct work *w, int id, size_t start)
 {
@@ -711,58 +631,24 @@ static void out_push(struct work *w, int id, size_t start)
 
 /* Merges the bytes of one piece (text[start .. start+m)) the way encoder.py does: take the
  * pair of neighbours with the lowest rank, merge every occurrence of it left to right, repeat
- * until no neighbours have a rank. A heap of candidate pairs finds the lowest rank without
- * rescanning the piece; all candidates of that rank are taken out before any is merged, so a
- * pair a merge creates waits for the next round even when its rank is lower, as in the loop
- * encoder.py runs. Appends the ids, or fails naming a final symbol vocab.json lacks. */
+ * until no neighbours have a rank (bpemerge.c, BPE_ROUNDS). Appends the ids, or fails naming a
+ * final symbol vocab.json lacks. */
 static int bpe_piece(struct work *w, const struct bpe *b, const char *text, size_t start, size_t m,
                      struct diag *err)
 {
-    if (m > w->cap) {
-        w->cap = m;
-        w->sym = xrealloc(w->sym, m * sizeof(int));
-        w->next = xrealloc(w->next, m * sizeof(int));
-        w->prev = xrealloc(w->prev, m * sizeof(int));
-        w->round = xrealloc(w->round, m * sizeof(int));
-        w->heap = xrealloc(w->heap, 3 * m * sizeof(*w->heap));
+    if (m > w->syms_cap) {
+        w->syms_cap = m;
+        w->syms = xrealloc(w->syms, m * sizeof(int));
     }
     int n = (int)m;
-    for (int i = 0; i < n; i++) {
-        w->sym[i] = (unsigned char)text[start + (size_t)i];
-        w->next[i] = i + 1 < n ? i + 1 : -1;
-        w->prev[i] = i - 1;
-    }
-    w->heap_n = 0;
-    for (int i = 0; i + 1 < n; i++)
-        push_pair(w, b, i);
-
-    while (w->heap_n > 0) {
-        /* Symbols at a node only grow, so a rank is queued at most once per node: a round
-         * holds at most n positions, and comes out of the heap in position order. */
-        int rank = w->heap[0].rank, taken = 0;
-        while (w->heap_n > 0 && w->heap[0].rank == rank)
-            w->round[taken++] = heap_pop(w).pos;
-        const struct merge *mg = &b->merges[rank];
-        for (int t = 0; t < taken; t++) {
-            int p = w->round[t], q = w->next[p];
-            /* A candidate is stale once a merge changed either side (or consumed p). */
-            if (w->sym[p] != mg->a || q < 0 || w->sym[q] != mg->b)
-                continue;
-            w->sym[p] = mg->result;
-            w->next[p] = w->next[q];
-            if (w->next[q] >= 0)
-                w->prev[w->next[q]] = p;
-            w->sym[q] = -1;
-            w->next[q] = -1;
-            w->prev[q] = -1;
-            push_pair(w, b, w->prev[p]);
-            push_pair(w, b, p);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        w->syms[i] = (unsigned char)text[start + (size_t)i];
+    if (bpe_merge(w->syms, n, &n, &b->merges, BPE_ROUNDS, &w->merge) != 0)
+        fatal_abort("out of memory (%zu bytes for the tokenizer)", m * 16);
 
     size_t at = start;
-    for (int i = 0; i >= 0; i = w->next[i]) {
-        int s = w->sym[i], id = b->syms[s].id;
+    for (int i = 0; i < n; i++) {
+        int s = w->syms[i], id = b->syms[s].id;
         if (id < 0) {
             char sym[200], piece[200];
             spell(sym, sizeof(sym), sym_bytes(b, s), (size_t)b->syms[s].len);
@@ -834,11 +720,8 @@ static void seen_add(struct work *w, const char *text, size_t off, size_t len, i
 
 static void work_free(struct work *w)
 {
-    free(w->sym);
-    free(w->next);
-    free(w->prev);
-    free(w->round);
-    free(w->heap);
+    bpe_scratch_free(&w->merge);
+    free(w->syms);
     free(w->out_ids);
     free(w->out_starts);
     seen_free(w);

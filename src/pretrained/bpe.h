@@ -61,5 +61,7 @@ int bpe_token_id(const struct bpe *b, const char *bytes, size_t len);
  * text, like the <0x0A> byte tokens of other tokenizers. A label that does not fit is cut at a
  * whole character or <XX>, never inside one. An unused id is written "<unused N>". */
 void bpe_token_label(char *out, size_t size, const struct bpe *b, int id);
+/* The same notation for any len bytes (hftok's labels use it). */
+void bpe_label_bytes(char *out, size_t size, const char *bytes, size_t len);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "engine/tokenize.h"
 #include "pretrained/bpe.h"
+#include "pretrained/hftok.h"
 #include "pretrained/safetensors.h"
 
 /* The scene's backing: the tokenizer, the mapped checkpoint and the tensors widened from F16
@@ -16,6 +17,7 @@
 struct backing {
     struct attn_backing base;
     struct bpe *bpe;
+    struct hftok *hf; /* tokenizer hf, instead of bpe */
     struct st_file st;
     bool has_st;
     float **owned;
@@ -26,6 +28,7 @@ static void release(struct attn_backing *ab)
 {
     struct backing *b = (struct backing *)ab;
     bpe_free(b->bpe);
+    hftok_free(b->hf);
     if (b->has_st)
         st_close(&b->st);
     for (int i = 0; i < b->n_owned; i++)
@@ -38,15 +41,28 @@ static int tokenize(struct attn_backing *ab, const char *text, char ***tokens, i
                     struct diag *err)
 {
     struct backing *b = (struct backing *)ab;
-    if (!b->bpe)
-        return diag_set(err, "tokenizer", "the gpt2 tokenizer needs its vocabulary");
+    if (!b->bpe && !b->hf)
+        return diag_set(err, "tokenizer", "the tokenizer needs its vocabulary");
     int count = 0, *id = NULL;
-    if (bpe_encode(&id, &count, b->bpe, text, strlen(text), err))
+    if (b->hf) {
+        /* encode(text) as transformers calls it: with the special tokens */
+        struct hftok_encoding e;
+        if (hftok_encode(&e, b->hf, text, strlen(text), NULL, 0, true, err))
+            return -1;
+        id = e.ids;
+        count = e.n;
+        e.ids = NULL;
+        hftok_encoding_free(&e);
+    } else if (bpe_encode(&id, &count, b->bpe, text, strlen(text), err)) {
         return -1;
+    }
     char **labels = calloc((size_t)(count > 0 ? count : 1), sizeof(*labels));
     for (int i = 0; labels && i < count; i++) {
         char label[4 * SCENE_MAX_TOKEN_BYTES];
-        bpe_token_label(label, sizeof(label), b->bpe, id[i]);
+        if (b->hf)
+            hftok_token_label(label, sizeof(label), b->hf, id[i]);
+        else
+            bpe_token_label(label, sizeof(label), b->bpe, id[i]);
         if (!(labels[i] = strdup(label))) {
             attn_tokens_free(labels, i);
             labels = NULL;
@@ -93,6 +109,8 @@ int gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path, const ch
     if (bpe_load(&bpe, vocab_path, merges_path, err))
         return -1;
     bpe_free(b->bpe);
+    hftok_free(b->hf);
+    b->hf = NULL;
     b->bpe = bpe;
     free(s->vocab_path);
     free(s->merges_path);
@@ -100,6 +118,38 @@ int gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path, const ch
     s->merges_path = absolute(merges_path);
     s->tokenizer = TOKENIZER_GPT2;
     return s->vocab_path && s->merges_path ? 0 : diag_set(err, "tokenizer", "out of memory");
+}
+
+int pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, struct diag *err)
+{
+    struct backing *b = backing_of(s);
+    if (!b)
+        return diag_set(err, "tokenizer", "out of memory");
+    /* tokenizer_config.json is read when it is beside tokenizer.json */
+    char *copy = strdup(path), *config = NULL;
+    if (copy) {
+        const char *dir = dirname(copy);
+        size_t n = strlen(dir) + sizeof("/tokenizer_config.json");
+        config = malloc(n);
+        if (config)
+            snprintf(config, n, "%s/tokenizer_config.json", dir);
+    }
+    free(copy);
+    if (!config)
+        return diag_set(err, "tokenizer", "out of memory");
+    struct hftok *t;
+    int rc = hftok_load(&t, path, config, err);
+    free(config);
+    if (rc)
+        return -1;
+    hftok_free(b->hf);
+    bpe_free(b->bpe);
+    b->bpe = NULL;
+    b->hf = t;
+    free(s->tokenizer_file);
+    s->tokenizer_file = absolute(path);
+    s->tokenizer = TOKENIZER_HF;
+    return s->tokenizer_file ? 0 : diag_set(err, "tokenizer", "out of memory");
 }
 
 /* ---- config.json ------------------------------------------------------------------------- */

@@ -207,6 +207,7 @@ int scenefile_parse(struct attn_scene *out, const char *name, const char *text, 
     free(l.tokenizer_spec.kind);
     free(l.tokenizer_spec.vocab);
     free(l.tokenizer_spec.merges);
+    free(l.tokenizer_spec.file);
     free(l.model_spec.file);
     free(l.model_spec.arch);
     free(l.keys);

@@ -45,10 +45,10 @@ struct loader {
     int text_node, tokens_node; /* value nodes of text / tokens, or -1 */
     struct head_weights *heads; /* weights.heads entries, n_heads of them */
     int n_heads;
-    /* model: and tokenizer: {kind: gpt2}, as given (loaded in finish_top, once the tokens are
-       known); the paths relative to the scene file */
+    /* model: and tokenizer: {kind: gpt2} or {kind: hf}, as given (loaded in finish_top, once the
+       tokens are known); the paths relative to the scene file */
     struct {
-        char *kind, *vocab, *merges;
+        char *kind, *vocab, *merges, *file;
     } tokenizer_spec;
     struct {
         char *file, *arch;

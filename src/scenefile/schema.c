@@ -1317,6 +1317,21 @@ static void beside_scene(char *out, size_t size, const struct loader *l, const c
         snprintf(out, size, "%s/%s", l->dir, name);
 }
 
+/* A file the tokenizer read (resolved: tokenizer.json, or tokenizer_config.json beside it) as
+ * the scene names it: named as the scene wrote tokenizer.json's path (given). */
+static void scene_relative(char *out, size_t size, const char *file, const char *resolved,
+                           const char *given)
+{
+    if (strcmp(file, resolved) == 0) {
+        snprintf(out, size, "%s", given);
+        return;
+    }
+    const char *rs = strrchr(resolved, '/'), *fs = strrchr(file, '/'), *gs = strrchr(given, '/');
+    if (rs && fs && rs - resolved == fs - file &&
+        strncmp(file, resolved, (size_t)(rs - resolved)) == 0)
+        snprintf(out, size, "%.*s%s", gs ? (int)(gs - given + 1) : 0, given, fs + 1);
+}
+
 /* The keys a checkpoint decides: given with model:, each is refused where it is written. */
 static const char *const model_decides[] = {
     "embeddings",
@@ -1354,11 +1369,12 @@ static void load_model(struct loader *l, struct attn_scene *s)
     }
     if (refused)
         return;
-    if (s->tokenizer != TOKENIZER_GPT2) {
+    if (!attn_tokenizer_has_vocab(s->tokenizer)) {
         const struct loader_key *k = loader_find(l, "model");
         loader_error(l, k ? k->key : -1, "model",
                      "a GPT-2 checkpoint reads token ids: give its tokenizer, tokenizer: {kind: "
-                     "gpt2, vocab: vocab.json, merges: merges.txt}");
+                     "gpt2, vocab: vocab.json, merges: merges.txt} or {kind: hf, file: "
+                     "tokenizer.json}");
         return;
     }
     char file[4200];
@@ -1402,15 +1418,35 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         loader_mark_bad(l, "text");
         return;
     }
-    if (l->tokenizer_spec.kind && l->tokenizer_spec.vocab && l->tokenizer_spec.merges &&
-        !loader_bad(l, "tokenizer")) {
-        char vocab[4200], merges[4200];
-        beside_scene(vocab, sizeof(vocab), l, l->tokenizer_spec.vocab);
-        beside_scene(merges, sizeof(merges), l, l->tokenizer_spec.merges);
-        if (gpt2_attach_tokenizer(s, vocab, merges, &err) != 0) {
-            const struct loader_key *k = loader_find(l, "tokenizer");
-            loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s", err.file,
-                         err.file[0] ? ": " : "", err.msg);
+    const char *kind = l->tokenizer_spec.kind;
+    bool gpt2 =
+        kind && strcmp(kind, "gpt2") == 0 && l->tokenizer_spec.vocab && l->tokenizer_spec.merges;
+    bool hf = kind && strcmp(kind, "hf") == 0 && l->tokenizer_spec.file;
+    if ((gpt2 || hf) && !loader_bad(l, "tokenizer")) {
+        char vocab[4200], merges[4200], file[4200];
+        int rc;
+        if (gpt2) {
+            beside_scene(vocab, sizeof(vocab), l, l->tokenizer_spec.vocab);
+            beside_scene(merges, sizeof(merges), l, l->tokenizer_spec.merges);
+            rc = gpt2_attach_tokenizer(s, vocab, merges, &err);
+        } else {
+            beside_scene(file, sizeof(file), l, l->tokenizer_spec.file);
+            rc = pretrained_attach_hf_tokenizer(s, file, &err);
+        }
+        if (rc != 0) {
+            /* at the file's key; the message names the file and where in it */
+            const struct loader_key *k = loader_find(l, hf ? "tokenizer.file" : "tokenizer");
+            if (!k)
+                k = loader_find(l, "tokenizer");
+            char where[64] = "", name[4200];
+            if (err.file[0] && err.line > 0)
+                snprintf(where, sizeof(where), ":%d:%d", err.line, err.col);
+            /* the file as the scene names it, not as resolved from the scene's folder */
+            snprintf(name, sizeof(name), "%s", err.file);
+            if (hf)
+                scene_relative(name, sizeof(name), err.file, file, l->tokenizer_spec.file);
+            loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s%s", name, where,
+                         name[0] ? ": " : "", err.msg);
             loader_mark_bad(l, "text");
             return;
         }
@@ -1890,7 +1926,7 @@ static int sim_edit(struct loader *l, struct attn_scene *now, int i)
         attn_scene_drop_weights(now);
         break;
     case LESSON_EDIT_TEXT:
-        if (now->tokenizer == TOKENIZER_GPT2 && now->backing && now->backing->tokenize) {
+        if (attn_tokenizer_has_vocab(now->tokenizer) && now->backing && now->backing->tokenize) {
             char **tokens = NULL;
             int *ids = NULL, n = 0;
             int rc = now->backing->tokenize(now->backing, e->text, &tokens, &ids, &n, &err);
@@ -2151,31 +2187,61 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
     s->n_more = count - 1;
 }
 
-/* tokenizer: a built-in's name, or {kind: gpt2, vocab: vocab.json, merges: merges.txt}. */
+/* tokenizer: a built-in's name, {kind: gpt2, vocab: vocab.json, merges: merges.txt} or
+ * {kind: hf, file: tokenizer.json}. */
 #define TK(member) offsetof(struct loader, tokenizer_spec.member)
 #define MD(member) offsetof(struct loader, model_spec.member)
 static const struct field tokenizer_fields[] = {
     {"kind", WANT_SCALAR, "gpt2", h_string, TK(kind), NULL},
     {"vocab", WANT_SCALAR, "a file name (vocab.json)", h_string, TK(vocab), NULL},
     {"merges", WANT_SCALAR, "a file name (merges.txt)", h_string, TK(merges), NULL},
+    {"file", WANT_SCALAR, "a file name (tokenizer.json)", h_string, TK(file), NULL},
 };
 static void finish_tokenizer(struct loader *l, int node, const int *found, void *base,
                              const char *path)
 {
-    static const char *const need[] = {"kind", "vocab", "merges"};
-    for (int i = 0; i < 3; i++)
-        if (found[i] < 0 && !meant_bad(l, path, need[i]))
+    /* found[]: kind, vocab, merges, file */
+    const char *kind = l->tokenizer_spec.kind;
+    if (found[0] < 0) {
+        if (!meant_bad(l, path, "kind"))
             loader_error(l, node, path,
-                         "'tokenizer' needs '%s': {kind: gpt2, vocab: vocab.json, "
-                         "merges: merges.txt}",
-                         need[i]);
-    if (l->tokenizer_spec.kind && strcmp(l->tokenizer_spec.kind, "gpt2") != 0) {
-        char kp[DIAG_PATH_MAX];
+                         "'tokenizer' needs 'kind': {kind: gpt2, vocab: vocab.json, merges: "
+                         "merges.txt} or {kind: hf, file: tokenizer.json}");
+        return;
+    }
+    char kp[DIAG_PATH_MAX];
+    if (kind && strcmp(kind, "gpt2") == 0) {
+        static const char *const need[] = {"vocab", "merges"};
+        for (int i = 0; i < 2; i++)
+            if (found[1 + i] < 0 && !meant_bad(l, path, need[i]))
+                loader_error(l, node, path,
+                             "'tokenizer' needs '%s': {kind: gpt2, vocab: vocab.json, "
+                             "merges: merges.txt}",
+                             need[i]);
+        if (found[3] >= 0) {
+            join(kp, path, "file");
+            loader_error(l, found[3], kp,
+                         "'file' is for kind hf (tokenizer.json); kind gpt2 reads vocab and "
+                         "merges");
+        }
+    } else if (kind && strcmp(kind, "hf") == 0) {
+        if (found[3] < 0 && !meant_bad(l, path, "file"))
+            loader_error(l, node, path,
+                         "'tokenizer' needs 'file': {kind: hf, file: tokenizer.json}");
+        for (int i = 1; i <= 2; i++)
+            if (found[i] >= 0) {
+                join(kp, path, i == 1 ? "vocab" : "merges");
+                loader_error(l, found[i], kp,
+                             "'%s' is for kind gpt2; kind hf reads everything from its file "
+                             "(tokenizer.json)",
+                             i == 1 ? "vocab" : "merges");
+            }
+    } else if (kind) {
         join(kp, path, "kind");
         loader_error(l, found[0], kp,
-                     "tokenizer kind '%.40s' has no files to read; as a mapping, kind is gpt2 "
-                     "(or write tokenizer: whitespace, words or chars)",
-                     l->tokenizer_spec.kind);
+                     "tokenizer kind '%.40s' has no files to read; as a mapping, kind is gpt2 or "
+                     "hf (or write tokenizer: whitespace, words or chars)",
+                     kind);
     }
 }
 static const struct mapping tokenizer_map = {"tokenizer", tokenizer_fields, N(tokenizer_fields),
@@ -2195,6 +2261,12 @@ static void h_tokenizer(struct loader *l, const struct field *f, int node, void 
         loader_error(l, node, path,
                      "the gpt2 tokenizer reads its vocabulary: tokenizer: {kind: gpt2, vocab: "
                      "vocab.json, merges: merges.txt}");
+        return;
+    }
+    if (nd->type == YNODE_SCALAR && strcmp(str_of(l, node), "hf") == 0) {
+        loader_error(l, node, path,
+                     "the hf tokenizer reads Hugging Face's tokenizer.json: tokenizer: {kind: hf, "
+                     "file: tokenizer.json}");
         return;
     }
     /* a name: checked and reported as the enum it is */

@@ -1,0 +1,1515 @@
+/* hftok: running a tokenizer.json (see hftok.h), step for step as the tokenizers library
+ * (tokenizers/src/tokenizer/mod.rs: encode_single_sequence, post_process).
+ *
+ * Text travels as pieces: UTF-8 bytes, each byte with the input offset its character came from
+ * (the start of the library's alignments). The offsets decide one thing here: Metaspace's
+ * prepend_scheme "first" adds its "▁" only to a piece that starts where the input starts.
+ * A normaliser rewrites a piece; a pre-tokenizer cuts pieces into smaller ones (never empty
+ * ones); added tokens are pieces of their own that later steps pass by.
+ */
+#include "pretrained/hftok.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/utf8.h"
+#include "pretrained/bpe.h"
+#include "pretrained/hftok_int.h"
+#include "pretrained/uni.h"
+
+int hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s, size_t len,
+                      struct diag *err);
+void hf_vocab_free(struct hf_vocab *v);
+int hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
+
+/* ---- the vocabulary ------------------------------------------------------------------------ */
+
+static size_t hash_bytes(const char *p, size_t len)
+{
+    size_t h = 14695981039346656037u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211u;
+    return h ^ (h >> 29);
+}
+
+int hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
+{
+    if (!v->slots)
+        return -1;
+    for (size_t i = hash_bytes(s, len) & v->mask;; i = (i + 1) & v->mask) {
+        int id = v->slots[i];
+        if (id < 0)
+            return -1;
+        if (v->len[id] == len && memcmp(v->tok[id], s, len) == 0)
+            return id;
+    }
+}
+
+void hf_vocab_free(struct hf_vocab *v)
+{
+    for (int i = 0; v->tok && i < v->n; i++)
+        free(v->tok[i]);
+    free(v->tok);
+    free(v->len);
+    free(v->slots);
+    memset(v, 0, sizeof(*v));
+}
+
+int hftok_vocab_size(const struct hftok *t)
+{
+    return t->size;
+}
+
+static const struct hf_added *added_of(const struct hftok *t, int id)
+{
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id)
+            return &t->added[i];
+    return NULL;
+}
+
+const char *hftok_token(const struct hftok *t, int id, size_t *len)
+{
+    const struct hf_added *a = added_of(t, id);
+    if (a) {
+        *len = a->len;
+        return a->content;
+    }
+    if (id >= 0 && id < t->vocab.n && t->vocab.tok[id]) {
+        *len = t->vocab.len[id];
+        return t->vocab.tok[id];
+    }
+    *len = 0;
+    return NULL;
+}
+
+int hftok_token_id(const struct hftok *t, const char *token, size_t len)
+{
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].len == len && memcmp(t->added[i].content, token, len) == 0)
+            return t->added[i].id;
+    return hf_vocab_find(&t->vocab, token, len);
+}
+
+/* ---- pieces -------------------------------------------------------------------------------- */
+
+struct piece {
+    char *s;
+    uint32_t *orig; /* per byte: the input offset of its character */
+    size_t len;
+    uint32_t base; /* where in the input this piece's original text starts */
+    int id;        /* an added token's id, or -1 */
+};
+
+struct plist {
+    struct piece *v;
+    int n, cap;
+};
+
+/* A piece being written. */
+struct sb {
+    char *s;
+    uint32_t *orig;
+    size_t n, cap;
+    int failed;
+};
+
+static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
+{
+    if (b->failed || len == 0)
+        return;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 32;
+        while (cap < b->n + len)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (s)
+            b->s = s;
+        uint32_t *o = realloc(b->orig, cap * sizeof(*o));
+        if (o)
+            b->orig = o;
+        if (!s || !o) {
+            b->failed = 1;
+            return;
+        }
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, p, len);
+    for (size_t i = 0; i < len; i++)
+        b->orig[b->n + i] = orig;
+    b->n += len;
+}
+
+static void sb_putc(struct sb *b, uint32_t cp, uint32_t orig)
+{
+    char u[4];
+    int k = utf8_encode(cp, u);
+    sb_put(b, u, (size_t)(k > 0 ? k : 0), orig);
+}
+
+/* Replaces p's text with b's (b is emptied). */
+static int sb_into(struct sb *b, struct piece *p, struct diag *err)
+{
+    if (b->failed) {
+        free(b->s);
+        free(b->orig);
+        memset(b, 0, sizeof(*b));
+        return diag_set(err, "", "out of memory");
+    }
+    if (!b->s) { /* nothing was written: an empty piece, still with its buffers */
+        b->s = malloc(1);
+        b->orig = malloc(sizeof(*b->orig));
+        if (!b->s || !b->orig) {
+            free(b->s);
+            free(b->orig);
+            memset(b, 0, sizeof(*b));
+            return diag_set(err, "", "out of memory");
+        }
+    }
+    free(p->s);
+    free(p->orig);
+    p->s = b->s;
+    p->orig = b->orig;
+    p->len = b->n;
+    memset(b, 0, sizeof(*b));
+    return 0;
+}
+
+static void plist_free(struct plist *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->v[i].s);
+        free(l->v[i].orig);
+    }
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Appends a copy of p's bytes [a, b) as a new piece; an empty one is dropped (the library's
+ * PreTokenizedString::split does the same). */
+static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b, int id,
+                     struct diag *err)
+{
+    if (b <= a)
+        return 0;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return diag_set(err, "", "out of memory");
+        l->v = v;
+        l->cap = cap;
+    }
+    struct piece *q = &l->v[l->n];
+    q->len = b - a;
+    q->s = malloc(q->len);
+    q->orig = malloc(q->len * sizeof(*q->orig));
+    if (!q->s || !q->orig) {
+        free(q->s);
+        free(q->orig);
+        return diag_set(err, "", "out of memory");
+    }
+    memcpy(q->s, p->s + a, q->len);
+    memcpy(q->orig, p->orig + a, q->len * sizeof(*q->orig));
+    q->base = p->orig[a];
+    q->id = id;
+    l->n++;
+    return 0;
+}
+
+/* Moves a whole piece into l (p is emptied). */
+static int plist_take(struct plist *l, struct piece *p, struct diag *err)
+{
+    if (p->len == 0) {
+        free(p->s);
+        free(p->orig);
+        memset(p, 0, sizeof(*p));
+        return 0;
+    }
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return diag_set(err, "", "out of memory");
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *p;
+    memset(p, 0, sizeof(*p));
+    return 0;
+}
+
+static uint32_t char_at(const char *s, size_t len, size_t i, int *k)
+{
+    uint32_t cp = 0;
+    char tmp[5] = {0};
+    memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
+    *k = utf8_decode(tmp, &cp);
+    if (*k <= 0)
+        *k = 1;
+    return cp;
+}
+
+/* ---- normalizers --------------------------------------------------------------------------- */
+
+static bool bert_whitespace(uint32_t c)
+{
+    return c == '\t' || c == '\n' || c == '\r' || uni_is_whitespace(c);
+}
+
+static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err);
+
+/* Keeps the characters for which keep() holds, each with its own offset. */
+static int filter(struct piece *p, bool (*drop)(uint32_t), struct diag *err)
+{
+    struct sb b = {0};
+    for (size_t i = 0; i < p->len;) {
+        int k;
+        uint32_t c = char_at(p->s, p->len, i, &k);
+        if (!drop(c))
+            sb_put(&b, p->s + i, (size_t)k, p->orig[i]);
+        i += (size_t)k;
+    }
+    return sb_into(&b, p, err);
+}
+
+static bool bert_clean_drop(uint32_t c)
+{
+    return c == 0 || c == 0xFFFD || uni_bert_is_control(c);
+}
+
+static int lowercase(struct piece *p, struct diag *err)
+{
+    struct sb b = {0};
+    for (size_t i = 0; i < p->len;) {
+        int k;
+        uint32_t c = char_at(p->s, p->len, i, &k), out[3];
+        int m = uni_lower(c, out);
+        for (int j = 0; j < m; j++)
+            sb_putc(&b, out[j], p->orig[i]);
+        i += (size_t)k;
+    }
+    return sb_into(&b, p, err);
+}
+
+static int nform(struct piece *p, enum uni_form f, struct diag *err)
+{
+    char *out;
+    uint32_t *seg;
+    size_t n;
+    if (uni_normalize(&out, &seg, &n, f, p->s, p->len, err) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        seg[i] = p->orig[seg[i]];
+    free(p->s);
+    free(p->orig);
+    p->s = out;
+    p->orig = seg;
+    p->len = n;
+    return 0;
+}
+
+static int prepend(struct piece *p, const char *s, size_t len, struct diag *err)
+{
+    if (p->len == 0)
+        return 0;
+    struct sb b = {0};
+    sb_put(&b, s, len, p->orig[0]);
+    sb_put(&b, p->s, p->len, 0);
+    if (!b.failed)
+        memcpy(b.orig + len, p->orig, p->len * sizeof(*p->orig));
+    return sb_into(&b, p, err);
+}
+
+struct repl_ctx {
+    struct piece *p;
+    struct sb *b;
+    size_t last;
+    const char *content;
+    size_t content_len;
+};
+
+static int repl_one(void *vc, size_t start, size_t end)
+{
+    struct repl_ctx *c = vc;
+    struct piece *p = c->p;
+    for (size_t i = c->last; i < start; i++)
+        sb_put(c->b, p->s + i, 1, p->orig[i]);
+    /* the library gives the new text the alignment of the byte before the match's end */
+    uint32_t o = end > 0 ? p->orig[end - 1] : p->base;
+    sb_put(c->b, c->content, c->content_len, o);
+    c->last = end;
+    return 0;
+}
+
+static int replace(struct piece *p, const pcre2_code *re, const char *content, size_t content_len,
+                   struct diag *err)
+{
+    struct sb b = {0};
+    struct repl_ctx c = {p, &b, 0, content, content_len};
+    if (hf_regex_each(re, p->s, p->len, repl_one, &c, err) != 0) {
+        free(b.s);
+        free(b.orig);
+        return -1;
+    }
+    for (size_t i = c.last; i < p->len; i++)
+        sb_put(&b, p->s + i, 1, p->orig[i]);
+    return sb_into(&b, p, err);
+}
+
+static int strip(struct piece *p, bool left, bool right, struct diag *err)
+{
+    size_t a = 0, z = p->len;
+    while (left && a < z) {
+        int k;
+        uint32_t c = char_at(p->s, p->len, a, &k);
+        if (!uni_is_whitespace(c))
+            break;
+        a += (size_t)k;
+    }
+    while (right && z > a) {
+        size_t i = z - 1;
+        while (i > a && ((unsigned char)p->s[i] & 0xC0) == 0x80)
+            i--;
+        int k;
+        uint32_t c = char_at(p->s, p->len, i, &k);
+        if (!uni_is_whitespace(c))
+            break;
+        z = i;
+    }
+    if (a == 0 && z == p->len)
+        return 0;
+    struct sb b = {0};
+    sb_put(&b, p->s + a, z - a, 0);
+    if (!b.failed && z > a)
+        memcpy(b.orig, p->orig + a, (z - a) * sizeof(*p->orig));
+    return sb_into(&b, p, err);
+}
+
+static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
+{
+    if (n->clean_text) {
+        if (filter(p, bert_clean_drop, err))
+            return -1;
+        struct sb b = {0};
+        for (size_t i = 0; i < p->len;) {
+            int k;
+            uint32_t c = char_at(p->s, p->len, i, &k);
+            if (bert_whitespace(c))
+                sb_put(&b, " ", 1, p->orig[i]);
+            else
+                sb_put(&b, p->s + i, (size_t)k, p->orig[i]);
+            i += (size_t)k;
+        }
+        if (sb_into(&b, p, err))
+            return -1;
+    }
+    if (n->chinese) {
+        struct sb b = {0};
+        for (size_t i = 0; i < p->len;) {
+            int k;
+            uint32_t c = char_at(p->s, p->len, i, &k);
+            bool cjk = uni_is_chinese(c);
+            if (cjk)
+                sb_put(&b, " ", 1, p->orig[i]);
+            sb_put(&b, p->s + i, (size_t)k, p->orig[i]);
+            if (cjk)
+                sb_put(&b, " ", 1, p->orig[i]);
+            i += (size_t)k;
+        }
+        if (sb_into(&b, p, err))
+            return -1;
+    }
+    bool accents = n->strip_accents < 0 ? n->lowercase : n->strip_accents == 1;
+    if (accents) {
+        if (nform(p, UNI_NFD, err) || filter(p, uni_bert_is_nonspacing, err))
+            return -1;
+    }
+    if (n->lowercase && lowercase(p, err))
+        return -1;
+    return 0;
+}
+
+static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
+{
+    switch (n->kind) {
+    case HN_NFC:
+    case HN_NFD:
+    case HN_NFKC:
+    case HN_NFKD:
+        return nform(p, (enum uni_form)(n->kind - HN_NFC), err);
+    case HN_LOWERCASE:
+        return lowercase(p, err);
+    case HN_STRIP_ACCENTS:
+        return filter(p, uni_is_combining_mark, err);
+    case HN_BERT:
+        return bert(p, n, err);
+    case HN_PREPEND:
+        return prepend(p, n->str, n->str_len, err);
+    case HN_REPLACE:
+        return replace(p, n->pat.re, n->str, n->str_len, err);
+    case HN_STRIP:
+        return strip(p, n->left, n->right, err);
+    case HN_SEQUENCE:
+        for (int i = 0; i < n->n; i++)
+            if (normalize(p, &n->items[i], err))
+                return -1;
+        return 0;
+    }
+    return 0;
+}
+
+int hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s, size_t len,
+                      struct diag *err)
+{
+    *out = NULL;
+    *out_len = 0;
+    struct piece p = {0};
+    p.len = len;
+    p.s = malloc(len ? len : 1);
+    p.orig = malloc((len ? len : 1) * sizeof(*p.orig));
+    if (!p.s || !p.orig) {
+        free(p.s);
+        free(p.orig);
+        return diag_set(err, "", "out of memory");
+    }
+    memcpy(p.s, s, len);
+    for (size_t i = 0; i < len; i++)
+        p.orig[i] = (uint32_t)i;
+    int rc = t->has_norm ? normalize(&p, &t->norm, err) : 0;
+    free(p.orig);
+    if (rc) {
+        free(p.s);
+        return -1;
+    }
+    *out = p.s;
+    *out_len = p.len;
+    return 0;
+}
+
+/* ---- splitting ----------------------------------------------------------------------------- */
+
+/* The matches of a pattern in a piece: contiguous ranges covering it, each a match or not. */
+struct mlist {
+    size_t *a, *b;
+    bool *is;
+    int n, cap;
+    int failed;
+};
+
+static void mpush(struct mlist *m, size_t a, size_t b, bool is)
+{
+    if (m->failed)
+        return;
+    if (m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 32;
+        size_t *na = realloc(m->a, (size_t)cap * sizeof(size_t));
+        if (na)
+            m->a = na;
+        size_t *nb = realloc(m->b, (size_t)cap * sizeof(size_t));
+        if (nb)
+            m->b = nb;
+        bool *ni = realloc(m->is, (size_t)cap * sizeof(bool));
+        if (ni)
+            m->is = ni;
+        if (!na || !nb || !ni) {
+            m->failed = 1;
+            return;
+        }
+        m->cap = cap;
+    }
+    m->a[m->n] = a;
+    m->b[m->n] = b;
+    m->is[m->n] = is;
+    m->n++;
+}
+
+static void mfree(struct mlist *m)
+{
+    free(m->a);
+    free(m->b);
+    free(m->is);
+    memset(m, 0, sizeof(*m));
+}
+
+struct rx_ctx {
+    struct mlist *m;
+    size_t prev;
+};
+
+static int rx_one(void *vc, size_t start, size_t end)
+{
+    struct rx_ctx *c = vc;
+    if (c->prev != start)
+        mpush(c->m, c->prev, start, false);
+    mpush(c->m, start, end, true);
+    c->prev = end;
+    return 0;
+}
+
+/* pattern.rs's find_matches for a regex. */
+static int regex_matches(struct mlist *m, const pcre2_code *re, const struct piece *p,
+                         struct diag *err)
+{
+    if (p->len == 0) {
+        mpush(m, 0, 0, false);
+        return 0;
+    }
+    struct rx_ctx c = {m, 0};
+    if (hf_regex_each(re, p->s, p->len, rx_one, &c, err))
+        return -1;
+    if (c.prev != p->len)
+        mpush(m, c.prev, p->len, false);
+    return 0;
+}
+
+/* pattern.rs's find_matches for a predicate on characters: each matching character alone. */
+static void char_matches(struct mlist *m, bool (*is)(uint32_t), const struct piece *p)
+{
+    if (p->len == 0) {
+        mpush(m, 0, 0, false);
+        return;
+    }
+    size_t last = 0, seen = 0;
+    for (size_t i = 0; i < p->len;) {
+        int k;
+        uint32_t c = char_at(p->s, p->len, i, &k);
+        seen = i + (size_t)k;
+        if (is(c)) {
+            if (last < i)
+                mpush(m, last, i, false);
+            mpush(m, i, seen, true);
+            last = seen;
+        }
+        i = seen;
+    }
+    if (seen > last)
+        mpush(m, last, seen, false);
+}
+
+/* normalizer.rs's split: the matches into pieces by behavior, appended to out. */
+static int split_piece(struct plist *out, const struct piece *p, struct mlist *m,
+                       enum hf_behavior behavior, bool invert, struct diag *err)
+{
+    if (m->failed)
+        return diag_set(err, "", "out of memory");
+    if (invert)
+        for (int i = 0; i < m->n; i++)
+            m->is[i] = !m->is[i];
+    /* (a, b, remove) in order */
+    size_t *A = malloc(((size_t)m->n + 1) * sizeof(size_t)),
+           *B = malloc(((size_t)m->n + 1) * sizeof(size_t));
+    bool *R = malloc(((size_t)m->n + 1) * sizeof(bool));
+    int k = 0;
+    if (!A || !B || !R) {
+        free(A);
+        free(B);
+        free(R);
+        return diag_set(err, "", "out of memory");
+    }
+    bool prev = false;
+    switch (behavior) {
+    case HF_ISOLATED:
+    case HF_REMOVED:
+        for (int i = 0; i < m->n; i++) {
+            A[k] = m->a[i];
+            B[k] = m->b[i];
+            R[k++] = behavior == HF_REMOVED && m->is[i];
+        }
+        break;
+    case HF_CONTIGUOUS:
+        for (int i = 0; i < m->n; i++) {
+            if (m->is[i] == prev && k > 0) {
+                B[k - 1] = m->b[i];
+            } else {
+                A[k] = m->a[i];
+                B[k] = m->b[i];
+                R[k++] = false;
+            }
+            prev = m->is[i];
+        }
+        break;
+    case HF_MERGED_PREV:
+        for (int i = 0; i < m->n; i++) {
+            if (m->is[i] && !prev && k > 0) {
+                B[k - 1] = m->b[i];
+            } else {
+                A[k] = m->a[i];
+                B[k] = m->b[i];
+                R[k++] = false;
+            }
+            prev = m->is[i];
+        }
+        break;
+    case HF_MERGED_NEXT:
+        /* folded from the end, then reversed */
+        for (int i = m->n - 1; i >= 0; i--) {
+            if (m->is[i] && !prev && k > 0) {
+                A[k - 1] = m->a[i];
+            } else {
+                A[k] = m->a[i];
+                B[k] = m->b[i];
+                R[k++] = false;
+            }
+            prev = m->is[i];
+        }
+        for (int i = 0; i < k / 2; i++) {
+            size_t ta = A[i], tb = B[i];
+            bool tr = R[i];
+            A[i] = A[k - 1 - i];
+            B[i] = B[k - 1 - i];
+            R[i] = R[k - 1 - i];
+            A[k - 1 - i] = ta;
+            B[k - 1 - i] = tb;
+            R[k - 1 - i] = tr;
+        }
+        break;
+    }
+    int rc = 0;
+    for (int i = 0; i < k && rc == 0; i++)
+        if (!R[i])
+            rc = plist_add(out, p, A[i], B[i], -1, err);
+    free(A);
+    free(B);
+    free(R);
+    return rc;
+}
+
+/* ---- pre-tokenizers ------------------------------------------------------------------------ */
+
+static bool is_bert_space(uint32_t c)
+{
+    return uni_is_whitespace(c);
+}
+
+/* GPT-2's byte -> character mapping (bpe.c's bytes_to_unicode). */
+static bool stands_for_itself(int byte)
+{
+    return (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
+}
+
+static uint32_t byte_char(int byte)
+{
+    if (stands_for_itself(byte))
+        return (uint32_t)byte;
+    uint32_t n = 0;
+    for (int b = 0; b < byte; b++)
+        n += !stands_for_itself(b);
+    return 0x100 + n;
+}
+
+static int char_byte(uint32_t cp)
+{
+    if (cp < 0x100)
+        return stands_for_itself((int)cp) ? (int)cp : -1;
+    if (cp >= 0x100 + 68)
+        return -1;
+    uint32_t n = cp - 0x100;
+    for (int b = 0; b < 256; b++)
+        if (!stands_for_itself(b) && n-- == 0)
+            return b;
+    return -1;
+}
+
+static int byte_level_map(struct piece *p, struct diag *err)
+{
+    struct sb b = {0};
+    for (size_t i = 0; i < p->len; i++)
+        sb_putc(&b, byte_char((unsigned char)p->s[i]), p->orig[i]);
+    return sb_into(&b, p, err);
+}
+
+/* Whitespace: the runs of \w+ and [^\w\s]+ (Rust's regex crate), everything else removed. */
+static void whitespace_matches(struct mlist *m, const struct piece *p)
+{
+    if (p->len == 0) {
+        mpush(m, 0, 0, false);
+        return;
+    }
+    size_t prev = 0;
+    for (size_t i = 0; i < p->len;) {
+        int k;
+        uint32_t c = char_at(p->s, p->len, i, &k);
+        int cls = uni_is_word(c) ? 1 : uni_is_whitespace(c) ? 0 : 2;
+        if (cls == 0) {
+            i += (size_t)k;
+            continue;
+        }
+        size_t j = i + (size_t)k;
+        while (j < p->len) {
+            int k2;
+            uint32_t d = char_at(p->s, p->len, j, &k2);
+            int c2 = uni_is_word(d) ? 1 : uni_is_whitespace(d) ? 0 : 2;
+            if (c2 != cls)
+                break;
+            j += (size_t)k2;
+        }
+        /* the regex's matches, inverted by the library: matches are kept */
+        if (prev != i)
+            mpush(m, prev, i, true);
+        mpush(m, i, j, false);
+        prev = j;
+        i = j;
+    }
+    if (prev != p->len)
+        mpush(m, prev, p->len, true);
+}
+
+static int pre_tokenize(struct plist *l, const struct hftok *t, const struct hf_pre *pre,
+                        struct diag *err);
+
+/* Runs one pre-tokenizer on every piece of l that is not an added token. */
+static int pre_tokenize(struct plist *l, const struct hftok *t, const struct hf_pre *pre,
+                        struct diag *err)
+{
+    if (pre->kind == HP_SEQUENCE) {
+        for (int i = 0; i < pre->n; i++)
+            if (pre_tokenize(l, t, &pre->items[i], err))
+                return -1;
+        return 0;
+    }
+    if (pre->kind == HP_BERT) {
+        struct hf_pre ws = {.kind = HP_WHITESPACE_SPLIT};
+        struct hf_pre pu = {.kind = HP_PUNCTUATION, .behavior = HF_ISOLATED};
+        return pre_tokenize(l, t, &ws, err) || pre_tokenize(l, t, &pu, err) ? -1 : 0;
+    }
+    struct plist out = {0};
+    int rc = 0;
+    for (int i = 0; i < l->n && rc == 0; i++) {
+        struct piece *p = &l->v[i];
+        if (p->id >= 0) {
+            rc = plist_take(&out, p, err);
+            continue;
+        }
+        struct mlist m = {0};
+        switch (pre->kind) {
+        case HP_BYTE_LEVEL: {
+            if (pre->add_prefix_space && p->len > 0 && p->s[0] != ' ' && prepend(p, " ", 1, err)) {
+                rc = -1;
+                break;
+            }
+            int first = out.n;
+            if (pre->use_regex) {
+                if (regex_matches(&m, t->byte_level_re, p, err) ||
+                    split_piece(&out, p, &m, HF_ISOLATED, false, err))
+                    rc = -1;
+            } else {
+                rc = plist_take(&out, p, err);
+            }
+            for (int k = first; k < out.n && rc == 0; k++)
+                rc = byte_level_map(&out.v[k], err);
+            break;
+        }
+        case HP_SPLIT:
+            if (regex_matches(&m, pre->pat.re, p, err) ||
+                split_piece(&out, p, &m, pre->behavior, pre->invert, err))
+                rc = -1;
+            break;
+        case HP_METASPACE: {
+            char rep[4];
+            int rl = utf8_encode(pre->replacement, rep);
+            struct sb b = {0};
+            for (size_t k = 0; k < p->len; k++) {
+                if (p->s[k] == ' ')
+                    sb_put(&b, rep, (size_t)rl, p->orig[k]);
+                else
+                    sb_put(&b, p->s + k, 1, p->orig[k]);
+            }
+            if (sb_into(&b, p, err)) {
+                rc = -1;
+                break;
+            }
+            bool starts = p->len >= (size_t)rl && memcmp(p->s, rep, (size_t)rl) == 0;
+            if ((pre->prepend == HF_PREPEND_ALWAYS ||
+                 (pre->prepend == HF_PREPEND_FIRST && p->base == 0)) &&
+                !starts && prepend(p, rep, (size_t)rl, err)) {
+                rc = -1;
+                break;
+            }
+            if (pre->split) {
+                /* the replacement is one character: matched as such */
+                if (p->len == 0) {
+                    mpush(&m, 0, 0, false);
+                } else {
+                    size_t last = 0;
+                    for (size_t k = 0; k < p->len;) {
+                        int kk;
+                        uint32_t c = char_at(p->s, p->len, k, &kk);
+                        if (c == pre->replacement) {
+                            if (last < k)
+                                mpush(&m, last, k, false);
+                            mpush(&m, k, k + (size_t)kk, true);
+                            last = k + (size_t)kk;
+                        }
+                        k += (size_t)kk;
+                    }
+                    if (last < p->len)
+                        mpush(&m, last, p->len, false);
+                }
+                rc = split_piece(&out, p, &m, HF_MERGED_NEXT, false, err);
+            } else {
+                rc = plist_take(&out, p, err);
+            }
+            break;
+        }
+        case HP_WHITESPACE:
+            whitespace_matches(&m, p);
+            rc = split_piece(&out, p, &m, HF_REMOVED, false, err);
+            break;
+        case HP_WHITESPACE_SPLIT:
+            char_matches(&m, is_bert_space, p);
+            rc = split_piece(&out, p, &m, HF_REMOVED, false, err);
+            break;
+        case HP_DIGITS:
+            char_matches(&m, uni_is_numeric, p);
+            rc = split_piece(&out, p, &m, pre->individual_digits ? HF_ISOLATED : HF_CONTIGUOUS,
+                             false, err);
+            break;
+        case HP_PUNCTUATION:
+            char_matches(&m, uni_bert_is_punctuation, p);
+            rc = split_piece(&out, p, &m, pre->behavior, false, err);
+            break;
+        case HP_BERT:
+        case HP_SEQUENCE:
+            break;
+        }
+        mfree(&m);
+    }
+    if (rc) {
+        plist_free(&out);
+        return -1;
+    }
+    plist_free(l);
+    *l = out;
+    return 0;
+}
+
+/* ---- added tokens -------------------------------------------------------------------------- */
+
+/* \w$ and ^\w of Rust's regex crate on a piece's text. */
+static bool ends_with_word(const char *s, size_t len)
+{
+    if (len == 0)
+        return false;
+    size_t i = len - 1;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+        i--;
+    int k;
+    return uni_is_word(char_at(s, len, i, &k));
+}
+
+static bool starts_with_word(const char *s, size_t len)
+{
+    int k;
+    return len > 0 && uni_is_word(char_at(s, len, 0, &k));
+}
+
+/* added_vocabulary.rs's find_matches and split_with_indices: the pieces of p around the added
+ * tokens (normalized ones or the others) it holds, leftmost-longest, appended to out. */
+static int split_added(struct plist *out, struct piece *p, const struct hftok *t, bool normalized,
+                       struct diag *err)
+{
+    size_t start_offset = 0;
+    int rc = 0;
+    for (size_t i = 0; i < p->len && rc == 0;) {
+        /* the longest token of the set that starts at i */
+        int best = -1;
+        size_t best_len = 0;
+        for (int k = 0; k < t->n_added; k++) {
+            const struct hf_added *a = &t->added[k];
+            if (a->normalized != normalized)
+                continue;
+            const char *pat = a->normalized && a->norm ? a->norm : a->content;
+            size_t pl = a->normalized && a->norm ? a->norm_len : a->len;
+            if (pl > best_len && pl <= p->len - i && memcmp(p->s + i, pat, pl) == 0) {
+                best = k;
+                best_len = pl;
+            }
+        }
+        if (best < 0 || best_len == 0) {
+            int k;
+            char_at(p->s, p->len, i, &k);
+            i += (size_t)k;
+            continue;
+        }
+        const struct hf_added *a = &t->added[best];
+        size_t start = i, stop = i + best_len;
+        i = stop; /* the matcher goes on after the match, whatever is done with it */
+        if (a->single_word) {
+            bool start_space = start == 0 || !ends_with_word(p->s, start);
+            bool stop_space = stop == p->len || !starts_with_word(p->s + stop, p->len - stop);
+            if (!start_space || !stop_space)
+                continue;
+        }
+        if (a->lstrip) {
+            size_t ns = start;
+            while (ns > 0) {
+                size_t j = ns - 1;
+                while (j > 0 && ((unsigned char)p->s[j] & 0xC0) == 0x80)
+                    j--;
+                int k;
+                if (!uni_is_whitespace(char_at(p->s, p->len, j, &k)))
+                    break;
+                ns = j;
+            }
+            start = ns > start_offset ? ns : start_offset;
+        }
+        if (a->rstrip) {
+            while (stop < p->len) {
+                int k;
+                if (!uni_is_whitespace(char_at(p->s, p->len, stop, &k)))
+                    break;
+                stop += (size_t)k;
+            }
+        }
+        if (start_offset < start)
+            rc = plist_add(out, p, start_offset, start, -1, err);
+        if (rc == 0)
+            rc = plist_add(out, p, start, stop, a->id, err);
+        start_offset = stop;
+    }
+    if (rc == 0 && start_offset < p->len)
+        rc = plist_add(out, p, start_offset, p->len, -1, err);
+    return rc;
+}
+
+/* ---- models -------------------------------------------------------------------------------- */
+
+struct ids {
+    int *v;
+    int n, cap;
+    int failed;
+};
+
+static void ids_push(struct ids *x, int id)
+{
+    if (x->failed)
+        return;
+    if (x->n == x->cap) {
+        int cap = x->cap ? x->cap * 2 : 64;
+        int *v = realloc(x->v, (size_t)cap * sizeof(int));
+        if (!v) {
+            x->failed = 1;
+            return;
+        }
+        x->v = v;
+        x->cap = cap;
+    }
+    x->v[x->n++] = id;
+}
+
+static int need_unk(const struct hf_model *m, struct diag *err)
+{
+    char b[120];
+    bpe_label_bytes(b, sizeof(b), m->unk, m->unk_len);
+    return diag_set(err, "", "the unknown token \"%s\" is needed but is not in the vocabulary", b);
+}
+
+/* models/bpe/model.rs: merge_word and tokenize. */
+static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_t len,
+                    struct bpe_scratch *w, struct ids *syms, struct diag *err)
+{
+    const struct hf_model *m = &t->model;
+    if (len == 0)
+        return 0;
+    if (m->ignore_merges) {
+        int id = hf_vocab_find(&t->vocab, s, len);
+        if (id >= 0) {
+            ids_push(out, id);
+            return 0;
+        }
+    }
+    syms->n = 0;
+    int unk = -1; /* a pending unknown token (fused ones grow into it) */
+    char *buf = malloc(m->prefix_len + 4 + m->suffix_len + 1);
+    if (!buf)
+        return diag_set(err, "", "out of memory");
+    for (size_t i = 0; i < len;) {
+        int k;
+        char_at(s, len, i, &k);
+        size_t n = 0;
+        if (i > 0 && m->prefix) {
+            memcpy(buf, m->prefix, m->prefix_len);
+            n = m->prefix_len;
+        }
+        memcpy(buf + n, s + i, (size_t)k);
+        n += (size_t)k;
+        if (i + (size_t)k >= len && m->suffix) {
+            memcpy(buf + n, m->suffix, m->suffix_len);
+            n += m->suffix_len;
+        }
+        int id = hf_vocab_find(&t->vocab, buf, n);
+        if (id >= 0) {
+            if (unk >= 0) {
+                ids_push(syms, unk);
+                unk = -1;
+            }
+            ids_push(syms, id);
+        } else {
+            bool done = false;
+            if (m->byte_fallback) {
+                bool all = true;
+                for (size_t b = 0; b < n; b++)
+                    all = all && m->byte_ids[(unsigned char)buf[b]] >= 0;
+                if (all) {
+                    for (size_t b = 0; b < n; b++)
+                        ids_push(syms, m->byte_ids[(unsigned char)buf[b]]);
+                    done = true;
+                }
+            }
+            if (!done && m->unk) {
+                if (m->unk_id < 0) {
+                    free(buf);
+                    return need_unk(m, err);
+                }
+                if (unk >= 0 && !m->fuse_unk)
+                    ids_push(syms, unk);
+                unk = m->unk_id;
+            }
+            /* no unk_token: the character is dropped, as in the library */
+        }
+        i += (size_t)k;
+    }
+    free(buf);
+    if (unk >= 0)
+        ids_push(syms, unk);
+    if (syms->failed)
+        return diag_set(err, "", "out of memory");
+    int n = syms->n;
+    if (bpe_merge(syms->v, syms->n, &n, &m->merges, BPE_IMMEDIATE, w) != 0)
+        return diag_set(err, "", "out of memory");
+    for (int i = 0; i < n; i++)
+        ids_push(out, syms->v[i]);
+    return 0;
+}
+
+/* models/wordpiece/mod.rs: greedy longest match first. */
+static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s, size_t len,
+                          struct diag *err)
+{
+    const struct hf_model *m = &t->model;
+    long chars = 0;
+    for (size_t i = 0; i < len;) {
+        int k;
+        char_at(s, len, i, &k);
+        i += (size_t)k;
+        chars++;
+    }
+    int first = out->n;
+    bool bad = chars > m->max_chars;
+    char *buf = bad ? NULL : malloc(m->prefix_len + len + 1);
+    if (!bad && !buf)
+        return diag_set(err, "", "out of memory");
+    for (size_t start = 0; !bad && start < len;) {
+        /* no token is longer than the vocabulary's longest: start there */
+        size_t room =
+            m->max_token_len - (start > 0 && m->max_token_len >= m->prefix_len ? m->prefix_len : 0);
+        size_t end = len - start > room ? start + room : len;
+        while (end > start && end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
+            end--;
+        int found = -1;
+        while (start < end) {
+            size_t n = 0;
+            if (start > 0) {
+                memcpy(buf, m->prefix, m->prefix_len);
+                n = m->prefix_len;
+            }
+            memcpy(buf + n, s + start, end - start);
+            n += end - start;
+            found = hf_vocab_find(&t->vocab, buf, n);
+            if (found >= 0)
+                break;
+            end--;
+            while (end > start && ((unsigned char)s[end] & 0xC0) == 0x80)
+                end--;
+        }
+        if (found < 0) {
+            bad = true;
+            break;
+        }
+        ids_push(out, found);
+        start = end;
+    }
+    free(buf);
+    if (bad) {
+        out->n = first;
+        if (m->unk_id < 0)
+            return need_unk(m, err);
+        ids_push(out, m->unk_id);
+    }
+    return 0;
+}
+
+/* ---- one sequence -------------------------------------------------------------------------- */
+
+static int check_utf8(const char *s, size_t len, struct diag *err)
+{
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        char tmp[5] = {0};
+        memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
+        int k = utf8_decode(tmp, &cp);
+        if (k <= 0 && !(s[i] == '\0'))
+            return diag_set(err, "text", "the text is not valid UTF-8 at byte %zu", i);
+        i += k > 0 ? (size_t)k : 1;
+    }
+    return 0;
+}
+
+/* encode_single_sequence: added tokens, normaliser, pre-tokenizer, model. */
+static int encode_one(struct ids *out, const struct hftok *t, const char *text, size_t len,
+                      struct diag *err)
+{
+    if (check_utf8(text, len, err))
+        return -1;
+    if (len > (size_t)INT32_MAX)
+        return diag_set(err, "text", "the text is too long to tokenize (%zu bytes)", len);
+    struct piece whole = {0};
+    whole.len = len;
+    whole.s = malloc(len ? len : 1);
+    whole.orig = malloc((len ? len : 1) * sizeof(uint32_t));
+    whole.id = -1;
+    if (!whole.s || !whole.orig) {
+        free(whole.s);
+        free(whole.orig);
+        return diag_set(err, "", "out of memory");
+    }
+    memcpy(whole.s, text, len);
+    for (size_t i = 0; i < len;) {
+        int k;
+        char_at(text, len, i, &k);
+        for (int j = 0; j < k && i + (size_t)j < len; j++)
+            whole.orig[i + (size_t)j] = (uint32_t)i;
+        i += (size_t)k;
+    }
+    struct plist a = {0}, b = {0};
+    int rc = split_added(&a, &whole, t, false, err);
+    free(whole.s);
+    free(whole.orig);
+    /* the rest is normalised, then the normalized added tokens are cut out */
+    for (int i = 0; i < a.n && rc == 0; i++) {
+        struct piece *p = &a.v[i];
+        if (p->id >= 0) {
+            rc = plist_take(&b, p, err);
+            continue;
+        }
+        if (t->has_norm)
+            rc = normalize(p, &t->norm, err);
+        if (rc == 0)
+            rc = split_added(&b, p, t, true, err);
+    }
+    plist_free(&a);
+    if (rc == 0 && t->has_pre)
+        rc = pre_tokenize(&b, t, &t->pre, err);
+    struct bpe_scratch w = {0};
+    struct ids syms = {0};
+    for (int i = 0; i < b.n && rc == 0; i++) {
+        const struct piece *p = &b.v[i];
+        if (p->id >= 0)
+            ids_push(out, p->id);
+        else if (t->model.kind == HM_BPE)
+            rc = bpe_word(out, t, p->s, p->len, &w, &syms, err);
+        else
+            rc = wordpiece_word(out, t, p->s, p->len, err);
+    }
+    bpe_scratch_free(&w);
+    free(syms.v);
+    plist_free(&b);
+    if (rc == 0 && out->failed)
+        rc = diag_set(err, "", "out of memory");
+    return rc;
+}
+
+/* ---- post-processing ----------------------------------------------------------------------- */
+
+struct enc {
+    struct ids id, type, special;
+};
+
+struct encs {
+    struct enc *v;
+    int n;
+};
+
+static void enc_free(struct enc *e)
+{
+    free(e->id.v);
+    free(e->type.v);
+    free(e->special.v);
+    memset(e, 0, sizeof(*e));
+}
+
+static void encs_free(struct encs *l)
+{
+    for (int i = 0; i < l->n; i++)
+        enc_free(&l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+static void enc_append(struct enc *dst, const struct enc *src, int type_id /* -1: keep */)
+{
+    for (int i = 0; i < src->id.n; i++) {
+        ids_push(&dst->id, src->id.v[i]);
+        ids_push(&dst->type, type_id >= 0 ? type_id : src->type.v[i]);
+        ids_push(&dst->special, src->special.v[i]);
+    }
+}
+
+static void enc_special(struct enc *dst, int id, int type_id)
+{
+    ids_push(&dst->id, id);
+    ids_push(&dst->type, type_id);
+    ids_push(&dst->special, 1);
+}
+
+static bool enc_failed(const struct enc *e)
+{
+    return e->id.failed || e->type.failed || e->special.failed;
+}
+
+static int post_process(struct encs *l, const struct hf_post *p, bool add, struct diag *err)
+{
+    if (p->kind == HQ_SEQUENCE) {
+        for (int i = 0; i < p->n; i++)
+            if (post_process(l, &p->items[i], add, err))
+                return -1;
+        return 0;
+    }
+    if (p->kind == HQ_ROBERTA) /* "Roberta is weird, and every encoding is type_id=0" */
+        for (int i = 0; i < l->n; i++)
+            for (int k = 0; k < l->v[i].type.n; k++)
+                l->v[i].type.v[k] = 0;
+    if (p->kind == HQ_BYTE_LEVEL || ((p->kind == HQ_BERT || p->kind == HQ_ROBERTA) && !add))
+        return 0;
+    if (l->n < 1 || l->n > 2)
+        return diag_set(err, "",
+                        "the post-processor cannot take %d sequences (after an earlier "
+                        "template)",
+                        l->n);
+    struct encs out = {
+        calloc(p->kind == HQ_TEMPLATE ? (size_t)(l->n == 2 ? p->n_pair : p->n_single) + 1 : 2,
+               sizeof(struct enc)),
+        0};
+    if (!out.v)
+        return diag_set(err, "", "out of memory");
+    bool failed = false;
+    if (p->kind == HQ_TEMPLATE) {
+        const struct hf_tpiece *tp = l->n == 2 ? p->pair : p->single;
+        int n = l->n == 2 ? p->n_pair : p->n_single;
+        for (int i = 0; i < n; i++) {
+            struct enc *e = &out.v[out.n];
+            if (!tp[i].special) {
+                if (tp[i].seq >= l->n) {
+                    encs_free(&out);
+                    return diag_set(err, "", "the template names sequence B for one sequence");
+                }
+                enc_append(e, &l->v[tp[i].seq], tp[i].type_id);
+                out.n++;
+            } else if (add) {
+                const struct hf_special *s = &p->specials[tp[i].special_index];
+                for (int k = 0; k < s->n; k++)
+                    enc_special(e, s->ids[k], tp[i].type_id);
+                out.n++;
+            }
+            failed = failed || enc_failed(e);
+        }
+    } else {
+        bool roberta = p->kind == HQ_ROBERTA;
+        for (int s = 0; s < l->n; s++) {
+            struct enc *e = &out.v[out.n++];
+            if (s == 0) {
+                enc_special(e, p->cls_id, 0);
+                enc_append(e, &l->v[0], roberta ? 0 : -1);
+                enc_special(e, p->sep_id, 0);
+            } else {
+                if (roberta)
+                    enc_special(e, p->sep_id, 0);
+                enc_append(e, &l->v[1], roberta ? 0 : -1);
+                enc_special(e, p->sep_id, roberta ? 0 : 1);
+            }
+            failed = failed || enc_failed(e);
+        }
+    }
+    if (failed) {
+        encs_free(&out);
+        return diag_set(err, "", "out of memory");
+    }
+    encs_free(l);
+    *l = out;
+    return 0;
+}
+
+void hftok_encoding_free(struct hftok_encoding *e)
+{
+    free(e->ids);
+    free(e->type_ids);
+    free(e->special);
+    memset(e, 0, sizeof(*e));
+}
+
+int hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text, size_t len,
+                 const char *pair, size_t pair_len, bool add_special_tokens, struct diag *err)
+{
+    memset(out, 0, sizeof(*out));
+    diag_clear(err);
+    struct encs l = {calloc(2, sizeof(struct enc)), 0};
+    if (!l.v)
+        return diag_set(err, "", "out of memory");
+    int rc = 0;
+    for (int s = 0; s < (pair ? 2 : 1) && rc == 0; s++) {
+        struct enc *e = &l.v[l.n++];
+        rc = encode_one(&e->id, t, s ? pair : text, s ? pair_len : len, err);
+        for (int i = 0; i < e->id.n; i++) {
+            ids_push(&e->type, s);
+            ids_push(&e->special, 0);
+        }
+    }
+    if (rc == 0 && t->has_post)
+        rc = post_process(&l, &t->post, add_special_tokens, err);
+    struct enc all = {0};
+    for (int i = 0; i < l.n && rc == 0; i++)
+        enc_append(&all, &l.v[i], -1);
+    encs_free(&l);
+    if (rc == 0 && enc_failed(&all))
+        rc = diag_set(err, "", "out of memory");
+    if (rc == 0 && all.id.n == 0) { /* never NULL on success */
+        all.id.v = malloc(sizeof(int));
+        all.type.v = malloc(sizeof(int));
+        all.special.v = malloc(sizeof(int));
+        if (!all.id.v || !all.type.v || !all.special.v)
+            rc = diag_set(err, "", "out of memory");
+    }
+    if (rc) {
+        enc_free(&all);
+        return -1;
+    }
+    out->ids = all.id.v;
+    out->type_ids = all.type.v;
+    out->special = malloc((size_t)(all.id.n ? all.id.n : 1));
+    if (!out->special) {
+        enc_free(&all);
+        memset(out, 0, sizeof(*out));
+        return diag_set(err, "", "out of memory");
+    }
+    for (int i = 0; i < all.id.n; i++)
+        out->special[i] = (unsigned char)all.special.v[i];
+    free(all.special.v);
+    out->n = all.id.n;
+    return 0;
+}
+
+/* ---- labels -------------------------------------------------------------------------------- */
+
+struct lbuf {
+    char s[4 * 256 + 64];
+    size_t n;
+};
+
+static void lput(struct lbuf *b, const char *p, size_t len)
+{
+    if (b->n + len > sizeof(b->s))
+        len = sizeof(b->s) - b->n;
+    memcpy(b->s + b->n, p, len);
+    b->n += len;
+}
+
+struct lrepl {
+    struct lbuf *out;
+    const struct lbuf *in;
+    size_t last;
+    const char *content;
+    size_t content_len;
+};
+
+static int lrepl_one(void *vc, size_t start, size_t end)
+{
+    struct lrepl *c = vc;
+    lput(c->out, c->in->s + c->last, start - c->last);
+    lput(c->out, c->content, c->content_len);
+    c->last = end;
+    return 0;
+}
+
+void hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
+{
+    if (size == 0)
+        return;
+    size_t len;
+    const char *tok = hftok_token(t, id, &len);
+    if (!tok) {
+        snprintf(out, size, "<unused %d>", id);
+        return;
+    }
+    if (added_of(t, id)) {
+        bpe_label_bytes(out, size, tok, len);
+        return;
+    }
+    struct lbuf b = {.n = 0};
+    lput(&b, tok, len);
+    for (int d = 0; d < t->n_dec; d++) {
+        const struct hf_dec *dec = &t->dec[d];
+        struct lbuf nb = {.n = 0};
+        switch (dec->kind) {
+        case HD_BYTE_LEVEL: {
+            bool all = true;
+            for (size_t i = 0; i < b.n && all;) {
+                int k;
+                uint32_t c = char_at(b.s, b.n, i, &k);
+                int by = char_byte(c);
+                if (by < 0)
+                    all = false;
+                else {
+                    char ch = (char)by;
+                    lput(&nb, &ch, 1);
+                }
+                i += (size_t)k;
+            }
+            if (all)
+                b = nb;
+            break;
+        }
+        case HD_BYTE_FALLBACK:
+            if (b.n == 6 && memcmp(b.s, "<0x", 3) == 0 && b.s[5] == '>') {
+                char hex[3] = {b.s[3], b.s[4], 0};
+                char *e;
+                long v = strtol(hex, &e, 16);
+                if (*e == '\0' && hex[0] != '-' && hex[0] != '+' && hex[0] != ' ') {
+                    char ch = (char)v;
+                    b.n = 0;
+                    lput(&b, &ch, 1);
+                }
+            }
+            break;
+        case HD_METASPACE:
+            for (size_t i = 0; i < b.n;) {
+                int k;
+                uint32_t c = char_at(b.s, b.n, i, &k);
+                if (c == dec->replacement)
+                    lput(&nb, " ", 1);
+                else
+                    lput(&nb, b.s + i, (size_t)k);
+                i += (size_t)k;
+            }
+            b = nb;
+            break;
+        case HD_REPLACE: {
+            struct diag e;
+            diag_clear(&e);
+            struct lrepl c = {&nb, &b, 0, dec->content, dec->content_len};
+            if (hf_regex_each(dec->pat.re, b.s, b.n, lrepl_one, &c, &e) == 0) {
+                lput(&nb, b.s + c.last, b.n - c.last);
+                b = nb;
+            }
+            break;
+        }
+        case HD_WORDPIECE: /* "##ing" says it continues a word: the label keeps it */
+        case HD_FUSE:
+        case HD_STRIP:
+            break;
+        }
+    }
+    bpe_label_bytes(out, size, b.s, b.n);
+}

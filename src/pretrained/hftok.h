@@ -1,0 +1,70 @@
+/* hftok: Hugging Face's tokenizer.json, exact to the tokenizers library.
+ *
+ * A tokenizer.json names a pipeline: added tokens are cut out of the text first, the rest is
+ * normalised, pre-tokenised into pieces, each piece turned into ids by the model (BPE or
+ * WordPiece), and a post-processor adds the special tokens ([CLS] ... [SEP], <s> ...). This
+ * module reads the components Llama, Mistral, Qwen, SmolLM, TinyLlama, GPT-2 and BERT use
+ * (docs/tokenizers.md lists them) and refuses every other component or option with its JSON
+ * path, so a file is either read in full or not at all. tokenizer_config.json, when it is given,
+ * may turn BOS and EOS on or off (add_bos_token, add_eos_token), as transformers does.
+ *
+ * tests/tokenizers checks it id for id against the tokenizers library itself on the real files
+ * of Llama 3, Qwen3, Llama 2, GPT-2 and BERT and on small files that use every component.
+ * A loaded struct hftok is never changed, so threads may share it.
+ */
+#ifndef ATTNSCOPE_HFTOK_H
+#define ATTNSCOPE_HFTOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/diag.h"
+
+#define HFTOK_MAX_FILE_BYTES   (128u << 20) /* tokenizer.json; Qwen's is 11 MB, Gemma's 33 MB */
+#define HFTOK_MAX_CONFIG_BYTES (16u << 20)  /* tokenizer_config.json (chat templates) */
+#define HFTOK_MAX_VOCAB        (1 << 22)    /* ids must be below this */
+
+struct hftok; /* opaque */
+
+/* Reads tokenizer.json at path and, when config_path is not NULL and the file exists,
+ * tokenizer_config.json. Errors name the file, with line:col and the JSON path of the value
+ * ("pre_tokenizer.pretokenizers[1].type: 'CharDelimiterSplit' is not supported"). */
+int hftok_load(struct hftok **out, const char *path, const char *config_path, struct diag *err);
+/* The same from bytes in memory (name is the file name for messages; config may be NULL). */
+int hftok_load_bytes(struct hftok **out, const char *text, size_t len, const char *name,
+                     const char *config, size_t config_len, const char *config_name,
+                     struct diag *err);
+void hftok_free(struct hftok *t);
+
+/* One encoded text: n ids, each with its type id (0 for the first sequence, 1 for a pair's
+ * second with BERT's template) and whether the post-processor added it. */
+struct hftok_encoding {
+    int *ids;
+    int *type_ids;
+    unsigned char *special;
+    int n;
+};
+void hftok_encoding_free(struct hftok_encoding *e);
+
+/* Encodes UTF-8 text (and pair, when not NULL, as the second sequence) as the tokenizers
+ * library's encode(text, pair, add_special_tokens) does. Text that is not UTF-8 is refused with
+ * the byte offset of the first bad byte. */
+int hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text, size_t len,
+                 const char *pair, size_t pair_len, bool add_special_tokens, struct diag *err);
+
+/* One more than the largest id of the vocabulary and the added tokens. */
+int hftok_vocab_size(const struct hftok *t);
+/* The token's string as tokenizer.json writes it ("Ġthe", "▁the", "##ing", "<s>"), *len bytes;
+ * NULL for an id no token has. */
+const char *hftok_token(const struct hftok *t, int id, size_t *len);
+/* The id of a token as tokenizer.json writes it (added tokens first), or -1. */
+int hftok_token_id(const struct hftok *t, const char *token, size_t len);
+
+/* A printable label for display and CSV (always NUL-terminated, size > 0): what the token
+ * stands for in the text, through the decoder's per-token steps (ByteLevel's bytes, Metaspace's
+ * and Replace's spaces, ByteFallback's <0x0A> bytes; WordPiece's "##" stays, it says the token
+ * continues a word), written like GPT-2's labels (bpe_label_bytes: <XX> for bytes that are not
+ * printable text). An added token is its content; an id no token has is "<unused N>". */
+void hftok_token_label(char *out, size_t size, const struct hftok *t, int id);
+
+#endif

@@ -1,0 +1,185 @@
+/* hftok_int: the parts of a loaded tokenizer.json, shared by hftok_load.c (reads them),
+ * hftok.c (runs them) and hftok_regex.c (Oniguruma patterns as PCRE2). Not installed. */
+#ifndef ATTNSCOPE_HFTOK_INT_H
+#define ATTNSCOPE_HFTOK_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "common/diag.h"
+#include "pretrained/bpemerge.h"
+
+/* A "pattern" of Split and Replace: {"String": s} or {"Regex": r}, both run as PCRE2 (a String
+ * is matched literally, as the library escapes it). */
+struct hf_pattern {
+    pcre2_code *re;
+};
+
+enum hf_behavior { HF_REMOVED, HF_ISOLATED, HF_MERGED_PREV, HF_MERGED_NEXT, HF_CONTIGUOUS };
+
+enum hf_norm_kind {
+    HN_NFC, /* the four forms in uni_form's order */
+    HN_NFD,
+    HN_NFKC,
+    HN_NFKD,
+    HN_LOWERCASE,
+    HN_STRIP_ACCENTS,
+    HN_BERT,
+    HN_PREPEND,
+    HN_REPLACE,
+    HN_STRIP,
+    HN_SEQUENCE,
+};
+
+struct hf_norm {
+    enum hf_norm_kind kind;
+    bool clean_text, chinese, lowercase; /* BertNormalizer */
+    int strip_accents;                   /* BertNormalizer: -1 null (follows lowercase), 0, 1 */
+    char *str;                           /* Prepend's prepend, Replace's content */
+    size_t str_len;
+    struct hf_pattern pat; /* Replace */
+    bool left, right;      /* Strip */
+    struct hf_norm *items; /* Sequence */
+    int n;
+};
+
+enum hf_pre_kind {
+    HP_BYTE_LEVEL,
+    HP_SPLIT,
+    HP_METASPACE,
+    HP_BERT,
+    HP_WHITESPACE,
+    HP_WHITESPACE_SPLIT,
+    HP_DIGITS,
+    HP_PUNCTUATION,
+    HP_SEQUENCE,
+};
+
+enum hf_prepend { HF_PREPEND_ALWAYS, HF_PREPEND_FIRST, HF_PREPEND_NEVER };
+
+struct hf_pre {
+    enum hf_pre_kind kind;
+    bool add_prefix_space, use_regex; /* ByteLevel */
+    struct hf_pattern pat;            /* Split (ByteLevel's own regex lives in struct hftok) */
+    enum hf_behavior behavior;        /* Split, Punctuation */
+    bool invert;                      /* Split */
+    uint32_t replacement;             /* Metaspace */
+    enum hf_prepend prepend;          /* Metaspace */
+    bool split;                       /* Metaspace */
+    bool individual_digits;           /* Digits */
+    struct hf_pre *items;             /* Sequence */
+    int n;
+};
+
+enum hf_model_kind { HM_BPE, HM_WORDPIECE };
+
+struct hf_model {
+    enum hf_model_kind kind;
+    /* BPE */
+    struct bpe_merges merges; /* (id, id) -> rank, id */
+    char *prefix, *suffix;    /* continuing_subword_prefix, end_of_word_suffix; NULL: none */
+    size_t prefix_len, suffix_len;
+    char *unk; /* unk_token, or NULL */
+    size_t unk_len;
+    int unk_id; /* -1 when unk is NULL or not in the vocabulary */
+    bool fuse_unk, byte_fallback, ignore_merges;
+    int byte_ids[256]; /* <0xXX> tokens, -1 where missing */
+    /* WordPiece (prefix and unk above) */
+    long max_chars;
+    size_t max_token_len; /* the longest vocabulary token, in bytes */
+};
+
+enum hf_post_kind { HQ_TEMPLATE, HQ_BERT, HQ_ROBERTA, HQ_BYTE_LEVEL, HQ_SEQUENCE };
+
+struct hf_tpiece {
+    bool special; /* a special token of the map below, else a sequence */
+    int seq;      /* 0 = A, 1 = B */
+    int special_index;
+    int type_id;
+};
+
+struct hf_special {
+    char *name;
+    int *ids;
+    int n;
+};
+
+struct hf_post {
+    enum hf_post_kind kind;
+    struct hf_tpiece *single, *pair; /* TemplateProcessing */
+    int n_single, n_pair;
+    struct hf_special *specials;
+    int n_specials;
+    int cls_id, sep_id;    /* BertProcessing, RobertaProcessing */
+    struct hf_post *items; /* Sequence */
+    int n;
+};
+
+enum hf_dec_kind {
+    HD_BYTE_LEVEL,
+    HD_METASPACE,
+    HD_WORDPIECE,
+    HD_BYTE_FALLBACK,
+    HD_FUSE,
+    HD_STRIP,
+    HD_REPLACE,
+};
+
+/* The decoder as a flat list of steps (a Sequence's members in order). */
+struct hf_dec {
+    enum hf_dec_kind kind;
+    uint32_t replacement;  /* Metaspace */
+    struct hf_pattern pat; /* Replace */
+    char *content;         /* Replace */
+    size_t content_len;
+};
+
+struct hf_added {
+    char *content, *norm; /* norm: the content through the normalizer (normalized tokens) */
+    size_t len, norm_len;
+    int id;
+    bool special, single_word, lstrip, rstrip, normalized;
+};
+
+/* A string -> id table (open addressing over an array of strings). */
+struct hf_vocab {
+    char **tok; /* id -> token (NUL-terminated copy), NULL for an id no token has */
+    size_t *len;
+    int n; /* ids 0 .. n-1 */
+    int *slots;
+    size_t mask;
+};
+
+struct hftok {
+    struct hf_vocab vocab; /* the model's */
+    struct hf_model model;
+    bool has_norm, has_pre, has_post;
+    struct hf_norm norm;
+    struct hf_pre pre;
+    struct hf_post post;
+    struct hf_dec *dec;
+    int n_dec;
+    struct hf_added *added;
+    int n_added;
+    int size;                  /* one more than the largest id */
+    pcre2_code *byte_level_re; /* GPT-2's pattern, for ByteLevel with use_regex */
+};
+
+/* ---- hftok_regex.c ---- */
+
+/* Compiles an Oniguruma pattern (the tokenizers library's regex engine) as PCRE2: what the two
+ * spell differently is rewritten (\s, \h, \uHHHH, (?m), ...), what has no PCRE2 equivalent is
+ * refused by name. literal: match the bytes as they are. Returns NULL with err ("..." without a
+ * location: the caller adds the JSON path). */
+pcre2_code *hf_regex_compile(const char *pattern, size_t len, bool literal, struct diag *err);
+/* The matches of re in s[0..len) as the library's onig crate finds them (an empty match right
+ * after the previous match is skipped). Calls fn for each; stops with -1 when fn fails or when
+ * PCRE2 does (its error in err). */
+int hf_regex_each(const pcre2_code *re, const char *s, size_t len,
+                  int (*fn)(void *ctx, size_t start, size_t end), void *ctx, struct diag *err);
+
+#endif

