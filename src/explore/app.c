@@ -57,7 +57,11 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;
-    int rc = attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
+    a->undo = calloc(APP_UNDO_MAX, sizeof(*a->undo));
+    a->redo = calloc(APP_UNDO_MAX, sizeof(*a->redo));
+    a->prompt_initial = calloc(1, APP_PROMPT_BYTES);
+    bool oom = !a->undo || !a->redo || !a->prompt_initial || (path && !a->scene_path);
+    int rc = oom || attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
                  ? diag_set(err, "", "out of memory")
                  : recompute(a, &a->shown, err);
     if (rc) {
@@ -96,6 +100,9 @@ void app_free(struct app *a)
         attn_scene_free(&a->undo[i]);
     for (int i = 0; i < a->n_redo; i++)
         attn_scene_free(&a->redo[i]);
+    free(a->undo);
+    free(a->redo);
+    free(a->prompt_initial);
     free(a->scene_path);
     attn_net_free(&a->net);
     free(a->scores);

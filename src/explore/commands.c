@@ -388,7 +388,7 @@ static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
     a->prompt_knob = k;
     snprintf(label, sizeof(label), "new %s", knob_name(k));
     app_knob_text(value, sizeof(value), a, k);
-    snprintf(a->prompt_initial, sizeof(a->prompt_initial), "%s", value);
+    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%s", value);
     ask_for(ask, PROMPT_KNOB, label, value);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -412,7 +412,7 @@ static int text_prompt(struct app *a, struct ask *ask)
             strcat(text, s->tokens[i]);
         }
     }
-    if (utf8_length(text) >= APP_TEXT_MAX || need > sizeof(a->prompt_initial)) {
+    if (utf8_length(text) >= APP_TEXT_MAX || need > APP_PROMPT_BYTES) {
         app_refuse(a, "the sentence is too long to edit here; edit the scene file");
     } else {
         memcpy(a->prompt_initial, text, need);
@@ -757,7 +757,7 @@ static int act_shift(struct app *a, enum action act, struct ask *ask)
         app_refuse(a, "no positions to shift: this scene has positional kind none");
         return OUTCOME_VIEW_CHANGED;
     }
-    snprintf(a->prompt_initial, sizeof(a->prompt_initial), "%d", a->scene.pos.offset);
+    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%d", a->scene.pos.offset);
     ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)", a->prompt_initial);
     return OUTCOME_VIEW_CHANGED;
 }
