@@ -1086,6 +1086,49 @@ static bool file_has(const char *path, const char *needle)
 
 /* R writes the view on screen as an SVG beside the scene (the save rule), named after the view,
  * never over an existing file, and says where in the message line. */
+/* Every stage of scenes with every kind of layer (the book's, RoPE, MLA, post- and pre-norm
+ * blocks, several layers) has its explanation: the formula, and the cell's value at its end. */
+static void test_every_stage_explained(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"10-mha.yaml",        "18-rope.yaml",
+                                        "26-mla.yaml",        "15-shoes-encoder-block.yaml",
+                                        "27-gpt2-block.yaml", "29-induction-head.yaml"};
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    assert_non_null(scenes);
+    int explained = 0;
+    for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s", scenes, names[f]);
+        struct attn_scene s;
+        assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+        struct app a;
+        struct diag err;
+        assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+        enum attn_stage order[STAGE_COUNT];
+        int n = attn_stage_order(order, app_model(&a));
+        for (int k = 0; k < n; k++) {
+            a.stage = order[k];
+            app_clamp(&a);
+            a.row = app_rows(&a) - 1;
+            a.col = 0;
+            char text[4096], want[64];
+            inspect_explain(text, sizeof(text), &a);
+            float v = at(&a, a.stage, a.head, a.row, a.col);
+            if (isinf(v))
+                snprintf(want, sizeof(want), "%s\u221e", v < 0 ? "-" : "");
+            else
+                snprintf(want, sizeof(want), "%.4f", (double)v);
+            if (!strstr(text, want))
+                fail_msg("%s, stage %s: the explanation does not end at the value %s:\n%s",
+                         names[f], attn_stage_name(a.stage), want, text);
+            explained++;
+        }
+        app_free(&a);
+    }
+    assert_true(explained >= 60);
+}
+
 static void test_render_writes_the_view(void **state)
 {
     (void)state;
@@ -1833,6 +1876,7 @@ int main(void)
         cmocka_unit_test(test_zoom_blocks_and_cursor),
         cmocka_unit_test(test_zoom_max_and_mean),
         cmocka_unit_test(test_zoom_commands),
+        cmocka_unit_test(test_every_stage_explained),
         cmocka_unit_test(test_render_writes_the_view),
         cmocka_unit_test(test_baseline_delta),
         cmocka_unit_test(test_token_view_top_k),

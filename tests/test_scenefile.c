@@ -160,42 +160,42 @@ static void assert_lesson_equal(const struct attn_lesson *a, const struct attn_l
         assert_int_equal(x->col, y->col);
         assert_int_equal(x->all_heads, y->all_heads);
         assert_string_equal(x->caption, y->caption);
-        const struct attn_lesson_edit *e = &x->edit, *f = &y->edit;
+        const struct attn_edit *e = &x->edit, *f = &y->edit;
         assert_int_equal(e->kind, f->kind);
         switch (e->kind) {
-        case LESSON_EDIT_CAUSAL:
+        case EDIT_CAUSAL:
             assert_int_equal(e->causal, f->causal);
             break;
-        case LESSON_EDIT_HEADS:
+        case EDIT_HEADS:
             assert_int_equal(e->heads, f->heads);
             break;
-        case LESSON_EDIT_D_OUT:
+        case EDIT_D_OUT:
             assert_int_equal(e->d_out, f->d_out);
             break;
-        case LESSON_EDIT_DROPOUT:
+        case EDIT_DROPOUT:
             assert_memory_equal(&e->dropout, &f->dropout, sizeof(double));
             break;
-        case LESSON_EDIT_SEED:
+        case EDIT_SEED:
             assert_true(e->seed == f->seed);
             break;
-        case LESSON_EDIT_TEXT:
+        case EDIT_TEXT:
             assert_string_equal(e->text, f->text);
             break;
-        case LESSON_EDIT_SCALE:
+        case EDIT_SCALE:
             assert_int_equal(e->scale, f->scale);
             if (e->scale == SCALE_DIVISOR)
                 assert_memory_equal(&e->scale_divisor, &f->scale_divisor, sizeof(double));
             break;
-        case LESSON_EDIT_MASK_MODE:
+        case EDIT_MASK_MODE:
             assert_int_equal(e->mask_mode, f->mask_mode);
             break;
-        case LESSON_EDIT_NORMALIZE:
+        case EDIT_NORMALIZE:
             assert_int_equal(e->normalize, f->normalize);
             break;
-        case LESSON_EDIT_LAYOUT:
+        case EDIT_LAYOUT:
             assert_int_equal(e->layout, f->layout);
             break;
-        case LESSON_EDIT_OFFSET:
+        case EDIT_OFFSET:
             assert_int_equal(e->offset, f->offset);
             break;
         default:
@@ -1350,7 +1350,7 @@ static void test_round_trip_lesson(void **state)
     s.attn.d_out = 8;
     s.attn.heads = 2;
     s.attn.dropout_seed = (struct attn_opt_seed){true, 123};
-    enum { STEPS = LESSON_EDIT_COUNT + 2 };
+    enum { STEPS = EDIT_LESSON_COUNT + 2 };
     s.lesson = attn_lesson_new(STEPS);
     assert_non_null(s.lesson);
     static const char *const captions[] = {
@@ -1374,14 +1374,14 @@ static void test_round_trip_lesson(void **state)
         }
         st->all_heads = i == 4;
         st->caption = strdup(captions[i % 6]);
-        struct attn_lesson_edit *e = &st->edit;
-        e->kind = i < LESSON_EDIT_COUNT ? (enum attn_lesson_edit_kind)i : LESSON_EDIT_SCALE;
+        struct attn_edit *e = &st->edit;
+        e->kind = i < EDIT_LESSON_COUNT ? (enum attn_edit_kind)i : EDIT_SCALE;
         e->causal = true;
         e->heads = 4;
         e->d_out = 16;
         e->dropout = 0.1; /* a double torch would print 0.1 */
         e->seed = UINT64_MAX;
-        e->text = e->kind == LESSON_EDIT_TEXT ? strdup("the mat sat: on \"the\" cat") : NULL;
+        e->text = e->kind == EDIT_TEXT ? strdup("the mat sat: on \"the\" cat") : NULL;
         e->scale = i == STEPS - 1 ? SCALE_NONE : SCALE_DIVISOR;
         e->scale_divisor = 4.5;
         e->mask_mode = MASK_AFTER_SOFTMAX;

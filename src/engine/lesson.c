@@ -10,17 +10,6 @@
 
 #include "common/cnum.h"
 
-static const char *const edit_keys[LESSON_EDIT_COUNT] = {
-#define X(id, key) [LESSON_EDIT_##id] = key,
-    LESSON_EDITS(X)
-#undef X
-};
-
-const char *attn_lesson_edit_key(enum attn_lesson_edit_kind k)
-{
-    return k >= 0 && k < LESSON_EDIT_COUNT ? edit_keys[k] : "";
-}
-
 struct attn_lesson *attn_lesson_new(int n_steps)
 {
     struct attn_lesson *l = calloc(1, sizeof(*l));

@@ -3,7 +3,8 @@
  * A lesson is an ordered list of steps. Each step shows one view (stage, layer, head, and a
  * cell or a row to look at), may make one edit (causal on, 4 heads, a new sentence, ...) that
  * stays for the steps after it, and has a caption of a few lines. src/scenefile reads, checks
- * and writes it; the explorer plays it (explore/lesson.h) through its own edit functions. A
+ * and writes it; the explorer plays it (explore/lesson.h); both make a step's edit by
+ * engine/edit.h's rules. A
  * loaded lesson never changes, so the scene's copies (one per undo step) share it.
  *
  * Captions mark the numbers they quote from the matrix on screen, so a test can check each one
@@ -24,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "engine/edit.h"
 #include "engine/stage.h"
 
 #define LESSON_MAX_STEPS         100
@@ -31,53 +33,14 @@
 #define LESSON_CAPTION_MAX_LINES 8
 #define LESSON_MAX_MARKS         32 /* marked numbers in one caption */
 
-/* The one edit a step may make; the keys are the scene's own (attention.causal, ...). */
-#define LESSON_EDITS(X)                                                                            \
-    X(NONE, "")                                                                                    \
-    X(CAUSAL, "causal")                                                                            \
-    X(HEADS, "heads")                                                                              \
-    X(D_OUT, "d_out")                                                                              \
-    X(DROPOUT, "dropout")                                                                          \
-    X(SEED, "seed")                                                                                \
-    X(TEXT, "text")                                                                                \
-    X(SCALE, "scale")                                                                              \
-    X(MASK_MODE, "mask_mode")                                                                      \
-    X(NORMALIZE, "normalize")                                                                      \
-    X(LAYOUT, "head_layout")                                                                       \
-    X(OFFSET, "offset")
-
-enum attn_lesson_edit_kind {
-#define X(id, key) LESSON_EDIT_##id,
-    LESSON_EDITS(X)
-#undef X
-        LESSON_EDIT_COUNT
-};
-
-/* The value of the one key the edit gives; the enums are scene.h's (a scene includes this
- * header's struct through a pointer only, so the two stay apart). */
-struct attn_lesson_edit {
-    enum attn_lesson_edit_kind kind;
-    bool causal;
-    int heads, d_out;
-    double dropout;
-    uint64_t seed;
-    char *text;
-    int scale;            /* enum attn_scale_kind: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
-    double scale_divisor; /* SCALE_DIVISOR's */
-    int mask_mode;        /* enum attn_mask_mode */
-    int normalize;        /* enum attn_normalize */
-    int layout;           /* enum attn_head_layout */
-    int offset;           /* the first token's position */
-};
-
 struct attn_lesson_step {
     int stage; /* enum attn_stage */
     int layer, head;
-    int row, col;   /* the cell to look at; col -1: the row; both -1: neither */
-    bool all_heads; /* every head side by side instead of one */
-    struct attn_lesson_edit edit;
-    char *caption; /* with marks (above) */
-    int line;      /* where the step starts in its file (1-based; 0: unknown), for messages */
+    int row, col;          /* the cell to look at; col -1: the row; both -1: neither */
+    bool all_heads;        /* every head side by side instead of one */
+    struct attn_edit edit; /* kind < EDIT_LESSON_COUNT; the keys are the scene's own */
+    char *caption;         /* with marks (above) */
+    int line; /* where the step starts in its file (1-based; 0: unknown), for messages */
     int caption_line, caption_col; /* where the caption's value starts (1-based line and byte
                                       column; 0: unknown), to locate a mark in the file */
 };
@@ -94,9 +57,6 @@ struct attn_lesson *attn_lesson_new(int n_steps);
 /* One more sharer / one fewer (the last frees it). Both take NULL. */
 struct attn_lesson *attn_lesson_ref(struct attn_lesson *l);
 void attn_lesson_unref(struct attn_lesson *l);
-
-/* "causal", "heads", ... (the step's key) of an edit kind; "" for none. */
-const char *attn_lesson_edit_key(enum attn_lesson_edit_kind k);
 
 /* A number a caption marks (see above). */
 struct attn_caption_mark {

@@ -20,6 +20,8 @@
 #include "engine/tokenize.h" /* enum attn_tokenizer, the token limits */
 
 struct attn_lesson;
+struct attn_edit; /* engine/edit.h */
+struct attn_edit_effects;
 
 /* The explicit embedding rows a scene was given, by token: what a sentence edit takes a known
  * word's row from, however many edits came between ("Your" keeps the book's row after "The cat
@@ -292,6 +294,22 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s);
  * ("attention.d_out", "weights.query", ...) and no location: the YAML loader maps paths to
  * file:line:col. Returns the number of problems found. */
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out);
+
+/* The rules of an edit (engine/edit.h), written once: what it may change, what it refuses, and
+ * what else it takes along (explicit weights drawn again after a new shape or seed, dropout masks
+ * after a new p or sentence, the part seeds that follow the notebook's seed, a position table
+ * that grows with the sentence). Whether e can be made on s at all, without changing s: a
+ * checkpoint fixes d_out, the layout, the projection and the embeddings; positions kind none cannot
+ * shift; a vocabulary tokenizer cannot change; a sentence must tokenise to at least one token.
+ * Returns 0, or -1 with why in err (a message for the user; err's path names the key). */
+int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e, struct diag *err);
+
+/* Makes e on s (after attn_scene_check_edit said it can be made), filling fx. Returns 0, or -1 when
+ * the scene could not take it (out of memory, a sentence that fails): err says why and s may be
+ * left invalid, as an edit the user typed may. Whether the result is a valid scene is
+ * attn_scene_check's to say. */
+int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
+                          struct attn_edit_effects *fx, struct diag *err);
 
 /* Names used by the YAML schema, the writer and the explorer's header. */
 const char *attn_tokenizer_name(enum attn_tokenizer t);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 const struct action_info action_table[ACTION_COUNT] = {
-#define X(id, name, keys, group, help) [ACTION_##id] = {name, keys, group, help},
+#define X(id, name, keys, group, help, run) [ACTION_##id] = {name, keys, group, help},
     ACTIONS(X)
 #undef X
 };

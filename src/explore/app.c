@@ -57,7 +57,11 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->scene = *s;
     memset(s, 0, sizeof(*s));
     a->scene_path = path ? strdup(path) : NULL;
-    int rc = attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
+    a->undo = calloc(APP_UNDO_MAX, sizeof(*a->undo));
+    a->redo = calloc(APP_UNDO_MAX, sizeof(*a->redo));
+    a->prompt_initial = calloc(1, APP_PROMPT_BYTES);
+    bool oom = !a->undo || !a->redo || !a->prompt_initial || (path && !a->scene_path);
+    int rc = oom || attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
                  ? diag_set(err, "", "out of memory")
                  : recompute(a, &a->shown, err);
     if (rc) {
@@ -96,6 +100,9 @@ void app_free(struct app *a)
         attn_scene_free(&a->undo[i]);
     for (int i = 0; i < a->n_redo; i++)
         attn_scene_free(&a->redo[i]);
+    free(a->undo);
+    free(a->redo);
+    free(a->prompt_initial);
     free(a->scene_path);
     attn_net_free(&a->net);
     free(a->scores);
@@ -469,83 +476,69 @@ void app_refuse(struct app *a, const char *fmt, ...)
     a->message_is_error = true;
 }
 
-/* Explicit weights only fit the shape they were written for; when an edit changes the shape
- * or the seed, the scene goes back to drawing them, and says so. */
-static void drop_weights(struct app *a, const char *why)
-{
-    if (!attn_scene_drop_weights(&a->scene))
-        return;
-    snprintf(a->message, sizeof(a->message), "explicit weights dropped (%s): drawn from the seed",
-             why);
-}
-
-/* A checkpoint decides its shapes and projections: an edit of one is refused, with why. */
-static bool from_checkpoint(struct app *a, const char *what)
-{
-    if (!a->scene.model.file)
-        return false;
-    app_refuse(a,
-               "%s comes from the checkpoint (%s); heads, dropout, causal and the sentence can "
-               "change",
-               what, a->scene.model.arch ? a->scene.model.arch : "model");
-    return true;
-}
-
-/* The sentence text under tokenizer tok (the scene's, or the next one for T). */
-static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
+/* Checks e by engine/edit.h's rules: a refused edit is said, and changes nothing. */
+static int edit_refused(struct app *a, const struct attn_edit *e)
 {
     struct diag err;
-    diag_clear(&err);
-    char **tokens = NULL;
-    int n = 0, *ids = NULL;
-    /* tokenised first, so a sentence that cannot be is refused without an edit */
-    int rc = attn_tokenizer_has_vocab(tok) && a->scene.backing && a->scene.backing->tokenize
-                 ? a->scene.backing->tokenize(a->scene.backing, text, &tokens, &ids, &n, &err)
-                 : attn_tokenize(&tokens, &n, text, tok, &err);
-    free(ids);
-    if (rc) {
-        app_refuse(a, "%s", err.msg);
+    if (attn_scene_check_edit(&a->scene, e, &err) == 0)
+        return 0;
+    app_refuse(a, "%s", err.msg);
+    return -1;
+}
+
+/* Makes e (checked) as one undo step, by engine/edit.h's rules; what = the edit in words for
+ * the message when explicit weights go. The caller adds its notes, then settles the edit.
+ * Returns 0, or -1 when the scene could not take it (a->error says why). */
+static int apply_edit(struct app *a, const struct attn_edit *e, const char *what,
+                      struct attn_edit_effects *fx)
+{
+    begin_edit(a);
+    struct diag err;
+    if (attn_scene_apply_edit(&a->scene, e, fx, &err) != 0) {
+        snprintf(a->error, sizeof(a->error), "%s", err.msg);
         return -1;
     }
-    if (n == 0) {
-        attn_tokens_free(tokens, n);
-        app_refuse(a, "the sentence needs at least one token");
+    if (fx->weights_dropped)
+        snprintf(a->message, sizeof(a->message),
+                 "explicit weights dropped (%s): drawn from the seed", what);
+    return 0;
+}
+
+/* An edit that needs nothing said besides what settle_edit says. */
+static int edit(struct app *a, const struct attn_edit *e, const char *what)
+{
+    struct attn_edit_effects fx;
+    if (edit_refused(a, e) || apply_edit(a, e, what, &fx))
         return -1;
-    }
+    return settle_edit(a);
+}
+
+/* The sentence text (TEXT), or the sentence again under another tokenizer (TOKENIZER). */
+static int edit_text(struct app *a, const struct attn_edit *e)
+{
+    struct attn_edit_effects fx;
+    if (edit_refused(a, e) || apply_edit(a, e, "new sentence", &fx))
+        return -1;
+    const struct attn_scene *sc = &a->scene;
     /* Words a vocabulary does not have fall apart into bytes: the message line says which. */
     char unknown[300] = "";
-    if (tok == TOKENIZER_GPT2)
-        attn_tokens_unknown_words(unknown, sizeof(unknown), tokens, n);
+    if (sc->tokenizer == TOKENIZER_GPT2)
+        attn_tokens_unknown_words(unknown, sizeof(unknown), sc->tokens, sc->n_tokens);
     /* Explicit embedding rows: a word the scene was given keeps its row (after any number of
      * edits), a new one gets a made-up row (its hash's uniform values); say which, since its
      * numbers are not the book's. */
     char made_up[200] = "";
-    if (a->scene.embed.kind == EMBED_EXPLICIT) {
+    if (sc->embed.kind == EMBED_EXPLICIT) {
         size_t o = 0;
-        for (int i = 0; i < n; i++) {
-            bool known = attn_scene_has_row(&a->scene, tokens[i]);
+        for (int i = 0; i < sc->n_tokens; i++) {
+            bool known = attn_scene_has_row(sc, sc->tokens[i]);
             for (int k = 0; k < i && !known; k++)
-                known = strcmp(tokens[i], tokens[k]) == 0; /* listed once */
+                known = strcmp(sc->tokens[i], sc->tokens[k]) == 0; /* listed once */
             if (!known && o < sizeof(made_up))
                 o += (size_t)snprintf(made_up + o, sizeof(made_up) - o, "%s%s", o ? ", " : "",
-                                      tokens[i]);
+                                      sc->tokens[i]);
         }
     }
-    attn_tokens_free(tokens, n);
-    begin_edit(a);
-    a->scene.tokenizer = tok;
-    if (attn_scene_retext(&a->scene, text, &err)) {
-        snprintf(a->error, sizeof(a->error), "%s", err.msg);
-        return -1;
-    }
-    if (a->scene.weights.dropout_mask)
-        attn_scene_drop_dropout_masks(&a->scene);
-    /* A drawn position table grows with the sentence (its draws change: said in the message);
-     * a given table does not, and the scene says why it is invalid. */
-    struct attn_scene *sc = &a->scene;
-    if (sc->pos.kind == POS_LEARNED && !sc->pos.table.data && !sc->model.file &&
-        sc->n_tokens + sc->pos.offset > sc->pos.max_len)
-        sc->pos.max_len = sc->n_tokens + sc->pos.offset;
     if (made_up[0])
         snprintf(a->message, sizeof(a->message), "made-up rows for new words: %.200s", made_up);
     else if (unknown[0])
@@ -555,7 +548,8 @@ static int edit_text(struct app *a, const char *text, enum attn_tokenizer tok)
 
 int app_edit_text(struct app *a, const char *text)
 {
-    return edit_text(a, text, a->scene.tokenizer);
+    struct attn_edit e = {.kind = EDIT_TEXT, .text = (char *)text};
+    return edit_text(a, &e);
 }
 
 double app_knob_value(const struct app *a, enum knob k)
@@ -614,13 +608,12 @@ int app_edit_seed(struct app *a, uint64_t seed)
 {
     if (seed == a->scene.seed)
         return 0; /* the same value is no edit: no undo step, nothing unsaved */
-    begin_edit(a);
-    /* The notebook's torch.manual_seed changed everywhere: a part that re-seeded with the same
-       number (12-shoes re-seeds the embeddings, positions and attention with 123) follows,
-       else the knob would change nothing there. A part seed of its own value stays. */
     uint64_t old = a->scene.seed;
-    unsigned kept, moved = attn_scene_set_seed(&a->scene, seed, &kept);
-    drop_weights(a, "new seed");
+    struct attn_edit e = {.kind = EDIT_SEED, .seed = seed};
+    struct attn_edit_effects fx;
+    if (apply_edit(a, &e, "new seed", &fx))
+        return -1;
+    unsigned moved = fx.seeds_moved, kept = fx.seeds_kept;
     char parts[160], note[400] = "";
     enum attn_seed_part first;
     if (moved) {
@@ -659,15 +652,10 @@ int app_edit_seed(struct app *a, uint64_t seed)
 
 int app_edit_offset(struct app *a, int offset)
 {
-    if (a->scene.pos.kind == POS_NONE) {
-        app_refuse(a, "no positions to shift: this scene has positional kind none");
+    struct attn_edit e = {.kind = EDIT_OFFSET, .offset = offset};
+    if (edit_refused(a, &e))
         return -1;
-    }
-    if (offset == a->scene.pos.offset)
-        return 0;
-    begin_edit(a);
-    a->scene.pos.offset = offset; /* the weights stay: only the positions move */
-    return settle_edit(a);
+    return offset == a->scene.pos.offset ? 0 : edit(a, &e, "new positions");
 }
 
 int app_edit_knob(struct app *a, enum knob k, double value)
@@ -687,10 +675,8 @@ int app_edit_knob(struct app *a, enum knob k, double value)
         value += 0.0; /* -0 becomes 0 */
         if (value == a->scene.attn.dropout)
             return 0;
-        begin_edit(a);
-        a->scene.attn.dropout = value;
-        attn_scene_drop_dropout_masks(&a->scene);
-        return settle_edit(a);
+        struct attn_edit e = {.kind = EDIT_DROPOUT, .dropout = value};
+        return edit(a, &e, "new dropout");
     }
     /* d_out and heads: whole numbers; attn_scene_check names the limits. */
     if (!(value >= 1 && value == floor(value) && value <= INT_MAX)) {
@@ -699,26 +685,20 @@ int app_edit_knob(struct app *a, enum knob k, double value)
     }
     if (value == app_knob_value(a, k))
         return 0;
-    if ((k == KNOB_D_OUT && from_checkpoint(a, "d_out")) ||
-        (k == KNOB_DIM && from_checkpoint(a, "the embedding width")))
-        return -1;
-    if (k == KNOB_DIM && a->scene.embed.kind != EMBED_LEARNED) {
-        app_refuse(a, "the embedding rows are given (%d wide): dim changes drawn embeddings only",
-                   attn_scene_d_in(&a->scene));
-        return -1;
-    }
-    begin_edit(a);
-    if (k == KNOB_DIM) {
-        a->scene.embed.dim = (int)value;
-        drop_weights(a, "new embedding width");
-    } else if (k == KNOB_D_OUT) {
-        a->scene.attn.d_out = (int)value;
-        drop_weights(a, "new d_out");
-    } else {
-        a->scene.attn.heads = (int)value;
-        drop_weights(a, "new head count");
-    }
-    return settle_edit(a);
+    int v = (int)value;
+    struct attn_edit e = {.kind = k == KNOB_DIM     ? EDIT_DIM
+                                  : k == KNOB_D_OUT ? EDIT_D_OUT
+                                                    : EDIT_HEADS};
+    if (k == KNOB_DIM)
+        e.dim = v;
+    else if (k == KNOB_D_OUT)
+        e.d_out = v;
+    else
+        e.heads = v;
+    return edit(a, &e,
+                k == KNOB_DIM     ? "new embedding width"
+                : k == KNOB_D_OUT ? "new d_out"
+                                  : "new head count");
 }
 
 /* ---- Edits of the shape land on a valid scene ----
@@ -847,11 +827,9 @@ int app_step_knob(struct app *a, enum knob k, int direction)
     }
     if (a->error[0]) /* invalid already: one step, as asked */
         return app_edit_knob(a, k, (int)v + direction >= 1 ? (int)v + direction : 1);
-    if ((k == KNOB_D_OUT && from_checkpoint(a, "d_out")) ||
-        (k == KNOB_DIM && from_checkpoint(a, "the embedding width")))
+    struct attn_edit probe = {.kind = k == KNOB_DIM ? EDIT_DIM : EDIT_D_OUT};
+    if ((k == KNOB_D_OUT || k == KNOB_DIM) && edit_refused(a, &probe))
         return -1;
-    if (k == KNOB_DIM && a->scene.embed.kind != EMBED_LEARNED)
-        return app_edit_knob(a, k, v + direction); /* refused, with why */
     char why[DIAG_MSG_MAX];
     int next = next_valid(a, k, (int)v, direction, why, sizeof(why));
     if (next == (int)v) {
@@ -865,21 +843,16 @@ int app_step_knob(struct app *a, enum knob k, int direction)
     }
     if (k == KNOB_DIM) { /* a d_out that followed the width follows it on */
         bool follow = a->scene.attn.d_out == attn_scene_d_in(&a->scene);
-        begin_edit(a);
-        a->scene.embed.dim = next;
-        if (follow)
-            a->scene.attn.d_out = next;
-        drop_weights(a, "new embedding width");
-        return settle_edit(a);
+        struct attn_edit e = {.kind = EDIT_DIM, .dim = next, .d_out = follow ? next : 0};
+        return edit(a, &e, "new embedding width");
     }
     return app_edit_knob(a, k, next);
 }
 
 int app_toggle_causal(struct app *a)
 {
-    begin_edit(a);
-    a->scene.attn.causal = !a->scene.attn.causal;
-    return settle_edit(a);
+    struct attn_edit e = {.kind = EDIT_CAUSAL, .causal = !a->scene.attn.causal};
+    return edit(a, &e, "causal");
 }
 
 /* The projection cycle's next option after p. */
@@ -917,19 +890,21 @@ static void set_projection(struct attn_scene *t, const struct app *a, enum attn_
 static int apply_shape(struct app *a, const struct attn_scene *t, const char *what,
                        const char *moved, const char *why, const char *skipped)
 {
-    begin_edit(a);
-    struct attn_config *c = &a->scene.attn;
+    const struct attn_config *c = &a->scene.attn, *to = &t->attn;
     if (attn_scene_eff_projection(&a->scene) != PROJ_NONE &&
         attn_scene_eff_projection(t) == PROJ_NONE) {
         a->d_out_before_none = c->d_out;
         a->heads_before_none = c->heads;
     }
-    c->projection = t->attn.projection;
-    c->layout = t->attn.layout;
-    c->d_out = t->attn.d_out;
-    c->heads = t->attn.heads;
-    c->qkv_bias = t->attn.qkv_bias;
-    drop_weights(a, what);
+    struct attn_edit e = {.kind = EDIT_SHAPE,
+                          .projection = to->projection,
+                          .layout = to->layout,
+                          .d_out = to->d_out,
+                          .heads = to->heads,
+                          .qkv_bias = to->qkv_bias};
+    struct attn_edit_effects fx;
+    if (apply_edit(a, &e, what, &fx))
+        return -1;
     size_t o = strlen(a->message);
     if (skipped[0] && o < sizeof(a->message))
         snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", skipped);
@@ -946,7 +921,8 @@ static int apply_shape(struct app *a, const struct attn_scene *t, const char *wh
 
 int app_cycle_projection(struct app *a)
 {
-    if (from_checkpoint(a, "the projection"))
+    struct attn_edit probe = {.kind = EDIT_SHAPE};
+    if (edit_refused(a, &probe))
         return -1;
     enum attn_projection from = attn_scene_eff_projection(&a->scene);
     if (a->error[0]) { /* invalid already: the next option, as asked */
@@ -998,7 +974,8 @@ int app_cycle_projection(struct app *a)
 
 int app_cycle_layout(struct app *a)
 {
-    if (from_checkpoint(a, "the head layout"))
+    struct attn_edit probe = {.kind = EDIT_LAYOUT};
+    if (edit_refused(a, &probe))
         return -1;
     struct attn_scene t, asked;
     if (shape_trial(&t, a))
@@ -1028,9 +1005,13 @@ int app_cycle_layout(struct app *a)
 
 int app_cycle_mask_mode(struct app *a)
 {
-    begin_edit(a);
-    struct attn_config *c = &a->scene.attn;
-    c->mask_mode = c->mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX : MASK_BEFORE_SOFTMAX;
+    const struct attn_config *c = &a->scene.attn;
+    struct attn_edit e = {.kind = EDIT_MASK_MODE,
+                          .mask_mode = c->mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX
+                                                                           : MASK_BEFORE_SOFTMAX};
+    struct attn_edit_effects fx;
+    if (apply_edit(a, &e, "new mask mode", &fx))
+        return -1;
     if (!c->causal)
         snprintf(a->message, sizeof(a->message), "mask mode %s (takes effect with causal on: c)",
                  attn_mask_mode_name(c->mask_mode));
@@ -1039,28 +1020,24 @@ int app_cycle_mask_mode(struct app *a)
 
 int app_toggle_scale(struct app *a)
 {
-    begin_edit(a);
-    struct attn_config *c = &a->scene.attn;
+    const struct attn_config *c = &a->scene.attn;
     /* \u221ad_k <-> none; a given divisor (4 for ch. 3's d_k*0.5 slip) comes back after none */
-    enum attn_scale_kind eff = attn_scene_eff_scale(&a->scene);
-    if (eff == SCALE_NONE)
-        c->scale = c->scale_divisor > 0 ? SCALE_DIVISOR : SCALE_SQRT_DK;
+    struct attn_edit e = {.kind = EDIT_SCALE, .scale_divisor = c->scale_divisor};
+    if (attn_scene_eff_scale(&a->scene) == SCALE_NONE)
+        e.scale = c->scale_divisor > 0 ? SCALE_DIVISOR : SCALE_SQRT_DK;
     else
-        c->scale = SCALE_NONE;
-    return settle_edit(a);
+        e.scale = SCALE_NONE;
+    return edit(a, &e, "new scale");
 }
 
 int app_edit_scale(struct app *a, enum attn_scale_kind kind, double divisor)
 {
-    struct attn_config *c = &a->scene.attn;
+    const struct attn_config *c = &a->scene.attn;
     if (kind == SCALE_DIVISOR ? c->scale == SCALE_DIVISOR && c->scale_divisor == divisor
                               : attn_scene_eff_scale(&a->scene) == kind)
         return 0;
-    begin_edit(a);
-    c->scale = kind;
-    if (kind == SCALE_DIVISOR) /* x toggles back to this divisor after none */
-        c->scale_divisor = divisor;
-    return settle_edit(a);
+    struct attn_edit e = {.kind = EDIT_SCALE, .scale = kind, .scale_divisor = divisor};
+    return edit(a, &e, "new scale");
 }
 
 int app_edit_scene(struct app *a, const struct attn_scene *to)
@@ -1078,35 +1055,24 @@ int app_edit_scene(struct app *a, const struct attn_scene *to)
 
 int app_cycle_normalize(struct app *a)
 {
-    begin_edit(a);
-    struct attn_config *c = &a->scene.attn;
-    c->normalize = c->normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX;
-    return settle_edit(a);
+    struct attn_edit e = {.kind = EDIT_NORMALIZE,
+                          .normalize =
+                              a->scene.attn.normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX};
+    return edit(a, &e, "new normalisation");
 }
 
 int app_cycle_tokenizer(struct app *a)
 {
-    if (attn_tokenizer_has_vocab(a->scene.tokenizer)) {
-        app_refuse(a, "the %s tokenizer comes with its vocabulary: the checkpoint needs its ids",
-                   attn_tokenizer_name(a->scene.tokenizer));
-        return -1;
-    }
-    if (!a->scene.text) {
-        app_refuse(a, "the scene gives its tokens as a list: there is no text to tokenise again");
-        return -1;
-    }
-    static const enum attn_tokenizer next[] = {[TOKENIZER_WHITESPACE] = TOKENIZER_WORDS,
-                                               [TOKENIZER_WORDS] = TOKENIZER_CHARS,
-                                               [TOKENIZER_CHARS] = TOKENIZER_WHITESPACE};
-    char *text = strdup(a->scene.text);
-    if (!text) {
-        app_refuse(a, "out of memory");
-        return -1;
-    }
-    /* the sentence again under the next tokenizer, by the sentence edit's rules */
-    int rc = edit_text(a, text, next[a->scene.tokenizer]);
-    free(text);
-    return rc;
+    static const enum attn_tokenizer next[TOKENIZER_CHARS + 1] = {
+        [TOKENIZER_WHITESPACE] = TOKENIZER_WORDS,
+        [TOKENIZER_WORDS] = TOKENIZER_CHARS,
+        [TOKENIZER_CHARS] = TOKENIZER_WHITESPACE};
+    enum attn_tokenizer t = a->scene.tokenizer;
+    /* the sentence again under the next tokenizer, by the sentence edit's rules (a vocabulary's
+       tokenizer is refused before the table is read) */
+    struct attn_edit e = {.kind = EDIT_TOKENIZER,
+                          .tokenizer = t <= TOKENIZER_CHARS ? next[t] : TOKENIZER_WHITESPACE};
+    return edit_text(a, &e);
 }
 
 /* What differs between two versions of the scene, in a few words: "heads 2 → 4, causal on". */

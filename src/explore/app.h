@@ -24,9 +24,10 @@
 
 struct keymap; /* explore/keys.h */
 
-#define APP_UNDO_MAX   100
-#define APP_TEXT_MAX   65536 /* characters a prompt holds: an 8192-token sentence fits */
-#define APP_UNDO_BYTES ((size_t)256 << 20) /* copies kept for undo, each way */
+#define APP_UNDO_MAX     100
+#define APP_TEXT_MAX     65536 /* characters a prompt holds: an 8192-token sentence fits */
+#define APP_UNDO_BYTES   ((size_t)256 << 20)    /* copies kept for undo, each way */
+#define APP_PROMPT_BYTES (4 * APP_TEXT_MAX + 1) /* a prompt's text in UTF-8, with its NUL */
 
 enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUNT };
 
@@ -36,9 +37,11 @@ enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUN
 struct app {
     struct attn_scene scene; /* as edited; may be invalid (then error is set) */
     char *scene_path;        /* file it came from, NULL for the built-in scene */
-    struct attn_scene undo[APP_UNDO_MAX];
+    /* The history, on the heap (APP_UNDO_MAX scenes each way, allocated by app_init), so that
+     * struct app is small enough for a caller's stack. */
+    struct attn_scene *undo;
     int n_undo;
-    struct attn_scene redo[APP_UNDO_MAX];
+    struct attn_scene *redo;
     int n_redo;
 
     struct attn_scene shown;              /* the scene the result belongs to (the last valid one) */
@@ -126,7 +129,7 @@ struct app {
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
     enum knob prompt_knob;
     char pending_path[1024];
-    char prompt_initial[4 * APP_TEXT_MAX + 1]; /* UTF-8 of a prompt's text */
+    char *prompt_initial; /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */

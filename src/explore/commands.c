@@ -388,7 +388,7 @@ static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
     a->prompt_knob = k;
     snprintf(label, sizeof(label), "new %s", knob_name(k));
     app_knob_text(value, sizeof(value), a, k);
-    snprintf(a->prompt_initial, sizeof(a->prompt_initial), "%s", value);
+    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%s", value);
     ask_for(ask, PROMPT_KNOB, label, value);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -412,7 +412,7 @@ static int text_prompt(struct app *a, struct ask *ask)
             strcat(text, s->tokens[i]);
         }
     }
-    if (utf8_length(text) >= APP_TEXT_MAX || need > sizeof(a->prompt_initial)) {
+    if (utf8_length(text) >= APP_TEXT_MAX || need > APP_PROMPT_BYTES) {
         app_refuse(a, "the sentence is too long to edit here; edit the scene file");
     } else {
         memcpy(a->prompt_initial, text, need);
@@ -542,251 +542,296 @@ static void do_render(struct app *a)
          a->error[0] ? " (the last valid result: the edited scene is invalid)" : "");
 }
 
-static int run_action(struct app *a, enum action act, struct ask *ask)
+/* The actions, one function each, bound to the actions by the `run` column of ACTIONS
+ * (explore/actions.h). Each returns the outcome flags (explore/outcome.h). */
+
+static int act_quit(struct app *a, enum action act, struct ask *ask)
 {
-    switch (act) {
-    case ACTION_QUIT:
-        if (!app_unsaved(a))
-            return OUTCOME_QUIT;
-        ask_for(ask, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n)", "");
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_STAGE_NEXT:
-        return stage_step(a, 1);
-    case ACTION_STAGE_PREV:
-        return stage_step(a, -1);
-    case ACTION_HEAD_MEAN:
-        a->head_mean = !a->head_mean;
-        a->all_heads = false;
-        if (a->head_mean && app_model(a)->heads < 2)
-            note(a, "one head: its mean is itself");
-        else
-            note(a,
-                 a->head_mean ? "the mean over the %d heads (A: one head again)"
-                              : "one head again (A: the mean over the heads)",
-                 app_model(a)->heads);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_TOKEN_VIEW:
-        a->token_view = !a->token_view;
-        if (!a->token_view)
-            note(a, "the inspector again (v: the token view)");
-        else if (!tokenview_applies(a->stage))
-            note(a, "token view: it shows the n\u00d7n stages, scores to dropout (. and , step "
-                    "there; v: the inspector)");
-        else
-            note(a, "token view: what the cursor's row looks at, in the sentence and as its top "
-                    "keys (v: the inspector)");
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_COLOR_SCALE: {
-        static const char *const said[SCALE_BY_COUNT] = {
-            "colours: one scale for the whole matrix",
-            "colours: each row on its own scale (every query's distribution, at any length)",
-            "colours: logarithmic (values spanning decades; down to 1/10000 of the largest)"};
-        a->color_scale = (enum color_scale)((a->color_scale + 1) % SCALE_BY_COUNT);
-        note(a, "%s", said[a->color_scale]);
-        return OUTCOME_VIEW_CHANGED;
-    }
-    case ACTION_BLOCKS:
-        a->block_agg = a->block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX;
-        note(a, "%s",
-             a->block_agg == BLOCK_MAX
-                 ? "zoomed-out blocks show their max (a strong weight stays visible)"
-                 : "zoomed-out blocks show their mean (how much a region holds on average)");
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_ZOOM_IN:
-    case ACTION_ZOOM_OUT:
-        /* The heatmap takes these; the all-heads view fits its tiles by itself. */
-        app_refuse(a, "zoom works on one head's map (a: back to it); this view fits the heads "
-                      "by itself");
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_ROW_START:
-    case ACTION_ROW_END:
-    case ACTION_TOP:
-    case ACTION_BOTTOM: {
-        int rows = app_rows(a), cols = app_cols(a);
-        int row = act == ACTION_TOP ? 0 : act == ACTION_BOTTOM ? rows - 1 : a->row;
-        int col = act == ACTION_ROW_START ? 0 : act == ACTION_ROW_END ? cols - 1 : a->col;
-        if (row == a->row && col == a->col)
-            return OUTCOME_HANDLED;
-        a->row = row;
-        a->col = a->col_want = col;
-        return OUTCOME_CURSOR_MOVED;
-    }
-    case ACTION_ROW_MAX:
-        return row_max(a);
-    case ACTION_FIND:
-        ask_for(ask, PROMPT_FIND, "find token", a->find);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_FIND_NEXT:
-        return find_next(a);
-    case ACTION_SCORE:
-        /* none -> previous -> induction -> first -> self -> entropy -> none; the tiles of the
-           all-heads view (and the model view) show it */
-        a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
-        a->all_heads = true;
-        if (a->score_shown >= 0 && !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1)
-            note(a,
-                 "heads coloured by their %s score on a stage of each head's (this one they "
-                 "share; S: next score)",
-                 attn_head_score_name((enum head_score)a->score_shown));
-        else if (a->score_shown >= 0)
-            note(a, "heads coloured by their %s score (S: next score)",
-                 attn_head_score_name((enum head_score)a->score_shown));
-        else
-            note(a, "heads no longer coloured by a score");
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_LAYER_NEXT:
-    case ACTION_LAYER_PREV:
-        if (a->net.layers < 2) {
-            app_refuse(a, "this scene has one layer (give it more with layers: N)");
-            return OUTCOME_VIEW_CHANGED;
-        }
-        app_set_layer(a, (a->layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->net.layers) %
-                             a->net.layers);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_HEAD_NEXT:
-    case ACTION_HEAD_PREV:
-        a->head = (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + app_model(a)->heads) %
-                  app_model(a)->heads;
-        app_clamp(a);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_BASELINE:
-        if (app_toggle_baseline(a) == 1 && a->error[0]) /* the last valid state is pinned */
-            note(a, "baseline pinned: the last valid result (the edited scene is invalid)");
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_ALL_HEADS:
-        a->all_heads = !a->all_heads;
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_OPEN:
-        if (!a->all_heads)
-            return OUTCOME_HANDLED;
-        a->all_heads = false;
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_PLAY:
-        a->playing = !a->playing;
-        if (a->playing && a->stage == attn_stage_last(app_model(a)))
-            a->stage = STAGE_INPUTS; /* play from the start when at the end */
-        app_clamp(a);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_PLAY_FASTER:
-    case ACTION_PLAY_SLOWER: {
-        /* halve or double, from a tenth of a second to four seconds a stage */
-        int ms = act == ACTION_PLAY_FASTER ? a->play_ms / 2 : a->play_ms * 2;
-        a->play_ms = ms < 100 ? 100 : ms > 4000 ? 4000 : ms;
-        cnum_format(a->message, sizeof(a->message), "auto-play: one stage every %.1f s",
-                    a->play_ms / 1000.0);
-        a->message_is_error = false;
-        return OUTCOME_VIEW_CHANGED;
-    }
-    case ACTION_KNOB_NEXT:
-        a->knob = (enum knob)((a->knob + 1) % KNOB_COUNT);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_KNOB_PREV:
-        a->knob = (enum knob)((a->knob + KNOB_COUNT - 1) % KNOB_COUNT);
-        return OUTCOME_VIEW_CHANGED;
-    case ACTION_KNOB_UP:
-        app_step_knob(a, a->knob, 1);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_KNOB_DOWN:
-        app_step_knob(a, a->knob, -1);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_KNOB_TYPE:
-        return knob_prompt(a, a->knob, ask);
-    case ACTION_SEED:
-        return knob_prompt(a, KNOB_SEED, ask);
-    case ACTION_D_OUT:
-        return knob_prompt(a, KNOB_D_OUT, ask);
-    case ACTION_HEADS:
-        return knob_prompt(a, KNOB_HEADS, ask);
-    case ACTION_DROPOUT:
-        return knob_prompt(a, KNOB_DROPOUT, ask);
-    case ACTION_EDIT_TEXT:
-        return text_prompt(a, ask);
-    case ACTION_SHIFT: {
-        if (a->scene.pos.kind == POS_NONE) {
-            app_refuse(a, "no positions to shift: this scene has positional kind none");
-            return OUTCOME_VIEW_CHANGED;
-        }
-        snprintf(a->prompt_initial, sizeof(a->prompt_initial), "%d", a->scene.pos.offset);
-        ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)",
-                a->prompt_initial);
-        return OUTCOME_VIEW_CHANGED;
-    }
-    case ACTION_CAUSAL:
-        app_toggle_causal(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_PROJECTION:
-        app_cycle_projection(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_LAYOUT:
-        app_cycle_layout(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_MASK_MODE:
-        app_cycle_mask_mode(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_SCALE:
-        app_toggle_scale(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_NORMALIZE:
-        app_cycle_normalize(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_TOKENIZER:
-        app_cycle_tokenizer(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_UNDO:
-        app_undo(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_REDO:
-        app_redo(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_EXPORT: {
-        char stem[256], dir[300];
-        scene_stem(stem, sizeof(stem), a->scene_path);
-        snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
-        ask_for(ask, PROMPT_EXPORT, "export to folder", dir);
-        return OUTCOME_VIEW_CHANGED;
-    }
-    case ACTION_SAVE: {
-        if (a->error[0]) {
-            app_refuse(a, "the edited scene is invalid: fix it or undo (u) before saving");
-            return OUTCOME_VIEW_CHANGED;
-        }
-        /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the
-         * original's comments would be lost. A lesson's scene is saved as the scene on screen,
-         * without its lesson (app_save): the prompt says so, and names the step. */
-        char stem[256], path[1400], dir[1100];
-        scene_stem(stem, sizeof(stem), a->scene_path);
-        save_dir(dir, sizeof(dir), a->scene_path);
-        if (a->lesson.lesson) {
-            snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
-            ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
-        } else {
-            snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
-            ask_for(ask, PROMPT_SAVE, "save scene as", path);
-        }
-        return OUTCOME_VIEW_CHANGED;
-    }
-    case ACTION_RENDER:
-        do_render(a);
-        return OUTCOME_VIEW_CHANGED;
-    /* Lesson mode: a step may edit, and the caption's height lays the screen out again. */
-    case ACTION_LESSON:
-        lesson_toggle(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_LESSON_NEXT:
-        lesson_next(a);
-        return OUTCOME_SCENE_CHANGED;
-    case ACTION_LESSON_PREV:
-        lesson_prev(a);
-        return OUTCOME_SCENE_CHANGED;
-    default:
-        return OUTCOME_IGNORED;
-    }
+    if (!app_unsaved(a))
+        return OUTCOME_QUIT;
+    ask_for(ask, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n)", "");
+    return OUTCOME_VIEW_CHANGED;
 }
+
+static int act_stage(struct app *a, enum action act, struct ask *ask)
+{
+    return stage_step(a, act == ACTION_STAGE_NEXT ? 1 : -1);
+}
+
+static int act_head_mean(struct app *a, enum action act, struct ask *ask)
+{
+    a->head_mean = !a->head_mean;
+    a->all_heads = false;
+    if (a->head_mean && app_model(a)->heads < 2)
+        note(a, "one head: its mean is itself");
+    else
+        note(a,
+             a->head_mean ? "the mean over the %d heads (A: one head again)"
+                          : "one head again (A: the mean over the heads)",
+             app_model(a)->heads);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_token_view(struct app *a, enum action act, struct ask *ask)
+{
+    a->token_view = !a->token_view;
+    if (!a->token_view)
+        note(a, "the inspector again (v: the token view)");
+    else if (!tokenview_applies(a->stage))
+        note(a, "token view: it shows the n\u00d7n stages, scores to dropout (. and , step "
+                "there; v: the inspector)");
+    else
+        note(a, "token view: what the cursor's row looks at, in the sentence and as its top "
+                "keys (v: the inspector)");
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_color_scale(struct app *a, enum action act, struct ask *ask)
+{
+    static const char *const said[SCALE_BY_COUNT] = {
+        "colours: one scale for the whole matrix",
+        "colours: each row on its own scale (every query's distribution, at any length)",
+        "colours: logarithmic (values spanning decades; down to 1/10000 of the largest)"};
+    a->color_scale = (enum color_scale)((a->color_scale + 1) % SCALE_BY_COUNT);
+    note(a, "%s", said[a->color_scale]);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_blocks(struct app *a, enum action act, struct ask *ask)
+{
+    a->block_agg = a->block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX;
+    note(a, "%s",
+         a->block_agg == BLOCK_MAX
+             ? "zoomed-out blocks show their max (a strong weight stays visible)"
+             : "zoomed-out blocks show their mean (how much a region holds on average)");
+    return OUTCOME_VIEW_CHANGED;
+}
+
+/* The heatmap takes z and Z; here only what is left: the all-heads view, which fits its tiles
+ * by itself. */
+static int act_zoom(struct app *a, enum action act, struct ask *ask)
+{
+    app_refuse(a, "zoom works on one head's map (a: back to it); this view fits the heads "
+                  "by itself");
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_jump(struct app *a, enum action act, struct ask *ask)
+{
+    int rows = app_rows(a), cols = app_cols(a);
+    int row = act == ACTION_TOP ? 0 : act == ACTION_BOTTOM ? rows - 1 : a->row;
+    int col = act == ACTION_ROW_START ? 0 : act == ACTION_ROW_END ? cols - 1 : a->col;
+    if (row == a->row && col == a->col)
+        return OUTCOME_HANDLED;
+    a->row = row;
+    a->col = a->col_want = col;
+    return OUTCOME_CURSOR_MOVED;
+}
+
+static int act_row_max(struct app *a, enum action act, struct ask *ask)
+{
+    return row_max(a);
+}
+
+static int act_find(struct app *a, enum action act, struct ask *ask)
+{
+    ask_for(ask, PROMPT_FIND, "find token", a->find);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_find_next(struct app *a, enum action act, struct ask *ask)
+{
+    return find_next(a);
+}
+
+/* none -> previous -> induction -> first -> self -> entropy -> none; the tiles of the all-heads
+ * view (and the model view) show it. */
+static int act_score(struct app *a, enum action act, struct ask *ask)
+{
+    a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
+    a->all_heads = true;
+    if (a->score_shown >= 0 && !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1)
+        note(a,
+             "heads coloured by their %s score on a stage of each head's (this one they "
+             "share; S: next score)",
+             attn_head_score_name((enum head_score)a->score_shown));
+    else if (a->score_shown >= 0)
+        note(a, "heads coloured by their %s score (S: next score)",
+             attn_head_score_name((enum head_score)a->score_shown));
+    else
+        note(a, "heads no longer coloured by a score");
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_layer(struct app *a, enum action act, struct ask *ask)
+{
+    if (a->net.layers < 2) {
+        app_refuse(a, "this scene has one layer (give it more with layers: N)");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    app_set_layer(a,
+                  (a->layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->net.layers) % a->net.layers);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_head(struct app *a, enum action act, struct ask *ask)
+{
+    a->head =
+        (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + app_model(a)->heads) % app_model(a)->heads;
+    app_clamp(a);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_baseline(struct app *a, enum action act, struct ask *ask)
+{
+    if (app_toggle_baseline(a) == 1 && a->error[0]) /* the last valid state is pinned */
+        note(a, "baseline pinned: the last valid result (the edited scene is invalid)");
+    return OUTCOME_SCENE_CHANGED;
+}
+
+static int act_all_heads(struct app *a, enum action act, struct ask *ask)
+{
+    a->all_heads = !a->all_heads;
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_open(struct app *a, enum action act, struct ask *ask)
+{
+    if (!a->all_heads)
+        return OUTCOME_HANDLED;
+    a->all_heads = false;
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_play(struct app *a, enum action act, struct ask *ask)
+{
+    a->playing = !a->playing;
+    if (a->playing && a->stage == attn_stage_last(app_model(a)))
+        a->stage = STAGE_INPUTS; /* play from the start when at the end */
+    app_clamp(a);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+/* Halve or double, from a tenth of a second to four seconds a stage. */
+static int act_play_speed(struct app *a, enum action act, struct ask *ask)
+{
+    int ms = act == ACTION_PLAY_FASTER ? a->play_ms / 2 : a->play_ms * 2;
+    a->play_ms = ms < 100 ? 100 : ms > 4000 ? 4000 : ms;
+    cnum_format(a->message, sizeof(a->message), "auto-play: one stage every %.1f s",
+                a->play_ms / 1000.0);
+    a->message_is_error = false;
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_knob_select(struct app *a, enum action act, struct ask *ask)
+{
+    a->knob = (enum knob)((a->knob + (act == ACTION_KNOB_NEXT ? 1 : KNOB_COUNT - 1)) % KNOB_COUNT);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_knob_step(struct app *a, enum action act, struct ask *ask)
+{
+    app_step_knob(a, a->knob, act == ACTION_KNOB_UP ? 1 : -1);
+    return OUTCOME_SCENE_CHANGED;
+}
+
+/* # types a value for the selected knob; s, d, H and D for their own. */
+static int act_knob_type(struct app *a, enum action act, struct ask *ask)
+{
+    enum knob k = act == ACTION_SEED      ? KNOB_SEED
+                  : act == ACTION_D_OUT   ? KNOB_D_OUT
+                  : act == ACTION_HEADS   ? KNOB_HEADS
+                  : act == ACTION_DROPOUT ? KNOB_DROPOUT
+                                          : a->knob;
+    return knob_prompt(a, k, ask);
+}
+
+static int act_edit_text(struct app *a, enum action act, struct ask *ask)
+{
+    return text_prompt(a, ask);
+}
+
+static int act_shift(struct app *a, enum action act, struct ask *ask)
+{
+    if (a->scene.pos.kind == POS_NONE) {
+        app_refuse(a, "no positions to shift: this scene has positional kind none");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%d", a->scene.pos.offset);
+    ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)", a->prompt_initial);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+/* The option edits: each recomputes (app.c), the screen follows. */
+#define EDIT_ACTION(fn, edit)                                                                      \
+    static int fn(struct app *a, enum action act, struct ask *ask)                                 \
+    {                                                                                              \
+        edit(a);                                                                                   \
+        return OUTCOME_SCENE_CHANGED;                                                              \
+    }
+EDIT_ACTION(act_causal, app_toggle_causal)
+EDIT_ACTION(act_projection, app_cycle_projection)
+EDIT_ACTION(act_layout, app_cycle_layout)
+EDIT_ACTION(act_mask_mode, app_cycle_mask_mode)
+EDIT_ACTION(act_scale, app_toggle_scale)
+EDIT_ACTION(act_normalize, app_cycle_normalize)
+EDIT_ACTION(act_tokenizer, app_cycle_tokenizer)
+EDIT_ACTION(act_undo, app_undo)
+EDIT_ACTION(act_redo, app_redo)
+/* Lesson mode: a step may edit, and the caption's height lays the screen out again. */
+EDIT_ACTION(act_lesson, lesson_toggle)
+EDIT_ACTION(act_lesson_next, lesson_next)
+EDIT_ACTION(act_lesson_prev, lesson_prev)
+#undef EDIT_ACTION
+
+static int act_export(struct app *a, enum action act, struct ask *ask)
+{
+    char stem[256], dir[300];
+    scene_stem(stem, sizeof(stem), a->scene_path);
+    snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
+    ask_for(ask, PROMPT_EXPORT, "export to folder", dir);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_save(struct app *a, enum action act, struct ask *ask)
+{
+    if (a->error[0]) {
+        app_refuse(a, "the edited scene is invalid: fix it or undo (u) before saving");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    /* Never offer to overwrite the scene itself: saving writes fresh YAML, so the original's
+     * comments would be lost. A lesson's scene is saved as the scene on screen, without its
+     * lesson (app_save): the prompt says so, and names the step. */
+    char stem[256], path[1400], dir[1100];
+    scene_stem(stem, sizeof(stem), a->scene_path);
+    save_dir(dir, sizeof(dir), a->scene_path);
+    if (a->lesson.lesson) {
+        snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
+        ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
+    } else {
+        snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
+        ask_for(ask, PROMPT_SAVE, "save scene as", path);
+    }
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_render(struct app *a, enum action act, struct ask *ask)
+{
+    do_render(a);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int (*const handlers[ACTION_COUNT])(struct app *a, enum action act, struct ask *ask) = {
+#define X(id, name, keys, group, help, run) [ACTION_##id] = run,
+    ACTIONS(X)
+#undef X
+};
 
 int command_run(struct app *a, enum action act, struct ask *ask)
 {
     ask_clear(ask);
-    int out = run_action(a, act, ask);
+    int out = act >= 0 && act < ACTION_COUNT && handlers[act] ? handlers[act](a, act, ask)
+                                                              : OUTCOME_IGNORED;
     /* With a baseline pinned, a view of another stage, head or layer may have another shape
      * than the baseline's: the message line says why the map shows values, not a Δ. */
     bool moved = act == ACTION_STAGE_NEXT || act == ACTION_STAGE_PREV || act == ACTION_HEAD_NEXT ||

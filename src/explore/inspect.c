@@ -338,32 +338,362 @@ static void explain_block(struct buf *b, const struct app *a)
     put(b, "the cursor's cell, row %d, column %d:\n", a->row, a->col);
 }
 
+/* The cell being explained: cell (i, j) of head h at the stage on screen, its value val in the
+ * matrix v, with the model and run it comes from. */
+struct cell {
+    struct buf *b;
+    const struct app *a;
+    const struct attn_model *m;
+    const struct attn_run *r;
+    int i, j, h, hd;
+    float val;
+    struct attn_mat_view v;
+};
+
+/* "\n  = val\n": how every explanation ends. */
+static void equals_val(const struct cell *c)
+{
+    num(c->b, c->val);
+    put(c->b, "\n");
+}
+
+static void explain_inputs(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    struct buf *b = c->b;
+    if (m->layer > 0) {
+        put(b, "input = layer %d's output (its %s)\n  = ", m->layer - 1,
+            attn_stage_name(attn_stage_block_output(&c->a->net.model[m->layer - 1])));
+        equals_val(c);
+        return;
+    }
+    put(b, "input = token embedding");
+    if (m->pos) {
+        int pos = c->a->shown.pos.offset + c->i;
+        if (m->pos_kind == POS_SINUSOIDAL)
+            put(b, " + %s(position %d \u00b7 div_%d)\n  = ", c->j % 2 ? "cos" : "sin", pos,
+                c->j / 2);
+        else
+            put(b, " + position %d's row\n  = ", pos);
+        num(b, m->embed[(size_t)c->i * m->d_in + c->j]);
+        put(b, " + ");
+        num(b, m->pos[((size_t)m->pos_offset + (size_t)c->i) * m->d_in + c->j]);
+    }
+    put(b, "\n  = ");
+    equals_val(c);
+}
+
+static void explain_latent(const struct cell *c)
+{
+    put(c->b, "latent[%d] = x \u00b7 W_down[:, %d] (MLA: cached per token)\n", c->j, c->j);
+    terms(c->b, attn_input(c->a, c->i), 1, c->m->wdown + c->j, c->m->latent, c->m->d_in);
+    put(c->b, "  = ");
+    equals_val(c);
+}
+
+static void explain_queries(const struct cell *c)
+{
+    explain_projection(c->b, c->a, c->i, c->j, 0, c->m->wq, c->m->bq, "W_query");
+}
+
+static void explain_keys(const struct cell *c)
+{
+    explain_projection(c->b, c->a, c->i, c->j, 1, c->m->wk, c->m->bk, "W_key");
+}
+
+static void explain_values(const struct cell *c)
+{
+    explain_projection(c->b, c->a, c->i, c->j, 2, c->m->wv, c->m->bv, "W_value");
+}
+
+static void explain_rotated(const struct cell *c)
+{
+    explain_rotation(c->b, c->a, c->i, c->j, c->a->stage == STAGE_KEYS_ROTATED);
+}
+
+static void explain_scores(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    int kvh = c->h / (m->heads / m->kv_heads);
+    const float *q = m->rope ? c->r->qr : c->r->q, *k = m->rope ? c->r->kr : c->r->k;
+    put(c->b, "score = q_%d \u00b7 k_%d%s\n", c->i, c->j, m->rope ? " (both rotated)" : "");
+    terms(c->b, q + (size_t)c->i * m->D + (size_t)c->h * c->hd, 1,
+          k + (size_t)c->j * m->Dkv + (size_t)kvh * c->hd, 1, c->hd);
+    put(c->b, "  = ");
+    equals_val(c);
+}
+
+static void explain_scaled(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    float s = at(app_view(c->a, STAGE_SCORES, c->h), c->i, c->j);
+    if (m->scale == SCALE_NONE) {
+        put(c->b, "no scaling (scale: false)\n  = ");
+    } else {
+        if (m->scale == SCALE_SQRT_DK)
+            put(c->b, "scaled = score \u00f7 \u221ad_k, d_k = %d\n  = ", c->hd);
+        else
+            put(c->b, "scaled = score \u00f7 %g\n  = ", (double)m->scale_divisor);
+        num(c->b, s);
+        put(c->b, " \u00f7 %.4f\n  = ", (double)m->scale_divisor);
+    }
+    equals_val(c);
+}
+
+static void explain_masked(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    struct buf *b = c->b;
+    const char *query = m->tokens[c->i], *key = m->tokens[c->j];
+    if (!m->causal) {
+        put(b, "no causal mask: unchanged\n  = ");
+    } else if (c->j > c->i) {
+        put(b, "\u201c%s\u201d comes after \u201c%s\u201d: a token may not look ahead,\n", key,
+            query);
+        put(b, m->mask_mode == MASK_BEFORE_SOFTMAX
+                   ? "so the score becomes -\u221e (softmax turns it into 0)\n  = "
+                   : "so its softmax weight is zeroed (mask after softmax)\n  = ");
+    } else {
+        put(b, "\u201c%s\u201d is at or before \u201c%s\u201d: visible\n", key, query);
+        put(b, m->mask_mode == MASK_BEFORE_SOFTMAX
+                   ? "  = "
+                   : "softmax first, future zeroed after (the book's first try)\n  = ");
+    }
+    equals_val(c);
+}
+
+static void explain_softmax(const struct cell *c)
+{
+    explain_weights(c->b, c->a, c->i, c->j);
+}
+
+static void explain_dropout(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    struct buf *b = c->b;
+    float w = at(app_view(c->a, STAGE_WEIGHTS, c->h), c->i, c->j);
+    if (!m->keep) {
+        put(b, "dropout p = %g: nothing dropped\n  = ", m->dropout);
+    } else if (m->keep[(size_t)c->h * m->n * m->n + (size_t)c->i * m->n + c->j]) {
+        float f = 1.0f / (float)(1.0 - m->dropout);
+        put(b,
+            "kept (probability 1 \u2212 p = %g),\nscaled by 1/(1 \u2212 p) = ", 1.0 - m->dropout);
+        num(b, f);
+        put(b, "\n  = ");
+        num(b, w);
+        put(b, " \u00d7 ");
+        num(b, f);
+        put(b, "\n  = ");
+    } else {
+        put(b, "dropped (probability p = %g)\n  = ", m->dropout);
+    }
+    num(b, c->val);
+    float rowsum = 0;
+    for (int k = 0; k < c->v.cols; k++)
+        rowsum += at(c->v, c->i, k);
+    put(b, "\nrow \u03a3 = ");
+    num(b, rowsum);
+    put(b, m->keep ? " (no longer 1)\n" : "\n");
+}
+
+static void explain_context(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    struct attn_mat_view w = app_view(c->a, STAGE_DROPOUT, c->h);
+    put(c->b, "context = \u03a3_j a_%d,j \u00b7 v_j[%d]\n", c->i, c->j);
+    int kvh = c->h / (m->heads / m->kv_heads);
+    terms(c->b, w.data + (size_t)c->i * w.stride, 1, c->r->v + (size_t)kvh * c->hd + c->j, m->Dkv,
+          m->n);
+    put(c->b, "  = ");
+    equals_val(c);
+}
+
+static void explain_concat(const struct cell *c)
+{
+    put(c->b, "column %d = head %d's context, dimension %d\n  = ", c->j, c->j / c->hd,
+        c->j % c->hd);
+    equals_val(c);
+}
+
+static void explain_output(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    struct buf *b = c->b;
+    if (!m->wo) {
+        put(b, "no out_proj: output = concat\n  = ");
+    } else {
+        put(b, "output = concat \u00b7 W_out[:, %d]%s\n", c->j, m->bo ? " + b" : "");
+        terms(b, c->r->concat + (size_t)c->i * m->D, 1, m->wo + c->j, m->D, m->D);
+        if (m->bo) {
+            put(b, "    + ");
+            operand(b, m->bo[c->j]);
+            put(b, " (bias)\n");
+        }
+        put(b, "  = ");
+    }
+    equals_val(c);
+}
+
+/* "name = left + right" for the residual connections. */
+static void explain_sum(const struct cell *c, const char *what, float left, float right)
+{
+    put(c->b, "%s\n  = ", what);
+    num(c->b, left);
+    put(c->b, " + ");
+    operand(c->b, right);
+    put(c->b, "\n  = ");
+    equals_val(c);
+}
+
+static void explain_residual1(const struct cell *c)
+{
+    size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    explain_sum(c, "residual1 = inputs + output (what attention adds)", c->m->x[at_ij],
+                c->r->output[(size_t)c->i * c->m->D + (size_t)c->j]);
+}
+
+static void explain_residual2(const struct cell *c)
+{
+    bool post = c->m->order == BLOCK_POST;
+    size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    explain_sum(c, post ? "residual2 = norm1 + ffn_out" : "residual2 = residual1 + ffn_out",
+                (post ? c->r->norm1 : c->r->res1)[at_ij], c->r->ffn_out[at_ij]);
+}
+
+static void explain_norm1(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    if (m->order == BLOCK_PRE)
+        explain_norm(c->b, c->a, c->i, c->j, m->x, m->n1w, m->n1b, "the input (pre-norm)");
+    else
+        explain_norm(c->b, c->a, c->i, c->j, c->r->res1, m->n1w, m->n1b, "residual1");
+}
+
+static void explain_norm2(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    if (m->order == BLOCK_PRE)
+        explain_norm(c->b, c->a, c->i, c->j, c->r->res1, m->n2w, m->n2b,
+                     "residual1 (the FFN's input)");
+    else
+        explain_norm(c->b, c->a, c->i, c->j, c->r->res2, m->n2w, m->n2b, "residual2");
+}
+
+static void explain_final_norm(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    explain_norm(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm2 : c->r->res2, m->fw,
+                 m->fb, "the last layer's output (the final norm, ln_f)");
+}
+
+static void explain_ffn_hidden(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
+                   m->d_in, m->w1, m->hidden, m->b1,
+                   "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
+}
+
+static void explain_ffn_activated(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    float x = c->r->ffn_hidden[(size_t)c->i * m->hidden + c->j];
+    if (m->activation == ACT_RELU)
+        put(c->b, "ReLU keeps positives, zeroes the rest\n  = max(0, ");
+    else if (m->activation == ACT_GELU_TANH)
+        put(c->b, "GELU, tanh form (GPT-2's gelu_new)\n"
+                  "  = \u00bd x (1 + tanh(\u221a(2/\u03c0) (x + 0.044715 x\u00b3)))\n  = gelu(");
+    else
+        put(c->b, "GELU = x \u00b7 \u03a6(x) = \u00bd x (1 + erf(x \u00f7 \u221a2))\n  = gelu(");
+    num(c->b, x);
+    put(c->b, ")\n  = ");
+    equals_val(c);
+}
+
+static void explain_ffn_out(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    explain_linear(c->b, c->a, c->i, c->j, c->r->ffn_act, m->hidden, m->w2, m->d_in, m->b2,
+                   "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
+}
+
+/* Each stage's explanation of a cell, one function a stage (tig's table of view operations).
+ * test_app explains every stage of scenes with every kind of block, so a stage added to
+ * engine/stage.h without its explainer fails there. */
+static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
+    [STAGE_INPUTS] = explain_inputs,
+    [STAGE_LATENT] = explain_latent,
+    [STAGE_QUERIES] = explain_queries,
+    [STAGE_KEYS] = explain_keys,
+    [STAGE_VALUES] = explain_values,
+    [STAGE_QUERIES_ROTATED] = explain_rotated,
+    [STAGE_KEYS_ROTATED] = explain_rotated,
+    [STAGE_SCORES] = explain_scores,
+    [STAGE_SCALED] = explain_scaled,
+    [STAGE_MASKED] = explain_masked,
+    [STAGE_WEIGHTS] = explain_softmax,
+    [STAGE_DROPOUT] = explain_dropout,
+    [STAGE_CONTEXT] = explain_context,
+    [STAGE_CONCAT] = explain_concat,
+    [STAGE_OUTPUT] = explain_output,
+    [STAGE_RESIDUAL1] = explain_residual1,
+    [STAGE_NORM1] = explain_norm1,
+    [STAGE_FFN_HIDDEN] = explain_ffn_hidden,
+    [STAGE_FFN_ACTIVATED] = explain_ffn_activated,
+    [STAGE_FFN_OUT] = explain_ffn_out,
+    [STAGE_RESIDUAL2] = explain_residual2,
+    [STAGE_NORM2] = explain_norm2,
+    [STAGE_FINAL_NORM] = explain_final_norm,
+};
+
+/* The mean over the heads: each head's value, then the mean. */
+static void explain_mean(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    struct buf *b = c->b;
+    put(b, "the mean over the %d heads of their %s\n", m->heads, attn_stage_name(c->a->stage));
+    float sum = 0;
+    for (int k = 0; k < m->heads; k++) {
+        float x = at(app_view(c->a, c->a->stage, k), c->i, c->j);
+        sum += x;
+        if (k < MAX_TERMS) {
+            put(b, "  head %d: ", k);
+            num(b, x);
+            put(b, "\n");
+        }
+    }
+    if (m->heads > MAX_TERMS)
+        put(b, "  \u2026 (%d more)\n", m->heads - MAX_TERMS);
+    put(b, "  mean = ");
+    num(b, sum / (float)m->heads);
+    put(b, "\n");
+}
+
 void inspect_explain(char *out, size_t size, const struct app *a)
 {
     struct buf b = {out, size, 0};
     out[0] = '\0';
     const struct attn_model *m = app_model(a);
-    const struct attn_run *r = app_run(a);
-    int i = a->row, j = a->col, h = a->head, hd = m->head_dim;
-    struct attn_mat_view v = app_view(a, a->stage, h);
-    if (i >= v.rows || j >= v.cols)
+    struct cell c = {&b, a, m, app_run(a), a->row, a->col, a->head, m->head_dim, 0, {0}};
+    c.v = app_view(a, a->stage, c.h);
+    if (c.i >= c.v.rows || c.j >= c.v.cols)
         return;
     const struct zoom_grid *g = &a->zoom_shown;
-    if (!a->all_heads && a->zoom > 0 && (g->br > 1 || g->bc > 1) && g->rows == v.rows &&
-        g->cols == v.cols)
+    if (!a->all_heads && a->zoom > 0 && (g->br > 1 || g->bc > 1) && g->rows == c.v.rows &&
+        g->cols == c.v.cols)
         explain_block(&b, a);
-    float val = at(v, i, j);
+    c.val = at(c.v, c.i, c.j);
     if (attn_stage_is_square(a->stage))
-        put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[i], m->tokens[j]);
+        put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[c.i], m->tokens[c.j]);
     else
-        put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[i], j);
+        put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[c.i], c.j);
     if (app_delta_ok(a)) { /* a pinned baseline of this shape: then, now and the change */
-        float base = at(app_base_view(a), i, j);
-        float d = attn_cell_delta(val, base);
+        float base = at(app_base_view(a), c.i, c.j);
+        float d = attn_cell_delta(c.val, base);
         put(&b, "baseline ");
         num(&b, base);
         put(&b, " \u2192 now ");
-        num(&b, val);
+        num(&b, c.val);
         put(&b, "\n  \u0394 = %s", d > 0 ? "+" : "");
         num(&b, d);
         put(&b, "\n");
@@ -371,247 +701,25 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     if (a->shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
         const int *ids = a->net.model[0].ids;
         if (attn_stage_is_square(a->stage))
-            put(&b, "token ids %d and %d\n", ids[i], ids[j]);
+            put(&b, "token ids %d and %d\n", ids[c.i], ids[c.j]);
         else
-            put(&b, "token id %d\n", ids[i]);
+            put(&b, "token id %d\n", ids[c.i]);
     }
-
-    if (app_showing_mean(a)) { /* the mean over the heads: each head's value, then the mean */
-        put(&b, "the mean over the %d heads of their %s\n", m->heads, attn_stage_name(a->stage));
-        float sum = 0;
-        for (int k = 0; k < m->heads; k++) {
-            float x = at(app_view(a, a->stage, k), i, j);
-            sum += x;
-            if (k < MAX_TERMS) {
-                put(&b, "  head %d: ", k);
-                num(&b, x);
-                put(&b, "\n");
-            }
-        }
-        if (m->heads > MAX_TERMS)
-            put(&b, "  \u2026 (%d more)\n", m->heads - MAX_TERMS);
-        put(&b, "  mean = ");
-        num(&b, sum / (float)m->heads);
-        put(&b, "\n");
+    if (app_showing_mean(a)) {
+        explain_mean(&c);
         return;
     }
-    switch (a->stage) {
-    case STAGE_INPUTS:
-        if (m->layer > 0) {
-            put(&b, "input = layer %d's output (its %s)\n  = ", m->layer - 1,
-                attn_stage_name(attn_stage_block_output(&a->net.model[m->layer - 1])));
-            num(&b, val);
-            put(&b, "\n");
-            break;
-        }
-        put(&b, "input = token embedding");
-        if (m->pos) {
-            int pos = a->shown.pos.offset + i;
-            if (m->pos_kind == POS_SINUSOIDAL)
-                put(&b, " + %s(position %d \u00b7 div_%d)\n  = ", j % 2 ? "cos" : "sin", pos,
-                    j / 2);
-            else
-                put(&b, " + position %d's row\n  = ", pos);
-            num(&b, m->embed[(size_t)i * m->d_in + j]);
-            put(&b, " + ");
-            num(&b, m->pos[((size_t)m->pos_offset + (size_t)i) * m->d_in + j]);
-        }
-        put(&b, "\n  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    case STAGE_LATENT:
-        put(&b, "latent[%d] = x \u00b7 W_down[:, %d] (MLA: cached per token)\n", j, j);
-        terms(&b, attn_input(a, i), 1, m->wdown + j, m->latent, m->d_in);
-        put(&b, "  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    case STAGE_QUERIES:
-        explain_projection(&b, a, i, j, 0, m->wq, m->bq, "W_query");
-        break;
-    case STAGE_KEYS:
-        explain_projection(&b, a, i, j, 1, m->wk, m->bk, "W_key");
-        break;
-    case STAGE_VALUES:
-        explain_projection(&b, a, i, j, 2, m->wv, m->bv, "W_value");
-        break;
-    case STAGE_QUERIES_ROTATED:
-    case STAGE_KEYS_ROTATED:
-        explain_rotation(&b, a, i, j, a->stage == STAGE_KEYS_ROTATED);
-        break;
-    case STAGE_SCORES: {
-        int kvh = h / (m->heads / m->kv_heads);
-        const float *q = m->rope ? r->qr : r->q, *k = m->rope ? r->kr : r->k;
-        put(&b, "score = q_%d \u00b7 k_%d%s\n", i, j, m->rope ? " (both rotated)" : "");
-        terms(&b, q + (size_t)i * m->D + (size_t)h * hd, 1,
-              k + (size_t)j * m->Dkv + (size_t)kvh * hd, 1, hd);
-        put(&b, "  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    }
-    case STAGE_SCALED: {
-        float s = at(app_view(a, STAGE_SCORES, h), i, j);
-        if (m->scale == SCALE_NONE) {
-            put(&b, "no scaling (scale: false)\n  = ");
-        } else {
-            if (m->scale == SCALE_SQRT_DK)
-                put(&b, "scaled = score \u00f7 \u221ad_k, d_k = %d\n  = ", hd);
-            else
-                put(&b, "scaled = score \u00f7 %g\n  = ", (double)m->scale_divisor);
-            num(&b, s);
-            put(&b, " \u00f7 %.4f\n  = ", (double)m->scale_divisor);
-        }
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    }
-    case STAGE_MASKED:
-        if (!m->causal) {
-            put(&b, "no causal mask: unchanged\n  = ");
-        } else if (j > i) {
-            put(&b, "\u201c%s\u201d comes after \u201c%s\u201d: a token may not look ahead,\n",
-                m->tokens[j], m->tokens[i]);
-            put(&b, m->mask_mode == MASK_BEFORE_SOFTMAX
-                        ? "so the score becomes -\u221e (softmax turns it into 0)\n  = "
-                        : "so its softmax weight is zeroed (mask after softmax)\n  = ");
-        } else {
-            put(&b, "\u201c%s\u201d is at or before \u201c%s\u201d: visible\n", m->tokens[j],
-                m->tokens[i]);
-            put(&b, m->mask_mode == MASK_BEFORE_SOFTMAX
-                        ? "  = "
-                        : "softmax first, future zeroed after (the book's first try)\n  = ");
-        }
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    case STAGE_WEIGHTS:
-        explain_weights(&b, a, i, j);
-        break;
-    case STAGE_DROPOUT: {
-        float w = at(app_view(a, STAGE_WEIGHTS, h), i, j);
-        if (!m->keep) {
-            put(&b, "dropout p = %g: nothing dropped\n  = ", m->dropout);
-        } else if (m->keep[(size_t)h * m->n * m->n + (size_t)i * m->n + j]) {
-            float f = 1.0f / (float)(1.0 - m->dropout);
-            put(&b, "kept (probability 1 \u2212 p = %g),\nscaled by 1/(1 \u2212 p) = ",
-                1.0 - m->dropout);
-            num(&b, f);
-            put(&b, "\n  = ");
-            num(&b, w);
-            put(&b, " \u00d7 ");
-            num(&b, f);
-            put(&b, "\n  = ");
-        } else {
-            put(&b, "dropped (probability p = %g)\n  = ", m->dropout);
-        }
-        num(&b, val);
-        float rowsum = 0;
-        for (int k = 0; k < v.cols; k++)
-            rowsum += at(v, i, k);
-        put(&b, "\nrow \u03a3 = ");
-        num(&b, rowsum);
-        put(&b, m->keep ? " (no longer 1)\n" : "\n");
-        break;
-    }
-    case STAGE_CONTEXT: {
-        struct attn_mat_view w = app_view(a, STAGE_DROPOUT, h);
-        put(&b, "context = \u03a3_j a_%d,j \u00b7 v_j[%d]\n", i, j);
-        int kvh = h / (m->heads / m->kv_heads);
-        terms(&b, w.data + (size_t)i * w.stride, 1, r->v + (size_t)kvh * hd + j, m->Dkv, m->n);
-        put(&b, "  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    }
-    case STAGE_CONCAT:
-        put(&b, "column %d = head %d's context, dimension %d\n  = ", j, j / hd, j % hd);
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    case STAGE_RESIDUAL1:
-        put(&b, "residual1 = inputs + output (what attention adds)\n  = ");
-        num(&b, m->x[(size_t)i * m->d_in + j]);
-        put(&b, " + ");
-        operand(&b, r->output[(size_t)i * m->D + j]);
-        put(&b, "\n  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    case STAGE_NORM1:
-        if (m->order == BLOCK_PRE)
-            explain_norm(&b, a, i, j, m->x, m->n1w, m->n1b, "the input (pre-norm)");
-        else
-            explain_norm(&b, a, i, j, r->res1, m->n1w, m->n1b, "residual1");
-        break;
-    case STAGE_NORM2:
-        if (m->order == BLOCK_PRE)
-            explain_norm(&b, a, i, j, r->res1, m->n2w, m->n2b, "residual1 (the FFN's input)");
-        else
-            explain_norm(&b, a, i, j, r->res2, m->n2w, m->n2b, "residual2");
-        break;
-    case STAGE_FINAL_NORM:
-        explain_norm(&b, a, i, j, m->order == BLOCK_POST ? r->norm2 : r->res2, m->fw, m->fb,
-                     "the last layer's output (the final norm, ln_f)");
-        break;
-    case STAGE_FFN_HIDDEN:
-        explain_linear(&b, a, i, j, m->order == BLOCK_POST ? r->norm1 : r->norm2, m->d_in, m->w1,
-                       m->hidden, m->b1, "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
-        break;
-    case STAGE_FFN_ACTIVATED: {
-        float x = r->ffn_hidden[(size_t)i * m->hidden + j];
-        if (m->activation == ACT_RELU)
-            put(&b, "ReLU keeps positives, zeroes the rest\n  = max(0, ");
-        else if (m->activation == ACT_GELU_TANH)
-            put(&b, "GELU, tanh form (GPT-2's gelu_new)\n"
-                    "  = \u00bd x (1 + tanh(\u221a(2/\u03c0) (x + 0.044715 x\u00b3)))\n  = gelu(");
-        else
-            put(&b, "GELU = x \u00b7 \u03a6(x) = \u00bd x (1 + erf(x \u00f7 \u221a2))\n  = gelu(");
-        num(&b, x);
-        put(&b, ")\n  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    }
-    case STAGE_FFN_OUT:
-        explain_linear(&b, a, i, j, r->ffn_act, m->hidden, m->w2, m->d_in, m->b2,
-                       "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
-        break;
-    case STAGE_RESIDUAL2:
-        put(&b, "residual2 = %s + ffn_out\n  = ", m->order == BLOCK_POST ? "norm1" : "residual1");
-        num(&b, (m->order == BLOCK_POST ? r->norm1 : r->res1)[(size_t)i * m->d_in + j]);
-        put(&b, " + ");
-        operand(&b, r->ffn_out[(size_t)i * m->d_in + j]);
-        put(&b, "\n  = ");
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    case STAGE_OUTPUT:
-    case STAGE_COUNT:
-        if (!m->wo) {
-            put(&b, "no out_proj: output = concat\n  = ");
-        } else {
-            put(&b, "output = concat \u00b7 W_out[:, %d]%s\n", j, m->bo ? " + b" : "");
-            terms(&b, r->concat + (size_t)i * m->D, 1, m->wo + j, m->D, m->D);
-            if (m->bo) {
-                put(&b, "    + ");
-                operand(&b, m->bo[j]);
-                put(&b, " (bias)\n");
-            }
-            put(&b, "  = ");
-        }
-        num(&b, val);
-        put(&b, "\n");
-        break;
-    }
+    if (!explainers[a->stage]) /* a stage without its explainer: see the table */
+        return;
+    explainers[a->stage](&c);
+
     /* Head pattern scores and KV-cache figures are about trained models (a checkpoint, several
      * layers) and the systems that shrink the cache (GQA, MQA, MLA). Beside chapter 3's
      * single-layer scenes of drawn weights they would be jargon next to the mechanism, so the
      * inspector leaves them out there; heads, S and print still give them on request. */
     bool model_talk = a->scene.model.file || a->net.layers > 1;
     if (a->stage == STAGE_WEIGHTS && model_talk) {
-        const struct head_scores *sc = app_scores(a, a->layer, h);
+        const struct head_scores *sc = app_scores(a, a->layer, c.h);
         put(&b, "\nthis head's pattern scores:\n ");
         for (int k = 0; k < SCORE_COUNT; k++) {
             put(&b, " %s ", attn_head_score_name((enum head_score)k));

@@ -22,36 +22,35 @@ const struct attn_lesson_step *lesson_current(const struct app *a)
     return a->lesson.lesson ? &a->lesson.lesson->steps[a->lesson.step] : NULL;
 }
 
-/* The step's edit, as the user's key for it would make it; a value the scene already has is no
- * edit at all (no undo step). */
-static int make_edit(struct app *a, const struct attn_lesson_edit *e)
+/* The step's edit, as the user's key for it would make it (the app's edits, by engine/edit.h's
+ * rules); a value the scene already has is no edit at all (no undo step). */
+static int make_edit(struct app *a, const struct attn_edit *e)
 {
     const struct attn_config *now = &a->scene.attn;
     switch (e->kind) {
-    case LESSON_EDIT_CAUSAL:
+    case EDIT_CAUSAL:
         return now->causal == e->causal ? 0 : app_toggle_causal(a);
-    case LESSON_EDIT_HEADS:
+    case EDIT_HEADS:
         return app_edit_knob(a, KNOB_HEADS, e->heads);
-    case LESSON_EDIT_D_OUT:
+    case EDIT_D_OUT:
         return app_edit_knob(a, KNOB_D_OUT, e->d_out);
-    case LESSON_EDIT_DROPOUT:
+    case EDIT_DROPOUT:
         return app_edit_knob(a, KNOB_DROPOUT, e->dropout);
-    case LESSON_EDIT_SEED:
+    case EDIT_SEED:
         return app_edit_seed(a, e->seed);
-    case LESSON_EDIT_TEXT:
+    case EDIT_TEXT:
         return a->scene.text && strcmp(a->scene.text, e->text) == 0 ? 0 : app_edit_text(a, e->text);
-    case LESSON_EDIT_SCALE:
+    case EDIT_SCALE:
         return app_edit_scale(a, (enum attn_scale_kind)e->scale, e->scale_divisor);
-    case LESSON_EDIT_MASK_MODE:
+    case EDIT_MASK_MODE:
         return (int)now->mask_mode == e->mask_mode ? 0 : app_cycle_mask_mode(a);
-    case LESSON_EDIT_NORMALIZE:
+    case EDIT_NORMALIZE:
         return (int)now->normalize == e->normalize ? 0 : app_cycle_normalize(a);
-    case LESSON_EDIT_LAYOUT:
+    case EDIT_LAYOUT:
         return (int)now->layout == e->layout ? 0 : app_cycle_layout(a);
-    case LESSON_EDIT_OFFSET:
+    case EDIT_OFFSET:
         return app_edit_offset(a, e->offset);
-    case LESSON_EDIT_NONE:
-    case LESSON_EDIT_COUNT:
+    default: /* EDIT_NONE; a lesson step makes no other kind */
         break;
     }
     return 0;

@@ -1675,7 +1675,7 @@ static const struct mapping view_map = {"view", view_fields, N(view_fields), fin
 
 /* ---- lesson: a list of steps --------------------------------------------------------------- */
 
-/* Rows of a step's mapping; the edits last, in the order of enum attn_lesson_edit_kind. */
+/* Rows of a step's mapping; the edits last, in the order of enum attn_edit_kind. */
 enum {
     L_STAGE,
     L_LAYER,
@@ -1698,7 +1698,7 @@ enum {
     L_COUNT
 };
 #define L_EDIT_FIRST L_CAUSAL
-_Static_assert(L_COUNT - L_EDIT_FIRST == LESSON_EDIT_COUNT - 1, "one row per edit");
+_Static_assert(L_COUNT - L_EDIT_FIRST == EDIT_LESSON_COUNT - 1, "one row per edit");
 
 /* cell: [row, column], counted from 0 as the explorer does. */
 static void h_cell(struct loader *l, const struct field *f, int node, void *base, const char *path)
@@ -1827,7 +1827,7 @@ static void finish_step(struct loader *l, int node, const int *found, void *base
                      step_fields[first].key, step_fields[i].key, step_fields[i].key);
     }
     if (first >= 0)
-        st->edit.kind = (enum attn_lesson_edit_kind)(LESSON_EDIT_CAUSAL + (first - L_EDIT_FIRST));
+        st->edit.kind = (enum attn_edit_kind)(EDIT_CAUSAL + (first - L_EDIT_FIRST));
 }
 static const struct mapping step_map = {"lesson step", step_fields, L_COUNT, finish_step};
 
@@ -1879,98 +1879,21 @@ static int step_node(struct loader *l, int i, const char *key, char *path)
     return k ? k->value : -1;
 }
 
-/* Step i's edit on now, as the explorer makes it (explore/app.c's edit functions, which the
- * explorer's lesson mode calls; tests/test_lessons.c plays every shipped lesson through them).
- * Returns 0, or -1 after reporting why the edit cannot be made. */
+/* Step i's edit on now, by the rules the explorer makes it with (engine/edit.h); here only
+ * where to say what went wrong: at the step's key. Returns 0, or -1 after reporting why the
+ * edit cannot be made or leaves the scene invalid. */
 static int sim_edit(struct loader *l, struct attn_scene *now, int i)
 {
-    const struct attn_lesson_edit *e = &now->lesson->steps[i].edit;
-    const char *key = attn_lesson_edit_key(e->kind);
+    const struct attn_edit *e = &now->lesson->steps[i].edit;
+    if (e->kind == EDIT_NONE)
+        return 0;
     char path[DIAG_PATH_MAX];
-    int node = step_node(l, i, key, path);
-    struct attn_config *a = &now->attn;
+    int node = step_node(l, i, attn_edit_key(e->kind), path);
     struct diag err;
-    diag_clear(&err);
-    bool checkpoint = now->model.file != NULL;
-    switch (e->kind) {
-    case LESSON_EDIT_NONE:
-        return 0;
-    case LESSON_EDIT_CAUSAL:
-        a->causal = e->causal;
-        break;
-    case LESSON_EDIT_HEADS:
-        a->heads = e->heads;
-        attn_scene_drop_weights(now);
-        break;
-    case LESSON_EDIT_D_OUT:
-    case LESSON_EDIT_LAYOUT:
-        if (checkpoint) {
-            loader_error(l, node, path,
-                         "'%s' comes from the checkpoint: a lesson can change heads, dropout, "
-                         "causal and the sentence",
-                         key);
-            return -1;
-        }
-        if (e->kind == LESSON_EDIT_D_OUT)
-            a->d_out = e->d_out;
-        else
-            a->layout = e->layout;
-        attn_scene_drop_weights(now);
-        break;
-    case LESSON_EDIT_DROPOUT:
-        a->dropout = e->dropout;
-        attn_scene_drop_dropout_masks(now);
-        break;
-    case LESSON_EDIT_SEED:
-        now->seed = e->seed;
-        attn_scene_drop_weights(now);
-        break;
-    case LESSON_EDIT_TEXT:
-        if (attn_tokenizer_has_vocab(now->tokenizer) && now->backing && now->backing->tokenize) {
-            char **tokens = NULL;
-            int *ids = NULL, n = 0;
-            int rc = now->backing->tokenize(now->backing, e->text, &tokens, &ids, &n, &err);
-            attn_tokens_free(tokens, n);
-            free(ids);
-            if (rc != 0) {
-                loader_error(l, node, path, "%s", err.msg);
-                return -1;
-            }
-        }
-        if (attn_scene_retext(now, e->text, &err) != 0) {
-            loader_error(l, node, path, "%s", err.msg);
-            return -1;
-        }
-        if (now->n_tokens == 0) { /* the explorer refuses it before editing */
-            loader_error(l, node, path, "the sentence needs at least one token");
-            return -1;
-        }
-        attn_scene_drop_dropout_masks(now);
-        if (now->pos.kind == POS_LEARNED && !now->pos.table.data && !checkpoint &&
-            now->n_tokens + now->pos.offset > now->pos.max_len)
-            now->pos.max_len = now->n_tokens + now->pos.offset;
-        break;
-    case LESSON_EDIT_SCALE:
-        a->scale = e->scale;
-        if (e->scale == SCALE_DIVISOR)
-            a->scale_divisor = e->scale_divisor;
-        break;
-    case LESSON_EDIT_MASK_MODE:
-        a->mask_mode = e->mask_mode;
-        break;
-    case LESSON_EDIT_NORMALIZE:
-        a->normalize = e->normalize;
-        break;
-    case LESSON_EDIT_OFFSET:
-        if (now->pos.kind == POS_NONE) {
-            loader_error(l, node, path,
-                         "no positions to shift: the scene has positional kind none");
-            return -1;
-        }
-        now->pos.offset = e->offset;
-        break;
-    case LESSON_EDIT_COUNT:
-        return 0;
+    struct attn_edit_effects fx;
+    if (attn_scene_check_edit(now, e, &err) != 0 || attn_scene_apply_edit(now, e, &fx, &err) != 0) {
+        loader_error(l, node, path, "%s", err.msg);
+        return -1;
     }
     struct diag_list problems;
     diag_list_init(&problems);

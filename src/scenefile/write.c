@@ -805,7 +805,7 @@ static void write_lesson(struct writer *w)
     fputs("lesson:\n", f);
     for (int i = 0; i < lesson->n_steps; i++) {
         const struct attn_lesson_step *st = &lesson->steps[i];
-        const struct attn_lesson_edit *e = &st->edit;
+        const struct attn_edit *e = &st->edit;
         fprintf(f, "  - stage: %s\n", attn_stage_name((enum attn_stage)st->stage));
         if (st->layer)
             fprintf(f, "    layer: %d\n", st->layer);
@@ -817,50 +817,49 @@ static void write_lesson(struct writer *w)
             fprintf(f, "    row: %d\n", st->row);
         if (st->all_heads)
             fputs("    all_heads: true\n", f);
-        if (e->kind != LESSON_EDIT_NONE)
-            fprintf(f, "    %s: ", attn_lesson_edit_key(e->kind));
+        if (e->kind != EDIT_NONE)
+            fprintf(f, "    %s: ", attn_edit_key(e->kind));
         switch (e->kind) {
-        case LESSON_EDIT_CAUSAL:
+        case EDIT_CAUSAL:
             fputs(yes_no(e->causal), f);
             break;
-        case LESSON_EDIT_HEADS:
+        case EDIT_HEADS:
             fprintf(f, "%d", e->heads);
             break;
-        case LESSON_EDIT_D_OUT:
+        case EDIT_D_OUT:
             fprintf(f, "%d", e->d_out);
             break;
-        case LESSON_EDIT_DROPOUT:
+        case EDIT_DROPOUT:
             write_double(f, e->dropout);
             break;
-        case LESSON_EDIT_SEED:
+        case EDIT_SEED:
             fprintf(f, "%llu", (unsigned long long)e->seed);
             break;
-        case LESSON_EDIT_TEXT:
+        case EDIT_TEXT:
             write_string(f, e->text ? e->text : "", false);
             break;
-        case LESSON_EDIT_SCALE:
+        case EDIT_SCALE:
             if (e->scale == SCALE_DIVISOR)
                 write_double(f, e->scale_divisor);
             else
                 fputs(yes_no(e->scale != SCALE_NONE), f);
             break;
-        case LESSON_EDIT_MASK_MODE:
+        case EDIT_MASK_MODE:
             fputs(attn_mask_mode_name((enum attn_mask_mode)e->mask_mode), f);
             break;
-        case LESSON_EDIT_NORMALIZE:
+        case EDIT_NORMALIZE:
             fputs(attn_normalize_name((enum attn_normalize)e->normalize), f);
             break;
-        case LESSON_EDIT_LAYOUT:
+        case EDIT_LAYOUT:
             fputs(attn_layout_name((enum attn_head_layout)e->layout), f);
             break;
-        case LESSON_EDIT_OFFSET:
+        case EDIT_OFFSET:
             fprintf(f, "%d", e->offset);
             break;
-        case LESSON_EDIT_NONE:
-        case LESSON_EDIT_COUNT:
+        default: /* EDIT_NONE; a lesson step makes no other kind */
             break;
         }
-        if (e->kind != LESSON_EDIT_NONE)
+        if (e->kind != EDIT_NONE)
             fputc('\n', f);
         fputs("    caption: ", f);
         write_string(f, st->caption ? st->caption : "", false);

@@ -1,0 +1,167 @@
+/* scene_edit: the rules of an edit to a scene, written once (see scene.h, engine/edit.h). */
+#include "engine/scene.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/edit.h"
+#include "engine/tokenize.h"
+
+/* Tokenises text as the scene would: its vocabulary's tokenizer, or a built-in one. */
+static int tokens_of(const struct attn_scene *s, const char *text, int tok, int *n,
+                     struct diag *err)
+{
+    char **tokens = NULL;
+    int *ids = NULL;
+    *n = 0;
+    int rc =
+        attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize
+            ? s->backing->tokenize(s->backing, text, &tokens, &ids, n, err)
+            : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
+    attn_tokens_free(tokens, *n);
+    free(ids);
+    return rc;
+}
+
+int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e, struct diag *err)
+{
+    diag_clear(err);
+    const char *fixed = e->kind == EDIT_D_OUT    ? "d_out"
+                        : e->kind == EDIT_LAYOUT ? "the head layout"
+                        : e->kind == EDIT_SHAPE  ? "the projection"
+                        : e->kind == EDIT_DIM    ? "the embedding width"
+                                                 : NULL;
+    if (fixed && s->model.file)
+        return diag_set(err, attn_edit_key(e->kind),
+                        "%s comes from the checkpoint (%s): heads, dropout, causal and the "
+                        "sentence can change",
+                        fixed, s->model.arch ? s->model.arch : "model");
+    if (e->kind == EDIT_TOKENIZER) {
+        if (attn_tokenizer_has_vocab(s->tokenizer))
+            return diag_set(err, "",
+                            "the %s tokenizer comes with its vocabulary: the checkpoint needs its "
+                            "ids",
+                            attn_tokenizer_name(s->tokenizer));
+        if (!s->text)
+            return diag_set(err, "",
+                            "the scene gives its tokens as a list: there is no text to tokenise "
+                            "again");
+    }
+    switch (e->kind) {
+    case EDIT_OFFSET:
+        if (s->pos.kind == POS_NONE)
+            return diag_set(err, "offset",
+                            "no positions to shift: the scene has positional kind none");
+        return 0;
+    case EDIT_DIM:
+        if (s->embed.kind != EMBED_LEARNED)
+            return diag_set(err, "",
+                            "the embedding rows are given (%d wide): dim changes drawn "
+                            "embeddings only",
+                            attn_scene_d_in(s));
+        return 0;
+    case EDIT_TOKENIZER: /* the sentence under the new tokenizer */
+    case EDIT_TEXT: {
+        int n;
+        const char *text = e->kind == EDIT_TEXT ? e->text : s->text;
+        int tok = e->kind == EDIT_TEXT ? (int)s->tokenizer : e->tokenizer;
+        if (tokens_of(s, text, tok, &n, err) != 0) {
+            snprintf(err->path, sizeof(err->path), "text");
+            return -1;
+        }
+        if (n == 0)
+            return diag_set(err, "text", "the sentence needs at least one token");
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
+                          struct attn_edit_effects *fx, struct diag *err)
+{
+    memset(fx, 0, sizeof(*fx));
+    diag_clear(err);
+    struct attn_config *c = &s->attn;
+    switch (e->kind) {
+    case EDIT_NONE:
+    case EDIT_COUNT:
+        return 0;
+    case EDIT_CAUSAL:
+        c->causal = e->causal;
+        return 0;
+    case EDIT_SCALE:
+        c->scale = (enum attn_scale_kind)e->scale;
+        if (e->scale == SCALE_DIVISOR) /* x toggles back to this divisor after none */
+            c->scale_divisor = e->scale_divisor;
+        return 0;
+    case EDIT_MASK_MODE:
+        c->mask_mode = (enum attn_mask_mode)e->mask_mode;
+        return 0;
+    case EDIT_NORMALIZE:
+        c->normalize = (enum attn_normalize)e->normalize;
+        return 0;
+    case EDIT_OFFSET: /* the weights stay: only the positions move */
+        s->pos.offset = e->offset;
+        return 0;
+    case EDIT_DROPOUT: /* a mask drawn for another p no longer fits */
+        c->dropout = e->dropout;
+        attn_scene_drop_dropout_masks(s);
+        return 0;
+    /* Explicit weights only fit the shape and the seed they were written for: the scene goes
+     * back to drawing them. */
+    case EDIT_HEADS:
+        c->heads = e->heads;
+        break;
+    case EDIT_D_OUT:
+        c->d_out = e->d_out;
+        break;
+    case EDIT_LAYOUT:
+        c->layout = (enum attn_head_layout)e->layout;
+        break;
+    case EDIT_DIM:
+        s->embed.dim = e->dim;
+        if (e->d_out > 0) /* a d_out that follows the width (projection none) */
+            c->d_out = e->d_out;
+        break;
+    case EDIT_SHAPE:
+        c->projection = (enum attn_projection)e->projection;
+        c->layout = (enum attn_head_layout)e->layout;
+        c->d_out = e->d_out;
+        c->heads = e->heads;
+        c->qkv_bias = e->qkv_bias;
+        break;
+    case EDIT_SEED:
+        /* The notebook's torch.manual_seed changed everywhere: a part that re-seeded with the
+           same number follows (12-shoes re-seeds three parts with 123); a seed of its own
+           value stays. */
+        fx->seeds_moved = attn_scene_set_seed(s, e->seed, &fx->seeds_kept);
+        break;
+    case EDIT_TEXT:
+    case EDIT_TOKENIZER: {
+        /* The rows of words the scene was given follow them (attn_scene_retext); a mask drawn
+           for other tokens no longer fits; a drawn position table grows with the sentence (a
+           given one does not, and the scene says why it is invalid). */
+        char *text = strdup(e->kind == EDIT_TEXT ? e->text : s->text);
+        if (!text)
+            return diag_set(err, "text", "out of memory");
+        if (e->kind == EDIT_TOKENIZER)
+            s->tokenizer = (enum attn_tokenizer)e->tokenizer;
+        int rc = attn_scene_retext(s, text, err);
+        free(text);
+        if (rc)
+            return -1;
+        attn_scene_drop_dropout_masks(s);
+        if (s->pos.kind == POS_LEARNED && !s->pos.table.data && !s->model.file &&
+            s->n_tokens + s->pos.offset > s->pos.max_len) {
+            s->pos.max_len = s->n_tokens + s->pos.offset;
+            fx->positions_grew = true;
+        }
+        return 0;
+    }
+    }
+    fx->weights_dropped = attn_scene_drop_weights(s);
+    return 0;
+}
