@@ -4,10 +4,10 @@
 #include <string.h>
 
 static const char *const names[STAGE_COUNT] = {
-    "inputs",        "latent",  "queries",   "keys",      "values",     "queries_rotated",
-    "keys_rotated",  "scores",  "scaled",    "masked",    "weights",    "dropout",
-    "context",       "concat",  "output",    "residual1", "norm1",      "ffn_hidden",
-    "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
+    "inputs",        "latent",        "queries", "keys",      "values",    "queries_rotated",
+    "keys_rotated",  "scores",        "scaled",  "masked",    "weights",   "dropout",
+    "weighted_norm", "context",       "concat",  "output",    "residual1", "norm1",
+    "ffn_hidden",    "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
 };
 
 /* As the explorer's heatmap and a picture's title call them. */
@@ -24,6 +24,7 @@ static const char *const titles[STAGE_COUNT] = {
     [STAGE_MASKED] = "masked scores",
     [STAGE_WEIGHTS] = "attention weights",
     [STAGE_DROPOUT] = "weights after dropout",
+    [STAGE_WEIGHTED_NORM] = "weighted norms \u2016\u03b1\u00b7v\u00b7W_O\u2016",
     [STAGE_CONTEXT] = "context vectors",
     [STAGE_CONCAT] = "all heads concatenated",
     [STAGE_OUTPUT] = "output",
@@ -67,7 +68,7 @@ int attn_stage_parse(const char *name)
 
 bool attn_stage_is_square(enum attn_stage s)
 {
-    return s >= STAGE_SCORES && s <= STAGE_DROPOUT;
+    return s >= STAGE_SCORES && s <= STAGE_WEIGHTED_NORM;
 }
 
 bool attn_stage_is_per_head(enum attn_stage s)

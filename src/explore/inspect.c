@@ -515,6 +515,23 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, m->keep ? " (no longer 1)\n" : "\n");
         break;
     }
+    case STAGE_WEIGHTED_NORM: { /* Kobayashi et al. 2020, "Attention is not only a weight" */
+        float w = at(app_view(a, STAGE_DROPOUT, h), i, j);
+        if (m->wo)
+            put(&b,
+                "norm = |a_%d,%d| \u00b7 \u2016v_%d \u00b7 W_O^%d\u2016: how far key %d moves "
+                "the output\n  = |",
+                i, j, j, h, j);
+        else
+            put(&b, "norm = |a_%d,%d| \u00b7 \u2016v_%d\u2016 (no out_proj)\n  = |", i, j, j);
+        num(&b, w);
+        put(&b, "| \u00d7 ");
+        num(&b, attn_value_norms(r, m, h)[j]);
+        put(&b, "\n  = ");
+        num(&b, val);
+        put(&b, "\n");
+        break;
+    }
     case STAGE_CONTEXT: {
         struct attn_mat_view w = app_view(a, STAGE_DROPOUT, h);
         put(&b, "context = \u03a3_j a_%d,j \u00b7 v_j[%d]\n", i, j);

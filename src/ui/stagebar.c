@@ -38,6 +38,9 @@ static void stage_label(char *out, size_t size, const struct attn_model *m, enum
     case STAGE_WEIGHTS:
         snprintf(out, size, m->normalize == NORM_SUM ? "\u00f7sum" : "softmax");
         return;
+    case STAGE_WEIGHTED_NORM: /* Kobayashi et al.'s norm: how far each key moves the output */
+        snprintf(out, size, m->wo ? "\u2016\u03b1vW\u2016" : "\u2016\u03b1v\u2016");
+        return;
     case STAGE_RESIDUAL1:
         snprintf(out, size, "+attn");
         return;
@@ -60,17 +63,29 @@ static void stage_label(char *out, size_t size, const struct attn_model *m, enum
 
 /* Short names for a narrow bar. */
 static const char *const short_labels[STAGE_COUNT] = {
-    [STAGE_INPUTS] = "in",         [STAGE_LATENT] = "c",
-    [STAGE_QUERIES] = "Q",         [STAGE_KEYS] = "K",
-    [STAGE_VALUES] = "V",          [STAGE_QUERIES_ROTATED] = "rQ",
-    [STAGE_KEYS_ROTATED] = "rK",   [STAGE_SCORES] = "QK",
-    [STAGE_SCALED] = "\u00f7",     [STAGE_MASKED] = "mask",
-    [STAGE_WEIGHTS] = "sm",        [STAGE_DROPOUT] = "drop",
-    [STAGE_CONTEXT] = "ctx",       [STAGE_CONCAT] = "cat",
-    [STAGE_OUTPUT] = "out",        [STAGE_RESIDUAL1] = "+a",
-    [STAGE_NORM1] = "n1",          [STAGE_FFN_HIDDEN] = "W1",
-    [STAGE_FFN_ACTIVATED] = "act", [STAGE_FFN_OUT] = "W2",
-    [STAGE_RESIDUAL2] = "+f",      [STAGE_NORM2] = "n2",
+    [STAGE_INPUTS] = "in",
+    [STAGE_LATENT] = "c",
+    [STAGE_QUERIES] = "Q",
+    [STAGE_KEYS] = "K",
+    [STAGE_VALUES] = "V",
+    [STAGE_QUERIES_ROTATED] = "rQ",
+    [STAGE_KEYS_ROTATED] = "rK",
+    [STAGE_SCORES] = "QK",
+    [STAGE_SCALED] = "\u00f7",
+    [STAGE_MASKED] = "mask",
+    [STAGE_WEIGHTS] = "sm",
+    [STAGE_DROPOUT] = "drop",
+    [STAGE_WEIGHTED_NORM] = "\u2016av\u2016",
+    [STAGE_CONTEXT] = "ctx",
+    [STAGE_CONCAT] = "cat",
+    [STAGE_OUTPUT] = "out",
+    [STAGE_RESIDUAL1] = "+a",
+    [STAGE_NORM1] = "n1",
+    [STAGE_FFN_HIDDEN] = "W1",
+    [STAGE_FFN_ACTIVATED] = "act",
+    [STAGE_FFN_OUT] = "W2",
+    [STAGE_RESIDUAL2] = "+f",
+    [STAGE_NORM2] = "n2",
     [STAGE_FINAL_NORM] = "lnf",
 };
 
