@@ -39,7 +39,7 @@
 #define CHAIN_TOL 1e-4 /* |a - b| <= CHAIN_TOL * (1 + |b|), through every layer */
 #define REL_TOL   1e-5
 #define PATH_LEN  4096
-#define MAX_FILES 512
+#define MAX_FILES 640
 
 static const char *env_or(const char *name, const char *fallback)
 {
@@ -319,6 +319,23 @@ static void build_expectations(struct expect_list *l, const struct attn_scene *s
     if (last->final_norm)
         add_view(l, "final_norm.csv",
                  attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), TOLERANT, true);
+    /* The attention rollout through every layer, and through layer L in layer<L>/. */
+    int n = net->model[0].n;
+    float *r = malloc((size_t)n * (size_t)n * sizeof(float));
+    assert_non_null(r);
+    struct diag err;
+    for (int L = 0; L < net->layers; L++) {
+        if (attn_net_rollout(r, net, L, &err) != 0)
+            fail_msg("attn_net_rollout: %s", err.msg);
+        struct attn_mat_view v = {r, n, n, n};
+        char rel[64];
+        snprintf(rel, sizeof(rel), "layer%d/rollout.csv", L);
+        if (net->layers > 1)
+            add_view(l, rel, v, TOLERANT, true);
+        if (L == net->layers - 1)
+            add_view(l, "rollout.csv", v, TOLERANT, true);
+    }
+    free(r);
 }
 
 /* Every CSV under dir (relative names), recursively. */
