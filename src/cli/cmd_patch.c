@@ -44,12 +44,14 @@ const struct cli_command cli_patch = {
 /* The metric's kind and token texts, split from "kind[:A[:B]]" into text (a copy). */
 struct metric_spec {
     enum attn_metric_kind kind;
-    char text[256];
+    const char *arg; /* as given */
+    char text[256];  /* the kind, then the token texts a and b point into */
     const char *a, *b;
 };
 
 static int parse_metric(struct metric_spec *m, const char *arg)
 {
+    m->arg = arg;
     snprintf(m->text, sizeof(m->text), "%s", arg);
     char *a = strchr(m->text, ':'), *b = NULL;
     if (a) {
@@ -114,7 +116,7 @@ static int metric_ids(struct attn_metric *metric, const struct metric_spec *spec
         struct diag err;
         diag_clear(&err);
         if (attn_scene_single_token(ids[i], &clean->scene, texts[i], &err) != 0) {
-            fprintf(stderr, "%s: --metric %s: %s\n", clean->name, spec->text, err.msg);
+            fprintf(stderr, "%s: --metric %s: %s\n", clean->name, spec->arg, err.msg);
             return CLI_INVALID;
         }
     }
