@@ -73,8 +73,8 @@ int cmd_lens(int argc, char **argv)
         printf("# the logit lens: each layer's residual stream through the final norm and the\n"
                "# unembedding; its top-1 token and probability (* = the actual next token)\n");
         printf("  pos  %-12s %-12s", "token", "next");
-        for (int L = 0; L < layers; L++)
-            printf("  layer %-12d", L);
+        for (int L = 0; L < layers; L++) /* a column: 'token' padded to 12, a mark, 0.000 */
+            printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);
         printf("\n");
         for (int i = 0; i < n; i++) {
             printf("%5d  %s", i, m->tokens[i]);
