@@ -696,7 +696,7 @@ static void test_lens(void **state)
     expect_status(&r, 0);
     expect_contains(r.out, "# the logit lens: each layer's residual stream");
     expect_contains(r.out, "  layer 0 ");
-    expect_contains(r.out, "  layer 1 ");
+    expect_contains(r.out, "  layer 1\n");
     expect_contains(r.out, "' rain'     *0.9");
     run_free(&r);
     r = RUN("lens", scene, "--top", "3");

@@ -29,12 +29,12 @@ static int check_request(const struct attn_net *net, int layer, int pos0, int co
 {
     if (!attn_net_has_vocab(net))
         return diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
-    const struct attn_model *m = &net->model[layer < 0 ? 0 : layer % net->layers];
     if (layer < 0 || layer >= net->layers)
         return diag_set(err, "", "layer %d: the scene has %d layers", layer, net->layers);
-    if (pos0 < 0 || count < 0 || pos0 + count > m->n)
+    int n = net->model[0].n;
+    if (pos0 < 0 || count < 0 || pos0 + count > n)
         return diag_set(err, "", "positions %d to %d: the scene has %d tokens (0 to %d)", pos0,
-                        pos0 + count - 1, m->n, m->n - 1);
+                        pos0 + count - 1, n, n - 1);
     const struct attn_model *lm = &net->model[layer];
     int width = lm->block ? lm->d_in : lm->D;
     if (width != net->model[net->layers - 1].d_in)
