@@ -61,6 +61,31 @@ if [ -f "$WORK/out/layer11/head11/weights.npy" ] && "$BIN" print "$WORK/out/scen
 else
   not_ok "export reloads to the same numbers"
 fi
+# 1024 tokens, every position GPT-2 has: the logits (1024 x 50257 floats, 206 MB) are never
+# kept whole, so predict stays within a memory limit that holds the forward pass and little more.
+# Its peak RSS (the mapped checkpoint's pages included) is measured and must stay under it;
+# without meson's MALLOC_PERTURB_, which writes every calloc'ed page (the memo of derived stages
+# is calloc'ed so that only the heads viewed cost memory) and so measures what no user runs.
+long="Hello world"
+for _ in $(seq 1 127); do long="$long and the cat sat on the mat."; done
+long="$long and the cat sat on the"
+sed "s/^text: .*/text: \"$long\"/" "$WORK/scene.yaml" >"$WORK/long.yaml"
+limit=3072
+py=python3
+python3 -c 'import resource' 2>/dev/null || py=/usr/bin/python3
+rss=$(env -u MALLOC_PERTURB_ ATTNSCOPE_MEMORY_MIB=$limit "$py" -c '
+import resource, subprocess, sys
+with open(sys.argv[1], "w") as out:
+    rc = subprocess.run(sys.argv[2:], stdout=out).returncode
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
+  "$WORK/predict.out" "$BIN" predict "$WORK/long.yaml" --position 1023 --top 5)
+read -r rc mib <<<"$rss"
+if [ "$rc" = 0 ] && grep -q "^# position 1023 ' the'" "$WORK/predict.out" &&
+  grep -q "^# mean loss over positions 0 to 1022: " "$WORK/predict.out" && [ "$mib" -lt "$limit" ]; then
+  ok "predict at 1024 tokens: peak RSS $mib MiB, within the $limit MiB limit"
+else
+  not_ok "predict at 1024 tokens (exit $rc, peak RSS $mib MiB, limit $limit MiB): $(head -c 300 "$WORK/predict.out")"
+fi
 if [ -n "$GOLDEN" ]; then
   # NumPy reads the export: the python3 on PATH, or Debian's (scripts/bootstrap installs it).
   py=python3

@@ -41,4 +41,31 @@ rows = np.stack([np.load(os.path.join(out, "layer%d" % L, "head%d" % h, "weights
                  for L, h in [(0, 0), (5, 3), (11, 11)]])
 close("weights row 129 of heads 0.0, 5.3, 11.11", rows,
       np.load(os.path.join(golden, "weights_rows.npy")))
+# next-token predictions over GPT-2's 50257 tokens, computed a block of positions at a time
+with open(os.path.join(out, "predictions.csv"), newline="") as f:
+    pred = list(csv.reader(f))[1:]
+want_ids = np.load(os.path.join(golden, "top_ids.npy"))
+got_ids, got_logits = [], []
+for r in (0, 64, 129):
+    rows = [row for row in pred if int(row[0]) == r]
+    got_ids.append([int(row[2]) for row in rows])
+    got_logits.append([float(row[4]) for row in rows])
+if got_ids != want_ids.tolist():
+    print("top 10 ids at positions 0, 64, 129: %s, PyTorch's %s" % (got_ids, want_ids.tolist()))
+    problems += 1
+else:
+    print("top 10 ids at positions 0, 64, 129: PyTorch's")
+close("top 10 logits at positions 0, 64, 129", np.array(got_logits, dtype=np.float32),
+      np.load(os.path.join(golden, "top_logits.npy")))
+with open(os.path.join(out, "loss.csv"), newline="") as f:
+    loss = np.array([float(row[4]) for row in list(csv.reader(f))[1:]], dtype=np.float32)
+close("loss at positions 0 .. 128", loss, np.load(os.path.join(golden, "loss.npy")))
+with open(os.path.join(out, "lens.csv"), newline="") as f:
+    lens = [row for row in list(csv.reader(f))[1:] if row[0] == "5" and row[1] == "64"]
+want = np.load(os.path.join(golden, "lens5_row64.npy"))
+if len(lens) != 1 or int(lens[0][2]) != int(want[0]):
+    print("lens layer 5 position 64: %s, PyTorch's id %d" % (lens, int(want[0])))
+    problems += 1
+else:
+    close("lens layer 5 position 64: its probability", np.array([float(lens[0][4])]), want[1:])
 sys.exit(1 if problems else 0)

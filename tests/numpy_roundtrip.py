@@ -2,7 +2,8 @@
 """numpy_roundtrip: attnscope and NumPy, both ways (README.md, "NumPy").
 
 1. Every scene of scenes/ exported twice, `--format csv` and `--format npy`: the .npy files are
-   the CSV files' names and no others (tokens.csv and scene.yaml stay), each is what
+   the CSV files' names and no others (tokens.csv, scene.yaml and the token tables of a
+   vocabulary model, predictions.csv, loss.csv and lens.csv, stay as they are), each is what
    numpy.load reads as a 2-D little-endian float32 C-order array, and its numbers are the CSV's
    bit for bit (each CSV number read with the C library's strtof, as a C reader would).
 2. Embeddings and Q/K/V weights written with numpy.save from a seeded NumPy generator (float64
@@ -96,12 +97,14 @@ def check_scene_exports(binary, scenes, tmp):
         attnscope(binary, "export", scene, "-o", csv_dir)
         attnscope(binary, "export", scene, "-o", npy_dir, "--format", "npy")
         csv_files, npy_files = files_under(csv_dir), files_under(npy_dir)
-        twins = {f[:-4] + ".npy" if f.endswith(".csv") and f != "tokens.csv" else f
+        # tokens.csv and a vocabulary model's tables of token text stay CSV
+        text_tables = ("tokens.csv", "predictions.csv", "loss.csv", "lens.csv")
+        twins = {f[:-4] + ".npy" if f.endswith(".csv") and f not in text_tables else f
                  for f in csv_files if not f.startswith("scene.data/")}
         npy_own = {f for f in npy_files if not f.startswith("scene.data/")}
         check(f"{name}: the .npy export has the CSV export's names", twins == npy_own,
               f"only CSV: {sorted(twins - npy_own)}, only npy: {sorted(npy_own - twins)}")
-        for same in ("tokens.csv", "scene.yaml"):
+        for same in ("scene.yaml",) + tuple(f for f in text_tables if f in csv_files):
             with open(os.path.join(csv_dir, same), "rb") as a, \
                     open(os.path.join(npy_dir, same), "rb") as b:
                 check(f"{name}: {same} is the CSV export's", a.read() == b.read())

@@ -755,6 +755,394 @@ static void test_words_outside_the_vocabulary(void **state)
     run_free(&r);
 }
 
+/* A scene of the shipped induction model with text, written to the scratch folder. */
+static const char *induction_scene(const char *name, const char *text)
+{
+    const char *data = getenv("ATTNSCOPE_DATA_DIR");
+    char dir[2048], yaml[16384];
+    snprintf(dir, sizeof(dir), "%.1900s/models/induction", data && *data ? data : ".");
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\ntext: \"%s\"\ntokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: "
+             "%s/merges.txt}\nmodel: {file: %s/model.safetensors, arch: gpt2}\n",
+             text, dir, dir, dir);
+    const char *path = scratch_path(name);
+    tu_write_text(path, yaml);
+    return path;
+}
+
+/* predict on the shipped induction model: the repeated half is predicted (the induction head
+ * at work), the next token's rank and probability, the summary; CSV; and bad input. Bounds,
+ * not digits, as for heads: another CPU's OpenBLAS may move the last decimals. */
+static void test_predict(void **state)
+{
+    (void)state;
+    char scene[4200];
+    scene_path(scene, sizeof(scene), "29-induction-head.yaml");
+    struct run r = RUN("predict", scene, "--position", "20", "--top", "3");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# next-token predictions: top 3 of 392 tokens, temperature 1\n");
+    const char *at = strstr(r.out, "# position 20 ' gold' \u2192 next ' rain': rank 1, p ");
+    assert_non_null(at);
+    double p;
+    assert_int_equal(sscanf(strstr(at, "p ") + 2, "%lf", &p), 1);
+    assert_true(p > 0.90 && p < 0.94);
+    expect_contains(r.out, "     1    347  ' rain'   ");
+    expect_contains(r.out, "\u2190 next\n");
+    assert_null(strstr(r.out, "# position 19")); /* only the one asked for */
+    const char *sum = strstr(r.out, "# mean loss over positions 0 to 30: ");
+    assert_non_null(sum);
+    double loss, ppl;
+    assert_int_equal(
+        sscanf(sum, "# mean loss over positions 0 to 30: %lf nats, perplexity %lf", &loss, &ppl),
+        2);
+    assert_true(loss > 2.10 && loss < 2.15);
+    assert_true(fabs(ppl - exp(loss)) < 1e-3 * ppl);
+    run_free(&r);
+
+    /* a lower temperature sharpens: the same top token, a higher probability */
+    r = RUN("predict", scene, "-p", "20", "-k", "1", "-t", "0.5");
+    expect_status(&r, 0);
+    at = strstr(r.out, "next ' rain': rank 1, p ");
+    assert_non_null(at);
+    double sharp;
+    assert_int_equal(sscanf(at + strlen("next ' rain': rank 1, p "), "%lf", &sharp), 1);
+    assert_true(sharp > p);
+    run_free(&r);
+
+    r = RUN("predict", scene, "--csv", "--top", "2");
+    expect_status(&r, 0);
+    expect_contains(r.out, "position,rank,id,token,logit,prob\r\n0,1,");
+    expect_contains(r.out, "\r\n20,1,347, rain,");
+    int lines = 0;
+    for (const char *c = r.out; (c = strchr(c, '\n')); c++)
+        lines++;
+    assert_int_equal(lines, 1 + 32 * 2);
+    run_free(&r);
+
+    static const char *const usage[][3] = {
+        {"--top", "0", "invalid --top '0'"},
+        {"--temperature", "-1", "invalid --temperature '-1'"},
+        {"--temperature", "abc", "invalid --temperature 'abc'"},
+        {"--position", "x", "invalid position 'x'"},
+    };
+    for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
+        r = RUN("predict", scene, usage[i][0], usage[i][1]);
+        expect_status(&r, 2);
+        expect_contains(r.err, usage[i][2]);
+        expect_contains(r.err, "Try 'attnscope predict --help'.");
+        run_free(&r);
+    }
+    r = RUN("predict");
+    expect_status(&r, 2);
+    expect_contains(r.err, "missing SCENE");
+    run_free(&r);
+    r = RUN("predict", scene, "--position", "32");
+    expect_status(&r, 1);
+    expect_contains(r.err,
+                    "29-induction-head.yaml: --position 32: the scene has 32 tokens (0 to 31)\n");
+    run_free(&r);
+}
+
+/* Scenes without a vocabulary model: every command of it says why and exits 1. */
+static void test_no_vocabulary(void **state)
+{
+    (void)state;
+    char mha[4200], simple[4200];
+    scene_path(mha, sizeof(mha), "10-mha.yaml");
+    scene_path(simple, sizeof(simple), "01-simplified.yaml");
+    static const char *const cmds[] = {"predict", "lens", "ablate"};
+    for (size_t i = 0; i < 3; i++) {
+        struct run r = RUN(cmds[i], mha);
+        expect_status(&r, 1);
+        char want[256];
+        snprintf(want, sizeof(want),
+                 "10-mha.yaml: attnscope %s needs a vocabulary model: its "
+                 "embeddings are rows written in the scene",
+                 cmds[i]);
+        expect_contains(r.err, want);
+        assert_string_equal(r.out, "");
+        run_free(&r);
+    }
+    struct run r = RUN("patch", mha, mha, "--metric", "loss");
+    expect_status(&r, 1);
+    expect_contains(r.err, "attnscope patch needs a vocabulary model");
+    run_free(&r);
+    char drawn[4200];
+    snprintf(drawn, sizeof(drawn), "%s", scratch_path("drawn.yaml"));
+    tu_write_text(drawn, "version: 1\ntext: the cat sat\n");
+    r = RUN("predict", drawn);
+    expect_status(&r, 1);
+    expect_contains(r.err, "its embeddings are drawn for its own words");
+    run_free(&r);
+}
+
+/* lens: every layer's top-1, as text and CSV. */
+static void test_lens(void **state)
+{
+    (void)state;
+    char scene[4200];
+    scene_path(scene, sizeof(scene), "29-induction-head.yaml");
+    struct run r = RUN("lens", scene, "--csv");
+    expect_status(&r, 0);
+    expect_contains(r.out, "layer,position,id,token,prob\r\n0,0,");
+    /* layer 1 (the model's own guess) at position 20 is the induction's ' rain' */
+    expect_contains(r.out, "\r\n1,20,347, rain,0.9");
+    int lines = 0;
+    for (const char *c = r.out; (c = strchr(c, '\n')); c++)
+        lines++;
+    assert_int_equal(lines, 1 + 2 * 32);
+    run_free(&r);
+    r = RUN("lens", scene);
+    expect_status(&r, 0);
+    expect_contains(r.out, "# the logit lens: each layer's residual stream");
+    expect_contains(r.out, "  layer 0 ");
+    expect_contains(r.out, "  layer 1\n");
+    expect_contains(r.out, "' rain'     *0.9");
+    run_free(&r);
+    r = RUN("lens", scene, "--top", "3");
+    expect_status(&r, 2);
+    expect_contains(r.err, "unknown option '--top'");
+    run_free(&r);
+}
+
+/* Reads the CSV rows "L,0,mode,loss,delta" of ablate into delta[L] (two layers). */
+static void ablate_deltas(const char *out, double delta[2], const char *mode)
+{
+    for (int L = 0; L < 2; L++) {
+        char key[32];
+        snprintf(key, sizeof(key), "\n%d,0,%s,", L, mode);
+        const char *row = strstr(out, key);
+        assert_non_null(row);
+        double loss;
+        assert_int_equal(sscanf(row + strlen(key), "%lf,%lf", &loss, &delta[L]), 2);
+    }
+}
+
+/* ablate on the shipped induction model: both heads of the circuit raise the loss of the
+ * repeated half far above the clean 0.38 nats (models/induction/README.md has the numbers). */
+static void test_ablate(void **state)
+{
+    (void)state;
+    char scene[4200];
+    scene_path(scene, sizeof(scene), "29-induction-head.yaml");
+    struct run r = RUN("ablate", scene, "--positions", "16:31", "--csv");
+    expect_status(&r, 0);
+    expect_contains(r.out, "layer,head,mode,loss,delta_loss\r\n");
+    double zero[2], mean[2];
+    ablate_deltas(r.out, zero, "zero");
+    assert_true(zero[0] > 4.0 && zero[0] < 5.0); /* the previous-token head */
+    assert_true(zero[1] > 4.5 && zero[1] < 5.2); /* the induction head */
+    run_free(&r);
+    r = RUN("ablate", scene, "-p", "16:", "--mode", "mean", "--csv");
+    expect_status(&r, 0);
+    ablate_deltas(r.out, mean, "mean");
+    assert_true(mean[0] > 3.0 && mean[1] > 3.0);
+    run_free(&r);
+    /* the whole text: the first half has nothing to copy, so the rise is about half */
+    r = RUN("ablate", scene, "--csv");
+    expect_status(&r, 0);
+    double all[2];
+    ablate_deltas(r.out, all, "zero");
+    assert_true(all[1] > 1.5 && all[1] < zero[1]);
+    run_free(&r);
+    r = RUN("ablate", scene, "--positions", "16:31", "--sort");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# the loss with no head ablated: 0.38");
+    expect_contains(r.out, "layer  head  mode      loss  delta_loss\n    1     0  zero ");
+    run_free(&r);
+
+    r = RUN("ablate", scene, "--mode", "half");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--mode must be zero or mean, not 'half'");
+    run_free(&r);
+    r = RUN("ablate", scene, "--positions", "16");
+    expect_status(&r, 2);
+    expect_contains(r.err, "invalid --positions '16'");
+    run_free(&r);
+    r = RUN("ablate", scene, "--positions", "16:40");
+    expect_status(&r, 1);
+    expect_contains(r.err, "--positions 16:40: the positions with a next token are 0 to 30");
+    run_free(&r);
+    /* the scene's own ablate: key, and a head it names that does not exist */
+    const char *bad = induction_scene("ablate-bad.yaml", "fish moon king");
+    FILE *f = fopen(bad, "a");
+    assert_non_null(f);
+    fputs("ablate:\n  - {layer: 1, head: 0, mode: zero}\n  - {layer: 1, head: 2}\n", f);
+    fclose(f);
+    r = RUN("ablate", bad);
+    expect_status(&r, 1);
+    expect_contains(r.err, "ablate-bad.yaml:7:22: ablate: head 2 does not exist: the scene has 1 "
+                           "head (0 to 0)\n");
+    run_free(&r);
+}
+
+/* patch: the induction model's clean and corrupted pair, every metric kind, and the errors. */
+static void test_patch(void **state)
+{
+    (void)state;
+    char clean[4300], corrupt[4300];
+    snprintf(clean, sizeof(clean), "%s",
+             induction_scene("clean.yaml", "fish moon king door gold rain lake tree wolf sand "
+                                           "fish moon king door gold rain lake"));
+    snprintf(corrupt, sizeof(corrupt), "%s",
+             induction_scene("corrupt.yaml", "fish moon king door gold rain lake bird wolf sand "
+                                             "fish moon king door gold rain lake"));
+    struct run r = RUN("patch", clean, corrupt, "--metric", "logit_diff: tree: bird", "--csv");
+    expect_status(&r, 0);
+    expect_contains(r.out, "layer,head,metric,recovered\r\n0,0,");
+    double metric[2], rec[2];
+    for (int L = 0; L < 2; L++) {
+        char key[16];
+        snprintf(key, sizeof(key), "\n%d,0,", L);
+        const char *row = strstr(r.out, key);
+        assert_non_null(row);
+        assert_int_equal(sscanf(row + strlen(key), "%lf,%lf", &metric[L], &rec[L]), 2);
+        assert_true(rec[L] > -0.1 && rec[L] < 1.1);
+    }
+    /* the induction head reads the answer from the earlier "lake tree": patching it recovers
+     * nearly everything */
+    assert_true(rec[1] > 0.8);
+    run_free(&r);
+    r = RUN("patch", clean, corrupt, "--metric", "logit_diff: tree: bird");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# metric: logit(' tree') - logit(' bird') at the last position\n");
+    expect_contains(r.out, "layer  head      metric  recovered\n");
+    run_free(&r);
+    r = RUN("patch", clean, corrupt, "-m", "prob: tree");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# metric: p(' tree') at the last position\n");
+    run_free(&r);
+    r = RUN("patch", clean, corrupt, "-m", "loss");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# metric: the mean loss of the clean text's next tokens\n");
+    run_free(&r);
+
+    /* bad input: located, exit 1 */
+    r = RUN("patch", clean, corrupt, "--metric", "prob: treez");
+    expect_status(&r, 1);
+    expect_contains(r.err, "clean.yaml: --metric prob: treez: ' treez' is not a single token: the "
+                           "tokenizer makes 2 of it (' tree' + 'z')\n");
+    run_free(&r);
+    const char *shorter = induction_scene("shorter.yaml", "fish moon king");
+    r = RUN("patch", clean, shorter, "--metric", "loss");
+    expect_status(&r, 1);
+    expect_contains(r.err, "clean.yaml and ");
+    expect_contains(r.err, "shorter.yaml differ in length: 17 tokens, and 3");
+    run_free(&r);
+    /* the same text in another model: the shipped scene is the induction model too, so a copy
+     * of its checkpoint elsewhere names another file */
+    char other_dir[4300], other[4300];
+    snprintf(other_dir, sizeof(other_dir), "%s", scratch_path("other-model"));
+    mkdir(other_dir, 0755);
+    const char *data = getenv("ATTNSCOPE_DATA_DIR");
+    static const char *const files[] = {"model.safetensors", "config.json", "vocab.json",
+                                        "merges.txt"};
+    for (int i = 0; i < 4; i++) {
+        char from[4300], to[4400];
+        snprintf(from, sizeof(from), "%s/models/induction/%s", data && *data ? data : ".",
+                 files[i]);
+        snprintf(to, sizeof(to), "%s/%s", other_dir, files[i]);
+        size_t len;
+        char *bytes = tu_must_read_file(from, &len);
+        tu_write_file(to, bytes, len);
+        free(bytes);
+    }
+    snprintf(other, sizeof(other), "%.4200s/other.yaml", other_dir);
+    char yaml[9000];
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\ntext: \"fish moon king door gold rain lake bird wolf sand fish moon "
+             "king door gold rain lake\"\ntokenizer: {kind: gpt2, vocab: vocab.json, merges: "
+             "merges.txt}\nmodel: {file: model.safetensors, arch: gpt2}\n");
+    tu_write_text(other, yaml);
+    r = RUN("patch", clean, other, "--metric", "loss");
+    expect_status(&r, 1);
+    expect_contains(r.err, "differ in model: ");
+    expect_contains(r.err, "patching needs one model\n");
+    run_free(&r);
+    /* wrong usage: exit 2 */
+    static const char *const usage[][2] = {
+        {"logit_diff: tree", "--metric logit_diff needs two tokens"},
+        {"entropy", "unknown metric 'entropy' (logit_diff:A:B, prob:A or loss)"},
+        {"loss: tree", "--metric loss takes no token"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        r = RUN("patch", clean, corrupt, "--metric", usage[i][0]);
+        expect_status(&r, 2);
+        expect_contains(r.err, usage[i][1]);
+        run_free(&r);
+    }
+    r = RUN("patch", clean, corrupt);
+    expect_status(&r, 2);
+    expect_contains(r.err, "missing --metric");
+    run_free(&r);
+    r = RUN("patch", clean, "--metric", "loss");
+    expect_status(&r, 2);
+    expect_contains(r.err, "needs two scenes");
+    run_free(&r);
+}
+
+/* export of a vocabulary model: predictions.csv (--top), loss.csv, lens.csv, rollout; CSV in
+ * the npy format too. A book scene has the rollout only. */
+static void test_export_predictions(void **state)
+{
+    (void)state;
+    char scene[4200], out[4300];
+    scene_path(scene, sizeof(scene), "29-induction-head.yaml");
+    snprintf(out, sizeof(out), "%s", scratch_path("exp-pred"));
+    struct run r = RUN("export", scene, "-o", out, "--top", "3");
+    expect_status(&r, 0);
+    run_free(&r);
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/predictions.csv", out);
+    char *text = tu_must_read_file(path, NULL);
+    expect_contains(text, "position,rank,id,token,logit,prob\r\n");
+    expect_contains(text, "\r\n20,1,347, rain,");
+    assert_null(strstr(text, "\r\n0,4,"));
+    free(text);
+    snprintf(path, sizeof(path), "%s/loss.csv", out);
+    text = tu_must_read_file(path, NULL);
+    expect_contains(text, "position,next_id,next_token,prob,loss\r\n0,360, moon,");
+    expect_contains(text, "\r\n30,");
+    assert_null(strstr(text, "\r\n31,"));
+    free(text);
+    snprintf(path, sizeof(path), "%s/lens.csv", out);
+    text = tu_must_read_file(path, NULL);
+    expect_contains(text, "layer,position,id,token,prob\r\n0,0,");
+    free(text);
+    static const char *const more[] = {"rollout.csv", "layer0/rollout.csv", "layer1/rollout.csv",
+                                       "layer1/head0/weighted_norm.csv"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof(path), "%s/%s", out, more[i]);
+        free(tu_must_read_file(path, NULL));
+    }
+    r = RUN("export", scene, "-o", out, "--format", "npy");
+    expect_status(&r, 0);
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/predictions.csv", out);
+    text = tu_must_read_file(path, NULL);
+    expect_contains(text, "\r\n0,10,"); /* the default top 10 */
+    free(text);
+    snprintf(path, sizeof(path), "%s/rollout.npy", out);
+    free(tu_must_read_file(path, NULL));
+    r = RUN("export", scene, "-o", out, "--top", "0");
+    expect_status(&r, 2);
+    expect_contains(r.err, "invalid --top '0'");
+    run_free(&r);
+
+    char mha[4200];
+    scene_path(mha, sizeof(mha), "10-mha.yaml");
+    snprintf(out, sizeof(out), "%s", scratch_path("exp-book"));
+    r = RUN("export", mha, "-o", out);
+    expect_status(&r, 0);
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/rollout.csv", out);
+    text = tu_must_read_file(path, NULL);
+    expect_contains(text, "token,Your,journey,starts,with,one,step\r\nYour,1,0,0,0,0,0\r\n");
+    free(text);
+    snprintf(path, sizeof(path), "%s/predictions.csv", out);
+    assert_null(tu_read_file(path, NULL));
+}
+
 /* Output that never arrives is an error for every command: exit 1 and a message. */
 static void test_stdout_errors(void **state)
 {
@@ -1245,6 +1633,12 @@ int main(void)
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_ui),
         cmocka_unit_test(test_bench_shape),
+        cmocka_unit_test(test_predict),
+        cmocka_unit_test(test_no_vocabulary),
+        cmocka_unit_test(test_lens),
+        cmocka_unit_test(test_ablate),
+        cmocka_unit_test(test_patch),
+        cmocka_unit_test(test_export_predictions),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tu_remove_tree(scratch);

@@ -39,128 +39,12 @@
 #define CHAIN_TOL 1e-4 /* |a - b| <= CHAIN_TOL * (1 + |b|), through every layer */
 #define REL_TOL   1e-5
 #define PATH_LEN  4096
-#define MAX_FILES 512
+#define MAX_FILES 640
 
 static const char *env_or(const char *name, const char *fallback)
 {
     const char *v = getenv(name);
     return (v && *v) ? v : fallback;
-}
-
-/* ---- a small RFC 4180 reader ------------------------------------------------------------- */
-
-struct csv {
-    char ***cells; /* rows of fields */
-    int *ncols;
-    int rows;
-};
-
-static void csv_free(struct csv *c)
-{
-    for (int i = 0; i < c->rows; i++) {
-        for (int j = 0; j < c->ncols[i]; j++)
-            free(c->cells[i][j]);
-        free(c->cells[i]);
-    }
-    free(c->cells);
-    free(c->ncols);
-    memset(c, 0, sizeof(*c));
-}
-
-/* Whether c is a golden of rows x cols numbers: a header row, then rows rows of a label and cols
- * values each. Checked before any cell is compared, so a truncated golden fails instead of
- * comparing only the cells it still has. */
-static bool csv_shape_is(const struct csv *c, int rows, int cols)
-{
-    if (c->rows != rows + 1)
-        return false;
-    for (int i = 0; i < c->rows; i++)
-        if (c->ncols[i] != cols + 1)
-            return false;
-    return true;
-}
-
-/* Returns 0, or -1 with why filled. */
-static int csv_read(struct csv *out, const char *path, char *why, size_t why_len)
-{
-    memset(out, 0, sizeof(*out));
-    size_t len;
-    char *text = tu_read_file(path, &len);
-    if (!text) {
-        snprintf(why, why_len, "cannot read %s", path);
-        return -1;
-    }
-    size_t i = 0;
-    int row_cap = 0;
-    while (i < len) {
-        if (out->rows == row_cap) {
-            row_cap = row_cap ? row_cap * 2 : 16;
-            out->cells = realloc(out->cells, (size_t)row_cap * sizeof(*out->cells));
-            out->ncols = realloc(out->ncols, (size_t)row_cap * sizeof(*out->ncols));
-            assert_non_null(out->cells);
-            assert_non_null(out->ncols);
-        }
-        char **fields = NULL;
-        int nf = 0, fcap = 0;
-        for (;;) { /* one field */
-            char *field = malloc(len + 1);
-            assert_non_null(field);
-            size_t fl = 0;
-            if (i < len && text[i] == '"') {
-                i++;
-                for (;;) {
-                    if (i >= len) {
-                        snprintf(why, why_len, "%s: unterminated quoted field", path);
-                        free(field);
-                        free(text);
-                        return -1;
-                    }
-                    if (text[i] == '"') {
-                        if (i + 1 < len && text[i + 1] == '"') {
-                            field[fl++] = '"';
-                            i += 2;
-                            continue;
-                        }
-                        i++;
-                        break;
-                    }
-                    field[fl++] = text[i++];
-                }
-            } else {
-                while (i < len && text[i] != ',' && text[i] != '\r' && text[i] != '\n')
-                    field[fl++] = text[i++];
-            }
-            field[fl] = '\0';
-            if (nf == fcap) {
-                fcap = fcap ? fcap * 2 : 16;
-                fields = realloc(fields, (size_t)fcap * sizeof(*fields));
-                assert_non_null(fields);
-            }
-            fields[nf++] = field;
-            if (i < len && text[i] == ',') {
-                i++;
-                continue;
-            }
-            break;
-        }
-        if (i < len && text[i] == '\r') {
-            if (i + 1 >= len || text[i + 1] != '\n') {
-                snprintf(why, why_len, "%s: bare CR", path);
-                free(text);
-                return -1;
-            }
-            i += 2;
-        } else if (i < len && text[i] == '\n') {
-            snprintf(why, why_len, "%s: line end is LF, not CRLF", path);
-            free(text);
-            return -1;
-        }
-        out->cells[out->rows] = fields;
-        out->ncols[out->rows] = nf;
-        out->rows++;
-    }
-    free(text);
-    return 0;
 }
 
 /* ---- what to compare ----------------------------------------------------------------------- */
@@ -319,6 +203,23 @@ static void build_expectations(struct expect_list *l, const struct attn_scene *s
     if (last->final_norm)
         add_view(l, "final_norm.csv",
                  attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), TOLERANT, true);
+    /* The attention rollout through every layer, and through layer L in layer<L>/. */
+    int n = net->model[0].n;
+    float *r = malloc((size_t)n * (size_t)n * sizeof(float));
+    assert_non_null(r);
+    struct diag err;
+    for (int L = 0; L < net->layers; L++) {
+        if (attn_net_rollout(r, net, L, &err) != 0)
+            fail_msg("attn_net_rollout: %s", err.msg);
+        struct attn_mat_view v = {r, n, n, n};
+        char rel[64];
+        snprintf(rel, sizeof(rel), "layer%d/rollout.csv", L);
+        if (net->layers > 1)
+            add_view(l, rel, v, TOLERANT, true);
+        if (L == net->layers - 1)
+            add_view(l, "rollout.csv", v, TOLERANT, true);
+    }
+    free(r);
 }
 
 /* Every CSV under dir (relative names), recursively. */
@@ -490,15 +391,15 @@ static void test_scene(void **state)
         struct attn_mat_view v =
             attn_view(&net.run[net.layers - 1], last,
                       last->final_norm ? STAGE_FINAL_NORM : attn_stage_block_output(last), 0);
-        struct csv c;
+        struct tu_csv c;
         char path[PATH_LEN], why[PATH_LEN + 64];
         snprintf(path, sizeof(path), "%.3000s/%s", dir, rel);
-        if (csv_read(&c, path, why, sizeof(why)) != 0) {
+        if (tu_csv_read(&c, path, why, sizeof(why)) != 0) {
             PROBLEM("%s\n", why);
-        } else if (!csv_shape_is(&c, v.rows, v.cols)) {
+        } else if (!tu_csv_shape_is(&c, v.rows, v.cols)) {
             PROBLEM("%s: %s is %d rows, not the engine's %d x %d\n", sc->stem, rel, c.rows - 1,
                     v.rows, v.cols);
-            csv_free(&c);
+            tu_csv_free(&c);
         } else {
             for (int i = 0; i < v.rows; i++)
                 for (int j = 0; j < v.cols; j++) {
@@ -510,24 +411,24 @@ static void test_scene(void **state)
                         PROBLEM("%s: %s[%d][%d] through %d layers: engine %.9g, torch %.9g\n",
                                 sc->stem, rel, i, j, net.layers, got, want);
                 }
-            csv_free(&c);
+            tu_csv_free(&c);
         }
         for (int L = 1; L < net.layers; L++) {
             struct attn_model *m = &net.model[L];
             snprintf(path, sizeof(path), "%.3000s/layer%d/inputs.csv", dir, L);
-            if (csv_read(&c, path, why, sizeof(why)) != 0) {
+            if (tu_csv_read(&c, path, why, sizeof(why)) != 0) {
                 PROBLEM("%s\n", why);
                 continue;
             }
-            if (!csv_shape_is(&c, m->n, m->d_in)) {
+            if (!tu_csv_shape_is(&c, m->n, m->d_in)) {
                 PROBLEM("%s: layer%d/inputs.csv is not %d x %d\n", sc->stem, L, m->n, m->d_in);
-                csv_free(&c);
+                tu_csv_free(&c);
                 continue;
             }
             for (int i = 0; i < m->n; i++)
                 for (int j = 0; j < m->d_in; j++)
                     m->x[(size_t)i * m->d_in + j] = strtof(c.cells[i + 1][j + 1], NULL);
-            csv_free(&c);
+            tu_csv_free(&c);
             attn_forward(&net.run[L], m);
         }
     }
@@ -548,8 +449,8 @@ static void test_scene(void **state)
             tokens_seen = true;
             char path[PATH_LEN], why[PATH_LEN + 64];
             snprintf(path, sizeof(path), "%.3000s/tokens.csv", dir);
-            struct csv c;
-            if (csv_read(&c, path, why, sizeof(why)) != 0) {
+            struct tu_csv c;
+            if (tu_csv_read(&c, path, why, sizeof(why)) != 0) {
                 PROBLEM("%s\n", why);
                 continue;
             }
@@ -569,7 +470,7 @@ static void test_scene(void **state)
                             sc->stem, i, c.cells[i + 1][0], c.cells[i + 1][1], c.cells[i + 1][2], i,
                             m0->ids[i], m0->tokens[i]);
             }
-            csv_free(&c);
+            tu_csv_free(&c);
             continue;
         }
         struct expect *e = NULL;
@@ -583,8 +484,8 @@ static void test_scene(void **state)
         e->found = true;
         char path[PATH_LEN], why[PATH_LEN + 64];
         snprintf(path, sizeof(path), "%.3000s/%.255s", dir, names[f]);
-        struct csv c;
-        if (csv_read(&c, path, why, sizeof(why)) != 0) {
+        struct tu_csv c;
+        if (tu_csv_read(&c, path, why, sizeof(why)) != 0) {
             PROBLEM("%s\n", why);
             continue;
         }
@@ -592,7 +493,7 @@ static void test_scene(void **state)
         if (c.rows - 1 != e->rows || c.rows < 1 || c.ncols[0] - 1 != e->cols) {
             PROBLEM("%s: %s is %dx%d in the golden, %dx%d in the engine\n", sc->stem, names[f],
                     c.rows - 1, c.rows > 0 ? c.ncols[0] - 1 : 0, e->rows, e->cols);
-            csv_free(&c);
+            tu_csv_free(&c);
             continue;
         }
         if (strcmp(c.cells[0][0], "token") != 0)
@@ -643,7 +544,7 @@ static void test_scene(void **state)
                             where, (double)got, (double)want, d);
             }
         }
-        csv_free(&c);
+        tu_csv_free(&c);
     }
     if (!tokens_seen)
         PROBLEM("%s: the engine has tokens.csv but there is no golden for it\n", sc->stem);

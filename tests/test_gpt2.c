@@ -3,8 +3,9 @@
  * A one-layer GPT-2 of width 4 is written as safetensors (with config.json beside it) and
  * loaded through a scene file, the way a user's is; the tiny vocabulary of tests/golden/gpt2
  * tokenizes. A missing tensor, a tensor GPT-2 does not have, a wrong shape and a bad config
- * must each be refused with the tensor (or key) named; the buffers some exports carry and the
- * tied lm_head are ignored.
+ * must each be refused with the tensor (or key) named; the buffers some exports carry are
+ * ignored. The unembedding is wte unless config.json says tie_word_embeddings: false; then it is
+ * lm_head.weight, which must be there with wte's shape.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -183,6 +184,57 @@ static void test_good_and_prefixed(void **state)
     free(dir);
 }
 
+/* The value write_checkpoint gives element i of tensor t (its floats counted from the start). */
+static float value_at(int t, size_t i)
+{
+    size_t off = 0;
+    for (int k = 0; k < t; k++)
+        off += (size_t)(tensors[k].rows ? tensors[k].rows : 1) * (size_t)tensors[k].cols;
+    return 0.01f * (float)((off + i) % 97) - 0.4f;
+}
+
+static const char *const untied_config =
+    "{\"n_head\": 2, \"n_layer\": 1, \"n_embd\": 4, \"n_positions\": 16, \"vocab_size\": 407,"
+    " \"tie_word_embeddings\": false}";
+
+/* Tied (the default): the unembedding is wte. Untied: lm_head.weight, required, wte's shape. */
+static void test_unembedding(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("gpt2-lm-head");
+    gpt2_tensors("");
+    add("lm_head.weight", VOCAB, D);
+    int lm = n_tensors - 1;
+    write_checkpoint(dir, good_config); /* tied: lm_head is there, and wte is used */
+    struct attn_net net = {0};
+    char *got = load(dir, &net);
+    assert_string_equal(got, "");
+    free(got);
+    assert_int_equal(net.model[0].vocab, VOCAB);
+    for (size_t i = 0; i < 12; i++)
+        assert_true(net.model[0].unembed[i] == value_at(0, i)); /* wte is tensor 0 */
+    attn_net_free(&net);
+
+    write_checkpoint(dir, untied_config);
+    got = load(dir, &net);
+    assert_string_equal(got, "");
+    free(got);
+    for (size_t i = 0; i < 12; i++)
+        assert_true(net.model[0].unembed[i] == value_at(lm, i));
+    assert_true(net.model[0].unembed[0] != value_at(0, 0));
+    attn_net_free(&net);
+
+    remove_tensor("lm_head.weight");
+    write_checkpoint(dir, untied_config);
+    expect_refused(dir, "config.json says tie_word_embeddings: false, but the checkpoint has no "
+                        "lm_head.weight to unembed with");
+    add("lm_head.weight", D, VOCAB);
+    write_checkpoint(dir, untied_config);
+    expect_refused(dir, "tensor 'lm_head.weight' has shape [4, 407], expected [407, 4]");
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -225,6 +277,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_and_prefixed),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_unembedding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

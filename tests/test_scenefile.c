@@ -264,6 +264,12 @@ static void assert_scene_equal(const struct attn_scene *a, const struct attn_sce
         assert_int_equal(p->ffn_skip, q->ffn_skip);
     }
     assert_lesson_equal(a->lesson, b->lesson);
+    assert_int_equal(a->n_ablate, b->n_ablate);
+    for (int i = 0; i < a->n_ablate; i++) {
+        assert_int_equal(a->ablate[i].layer, b->ablate[i].layer);
+        assert_int_equal(a->ablate[i].head, b->ablate[i].head);
+        assert_int_equal(a->ablate[i].mode, b->ablate[i].mode);
+    }
     const struct attn_scene_weights *v = &a->weights, *w = &b->weights;
     assert_int_equal(v->set, w->set);
 #define SAME(name) assert_matrix_equal(&v->name, &w->name, "weights." #name);
@@ -569,7 +575,7 @@ static void test_error_limit(void **state)
         fprintf(f,
                 "many.yaml:%d:1: unknown key 'bogus%d' (valid keys: version, title, tokenizer, "
                 "text, tokens, seed, embeddings, positional, attention, block, layers, weights, "
-                "view, model, lesson)\n",
+                "view, model, lesson, ablate)\n",
                 i + 2, i);
     fprintf(f, "many.yaml: too many problems; stopped after the first 50\n");
     assert_int_equal(fclose(f), 0);
@@ -1393,6 +1399,55 @@ static void test_round_trip_lesson(void **state)
     attn_scene_free(&s);
 }
 
+/* ablate: written back in its order (a drawn scene of 3 layers and a checkpoint's), and the
+ * explorer's toggle edits the list. */
+static void test_round_trip_ablate(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    struct diag err;
+    attn_scene_init(&s);
+    assert_int_equal(attn_scene_set_text(&s, "the cat sat on the mat", &err), 0);
+    s.embed.dim = 8;
+    s.attn.d_out = 8;
+    s.attn.heads = 4;
+    s.layers = 3;
+    s.block.on = true;
+    assert_int_equal(attn_scene_set_ablation(&s, 2, 3, HEAD_MEAN), 0);
+    assert_int_equal(attn_scene_set_ablation(&s, 0, 1, HEAD_ZERO), 0);
+    assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_ZERO), 0);
+    assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_MEAN), 0); /* changed, not added */
+    assert_int_equal(s.n_ablate, 3);
+    char *text = write_str(&s, false, NULL);
+    assert_non_null(strstr(text, "ablate:\n  - {layer: 2, head: 3, mode: mean}\n"
+                                 "  - {layer: 0, head: 1, mode: zero}\n"
+                                 "  - {layer: 1, head: 0, mode: mean}\n"));
+    free(text);
+    check_round_trip(&s);
+    assert_int_equal(attn_scene_set_ablation(&s, 0, 1, HEAD_KEEP), 0);
+    assert_int_equal(s.n_ablate, 2);
+    assert_int_equal(attn_scene_ablation(&s, 0, 1), HEAD_KEEP);
+    assert_int_equal(attn_scene_ablation(&s, 2, 3), HEAD_MEAN);
+    check_round_trip(&s);
+    attn_scene_free(&s);
+
+    /* on a checkpoint: the scene says the model and what it ablates */
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/29-induction-head.yaml",
+             scenes && *scenes ? scenes : "scenes");
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), 0);
+    diag_list_free(&errs);
+    assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_ZERO), 0);
+    text = write_str(&s, false, NULL);
+    assert_non_null(strstr(text, "ablate:\n  - {layer: 1, head: 0, mode: zero}\n"));
+    free(text);
+    check_round_trip(&s);
+    attn_scene_free(&s);
+}
+
 /* The writer and the reader use '.' whatever LC_NUMERIC says. */
 static void test_locale(void **state)
 {
@@ -1545,6 +1600,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_awkward_strings),
         cmocka_unit_test(test_round_trip_scenes),
         cmocka_unit_test(test_round_trip_lesson),
+        cmocka_unit_test(test_round_trip_ablate),
         cmocka_unit_test(test_locale),
         cmocka_unit_test(test_writer_refuses),
         cmocka_unit_test(test_save_no_overwrite),

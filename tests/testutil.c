@@ -278,3 +278,109 @@ void tu_update_done(const char *var, int n_rewritten, int n_total, const char *n
                  var, n_rewritten, n_total, names);
     fail_msg("%s=1: all %d golden files already match; run without it", var, n_total);
 }
+
+/* ---- a small RFC 4180 reader (see testutil.h) ---------------------------------------------- */
+
+void tu_csv_free(struct tu_csv *c)
+{
+    for (int i = 0; i < c->rows; i++) {
+        for (int j = 0; j < c->ncols[i]; j++)
+            free(c->cells[i][j]);
+        free(c->cells[i]);
+    }
+    free(c->cells);
+    free(c->ncols);
+    memset(c, 0, sizeof(*c));
+}
+
+bool tu_csv_shape_is(const struct tu_csv *c, int rows, int cols)
+{
+    if (c->rows != rows + 1)
+        return false;
+    for (int i = 0; i < c->rows; i++)
+        if (c->ncols[i] != cols + 1)
+            return false;
+    return true;
+}
+
+int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
+{
+    memset(out, 0, sizeof(*out));
+    size_t len;
+    char *text = tu_read_file(path, &len);
+    if (!text) {
+        snprintf(why, why_len, "cannot read %s", path);
+        return -1;
+    }
+    size_t i = 0;
+    int row_cap = 0;
+    while (i < len) {
+        if (out->rows == row_cap) {
+            row_cap = row_cap ? row_cap * 2 : 16;
+            out->cells = realloc(out->cells, (size_t)row_cap * sizeof(*out->cells));
+            out->ncols = realloc(out->ncols, (size_t)row_cap * sizeof(*out->ncols));
+            assert_non_null(out->cells);
+            assert_non_null(out->ncols);
+        }
+        char **fields = NULL;
+        int nf = 0, fcap = 0;
+        for (;;) { /* one field */
+            char *field = malloc(len + 1);
+            assert_non_null(field);
+            size_t fl = 0;
+            if (i < len && text[i] == '"') {
+                i++;
+                for (;;) {
+                    if (i >= len) {
+                        snprintf(why, why_len, "%s: unterminated quoted field", path);
+                        free(field);
+                        free(text);
+                        return -1;
+                    }
+                    if (text[i] == '"') {
+                        if (i + 1 < len && text[i + 1] == '"') {
+                            field[fl++] = '"';
+                            i += 2;
+                            continue;
+                        }
+                        i++;
+                        break;
+                    }
+                    field[fl++] = text[i++];
+                }
+            } else {
+                while (i < len && text[i] != ',' && text[i] != '\r' && text[i] != '\n')
+                    field[fl++] = text[i++];
+            }
+            field[fl] = '\0';
+            if (nf == fcap) {
+                fcap = fcap ? fcap * 2 : 16;
+                fields = realloc(fields, (size_t)fcap * sizeof(*fields));
+                assert_non_null(fields);
+            }
+            fields[nf++] = field;
+            if (i < len && text[i] == ',') {
+                i++;
+                continue;
+            }
+            break;
+        }
+        if (i < len && text[i] == '\r') {
+            if (i + 1 >= len || text[i + 1] != '\n') {
+                snprintf(why, why_len, "%s: bare CR", path);
+                free(text);
+                return -1;
+            }
+            i += 2;
+        } else if (i < len && text[i] == '\n') {
+            snprintf(why, why_len, "%s: line end is LF, not CRLF", path);
+            free(text);
+            return -1;
+        }
+        out->cells[out->rows] = fields;
+        out->ncols[out->rows] = nf;
+        out->rows++;
+    }
+    free(text);
+    return 0;
+}

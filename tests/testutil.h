@@ -65,4 +65,19 @@ bool tu_update_mode(const char *var);
  * (names, a space-separated list, may be empty) and what to do next. */
 void tu_update_done(const char *var, int n_rewritten, int n_total, const char *names);
 
+/* A CSV file as text fields: RFC 4180 (quoted fields, "" for a quote), CRLF line ends only. */
+struct tu_csv {
+    char ***cells; /* rows of fields */
+    int *ncols;    /* (rows) fields of each row */
+    int rows;
+};
+/* Reads path into out. Returns 0, or -1 with why filled (a missing file, an unterminated quote,
+ * a bare CR, an LF line end). */
+int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len);
+void tu_csv_free(struct tu_csv *c);
+/* Whether c is a golden of rows x cols numbers: a header row, then rows rows of a label and cols
+ * values each. Checked before any cell is compared, so a truncated golden fails instead of
+ * comparing only the cells it still has. */
+bool tu_csv_shape_is(const struct tu_csv *c, int rows, int cols);
+
 #endif

@@ -75,7 +75,7 @@ extern int (*cli_bench_ui_hook)(const char *const *values, const char *const *po
 
 /* The commands of cli_lib (the ones without curses); main.c adds the explorer, keys and help. */
 extern const struct cli_command cli_check, cli_print, cli_export, cli_bench, cli_heads, cli_render,
-    cli_diff;
+    cli_diff, cli_predict, cli_lens, cli_ablate, cli_patch;
 
 /* A scene ready to show: loaded (or the built-in default), resolved and computed once. */
 struct cli_scene {
@@ -105,6 +105,17 @@ void cli_print_tokens(FILE *out, const struct attn_model *m);
 int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout);
 /* Parses a whole decimal integer in [lo, hi]. Returns 0, or -1. */
 int cli_parse_int(const char *text, int lo, int hi, int *out);
+/* Parses a decimal number in [lo, hi] (C locale, finite). Returns 0, or -1. */
+int cli_parse_double(const char *text, double lo, double hi, double *out);
+/* CLI_OK when the scene has a vocabulary model; else says why cmd cannot run and returns
+ * CLI_INVALID. */
+int cli_need_vocab(const struct cli_scene *cs, const char *cmd);
+/* Whether the terminal's locale shows block characters (LC_CTYPE only: numbers stay C). */
+bool cli_utf8_output(void);
+/* A bar of fraction (0..1) of width characters: eighth blocks, or '#' without UTF-8. */
+void cli_print_bar(double fraction, int width, bool utf8);
+/* A vocabulary token as 'label', padded with blanks to width characters. */
+void cli_print_token(const struct attn_scene *s, int id, int width);
 
 int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);
@@ -113,6 +124,10 @@ int cmd_bench(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_lens(int argc, char **argv);
+int cmd_ablate(int argc, char **argv);
+int cmd_patch(int argc, char **argv);
 int cmd_bench_ui(const char *const *values, const char *const *pos, int n_pos);
 
 #endif

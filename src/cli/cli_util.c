@@ -3,21 +3,26 @@
 #include "common/progress.h"
 
 #include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cnum.h"
 #include "common/datadir.h"
 #include "common/diag.h"
 #include "common/utf8.h"
+#include "engine/logits.h"
 #include "scenefile/scenefile.h"
 
-/* What every help text ends with. */
+/* What every help text ends with; the built-in scene only where SCENE may be left out. */
 static const char scene_note[] =
     "SCENE is a scene file, or the name of a shipped scene: 10-mha, lessons/3-causal-mask\n"
-    "(looked up in the current folder, then its scenes/, then attnscope's data folder).\n"
+    "(looked up in the current folder, then its scenes/, then attnscope's data folder).\n";
+static const char default_note[] =
     "Without SCENE: the built-in scene, \"Your journey starts with one step\" through the\n"
     "book's MultiHeadAttention (seed 123, 2 heads).\n";
 static const char exit_note[] = "exit status: 0 ok, 1 invalid scene or I/O error, 2 wrong usage\n";
@@ -93,6 +98,7 @@ void cli_print_overview(FILE *out, const struct cli_command *const *cmds, int n)
             fprintf(out, "  %-8s %s\n", cmds[i]->name, cmds[i]->summary);
     fputs("\n", out);
     fputs(scene_note, out);
+    fputs(default_note, out);
     fputs("'attnscope COMMAND --help' lists a command's options; 'man attnscope' has them all.\n",
           out);
     fputs(exit_note, out);
@@ -126,8 +132,12 @@ void cli_print_command_help(FILE *out, const struct cli_command *cmd)
         }
     }
     fputs("\n", out);
-    if (strstr(cmd->usage, "SCENE"))
+    if (strstr(cmd->usage, "SCENE")) {
         fputs(scene_note, out);
+        /* "SCENE ..." first: the command needs one (a checkpoint: the book's scene will not do) */
+        if (strncmp(cmd->usage, "SCENE ", 6) != 0)
+            fputs(default_note, out);
+    }
     fputs(exit_note, out);
 }
 
@@ -304,4 +314,60 @@ void cli_print_tokens(FILE *out, const struct attn_model *m)
         utf8_fputs_escaped(m->tokens[i], out, 0);
     }
     fputc('\n', out);
+}
+
+int cli_parse_double(const char *text, double lo, double hi, double *out)
+{
+    double v;
+    if (cnum_parse_double(text, false, &v) != CNUM_OK || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_need_vocab(const struct cli_scene *cs, const char *cmd)
+{
+    if (attn_net_has_vocab(&cs->net))
+        return CLI_OK;
+    fprintf(stderr, "%s: attnscope %s needs a vocabulary model: %s\n", cs->name, cmd,
+            attn_scene_why_no_vocab(&cs->scene));
+    return CLI_INVALID;
+}
+
+bool cli_utf8_output(void)
+{
+    const char *was = setlocale(LC_CTYPE, NULL);
+    char saved[64];
+    snprintf(saved, sizeof(saved), "%s", was ? was : "C");
+    setlocale(LC_CTYPE, "");
+    const char *cs = nl_langinfo(CODESET);
+    bool utf8 = cs && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0);
+    setlocale(LC_CTYPE, saved);
+    return utf8;
+}
+
+void cli_print_bar(double fraction, int width, bool utf8)
+{
+    static const char *const eighths[8] = {"",       "\u258f", "\u258e", "\u258d",
+                                           "\u258c", "\u258b", "\u258a", "\u2589"};
+    if (!(fraction > 0))
+        return;
+    if (fraction > 1)
+        fraction = 1;
+    int units = (int)(fraction * width * 8 + 0.5);
+    for (int i = 0; i < units / 8; i++)
+        fputs(utf8 ? "\u2588" : "#", stdout);
+    if (utf8)
+        fputs(eighths[units % 8], stdout);
+}
+
+void cli_print_token(const struct attn_scene *s, int id, int width)
+{
+    char label[4 * SCENE_MAX_TOKEN_BYTES + 16], shown[4 * sizeof(label)];
+    attn_scene_token_label(label, sizeof(label), s, id);
+    /* a token's own bytes may be controls: escaped, as everywhere a human reads (common/utf8) */
+    utf8_escape(shown, sizeof(shown), label, strlen(label), 0);
+    printf("'%s'", shown);
+    for (int pad = width - utf8_length(shown) - 2; pad > 0; pad--)
+        putchar(' ');
 }

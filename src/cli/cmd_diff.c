@@ -8,8 +8,6 @@
  * Two shapes that differ are refused (exit 1), naming both. --csv writes the top K of every
  * head as (layer, head, row, col, a, b, delta) instead. Numbers go through cnum (C locale).
  */
-#include <langinfo.h>
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,19 +35,6 @@ static int by_size(const void *x, const void *y)
     if (p->row != q->row)
         return p->row < q->row ? -1 : 1;
     return (p->col > q->col) - (p->col < q->col);
-}
-
-/* Whether the terminal's locale can show shade blocks (LC_CTYPE only: numbers stay C). */
-static bool utf8_output(void)
-{
-    const char *was = setlocale(LC_CTYPE, NULL);
-    char saved[64];
-    snprintf(saved, sizeof(saved), "%s", was ? was : "C");
-    setlocale(LC_CTYPE, "");
-    const char *cs = nl_langinfo(CODESET);
-    bool utf8 = cs && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0);
-    setlocale(LC_CTYPE, saved);
-    return utf8;
 }
 
 /* The |Δ| map: one character a cell (or a block of cells, their max), 5 levels of max |Δ|. */
@@ -303,7 +288,7 @@ int cmd_diff(int argc, char **argv)
         cli_scene_close(&cb);
         return rc;
     }
-    bool csv = csv_arg != NULL, utf8 = utf8_output();
+    bool csv = csv_arg != NULL, utf8 = cli_utf8_output();
     struct attn_mat_view v0 = attn_view(&ca.net.run[layer], &ca.net.model[layer], st, 0);
     size_t n = (size_t)ca.net.model[layer].n;
     size_t cap = n * n > (size_t)v0.rows * (size_t)v0.cols ? n * n : (size_t)v0.rows * v0.cols;

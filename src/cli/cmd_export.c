@@ -6,22 +6,27 @@
 #include "cli/cli.h"
 #include "export/export.h"
 
-enum { O_OUTPUT, O_FORMAT, O_COUNT };
+enum { O_OUTPUT, O_FORMAT, O_TOP, O_COUNT };
 static const struct cli_opt opts[O_COUNT] = {
     [O_OUTPUT] = {"output", 'o', "DIR", "the folder (created when missing)"},
     [O_FORMAT] = {"format", 'f', "F",
                   "csv (default: labelled tables) or npy (float32 .npy files\n"
                   "of the same names and shapes; tokens.csv stays CSV)"},
+    [O_TOP] = {"top", 'k', "K",
+               "the K most likely tokens per position in predictions.csv\n"
+               "(default 10, at most 1000)"},
 };
 
 const struct cli_command cli_export = {
     "export",
     cmd_export,
-    "[SCENE] -o DIR [--format csv|npy]",
+    "[SCENE] -o DIR [--format csv|npy] [--top K]",
     "write every stage as CSV (or .npy) and the resolved scene.yaml",
     "Write every stage of every head and layer as a CSV table (or a float32 .npy file), the\n"
-    "parameters, the tokens and the resolved scene.yaml into the folder DIR. The folder is\n"
-    "written all or nothing; an existing DIR is replaced only when it is an earlier export.",
+    "parameters, the tokens, the attention rollout and the resolved scene.yaml into the folder\n"
+    "DIR; with a vocabulary model also predictions.csv, loss.csv and lens.csv (CSV in either\n"
+    "format: they hold token text). The folder is written all or nothing; an existing DIR is\n"
+    "replaced only when it is an earlier export.",
     opts,
     O_COUNT,
 };
@@ -42,6 +47,10 @@ int cmd_export(int argc, char **argv)
     else if (format && strcmp(format, "csv") != 0)
         return cli_usage_error("export", "--format must be csv or npy, not '%s'", format);
 
+    int top = EXPORT_TOP_DEFAULT;
+    if (val[O_TOP] && cli_parse_int(val[O_TOP], 1, 1000, &top) != 0)
+        return cli_usage_error("export", "invalid --top '%s' (1 to 1000)", val[O_TOP]);
+
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
@@ -50,7 +59,7 @@ int cmd_export(int argc, char **argv)
     struct progress p;
     progress_begin(&p, stderr, "exporting", "heads");
     const struct progress_sink sink = {progress_tick, &p};
-    rc = export_dir_progress(dir, &cs.scene, &cs.net, fmt, &sink, &err);
+    rc = export_dir_top(dir, &cs.scene, &cs.net, fmt, top, &sink, &err);
     progress_end(&p, rc == 0);
     if (rc != 0) {
         diag_print(stderr, &err, NULL, 0);

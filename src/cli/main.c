@@ -1,7 +1,7 @@
 /* attnscope: the command-line entry point.
  *
  *   attnscope [SCENE]               the explorer (src/ui)
- *   attnscope check|print|diff|heads|export|render|bench|keys|help ...
+ *   attnscope check|print|diff|heads|predict|lens|ablate|patch|export|render|bench|keys|help ...
  *
  * main() only dispatches, through the command table below: each command lives in its own
  * cmd_*.c with its descriptor (usage, summary, options) and returns the exit status (0 ok, 1
@@ -72,8 +72,8 @@ static const struct cli_command cli_help = {
 
 /* Every command, the explorer first: dispatch, `attnscope --help` and attnscope(1). */
 static const struct cli_command *const commands[] = {
-    &cli_explore, &cli_check,  &cli_print, &cli_diff, &cli_heads,
-    &cli_export,  &cli_render, &cli_bench, &cli_keys, &cli_help,
+    &cli_explore, &cli_check, &cli_print,  &cli_diff,   &cli_heads, &cli_predict, &cli_lens,
+    &cli_ablate,  &cli_patch, &cli_export, &cli_render, &cli_bench, &cli_keys,    &cli_help,
 };
 #define N_COMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 

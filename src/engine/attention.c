@@ -30,6 +30,10 @@ struct attn_memo {
     int stage;             /* the derived stage held, or -1 for none */
     unsigned char *filled; /* (heads) 1 when that head's matrix is computed */
     float *data;           /* (heads, n, n) */
+    /* weighted_norm's ||v_j W_O^h||, computed for a head the first time it is asked for. */
+    unsigned char *vnorm_filled; /* (heads) */
+    float *vnorm;                /* (heads, n) */
+    float *vw;                   /* (n, D) scratch: one head's v W_O^h */
 };
 
 static void memo_free(struct attn_memo *memo)
@@ -37,6 +41,9 @@ static void memo_free(struct attn_memo *memo)
     if (memo) {
         free(memo->filled);
         free(memo->data);
+        free(memo->vnorm_filled);
+        free(memo->vnorm);
+        free(memo->vw);
         free(memo);
     }
 }
@@ -97,7 +104,10 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;
     if (!memo || !(memo->filled = calloc((size_t)m->heads + 1, 1)) ||
-        !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))))
+        !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))) ||
+        !(memo->vnorm_filled = calloc((size_t)m->heads + 1, 1)) ||
+        !(memo->vnorm = calloc((size_t)m->heads * n + 1, sizeof(float))) ||
+        !(memo->vw = calloc(n * D + 1, sizeof(float))))
         goto oom;
     memo->stage = -1;
     r->n = m->n;
@@ -151,13 +161,13 @@ static void rotate(float *out, const float *x, int width, const struct attn_mode
     }
 }
 
-/* out (n, d) = LayerNorm or RMSNorm of every row of in, times w (plus b for LayerNorm). The
+/* out (rows, d) = LayerNorm or RMSNorm of every row of in, times w (plus b for LayerNorm). The
  * moments are summed in double; torch's float kernel agrees to the last bit or two. */
-static void normalize(float *out, const float *in, const struct attn_model *m, const float *w,
-                      const float *b)
+static void norm_rows(float *out, const float *in, int rows, const struct attn_model *m,
+                      const float *w, const float *b)
 {
     int d = m->d_in;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0; i < rows; i++) {
         const float *x = in + (size_t)i * d;
         float *y = out + (size_t)i * d;
         double mean = 0, var = 0;
@@ -175,6 +185,21 @@ static void normalize(float *out, const float *in, const struct attn_model *m, c
             y[j] = b ? v + b[j] : v;
         }
     }
+}
+
+/* Every row of in (n, d). */
+static void normalize(float *out, const float *in, const struct attn_model *m, const float *w,
+                      const float *b)
+{
+    norm_rows(out, in, m->n, m, w, b);
+}
+
+void attn_final_norm_rows(float *out, const float *in, int rows, const struct attn_model *last)
+{
+    if (last->final_norm)
+        norm_rows(out, in, rows, last, last->fw, last->fb);
+    else if (out != in)
+        memcpy(out, in, (size_t)rows * (size_t)last->d_in * sizeof(float));
 }
 
 /* ReLU; GELU exact (erf, nn.GELU()); GELU's tanh approximation (GPT-2's gelu_new). */
@@ -225,7 +250,7 @@ static enum attn_stage same_as(const struct attn_model *m, enum attn_stage s)
 bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s)
 {
     s = same_as(m, s);
-    return s == STAGE_SCALED || s == STAGE_MASKED || s == STAGE_DROPOUT;
+    return s == STAGE_SCALED || s == STAGE_MASKED || s == STAGE_DROPOUT || s == STAGE_WEIGHTED_NORM;
 }
 
 /* out (n, n) = one head's scaled scores: scores / divisor. */
@@ -272,6 +297,58 @@ static void drop_weights(float *out, const float *weights, const unsigned char *
         out[i] = weights[i] * (keep[i] ? keep_scale : 0.0f);
 }
 
+/* The KV head query head h reads. */
+static int kv_head_of(const struct attn_model *m, int h)
+{
+    return h / (m->heads / m->kv_heads);
+}
+
+const float *attn_value_norms(const struct attn_run *r, const struct attn_model *m, int h)
+{
+    struct attn_memo *memo = r->memo;
+    int n = m->n, hd = m->head_dim, D = m->D;
+    float *out = memo->vnorm + (size_t)h * (size_t)n;
+    if (memo->vnorm_filled[h])
+        return out;
+    const float *v = r->v + (size_t)kv_head_of(m, h) * (size_t)hd;
+    const float *rows = v; /* v_j W_O^h, or v_j itself without out_proj */
+    int width = hd, ld = m->Dkv;
+    if (m->wo) { /* the head's rows of W_O: its hd columns of concat feed them */
+        attn_mm_ab(memo->vw, D, v, m->Dkv, m->wo + (size_t)h * (size_t)hd * (size_t)D, D, NULL, n,
+                   D, hd);
+        rows = memo->vw;
+        width = ld = D;
+    }
+    for (int j = 0; j < n; j++) {
+        double sum = 0;
+        for (int c = 0; c < width; c++) {
+            double x = rows[(size_t)j * (size_t)ld + c];
+            sum += x * x;
+        }
+        out[j] = (float)sqrt(sum);
+    }
+    memo->vnorm_filled[h] = 1;
+    return out;
+}
+
+/* out (n, n) = one head's weighted norms: |a_ij| * ||v_j W_O^h||, a the weights after dropout
+ * (what multiplies V), so ||a_ij v_j W_O^h|| exactly as Kobayashi et al. write it. */
+static void weighted_norm(float *out, const struct attn_run *r, const struct attn_model *m, int h)
+{
+    int n = m->n;
+    size_t nn = (size_t)n * (size_t)n;
+    const float *norms = attn_value_norms(r, m, h);
+    const float *w = r->weights + h * nn;
+    const unsigned char *keep = m->keep ? m->keep + h * nn : NULL;
+    float keep_scale = keep ? 1.0f / (float)(1.0 - m->dropout) : 1.0f;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            size_t c = (size_t)i * (size_t)n + (size_t)j;
+            float a = keep ? w[c] * (keep[c] ? keep_scale : 0.0f) : w[c]; /* drop_weights' */
+            out[c] = fabsf(a) * norms[j];
+        }
+}
+
 /* out (n, n) = derived stage s (after same_as) of head h, from the kept scores or weights. */
 static void derive(float *out, const struct attn_run *r, const struct attn_model *m,
                    enum attn_stage s, int h)
@@ -281,14 +358,10 @@ static void derive(float *out, const struct attn_run *r, const struct attn_model
         scale_scores(out, r->scores + h * nn, m);
     else if (s == STAGE_MASKED)
         mask_scores(out, r->scores + h * nn, m);
+    else if (s == STAGE_WEIGHTED_NORM)
+        weighted_norm(out, r, m, h);
     else
         drop_weights(out, r->weights + h * nn, m->keep + h * nn, m);
-}
-
-/* The KV head query head h reads. */
-static int kv_head_of(const struct attn_model *m, int h)
-{
-    return h / (m->heads / m->kv_heads);
 }
 
 /* The FFN and the residuals around it. */
@@ -316,6 +389,31 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
         normalize(r->norm2, r->res2, m, m->n2w, m->n2b);
     if (m->final_norm)
         normalize(r->final, m->order == BLOCK_POST ? r->norm2 : r->res2, m, m->fw, m->fb);
+}
+
+/* Ablation and patching: the columns of concat of every head whose mode is not HEAD_KEEP
+ * replaced before out_proj sees them. */
+static void replace_heads(struct attn_run *r, const struct attn_model *m)
+{
+    int n = m->n, D = m->D, hd = m->head_dim;
+    for (int h = 0; h < m->heads; h++) {
+        enum attn_head_mode mode = (enum attn_head_mode)m->head_mode[h];
+        if (mode == HEAD_KEEP || (mode == HEAD_PATCH && !m->patch))
+            continue;
+        for (int c = h * hd; c < (h + 1) * hd; c++) {
+            float mean = 0.0f;
+            if (mode == HEAD_MEAN) { /* TransformerLens's mean ablation, over this text */
+                double sum = 0;
+                for (int i = 0; i < n; i++)
+                    sum += r->concat[(size_t)i * D + c];
+                mean = (float)(sum / n);
+            }
+            for (int i = 0; i < n; i++)
+                r->concat[(size_t)i * D + c] = mode == HEAD_ZERO   ? 0.0f
+                                               : mode == HEAD_MEAN ? mean
+                                                                   : m->patch[(size_t)i * D + c];
+        }
+    }
 }
 
 void attn_forward(struct attn_run *r, const struct attn_model *m)
@@ -347,6 +445,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
     }
 
     r->memo->stage = -1; /* what it held belongs to the last result */
+    memset(r->memo->vnorm_filled, 0, (size_t)m->heads);
     for (int h = 0; h < m->heads; h++) {
         int kvh = kv_head_of(m, h);
         const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kvh * hd;
@@ -373,6 +472,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         progress_report(r->progress, r->progress_base + h + 1, r->progress_total);
     }
 
+    replace_heads(r, m);
     if (m->wo)
         attn_mm_ab(r->output, D, r->concat, D, m->wo, D, m->bo, n, D, D);
     else
@@ -430,6 +530,7 @@ static struct attn_mat_view kept_view(const struct attn_run *r, const struct att
     case STAGE_SCALED: /* derived: attn_view never asks for these here */
     case STAGE_MASKED:
     case STAGE_DROPOUT:
+    case STAGE_WEIGHTED_NORM:
     case STAGE_OUTPUT:
     case STAGE_COUNT:
         break;

@@ -5,9 +5,14 @@
  * live edit of the seed or dropout recomputes without touching the allocator.
  * All buffers are row-major float32; all products go through OpenBLAS (kernels.h).
  *
- * Of the (heads, n, n) stages only the scores and the weights are kept: scaled, masked and
- * dropout are each a cheap function of one of them (a division, a mask, a keep-mask), and at
- * 1024 tokens x 12 heads each would hold 48 MB. attn_view computes them when asked (see there).
+ * Of the (heads, n, n) stages only the scores and the weights are kept: scaled, masked,
+ * dropout and weighted_norm are each a cheap function of one of them (a division, a mask, a
+ * keep-mask, a column of value norms), and at 1024 tokens x 12 heads each would hold 48 MB.
+ * attn_view computes them when asked (see there).
+ *
+ * A head may hand out_proj something else than its context (model.h's head_mode: ablated to
+ * zeros or its mean, or patched from another run): the context stage then shows what it
+ * handed on, and everything after it follows.
  */
 #ifndef ATTNSCOPE_ATTENTION_H
 #define ATTNSCOPE_ATTENTION_H
@@ -95,7 +100,8 @@ struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run
                                    const struct attn_model *m, enum attn_stage s, int h);
 /* True when stage s is not kept by the forward pass but computed from scores or weights:
  * scaled (unless the divisor is 1), masked (with a causal mask, or when scaled is derived),
- * dropout (with a keep-mask). The others, and these when they equal a kept stage, are views. */
+ * dropout (with a keep-mask), weighted_norm. The others, and these when they equal a kept
+ * stage, are views. */
 bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s);
 /* The stages this scene has, in its order (at most STAGE_COUNT); returns how many. */
 int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
@@ -105,6 +111,15 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
  * token). */
 bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st);
 int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
+/* ||v_j W_O^h||_2 for every key j of head h (||v_j|| without out_proj): weighted_norm's
+ * factor, computed for the head the first time it is asked for (memo). (n) floats, valid until
+ * the next attn_forward on r. */
+const float *attn_value_norms(const struct attn_run *r, const struct attn_model *m, int h);
+/* out (rows, d_in) = the final norm of rows of a residual stream in (rows, d_in), with the
+ * last layer's parameters, exactly as the forward pass computes the final_norm stage; a copy
+ * when the scene has no final norm. out may equal in. The logit lens runs every layer through
+ * it. */
+void attn_final_norm_rows(float *out, const float *in, int rows, const struct attn_model *last);
 /* The last stage: the final norm, the block's output, or the attention's. */
 enum attn_stage attn_stage_last(const struct attn_model *m);
 /* What the layer hands to the next: norm2 (post), residual2 (pre), or the attention output. */

@@ -38,7 +38,7 @@ static void take(struct attn_model *m, float **dst, const struct attn_matrix *sr
 
 /* Every float buffer of a model, with its size in floats: freeing and copying a model both go
  * through this one list. out: (MODEL_BUFS); returns how many. */
-#define MODEL_BUFS 28
+#define MODEL_BUFS 29
 _Static_assert(MODEL_BUFS <= sizeof(((struct attn_model *)0)->borrowed) / sizeof(const float *),
                "a model can borrow every buffer it has");
 struct model_buf {
@@ -52,20 +52,35 @@ static int model_bufs(struct model_buf *out, struct attn_model *m)
     size_t W = D + 2 * Dkv, lr = (size_t)m->latent, h = (size_t)m->hidden;
     size_t half = n * (size_t)(m->head_dim / 2);
     const struct model_buf bufs[MODEL_BUFS] = {
-        {&m->embed, n * d},   {&m->pos, (size_t)m->pos_rows * d},
-        {&m->x, n * d},       {&m->wqkv, d * W},
-        {&m->bqkv, W},        {&m->wq, d * D},
-        {&m->wk, d * Dkv},    {&m->wv, d * Dkv},
-        {&m->bq, D},          {&m->bk, Dkv},
-        {&m->bv, Dkv},        {&m->wdown, d * lr},
-        {&m->wkup, lr * D},   {&m->wvup, lr * D},
-        {&m->wo, D * D},      {&m->bo, D},
-        {&m->rope_cos, half}, {&m->rope_sin, half},
-        {&m->w1, d * h},      {&m->b1, h},
-        {&m->w2, h * d},      {&m->b2, d},
-        {&m->n1w, d},         {&m->n1b, d},
-        {&m->n2w, d},         {&m->n2b, d},
-        {&m->fw, d},          {&m->fb, d},
+        {&m->embed, n * d},
+        {&m->pos, (size_t)m->pos_rows * d},
+        {&m->x, n * d},
+        {&m->wqkv, d * W},
+        {&m->bqkv, W},
+        {&m->wq, d * D},
+        {&m->wk, d * Dkv},
+        {&m->wv, d * Dkv},
+        {&m->bq, D},
+        {&m->bk, Dkv},
+        {&m->bv, Dkv},
+        {&m->wdown, d * lr},
+        {&m->wkup, lr * D},
+        {&m->wvup, lr * D},
+        {&m->wo, D * D},
+        {&m->bo, D},
+        {&m->rope_cos, half},
+        {&m->rope_sin, half},
+        {&m->w1, d * h},
+        {&m->b1, h},
+        {&m->w2, h * d},
+        {&m->b2, d},
+        {&m->n1w, d},
+        {&m->n1b, d},
+        {&m->n2w, d},
+        {&m->n2b, d},
+        {&m->fw, d},
+        {&m->fb, d},
+        {&m->unembed, (size_t)m->vocab * d},
     };
     memcpy(out, bufs, sizeof(bufs));
     return MODEL_BUFS;
@@ -327,6 +342,23 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     return 0;
 }
 
+/* The last layer's unembedding: a checkpoint's, borrowed (GPT-2's 154 MB stay in the file). */
+static int resolve_unembed(struct attn_model *m, const struct attn_scene *s)
+{
+    if (!s->unembed.data || m->layer != m->layers - 1)
+        return 0;
+    size_t count = (size_t)s->unembed.rows * (size_t)m->d_in;
+    m->vocab = s->unembed.rows;
+    if (s->unembed.borrowed) {
+        take(m, &m->unembed, &s->unembed, count);
+        return 0;
+    }
+    if (!(m->unembed = falloc(count)))
+        return -1;
+    take(m, &m->unembed, &s->unembed, count);
+    return 0;
+}
+
 /* The options that draw nothing: dropout's p, the mask, the normalisation and the scale
  * (m->head_dim set). attn_model_resolve_options changes only these. */
 static void set_options(struct attn_model *m, const struct attn_scene *s)
@@ -341,6 +373,13 @@ static void set_options(struct attn_model *m, const struct attn_scene *s)
     m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
                        : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
                                                    : 1.0f;
+    /* ablate: replaces what a head hands on, and draws nothing */
+    memset(m->head_mode, HEAD_KEEP, sizeof(m->head_mode));
+    m->patch = NULL;
+    for (int i = 0; i < s->n_ablate; i++)
+        if (s->ablate[i].layer == m->layer && s->ablate[i].head >= 0 &&
+            s->ablate[i].head < SCENE_MAX_HEADS)
+            m->head_mode[s->ablate[i].head] = (unsigned char)s->ablate[i].mode;
 }
 
 /* What every layer shares: the shapes, the options, the tokens, its input buffer and RoPE's
@@ -482,7 +521,7 @@ static int resolve_params(struct attn_model *m, const struct attn_scene *s,
     }
     if (s->block.on && resolve_block(m, s, sw, m->layer == 0, r))
         return -1;
-    return 0;
+    return resolve_unembed(m, s);
 }
 
 /* The keep-mask of one layer's dropout, given or drawn (torch draws it in the forward pass). */

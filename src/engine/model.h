@@ -67,6 +67,14 @@ struct attn_model {
     float *n2w, *n2b;
     bool final_norm; /* the last layer of a block with block.final_norm (GPT-2's ln_f) */
     float *fw, *fb;  /* (d_in) each; fb NULL for RMSNorm */
+    /* The last layer of a scene with a vocabulary model: the unembedding (logits.h). */
+    float *unembed; /* (vocab, d_in), or NULL */
+    int vocab;
+
+    /* What each head hands to out_proj (scene key ablate:, or attn_net_set_head): HEAD_KEEP
+     * unless ablated or patched. The context stage shows what was handed on. */
+    unsigned char head_mode[SCENE_MAX_HEADS]; /* (heads) enum attn_head_mode */
+    const float *patch; /* (n, D) contexts HEAD_PATCH heads take their columns from; not owned */
 
     int layer, layers; /* this layer's index, and how many the scene stacks */
 

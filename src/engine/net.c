@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels.h"
+
 void attn_net_free(struct attn_net *net)
 {
     for (int L = 0; L < net->layers; L++) {
@@ -21,11 +23,67 @@ void attn_net_free(struct attn_net *net)
 
 void attn_net_forward(struct attn_net *net)
 {
+    attn_net_forward_from(net, 0);
+}
+
+void attn_net_set_head(struct attn_net *net, int layer, int head, enum attn_head_mode mode,
+                       const float *patch)
+{
+    struct attn_model *m = &net->model[layer];
+    m->head_mode[head] = (unsigned char)mode;
+    if (mode == HEAD_PATCH)
+        m->patch = patch;
+}
+
+int attn_net_rollout_step(float *out, const float *prev, const struct attn_net *net, int layer,
+                          struct diag *err)
+{
+    int n = net->model[0].n;
+    size_t nn = (size_t)n * (size_t)n;
+    float *a = prev ? malloc((nn ? nn : 1) * sizeof(float)) : out;
+    if (!a)
+        return diag_set(err, "", "out of memory for the rollout of %d tokens", n);
+    attn_head_mean(a, &net->run[layer], &net->model[layer], STAGE_WEIGHTS);
+    for (int i = 0; i < n; i++) { /* 0.5 A + 0.5 I, the rows renormalised */
+        float *row = a + (size_t)i * n;
+        double sum = 0;
+        for (int j = 0; j < n; j++) {
+            row[j] = 0.5f * row[j] + (i == j ? 0.5f : 0.0f);
+            sum += row[j];
+        }
+        for (int j = 0; j < n; j++)
+            row[j] = (float)(row[j] / sum);
+    }
+    if (prev) {
+        attn_mm_ab(out, n, a, n, prev, n, NULL, n, n, n); /* A'_layer . (rollout so far) */
+        free(a);
+    }
+    return 0;
+}
+
+int attn_net_rollout(float *out, const struct attn_net *net, int last, struct diag *err)
+{
+    int n = net->model[0].n;
+    size_t nn = (size_t)n * (size_t)n;
+    float *prev = last > 0 ? malloc((nn ? nn : 1) * sizeof(float)) : NULL;
+    if (last > 0 && !prev)
+        return diag_set(err, "", "out of memory for the rollout of %d tokens", n);
+    int rc = attn_net_rollout_step(out, NULL, net, 0, err);
+    for (int L = 1; L <= last && rc == 0; L++) {
+        memcpy(prev, out, nn * sizeof(float));
+        rc = attn_net_rollout_step(out, prev, net, L, err);
+    }
+    free(prev);
+    return rc;
+}
+
+void attn_net_forward_from(struct attn_net *net, int first)
+{
     long total = 0, done = 0;
-    for (int L = 0; L < net->layers; L++)
+    for (int L = first; L < net->layers; L++)
         total += net->model[L].heads;
     progress_report(&net->progress, 0, total); /* step 0: it starts */
-    for (int L = 0; L < net->layers; L++) {
+    for (int L = first; L < net->layers; L++) {
         struct attn_model *m = &net->model[L];
         net->run[L].progress = net->progress.step ? &net->progress : NULL;
         net->run[L].progress_base = done;
@@ -102,7 +160,8 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
         p->order != q->order || p->norm != q->norm || p->norm_eps != q->norm_eps ||
         p->ffn_hidden != q->ffn_hidden || p->activation != q->activation ||
         !same_seed(p->ffn_seed, q->ffn_seed) || p->ffn_skip != q->ffn_skip ||
-        p->final_norm != q->final_norm || a->n_more != b->n_more)
+        p->final_norm != q->final_norm || a->n_more != b->n_more ||
+        !same_matrix(&a->unembed, &b->unembed))
         return false;
     /* the scale's kind decides scaled; the divisor only divides: both are options */
     for (int i = 0; i < a->n_tokens; i++)

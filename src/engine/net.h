@@ -29,6 +29,26 @@ struct attn_net {
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
 /* The forward pass of every layer, in order. Never allocates. */
 void attn_net_forward(struct attn_net *net);
+/* The forward pass of layers first .. layers - 1 only: what an ablation or a patch of layer
+ * `first` changes (the layers before it are as they were). Never allocates. */
+void attn_net_forward_from(struct attn_net *net, int first);
+/* What head h of layer L hands to out_proj from now on: HEAD_KEEP (its context), HEAD_ZERO,
+ * HEAD_MEAN, or HEAD_PATCH with patch (n, D), another run's concat of the same shape, whose
+ * head-h columns it takes (net only borrows it). Recomputes nothing: call
+ * attn_net_forward_from(net, L). The scene's ablate: list sets these when the net is
+ * computed; this is the cheap toggle for sweeps and the explorer. */
+void attn_net_set_head(struct attn_net *net, int layer, int head, enum attn_head_mode mode,
+                       const float *patch);
+/* Attention rollout (Abnar & Zuidema 2020) up to layer `last`: per layer the heads' mean
+ * attention weights A (the softmax stage), A' = 0.5 A + 0.5 I with its rows renormalised,
+ * multiplied from layer 0 on: out = A'_last ... A'_1 A'_0. Row i says how much of position
+ * i's representation after layer `last` comes from each input token. out: (n, n). Returns 0,
+ * or -1 with err on out-of-memory. */
+int attn_net_rollout(float *out, const struct attn_net *net, int last, struct diag *err);
+/* One layer of it: out (n, n) = A'_layer . prev, or A'_layer itself when prev is NULL (layer
+ * 0). out and prev must differ. A caller that wants every layer's rollout walks this. */
+int attn_net_rollout_step(float *out, const float *prev, const struct attn_net *net, int layer,
+                          struct diag *err);
 void attn_net_free(struct attn_net *net);
 
 #endif

@@ -172,6 +172,8 @@ void attn_scene_free(struct attn_scene *s)
     free(s->vocab_path);
     free(s->merges_path);
     free(s->tokenizer_file);
+    attn_matrix_free(&s->unembed);
+    free(s->ablate);
     attn_lesson_unref(s->lesson);
     book_unref(s->embed.book);
     /* last: the borrowed matrices above point into it */
@@ -227,6 +229,9 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     dst->token_ids = NULL;
     dst->model.file = dst->model.arch = NULL;
     dst->vocab_path = dst->merges_path = dst->tokenizer_file = NULL;
+    memset(&dst->unembed, 0, sizeof(dst->unembed));
+    dst->ablate = NULL;
+    dst->n_ablate = 0;
     if (dst->backing)
         dst->backing->refs++;
     attn_lesson_ref(dst->lesson); /* read-only: shared */
@@ -254,6 +259,16 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     }
     rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
     rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
+    rc |= attn_matrix_copy(&dst->unembed, &src->unembed);
+    if (src->n_ablate > 0) {
+        dst->ablate = malloc((size_t)src->n_ablate * sizeof(*dst->ablate));
+        if (dst->ablate) {
+            memcpy(dst->ablate, src->ablate, (size_t)src->n_ablate * sizeof(*dst->ablate));
+            dst->n_ablate = src->n_ablate;
+        } else {
+            rc = -1;
+        }
+    }
     rc |= weights_copy(&dst->weights, &src->weights);
     if (src->n_more > 0) {
         dst->more_weights = calloc((size_t)src->n_more, sizeof(*dst->more_weights));
@@ -621,8 +636,14 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
         floats += (mapped ? 0 : 2 * d_in * h + h) + 6 * d_in /* the FFN and the norms */
                   + n * (2 * h + 7 * d_in);                  /* the block's stages */
     }
+    floats += heads * n + n * D; /* weighted_norm's value norms and their product */
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
-    return layers * (floats * sizeof(float) + heads * n * n /* keep mask */);
+    size_t bytes = layers * (floats * sizeof(float) + heads * n * n /* keep mask */);
+    /* Next-token scores: one block of logits rows at a time (logits.h), never n x vocab. */
+    if (s->unembed.data)
+        bytes += (SCENE_LOGITS_BLOCK_FLOATS + (size_t)s->unembed.rows + n * d_in) * sizeof(float) +
+                 (s->unembed.borrowed ? 0 : (size_t)s->unembed.rows * d_in * sizeof(float));
+    return bytes;
 }
 
 /* Appends one problem located at `path`; the loader fills in file:line:col. */
@@ -845,6 +866,38 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
 #undef P
 }
 
+/* ablate: every head exists, and none is named twice. */
+static void check_ablate(const struct attn_scene *s, struct diag_list *out)
+{
+    char path[DIAG_PATH_MAX];
+    int layers = s->layers, heads = s->attn.heads;
+    for (int i = 0; i < s->n_ablate; i++) {
+        const struct attn_ablation *a = &s->ablate[i];
+        if (a->layer < 0 || a->layer >= layers) {
+            snprintf(path, sizeof(path), "ablate[%d].layer", i);
+            problem(out, path,
+                    "ablate: layer %d does not exist: the scene has %d layer%s (0 to %d)", a->layer,
+                    layers, layers == 1 ? "" : "s", layers - 1);
+            continue;
+        }
+        if (a->head < 0 || a->head >= heads) {
+            snprintf(path, sizeof(path), "ablate[%d].head", i);
+            problem(out, path, "ablate: head %d does not exist: the scene has %d head%s (0 to %d)",
+                    a->head, heads, heads == 1 ? "" : "s", heads - 1);
+            continue;
+        }
+        for (int j = 0; j < i; j++)
+            if (s->ablate[j].layer == a->layer && s->ablate[j].head == a->head) {
+                snprintf(path, sizeof(path), "ablate[%d]", i);
+                problem(out, path,
+                        "ablate: layer %d head %d is already ablated (item %d of the list); "
+                        "give each head once",
+                        a->layer, a->head, j + 1);
+                break;
+            }
+    }
+}
+
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 {
     int before = out->n;
@@ -948,6 +1001,10 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
                 s->attn.heads, s->attn.heads == 1 ? "" : "s", s->attn.heads - 1);
     if (s->block.final_norm && !s->block.on)
         problem(out, "block.final_norm", "final_norm needs the block");
+    if (s->unembed.data && s->unembed.cols != d_in)
+        problem(out, "model", "the unembedding is %d x %d, expected %d columns (d_in)",
+                s->unembed.rows, s->unembed.cols, d_in);
+    check_ablate(s, out);
     if (out->n == before) /* shapes only make sense once the sizes are sane */
         for (int L = 0; L < (s->weights_listed ? layers : 1); L++)
             check_weights(s, L, out);
@@ -964,6 +1021,105 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
                     (bytes + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
     }
     return out->n - before;
+}
+
+bool attn_scene_has_vocab(const struct attn_scene *s)
+{
+    return s->unembed.data && s->token_ids && s->unembed.rows > 0;
+}
+
+const char *attn_scene_why_no_vocab(const struct attn_scene *s)
+{
+    if (s->model.file)
+        return "its checkpoint has no unembedding (neither lm_head.weight nor a wte to tie)";
+    if (s->embed.kind == EMBED_EXPLICIT)
+        return "its embeddings are rows written in the scene, not a vocabulary model: there is "
+               "no unembedding to turn the last layer into next-token scores (open a checkpoint "
+               "with model: {file: model.safetensors, arch: gpt2})";
+    return "its embeddings are drawn for its own words, not a vocabulary model: there is no "
+           "unembedding to turn the last layer into next-token scores (open a checkpoint with "
+           "model: {file: model.safetensors, arch: gpt2})";
+}
+
+void attn_scene_token_label(char *out, size_t size, const struct attn_scene *s, int id)
+{
+    if (s->backing && s->backing->label)
+        s->backing->label(s->backing, id, out, size);
+    else
+        snprintf(out, size, "<id %d>", id);
+}
+
+int attn_scene_single_token(int *id, const struct attn_scene *s, const char *text, struct diag *err)
+{
+    if (!s->backing || !s->backing->tokenize)
+        return diag_set(err, "", "the scene has no vocabulary tokenizer to read '%s' with", text);
+    char **tokens = NULL;
+    int *ids = NULL, n = 0;
+    if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
+        return -1;
+    int rc = 0;
+    if (n == 1) {
+        *id = ids[0];
+    } else if (n == 0) {
+        rc = diag_set(err, "", "'%s' is no token at all", text);
+    } else {
+        char list[256] = "";
+        size_t o = 0;
+        for (int i = 0; i < n && o < sizeof(list); i++)
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s'%s'", i ? " + " : "", tokens[i]);
+        rc = diag_set(err, "", "'%s' is not a single token: the tokenizer makes %d of it (%s)",
+                      text, n, list);
+    }
+    attn_tokens_free(tokens, n);
+    free(ids);
+    return rc;
+}
+
+enum attn_head_mode attn_scene_ablation(const struct attn_scene *s, int layer, int head)
+{
+    for (int i = 0; i < s->n_ablate; i++)
+        if (s->ablate[i].layer == layer && s->ablate[i].head == head)
+            return s->ablate[i].mode;
+    return HEAD_KEEP;
+}
+
+int attn_scene_set_ablation(struct attn_scene *s, int layer, int head, enum attn_head_mode mode)
+{
+    for (int i = 0; i < s->n_ablate; i++)
+        if (s->ablate[i].layer == layer && s->ablate[i].head == head) {
+            if (mode == HEAD_KEEP) {
+                memmove(&s->ablate[i], &s->ablate[i + 1],
+                        (size_t)(s->n_ablate - i - 1) * sizeof(*s->ablate));
+                s->n_ablate--;
+            } else {
+                s->ablate[i].mode = mode;
+            }
+            return 0;
+        }
+    if (mode == HEAD_KEEP)
+        return 0;
+    struct attn_ablation *grown =
+        realloc(s->ablate, (size_t)(s->n_ablate + 1) * sizeof(*s->ablate));
+    if (!grown)
+        return -1;
+    s->ablate = grown;
+    s->ablate[s->n_ablate++] = (struct attn_ablation){layer, head, mode};
+    return 0;
+}
+
+const char *attn_head_mode_name(enum attn_head_mode m)
+{
+    switch (m) {
+    case HEAD_KEEP:
+        return "keep";
+    case HEAD_ZERO:
+        return "zero";
+    case HEAD_MEAN:
+        return "mean";
+    case HEAD_PATCH:
+        return "patch";
+    }
+    return "?";
 }
 
 const char *attn_tokenizer_name(enum attn_tokenizer t)

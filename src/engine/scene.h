@@ -53,6 +53,19 @@ enum attn_mask_mode { MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX };
 enum attn_normalize { NORM_SOFTMAX, NORM_SUM };
 enum attn_scale_kind { SCALE_DEFAULT, SCALE_NONE, SCALE_SQRT_DK, SCALE_DIVISOR };
 enum attn_tristate { TRI_DEFAULT = -1, TRI_FALSE = 0, TRI_TRUE = 1 };
+/* What a head hands to the output projection: its own context, or (ablation, patching) a
+ * replacement. A scene's ablate: key holds HEAD_ZERO and HEAD_MEAN; HEAD_PATCH is set on a
+ * computed net only (net.h, attn_net_set_head). */
+enum attn_head_mode {
+    HEAD_KEEP,  /* the head's context */
+    HEAD_ZERO,  /* zeros (zero ablation) */
+    HEAD_MEAN,  /* every row the context's mean over the positions (mean ablation) */
+    HEAD_PATCH, /* another run's context of this head (activation patching) */
+};
+
+/* Rows of logits computed at once (logits.h): a block is at most this many floats, whatever
+ * the vocabulary (GPT-2's 50257: 83 rows, 16 MiB), so n x vocab never exists. */
+#define SCENE_LOGITS_BLOCK_FLOATS ((size_t)1 << 22)
 
 struct attn_opt_seed {
     bool set;
@@ -158,6 +171,14 @@ struct attn_backing {
     /* The checkpoint's tokenizer: tokens (display labels) and their ids for text. */
     int (*tokenize)(struct attn_backing *b, const char *text, char ***tokens, int **ids, int *n,
                     struct diag *err);
+    /* The display label of vocabulary id (" Mary", "<0A>"), NUL-terminated in out (size > 0). */
+    void (*label)(struct attn_backing *b, int id, char *out, size_t size);
+};
+
+/* One head the scene ablates (scene key ablate:). */
+struct attn_ablation {
+    int layer, head;
+    enum attn_head_mode mode; /* HEAD_ZERO or HEAD_MEAN */
 };
 
 struct attn_scene {
@@ -209,6 +230,14 @@ struct attn_scene {
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
     char *tokenizer_file;           /* tokenizer hf: tokenizer.json, absolute */
     struct attn_backing *backing;   /* what the borrowed matrices live in, or NULL */
+    /* The unembedding, next-token scores = final hidden state . unembed^T: a checkpoint's
+     * lm_head.weight, or its wte when they are tied (then the same borrowed data as
+     * embed.rows). (vocab, d_in), or no data: the scene has no vocabulary model. */
+    struct attn_matrix unembed;
+    /* Heads whose context is replaced before out_proj (scene key ablate:), n_ablate of them,
+     * in the file's order. */
+    struct attn_ablation *ablate;
+    int n_ablate;
 
     /* Where the explorer opens (scene key view:); layer -1 = not given. */
     struct {
@@ -310,8 +339,24 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
  * attn_scene_check's to say. */
 int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
                           struct attn_edit_effects *fx, struct diag *err);
+/* True when s can say what comes next: it has an unembedding and vocabulary ids. */
+bool attn_scene_has_vocab(const struct attn_scene *s);
+/* Why a scene cannot predict tokens, in a sentence for the user (s has no vocabulary model). */
+const char *attn_scene_why_no_vocab(const struct attn_scene *s);
+/* The display label of vocabulary id with s's tokenizer; "<id N>" without one. */
+void attn_scene_token_label(char *out, size_t size, const struct attn_scene *s, int id);
+/* The id of text when s's tokenizer makes it one token ("Mary" is not " Mary"). Returns 0, or
+ * -1 with err saying what text is instead. */
+int attn_scene_single_token(int *id, const struct attn_scene *s, const char *text,
+                            struct diag *err);
+/* Sets (mode HEAD_ZERO or HEAD_MEAN) or clears (HEAD_KEEP) the ablation of one head: the
+ * explorer's toggle. Returns 0, or -1 on out-of-memory. */
+int attn_scene_set_ablation(struct attn_scene *s, int layer, int head, enum attn_head_mode mode);
+/* The scene's mode for a head: HEAD_KEEP unless ablate: names it. */
+enum attn_head_mode attn_scene_ablation(const struct attn_scene *s, int layer, int head);
 
 /* Names used by the YAML schema, the writer and the explorer's header. */
+const char *attn_head_mode_name(enum attn_head_mode m); /* "keep", "zero", "mean", "patch" */
 const char *attn_tokenizer_name(enum attn_tokenizer t);
 const char *attn_projection_name(enum attn_projection p);
 const char *attn_layout_name(enum attn_head_layout l);

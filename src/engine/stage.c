@@ -4,10 +4,10 @@
 #include <string.h>
 
 static const char *const names[STAGE_COUNT] = {
-    "inputs",        "latent",  "queries",   "keys",      "values",     "queries_rotated",
-    "keys_rotated",  "scores",  "scaled",    "masked",    "weights",    "dropout",
-    "context",       "concat",  "output",    "residual1", "norm1",      "ffn_hidden",
-    "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
+    "inputs",        "latent",        "queries", "keys",      "values",    "queries_rotated",
+    "keys_rotated",  "scores",        "scaled",  "masked",    "weights",   "dropout",
+    "weighted_norm", "context",       "concat",  "output",    "residual1", "norm1",
+    "ffn_hidden",    "ffn_activated", "ffn_out", "residual2", "norm2",     "final_norm",
 };
 
 /* As the explorer's map heading and a picture's title call them: the stage's one name first
@@ -25,6 +25,7 @@ static const char *const titles[STAGE_COUNT] = {
     [STAGE_MASKED] = "masked",
     [STAGE_WEIGHTS] = "weights",
     [STAGE_DROPOUT] = "dropout",
+    [STAGE_WEIGHTED_NORM] = "weighted_norm (\u2016\u03b1\u00b7v\u00b7W_O\u2016)",
     [STAGE_CONTEXT] = "context (weights \u00b7 V)",
     [STAGE_CONCAT] = "concat (every head's context)",
     [STAGE_OUTPUT] = "output",
@@ -52,6 +53,7 @@ static const char *const short_names[STAGE_COUNT] = {
     [STAGE_MASKED] = "masked",
     [STAGE_WEIGHTS] = "weights",
     [STAGE_DROPOUT] = "dropout",
+    [STAGE_WEIGHTED_NORM] = "weighted",
     [STAGE_CONTEXT] = "context",
     [STAGE_CONCAT] = "concat",
     [STAGE_OUTPUT] = "output",
@@ -100,7 +102,7 @@ int attn_stage_parse(const char *name)
 
 bool attn_stage_is_square(enum attn_stage s)
 {
-    return s >= STAGE_SCORES && s <= STAGE_DROPOUT;
+    return s >= STAGE_SCORES && s <= STAGE_WEIGHTED_NORM;
 }
 
 bool attn_stage_is_per_head(enum attn_stage s)

@@ -23,6 +23,8 @@ enum attn_stage {
                               the future zeroed (the book's masked_simple) */
     STAGE_WEIGHTS,         /* normalised rows (sum to 1)         (n, n)     per head */
     STAGE_DROPOUT,         /* weights * keep / (1 - p)           (n, n)     per head */
+    STAGE_WEIGHTED_NORM,   /* |a_ij| * ||v_j W_O^h||_2 (Kobayashi et al. 2020): how far key j
+                              moves query i's output; ||a_ij v_j|| without out_proj (n, n) per head */
     STAGE_CONTEXT,         /* dropout @ V                        (n, hd)    per head */
     STAGE_CONCAT,          /* all heads' context side by side   (n, D)     shared */
     STAGE_OUTPUT,          /* concat Wo + bo (= concat without out_proj) (n, D) shared */

@@ -496,6 +496,26 @@ static void explain_dropout(const struct cell *c)
     put(b, m->keep ? " (no longer 1)\n" : "\n");
 }
 
+/* Kobayashi et al. 2020, "Attention is not only a weight": how far key j moves the output. */
+static void explain_weighted_norm(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    float w = at(app_view(c->a, STAGE_DROPOUT, c->h), c->i, c->j);
+    if (m->wo)
+        put(c->b,
+            "weighted_norm = |a_%d,%d| \u00b7 \u2016v_%d \u00b7 W_O^%d\u2016: how far key %d "
+            "moves the output\n  = |",
+            c->i, c->j, c->j, c->h, c->j);
+    else
+        put(c->b, "weighted_norm = |a_%d,%d| \u00b7 \u2016v_%d\u2016 (no out_proj)\n  = |", c->i,
+            c->j, c->j);
+    num(c->b, w);
+    put(c->b, "| \u00d7 ");
+    num(c->b, attn_value_norms(c->r, m, c->h)[c->j]);
+    put(c->b, "\n  = ");
+    equals_val(c);
+}
+
 static void explain_context(const struct cell *c)
 {
     const struct attn_model *m = c->m;
@@ -633,6 +653,7 @@ static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
     [STAGE_MASKED] = explain_masked,
     [STAGE_WEIGHTS] = explain_softmax,
     [STAGE_DROPOUT] = explain_dropout,
+    [STAGE_WEIGHTED_NORM] = explain_weighted_norm,
     [STAGE_CONTEXT] = explain_context,
     [STAGE_CONCAT] = explain_concat,
     [STAGE_OUTPUT] = explain_output,

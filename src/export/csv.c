@@ -98,3 +98,62 @@ int csv_write_tokens(FILE *f, char *const *tokens, const int *ids, int n)
     }
     return ferror(f) ? -1 : 0;
 }
+
+/* A vocabulary id's label as one field. */
+static void token_field(FILE *f, const struct attn_scene *s, int id)
+{
+    char label[4 * SCENE_MAX_TOKEN_BYTES + 16];
+    attn_scene_token_label(label, sizeof(label), s, id);
+    csv_field(f, label);
+}
+
+int csv_write_predictions(FILE *f, const struct attn_predictions *p, const struct attn_scene *s)
+{
+    char logit[32], prob[32];
+    fputs("position,rank,id,token,logit,prob\r\n", f);
+    for (int i = 0; i < p->count; i++) {
+        const struct attn_token_score *top = attn_predictions_top(p, i);
+        for (int r = 0; r < p->k; r++) {
+            csv_format_float(logit, sizeof(logit), top[r].logit);
+            csv_format_float(prob, sizeof(prob), top[r].prob);
+            fprintf(f, "%d,%d,%d,", p->pos0 + i, r + 1, top[r].id);
+            token_field(f, s, top[r].id);
+            fprintf(f, ",%s,%s\r\n", logit, prob);
+        }
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int csv_write_loss(FILE *f, const struct attn_predictions *p, const struct attn_scene *s)
+{
+    char prob[32], loss[32];
+    fputs("position,next_id,next_token,prob,loss\r\n", f);
+    for (int i = 0; i < p->count; i++) {
+        if (p->next_id[i] < 0)
+            continue;
+        csv_format_float(prob, sizeof(prob), (float)p->next_prob[i]);
+        csv_format_float(loss, sizeof(loss), (float)p->next_loss[i]);
+        fprintf(f, "%d,%d,", p->pos0 + i, p->next_id[i]);
+        token_field(f, s, p->next_id[i]);
+        fprintf(f, ",%s,%s\r\n", prob, loss);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int csv_write_lens(FILE *f, const struct attn_predictions *layers, int n_layers,
+                   const struct attn_scene *s)
+{
+    char prob[32];
+    fputs("layer,position,id,token,prob\r\n", f);
+    for (int L = 0; L < n_layers; L++) {
+        const struct attn_predictions *p = &layers[L];
+        for (int i = 0; i < p->count && p->k > 0; i++) {
+            const struct attn_token_score *top = attn_predictions_top(p, i);
+            csv_format_float(prob, sizeof(prob), top[0].prob);
+            fprintf(f, "%d,%d,%d,", p->layer, p->pos0 + i, top[0].id);
+            token_field(f, s, top[0].id);
+            fprintf(f, ",%s\r\n", prob);
+        }
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -358,8 +358,91 @@ static int write_tokens(FILE *f, void *ctx, struct diag *err)
     return 0;
 }
 
+/* The attention rollout: dir/rollout through every layer, and with several layers
+ * dir/layer<L>/rollout through layer L. */
+static int export_rollout(const char *dir, const struct attn_net *net, enum export_format fmt,
+                          struct diag *err)
+{
+    const struct attn_model *m = &net->model[0];
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    float *r = malloc((nn ? nn : 1) * sizeof(float)), *prev = malloc((nn ? nn : 1) * sizeof(float));
+    if (!r || !prev) {
+        free(r);
+        free(prev);
+        diag_set(err, NULL, "out of memory");
+        return fail_at(err, dir);
+    }
+    int rc = 0;
+    struct attn_mat_view v = {r, m->n, m->n, m->n};
+    for (int L = 0; L < net->layers && rc == 0; L++) {
+        if (L > 0)
+            memcpy(prev, r, nn * sizeof(float));
+        if (attn_net_rollout_step(r, L > 0 ? prev : NULL, net, L, err) != 0) {
+            rc = fail_at(err, dir);
+            break;
+        }
+        char sub[32];
+        snprintf(sub, sizeof(sub), "layer%d", L);
+        if (net->layers > 1)
+            rc = put_matrix(dir, sub, "rollout", v, "token", m->tokens, m->tokens, fmt, err);
+        if (rc == 0 && L == net->layers - 1)
+            rc = put_matrix(dir, NULL, "rollout", v, "token", m->tokens, m->tokens, fmt, err);
+    }
+    free(r);
+    free(prev);
+    return rc;
+}
+
+/* What a predictions table writes: predictions, loss or the lens. */
+struct table_job {
+    int kind; /* 0 predictions.csv, 1 loss.csv, 2 lens.csv */
+    const struct attn_predictions *p;
+    int n;
+    const struct attn_scene *s;
+};
+
+static int write_table(FILE *f, void *ctx, struct diag *err)
+{
+    const struct table_job *job = ctx;
+    int rc = job->kind == 0   ? csv_write_predictions(f, job->p, job->s)
+             : job->kind == 1 ? csv_write_loss(f, job->p, job->s)
+                              : csv_write_lens(f, job->p, job->n, job->s);
+    if (rc != 0)
+        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+    return 0;
+}
+
+/* predictions.csv, loss.csv and lens.csv of a scene with a vocabulary model: always CSV. */
+static int export_predictions(const char *dir, const struct attn_scene *s,
+                              const struct attn_net *net, int top_k, struct diag *err)
+{
+    static const char *const names[3] = {"predictions.csv", "loss.csv", "lens.csv"};
+    int layers = net->layers, n = net->model[0].n;
+    struct attn_predictions *p = calloc((size_t)layers, sizeof(*p));
+    if (!p) {
+        diag_set(err, NULL, "out of memory");
+        return fail_at(err, dir);
+    }
+    int rc = 0;
+    for (int L = 0; L < layers && rc == 0; L++) /* the last layer's with the top k: the model's */
+        if (attn_predict(&p[L], net, L, 0, n, L == layers - 1 ? top_k : 1, 1.0, NULL, err) != 0)
+            rc = fail_at(err, dir);
+    for (int kind = 0; kind < 3 && rc == 0; kind++) {
+        char path[EXPORT_PATH_MAX];
+        struct table_job job = {kind, kind == 2 ? p : &p[layers - 1], layers, s};
+        if (join_path(path, dir, names[kind], NULL, err) != 0)
+            rc = -1;
+        else if (fsutil_write_new(path, write_table, &job, err) != 0)
+            rc = fail_at(err, path);
+    }
+    for (int L = 0; L < layers; L++)
+        attn_predictions_free(&p[L]);
+    free(p);
+    return rc;
+}
+
 static int export_files(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                        enum export_format fmt, const struct progress_sink *progress,
+                        enum export_format fmt, int top_k, const struct progress_sink *progress,
                         struct diag *err)
 {
     struct export_progress pr = {progress, 0, 0};
@@ -408,6 +491,10 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
         put_matrix(dir, NULL, "final_norm",
                    attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
                    last->tokens, NULL, fmt, err) != 0)
+        return -1;
+    if (export_rollout(dir, net, fmt, err) != 0)
+        return -1;
+    if (attn_net_has_vocab(net) && export_predictions(dir, s, net, top_k, err) != 0)
         return -1;
     return 0;
 }
@@ -494,12 +581,19 @@ int export_dir_progress(const char *dir, const struct attn_scene *s, const struc
                         enum export_format fmt, const struct progress_sink *progress,
                         struct diag *err)
 {
+    return export_dir_top(dir, s, net, fmt, EXPORT_TOP_DEFAULT, progress, err);
+}
+
+int export_dir_top(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                   enum export_format fmt, int top_k, const struct progress_sink *progress,
+                   struct diag *err)
+{
     if (export_check_target(dir, err) != 0)
         return -1;
     struct fsutil_dirswap tx;
     if (fsutil_dirswap_begin(&tx, dir, err) != 0)
         return -1;
-    if (export_files(tx.tmp, s, net, fmt, progress, err) != 0) {
+    if (export_files(tx.tmp, s, net, fmt, top_k, progress, err) != 0) {
         name_target(err, &tx);
         fsutil_dirswap_abort(&tx);
         return -1;

@@ -15,6 +15,7 @@
 #include "common/diag.h"
 #include "common/progress.h"
 #include "engine/attention.h"
+#include "engine/logits.h"
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
@@ -30,6 +31,15 @@ int csv_write_table(FILE *f, struct attn_mat_view v, const char *corner, char *c
                     char *const *col_labels);
 /* tokens.csv: "position,id,token", one row per token. Returns 0 or -1 on a write error. */
 int csv_write_tokens(FILE *f, char *const *tokens, const int *ids, int n);
+/* predictions.csv: "position,rank,id,token,logit,prob", the top k of every position of p (token:
+ * the vocabulary label of s's tokenizer, logit raw, prob at p's temperature). */
+int csv_write_predictions(FILE *f, const struct attn_predictions *p, const struct attn_scene *s);
+/* loss.csv: "position,next_id,next_token,prob,loss", every position that has a next token. */
+int csv_write_loss(FILE *f, const struct attn_predictions *p, const struct attn_scene *s);
+/* lens.csv: "layer,position,id,token,prob", the top 1 of each layer's predictions (layers[L] of
+ * n_layers, each made with k >= 1). All three return 0, or -1 on a write error. */
+int csv_write_lens(FILE *f, const struct attn_predictions *layers, int n_layers,
+                   const struct attn_scene *s);
 /* Writes x in the shortest of %.6g .. %.9g that reads back (strtof) to the same bits; inf,
  * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
 int csv_format_float(char *out, size_t size, float x);
@@ -50,6 +60,15 @@ int export_dir(const char *dir, const struct attn_scene *s, const struct attn_ne
 int export_dir_progress(const char *dir, const struct attn_scene *s, const struct attn_net *net,
                         enum export_format fmt, const struct progress_sink *progress,
                         struct diag *err);
+/* The top k predictions.csv holds per position unless told otherwise. */
+#define EXPORT_TOP_DEFAULT 10
+/* export_dir_progress with top_k entries per position in predictions.csv. Besides the stages,
+ * every export holds rollout.csv (the attention rollout through every layer; layer<L>/rollout
+ * through layer L when there are several), and a scene with a vocabulary model
+ * predictions.csv, loss.csv and lens.csv (CSV in either format: they hold token text). */
+int export_dir_top(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                   enum export_format fmt, int top_k, const struct progress_sink *progress,
+                   struct diag *err);
 /* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export of
  * either format (scene.yaml and only the names an export writes). Anything else is the user's,
  * and never replaced: -1, err says why. */

@@ -78,6 +78,15 @@ static int tokenize(struct attn_backing *ab, const char *text, char ***tokens, i
     return 0;
 }
 
+static void label(struct attn_backing *ab, int id, char *out, size_t size)
+{
+    struct backing *b = (struct backing *)ab;
+    if (b->bpe)
+        bpe_token_label(out, size, b->bpe, id);
+    else
+        snprintf(out, size, "<id %d>", id);
+}
+
 /* s's backing, made on first use; only this module makes backings. */
 static struct backing *backing_of(struct attn_scene *s)
 {
@@ -89,6 +98,7 @@ static struct backing *backing_of(struct attn_scene *s)
     b->base.refs = 1;
     b->base.release = release;
     b->base.tokenize = tokenize;
+    b->base.label = label;
     s->backing = &b->base;
     return b;
 }
@@ -158,6 +168,7 @@ struct config {
     int heads, layers, d, positions, inner, vocab;
     double eps;
     enum attn_activation act;
+    bool tied; /* tie_word_embeddings (Hugging Face's default: true): lm_head is wte */
 };
 
 static int config_int(int *out, json_t *root, const char *key, const char *alt, const char *path,
@@ -196,6 +207,8 @@ static int read_config(struct config *c, const char *path, struct diag *err)
     c->inner = 4 * c->d;
     if (inner && !json_is_null(inner) && config_int(&c->inner, root, "n_inner", NULL, path, err))
         goto out;
+    json_t *tie = json_object_get(root, "tie_word_embeddings");
+    c->tied = !(tie && json_is_false(tie));
     json_t *eps = json_object_get(root, "layer_norm_epsilon");
     c->eps = eps && json_is_number(eps) ? json_number_value(eps) : 1e-5;
     json_t *act = json_object_get(root, "activation_function");
@@ -322,7 +335,7 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     size_t plen = strlen(prefix);
     for (int i = 0; i < b->st.n; i++) {
         const char *name = b->st.tensors[i].name;
-        if (strcmp(name, "lm_head.weight") == 0) /* tied to wte: the LM head is not shown */
+        if (strcmp(name, "lm_head.weight") == 0) /* the unembedding: below */
             continue;
         if (strncmp(name, prefix, plen) != 0 || !known_name(name + plen, c.layers))
             return diag_file(err, path, "tensor '%s' is not part of GPT-2 (arch gpt2)", name);
@@ -352,6 +365,18 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     attn_matrix_free(&s->pos.table);
     if (tensor(&s->pos.table, b, prefix, "wpe.weight", c.positions, d, err))
         return -1;
+    /* The unembedding: Hugging Face's GPT2LMHeadModel ties lm_head to wte unless the config
+     * says tie_word_embeddings: false; then lm_head.weight is its own matrix. */
+    attn_matrix_free(&s->unembed);
+    if (c.tied) {
+        s->unembed = s->embed.rows; /* borrowed: the same numbers, never freed twice */
+    } else if (!st_find(&b->st, "lm_head.weight")) {
+        return diag_file(err, path,
+                         "config.json says tie_word_embeddings: false, but the checkpoint has no "
+                         "lm_head.weight to unembed with");
+    } else if (tensor(&s->unembed, b, "", "lm_head.weight", vocab, d, err)) {
+        return -1;
+    }
     s->pos.kind = POS_LEARNED;
     s->pos.max_len = c.positions;
 

@@ -48,6 +48,9 @@ static const struct {
     const char *path, *reads;
 } check_reads[] = {
     {"weights.dropout_mask", "attention.dropout"},
+    {"ablate", "layers"},
+    {"ablate", "attention.heads"},
+    {"ablate", "model"},
 };
 #define N_CHECK_READS (sizeof(check_reads) / sizeof(check_reads[0]))
 

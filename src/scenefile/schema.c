@@ -1305,6 +1305,7 @@ enum {
     T_VIEW,
     T_MODEL,
     T_LESSON,
+    T_ABLATE,
     T_COUNT
 };
 
@@ -1640,11 +1641,12 @@ static const struct field block_fields[] = {
 static const struct mapping block_map = {"block", block_fields, N(block_fields), finish_block};
 
 static const int stage_values[STAGE_COUNT] = {
-    STAGE_INPUTS,          STAGE_LATENT,       STAGE_QUERIES,    STAGE_KEYS,          STAGE_VALUES,
-    STAGE_QUERIES_ROTATED, STAGE_KEYS_ROTATED, STAGE_SCORES,     STAGE_SCALED,        STAGE_MASKED,
-    STAGE_WEIGHTS,         STAGE_DROPOUT,      STAGE_CONTEXT,    STAGE_CONCAT,        STAGE_OUTPUT,
-    STAGE_RESIDUAL1,       STAGE_NORM1,        STAGE_FFN_HIDDEN, STAGE_FFN_ACTIVATED, STAGE_FFN_OUT,
-    STAGE_RESIDUAL2,       STAGE_NORM2,        STAGE_FINAL_NORM};
+    STAGE_INPUTS,        STAGE_LATENT,          STAGE_QUERIES,      STAGE_KEYS,
+    STAGE_VALUES,        STAGE_QUERIES_ROTATED, STAGE_KEYS_ROTATED, STAGE_SCORES,
+    STAGE_SCALED,        STAGE_MASKED,          STAGE_WEIGHTS,      STAGE_DROPOUT,
+    STAGE_WEIGHTED_NORM, STAGE_CONTEXT,         STAGE_CONCAT,       STAGE_OUTPUT,
+    STAGE_RESIDUAL1,     STAGE_NORM1,           STAGE_FFN_HIDDEN,   STAGE_FFN_ACTIVATED,
+    STAGE_FFN_OUT,       STAGE_RESIDUAL2,       STAGE_NORM2,        STAGE_FINAL_NORM};
 /* A stage by its name, or the names --stage also takes (softmax for weights, q, k, v, ...). */
 static int stage_alias(const char *name)
 {
@@ -1672,6 +1674,66 @@ static void finish_view(struct loader *l, int node, const int *found, void *base
         s->view.stage = STAGE_WEIGHTS;
 }
 static const struct mapping view_map = {"view", view_fields, N(view_fields), finish_view};
+
+/* ---- ablate: a list of heads ---------------------------------------------------------------- */
+
+static const char *head_mode_str(int v)
+{
+    return attn_head_mode_name((enum attn_head_mode)v);
+}
+static const int ablate_mode_values[] = {HEAD_ZERO, HEAD_MEAN};
+static const struct enum_def ablate_mode_enum = {ablate_mode_values, 2, head_mode_str, NULL};
+static const struct int_range ablate_layer_range = {0, SCENE_MAX_LAYERS - 1};
+static const struct int_range ablate_head_range = {0, SCENE_MAX_HEADS - 1};
+#define AB(member) offsetof(struct attn_ablation, member)
+static const struct field ablate_fields[] = {
+    {"layer", WANT_SCALAR, "an integer", h_int, AB(layer), &ablate_layer_range},
+    {"head", WANT_SCALAR, "an integer", h_int, AB(head), &ablate_head_range},
+    {"mode", WANT_SCALAR, NULL, h_enum, AB(mode), &ablate_mode_enum},
+};
+/* layer and head are needed; mode is zero unless said. Whether the head exists, and that no
+ * head comes twice, is attn_scene_check's (it knows the layers and heads of a checkpoint). */
+static void finish_ablation(struct loader *l, int node, const int *found, void *base,
+                            const char *path)
+{
+    static const char *const need[] = {"layer", "head"};
+    for (int i = 0; i < 2; i++)
+        if (found[i] < 0 && !meant_bad(l, path, need[i]))
+            loader_error(l, node, path,
+                         "an ablated head needs '%s': {layer: 1, head: 0, mode: zero}", need[i]);
+}
+static const struct mapping ablate_map = {"ablate", ablate_fields, N(ablate_fields),
+                                          finish_ablation};
+
+/* ablate: - {layer: L, head: H, mode: zero|mean}, one mapping per head. */
+static void h_ablate(struct loader *l, const struct field *f, int node, void *base,
+                     const char *path)
+{
+    struct attn_scene *s = base;
+    const struct ynode *nd = nd_of(l, node);
+    int count = nd->u.c.count;
+    if (count > SCENE_MAX_LAYERS * SCENE_MAX_HEADS) {
+        loader_error(l, node, path, "'ablate' lists %d heads, the limit is %d", count,
+                     SCENE_MAX_LAYERS * SCENE_MAX_HEADS);
+        return;
+    }
+    struct attn_ablation *list = calloc((size_t)(count > 0 ? count : 1), sizeof(*list));
+    if (!list) {
+        loader_error(l, node, path, "out of memory");
+        return;
+    }
+    int i = 0;
+    for (int item = nd->u.c.first; item >= 0 && !l->yd.stopped; item = nd_of(l, item)->next, i++) {
+        char ipath[DIAG_PATH_MAX];
+        list[i] = (struct attn_ablation){-1, -1, HEAD_ZERO};
+        if (list_item_map(l, item, path, i, ipath, "item", i + 1, "ablate",
+                          "a mapping like {layer: 1, head: 0, mode: zero}"))
+            walk_map(l, item, &ablate_map, &list[i], ipath);
+    }
+    free(s->ablate);
+    s->ablate = list;
+    s->n_ablate = count;
+}
 
 /* ---- lesson: a list of steps --------------------------------------------------------------- */
 
@@ -2256,6 +2318,8 @@ static const struct field top_fields[T_COUNT] = {
                  0, NULL},
     [T_LESSON] = {"lesson", WANT_SEQ, "a list of steps like - {stage: weights, caption: ...}",
                   h_lesson, 0, NULL},
+    [T_ABLATE] = {"ablate", WANT_SEQ, "a list of heads like - {layer: 1, head: 0, mode: zero}",
+                  h_ablate, 0, NULL},
 };
 static const struct mapping top_map = {"", top_fields, T_COUNT, finish_top};
 

@@ -792,6 +792,18 @@ static void write_model_scene(struct writer *w)
                 attn_stage_name((enum attn_stage)s->view.stage));
 }
 
+/* ablate: one flow mapping per head, in the scene's order. */
+static void write_ablate(struct writer *w)
+{
+    const struct attn_scene *s = w->s;
+    if (s->n_ablate == 0)
+        return;
+    fputs("ablate:\n", w->f);
+    for (int i = 0; i < s->n_ablate; i++)
+        fprintf(w->f, "  - {layer: %d, head: %d, mode: %s}\n", s->ablate[i].layer,
+                s->ablate[i].head, attn_head_mode_name(s->ablate[i].mode));
+}
+
 /* lesson: one mapping per step, in the order of the schema's rows; the caption quoted, so its
  * line breaks and marks come back as they were. A resolved scene (explicit) is one state, not a
  * tour: its lesson is left out, as export leaves it out (its edits would start from a scene
@@ -907,6 +919,7 @@ static void write_scene(struct writer *w)
         fprintf(f, "seed: %llu\n", (unsigned long long)s->seed);
     if (s->model.file) {
         write_model_scene(w);
+        write_ablate(w);
         write_lesson(w);
         return;
     }
@@ -923,6 +936,7 @@ static void write_scene(struct writer *w)
     if (s->view.layer >= 0)
         fprintf(f, "view: {layer: %d, head: %d, stage: %s}\n", s->view.layer, s->view.head,
                 attn_stage_name((enum attn_stage)s->view.stage));
+    write_ablate(w);
     write_lesson(w);
 }
 

@@ -43,7 +43,7 @@ static const char *ascii_for(wchar_t wc)
         {L'\u2212', "-"},  {L'\u2717', "x"},     {L'\u25b6', ">"},   {L'\u1d40', "^T"},
         {L'\u2014', "-"},  {L'\u00a0', " "},     {L'\u2423', "_"},   {L'\u21e5', ">"},
         {L'\u21b5', "<"},  {L'\u2013', "-"},     {L'\u25c6', "+"},   {L'\u2500', "-"},
-        {L'\u2248', "~"},  {L'\u03b8', "theta"},
+        {L'\u2248', "~"},  {L'\u03b8', "theta"}, {L'\u2016', "|"},   {L'\u03b1', "a"},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (map[i].wc == wc)

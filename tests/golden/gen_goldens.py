@@ -789,6 +789,7 @@ def run_scene(sc):
         res = dict(inputs=h, per_head=per_head, concat=concat, output=out,
                    params=layer_params(sc, model, block, keep), latent=extra.get("latent"),
                    block=extra.get("block"), attn_in=extra.get("attn_in", h))
+        add_weighted_norms(res)
         layers.append(res)
         # layer L + 1 reads norm2 (post), residual2 (pre) or the attention output
         h = res["block"]["block_output"] if res["block"] is not None else out
@@ -800,7 +801,35 @@ def run_scene(sc):
         final_params["weight"] = final.weight.data
         if getattr(final, "bias", None) is not None:
             final_params["bias"] = final.bias.data
-    return dict(embed=embed, layers=layers, final_norm=final_out, final_params=final_params)
+    return dict(embed=embed, layers=layers, final_norm=final_out, final_params=final_params,
+                rollout=rollout(layers))
+
+
+def add_weighted_norms(res):
+    """Kobayashi et al. 2020, "Attention is not only a weight": the norm of what key j adds to
+    query i's output, || a_ij v_j W_O^h ||_2, a the weights after dropout (what multiplies V),
+    W_O^h the rows of out_proj's weight (x @ W) that head h's columns of concat meet; without
+    out_proj || a_ij v_j ||. Written as the product it is: (n, n, D) vectors, then their norms."""
+    W_O = res["params"].get("out")
+    for h, d in enumerate(res["per_head"]):
+        v = d["values"]
+        hd = v.shape[1]
+        vw = v @ W_O[h * hd:(h + 1) * hd, :] if W_O is not None else v
+        d["weighted_norm"] = (d["dropout"].unsqueeze(-1) * vw.unsqueeze(0)).norm(dim=-1)
+
+
+def rollout(layers):
+    """Abnar & Zuidema 2020: per layer the heads' mean attention weights A, 0.5 A + 0.5 I with
+    its rows renormalised, multiplied from the first layer on (later layers on the left). One
+    (n, n) matrix per layer: the rollout up to it."""
+    out, r = [], None
+    for res in layers:
+        a = torch.stack([d["weights"] for d in res["per_head"]]).mean(dim=0)
+        a = 0.5 * a + 0.5 * torch.eye(a.shape[0])
+        a = a / a.sum(dim=-1, keepdim=True)
+        r = a if r is None else a @ r
+        out.append(r)
+    return out
 
 
 def layer_params(sc, model, block, keep):
@@ -967,7 +996,7 @@ def write_csv(path, t, row_labels, col_labels=None):
 
 
 HEAD_STAGES = ("queries", "keys", "values", "queries_rotated", "keys_rotated", "context")
-SQUARE_STAGES = ("scores", "scaled", "masked", "weights", "dropout")
+SQUARE_STAGES = ("scores", "scaled", "masked", "weights", "dropout", "weighted_norm")
 BLOCK_STAGES = ("residual1", "norm1", "ffn_hidden", "ffn_activated", "ffn_out", "residual2",
                 "norm2", "block_output")
 
@@ -1025,6 +1054,11 @@ def write_export(sc, res, out_dir):
             write_layer(sc, lres, os.path.join(out_dir, "layer%d" % L))
     if res["final_norm"] is not None:
         write_csv(os.path.join(out_dir, "final_norm.csv"), res["final_norm"], sc.tokens)
+    # the attention rollout: through every layer at the top, through layer L in layer<L>/
+    write_csv(os.path.join(out_dir, "rollout.csv"), res["rollout"][-1], sc.tokens, sc.tokens)
+    if sc.layers > 1:
+        for L, r in enumerate(res["rollout"]):
+            write_csv(os.path.join(out_dir, "layer%d" % L, "rollout.csv"), r, sc.tokens, sc.tokens)
 
 
 def close(a, b, what):
@@ -1074,6 +1108,14 @@ def cross_check(sc, full):
         fp = {k: v.double().numpy() for k, v in full["final_params"].items()}
         close(full["final_norm"].numpy(),
               norm64(sc, prev.double().numpy(), fp["weight"], fp.get("bias", 0)), "final_norm")
+    # the rollout in float64 from the torch weights, row by row
+    r = None
+    for L, res in enumerate(full["layers"]):
+        a = sum(d["weights"].double().numpy() for d in res["per_head"]) / len(res["per_head"])
+        a = 0.5 * a + 0.5 * np.eye(sc.n)
+        a = np.array([row / sum(row) for row in a])
+        r = a if r is None else a @ r
+        close(full["rollout"][L].numpy(), r, "rollout through layer %d" % L)
 
 
 def cross_check_layer(sc, res, embed):
@@ -1172,8 +1214,12 @@ def cross_check_layer(sc, res, embed):
         else:
             dr = wts * keep[h * n:(h + 1) * n] / (1 - sc.dropout)
         ctx = dr @ v
+        # weighted_norm: the norm of each term a_ij (v_j W_O^h) of the output, one at a time
+        vw = v @ P["out"][h * v.shape[1]:(h + 1) * v.shape[1], :] if "out" in P else v
+        wn = np.array([[np.sqrt(np.sum((dr[i, j] * vw[j]) ** 2)) for j in range(n)]
+                       for i in range(n)])
         checks += [("scores", s), ("scaled", sc_), ("masked", m), ("weights", wts),
-                   ("dropout", dr), ("context", ctx)]
+                   ("dropout", dr), ("context", ctx), ("weighted_norm", wn)]
         for name, ref in checks:
             close(d[name].numpy(), ref, "head %d %s" % (h, name))
         if set(d) != {name for name, _ in checks}:

@@ -389,6 +389,9 @@ class Attention(nn.Module):
         n = cfg["n_positions"]
         self.register_buffer("bias", torch.tril(torch.ones(n, n)).view(1, 1, n, n))
         self.rec = rec
+        # TransformerLens's hook_z: a function of the heads' contexts (B, nh, T, hs) that
+        # returns what c_proj gets instead (gen_interp.py ablates and patches heads with it)
+        self.hook_z = None
 
     def forward(self, x):
         B, T, C = x.size()
@@ -403,12 +406,19 @@ class Attention(nn.Module):
         weights = F.softmax(masked, dim=-1)
         dropped = self.attn_dropout(weights)
         ctx = dropped @ v  # (B, nh, T, hs)
+        if self.hook_z is not None:
+            ctx = self.hook_z(ctx)
         y = ctx.transpose(1, 2).contiguous().view(B, T, C)
         out = self.c_proj(y)
+        # Kobayashi et al. 2020: || a_ij v_j W_O^h ||, W_O^h the rows of c_proj's (in, out)
+        # weight that head h's columns of y meet; the (T, T, C) vectors, then their norms
+        vw = [v[0, h] @ self.c_proj.weight[h * hd:(h + 1) * hd, :] for h in range(self.n_head)]
         self.rec["heads"] = [{
             "queries": q[0, h], "keys": k[0, h], "values": v[0, h], "scores": scores[0, h],
             "scaled": scaled[0, h], "masked": masked[0, h], "weights": weights[0, h],
-            "dropout": dropped[0, h], "context": ctx[0, h]} for h in range(self.n_head)]
+            "dropout": dropped[0, h], "context": ctx[0, h],
+            "weighted_norm": (dropped[0, h].unsqueeze(-1) * vw[h].unsqueeze(0)).norm(dim=-1)}
+            for h in range(self.n_head)]
         self.rec["context"] = y[0]
         self.rec["output"] = out[0]
         return out
@@ -474,10 +484,18 @@ class GPT2Model(nn.Module):
         return self.ln_f(x)
 
 
-def hf_config(vocab_size, extra=False):
+def lm_head_weight(vocab_size):
+    """The untied unembedding: N(0, 0.2), torch.Generator seeded SEED + 1."""
+    g = torch.Generator().manual_seed(SEED + 1)
+    return (torch.randn(vocab_size, N_EMBD, generator=g) * 0.2).numpy().astype(np.float32)
+
+
+def hf_config(vocab_size, extra=False, tied=True):
     cfg = {"activation_function": "gelu_new", "layer_norm_epsilon": LN_EPS, "model_type": "gpt2",
            "n_ctx": N_POSITIONS, "n_embd": N_EMBD, "n_head": N_HEAD, "n_inner": None,
            "n_layer": N_LAYER, "n_positions": N_POSITIONS, "vocab_size": vocab_size}
+    if not tied:
+        cfg["tie_word_embeddings"] = False
     if extra:  # the other keys a Hugging Face export carries, as in gpt2's own config.json
         cfg.update({
             "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1, "bos_token_id": vocab_size - 1,
@@ -620,6 +638,22 @@ def write_checkpoints(model, vocab_size):
     write_safetensors(os.path.join(OUT, "bf16", "model.safetensors"), bf)
     write_config(os.path.join(OUT, "bf16", "config.json"), hf_config(vocab_size))
 
+    # Untied: lm_head.weight a matrix of its own (tie_word_embeddings: false), from a generator
+    # of its own so the weights above stay what they were; F32 without prefix, and F16 with the
+    # "transformer." prefix as GPT2LMHeadModel saves it (lm_head.weight has none)
+    lm_head = lm_head_weight(vocab_size)
+    untied = {k: ("F32", v) for k, v in st.items()}
+    untied["lm_head.weight"] = ("F32", lm_head)
+    write_safetensors(os.path.join(OUT, "untied", "model.safetensors"), untied)
+    write_config(os.path.join(OUT, "untied", "config.json"), hf_config(vocab_size, tied=False))
+    untied16 = {"transformer." + k: ("F16", torch.from_numpy(v).half().numpy())
+                for k, v in st.items()}
+    untied16["lm_head.weight"] = ("F16", torch.from_numpy(lm_head).half().numpy())
+    write_safetensors(os.path.join(OUT, "untied-f16", "model.safetensors"), untied16,
+                      metadata={"format": "pt"})
+    write_config(os.path.join(OUT, "untied-f16", "config.json"),
+                 hf_config(vocab_size, tied=False))
+
     # read back: every variant holds the weights it should, as stored
     back, _ = read_safetensors(os.path.join(OUT, "model.safetensors"))
     assert set(back) == set(st) and all(np.array_equal(back[k], st[k]) for k in st)
@@ -741,7 +775,7 @@ def write_csv(path, a, row_labels, col_labels=None):
 
 
 HEAD_STAGES = ("queries", "keys", "values", "context")
-SQUARE_STAGES = ("scores", "scaled", "masked", "weights", "dropout")
+SQUARE_STAGES = ("scores", "scaled", "masked", "weights", "dropout", "weighted_norm")
 LAYER_STAGES = ("inputs", "norm1", "context", "output", "residual1", "norm2", "ffn_hidden",
                 "ffn_activated", "ffn_out", "residual2", "block_output")
 
@@ -788,6 +822,25 @@ def write_goldens(sc, W, recs, final):
             rl = ["b"] if a.ndim == 1 else ["d%d" % i for i in range(a.shape[0])]
             write_csv(os.path.join(ld, "params", name + ".csv"), a, rl)
     write_csv(os.path.join(out_dir, "final_norm.csv"), final, labels)
+    # the attention rollout (Abnar & Zuidema 2020): through every layer, and through layer L
+    for L, r in enumerate(rollout(recs)):
+        if len(recs) > 1:
+            write_csv(os.path.join(out_dir, "layer%d" % L, "rollout.csv"), r, labels, labels)
+        if L == len(recs) - 1:
+            write_csv(os.path.join(out_dir, "rollout.csv"), r, labels, labels)
+
+
+def rollout(recs):
+    """Per layer the heads' mean attention weights A, 0.5 A + 0.5 I with its rows renormalised,
+    multiplied from the first layer on (later layers on the left); one (n, n) per layer."""
+    out, r = [], None
+    for rec in recs:
+        a = torch.stack([hd["weights"] for hd in rec["heads"]]).mean(dim=0)
+        a = 0.5 * a + 0.5 * torch.eye(a.shape[0])
+        a = a / a.sum(dim=-1, keepdim=True)
+        r = a if r is None else a @ r
+        out.append(r)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -827,8 +880,17 @@ def attention64(x, P, H):
         c = w @ v
         ctx[:, qc] = c
         heads.append({"queries": q, "keys": k, "values": v, "scores": s, "scaled": sc,
-                      "masked": m, "weights": w, "dropout": w, "context": c})
+                      "masked": m, "weights": w, "dropout": w, "context": c,
+                      "weighted_norm": weighted_norm64(w, v, P["out"][qc, :])})
     return heads, ctx
+
+
+def weighted_norm64(w, v, wo):
+    """|| w_ij (v_j W_O^h) || term by term, wo the head's rows of c_proj."""
+    vw = v @ wo
+    n = w.shape[0]
+    return np.array([[math.sqrt(sum((w[i, j] * x) ** 2 for x in vw[j])) for j in range(n)]
+                     for i in range(n)])
 
 
 def gelu64(x):
@@ -844,6 +906,13 @@ def layer64(x, P, H, stage_from=None):
     r = {"inputs": x}
     r["norm1"] = ln64(x, P["norm1_weight"], P["norm1_bias"])
     heads, ctx = attention64(g("norm1", r["norm1"]), P, H)
+    if stage_from:  # weighted_norm from the torch weights and values it multiplies
+        hd = x.shape[1] // H
+        for h, head in enumerate(heads):
+            t = stage_from["heads"][h]
+            head["weighted_norm"] = weighted_norm64(
+                t["dropout"].double().numpy(), t["values"].double().numpy(),
+                P["out"][h * hd:(h + 1) * hd, :])
     r["heads"], r["context"] = heads, ctx
     r["output"] = g("context", ctx) @ P["out"] + P["out_bias"]
     r["residual1"] = x + g("output", r["output"])
@@ -869,7 +938,7 @@ def compare(kind, what, got, ref):
     bad = diff > TOL[kind] * np.maximum(1.0, np.abs(ref[fin]))
     WORST[kind] = max(WORST[kind], (float(diff.max()), what))
     if bad.any():
-        i = int(np.argmax(diff))
+        i = int(np.argmax(np.where(bad, diff, -1.0)))
         raise GenError("cross-check (%s) failed: %s: |diff| %g (torch %r, float64 %r)" % (
             kind, what, diff[i], got[fin][i], ref[fin][i]))
 
@@ -908,6 +977,13 @@ def cross_check(sc, W, recs, final):
     for kind, x_last in (("stage", recs[-1]["block_output"].double().numpy()), ("chain", chain)):
         compare(kind, "%s final_norm" % sc.stem, final,
                 ln64(x_last, W64["ln_f.weight"], W64["ln_f.bias"]))
+    r = None
+    for L, (rec, got) in enumerate(zip(recs, rollout(recs))):
+        a = sum(hd["weights"].double().numpy() for hd in rec["heads"]) / len(rec["heads"])
+        a = 0.5 * a + 0.5 * np.eye(n)
+        a = np.array([row / sum(row) for row in a])
+        r = a if r is None else a @ r
+        compare("stage", "%s layer%d rollout" % (sc.stem, L), got, r)
 
 
 # ---------------------------------------------------------------------------------------------

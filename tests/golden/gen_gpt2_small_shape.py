@@ -16,6 +16,14 @@ same bytes on every run):
   block5_row64.npy        layer 5's block output at position 64 (768)
   weights_rows.npy        row 129 of the attention weights of (layer, head) (0, 0), (5, 3),
                           (11, 11) (3 x 130)
+  top_ids.npy, top_logits.npy   the 10 highest logits (ln_f's output . wte^T, GPT-2's tied
+                          unembedding over all 50257 tokens) at positions 0, 64 and 129, highest
+                          first: ids (3 x 10, int32) and logits (3 x 10)
+  loss.npy                -ln softmax(logits)[next id] at positions 0 .. 128 (129)
+  lens5_row64.npy         layer 5's block output at position 64 through ln_f and wte^T: its top
+                          id and probability (2)
+The rows of the top 10 are chosen without near-ties: every gap between ranks 1 .. 11 is at least
+1e-3, so twelve layers of float32 noise (1e-4 relative) cannot reorder them.
 """
 
 import os
@@ -99,6 +107,28 @@ def main():
             model.h[5].rec["block_output"][64].numpy().astype(np.float32))
     w = [model.h[L].rec["heads"][h]["weights"][129].numpy() for L, h in WEIGHT_ROWS]
     np.save(os.path.join(OUT, "weights_rows.npy"), np.stack(w).astype(np.float32))
+    # next-token predictions: GPT-2 ties its unembedding to wte
+    wte = state["wte.weight"]
+    with torch.no_grad():
+        logits = final @ wte.t()
+        loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]),
+                                                 reduction="none")
+        lens = model.ln_f(model.h[5].rec["block_output"][64]) @ wte.t()
+    top_ids, top_logits = [], []
+    for r in (0, 64, 129):
+        row = logits[r].numpy()
+        order = sorted(range(N_VOCAB), key=lambda i: (-float(row[i]), i))[:11]
+        gaps = [float(row[order[k]] - row[order[k + 1]]) for k in range(10)]
+        assert min(gaps) >= 1e-3, "position %d: a near-tie in the top 11 (%g)" % (r, min(gaps))
+        top_ids.append(order[:10])
+        top_logits.append(row[order[:10]])
+    np.save(os.path.join(OUT, "top_ids.npy"), np.array(top_ids, dtype=np.int32))
+    np.save(os.path.join(OUT, "top_logits.npy"), np.array(top_logits, dtype=np.float32))
+    np.save(os.path.join(OUT, "loss.npy"), loss.numpy().astype(np.float32))
+    p = torch.softmax(lens, dim=-1)
+    top = int(torch.argmax(lens))
+    assert float(lens[top] - torch.topk(lens, 2).values[1]) >= 1e-3
+    np.save(os.path.join(OUT, "lens5_row64.npy"), np.array([top, p[top].item()], dtype=np.float32))
     print("wrote", OUT)
 
 

@@ -1,0 +1,103 @@
+/* lens: the logit lens, every layer's guess at the next token (engine/logits.h).
+ *
+ *     pos  token      next      layer 0            layer 1
+ *       2  king       door      ' moon'   0.734    ' door' * 0.912
+ *
+ * Each layer's residual stream (its block output) through the final norm and the unembedding,
+ * the top-1 token and its probability; * marks a guess that is the actual next token. --csv
+ * writes export's lens.csv: layer,position,id,token,prob.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "common/cnum.h"
+#include "common/utf8.h"
+#include "engine/logits.h"
+#include "export/export.h"
+
+enum { O_CSV, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_CSV] = {"csv", 'c', NULL, "as CSV: layer,position,id,token,prob"},
+};
+
+const struct cli_command cli_lens = {
+    "lens",
+    cmd_lens,
+    "SCENE [--csv]",
+    "the logit lens: every layer's top guess at the next token",
+    "Put every layer's residual stream (its block output) through the final norm and the\n"
+    "unembedding, as if the model stopped there, and print the top-1 token and its\n"
+    "probability for every layer and position (the logit lens of nostalgebraist, 2020). The\n"
+    "last layer's guesses are the model's own. The scene needs a vocabulary model.",
+    opts,
+    O_COUNT,
+};
+
+int cmd_lens(int argc, char **argv)
+{
+    const char *val[O_COUNT], *pos[1];
+    int n_pos;
+    int rc = cli_begin(&cli_lens, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (n_pos == 0)
+        return cli_usage_error("lens", "missing SCENE (a scene with a vocabulary model)");
+    struct cli_scene cs;
+    if ((rc = cli_scene_open(&cs, pos[0])) != CLI_OK)
+        return rc;
+    if ((rc = cli_need_vocab(&cs, "lens")) != CLI_OK) {
+        cli_scene_close(&cs);
+        return rc;
+    }
+    const struct attn_net *net = &cs.net;
+    int layers = net->layers, n = net->model[0].n;
+    struct attn_predictions *p = calloc((size_t)layers, sizeof(*p));
+    if (!p) {
+        fprintf(stderr, "%s: out of memory\n", cs.name);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
+    }
+    struct diag err;
+    diag_clear(&err);
+    rc = CLI_OK;
+    for (int L = 0; L < layers && rc == CLI_OK; L++)
+        if (attn_predict(&p[L], net, L, 0, n, 1, 1.0, NULL, &err) != 0) {
+            fprintf(stderr, "%s: %s\n", cs.name, err.msg);
+            rc = CLI_INVALID;
+        }
+    if (rc == CLI_OK && val[O_CSV]) {
+        csv_write_lens(stdout, p, layers, &cs.scene);
+    } else if (rc == CLI_OK) {
+        const struct attn_model *m = &net->model[0];
+        printf("# the logit lens: each layer's residual stream through the final norm and the\n"
+               "# unembedding; its top-1 token and probability (* = the actual next token)\n");
+        printf("  pos  %-12s %-12s", "token", "next");
+        for (int L = 0; L < layers; L++) /* a column: 'token' padded to 12, a mark, 0.000 */
+            printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);
+        printf("\n");
+        for (int i = 0; i < n; i++) {
+            printf("%5d  %s", i, m->tokens[i]);
+            for (int pad = 12 - utf8_length(m->tokens[i]); pad > 0; pad--)
+                putchar(' ');
+            printf(" ");
+            if (i + 1 < n)
+                cli_print_token(&cs.scene, m->ids[i + 1], 12);
+            else
+                printf("%-12s", "-");
+            for (int L = 0; L < layers; L++) {
+                const struct attn_token_score *t = attn_predictions_top(&p[L], i);
+                printf("  ");
+                cli_print_token(&cs.scene, t->id, 12);
+                cnum_fprintf(stdout, "%s%.3f", t->id == p[L].next_id[i] ? "*" : " ",
+                             (double)t->prob);
+            }
+            printf("\n");
+        }
+    }
+    for (int L = 0; L < layers; L++)
+        attn_predictions_free(&p[L]);
+    free(p);
+    cli_scene_close(&cs);
+    return rc;
+}

@@ -1,0 +1,153 @@
+/* predict: what the model says comes next, position by position (engine/logits.h).
+ *
+ *   # position 17 'moon' -> next ' king': rank 1, p 0.8123
+ *     rank   id  token            logit    prob
+ *        1  345  ' king'        9.1234  0.8123  ███████████████████▌  <- next
+ *
+ * The top K of every position (or --position P) at a temperature, the actual next token's rank
+ * and probability, then the mean loss over positions 0 .. n-2 and the perplexity. --csv writes
+ * the top K as export's predictions.csv does (position,rank,id,token,logit,prob).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "common/cnum.h"
+#include "engine/logits.h"
+#include "export/export.h"
+
+#define PREDICT_TOP_MAX 1000
+
+enum { O_POSITION, O_TOP, O_TEMPERATURE, O_CSV, O_COUNT };
+static const struct cli_opt opts[O_COUNT] = {
+    [O_POSITION] = {"position", 'p', "P", "only position P (0 is the first token)"},
+    [O_TOP] = {"top", 'k', "K", "the K most likely tokens (default 10, at most 1000)"},
+    [O_TEMPERATURE] = {"temperature", 't', "T",
+                       "softmax(logits / T): below 1 sharper, above 1 flatter\n(default 1)"},
+    [O_CSV] = {"csv", 'c', NULL, "as CSV: position,rank,id,token,logit,prob"},
+};
+
+const struct cli_command cli_predict = {
+    "predict",
+    cmd_predict,
+    "SCENE [--position P] [--top K] [--temperature T] [--csv]",
+    "the next-token predictions of a scene with a vocabulary model",
+    "For every position (or P), the K most likely next tokens with their logits and\n"
+    "probabilities, softmax(logits / T), and the actual next token's rank and probability;\n"
+    "then the mean loss (-ln p of each next token) over positions 0 .. n-2 and the perplexity.\n"
+    "The logits are the last layer's final norm times the unembedding (lm_head, or wte when\n"
+    "tied). The scene needs a vocabulary model: a checkpoint such as models/induction.",
+    opts,
+    O_COUNT,
+};
+
+/* One position's table. */
+static void print_position(const struct attn_predictions *p, int i, const struct cli_scene *cs,
+                           bool utf8)
+{
+    const struct attn_model *m = &cs->net.model[0];
+    int pos = p->pos0 + i;
+    const char *arrow = utf8 ? "\u2192" : "->";
+    printf("\n# position %d '%s'", pos, m->tokens[pos]);
+    if (p->next_id[i] >= 0) {
+        printf(" %s next ", arrow);
+        cli_print_token(&cs->scene, p->next_id[i], 0);
+        cnum_fprintf(stdout, ": rank %d, p %.4f, loss %.4f\n", p->next_rank[i], p->next_prob[i],
+                     p->next_loss[i]);
+    } else {
+        printf(" (the last token: no next one to compare)\n");
+    }
+    printf("  rank     id  token              logit    prob\n");
+    const struct attn_token_score *top = attn_predictions_top(p, i);
+    for (int r = 0; r < p->k; r++) {
+        printf("  %4d  %5d  ", r + 1, top[r].id);
+        cli_print_token(&cs->scene, top[r].id, 16);
+        cnum_fprintf(stdout, " %8.4f  %.4f  ", (double)top[r].logit, (double)top[r].prob);
+        cli_print_bar(top[r].prob, 20, utf8);
+        if (top[r].id == p->next_id[i])
+            printf("  %s next", utf8 ? "\u2190" : "<-");
+        printf("\n");
+    }
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    const char *val[O_COUNT], *pos[1];
+    int n_pos;
+    int rc = cli_begin(&cli_predict, argc, argv, val, pos, 1, &n_pos);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (n_pos == 0)
+        return cli_usage_error("predict", "missing SCENE (a scene with a vocabulary model)");
+    int position = -1, top = 10;
+    double temperature = 1.0;
+    if (val[O_POSITION] && cli_parse_int(val[O_POSITION], 0, SCENE_MAX_TOKENS, &position) != 0)
+        return cli_usage_error("predict", "invalid position '%s' (a number from 0)",
+                               val[O_POSITION]);
+    if (val[O_TOP] && cli_parse_int(val[O_TOP], 1, PREDICT_TOP_MAX, &top) != 0)
+        return cli_usage_error("predict", "invalid --top '%s' (1 to %d)", val[O_TOP],
+                               PREDICT_TOP_MAX);
+    if (val[O_TEMPERATURE] &&
+        (cli_parse_double(val[O_TEMPERATURE], 1e-6, 1e6, &temperature) != 0 || temperature <= 0))
+        return cli_usage_error("predict", "invalid --temperature '%s' (a number above 0)",
+                               val[O_TEMPERATURE]);
+
+    struct cli_scene cs;
+    if ((rc = cli_scene_open(&cs, pos[0])) != CLI_OK)
+        return rc;
+    if ((rc = cli_need_vocab(&cs, "predict")) != CLI_OK) {
+        cli_scene_close(&cs);
+        return rc;
+    }
+    const struct attn_net *net = &cs.net;
+    int n = net->model[0].n;
+    if (position >= n) {
+        fprintf(stderr, "%s: --position %d: the scene has %d tokens (0 to %d)\n", cs.name, position,
+                n, n - 1);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
+    }
+    /* Every position: the summary needs them all, whatever is shown. */
+    struct attn_predictions p;
+    struct diag err;
+    diag_clear(&err);
+    if (attn_predict(&p, net, net->layers - 1, 0, n, top, temperature, NULL, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", cs.name, err.msg);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
+    }
+    if (val[O_CSV]) {
+        struct attn_predictions one = p;
+        if (position >= 0) { /* a window on the one position */
+            one.pos0 = position;
+            one.count = 1;
+            one.top = p.top + (size_t)position * (size_t)p.k;
+        }
+        csv_write_predictions(stdout, &one, &cs.scene);
+    } else {
+        bool utf8 = cli_utf8_output();
+        const struct attn_model *m = &net->model[0];
+        printf("# tokens:");
+        for (int i = 0; i < n; i++)
+            printf(" %s", m->tokens[i]);
+        cnum_fprintf(stdout, "\n# next-token predictions: top %d of %d tokens, temperature %g\n",
+                     p.k, p.vocab, temperature);
+        for (int i = 0; i < n; i++)
+            if (position < 0 || i == position)
+                print_position(&p, i, &cs, utf8);
+        if (n > 1) {
+            double sum = 0;
+            for (int i = 0; i + 1 < n; i++)
+                sum += p.next_loss[i];
+            double mean = sum / (n - 1);
+            cnum_fprintf(stdout,
+                         "\n# mean loss over positions 0 to %d: %.4f nats, perplexity %.4f\n",
+                         n - 2, mean, exp(mean));
+        } else {
+            printf("\n# one token: there is no next token to score\n");
+        }
+    }
+    attn_predictions_free(&p);
+    cli_scene_close(&cs);
+    return CLI_OK;
+}

@@ -1,0 +1,357 @@
+/* logits: next-token predictions a block of positions at a time, the logit lens, and the head
+ * ablation and patching sweeps (see logits.h). */
+#include "engine/logits.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kernels.h"
+
+bool attn_net_has_vocab(const struct attn_net *net)
+{
+    return net->layers > 0 && net->model[net->layers - 1].unembed &&
+           net->model[net->layers - 1].vocab > 0 && net->model[0].ids;
+}
+
+/* Rows of logits computed at once: a block of at most SCENE_LOGITS_BLOCK_FLOATS floats. */
+static int block_rows(int vocab, int count)
+{
+    size_t rows = SCENE_LOGITS_BLOCK_FLOATS / (size_t)(vocab > 0 ? vocab : 1);
+    if (rows < 1)
+        rows = 1;
+    return (size_t)count < rows ? count : (int)rows;
+}
+
+/* Checks the request: a vocabulary, the layer and the positions. */
+static int check_request(const struct attn_net *net, int layer, int pos0, int count,
+                         struct diag *err)
+{
+    if (!attn_net_has_vocab(net))
+        return diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
+    if (layer < 0 || layer >= net->layers)
+        return diag_set(err, "", "layer %d: the scene has %d layers", layer, net->layers);
+    int n = net->model[0].n;
+    if (pos0 < 0 || count < 0 || pos0 + count > n)
+        return diag_set(err, "", "positions %d to %d: the scene has %d tokens (0 to %d)", pos0,
+                        pos0 + count - 1, n, n - 1);
+    const struct attn_model *lm = &net->model[layer];
+    int width = lm->block ? lm->d_in : lm->D;
+    if (width != net->model[net->layers - 1].d_in)
+        return diag_set(err, "", "layer %d's output is %d wide, the unembedding %d", layer, width,
+                        net->model[net->layers - 1].d_in);
+    return 0;
+}
+
+/* out (rows, vocab) = logits of positions pos0 .. pos0 + rows - 1; hidden: (rows, d) scratch. */
+static void logits_block(float *out, float *hidden, const struct attn_net *net, int layer, int pos0,
+                         int rows)
+{
+    const struct attn_model *m = &net->model[layer], *last = &net->model[net->layers - 1];
+    int d = last->d_in;
+    struct attn_mat_view v = attn_view(&net->run[layer], m, attn_stage_block_output(m), 0);
+    for (int i = 0; i < rows; i++)
+        memcpy(hidden + (size_t)i * d, v.data + (size_t)(pos0 + i) * v.stride,
+               (size_t)d * sizeof(float));
+    attn_final_norm_rows(hidden, hidden, rows, last);
+    attn_mm_abt(out, last->vocab, hidden, d, last->unembed, d, rows, last->vocab, d);
+}
+
+int attn_logits(float *out, const struct attn_net *net, int layer, int pos0, int count,
+                struct diag *err)
+{
+    if (check_request(net, layer, pos0, count, err))
+        return -1;
+    int d = net->model[net->layers - 1].d_in;
+    float *hidden = malloc((size_t)(count > 0 ? count : 1) * (size_t)d * sizeof(float));
+    if (!hidden)
+        return diag_set(err, "", "out of memory for %d rows of the residual stream", count);
+    if (count > 0)
+        logits_block(out, hidden, net, layer, pos0, count);
+    free(hidden);
+    return 0;
+}
+
+/* a ranks before b: a higher logit, or the same and a lower id. */
+static bool ranks_before(const struct attn_token_score *a, const struct attn_token_score *b)
+{
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+/* The k best of a row in a heap whose root is the worst of them. */
+static void sift_down(struct attn_token_score *heap, int size, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, worst = i;
+        if (l < size && ranks_before(&heap[worst], &heap[l]))
+            worst = l;
+        if (r < size && ranks_before(&heap[worst], &heap[r]))
+            worst = r;
+        if (worst == i)
+            return;
+        struct attn_token_score t = heap[i];
+        heap[i] = heap[worst];
+        heap[worst] = t;
+        i = worst;
+    }
+}
+
+static void sift_up(struct attn_token_score *heap, int i)
+{
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!ranks_before(&heap[parent], &heap[i]))
+            return;
+        struct attn_token_score t = heap[i];
+        heap[i] = heap[parent];
+        heap[parent] = t;
+        i = parent;
+    }
+}
+
+static int by_rank(const void *pa, const void *pb)
+{
+    const struct attn_token_score *a = pa, *b = pb;
+    return ranks_before(a, b) ? -1 : ranks_before(b, a) ? 1 : 0;
+}
+
+/* ln sum_j exp(l_j / T), in double with the maximum subtracted. row: (vocab) */
+static double log_sum_exp(const float *row, int vocab, double temperature)
+{
+    double max = -INFINITY;
+    for (int j = 0; j < vocab; j++)
+        if (row[j] / temperature > max)
+            max = row[j] / temperature;
+    double sum = 0;
+    for (int j = 0; j < vocab; j++)
+        sum += exp(row[j] / temperature - max);
+    return max + log(sum);
+}
+
+/* Position i of out from its row of logits (vocab). */
+static int reduce_row(struct attn_predictions *out, int i, const float *row, int target,
+                      struct diag *err)
+{
+    int vocab = out->vocab, k = out->k;
+    double T = out->temperature, lse = log_sum_exp(row, vocab, T);
+    if (!isfinite(lse))
+        return diag_set(err, "", "the logits at position %d are not finite", out->pos0 + i);
+    struct attn_token_score *heap = out->top + (size_t)i * (size_t)k;
+    int size = 0;
+    for (int j = 0; j < vocab && k > 0; j++) {
+        struct attn_token_score c = {j, row[j], 0.0f};
+        if (size < k) {
+            heap[size] = c;
+            sift_up(heap, size++);
+        } else if (ranks_before(&c, &heap[0])) {
+            heap[0] = c;
+            sift_down(heap, size, 0);
+        }
+    }
+    qsort(heap, (size_t)size, sizeof(*heap), by_rank);
+    for (int j = 0; j < size; j++)
+        heap[j].prob = (float)exp(heap[j].logit / T - lse);
+    out->next_id[i] = target;
+    if (target < 0 || target >= vocab)
+        return 0;
+    struct attn_token_score t = {target, row[target], 0.0f};
+    int rank = 1;
+    for (int j = 0; j < vocab; j++) {
+        struct attn_token_score c = {j, row[j], 0.0f};
+        rank += ranks_before(&c, &t);
+    }
+    out->next_rank[i] = rank;
+    out->next_logit[i] = row[target];
+    out->next_loss[i] = lse - row[target] / T;
+    out->next_prob[i] = exp(-out->next_loss[i]);
+    return 0;
+}
+
+void attn_predictions_free(struct attn_predictions *p)
+{
+    free(p->top);
+    free(p->next_id);
+    free(p->next_rank);
+    free(p->next_logit);
+    free(p->next_prob);
+    free(p->next_loss);
+    memset(p, 0, sizeof(*p));
+}
+
+int attn_predict(struct attn_predictions *out, const struct attn_net *net, int layer, int pos0,
+                 int count, int k, double temperature, const int *targets, struct diag *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (check_request(net, layer, pos0, count, err))
+        return -1;
+    if (!(temperature > 0) || !isfinite(temperature))
+        return diag_set(err, "", "the temperature must be a number above 0, not %g", temperature);
+    const struct attn_model *last = &net->model[net->layers - 1];
+    int vocab = last->vocab, d = last->d_in, n = last->n;
+    if (k < 0)
+        k = 0;
+    if (k > vocab)
+        k = vocab;
+    if (!targets)
+        targets = net->model[0].ids;
+    *out = (struct attn_predictions){.layer = layer,
+                                     .pos0 = pos0,
+                                     .count = count,
+                                     .k = k,
+                                     .vocab = vocab,
+                                     .temperature = temperature};
+    size_t c = (size_t)(count > 0 ? count : 1);
+    int rows = block_rows(vocab, count > 0 ? count : 1);
+    float *logits = malloc((size_t)rows * (size_t)vocab * sizeof(float));
+    float *hidden = malloc((size_t)rows * (size_t)d * sizeof(float));
+    out->top = calloc(c * (size_t)(k > 0 ? k : 1), sizeof(*out->top));
+    out->next_id = calloc(c, sizeof(int));
+    out->next_rank = calloc(c, sizeof(int));
+    out->next_logit = calloc(c, sizeof(float));
+    out->next_prob = calloc(c, sizeof(double));
+    out->next_loss = calloc(c, sizeof(double));
+    int rc = 0;
+    if (!logits || !hidden || !out->top || !out->next_id || !out->next_rank || !out->next_logit ||
+        !out->next_prob || !out->next_loss) {
+        rc = diag_set(err, "", "out of memory for the logits of %d positions", count);
+        goto out;
+    }
+    for (int b0 = 0; b0 < count && rc == 0; b0 += rows) {
+        int m = count - b0 < rows ? count - b0 : rows;
+        logits_block(logits, hidden, net, layer, pos0 + b0, m);
+        for (int i = 0; i < m && rc == 0; i++) {
+            int p = pos0 + b0 + i;
+            rc = reduce_row(out, b0 + i, logits + (size_t)i * vocab,
+                            p + 1 < n ? targets[p + 1] : -1, err);
+        }
+    }
+out:
+    free(logits);
+    free(hidden);
+    if (rc)
+        attn_predictions_free(out);
+    return rc;
+}
+
+int attn_mean_loss(double *out, const struct attn_net *net, const int *targets, int a, int b,
+                   struct diag *err)
+{
+    int n = net->layers > 0 ? net->model[0].n : 0;
+    if (a < 0 || b > n - 1 || a >= b)
+        return diag_set(err, "", "positions %d to %d: the loss needs 0 <= first < last <= %d", a,
+                        b - 1, n - 2);
+    struct attn_predictions p;
+    if (attn_predict(&p, net, net->layers - 1, a, b - a, 0, 1.0, targets, err))
+        return -1;
+    double sum = 0;
+    for (int i = 0; i < p.count; i++)
+        sum += p.next_loss[i];
+    *out = sum / p.count;
+    attn_predictions_free(&p);
+    return 0;
+}
+
+const char *attn_metric_name(enum attn_metric_kind k)
+{
+    switch (k) {
+    case METRIC_LOGIT_DIFF:
+        return "logit_diff";
+    case METRIC_PROB:
+        return "prob";
+    case METRIC_LOSS:
+        return "loss";
+    }
+    return "?";
+}
+
+int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_metric *metric,
+                     struct diag *err)
+{
+    if (!attn_net_has_vocab(net))
+        return diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
+    const struct attn_model *last = &net->model[net->layers - 1];
+    int n = last->n, vocab = last->vocab;
+    if (metric->kind == METRIC_LOSS)
+        return attn_mean_loss(out, net, metric->targets, 0, n - 1, err);
+    int need = metric->kind == METRIC_LOGIT_DIFF ? 2 : 1;
+    int ids[2] = {metric->a, metric->b};
+    for (int i = 0; i < need; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return diag_set(err, "", "token id %d is outside the vocabulary (0 to %d)", ids[i],
+                            vocab - 1);
+    float *row = malloc((size_t)vocab * sizeof(float));
+    if (!row)
+        return diag_set(err, "", "out of memory");
+    int rc = attn_logits(row, net, net->layers - 1, n - 1, 1, err);
+    if (rc == 0) {
+        if (metric->kind == METRIC_LOGIT_DIFF)
+            *out = (double)row[metric->a] - (double)row[metric->b];
+        else
+            *out = exp((double)row[metric->a] - log_sum_exp(row, vocab, 1.0));
+    }
+    free(row);
+    return rc;
+}
+
+int attn_ablate_sweep(double *loss, double *clean, struct attn_net *net, enum attn_head_mode mode,
+                      int a, int b, struct diag *err)
+{
+    if (attn_mean_loss(clean, net, NULL, a, b, err))
+        return -1;
+    int rc = 0;
+    for (int L = 0; L < net->layers && rc == 0; L++) {
+        int heads = net->model[L].heads;
+        for (int h = 0; h < heads && rc == 0; h++) {
+            enum attn_head_mode was = (enum attn_head_mode)net->model[L].head_mode[h];
+            attn_net_set_head(net, L, h, mode, NULL);
+            attn_net_forward_from(net, L);
+            rc = attn_mean_loss(&loss[L * heads + h], net, NULL, a, b, err);
+            attn_net_set_head(net, L, h, was, NULL);
+        }
+        attn_net_forward_from(net, L); /* the next layer reads this one as it was */
+    }
+    return rc;
+}
+
+int attn_patch_sweep(double *recovered, double *m_clean, double *m_corrupt,
+                     struct attn_net *corrupt, const struct attn_net *clean,
+                     const struct attn_metric *metric, struct diag *err)
+{
+    if (clean->layers != corrupt->layers)
+        return diag_set(err, "", "the clean run has %d layers, the corrupted one %d", clean->layers,
+                        corrupt->layers);
+    for (int L = 0; L < clean->layers; L++) {
+        const struct attn_model *c = &clean->model[L], *x = &corrupt->model[L];
+        if (c->heads != x->heads || c->n != x->n || c->D != x->D)
+            return diag_set(err, "",
+                            "layer %d differs: the clean run has %d heads x %d tokens x %d, the "
+                            "corrupted one %d x %d x %d",
+                            L, c->heads, c->n, c->D, x->heads, x->n, x->D);
+    }
+    if (attn_metric_eval(m_clean, clean, metric, err) ||
+        attn_metric_eval(m_corrupt, corrupt, metric, err))
+        return -1;
+    double span = *m_clean - *m_corrupt;
+    if (span == 0)
+        return diag_set(err, "",
+                        "the metric is %g in both runs: there is no difference for a head to "
+                        "recover",
+                        *m_clean);
+    int rc = 0;
+    for (int L = 0; L < corrupt->layers && rc == 0; L++) {
+        int heads = corrupt->model[L].heads;
+        const float *was_patch = corrupt->model[L].patch;
+        for (int h = 0; h < heads && rc == 0; h++) {
+            enum attn_head_mode was = (enum attn_head_mode)corrupt->model[L].head_mode[h];
+            attn_net_set_head(corrupt, L, h, HEAD_PATCH, clean->run[L].concat);
+            attn_net_forward_from(corrupt, L);
+            double m;
+            rc = attn_metric_eval(&m, corrupt, metric, err);
+            recovered[L * heads + h] = (m - *m_corrupt) / span;
+            attn_net_set_head(corrupt, L, h, was, was_patch);
+            corrupt->model[L].patch = was_patch;
+        }
+        attn_net_forward_from(corrupt, L);
+    }
+    return rc;
+}

@@ -1,0 +1,584 @@
+/* test_interp: what a head does, against PyTorch (tests/golden/gen_interp.py).
+ *
+ * For every scene of tests/golden/gpt2/interp/ (the tiny GPT-2 checkpoints: F32, F16, BF16,
+ * tied and untied lm_head, and the shipped induction model) the engine's logits, top-10 at
+ * temperatures 1 and 0.7, per-position loss, logit lens, zero and mean ablation, and for every
+ * clean/corrupted pair the patching tables of the three metric kinds, each compared with the
+ * golden:
+ *   logits and patched metrics   |a - b| <= 1e-5 * max(1, |b|)
+ *   probabilities                |a - b| <= 1e-6
+ *   loss, delta_loss             |a - b| <= 1e-5
+ *   recovered                    |a - b| <= 1e-4 (a ratio: the metric's error over its span)
+ *   ids, ranks                   exactly (the generator refuses near-ties)
+ * The largest difference of each kind is printed. Then the engine against itself: the naive
+ * twin of the unembedding, the scene's ablate: key against the sweep, windows of positions,
+ * and the errors.
+ *
+ * Environment: ATTNSCOPE_GOLDEN_DIR (tests/golden), ATTNSCOPE_SCENES_DIR (scenes).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/kernels.h"
+#include "engine/logits.h"
+#include "engine/net.h"
+#include "scenefile/scenefile.h"
+#include "testutil.h"
+
+#define PATH_LEN 4096
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return (v && *v) ? v : fallback;
+}
+
+/* The largest difference of each kind over every golden, and the tolerance's share of it. */
+enum kind { K_LOGIT, K_PROB, K_LOSS, K_RECOVERED, K_CHAIN, K_CHAIN_PROB, K_COUNT };
+static const char *const kind_names[K_COUNT] = {"logits (relative)",
+                                                "probabilities",
+                                                "loss and delta_loss",
+                                                "recovered",
+                                                "logits through every layer (relative)",
+                                                "probabilities through every layer"};
+static const double tolerance[K_COUNT] = {1e-5, 1e-6, 1e-5, 1e-4, 1e-4, 1e-5};
+static double worst[K_COUNT];
+static char worst_at[K_COUNT][256];
+
+/* Whether got is within the tolerance of want; records the largest difference. */
+static bool near(enum kind k, double got, double want, const char *what)
+{
+    double d = fabs(got - want);
+    if (k == K_LOGIT || k == K_CHAIN)
+        d /= fabs(want) > 1 ? fabs(want) : 1;
+    if (d > worst[k]) {
+        worst[k] = d;
+        snprintf(worst_at[k], sizeof(worst_at[k]), "%.200s", what);
+    }
+    return d <= tolerance[k];
+}
+
+struct scene_case {
+    char stem[128];
+    char scene[PATH_LEN];  /* the scene file */
+    char golden[PATH_LEN]; /* its interp/<stem> folder */
+    char stages[PATH_LEN]; /* its stage goldens (layer<L>/inputs.csv) */
+};
+
+/* Loads and computes a scene; fails the test when it cannot. */
+static void open_scene(struct attn_scene *s, struct attn_net *net, const char *path)
+{
+    memset(net, 0, sizeof(*net));
+    if (scenefile_load_report(s, path, stderr) != 0)
+        fail_msg("%s: the loader refused the scene", path);
+    struct diag err;
+    diag_clear(&err);
+    if (attn_net_compute(net, s, &err) != 0)
+        fail_msg("%s: %s", path, err.msg);
+}
+
+static void read_golden(struct tu_csv *c, const char *dir, const char *name, int cols)
+{
+    char path[PATH_LEN + 64], why[PATH_LEN + 128];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (tu_csv_read(c, path, why, sizeof(why)) != 0)
+        fail_msg("%s", why);
+    for (int i = 0; i < c->rows; i++)
+        if (c->ncols[i] != cols)
+            fail_msg("%s: row %d has %d fields, expected %d", path, i, c->ncols[i], cols);
+}
+
+static double num(const struct tu_csv *c, int row, int col)
+{
+    char *end;
+    double v = strtod(c->cells[row][col], &end);
+    if (*end != '\0' || end == c->cells[row][col])
+        fail_msg("golden cell [%d][%d] '%s' is not a number", row, col, c->cells[row][col]);
+    return v;
+}
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (bad++ < 20)                                                                        \
+                print_error(__VA_ARGS__);                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* Every layer's block output replaced by torch's (the stage goldens' layer<L>/block_output.csv):
+ * what follows, the final norm, the unembedding, the softmax and the top k, is then compared to
+ * the digit, as test_goldens compares each stage from torch's input to it. Through every layer
+ * float32 rounding compounds (the induction model's attention scores reach 210, and its sharp
+ * softmax passes a last-digit difference of a score on): check_logits and check_predictions
+ * measure that chain first, at the chain's tolerances. */
+static void use_torch_block_outputs(struct attn_net *net, const struct scene_case *sc)
+{
+    for (int L = 0; L < net->layers; L++) {
+        const struct attn_model *m = &net->model[L];
+        struct attn_mat_view v = attn_view(&net->run[L], m, attn_stage_block_output(m), 0);
+        float *out = (float *)(uintptr_t)v.data; /* the run's own buffer */
+        char name[64];
+        snprintf(name, sizeof(name), "layer%d/block_output.csv", L);
+        struct tu_csv c;
+        read_golden(&c, sc->stages, name, v.cols + 1);
+        assert_int_equal(c.rows, v.rows + 1);
+        for (int i = 0; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++)
+                out[(size_t)i * v.stride + j] = (float)num(&c, i + 1, j + 1);
+        tu_csv_free(&c);
+    }
+}
+
+/* logits.csv: n x vocab, k: K_CHAIN through every layer, K_LOGIT from torch's inputs. */
+static int check_logits(const struct attn_net *net, const struct scene_case *sc, enum kind k)
+{
+    int bad = 0, n = net->model[0].n, vocab = net->model[net->layers - 1].vocab;
+    struct tu_csv c;
+    read_golden(&c, sc->golden, "logits.csv", vocab + 1);
+    assert_int_equal(c.rows, n + 1);
+    float *logits = malloc((size_t)n * (size_t)vocab * sizeof(float));
+    assert_non_null(logits);
+    struct diag err;
+    assert_int_equal(attn_logits(logits, net, net->layers - 1, 0, n, &err), 0);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < vocab; j++) {
+            char what[256];
+            snprintf(what, sizeof(what), "%s logits[%d][%d]", sc->stem, i, j);
+            double want = num(&c, i + 1, j + 1), got = logits[(size_t)i * vocab + j];
+            CHECK(near(k, got, want, what), "%s: engine %.9g, torch %.9g\n", what, got, want);
+        }
+    free(logits);
+    tu_csv_free(&c);
+    return bad;
+}
+
+/* predictions<suffix>.csv and loss<suffix>.csv at temperature T; logits and probabilities
+ * within the tolerances of kl and kp. */
+static int check_predictions(const struct attn_net *net, const struct scene_case *sc, double T,
+                             const char *suffix, enum kind kl, enum kind kp)
+{
+    int bad = 0, n = net->model[0].n;
+    struct attn_predictions p;
+    struct diag err;
+    if (attn_predict(&p, net, net->layers - 1, 0, n, 10, T, NULL, &err) != 0)
+        fail_msg("%s: attn_predict: %s", sc->stem, err.msg);
+    char name[64];
+    snprintf(name, sizeof(name), "predictions%s.csv", suffix);
+    struct tu_csv c;
+    read_golden(&c, sc->golden, name, 6);
+    assert_int_equal(c.rows, 1 + n * 10);
+    for (int r = 1; r < c.rows; r++) {
+        int i = (int)num(&c, r, 0), rank = (int)num(&c, r, 1), id = (int)num(&c, r, 2);
+        const struct attn_token_score *t = &attn_predictions_top(&p, i)[rank - 1];
+        char what[256];
+        snprintf(what, sizeof(what), "%s %s position %d rank %d", sc->stem, name, i, rank);
+        CHECK(t->id == id, "%s: engine id %d, torch %d\n", what, t->id, id);
+        CHECK(near(kl, t->logit, num(&c, r, 4), what), "%s: logit %.9g, torch %s\n", what,
+              (double)t->logit, c.cells[r][4]);
+        CHECK(near(kp, t->prob, num(&c, r, 5), what), "%s: prob %.9g, torch %s\n", what,
+              (double)t->prob, c.cells[r][5]);
+    }
+    tu_csv_free(&c);
+    snprintf(name, sizeof(name), "loss%s.csv", suffix);
+    read_golden(&c, sc->golden, name, 5);
+    assert_int_equal(c.rows, n); /* positions 0 .. n - 2 */
+    for (int r = 1; r < c.rows; r++) {
+        int i = (int)num(&c, r, 0);
+        char what[256];
+        snprintf(what, sizeof(what), "%s %s position %d", sc->stem, name, i);
+        CHECK(p.next_id[i] == (int)num(&c, r, 1), "%s: next id %d, torch %s\n", what, p.next_id[i],
+              c.cells[r][1]);
+        CHECK(near(kp, p.next_prob[i], num(&c, r, 3), what), "%s: prob %.9g, torch %s\n", what,
+              p.next_prob[i], c.cells[r][3]);
+        CHECK(near(K_LOSS, p.next_loss[i], num(&c, r, 4), what), "%s: loss %.9g, torch %s\n", what,
+              p.next_loss[i], c.cells[r][4]);
+        /* the rank agrees with the top's order wherever the next token is in it */
+        for (int k = 0; k < p.k; k++)
+            if (attn_predictions_top(&p, i)[k].id == p.next_id[i])
+                CHECK(p.next_rank[i] == k + 1, "%s: next token at top %d, rank %d\n", what, k + 1,
+                      p.next_rank[i]);
+    }
+    tu_csv_free(&c);
+    attn_predictions_free(&p);
+    return bad;
+}
+
+/* lens.csv: every layer's top-1 and its probability. */
+static int check_lens(const struct attn_net *net, const struct scene_case *sc)
+{
+    int bad = 0, n = net->model[0].n;
+    struct tu_csv c;
+    read_golden(&c, sc->golden, "lens.csv", 5);
+    assert_int_equal(c.rows, 1 + net->layers * n);
+    for (int L = 0; L < net->layers; L++) {
+        struct attn_predictions p;
+        struct diag err;
+        assert_int_equal(attn_predict(&p, net, L, 0, n, 1, 1.0, NULL, &err), 0);
+        for (int i = 0; i < n; i++) {
+            int r = 1 + L * n + i;
+            char what[256];
+            snprintf(what, sizeof(what), "%s lens layer %d position %d", sc->stem, L, i);
+            assert_int_equal((int)num(&c, r, 0), L);
+            assert_int_equal((int)num(&c, r, 1), i);
+            CHECK(p.top[i].id == (int)num(&c, r, 2), "%s: engine id %d, torch %s\n", what,
+                  p.top[i].id, c.cells[r][2]);
+            CHECK(near(K_PROB, p.top[i].prob, num(&c, r, 4), what), "%s: prob %.9g, torch %s\n",
+                  what, (double)p.top[i].prob, c.cells[r][4]);
+        }
+        attn_predictions_free(&p);
+    }
+    tu_csv_free(&c);
+    return bad;
+}
+
+/* ablate_<mode>[_A_B].csv: every head ablated alone. */
+static int check_ablate(struct attn_net *net, const struct scene_case *sc, const char *name)
+{
+    int bad = 0, n = net->model[0].n, a = 0, b = n - 1;
+    enum attn_head_mode mode = strncmp(name, "ablate_zero", 11) == 0 ? HEAD_ZERO : HEAD_MEAN;
+    const char *range = name + strlen("ablate_zero");
+    if (*range == '_' && sscanf(range, "_%d_%d.csv", &a, &b) != 2)
+        fail_msg("%s: cannot read the range of %s", sc->stem, name);
+    struct tu_csv c;
+    read_golden(&c, sc->golden, name, 5);
+    int heads = net->model[0].heads, count = net->layers * heads;
+    assert_int_equal(c.rows, 1 + count);
+    double clean, *loss = calloc((size_t)count, sizeof(double));
+    assert_non_null(loss);
+    struct diag err;
+    if (attn_ablate_sweep(loss, &clean, net, mode, a, b, &err) != 0)
+        fail_msg("%s: attn_ablate_sweep: %s", sc->stem, err.msg);
+    for (int r = 1; r < c.rows; r++) {
+        int L = (int)num(&c, r, 0), h = (int)num(&c, r, 1);
+        assert_string_equal(c.cells[r][2], attn_head_mode_name(mode));
+        char what[256];
+        snprintf(what, sizeof(what), "%s %s layer %d head %d", sc->stem, name, L, h);
+        double got = loss[L * heads + h];
+        CHECK(near(K_LOSS, got, num(&c, r, 3), what), "%s: loss %.9g, torch %s\n", what, got,
+              c.cells[r][3]);
+        CHECK(near(K_LOSS, got - clean, num(&c, r, 4), what), "%s: delta %.9g, torch %s\n", what,
+              got - clean, c.cells[r][4]);
+    }
+    /* the sweep leaves the net as it was: the clean loss again, bit for bit */
+    double again;
+    assert_int_equal(attn_mean_loss(&again, net, NULL, a, b, &err), 0);
+    CHECK(again == clean, "%s: the loss after the sweep is %.17g, before %.17g\n", sc->stem, again,
+          clean);
+    free(loss);
+    tu_csv_free(&c);
+    return bad;
+}
+
+static void test_scene(void **state)
+{
+    const struct scene_case *sc = *state;
+    struct attn_scene s;
+    struct attn_net net;
+    open_scene(&s, &net, sc->scene);
+    assert_true(attn_net_has_vocab(&net));
+    /* Through every layer: the logits, the predictions, and the ablations, which recompute
+     * from a head on. */
+    int bad = check_logits(&net, sc, K_CHAIN) +
+              check_predictions(&net, sc, 1.0, "", K_CHAIN, K_CHAIN_PROB);
+    int count;
+    char **names = tu_list_names(sc->golden, ".csv", &count);
+    int ablations = 0;
+    for (int i = 0; i < count; i++)
+        if (strncmp(names[i], "ablate_", 7) == 0) {
+            bad += check_ablate(&net, sc, names[i]);
+            ablations++;
+        }
+    tu_free_names(names, count);
+    /* From torch's residual streams: the logits, predictions, loss and lens to the digit. */
+    use_torch_block_outputs(&net, sc);
+    bad += check_logits(&net, sc, K_LOGIT) + check_predictions(&net, sc, 1.0, "", K_LOGIT, K_PROB) +
+           check_predictions(&net, sc, 0.7, "_t0.7", K_LOGIT, K_PROB) + check_lens(&net, sc);
+    assert_true(ablations >= 2); /* zero and mean */
+    printf("interp: %-18s %d layers x %d heads, vocab %d, %d ablation tables\n", sc->stem,
+           net.layers, net.model[0].heads, net.model[net.layers - 1].vocab, ablations);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+    if (bad)
+        fail_msg("%s: %d differences from PyTorch", sc->stem, bad);
+}
+
+/* patch-<pair>/: metrics.csv and patch_<kind>.csv. */
+static void test_patch(void **state)
+{
+    const struct scene_case *sc = *state;
+    char clean_path[PATH_LEN + 64], corrupt_path[PATH_LEN + 64];
+    snprintf(clean_path, sizeof(clean_path), "%s-clean.yaml", sc->scene);
+    snprintf(corrupt_path, sizeof(corrupt_path), "%s-corrupt.yaml", sc->scene);
+    struct attn_scene cs, xs;
+    struct attn_net clean, corrupt;
+    open_scene(&cs, &clean, clean_path);
+    open_scene(&xs, &corrupt, corrupt_path);
+    struct tu_csv meta;
+    read_golden(&meta, sc->golden, "metrics.csv", 3);
+    assert_int_equal(meta.rows, 4);
+    /* the tokens the generator's metrics read (gen_interp.py's PAIRS) */
+    const char *tokens[2];
+    if (strcmp(sc->stem, "patch-tiny") == 0) {
+        tokens[0] = " cat";
+        tokens[1] = " man";
+    } else {
+        tokens[0] = " tree";
+        tokens[1] = " bird";
+    }
+    struct attn_metric metric = {METRIC_LOGIT_DIFF, -1, -1, clean.model[0].ids};
+    struct diag err;
+    for (int i = 0; i < 2; i++)
+        if (attn_scene_single_token(i ? &metric.b : &metric.a, &cs, tokens[i], &err) != 0)
+            fail_msg("%s: %s", sc->stem, err.msg);
+    int bad = 0, heads = corrupt.model[0].heads, count = corrupt.layers * heads;
+    double *rec = calloc((size_t)count, sizeof(double));
+    assert_non_null(rec);
+    for (int r = 1; r < meta.rows; r++) {
+        const char *kind = meta.cells[r][0];
+        metric.kind = strcmp(kind, "logit_diff") == 0 ? METRIC_LOGIT_DIFF
+                      : strcmp(kind, "prob") == 0     ? METRIC_PROB
+                                                      : METRIC_LOSS;
+        assert_string_equal(kind, attn_metric_name(metric.kind));
+        double mc, mx;
+        if (attn_patch_sweep(rec, &mc, &mx, &corrupt, &clean, &metric, &err) != 0)
+            fail_msg("%s: attn_patch_sweep %s: %s", sc->stem, kind, err.msg);
+        char what[256];
+        snprintf(what, sizeof(what), "%s %s clean", sc->stem, kind);
+        enum kind k = metric.kind == METRIC_PROB ? K_PROB : K_LOGIT;
+        CHECK(near(k, mc, num(&meta, r, 1), what), "%s: %.9g, torch %s\n", what, mc,
+              meta.cells[r][1]);
+        snprintf(what, sizeof(what), "%s %s corrupted", sc->stem, kind);
+        CHECK(near(k, mx, num(&meta, r, 2), what), "%s: %.9g, torch %s\n", what, mx,
+              meta.cells[r][2]);
+        char name[64];
+        snprintf(name, sizeof(name), "patch_%s.csv", kind);
+        struct tu_csv c;
+        read_golden(&c, sc->golden, name, 4);
+        assert_int_equal(c.rows, 1 + count);
+        for (int i = 1; i < c.rows; i++) {
+            int L = (int)num(&c, i, 0), h = (int)num(&c, i, 1);
+            double got = rec[L * heads + h];
+            snprintf(what, sizeof(what), "%s %s layer %d head %d", sc->stem, name, L, h);
+            CHECK(near(k, mx + got * (mc - mx), num(&c, i, 2), what), "%s: metric %.9g, torch %s\n",
+                  what, mx + got * (mc - mx), c.cells[i][2]);
+            CHECK(near(K_RECOVERED, got, num(&c, i, 3), what), "%s: recovered %.9g, torch %s\n",
+                  what, got, c.cells[i][3]);
+        }
+        tu_csv_free(&c);
+    }
+    printf("interp: %-18s %d layers x %d heads, 3 metrics\n", sc->stem, corrupt.layers, heads);
+    free(rec);
+    tu_csv_free(&meta);
+    attn_net_free(&clean);
+    attn_net_free(&corrupt);
+    attn_scene_free(&cs);
+    attn_scene_free(&xs);
+    if (bad)
+        fail_msg("%s: %d differences from PyTorch", sc->stem, bad);
+}
+
+/* ---- the engine against itself ---------------------------------------------------------- */
+
+static char induction_scene[PATH_LEN];
+
+/* The unembedding's product against its naive twin, from the final_norm stage. */
+static void test_logits_naive_twin(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    struct attn_net net;
+    open_scene(&s, &net, induction_scene);
+    const struct attn_model *last = &net.model[net.layers - 1];
+    int n = last->n, V = last->vocab, d = last->d_in;
+    float *blas = malloc((size_t)n * V * sizeof(float)),
+          *ref = malloc((size_t)n * V * sizeof(float));
+    assert_non_null(blas);
+    assert_non_null(ref);
+    struct diag err;
+    assert_int_equal(attn_logits(blas, &net, net.layers - 1, 0, n, &err), 0);
+    struct attn_mat_view fin = attn_view(&net.run[net.layers - 1], last, STAGE_FINAL_NORM, 0);
+    attn_mm_abt_ref(ref, V, fin.data, fin.stride, last->unembed, d, n, V, d);
+    double max = 0;
+    for (size_t i = 0; i < (size_t)n * V; i++) {
+        double diff = fabs((double)blas[i] - ref[i]) / (fabs(ref[i]) > 1 ? fabs(ref[i]) : 1);
+        max = diff > max ? diff : max;
+    }
+    printf("interp: logits, OpenBLAS against the naive twin: largest relative difference %.3g\n",
+           max);
+    assert_true(max < 1e-6);
+    /* a window of positions is the same rows of the whole, and the lens of the last layer is
+     * the model's own prediction */
+    struct attn_predictions all, win;
+    assert_int_equal(attn_predict(&all, &net, net.layers - 1, 0, n, 5, 1.0, NULL, &err), 0);
+    assert_int_equal(attn_predict(&win, &net, net.layers - 1, 20, 3, 5, 1.0, NULL, &err), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(win.next_id[i], all.next_id[20 + i]);
+        assert_int_equal(win.next_rank[i], all.next_rank[20 + i]);
+        assert_true(fabs(win.next_loss[i] - all.next_loss[20 + i]) < 1e-6);
+        for (int k = 0; k < 5; k++)
+            assert_int_equal(attn_predictions_top(&win, i)[k].id,
+                             attn_predictions_top(&all, 20 + i)[k].id);
+    }
+    /* the induction head at work: position 20 (' gold', repeated) predicts ' rain' first */
+    assert_int_equal(all.next_rank[20], 1);
+    assert_true(all.next_prob[20] > 0.9);
+    attn_predictions_free(&all);
+    attn_predictions_free(&win);
+    free(blas);
+    free(ref);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+}
+
+/* ablate: in the scene gives what the sweep measures for that head, bit for bit; an edit of
+ * ablate: alone reuses the net's numbers (attn_net_compute's shortcut) and agrees with a fresh
+ * computation; removing it restores the clean loss. */
+static void test_scene_ablation_matches_the_sweep(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    struct attn_net net;
+    open_scene(&s, &net, induction_scene);
+    int n = net.model[0].n;
+    double clean, loss[2];
+    struct diag err;
+    assert_int_equal(attn_ablate_sweep(loss, &clean, &net, HEAD_MEAN, 16, n - 1, &err), 0);
+    assert_true(loss[1] > clean + 1.0); /* the induction head matters on the repeated half */
+
+    assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_MEAN), 0);
+    assert_int_equal(attn_scene_ablation(&s, 1, 0), HEAD_MEAN);
+    struct diag_list problems;
+    diag_list_init(&problems);
+    assert_int_equal(attn_scene_check(&s, &problems), 0);
+    diag_list_free(&problems);
+    assert_int_equal(attn_net_compute(&net, &s, &err), 0); /* the shortcut: params kept */
+    struct attn_net fresh = {0};
+    assert_int_equal(attn_net_compute(&fresh, &s, &err), 0);
+    double a, b;
+    assert_int_equal(attn_mean_loss(&a, &net, NULL, 16, n - 1, &err), 0);
+    assert_int_equal(attn_mean_loss(&b, &fresh, NULL, 16, n - 1, &err), 0);
+    assert_true(a == loss[1]);
+    assert_true(b == loss[1]);
+    /* the ablated head hands on its mean: every row of its context the same */
+    struct attn_mat_view ctx = attn_view(&net.run[1], &net.model[1], STAGE_CONTEXT, 0);
+    for (int i = 1; i < ctx.rows; i++)
+        assert_memory_equal(ctx.data + (size_t)i * ctx.stride, ctx.data, ctx.cols * sizeof(float));
+    attn_net_free(&fresh);
+
+    assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_KEEP), 0);
+    assert_int_equal(s.n_ablate, 0);
+    assert_int_equal(attn_net_compute(&net, &s, &err), 0);
+    assert_int_equal(attn_mean_loss(&a, &net, NULL, 16, n - 1, &err), 0);
+    assert_true(a == clean);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+}
+
+/* What the engine refuses, as values. */
+static void test_errors(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    struct attn_net net;
+    open_scene(&s, &net, induction_scene);
+    struct attn_predictions p;
+    struct diag err;
+    diag_clear(&err);
+    assert_int_equal(attn_predict(&p, &net, 1, 0, 1, 5, 0.0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "temperature"));
+    assert_int_equal(attn_predict(&p, &net, 1, 30, 5, 5, 1.0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "positions 30 to 34"));
+    assert_int_equal(attn_predict(&p, &net, 2, 0, 1, 5, 1.0, NULL, &err), -1);
+    double x;
+    assert_int_equal(attn_mean_loss(&x, &net, NULL, 5, 5, &err), -1);
+    int id;
+    assert_int_equal(attn_scene_single_token(&id, &s, " moon", &err), 0);
+    char label[64];
+    attn_scene_token_label(label, sizeof(label), &s, id);
+    assert_string_equal(label, " moon");
+    assert_int_equal(attn_scene_single_token(&id, &s, " moonx", &err), -1);
+    assert_non_null(strstr(err.msg, "is not a single token"));
+    attn_net_free(&net);
+    attn_scene_free(&s);
+
+    /* a scene of drawn embeddings has no vocabulary model */
+    attn_scene_init_default(&s);
+    memset(&net, 0, sizeof(net));
+    assert_int_equal(attn_net_compute(&net, &s, &err), 0);
+    assert_false(attn_scene_has_vocab(&s));
+    assert_false(attn_net_has_vocab(&net));
+    assert_int_equal(attn_predict(&p, &net, 0, 0, 1, 5, 1.0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "no vocabulary model"));
+    assert_non_null(strstr(attn_scene_why_no_vocab(&s), "no unembedding"));
+    attn_net_free(&net);
+    attn_scene_free(&s);
+}
+
+int main(void)
+{
+    const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
+    const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
+    snprintf(induction_scene, sizeof(induction_scene), "%.3000s/29-induction-head.yaml", scenes);
+    char interp[PATH_LEN];
+    snprintf(interp, sizeof(interp), "%.3000s/gpt2/interp", golden);
+    int count;
+    char **names = tu_list_names(interp, "", &count);
+    if (!names || count < 8) {
+        fprintf(stderr, "interp: %s holds %d goldens; run tests/golden/gen_interp.py\n", interp,
+                count);
+        return 1;
+    }
+    struct scene_case *cases = calloc((size_t)count, sizeof(*cases));
+    struct CMUnitTest *tests = calloc((size_t)count + 3, sizeof(*tests));
+    if (!cases || !tests)
+        return 1;
+    int n = 0, pairs = 0;
+    for (int i = 0; i < count; i++) {
+        struct scene_case *c = &cases[n];
+        snprintf(c->stem, sizeof(c->stem), "%.120s", names[i]);
+        snprintf(c->golden, sizeof(c->golden), "%.3000s/%.120s", interp, names[i]);
+        bool patch = strncmp(names[i], "patch-", 6) == 0;
+        if (patch) {
+            snprintf(c->scene, sizeof(c->scene), "%.3000s/gpt2/patch/%.120s", golden, names[i] + 6);
+            pairs++;
+        } else {
+            snprintf(c->scene, sizeof(c->scene), "%.3000s/gpt2/scenes/%.120s.yaml", golden,
+                     names[i]);
+            snprintf(c->stages, sizeof(c->stages), "%.3000s/gpt2/goldens/%.120s", golden, names[i]);
+            FILE *f = fopen(c->scene, "r");
+            if (f) {
+                fclose(f);
+            } else { /* a shipped scene: its stage goldens are with the book's */
+                snprintf(c->scene, sizeof(c->scene), "%.3000s/%.120s.yaml", scenes, names[i]);
+                snprintf(c->stages, sizeof(c->stages), "%.3000s/scenes/%.120s", golden, names[i]);
+            }
+        }
+        tests[n] = (struct CMUnitTest){c->stem, patch ? test_patch : test_scene, NULL, NULL, c};
+        n++;
+    }
+    tu_free_names(names, count);
+    if (pairs < 2) {
+        fprintf(stderr, "interp: %d patching pairs in %s, expected 2\n", pairs, interp);
+        return 1;
+    }
+    tests[n++] = (struct CMUnitTest){"logits_naive_twin", test_logits_naive_twin, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"scene_ablation_matches_the_sweep",
+                                     test_scene_ablation_matches_the_sweep, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"errors", test_errors, NULL, NULL, NULL};
+    int rc = _cmocka_run_group_tests("interp", tests, (size_t)n, NULL, NULL);
+    for (int k = 0; k < K_COUNT; k++)
+        printf("interp: largest difference of the %s: %.3g (%.0f%% of %g) at %s\n", kind_names[k],
+               worst[k], 100 * worst[k] / tolerance[k], tolerance[k],
+               worst_at[k][0] ? worst_at[k] : "-");
+    free(cases);
+    free(tests);
+    return rc;
+}
