@@ -31,11 +31,17 @@ int cmd_export(int argc, char **argv)
     else if (format && strcmp(format, "csv") != 0)
         return cli_usage_error("export", "--format must be csv or npy, not '%s'", format);
 
+    /* A folder that is not ours is refused before a long compute, and again right before the
+       swap (export_dir_progress). */
+    struct diag err;
+    if (export_check_target(dir, NULL, &err) != 0) {
+        diag_print(stderr, &err, NULL, 0);
+        return CLI_INVALID;
+    }
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
         return rc;
-    struct diag err;
     struct progress p;
     progress_begin(&p, stderr, "exporting", "heads");
     const struct progress_sink sink = {progress_tick, &p};
