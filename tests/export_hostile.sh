@@ -28,15 +28,8 @@ check() { # name command...
 # Every path below a folder, with a checksum for files and the target for links: equal output
 # means equal folders.
 snapshot() {
-  (cd "$1" && find . -mindepth 1 -print0 | sort -z | while IFS= read -r -d '' p; do
-    if [ -L "$p" ]; then
-      echo "link $p -> $(readlink "$p")"
-    elif [ -d "$p" ]; then
-      echo "dir $p"
-    else
-      echo "file $p $(sha256sum <"$p" | cut -d' ' -f1)"
-    fi
-  done)
+  (cd "$1" && find . -mindepth 1 -printf '%y %p %l\n' | sort && find . -type f -print0 | sort -z |
+    xargs -0 -r sha256sum)
 }
 # refused NAME DIR PATTERN [export arguments...]: the export exits 1, says PATTERN, and DIR is
 # exactly as it was.
@@ -88,7 +81,7 @@ refused "export names without a marker" "$m" "remove it yourself" -o "$m"
 # 2. Nested: an export the user added to, or changed.
 fresh() { # a fresh export at $1 (of $2 when given)
   rm -rf "$1"
-  "$BIN" export ${2:+"$2"} -o "$1" >/dev/null || not_ok "export into $1"
+  "$BIN" export ${2:+"$2"} -o "$1" >/dev/null 2>&1 || not_ok "export into $1"
 }
 e="$WORK/e"
 fresh "$e"
