@@ -605,13 +605,13 @@ static void test_shapes(void **state)
 static void test_not_a_file(void **state)
 {
     (void)state;
-    expect_error_at(scratch, "not a regular file");
+    expect_error_at(scratch, "is a directory, not a file");
     const char *fifo = path_of("fifo.safetensors");
     assert_int_equal(mkfifo(fifo, 0600), 0);
-    expect_error_at(fifo, "not a regular file"); /* without waiting for a writer */
+    expect_error_at(fifo, "not a regular file (a FIFO)"); /* without waiting for a writer */
     unlink(fifo);
     expect_error_at(path_of("missing.safetensors"), "cannot open: No such file or directory");
-    expect_error_at("/dev/null", "not a regular file");
+    expect_error_at("/dev/null", "not a regular file (a character device)");
 }
 
 /* ---- no input crashes it ------------------------------------------------------------------- */

@@ -1449,6 +1449,18 @@ static void test_atomic_save(void **state)
     assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
     assert_int_equal(count_entries(dir), 1);
 
+    /* A FIFO (the explorer's w confirmed over one): refused, never replaced by a file. */
+    s.embed.rows.data[0] = 0.5f;
+    snprintf(bad_path, sizeof(bad_path), "%s/fifo.yaml", dir);
+    assert_int_equal(mkfifo(bad_path, 0644), 0);
+    assert_int_equal(scenefile_save(bad_path, &s, false, true, &err), -1);
+    assert_string_equal(err.msg, "not a regular file (a FIFO): attnscope writes only files");
+    struct stat st;
+    assert_int_equal(lstat(bad_path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(count_entries(dir), 2);
+    unlink(bad_path);
+
     attn_scene_free(&s);
     tu_remove_tree(dir);
     free(dir);

@@ -173,6 +173,10 @@ static void parse_tree(struct loader *l)
         return;
     }
     schema_load_scene(l, root);
+    /* A checkpoint that did not load leaves the scene without its shapes: every rule checked
+       now would be a follow-on of that one problem ("view.layer 1: the scene has 1 layer"). */
+    if (l->model_spec.file && loader_bad(l, "model"))
+        return;
     if (!l->yd.stopped)
         run_scene_check(l);
     if (!l->yd.stopped)
@@ -257,7 +261,9 @@ int scenefile_load_report(struct attn_scene *out, const char *path, FILE *report
         struct diag *d = &errs.items[i];
         if (!d->file[0])
             snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, path);
-        diag_print(report, d, source, source_len);
+        /* the excerpt only under the scene's own problems (a config.json's has its own file) */
+        bool own = strncmp(d->file, path, sizeof(d->file) - 1) == 0;
+        diag_print(report, d, own ? source : NULL, source_len);
     }
     if (rc != 0 && errs.n == 0)
         fprintf(report, "%s: invalid scene\n", path);

@@ -1363,6 +1363,12 @@ static void load_model(struct loader *l, struct attn_scene *s)
     struct diag err;
     diag_clear(&err);
     if (gpt2_load(s, file, &o, &err) != 0) {
+        /* A problem of the checkpoint's config.json is that file's, on the key's line. */
+        size_t flen = strlen(err.file);
+        if (flen > 12 && strcmp(err.file + flen - 12, "/config.json") == 0) {
+            loader_error_in(l, &err, "model");
+            return;
+        }
         /* at the key the problem is about (layers, heads, text), else at the file */
         const struct loader_key *k = err.path[0] ? loader_find(l, err.path) : NULL;
         const char *at = k ? err.path : "model.file";
