@@ -221,6 +221,11 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     int rc = attn_net_compute(&cs->net, &cs->scene, &err);
     progress_end(&p, rc == 0);
     cs->net.progress = (struct progress_sink){0};
+    /* A checkpoint that shrank while it was read gave zeros, not its numbers. */
+    if (rc == 0 && attn_scene_check_backing(&cs->scene, &err) != 0) {
+        attn_net_free(&cs->net);
+        rc = -1;
+    }
     if (rc != 0) {
         print_diag(&err, cs->name, NULL, 0);
         attn_scene_free(&cs->scene);

@@ -423,6 +423,13 @@ long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats)
     return 2L * attn_scene_kv_heads(s) * hd;
 }
 
+int attn_scene_check_backing(const struct attn_scene *s, struct diag *err)
+{
+    if (!s->backing || !s->backing->check)
+        return 0;
+    return s->backing->check(s->backing, err);
+}
+
 size_t attn_scene_memory_limit(const char **why)
 {
     const char *env = getenv("ATTNSCOPE_MEMORY_MIB");

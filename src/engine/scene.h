@@ -146,6 +146,10 @@ struct attn_backing {
     /* The checkpoint's tokenizer: tokens (display labels) and their ids for text. */
     int (*tokenize)(struct attn_backing *b, const char *text, char ***tokens, int **ids, int *n,
                     struct diag *err);
+    /* 0 while the files the borrowed matrices live in are still the ones loaded; -1 with err
+     * when one changed on disk (a checkpoint rewritten or truncated under the explorer). May be
+     * NULL. */
+    int (*check)(struct attn_backing *b, struct diag *err);
 };
 
 struct attn_scene {
@@ -225,6 +229,11 @@ int attn_scene_retext(struct attn_scene *s, const char *text, struct diag *err);
 void attn_scene_token_row(float *row, const char *token, int d);
 /* Replaces the tokens (text becomes NULL). */
 int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err);
+
+/* 0 when s borrows nothing, or what it borrows from is unchanged on disk (the backing's
+ * check); -1 with err otherwise. Asked before every compute that reads a checkpoint, and after
+ * it (a file that shrank while it was read). */
+int attn_scene_check_backing(const struct attn_scene *s, struct diag *err);
 
 /* Effective values, with every default applied. */
 int attn_scene_d_in(const struct attn_scene *s);

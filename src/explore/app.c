@@ -21,11 +21,17 @@ const char *knob_name(enum knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
-/* Recomputes the result for s; on failure the last result stays. */
+/* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
+ * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
 {
+    /* A checkpoint rewritten or truncated on disk is never read: the view and the edits stay,
+       the error says which file changed. */
+    if (attn_scene_check_backing(s, err))
+        return -1;
     if (attn_net_compute(&a->net, s, err))
         return -1;
+    int changed = attn_scene_check_backing(s, err) ? 1 : 0;
     if (a->layer >= a->net.layers) /* fewer layers now: the last one */
         a->layer = a->net.layers - 1;
     /* Scored on first use, once per result: drawing and cursor moves never rescan. */
@@ -45,7 +51,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     memset(a->scored, 0, count);
     a->have_result = true;
     a->generation++;
-    return 0;
+    return changed;
 }
 
 int app_init(struct app *a, struct attn_scene *s, const char *path,
@@ -59,7 +65,7 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->scene_path = path ? strdup(path) : NULL;
     int rc = attn_scene_copy(&a->shown, &a->scene) ? diag_set(err, "", "out of memory")
                                                    : recompute(a, &a->shown, err);
-    if (rc) {
+    if (rc != 0) {
         app_free(a); /* the scene was taken over: nothing is left for the caller to free */
         return -1;
     }
@@ -249,7 +255,9 @@ int app_toggle_baseline(struct app *a)
     struct diag err;
     diag_clear(&err);
     if (attn_scene_copy(&a->base_scene, &a->shown) ||
-        attn_net_compute(&a->base_net, &a->base_scene, &err)) {
+        attn_scene_check_backing(&a->base_scene, &err) ||
+        attn_net_compute(&a->base_net, &a->base_scene, &err) ||
+        attn_scene_check_backing(&a->base_scene, &err)) {
         attn_scene_free(&a->base_scene);
         attn_net_free(&a->base_net);
         app_refuse(a, "cannot pin a baseline: %.300s", err.msg[0] ? err.msg : "out of memory");
@@ -330,14 +338,22 @@ static int settle(struct app *a)
     struct attn_scene copy;
     struct diag err;
     diag_clear(&err);
-    if (attn_scene_copy(&copy, &a->scene) || recompute(a, &copy, &err)) {
+    int rc = attn_scene_copy(&copy, &a->scene) ? -1 : recompute(a, &copy, &err);
+    if (rc < 0) {
         snprintf(a->error, sizeof(a->error), "%s", err.msg[0] ? err.msg : "out of memory");
         attn_scene_free(&copy);
         return -1;
     }
     attn_scene_free(&a->shown);
-    a->shown = copy;
+    a->shown = copy; /* the result is copy's, even one read from a file that shrank */
     app_clamp(a);
+    if (rc > 0) {
+        snprintf(a->error, sizeof(a->error),
+                 "%.300s; the numbers on screen were read while it "
+                 "changed",
+                 err.msg);
+        return -1;
+    }
     return 0;
 }
 

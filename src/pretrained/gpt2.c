@@ -65,6 +65,12 @@ static int tokenize(struct attn_backing *ab, const char *text, char ***tokens, i
     return 0;
 }
 
+static int check(struct attn_backing *ab, struct diag *err)
+{
+    struct backing *b = (struct backing *)ab;
+    return b->has_st ? st_check_unchanged(&b->st, err) : 0;
+}
+
 /* s's backing, made on first use; only this module makes backings. */
 static struct backing *backing_of(struct attn_scene *s)
 {
@@ -76,6 +82,7 @@ static struct backing *backing_of(struct attn_scene *s)
     b->base.refs = 1;
     b->base.release = release;
     b->base.tokenize = tokenize;
+    b->base.check = check;
     s->backing = &b->base;
     return b;
 }
@@ -587,6 +594,9 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
              tensor(&w->final_norm_bias, b, prefix, "ln_f.bias", 1, d, true, err)))
             return -1;
     }
+    /* Every tensor was read by the finite check: a file that shrank meanwhile is known now. */
+    if (st_check_unchanged(&b->st, err) != 0)
+        return -1;
     free(s->model.file);
     free(s->model.arch);
     s->model.file = absolute(path);
