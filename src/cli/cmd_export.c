@@ -44,9 +44,13 @@ int cmd_export(int argc, char **argv)
         return rc;
     struct progress p;
     progress_begin(&p, stderr, "exporting", "heads");
-    const struct progress_sink sink = {progress_tick, &p};
+    /* Ctrl-C while the files are written: the export stops at the next head and removes its
+       temporary folder (the previous export stays whole), then the command ends, status 130. */
+    const struct progress_sink sink = {progress_tick, &p, &progress_interrupted};
+    progress_writing(true);
     rc = export_dir_progress(dir, &cs.scene, &cs.net, fmt, &sink, &err);
     progress_end(&p, rc == 0);
+    progress_writing(false);
     if (rc != 0) {
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;

@@ -151,7 +151,10 @@ int cmd_render(int argc, char **argv)
     snprintf(title, sizeof(title), "%.500s", cs.scene.title ? cs.scene.title : variant);
     struct diag err;
     diag_clear(&err);
-    if (picture_write(out, true, &cs.net, title, &v, &err) != 0) {
+    progress_writing(true); /* Ctrl-C waits for the picture: it is written whole or not */
+    int wrote = picture_write(out, true, &cs.net, title, &v, &err);
+    progress_writing(false);
+    if (wrote != 0) {
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels.h"
+
 void attn_net_free(struct attn_net *net)
 {
     for (int L = 0; L < net->layers; L++) {
@@ -19,7 +21,7 @@ void attn_net_free(struct attn_net *net)
     memset(net, 0, sizeof(*net));
 }
 
-void attn_net_forward(struct attn_net *net)
+int attn_net_forward(struct attn_net *net)
 {
     long total = 0, done = 0;
     for (int L = 0; L < net->layers; L++)
@@ -41,7 +43,10 @@ void attn_net_forward(struct attn_net *net)
         }
         attn_forward(&net->run[L], m);
         net->run[L].progress = NULL; /* it points into net, which a caller may move */
+        if (net->run[L].stopped)
+            return -1;
     }
+    return 0;
 }
 
 static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b)
@@ -145,11 +150,14 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         fresh.from = NULL; /* only the shortcut is lost */
     }
     /* Buffers of an unchanged shape move over (a live edit reallocates nothing); a failure
-     * moves them back, so the old result stays intact. */
+     * moves them back, so the old result stays intact. With keep_previous nothing moves. */
+    bool moved = false;
     for (int L = 0; L < layers; L++) {
-        if (L < net->layers && attn_run_fits(&net->run[L], &fresh.model[L])) {
+        if (!net->keep_previous && L < net->layers &&
+            attn_run_fits(&net->run[L], &fresh.model[L])) {
             fresh.run[L] = net->run[L];
             memset(&net->run[L], 0, sizeof(net->run[L]));
+            moved = true;
         } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err)) {
             for (int k = 0; k < L && k < net->layers; k++)
                 if (!net->run[k].q) {
@@ -160,11 +168,29 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
             return -1;
         }
     }
+    /* Buffers taken over hold the previous result no more once the pass starts: then it runs
+       to the end. Otherwise a stop leaves the previous result as it was. */
+    if (moved)
+        fresh.progress.stop = NULL;
+    if (attn_net_forward(&fresh) != 0) {
+        fresh.progress = (struct progress_sink){0, 0, 0};
+        attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
+        return diag_set(err, "", "stopped before the end");
+    }
     if (reuse) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)
             attn_model_adopt(&fresh.model[L], &net->model[L]);
-    attn_net_forward(&fresh);
+    fresh.progress.stop = net->progress.stop;
+    fresh.keep_previous = net->keep_previous;
     attn_net_free(net);
     *net = fresh;
     return 0;
+}
+
+double attn_net_estimate_seconds(const struct attn_scene *s)
+{
+    double flops = attn_scene_flops(s);
+    if (flops < 1e9) /* under a second even at 1 GFLOP/s: not worth measuring */
+        return flops / 1e9;
+    return flops / (attn_measured_gflops() * 1e9);
 }

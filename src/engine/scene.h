@@ -255,6 +255,14 @@ long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats);
  * machine's physical memory, never over SCENE_MAX_BYTES. why gets where the number came from
  * ("3/4 of this machine's memory", ...). */
 size_t attn_scene_memory_limit(const char **why);
+/* ATTNSCOPE_MEMORY_MIB's value as bytes: a whole number of MiB from 1 ("2048"), or with a unit
+ * M, MiB, G or GiB ("512M", "2G"); more than SCENE_MAX_BYTES is SCENE_MAX_BYTES. 0, or -1 with
+ * why naming the variable ("0", "-5", "1e3", "2 G", a 20-digit number). */
+int attn_memory_env_parse(const char *text, size_t *bytes, char *why, size_t why_size);
+/* Floating-point operations of s's forward pass (a multiply-add counts 2): the projections,
+ * every head's scores and context, out_proj, the feed-forward, over every layer. What the
+ * compute estimate (net.h) divides by the machine's speed. */
+double attn_scene_flops(const struct attn_scene *s);
 /* Bytes attn_model_resolve + attn_forward would allocate (params and every stage). */
 size_t attn_scene_mem_estimate(const struct attn_scene *s);
 

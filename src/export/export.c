@@ -322,6 +322,12 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
                 goto fail;
         }
         progress_report(pr->sink, ++pr->done, pr->total);
+        if (progress_stopped(pr->sink)) { /* Ctrl-C: the temporary folder is removed */
+            diag_clear(err);
+            diag_set(err, NULL, "interrupted; the folder is as it was");
+            fail_at(err, dir);
+            goto fail;
+        }
     }
     free(buf);
 
