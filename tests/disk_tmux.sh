@@ -8,6 +8,7 @@
 #     the same way, never read as if it were the file loaded.
 #  3. The explorer's export (e) into a folder that is not an earlier export: refused on the
 #     message line, every file kept byte for byte; into an earlier export: asked, then replaced.
+#  4. A long compute stopped with q: the first one quits, an edit's is taken back.
 # Usage: disk_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -146,6 +147,42 @@ text exp "$WORK/old"
 keys exp Enter
 check "e into an export the user added to: refused" exp wait_for exp "holds head0/notes.txt"
 check "the user's file is kept" exp grep -qx mine "$WORK/old/head0/notes.txt"
+
+# 4. A long compute stops on q (its speed assumed, ATTNSCOPE_GFLOPS, so it is long on any
+# machine; q typed ahead is read at its first head): the first one quits, an edit's is taken
+# back with the view kept.
+words() { for i in $(seq 1 "$1"); do printf 'w%d ' "$i"; done; }
+printf 'text: "%s"\nembeddings: {dim: 64}\nlayers: 4\nattention: {heads: 8, d_out: 64}\n' \
+  "$(words 512)" >"$WORK/long.yaml"
+printf 'text: "a b c"\nembeddings: {dim: 64}\nlayers: 4\nattention: {heads: 8, d_out: 64}\n' \
+  >"$WORK/short.yaml"
+slow() { # tag scene: run with a slow speed assumed
+  echo "cd $WORK; sh -c 'echo \$\$ >$WORK/$1.pid; ATTNSCOPE_GFLOPS=0.001 exec $BIN $2 2>$WORK/$1.err'; echo \$? >$WORK/$1.exit; sleep 600"
+}
+start first "$(slow first long.yaml)"
+keys first q
+for _ in $(seq 1 200); do [ -s "$WORK/first.exit" ] && break; sleep 0.05; done
+check "q during the first compute: the explorer quits, status 0" first grep -qx 0 "$WORK/first.exit"
+check "q during the first compute: says it stopped" first \
+  grep -qF "attnscope: stopped while computing long.yaml" "$WORK/first.err"
+start edit "$(slow edit short.yaml)"
+check "a short scene opens" edit wait_for edit "3 tokens"
+keys edit t
+check "t opens the sentence prompt" edit wait_for edit "Enter:accept"
+keys edit C-u
+text edit "$(words 512)"
+keys edit Enter q
+check "q during an edit's compute: stopped and undone" edit \
+  wait_for edit "stopped: that edit would take about"
+check "q during an edit's compute: the scene is as before the edit" edit wait_for edit "3 tokens"
+check "q during an edit's compute: still running" edit alive edit
+keys edit t
+check "the sentence prompt again" edit wait_for edit "Enter:accept"
+keys edit Escape
+sleep 0.3
+keys edit q
+for _ in $(seq 1 100); do [ -s "$WORK/edit.exit" ] && break; sleep 0.05; done
+check "then q quits, nothing unsaved asked for" edit grep -qx 0 "$WORK/edit.exit"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -219,11 +219,12 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     /* A compute estimated past ATTN_LONG_SECONDS is announced before it starts: how much work
        and how long here, and that Ctrl-C stops it (nothing is written while it runs). */
     double seconds = attn_net_estimate_seconds(&cs->scene);
+    double gflop = attn_scene_flops(&cs->scene) / 1e9;
     if (seconds > ATTN_LONG_SECONDS)
         cnum_fprintf(stderr,
-                     "attnscope: %s: about %.0f GFLOP to compute, about %.0f s here (Ctrl-C "
+                     "attnscope: %s: about %.*f GFLOP to compute, about %.0f s here (Ctrl-C "
                      "stops)\n",
-                     cs->name, attn_scene_flops(&cs->scene) / 1e9, seconds);
+                     cs->name, gflop < 10 ? 1 : 0, gflop, seconds);
     /* A big scene's first compute takes seconds: a bar on a terminal, a line in a log. */
     struct progress p;
     progress_begin(&p, stderr, "computing", "heads");

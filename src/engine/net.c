@@ -190,7 +190,8 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
 double attn_net_estimate_seconds(const struct attn_scene *s)
 {
     double flops = attn_scene_flops(s);
-    if (flops < 1e9) /* under a second even at 1 GFLOP/s: not worth measuring */
+    const char *assumed = getenv("ATTNSCOPE_GFLOPS");
+    if (flops < 1e9 && !(assumed && *assumed)) /* under a second even at 1 GFLOP/s */
         return flops / 1e9;
     return flops / (attn_measured_gflops() * 1e9);
 }
