@@ -697,12 +697,11 @@ static void put_text(const char *dir, const char *name, const char *text)
 }
 
 /* A version 1.0 .npy as NumPy writes it: the dict padded with blanks to 64 bytes, then data. */
-static void put_npy(const char *dir, const char *name, const char *descr, const char *shape,
-                    const void *data, size_t len)
+/* An .npy whose header dictionary is dict, as written. */
+static void put_npy_dict(const char *dir, const char *name, const char *dict, const void *data,
+                         size_t len)
 {
-    char dict[200];
-    int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                     descr, shape);
+    int n = (int)strlen(dict);
     size_t hlen = (size_t)n + 1;
     hlen += (64 - (10 + hlen) % 64) % 64;
     size_t total = 10 + hlen + len;
@@ -717,6 +716,15 @@ static void put_npy(const char *dir, const char *name, const char *descr, const 
     memcpy(b + 10 + hlen, data, len);
     put_file(dir, name, b, total);
     free(b);
+}
+
+static void put_npy(const char *dir, const char *name, const char *descr, const char *shape,
+                    const void *data, size_t len)
+{
+    char dict[200];
+    snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
+             shape);
+    put_npy_dict(dir, name, dict, data, len);
 }
 
 static void load_ok(struct attn_scene *s, const char *path)
@@ -859,6 +867,25 @@ static void test_matrix_files_npy(void **state)
                         "floats: save it with .astype(numpy.float32)");
     assert_int_equal(errs.items[0].line, 5);
     assert_int_equal(errs.items[0].col, 17);
+    diag_list_free(&errs);
+
+    /* A 4-D array and a structured dtype: each told as what it is, not "not a dictionary". */
+    float zeros[16] = {0};
+    put_npy(dir, "wq.npy", "<f4", "(1, 1, 3, 2)", zeros, 6 * sizeof(float));
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.items[0].msg, "the array has 4 dimensions; attnscope reads at "
+                                              "most 3 (a matrix: reshape it to 2-D)"));
+    diag_list_free(&errs);
+    put_npy_dict(dir, "wq.npy",
+                 "{'descr': [('x', '<f4'), ('y', '<f4')], 'fortran_order': False, 'shape': (3,), }",
+                 zeros, 6 * sizeof(float));
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.items[0].msg, "a structured dtype (named fields, a record "
+                                              "array); attnscope reads plain numbers"));
     diag_list_free(&errs);
     tu_remove_tree(dir);
     free(dir);

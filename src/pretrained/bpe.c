@@ -459,13 +459,14 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
     size_t len;
     if (fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
         return -1;
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n';
-    b->merges = xmalloc(lines * sizeof(*b->merges));
-    table_init(&b->merge_index, lines);
+    /* Grown as merges are read, never sized by the file: 60 MB of newlines is an error at
+       line 1, not 600 MB of table first. */
+    int cap_merges = 1024;
+    b->merges = xmalloc((size_t)cap_merges * sizeof(*b->merges));
+    table_init(&b->merge_index, (size_t)cap_merges);
     char *scratch = xmalloc(len + 1);
     int rc = -1, first_merge_line = 1;
+    bool header = false;
 
     const char *p = text, *end = text + len;
     for (int line = 1; p < end; line++) {
@@ -478,6 +479,7 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         /* encoder.py skips the first line whatever it holds; Hugging Face only "#version". */
         if (line == 1 && n >= 8 && memcmp(p, "#version", 8) == 0) {
             first_merge_line = 2;
+            header = true;
             p = next;
             continue;
         }
@@ -522,12 +524,24 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         memcpy(scratch, sym_bytes(b, x), lx);
         memcpy(scratch + lx, sym_bytes(b, y), ly);
         int result = sym_intern(b, scratch, lx + ly);
+        if (b->n_merges == cap_merges) {
+            cap_merges *= 2;
+            b->merges = xrealloc(b->merges, (size_t)cap_merges * sizeof(*b->merges));
+        }
         r = b->n_merges++;
         b->merges[r] = (struct merge){.a = x, .b = y, .result = result};
         b->merge_index.slots[merge_slot(b, x, y)] = r;
         if (++b->merge_index.n * 2 > (int)(b->merge_index.mask + 1))
             merge_rehash(b);
         p = next;
+    }
+    /* An empty file is a mistake (a failed download), not a tokenizer without merges: that one
+       says so with its "#version" line and nothing after it. */
+    if (b->n_merges == 0 && !header) {
+        file_error(err, path, 0, 0,
+                   "is empty: a merges.txt starts with \"#version: 0.2\" and lists one merge "
+                   "\"a b\" a line (GPT-2's has 50000)");
+        goto out;
     }
     rc = 0;
 out:

@@ -225,7 +225,10 @@ static void h_int(struct loader *l, const struct field *f, int node, void *base,
     if (rc > 0 || v < r->min || v > r->max) {
         char buf[LOADER_SHOW_MAX];
         loader_show(l, node, buf, sizeof(buf));
-        if (r->max >= INT_MAX)
+        if (r->max >= INT_MAX && (rc > 0 || v > r->max)) /* 20 digits: not "at least 0" */
+            loader_error(l, node, path, "'%s' is out of range, got %s (at most %lld)", f->key, buf,
+                         r->max);
+        else if (r->max >= INT_MAX)
             loader_error(l, node, path, "'%s' must be at least %lld, got %s", f->key, r->min, buf);
         else
             loader_error(l, node, path, "'%s' must be between %lld and %lld, got %s", f->key,
