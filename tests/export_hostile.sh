@@ -4,7 +4,8 @@
 # wrote, and any other path (a file added, a folder where a file was, a link, no marker at all)
 # makes the folder the user's. Each case below must exit 1, say which path is the user's, and
 # leave every file byte for byte; a symbolic link named as the target is refused with or without
-# a trailing slash, and the folder it points to is left alone.
+# a trailing slash, and the folder it points to is left alone. An export names the files it read
+# relative to itself.
 # Usage: export_hostile.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -161,6 +162,21 @@ rc=$?
 check "a FIFO as the target: exit 1" test "$rc" -eq 1
 check "a FIFO as the target: says it is not a folder" grep -qF "is not a folder" "$WORK/err"
 check "a FIFO as the target: still a FIFO" test -p "$WORK/fifo"
+
+# 4. Paths: an export names the checkpoint and tokenizer it read relative to itself, so it
+# travels with its folder and shows no path of this machine; it loads from where it is.
+mkdir -p "$WORK/p/m" "$WORK/p/a" "$WORK/p/b/c"
+cp "$(dirname "$0")/../models/induction/"{config.json,vocab.json,merges.txt,model.safetensors} "$WORK/p/m/"
+printf 'text: fish moon king\ntokenizer: {kind: gpt2, vocab: ../m/vocab.json, merges: ../m/merges.txt}\nmodel: {file: ../m/model.safetensors, arch: gpt2}\n' >"$WORK/p/a/scene.yaml"
+"$BIN" export "$WORK/p/a/scene.yaml" -o "$WORK/p/b/c/out" >/dev/null 2>&1
+check "paths: the export names the checkpoint relative to itself" \
+  grep -qF 'model: {file: "../../../m/model.safetensors", arch: gpt2}' "$WORK/p/b/c/out/scene.yaml"
+check "paths: and the tokenizer" \
+  grep -qF 'tokenizer: {kind: gpt2, vocab: "../../../m/vocab.json", merges: "../../../m/merges.txt"}' "$WORK/p/b/c/out/scene.yaml"
+check "paths: no absolute path of this machine in it" sh -c "! grep -qF '$WORK' '$WORK/p/b/c/out/scene.yaml'"
+check "paths: the export's scene loads from where it is" sh -c "'$BIN' check '$WORK/p/b/c/out/scene.yaml' >/dev/null"
+mv "$WORK/p" "$WORK/moved"
+check "paths: and after its folder moved with the model" sh -c "'$BIN' check '$WORK/moved/b/c/out/scene.yaml' >/dev/null"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -696,8 +696,8 @@ static void put_text(const char *dir, const char *name, const char *text)
     put_file(dir, name, text, strlen(text));
 }
 
-/* A version 1.0 .npy as NumPy writes it: the dict padded with blanks to 64 bytes, then data. */
-/* An .npy whose header dictionary is dict, as written. */
+/* A version 1.0 .npy as NumPy writes it: the dict (as given) padded with blanks to 64 bytes,
+ * then data. */
 static void put_npy_dict(const char *dir, const char *name, const char *dict, const void *data,
                          size_t len)
 {
@@ -1493,6 +1493,82 @@ static void test_atomic_save(void **state)
     free(dir);
 }
 
+/* Paths a saved scene names: relative to the saved file wherever they share more than "/" with
+ * it, so a scene travels with its folder and shows nobody the user's own paths. */
+static void test_saved_paths_relative(void **state)
+{
+    (void)state;
+    char out[4096];
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/m/v.json", "/a/b/out"),
+                        "../m/v.json");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/out/v.json", "/a/b/out"),
+                        "v.json");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/out/x", "/a/b/outer"),
+                        "../out/x");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/m/x", "/a/b/c/d"),
+                        "../../../m/x");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/opt/m/x", "/home/u/work"),
+                        "/opt/m/x"); /* only "/" in common: absolute */
+
+    /* A checkpoint scene (a copy of models/induction beside it) saved two folders down. */
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    assert_non_null(scenes);
+    char *dir = tu_make_tmpdir("scenefile-paths");
+    char m[4300], from[4300], to[4400], path[4400];
+    snprintf(m, sizeof(m), "%s/m", dir);
+    assert_int_equal(mkdir(m, 0755), 0);
+    static const char *const files[] = {"config.json", "vocab.json", "merges.txt",
+                                        "model.safetensors"};
+    for (size_t i = 0; i < 4; i++) {
+        size_t len;
+        snprintf(from, sizeof(from), "%s/../models/induction/%s", scenes, files[i]);
+        char *bytes = tu_must_read_file(from, &len);
+        snprintf(to, sizeof(to), "%s/%s", m, files[i]);
+        tu_write_file(to, bytes, len);
+        free(bytes);
+    }
+    char a[4096];
+    snprintf(a, sizeof(a), "%s/a", dir);
+    assert_int_equal(mkdir(a, 0755), 0);
+    put_text(a, "scene.yaml",
+             "text: fish moon king\n"
+             "tokenizer: {kind: gpt2, vocab: ../m/vocab.json, merges: ../m/merges.txt}\n"
+             "model: {file: ../m/model.safetensors, arch: gpt2}\n");
+    snprintf(path, sizeof(path), "%s/a/scene.yaml", dir);
+    struct attn_scene s;
+    load_ok(&s, path);
+    assert_true(s.model.file[0] == '/'); /* resolved when loaded */
+    snprintf(path, sizeof(path), "%s/b/c", dir);
+    struct diag err;
+    assert_int_equal(fsutil_mkdir_p(path, &err), 0);
+    snprintf(path, sizeof(path), "%s/b/c/saved.yaml", dir);
+    assert_int_equal(scenefile_save(path, &s, false, false, &err), 0);
+    attn_scene_free(&s);
+    char *text = tu_must_read_file(path, NULL);
+    assert_non_null(strstr(text, "tokenizer: {kind: gpt2, vocab: \"../../m/vocab.json\", merges: "
+                                 "\"../../m/merges.txt\"}\n"));
+    assert_non_null(strstr(text, "model: {file: \"../../m/model.safetensors\", arch: gpt2}\n"));
+    assert_null(strstr(text, dir)); /* no absolute path of this machine */
+    free(text);
+    load_ok(&s, path); /* and it loads from where it is */
+    attn_scene_free(&s);
+    /* Saved by a relative name from another working folder: the same. */
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(path, sizeof(path), "%s/b", dir);
+    assert_int_equal(chdir(path), 0);
+    snprintf(path, sizeof(path), "%s/a/scene.yaml", dir);
+    load_ok(&s, path);
+    assert_int_equal(scenefile_save("here.yaml", &s, false, false, &err), 0);
+    attn_scene_free(&s);
+    text = tu_must_read_file("here.yaml", NULL);
+    assert_non_null(strstr(text, "model: {file: \"../m/model.safetensors\", arch: gpt2}\n"));
+    free(text);
+    assert_int_equal(chdir(cwd), 0);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1514,6 +1590,7 @@ int main(void)
         cmocka_unit_test(test_writer_refuses),
         cmocka_unit_test(test_save_no_overwrite),
         cmocka_unit_test(test_atomic_save),
+        cmocka_unit_test(test_saved_paths_relative),
         cmocka_unit_test(test_matrix_files_csv),
         cmocka_unit_test(test_matrix_files_npy),
     };

@@ -384,7 +384,11 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
         diag_set(err, NULL, "out of memory while resolving the scene");
         return fail_at(err, dir);
     }
-    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data"};
+    /* The export's own folder, resolved: the checkpoint and tokenizer it names are written
+       relative to it. The temporary folder sits beside the target, so the paths are the
+       same from either. */
+    char *yaml_dir = realpath(dir, NULL);
+    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data", .yaml_dir = yaml_dir};
     struct scene_job job = {&resolved, &side};
     int rc = join_path(path, dir, "scene.yaml", NULL, err);
     if (rc == 0)
@@ -392,6 +396,7 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
         rc = fail_at(err, path);
     scenefile_sidecar_free(&side);
+    free(yaml_dir);
     attn_scene_free(&resolved);
     if (rc != 0)
         return -1;
