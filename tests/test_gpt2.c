@@ -431,6 +431,18 @@ static void test_widened_and_long_names(void **state)
     char *got = load(dir, NULL);
     assert_string_equal(got, "");
     free(got);
+    /* The copies are the scene's memory: in its estimate, which the limit is checked against. */
+    char scene[4200];
+    snprintf(scene, sizeof(scene), "%s/scene.yaml", dir);
+    struct attn_scene s;
+    struct diag_list errs;
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, scene, &errs, NULL, NULL), 0);
+    size_t widened = (size_t)(65536 + VOCAB) * D * sizeof(float);
+    assert_int_equal(s.model.widened, widened);
+    assert_true(attn_scene_mem_estimate(&s) > widened);
+    attn_scene_free(&s);
+    diag_list_free(&errs);
     setenv("ATTNSCOPE_MEMORY_MIB", "1", 1);
     expect_refused(dir, "model.safetensors: its F16/BF16 tensors need about 2 MiB as float32, "
                         "over the 1 MiB limit (ATTNSCOPE_MEMORY_MIB)");

@@ -551,7 +551,7 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
                   + n * (2 * h + 7 * d_in);                  /* the block's stages */
     }
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
-    return layers * (floats * sizeof(float) + heads * n * n /* keep mask */);
+    return layers * (floats * sizeof(float) + heads * n * n /* keep mask */) + s->model.widened;
 }
 
 /* Appends one problem located at `path`; the loader fills in file:line:col. */

@@ -191,10 +191,12 @@ struct attn_scene {
 
     /* A checkpoint the parameters come from (scene key model:), resolved by src/scenefile. */
     struct {
-        char *file; /* absolute path of the .safetensors file, or NULL */
-        char *arch; /* "gpt2" */
-        int layers; /* the checkpoint's own count (layers may run fewer) */
-        int heads;  /* its config's head count (attention.heads may split otherwise) */
+        char *file;     /* absolute path of the .safetensors file, or NULL */
+        char *arch;     /* "gpt2" */
+        int layers;     /* the checkpoint's own count (layers may run fewer) */
+        int heads;      /* its config's head count (attention.heads may split otherwise) */
+        size_t widened; /* bytes of its F16/BF16 tensors widened into float32 copies, which
+                           count against the memory limit (F32 ones are read in place) */
     } model;
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
     struct attn_backing *backing;   /* what the borrowed matrices live in, or NULL */

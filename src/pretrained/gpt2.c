@@ -603,6 +603,7 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     s->model.arch = strdup("gpt2");
     s->model.layers = c.layers;
     s->model.heads = c.heads;
+    s->model.widened = widened;
     if (!s->model.file || !s->model.arch)
         return diag_set(err, "", "out of memory");
     return 0;
