@@ -347,6 +347,12 @@ static void test_config_values(void **state)
     assert_string_equal(got, "config.json:0:0: cannot open: No such file or directory (config.json "
                              "beside the checkpoint gives its sizes)\n");
     free(got);
+    /* Over 64 MiB (a sparse file: the size is refused before a byte is read). */
+    tu_write_text(path, "{");
+    assert_int_equal(truncate(path, (off_t)65 << 20), 0);
+    expect_refused(dir, "config.json:0:0: file is too large (68157440 bytes, the limit is "
+                        "67108864)");
+    unlink(path);
     /* Not a regular file: /dev/zero, a FIFO (without waiting for a writer). */
     assert_int_equal(symlink("/dev/zero", path), 0);
     expect_refused(dir, "config.json:0:0: not a regular file (a character device)");
