@@ -381,9 +381,7 @@ static int settle(struct app *a)
     app_clamp(a);
     if (rc > 0) {
         snprintf(a->error, sizeof(a->error),
-                 "%.300s; the numbers on screen were read while it "
-                 "changed",
-                 err.msg);
+                 "%.300s; the numbers on screen were read as it changed", err.msg);
         return -1;
     }
     return 0;

@@ -173,9 +173,10 @@ static void parse_tree(struct loader *l)
         return;
     }
     schema_load_scene(l, root);
-    /* A checkpoint that did not load leaves the scene without its shapes: every rule checked
-       now would be a follow-on of that one problem ("view.layer 1: the scene has 1 layer"). */
-    if (l->model_spec.file && loader_bad(l, "model"))
+    /* A checkpoint that did not load (its config.json, its tokenizer, the file itself) leaves
+       the scene without its shapes: every rule checked now would be a follow-on of that one
+       problem ("view.layer 1: the scene has 1 layer"). */
+    if (l->model_spec.file && !l->s->model.file && l->yd.n > 0)
         return;
     if (!l->yd.stopped)
         run_scene_check(l);

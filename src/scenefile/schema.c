@@ -1412,8 +1412,12 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         beside_scene(merges, sizeof(merges), l, l->tokenizer_spec.merges);
         if (gpt2_attach_tokenizer(s, vocab, merges, &err) != 0) {
             const struct loader_key *k = loader_find(l, "tokenizer");
-            loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s", err.file,
-                         err.file[0] ? ": " : "", err.msg);
+            /* the file as the scene names it, not as resolved from the scene's folder */
+            const char *name = strcmp(err.file, vocab) == 0    ? l->tokenizer_spec.vocab
+                               : strcmp(err.file, merges) == 0 ? l->tokenizer_spec.merges
+                                                               : err.file;
+            loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s", name, name[0] ? ": " : "",
+                         err.msg);
             loader_mark_bad(l, "text");
             return;
         }

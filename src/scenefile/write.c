@@ -1037,12 +1037,9 @@ int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, 
     snprintf(dir, sizeof(dir), "%.*s.data", (int)stem, path);
     snprintf(rel, sizeof(rel), "%.*s.data", (int)bstem, base);
     /* The YAML's own folder, resolved: the files it names are written relative to it. */
-    char folder[4096];
-    snprintf(folder, sizeof(folder), "%.*s", base == path ? 1 : (int)(base - path - 1), path);
-    if (base == path)
-        snprintf(folder, sizeof(folder), ".");
-    else if (base == path + 1)
-        snprintf(folder, sizeof(folder), "/");
+    char folder[4096]; /* "a/b.yaml": "a"; "/b.yaml": "/"; "b.yaml": "." */
+    size_t flen = base > path ? (size_t)(base - path - 1) : 0;
+    snprintf(folder, sizeof(folder), "%.*s", (int)(flen ? flen : 1), base > path ? path : ".");
     char *yaml_dir = realpath(folder, NULL);
     struct scenefile_sidecar side = {.dir = dir, .rel = rel, .yaml_dir = yaml_dir};
     struct save_ctx c = {.s = s, .explicit = explicit, .side = &side};

@@ -399,9 +399,10 @@ void ui_draw(struct ui *ui)
     }
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
-    static const enum panel_id order[] = {PANEL_HEADER,  PANEL_STAGEBAR,  PANEL_HEATMAP,
-                                          PANEL_GRID,    PANEL_INSPECTOR, PANEL_TOKENS,
-                                          PANEL_CAPTION, PANEL_HELP,      PANEL_STATUS};
+    static const enum panel_id order[] = {PANEL_HEADER, PANEL_STAGEBAR,  PANEL_HEATMAP,
+                                          PANEL_GRID,   PANEL_INSPECTOR, PANEL_TOKENS,
+                                          PANEL_CAPTION,
+                                          PANEL_HELP,   PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = ui->panels[order[i]];
         bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
