@@ -9,8 +9,10 @@
 # be as before, and the sanitizers must have reported nothing. The process dying early fails.
 # The keys follow from SOAK_SEED (printed), so a failing run can be replayed with the same seed
 # on the same bash (the timing of the batches can still differ).
-# Usage: soak_tmux.sh ATTNSCOPE_BINARY   (env: SOAK_SEED, SOAK_KEYS; SOAK_KEEP=1 keeps the
-# scratch folder: the files the explorer wrote, the sanitizer logs)
+# Usage: soak_tmux.sh ATTNSCOPE_BINARY [SCENE]   (SCENE relative to the source tree, default
+# scenes/10-mha.yaml; the suite also soaks scenes/29-induction-head.yaml, a checkpoint with its
+# BPE tokenizer, and a lesson. env: SOAK_SEED, SOAK_KEYS; SOAK_KEEP=1 keeps the scratch folder:
+# the files the explorer wrote, the sanitizer logs)
 set -u
 BIN=$(realpath "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +33,11 @@ echo "soak: seed $SEED (SOAK_SEED=$SEED replays it), $KEYS keys"
 # and save then default to paths in that folder, and '/' is never typed, so nothing the random
 # keys confirm can write outside $WORK.
 mkdir -p "$WORK/cwd" "$WORK/config" "$WORK/san"
-cp "$SRC/scenes/10-mha.yaml" "$WORK/cwd/scene.yaml"
+SCENE=${2:-scenes/10-mha.yaml}
+cp "$SRC/$SCENE" "$WORK/cwd/scene.yaml" || { echo "not ok - no scene $SCENE"; exit 1; }
+# A checkpoint scene reads ../models/ (as scenes/ does): the models beside the pane's folder.
+if grep -q '\.\./models/' "$WORK/cwd/scene.yaml"; then cp -r "$SRC/models" "$WORK/models"; fi
+echo "soak: $SCENE"
 
 # Sanitizer reports go to files (a report on the tty would be drawn over by curses); the
 # options the suite runs with (scripts/test) are kept.
@@ -209,6 +215,6 @@ status=$(cat "$WORK/exit")
 cmp -s "$WORK/before" "$WORK/after" || fail "the terminal settings were not restored"
 if compgen -G "$WORK/san/*" >/dev/null; then fail "sanitizer report"; fi
 if grep -qE 'Sanitizer|runtime error' "$WORK/stderr"; then fail "sanitizer report on stderr"; fi
-echo "ok - $sent random keys, $batch batches, resizes to 10x5 and back, clean exit (seed $SEED)"
+echo "ok - $SCENE: $sent random keys, $batch batches, resizes to 10x5 and back, clean exit (seed $SEED)"
 echo "soak: $(($(date +%s) - started)) s in all"
 echo "1 passed, 0 failed"

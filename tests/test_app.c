@@ -1206,7 +1206,7 @@ static void test_progress_reports_every_head(void **state)
 {
     (void)state;
     struct steps st = {.ordered = true};
-    const struct progress_sink sink = {count_step, &st};
+    const struct progress_sink sink = {count_step, &st, NULL};
     struct attn_scene s;
     attn_scene_init_default(&s);
     struct app a;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "pretrained/bpe.h"
 #include "testutil.h"
@@ -429,6 +430,31 @@ static void test_bad_merges(void **state)
     expect_load_error(s, v, "a b\nb \xC4\xA0x\xFF\n", true, 2, 6, "not valid UTF-8");
     expect_load_error(s, v, "a b\nb a\na b\n", true, 3, 1, "repeats the merge of line 1");
     expect_load_error(s, v, "#version: 0.2\na b\na b\n", true, 3, 1, "repeats the merge of line 2");
+    /* Empty: a failed download, not a tokenizer without merges (the "#version" line alone is
+       one, test_hand_made). */
+    expect_load_error(s, v, "", true, 0, 0,
+                      "is empty: a merges.txt starts with \"#version: 0.2\" and lists one merge");
+    expect_load_error(s, v, "\n", true, 1, 1, "an empty line");
+}
+
+/* merges.txt is grown as its lines are read, never sized by counting them first: 60 MB of
+ * newlines is refused at line 1 for little more than the file itself (it cost 600 MB first). */
+static void test_merges_not_sized_first(void **state)
+{
+    struct scratch *s = *state;
+    size_t len = (size_t)60 << 20;
+    char *nl = malloc(len + 1);
+    assert_non_null(nl);
+    memset(nl, '\n', len);
+    nl[len] = '\0';
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    expect_load_error(s, "{\"a\": 0}", nl, true, 1, 1, "an empty line");
+    getrusage(RUSAGE_SELF, &after);
+    free(nl);
+    long grew_mib = (after.ru_maxrss - before.ru_maxrss) / 1024; /* ru_maxrss is in KiB */
+    if (grew_mib > 250)
+        fail_msg("loading 60 MB of newlines took %ld MiB more", grew_mib);
 }
 
 static void test_hand_made(void **state)
@@ -482,9 +508,8 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8),    cmocka_unit_test(test_long_pieces),
     };
     const struct CMUnitTest files[] = {
-        cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_bad_vocab),
-        cmocka_unit_test(test_bad_merges),
+        cmocka_unit_test(test_missing_files), cmocka_unit_test(test_bad_vocab),
+        cmocka_unit_test(test_bad_merges),    cmocka_unit_test(test_merges_not_sized_first),
         cmocka_unit_test(test_hand_made),
     };
     int failed = cmocka_run_group_tests_name("gpt2", gpt2, load_gpt2, free_gpt2);

@@ -1221,7 +1221,7 @@ static void test_export_refuses_foreign_folder(void **state)
     tu_write_text(notes, "keep me\n");
     struct run r = RUN("export", "-o", dir);
     expect_status(&r, 1);
-    expect_contains(r.err, "not an attnscope export (notes.txt)");
+    expect_contains(r.err, "not an attnscope export: it holds notes.txt but no .attnscope-export");
     run_free(&r);
     char *kept = tu_must_read_file(notes, NULL);
     assert_string_equal(kept, "keep me\n");

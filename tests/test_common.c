@@ -121,7 +121,7 @@ static void test_progress_line(void **state)
     assert_non_null(f);
     struct progress p;
     progress_begin(&p, f, "exporting", "files");
-    struct progress_sink sink = {progress_tick, &p};
+    struct progress_sink sink = {progress_tick, &p, NULL};
     for (long i = 1; i <= 3; i++)
         progress_report(&sink, i, 3);
     nanosleep(&(struct timespec){0, 250 * 1000 * 1000}, NULL);

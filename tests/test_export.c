@@ -289,7 +289,8 @@ static void test_csv_shortest_round_trip(void **state)
 
 /* ---- export folder ---------------------------------------------------------------------- */
 
-static const char split_files[] = "context.csv\n"
+static const char split_files[] = ".attnscope-export\n"
+                                  "context.csv\n"
                                   "head0/context.csv\n"
                                   "head0/dropout.csv\n"
                                   "head0/keys.csv\n"
@@ -321,7 +322,8 @@ static const char split_files[] = "context.csv\n"
                                   "scene.yaml\n"
                                   "tokens.csv\n";
 
-static const char wrapper_files[] = "context.csv\n"
+static const char wrapper_files[] = ".attnscope-export\n"
+                                    "context.csv\n"
                                     "head0/context.csv\n"
                                     "head0/dropout.csv\n"
                                     "head0/keys.csv\n"
@@ -375,6 +377,18 @@ static void test_export_split_files(void **state)
     char *files = list_files(dir);
     assert_string_equal(files, split_files);
     free(files);
+    /* The marker: what it is, the version, then every path written, folders too, itself too. */
+    char marker[4200];
+    snprintf(marker, sizeof(marker), "%s/.attnscope-export", dir);
+    char *m = tu_must_read_file(marker, NULL);
+    assert_int_equal(strncmp(m, "attnscope-export 1\nversion " ATTNSCOPE_VERSION "\n",
+                             28 + strlen(ATTNSCOPE_VERSION)),
+                     0);
+    assert_non_null(strstr(m, "\nf .attnscope-export\nf context.csv\nd head0\nf "
+                              "head0/context.csv\n"));
+    assert_non_null(strstr(m, "\nd params\nf params/W_key.csv\n"));
+    assert_non_null(strstr(m, "\nf tokens.csv\n"));
+    free(m);
 
     size_t len;
     char *text = tu_must_read_file(strcat(dir, "/params/W_query.csv"), &len);
@@ -645,7 +659,8 @@ static void test_export_refuses_foreign_folder(void **state)
     struct diag err;
     assert_int_equal(export_dir(tmp, &c.scene, &c.net, EXPORT_CSV, &err), -1);
     assert_string_equal(err.file, tmp);
-    assert_non_null(strstr(err.msg, "not an attnscope export (notes.txt)"));
+    assert_non_null(strstr(err.msg, "not an attnscope export: it holds notes.txt but no "
+                                    ".attnscope-export marker"));
     char *files = list_files(tmp);
     assert_string_equal(files, "notes.txt\n");
     free(files);
@@ -832,7 +847,13 @@ static void check_npy_export(struct computed *c, const char *csv_list)
         snprintf(pa, sizeof(pa), "%s/%s", a, line);
         snprintf(pb, sizeof(pb), "%s/%s", b, line);
         size_t len = strlen(line);
-        if (strcmp(line, "tokens.csv") == 0 || strcmp(line, "scene.yaml") == 0) {
+        if (strcmp(line, ".attnscope-export") == 0) { /* each lists its own files */
+            char *ta = tu_must_read_file(pa, NULL), *tb = tu_must_read_file(pb, NULL);
+            assert_non_null(strstr(ta, "\nf head0/weights.csv\n"));
+            assert_non_null(strstr(tb, "\nf head0/weights.npy\n"));
+            free(ta);
+            free(tb);
+        } else if (strcmp(line, "tokens.csv") == 0 || strcmp(line, "scene.yaml") == 0) {
             char *ta = tu_must_read_file(pa, NULL), *tb = tu_must_read_file(pb, NULL);
             assert_string_equal(ta, tb);
             free(ta);
@@ -894,8 +915,8 @@ static void test_export_npy_wrapper(void **state)
     computed_free(&c);
 }
 
-/* A folder of either format is an export: each replaces the other whole, and a .npy the user
- * put beside an export's files is as much an export's name as a .csv (the rule is the names). */
+/* A folder of either format is an export: each replaces the other whole. A .npy the user put
+ * beside an export's files is not the export's (its marker lists what it wrote): refused. */
 static void test_export_npy_replaces_csv(void **state)
 {
     (void)state;
@@ -904,25 +925,37 @@ static void test_export_npy_replaces_csv(void **state)
     char *tmp = tu_make_tmpdir("export");
     export_as(tmp, &c, EXPORT_CSV);
     struct diag err;
-    assert_int_equal(export_check_target(tmp, &err), 0);
+    bool replaces = false;
+    assert_int_equal(export_check_target(tmp, &replaces, &err), 0);
+    assert_true(replaces);
     export_as(tmp, &c, EXPORT_NPY);
     char *names = list_files(tmp);
     assert_null(strstr(names, "weights.csv"));
     assert_non_null(strstr(names, "head1/weights.npy\n"));
     free(names);
-    assert_int_equal(export_check_target(tmp, &err), 0);
+    assert_int_equal(export_check_target(tmp, NULL, &err), 0);
     export_as(tmp, &c, EXPORT_CSV);
     names = list_files(tmp);
     assert_null(strstr(names, ".npy"));
     free(names);
-    /* Without scene.yaml a folder of .npy files is the user's. */
-    char mine[4200], f[4300];
+    char f[4300];
+    snprintf(f, sizeof(f), "%s/head0/mine.npy", tmp);
+    tu_write_text(f, "x");
+    assert_int_equal(export_check_target(tmp, &replaces, &err), -1);
+    assert_false(replaces);
+    assert_non_null(strstr(err.msg, "holds head0/mine.npy, which the attnscope export there did "
+                                    "not write"));
+    /* Without the marker a folder of .npy files is the user's. */
+    char mine[4200];
     snprintf(mine, sizeof(mine), "%s/mine", tmp);
     assert_int_equal(mkdir(mine, 0755), 0);
+    assert_int_equal(export_check_target(mine, &replaces, &err), 0); /* empty */
+    assert_false(replaces);
     snprintf(f, sizeof(f), "%s/weights.npy", mine);
     tu_write_text(f, "x");
-    assert_int_equal(export_check_target(mine, &err), -1);
-    assert_non_null(strstr(err.msg, "not an attnscope export (weights.npy)"));
+    assert_int_equal(export_check_target(mine, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "not an attnscope export: it holds weights.npy but no "
+                                    ".attnscope-export marker"));
     tu_remove_tree(tmp);
     free(tmp);
     computed_free(&c);

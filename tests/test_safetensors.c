@@ -5,6 +5,7 @@
  * malformed header gives its exact message, and flipping or cutting the bytes of a valid file
  * never crashes the reader (the ASan build runs this too).
  */
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,11 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "pretrained/safetensors.h"
+#include "common/mapguard.h"
 #include "testutil.h"
 
 static char *scratch; /* the group's folder */
@@ -605,13 +608,97 @@ static void test_shapes(void **state)
 static void test_not_a_file(void **state)
 {
     (void)state;
-    expect_error_at(scratch, "not a regular file");
+    expect_error_at(scratch, "is a directory, not a file");
     const char *fifo = path_of("fifo.safetensors");
     assert_int_equal(mkfifo(fifo, 0600), 0);
-    expect_error_at(fifo, "not a regular file"); /* without waiting for a writer */
+    expect_error_at(fifo, "not a regular file (a FIFO)"); /* without waiting for a writer */
     unlink(fifo);
     expect_error_at(path_of("missing.safetensors"), "cannot open: No such file or directory");
-    expect_error_at("/dev/null", "not a regular file");
+    expect_error_at("/dev/null", "not a regular file (a character device)");
+}
+
+/* ---- a file that changes under its mapping ------------------------------------------------- */
+
+/* A 64 KiB F32 tensor (16 pages), its values 1.0. */
+static const char *write_big(const char *name)
+{
+    enum { COUNT = 16384 };
+    float *v = malloc(COUNT * sizeof(float));
+    assert_non_null(v);
+    for (int i = 0; i < COUNT; i++)
+        v[i] = 1.0f;
+    unsigned char *bytes = malloc(COUNT * 4);
+    assert_non_null(bytes);
+    le32(bytes, v, COUNT);
+    const char *path = write_st(name,
+                                "{\"w\":{\"dtype\":\"F32\",\"shape\":[16384],"
+                                "\"data_offsets\":[0,65536]}}          ",
+                                bytes, COUNT * 4);
+    free(v);
+    free(bytes);
+    return path;
+}
+
+/* Truncated in place while mapped: reading past the new end is no SIGBUS but zeros, and the
+ * file is reported as changed; unchanged, it is not. */
+static void test_truncated_under_the_mapping(void **state)
+{
+    (void)state;
+    const char *path = write_big("shrinks.safetensors");
+    struct st_file f;
+    open_ok(&f, path);
+    struct diag err;
+    assert_int_equal(st_check_unchanged(&f, &err), 0);
+    const struct st_tensor *t = st_find(&f, "w");
+    assert_int_equal(truncate(path, 8192), 0);
+    float *out = malloc(16384 * sizeof(float));
+    assert_non_null(out);
+    assert_int_equal(st_read_f32(out, 16384, &f, t, &err), 0); /* would be SIGBUS */
+    assert_true(out[0] == 1.0f);                               /* before the cut: the file's */
+    assert_true(out[16383] == 0.0f);                           /* after it: zeros */
+    assert_true(mapguard_faulted(f.map));
+    assert_int_equal(st_check_unchanged(&f, &err), -1);
+    assert_non_null(strstr(err.msg, "the checkpoint changed on disk: "));
+    assert_non_null(strstr(err.msg, "(8192 bytes now, 65616 when it was read)"));
+    /* The in-place view reads the same zeros, in any code that reads it. */
+    const float *view = st_f32_view(&f, t);
+    assert_non_null(view);
+    assert_true(view[16000] == 0.0f);
+    free(out);
+    st_close(&f);
+    assert_false(mapguard_faulted(NULL));
+}
+
+/* Rewritten in place with the same size (other bytes, a later modification time): changed. */
+static void test_rewritten_same_size(void **state)
+{
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s", write_big("rewritten.safetensors"));
+    struct st_file f;
+    open_ok(&f, path);
+    struct diag err;
+    struct timespec later[2] = {{0, UTIME_OMIT}, {0, 0}};
+    clock_gettime(CLOCK_REALTIME, &later[1]);
+    later[1].tv_nsec = (later[1].tv_nsec + 1) % 1000000000; /* a nanosecond apart is enough */
+    FILE *w = fopen(path, "r+b");
+    assert_non_null(w);
+    assert_int_equal(fseek(w, -4, SEEK_END), 0);
+    fputc(0, w);
+    assert_int_equal(fclose(w), 0);
+    assert_int_equal(utimensat(AT_FDCWD, path, later, 0), 0);
+    assert_int_equal(st_check_unchanged(&f, &err), -1);
+    assert_non_null(strstr(err.msg, "(rewritten since it was read)"));
+    st_close(&f);
+    /* Replaced by another file under the same name (an atomic save): changed too. */
+    open_ok(&f, path);
+    write_big("rewritten.safetensors.new");
+    char fresh[4300];
+    snprintf(fresh, sizeof(fresh), "%s.new", path);
+    assert_int_equal(rename(fresh, path), 0);
+    assert_int_equal(st_check_unchanged(&f, &err), -1);
+    assert_non_null(strstr(err.msg, "(another file is there now)"));
+    st_close(&f);
 }
 
 /* ---- no input crashes it ------------------------------------------------------------------- */
@@ -677,6 +764,8 @@ int main(void)
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_not_a_file),
+        cmocka_unit_test(test_truncated_under_the_mapping),
+        cmocka_unit_test(test_rewritten_same_size),
         cmocka_unit_test(test_flips_and_cuts),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

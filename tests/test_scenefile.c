@@ -709,13 +709,12 @@ static void put_text(const char *dir, const char *name, const char *text)
     put_file(dir, name, text, strlen(text));
 }
 
-/* A version 1.0 .npy as NumPy writes it: the dict padded with blanks to 64 bytes, then data. */
-static void put_npy(const char *dir, const char *name, const char *descr, const char *shape,
-                    const void *data, size_t len)
+/* A version 1.0 .npy as NumPy writes it: the dict (as given) padded with blanks to 64 bytes,
+ * then data. */
+static void put_npy_dict(const char *dir, const char *name, const char *dict, const void *data,
+                         size_t len)
 {
-    char dict[200];
-    int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                     descr, shape);
+    int n = (int)strlen(dict);
     size_t hlen = (size_t)n + 1;
     hlen += (64 - (10 + hlen) % 64) % 64;
     size_t total = 10 + hlen + len;
@@ -730,6 +729,15 @@ static void put_npy(const char *dir, const char *name, const char *descr, const 
     memcpy(b + 10 + hlen, data, len);
     put_file(dir, name, b, total);
     free(b);
+}
+
+static void put_npy(const char *dir, const char *name, const char *descr, const char *shape,
+                    const void *data, size_t len)
+{
+    char dict[200];
+    snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
+             shape);
+    put_npy_dict(dir, name, dict, data, len);
 }
 
 static void load_ok(struct attn_scene *s, const char *path)
@@ -872,6 +880,25 @@ static void test_matrix_files_npy(void **state)
                         "floats: save it with .astype(numpy.float32)");
     assert_int_equal(errs.items[0].line, 5);
     assert_int_equal(errs.items[0].col, 17);
+    diag_list_free(&errs);
+
+    /* A 4-D array and a structured dtype: each told as what it is, not "not a dictionary". */
+    float zeros[16] = {0};
+    put_npy(dir, "wq.npy", "<f4", "(1, 1, 3, 2)", zeros, 6 * sizeof(float));
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.items[0].msg, "the array has 4 dimensions; attnscope reads at "
+                                              "most 3 (a matrix: reshape it to 2-D)"));
+    diag_list_free(&errs);
+    put_npy_dict(dir, "wq.npy",
+                 "{'descr': [('x', '<f4'), ('y', '<f4')], 'fortran_order': False, 'shape': (3,), }",
+                 zeros, 6 * sizeof(float));
+    diag_list_init(&errs);
+    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.items[0].msg, "a structured dtype (named fields, a record "
+                                              "array); attnscope reads plain numbers"));
     diag_list_free(&errs);
     tu_remove_tree(dir);
     free(dir);
@@ -1577,7 +1604,95 @@ static void test_atomic_save(void **state)
     assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
     assert_int_equal(count_entries(dir), 1);
 
+    /* A FIFO (the explorer's w confirmed over one): refused, never replaced by a file. */
+    s.embed.rows.data[0] = 0.5f;
+    snprintf(bad_path, sizeof(bad_path), "%s/fifo.yaml", dir);
+    assert_int_equal(mkfifo(bad_path, 0644), 0);
+    assert_int_equal(scenefile_save(bad_path, &s, false, true, &err), -1);
+    assert_string_equal(err.msg, "not a regular file (a FIFO): attnscope writes only files");
+    struct stat st;
+    assert_int_equal(lstat(bad_path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(count_entries(dir), 2);
+    unlink(bad_path);
+
     attn_scene_free(&s);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* Paths a saved scene names: relative to the saved file wherever they share more than "/" with
+ * it, so a scene travels with its folder and shows nobody the user's own paths. */
+static void test_saved_paths_relative(void **state)
+{
+    (void)state;
+    char out[4096];
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/m/v.json", "/a/b/out"),
+                        "../m/v.json");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/out/v.json", "/a/b/out"),
+                        "v.json");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/out/x", "/a/b/outer"),
+                        "../out/x");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/m/x", "/a/b/c/d"),
+                        "../../../m/x");
+    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/opt/m/x", "/home/u/work"),
+                        "/opt/m/x"); /* only "/" in common: absolute */
+
+    /* A checkpoint scene (a copy of models/induction beside it) saved two folders down. */
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    assert_non_null(scenes);
+    char *dir = tu_make_tmpdir("scenefile-paths");
+    char m[4300], from[4300], to[4400], path[4400];
+    snprintf(m, sizeof(m), "%s/m", dir);
+    assert_int_equal(mkdir(m, 0755), 0);
+    static const char *const files[] = {"config.json", "vocab.json", "merges.txt",
+                                        "model.safetensors"};
+    for (size_t i = 0; i < 4; i++) {
+        size_t len;
+        snprintf(from, sizeof(from), "%s/../models/induction/%s", scenes, files[i]);
+        char *bytes = tu_must_read_file(from, &len);
+        snprintf(to, sizeof(to), "%s/%s", m, files[i]);
+        tu_write_file(to, bytes, len);
+        free(bytes);
+    }
+    char a[4096];
+    snprintf(a, sizeof(a), "%s/a", dir);
+    assert_int_equal(mkdir(a, 0755), 0);
+    put_text(a, "scene.yaml",
+             "text: fish moon king\n"
+             "tokenizer: {kind: gpt2, vocab: ../m/vocab.json, merges: ../m/merges.txt}\n"
+             "model: {file: ../m/model.safetensors, arch: gpt2}\n");
+    snprintf(path, sizeof(path), "%s/a/scene.yaml", dir);
+    struct attn_scene s;
+    load_ok(&s, path);
+    assert_true(s.model.file[0] == '/'); /* resolved when loaded */
+    snprintf(path, sizeof(path), "%s/b/c", dir);
+    struct diag err;
+    assert_int_equal(fsutil_mkdir_p(path, &err), 0);
+    snprintf(path, sizeof(path), "%s/b/c/saved.yaml", dir);
+    assert_int_equal(scenefile_save(path, &s, false, false, &err), 0);
+    attn_scene_free(&s);
+    char *text = tu_must_read_file(path, NULL);
+    assert_non_null(strstr(text, "tokenizer: {kind: gpt2, vocab: \"../../m/vocab.json\", merges: "
+                                 "\"../../m/merges.txt\"}\n"));
+    assert_non_null(strstr(text, "model: {file: \"../../m/model.safetensors\", arch: gpt2}\n"));
+    assert_null(strstr(text, dir)); /* no absolute path of this machine */
+    free(text);
+    load_ok(&s, path); /* and it loads from where it is */
+    attn_scene_free(&s);
+    /* Saved by a relative name from another working folder: the same. */
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(path, sizeof(path), "%s/b", dir);
+    assert_int_equal(chdir(path), 0);
+    snprintf(path, sizeof(path), "%s/a/scene.yaml", dir);
+    load_ok(&s, path);
+    assert_int_equal(scenefile_save("here.yaml", &s, false, false, &err), 0);
+    attn_scene_free(&s);
+    text = tu_must_read_file("here.yaml", NULL);
+    assert_non_null(strstr(text, "model: {file: \"../m/model.safetensors\", arch: gpt2}\n"));
+    free(text);
+    assert_int_equal(chdir(cwd), 0);
     tu_remove_tree(dir);
     free(dir);
 }
@@ -1605,6 +1720,7 @@ int main(void)
         cmocka_unit_test(test_writer_refuses),
         cmocka_unit_test(test_save_no_overwrite),
         cmocka_unit_test(test_atomic_save),
+        cmocka_unit_test(test_saved_paths_relative),
         cmocka_unit_test(test_matrix_files_csv),
         cmocka_unit_test(test_matrix_files_npy),
     };

@@ -1,5 +1,7 @@
 /* cli_util: option parsing, the help text and scene loading shared by the commands. */
 #include "cli/cli.h"
+
+#include "common/cnum.h"
 #include "common/progress.h"
 
 #include <errno.h>
@@ -274,13 +276,27 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
         attn_scene_init_default(&cs->scene);
     }
 
+    /* A compute estimated past ATTN_LONG_SECONDS is announced before it starts: how much work
+       and how long here, and that Ctrl-C stops it (nothing is written while it runs). */
+    double seconds = attn_net_estimate_seconds(&cs->scene);
+    double gflop = attn_scene_flops(&cs->scene) / 1e9;
+    if (seconds > ATTN_LONG_SECONDS)
+        cnum_fprintf(stderr,
+                     "attnscope: %s: about %.*f GFLOP to compute, about %.0f s here (Ctrl-C "
+                     "stops)\n",
+                     cs->name, gflop < 10 ? 1 : 0, gflop, seconds);
     /* A big scene's first compute takes seconds: a bar on a terminal, a line in a log. */
     struct progress p;
     progress_begin(&p, stderr, "computing", "heads");
-    cs->net.progress = (struct progress_sink){progress_tick, &p};
+    cs->net.progress = (struct progress_sink){progress_tick, &p, &progress_interrupted};
     int rc = attn_net_compute(&cs->net, &cs->scene, &err);
     progress_end(&p, rc == 0);
-    cs->net.progress = (struct progress_sink){0};
+    cs->net.progress = (struct progress_sink){0, 0, 0};
+    /* A checkpoint that shrank while it was read gave zeros, not its numbers. */
+    if (rc == 0 && attn_scene_check_backing(&cs->scene, &err) != 0) {
+        attn_net_free(&cs->net);
+        rc = -1;
+    }
     if (rc != 0) {
         print_diag(&err, cs->name, NULL, 0);
         attn_scene_free(&cs->scene);

@@ -51,16 +51,26 @@ int cmd_export(int argc, char **argv)
     if (val[O_TOP] && cli_parse_int(val[O_TOP], 1, 1000, &top) != 0)
         return cli_usage_error("export", "invalid --top '%s' (1 to 1000)", val[O_TOP]);
 
+    /* A folder that is not ours is refused before a long compute, and again right before the
+       swap (export_dir_progress). */
+    struct diag err;
+    if (export_check_target(dir, NULL, &err) != 0) {
+        diag_print(stderr, &err, NULL, 0);
+        return CLI_INVALID;
+    }
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
         return rc;
-    struct diag err;
     struct progress p;
     progress_begin(&p, stderr, "exporting", "heads");
-    const struct progress_sink sink = {progress_tick, &p};
+    /* Ctrl-C while the files are written: the export stops at the next head and removes its
+       temporary folder (the previous export stays whole), then the command ends, status 130. */
+    const struct progress_sink sink = {progress_tick, &p, &progress_interrupted};
+    progress_writing(true);
     rc = export_dir_top(dir, &cs.scene, &cs.net, fmt, top, &sink, &err);
     progress_end(&p, rc == 0);
+    progress_writing(false);
     if (rc != 0) {
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;

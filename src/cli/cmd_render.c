@@ -10,18 +10,26 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/fsutil.h"
 #include "explore/picture.h"
 #include "explore/roles.h"
 
-/* True when the file at path reads as SVG (an earlier picture): "<svg" near its start. */
+/* True when the file at path reads as SVG (an earlier picture): "<svg" near its start. Opened
+ * as every input is (fsutil_open_regular): a FIFO is not read, so never waited on. */
 static bool looks_like_svg(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    struct stat st;
+    int fd = fsutil_open_regular(path, &st, NULL);
+    if (fd < 0)
         return false;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return false;
+    }
     char head[1025];
     size_t n = fread(head, 1, sizeof(head) - 1, f);
     fclose(f);
@@ -78,6 +86,11 @@ int cmd_render(int argc, char **argv)
     struct stat st;
     if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
         return cli_usage_error("render", "'%s' is a folder; -o takes a file name", out);
+    struct diag oerr;
+    if (fsutil_check_output(out, &oerr) != 0) { /* a FIFO, a device: refused, never opened */
+        diag_print(stderr, &oerr, NULL, 0);
+        return CLI_INVALID;
+    }
     int stage = STAGE_WEIGHTS, head = 0, layer = 0, scale = SCALE_BY_MATRIX;
     if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0) {
         fprintf(stderr, "attnscope render: unknown stage '%s'\n", stage_arg);
@@ -153,7 +166,10 @@ int cmd_render(int argc, char **argv)
     snprintf(title, sizeof(title), "%.500s", cs.scene.title ? cs.scene.title : variant);
     struct diag err;
     diag_clear(&err);
-    if (picture_write(out, true, &cs.net, title, &v, &err) != 0) {
+    progress_writing(true); /* Ctrl-C waits for the picture: it is written whole or not */
+    int wrote = picture_write(out, true, &cs.net, title, &v, &err);
+    progress_writing(false);
+    if (wrote != 0) {
         diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {

@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 #include "cli/cli.h"
 #include "common/datadir.h"
 #include "common/fatal.h"
+#include "common/progress.h"
+#include "engine/kernels.h"
 #include "explore/actions.h"
 #include "ui/ui.h"
 
@@ -183,12 +186,39 @@ static void keep_freed_matrices(void)
 #endif
 }
 
+/* ATTNSCOPE_MEMORY_MIB (and ATTNSCOPE_GFLOPS), when set, must be a limit (a speed): a value
+ * that is not one would otherwise be silently replaced by the default, so it is refused before
+ * any command runs. */
+static int check_environment(void)
+{
+    const char *env = getenv("ATTNSCOPE_MEMORY_MIB");
+    size_t bytes;
+    char why[200];
+    if (env && *env && attn_memory_env_parse(env, &bytes, why, sizeof(why)) != 0) {
+        fprintf(stderr, "attnscope: %s\n", why);
+        return CLI_USAGE;
+    }
+    double gflops;
+    env = getenv("ATTNSCOPE_GFLOPS");
+    if (env && *env && attn_gflops_env_parse(env, &gflops) != 0) {
+        fprintf(stderr,
+                "attnscope: ATTNSCOPE_GFLOPS is '%.40s': not a speed (a number of GFLOP/s from "
+                "0.001, like 20)\n",
+                env);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
 int main(int argc, char **argv)
 {
     fatal_install_crash_handlers();
     cli_bench_ui_hook = cmd_bench_ui;
     keep_freed_matrices();
-    int rc = dispatch(argc, argv);
+    progress_catch_interrupts(); /* the explorer puts its own in place */
+    int rc = check_environment();
+    if (rc == CLI_OK)
+        rc = dispatch(argc, argv);
     /* Output that never arrived is a failure, whichever command wrote it (a full disk, a
      * closed pipe, /dev/full): check the buffered writes once, for all of them. */
     errno = 0;

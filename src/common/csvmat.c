@@ -167,13 +167,34 @@ static void show(char *out, size_t size, const char *s)
     memcpy(out + o, lim < len ? "...'" : "'", lim < len ? 5 : 2);
 }
 
-static bool looks_numeric(const char *field)
+/* The spellings of a number that strtof takes and attnscope does not (a scene's numbers are
+ * decimal): a hexadecimal float ("0x1p-1") and a leading U+2212 MINUS SIGN ("\u22120.5", what a
+ * word processor or a web page writes). A field spelled so is a number, never a header. */
+enum spelling { NOT_A_NUMBER, DECIMAL, HEXADECIMAL, UNICODE_MINUS };
+
+static enum spelling spelling_of(const char *field)
 {
     char copy[64];
     snprintf(copy, sizeof(copy), "%s", field);
+    char *s = trim(copy);
     double v;
-    enum cnum_result res = cnum_parse_double(trim(copy), false, &v);
-    return res == CNUM_OK || res == CNUM_NOT_FINITE;
+    enum cnum_result res = cnum_parse_double(s, false, &v);
+    if (res == CNUM_OK || res == CNUM_NOT_FINITE)
+        return DECIMAL;
+    if (strncmp(s, "\xe2\x88\x92", 3) == 0) {
+        s[2] = '-'; /* the rest as it would read after a plain minus */
+        return spelling_of(s + 2) != NOT_A_NUMBER ? UNICODE_MINUS : NOT_A_NUMBER;
+    }
+    const char *p = s + (*s == '-' || *s == '+');
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        size_t digits = strspn(p + 2, "0123456789abcdefABCDEF.");
+        const char *e = p + 2 + digits;
+        if (digits > 0 &&
+            (*e == '\0' || ((*e == 'p' || *e == 'P') &&
+                            strspn(e + 1 + (e[1] == '-' || e[1] == '+'), "0123456789") > 0)))
+            return HEXADECIMAL;
+    }
+    return NOT_A_NUMBER;
 }
 
 static bool parse_number(struct reader *r, size_t field, float *out)
@@ -193,10 +214,13 @@ static bool parse_number(struct reader *r, size_t field, float *out)
     }
     char shown[64];
     show(shown, sizeof(shown), s);
+    enum spelling sp = spelling_of(s);
     diag_file(r->err, r->path, "line %d, field %zu: %s %s", r->field_line, field, shown,
-              res == CNUM_NOT_FINITE ? "is not a finite number"
-              : res == CNUM_OK       ? "does not fit in a 32-bit float"
-                                     : "is not a number");
+              sp == HEXADECIMAL        ? "is a hexadecimal number; write it in decimal (0.5, 1e-3)"
+              : sp == UNICODE_MINUS    ? "starts with U+2212 MINUS SIGN; write the minus as '-'"
+              : res == CNUM_NOT_FINITE ? "is not a finite number"
+              : res == CNUM_OK         ? "does not fit in a 32-bit float"
+                                       : "is not a number");
     return false;
 }
 
@@ -249,7 +273,9 @@ int csvmat_read(struct npy_array *out, const char *path, size_t max_values, stru
                 goto out;
             }
             if (layout == UNKNOWN) {
-                layout = looks_numeric(r.buf) ? PLAIN : LABELLED;
+                /* A number in any spelling makes the file bare numbers: "0x1p-1" as a header
+                   would drop a row and a column without a word. */
+                layout = spelling_of(r.buf) != NOT_A_NUMBER ? PLAIN : LABELLED;
                 show(first, sizeof(first), r.buf);
             }
             /* A labelled table's header and its row labels are not read. */

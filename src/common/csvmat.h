@@ -5,7 +5,9 @@
  *     row, then one row per matrix row whose first field is its label. The first field of the
  *     file is a word ("token", "row") or empty. The labels and the header's names are not read.
  *   - bare numbers, as numpy.savetxt(name, a, delimiter=",") writes them: the first field is a
- *     number, and every field of every line is one.
+ *     number, and every field of every line is one. A number in any spelling strtof takes
+ *     ("0x1p-1", and "\u22120.5" with U+2212 MINUS SIGN) counts, so it is never taken for a
+ *     header; those two spellings are then refused, saying how to write them.
  * Fields follow RFC 4180 (quotes, doubled quotes, line breaks inside quotes, CRLF or LF line
  * ends). Numbers are read as a scene's YAML numbers are (C locale, rounded to the nearest
  * float32; blanks around them are ignored); NaN, infinities, values beyond float32 and empty

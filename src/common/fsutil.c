@@ -19,36 +19,70 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* What a file that is not a regular one is, for a message: "a FIFO". */
+static const char *kind_of(mode_t mode)
+{
+    return S_ISFIFO(mode)   ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISDIR(mode)  ? "a folder"
+                            : "not a file";
+}
+
 int fsutil_open_regular(const char *path, struct stat *st, struct diag *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    /* O_NONBLOCK: open(2) of a FIFO waits for a writer, for ever; of a regular file it changes
+       nothing, and it is cleared below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return diag_file(err, path, "cannot open: %s", strerror(errno));
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    if (fstat(fd, st) != 0) {
+        int e = errno;
         close(fd);
-        return diag_file(err, path, "not a regular file");
+        return diag_file(err, path, "cannot read: %s", strerror(e));
+    }
+    if (S_ISDIR(st->st_mode)) {
+        close(fd);
+        return diag_file(err, path, "is a directory, not a file");
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        return diag_file(err, path, "not a regular file (%s)", kind_of(st->st_mode));
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 
-/* Reads the open fd (its stat in st) to the end, at most max_bytes; closes it. */
-static int read_fd(int fd, const struct stat *sp, char **out, size_t *len, const char *path,
-                   size_t max_bytes, struct diag *err)
+int fsutil_check_output(const char *path, struct diag *err)
 {
-    struct stat st = *sp;
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return diag_file(err, path, "is a directory, not a file");
-    }
-    if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max_bytes) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return 0; /* new (or unreachable: writing it says why), or a file to replace */
+    if (S_ISDIR(st.st_mode))
+        return diag_file(err, path, "is a folder; give a file name");
+    return diag_file(err, path, "not a regular file (%s): attnscope writes only files",
+                     kind_of(st.st_mode));
+}
+
+int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    struct stat st;
+    int fd = fsutil_open_regular(path, &st, err);
+    if (fd < 0)
+        return -1;
+    if ((unsigned long long)st.st_size > max_bytes) {
         close(fd);
         return diag_file(err, path, "file is too large (%lld bytes, the limit is %zu)",
                          (long long)st.st_size, max_bytes);
     }
 
-    /* st_size is only a hint (pipes, /proc): read until EOF, but never past max_bytes. */
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
+    /* st_size is only a hint (a file growing, /proc): read until EOF, but never past
+       max_bytes. */
+    size_t cap = (size_t)st.st_size + 1 < 4096 ? 4096 : (size_t)st.st_size + 1;
     size_t n = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -93,36 +127,6 @@ static int read_fd(int fd, const struct stat *sp, char **out, size_t *len, const
     if (len)
         *len = n;
     return 0;
-}
-
-int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
-{
-    *out = NULL;
-    if (len)
-        *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return diag_file(err, path, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return diag_file(err, path, "cannot read: %s", strerror(e));
-    }
-    return read_fd(fd, &st, out, len, path, max_bytes, err);
-}
-
-int fsutil_read_regular(char **out, size_t *len, const char *path, size_t max_bytes,
-                        struct diag *err)
-{
-    *out = NULL;
-    if (len)
-        *len = 0;
-    struct stat st;
-    int fd = fsutil_open_regular(path, &st, err);
-    if (fd < 0)
-        return -1;
-    return read_fd(fd, &st, out, len, path, max_bytes, err);
 }
 
 int fsutil_mkdir_p(const char *dir, struct diag *err)
@@ -217,6 +221,9 @@ int fsutil_write_atomic(const char *path, bool overwrite,
 {
     if (!overwrite && fsutil_exists(path))
         return diag_file(err, path, "already exists; not replacing it");
+    /* Renaming over a FIFO or a device (/dev/null as root) would replace it with a file. */
+    if (fsutil_check_output(path, err) != 0)
+        return -1;
 
     /* The temporary file: "<dir>/.<base>.XXXXXX", hidden and next to the target. */
     const char *slash = strrchr(path, '/');

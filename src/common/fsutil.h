@@ -13,20 +13,21 @@
 
 #include "common/diag.h"
 
-/* Reads a whole file (at most max_bytes) into a NUL-terminated buffer the caller frees. */
+/* Reads a whole file (at most max_bytes) into a NUL-terminated buffer the caller frees. Opened
+ * with fsutil_open_regular: a FIFO, a device or a folder is refused without blocking. */
 int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err);
-/* fsutil_read_file for a file a user names (a scene's tokenizer.json): opened with
- * fsutil_open_regular, so a FIFO or a device is refused instead of read or waited on. */
-int fsutil_read_regular(char **out, size_t *len, const char *path, size_t max_bytes,
-                        struct diag *err);
 
 /* Creates dir and its parents (like mkdir -p). */
 int fsutil_mkdir_p(const char *dir, struct diag *err);
 /* Opens path for reading when it is a regular file, without blocking on the way (a FIFO named
  * in a scene must not hang the loader waiting for a writer); the descriptor is blocking again
- * when returned, and *st holds its stat. -1 with err ("cannot open: ...", "not a regular
- * file") otherwise. */
+ * when returned, and *st holds its stat. -1 with err ("cannot open: ...", "is a directory, not
+ * a file", "not a regular file (a FIFO)") otherwise. Every file attnscope reads is opened here
+ * (or through fsutil_read_file). */
 int fsutil_open_regular(const char *path, struct stat *st, struct diag *err);
+/* 0 when path may be written as a file: it does not exist, or is a regular file (or a link to
+ * one). A FIFO, a device, a socket or a folder is refused without being opened: -1 with err. */
+int fsutil_check_output(const char *path, struct diag *err);
 
 /* Calls write(f, ctx) on a temporary file next to path, then renames it over path. When
  * overwrite is false and path exists, fails without writing. write returns 0 or -1 (with err). */

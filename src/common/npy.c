@@ -63,52 +63,75 @@ static const char *parse_string(const char *p, char *out, size_t size)
     return p + 1;
 }
 
-/* (3, 4), (3,), () */
-static const char *parse_shape(const char *p, struct header *h)
+/* (3, 4), (3,), (); *why says what is wrong when it returns NULL. */
+static const char *parse_shape(const char *p, struct header *h, const char **why)
 {
+    *why = "the shape is not a tuple of sizes like (3, 4)";
     if (*p != '(')
         return NULL;
     p = skip_blanks(p + 1);
     h->ndim = 0;
+    int dims = 0;
     while (*p != ')') {
-        if (!isdigit((unsigned char)*p) || h->ndim == NPY_MAX_DIMS)
+        if (!isdigit((unsigned char)*p))
             return NULL;
         size_t v = 0;
         for (; isdigit((unsigned char)*p); p++) {
-            if (v > (SIZE_MAX - 9) / 10)
+            if (v > (SIZE_MAX - 9) / 10) {
+                *why = "a size in the shape is too large";
                 return NULL;
+            }
             v = v * 10 + (size_t)(*p - '0');
         }
-        h->shape[h->ndim++] = v;
+        if (dims < NPY_MAX_DIMS)
+            h->shape[dims] = v;
+        dims++;
         p = skip_blanks(p);
         if (*p == ',')
             p = skip_blanks(p + 1);
         else if (*p != ')')
             return NULL;
     }
+    if (dims > NPY_MAX_DIMS) {
+        static char many[96];
+        snprintf(many, sizeof(many),
+                 "the array has %d dimensions; attnscope reads at most %d (a matrix: "
+                 "reshape it to 2-D)",
+                 dims, NPY_MAX_DIMS);
+        *why = many;
+        return NULL;
+    }
+    h->ndim = dims;
     return p + 1;
 }
 
-static bool parse_header(const char *text, struct header *h)
+/* NULL when text is the header dictionary numpy writes; else what is wrong with it. */
+static const char *parse_header(const char *text, struct header *h)
 {
+    static const char *const not_dict =
+        "the header is not a dictionary of descr, fortran_order and shape";
     memset(h, 0, sizeof(*h));
-    const char *p = skip_blanks(text);
+    const char *p = skip_blanks(text), *why;
     if (*p++ != '{')
-        return false;
+        return not_dict;
     for (;;) {
         p = skip_blanks(p);
         if (*p == '}')
             break;
         char key[32];
         if (!(p = parse_string(p, key, sizeof(key))))
-            return false;
+            return not_dict;
         p = skip_blanks(p);
         if (*p++ != ':')
-            return false;
+            return not_dict;
         p = skip_blanks(p);
         if (strcmp(key, "descr") == 0 && !h->has_descr) {
+            if (*p == '[' || *p == '{')
+                return "a structured dtype (named fields, a record array); attnscope reads plain "
+                       "numbers: save one field, or .astype(numpy.float32)";
             if (!(p = parse_string(p, h->descr, sizeof(h->descr))))
-                return false;
+                return "the dtype is not one attnscope reads: float16/32/64 are (and int, uint "
+                       "and bool for 0/1 masks)";
             h->has_descr = true;
         } else if (strcmp(key, "fortran_order") == 0 && !h->has_fortran) {
             if (strncmp(p, "True", 4) == 0)
@@ -116,22 +139,23 @@ static bool parse_header(const char *text, struct header *h)
             else if (strncmp(p, "False", 5) == 0)
                 p += 5;
             else
-                return false;
+                return "fortran_order is neither True nor False";
             h->has_fortran = true;
         } else if (strcmp(key, "shape") == 0 && !h->has_shape) {
-            if (!(p = parse_shape(p, h)))
-                return false;
+            if (!(p = parse_shape(p, h, &why)))
+                return why;
             h->has_shape = true;
         } else {
-            return false; /* unknown or repeated key */
+            return not_dict; /* unknown or repeated key */
         }
         p = skip_blanks(p);
         if (*p == ',')
             p++;
         else if (*p != '}')
-            return false;
+            return not_dict;
     }
-    return h->has_descr && h->has_fortran && h->has_shape && *skip_blanks(p + 1) == '\0';
+    return h->has_descr && h->has_fortran && h->has_shape && *skip_blanks(p + 1) == '\0' ? NULL
+                                                                                         : not_dict;
 }
 
 /* ---- element types ------------------------------------------------------------------------ */
@@ -349,8 +373,11 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
     header[hlen] = '\0';
     struct header h;
     struct dtype t;
-    if (memchr(header, '\0', hlen) || !parse_header(header, &h)) {
-        diag_file(err, path, "the header is not a dictionary of descr, fortran_order and shape");
+    const char *bad = memchr(header, '\0', hlen)
+                          ? "the header is not a dictionary of descr, fortran_order and shape"
+                          : parse_header(header, &h);
+    if (bad) {
+        diag_file(err, path, "%s", bad);
         goto out;
     }
     if (!parse_descr(h.descr, &t)) {

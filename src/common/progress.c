@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common/progress.h"
 
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,4 +80,37 @@ void progress_end(struct progress *p, bool ok)
     if (ok && elapsed >= PROGRESS_QUIET_MS)
         cnum_fprintf(p->out, "attnscope: %s: %ld %s in %.1f s\n", p->what, p->done, p->unit,
                      elapsed / 1e3);
+}
+
+volatile sig_atomic_t progress_interrupted;
+static volatile sig_atomic_t writing_files;
+
+static void on_interrupt(int sig)
+{
+    progress_interrupted = sig;
+    if (writing_files)
+        return; /* the writer sees the flag, removes its temporary files and returns */
+    static const char erase[] = "\r\033[K", said[] = "attnscope: interrupted\n";
+    if (isatty(STDERR_FILENO) && write(STDERR_FILENO, erase, sizeof(erase) - 1) < 0)
+        _exit(128 + sig);
+    if (write(STDERR_FILENO, said, sizeof(said) - 1) < 0)
+        _exit(128 + sig);
+    _exit(128 + sig); /* nothing is being written: nothing to clean up */
+}
+
+void progress_catch_interrupts(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void progress_writing(bool writing)
+{
+    writing_files = writing;
+    if (!writing && progress_interrupted)
+        on_interrupt(progress_interrupted); /* it came while the files were written */
 }

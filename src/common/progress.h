@@ -11,16 +11,19 @@
 #ifndef ATTNSCOPE_PROGRESS_H
 #define ATTNSCOPE_PROGRESS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #define PROGRESS_QUIET_MS 200
 
 /* What long-running code calls: step(ctx, done, total) after each unit of work. A NULL step
- * is no feedback at all. */
+ * is no feedback at all. stop, when not NULL, is a flag the work reads between its units: once
+ * set (Ctrl-C, q in the explorer), the work ends early and says it stopped. */
 struct progress_sink {
     void (*step)(void *ctx, long done, long total);
     void *ctx;
+    const volatile sig_atomic_t *stop;
 };
 
 static inline void progress_report(const struct progress_sink *s, long done, long total)
@@ -28,6 +31,21 @@ static inline void progress_report(const struct progress_sink *s, long done, lon
     if (s && s->step)
         s->step(s->ctx, done, total);
 }
+
+/* True once the sink's stop flag is set. */
+static inline bool progress_stopped(const struct progress_sink *s)
+{
+    return s && s->stop && *s->stop;
+}
+
+/* Ctrl-C (SIGINT) and SIGTERM for the commands: while nothing is being written the process
+ * ends at once, the bar erased, "attnscope: interrupted" said, status 130 (143); while a
+ * command writes files (progress_writing(true)), the signal only sets progress_interrupted,
+ * which the writer's sink reads as its stop flag, so it removes what it had begun and nothing
+ * half-written is left. */
+void progress_catch_interrupts(void);
+void progress_writing(bool writing);
+extern volatile sig_atomic_t progress_interrupted;
 
 struct progress {
     FILE *out;

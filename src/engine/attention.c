@@ -422,11 +422,18 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
     size_t nn = (size_t)n * (size_t)n;
     /* A pre-norm block normalises before attention: norm1 is attention's input. */
     const float *in = m->x;
+    r->stopped = false;
     if (m->block && m->order == BLOCK_PRE) {
         normalize(r->norm1, m->x, m, m->n1w, m->n1b);
         in = r->norm1;
     }
+    /* Stopped between the large products (each projection, each head): a long sequence's
+       projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
+    if ((r->stopped = progress_stopped(r->progress)))
+        return;
     project(r->q, D, m, in, m->wq, m->bq);
+    if ((r->stopped = progress_stopped(r->progress)))
+        return;
     if (m->latent > 0) {
         attn_mm_ab(r->latent, m->latent, in, m->d_in, m->wdown, m->latent, NULL, n, m->latent,
                    m->d_in);
@@ -434,8 +441,12 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         attn_mm_ab(r->v, D, r->latent, m->latent, m->wvup, D, NULL, n, D, m->latent);
     } else {
         project(r->k, Dkv, m, in, m->wk, m->bk);
+        if ((r->stopped = progress_stopped(r->progress)))
+            return;
         project(r->v, Dkv, m, in, m->wv, m->bv);
     }
+    if ((r->stopped = progress_stopped(r->progress)))
+        return;
     const float *q = r->q, *k = r->k;
     if (m->rope) {
         rotate(r->qr, r->q, D, m);
@@ -470,6 +481,8 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         /* This head's context goes straight into its column block of the concatenation. */
         attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, Dkv, NULL, n, hd, n);
         progress_report(r->progress, r->progress_base + h + 1, r->progress_total);
+        if ((r->stopped = progress_stopped(r->progress)))
+            return;
     }
 
     replace_heads(r, m);

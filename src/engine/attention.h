@@ -30,6 +30,8 @@ struct attn_run {
      * none): step progress_base + h + 1 of progress_total. */
     const struct progress_sink *progress;
     long progress_base, progress_total;
+    /* attn_forward ended early: the sink's stop flag was set (its stages are incomplete). */
+    bool stopped;
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden;
     bool rope;

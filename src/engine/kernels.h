@@ -33,6 +33,14 @@ void attn_softmax_causal_rows(float *out, const float *in, int n);
 /* out (rows, cols) = in / row sum (the book's naive normalisation); -inf cells count as 0. */
 void attn_sumnorm_rows(float *out, const float *in, int rows, int cols);
 
+/* Billions of multiply-adds (counted as 2 operations each) a second this machine runs a
+ * forward pass at now: half the median rate of five 5 ms windows of 256 x 256 x 256
+ * products, measured once a process. Estimates of a scene's compute divide by it. */
+double attn_measured_gflops(void);
+/* ATTNSCOPE_GFLOPS, when set, is the speed to assume instead (tests, so an estimate is the same
+ * on every machine): a number from 0.001 to 1e9. 0, or -1 when text is not one. */
+int attn_gflops_env_parse(const char *text, double *gflops);
+
 /* The threads OpenBLAS runs a product on: OPENBLAS_NUM_THREADS, else one per core, until set. */
 int attn_blas_threads(void);
 void attn_blas_set_threads(int n);

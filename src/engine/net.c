@@ -21,9 +21,9 @@ void attn_net_free(struct attn_net *net)
     memset(net, 0, sizeof(*net));
 }
 
-void attn_net_forward(struct attn_net *net)
+int attn_net_forward(struct attn_net *net)
 {
-    attn_net_forward_from(net, 0);
+    return attn_net_forward_from(net, 0);
 }
 
 void attn_net_set_head(struct attn_net *net, int layer, int head, enum attn_head_mode mode,
@@ -77,7 +77,7 @@ int attn_net_rollout(float *out, const struct attn_net *net, int last, struct di
     return rc;
 }
 
-void attn_net_forward_from(struct attn_net *net, int first)
+int attn_net_forward_from(struct attn_net *net, int first)
 {
     long total = 0, done = 0;
     for (int L = first; L < net->layers; L++)
@@ -99,7 +99,10 @@ void attn_net_forward_from(struct attn_net *net, int first)
         }
         attn_forward(&net->run[L], m);
         net->run[L].progress = NULL; /* it points into net, which a caller may move */
+        if (net->run[L].stopped)
+            return -1;
     }
+    return 0;
 }
 
 static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b)
@@ -204,11 +207,14 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         fresh.from = NULL; /* only the shortcut is lost */
     }
     /* Buffers of an unchanged shape move over (a live edit reallocates nothing); a failure
-     * moves them back, so the old result stays intact. */
+     * moves them back, so the old result stays intact. With keep_previous nothing moves. */
+    bool moved = false;
     for (int L = 0; L < layers; L++) {
-        if (L < net->layers && attn_run_fits(&net->run[L], &fresh.model[L])) {
+        if (!net->keep_previous && L < net->layers &&
+            attn_run_fits(&net->run[L], &fresh.model[L])) {
             fresh.run[L] = net->run[L];
             memset(&net->run[L], 0, sizeof(net->run[L]));
+            moved = true;
         } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err)) {
             for (int k = 0; k < L && k < net->layers; k++)
                 if (!net->run[k].q) {
@@ -219,11 +225,30 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
             return -1;
         }
     }
+    /* Buffers taken over hold the previous result no more once the pass starts: then it runs
+       to the end. Otherwise a stop leaves the previous result as it was. */
+    if (moved)
+        fresh.progress.stop = NULL;
+    if (attn_net_forward(&fresh) != 0) {
+        fresh.progress = (struct progress_sink){0, 0, 0};
+        attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
+        return diag_set(err, "", "stopped before the end");
+    }
     if (reuse) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)
             attn_model_adopt(&fresh.model[L], &net->model[L]);
-    attn_net_forward(&fresh);
+    fresh.progress.stop = net->progress.stop;
+    fresh.keep_previous = net->keep_previous;
     attn_net_free(net);
     *net = fresh;
     return 0;
+}
+
+double attn_net_estimate_seconds(const struct attn_scene *s)
+{
+    double flops = attn_scene_flops(s);
+    const char *assumed = getenv("ATTNSCOPE_GFLOPS");
+    if (flops < 1e9 && !(assumed && *assumed)) /* under a second even at 1 GFLOP/s */
+        return flops / 1e9;
+    return flops / (attn_measured_gflops() * 1e9);
 }

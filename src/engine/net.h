@@ -20,18 +20,35 @@ struct attn_net {
     struct attn_scene *from;
     struct attn_rng after_params; /* the generator before the dropout draws */
     /* Told of every head the forward pass finishes (every layer's, in order); kept by
-     * attn_net_compute. step NULL: no feedback. */
+     * attn_net_compute. step NULL: no feedback. Its stop flag ends a compute early, when it can
+     * leave the previous result whole (see keep_previous). */
     struct progress_sink progress;
+    /* The next attn_net_compute allocates every buffer afresh instead of taking over the
+     * previous result's (which a live edit normally reuses): a compute stopped half-way then
+     * leaves the previous result exactly as it was, at the price of two results in memory for
+     * a moment. Without it, the stop flag is not read once a buffer was taken over. */
+    bool keep_previous;
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
- * runs the forward pass. net must be zeroed or valid; on failure it is left as it was. */
+ * runs the forward pass. net must be zeroed or valid; on failure, or when stopped (err "stopped
+ * before the end"), it is left as it was. */
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
-/* The forward pass of every layer, in order. Never allocates. */
-void attn_net_forward(struct attn_net *net);
+/* The forward pass of every layer, in order. Never allocates. Returns 0, or -1 when the sink's
+ * stop flag ended it (the stages are incomplete). */
+int attn_net_forward(struct attn_net *net);
+
+/* A compute estimated past this many seconds is announced (commands say how long, the
+ * explorer's bar says it can be stopped). */
+#define ATTN_LONG_SECONDS 2.0
+/* How long attn_net_compute of s would take here: its multiply-adds (attn_scene_flops) at the
+ * speed this machine multiplies matrices (attn_measured_gflops, measured only for scenes over a
+ * second's worth at 1 GFLOP/s: most never pay for it). Seconds. */
+double attn_net_estimate_seconds(const struct attn_scene *s);
 /* The forward pass of layers first .. layers - 1 only: what an ablation or a patch of layer
- * `first` changes (the layers before it are as they were). Never allocates. */
-void attn_net_forward_from(struct attn_net *net, int first);
+ * `first` changes (the layers before it are as they were). Never allocates. Returns 0, or -1
+ * when the sink's stop flag ended it. */
+int attn_net_forward_from(struct attn_net *net, int first);
 /* What head h of layer L hands to out_proj from now on: HEAD_KEEP (its context), HEAD_ZERO,
  * HEAD_MEAN, or HEAD_PATCH with patch (n, D), another run's concat of the same shape, whose
  * head-h columns it takes (net only borrows it). Recomputes nothing: call

@@ -582,16 +582,67 @@ long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats)
     return 2L * attn_scene_kv_heads(s) * hd;
 }
 
+int attn_scene_check_backing(const struct attn_scene *s, struct diag *err)
+{
+    if (!s->backing || !s->backing->check)
+        return 0;
+    return s->backing->check(s->backing, err);
+}
+
+int attn_memory_env_parse(const char *text, size_t *bytes, char *why, size_t why_size)
+{
+    static const struct {
+        const char *suffix;
+        unsigned shift; /* bytes = number << shift */
+    } units[] = {{"", 20}, {"M", 20}, {"MiB", 20}, {"G", 30}, {"GiB", 30}};
+    const char *p = text;
+    uint64_t n = 0;
+    bool overflow = false;
+    while (*p >= '0' && *p <= '9') {
+        unsigned digit = (unsigned)(*p++ - '0');
+        if (n > (UINT64_MAX - digit) / 10)
+            overflow = true;
+        else
+            n = n * 10 + digit;
+    }
+    int unit = -1;
+    for (int i = 0; p != text && i < (int)(sizeof(units) / sizeof(units[0])); i++)
+        if (strcmp(p, units[i].suffix) == 0)
+            unit = i;
+    if (unit < 0) {
+        snprintf(why, why_size,
+                 "ATTNSCOPE_MEMORY_MIB is '%.40s%s': not a number of MiB (a whole number like "
+                 "2048, or with a unit: 512M, 512MiB, 2G, 2GiB)",
+                 text, strlen(text) > 40 ? "..." : "");
+        return -1;
+    }
+    if (overflow || n > (UINT64_MAX >> units[unit].shift)) {
+        snprintf(why, why_size,
+                 "ATTNSCOPE_MEMORY_MIB is '%.40s%s': out of range (attnscope uses at most %zu "
+                 "MiB)",
+                 text, strlen(text) > 40 ? "..." : "", SCENE_MAX_BYTES >> 20);
+        return -1;
+    }
+    if (n == 0) {
+        snprintf(why, why_size, "ATTNSCOPE_MEMORY_MIB is '%.40s': the limit must be at least 1 MiB",
+                 text);
+        return -1;
+    }
+    uint64_t b = n << units[unit].shift;
+    *bytes = b < SCENE_MAX_BYTES ? (size_t)b : SCENE_MAX_BYTES;
+    return 0;
+}
+
 size_t attn_scene_memory_limit(const char **why)
 {
     const char *env = getenv("ATTNSCOPE_MEMORY_MIB");
-    if (env && *env) {
-        uint64_t mib;
-        bool negative;
-        if (cnum_parse_u64(env, &mib, &negative) == CNUM_OK && !negative && mib > 0) {
-            *why = "ATTNSCOPE_MEMORY_MIB";
-            return mib < (SCENE_MAX_BYTES >> 20) ? (size_t)mib << 20 : SCENE_MAX_BYTES;
-        }
+    char problem[160];
+    size_t bytes;
+    /* An invalid value is refused by the command line before any scene is read (main); here it
+       falls back to the default. */
+    if (env && *env && attn_memory_env_parse(env, &bytes, problem, sizeof(problem)) == 0) {
+        *why = "ATTNSCOPE_MEMORY_MIB";
+        return bytes;
     }
     /* Refused before anything is allocated: past physical memory a scene would page or be
      * killed, never fail cleanly (Linux overcommits). */
@@ -605,6 +656,28 @@ size_t attn_scene_memory_limit(const char **why)
     }
     *why = "attnscope's most";
     return SCENE_MAX_BYTES;
+}
+
+double attn_scene_flops(const struct attn_scene *s)
+{
+    double n = s->n_tokens > 0 ? s->n_tokens : 0;
+    double d = attn_scene_d_in(s) > 0 ? attn_scene_d_in(s) : 0;
+    double D = attn_scene_concat_dim(s) > 0 ? attn_scene_concat_dim(s) : 0;
+    double Dkv = attn_scene_kv_dim(s) > 0 ? attn_scene_kv_dim(s) : 0;
+    double heads = s->attn.heads > 0 ? s->attn.heads : 1, r = s->attn.kv_latent;
+    bool project = attn_scene_eff_projection(s) != PROJ_NONE;
+    double f = 0;
+    if (project)
+        f += r > 0 ? 2 * n * d * (D + r) + 2 * 2 * n * r * D : 2 * n * d * (D + 2 * Dkv);
+    f += 2 * n * n * D * 2; /* Q K^T and weights V, over the heads' widths */
+    f += 8 * heads * n * n; /* scale, mask, softmax (an exp a cell), dropout */
+    if (attn_scene_eff_out_proj(s))
+        f += 2 * n * D * D;
+    if (s->block.on) {
+        double h = attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0;
+        f += 2 * 2 * n * d * h + 20 * n * (d + h); /* the two Linears, the norms, gelu */
+    }
+    return f * (s->layers > 1 ? s->layers : 1);
 }
 
 size_t attn_scene_mem_estimate(const struct attn_scene *s)
@@ -638,7 +711,8 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
     }
     floats += heads * n + n * D; /* weighted_norm's value norms and their product */
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
-    size_t bytes = layers * (floats * sizeof(float) + heads * n * n /* keep mask */);
+    size_t bytes = layers * (floats * sizeof(float) + heads * n * n /* keep mask */) +
+                   s->model.widened;
     /* Next-token scores: one block of logits rows at a time (logits.h), never n x vocab. */
     if (s->unembed.data)
         bytes += (SCENE_LOGITS_BLOCK_FLOATS + (size_t)s->unembed.rows + n * d_in) * sizeof(float) +

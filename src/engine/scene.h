@@ -171,6 +171,10 @@ struct attn_backing {
     /* The checkpoint's tokenizer: tokens (display labels) and their ids for text. */
     int (*tokenize)(struct attn_backing *b, const char *text, char ***tokens, int **ids, int *n,
                     struct diag *err);
+    /* 0 while the files the borrowed matrices live in are still the ones loaded; -1 with err
+     * when one changed on disk (a checkpoint rewritten or truncated under the explorer). May be
+     * NULL. */
+    int (*check)(struct attn_backing *b, struct diag *err);
     /* The display label of vocabulary id (" Mary", "<0A>"), NUL-terminated in out (size > 0). */
     void (*label)(struct attn_backing *b, int id, char *out, size_t size);
 };
@@ -222,10 +226,12 @@ struct attn_scene {
 
     /* A checkpoint the parameters come from (scene key model:), resolved by src/scenefile. */
     struct {
-        char *file; /* absolute path of the .safetensors file, or NULL */
-        char *arch; /* "gpt2" */
-        int layers; /* the checkpoint's own count (layers may run fewer) */
-        int heads;  /* its config's head count (attention.heads may split otherwise) */
+        char *file;     /* absolute path of the .safetensors file, or NULL */
+        char *arch;     /* "gpt2" */
+        int layers;     /* the checkpoint's own count (layers may run fewer) */
+        int heads;      /* its config's head count (attention.heads may split otherwise) */
+        size_t widened; /* bytes of its F16/BF16 tensors widened into float32 copies, which
+                           count against the memory limit (F32 ones are read in place) */
     } model;
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
     char *tokenizer_file;           /* tokenizer hf: tokenizer.json, absolute */
@@ -294,6 +300,10 @@ unsigned attn_scene_set_seed(struct attn_scene *s, uint64_t seed, unsigned *kept
  * nothing is drawn), so `seed:` alone changes no number; *first gets the part that re-seeds
  * first (0 when nothing is drawn). */
 bool attn_scene_seed_used(const struct attn_scene *s, enum attn_seed_part *first);
+/* 0 when s borrows nothing, or what it borrows from is unchanged on disk (the backing's
+ * check); -1 with err otherwise. Asked before every compute that reads a checkpoint, and after
+ * it (a file that shrank while it was read). */
+int attn_scene_check_backing(const struct attn_scene *s, struct diag *err);
 
 /* Effective values, with every default applied. */
 int attn_scene_d_in(const struct attn_scene *s);
@@ -315,6 +325,14 @@ long attn_scene_kv_cache(const struct attn_scene *s, long *mha_floats);
  * machine's physical memory, never over SCENE_MAX_BYTES. why gets where the number came from
  * ("3/4 of this machine's memory", ...). */
 size_t attn_scene_memory_limit(const char **why);
+/* ATTNSCOPE_MEMORY_MIB's value as bytes: a whole number of MiB from 1 ("2048"), or with a unit
+ * M, MiB, G or GiB ("512M", "2G"); more than SCENE_MAX_BYTES is SCENE_MAX_BYTES. 0, or -1 with
+ * why naming the variable ("0", "-5", "1e3", "2 G", a 20-digit number). */
+int attn_memory_env_parse(const char *text, size_t *bytes, char *why, size_t why_size);
+/* Floating-point operations of s's forward pass (a multiply-add counts 2): the projections,
+ * every head's scores and context, out_proj, the feed-forward, over every layer. What the
+ * compute estimate (net.h) divides by the machine's speed. */
+double attn_scene_flops(const struct attn_scene *s);
 /* Bytes attn_model_resolve + attn_forward would allocate (params and every stage). */
 size_t attn_scene_mem_estimate(const struct attn_scene *s);
 

@@ -21,11 +21,27 @@ const char *knob_name(enum knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
-/* Recomputes the result for s; on failure the last result stays. */
+/* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
+ * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
 {
-    if (attn_net_compute(&a->net, s, err))
+    /* A checkpoint rewritten or truncated on disk is never read: the view and the edits stay,
+       the error says which file changed. */
+    if (attn_scene_check_backing(s, err))
         return -1;
+    /* A long compute may be stopped (q): it then goes into fresh buffers, so the result on
+       screen stays whole, when two results fit in the memory limit. */
+    const char *why;
+    a->compute_seconds = attn_net_estimate_seconds(s);
+    bool long_one = a->compute_seconds > ATTN_LONG_SECONDS;
+    a->net.keep_previous = long_one && a->have_result &&
+                           attn_scene_mem_estimate(s) <= attn_scene_memory_limit(&why) / 2;
+    a->stoppable = long_one && (!a->have_result || a->net.keep_previous);
+    int rc = attn_net_compute(&a->net, s, err);
+    a->net.keep_previous = false;
+    if (rc)
+        return -1;
+    int changed = attn_scene_check_backing(s, err) ? 1 : 0;
     if (a->layer >= a->net.layers) /* fewer layers now: the last one */
         a->layer = a->net.layers - 1;
     /* Scored on first use, once per result: drawing and cursor moves never rescan. */
@@ -45,7 +61,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     memset(a->scored, 0, count);
     a->have_result = true;
     a->generation++;
-    return 0;
+    return changed;
 }
 
 int app_init(struct app *a, struct attn_scene *s, const char *path,
@@ -262,7 +278,9 @@ int app_toggle_baseline(struct app *a)
     struct diag err;
     diag_clear(&err);
     if (attn_scene_copy(&a->base_scene, &a->shown) ||
-        attn_net_compute(&a->base_net, &a->base_scene, &err)) {
+        attn_scene_check_backing(&a->base_scene, &err) ||
+        attn_net_compute(&a->base_net, &a->base_scene, &err) ||
+        attn_scene_check_backing(&a->base_scene, &err)) {
         attn_scene_free(&a->base_scene);
         attn_net_free(&a->base_net);
         app_refuse(a, "cannot pin a baseline: %.300s", err.msg[0] ? err.msg : "out of memory");
@@ -324,6 +342,20 @@ void app_clamp(struct app *a)
         a->col = 0;
 }
 
+/* Takes the last edit back without a compute: the scene before it was the one on screen
+ * (a stopped compute left that result whole); redo forgets it. */
+static void revert_edit(struct app *a)
+{
+    if (a->n_undo == 0)
+        return;
+    attn_scene_free(&a->scene);
+    a->scene = a->undo[--a->n_undo];
+    memset(&a->undo[a->n_undo], 0, sizeof(a->undo[a->n_undo]));
+    if (a->saved_depth > a->n_undo)
+        a->saved_depth = -1;
+    a->error[0] = '\0';
+}
+
 /* Checks the edited scene and recomputes when it is valid. */
 static int settle(struct app *a)
 {
@@ -343,14 +375,28 @@ static int settle(struct app *a)
     struct attn_scene copy;
     struct diag err;
     diag_clear(&err);
-    if (attn_scene_copy(&copy, &a->scene) || recompute(a, &copy, &err)) {
+    int rc = attn_scene_copy(&copy, &a->scene) ? -1 : recompute(a, &copy, &err);
+    if (rc < 0 && progress_stopped(&a->net.progress) && a->stoppable) {
+        /* q during a long compute: the edit is taken back, the result on screen is its own. */
+        attn_scene_free(&copy);
+        revert_edit(a);
+        app_refuse(a, "stopped: that edit would take about %.0f s here; undone",
+                   a->compute_seconds);
+        return -1;
+    }
+    if (rc < 0) {
         snprintf(a->error, sizeof(a->error), "%s", err.msg[0] ? err.msg : "out of memory");
         attn_scene_free(&copy);
         return -1;
     }
     attn_scene_free(&a->shown);
-    a->shown = copy;
+    a->shown = copy; /* the result is copy's, even one read from a file that shrank */
     app_clamp(a);
+    if (rc > 0) {
+        snprintf(a->error, sizeof(a->error),
+                 "%.300s; the numbers on screen were read as it changed", err.msg);
+        return -1;
+    }
     return 0;
 }
 

@@ -51,6 +51,11 @@ struct app {
     struct progress_sink export_progress; /* told of an export's heads (the front end's) */
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
+    /* The compute running now (or last): how long it was estimated to take here, and whether
+       the engine's stop flag may end it (a long one with room for two results, or the first:
+       then the previous result stays whole, or there is none to keep). */
+    double compute_seconds;
+    bool stoppable;
 
     char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
     char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */

@@ -334,9 +334,10 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         if (!text[0])
             break;
         struct diag err;
-        if (export_check_target(text, &err) != 0) {
+        bool replaces;
+        if (export_check_target(text, &replaces, &err) != 0) {
             app_refuse(a, "%.300s %.300s", text, err.msg);
-        } else if (fsutil_exists(text)) {
+        } else if (replaces) {
             snprintf(a->pending_path, sizeof(a->pending_path), "%.1000s", text);
             char label[ASK_LABEL_MAX];
             snprintf(label, sizeof(label), "%.1100s holds an export: replace it? (y/n)", text);

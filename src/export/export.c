@@ -16,12 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fsutil.h"
 #include "common/npy.h"
 #include "scenefile/scenefile.h"
 
 #define EXPORT_PATH_MAX 4096
+/* The marker every export writes at its top, listing the paths it wrote (export_check_target). */
+#define EXPORT_MARKER       ".attnscope-export"
+#define EXPORT_MARKER_MAGIC "attnscope-export 1"
+#define EXPORT_MARKER_MAX   ((size_t)64 << 20)
 
 /* What one CSV file holds; the context of write_csv. */
 struct csv_job {
@@ -317,6 +322,12 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
                 goto fail;
         }
         progress_report(pr->sink, ++pr->done, pr->total);
+        if (progress_stopped(pr->sink)) { /* Ctrl-C: the temporary folder is removed */
+            diag_clear(err);
+            diag_set(err, NULL, "interrupted; the folder is as it was");
+            fail_at(err, dir);
+            goto fail;
+        }
     }
     free(buf);
 
@@ -456,7 +467,11 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
         diag_set(err, NULL, "out of memory while resolving the scene");
         return fail_at(err, dir);
     }
-    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data"};
+    /* The export's own folder, resolved: the checkpoint and tokenizer it names are written
+       relative to it. The temporary folder sits beside the target, so the paths are the
+       same from either. */
+    char *yaml_dir = realpath(dir, NULL);
+    struct scenefile_sidecar side = {.dir = side_dir, .rel = "scene.data", .yaml_dir = yaml_dir};
     struct scene_job job = {&resolved, &side};
     int rc = join_path(path, dir, "scene.yaml", NULL, err);
     if (rc == 0)
@@ -464,6 +479,7 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
         rc = fail_at(err, path);
     scenefile_sidecar_free(&side);
+    free(yaml_dir);
     attn_scene_free(&resolved);
     if (rc != 0)
         return -1;
@@ -499,64 +515,310 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     return 0;
 }
 
-/* Names an export folder holds, in either format: anything else means the folder is the
- * user's, not ours. */
-static bool export_name(const char *name)
+/* ---- the marker: what an export wrote, so only an export is ever replaced ------------------ */
+
+/* Every path below a folder, its type beside it: 'd' a folder, 'f' a regular file, 'o' anything
+ * else (a symbolic link, a FIFO: never an export's). Sorted by name, so the first foreign path
+ * named is the same on every run. */
+struct tree_list {
+    char **paths; /* relative to the folder walked, "head0/weights.csv" */
+    char *types;
+    int n, cap;
+};
+
+static void tree_list_free(struct tree_list *t)
 {
-    size_t n = strlen(name);
-    if (strcmp(name, "scene.yaml") == 0 || strcmp(name, "scene.data") == 0 ||
-        strcmp(name, "params") == 0)
-        return true;
-    if (n > 4 && (strcmp(name + n - 4, ".csv") == 0 || strcmp(name + n - 4, ".npy") == 0) &&
-        name[0] != '.')
-        return true;
-    const char *digits = strncmp(name, "head", 4) == 0    ? name + 4
-                         : strncmp(name, "layer", 5) == 0 ? name + 5
-                                                          : NULL;
-    return digits && *digits && strspn(digits, "0123456789") == strlen(digits);
+    for (int i = 0; i < t->n; i++)
+        free(t->paths[i]);
+    free(t->paths);
+    free(t->types);
+    memset(t, 0, sizeof(*t));
 }
 
-int export_check_target(const char *dir, struct diag *err)
+static int tree_list_add(struct tree_list *t, char type, const char *rel, size_t len)
 {
-    diag_clear(err);
-    struct stat st;
-    if (lstat(dir, &st) != 0)
-        return 0; /* a new folder */
-    if (!S_ISDIR(st.st_mode)) {
-        diag_set(err, NULL, "is a file; export writes a folder");
-        return fail_at(err, dir);
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        char **paths = realloc(t->paths, (size_t)cap * sizeof(*paths));
+        if (paths)
+            t->paths = paths;
+        char *types = paths ? realloc(t->types, (size_t)cap) : NULL;
+        if (!types)
+            return -1;
+        t->types = types;
+        t->cap = cap;
+    }
+    if (!(t->paths[t->n] = strndup(rel, len)))
+        return -1;
+    t->types[t->n++] = type;
+    return 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds everything below root/rel ("" for root itself), never following symbolic links. */
+static int tree_walk(struct tree_list *t, const char *root, const char *rel, struct diag *err)
+{
+    char dir[EXPORT_PATH_MAX];
+    int len = rel[0] ? snprintf(dir, sizeof(dir), "%s/%s", root, rel)
+                     : snprintf(dir, sizeof(dir), "%s", root);
+    if (len < 0 || len >= (int)sizeof(dir)) {
+        diag_set(err, NULL, "path too long");
+        return fail_at(err, root);
     }
     DIR *d = opendir(dir);
     if (!d) {
         diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
         return fail_at(err, dir);
     }
-    bool scene = false, foreign = false;
-    char first[256] = "";
+    int rc = 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (rc == 0 && (e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (strcmp(e->d_name, "scene.yaml") == 0)
-            scene = true;
-        if (!export_name(e->d_name) && !foreign) {
-            foreign = true;
-            snprintf(first, sizeof(first), "%.200s", e->d_name);
+        char sub[EXPORT_PATH_MAX], full[EXPORT_PATH_MAX];
+        int sl = rel[0] ? snprintf(sub, sizeof(sub), "%s/%s", rel, e->d_name)
+                        : snprintf(sub, sizeof(sub), "%s", e->d_name);
+        int fl = snprintf(full, sizeof(full), "%s/%s", dir, e->d_name);
+        if (sl < 0 || sl >= (int)sizeof(sub) || fl < 0 || fl >= (int)sizeof(full)) {
+            diag_set(err, NULL, "path too long");
+            rc = fail_at(err, dir);
+            break;
         }
-        if (!first[0])
-            snprintf(first, sizeof(first), "%.200s", e->d_name);
+        struct stat st;
+        if (lstat(full, &st) != 0) {
+            diag_set(err, NULL, "cannot read: %s", strerror(errno));
+            rc = fail_at(err, full);
+            break;
+        }
+        char type = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'o';
+        if (tree_list_add(t, type, sub, strlen(sub)) != 0) {
+            diag_set(err, NULL, "out of memory");
+            rc = fail_at(err, dir);
+        } else if (type == 'd') {
+            rc = tree_walk(t, root, sub, err);
+        }
     }
     closedir(d);
-    if (!first[0])
-        return 0; /* empty */
-    if (foreign || !scene) {
-        diag_set(err, NULL,
-                 "holds files that are not an attnscope export (%s); export into a new or "
-                 "empty folder, or an earlier export",
-                 first);
+    return rc;
+}
+
+/* t sorted by path, types following their paths. */
+static int tree_sort(struct tree_list *t)
+{
+    char **pairs = malloc((size_t)(t->n ? t->n : 1) * sizeof(*pairs));
+    if (!pairs)
+        return -1;
+    for (int i = 0; i < t->n; i++) { /* "<type><path>" sorts as the paths do, types apart */
+        size_t n = strlen(t->paths[i]);
+        if (!(pairs[i] = malloc(n + 2))) {
+            while (i--)
+                free(pairs[i]);
+            free(pairs);
+            return -1;
+        }
+        memcpy(pairs[i], t->paths[i], n + 1);
+        pairs[i][n + 1] = t->types[i];
+    }
+    qsort(pairs, (size_t)t->n, sizeof(*pairs), by_path);
+    for (int i = 0; i < t->n; i++) {
+        size_t n = strlen(pairs[i]);
+        t->types[i] = pairs[i][n + 1];
+        free(t->paths[i]);
+        t->paths[i] = pairs[i];
+    }
+    free(pairs);
+    return 0;
+}
+
+struct marker_job {
+    const struct tree_list *t;
+};
+
+/* The marker: a first line that says what it is, the version, then one path a line. */
+static int write_marker(FILE *f, void *ctx, struct diag *err)
+{
+    const struct tree_list *t = ((const struct marker_job *)ctx)->t;
+    fprintf(f, "%s\n", EXPORT_MARKER_MAGIC);
+    fprintf(f, "version %s\n", ATTNSCOPE_VERSION);
+    fputs("# Every path this export wrote (d a folder, f a file). attnscope replaces this folder\n"
+          "# with a new export only while it holds these paths and nothing else: anything added\n"
+          "# here is the user's, and keeps the folder from being replaced.\n",
+          f);
+    for (int i = 0; i < t->n; i++)
+        fprintf(f, "%c %s\n", t->types[i], t->paths[i]);
+    if (ferror(f))
+        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+    return 0;
+}
+
+/* Writes dir/.attnscope-export listing everything below dir, the marker included. */
+static int export_mark(const char *dir, struct diag *err)
+{
+    struct tree_list t = {0};
+    int rc = tree_walk(&t, dir, "", err);
+    if (rc == 0 && tree_list_add(&t, 'f', EXPORT_MARKER, strlen(EXPORT_MARKER)) != 0)
+        rc = -1;
+    if (rc == 0 && tree_sort(&t) != 0)
+        rc = -1;
+    if (rc != 0 && !err->msg[0]) {
+        diag_set(err, NULL, "out of memory");
+        fail_at(err, dir);
+    }
+    char path[EXPORT_PATH_MAX];
+    if (rc == 0 && join_path(path, dir, EXPORT_MARKER, NULL, err) != 0)
+        rc = -1;
+    struct marker_job job = {&t};
+    if (rc == 0 && fsutil_write_new(path, write_marker, &job, err) != 0)
+        rc = fail_at(err, path);
+    tree_list_free(&t);
+    return rc;
+}
+
+/* The marker's paths, read back: 0, or -1 when it is not a marker an export wrote. */
+static int read_marker(struct tree_list *out, const char *path, struct diag *err)
+{
+    char *text;
+    size_t len;
+    if (fsutil_read_file(&text, &len, path, EXPORT_MARKER_MAX, err) != 0)
+        return -1;
+    int rc = 0;
+    const char *p = text, *end = text + len;
+    size_t magic = strlen(EXPORT_MARKER_MAGIC);
+    if (len < magic + 1 || memcmp(p, EXPORT_MARKER_MAGIC, magic) != 0 || p[magic] != '\n' ||
+        memchr(text, '\0', len))
+        rc = -1;
+    for (p += magic + 1; rc == 0 && p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            rc = -1;
+            break;
+        }
+        if (nl - p >= 3 && (p[0] == 'f' || p[0] == 'd') && p[1] == ' ')
+            rc = tree_list_add(out, p[0], p + 2, (size_t)(nl - p - 2));
+        else if (!(p[0] == '#' || strncmp(p, "version ", 8) == 0))
+            rc = -1;
+        p = nl + 1;
+    }
+    free(text);
+    if (rc == 0)
+        rc = tree_sort(out);
+    if (rc != 0)
+        diag_file(err, path, "is not a marker an attnscope export wrote");
+    return rc;
+}
+
+/* The entry of m named path, or -1. m is sorted. */
+static int marker_find(const struct tree_list *m, const char *path)
+{
+    int lo = 0, hi = m->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(m->paths[mid], path);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+static const char *type_name(char type)
+{
+    return type == 'd' ? "folder" : type == 'f' ? "file" : "special file (a link, a FIFO...)";
+}
+
+int export_check_target(const char *dir, bool *replaces, struct diag *err)
+{
+    diag_clear(err);
+    if (replaces)
+        *replaces = false;
+    /* "out/" is "out": without this, lstat would follow a symbolic link named with a slash. */
+    char name[EXPORT_PATH_MAX];
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n >= sizeof(name)) {
+        diag_set(err, NULL, "the folder name is too long");
         return fail_at(err, dir);
     }
-    return 0;
+    memcpy(name, dir, n);
+    name[n] = '\0';
+    struct stat st;
+    if (lstat(name, &st) != 0)
+        return 0; /* a new folder (or one it cannot reach: creating it says why) */
+    if (S_ISLNK(st.st_mode)) {
+        char to[1024];
+        ssize_t k = readlink(name, to, sizeof(to) - 1);
+        to[k > 0 ? k : 0] = '\0';
+        diag_set(err, NULL,
+                 "is a symbolic link%s%.300s%s; export replaces a folder, never a link: name the "
+                 "folder it points to",
+                 k > 0 ? " (to " : "", to, k > 0 ? ")" : "");
+        return fail_at(err, name);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        diag_set(err, NULL,
+                 S_ISREG(st.st_mode) ? "is a file; export writes a folder"
+                                     : "is not a folder (a FIFO, a device...); export "
+                                       "writes a folder");
+        return fail_at(err, name);
+    }
+    struct tree_list found = {0}, marker = {0};
+    int rc = tree_walk(&found, name, "", err);
+    if (rc == 0 && tree_sort(&found) != 0) {
+        diag_set(err, NULL, "out of memory");
+        rc = fail_at(err, name);
+    }
+    if (rc != 0 || found.n == 0) /* unreadable, or empty */
+        goto out;
+    char mpath[EXPORT_PATH_MAX];
+    int idx = marker_find(&found, EXPORT_MARKER);
+    struct diag merr;
+    diag_clear(&merr);
+    if (idx < 0 || found.types[idx] != 'f' ||
+        join_path(mpath, name, EXPORT_MARKER, NULL, &merr) != 0 ||
+        read_marker(&marker, mpath, &merr) != 0) {
+        diag_clear(err);
+        diag_set(err, NULL,
+                 "is not an attnscope export: it holds %.200s%s%s but %s; export never replaces "
+                 "such a folder: name a new or empty folder (an export made before exports "
+                 "carried the marker has none: remove it yourself)",
+                 found.paths[0], found.types[0] == 'd' ? "/" : "", found.n > 1 ? " and more" : "",
+                 idx < 0 ? "no " EXPORT_MARKER " marker" : "an " EXPORT_MARKER " it did not write");
+        rc = fail_at(err, name);
+        goto out;
+    }
+    for (int i = 0; i < found.n; i++) {
+        int m = marker_find(&marker, found.paths[i]);
+        if (m >= 0 && marker.types[m] == found.types[i])
+            continue;
+        diag_clear(err);
+        if (m < 0)
+            diag_set(
+                err, NULL,
+                "holds %.200s%s, which the attnscope export there did not write (its " EXPORT_MARKER
+                " lists what it did): export never replaces it; move that "
+                "out, or name a new or empty folder",
+                found.paths[i], found.types[i] == 'd' ? "/" : "");
+        else
+            diag_set(err, NULL,
+                     "holds %.200s as a %s where the attnscope export there wrote a %s: export "
+                     "never replaces it; move that out, or name a new or empty folder",
+                     found.paths[i], type_name(found.types[i]), type_name(marker.types[m]));
+        rc = fail_at(err, name);
+        goto out;
+    }
+    if (replaces)
+        *replaces = true;
+out:
+    tree_list_free(&found);
+    tree_list_free(&marker);
+    return rc;
 }
 
 /* Rewrites a path in err from the temporary folder to the folder the user named. */
@@ -588,13 +850,20 @@ int export_dir_top(const char *dir, const struct attn_scene *s, const struct att
                    enum export_format fmt, int top_k, const struct progress_sink *progress,
                    struct diag *err)
 {
-    if (export_check_target(dir, err) != 0)
+    if (export_check_target(dir, NULL, err) != 0)
         return -1;
     struct fsutil_dirswap tx;
     if (fsutil_dirswap_begin(&tx, dir, err) != 0)
         return -1;
-    if (export_files(tx.tmp, s, net, fmt, top_k, progress, err) != 0) {
+    if (export_files(tx.tmp, s, net, fmt, top_k, progress, err) != 0 ||
+        export_mark(tx.tmp, err) != 0) {
         name_target(err, &tx);
+        fsutil_dirswap_abort(&tx);
+        return -1;
+    }
+    /* Once more right before the swap: a file the user put there while this export was being
+       written is theirs, and the folder is no longer an export's. */
+    if (export_check_target(dir, NULL, err) != 0) {
         fsutil_dirswap_abort(&tx);
         return -1;
     }

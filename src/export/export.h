@@ -3,13 +3,15 @@
  * The export layout is a contract other tools read (README.md ("Export format")):
  *   DIR/scene.yaml, DIR/tokens.csv, DIR/inputs.csv, DIR/params/<name>.csv,
  *   DIR/head<H>/<stage>.csv, DIR/context.csv, DIR/output.csv (DIR/layer<L>/... for each layer
- *   of a scene with several); every file written atomically. With EXPORT_NPY each matrix is a
+ *   of a scene with several), DIR/.attnscope-export (the marker: every path the export wrote);
+ *   every file written atomically. With EXPORT_NPY each matrix is a
  *   .npy of the same name and shape instead (float32, little-endian, C order); tokens.csv and
  *   scene.yaml stay as they are.
  */
 #ifndef ATTNSCOPE_EXPORT_H
 #define ATTNSCOPE_EXPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "common/diag.h"
@@ -69,10 +71,13 @@ int export_dir_progress(const char *dir, const struct attn_scene *s, const struc
 int export_dir_top(const char *dir, const struct attn_scene *s, const struct attn_net *net,
                    enum export_format fmt, int top_k, const struct progress_sink *progress,
                    struct diag *err);
-/* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export of
- * either format (scene.yaml and only the names an export writes). Anything else is the user's,
- * and never replaced: -1, err says why. */
-int export_check_target(const char *dir, struct diag *err);
+/* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
+ * (*replaces, when not NULL, is then set). An earlier export is known by its marker,
+ * DIR/.attnscope-export, which lists every path it wrote: the folder must hold exactly those
+ * paths or fewer, each a file or a folder as listed. Anything else (a file added, a folder where
+ * a file was, no marker, a symbolic link named as dir) is the user's and is never replaced: -1,
+ * err names the first path that is not the export's and says what to do. */
+int export_check_target(const char *dir, bool *replaces, struct diag *err);
 
 /* Prints v the way print(t) shows a 2-D float32 tensor in PyTorch 1.13 with the default print
  * options (precision 4, linewidth 80, summarised above 1000 elements), newline included:

@@ -409,13 +409,13 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
     size_t len;
     if (fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
         return -1;
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n';
-    if (bpe_merges_init(&b->merges, lines) != 0)
+    /* Grown as merges are read, never sized by the file: 60 MB of newlines is an error at
+       line 1, not 600 MB of table first. */
+    if (bpe_merges_init(&b->merges, 1024) != 0)
         fatal_abort("out of memory (the merges of %s)", path);
     char *scratch = xmalloc(len + 1);
     int rc = -1, first_merge_line = 1;
+    bool header = false;
 
     const char *p = text, *end = text + len;
     for (int line = 1; p < end; line++) {
@@ -428,6 +428,7 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         /* encoder.py skips the first line whatever it holds; Hugging Face only "#version". */
         if (line == 1 && n >= 8 && memcmp(p, "#version", 8) == 0) {
             first_merge_line = 2;
+            header = true;
             p = next;
             continue;
         }
@@ -475,6 +476,14 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         if (bpe_merges_put(&b->merges, x, y, b->merges.n, result) != 0)
             fatal_abort("out of memory (the merges of %s)", path);
         p = next;
+    }
+    /* An empty file is a mistake (a failed download), not a tokenizer without merges: that one
+       says so with its "#version" line and nothing after it. */
+    if (b->merges.n == 0 && !header) {
+        file_error(err, path, 0, 0,
+                   "is empty: a merges.txt starts with \"#version: 0.2\" and lists one merge "
+                   "\"a b\" a line (GPT-2's has 50000)");
+        goto out;
     }
     rc = 0;
 out:

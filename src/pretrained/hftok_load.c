@@ -1780,10 +1780,10 @@ int hftok_load(struct hftok **out, const char *path, const char *config_path, st
     diag_clear(err);
     char *text = NULL, *config = NULL;
     size_t len = 0, config_len = 0;
-    if (fsutil_read_regular(&text, &len, path, HFTOK_MAX_FILE_BYTES, err) != 0)
+    if (fsutil_read_file(&text, &len, path, HFTOK_MAX_FILE_BYTES, err) != 0)
         return -1;
     if (config_path && fsutil_exists(config_path) &&
-        fsutil_read_regular(&config, &config_len, config_path, HFTOK_MAX_CONFIG_BYTES, err) != 0) {
+        fsutil_read_file(&config, &config_len, config_path, HFTOK_MAX_CONFIG_BYTES, err) != 0) {
         free(text);
         return -1;
     }

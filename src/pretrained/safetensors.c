@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/mapguard.h"
 #include "common/utf8.h"
 
 #define SHOW_MAX 100 /* bytes of a name or JSON excerpt in a message */
@@ -357,6 +358,11 @@ int st_open(struct st_file *out, const char *path, struct diag *err)
         return diag_file(err, path, "cannot map: %s", strerror(map_errno));
     out->map = map;
     out->size = size;
+    out->dev = (unsigned long long)st.st_dev;
+    out->ino = (unsigned long long)st.st_ino;
+    out->mtime_sec = (long long)st.st_mtim.tv_sec;
+    out->mtime_nsec = (long long)st.st_mtim.tv_nsec;
+    mapguard_add(map, size); /* a truncation under a reader: zeros and a flag, not SIGBUS */
     if (!(out->path = strdup(path))) {
         st_close(out);
         return diag_file(err, path, "out of memory");
@@ -391,10 +397,39 @@ void st_close(struct st_file *f)
     for (int i = 0; i < f->n; i++)
         free(f->tensors[i].name);
     free(f->tensors);
-    if (f->map)
+    if (f->map) {
+        mapguard_remove(f->map);
         munmap((void *)f->map, f->size);
+    }
     free(f->path);
     memset(f, 0, sizeof(*f));
+}
+
+int st_check_unchanged(const struct st_file *f, struct diag *err)
+{
+    if (!f->map)
+        return 0;
+    struct stat st;
+    char why[160];
+    why[0] = '\0';
+    if (stat(f->path, &st) != 0)
+        snprintf(why, sizeof(why), "%s", strerror(errno));
+    else if ((unsigned long long)st.st_dev != f->dev || (unsigned long long)st.st_ino != f->ino)
+        snprintf(why, sizeof(why), "another file is there now");
+    else if ((unsigned long long)st.st_size != (unsigned long long)f->size)
+        snprintf(why, sizeof(why), "%lld bytes now, %zu when it was read", (long long)st.st_size,
+                 f->size);
+    else if ((long long)st.st_mtim.tv_sec != f->mtime_sec ||
+             (long long)st.st_mtim.tv_nsec != f->mtime_nsec)
+        snprintf(why, sizeof(why), "rewritten since it was read");
+    else if (mapguard_faulted(f->map))
+        snprintf(why, sizeof(why), "it shrank while it was read");
+    if (!why[0])
+        return 0;
+    char name[SHOW_MAX + 8];
+    return diag_file(err, f->path,
+                     "the checkpoint changed on disk: %s (%s); reopen the scene to read it again",
+                     show(name, sizeof(name), f->path), why);
 }
 
 const struct st_tensor *st_find(const struct st_file *f, const char *name)

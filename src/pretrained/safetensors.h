@@ -38,8 +38,11 @@ struct st_tensor {
 
 struct st_file {
     char *path;
-    const unsigned char *map; /* the whole file, read-only */
+    const unsigned char *map; /* the whole file, read-only (guarded: common/mapguard.h) */
     size_t size;
+    /* The file as mapped, to tell when it changed on disk (st_check_unchanged). */
+    unsigned long long dev, ino;
+    long long mtime_sec, mtime_nsec;
     size_t data_start;         /* 8 + N */
     struct st_tensor *tensors; /* sorted by name (strcmp), for st_find */
     int n;
@@ -50,6 +53,13 @@ struct st_file {
  * err->msg says what is wrong and, where it applies, names the tensor. */
 int st_open(struct st_file *out, const char *path, struct diag *err);
 void st_close(struct st_file *f);
+
+/* 0 when the file on disk is still the one mapped: the same file (device and inode), size and
+ * modification time (to the nanosecond), and no read of the mapping has run past a new end of
+ * it. Otherwise -1, err: "the checkpoint changed on disk: PATH (why); ...". A checkpoint
+ * rewritten in place (truncated, or the same size with other bytes) would feed the engine
+ * numbers that are not the ones loaded, or a SIGBUS. */
+int st_check_unchanged(const struct st_file *f, struct diag *err);
 
 /* The tensor called name, or NULL. */
 const struct st_tensor *st_find(const struct st_file *f, const char *name);

@@ -176,6 +176,11 @@ static void parse_tree(struct loader *l)
         return;
     }
     schema_load_scene(l, root);
+    /* A checkpoint that did not load (its config.json, its tokenizer, the file itself) leaves
+       the scene without its shapes: every rule checked now would be a follow-on of that one
+       problem ("view.layer 1: the scene has 1 layer"). */
+    if (l->model_spec.file && !l->s->model.file && l->yd.n > 0)
+        return;
     if (!l->yd.stopped)
         run_scene_check(l);
     if (!l->yd.stopped)
@@ -261,7 +266,9 @@ int scenefile_load_report(struct attn_scene *out, const char *path, FILE *report
         struct diag *d = &errs.items[i];
         if (!d->file[0])
             snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, path);
-        diag_print(report, d, source, source_len);
+        /* the excerpt only under the scene's own problems (a config.json's has its own file) */
+        bool own = strncmp(d->file, path, sizeof(d->file) - 1) == 0;
+        diag_print(report, d, own ? source : NULL, source_len);
     }
     if (rc != 0 && errs.n == 0)
         fprintf(report, "%s: invalid scene\n", path);

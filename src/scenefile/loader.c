@@ -76,6 +76,15 @@ void loader_error_at(struct loader *l, int line, int col, const char *path, cons
     ydiag_add_line(&l->yd, line, col, path, "%s", msg);
 }
 
+void loader_error_in(struct loader *l, const struct diag *d, const char *path)
+{
+    loader_mark_bad(l, path);
+    int before = l->yd.errs->n;
+    ydiag_add_line(&l->yd, d->line, d->col, path, "%s", d->msg);
+    if (l->yd.errs->n > before) /* added: at the other file */
+        snprintf(l->yd.errs->items[before].file, sizeof(d->file), "%s", d->file);
+}
+
 void loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
 {
     char msg[DIAG_MSG_MAX];

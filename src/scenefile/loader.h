@@ -62,6 +62,9 @@ void loader_error(struct loader *l, int node, const char *path, const char *fmt,
 bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg);
 /* Adds a problem at a line and column already known. */
 void loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg);
+/* Adds d, a problem of another file the scene reads (a checkpoint's config.json), at that
+ * file's own line and column (0: none); marks path as bad. */
+void loader_error_in(struct loader *l, const struct diag *d, const char *path);
 /* ytree_build's report callback (ctx: the loader). */
 bool loader_yaml_problem(void *ctx, const struct yproblem *p);
 /* Marks path as bad without a message (the problem was reported under another key). */

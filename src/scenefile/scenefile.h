@@ -49,7 +49,15 @@ struct scenefile_sidecar {
     const char *rel; /* how the YAML names that folder, relative to the YAML's own folder */
     char **written;  /* out: the file names written or reused, n_written of them */
     int n_written;
+    /* The folder the YAML is written in, or NULL. When given, the checkpoint and tokenizer
+     * files (absolute once loaded) are written relative to it wherever they share more than
+     * "/" with it ("../models/induction/vocab.json"): a saved scene or an export travels with
+     * its folder and does not show the user's own paths. */
+    const char *yaml_dir;
 };
+/* path (absolute) as seen from the folder dir (absolute): "../m/vocab.json", or path itself
+ * when the two share nothing but "/". Returns out. */
+const char *scenefile_relative_path(char *out, size_t size, const char *path, const char *dir);
 void scenefile_sidecar_free(struct scenefile_sidecar *side);
 
 /* Writes s as YAML, every matrix inline. With explicit, every default is written out too

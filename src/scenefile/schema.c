@@ -226,7 +226,10 @@ static void h_int(struct loader *l, const struct field *f, int node, void *base,
     if (rc > 0 || v < r->min || v > r->max) {
         char buf[LOADER_SHOW_MAX];
         loader_show(l, node, buf, sizeof(buf));
-        if (r->max >= INT_MAX)
+        if (r->max >= INT_MAX && (rc > 0 || v > r->max)) /* 20 digits: not "at least 0" */
+            loader_error(l, node, path, "'%s' is out of range, got %s (at most %lld)", f->key, buf,
+                         r->max);
+        else if (r->max >= INT_MAX)
             loader_error(l, node, path, "'%s' must be at least %lld, got %s", f->key, r->min, buf);
         else
             loader_error(l, node, path, "'%s' must be between %lld and %lld, got %s", f->key,
@@ -1386,6 +1389,12 @@ static void load_model(struct loader *l, struct attn_scene *s)
     struct diag err;
     diag_clear(&err);
     if (gpt2_load(s, file, &o, &err) != 0) {
+        /* A problem of the checkpoint's config.json is that file's, on the key's line. */
+        size_t flen = strlen(err.file);
+        if (flen > 12 && strcmp(err.file + flen - 12, "/config.json") == 0) {
+            loader_error_in(l, &err, "model");
+            return;
+        }
         /* at the key the problem is about (layers, heads, text), else at the file */
         const struct loader_key *k = err.path[0] ? loader_find(l, err.path) : NULL;
         const char *at = k ? err.path : "model.file";
@@ -1446,6 +1455,10 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
             snprintf(name, sizeof(name), "%s", err.file);
             if (hf)
                 scene_relative(name, sizeof(name), err.file, file, l->tokenizer_spec.file);
+            else if (strcmp(err.file, vocab) == 0 || strcmp(err.file, merges) == 0)
+                snprintf(name, sizeof(name), "%s",
+                         strcmp(err.file, vocab) == 0 ? l->tokenizer_spec.vocab
+                                                      : l->tokenizer_spec.merges);
             loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s%s", name, where,
                          name[0] ? ": " : "", err.msg);
             loader_mark_bad(l, "text");

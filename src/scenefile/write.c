@@ -758,14 +758,48 @@ static void write_weights(struct writer *w)
     }
 }
 
+const char *scenefile_relative_path(char *out, size_t size, const char *path, const char *dir)
+{
+    /* The longest common prefix of whole components. */
+    size_t common = 0;
+    for (size_t i = 0;; i++) {
+        bool end_p = path[i] == '/' || path[i] == '\0', end_d = dir[i] == '/' || dir[i] == '\0';
+        if (end_p && end_d)
+            common = i;
+        if (path[i] != dir[i] || path[i] == '\0')
+            break;
+    }
+    if (path[0] != '/' || dir[0] != '/' || common == 0) {
+        snprintf(out, size, "%s", path); /* only "/" in common: absolute it stays */
+        return out;
+    }
+    size_t o = 0;
+    out[0] = '\0';
+    for (const char *d = dir + common; *d; d++) /* one ".." a component of dir left */
+        if (*d == '/' && d[1] && d[1] != '/' && o + 4 < size)
+            o += (size_t)snprintf(out + o, size - o, "../");
+    const char *rest = path + common + (path[common] == '/');
+    snprintf(out + o, size - o, "%s", *rest ? rest : ".");
+    return out;
+}
+
+/* A file the scene names (checkpoint, vocabulary), relative to the YAML's folder when known. */
+static void write_path(struct writer *w, const char *path)
+{
+    char rel[4096];
+    if (path && path[0] == '/' && w->side && w->side->yaml_dir)
+        path = scenefile_relative_path(rel, sizeof(rel), path, w->side->yaml_dir);
+    write_string(w->f, path ? path : "", true);
+}
+
 /* A checkpoint's scene: the reference to it and what the scene changes; its numbers stay in
- * the file (which the absolute path finds from anywhere on this machine). */
+ * the file (the path relative to a saved YAML, else absolute: found from anywhere). */
 static void write_model_scene(struct writer *w)
 {
     const struct attn_scene *s = w->s;
     FILE *f = w->f;
     fputs("model: {file: ", f);
-    write_string(f, s->model.file, true);
+    write_path(w, s->model.file);
     fprintf(f, ", arch: %s}\n", s->model.arch ? s->model.arch : "gpt2");
     if (w->explicit || s->layers != s->model.layers)
         fprintf(f, "layers: %d\n", s->layers);
@@ -904,9 +938,9 @@ static void write_scene(struct writer *w)
     }
     if (s->tokenizer == TOKENIZER_GPT2) {
         fputs("tokenizer: {kind: gpt2, vocab: ", f);
-        write_string(f, s->vocab_path ? s->vocab_path : "", true);
+        write_path(w, s->vocab_path);
         fputs(", merges: ", f);
-        write_string(f, s->merges_path ? s->merges_path : "", true);
+        write_path(w, s->merges_path);
         fputs("}\n", f);
     } else if (s->tokenizer == TOKENIZER_HF) {
         fputs("tokenizer: {kind: hf, file: ", f);
@@ -1019,11 +1053,17 @@ int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, 
         return diag_set(err, "", "the file name is too long");
     snprintf(dir, sizeof(dir), "%.*s.data", (int)stem, path);
     snprintf(rel, sizeof(rel), "%.*s.data", (int)bstem, base);
-    struct scenefile_sidecar side = {.dir = dir, .rel = rel};
+    /* The YAML's own folder, resolved: the files it names are written relative to it. */
+    char folder[4096]; /* "a/b.yaml": "a"; "/b.yaml": "/"; "b.yaml": "." */
+    size_t flen = base > path ? (size_t)(base - path - 1) : 0;
+    snprintf(folder, sizeof(folder), "%.*s", (int)(flen ? flen : 1), base > path ? path : ".");
+    char *yaml_dir = realpath(folder, NULL);
+    struct scenefile_sidecar side = {.dir = dir, .rel = rel, .yaml_dir = yaml_dir};
     struct save_ctx c = {.s = s, .explicit = explicit, .side = &side};
     int rc = fsutil_write_atomic(path, overwrite, save_cb, &c, err);
     if (rc == 0)
         prune_side(&side);
     scenefile_sidecar_free(&side);
+    free(yaml_dir);
     return rc;
 }

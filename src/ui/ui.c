@@ -145,16 +145,41 @@ static double busy_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Signals only set flags; the loop notices them within one read (and a compute at its next
+ * head). */
+static volatile sig_atomic_t quit_signal;
+
+/* Keys typed while a compute runs: q, Esc or C-c stop it (when it can stop, app.stoppable);
+ * any other key is put back for the loop to read after. */
+static void poll_stop(struct ui *ui)
+{
+    if (quit_signal)
+        ui->busy.stop = 1;
+    if (!ui->app.stoppable || ui->busy.stop || isendwin())
+        return;
+    nodelay(stdscr, TRUE);
+    int ch = getch();
+    nodelay(stdscr, FALSE);
+    if (ch == 'q' || ch == 27 || ch == 3)
+        ui->busy.stop = 1;
+    else if (ch != ERR)
+        ungetch(ch);
+}
+
 /* The engine's progress sink: step 0 starts a forward pass, one step a head follows. Past
- * PROGRESS_QUIET_MS the message line shows a bar, redrawn at most every 50 ms; the next frame
- * draws the message line again. In reverse video: the theme may not be loaded yet. */
+ * PROGRESS_QUIET_MS the message line shows a bar, redrawn at most every 50 ms, with the time
+ * the compute was estimated to take and, when it can stop, "q stops"; the next frame draws the
+ * message line again. In reverse video: the theme may not be loaded yet. */
 static void busy_step(struct ui *ui, const char *what, long done, long total)
 {
     double t = busy_now_ms();
     if (done == 0) {
         ui->busy.t0 = t;
+        ui->busy.stop = quit_signal != 0;
         return;
     }
+    if (strcmp(what, "computing") == 0)
+        poll_stop(ui);
     if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
         (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
         return;
@@ -164,8 +189,13 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
     for (int i = 0; i < BAR; i++)
         bar[i] = i < filled ? '#' : '.';
     bar[BAR] = '\0';
-    cnum_format(line, sizeof(line), " %s [%s] %ld/%ld heads  %.1f s ", what, bar, done, total,
-                (t - ui->busy.t0) / 1e3);
+    char about[48] = "", stops[24] = "";
+    if (strcmp(what, "computing") == 0 && ui->app.compute_seconds > ATTN_LONG_SECONDS)
+        cnum_format(about, sizeof(about), " of about %.0f s", ui->app.compute_seconds);
+    if (strcmp(what, "computing") == 0 && ui->app.stoppable)
+        snprintf(stops, sizeof(stops), " \u00b7 q stops");
+    cnum_format(line, sizeof(line), " %s [%s] %ld/%ld heads  %.1f s%s%s ", what, bar, done, total,
+                (t - ui->busy.t0) / 1e3, about, stops);
     int y = LINES >= 2 ? LINES - 2 : 0;
     move(y, 0);
     clrtoeol();
@@ -192,10 +222,10 @@ static void busy_exporting(void *ctx, long done, long total)
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err)
 {
     memset(ui, 0, sizeof(*ui));
-    const struct progress_sink busy = {busy_computing, ui};
+    const struct progress_sink busy = {busy_computing, ui, &ui->busy.stop};
     if (app_init(&ui->app, s, path, &busy, err))
         return -1;
-    ui->app.export_progress = (struct progress_sink){busy_exporting, ui};
+    ui->app.export_progress = (struct progress_sink){busy_exporting, ui, NULL};
     header_panel_init(&ui->header);
     stagebar_panel_init(&ui->stagebar);
     heatmap_panel_init(&ui->heatmap);
@@ -435,9 +465,6 @@ void ui_setup_terminal(void)
         define_key(extra_keys[i].seq, extra_keys[i].key);
 }
 
-/* Signals only set flags; the loop notices them within one read. */
-static volatile sig_atomic_t quit_signal;
-
 static void on_quit_signal(int sig)
 {
     quit_signal = sig;
@@ -531,9 +558,14 @@ int ui_main(const char *scene_path)
     diag_clear(&err);
     if (!ui || ui_open(ui, &s, scene_path, &err)) {
         restore_terminal();
-        fprintf(stderr, "attnscope: %s\n", ui ? err.msg : "out of memory");
+        bool stopped = ui && ui->busy.stop;
+        if (stopped) /* q while the scene was first computed: quit, as q does */
+            fprintf(stderr, "attnscope: stopped while computing %s\n",
+                    scene_path ? scene_path : "the scene");
+        else
+            fprintf(stderr, "attnscope: %s\n", ui ? err.msg : "out of memory");
         free(ui);
-        return 1;
+        return quit_signal ? 128 + quit_signal : stopped ? 0 : 1;
     }
     int status = 0;
     ui_draw(ui);

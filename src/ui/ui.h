@@ -7,6 +7,7 @@
 #ifndef ATTNSCOPE_UI_UI_H
 #define ATTNSCOPE_UI_UI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <wchar.h>
@@ -60,6 +61,7 @@ struct ui {
     struct {
         double t0, drawn; /* when the forward pass started and the bar was last drawn (ms) */
         bool shown;
+        volatile sig_atomic_t stop; /* q, Esc or C-c seen: the engine's stop flag */
     } busy;
     struct panel *panels[PANEL_COUNT];
 };

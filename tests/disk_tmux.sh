@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# disk_tmux: the real explorer in tmux against files that change or are hostile under it.
+#
+#  1. A checkpoint truncated in place while the explorer shows it (a non-atomic writer saving a
+#     new one): the next edit must not die of SIGBUS. The process stays, the message line says
+#     "the checkpoint changed on disk", the view and the edit stay; u undoes as ever.
+#  2. A checkpoint rewritten in place with the same size (other bytes, a new mtime): detected
+#     the same way, never read as if it were the file loaded.
+#  3. The explorer's export (e) into a folder that is not an earlier export: refused on the
+#     message line, every file kept byte for byte; into an earlier export: asked, then replaced.
+#  4. A long compute stopped with q: the first one quits, an edit's is taken back.
+# Usage: disk_tmux.sh ATTNSCOPE_BINARY
+set -u
+BIN=$(realpath "$1")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d)
+SOCK="attnscope-disk-$$"
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$WORK"; }
+trap cleanup EXIT
+export ATTNSCOPE_CONFIGS_DIR="$SRC/configs"
+export XDG_CONFIG_HOME="$WORK/config"
+pass=0
+fail=0
+start() { # NAME COMMAND: a detached 120x40 session
+  T new-session -d -s "$1" -x 120 -y 40 -e TERM=tmux-256color \
+    -e ATTNSCOPE_CONFIGS_DIR="$ATTNSCOPE_CONFIGS_DIR" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$2"
+  T set-option -t "$1" -g status off >/dev/null
+}
+screen() { T capture-pane -t "$1" -p; }
+keys() { T send-keys -t "$@"; }
+text() { T send-keys -t "$1" -l "$2"; }
+wait_for() { # NAME TEXT: up to 10 s
+  for _ in $(seq 1 200); do
+    screen "$1" | grep -qF -- "$2" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+ok() {
+  pass=$((pass + 1))
+  echo "ok - $1"
+}
+not_ok() {
+  fail=$((fail + 1))
+  echo "not ok - $1"
+  [ -n "${2:-}" ] && screen "$2" | sed 's/^/    | /'
+}
+check() { # name session command...
+  local name=$1 session=$2
+  shift 2
+  if "$@"; then ok "$name"; else not_ok "$name" "$session"; fi
+}
+alive() { kill -0 "$(cat "$WORK/$1.pid")" 2>/dev/null; }
+# The pane runs attnscope and records its pid and exit status.
+run() { # tag scene
+  echo "cd $WORK; sh -c 'echo \$\$ >$WORK/$1.pid; exec $BIN $2 2>$WORK/$1.err'; echo \$? >$WORK/$1.exit; sleep 600"
+}
+snapshot() {
+  (cd "$1" && find . -mindepth 1 -printf '%y %p %l\n' | sort && find . -type f -print0 | sort -z |
+    xargs -0 -r sha256sum)
+}
+
+# A copy of the shipped trained model and scene 29 reading it.
+copy_model() { # folder
+  mkdir -p "$1"
+  cp "$SRC/models/induction/"{config.json,vocab.json,merges.txt,model.safetensors} "$1/"
+}
+copy_model "$WORK/m"
+sed 's|\.\./models/induction/|m/|g' "$SRC/scenes/29-induction-head.yaml" >"$WORK/29.yaml"
+
+# 1. Truncated in place under the explorer.
+start trunc "$(run trunc 29.yaml)"
+check "checkpoint scene opens" trunc wait_for trunc "induction head"
+size=$(stat -c %s "$WORK/m/model.safetensors")
+truncate -s 4096 "$WORK/m/model.safetensors" # in place: the same inode, the tail gone
+keys trunc c                                  # the causal mask: an edit that recomputes
+check "truncated: the edit says the checkpoint changed on disk" trunc \
+  wait_for trunc "the checkpoint changed on disk"
+check "truncated: the message names the file" trunc wait_for trunc "m/model.safetensors"
+sleep 0.3
+check "truncated: the explorer is still running" trunc alive trunc
+keys trunc '}' '{' j j                        # layer, stage, cursor: the view still answers
+sleep 0.3
+check "truncated: still running after moving around" trunc alive trunc
+keys trunc u                                  # undo the refused edit
+sleep 0.3
+check "truncated: still running after undo" trunc alive trunc
+keys trunc q
+sleep 0.5
+keys trunc y 2>/dev/null
+for _ in $(seq 1 100); do [ -s "$WORK/trunc.exit" ] && break; sleep 0.05; done
+check "truncated: a clean exit, no SIGBUS (status 0)" trunc grep -qx 0 "$WORK/trunc.exit"
+check "truncated: nothing about a crash on stderr" trunc sh -c "! grep -q 'crashed' '$WORK/trunc.err'"
+
+# 2. The same size, other bytes (a rewrite in place): detected, not used.
+copy_model "$WORK/m"
+start same "$(run same 29.yaml)"
+check "same-size rewrite: opens" same wait_for same "induction head"
+sleep 1.1 # a later mtime even on a coarse clock
+python3 - "$WORK/m/model.safetensors" <<'PY'
+import sys
+p = sys.argv[1]
+with open(p, "r+b") as f:
+    f.seek(-64, 2)
+    data = f.read(64)
+    f.seek(-64, 2)
+    f.write(bytes(b ^ 1 for b in data))  # the same length: only the numbers differ
+PY
+check "same-size rewrite: the size is unchanged" same test "$(stat -c %s "$WORK/m/model.safetensors")" -eq "$size"
+keys same c
+check "same-size rewrite: the edit says the checkpoint changed on disk" same \
+  wait_for same "the checkpoint changed on disk"
+check "same-size rewrite: says it was rewritten" same wait_for same "rewritten since it was read"
+check "same-size rewrite: still running" same alive same
+
+# 3. The explorer's export (e) follows export's rule: the user's folder is refused.
+w="$WORK/work"
+mkdir -p "$w/layer7"
+printf 'text: "a b c"\n' >"$w/scene.yaml"
+printf 'step,loss\n1,0.5\n' >"$w/results.csv"
+printf 'mine\n' >"$w/head3"
+printf 'notes\n' >"$w/layer7/notes.txt"
+before=$(snapshot "$w")
+start exp "$(run exp "")"
+check "explorer opens the default scene" exp wait_for exp "Your"
+keys exp e
+check "e asks for a folder" exp wait_for exp "export to folder"
+keys exp C-u
+text exp "$w"
+keys exp Enter
+check "e into the user's folder: refused on screen" exp wait_for exp "is not an attnscope export"
+check "e into the user's folder: every file kept" exp test "$before" = "$(snapshot "$w")"
+"$BIN" export -o "$WORK/old" >/dev/null 2>&1
+keys exp e
+keys exp C-u
+text exp "$WORK/old"
+keys exp Enter
+check "e into an earlier export: asks to replace it" exp wait_for exp "holds an export: replace it?"
+keys exp y
+check "e into an earlier export: replaced" exp wait_for exp "exported every stage as CSV"
+check "the replaced export has its marker" exp test -f "$WORK/old/.attnscope-export"
+printf 'mine\n' >"$WORK/old/head0/notes.txt"
+keys exp e
+keys exp C-u
+text exp "$WORK/old"
+keys exp Enter
+check "e into an export the user added to: refused" exp wait_for exp "holds head0/notes.txt"
+check "the user's file is kept" exp grep -qx mine "$WORK/old/head0/notes.txt"
+
+# 4. A long compute stops on q (its speed assumed, ATTNSCOPE_GFLOPS, so it is long on any
+# machine; q typed ahead is read at its first head): the first one quits, an edit's is taken
+# back with the view kept.
+words() { for i in $(seq 1 "$1"); do printf 'w%d ' "$i"; done; }
+printf 'text: "%s"\nembeddings: {dim: 64}\nlayers: 4\nattention: {heads: 8, d_out: 64}\n' \
+  "$(words 512)" >"$WORK/long.yaml"
+printf 'text: "a b c"\nembeddings: {dim: 64}\nlayers: 4\nattention: {heads: 8, d_out: 64}\n' \
+  >"$WORK/short.yaml"
+slow() { # tag scene: run with a slow speed assumed
+  echo "cd $WORK; sh -c 'echo \$\$ >$WORK/$1.pid; ATTNSCOPE_GFLOPS=0.001 exec $BIN $2 2>$WORK/$1.err'; echo \$? >$WORK/$1.exit; sleep 600"
+}
+start first "$(slow first long.yaml)"
+keys first q
+for _ in $(seq 1 200); do [ -s "$WORK/first.exit" ] && break; sleep 0.05; done
+check "q during the first compute: the explorer quits, status 0" first grep -qx 0 "$WORK/first.exit"
+check "q during the first compute: says it stopped" first \
+  grep -qF "attnscope: stopped while computing long.yaml" "$WORK/first.err"
+start edit "$(slow edit short.yaml)"
+check "a short scene opens" edit wait_for edit "3 tokens"
+keys edit t
+check "t opens the sentence prompt" edit wait_for edit "Enter:accept"
+keys edit C-u
+text edit "$(words 512)"
+keys edit Enter q
+check "q during an edit's compute: stopped and undone" edit \
+  wait_for edit "stopped: that edit would take about"
+check "q during an edit's compute: the scene is as before the edit" edit wait_for edit "3 tokens"
+check "q during an edit's compute: still running" edit alive edit
+keys edit t
+check "the sentence prompt again" edit wait_for edit "Enter:accept"
+keys edit Escape
+sleep 0.3
+keys edit q
+for _ in $(seq 1 100); do [ -s "$WORK/edit.exit" ] && break; sleep 0.05; done
+check "then q quits, nothing unsaved asked for" edit grep -qx 0 "$WORK/edit.exit"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
