@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""numpy_roundtrip: attnscope and NumPy, both ways (README.md, "NumPy").
+"""numpy_roundtrip: attnscope and NumPy, both ways (docs/export.md, "NumPy").
 
 1. Every scene of scenes/ exported twice, `--format csv` and `--format npy`: the .npy files are
    the CSV files' names and no others (tokens.csv, scene.yaml and the token tables of a
@@ -13,13 +13,13 @@
    softmax(QK^T / sqrt(d_k)) with a causal mask within 1e-5. The same weights as CSV files
    (numpy.savetxt) give the same export bit for bit.
 
-3. The README's "NumPy" section as written: its scene and its five lines of Python, run with
+3. docs/export.md's "NumPy" section as written: its scene and its five lines of Python, run with
    the attnscope binary first on PATH.
 
 Skipped (exit 77) when no python3 with NumPy is found: the plain python3 on PATH is tried, then
 Debian's /usr/bin/python3 (python3-numpy).
 
-Usage: numpy_roundtrip.py ATTNSCOPE_BINARY SCENES_DIR README.md
+Usage: numpy_roundtrip.py ATTNSCOPE_BINARY SCENES_DIR docs/export.md
 """
 import ctypes
 import os
@@ -224,10 +224,10 @@ def check_numpy_weights(binary, tmp):
     check("the weights as numpy.savetxt CSV files give the same export", not diff, str(diff))
 
 
-# ---- 3. the README's lines ---------------------------------------------------------------------
+# ---- 3. docs/export.md's lines ---------------------------------------------------------------------
 
 def readme_blocks(readme):
-    """The first yaml and python blocks of the README's "## NumPy" section."""
+    """The first yaml and python blocks of docs/export.md's "## NumPy" section."""
     with open(readme, encoding="utf-8") as f:
         text = f.read()
     section = text.split("\n## NumPy\n", 1)[1].split("\n## ", 1)[0]
@@ -241,7 +241,7 @@ def readme_blocks(readme):
 def check_readme(binary, readme, tmp):
     blocks = readme_blocks(readme)
     python_lines = blocks["python"].strip("\n").split("\n")
-    check("the README's round trip is five lines of Python", len(python_lines) == 5,
+    check("docs/export.md's round trip is five lines of Python", len(python_lines) == 5,
           f"{len(python_lines)} lines")
     folder = os.path.join(tmp, "readme")
     os.makedirs(folder)
@@ -253,7 +253,7 @@ def check_readme(binary, readme, tmp):
     env["PATH"] = os.path.dirname(os.path.abspath(binary)) + os.pathsep + env.get("PATH", "")
     r = subprocess.run([sys.executable, "roundtrip.py"], cwd=folder, env=env,
                        capture_output=True, text=True)
-    check("the README's NumPy lines run as written", r.returncode == 0, r.stderr[-2000:])
+    check("docs/export.md's NumPy lines run as written", r.returncode == 0, r.stderr[-2000:])
     weights = os.path.join(folder, "qkv", "head0", "weights.npy")
     if os.path.exists(weights):
         a = np.load(weights)
@@ -263,7 +263,7 @@ def check_readme(binary, readme, tmp):
 
 def main():
     if len(sys.argv) != 4:
-        raise SystemExit("usage: numpy_roundtrip.py ATTNSCOPE_BINARY SCENES_DIR README.md")
+        raise SystemExit("usage: numpy_roundtrip.py ATTNSCOPE_BINARY SCENES_DIR docs/export.md")
     binary, scenes, readme = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="attnscope-numpy-") as tmp:
         check_scene_exports(binary, scenes, tmp)

@@ -21,7 +21,7 @@
 #include "explore/commands.h"
 #include "explore/inspect.h"
 #include "explore/keys.h"
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "explore/tokenview.h"
 #include "explore/zoom.h"
 #include "scenefile/scenefile.h"

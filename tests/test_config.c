@@ -4,7 +4,7 @@
  * NAME.expect beside it, the file must be refused with exactly those diagnostic lines, in order
  * (a missing, extra or reordered line fails, shown as a diff); without one it must load
  * cleanly. The shipped configs/ files must load cleanly, and keys.yaml must
- * bind exactly the default keys of ui/actions.h.
+ * bind exactly the default keys of explore/actions.h.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -27,7 +27,7 @@
 #include "explore/keys.h"
 #include "explore/roles.h"
 
-/* The names and default keys of ui/actions.h's action_table, as the config API takes them. */
+/* The names and default keys of explore/actions.h's action_table, as the config API takes them. */
 static const char *action_names[ACTION_COUNT];
 static const char *default_keys[ACTION_COUNT];
 static int action_layers[ACTION_COUNT]; /* the key layer of each (base, lesson) */

@@ -1,10 +1,10 @@
 /* test_lessons: every lesson shipped in scenes/lessons/ played through the explorer without a
- * screen (explore/lesson.h), forwards to its end and back to its start, and at every step every
+ * screen (explore/lessonmode.h), forwards to its end and back to its start, and at every step every
  * number its caption marks checked against the matrix the explorer shows there.
  *
  * A caption marks the numbers it quotes ({0.2379}, {0.2379 @ 1,1}, {1.4950 @ scores 1,1},
  * {-inf @ 0,1}: engine/lesson.h); a number with three or more decimals outside a mark is a quote
- * nobody checks, and fails. The checks are the library's (explore/lesson.h's lesson_check_step),
+ * nobody checks, and fails. The checks are the library's (explore/lessonmode.h's lesson_check_step),
  * which `attnscope check` runs on any lesson; here they run going back too. Each lesson has 5 to
  * 12 steps, and no step's edit may be refused or leave the scene invalid.
  *
@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "explore/app.h"
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
 

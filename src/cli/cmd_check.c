@@ -7,7 +7,7 @@
  * A good file prints "FILE: ok" on stdout. Exit 1 when any file has a problem. Files named
  * keys.yaml or colors.yaml are checked as the explorer's configuration instead. A scene with a
  * lesson is played step by step, as the explorer plays it, and every number a caption marks is
- * checked against the screen (explore/lesson.h), located at the mark:
+ * checked against the screen (explore/lessonmode.h), located at the mark:
  *   lesson.yaml:14:31: step 1: the caption says 0.9999, but row 0, column 5 of the weights is
  *   0.1510
  */
@@ -22,7 +22,7 @@
 #include "scenefile/scenefile.h"
 #include "explore/actions.h"
 #include "explore/app.h"
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "explore/keys.h"
 #include "ui/theme.h"
 
@@ -66,7 +66,7 @@ static int check_config(const char *path, const char *base)
 }
 
 /* A lesson played from its first step to its last in the explorer (without a screen), every
- * step checked as explore/lesson.h says: above all, every number its captions mark against the
+ * step checked as explore/lessonmode.h says: above all, every number its captions mark against the
  * matrix the explorer shows there. Takes s. */
 static int check_lesson(struct attn_scene *s, const char *path)
 {

@@ -2,7 +2,7 @@
  *
  * The rules of making one are written once, in engine/scene_edit.c (attn_scene_check_edit,
  * attn_scene_apply_edit in scene.h): the explorer's keys (explore/app.c), a lesson step played
- * in the explorer (explore/lesson.c) and `check` playing a lesson from its file (scenefile) all
+ * in the explorer (explore/lessonmode.c) and `check` playing a lesson from its file (scenefile) all
  * go through them, each adding only its own concerns: the explorer its undo step and message
  * line, check its file:line:col.
  */

@@ -3,7 +3,7 @@
  * A lesson is an ordered list of steps. Each step shows one view (stage, layer, head, and a
  * cell or a row to look at), may make one edit (causal on, 4 heads, a new sentence, ...) that
  * stays for the steps after it, and has a caption of a few lines. src/scenefile reads, checks
- * and writes it; the explorer plays it (explore/lesson.h); both make a step's edit by
+ * and writes it; the explorer plays it (explore/lessonmode.h); both make a step's edit by
  * engine/edit.h's rules. A
  * loaded lesson never changes, so the scene's copies (one per undo step) share it.
  *

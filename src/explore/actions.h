@@ -8,7 +8,7 @@
  * tests/readme.sh check that configs/keys.yaml and the README agree with it, so none can drift
  * apart. Default keys are a space-separated list in the notation of keys.yaml (see explore/keys.h):
  * a character, or a name such as Left, Enter, Tab, BackTab, PgDn, C-l, F1.
- * The actions of the group "lesson" act only in lesson mode (explore/lesson.h), and there their
+ * The actions of the group "lesson" act only in lesson mode (explore/lessonmode.h), and there their
  * keys come first: Space and the arrows step through the lesson instead of playing or moving.
  * Elsewhere those keys keep their own actions, so a key may be bound once in each layer.
  */

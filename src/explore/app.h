@@ -114,7 +114,7 @@ struct app {
     /* Every edit, undo and redo counts one: a lesson step's scene is untouched while this is what
        the step left it at. */
     unsigned long edits;
-    /* Lesson mode (explore/lesson.h): the scene's steps, one at a time, with their captions. */
+    /* Lesson mode (explore/lessonmode.h): the scene's steps, one at a time, with their captions. */
     struct {
         struct attn_lesson *lesson; /* the scene's (a reference of its own), or NULL */
         bool on;                    /* in lesson mode: the caption shows, the lesson keys step */

@@ -16,7 +16,7 @@
 #include "common/utf8.h"
 #include "export/export.h"
 #include "explore/keys.h"
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "explore/picture.h"
 #include "explore/tokenview.h"
 

@@ -3,7 +3,7 @@
  * The parse runs in three steps: libyaml events -> node tree (src/yaml), tree -> struct attn_scene
  * through the schema tables (schema.c), then attn_scene_check for the rules that span several keys,
  * located at the keys they name. Every problem becomes a diag with file:line:col through the
- * parse's struct loader (loader.c); ytree_locate turns libyaml's marks (columns in characters
+ * parse's struct loader (locate.c); ytree_locate turns libyaml's marks (columns in characters
  * from 0) into the 1-based byte columns diag_print puts its caret by.
  */
 #include "scenefile/scenefile.h"
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
-#include "scenefile/loader.h"
+#include "scenefile/locate.h"
 
 /* ---- attn_scene_check ------------------------------------------------------------------------ */
 

@@ -28,7 +28,7 @@
 #include "engine/stage.h"
 #include "engine/tokenize.h"
 #include "pretrained/gpt2.h"
-#include "scenefile/loader.h"
+#include "scenefile/locate.h"
 #include "yaml/suggest.h"
 
 #define MAX_FIELDS 32

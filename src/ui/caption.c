@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/utf8.h"
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "ui/caption.h"
 #include "ui/status.h" /* key_display */
 
@@ -143,7 +143,7 @@ static void draw(struct panel *p, struct frame *f)
     if (stale) {
         char key[32], note[96];
         key_display(key, sizeof(key), f->keymap, ACTION_LESSON_NEXT);
-        /* what the key does (explore/lesson.h): the step's own scene first, then the next */
+        /* what the key does (explore/lessonmode.h): the step's own scene first, then the next */
         snprintf(note, sizeof(note), " you changed this step: %s goes on from it as written ", key);
         draw_text(r.y, tx + 1, r.x + r.w - tx - 1, t->role_attr[ROLE_LABEL], note);
     }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "ui/status.h"
 
 /* First bound key of an action, in display form (arrows as glyphs). */

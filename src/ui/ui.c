@@ -27,7 +27,7 @@
 #include "common/utf8.h"
 #include "config/config.h"
 #include "explore/commands.h"
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 #include "ui/caption.h"
 #include "ui/header.h"
 #include "ui/input.h"

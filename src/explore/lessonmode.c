@@ -1,6 +1,6 @@
-/* lesson: lesson mode (see lesson.h). Each step's edit goes through explore/app's edit
+/* lessonmode: lesson mode (see lessonmode.h). Each step's edit goes through explore/app's edit
  * functions; each step's scene is kept the first time it is reached, to come back to. */
-#include "explore/lesson.h"
+#include "explore/lessonmode.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -1,4 +1,5 @@
-/* lesson: the explorer's lesson mode, without a terminal.
+/* lessonmode: the explorer's lesson mode, without a terminal (a lesson as data is
+ * engine/lesson.h).
  *
  * A scene with a lesson (engine/lesson.h) opens in lesson mode on its first step. Moving to a
  * step shows its view (stage, layer, head, cell or row) and makes its edit through the explorer's

@@ -1,9 +1,9 @@
-/* loader: the state of one scene-file parse: its problems (through src/yaml/ydiag), where each
- * key is, which keys had a problem. load.c drives a parse and schema.c (the schema tables and
- * their handlers) fills the scene; both report through here. Internal to src/scenefile.
+/* locate: the state of one scene-file parse (struct loader): its problems (through src/yaml/ydiag),
+ * where each key is, which keys had a problem. load.c drives a parse and schema.c (the schema
+ * tables and their handlers) fills the scene; both report through here. Internal to src/scenefile.
  */
-#ifndef ATTNSCOPE_SCENEFILE_LOADER_H
-#define ATTNSCOPE_SCENEFILE_LOADER_H
+#ifndef ATTNSCOPE_SCENEFILE_LOCATE_H
+#define ATTNSCOPE_SCENEFILE_LOCATE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* loader: the state of one scene-file parse: its problems, where each key is, which keys had a
- * problem (see loader.h). load.c drives a parse; schema.c fills the scene through these. */
-#include "scenefile/loader.h"
+ * problem (see locate.h). load.c drives a parse; schema.c fills the scene through these. */
+#include "scenefile/locate.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
