@@ -37,7 +37,7 @@ static int bench_encode(const struct bpe *b, const char *name, const char *text,
     do {
         int *ids;
         struct diag err;
-        if (bpe_encode(&ids, &n, b, text, len, &err) != 0) {
+        if (attn_bpe_encode(&ids, &n, b, text, len, &err) != 0) {
             fprintf(stderr, "bench_bpe: %s: %s\n", name, err.msg);
             return -1;
         }
@@ -60,9 +60,9 @@ int main(int argc, char **argv)
     struct diag err;
     double loads[5];
     for (int i = 0; i < 5; i++) {
-        bpe_free(b);
+        attn_bpe_free(b);
         double t0 = now();
-        if (bpe_load(&b, argv[1], argv[2], &err) != 0) {
+        if (attn_bpe_load(&b, argv[1], argv[2], &err) != 0) {
             fprintf(stderr, "bench_bpe: %s: %s\n", err.file, err.msg);
             return 1;
         }
@@ -70,13 +70,13 @@ int main(int argc, char **argv)
     }
     qsort(loads, 5, sizeof(loads[0]), cmp_double);
     printf("load   vocab.json + merges.txt (%d tokens)  best %.1f ms, median %.1f ms\n",
-           bpe_vocab_size(b), loads[0] * 1e3, loads[2] * 1e3);
+           attn_bpe_vocab_size(b), loads[0] * 1e3, loads[2] * 1e3);
 
     char *real;
     size_t real_len;
-    if (fsutil_read_file(&real, &real_len, argv[3], 64u << 20, &err) != 0) {
+    if (attn_fsutil_read_file(&real, &real_len, argv[3], 64u << 20, &err) != 0) {
         fprintf(stderr, "bench_bpe: %s: %s\n", err.file, err.msg);
-        bpe_free(b);
+        attn_bpe_free(b);
         return 1;
     }
     size_t len = real_len < TEXT_BYTES ? real_len : TEXT_BYTES;
@@ -100,6 +100,6 @@ int main(int argc, char **argv)
     const char *name = strrchr(argv[3], '/') ? strrchr(argv[3], '/') + 1 : argv[3];
     int rc = bench_encode(b, name, real, len) | bench_encode(b, "random words", words, o);
     free(real);
-    bpe_free(b);
+    attn_bpe_free(b);
     return rc ? 1 : 0;
 }

@@ -125,8 +125,8 @@ int main(int argc, char **argv)
             clock_gettime(CLOCK_MONOTONIC, &a);
             struct attn_scene s;
             struct diag_list errs;
-            diag_list_init(&errs);
-            int rc = scenefile_parse(&s, "bench.yaml", t.p, t.len, &errs);
+            attn_diag_list_init(&errs);
+            int rc = attn_scenefile_parse(&s, "bench.yaml", t.p, t.len, &errs);
             clock_gettime(CLOCK_MONOTONIC, &b);
             struct rusage ru;
             getrusage(RUSAGE_SELF, &ru);

@@ -9,7 +9,7 @@
 int main(int argc, char **argv)
 {
     struct attn_scene scene;
-    if (argc < 2 || scenefile_load_report(&scene, argv[1], stderr) != 0) /* file:line:col */
+    if (argc < 2 || attn_scenefile_load_report(&scene, argv[1], stderr) != 0) /* file:line:col */
         return argc < 2 ? 2 : 1;
     struct attn_model model = {0};
     struct attn_run run = {0};

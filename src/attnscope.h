@@ -2,7 +2,7 @@
  *
  *   #include <attnscope/attnscope.h>   cc prog.c $(pkg-config --cflags --libs attnscope)
  *
- * Load a scene (scenefile_load_report), compute every stage of every head (attn_compute), read
+ * Load a scene (attn_scenefile_load_report), compute every stage of every head (attn_compute), read
  * any of them (attn_view). Every number is PyTorch's, as in the attnscope explorer; see
  * examples/print_head.c for a whole program.
  */

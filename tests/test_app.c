@@ -207,7 +207,7 @@ static void assert_golden(const struct app *a, const char *stem, const char *fil
     snprintf(path, sizeof(path), "%s/scenes/%s/%s", golden ? golden : "tests/golden", stem, file);
     struct npy_array m;
     struct diag err;
-    if (csvmat_read(&m, path, 1 << 20, &err) != 0)
+    if (attn_csvmat_read(&m, path, 1 << 20, &err) != 0)
         fail_msg("%s: %s", path, err.msg);
     assert_int_equal((int)m.shape[0], v.rows);
     assert_int_equal((int)m.shape[1], v.cols);
@@ -216,7 +216,7 @@ static void assert_golden(const struct app *a, const char *stem, const char *fil
             if (fabs(v.data[(size_t)i * v.stride + j] - m.data[(size_t)i * v.cols + j]) > tol)
                 fail_msg("%s (%d,%d): %.9g, PyTorch %.9g", path, i, j,
                          v.data[(size_t)i * v.stride + j], m.data[(size_t)i * v.cols + j]);
-    npy_free(&m);
+    attn_npy_free(&m);
     (void)a;
 }
 
@@ -233,7 +233,7 @@ static void test_seed_knob_moves_the_notebooks_seed(void **state)
     char path[4200];
     snprintf(path, sizeof(path), "%s/12-shoes-single-head.yaml", scenes ? scenes : "scenes");
     struct attn_scene s;
-    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     struct app a;
     struct diag err;
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
@@ -250,7 +250,7 @@ static void test_seed_knob_moves_the_notebooks_seed(void **state)
     app_free(&a);
 
     snprintf(path, sizeof(path), "%s/07-dropout.yaml", scenes ? scenes : "scenes");
-    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
     assert_int_equal(app_edit_seed(&a, 7), 0);
     assert_true(a.scene.attn.dropout_seed.value == 123); /* its own number: it stays */
@@ -261,8 +261,8 @@ static void test_seed_knob_moves_the_notebooks_seed(void **state)
     static const char *own = "version: 1\ntext: the cat sat\nseed: 5\n"
                              "embeddings: {dim: 4, seed: 7}\nattention: {seed: 9}\n";
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_parse(&s, "own.yaml", own, strlen(own), &errs), 0);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_parse(&s, "own.yaml", own, strlen(own), &errs), 0);
     enum attn_seed_part first;
     assert_false(attn_scene_seed_used(&s, &first));
     assert_int_equal(first, SEED_PART_EMBEDDINGS);
@@ -281,7 +281,7 @@ static void open_scene(struct app *a, const char *name)
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", scenes ? scenes : "scenes", name);
     struct attn_scene s;
-    if (scenefile_load_report(&s, path, stderr) != 0)
+    if (attn_scenefile_load_report(&s, path, stderr) != 0)
         fail_msg("%s does not load", path);
     struct diag err;
     assert_int_equal(app_init(a, &s, path, NULL, &err), 0);
@@ -519,7 +519,7 @@ static void sweep_edits(const char *path, int *edits, int *refused)
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
         for (int times = 1; times <= 3; times++) { /* P three times round, L back, ... */
             struct attn_scene s;
-            if (scenefile_load_report(&s, path, stderr) != 0)
+            if (attn_scenefile_load_report(&s, path, stderr) != 0)
                 fail_msg("%s does not load", path);
             struct app a;
             struct diag err;
@@ -574,9 +574,9 @@ static void open_with_positions(struct app *a, enum attn_pos_kind kind)
     s.pos.kind = kind;
     s.pos.max_len = 12;
     struct diag_list problems;
-    diag_list_init(&problems);
+    attn_diag_list_init(&problems);
     assert_int_equal(attn_scene_check(&s, &problems), 0);
-    diag_list_free(&problems);
+    attn_diag_list_free(&problems);
     struct diag err;
     assert_int_equal(app_init(a, &s, NULL, NULL, &err), 0);
 }
@@ -668,10 +668,10 @@ static void test_jargon_where_it_belongs(void **state)
 
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     const char *deep = "text: a b c d\nlayers: 2\nembeddings: {dim: 4}\n"
                        "attention: {d_out: 4, heads: 2}\n";
-    assert_int_equal(scenefile_parse(&s, "deep.yaml", deep, strlen(deep), &errs), 0);
+    assert_int_equal(attn_scenefile_parse(&s, "deep.yaml", deep, strlen(deep), &errs), 0);
     struct diag err;
     assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     inspect_explain(text, sizeof(text), &a);
@@ -680,7 +680,7 @@ static void test_jargon_where_it_belongs(void **state)
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "KV cache per token: 2\u00d72 heads\u00d72 = 8 floats"));
     app_free(&a);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     attn_scene_init_default(&s);
     s.attn.d_out = 8;
@@ -841,7 +841,7 @@ static void test_save_default_folder(void **state)
     /* Anywhere under the shipped scenes/ tree: scenes/lessons/ too (e proposes the current
        folder for every scene). The lesson's step is saved as a scene without the lesson. */
     snprintf(path, sizeof(path), "%s/lessons/3-causal-mask.yaml", scenes ? scenes : "scenes");
-    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
     assert_int_equal(lesson_open(&a), 0);
     assert_int_equal(lesson_next(&a), 0);
@@ -866,7 +866,7 @@ static void test_save_in_lesson_drops_the_lesson(void **state)
     assert_non_null(mkdtemp(dir));
     snprintf(saved, sizeof(saved), "%s/step3.yaml", dir);
     struct attn_scene s;
-    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     struct app a;
     struct diag err;
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
@@ -883,7 +883,7 @@ static void test_save_in_lesson_drops_the_lesson(void **state)
     app_free(&a);
 
     struct attn_scene back;
-    assert_int_equal(scenefile_load_report(&back, saved, stderr), 0);
+    assert_int_equal(attn_scenefile_load_report(&back, saved, stderr), 0);
     assert_null(back.lesson);
     assert_true(back.attn.causal);
     assert_int_equal(back.attn.mask_mode, MASK_AFTER_SOFTMAX);
@@ -1101,7 +1101,7 @@ static void test_every_stage_explained(void **state)
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s", scenes, names[f]);
         struct attn_scene s;
-        assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+        assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
         struct app a;
         struct diag err;
         assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
@@ -1537,10 +1537,10 @@ static void open_lesson(struct app *a, const char *yaml)
 {
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
-    if (scenefile_parse(&s, "lesson.yaml", yaml, strlen(yaml), &errs) != 0)
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_parse(&s, "lesson.yaml", yaml, strlen(yaml), &errs) != 0)
         fail_msg("the lesson does not load: %s", errs.n ? errs.items[0].msg : "?");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     struct diag err;
     assert_int_equal(app_init(a, &s, NULL, NULL, &err), 0);
     assert_int_equal(lesson_open(a), 0);
@@ -1768,7 +1768,7 @@ static void test_lesson_messages_name_the_keys(void **state)
     fclose(f);
     struct keymap km;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     keymap_load(&km, NULL, path, &errs);
     assert_int_equal(errs.n, 0);
     a.keymap = &km;
@@ -1777,7 +1777,7 @@ static void test_lesson_messages_name_the_keys(void **state)
     command_run(&a, ACTION_LESSON, &ask);
     assert_string_equal(a.message, "left the lesson at step 7 of 7: explore freely; x goes back "
                                    "to it");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     assert_int_equal(remove(path), 0);
     assert_int_equal(rmdir(dir), 0);
     app_free(&a);
@@ -1812,7 +1812,7 @@ static void test_unknown_words_message(void **state)
     char path[4200];
     snprintf(path, sizeof(path), "%s/29-induction-head.yaml", scenes ? scenes : "scenes");
     struct attn_scene s;
-    assert_int_equal(scenefile_load_report(&s, path, stderr), 0);
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     struct app a;
     struct diag err;
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);

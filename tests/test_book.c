@@ -44,20 +44,20 @@ static void fx_load(struct fx *f, const char *name)
     char path[4096];
     snprintf(path, sizeof(path), "%.3000s/%.255s", (dir && *dir) ? dir : "scenes", name);
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *source = NULL;
     size_t source_len = 0;
-    if (scenefile_load(&f->s, path, &errs, &source, &source_len) != 0) {
+    if (attn_scenefile_load(&f->s, path, &errs, &source, &source_len) != 0) {
         for (int i = 0; i < errs.n; i++)
-            diag_print(stderr, &errs.items[i], source, source_len);
+            attn_diag_print(stderr, &errs.items[i], source, source_len);
         free(source);
-        diag_list_free(&errs);
+        attn_diag_list_free(&errs);
         fail_msg("%s: the loader refused the scene", path);
     }
     free(source);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (attn_model_resolve(&f->m, &f->s, &err) != 0)
         fail_msg("%s: model_resolve: %s", path, err.msg);
     if (attn_run_init(&f->r, &f->m, &err) != 0)
@@ -680,7 +680,7 @@ static void test_blue_dog_causal(void **state)
 static void fx_recompute(struct fx *f)
 {
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     attn_model_free(&f->m);
     if (attn_model_resolve(&f->m, &f->s, &err) != 0 || attn_run_init(&f->r, &f->m, &err) != 0)
         fail_msg("%s: %s", f->name, err.msg);

@@ -37,7 +37,7 @@ static int load_gpt2(void **state)
     char *vocab = fixture("vocab.json"), *merges = fixture("merges.txt");
     struct bpe *b = NULL;
     struct diag err;
-    int rc = bpe_load(&b, vocab, merges, &err);
+    int rc = attn_bpe_load(&b, vocab, merges, &err);
     if (rc != 0)
         fprintf(stderr, "%s:%d:%d: %s\n", err.file, err.line, err.col, err.msg);
     free(vocab);
@@ -48,7 +48,7 @@ static int load_gpt2(void **state)
 
 static int free_gpt2(void **state)
 {
-    bpe_free(*state);
+    attn_bpe_free(*state);
     return 0;
 }
 
@@ -58,21 +58,21 @@ static int *encode_checked(const struct bpe *b, const char *text, size_t len, in
     int *ids;
     size_t *starts;
     struct diag err;
-    if (bpe_encode_spans(&ids, &starts, n, b, text, len, &err) != 0)
+    if (attn_bpe_encode_spans(&ids, &starts, n, b, text, len, &err) != 0)
         fail_msg("encoding \"%.*s\": %s", (int)len, text, err.msg);
     assert_non_null(ids);
     assert_int_equal(starts[0], 0);
     assert_int_equal(starts[*n], len);
     for (int i = 0; i < *n; i++) {
         size_t tlen;
-        const char *t = bpe_token_bytes(b, ids[i], &tlen);
+        const char *t = attn_bpe_token_bytes(b, ids[i], &tlen);
         assert_non_null(t);
         assert_int_equal(starts[i + 1] - starts[i], tlen);
         assert_memory_equal(text + starts[i], t, tlen);
     }
     /* The plain call gives the same ids. */
     int *again, n2;
-    assert_int_equal(bpe_encode(&again, &n2, b, text, len, &err), 0);
+    assert_int_equal(attn_bpe_encode(&again, &n2, b, text, len, &err), 0);
     assert_int_equal(n2, *n);
     if (*n)
         assert_memory_equal(again, ids, (size_t)*n * sizeof(int));
@@ -139,7 +139,7 @@ static size_t unescape(char *s)
 static void test_reference_table(void **state)
 {
     const struct bpe *b = *state;
-    assert_int_equal(bpe_vocab_size(b), 50257);
+    assert_int_equal(attn_bpe_vocab_size(b), 50257);
     char *path = fixture("ids.tsv");
     char *table = tu_must_read_file(path, NULL);
     int cases = 0, wrong = 0;
@@ -196,7 +196,7 @@ static void test_spans_and_ids(void **state)
     int *ids, n;
     size_t *starts;
     struct diag err;
-    assert_int_equal(bpe_encode_spans(&ids, &starts, &n, b, "Hello world", 11, &err), 0);
+    assert_int_equal(attn_bpe_encode_spans(&ids, &starts, &n, b, "Hello world", 11, &err), 0);
     assert_int_equal(n, 2);
     assert_int_equal(ids[0], 15496);
     assert_int_equal(ids[1], 995);
@@ -205,14 +205,14 @@ static void test_spans_and_ids(void **state)
     free(ids);
     free(starts);
     /* Empty text: no tokens, but an array to free. */
-    assert_int_equal(bpe_encode(&ids, &n, b, "", 0, &err), 0);
+    assert_int_equal(attn_bpe_encode(&ids, &n, b, "", 0, &err), 0);
     assert_int_equal(n, 0);
     assert_non_null(ids);
     free(ids);
     /* A NUL byte is text too (a control character, byte 0's token). */
     EXPECT_IDS(b, "a\0b", 64, 188, 65);
-    assert_int_equal(bpe_token_id(b, " the", 4), 262);
-    assert_int_equal(bpe_token_id(b, " qwzx", 5), -1);
+    assert_int_equal(attn_bpe_token_id(b, " the", 4), 262);
+    assert_int_equal(attn_bpe_token_id(b, " qwzx", 5), -1);
 }
 
 static void test_labels(void **state)
@@ -220,48 +220,48 @@ static void test_labels(void **state)
     const struct bpe *b = *state;
     char label[64];
     size_t len;
-    assert_string_equal(bpe_token_bytes(b, 262, &len), " the"); /* "Ġthe" */
+    assert_string_equal(attn_bpe_token_bytes(b, 262, &len), " the"); /* "Ġthe" */
     assert_int_equal(len, 4);
-    bpe_token_label(label, sizeof(label), b, 262);
+    attn_bpe_token_label(label, sizeof(label), b, 262);
     assert_string_equal(label, " the");
-    assert_string_equal(bpe_token_bytes(b, 50256, &len), "<|endoftext|>");
+    assert_string_equal(attn_bpe_token_bytes(b, 50256, &len), "<|endoftext|>");
     /* Partial UTF-8: "â" is the byte E2 alone, "âĢ" the bytes E2 80. */
-    int e2 = bpe_token_id(b, "\xE2", 1), e280 = bpe_token_id(b, "\xE2\x80", 2);
+    int e2 = attn_bpe_token_id(b, "\xE2", 1), e280 = attn_bpe_token_id(b, "\xE2\x80", 2);
     assert_true(e2 >= 0 && e280 >= 0);
-    bpe_token_label(label, sizeof(label), b, e2);
+    attn_bpe_token_label(label, sizeof(label), b, e2);
     assert_string_equal(label, "<E2>");
-    bpe_token_label(label, sizeof(label), b, e280);
+    attn_bpe_token_label(label, sizeof(label), b, e280);
     assert_string_equal(label, "<E2><80>");
     /* A whole character is text; " é" is "ĠÃ©". */
-    int e_acute = bpe_token_id(b, " \xC3\xA9", 3);
+    int e_acute = attn_bpe_token_id(b, " \xC3\xA9", 3);
     assert_true(e_acute >= 0);
-    bpe_token_label(label, sizeof(label), b, e_acute);
+    attn_bpe_token_label(label, sizeof(label), b, e_acute);
     assert_string_equal(label, " \xC3\xA9");
     /* Control characters never reach a label: "Ċ" is a newline, "ĉ" a tab. */
-    bpe_token_label(label, sizeof(label), b, 198);
+    attn_bpe_token_label(label, sizeof(label), b, 198);
     assert_string_equal(label, "<0A>");
-    bpe_token_label(label, sizeof(label), b, 628);
+    attn_bpe_token_label(label, sizeof(label), b, 628);
     assert_string_equal(label, "<0A><0A>");
-    bpe_token_label(label, sizeof(label), b, bpe_token_id(b, "\r", 1));
+    attn_bpe_token_label(label, sizeof(label), b, attn_bpe_token_id(b, "\r", 1));
     assert_string_equal(label, "<0D>");
-    bpe_token_label(label, sizeof(label), b, bpe_token_id(b, "\t", 1));
+    attn_bpe_token_label(label, sizeof(label), b, attn_bpe_token_id(b, "\t", 1));
     assert_string_equal(label, "<09>");
-    bpe_token_label(label, sizeof(label), b, bpe_token_id(b, "\x7F", 1));
+    attn_bpe_token_label(label, sizeof(label), b, attn_bpe_token_id(b, "\x7F", 1));
     assert_string_equal(label, "<7F>");
     /* Cut at a whole character or <XX>: " the" in 3 bytes is " t", "<E2><80>" in 6 is "<E2>". */
-    bpe_token_label(label, 3, b, 262);
+    attn_bpe_token_label(label, 3, b, 262);
     assert_string_equal(label, " t");
-    bpe_token_label(label, 6, b, e280);
+    attn_bpe_token_label(label, 6, b, e280);
     assert_string_equal(label, "<E2>");
-    bpe_token_label(label, 3, b, e_acute);
+    attn_bpe_token_label(label, 3, b, e_acute);
     assert_string_equal(label, " ");
-    bpe_token_label(label, 1, b, 262);
+    attn_bpe_token_label(label, 1, b, 262);
     assert_string_equal(label, "");
     /* Ids outside the vocabulary. */
-    assert_null(bpe_token_bytes(b, 50257, &len));
+    assert_null(attn_bpe_token_bytes(b, 50257, &len));
     assert_int_equal(len, 0);
-    assert_null(bpe_token_bytes(b, -1, &len));
-    bpe_token_label(label, sizeof(label), b, 50257);
+    assert_null(attn_bpe_token_bytes(b, -1, &len));
+    attn_bpe_token_label(label, sizeof(label), b, 50257);
     assert_string_equal(label, "<unused 50257>");
 }
 
@@ -282,7 +282,7 @@ static void test_invalid_utf8(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int *ids = (int *)1, n = -1;
         struct diag err;
-        assert_int_equal(bpe_encode(&ids, &n, b, cases[i].text, cases[i].len, &err), -1);
+        assert_int_equal(attn_bpe_encode(&ids, &n, b, cases[i].text, cases[i].len, &err), -1);
         assert_null(ids);
         assert_int_equal(n, 0);
         char want[64];
@@ -346,7 +346,7 @@ static void expect_load_error(struct scratch *s, const char *vocab, const char *
     scratch_files(s, vocab, merges);
     struct bpe *b = (struct bpe *)1;
     struct diag err;
-    assert_int_equal(bpe_load(&b, s->vocab, s->merges, &err), -1);
+    assert_int_equal(attn_bpe_load(&b, s->vocab, s->merges, &err), -1);
     assert_null(b);
     const char *file = in_merges ? s->merges : s->vocab;
     if (strcmp(err.file, file) != 0 || err.line != line || err.col != col || !strstr(err.msg, want))
@@ -379,12 +379,12 @@ static void test_missing_files(void **state)
     snprintf(missing, sizeof(missing), "%s/nothing.json", s->dir);
     struct bpe *b;
     struct diag err;
-    assert_int_equal(bpe_load(&b, missing, s->merges, &err), -1);
+    assert_int_equal(attn_bpe_load(&b, missing, s->merges, &err), -1);
     assert_string_equal(err.file, missing);
     assert_non_null(strstr(err.msg, "cannot open"));
-    assert_int_equal(bpe_load(&b, s->vocab, missing, &err), -1);
+    assert_int_equal(attn_bpe_load(&b, s->vocab, missing, &err), -1);
     assert_string_equal(err.file, missing);
-    assert_int_equal(bpe_load(&b, s->dir, s->merges, &err), -1); /* a folder */
+    assert_int_equal(attn_bpe_load(&b, s->dir, s->merges, &err), -1); /* a folder */
     assert_string_equal(err.file, s->dir);
 }
 
@@ -468,36 +468,36 @@ static void test_hand_made(void **state)
      * merges.txt saved on Windows (CRLF) and without "#version" loads too. */
     scratch_files(s, "{\"a\": 0, \"b\": 1, \"ab\": 2, \"aba\": 3, \"aa\": 4}",
                   "ab a\r\na b\r\na a\r\n");
-    assert_int_equal(bpe_load(&b, s->vocab, s->merges, &err), 0);
-    assert_int_equal(bpe_vocab_size(b), 5);
+    assert_int_equal(attn_bpe_load(&b, s->vocab, s->merges, &err), 0);
+    assert_int_equal(attn_bpe_vocab_size(b), 5);
     expect_ids(b, "abab", 4, (const int[]){2, 2}, 2);
     expect_ids(b, "aba", 3, (const int[]){3}, 1);
     expect_ids(b, "aaa", 3, (const int[]){4, 0}, 2); /* left to right, never overlapping */
     expect_ids(b, "aaaa", 4, (const int[]){4, 4}, 2);
     /* A symbol the vocabulary lacks is an error naming it and its piece. */
-    assert_int_equal(bpe_encode(&ids, &n, b, "ab c", 4, &err), -1);
+    assert_int_equal(attn_bpe_encode(&ids, &n, b, "ab c", 4, &err), -1);
     assert_null(ids);
     assert_non_null(strstr(err.msg, "\"\xC4\xA0\" (in \"\xC4\xA0"
                                     "c\" at byte 2)"));
-    bpe_free(b);
+    attn_bpe_free(b);
 
     /* Ids with gaps: the size is one more than the largest id, the gaps are unused. */
     scratch_files(s, "{\"a\": 5, \"b\": 1}", "#version: 0.2\n");
-    assert_int_equal(bpe_load(&b, s->vocab, s->merges, &err), 0);
-    assert_int_equal(bpe_vocab_size(b), 6);
+    assert_int_equal(attn_bpe_load(&b, s->vocab, s->merges, &err), 0);
+    assert_int_equal(attn_bpe_vocab_size(b), 6);
     char label[32];
-    bpe_token_label(label, sizeof(label), b, 2);
+    attn_bpe_token_label(label, sizeof(label), b, 2);
     assert_string_equal(label, "<unused 2>");
     expect_ids(b, "ba", 2, (const int[]){1, 5}, 2);
     /* "ab" has no merge: the bytes stay apart. */
     expect_ids(b, "ab", 2, (const int[]){5, 1}, 2);
-    bpe_free(b);
+    attn_bpe_free(b);
 
     /* A merges symbol may be a token that no earlier line makes ("<|x|>"). */
     scratch_files(s, "{\"a\": 0, \"<|x|>\": 1, \"<|x|>a\": 2}", "<|x|> a\n");
-    assert_int_equal(bpe_load(&b, s->vocab, s->merges, &err), 0);
-    bpe_free(b);
-    bpe_free(NULL);
+    assert_int_equal(attn_bpe_load(&b, s->vocab, s->merges, &err), 0);
+    attn_bpe_free(b);
+    attn_bpe_free(NULL);
 }
 
 int main(void)

@@ -46,21 +46,21 @@ static void test_format(void **state)
 {
     (void)state;
     char buf[64];
-    cnum_format(buf, sizeof(buf), "%.4f|%g|%.0e", 0.47758853, 0.5, 1e-7);
+    attn_cnum_format(buf, sizeof(buf), "%.4f|%g|%.0e", 0.47758853, 0.5, 1e-7);
     assert_string_equal(buf, "0.4776|0.5|1e-07");
-    cnum_format_float(buf, sizeof(buf), 0.47758853f);
+    attn_cnum_format_float(buf, sizeof(buf), 0.47758853f);
     assert_string_equal(buf, "0.47758853");
-    cnum_format_float(buf, sizeof(buf), 0.1f);
+    attn_cnum_format_float(buf, sizeof(buf), 0.1f);
     assert_string_equal(buf, "0.1");
-    cnum_format_float(buf, sizeof(buf), -INFINITY);
+    attn_cnum_format_float(buf, sizeof(buf), -INFINITY);
     assert_string_equal(buf, "-inf");
-    cnum_format_double(buf, sizeof(buf), 0.1);
+    attn_cnum_format_double(buf, sizeof(buf), 0.1);
     assert_string_equal(buf, "0.1");
-    cnum_format_double(buf, sizeof(buf), 1.0 / 3.0);
+    attn_cnum_format_double(buf, sizeof(buf), 1.0 / 3.0);
     assert_string_equal(buf, "0.33333333333333331");
     FILE *f = tmpfile();
     assert_non_null(f);
-    cnum_fprintf(f, "%.3f", 2.5);
+    attn_cnum_fprintf(f, "%.3f", 2.5);
     rewind(f);
     assert_non_null(fgets(buf, sizeof(buf), f));
     fclose(f);
@@ -71,24 +71,24 @@ static void test_parse_double(void **state)
 {
     (void)state;
     double v = 0;
-    assert_int_equal(cnum_parse_double("0.5", false, &v), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_double("0.5", false, &v), CNUM_OK);
     assert_true(v == 0.5);
-    assert_int_equal(cnum_parse_double("-.25e1", false, &v), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_double("-.25e1", false, &v), CNUM_OK);
     assert_true(v == -2.5);
-    assert_int_equal(cnum_parse_double("0,5", false, &v), CNUM_NOT_NUMBER);
-    assert_int_equal(cnum_parse_double("0,5", true, &v), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_double("0,5", false, &v), CNUM_NOT_NUMBER);
+    assert_int_equal(attn_cnum_parse_double("0,5", true, &v), CNUM_OK);
     assert_true(v == 0.5);
-    assert_int_equal(cnum_parse_double("1,024.5", true, &v), CNUM_NOT_NUMBER);
-    assert_int_equal(cnum_parse_double("1,0,2", true, &v), CNUM_NOT_NUMBER);
+    assert_int_equal(attn_cnum_parse_double("1,024.5", true, &v), CNUM_NOT_NUMBER);
+    assert_int_equal(attn_cnum_parse_double("1,0,2", true, &v), CNUM_NOT_NUMBER);
     static const char *const not_numbers[] = {"",  " 1", "1 ",   "0x10", "1e",
                                               ".", "+",  "1..2", "abc"};
     for (size_t i = 0; i < sizeof(not_numbers) / sizeof(not_numbers[0]); i++)
-        assert_int_equal(cnum_parse_double(not_numbers[i], true, &v), CNUM_NOT_NUMBER);
+        assert_int_equal(attn_cnum_parse_double(not_numbers[i], true, &v), CNUM_NOT_NUMBER);
     static const char *const not_finite[] = {"inf", "-Infinity", ".nan", "NaN", "1e400"};
     for (size_t i = 0; i < sizeof(not_finite) / sizeof(not_finite[0]); i++)
-        assert_int_equal(cnum_parse_double(not_finite[i], false, &v), CNUM_NOT_FINITE);
+        assert_int_equal(attn_cnum_parse_double(not_finite[i], false, &v), CNUM_NOT_FINITE);
     /* Correctly rounded, as Python reads it. */
-    assert_int_equal(cnum_parse_double("0.1", false, &v), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_double("0.1", false, &v), CNUM_OK);
     assert_true(v == 0.1);
 }
 
@@ -97,17 +97,17 @@ static void test_parse_integers(void **state)
     (void)state;
     uint64_t u;
     bool neg;
-    assert_int_equal(cnum_parse_u64("18446744073709551615", &u, &neg), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_u64("18446744073709551615", &u, &neg), CNUM_OK);
     assert_true(u == UINT64_MAX && !neg);
-    assert_int_equal(cnum_parse_u64("18446744073709551616", &u, &neg), CNUM_RANGE);
-    assert_int_equal(cnum_parse_u64("-0", &u, &neg), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_u64("18446744073709551616", &u, &neg), CNUM_RANGE);
+    assert_int_equal(attn_cnum_parse_u64("-0", &u, &neg), CNUM_OK);
     assert_true(u == 0 && neg);
-    assert_int_equal(cnum_parse_u64("1.0", &u, &neg), CNUM_NOT_NUMBER);
+    assert_int_equal(attn_cnum_parse_u64("1.0", &u, &neg), CNUM_NOT_NUMBER);
     long long ll;
-    assert_int_equal(cnum_parse_ll("-9223372036854775808", &ll), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_ll("-9223372036854775808", &ll), CNUM_OK);
     assert_true(ll == INT64_MIN);
-    assert_int_equal(cnum_parse_ll("9223372036854775808", &ll), CNUM_RANGE);
-    assert_int_equal(cnum_parse_ll("1 000", &ll), CNUM_NOT_NUMBER);
+    assert_int_equal(attn_cnum_parse_ll("9223372036854775808", &ll), CNUM_RANGE);
+    assert_int_equal(attn_cnum_parse_ll("1 000", &ll), CNUM_NOT_NUMBER);
 }
 
 /* Not a terminal: no bar, and one line at the end of work that took over 200 ms, numbers in
@@ -120,26 +120,26 @@ static void test_progress_line(void **state)
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
     struct progress p;
-    progress_begin(&p, f, "exporting", "files");
-    struct progress_sink sink = {progress_tick, &p, NULL};
+    attn_progress_begin(&p, f, "exporting", "files");
+    struct progress_sink sink = {attn_progress_tick, &p, NULL};
     for (long i = 1; i <= 3; i++)
         progress_report(&sink, i, 3);
     nanosleep(&(struct timespec){0, 250 * 1000 * 1000}, NULL);
     fflush(f);
     assert_int_equal(len, 0); /* nothing while it runs */
-    progress_end(&p, true);
+    attn_progress_end(&p, true);
     fflush(f);
     const char *head = "attnscope: exporting: 3 files in ";
     assert_int_equal(strncmp(text, head, strlen(head)), 0);
     char num[32];
     assert_int_equal(sscanf(text + strlen(head), "%31[0-9.] s\n", num), 1);
     double secs = 0;
-    assert_int_equal(cnum_parse_double(num, false, &secs), CNUM_OK);
+    assert_int_equal(attn_cnum_parse_double(num, false, &secs), CNUM_OK);
     assert_true(secs >= 0.2);
-    progress_begin(&p, f, "exporting", "files");
+    attn_progress_begin(&p, f, "exporting", "files");
     nanosleep(&(struct timespec){0, 250 * 1000 * 1000}, NULL);
     size_t before = len;
-    progress_end(&p, false);
+    attn_progress_end(&p, false);
     fflush(f);
     assert_int_equal(len, before);
     fclose(f);
@@ -149,12 +149,12 @@ static void test_progress_line(void **state)
 static void expect_escaped(const char *s, unsigned flags, const char *want)
 {
     char out[256];
-    utf8_escape(out, sizeof(out), s, (size_t)-1, flags);
+    attn_utf8_escape(out, sizeof(out), s, (size_t)-1, flags);
     assert_string_equal(out, want);
-    assert_int_equal(utf8_needs_escape(s, flags), strcmp(s, want) != 0);
+    assert_int_equal(attn_utf8_needs_escape(s, flags), strcmp(s, want) != 0);
     /* Escaping twice changes nothing. */
     char again[256];
-    utf8_escape(again, sizeof(again), out, (size_t)-1, flags);
+    attn_utf8_escape(again, sizeof(again), out, (size_t)-1, flags);
     assert_string_equal(again, out);
 }
 
@@ -174,25 +174,25 @@ static void test_escapes(void **state)
     expect_escaped("\xff\xc0\x80\x80z\xe2\x80", 0, "\\xff\\xc0\\x80\\x80z\\xe2\\x80");
     /* A NUL inside the length given is shown too. */
     char out[64];
-    utf8_escape(out, sizeof(out), "a\0b", 3, 0);
+    attn_utf8_escape(out, sizeof(out), "a\0b", 3, 0);
     assert_string_equal(out, "a\\x00b");
     /* Cut to fit after a whole character or escape, with "…". */
-    utf8_escape(out, 12, "\x1b\x1b\x1b\x1b\x1b\x1b", (size_t)-1, 0);
+    attn_utf8_escape(out, 12, "\x1b\x1b\x1b\x1b\x1b\x1b", (size_t)-1, 0);
     assert_string_equal(out, "\\e\\e\\e\\e\u2026");
-    utf8_escape(out, 8, "\u65e5\u672c\u65e5", (size_t)-1, 0);
+    attn_utf8_escape(out, 8, "\u65e5\u672c\u65e5", (size_t)-1, 0);
     assert_string_equal(out, "\u65e5\u2026");
     /* Tokens as the explorer labels them: blanks as glyphs, the rest escaped. */
-    utf8_visible_token(out, sizeof(out), " a\tb\n\x1b\u202e");
+    attn_utf8_visible_token(out, sizeof(out), " a\tb\n\x1b\u202e");
     assert_string_equal(out, "\u2423a\u21e5b\u21b5\\e<U+202E>");
 }
 
-/* diag_print: the message, the file name and the line under the caret all escaped, the caret
+/* attn_diag_print: the message, the file name and the line under the caret all escaped, the caret
  * under the column the escapes moved it to. */
 static void test_diag_print_escapes(void **state)
 {
     (void)state;
     struct diag d;
-    diag_clear(&d);
+    attn_diag_clear(&d);
     snprintf(d.file, sizeof(d.file), "f\x1b.yaml");
     d.line = 2;
     d.col = 15; /* the k: byte 14 of the line */
@@ -201,7 +201,7 @@ static void test_diag_print_escapes(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    diag_print(f, &d, src, sizeof(src) - 1);
+    attn_diag_print(f, &d, src, sizeof(src) - 1);
     fclose(f);
     assert_string_equal(buf, "f\\e.yaml:2:15: unknown key 'k<U+202E>' \\x07\n"
                              "  t: \"\\e[31m<U+202E>\" k: 2\n"

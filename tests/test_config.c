@@ -61,14 +61,14 @@ static int load_colors(struct color_config *c, const char *path, struct diag_lis
                               diverging_names, n_diverging_names, errs);
 }
 
-/* The "file:line:col: message" line diag_print gives for d, without its newline. */
+/* The "file:line:col: message" line attn_diag_print gives for d, without its newline. */
 static char *diag_line(const struct diag *d)
 {
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
     assert_non_null(f);
-    diag_print(f, d, NULL, 0);
+    attn_diag_print(f, d, NULL, 0);
     fclose(f);
     if (size > 0 && buf[size - 1] == '\n')
         buf[size - 1] = '\0';
@@ -83,7 +83,7 @@ static int n_rewritten;
 static bool check_fixture(const char *name)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     int rc;
     bool keys = strncmp(name, "keys-", 5) == 0;
     if (keys) {
@@ -111,7 +111,7 @@ static bool check_fixture(const char *name)
     char *source = tu_read_file(name, NULL);
     printf("%s: %s, %d problem(s)\n", name, rc == CONFIG_OK ? "ok" : "refused", errs.n);
     for (int i = 0; i < errs.n; i++)
-        diag_print(stdout, &errs.items[i], source, source ? strlen(source) : 0);
+        attn_diag_print(stdout, &errs.items[i], source, source ? strlen(source) : 0);
 
     char **got = calloc((size_t)errs.n + 1, sizeof(*got));
     assert_non_null(got);
@@ -142,7 +142,7 @@ static bool check_fixture(const char *name)
     tu_free_names(got, errs.n);
     free(expect);
     free(source);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     return ok;
 }
 
@@ -202,7 +202,7 @@ static void test_keys_good_and_override(void **state)
     (void)state;
     char *path = env_dir("ATTNSCOPE_FIXTURES", "config/keys-good.yaml");
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct key_config user;
     assert_int_equal(load_keys(&user, path, &errs), CONFIG_OK);
     assert_int_equal(errs.n, 0);
@@ -230,7 +230,7 @@ static void test_keys_good_and_override(void **state)
     assert_int_equal(key_config_find(&base, "a"), ACTION_LEFT);
     key_config_free(&base);
     key_config_free(&user);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(path);
 }
 
@@ -239,7 +239,7 @@ static void test_colors_good(void **state)
     (void)state;
     char *path = env_dir("ATTNSCOPE_FIXTURES", "config/colors-good.yaml");
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct color_config c;
     assert_int_equal(load_colors(&c, path, &errs), CONFIG_OK);
     assert_int_equal(errs.n, 0);
@@ -279,7 +279,7 @@ static void test_colors_good(void **state)
     color_config_free(&base);
     free(shipped);
     color_config_free(&c);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(path);
 }
 
@@ -288,11 +288,11 @@ static void test_shipped_keys_are_the_defaults(void **state)
     (void)state;
     char *path = env_dir("ATTNSCOPE_CONFIGS_DIR", "keys.yaml");
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct key_config k;
     int rc = load_keys(&k, path, &errs);
     for (int i = 0; i < errs.n; i++)
-        diag_print(stdout, &errs.items[i], NULL, 0);
+        attn_diag_print(stdout, &errs.items[i], NULL, 0);
     assert_int_equal(rc, CONFIG_OK);
     assert_int_equal(errs.n, 0);
     for (int a = 0; a < ACTION_COUNT; a++) {
@@ -316,7 +316,7 @@ static void test_shipped_keys_are_the_defaults(void **state)
         p = at + 1;
     }
     free(text);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(path);
 }
 
@@ -325,11 +325,11 @@ static void test_shipped_colors_load(void **state)
     (void)state;
     char *path = env_dir("ATTNSCOPE_CONFIGS_DIR", "colors.yaml");
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct color_config c;
     int rc = load_colors(&c, path, &errs);
     for (int i = 0; i < errs.n; i++)
-        diag_print(stdout, &errs.items[i], NULL, 0);
+        attn_diag_print(stdout, &errs.items[i], NULL, 0);
     assert_int_equal(rc, CONFIG_OK);
     assert_int_equal(errs.n, 0);
     for (int r = 0; r < ROLE_COUNT; r++)
@@ -339,7 +339,7 @@ static void test_shipped_colors_load(void **state)
     assert_string_equal(c.scale, "viridis");
     assert_string_equal(c.diverging, "blue-red");
     color_config_free(&c);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(path);
 }
 
@@ -347,7 +347,7 @@ static void test_missing_file_is_not_an_error(void **state)
 {
     (void)state;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct key_config k;
     assert_int_equal(load_keys(&k, "/nonexistent/attnscope/keys.yaml", &errs), CONFIG_MISSING);
     assert_int_equal(k.n_actions, ACTION_COUNT);
@@ -362,7 +362,7 @@ static void test_missing_file_is_not_an_error(void **state)
     assert_false(c.roles[ROLE_HEADER].set || c.scale_set);
     color_config_free(&c);
     assert_int_equal(errs.n, 0);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static void test_unreadable_and_too_large(void **state)
@@ -370,7 +370,7 @@ static void test_unreadable_and_too_large(void **state)
     (void)state;
     char *dir = tu_make_tmpdir("config");
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
 
     /* A folder where the file should be. */
     struct key_config k;
@@ -406,7 +406,7 @@ static void test_unreadable_and_too_large(void **state)
     unlink(path);
     rmdir(dir);
     free(dir);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static void test_too_many_problems(void **state)
@@ -416,7 +416,7 @@ static void test_too_many_problems(void **state)
     for (int i = 0; i < 200; i++)
         snprintf(text + strlen(text), sizeof(text) - strlen(text), "nope%d: x\n", i);
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct key_config k;
     assert_int_equal(config_parse_keys(&k, "many.yaml", text, strlen(text), action_names,
                                        action_layers, ACTION_COUNT, valid_key, &errs),
@@ -446,7 +446,7 @@ static void test_too_many_problems(void **state)
     char *line = diag_line(&errs.items[before]);
     assert_string_equal(line, "deep.yaml:1:22: the document nests more than 16 levels deep");
     free(line);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static void test_user_path(void **state)
@@ -509,7 +509,7 @@ static void test_keymap_keeps_characters_and_codes_apart(void **state)
     (void)state;
     struct keymap km;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     keymap_load(&km, NULL, NULL, &errs);
     assert_int_equal(errs.n, 0);
     struct key right = {true, KEYCODE_RIGHT}, a_ogonek = {false, 0x105};
@@ -531,7 +531,7 @@ static void test_keymap_keeps_characters_and_codes_apart(void **state)
     assert_string_equal(km.keys[ACTION_LEFT], "ą Left");
     tu_remove_tree(dir);
     free(dir);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 /* The lesson keys are a layer of their own: Space and the arrows step through a lesson in lesson
@@ -542,7 +542,7 @@ static void test_lesson_key_layer(void **state)
     (void)state;
     struct keymap km;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     keymap_load(&km, NULL, NULL, &errs);
     assert_int_equal(errs.n, 0);
     struct key space = {false, ' '}, right = {true, KEYCODE_RIGHT}, left = {true, KEYCODE_LEFT};
@@ -581,7 +581,7 @@ static void test_lesson_key_layer(void **state)
     assert_string_equal(errs.items[0].msg, "key 'x' is bound to both lesson-next and lesson-prev");
     tu_remove_tree(dir);
     free(dir);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 /* The built-in colour fallback is the shipped colors.yaml, role for role. */
@@ -592,7 +592,7 @@ static void test_builtin_colors_match_configs(void **state)
     snprintf(path, sizeof(path), "%.1000s/colors.yaml", getenv("ATTNSCOPE_CONFIGS_DIR"));
     struct color_config cc;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     assert_int_equal(config_load_colors(&cc, path, role_names, ROLE_COUNT, scale_names,
                                         n_scale_names, diverging_names, n_diverging_names, &errs),
                      CONFIG_OK);
@@ -606,7 +606,7 @@ static void test_builtin_colors_match_configs(void **state)
     assert_string_equal(cc.scale, scale_names[0]);
     assert_string_equal(cc.diverging, diverging_names[0]);
     color_config_free(&cc);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 int main(void)

@@ -104,14 +104,14 @@ struct computed {
 static void compute(struct computed *c)
 {
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     memset(&c->net, 0, sizeof(c->net));
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     int problems = attn_scene_check(&c->scene, &errs);
     for (int i = 0; i < errs.n; i++)
         print_error("scene_check: %s: %s\n", errs.items[i].path, errs.items[i].msg);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     assert_int_equal(problems, 0);
     if (attn_net_compute(&c->net, &c->scene, &err) != 0)
         fail_msg("attn_net_compute: %s", err.msg);
@@ -465,15 +465,15 @@ static void check_reexport(struct computed *first)
     char yaml[4200];
     snprintf(yaml, sizeof(yaml), "%s/scene.yaml", a);
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *source = NULL;
     size_t source_len = 0;
-    if (scenefile_load(&again.scene, yaml, &errs, &source, &source_len) != 0) {
+    if (attn_scenefile_load(&again.scene, yaml, &errs, &source, &source_len) != 0) {
         for (int i = 0; i < errs.n; i++)
-            diag_print(stderr, &errs.items[i], source, source_len);
+            attn_diag_print(stderr, &errs.items[i], source, source_len);
         fail_msg("the exported scene.yaml does not load");
     }
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(source);
     compute(&again);
     export_ok(b, &again);
@@ -612,10 +612,10 @@ static void test_export_all_or_nothing(void **state)
     free(names);
     assert_true(files > 20);
     for (int n = 1; n <= files; n++) {
-        fsutil_fail_nth_write(n);
+        attn_fsutil_fail_nth_write(n);
         struct diag err;
         int rc = export_dir(out, &one.scene, &one.net, EXPORT_CSV, &err);
-        fsutil_fail_nth_write(0);
+        attn_fsutil_fail_nth_write(0);
         if (rc == 0)
             break; /* the new export has fewer files than n */
         /* The message names the file in the folder the user asked for. */
@@ -691,11 +691,11 @@ static void test_export_removes_stale_temp(void **state)
     snprintf(live, sizeof(live), "%s/.out.attnscope-%ld-XyZxYz", tmp, (long)getppid());
     snprintf(out, sizeof(out), "%s/out", tmp);
     struct diag err;
-    assert_int_equal(fsutil_mkdir_p(stale, &err), 0);
-    assert_int_equal(fsutil_mkdir_p(live, &err), 0);
+    assert_int_equal(attn_fsutil_mkdir_p(stale, &err), 0);
+    assert_int_equal(attn_fsutil_mkdir_p(live, &err), 0);
     char junk[4300];
     snprintf(junk, sizeof(junk), "%s/head0", stale);
-    assert_int_equal(fsutil_mkdir_p(junk, &err), 0);
+    assert_int_equal(attn_fsutil_mkdir_p(junk, &err), 0);
     export_ok(out, &c);
     char *hidden = hidden_beside(tmp);
     char want[256];
@@ -1030,13 +1030,13 @@ static void check_params_reload(struct computed *c, bool wrapper)
         tu_write_text(yaml, text);
         struct computed again;
         struct diag_list errs;
-        diag_list_init(&errs);
-        if (scenefile_load(&again.scene, yaml, &errs, NULL, NULL) != 0) {
+        attn_diag_list_init(&errs);
+        if (attn_scenefile_load(&again.scene, yaml, &errs, NULL, NULL) != 0) {
             for (int i = 0; i < errs.n; i++)
-                diag_print(stderr, &errs.items[i], NULL, 0);
+                attn_diag_print(stderr, &errs.items[i], NULL, 0);
             fail_msg("a scene of %s files does not load:\n%s", exts[k], text);
         }
-        diag_list_free(&errs);
+        attn_diag_list_free(&errs);
         compute(&again);
         const struct attn_model *m0 = &c->net.model[0], *m1 = &again.net.model[0];
         const struct attn_run *r0 = &c->net.run[0], *r1 = &again.net.run[0];

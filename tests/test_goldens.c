@@ -306,13 +306,13 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
         else if (edit == 5) /* and back */
             e.attn.heads = s->attn.heads;
         struct diag_list problems;
-        diag_list_init(&problems);
+        attn_diag_list_init(&problems);
         bool valid = attn_scene_check(&e, &problems) == 0;
-        diag_list_free(&problems);
+        attn_diag_list_free(&problems);
         struct attn_net fresh;
         memset(&fresh, 0, sizeof(fresh));
         struct diag err;
-        diag_clear(&err);
+        attn_diag_clear(&err);
         if (valid && (attn_net_compute(net, &e, &err) || attn_net_compute(&fresh, &e, &err)))
             fail_msg("%s: edit %d does not compute: %s", stem, edit, err.msg);
         for (int L = 0; valid && L < net->layers; L++) {
@@ -350,20 +350,20 @@ static void test_scene(void **state)
     memset(&s, 0, sizeof(s));
     memset(&net, 0, sizeof(net));
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *source = NULL;
     size_t source_len = 0;
-    if (scenefile_load(&s, sc->path, &errs, &source, &source_len) != 0) {
+    if (attn_scenefile_load(&s, sc->path, &errs, &source, &source_len) != 0) {
         for (int i = 0; i < errs.n; i++)
-            diag_print(stderr, &errs.items[i], source, source_len);
+            attn_diag_print(stderr, &errs.items[i], source, source_len);
         free(source);
-        diag_list_free(&errs);
+        attn_diag_list_free(&errs);
         fail_msg("%s: the loader refused the scene", sc->path);
     }
     free(source);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (attn_net_compute(&net, &s, &err) != 0) {
         attn_scene_free(&s);
         fail_msg("%s: attn_net_compute: %s", sc->path, err.msg);

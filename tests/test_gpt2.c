@@ -201,10 +201,10 @@ static char *load(const char *dir, struct attn_net *net)
     tu_write_text(scene, text);
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *out = calloc(1, 4096);
     assert_non_null(out);
-    if (scenefile_load(&s, scene, &errs, NULL, NULL) != 0) {
+    if (attn_scenefile_load(&s, scene, &errs, NULL, NULL) != 0) {
         for (int i = 0; i < errs.n; i++) {
             const struct diag *d = &errs.items[i];
             const char *base = strrchr(d->file, '/') ? strrchr(d->file, '/') + 1 : d->file;
@@ -213,12 +213,12 @@ static char *load(const char *dir, struct attn_net *net)
         }
     } else if (net) {
         struct diag err;
-        diag_clear(&err);
+        attn_diag_clear(&err);
         assert_int_equal(attn_net_compute(net, &s, &err), 0);
     }
     if (!errs.n)
         attn_scene_free(&s);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     return out;
 }
 
@@ -494,13 +494,13 @@ static void test_widened_and_long_names(void **state)
     snprintf(scene, sizeof(scene), "%s/scene.yaml", dir);
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, scene, &errs, NULL, NULL), 0);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, scene, &errs, NULL, NULL), 0);
     size_t widened = (size_t)(65536 + VOCAB) * D * sizeof(float);
     assert_int_equal(s.model.widened, widened);
     assert_true(attn_scene_mem_estimate(&s) > widened);
     attn_scene_free(&s);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     setenv("ATTNSCOPE_MEMORY_MIB", "1", 1);
     expect_refused(dir, "model.safetensors: its F16/BF16 tensors need about 2 MiB as float32, "
                         "over the 1 MiB limit (ATTNSCOPE_MEMORY_MIB)");

@@ -48,7 +48,7 @@ static struct hftok *load_dir(const char *dir)
     char *json = path2(dir, "tokenizer.json"), *config = path2(dir, "tokenizer_config.json");
     struct hftok *t = NULL;
     struct diag err;
-    if (hftok_load(&t, json, config, &err) != 0)
+    if (attn_hftok_load(&t, json, config, &err) != 0)
         fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
     free(json);
     free(config);
@@ -127,9 +127,9 @@ static int check_golden(const char *data, const char *goldens, const char *file,
         struct hftok_encoding e;
         struct diag err;
         count++;
-        if (hftok_encode(&e, t, json_string_value(a), json_string_length(a),
-                         b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0, special,
-                         &err) != 0) {
+        if (attn_hftok_encode(&e, t, json_string_value(a), json_string_length(a),
+                              b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0,
+                              special, &err) != 0) {
             if (bad++ < 5) {
                 fprintf(stderr, "%s: %s %d: error %s\n", name, f[0], index, err.msg);
             }
@@ -146,12 +146,12 @@ static int check_golden(const char *data, const char *goldens, const char *file,
                 fprintf(stderr, " %d", e.ids[i]);
             fprintf(stderr, "\n");
         }
-        hftok_encoding_free(&e);
+        attn_hftok_encoding_free(&e);
     }
     fprintf(stderr, "%-24s %5d encodings, %d mismatches\n", name, count, bad);
     *encodings += count;
     free(text);
-    hftok_free(t);
+    attn_hftok_free(t);
     return bad;
 }
 
@@ -211,7 +211,7 @@ static struct hftok *gpt2_from_fixture(void)
     assert_non_null(text);
     struct hftok *t = NULL;
     struct diag err;
-    if (hftok_load_bytes(&t, text, strlen(text), "gpt2/tokenizer.json", NULL, 0, NULL, &err))
+    if (attn_hftok_load_bytes(&t, text, strlen(text), "gpt2/tokenizer.json", NULL, 0, NULL, &err))
         fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
     free(text);
     json_decref(root);
@@ -227,7 +227,7 @@ static struct bpe *gpt2_bpe(void)
     char *vp = path2(fx, "gpt2-tokenizer/vocab.json"), *mp = path2(fx, "gpt2-tokenizer/merges.txt");
     struct bpe *b = NULL;
     struct diag err;
-    if (bpe_load(&b, vp, mp, &err))
+    if (attn_bpe_load(&b, vp, mp, &err))
         fail_msg("%s: %s", err.file, err.msg);
     free(vp);
     free(mp);
@@ -263,8 +263,8 @@ static int compare_with_bpe(const struct hftok *t, const struct bpe *b, int *com
             int *ids = NULL, n = 0;
             struct diag err;
             struct hftok_encoding e;
-            assert_int_equal(bpe_encode(&ids, &n, b, s, len, &err), 0);
-            assert_int_equal(hftok_encode(&e, t, s, len, NULL, 0, true, &err), 0);
+            assert_int_equal(attn_bpe_encode(&ids, &n, b, s, len, &err), 0);
+            assert_int_equal(attn_hftok_encode(&e, t, s, len, NULL, 0, true, &err), 0);
             bool same = e.n == n;
             for (int k = 0; same && k < n; k++)
                 same = e.ids[k] == ids[k];
@@ -275,7 +275,7 @@ static int compare_with_bpe(const struct hftok *t, const struct bpe *b, int *com
             }
             (*compared)++;
             free(ids);
-            hftok_encoding_free(&e);
+            attn_hftok_encoding_free(&e);
         }
     }
     json_decref(more);
@@ -301,14 +301,14 @@ static void test_gpt2_same_as_bpe(void **state)
     /* what only tokenizer.json knows: its special token */
     struct hftok_encoding e;
     struct diag err;
-    assert_int_equal(hftok_encode(&e, real, "a<|endoftext|>b", 15, NULL, 0, true, &err), 0);
+    assert_int_equal(attn_hftok_encode(&e, real, "a<|endoftext|>b", 15, NULL, 0, true, &err), 0);
     assert_int_equal(e.n, 3);
     assert_int_equal(e.ids[1], 50256);
-    hftok_encoding_free(&e);
-    assert_int_equal(hftok_vocab_size(real), 50257);
-    hftok_free(real);
-    hftok_free(built);
-    bpe_free(b);
+    attn_hftok_encoding_free(&e);
+    assert_int_equal(attn_hftok_vocab_size(real), 50257);
+    attn_hftok_free(real);
+    attn_hftok_free(built);
+    attn_bpe_free(b);
     free(dir);
 }
 
@@ -320,17 +320,17 @@ static void expect_labels(const char *model, const char *text, const char *want)
     struct hftok *t = load_dir(dir);
     struct hftok_encoding e;
     struct diag err;
-    assert_int_equal(hftok_encode(&e, t, text, strlen(text), NULL, 0, true, &err), 0);
+    assert_int_equal(attn_hftok_encode(&e, t, text, strlen(text), NULL, 0, true, &err), 0);
     char got[2048] = "";
     for (int i = 0; i < e.n; i++) {
         char l[256];
-        hftok_token_label(l, sizeof(l), t, e.ids[i]);
+        attn_hftok_token_label(l, sizeof(l), t, e.ids[i]);
         snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s[%s]", i ? " " : "", l);
     }
     if (strcmp(got, want) != 0)
         fail_msg("%s labels of \"%s\":\n  want %s\n  got  %s", model, text, want, got);
-    hftok_encoding_free(&e);
-    hftok_free(t);
+    attn_hftok_encoding_free(&e);
+    attn_hftok_free(t);
     free(dir);
 }
 
@@ -347,11 +347,11 @@ static void test_labels(void **state)
     char *dir = path2(env("ATTNSCOPE_TOKENIZER_DATA"), "gpt2");
     struct hftok *t = load_dir(dir);
     char l[64];
-    hftok_token_label(l, sizeof(l), t, 99999);
+    attn_hftok_token_label(l, sizeof(l), t, 99999);
     assert_string_equal(l, "<unused 99999>");
-    hftok_token_label(l, 4, t, 50256); /* cut at a whole character */
+    attn_hftok_token_label(l, 4, t, 50256); /* cut at a whole character */
     assert_string_equal(l, "<|e");
-    hftok_free(t);
+    attn_hftok_free(t);
     free(dir);
 }
 
@@ -370,10 +370,10 @@ static void expect_error(const char *json, const char *config, const char *want)
 {
     struct hftok *t = NULL;
     struct diag err;
-    int rc = hftok_load_bytes(&t, json, strlen(json), "tok.json", config,
-                              config ? strlen(config) : 0, "tok_config.json", &err);
+    int rc = attn_hftok_load_bytes(&t, json, strlen(json), "tok.json", config,
+                                   config ? strlen(config) : 0, "tok_config.json", &err);
     if (rc == 0) {
-        hftok_free(t);
+        attn_hftok_free(t);
         fail_msg("loaded, but should fail with %s", want);
     }
     char got[1200];
@@ -479,11 +479,11 @@ static void test_config_and_text(void **state)
                          "1000000000000000019884624838656}";
     struct hftok *t = NULL;
     struct diag err;
-    assert_int_equal(
-        hftok_load_bytes(&t, json, strlen(json), "t.json", config, strlen(config), "c.json", &err),
-        0);
+    assert_int_equal(attn_hftok_load_bytes(&t, json, strlen(json), "t.json", config, strlen(config),
+                                           "c.json", &err),
+                     0);
     struct hftok_encoding e;
-    assert_int_equal(hftok_encode(&e, t, "aab", 3, "a", 1, true, &err), 0);
+    assert_int_equal(attn_hftok_encode(&e, t, "aab", 3, "a", 1, true, &err), 0);
     int want[] = {1, 0, 2, 2, 1, 0, 2}, types[] = {0, 0, 0, 0, 1, 1, 1};
     assert_int_equal(e.n, 7);
     for (int i = 0; i < 7; i++) {
@@ -491,10 +491,10 @@ static void test_config_and_text(void **state)
         assert_int_equal(e.type_ids[i], types[i]);
         assert_int_equal(e.special[i], i == 0 || i == 3 || i == 4 || i == 6);
     }
-    hftok_encoding_free(&e);
-    assert_int_not_equal(hftok_encode(&e, t, "a\xC3(", 3, NULL, 0, true, &err), 0);
+    attn_hftok_encoding_free(&e);
+    assert_int_not_equal(attn_hftok_encode(&e, t, "a\xC3(", 3, NULL, 0, true, &err), 0);
     assert_string_equal(err.msg, "the text is not valid UTF-8 at byte 1");
-    hftok_free(t);
+    attn_hftok_free(t);
 }
 
 int main(void)

@@ -77,10 +77,10 @@ struct scene_case {
 static void open_scene(struct attn_scene *s, struct attn_net *net, const char *path)
 {
     memset(net, 0, sizeof(*net));
-    if (scenefile_load_report(s, path, stderr) != 0)
+    if (attn_scenefile_load_report(s, path, stderr) != 0)
         fail_msg("%s: the loader refused the scene", path);
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (attn_net_compute(net, s, &err) != 0)
         fail_msg("%s: %s", path, err.msg);
 }
@@ -456,9 +456,9 @@ static void test_scene_ablation_matches_the_sweep(void **state)
     assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_MEAN), 0);
     assert_int_equal(attn_scene_ablation(&s, 1, 0), HEAD_MEAN);
     struct diag_list problems;
-    diag_list_init(&problems);
+    attn_diag_list_init(&problems);
     assert_int_equal(attn_scene_check(&s, &problems), 0);
-    diag_list_free(&problems);
+    attn_diag_list_free(&problems);
     assert_int_equal(attn_net_compute(&net, &s, &err), 0); /* the shortcut: params kept */
     struct attn_net fresh = {0};
     assert_int_equal(attn_net_compute(&fresh, &s, &err), 0);
@@ -491,7 +491,7 @@ static void test_errors(void **state)
     open_scene(&s, &net, induction_scene);
     struct attn_predictions p;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     assert_int_equal(attn_predict(&p, &net, 1, 0, 1, 5, 0.0, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "temperature"));
     assert_int_equal(attn_predict(&p, &net, 1, 30, 5, 5, 1.0, NULL, &err), -1);

@@ -4,9 +4,9 @@
  *
  * A caption marks the numbers it quotes ({0.2379}, {0.2379 @ 1,1}, {1.4950 @ scores 1,1},
  * {-inf @ 0,1}: engine/lesson.h); a number with three or more decimals outside a mark is a quote
- * nobody checks, and fails. The checks are the library's (explore/lessonmode.h's lesson_check_step),
- * which `attnscope check` runs on any lesson; here they run going back too. Each lesson has 5 to
- * 12 steps, and no step's edit may be refused or leave the scene invalid.
+ * nobody checks, and fails. The checks are the library's (explore/lessonmode.h's
+ * lesson_check_step), which `attnscope check` runs on any lesson; here they run going back too.
+ * Each lesson has 5 to 12 steps, and no step's edit may be refused or leave the scene invalid.
  *
  * With ATTNSCOPE_LESSON_PRINT=1 every step's matrix is printed (stderr), to write captions by.
  * Environment: ATTNSCOPE_SCENES_DIR (the repository's scenes/ folder).
@@ -62,11 +62,11 @@ static int check_step(const struct app *a, const char *name, int i)
         problems++;
     }
     struct diag_list found;
-    diag_list_init(&found);
+    attn_diag_list_init(&found);
     problems += lesson_check_step(a, NULL, 0, &found);
     for (int k = 0; k < found.n; k++)
-        diag_print(stderr, &found.items[k], NULL, 0);
-    diag_list_free(&found);
+        attn_diag_print(stderr, &found.items[k], NULL, 0);
+    attn_diag_list_free(&found);
     return problems;
 }
 
@@ -86,7 +86,7 @@ static void test_every_lesson(void **state)
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s", dir, names[f]);
         struct attn_scene s;
-        if (scenefile_load_report(&s, path, stderr) != 0)
+        if (attn_scenefile_load_report(&s, path, stderr) != 0)
             fail_msg("%s does not load", path);
         if (!s.lesson)
             fail_msg("%s has no lesson", path);

@@ -195,17 +195,17 @@ static const char *write_valid(const char *name, size_t pad, unsigned char **byt
 static void open_ok(struct st_file *f, const char *path)
 {
     struct diag err;
-    if (st_open(f, path, &err) != 0)
-        fail_msg("st_open: %s: %s", err.file, err.msg);
+    if (attn_st_open(f, path, &err) != 0)
+        fail_msg("attn_st_open: %s: %s", err.file, err.msg);
 }
 
 static void read_ok(float *out, size_t count, const struct st_file *f, const char *name)
 {
     struct diag err;
-    const struct st_tensor *t = st_find(f, name);
+    const struct st_tensor *t = attn_st_find(f, name);
     assert_non_null(t);
-    if (st_read_f32(out, count, f, t, &err) != 0)
-        fail_msg("st_read_f32 %s: %s", name, err.msg);
+    if (attn_st_read_f32(out, count, f, t, &err) != 0)
+        fail_msg("attn_st_read_f32 %s: %s", name, err.msg);
 }
 
 static void assert_same_bits(const float *got, const float *want, size_t n)
@@ -222,66 +222,66 @@ static void test_valid_file(void **state)
     struct st_file f;
     open_ok(&f, write_valid("valid.safetensors", 0, NULL, NULL));
     assert_int_equal(f.n, 7); /* the metadata is no tensor */
-    assert_null(st_find(&f, "__metadata__"));
+    assert_null(attn_st_find(&f, "__metadata__"));
     /* Sorted by name. */
     for (int i = 1; i < f.n; i++)
         assert_true(strcmp(f.tensors[i - 1].name, f.tensors[i].name) < 0);
 
-    const struct st_tensor *t = st_find(&f, "f32");
+    const struct st_tensor *t = attn_st_find(&f, "f32");
     assert_non_null(t);
     assert_int_equal(t->dtype, ST_F32);
     assert_string_equal(t->dtype_name, "F32");
     assert_int_equal(t->ndim, 2);
     assert_int_equal(t->shape[0], 2);
     assert_int_equal(t->shape[1], 3);
-    assert_int_equal(st_count(t), 6);
+    assert_int_equal(attn_st_count(t), 6);
     float out[16];
     read_ok(out, 6, &f, "f32");
     assert_same_bits(out, F32_VALUES, 6);
 
-    t = st_find(&f, "f16");
+    t = attn_st_find(&f, "f16");
     assert_int_equal(t->dtype, ST_F16);
     read_ok(out, 11, &f, "f16");
     assert_same_bits(out, F16_VALUES, 11);
     assert_true(signbit(out[3]) && out[3] == 0.0f);
 
-    t = st_find(&f, "bf16");
+    t = attn_st_find(&f, "bf16");
     assert_int_equal(t->dtype, ST_BF16);
     read_ok(out, 6, &f, "bf16");
     assert_same_bits(out, BF16_VALUES, 6);
     for (int i = 0; i < 6; i++)
         assert_int_equal(bits_of(out[i]), (uint32_t)BF16_BITS[i] << 16);
 
-    t = st_find(&f, "scalar");
+    t = attn_st_find(&f, "scalar");
     assert_int_equal(t->ndim, 0);
-    assert_int_equal(st_count(t), 1);
+    assert_int_equal(attn_st_count(t), 1);
     read_ok(out, 1, &f, "scalar");
     assert_true(out[0] == -7.25f);
 
-    t = st_find(&f, "empty");
-    assert_int_equal(st_count(t), 0);
+    t = attn_st_find(&f, "empty");
+    assert_int_equal(attn_st_count(t), 0);
     read_ok(out, 0, &f, "empty");
 
     /* Listed, not readable. */
     struct diag err;
-    t = st_find(&f, "steps");
+    t = attn_st_find(&f, "steps");
     assert_int_equal(t->dtype, ST_OTHER);
     assert_string_equal(t->dtype_name, "I64");
-    assert_int_equal(st_read_f32(out, 2, &f, t, &err), -1);
+    assert_int_equal(attn_st_read_f32(out, 2, &f, t, &err), -1);
     assert_string_equal(err.file, f.path);
     assert_string_equal(err.msg, "tensor 'steps' is I64; attnscope reads F32, F16 and BF16");
-    assert_null(st_f32_view(&f, t));
-    assert_int_equal(st_read_rows_f32(out, &f, t, 0, 1, &err), -1);
+    assert_null(attn_st_f32_view(&f, t));
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, 0, 1, &err), -1);
     assert_string_equal(err.msg, "tensor 'steps' is I64; attnscope reads F32, F16 and BF16");
 
     /* A count that is not the tensor's. */
-    assert_int_equal(st_read_f32(out, 5, &f, st_find(&f, "f32"), &err), -1);
+    assert_int_equal(attn_st_read_f32(out, 5, &f, attn_st_find(&f, "f32"), &err), -1);
     assert_string_equal(err.msg, "tensor 'f32' has 6 values, not the 5 asked for");
 
-    assert_null(st_find(&f, "h.0.attn.bias"));
-    assert_null(st_find(&f, ""));
-    st_close(&f);
-    st_close(&f); /* harmless twice */
+    assert_null(attn_st_find(&f, "h.0.attn.bias"));
+    assert_null(attn_st_find(&f, ""));
+    attn_st_close(&f);
+    attn_st_close(&f); /* harmless twice */
 }
 
 static void test_rows(void **state)
@@ -290,27 +290,27 @@ static void test_rows(void **state)
     struct st_file f;
     struct diag err;
     open_ok(&f, write_valid("rows.safetensors", 0, NULL, NULL));
-    const struct st_tensor *t = st_find(&f, "wte");
+    const struct st_tensor *t = attn_st_find(&f, "wte");
     float out[15];
-    assert_int_equal(st_read_rows_f32(out, &f, t, 1, 3, &err), 0);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, 1, 3, &err), 0);
     for (int i = 0; i < 9; i++)
         assert_true(out[i] == (float)((i + 3) * 10 + 1));
-    assert_int_equal(st_read_rows_f32(out, &f, t, 4, 1, &err), 0);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, 4, 1, &err), 0);
     assert_true(out[0] == 121.0f && out[2] == 141.0f);
-    assert_int_equal(st_read_rows_f32(out, &f, t, 5, 0, &err), 0); /* none, at the end */
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, 5, 0, &err), 0); /* none, at the end */
     /* BF16 rows widen like the whole tensor. */
-    assert_int_equal(st_read_rows_f32(out, &f, st_find(&f, "bf16"), 1, 2, &err), 0);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, attn_st_find(&f, "bf16"), 1, 2, &err), 0);
     assert_same_bits(out, BF16_VALUES + 2, 4);
 
-    assert_int_equal(st_read_rows_f32(out, &f, t, 4, 2, &err), -1);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, 4, 2, &err), -1);
     assert_string_equal(err.msg, "2 rows from row 4 are not rows of tensor 'wte' of shape [5, 3]");
-    assert_int_equal(st_read_rows_f32(out, &f, t, -1, 1, &err), -1);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, -1, 1, &err), -1);
     assert_string_equal(err.msg, "1 rows from row -1 are not rows of tensor 'wte' of shape [5, 3]");
-    assert_int_equal(st_read_rows_f32(out, &f, t, INT64_MAX, INT64_MAX, &err), -1);
-    assert_int_equal(st_read_rows_f32(out, &f, t, 0, -1, &err), -1);
-    assert_int_equal(st_read_rows_f32(out, &f, st_find(&f, "f16"), 0, 1, &err), -1);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, INT64_MAX, INT64_MAX, &err), -1);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, t, 0, -1, &err), -1);
+    assert_int_equal(attn_st_read_rows_f32(out, &f, attn_st_find(&f, "f16"), 0, 1, &err), -1);
     assert_string_equal(err.msg, "tensor 'f16' has shape [11]; rows are read from 2-D tensors");
-    st_close(&f);
+    attn_st_close(&f);
 }
 
 /* Metadata is ignored and spaces after the JSON are padding. */
@@ -322,12 +322,12 @@ static void test_padding_and_metadata(void **state)
     float out[11];
     read_ok(out, 11, &f, "f16");
     assert_same_bits(out, F16_VALUES, 11);
-    st_close(&f);
+    attn_st_close(&f);
     /* A header that is only metadata, or nothing at all. */
     open_ok(&f, write_st("meta-only.safetensors", "{\"__metadata__\":{}}  ", NULL, 0));
     assert_int_equal(f.n, 0);
-    assert_null(st_find(&f, "x"));
-    st_close(&f);
+    assert_null(attn_st_find(&f, "x"));
+    attn_st_close(&f);
 }
 
 static void test_zero_copy(void **state)
@@ -336,15 +336,15 @@ static void test_zero_copy(void **state)
     struct st_file f;
     open_ok(&f, write_valid("aligned.safetensors", 0, NULL, NULL));
     assert_int_equal(f.data_start % 8, 0);
-    const struct st_tensor *t = st_find(&f, "wte");
-    const float *v = st_f32_view(&f, t);
+    const struct st_tensor *t = attn_st_find(&f, "wte");
+    const float *v = attn_st_f32_view(&f, t);
     assert_non_null(v);
     /* In the mapping itself, not a copy. */
     assert_ptr_equal(v, (const void *)(f.map + f.data_start + t->begin));
     assert_true(v[0] == 1.0f && v[14] == 141.0f);
-    assert_null(st_f32_view(&f, st_find(&f, "f16")));
-    assert_null(st_f32_view(&f, st_find(&f, "bf16")));
-    st_close(&f);
+    assert_null(attn_st_f32_view(&f, attn_st_find(&f, "f16")));
+    assert_null(attn_st_f32_view(&f, attn_st_find(&f, "bf16")));
+    attn_st_close(&f);
 
     /* One byte of U8 first puts the F32 tensor at an odd address: no view, but a copy. */
     struct builder b;
@@ -355,13 +355,13 @@ static void test_zero_copy(void **state)
     le32(buf, F32_VALUES, 6);
     b_add(&b, "odd", "F32", "[6]", buf, 24);
     open_ok(&f, b_write(&b, "unaligned.safetensors", 0, NULL, NULL));
-    t = st_find(&f, "odd");
+    t = attn_st_find(&f, "odd");
     assert_int_equal(t->begin, 1);
-    assert_null(st_f32_view(&f, t));
+    assert_null(attn_st_f32_view(&f, t));
     float out[6];
     read_ok(out, 6, &f, "odd");
     assert_same_bits(out, F32_VALUES, 6);
-    st_close(&f);
+    attn_st_close(&f);
 }
 
 /* ---- malformed files ------------------------------------------------------------------------ */
@@ -371,7 +371,7 @@ static void expect_error_at(const char *path, const char *msg)
     struct st_file f;
     struct diag err;
     memset(&f, 0xab, sizeof(f));
-    if (st_open(&f, path, &err) == 0)
+    if (attn_st_open(&f, path, &err) == 0)
         fail_msg("%s opened; expected: %s", path, msg);
     assert_string_equal(err.file, path);
     assert_string_equal(err.msg, msg);
@@ -379,7 +379,7 @@ static void expect_error_at(const char *path, const char *msg)
     assert_null(f.map);
     assert_null(f.tensors);
     assert_null(f.path);
-    st_close(&f);
+    attn_st_close(&f);
 }
 
 /* A file of header and `len` zero bytes of data must be refused with msg. */
@@ -489,7 +489,7 @@ static void test_overlap(void **state)
                          "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[10,11]}}",
                          "0123456789ab", 12));
     assert_int_equal(f.n, 4);
-    st_close(&f);
+    attn_st_close(&f);
 }
 
 static void test_json(void **state)
@@ -601,8 +601,8 @@ static void test_shapes(void **state)
                          "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807,0,"
                          "9223372036854775807],\"data_offsets\":[0,0]}}",
                          NULL, 0));
-    assert_int_equal(st_count(st_find(&f, "a")), 0);
-    st_close(&f);
+    assert_int_equal(attn_st_count(attn_st_find(&f, "a")), 0);
+    attn_st_close(&f);
 }
 
 static void test_not_a_file(void **state)
@@ -648,25 +648,25 @@ static void test_truncated_under_the_mapping(void **state)
     struct st_file f;
     open_ok(&f, path);
     struct diag err;
-    assert_int_equal(st_check_unchanged(&f, &err), 0);
-    const struct st_tensor *t = st_find(&f, "w");
+    assert_int_equal(attn_st_check_unchanged(&f, &err), 0);
+    const struct st_tensor *t = attn_st_find(&f, "w");
     assert_int_equal(truncate(path, 8192), 0);
     float *out = malloc(16384 * sizeof(float));
     assert_non_null(out);
-    assert_int_equal(st_read_f32(out, 16384, &f, t, &err), 0); /* would be SIGBUS */
-    assert_true(out[0] == 1.0f);                               /* before the cut: the file's */
-    assert_true(out[16383] == 0.0f);                           /* after it: zeros */
-    assert_true(mapguard_faulted(f.map));
-    assert_int_equal(st_check_unchanged(&f, &err), -1);
+    assert_int_equal(attn_st_read_f32(out, 16384, &f, t, &err), 0); /* would be SIGBUS */
+    assert_true(out[0] == 1.0f);                                    /* before the cut: the file's */
+    assert_true(out[16383] == 0.0f);                                /* after it: zeros */
+    assert_true(attn_mapguard_faulted(f.map));
+    assert_int_equal(attn_st_check_unchanged(&f, &err), -1);
     assert_non_null(strstr(err.msg, "the checkpoint changed on disk: "));
     assert_non_null(strstr(err.msg, "(8192 bytes now, 65616 when it was read)"));
     /* The in-place view reads the same zeros, in any code that reads it. */
-    const float *view = st_f32_view(&f, t);
+    const float *view = attn_st_f32_view(&f, t);
     assert_non_null(view);
     assert_true(view[16000] == 0.0f);
     free(out);
-    st_close(&f);
-    assert_false(mapguard_faulted(NULL));
+    attn_st_close(&f);
+    assert_false(attn_mapguard_faulted(NULL));
 }
 
 /* Rewritten in place with the same size (other bytes, a later modification time): changed. */
@@ -687,18 +687,18 @@ static void test_rewritten_same_size(void **state)
     fputc(0, w);
     assert_int_equal(fclose(w), 0);
     assert_int_equal(utimensat(AT_FDCWD, path, later, 0), 0);
-    assert_int_equal(st_check_unchanged(&f, &err), -1);
+    assert_int_equal(attn_st_check_unchanged(&f, &err), -1);
     assert_non_null(strstr(err.msg, "(rewritten since it was read)"));
-    st_close(&f);
+    attn_st_close(&f);
     /* Replaced by another file under the same name (an atomic save): changed too. */
     open_ok(&f, path);
     write_big("rewritten.safetensors.new");
     char fresh[4300];
     snprintf(fresh, sizeof(fresh), "%s.new", path);
     assert_int_equal(rename(fresh, path), 0);
-    assert_int_equal(st_check_unchanged(&f, &err), -1);
+    assert_int_equal(attn_st_check_unchanged(&f, &err), -1);
     assert_non_null(strstr(err.msg, "(another file is there now)"));
-    st_close(&f);
+    attn_st_close(&f);
 }
 
 /* ---- no input crashes it ------------------------------------------------------------------- */
@@ -711,23 +711,23 @@ static void open_any(const unsigned char *bytes, size_t len)
     tu_write_file(path, (const char *)bytes, len);
     struct st_file f;
     struct diag err;
-    if (st_open(&f, path, &err) != 0) {
+    if (attn_st_open(&f, path, &err) != 0) {
         assert_true(err.msg[0] != '\0');
         assert_string_equal(err.file, path);
         return;
     }
     for (int i = 0; i < f.n; i++) {
         const struct st_tensor *t = &f.tensors[i];
-        assert_ptr_equal(st_find(&f, t->name), t);
+        assert_ptr_equal(attn_st_find(&f, t->name), t);
         assert_true(t->begin <= t->end && f.data_start + t->end <= f.size);
-        size_t n = st_count(t);
+        size_t n = attn_st_count(t);
         float *out = malloc((n ? n : 1) * sizeof(float));
         assert_non_null(out);
-        int rc = st_read_f32(out, n, &f, t, &err);
+        int rc = attn_st_read_f32(out, n, &f, t, &err);
         assert_true(rc == 0 || t->dtype == ST_OTHER);
         free(out);
     }
-    st_close(&f);
+    attn_st_close(&f);
 }
 
 static void test_flips_and_cuts(void **state)

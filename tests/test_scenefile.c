@@ -44,16 +44,16 @@ static const char *fixtures_dir(void)
 
 static int parse_str(struct attn_scene *s, const char *text, struct diag_list *errs)
 {
-    return scenefile_parse(s, "t.yaml", text, strlen(text), errs);
+    return attn_scenefile_parse(s, "t.yaml", text, strlen(text), errs);
 }
 
 static void print_diags(const struct diag_list *errs, const char *src, size_t len)
 {
     for (int i = 0; i < errs->n; i++)
-        diag_print(stderr, &errs->items[i], src, len);
+        attn_diag_print(stderr, &errs->items[i], src, len);
 }
 
-/* The lines `attnscope check` prints for errs, caret excerpts left out: diag_print's
+/* The lines `attnscope check` prints for errs, caret excerpts left out: attn_diag_print's
  * "file:line:col: message", or "file: message" without a location, with the file's base name
  * (as the .expect files hold them). *n malloc'ed strings, freed with tu_free_names. */
 static char **diag_lines(const struct diag_list *errs, int *n)
@@ -68,7 +68,7 @@ static char **diag_lines(const struct diag_list *errs, int *n)
         size_t size = 0;
         FILE *f = open_memstream(&lines[i], &size);
         assert_non_null(f);
-        diag_print(f, &d, NULL, 0);
+        attn_diag_print(f, &d, NULL, 0);
         assert_int_equal(fclose(f), 0);
         if (size > 0 && lines[i][size - 1] == '\n')
             lines[i][size - 1] = '\0';
@@ -292,8 +292,8 @@ static char *write_str(const struct attn_scene *s, bool explicit, size_t *len)
     FILE *f = open_memstream(&buf, &n);
     assert_non_null(f);
     struct diag err;
-    if (scenefile_write(f, s, explicit, &err) != 0)
-        fail_msg("scenefile_write: %s", err.msg);
+    if (attn_scenefile_write(f, s, explicit, &err) != 0)
+        fail_msg("attn_scenefile_write: %s", err.msg);
     assert_int_equal(fclose(f), 0);
     if (len)
         *len = n;
@@ -304,14 +304,14 @@ static char *write_str(const struct attn_scene *s, bool explicit, size_t *len)
 static void parse_ok(struct attn_scene *s, const char *text)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     if (parse_str(s, text, &errs) != 0) {
         fprintf(stderr, "---- text:\n%s\n---- problems:\n", text);
         print_diags(&errs, text, strlen(text));
         fail_msg("a good scene failed to parse");
     }
     assert_int_equal(errs.n, 0);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 /* parse(write(s)) == s, and with explicit defaults the text is a fixed point. */
@@ -380,10 +380,10 @@ static void test_bad_fixtures(void **state)
 
         struct attn_scene s;
         struct diag_list errs;
-        diag_list_init(&errs);
+        attn_diag_list_init(&errs);
         char *src = NULL;
         size_t src_len = 0;
-        int rc = scenefile_load(&s, path, &errs, &src, &src_len);
+        int rc = attn_scenefile_load(&s, path, &errs, &src, &src_len);
         int n_got;
         char **got = diag_lines(&errs, &n_got);
         bool ok;
@@ -422,7 +422,7 @@ static void test_bad_fixtures(void **state)
         tu_free_names(got, n_got);
         free(expected);
         free(src);
-        diag_list_free(&errs);
+        attn_diag_list_free(&errs);
     }
     tu_free_names(names, n);
 
@@ -432,7 +432,7 @@ static void test_bad_fixtures(void **state)
         char path[4200];
         snprintf(path, sizeof(path), "%s/%.*s.yaml", dir, (int)(strlen(expects[i]) - 7),
                  expects[i]);
-        if (!fsutil_exists(path)) {
+        if (!attn_fsutil_exists(path)) {
             fprintf(stderr, "%s: no fixture %s beside it\n", expects[i], path);
             fprintf(failed_f, "%s%s", failures++ ? ", " : "", expects[i]);
         }
@@ -460,21 +460,21 @@ static void test_ten_mb_line(void **state)
     o += (size_t)sprintf(text + o, "]\n");
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
     char expected[128];
     snprintf(expected, sizeof(expected), "big.yaml:1:9: 'tokens' has more than %d entries",
              YTREE_MAX_ITEMS);
     assert_diags(&errs, "a 10 MB list of tokens", expected);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     /* A 10 MB plain scalar, then a typo at column 10 million and something on one line. */
     o = (size_t)sprintf(text, "{text: a, title: ");
     size_t start = o;
     o += fill_bytes(text + o, 'x', size);
     o += (size_t)sprintf(text + o, ", haeds: 2}\n");
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_parse(&s, "big.yaml", text, o, &errs), -1);
     snprintf(expected, sizeof(expected),
              "big.yaml:1:%d: unknown key 'haeds' (did you mean 'heads' under 'attention'?)",
              (int)(start + size + 3));
@@ -483,11 +483,11 @@ static void test_ten_mb_line(void **state)
     char *out = NULL;
     size_t out_len = 0;
     FILE *f = open_memstream(&out, &out_len);
-    diag_print(f, &errs.items[0], text, o);
+    attn_diag_print(f, &errs.items[0], text, o);
     fclose(f);
     assert_true(out_len < 1024);
     free(out);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(text);
 }
 
@@ -504,11 +504,11 @@ static void test_deep_nesting(void **state)
     text[o++] = '\n';
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
     assert_diags(&errs, "a million nested lists",
                  "deep.yaml:1:70: the document nests more than 64 levels deep");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     /* The same through a mapping chain: a: {a: {a: ...}} */
     o = 0;
@@ -517,11 +517,11 @@ static void test_deep_nesting(void **state)
     text[o++] = '1';
     for (size_t i = 0; i < 100000; i++)
         text[o++] = '}';
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_parse(&s, "deep.yaml", text, o, &errs), -1);
     assert_diags(&errs, "100000 nested mappings",
                  "deep.yaml:1:257: the document nests more than 64 levels deep");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(text);
 }
 
@@ -540,7 +540,7 @@ static void test_all_problems_reported(void **state)
                        "seed: 1.5\n";                              /* 9 */
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     assert_int_equal(parse_str(&s, text, &errs), -1);
     assert_diags(&errs, "one file, many mistakes",
                  "t.yaml:2:1: unknown key 'tokenzier' (did you mean 'tokenizer'?)\n"
@@ -551,7 +551,7 @@ static void test_all_problems_reported(void **state)
                  "t.yaml:8:22: 'embeddings' row 2 has 1 value, expected 2\n"
                  "t.yaml:9:7: 'seed' must be an integer from 0 to 18446744073709551615, got "
                  "'1.5'\n");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static void test_error_limit(void **state)
@@ -564,8 +564,8 @@ static void test_error_limit(void **state)
         o += (size_t)sprintf(text + o, "bogus%d: 1\n", i);
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_parse(&s, "many.yaml", text, o, &errs), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_parse(&s, "many.yaml", text, o, &errs), -1);
     /* The first 50, then one line without a location. */
     char *expected = NULL;
     size_t len = 0;
@@ -581,7 +581,7 @@ static void test_error_limit(void **state)
     assert_int_equal(fclose(f), 0);
     assert_diags(&errs, "200 unknown keys", expected);
     free(expected);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(text);
 }
 
@@ -591,7 +591,7 @@ static void test_check_locations(void **state)
     (void)state;
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     /* d_out is not in the file (d_in 3 by default): the problem points at 'attention'. */
     const char *text = "text: a b c\n"
                        "attention:\n"
@@ -602,10 +602,10 @@ static void test_check_locations(void **state)
     assert_int_equal(errs.items[0].col, 1);
     assert_string_equal(errs.items[0].path, "attention.d_out");
     assert_string_equal(errs.items[0].file, "t.yaml");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     /* Wrapper weights: a shape problem of the assembled matrices points at weights.heads. */
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     text = "tokens: [a, b]\n"
            "attention: {heads: 2, head_layout: wrapper, d_out: 1}\n"
            "weights:\n"
@@ -619,7 +619,7 @@ static void test_check_locations(void **state)
                  "t.yaml:5:5: 'weights.key' is 3 x 2, expected 2 x 2\n"
                  "t.yaml:5:5: 'weights.value' is 3 x 2, expected 2 x 2\n");
     assert_string_equal(errs.items[0].path, "weights.query");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 /* Non-ASCII text before an error: columns are bytes, so the caret lands under the value. */
@@ -630,11 +630,11 @@ static void test_utf8_columns(void **state)
                        "tokens: [\xe6\x97\xa5\xe6\x9c\xac, [x]]\n";
     struct attn_scene s;
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     assert_int_equal(parse_str(&s, text, &errs), -1);
     assert_diags(&errs, "a sequence after UTF-8 text",
                  "t.yaml:2:18: token 2 must be a string, got a sequence");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static void test_read_errors(void **state)
@@ -648,26 +648,26 @@ static void test_read_errors(void **state)
     size_t len = 1;
 
     snprintf(path, sizeof(path), "%s/missing.yaml", dir);
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, path, &errs, &src, &len), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, path, &errs, &src, &len), -1);
     assert_null(src);
     assert_int_equal(errs.n, 1);
     assert_string_equal(errs.items[0].file, path);
     assert_string_equal(errs.items[0].msg, "cannot open: No such file or directory");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, dir, &errs, &src, &len), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, dir, &errs, &src, &len), -1);
     assert_string_equal(errs.items[0].msg, "is a directory, not a file");
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     snprintf(path, sizeof(path), "%s/big.yaml", dir);
     tu_write_file(path, "0123456789", 10);
     struct diag err;
     char *text;
-    assert_int_equal(fsutil_read_file(&text, &len, path, 9, &err), -1);
+    assert_int_equal(attn_fsutil_read_file(&text, &len, path, 9, &err), -1);
     assert_string_equal(err.msg, "file is too large (10 bytes, the limit is 9)");
-    assert_int_equal(fsutil_read_file(&text, &len, path, 10, &err), 0);
+    assert_int_equal(attn_fsutil_read_file(&text, &len, path, 10, &err), 0);
     assert_int_equal(len, 10);
     assert_string_equal(text, "0123456789");
     free(text);
@@ -682,14 +682,14 @@ static void test_mkdir_p(void **state)
     char path[4200];
     struct diag err;
     snprintf(path, sizeof(path), "%s/a/b//c/", dir);
-    assert_int_equal(fsutil_mkdir_p(path, &err), 0);
-    assert_int_equal(fsutil_mkdir_p(path, &err), 0); /* already there */
+    assert_int_equal(attn_fsutil_mkdir_p(path, &err), 0);
+    assert_int_equal(attn_fsutil_mkdir_p(path, &err), 0); /* already there */
     snprintf(path, sizeof(path), "%s/a/b/c", dir);
-    assert_true(fsutil_exists(path));
+    assert_true(attn_fsutil_exists(path));
     snprintf(path, sizeof(path), "%s/file", dir);
     tu_write_file(path, "x", 1);
     snprintf(path, sizeof(path), "%s/file/sub", dir);
-    assert_int_equal(fsutil_mkdir_p(path, &err), -1);
+    assert_int_equal(attn_fsutil_mkdir_p(path, &err), -1);
     tu_remove_tree(dir);
     free(dir);
 }
@@ -743,14 +743,14 @@ static void put_npy(const char *dir, const char *name, const char *descr, const 
 static void load_ok(struct attn_scene *s, const char *path)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *src = NULL;
     size_t len = 0;
-    if (scenefile_load(s, path, &errs, &src, &len) != 0) {
+    if (attn_scenefile_load(s, path, &errs, &src, &len) != 0) {
         print_diags(&errs, src, len);
         fail_msg("%s did not load", path);
     }
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(src);
 }
 
@@ -872,34 +872,34 @@ static void test_matrix_files_npy(void **state)
     const int32_t ints[] = {1, 0, 0, 1, 1, 1};
     put_npy(dir, "wq.npy", "<i4", "(3, 2)", ints, sizeof(ints));
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, path, &errs, NULL, NULL), -1);
     assert_int_equal(errs.n, 1);
     assert_string_equal(errs.items[0].msg,
                         "'query': wq.npy holds int32 values (dtype '<i4'); 'query' must be "
                         "floats: save it with .astype(numpy.float32)");
     assert_int_equal(errs.items[0].line, 5);
     assert_int_equal(errs.items[0].col, 17);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     /* A 4-D array and a structured dtype: each told as what it is, not "not a dictionary". */
     float zeros[16] = {0};
     put_npy(dir, "wq.npy", "<f4", "(1, 1, 3, 2)", zeros, 6 * sizeof(float));
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, path, &errs, NULL, NULL), -1);
     assert_int_equal(errs.n, 1);
     assert_non_null(strstr(errs.items[0].msg, "the array has 4 dimensions; attnscope reads at "
                                               "most 3 (a matrix: reshape it to 2-D)"));
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     put_npy_dict(dir, "wq.npy",
                  "{'descr': [('x', '<f4'), ('y', '<f4')], 'fortran_order': False, 'shape': (3,), }",
                  zeros, 6 * sizeof(float));
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), -1);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, path, &errs, NULL, NULL), -1);
     assert_int_equal(errs.n, 1);
     assert_non_null(strstr(errs.items[0].msg, "a structured dtype (named fields, a record "
                                               "array); attnscope reads plain numbers"));
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     tu_remove_tree(dir);
     free(dir);
 }
@@ -1225,9 +1225,9 @@ static void test_round_trip_scenes(void **state)
     for (int i = 0; i < 18; i++)
         s.weights.dropout_mask[i] = (unsigned char)(i % 3 == 1);
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     assert_int_equal(attn_scene_check(&s, &errs), 0);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     check_round_trip(&s);
     /* ...written as one mapping per head, as the format shows it. */
     char *text = write_str(&s, false, NULL);
@@ -1268,12 +1268,12 @@ static void test_round_trip_scenes(void **state)
     fill(&s.weights.ffn_b2, 1, 8, 0.125f);
     fill(&s.weights.norm1_weight, 1, 8, 2.0f);
     fill(&s.weights.norm2_weight, 1, 8, -1.0f);
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     if (attn_scene_check(&s, &errs) != 0) {
         print_diags(&errs, NULL, 0);
         fail_msg("the systems scene is invalid");
     }
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     check_round_trip(&s);
     text = write_str(&s, false, NULL);
     assert_non_null(strstr(text, "\nblock:\n  order: pre\n  norm: rms\n"));
@@ -1295,12 +1295,12 @@ static void test_round_trip_scenes(void **state)
     fill(&s.weights.value_up, 3, 8, 2.5f);
     fill(&s.weights.out, 8, 8, 1.0f);
     fill(&s.weights.out_bias, 1, 8, 0.0f);
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     if (attn_scene_check(&s, &errs) != 0) {
         print_diags(&errs, NULL, 0);
         fail_msg("the MLA scene is invalid");
     }
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     check_round_trip(&s);
     attn_scene_free(&s);
 
@@ -1319,10 +1319,10 @@ static void test_round_trip_scenes(void **state)
         for (int i = 0; i < n; i++) {
             char path[4200];
             snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-            diag_list_init(&errs);
+            attn_diag_list_init(&errs);
             char *src = NULL;
             size_t src_len = 0;
-            if (scenefile_load(&s, path, &errs, &src, &src_len) != 0) {
+            if (attn_scenefile_load(&s, path, &errs, &src, &src_len) != 0) {
                 print_diags(&errs, src, src_len);
                 fail_msg("%s does not load", path);
             }
@@ -1330,7 +1330,7 @@ static void test_round_trip_scenes(void **state)
                 assert_non_null(s.lesson);
             check_round_trip(&s);
             attn_scene_free(&s);
-            diag_list_free(&errs);
+            attn_diag_list_free(&errs);
             loaded[pass]++;
         }
         tu_free_names(names, n);
@@ -1345,15 +1345,15 @@ static void test_round_trip_scenes(void **state)
     snprintf(hf, sizeof(hf), "%s/hf/induction.yaml", getenv("ATTNSCOPE_FIXTURES"));
     snprintf(gpt2, sizeof(gpt2), "%s/29-induction-head.yaml", scenes);
     struct attn_scene g;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *src = NULL;
     size_t src_len = 0;
-    if (scenefile_load(&s, hf, &errs, &src, &src_len) != 0) {
+    if (attn_scenefile_load(&s, hf, &errs, &src, &src_len) != 0) {
         print_diags(&errs, src, src_len);
         fail_msg("%s does not load", hf);
     }
     free(src);
-    assert_int_equal(scenefile_load(&g, gpt2, &errs, NULL, NULL), 0);
+    assert_int_equal(attn_scenefile_load(&g, gpt2, &errs, NULL, NULL), 0);
     assert_int_equal(s.tokenizer, TOKENIZER_HF);
     assert_non_null(s.tokenizer_file);
     assert_true(s.tokenizer_file[0] == '/');
@@ -1366,7 +1366,7 @@ static void test_round_trip_scenes(void **state)
     check_round_trip(&s);
     attn_scene_free(&s);
     attn_scene_free(&g);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 /* A lesson of every kind of step, captions with every awkward character, written and read
@@ -1464,9 +1464,9 @@ static void test_round_trip_ablate(void **state)
     snprintf(path, sizeof(path), "%s/29-induction-head.yaml",
              scenes && *scenes ? scenes : "scenes");
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&s, path, &errs, NULL, NULL), 0);
-    diag_list_free(&errs);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, path, &errs, NULL, NULL), 0);
+    attn_diag_list_free(&errs);
     assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_ZERO), 0);
     text = write_str(&s, false, NULL);
     assert_non_null(strstr(text, "ablate:\n  - {layer: 1, head: 0, mode: zero}\n"));
@@ -1500,14 +1500,14 @@ static void test_writer_refuses(void **state)
     char *tokens[] = {"ok", "bad\xff"};
     assert_int_equal(attn_scene_set_tokens(&s, tokens, 2, &err), 0);
     FILE *f = fopen("/dev/null", "w");
-    assert_int_equal(scenefile_write(f, &s, false, &err), -1);
+    assert_int_equal(attn_scenefile_write(f, &s, false, &err), -1);
     assert_string_equal(err.msg, "cannot write 'tokens': it is not valid UTF-8 text");
     char *good[] = {"ok"};
     assert_int_equal(attn_scene_set_tokens(&s, good, 1, &err), 0);
     s.embed.kind = EMBED_EXPLICIT;
     assert_int_equal(attn_matrix_alloc(&s.embed.rows, 1, 2), 0);
     s.embed.rows.data[1] = NAN;
-    assert_int_equal(scenefile_write(f, &s, false, &err), -1);
+    assert_int_equal(attn_scenefile_write(f, &s, false, &err), -1);
     assert_string_equal(err.msg,
                         "cannot write 'embeddings': row 1, column 2 is not a finite number");
     fclose(f);
@@ -1528,28 +1528,28 @@ static void test_save_no_overwrite(void **state)
     struct diag err;
     assert_int_equal(attn_scene_set_text(&other, "something else", &err), 0);
 
-    assert_int_equal(scenefile_save(path, &s, false, false, &err), 0);
+    assert_int_equal(attn_scenefile_save(path, &s, false, false, &err), 0);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
 
     /* Refused, and the file keeps the first scene. */
-    assert_int_equal(scenefile_save(path, &other, false, false, &err), -1);
+    assert_int_equal(attn_scenefile_save(path, &other, false, false, &err), -1);
     assert_string_equal(err.msg, "already exists; not replacing it");
     assert_string_equal(err.file, path);
     struct diag_list errs;
-    diag_list_init(&errs);
-    assert_int_equal(scenefile_load(&back, path, &errs, NULL, NULL), 0);
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&back, path, &errs, NULL, NULL), 0);
     assert_scene_equal(&s, &back);
     attn_scene_free(&back);
 
     /* With overwrite it is replaced. */
-    assert_int_equal(scenefile_save(path, &other, true, true, &err), 0);
-    assert_int_equal(scenefile_load(&back, path, &errs, NULL, NULL), 0);
+    assert_int_equal(attn_scenefile_save(path, &other, true, true, &err), 0);
+    assert_int_equal(attn_scenefile_load(&back, path, &errs, NULL, NULL), 0);
     assert_string_equal(back.text, "something else");
     attn_scene_free(&back);
     assert_int_equal(errs.n, 0);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     assert_int_equal(count_entries(dir), 1);
 
     attn_scene_free(&s);
@@ -1561,7 +1561,7 @@ static void test_save_no_overwrite(void **state)
 static int failing_writer(FILE *f, void *ctx, struct diag *err)
 {
     fputs("half a scene", f);
-    return diag_set(err, "", "the writer gave up");
+    return attn_diag_set(err, "", "the writer gave up");
 }
 
 /* Saves leave nothing behind but the target, and a failed write leaves the target as it was. */
@@ -1575,17 +1575,17 @@ static void test_atomic_save(void **state)
     attn_scene_init_default(&s);
     struct diag err;
     for (int i = 0; i < 3; i++)
-        assert_int_equal(scenefile_save(path, &s, i == 1, true, &err), 0);
+        assert_int_equal(attn_scenefile_save(path, &s, i == 1, true, &err), 0);
     assert_int_equal(count_entries(dir), 1);
 
     char *before, *after;
     size_t n1, n2;
-    assert_int_equal(fsutil_read_file(&before, &n1, path, 1 << 20, &err), 0);
-    assert_int_equal(fsutil_write_atomic(path, true, failing_writer, NULL, &err), -1);
+    assert_int_equal(attn_fsutil_read_file(&before, &n1, path, 1 << 20, &err), 0);
+    assert_int_equal(attn_fsutil_write_atomic(path, true, failing_writer, NULL, &err), -1);
     assert_string_equal(err.msg, "the writer gave up");
     assert_string_equal(err.file, path);
     assert_int_equal(count_entries(dir), 1);
-    assert_int_equal(fsutil_read_file(&after, &n2, path, 1 << 20, &err), 0);
+    assert_int_equal(attn_fsutil_read_file(&after, &n2, path, 1 << 20, &err), 0);
     assert_int_equal(n1, n2);
     assert_memory_equal(before, after, n1);
     free(before);
@@ -1595,20 +1595,20 @@ static void test_atomic_save(void **state)
     char bad_path[4200];
     snprintf(bad_path, sizeof(bad_path), "%s/bad.yaml", dir);
     s.embed.rows.data[0] = INFINITY;
-    assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
-    assert_false(fsutil_exists(bad_path));
+    assert_int_equal(attn_scenefile_save(bad_path, &s, false, false, &err), -1);
+    assert_false(attn_fsutil_exists(bad_path));
     assert_int_equal(count_entries(dir), 1);
 
     /* A folder that does not exist. */
     snprintf(bad_path, sizeof(bad_path), "%s/no/such/scene.yaml", dir);
-    assert_int_equal(scenefile_save(bad_path, &s, false, false, &err), -1);
+    assert_int_equal(attn_scenefile_save(bad_path, &s, false, false, &err), -1);
     assert_int_equal(count_entries(dir), 1);
 
     /* A FIFO (the explorer's w confirmed over one): refused, never replaced by a file. */
     s.embed.rows.data[0] = 0.5f;
     snprintf(bad_path, sizeof(bad_path), "%s/fifo.yaml", dir);
     assert_int_equal(mkfifo(bad_path, 0644), 0);
-    assert_int_equal(scenefile_save(bad_path, &s, false, true, &err), -1);
+    assert_int_equal(attn_scenefile_save(bad_path, &s, false, true, &err), -1);
     assert_string_equal(err.msg, "not a regular file (a FIFO): attnscope writes only files");
     struct stat st;
     assert_int_equal(lstat(bad_path, &st), 0);
@@ -1627,15 +1627,15 @@ static void test_saved_paths_relative(void **state)
 {
     (void)state;
     char out[4096];
-    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/m/v.json", "/a/b/out"),
+    assert_string_equal(attn_scenefile_relative_path(out, sizeof(out), "/a/b/m/v.json", "/a/b/out"),
                         "../m/v.json");
-    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/out/v.json", "/a/b/out"),
-                        "v.json");
-    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/b/out/x", "/a/b/outer"),
+    assert_string_equal(
+        attn_scenefile_relative_path(out, sizeof(out), "/a/b/out/v.json", "/a/b/out"), "v.json");
+    assert_string_equal(attn_scenefile_relative_path(out, sizeof(out), "/a/b/out/x", "/a/b/outer"),
                         "../out/x");
-    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/a/m/x", "/a/b/c/d"),
+    assert_string_equal(attn_scenefile_relative_path(out, sizeof(out), "/a/m/x", "/a/b/c/d"),
                         "../../../m/x");
-    assert_string_equal(scenefile_relative_path(out, sizeof(out), "/opt/m/x", "/home/u/work"),
+    assert_string_equal(attn_scenefile_relative_path(out, sizeof(out), "/opt/m/x", "/home/u/work"),
                         "/opt/m/x"); /* only "/" in common: absolute */
 
     /* A checkpoint scene (a copy of models/induction beside it) saved two folders down. */
@@ -1668,9 +1668,9 @@ static void test_saved_paths_relative(void **state)
     assert_true(s.model.file[0] == '/'); /* resolved when loaded */
     snprintf(path, sizeof(path), "%s/b/c", dir);
     struct diag err;
-    assert_int_equal(fsutil_mkdir_p(path, &err), 0);
+    assert_int_equal(attn_fsutil_mkdir_p(path, &err), 0);
     snprintf(path, sizeof(path), "%s/b/c/saved.yaml", dir);
-    assert_int_equal(scenefile_save(path, &s, false, false, &err), 0);
+    assert_int_equal(attn_scenefile_save(path, &s, false, false, &err), 0);
     attn_scene_free(&s);
     char *text = tu_must_read_file(path, NULL);
     assert_non_null(strstr(text, "tokenizer: {kind: gpt2, vocab: \"../../m/vocab.json\", merges: "
@@ -1687,7 +1687,7 @@ static void test_saved_paths_relative(void **state)
     assert_int_equal(chdir(path), 0);
     snprintf(path, sizeof(path), "%s/a/scene.yaml", dir);
     load_ok(&s, path);
-    assert_int_equal(scenefile_save("here.yaml", &s, false, false, &err), 0);
+    assert_int_equal(attn_scenefile_save("here.yaml", &s, false, false, &err), 0);
     attn_scene_free(&s);
     text = tu_must_read_file("here.yaml", NULL);
     assert_non_null(strstr(text, "model: {file: \"../m/model.safetensors\", arch: gpt2}\n"));

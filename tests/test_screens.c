@@ -160,11 +160,11 @@ static bool run_script(const char *dir, const char *name, bool update)
         snprintf(scene_path, sizeof(scene_path), "%.500s/%.500s", getenv("ATTNSCOPE_SOURCE_ROOT"),
                  sc.scene);
         struct diag_list errs;
-        diag_list_init(&errs);
-        if (scenefile_load(&s, scene_path, &errs, NULL, NULL)) {
+        attn_diag_list_init(&errs);
+        if (attn_scenefile_load(&s, scene_path, &errs, NULL, NULL)) {
             fail_msg("%s: cannot load %s: %s", name, scene_path, errs.n ? errs.items[0].msg : "");
         }
-        diag_list_free(&errs);
+        attn_diag_list_free(&errs);
     } else {
         attn_scene_init_default(&s);
     }

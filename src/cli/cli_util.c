@@ -244,7 +244,7 @@ static void print_diag(struct diag *d, const char *name, const char *source, siz
         memcpy(d->file, name, n);
         d->file[n] = '\0';
     }
-    diag_print(stderr, d, source, len);
+    attn_diag_print(stderr, d, source, len);
 }
 
 int cli_find_scene(char *out, size_t size, const char *arg)
@@ -264,13 +264,13 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     cs->name = path ? path : "default scene";
     cs->from_file = path != NULL;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
 
     if (path) {
         if (cli_find_scene(cs->path, sizeof(cs->path), path) != CLI_OK)
             return CLI_INVALID;
         cs->name = cs->path;
-        if (scenefile_load_report(&cs->scene, cs->path, stderr) != 0)
+        if (attn_scenefile_load_report(&cs->scene, cs->path, stderr) != 0)
             return CLI_INVALID;
     } else {
         attn_scene_init_default(&cs->scene);
@@ -281,16 +281,16 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     double seconds = attn_net_estimate_seconds(&cs->scene);
     double gflop = attn_scene_flops(&cs->scene) / 1e9;
     if (seconds > ATTN_LONG_SECONDS)
-        cnum_fprintf(stderr,
-                     "attnscope: %s: about %.*f GFLOP to compute, about %.0f s here (Ctrl-C "
-                     "stops)\n",
-                     cs->name, gflop < 10 ? 1 : 0, gflop, seconds);
+        attn_cnum_fprintf(stderr,
+                          "attnscope: %s: about %.*f GFLOP to compute, about %.0f s here (Ctrl-C "
+                          "stops)\n",
+                          cs->name, gflop < 10 ? 1 : 0, gflop, seconds);
     /* A big scene's first compute takes seconds: a bar on a terminal, a line in a log. */
     struct progress p;
-    progress_begin(&p, stderr, "computing", "heads");
-    cs->net.progress = (struct progress_sink){progress_tick, &p, &progress_interrupted};
+    attn_progress_begin(&p, stderr, "computing", "heads");
+    cs->net.progress = (struct progress_sink){attn_progress_tick, &p, &attn_progress_interrupted};
     int rc = attn_net_compute(&cs->net, &cs->scene, &err);
-    progress_end(&p, rc == 0);
+    attn_progress_end(&p, rc == 0);
     cs->net.progress = (struct progress_sink){0, 0, 0};
     /* A checkpoint that shrank while it was read gave zeros, not its numbers. */
     if (rc == 0 && attn_scene_check_backing(&cs->scene, &err) != 0) {
@@ -327,7 +327,7 @@ void cli_print_tokens(FILE *out, const struct attn_model *m)
     fputs("# tokens:", out);
     for (int i = 0; i < m->n; i++) {
         fputc(' ', out);
-        utf8_fputs_escaped(m->tokens[i], out, 0);
+        attn_utf8_fputs_escaped(m->tokens[i], out, 0);
     }
     fputc('\n', out);
 }
@@ -335,7 +335,7 @@ void cli_print_tokens(FILE *out, const struct attn_model *m)
 int cli_parse_double(const char *text, double lo, double hi, double *out)
 {
     double v;
-    if (cnum_parse_double(text, false, &v) != CNUM_OK || !(v >= lo && v <= hi))
+    if (attn_cnum_parse_double(text, false, &v) != CNUM_OK || !(v >= lo && v <= hi))
         return -1;
     *out = v;
     return 0;
@@ -382,8 +382,8 @@ void cli_print_token(const struct attn_scene *s, int id, int width)
     char label[4 * SCENE_MAX_TOKEN_BYTES + 16], shown[4 * sizeof(label)];
     attn_scene_token_label(label, sizeof(label), s, id);
     /* a token's own bytes may be controls: escaped, as everywhere a human reads (common/utf8) */
-    utf8_escape(shown, sizeof(shown), label, strlen(label), 0);
+    attn_utf8_escape(shown, sizeof(shown), label, strlen(label), 0);
     printf("'%s'", shown);
-    for (int pad = width - utf8_length(shown) - 2; pad > 0; pad--)
+    for (int pad = width - attn_utf8_length(shown) - 2; pad > 0; pad--)
         putchar(' ');
 }

@@ -122,9 +122,9 @@ int cmd_ablate(int argc, char **argv)
     double clean = 0, *loss = calloc((size_t)count, sizeof(double));
     struct row *rows = calloc((size_t)count, sizeof(*rows));
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (!loss || !rows)
-        rc = diag_set(&err, "", "out of memory");
+        rc = attn_diag_set(&err, "", "out of memory");
     else
         rc = attn_ablate_sweep(loss, &clean, net, mode, a, b, &err);
     if (rc != 0) {
@@ -142,8 +142,8 @@ int cmd_ablate(int argc, char **argv)
     if (val[O_CSV]) {
         printf("layer,head,mode,loss,delta_loss\r\n");
         for (int i = 0; i < count; i++)
-            cnum_fprintf(stdout, "%d,%d,%s,%.6f,%.6f\r\n", rows[i].layer, rows[i].head, mname,
-                         rows[i].loss, rows[i].delta);
+            attn_cnum_fprintf(stdout, "%d,%d,%s,%.6f,%.6f\r\n", rows[i].layer, rows[i].head, mname,
+                              rows[i].loss, rows[i].delta);
     } else {
         const struct attn_model *m = &net->model[0];
         printf("# tokens:");
@@ -153,11 +153,11 @@ int cmd_ablate(int argc, char **argv)
                mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"
                                  : "mean: its context replaced by its mean over the positions",
                a, b - 1);
-        cnum_fprintf(stdout, "# the loss with no head ablated: %.4f nats\n", clean);
+        attn_cnum_fprintf(stdout, "# the loss with no head ablated: %.4f nats\n", clean);
         printf("layer  head  mode      loss  delta_loss\n");
         for (int i = 0; i < count; i++)
-            cnum_fprintf(stdout, "%5d  %4d  %-4s  %8.4f  %+10.4f\n", rows[i].layer, rows[i].head,
-                         mname, rows[i].loss, rows[i].delta);
+            attn_cnum_fprintf(stdout, "%5d  %4d  %-4s  %8.4f  %+10.4f\n", rows[i].layer,
+                              rows[i].head, mname, rows[i].loss, rows[i].delta);
     }
     free(loss);
     free(rows);

@@ -113,13 +113,13 @@ static int run_suite(double budget_us)
         {"128 tokens, 768 -> 768, 12 heads", 128, 768, 768, 12, 0.1},
         {"512 tokens, 768 -> 768, 12 heads", 512, 768, 768, 12, 0.0},
     };
-    cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
-                 "iters");
+    attn_cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
+                      "iters");
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
         struct attn_scene s;
         struct timing t;
         struct diag err;
-        diag_clear(&err);
+        attn_diag_clear(&err);
         if (bench_scene(&s, shapes[i].n, shapes[i].d_in, shapes[i].d_out, shapes[i].heads,
                         shapes[i].dropout) != 0 ||
             measure(&t, &s, budget_us, 0, &err) != 0) {
@@ -128,8 +128,8 @@ static int run_suite(double budget_us)
             attn_scene_free(&s);
             return CLI_INVALID;
         }
-        cnum_fprintf(stdout, "%-36s %14.2f %14.2f %10ld\n", shapes[i].name, t.resolve_us,
-                     t.forward_us, t.iters);
+        attn_cnum_fprintf(stdout, "%-36s %14.2f %14.2f %10ld\n", shapes[i].name, t.resolve_us,
+                          t.forward_us, t.iters);
         attn_scene_free(&s);
     }
     return CLI_OK;
@@ -214,7 +214,7 @@ static int run_shape(struct shape_result *out, const struct attn_scene *s, struc
 {
     struct attn_net net = {0};
     double *t = malloc((size_t)out->repeat * sizeof(double));
-    int rc = t ? 0 : diag_set(err, "", "out of memory");
+    int rc = t ? 0 : attn_diag_set(err, "", "out of memory");
     if (rc == 0 && attn_net_compute(&net, s, err) != 0) /* the first pass */
         rc = -1;
     if (rc == 0) {
@@ -233,27 +233,29 @@ static int run_shape(struct shape_result *out, const struct attn_scene *s, struc
     attn_net_free(&net);
     free(t);
     if (rc == 0 && (out->sgemm_gflops = sgemm_gflops(out->dim, out->repeat)) < 0)
-        rc = diag_set(err, "", "out of memory");
+        rc = attn_diag_set(err, "", "out of memory");
     return rc;
 }
 
 static void print_shape(const struct shape_result *r, bool json)
 {
     if (json) {
-        cnum_fprintf(stdout,
-                     "{\"impl\": \"attnscope\", \"tokens\": %d, \"dim\": %d, \"heads\": %d, "
-                     "\"repeat\": %d, \"threads\": %d, \"forward_ms\": %.6g, \"gflops\": %.6g, "
-                     "\"sgemm_n\": %d, \"sgemm_gflops\": %.6g, \"peak_rss_mb\": %.1f}\n",
-                     r->tokens, r->dim, r->heads, r->repeat, r->threads, r->forward_ms, r->gflops,
-                     r->dim, r->sgemm_gflops, r->peak_rss_mb);
+        attn_cnum_fprintf(
+            stdout,
+            "{\"impl\": \"attnscope\", \"tokens\": %d, \"dim\": %d, \"heads\": %d, "
+            "\"repeat\": %d, \"threads\": %d, \"forward_ms\": %.6g, \"gflops\": %.6g, "
+            "\"sgemm_n\": %d, \"sgemm_gflops\": %.6g, \"peak_rss_mb\": %.1f}\n",
+            r->tokens, r->dim, r->heads, r->repeat, r->threads, r->forward_ms, r->gflops, r->dim,
+            r->sgemm_gflops, r->peak_rss_mb);
         return;
     }
-    cnum_fprintf(stdout,
-                 "attnscope: %d tokens, dim %d, %d head%s, %d thread%s: forward %.4g ms (median "
-                 "of %d), %.2f GFLOP/s; sgemm %dx%dx%d %.2f GFLOP/s; peak RSS %.1f MiB\n",
-                 r->tokens, r->dim, r->heads, r->heads == 1 ? "" : "s", r->threads,
-                 r->threads == 1 ? "" : "s", r->forward_ms, r->repeat, r->gflops, r->dim, r->dim,
-                 r->dim, r->sgemm_gflops, r->peak_rss_mb);
+    attn_cnum_fprintf(
+        stdout,
+        "attnscope: %d tokens, dim %d, %d head%s, %d thread%s: forward %.4g ms (median "
+        "of %d), %.2f GFLOP/s; sgemm %dx%dx%d %.2f GFLOP/s; peak RSS %.1f MiB\n",
+        r->tokens, r->dim, r->heads, r->heads == 1 ? "" : "s", r->threads,
+        r->threads == 1 ? "" : "s", r->forward_ms, r->repeat, r->gflops, r->dim, r->dim, r->dim,
+        r->sgemm_gflops, r->peak_rss_mb);
 }
 
 /* *out = text as a whole number in [lo, hi], else a usage error naming the option. */
@@ -299,7 +301,7 @@ static int bench_shape(const char *tokens, const char *dim, const char *heads, c
                                BENCH_MAX_BYTES >> 20);
     }
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     rc = run_shape(&r, &s, &err);
     attn_scene_free(&s);
     if (rc != 0) {
@@ -376,7 +378,7 @@ int cmd_bench(int argc, char **argv)
             return cli_usage_error("bench", "invalid --iters '%s' (a number from 1)", iters_arg);
     }
     double budget_s = 0.5;
-    if (time_arg && (cnum_parse_double(time_arg, false, &budget_s) != CNUM_OK ||
+    if (time_arg && (attn_cnum_parse_double(time_arg, false, &budget_s) != CNUM_OK ||
                      !(budget_s > 0 && budget_s <= 3600)))
         return cli_usage_error("bench", "invalid --time '%s' (seconds, above 0)", time_arg);
     /* Every mode runs OpenBLAS on --threads threads (its own default otherwise). */
@@ -408,11 +410,11 @@ int cmd_bench(int argc, char **argv)
         return rc;
     struct timing t;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (measure(&t, &cs.scene, budget_s * 1e6, iters, &err) != 0) {
         if (err.file[0] == '\0')
             snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, cs.name);
-        diag_print(stderr, &err, NULL, 0);
+        attn_diag_print(stderr, &err, NULL, 0);
         cli_scene_close(&cs);
         return CLI_INVALID;
     }
@@ -422,8 +424,9 @@ int cmd_bench(int argc, char **argv)
     if (cs.net.layers > 1)
         printf(", %d layers", cs.net.layers);
     printf(")\n");
-    cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", t.forward_us, t.iters);
-    cnum_fprintf(stdout, "model_resolve       %12.3f us\n", t.resolve_us);
+    attn_cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", t.forward_us,
+                      t.iters);
+    attn_cnum_fprintf(stdout, "model_resolve       %12.3f us\n", t.resolve_us);
     cli_scene_close(&cs);
     return CLI_OK;
 }

@@ -36,8 +36,8 @@ static void print_figure(const struct ui_bench_figure *f, double target_ms)
         return;
     }
     char cell[64];
-    cnum_format(cell, sizeof(cell), "%.2f (%.2f)%s", f->median_ms, f->max_ms,
-                target_ms > 0 && f->median_ms > target_ms ? " !" : "");
+    attn_cnum_format(cell, sizeof(cell), "%.2f (%.2f)%s", f->median_ms, f->max_ms,
+                     target_ms > 0 && f->median_ms > target_ms ? " !" : "");
     printf(" %18s", cell);
 }
 
@@ -45,8 +45,8 @@ static int report(const char *name, const struct ui_bench_result *r, double firs
                   double edit_target)
 {
     char first[32];
-    cnum_format(first, sizeof(first), "%.1f%s", r->first_frame_ms,
-                first_target > 0 && r->first_frame_ms > first_target ? " !" : "");
+    attn_cnum_format(first, sizeof(first), "%.1f%s", r->first_frame_ms,
+                     first_target > 0 && r->first_frame_ms > first_target ? " !" : "");
     printf("%-34s %12s", name, first);
     print_figure(&r->cursor, CURSOR_TARGET_MS);
     print_figure(&r->stage, STAGE_TARGET_MS);
@@ -74,11 +74,11 @@ static int bench_ui(const char *scene_path, int repeat)
     header();
     if (scene_path) {
         struct attn_scene s;
-        if (scenefile_load_report(&s, scene_path, stderr))
+        if (attn_scenefile_load_report(&s, scene_path, stderr))
             return CLI_INVALID;
         struct ui_bench_result r;
         struct diag err;
-        diag_clear(&err);
+        attn_diag_clear(&err);
         if (ui_bench(&r, &s, UI_BENCH_COLS, UI_BENCH_LINES, repeat, &err)) {
             fprintf(stderr, "attnscope bench: %s: %s\n", scene_path, err.msg);
             return CLI_INVALID;
@@ -99,7 +99,7 @@ static int bench_ui(const char *scene_path, int repeat)
         }
         struct ui_bench_result r;
         struct diag err;
-        diag_clear(&err);
+        attn_diag_clear(&err);
         if (ui_bench(&r, &s, UI_BENCH_COLS, UI_BENCH_LINES, repeat, &err)) {
             fprintf(stderr, "attnscope bench: %s: %s\n", sh->name, err.msg);
             return CLI_INVALID;

@@ -30,7 +30,7 @@
 static int check_config(const char *path, const char *base)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     int rc;
     if (strcmp(base, "keys.yaml") == 0) {
         const char *names[ACTION_COUNT];
@@ -51,14 +51,14 @@ static int check_config(const char *path, const char *base)
     /* The file again for the excerpts: the line and a caret, as for scene files. */
     char *source = NULL;
     size_t source_len = 0;
-    if (errs.n > 0 && fsutil_read_file(&source, &source_len, path, (size_t)1 << 20, NULL) != 0)
+    if (errs.n > 0 && attn_fsutil_read_file(&source, &source_len, path, (size_t)1 << 20, NULL) != 0)
         source = NULL;
     for (int i = 0; i < errs.n; i++)
-        diag_print(stderr, &errs.items[i], source, source_len);
+        attn_diag_print(stderr, &errs.items[i], source, source_len);
     free(source);
     if (rc == CONFIG_MISSING)
         fprintf(stderr, "%s: no such file\n", path);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     if (rc != CONFIG_OK)
         return CLI_INVALID;
     printf("%s: ok\n", path);
@@ -72,27 +72,27 @@ static int check_lesson(struct attn_scene *s, const char *path)
 {
     struct app a;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (app_init(&a, s, path, NULL, &err) != 0) {
         if (!err.file[0])
             snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, path);
-        diag_print(stderr, &err, NULL, 0);
+        attn_diag_print(stderr, &err, NULL, 0);
         return CLI_INVALID;
     }
     struct diag_list problems;
-    diag_list_init(&problems);
+    attn_diag_list_init(&problems);
     char *source = NULL;
     size_t len = 0;
-    if (fsutil_read_file(&source, &len, path, SCENEFILE_MAX_BYTES, NULL) != 0)
+    if (attn_fsutil_read_file(&source, &len, path, SCENEFILE_MAX_BYTES, NULL) != 0)
         source = NULL;
     if (lesson_open(&a) != 0)
-        diag_list_add(&problems, path, 0, 0, "lesson", "out of memory for the lesson");
+        attn_diag_list_add(&problems, path, 0, 0, "lesson", "out of memory for the lesson");
     else
         lesson_check_all(&a, source, len, &problems);
     for (int i = 0; i < problems.n; i++)
-        diag_print(stderr, &problems.items[i], source, len);
+        attn_diag_print(stderr, &problems.items[i], source, len);
     int rc = problems.n ? CLI_INVALID : CLI_OK;
-    diag_list_free(&problems);
+    attn_diag_list_free(&problems);
     free(source);
     app_free(&a);
     return rc;
@@ -107,15 +107,15 @@ static int check_one(const char *arg)
     if (cli_find_scene(path, sizeof(path), arg) != CLI_OK)
         return CLI_INVALID;
     struct attn_scene s;
-    if (scenefile_load_report(&s, path, stderr) != 0)
+    if (attn_scenefile_load_report(&s, path, stderr) != 0)
         return CLI_INVALID;
     /* Not a problem, but worth knowing before a workshop: words the vocabulary lacks. */
     char unknown[600];
     if (s.tokenizer == TOKENIZER_GPT2 &&
         attn_tokens_unknown_words(unknown, sizeof(unknown), s.tokens, s.n_tokens) > 0) {
-        utf8_fputs_escaped(path, stdout, 0);
+        attn_utf8_fputs_escaped(path, stdout, 0);
         fputs(": note: ", stdout);
-        utf8_fputs_escaped(unknown, stdout, 0);
+        attn_utf8_fputs_escaped(unknown, stdout, 0);
         fputc('\n', stdout);
     }
     if (s.lesson) {

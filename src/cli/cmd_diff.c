@@ -46,7 +46,7 @@ static void print_map(const struct change *cells, int rows, int cols, float max_
     int big = rows > cols ? rows : cols;
     int bs = big > DIFF_MAP_MAX ? (big + DIFF_MAP_MAX - 1) / DIFF_MAP_MAX : 1;
     char top[32];
-    cnum_format(top, sizeof(top), "%.4f", max_abs);
+    attn_cnum_format(top, sizeof(top), "%.4f", max_abs);
     if (max_abs == 0) { /* nothing changed: a blank map says less than this */
         printf("|%s| map: no cell changed\n", utf8 ? "\u0394" : "d");
         return;
@@ -91,7 +91,7 @@ static void fmt4(char *out, size_t size, float x)
     else if (isnan(x))
         snprintf(out, size, "nan");
     else
-        cnum_format(out, size, "%.4f", (double)x);
+        attn_cnum_format(out, size, "%.4f", (double)x);
 }
 
 /* Compares head h of stage st in layer L; out of memory: CLI_INVALID. */
@@ -176,11 +176,11 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
         /* Tokens come from files: escaped (common/utf8.h), and cut when long. */
         char col[80], row[80];
         if (square)
-            snprintf(col, sizeof(col), "\"%s\"", utf8_esc(row, 72, m->tokens[c->col]));
+            snprintf(col, sizeof(col), "\"%s\"", attn_utf8_esc(row, 72, m->tokens[c->col]));
         else
             snprintf(col, sizeof(col), "d%d", c->col);
         printf("  row %d \"%s\" %s col %d %s: %s %s %s (%s%s)\n", c->row,
-               utf8_esc(row, sizeof(row), m->tokens[c->row]), times, c->col, col, a, arrow, b,
+               attn_utf8_esc(row, sizeof(row), m->tokens[c->row]), times, c->col, col, a, arrow, b,
                c->d > 0 ? "+" : "", d);
     }
     print_map(cells, va.rows, va.cols, max_abs, utf8);

@@ -55,7 +55,7 @@ int cmd_export(int argc, char **argv)
        swap (export_dir_progress). */
     struct diag err;
     if (export_check_target(dir, NULL, &err) != 0) {
-        diag_print(stderr, &err, NULL, 0);
+        attn_diag_print(stderr, &err, NULL, 0);
         return CLI_INVALID;
     }
     struct cli_scene cs;
@@ -63,16 +63,16 @@ int cmd_export(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     struct progress p;
-    progress_begin(&p, stderr, "exporting", "heads");
+    attn_progress_begin(&p, stderr, "exporting", "heads");
     /* Ctrl-C while the files are written: the export stops at the next head and removes its
        temporary folder (the previous export stays whole), then the command ends, status 130. */
-    const struct progress_sink sink = {progress_tick, &p, &progress_interrupted};
-    progress_writing(true);
+    const struct progress_sink sink = {attn_progress_tick, &p, &attn_progress_interrupted};
+    attn_progress_writing(true);
     rc = export_dir_top(dir, &cs.scene, &cs.net, fmt, top, &sink, &err);
-    progress_end(&p, rc == 0);
-    progress_writing(false);
+    attn_progress_end(&p, rc == 0);
+    attn_progress_writing(false);
     if (rc != 0) {
-        diag_print(stderr, &err, NULL, 0);
+        attn_diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {
         printf("%s: exported %s\n", dir, cs.name);

@@ -109,7 +109,7 @@ int cmd_heads(int argc, char **argv)
             printf("%d,%d", rows[i].layer, rows[i].head);
             for (int s = 0; s < SCORE_COUNT; s++)
                 if (rows[i].s.defined[s])
-                    cnum_fprintf(stdout, ",%.6f", rows[i].s.value[s]);
+                    attn_cnum_fprintf(stdout, ",%.6f", rows[i].s.value[s]);
                 else
                     fputs(",", stdout);
             fputs("\r\n", stdout);
@@ -127,7 +127,7 @@ int cmd_heads(int argc, char **argv)
             printf("%5d  %4d", rows[i].layer, rows[i].head);
             for (int s = 0; s < SCORE_COUNT; s++)
                 if (rows[i].s.defined[s])
-                    cnum_fprintf(stdout, "  %9.4f", rows[i].s.value[s]);
+                    attn_cnum_fprintf(stdout, "  %9.4f", rows[i].s.value[s]);
                 else
                     printf("  %9s", "-");
             printf("\n");
@@ -140,7 +140,7 @@ int cmd_heads(int argc, char **argv)
             }
             printf("%s %s L%d H%d", s ? "," : "", attn_head_score_name((enum head_score)s),
                    best[s].layer, best[s].head);
-            cnum_fprintf(stdout, " (%.2f)", best[s].s.value[s]);
+            attn_cnum_fprintf(stdout, " (%.2f)", best[s].s.value[s]);
         }
         printf("\n");
         if (!rows[0].s.defined[SCORE_INDUCTION])

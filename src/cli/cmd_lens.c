@@ -59,7 +59,7 @@ int cmd_lens(int argc, char **argv)
         return CLI_INVALID;
     }
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     rc = CLI_OK;
     for (int L = 0; L < layers && rc == CLI_OK; L++)
         if (attn_predict(&p[L], net, L, 0, n, 1, 1.0, NULL, &err) != 0) {
@@ -78,7 +78,7 @@ int cmd_lens(int argc, char **argv)
         printf("\n");
         for (int i = 0; i < n; i++) {
             printf("%5d  %s", i, m->tokens[i]);
-            for (int pad = 12 - utf8_length(m->tokens[i]); pad > 0; pad--)
+            for (int pad = 12 - attn_utf8_length(m->tokens[i]); pad > 0; pad--)
                 putchar(' ');
             printf(" ");
             if (i + 1 < n)
@@ -89,8 +89,8 @@ int cmd_lens(int argc, char **argv)
                 const struct attn_token_score *t = attn_predictions_top(&p[L], i);
                 printf("  ");
                 cli_print_token(&cs.scene, t->id, 12);
-                cnum_fprintf(stdout, "%s%.3f", t->id == p[L].next_id[i] ? "*" : " ",
-                             (double)t->prob);
+                attn_cnum_fprintf(stdout, "%s%.3f", t->id == p[L].next_id[i] ? "*" : " ",
+                                  (double)t->prob);
             }
             printf("\n");
         }

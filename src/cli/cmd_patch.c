@@ -114,7 +114,7 @@ static int metric_ids(struct attn_metric *metric, const struct metric_spec *spec
         if (!texts[i])
             continue;
         struct diag err;
-        diag_clear(&err);
+        attn_diag_clear(&err);
         if (attn_scene_single_token(ids[i], &clean->scene, texts[i], &err) != 0) {
             fprintf(stderr, "%s: --metric %s: %s\n", clean->name, spec->arg, err.msg);
             return CLI_INVALID;
@@ -154,7 +154,7 @@ int cmd_patch(int argc, char **argv)
         goto out;
     int heads = corrupt.net.model[0].heads, count = corrupt.net.layers * heads;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (!(recovered = calloc((size_t)count, sizeof(double)))) {
         fprintf(stderr, "%s: out of memory\n", corrupt.name);
         rc = CLI_INVALID;
@@ -171,8 +171,8 @@ int cmd_patch(int argc, char **argv)
     if (val[O_CSV]) {
         printf("layer,head,metric,recovered\r\n");
         for (int i = 0; i < count; i++)
-            cnum_fprintf(stdout, "%d,%d,%.6f,%.6f\r\n", i / heads, i % heads,
-                         m_corrupt + recovered[i] * span, recovered[i]);
+            attn_cnum_fprintf(stdout, "%d,%d,%.6f,%.6f\r\n", i / heads, i % heads,
+                              m_corrupt + recovered[i] * span, recovered[i]);
     } else {
         printf("# clean: %s\n# corrupted: %s\n", clean.name, corrupt.name);
         if (spec.kind == METRIC_LOGIT_DIFF)
@@ -181,12 +181,12 @@ int cmd_patch(int argc, char **argv)
             printf("# metric: p('%s') at the last position\n", spec.a);
         else
             printf("# metric: the mean loss of the clean text's next tokens\n");
-        cnum_fprintf(stdout, "# clean %.4f, corrupted %.4f: each head's context patched in\n",
-                     m_clean, m_corrupt);
+        attn_cnum_fprintf(stdout, "# clean %.4f, corrupted %.4f: each head's context patched in\n",
+                          m_clean, m_corrupt);
         printf("layer  head      metric  recovered\n");
         for (int i = 0; i < count; i++)
-            cnum_fprintf(stdout, "%5d  %4d  %10.4f  %9.4f\n", i / heads, i % heads,
-                         m_corrupt + recovered[i] * span, recovered[i]);
+            attn_cnum_fprintf(stdout, "%5d  %4d  %10.4f  %9.4f\n", i / heads, i % heads,
+                              m_corrupt + recovered[i] * span, recovered[i]);
     }
 out:
     free(recovered);

@@ -52,8 +52,8 @@ static void print_position(const struct attn_predictions *p, int i, const struct
     if (p->next_id[i] >= 0) {
         printf(" %s next ", arrow);
         cli_print_token(&cs->scene, p->next_id[i], 0);
-        cnum_fprintf(stdout, ": rank %d, p %.4f, loss %.4f\n", p->next_rank[i], p->next_prob[i],
-                     p->next_loss[i]);
+        attn_cnum_fprintf(stdout, ": rank %d, p %.4f, loss %.4f\n", p->next_rank[i],
+                          p->next_prob[i], p->next_loss[i]);
     } else {
         printf(" (the last token: no next one to compare)\n");
     }
@@ -62,7 +62,7 @@ static void print_position(const struct attn_predictions *p, int i, const struct
     for (int r = 0; r < p->k; r++) {
         printf("  %4d  %5d  ", r + 1, top[r].id);
         cli_print_token(&cs->scene, top[r].id, 16);
-        cnum_fprintf(stdout, " %8.4f  %.4f  ", (double)top[r].logit, (double)top[r].prob);
+        attn_cnum_fprintf(stdout, " %8.4f  %.4f  ", (double)top[r].logit, (double)top[r].prob);
         cli_print_bar(top[r].prob, 20, utf8);
         if (top[r].id == p->next_id[i])
             printf("  %s next", utf8 ? "\u2190" : "<-");
@@ -110,7 +110,7 @@ int cmd_predict(int argc, char **argv)
     /* Every position: the summary needs them all, whatever is shown. */
     struct attn_predictions p;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (attn_predict(&p, net, net->layers - 1, 0, n, top, temperature, NULL, &err) != 0) {
         fprintf(stderr, "%s: %s\n", cs.name, err.msg);
         cli_scene_close(&cs);
@@ -130,8 +130,9 @@ int cmd_predict(int argc, char **argv)
         printf("# tokens:");
         for (int i = 0; i < n; i++)
             printf(" %s", m->tokens[i]);
-        cnum_fprintf(stdout, "\n# next-token predictions: top %d of %d tokens, temperature %g\n",
-                     p.k, p.vocab, temperature);
+        attn_cnum_fprintf(stdout,
+                          "\n# next-token predictions: top %d of %d tokens, temperature %g\n", p.k,
+                          p.vocab, temperature);
         for (int i = 0; i < n; i++)
             if (position < 0 || i == position)
                 print_position(&p, i, &cs, utf8);
@@ -140,9 +141,9 @@ int cmd_predict(int argc, char **argv)
             for (int i = 0; i + 1 < n; i++)
                 sum += p.next_loss[i];
             double mean = sum / (n - 1);
-            cnum_fprintf(stdout,
-                         "\n# mean loss over positions 0 to %d: %.4f nats, perplexity %.4f\n",
-                         n - 2, mean, exp(mean));
+            attn_cnum_fprintf(stdout,
+                              "\n# mean loss over positions 0 to %d: %.4f nats, perplexity %.4f\n",
+                              n - 2, mean, exp(mean));
         } else {
             printf("\n# one token: there is no next token to score\n");
         }

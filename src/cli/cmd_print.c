@@ -171,7 +171,7 @@ int cmd_print(int argc, char **argv)
     if (cs.scene.tokenizer == TOKENIZER_GPT2 &&
         attn_tokens_unknown_words(unknown, sizeof(unknown), m0->tokens, m0->n) > 0) {
         fputs("# ", stdout);
-        utf8_fputs_escaped(unknown, stdout, 0);
+        attn_utf8_fputs_escaped(unknown, stdout, 0);
         fputc('\n', stdout);
     }
     char desc[512];

@@ -18,11 +18,11 @@
 #include "explore/roles.h"
 
 /* True when the file at path reads as SVG (an earlier picture): "<svg" near its start. Opened
- * as every input is (fsutil_open_regular): a FIFO is not read, so never waited on. */
+ * as every input is (attn_fsutil_open_regular): a FIFO is not read, so never waited on. */
 static bool looks_like_svg(const char *path)
 {
     struct stat st;
-    int fd = fsutil_open_regular(path, &st, NULL);
+    int fd = attn_fsutil_open_regular(path, &st, NULL);
     if (fd < 0)
         return false;
     FILE *f = fdopen(fd, "rb");
@@ -87,8 +87,8 @@ int cmd_render(int argc, char **argv)
     if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
         return cli_usage_error("render", "'%s' is a folder; -o takes a file name", out);
     struct diag oerr;
-    if (fsutil_check_output(out, &oerr) != 0) { /* a FIFO, a device: refused, never opened */
-        diag_print(stderr, &oerr, NULL, 0);
+    if (attn_fsutil_check_output(out, &oerr) != 0) { /* a FIFO, a device: refused, never opened */
+        attn_diag_print(stderr, &oerr, NULL, 0);
         return CLI_INVALID;
     }
     int stage = STAGE_WEIGHTS, head = 0, layer = 0, scale = SCALE_BY_MATRIX;
@@ -129,7 +129,7 @@ int cmd_render(int argc, char **argv)
         for (int i = 0; i < n_order; i++)
             fprintf(stderr, "%s %s", i ? "," : "", attn_stage_name(order[i]));
         fputs("\n", stderr);
-    } else if (fsutil_exists(out) && !looks_like_svg(out)) {
+    } else if (attn_fsutil_exists(out) && !looks_like_svg(out)) {
         fprintf(stderr, "%s: exists and is not an SVG; not replacing it\n", out);
         rc = CLI_INVALID;
     } else {
@@ -152,25 +152,25 @@ int cmd_render(int argc, char **argv)
         .values = values_arg != NULL,
     };
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     roles_load_default(roles, &v.seq_scale, &v.div_scale, &errs);
     for (int i = 0; i < errs.n; i++) {
-        diag_print(stderr, &errs.items[i], NULL, 0);
+        attn_diag_print(stderr, &errs.items[i], NULL, 0);
         fprintf(stderr, "attnscope render: %s ignored, its default colours used\n",
                 errs.items[i].file);
     }
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     char variant[256], title[600];
     attn_scene_describe(variant, sizeof(variant), &cs.scene);
     snprintf(title, sizeof(title), "%.500s", cs.scene.title ? cs.scene.title : variant);
     struct diag err;
-    diag_clear(&err);
-    progress_writing(true); /* Ctrl-C waits for the picture: it is written whole or not */
+    attn_diag_clear(&err);
+    attn_progress_writing(true); /* Ctrl-C waits for the picture: it is written whole or not */
     int wrote = picture_write(out, true, &cs.net, title, &v, &err);
-    progress_writing(false);
+    attn_progress_writing(false);
     if (wrote != 0) {
-        diag_print(stderr, &err, NULL, 0);
+        attn_diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
     } else {
         /* "wrote head1.svg (scenes/10-mha.yaml, weights, head 1)": the picture, then what it

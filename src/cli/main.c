@@ -212,10 +212,10 @@ static int check_environment(void)
 
 int main(int argc, char **argv)
 {
-    fatal_install_crash_handlers();
+    attn_fatal_install_crash_handlers();
     cli_bench_ui_hook = cmd_bench_ui;
     keep_freed_matrices();
-    progress_catch_interrupts(); /* the explorer puts its own in place */
+    attn_progress_catch_interrupts(); /* the explorer puts its own in place */
     int rc = check_environment();
     if (rc == CLI_OK)
         rc = dispatch(argc, argv);

@@ -37,7 +37,7 @@ static void leave(locale_t old)
         uselocale(old);
 }
 
-int cnum_vformat(char *out, size_t size, const char *fmt, va_list ap)
+int attn_cnum_vformat(char *out, size_t size, const char *fmt, va_list ap)
 {
     locale_t old = enter();
     int n = vsnprintf(out, size, fmt, ap);
@@ -45,16 +45,16 @@ int cnum_vformat(char *out, size_t size, const char *fmt, va_list ap)
     return n;
 }
 
-int cnum_format(char *out, size_t size, const char *fmt, ...)
+int attn_cnum_format(char *out, size_t size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = cnum_vformat(out, size, fmt, ap);
+    int n = attn_cnum_vformat(out, size, fmt, ap);
     va_end(ap);
     return n;
 }
 
-int cnum_fprintf(FILE *f, const char *fmt, ...)
+int attn_cnum_fprintf(FILE *f, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -65,7 +65,7 @@ int cnum_fprintf(FILE *f, const char *fmt, ...)
     return n;
 }
 
-int cnum_format_float(char *out, size_t size, float x)
+int attn_cnum_format_float(char *out, size_t size, float x)
 {
     if (isnan(x))
         return snprintf(out, size, "nan");
@@ -90,7 +90,7 @@ done:
     return snprintf(out, size, "%s", buf);
 }
 
-int cnum_format_double(char *out, size_t size, double x)
+int attn_cnum_format_double(char *out, size_t size, double x)
 {
     if (isnan(x))
         return snprintf(out, size, "nan");
@@ -146,7 +146,7 @@ static bool non_finite_name(const char *s)
            strcasecmp(s, "nan") == 0;
 }
 
-enum cnum_result cnum_parse_double(const char *s, bool decimal_comma, double *out)
+enum cnum_result attn_cnum_parse_double(const char *s, bool decimal_comma, double *out)
 {
     char buf[128];
     const char *comma = decimal_comma ? strchr(s, ',') : NULL;
@@ -175,7 +175,7 @@ enum cnum_result cnum_parse_double(const char *s, bool decimal_comma, double *ou
     return CNUM_OK;
 }
 
-enum cnum_result cnum_parse_u64(const char *s, uint64_t *out, bool *negative)
+enum cnum_result attn_cnum_parse_u64(const char *s, uint64_t *out, bool *negative)
 {
     const char *p = s;
     *negative = false;
@@ -198,11 +198,11 @@ enum cnum_result cnum_parse_u64(const char *s, uint64_t *out, bool *negative)
     return over ? CNUM_RANGE : CNUM_OK;
 }
 
-enum cnum_result cnum_parse_ll(const char *s, long long *out)
+enum cnum_result attn_cnum_parse_ll(const char *s, long long *out)
 {
     uint64_t u;
     bool neg;
-    enum cnum_result r = cnum_parse_u64(s, &u, &neg);
+    enum cnum_result r = attn_cnum_parse_u64(s, &u, &neg);
     if (r != CNUM_OK)
         return r;
     if (u > (uint64_t)LLONG_MAX + (neg ? 1u : 0u))

@@ -15,15 +15,16 @@
 #include <stdio.h>
 
 /* snprintf / vsnprintf / fprintf in the C locale. */
-int cnum_format(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int cnum_vformat(char *out, size_t size, const char *fmt, va_list ap);
-int cnum_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int attn_cnum_format(char *out, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int attn_cnum_vformat(char *out, size_t size, const char *fmt, va_list ap);
+int attn_cnum_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The shortest of %.6g .. %.9g that reads back to the same float32 bits (inf, -inf and nan as
  * "inf", "-inf", "nan"). Returns the length, like snprintf. */
-int cnum_format_float(char *out, size_t size, float x);
+int attn_cnum_format_float(char *out, size_t size, float x);
 /* The same for a double: the shortest of %.15g and %.17g that reads back exactly. */
-int cnum_format_double(char *out, size_t size, double x);
+int attn_cnum_format_double(char *out, size_t size, double x);
 
 enum cnum_result {
     CNUM_OK,
@@ -35,9 +36,9 @@ enum cnum_result {
 /* A decimal number as a whole string: [-+]? ( .d+ | d+ ( .d* )? ) ( [eE] [-+]? d+ )?, read as
  * Python reads it (correctly rounded). No hex, no blanks, no locale. "inf"/"nan" spellings give
  * CNUM_NOT_FINITE; when decimal_comma is set, one ',' may stand for the '.' (a typed "0,5"). */
-enum cnum_result cnum_parse_double(const char *s, bool decimal_comma, double *out);
+enum cnum_result attn_cnum_parse_double(const char *s, bool decimal_comma, double *out);
 /* A decimal integer [-+]?d+; *negative tells the sign (so "-0" is allowed for seeds). */
-enum cnum_result cnum_parse_u64(const char *s, uint64_t *out, bool *negative);
-enum cnum_result cnum_parse_ll(const char *s, long long *out);
+enum cnum_result attn_cnum_parse_u64(const char *s, uint64_t *out, bool *negative);
+enum cnum_result attn_cnum_parse_ll(const char *s, long long *out);
 
 #endif

@@ -67,20 +67,20 @@ static void skip_bom(struct reader *r)
 static bool append(struct reader *r, int c, size_t field)
 {
     if (c == '\0') {
-        diag_file(r->err, r->path, "line %d, field %zu holds a NUL byte: not a CSV text file",
-                  r->line, field);
+        attn_diag_file(r->err, r->path, "line %d, field %zu holds a NUL byte: not a CSV text file",
+                       r->line, field);
         return false;
     }
     if (r->len + 1 >= r->cap) {
         if (r->cap >= FIELD_MAX) {
-            diag_file(r->err, r->path, "line %d, field %zu is longer than %d bytes", r->field_line,
-                      field, FIELD_MAX);
+            attn_diag_file(r->err, r->path, "line %d, field %zu is longer than %d bytes",
+                           r->field_line, field, FIELD_MAX);
             return false;
         }
         size_t cap = r->cap ? r->cap * 2 : 64;
         char *buf = realloc(r->buf, cap);
         if (!buf) {
-            diag_file(r->err, r->path, "out of memory");
+            attn_diag_file(r->err, r->path, "out of memory");
             return false;
         }
         r->buf = buf;
@@ -104,8 +104,8 @@ static enum end next_field(struct reader *r, size_t field)
         for (;;) {
             c = next_byte(r);
             if (c == EOF) {
-                diag_file(r->err, r->path, "line %d, field %zu: a quoted field is not closed",
-                          r->field_line, field);
+                attn_diag_file(r->err, r->path, "line %d, field %zu: a quoted field is not closed",
+                               r->field_line, field);
                 return END_ERROR;
             }
             if (c == '"') {
@@ -121,8 +121,8 @@ static enum end next_field(struct reader *r, size_t field)
         while (c == ' ' || c == '\t')
             c = next_byte(r);
         if (c != ',' && c != '\n' && c != '\r' && c != EOF) {
-            diag_file(r->err, r->path, "line %d, field %zu: text after the closing quote", r->line,
-                      field);
+            attn_diag_file(r->err, r->path, "line %d, field %zu: text after the closing quote",
+                           r->line, field);
             return END_ERROR;
         }
     } else {
@@ -163,7 +163,7 @@ static void show(char *out, size_t size, const char *s)
     while (lim < len && ((unsigned char)s[lim] & 0xC0) == 0x80)
         lim++;
     out[0] = '\'';
-    size_t o = 1 + utf8_escape(out + 1, size - 6, s, lim, 0);
+    size_t o = 1 + attn_utf8_escape(out + 1, size - 6, s, lim, 0);
     memcpy(out + o, lim < len ? "...'" : "'", lim < len ? 5 : 2);
 }
 
@@ -178,7 +178,7 @@ static enum spelling spelling_of(const char *field)
     snprintf(copy, sizeof(copy), "%s", field);
     char *s = trim(copy);
     double v;
-    enum cnum_result res = cnum_parse_double(s, false, &v);
+    enum cnum_result res = attn_cnum_parse_double(s, false, &v);
     if (res == CNUM_OK || res == CNUM_NOT_FINITE)
         return DECIMAL;
     if (strncmp(s, "\xe2\x88\x92", 3) == 0) {
@@ -201,12 +201,12 @@ static bool parse_number(struct reader *r, size_t field, float *out)
 {
     char *s = trim(r->buf);
     if (!*s) {
-        diag_file(r->err, r->path, "line %d, field %zu is empty, expected a number", r->field_line,
-                  field);
+        attn_diag_file(r->err, r->path, "line %d, field %zu is empty, expected a number",
+                       r->field_line, field);
         return false;
     }
     double v;
-    enum cnum_result res = cnum_parse_double(s, false, &v);
+    enum cnum_result res = attn_cnum_parse_double(s, false, &v);
     /* As a YAML number: up to FLT_MAX + half an ulp rounds to FLT_MAX, beyond has no float32. */
     if (res == CNUM_OK && fabs(v) < 0x1.ffffffp+127) {
         *out = fabs(v) > FLT_MAX ? (v < 0 ? -FLT_MAX : FLT_MAX) : (float)v;
@@ -215,32 +215,32 @@ static bool parse_number(struct reader *r, size_t field, float *out)
     char shown[64];
     show(shown, sizeof(shown), s);
     enum spelling sp = spelling_of(s);
-    diag_file(r->err, r->path, "line %d, field %zu: %s %s", r->field_line, field, shown,
-              sp == HEXADECIMAL        ? "is a hexadecimal number; write it in decimal (0.5, 1e-3)"
-              : sp == UNICODE_MINUS    ? "starts with U+2212 MINUS SIGN; write the minus as '-'"
-              : res == CNUM_NOT_FINITE ? "is not a finite number"
-              : res == CNUM_OK         ? "does not fit in a 32-bit float"
-                                       : "is not a number");
+    attn_diag_file(r->err, r->path, "line %d, field %zu: %s %s", r->field_line, field, shown,
+                   sp == HEXADECIMAL ? "is a hexadecimal number; write it in decimal (0.5, 1e-3)"
+                   : sp == UNICODE_MINUS ? "starts with U+2212 MINUS SIGN; write the minus as '-'"
+                   : res == CNUM_NOT_FINITE ? "is not a finite number"
+                   : res == CNUM_OK         ? "does not fit in a 32-bit float"
+                                            : "is not a number");
     return false;
 }
 
-int csvmat_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
+int attn_csvmat_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
     struct stat st;
-    int fd = fsutil_open_regular(path, &st, err);
+    int fd = attn_fsutil_open_regular(path, &st, err);
     if (fd < 0)
         return -1;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
-        diag_file(err, path, "cannot read: %s", strerror(errno));
+        attn_diag_file(err, path, "cannot read: %s", strerror(errno));
         close(fd);
         return -1;
     }
     struct reader r = {.f = f, .path = path, .err = err, .line = 1, .cap = 64};
     r.buf = malloc(r.cap);
     if (!r.buf) {
-        diag_file(err, path, "out of memory");
+        attn_diag_file(err, path, "out of memory");
         fclose(f);
         return -1;
     }
@@ -269,7 +269,8 @@ int csvmat_read(struct npy_array *out, const char *path, size_t max_values, stru
                 break;
             }
             if (blank_line) {
-                diag_file(err, path, "line %d is empty; a matrix has no blank lines", blank_line);
+                attn_diag_file(err, path, "line %d is empty; a matrix has no blank lines",
+                               blank_line);
                 goto out;
             }
             if (layout == UNKNOWN) {
@@ -284,14 +285,14 @@ int csvmat_read(struct npy_array *out, const char *path, size_t max_values, stru
             if (lines > 0 && field > width)
                 continue; /* a ragged line: reported at its end */
             if (count == max_values) {
-                diag_file(err, path, "more than %zu values", max_values);
+                attn_diag_file(err, path, "more than %zu values", max_values);
                 goto out;
             }
             if (count == cap) {
                 size_t n = cap ? cap * 2 : 256;
                 float *grown = realloc(data, n * sizeof(*grown));
                 if (!grown) {
-                    diag_file(err, path, "out of memory at line %d", r.field_line);
+                    attn_diag_file(err, path, "out of memory at line %d", r.field_line);
                     goto out;
                 }
                 data = grown;
@@ -311,29 +312,29 @@ int csvmat_read(struct npy_array *out, const char *path, size_t max_values, stru
             first_line = line;
         } else if (field != width) {
             if (layout == LABELLED)
-                diag_file(err, path, "line %d has %zu field%s, the header (line %d) has %zu", line,
-                          field, field == 1 ? "" : "s", first_line, width);
+                attn_diag_file(err, path, "line %d has %zu field%s, the header (line %d) has %zu",
+                               line, field, field == 1 ? "" : "s", first_line, width);
             else
-                diag_file(err, path, "line %d has %zu number%s, line %d has %zu", line, field,
-                          field == 1 ? "" : "s", first_line, width);
+                attn_diag_file(err, path, "line %d has %zu number%s, line %d has %zu", line, field,
+                               field == 1 ? "" : "s", first_line, width);
             goto out;
         }
         lines++;
     }
 done:
     if (lines == 0) {
-        diag_file(err, path, "the file is empty: no matrix in it");
+        attn_diag_file(err, path, "the file is empty: no matrix in it");
         goto out;
     }
     if (layout == LABELLED && width == 1) {
-        diag_file(err, path,
-                  "no numbers: line %d starts with %s, so it is read as a header and each "
-                  "line's one field as its label",
-                  first_line, first);
+        attn_diag_file(err, path,
+                       "no numbers: line %d starts with %s, so it is read as a header and each "
+                       "line's one field as its label",
+                       first_line, first);
         goto out;
     }
     if (layout == LABELLED && lines == 1) {
-        diag_file(err, path, "a header (line %d) and no rows of numbers", first_line);
+        attn_diag_file(err, path, "a header (line %d) and no rows of numbers", first_line);
         goto out;
     }
     out->ndim = 2;

@@ -23,9 +23,9 @@
 #include "common/npy.h"
 
 /* Reads path as a rows x cols matrix (out->ndim 2, at least one row and one column), in the
- * array struct npy_read fills, so a caller treats both files alike. More than max_values
+ * array struct attn_npy_read fills, so a caller treats both files alike. More than max_values
  * numbers are refused. On failure err names the file, and its message the line and field
  * ("line 3, field 2: 'x' is not a number"). */
-int csvmat_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err);
+int attn_csvmat_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err);
 
 #endif

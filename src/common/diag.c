@@ -7,58 +7,58 @@
 #include "common/fatal.h"
 #include "common/utf8.h"
 
-void diag_clear(struct diag *d)
+void attn_diag_clear(struct diag *d)
 {
     memset(d, 0, sizeof(*d));
 }
 
-int diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap)
+int attn_diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap)
 {
     vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
     snprintf(d->path, sizeof(d->path), "%s", path ? path : "");
     return -1;
 }
 
-int diag_set(struct diag *d, const char *path, const char *fmt, ...)
+int attn_diag_set(struct diag *d, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    diag_vset(d, path, fmt, ap);
+    attn_diag_vset(d, path, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-int diag_file(struct diag *d, const char *file, const char *fmt, ...)
+int attn_diag_file(struct diag *d, const char *file, const char *fmt, ...)
 {
     if (!d)
         return -1;
-    diag_clear(d);
+    attn_diag_clear(d);
     snprintf(d->file, sizeof(d->file), "%s", file);
     va_list ap;
     va_start(ap, fmt);
-    diag_vset(d, "", fmt, ap);
+    attn_diag_vset(d, "", fmt, ap);
     va_end(ap);
     return -1;
 }
 
-void diag_list_init(struct diag_list *l)
+void attn_diag_list_init(struct diag_list *l)
 {
     memset(l, 0, sizeof(*l));
 }
 
-void diag_list_free(struct diag_list *l)
+void attn_diag_list_free(struct diag_list *l)
 {
     free(l->items);
     memset(l, 0, sizeof(*l));
 }
 
-struct diag *diag_list_push(struct diag_list *l, const struct diag *d)
+struct diag *attn_diag_list_push(struct diag_list *l, const struct diag *d)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 8;
         struct diag *items = realloc(l->items, (size_t)cap * sizeof(*items));
         if (!items)
-            fatal_abort("out of memory for the list of problems");
+            attn_fatal_abort("out of memory for the list of problems");
         l->items = items;
         l->cap = cap;
     }
@@ -66,19 +66,19 @@ struct diag *diag_list_push(struct diag_list *l, const struct diag *d)
     return &l->items[l->n++];
 }
 
-int diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
-                  const char *fmt, ...)
+int attn_diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
+                       const char *fmt, ...)
 {
     struct diag d;
-    diag_clear(&d);
+    attn_diag_clear(&d);
     snprintf(d.file, sizeof(d.file), "%s", file ? file : "");
     d.line = line;
     d.col = col;
     va_list ap;
     va_start(ap, fmt);
-    diag_vset(&d, path, fmt, ap);
+    attn_diag_vset(&d, path, fmt, ap);
     va_end(ap);
-    diag_list_push(l, &d);
+    attn_diag_list_push(l, &d);
     return -1;
 }
 
@@ -100,15 +100,15 @@ static int find_line(const char *src, size_t len, int line, const char **start, 
     return 0;
 }
 
-void diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len)
+void attn_diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len)
 {
     /* The file name, the message and the line all come from files: escaped (common/utf8.h), so
      * an ESC or a U+202E in a scene reaches the terminal as "\\e" or "<U+202E>". */
-    utf8_fputs_escaped(d->file[0] ? d->file : "<scene>", out, 0);
+    attn_utf8_fputs_escaped(d->file[0] ? d->file : "<scene>", out, 0);
     if (d->line > 0)
         fprintf(out, ":%d:%d", d->line, d->col > 0 ? d->col : 1);
     fputs(": ", out);
-    utf8_fputs_escaped(d->msg, out, 0);
+    attn_utf8_fputs_escaped(d->msg, out, 0);
     fputc('\n', out);
     if (!source || d->line <= 0)
         return;
@@ -132,11 +132,11 @@ void diag_print(FILE *out, const struct diag *d, const char *source, size_t sour
     /* The line escaped (a tab kept, so the caret below lines up under it) and under it, one
      * blank per column each character takes, escapes included. */
     char shown[4 * 160 + 64];
-    utf8_escape(shown, sizeof(shown), start + from, n, UTF8_ESC_KEEP_TAB);
+    attn_utf8_escape(shown, sizeof(shown), start + from, n, UTF8_ESC_KEEP_TAB);
     fprintf(out, "  %s%s\n  %s", from ? "\u2026" : "", shown, from ? " " : "");
     for (size_t c = from; c < col && c < from + n;) {
         char esc[UTF8_ESCAPE_MAX];
-        size_t k = (size_t)utf8_escape_char(start + c, esc, UTF8_ESC_KEEP_TAB);
+        size_t k = (size_t)attn_utf8_escape_char(start + c, esc, UTF8_ESC_KEEP_TAB);
         if (c + k > from + n) /* a character the window cuts: one byte */
             k = 1, snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)start[c]);
         if (start[c] == '\t')

@@ -2,7 +2,8 @@
  *
  * Every fallible function in attnscope returns an int status (0 = ok) and fills a struct diag
  * with a message and, where one exists, the location it belongs to. Nothing here prints by
- * itself except diag_print; the UI shows the message in a panel, the CLI prints it and exits 1.
+ * itself except attn_diag_print; the UI shows the message in a panel, the CLI prints it and
+ * exits 1.
  */
 #ifndef ATTNSCOPE_DIAG_H
 #define ATTNSCOPE_DIAG_H
@@ -28,27 +29,27 @@ struct diag_list {
     int n, cap;
 };
 
-void diag_clear(struct diag *d);
-/* Sets d->msg (printf-style) and d->path; returns -1 so callers can `return diag_set(...)`. */
-int diag_set(struct diag *d, const char *path, const char *fmt, ...)
+void attn_diag_clear(struct diag *d);
+/* Sets d->msg (printf-style) and d->path; returns -1 so callers can `return attn_diag_set(...)`. */
+int attn_diag_set(struct diag *d, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap);
+int attn_diag_vset(struct diag *d, const char *path, const char *fmt, va_list ap);
 /* A problem of a whole file (an .npy, a checkpoint, a file the disk refused): d is cleared,
- * d->file names it and d->msg says what, so diag_print shows "file: message". d may be NULL.
+ * d->file names it and d->msg says what, so attn_diag_print shows "file: message". d may be NULL.
  * Returns -1. */
-int diag_file(struct diag *d, const char *file, const char *fmt, ...)
+int attn_diag_file(struct diag *d, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-void diag_list_init(struct diag_list *l);
-void diag_list_free(struct diag_list *l);
-/* Appends a copy; returns the stored item (never NULL: out of memory is fatal_abort()). */
-struct diag *diag_list_push(struct diag_list *l, const struct diag *d);
-/* Appends a new diag built from the arguments; returns -1 like diag_set. */
-int diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
-                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void attn_diag_list_init(struct diag_list *l);
+void attn_diag_list_free(struct diag_list *l);
+/* Appends a copy; returns the stored item (never NULL: out of memory is attn_fatal_abort()). */
+struct diag *attn_diag_list_push(struct diag_list *l, const struct diag *d);
+/* Appends a new diag built from the arguments; returns -1 like attn_diag_set. */
+int attn_diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
+                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Prints "file:line:col: message" and, when source is given and line > 0, the offending line
  * with a caret under the column. Falls back to "file: message" when the location is unknown. */
-void diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len);
+void attn_diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len);
 
 #endif

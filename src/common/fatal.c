@@ -20,7 +20,7 @@ static struct {
     size_t len;
 } term;
 
-void fatal_set_terminal(int fd, const struct termios *saved, const char *reset, size_t len)
+void attn_fatal_set_terminal(int fd, const struct termios *saved, const char *reset, size_t len)
 {
     term.armed = 0;
     term.fd = fd;
@@ -30,7 +30,7 @@ void fatal_set_terminal(int fd, const struct termios *saved, const char *reset, 
     term.armed = 1;
 }
 
-void fatal_clear_terminal(void)
+void attn_fatal_clear_terminal(void)
 {
     term.armed = 0;
 }
@@ -92,7 +92,7 @@ static void on_crash(int sig)
     raise(sig);
 }
 
-void fatal_install_crash_handlers(void)
+void attn_fatal_install_crash_handlers(void)
 {
     /* The handler runs on an alternate stack: a stack overflow is a SIGSEGV too. */
     static char stack[1 << 16];
@@ -108,13 +108,13 @@ void fatal_install_crash_handlers(void)
         sigaction(sigs[i], &sa, NULL);
 }
 
-void fatal_abort(const char *fmt, ...)
+void attn_fatal_abort(const char *fmt, ...)
 {
     restore_terminal();
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    cnum_vformat(msg, sizeof(msg), fmt, ap);
+    attn_cnum_vformat(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     say("attnscope: fatal: ");
     say(msg);

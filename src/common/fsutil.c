@@ -30,54 +30,55 @@ static const char *kind_of(mode_t mode)
                             : "not a file";
 }
 
-int fsutil_open_regular(const char *path, struct stat *st, struct diag *err)
+int attn_fsutil_open_regular(const char *path, struct stat *st, struct diag *err)
 {
     /* O_NONBLOCK: open(2) of a FIFO waits for a writer, for ever; of a regular file it changes
        nothing, and it is cleared below. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return diag_file(err, path, "cannot open: %s", strerror(errno));
+        return attn_diag_file(err, path, "cannot open: %s", strerror(errno));
     if (fstat(fd, st) != 0) {
         int e = errno;
         close(fd);
-        return diag_file(err, path, "cannot read: %s", strerror(e));
+        return attn_diag_file(err, path, "cannot read: %s", strerror(e));
     }
     if (S_ISDIR(st->st_mode)) {
         close(fd);
-        return diag_file(err, path, "is a directory, not a file");
+        return attn_diag_file(err, path, "is a directory, not a file");
     }
     if (!S_ISREG(st->st_mode)) {
         close(fd);
-        return diag_file(err, path, "not a regular file (%s)", kind_of(st->st_mode));
+        return attn_diag_file(err, path, "not a regular file (%s)", kind_of(st->st_mode));
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 
-int fsutil_check_output(const char *path, struct diag *err)
+int attn_fsutil_check_output(const char *path, struct diag *err)
 {
     struct stat st;
     if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
         return 0; /* new (or unreachable: writing it says why), or a file to replace */
     if (S_ISDIR(st.st_mode))
-        return diag_file(err, path, "is a folder; give a file name");
-    return diag_file(err, path, "not a regular file (%s): attnscope writes only files",
-                     kind_of(st.st_mode));
+        return attn_diag_file(err, path, "is a folder; give a file name");
+    return attn_diag_file(err, path, "not a regular file (%s): attnscope writes only files",
+                          kind_of(st.st_mode));
 }
 
-int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes, struct diag *err)
+int attn_fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes,
+                          struct diag *err)
 {
     *out = NULL;
     if (len)
         *len = 0;
     struct stat st;
-    int fd = fsutil_open_regular(path, &st, err);
+    int fd = attn_fsutil_open_regular(path, &st, err);
     if (fd < 0)
         return -1;
     if ((unsigned long long)st.st_size > max_bytes) {
         close(fd);
-        return diag_file(err, path, "file is too large (%lld bytes, the limit is %zu)",
-                         (long long)st.st_size, max_bytes);
+        return attn_diag_file(err, path, "file is too large (%lld bytes, the limit is %zu)",
+                              (long long)st.st_size, max_bytes);
     }
 
     /* st_size is only a hint (a file growing, /proc): read until EOF, but never past
@@ -87,7 +88,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
-        return diag_file(err, path, "out of memory");
+        return attn_diag_file(err, path, "out of memory");
     }
     for (;;) {
         if (n + 1 >= cap) {
@@ -98,7 +99,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
             if (!nb) {
                 free(buf);
                 close(fd);
-                return diag_file(err, path, "out of memory");
+                return attn_diag_file(err, path, "out of memory");
             }
             buf = nb;
             cap = ncap;
@@ -110,7 +111,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
             int e = errno;
             free(buf);
             close(fd);
-            return diag_file(err, path, "cannot read: %s", strerror(e));
+            return attn_diag_file(err, path, "cannot read: %s", strerror(e));
         }
         if (r == 0)
             break;
@@ -118,7 +119,7 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
         if (n > max_bytes) {
             free(buf);
             close(fd);
-            return diag_file(err, path, "file is too large (more than %zu bytes)", max_bytes);
+            return attn_diag_file(err, path, "file is too large (more than %zu bytes)", max_bytes);
         }
     }
     close(fd);
@@ -129,14 +130,14 @@ int fsutil_read_file(char **out, size_t *len, const char *path, size_t max_bytes
     return 0;
 }
 
-int fsutil_mkdir_p(const char *dir, struct diag *err)
+int attn_fsutil_mkdir_p(const char *dir, struct diag *err)
 {
     size_t n = strlen(dir);
     if (n == 0)
-        return diag_file(err, dir, "empty folder name");
+        return attn_diag_file(err, dir, "empty folder name");
     char *p = malloc(n + 1);
     if (!p)
-        return diag_file(err, dir, "out of memory");
+        return attn_diag_file(err, dir, "out of memory");
     memcpy(p, dir, n + 1);
     /* Create each prefix ending before a '/', then the whole path. */
     for (size_t i = 1; i <= n; i++) {
@@ -148,13 +149,13 @@ int fsutil_mkdir_p(const char *dir, struct diag *err)
         p[i] = '\0';
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
             int e = errno;
-            int rc = diag_file(err, p, "cannot create folder: %s", strerror(e));
+            int rc = attn_diag_file(err, p, "cannot create folder: %s", strerror(e));
             free(p);
             return rc;
         }
         struct stat st;
         if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            int rc = diag_file(err, p, "exists and is not a folder");
+            int rc = attn_diag_file(err, p, "exists and is not a folder");
             free(p);
             return rc;
         }
@@ -164,7 +165,7 @@ int fsutil_mkdir_p(const char *dir, struct diag *err)
     return 0;
 }
 
-bool fsutil_exists(const char *path)
+bool attn_fsutil_exists(const char *path)
 {
     struct stat st;
     return lstat(path, &st) == 0;
@@ -172,7 +173,7 @@ bool fsutil_exists(const char *path)
 
 static int fail_countdown;
 
-void fsutil_fail_nth_write(int n)
+void attn_fsutil_fail_nth_write(int n)
 {
     fail_countdown = n;
 }
@@ -215,14 +216,14 @@ static mode_t target_mode(const char *path)
     return 0644 & ~mask;
 }
 
-int fsutil_write_atomic(const char *path, bool overwrite,
-                        int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
-                        struct diag *err)
+int attn_fsutil_write_atomic(const char *path, bool overwrite,
+                             int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
+                             struct diag *err)
 {
-    if (!overwrite && fsutil_exists(path))
-        return diag_file(err, path, "already exists; not replacing it");
+    if (!overwrite && attn_fsutil_exists(path))
+        return attn_diag_file(err, path, "already exists; not replacing it");
     /* Renaming over a FIFO or a device (/dev/null as root) would replace it with a file. */
-    if (fsutil_check_output(path, err) != 0)
+    if (attn_fsutil_check_output(path, err) != 0)
         return -1;
 
     /* The temporary file: "<dir>/.<base>.XXXXXX", hidden and next to the target. */
@@ -230,18 +231,18 @@ int fsutil_write_atomic(const char *path, bool overwrite,
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
     const char *base = path + dir_len;
     if (!*base)
-        return diag_file(err, path, "is a folder name, not a file name");
+        return attn_diag_file(err, path, "is a folder name, not a file name");
     size_t tlen = dir_len + 1 + strlen(base) + 8;
     char *tmp = malloc(tlen);
     if (!tmp)
-        return diag_file(err, path, "out of memory");
+        return attn_diag_file(err, path, "out of memory");
     snprintf(tmp, tlen, "%.*s.%s.XXXXXX", (int)dir_len, path, base);
 
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int e = errno;
         free(tmp);
-        return diag_file(err, path, "cannot create a temporary file: %s", strerror(e));
+        return attn_diag_file(err, path, "cannot create a temporary file: %s", strerror(e));
     }
     FILE *f = fdopen(fd, "w");
     if (!f) {
@@ -249,14 +250,14 @@ int fsutil_write_atomic(const char *path, bool overwrite,
         close(fd);
         unlink(tmp);
         free(tmp);
-        return diag_file(err, path, "cannot open a temporary file: %s", strerror(e));
+        return attn_diag_file(err, path, "cannot open a temporary file: %s", strerror(e));
     }
 
     struct diag werr;
-    diag_clear(&werr);
+    attn_diag_clear(&werr);
     int rc = 0;
     if (injected_failure()) {
-        rc = diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
+        rc = attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
     } else if (write_fn(f, ctx, &werr) != 0) {
         if (err) {
             *err = werr;
@@ -267,19 +268,19 @@ int fsutil_write_atomic(const char *path, bool overwrite,
         }
         rc = -1;
     } else if (fflush(f) != 0 || ferror(f)) {
-        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
+        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
     } else if (fsync(fileno(f)) != 0) {
-        rc = diag_file(err, path, "cannot sync to disk: %s", strerror(errno));
+        rc = attn_diag_file(err, path, "cannot sync to disk: %s", strerror(errno));
     } else if (fchmod(fileno(f), target_mode(path)) != 0) {
-        rc = diag_file(err, path, "cannot set permissions: %s", strerror(errno));
+        rc = attn_diag_file(err, path, "cannot set permissions: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)
-        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
+        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
 
     if (rc == 0) {
         if (overwrite) {
             if (rename(tmp, path) != 0)
-                rc = diag_file(err, path, "cannot replace: %s", strerror(errno));
+                rc = attn_diag_file(err, path, "cannot replace: %s", strerror(errno));
         } else {
             /* link() fails when path appeared meanwhile, so a file created between the check
              * above and now is never clobbered. Some file systems have no hard links: fall
@@ -287,11 +288,11 @@ int fsutil_write_atomic(const char *path, bool overwrite,
             if (link(tmp, path) == 0) {
                 unlink(tmp);
             } else if (errno == EEXIST) {
-                rc = diag_file(err, path, "already exists; not replacing it");
-            } else if (fsutil_exists(path)) {
-                rc = diag_file(err, path, "already exists; not replacing it");
+                rc = attn_diag_file(err, path, "already exists; not replacing it");
+            } else if (attn_fsutil_exists(path)) {
+                rc = attn_diag_file(err, path, "already exists; not replacing it");
             } else if (rename(tmp, path) != 0) {
-                rc = diag_file(err, path, "cannot create: %s", strerror(errno));
+                rc = attn_diag_file(err, path, "cannot create: %s", strerror(errno));
             }
         }
     }
@@ -303,24 +304,24 @@ int fsutil_write_atomic(const char *path, bool overwrite,
     return rc;
 }
 
-int fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, struct diag *err),
-                     void *ctx, struct diag *err)
+int attn_fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, struct diag *err),
+                          void *ctx, struct diag *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
-        return diag_file(err, path, "cannot create: %s", strerror(errno));
+        return attn_diag_file(err, path, "cannot create: %s", strerror(errno));
     FILE *f = fdopen(fd, "w");
     if (!f) {
         int e = errno;
         close(fd);
         unlink(path);
-        return diag_file(err, path, "cannot open: %s", strerror(e));
+        return attn_diag_file(err, path, "cannot open: %s", strerror(e));
     }
     struct diag werr;
-    diag_clear(&werr);
+    attn_diag_clear(&werr);
     int rc = 0;
     if (injected_failure()) {
-        rc = diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
+        rc = attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
     } else if (write_fn(f, ctx, &werr) != 0) {
         if (err) {
             *err = werr;
@@ -331,16 +332,16 @@ int fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, struc
         }
         rc = -1;
     } else if (fflush(f) != 0 || ferror(f)) {
-        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
+        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)
-        rc = diag_file(err, path, "cannot write: %s", strerror(errno));
+        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
     if (rc != 0)
         unlink(path);
     return rc;
 }
 
-int fsutil_remove_tree(const char *path)
+int attn_fsutil_remove_tree(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0)
@@ -366,7 +367,7 @@ int fsutil_remove_tree(const char *path)
             continue;
         }
         snprintf(sub, n, "%s/%s", path, e->d_name);
-        if (fsutil_remove_tree(sub) != 0)
+        if (attn_fsutil_remove_tree(sub) != 0)
             rc = -1;
         free(sub);
     }
@@ -411,49 +412,49 @@ static void remove_stale(const char *target)
             continue; /* ours, or another export still running */
         char path[4096 + 512];
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        fsutil_remove_tree(path);
+        attn_fsutil_remove_tree(path);
     }
     closedir(d);
 }
 
-int fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, struct diag *err)
+int attn_fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, struct diag *err)
 {
     memset(tx, 0, sizeof(*tx));
     size_t n = strlen(target);
     while (n > 1 && target[n - 1] == '/')
         n--; /* "out/" is "out" */
     if (n == 0 || n >= sizeof(tx->target) - 64)
-        return diag_file(err, target, n ? "the folder name is too long" : "empty folder name");
+        return attn_diag_file(err, target, n ? "the folder name is too long" : "empty folder name");
     memcpy(tx->target, target, n);
     tx->target[n] = '\0';
     const char *base = strrchr(tx->target, '/');
     base = base ? base + 1 : tx->target;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return diag_file(err, target,
-                         "export writes a folder of its own: give its name (like out/export)");
+        return attn_diag_file(err, target,
+                              "export writes a folder of its own: give its name (like out/export)");
     char dir[4096];
     split_target(tx->target, dir, sizeof(dir), &base);
-    if (fsutil_mkdir_p(dir, err) != 0) /* the parent, as mkdir -p would */
+    if (attn_fsutil_mkdir_p(dir, err) != 0) /* the parent, as mkdir -p would */
         return -1;
     remove_stale(tx->target);
     int len = snprintf(tx->tmp, sizeof(tx->tmp), "%.*s.%s.attnscope-%ld-XXXXXX",
                        (int)(base - tx->target), tx->target, base, (long)getpid());
     if (len < 0 || (size_t)len >= sizeof(tx->tmp))
-        return diag_file(err, target, "the folder name is too long");
+        return attn_diag_file(err, target, "the folder name is too long");
     if (!mkdtemp(tx->tmp))
-        return diag_file(err, tx->target, "cannot create a temporary folder beside it: %s",
-                         strerror(errno));
+        return attn_diag_file(err, tx->target, "cannot create a temporary folder beside it: %s",
+                              strerror(errno));
     return 0;
 }
 
-void fsutil_dirswap_abort(struct fsutil_dirswap *tx)
+void attn_fsutil_dirswap_abort(struct fsutil_dirswap *tx)
 {
     if (tx->tmp[0])
-        fsutil_remove_tree(tx->tmp);
+        attn_fsutil_remove_tree(tx->tmp);
     tx->tmp[0] = '\0';
 }
 
-int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
+int attn_fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
 {
     /* Everything on disk before the folder becomes visible under its name. */
     int fd = open(tx->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -461,8 +462,8 @@ int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        fsutil_dirswap_abort(tx);
-        return diag_file(err, tx->target, "cannot sync the export to disk: %s", strerror(e));
+        attn_fsutil_dirswap_abort(tx);
+        return attn_diag_file(err, tx->target, "cannot sync the export to disk: %s", strerror(e));
     }
     close(fd);
     chmod(tx->tmp, 0777 & ~target_mode_mask());
@@ -471,39 +472,39 @@ int fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
     if (!existed) {
         if (rename(tx->tmp, tx->target) != 0) {
             int e = errno;
-            fsutil_dirswap_abort(tx);
-            return diag_file(err, tx->target, "cannot create: %s", strerror(e));
+            attn_fsutil_dirswap_abort(tx);
+            return attn_diag_file(err, tx->target, "cannot create: %s", strerror(e));
         }
         tx->tmp[0] = '\0';
     } else if (renameat2(AT_FDCWD, tx->tmp, AT_FDCWD, tx->target, RENAME_EXCHANGE) != 0) {
         if (errno != EINVAL && errno != ENOSYS) {
             int e = errno;
-            fsutil_dirswap_abort(tx);
-            return diag_file(err, tx->target, "cannot replace: %s", strerror(e));
+            attn_fsutil_dirswap_abort(tx);
+            return attn_diag_file(err, tx->target, "cannot replace: %s", strerror(e));
         }
         /* No exchange on this file system: move the old one aside, then the new one in. */
         char old[sizeof(tx->tmp)];
         if (snprintf(old, sizeof(old), "%.4088s-old", tx->tmp) >= (int)sizeof(old)) {
-            fsutil_dirswap_abort(tx);
-            return diag_file(err, tx->target, "the folder name is too long");
+            attn_fsutil_dirswap_abort(tx);
+            return attn_diag_file(err, tx->target, "the folder name is too long");
         }
         if (rename(tx->target, old) != 0) {
             int e = errno;
-            fsutil_dirswap_abort(tx);
-            return diag_file(err, tx->target, "cannot replace: %s", strerror(e));
+            attn_fsutil_dirswap_abort(tx);
+            return attn_diag_file(err, tx->target, "cannot replace: %s", strerror(e));
         }
         if (rename(tx->tmp, tx->target) != 0) {
             int e = errno;
             rename(old, tx->target);
-            fsutil_dirswap_abort(tx);
-            return diag_file(err, tx->target, "cannot replace: %s", strerror(e));
+            attn_fsutil_dirswap_abort(tx);
+            return attn_diag_file(err, tx->target, "cannot replace: %s", strerror(e));
         }
         memcpy(tx->tmp, old, sizeof(old));
     }
     /* tmp now holds the previous folder (or nothing). */
     const char *slash = strrchr(tx->target, '/');
     sync_dir_of(tx->target, slash ? (size_t)(slash - tx->target) + 1 : 0);
-    if (tx->tmp[0] && fsutil_remove_tree(tx->tmp) != 0)
+    if (tx->tmp[0] && attn_fsutil_remove_tree(tx->tmp) != 0)
         tx->left_old = true;
     else
         tx->tmp[0] = '\0';

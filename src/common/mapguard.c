@@ -52,7 +52,7 @@ static void on_sigbus(int sig, siginfo_t *info, void *uctx)
 }
 
 /* Makes on_sigbus the SIGBUS handler unless it is already; whatever was there becomes the one
- * it hands other faults to. Asked on every mapguard_add: code that installs its own handlers
+ * it hands other faults to. Asked on every attn_mapguard_add: code that installs its own handlers
  * later (a test harness, fatal's crash report) is then chained behind it, not lost. */
 static void install(void)
 {
@@ -68,7 +68,7 @@ static void install(void)
     sigaction(SIGBUS, &sa, &previous);
 }
 
-int mapguard_add(const void *start, size_t len)
+int attn_mapguard_add(const void *start, size_t len)
 {
     if (!start || !len)
         return -1;
@@ -86,7 +86,7 @@ int mapguard_add(const void *start, size_t len)
     return -1;
 }
 
-void mapguard_remove(const void *start)
+void attn_mapguard_remove(const void *start)
 {
     for (int i = 0; start && i < MAPGUARD_MAX; i++)
         if (atomic_load(&slots[i].start) == (uintptr_t)start) {
@@ -96,7 +96,7 @@ void mapguard_remove(const void *start)
         }
 }
 
-bool mapguard_faulted(const void *start)
+bool attn_mapguard_faulted(const void *start)
 {
     for (int i = 0; start && i < MAPGUARD_MAX; i++)
         if (atomic_load(&slots[i].start) == (uintptr_t)start)

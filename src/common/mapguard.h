@@ -5,8 +5,8 @@
  * would kill the explorer with its unsaved edits. A mapping registered here is guarded: the
  * SIGBUS handler replaces the faulting page and the rest of the mapping with zero pages, records
  * the fault and returns, so the read goes on (with zeros, in whichever thread it was, BLAS's
- * included); the owner asks mapguard_faulted afterwards and reports the file as changed. A SIGBUS
- * anywhere else goes to the handler installed before (fatal's crash report).
+ * included); the owner asks attn_mapguard_faulted afterwards and reports the file as changed. A
+ * SIGBUS anywhere else goes to the handler installed before (fatal's crash report).
  */
 #ifndef ATTNSCOPE_MAPGUARD_H
 #define ATTNSCOPE_MAPGUARD_H
@@ -18,10 +18,10 @@
 
 /* Guards [start, start + len); installs the handler the first time. Returns 0, or -1 when every
  * slot is taken (the mapping then works unguarded). */
-int mapguard_add(const void *start, size_t len);
+int attn_mapguard_add(const void *start, size_t len);
 /* Stops guarding the mapping at start (before munmap). */
-void mapguard_remove(const void *start);
+void attn_mapguard_remove(const void *start);
 /* True when a read of the mapping at start faulted since it was added: the file shrank. */
-bool mapguard_faulted(const void *start);
+bool attn_mapguard_faulted(const void *start);
 
 #endif

@@ -22,7 +22,7 @@
 
 #define HEADER_MAX 65536 /* numpy itself refuses headers longer than this */
 
-void npy_free(struct npy_array *a)
+void attn_npy_free(struct npy_array *a)
 {
     free(a->data);
     memset(a, 0, sizeof(*a));
@@ -327,11 +327,11 @@ static void describe_shape(char *out, size_t size, const struct npy_array *a)
         snprintf(out + o, size - o, a->ndim == 1 ? ",)" : ")");
 }
 
-int npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
+int attn_npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
     struct stat st;
-    int fd = fsutil_open_regular(path, &st, err);
+    int fd = attn_fsutil_open_regular(path, &st, err);
     if (fd < 0)
         return -1;
     unsigned char *chunk = NULL;
@@ -340,7 +340,7 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
     unsigned char pre[12];
     if ((size_t)st.st_size < 10 || read_exact(fd, pre, 10) != 0 ||
         memcmp(pre, "\x93NUMPY", 6) != 0) {
-        diag_file(err, path, "not a NumPy .npy file (it must start with \\x93NUMPY)");
+        attn_diag_file(err, path, "not a NumPy .npy file (it must start with \\x93NUMPY)");
         goto out;
     }
     int major = pre[6];
@@ -350,24 +350,24 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
         pre_len = 10;
     } else if (major == 2 || major == 3) {
         if (read_exact(fd, pre + 10, 2) != 0) {
-            diag_file(err, path, "the file ends inside its header");
+            attn_diag_file(err, path, "the file ends inside its header");
             goto out;
         }
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
         pre_len = 12;
     } else {
-        diag_file(err, path, ".npy format version %d.%d is not supported (1.0 to 3.0 are)", major,
-                  pre[7]);
+        attn_diag_file(err, path, ".npy format version %d.%d is not supported (1.0 to 3.0 are)",
+                       major, pre[7]);
         goto out;
     }
     if (hlen > HEADER_MAX || pre_len + hlen > (size_t)st.st_size) {
-        diag_file(err, path, "the header is %zu bytes long, more than the file or %d bytes", hlen,
-                  HEADER_MAX);
+        attn_diag_file(err, path, "the header is %zu bytes long, more than the file or %d bytes",
+                       hlen, HEADER_MAX);
         goto out;
     }
     header = malloc(hlen + 1);
     if (!header || read_exact(fd, header, hlen) != 0) {
-        diag_file(err, path, header ? "cannot read the header" : "out of memory");
+        attn_diag_file(err, path, header ? "cannot read the header" : "out of memory");
         goto out;
     }
     header[hlen] = '\0';
@@ -377,14 +377,14 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
                           ? "the header is not a dictionary of descr, fortran_order and shape"
                           : parse_header(header, &h);
     if (bad) {
-        diag_file(err, path, "%s", bad);
+        attn_diag_file(err, path, "%s", bad);
         goto out;
     }
     if (!parse_descr(h.descr, &t)) {
-        diag_file(err, path,
-                  "dtype '%s' is not supported: float16/32/64 are (and int, uint and bool for "
-                  "0/1 masks)",
-                  h.descr);
+        attn_diag_file(err, path,
+                       "dtype '%s' is not supported: float16/32/64 are (and int, uint and bool for "
+                       "0/1 masks)",
+                       h.descr);
         goto out;
     }
     snprintf(out->descr, sizeof(out->descr), "%s", h.descr);
@@ -400,34 +400,34 @@ int npy_read(struct npy_array *out, const char *path, size_t max_values, struct 
     char shape[96];
     describe_shape(shape, sizeof(shape), out);
     if (out->count > max_values) {
-        diag_file(err, path, "shape %s has more than %zu values", shape, max_values);
+        attn_diag_file(err, path, "shape %s has more than %zu values", shape, max_values);
         goto out;
     }
     size_t bytes = out->count * (size_t)t.size;
     if ((size_t)st.st_size - pre_len - hlen != bytes) {
-        diag_file(err, path, "shape %s of %s needs %zu bytes of data, the file has %lld", shape,
-                  h.descr, bytes, (long long)((size_t)st.st_size - pre_len - hlen));
+        attn_diag_file(err, path, "shape %s of %s needs %zu bytes of data, the file has %lld",
+                       shape, h.descr, bytes, (long long)((size_t)st.st_size - pre_len - hlen));
         goto out;
     }
     out->data = malloc((out->count ? out->count : 1) * sizeof(float));
     chunk = malloc(65536);
     if (!out->data || !chunk) {
-        diag_file(err, path, "out of memory for shape %s", shape);
+        attn_diag_file(err, path, "out of memory for shape %s", shape);
         goto out;
     }
     size_t per = 65536 / (size_t)t.size, i = 0;
     while (i < out->count) {
         size_t n = out->count - i < per ? out->count - i : per;
         if (read_exact(fd, chunk, n * (size_t)t.size) != 0) {
-            diag_file(err, path, "cannot read the data");
+            attn_diag_file(err, path, "cannot read the data");
             goto out;
         }
         for (size_t k = 0; k < n; k++, i++) {
             double v = element(chunk + k * (size_t)t.size, &t);
             /* As a YAML number: the nearest float32; beyond float32's range is no value. */
             if (!isfinite(v) || fabs(v) >= 0x1.ffffffp+127) {
-                diag_file(err, path, "value %zu of shape %s is %s, not a finite float32", i, shape,
-                          isnan(v) ? "nan" : "too large or infinite");
+                attn_diag_file(err, path, "value %zu of shape %s is %s, not a finite float32", i,
+                               shape, isnan(v) ? "nan" : "too large or infinite");
                 goto out;
             }
             float f = fabs(v) > 0x1.fffffep+127 ? (v < 0 ? -0x1.fffffep+127f : 0x1.fffffep+127f)
@@ -441,7 +441,7 @@ out:
     free(header);
     close(fd);
     if (rc != 0)
-        npy_free(out);
+        attn_npy_free(out);
     return rc;
 }
 
@@ -486,7 +486,7 @@ static size_t count_of(int ndim, const size_t *shape)
     return n;
 }
 
-int npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape)
+int attn_npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape)
 {
     if (write_header(f, little_endian() ? "<f4" : ">f4", ndim, shape) != 0)
         return -1;
@@ -496,7 +496,7 @@ int npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape)
     return ferror(f) ? -1 : 0;
 }
 
-int npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, size_t stride)
+int attn_npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, size_t stride)
 {
     const size_t shape[2] = {rows, cols};
     if (write_header(f, "<f4", 2, shape) != 0)
@@ -520,7 +520,7 @@ int npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, s
     return ferror(f) ? -1 : 0;
 }
 
-int npy_write_u8(FILE *f, const unsigned char *data, int ndim, const size_t *shape)
+int attn_npy_write_u8(FILE *f, const unsigned char *data, int ndim, const size_t *shape)
 {
     if (write_header(f, "|u1", ndim, shape) != 0)
         return -1;

@@ -30,17 +30,17 @@ struct npy_array {
 /* Reads path as float32. Accepted dtypes: float16/32/64, int8..64, uint8..64 and bool, either
  * byte order, C or Fortran order, 0 to NPY_MAX_DIMS dimensions. Non-finite values and more
  * than max_values values are refused. On failure err names the file. */
-int npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err);
-void npy_free(struct npy_array *a);
+int attn_npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err);
+void attn_npy_free(struct npy_array *a);
 
 /* Writes a float32 array ('<f4', C order) of ndim dimensions. Returns 0, or -1 when the stream
  * reports an error. */
-int npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape);
+int attn_npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape);
 /* Writes a rows x cols float32 matrix whose row i starts at data + i * stride (a window on a
  * wider buffer), always as '<f4' in C order, so the file is the same on any machine. Returns 0,
  * or -1 when the stream reports an error. */
-int npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, size_t stride);
+int attn_npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, size_t stride);
 /* Writes a uint8 array ('|u1'); dropout keep-masks. */
-int npy_write_u8(FILE *f, const unsigned char *data, int ndim, const size_t *shape);
+int attn_npy_write_u8(FILE *f, const unsigned char *data, int ndim, const size_t *shape);
 
 #endif

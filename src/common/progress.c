@@ -19,7 +19,7 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void progress_begin(struct progress *p, FILE *out, const char *what, const char *unit)
+void attn_progress_begin(struct progress *p, FILE *out, const char *what, const char *unit)
 {
     memset(p, 0, sizeof(*p));
     p->out = out;
@@ -39,17 +39,17 @@ static void draw_bar(struct progress *p, double elapsed_ms)
         bar[i] = i < filled ? '#' : '.';
     bar[BAR_WIDTH] = '\0';
     if (p->total > 0)
-        cnum_fprintf(p->out, "\r%s [%s] %ld/%ld %s  %.1f s\033[K", p->what, bar, p->done, p->total,
-                     p->unit, elapsed_ms / 1e3);
+        attn_cnum_fprintf(p->out, "\r%s [%s] %ld/%ld %s  %.1f s\033[K", p->what, bar, p->done,
+                          p->total, p->unit, elapsed_ms / 1e3);
     else
-        cnum_fprintf(p->out, "\r%s %ld %s  %.1f s\033[K", p->what, p->done, p->unit,
-                     elapsed_ms / 1e3);
+        attn_cnum_fprintf(p->out, "\r%s %ld %s  %.1f s\033[K", p->what, p->done, p->unit,
+                          elapsed_ms / 1e3);
     fflush(p->out);
     p->bar_shown = true;
     p->drawn_ms = elapsed_ms;
 }
 
-void progress_step(struct progress *p, long done, long total)
+void attn_progress_step(struct progress *p, long done, long total)
 {
     p->done = done;
     p->total = total;
@@ -60,12 +60,12 @@ void progress_step(struct progress *p, long done, long total)
         draw_bar(p, elapsed);
 }
 
-void progress_tick(void *ctx, long done, long total)
+void attn_progress_tick(void *ctx, long done, long total)
 {
-    progress_step(ctx, done, total);
+    attn_progress_step(ctx, done, total);
 }
 
-void progress_end(struct progress *p, bool ok)
+void attn_progress_end(struct progress *p, bool ok)
 {
     if (!p->out)
         return;
@@ -78,16 +78,16 @@ void progress_end(struct progress *p, bool ok)
         return;
     }
     if (ok && elapsed >= PROGRESS_QUIET_MS)
-        cnum_fprintf(p->out, "attnscope: %s: %ld %s in %.1f s\n", p->what, p->done, p->unit,
-                     elapsed / 1e3);
+        attn_cnum_fprintf(p->out, "attnscope: %s: %ld %s in %.1f s\n", p->what, p->done, p->unit,
+                          elapsed / 1e3);
 }
 
-volatile sig_atomic_t progress_interrupted;
+volatile sig_atomic_t attn_progress_interrupted;
 static volatile sig_atomic_t writing_files;
 
 static void on_interrupt(int sig)
 {
-    progress_interrupted = sig;
+    attn_progress_interrupted = sig;
     if (writing_files)
         return; /* the writer sees the flag, removes its temporary files and returns */
     static const char erase[] = "\r\033[K", said[] = "attnscope: interrupted\n";
@@ -98,7 +98,7 @@ static void on_interrupt(int sig)
     _exit(128 + sig); /* nothing is being written: nothing to clean up */
 }
 
-void progress_catch_interrupts(void)
+void attn_progress_catch_interrupts(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -108,9 +108,9 @@ void progress_catch_interrupts(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-void progress_writing(bool writing)
+void attn_progress_writing(bool writing)
 {
     writing_files = writing;
-    if (!writing && progress_interrupted)
-        on_interrupt(progress_interrupted); /* it came while the files were written */
+    if (!writing && attn_progress_interrupted)
+        on_interrupt(attn_progress_interrupted); /* it came while the files were written */
 }

@@ -6,7 +6,7 @@
  * what was done and how long it took.
  *
  * A struct progress also works as a callback for code that must not print itself (the engine,
- * the exporter): progress_tick has the signature of struct progress_sink's step.
+ * the exporter): attn_progress_tick has the signature of struct progress_sink's step.
  */
 #ifndef ATTNSCOPE_PROGRESS_H
 #define ATTNSCOPE_PROGRESS_H
@@ -40,12 +40,12 @@ static inline bool progress_stopped(const struct progress_sink *s)
 
 /* Ctrl-C (SIGINT) and SIGTERM for the commands: while nothing is being written the process
  * ends at once, the bar erased, "attnscope: interrupted" said, status 130 (143); while a
- * command writes files (progress_writing(true)), the signal only sets progress_interrupted,
- * which the writer's sink reads as its stop flag, so it removes what it had begun and nothing
- * half-written is left. */
-void progress_catch_interrupts(void);
-void progress_writing(bool writing);
-extern volatile sig_atomic_t progress_interrupted;
+ * command writes files (attn_progress_writing(true)), the signal only sets
+ * attn_progress_interrupted, which the writer's sink reads as its stop flag, so it removes what it
+ * had begun and nothing half-written is left. */
+void attn_progress_catch_interrupts(void);
+void attn_progress_writing(bool writing);
+extern volatile sig_atomic_t attn_progress_interrupted;
 
 struct progress {
     FILE *out;
@@ -58,12 +58,12 @@ struct progress {
 };
 
 /* Starts the clock. out is usually stderr; tty decides bar or line (isatty of out's fd). */
-void progress_begin(struct progress *p, FILE *out, const char *what, const char *unit);
+void attn_progress_begin(struct progress *p, FILE *out, const char *what, const char *unit);
 /* Records done of total; draws the bar once the work has run over PROGRESS_QUIET_MS. */
-void progress_step(struct progress *p, long done, long total);
-/* progress_step as a progress_sink's step: ctx is the struct progress. */
-void progress_tick(void *ctx, long done, long total);
+void attn_progress_step(struct progress *p, long done, long total);
+/* attn_progress_step as a progress_sink's step: ctx is the struct progress. */
+void attn_progress_tick(void *ctx, long done, long total);
 /* Ends: erases the bar, or prints the line when the work took over PROGRESS_QUIET_MS and ok. */
-void progress_end(struct progress *p, bool ok);
+void attn_progress_end(struct progress *p, bool ok);
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int utf8_decode(const char *str, uint32_t *cp)
+int attn_utf8_decode(const char *str, uint32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)str;
     if (s[0] == 0)
@@ -35,7 +35,7 @@ int utf8_decode(const char *str, uint32_t *cp)
     return len;
 }
 
-int utf8_encode(uint32_t cp, char *out)
+int attn_utf8_encode(uint32_t cp, char *out)
 {
     unsigned char *o = (unsigned char *)out;
     if (cp < 0x80) {
@@ -64,19 +64,19 @@ int utf8_encode(uint32_t cp, char *out)
     return 4;
 }
 
-int utf8_length(const char *s)
+int attn_utf8_length(const char *s)
 {
     int n = 0;
     while (*s) {
         uint32_t cp;
-        int len = utf8_decode(s, &cp);
+        int len = attn_utf8_decode(s, &cp);
         s += len ? len : 1;
         n++;
     }
     return n;
 }
 
-void utf8_visible_token(char *out, size_t out_size, const char *token)
+void attn_utf8_visible_token(char *out, size_t out_size, const char *token)
 {
     /* Blanks are real tokens for the chars tokenizer: show them, or the label looks empty. */
     size_t o = 0;
@@ -88,7 +88,7 @@ void utf8_visible_token(char *out, size_t out_size, const char *token)
                             : *p == '\t' ? "\u21e5"
                             : *p == '\n' ? "\u21b5"
                                          : NULL;
-        int k = glyph ? 1 : utf8_escape_char(p, esc, 0);
+        int k = glyph ? 1 : attn_utf8_escape_char(p, esc, 0);
         const char *piece = glyph ? glyph : esc[0] ? esc : p;
         size_t n = glyph ? 3 : esc[0] ? strlen(esc) : (size_t)k;
         if (o + n + 1 > out_size)
@@ -108,10 +108,10 @@ static bool is_bidi_or_separator(uint32_t cp)
            cp == 0x200F || cp == 0x061C || cp == 0x2028 || cp == 0x2029;
 }
 
-int utf8_escape_char(const char *s, char *esc, unsigned flags)
+int attn_utf8_escape_char(const char *s, char *esc, unsigned flags)
 {
     uint32_t cp;
-    int len = utf8_decode(s, &cp);
+    int len = attn_utf8_decode(s, &cp);
     esc[0] = '\0';
     if (len == 0) {
         snprintf(esc, UTF8_ESCAPE_MAX, "\\x%02x", (unsigned char)s[0]);
@@ -132,7 +132,7 @@ int utf8_escape_char(const char *s, char *esc, unsigned flags)
     return len;
 }
 
-size_t utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned flags)
+size_t attn_utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned flags)
 {
     static const char more[] = "\u2026";
     size_t o = 0, i = 0;
@@ -142,7 +142,7 @@ size_t utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned f
         len = strlen(s);
     while (i < len) {
         char esc[UTF8_ESCAPE_MAX];
-        int k = utf8_escape_char(s + i, esc, flags);
+        int k = attn_utf8_escape_char(s + i, esc, flags);
         if (i + (size_t)k > len) { /* a character cut by len: its bytes are not UTF-8 here */
             k = 1;
             snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[i]);
@@ -166,17 +166,17 @@ size_t utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned f
     return o;
 }
 
-const char *utf8_esc(char *buf, size_t size, const char *s)
+const char *attn_utf8_esc(char *buf, size_t size, const char *s)
 {
-    utf8_escape(buf, size, s ? s : "", (size_t)-1, 0);
+    attn_utf8_escape(buf, size, s ? s : "", (size_t)-1, 0);
     return buf;
 }
 
-void utf8_fputs_escaped(const char *s, FILE *f, unsigned flags)
+void attn_utf8_fputs_escaped(const char *s, FILE *f, unsigned flags)
 {
     while (*s) {
         char esc[UTF8_ESCAPE_MAX];
-        int k = utf8_escape_char(s, esc, flags);
+        int k = attn_utf8_escape_char(s, esc, flags);
         if (esc[0])
             fputs(esc, f);
         else
@@ -185,11 +185,11 @@ void utf8_fputs_escaped(const char *s, FILE *f, unsigned flags)
     }
 }
 
-bool utf8_needs_escape(const char *s, unsigned flags)
+bool attn_utf8_needs_escape(const char *s, unsigned flags)
 {
     while (*s) {
         char esc[UTF8_ESCAPE_MAX];
-        s += utf8_escape_char(s, esc, flags);
+        s += attn_utf8_escape_char(s, esc, flags);
         if (esc[0])
             return true;
     }

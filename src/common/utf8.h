@@ -13,13 +13,13 @@
 
 /* Decodes the character at s into *cp; returns its length in bytes (1..4), or 0 when s does
  * not start with a valid, shortest-form UTF-8 sequence (or is the end of the string). */
-int utf8_decode(const char *s, uint32_t *cp);
+int attn_utf8_decode(const char *s, uint32_t *cp);
 /* Writes cp as UTF-8 into out (at least 4 bytes, not terminated); returns the byte count, or
  * 0 for a value that is not a Unicode scalar. */
-int utf8_encode(uint32_t cp, char *out);
+int attn_utf8_encode(uint32_t cp, char *out);
 
 /* Characters in s; an invalid byte counts as one. */
-int utf8_length(const char *s);
+int attn_utf8_length(const char *s);
 
 /* Text from a file (tokens, titles, captions, tensor names, config values, a scene's own line)
  * must never reach a terminal raw: an ESC starts a control sequence, a BEL rings, U+202E turns
@@ -40,22 +40,22 @@ int utf8_length(const char *s);
 
 /* The character at s (s[0] != 0): returns its length in bytes (an invalid byte is 1), and
  * writes into esc (UTF8_ESCAPE_MAX bytes) how it is shown when it must be escaped, else "". */
-int utf8_escape_char(const char *s, char *esc, unsigned flags);
+int attn_utf8_escape_char(const char *s, char *esc, unsigned flags);
 /* The len bytes of s ((size_t)-1: up to its NUL; a NUL within len is shown as \x00), every
  * character that must be escaped escaped, into out (size > 4 bytes), always terminated. When the
  * result does not fit it ends with "…", cut after a whole character. Returns the bytes written
  * (without the NUL). */
-size_t utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned flags);
-/* utf8_escape into buf for a printf argument: returns buf. The whole of s when it fits. */
-const char *utf8_esc(char *buf, size_t size, const char *s);
+size_t attn_utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned flags);
+/* attn_utf8_escape into buf for a printf argument: returns buf. The whole of s when it fits. */
+const char *attn_utf8_esc(char *buf, size_t size, const char *s);
 /* Writes s to f escaped (no limit on its length). */
-void utf8_fputs_escaped(const char *s, FILE *f, unsigned flags);
-/* True when s has a character utf8_escape would escape. */
-bool utf8_needs_escape(const char *s, unsigned flags);
+void attn_utf8_fputs_escaped(const char *s, FILE *f, unsigned flags);
+/* True when s has a character attn_utf8_escape would escape. */
+bool attn_utf8_needs_escape(const char *s, unsigned flags);
 
 /* A token as the explorer and pictures label it: a blank, a tab and a line break become the
  * visible U+2423, U+21E5 and U+21B5 (the chars tokenizer makes blanks real tokens), and every
  * other character that must be escaped is (above). Cut after a whole character to fit. */
-void utf8_visible_token(char *out, size_t out_size, const char *token);
+void attn_utf8_visible_token(char *out, size_t out_size, const char *token);
 
 #endif

@@ -3,8 +3,8 @@
  * The file is read into the node tree of src/yaml, like a scene file (an alias points at its
  * anchor's node, so nothing is expanded), and walked at most three levels deep. Every problem is
  * collected with its location, so a user sees all of them at once; any problem makes the whole file
- * ignored. Out of memory is fatal_abort(), as in diag_list_push: a configuration loader has no
- * sensible way to go on.
+ * ignored. Out of memory is attn_fatal_abort(), as in attn_diag_list_push: a configuration loader
+ * has no sensible way to go on.
  */
 #include "config/config.h"
 
@@ -30,7 +30,7 @@ static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        fatal_abort("out of memory while reading the configuration");
+        attn_fatal_abort("out of memory while reading the configuration");
     return q;
 }
 
@@ -38,7 +38,7 @@ static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
-        fatal_abort("out of memory while reading the configuration");
+        attn_fatal_abort("out of memory while reading the configuration");
     return p;
 }
 
@@ -70,11 +70,11 @@ static struct shown show(const char *s)
     return out;
 }
 
-/* The choice nearest to name (see suggest_nearest), or NULL when nothing is close enough to be a
- * likely typo. */
+/* The choice nearest to name (see attn_suggest_nearest), or NULL when nothing is close enough to be
+ * a likely typo. */
 static const char *nearest(const char *name, const char *const *choices, int n)
 {
-    int i = suggest_nearest(name, choices, n, NULL);
+    int i = attn_suggest_nearest(name, choices, n, NULL);
     return i >= 0 ? choices[i] : NULL;
 }
 
@@ -127,7 +127,7 @@ static int cfg_error_at(struct ctx *c, struct ypos pos, const char *path, const 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    ydiag_add(&c->yd, pos, path, "%s", msg);
+    attn_ydiag_add(&c->yd, pos, path, "%s", msg);
     return -1;
 }
 
@@ -161,7 +161,7 @@ static bool too_many(const struct ctx *c)
 static bool yaml_problem(void *ctx, const struct yproblem *p)
 {
     struct ctx *c = ctx;
-    return ydiag_stream(&c->yd, p, "configuration file");
+    return attn_ydiag_stream(&c->yd, p, "configuration file");
 }
 
 /* Reads text into c->tree, refusing a second document; -1 when the text is not one well-formed
@@ -171,7 +171,7 @@ static int load_tree(struct ctx *c, const char *text, size_t len)
     /* A configuration is a few hundred values: anything far beyond is not one. */
     const struct ytree_opts opts = {
         .max_depth = MAX_DEPTH, .max_nodes = 1 << 16, .max_items = 4096, .aliases = true};
-    if (ytree_build(&c->tree, text, len, &opts, yaml_problem, c) != 0 || c->yd.n)
+    if (attn_ytree_build(&c->tree, text, len, &opts, yaml_problem, c) != 0 || c->yd.n)
         return -1;
     return 0;
 }
@@ -221,7 +221,7 @@ static const char *key_name(struct ctx *c, int k)
     if (node_of(c, k)->type != YNODE_SCALAR || scalar_has_nul(c, k)) {
         char shown[YDIAG_SHOW_MAX];
         cfg_error(c, k, "", "keys must be plain names, got %s",
-                  ydiag_show(&c->tree, k, shown, sizeof(shown)));
+                  attn_ydiag_show(&c->tree, k, shown, sizeof(shown)));
         return NULL;
     }
     return scalar_of(c, k);
@@ -439,7 +439,7 @@ static void parse_one_key(struct key_parse *kp, int a, int item)
     if (node_of(c, item)->type != YNODE_SCALAR) {
         char shown[YDIAG_SHOW_MAX];
         cfg_error(c, item, action, "each key of '%s' must be a key name, got %s", action,
-                  ydiag_show(&c->tree, item, shown, sizeof(shown)));
+                  attn_ydiag_show(&c->tree, item, shown, sizeof(shown)));
         return;
     }
     const char *key = scalar_of(c, item);
@@ -508,12 +508,13 @@ static void parse_keys_root(struct key_parse *kp, int root)
         char msg[DIAG_MSG_MAX];
         if (a < 0) {
             cfg_error(c, k, name, "%s",
-                      ydiag_unknown(msg, sizeof(msg), "action", name, NULL, kp->names,
-                                    out->n_actions, "configs/keys.yaml lists them all"));
+                      attn_ydiag_unknown(msg, sizeof(msg), "action", name, NULL, kp->names,
+                                         out->n_actions, "configs/keys.yaml lists them all"));
             continue;
         }
         if (first_line[a]) {
-            cfg_error(c, k, name, "%s", ydiag_duplicate(msg, sizeof(msg), name, first_line[a]));
+            cfg_error(c, k, name, "%s",
+                      attn_ydiag_duplicate(msg, sizeof(msg), name, first_line[a]));
             continue;
         }
         first_line[a] = node_of(c, k)->line + 1;
@@ -540,17 +541,17 @@ int config_parse_keys(struct key_config *out, const char *name, const char *text
 {
     key_config_alloc(out, n_actions, action_layers);
     struct diag_list local;
-    diag_list_init(&local);
+    attn_diag_list_init(&local);
     struct ctx c = {.file = name ? name : "", .where = -1};
-    ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
+    attn_ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
     if (load_tree(&c, text, len) == 0 && c.tree.root >= 0) {
         struct key_parse kp = {&c, out, action_names, action_layers, valid_key, NULL, 0, 0};
         parse_keys_root(&kp, resolved(&c, c.tree.root));
         free(kp.bound);
     }
-    ydiag_finish(&c.yd);
-    ytree_free(&c.tree);
-    diag_list_free(&local);
+    attn_ydiag_finish(&c.yd);
+    attn_ytree_free(&c.tree);
+    attn_diag_list_free(&local);
     if (c.yd.n) {
         key_config_free(out);
         key_config_alloc(out, n_actions, action_layers);
@@ -570,14 +571,14 @@ static int read_config(char **text, size_t *len, const char *path, struct diag_l
     if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
         return CONFIG_MISSING;
     struct diag d;
-    diag_clear(&d);
-    if (fsutil_read_file(text, len, path, CONFIG_MAX_BYTES, &d) != 0) {
+    attn_diag_clear(&d);
+    if (attn_fsutil_read_file(text, len, path, CONFIG_MAX_BYTES, &d) != 0) {
         if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
             return CONFIG_MISSING; /* removed between the two calls */
         if (!d.file[0])
             snprintf(d.file, sizeof(d.file), "%s", path);
         if (errs)
-            diag_list_push(errs, &d);
+            attn_diag_list_push(errs, &d);
         return CONFIG_ERROR;
     }
     return CONFIG_OK;
@@ -648,7 +649,7 @@ static int parse_color(struct ctx *c, int v, const char *path, int *out)
     if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v)) {
         char shown[YDIAG_SHOW_MAX];
         return cfg_error(c, v, path, "'%s' must be a colour: a name such as red, or 0-255, got %s",
-                         path, ydiag_show(&c->tree, v, shown, sizeof(shown)));
+                         path, attn_ydiag_show(&c->tree, v, shown, sizeof(shown)));
     }
     const char *s = scalar_of(c, v);
     if (strcmp(s, "default") == 0) {
@@ -663,7 +664,7 @@ static int parse_color(struct ctx *c, int v, const char *path, int *out)
     size_t n = strlen(s);
     if (n > 0 && strspn(s, "0123456789") == n && !scalar_has_nul(c, v)) {
         long long value = 1000;
-        if (cnum_parse_ll(s, &value) != CNUM_OK || value > 1000)
+        if (attn_cnum_parse_ll(s, &value) != CNUM_OK || value > 1000)
             value = 1000; /* a long run of digits */
         if (value > 255)
             return cfg_error(c, v, path, "colour %s is out of range (0-255)", show(s).s);
@@ -687,7 +688,7 @@ static int parse_attr(struct ctx *c, int v, const char *path, unsigned *attrs)
         char shown[YDIAG_SHOW_MAX];
         return cfg_error(c, v, path,
                          "each attribute must be a name: bold, dim, reverse or underline, got %s",
-                         ydiag_show(&c->tree, v, shown, sizeof(shown)));
+                         attn_ydiag_show(&c->tree, v, shown, sizeof(shown)));
     }
     const char *s = scalar_of(c, v);
     int i = index_of(s, attr_names, 4);
@@ -709,7 +710,7 @@ static void parse_role(struct ctx *c, const char *role, int v, struct color_spec
         char shown[YDIAG_SHOW_MAX];
         cfg_error(c, v, role,
                   "'%s' must be a mapping like {fg: white, bg: blue, attrs: [bold]}, got %s", role,
-                  ydiag_show(&c->tree, v, shown, sizeof(shown)));
+                  attn_ydiag_show(&c->tree, v, shown, sizeof(shown)));
         return;
     }
     *spec = (struct color_spec){COLOR_DEFAULT, COLOR_DEFAULT, 0, true};
@@ -725,12 +726,14 @@ static void parse_role(struct ctx *c, const char *role, int v, struct color_spec
         int f = index_of(name, field_names, 3);
         char msg[DIAG_MSG_MAX];
         if (f < 0) {
-            cfg_error(c, k, path, "%s",
-                      ydiag_unknown(msg, sizeof(msg), "key", name, role, field_names, 3, NULL));
+            cfg_error(
+                c, k, path, "%s",
+                attn_ydiag_unknown(msg, sizeof(msg), "key", name, role, field_names, 3, NULL));
             continue;
         }
         if (first_line[f]) {
-            cfg_error(c, k, path, "%s", ydiag_duplicate(msg, sizeof(msg), name, first_line[f]));
+            cfg_error(c, k, path, "%s",
+                      attn_ydiag_duplicate(msg, sizeof(msg), name, first_line[f]));
             continue;
         }
         first_line[f] = node_of(c, k)->line + 1;
@@ -762,7 +765,7 @@ static void parse_scale(struct ctx *c, int v, const char *what, const char *cons
     if (node_of(c, v)->type != YNODE_SCALAR || is_null(c, v)) {
         char shown[YDIAG_SHOW_MAX];
         cfg_error(c, v, what, "'%s' must be a scale name: %s, got %s", what, list,
-                  ydiag_show(&c->tree, v, shown, sizeof(shown)));
+                  attn_ydiag_show(&c->tree, v, shown, sizeof(shown)));
         return;
     }
     const char *s = scalar_of(c, v);
@@ -782,9 +785,9 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
 {
     color_config_alloc(out, n_roles);
     struct diag_list local;
-    diag_list_init(&local);
+    attn_diag_list_init(&local);
     struct ctx c = {.file = name ? name : "", .where = -1};
-    ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
+    attn_ydiag_init(&c.yd, c.file, &c.tree, errs ? errs : &local, CONFIG_MAX_ERRORS);
     if (load_tree(&c, text, len) != 0 || c.tree.root < 0)
         goto done;
     int root = resolved(&c, c.tree.root);
@@ -811,11 +814,12 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
             char msg[DIAG_MSG_MAX];
             if (i < 0) {
                 cfg_error(&c, k, key, "%s",
-                          ydiag_unknown(msg, sizeof(msg), "key", key, NULL, top, n_top, NULL));
+                          attn_ydiag_unknown(msg, sizeof(msg), "key", key, NULL, top, n_top, NULL));
                 continue;
             }
             if (first_line[i]) {
-                cfg_error(&c, k, key, "%s", ydiag_duplicate(msg, sizeof(msg), key, first_line[i]));
+                cfg_error(&c, k, key, "%s",
+                          attn_ydiag_duplicate(msg, sizeof(msg), key, first_line[i]));
                 continue;
             }
             first_line[i] = node_of(&c, k)->line + 1;
@@ -832,9 +836,9 @@ int config_parse_colors(struct color_config *out, const char *name, const char *
         free(top);
     }
 done:
-    ydiag_finish(&c.yd);
-    ytree_free(&c.tree);
-    diag_list_free(&local);
+    attn_ydiag_finish(&c.yd);
+    attn_ytree_free(&c.tree);
+    attn_diag_list_free(&local);
     if (c.yd.n) {
         color_config_free(out);
         color_config_alloc(out, n_roles);

@@ -123,7 +123,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     return 0;
 oom:
     attn_run_free(r);
-    return diag_set(err, "", "out of memory for the attention stages");
+    return attn_diag_set(err, "", "out of memory for the attention stages");
 }
 
 /* out (n, width) = in W + b, or in itself repeated once per head when there is no projection. */
@@ -594,7 +594,7 @@ struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run
     if (!attn_stage_is_derived(m, same))
         return kept_view(r, m, same, h);
     if (cap < (size_t)m->n * (size_t)m->n)
-        fatal_abort("attn_view_buf: %zu floats for a %d x %d stage", cap, m->n, m->n);
+        attn_fatal_abort("attn_view_buf: %zu floats for a %d x %d stage", cap, m->n, m->n);
     derive(buf, r, m, same, h);
     return (struct attn_mat_view){buf, m->n, m->n, m->n};
 }

@@ -155,7 +155,7 @@ float *attn_alloc_stage(size_t count)
 int attn_gflops_env_parse(const char *text, double *gflops)
 {
     double v;
-    if (cnum_parse_double(text, false, &v) != CNUM_OK || !(v >= 0.001 && v <= 1e9))
+    if (attn_cnum_parse_double(text, false, &v) != CNUM_OK || !(v >= 0.001 && v <= 1e9))
         return -1;
     *gflops = v;
     return 0;

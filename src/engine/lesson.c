@@ -109,7 +109,7 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
             return NULL;
         }
         snprintf(text, sizeof(text), "%.*s", (int)(q - num), num);
-        if (cnum_parse_double(text, false, &m->value) != CNUM_OK) {
+        if (attn_cnum_parse_double(text, false, &m->value) != CNUM_OK) {
             snprintf(why, size, "'%s' is not a number", text);
             return NULL;
         }
@@ -163,7 +163,7 @@ int attn_caption_marks(const char *caption, struct attn_caption_mark *marks, int
     int n = 0;
     for (const char *p = caption; *p; p++) {
         if (*p == '}') {
-            diag_set(err, "", "caption: a '}' without its '{' (marks are {number})");
+            attn_diag_set(err, "", "caption: a '}' without its '{' (marks are {number})");
             return -1;
         }
         if (*p != '{')
@@ -175,8 +175,8 @@ int attn_caption_marks(const char *caption, struct attn_caption_mark *marks, int
         if (!end) {
             const char *close = strchr(p, '}');
             int len = close ? (int)(close - p + 1) : (int)strcspn(p, "\n");
-            diag_set(err, "", "caption: the mark '%.*s' is not one: %s", len > 40 ? 40 : len, p,
-                     why);
+            attn_diag_set(err, "", "caption: the mark '%.*s' is not one: %s", len > 40 ? 40 : len,
+                          p, why);
             return -1;
         }
         m.start = (size_t)(p - caption);

@@ -28,18 +28,18 @@ static int check_request(const struct attn_net *net, int layer, int pos0, int co
                          struct diag *err)
 {
     if (!attn_net_has_vocab(net))
-        return diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
+        return attn_diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
     if (layer < 0 || layer >= net->layers)
-        return diag_set(err, "", "layer %d: the scene has %d layers", layer, net->layers);
+        return attn_diag_set(err, "", "layer %d: the scene has %d layers", layer, net->layers);
     int n = net->model[0].n;
     if (pos0 < 0 || count < 0 || pos0 + count > n)
-        return diag_set(err, "", "positions %d to %d: the scene has %d tokens (0 to %d)", pos0,
-                        pos0 + count - 1, n, n - 1);
+        return attn_diag_set(err, "", "positions %d to %d: the scene has %d tokens (0 to %d)", pos0,
+                             pos0 + count - 1, n, n - 1);
     const struct attn_model *lm = &net->model[layer];
     int width = lm->block ? lm->d_in : lm->D;
     if (width != net->model[net->layers - 1].d_in)
-        return diag_set(err, "", "layer %d's output is %d wide, the unembedding %d", layer, width,
-                        net->model[net->layers - 1].d_in);
+        return attn_diag_set(err, "", "layer %d's output is %d wide, the unembedding %d", layer,
+                             width, net->model[net->layers - 1].d_in);
     return 0;
 }
 
@@ -65,7 +65,7 @@ int attn_logits(float *out, const struct attn_net *net, int layer, int pos0, int
     int d = net->model[net->layers - 1].d_in;
     float *hidden = malloc((size_t)(count > 0 ? count : 1) * (size_t)d * sizeof(float));
     if (!hidden)
-        return diag_set(err, "", "out of memory for %d rows of the residual stream", count);
+        return attn_diag_set(err, "", "out of memory for %d rows of the residual stream", count);
     if (count > 0)
         logits_block(out, hidden, net, layer, pos0, count);
     free(hidden);
@@ -135,7 +135,7 @@ static int reduce_row(struct attn_predictions *out, int i, const float *row, int
     int vocab = out->vocab, k = out->k;
     double T = out->temperature, lse = log_sum_exp(row, vocab, T);
     if (!isfinite(lse))
-        return diag_set(err, "", "the logits at position %d are not finite", out->pos0 + i);
+        return attn_diag_set(err, "", "the logits at position %d are not finite", out->pos0 + i);
     struct attn_token_score *heap = out->top + (size_t)i * (size_t)k;
     int size = 0;
     for (int j = 0; j < vocab && k > 0; j++) {
@@ -185,7 +185,8 @@ int attn_predict(struct attn_predictions *out, const struct attn_net *net, int l
     if (check_request(net, layer, pos0, count, err))
         return -1;
     if (!(temperature > 0) || !isfinite(temperature))
-        return diag_set(err, "", "the temperature must be a number above 0, not %g", temperature);
+        return attn_diag_set(err, "", "the temperature must be a number above 0, not %g",
+                             temperature);
     const struct attn_model *last = &net->model[net->layers - 1];
     int vocab = last->vocab, d = last->d_in, n = last->n;
     if (k < 0)
@@ -213,7 +214,7 @@ int attn_predict(struct attn_predictions *out, const struct attn_net *net, int l
     int rc = 0;
     if (!logits || !hidden || !out->top || !out->next_id || !out->next_rank || !out->next_logit ||
         !out->next_prob || !out->next_loss) {
-        rc = diag_set(err, "", "out of memory for the logits of %d positions", count);
+        rc = attn_diag_set(err, "", "out of memory for the logits of %d positions", count);
         goto out;
     }
     for (int b0 = 0; b0 < count && rc == 0; b0 += rows) {
@@ -238,8 +239,8 @@ int attn_mean_loss(double *out, const struct attn_net *net, const int *targets, 
 {
     int n = net->layers > 0 ? net->model[0].n : 0;
     if (a < 0 || b > n - 1 || a >= b)
-        return diag_set(err, "", "positions %d to %d: the loss needs 0 <= first < last <= %d", a,
-                        b - 1, n - 2);
+        return attn_diag_set(err, "", "positions %d to %d: the loss needs 0 <= first < last <= %d",
+                             a, b - 1, n - 2);
     struct attn_predictions p;
     if (attn_predict(&p, net, net->layers - 1, a, b - a, 0, 1.0, targets, err))
         return -1;
@@ -268,7 +269,7 @@ int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_
                      struct diag *err)
 {
     if (!attn_net_has_vocab(net))
-        return diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
+        return attn_diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
     const struct attn_model *last = &net->model[net->layers - 1];
     int n = last->n, vocab = last->vocab;
     if (metric->kind == METRIC_LOSS)
@@ -277,11 +278,11 @@ int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_
     int ids[2] = {metric->a, metric->b};
     for (int i = 0; i < need; i++)
         if (ids[i] < 0 || ids[i] >= vocab)
-            return diag_set(err, "", "token id %d is outside the vocabulary (0 to %d)", ids[i],
-                            vocab - 1);
+            return attn_diag_set(err, "", "token id %d is outside the vocabulary (0 to %d)", ids[i],
+                                 vocab - 1);
     float *row = malloc((size_t)vocab * sizeof(float));
     if (!row)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     int rc = attn_logits(row, net, net->layers - 1, n - 1, 1, err);
     if (rc == 0) {
         if (metric->kind == METRIC_LOGIT_DIFF)
@@ -318,25 +319,26 @@ int attn_patch_sweep(double *recovered, double *m_clean, double *m_corrupt,
                      const struct attn_metric *metric, struct diag *err)
 {
     if (clean->layers != corrupt->layers)
-        return diag_set(err, "", "the clean run has %d layers, the corrupted one %d", clean->layers,
-                        corrupt->layers);
+        return attn_diag_set(err, "", "the clean run has %d layers, the corrupted one %d",
+                             clean->layers, corrupt->layers);
     for (int L = 0; L < clean->layers; L++) {
         const struct attn_model *c = &clean->model[L], *x = &corrupt->model[L];
         if (c->heads != x->heads || c->n != x->n || c->D != x->D)
-            return diag_set(err, "",
-                            "layer %d differs: the clean run has %d heads x %d tokens x %d, the "
-                            "corrupted one %d x %d x %d",
-                            L, c->heads, c->n, c->D, x->heads, x->n, x->D);
+            return attn_diag_set(
+                err, "",
+                "layer %d differs: the clean run has %d heads x %d tokens x %d, the "
+                "corrupted one %d x %d x %d",
+                L, c->heads, c->n, c->D, x->heads, x->n, x->D);
     }
     if (attn_metric_eval(m_clean, clean, metric, err) ||
         attn_metric_eval(m_corrupt, corrupt, metric, err))
         return -1;
     double span = *m_clean - *m_corrupt;
     if (span == 0)
-        return diag_set(err, "",
-                        "the metric is %g in both runs: there is no difference for a head to "
-                        "recover",
-                        *m_clean);
+        return attn_diag_set(err, "",
+                             "the metric is %g in both runs: there is no difference for a head to "
+                             "recover",
+                             *m_clean);
     int rc = 0;
     for (int L = 0; L < corrupt->layers && rc == 0; L++) {
         int heads = corrupt->model[L].heads;

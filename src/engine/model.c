@@ -575,7 +575,7 @@ int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const stru
 oom:
     for (int L = 0; L < layers; L++)
         attn_model_free(&out[L]);
-    return diag_set(err, "", "out of memory while building the scene's parameters");
+    return attn_diag_set(err, "", "out of memory while building the scene's parameters");
 }
 
 /* dst = src, borrowed: m reads old's buffer and never frees it (see attn_model_adopt). */
@@ -641,7 +641,7 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
 oom:
     for (int L = 0; L < layers; L++)
         attn_model_free(&out[L]);
-    return diag_set(err, "", "out of memory while building the scene's parameters");
+    return attn_diag_set(err, "", "out of memory while building the scene's parameters");
 }
 
 /* True when p is one of m's buffers (owned or borrowed). */
@@ -675,8 +675,8 @@ int attn_model_resolve(struct attn_model *m, const struct attn_scene *s, struct 
 {
     if (s->layers > 1) {
         memset(m, 0, sizeof(*m));
-        return diag_set(err, "", "the scene has %d layers: resolve it with attn_net_compute",
-                        s->layers);
+        return attn_diag_set(err, "", "the scene has %d layers: resolve it with attn_net_compute",
+                             s->layers);
     }
     return attn_model_resolve_layers(m, 1, s, err);
 }

@@ -42,7 +42,7 @@ int attn_net_rollout_step(float *out, const float *prev, const struct attn_net *
     size_t nn = (size_t)n * (size_t)n;
     float *a = prev ? malloc((nn ? nn : 1) * sizeof(float)) : out;
     if (!a)
-        return diag_set(err, "", "out of memory for the rollout of %d tokens", n);
+        return attn_diag_set(err, "", "out of memory for the rollout of %d tokens", n);
     attn_head_mean(a, &net->run[layer], &net->model[layer], STAGE_WEIGHTS);
     for (int i = 0; i < n; i++) { /* 0.5 A + 0.5 I, the rows renormalised */
         float *row = a + (size_t)i * n;
@@ -67,7 +67,7 @@ int attn_net_rollout(float *out, const struct attn_net *net, int last, struct di
     size_t nn = (size_t)n * (size_t)n;
     float *prev = last > 0 ? malloc((nn ? nn : 1) * sizeof(float)) : NULL;
     if (last > 0 && !prev)
-        return diag_set(err, "", "out of memory for the rollout of %d tokens", n);
+        return attn_diag_set(err, "", "out of memory for the rollout of %d tokens", n);
     int rc = attn_net_rollout_step(out, NULL, net, 0, err);
     for (int L = 1; L <= last && rc == 0; L++) {
         memcpy(prev, out, nn * sizeof(float));
@@ -188,7 +188,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     if (!fresh.model || !fresh.run) {
         free(fresh.model);
         free(fresh.run);
-        return diag_set(err, "", "out of memory for %d layers", layers);
+        return attn_diag_set(err, "", "out of memory for %d layers", layers);
     }
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
     int rc = reuse
@@ -232,7 +232,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     if (attn_net_forward(&fresh) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
-        return diag_set(err, "", "stopped before the end");
+        return attn_diag_set(err, "", "stopped before the end");
     }
     if (reuse) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)

@@ -294,11 +294,11 @@ void attn_scene_init_default(struct attn_scene *s)
     s->text = strdup("Your journey starts with one step");
     s->tokens = attn_tokens_dup((char *const *)book_tokens, 6);
     if (!s->title || !s->text || !s->tokens)
-        fatal_abort("out of memory at start-up");
+        attn_fatal_abort("out of memory at start-up");
     s->n_tokens = 6;
     s->embed.kind = EMBED_EXPLICIT;
     if (attn_matrix_alloc(&s->embed.rows, 6, 3))
-        fatal_abort("out of memory at start-up");
+        attn_fatal_abort("out of memory at start-up");
     memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
     s->attn.projection = PROJ_LINEAR;
     s->attn.d_out = 2;
@@ -312,14 +312,15 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
     int n = 0, *ids = NULL;
     if (attn_tokenizer_has_vocab(s->tokenizer)) {
         if (!s->backing || !s->backing->tokenize)
-            return diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
-                            attn_tokenizer_name(s->tokenizer));
+            return attn_diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
+                                 attn_tokenizer_name(s->tokenizer));
         if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
             return -1;
         if (n > SCENE_MAX_TOKENS) {
             attn_tokens_free(tokens, n);
             free(ids);
-            return diag_set(err, "text", "%d tokens is over the limit of %d", n, SCENE_MAX_TOKENS);
+            return attn_diag_set(err, "text", "%d tokens is over the limit of %d", n,
+                                 SCENE_MAX_TOKENS);
         }
     } else if (attn_tokenize(&tokens, &n, text, s->tokenizer, err)) {
         return -1;
@@ -328,7 +329,7 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
     if (!copy) {
         attn_tokens_free(tokens, n);
         free(ids);
-        return diag_set(err, "text", "out of memory");
+        return attn_diag_set(err, "text", "out of memory");
     }
     free(s->text);
     attn_tokens_free(s->tokens, s->n_tokens);
@@ -393,10 +394,10 @@ int attn_scene_retext(struct attn_scene *s, const char *text, struct diag *err)
 {
     /* The rows as given are kept once, before the first edit changes them. */
     if (s->embed.kind == EMBED_EXPLICIT && !s->embed.book && !(s->embed.book = book_make(s)))
-        return diag_set(err, "text", "out of memory");
+        return attn_diag_set(err, "text", "out of memory");
     int rc = attn_scene_set_text(s, text, err);
     if (rc == 0 && s->embed.kind == EMBED_EXPLICIT && remap_rows(s) != 0)
-        rc = diag_set(err, "text", "out of memory");
+        rc = attn_diag_set(err, "text", "out of memory");
     return rc;
 }
 
@@ -489,10 +490,10 @@ bool attn_scene_seed_used(const struct attn_scene *s, enum attn_seed_part *first
 int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err)
 {
     if (n > SCENE_MAX_TOKENS)
-        return diag_set(err, "tokens", "more than %d tokens", SCENE_MAX_TOKENS);
+        return attn_diag_set(err, "tokens", "more than %d tokens", SCENE_MAX_TOKENS);
     char **copy = attn_tokens_dup(tokens, n);
     if (!copy)
-        return diag_set(err, "tokens", "out of memory");
+        return attn_diag_set(err, "tokens", "out of memory");
     free(s->text);
     s->text = NULL;
     attn_tokens_free(s->tokens, s->n_tokens);
@@ -711,8 +712,8 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
     }
     floats += heads * n + n * D; /* weighted_norm's value norms and their product */
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
-    size_t bytes = layers * (floats * sizeof(float) + heads * n * n /* keep mask */) +
-                   s->model.widened;
+    size_t bytes =
+        layers * (floats * sizeof(float) + heads * n * n /* keep mask */) + s->model.widened;
     /* Next-token scores: one block of logits rows at a time (logits.h), never n x vocab. */
     if (s->unembed.data)
         bytes += (SCENE_LOGITS_BLOCK_FLOATS + (size_t)s->unembed.rows + n * d_in) * sizeof(float) +
@@ -726,12 +727,12 @@ static void problem(struct diag_list *out, const char *path, const char *fmt, ..
 static void problem(struct diag_list *out, const char *path, const char *fmt, ...)
 {
     struct diag d;
-    diag_clear(&d);
+    attn_diag_clear(&d);
     va_list ap;
     va_start(ap, fmt);
-    diag_vset(&d, path, fmt, ap);
+    attn_diag_vset(&d, path, fmt, ap);
     va_end(ap);
-    diag_list_push(out, &d);
+    attn_diag_list_push(out, &d);
 }
 
 static void check_shape(struct diag_list *out, const char *path, const struct attn_matrix *m,
@@ -1126,7 +1127,8 @@ void attn_scene_token_label(char *out, size_t size, const struct attn_scene *s, 
 int attn_scene_single_token(int *id, const struct attn_scene *s, const char *text, struct diag *err)
 {
     if (!s->backing || !s->backing->tokenize)
-        return diag_set(err, "", "the scene has no vocabulary tokenizer to read '%s' with", text);
+        return attn_diag_set(err, "", "the scene has no vocabulary tokenizer to read '%s' with",
+                             text);
     char **tokens = NULL;
     int *ids = NULL, n = 0;
     if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
@@ -1135,14 +1137,14 @@ int attn_scene_single_token(int *id, const struct attn_scene *s, const char *tex
     if (n == 1) {
         *id = ids[0];
     } else if (n == 0) {
-        rc = diag_set(err, "", "'%s' is no token at all", text);
+        rc = attn_diag_set(err, "", "'%s' is no token at all", text);
     } else {
         char list[256] = "";
         size_t o = 0;
         for (int i = 0; i < n && o < sizeof(list); i++)
             o += (size_t)snprintf(list + o, sizeof(list) - o, "%s'%s'", i ? " + " : "", tokens[i]);
-        rc = diag_set(err, "", "'%s' is not a single token: the tokenizer makes %d of it (%s)",
-                      text, n, list);
+        rc = attn_diag_set(err, "", "'%s' is not a single token: the tokenizer makes %d of it (%s)",
+                           text, n, list);
     }
     attn_tokens_free(tokens, n);
     free(ids);
@@ -1277,9 +1279,9 @@ void attn_scene_format_p(char *out, size_t out_size, double p)
 {
     /* "0.0" and "0.5" as the book writes them; more digits only when p needs them. */
     if (fabs(p * 10 - round(p * 10)) < 1e-9)
-        cnum_format(out, out_size, "%.1f", p);
+        attn_cnum_format(out, out_size, "%.1f", p);
     else
-        cnum_format(out, out_size, "%g", p);
+        attn_cnum_format(out, out_size, "%g", p);
 }
 
 void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)

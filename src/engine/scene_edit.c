@@ -26,40 +26,42 @@ static int tokens_of(const struct attn_scene *s, const char *text, int tok, int 
 
 int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e, struct diag *err)
 {
-    diag_clear(err);
+    attn_diag_clear(err);
     const char *fixed = e->kind == EDIT_D_OUT    ? "d_out"
                         : e->kind == EDIT_LAYOUT ? "the head layout"
                         : e->kind == EDIT_SHAPE  ? "the projection"
                         : e->kind == EDIT_DIM    ? "the embedding width"
                                                  : NULL;
     if (fixed && s->model.file)
-        return diag_set(err, attn_edit_key(e->kind),
-                        "%s comes from the checkpoint (%s): heads, dropout, causal and the "
-                        "sentence can change",
-                        fixed, s->model.arch ? s->model.arch : "model");
+        return attn_diag_set(err, attn_edit_key(e->kind),
+                             "%s comes from the checkpoint (%s): heads, dropout, causal and the "
+                             "sentence can change",
+                             fixed, s->model.arch ? s->model.arch : "model");
     if (e->kind == EDIT_TOKENIZER) {
         if (attn_tokenizer_has_vocab(s->tokenizer))
-            return diag_set(err, "",
-                            "the %s tokenizer comes with its vocabulary: the checkpoint needs its "
-                            "ids",
-                            attn_tokenizer_name(s->tokenizer));
+            return attn_diag_set(
+                err, "",
+                "the %s tokenizer comes with its vocabulary: the checkpoint needs its "
+                "ids",
+                attn_tokenizer_name(s->tokenizer));
         if (!s->text)
-            return diag_set(err, "",
-                            "the scene gives its tokens as a list: there is no text to tokenise "
-                            "again");
+            return attn_diag_set(
+                err, "",
+                "the scene gives its tokens as a list: there is no text to tokenise "
+                "again");
     }
     switch (e->kind) {
     case EDIT_OFFSET:
         if (s->pos.kind == POS_NONE)
-            return diag_set(err, "offset",
-                            "no positions to shift: the scene has positional kind none");
+            return attn_diag_set(err, "offset",
+                                 "no positions to shift: the scene has positional kind none");
         return 0;
     case EDIT_DIM:
         if (s->embed.kind != EMBED_LEARNED)
-            return diag_set(err, "",
-                            "the embedding rows are given (%d wide): dim changes drawn "
-                            "embeddings only",
-                            attn_scene_d_in(s));
+            return attn_diag_set(err, "",
+                                 "the embedding rows are given (%d wide): dim changes drawn "
+                                 "embeddings only",
+                                 attn_scene_d_in(s));
         return 0;
     case EDIT_TOKENIZER: /* the sentence under the new tokenizer */
     case EDIT_TEXT: {
@@ -71,7 +73,7 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
             return -1;
         }
         if (n == 0)
-            return diag_set(err, "text", "the sentence needs at least one token");
+            return attn_diag_set(err, "text", "the sentence needs at least one token");
         return 0;
     }
     default:
@@ -83,7 +85,7 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
                           struct attn_edit_effects *fx, struct diag *err)
 {
     memset(fx, 0, sizeof(*fx));
-    diag_clear(err);
+    attn_diag_clear(err);
     struct attn_config *c = &s->attn;
     switch (e->kind) {
     case EDIT_NONE:
@@ -146,7 +148,7 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
            given one does not, and the scene says why it is invalid). */
         char *text = strdup(e->kind == EDIT_TEXT ? e->text : s->text);
         if (!text)
-            return diag_set(err, "text", "out of memory");
+            return attn_diag_set(err, "text", "out of memory");
         if (e->kind == EDIT_TOKENIZER)
             s->tokenizer = (enum attn_tokenizer)e->tokenizer;
         int rc = attn_scene_retext(s, text, err);

@@ -51,21 +51,21 @@ struct tokbuf {
 static int push(struct tokbuf *b, const char *s, size_t len, struct diag *err)
 {
     if (b->n >= SCENE_MAX_TOKENS)
-        return diag_set(err, "text", "more than %d tokens", SCENE_MAX_TOKENS);
+        return attn_diag_set(err, "text", "more than %d tokens", SCENE_MAX_TOKENS);
     if (len > SCENE_MAX_TOKEN_BYTES)
-        return diag_set(err, "text", "token %d is longer than %d bytes", b->n + 1,
-                        SCENE_MAX_TOKEN_BYTES);
+        return attn_diag_set(err, "text", "token %d is longer than %d bytes", b->n + 1,
+                             SCENE_MAX_TOKEN_BYTES);
     if (b->n == b->cap) {
         int cap = b->cap ? b->cap * 2 : 16;
         char **items = realloc(b->items, (size_t)cap * sizeof(*items));
         if (!items)
-            return diag_set(err, "text", "out of memory");
+            return attn_diag_set(err, "text", "out of memory");
         b->items = items;
         b->cap = cap;
     }
     char *t = malloc(len + 1);
     if (!t)
-        return diag_set(err, "text", "out of memory");
+        return attn_diag_set(err, "text", "out of memory");
     memcpy(t, s, len);
     t[len] = '\0';
     b->items[b->n++] = t;
@@ -79,9 +79,9 @@ int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, 
     /* Validate once so every branch below can step by code point safely. */
     for (const char *q = text; *q;) {
         uint32_t cp;
-        int l = utf8_decode(q, &cp);
+        int l = attn_utf8_decode(q, &cp);
         if (!l)
-            return diag_set(err, "text", "invalid UTF-8 at byte %d", (int)(q - text));
+            return attn_diag_set(err, "text", "invalid UTF-8 at byte %d", (int)(q - text));
         q += l;
     }
     while (*p) {
@@ -114,11 +114,11 @@ int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, 
         case TOKENIZER_GPT2: /* needs its vocabulary: attn_scene_set_text asks the backing */
         case TOKENIZER_HF:
             attn_tokens_free(b.items, b.n);
-            return diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
-                            t == TOKENIZER_HF ? "hf" : "gpt2");
+            return attn_diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
+                                 t == TOKENIZER_HF ? "hf" : "gpt2");
         case TOKENIZER_CHARS: {
             uint32_t cp;
-            p += utf8_decode(p, &cp); /* valid: checked above */
+            p += attn_utf8_decode(p, &cp); /* valid: checked above */
             rc = push(&b, start, (size_t)(p - start), err);
             break;
         }

@@ -55,7 +55,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
         free(a->scored);
         a->scores = NULL;
         a->scored = NULL;
-        return diag_set(err, "", "out of memory for the head scores");
+        return attn_diag_set(err, "", "out of memory for the head scores");
     }
     a->scored = done;
     memset(a->scored, 0, count);
@@ -78,7 +78,7 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->prompt_initial = calloc(1, APP_PROMPT_BYTES);
     bool oom = !a->undo || !a->redo || !a->prompt_initial || (path && !a->scene_path);
     int rc = oom || attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
-                 ? diag_set(err, "", "out of memory")
+                 ? attn_diag_set(err, "", "out of memory")
                  : recompute(a, &a->shown, err);
     if (rc) {
         app_free(a); /* the scene was taken over: nothing is left for the caller to free */
@@ -276,7 +276,7 @@ int app_toggle_baseline(struct app *a)
         return -1;
     }
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (attn_scene_copy(&a->base_scene, &a->shown) ||
         attn_scene_check_backing(&a->base_scene, &err) ||
         attn_net_compute(&a->base_net, &a->base_scene, &err) ||
@@ -360,7 +360,7 @@ static void revert_edit(struct app *a)
 static int settle(struct app *a)
 {
     struct diag_list problems;
-    diag_list_init(&problems);
+    attn_diag_list_init(&problems);
     a->error[0] = '\0';
     if (attn_scene_check(&a->scene, &problems) > 0) {
         if (problems.n > 1)
@@ -368,13 +368,13 @@ static int settle(struct app *a)
                      problems.n - 1);
         else
             snprintf(a->error, sizeof(a->error), "%s", problems.items[0].msg);
-        diag_list_free(&problems);
+        attn_diag_list_free(&problems);
         return -1;
     }
-    diag_list_free(&problems);
+    attn_diag_list_free(&problems);
     struct attn_scene copy;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     int rc = attn_scene_copy(&copy, &a->scene) ? -1 : recompute(a, &copy, &err);
     if (rc < 0 && progress_stopped(&a->net.progress) && a->stoppable) {
         /* q during a long compute: the edit is taken back, the result on screen is its own. */
@@ -758,11 +758,11 @@ int app_edit_knob(struct app *a, enum knob k, double value)
 static bool shape_ok(const struct attn_scene *t, char *why, size_t size)
 {
     struct diag_list problems;
-    diag_list_init(&problems);
+    attn_diag_list_init(&problems);
     int n = attn_scene_check(t, &problems);
     if (n > 0 && why)
         snprintf(why, size, "%s", problems.items[0].msg);
-    diag_list_free(&problems);
+    attn_diag_list_free(&problems);
     return n == 0;
 }
 
@@ -1224,14 +1224,14 @@ int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
 {
     /* A file that would not load is no use to anyone: fix or undo first. */
     if (a->error[0])
-        return diag_set(err, "", "the edited scene is invalid (%.300s); fix it or undo first",
-                        a->error);
+        return attn_diag_set(err, "", "the edited scene is invalid (%.300s); fix it or undo first",
+                             a->error);
     /* A lesson's scene is saved as it is on screen, a scene of its own: with its lesson the
      * file would open on step 1 with this step's edits already made, under captions that no
      * longer hold. The lesson's own file is where the lesson is. */
     struct attn_scene plain = a->scene; /* a shallow copy, only read */
     plain.lesson = NULL;
-    if (scenefile_save(path, &plain, false, overwrite, err))
+    if (attn_scenefile_save(path, &plain, false, overwrite, err))
         return -1;
     a->saved_depth = a->n_undo;
     struct attn_scene copy; /* the title now speaks of the scene as saved */

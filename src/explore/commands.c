@@ -64,7 +64,7 @@ static void note(struct app *a, const char *fmt, ...)
 static void do_export(struct app *a, const char *dir)
 {
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (app_export(a, dir, &err)) {
         app_refuse(a, "export failed: %.200s: %.300s", err.file[0] ? err.file : dir, err.msg);
         return;
@@ -76,7 +76,7 @@ static void do_export(struct app *a, const char *dir)
 static void do_save(struct app *a, const char *path, bool overwrite)
 {
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (app_save(a, path, overwrite, &err)) {
         app_refuse(a, "save failed: %.200s%s%.300s", err.file[0] ? err.file : "",
                    err.file[0] ? ": " : "", err.msg);
@@ -114,7 +114,7 @@ static int accept_knob(struct app *a, const char *typed)
         /* Seeds are 64-bit, beyond a double's exact range: parse them as integers. */
         uint64_t v;
         bool neg;
-        if (cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg || text[0] == '+')
+        if (attn_cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg || text[0] == '+')
             app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1, not '%.40s'", typed);
         else
             app_edit_seed(a, v);
@@ -122,7 +122,7 @@ static int accept_knob(struct app *a, const char *typed)
     }
     /* A decimal comma is accepted as typed on a German keyboard ("0,5"); never hex or inf. */
     double v;
-    if (strlen(typed) >= sizeof(text) - 1 || cnum_parse_double(text, true, &v) != CNUM_OK)
+    if (strlen(typed) >= sizeof(text) - 1 || attn_cnum_parse_double(text, true, &v) != CNUM_OK)
         app_refuse(a, "'%.40s' is not a number for %s", typed, knob_name(a->prompt_knob));
     else
         app_edit_knob(a, a->prompt_knob, v);
@@ -155,8 +155,8 @@ static int accept_offset(struct app *a, const char *typed)
     trim_copy(text, sizeof(text), typed);
     uint64_t v;
     bool neg;
-    if (strlen(typed) >= sizeof(text) - 1 || cnum_parse_u64(text, &v, &neg) != CNUM_OK || neg ||
-        v > 8 * SCENE_MAX_TOKENS) {
+    if (strlen(typed) >= sizeof(text) - 1 || attn_cnum_parse_u64(text, &v, &neg) != CNUM_OK ||
+        neg || v > 8 * SCENE_MAX_TOKENS) {
         app_refuse(a, "the first position must be a whole number from 0 to %d, not '%.40s'",
                    8 * SCENE_MAX_TOKENS, typed);
         return OUTCOME_VIEW_CHANGED;
@@ -352,7 +352,7 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
             break;
         if (is_dir(text)) {
             app_refuse(a, "%.300s is a folder; give a file name", text);
-        } else if (fsutil_exists(text)) {
+        } else if (attn_fsutil_exists(text)) {
             snprintf(a->pending_path, sizeof(a->pending_path), "%.1000s", text);
             char label[ASK_LABEL_MAX];
             snprintf(label, sizeof(label), "%.1100s exists: overwrite it? (y/n)", text);
@@ -413,7 +413,7 @@ static int text_prompt(struct app *a, struct ask *ask)
             strcat(text, s->tokens[i]);
         }
     }
-    if (utf8_length(text) >= APP_TEXT_MAX || need > APP_PROMPT_BYTES) {
+    if (attn_utf8_length(text) >= APP_TEXT_MAX || need > APP_PROMPT_BYTES) {
         app_refuse(a, "the sentence is too long to edit here; edit the scene file");
     } else {
         memcpy(a->prompt_initial, text, need);
@@ -527,14 +527,14 @@ static void do_render(struct app *a)
     save_dir(dir, sizeof(dir), a->scene_path);
     picture_file_name(name, sizeof(name), stem, &a->net, &v);
     snprintf(path, sizeof(path), "%s%s", dir, name);
-    for (int k = 2; fsutil_exists(path) && k < 1000; k++)
+    for (int k = 2; attn_fsutil_exists(path) && k < 1000; k++)
         snprintf(path, sizeof(path), "%s%.*s-%d.svg", dir, (int)strlen(name) - 4, name, k);
 
     /* The title the header shows, for the scene the result belongs to. */
     char title[1024], from[1100];
     app_title(title, sizeof(title), from, sizeof(from), a, &a->shown);
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (picture_write(path, false, &a->net, title, &v, &err)) {
         app_refuse(a, "picture failed: %.200s: %.300s", err.file[0] ? err.file : path, err.msg);
         return;
@@ -718,8 +718,8 @@ static int act_play_speed(struct app *a, enum action act, struct ask *ask)
 {
     int ms = act == ACTION_PLAY_FASTER ? a->play_ms / 2 : a->play_ms * 2;
     a->play_ms = ms < 100 ? 100 : ms > 4000 ? 4000 : ms;
-    cnum_format(a->message, sizeof(a->message), "auto-play: one stage every %.1f s",
-                a->play_ms / 1000.0);
+    attn_cnum_format(a->message, sizeof(a->message), "auto-play: one stage every %.1f s",
+                     a->play_ms / 1000.0);
     a->message_is_error = false;
     return OUTCOME_VIEW_CHANGED;
 }

@@ -24,7 +24,7 @@ static void put(struct buf *b, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    int n = cnum_vformat(b->p + b->len, b->size - b->len, fmt, ap);
+    int n = attn_cnum_vformat(b->p + b->len, b->size - b->len, fmt, ap);
     va_end(ap);
     if (n > 0)
         b->len = b->len + (size_t)n < b->size ? b->len + (size_t)n : b->size - 1;
@@ -765,19 +765,19 @@ void inspect_kv_cache(char *out, size_t size, const struct app *a)
     const struct attn_model *m = app_model(a);
     long mha = 2L * m->heads * m->head_dim;
     if (m->latent > 0)
-        cnum_format(out, size,
-                    "KV cache per token: %d floats, the latent (MLA); plain multi-head "
-                    "attention needs %ld",
-                    m->latent, mha);
+        attn_cnum_format(out, size,
+                         "KV cache per token: %d floats, the latent (MLA); plain multi-head "
+                         "attention needs %ld",
+                         m->latent, mha);
     else if (m->kv_heads < m->heads)
-        cnum_format(out, size,
-                    "KV cache per token: 2\u00d7%d KV head%s\u00d7%d = %ld floats (%s); "
-                    "plain multi-head attention needs %ld",
-                    m->kv_heads, m->kv_heads == 1 ? "" : "s", m->head_dim,
-                    2L * m->kv_heads * m->head_dim, m->kv_heads == 1 ? "MQA" : "GQA", mha);
+        attn_cnum_format(out, size,
+                         "KV cache per token: 2\u00d7%d KV head%s\u00d7%d = %ld floats (%s); "
+                         "plain multi-head attention needs %ld",
+                         m->kv_heads, m->kv_heads == 1 ? "" : "s", m->head_dim,
+                         2L * m->kv_heads * m->head_dim, m->kv_heads == 1 ? "MQA" : "GQA", mha);
     else
-        cnum_format(out, size, "KV cache per token: 2\u00d7%d heads\u00d7%d = %ld floats", m->heads,
-                    m->head_dim, mha);
+        attn_cnum_format(out, size, "KV cache per token: 2\u00d7%d heads\u00d7%d = %ld floats",
+                         m->heads, m->head_dim, mha);
 }
 
 void inspect_kv_sharing(char *out, size_t size, const struct app *a, int head)
@@ -785,15 +785,15 @@ void inspect_kv_sharing(char *out, size_t size, const struct app *a, int head)
     const struct attn_model *m = app_model(a);
     out[0] = '\0';
     if (m->latent > 0) {
-        cnum_format(out, size, "K, V from the %d-float latent", m->latent);
+        attn_cnum_format(out, size, "K, V from the %d-float latent", m->latent);
         return;
     }
     if (m->kv_heads >= m->heads)
         return;
     int group = m->heads / m->kv_heads, kv = head / group;
     if (m->kv_heads == 1)
-        cnum_format(out, size, "KV head 0 (all %d heads)", m->heads);
+        attn_cnum_format(out, size, "KV head 0 (all %d heads)", m->heads);
     else
-        cnum_format(out, size, "KV head %d (heads %d\u2013%d)", kv, kv * group,
-                    kv * group + group - 1);
+        attn_cnum_format(out, size, "KV head %d (heads %d\u2013%d)", kv, kv * group,
+                         kv * group + group - 1);
 }

@@ -45,7 +45,7 @@ int keyname_keys(const char *name, struct key *keys, int max)
         return 0;
     size_t len = strlen(name);
     uint32_t cp;
-    int n = utf8_decode(name, &cp);
+    int n = attn_utf8_decode(name, &cp);
     /* One printable character: ASCII, or any Unicode one past the C1 controls. */
     if (n > 0 && (size_t)n == len && ((cp > ' ' && cp < 127) || cp >= 0xA0)) {
         keys[0] = (struct key){false, cp};

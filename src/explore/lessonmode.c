@@ -254,7 +254,7 @@ static void as_written(char *out, size_t size, float v, int decimals)
     if (isinf(v) || isnan(v))
         snprintf(out, size, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
     else
-        cnum_format(out, size, "%.*f", decimals, (double)v);
+        attn_cnum_format(out, size, "%.*f", decimals, (double)v);
 }
 
 /* A problem of the step shown, at byte `at` of its caption (SIZE_MAX: at the step). */
@@ -275,8 +275,8 @@ static void step_problem(const struct app *a, const char *source, size_t len,
     va_end(ap);
     char path[64];
     snprintf(path, sizeof(path), "lesson[%d]", a->lesson.step);
-    diag_list_add(problems, a->scene_path ? a->scene_path : "", line, col, path, "step %d: %s",
-                  a->lesson.step + 1, msg);
+    attn_diag_list_add(problems, a->scene_path ? a->scene_path : "", line, col, path, "step %d: %s",
+                       a->lesson.step + 1, msg);
 }
 
 /* Mark m of the caption against the matrix the step shows. */

@@ -46,7 +46,7 @@ static char **token_labels(const struct attn_model *m)
         labels[i] = malloc(size);
         if (!labels[i])
             return labels; /* the caller frees what there is and reports */
-        utf8_visible_token(labels[i], size, m->tokens[i]);
+        attn_utf8_visible_token(labels[i], size, m->tokens[i]);
     }
     return labels;
 }
@@ -82,7 +82,7 @@ int picture_write(const char *path, bool overwrite, const struct attn_net *net, 
     for (int i = 0; labels_ok && i < m->n; i++)
         labels_ok = rows[i] != NULL;
     if (!tiles || !tile_labels || (mean && !mean_data) || !labels_ok) {
-        diag_file(err, path, "out of memory");
+        attn_diag_file(err, path, "out of memory");
         goto done;
     }
     if (mean) {

@@ -84,9 +84,10 @@ void roles_require_shipped(const char *path, struct diag_list *errs)
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        diag_list_add(errs, path, 0, 0, "",
-                      "missing: attnscope's data folder is not there (set ATTNSCOPE_DATA_DIR to "
-                      "the folder with configs/ and scenes/, or reinstall)");
+        attn_diag_list_add(
+            errs, path, 0, 0, "",
+            "missing: attnscope's data folder is not there (set ATTNSCOPE_DATA_DIR to "
+            "the folder with configs/ and scenes/, or reinstall)");
 }
 
 void roles_load_default(struct color_spec roles[ROLE_COUNT], int *scale, int *diverging,

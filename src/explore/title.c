@@ -112,7 +112,7 @@ static bool rewrite_dropout(char *t, double old, double now)
         char num[32];
         snprintf(num, sizeof(num), "%.*s", (int)(k - j), t + j);
         double v;
-        if (cnum_parse_double(num, false, &v) != CNUM_OK || v != old)
+        if (attn_cnum_parse_double(num, false, &v) != CNUM_OK || v != old)
             continue;
         named = true;
         if (splice(t, j, k - j, p))
@@ -188,12 +188,12 @@ static bool rewrite_sentence(char *t, const char *old, const char *now)
     if (!at)
         return false;
     char cut[4 * SENTENCE_CHARS + 8];
-    if (utf8_length(now) > SENTENCE_CHARS) {
+    if (attn_utf8_length(now) > SENTENCE_CHARS) {
         size_t o = 0;
         const char *p = now;
         for (int c = 0; c < SENTENCE_CHARS - 1 && *p; c++) {
             uint32_t cp;
-            int n = utf8_decode(p, &cp);
+            int n = attn_utf8_decode(p, &cp);
             n = n > 0 ? n : 1;
             memcpy(cut + o, p, (size_t)n);
             o += (size_t)n;

@@ -15,7 +15,7 @@
 
 int csv_format_float(char *out, size_t size, float x)
 {
-    return cnum_format_float(out, size, x);
+    return attn_cnum_format_float(out, size, x);
 }
 
 /* True when a field must be quoted: it holds a comma, a quote, a line break or any other

@@ -40,15 +40,16 @@ static int write_csv(FILE *f, void *ctx, struct diag *err)
 {
     const struct csv_job *job = ctx;
     if (csv_write_table(f, job->v, job->corner, job->rows, job->cols) != 0)
-        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+        return attn_diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
 
 static int write_npy(FILE *f, void *ctx, struct diag *err)
 {
     const struct attn_mat_view *v = ctx;
-    if (npy_write_f32_matrix(f, v->data, (size_t)v->rows, (size_t)v->cols, (size_t)v->stride) != 0)
-        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+    if (attn_npy_write_f32_matrix(f, v->data, (size_t)v->rows, (size_t)v->cols,
+                                  (size_t)v->stride) != 0)
+        return attn_diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
 
@@ -60,7 +61,7 @@ struct scene_job {
 static int write_scene(FILE *f, void *ctx, struct diag *err)
 {
     const struct scene_job *job = ctx;
-    return scenefile_write_side(f, job->s, true, job->side, err);
+    return attn_scenefile_write_side(f, job->s, true, job->side, err);
 }
 
 /* Names path in err unless the failing call already named a file (fsutil names the folder or
@@ -84,8 +85,8 @@ static int join_path(char *out, const char *dir, const char *a, const char *b, s
     int len = b ? snprintf(out, EXPORT_PATH_MAX, "%s/%s/%s", dir, a, b)
                 : snprintf(out, EXPORT_PATH_MAX, "%s/%s", dir, a);
     if (len < 0 || len >= EXPORT_PATH_MAX) {
-        diag_clear(err);
-        diag_set(err, NULL, "path too long");
+        attn_diag_clear(err);
+        attn_diag_set(err, NULL, "path too long");
         return fail_at(err, dir);
     }
     return 0;
@@ -102,8 +103,8 @@ static int put_matrix(const char *dir, const char *sub, const char *stem, struct
     if (join_path(path, dir, sub ? sub : name, sub ? name : NULL, err) != 0)
         return -1;
     struct csv_job job = {v, corner, rows, cols};
-    int rc = fmt == EXPORT_NPY ? fsutil_write_new(path, write_npy, &v, err)
-                               : fsutil_write_new(path, write_csv, &job, err);
+    int rc = fmt == EXPORT_NPY ? attn_fsutil_write_new(path, write_npy, &v, err)
+                               : attn_fsutil_write_new(path, write_csv, &job, err);
     if (rc != 0)
         return fail_at(err, path);
     return 0;
@@ -114,7 +115,7 @@ static int make_dir(const char *dir, const char *sub, struct diag *err)
     char path[EXPORT_PATH_MAX];
     if (join_path(path, dir, sub, NULL, err) != 0)
         return -1;
-    if (fsutil_mkdir_p(path, err) != 0)
+    if (attn_fsutil_mkdir_p(path, err) != 0)
         return fail_at(err, path);
     return 0;
 }
@@ -268,8 +269,8 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
     rc = 0;
     goto out;
 oom:
-    diag_clear(err);
-    diag_set(err, NULL, "out of memory");
+    attn_diag_clear(err);
+    attn_diag_set(err, NULL, "out of memory");
     fail_at(err, dir);
 out:
     free(mask);
@@ -304,7 +305,7 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
     size_t cap = (size_t)m->n * (size_t)m->n;
     float *buf = malloc((cap ? cap : 1) * sizeof(float));
     if (!buf) {
-        diag_set(err, NULL, "out of memory");
+        attn_diag_set(err, NULL, "out of memory");
         return fail_at(err, dir);
     }
     for (int h = 0; h < m->heads; h++) {
@@ -323,8 +324,8 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
         }
         progress_report(pr->sink, ++pr->done, pr->total);
         if (progress_stopped(pr->sink)) { /* Ctrl-C: the temporary folder is removed */
-            diag_clear(err);
-            diag_set(err, NULL, "interrupted; the folder is as it was");
+            attn_diag_clear(err);
+            attn_diag_set(err, NULL, "interrupted; the folder is as it was");
             fail_at(err, dir);
             goto fail;
         }
@@ -365,7 +366,7 @@ static int write_tokens(FILE *f, void *ctx, struct diag *err)
 {
     const struct attn_model *m = ((const struct tokens_job *)ctx)->m;
     if (csv_write_tokens(f, m->tokens, m->ids, m->n) != 0)
-        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+        return attn_diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
 
@@ -380,7 +381,7 @@ static int export_rollout(const char *dir, const struct attn_net *net, enum expo
     if (!r || !prev) {
         free(r);
         free(prev);
-        diag_set(err, NULL, "out of memory");
+        attn_diag_set(err, NULL, "out of memory");
         return fail_at(err, dir);
     }
     int rc = 0;
@@ -419,7 +420,7 @@ static int write_table(FILE *f, void *ctx, struct diag *err)
              : job->kind == 1 ? csv_write_loss(f, job->p, job->s)
                               : csv_write_lens(f, job->p, job->n, job->s);
     if (rc != 0)
-        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+        return attn_diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
 
@@ -431,7 +432,7 @@ static int export_predictions(const char *dir, const struct attn_scene *s,
     int layers = net->layers, n = net->model[0].n;
     struct attn_predictions *p = calloc((size_t)layers, sizeof(*p));
     if (!p) {
-        diag_set(err, NULL, "out of memory");
+        attn_diag_set(err, NULL, "out of memory");
         return fail_at(err, dir);
     }
     int rc = 0;
@@ -443,7 +444,7 @@ static int export_predictions(const char *dir, const struct attn_scene *s,
         struct table_job job = {kind, kind == 2 ? p : &p[layers - 1], layers, s};
         if (join_path(path, dir, names[kind], NULL, err) != 0)
             rc = -1;
-        else if (fsutil_write_new(path, write_table, &job, err) != 0)
+        else if (attn_fsutil_write_new(path, write_table, &job, err) != 0)
             rc = fail_at(err, path);
     }
     for (int L = 0; L < layers; L++)
@@ -464,7 +465,7 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     /* scene.yaml first: with it the rest can always be regenerated. */
     struct attn_scene resolved;
     if (attn_scene_from_layers(&resolved, s, net->model, net->layers) != 0) {
-        diag_set(err, NULL, "out of memory while resolving the scene");
+        attn_diag_set(err, NULL, "out of memory while resolving the scene");
         return fail_at(err, dir);
     }
     /* The export's own folder, resolved: the checkpoint and tokenizer it names are written
@@ -476,9 +477,9 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     int rc = join_path(path, dir, "scene.yaml", NULL, err);
     if (rc == 0)
         rc = join_path(side_dir, dir, "scene.data", NULL, err);
-    if (rc == 0 && fsutil_write_new(path, write_scene, &job, err) != 0)
+    if (rc == 0 && attn_fsutil_write_new(path, write_scene, &job, err) != 0)
         rc = fail_at(err, path);
-    scenefile_sidecar_free(&side);
+    attn_scenefile_sidecar_free(&side);
     free(yaml_dir);
     attn_scene_free(&resolved);
     if (rc != 0)
@@ -488,7 +489,7 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     struct tokens_job tj = {first};
     if (join_path(path, dir, "tokens.csv", NULL, err) != 0)
         return -1;
-    if (fsutil_write_new(path, write_tokens, &tj, err) != 0)
+    if (attn_fsutil_write_new(path, write_tokens, &tj, err) != 0)
         return fail_at(err, path);
     if (net->layers == 1) {
         if (export_layer(dir, s, first, &net->run[0], fmt, &pr, err) != 0)
@@ -566,12 +567,12 @@ static int tree_walk(struct tree_list *t, const char *root, const char *rel, str
     int len = rel[0] ? snprintf(dir, sizeof(dir), "%s/%s", root, rel)
                      : snprintf(dir, sizeof(dir), "%s", root);
     if (len < 0 || len >= (int)sizeof(dir)) {
-        diag_set(err, NULL, "path too long");
+        attn_diag_set(err, NULL, "path too long");
         return fail_at(err, root);
     }
     DIR *d = opendir(dir);
     if (!d) {
-        diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
+        attn_diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
         return fail_at(err, dir);
     }
     int rc = 0;
@@ -584,19 +585,19 @@ static int tree_walk(struct tree_list *t, const char *root, const char *rel, str
                         : snprintf(sub, sizeof(sub), "%s", e->d_name);
         int fl = snprintf(full, sizeof(full), "%s/%s", dir, e->d_name);
         if (sl < 0 || sl >= (int)sizeof(sub) || fl < 0 || fl >= (int)sizeof(full)) {
-            diag_set(err, NULL, "path too long");
+            attn_diag_set(err, NULL, "path too long");
             rc = fail_at(err, dir);
             break;
         }
         struct stat st;
         if (lstat(full, &st) != 0) {
-            diag_set(err, NULL, "cannot read: %s", strerror(errno));
+            attn_diag_set(err, NULL, "cannot read: %s", strerror(errno));
             rc = fail_at(err, full);
             break;
         }
         char type = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'o';
         if (tree_list_add(t, type, sub, strlen(sub)) != 0) {
-            diag_set(err, NULL, "out of memory");
+            attn_diag_set(err, NULL, "out of memory");
             rc = fail_at(err, dir);
         } else if (type == 'd') {
             rc = tree_walk(t, root, sub, err);
@@ -651,7 +652,7 @@ static int write_marker(FILE *f, void *ctx, struct diag *err)
     for (int i = 0; i < t->n; i++)
         fprintf(f, "%c %s\n", t->types[i], t->paths[i]);
     if (ferror(f))
-        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+        return attn_diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
 
@@ -665,14 +666,14 @@ static int export_mark(const char *dir, struct diag *err)
     if (rc == 0 && tree_sort(&t) != 0)
         rc = -1;
     if (rc != 0 && !err->msg[0]) {
-        diag_set(err, NULL, "out of memory");
+        attn_diag_set(err, NULL, "out of memory");
         fail_at(err, dir);
     }
     char path[EXPORT_PATH_MAX];
     if (rc == 0 && join_path(path, dir, EXPORT_MARKER, NULL, err) != 0)
         rc = -1;
     struct marker_job job = {&t};
-    if (rc == 0 && fsutil_write_new(path, write_marker, &job, err) != 0)
+    if (rc == 0 && attn_fsutil_write_new(path, write_marker, &job, err) != 0)
         rc = fail_at(err, path);
     tree_list_free(&t);
     return rc;
@@ -683,7 +684,7 @@ static int read_marker(struct tree_list *out, const char *path, struct diag *err
 {
     char *text;
     size_t len;
-    if (fsutil_read_file(&text, &len, path, EXPORT_MARKER_MAX, err) != 0)
+    if (attn_fsutil_read_file(&text, &len, path, EXPORT_MARKER_MAX, err) != 0)
         return -1;
     int rc = 0;
     const char *p = text, *end = text + len;
@@ -707,7 +708,7 @@ static int read_marker(struct tree_list *out, const char *path, struct diag *err
     if (rc == 0)
         rc = tree_sort(out);
     if (rc != 0)
-        diag_file(err, path, "is not a marker an attnscope export wrote");
+        attn_diag_file(err, path, "is not a marker an attnscope export wrote");
     return rc;
 }
 
@@ -734,7 +735,7 @@ static const char *type_name(char type)
 
 int export_check_target(const char *dir, bool *replaces, struct diag *err)
 {
-    diag_clear(err);
+    attn_diag_clear(err);
     if (replaces)
         *replaces = false;
     /* "out/" is "out": without this, lstat would follow a symbolic link named with a slash. */
@@ -743,7 +744,7 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
     while (n > 1 && dir[n - 1] == '/')
         n--;
     if (n >= sizeof(name)) {
-        diag_set(err, NULL, "the folder name is too long");
+        attn_diag_set(err, NULL, "the folder name is too long");
         return fail_at(err, dir);
     }
     memcpy(name, dir, n);
@@ -755,23 +756,24 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
         char to[1024];
         ssize_t k = readlink(name, to, sizeof(to) - 1);
         to[k > 0 ? k : 0] = '\0';
-        diag_set(err, NULL,
-                 "is a symbolic link%s%.300s%s; export replaces a folder, never a link: name the "
-                 "folder it points to",
-                 k > 0 ? " (to " : "", to, k > 0 ? ")" : "");
+        attn_diag_set(
+            err, NULL,
+            "is a symbolic link%s%.300s%s; export replaces a folder, never a link: name the "
+            "folder it points to",
+            k > 0 ? " (to " : "", to, k > 0 ? ")" : "");
         return fail_at(err, name);
     }
     if (!S_ISDIR(st.st_mode)) {
-        diag_set(err, NULL,
-                 S_ISREG(st.st_mode) ? "is a file; export writes a folder"
-                                     : "is not a folder (a FIFO, a device...); export "
-                                       "writes a folder");
+        attn_diag_set(err, NULL,
+                      S_ISREG(st.st_mode) ? "is a file; export writes a folder"
+                                          : "is not a folder (a FIFO, a device...); export "
+                                            "writes a folder");
         return fail_at(err, name);
     }
     struct tree_list found = {0}, marker = {0};
     int rc = tree_walk(&found, name, "", err);
     if (rc == 0 && tree_sort(&found) != 0) {
-        diag_set(err, NULL, "out of memory");
+        attn_diag_set(err, NULL, "out of memory");
         rc = fail_at(err, name);
     }
     if (rc != 0 || found.n == 0) /* unreadable, or empty */
@@ -779,17 +781,18 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
     char mpath[EXPORT_PATH_MAX];
     int idx = marker_find(&found, EXPORT_MARKER);
     struct diag merr;
-    diag_clear(&merr);
+    attn_diag_clear(&merr);
     if (idx < 0 || found.types[idx] != 'f' ||
         join_path(mpath, name, EXPORT_MARKER, NULL, &merr) != 0 ||
         read_marker(&marker, mpath, &merr) != 0) {
-        diag_clear(err);
-        diag_set(err, NULL,
-                 "is not an attnscope export: it holds %.200s%s%s but %s; export never replaces "
-                 "such a folder: name a new or empty folder (an export made before exports "
-                 "carried the marker has none: remove it yourself)",
-                 found.paths[0], found.types[0] == 'd' ? "/" : "", found.n > 1 ? " and more" : "",
-                 idx < 0 ? "no " EXPORT_MARKER " marker" : "an " EXPORT_MARKER " it did not write");
+        attn_diag_clear(err);
+        attn_diag_set(
+            err, NULL,
+            "is not an attnscope export: it holds %.200s%s%s but %s; export never replaces "
+            "such a folder: name a new or empty folder (an export made before exports "
+            "carried the marker has none: remove it yourself)",
+            found.paths[0], found.types[0] == 'd' ? "/" : "", found.n > 1 ? " and more" : "",
+            idx < 0 ? "no " EXPORT_MARKER " marker" : "an " EXPORT_MARKER " it did not write");
         rc = fail_at(err, name);
         goto out;
     }
@@ -797,19 +800,20 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
         int m = marker_find(&marker, found.paths[i]);
         if (m >= 0 && marker.types[m] == found.types[i])
             continue;
-        diag_clear(err);
+        attn_diag_clear(err);
         if (m < 0)
-            diag_set(
+            attn_diag_set(
                 err, NULL,
                 "holds %.200s%s, which the attnscope export there did not write (its " EXPORT_MARKER
                 " lists what it did): export never replaces it; move that "
                 "out, or name a new or empty folder",
                 found.paths[i], found.types[i] == 'd' ? "/" : "");
         else
-            diag_set(err, NULL,
-                     "holds %.200s as a %s where the attnscope export there wrote a %s: export "
-                     "never replaces it; move that out, or name a new or empty folder",
-                     found.paths[i], type_name(found.types[i]), type_name(marker.types[m]));
+            attn_diag_set(
+                err, NULL,
+                "holds %.200s as a %s where the attnscope export there wrote a %s: export "
+                "never replaces it; move that out, or name a new or empty folder",
+                found.paths[i], type_name(found.types[i]), type_name(marker.types[m]));
         rc = fail_at(err, name);
         goto out;
     }
@@ -853,19 +857,19 @@ int export_dir_top(const char *dir, const struct attn_scene *s, const struct att
     if (export_check_target(dir, NULL, err) != 0)
         return -1;
     struct fsutil_dirswap tx;
-    if (fsutil_dirswap_begin(&tx, dir, err) != 0)
+    if (attn_fsutil_dirswap_begin(&tx, dir, err) != 0)
         return -1;
     if (export_files(tx.tmp, s, net, fmt, top_k, progress, err) != 0 ||
         export_mark(tx.tmp, err) != 0) {
         name_target(err, &tx);
-        fsutil_dirswap_abort(&tx);
+        attn_fsutil_dirswap_abort(&tx);
         return -1;
     }
     /* Once more right before the swap: a file the user put there while this export was being
        written is theirs, and the folder is no longer an export's. */
     if (export_check_target(dir, NULL, err) != 0) {
-        fsutil_dirswap_abort(&tx);
+        attn_fsutil_dirswap_abort(&tx);
         return -1;
     }
-    return fsutil_dirswap_commit(&tx, err);
+    return attn_fsutil_dirswap_commit(&tx, err);
 }

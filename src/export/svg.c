@@ -82,13 +82,13 @@ static void clean_text(char *out, size_t size, const char *s, int max_chars)
     int chars = 0;
     while (*s && o + 8 < size) {
         uint32_t cp;
-        int n = utf8_decode(s, &cp);
+        int n = attn_utf8_decode(s, &cp);
         if (chars == max_chars) {
-            o += (size_t)utf8_encode(0x2026, out + o);
+            o += (size_t)attn_utf8_encode(0x2026, out + o);
             break;
         }
         if (n == 0 || cp < 0x20 || cp == 0x7F || (cp >= 0xFFFE && cp <= 0xFFFF)) {
-            o += (size_t)utf8_encode(0xFFFD, out + o);
+            o += (size_t)attn_utf8_encode(0xFFFD, out + o);
             s += n ? n : 1;
         } else {
             memcpy(out + o, s, (size_t)n);
@@ -106,7 +106,7 @@ static double text_px(const char *s, int px)
     double em = 0;
     while (*s) {
         uint32_t cp;
-        int n = utf8_decode(s, &cp);
+        int n = attn_utf8_decode(s, &cp);
         em += char_em(n ? cp : '?');
         s += n ? n : 1;
     }
@@ -142,7 +142,7 @@ static void put_text(FILE *f, double x, double y, const char *attrs, const char 
 {
     char clean[1024];
     clean_text(clean, sizeof(clean), text, max_chars);
-    cnum_fprintf(f, "<text x=\"%.1f\" y=\"%.1f\"%s%s>", x, y, attrs[0] ? " " : "", attrs);
+    attn_cnum_fprintf(f, "<text x=\"%.1f\" y=\"%.1f\"%s%s>", x, y, attrs[0] ? " " : "", attrs);
     put_escaped(f, clean);
     fputs("</text>\n", f);
 }
@@ -156,9 +156,9 @@ static void format_value(char *out, size_t size, float x, int decimals, bool exp
     else if (isinf(x))
         snprintf(out, size, x < 0 ? "\u2212\u221e" : "\u221e");
     else if (exponent && x != 0 && fabsf(x) < 0.5f * powf(10.0f, (float)-decimals))
-        cnum_format(out, size, "%.1e", (double)x);
+        attn_cnum_format(out, size, "%.1e", (double)x);
     else
-        cnum_format(out, size, "%.*f", decimals, (double)x);
+        attn_cnum_format(out, size, "%.*f", decimals, (double)x);
 }
 
 static void col_label(char *out, size_t size, const struct svg_picture *p, int j)
@@ -336,7 +336,7 @@ static enum cell_kind block_at(const struct layout *l, const struct svg_tile *t,
 
 static void put_rgb(FILE *f, struct palette_rgb c)
 {
-    cnum_fprintf(f, "#%02x%02x%02x", c.r, c.g, c.b);
+    attn_cnum_fprintf(f, "#%02x%02x%02x", c.r, c.g, c.b);
 }
 
 /* Returns 0, or -1 out of memory. */
@@ -355,13 +355,13 @@ static int write_tile(FILE *f, const struct svg_picture *p, const struct layout 
             palette_row_range(&row_range[2 * i], &row_range[2 * i + 1],
                               tile->v.data + (size_t)i * tile->v.stride, l->cols);
     }
-    cnum_fprintf(f, "<g class=\"tile\" id=\"tile-%d\">\n<g class=\"cells\">\n", t);
+    attn_cnum_fprintf(f, "<g class=\"tile\" id=\"tile-%d\">\n<g class=\"cells\">\n", t);
     for (int bi = 0; bi < l->grows; bi++)
         for (int bj = 0; bj < l->gcols; bj++) {
             double pos;
             enum cell_kind k = block_at(l, tile, row_range, bi, bj, &pos);
-            cnum_fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"",
-                         tx + bj * l->cell, ty + bi * l->cell, l->cell, l->cell);
+            attn_cnum_fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"",
+                              tx + bj * l->cell, ty + bi * l->cell, l->cell, l->cell);
             if (k == CELL_MASKED)
                 fputs("url(#masked)", f);
             else if (k == CELL_DROPPED)
@@ -371,16 +371,16 @@ static int write_tile(FILE *f, const struct svg_picture *p, const struct layout 
             fputs("\"/>\n", f);
         }
     fputs("</g>\n", f);
-    cnum_fprintf(f,
-                 "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                 "fill=\"none\" stroke=\"" INK "\" stroke-width=\"0.5\"/>\n",
-                 tx, ty, l->tile_w, l->tile_h);
+    attn_cnum_fprintf(f,
+                      "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                      "fill=\"none\" stroke=\"" INK "\" stroke-width=\"0.5\"/>\n",
+                      tx, ty, l->tile_w, l->tile_h);
 
     if (l->values) {
-        cnum_fprintf(f,
-                     "<g class=\"values\" font-size=\"%d\" text-anchor=\"middle\" "
-                     "dominant-baseline=\"central\">\n",
-                     l->value_px);
+        attn_cnum_fprintf(f,
+                          "<g class=\"values\" font-size=\"%d\" text-anchor=\"middle\" "
+                          "dominant-baseline=\"central\">\n",
+                          l->value_px);
         struct attn_mat_view v = tile->v;
         for (int i = 0; i < l->rows; i++)
             for (int j = 0; j < l->cols; j++) {
@@ -420,17 +420,17 @@ static int write_tile(FILE *f, const struct svg_picture *p, const struct layout 
 static void write_ticks(FILE *f, const struct svg_picture *p, const struct layout *l)
 {
     double per = (double)l->cell / l->block; /* px a position */
-    cnum_fprintf(f,
-                 "<g class=\"ticks\" font-size=\"%d\" fill=\"" INK "\" stroke=\"" INK "\" "
-                 "stroke-width=\"0.75\">\n",
-                 TICK_PX);
+    attn_cnum_fprintf(f,
+                      "<g class=\"ticks\" font-size=\"%d\" fill=\"" INK "\" stroke=\"" INK "\" "
+                      "stroke-width=\"0.75\">\n",
+                      TICK_PX);
     char num[32];
     for (int tr = 0; tr < l->tile_rows; tr++) {
         int ty = l->map_y + tr * (l->tile_h + l->tile_label_h + TILE_GAP);
         for (int i = 0; i < l->rows; i += l->tick) {
             double y = ty + i * per;
-            cnum_fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", l->map_x - 4,
-                         y, l->map_x, y);
+            attn_cnum_fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n",
+                              l->map_x - 4, y, l->map_x, y);
             snprintf(num, sizeof(num), "%d", i);
             put_text(f, l->map_x - 6, y,
                      "class=\"row-tick\" stroke=\"none\" text-anchor=\"end\" "
@@ -443,8 +443,8 @@ static void write_ticks(FILE *f, const struct svg_picture *p, const struct layou
         int tx = l->map_x + tc * (l->tile_w + TILE_GAP);
         for (int j = 0; j < l->cols; j += l->tick) {
             double x = tx + j * per;
-            cnum_fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x,
-                         l->map_y - 4, x, l->map_y);
+            attn_cnum_fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x,
+                              l->map_y - 4, x, l->map_y);
             snprintf(num, sizeof(num), "%d", j);
             put_text(f, x, l->map_y - 7,
                      "class=\"col-tick\" stroke=\"none\" text-anchor=\"middle\"", num, 12);
@@ -459,10 +459,10 @@ static void write_labels(FILE *f, const struct svg_picture *p, const struct layo
     /* The axes' names, even when the labels themselves are left out. */
     int grid_h = l->tile_rows * l->tile_h + (l->tile_rows - 1) * (l->tile_label_h + TILE_GAP);
     char attrs[160];
-    cnum_format(attrs, sizeof(attrs),
-                "class=\"axis\" font-size=\"12\" fill=\"" MUTED "\" text-anchor=\"middle\" "
-                "transform=\"rotate(-90 %d %.1f)\"",
-                MARGIN + 10, l->map_y + grid_h / 2.0);
+    attn_cnum_format(attrs, sizeof(attrs),
+                     "class=\"axis\" font-size=\"12\" fill=\"" MUTED "\" text-anchor=\"middle\" "
+                     "transform=\"rotate(-90 %d %.1f)\"",
+                     MARGIN + 10, l->map_y + grid_h / 2.0);
     put_text(f, MARGIN + 10, l->map_y + grid_h / 2.0, attrs, p->row_axis ? p->row_axis : "", 40);
     put_text(f, l->map_x, l->map_y - l->col_label_h + 14,
              "class=\"axis\" font-size=\"12\" fill=\"" MUTED "\"", p->col_axis ? p->col_axis : "",
@@ -473,17 +473,18 @@ static void write_labels(FILE *f, const struct svg_picture *p, const struct layo
     }
     if (!l->labels)
         return;
-    cnum_fprintf(f,
-                 "<g class=\"row-labels\" font-size=\"%d\" fill=\"" INK "\" "
-                 "text-anchor=\"end\" dominant-baseline=\"central\">\n",
-                 l->label_px);
+    attn_cnum_fprintf(f,
+                      "<g class=\"row-labels\" font-size=\"%d\" fill=\"" INK "\" "
+                      "text-anchor=\"end\" dominant-baseline=\"central\">\n",
+                      l->label_px);
     for (int tr = 0; tr < l->tile_rows; tr++) {
         int ty = l->map_y + tr * (l->tile_h + l->tile_label_h + TILE_GAP);
         for (int i = 0; i < l->rows; i++)
             put_text(f, l->map_x - 6, ty + (i + 0.5) * l->cell, "", p->row_labels[i], LABEL_CHARS);
     }
     fputs("</g>\n", f);
-    cnum_fprintf(f, "<g class=\"col-labels\" font-size=\"%d\" fill=\"" INK "\">\n", l->label_px);
+    attn_cnum_fprintf(f, "<g class=\"col-labels\" font-size=\"%d\" fill=\"" INK "\">\n",
+                      l->label_px);
     int across = l->per_row < p->n_tiles ? l->per_row : p->n_tiles;
     for (int tc = 0; tc < across; tc++) {
         int tx = l->map_x + tc * (l->tile_w + TILE_GAP);
@@ -491,7 +492,7 @@ static void write_labels(FILE *f, const struct svg_picture *p, const struct layo
             char raw[1024];
             col_label(raw, sizeof(raw), p, j);
             double x = tx + (j + 0.5) * l->cell + l->label_px * 0.35, y = l->map_y - 6;
-            cnum_format(attrs, sizeof(attrs), "transform=\"rotate(-45 %.1f %.1f)\"", x, y);
+            attn_cnum_format(attrs, sizeof(attrs), "transform=\"rotate(-45 %.1f %.1f)\"", x, y);
             put_text(f, x, y, attrs, raw, LABEL_CHARS);
         }
     }
@@ -519,8 +520,8 @@ static void write_legend(FILE *f, const struct svg_picture *p, const struct layo
     int bar_y = y + 40, piece = BAR_H / BAR_PIECES;
     fputs("<g class=\"bar\">\n", f);
     for (int s = BAR_PIECES - 1; s >= 0; s--) {
-        cnum_fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", x,
-                     bar_y + (BAR_PIECES - 1 - s) * piece, BAR_W, piece);
+        attn_cnum_fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", x,
+                          bar_y + (BAR_PIECES - 1 - s) * piece, BAR_W, piece);
         put_rgb(f, palette_rgb_at(l->scale_id, m->diverging, (double)s / (BAR_PIECES - 1)));
         fputs("\"/>\n", f);
     }
@@ -558,10 +559,11 @@ static void write_legend(FILE *f, const struct svg_picture *p, const struct layo
     put_text(f, x, ly, "class=\"range\"", line, 80);
     ly += 10;
     if (l->has_inf || l->has_nan) {
-        cnum_fprintf(f,
-                     "<rect class=\"swatch-masked\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
-                     "fill=\"url(#masked)\" stroke=\"" MUTED "\" stroke-width=\"0.5\"/>\n",
-                     x, ly);
+        attn_cnum_fprintf(
+            f,
+            "<rect class=\"swatch-masked\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
+            "fill=\"url(#masked)\" stroke=\"" MUTED "\" stroke-width=\"0.5\"/>\n",
+            x, ly);
         put_text(f, x + 20, ly + 11, "",
                  l->has_inf && l->has_nan ? "masked (\u2212\u221e) or nan"
                  : l->has_inf             ? "masked (\u2212\u221e)"
@@ -570,10 +572,11 @@ static void write_legend(FILE *f, const struct svg_picture *p, const struct layo
         ly += 20;
     }
     if (l->has_dropped) {
-        cnum_fprintf(f,
-                     "<rect class=\"swatch-dropped\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
-                     "fill=\"" DROP_FILL "\" stroke=\"" MUTED "\" stroke-width=\"0.5\"/>\n",
-                     x, ly);
+        attn_cnum_fprintf(
+            f,
+            "<rect class=\"swatch-dropped\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
+            "fill=\"" DROP_FILL "\" stroke=\"" MUTED "\" stroke-width=\"0.5\"/>\n",
+            x, ly);
         put_text(f, x + 20, ly + 11, "", "dropped by dropout", 80);
         ly += 20;
     }
@@ -607,12 +610,12 @@ int svg_write(FILE *f, const struct svg_picture *p)
 {
     struct layout l;
     plan(p, &l);
-    cnum_fprintf(f,
-                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                 "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
-                 "height=\"%d\" viewBox=\"0 0 %d %d\" "
-                 "font-family=\"DejaVu Sans, Verdana, Arial, sans-serif\">\n",
-                 l.width, l.height, l.width, l.height);
+    attn_cnum_fprintf(f,
+                      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+                      "height=\"%d\" viewBox=\"0 0 %d %d\" "
+                      "font-family=\"DejaVu Sans, Verdana, Arial, sans-serif\">\n",
+                      l.width, l.height, l.width, l.height);
     fputs("<title>", f);
     char clean[1024];
     clean_text(clean, sizeof(clean), p->title ? p->title : "", 200);
@@ -644,13 +647,13 @@ static int write_cb(FILE *f, void *ctx, struct diag *err)
 {
     int rc = svg_write(f, ctx);
     if (rc == SVG_NO_MEMORY)
-        return diag_set(err, NULL, "out of memory");
+        return attn_diag_set(err, NULL, "out of memory");
     if (rc != 0)
-        return diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
+        return attn_diag_set(err, NULL, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
 }
 
 int svg_write_file(const char *path, bool overwrite, const struct svg_picture *p, struct diag *err)
 {
-    return fsutil_write_atomic(path, overwrite, write_cb, (void *)p, err);
+    return attn_fsutil_write_atomic(path, overwrite, write_cb, (void *)p, err);
 }

@@ -92,11 +92,11 @@ static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bo
             char buf[64];
             int len;
             if (f->sci_mode)
-                len = cnum_format(buf, sizeof(buf), "%.*e", TP_PRECISION, (double)x);
+                len = attn_cnum_format(buf, sizeof(buf), "%.*e", TP_PRECISION, (double)x);
             else if (f->int_mode)
-                len = cnum_format(buf, sizeof(buf), "%.0f", (double)x) + 1; /* the '.' */
+                len = attn_cnum_format(buf, sizeof(buf), "%.0f", (double)x) + 1; /* the '.' */
             else
-                len = cnum_format(buf, sizeof(buf), "%.*f", TP_PRECISION, (double)x);
+                len = attn_cnum_format(buf, sizeof(buf), "%.*f", TP_PRECISION, (double)x);
             if (len > f->max_width)
                 f->max_width = len;
         }
@@ -111,11 +111,11 @@ static void tp_format(char *out, size_t size, const struct tp_formatter *f, floa
     if (isnan(d))
         snprintf(buf, sizeof(buf), "nan"); /* Python never prints "-nan" */
     else if (f->sci_mode)
-        cnum_format(buf, sizeof(buf), "%.*e", TP_PRECISION, d);
+        attn_cnum_format(buf, sizeof(buf), "%.*e", TP_PRECISION, d);
     else if (f->int_mode)
-        cnum_format(buf, sizeof(buf), isinf(d) ? "%.0f" : "%.0f.", d);
+        attn_cnum_format(buf, sizeof(buf), isinf(d) ? "%.0f" : "%.0f.", d);
     else
-        cnum_format(buf, sizeof(buf), "%.*f", TP_PRECISION, d);
+        attn_cnum_format(buf, sizeof(buf), "%.*f", TP_PRECISION, d);
     int pad = f->max_width - (int)strlen(buf);
     snprintf(out, size, "%*s%s", pad > 0 ? pad : 0, "", buf);
 }

@@ -105,7 +105,7 @@ static void spell(char *out, size_t size, const char *bytes, size_t len)
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         char c[4];
-        int n = utf8_encode(byte_char((unsigned char)bytes[i]), c);
+        int n = attn_utf8_encode(byte_char((unsigned char)bytes[i]), c);
         if (o + (size_t)n + 4 >= size) { /* room for "..." */
             snprintf(out + o, size - o, "...");
             return;
@@ -120,7 +120,7 @@ static void spell(char *out, size_t size, const char *bytes, size_t len)
  * token cannot break the message's line or drive the terminal. */
 static void show(char *out, size_t size, const char *s, size_t len)
 {
-    utf8_escape(out, size, s, len < 120 ? len : 120, 0);
+    attn_utf8_escape(out, size, s, len < 120 ? len : 120, 0);
 }
 
 /* Decodes vocab.json's spelling of a token (len bytes of UTF-8) into bytes (at most len of
@@ -132,7 +132,7 @@ static int unspell(char *out, const char *s, size_t len, size_t *bad_at, uint32_
     int n = 0;
     while (i < len) {
         uint32_t cp = 0xFFFFFFFF;
-        int k = utf8_decode(s + i, &cp);
+        int k = attn_utf8_decode(s + i, &cp);
         int byte = k > 0 && i + (size_t)k <= len ? char_byte(cp) : -1;
         if (byte < 0) {
             *bad_at = i;
@@ -159,7 +159,7 @@ static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        fatal_abort("out of memory (%zu bytes for the tokenizer)", n);
+        attn_fatal_abort("out of memory (%zu bytes for the tokenizer)", n);
     return p;
 }
 
@@ -167,7 +167,7 @@ static void *xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
     if (!p)
-        fatal_abort("out of memory (%zu bytes for the tokenizer)", n);
+        attn_fatal_abort("out of memory (%zu bytes for the tokenizer)", n);
     return p;
 }
 
@@ -251,13 +251,13 @@ static int file_error(struct diag *err, const char *file, int line, int col, con
     __attribute__((format(printf, 5, 6)));
 static int file_error(struct diag *err, const char *file, int line, int col, const char *fmt, ...)
 {
-    diag_clear(err);
+    attn_diag_clear(err);
     snprintf(err->file, sizeof(err->file), "%s", file);
     err->line = line;
     err->col = col;
     va_list ap;
     va_start(ap, fmt);
-    diag_vset(err, "", fmt, ap);
+    attn_diag_vset(err, "", fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -280,7 +280,7 @@ static int load_vocab(struct bpe *b, const char *path, struct diag *err)
 {
     char *text;
     size_t len;
-    if (fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
+    if (attn_fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
         return -1;
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -407,12 +407,12 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
 {
     char *text;
     size_t len;
-    if (fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
+    if (attn_fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
         return -1;
     /* Grown as merges are read, never sized by the file: 60 MB of newlines is an error at
        line 1, not 600 MB of table first. */
-    if (bpe_merges_init(&b->merges, 1024) != 0)
-        fatal_abort("out of memory (the merges of %s)", path);
+    if (attn_bpe_merges_init(&b->merges, 1024) != 0)
+        attn_fatal_abort("out of memory (the merges of %s)", path);
     char *scratch = xmalloc(len + 1);
     int rc = -1, first_merge_line = 1;
     bool header = false;
@@ -464,7 +464,7 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         int y = merge_symbol(b, second, n2, path, line, (int)n1 + 2, scratch, err);
         if (y < 0)
             goto out;
-        int r = bpe_merges_find(&b->merges, x, y);
+        int r = attn_bpe_merges_find(&b->merges, x, y);
         if (r >= 0) {
             file_error(err, path, line, 1, "repeats the merge of line %d", first_merge_line + r);
             goto out;
@@ -473,8 +473,8 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         memcpy(scratch, sym_bytes(b, x), lx);
         memcpy(scratch + lx, sym_bytes(b, y), ly);
         int result = sym_intern(b, scratch, lx + ly);
-        if (bpe_merges_put(&b->merges, x, y, b->merges.n, result) != 0)
-            fatal_abort("out of memory (the merges of %s)", path);
+        if (attn_bpe_merges_put(&b->merges, x, y, b->merges.n, result) != 0)
+            attn_fatal_abort("out of memory (the merges of %s)", path);
         p = next;
     }
     /* An empty file is a mistake (a failed download), not a tokenizer without merges: that one
@@ -494,10 +494,11 @@ out:
 
 /* ---- loading ---- */
 
-int bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path, struct diag *err)
+int attn_bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path,
+                  struct diag *err)
 {
     *out = NULL;
-    diag_clear(err);
+    attn_diag_clear(err);
     struct bpe *b = xmalloc(sizeof(*b));
     memset(b, 0, sizeof(*b));
     table_init(&b->sym_index, 1 << 16);
@@ -506,7 +507,7 @@ int bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path, 
         sym_intern(b, &c, 1);
     }
     if (load_vocab(b, vocab_path, err) != 0 || load_merges(b, merges_path, err) != 0) {
-        bpe_free(b);
+        attn_bpe_free(b);
         return -1;
     }
 
@@ -518,8 +519,8 @@ int bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path, 
         /* A PCRE2 built without Unicode support: nothing the files can change. */
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof(msg));
-        diag_set(err, "", "PCRE2 cannot compile GPT-2's regex: %s", (const char *)msg);
-        bpe_free(b);
+        attn_diag_set(err, "", "PCRE2 cannot compile GPT-2's regex: %s", (const char *)msg);
+        attn_bpe_free(b);
         return -1;
     }
     pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE); /* optional: the interpreter gives the same */
@@ -527,25 +528,25 @@ int bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path, 
     return 0;
 }
 
-void bpe_free(struct bpe *b)
+void attn_bpe_free(struct bpe *b)
 {
     if (!b)
         return;
     pcre2_code_free(b->re);
     table_free(&b->sym_index);
-    bpe_merges_free(&b->merges);
+    attn_bpe_merges_free(&b->merges);
     free(b->pool);
     free(b->syms);
     free(b->id_sym);
     free(b);
 }
 
-int bpe_vocab_size(const struct bpe *b)
+int attn_bpe_vocab_size(const struct bpe *b)
 {
     return b->vocab_size;
 }
 
-const char *bpe_token_bytes(const struct bpe *b, int id, size_t *len)
+const char *attn_bpe_token_bytes(const struct bpe *b, int id, size_t *len)
 {
     if (id < 0 || id >= b->vocab_size || b->id_sym[id] < 0) {
         *len = 0;
@@ -556,13 +557,13 @@ const char *bpe_token_bytes(const struct bpe *b, int id, size_t *len)
     return sym_bytes(b, s);
 }
 
-int bpe_token_id(const struct bpe *b, const char *bytes, size_t len)
+int attn_bpe_token_id(const struct bpe *b, const char *bytes, size_t len)
 {
     int s = sym_find(b, bytes, len);
     return s < 0 ? -1 : b->syms[s].id;
 }
 
-void bpe_label_bytes(char *out, size_t size, const char *p, size_t len)
+void attn_bpe_label_bytes(char *out, size_t size, const char *p, size_t len)
 {
     if (size == 0)
         return;
@@ -577,7 +578,7 @@ void bpe_label_bytes(char *out, size_t size, const char *p, size_t len)
             memcpy(tail, p + i, len - i);
             at = tail;
         }
-        int k = utf8_decode(at, &cp);
+        int k = attn_utf8_decode(at, &cp);
         bool text = k > 0 && cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp <= 0x9F) &&
                     cp != 0x2028 && cp != 0x2029;
         int n;
@@ -597,17 +598,17 @@ void bpe_label_bytes(char *out, size_t size, const char *p, size_t len)
     out[o] = '\0';
 }
 
-void bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
+void attn_bpe_token_label(char *out, size_t size, const struct bpe *b, int id)
 {
     if (size == 0)
         return;
     size_t len;
-    const char *p = bpe_token_bytes(b, id, &len);
+    const char *p = attn_bpe_token_bytes(b, id, &len);
     if (!p) {
         snprintf(out, size, "<unused %d>", id);
         return;
     }
-    bpe_label_bytes(out, size, p, len);
+    attn_bpe_label_bytes(out, size, p, len);
 }
 
 /* ---- encoding ---- */
@@ -652,8 +653,8 @@ static int bpe_piece(struct work *w, const struct bpe *b, const char *text, size
     int n = (int)m;
     for (int i = 0; i < n; i++)
         w->syms[i] = (unsigned char)text[start + (size_t)i];
-    if (bpe_merge(w->syms, n, &n, &b->merges, BPE_ROUNDS, &w->merge) != 0)
-        fatal_abort("out of memory (%zu bytes for the tokenizer)", m * 16);
+    if (attn_bpe_merge(w->syms, n, &n, &b->merges, BPE_ROUNDS, &w->merge) != 0)
+        attn_fatal_abort("out of memory (%zu bytes for the tokenizer)", m * 16);
 
     size_t at = start;
     for (int i = 0; i < n; i++) {
@@ -662,10 +663,10 @@ static int bpe_piece(struct work *w, const struct bpe *b, const char *text, size
             char sym[200], piece[200];
             spell(sym, sizeof(sym), sym_bytes(b, s), (size_t)b->syms[s].len);
             spell(piece, sizeof(piece), text + start, m);
-            return diag_set(err, "",
-                            "\"%s\" (in \"%s\" at byte %zu) is not in the vocabulary: "
-                            "vocab.json lacks a token its merges make",
-                            sym, piece, start);
+            return attn_diag_set(err, "",
+                                 "\"%s\" (in \"%s\" at byte %zu) is not in the vocabulary: "
+                                 "vocab.json lacks a token its merges make",
+                                 sym, piece, start);
         }
         out_push(w, id, at);
         at += (size_t)b->syms[s].len;
@@ -729,25 +730,25 @@ static void seen_add(struct work *w, const char *text, size_t off, size_t len, i
 
 static void work_free(struct work *w)
 {
-    bpe_scratch_free(&w->merge);
+    attn_bpe_scratch_free(&w->merge);
     free(w->syms);
     free(w->out_ids);
     free(w->out_starts);
     seen_free(w);
 }
 
-int bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, const char *text,
-                     size_t len, struct diag *err)
+int attn_bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, const char *text,
+                          size_t len, struct diag *err)
 {
     *ids = NULL;
     if (starts)
         *starts = NULL;
     *n = 0;
-    diag_clear(err);
+    attn_diag_clear(err);
     /* Every token is at least one byte, so an int counts them. */
     if (len > (size_t)INT_MAX)
-        return diag_set(err, "", "the text is too long to tokenize (%zu bytes, the limit is %d)",
-                        len, INT_MAX);
+        return attn_diag_set(
+            err, "", "the text is too long to tokenize (%zu bytes, the limit is %d)", len, INT_MAX);
     struct work w;
     memset(&w, 0, sizeof(w));
     seen_alloc(&w, 256);
@@ -756,7 +757,7 @@ int bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, co
     w.out_starts = xmalloc(((size_t)w.out_cap + 1) * sizeof(*w.out_starts));
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     if (!md)
-        fatal_abort("out of memory (PCRE2 match data)");
+        attn_fatal_abort("out of memory (PCRE2 match data)");
     int rc = 0;
     /* The first match checks the whole text is UTF-8 (and says where it is not); the later
      * ones skip that check, which would otherwise rescan the rest of the text every time. */
@@ -767,8 +768,8 @@ int bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, co
         if (m <= PCRE2_ERROR_UTF8_ERR1 && m >= PCRE2_ERROR_UTF8_ERR21) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(m, msg, sizeof(msg));
-            rc = diag_set(err, "", "the text is not valid UTF-8 at byte %zu (%s)",
-                          (size_t)pcre2_get_startchar(md), (const char *)msg);
+            rc = attn_diag_set(err, "", "the text is not valid UTF-8 at byte %zu (%s)",
+                               (size_t)pcre2_get_startchar(md), (const char *)msg);
             break;
         }
         check = PCRE2_NO_UTF_CHECK;
@@ -779,7 +780,8 @@ int bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, co
             PCRE2_UCHAR msg[160] = "the pieces do not cover the text";
             if (m < 0)
                 pcre2_get_error_message(m, msg, sizeof(msg));
-            rc = diag_set(err, "", "cannot pre-tokenize at byte %zu: %s", off, (const char *)msg);
+            rc = attn_diag_set(err, "", "cannot pre-tokenize at byte %zu: %s", off,
+                               (const char *)msg);
             break;
         }
         size_t plen = ov[1] - ov[0];
@@ -817,8 +819,8 @@ int bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, co
     return rc;
 }
 
-int bpe_encode(int **ids, int *n, const struct bpe *b, const char *text, size_t len,
-               struct diag *err)
+int attn_bpe_encode(int **ids, int *n, const struct bpe *b, const char *text, size_t len,
+                    struct diag *err)
 {
-    return bpe_encode_spans(ids, NULL, n, b, text, len, err);
+    return attn_bpe_encode_spans(ids, NULL, n, b, text, len, err);
 }

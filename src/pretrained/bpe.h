@@ -25,8 +25,9 @@ struct bpe; /* opaque */
  * file, with line:col where one applies (JSON syntax, every line of merges.txt). Each symbol
  * of merges.txt must be a token of vocab.json or made by an earlier line, and no merge may
  * come twice. */
-int bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path, struct diag *err);
-void bpe_free(struct bpe *b);
+int attn_bpe_load(struct bpe **out, const char *vocab_path, const char *merges_path,
+                  struct diag *err);
+void attn_bpe_free(struct bpe *b);
 
 /* Encodes len bytes of UTF-8 text into *n token ids, a malloc'd array the caller frees (never
  * NULL on success, even for n == 0). Text that is not UTF-8 is refused with the byte offset of
@@ -34,24 +35,24 @@ void bpe_free(struct bpe *b);
  * pre-tokenisation to follow. A piece whose merges end in a symbol vocab.json lacks (only a
  * broken vocabulary has one) is an error naming it. Special tokens are not looked for:
  * "<|endoftext|>" in the text is plain text, as in encoder.py. */
-int bpe_encode(int **ids, int *n, const struct bpe *b, const char *text, size_t len,
-               struct diag *err);
-/* bpe_encode that also gives each token's byte span in text: token i is the bytes
+int attn_bpe_encode(int **ids, int *n, const struct bpe *b, const char *text, size_t len,
+                    struct diag *err);
+/* attn_bpe_encode that also gives each token's byte span in text: token i is the bytes
  * (*starts)[i] .. (*starts)[i + 1] - 1, and (*starts)[*n] == len (n + 1 entries, malloc'd).
  * The tokens' bytes always concatenate to the text. */
-int bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, const char *text,
-                     size_t len, struct diag *err);
+int attn_bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *b, const char *text,
+                          size_t len, struct diag *err);
 
 /* One more than the largest id in vocab.json (GPT-2: 50257). */
-int bpe_vocab_size(const struct bpe *b);
+int attn_bpe_vocab_size(const struct bpe *b);
 
 /* The token's bytes decoded ("Ġthe" -> " the"), *len of them; may be a partial UTF-8 sequence
  * and may hold a NUL byte (it is also NUL-terminated). NULL and *len = 0 for an id out of range
  * or one vocab.json does not use. */
-const char *bpe_token_bytes(const struct bpe *b, int id, size_t *len);
+const char *attn_bpe_token_bytes(const struct bpe *b, int id, size_t *len);
 
 /* The id of a token given as its decoded bytes (" the"), or -1 when the vocabulary has none. */
-int bpe_token_id(const struct bpe *b, const char *bytes, size_t len);
+int attn_bpe_token_id(const struct bpe *b, const char *bytes, size_t len);
 
 /* A printable label for display and CSV, always NUL-terminated (size > 0): the token's text
  * where it is valid UTF-8 and printable, every other byte written as <XX> in upper-case hex.
@@ -60,8 +61,8 @@ int bpe_token_id(const struct bpe *b, const char *bytes, size_t len);
  * a label never breaks a line or moves the cursor: one notation for every byte that is not
  * text, like the <0x0A> byte tokens of other tokenizers. A label that does not fit is cut at a
  * whole character or <XX>, never inside one. An unused id is written "<unused N>". */
-void bpe_token_label(char *out, size_t size, const struct bpe *b, int id);
+void attn_bpe_token_label(char *out, size_t size, const struct bpe *b, int id);
 /* The same notation for any len bytes (hftok's labels use it). */
-void bpe_label_bytes(char *out, size_t size, const char *bytes, size_t len);
+void attn_bpe_label_bytes(char *out, size_t size, const char *bytes, size_t len);
 
 #endif

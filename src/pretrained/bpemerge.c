@@ -41,7 +41,7 @@ static int rehash(struct bpe_merges *m, size_t slots)
     return 0;
 }
 
-int bpe_merges_init(struct bpe_merges *m, size_t expected)
+int attn_bpe_merges_init(struct bpe_merges *m, size_t expected)
 {
     memset(m, 0, sizeof(*m));
     size_t slots = 16;
@@ -50,7 +50,7 @@ int bpe_merges_init(struct bpe_merges *m, size_t expected)
     return rehash(m, slots);
 }
 
-void bpe_merges_free(struct bpe_merges *m)
+void attn_bpe_merges_free(struct bpe_merges *m)
 {
     free(m->slots);
     free(m->a);
@@ -60,7 +60,7 @@ void bpe_merges_free(struct bpe_merges *m)
     memset(m, 0, sizeof(*m));
 }
 
-int bpe_merges_put(struct bpe_merges *m, int a, int b, int rank, int result)
+int attn_bpe_merges_put(struct bpe_merges *m, int a, int b, int rank, int result)
 {
     size_t i = slot_of(m, a, b);
     int e = m->slots[i];
@@ -98,12 +98,12 @@ int bpe_merges_put(struct bpe_merges *m, int a, int b, int rank, int result)
     return 0;
 }
 
-int bpe_merges_find(const struct bpe_merges *m, int a, int b)
+int attn_bpe_merges_find(const struct bpe_merges *m, int a, int b)
 {
     return m->slots ? m->slots[slot_of(m, a, b)] : -1;
 }
 
-void bpe_scratch_free(struct bpe_scratch *w)
+void attn_bpe_scratch_free(struct bpe_scratch *w)
 {
     free(w->sym);
     free(w->next);
@@ -152,7 +152,7 @@ static void push_pair(struct bpe_scratch *w, const struct bpe_merges *m, int pos
 {
     if (pos < 0 || w->next[pos] < 0)
         return;
-    int e = bpe_merges_find(m, w->sym[pos], w->sym[w->next[pos]]);
+    int e = attn_bpe_merges_find(m, w->sym[pos], w->sym[w->next[pos]]);
     if (e >= 0)
         heap_push(w, (struct bpe_cand){m->rank[e], pos, e});
 }
@@ -178,8 +178,8 @@ static void join(struct bpe_scratch *w, const struct bpe_merges *m, int p, int e
     push_pair(w, m, p);
 }
 
-int bpe_merge(int *syms, int n, int *out_n, const struct bpe_merges *m, enum bpe_order order,
-              struct bpe_scratch *w)
+int attn_bpe_merge(int *syms, int n, int *out_n, const struct bpe_merges *m, enum bpe_order order,
+                   struct bpe_scratch *w)
 {
     *out_n = n;
     if (n < 2)

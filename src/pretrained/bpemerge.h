@@ -30,13 +30,13 @@ struct bpe_merges {
     int n, cap;
 };
 
-int bpe_merges_init(struct bpe_merges *m, size_t expected);
-void bpe_merges_free(struct bpe_merges *m);
+int attn_bpe_merges_init(struct bpe_merges *m, size_t expected);
+void attn_bpe_merges_free(struct bpe_merges *m);
 /* Adds (or, for a pair already there, replaces: Hugging Face keeps a repeated pair's last rank)
  * the merge of a then b. Returns 0, or -1 out of memory. */
-int bpe_merges_put(struct bpe_merges *m, int a, int b, int rank, int result);
+int attn_bpe_merges_put(struct bpe_merges *m, int a, int b, int rank, int result);
 /* The entry of pair (a, b), or -1 when no merge joins them. */
-int bpe_merges_find(const struct bpe_merges *m, int a, int b);
+int attn_bpe_merges_find(const struct bpe_merges *m, int a, int b);
 
 /* What one merge call reuses from piece to piece; zero it before first use. */
 struct bpe_scratch {
@@ -45,11 +45,11 @@ struct bpe_scratch {
     int heap_n;
     size_t cap;
 };
-void bpe_scratch_free(struct bpe_scratch *w);
+void attn_bpe_scratch_free(struct bpe_scratch *w);
 
 /* Merges the n symbols of syms in place by m's ranks in the given order; *out_n gets the
  * count left (syms[0 .. *out_n) holds them, in order). Returns 0, or -1 out of memory. */
-int bpe_merge(int *syms, int n, int *out_n, const struct bpe_merges *m, enum bpe_order order,
-              struct bpe_scratch *w);
+int attn_bpe_merge(int *syms, int n, int *out_n, const struct bpe_merges *m, enum bpe_order order,
+                   struct bpe_scratch *w);
 
 #endif

@@ -30,10 +30,10 @@ struct backing {
 static void release(struct attn_backing *ab)
 {
     struct backing *b = (struct backing *)ab;
-    bpe_free(b->bpe);
-    hftok_free(b->hf);
+    attn_bpe_free(b->bpe);
+    attn_hftok_free(b->hf);
     if (b->has_st)
-        st_close(&b->st);
+        attn_st_close(&b->st);
     for (int i = 0; i < b->n_owned; i++)
         free(b->owned[i]);
     free(b->owned);
@@ -45,27 +45,27 @@ static int tokenize(struct attn_backing *ab, const char *text, char ***tokens, i
 {
     struct backing *b = (struct backing *)ab;
     if (!b->bpe && !b->hf)
-        return diag_set(err, "tokenizer", "the tokenizer needs its vocabulary");
+        return attn_diag_set(err, "tokenizer", "the tokenizer needs its vocabulary");
     int count = 0, *id = NULL;
     if (b->hf) {
         /* encode(text) as transformers calls it: with the special tokens */
         struct hftok_encoding e;
-        if (hftok_encode(&e, b->hf, text, strlen(text), NULL, 0, true, err))
+        if (attn_hftok_encode(&e, b->hf, text, strlen(text), NULL, 0, true, err))
             return -1;
         id = e.ids;
         count = e.n;
         e.ids = NULL;
-        hftok_encoding_free(&e);
-    } else if (bpe_encode(&id, &count, b->bpe, text, strlen(text), err)) {
+        attn_hftok_encoding_free(&e);
+    } else if (attn_bpe_encode(&id, &count, b->bpe, text, strlen(text), err)) {
         return -1;
     }
     char **labels = calloc((size_t)(count > 0 ? count : 1), sizeof(*labels));
     for (int i = 0; labels && i < count; i++) {
         char label[4 * SCENE_MAX_TOKEN_BYTES];
         if (b->hf)
-            hftok_token_label(label, sizeof(label), b->hf, id[i]);
+            attn_hftok_token_label(label, sizeof(label), b->hf, id[i]);
         else
-            bpe_token_label(label, sizeof(label), b->bpe, id[i]);
+            attn_bpe_token_label(label, sizeof(label), b->bpe, id[i]);
         if (!(labels[i] = strdup(label))) {
             attn_tokens_free(labels, i);
             labels = NULL;
@@ -73,7 +73,7 @@ static int tokenize(struct attn_backing *ab, const char *text, char ***tokens, i
     }
     if (!labels) {
         free(id);
-        return diag_set(err, "text", "out of memory");
+        return attn_diag_set(err, "text", "out of memory");
     }
     *tokens = labels;
     *ids = id;
@@ -85,7 +85,7 @@ static void label(struct attn_backing *ab, int id, char *out, size_t size)
 {
     struct backing *b = (struct backing *)ab;
     if (b->bpe)
-        bpe_token_label(out, size, b->bpe, id);
+        attn_bpe_token_label(out, size, b->bpe, id);
     else
         snprintf(out, size, "<id %d>", id);
 }
@@ -93,7 +93,7 @@ static void label(struct attn_backing *ab, int id, char *out, size_t size)
 static int check(struct attn_backing *ab, struct diag *err)
 {
     struct backing *b = (struct backing *)ab;
-    return b->has_st ? st_check_unchanged(&b->st, err) : 0;
+    return b->has_st ? attn_st_check_unchanged(&b->st, err) : 0;
 }
 
 /* s's backing, made on first use; only this module makes backings. */
@@ -119,17 +119,17 @@ static char *absolute(const char *path)
     return r ? r : strdup(path);
 }
 
-int gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path, const char *merges_path,
-                          struct diag *err)
+int attn_gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path,
+                               const char *merges_path, struct diag *err)
 {
     struct backing *b = backing_of(s);
     if (!b)
-        return diag_set(err, "tokenizer", "out of memory");
+        return attn_diag_set(err, "tokenizer", "out of memory");
     struct bpe *bpe;
-    if (bpe_load(&bpe, vocab_path, merges_path, err))
+    if (attn_bpe_load(&bpe, vocab_path, merges_path, err))
         return -1;
-    bpe_free(b->bpe);
-    hftok_free(b->hf);
+    attn_bpe_free(b->bpe);
+    attn_hftok_free(b->hf);
     b->hf = NULL;
     b->bpe = bpe;
     free(s->vocab_path);
@@ -137,14 +137,14 @@ int gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path, const ch
     s->vocab_path = absolute(vocab_path);
     s->merges_path = absolute(merges_path);
     s->tokenizer = TOKENIZER_GPT2;
-    return s->vocab_path && s->merges_path ? 0 : diag_set(err, "tokenizer", "out of memory");
+    return s->vocab_path && s->merges_path ? 0 : attn_diag_set(err, "tokenizer", "out of memory");
 }
 
-int pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, struct diag *err)
+int attn_pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, struct diag *err)
 {
     struct backing *b = backing_of(s);
     if (!b)
-        return diag_set(err, "tokenizer", "out of memory");
+        return attn_diag_set(err, "tokenizer", "out of memory");
     /* tokenizer_config.json is read when it is beside tokenizer.json */
     char *copy = strdup(path), *config = NULL;
     if (copy) {
@@ -156,20 +156,20 @@ int pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, struc
     }
     free(copy);
     if (!config)
-        return diag_set(err, "tokenizer", "out of memory");
+        return attn_diag_set(err, "tokenizer", "out of memory");
     struct hftok *t;
-    int rc = hftok_load(&t, path, config, err);
+    int rc = attn_hftok_load(&t, path, config, err);
     free(config);
     if (rc)
         return -1;
-    hftok_free(b->hf);
-    bpe_free(b->bpe);
+    attn_hftok_free(b->hf);
+    attn_bpe_free(b->bpe);
     b->bpe = NULL;
     b->hf = t;
     free(s->tokenizer_file);
     s->tokenizer_file = absolute(path);
     s->tokenizer = TOKENIZER_HF;
-    return s->tokenizer_file ? 0 : diag_set(err, "tokenizer", "out of memory");
+    return s->tokenizer_file ? 0 : attn_diag_set(err, "tokenizer", "out of memory");
 }
 
 /* ---- config.json ------------------------------------------------------------------------- */
@@ -235,7 +235,7 @@ static int config_error(const struct config *c, const char *key, struct diag *er
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    diag_file(err, c->path, "%s", msg);
+    attn_diag_file(err, c->path, "%s", msg);
     if (key)
         locate_key(c, key, &err->line, &err->col);
     return -1;
@@ -291,7 +291,7 @@ static int read_config(struct config *c, const char *path, struct diag *err)
     c->path = path;
     char *text;
     size_t len;
-    if (fsutil_read_file(&text, &len, path, CONFIG_JSON_MAX, err) != 0) {
+    if (attn_fsutil_read_file(&text, &len, path, CONFIG_JSON_MAX, err) != 0) {
         char msg[DIAG_MSG_MAX];
         snprintf(msg, sizeof(msg), "%.400s (config.json beside the checkpoint gives its sizes)",
                  err->msg);
@@ -304,13 +304,13 @@ static int read_config(struct config *c, const char *path, struct diag *err)
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     int rc = -1;
     if (!root) {
-        diag_file(err, path, "not valid JSON: %.300s", je.text);
+        attn_diag_file(err, path, "not valid JSON: %.300s", je.text);
         err->line = je.line > 0 ? je.line : 0;
         err->col = je.line > 0 && je.column > 0 ? je.column : 0;
         goto out;
     }
     if (!json_is_object(root)) {
-        diag_file(err, path, "not a JSON object of the model's sizes");
+        attn_diag_file(err, path, "not a JSON object of the model's sizes");
         goto out;
     }
     if (config_int(&c->heads, c, root, "n_head", NULL, 1, SCENE_MAX_HEADS, "heads", err) ||
@@ -411,11 +411,11 @@ static int check_finite(const float *data, int rows, int cols, bool vector, cons
         show_name(shown, sizeof(shown), name);
         const char *what = isnan(data[i]) ? "nan" : data[i] > 0 ? "inf" : "-inf";
         if (vector)
-            return diag_file(err, path, "tensor '%s': value [%zu] is %s, not a finite number",
-                             shown, i, what);
-        return diag_file(err, path,
-                         "tensor '%s': value [%zu, %zu] of [%d, %d] is %s, not a finite number",
-                         shown, i / (size_t)cols, i % (size_t)cols, rows, cols, what);
+            return attn_diag_file(err, path, "tensor '%s': value [%zu] is %s, not a finite number",
+                                  shown, i, what);
+        return attn_diag_file(
+            err, path, "tensor '%s': value [%zu, %zu] of [%d, %d] is %s, not a finite number",
+            shown, i / (size_t)cols, i % (size_t)cols, rows, cols, what);
     }
     return 0;
 }
@@ -428,9 +428,9 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
 {
     char full[160];
     snprintf(full, sizeof(full), "%s%s", prefix, name);
-    const struct st_tensor *t = st_find(&b->st, full);
+    const struct st_tensor *t = attn_st_find(&b->st, full);
     if (!t)
-        return diag_file(err, b->st.path, "tensor '%s' is missing (arch gpt2)", full);
+        return attn_diag_file(err, b->st.path, "tensor '%s' is missing (arch gpt2)", full);
     bool ok = vector ? t->ndim == 1 && t->shape[0] == cols
                      : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
     if (!ok) {
@@ -440,27 +440,27 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
             o += (size_t)snprintf(shape + o, sizeof(shape) - o, "%s%lld", i ? ", " : "",
                                   (long long)t->shape[i]);
         if (vector)
-            return diag_file(err, b->st.path, "tensor '%s' has shape [%s], expected [%d]", full,
-                             shape, cols);
-        return diag_file(err, b->st.path, "tensor '%s' has shape [%s], expected [%d, %d]", full,
-                         shape, rows, cols);
+            return attn_diag_file(err, b->st.path, "tensor '%s' has shape [%s], expected [%d]",
+                                  full, shape, cols);
+        return attn_diag_file(err, b->st.path, "tensor '%s' has shape [%s], expected [%d, %d]",
+                              full, shape, rows, cols);
     }
     size_t count = (size_t)rows * (size_t)cols;
-    const float *view = st_f32_view(&b->st, t);
+    const float *view = attn_st_f32_view(&b->st, t);
     float *data = (float *)(uintptr_t)view;
     if (!view) {
         if (b->n_owned == b->cap_owned) {
             int cap = b->cap_owned ? 2 * b->cap_owned : 64;
             float **grown = realloc(b->owned, (size_t)cap * sizeof(*grown));
             if (!grown)
-                return diag_set(err, "", "out of memory");
+                return attn_diag_set(err, "", "out of memory");
             b->owned = grown;
             b->cap_owned = cap;
         }
         if (!(data = malloc(count * sizeof(float))))
-            return diag_set(err, "", "out of memory for tensor '%s'", full);
+            return attn_diag_set(err, "", "out of memory for tensor '%s'", full);
         b->owned[b->n_owned++] = data;
-        if (st_read_f32(data, count, &b->st, t, err))
+        if (attn_st_read_f32(data, count, &b->st, t, err))
             return -1;
     }
     if (check_finite(data, rows, cols, vector, b->st.path, full, err) != 0)
@@ -472,8 +472,9 @@ static int tensor(struct attn_matrix *out, struct backing *b, const char *prefix
 /* Bytes the tensor takes once widened to float32 in memory: 0 when it is read in place. */
 static size_t widened_bytes(const struct st_file *f, const char *full)
 {
-    const struct st_tensor *t = st_find(f, full);
-    return t && t->dtype != ST_OTHER && !st_f32_view(f, t) ? st_count(t) * sizeof(float) : 0;
+    const struct st_tensor *t = attn_st_find(f, full);
+    return t && t->dtype != ST_OTHER && !attn_st_f32_view(f, t) ? attn_st_count(t) * sizeof(float)
+                                                                : 0;
 }
 
 /* A tensor the mapping knows: GPT-2's, a buffer some exports add, or the tied LM head. */
@@ -502,16 +503,16 @@ static bool known_name(const char *name, int layers)
     return false;
 }
 
-int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_overrides *o,
-              struct diag *err)
+int attn_gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_overrides *o,
+                   struct diag *err)
 {
     struct backing *b = backing_of(s);
     if (!b)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     if (!s->token_ids)
-        return diag_set(err, "",
-                        "a GPT-2 checkpoint needs its tokenizer: tokenizer: {kind: gpt2, "
-                        "vocab: vocab.json, merges: merges.txt}");
+        return attn_diag_set(err, "",
+                             "a GPT-2 checkpoint needs its tokenizer: tokenizer: {kind: gpt2, "
+                             "vocab: vocab.json, merges: merges.txt}");
     /* config.json lives beside the weights */
     char dir[4096], config_path[4200];
     snprintf(dir, sizeof(dir), "%s", path);
@@ -520,13 +521,13 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     if (read_config(&c, config_path, err))
         return -1;
     if (b->has_st)
-        st_close(&b->st);
+        attn_st_close(&b->st);
     b->has_st = false;
-    if (st_open(&b->st, path, err))
+    if (attn_st_open(&b->st, path, err))
         return -1;
     b->has_st = true;
 
-    const char *prefix = st_find(&b->st, "transformer.wte.weight") ? "transformer." : "";
+    const char *prefix = attn_st_find(&b->st, "transformer.wte.weight") ? "transformer." : "";
     size_t plen = strlen(prefix);
     for (int i = 0; i < b->st.n; i++) {
         const char *name = b->st.tensors[i].name;
@@ -534,21 +535,22 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
             continue;
         char shown[200];
         if (strncmp(name, prefix, plen) != 0 || !known_name(name + plen, c.layers))
-            return diag_file(err, path, "tensor '%s' is not part of GPT-2 (arch gpt2)",
-                             show_name(shown, sizeof(shown), name));
+            return attn_diag_file(err, path, "tensor '%s' is not part of GPT-2 (arch gpt2)",
+                                  show_name(shown, sizeof(shown), name));
     }
 
     if (s->n_tokens + s->pos.offset > c.positions)
-        return diag_set(err, "text",
-                        "%d tokens%s, but the checkpoint has %d positions (n_positions)",
-                        s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", c.positions);
+        return attn_diag_set(
+            err, "text", "%d tokens%s, but the checkpoint has %d positions (n_positions)",
+            s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", c.positions);
     int d = c.d, layers = o->layers ? s->layers : c.layers;
     if (layers > c.layers)
-        return diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
+        return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
     int heads = o->heads ? s->attn.heads : c.heads;
     if (heads < 1 || d % heads != 0)
-        return diag_set(err, "attention.heads",
-                        "heads %d does not divide the checkpoint's width %d (n_embd)", heads, d);
+        return attn_diag_set(err, "attention.heads",
+                             "heads %d does not divide the checkpoint's width %d (n_embd)", heads,
+                             d);
 
     /* F16 and BF16 tensors are widened to float32 copies: counted against the memory limit
        before any is made (F32 ones are read in place from the mapping). */
@@ -572,14 +574,15 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     const char *why;
     size_t limit = attn_scene_memory_limit(&why);
     if (widened > limit)
-        return diag_file(err, path,
-                         "its F16/BF16 tensors need about %zu MiB as float32, over the %zu MiB "
-                         "limit (%s)",
-                         (widened + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
+        return attn_diag_file(
+            err, path,
+            "its F16/BF16 tensors need about %zu MiB as float32, over the %zu MiB "
+            "limit (%s)",
+            (widened + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
 
     /* the tables */
     const struct st_tensor *wte =
-        st_find(&b->st, prefix[0] ? "transformer.wte.weight" : "wte.weight");
+        attn_st_find(&b->st, prefix[0] ? "transformer.wte.weight" : "wte.weight");
     int vocab = wte && wte->ndim == 2 ? (int)wte->shape[0] : 0;
     attn_matrix_free(&s->embed.rows);
     if (tensor(&s->embed.rows, b, prefix, "wte.weight", vocab, d, false, err))
@@ -594,10 +597,11 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     attn_matrix_free(&s->unembed);
     if (c.tied) {
         s->unembed = s->embed.rows; /* borrowed: the same numbers, never freed twice */
-    } else if (!st_find(&b->st, "lm_head.weight")) {
-        return diag_file(err, path,
-                         "config.json says tie_word_embeddings: false, but the checkpoint has no "
-                         "lm_head.weight to unembed with");
+    } else if (!attn_st_find(&b->st, "lm_head.weight")) {
+        return attn_diag_file(
+            err, path,
+            "config.json says tie_word_embeddings: false, but the checkpoint has no "
+            "lm_head.weight to unembed with");
     } else if (tensor(&s->unembed, b, "", "lm_head.weight", vocab, d, false, err)) {
         return -1;
     }
@@ -633,7 +637,7 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     s->more_weights = layers > 1 ? calloc((size_t)layers - 1, sizeof(*s->more_weights)) : NULL;
     s->n_more = layers - 1;
     if (layers > 1 && !s->more_weights)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     s->weights_listed = layers > 1;
     for (int L = 0; L < layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
@@ -670,7 +674,7 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
             return -1;
     }
     /* Every tensor was read by the finite check: a file that shrank meanwhile is known now. */
-    if (st_check_unchanged(&b->st, err) != 0)
+    if (attn_st_check_unchanged(&b->st, err) != 0)
         return -1;
     free(s->model.file);
     free(s->model.arch);
@@ -680,6 +684,6 @@ int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_override
     s->model.heads = c.heads;
     s->model.widened = widened;
     if (!s->model.file || !s->model.arch)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     return 0;
 }

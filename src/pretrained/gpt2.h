@@ -21,18 +21,18 @@ struct gpt2_overrides {
 };
 
 /* Installs GPT-2's byte-level BPE (vocab.json, merges.txt) as s's tokenizer. */
-int gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path, const char *merges_path,
-                          struct diag *err);
+int attn_gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path,
+                               const char *merges_path, struct diag *err);
 /* Installs a Hugging Face tokenizer.json (hftok.h) as s's tokenizer (TOKENIZER_HF), with the
  * tokenizer_config.json beside it when there is one. Errors name the file with line:col. */
-int pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, struct diag *err);
+int attn_pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, struct diag *err);
 /* Fills s from the checkpoint at path: the options of a GPT-2 block (pre-norm LayerNorm, fused
  * qkv with biases, causal, gelu_tanh, final norm), the embedding and position tables, every
  * layer's parameters and the unembedding (lm_head.weight when config.json says
  * tie_word_embeddings: false, else wte), all borrowed. s must hold its tokens and their ids (the
  * gpt2 or hf tokenizer).
  * Errors name the file and the tensor. */
-int gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_overrides *o,
-              struct diag *err);
+int attn_gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_overrides *o,
+                   struct diag *err);
 
 #endif

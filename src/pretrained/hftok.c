@@ -19,10 +19,10 @@
 #include "pretrained/hftok_int.h"
 #include "pretrained/uni.h"
 
-int hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s, size_t len,
-                      struct diag *err);
-void hf_vocab_free(struct hf_vocab *v);
-int hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
+int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
+                           size_t len, struct diag *err);
+void attn_hf_vocab_free(struct hf_vocab *v);
+int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
 
 /* ---- the vocabulary ------------------------------------------------------------------------ */
 
@@ -34,7 +34,7 @@ static size_t hash_bytes(const char *p, size_t len)
     return h ^ (h >> 29);
 }
 
-int hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
+int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
 {
     if (!v->slots)
         return -1;
@@ -47,7 +47,7 @@ int hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
     }
 }
 
-void hf_vocab_free(struct hf_vocab *v)
+void attn_hf_vocab_free(struct hf_vocab *v)
 {
     for (int i = 0; v->tok && i < v->n; i++)
         free(v->tok[i]);
@@ -57,7 +57,7 @@ void hf_vocab_free(struct hf_vocab *v)
     memset(v, 0, sizeof(*v));
 }
 
-int hftok_vocab_size(const struct hftok *t)
+int attn_hftok_vocab_size(const struct hftok *t)
 {
     return t->size;
 }
@@ -70,7 +70,7 @@ static const struct hf_added *added_of(const struct hftok *t, int id)
     return NULL;
 }
 
-const char *hftok_token(const struct hftok *t, int id, size_t *len)
+const char *attn_hftok_token(const struct hftok *t, int id, size_t *len)
 {
     const struct hf_added *a = added_of(t, id);
     if (a) {
@@ -85,12 +85,12 @@ const char *hftok_token(const struct hftok *t, int id, size_t *len)
     return NULL;
 }
 
-int hftok_token_id(const struct hftok *t, const char *token, size_t len)
+int attn_hftok_token_id(const struct hftok *t, const char *token, size_t len)
 {
     for (int i = 0; i < t->n_added; i++)
         if (t->added[i].len == len && memcmp(t->added[i].content, token, len) == 0)
             return t->added[i].id;
-    return hf_vocab_find(&t->vocab, token, len);
+    return attn_hf_vocab_find(&t->vocab, token, len);
 }
 
 /* ---- pieces -------------------------------------------------------------------------------- */
@@ -145,7 +145,7 @@ static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
 static void sb_putc(struct sb *b, uint32_t cp, uint32_t orig)
 {
     char u[4];
-    int k = utf8_encode(cp, u);
+    int k = attn_utf8_encode(cp, u);
     sb_put(b, u, (size_t)(k > 0 ? k : 0), orig);
 }
 
@@ -156,7 +156,7 @@ static int sb_into(struct sb *b, struct piece *p, struct diag *err)
         free(b->s);
         free(b->orig);
         memset(b, 0, sizeof(*b));
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     if (!b->s) { /* nothing was written: an empty piece, still with its buffers */
         b->s = malloc(1);
@@ -165,7 +165,7 @@ static int sb_into(struct sb *b, struct piece *p, struct diag *err)
             free(b->s);
             free(b->orig);
             memset(b, 0, sizeof(*b));
-            return diag_set(err, "", "out of memory");
+            return attn_diag_set(err, "", "out of memory");
         }
     }
     free(p->s);
@@ -198,7 +198,7 @@ static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b,
         int cap = l->cap ? l->cap * 2 : 16;
         struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
         if (!v)
-            return diag_set(err, "", "out of memory");
+            return attn_diag_set(err, "", "out of memory");
         l->v = v;
         l->cap = cap;
     }
@@ -209,7 +209,7 @@ static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b,
     if (!q->s || !q->orig) {
         free(q->s);
         free(q->orig);
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     memcpy(q->s, p->s + a, q->len);
     memcpy(q->orig, p->orig + a, q->len * sizeof(*q->orig));
@@ -232,7 +232,7 @@ static int plist_take(struct plist *l, struct piece *p, struct diag *err)
         int cap = l->cap ? l->cap * 2 : 16;
         struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
         if (!v)
-            return diag_set(err, "", "out of memory");
+            return attn_diag_set(err, "", "out of memory");
         l->v = v;
         l->cap = cap;
     }
@@ -246,7 +246,7 @@ static uint32_t char_at(const char *s, size_t len, size_t i, int *k)
     uint32_t cp = 0;
     char tmp[5] = {0};
     memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
-    *k = utf8_decode(tmp, &cp);
+    *k = attn_utf8_decode(tmp, &cp);
     if (*k <= 0)
         *k = 1;
     return cp;
@@ -256,7 +256,7 @@ static uint32_t char_at(const char *s, size_t len, size_t i, int *k)
 
 static bool bert_whitespace(uint32_t c)
 {
-    return c == '\t' || c == '\n' || c == '\r' || uni_is_whitespace(c);
+    return c == '\t' || c == '\n' || c == '\r' || attn_uni_is_whitespace(c);
 }
 
 static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err);
@@ -277,7 +277,7 @@ static int filter(struct piece *p, bool (*drop)(uint32_t), struct diag *err)
 
 static bool bert_clean_drop(uint32_t c)
 {
-    return c == 0 || c == 0xFFFD || uni_bert_is_control(c);
+    return c == 0 || c == 0xFFFD || attn_uni_bert_is_control(c);
 }
 
 static int lowercase(struct piece *p, struct diag *err)
@@ -286,7 +286,7 @@ static int lowercase(struct piece *p, struct diag *err)
     for (size_t i = 0; i < p->len;) {
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k), out[3];
-        int m = uni_lower(c, out);
+        int m = attn_uni_lower(c, out);
         for (int j = 0; j < m; j++)
             sb_putc(&b, out[j], p->orig[i]);
         i += (size_t)k;
@@ -299,7 +299,7 @@ static int nform(struct piece *p, enum uni_form f, struct diag *err)
     char *out;
     uint32_t *seg;
     size_t n;
-    if (uni_normalize(&out, &seg, &n, f, p->s, p->len, err) != 0)
+    if (attn_uni_normalize(&out, &seg, &n, f, p->s, p->len, err) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         seg[i] = p->orig[seg[i]];
@@ -349,7 +349,7 @@ static int replace(struct piece *p, const pcre2_code *re, const char *content, s
 {
     struct sb b = {0};
     struct repl_ctx c = {p, &b, 0, content, content_len};
-    if (hf_regex_each(re, p->s, p->len, repl_one, &c, err) != 0) {
+    if (attn_hf_regex_each(re, p->s, p->len, repl_one, &c, err) != 0) {
         free(b.s);
         free(b.orig);
         return -1;
@@ -365,7 +365,7 @@ static int strip(struct piece *p, bool left, bool right, struct diag *err)
     while (left && a < z) {
         int k;
         uint32_t c = char_at(p->s, p->len, a, &k);
-        if (!uni_is_whitespace(c))
+        if (!attn_uni_is_whitespace(c))
             break;
         a += (size_t)k;
     }
@@ -375,7 +375,7 @@ static int strip(struct piece *p, bool left, bool right, struct diag *err)
             i--;
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k);
-        if (!uni_is_whitespace(c))
+        if (!attn_uni_is_whitespace(c))
             break;
         z = i;
     }
@@ -411,7 +411,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
         for (size_t i = 0; i < p->len;) {
             int k;
             uint32_t c = char_at(p->s, p->len, i, &k);
-            bool cjk = uni_is_chinese(c);
+            bool cjk = attn_uni_is_chinese(c);
             if (cjk)
                 sb_put(&b, " ", 1, p->orig[i]);
             sb_put(&b, p->s + i, (size_t)k, p->orig[i]);
@@ -424,7 +424,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
     }
     bool accents = n->strip_accents < 0 ? n->lowercase : n->strip_accents == 1;
     if (accents) {
-        if (nform(p, UNI_NFD, err) || filter(p, uni_bert_is_nonspacing, err))
+        if (nform(p, UNI_NFD, err) || filter(p, attn_uni_bert_is_nonspacing, err))
             return -1;
     }
     if (n->lowercase && lowercase(p, err))
@@ -443,7 +443,7 @@ static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
     case HN_LOWERCASE:
         return lowercase(p, err);
     case HN_STRIP_ACCENTS:
-        return filter(p, uni_is_combining_mark, err);
+        return filter(p, attn_uni_is_combining_mark, err);
     case HN_BERT:
         return bert(p, n, err);
     case HN_PREPEND:
@@ -461,8 +461,8 @@ static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
     return 0;
 }
 
-int hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s, size_t len,
-                      struct diag *err)
+int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
+                           size_t len, struct diag *err)
 {
     *out = NULL;
     *out_len = 0;
@@ -473,7 +473,7 @@ int hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const 
     if (!p.s || !p.orig) {
         free(p.s);
         free(p.orig);
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     memcpy(p.s, s, len);
     for (size_t i = 0; i < len; i++)
@@ -558,7 +558,7 @@ static int regex_matches(struct mlist *m, const pcre2_code *re, const struct pie
         return 0;
     }
     struct rx_ctx c = {m, 0};
-    if (hf_regex_each(re, p->s, p->len, rx_one, &c, err))
+    if (attn_hf_regex_each(re, p->s, p->len, rx_one, &c, err))
         return -1;
     if (c.prev != p->len)
         mpush(m, c.prev, p->len, false);
@@ -594,7 +594,7 @@ static int split_piece(struct plist *out, const struct piece *p, struct mlist *m
                        enum hf_behavior behavior, bool invert, struct diag *err)
 {
     if (m->failed)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     if (invert)
         for (int i = 0; i < m->n; i++)
             m->is[i] = !m->is[i];
@@ -607,7 +607,7 @@ static int split_piece(struct plist *out, const struct piece *p, struct mlist *m
         free(A);
         free(B);
         free(R);
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     bool prev = false;
     switch (behavior) {
@@ -681,7 +681,7 @@ static int split_piece(struct plist *out, const struct piece *p, struct mlist *m
 
 static bool is_bert_space(uint32_t c)
 {
-    return uni_is_whitespace(c);
+    return attn_uni_is_whitespace(c);
 }
 
 /* GPT-2's byte -> character mapping (bpe.c's bytes_to_unicode). */
@@ -732,7 +732,7 @@ static void whitespace_matches(struct mlist *m, const struct piece *p)
     for (size_t i = 0; i < p->len;) {
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k);
-        int cls = uni_is_word(c) ? 1 : uni_is_whitespace(c) ? 0 : 2;
+        int cls = attn_uni_is_word(c) ? 1 : attn_uni_is_whitespace(c) ? 0 : 2;
         if (cls == 0) {
             i += (size_t)k;
             continue;
@@ -741,7 +741,7 @@ static void whitespace_matches(struct mlist *m, const struct piece *p)
         while (j < p->len) {
             int k2;
             uint32_t d = char_at(p->s, p->len, j, &k2);
-            int c2 = uni_is_word(d) ? 1 : uni_is_whitespace(d) ? 0 : 2;
+            int c2 = attn_uni_is_word(d) ? 1 : attn_uni_is_whitespace(d) ? 0 : 2;
             if (c2 != cls)
                 break;
             j += (size_t)k2;
@@ -809,7 +809,7 @@ static int pre_tokenize(struct plist *l, const struct hftok *t, const struct hf_
             break;
         case HP_METASPACE: {
             char rep[4];
-            int rl = utf8_encode(pre->replacement, rep);
+            int rl = attn_utf8_encode(pre->replacement, rep);
             struct sb b = {0};
             for (size_t k = 0; k < p->len; k++) {
                 if (p->s[k] == ' ')
@@ -863,12 +863,12 @@ static int pre_tokenize(struct plist *l, const struct hftok *t, const struct hf_
             rc = split_piece(&out, p, &m, HF_REMOVED, false, err);
             break;
         case HP_DIGITS:
-            char_matches(&m, uni_is_numeric, p);
+            char_matches(&m, attn_uni_is_numeric, p);
             rc = split_piece(&out, p, &m, pre->individual_digits ? HF_ISOLATED : HF_CONTIGUOUS,
                              false, err);
             break;
         case HP_PUNCTUATION:
-            char_matches(&m, uni_bert_is_punctuation, p);
+            char_matches(&m, attn_uni_bert_is_punctuation, p);
             rc = split_piece(&out, p, &m, pre->behavior, false, err);
             break;
         case HP_BERT:
@@ -897,13 +897,13 @@ static bool ends_with_word(const char *s, size_t len)
     while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
         i--;
     int k;
-    return uni_is_word(char_at(s, len, i, &k));
+    return attn_uni_is_word(char_at(s, len, i, &k));
 }
 
 static bool starts_with_word(const char *s, size_t len)
 {
     int k;
-    return len > 0 && uni_is_word(char_at(s, len, 0, &k));
+    return len > 0 && attn_uni_is_word(char_at(s, len, 0, &k));
 }
 
 /* added_vocabulary.rs's find_matches and split_with_indices: the pieces of p around the added
@@ -950,7 +950,7 @@ static int split_added(struct plist *out, struct piece *p, const struct hftok *t
                 while (j > 0 && ((unsigned char)p->s[j] & 0xC0) == 0x80)
                     j--;
                 int k;
-                if (!uni_is_whitespace(char_at(p->s, p->len, j, &k)))
+                if (!attn_uni_is_whitespace(char_at(p->s, p->len, j, &k)))
                     break;
                 ns = j;
             }
@@ -959,7 +959,7 @@ static int split_added(struct plist *out, struct piece *p, const struct hftok *t
         if (a->rstrip) {
             while (stop < p->len) {
                 int k;
-                if (!uni_is_whitespace(char_at(p->s, p->len, stop, &k)))
+                if (!attn_uni_is_whitespace(char_at(p->s, p->len, stop, &k)))
                     break;
                 stop += (size_t)k;
             }
@@ -1003,8 +1003,9 @@ static void ids_push(struct ids *x, int id)
 static int need_unk(const struct hf_model *m, struct diag *err)
 {
     char b[120];
-    bpe_label_bytes(b, sizeof(b), m->unk, m->unk_len);
-    return diag_set(err, "", "the unknown token \"%s\" is needed but is not in the vocabulary", b);
+    attn_bpe_label_bytes(b, sizeof(b), m->unk, m->unk_len);
+    return attn_diag_set(err, "", "the unknown token \"%s\" is needed but is not in the vocabulary",
+                         b);
 }
 
 /* models/bpe/model.rs: merge_word and tokenize. */
@@ -1015,7 +1016,7 @@ static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_
     if (len == 0)
         return 0;
     if (m->ignore_merges) {
-        int id = hf_vocab_find(&t->vocab, s, len);
+        int id = attn_hf_vocab_find(&t->vocab, s, len);
         if (id >= 0) {
             ids_push(out, id);
             return 0;
@@ -1025,7 +1026,7 @@ static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_
     int unk = -1; /* a pending unknown token (fused ones grow into it) */
     char *buf = malloc(m->prefix_len + 4 + m->suffix_len + 1);
     if (!buf)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     for (size_t i = 0; i < len;) {
         int k;
         char_at(s, len, i, &k);
@@ -1040,7 +1041,7 @@ static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_
             memcpy(buf + n, m->suffix, m->suffix_len);
             n += m->suffix_len;
         }
-        int id = hf_vocab_find(&t->vocab, buf, n);
+        int id = attn_hf_vocab_find(&t->vocab, buf, n);
         if (id >= 0) {
             if (unk >= 0) {
                 ids_push(syms, unk);
@@ -1076,10 +1077,10 @@ static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_
     if (unk >= 0)
         ids_push(syms, unk);
     if (syms->failed)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     int n = syms->n;
-    if (bpe_merge(syms->v, syms->n, &n, &m->merges, BPE_IMMEDIATE, w) != 0)
-        return diag_set(err, "", "out of memory");
+    if (attn_bpe_merge(syms->v, syms->n, &n, &m->merges, BPE_IMMEDIATE, w) != 0)
+        return attn_diag_set(err, "", "out of memory");
     for (int i = 0; i < n; i++)
         ids_push(out, syms->v[i]);
     return 0;
@@ -1101,7 +1102,7 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
     bool bad = chars > m->max_chars;
     char *buf = bad ? NULL : malloc(m->prefix_len + len + 1);
     if (!bad && !buf)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     for (size_t start = 0; !bad && start < len;) {
         /* no token is longer than the vocabulary's longest: start there */
         size_t room =
@@ -1118,7 +1119,7 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
             }
             memcpy(buf + n, s + start, end - start);
             n += end - start;
-            found = hf_vocab_find(&t->vocab, buf, n);
+            found = attn_hf_vocab_find(&t->vocab, buf, n);
             if (found >= 0)
                 break;
             end--;
@@ -1150,9 +1151,9 @@ static int check_utf8(const char *s, size_t len, struct diag *err)
         uint32_t cp;
         char tmp[5] = {0};
         memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
-        int k = utf8_decode(tmp, &cp);
+        int k = attn_utf8_decode(tmp, &cp);
         if (k <= 0 && !(s[i] == '\0'))
-            return diag_set(err, "text", "the text is not valid UTF-8 at byte %zu", i);
+            return attn_diag_set(err, "text", "the text is not valid UTF-8 at byte %zu", i);
         i += k > 0 ? (size_t)k : 1;
     }
     return 0;
@@ -1165,7 +1166,7 @@ static int encode_one(struct ids *out, const struct hftok *t, const char *text, 
     if (check_utf8(text, len, err))
         return -1;
     if (len > (size_t)INT32_MAX)
-        return diag_set(err, "text", "the text is too long to tokenize (%zu bytes)", len);
+        return attn_diag_set(err, "text", "the text is too long to tokenize (%zu bytes)", len);
     struct piece whole = {0};
     whole.len = len;
     whole.s = malloc(len ? len : 1);
@@ -1174,7 +1175,7 @@ static int encode_one(struct ids *out, const struct hftok *t, const char *text, 
     if (!whole.s || !whole.orig) {
         free(whole.s);
         free(whole.orig);
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     memcpy(whole.s, text, len);
     for (size_t i = 0; i < len;) {
@@ -1214,11 +1215,11 @@ static int encode_one(struct ids *out, const struct hftok *t, const char *text, 
         else
             rc = wordpiece_word(out, t, p->s, p->len, err);
     }
-    bpe_scratch_free(&w);
+    attn_bpe_scratch_free(&w);
     free(syms.v);
     plist_free(&b);
     if (rc == 0 && out->failed)
-        rc = diag_set(err, "", "out of memory");
+        rc = attn_diag_set(err, "", "out of memory");
     return rc;
 }
 
@@ -1285,16 +1286,16 @@ static int post_process(struct encs *l, const struct hf_post *p, bool add, struc
     if (p->kind == HQ_BYTE_LEVEL || ((p->kind == HQ_BERT || p->kind == HQ_ROBERTA) && !add))
         return 0;
     if (l->n < 1 || l->n > 2)
-        return diag_set(err, "",
-                        "the post-processor cannot take %d sequences (after an earlier "
-                        "template)",
-                        l->n);
+        return attn_diag_set(err, "",
+                             "the post-processor cannot take %d sequences (after an earlier "
+                             "template)",
+                             l->n);
     struct encs out = {
         calloc(p->kind == HQ_TEMPLATE ? (size_t)(l->n == 2 ? p->n_pair : p->n_single) + 1 : 2,
                sizeof(struct enc)),
         0};
     if (!out.v)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     bool failed = false;
     if (p->kind == HQ_TEMPLATE) {
         const struct hf_tpiece *tp = l->n == 2 ? p->pair : p->single;
@@ -1304,7 +1305,7 @@ static int post_process(struct encs *l, const struct hf_post *p, bool add, struc
             if (!tp[i].special) {
                 if (tp[i].seq >= l->n) {
                     encs_free(&out);
-                    return diag_set(err, "", "the template names sequence B for one sequence");
+                    return attn_diag_set(err, "", "the template names sequence B for one sequence");
                 }
                 enc_append(e, &l->v[tp[i].seq], tp[i].type_id);
                 out.n++;
@@ -1335,14 +1336,14 @@ static int post_process(struct encs *l, const struct hf_post *p, bool add, struc
     }
     if (failed) {
         encs_free(&out);
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     encs_free(l);
     *l = out;
     return 0;
 }
 
-void hftok_encoding_free(struct hftok_encoding *e)
+void attn_hftok_encoding_free(struct hftok_encoding *e)
 {
     free(e->ids);
     free(e->type_ids);
@@ -1350,14 +1351,15 @@ void hftok_encoding_free(struct hftok_encoding *e)
     memset(e, 0, sizeof(*e));
 }
 
-int hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text, size_t len,
-                 const char *pair, size_t pair_len, bool add_special_tokens, struct diag *err)
+int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text,
+                      size_t len, const char *pair, size_t pair_len, bool add_special_tokens,
+                      struct diag *err)
 {
     memset(out, 0, sizeof(*out));
-    diag_clear(err);
+    attn_diag_clear(err);
     struct encs l = {calloc(2, sizeof(struct enc)), 0};
     if (!l.v)
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     int rc = 0;
     for (int s = 0; s < (pair ? 2 : 1) && rc == 0; s++) {
         struct enc *e = &l.v[l.n++];
@@ -1374,13 +1376,13 @@ int hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *
         enc_append(&all, &l.v[i], -1);
     encs_free(&l);
     if (rc == 0 && enc_failed(&all))
-        rc = diag_set(err, "", "out of memory");
+        rc = attn_diag_set(err, "", "out of memory");
     if (rc == 0 && all.id.n == 0) { /* never NULL on success */
         all.id.v = malloc(sizeof(int));
         all.type.v = malloc(sizeof(int));
         all.special.v = malloc(sizeof(int));
         if (!all.id.v || !all.type.v || !all.special.v)
-            rc = diag_set(err, "", "out of memory");
+            rc = attn_diag_set(err, "", "out of memory");
     }
     if (rc) {
         enc_free(&all);
@@ -1392,7 +1394,7 @@ int hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *
     if (!out->special) {
         enc_free(&all);
         memset(out, 0, sizeof(*out));
-        return diag_set(err, "", "out of memory");
+        return attn_diag_set(err, "", "out of memory");
     }
     for (int i = 0; i < all.id.n; i++)
         out->special[i] = (unsigned char)all.special.v[i];
@@ -1433,18 +1435,18 @@ static int lrepl_one(void *vc, size_t start, size_t end)
     return 0;
 }
 
-void hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
+void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
 {
     if (size == 0)
         return;
     size_t len;
-    const char *tok = hftok_token(t, id, &len);
+    const char *tok = attn_hftok_token(t, id, &len);
     if (!tok) {
         snprintf(out, size, "<unused %d>", id);
         return;
     }
     if (added_of(t, id)) {
-        bpe_label_bytes(out, size, tok, len);
+        attn_bpe_label_bytes(out, size, tok, len);
         return;
     }
     struct lbuf b = {.n = 0};
@@ -1497,9 +1499,9 @@ void hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
             break;
         case HD_REPLACE: {
             struct diag e;
-            diag_clear(&e);
+            attn_diag_clear(&e);
             struct lrepl c = {&nb, &b, 0, dec->content, dec->content_len};
-            if (hf_regex_each(dec->pat.re, b.s, b.n, lrepl_one, &c, &e) == 0) {
+            if (attn_hf_regex_each(dec->pat.re, b.s, b.n, lrepl_one, &c, &e) == 0) {
                 lput(&nb, b.s + c.last, b.n - c.last);
                 b = nb;
             }
@@ -1511,5 +1513,5 @@ void hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
             break;
         }
     }
-    bpe_label_bytes(out, size, b.s, b.n);
+    attn_bpe_label_bytes(out, size, b.s, b.n);
 }

@@ -29,12 +29,13 @@ struct hftok; /* opaque */
 /* Reads tokenizer.json at path and, when config_path is not NULL and the file exists,
  * tokenizer_config.json. Errors name the file, with line:col and the JSON path of the value
  * ("pre_tokenizer.pretokenizers[1].type: 'CharDelimiterSplit' is not supported"). */
-int hftok_load(struct hftok **out, const char *path, const char *config_path, struct diag *err);
+int attn_hftok_load(struct hftok **out, const char *path, const char *config_path,
+                    struct diag *err);
 /* The same from bytes in memory (name is the file name for messages; config may be NULL). */
-int hftok_load_bytes(struct hftok **out, const char *text, size_t len, const char *name,
-                     const char *config, size_t config_len, const char *config_name,
-                     struct diag *err);
-void hftok_free(struct hftok *t);
+int attn_hftok_load_bytes(struct hftok **out, const char *text, size_t len, const char *name,
+                          const char *config, size_t config_len, const char *config_name,
+                          struct diag *err);
+void attn_hftok_free(struct hftok *t);
 
 /* One encoded text: n ids, each with its type id (0 for the first sequence, 1 for a pair's
  * second with BERT's template) and whether the post-processor added it. */
@@ -44,27 +45,28 @@ struct hftok_encoding {
     unsigned char *special;
     int n;
 };
-void hftok_encoding_free(struct hftok_encoding *e);
+void attn_hftok_encoding_free(struct hftok_encoding *e);
 
 /* Encodes UTF-8 text (and pair, when not NULL, as the second sequence) as the tokenizers
  * library's encode(text, pair, add_special_tokens) does. Text that is not UTF-8 is refused with
  * the byte offset of the first bad byte. */
-int hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text, size_t len,
-                 const char *pair, size_t pair_len, bool add_special_tokens, struct diag *err);
+int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text,
+                      size_t len, const char *pair, size_t pair_len, bool add_special_tokens,
+                      struct diag *err);
 
 /* One more than the largest id of the vocabulary and the added tokens. */
-int hftok_vocab_size(const struct hftok *t);
+int attn_hftok_vocab_size(const struct hftok *t);
 /* The token's string as tokenizer.json writes it ("Ġthe", "▁the", "##ing", "<s>"), *len bytes;
  * NULL for an id no token has. */
-const char *hftok_token(const struct hftok *t, int id, size_t *len);
+const char *attn_hftok_token(const struct hftok *t, int id, size_t *len);
 /* The id of a token as tokenizer.json writes it (added tokens first), or -1. */
-int hftok_token_id(const struct hftok *t, const char *token, size_t len);
+int attn_hftok_token_id(const struct hftok *t, const char *token, size_t len);
 
 /* A printable label for display and CSV (always NUL-terminated, size > 0): what the token
  * stands for in the text, through the decoder's per-token steps (ByteLevel's bytes, Metaspace's
  * and Replace's spaces, ByteFallback's <0x0A> bytes; WordPiece's "##" stays, it says the token
- * continues a word), written like GPT-2's labels (bpe_label_bytes: <XX> for bytes that are not
+ * continues a word), written like GPT-2's labels (attn_bpe_label_bytes: <XX> for bytes that are not
  * printable text). An added token is its content; an id no token has is "<unused N>". */
-void hftok_token_label(char *out, size_t size, const struct hftok *t, int id);
+void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int id);
 
 #endif

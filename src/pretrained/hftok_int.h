@@ -175,11 +175,11 @@ struct hftok {
  * spell differently is rewritten (\s, \h, \uHHHH, (?m), ...), what has no PCRE2 equivalent is
  * refused by name. literal: match the bytes as they are. Returns NULL with err ("..." without a
  * location: the caller adds the JSON path). */
-pcre2_code *hf_regex_compile(const char *pattern, size_t len, bool literal, struct diag *err);
+pcre2_code *attn_hf_regex_compile(const char *pattern, size_t len, bool literal, struct diag *err);
 /* The matches of re in s[0..len) as the library's onig crate finds them (an empty match right
  * after the previous match is skipped). Calls fn for each; stops with -1 when fn fails or when
  * PCRE2 does (its error in err). */
-int hf_regex_each(const pcre2_code *re, const char *s, size_t len,
-                  int (*fn)(void *ctx, size_t start, size_t end), void *ctx, struct diag *err);
+int attn_hf_regex_each(const pcre2_code *re, const char *s, size_t len,
+                       int (*fn)(void *ctx, size_t start, size_t end), void *ctx, struct diag *err);
 
 #endif

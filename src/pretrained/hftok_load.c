@@ -1,4 +1,4 @@
-/* hftok_load: tokenizer.json (and tokenizer_config.json) into a struct hftok.
+/* attn_hftok_load: tokenizer.json (and tokenizer_config.json) into a struct hftok.
  *
  * Every value is checked where it is read, and every problem is reported with the file, the
  * line and column of the value and its JSON path ("model.merges[17]: ..."). The location comes
@@ -23,10 +23,10 @@
 #include "pretrained/uni.h"
 
 /* hftok.c: the normaliser, for added tokens' normalized forms. */
-int hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s, size_t len,
-                      struct diag *err);
-void hf_vocab_free(struct hf_vocab *v);
-int hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
+int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
+                           size_t len, struct diag *err);
+void attn_hf_vocab_free(struct hf_vocab *v);
+int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
 
 /* ---- where a JSON path is in the text ---------------------------------------------------- */
 
@@ -165,7 +165,7 @@ static bool string_is(const char *t, size_t len, size_t i, const char *key, size
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                     i += 6;
                 }
-                n = (size_t)utf8_encode(cp, buf);
+                n = (size_t)attn_utf8_encode(cp, buf);
                 if (n == 0) { /* a lone surrogate or \u0000: compare as given */
                     n = 1;
                     buf[0] = cp == 0 ? '\0' : '?';
@@ -291,11 +291,11 @@ static int jerr(struct jctx *c, const char *fmt, ...)
             col++;
         }
     }
-    diag_clear(c->err);
+    attn_diag_clear(c->err);
     snprintf(c->err->file, sizeof(c->err->file), "%s", c->file);
     c->err->line = line;
     c->err->col = col;
-    diag_set(c->err, "", "%s%s%s", path, path[0] ? ": " : "", msg);
+    attn_diag_set(c->err, "", "%s%s%s", path, path[0] ? ": " : "", msg);
     return -1;
 }
 
@@ -307,7 +307,7 @@ static const char *shown(char *buf, size_t size, const char *s, size_t len)
         uint32_t cp;
         char tmp[5] = {0};
         memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
-        int k = utf8_decode(tmp, &cp);
+        int k = attn_utf8_decode(tmp, &cp);
         if (k > 0 && cp >= 0x20 && cp != 0x7F && (size_t)k + o + 1 < size) {
             memcpy(buf + o, s + i, (size_t)k);
             o += (size_t)k;
@@ -416,7 +416,7 @@ static int get_char(struct jctx *c, json_t *obj, const char *key, uint32_t *out)
     } else {
         const char *s = json_string_value(v);
         size_t n = json_string_length(v);
-        int k = n ? utf8_decode(s, out) : 0;
+        int k = n ? attn_utf8_decode(s, out) : 0;
         if (k <= 0 || (size_t)k != n)
             rc = jerr(c, "must be exactly one character");
     }
@@ -488,8 +488,9 @@ static int get_pattern(struct jctx *c, json_t *obj, struct hf_pattern *p)
         json_t *str = s ? s : r;
         push_key(c, s ? "String" : "Regex");
         struct diag e;
-        diag_clear(&e);
-        p->re = hf_regex_compile(json_string_value(str), json_string_length(str), s != NULL, &e);
+        attn_diag_clear(&e);
+        p->re =
+            attn_hf_regex_compile(json_string_value(str), json_string_length(str), s != NULL, &e);
         if (!p->re)
             rc = jerr(c, "%s", e.msg);
         pop(c);
@@ -844,7 +845,7 @@ out:
 
 static int vocab_id(const struct hf_vocab *v, const char *s, size_t len)
 {
-    return hf_vocab_find(v, s, len);
+    return attn_hf_vocab_find(v, s, len);
 }
 
 /* One merge: "a b" (split at the space; more than one space is an error, as in the library)
@@ -896,7 +897,7 @@ static int load_merge(struct jctx *c, json_t *e, struct hftok *t, int rank, char
     if (r < 0)
         return jerr(c, "the merge makes \"%s\", which is not in the vocabulary",
                     shown(sb, sizeof(sb), *buf, na + nb - pl));
-    if (bpe_merges_put(&t->model.merges, ia, ib, rank, r) != 0)
+    if (attn_bpe_merges_put(&t->model.merges, ia, ib, rank, r) != 0)
         return jerr(c, "out of memory");
     return 0;
 }
@@ -938,7 +939,7 @@ static int load_bpe(struct jctx *c, json_t *m, struct hftok *t)
     int rc = 0;
     if (!a || !json_is_array(a)) {
         rc = jerr(c, a ? "must be a list of merges" : "is missing");
-    } else if (bpe_merges_init(&md->merges, json_array_size(a)) != 0) {
+    } else if (attn_bpe_merges_init(&md->merges, json_array_size(a)) != 0) {
         rc = jerr(c, "out of memory");
     } else {
         char *buf = NULL;
@@ -1367,8 +1368,8 @@ static int load_added(struct jctx *c, json_t *a, struct hftok *t)
         }
         if (at.normalized && t->has_norm) {
             struct diag e2;
-            diag_clear(&e2);
-            if (hf_normalize_text(&at.norm, &at.norm_len, t, at.content, at.len, &e2) != 0) {
+            attn_diag_clear(&e2);
+            if (attn_hf_normalize_text(&at.norm, &at.norm_len, t, at.content, at.len, &e2) != 0) {
                 free(at.content);
                 int rc = jerr(c, "%s", e2.msg);
                 pop(c);
@@ -1406,7 +1407,7 @@ static int config_token(struct jctx *c, json_t *root, const char *key, const str
     if (!v || json_is_null(v) || !json_is_string(v)) {
         rc = jerr(c, "is needed (a token) to add it");
     } else {
-        *id = hftok_token_id(t, json_string_value(v), json_string_length(v));
+        *id = attn_hftok_token_id(t, json_string_value(v), json_string_length(v));
         if (*id < 0) {
             char b[80];
             rc = jerr(c, "\"%s\" is not a token of tokenizer.json",
@@ -1508,7 +1509,7 @@ static int check_post_ids(struct jctx *c, const struct hf_post *p, const struct 
     if (p->kind == HQ_BERT || p->kind == HQ_ROBERTA) {
         for (int k = 0; k < 2; k++) {
             int id = k ? p->cls_id : p->sep_id;
-            if (!hftok_token(t, id, &len)) {
+            if (!attn_hftok_token(t, id, &len)) {
                 push_key(c, k ? "cls" : "sep");
                 int rc = jerr(c, "id %d is not a token (the vocabulary has %d)", id, t->size);
                 pop(c);
@@ -1519,7 +1520,7 @@ static int check_post_ids(struct jctx *c, const struct hf_post *p, const struct 
     }
     for (int s = 0; s < p->n_specials; s++)
         for (int k = 0; k < p->specials[s].n; k++)
-            if (!hftok_token(t, p->specials[s].ids[k], &len)) {
+            if (!attn_hftok_token(t, p->specials[s].ids[k], &len)) {
                 push_key(c, "special_tokens");
                 push_keyn(c, p->specials[s].name, strlen(p->specials[s].name));
                 push_key(c, "ids");
@@ -1555,13 +1556,14 @@ static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
                 col++;
             }
         }
-        diag_clear(c->err);
+        attn_diag_clear(c->err);
         snprintf(c->err->file, sizeof(c->err->file), "%s", c->file);
         c->err->line = line;
         c->err->col = col > 1 ? col - 1 : 1;
         /* jansson quotes the text near the error: raw bytes, escaped for the message */
         char b[200];
-        diag_set(c->err, "", "not valid JSON: %s", shown(b, sizeof(b), je.text, strlen(je.text)));
+        attn_diag_set(c->err, "", "not valid JSON: %s",
+                      shown(b, sizeof(b), je.text, strlen(je.text)));
     }
     return root;
 }
@@ -1700,12 +1702,12 @@ static void post_free(struct hf_post *p)
     memset(p, 0, sizeof(*p));
 }
 
-void hftok_free(struct hftok *t)
+void attn_hftok_free(struct hftok *t)
 {
     if (!t)
         return;
-    hf_vocab_free(&t->vocab);
-    bpe_merges_free(&t->model.merges);
+    attn_hf_vocab_free(&t->vocab);
+    attn_bpe_merges_free(&t->model.merges);
     free(t->model.prefix);
     free(t->model.suffix);
     free(t->model.unk);
@@ -1733,23 +1735,23 @@ void hftok_free(struct hftok *t)
 static const char byte_level_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-int hftok_load_bytes(struct hftok **out, const char *text, size_t len, const char *name,
-                     const char *config, size_t config_len, const char *config_name,
-                     struct diag *err)
+int attn_hftok_load_bytes(struct hftok **out, const char *text, size_t len, const char *name,
+                          const char *config, size_t config_len, const char *config_name,
+                          struct diag *err)
 {
     *out = NULL;
-    diag_clear(err);
-    if (uni_init(err) != 0)
+    attn_diag_clear(err);
+    if (attn_uni_init(err) != 0)
         return -1;
     struct hftok *t = calloc(1, sizeof(*t));
     if (!t)
-        return diag_file(err, name, "out of memory");
+        return attn_diag_file(err, name, "out of memory");
     t->model.unk_id = -1;
     struct jctx c = {.text = text, .len = len, .file = name, .err = err};
     json_t *root = parse(&c, text, len, 0);
     if (!root || load_root(&c, root, t) != 0) {
         json_decref(root);
-        hftok_free(t);
+        attn_hftok_free(t);
         return -1;
     }
     json_decref(root);
@@ -1759,35 +1761,36 @@ int hftok_load_bytes(struct hftok **out, const char *text, size_t len, const cha
         json_t *croot = parse(&cc, config, config_len, JSON_DECODE_INT_AS_REAL);
         if (!croot || load_config(&cc, croot, t) != 0) {
             json_decref(croot);
-            hftok_free(t);
+            attn_hftok_free(t);
             return -1;
         }
         json_decref(croot);
     }
     t->byte_level_re =
-        hf_regex_compile(byte_level_pattern, sizeof(byte_level_pattern) - 1, false, err);
+        attn_hf_regex_compile(byte_level_pattern, sizeof(byte_level_pattern) - 1, false, err);
     if (!t->byte_level_re) {
-        hftok_free(t);
+        attn_hftok_free(t);
         return -1;
     }
     *out = t;
     return 0;
 }
 
-int hftok_load(struct hftok **out, const char *path, const char *config_path, struct diag *err)
+int attn_hftok_load(struct hftok **out, const char *path, const char *config_path, struct diag *err)
 {
     *out = NULL;
-    diag_clear(err);
+    attn_diag_clear(err);
     char *text = NULL, *config = NULL;
     size_t len = 0, config_len = 0;
-    if (fsutil_read_file(&text, &len, path, HFTOK_MAX_FILE_BYTES, err) != 0)
+    if (attn_fsutil_read_file(&text, &len, path, HFTOK_MAX_FILE_BYTES, err) != 0)
         return -1;
-    if (config_path && fsutil_exists(config_path) &&
-        fsutil_read_file(&config, &config_len, config_path, HFTOK_MAX_CONFIG_BYTES, err) != 0) {
+    if (config_path && attn_fsutil_exists(config_path) &&
+        attn_fsutil_read_file(&config, &config_len, config_path, HFTOK_MAX_CONFIG_BYTES, err) !=
+            0) {
         free(text);
         return -1;
     }
-    int rc = hftok_load_bytes(out, text, len, path, config, config_len, config_path, err);
+    int rc = attn_hftok_load_bytes(out, text, len, path, config, config_len, config_path, err);
     free(text);
     free(config);
     return rc;

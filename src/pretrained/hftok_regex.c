@@ -90,8 +90,8 @@ static void word(struct out *o, bool in_class, bool negated)
 
 static int refuse(struct diag *err, size_t at, const char *what)
 {
-    return diag_set(err, "", "%s (at character %zu of the pattern) has no PCRE2 equivalent", what,
-                    at + 1);
+    return attn_diag_set(err, "", "%s (at character %zu of the pattern) has no PCRE2 equivalent",
+                         what, at + 1);
 }
 
 static bool is_digit(char c)
@@ -108,7 +108,7 @@ static int translate(struct out *o, const char *p, size_t len, struct diag *err)
         char c = p[i];
         if (c == '\\') {
             if (i + 1 >= len)
-                return diag_set(err, "", "the pattern ends with a lone backslash");
+                return attn_diag_set(err, "", "the pattern ends with a lone backslash");
             char e = p[i + 1];
             switch (e) {
             case 's':
@@ -154,7 +154,8 @@ static int translate(struct out *o, const char *p, size_t len, struct diag *err)
                        p[i + 2 + k])
                     k++;
                 if (k != 4)
-                    return diag_set(err, "", "\\u at character %zu needs four hex digits", i + 1);
+                    return attn_diag_set(err, "", "\\u at character %zu needs four hex digits",
+                                         i + 1);
                 emits(o, "\\x{");
                 emit(o, p + i + 2, 4);
                 emits(o, "}");
@@ -165,7 +166,7 @@ static int translate(struct out *o, const char *p, size_t len, struct diag *err)
                 /* copy the escape with its whole character (an escaped non-ASCII letter), and
                  * its {...} argument (\p{L}, \x{2581}) */
                 uint32_t cp;
-                int k = utf8_decode(p + i + 1, &cp);
+                int k = attn_utf8_decode(p + i + 1, &cp);
                 if (k <= 0)
                     k = 1;
                 size_t end = i + 1 + (size_t)k;
@@ -285,7 +286,7 @@ static int translate(struct out *o, const char *p, size_t len, struct diag *err)
         i++;
     }
     if (in_class)
-        return diag_set(err, "", "a character class is not closed");
+        return attn_diag_set(err, "", "a character class is not closed");
     return 0;
 }
 
@@ -304,7 +305,7 @@ static void literal(struct out *o, const char *p, size_t len)
     }
 }
 
-pcre2_code *hf_regex_compile(const char *pattern, size_t len, bool lit, struct diag *err)
+pcre2_code *attn_hf_regex_compile(const char *pattern, size_t len, bool lit, struct diag *err)
 {
     struct out o = {0};
     emits(&o, "");
@@ -316,7 +317,7 @@ pcre2_code *hf_regex_compile(const char *pattern, size_t len, bool lit, struct d
     }
     if (o.failed || !o.s) {
         free(o.s);
-        diag_set(err, "", "out of memory (a regex of %zu bytes)", len);
+        attn_diag_set(err, "", "out of memory (a regex of %zu bytes)", len);
         return NULL;
     }
     int code;
@@ -328,8 +329,8 @@ pcre2_code *hf_regex_compile(const char *pattern, size_t len, bool lit, struct d
         pcre2_get_error_message(code, msg, sizeof(msg));
         /* at is an offset in the rewritten pattern; it equals the original's until the first
          * rewrite, which is where most mistakes are anyway */
-        diag_set(err, "", "PCRE2 refuses the regex: %s (near character %zu)", (const char *)msg,
-                 (size_t)at + 1);
+        attn_diag_set(err, "", "PCRE2 refuses the regex: %s (near character %zu)",
+                      (const char *)msg, (size_t)at + 1);
         free(o.s);
         return NULL;
     }
@@ -338,15 +339,15 @@ pcre2_code *hf_regex_compile(const char *pattern, size_t len, bool lit, struct d
     return re;
 }
 
-int hf_regex_each(const pcre2_code *re, const char *s, size_t len,
-                  int (*fn)(void *ctx, size_t start, size_t end), void *ctx, struct diag *err)
+int attn_hf_regex_each(const pcre2_code *re, const char *s, size_t len,
+                       int (*fn)(void *ctx, size_t start, size_t end), void *ctx, struct diag *err)
 {
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     pcre2_match_context *mc = pcre2_match_context_create(NULL);
     if (!md || !mc) {
         pcre2_match_data_free(md);
         pcre2_match_context_free(mc);
-        return diag_set(err, "", "out of memory (PCRE2 match data)");
+        return attn_diag_set(err, "", "out of memory (PCRE2 match data)");
     }
     /* a pattern that backtracks without end is an error, not a hang */
     pcre2_set_match_limit(mc, 10000000);
@@ -364,7 +365,7 @@ int hf_regex_each(const pcre2_code *re, const char *s, size_t len,
         if (m < 0) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(m, msg, sizeof(msg));
-            rc = diag_set(err, "", "the regex fails at byte %zu: %s", at, (const char *)msg);
+            rc = attn_diag_set(err, "", "the regex fails at byte %zu: %s", at, (const char *)msg);
             break;
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
@@ -377,7 +378,7 @@ int hf_regex_each(const pcre2_code *re, const char *s, size_t len,
             if (at >= len)
                 break;
             uint32_t cp;
-            int k = utf8_decode(s + at, &cp);
+            int k = attn_utf8_decode(s + at, &cp);
             at += k > 0 ? (size_t)k : 1;
             continue;
         }

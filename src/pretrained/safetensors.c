@@ -30,7 +30,7 @@
  * (at least 8 bytes). */
 static const char *show(char *out, size_t size, const char *s)
 {
-    utf8_escape(out, size, s, (size_t)-1, 0);
+    attn_utf8_escape(out, size, s, (size_t)-1, 0);
     return out;
 }
 
@@ -101,21 +101,21 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
 {
     char got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
     if (!json_is_array(shape))
-        return diag_file(err, path, "tensor '%s': shape must be an array of integers, got %s", name,
-                         show_json(got, sizeof(got), shape));
+        return attn_diag_file(err, path, "tensor '%s': shape must be an array of integers, got %s",
+                              name, show_json(got, sizeof(got), shape));
     size_t ndim = json_array_size(shape);
     if (ndim > ST_MAX_DIMS)
-        return diag_file(err, path,
-                         "tensor '%s': shape has %zu dimensions, attnscope reads at most %d", name,
-                         ndim, ST_MAX_DIMS);
+        return attn_diag_file(err, path,
+                              "tensor '%s': shape has %zu dimensions, attnscope reads at most %d",
+                              name, ndim, ST_MAX_DIMS);
     t->ndim = (int)ndim;
     bool zero = false;
     for (size_t d = 0; d < ndim; d++) {
         const json_t *v = json_array_get(shape, d);
         if (!is_count(v))
-            return diag_file(err, path,
-                             "tensor '%s': shape entry %zu is %s, not a non-negative integer", name,
-                             d, show_json(got, sizeof(got), v));
+            return attn_diag_file(err, path,
+                                  "tensor '%s': shape entry %zu is %s, not a non-negative integer",
+                                  name, d, show_json(got, sizeof(got), v));
         t->shape[d] = json_integer_value(v);
         zero = zero || t->shape[d] == 0;
     }
@@ -125,19 +125,20 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
     for (int d = 0; d < t->ndim && !zero; d++) {
         uint64_t s = (uint64_t)t->shape[d];
         if (count > limit / s)
-            return diag_file(err, path,
-                             "tensor '%s': shape %s has 2^57 elements or more, more than a file "
-                             "can hold",
-                             name, dims);
+            return attn_diag_file(
+                err, path,
+                "tensor '%s': shape %s has 2^57 elements or more, more than a file "
+                "can hold",
+                name, dims);
         count *= s;
     }
     if (zero)
         count = 0;
     uint64_t bits = count * (uint64_t)dtype_bits(t);
     if (bits % 8 != 0)
-        return diag_file(err, path,
-                         "tensor '%s': shape %s of %s is %llu bits, which is not whole bytes", name,
-                         dims, t->dtype_name, (unsigned long long)bits);
+        return attn_diag_file(err, path,
+                              "tensor '%s': shape %s of %s is %llu bits, which is not whole bytes",
+                              name, dims, t->dtype_name, (unsigned long long)bits);
     *bytes = bits / 8;
     return 0;
 }
@@ -148,31 +149,31 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
     char name[SHOW_MAX + 8], got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
     show(name, sizeof(name), key);
     if (!json_is_object(v))
-        return diag_file(err, path,
-                         "tensor '%s' is %s, not an object of dtype, shape and data_offsets", name,
-                         show_json(got, sizeof(got), v));
+        return attn_diag_file(err, path,
+                              "tensor '%s' is %s, not an object of dtype, shape and data_offsets",
+                              name, show_json(got, sizeof(got), v));
     for (void *it = json_object_iter((json_t *)v); it;
          it = json_object_iter_next((json_t *)v, it)) {
         const char *field = json_object_iter_key(it);
         if (strcmp(field, "dtype") && strcmp(field, "shape") && strcmp(field, "data_offsets"))
-            return diag_file(err, path,
-                             "tensor '%s': unknown field '%s' (a tensor has dtype, shape and "
-                             "data_offsets)",
-                             name, show(got, sizeof(got), field));
+            return attn_diag_file(err, path,
+                                  "tensor '%s': unknown field '%s' (a tensor has dtype, shape and "
+                                  "data_offsets)",
+                                  name, show(got, sizeof(got), field));
     }
     static const char *const fields[] = {"dtype", "shape", "data_offsets"};
     for (int i = 0; i < 3; i++)
         if (!json_object_get(v, fields[i]))
-            return diag_file(err, path, "tensor '%s' has no '%s'", name, fields[i]);
+            return attn_diag_file(err, path, "tensor '%s' has no '%s'", name, fields[i]);
 
     const json_t *dtype = json_object_get(v, "dtype");
     if (!json_is_string(dtype))
-        return diag_file(err, path, "tensor '%s': dtype must be a string, got %s", name,
-                         show_json(got, sizeof(got), dtype));
+        return attn_diag_file(err, path, "tensor '%s': dtype must be a string, got %s", name,
+                              show_json(got, sizeof(got), dtype));
     int di = dtype_index(json_string_value(dtype));
     if (di < 0)
-        return diag_file(err, path, "tensor '%s': unknown dtype '%s'", name,
-                         show(got, sizeof(got), json_string_value(dtype)));
+        return attn_diag_file(err, path, "tensor '%s': unknown dtype '%s'", name,
+                              show(got, sizeof(got), json_string_value(dtype)));
     t->dtype = DTYPES[di].dtype;
     snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", DTYPES[di].name);
 
@@ -183,28 +184,30 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
     const json_t *offs = json_object_get(v, "data_offsets");
     if (!json_is_array(offs) || json_array_size(offs) != 2 || !is_count(json_array_get(offs, 0)) ||
         !is_count(json_array_get(offs, 1)))
-        return diag_file(err, path,
-                         "tensor '%s': data_offsets must be [begin, end], two non-negative "
-                         "integers, got %s",
-                         name, show_json(got, sizeof(got), offs));
+        return attn_diag_file(err, path,
+                              "tensor '%s': data_offsets must be [begin, end], two non-negative "
+                              "integers, got %s",
+                              name, show_json(got, sizeof(got), offs));
     uint64_t begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
     uint64_t end = (uint64_t)json_integer_value(json_array_get(offs, 1));
     if (end < begin)
-        return diag_file(err, path, "tensor '%s': data_offsets [%llu, %llu] end before they begin",
-                         name, (unsigned long long)begin, (unsigned long long)end);
+        return attn_diag_file(err, path,
+                              "tensor '%s': data_offsets [%llu, %llu] end before they begin", name,
+                              (unsigned long long)begin, (unsigned long long)end);
     describe_shape(dims, sizeof(dims), t);
     if (end - begin != bytes)
-        return diag_file(err, path,
-                         "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of "
-                         "%s needs %llu",
-                         name, (unsigned long long)begin, (unsigned long long)end,
-                         (unsigned long long)(end - begin), dims, t->dtype_name,
-                         (unsigned long long)bytes);
+        return attn_diag_file(
+            err, path,
+            "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of "
+            "%s needs %llu",
+            name, (unsigned long long)begin, (unsigned long long)end,
+            (unsigned long long)(end - begin), dims, t->dtype_name, (unsigned long long)bytes);
     if (end > data_size)
-        return diag_file(err, path,
-                         "tensor '%s': data_offsets [%llu, %llu] end past the data section, which "
-                         "holds %zu bytes (is the file truncated?)",
-                         name, (unsigned long long)begin, (unsigned long long)end, data_size);
+        return attn_diag_file(
+            err, path,
+            "tensor '%s': data_offsets [%llu, %llu] end past the data section, which "
+            "holds %zu bytes (is the file truncated?)",
+            name, (unsigned long long)begin, (unsigned long long)end, data_size);
     t->begin = (size_t)begin;
     t->end = (size_t)end;
     return 0;
@@ -214,15 +217,15 @@ static int check_metadata(const json_t *v, const char *path, struct diag *err)
 {
     char got[SHOW_MAX + 8], key[SHOW_MAX + 8];
     if (!json_is_object(v))
-        return diag_file(err, path, "__metadata__ is %s, not an object of strings",
-                         show_json(got, sizeof(got), v));
+        return attn_diag_file(err, path, "__metadata__ is %s, not an object of strings",
+                              show_json(got, sizeof(got), v));
     for (void *it = json_object_iter((json_t *)v); it;
          it = json_object_iter_next((json_t *)v, it)) {
         const json_t *s = json_object_iter_value(it);
         if (!json_is_string(s))
-            return diag_file(err, path, "__metadata__: '%s' is %s, not a string",
-                             show(key, sizeof(key), json_object_iter_key(it)),
-                             show_json(got, sizeof(got), s));
+            return attn_diag_file(err, path, "__metadata__: '%s' is %s, not a string",
+                                  show(key, sizeof(key), json_object_iter_key(it)),
+                                  show_json(got, sizeof(got), s));
     }
     return 0;
 }
@@ -231,7 +234,7 @@ static bool valid_name(const char *s)
 {
     uint32_t cp;
     for (int n; *s; s += n)
-        if ((n = utf8_decode(s, &cp)) == 0)
+        if ((n = attn_utf8_decode(s, &cp)) == 0)
             return false;
     return true;
 }
@@ -263,11 +266,11 @@ static int check_overlaps(struct st_file *f, struct diag *err)
             continue;
         if (far && t->begin < far->end) {
             char a[SHOW_MAX + 8], b[SHOW_MAX + 8];
-            return diag_file(err, f->path,
-                             "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets "
-                             "[%zu, %zu]) overlap",
-                             show(a, sizeof(a), far->name), far->begin, far->end,
-                             show(b, sizeof(b), t->name), t->begin, t->end);
+            return attn_diag_file(err, f->path,
+                                  "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets "
+                                  "[%zu, %zu]) overlap",
+                                  show(a, sizeof(a), far->name), far->begin, far->end,
+                                  show(b, sizeof(b), t->name), t->begin, t->end);
         }
         if (!far || t->end > far->end)
             far = t;
@@ -282,18 +285,19 @@ static int parse_header(struct st_file *f, size_t hlen, struct diag *err)
     json_t *root = json_loadb((const char *)f->map + 8, hlen, JSON_REJECT_DUPLICATES, &jerr);
     /* jansson's position is just past the token it stopped at: name that token's last byte. */
     if (!root)
-        return diag_file(err, f->path, "the header is not valid JSON: %s (byte %zu of the file)",
-                         show(got, sizeof(got), jerr.text),
-                         8 + (size_t)(jerr.position > 0 ? jerr.position - 1 : 0));
+        return attn_diag_file(err, f->path,
+                              "the header is not valid JSON: %s (byte %zu of the file)",
+                              show(got, sizeof(got), jerr.text),
+                              8 + (size_t)(jerr.position > 0 ? jerr.position - 1 : 0));
     int rc = -1;
     if (!json_is_object(root)) {
-        diag_file(err, f->path, "the header is %s, not a JSON object of tensors",
-                  show_json(got, sizeof(got), root));
+        attn_diag_file(err, f->path, "the header is %s, not a JSON object of tensors",
+                       show_json(got, sizeof(got), root));
         goto out;
     }
     f->tensors = calloc(json_object_size(root) + 1, sizeof(*f->tensors));
     if (!f->tensors) {
-        diag_file(err, f->path, "out of memory for %zu tensors", json_object_size(root));
+        attn_diag_file(err, f->path, "out of memory for %zu tensors", json_object_size(root));
         goto out;
     }
     size_t data_size = f->size - f->data_start;
@@ -307,14 +311,15 @@ static int parse_header(struct st_file *f, size_t hlen, struct diag *err)
             continue;
         }
         if (!key[0] || !valid_name(key)) {
-            diag_file(err, f->path, "a tensor's name is %s", key[0] ? "not valid UTF-8" : "empty");
+            attn_diag_file(err, f->path, "a tensor's name is %s",
+                           key[0] ? "not valid UTF-8" : "empty");
             goto out;
         }
         struct st_tensor *t = &f->tensors[f->n];
         if (parse_tensor(t, key, v, data_size, f->path, err) != 0)
             goto out;
         if (!(t->name = strdup(key))) {
-            diag_file(err, f->path, "out of memory");
+            attn_diag_file(err, f->path, "out of memory");
             goto out;
         }
         f->n++;
@@ -331,81 +336,83 @@ out:
 
 /* ---- opening ------------------------------------------------------------------------------ */
 
-int st_open(struct st_file *out, const char *path, struct diag *err)
+int attn_st_open(struct st_file *out, const char *path, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
     struct stat st;
-    int fd = fsutil_open_regular(path, &st, err);
+    int fd = attn_fsutil_open_regular(path, &st, err);
     if (fd < 0)
         return -1;
     if ((unsigned long long)st.st_size > SIZE_MAX) {
         close(fd);
-        return diag_file(err, path, "the file is too large to map (%lld bytes)",
-                         (long long)st.st_size);
+        return attn_diag_file(err, path, "the file is too large to map (%lld bytes)",
+                              (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size;
     if (size < 8) {
         close(fd);
-        return diag_file(err, path,
-                         "the file is %zu bytes long, too short for the 8-byte header length of a "
-                         "safetensors file",
-                         size);
+        return attn_diag_file(
+            err, path,
+            "the file is %zu bytes long, too short for the 8-byte header length of a "
+            "safetensors file",
+            size);
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
     close(fd); /* the mapping keeps the file */
     if (map == MAP_FAILED)
-        return diag_file(err, path, "cannot map: %s", strerror(map_errno));
+        return attn_diag_file(err, path, "cannot map: %s", strerror(map_errno));
     out->map = map;
     out->size = size;
     out->dev = (unsigned long long)st.st_dev;
     out->ino = (unsigned long long)st.st_ino;
     out->mtime_sec = (long long)st.st_mtim.tv_sec;
     out->mtime_nsec = (long long)st.st_mtim.tv_nsec;
-    mapguard_add(map, size); /* a truncation under a reader: zeros and a flag, not SIGBUS */
+    attn_mapguard_add(map, size); /* a truncation under a reader: zeros and a flag, not SIGBUS */
     if (!(out->path = strdup(path))) {
-        st_close(out);
-        return diag_file(err, path, "out of memory");
+        attn_st_close(out);
+        return attn_diag_file(err, path, "out of memory");
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | out->map[i];
     if (hlen > size - 8) {
-        diag_file(err, path,
-                  "the header length is %llu bytes, but only %zu bytes follow it (is the file "
-                  "truncated?)",
-                  (unsigned long long)hlen, size - 8);
-        st_close(out);
+        attn_diag_file(err, path,
+                       "the header length is %llu bytes, but only %zu bytes follow it (is the file "
+                       "truncated?)",
+                       (unsigned long long)hlen, size - 8);
+        attn_st_close(out);
         return -1;
     }
     if (hlen > ST_HEADER_MAX) {
-        diag_file(err, path, "the header is %llu bytes long, more than the %zu attnscope reads",
-                  (unsigned long long)hlen, ST_HEADER_MAX);
-        st_close(out);
+        attn_diag_file(err, path,
+                       "the header is %llu bytes long, more than the %zu attnscope reads",
+                       (unsigned long long)hlen, ST_HEADER_MAX);
+        attn_st_close(out);
         return -1;
     }
     out->data_start = 8 + (size_t)hlen;
     if (parse_header(out, (size_t)hlen, err) != 0) {
-        st_close(out);
+        attn_st_close(out);
         return -1;
     }
     return 0;
 }
 
-void st_close(struct st_file *f)
+void attn_st_close(struct st_file *f)
 {
     for (int i = 0; i < f->n; i++)
         free(f->tensors[i].name);
     free(f->tensors);
     if (f->map) {
-        mapguard_remove(f->map);
+        attn_mapguard_remove(f->map);
         munmap((void *)f->map, f->size);
     }
     free(f->path);
     memset(f, 0, sizeof(*f));
 }
 
-int st_check_unchanged(const struct st_file *f, struct diag *err)
+int attn_st_check_unchanged(const struct st_file *f, struct diag *err)
 {
     if (!f->map)
         return 0;
@@ -422,17 +429,17 @@ int st_check_unchanged(const struct st_file *f, struct diag *err)
     else if ((long long)st.st_mtim.tv_sec != f->mtime_sec ||
              (long long)st.st_mtim.tv_nsec != f->mtime_nsec)
         snprintf(why, sizeof(why), "rewritten since it was read");
-    else if (mapguard_faulted(f->map))
+    else if (attn_mapguard_faulted(f->map))
         snprintf(why, sizeof(why), "it shrank while it was read");
     if (!why[0])
         return 0;
     char name[SHOW_MAX + 8];
-    return diag_file(err, f->path,
-                     "the checkpoint changed on disk: %s (%s); reopen the scene to read it again",
-                     show(name, sizeof(name), f->path), why);
+    return attn_diag_file(
+        err, f->path, "the checkpoint changed on disk: %s (%s); reopen the scene to read it again",
+        show(name, sizeof(name), f->path), why);
 }
 
-const struct st_tensor *st_find(const struct st_file *f, const char *name)
+const struct st_tensor *attn_st_find(const struct st_file *f, const char *name)
 {
     if (f->n == 0)
         return NULL;
@@ -440,11 +447,11 @@ const struct st_tensor *st_find(const struct st_file *f, const char *name)
     return bsearch(&key, f->tensors, (size_t)f->n, sizeof(*f->tensors), by_name);
 }
 
-size_t st_count(const struct st_tensor *t)
+size_t attn_st_count(const struct st_tensor *t)
 {
     size_t n = 1;
     for (int d = 0; d < t->ndim; d++)
-        n *= (size_t)t->shape[d]; /* st_open checked the product */
+        n *= (size_t)t->shape[d]; /* attn_st_open checked the product */
     return n;
 }
 
@@ -456,7 +463,7 @@ static bool little_endian(void)
     return *(const unsigned char *)&one == 1;
 }
 
-const float *st_f32_view(const struct st_file *f, const struct st_tensor *t)
+const float *attn_st_f32_view(const struct st_file *f, const struct st_tensor *t)
 {
     if (t->dtype != ST_F32 || !little_endian())
         return NULL;
@@ -509,26 +516,26 @@ static int check_readable(const struct st_file *f, const struct st_tensor *t, st
 {
     char name[SHOW_MAX + 8];
     if (t->dtype == ST_OTHER)
-        return diag_file(err, f->path, "tensor '%s' is %s; attnscope reads F32, F16 and BF16",
-                         show(name, sizeof(name), t->name), t->dtype_name);
+        return attn_diag_file(err, f->path, "tensor '%s' is %s; attnscope reads F32, F16 and BF16",
+                              show(name, sizeof(name), t->name), t->dtype_name);
     return 0;
 }
 
-int st_read_f32(float *out /*(count)*/, size_t count, const struct st_file *f,
-                const struct st_tensor *t, struct diag *err)
+int attn_st_read_f32(float *out /*(count)*/, size_t count, const struct st_file *f,
+                     const struct st_tensor *t, struct diag *err)
 {
     char name[SHOW_MAX + 8];
     if (check_readable(f, t, err) != 0)
         return -1;
-    if (count != st_count(t))
-        return diag_file(err, f->path, "tensor '%s' has %zu values, not the %zu asked for",
-                         show(name, sizeof(name), t->name), st_count(t), count);
+    if (count != attn_st_count(t))
+        return attn_diag_file(err, f->path, "tensor '%s' has %zu values, not the %zu asked for",
+                              show(name, sizeof(name), t->name), attn_st_count(t), count);
     widen(out, f->map + f->data_start + t->begin, count, t->dtype);
     return 0;
 }
 
-int st_read_rows_f32(float *out /*(nrows, cols)*/, const struct st_file *f,
-                     const struct st_tensor *t, int64_t r0, int64_t nrows, struct diag *err)
+int attn_st_read_rows_f32(float *out /*(nrows, cols)*/, const struct st_file *f,
+                          const struct st_tensor *t, int64_t r0, int64_t nrows, struct diag *err)
 {
     char name[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
     if (check_readable(f, t, err) != 0)
@@ -536,12 +543,12 @@ int st_read_rows_f32(float *out /*(nrows, cols)*/, const struct st_file *f,
     show(name, sizeof(name), t->name);
     describe_shape(dims, sizeof(dims), t);
     if (t->ndim != 2)
-        return diag_file(err, f->path, "tensor '%s' has shape %s; rows are read from 2-D tensors",
-                         name, dims);
+        return attn_diag_file(
+            err, f->path, "tensor '%s' has shape %s; rows are read from 2-D tensors", name, dims);
     if (r0 < 0 || nrows < 0 || r0 > t->shape[0] || nrows > t->shape[0] - r0)
-        return diag_file(err, f->path,
-                         "%lld rows from row %lld are not rows of tensor '%s' of shape %s",
-                         (long long)nrows, (long long)r0, name, dims);
+        return attn_diag_file(err, f->path,
+                              "%lld rows from row %lld are not rows of tensor '%s' of shape %s",
+                              (long long)nrows, (long long)r0, name, dims);
     size_t cols = (size_t)t->shape[1], esize = t->dtype == ST_F32 ? 4 : 2;
     widen(out, f->map + f->data_start + t->begin + (size_t)r0 * cols * esize, (size_t)nrows * cols,
           t->dtype);

@@ -2,7 +2,7 @@
  *
  * A file is an 8-byte little-endian header length N, N bytes of JSON naming every tensor with
  * its dtype, shape and byte range in the data section (which starts at 8 + N), then the data.
- * st_open validates the whole header before anything uses it (field types, shapes that do not
+ * attn_st_open validates the whole header before anything uses it (field types, shapes that do not
  * overflow, ranges that fit the file, match their shape and do not overlap), so the readers
  * below never look outside a tensor's bytes. F32, F16 and BF16 tensors read as float32; other
  * dtypes are listed but refused by the readers. An aligned F32 tensor is viewed in place, so a
@@ -40,44 +40,44 @@ struct st_file {
     char *path;
     const unsigned char *map; /* the whole file, read-only (guarded: common/mapguard.h) */
     size_t size;
-    /* The file as mapped, to tell when it changed on disk (st_check_unchanged). */
+    /* The file as mapped, to tell when it changed on disk (attn_st_check_unchanged). */
     unsigned long long dev, ino;
     long long mtime_sec, mtime_nsec;
     size_t data_start;         /* 8 + N */
-    struct st_tensor *tensors; /* sorted by name (strcmp), for st_find */
+    struct st_tensor *tensors; /* sorted by name (strcmp), for attn_st_find */
     int n;
 };
 
 /* Maps path and validates its header. Refuses anything but a regular file without blocking
- * (a FIFO, a device). On failure *out is empty (st_close is harmless) and err->file is path,
+ * (a FIFO, a device). On failure *out is empty (attn_st_close is harmless) and err->file is path,
  * err->msg says what is wrong and, where it applies, names the tensor. */
-int st_open(struct st_file *out, const char *path, struct diag *err);
-void st_close(struct st_file *f);
+int attn_st_open(struct st_file *out, const char *path, struct diag *err);
+void attn_st_close(struct st_file *f);
 
 /* 0 when the file on disk is still the one mapped: the same file (device and inode), size and
  * modification time (to the nanosecond), and no read of the mapping has run past a new end of
  * it. Otherwise -1, err: "the checkpoint changed on disk: PATH (why); ...". A checkpoint
  * rewritten in place (truncated, or the same size with other bytes) would feed the engine
  * numbers that are not the ones loaded, or a SIGBUS. */
-int st_check_unchanged(const struct st_file *f, struct diag *err);
+int attn_st_check_unchanged(const struct st_file *f, struct diag *err);
 
 /* The tensor called name, or NULL. */
-const struct st_tensor *st_find(const struct st_file *f, const char *name);
+const struct st_tensor *attn_st_find(const struct st_file *f, const char *name);
 /* Its number of elements (1 for a scalar). */
-size_t st_count(const struct st_tensor *t);
+size_t attn_st_count(const struct st_tensor *t);
 
 /* The tensor's values in place (count of them, row-major), or NULL when that is not possible:
- * not F32, not 4-byte aligned in the file, or a big-endian host. Valid until st_close. */
-const float *st_f32_view(const struct st_file *f, const struct st_tensor *t);
+ * not F32, not 4-byte aligned in the file, or a big-endian host. Valid until attn_st_close. */
+const float *attn_st_f32_view(const struct st_file *f, const struct st_tensor *t);
 
-/* Copies the tensor into out (count = st_count(t) floats), widening F16 and BF16 exactly.
+/* Copies the tensor into out (count = attn_st_count(t) floats), widening F16 and BF16 exactly.
  * Refuses other dtypes and a count that is not the tensor's. */
-int st_read_f32(float *out /*(count)*/, size_t count, const struct st_file *f,
-                const struct st_tensor *t, struct diag *err);
+int attn_st_read_f32(float *out /*(count)*/, size_t count, const struct st_file *f,
+                     const struct st_tensor *t, struct diag *err);
 
 /* Rows [r0, r0 + nrows) of a 2-D tensor (rows, cols), e.g. a few tokens' embeddings out of a
  * 50257-row table, without reading the others. */
-int st_read_rows_f32(float *out /*(nrows, cols)*/, const struct st_file *f,
-                     const struct st_tensor *t, int64_t r0, int64_t nrows, struct diag *err);
+int attn_st_read_rows_f32(float *out /*(nrows, cols)*/, const struct st_file *f,
+                          const struct st_tensor *t, int64_t r0, int64_t nrows, struct diag *err);
 
 #endif

@@ -34,12 +34,12 @@ static void open_all(void)
     init_status = st;
 }
 
-int uni_init(struct diag *err)
+int attn_uni_init(struct diag *err)
 {
     pthread_once(&once, open_all);
     if (U_FAILURE(init_status))
-        return diag_set(err, "", "ICU cannot open its normalisation data: %s",
-                        u_errorName(init_status));
+        return attn_diag_set(err, "", "ICU cannot open its normalisation data: %s",
+                             u_errorName(init_status));
     return 0;
 }
 
@@ -52,18 +52,18 @@ static bool age_at_most(uint32_t c, int major, int minor)
     return v[0] < major || (v[0] == major && v[1] <= minor);
 }
 
-bool uni_is_whitespace(uint32_t c)
+bool attn_uni_is_whitespace(uint32_t c)
 {
     return u_hasBinaryProperty((UChar32)c, UCHAR_WHITE_SPACE);
 }
 
-bool uni_is_numeric(uint32_t c)
+bool attn_uni_is_numeric(uint32_t c)
 {
     int t = u_charType((UChar32)c);
     return t == U_DECIMAL_DIGIT_NUMBER || t == U_LETTER_NUMBER || t == U_OTHER_NUMBER;
 }
 
-bool uni_is_word(uint32_t c)
+bool attn_uni_is_word(uint32_t c)
 {
     int t = u_charType((UChar32)c);
     return u_hasBinaryProperty((UChar32)c, UCHAR_ALPHABETIC) || t == U_NON_SPACING_MARK ||
@@ -71,7 +71,7 @@ bool uni_is_word(uint32_t c)
            t == U_CONNECTOR_PUNCTUATION || u_hasBinaryProperty((UChar32)c, UCHAR_JOIN_CONTROL);
 }
 
-bool uni_bert_is_control(uint32_t c)
+bool attn_uni_bert_is_control(uint32_t c)
 {
     if (c == '\t' || c == '\n' || c == '\r') /* BertNormalizer's is_control keeps them */
         return false;
@@ -81,7 +81,7 @@ bool uni_bert_is_control(uint32_t c)
            age_at_most(c, 8, 0);
 }
 
-bool uni_bert_is_punctuation(uint32_t c)
+bool attn_uni_bert_is_punctuation(uint32_t c)
 {
     if (c < 0x80)
         return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
@@ -93,19 +93,19 @@ bool uni_bert_is_punctuation(uint32_t c)
            age_at_most(c, 8, 0);
 }
 
-bool uni_bert_is_nonspacing(uint32_t c)
+bool attn_uni_bert_is_nonspacing(uint32_t c)
 {
     return u_charType((UChar32)c) == U_NON_SPACING_MARK && age_at_most(c, 8, 0);
 }
 
-bool uni_is_combining_mark(uint32_t c)
+bool attn_uni_is_combining_mark(uint32_t c)
 {
     int t = u_charType((UChar32)c);
     return (t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK || t == U_ENCLOSING_MARK) &&
            age_at_most(c, 9, 0);
 }
 
-bool uni_is_chinese(uint32_t c)
+bool attn_uni_is_chinese(uint32_t c)
 {
     /* the blocks BERT's tokenizer (and BertNormalizer) calls Chinese: its definition */
     return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -114,7 +114,7 @@ bool uni_is_chinese(uint32_t c)
            (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-int uni_lower(uint32_t c, uint32_t out[3])
+int attn_uni_lower(uint32_t c, uint32_t out[3])
 {
     UChar src[2], dst[8];
     int32_t n = 0;
@@ -166,13 +166,13 @@ static int put(struct buf *b, const char *p, size_t len, const uint32_t *seg_src
     return 0;
 }
 
-int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, const char *text,
-                  size_t len, struct diag *err)
+int attn_uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, const char *text,
+                       size_t len, struct diag *err)
 {
     *out = NULL;
     *seg = NULL;
     *n = 0;
-    if (uni_init(err) != 0)
+    if (attn_uni_init(err) != 0)
         return -1;
     const UNormalizer2 *nz = filtered[form];
     struct buf b = {0};
@@ -187,7 +187,7 @@ int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, con
     /* every byte of a character carries the character's start: "left as is" */
     for (size_t i = 0; i < len;) {
         uint32_t c;
-        int k = utf8_decode(text + i, &c);
+        int k = attn_utf8_decode(text + i, &c);
         if (k <= 0)
             k = 1;
         for (int j = 0; j < k && i + (size_t)j < len; j++)
@@ -201,7 +201,7 @@ int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, con
         int32_t m = 0;
         do {
             uint32_t c;
-            int k = utf8_decode(text + end, &c);
+            int k = attn_utf8_decode(text + end, &c);
             if (k <= 0) { /* the callers pass valid UTF-8; keep the byte as it is */
                 c = 0xFFFD;
                 k = 1;
@@ -230,7 +230,7 @@ int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, con
             need = unorm2_normalize(nz, u16, m, res, (int32_t)res_cap, &st);
         }
         if (U_FAILURE(st)) {
-            diag_set(err, "", "ICU cannot normalise the text: %s", u_errorName(st));
+            attn_diag_set(err, "", "ICU cannot normalise the text: %s", u_errorName(st));
             goto out;
         }
         int32_t bytes = 0;
@@ -246,7 +246,7 @@ int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, con
             u_strToUTF8(u8, (int32_t)u8_cap, &bytes, res, need, &st);
         }
         if (U_FAILURE(st)) {
-            diag_set(err, "", "ICU cannot convert the text: %s", u_errorName(st));
+            attn_diag_set(err, "", "ICU cannot convert the text: %s", u_errorName(st));
             goto out;
         }
         if (put(&b, u8, (size_t)bytes, NULL, own[start]))
@@ -268,7 +268,7 @@ int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, con
     rc = 0;
     goto out;
 oom:
-    diag_set(err, "", "out of memory (normalising %zu bytes)", len);
+    attn_diag_set(err, "", "out of memory (normalising %zu bytes)", len);
 out:
     free(b.s);
     free(b.seg);

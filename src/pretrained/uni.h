@@ -30,26 +30,26 @@ enum uni_form { UNI_NFC, UNI_NFD, UNI_NFKC, UNI_NFKD };
 
 /* Opens ICU's normalisers once (thread-safe, idempotent). -1 with err when ICU's data is
  * missing. */
-int uni_init(struct diag *err);
+int attn_uni_init(struct diag *err);
 
-bool uni_is_whitespace(uint32_t c);       /* Rust char::is_whitespace: White_Space */
-bool uni_is_numeric(uint32_t c);          /* Rust char::is_numeric: Nd, Nl, No */
-bool uni_is_word(uint32_t c);             /* Rust regex \w: Alphabetic, M, Nd, Pc, Join_Control */
-bool uni_bert_is_control(uint32_t c);     /* is_other (Cc Cf Co Cs, 8.0) but \t \n \r */
-bool uni_bert_is_punctuation(uint32_t c); /* ASCII punctuation, or P* as of 8.0 */
-bool uni_bert_is_nonspacing(uint32_t c);  /* Mn as of 8.0 */
-bool uni_is_combining_mark(uint32_t c);   /* Mn Mc Me as of 9.0 (StripAccents) */
-bool uni_is_chinese(uint32_t c);          /* BertNormalizer's CJK blocks (ranges of its code) */
+bool attn_uni_is_whitespace(uint32_t c);   /* Rust char::is_whitespace: White_Space */
+bool attn_uni_is_numeric(uint32_t c);      /* Rust char::is_numeric: Nd, Nl, No */
+bool attn_uni_is_word(uint32_t c);         /* Rust regex \w: Alphabetic, M, Nd, Pc, Join_Control */
+bool attn_uni_bert_is_control(uint32_t c); /* is_other (Cc Cf Co Cs, 8.0) but \t \n \r */
+bool attn_uni_bert_is_punctuation(uint32_t c); /* ASCII punctuation, or P* as of 8.0 */
+bool attn_uni_bert_is_nonspacing(uint32_t c);  /* Mn as of 8.0 */
+bool attn_uni_is_combining_mark(uint32_t c);   /* Mn Mc Me as of 9.0 (StripAccents) */
+bool attn_uni_is_chinese(uint32_t c); /* BertNormalizer's CJK blocks (ranges of its code) */
 
 /* Rust char::to_lowercase: the full lowercase of one character, out gets up to 3 characters;
  * returns how many. */
-int uni_lower(uint32_t c, uint32_t out[3]);
+int attn_uni_lower(uint32_t c, uint32_t out[3]);
 
 /* Appends the normal form (Unicode 9.0, see above) of UTF-8 text[0..len) to *out; *n counts
  * bytes, *cap is the buffer's size. seg gets, for every output byte, the input byte where its
  * normalisation segment starts (segments never split a character and its marks). Returns 0,
  * or -1 (out of memory, or ICU failed) with err. */
-int uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, const char *text,
-                  size_t len, struct diag *err);
+int attn_uni_normalize(char **out, uint32_t **seg, size_t *n, enum uni_form form, const char *text,
+                       size_t len, struct diag *err);
 
 #endif

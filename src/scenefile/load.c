@@ -3,8 +3,8 @@
  * The parse runs in three steps: libyaml events -> node tree (src/yaml), tree -> struct attn_scene
  * through the schema tables (schema.c), then attn_scene_check for the rules that span several keys,
  * located at the keys they name. Every problem becomes a diag with file:line:col through the
- * parse's struct loader (locate.c); ytree_locate turns libyaml's marks (columns in characters
- * from 0) into the 1-based byte columns diag_print puts its caret by.
+ * parse's struct loader (locate.c); attn_ytree_locate turns libyaml's marks (columns in characters
+ * from 0) into the 1-based byte columns attn_diag_print puts its caret by.
  */
 #include "scenefile/scenefile.h"
 
@@ -57,28 +57,28 @@ static const struct {
 /* One path is the other or below it. "" (a problem of the whole document) relates to nothing. */
 static bool related(const char *a, const char *b)
 {
-    return a[0] && b[0] && (loader_path_within(a, b) || loader_path_within(b, a));
+    return a[0] && b[0] && (attn_loader_path_within(a, b) || attn_loader_path_within(b, a));
 }
 
 static bool check_suppressed(const struct loader *l, const char *path)
 {
     bool shapes_unknown = false;
     for (size_t i = 0; i < N_SHAPE_KEYS; i++)
-        if (loader_unknown(l, shape_keys[i]))
+        if (attn_loader_unknown(l, shape_keys[i]))
             shapes_unknown = true;
     for (int i = 0; i < l->n_bad; i++)
         if (related(l->bad[i], path))
             return true;
     /* text and tokens are two spellings of the same thing. */
-    if ((related(path, "text") && loader_bad(l, "tokens")) ||
-        (related(path, "tokens") && loader_bad(l, "text")))
+    if ((related(path, "text") && attn_loader_bad(l, "tokens")) ||
+        (related(path, "tokens") && attn_loader_bad(l, "text")))
         return true;
     if (shapes_unknown)
         for (size_t i = 0; i < N_SHAPE_KEYS; i++)
             if (related(path, shape_keys[i]))
                 return true;
     for (size_t i = 0; i < N_CHECK_READS; i++)
-        if (related(path, check_reads[i].path) && loader_unknown(l, check_reads[i].reads))
+        if (related(path, check_reads[i].path) && attn_loader_unknown(l, check_reads[i].reads))
             return true;
     return false;
 }
@@ -86,9 +86,9 @@ static bool check_suppressed(const struct loader *l, const char *path)
 /* The value of the key path names; else its closest enclosing key; else line 1. */
 static void locate_path(struct loader *l, const char *path, int *line, int *col)
 {
-    const struct loader_key *k = loader_find(l, path);
+    const struct loader_key *k = attn_loader_find(l, path);
     if (k) {
-        loader_locate(l, k->value, line, col);
+        attn_loader_locate(l, k->value, line, col);
         return;
     }
     char p[DIAG_PATH_MAX];
@@ -101,9 +101,9 @@ static void locate_path(struct loader *l, const char *path, int *line, int *col)
         if (!cut)
             break;
         *cut = '\0';
-        k = loader_find(l, p);
+        k = attn_loader_find(l, p);
         if (k) {
-            loader_locate(l, k->key, line, col);
+            attn_loader_locate(l, k->key, line, col);
             return;
         }
     }
@@ -114,7 +114,7 @@ static void locate_path(struct loader *l, const char *path, int *line, int *col)
 static void run_scene_check(struct loader *l)
 {
     struct diag_list found;
-    diag_list_init(&found);
+    attn_diag_list_init(&found);
     attn_scene_check(l->s, &found);
     /* All decided before any is added, since adding marks a path bad: attn_scene_check's problems
      * are not follow-ons of one another (it skips the checks its own findings would spoil). */
@@ -127,13 +127,13 @@ static void run_scene_check(struct loader *l)
         int line, col;
         locate_path(l, d->path, &line, &col);
         /* A matrix from a file: the file is where the user fixes it. */
-        const char *file = loader_file(l, d->path);
+        const char *file = attn_loader_file(l, d->path);
         char msg[DIAG_MSG_MAX];
         if (file)
             snprintf(msg, sizeof(msg), "%.300s (read from %.180s)", d->msg, file);
-        loader_error_at(l, line, col, d->path, file ? msg : d->msg);
+        attn_loader_error_at(l, line, col, d->path, file ? msg : d->msg);
     }
-    diag_list_free(&found);
+    attn_diag_list_free(&found);
 }
 
 /* ---- entry points ------------------------------------------------------------------------- */
@@ -156,26 +156,27 @@ static void sort_diags(struct diag_list *errs, int first)
 static void parse_tree(struct loader *l)
 {
     if (l->len > SCENEFILE_MAX_BYTES) {
-        loader_error(l, -1, "", "the file is too large (%zu bytes, the limit is %zu)", l->len,
-                     SCENEFILE_MAX_BYTES);
+        attn_loader_error(l, -1, "", "the file is too large (%zu bytes, the limit is %zu)", l->len,
+                          SCENEFILE_MAX_BYTES);
         return;
     }
-    if (ytree_build(&l->tree, l->text, l->len, NULL, loader_yaml_problem, l) != 0 || l->yd.stopped)
+    if (attn_ytree_build(&l->tree, l->text, l->len, NULL, attn_loader_yaml_problem, l) != 0 ||
+        l->yd.stopped)
         return;
     int root = l->tree.root;
     const struct ynode *nd = root >= 0 ? ytree_node(&l->tree, root) : NULL;
     if (!nd || (nd->type == YNODE_SCALAR && nd->plain && nd->u.s.len == 0)) {
-        loader_error(l, -1, "", "the file is empty: a scene needs at least 'text: ...'");
+        attn_loader_error(l, -1, "", "the file is empty: a scene needs at least 'text: ...'");
         return;
     }
     if (nd->type != YNODE_MAP) {
         char buf[64];
-        loader_error(l, root, "",
-                     "a scene file must be a mapping of keys (like 'text: ...'), got %s",
-                     loader_show(l, root, buf, sizeof(buf)));
+        attn_loader_error(l, root, "",
+                          "a scene file must be a mapping of keys (like 'text: ...'), got %s",
+                          attn_loader_show(l, root, buf, sizeof(buf)));
         return;
     }
-    schema_load_scene(l, root);
+    attn_schema_load_scene(l, root);
     /* A checkpoint that did not load (its config.json, its tokenizer, the file itself) leaves
        the scene without its shapes: every rule checked now would be a follow-on of that one
        problem ("view.layer 1: the scene has 1 layer"). */
@@ -184,11 +185,11 @@ static void parse_tree(struct loader *l)
     if (!l->yd.stopped)
         run_scene_check(l);
     if (!l->yd.stopped)
-        schema_check_lesson(l);
+        attn_schema_check_lesson(l);
 }
 
-int scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,
-                    struct diag_list *errs)
+int attn_scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,
+                         struct diag_list *errs)
 {
     struct loader l;
     memset(&l, 0, sizeof(l));
@@ -200,7 +201,7 @@ int scenefile_parse(struct attn_scene *out, const char *name, const char *text, 
     l.len = text ? len : 0;
     l.first = errs->n;
     l.tree.root = -1;
-    ydiag_init(&l.yd, l.name, &l.tree, errs, LOADER_MAX_ERRORS);
+    attn_ydiag_init(&l.yd, l.name, &l.tree, errs, LOADER_MAX_ERRORS);
     l.text_node = l.tokens_node = -1;
     attn_scene_init(out);
     l.s = out;
@@ -208,10 +209,10 @@ int scenefile_parse(struct attn_scene *out, const char *name, const char *text, 
     parse_tree(&l);
 
     sort_diags(errs, l.first);
-    ydiag_finish(&l.yd);
+    attn_ydiag_finish(&l.yd);
     int failed = l.yd.n > 0;
-    ytree_free(&l.tree);
-    schema_free_heads(&l);
+    attn_ytree_free(&l.tree);
+    attn_schema_free_heads(&l);
     free(l.tokenizer_spec.kind);
     free(l.tokenizer_spec.vocab);
     free(l.tokenizer_spec.merges);
@@ -228,8 +229,8 @@ int scenefile_parse(struct attn_scene *out, const char *name, const char *text, 
     return 0;
 }
 
-int scenefile_load(struct attn_scene *out, const char *path, struct diag_list *errs, char **source,
-                   size_t *source_len)
+int attn_scenefile_load(struct attn_scene *out, const char *path, struct diag_list *errs,
+                        char **source, size_t *source_len)
 {
     if (source)
         *source = NULL;
@@ -238,13 +239,13 @@ int scenefile_load(struct attn_scene *out, const char *path, struct diag_list *e
     char *text;
     size_t len;
     struct diag err;
-    diag_clear(&err);
-    if (fsutil_read_file(&text, &len, path, SCENEFILE_MAX_BYTES, &err) != 0) {
+    attn_diag_clear(&err);
+    if (attn_fsutil_read_file(&text, &len, path, SCENEFILE_MAX_BYTES, &err) != 0) {
         attn_scene_init(out);
-        diag_list_push(errs, &err);
+        attn_diag_list_push(errs, &err);
         return -1;
     }
-    int rc = scenefile_parse(out, path, text, len, errs);
+    int rc = attn_scenefile_parse(out, path, text, len, errs);
     if (rc != 0 && source) {
         *source = text;
         if (source_len)
@@ -255,24 +256,24 @@ int scenefile_load(struct attn_scene *out, const char *path, struct diag_list *e
     return rc;
 }
 
-int scenefile_load_report(struct attn_scene *out, const char *path, FILE *report)
+int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *report)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     char *source = NULL;
     size_t source_len = 0;
-    int rc = scenefile_load(out, path, &errs, &source, &source_len);
+    int rc = attn_scenefile_load(out, path, &errs, &source, &source_len);
     for (int i = 0; rc != 0 && i < errs.n; i++) {
         struct diag *d = &errs.items[i];
         if (!d->file[0])
             snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, path);
         /* the excerpt only under the scene's own problems (a config.json's has its own file) */
         bool own = strncmp(d->file, path, sizeof(d->file) - 1) == 0;
-        diag_print(report, d, own ? source : NULL, source_len);
+        attn_diag_print(report, d, own ? source : NULL, source_len);
     }
     if (rc != 0 && errs.n == 0)
         fprintf(report, "%s: invalid scene\n", path);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
     free(source);
     return rc;
 }

@@ -8,26 +8,26 @@
 
 /* ---- locations ---------------------------------------------------------------------------- */
 
-void loader_locate(struct loader *l, int node, int *line, int *col)
+void attn_loader_locate(struct loader *l, int node, int *line, int *col)
 {
     if (node < 0) {
         *line = 1;
         *col = 1;
         return;
     }
-    ytree_locate(&l->tree, ytree_pos(&l->tree, node), line, col);
+    attn_ytree_locate(&l->tree, ytree_pos(&l->tree, node), line, col);
 }
 
-int loader_line(struct loader *l, int node)
+int attn_loader_line(struct loader *l, int node)
 {
     int line, col;
-    loader_locate(l, node, &line, &col);
+    attn_loader_locate(l, node, &line, &col);
     return line;
 }
 
 /* ---- problems ----------------------------------------------------------------------------- */
 
-void loader_mark_bad(struct loader *l, const char *path)
+void attn_loader_mark_bad(struct loader *l, const char *path)
 {
     path = path ? path : "";
     for (int i = 0; i < l->n_bad; i++)
@@ -45,7 +45,7 @@ void loader_mark_bad(struct loader *l, const char *path)
 }
 
 /* True when a is b, or a key below b ("attention.d_out" is below "attention"). */
-bool loader_path_within(const char *a, const char *b)
+bool attn_loader_path_within(const char *a, const char *b)
 {
     size_t n = strlen(b);
     if (n == 0)
@@ -53,39 +53,39 @@ bool loader_path_within(const char *a, const char *b)
     return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '.' || a[n] == '[');
 }
 
-bool loader_bad(const struct loader *l, const char *path)
+bool attn_loader_bad(const struct loader *l, const char *path)
 {
     for (int i = 0; i < l->n_bad; i++)
-        if (loader_path_within(l->bad[i], path))
+        if (attn_loader_path_within(l->bad[i], path))
             return true;
     return false;
 }
 
-bool loader_unknown(const struct loader *l, const char *path)
+bool attn_loader_unknown(const struct loader *l, const char *path)
 {
     for (int i = 0; i < l->n_bad; i++)
-        if (loader_path_within(l->bad[i], path) ||
-            (l->bad[i][0] && loader_path_within(path, l->bad[i])))
+        if (attn_loader_path_within(l->bad[i], path) ||
+            (l->bad[i][0] && attn_loader_path_within(path, l->bad[i])))
             return true;
     return false;
 }
 
-void loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg)
+void attn_loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg)
 {
-    loader_mark_bad(l, path);
-    ydiag_add_line(&l->yd, line, col, path, "%s", msg);
+    attn_loader_mark_bad(l, path);
+    attn_ydiag_add_line(&l->yd, line, col, path, "%s", msg);
 }
 
-void loader_error_in(struct loader *l, const struct diag *d, const char *path)
+void attn_loader_error_in(struct loader *l, const struct diag *d, const char *path)
 {
-    loader_mark_bad(l, path);
+    attn_loader_mark_bad(l, path);
     int before = l->yd.errs->n;
-    ydiag_add_line(&l->yd, d->line, d->col, path, "%s", d->msg);
+    attn_ydiag_add_line(&l->yd, d->line, d->col, path, "%s", d->msg);
     if (l->yd.errs->n > before) /* added: at the other file */
         snprintf(l->yd.errs->items[before].file, sizeof(d->file), "%s", d->file);
 }
 
-void loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
+void attn_loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
 {
     char msg[DIAG_MSG_MAX];
     va_list ap;
@@ -93,37 +93,37 @@ void loader_error(struct loader *l, int node, const char *path, const char *fmt,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     int line, col;
-    loader_locate(l, node, &line, &col);
-    loader_error_at(l, line, col, path, msg);
+    attn_loader_locate(l, node, &line, &col);
+    attn_loader_error_at(l, line, col, path, msg);
 }
 
-bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg)
+bool attn_loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg)
 {
     int line, col;
-    ytree_locate(&l->tree, pos, &line, &col);
-    loader_error_at(l, line, col, path, msg);
+    attn_ytree_locate(&l->tree, pos, &line, &col);
+    attn_loader_error_at(l, line, col, path, msg);
     return !l->yd.stopped;
 }
 
 /* A problem of the YAML stream itself, in the words of src/yaml/ydiag. Scene files refuse
  * anchors and aliases, and a file too large gets a hint where large matrices belong. */
-bool loader_yaml_problem(void *ctx, const struct yproblem *p)
+bool attn_loader_yaml_problem(void *ctx, const struct yproblem *p)
 {
     struct loader *l = ctx;
-    loader_mark_bad(l, "");
+    attn_loader_mark_bad(l, "");
     if (p->kind == YPROB_TOO_MANY_NODES)
-        return ydiag_add(&l->yd, p->pos, "",
-                         "the file holds more than %d values; stopped reading here (large "
-                         "matrices belong in .npy files: {file: name.npy})",
-                         p->limit);
-    return ydiag_stream(&l->yd, p, "scene file");
+        return attn_ydiag_add(&l->yd, p->pos, "",
+                              "the file holds more than %d values; stopped reading here (large "
+                              "matrices belong in .npy files: {file: name.npy})",
+                              p->limit);
+    return attn_ydiag_stream(&l->yd, p, "scene file");
 }
 
 /* ---- keys and their locations ------------------------------------------------------------- */
 
-void loader_register(struct loader *l, const char *path, int key, int value)
+void attn_loader_register(struct loader *l, const char *path, int key, int value)
 {
-    if (loader_find(l, path))
+    if (attn_loader_find(l, path))
         return;
     if (l->n_keys == l->cap_keys) {
         int cap = l->cap_keys ? l->cap_keys * 2 : 32;
@@ -140,7 +140,7 @@ void loader_register(struct loader *l, const char *path, int key, int value)
     k->file = NULL;
 }
 
-const struct loader_key *loader_find(const struct loader *l, const char *path)
+const struct loader_key *attn_loader_find(const struct loader *l, const char *path)
 {
     for (int i = 0; i < l->n_keys; i++)
         if (strcmp(l->keys[i].path, path) == 0)
@@ -148,20 +148,20 @@ const struct loader_key *loader_find(const struct loader *l, const char *path)
     return NULL;
 }
 
-void loader_set_file(struct loader *l, const char *path, const char *file)
+void attn_loader_set_file(struct loader *l, const char *path, const char *file)
 {
     for (int i = 0; i < l->n_keys; i++)
         if (strcmp(l->keys[i].path, path) == 0)
             l->keys[i].file = file;
 }
 
-const char *loader_file(const struct loader *l, const char *path)
+const char *attn_loader_file(const struct loader *l, const char *path)
 {
-    const struct loader_key *k = loader_find(l, path);
+    const struct loader_key *k = attn_loader_find(l, path);
     return k ? k->file : NULL;
 }
 
-const char *loader_show(const struct loader *l, int node, char *buf, size_t size)
+const char *attn_loader_show(const struct loader *l, int node, char *buf, size_t size)
 {
-    return ydiag_show(&l->tree, node, buf, size);
+    return attn_ydiag_show(&l->tree, node, buf, size);
 }

@@ -56,53 +56,53 @@ struct loader {
 };
 
 /* Adds a problem located at node's start (node < 0: line 1) and marks path as bad. */
-void loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
+void attn_loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Adds a problem at a yamltree position. Returns false once the limit is reached. */
-bool loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg);
+bool attn_loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg);
 /* Adds a problem at a line and column already known. */
-void loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg);
+void attn_loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg);
 /* Adds d, a problem of another file the scene reads (a checkpoint's config.json), at that
  * file's own line and column (0: none); marks path as bad. */
-void loader_error_in(struct loader *l, const struct diag *d, const char *path);
-/* ytree_build's report callback (ctx: the loader). */
-bool loader_yaml_problem(void *ctx, const struct yproblem *p);
+void attn_loader_error_in(struct loader *l, const struct diag *d, const char *path);
+/* attn_ytree_build's report callback (ctx: the loader). */
+bool attn_loader_yaml_problem(void *ctx, const struct yproblem *p);
 /* Marks path as bad without a message (the problem was reported under another key). */
-void loader_mark_bad(struct loader *l, const char *path);
+void attn_loader_mark_bad(struct loader *l, const char *path);
 /* True when path, or a key below it, had a problem. */
-bool loader_bad(const struct loader *l, const char *path);
+bool attn_loader_bad(const struct loader *l, const char *path);
 /* True when path's value is not known: path, a key below it or a mapping above it had a problem
  * ('attention: 2' leaves attention.heads unknown). A problem of the whole document (path "")
  * does not count. */
-bool loader_unknown(const struct loader *l, const char *path);
+bool attn_loader_unknown(const struct loader *l, const char *path);
 
-void loader_register(struct loader *l, const char *path, int key, int value);
+void attn_loader_register(struct loader *l, const char *path, int key, int value);
 /* The registered entry for path, or NULL. */
-const struct loader_key *loader_find(const struct loader *l, const char *path);
+const struct loader_key *attn_loader_find(const struct loader *l, const char *path);
 /* Records that path's value was read from file (the name as the scene writes it; it must live
  * as long as the parse), so later problems with that value name the file too. */
-void loader_set_file(struct loader *l, const char *path, const char *file);
+void attn_loader_set_file(struct loader *l, const char *path, const char *file);
 /* The data file path's value was read from, or NULL. */
-const char *loader_file(const struct loader *l, const char *path);
+const char *attn_loader_file(const struct loader *l, const char *path);
 /* Where node starts, as shown to users (node < 0: line 1, column 1). */
-void loader_locate(struct loader *l, int node, int *line, int *col);
+void attn_loader_locate(struct loader *l, int node, int *line, int *col);
 /* True when key path a is b or below it ("attention.d_out" is below "attention"). */
-bool loader_path_within(const char *a, const char *b);
+bool attn_loader_path_within(const char *a, const char *b);
 /* 1-based line of node, as shown to users. */
-int loader_line(struct loader *l, int node);
+int attn_loader_line(struct loader *l, int node);
 
-/* Buffer size for loader_show. */
+/* Buffer size for attn_loader_show. */
 #define LOADER_SHOW_MAX YDIAG_SHOW_MAX
 /* Writes how a node looks in a message: 'text' (shortened, escaped), nothing, a sequence... */
-const char *loader_show(const struct loader *l, int node, char *buf, size_t size);
+const char *attn_loader_show(const struct loader *l, int node, char *buf, size_t size);
 
 /* schema.c: fills l->s from the top-level mapping, reporting every problem found. */
-void schema_load_scene(struct loader *l, int root);
+void attn_schema_load_scene(struct loader *l, int root);
 /* schema.c: checks the scene's lesson against the scene: each step's edit as the explorer makes
  * it, then what the step shows (layer, head, stage, cell) and what its caption marks. Runs once
  * the rest of the file is free of problems. */
-void schema_check_lesson(struct loader *l);
+void attn_schema_check_lesson(struct loader *l);
 /* schema.c: frees the temporary per-head weights. */
-void schema_free_heads(struct loader *l);
+void attn_schema_free_heads(struct loader *l);
 
 #endif

@@ -22,17 +22,17 @@
 /* Parses YAML text. `name` is the file name used in diagnostics. On success returns 0 and out
  * holds a scene that passed attn_scene_check. On failure returns -1, appends every problem found to
  * errs, and leaves out freed. */
-int scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,
-                    struct diag_list *errs);
+int attn_scenefile_parse(struct attn_scene *out, const char *name, const char *text, size_t len,
+                         struct diag_list *errs);
 
 /* Reads and parses a file. On failure the file's text (for caret excerpts) is kept in
  * *source / *source_len when those are not NULL; the caller frees *source. */
-int scenefile_load(struct attn_scene *out, const char *path, struct diag_list *errs, char **source,
-                   size_t *source_len);
+int attn_scenefile_load(struct attn_scene *out, const char *path, struct diag_list *errs,
+                        char **source, size_t *source_len);
 
-/* scenefile_load for the command line and the explorer's start: on failure every problem is
+/* attn_scenefile_load for the command line and the explorer's start: on failure every problem is
  * printed to report as file:line:col with the line and a caret. Returns 0 or -1. */
-int scenefile_load_report(struct attn_scene *out, const char *path, FILE *report);
+int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *report);
 
 /* Matrices larger than this many values, and every matrix once a file holds SCENEFILE_INLINE_TOTAL
  * inline, are written to .npy side files, so a written scene stays readable and far below
@@ -57,21 +57,21 @@ struct scenefile_sidecar {
 };
 /* path (absolute) as seen from the folder dir (absolute): "../m/vocab.json", or path itself
  * when the two share nothing but "/". Returns out. */
-const char *scenefile_relative_path(char *out, size_t size, const char *path, const char *dir);
-void scenefile_sidecar_free(struct scenefile_sidecar *side);
+const char *attn_scenefile_relative_path(char *out, size_t size, const char *path, const char *dir);
+void attn_scenefile_sidecar_free(struct scenefile_sidecar *side);
 
 /* Writes s as YAML, every matrix inline. With explicit, every default is written out too
  * (resolved scenes), and a lesson is left out: a resolved scene is one state, not a tour. */
-int scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err);
+int attn_scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err);
 /* The same, with large matrices in side files (side NULL: all inline). */
-int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
-                         struct scenefile_sidecar *side, struct diag *err);
+int attn_scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
+                              struct scenefile_sidecar *side, struct diag *err);
 
 /* Writes s to path atomically (temporary file in the same folder, then rename); large matrices
  * go to "<path without .yaml>.data/", and side files of an earlier save that the new YAML no
  * longer names are removed afterwards. Refuses to replace an existing file unless overwrite is
  * set. */
-int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, bool overwrite,
-                   struct diag *err);
+int attn_scenefile_save(const char *path, const struct attn_scene *s, bool explicit, bool overwrite,
+                        struct diag *err);
 
 #endif

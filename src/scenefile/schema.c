@@ -148,13 +148,13 @@ static int parse_bool(const char *s, bool *out)
 /* Integers and numbers go through common/cnum: the C locale, whatever the UI's. */
 static int parse_u64(const char *s, uint64_t *out, bool *negative)
 {
-    enum cnum_result r = cnum_parse_u64(s, out, negative);
+    enum cnum_result r = attn_cnum_parse_u64(s, out, negative);
     return r == CNUM_OK ? 0 : r == CNUM_RANGE ? 1 : -1;
 }
 
 static int parse_ll(const char *s, long long *out)
 {
-    enum cnum_result r = cnum_parse_ll(s, out);
+    enum cnum_result r = attn_cnum_parse_ll(s, out);
     return r == CNUM_OK ? 0 : r == CNUM_RANGE ? 1 : -1;
 }
 
@@ -165,7 +165,7 @@ static enum num scalar_number(const struct loader *l, int node, double *out)
 {
     if (nd_of(l, node)->type != YNODE_SCALAR || has_nul(l, node))
         return NUM_NOT_NUMBER;
-    switch (cnum_parse_double(str_of(l, node), false, out)) {
+    switch (attn_cnum_parse_double(str_of(l, node), false, out)) {
     case CNUM_OK:
         return NUM_OK;
     case CNUM_NOT_FINITE:
@@ -185,8 +185,8 @@ static void number_error(struct loader *l, const struct field *f, int node, cons
     if (r == NUM_NOT_NUMBER)
         must_be(l, f, node, path);
     else
-        loader_error(l, node, path, "'%s' must be a finite number, got %s", f->key,
-                     loader_show(l, node, buf, sizeof(buf)));
+        attn_loader_error(l, node, path, "'%s' must be a finite number, got %s", f->key,
+                          attn_loader_show(l, node, buf, sizeof(buf)));
 }
 
 /* ---- handlers: single values ------------------------------------------------------------ */
@@ -210,8 +210,8 @@ static void must_be(struct loader *l, const struct field *f, int node, const cha
                                   e->name(e->values[i]));
         w = what;
     }
-    loader_error(l, node, path, "'%s' must be %s, got %s", f->key, w,
-                 loader_show(l, node, buf, sizeof(buf)));
+    attn_loader_error(l, node, path, "'%s' must be %s, got %s", f->key, w,
+                      attn_loader_show(l, node, buf, sizeof(buf)));
 }
 
 static void h_int(struct loader *l, const struct field *f, int node, void *base, const char *path)
@@ -225,15 +225,16 @@ static void h_int(struct loader *l, const struct field *f, int node, void *base,
     }
     if (rc > 0 || v < r->min || v > r->max) {
         char buf[LOADER_SHOW_MAX];
-        loader_show(l, node, buf, sizeof(buf));
+        attn_loader_show(l, node, buf, sizeof(buf));
         if (r->max >= INT_MAX && (rc > 0 || v > r->max)) /* 20 digits: not "at least 0" */
-            loader_error(l, node, path, "'%s' is out of range, got %s (at most %lld)", f->key, buf,
-                         r->max);
+            attn_loader_error(l, node, path, "'%s' is out of range, got %s (at most %lld)", f->key,
+                              buf, r->max);
         else if (r->max >= INT_MAX)
-            loader_error(l, node, path, "'%s' must be at least %lld, got %s", f->key, r->min, buf);
+            attn_loader_error(l, node, path, "'%s' must be at least %lld, got %s", f->key, r->min,
+                              buf);
         else
-            loader_error(l, node, path, "'%s' must be between %lld and %lld, got %s", f->key,
-                         r->min, r->max, buf);
+            attn_loader_error(l, node, path, "'%s' must be between %lld and %lld, got %s", f->key,
+                              r->min, r->max, buf);
         return;
     }
     *FIELD(base, f, int) = (int)v;
@@ -248,9 +249,9 @@ static void h_version(struct loader *l, const struct field *f, int node, void *b
         return;
     }
     if (v != SCENE_SCHEMA_VERSION)
-        loader_error(l, node, path,
-                     "unsupported schema version %lld: this attnscope reads version %d", v,
-                     SCENE_SCHEMA_VERSION);
+        attn_loader_error(l, node, path,
+                          "unsupported schema version %lld: this attnscope reads version %d", v,
+                          SCENE_SCHEMA_VERSION);
 }
 
 static int seed_value(struct loader *l, const struct field *f, int node, const char *path,
@@ -327,7 +328,7 @@ static bool string_ok(struct loader *l, const struct field *f, int node, const c
         return false;
     }
     if (has_nul(l, node)) {
-        loader_error(l, node, path, "'%s' must not contain NUL characters", f->key);
+        attn_loader_error(l, node, path, "'%s' must not contain NUL characters", f->key);
         return false;
     }
     return true;
@@ -341,7 +342,7 @@ static void h_string(struct loader *l, const struct field *f, int node, void *ba
     char **dst = FIELD(base, f, char *);
     char *copy = strdup(str_of(l, node));
     if (!copy) {
-        loader_error(l, node, path, "out of memory");
+        attn_loader_error(l, node, path, "out of memory");
         return;
     }
     free(*dst);
@@ -361,12 +362,12 @@ static void h_tokens(struct loader *l, const struct field *f, int node, void *ba
     const struct ynode *nd = nd_of(l, node);
     char buf[LOADER_SHOW_MAX];
     if (nd->u.c.count == 0) {
-        loader_error(l, node, path, "'tokens' is empty: give at least one token");
+        attn_loader_error(l, node, path, "'tokens' is empty: give at least one token");
         return;
     }
     if (nd->u.c.count > SCENE_MAX_TOKENS) {
-        loader_error(l, node, path, "'tokens' has %d tokens, the limit is %d", nd->u.c.count,
-                     SCENE_MAX_TOKENS);
+        attn_loader_error(l, node, path, "'tokens' has %d tokens, the limit is %d", nd->u.c.count,
+                          SCENE_MAX_TOKENS);
         return;
     }
     bool ok = true;
@@ -376,18 +377,18 @@ static void h_tokens(struct loader *l, const struct field *f, int node, void *ba
         if (t->type == YNODE_BAD) {
             ok = false;
         } else if (t->type != YNODE_SCALAR) {
-            loader_error(l, c, path, "token %d must be a string, got %s", i,
-                         loader_show(l, c, buf, sizeof(buf)));
+            attn_loader_error(l, c, path, "token %d must be a string, got %s", i,
+                              attn_loader_show(l, c, buf, sizeof(buf)));
             ok = false;
         } else if (t->u.s.len == 0) {
-            loader_error(l, c, path, "token %d is empty", i);
+            attn_loader_error(l, c, path, "token %d is empty", i);
             ok = false;
         } else if (has_nul(l, c)) {
-            loader_error(l, c, path, "token %d contains a NUL character", i);
+            attn_loader_error(l, c, path, "token %d contains a NUL character", i);
             ok = false;
         } else if (t->u.s.len > SCENE_MAX_TOKEN_BYTES) {
-            loader_error(l, c, path, "token %d is %u bytes long, the limit is %d bytes", i,
-                         (unsigned)t->u.s.len, SCENE_MAX_TOKEN_BYTES);
+            attn_loader_error(l, c, path, "token %d is %u bytes long, the limit is %d bytes", i,
+                              (unsigned)t->u.s.len, SCENE_MAX_TOKEN_BYTES);
             ok = false;
         }
     }
@@ -406,8 +407,8 @@ static void h_probability(struct loader *l, const struct field *f, int node, voi
     }
     if (v < 0 || v > 1) {
         char buf[LOADER_SHOW_MAX];
-        loader_error(l, node, path, "'%s' must be between 0 and 1, got %s", f->key,
-                     loader_show(l, node, buf, sizeof(buf)));
+        attn_loader_error(l, node, path, "'%s' must be between 0 and 1, got %s", f->key,
+                          attn_loader_show(l, node, buf, sizeof(buf)));
         return;
     }
     *FIELD(base, f, double) = v;
@@ -425,8 +426,8 @@ static void h_positive(struct loader *l, const struct field *f, int node, void *
     }
     if (!(v > 0)) {
         char buf[LOADER_SHOW_MAX];
-        loader_error(l, node, path, "'%s' must be a number above 0, got %s", f->key,
-                     loader_show(l, node, buf, sizeof(buf)));
+        attn_loader_error(l, node, path, "'%s' must be a number above 0, got %s", f->key,
+                          attn_loader_show(l, node, buf, sizeof(buf)));
         return;
     }
     *FIELD(base, f, double) = v;
@@ -449,8 +450,8 @@ static void h_scale(struct loader *l, const struct field *f, int node, void *bas
     }
     if (!(v > 0)) {
         char buf[LOADER_SHOW_MAX];
-        loader_error(l, node, path, "'%s' must be true, false or a positive number, got %s", f->key,
-                     loader_show(l, node, buf, sizeof(buf)));
+        attn_loader_error(l, node, path, "'%s' must be true, false or a positive number, got %s",
+                          f->key, attn_loader_show(l, node, buf, sizeof(buf)));
         return;
     }
     a->scale = SCALE_DIVISOR;
@@ -473,14 +474,15 @@ static bool read_value(struct loader *l, int node, const char *label, const char
     if (nd_of(l, node)->type == YNODE_BAD)
         return false;
     char buf[LOADER_SHOW_MAX];
-    loader_show(l, node, buf, sizeof(buf));
+    attn_loader_show(l, node, buf, sizeof(buf));
     if (r == NUM_NOT_NUMBER)
-        loader_error(l, node, path, "'%s' %s must be a number, got %s", label, where, buf);
+        attn_loader_error(l, node, path, "'%s' %s must be a number, got %s", label, where, buf);
     else if (r == NUM_NOT_FINITE)
-        loader_error(l, node, path, "'%s' %s must be a finite number, got %s", label, where, buf);
+        attn_loader_error(l, node, path, "'%s' %s must be a finite number, got %s", label, where,
+                          buf);
     else
-        loader_error(l, node, path, "'%s' %s must fit in a 32-bit float, got %s", label, where,
-                     buf);
+        attn_loader_error(l, node, path, "'%s' %s must fit in a 32-bit float, got %s", label, where,
+                          buf);
     return false;
 }
 
@@ -530,8 +532,8 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
     for (int k = nd->u.c.first; k >= 0;) {
         int v = nd_of(l, k)->next;
         if (nd_of(l, k)->type != YNODE_SCALAR || strcmp(str_of(l, k), "file") != 0) {
-            loader_error(l, k, path, "'%s' is a file reference: {file: name.npy} and nothing else",
-                         label);
+            attn_loader_error(l, k, path,
+                              "'%s' is a file reference: {file: name.npy} and nothing else", label);
             return -1;
         }
         value = v;
@@ -539,9 +541,9 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
     }
     if (value < 0 || nd_of(l, value)->type != YNODE_SCALAR || is_nothing(l, value) ||
         has_nul(l, value)) {
-        loader_error(l, value >= 0 ? value : node, path,
-                     "'%s' file must be the name of a .npy or .csv file, got %s", label,
-                     value >= 0 ? loader_show(l, value, buf, sizeof(buf)) : "nothing");
+        attn_loader_error(l, value >= 0 ? value : node, path,
+                          "'%s' file must be the name of a .npy or .csv file, got %s", label,
+                          value >= 0 ? attn_loader_show(l, value, buf, sizeof(buf)) : "nothing");
         return -1;
     }
     const char *name = str_of(l, value);
@@ -550,14 +552,14 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
     int len = name[0] == '/' || !l->dir[0] ? snprintf(full, sizeof(full), "%s", name)
                                            : snprintf(full, sizeof(full), "%s/%s", l->dir, name);
     if (len < 0 || (size_t)len >= sizeof(full)) {
-        loader_error(l, value, path, "'%s': the file name is too long", label);
+        attn_loader_error(l, value, path, "'%s': the file name is too long", label);
         return -1;
     }
     struct diag err;
-    int rc = is_csv_name(name) ? csvmat_read(out, full, MAX_VALUES, &err)
-                               : npy_read(out, full, MAX_VALUES, &err);
+    int rc = is_csv_name(name) ? attn_csvmat_read(out, full, MAX_VALUES, &err)
+                               : attn_npy_read(out, full, MAX_VALUES, &err);
     if (rc != 0) {
-        loader_error(l, value, path, "'%s': %s: %s", label, name, err.msg);
+        attn_loader_error(l, value, path, "'%s': %s: %s", label, name, err.msg);
         return -1;
     }
     /* Integers and booleans are 0/1 masks (NumPy writes a bool mask as '|b1'); as weights or
@@ -567,11 +569,12 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
         if (kind != 'b')
             snprintf(type, sizeof(type), "%s%d", kind == 'u' ? "uint" : "int",
                      8 * (out->descr[2] - '0'));
-        loader_error(l, value, path,
-                     "'%s': %s holds %s values (dtype '%s'); '%s' must be floats: save it with "
-                     ".astype(numpy.float32)",
-                     label, name, type, out->descr, label);
-        npy_free(out);
+        attn_loader_error(
+            l, value, path,
+            "'%s': %s holds %s values (dtype '%s'); '%s' must be floats: save it with "
+            ".astype(numpy.float32)",
+            label, name, type, out->descr, label);
+        attn_npy_free(out);
         return -1;
     }
     bool vector_2d = ndim == 1 && out->ndim == 2 && (out->shape[0] == 1 || out->shape[1] == 1);
@@ -579,18 +582,18 @@ static int read_file_ref(struct loader *l, int node, const char *label, const ch
     if (out->ndim != ndim && !vector_2d && !mask_2d) {
         char shape[96];
         shape_str(shape, sizeof(shape), out);
-        loader_error(l, value, path, "'%s': %s has shape %s, expected %s", label, name, shape,
-                     ndim == 1   ? "one dimension, one row or one column"
-                     : ndim == 2 ? "two dimensions (rows, columns)"
-                                 : "(heads, n, n) or (heads * n, n)");
-        npy_free(out);
+        attn_loader_error(l, value, path, "'%s': %s has shape %s, expected %s", label, name, shape,
+                          ndim == 1   ? "one dimension, one row or one column"
+                          : ndim == 2 ? "two dimensions (rows, columns)"
+                                      : "(heads, n, n) or (heads * n, n)");
+        attn_npy_free(out);
         return -1;
     }
     if (vector_2d) {
         out->ndim = 1;
         out->shape[0] = out->count;
     }
-    loader_set_file(l, path, name);
+    attn_loader_set_file(l, path, name);
     return 0;
 }
 
@@ -604,13 +607,13 @@ static int read_matrix_file(struct loader *l, int node, const char *label, const
         return -1;
     int rc = -1;
     if (a.shape[0] == 0 || a.shape[1] == 0)
-        loader_error(l, node, path, "'%s': %s is empty", label, name);
+        attn_loader_error(l, node, path, "'%s': %s is empty", label, name);
     else if (a.shape[0] > (size_t)lim->max_rows)
-        loader_error(l, node, path, "'%s': %s has %zu rows, the limit is %d", label, name,
-                     a.shape[0], lim->max_rows);
+        attn_loader_error(l, node, path, "'%s': %s has %zu rows, the limit is %d", label, name,
+                          a.shape[0], lim->max_rows);
     else if (a.shape[1] > (size_t)lim->max_cols)
-        loader_error(l, node, path, "'%s': %s has %zu columns, the limit is %d", label, name,
-                     a.shape[1], lim->max_cols);
+        attn_loader_error(l, node, path, "'%s': %s has %zu columns, the limit is %d", label, name,
+                          a.shape[1], lim->max_cols);
     else
         rc = 0;
     if (rc == 0) {
@@ -619,7 +622,7 @@ static int read_matrix_file(struct loader *l, int node, const char *label, const
         out->cols = (int)a.shape[1];
         a.data = NULL;
     }
-    npy_free(&a);
+    attn_npy_free(&a);
     return rc;
 }
 
@@ -632,27 +635,27 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
     const struct ynode *nd = nd_of(l, node);
     char buf[LOADER_SHOW_MAX];
     if (nd->type != YNODE_SEQ) {
-        loader_error(
+        attn_loader_error(
             l, node, path,
             "'%s' must be a list of rows like [[1, 2], [3, 4]] or {file: name.npy or .csv}, got %s",
-            label, loader_show(l, node, buf, sizeof(buf)));
+            label, attn_loader_show(l, node, buf, sizeof(buf)));
         return -1;
     }
     int rows = nd->u.c.count;
     if (rows == 0) {
-        loader_error(l, node, path, "'%s' is empty: give at least one row", label);
+        attn_loader_error(l, node, path, "'%s' is empty: give at least one row", label);
         return -1;
     }
     if (rows > lim->max_rows) {
-        loader_error(l, node, path, "'%s' has %d rows, the limit is %d", label, rows,
-                     lim->max_rows);
+        attn_loader_error(l, node, path, "'%s' has %d rows, the limit is %d", label, rows,
+                          lim->max_rows);
         return -1;
     }
     if (nd_of(l, nd->u.c.first)->type == YNODE_SCALAR) {
-        loader_error(l, node, path,
-                     "'%s' must be a list of rows like [[1, 2], [3, 4]], got a flat list "
-                     "(write one row as [[1, 2]])",
-                     label);
+        attn_loader_error(l, node, path,
+                          "'%s' must be a list of rows like [[1, 2], [3, 4]], got a flat list "
+                          "(write one row as [[1, 2]])",
+                          label);
         return -1;
     }
     int cols = -1, r = 1;
@@ -664,37 +667,37 @@ static int read_matrix(struct loader *l, int node, const char *label, const char
             continue;
         }
         if (rn->type != YNODE_SEQ) {
-            loader_error(l, row, path, "'%s' row %d must be a list of numbers, got %s", label, r,
-                         loader_show(l, row, buf, sizeof(buf)));
+            attn_loader_error(l, row, path, "'%s' row %d must be a list of numbers, got %s", label,
+                              r, attn_loader_show(l, row, buf, sizeof(buf)));
             bad = true;
             continue;
         }
         if (cols < 0) {
             cols = rn->u.c.count;
             if (cols == 0) {
-                loader_error(l, row, path, "'%s' row 1 is empty", label);
+                attn_loader_error(l, row, path, "'%s' row 1 is empty", label);
                 return -1;
             }
             if (cols > lim->max_cols) {
-                loader_error(l, row, path, "'%s' has %d columns, the limit is %d", label, cols,
-                             lim->max_cols);
+                attn_loader_error(l, row, path, "'%s' has %d columns, the limit is %d", label, cols,
+                                  lim->max_cols);
                 return -1;
             }
         } else if (rn->u.c.count != cols) {
-            loader_error(l, row, path, "'%s' row %d has %d value%s, expected %d", label, r,
-                         rn->u.c.count, rn->u.c.count == 1 ? "" : "s", cols);
+            attn_loader_error(l, row, path, "'%s' row %d has %d value%s, expected %d", label, r,
+                              rn->u.c.count, rn->u.c.count == 1 ? "" : "s", cols);
             bad = true;
         }
     }
     if (bad || cols < 0 || l->yd.stopped)
         return -1;
     if ((size_t)rows * (size_t)cols > MAX_VALUES) {
-        loader_error(l, node, path, "'%s' is too large: %d x %d values, the limit is %zu", label,
-                     rows, cols, (size_t)MAX_VALUES);
+        attn_loader_error(l, node, path, "'%s' is too large: %d x %d values, the limit is %zu",
+                          label, rows, cols, (size_t)MAX_VALUES);
         return -1;
     }
     if (attn_matrix_alloc(out, rows, cols) != 0) {
-        loader_error(l, node, path, "out of memory for '%s' (%d x %d)", label, rows, cols);
+        attn_loader_error(l, node, path, "out of memory for '%s' (%d x %d)", label, rows, cols);
         return -1;
     }
     r = 0;
@@ -727,10 +730,10 @@ static int read_vector(struct loader *l, int node, const char *label, const char
             return -1;
         int rc = -1;
         if (a.shape[0] == 0)
-            loader_error(l, node, path, "'%s' is empty: give at least one number", label);
+            attn_loader_error(l, node, path, "'%s' is empty: give at least one number", label);
         else if (a.shape[0] > (size_t)max_len)
-            loader_error(l, node, path, "'%s': %s has %zu values, the limit is %d", label, name,
-                         a.shape[0], max_len);
+            attn_loader_error(l, node, path, "'%s': %s has %zu values, the limit is %d", label,
+                              name, a.shape[0], max_len);
         else
             rc = 0;
         if (rc == 0) {
@@ -739,27 +742,27 @@ static int read_vector(struct loader *l, int node, const char *label, const char
             out->cols = (int)a.shape[0];
             a.data = NULL;
         }
-        npy_free(&a);
+        attn_npy_free(&a);
         return rc;
     }
     if (nd->type != YNODE_SEQ) {
         char buf[LOADER_SHOW_MAX];
-        loader_error(l, node, path,
-                     "'%s' must be a list of numbers or {file: name.npy or .csv}, got %s", label,
-                     loader_show(l, node, buf, sizeof(buf)));
+        attn_loader_error(l, node, path,
+                          "'%s' must be a list of numbers or {file: name.npy or .csv}, got %s",
+                          label, attn_loader_show(l, node, buf, sizeof(buf)));
         return -1;
     }
     int n = nd->u.c.count;
     if (n == 0) {
-        loader_error(l, node, path, "'%s' is empty: give at least one number", label);
+        attn_loader_error(l, node, path, "'%s' is empty: give at least one number", label);
         return -1;
     }
     if (n > max_len) {
-        loader_error(l, node, path, "'%s' has %d values, the limit is %d", label, n, max_len);
+        attn_loader_error(l, node, path, "'%s' has %d values, the limit is %d", label, n, max_len);
         return -1;
     }
     if (attn_matrix_alloc(out, 1, n) != 0) {
-        loader_error(l, node, path, "out of memory for '%s'", label);
+        attn_loader_error(l, node, path, "out of memory for '%s'", label);
         return -1;
     }
     bool bad = false;
@@ -817,39 +820,41 @@ static void dropout_mask_file(struct loader *l, int node, const char *path, stru
         (rows ? a.shape[0] % n != 0 : a.shape[2] != n)) {
         char shape[96];
         shape_str(shape, sizeof(shape), &a);
-        loader_error(l, node, path,
-                     "'dropout_mask': %s has shape %s, expected (heads, n, n) or (heads * n, n) "
-                     "with 1 to %d heads and 1 to %d tokens",
-                     name, shape, SCENE_MAX_HEADS, SCENE_MAX_TOKENS);
-        npy_free(&a);
+        attn_loader_error(
+            l, node, path,
+            "'dropout_mask': %s has shape %s, expected (heads, n, n) or (heads * n, n) "
+            "with 1 to %d heads and 1 to %d tokens",
+            name, shape, SCENE_MAX_HEADS, SCENE_MAX_TOKENS);
+        attn_npy_free(&a);
         return;
     }
-    if (!loader_bad(l, "attention.heads") && (int)heads != s->attn.heads) {
-        loader_error(l, node, path,
-                     "'dropout_mask': %s has %zu heads, expected %d (attention.heads)", name, heads,
-                     s->attn.heads);
-        npy_free(&a);
+    if (!attn_loader_bad(l, "attention.heads") && (int)heads != s->attn.heads) {
+        attn_loader_error(l, node, path,
+                          "'dropout_mask': %s has %zu heads, expected %d (attention.heads)", name,
+                          heads, s->attn.heads);
+        attn_npy_free(&a);
         return;
     }
     unsigned char *mask = malloc(a.count ? a.count : 1);
     if (!mask) {
-        loader_error(l, node, path, "out of memory for 'dropout_mask'");
-        npy_free(&a);
+        attn_loader_error(l, node, path, "out of memory for 'dropout_mask'");
+        attn_npy_free(&a);
         return;
     }
     for (size_t i = 0; i < a.count; i++) {
         if (a.data[i] != 0.0f && a.data[i] != 1.0f) {
-            loader_error(l, node, path,
-                         "'dropout_mask': %s value %zu (head %zu row %zu, column %zu) is %g, not "
-                         "0 or 1",
-                         name, i, i / (n * n) + 1, i / n % n + 1, i % n + 1, (double)a.data[i]);
+            attn_loader_error(
+                l, node, path,
+                "'dropout_mask': %s value %zu (head %zu row %zu, column %zu) is %g, not "
+                "0 or 1",
+                name, i, i / (n * n) + 1, i / n % n + 1, i % n + 1, (double)a.data[i]);
             free(mask);
-            npy_free(&a);
+            attn_npy_free(&a);
             return;
         }
         mask[i] = a.data[i] != 0.0f;
     }
-    npy_free(&a);
+    attn_npy_free(&a);
     free(s->weights.dropout_mask);
     s->weights.dropout_mask = mask;
     s->weights.dropout_mask_n = (int)n;
@@ -871,12 +876,12 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
     }
     int heads = nd->u.c.count, n = -1;
     if (heads == 0) {
-        loader_error(l, node, path, "'dropout_mask' is empty: give one n x n matrix per head");
+        attn_loader_error(l, node, path, "'dropout_mask' is empty: give one n x n matrix per head");
         return;
     }
     if (heads > SCENE_MAX_HEADS) {
-        loader_error(l, node, path, "'dropout_mask' has %d heads, the limit is %d", heads,
-                     SCENE_MAX_HEADS);
+        attn_loader_error(l, node, path, "'dropout_mask' has %d heads, the limit is %d", heads,
+                          SCENE_MAX_HEADS);
         return;
     }
     char buf[LOADER_SHOW_MAX];
@@ -888,23 +893,25 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
         if (ln->type != YNODE_SEQ ||
             (ln->u.c.count > 0 && nd_of(l, ln->u.c.first)->type != YNODE_SEQ)) {
             if (ln->type != YNODE_BAD)
-                loader_error(l, layer, path,
-                             "'dropout_mask' head %d must be an n x n matrix of 0 and 1, got %s", h,
-                             ln->type == YNODE_SEQ ? "a flat list"
-                                                   : loader_show(l, layer, buf, sizeof(buf)));
+                attn_loader_error(
+                    l, layer, path,
+                    "'dropout_mask' head %d must be an n x n matrix of 0 and 1, got %s", h,
+                    ln->type == YNODE_SEQ ? "a flat list"
+                                          : attn_loader_show(l, layer, buf, sizeof(buf)));
             bad = true;
             continue;
         }
         if (n < 0) {
             n = ln->u.c.count;
             if (n == 0 || n > SCENE_MAX_TOKENS) {
-                loader_error(l, layer, path, "'dropout_mask' head 1 has %d rows, expected 1 to %d",
-                             n, SCENE_MAX_TOKENS);
+                attn_loader_error(l, layer, path,
+                                  "'dropout_mask' head 1 has %d rows, expected 1 to %d", n,
+                                  SCENE_MAX_TOKENS);
                 return;
             }
         } else if (ln->u.c.count != n) {
-            loader_error(l, layer, path, "'dropout_mask' head %d has %d rows, expected %d", h,
-                         ln->u.c.count, n);
+            attn_loader_error(l, layer, path, "'dropout_mask' head %d has %d rows, expected %d", h,
+                              ln->u.c.count, n);
             bad = true;
             continue;
         }
@@ -913,28 +920,30 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
             const struct ynode *rn = nd_of(l, row);
             if (rn->type != YNODE_SEQ) {
                 if (rn->type != YNODE_BAD)
-                    loader_error(l, row, path,
-                                 "'dropout_mask' head %d row %d must be a list of 0 and 1, got %s",
-                                 h, r, loader_show(l, row, buf, sizeof(buf)));
+                    attn_loader_error(
+                        l, row, path,
+                        "'dropout_mask' head %d row %d must be a list of 0 and 1, got %s", h, r,
+                        attn_loader_show(l, row, buf, sizeof(buf)));
                 bad = true;
             } else if (rn->u.c.count != n) {
-                loader_error(l, row, path,
-                             "'dropout_mask' head %d row %d has %d value%s, expected %d", h, r,
-                             rn->u.c.count, rn->u.c.count == 1 ? "" : "s", n);
+                attn_loader_error(l, row, path,
+                                  "'dropout_mask' head %d row %d has %d value%s, expected %d", h, r,
+                                  rn->u.c.count, rn->u.c.count == 1 ? "" : "s", n);
                 bad = true;
             }
         }
     }
     if (bad || n < 0 || l->yd.stopped)
         return;
-    if (!loader_unknown(l, "attention.heads") && heads != s->attn.heads) {
-        loader_error(l, node, path, "'dropout_mask' has %d heads, expected %d (attention.heads)",
-                     heads, s->attn.heads);
+    if (!attn_loader_unknown(l, "attention.heads") && heads != s->attn.heads) {
+        attn_loader_error(l, node, path,
+                          "'dropout_mask' has %d heads, expected %d (attention.heads)", heads,
+                          s->attn.heads);
         return;
     }
     unsigned char *mask = malloc((size_t)heads * (size_t)n * (size_t)n);
     if (!mask) {
-        loader_error(l, node, path, "out of memory for 'dropout_mask'");
+        attn_loader_error(l, node, path, "out of memory for 'dropout_mask'");
         return;
     }
     size_t i = 0;
@@ -953,10 +962,11 @@ static void h_dropout_mask(struct loader *l, const struct field *f, int node, vo
                 bool zero = vn->type == YNODE_SCALAR && strcmp(t, "0") == 0;
                 if (!one && !zero) {
                     if (vn->type != YNODE_BAD)
-                        loader_error(l, v, path,
-                                     "'dropout_mask' head %d row %d, column %d must be 0 or 1, "
-                                     "got %s",
-                                     h, r, c, loader_show(l, v, buf, sizeof(buf)));
+                        attn_loader_error(
+                            l, v, path,
+                            "'dropout_mask' head %d row %d, column %d must be 0 or 1, "
+                            "got %s",
+                            h, r, c, attn_loader_show(l, v, buf, sizeof(buf)));
                     bad = true;
                 }
                 mask[i++] = one;
@@ -1012,7 +1022,7 @@ static void finish_embeddings(struct loader *l, int node, const int *found, void
 {
     struct attn_scene *s = base;
     /* dim keeps attn_scene_init's default (3) when only seed is given. */
-    if (!loader_bad(l, path))
+    if (!attn_loader_bad(l, path))
         s->embed.kind = EMBED_LEARNED;
 }
 
@@ -1023,17 +1033,17 @@ static bool list_item_map(struct loader *l, int item, const char *path, int i,
                           const char *must)
 {
     path_fmt(ipath, "%s[%d]", path, i);
-    loader_register(l, ipath, item, item);
+    attn_loader_register(l, ipath, item, item);
     const struct ynode *in = nd_of(l, item);
     if (in->type == YNODE_MAP)
         return true;
     if (in->type == YNODE_BAD) {
-        loader_mark_bad(l, ipath);
+        attn_loader_mark_bad(l, ipath);
         return false;
     }
     char buf[LOADER_SHOW_MAX];
-    loader_error(l, item, ipath, "%s %d of '%s' must be %s, got %s", what, number, list, must,
-                 loader_show(l, item, buf, sizeof(buf)));
+    attn_loader_error(l, item, ipath, "%s %d of '%s' must be %s, got %s", what, number, list, must,
+                      attn_loader_show(l, item, buf, sizeof(buf)));
     return false;
 }
 
@@ -1042,18 +1052,18 @@ static void h_heads(struct loader *l, const struct field *f, int node, void *bas
 {
     const struct ynode *nd = nd_of(l, node);
     if (nd->u.c.count == 0) {
-        loader_error(l, node, path, "'weights.heads' is empty: give one mapping per head");
+        attn_loader_error(l, node, path, "'weights.heads' is empty: give one mapping per head");
         return;
     }
     if (nd->u.c.count > SCENE_MAX_HEADS) {
-        loader_error(l, node, path, "'weights.heads' has %d entries, the limit is %d",
-                     nd->u.c.count, SCENE_MAX_HEADS);
+        attn_loader_error(l, node, path, "'weights.heads' has %d entries, the limit is %d",
+                          nd->u.c.count, SCENE_MAX_HEADS);
         return;
     }
-    schema_free_heads(l);
+    attn_schema_free_heads(l);
     l->heads = calloc((size_t)nd->u.c.count, sizeof(*l->heads));
     if (!l->heads) {
-        loader_error(l, node, path, "out of memory");
+        attn_loader_error(l, node, path, "out of memory");
         return;
     }
     l->n_heads = nd->u.c.count;
@@ -1066,7 +1076,7 @@ static void h_heads(struct loader *l, const struct field *f, int node, void *bas
     }
 }
 
-void schema_free_heads(struct loader *l)
+void attn_schema_free_heads(struct loader *l)
 {
     for (int i = 0; i < l->n_heads; i++) {
         struct head_weights *h = &l->heads[i];
@@ -1120,18 +1130,18 @@ static int concat_heads(struct attn_matrix *dst, const struct loader *l, int i)
 
 static void assemble_heads(struct loader *l, struct attn_scene *s, int node, const char *path)
 {
-    if (!loader_unknown(l, "attention.head_layout") && s->attn.layout != LAYOUT_WRAPPER) {
-        loader_error(l, node, path,
-                     "'weights.heads' is for head_layout: wrapper; with the split layout give "
-                     "'query', 'key' and 'value' directly");
+    if (!attn_loader_unknown(l, "attention.head_layout") && s->attn.layout != LAYOUT_WRAPPER) {
+        attn_loader_error(l, node, path,
+                          "'weights.heads' is for head_layout: wrapper; with the split layout give "
+                          "'query', 'key' and 'value' directly");
         return;
     }
-    if (!loader_unknown(l, "attention.heads") && l->n_heads != s->attn.heads) {
-        loader_error(l, node, path, "'weights.heads' has %d %s, expected %d (attention.heads)",
-                     l->n_heads, l->n_heads == 1 ? "entry" : "entries", s->attn.heads);
+    if (!attn_loader_unknown(l, "attention.heads") && l->n_heads != s->attn.heads) {
+        attn_loader_error(l, node, path, "'weights.heads' has %d %s, expected %d (attention.heads)",
+                          l->n_heads, l->n_heads == 1 ? "entry" : "entries", s->attn.heads);
         return;
     }
-    if (loader_bad(l, path) || l->n_heads == 0)
+    if (attn_loader_bad(l, path) || l->n_heads == 0)
         return;
     /* Every head gives query, key and value, all of head 1's query shape; biases are given
      * for every head or for none, with head 1's width. */
@@ -1139,48 +1149,48 @@ static void assemble_heads(struct loader *l, struct attn_scene *s, int node, con
     for (int h = 0; h < l->n_heads && !l->yd.stopped; h++) {
         char hpath[DIAG_PATH_MAX];
         path_fmt(hpath, "%s[%d]", path, h);
-        const struct loader_key *item = loader_find(l, hpath);
+        const struct loader_key *item = attn_loader_find(l, hpath);
         int item_node = item ? item->value : node;
         for (int i = 0; i < N_HEAD_MEMBERS; i++) {
             const struct attn_matrix *m = head_member(l, h, i), *m0 = head_member(l, 0, i);
             char mpath[DIAG_PATH_MAX];
             join(mpath, hpath, head_members[i].key);
-            const struct loader_key *k = loader_find(l, mpath);
+            const struct loader_key *k = attn_loader_find(l, mpath);
             if (!m->data && !head_members[i].bias) {
-                loader_error(l, item_node, hpath, "head %d of 'weights.heads' is missing '%s'",
-                             h + 1, head_members[i].key);
+                attn_loader_error(l, item_node, hpath, "head %d of 'weights.heads' is missing '%s'",
+                                  h + 1, head_members[i].key);
                 continue;
             }
             if (!m->data && !m0->data)
                 continue;
             if (!m->data || !m0->data) {
-                loader_error(l, m->data && k ? k->key : item_node, mpath,
-                             "head %d of 'weights.heads' %s '%s' but head 1 %s", h + 1,
-                             m->data ? "has" : "has no", head_members[i].key,
-                             m->data ? "does not" : "does");
+                attn_loader_error(l, m->data && k ? k->key : item_node, mpath,
+                                  "head %d of 'weights.heads' %s '%s' but head 1 %s", h + 1,
+                                  m->data ? "has" : "has no", head_members[i].key,
+                                  m->data ? "does not" : "does");
                 continue;
             }
             if (!q0->data)
                 continue;
             int er = head_members[i].bias ? 1 : q0->rows, ec = q0->cols;
-            const char *file = loader_file(l, mpath);
+            const char *file = attn_loader_file(l, mpath);
             if (m->rows != er || m->cols != ec)
-                loader_error(
+                attn_loader_error(
                     l, k ? k->value : item_node, mpath,
                     "head %d '%s' is %d x %d, expected %d x %d like head 1's 'query'%s%s%s", h + 1,
                     head_members[i].key, m->rows, m->cols, er, ec, file ? " (read from " : "",
                     file ? file : "", file ? ")" : "");
         }
     }
-    if (loader_bad(l, path))
+    if (attn_loader_bad(l, path))
         return;
     if ((size_t)q0->rows * (size_t)q0->cols * (size_t)l->n_heads > MAX_VALUES) {
-        loader_error(l, node, path, "'weights.heads' is too large: %d heads of %d x %d values",
-                     l->n_heads, q0->rows, q0->cols);
+        attn_loader_error(l, node, path, "'weights.heads' is too large: %d heads of %d x %d values",
+                          l->n_heads, q0->rows, q0->cols);
         return;
     }
     /* Every head must have passed its shape checks: concat_heads copies all of them. */
-    if (l->yd.stopped || loader_bad(l, path))
+    if (l->yd.stopped || attn_loader_bad(l, path))
         return;
     struct attn_matrix *dst[N_HEAD_MEMBERS] = {&s->weights.query,    &s->weights.key,
                                                &s->weights.value,    &s->weights.query_bias,
@@ -1190,7 +1200,7 @@ static void assemble_heads(struct loader *l, struct attn_scene *s, int node, con
             continue;
         attn_matrix_free(dst[i]);
         if (concat_heads(dst[i], l, i) != 0) {
-            loader_error(l, node, path, "out of memory");
+            attn_loader_error(l, node, path, "out of memory");
             return;
         }
     }
@@ -1231,7 +1241,7 @@ static bool meant_bad(const struct loader *l, const char *path, const char *key)
 {
     char p[DIAG_PATH_MAX];
     join(p, path, key);
-    return loader_bad(l, p);
+    return attn_loader_bad(l, p);
 }
 
 static void finish_weights(struct loader *l, int node, const int *found, void *base,
@@ -1241,7 +1251,7 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
                                                "key_bias",     "value_bias", "out",   "out_bias",
                                                "dropout_mask", "heads"};
     struct attn_scene *s = base;
-    const struct loader_key *wk = loader_find(l, path);
+    const struct loader_key *wk = attn_loader_find(l, path);
     int at = wk ? wk->key : node;
     bool qkv = found[W_QUERY] >= 0 || found[W_KEY] >= 0 || found[W_VALUE] >= 0;
     bool heads = found[W_HEADS] >= 0;
@@ -1249,13 +1259,14 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
     bool other = found[W_QKV] >= 0 || found[W_DOWN] >= 0 || found[W_KEY_UP] >= 0 ||
                  found[W_VALUE_UP] >= 0 || s->attn.qkv != QKV_SEPARATE || s->attn.kv_latent > 0;
     if (heads && qkv) {
-        loader_error(l, found[W_HEADS], path,
-                     "give either 'heads' or 'query', 'key' and 'value' in 'weights', not both");
+        attn_loader_error(
+            l, found[W_HEADS], path,
+            "give either 'heads' or 'query', 'key' and 'value' in 'weights', not both");
     } else if (heads) {
         for (int i = W_QUERY_BIAS; i <= W_VALUE_BIAS; i++)
             if (found[i] >= 0)
-                loader_error(l, found[i], path, "with 'weights.heads', give '%s' inside each head",
-                             names[i]);
+                attn_loader_error(l, found[i], path,
+                                  "with 'weights.heads', give '%s' inside each head", names[i]);
         char hpath[DIAG_PATH_MAX];
         join(hpath, path, "heads");
         assemble_heads(l, s, found[W_HEADS], hpath);
@@ -1263,26 +1274,26 @@ static void finish_weights(struct loader *l, int node, const int *found, void *b
         for (int i = W_QUERY; i <= W_VALUE_BIAS; i++) {
             char p[DIAG_PATH_MAX];
             join(p, path, names[i]);
-            loader_register(l, p, found[W_HEADS], found[W_HEADS]);
+            attn_loader_register(l, p, found[W_HEADS], found[W_HEADS]);
         }
     } else if (qkv && !other) {
         for (int i = W_QUERY; i <= W_VALUE; i++)
             if (found[i] < 0 && !meant_bad(l, path, names[i]))
-                loader_error(l, at, path,
-                             "'weights' needs 'query', 'key' and 'value': '%s' is missing",
-                             names[i]);
+                attn_loader_error(l, at, path,
+                                  "'weights' needs 'query', 'key' and 'value': '%s' is missing",
+                                  names[i]);
     } else if (!other) {
         /* 'out' alone is how a resolved scene with projection none gives its out_proj;
          * attn_scene_check refuses it when the projection needs query/key/value too. */
         for (int i = W_QUERY_BIAS; i <= W_VALUE_BIAS; i++)
             if (found[i] >= 0)
-                loader_error(l, found[i], path,
-                             "'weights.%s' needs 'query', 'key' and 'value' (or 'heads') too",
-                             names[i]);
+                attn_loader_error(l, found[i], path,
+                                  "'weights.%s' needs 'query', 'key' and 'value' (or 'heads') too",
+                                  names[i]);
         if (found[W_OUT_BIAS] >= 0 && found[W_OUT] < 0 && !meant_bad(l, path, "out"))
-            loader_error(l, found[W_OUT_BIAS], path, "'weights.out_bias' needs 'out' too");
+            attn_loader_error(l, found[W_OUT_BIAS], path, "'weights.out_bias' needs 'out' too");
     }
-    if (loader_bad(l, path)) {
+    if (attn_loader_bad(l, path)) {
         attn_scene_weights_free(&s->weights);
         return;
     }
@@ -1364,46 +1375,48 @@ static void load_model(struct loader *l, struct attn_scene *s)
 {
     bool refused = false;
     for (size_t i = 0; i < sizeof(model_decides) / sizeof(model_decides[0]); i++) {
-        const struct loader_key *k = loader_find(l, model_decides[i]);
+        const struct loader_key *k = attn_loader_find(l, model_decides[i]);
         if (k) {
-            loader_error(l, k->key, model_decides[i],
-                         "'%s' comes from the checkpoint (model): remove it", model_decides[i]);
+            attn_loader_error(l, k->key, model_decides[i],
+                              "'%s' comes from the checkpoint (model): remove it",
+                              model_decides[i]);
             refused = true;
         }
     }
     if (refused)
         return;
     if (!attn_tokenizer_has_vocab(s->tokenizer)) {
-        const struct loader_key *k = loader_find(l, "model");
-        loader_error(l, k ? k->key : -1, "model",
-                     "a GPT-2 checkpoint reads token ids: give its tokenizer, tokenizer: {kind: "
-                     "gpt2, vocab: vocab.json, merges: merges.txt} or {kind: hf, file: "
-                     "tokenizer.json}");
+        const struct loader_key *k = attn_loader_find(l, "model");
+        attn_loader_error(
+            l, k ? k->key : -1, "model",
+            "a GPT-2 checkpoint reads token ids: give its tokenizer, tokenizer: {kind: "
+            "gpt2, vocab: vocab.json, merges: merges.txt} or {kind: hf, file: "
+            "tokenizer.json}");
         return;
     }
     char file[4200];
     beside_scene(file, sizeof(file), l, l->model_spec.file);
-    struct gpt2_overrides o = {loader_find(l, "attention.heads") != NULL,
-                               loader_find(l, "layers") != NULL,
-                               loader_find(l, "attention.causal") != NULL};
+    struct gpt2_overrides o = {attn_loader_find(l, "attention.heads") != NULL,
+                               attn_loader_find(l, "layers") != NULL,
+                               attn_loader_find(l, "attention.causal") != NULL};
     struct diag err;
-    diag_clear(&err);
-    if (gpt2_load(s, file, &o, &err) != 0) {
+    attn_diag_clear(&err);
+    if (attn_gpt2_load(s, file, &o, &err) != 0) {
         /* A problem of the checkpoint's config.json is that file's, on the key's line. */
         size_t flen = strlen(err.file);
         if (flen > 12 && strcmp(err.file + flen - 12, "/config.json") == 0) {
-            loader_error_in(l, &err, "model");
+            attn_loader_error_in(l, &err, "model");
             return;
         }
         /* at the key the problem is about (layers, heads, text), else at the file */
-        const struct loader_key *k = err.path[0] ? loader_find(l, err.path) : NULL;
+        const struct loader_key *k = err.path[0] ? attn_loader_find(l, err.path) : NULL;
         const char *at = k ? err.path : "model.file";
         if (!k)
-            k = loader_find(l, "model.file");
+            k = attn_loader_find(l, "model.file");
         /* the file as the scene names it, not as resolved from the scene's folder */
         const char *name = strcmp(err.file, file) == 0 ? l->model_spec.file : err.file;
-        loader_error(l, k ? k->value : -1, at, "%s%s%s", name, name[0] ? ": " : "", err.msg);
-        loader_mark_bad(l, "model");
+        attn_loader_error(l, k ? k->value : -1, at, "%s%s%s", name, name[0] ? ": " : "", err.msg);
+        attn_loader_mark_bad(l, "model");
     }
 }
 
@@ -1411,43 +1424,45 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
 {
     struct attn_scene *s = base;
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (found[T_TEXT] >= 0 && found[T_TOKENS] >= 0) {
-        const struct loader_key *a = loader_find(l, "text"), *b = loader_find(l, "tokens");
+        const struct loader_key *a = attn_loader_find(l, "text"),
+                                *b = attn_loader_find(l, "tokens");
         int later = b ? b->key : node;
-        if (a && b && loader_line(l, b->key) < loader_line(l, a->key))
+        if (a && b && attn_loader_line(l, b->key) < attn_loader_line(l, a->key))
             later = a->key;
-        loader_error(l, later, "tokens", "give either 'text' or 'tokens', not both");
-        loader_mark_bad(l, "text");
+        attn_loader_error(l, later, "tokens", "give either 'text' or 'tokens', not both");
+        attn_loader_mark_bad(l, "text");
         return;
     }
     if (found[T_TEXT] < 0 && found[T_TOKENS] < 0) {
         if (!meant_bad(l, path, "text") && !meant_bad(l, path, "tokens"))
-            loader_error(l, node, "tokens",
-                         "the scene needs 'text' (a sentence) or 'tokens' (a list of strings)");
-        loader_mark_bad(l, "text");
+            attn_loader_error(
+                l, node, "tokens",
+                "the scene needs 'text' (a sentence) or 'tokens' (a list of strings)");
+        attn_loader_mark_bad(l, "text");
         return;
     }
     const char *kind = l->tokenizer_spec.kind;
     bool gpt2 =
         kind && strcmp(kind, "gpt2") == 0 && l->tokenizer_spec.vocab && l->tokenizer_spec.merges;
     bool hf = kind && strcmp(kind, "hf") == 0 && l->tokenizer_spec.file;
-    if ((gpt2 || hf) && !loader_bad(l, "tokenizer")) {
+    if ((gpt2 || hf) && !attn_loader_bad(l, "tokenizer")) {
         char vocab[4200], merges[4200], file[4200];
         int rc;
         if (gpt2) {
             beside_scene(vocab, sizeof(vocab), l, l->tokenizer_spec.vocab);
             beside_scene(merges, sizeof(merges), l, l->tokenizer_spec.merges);
-            rc = gpt2_attach_tokenizer(s, vocab, merges, &err);
+            rc = attn_gpt2_attach_tokenizer(s, vocab, merges, &err);
         } else {
             beside_scene(file, sizeof(file), l, l->tokenizer_spec.file);
-            rc = pretrained_attach_hf_tokenizer(s, file, &err);
+            rc = attn_pretrained_attach_hf_tokenizer(s, file, &err);
         }
         if (rc != 0) {
             /* at the file's key; the message names the file and where in it */
-            const struct loader_key *k = loader_find(l, hf ? "tokenizer.file" : "tokenizer");
+            const struct loader_key *k = attn_loader_find(l, hf ? "tokenizer.file" : "tokenizer");
             if (!k)
-                k = loader_find(l, "tokenizer");
+                k = attn_loader_find(l, "tokenizer");
             char where[64] = "", name[4200];
             if (err.file[0] && err.line > 0)
                 snprintf(where, sizeof(where), ":%d:%d", err.line, err.col);
@@ -1459,37 +1474,37 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
                 snprintf(name, sizeof(name), "%s",
                          strcmp(err.file, vocab) == 0 ? l->tokenizer_spec.vocab
                                                       : l->tokenizer_spec.merges);
-            loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s%s", name, where,
-                         name[0] ? ": " : "", err.msg);
-            loader_mark_bad(l, "text");
+            attn_loader_error(l, k ? k->value : node, "tokenizer", "%s%s%s%s", name, where,
+                              name[0] ? ": " : "", err.msg);
+            attn_loader_mark_bad(l, "text");
             return;
         }
     }
-    if (l->text_node >= 0 && !loader_bad(l, "tokenizer")) {
+    if (l->text_node >= 0 && !attn_loader_bad(l, "tokenizer")) {
         if (attn_scene_set_text(s, str_of(l, l->text_node), &err) != 0)
-            loader_error(l, l->text_node, "text", "%s", err.msg);
-        const struct loader_key *k = loader_find(l, "text");
+            attn_loader_error(l, l->text_node, "text", "%s", err.msg);
+        const struct loader_key *k = attn_loader_find(l, "text");
         if (k)
-            loader_register(l, "tokens", k->key, k->value);
+            attn_loader_register(l, "tokens", k->key, k->value);
     } else if (l->tokens_node >= 0) {
         const struct ynode *nd = nd_of(l, l->tokens_node);
         char **tokens = malloc((size_t)nd->u.c.count * sizeof(*tokens));
         if (!tokens) {
-            loader_error(l, l->tokens_node, "tokens", "out of memory");
+            attn_loader_error(l, l->tokens_node, "tokens", "out of memory");
             return;
         }
         int i = 0;
         for (int c = nd->u.c.first; c >= 0; c = nd_of(l, c)->next)
             tokens[i++] = (char *)(uintptr_t)str_of(l, c);
         if (attn_scene_set_tokens(s, tokens, i, &err) != 0)
-            loader_error(l, l->tokens_node, "tokens", "%s", err.msg);
+            attn_loader_error(l, l->tokens_node, "tokens", "%s", err.msg);
         free(tokens);
-        const struct loader_key *k = loader_find(l, "tokens");
+        const struct loader_key *k = attn_loader_find(l, "tokens");
         if (k)
-            loader_register(l, "text", k->key, k->value);
+            attn_loader_register(l, "text", k->key, k->value);
     }
-    if (l->model_spec.file && !loader_bad(l, "model") && !loader_bad(l, "text") &&
-        !loader_bad(l, "tokens"))
+    if (l->model_spec.file && !attn_loader_bad(l, "model") && !attn_loader_bad(l, "text") &&
+        !attn_loader_bad(l, "tokens"))
         load_model(l, s);
 }
 
@@ -1712,8 +1727,9 @@ static void finish_ablation(struct loader *l, int node, const int *found, void *
     static const char *const need[] = {"layer", "head"};
     for (int i = 0; i < 2; i++)
         if (found[i] < 0 && !meant_bad(l, path, need[i]))
-            loader_error(l, node, path,
-                         "an ablated head needs '%s': {layer: 1, head: 0, mode: zero}", need[i]);
+            attn_loader_error(l, node, path,
+                              "an ablated head needs '%s': {layer: 1, head: 0, mode: zero}",
+                              need[i]);
 }
 static const struct mapping ablate_map = {"ablate", ablate_fields, N(ablate_fields),
                                           finish_ablation};
@@ -1726,13 +1742,13 @@ static void h_ablate(struct loader *l, const struct field *f, int node, void *ba
     const struct ynode *nd = nd_of(l, node);
     int count = nd->u.c.count;
     if (count > SCENE_MAX_LAYERS * SCENE_MAX_HEADS) {
-        loader_error(l, node, path, "'ablate' lists %d heads, the limit is %d", count,
-                     SCENE_MAX_LAYERS * SCENE_MAX_HEADS);
+        attn_loader_error(l, node, path, "'ablate' lists %d heads, the limit is %d", count,
+                          SCENE_MAX_LAYERS * SCENE_MAX_HEADS);
         return;
     }
     struct attn_ablation *list = calloc((size_t)(count > 0 ? count : 1), sizeof(*list));
     if (!list) {
-        loader_error(l, node, path, "out of memory");
+        attn_loader_error(l, node, path, "out of memory");
         return;
     }
     int i = 0;
@@ -1792,9 +1808,9 @@ static void h_cell(struct loader *l, const struct field *f, int node, void *base
         v[i] = (int)x;
     }
     if (i != 2) {
-        loader_error(l, node, path,
-                     "'cell' must be [row, column], two whole numbers from 0, got %s",
-                     loader_show(l, node, buf, sizeof(buf)));
+        attn_loader_error(l, node, path,
+                          "'cell' must be [row, column], two whole numbers from 0, got %s",
+                          attn_loader_show(l, node, buf, sizeof(buf)));
         return;
     }
     st->row = v[0];
@@ -1808,27 +1824,28 @@ static void h_caption(struct loader *l, const struct field *f, int node, void *b
         return;
     const char *text = str_of(l, node);
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (attn_caption_marks(text, NULL, 0, &err) < 0) {
-        loader_error(l, node, path, "%s", err.msg);
+        attn_loader_error(l, node, path, "%s", err.msg);
         return;
     }
     int chars = attn_caption_chars(text), lines = attn_caption_lines(text);
     if (chars > LESSON_CAPTION_MAX_CHARS) {
-        loader_error(l, node, path,
-                     "the caption is %d characters long; a step holds at most %d (split it over "
-                     "two steps)",
-                     chars, LESSON_CAPTION_MAX_CHARS);
+        attn_loader_error(
+            l, node, path,
+            "the caption is %d characters long; a step holds at most %d (split it over "
+            "two steps)",
+            chars, LESSON_CAPTION_MAX_CHARS);
         return;
     }
     if (lines > LESSON_CAPTION_MAX_LINES) {
-        loader_error(l, node, path, "the caption has %d lines; a step holds at most %d", lines,
-                     LESSON_CAPTION_MAX_LINES);
+        attn_loader_error(l, node, path, "the caption has %d lines; a step holds at most %d", lines,
+                          LESSON_CAPTION_MAX_LINES);
         return;
     }
     h_string(l, f, node, base, path);
     struct attn_lesson_step *st = base;
-    loader_locate(l, node, &st->caption_line, &st->caption_col);
+    attn_loader_locate(l, node, &st->caption_line, &st->caption_col);
 }
 
 /* scale: as attention.scale says it (h_scale), into the step's edit. */
@@ -1873,22 +1890,24 @@ static const struct field step_fields[L_COUNT] = {
 static void finish_step(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     struct attn_lesson_step *st = base;
-    st->line = loader_line(l, node);
+    st->line = attn_loader_line(l, node);
     if (found[L_STAGE] < 0 && !meant_bad(l, path, "stage"))
-        loader_error(l, node, path,
-                     "a lesson step needs 'stage': the stage it shows (inputs, scores, weights, "
-                     "...)");
+        attn_loader_error(
+            l, node, path,
+            "a lesson step needs 'stage': the stage it shows (inputs, scores, weights, "
+            "...)");
     if (found[L_CAPTION] < 0 && !meant_bad(l, path, "caption"))
-        loader_error(l, node, path, "a lesson step needs 'caption': what to say about the view");
+        attn_loader_error(l, node, path,
+                          "a lesson step needs 'caption': what to say about the view");
     if (found[L_CELL] >= 0 && found[L_ROW] >= 0)
-        loader_error(l, found[L_ROW], path, "give the step either 'cell' or 'row', not both");
+        attn_loader_error(l, found[L_ROW], path, "give the step either 'cell' or 'row', not both");
     else if (found[L_ROW] >= 0)
         st->col = -1;
     int first = -1;
     for (int i = L_EDIT_FIRST; i < L_COUNT; i++) {
         if (found[i] < 0)
             continue;
-        if (first < 0 || loader_line(l, found[i]) < loader_line(l, found[first]))
+        if (first < 0 || attn_loader_line(l, found[i]) < attn_loader_line(l, found[first]))
             first = i;
     }
     for (int i = L_EDIT_FIRST; i < L_COUNT; i++) {
@@ -1896,10 +1915,11 @@ static void finish_step(struct loader *l, int node, const int *found, void *base
             continue;
         char kp[DIAG_PATH_MAX];
         join(kp, path, step_fields[i].key);
-        loader_error(l, found[i], kp,
-                     "a step makes one edit: '%s' and '%s' are both given (give '%s' a step of "
-                     "its own)",
-                     step_fields[first].key, step_fields[i].key, step_fields[i].key);
+        attn_loader_error(
+            l, found[i], kp,
+            "a step makes one edit: '%s' and '%s' are both given (give '%s' a step of "
+            "its own)",
+            step_fields[first].key, step_fields[i].key, step_fields[i].key);
     }
     if (first >= 0)
         st->edit.kind = (enum attn_edit_kind)(EDIT_CAUSAL + (first - L_EDIT_FIRST));
@@ -1912,19 +1932,19 @@ static void h_lesson(struct loader *l, const struct field *f, int node, void *ba
     struct attn_scene *s = base;
     const struct ynode *nd = nd_of(l, node);
     if (nd->u.c.count == 0) {
-        loader_error(l, node, path,
-                     "'lesson' is empty: give at least one step, like - {stage: weights, "
-                     "caption: ...}");
+        attn_loader_error(l, node, path,
+                          "'lesson' is empty: give at least one step, like - {stage: weights, "
+                          "caption: ...}");
         return;
     }
     if (nd->u.c.count > LESSON_MAX_STEPS) {
-        loader_error(l, node, path, "'lesson' has %d steps, the limit is %d", nd->u.c.count,
-                     LESSON_MAX_STEPS);
+        attn_loader_error(l, node, path, "'lesson' has %d steps, the limit is %d", nd->u.c.count,
+                          LESSON_MAX_STEPS);
         return;
     }
     struct attn_lesson *lesson = attn_lesson_new(nd->u.c.count);
     if (!lesson) {
-        loader_error(l, node, path, "out of memory");
+        attn_loader_error(l, node, path, "out of memory");
         return;
     }
     attn_lesson_unref(s->lesson);
@@ -1946,10 +1966,10 @@ static int step_node(struct loader *l, int i, const char *key, char *path)
     char step[DIAG_PATH_MAX];
     path_fmt(step, "lesson[%d]", i);
     join(path, step, key);
-    const struct loader_key *k = loader_find(l, path);
+    const struct loader_key *k = attn_loader_find(l, path);
     if (k)
         return k->value;
-    k = loader_find(l, step);
+    k = attn_loader_find(l, step);
     snprintf(path, DIAG_PATH_MAX, "%s", step);
     return k ? k->value : -1;
 }
@@ -1967,18 +1987,18 @@ static int sim_edit(struct loader *l, struct attn_scene *now, int i)
     struct diag err;
     struct attn_edit_effects fx;
     if (attn_scene_check_edit(now, e, &err) != 0 || attn_scene_apply_edit(now, e, &fx, &err) != 0) {
-        loader_error(l, node, path, "%s", err.msg);
+        attn_loader_error(l, node, path, "%s", err.msg);
         return -1;
     }
     struct diag_list problems;
-    diag_list_init(&problems);
+    attn_diag_list_init(&problems);
     int rc = 0;
     if (attn_scene_check(now, &problems) > 0) {
-        loader_error(l, node, path, "step %d's edit makes the scene invalid: %s", i + 1,
-                     problems.items[0].msg);
+        attn_loader_error(l, node, path, "step %d's edit makes the scene invalid: %s", i + 1,
+                          problems.items[0].msg);
         rc = -1;
     }
-    diag_list_free(&problems);
+    attn_diag_list_free(&problems);
     return rc;
 }
 
@@ -2002,32 +2022,33 @@ static void check_step_view(struct loader *l, const struct attn_scene *now, int 
     int node, heads = now->attn.heads, n = now->n_tokens;
     if (st->layer >= now->layers) {
         node = step_node(l, i, "layer", path);
-        loader_error(l, node, path, "layer %d: the scene has %d layer%s (0 to %d)", st->layer,
-                     now->layers, now->layers == 1 ? "" : "s", now->layers - 1);
+        attn_loader_error(l, node, path, "layer %d: the scene has %d layer%s (0 to %d)", st->layer,
+                          now->layers, now->layers == 1 ? "" : "s", now->layers - 1);
         return;
     }
     if (st->head >= heads) {
         node = step_node(l, i, "head", path);
-        loader_error(l, node, path, "head %d: at step %d the scene has %d head%s (0 to %d)",
-                     st->head, i + 1, heads, heads == 1 ? "" : "s", heads - 1);
+        attn_loader_error(l, node, path, "head %d: at step %d the scene has %d head%s (0 to %d)",
+                          st->head, i + 1, heads, heads == 1 ? "" : "s", heads - 1);
     }
     if (!attn_scene_stage_present(now, st->layer, (enum attn_stage)st->stage)) {
         node = step_node(l, i, "stage", path);
         stage_list(stages, sizeof(stages), now, st->layer);
-        loader_error(l, node, path, "the scene has no stage %s%s; its stages: %s",
-                     attn_stage_name((enum attn_stage)st->stage),
-                     now->layers > 1 ? " in this layer" : "", stages);
+        attn_loader_error(l, node, path, "the scene has no stage %s%s; its stages: %s",
+                          attn_stage_name((enum attn_stage)st->stage),
+                          now->layers > 1 ? " in this layer" : "", stages);
         return;
     }
     int cols = attn_scene_stage_cols(now, (enum attn_stage)st->stage);
     if (st->row >= n) {
         node = step_node(l, i, st->col >= 0 ? "cell" : "row", path);
-        loader_error(l, node, path, "row %d: at step %d the scene has %d tokens (rows 0 to %d)",
-                     st->row, i + 1, n, n - 1);
+        attn_loader_error(l, node, path,
+                          "row %d: at step %d the scene has %d tokens (rows 0 to %d)", st->row,
+                          i + 1, n, n - 1);
     } else if (st->col >= cols) {
         node = step_node(l, i, "cell", path);
-        loader_error(l, node, path, "column %d: the %s matrix has %d columns (0 to %d)", st->col,
-                     attn_stage_name((enum attn_stage)st->stage), cols, cols - 1);
+        attn_loader_error(l, node, path, "column %d: the %s matrix has %d columns (0 to %d)",
+                          st->col, attn_stage_name((enum attn_stage)st->stage), cols, cols - 1);
     }
     if (!st->caption)
         return;
@@ -2036,8 +2057,8 @@ static void check_step_view(struct loader *l, const struct attn_scene *now, int 
     int count = attn_caption_marks(st->caption, marks, LESSON_MAX_MARKS, &err);
     node = step_node(l, i, "caption", path);
     if (count > LESSON_MAX_MARKS) {
-        loader_error(l, node, path, "the caption marks %d numbers; a step holds at most %d", count,
-                     LESSON_MAX_MARKS);
+        attn_loader_error(l, node, path, "the caption marks %d numbers; a step holds at most %d",
+                          count, LESSON_MAX_MARKS);
         return;
     }
     for (int k = 0; k < count && !l->yd.stopped; k++) {
@@ -2045,25 +2066,26 @@ static void check_step_view(struct loader *l, const struct attn_scene *now, int 
         int stage = m->stage >= 0 ? m->stage : st->stage;
         if (!attn_scene_stage_present(now, st->layer, (enum attn_stage)stage)) {
             stage_list(stages, sizeof(stages), now, st->layer);
-            loader_error(l, node, path,
-                         "the mark {%s @ %s ...}: the scene has no stage %s; its "
-                         "stages: %s",
-                         m->written, attn_stage_name((enum attn_stage)stage),
-                         attn_stage_name((enum attn_stage)stage), stages);
+            attn_loader_error(l, node, path,
+                              "the mark {%s @ %s ...}: the scene has no stage %s; its "
+                              "stages: %s",
+                              m->written, attn_stage_name((enum attn_stage)stage),
+                              attn_stage_name((enum attn_stage)stage), stages);
             continue;
         }
         int mcols = attn_scene_stage_cols(now, (enum attn_stage)stage);
         if (m->row >= n || m->col >= mcols)
-            loader_error(l, node, path,
-                         "the mark {%s @ %s%s%d,%d}: the %s matrix is %d\u00d7%d (rows 0 to %d, "
-                         "columns 0 to %d)",
-                         m->written, m->stage >= 0 ? attn_stage_name((enum attn_stage)stage) : "",
-                         m->stage >= 0 ? " " : "", m->row, m->col,
-                         attn_stage_name((enum attn_stage)stage), n, mcols, n - 1, mcols - 1);
+            attn_loader_error(
+                l, node, path,
+                "the mark {%s @ %s%s%d,%d}: the %s matrix is %d\u00d7%d (rows 0 to %d, "
+                "columns 0 to %d)",
+                m->written, m->stage >= 0 ? attn_stage_name((enum attn_stage)stage) : "",
+                m->stage >= 0 ? " " : "", m->row, m->col, attn_stage_name((enum attn_stage)stage),
+                n, mcols, n - 1, mcols - 1);
     }
 }
 
-void schema_check_lesson(struct loader *l)
+void attn_schema_check_lesson(struct loader *l)
 {
     struct attn_scene *s = l->s;
     if (!s->lesson || l->yd.n > 0 || l->yd.stopped)
@@ -2071,7 +2093,7 @@ void schema_check_lesson(struct loader *l)
     /* The scene as the steps so far have edited it: each step is checked against that. */
     struct attn_scene now;
     if (attn_scene_copy(&now, s) != 0) {
-        loader_error(l, -1, "lesson", "out of memory");
+        attn_loader_error(l, -1, "lesson", "out of memory");
         return;
     }
     for (int i = 0; i < s->lesson->n_steps && !l->yd.stopped; i++) {
@@ -2151,13 +2173,13 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
     }
     int count = nd->u.c.count;
     if (count < 1 || count > SCENE_MAX_LAYERS) {
-        loader_error(l, node, path, "'weights' lists %d layers, expected 1 to %d", count,
-                     SCENE_MAX_LAYERS);
+        attn_loader_error(l, node, path, "'weights' lists %d layers, expected 1 to %d", count,
+                          SCENE_MAX_LAYERS);
         return;
     }
     struct attn_scene_weights *more = calloc((size_t)count, sizeof(*more));
     if (!more) {
-        loader_error(l, node, path, "out of memory");
+        attn_loader_error(l, node, path, "out of memory");
         return;
     }
     s->weights_listed = true;
@@ -2202,9 +2224,9 @@ static void finish_tokenizer(struct loader *l, int node, const int *found, void 
     const char *kind = l->tokenizer_spec.kind;
     if (found[0] < 0) {
         if (!meant_bad(l, path, "kind"))
-            loader_error(l, node, path,
-                         "'tokenizer' needs 'kind': {kind: gpt2, vocab: vocab.json, merges: "
-                         "merges.txt} or {kind: hf, file: tokenizer.json}");
+            attn_loader_error(l, node, path,
+                              "'tokenizer' needs 'kind': {kind: gpt2, vocab: vocab.json, merges: "
+                              "merges.txt} or {kind: hf, file: tokenizer.json}");
         return;
     }
     char kp[DIAG_PATH_MAX];
@@ -2212,34 +2234,35 @@ static void finish_tokenizer(struct loader *l, int node, const int *found, void 
         static const char *const need[] = {"vocab", "merges"};
         for (int i = 0; i < 2; i++)
             if (found[1 + i] < 0 && !meant_bad(l, path, need[i]))
-                loader_error(l, node, path,
-                             "'tokenizer' needs '%s': {kind: gpt2, vocab: vocab.json, "
-                             "merges: merges.txt}",
-                             need[i]);
+                attn_loader_error(l, node, path,
+                                  "'tokenizer' needs '%s': {kind: gpt2, vocab: vocab.json, "
+                                  "merges: merges.txt}",
+                                  need[i]);
         if (found[3] >= 0) {
             join(kp, path, "file");
-            loader_error(l, found[3], kp,
-                         "'file' is for kind hf (tokenizer.json); kind gpt2 reads vocab and "
-                         "merges");
+            attn_loader_error(l, found[3], kp,
+                              "'file' is for kind hf (tokenizer.json); kind gpt2 reads vocab and "
+                              "merges");
         }
     } else if (kind && strcmp(kind, "hf") == 0) {
         if (found[3] < 0 && !meant_bad(l, path, "file"))
-            loader_error(l, node, path,
-                         "'tokenizer' needs 'file': {kind: hf, file: tokenizer.json}");
+            attn_loader_error(l, node, path,
+                              "'tokenizer' needs 'file': {kind: hf, file: tokenizer.json}");
         for (int i = 1; i <= 2; i++)
             if (found[i] >= 0) {
                 join(kp, path, i == 1 ? "vocab" : "merges");
-                loader_error(l, found[i], kp,
-                             "'%s' is for kind gpt2; kind hf reads everything from its file "
-                             "(tokenizer.json)",
-                             i == 1 ? "vocab" : "merges");
+                attn_loader_error(l, found[i], kp,
+                                  "'%s' is for kind gpt2; kind hf reads everything from its file "
+                                  "(tokenizer.json)",
+                                  i == 1 ? "vocab" : "merges");
             }
     } else if (kind) {
         join(kp, path, "kind");
-        loader_error(l, found[0], kp,
-                     "tokenizer kind '%.40s' has no files to read; as a mapping, kind is gpt2 or "
-                     "hf (or write tokenizer: whitespace, words or chars)",
-                     kind);
+        attn_loader_error(
+            l, found[0], kp,
+            "tokenizer kind '%.40s' has no files to read; as a mapping, kind is gpt2 or "
+            "hf (or write tokenizer: whitespace, words or chars)",
+            kind);
     }
 }
 static const struct mapping tokenizer_map = {"tokenizer", tokenizer_fields, N(tokenizer_fields),
@@ -2256,15 +2279,16 @@ static void h_tokenizer(struct loader *l, const struct field *f, int node, void 
         return;
     }
     if (nd->type == YNODE_SCALAR && strcmp(str_of(l, node), "gpt2") == 0) {
-        loader_error(l, node, path,
-                     "the gpt2 tokenizer reads its vocabulary: tokenizer: {kind: gpt2, vocab: "
-                     "vocab.json, merges: merges.txt}");
+        attn_loader_error(l, node, path,
+                          "the gpt2 tokenizer reads its vocabulary: tokenizer: {kind: gpt2, vocab: "
+                          "vocab.json, merges: merges.txt}");
         return;
     }
     if (nd->type == YNODE_SCALAR && strcmp(str_of(l, node), "hf") == 0) {
-        loader_error(l, node, path,
-                     "the hf tokenizer reads Hugging Face's tokenizer.json: tokenizer: {kind: hf, "
-                     "file: tokenizer.json}");
+        attn_loader_error(
+            l, node, path,
+            "the hf tokenizer reads Hugging Face's tokenizer.json: tokenizer: {kind: hf, "
+            "file: tokenizer.json}");
         return;
     }
     /* a name: checked and reported as the enum it is */
@@ -2286,15 +2310,16 @@ static const struct field model_fields[] = {
 static void finish_model(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     if (found[0] < 0 && !meant_bad(l, path, "file"))
-        loader_error(l, node, path, "'model' needs 'file': {file: model.safetensors, arch: gpt2}");
+        attn_loader_error(l, node, path,
+                          "'model' needs 'file': {file: model.safetensors, arch: gpt2}");
     if (found[1] < 0 && !meant_bad(l, path, "arch"))
-        loader_error(l, node, path,
-                     "'model' needs 'arch' (the name mapping of its tensors): arch: gpt2");
+        attn_loader_error(l, node, path,
+                          "'model' needs 'arch' (the name mapping of its tensors): arch: gpt2");
     else if (l->model_spec.arch && strcmp(l->model_spec.arch, "gpt2") != 0) {
         char ap[DIAG_PATH_MAX];
         join(ap, path, "arch");
-        loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (gpt2)",
-                     l->model_spec.arch);
+        attn_loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (gpt2)",
+                          l->model_spec.arch);
     }
 }
 static const struct mapping model_map = {"model", model_fields, N(model_fields), finish_model};
@@ -2350,14 +2375,14 @@ static int find_field(const struct mapping *m, const char *key)
     return -1;
 }
 
-/* The field of m nearest to key, when close enough to suggest (see suggest_nearest), or -1. */
+/* The field of m nearest to key, when close enough to suggest (see attn_suggest_nearest), or -1. */
 static int nearest_field(const struct mapping *m, const char *key, int *distance)
 {
     const char *keys[MAX_FIELDS];
     int n = m->n_fields < MAX_FIELDS ? m->n_fields : MAX_FIELDS; /* walk_map's limit too */
     for (int i = 0; i < n; i++)
         keys[i] = m->fields[i].key;
-    return suggest_nearest(key, keys, n, distance);
+    return attn_suggest_nearest(key, keys, n, distance);
 }
 
 /* The key the message of an unknown key names is taken as given but unknown: its value is a
@@ -2366,7 +2391,7 @@ static void mark_meant(struct loader *l, const char *path, const char *key)
 {
     char meant[DIAG_PATH_MAX];
     join(meant, path, key);
-    loader_mark_bad(l, meant);
+    attn_loader_mark_bad(l, meant);
 }
 
 static void unknown_key(struct loader *l, const struct mapping *m, int knode, const char *path)
@@ -2381,8 +2406,8 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
     int d;
     int best = nearest_field(m, key, &d);
     if (best >= 0) {
-        loader_error(l, knode, kpath, "unknown key '%.60s'%s (did you mean '%s'?)", key, in,
-                     m->fields[best].key);
+        attn_loader_error(l, knode, kpath, "unknown key '%.60s'%s (did you mean '%s'?)", key, in,
+                          m->fields[best].key);
         mark_meant(l, path, m->fields[best].key);
         return;
     }
@@ -2392,8 +2417,8 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
         int near = -1, near_d = INT_MAX;
         for (size_t i = 0; i < sizeof(nested_maps) / sizeof(nested_maps[0]); i++) {
             if (find_field(nested_maps[i], key) >= 0) {
-                loader_error(l, knode, kpath, "unknown key '%s' (it belongs under '%s')", key,
-                             nested_maps[i]->name);
+                attn_loader_error(l, knode, kpath, "unknown key '%s' (it belongs under '%s')", key,
+                                  nested_maps[i]->name);
                 mark_meant(l, nested_maps[i]->name, key);
                 return;
             }
@@ -2405,13 +2430,15 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
             }
         }
         if (near_map) {
-            loader_error(l, knode, kpath, "unknown key '%.60s' (did you mean '%s' under '%s'?)",
-                         key, near_map->fields[near].key, near_map->name);
+            attn_loader_error(l, knode, kpath,
+                              "unknown key '%.60s' (did you mean '%s' under '%s'?)", key,
+                              near_map->fields[near].key, near_map->name);
             mark_meant(l, near_map->name, near_map->fields[near].key);
             return;
         }
     } else if (find_field(&top_map, key) >= 0) {
-        loader_error(l, knode, kpath, "unknown key '%s'%s (it belongs at the top level)", key, in);
+        attn_loader_error(l, knode, kpath, "unknown key '%s'%s (it belongs at the top level)", key,
+                          in);
         mark_meant(l, "", key);
         return;
     }
@@ -2421,7 +2448,7 @@ static void unknown_key(struct loader *l, const struct mapping *m, int knode, co
     for (int i = 0; i < m->n_fields && o < sizeof(valid); i++)
         o +=
             (size_t)snprintf(valid + o, sizeof(valid) - o, "%s%s", i ? ", " : "", m->fields[i].key);
-    loader_error(l, knode, kpath, "unknown key '%.60s'%s (valid keys: %s)", key, in, valid);
+    attn_loader_error(l, knode, kpath, "unknown key '%.60s'%s (valid keys: %s)", key, in, valid);
 }
 
 static bool type_ok(enum want w, int type)
@@ -2457,8 +2484,8 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
         if (kn->type == YNODE_BAD) {
             /* an alias used as a key: already reported */
         } else if (kn->type != YNODE_SCALAR || has_nul(l, k)) {
-            loader_error(l, k, path, "keys must be plain names, got %s",
-                         loader_show(l, k, buf, sizeof(buf)));
+            attn_loader_error(l, k, path, "keys must be plain names, got %s",
+                              attn_loader_show(l, k, buf, sizeof(buf)));
         } else {
             const char *key = str_of(l, k);
             int i = find_field(m, key);
@@ -2466,12 +2493,12 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
             if (i < 0)
                 unknown_key(l, m, k, path);
             else if (found[i] >= 0)
-                loader_error(l, k, kpath, "duplicate key '%s' (first given at line %d)", key,
-                             loader_line(l, keys[i]));
+                attn_loader_error(l, k, kpath, "duplicate key '%s' (first given at line %d)", key,
+                                  attn_loader_line(l, keys[i]));
             else if (v >= 0) {
                 found[i] = v;
                 keys[i] = k;
-                loader_register(l, kpath, k, v);
+                attn_loader_register(l, kpath, k, v);
             }
         }
         k = next;
@@ -2485,7 +2512,7 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
         join(kpath, path, f->key);
         int type = nd_of(l, found[i])->type;
         if (type == YNODE_BAD)
-            loader_mark_bad(l, kpath);
+            attn_loader_mark_bad(l, kpath);
         else if (!type_ok(f->want, type))
             must_be(l, f, found[i], kpath);
         else
@@ -2495,7 +2522,7 @@ static void walk_map(struct loader *l, int node, const struct mapping *m, void *
         m->finish(l, node, found, base, path);
 }
 
-void schema_load_scene(struct loader *l, int root)
+void attn_schema_load_scene(struct loader *l, int root)
 {
     walk_map(l, root, &top_map, l->s, "");
 }

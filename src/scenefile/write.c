@@ -48,7 +48,7 @@ static bool utf8_valid(const char *s)
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         uint32_t cp;
-        int n = utf8_decode((const char *)p, &cp);
+        int n = attn_utf8_decode((const char *)p, &cp);
         if (n == 0)
             return false;
         p += n;
@@ -59,7 +59,7 @@ static bool utf8_valid(const char *s)
 static int check_string(const char *s, const char *what, struct diag *err)
 {
     if (s && !utf8_valid(s))
-        return diag_set(err, what, "cannot write '%s': it is not valid UTF-8 text", what);
+        return attn_diag_set(err, what, "cannot write '%s': it is not valid UTF-8 text", what);
     return 0;
 }
 
@@ -69,9 +69,9 @@ static int check_matrix(const struct attn_matrix *m, const char *what, struct di
         return 0;
     for (size_t i = 0; i < (size_t)m->rows * (size_t)m->cols; i++)
         if (!isfinite(m->data[i]))
-            return diag_set(err, what,
-                            "cannot write '%s': row %zu, column %zu is not a finite number", what,
-                            i / (size_t)m->cols + 1, i % (size_t)m->cols + 1);
+            return attn_diag_set(err, what,
+                                 "cannot write '%s': row %zu, column %zu is not a finite number",
+                                 what, i / (size_t)m->cols + 1, i % (size_t)m->cols + 1);
     return 0;
 }
 
@@ -88,10 +88,11 @@ static int check_scene(const struct attn_scene *s, struct diag *err)
             return -1;
     if (s->attn.scale == SCALE_DIVISOR &&
         !(isfinite(s->attn.scale_divisor) && s->attn.scale_divisor > 0))
-        return diag_set(err, "attention.scale",
-                        "cannot write 'scale': it is not a positive number");
+        return attn_diag_set(err, "attention.scale",
+                             "cannot write 'scale': it is not a positive number");
     if (!isfinite(s->attn.dropout))
-        return diag_set(err, "attention.dropout", "cannot write 'dropout': it is not a number");
+        return attn_diag_set(err, "attention.dropout",
+                             "cannot write 'dropout': it is not a number");
     if (check_matrix(&s->embed.rows, "embeddings", err) ||
         check_matrix(&s->pos.table, "positional.table", err))
         return -1;
@@ -136,7 +137,7 @@ static bool plain_ok(const char *s, bool flow)
         return false;
     while (*p) {
         uint32_t cp;
-        int len = utf8_decode((const char *)p, &cp);
+        int len = attn_utf8_decode((const char *)p, &cp);
         if (len == 0 || needs_escape(cp))
             return false;
         if (cp < 0x80) {
@@ -157,7 +158,7 @@ static void write_quoted(FILE *f, const char *s)
     fputc('"', f);
     while (*p) {
         uint32_t cp;
-        int len = utf8_decode((const char *)p, &cp);
+        int len = attn_utf8_decode((const char *)p, &cp);
         if (len == 0) { /* checked before writing; keep the byte visible rather than lose it */
             fprintf(f, "\\x%02X", *p);
             p++;
@@ -197,7 +198,7 @@ static void write_string(FILE *f, const char *s, bool flow)
 static void write_float(FILE *f, float v)
 {
     char buf[32];
-    cnum_format_float(buf, sizeof(buf), v);
+    attn_cnum_format_float(buf, sizeof(buf), v);
     fputs(buf, f);
 }
 
@@ -205,7 +206,7 @@ static void write_float(FILE *f, float v)
 static void write_double(FILE *f, double v)
 {
     char buf[40];
-    cnum_format_double(buf, sizeof(buf), v);
+    attn_cnum_format_double(buf, sizeof(buf), v);
     fputs(buf, f);
 }
 
@@ -238,7 +239,7 @@ static void write_rows(FILE *f, const float *data, int rows, int cols, int strid
 
 /* ---- side files --------------------------------------------------------------------------- */
 
-void scenefile_sidecar_free(struct scenefile_sidecar *side)
+void attn_scenefile_sidecar_free(struct scenefile_sidecar *side)
 {
     for (int i = 0; i < side->n_written; i++)
         free(side->written[i]);
@@ -267,9 +268,9 @@ struct npy_job {
 static int write_npy_cb(FILE *f, void *ctx, struct diag *err)
 {
     const struct npy_job *j = ctx;
-    int rc = j->bytes ? npy_write_u8(f, j->data, j->ndim, j->shape)
-                      : npy_write_f32(f, j->data, j->ndim, j->shape);
-    return rc == 0 ? 0 : diag_set(err, "", "cannot write: output error");
+    int rc = j->bytes ? attn_npy_write_u8(f, j->data, j->ndim, j->shape)
+                      : attn_npy_write_f32(f, j->data, j->ndim, j->shape);
+    return rc == 0 ? 0 : attn_diag_set(err, "", "cannot write: output error");
 }
 
 /* Writes data to the side folder as "<name>-<hash>.npy" (kept when a file of that name exists:
@@ -293,24 +294,24 @@ static void write_aside(struct writer *w, const char *name, struct npy_job *job,
         if (names)
             w->side->written = names;
         w->failed = true;
-        diag_set(w->err, "", names ? "the side-file path is too long" : "out of memory");
+        attn_diag_set(w->err, "", names ? "the side-file path is too long" : "out of memory");
         return;
     }
     w->side->written = names;
     if (!(names[w->side->n_written] = strdup(file))) {
         w->failed = true;
-        diag_set(w->err, "", "out of memory");
+        attn_diag_set(w->err, "", "out of memory");
         return;
     }
     w->side->n_written++;
-    if (fsutil_mkdir_p(w->side->dir, w->err) != 0) {
+    if (attn_fsutil_mkdir_p(w->side->dir, w->err) != 0) {
         w->failed = true;
         return;
     }
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
         return;
-    if (fsutil_write_atomic(path, true, write_npy_cb, job, w->err) != 0)
+    if (attn_fsutil_write_atomic(path, true, write_npy_cb, job, w->err) != 0)
         w->failed = true;
 }
 
@@ -323,7 +324,7 @@ static void write_matrix_aside(struct writer *w, const char *name, const struct 
     if (!block) {
         fputs("[]", w->f);
         w->failed = true;
-        diag_set(w->err, "", "out of memory");
+        attn_diag_set(w->err, "", "out of memory");
         return;
     }
     for (int r = 0; r < m->rows; r++)
@@ -758,7 +759,7 @@ static void write_weights(struct writer *w)
     }
 }
 
-const char *scenefile_relative_path(char *out, size_t size, const char *path, const char *dir)
+const char *attn_scenefile_relative_path(char *out, size_t size, const char *path, const char *dir)
 {
     /* The longest common prefix of whole components. */
     size_t common = 0;
@@ -788,7 +789,7 @@ static void write_path(struct writer *w, const char *path)
 {
     char rel[4096];
     if (path && path[0] == '/' && w->side && w->side->yaml_dir)
-        path = scenefile_relative_path(rel, sizeof(rel), path, w->side->yaml_dir);
+        path = attn_scenefile_relative_path(rel, sizeof(rel), path, w->side->yaml_dir);
     write_string(w->f, path ? path : "", true);
 }
 
@@ -974,13 +975,13 @@ static void write_scene(struct writer *w)
     write_lesson(w);
 }
 
-int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
-                         struct scenefile_sidecar *side, struct diag *err)
+int attn_scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
+                              struct scenefile_sidecar *side, struct diag *err)
 {
     struct diag scratch;
     if (!err)
         err = &scratch;
-    diag_clear(err);
+    attn_diag_clear(err);
     if (check_scene(s, err) != 0)
         return -1;
     struct writer w = {.f = out, .s = s, .explicit = explicit, .side = side, .err = err};
@@ -990,13 +991,13 @@ int scenefile_write_side(FILE *out, const struct attn_scene *s, bool explicit,
     if (w.failed)
         return -1;
     if (ferror(out))
-        return diag_set(err, "", "cannot write the scene: output error");
+        return attn_diag_set(err, "", "cannot write the scene: output error");
     return 0;
 }
 
-int scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err)
+int attn_scenefile_write(FILE *out, const struct attn_scene *s, bool explicit, struct diag *err)
 {
-    return scenefile_write_side(out, s, explicit, NULL, err);
+    return attn_scenefile_write_side(out, s, explicit, NULL, err);
 }
 
 struct save_ctx {
@@ -1008,7 +1009,7 @@ struct save_ctx {
 static int save_cb(FILE *f, void *ctx, struct diag *err)
 {
     const struct save_ctx *c = ctx;
-    return scenefile_write_side(f, c->s, c->explicit, c->side, err);
+    return attn_scenefile_write_side(f, c->s, c->explicit, c->side, err);
 }
 
 /* Removes the side files of earlier saves that the YAML just written no longer names (only
@@ -1037,8 +1038,8 @@ static void prune_side(const struct scenefile_sidecar *side)
     rmdir(side->dir); /* only succeeds when empty */
 }
 
-int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, bool overwrite,
-                   struct diag *err)
+int attn_scenefile_save(const char *path, const struct attn_scene *s, bool explicit, bool overwrite,
+                        struct diag *err)
 {
     /* "dir/name.yaml" -> side files in "dir/name.data", named "name.data/..." by the YAML. */
     const char *base = strrchr(path, '/');
@@ -1050,7 +1051,7 @@ int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, 
         stem -= 4, bstem -= 4;
     char dir[4096], rel[1024];
     if (stem + 6 > sizeof(dir) || bstem + 6 > sizeof(rel))
-        return diag_set(err, "", "the file name is too long");
+        return attn_diag_set(err, "", "the file name is too long");
     snprintf(dir, sizeof(dir), "%.*s.data", (int)stem, path);
     snprintf(rel, sizeof(rel), "%.*s.data", (int)bstem, base);
     /* The YAML's own folder, resolved: the files it names are written relative to it. */
@@ -1060,10 +1061,10 @@ int scenefile_save(const char *path, const struct attn_scene *s, bool explicit, 
     char *yaml_dir = realpath(folder, NULL);
     struct scenefile_sidecar side = {.dir = dir, .rel = rel, .yaml_dir = yaml_dir};
     struct save_ctx c = {.s = s, .explicit = explicit, .side = &side};
-    int rc = fsutil_write_atomic(path, overwrite, save_cb, &c, err);
+    int rc = attn_fsutil_write_atomic(path, overwrite, save_cb, &c, err);
     if (rc == 0)
         prune_side(&side);
-    scenefile_sidecar_free(&side);
+    attn_scenefile_sidecar_free(&side);
     free(yaml_dir);
     return rc;
 }

@@ -63,8 +63,8 @@ static int timed_edit(double *ms, struct ui *ui, const char *keys, const char *w
     unsigned long gen = ui->app.generation;
     *ms = timed_key(ui, '\r', false);
     if (ui->app.error[0] || ui->app.generation == gen)
-        return diag_set(err, "", "the %s edit did not recompute: %s", what,
-                        ui->app.error[0] ? ui->app.error : ui->app.message);
+        return attn_diag_set(err, "", "the %s edit did not recompute: %s", what,
+                             ui->app.error[0] ? ui->app.error : ui->app.message);
     return 0;
 }
 
@@ -82,7 +82,7 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
         if (sink)
             fclose(sink);
         attn_scene_free(s);
-        return diag_set(err, "", "cannot open a virtual terminal (xterm-256color)");
+        return attn_diag_set(err, "", "cannot open a virtual terminal (xterm-256color)");
     }
     set_term(scr);
     resizeterm(lines, cols);
@@ -95,7 +95,7 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     double t0 = now_ms();
     if (!ui || !ms) {
         attn_scene_free(s);
-        rc = diag_set(err, "", "out of memory");
+        rc = attn_diag_set(err, "", "out of memory");
         goto done;
     }
     if (ui_open(ui, s, NULL, err)) { /* it took the scene over, and freed it */

@@ -62,10 +62,10 @@ struct glyph {
 /* Decodes the character at s whatever the locale; returns its length in bytes. */
 static int next_glyph(const char *s, struct glyph *g)
 {
-    int n = utf8_escape_char(s, g->esc, 0);
+    int n = attn_utf8_escape_char(s, g->esc, 0);
     uint32_t cp = '?';
     if (!g->esc[0])
-        utf8_decode(s, &cp);
+        attn_utf8_decode(s, &cp);
     g->wc = (wchar_t)cp;
     return n;
 }
@@ -165,11 +165,11 @@ void format_cell(char *out, size_t out_size, float v, int width)
     }
     /* Four decimals (print's) when the cell has room for a signed one, else three. */
     for (int prec = width >= 7 ? 4 : 3; prec >= 0; prec--) {
-        int n = cnum_format(out, out_size, "%.*f", prec, (double)v);
+        int n = attn_cnum_format(out, out_size, "%.*f", prec, (double)v);
         if (n <= width)
             return;
     }
-    cnum_format(out, out_size, "%.0e", (double)v);
+    attn_cnum_format(out, out_size, "%.0e", (double)v);
 }
 
 void abbreviate_start(char *out, size_t out_size, const char *s, int width)
@@ -191,7 +191,7 @@ void abbreviate_start(char *out, size_t out_size, const char *s, int width)
 
 void display_token(char *out, size_t out_size, const char *token)
 {
-    utf8_visible_token(out, out_size, token);
+    attn_utf8_visible_token(out, out_size, token);
 }
 
 void draw_cell_pair(int y, int x, const char *s, int attrs, int pair)

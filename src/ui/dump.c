@@ -197,7 +197,7 @@ void ui_dump(const struct ui *ui, FILE *out)
             char mb[4 * (CCHARW_MAX + 1)];
             size_t n = 0;
             for (int k = 0; k < CCHARW_MAX && wc[k]; k++) {
-                int bytes = utf8_encode((uint32_t)wc[k], mb + n);
+                int bytes = attn_utf8_encode((uint32_t)wc[k], mb + n);
                 n += (size_t)bytes;
             }
             if (w == 2 && x + 1 < COLS)

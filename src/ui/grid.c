@@ -109,7 +109,7 @@ static int score_label(char *label, size_t size, const struct theme *t, const st
     int k = a->score_shown;
     char num[24];
     if (sc->defined[k])
-        cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
+        attn_cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
     else
         snprintf(num, sizeof(num), " -");
     size_t used = strlen(label);
@@ -255,8 +255,8 @@ static int range_label_width(int rows)
 static int number_width(float lo, float hi, int decimals)
 {
     char a[32], b[32];
-    int na = cnum_format(a, sizeof(a), "%.*f", decimals, (double)lo);
-    int nb = cnum_format(b, sizeof(b), "%.*f", decimals, (double)hi);
+    int na = attn_cnum_format(a, sizeof(a), "%.*f", decimals, (double)lo);
+    int nb = attn_cnum_format(b, sizeof(b), "%.*f", decimals, (double)hi);
     int w = na > nb ? na : nb;
     return w > 3 ? w : 3; /* "-∞", "nan" */
 }
@@ -431,7 +431,7 @@ static void cell_text(char *out, size_t size, const struct heads_layout *hl, flo
     if (hl->kind == CELLS_NUMBERS) {
         char num[32];
         if (isfinite(x))
-            cnum_format(num, sizeof(num), "%.*f", hl->decimals, (double)x);
+            attn_cnum_format(num, sizeof(num), "%.*f", hl->decimals, (double)x);
         else
             format_cell(num, sizeof(num), x, hl->cw - 1);
         snprintf(out, size, "%*s%s", hl->cw - text_width(num), "", num);

@@ -16,7 +16,7 @@ static int to_wide(wchar_t *out, int max, const char *s)
     int n = 0;
     while (*s && n < max) {
         uint32_t cp;
-        int len = utf8_decode(s, &cp);
+        int len = attn_utf8_decode(s, &cp);
         out[n++] = len ? (wchar_t)cp : L'?';
         s += len ? len : 1;
     }
@@ -29,7 +29,7 @@ static void to_utf8(char *out, size_t size, const wchar_t *w, int n)
     size_t o = 0;
     for (int i = 0; i < n; i++) {
         char buf[4];
-        int len = utf8_encode((uint32_t)w[i], buf);
+        int len = attn_utf8_encode((uint32_t)w[i], buf);
         if (o + (size_t)len + 1 > size)
             break;
         memcpy(out + o, buf, (size_t)len);
@@ -160,7 +160,7 @@ enum prompt_result prompt_key(struct prompt *p, struct key k)
 /* One character of the buffer as UTF-8, and its width on screen (ASCII stand-ins included). */
 static int char_at(const struct prompt *p, int i, char *utf8)
 {
-    int len = utf8_encode((uint32_t)p->buf[i], utf8);
+    int len = attn_utf8_encode((uint32_t)p->buf[i], utf8);
     utf8[len] = '\0';
     return text_width(utf8);
 }

@@ -113,7 +113,7 @@ static void load_configs(struct ui *ui)
     char *user_keys = config_user_path("keys.yaml");
     char *user_colors = config_user_path("colors.yaml");
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     roles_require_shipped(keys_path, &errs);
     keymap_load(&ui->keymap, keys_path, user_keys, &errs);
     theme_init(&ui->theme, colors_path, user_colors, &errs);
@@ -191,11 +191,11 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
     bar[BAR] = '\0';
     char about[48] = "", stops[24] = "";
     if (strcmp(what, "computing") == 0 && ui->app.compute_seconds > ATTN_LONG_SECONDS)
-        cnum_format(about, sizeof(about), " of about %.0f s", ui->app.compute_seconds);
+        attn_cnum_format(about, sizeof(about), " of about %.0f s", ui->app.compute_seconds);
     if (strcmp(what, "computing") == 0 && ui->app.stoppable)
         snprintf(stops, sizeof(stops), " \u00b7 q stops");
-    cnum_format(line, sizeof(line), " %s [%s] %ld/%ld heads  %.1f s%s%s ", what, bar, done, total,
-                (t - ui->busy.t0) / 1e3, about, stops);
+    attn_cnum_format(line, sizeof(line), " %s [%s] %ld/%ld heads  %.1f s%s%s ", what, bar, done,
+                     total, (t - ui->busy.t0) / 1e3, about, stops);
     int y = LINES >= 2 ? LINES - 2 : 0;
     move(y, 0);
     clrtoeol();
@@ -260,7 +260,7 @@ void ui_close(struct ui *ui)
     grid_panel_free(&ui->grid);
     tokens_panel_free(&ui->tokens);
     app_free(&ui->app);
-    diag_list_free(&ui->config_problems);
+    attn_diag_list_free(&ui->config_problems);
 }
 
 static int handle_mouse(struct ui *ui)
@@ -474,7 +474,7 @@ static void restore_terminal(void)
 {
     if (!isendwin())
         endwin();
-    fatal_clear_terminal();
+    attn_fatal_clear_terminal();
 }
 
 /* Hands common/fatal the bytes that undo what curses did (normal attributes and cursor, keypad
@@ -500,7 +500,7 @@ static void arm_crash_restore(const struct termios *saved)
             n += len;
         }
     }
-    fatal_set_terminal(STDOUT_FILENO, saved, reset, n);
+    attn_fatal_set_terminal(STDOUT_FILENO, saved, reset, n);
 }
 
 int ui_main(const char *scene_path)
@@ -510,7 +510,7 @@ int ui_main(const char *scene_path)
     setlocale(LC_CTYPE, "");
     struct attn_scene s;
     if (scene_path) {
-        if (scenefile_load_report(&s, scene_path, stderr))
+        if (attn_scenefile_load_report(&s, scene_path, stderr))
             return 1;
     } else {
         attn_scene_init_default(&s);
@@ -555,7 +555,7 @@ int ui_main(const char *scene_path)
 
     struct ui *ui = calloc(1, sizeof(*ui));
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     if (!ui || ui_open(ui, &s, scene_path, &err)) {
         restore_terminal();
         bool stopped = ui && ui->busy.stop;

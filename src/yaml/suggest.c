@@ -34,7 +34,7 @@ static int distance_of(const char *a, const char *b)
     return d[n][m];
 }
 
-int suggest_nearest(const char *name, const char *const *choices, int n, int *distance)
+int attn_suggest_nearest(const char *name, const char *const *choices, int n, int *distance)
 {
     int best = -1, best_d = INT_MAX;
     for (int i = 0; i < n; i++) {

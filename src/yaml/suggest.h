@@ -8,6 +8,6 @@
  * edit for names of up to 3 bytes, two up to 6, else three, and fewer edits than name has bytes.
  * Names of 64 bytes or more are never close. The first of equally near choices wins. When
  * distance is not NULL it gets the nearest choice's distance (used to rank several lists). */
-int suggest_nearest(const char *name, const char *const *choices, int n, int *distance);
+int attn_suggest_nearest(const char *name, const char *const *choices, int n, int *distance);
 
 #endif

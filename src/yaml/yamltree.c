@@ -32,7 +32,7 @@ struct builder {
     bool oom;
 };
 
-const char *ytree_type_name(int type)
+const char *attn_ytree_type_name(int type)
 {
     switch (type) {
     case YNODE_SCALAR:
@@ -46,7 +46,7 @@ const char *ytree_type_name(int type)
     }
 }
 
-void ytree_free(struct ytree *t)
+void attn_ytree_free(struct ytree *t)
 {
     free(t->nodes);
     free(t->arena);
@@ -122,7 +122,7 @@ static void locate_offset(struct ytree *t, size_t off, int *line, int *col)
     *col = bcol > 0x7fffffff ? 0x7fffffff : (int)bcol;
 }
 
-void ytree_locate(struct ytree *t, struct ypos pos, int *line, int *col)
+void attn_ytree_locate(struct ytree *t, struct ypos pos, int *line, int *col)
 {
     if (pos.is_offset)
         locate_offset(t, pos.offset, line, col);
@@ -412,8 +412,8 @@ static void report_second_document(struct builder *b, yaml_parser_t *parser, yam
     b->report(b->ctx, &p);
 }
 
-int ytree_build(struct ytree *t, const char *text, size_t len, const struct ytree_opts *opts,
-                ytree_report_fn report, void *ctx)
+int attn_ytree_build(struct ytree *t, const char *text, size_t len, const struct ytree_opts *opts,
+                     ytree_report_fn report, void *ctx)
 {
     memset(t, 0, sizeof(*t));
     t->root = -1;

@@ -52,7 +52,7 @@ struct ynode {
     } u;
 };
 
-/* Line starts of the text, built on the first ytree_locate. */
+/* Line starts of the text, built on the first attn_ytree_locate. */
 struct ylines {
     size_t *start; /* byte offset of each line start */
     size_t n;
@@ -64,7 +64,7 @@ struct ytree {
     char *arena;
     size_t arena_len, arena_cap;
     int root;         /* -1: the stream holds no document */
-    const char *text; /* the text the tree was built from (not owned), for ytree_locate */
+    const char *text; /* the text the tree was built from (not owned), for attn_ytree_locate */
     size_t len;
     struct ylines lines;
 };
@@ -117,14 +117,14 @@ typedef bool (*ytree_report_fn)(void *ctx, const struct yproblem *p);
 /* Builds the tree of the single document in text (opts NULL: the defaults). Returns 0, or -1
  * when the text could not be turned into a tree (syntax error, too deep, a second document, out
  * of memory); problems that do not stop the build (refused anchors and aliases) are reported but
- * still return 0. The tree keeps a pointer to text, for ytree_locate. */
-int ytree_build(struct ytree *t, const char *text, size_t len, const struct ytree_opts *opts,
-                ytree_report_fn report, void *ctx);
-void ytree_free(struct ytree *t);
+ * still return 0. The tree keeps a pointer to text, for attn_ytree_locate. */
+int attn_ytree_build(struct ytree *t, const char *text, size_t len, const struct ytree_opts *opts,
+                     ytree_report_fn report, void *ctx);
+void attn_ytree_free(struct ytree *t);
 
-/* pos as shown to users: 1-based line and 1-based byte column (diag_print puts its caret by
+/* pos as shown to users: 1-based line and 1-based byte column (attn_diag_print puts its caret by
  * bytes; libyaml counts characters, and skips a byte order mark). Needs the tree's text. */
-void ytree_locate(struct ytree *t, struct ypos pos, int *line, int *col);
+void attn_ytree_locate(struct ytree *t, struct ypos pos, int *line, int *col);
 
 static inline const struct ynode *ytree_node(const struct ytree *t, int i)
 {
@@ -142,7 +142,7 @@ static inline int ytree_resolve(const struct ytree *t, int i)
     return t->nodes[i].type == YNODE_ALIAS ? t->nodes[i].u.alias.target : i;
 }
 
-/* Where node i starts, for ytree_locate. */
+/* Where node i starts, for attn_ytree_locate. */
 static inline struct ypos ytree_pos(const struct ytree *t, int i)
 {
     struct ypos p = {false, (size_t)t->nodes[i].line, (size_t)t->nodes[i].col, 0};
@@ -150,6 +150,6 @@ static inline struct ypos ytree_pos(const struct ytree *t, int i)
 }
 
 /* "a scalar", "a sequence", "a mapping" (for "must be X, got Y" messages). */
-const char *ytree_type_name(int type);
+const char *attn_ytree_type_name(int type);
 
 #endif

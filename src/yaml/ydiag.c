@@ -9,8 +9,8 @@
 #include "common/utf8.h"
 #include "yaml/suggest.h"
 
-void ydiag_init(struct ydiag *d, const char *file, struct ytree *tree, struct diag_list *errs,
-                int max)
+void attn_ydiag_init(struct ydiag *d, const char *file, struct ytree *tree, struct diag_list *errs,
+                     int max)
 {
     memset(d, 0, sizeof(*d));
     d->file = file ? file : "";
@@ -28,20 +28,20 @@ static bool vadd(struct ydiag *d, int line, int col, const char *path, const cha
         return false;
     }
     struct diag g;
-    diag_clear(&g);
+    attn_diag_clear(&g);
     snprintf(g.file, sizeof(g.file), "%s", d->file);
     g.line = line;
     g.col = col;
-    diag_vset(&g, path, fmt, ap);
-    diag_list_push(d->errs, &g);
+    attn_diag_vset(&g, path, fmt, ap);
+    attn_diag_list_push(d->errs, &g);
     d->n++;
     return true;
 }
 
-bool ydiag_add(struct ydiag *d, struct ypos pos, const char *path, const char *fmt, ...)
+bool attn_ydiag_add(struct ydiag *d, struct ypos pos, const char *path, const char *fmt, ...)
 {
     int line, col;
-    ytree_locate(d->tree, pos, &line, &col);
+    attn_ytree_locate(d->tree, pos, &line, &col);
     va_list ap;
     va_start(ap, fmt);
     bool more = vadd(d, line, col, path, fmt, ap);
@@ -49,11 +49,11 @@ bool ydiag_add(struct ydiag *d, struct ypos pos, const char *path, const char *f
     return more;
 }
 
-bool ydiag_at(struct ydiag *d, int node, const char *path, const char *fmt, ...)
+bool attn_ydiag_at(struct ydiag *d, int node, const char *path, const char *fmt, ...)
 {
     int line = 1, col = 1;
     if (node >= 0)
-        ytree_locate(d->tree, ytree_pos(d->tree, node), &line, &col);
+        attn_ytree_locate(d->tree, ytree_pos(d->tree, node), &line, &col);
     va_list ap;
     va_start(ap, fmt);
     bool more = vadd(d, line, col, path, fmt, ap);
@@ -61,7 +61,7 @@ bool ydiag_at(struct ydiag *d, int node, const char *path, const char *fmt, ...)
     return more;
 }
 
-bool ydiag_add_line(struct ydiag *d, int line, int col, const char *path, const char *fmt, ...)
+bool attn_ydiag_add_line(struct ydiag *d, int line, int col, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -70,55 +70,56 @@ bool ydiag_add_line(struct ydiag *d, int line, int col, const char *path, const 
     return more;
 }
 
-void ydiag_finish(struct ydiag *d)
+void attn_ydiag_finish(struct ydiag *d)
 {
     if (d->truncated)
-        diag_list_add(d->errs, d->file, 0, 0, "", "too many problems; stopped after the first %d",
-                      d->max);
+        attn_diag_list_add(d->errs, d->file, 0, 0, "",
+                           "too many problems; stopped after the first %d", d->max);
 }
 
-bool ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *what)
+bool attn_ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *what)
 {
     const char *problem = p->problem ? p->problem : "unknown problem";
     switch (p->kind) {
     case YPROB_MEMORY:
-        fatal_abort("out of memory while reading %s", d->file);
+        attn_fatal_abort("out of memory while reading %s", d->file);
     case YPROB_ENCODING:
         if (p->byte >= 0)
-            return ydiag_add(d, p->pos, "", "not valid UTF-8 text: %s (byte 0x%02X)", problem,
-                             (unsigned)p->byte);
-        return ydiag_add(d, p->pos, "", "not valid UTF-8 text: %s", problem);
+            return attn_ydiag_add(d, p->pos, "", "not valid UTF-8 text: %s (byte 0x%02X)", problem,
+                                  (unsigned)p->byte);
+        return attn_ydiag_add(d, p->pos, "", "not valid UTF-8 text: %s", problem);
     case YPROB_SYNTAX:
         if (p->context)
-            return ydiag_add(d, p->pos, "", "syntax error: %s (%s starting at line %zu)", problem,
-                             p->context, p->context_line + 1);
-        return ydiag_add(d, p->pos, "", "syntax error: %s", problem);
+            return attn_ydiag_add(d, p->pos, "", "syntax error: %s (%s starting at line %zu)",
+                                  problem, p->context, p->context_line + 1);
+        return attn_ydiag_add(d, p->pos, "", "syntax error: %s", problem);
     case YPROB_TOO_DEEP:
-        return ydiag_add(d, p->pos, "", "the document nests more than %d levels deep", p->limit);
+        return attn_ydiag_add(d, p->pos, "", "the document nests more than %d levels deep",
+                              p->limit);
     case YPROB_TOO_MANY_NODES:
-        return ydiag_add(d, p->pos, "", "the file holds more than %d values; stopped reading here",
-                         p->limit);
+        return attn_ydiag_add(d, p->pos, "",
+                              "the file holds more than %d values; stopped reading here", p->limit);
     case YPROB_TOO_LONG: {
         char key[YDIAG_SHOW_MAX];
         if (p->key && p->row > 0)
-            return ydiag_add(d, p->pos, "", "%s row %d has more than %d values",
-                             ydiag_show_str(p->key, key, sizeof(key)), p->row, p->limit);
+            return attn_ydiag_add(d, p->pos, "", "%s row %d has more than %d values",
+                                  attn_ydiag_show_str(p->key, key, sizeof(key)), p->row, p->limit);
         if (p->key)
-            return ydiag_add(d, p->pos, "", "%s has more than %d entries",
-                             ydiag_show_str(p->key, key, sizeof(key)), p->limit);
-        return ydiag_add(d, p->pos, "", "a list with more than %d entries", p->limit);
+            return attn_ydiag_add(d, p->pos, "", "%s has more than %d entries",
+                                  attn_ydiag_show_str(p->key, key, sizeof(key)), p->limit);
+        return attn_ydiag_add(d, p->pos, "", "a list with more than %d entries", p->limit);
     }
     case YPROB_SECOND_DOCUMENT:
-        return ydiag_add(d, p->pos, "",
-                         "a %s holds one YAML document, but a second one starts here", what);
+        return attn_ydiag_add(d, p->pos, "",
+                              "a %s holds one YAML document, but a second one starts here", what);
     case YPROB_ANCHOR:
-        return ydiag_add(d, p->pos, "",
-                         "anchors (&%s) are not supported in %ss; write the value out", p->name,
-                         what);
+        return attn_ydiag_add(d, p->pos, "",
+                              "anchors (&%s) are not supported in %ss; write the value out",
+                              p->name, what);
     case YPROB_ALIAS:
-        return ydiag_add(d, p->pos, "",
-                         "aliases (*%s) are not supported in %ss; write the value out", p->name,
-                         what);
+        return attn_ydiag_add(d, p->pos, "",
+                              "aliases (*%s) are not supported in %ss; write the value out",
+                              p->name, what);
     }
     return true;
 }
@@ -139,16 +140,16 @@ static const char *show_bytes(const unsigned char *s, size_t len, char *buf, siz
         cut = true;
     }
     buf[0] = '\'';
-    size_t o = 1 + utf8_escape(buf + 1, size - 6, (const char *)s, lim, 0);
+    size_t o = 1 + attn_utf8_escape(buf + 1, size - 6, (const char *)s, lim, 0);
     memcpy(buf + o, cut ? "...'" : "'", cut ? 5 : 2);
     return buf;
 }
 
-const char *ydiag_show(const struct ytree *t, int node, char *buf, size_t size)
+const char *attn_ydiag_show(const struct ytree *t, int node, char *buf, size_t size)
 {
     const struct ynode *nd = ytree_node(t, node);
     if (nd->type != YNODE_SCALAR) {
-        snprintf(buf, size, "%s", ytree_type_name(nd->type));
+        snprintf(buf, size, "%s", attn_ytree_type_name(nd->type));
         return buf;
     }
     if (nd->plain && nd->u.s.len == 0) {
@@ -158,19 +159,19 @@ const char *ydiag_show(const struct ytree *t, int node, char *buf, size_t size)
     return show_bytes((const unsigned char *)ytree_str(t, node), nd->u.s.len, buf, size);
 }
 
-const char *ydiag_show_str(const char *s, char *buf, size_t size)
+const char *attn_ydiag_show_str(const char *s, char *buf, size_t size)
 {
     return show_bytes((const unsigned char *)s, strlen(s), buf, size);
 }
 
-const char *ydiag_unknown(char *out, size_t size, const char *what, const char *name,
-                          const char *in, const char *const *choices, int n, const char *hint)
+const char *attn_ydiag_unknown(char *out, size_t size, const char *what, const char *name,
+                               const char *in, const char *const *choices, int n, const char *hint)
 {
     char shown[YDIAG_SHOW_MAX], where[DIAG_PATH_MAX + 8] = "";
-    ydiag_show_str(name, shown, sizeof(shown));
+    attn_ydiag_show_str(name, shown, sizeof(shown));
     if (in && in[0])
         snprintf(where, sizeof(where), " in '%s'", in);
-    int best = suggest_nearest(name, choices, n, NULL);
+    int best = attn_suggest_nearest(name, choices, n, NULL);
     if (best >= 0) {
         snprintf(out, size, "unknown %s %s%s (did you mean '%s'?)", what, shown, where,
                  choices[best]);
@@ -189,10 +190,10 @@ const char *ydiag_unknown(char *out, size_t size, const char *what, const char *
     return out;
 }
 
-const char *ydiag_duplicate(char *out, size_t size, const char *name, int first_line)
+const char *attn_ydiag_duplicate(char *out, size_t size, const char *name, int first_line)
 {
     char shown[YDIAG_SHOW_MAX];
     snprintf(out, size, "duplicate key %s (first given at line %d)",
-             ydiag_show_str(name, shown, sizeof(shown)), first_line);
+             attn_ydiag_show_str(name, shown, sizeof(shown)), first_line);
     return out;
 }

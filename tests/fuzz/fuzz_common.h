@@ -52,14 +52,14 @@ static inline const char *fuzz_write_scratch(const char *tag, const char *ext, c
     return path;
 }
 
-/* diag_print into a malloc'ed string. */
+/* attn_diag_print into a malloc'ed string. */
 static inline char *fuzz_print_diag(const struct diag *d, const uint8_t *data, size_t size,
                                     size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     INVARIANT(f != NULL, "open_memstream failed");
-    diag_print(f, d, (const char *)data, size);
+    attn_diag_print(f, d, (const char *)data, size);
     INVARIANT(fclose(f) == 0, "fclose of a memory stream failed");
     return buf;
 }
@@ -82,7 +82,7 @@ static inline void fuzz_check_diag(const struct diag *d, const uint8_t *data, si
         INVARIANT(nl != NULL, "a diag print without its last newline");
         char *line = strndup(q, (size_t)(nl - q));
         INVARIANT(line && strlen(line) == (size_t)(nl - q), "a NUL in a printed diag");
-        INVARIANT(!utf8_needs_escape(line, UTF8_ESC_KEEP_TAB), "a raw control in '%s'", line);
+        INVARIANT(!attn_utf8_needs_escape(line, UTF8_ESC_KEEP_TAB), "a raw control in '%s'", line);
         free(line);
         q = nl + 1;
     }

@@ -51,7 +51,7 @@ static void fuzz_keys(const uint8_t *data, size_t size)
         layers[a] = (int)action_key_layer((enum action)a);
     }
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct key_config kc;
     int rc = config_parse_keys(&kc, "keys.yaml", (const char *)data, size, names, layers,
                                ACTION_COUNT, keyname_valid, &errs);
@@ -84,13 +84,13 @@ static void fuzz_keys(const uint8_t *data, size_t size)
         key_config_free(&merged);
     }
     key_config_free(&kc);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static void fuzz_colors(const uint8_t *data, size_t size)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct color_config cc;
     int rc =
         config_parse_colors(&cc, "colors.yaml", (const char *)data, size, role_names, ROLE_COUNT,
@@ -116,7 +116,7 @@ static void fuzz_colors(const uint8_t *data, size_t size)
                   "unknown diverging scale accepted");
     }
     color_config_free(&cc);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

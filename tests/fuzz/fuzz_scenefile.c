@@ -1,6 +1,6 @@
 /* fuzz_scenefile: libFuzzer target for the scene loader (tests/fuzz/README.md).
  *
- * Any input: scenefile_parse must return cleanly, with at least one located problem when it
+ * Any input: attn_scenefile_parse must return cleanly, with at least one located problem when it
  * refuses, and those problems must print with their caret excerpt. An accepted scene must
  * write back as YAML that loads again and writes the same text (the writer's output is what the
  * loader reads). A small accepted scene also runs the full forward pass, prints and exports
@@ -30,13 +30,13 @@
 #define FUZZ_MAX_SKIP    4096
 #define FUZZ_MAX_LAYERS  4
 
-/* scenefile_write into a malloc'ed string; returns NULL (with err) when the writer refuses. */
+/* attn_scenefile_write into a malloc'ed string; returns NULL (with err) when the writer refuses. */
 static char *write_text(const struct attn_scene *s, bool explicit, size_t *len, struct diag *err)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     INVARIANT(f != NULL, "open_memstream failed");
-    int rc = scenefile_write(f, s, explicit, err);
+    int rc = attn_scenefile_write(f, s, explicit, err);
     INVARIANT(fclose(f) == 0, "fclose of a memory stream failed");
     if (rc != 0) {
         free(buf);
@@ -49,14 +49,14 @@ static char *write_text(const struct attn_scene *s, bool explicit, size_t *len, 
 static void reparse(struct attn_scene *out, const char *text, size_t len, const char *what)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
-    if (scenefile_parse(out, "written.yaml", text, len, &errs) != 0) {
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_parse(out, "written.yaml", text, len, &errs) != 0) {
         for (int i = 0; i < errs.n; i++)
-            diag_print(stderr, &errs.items[i], text, len);
+            attn_diag_print(stderr, &errs.items[i], text, len);
         fprintf(stderr, "--- the writer wrote (%s):\n%.*s\n---\n", what, (int)len, text);
         INVARIANT(0, "the loader refuses what the writer wrote (%s)", what);
     }
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 }
 
 static bool small_enough(const struct attn_scene *s)
@@ -113,7 +113,7 @@ static void same_forward(const struct attn_net *net, const char *text, size_t le
     struct attn_net net2;
     memset(&net2, 0, sizeof(net2));
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     INVARIANT(attn_net_compute(&net2, &again, &err) == 0, "the %s does not compute: %s", what,
               err.msg);
     same_nets(net, &net2);
@@ -127,7 +127,7 @@ static void forward_pass(const struct attn_scene *s, const char *explicit_text, 
     struct attn_net net;
     memset(&net, 0, sizeof(net));
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     /* A checked scene within the bounds above has nothing left to refuse. */
     INVARIANT(attn_net_compute(&net, s, &err) == 0, "attn_net_compute refused a checked scene: %s",
               err.msg);
@@ -168,24 +168,24 @@ static void forward_pass(const struct attn_scene *s, const char *explicit_text, 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct diag_list errs;
-    diag_list_init(&errs);
+    attn_diag_list_init(&errs);
     struct attn_scene s;
-    if (scenefile_parse(&s, "fuzz.yaml", (const char *)data, size, &errs) != 0) {
+    if (attn_scenefile_parse(&s, "fuzz.yaml", (const char *)data, size, &errs) != 0) {
         INVARIANT(errs.n > 0, "a refused scene gives no reason");
         for (int i = 0; i < errs.n; i++)
             fuzz_check_diag(&errs.items[i], data, size);
-        diag_list_free(&errs);
+        attn_diag_list_free(&errs);
         attn_scene_free(&s);
         return 0;
     }
     /* The loader runs scene_check: nothing is left for it to find. */
     INVARIANT(attn_scene_check(&s, &errs) == 0, "scene_check refuses a loaded scene: %s",
               errs.items[0].msg);
-    diag_list_free(&errs);
+    attn_diag_list_free(&errs);
 
     /* The round trip: what the writer writes, the loader reads, and writes the same again. */
     struct diag err;
-    diag_clear(&err);
+    attn_diag_clear(&err);
     size_t len1, len2;
     char *text1 = write_text(&s, false, &len1, &err);
     INVARIANT(text1 != NULL, "the writer refuses a scene the loader accepted: %s", err.msg);

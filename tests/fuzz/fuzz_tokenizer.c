@@ -3,7 +3,7 @@
  *
  * The input is tokenizer.json's bytes; after a first NUL byte comes a text to encode, and after
  * a second one the pair's second text (without a NUL, a few fixed texts are encoded). The file
- * is read from memory (hftok_load_bytes, what hftok_load does after reading the file).
+ * is read from memory (attn_hftok_load_bytes, what attn_hftok_load does after reading the file).
  * Invariants: a refusal names the file, has a location inside the input and a message in
  * printable text, and prints as a located problem (fuzz_check_diag); an accepted tokenizer
  * encodes every text that is UTF-8 (and refuses the others, naming the byte) into ids below its
@@ -28,7 +28,7 @@ static bool is_utf8(const char *s, size_t len)
         char tmp[5] = {0};
         memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
         uint32_t cp;
-        int k = utf8_decode(tmp, &cp);
+        int k = attn_utf8_decode(tmp, &cp);
         if (k <= 0 && s[i] != '\0')
             return false;
         i += k > 0 ? (size_t)k : 1;
@@ -40,7 +40,7 @@ static void check_label(const struct hftok *t, int id)
 {
     char label[64];
     memset(label, 'x', sizeof(label));
-    hftok_token_label(label, sizeof(label), t, id);
+    attn_hftok_token_label(label, sizeof(label), t, id);
     size_t n = strnlen(label, sizeof(label));
     INVARIANT(n < sizeof(label), "the label of %d is not terminated", id);
     for (size_t i = 0; i < n; i++)
@@ -53,7 +53,7 @@ static void encode(const struct hftok *t, const char *a, size_t an, const char *
     for (int special = 0; special < 2; special++) {
         struct hftok_encoding e, again;
         struct diag err;
-        int rc = hftok_encode(&e, t, a, an, b, bn, special, &err);
+        int rc = attn_hftok_encode(&e, t, a, an, b, bn, special, &err);
         bool valid = is_utf8(a, an) && (!b || is_utf8(b, bn));
         if (rc != 0) {
             INVARIANT(err.msg[0] != '\0', "an empty message");
@@ -68,19 +68,20 @@ static void encode(const struct hftok *t, const char *a, size_t an, const char *
         INVARIANT(valid, "text that is not UTF-8 was encoded");
         INVARIANT(e.n >= 0 && e.ids && e.type_ids && e.special, "an encoding without arrays");
         for (int i = 0; i < e.n; i++) {
-            INVARIANT(e.ids[i] >= 0 && e.ids[i] < hftok_vocab_size(t), "id %d of %d", e.ids[i],
-                      hftok_vocab_size(t));
+            INVARIANT(e.ids[i] >= 0 && e.ids[i] < attn_hftok_vocab_size(t), "id %d of %d", e.ids[i],
+                      attn_hftok_vocab_size(t));
             INVARIANT(e.type_ids[i] >= 0, "type id %d", e.type_ids[i]);
             INVARIANT(e.special[i] <= 1, "special %d", e.special[i]);
             INVARIANT(special || !e.special[i], "a special token without special tokens");
             if (i < 64)
                 check_label(t, e.ids[i]);
         }
-        INVARIANT(hftok_encode(&again, t, a, an, b, bn, special, &err) == 0, "twice: %s", err.msg);
+        INVARIANT(attn_hftok_encode(&again, t, a, an, b, bn, special, &err) == 0, "twice: %s",
+                  err.msg);
         INVARIANT(again.n == e.n && memcmp(again.ids, e.ids, (size_t)e.n * sizeof(int)) == 0,
                   "the same text encodes differently");
-        hftok_encoding_free(&again);
-        hftok_encoding_free(&e);
+        attn_hftok_encoding_free(&again);
+        attn_hftok_encoding_free(&e);
     }
 }
 
@@ -91,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t json_len = nul ? (size_t)(nul - json) : size;
     struct hftok *t = NULL;
     struct diag err;
-    if (hftok_load_bytes(&t, json, json_len, "tokenizer.json", NULL, 0, NULL, &err) != 0) {
+    if (attn_hftok_load_bytes(&t, json, json_len, "tokenizer.json", NULL, 0, NULL, &err) != 0) {
         INVARIANT(t == NULL, "a refusal returned a tokenizer");
         INVARIANT(strcmp(err.file, "tokenizer.json") == 0, "the refusal names '%s'", err.file);
         fuzz_check_diag(&err, data, json_len);
@@ -104,9 +105,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       err.msg);
         return 0;
     }
-    INVARIANT(hftok_vocab_size(t) >= 1, "an empty vocabulary was accepted");
+    INVARIANT(attn_hftok_vocab_size(t) >= 1, "an empty vocabulary was accepted");
     check_label(t, 0);
-    check_label(t, hftok_vocab_size(t) - 1);
+    check_label(t, attn_hftok_vocab_size(t) - 1);
     if (nul) {
         const char *text = nul + 1;
         size_t rest = size - json_len - 1;
@@ -121,6 +122,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
             encode(t, texts[i], strlen(texts[i]), i == 1 ? "second" : NULL, 6);
     }
-    hftok_free(t);
+    attn_hftok_free(t);
     return 0;
 }
