@@ -934,3 +934,69 @@ const struct mapping attn_schema_top_map = {"", top_fields, T_COUNT, finish_top}
 /* Mappings below the top level, for "it belongs under 'attention'" hints. */
 const struct mapping *const attn_schema_nested_maps[ATTN_SCHEMA_N_NESTED] = {
     &attention_map, &positional_map, &embeddings_map, &block_map, &weights_map, &view_map};
+
+/* ---- the format described, for the manual ------------------------------------------------ */
+
+/* The mapping below field f, and the mark of a list of them ("[]"), or NULL. */
+static const struct mapping *below(const struct field *f, const char **list)
+{
+    *list = "";
+    if (f->handler == h_map)
+        return f->arg;
+    if (f->handler == h_embeddings)
+        return &embeddings_map;
+    if (f->handler == h_weights)
+        return &weights_map;
+    if (f->handler == h_tokenizer)
+        return &tokenizer_map;
+    if (f->handler == h_model)
+        return &model_map;
+    *list = "[]";
+    if (f->handler == h_heads)
+        return &head_map;
+    if (f->handler == h_ablate)
+        return &ablate_map;
+    if (f->handler == attn_schema_lesson)
+        return &attn_schema_step_map;
+    return NULL;
+}
+
+static void describe(const struct mapping *m, const char *prefix,
+                     void (*visit)(void *ctx, const struct attn_scene_key *k), void *ctx)
+{
+    for (int i = 0; i < m->n_fields; i++) {
+        const struct field *f = &m->fields[i];
+        char path[DIAG_PATH_MAX];
+        path_fmt(path, "%s%s", prefix, f->key);
+        struct attn_scene_key k = {.path = path, .what = f->what};
+        if (f->handler == attn_schema_enum || f->handler == h_tokenizer) {
+            const struct enum_def *e = f->arg;
+            size_t o = 0;
+            for (int v = 0; v < e->n && o < sizeof(k.values); v++)
+                o += (size_t)snprintf(k.values + o, sizeof(k.values) - o, "%s%s",
+                                      v == 0          ? ""
+                                      : v == e->n - 1 ? " or "
+                                                      : ", ",
+                                      e->name(e->values[v]));
+        }
+        if (f->handler == attn_schema_int) {
+            const struct int_range *r = f->arg;
+            k.ranged = true;
+            k.min = r->min;
+            k.max = r->max;
+        }
+        visit(ctx, &k);
+        const char *list;
+        const struct mapping *sub = below(f, &list);
+        if (sub) {
+            char inner[DIAG_PATH_MAX];
+            path_fmt(inner, "%s%s.", path, list);
+            describe(sub, inner, visit, ctx);
+        }
+    }
+}
+
+void attn_scenefile_describe(void (*visit)(void *ctx, const struct attn_scene_key *k), void *ctx)
+{
+    describe(&attn_schema_top_map, "", visit, ctx);
+}

@@ -35,6 +35,7 @@
 #include "engine/stage.h"
 #include "engine/tokenize.h"
 #include "pretrained/gpt2.h"
+#include "scenefile/scenefile.h"
 #include "scenefile/locate.h"
 #include "yaml/suggest.h"
 
@@ -191,6 +192,9 @@ void attn_schema_lesson(struct loader *l, const struct field *f, int node, void 
 void attn_schema_mark_meant(struct loader *l, const char *path, const char *key);
 void attn_schema_walk_map(struct loader *l, int node, const struct mapping *m, void *base,
                           const char *path);
+
+/* schema_lesson.c: the table of a lesson step. */
+extern const struct mapping attn_schema_step_map;
 
 /* schema.c: the top-level table, and the nested mappings whose keys "belong under" one. */
 extern const struct mapping attn_schema_top_map;

@@ -167,7 +167,7 @@ static void finish_step(struct loader *l, int node, const int *found, void *base
     if (first >= 0)
         st->edit.kind = (enum attn_edit_kind)(EDIT_CAUSAL + (first - L_EDIT_FIRST));
 }
-static const struct mapping step_map = {"lesson step", step_fields, L_COUNT, finish_step};
+const struct mapping attn_schema_step_map = {"lesson step", step_fields, L_COUNT, finish_step};
 
 void attn_schema_lesson(struct loader *l, const struct field *f, int node, void *base,
                         const char *path)
@@ -197,7 +197,7 @@ void attn_schema_lesson(struct loader *l, const struct field *f, int node, void 
         char ipath[DIAG_PATH_MAX];
         if (attn_schema_list_item_map(l, item, path, i, ipath, "step", i + 1, "lesson",
                                       "a mapping like {stage: weights, caption: ...}"))
-            attn_schema_walk_map(l, item, &step_map, &lesson->steps[i], ipath);
+            attn_schema_walk_map(l, item, &attn_schema_step_map, &lesson->steps[i], ipath);
     }
 }
 
