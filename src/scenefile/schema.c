@@ -1786,6 +1786,7 @@ enum {
     L_NORMALIZE,
     L_LAYOUT,
     L_OFFSET,
+    L_ABLATE,
     L_COUNT
 };
 #define L_EDIT_FIRST L_CAUSAL
@@ -1861,6 +1862,33 @@ static void h_step_scale(struct loader *l, const struct field *f, int node, void
     st->edit.scale_divisor = scale.scale_divisor;
 }
 
+/* ablate: {layer: L, head: H, mode: zero|mean|off}, one head's ablation set or taken off. */
+static const char *step_head_mode_str(int v)
+{
+    return v == HEAD_KEEP ? "off" : attn_head_mode_name((enum attn_head_mode)v);
+}
+static const int step_ablate_mode_values[] = {HEAD_ZERO, HEAD_MEAN, HEAD_KEEP};
+static const struct enum_def step_ablate_mode_enum = {step_ablate_mode_values, 3,
+                                                      step_head_mode_str, NULL};
+static const struct field step_ablate_fields[] = {
+    {"layer", WANT_SCALAR, "an integer", h_int, AB(layer), &ablate_layer_range},
+    {"head", WANT_SCALAR, "an integer", h_int, AB(head), &ablate_head_range},
+    {"mode", WANT_SCALAR, NULL, h_enum, AB(mode), &step_ablate_mode_enum},
+};
+static const struct mapping step_ablate_map = {"ablate", step_ablate_fields, N(step_ablate_fields),
+                                               finish_ablation};
+
+static void h_step_ablate(struct loader *l, const struct field *f, int node, void *base,
+                          const char *path)
+{
+    struct attn_lesson_step *st = base;
+    struct attn_ablation ab = {-1, -1, HEAD_ZERO};
+    walk_map(l, node, &step_ablate_map, &ab, path);
+    st->edit.layer = ab.layer;
+    st->edit.head = ab.head;
+    st->edit.head_mode = (int)ab.mode;
+}
+
 static const struct int_range step_index_range = {0, INT_MAX};
 
 #define LS(member) offsetof(struct attn_lesson_step, member)
@@ -1884,6 +1912,8 @@ static const struct field step_fields[L_COUNT] = {
     [L_NORMALIZE] = {"normalize", WANT_SCALAR, NULL, h_enum, LS(edit.normalize), &normalize_enum},
     [L_LAYOUT] = {"head_layout", WANT_SCALAR, NULL, h_enum, LS(edit.layout), &layout_enum},
     [L_OFFSET] = {"offset", WANT_SCALAR, "an integer", h_int, LS(edit.offset), &offset_range},
+    [L_ABLATE] = {"ablate", WANT_MAP, "a head as {layer: 1, head: 0, mode: zero}", h_step_ablate, 0,
+                  NULL},
 };
 
 /* stage and caption are needed; a cell or a row; one edit at most. */
