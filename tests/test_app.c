@@ -1995,11 +1995,14 @@ static void test_ablation_toggle_and_undo(void **state)
     a.row = 20;
     const struct attn_predictions *p = app_predictions(&a, &layer, &err);
     float clean_prob = (float)p->next_prob[0];
-    double before;
-    int before_rank;
-    assert_int_equal(
-        interp_before(&a.interp, &a.net, a.generation, 20, 1.0, &before, &before_rank, &err),
-        -1); /* nothing ablated: no "before" */
+    struct interp_compare cmp;
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err),
+                     -1); /* nothing ablated: no "before" */
+    a.row = 31; /* the last position: its top-1, to compare at the end */
+    p = app_predictions(&a, &layer, &err);
+    int last_top = attn_predictions_top(p, 0)[0].id;
+    float last_prob = attn_predictions_top(p, 0)[0].prob;
+    a.row = 20;
 
     app_set_layer(&a, 1);
     a.head = 0;
@@ -2017,11 +2020,33 @@ static void test_ablation_toggle_and_undo(void **state)
     assert_non_null(p);
     assert_true(p->next_prob[0] < 0.01);
     assert_int_equal(attn_predictions_top(p, 0)[0].id, ID_DOOR);
-    /* before: the run without the ablation, the clean number exactly */
-    assert_int_equal(
-        interp_before(&a.interp, &a.net, a.generation, 20, 1.0, &before, &before_rank, &err), 0);
-    assert_float_equal(before, clean_prob, 1e-6);
-    assert_int_equal(before_rank, 1);
+    /* before: the run without the ablation, the clean number exactly; after: the panel's */
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_true(cmp.is_next);
+    assert_int_equal(cmp.id, ID_RAIN);
+    assert_float_equal(cmp.before, clean_prob, 1e-6);
+    assert_int_equal(cmp.before_rank, 1);
+    assert_true(cmp.after == p->next_prob[0]);
+    assert_int_equal(cmp.after_rank, p->next_rank[0]);
+    assert_true(cmp.after_rank > 10);
+    unsigned long computed = a.interp.computed;
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_int_equal(a.interp.computed, computed); /* kept */
+    /* the last position has no next token: what the run without it put first */
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 31, 1.0, &cmp, &err), 0);
+    assert_false(cmp.is_next);
+    assert_int_equal(cmp.id, last_top);
+    assert_float_equal(cmp.before, last_prob, 1e-6);
+    assert_true(cmp.after < cmp.before);
+    a.row = 31;
+    p = app_predictions(&a, &layer, &err);
+    for (int e = 0; e < p->k; e++) /* the ablated run's own numbers where its top 10 has it */
+        if (attn_predictions_top(p, 0)[e].id == last_top) {
+            assert_float_equal(cmp.after, attn_predictions_top(p, 0)[e].prob, 1e-6);
+            assert_int_equal(cmp.after_rank, e + 1);
+        }
+    a.row = 20;
+    p = app_predictions(&a, &layer, &err);
     /* keeping the clean run left the ablated result as it was: the engine agrees */
     struct attn_predictions q;
     assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, 1, 1.0, NULL, &err), 0);

@@ -1,6 +1,7 @@
 /* interp: predictions, the lens and the rollout, kept between frames (see interp.h). */
 #include "explore/interp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,13 @@ const struct attn_predictions *interp_predict(struct interp_cache *c, const stru
         if (attn_predict(&r->p, net, layer, pos, 1, INTERP_TOP, T, NULL, err))
             return NULL;
         c->computed++;
-        *r = (struct interp_row){true, gen, layer, pos, T, 0, r->p, false, 0, 0};
+        struct attn_predictions kept = r->p;
+        *r = (struct interp_row){.valid = true,
+                                 .generation = gen,
+                                 .layer = layer,
+                                 .pos = pos,
+                                 .temperature = T,
+                                 .p = kept};
     }
     r->used = ++c->clock;
     return &r->p;
@@ -110,8 +117,34 @@ int interp_keep_clean(struct interp_cache *c, struct attn_net *net, unsigned lon
     return 0;
 }
 
-int interp_before(struct interp_cache *c, const struct attn_net *net, unsigned long gen, int pos,
-                  double T, double *prob, int *rank, struct diag *err)
+/* The probability and rank of token id at pos in the net's own output, at T: a row of logits,
+ * its log-sum-exp in double, ranks by logit then id (as attn_predict orders them). */
+static int token_in_row(double *prob, int *rank, const struct attn_net *net, int pos, int id,
+                        double T, struct diag *err)
+{
+    int vocab = net->model[net->layers - 1].vocab;
+    float *row = malloc((size_t)vocab * sizeof(float));
+    if (!row)
+        return attn_diag_set(err, "", "out of memory for a row of %d logits", vocab);
+    if (attn_logits(row, net, net->layers - 1, pos, 1, err)) {
+        free(row);
+        return -1;
+    }
+    double max = -INFINITY, sum = 0;
+    for (int j = 0; j < vocab; j++)
+        max = row[j] / T > max ? row[j] / T : max;
+    for (int j = 0; j < vocab; j++)
+        sum += exp(row[j] / T - max);
+    *prob = exp(row[id] / T - max) / sum;
+    *rank = 1;
+    for (int j = 0; j < vocab; j++)
+        *rank += row[j] > row[id] || (row[j] == row[id] && j < id);
+    free(row);
+    return 0;
+}
+
+int interp_compare(struct interp_cache *c, const struct attn_net *net, unsigned long gen, int pos,
+                   double T, struct interp_compare *out, struct diag *err)
 {
     if (!c->clean_valid || c->clean_generation != gen)
         return attn_diag_set(err, "", "no head is ablated");
@@ -119,20 +152,33 @@ int interp_before(struct interp_cache *c, const struct attn_net *net, unsigned l
     if (!interp_predict(c, net, gen, last, pos, T, err))
         return -1;
     struct interp_row *r = find_row(c, gen, last, pos, T);
-    if (r->p.next_id[0] < 0)
-        return attn_diag_set(err, "", "the last position has no next token");
-    if (!r->before_valid) {
-        struct attn_predictions p;
-        if (attn_predict_stream(&p, net, c->clean, pos, 1, 0, T, NULL, err))
+    if (!r->compared) {
+        struct attn_predictions clean;
+        if (attn_predict_stream(&clean, net, c->clean, pos, 1, 1, T, NULL, err))
             return -1;
         c->computed++;
-        r->before_prob = p.next_prob[0];
-        r->before_rank = p.next_rank[0];
-        r->before_valid = true;
-        attn_predictions_free(&p);
+        struct interp_compare *x = &r->compare;
+        x->is_next = r->p.next_id[0] >= 0;
+        if (x->is_next) { /* the actual next token, in both runs */
+            x->id = r->p.next_id[0];
+            x->before = clean.next_prob[0];
+            x->before_rank = clean.next_rank[0];
+            x->after = r->p.next_prob[0];
+            x->after_rank = r->p.next_rank[0];
+        } else { /* the last position: what the run without ablations put first */
+            x->id = clean.top[0].id;
+            x->before = clean.top[0].prob;
+            x->before_rank = 1;
+            if (token_in_row(&x->after, &x->after_rank, net, pos, x->id, T, err)) {
+                attn_predictions_free(&clean);
+                return -1;
+            }
+            c->computed++;
+        }
+        attn_predictions_free(&clean);
+        r->compared = true;
     }
-    *prob = r->before_prob;
-    *rank = r->before_rank;
+    *out = r->compare;
     return 0;
 }
 

@@ -28,6 +28,16 @@
 #define INTERP_T_MAX  100.0
 #define INTERP_T_STEP 0.1
 
+/* "Before -> after" at a position with a head ablated: the token compared (the actual next
+ * one; at the last position, which has none, the run without ablations' top-1), its
+ * probability and rank without the ablations and with them. */
+struct interp_compare {
+    int id;
+    bool is_next;
+    double before, after;
+    int before_rank, after_rank;
+};
+
 /* One position's predictions at one layer and temperature. */
 struct interp_row {
     bool valid;
@@ -36,10 +46,8 @@ struct interp_row {
     double temperature;
     unsigned long used;        /* when it was last asked for: the oldest goes first */
     struct attn_predictions p; /* count 1, k INTERP_TOP (fewer for a small vocabulary) */
-    /* The same position of the run without ablations ("before"), asked for separately. */
-    bool before_valid;
-    double before_prob;
-    int before_rank;
+    bool compared;             /* compare is set (asked for separately) */
+    struct interp_compare compare;
 };
 
 struct interp_cache {
@@ -85,11 +93,12 @@ bool interp_any_ablated(const struct attn_net *net);
  * Called once per result (gen). Returns 0, or -1 with err (out of memory: no "before"). */
 int interp_keep_clean(struct interp_cache *c, struct attn_net *net, unsigned long gen,
                       struct diag *err);
-/* The next token's probability and rank at pos in the run without ablations, at T, from the
- * kept stream (one row of logits, kept with the position's row). Returns 0, or -1 when there
- * is no such run kept for gen (no ablation) or no next token. */
-int interp_before(struct interp_cache *c, const struct attn_net *net, unsigned long gen, int pos,
-                  double T, double *prob, int *rank, struct diag *err);
+/* Before -> after at pos and T (struct interp_compare), from the kept stream: a row of logits
+ * of the run without ablations, and at the last position one more of the run itself; kept with
+ * the position's row. Returns 0, or -1 when no run without ablations is kept for gen (nothing
+ * is ablated) or a computation failed (err). */
+int interp_compare(struct interp_cache *c, const struct attn_net *net, unsigned long gen, int pos,
+                   double T, struct interp_compare *out, struct diag *err);
 
 /* Fills the lens grid for positions pos0 .. pos0 + count - 1 (every layer, top-1 at T), the
  * ones not yet filled for this result and temperature, a run of positions a layer at once.

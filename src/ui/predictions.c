@@ -90,29 +90,28 @@ static void draw(struct panel *p, struct frame *f)
         return;
     }
 
-    /* The actual next token: its rank and probability, before -> after with an ablation. */
+    /* The actual next token: its rank and probability; with an ablation, before -> after (at
+       the last position, of what the run without it put first). */
     char line[400], next[64];
     int next_id = pr->next_id[0];
-    if (next_id < 0) {
+    struct interp_compare cmp;
+    struct diag cerr;
+    bool ablated = layer == a->net.layers - 1 &&
+                   interp_compare(&a->interp, &a->net, a->generation, a->row, a->temperature, &cmp,
+                                  &cerr) == 0;
+    if (ablated) {
+        char heads[120];
+        ablated_text(heads, sizeof(heads), a);
+        token_text(next, sizeof(next), a, cmp.id, TOKEN_MAX);
+        attn_cnum_format(line, sizeof(line), "%s %s: p %.4f \u2192 %.4f, rank %d \u2192 %d (%s)",
+                         cmp.is_next ? "next" : "top before", next, cmp.before, cmp.after,
+                         cmp.before_rank, cmp.after_rank, heads);
+    } else if (next_id < 0) {
         snprintf(line, sizeof(line), "the last token: no next token to compare with");
     } else {
         token_text(next, sizeof(next), a, next_id, TOKEN_MAX);
-        double before;
-        int before_rank;
-        struct diag berr;
-        bool ablated = layer == a->net.layers - 1 &&
-                       interp_before(&a->interp, &a->net, a->generation, a->row, a->temperature,
-                                     &before, &before_rank, &berr) == 0;
-        if (ablated) {
-            char heads[120];
-            ablated_text(heads, sizeof(heads), a);
-            attn_cnum_format(line, sizeof(line),
-                             "next %s: p %.4f \u2192 %.4f, rank %d \u2192 %d (%s)", next, before,
-                             pr->next_prob[0], before_rank, pr->next_rank[0], heads);
-        } else {
-            attn_cnum_format(line, sizeof(line), "next %s: rank %d, p %.4f, loss %.4f", next,
-                             pr->next_rank[0], pr->next_prob[0], pr->next_loss[0]);
-        }
+        attn_cnum_format(line, sizeof(line), "next %s: rank %d, p %.4f, loss %.4f", next,
+                         pr->next_rank[0], pr->next_prob[0], pr->next_loss[0]);
     }
     abbreviate(clipped, sizeof(clipped), line, w);
     if (y < y_end)
