@@ -171,6 +171,7 @@ bool attn_fsutil_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+#ifdef ATTNSCOPE_TEST_HOOKS
 static int fail_countdown;
 
 void attn_fsutil_fail_nth_write(int n)
@@ -182,6 +183,12 @@ static bool injected_failure(void)
 {
     return fail_countdown > 0 && --fail_countdown == 0;
 }
+#else
+static bool injected_failure(void)
+{
+    return false;
+}
+#endif
 
 /* Syncs the folder holding path so the rename itself survives a crash (best effort). */
 static void sync_dir_of(const char *path, size_t dir_len)

@@ -62,8 +62,11 @@ int attn_fsutil_dirswap_begin(struct fsutil_dirswap *tx, const char *target, str
 int attn_fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err);
 void attn_fsutil_dirswap_abort(struct fsutil_dirswap *tx);
 
-/* For tests: from now on the n-th file written (attn_fsutil_write_atomic or attn_fsutil_write_new)
- * fails as a full disk would (ENOSPC); 0 turns it off. */
+#ifdef ATTNSCOPE_TEST_HOOKS
+/* Only in a test build (-Dtests=true): from now on the n-th file written
+ * (attn_fsutil_write_atomic or attn_fsutil_write_new) fails as a full disk would (ENOSPC); 0
+ * turns it off. */
 void attn_fsutil_fail_nth_write(int n);
+#endif
 
 #endif
