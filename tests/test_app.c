@@ -1969,8 +1969,8 @@ static void test_predictions_need_a_vocabulary(void **state)
     command_run(&a, ACTION_PREDICTIONS, &ask);
     assert_false(a.predictions);
     assert_true(a.message_is_error);
-    assert_non_null(strstr(a.message, "no next-token predictions: its embeddings are the "
-                                      "scene's own, not a vocabulary model's"));
+    assert_string_equal(
+        a.message, "no next-token predictions: drawn embeddings have no vocabulary to unembed");
     command_run(&a, ACTION_LENS, &ask);
     assert_false(a.lens);
     assert_non_null(strstr(a.message, "no logit lens"));
@@ -1998,7 +1998,7 @@ static void test_ablation_toggle_and_undo(void **state)
     struct interp_compare cmp;
     assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err),
                      -1); /* nothing ablated: no "before" */
-    a.row = 31; /* the last position: its top-1, to compare at the end */
+    a.row = 31;           /* the last position: its top-1, to compare at the end */
     p = app_predictions(&a, &layer, &err);
     int last_top = attn_predictions_top(p, 0)[0].id;
     float last_prob = attn_predictions_top(p, 0)[0].prob;
@@ -2217,6 +2217,110 @@ static void test_lens_view(void **state)
     app_free(&a);
 }
 
+/* The output of `attnscope ARGS` (ATTNSCOPE_BIN), read whole; fails the test when it does not
+ * run or exits non-zero. */
+static char *cli_output(const char *args)
+{
+    const char *bin = getenv("ATTNSCOPE_BIN");
+    if (!bin)
+        fail_msg("ATTNSCOPE_BIN is not set (meson sets it)");
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char cmd[8400];
+    snprintf(cmd, sizeof(cmd), "'%s' %s '%s/29-induction-head.yaml' 2>&1", bin, args,
+             scenes ? scenes : "scenes");
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    size_t got;
+    while ((got = fread(out + len, 1, cap - 1 - len, f)) > 0)
+        len += got;
+    out[len] = '\0';
+    int status = pclose(f);
+    if (status != 0)
+        fail_msg("%s exited with %d:\n%s", cmd, status, out);
+    return out;
+}
+
+/* The panel's numbers are `attnscope predict`'s (its CSV writes each float in the shortest form
+ * that reads back to the same bits), at T 1 and T 0.7: the same ids in the same order, logits to
+ * relative 1e-5 and probabilities to 1e-6 (predict computes every position's logits in one
+ * block, the panel the cursor's row alone, and OpenBLAS may round a one-row product in another
+ * order: an ulp of a logit, seen at position 20); the ablation's "after" is `attnscope
+ * ablate`'s: its loss over the one position 20 is -ln p of the next token there. */
+static void test_panel_agrees_with_the_commands(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    struct diag err;
+    int layer;
+    command_run(&a, ACTION_PREDICTIONS, &ask);
+    a.row = 20;
+    static const char *const temps[] = {"1", "0.7"};
+    for (int ti = 0; ti < 2; ti++) {
+        if (ti == 1)
+            assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0.7), 0);
+        const struct attn_predictions *p = app_predictions(&a, &layer, &err);
+        assert_non_null(p);
+        char args[128];
+        snprintf(args, sizeof(args), "predict --position 20 --top 10 --csv --temperature %s",
+                 temps[ti]);
+        char *out = cli_output(args);
+        char *line = strtok(out, "\r\n");
+        assert_string_equal(line, "position,rank,id,token,logit,prob");
+        int rows = 0;
+        while ((line = strtok(NULL, "\r\n")) != NULL) {
+            int pos, rank, id;
+            char tok[64];
+            float logit, prob;
+            /* the token is a plain word here: no comma, no quotes */
+            assert_int_equal(
+                sscanf(line, "%d,%d,%d,%63[^,],%g,%g", &pos, &rank, &id, tok, &logit, &prob), 6);
+            assert_int_equal(pos, 20);
+            assert_int_equal(rank, rows + 1);
+            const struct attn_token_score *ts = &attn_predictions_top(p, 0)[rows];
+            assert_int_equal(ts->id, id);
+            assert_float_equal(ts->logit, logit, 1e-5 * fabs(logit)); /* the tolerances */
+            assert_float_equal(ts->prob, prob, 1e-6);
+            rows++;
+        }
+        assert_int_equal(rows, 10);
+        free(out);
+    }
+    assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 1.0), 0);
+
+    /* X on layer 1's head: after = exp(-loss) of ablate's row "1,0,zero" at position 20 */
+    char *out = cli_output("ablate --positions 20:21 --csv");
+    double loss = -1;
+    for (char *line = strtok(out, "\r\n"); line; line = strtok(NULL, "\r\n")) {
+        double l, d;
+        if (sscanf(line, "1,0,zero,%lf,%lf", &l, &d) == 2)
+            loss = l;
+    }
+    free(out);
+    assert_true(loss > 5.0); /* 5.203639: the induction head was what named " rain" */
+    app_set_layer(&a, 1);
+    a.head = 0;
+    assert_int_equal(command_run(&a, ACTION_ABLATE, &ask), OUTCOME_SCENE_CHANGED);
+    struct interp_compare cmp;
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_int_equal(cmp.id, ID_RAIN);
+    assert_float_equal(-log(cmp.after), loss, 1e-6); /* ablate prints 6 decimals */
+    /* before: predict's p of the next token, unablated */
+    out = cli_output("predict --position 20 --top 1 --csv");
+    float before = 0;
+    char *second = strchr(out, '\n');
+    assert_non_null(second);
+    assert_int_equal(sscanf(second + 1, "20,1,347, rain,%*g,%g", &before), 1);
+    assert_float_equal(cmp.before, before, 1e-6);
+    free(out);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
 /* A lesson step's ablate: made on the way in, undone on the way back, as any step's edit. */
 static void test_lesson_ablate_step(void **state)
 {
@@ -2310,6 +2414,7 @@ int main(void)
         cmocka_unit_test(test_rollout_view),
         cmocka_unit_test(test_lens_view),
         cmocka_unit_test(test_lesson_ablate_step),
+        cmocka_unit_test(test_panel_agrees_with_the_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -572,12 +572,11 @@ static int act_stage(struct app *a, enum action act, struct ask *ask)
     return stage_step(a, act == ACTION_STAGE_NEXT ? 1 : -1);
 }
 
-/* Why a scene has no next-token predictions, in a line (the engine's sentence, shorter). */
+/* Why a scene has no next-token predictions, short enough for an 80-column message line. */
 static const char *no_vocab(const struct app *a)
 {
     return a->shown.model.file ? "its checkpoint has no unembedding (no lm_head.weight, no wte)"
-                               : "its embeddings are the scene's own, not a vocabulary model's: "
-                                 "there is no unembedding (a checkpoint scene has one)";
+                               : "drawn embeddings have no vocabulary to unembed";
 }
 
 static int act_predictions(struct app *a, enum action act, struct ask *ask)

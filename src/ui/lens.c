@@ -92,8 +92,7 @@ static void draw(struct panel *p, struct frame *f)
 
     char temp[32], title[200], clipped[200];
     app_temperature_text(temp, sizeof(temp), a->temperature);
-    snprintf(title, sizeof(title), "logit lens: every layer's top-1 \u00b7 T %s",
-             temp);
+    snprintf(title, sizeof(title), "logit lens: every layer's top-1 \u00b7 T %s", temp);
     int legend_w = heatmap_legend(t, r.y, r.x + r.w, 0.0f, 1.0f, false);
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);

@@ -96,9 +96,9 @@ static void draw(struct panel *p, struct frame *f)
     int next_id = pr->next_id[0];
     struct interp_compare cmp;
     struct diag cerr;
-    bool ablated = layer == a->net.layers - 1 &&
-                   interp_compare(&a->interp, &a->net, a->generation, a->row, a->temperature, &cmp,
-                                  &cerr) == 0;
+    bool ablated =
+        layer == a->net.layers - 1 && interp_compare(&a->interp, &a->net, a->generation, a->row,
+                                                     a->temperature, &cmp, &cerr) == 0;
     if (ablated) {
         char heads[120];
         ablated_text(heads, sizeof(heads), a);
