@@ -8,7 +8,8 @@
 # SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
 # its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
 # token view following the cursor, a lesson stepped through, left and resumed, a lesson's step
-# saved as a scene of its own, and text with control characters shown escaped.
+# saved as a scene of its own, text with control characters shown escaped, and the predictions
+# panel, the lens, ablation and the rollout on the induction model.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -502,6 +503,69 @@ no_raw_bidi() { ! screen ctl | grep -q $'\xe2\x80\xae'; }
 check "controls: no raw bidi control on the screen" ctl no_raw_bidi
 keys ctl q
 T kill-session -t ctl
+
+# 21. What a head does (models/induction): p shows the predictions of the cursor's row, and a
+# sentence edit updates them live to what `attnscope predict` prints for the new sentence; X
+# ablates the head shown, the header marks it and the panel says before -> after, after being
+# what `attnscope ablate` gives; u undoes it; the temperature knob sharpens the predictions; y
+# opens the logit lens and ← picks layer 0; r shows the rollout; p on drawn embeddings says why
+# there is nothing.
+edited="fish moon king door gold rain fish moon king door"
+sed -e "s/^text: .*/text: \"$edited\"/" -e "s#\.\./models/#$SRC/models/#g" \
+  "$SRC/scenes/29-induction-head.yaml" >"$WORK/edited.yaml"
+want_next=$("$BIN" predict "$WORK/edited.yaml" --position 8 --top 1 |
+  sed -n "s/^# position 8 ' king' → next ' door': \(rank [0-9]*, p [0-9.]*\),.*/\1/p")
+want_cold=$("$BIN" predict "$WORK/edited.yaml" --position 8 --top 1 --temperature 0.5 |
+  sed -n "s/^ *1 *360 *' moon' *4.8241 *\([0-9.]*\) .*/\1/p")
+want_after=$("$BIN" ablate "$WORK/edited.yaml" --positions 8:9 --csv |
+  awk -F, '$1 == 1 && $2 == 0 { printf "%.4f", exp(-$4) }')
+check "what a head does: the commands gave the expected values" none \
+  test -n "$want_next" -a -n "$want_cold" -a -n "$want_after"
+start wh 120 40 "$BIN $SRC/scenes/29-induction-head.yaml"
+wait_for wh "row Σ"
+keys wh p
+check "what a head does: p opens the predictions" wh wait_for wh "predictions · after “fish” (position 0)"
+keys wh t C-u
+text wh "$edited"
+keys wh Enter
+check "what a head does: the sentence edit is made" wh wait_for wh "10 tokens"
+keys wh g Down Down Down Down Down Down Down Down
+check "what a head does: the panel follows the cursor to position 8" wh \
+  wait_for wh "predictions · after “␣king” (position 8)"
+check "what a head does: the next token's rank and p are predict's for the new sentence" wh \
+  wait_for wh "next ␣door: $want_next,"
+keys wh X
+check "what a head does: X marks the head ablated in the header" wh \
+  wait_for wh "layer 1 of 2 · L1 h0 ablated (zero)"
+check "what a head does: before -> after, after as ablate gives it" wh \
+  wait_for wh "next ␣door: p ${want_next#*p } → $want_after"
+keys wh u
+check "what a head does: u undoes the ablation" wh wait_for wh "undid: layer 1 head 0 no longer ablated"
+check "what a head does: the header mark is gone" wh wait_gone wh "L1 h0 ablated"
+keys wh BTab - - - - -
+check "what a head does: the temperature knob at 0.5" wh wait_for wh "after “␣king” (position 8) · T 0.5"
+check "what a head does: sharper, as predict --temperature 0.5" wh \
+  wait_for wh "4.8241 $want_cold"
+keys wh y
+check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: every layer's top-1 · T 0.5"
+keys wh Left
+check "what a head does: ← picks layer 0 for the panel" wh \
+  wait_for wh "lens · layer 0 after “␣king” (position 8)"
+keys wh y r
+check "what a head does: r shows the rollout through the layer shown (0, the lens's pick)" wh \
+  wait_for wh "attention rollout · layer 0 (the first) · 10×10"
+keys wh "}"
+check "what a head does: } the rollout through both layers" wh \
+  wait_for wh "attention rollout · layers 0–1 (of 2) · 10×10"
+keys wh r
+check "what a head does: r again, the weights" wh wait_for wh "head 0 (of 1) · weights · 10×10"
+T kill-session -t wh
+start drawn 100 30 "$BIN"
+wait_for drawn "row Σ"
+keys drawn p
+check "what a head does: p on drawn embeddings says why" drawn \
+  wait_for drawn "no next-token predictions: drawn embeddings have no vocabulary to unembed"
+T kill-session -t drawn
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/csvmat.h"
+#include "engine/lesson.h"
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
@@ -1826,6 +1827,525 @@ static void test_unknown_words_message(void **state)
     app_free(&a);
 }
 
+/* ---- What a head does: predictions, temperature, ablation, the lens, the rollout ---- */
+
+/* The induction model's ids of " rain" and " door" (models/induction/vocab.json). */
+#define ID_RAIN 347
+#define ID_DOOR 335
+
+/* p: the cursor's row's top tokens, the same as the engine's (and `attnscope predict`'s), kept
+ * per position and temperature: a redraw computes nothing, a cursor move one row. */
+static void test_predictions_panel(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    assert_true(app_has_vocab(&a));
+    command_run(&a, ACTION_PREDICTIONS, &ask);
+    assert_true(a.predictions);
+    assert_false(a.message_is_error);
+    a.row = 20; /* " gold" in the second run: the induction head names " rain" */
+    struct diag err;
+    int layer;
+    const struct attn_predictions *p = app_predictions(&a, &layer, &err);
+    assert_non_null(p);
+    assert_int_equal(layer, 1);
+    assert_int_equal(p->k, INTERP_TOP);
+    assert_int_equal(attn_predictions_top(p, 0)[0].id, ID_RAIN);
+    assert_float_equal(attn_predictions_top(p, 0)[0].prob, 0.9187, 1e-4); /* docs/interp.md */
+    assert_int_equal(p->next_id[0], ID_RAIN);
+    assert_int_equal(p->next_rank[0], 1);
+    /* the engine's own numbers, bit for bit */
+    struct attn_predictions q;
+    assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, INTERP_TOP, 1.0, NULL, &err), 0);
+    for (int e = 0; e < INTERP_TOP; e++) {
+        assert_int_equal(attn_predictions_top(p, 0)[e].id, attn_predictions_top(&q, 0)[e].id);
+        assert_true(attn_predictions_top(p, 0)[e].prob == attn_predictions_top(&q, 0)[e].prob);
+    }
+    attn_predictions_free(&q);
+    /* Kept: asking again (a redraw) computes nothing; another row one row; back, nothing. */
+    unsigned long computed = a.interp.computed, gen = a.generation;
+    assert_ptr_equal(app_predictions(&a, &layer, &err), p);
+    assert_int_equal(a.interp.computed, computed);
+    a.row = 21;
+    assert_non_null(app_predictions(&a, &layer, &err));
+    assert_int_equal(a.interp.computed, computed + 1);
+    a.row = 20;
+    assert_non_null(app_predictions(&a, &layer, &err));
+    assert_int_equal(a.interp.computed, computed + 1);
+    assert_int_equal(a.generation, gen); /* no forward pass */
+    /* the token view and the predictions share the inspector's place */
+    command_run(&a, ACTION_TOKEN_VIEW, &ask);
+    assert_true(a.token_view);
+    assert_false(a.predictions);
+    command_run(&a, ACTION_PREDICTIONS, &ask);
+    assert_true(a.predictions);
+    assert_false(a.token_view);
+    command_run(&a, ACTION_PREDICTIONS, &ask);
+    assert_false(a.predictions);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* The temperature: a knob (Tab reaches it only with a vocabulary), + and - on a 0.1 grid, a
+ * typed value from 0.01 to 100; a view setting: no undo step, no recompute, the predictions at
+ * the new temperature. */
+static void test_temperature_knob(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    a.knob = KNOB_DIM;
+    command_run(&a, ACTION_KNOB_NEXT, &ask);
+    assert_int_equal(a.knob, KNOB_TEMPERATURE);
+    char text[32];
+    app_knob_text(text, sizeof(text), &a, KNOB_TEMPERATURE);
+    assert_string_equal(text, "1.0");
+    unsigned long gen = a.generation;
+    int undo = a.n_undo;
+    assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
+    assert_true(a.temperature == 0.9);
+    assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
+    assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
+    assert_true(a.temperature == 0.7);
+    assert_non_null(strstr(a.message, "temperature 0.7"));
+    assert_non_null(strstr(a.message, "sharper"));
+    assert_int_equal(a.generation, gen);
+    assert_int_equal(a.n_undo, undo);
+    assert_false(app_unsaved(&a));
+    a.row = 20;
+    struct diag err;
+    int layer;
+    const struct attn_predictions *p = app_predictions(&a, &layer, &err);
+    assert_non_null(p);
+    assert_true(p->temperature == 0.7);
+    struct attn_predictions q;
+    assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, 1, 0.7, NULL, &err), 0);
+    assert_true(attn_predictions_top(p, 0)[0].prob == attn_predictions_top(&q, 0)[0].prob);
+    assert_true(q.top[0].prob > 0.9187f); /* sharper */
+    attn_predictions_free(&q);
+    /* typed: 1.25 shown as typed; out of range refused and kept */
+    assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 1.25), 0);
+    app_knob_text(text, sizeof(text), &a, KNOB_TEMPERATURE);
+    assert_string_equal(text, "1.25");
+    assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0), -1);
+    assert_true(a.message_is_error);
+    assert_non_null(strstr(a.message, "from 0.01 to 100"));
+    assert_true(a.temperature == 1.25);
+    /* the bottom of the + - grid is 0.1 */
+    assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0.05), 0);
+    assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
+    assert_true(a.temperature == 0.1);
+    assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, 1), 0);
+    assert_true(a.temperature == 0.2);
+    ask_clear(&ask);
+    app_free(&a);
+
+    /* Without a vocabulary: Tab passes over it, the header leaves it out, a value is refused. */
+    open_default(&a);
+    assert_false(app_knob_shown(&a, KNOB_TEMPERATURE));
+    a.knob = KNOB_DIM;
+    command_run(&a, ACTION_KNOB_NEXT, &ask);
+    assert_int_equal(a.knob, KNOB_SEED);
+    command_run(&a, ACTION_KNOB_PREV, &ask);
+    assert_int_equal(a.knob, KNOB_DIM);
+    assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0.5), -1);
+    assert_true(a.message_is_error);
+    assert_true(a.temperature == 1.0);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* p and y on a scene without a vocabulary model say why, and nothing opens. */
+static void test_predictions_need_a_vocabulary(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    struct ask ask = {0};
+    assert_false(app_has_vocab(&a));
+    command_run(&a, ACTION_PREDICTIONS, &ask);
+    assert_false(a.predictions);
+    assert_true(a.message_is_error);
+    assert_string_equal(
+        a.message, "no next-token predictions: drawn embeddings have no vocabulary to unembed");
+    command_run(&a, ACTION_LENS, &ask);
+    assert_false(a.lens);
+    assert_non_null(strstr(a.message, "no logit lens"));
+    struct diag err;
+    int layer;
+    assert_null(app_predictions(&a, &layer, &err));
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* X: the head shown goes zero -> mean -> off, each an edit of the scene's ablate: list with its
+ * undo step; the predictions say before -> after; undo and redo walk it back and forth; saved,
+ * the scene keeps it. */
+static void test_ablation_toggle_and_undo(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    struct diag err;
+    int layer;
+    a.row = 20;
+    const struct attn_predictions *p = app_predictions(&a, &layer, &err);
+    float clean_prob = (float)p->next_prob[0];
+    struct interp_compare cmp;
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err),
+                     -1); /* nothing ablated: no "before" */
+    a.row = 31;           /* the last position: its top-1, to compare at the end */
+    p = app_predictions(&a, &layer, &err);
+    int last_top = attn_predictions_top(p, 0)[0].id;
+    float last_prob = attn_predictions_top(p, 0)[0].prob;
+    a.row = 20;
+
+    app_set_layer(&a, 1);
+    a.head = 0;
+    assert_int_equal(command_run(&a, ACTION_ABLATE, &ask), OUTCOME_SCENE_CHANGED);
+    assert_int_equal(a.scene.n_ablate, 1);
+    assert_int_equal(attn_scene_ablation(&a.scene, 1, 0), HEAD_ZERO);
+    assert_int_equal(app_head_mode(&a, 1, 0), HEAD_ZERO);
+    assert_int_equal(app_ablated_count(&a), 1);
+    assert_string_equal(a.message, "layer 1 head 0 ablated (zero)");
+    assert_true(app_unsaved(&a));
+    /* The context handed on is zeros; the weights are the head's own, unchanged. */
+    assert_true(at(&a, STAGE_CONTEXT, 0, 20, 3) == 0.0f);
+    /* after: the model without its induction head no longer names " rain" */
+    p = app_predictions(&a, &layer, &err);
+    assert_non_null(p);
+    assert_true(p->next_prob[0] < 0.01);
+    assert_int_equal(attn_predictions_top(p, 0)[0].id, ID_DOOR);
+    /* before: the run without the ablation, the clean number exactly; after: the panel's */
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_true(cmp.is_next);
+    assert_int_equal(cmp.id, ID_RAIN);
+    assert_float_equal(cmp.before, clean_prob, 1e-6);
+    assert_int_equal(cmp.before_rank, 1);
+    assert_true(cmp.after == p->next_prob[0]);
+    assert_int_equal(cmp.after_rank, p->next_rank[0]);
+    assert_true(cmp.after_rank > 10);
+    unsigned long computed = a.interp.computed;
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_int_equal(a.interp.computed, computed); /* kept */
+    /* the last position has no next token: what the run without it put first */
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 31, 1.0, &cmp, &err), 0);
+    assert_false(cmp.is_next);
+    assert_int_equal(cmp.id, last_top);
+    assert_float_equal(cmp.before, last_prob, 1e-6);
+    assert_true(cmp.after < cmp.before);
+    a.row = 31;
+    p = app_predictions(&a, &layer, &err);
+    for (int e = 0; e < p->k; e++) /* the ablated run's own numbers where its top 10 has it */
+        if (attn_predictions_top(p, 0)[e].id == last_top) {
+            assert_float_equal(cmp.after, attn_predictions_top(p, 0)[e].prob, 1e-6);
+            assert_int_equal(cmp.after_rank, e + 1);
+        }
+    a.row = 20;
+    p = app_predictions(&a, &layer, &err);
+    /* keeping the clean run left the ablated result as it was: the engine agrees */
+    struct attn_predictions q;
+    assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, 1, 1.0, NULL, &err), 0);
+    assert_true(q.next_prob[0] == p->next_prob[0]);
+    attn_predictions_free(&q);
+
+    command_run(&a, ACTION_ABLATE, &ask);
+    assert_int_equal(attn_scene_ablation(&a.scene, 1, 0), HEAD_MEAN);
+    assert_string_equal(a.message, "layer 1 head 0 ablated (zero \u2192 mean)");
+    command_run(&a, ACTION_ABLATE, &ask);
+    assert_int_equal(a.scene.n_ablate, 0);
+    assert_int_equal(app_head_mode(&a, 1, 0), HEAD_KEEP);
+    assert_string_equal(a.message, "layer 1 head 0 no longer ablated");
+    p = app_predictions(&a, &layer, &err);
+    assert_true((float)p->next_prob[0] == clean_prob); /* off again: the clean result */
+
+    command_run(&a, ACTION_UNDO, &ask); /* back to mean */
+    assert_int_equal(app_head_mode(&a, 1, 0), HEAD_MEAN);
+    assert_string_equal(a.message, "undid: layer 1 head 0 ablated (mean)");
+    command_run(&a, ACTION_UNDO, &ask);
+    assert_int_equal(app_head_mode(&a, 1, 0), HEAD_ZERO);
+    command_run(&a, ACTION_UNDO, &ask);
+    assert_int_equal(app_head_mode(&a, 1, 0), HEAD_KEEP);
+    assert_string_equal(a.message, "undid: layer 1 head 0 no longer ablated");
+    command_run(&a, ACTION_REDO, &ask);
+    assert_int_equal(app_head_mode(&a, 1, 0), HEAD_ZERO);
+    assert_int_equal(a.scene.n_ablate, 1);
+
+    /* Saved, the scene says it; read back, it is ablated. */
+    char path[] = "/tmp/attnscope-ablate-XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(app_save(&a, path, true, &err), 0);
+    char *text = tu_read_file(path, NULL);
+    assert_non_null(strstr(text, "ablate:\n  - {layer: 1, head: 0, mode: zero}\n"));
+    free(text);
+    struct attn_scene back;
+    assert_int_equal(attn_scenefile_load_report(&back, path, stderr), 0);
+    assert_int_equal(attn_scene_ablation(&back, 1, 0), HEAD_ZERO);
+    attn_scene_free(&back);
+    unlink(path);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* Fewer heads take the ablation of a head that is gone with them, and say so. */
+static void test_ablation_of_a_head_that_goes(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_set_ablation(&a, 0, 1, HEAD_MEAN), 0);
+    assert_int_equal(app_set_ablation(&a, 0, 0, HEAD_ZERO), 0);
+    assert_int_equal(app_ablated_count(&a), 2);
+    assert_string_equal(a.message, "head 0 ablated (zero)");
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.n_ablate, 1);
+    assert_int_equal(app_head_mode(&a, 0, 0), HEAD_ZERO);
+    assert_non_null(strstr(a.message, "1 ablated head gone with new head count"));
+    assert_non_null(strstr(a.message, "head 1 no longer ablated"));
+    /* a head that does not exist is refused by the edit's rules */
+    assert_int_equal(app_set_ablation(&a, 0, 3, HEAD_ZERO), -1);
+    assert_true(a.message_is_error);
+    assert_non_null(strstr(a.message, "head 3 does not exist: the scene has 1 head"));
+    app_free(&a);
+}
+
+/* r: the map shows the attention rollout through the layer on screen (the engine's, exactly),
+ * kept per result and layer; the inspector explains a cell; a stage key leaves it. */
+static void test_rollout_view(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    a.stage = STAGE_VALUES;
+    command_run(&a, ACTION_ROLLOUT, &ask);
+    assert_true(a.rollout);
+    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    int n = app_model(&a)->n;
+    float *want = malloc((size_t)n * n * sizeof(float));
+    struct diag err;
+    for (int L = 0; L < 2; L++) {
+        app_set_layer(&a, L);
+        assert_int_equal(attn_net_rollout(want, &a.net, L, &err), 0);
+        struct attn_mat_view v = app_shown_view(&a);
+        assert_int_equal(v.rows, n);
+        assert_int_equal(v.cols, n);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                assert_true(v.data[(size_t)i * v.stride + j] == want[(size_t)i * n + j]);
+        assert_ptr_equal(app_shown_view(&a).data, v.data); /* kept: no second product */
+    }
+    /* The inspector: layer 1's A' row times the rollout through layer 0. */
+    a.row = 2;
+    a.col = a.col_want = 1;
+    char text[4096];
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "\u201c king\u201d draws on \u201c moon\u201d"));
+    assert_non_null(strstr(text, "rollout = A'_1 \u00b7 rollout through layer 0"));
+    char value[32];
+    snprintf(value, sizeof(value), "  = %.4f\n", (double)want[2 * n + 1]);
+    assert_non_null(strstr(text, value));
+    assert_non_null(strstr(text, "A'_1 = 0.5\u00b7(the head's weights) + 0.5\u00b7I"));
+    app_set_layer(&a, 0);
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "rollout through layer 0 = A'_0[2,1]"));
+    /* the head's mean and the Δ give way to it; a stage key leaves it */
+    command_run(&a, ACTION_STAGE_NEXT, &ask);
+    assert_false(a.rollout);
+    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    command_run(&a, ACTION_ROLLOUT, &ask);
+    command_run(&a, ACTION_ALL_HEADS, &ask);
+    assert_false(a.rollout);
+    assert_true(a.all_heads);
+    free(want);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* y: every layer's top-1 of the positions shown, the engine's; only those are computed. */
+static void test_lens_view(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    command_run(&a, ACTION_LENS, &ask);
+    assert_true(a.lens);
+    assert_false(a.rollout);
+    struct diag err;
+    unsigned long computed = a.interp.computed;
+    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 1.0, 16, 8, &err), 0);
+    assert_int_equal(a.interp.computed, computed + 2 * 8); /* 8 positions, 2 layers */
+    bool hit;
+    assert_null(interp_lens_top(&a.interp, 0, 0, &hit)); /* not shown: not computed */
+    /* position 20: layer 0 still says the word before, layer 1 the next one (docs/interp.md) */
+    const struct attn_token_score *t0 = interp_lens_top(&a.interp, 0, 20, &hit);
+    assert_non_null(t0);
+    assert_int_equal(t0->id, ID_DOOR);
+    assert_false(hit);
+    assert_float_equal(t0->prob, 0.790, 5e-4);
+    const struct attn_token_score *t1 = interp_lens_top(&a.interp, 1, 20, &hit);
+    assert_int_equal(t1->id, ID_RAIN);
+    assert_true(hit);
+    struct attn_predictions q;
+    assert_int_equal(attn_predict(&q, &a.net, 0, 20, 1, 1, 1.0, NULL, &err), 0);
+    assert_true(q.top[0].prob == t0->prob);
+    attn_predictions_free(&q);
+    /* again, or overlapping: only the new positions */
+    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 1.0, 20, 8, &err), 0);
+    assert_int_equal(a.interp.computed, computed + 2 * 12);
+    /* the picked cell (the layer on screen) feeds the panel */
+    app_set_layer(&a, 0);
+    a.row = 20;
+    int layer;
+    const struct attn_predictions *p = app_predictions(&a, &layer, &err);
+    assert_int_equal(layer, 0);
+    assert_int_equal(attn_predictions_top(p, 0)[0].id, ID_DOOR);
+    /* a new temperature starts the grid again */
+    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 0.5, 20, 1, &err), 0);
+    assert_null(interp_lens_top(&a.interp, 0, 16, &hit));
+    command_run(&a, ACTION_STAGE_PREV, &ask); /* back to the stages */
+    assert_false(a.lens);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* The output of `attnscope ARGS` (ATTNSCOPE_BIN), read whole; fails the test when it does not
+ * run or exits non-zero. */
+static char *cli_output(const char *args)
+{
+    const char *bin = getenv("ATTNSCOPE_BIN");
+    if (!bin)
+        fail_msg("ATTNSCOPE_BIN is not set (meson sets it)");
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    char cmd[8400];
+    snprintf(cmd, sizeof(cmd), "'%s' %s '%s/29-induction-head.yaml' 2>&1", bin, args,
+             scenes ? scenes : "scenes");
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    size_t got;
+    while ((got = fread(out + len, 1, cap - 1 - len, f)) > 0)
+        len += got;
+    out[len] = '\0';
+    int status = pclose(f);
+    if (status != 0)
+        fail_msg("%s exited with %d:\n%s", cmd, status, out);
+    return out;
+}
+
+/* The panel's numbers are `attnscope predict`'s (its CSV writes each float in the shortest form
+ * that reads back to the same bits), at T 1 and T 0.7: the same ids in the same order, logits to
+ * relative 1e-5 and probabilities to 1e-6 (predict computes every position's logits in one
+ * block, the panel the cursor's row alone, and OpenBLAS may round a one-row product in another
+ * order: an ulp of a logit, seen at position 20); the ablation's "after" is `attnscope
+ * ablate`'s: its loss over the one position 20 is -ln p of the next token there. */
+static void test_panel_agrees_with_the_commands(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "29-induction-head.yaml");
+    struct ask ask = {0};
+    struct diag err;
+    int layer;
+    command_run(&a, ACTION_PREDICTIONS, &ask);
+    a.row = 20;
+    static const char *const temps[] = {"1", "0.7"};
+    for (int ti = 0; ti < 2; ti++) {
+        if (ti == 1)
+            assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0.7), 0);
+        const struct attn_predictions *p = app_predictions(&a, &layer, &err);
+        assert_non_null(p);
+        char args[128];
+        snprintf(args, sizeof(args), "predict --position 20 --top 10 --csv --temperature %s",
+                 temps[ti]);
+        char *out = cli_output(args);
+        char *line = strtok(out, "\r\n");
+        assert_string_equal(line, "position,rank,id,token,logit,prob");
+        int rows = 0;
+        while ((line = strtok(NULL, "\r\n")) != NULL) {
+            int pos, rank, id;
+            char tok[64];
+            float logit, prob;
+            /* the token is a plain word here: no comma, no quotes */
+            assert_int_equal(
+                sscanf(line, "%d,%d,%d,%63[^,],%g,%g", &pos, &rank, &id, tok, &logit, &prob), 6);
+            assert_int_equal(pos, 20);
+            assert_int_equal(rank, rows + 1);
+            const struct attn_token_score *ts = &attn_predictions_top(p, 0)[rows];
+            assert_int_equal(ts->id, id);
+            assert_float_equal(ts->logit, logit, 1e-5 * fabs(logit)); /* the tolerances */
+            assert_float_equal(ts->prob, prob, 1e-6);
+            rows++;
+        }
+        assert_int_equal(rows, 10);
+        free(out);
+    }
+    assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 1.0), 0);
+
+    /* X on layer 1's head: after = exp(-loss) of ablate's row "1,0,zero" at position 20 */
+    char *out = cli_output("ablate --positions 20:21 --csv");
+    double loss = -1;
+    for (char *line = strtok(out, "\r\n"); line; line = strtok(NULL, "\r\n")) {
+        double l, d;
+        if (sscanf(line, "1,0,zero,%lf,%lf", &l, &d) == 2)
+            loss = l;
+    }
+    free(out);
+    assert_true(loss > 5.0); /* 5.203639: the induction head was what named " rain" */
+    app_set_layer(&a, 1);
+    a.head = 0;
+    assert_int_equal(command_run(&a, ACTION_ABLATE, &ask), OUTCOME_SCENE_CHANGED);
+    struct interp_compare cmp;
+    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_int_equal(cmp.id, ID_RAIN);
+    assert_float_equal(-log(cmp.after), loss, 1e-6); /* ablate prints 6 decimals */
+    /* before: predict's p of the next token, unablated */
+    out = cli_output("predict --position 20 --top 1 --csv");
+    float before = 0;
+    char *second = strchr(out, '\n');
+    assert_non_null(second);
+    assert_int_equal(sscanf(second + 1, "20,1,347, rain,%*g,%g", &before), 1);
+    assert_float_equal(cmp.before, before, 1e-6);
+    free(out);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* A lesson step's ablate: made on the way in, undone on the way back, as any step's edit. */
+static void test_lesson_ablate_step(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    s.lesson = attn_lesson_new(2);
+    s.lesson->steps[0].caption = strdup("both heads");
+    s.lesson->steps[1].caption = strdup("head 1 zeroed");
+    s.lesson->steps[1].edit =
+        (struct attn_edit){.kind = EDIT_ABLATE, .layer = 0, .head = 1, .head_mode = HEAD_ZERO};
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    lesson_open(&a);
+    assert_int_equal(app_ablated_count(&a), 0);
+    lesson_next(&a);
+    assert_int_equal(app_head_mode(&a, 0, 1), HEAD_ZERO);
+    assert_true(at(&a, STAGE_CONTEXT, 1, 3, 0) == 0.0f);
+    assert_false(app_unsaved(&a)); /* the lesson's edit, not the user's */
+    lesson_prev(&a);
+    assert_int_equal(app_head_mode(&a, 0, 1), HEAD_KEEP);
+    app_free(&a);
+}
+
 /* A first step with an edit: the scene opens with it made, and it is not the user's. */
 static void test_lesson_first_step_edit(void **state)
 {
@@ -1886,6 +2406,15 @@ int main(void)
         cmocka_unit_test(test_lesson_poke_around),
         cmocka_unit_test(test_lesson_leave_and_return),
         cmocka_unit_test(test_lesson_first_step_edit),
+        cmocka_unit_test(test_predictions_panel),
+        cmocka_unit_test(test_temperature_knob),
+        cmocka_unit_test(test_predictions_need_a_vocabulary),
+        cmocka_unit_test(test_ablation_toggle_and_undo),
+        cmocka_unit_test(test_ablation_of_a_head_that_goes),
+        cmocka_unit_test(test_rollout_view),
+        cmocka_unit_test(test_lens_view),
+        cmocka_unit_test(test_lesson_ablate_step),
+        cmocka_unit_test(test_panel_agrees_with_the_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -440,7 +440,8 @@ static void test_logits_naive_twin(void **state)
 
 /* ablate: in the scene gives what the sweep measures for that head, bit for bit; an edit of
  * ablate: alone reuses the net's numbers (attn_net_compute's shortcut) and agrees with a fresh
- * computation; removing it restores the clean loss. */
+ * computation; predicting from the clean run's kept stream (attn_predict_stream) gives the clean
+ * loss on the ablated net; removing the ablation restores it. */
 static void test_scene_ablation_matches_the_sweep(void **state)
 {
     (void)state;
@@ -452,6 +453,15 @@ static void test_scene_ablation_matches_the_sweep(void **state)
     struct diag err;
     assert_int_equal(attn_ablate_sweep(loss, &clean, &net, HEAD_MEAN, 16, n - 1, &err), 0);
     assert_true(loss[1] > clean + 1.0); /* the induction head matters on the repeated half */
+    /* The clean run's last residual stream, kept to predict from later (the explorer's
+       "before"): copied out of the net's block output. */
+    int d = net.model[1].d_in;
+    struct attn_mat_view out1 =
+        attn_view(&net.run[1], &net.model[1], attn_stage_block_output(&net.model[1]), 0);
+    float *stream = malloc((size_t)n * (size_t)d * sizeof(float));
+    assert_non_null(stream);
+    for (int i = 0; i < n; i++)
+        memcpy(stream + (size_t)i * d, out1.data + (size_t)i * out1.stride, (size_t)d * 4);
 
     assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_MEAN), 0);
     assert_int_equal(attn_scene_ablation(&s, 1, 0), HEAD_MEAN);
@@ -472,6 +482,20 @@ static void test_scene_ablation_matches_the_sweep(void **state)
     for (int i = 1; i < ctx.rows; i++)
         assert_memory_equal(ctx.data + (size_t)i * ctx.stride, ctx.data, ctx.cols * sizeof(float));
     attn_net_free(&fresh);
+    /* attn_predict_stream on the ablated net, from the clean stream: the clean numbers. */
+    struct attn_predictions p, q;
+    assert_int_equal(attn_predict_stream(&p, &net, stream, 16, n - 17, 3, 1.0, NULL, &err), 0);
+    double sum = 0;
+    for (int i = 0; i < p.count; i++)
+        sum += p.next_loss[i];
+    assert_true(sum / p.count == clean);
+    assert_int_equal(attn_predict(&q, &net, 1, 16, n - 17, 3, 1.0, NULL, &err), 0);
+    assert_true(q.next_prob[4] < p.next_prob[4]); /* ablated: " rain" after " gold" gone */
+    attn_predictions_free(&p);
+    attn_predictions_free(&q);
+    assert_int_equal(attn_predict_stream(&p, &net, stream, n - 1, 2, 3, 1.0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "positions"));
+    free(stream);
 
     assert_int_equal(attn_scene_set_ablation(&s, 1, 0, HEAD_KEEP), 0);
     assert_int_equal(s.n_ablate, 0);

@@ -198,6 +198,11 @@ static void assert_lesson_equal(const struct attn_lesson *a, const struct attn_l
         case EDIT_OFFSET:
             assert_int_equal(e->offset, f->offset);
             break;
+        case EDIT_ABLATE:
+            assert_int_equal(e->layer, f->layer);
+            assert_int_equal(e->head, f->head);
+            assert_int_equal(e->head_mode, f->head_mode);
+            break;
         default:
             break;
         }
@@ -1421,6 +1426,9 @@ static void test_round_trip_lesson(void **state)
         e->normalize = NORM_SUM;
         e->layout = LAYOUT_WRAPPER;
         e->offset = 7;
+        e->layer = 0;
+        e->head = 1;
+        e->head_mode = i % 2 ? HEAD_MEAN : HEAD_KEEP; /* "mode: off" takes an ablation away */
     }
     check_round_trip(&s);
     attn_scene_free(&s);

@@ -29,9 +29,10 @@
     X(NORMALIZE, "normalize")                                                                      \
     X(LAYOUT, "head_layout")                                                                       \
     X(OFFSET, "offset")                                                                            \
-    X(DIM, "")       /* the width of drawn embeddings */                                           \
-    X(SHAPE, "")     /* projection, layout, d_out, heads and qkv_bias at once (P, L) */            \
-    X(TOKENIZER, "") /* the sentence again under another built-in tokenizer (T) */
+    X(ABLATE, "ablate") /* one head's ablation: zero, mean or off (X in the explorer) */           \
+    X(DIM, "")          /* the width of drawn embeddings */                                        \
+    X(SHAPE, "")        /* projection, layout, d_out, heads and qkv_bias at once (P, L) */         \
+    X(TOKENIZER, "")    /* the sentence again under another built-in tokenizer (T) */
 
 enum attn_edit_kind {
 #define X(id, key) EDIT_##id,
@@ -39,8 +40,8 @@ enum attn_edit_kind {
 #undef X
         EDIT_COUNT
 };
-/* The kinds a lesson step may make: NONE .. OFFSET. */
-#define EDIT_LESSON_COUNT (EDIT_OFFSET + 1)
+/* The kinds a lesson step may make: NONE .. ABLATE. */
+#define EDIT_LESSON_COUNT (EDIT_ABLATE + 1)
 
 /* One edit: its kind and the value of what it sets; the enums are scene.h's. */
 struct attn_edit {
@@ -60,14 +61,17 @@ struct attn_edit {
     int offset;           /* the first token's position */
     int projection;       /* SHAPE: enum attn_projection */
     bool qkv_bias;        /* SHAPE */
+    int layer, head;      /* ABLATE: the head */
+    int head_mode;        /* ABLATE: enum attn_head_mode, HEAD_ZERO or HEAD_MEAN, HEAD_KEEP: off */
 };
 
 /* What an edit took along besides what it set, for the caller to say. */
 struct attn_edit_effects {
-    bool weights_dropped; /* explicit weights fit the old shape or seed only: drawn now */
-    unsigned seeds_moved; /* SEED: the part seeds that followed (enum attn_seed_part bits) */
-    unsigned seeds_kept;  /* SEED: the parts with a seed of their own that stayed */
-    bool positions_grew;  /* TEXT: a drawn position table grew to the sentence */
+    bool weights_dropped;  /* explicit weights fit the old shape or seed only: drawn now */
+    unsigned seeds_moved;  /* SEED: the part seeds that followed (enum attn_seed_part bits) */
+    unsigned seeds_kept;   /* SEED: the parts with a seed of their own that stayed */
+    bool positions_grew;   /* TEXT: a drawn position table grew to the sentence */
+    int ablations_dropped; /* HEADS, SHAPE: ablated heads that no longer exist, taken off */
 };
 
 /* "causal", "heads", ...: the scene key of a lesson's edit; "" for the others. */

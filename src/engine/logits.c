@@ -43,13 +43,20 @@ static int check_request(const struct attn_net *net, int layer, int pos0, int co
     return 0;
 }
 
-/* out (rows, vocab) = logits of positions pos0 .. pos0 + rows - 1; hidden: (rows, d) scratch. */
-static void logits_block(float *out, float *hidden, const struct attn_net *net, int layer, int pos0,
-                         int rows)
+/* The residual stream the logits of layer are read from: its block output. (n, d) */
+static struct attn_mat_view stream_of(const struct attn_net *net, int layer)
 {
-    const struct attn_model *m = &net->model[layer], *last = &net->model[net->layers - 1];
+    const struct attn_model *m = &net->model[layer];
+    return attn_view(&net->run[layer], m, attn_stage_block_output(m), 0);
+}
+
+/* out (rows, vocab) = logits of rows pos0 .. pos0 + rows - 1 of the stream v; hidden: (rows, d)
+ * scratch. */
+static void logits_block(float *out, float *hidden, const struct attn_net *net,
+                         struct attn_mat_view v, int pos0, int rows)
+{
+    const struct attn_model *last = &net->model[net->layers - 1];
     int d = last->d_in;
-    struct attn_mat_view v = attn_view(&net->run[layer], m, attn_stage_block_output(m), 0);
     for (int i = 0; i < rows; i++)
         memcpy(hidden + (size_t)i * d, v.data + (size_t)(pos0 + i) * v.stride,
                (size_t)d * sizeof(float));
@@ -67,7 +74,7 @@ int attn_logits(float *out, const struct attn_net *net, int layer, int pos0, int
     if (!hidden)
         return attn_diag_set(err, "", "out of memory for %d rows of the residual stream", count);
     if (count > 0)
-        logits_block(out, hidden, net, layer, pos0, count);
+        logits_block(out, hidden, net, stream_of(net, layer), pos0, count);
     free(hidden);
     return 0;
 }
@@ -178,12 +185,11 @@ void attn_predictions_free(struct attn_predictions *p)
     memset(p, 0, sizeof(*p));
 }
 
-int attn_predict(struct attn_predictions *out, const struct attn_net *net, int layer, int pos0,
-                 int count, int k, double temperature, const int *targets, struct diag *err)
+/* attn_predict of the stream v (n, d), checked by the caller. */
+static int predict_stream(struct attn_predictions *out, const struct attn_net *net, int layer,
+                          struct attn_mat_view v, int pos0, int count, int k, double temperature,
+                          const int *targets, struct diag *err)
 {
-    memset(out, 0, sizeof(*out));
-    if (check_request(net, layer, pos0, count, err))
-        return -1;
     if (!(temperature > 0) || !isfinite(temperature))
         return attn_diag_set(err, "", "the temperature must be a number above 0, not %g",
                              temperature);
@@ -219,7 +225,7 @@ int attn_predict(struct attn_predictions *out, const struct attn_net *net, int l
     }
     for (int b0 = 0; b0 < count && rc == 0; b0 += rows) {
         int m = count - b0 < rows ? count - b0 : rows;
-        logits_block(logits, hidden, net, layer, pos0 + b0, m);
+        logits_block(logits, hidden, net, v, pos0 + b0, m);
         for (int i = 0; i < m && rc == 0; i++) {
             int p = pos0 + b0 + i;
             rc = reduce_row(out, b0 + i, logits + (size_t)i * vocab,
@@ -232,6 +238,29 @@ out:
     if (rc)
         attn_predictions_free(out);
     return rc;
+}
+
+int attn_predict(struct attn_predictions *out, const struct attn_net *net, int layer, int pos0,
+                 int count, int k, double temperature, const int *targets, struct diag *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (check_request(net, layer, pos0, count, err))
+        return -1;
+    return predict_stream(out, net, layer, stream_of(net, layer), pos0, count, k, temperature,
+                          targets, err);
+}
+
+int attn_predict_stream(struct attn_predictions *out, const struct attn_net *net,
+                        const float *stream, int pos0, int count, int k, double temperature,
+                        const int *targets, struct diag *err)
+{
+    memset(out, 0, sizeof(*out));
+    int last = net->layers - 1;
+    if (check_request(net, last, pos0, count, err))
+        return -1;
+    int d = net->model[last].d_in;
+    struct attn_mat_view v = {stream, net->model[last].n, d, d};
+    return predict_stream(out, net, last, v, pos0, count, k, temperature, targets, err);
 }
 
 int attn_mean_loss(double *out, const struct attn_net *net, const int *targets, int a, int b,

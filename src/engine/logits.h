@@ -61,6 +61,13 @@ int attn_logits(float *out, const struct attn_net *net, int layer, int pos0, int
  * memory). */
 int attn_predict(struct attn_predictions *out, const struct attn_net *net, int layer, int pos0,
                  int count, int k, double temperature, const int *targets, struct diag *err);
+/* attn_predict of the last layer, reading its residual stream from `stream` (n, d_in) instead
+ * of the net's own: the block output of another run of the same net, kept by the caller (the
+ * explorer keeps the run without its ablations, for "before -> after"). Everything after the
+ * stream (the final norm, the unembedding) is the net's. */
+int attn_predict_stream(struct attn_predictions *out, const struct attn_net *net,
+                        const float *stream, int pos0, int count, int k, double temperature,
+                        const int *targets, struct diag *err);
 void attn_predictions_free(struct attn_predictions *p);
 /* The top k entries of position pos0 + i. */
 static inline const struct attn_token_score *attn_predictions_top(const struct attn_predictions *p,

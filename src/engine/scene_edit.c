@@ -51,6 +51,20 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
                 "again");
     }
     switch (e->kind) {
+    case EDIT_ABLATE: {
+        int layers = s->layers > 1 ? s->layers : 1;
+        if (e->head_mode != HEAD_KEEP && e->head_mode != HEAD_ZERO && e->head_mode != HEAD_MEAN)
+            return attn_diag_set(err, "ablate", "a head is ablated to zero or its mean, or not");
+        if (e->layer < 0 || e->layer >= layers)
+            return attn_diag_set(err, "ablate",
+                                 "layer %d does not exist: the scene has %d layer%s (0 to %d)",
+                                 e->layer, layers, layers == 1 ? "" : "s", layers - 1);
+        if (e->head < 0 || e->head >= s->attn.heads)
+            return attn_diag_set(
+                err, "ablate", "head %d does not exist: the scene has %d head%s (0 to %d)", e->head,
+                s->attn.heads, s->attn.heads == 1 ? "" : "s", s->attn.heads - 1);
+        return 0;
+    }
     case EDIT_OFFSET:
         if (s->pos.kind == POS_NONE)
             return attn_diag_set(err, "offset",
@@ -107,6 +121,10 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
         return 0;
     case EDIT_OFFSET: /* the weights stay: only the positions move */
         s->pos.offset = e->offset;
+        return 0;
+    case EDIT_ABLATE: /* every parameter stays; what the head hands on changes */
+        if (attn_scene_set_ablation(s, e->layer, e->head, (enum attn_head_mode)e->head_mode))
+            return attn_diag_set(err, "ablate", "out of memory");
         return 0;
     case EDIT_DROPOUT: /* a mask drawn for another p no longer fits */
         c->dropout = e->dropout;
@@ -165,5 +183,11 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
     }
     }
     fx->weights_dropped = attn_scene_drop_weights(s);
+    /* A head that is gone is ablated no more (fewer heads): the others stay as they were. */
+    for (int i = s->n_ablate - 1; i >= 0; i--)
+        if (s->ablate[i].head >= c->heads) {
+            attn_scene_set_ablation(s, s->ablate[i].layer, s->ablate[i].head, HEAD_KEEP);
+            fx->ablations_dropped++;
+        }
     return 0;
 }

@@ -43,6 +43,12 @@
       act_head_mean)                                                                               \
     X(TOKEN_VIEW, "token-view", "v", "view",                                                       \
       "Token view: what the query looks at / the inspector", act_token_view)                       \
+    X(PREDICTIONS, "predictions", "p", "view",                                                     \
+      "Next-token predictions of the cursor's row / the inspector", act_predictions)               \
+    X(LENS, "lens", "y", "view",                                                                   \
+      "The logit lens: every layer's guess at the next token / the map", act_lens)                 \
+    X(ROLLOUT, "rollout", "r", "view", "Attention rollout through the layer shown / the stage",    \
+      act_rollout)                                                                                 \
     X(SCORE, "score", "S", "view", "Colour heads by a score: previous, induction, first, ...",     \
       act_score)                                                                                   \
     X(COLOR_SCALE, "color-scale", "C", "view", "Colour scale: per matrix, per row, logarithmic",   \
@@ -61,7 +67,7 @@
     X(LESSON, "lesson", "i", "view", "Leave the lesson to explore freely / back to its step",      \
       act_lesson)                                                                                  \
     X(KNOB_NEXT, "knob-next", "Tab", "edit",                                                       \
-      "Select the next knob: seed, d_out, heads, dropout, dim", act_knob_select)                   \
+      "Select the next knob: seed, d_out, heads, dropout, dim, temperature", act_knob_select)      \
     X(KNOB_PREV, "knob-prev", "BackTab", "edit", "Select the previous knob", act_knob_select)      \
     X(KNOB_UP, "knob-up", "+ =", "edit", "Increase the selected knob", act_knob_step)              \
     X(KNOB_DOWN, "knob-down", "- _", "edit", "Decrease the selected knob", act_knob_step)          \
@@ -83,6 +89,8 @@
     X(TOKENIZER, "tokenizer", "T", "edit", "Cycle the tokenizer: whitespace, words, chars",        \
       act_tokenizer)                                                                               \
     X(SHIFT, "shift", "o", "edit", "Shift every position: type the first one", act_shift)          \
+    X(ABLATE, "ablate", "X", "edit", "Ablate the head shown: zero, then its mean, then off",       \
+      act_ablate)                                                                                  \
     X(UNDO, "undo", "u", "edit", "Undo the last edit", act_undo)                                   \
     X(REDO, "redo", "C-r", "edit", "Redo", act_redo)                                               \
     X(EXPORT, "export", "e", "file", "Export every stage as CSV", act_export)                      \

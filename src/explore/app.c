@@ -8,13 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cnum.h"
 #include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
 #include "export/export.h"
 #include "scenefile/scenefile.h"
 
-static const char *const knob_names[KNOB_COUNT] = {"seed", "d_out", "heads", "dropout", "dim"};
+static const char *const knob_names[KNOB_COUNT] = {"seed",    "d_out", "heads",
+                                                   "dropout", "dim",   "temperature"};
 
 const char *knob_name(enum knob k)
 {
@@ -61,6 +63,11 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     memset(a->scored, 0, count);
     a->have_result = true;
     a->generation++;
+    /* With a head ablated, the run without it is kept for the predictions' "before": two
+       passes over the layers from the first ablated one, at the edit, never on a cursor move.
+       Out of memory only loses the "before". */
+    struct diag clean_err;
+    interp_keep_clean(&a->interp, &a->net, a->generation, &clean_err);
     return changed;
 }
 
@@ -87,6 +94,7 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     a->stage = STAGE_WEIGHTS;
     a->score_shown = -1;
     a->play_ms = 900;
+    a->temperature = 1.0;
     /* A long sequence opens on its overview, each query's row on its own scale: one scale for
      * the whole matrix is set by row 0's 1.0 and leaves rows 80-100 one colour. */
     if (a->scene.n_tokens > APP_LONG_TOKENS) {
@@ -135,6 +143,7 @@ void app_free(struct app *a)
     free(a->lesson.reached);
     free(a->lesson.changed);
     attn_lesson_unref(a->lesson.lesson);
+    interp_cache_free(&a->interp);
     memset(a, 0, sizeof(*a));
 }
 
@@ -292,8 +301,55 @@ int app_toggle_baseline(struct app *a)
     return 1;
 }
 
+bool app_has_vocab(const struct app *a)
+{
+    return a->have_result && attn_net_has_vocab(&a->net);
+}
+
+struct attn_mat_view app_rollout_view(struct app *a)
+{
+    struct diag err;
+    attn_diag_clear(&err);
+    struct attn_mat_view v = interp_rollout(&a->interp, &a->net, a->generation, a->layer, &err);
+    if (!v.data)
+        app_refuse(a, "%s", err.msg);
+    return v;
+}
+
+const struct attn_predictions *app_predictions(struct app *a, int *layer, struct diag *err)
+{
+    *layer = a->lens ? a->layer : a->net.layers - 1;
+    if (!app_has_vocab(a)) {
+        attn_diag_set(err, "", "%s", attn_scene_why_no_vocab(&a->shown));
+        return NULL;
+    }
+    return interp_predict(&a->interp, &a->net, a->generation, *layer, a->row, a->temperature, err);
+}
+
+enum attn_head_mode app_head_mode(const struct app *a, int layer, int head)
+{
+    if (layer < 0 || layer >= a->net.layers || head < 0 || head >= a->net.model[layer].heads)
+        return HEAD_KEEP;
+    return (enum attn_head_mode)a->net.model[layer].head_mode[head];
+}
+
+int app_ablated_count(const struct app *a)
+{
+    int n = 0;
+    for (int L = 0; L < a->net.layers; L++)
+        for (int h = 0; h < a->net.model[L].heads; h++)
+            n += a->net.model[L].head_mode[h] != HEAD_KEEP;
+    return n;
+}
+
 struct attn_mat_view app_shown_view(struct app *a)
 {
+    if (a->rollout) {
+        struct attn_mat_view r = app_rollout_view(a);
+        if (r.data)
+            return r;
+        a->rollout = false; /* out of memory: the stage again, and the message says why */
+    }
     struct attn_mat_view v = app_view(a, a->stage, a->head);
     if (app_showing_delta(a))
         return shown_delta(a, v);
@@ -547,6 +603,11 @@ static int apply_edit(struct app *a, const struct attn_edit *e, const char *what
     if (fx->weights_dropped)
         snprintf(a->message, sizeof(a->message),
                  "explicit weights dropped (%s): drawn from the seed", what);
+    if (fx->ablations_dropped) {
+        size_t o = strlen(a->message);
+        snprintf(a->message + o, sizeof(a->message) - o, "%s%d ablated head%s gone with %s",
+                 o ? "; " : "", fx->ablations_dropped, fx->ablations_dropped == 1 ? "" : "s", what);
+    }
     return 0;
 }
 
@@ -609,6 +670,8 @@ double app_knob_value(const struct app *a, enum knob k)
         return a->scene.attn.heads;
     case KNOB_DIM:
         return attn_scene_d_in(&a->scene);
+    case KNOB_TEMPERATURE:
+        return a->temperature;
     case KNOB_DROPOUT:
     case KNOB_COUNT:
         break;
@@ -622,6 +685,8 @@ void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
         snprintf(out, size, "%llu", (unsigned long long)a->scene.seed);
     else if (k == KNOB_DROPOUT)
         attn_scene_format_p(out, size, a->scene.attn.dropout);
+    else if (k == KNOB_TEMPERATURE) /* "1.0", "0.7", "1.25": as typed, without a tail of 0s */
+        app_temperature_text(out, size, a->temperature);
     else
         snprintf(out, size, "%d", (int)app_knob_value(a, k));
 }
@@ -704,8 +769,67 @@ int app_edit_offset(struct app *a, int offset)
     return offset == a->scene.pos.offset ? 0 : edit(a, &e, "new positions");
 }
 
+void app_temperature_text(char *out, size_t size, double t)
+{
+    attn_cnum_format(out, size, "%.2f", t);
+    size_t n = strlen(out);
+    while (n > 3 && out[n - 1] == '0' && out[n - 2] != '.')
+        out[--n] = '\0';
+}
+
+bool app_knob_shown(const struct app *a, enum knob k)
+{
+    return k != KNOB_TEMPERATURE || app_has_vocab(a);
+}
+
+int app_set_temperature(struct app *a, double t)
+{
+    if (!app_has_vocab(a)) {
+        app_refuse(a, "the temperature is the predictions': %s",
+                   attn_scene_why_no_vocab(&a->shown));
+        return -1;
+    }
+    if (!(t >= INTERP_T_MIN && t <= INTERP_T_MAX)) {
+        app_refuse(a, "the temperature must be from %g to %g, not %g", INTERP_T_MIN, INTERP_T_MAX,
+                   t);
+        return -1;
+    }
+    if (t == a->temperature)
+        return 0;
+    a->temperature = t;
+    char text[32];
+    app_temperature_text(text, sizeof(text), t);
+    snprintf(a->message, sizeof(a->message), "temperature %s: softmax(logits \u00f7 %s)%s", text,
+             text,
+             t < 1   ? ", sharper than the model's own"
+             : t > 1 ? ", flatter than the model's own"
+                     : ", the model's own probabilities");
+    a->message_is_error = false;
+    return 0;
+}
+
+int app_set_ablation(struct app *a, int layer, int head, enum attn_head_mode mode)
+{
+    if (attn_scene_ablation(&a->scene, layer, head) == mode)
+        return 0;
+    struct attn_edit e = {.kind = EDIT_ABLATE, .layer = layer, .head = head, .head_mode = mode};
+    return edit(a, &e, "ablation");
+}
+
+int app_cycle_ablation(struct app *a)
+{
+    static const enum attn_head_mode next[] = {[HEAD_KEEP] = HEAD_ZERO,
+                                               [HEAD_ZERO] = HEAD_MEAN,
+                                               [HEAD_MEAN] = HEAD_KEEP,
+                                               [HEAD_PATCH] = HEAD_KEEP};
+    return app_set_ablation(a, a->layer, a->head,
+                            next[attn_scene_ablation(&a->scene, a->layer, a->head)]);
+}
+
 int app_edit_knob(struct app *a, enum knob k, double value)
 {
+    if (k == KNOB_TEMPERATURE)
+        return app_set_temperature(a, value);
     if (k == KNOB_SEED) {
         if (!(value >= 0 && value == floor(value) && value < 18446744073709551616.0)) {
             app_refuse(a, "seed must be a whole number from 0 to 2^64 - 1");
@@ -861,6 +985,11 @@ static int next_valid(struct app *a, enum knob k, int v, int dir, char *why, siz
 int app_step_knob(struct app *a, enum knob k, int direction)
 {
     double v = app_knob_value(a, k);
+    if (k == KNOB_TEMPERATURE) { /* the 0.1 grid, no drift; a typed 0.05 steps up to 0.1 */
+        double next = round((v + direction * INTERP_T_STEP) * 10) / 10;
+        next = next < INTERP_T_STEP ? INTERP_T_STEP : next > INTERP_T_MAX ? INTERP_T_MAX : next;
+        return next == v ? 0 : app_set_temperature(a, next);
+    }
     if (k == KNOB_DROPOUT) {
         double next = round((v + direction * 0.05) * 100) / 100; /* the 0.05 grid, no drift */
         next = next < 0 ? 0 : next > 1 ? 1 : next;
@@ -1121,6 +1250,15 @@ int app_cycle_tokenizer(struct app *a)
     return edit_text(a, &e);
 }
 
+/* "head 1" in a scene of one layer, "layer 1 head 0" in one of several. */
+static void head_words(char *out, size_t size, const struct attn_scene *s, int layer, int head)
+{
+    if (s->layers > 1)
+        snprintf(out, size, "layer %d head %d", layer, head);
+    else
+        snprintf(out, size, "head %d", head);
+}
+
 /* What differs between two versions of the scene, in a few words: "heads 2 → 4, causal on". */
 static void describe_change(char *out, size_t size, const struct attn_scene *from,
                             const struct attn_scene *to)
@@ -1178,6 +1316,27 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
         SAY("the sentence (%d \u2192 %d tokens)", from->n_tokens, to->n_tokens);
     else if (from->n_tokens != to->n_tokens) /* the same text, tokenised otherwise */
         SAY("%d \u2192 %d tokens", from->n_tokens, to->n_tokens);
+    /* Ablations: each head whose mode moved, in the order of the lists. */
+    char where[48];
+    for (int i = 0; i < to->n_ablate; i++) {
+        const struct attn_ablation *ab = &to->ablate[i];
+        enum attn_head_mode was = attn_scene_ablation(from, ab->layer, ab->head);
+        if (was == ab->mode)
+            continue;
+        head_words(where, sizeof(where), to, ab->layer, ab->head);
+        if (was == HEAD_KEEP)
+            SAY("%s ablated (%s)", where, attn_head_mode_name(ab->mode));
+        else
+            SAY("%s ablated (%s \u2192 %s)", where, attn_head_mode_name(was),
+                attn_head_mode_name(ab->mode));
+    }
+    for (int i = 0; i < from->n_ablate; i++) {
+        const struct attn_ablation *ab = &from->ablate[i];
+        if (attn_scene_ablation(to, ab->layer, ab->head) != HEAD_KEEP)
+            continue;
+        head_words(where, sizeof(where), from, ab->layer, ab->head);
+        SAY("%s no longer ablated", where);
+    }
 #undef SAY
 }
 

@@ -18,6 +18,7 @@
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
+#include "explore/interp.h"
 #include "explore/title.h"
 #include "explore/zoom.h"
 #include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
@@ -29,7 +30,17 @@ struct keymap; /* explore/keys.h */
 #define APP_UNDO_BYTES   ((size_t)256 << 20)    /* copies kept for undo, each way */
 #define APP_PROMPT_BYTES (4 * APP_TEXT_MAX + 1) /* a prompt's text in UTF-8, with its NUL */
 
-enum knob { KNOB_SEED, KNOB_D_OUT, KNOB_HEADS, KNOB_DROPOUT, KNOB_DIM, KNOB_COUNT };
+/* The knobs Tab selects and + - change. The temperature is the predictions' (a view, not an
+ * edit of the scene: no undo), and a knob only on a scene with a vocabulary model. */
+enum knob {
+    KNOB_SEED,
+    KNOB_D_OUT,
+    KNOB_HEADS,
+    KNOB_DROPOUT,
+    KNOB_DIM,
+    KNOB_TEMPERATURE,
+    KNOB_COUNT
+};
 
 /* Past this many tokens a scene opens zoomed out to its overview, on the per-row scale. */
 #define APP_LONG_TOKENS 64
@@ -126,6 +137,18 @@ struct app {
         unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
     } lesson;
 
+    /* What a head does for the prediction (explore/interp.h), on a scene with a vocabulary
+       model: the predictions panel (p) in place of the inspector, the logit lens (y) in place of
+       the map, at a temperature (a knob); and, on any scene, the attention rollout (r) through
+       the layer on screen in place of the stage. Views, not edits. What they show is kept in
+       interp, once per result (and position, and temperature): a cursor move costs at most a
+       row of logits, never a forward pass. */
+    bool predictions;
+    bool lens;
+    bool rollout;
+    double temperature;
+    struct interp_cache interp;
+
     /* The front end's keys (explore/keys.h), so a message names the key a user's keys.yaml
        binds ("i explores freely"); NULL: the default keys. */
     const struct keymap *keymap;
@@ -158,7 +181,8 @@ struct attn_mat_view app_shown_view(struct app *a);
 /* True when the heatmap shows the mean over the heads. */
 static inline bool app_showing_mean(const struct app *a)
 {
-    return a->head_mean && attn_stage_is_per_head(a->stage) && a->net.model[a->layer].heads > 1;
+    return a->head_mean && !a->rollout && attn_stage_is_per_head(a->stage) &&
+           a->net.model[a->layer].heads > 1;
 }
 
 /* B: pins the state on screen as the baseline, or unpins it. Returns 1 when it pinned, 0
@@ -173,13 +197,27 @@ struct attn_mat_view app_base_view(const struct app *a);
 bool app_delta_ok(const struct app *a);
 static inline bool app_showing_delta(const struct app *a)
 {
-    return a->pinned && !app_showing_mean(a) && app_delta_ok(a);
+    return a->pinned && !a->rollout && !app_showing_mean(a) && app_delta_ok(a);
 }
 /* Why no Δ can be shown, for the message line ("" when it can, or nothing is pinned):
  * "baseline 6×6, now 8×8: shapes differ, no Δ (B unpins)". */
 void app_delta_problem(char *out, size_t size, const struct app *a);
 /* What changed since the baseline, the edits' own words ("seed 123 → 7"; "" for nothing). */
 void app_baseline_change(char *out, size_t size, const struct app *a);
+
+/* True when the result on screen can say what comes next: a vocabulary model (engine/logits.h). */
+bool app_has_vocab(const struct app *a);
+/* The attention rollout through the layer on screen (the map with r), kept per result and
+ * layer; rows = 0 when it could not be computed (out of memory: the message line says so). */
+struct attn_mat_view app_rollout_view(struct app *a);
+/* The predictions of the cursor's row: at the lens's pick (the layer on screen) in the lens
+ * view, else the model's own (the last layer), at the temperature; kept (explore/interp.h).
+ * NULL with err without a vocabulary. *layer gets the layer read. */
+const struct attn_predictions *app_predictions(struct app *a, int *layer, struct diag *err);
+/* The mode head h of layer L is ablated in (HEAD_KEEP: not) in the result on screen. */
+enum attn_head_mode app_head_mode(const struct app *a, int layer, int head);
+/* How many heads the result on screen ablates. */
+int app_ablated_count(const struct app *a);
 
 /* The pattern scores of head h in layer L (engine/headscore.h), computed the first time they
  * are asked for after a result (a pass over the head's n x n weights, a log each: 16 heads of
@@ -218,6 +256,16 @@ int app_edit_scale(struct app *a, enum attn_scale_kind kind, double divisor);
 int app_edit_scene(struct app *a, const struct attn_scene *to);
 int app_cycle_normalize(struct app *a); /* softmax <-> sum */
 int app_cycle_tokenizer(struct app *a); /* whitespace -> words -> chars, the text again */
+/* Head h of layer L ablated as mode (HEAD_ZERO, HEAD_MEAN) or not (HEAD_KEEP): an edit of the
+ * scene's ablate: list, with its undo step (engine/edit.h, EDIT_ABLATE). */
+int app_set_ablation(struct app *a, int layer, int head, enum attn_head_mode mode);
+/* X: the head on screen (the selected tile of the model view) goes off -> zero -> mean -> off. */
+int app_cycle_ablation(struct app *a);
+/* The temperature of the predictions and the lens, from INTERP_T_MIN to INTERP_T_MAX: a view
+ * setting, no edit (no undo step, no recompute). Returns 0, or -1 refused (message). */
+int app_set_temperature(struct app *a, double t);
+/* A temperature as the header shows it: "1.0", "0.7", "1.25" (at most 2 decimals). */
+void app_temperature_text(char *out, size_t size, double t);
 int app_undo(struct app *a);
 int app_redo(struct app *a);
 
@@ -225,6 +273,9 @@ double app_knob_value(const struct app *a, enum knob k);
 /* The knob's value as the header shows it and its prompt starts with ("123", "0.5"). */
 void app_knob_text(char *out, size_t size, const struct app *a, enum knob k);
 const char *knob_name(enum knob k);
+/* True when knob k applies to the scene (the temperature: a vocabulary model): the header shows
+ * it and Tab stops at it. */
+bool app_knob_shown(const struct app *a, enum knob k);
 
 /* The scene the title was written for: as a lesson step left it (its edits are the lesson's),
  * else as opened or last saved. */

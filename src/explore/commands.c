@@ -554,13 +554,101 @@ static int act_quit(struct app *a, enum action act, struct ask *ask)
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* The map's own views (the rollout, the lens) give way to the stages, the heads, their mean. */
+static void map_to_stages(struct app *a)
+{
+    if (a->rollout || a->lens) {
+        a->rollout = a->lens = false;
+        app_clamp(a);
+    }
+}
+
 static int act_stage(struct app *a, enum action act, struct ask *ask)
 {
+    if (a->rollout || a->lens) { /* back to the stages, where they were (the weights) */
+        map_to_stages(a);
+        return OUTCOME_VIEW_CHANGED;
+    }
     return stage_step(a, act == ACTION_STAGE_NEXT ? 1 : -1);
+}
+
+/* Why a scene has no next-token predictions, short enough for an 80-column message line. */
+static const char *no_vocab(const struct app *a)
+{
+    return a->shown.model.file ? "its checkpoint has no unembedding (no lm_head.weight, no wte)"
+                               : "drawn embeddings have no vocabulary to unembed";
+}
+
+static int act_predictions(struct app *a, enum action act, struct ask *ask)
+{
+    if (!a->predictions && !app_has_vocab(a)) {
+        app_refuse(a, "no next-token predictions: %s", no_vocab(a));
+        return OUTCOME_VIEW_CHANGED;
+    }
+    a->predictions = !a->predictions;
+    if (a->predictions)
+        a->token_view = false;
+    char knob[24], up[24];
+    keymap_key_display(knob, sizeof(knob), a->keymap, ACTION_KNOB_NEXT);
+    keymap_key_display(up, sizeof(up), a->keymap, ACTION_KNOB_UP);
+    if (a->predictions)
+        note(a,
+             "predictions of the cursor's row: the top tokens, the next one marked (temperature: "
+             "%s to it, %s and -)",
+             knob, up);
+    else
+        note(a, "the inspector again (p: the predictions)");
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_lens(struct app *a, enum action act, struct ask *ask)
+{
+    if (!a->lens && !app_has_vocab(a)) {
+        app_refuse(a, "no logit lens: %s", no_vocab(a));
+        return OUTCOME_VIEW_CHANGED;
+    }
+    a->lens = !a->lens;
+    if (a->lens) {
+        a->rollout = a->all_heads = false;
+        note(a, "the logit lens: each layer's output through the final norm and the unembedding; "
+                "\u2190 \u2192 pick a layer, the panel shows its top tokens");
+    } else {
+        app_clamp(a);
+        note(a, "the stages again (y: the lens)");
+    }
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_rollout(struct app *a, enum action act, struct ask *ask)
+{
+    a->rollout = !a->rollout;
+    if (a->rollout) {
+        a->lens = a->all_heads = false;
+        a->stage = STAGE_WEIGHTS; /* the rollout multiplies the weights: the stage it stands on */
+        app_clamp(a);
+        if (a->net.layers > 1)
+            note(a,
+                 "attention rollout through layer %d: how much of each row's representation "
+                 "comes from each token ({ } another layer, r the weights)",
+                 a->layer);
+        else
+            note(a, "attention rollout: 0.5\u00b7weights + 0.5\u00b7I, rows renormalised (one "
+                    "layer; r the weights)");
+    } else {
+        note(a, "the weights again (r: the rollout)");
+    }
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_ablate(struct app *a, enum action act, struct ask *ask)
+{
+    app_cycle_ablation(a);
+    return OUTCOME_SCENE_CHANGED;
 }
 
 static int act_head_mean(struct app *a, enum action act, struct ask *ask)
 {
+    map_to_stages(a);
     a->head_mean = !a->head_mean;
     a->all_heads = false;
     if (a->head_mean && app_model(a)->heads < 2)
@@ -576,6 +664,8 @@ static int act_head_mean(struct app *a, enum action act, struct ask *ask)
 static int act_token_view(struct app *a, enum action act, struct ask *ask)
 {
     a->token_view = !a->token_view;
+    if (a->token_view)
+        a->predictions = false;
     if (!a->token_view)
         note(a, "the inspector again (v: the token view)");
     else if (!tokenview_applies(a->stage))
@@ -650,6 +740,7 @@ static int act_find_next(struct app *a, enum action act, struct ask *ask)
 static int act_score(struct app *a, enum action act, struct ask *ask)
 {
     a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
+    map_to_stages(a);
     a->all_heads = true;
     if (a->score_shown >= 0 && !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1)
         note(a,
@@ -692,6 +783,7 @@ static int act_baseline(struct app *a, enum action act, struct ask *ask)
 
 static int act_all_heads(struct app *a, enum action act, struct ask *ask)
 {
+    map_to_stages(a);
     a->all_heads = !a->all_heads;
     return OUTCOME_VIEW_CHANGED;
 }
@@ -706,6 +798,7 @@ static int act_open(struct app *a, enum action act, struct ask *ask)
 
 static int act_play(struct app *a, enum action act, struct ask *ask)
 {
+    map_to_stages(a);
     a->playing = !a->playing;
     if (a->playing && a->stage == attn_stage_last(app_model(a)))
         a->stage = STAGE_INPUTS; /* play from the start when at the end */
@@ -724,9 +817,13 @@ static int act_play_speed(struct app *a, enum action act, struct ask *ask)
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* The next knob that applies (the temperature only with a vocabulary model). */
 static int act_knob_select(struct app *a, enum action act, struct ask *ask)
 {
-    a->knob = (enum knob)((a->knob + (act == ACTION_KNOB_NEXT ? 1 : KNOB_COUNT - 1)) % KNOB_COUNT);
+    do
+        a->knob =
+            (enum knob)((a->knob + (act == ACTION_KNOB_NEXT ? 1 : KNOB_COUNT - 1)) % KNOB_COUNT);
+    while (!app_knob_shown(a, a->knob));
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -818,6 +915,11 @@ static int act_save(struct app *a, enum action act, struct ask *ask)
 
 static int act_render(struct app *a, enum action act, struct ask *ask)
 {
+    if (a->rollout || a->lens) {
+        app_refuse(a, "R draws the stages; the %s is in an export (e): %s",
+                   a->rollout ? "rollout" : "lens", a->rollout ? "rollout.csv" : "lens.csv");
+        return OUTCOME_VIEW_CHANGED;
+    }
     do_render(a);
     return OUTCOME_VIEW_CHANGED;
 }

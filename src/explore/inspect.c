@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cnum.h"
@@ -305,7 +306,10 @@ static void explain_block(struct buf *b, const struct app *a)
     const struct zoom_grid *g = &a->zoom_shown;
     const struct attn_model *m = app_model(a);
     struct attn_mat_view v = app_view(a, a->stage, a->head);
-    if (app_showing_mean(a) && a->mean) /* app_shown_view's, made when the map was drawn */
+    if (a->rollout) /* the rollout the map shows */
+        v = interp_rollout((struct interp_cache *)&a->interp, &a->net, a->generation, a->layer,
+                           &(struct diag){0});
+    else if (app_showing_mean(a) && a->mean) /* app_shown_view's, made when the map was drawn */
         v = (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
     else if (app_showing_delta(a) && a->delta) /* the Δ the map shows, the same way */
         v = (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
@@ -516,15 +520,38 @@ static void explain_weighted_norm(const struct cell *c)
     equals_val(c);
 }
 
+/* Head h's own context at (i, j), Σ_k a_ik v_k[j], whatever it hands on. */
+static float own_context(const struct cell *c, int i)
+{
+    const struct attn_model *m = c->m;
+    struct attn_mat_view w = app_view(c->a, STAGE_DROPOUT, c->h);
+    int kvh = c->h / (m->heads / m->kv_heads);
+    double sum = 0;
+    for (int k = 0; k < m->n; k++)
+        sum += (double)at(w, i, k) * c->r->v[(size_t)k * m->Dkv + (size_t)kvh * c->hd + c->j];
+    return (float)sum;
+}
+
 static void explain_context(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     struct attn_mat_view w = app_view(c->a, STAGE_DROPOUT, c->h);
+    enum attn_head_mode hm = (enum attn_head_mode)m->head_mode[c->h];
     put(c->b, "context = \u03a3_j a_%d,j \u00b7 v_j[%d]\n", c->i, c->j);
     int kvh = c->h / (m->heads / m->kv_heads);
     terms(c->b, w.data + (size_t)c->i * w.stride, 1, c->r->v + (size_t)kvh * c->hd + c->j, m->Dkv,
           m->n);
-    put(c->b, "  = ");
+    if (hm == HEAD_ZERO || hm == HEAD_MEAN) { /* what the head computes, then what it hands on */
+        put(c->b, "  = ");
+        num(c->b, own_context(c, c->i));
+        put(c->b,
+            hm == HEAD_ZERO ? "\nablated (zero): out_proj gets 0 instead\n  = "
+                            : "\nablated (mean): out_proj gets its mean over the %d "
+                              "positions instead\n  = ",
+            m->n);
+    } else {
+        put(c->b, "  = ");
+    }
     equals_val(c);
 }
 
@@ -667,6 +694,88 @@ static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
     [STAGE_FINAL_NORM] = explain_final_norm,
 };
 
+/* Attention rollout (Abnar & Zuidema 2020) through the layer on screen: row i of this layer's
+ * A' (the heads' mean weights, + I, halved, renormalised) times column j of the rollout through
+ * the layer before; at layer 0 the cell of A' itself. The rollout is the cache's (interp.h),
+ * made when the map was drawn: asking for it again computes nothing. */
+static void explain_rollout(struct buf *b, const struct app *a, int i, int j)
+{
+    /* A cache: a is const to the inspector, what the cache holds is not the result itself. */
+    struct interp_cache *ic = (struct interp_cache *)&a->interp;
+    struct diag err;
+    attn_diag_clear(&err);
+    struct attn_mat_view r = interp_rollout(ic, &a->net, a->generation, a->layer, &err);
+    if (!r.data || i >= r.rows || j >= r.cols) {
+        put(b, "%s\n", err.msg);
+        return;
+    }
+    const struct attn_model *m = app_model(a);
+    int n = r.rows, L = a->layer;
+    char *const *tok = m->tokens;
+    put(b,
+        "\u201c%s\u201d draws on \u201c%s\u201d: of row %d after layer %d, the share that "
+        "comes from token %d (Abnar & Zuidema 2020)\n",
+        tok[i], tok[j], i, L, j);
+    /* Row i of A'_L: 0.5 x the heads' mean weights + 0.5 x I, renormalised. */
+    float *row = malloc((size_t)n * sizeof(float));
+    if (!row) {
+        put(b, "out of memory\n");
+        return;
+    }
+    double sum = 0;
+    for (int k = 0; k < n; k++) {
+        double w = 0;
+        for (int h = 0; h < m->heads; h++)
+            w += at(app_view_at(a, L, STAGE_WEIGHTS, h), i, k);
+        row[k] = (float)(0.5 * (w / m->heads) + (k == i ? 0.5 : 0.0));
+        sum += row[k];
+    }
+    for (int k = 0; k < n; k++)
+        row[k] = (float)(row[k] / sum);
+    struct attn_mat_view prev = interp_rollout_prev(ic, a->generation);
+    if (L > 0 && prev.data) {
+        put(b,
+            "rollout = A'_%d \u00b7 rollout through layer %d\n  = \u03a3_k A'[%d,k] \u00d7 "
+            "r[k,%d]\n",
+            L, L - 1, i, j);
+        /* Under a causal mask A' is lower triangular: the terms past k = i are 0. */
+        terms(b, row, 1, prev.data + j, prev.stride, m->causal ? i + 1 : n);
+        put(b, "  = ");
+    } else {
+        put(b, "rollout through layer 0 = A'_0[%d,%d]\n  = ", i, j);
+    }
+    num(b, at(r, i, j));
+    char heads[48];
+    if (m->heads == 1)
+        snprintf(heads, sizeof(heads), "the head's weights");
+    else
+        snprintf(heads, sizeof(heads), "the mean of the %d heads' weights", m->heads);
+    put(b, "\nA'_%d = 0.5\u00b7(%s) + 0.5\u00b7I, rows renormalised:\n  A'[%d,%d] = ", L, heads, i,
+        j);
+    num(b, row[j]);
+    float rowsum = 0;
+    for (int k = 0; k < r.cols; k++)
+        rowsum += at(r, i, k);
+    put(b, "\nrow \u03a3 = ");
+    num(b, rowsum);
+    put(b, " (every share of row %d's sources)\n", i);
+    free(row);
+}
+
+/* An ablated head: its weights are its own still; what it hands out_proj is not. */
+static void note_ablated(struct buf *b, const struct app *a)
+{
+    enum attn_head_mode hm = app_head_mode(a, a->layer, a->head);
+    if (hm == HEAD_KEEP || !attn_stage_is_per_head(a->stage))
+        return;
+    char layer[32] = "";
+    if (a->net.layers > 1)
+        snprintf(layer, sizeof(layer), " of layer %d", a->layer);
+    put(b, "head %d%s is ablated (%s): %s\n", a->head, layer, attn_head_mode_name(hm),
+        hm == HEAD_ZERO ? "it hands out_proj zeros in place of its context"
+                        : "it hands out_proj its context's mean over the positions");
+}
+
 /* The mean over the heads: each head's value, then the mean. */
 static void explain_mean(const struct cell *c)
 {
@@ -703,6 +812,10 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     if (!a->all_heads && a->zoom > 0 && (g->br > 1 || g->bc > 1) && g->rows == c.v.rows &&
         g->cols == c.v.cols)
         explain_block(&b, a);
+    if (a->rollout) {
+        explain_rollout(&b, a, c.i, c.j);
+        return;
+    }
     c.val = at(c.v, c.i, c.j);
     if (attn_stage_is_square(a->stage))
         put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[c.i], m->tokens[c.j]);
@@ -730,6 +843,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         explain_mean(&c);
         return;
     }
+    note_ablated(&b, a);
     if (!explainers[a->stage]) /* a stage without its explainer: see the table */
         return;
     explainers[a->stage](&c);

@@ -50,6 +50,8 @@ static int make_edit(struct app *a, const struct attn_edit *e)
         return (int)now->layout == e->layout ? 0 : app_cycle_layout(a);
     case EDIT_OFFSET:
         return app_edit_offset(a, e->offset);
+    case EDIT_ABLATE:
+        return app_set_ablation(a, e->layer, e->head, (enum attn_head_mode)e->head_mode);
     default: /* EDIT_NONE; a lesson step makes no other kind */
         break;
     }
@@ -61,6 +63,7 @@ static void show_view(struct app *a, const struct attn_lesson_step *st)
 {
     a->playing = false;
     a->head_mean = false;
+    a->lens = a->rollout = false;
     a->all_heads = st->all_heads;
     if (st->layer < a->net.layers)
         a->layer = st->layer;

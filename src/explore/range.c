@@ -23,8 +23,24 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
 {
     if (!(c->valid && c->generation == a->generation && c->stage == (int)a->stage &&
           c->head == head && c->layer == a->layer)) {
-        if (head == -3 || head <= -4) { /* the mean over the heads (-3) or head -4 - key's Δ
-                                           against the baseline, as app_shown_view made it */
+        if (head == RANGE_ROLLOUT) { /* as app_shown_view made it, for this result and layer */
+            const struct interp_cache *ic = &a->interp;
+            bool kept = ic->rollout_valid && ic->rollout_generation == a->generation &&
+                        ic->rollout_layer == a->layer;
+            int n = kept ? ic->rollout_n : 0;
+            range_of((struct attn_mat_view){ic->rollout, n, n, n}, &c->lo, &c->hi);
+            c->generation = a->generation;
+            c->layer = a->layer;
+            c->stage = (int)a->stage;
+            c->head = head;
+            c->valid = kept;
+            *lo = c->lo;
+            *hi = c->hi;
+            return;
+        }
+        if (head == -3 ||
+            (head <= -4 && head > RANGE_ROLLOUT)) { /* the mean over the heads (-3) or head -4 -
+                             key's Δ against the baseline, as app_shown_view made it */
             struct attn_mat_view v = app_view(a, a->stage, 0);
             range_of(
                 (struct attn_mat_view){head == -3 ? a->mean : a->delta, v.rows, v.cols, v.cols},

@@ -12,12 +12,15 @@
 #include "engine/attention.h"
 #include "explore/app.h"
 
+#define RANGE_ROLLOUT (-1000) /* range_get's head for the attention rollout of the layer */
+
 struct range_cache {
     unsigned long generation;
     int layer, stage, head; /* head -1: every head of the layer (the all-heads view's shared
                                scale); -2: every head of every layer (the model view); -3: the
                                mean over the heads (app_shown_view's, made first);
-                               -4 - h: head h's Δ against the baseline (the same) */
+                               -4 - h: head h's Δ against the baseline (the same);
+                               RANGE_ROLLOUT: the rollout through the layer (app.h) */
     float lo, hi;
     bool valid;
 };

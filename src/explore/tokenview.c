@@ -7,6 +7,13 @@
 
 struct attn_mat_view tokenview_matrix(struct app *a, int *head)
 {
+    if (a->rollout && !a->all_heads) {
+        struct attn_mat_view r = app_shown_view(a);
+        if (a->rollout) { /* still: it was computed */
+            *head = TOKENVIEW_ROLLOUT;
+            return r;
+        }
+    }
     /* The all-heads and model views draw heads, not their mean: the selected tile's head. */
     if (!a->all_heads && app_showing_mean(a)) {
         *head = TOKENVIEW_MEAN;

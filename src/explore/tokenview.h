@@ -15,12 +15,15 @@
 
 #include "engine/attention.h"
 #include "explore/app.h"
+#include "explore/range.h" /* RANGE_ROLLOUT */
 
-#define TOKENVIEW_MEAN -3 /* the head of the mean over the heads (A), as range_get names it */
+#define TOKENVIEW_MEAN    -3 /* the head of the mean over the heads (A), as range_get names it */
+#define TOKENVIEW_ROLLOUT RANGE_ROLLOUT /* the rollout (r), as range_get names it */
 
-/* The matrix the token view reads: the mean over the heads when the map shows it (A), else the
- * current head at the current stage (in the all-heads and model views, the selected tile's).
- * *head says which: a head, or TOKENVIEW_MEAN. */
+/* The matrix the token view reads: the rollout when the map shows it (r), the mean over the
+ * heads when the map shows it (A), else the current head at the current stage (in the
+ * all-heads and model views, the selected tile's). *head says which: a head, TOKENVIEW_MEAN or
+ * TOKENVIEW_ROLLOUT. */
 struct attn_mat_view tokenview_matrix(struct app *a, int *head);
 
 /* True when the token view has something to show at stage s: the n x n stages (scores,

@@ -951,6 +951,8 @@ static const struct mapping *below(const struct field *f, const char **list)
         return &tokenizer_map;
     if (f->handler == h_model)
         return &model_map;
+    if (f->handler == attn_schema_step_ablate)
+        return &attn_schema_step_ablate_map;
     *list = "[]";
     if (f->handler == h_heads)
         return &head_map;

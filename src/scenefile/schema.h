@@ -193,8 +193,11 @@ void attn_schema_mark_meant(struct loader *l, const char *path, const char *key)
 void attn_schema_walk_map(struct loader *l, int node, const struct mapping *m, void *base,
                           const char *path);
 
-/* schema_lesson.c: the table of a lesson step. */
+/* schema_lesson.c: the table of a lesson step, and of its ablate: edit. */
 extern const struct mapping attn_schema_step_map;
+extern const struct mapping attn_schema_step_ablate_map;
+void attn_schema_step_ablate(struct loader *l, const struct field *f, int node, void *base,
+                             const char *path);
 
 /* schema.c: the top-level table, and the nested mappings whose keys "belong under" one. */
 extern const struct mapping attn_schema_top_map;

@@ -23,6 +23,7 @@ enum {
     L_NORMALIZE,
     L_LAYOUT,
     L_OFFSET,
+    L_ABLATE,
     L_COUNT
 };
 #define L_EDIT_FIRST L_CAUSAL
@@ -99,6 +100,49 @@ static void h_step_scale(struct loader *l, const struct field *f, int node, void
     st->edit.scale_divisor = scale.scale_divisor;
 }
 
+/* ablate: {layer: L, head: H, mode: zero|mean|off}, one head's ablation set or taken off.
+ * Whether the head exists is the step check's (it knows the scene). */
+static const char *step_head_mode_str(int v)
+{
+    return v == HEAD_KEEP ? "off" : attn_head_mode_name((enum attn_head_mode)v);
+}
+static const int step_ablate_mode_values[] = {HEAD_ZERO, HEAD_MEAN, HEAD_KEEP};
+static const struct enum_def step_ablate_mode_enum = {step_ablate_mode_values, 3,
+                                                      step_head_mode_str, NULL};
+static const struct int_range step_ablate_layer_range = {0, SCENE_MAX_LAYERS - 1};
+static const struct int_range step_ablate_head_range = {0, SCENE_MAX_HEADS - 1};
+#define SAB(member) offsetof(struct attn_ablation, member)
+static const struct field step_ablate_fields[] = {
+    {"layer", WANT_SCALAR, "an integer", attn_schema_int, SAB(layer), &step_ablate_layer_range},
+    {"head", WANT_SCALAR, "an integer", attn_schema_int, SAB(head), &step_ablate_head_range},
+    {"mode", WANT_SCALAR, NULL, attn_schema_enum, SAB(mode), &step_ablate_mode_enum},
+};
+/* layer and head are needed; mode is zero unless said. */
+static void finish_step_ablation(struct loader *l, int node, const int *found, void *base,
+                                 const char *path)
+{
+    static const char *const need[] = {"layer", "head"};
+    for (int i = 0; i < 2; i++)
+        if (found[i] < 0 && !attn_schema_meant_bad(l, path, need[i]))
+            attn_loader_error(l, node, path,
+                              "an ablated head needs '%s': {layer: 1, head: 0, mode: zero}",
+                              need[i]);
+}
+const struct mapping attn_schema_step_ablate_map = {"ablate", step_ablate_fields,
+                                                    N(step_ablate_fields), finish_step_ablation};
+
+void attn_schema_step_ablate(struct loader *l, const struct field *f, int node, void *base,
+                             const char *path)
+{
+    (void)f;
+    struct attn_lesson_step *st = base;
+    struct attn_ablation ab = {-1, -1, HEAD_ZERO};
+    attn_schema_walk_map(l, node, &attn_schema_step_ablate_map, &ab, path);
+    st->edit.layer = ab.layer;
+    st->edit.head = ab.head;
+    st->edit.head_mode = (int)ab.mode;
+}
+
 static const struct int_range step_index_range = {0, INT_MAX};
 
 #define LS(member) offsetof(struct attn_lesson_step, member)
@@ -127,6 +171,8 @@ static const struct field step_fields[L_COUNT] = {
                   &layout_enum},
     [L_OFFSET] = {"offset", WANT_SCALAR, "an integer", attn_schema_int, LS(edit.offset),
                   &offset_range},
+    [L_ABLATE] = {"ablate", WANT_MAP, "a head as {layer: 1, head: 0, mode: zero}",
+                  attn_schema_step_ablate, 0, NULL},
 };
 
 /* stage and caption are needed; a cell or a row; one edit at most. */

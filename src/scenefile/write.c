@@ -903,6 +903,12 @@ static void write_lesson(struct writer *w)
         case EDIT_OFFSET:
             fprintf(f, "%d", e->offset);
             break;
+        case EDIT_ABLATE:
+            fprintf(f, "{layer: %d, head: %d, mode: %s}", e->layer, e->head,
+                    e->head_mode == HEAD_KEEP
+                        ? "off"
+                        : attn_head_mode_name((enum attn_head_mode)e->head_mode));
+            break;
         default: /* EDIT_NONE; a lesson step makes no other kind */
             break;
         }

@@ -210,3 +210,17 @@ void draw_clear(struct rect r, int attr)
         mvhline(y, r.x, ' ', r.w);
     attrset(A_NORMAL);
 }
+
+void draw_bar_text(char *out, size_t size, double frac, int width)
+{
+    static const char *const eighths[8] = {"",       "\u258f", "\u258e", "\u258d",
+                                           "\u258c", "\u258b", "\u258a", "\u2589"};
+    frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
+    int units = ascii_only ? (int)(frac * width + 0.5) * 8 : (int)(frac * width * 8 + 0.5);
+    size_t o = 0;
+    out[0] = '\0';
+    for (int c = 0; c < units / 8 && o + 4 < size; c++)
+        o += (size_t)snprintf(out + o, size - o, "\u2588");
+    if (units % 8 && o + 4 < size)
+        snprintf(out + o, size - o, "%s", eighths[units % 8]);
+}

@@ -35,6 +35,10 @@ void draw_cell_pair(int y, int x, const char *utf8, int attrs, int pair);
 void draw_clear(struct rect r, int attr);
 /* A token as a label: blanks shown as ␣ ⇥ ↵ so a space token is not an empty label. */
 void display_token(char *out, size_t out_size, const char *token);
+/* A bar of frac (0..1) of width columns into out: full blocks, then an eighth block for the
+ * rest (ASCII: whole cells of the full block's stand-in). The token view's and the
+ * predictions' bars. */
+void draw_bar_text(char *out, size_t size, double frac, int width);
 /* Formats a cell value in at most width columns: 0.138, -12.35, -∞, nan. */
 void format_cell(char *out, size_t out_size, float v, int width);
 

@@ -122,6 +122,15 @@ static int score_label(char *label, size_t size, const struct theme *t, const st
     return theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
 }
 
+/* Appends " ✗zero" or " ✗mean" to head h's label (layer L) when the head is ablated. */
+static void ablated_mark(char *label, size_t size, const struct app *a, int L, int h)
+{
+    enum attn_head_mode hm = app_head_mode(a, L, h);
+    size_t used = strlen(label);
+    if (hm != HEAD_KEEP && used < size)
+        snprintf(label + used, size - used, " \u2717%s", attn_head_mode_name(hm));
+}
+
 static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
@@ -182,6 +191,8 @@ static void thumb_draw(struct panel *p, struct frame *f)
             snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
         bool sel = n > 1 && tile == selected(a);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
+        if (!shared)
+            ablated_mark(label, sizeof(label), a, L, h);
         if (a->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
             lattr = score_label(label, sizeof(label), t, a, L, h, sel, lattr);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
@@ -514,6 +525,8 @@ static void heads_draw(struct panel *p, struct frame *f)
         else
             snprintf(label, sizeof(label), "head %d", tile);
         int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
+        if (!shared)
+            ablated_mark(label, sizeof(label), a, a->layer, tile);
         if (a->score_shown >= 0 && !shared)
             lattr = score_label(label, sizeof(label), t, a, a->layer, tile, sel, lattr);
         int label_line = tile_row_line(&hl, tr);

@@ -15,11 +15,24 @@ static void draw(struct panel *p, struct frame *f)
     mvhline(r.y, r.x, ' ', r.w);
     attrset(A_NORMAL);
 
-    char sizes[128], layer[48] = "";
+    char sizes[200], layer[48] = "", ablated[96] = "";
     if (f->app->net.layers > 1)
         snprintf(layer, sizeof(layer), " \u00b7 layer %d of %d", f->app->layer, f->app->net.layers);
-    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s ", s->n_tokens,
-             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer);
+    /* Ablated heads are said where every view sees them: one by name, more by their count. */
+    int n_abl = app_ablated_count(f->app);
+    for (int L = 0; L < f->app->net.layers && n_abl == 1; L++)
+        for (int h = 0; h < f->app->net.model[L].heads; h++)
+            if (app_head_mode(f->app, L, h) != HEAD_KEEP) {
+                char who[32] = "";
+                if (f->app->net.layers > 1)
+                    snprintf(who, sizeof(who), "L%d ", L);
+                snprintf(ablated, sizeof(ablated), " \u00b7 %sh%d ablated (%s)", who, h,
+                         attn_head_mode_name(app_head_mode(f->app, L, h)));
+            }
+    if (n_abl > 1)
+        snprintf(ablated, sizeof(ablated), " \u00b7 %d heads ablated", n_abl);
+    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s%s ", s->n_tokens,
+             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer, ablated);
     int sw = text_width(sizes);
     char variant[512];
     attn_scene_describe(variant, sizeof(variant), s);
@@ -41,8 +54,13 @@ static void draw(struct panel *p, struct frame *f)
     int kw = 0;
     for (int k = 0; k < KNOB_COUNT; k++) {
         char value[32];
+        knobs[k][0] = '\0';
+        if (!app_knob_shown(f->app, (enum knob)k))
+            continue;
         app_knob_text(value, sizeof(value), f->app, (enum knob)k);
-        snprintf(knobs[k], sizeof(knobs[k]), " %s %s ", knob_name((enum knob)k), value);
+        /* the temperature by its symbol: the row has room for the scene's variant too */
+        snprintf(knobs[k], sizeof(knobs[k]), " %s %s ",
+                 k == KNOB_TEMPERATURE ? "T" : knob_name((enum knob)k), value);
         kw += text_width(knobs[k]) + 1;
     }
     int vw = r.w - kw - 2;
@@ -53,6 +71,8 @@ static void draw(struct panel *p, struct frame *f)
     }
     int x = r.x + r.w - kw;
     for (int k = 0; k < KNOB_COUNT && x >= r.x; k++) {
+        if (!knobs[k][0])
+            continue;
         int attr = k == (int)f->app->knob ? f->theme->role_attr[ROLE_STAGE_CURRENT]
                                           : f->theme->role_attr[ROLE_DIM];
         x += draw_text(r.y + 1, x, r.x + r.w - x, attr, knobs[k]) + 1;

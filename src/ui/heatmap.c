@@ -518,8 +518,10 @@ static void draw(struct panel *p, struct frame *f)
     struct attn_mat_view v = app_shown_view(f->app);
     bool mean = app_showing_mean(a);
     bool delta = app_showing_delta(a) && v.data == a->delta; /* Δ vs the pinned baseline */
-    /* The caches' key for what is shown: a head, the mean (-3), or a head's Δ (-4 - head). */
-    int key = delta ? -4 - a->head : mean ? -3 : a->head;
+    bool rollout = a->rollout; /* app_shown_view gave the rollout (or turned it off) */
+    /* The caches' key for what is shown: a head, the mean (-3), a head's Δ (-4 - head), or the
+       rollout (RANGE_ROLLOUT). */
+    int key = rollout ? RANGE_ROLLOUT : delta ? -4 - a->head : mean ? -3 : a->head;
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
     a->zoom_shown = l.zoomed ? l.grid : (struct zoom_grid){0};
@@ -556,12 +558,24 @@ static void draw(struct panel *p, struct frame *f)
         snprintf(since, sizeof(since), "\u0394 vs baseline (%.120s) \u00b7 ",
                  change[0] ? change : "no change yet");
     }
-    if (mean)
+    /* An ablated head's weights are its own still; what it hands on is not. */
+    char ablated[48] = "";
+    enum attn_head_mode hm = app_head_mode(a, a->layer, a->head);
+    if (hm != HEAD_KEEP)
+        snprintf(ablated, sizeof(ablated), " \u00b7 ablated (%s)", attn_head_mode_name(hm));
+    if (rollout && a->layer > 0) /* the product of the layers' A' up to this one */
+        snprintf(title, sizeof(title),
+                 "attention rollout \u00b7 layers 0\u2013%d (of %d) \u00b7 %d\u00d7%d", a->layer,
+                 a->net.layers, v.rows, v.cols);
+    else if (rollout)
+        snprintf(title, sizeof(title), "attention rollout \u00b7 layer 0%s \u00b7 %d\u00d7%d",
+                 a->net.layers > 1 ? " (the first)" : "", v.rows, v.cols);
+    else if (mean)
         snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
                  app_model(a)->heads, what, v.rows, v.cols);
     else if (attn_stage_is_per_head(a->stage))
-        snprintf(title, sizeof(title), "%s%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s", since,
-                 layer, a->head, app_model(a)->heads, what, v.rows, v.cols,
+        snprintf(title, sizeof(title), "%s%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s%s",
+                 since, layer, a->head, app_model(a)->heads, what, v.rows, v.cols, ablated,
                  kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
                  a->stage != STAGE_QUERIES ? kv : "");
     else

@@ -128,6 +128,7 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
     lay_out(&bl, &p->area, app_model(f->app), f->app->stage);
     for (int i = 0; i < bl.n; i++)
         if (x >= bl.x0[i] && x < bl.x1[i]) {
+            f->app->rollout = f->app->lens = false; /* a stage: the map shows the stages again */
             f->app->stage = bl.stage[i];
             app_clamp(f->app);
             return OUTCOME_VIEW_CHANGED;

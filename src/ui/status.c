@@ -48,6 +48,7 @@ static const struct {
     {ACTION_HEAD_PREV, ACTION_HEAD_NEXT, "head"},
     {ACTION_ALL_HEADS, ACTION_NONE, "all heads"},
     {ACTION_TOKEN_VIEW, ACTION_NONE, "token view"},
+    {ACTION_PREDICTIONS, ACTION_NONE, "predictions"}, /* with a vocabulary model */
     {ACTION_EDIT_TEXT, ACTION_NONE, "text"},
     {ACTION_KNOB_NEXT, ACTION_NONE, "knob"},
     {ACTION_KNOB_DOWN, ACTION_KNOB_UP, "change"},
@@ -166,9 +167,15 @@ static void draw(struct panel *p, struct frame *f)
         }
         x = hint(y, x, x_end, t, k, "open it");
     }
+    if (f->app->lens && !lesson_active(f->app)) { /* the lens: positions down, layers across */
+        x = hint(y, x, x_end, t, "\u2191\u2193", "position");
+        x = hint(y, x, x_end, t, "\u2190\u2192", "layer");
+    }
     for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
         if (hints[i].a == ACTION_PLAY && lesson_active(f->app))
             continue; /* its key steps through the lesson */
+        if (hints[i].a == ACTION_PREDICTIONS && !app_has_vocab(f->app))
+            continue;
         char keys[48], k1[24], k2[24];
         key_display(k1, sizeof(k1), f->keymap, hints[i].a);
         if (hints[i].b != ACTION_NONE) {

@@ -103,6 +103,10 @@ static void title_text(char *out, size_t size, const struct app *a, int head)
     char layer[32] = "", who[48];
     if (a->net.layers > 1)
         snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
+    if (head == TOKENVIEW_ROLLOUT) {
+        snprintf(out, size, "token view \u00b7 attention rollout through layer %d", a->layer);
+        return;
+    }
     if (head == TOKENVIEW_MEAN)
         snprintf(who, sizeof(who), "mean of the %d heads", app_model(a)->heads);
     else if (attn_stage_is_per_head(a->stage))
@@ -182,21 +186,6 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
         used = row + 1;
     }
     return used;
-}
-
-/* A bar of frac (0..1) of width columns: full blocks, then an eighth block for the rest (ASCII:
- * whole cells of the full block's stand-in). */
-static void bar_text(char *out, size_t size, double frac, int width)
-{
-    static const char *const eighths[8] = {"",       "\u258f", "\u258e", "\u258d",
-                                           "\u258c", "\u258b", "\u258a", "\u2589"};
-    int units = draw_ascii_only() ? (int)(frac * width + 0.5) * 8 : (int)(frac * width * 8 + 0.5);
-    size_t o = 0;
-    out[0] = '\0';
-    for (int c = 0; c < units / 8 && o + 4 < size; c++)
-        o += (size_t)snprintf(out + o, size - o, "\u2588");
-    if (units % 8 && o + 4 < size)
-        snprintf(out + o, size - o, "%s", eighths[units % 8]);
 }
 
 /* Digits of n (the positions' column). */
@@ -284,7 +273,7 @@ static void draw_bars(struct tokens_panel *tp, struct frame *f, struct attn_mat_
         draw_text(y, x, labw, j == a->col ? t->role_attr[ROLE_SELECTION] : (int)A_NORMAL, labs[e]);
         x += labw + 1;
         if (barw >= 1) {
-            bar_text(bar, sizeof(bar), tokenview_bar_fraction(fc, kind, rowv[j]), barw);
+            draw_bar_text(bar, sizeof(bar), tokenview_bar_fraction(fc, kind, rowv[j]), barw);
             draw_text(y, x, barw, t->role_attr[ROLE_LABEL], bar);
         }
         tp->n_bars++;

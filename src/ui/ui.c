@@ -32,6 +32,7 @@
 #include "ui/header.h"
 #include "ui/input.h"
 #include "ui/inspector.h"
+#include "ui/predictions.h"
 #include "ui/stagebar.h"
 #include "scenefile/scenefile.h"
 
@@ -72,7 +73,7 @@ void ui_resize(struct ui *ui)
      * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows (2 under a
      * caption); the token view at least 2/5 of them (a window of the sentence and its bars),
      * zoomed out the map fits whatever it gets. */
-    int map_w = heatmap_min_width(&ui->app);
+    int map_w = ui->app.lens ? lens_min_width(&ui->app) : heatmap_min_width(&ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
         int iw = w - map_w > 72 ? 72 : w - map_w;
@@ -82,6 +83,11 @@ void ui_resize(struct ui *ui)
         int insp_min = cap_h > 0 ? 2 : main_h >= 20 ? 9 : main_h / 3;
         if (ui->app.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
             insp_min = main_h * 2 / 5;
+        /* The predictions: a title, the next token's line and the top 10, when that leaves the
+           map half the rows. */
+        bool preds = ui->app.predictions || ui->app.lens;
+        if (preds && cap_h == 0 && insp_min < 2 + INTERP_TOP)
+            insp_min = 2 + INTERP_TOP < main_h / 2 ? 2 + INTERP_TOP : main_h / 2;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         if (mh < least && least <= main_h - 5) /* every layer in view, the inspector smaller */
             mh = least;
@@ -96,7 +102,9 @@ void ui_resize(struct ui *ui)
     panel_resize(&ui->stagebar, f, (struct rect){2, 0, 1, w});
     panel_resize(&ui->heatmap.base, f, map);
     panel_resize(&ui->grid.base, f, map);
+    panel_resize(&ui->lens.base, f, map);
     panel_resize(&ui->inspector, f, insp);
+    panel_resize(&ui->predictions, f, insp);
     panel_resize(&ui->tokens.base, f, insp);
     ui->tokens_laid_out = ui->app.token_view;
     panel_resize(&ui->caption, f, (struct rect){main_y + main_h, 0, cap_h, w});
@@ -235,12 +243,15 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     status_panel_init(&ui->status);
     help_panel_init(&ui->help);
     caption_panel_init(&ui->caption);
+    lens_panel_init(&ui->lens);
+    predictions_panel_init(&ui->predictions);
     struct panel *order[PANEL_COUNT] = {
-        [PANEL_HEADER] = &ui->header,        [PANEL_STAGEBAR] = &ui->stagebar,
-        [PANEL_HEATMAP] = &ui->heatmap.base, [PANEL_GRID] = &ui->grid.base,
-        [PANEL_INSPECTOR] = &ui->inspector,  [PANEL_TOKENS] = &ui->tokens.base,
-        [PANEL_STATUS] = &ui->status.base,   [PANEL_HELP] = &ui->help.base,
-        [PANEL_CAPTION] = &ui->caption,
+        [PANEL_HEADER] = &ui->header,           [PANEL_STAGEBAR] = &ui->stagebar,
+        [PANEL_HEATMAP] = &ui->heatmap.base,    [PANEL_GRID] = &ui->grid.base,
+        [PANEL_INSPECTOR] = &ui->inspector,     [PANEL_TOKENS] = &ui->tokens.base,
+        [PANEL_STATUS] = &ui->status.base,      [PANEL_HELP] = &ui->help.base,
+        [PANEL_CAPTION] = &ui->caption,         [PANEL_LENS] = &ui->lens.base,
+        [PANEL_PREDICTIONS] = &ui->predictions,
     };
     memcpy(ui->panels, order, sizeof(order));
     lesson_open(&ui->app); /* a scene with a lesson opens on its first step */
@@ -263,13 +274,27 @@ void ui_close(struct ui *ui)
     attn_diag_list_free(&ui->config_problems);
 }
 
+/* The panel in the map's place: the lens, every head, or one head's map. */
+static struct panel *ui_map(struct ui *ui)
+{
+    return ui->app.lens ? &ui->lens.base : ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base;
+}
+
+/* The panel in the inspector's place: the predictions (with the lens, its pick's), the token
+ * view, or the inspector. */
+static struct panel *ui_side(struct ui *ui)
+{
+    return ui->app.predictions || ui->app.lens ? &ui->predictions
+           : ui->app.token_view                ? &ui->tokens.base
+                                               : &ui->inspector;
+}
+
 static int handle_mouse(struct ui *ui)
 {
     MEVENT ev;
     if (getmouse(&ev) != OK)
         return OUTCOME_IGNORED;
-    struct panel *order[] = {&ui->stagebar, ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base,
-                             ui->app.token_view ? &ui->tokens.base : &ui->inspector};
+    struct panel *order[] = {&ui->stagebar, ui_map(ui), ui_side(ui)};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = order[i];
         if (p->handle_mouse && rect_contains(p->area, ev.y, ev.x))
@@ -351,7 +376,7 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
     default:
         break;
     }
-    struct panel *focus = ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base;
+    struct panel *focus = ui_map(ui);
     int r = focus->handle_key ? focus->handle_key(focus, &ui->frame, act) : OUTCOME_IGNORED;
     if (r != OUTCOME_IGNORED)
         return r;
@@ -371,6 +396,8 @@ void ui_mark(struct ui *ui, int outcome)
         ui->grid.base.dirty = true;
         ui->inspector.dirty = true;
         ui->tokens.base.dirty = true;
+        ui->lens.base.dirty = true;
+        ui->predictions.dirty = true;
         ui->status.base.dirty = true;
     }
     if (ui->app.token_view != ui->tokens_laid_out) { /* v: the stacked layout changes */
@@ -403,11 +430,14 @@ void ui_draw(struct ui *ui)
         ui_invalidate(ui);
         return;
     }
-    ui->heatmap.base.visible = !ui->app.all_heads;
-    ui->grid.base.visible = ui->app.all_heads;
+    struct panel *map = ui_map(ui), *side = ui_side(ui);
+    ui->heatmap.base.visible = map == &ui->heatmap.base;
+    ui->grid.base.visible = map == &ui->grid.base;
+    ui->lens.base.visible = map == &ui->lens.base;
     ui->help.base.visible = ui->help.open;
-    ui->inspector.visible = !ui->app.token_view;
-    ui->tokens.base.visible = ui->app.token_view;
+    ui->inspector.visible = side == &ui->inspector;
+    ui->tokens.base.visible = side == &ui->tokens.base;
+    ui->predictions.visible = side == &ui->predictions;
     ui->header.visible = ui->stagebar.visible = true;
     ui->caption.visible = ui->caption.area.h > 0;
     ui->status.base.visible = true;
@@ -418,9 +448,9 @@ void ui_draw(struct ui *ui)
     }
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
-    static const enum panel_id order[] = {PANEL_HEADER,  PANEL_STAGEBAR,  PANEL_HEATMAP,
-                                          PANEL_GRID,    PANEL_INSPECTOR, PANEL_TOKENS,
-                                          PANEL_CAPTION, PANEL_HELP,      PANEL_STATUS};
+    static const enum panel_id order[] = {
+        PANEL_HEADER, PANEL_STAGEBAR,    PANEL_HEATMAP, PANEL_GRID, PANEL_LENS,  PANEL_INSPECTOR,
+        PANEL_TOKENS, PANEL_PREDICTIONS, PANEL_CAPTION, PANEL_HELP, PANEL_STATUS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         struct panel *p = ui->panels[order[i]];
         bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&

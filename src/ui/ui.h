@@ -18,6 +18,7 @@
 #include "ui/grid.h"
 #include "ui/heatmap.h"
 #include "ui/help.h"
+#include "ui/lens.h"
 #include "ui/panel.h"
 #include "ui/status.h"
 #include "ui/tokens.h"
@@ -36,6 +37,8 @@ enum panel_id {
     PANEL_STATUS,
     PANEL_HELP,
     PANEL_CAPTION,
+    PANEL_LENS,
+    PANEL_PREDICTIONS,
     PANEL_COUNT
 };
 
@@ -52,7 +55,9 @@ struct ui {
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
     struct panel header, stagebar, inspector, caption;
+    struct panel predictions; /* the predictions (p), where the inspector is */
     struct heatmap_panel heatmap;
+    struct lens_panel lens; /* the logit lens (y), where the map is */
     struct grid_panel grid;
     struct tokens_panel tokens; /* the token view (v), where the inspector is */
     struct status_panel status;
