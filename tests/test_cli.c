@@ -453,6 +453,49 @@ static void test_check_lesson_marks(void **state)
     run_free(&r);
 }
 
+/* {p @ next P} marks: check compares them with the model's probability of position P's next
+ * token after the step's ablation (attnscope predict's p: 0.9187 for " rain" at position 20 of
+ * the induction scene; 0.0055 with its induction head off, as attnscope ablate and the panel
+ * say), and refuses them past the last position and on drawn embeddings. */
+static void test_check_next_marks(void **state)
+{
+    (void)state;
+    const char *fixtures = getenv("ATTNSCOPE_FIXTURES");
+    assert_non_null(fixtures);
+    char path[4200], line[4800];
+    snprintf(path, sizeof(path), "%s/lessons/next-marks.yaml", fixtures);
+    struct run r = RUN("check", path);
+    expect_status(&r, 1);
+    const char *want[] = {
+        ":14:34: step 2: the caption says 0.5000, but the model gives position 20's next token p "
+        "0.9187\n",
+        ":18:53: step 3: the caption says 0.9187, but the model gives position 20's next token p "
+        "0.0055\n",
+        ":21:45: step 4: the caption marks 0.5 @ next 31, but only positions 0 to 30 have a next "
+        "token\n",
+    };
+    const char *at = r.err;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        snprintf(line, sizeof(line), "%s%s", path, want[i]);
+        const char *hit = strstr(at, line);
+        if (!hit)
+            fail_msg("expected, in order:\n%s\nin:\n%s", line, r.err);
+        at = hit + strlen(line);
+    }
+    assert_null(strstr(r.err, ":11:")); /* step 1's 0.9187 is right */
+    run_free(&r);
+
+    snprintf(path, sizeof(path), "%s/lessons/next-drawn.yaml", fixtures);
+    r = RUN("check", path);
+    expect_status(&r, 1);
+    snprintf(line, sizeof(line),
+             "%s:7:28: step 1: the caption marks 0.5 @ next 2, but this scene has no vocabulary "
+             "model to predict with\n",
+             path);
+    expect_contains(r.err, line);
+    run_free(&r);
+}
+
 static void test_missing_scene_names_the_file(void **state)
 {
     (void)state;
@@ -1617,6 +1660,7 @@ int main(void)
         cmocka_unit_test(test_missing_scene_names_the_file),
         cmocka_unit_test(test_control_characters_escaped),
         cmocka_unit_test(test_check_lesson_marks),
+        cmocka_unit_test(test_check_next_marks),
         cmocka_unit_test(test_print_default),
         cmocka_unit_test(test_print_scene_file_and_filters),
         cmocka_unit_test(test_export_writes_files),

@@ -117,8 +117,18 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
     snprintf(m->written, sizeof(m->written), "%.*s", (int)(q - num), num);
     m->stage = -1;
     m->row = m->col = -1;
+    m->next = -1;
     q = skip_blanks(q);
-    if (*q == '@') {
+    if (*q == '@' && strncmp(skip_blanks(q + 1), "next", 4) == 0 &&
+        !isalnum((unsigned char)skip_blanks(q + 1)[4]) && skip_blanks(q + 1)[4] != '_') {
+        q = skip_blanks(skip_blanks(q + 1) + 4);
+        m->next = read_index(&q);
+        if (m->next < 0) {
+            snprintf(why, size, "after @ next comes a position (0-based), like {0.9187 @ next 20}");
+            return NULL;
+        }
+        q = skip_blanks(q);
+    } else if (*q == '@') {
         q = skip_blanks(q + 1);
         if (isalpha((unsigned char)*q)) {
             const char *name = q;
@@ -151,7 +161,8 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
     }
     if (*q != '}') {
         snprintf(why, size,
-                 "a mark is {number}, {number @ row,column} or {number @ stage row,column}");
+                 "a mark is {number}, {number @ row,column}, {number @ stage row,column} or "
+                 "{number @ next position}");
         return NULL;
     }
     return q + 1;

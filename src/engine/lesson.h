@@ -14,6 +14,8 @@
  *   {0.2379 @ 1,1}       row 1, column 1 of the matrix shown (0-based, as the explorer counts)
  *   {1.4950 @ scores 1,1}  the same cell of another stage (same layer and head)
  *   {-inf @ 0,1}         a masked cell
+ *   {0.9187 @ next 20}   the probability the model gives position 20's actual next token
+ *                        (scenes with a vocabulary model: what the predictions panel shows)
  * The number matches when the value, rounded to the decimals written, is the number written.
  * On screen a mark is just its number ("0.2379", "−∞").
  */
@@ -64,6 +66,8 @@ struct attn_caption_mark {
     int decimals;      /* digits written after the point */
     int stage;         /* -1: the step's */
     int row, col;      /* -1: the step's cell, its row, or anywhere */
+    int next;          /* >= 0: {p @ next P}, the model's probability of position P's next
+                          token (at temperature 1, after the step's ablations); -1: a cell */
     size_t start, end; /* bytes of the mark in the caption: '{' up to and with '}' */
     char written[32];  /* the number as written ("0.2379", "-inf") */
 };

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cnum.h"
+#include "engine/logits.h"
 #include "explore/keys.h"
 
 bool lesson_active(const struct app *a)
@@ -282,15 +283,56 @@ static void step_problem(const struct app *a, const char *source, size_t len,
                        a->lesson.step + 1, msg);
 }
 
+/* {p @ next P}: the probability the model, as the step leaves it (its ablations included),
+ * gives position P's actual next token at temperature 1, as the predictions panel shows it. */
+static int check_next_mark(const struct app *a, const char *source, size_t len,
+                           struct diag_list *problems, const struct attn_caption_mark *m)
+{
+    const struct attn_net *net = &a->net;
+    int n = net->layers > 0 ? net->model[net->layers - 1].n : 0;
+    if (!attn_net_has_vocab(net)) {
+        step_problem(a, source, len, problems, m->start,
+                     "the caption marks %s @ next %d, but this scene has no vocabulary model "
+                     "to predict with",
+                     m->written, m->next);
+        return 1;
+    }
+    if (m->next >= n - 1) {
+        step_problem(a, source, len, problems, m->start,
+                     "the caption marks %s @ next %d, but only positions 0 to %d have a next "
+                     "token",
+                     m->written, m->next, n - 2);
+        return 1;
+    }
+    struct attn_predictions p = {0};
+    struct diag err = {0};
+    if (attn_predict(&p, net, net->layers - 1, m->next, 1, 0, 1.0, NULL, &err) != 0) {
+        step_problem(a, source, len, problems, m->start, "%s", err.msg);
+        return 1;
+    }
+    float prob = (float)p.next_prob[0];
+    attn_predictions_free(&p);
+    if (mark_matches(prob, m))
+        return 0;
+    char got[48];
+    as_written(got, sizeof(got), prob, m->decimals);
+    step_problem(a, source, len, problems, m->start,
+                 "the caption says %s, but the model gives position %d's next token p %s",
+                 m->written, m->next, got);
+    return 1;
+}
+
 /* Mark m of the caption against the matrix the step shows. */
 static int check_mark(const struct app *a, const char *source, size_t len,
                       struct diag_list *problems, const struct attn_caption_mark *m)
 {
     const struct attn_lesson_step *st = lesson_current(a);
+    char got[48];
+    if (m->next >= 0)
+        return check_next_mark(a, source, len, problems, m);
     enum attn_stage stage = m->stage >= 0 ? (enum attn_stage)m->stage : a->stage;
     const char *name = attn_stage_name(stage);
     struct attn_mat_view v = app_view(a, stage, a->head);
-    char got[48];
     if (m->row >= 0 || (st->row >= 0 && st->col >= 0)) {
         int r = m->row >= 0 ? m->row : st->row, c = m->row >= 0 ? m->col : st->col;
         if (r >= v.rows || c >= v.cols) {
