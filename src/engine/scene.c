@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "common/cnum.h"
-#include "common/fatal.h"
 #include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
@@ -287,23 +286,26 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     return 0;
 }
 
-void attn_scene_init_default(struct attn_scene *s)
+int attn_scene_init_default(struct attn_scene *s)
 {
     attn_scene_init(s);
     s->title = strdup("Your journey starts with one step: multi-head attention (ch. 3.6)");
     s->text = strdup("Your journey starts with one step");
     s->tokens = attn_tokens_dup((char *const *)book_tokens, 6);
-    if (!s->title || !s->text || !s->tokens)
-        attn_fatal_abort("out of memory at start-up");
-    s->n_tokens = 6;
+    if (s->tokens)
+        s->n_tokens = 6;
+    if (!s->title || !s->text || !s->tokens || attn_matrix_alloc(&s->embed.rows, 6, 3)) {
+        attn_scene_free(s);
+        attn_scene_init(s);
+        return -1;
+    }
     s->embed.kind = EMBED_EXPLICIT;
-    if (attn_matrix_alloc(&s->embed.rows, 6, 3))
-        attn_fatal_abort("out of memory at start-up");
     memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
     s->attn.projection = PROJ_LINEAR;
     s->attn.d_out = 2;
     s->attn.heads = 2;
     s->attn.causal = true;
+    return 0;
 }
 
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err)
@@ -975,7 +977,7 @@ static void check_ablate(const struct attn_scene *s, struct diag_list *out)
 
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 {
-    int before = out->n;
+    int before = out->n + out->lost;
     const char *tok_path = s->text ? "text" : "tokens";
     int n = s->n_tokens;
     if (n < 1)
@@ -1095,7 +1097,7 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
                     "%zu MiB limit (%s)",
                     (bytes + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
     }
-    return out->n - before;
+    return out->n + out->lost - before;
 }
 
 bool attn_scene_has_vocab(const struct attn_scene *s)

@@ -1368,6 +1368,9 @@ int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const c
             ids_push(&e->type, s);
             ids_push(&e->special, 0);
         }
+        /* the three lists must be as long as each other before anything reads them */
+        if (rc == 0 && enc_failed(e))
+            rc = attn_diag_set(err, "", "out of memory");
     }
     if (rc == 0 && t->has_post)
         rc = post_process(&l, &t->post, add_special_tokens, err);

@@ -20,6 +20,7 @@
 #include "common/utf8.h"
 #include "pretrained/hftok.h"
 #include "pretrained/hftok_int.h"
+#include "pretrained/jsonoom.h"
 #include "pretrained/uni.h"
 
 /* hftok.c: the normaliser, for added tokens' normalized forms. */
@@ -1121,8 +1122,10 @@ static int load_post(struct jctx *c, json_t *obj, struct hf_post *p)
             json_t *toks = json_is_object(v) ? json_object_get(v, "tokens") : NULL;
             json_t *id = json_is_object(v) ? json_object_get(v, "id") : NULL;
             int rc = 0;
-            if (!s->name || !ids || !json_is_array(ids) || !toks || !json_is_array(toks) || !id ||
-                !json_is_string(id) || json_object_size(v) != 3)
+            if (!s->name)
+                rc = jerr(c, "out of memory");
+            else if (!ids || !json_is_array(ids) || !toks || !json_is_array(toks) || !id ||
+                     !json_is_string(id) || json_object_size(v) != 3)
                 rc = jerr(c, "must be {\"id\": \"...\", \"ids\": [...], \"tokens\": [...]}");
             else if (json_array_size(ids) != json_array_size(toks))
                 rc = jerr(c, "ids and tokens must be of the same length");
@@ -1542,6 +1545,10 @@ static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
 {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | flags, &je);
+    if (!root && attn_json_out_of_memory(&je, text, len)) {
+        attn_diag_file(c->err, c->file, "out of memory reading the JSON");
+        return NULL;
+    }
     if (!root) {
         /* jansson counts columns in characters; ours are bytes, from the position it gives */
         size_t pos = je.position > 0 ? (size_t)je.position : 0;

@@ -131,7 +131,10 @@ static void load_configs(struct ui *ui)
             snprintf(where, sizeof(where), "%.380s", d->file);
         snprintf(ui->config_error, sizeof(ui->config_error),
                  " \u2717 %s: %.400s \u2014 defaults in use%s (? lists all) ", where, d->msg,
-                 errs.n > 1 ? ", more problems" : "");
+                 errs.n > 1 || errs.lost ? ", more problems" : "");
+    } else if (errs.lost) {
+        snprintf(ui->config_error, sizeof(ui->config_error),
+                 " \u2717 out of memory reading the configuration \u2014 defaults in use ");
     }
     ui->config_problems = errs;
     free(user_keys);
