@@ -17,20 +17,25 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unicode/uclean.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/diag.h"
 #include "engine/attention.h"
 #include "engine/logits.h"
 #include "engine/net.h"
 #include "engine/scene.h"
 #include "engine/stage.h"
+#include "export/export.h"
 #include "oomhook.h"
 #include "pretrained/bpe.h"
 #include "pretrained/hftok.h"
@@ -121,8 +126,8 @@ static void check_live(const char *name, long nth, bool after)
     size_t size;
     long live = oom_live(&size);
     if (live)
-        fail_msg("%s, allocation %ld failing%s: %ld blocks left allocated (one of %zu bytes)",
-                 name, nth, after ? " (and every later one)" : "", live, size);
+        fail_msg("%s, allocation %ld failing%s: %ld blocks left allocated (one of %zu bytes)", name,
+                 nth, after ? " (and every later one)" : "", live, size);
 }
 
 /* Runs work with every n-th allocation failing, in turn; the counts go to stdout. */
@@ -167,8 +172,8 @@ static void sweep(const char *name, work_fn work, const void *arg, bool libs)
                 errors++;
             } else {
                 if (o.digest != ref.digest)
-                    fail_msg("%s, allocation %ld failing%s: succeeded with other results", name,
-                             n, after ? " (and every later one)" : "");
+                    fail_msg("%s, allocation %ld failing%s: succeeded with other results", name, n,
+                             after ? " (and every later one)" : "");
                 recovered++;
             }
         }
@@ -353,8 +358,7 @@ static void test_hftok_induction(void **state)
                        "fish moon king door gold rain lake tree wolf sand cake bird rose ship "
                        "apple star fish moon king door",
                        NULL};
-    sweep("tokenizer.json (fixtures/hf/induction), jansson and ICU included", work_hftok, &a,
-          true);
+    sweep("tokenizer.json (fixtures/hf/induction), jansson and ICU included", work_hftok, &a, true);
     free(path);
 }
 
@@ -390,16 +394,18 @@ static const char sentencepiece_json[] =
     "  \"fuse_unk\": true, \"byte_fallback\": true, \"ignore_merges\": false,"
     "  \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2, \"<0x0A>\": 3, \"<0xC3>\": 4,"
     "   \"<0xA9>\": 5, \"\xE2\x96\x81\": 6, \"t\": 7, \"h\": 8, \"e\": 9, \"c\": 10, \"a\": 11,"
-    "   \"\xE2\x96\x81t\": 12, \"he\": 13, \"\xE2\x96\x81the\": 14, \"at\": 15, \"\xE2\x96\x81" "c\": 16,"
-    "   \"\xE2\x96\x81" "cat\": 17, \"s\": 18},"
+    "   \"\xE2\x96\x81t\": 12, \"he\": 13, \"\xE2\x96\x81the\": 14, \"at\": 15, \"\xE2\x96\x81"
+    "c\": 16,"
+    "   \"\xE2\x96\x81"
+    "cat\": 17, \"s\": 18},"
     "  \"merges\": [\"\xE2\x96\x81 t\", \"h e\", \"\xE2\x96\x81t he\", \"a t\","
-    "   \"\xE2\x96\x81 c\", \"\xE2\x96\x81" "c at\"]}}";
+    "   \"\xE2\x96\x81 c\", \"\xE2\x96\x81"
+    "c at\"]}}";
 
 static void test_hftok_sentencepiece(void **state)
 {
     (void)state;
-    struct hf_arg a = {NULL, sentencepiece_json, "the cat\nthe cats \xC3\xA9<s>the</s>",
-                       "cat the"};
+    struct hf_arg a = {NULL, sentencepiece_json, "the cat\nthe cats \xC3\xA9<s>the</s>", "cat the"};
     sweep("a SentencePiece-style tokenizer.json, jansson and ICU included", work_hftok, &a, true);
 }
 
@@ -432,8 +438,8 @@ static void test_hftok_wordpiece(void **state)
     (void)state;
     struct hf_arg a = {NULL, wordpiece_json, "The Cats, the Caf\xC3\xA9!\xE4\xB8\xAD dog",
                        "the cat"};
-    sweep("a WordPiece tokenizer.json (BERT's pipeline), jansson and ICU included", work_hftok,
-          &a, true);
+    sweep("a WordPiece tokenizer.json (BERT's pipeline), jansson and ICU included", work_hftok, &a,
+          true);
 }
 
 /* ---- scenes ---- */
@@ -484,8 +490,7 @@ static void work_scene(struct outcome *out, const void *p)
                 if (strstr(errs.items[i].msg, "memory"))
                     snprintf(out->msg, sizeof(out->msg), "%s", errs.items[i].msg);
             if (errs.lost)
-                snprintf(out->msg, sizeof(out->msg), "%d problems lost: out of memory",
-                         errs.lost);
+                snprintf(out->msg, sizeof(out->msg), "%d problems lost: out of memory", errs.lost);
             attn_diag_list_free(&errs);
             return;
         }
@@ -501,8 +506,8 @@ static void work_scene(struct outcome *out, const void *p)
             if (attn_predict(&pr, &net, net.layers - 1, 0, net.model[0].n, 3, 1.0, NULL, &err)) {
                 set_error(out, &err);
             } else {
-                out->digest = mix(out->digest, pr.top,
-                                  (size_t)pr.count * (size_t)pr.k * sizeof(*pr.top));
+                out->digest =
+                    mix(out->digest, pr.top, (size_t)pr.count * (size_t)pr.k * sizeof(*pr.top));
                 out->digest = mix(out->digest, pr.next_prob, (size_t)pr.count * sizeof(double));
                 attn_predictions_free(&pr);
             }
@@ -598,8 +603,283 @@ static void test_scene_bad(void **state)
     (void)state;
     char *path = fixture("bad/independent_checks.yaml");
     struct bad_arg a = {path};
-    sweep("a scene with many problems (fixtures/bad/independent_checks.yaml)", work_bad_scene,
-          &a, false);
+    sweep("a scene with many problems (fixtures/bad/independent_checks.yaml)", work_bad_scene, &a,
+          false);
+    free(path);
+}
+
+/* ---- export: all or nothing, an earlier export kept whole ---- */
+
+/* A fresh folder for a sweep's exports: under /dev/shm when there is one (an export fsyncs
+ * every file, and a sweep writes thousands of exports), else under TMPDIR. */
+static void make_parent(char *out, size_t size)
+{
+    struct stat st;
+    const char *tmp = getenv("TMPDIR");
+    const char *base =
+        stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
+            ? "/dev/shm"
+        : tmp && *tmp ? tmp
+                      : "/tmp";
+    snprintf(out, size, "%s/test_oom.XXXXXX", base);
+    assert_non_null(mkdtemp(out));
+}
+
+/* rm -r path, without malloc of ours. */
+static void rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char sub[4096];
+            snprintf(sub, sizeof(sub), "%.3800s/%.255s", path, e->d_name);
+            rm_tree(sub);
+        }
+        closedir(d);
+    }
+    remove(path);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+#define TREE_NAMES 128
+
+/* A digest of every name and byte under path, in name order, made without malloc (it runs
+ * while allocations are failing). -1 when a folder is too big or cannot be read. */
+static int tree_digest(uint64_t *h, const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            return -1;
+        char buf[4096];
+        ssize_t k;
+        while ((k = read(fd, buf, sizeof(buf))) > 0)
+            *h = mix(*h, buf, (size_t)k);
+        close(fd);
+        return k < 0 ? -1 : 0;
+    }
+    char names[TREE_NAMES][256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (n == TREE_NAMES) {
+            closedir(d);
+            return -1;
+        }
+        snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(names[0]), cmp_name);
+    for (int i = 0; i < n; i++) {
+        char sub[4096];
+        snprintf(sub, sizeof(sub), "%.3800s/%.255s", path, names[i]);
+        *h = mix(*h, names[i], strlen(names[i]) + 1);
+        if (tree_digest(h, sub) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* What parent holds besides "out": the first such name, or "" when nothing. */
+static void stray(char *out, size_t size, const char *parent)
+{
+    out[0] = '\0';
+    DIR *d = opendir(parent);
+    if (!d) {
+        snprintf(out, size, "(cannot read %s)", parent);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "out")) {
+            snprintf(out, size, "%s", e->d_name);
+            break;
+        }
+    closedir(d);
+}
+
+struct export_arg {
+    const struct attn_scene *s;
+    const struct attn_net *net;
+    enum export_format fmt;
+    const char *parent;
+    bool replace;    /* parent/out holds an earlier export of the same scene */
+    uint64_t before; /* its digest */
+};
+
+/* The outcome of an export into parent/out, checked for what a failure may leave: nothing at
+ * all, or the earlier export exactly as it was. The messages of those checks never say
+ * "memory", so the sweep fails on them. */
+static void export_outcome(struct outcome *out, const char *parent, bool replace, uint64_t before,
+                           bool ok)
+{
+    char dir[4096], left[256];
+    snprintf(dir, sizeof(dir), "%s/out", parent);
+    stray(left, sizeof(left), parent);
+    if (left[0]) {
+        out->rc = -1;
+        snprintf(out->msg, sizeof(out->msg), "%s left beside the export folder", left);
+        rm_tree(parent); /* the next runs start clean: recreated below */
+        mkdir(parent, 0700);
+        return;
+    }
+    uint64_t h = 14695981039346656037u;
+    bool exists = access(dir, F_OK) == 0;
+    if (exists && tree_digest(&h, dir) != 0) {
+        out->rc = -1;
+        snprintf(out->msg, sizeof(out->msg), "the export folder cannot be read back");
+        return;
+    }
+    if (ok) {
+        out->digest = h;
+        if (!replace)
+            rm_tree(dir);
+    } else if (replace && (!exists || h != before)) {
+        snprintf(out->msg, sizeof(out->msg), "the earlier export was %s by a failed one",
+                 exists ? "changed" : "removed");
+    } else if (!replace && exists) {
+        snprintf(out->msg, sizeof(out->msg), "a failed export left its folder");
+        rm_tree(dir);
+    }
+}
+
+static void work_export(struct outcome *out, const void *p)
+{
+    const struct export_arg *a = p;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/out", a->parent);
+    struct diag err;
+    out->rc = 0;
+    out->digest = 0;
+    if (export_dir_top(dir, a->s, a->net, a->fmt, 3, NULL, &err) != 0)
+        set_error(out, &err);
+    export_outcome(out, a->parent, a->replace, a->before, out->rc == 0);
+}
+
+/* Loads and computes a scene outside the sweep: only the export's allocations fail. */
+static void sweep_export(const char *name, const char *scene, enum export_format fmt, bool replace)
+{
+    struct attn_scene s;
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, scene, &errs, NULL, NULL), 0);
+    attn_diag_list_free(&errs);
+    struct attn_net net = {0};
+    struct diag err;
+    assert_int_equal(attn_net_compute(&net, &s, &err), 0);
+    char parent[4096];
+    make_parent(parent, sizeof(parent));
+    struct export_arg a = {&s, &net, fmt, parent, replace, 14695981039346656037u};
+    if (replace) {
+        char dir[4096 + 8];
+        snprintf(dir, sizeof(dir), "%s/out", parent);
+        assert_int_equal(export_dir_top(dir, &s, &net, fmt, 3, NULL, &err), 0);
+        assert_int_equal(tree_digest(&a.before, dir), 0);
+    }
+    sweep(name, work_export, &a, false);
+    rm_tree(parent);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+}
+
+static void test_export_mha(void **state)
+{
+    (void)state;
+    char *path = scene_path("10-mha.yaml");
+    sweep_export("export of scenes/10-mha.yaml as CSV into a new folder", path, EXPORT_CSV, false);
+    free(path);
+}
+
+/* A model with a vocabulary (predictions.csv, loss.csv, lens.csv too), replacing an earlier
+ * export: a failure leaves that one as it was. */
+static void test_export_hf_replace(void **state)
+{
+    (void)state;
+    char *path = fixture("hf/induction.yaml");
+    sweep_export("export of the induction model (fixtures/hf) as .npy over an earlier export",
+                 path, EXPORT_NPY, true);
+    free(path);
+}
+
+/* ---- the command: `attnscope export SCENE -o DIR` says so and exits 1, writing nothing ---- */
+
+struct cmd_arg {
+    const char *scene; /* NULL: the built-in scene */
+    const char *parent;
+};
+
+/* Runs cmd_export with stdout and stderr in files; returns its status, stderr in err. */
+static int run_cmd_export(const struct cmd_arg *a, char *err, size_t size)
+{
+    char dir[4096], errfile[4096];
+    snprintf(dir, sizeof(dir), "%s/out", a->parent);
+    snprintf(errfile, sizeof(errfile), "%s.stderr", a->parent);
+    char *argv[] = {"-o", dir, (char *)a->scene, NULL};
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    int fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fo = open("/dev/null", O_WRONLY);
+    assert_true(saved_out >= 0 && saved_err >= 0 && fe >= 0 && fo >= 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    int rc = cmd_export(a->scene ? 3 : 2, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    close(fo);
+    close(fe);
+    int fd = open(errfile, O_RDONLY);
+    ssize_t k = fd >= 0 ? read(fd, err, size - 1) : -1;
+    err[k > 0 ? k : 0] = '\0';
+    if (fd >= 0)
+        close(fd);
+    unlink(errfile);
+    return rc;
+}
+
+static void work_cmd_export(struct outcome *out, const void *p)
+{
+    const struct cmd_arg *a = p;
+    char err[sizeof(out->msg)];
+    out->rc = 0;
+    out->digest = 0;
+    int rc = run_cmd_export(a, err, sizeof(err));
+    if (rc != CLI_OK) {
+        out->rc = -1;
+        /* the status first: a status other than 1 fails the sweep, its message has no "memory" */
+        if (rc != CLI_INVALID)
+            snprintf(out->msg, sizeof(out->msg), "exit status %d, not 1: %.200s", rc, err);
+        else
+            snprintf(out->msg, sizeof(out->msg), "%s", err);
+    }
+    export_outcome(out, a->parent, false, 0, rc == CLI_OK);
+}
+
+static void test_cmd_export(void **state)
+{
+    (void)state;
+    char *path = scene_path("10-mha.yaml");
+    char parent[4096];
+    make_parent(parent, sizeof(parent));
+    struct cmd_arg a = {path, parent};
+    sweep("attnscope export scenes/10-mha.yaml -o DIR", work_cmd_export, &a, false);
+    struct cmd_arg d = {NULL, parent};
+    sweep("attnscope export -o DIR (the built-in scene)", work_cmd_export, &d, false);
+    rm_tree(parent);
     free(path);
 }
 
@@ -615,16 +895,13 @@ int main(int argc, char **argv)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bpe_gpt2),
-        cmocka_unit_test(test_bpe_tiny),
-        cmocka_unit_test(test_hftok_induction),
-        cmocka_unit_test(test_hftok_sentencepiece),
-        cmocka_unit_test(test_hftok_wordpiece),
-        cmocka_unit_test(test_scene_default),
-        cmocka_unit_test(test_scene_mha),
-        cmocka_unit_test(test_scene_gpt2),
-        cmocka_unit_test(test_scene_hf),
-        cmocka_unit_test(test_scene_bad),
+        cmocka_unit_test(test_bpe_gpt2),        cmocka_unit_test(test_bpe_tiny),
+        cmocka_unit_test(test_hftok_induction), cmocka_unit_test(test_hftok_sentencepiece),
+        cmocka_unit_test(test_hftok_wordpiece), cmocka_unit_test(test_scene_default),
+        cmocka_unit_test(test_scene_mha),       cmocka_unit_test(test_scene_gpt2),
+        cmocka_unit_test(test_scene_hf),        cmocka_unit_test(test_scene_bad),
+        cmocka_unit_test(test_export_mha),      cmocka_unit_test(test_export_hf_replace),
+        cmocka_unit_test(test_cmd_export),
     };
     if (argc > 1) /* test_oom NAME: the tests whose names match NAME (cmocka's '*' and '?') */
         cmocka_set_test_filter(argv[1]);

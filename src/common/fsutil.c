@@ -348,40 +348,45 @@ int attn_fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, 
     return rc;
 }
 
-int attn_fsutil_remove_tree(const char *path)
+/* Removes name in the folder dfd and everything below it. It allocates nothing of its own (no
+ * path is built: each folder is opened relative to its parent), so a failed export is cleaned
+ * up even when memory has run out. */
+static int remove_at(int dfd, const char *name)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT ? 0 : -1;
     if (!S_ISDIR(st.st_mode))
-        return unlink(path);
+        return unlinkat(dfd, name, 0);
     /* A folder being removed may have been made read-only (an old export's head1/): open it
      * up first, as the owner may. */
-    if (access(path, R_OK | W_OK | X_OK) != 0)
-        chmod(path, (st.st_mode & 07777) | 0700);
-    int rc = 0;
-    DIR *d = opendir(path);
-    if (!d)
+    if (faccessat(dfd, name, R_OK | W_OK | X_OK, 0) != 0)
+        fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0);
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        size_t n = strlen(path) + strlen(e->d_name) + 2;
-        char *sub = malloc(n);
-        if (!sub) {
+        if (remove_at(dirfd(d), e->d_name) != 0)
             rc = -1;
-            continue;
-        }
-        snprintf(sub, n, "%s/%s", path, e->d_name);
-        if (attn_fsutil_remove_tree(sub) != 0)
-            rc = -1;
-        free(sub);
     }
     closedir(d);
-    if (rmdir(path) != 0)
+    if (unlinkat(dfd, name, AT_REMOVEDIR) != 0)
         return -1;
     return rc;
+}
+
+int attn_fsutil_remove_tree(const char *path)
+{
+    return remove_at(AT_FDCWD, path);
 }
 
 /* The folder holding target ("." when it has none, "/" for "/name") and its base name. */

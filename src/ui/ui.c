@@ -515,8 +515,9 @@ int ui_main(const char *scene_path)
     if (scene_path) {
         if (attn_scenefile_load_report(&s, scene_path, stderr))
             return 1;
-    } else {
-        attn_scene_init_default(&s);
+    } else if (attn_scene_init_default(&s) != 0) {
+        fprintf(stderr, "attnscope: the default scene: out of memory\n");
+        return 1;
     }
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
