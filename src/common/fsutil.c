@@ -223,6 +223,32 @@ static mode_t target_mode(const char *path)
     return 0644 & ~mask;
 }
 
+/* What write_atomic and write_new share once their file is open: write_fn's content, then
+ * flushed; the test hook's full disk first. Returns 0, or -1 with err naming path (write_fn's
+ * own message kept). */
+static int write_body(FILE *f, const char *path,
+                      int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
+                      struct diag *err)
+{
+    struct diag werr;
+    attn_diag_clear(&werr);
+    if (injected_failure())
+        return attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
+    if (write_fn(f, ctx, &werr) != 0) {
+        if (err) {
+            *err = werr;
+            if (!err->file[0])
+                snprintf(err->file, sizeof(err->file), "%s", path);
+            if (!err->msg[0])
+                snprintf(err->msg, sizeof(err->msg), "cannot write");
+        }
+        return -1;
+    }
+    if (fflush(f) != 0 || ferror(f))
+        return attn_diag_file(err, path, "cannot write: %s", strerror(errno));
+    return 0;
+}
+
 int attn_fsutil_write_atomic(const char *path, bool overwrite,
                              int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
                              struct diag *err)
@@ -260,25 +286,10 @@ int attn_fsutil_write_atomic(const char *path, bool overwrite,
         return attn_diag_file(err, path, "cannot open a temporary file: %s", strerror(e));
     }
 
-    struct diag werr;
-    attn_diag_clear(&werr);
-    int rc = 0;
-    if (injected_failure()) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
-    } else if (write_fn(f, ctx, &werr) != 0) {
-        if (err) {
-            *err = werr;
-            if (!err->file[0])
-                snprintf(err->file, sizeof(err->file), "%s", path);
-            if (!err->msg[0])
-                snprintf(err->msg, sizeof(err->msg), "cannot write");
-        }
-        rc = -1;
-    } else if (fflush(f) != 0 || ferror(f)) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
-    } else if (fsync(fileno(f)) != 0) {
+    int rc = write_body(f, path, write_fn, ctx, err);
+    if (rc == 0 && fsync(fileno(f)) != 0) {
         rc = attn_diag_file(err, path, "cannot sync to disk: %s", strerror(errno));
-    } else if (fchmod(fileno(f), target_mode(path)) != 0) {
+    } else if (rc == 0 && fchmod(fileno(f), target_mode(path)) != 0) {
         rc = attn_diag_file(err, path, "cannot set permissions: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)
@@ -324,23 +335,7 @@ int attn_fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, 
         unlink(path);
         return attn_diag_file(err, path, "cannot open: %s", strerror(e));
     }
-    struct diag werr;
-    attn_diag_clear(&werr);
-    int rc = 0;
-    if (injected_failure()) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
-    } else if (write_fn(f, ctx, &werr) != 0) {
-        if (err) {
-            *err = werr;
-            if (!err->file[0])
-                snprintf(err->file, sizeof(err->file), "%s", path);
-            if (!err->msg[0])
-                snprintf(err->msg, sizeof(err->msg), "cannot write");
-        }
-        rc = -1;
-    } else if (fflush(f) != 0 || ferror(f)) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
-    }
+    int rc = write_body(f, path, write_fn, ctx, err);
     if (fclose(f) != 0 && rc == 0)
         rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
     if (rc != 0)

@@ -88,17 +88,22 @@ void attn_scene_weights_free(struct attn_scene_weights *w)
     memset(w, 0, sizeof(*w));
 }
 
-bool attn_scene_drop_weights(struct attn_scene *s)
+void attn_scene_weights_free_all(struct attn_scene *s)
 {
-    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
-        return false;
-    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
     attn_scene_weights_free(&s->weights);
     for (int i = 0; i < s->n_more; i++)
         attn_scene_weights_free(&s->more_weights[i]);
     free(s->more_weights);
     s->more_weights = NULL;
     s->n_more = 0;
+}
+
+bool attn_scene_drop_weights(struct attn_scene *s)
+{
+    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
+        return false;
+    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
+    attn_scene_weights_free_all(s);
     s->weights_listed = false;
     return any;
 }
@@ -161,10 +166,7 @@ void attn_scene_free(struct attn_scene *s)
     attn_tokens_free(s->tokens, s->n_tokens);
     attn_matrix_free(&s->embed.rows);
     attn_matrix_free(&s->pos.table);
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
+    attn_scene_weights_free_all(s);
     free(s->token_ids);
     free(s->model.file);
     free(s->model.arch);

@@ -395,6 +395,8 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
 
 /* Frees every explicit parameter and the mask; w is left empty (not set). */
 void attn_scene_weights_free(struct attn_scene_weights *w);
+/* Frees every layer's parameters, a checkpoint's too: s->weights empty, no more_weights. */
+void attn_scene_weights_free_all(struct attn_scene *s);
 /* Frees every layer's explicit parameters (their dropout masks with them): what an edit of the
  * shape or the seed does, since they fit only the shape they were written for. A checkpoint's
  * stay. Returns whether there were any to drop. */

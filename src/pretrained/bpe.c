@@ -81,7 +81,7 @@ static bool stands_for_itself(int byte)
     return (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
 }
 
-static uint32_t byte_char(int byte)
+uint32_t attn_bpe_byte_char(int byte)
 {
     if (stands_for_itself(byte))
         return (uint32_t)byte;
@@ -91,8 +91,7 @@ static uint32_t byte_char(int byte)
     return 0x100 + n;
 }
 
-/* The byte a character stands for, or -1 when it is not one of the 256. */
-static int char_byte(uint32_t cp)
+int attn_bpe_char_byte(uint32_t cp)
 {
     if (cp < 0x100)
         return stands_for_itself((int)cp) ? (int)cp : -1;
@@ -111,7 +110,7 @@ static void spell(char *out, size_t size, const char *bytes, size_t len)
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         char c[4];
-        int n = attn_utf8_encode(byte_char((unsigned char)bytes[i]), c);
+        int n = attn_utf8_encode(attn_bpe_byte_char((unsigned char)bytes[i]), c);
         if (o + (size_t)n + 4 >= size) { /* room for "..." */
             snprintf(out + o, size - o, "...");
             return;
@@ -139,7 +138,7 @@ static int unspell(char *out, const char *s, size_t len, size_t *bad_at, uint32_
     while (i < len) {
         uint32_t cp = 0xFFFFFFFF;
         int k = attn_utf8_decode(s + i, &cp);
-        int byte = k > 0 && i + (size_t)k <= len ? char_byte(cp) : -1;
+        int byte = k > 0 && i + (size_t)k <= len ? attn_bpe_char_byte(cp) : -1;
         if (byte < 0) {
             *bad_at = i;
             *bad_cp = k > 0 ? cp : 0xFFFFFFFF;

@@ -639,12 +639,7 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_ove
     s->layers = layers;
 
     /* every layer's parameters */
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
-    s->more_weights = NULL;
-    s->n_more = 0;
+    attn_scene_weights_free_all(s);
     if (layers > 1) {
         s->more_weights = calloc((size_t)layers - 1, sizeof(*s->more_weights));
         if (!s->more_weights)
