@@ -272,8 +272,9 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
         cs->name = cs->path;
         if (attn_scenefile_load_report(&cs->scene, cs->path, stderr) != 0)
             return CLI_INVALID;
-    } else {
-        attn_scene_init_default(&cs->scene);
+    } else if (attn_scene_init_default(&cs->scene) != 0) {
+        fprintf(stderr, "attnscope: the default scene: out of memory\n");
+        return CLI_INVALID;
     }
 
     /* A compute estimated past ATTN_LONG_SECONDS is announced before it starts: how much work

@@ -90,9 +90,8 @@ static int bench_ui(const char *scene_path, int repeat)
     for (size_t i = 0; i < sizeof(ui_shapes) / sizeof(ui_shapes[0]); i++) {
         const struct ui_shape *sh = &ui_shapes[i];
         struct attn_scene s;
-        if (sh->n == 0)
-            attn_scene_init_default(&s);
-        else if (bench_scene(&s, sh->n, sh->d, sh->d, sh->heads, 0.0) != 0) {
+        if (sh->n == 0 ? attn_scene_init_default(&s) != 0
+                       : bench_scene(&s, sh->n, sh->d, sh->d, sh->heads, 0.0) != 0) {
             attn_scene_free(&s);
             fprintf(stderr, "attnscope bench: %s: out of memory\n", sh->name);
             return CLI_INVALID;

@@ -55,6 +55,7 @@ static int check_config(const char *path, const char *base)
         source = NULL;
     for (int i = 0; i < errs.n; i++)
         attn_diag_print(stderr, &errs.items[i], source, source_len);
+    attn_diag_list_print_lost(stderr, &errs, path);
     free(source);
     if (rc == CONFIG_MISSING)
         fprintf(stderr, "%s: no such file\n", path);
@@ -91,7 +92,8 @@ static int check_lesson(struct attn_scene *s, const char *path)
         lesson_check_all(&a, source, len, &problems);
     for (int i = 0; i < problems.n; i++)
         attn_diag_print(stderr, &problems.items[i], source, len);
-    int rc = problems.n ? CLI_INVALID : CLI_OK;
+    attn_diag_list_print_lost(stderr, &problems, path);
+    int rc = problems.n || problems.lost ? CLI_INVALID : CLI_OK;
     attn_diag_list_free(&problems);
     free(source);
     app_free(&a);

@@ -159,6 +159,7 @@ int cmd_render(int argc, char **argv)
         fprintf(stderr, "attnscope render: %s ignored, its default colours used\n",
                 errs.items[i].file);
     }
+    attn_diag_list_print_lost(stderr, &errs, "attnscope render");
     attn_diag_list_free(&errs);
 
     char variant[256], title[600];

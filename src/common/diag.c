@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fatal.h"
 #include "common/utf8.h"
 
 void attn_diag_clear(struct diag *d)
@@ -57,8 +56,10 @@ struct diag *attn_diag_list_push(struct diag_list *l, const struct diag *d)
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 8;
         struct diag *items = realloc(l->items, (size_t)cap * sizeof(*items));
-        if (!items)
-            attn_fatal_abort("out of memory for the list of problems");
+        if (!items) {
+            l->lost++;
+            return NULL;
+        }
         l->items = items;
         l->cap = cap;
     }
@@ -147,4 +148,17 @@ void attn_diag_print(FILE *out, const struct diag *d, const char *source, size_t
         c += k;
     }
     fputs("^\n", out);
+}
+
+bool attn_diag_list_print_lost(FILE *out, const struct diag_list *l, const char *file)
+{
+    if (l->lost == 0)
+        return false;
+    if (file && file[0]) {
+        attn_utf8_fputs_escaped(file, out, 0);
+        fputs(": ", out);
+    }
+    fprintf(out, "out of memory: %d more problem%s could not be listed\n", l->lost,
+            l->lost == 1 ? "" : "s");
+    return true;
 }

@@ -9,6 +9,7 @@
 #define ATTNSCOPE_DIAG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #define DIAG_MSG_MAX  512
@@ -23,10 +24,14 @@ struct diag {
     char msg[DIAG_MSG_MAX];
 };
 
-/* A growable list, so `check` can report every problem of a file, not only the first. */
+/* A growable list, so `check` can report every problem of a file, not only the first. When
+ * memory runs out the list cannot grow: a problem that does not fit is counted in lost instead,
+ * and whoever shows the list says so (attn_diag_list_print_lost), so a list is never silently
+ * short. */
 struct diag_list {
     struct diag *items;
     int n, cap;
+    int lost; /* problems not stored: out of memory */
 };
 
 void attn_diag_clear(struct diag *d);
@@ -42,7 +47,7 @@ int attn_diag_file(struct diag *d, const char *file, const char *fmt, ...)
 
 void attn_diag_list_init(struct diag_list *l);
 void attn_diag_list_free(struct diag_list *l);
-/* Appends a copy; returns the stored item (never NULL: out of memory is attn_fatal_abort()). */
+/* Appends a copy; returns the stored item, or NULL when out of memory (l->lost counts it). */
 struct diag *attn_diag_list_push(struct diag_list *l, const struct diag *d);
 /* Appends a new diag built from the arguments; returns -1 like attn_diag_set. */
 int attn_diag_list_add(struct diag_list *l, const char *file, int line, int col, const char *path,
@@ -51,5 +56,8 @@ int attn_diag_list_add(struct diag_list *l, const char *file, int line, int col,
 /* Prints "file:line:col: message" and, when source is given and line > 0, the offending line
  * with a caret under the column. Falls back to "file: message" when the location is unknown. */
 void attn_diag_print(FILE *out, const struct diag *d, const char *source, size_t source_len);
+/* When l lost problems, prints "<file>: out of memory: N more problems could not be listed"
+ * (file "" for none). Returns whether it printed. */
+bool attn_diag_list_print_lost(FILE *out, const struct diag_list *l, const char *file);
 
 #endif

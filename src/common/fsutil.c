@@ -223,6 +223,32 @@ static mode_t target_mode(const char *path)
     return 0644 & ~mask;
 }
 
+/* What write_atomic and write_new share once their file is open: write_fn's content, then
+ * flushed; the test hook's full disk first. Returns 0, or -1 with err naming path (write_fn's
+ * own message kept). */
+static int write_body(FILE *f, const char *path,
+                      int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
+                      struct diag *err)
+{
+    struct diag werr;
+    attn_diag_clear(&werr);
+    if (injected_failure())
+        return attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
+    if (write_fn(f, ctx, &werr) != 0) {
+        if (err) {
+            *err = werr;
+            if (!err->file[0])
+                snprintf(err->file, sizeof(err->file), "%s", path);
+            if (!err->msg[0])
+                snprintf(err->msg, sizeof(err->msg), "cannot write");
+        }
+        return -1;
+    }
+    if (fflush(f) != 0 || ferror(f))
+        return attn_diag_file(err, path, "cannot write: %s", strerror(errno));
+    return 0;
+}
+
 int attn_fsutil_write_atomic(const char *path, bool overwrite,
                              int (*write_fn)(FILE *f, void *ctx, struct diag *err), void *ctx,
                              struct diag *err)
@@ -260,25 +286,10 @@ int attn_fsutil_write_atomic(const char *path, bool overwrite,
         return attn_diag_file(err, path, "cannot open a temporary file: %s", strerror(e));
     }
 
-    struct diag werr;
-    attn_diag_clear(&werr);
-    int rc = 0;
-    if (injected_failure()) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
-    } else if (write_fn(f, ctx, &werr) != 0) {
-        if (err) {
-            *err = werr;
-            if (!err->file[0])
-                snprintf(err->file, sizeof(err->file), "%s", path);
-            if (!err->msg[0])
-                snprintf(err->msg, sizeof(err->msg), "cannot write");
-        }
-        rc = -1;
-    } else if (fflush(f) != 0 || ferror(f)) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
-    } else if (fsync(fileno(f)) != 0) {
+    int rc = write_body(f, path, write_fn, ctx, err);
+    if (rc == 0 && fsync(fileno(f)) != 0) {
         rc = attn_diag_file(err, path, "cannot sync to disk: %s", strerror(errno));
-    } else if (fchmod(fileno(f), target_mode(path)) != 0) {
+    } else if (rc == 0 && fchmod(fileno(f), target_mode(path)) != 0) {
         rc = attn_diag_file(err, path, "cannot set permissions: %s", strerror(errno));
     }
     if (fclose(f) != 0 && rc == 0)
@@ -324,23 +335,7 @@ int attn_fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, 
         unlink(path);
         return attn_diag_file(err, path, "cannot open: %s", strerror(e));
     }
-    struct diag werr;
-    attn_diag_clear(&werr);
-    int rc = 0;
-    if (injected_failure()) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(ENOSPC));
-    } else if (write_fn(f, ctx, &werr) != 0) {
-        if (err) {
-            *err = werr;
-            if (!err->file[0])
-                snprintf(err->file, sizeof(err->file), "%s", path);
-            if (!err->msg[0])
-                snprintf(err->msg, sizeof(err->msg), "cannot write");
-        }
-        rc = -1;
-    } else if (fflush(f) != 0 || ferror(f)) {
-        rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
-    }
+    int rc = write_body(f, path, write_fn, ctx, err);
     if (fclose(f) != 0 && rc == 0)
         rc = attn_diag_file(err, path, "cannot write: %s", strerror(errno));
     if (rc != 0)
@@ -348,40 +343,45 @@ int attn_fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, 
     return rc;
 }
 
-int attn_fsutil_remove_tree(const char *path)
+/* Removes name in the folder dfd and everything below it. It allocates nothing of its own (no
+ * path is built: each folder is opened relative to its parent), so a failed export is cleaned
+ * up even when memory has run out. */
+static int remove_at(int dfd, const char *name)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT ? 0 : -1;
     if (!S_ISDIR(st.st_mode))
-        return unlink(path);
+        return unlinkat(dfd, name, 0);
     /* A folder being removed may have been made read-only (an old export's head1/): open it
      * up first, as the owner may. */
-    if (access(path, R_OK | W_OK | X_OK) != 0)
-        chmod(path, (st.st_mode & 07777) | 0700);
-    int rc = 0;
-    DIR *d = opendir(path);
-    if (!d)
+    if (faccessat(dfd, name, R_OK | W_OK | X_OK, 0) != 0)
+        fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0);
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        size_t n = strlen(path) + strlen(e->d_name) + 2;
-        char *sub = malloc(n);
-        if (!sub) {
+        if (remove_at(dirfd(d), e->d_name) != 0)
             rc = -1;
-            continue;
-        }
-        snprintf(sub, n, "%s/%s", path, e->d_name);
-        if (attn_fsutil_remove_tree(sub) != 0)
-            rc = -1;
-        free(sub);
     }
     closedir(d);
-    if (rmdir(path) != 0)
+    if (unlinkat(dfd, name, AT_REMOVEDIR) != 0)
         return -1;
     return rc;
+}
+
+int attn_fsutil_remove_tree(const char *path)
+{
+    return remove_at(AT_FDCWD, path);
 }
 
 /* The folder holding target ("." when it has none, "/" for "/name") and its base name. */

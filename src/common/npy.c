@@ -318,7 +318,7 @@ static size_t c_index(size_t i, const struct npy_array *a)
     return out;
 }
 
-static void describe_shape(char *out, size_t size, const struct npy_array *a)
+void attn_npy_shape_str(char *out, size_t size, const struct npy_array *a)
 {
     size_t o = (size_t)snprintf(out, size, "(");
     for (int d = 0; d < a->ndim && o < size; d++)
@@ -398,7 +398,7 @@ int attn_npy_read(struct npy_array *out, const char *path, size_t max_values, st
             out->count *= h.shape[d];
     }
     char shape[96];
-    describe_shape(shape, sizeof(shape), out);
+    attn_npy_shape_str(shape, sizeof(shape), out);
     if (out->count > max_values) {
         attn_diag_file(err, path, "shape %s has more than %zu values", shape, max_values);
         goto out;

@@ -32,6 +32,8 @@ struct npy_array {
  * than max_values values are refused. On failure err names the file. */
 int attn_npy_read(struct npy_array *out, const char *path, size_t max_values, struct diag *err);
 void attn_npy_free(struct npy_array *a);
+/* a's shape as NumPy prints it: "(3, 4)", "(5,)"; cut to fit size. */
+void attn_npy_shape_str(char *out, size_t size, const struct npy_array *a);
 
 /* Writes a float32 array ('<f4', C order) of ndim dimensions. Returns 0, or -1 when the stream
  * reports an error. */

@@ -3,8 +3,9 @@
  * The file is read into the node tree of src/yaml, like a scene file (an alias points at its
  * anchor's node, so nothing is expanded), and walked at most three levels deep. Every problem is
  * collected with its location, so a user sees all of them at once; any problem makes the whole file
- * ignored. Out of memory is attn_fatal_abort(), as in attn_diag_list_push: a configuration loader
- * has no sensible way to go on.
+ * ignored. Out of memory is attn_fatal_abort(): src/config is the program's, not libattnscope's
+ * (whose functions return out of memory as an error), and a configuration loader has no sensible
+ * way to go on.
  */
 #include "config/config.h"
 

@@ -544,6 +544,14 @@ static int resolve_dropout(struct attn_model *m, const struct attn_scene *s,
     return 0;
 }
 
+/* The failure of a resolve: the layers built so far freed, and the message. Returns -1. */
+static int resolve_oom(struct attn_model *out, int layers, struct diag *err)
+{
+    for (int L = 0; L < layers; L++)
+        attn_model_free(&out[L]);
+    return attn_diag_set(err, "", "out of memory while building the scene's parameters");
+}
+
 int attn_model_resolve_layers(struct attn_model *out, int layers, const struct attn_scene *s,
                               struct diag *err)
 {
@@ -573,9 +581,7 @@ int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const stru
             goto oom;
     return 0;
 oom:
-    for (int L = 0; L < layers; L++)
-        attn_model_free(&out[L]);
-    return attn_diag_set(err, "", "out of memory while building the scene's parameters");
+    return resolve_oom(out, layers, err);
 }
 
 /* dst = src, borrowed: m reads old's buffer and never frees it (see attn_model_adopt). */
@@ -639,9 +645,7 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
             goto oom;
     return 0;
 oom:
-    for (int L = 0; L < layers; L++)
-        attn_model_free(&out[L]);
-    return attn_diag_set(err, "", "out of memory while building the scene's parameters");
+    return resolve_oom(out, layers, err);
 }
 
 /* True when p is one of m's buffers (owned or borrowed). */

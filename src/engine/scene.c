@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "common/cnum.h"
-#include "common/fatal.h"
 #include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
@@ -89,17 +88,22 @@ void attn_scene_weights_free(struct attn_scene_weights *w)
     memset(w, 0, sizeof(*w));
 }
 
-bool attn_scene_drop_weights(struct attn_scene *s)
+void attn_scene_weights_free_all(struct attn_scene *s)
 {
-    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
-        return false;
-    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
     attn_scene_weights_free(&s->weights);
     for (int i = 0; i < s->n_more; i++)
         attn_scene_weights_free(&s->more_weights[i]);
     free(s->more_weights);
     s->more_weights = NULL;
     s->n_more = 0;
+}
+
+bool attn_scene_drop_weights(struct attn_scene *s)
+{
+    if (s->model.file) /* a checkpoint's numbers are the point: they never go */
+        return false;
+    bool any = s->weights.set || s->weights.dropout_mask || s->n_more > 0;
+    attn_scene_weights_free_all(s);
     s->weights_listed = false;
     return any;
 }
@@ -162,10 +166,7 @@ void attn_scene_free(struct attn_scene *s)
     attn_tokens_free(s->tokens, s->n_tokens);
     attn_matrix_free(&s->embed.rows);
     attn_matrix_free(&s->pos.table);
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
+    attn_scene_weights_free_all(s);
     free(s->token_ids);
     free(s->model.file);
     free(s->model.arch);
@@ -287,23 +288,26 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     return 0;
 }
 
-void attn_scene_init_default(struct attn_scene *s)
+int attn_scene_init_default(struct attn_scene *s)
 {
     attn_scene_init(s);
     s->title = strdup("Your journey starts with one step: multi-head attention (ch. 3.6)");
     s->text = strdup("Your journey starts with one step");
     s->tokens = attn_tokens_dup((char *const *)book_tokens, 6);
-    if (!s->title || !s->text || !s->tokens)
-        attn_fatal_abort("out of memory at start-up");
-    s->n_tokens = 6;
+    if (s->tokens)
+        s->n_tokens = 6;
+    if (!s->title || !s->text || !s->tokens || attn_matrix_alloc(&s->embed.rows, 6, 3)) {
+        attn_scene_free(s);
+        attn_scene_init(s);
+        return -1;
+    }
     s->embed.kind = EMBED_EXPLICIT;
-    if (attn_matrix_alloc(&s->embed.rows, 6, 3))
-        attn_fatal_abort("out of memory at start-up");
     memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
     s->attn.projection = PROJ_LINEAR;
     s->attn.d_out = 2;
     s->attn.heads = 2;
     s->attn.causal = true;
+    return 0;
 }
 
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err)
@@ -975,7 +979,7 @@ static void check_ablate(const struct attn_scene *s, struct diag_list *out)
 
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 {
-    int before = out->n;
+    int before = out->n + out->lost;
     const char *tok_path = s->text ? "text" : "tokens";
     int n = s->n_tokens;
     if (n < 1)
@@ -1095,7 +1099,7 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
                     "%zu MiB limit (%s)",
                     (bytes + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
     }
-    return out->n - before;
+    return out->n + out->lost - before;
 }
 
 bool attn_scene_has_vocab(const struct attn_scene *s)

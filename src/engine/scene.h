@@ -260,8 +260,9 @@ void attn_scene_free(struct attn_scene *s);
 /* Deep copy (the explorer keeps one per undo step). Returns 0, or -1 on out-of-memory. */
 int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src);
 /* The built-in default: the book's "Your journey starts with one step" through ch. 3's
- * MultiHeadAttention (seed 123, d_out 2, 2 heads, causal). */
-void attn_scene_init_default(struct attn_scene *s);
+ * MultiHeadAttention (seed 123, d_out 2, 2 heads, causal). Returns 0, or -1 out of memory (s is
+ * then an empty scene, as attn_scene_init leaves it). */
+int attn_scene_init_default(struct attn_scene *s);
 
 /* Sets text and re-tokenises it with s->tokenizer. Returns 0 or fills err. */
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err);
@@ -339,7 +340,8 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s);
 /* Checks every rule that needs more than one key (d_out % heads, sizes of explicit matrices,
  * limits, memory). Appends one diag per problem, with d.path set to the offending key
  * ("attention.d_out", "weights.query", ...) and no location: the YAML loader maps paths to
- * file:line:col. Returns the number of problems found. */
+ * file:line:col. Returns the number of problems found, those out->lost counts (out of memory)
+ * included: a caller that shows the first must check out->n. */
 int attn_scene_check(const struct attn_scene *s, struct diag_list *out);
 
 /* The rules of an edit (engine/edit.h), written once: what it may change, what it refuses, and
@@ -393,6 +395,8 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
 
 /* Frees every explicit parameter and the mask; w is left empty (not set). */
 void attn_scene_weights_free(struct attn_scene_weights *w);
+/* Frees every layer's parameters, a checkpoint's too: s->weights empty, no more_weights. */
+void attn_scene_weights_free_all(struct attn_scene *s);
 /* Frees every layer's explicit parameters (their dropout masks with them): what an edit of the
  * shape or the seed does, since they fit only the shape they were written for. A checkpoint's
  * stay. Returns whether there were any to drop. */

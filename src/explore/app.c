@@ -419,11 +419,12 @@ static int settle(struct app *a)
     attn_diag_list_init(&problems);
     a->error[0] = '\0';
     if (attn_scene_check(&a->scene, &problems) > 0) {
-        if (problems.n > 1)
-            snprintf(a->error, sizeof(a->error), "%.400s (+%d more)", problems.items[0].msg,
-                     problems.n - 1);
+        int more = problems.n + problems.lost - 1;
+        const char *first = problems.n ? problems.items[0].msg : "out of memory";
+        if (more > 0)
+            snprintf(a->error, sizeof(a->error), "%.400s (+%d more)", first, more);
         else
-            snprintf(a->error, sizeof(a->error), "%s", problems.items[0].msg);
+            snprintf(a->error, sizeof(a->error), "%s", first);
         attn_diag_list_free(&problems);
         return -1;
     }
@@ -885,7 +886,7 @@ static bool shape_ok(const struct attn_scene *t, char *why, size_t size)
     attn_diag_list_init(&problems);
     int n = attn_scene_check(t, &problems);
     if (n > 0 && why)
-        snprintf(why, size, "%s", problems.items[0].msg);
+        snprintf(why, size, "%s", problems.n ? problems.items[0].msg : "out of memory");
     attn_diag_list_free(&problems);
     return n == 0;
 }

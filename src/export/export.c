@@ -679,14 +679,16 @@ static int export_mark(const char *dir, struct diag *err)
     return rc;
 }
 
-/* The marker's paths, read back: 0, or -1 when it is not a marker an export wrote. */
+/* The marker's paths, read back: 0, -1 when it is not a marker an export wrote, or -2 (err
+ * "out of memory") when memory ran out reading it. */
 static int read_marker(struct tree_list *out, const char *path, struct diag *err)
 {
     char *text;
     size_t len;
     if (attn_fsutil_read_file(&text, &len, path, EXPORT_MARKER_MAX, err) != 0)
-        return -1;
+        return strstr(err->msg, "out of memory") ? -2 : -1;
     int rc = 0;
+    bool oom = false;
     const char *p = text, *end = text + len;
     size_t magic = strlen(EXPORT_MARKER_MAGIC);
     if (len < magic + 1 || memcmp(p, EXPORT_MARKER_MAGIC, magic) != 0 || p[magic] != '\n' ||
@@ -699,14 +701,18 @@ static int read_marker(struct tree_list *out, const char *path, struct diag *err
             break;
         }
         if (nl - p >= 3 && (p[0] == 'f' || p[0] == 'd') && p[1] == ' ')
-            rc = tree_list_add(out, p[0], p + 2, (size_t)(nl - p - 2));
+            oom = (rc = tree_list_add(out, p[0], p + 2, (size_t)(nl - p - 2))) != 0;
         else if (!(p[0] == '#' || strncmp(p, "version ", 8) == 0))
             rc = -1;
         p = nl + 1;
     }
     free(text);
     if (rc == 0)
-        rc = tree_sort(out);
+        oom = (rc = tree_sort(out)) != 0;
+    if (oom) {
+        attn_diag_file(err, path, "out of memory");
+        return -2;
+    }
     if (rc != 0)
         attn_diag_file(err, path, "is not a marker an attnscope export wrote");
     return rc;
@@ -782,9 +788,16 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
     int idx = marker_find(&found, EXPORT_MARKER);
     struct diag merr;
     attn_diag_clear(&merr);
-    if (idx < 0 || found.types[idx] != 'f' ||
-        join_path(mpath, name, EXPORT_MARKER, NULL, &merr) != 0 ||
-        read_marker(&marker, mpath, &merr) != 0) {
+    int mrc = -1;
+    if (idx >= 0 && found.types[idx] == 'f' &&
+        join_path(mpath, name, EXPORT_MARKER, NULL, &merr) == 0)
+        mrc = read_marker(&marker, mpath, &merr);
+    if (mrc == -2) { /* whether it is an export is not known: memory ran out reading it */
+        *err = merr;
+        rc = -1;
+        goto out;
+    }
+    if (mrc != 0) {
         attn_diag_clear(err);
         attn_diag_set(
             err, NULL,

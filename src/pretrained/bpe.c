@@ -5,6 +5,12 @@
  * Every string BPE can build is a symbol with a number: 0..255 the single bytes, then the
  * tokens of vocab.json, then what merges make that vocab.json lacks. A merge is a pair of symbol
  * numbers with its rank and its result.
+ *
+ * Out of memory is an error like a bad file: every allocation is checked, the function that
+ * made it returns -1 (a symbol function returns -1 for "no symbol"), and the public calls turn
+ * that into "out of memory" in err with everything they had allocated freed. The table of
+ * pieces already encoded is a cache: when it cannot grow it stops learning, which changes
+ * nothing but speed.
  */
 #include "pretrained/bpe.h"
 
@@ -18,10 +24,10 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "common/fatal.h"
 #include "common/fsutil.h"
 #include "common/utf8.h"
 #include "pretrained/bpemerge.h"
+#include "pretrained/jsonoom.h"
 
 /* GPT-2's pre-tokenising regex, as OpenAI's encoder.py writes it with Python's `regex` module:
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -75,7 +81,7 @@ static bool stands_for_itself(int byte)
     return (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
 }
 
-static uint32_t byte_char(int byte)
+uint32_t attn_bpe_byte_char(int byte)
 {
     if (stands_for_itself(byte))
         return (uint32_t)byte;
@@ -85,8 +91,7 @@ static uint32_t byte_char(int byte)
     return 0x100 + n;
 }
 
-/* The byte a character stands for, or -1 when it is not one of the 256. */
-static int char_byte(uint32_t cp)
+int attn_bpe_char_byte(uint32_t cp)
 {
     if (cp < 0x100)
         return stands_for_itself((int)cp) ? (int)cp : -1;
@@ -105,7 +110,7 @@ static void spell(char *out, size_t size, const char *bytes, size_t len)
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         char c[4];
-        int n = attn_utf8_encode(byte_char((unsigned char)bytes[i]), c);
+        int n = attn_utf8_encode(attn_bpe_byte_char((unsigned char)bytes[i]), c);
         if (o + (size_t)n + 4 >= size) { /* room for "..." */
             snprintf(out + o, size - o, "...");
             return;
@@ -133,7 +138,7 @@ static int unspell(char *out, const char *s, size_t len, size_t *bad_at, uint32_
     while (i < len) {
         uint32_t cp = 0xFFFFFFFF;
         int k = attn_utf8_decode(s + i, &cp);
-        int byte = k > 0 && i + (size_t)k <= len ? char_byte(cp) : -1;
+        int byte = k > 0 && i + (size_t)k <= len ? attn_bpe_char_byte(cp) : -1;
         if (byte < 0) {
             *bad_at = i;
             *bad_cp = k > 0 ? cp : 0xFFFFFFFF;
@@ -155,31 +160,29 @@ static uint64_t hash_bytes(const char *p, size_t len)
     return h ^ (h >> 29);
 }
 
-static void *xmalloc(size_t n)
+/* Grows *p to n bytes; on failure *p is kept as it was. Returns 0 or -1. */
+static int grow(void *p, size_t n)
 {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        attn_fatal_abort("out of memory (%zu bytes for the tokenizer)", n);
-    return p;
+    void *q = realloc(*(void **)p, n ? n : 1);
+    if (!q)
+        return -1;
+    *(void **)p = q;
+    return 0;
 }
 
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p)
-        attn_fatal_abort("out of memory (%zu bytes for the tokenizer)", n);
-    return p;
-}
-
-static void table_init(struct table *t, size_t min_slots)
+/* Returns 0, or -1 out of memory (t then has no slots). */
+static int table_init(struct table *t, size_t min_slots)
 {
     size_t n = 16;
     while (n < min_slots * 2)
         n *= 2;
-    t->slots = xmalloc(n * sizeof(*t->slots));
-    memset(t->slots, 0xFF, n * sizeof(*t->slots));
+    t->slots = malloc(n * sizeof(*t->slots));
     t->mask = n - 1;
     t->n = 0;
+    if (!t->slots)
+        return -1;
+    memset(t->slots, 0xFF, n * sizeof(*t->slots));
+    return 0;
 }
 
 static void table_free(struct table *t)
@@ -209,30 +212,41 @@ static int sym_find(const struct bpe *b, const char *p, size_t len)
     return b->sym_index.slots[sym_slot(b, p, len)];
 }
 
-static void sym_rehash(struct bpe *b)
+/* A table twice the size; on failure the old one stays (still correct, only fuller). */
+static int sym_rehash(struct bpe *b)
 {
-    table_free(&b->sym_index);
-    table_init(&b->sym_index, (size_t)b->n_syms * 2);
+    struct table old = b->sym_index;
+    if (table_init(&b->sym_index, (size_t)b->n_syms * 2) != 0) {
+        b->sym_index = old;
+        return -1;
+    }
+    table_free(&old);
     for (int s = 0; s < b->n_syms; s++) {
         b->sym_index.slots[sym_slot(b, sym_bytes(b, s), (size_t)b->syms[s].len)] = s;
         b->sym_index.n++;
     }
+    return 0;
 }
 
-/* The symbol of bytes, created when there is none yet. */
+/* The symbol of bytes, created when there is none yet; -1 out of memory. */
 static int sym_intern(struct bpe *b, const char *p, size_t len)
 {
     size_t slot = sym_slot(b, p, len);
     if (b->sym_index.slots[slot] >= 0)
         return b->sym_index.slots[slot];
     if (b->pool_len + len + 1 > b->pool_cap) {
-        while (b->pool_len + len + 1 > b->pool_cap)
-            b->pool_cap = b->pool_cap ? b->pool_cap * 2 : 1 << 16;
-        b->pool = xrealloc(b->pool, b->pool_cap);
+        size_t cap = b->pool_cap;
+        while (b->pool_len + len + 1 > cap)
+            cap = cap ? cap * 2 : 1 << 16;
+        if (grow(&b->pool, cap) != 0)
+            return -1;
+        b->pool_cap = cap;
     }
     if (b->n_syms == b->syms_cap) {
-        b->syms_cap = b->syms_cap ? b->syms_cap * 2 : 1024;
-        b->syms = xrealloc(b->syms, (size_t)b->syms_cap * sizeof(*b->syms));
+        int cap = b->syms_cap ? b->syms_cap * 2 : 1024;
+        if (grow(&b->syms, (size_t)cap * sizeof(*b->syms)) != 0)
+            return -1;
+        b->syms_cap = cap;
     }
     int s = b->n_syms++;
     memcpy(b->pool + b->pool_len, p, len);
@@ -240,8 +254,8 @@ static int sym_intern(struct bpe *b, const char *p, size_t len)
     b->syms[s] = (struct symbol){.off = b->pool_len, .len = (int)len, .id = -1};
     b->pool_len += len + 1;
     b->sym_index.slots[slot] = s;
-    if (++b->sym_index.n * 2 > (int)(b->sym_index.mask + 1))
-        sym_rehash(b);
+    if (++b->sym_index.n * 2 > (int)(b->sym_index.mask + 1) && sym_rehash(b) != 0)
+        return -1;
     return s;
 }
 
@@ -284,6 +298,10 @@ static int load_vocab(struct bpe *b, const char *path, struct diag *err)
         return -1;
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root && attn_json_out_of_memory(&je, text, len)) {
+        free(text);
+        return attn_diag_file(err, path, "out of memory reading the JSON");
+    }
     if (!root) {
         int col = json_byte_col(text, len, &je);
         free(text);
@@ -327,8 +345,11 @@ static int load_vocab(struct bpe *b, const char *path, struct diag *err)
             goto out;
         }
         if (key_len > bytes_cap) {
+            if (grow(&bytes, key_len) != 0) {
+                attn_diag_file(err, path, "out of memory");
+                goto out;
+            }
             bytes_cap = key_len;
-            bytes = xrealloc(bytes, bytes_cap);
         }
         size_t bad_at;
         uint32_t bad_cp;
@@ -344,13 +365,21 @@ static int load_vocab(struct bpe *b, const char *path, struct diag *err)
         /* The mapping is one to one and jansson refuses repeated keys: a new symbol, or a
          * single byte's. */
         int sym = sym_intern(b, bytes, (size_t)nb); /* may move b->syms */
+        if (sym < 0) {
+            attn_diag_file(err, path, "out of memory");
+            goto out;
+        }
         b->syms[sym].id = (int)id;
         if (id > max_id)
             max_id = (int)id;
     }
 
     b->vocab_size = max_id + 1;
-    b->id_sym = xmalloc((size_t)b->vocab_size * sizeof(*b->id_sym));
+    b->id_sym = malloc((size_t)b->vocab_size * sizeof(*b->id_sym));
+    if (!b->id_sym) {
+        attn_diag_file(err, path, "out of memory");
+        goto out;
+    }
     for (int i = 0; i < b->vocab_size; i++)
         b->id_sym[i] = -1;
     for (int s = 0; s < b->n_syms; s++) {
@@ -411,11 +440,13 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         return -1;
     /* Grown as merges are read, never sized by the file: 60 MB of newlines is an error at
        line 1, not 600 MB of table first. */
-    if (attn_bpe_merges_init(&b->merges, 1024) != 0)
-        attn_fatal_abort("out of memory (the merges of %s)", path);
-    char *scratch = xmalloc(len + 1);
+    char *scratch = malloc(len + 1);
     int rc = -1, first_merge_line = 1;
     bool header = false;
+    if (!scratch || attn_bpe_merges_init(&b->merges, 1024) != 0) {
+        attn_diag_file(err, path, "out of memory");
+        goto out;
+    }
 
     const char *p = text, *end = text + len;
     for (int line = 1; p < end; line++) {
@@ -473,8 +504,10 @@ static int load_merges(struct bpe *b, const char *path, struct diag *err)
         memcpy(scratch, sym_bytes(b, x), lx);
         memcpy(scratch + lx, sym_bytes(b, y), ly);
         int result = sym_intern(b, scratch, lx + ly);
-        if (attn_bpe_merges_put(&b->merges, x, y, b->merges.n, result) != 0)
-            attn_fatal_abort("out of memory (the merges of %s)", path);
+        if (result < 0 || attn_bpe_merges_put(&b->merges, x, y, b->merges.n, result) != 0) {
+            attn_diag_file(err, path, "out of memory");
+            goto out;
+        }
         p = next;
     }
     /* An empty file is a mistake (a failed download), not a tokenizer without merges: that one
@@ -499,12 +532,17 @@ int attn_bpe_load(struct bpe **out, const char *vocab_path, const char *merges_p
 {
     *out = NULL;
     attn_diag_clear(err);
-    struct bpe *b = xmalloc(sizeof(*b));
-    memset(b, 0, sizeof(*b));
-    table_init(&b->sym_index, 1 << 16);
-    for (int byte = 0; byte < 256; byte++) { /* symbols 0..255: the single bytes */
+    struct bpe *b = calloc(1, sizeof(*b));
+    if (!b)
+        return attn_diag_file(err, vocab_path, "out of memory");
+    bool ok = table_init(&b->sym_index, 1 << 16) == 0;
+    for (int byte = 0; byte < 256 && ok; byte++) { /* symbols 0..255: the single bytes */
         char c = (char)byte;
-        sym_intern(b, &c, 1);
+        ok = sym_intern(b, &c, 1) == byte;
+    }
+    if (!ok) {
+        attn_bpe_free(b);
+        return attn_diag_file(err, vocab_path, "out of memory");
     }
     if (load_vocab(b, vocab_path, err) != 0 || load_merges(b, merges_path, err) != 0) {
         attn_bpe_free(b);
@@ -515,6 +553,10 @@ int attn_bpe_load(struct bpe **out, const char *vocab_path, const char *merges_p
     PCRE2_SIZE at;
     b->re = pcre2_compile((PCRE2_SPTR)pretokenize_pattern, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
+    if (!b->re && code == PCRE2_ERROR_HEAP_FAILED) {
+        attn_bpe_free(b);
+        return attn_diag_set(err, "", "out of memory compiling GPT-2's regex");
+    }
     if (!b->re) {
         /* A PCRE2 built without Unicode support: nothing the files can change. */
         PCRE2_UCHAR msg[256];
@@ -628,33 +670,43 @@ struct work {
     int seen_n;
 };
 
-static void out_push(struct work *w, int id, size_t start)
+/* Returns 0, or -1 out of memory. */
+static int out_push(struct work *w, int id, size_t start)
 {
     if (w->out_n == w->out_cap) {
-        w->out_cap *= 2;
-        w->out_ids = xrealloc(w->out_ids, (size_t)w->out_cap * sizeof(*w->out_ids));
-        w->out_starts = xrealloc(w->out_starts, ((size_t)w->out_cap + 1) * sizeof(size_t));
+        int cap = w->out_cap * 2;
+        if (grow(&w->out_ids, (size_t)cap * sizeof(*w->out_ids)) != 0 ||
+            grow(&w->out_starts, ((size_t)cap + 1) * sizeof(size_t)) != 0)
+            return -1;
+        w->out_cap = cap;
     }
     w->out_ids[w->out_n] = id;
     w->out_starts[w->out_n++] = start;
+    return 0;
+}
+
+static int encode_oom(struct diag *err, size_t len)
+{
+    return attn_diag_set(err, "", "out of memory tokenizing %zu bytes of text", len);
 }
 
 /* Merges the bytes of one piece (text[start .. start+m)) the way encoder.py does: take the
  * pair of neighbours with the lowest rank, merge every occurrence of it left to right, repeat
  * until no neighbours have a rank (bpemerge.c, BPE_ROUNDS). Appends the ids, or fails naming a
- * final symbol vocab.json lacks. */
+ * final symbol vocab.json lacks; -1 without a message is out of memory. */
 static int bpe_piece(struct work *w, const struct bpe *b, const char *text, size_t start, size_t m,
                      struct diag *err)
 {
     if (m > w->syms_cap) {
+        if (grow(&w->syms, m * sizeof(int)) != 0)
+            return -1;
         w->syms_cap = m;
-        w->syms = xrealloc(w->syms, m * sizeof(int));
     }
     int n = (int)m;
     for (int i = 0; i < n; i++)
         w->syms[i] = (unsigned char)text[start + (size_t)i];
     if (attn_bpe_merge(w->syms, n, &n, &b->merges, BPE_ROUNDS, &w->merge) != 0)
-        attn_fatal_abort("out of memory (%zu bytes for the tokenizer)", m * 16);
+        return -1;
 
     size_t at = start;
     for (int i = 0; i < n; i++) {
@@ -668,7 +720,8 @@ static int bpe_piece(struct work *w, const struct bpe *b, const char *text, size
                                  "vocab.json lacks a token its merges make",
                                  sym, piece, start);
         }
-        out_push(w, id, at);
+        if (out_push(w, id, at) != 0)
+            return -1;
         at += (size_t)b->syms[s].len;
     }
     return 0;
@@ -684,15 +737,27 @@ static size_t seen_slot(const struct work *w, const char *text, size_t off, size
     }
 }
 
-static void seen_alloc(struct work *w, size_t slots)
+/* A fresh table of slots entries; on failure w's table is as it was. */
+static int seen_alloc(struct work *w, size_t slots)
 {
+    size_t *off = malloc(slots * sizeof(*off));
+    int *len = malloc(slots * sizeof(int)), *first = malloc(slots * sizeof(int)),
+        *count = malloc(slots * sizeof(int));
+    if (!off || !len || !first || !count) {
+        free(off);
+        free(len);
+        free(first);
+        free(count);
+        return -1;
+    }
+    memset(first, 0xFF, slots * sizeof(int));
+    w->seen_off = off;
+    w->seen_len = len;
+    w->seen_first = first;
+    w->seen_count = count;
     w->seen_mask = slots - 1;
-    w->seen_off = xmalloc(slots * sizeof(*w->seen_off));
-    w->seen_len = xmalloc(slots * sizeof(int));
-    w->seen_first = xmalloc(slots * sizeof(int));
-    w->seen_count = xmalloc(slots * sizeof(int));
-    memset(w->seen_first, 0xFF, slots * sizeof(int));
     w->seen_n = 0;
+    return 0;
 }
 
 static void seen_free(struct work *w)
@@ -703,11 +768,13 @@ static void seen_free(struct work *w)
     free(w->seen_count);
 }
 
+/* Remembers a piece's ids; a table that cannot grow forgets nothing and learns nothing more. */
 static void seen_add(struct work *w, const char *text, size_t off, size_t len, int first, int count)
 {
     if ((size_t)(w->seen_n + 1) * 2 > w->seen_mask + 1) {
         struct work old = *w;
-        seen_alloc(w, (old.seen_mask + 1) * 2);
+        if (seen_alloc(w, (old.seen_mask + 1) * 2) != 0)
+            return;
         for (size_t i = 0; i <= old.seen_mask; i++) {
             if (old.seen_first[i] < 0)
                 continue;
@@ -751,13 +818,15 @@ int attn_bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *
             err, "", "the text is too long to tokenize (%zu bytes, the limit is %d)", len, INT_MAX);
     struct work w;
     memset(&w, 0, sizeof(w));
-    seen_alloc(&w, 256);
     w.out_cap = 64; /* allocated up front: the result is never NULL */
-    w.out_ids = xmalloc((size_t)w.out_cap * sizeof(*w.out_ids));
-    w.out_starts = xmalloc(((size_t)w.out_cap + 1) * sizeof(*w.out_starts));
+    w.out_ids = malloc((size_t)w.out_cap * sizeof(*w.out_ids));
+    w.out_starts = malloc(((size_t)w.out_cap + 1) * sizeof(*w.out_starts));
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    if (!md)
-        attn_fatal_abort("out of memory (PCRE2 match data)");
+    if (seen_alloc(&w, 256) != 0 || !w.out_ids || !w.out_starts || !md) {
+        pcre2_match_data_free(md);
+        work_free(&w);
+        return encode_oom(err, len);
+    }
     int rc = 0;
     /* The first match checks the whole text is UTF-8 (and says where it is not); the later
      * ones skip that check, which would otherwise rescan the rest of the text every time. */
@@ -789,15 +858,18 @@ int attn_bpe_encode_spans(int **ids, size_t **starts, int *n, const struct bpe *
         if (w.seen_first[slot] >= 0) {
             int first = w.seen_first[slot], count = w.seen_count[slot];
             size_t at = off;
-            for (int i = 0; i < count; i++) {
+            for (int i = 0; i < count && rc == 0; i++) {
                 int id = w.out_ids[first + i];
-                out_push(&w, id, at);
+                if (out_push(&w, id, at) != 0)
+                    rc = encode_oom(err, len);
                 at += (size_t)b->syms[b->id_sym[id]].len;
             }
+            if (rc != 0)
+                break;
         } else {
             int first = w.out_n;
             if (bpe_piece(&w, b, text, off, plen, err) != 0) {
-                rc = -1;
+                rc = err->msg[0] ? -1 : encode_oom(err, len);
                 break;
             }
             seen_add(&w, text, off, plen, first, w.out_n - first);

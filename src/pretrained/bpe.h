@@ -12,6 +12,7 @@
 #define ATTNSCOPE_BPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/diag.h"
 
@@ -64,5 +65,11 @@ int attn_bpe_token_id(const struct bpe *b, const char *bytes, size_t len);
 void attn_bpe_token_label(char *out, size_t size, const struct bpe *b, int id);
 /* The same notation for any len bytes (hftok's labels use it). */
 void attn_bpe_label_bytes(char *out, size_t size, const char *bytes, size_t len);
+
+/* GPT-2's bytes_to_unicode, shared with tokenizer.json's ByteLevel (hftok.c): the character
+ * byte stands for in vocab.json ("Ġ" U+0120 for a space), and back: the byte cp stands for,
+ * or -1 when cp is not one of the 256. */
+uint32_t attn_bpe_byte_char(int byte);
+int attn_bpe_char_byte(uint32_t cp);
 
 #endif

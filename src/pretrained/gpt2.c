@@ -1,6 +1,7 @@
 /* gpt2: Hugging Face GPT-2 files as a scene (see gpt2.h). */
 #include "pretrained/gpt2.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include "engine/tokenize.h"
 #include "pretrained/bpe.h"
 #include "pretrained/hftok.h"
+#include "pretrained/jsonoom.h"
 #include "pretrained/safetensors.h"
 
 /* The scene's backing: the tokenizer, the mapped checkpoint and the tensors widened from F16
@@ -113,9 +115,12 @@ static struct backing *backing_of(struct attn_scene *s)
     return b;
 }
 
+/* path made absolute, or as given when it cannot be resolved; NULL out of memory. */
 static char *absolute(const char *path)
 {
     char *r = realpath(path, NULL);
+    if (!r && errno == ENOMEM)
+        return NULL;
     return r ? r : strdup(path);
 }
 
@@ -303,6 +308,10 @@ static int read_config(struct config *c, const char *path, struct diag *err)
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     int rc = -1;
+    if (!root && attn_json_out_of_memory(&je, text, len)) {
+        attn_diag_file(err, path, "out of memory reading the JSON");
+        goto out;
+    }
     if (!root) {
         attn_diag_file(err, path, "not valid JSON: %.300s", je.text);
         err->line = je.line > 0 ? je.line : 0;
@@ -630,14 +639,13 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, const struct gpt2_ove
     s->layers = layers;
 
     /* every layer's parameters */
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
-    s->more_weights = layers > 1 ? calloc((size_t)layers - 1, sizeof(*s->more_weights)) : NULL;
-    s->n_more = layers - 1;
-    if (layers > 1 && !s->more_weights)
-        return attn_diag_set(err, "", "out of memory");
+    attn_scene_weights_free_all(s);
+    if (layers > 1) {
+        s->more_weights = calloc((size_t)layers - 1, sizeof(*s->more_weights));
+        if (!s->more_weights)
+            return attn_diag_set(err, "", "out of memory");
+        s->n_more = layers - 1;
+    }
     s->weights_listed = layers > 1;
     for (int L = 0; L < layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];

@@ -187,6 +187,20 @@ static void plist_free(struct plist *l)
     memset(l, 0, sizeof(*l));
 }
 
+/* Room for one more piece in l: 0, or -1 out of memory. */
+static int plist_reserve(struct plist *l, struct diag *err)
+{
+    if (l->n < l->cap)
+        return 0;
+    int cap = l->cap ? l->cap * 2 : 16;
+    struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
+    if (!v)
+        return attn_diag_set(err, "", "out of memory");
+    l->v = v;
+    l->cap = cap;
+    return 0;
+}
+
 /* Appends a copy of p's bytes [a, b) as a new piece; an empty one is dropped (the library's
  * PreTokenizedString::split does the same). */
 static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b, int id,
@@ -194,14 +208,8 @@ static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b,
 {
     if (b <= a)
         return 0;
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
-        if (!v)
-            return attn_diag_set(err, "", "out of memory");
-        l->v = v;
-        l->cap = cap;
-    }
+    if (plist_reserve(l, err) != 0)
+        return -1;
     struct piece *q = &l->v[l->n];
     q->len = b - a;
     q->s = malloc(q->len);
@@ -228,14 +236,8 @@ static int plist_take(struct plist *l, struct piece *p, struct diag *err)
         memset(p, 0, sizeof(*p));
         return 0;
     }
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        struct piece *v = realloc(l->v, (size_t)cap * sizeof(*v));
-        if (!v)
-            return attn_diag_set(err, "", "out of memory");
-        l->v = v;
-        l->cap = cap;
-    }
+    if (plist_reserve(l, err) != 0)
+        return -1;
     l->v[l->n++] = *p;
     memset(p, 0, sizeof(*p));
     return 0;
@@ -619,21 +621,11 @@ static int split_piece(struct plist *out, const struct piece *p, struct mlist *m
             R[k++] = behavior == HF_REMOVED && m->is[i];
         }
         break;
-    case HF_CONTIGUOUS:
+    case HF_CONTIGUOUS:  /* runs of the same kind joined */
+    case HF_MERGED_PREV: /* a match joined to what comes before it */
         for (int i = 0; i < m->n; i++) {
-            if (m->is[i] == prev && k > 0) {
-                B[k - 1] = m->b[i];
-            } else {
-                A[k] = m->a[i];
-                B[k] = m->b[i];
-                R[k++] = false;
-            }
-            prev = m->is[i];
-        }
-        break;
-    case HF_MERGED_PREV:
-        for (int i = 0; i < m->n; i++) {
-            if (m->is[i] && !prev && k > 0) {
+            bool join = behavior == HF_CONTIGUOUS ? m->is[i] == prev : m->is[i] && !prev;
+            if (join && k > 0) {
                 B[k - 1] = m->b[i];
             } else {
                 A[k] = m->a[i];
@@ -684,40 +676,11 @@ static bool is_bert_space(uint32_t c)
     return attn_uni_is_whitespace(c);
 }
 
-/* GPT-2's byte -> character mapping (bpe.c's bytes_to_unicode). */
-static bool stands_for_itself(int byte)
-{
-    return (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
-}
-
-static uint32_t byte_char(int byte)
-{
-    if (stands_for_itself(byte))
-        return (uint32_t)byte;
-    uint32_t n = 0;
-    for (int b = 0; b < byte; b++)
-        n += !stands_for_itself(b);
-    return 0x100 + n;
-}
-
-static int char_byte(uint32_t cp)
-{
-    if (cp < 0x100)
-        return stands_for_itself((int)cp) ? (int)cp : -1;
-    if (cp >= 0x100 + 68)
-        return -1;
-    uint32_t n = cp - 0x100;
-    for (int b = 0; b < 256; b++)
-        if (!stands_for_itself(b) && n-- == 0)
-            return b;
-    return -1;
-}
-
 static int byte_level_map(struct piece *p, struct diag *err)
 {
     struct sb b = {0};
     for (size_t i = 0; i < p->len; i++)
-        sb_putc(&b, byte_char((unsigned char)p->s[i]), p->orig[i]);
+        sb_putc(&b, attn_bpe_byte_char((unsigned char)p->s[i]), p->orig[i]);
     return sb_into(&b, p, err);
 }
 
@@ -1368,6 +1331,9 @@ int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const c
             ids_push(&e->type, s);
             ids_push(&e->special, 0);
         }
+        /* the three lists must be as long as each other before anything reads them */
+        if (rc == 0 && enc_failed(e))
+            rc = attn_diag_set(err, "", "out of memory");
     }
     if (rc == 0 && t->has_post)
         rc = post_process(&l, &t->post, add_special_tokens, err);
@@ -1460,7 +1426,7 @@ void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int i
             for (size_t i = 0; i < b.n && all;) {
                 int k;
                 uint32_t c = char_at(b.s, b.n, i, &k);
-                int by = char_byte(c);
+                int by = attn_bpe_char_byte(c);
                 if (by < 0)
                     all = false;
                 else {

@@ -20,6 +20,7 @@
 #include "common/utf8.h"
 #include "pretrained/hftok.h"
 #include "pretrained/hftok_int.h"
+#include "pretrained/jsonoom.h"
 #include "pretrained/uni.h"
 
 /* hftok.c: the normaliser, for added tokens' normalized forms. */
@@ -526,12 +527,44 @@ static int get_behavior(struct jctx *c, json_t *obj, enum hf_behavior *out, bool
     return rc;
 }
 
+/* ---- Sequence: a list of components, each loaded like a single one ------------------------- */
+
+typedef int (*load_item_fn)(struct jctx *c, json_t *obj, void *item);
+
+/* {"type": "Sequence", key: [...]}: a fresh array of the list's items, each size bytes, loaded by
+ * load_one, into *items (*n: how many were loaded, the failed one included, so that freeing
+ * them frees what it had made); what names the items in the message ("normalizers"). */
+static int load_sequence(struct jctx *c, json_t *obj, const char *key, const char *what,
+                         void **items, size_t size, int *n, load_item_fn load_one)
+{
+    const char *const keys[] = {key, NULL};
+    if (only_keys(c, obj, "Sequence", keys))
+        return -1;
+    json_t *a = json_object_get(obj, key);
+    push_key(c, key);
+    int rc = 0;
+    if (!a || !json_is_array(a)) {
+        rc = a ? jerr(c, "must be a list of %s", what) : jerr(c, "is missing");
+    } else if (json_array_size(a) > 0 && !(*items = calloc(json_array_size(a), size))) {
+        rc = jerr(c, "out of memory");
+    } else {
+        for (size_t i = 0; i < json_array_size(a) && rc == 0; i++) {
+            push_index(c, (long)i);
+            rc = load_one(c, json_array_get(a, i), (char *)*items + i * size);
+            *n = (int)i + 1;
+            pop(c);
+        }
+    }
+    pop(c);
+    return rc;
+}
+
 /* ---- normalizers --------------------------------------------------------------------------- */
 
-static int load_norm(struct jctx *c, json_t *obj, struct hf_norm *n);
-
-static int load_norm(struct jctx *c, json_t *obj, struct hf_norm *n)
+/* item: a struct hf_norm (the type of load_sequence's items) */
+static int load_norm(struct jctx *c, json_t *obj, void *item)
 {
+    struct hf_norm *n = item;
     const char *type;
     if (component(c, obj, &type, "normalizer"))
         return -1;
@@ -595,27 +628,11 @@ static int load_norm(struct jctx *c, json_t *obj, struct hf_norm *n)
                    : 0;
     }
     if (strcmp(type, "Sequence") == 0) {
-        static const char *const keys[] = {"normalizers", NULL};
         n->kind = HN_SEQUENCE;
-        if (only_keys(c, obj, type, keys))
-            return -1;
-        json_t *a = json_object_get(obj, "normalizers");
-        push_key(c, "normalizers");
-        int rc = 0;
-        if (!a || !json_is_array(a)) {
-            rc = jerr(c, a ? "must be a list of normalizers" : "is missing");
-        } else if (json_array_size(a) > 0 &&
-                   !(n->items = calloc(json_array_size(a), sizeof(*n->items)))) {
-            rc = jerr(c, "out of memory");
-        } else {
-            for (size_t i = 0; i < json_array_size(a) && rc == 0; i++) {
-                push_index(c, (long)i);
-                rc = load_norm(c, json_array_get(a, i), &n->items[i]);
-                n->n = (int)i + 1;
-                pop(c);
-            }
-        }
-        pop(c);
+        void *items = NULL;
+        int rc = load_sequence(c, obj, "normalizers", "normalizers", &items, sizeof(*n->items),
+                               &n->n, load_norm);
+        n->items = items;
         return rc;
     }
     return unsupported(c, type,
@@ -674,8 +691,10 @@ static int metaspace_options(struct jctx *c, json_t *obj, uint32_t *replacement,
     return 0;
 }
 
-static int load_pre(struct jctx *c, json_t *obj, struct hf_pre *p)
+/* item: a struct hf_pre (the type of load_sequence's items) */
+static int load_pre(struct jctx *c, json_t *obj, void *item)
 {
+    struct hf_pre *p = item;
     const char *type;
     if (component(c, obj, &type, "pre-tokenizer"))
         return -1;
@@ -726,27 +745,11 @@ static int load_pre(struct jctx *c, json_t *obj, struct hf_pre *p)
         return only_keys(c, obj, type, keys) || get_behavior(c, obj, &p->behavior, false) ? -1 : 0;
     }
     if (strcmp(type, "Sequence") == 0) {
-        static const char *const keys[] = {"pretokenizers", NULL};
         p->kind = HP_SEQUENCE;
-        if (only_keys(c, obj, type, keys))
-            return -1;
-        json_t *a = json_object_get(obj, "pretokenizers");
-        push_key(c, "pretokenizers");
-        int rc = 0;
-        if (!a || !json_is_array(a)) {
-            rc = jerr(c, a ? "must be a list of pre-tokenizers" : "is missing");
-        } else if (json_array_size(a) > 0 &&
-                   !(p->items = calloc(json_array_size(a), sizeof(*p->items)))) {
-            rc = jerr(c, "out of memory");
-        } else {
-            for (size_t i = 0; i < json_array_size(a) && rc == 0; i++) {
-                push_index(c, (long)i);
-                rc = load_pre(c, json_array_get(a, i), &p->items[i]);
-                p->n = (int)i + 1;
-                pop(c);
-            }
-        }
-        pop(c);
+        void *items = NULL;
+        int rc = load_sequence(c, obj, "pretokenizers", "pre-tokenizers", &items, sizeof(*p->items),
+                               &p->n, load_pre);
+        p->items = items;
         return rc;
     }
     return unsupported(c, type,
@@ -1087,8 +1090,10 @@ out:
     return rc;
 }
 
-static int load_post(struct jctx *c, json_t *obj, struct hf_post *p)
+/* item: a struct hf_post (the type of load_sequence's items) */
+static int load_post(struct jctx *c, json_t *obj, void *item)
 {
+    struct hf_post *p = item;
     const char *type;
     if (component(c, obj, &type, "post-processor"))
         return -1;
@@ -1121,8 +1126,10 @@ static int load_post(struct jctx *c, json_t *obj, struct hf_post *p)
             json_t *toks = json_is_object(v) ? json_object_get(v, "tokens") : NULL;
             json_t *id = json_is_object(v) ? json_object_get(v, "id") : NULL;
             int rc = 0;
-            if (!s->name || !ids || !json_is_array(ids) || !toks || !json_is_array(toks) || !id ||
-                !json_is_string(id) || json_object_size(v) != 3)
+            if (!s->name)
+                rc = jerr(c, "out of memory");
+            else if (!ids || !json_is_array(ids) || !toks || !json_is_array(toks) || !id ||
+                     !json_is_string(id) || json_object_size(v) != 3)
                 rc = jerr(c, "must be {\"id\": \"...\", \"ids\": [...], \"tokens\": [...]}");
             else if (json_array_size(ids) != json_array_size(toks))
                 rc = jerr(c, "ids and tokens must be of the same length");
@@ -1180,27 +1187,11 @@ static int load_post(struct jctx *c, json_t *obj, struct hf_post *p)
                    : 0;
     }
     if (strcmp(type, "Sequence") == 0) {
-        static const char *const keys[] = {"processors", NULL};
         p->kind = HQ_SEQUENCE;
-        if (only_keys(c, obj, type, keys))
-            return -1;
-        json_t *a = json_object_get(obj, "processors");
-        push_key(c, "processors");
-        int rc = 0;
-        if (!a || !json_is_array(a)) {
-            rc = jerr(c, a ? "must be a list of post-processors" : "is missing");
-        } else if (json_array_size(a) > 0 &&
-                   !(p->items = calloc(json_array_size(a), sizeof(*p->items)))) {
-            rc = jerr(c, "out of memory");
-        } else {
-            for (size_t i = 0; i < json_array_size(a) && rc == 0; i++) {
-                push_index(c, (long)i);
-                rc = load_post(c, json_array_get(a, i), &p->items[i]);
-                p->n = (int)i + 1;
-                pop(c);
-            }
-        }
-        pop(c);
+        void *items = NULL;
+        int rc = load_sequence(c, obj, "processors", "post-processors", &items, sizeof(*p->items),
+                               &p->n, load_post);
+        p->items = items;
         return rc;
     }
     return unsupported(c, type,
@@ -1542,6 +1533,10 @@ static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
 {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | flags, &je);
+    if (!root && attn_json_out_of_memory(&je, text, len)) {
+        attn_diag_file(c->err, c->file, "out of memory reading the JSON");
+        return NULL;
+    }
     if (!root) {
         /* jansson counts columns in characters; ours are bytes, from the position it gives */
         size_t pos = je.position > 0 ? (size_t)je.position : 0;

@@ -23,6 +23,7 @@
 #include "common/fsutil.h"
 #include "common/mapguard.h"
 #include "common/utf8.h"
+#include "pretrained/jsonoom.h"
 
 #define SHOW_MAX 100 /* bytes of a name or JSON excerpt in a message */
 
@@ -283,6 +284,8 @@ static int parse_header(struct st_file *f, size_t hlen, struct diag *err)
     char got[2 * SHOW_MAX];
     json_error_t jerr;
     json_t *root = json_loadb((const char *)f->map + 8, hlen, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && attn_json_out_of_memory(&jerr, (const char *)f->map + 8, hlen))
+        return attn_diag_file(err, f->path, "out of memory reading the header");
     /* jansson's position is just past the token it stopped at: name that token's last byte. */
     if (!root)
         return attn_diag_file(err, f->path,

@@ -133,6 +133,8 @@ static void run_scene_check(struct loader *l)
             snprintf(msg, sizeof(msg), "%.300s (read from %.180s)", d->msg, file);
         attn_loader_error_at(l, line, col, d->path, file ? msg : d->msg);
     }
+    if (found.lost)
+        attn_loader_out_of_memory(l);
     attn_diag_list_free(&found);
 }
 
@@ -271,7 +273,7 @@ int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *r
         bool own = strncmp(d->file, path, sizeof(d->file) - 1) == 0;
         attn_diag_print(report, d, own ? source : NULL, source_len);
     }
-    if (rc != 0 && errs.n == 0)
+    if (rc != 0 && !attn_diag_list_print_lost(report, &errs, path) && errs.n == 0)
         fprintf(report, "%s: invalid scene\n", path);
     attn_diag_list_free(&errs);
     free(source);

@@ -36,8 +36,10 @@ void attn_loader_mark_bad(struct loader *l, const char *path)
     if (l->n_bad == l->cap_bad) {
         int cap = l->cap_bad ? l->cap_bad * 2 : 16;
         char(*bad)[DIAG_PATH_MAX] = realloc(l->bad, (size_t)cap * sizeof(*bad));
-        if (!bad)
+        if (!bad) {
+            attn_loader_out_of_memory(l);
             return;
+        }
         l->bad = bad;
         l->cap_bad = cap;
     }
@@ -68,6 +70,15 @@ bool attn_loader_unknown(const struct loader *l, const char *path)
             (l->bad[i][0] && attn_loader_path_within(path, l->bad[i])))
             return true;
     return false;
+}
+
+void attn_loader_out_of_memory(struct loader *l)
+{
+    if (!l->oom) {
+        l->oom = true;
+        attn_ydiag_add_line(&l->yd, 0, 0, "", "out of memory while reading the scene file");
+    }
+    l->yd.stopped = true;
 }
 
 void attn_loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg)
@@ -128,8 +139,10 @@ void attn_loader_register(struct loader *l, const char *path, int key, int value
     if (l->n_keys == l->cap_keys) {
         int cap = l->cap_keys ? l->cap_keys * 2 : 32;
         struct loader_key *keys = realloc(l->keys, (size_t)cap * sizeof(*keys));
-        if (!keys)
+        if (!keys) {
+            attn_loader_out_of_memory(l);
             return;
+        }
         l->keys = keys;
         l->cap_keys = cap;
     }

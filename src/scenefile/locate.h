@@ -1,6 +1,11 @@
 /* locate: the state of one scene-file parse (struct loader): its problems (through src/yaml/ydiag),
  * where each key is, which keys had a problem. load.c drives a parse and schema.c (the schema
  * tables and their handlers) fills the scene; both report through here. Internal to src/scenefile.
+ *
+ * Out of memory: a handler whose allocation fails reports "out of memory" at its key, like any
+ * problem. The loader's own tables (keys, bad paths) cannot say where they were when they fail,
+ * and a key missing from them would change what the scene means ("attention.heads" given or
+ * not), so they call attn_loader_out_of_memory: one problem for the file, and the parse stops.
  */
 #ifndef ATTNSCOPE_SCENEFILE_LOCATE_H
 #define ATTNSCOPE_SCENEFILE_LOCATE_H
@@ -53,7 +58,12 @@ struct loader {
     struct {
         char *file, *arch;
     } model_spec;
+    bool oom; /* attn_loader_out_of_memory was called */
 };
+
+/* An allocation failed where no key is to blame: "out of memory while reading the scene file"
+ * (once), and the parse stops (yd.stopped). */
+void attn_loader_out_of_memory(struct loader *l);
 
 /* Adds a problem located at node's start (node < 0: line 1) and marks path as bad. */
 void attn_loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)

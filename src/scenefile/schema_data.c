@@ -53,16 +53,6 @@ static bool is_csv_name(const char *name)
     return n > 4 && strcasecmp(name + n - 4, ".csv") == 0;
 }
 
-/* "(3, 4)", "(5,)" */
-static void shape_str(char *out, size_t size, const struct npy_array *a)
-{
-    size_t o = (size_t)snprintf(out, size, "(");
-    for (int d = 0; d < a->ndim && o < size; d++)
-        o += (size_t)snprintf(out + o, size - o, "%s%zu", d ? ", " : "", a->shape[d]);
-    if (o < size)
-        snprintf(out + o, size - o, a->ndim == 1 ? ",)" : ")");
-}
-
 /* Reads {file: PATH} (PATH relative to the scene file's folder; a .csv name is read as CSV,
  * any other as .npy) into a float array of ndim dimensions: a vector (1) also takes one row or
  * one column, a dropout mask (3) also its (heads * n) x n rows as export writes them. Reports
@@ -125,7 +115,7 @@ int attn_schema_read_file_ref(struct loader *l, int node, const char *label, con
     bool mask_2d = ndim == 3 && out->ndim == 2;
     if (out->ndim != ndim && !vector_2d && !mask_2d) {
         char shape[96];
-        shape_str(shape, sizeof(shape), out);
+        attn_npy_shape_str(shape, sizeof(shape), out);
         attn_loader_error(l, value, path, "'%s': %s has shape %s, expected %s", label, name, shape,
                           ndim == 1   ? "one dimension, one row or one column"
                           : ndim == 2 ? "two dimensions (rows, columns)"
@@ -363,7 +353,7 @@ static void dropout_mask_file(struct loader *l, int node, const char *path, stru
     if (heads == 0 || heads > SCENE_MAX_HEADS || n == 0 || n > SCENE_MAX_TOKENS ||
         (rows ? a.shape[0] % n != 0 : a.shape[2] != n)) {
         char shape[96];
-        shape_str(shape, sizeof(shape), &a);
+        attn_npy_shape_str(shape, sizeof(shape), &a);
         attn_loader_error(
             l, node, path,
             "'dropout_mask': %s has shape %s, expected (heads, n, n) or (heads * n, n) "

@@ -284,7 +284,7 @@ static int sim_edit(struct loader *l, struct attn_scene *now, int i)
     int rc = 0;
     if (attn_scene_check(now, &problems) > 0) {
         attn_loader_error(l, node, path, "step %d's edit makes the scene invalid: %s", i + 1,
-                          problems.items[0].msg);
+                          problems.n ? problems.items[0].msg : "out of memory");
         rc = -1;
     }
     attn_diag_list_free(&problems);

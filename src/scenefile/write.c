@@ -14,6 +14,7 @@
 #include "scenefile/scenefile.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1065,6 +1066,8 @@ int attn_scenefile_save(const char *path, const struct attn_scene *s, bool expli
     size_t flen = base > path ? (size_t)(base - path - 1) : 0;
     snprintf(folder, sizeof(folder), "%.*s", (int)(flen ? flen : 1), base > path ? path : ".");
     char *yaml_dir = realpath(folder, NULL);
+    if (!yaml_dir && errno == ENOMEM)
+        return attn_diag_file(err, path, "out of memory");
     struct scenefile_sidecar side = {.dir = dir, .rel = rel, .yaml_dir = yaml_dir};
     struct save_ctx c = {.s = s, .explicit = explicit, .side = &side};
     int rc = attn_fsutil_write_atomic(path, overwrite, save_cb, &c, err);

@@ -103,6 +103,16 @@ int text_width(const char *s)
     return w;
 }
 
+int tokens_label_width(char *const *tokens, int n, int max)
+{
+    int w = 4;
+    for (int i = 0; i < n; i++) {
+        int tw = text_width(tokens[i]);
+        w = tw > w ? tw : w;
+    }
+    return (w > max ? max : w) + 1;
+}
+
 int draw_text(int y, int x, int width, int attr, const char *s)
 {
     int used = 0;

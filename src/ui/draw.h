@@ -24,6 +24,9 @@ bool draw_ascii_only(void);
 /* Draws utf8 at (y, x) in at most width columns; returns the columns used. */
 int draw_text(int y, int x, int width, int attr, const char *utf8);
 int text_width(const char *utf8);
+/* Columns of a column of token labels: the widest of the n tokens' (at least 4, at most max),
+ * and a blank after it. */
+int tokens_label_width(char *const *tokens, int n, int max);
 /* Abbreviates a token to at most width columns, ending with "…" when cut. */
 void abbreviate(char *out, size_t out_size, const char *utf8, int width);
 /* The same from the other end: "…/long/path/to/file.yaml", keeping the end. */

@@ -245,12 +245,7 @@ static int select_tile(struct app *a, int tile)
 /* Columns of a token label: the longest token's, at most 10, and a blank. */
 static int token_label_width(const struct app *a)
 {
-    int w = 4;
-    for (int i = 0; i < app_model(a)->n; i++) {
-        int tw = text_width(app_model(a)->tokens[i]);
-        w = tw > w ? tw : w;
-    }
-    return (w > 10 ? 10 : w) + 1;
+    return tokens_label_width(app_model(a)->tokens, app_model(a)->n, 10);
 }
 
 /* Columns of a range label "96–103", and a blank. */

@@ -36,14 +36,10 @@ static void col_label(char *out, size_t size, const struct app *a, int j)
         snprintf(out, size, "d%d", j);
 }
 
+/* Columns of a row label: the longest token's, at most 12, and a blank. */
 static int label_width(const struct app *a)
 {
-    int w = 4;
-    for (int i = 0; i < app_model(a)->n; i++) {
-        int tw = text_width(app_model(a)->tokens[i]);
-        w = tw > w ? tw : w;
-    }
-    return (w > 12 ? 12 : w) + 1;
+    return tokens_label_width(app_model(a)->tokens, app_model(a)->n, 12);
 }
 
 /* The row-sum column belongs where rows are distributions: after the normalisation (summing

@@ -62,8 +62,11 @@ static int build(struct frame *f, char lines[][256], int max, int width)
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]) && n < max; i++)
         snprintf(lines[n++], 256, extra[i][1] ? "%s\t%s" : "%s", extra[i][0],
                  extra[i][1] ? extra[i][1] : "");
-    if (f->config_problems->n > 0 && n < max)
+    if ((f->config_problems->n > 0 || f->config_problems->lost) && n < max)
         snprintf(lines[n++], 256, "\aconfiguration problems (the defaults are in use)");
+    if (f->config_problems->lost && n < max)
+        snprintf(lines[n++], 256, "out of memory: %d problems could not be listed",
+                 f->config_problems->lost);
     for (int i = 0; i < f->config_problems->n && n < max; i++) {
         const struct diag *d = &f->config_problems->items[i];
         char text[400];

@@ -139,7 +139,10 @@ static void load_configs(struct ui *ui)
             snprintf(where, sizeof(where), "%.380s", d->file);
         snprintf(ui->config_error, sizeof(ui->config_error),
                  " \u2717 %s: %.400s \u2014 defaults in use%s (? lists all) ", where, d->msg,
-                 errs.n > 1 ? ", more problems" : "");
+                 errs.n > 1 || errs.lost ? ", more problems" : "");
+    } else if (errs.lost) {
+        snprintf(ui->config_error, sizeof(ui->config_error),
+                 " \u2717 out of memory reading the configuration \u2014 defaults in use ");
     }
     ui->config_problems = errs;
     free(user_keys);
@@ -542,8 +545,9 @@ int ui_main(const char *scene_path)
     if (scene_path) {
         if (attn_scenefile_load_report(&s, scene_path, stderr))
             return 1;
-    } else {
-        attn_scene_init_default(&s);
+    } else if (attn_scene_init_default(&s) != 0) {
+        fprintf(stderr, "attnscope: the default scene: out of memory\n");
+        return 1;
     }
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {

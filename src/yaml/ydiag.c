@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/fatal.h"
 #include "common/utf8.h"
 #include "yaml/suggest.h"
 
@@ -81,8 +80,10 @@ bool attn_ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *wh
 {
     const char *problem = p->problem ? p->problem : "unknown problem";
     switch (p->kind) {
-    case YPROB_MEMORY:
-        attn_fatal_abort("out of memory while reading %s", d->file);
+    case YPROB_MEMORY: /* nothing after it could be trusted: the reading stops here */
+        attn_ydiag_add_line(d, 0, 0, "", "out of memory while reading the %s", what);
+        d->stopped = true;
+        return false;
     case YPROB_ENCODING:
         if (p->byte >= 0)
             return attn_ydiag_add(d, p->pos, "", "not valid UTF-8 text: %s (byte 0x%02X)", problem,

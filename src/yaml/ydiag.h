@@ -43,7 +43,9 @@ bool attn_ydiag_add_line(struct ydiag *d, int line, int col, const char *path, c
 void attn_ydiag_finish(struct ydiag *d);
 
 /* A problem of the YAML text itself, worded; what is the kind of file ("scene file",
- * "configuration file"). A memory problem is attn_fatal_abort(). */
+ * "configuration file"). Out of memory is a problem like the others ("out of memory while
+ * reading the scene file", no location) that also stops the reading. A problem the list had no
+ * memory for is counted in errs->lost (common/diag.h) and still counts here. */
 bool attn_ydiag_stream(struct ydiag *d, const struct yproblem *p, const char *what);
 
 #define YDIAG_SHOW_MAX 200
