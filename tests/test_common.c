@@ -67,6 +67,133 @@ static void test_format(void **state)
     assert_string_equal(buf, "2.500");
 }
 
+/* One float: the fast text equals the reference's (the snprintf/strtod loop) byte for byte and
+ * reads back through strtof to the same bits. Returns whether the fast path decided it. */
+static bool check_float_text(uint32_t bits)
+{
+    float x;
+    memcpy(&x, &bits, sizeof(x));
+    char fast[CNUM_FLOAT_MAX + 1], want[32], full[32];
+    int n = attn_cnum_float_text_fast(fast, x);
+    attn_cnum_format_float_ref(want, sizeof(want), x);
+    int len = attn_cnum_format_float(full, sizeof(full), x);
+    if (strcmp(full, want) != 0 || len != (int)strlen(want))
+        fail_msg("0x%08x: \"%s\", the reference \"%s\"", bits, full, want);
+    if (n >= 0) {
+        assert_true(n < CNUM_FLOAT_MAX);
+        fast[n] = '\0';
+        if (strcmp(fast, want) != 0)
+            fail_msg("0x%08x: fast path \"%s\", the reference \"%s\"", bits, fast, want);
+    }
+    float back = strtof(full, NULL); /* under the comma locale: only "nan"/"inf"/digits reach it */
+    uint32_t bb;
+    memcpy(&bb, &back, sizeof(bb));
+    if (isnan(x) ? !isnan(back) : bb != bits)
+        fail_msg("0x%08x printed as %s reads back as 0x%08x", bits, full, bb);
+    return n >= 0;
+}
+
+static uint32_t float_bits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof(b));
+    return b;
+}
+
+/* The shortest text of a float32 (cnum_float.c): the edge cases, then a large random sample
+ * (bench/float_exhaustive checks all 2^32 patterns, too slow for every run). */
+static void test_float_text(void **state)
+{
+    (void)state;
+    setlocale(LC_ALL, "C"); /* strtof below reads the C locale's point */
+    static const struct {
+        float x;
+        const char *text;
+    } known[] = {
+        {0.0f, "0"},
+        {-0.0f, "-0"},
+        {INFINITY, "inf"},
+        {-INFINITY, "-inf"},
+        {0.1f, "0.1"},
+        {0.5f, "0.5"},
+        {1.0f / 3.0f, "0.33333334"},
+        {0.100246795f, "0.100246795"},
+        {16777216.0f, "16777216"},
+        {16777218.0f, "16777218"},
+        {33554436.0f, "33554436"}, /* 33554440 is the midpoint above, and 4 is even: no */
+        {1e-10f, "1e-10"},
+        {1e6f, "1e+06"}, /* %.6g switches to e-style at 10^6 */
+        {123456.0f, "123456"},
+        {1234567.0f, "1234567"},
+        {0.0001f, "0.0001"},
+        {0.00001f, "1e-05"},
+        {0.001953125f, "0.001953125"}, /* 2^-9: %.6g and %.7g round an exact tie to even */
+        {3.40282347e38f, "3.4028235e+38"},
+        {1.17549435e-38f, "1.1754944e-38"},
+        {1e-45f, "1.4013e-45"},
+        {-2.5e-7f, "-2.5e-07"},
+        {9.9999999e8f, "1e+09"},
+        {1e9f, "1e+09"},
+        {1e10f, "1e+10"},
+        {1e38f, "1e+38"},
+    };
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        char buf[32];
+        attn_cnum_format_float(buf, sizeof(buf), known[i].x);
+        if (strcmp(buf, known[i].text) != 0)
+            fail_msg("%a: \"%s\", not \"%s\"", (double)known[i].x, buf, known[i].text);
+        check_float_text(float_bits(known[i].x));
+    }
+    char buf[32];
+    assert_int_equal(attn_cnum_format_float(buf, 4, -1.5f), 4); /* cut like snprintf */
+    assert_string_equal(buf, "-1.");
+    assert_true(isnan(NAN));
+    for (uint32_t nan = 0x7fc00000u; nan != 0x7fc00010u; nan++) {
+        check_float_text(nan);
+        check_float_text(nan | 0x80000000u);
+    }
+    check_float_text(0x7f800001u); /* a signalling nan */
+    /* Edges: every subnormal near 0 and near the smallest normal; the extremes; every power of
+       ten and of two, with their neighbours. */
+    for (uint32_t b = 0; b < 4096; b++) {
+        check_float_text(b);
+        check_float_text(0x00800000u - 2048u + b);
+        check_float_text(0x80000000u | b);
+    }
+    static const uint32_t ends[] = {0x7f7fffffu, 0x7f7ffffeu, 0x00800000u, 0x00800001u,
+                                    0x007fffffu, 0x00000001u, 0xff7fffffu, 0x80000001u};
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+        check_float_text(ends[i]);
+    for (int e = -45; e <= 38; e++) {
+        char text[16];
+        snprintf(text, sizeof(text), "1e%d", e);
+        uint32_t b = float_bits(strtof(text, NULL));
+        for (uint32_t k = b - 3; k != b + 4; k++)
+            check_float_text(k);
+    }
+    for (uint32_t e = 0; e < 255; e++)
+        for (uint32_t k = 0; k < 5; k++) {
+            check_float_text((e << 23) + k - 2);
+            check_float_text(e << 23 | 0x2000u << k); /* short exact decimals: ties */
+        }
+    /* Integers and halves: exact decimals, ties at every precision. */
+    for (uint32_t i = 0; i < 20000; i++) {
+        check_float_text(float_bits((float)i + 0.5f));
+        check_float_text(float_bits((float)(i * 1048573u)));
+    }
+    /* A million random patterns; the fast path decides nearly every one. */
+    uint64_t s = 0x9E3779B97F4A7C15u;
+    long fast = 0, n = 1 << 20;
+    for (long i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        fast += check_float_text((uint32_t)(s >> 16));
+    }
+    assert_true(fast >= n - 10);
+    setlocale(LC_ALL, tu_comma_locale());
+}
+
 static void test_parse_double(void **state)
 {
     (void)state;
@@ -213,9 +340,13 @@ static void test_diag_print_escapes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format),         cmocka_unit_test(test_parse_double),
-        cmocka_unit_test(test_parse_integers), cmocka_unit_test(test_progress_line),
-        cmocka_unit_test(test_escapes),        cmocka_unit_test(test_diag_print_escapes),
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_float_text),
+        cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_parse_integers),
+        cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_diag_print_escapes),
     };
     return cmocka_run_group_tests(tests, comma_setup, comma_teardown);
 }

@@ -65,7 +65,7 @@ int attn_cnum_fprintf(FILE *f, const char *fmt, ...)
     return n;
 }
 
-int attn_cnum_format_float(char *out, size_t size, float x)
+int attn_cnum_format_float_ref(char *out, size_t size, float x)
 {
     if (isnan(x))
         return snprintf(out, size, "nan");
