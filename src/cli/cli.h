@@ -55,6 +55,9 @@ void cli_print_overview(FILE *out, const struct cli_command *const *cmds, int n)
 void cli_print_command_help(FILE *out, const struct cli_command *cmd);
 /* attnscope(1) in roff, from the command table and the explorer's key table. */
 void cli_print_man(FILE *out, const struct cli_command *const *cmds, int n);
+/* attnscope-scene(5) in roff, from the scene loader's tables; -1 (said on stderr) when a key has
+ * no sentence in src/cli/manscene.c. */
+int cli_print_man_scene(FILE *out);
 
 /* bench's options, shared with main.c's bench --ui. */
 enum {

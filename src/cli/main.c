@@ -58,14 +58,14 @@ static const struct cli_command cli_explore = {
 enum { HELP_O_MAN, HELP_O_COUNT };
 static const struct cli_opt help_opts[HELP_O_COUNT] = {
     [HELP_O_MAN] = {"man", 0, "PAGE",
-                    "the manual page PAGE in roff instead: attnscope (section 1);\n"
-                    "the build installs it"},
+                    "the manual page PAGE in roff instead: attnscope (section 1)\n"
+                    "or attnscope-scene (section 5); the build installs them"},
 };
 
 static const struct cli_command cli_help = {
     "help",
     cmd_help,
-    "[COMMAND]\n--man attnscope",
+    "[COMMAND]\n--man attnscope|attnscope-scene",
     "the list of commands, or one command's help",
     "Without COMMAND: the list of commands. With one: its usage, what it does and its\n"
     "options, the same as 'attnscope COMMAND --help'.",
@@ -108,8 +108,11 @@ static int cmd_help(int argc, char **argv)
     if (val[HELP_O_MAN]) {
         if (n_pos)
             return cli_usage_error("help", "--man takes no command");
+        if (strcmp(val[HELP_O_MAN], "attnscope-scene") == 0)
+            return cli_print_man_scene(stdout) == 0 ? CLI_OK : CLI_INVALID;
         if (strcmp(val[HELP_O_MAN], "attnscope") != 0)
-            return cli_usage_error("help", "no manual page '%s' (attnscope)", val[HELP_O_MAN]);
+            return cli_usage_error("help", "no manual page '%s' (attnscope, attnscope-scene)",
+                                   val[HELP_O_MAN]);
         cli_print_man(stdout, commands, N_COMMANDS);
         return CLI_OK;
     }

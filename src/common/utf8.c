@@ -142,7 +142,15 @@ size_t attn_utf8_escape(char *out, size_t size, const char *s, size_t len, unsig
         len = strlen(s);
     while (i < len) {
         char esc[UTF8_ESCAPE_MAX];
-        int k = attn_utf8_escape_char(s + i, esc, flags);
+        /* s need not be NUL-terminated at len: near the end, decode from a terminated copy so
+         * a truncated multi-byte character is never read past its last byte. */
+        char tail[5] = {0};
+        const char *at = s + i;
+        if (len - i < 4) {
+            memcpy(tail, s + i, len - i);
+            at = tail;
+        }
+        int k = attn_utf8_escape_char(at, esc, flags);
         if (i + (size_t)k > len) { /* a character cut by len: its bytes are not UTF-8 here */
             k = 1;
             snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[i]);

@@ -260,7 +260,7 @@ static void path_text(char *out, size_t size, const struct jctx *c)
             o += (size_t)snprintf(out + o, size - o, "[\"");
             for (size_t k = 0; k < s->key_len && k < 60 && o + 8 < size; k++) {
                 unsigned char ch = (unsigned char)s->key[k];
-                if (ch < 0x20 || ch == '"' || ch == '\\')
+                if (ch < 0x20 || ch == 0x7F || ch == '"' || ch == '\\')
                     o += (size_t)snprintf(out + o, size - o, "\\x%02X", ch);
                 else
                     out[o++] = (char)ch;

@@ -34,6 +34,19 @@ int attn_scenefile_load(struct attn_scene *out, const char *path, struct diag_li
  * printed to report as file:line:col with the line and a caret. Returns 0 or -1. */
 int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *report);
 
+/* One key of the scene format, as the loader's tables know it: for the reference (the manual
+ * page attnscope-scene(5) is made from these). */
+struct attn_scene_key {
+    const char *path; /* "attention.heads"; "[]" marks a list's items: "lesson[].caption" */
+    const char *what; /* what its value must be ("an integer", "true or false"), or NULL */
+    char values[256]; /* an enum's names, "none, learned, sinusoidal or rope"; else "" */
+    bool ranged;      /* an integer between min and max */
+    long long min, max;
+};
+/* Calls visit for every key of the format, the top level first and each mapping's keys after
+ * its own key, in the tables' order. */
+void attn_scenefile_describe(void (*visit)(void *ctx, const struct attn_scene_key *k), void *ctx);
+
 /* Matrices larger than this many values, and every matrix once a file holds SCENEFILE_INLINE_TOTAL
  * inline, are written to .npy side files, so a written scene stays readable and far below
  * SCENEFILE_MAX_BYTES (a float takes at most 17 bytes of YAML). */
