@@ -24,7 +24,9 @@ int attn_cnum_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(print
  * "inf", "-inf", "nan"). Returns the length, like snprintf. No printf: see cnum_float.c. */
 int attn_cnum_format_float(char *out, size_t size, float x);
 /* The same text into out without a terminating NUL, for writers that fill a buffer: at most
- * CNUM_FLOAT_MAX - 1 characters ("-1.17549435e-38"). Returns the length. */
+ * CNUM_FLOAT_MAX - 1 characters ("-1.17549435e-38"). Returns the length. out must have room
+ * for CNUM_FLOAT_MAX bytes: the fast path stores them all at once (the bytes past the length
+ * are scratch). */
 #define CNUM_FLOAT_MAX 16
 int attn_cnum_float_text(char *out, float x);
 /* The fast path alone: the length, or -1 for the few floats (about one in a million) whose text

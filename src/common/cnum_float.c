@@ -124,68 +124,77 @@ static const struct {
     {0x85a36366eb71f041u, 113},  /* 1e53 */
 };
 
-static const uint64_t small_pow10[] = {1, 10, 100, 1000, 10000};
+static const uint64_t small_pow10[] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000, 10000000000u};
+
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                  "31323334353637383940414243444546474849505152535455565758596061"
+                                  "62636465666768697071727374757677787980818283848586878889909192"
+                                  "93949596979899";
 
 static u128 abs_diff(u128 a, u128 b)
 {
     return a > b ? a - b : b - a;
 }
 
-/* The P digits of d (10^(P-1) <= d < 10^P, or d = 10^P after a carry) at decimal exponent x,
- * written as %.Pg writes them: trailing zeros dropped, e-style when x < -4 or x >= P. */
-static int put_g(char *out, uint64_t d, int P, int x)
+/* The n digits of v (leading zeros kept) written to end - n .. end - 1. */
+static inline void put_digits(char *end, uint64_t v, int n)
 {
-    char dig[10];
-    uint64_t top = 1;
-    for (int i = 1; i < P; i++)
-        top *= 10;
-    if (d == top * 10) { /* 9.99...5 rounded up to 10.0 */
-        d = top;
+    for (; n >= 2; n -= 2) {
+        end -= 2;
+        memcpy(end, digit_pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (n)
+        end[-1] = (char)('0' + v % 10);
+}
+
+/* The P significant digits d (10^(P-1) <= d < 10^P, or 10^P after a carry) at decimal exponent
+ * x, as %.Pg writes them: trailing zeros dropped, e-style when x < -4 or x >= P. t has room for
+ * 40 characters: whole groups of zeros are stored and the length counted. Returns the length. */
+static int put_g(char *t, uint64_t d, int P, int x)
+{
+    if (d == small_pow10[P]) { /* 9.99...5 rounded up to 10.0 */
+        d = small_pow10[P - 1];
         x++;
     }
-    for (int i = P - 1; i >= 0; i--) {
-        dig[i] = (char)('0' + d % 10);
-        d /= 10;
-    }
     int len = P;
-    while (len > 1 && dig[len - 1] == '0')
+    while (d % 10 == 0) { /* d > 0 */
+        d /= 10;
         len--;
-    char *p = out;
-    if (x < -4 || x >= P) {
-        *p++ = dig[0];
-        if (len > 1) {
-            *p++ = '.';
-            memcpy(p, dig + 1, (size_t)len - 1);
-            p += len - 1;
-        }
-        *p++ = 'e';
-        *p++ = x < 0 ? '-' : '+';
-        int ax = x < 0 ? -x : x; /* at most 45 */
-        *p++ = (char)('0' + ax / 10);
-        *p++ = (char)('0' + ax % 10);
-    } else if (x >= 0) {
-        int whole = x + 1; /* digits before the point */
-        if (len <= whole) {
-            memcpy(p, dig, (size_t)len);
-            p += len;
-            memset(p, '0', (size_t)(whole - len));
-            p += whole - len;
-        } else {
-            memcpy(p, dig, (size_t)whole);
-            p += whole;
-            *p++ = '.';
-            memcpy(p, dig + whole, (size_t)(len - whole));
-            p += len - whole;
-        }
-    } else {
-        *p++ = '0';
-        *p++ = '.';
-        memset(p, '0', (size_t)(-x - 1));
-        p += -x - 1;
-        memcpy(p, dig, (size_t)len);
-        p += len;
     }
-    return (int)(p - out);
+    static const char zeros[8] = "00000000";
+    if (x < -4 || x >= P) { /* d.ddde-xx */
+        put_digits(t + 1 + len, d, len);
+        t[0] = t[1];
+        int n = 1;
+        if (len > 1) {
+            t[1] = '.';
+            n = len + 1;
+        }
+        int ax = x < 0 ? -x : x; /* at most 45 */
+        t[n] = 'e';
+        t[n + 1] = x < 0 ? '-' : '+';
+        memcpy(t + n + 2, digit_pairs + 2 * ax, 2);
+        return n + 4;
+    }
+    if (x < 0) { /* 0.000ddd */
+        memcpy(t, "0.000000", 8);
+        int z = 2 - x - 1;
+        put_digits(t + z + len, d, len);
+        return z + len;
+    }
+    int whole = x + 1;  /* digits before the point */
+    if (len <= whole) { /* ddd000 */
+        put_digits(t + len, d, len);
+        memcpy(t + len, zeros, 8);
+        return whole;
+    }
+    uint64_t p10 = small_pow10[len - whole]; /* ddd.ddd */
+    put_digits(t + whole, d / p10, whole);
+    t[whole] = '.';
+    put_digits(t + len + 1, d % p10, len - whole);
+    return len + 1;
 }
 
 /* v rounded to a double's 53 significant bits, to nearest, ties to even; false when that is
@@ -210,7 +219,7 @@ static bool round_to_double(u128 *out, u128 v)
 
 /* x = m * 2^e2 >= 1e9, an integer below 2^128: exact integer arithmetic throughout, and the
  * double a decimal reads back as computed exactly, so no case is left to the reference. */
-static int text_integer(char *out, uint32_t m, int e2, int xe, bool power_of_two)
+static int text_integer(char *t, uint32_t m, int e2, int xe, bool power_of_two)
 {
     u128 xi = (u128)m << e2, pow10[39];
     pow10[0] = 1;
@@ -238,59 +247,53 @@ static int text_integer(char *out, uint32_t m, int e2, int xe, bool power_of_two
             if (off > lim || (off == lim && (m & 1)))
                 continue; /* reads back as a neighbour (a tie goes to the even one) */
         }
-        return put_g(out, q + round_up, P, x10);
+        return put_g(t, q + round_up, P, x10);
     }
     return -1; /* not reached */
 }
 
-/* y's nine leading digits and the rest (see attn_cnum_float_text_fast), with what deciding a
- * precision needs. All u128 values are in y's units (62 fraction bits). */
-struct digits9 {
-    uint64_t q9;      /* the nine leading digits of y */
-    u128 rem9, unit;  /* y = q9 * unit + rem9 */
-    u128 err, margin; /* how far y may be off; how near a boundary a decision may come */
-    u128 up, down;    /* half the gap to x's neighbour above and below */
-    bool odd;         /* x's significand is odd: it loses a tie */
-};
-
-/* y rounded to 9 - log10(r) digits into *d (to nearest, ties to even, as printf). With check:
- * 1 when that decimal reads back as x, 0 when as a neighbour; without: 1. -1 when y is too near
- * a tie or the decimal too near the edge of x's interval to tell. */
-static inline int round_to(uint64_t *d, const struct digits9 *c, uint32_t r, bool check)
+/* y = q9 * unit + rem9 (y's units: 62 fraction bits) rounded to 9 - log10(r) digits into *d, to
+ * nearest, ties to even, as printf rounds. Then, with check, whether that decimal reads back as
+ * x: 1 when it does, 0 when it reads back as a neighbour (it is half a gap or more away: up or
+ * down, the half gaps above and below; a midpoint exactly goes to the even one, and x is even
+ * unless odd). -1 when y (known to within err) is too near a tie, or the decimal too near a
+ * midpoint (within margin), to tell. */
+static inline int round_to(uint64_t *d, uint32_t r, uint64_t q9, u128 rem9, u128 unit, u128 err,
+                           u128 margin, u128 up, u128 down, bool odd, bool check)
 {
-    uint64_t q = c->q9 / r;
-    u128 pw = r * c->unit, rem = (u128)(c->q9 % r) * c->unit + c->rem9, half = pw >> 1;
-    if (rem != half && abs_diff(rem, half) <= c->err)
+    uint64_t q = q9 / r;
+    u128 pw = r * unit, rem = (u128)(q9 % r) * unit + rem9, half = pw >> 1;
+    if (rem != half && abs_diff(rem, half) <= err)
         return -1;
     bool round_up = rem > half || (rem == half && (q & 1));
     *d = q + round_up;
     if (!check)
         return 1;
-    u128 dist = round_up ? pw - rem : rem, bound = round_up ? c->up : c->down;
-    if (c->err == 0 && dist == bound) /* exactly the midpoint: the tie goes to the even one */
-        return !c->odd;
-    if (abs_diff(dist, bound) <= c->margin) /* the double it reads back as decides */
+    u128 dist = round_up ? pw - rem : rem, bound = round_up ? up : down;
+    if (err == 0 && dist == bound)
+        return !odd;
+    if (abs_diff(dist, bound) <= margin) /* the double it reads back as decides */
         return -1;
     return dist < bound;
 }
 
-int attn_cnum_float_text_fast(char *out, float x)
+/* The text into t (40 bytes), or -1. */
+static int float_text(char *t, float x)
 {
     uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
     uint32_t biased = (bits >> 23) & 0xffu, frac = bits & 0x7fffffu;
-    char *p = out;
     if (biased == 0xffu) {
-        const char *t = frac ? "nan" : bits >> 31 ? "-inf" : "inf";
-        size_t n = strlen(t);
-        memcpy(out, t, n);
-        return (int)n;
+        const char *name = frac ? "nan" : bits >> 31 ? "-inf" : "inf";
+        memcpy(t, name, 4);
+        return name[3] ? 4 : 3;
     }
-    if (bits >> 31)
-        *p++ = '-';
+    int sign = (int)(bits >> 31);
+    t[0] = '-';
+    t += sign;
     if (biased == 0 && frac == 0) {
-        *p++ = '0';
-        return (int)(p - out);
+        t[0] = '0';
+        return sign + 1;
     }
     /* x = m * 2^e2, m < 2^24; floor(log2 x) = b; floor(log10 x) is xe or xe + 1. */
     uint32_t m = biased ? frac | 1u << 23 : frac;
@@ -299,8 +302,10 @@ int attn_cnum_float_text_fast(char *out, float x)
     int xe = (b * 78913) >> 18; /* floor(b * log10 2) for |b| < 300 (GCC shifts arithmetically) */
     int s = 8 - xe;
     bool power_of_two = frac == 0 && biased > 1; /* its neighbour below is half as far */
-    if (s < 0)
-        return (int)(p - out) + text_integer(p, m, e2, xe, power_of_two);
+    if (s < 0) {
+        int n = text_integer(t, m, e2, xe, power_of_two);
+        return n < 0 ? -1 : sign + n;
+    }
     /* g = 2^e2 * 10^s and y = m * g, with 62 fraction bits: g in [5.9, 1e10], so the shift is
        1..32 and y < 1e10 * 2^62 < 2^96. */
     int sh = pow10_table[s - POW10_MIN].e + e2 + 62;
@@ -318,34 +323,45 @@ int attn_cnum_float_text_fast(char *out, float x)
     int x10 = y >= e9 ? xe + 1 : xe;
     /* Nine digits of y and what is left over, in y's units; the roundings to fewer digits come
        from them. */
-    uint64_t yi = (uint64_t)(y >> 62);
+    uint64_t q9 = (uint64_t)(y >> 62);
     u128 rem9 = y & (one - 1), unit = one;
     if (y >= e9) {
-        rem9 |= (u128)(yi % 10) << 62;
-        yi /= 10;
+        rem9 |= (u128)(q9 % 10) << 62;
+        q9 /= 10;
         unit = 10 * one;
     }
-    struct digits9 c = {
-        yi, rem9, unit, err, (g >> 26) + err, g >> 1, power_of_two ? g >> 2 : g >> 1, (m & 1) != 0};
+    /* Half the gap to each neighbour: a quarter below a power of two (but the smallest normal,
+       whose neighbour below is a subnormal, one gap away). margin: more than a double's half
+       ulp (g * 2^-29) plus err. */
+    u128 up = g >> 1, down = power_of_two ? g >> 2 : g >> 1, margin = (g >> 26) + err;
+    bool odd = m & 1;
     /* %.6g, %.7g, %.8g: the first that reads back, else %.9g. Written out so that each
        division is by a constant. */
     uint64_t d;
-    int P = 6, ok = round_to(&d, &c, 1000, true);
+    int P = 6, ok = round_to(&d, 1000, q9, rem9, unit, err, margin, up, down, odd, true);
     if (ok == 0) {
         P = 7;
-        ok = round_to(&d, &c, 100, true);
+        ok = round_to(&d, 100, q9, rem9, unit, err, margin, up, down, odd, true);
     }
     if (ok == 0) {
         P = 8;
-        ok = round_to(&d, &c, 10, true);
+        ok = round_to(&d, 10, q9, rem9, unit, err, margin, up, down, odd, true);
     }
     if (ok == 0) {
         P = 9;
-        ok = round_to(&d, &c, 1, false);
+        ok = round_to(&d, 1, q9, rem9, unit, err, margin, up, down, odd, false);
     }
     if (ok < 0)
         return -1;
-    return (int)(p - out) + put_g(p, d, P, x10);
+    return sign + put_g(t, d, P, x10);
+}
+
+int attn_cnum_float_text_fast(char *out, float x)
+{
+    char t[48];
+    int n = float_text(t, x);
+    memcpy(out, t, CNUM_FLOAT_MAX); /* one store; n < CNUM_FLOAT_MAX */
+    return n;
 }
 
 #else
