@@ -20,6 +20,7 @@
 
 #include "common/cnum.h"
 #include "common/diag.h"
+#include "common/npy.h"
 #include "common/progress.h"
 #include "common/utf8.h"
 #include "testutil.h"
@@ -137,6 +138,15 @@ static void test_float_text(void **state)
         {1e10f, "1e+10"},
         {1e38f, "1e+38"},
     };
+    /* %.7g's "7.038531e-26" reads back as this float through strtod and a cast, but as its
+       neighbour below through strtof: the text must do both (bench/float_exhaustive found it). */
+    char near_tie[32];
+    const uint32_t near_bits = 0x15ae43feu;
+    float near_x;
+    memcpy(&near_x, &near_bits, sizeof(near_x));
+    attn_cnum_format_float(near_tie, sizeof(near_tie), near_x);
+    assert_string_equal(near_tie, "7.0385313e-26");
+    check_float_text(0x15ae43feu);
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         char buf[32];
         attn_cnum_format_float(buf, sizeof(buf), known[i].x);
@@ -337,6 +347,63 @@ static void test_diag_print_escapes(void **state)
     free(buf);
 }
 
+/* The npy writer's one writev (header and rows straight from the buffer, past stdio): a window
+ * on a wider buffer gives its rows only, whole matrices and empty ones their exact bytes, and
+ * what the stream held before and gets after stays in order around it. */
+static void npy_file(const float *data, size_t rows, size_t cols, size_t stride, char **out,
+                     size_t *len)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    fputs("pre", f); /* buffered in stdio: must reach the file first */
+    assert_int_equal(attn_npy_write_f32_matrix(f, data, rows, cols, stride), 0);
+    fputs("post", f);
+    assert_int_equal(fflush(f), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    *out = malloc((size_t)n);
+    assert_non_null(*out);
+    assert_int_equal(fread(*out, 1, (size_t)n, f), (size_t)n);
+    *len = (size_t)n;
+    fclose(f);
+}
+
+static void test_npy_write_window(void **state)
+{
+    (void)state;
+    float buf[12];
+    for (int i = 0; i < 12; i++)
+        buf[i] = (float)i + 0.5f;
+    char *t;
+    size_t len;
+    /* rows 0..2, columns 1..2 of a 3 x 4 buffer */
+    npy_file(buf + 1, 3, 2, 4, &t, &len);
+    assert_memory_equal(t, "pre\x93NUMPY\x01\x00", 11);
+    size_t hlen = (size_t)(unsigned char)t[11] | (size_t)(unsigned char)t[12] << 8;
+    size_t data = 3 + 10 + hlen;
+    assert_int_equal((10 + hlen) % 64, 0);
+    assert_int_equal(t[data - 1], '\n');
+    assert_non_null(strstr(t + 13, "'shape': (3, 2), }"));
+    assert_int_equal(len, data + 6 * sizeof(float) + 4);
+    const float want[6] = {1.5f, 2.5f, 5.5f, 6.5f, 9.5f, 10.5f};
+    assert_memory_equal(t + data, want, sizeof(want)); /* little-endian hosts */
+    assert_memory_equal(t + data + sizeof(want), "post", 4);
+    free(t);
+    /* a whole matrix (stride = cols): the 12 values as they are */
+    npy_file(buf, 3, 4, 4, &t, &len);
+    hlen = (size_t)(unsigned char)t[11] | (size_t)(unsigned char)t[12] << 8;
+    assert_int_equal(len, 3 + 10 + hlen + sizeof(buf) + 4);
+    assert_memory_equal(t + 13 + hlen, buf, sizeof(buf));
+    free(t);
+    /* no rows: the header alone */
+    npy_file(buf, 0, 4, 4, &t, &len);
+    hlen = (size_t)(unsigned char)t[11] | (size_t)(unsigned char)t[12] << 8;
+    assert_non_null(strstr(t + 13, "'shape': (0, 4), }"));
+    assert_int_equal(len, 3 + 10 + hlen + 4);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_progress_line),
         cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_diag_print_escapes),
+        cmocka_unit_test(test_npy_write_window),
     };
     return cmocka_run_group_tests(tests, comma_setup, comma_teardown);
 }

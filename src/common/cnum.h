@@ -20,7 +20,8 @@ int attn_cnum_format(char *out, size_t size, const char *fmt, ...)
 int attn_cnum_vformat(char *out, size_t size, const char *fmt, va_list ap);
 int attn_cnum_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The shortest of %.6g .. %.9g that reads back to the same float32 bits (inf, -inf and nan as
+/* The shortest of %.6g .. %.9g that reads back to the same float32 bits through strtof and
+ * through strtod then a cast (inf, -inf and nan as
  * "inf", "-inf", "nan"). Returns the length, like snprintf. No printf: see cnum_float.c. */
 int attn_cnum_format_float(char *out, size_t size, float x);
 /* The same text into out without a terminating NUL, for writers that fill a buffer: at most
