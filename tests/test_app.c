@@ -114,6 +114,56 @@ static void test_history_is_bounded(void **state)
     app_free(&a);
 }
 
+/* The undo budget counts what an undo step owns, not the checkpoint tables every copy shares:
+ * GPT-2 small's 154 MB embedding table (tied, so the unembedding too) filled the 256 MB alone,
+ * and after three edits the second `u` said "nothing to undo". */
+static void test_undo_counts_what_a_step_owns(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    size_t base = app_undo_step_bytes(&s);
+    /* the book's 6 x 3 embedding rows are the copy's own */
+    assert_true(base >= sizeof(s) + 6 * 3 * sizeof(float));
+    static float table[1];
+    s.unembed = (struct attn_matrix){table, 50257, 768, true}; /* borrowed: shared */
+    assert_int_equal(app_undo_step_bytes(&s), base);
+    s.unembed = (struct attn_matrix){NULL, 0, 0, false};
+    assert_int_equal(attn_matrix_alloc(&s.unembed, 100, 8), 0); /* owned: counted */
+    assert_int_equal(app_undo_step_bytes(&s), base + 100 * 8 * sizeof(float));
+    attn_scene_free(&s);
+
+    /* The shipped checkpoint's scene: a step holds its tokens and little else, and three
+       sentence edits undo three times, back to the sentence it opened with. */
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    assert_non_null(scenes);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/29-induction-head.yaml", scenes);
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    const struct attn_matrix *emb = &a.scene.embed.rows;
+    assert_true(emb->borrowed);
+    size_t table_bytes = (size_t)emb->rows * (size_t)emb->cols * sizeof(float);
+    assert_true(app_undo_step_bytes(&a.scene) < sizeof(a.scene) + 64 * 1024);
+    assert_true(app_undo_step_bytes(&a.scene) < table_bytes);
+    char *opened = strdup(a.scene.text);
+    assert_int_equal(app_edit_text(&a, "one two three"), 0);
+    assert_int_equal(app_edit_text(&a, "one two three four"), 0);
+    assert_int_equal(app_edit_text(&a, "one two"), 0);
+    assert_int_equal(a.n_undo, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(app_undo(&a), 0);
+        assert_null(strstr(a.message, "nothing to undo"));
+    }
+    assert_string_equal(a.scene.text, opened);
+    assert_int_equal(a.n_undo, 0);
+    assert_int_equal(a.n_redo, 3);
+    free(opened);
+    app_free(&a);
+}
+
 static void test_knobs_step_to_valid_values(void **state)
 {
     (void)state;
@@ -2373,6 +2423,7 @@ int main(void)
         cmocka_unit_test(test_invalid_edit_keeps_the_last_result),
         cmocka_unit_test(test_undo_redo_and_saved_state),
         cmocka_unit_test(test_history_is_bounded),
+        cmocka_unit_test(test_undo_counts_what_a_step_owns),
         cmocka_unit_test(test_knobs_step_to_valid_values),
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
         cmocka_unit_test(test_book_rows_survive_edits),

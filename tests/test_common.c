@@ -20,6 +20,7 @@
 
 #include "common/cnum.h"
 #include "common/diag.h"
+#include "common/npy.h"
 #include "common/progress.h"
 #include "common/utf8.h"
 #include "testutil.h"
@@ -65,6 +66,142 @@ static void test_format(void **state)
     assert_non_null(fgets(buf, sizeof(buf), f));
     fclose(f);
     assert_string_equal(buf, "2.500");
+}
+
+/* One float: the fast text equals the reference's (the snprintf/strtod loop) byte for byte and
+ * reads back through strtof to the same bits. Returns whether the fast path decided it. */
+static bool check_float_text(uint32_t bits)
+{
+    float x;
+    memcpy(&x, &bits, sizeof(x));
+    char fast[CNUM_FLOAT_MAX + 1], want[32], full[32];
+    int n = attn_cnum_float_text_fast(fast, x);
+    attn_cnum_format_float_ref(want, sizeof(want), x);
+    int len = attn_cnum_format_float(full, sizeof(full), x);
+    if (strcmp(full, want) != 0 || len != (int)strlen(want))
+        fail_msg("0x%08x: \"%s\", the reference \"%s\"", bits, full, want);
+    if (n >= 0) {
+        assert_true(n < CNUM_FLOAT_MAX);
+        fast[n] = '\0';
+        if (strcmp(fast, want) != 0)
+            fail_msg("0x%08x: fast path \"%s\", the reference \"%s\"", bits, fast, want);
+    }
+    float back = strtof(full, NULL); /* under the comma locale: only "nan"/"inf"/digits reach it */
+    uint32_t bb;
+    memcpy(&bb, &back, sizeof(bb));
+    if (isnan(x) ? !isnan(back) : bb != bits)
+        fail_msg("0x%08x printed as %s reads back as 0x%08x", bits, full, bb);
+    return n >= 0;
+}
+
+static uint32_t float_bits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof(b));
+    return b;
+}
+
+/* The shortest text of a float32 (cnum_float.c): the edge cases, then a large random sample
+ * (bench/float_exhaustive checks all 2^32 patterns, too slow for every run). */
+static void test_float_text(void **state)
+{
+    (void)state;
+    setlocale(LC_ALL, "C"); /* strtof below reads the C locale's point */
+    static const struct {
+        float x;
+        const char *text;
+    } known[] = {
+        {0.0f, "0"},
+        {-0.0f, "-0"},
+        {INFINITY, "inf"},
+        {-INFINITY, "-inf"},
+        {0.1f, "0.1"},
+        {0.5f, "0.5"},
+        {1.0f / 3.0f, "0.33333334"},
+        {0.100246795f, "0.100246795"},
+        {16777216.0f, "16777216"},
+        {16777218.0f, "16777218"},
+        {33554436.0f, "33554436"}, /* 33554440 is the midpoint above, and 4 is even: no */
+        {1e-10f, "1e-10"},
+        {1e6f, "1e+06"}, /* %.6g switches to e-style at 10^6 */
+        {123456.0f, "123456"},
+        {1234567.0f, "1234567"},
+        {0.0001f, "0.0001"},
+        {0.00001f, "1e-05"},
+        {0.001953125f, "0.001953125"}, /* 2^-9: %.6g and %.7g round an exact tie to even */
+        {3.40282347e38f, "3.4028235e+38"},
+        {1.17549435e-38f, "1.1754944e-38"},
+        {1e-45f, "1.4013e-45"},
+        {-2.5e-7f, "-2.5e-07"},
+        {9.9999999e8f, "1e+09"},
+        {1e9f, "1e+09"},
+        {1e10f, "1e+10"},
+        {1e38f, "1e+38"},
+    };
+    /* %.7g's "7.038531e-26" reads back as this float through strtod and a cast, but as its
+       neighbour below through strtof: the text must do both (bench/float_exhaustive found it). */
+    char near_tie[32];
+    const uint32_t near_bits = 0x15ae43feu;
+    float near_x;
+    memcpy(&near_x, &near_bits, sizeof(near_x));
+    attn_cnum_format_float(near_tie, sizeof(near_tie), near_x);
+    assert_string_equal(near_tie, "7.0385313e-26");
+    check_float_text(0x15ae43feu);
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        char buf[32];
+        attn_cnum_format_float(buf, sizeof(buf), known[i].x);
+        if (strcmp(buf, known[i].text) != 0)
+            fail_msg("%a: \"%s\", not \"%s\"", (double)known[i].x, buf, known[i].text);
+        check_float_text(float_bits(known[i].x));
+    }
+    char buf[32];
+    assert_int_equal(attn_cnum_format_float(buf, 4, -1.5f), 4); /* cut like snprintf */
+    assert_string_equal(buf, "-1.");
+    assert_true(isnan(NAN));
+    for (uint32_t nan = 0x7fc00000u; nan != 0x7fc00010u; nan++) {
+        check_float_text(nan);
+        check_float_text(nan | 0x80000000u);
+    }
+    check_float_text(0x7f800001u); /* a signalling nan */
+    /* Edges: every subnormal near 0 and near the smallest normal; the extremes; every power of
+       ten and of two, with their neighbours. */
+    for (uint32_t b = 0; b < 4096; b++) {
+        check_float_text(b);
+        check_float_text(0x00800000u - 2048u + b);
+        check_float_text(0x80000000u | b);
+    }
+    static const uint32_t ends[] = {0x7f7fffffu, 0x7f7ffffeu, 0x00800000u, 0x00800001u,
+                                    0x007fffffu, 0x00000001u, 0xff7fffffu, 0x80000001u};
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+        check_float_text(ends[i]);
+    for (int e = -45; e <= 38; e++) {
+        char text[16];
+        snprintf(text, sizeof(text), "1e%d", e);
+        uint32_t b = float_bits(strtof(text, NULL));
+        for (uint32_t k = b - 3; k != b + 4; k++)
+            check_float_text(k);
+    }
+    for (uint32_t e = 0; e < 255; e++)
+        for (uint32_t k = 0; k < 5; k++) {
+            check_float_text((e << 23) + k - 2);
+            check_float_text(e << 23 | 0x2000u << k); /* short exact decimals: ties */
+        }
+    /* Integers and halves: exact decimals, ties at every precision. */
+    for (uint32_t i = 0; i < 20000; i++) {
+        check_float_text(float_bits((float)i + 0.5f));
+        check_float_text(float_bits((float)(i * 1048573u)));
+    }
+    /* A million random patterns; the fast path decides nearly every one. */
+    uint64_t s = 0x9E3779B97F4A7C15u;
+    long fast = 0, n = 1 << 20;
+    for (long i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        fast += check_float_text((uint32_t)(s >> 16));
+    }
+    assert_true(fast >= n - 10);
+    setlocale(LC_ALL, tu_comma_locale());
 }
 
 static void test_parse_double(void **state)
@@ -210,12 +347,74 @@ static void test_diag_print_escapes(void **state)
     free(buf);
 }
 
+/* The npy writer's one writev (header and rows straight from the buffer, past stdio): a window
+ * on a wider buffer gives its rows only, whole matrices and empty ones their exact bytes, and
+ * what the stream held before and gets after stays in order around it. */
+static void npy_file(const float *data, size_t rows, size_t cols, size_t stride, char **out,
+                     size_t *len)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    fputs("pre", f); /* buffered in stdio: must reach the file first */
+    assert_int_equal(attn_npy_write_f32_matrix(f, data, rows, cols, stride), 0);
+    fputs("post", f);
+    assert_int_equal(fflush(f), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    *out = malloc((size_t)n);
+    assert_non_null(*out);
+    assert_int_equal(fread(*out, 1, (size_t)n, f), (size_t)n);
+    *len = (size_t)n;
+    fclose(f);
+}
+
+static void test_npy_write_window(void **state)
+{
+    (void)state;
+    float buf[12];
+    for (int i = 0; i < 12; i++)
+        buf[i] = (float)i + 0.5f;
+    char *t;
+    size_t len;
+    /* rows 0..2, columns 1..2 of a 3 x 4 buffer */
+    npy_file(buf + 1, 3, 2, 4, &t, &len);
+    assert_memory_equal(t, "pre\x93NUMPY\x01\x00", 11);
+    size_t hlen = (size_t)(unsigned char)t[11] | (size_t)(unsigned char)t[12] << 8;
+    size_t data = 3 + 10 + hlen;
+    assert_int_equal((10 + hlen) % 64, 0);
+    assert_int_equal(t[data - 1], '\n');
+    assert_non_null(strstr(t + 13, "'shape': (3, 2), }"));
+    assert_int_equal(len, data + 6 * sizeof(float) + 4);
+    const float want[6] = {1.5f, 2.5f, 5.5f, 6.5f, 9.5f, 10.5f};
+    assert_memory_equal(t + data, want, sizeof(want)); /* little-endian hosts */
+    assert_memory_equal(t + data + sizeof(want), "post", 4);
+    free(t);
+    /* a whole matrix (stride = cols): the 12 values as they are */
+    npy_file(buf, 3, 4, 4, &t, &len);
+    hlen = (size_t)(unsigned char)t[11] | (size_t)(unsigned char)t[12] << 8;
+    assert_int_equal(len, 3 + 10 + hlen + sizeof(buf) + 4);
+    assert_memory_equal(t + 13 + hlen, buf, sizeof(buf));
+    free(t);
+    /* no rows: the header alone */
+    npy_file(buf, 0, 4, 4, &t, &len);
+    hlen = (size_t)(unsigned char)t[11] | (size_t)(unsigned char)t[12] << 8;
+    assert_non_null(strstr(t + 13, "'shape': (0, 4), }"));
+    assert_int_equal(len, 3 + 10 + hlen + 4);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format),         cmocka_unit_test(test_parse_double),
-        cmocka_unit_test(test_parse_integers), cmocka_unit_test(test_progress_line),
-        cmocka_unit_test(test_escapes),        cmocka_unit_test(test_diag_print_escapes),
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_float_text),
+        cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_parse_integers),
+        cmocka_unit_test(test_progress_line),
+        cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_diag_print_escapes),
+        cmocka_unit_test(test_npy_write_window),
     };
     return cmocka_run_group_tests(tests, comma_setup, comma_teardown);
 }

@@ -289,10 +289,11 @@ static void test_csv_shortest_round_trip(void **state)
 
 /* ---- export folder ---------------------------------------------------------------------- */
 
+/* Without dropout there is no head<H>/dropout.csv (it would be a byte copy of weights.csv);
+ * the wrapper scene has dropout, and its dropout.csv files. */
 static const char split_files[] = ".attnscope-export\n"
                                   "context.csv\n"
                                   "head0/context.csv\n"
-                                  "head0/dropout.csv\n"
                                   "head0/keys.csv\n"
                                   "head0/masked.csv\n"
                                   "head0/queries.csv\n"
@@ -302,7 +303,6 @@ static const char split_files[] = ".attnscope-export\n"
                                   "head0/weighted_norm.csv\n"
                                   "head0/weights.csv\n"
                                   "head1/context.csv\n"
-                                  "head1/dropout.csv\n"
                                   "head1/keys.csv\n"
                                   "head1/masked.csv\n"
                                   "head1/queries.csv\n"
@@ -436,6 +436,15 @@ static void test_export_wrapper_files(void **state)
     text = tu_must_read_file(path, &len);
     assert_int_equal(strncmp(text, "row,d0,d1\r\nb,", 13), 0);
     free(text);
+
+    /* With dropout, dropout.csv is the weights with a keep-mask and a 1 / (1 - p): not a copy. */
+    snprintf(path, sizeof(path), "%s/head0/dropout.csv", tmp);
+    char *dropped = tu_must_read_file(path, NULL);
+    snprintf(path, sizeof(path), "%s/head0/weights.csv", tmp);
+    char *weights = tu_must_read_file(path, NULL);
+    assert_string_not_equal(dropped, weights);
+    free(dropped);
+    free(weights);
 
     snprintf(path, sizeof(path), "%s/params/dropout_mask.csv", tmp);
     text = tu_must_read_file(path, &len);

@@ -7,8 +7,9 @@
  *     they are straight draws of torch's generator (the inputs are one float add of two draws);
  *   - every activation is within |a - b| <= 1e-5 + 1e-5 * |b| (torch's exp and its BLAS add in
  *     another order); -inf must be -inf.
- * The set of golden files must equal the set the engine's model implies, row labels must be the
- * engine's tokens, and the largest difference of each scene is printed.
+ * The set of golden files must equal the set the engine's model implies (the export's layout:
+ * export_writes_stage, so no dropout.csv without dropout), row labels must be the engine's
+ * tokens, and the largest difference of each scene is printed.
  *
  * Environment: ATTNSCOPE_GOLDEN_DIR (tests/golden), ATTNSCOPE_SCENES_DIR (scenes),
  * ATTNSCOPE_FIXTURES (tests/fixtures).
@@ -28,6 +29,7 @@
 #include <cmocka.h>
 
 #include "engine/attention.h"
+#include "export/export.h"
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
@@ -117,7 +119,7 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
     int n_stages = attn_stage_order(order, m);
     for (int h = 0; h < m->heads; h++)
         for (int i = 0; i < n_stages; i++)
-            if (attn_stage_is_per_head(order[i])) {
+            if (attn_stage_is_per_head(order[i]) && export_writes_stage(m, order[i])) {
                 snprintf(rel, sizeof(rel), "%shead%d/%s.csv", prefix, h, attn_stage_name(order[i]));
                 add_view(l, rel, attn_view(r, m, order[i], h), TOLERANT, true);
             }

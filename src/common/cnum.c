@@ -65,7 +65,7 @@ int attn_cnum_fprintf(FILE *f, const char *fmt, ...)
     return n;
 }
 
-int attn_cnum_format_float(char *out, size_t size, float x)
+int attn_cnum_format_float_ref(char *out, size_t size, float x)
 {
     if (isnan(x))
         return snprintf(out, size, "nan");
@@ -79,9 +79,13 @@ int attn_cnum_format_float(char *out, size_t size, float x)
     static const char *const shortest[] = {"%.6g", "%.7g", "%.8g"};
     for (int k = 0; k < 3; k++) {
         snprintf(buf, sizeof(buf), shortest[k], (double)x);
-        /* Read back as every reader does: decimal -> double -> float32. */
-        float back = (float)strtod(buf, NULL);
-        if (memcmp(&back, &x, sizeof(x)) == 0)
+        /* Read back both ways readers do: decimal -> double -> float32 (Python, NumPy, torch)
+           and decimal -> float32 rounded once (strtof, Rust, Go). They differ for a decimal
+           within a double's half ulp of the midpoint between two floats (0x15ae43fe's
+           "7.038531e-26" reads back as its neighbour through strtof): such a text is not
+           taken, %.8g or %.9g is. */
+        float back = (float)strtod(buf, NULL), back_f = strtof(buf, NULL);
+        if (memcmp(&back, &x, sizeof(x)) == 0 && memcmp(&back_f, &x, sizeof(x)) == 0)
             goto done;
     }
     snprintf(buf, sizeof(buf), "%.9g", (double)x); /* always round-trips a float32 */

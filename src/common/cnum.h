@@ -20,9 +20,21 @@ int attn_cnum_format(char *out, size_t size, const char *fmt, ...)
 int attn_cnum_vformat(char *out, size_t size, const char *fmt, va_list ap);
 int attn_cnum_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The shortest of %.6g .. %.9g that reads back to the same float32 bits (inf, -inf and nan as
- * "inf", "-inf", "nan"). Returns the length, like snprintf. */
+/* The shortest of %.6g .. %.9g that reads back to the same float32 bits through strtof and
+ * through strtod then a cast (inf, -inf and nan as
+ * "inf", "-inf", "nan"). Returns the length, like snprintf. No printf: see cnum_float.c. */
 int attn_cnum_format_float(char *out, size_t size, float x);
+/* The same text into out without a terminating NUL, for writers that fill a buffer: at most
+ * CNUM_FLOAT_MAX - 1 characters ("-1.17549435e-38"). Returns the length. out must have room
+ * for CNUM_FLOAT_MAX bytes: the fast path stores them all at once (the bytes past the length
+ * are scratch). */
+#define CNUM_FLOAT_MAX 16
+int attn_cnum_float_text(char *out, float x);
+/* The fast path alone: the length, or -1 for the few floats (about one in a million) whose text
+ * it leaves to the reference. For the exhaustive check (bench/float_exhaustive) and the tests. */
+int attn_cnum_float_text_fast(char *out, float x);
+/* The reference: the snprintf("%.Ng") / strtod loop that defines the text, the naive twin. */
+int attn_cnum_format_float_ref(char *out, size_t size, float x);
 /* The same for a double: the shortest of %.15g and %.17g that reads back exactly. */
 int attn_cnum_format_double(char *out, size_t size, double x);
 

@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -447,7 +449,11 @@ out:
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-static int write_header(FILE *f, const char *descr, int ndim, const size_t *shape)
+/* The version 1.0 preamble of an array into out (NPY_HEADER_MAX bytes): magic, length, the
+ * dict, padded with blanks so that the whole is a multiple of 64 bytes, ending in '\n'. Returns
+ * its length. */
+#define NPY_HEADER_MAX 384
+static size_t format_header(char *out, const char *descr, int ndim, const size_t *shape)
 {
     char dict[256];
     size_t o = (size_t)snprintf(dict, sizeof(dict),
@@ -456,26 +462,60 @@ static int write_header(FILE *f, const char *descr, int ndim, const size_t *shap
         o += (size_t)snprintf(dict + o, sizeof(dict) - o, "%zu%s", shape[d],
                               ndim == 1 || d + 1 < ndim ? ", " : "");
     o += (size_t)snprintf(dict + o, sizeof(dict) - o, "), }");
-    /* Version 1.0: the whole preamble a multiple of 64 bytes, ending in '\n'. */
     size_t total = 10 + o + 1;
     size_t pad = (64 - total % 64) % 64;
     size_t hlen = o + pad + 1;
-    unsigned char pre[10] = {0x93,
-                             'N',
-                             'U',
-                             'M',
-                             'P',
-                             'Y',
-                             1,
-                             0,
-                             (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
-    fwrite(pre, 1, sizeof(pre), f);
-    fwrite(dict, 1, o, f);
-    for (size_t i = 0; i < pad; i++)
-        fputc(' ', f);
-    fputc('\n', f);
+    const unsigned char pre[10] = {0x93,
+                                   'N',
+                                   'U',
+                                   'M',
+                                   'P',
+                                   'Y',
+                                   1,
+                                   0,
+                                   (unsigned char)(hlen & 0xff),
+                                   (unsigned char)(hlen >> 8)};
+    memcpy(out, pre, sizeof(pre));
+    memcpy(out + 10, dict, o);
+    memset(out + 10 + o, ' ', pad);
+    out[10 + o + pad] = '\n';
+    return 10 + hlen;
+}
+
+static int write_header(FILE *f, const char *descr, int ndim, const size_t *shape)
+{
+    char h[NPY_HEADER_MAX];
+    size_t n = format_header(h, descr, ndim, shape);
+    if (fwrite(h, 1, n, f) != n)
+        return -1;
     return ferror(f) ? -1 : 0;
+}
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024 /* Linux's; POSIX guarantees 16 */
+#endif
+
+/* Writes every byte of iov[0 .. cnt) to fd, going on after a short write or EINTR. */
+static int write_all(int fd, struct iovec *iov, int cnt)
+{
+    while (cnt > 0) {
+        ssize_t n = writev(fd, iov, cnt > IOV_MAX ? IOV_MAX : cnt);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        while (cnt > 0 && (size_t)n >= iov->iov_len) {
+            n -= (ssize_t)iov->iov_len;
+            iov++;
+            cnt--;
+        }
+        if (cnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + n;
+            iov->iov_len -= (size_t)n;
+        }
+    }
+    return 0;
 }
 
 static size_t count_of(int ndim, const size_t *shape)
@@ -499,16 +539,31 @@ int attn_npy_write_f32(FILE *f, const float *data, int ndim, const size_t *shape
 int attn_npy_write_f32_matrix(FILE *f, const float *data, size_t rows, size_t cols, size_t stride)
 {
     const size_t shape[2] = {rows, cols};
+    if (little_endian()) {
+        /* The header and the rows straight from the buffer in one writev (the rows of a window
+           on a wider buffer one vector each): no copy through stdio's buffer, no call a row. */
+        char h[NPY_HEADER_MAX];
+        bool whole = stride == cols || rows <= 1;
+        size_t cnt = 1 + (cols == 0 ? 0 : whole ? (rows > 0) : rows);
+        struct iovec one[2], *iov = cnt <= 2 ? one : malloc(cnt * sizeof(*iov));
+        if (!iov || fflush(f) != 0) {
+            if (iov != one)
+                free(iov);
+            return -1;
+        }
+        iov[0] = (struct iovec){h, format_header(h, "<f4", 2, shape)};
+        for (size_t i = 1; i < cnt; i++)
+            iov[i] = (struct iovec){(void *)(data + (i - 1) * stride),
+                                    (whole ? rows : 1) * cols * sizeof(float)};
+        int rc = cnt > INT_MAX ? -1 : write_all(fileno(f), iov, (int)cnt);
+        if (iov != one)
+            free(iov);
+        return rc;
+    }
     if (write_header(f, "<f4", 2, shape) != 0)
         return -1;
-    bool swap = !little_endian();
     for (size_t i = 0; i < rows; i++) {
         const float *row = data + i * stride;
-        if (!swap) {
-            if (cols && fwrite(row, sizeof(float), cols, f) != cols)
-                return -1;
-            continue;
-        }
         for (size_t j = 0; j < cols; j++) {
             unsigned char b[4];
             memcpy(b, &row[j], 4);

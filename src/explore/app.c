@@ -510,19 +510,56 @@ bool app_unsaved(const struct app *a)
     return a->n_undo != a->saved_depth;
 }
 
-/* Bytes a scene's copy holds: explicit parameters can be large (a 768-wide layer is ~9 MB). */
-static size_t scene_bytes(const struct attn_scene *s)
+/* A matrix's bytes when the copy owns them (attn_matrix_copy shares a borrowed one). */
+static size_t owned_bytes(const struct attn_matrix *m)
 {
-    const struct attn_scene_weights *w = &s->weights;
-    const struct attn_matrix *ms[] = {&s->embed.rows, &s->pos.table,  &w->query,    &w->key,
-                                      &w->value,      &w->query_bias, &w->key_bias, &w->value_bias,
-                                      &w->out,        &w->out_bias};
-    size_t bytes = sizeof(*s);
+    return m->data && !m->borrowed ? (size_t)m->rows * (size_t)m->cols * sizeof(float) : 0;
+}
+
+static size_t weights_bytes(const struct attn_scene_weights *w)
+{
+    const struct attn_matrix *ms[] = {&w->query,
+                                      &w->key,
+                                      &w->value,
+                                      &w->query_bias,
+                                      &w->key_bias,
+                                      &w->value_bias,
+                                      &w->out,
+                                      &w->out_bias,
+                                      &w->qkv,
+                                      &w->qkv_bias,
+                                      &w->down,
+                                      &w->key_up,
+                                      &w->value_up,
+                                      &w->ffn_W1,
+                                      &w->ffn_b1,
+                                      &w->ffn_W2,
+                                      &w->ffn_b2,
+                                      &w->norm1_weight,
+                                      &w->norm1_bias,
+                                      &w->norm2_weight,
+                                      &w->norm2_bias,
+                                      &w->final_norm_weight,
+                                      &w->final_norm_bias};
+    size_t bytes = 0;
     for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
-        bytes += (size_t)ms[i]->rows * (size_t)ms[i]->cols * sizeof(float);
+        bytes += owned_bytes(ms[i]);
     if (w->dropout_mask)
         bytes +=
             (size_t)w->dropout_mask_heads * (size_t)w->dropout_mask_n * (size_t)w->dropout_mask_n;
+    return bytes;
+}
+
+size_t app_undo_step_bytes(const struct attn_scene *s)
+{
+    size_t bytes = sizeof(*s) + owned_bytes(&s->embed.rows) + owned_bytes(&s->pos.table) +
+                   owned_bytes(&s->unembed) + weights_bytes(&s->weights);
+    for (int i = 0; i < s->n_more; i++)
+        bytes += sizeof(s->more_weights[i]) + weights_bytes(&s->more_weights[i]);
+    for (int i = 0; s->tokens && i < s->n_tokens; i++)
+        bytes += sizeof(char *) + (s->tokens[i] ? strlen(s->tokens[i]) + 1 : 0);
+    if (s->token_ids)
+        bytes += (size_t)s->n_tokens * sizeof(int);
     return bytes;
 }
 
@@ -542,9 +579,9 @@ static int push(struct attn_scene *stack, int *n, const struct attn_scene *s)
     (*n)++;
     size_t total = 0;
     for (int i = 0; i < *n; i++)
-        total += scene_bytes(&stack[i]);
+        total += app_undo_step_bytes(&stack[i]);
     while (*n > 1 && total > APP_UNDO_BYTES) {
-        total -= scene_bytes(&stack[0]);
+        total -= app_undo_step_bytes(&stack[0]);
         attn_scene_free(&stack[0]);
         memmove(stack, stack + 1, (size_t)(*n - 1) * sizeof(*stack));
         (*n)--;

@@ -1,12 +1,15 @@
 /* csv: one matrix as an RFC 4180 table (CRLF line ends, quoted fields where needed).
  *
  * Numbers are written in the shortest %.Ng (N = 6..9) that reads back to the same float32,
- * so a reader gets the exact values and a person reads 0.5, not 0.500000000.
+ * so a reader gets the exact values and a person reads 0.5, not 0.500000000 (cnum_float.c
+ * makes that text without printf). A matrix is formatted into a buffer and written in large
+ * chunks: an export of n x n stages is hundreds of MB of it.
  */
 #include "export/export.h"
 
 #include "common/cnum.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +52,29 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Rows are formatted into a buffer of this size and written in one fwrite each time it
+ * fills: per-character stdio calls (and their locks) cost more than the numbers did. */
+#define CSV_CHUNK ((size_t)256 << 10)
+
+/* out gets field s, quoted when it must be; returns the bytes written (at most 2 * len + 2). */
+static size_t csv_field_put(char *out, const char *s)
+{
+    size_t n = strlen(s);
+    if (!csv_needs_quotes(s)) {
+        memcpy(out, s, n);
+        return n;
+    }
+    char *p = out;
+    *p++ = '"';
+    for (const char *q = s; *q; q++) {
+        if (*q == '"')
+            *p++ = '"';
+        *p++ = *q;
+    }
+    *p++ = '"';
+    return (size_t)(p - out);
+}
+
 int csv_write_table(FILE *f, struct attn_mat_view v, const char *corner, char *const *row_labels,
                     char *const *col_labels)
 {
@@ -64,21 +90,43 @@ int csv_write_table(FILE *f, struct attn_mat_view v, const char *corner, char *c
         }
     }
     fputs("\r\n", f);
+    /* A row: its label (quoted, at most 2 * len + 2), then ",<number>" per column. */
+    size_t label_max = 24;
+    for (int i = 0; row_labels && i < v.rows; i++) {
+        size_t n = 2 * strlen(row_labels[i]) + 2;
+        label_max = n > label_max ? n : label_max;
+    }
+    size_t row_max = label_max + (size_t)v.cols * CNUM_FLOAT_MAX + 2;
+    size_t cap = row_max > CSV_CHUNK ? row_max : CSV_CHUNK;
+    char *out = malloc(cap);
+    if (!out) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t used = 0;
     for (int i = 0; i < v.rows; i++) {
-        if (row_labels) {
-            csv_field(f, row_labels[i]);
-        } else {
-            snprintf(buf, sizeof(buf), "%d", i);
-            fputs(buf, f);
+        if (cap - used < row_max) {
+            if (fwrite(out, 1, used, f) != used)
+                break;
+            used = 0;
         }
+        char *p = out + used;
+        if (row_labels)
+            p += csv_field_put(p, row_labels[i]);
+        else
+            p += snprintf(p, 24, "%d", i);
         const float *row = v.data + (size_t)i * (size_t)v.stride;
         for (int j = 0; j < v.cols; j++) {
-            csv_format_float(buf, sizeof(buf), row[j]);
-            fputc(',', f);
-            fputs(buf, f);
+            *p++ = ',';
+            p += attn_cnum_float_text(p, row[j]);
         }
-        fputs("\r\n", f);
+        *p++ = '\r';
+        *p++ = '\n';
+        used = (size_t)(p - out);
     }
+    if (used && !ferror(f))
+        fwrite(out, 1, used, f);
+    free(out);
     return ferror(f) ? -1 : 0;
 }
 

@@ -279,13 +279,18 @@ out:
     return rc;
 }
 
-/* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
+bool export_writes_stage(const struct attn_model *m, enum attn_stage st)
+{
+    return !(st == STAGE_DROPOUT && !m->keep);
+}
+
 /* What export_dir tells its progress sink: one step a head written, over every layer. */
 struct export_progress {
     const struct progress_sink *sink;
     long done, total;
 };
 
+/* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
 static int export_layer(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                         const struct attn_run *r, enum export_format fmt,
                         struct export_progress *pr, struct diag *err)
@@ -315,7 +320,7 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
             goto fail;
         for (int i = 0; i < n_order; i++) {
             enum attn_stage st = order[i];
-            if (!attn_stage_is_per_head(st))
+            if (!attn_stage_is_per_head(st) || !export_writes_stage(m, st))
                 continue;
             char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
             if (put_matrix(dir, sub, attn_stage_name(st), attn_view_buf(buf, cap, r, m, st, h),

@@ -46,6 +46,10 @@ int csv_write_lens(FILE *f, const struct attn_predictions *layers, int n_layers,
  * -inf and nan as "inf", "-inf", "nan". Returns the length, like snprintf. */
 int csv_format_float(char *out, size_t size, float x);
 
+/* Whether an export writes stage st of layer m: every stage but dropout when the layer has no
+ * dropout (its keep-mask absent), where dropout.csv would be a byte copy of weights.csv. */
+bool export_writes_stage(const struct attn_model *m, enum attn_stage st);
+
 /* What export writes each matrix as: a labelled CSV table, or a bare float32 .npy. */
 enum export_format { EXPORT_CSV, EXPORT_NPY };
 

@@ -1011,6 +1011,10 @@ def write_layer(sc, res, out_dir):
             if name in d:
                 write_csv(os.path.join(hdir, name + ".csv"), d[name], toks)
         for name in SQUARE_STAGES:
+            # Without dropout, dropout.csv would be a byte copy of weights.csv: the export
+            # leaves it out (README: "Export format").
+            if name == "dropout" and sc.dropout == 0:
+                continue
             write_csv(os.path.join(hdir, name + ".csv"), d[name], toks, toks)
     write_csv(os.path.join(out_dir, "context.csv"), res["concat"], toks)
     write_csv(os.path.join(out_dir, "output.csv"), res["output"], toks)
