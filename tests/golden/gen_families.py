@@ -665,6 +665,76 @@ def bert_case(name, dtype):
         f.write(scene)
 
 
+# ---- sharded, and the bad checkpoints of tests/fixtures/bad --------------------------------
+
+
+def write_sharded(src, name):
+    """src's tensors in two shards and an index: the same numbers, so the same goldens."""
+    back, header = g2.read_safetensors(os.path.join(OUT, src, "model.safetensors"))
+    folder = os.path.join(OUT, name)
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    names = sorted(back)
+    half = len(names) // 2
+    shards = {"model-00001-of-00002.safetensors": names[:half],
+              "model-00002-of-00002.safetensors": names[half:]}
+    weight_map = {}
+    for shard, members in shards.items():
+        stored = {}
+        for k in members:
+            dt = header[k]["dtype"]
+            stored[k] = (dt, g2.f32_to_bf16_bits(back[k]) if dt == "BF16" else
+                         back[k].astype(np.float16) if dt == "F16" else back[k])
+        g2.write_safetensors(os.path.join(folder, shard), stored, {"format": "pt"})
+        weight_map.update({k: shard for k in members})
+    write_json(os.path.join(folder, "model.safetensors.index.json"),
+               {"metadata": {"total_size": sum(v.nbytes for v in back.values())},
+                "weight_map": dict(sorted(weight_map.items()))})
+    shutil.copy(os.path.join(OUT, src, "config.json"), os.path.join(folder, "config.json"))
+    shutil.copytree(os.path.join(OUT, "goldens", src), os.path.join(OUT, "goldens", name))
+    with open(os.path.join(OUT, "scenes", src + ".yaml"), encoding="utf-8") as f:
+        scene = f.read().replace("../%s/model.safetensors" % src,
+                                 "../%s/model.safetensors.index.json" % name)
+    scene = scene.replace("# %s:" % src, "# %s (two shards and an index):" % name)
+    with open(os.path.join(OUT, "scenes", name + ".yaml"), "w", encoding="utf-8") as f:
+        f.write(scene)
+
+
+def write_bad(vocab):
+    """Checkpoints with one fault each, for tests/fixtures/bad/model_family_*.yaml."""
+    bad = os.path.join(OUT, "bad")
+    if os.path.isdir(bad):
+        shutil.rmtree(bad)
+    c = dict(CASES[0], cfg=dict(CASES[0]["cfg"], num_hidden_layers=1, hidden_size=16,
+                                intermediate_size=16))
+    W = llama_weights(c, vocab, 7)
+    cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=vocab,
+               hidden_act="silu")
+    cfg.update(c["cfg"])
+
+    def put(name, tensors, config, index=None):
+        folder = os.path.join(bad, name)
+        for shard, members in tensors.items():
+            g2.write_safetensors(os.path.join(folder, shard),
+                                 {k: ("F32", W[k]) for k in members})
+        write_json(os.path.join(folder, "config.json"), config)
+        if index is not None:
+            write_json(os.path.join(folder, "model.safetensors.index.json"), index)
+
+    names = sorted(W)
+    put("mamba", {"model.safetensors": names}, dict(cfg, architectures=["MambaForCausalLM"]))
+    put("wide", {"model.safetensors": names}, dict(cfg, hidden_size=24))
+    put("rope", {"model.safetensors": names},
+        dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+    a, b = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    wm = {k: (a if i % 2 == 0 else b) for i, k in enumerate(names)}
+    put("missing-shard", {a: [k for k in names if wm[k] == a]}, cfg, {"weight_map": wm})
+    put("two-shards", {a: [k for k in names if wm[k] == a] + ["model.norm.weight"],
+                       b: [k for k in names if wm[k] == b and k != "model.norm.weight"] +
+                       ["model.norm.weight"]},
+        cfg, {"weight_map": wm})
+
+
 def main():
     ids, labels, vocab = gpt2_tokens(TEXT)
     by_name = {c["name"]: c for c in CASES}
@@ -674,6 +744,9 @@ def main():
     for c in CASES:
         llama_case(c, by_name, ids, labels, vocab)
         print("families: %s" % c["name"])
+    write_sharded("llama-gqa-bf16", "llama-gqa-sharded")
+    print("families: llama-gqa-sharded")
+    write_bad(vocab)
     for name, dtype in (("bert-pair", "F32"), ("bert-pair-f16", "F16")):
         bert_case(name, dtype)
         print("families: %s" % name)
