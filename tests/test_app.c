@@ -126,9 +126,10 @@ static void test_undo_counts_what_a_step_owns(void **state)
     /* the book's 6 x 3 embedding rows are the copy's own */
     assert_true(base >= sizeof(s) + 6 * 3 * sizeof(float));
     static float table[1];
-    s.unembed = (struct attn_matrix){table, 50257, 768, true}; /* borrowed: shared */
+    s.unembed = (struct attn_matrix){
+        .data = table, .rows = 50257, .cols = 768, .borrowed = true}; /* shared */
     assert_int_equal(app_undo_step_bytes(&s), base);
-    s.unembed = (struct attn_matrix){NULL, 0, 0, false};
+    s.unembed = (struct attn_matrix){.data = NULL};
     assert_int_equal(attn_matrix_alloc(&s.unembed, 100, 8), 0); /* owned: counted */
     assert_int_equal(app_undo_step_bytes(&s), base + 100 * 8 * sizeof(float));
     attn_scene_free(&s);
@@ -1138,19 +1139,27 @@ static bool file_has(const char *path, const char *needle)
 /* R writes the view on screen as an SVG beside the scene (the save rule), named after the view,
  * never over an existing file, and says where in the message line. */
 /* Every stage of scenes with every kind of layer (the book's, RoPE, MLA, post- and pre-norm
- * blocks, several layers) has its explanation: the formula, and the cell's value at its end. */
+ * blocks, several layers, and the checkpoints of tests/golden/families: SwiGLU, Qwen3's qk-norm,
+ * Mistral's window, llama3 rope scaling, BERT) has its explanation: the formula, and the cell's
+ * value at its end. */
 static void test_every_stage_explained(void **state)
 {
     (void)state;
     static const char *const names[] = {"10-mha.yaml",        "18-rope.yaml",
                                         "26-mla.yaml",        "15-shoes-encoder-block.yaml",
-                                        "27-gpt2-block.yaml", "29-induction-head.yaml"};
-    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+                                        "27-gpt2-block.yaml", "29-induction-head.yaml",
+                                        "@qwen3-qknorm.yaml", "@mistral-window.yaml",
+                                        "@llama3-rope.yaml",  "@bert-pair-f16.yaml"};
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR"), *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
     assert_non_null(scenes);
+    assert_non_null(golden);
     int explained = 0;
     for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
         char path[4200];
-        snprintf(path, sizeof(path), "%s/%s", scenes, names[f]);
+        if (names[f][0] == '@') /* a checkpoint of a family */
+            snprintf(path, sizeof(path), "%s/families/scenes/%s", golden, names[f] + 1);
+        else
+            snprintf(path, sizeof(path), "%s/%s", scenes, names[f]);
         struct attn_scene s;
         assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
         struct app a;
@@ -1177,7 +1186,7 @@ static void test_every_stage_explained(void **state)
         }
         app_free(&a);
     }
-    assert_true(explained >= 60);
+    assert_true(explained >= 120);
 }
 
 static void test_render_writes_the_view(void **state)

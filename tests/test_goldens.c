@@ -29,11 +29,12 @@
 #include <cmocka.h>
 
 #include "engine/attention.h"
-#include "export/export.h"
+#include "engine/logits.h"
 #include "engine/model.h"
 #include "engine/net.h"
 #include "engine/scene.h"
 #include "engine/stage.h"
+#include "export/export.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
 
@@ -111,10 +112,11 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
 {
     char rel[256], pre[256];
 #define P(name) (snprintf(pre, sizeof(pre), "%s%s", prefix, name), pre)
+    /* BERT's inputs are a LayerNorm of the embeddings: computed, so within the tolerance. */
     /* A sinusoidal table is torch's SLEEF exp/sin/cos (tests/golden/README.md): within 1 ulp of
        the correctly rounded values the engine computes, so compared within the tolerance. */
     add_view(l, P("inputs.csv"), attn_view(r, m, STAGE_INPUTS, 0),
-             m->pos_kind == POS_SINUSOIDAL || m->layer > 0 ? TOLERANT : EXACT, true);
+             m->pos_kind == POS_SINUSOIDAL || m->layer > 0 || m->enw ? TOLERANT : EXACT, true);
     enum attn_stage order[STAGE_COUNT];
     int n_stages = attn_stage_order(order, m);
     for (int h = 0; h < m->heads; h++)
@@ -136,7 +138,9 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
                  true);
 
     static const char *const names[3] = {"query", "key", "value"};
-    const float *w[3] = {m->wq, m->wk, m->wv};
+    /* read at use: a checkpoint's lazy matrices share one widening buffer (model.h) */
+    static const size_t w[3] = {offsetof(struct attn_model, wq), offsetof(struct attn_model, wk),
+                                offsetof(struct attn_model, wv)};
     const float *b[3] = {m->bq, m->bk, m->bv};
     const int width[3] = {m->D, m->Dkv, m->Dkv};
     if (m->project) {
@@ -144,31 +148,36 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
             for (int h = 0; h < m->heads; h++)
                 for (int k = 0; k < 3; k++) {
                     snprintf(rel, sizeof(rel), "%sparams/head%d/W_%s.csv", prefix, h, names[k]);
-                    add_param(l, rel, w[k], m->d_in, m->D, h * m->head_dim, m->head_dim);
+                    add_param(l, rel, attn_model_param(m, w[k]), m->d_in, m->D, h * m->head_dim,
+                              m->head_dim);
                     snprintf(rel, sizeof(rel), "%sparams/head%d/b_%s.csv", prefix, h, names[k]);
                     add_param(l, rel, b[k], 1, m->D, h * m->head_dim, m->head_dim);
                 }
         } else {
             for (int k = 0; k < 3; k++) {
                 snprintf(rel, sizeof(rel), "%sparams/W_%s.csv", prefix, names[k]);
-                add_param(l, rel, w[k], m->d_in, width[k], 0, width[k]);
+                add_param(l, rel, attn_model_param(m, w[k]), m->d_in, width[k], 0, width[k]);
                 snprintf(rel, sizeof(rel), "%sparams/b_%s.csv", prefix, names[k]);
                 add_param(l, rel, b[k], 1, width[k], 0, width[k]);
             }
         }
     }
     int fused = m->D + 2 * m->Dkv;
-    add_param(l, P("params/W_qkv.csv"), m->wqkv, m->d_in, fused, 0, fused);
+    add_param(l, P("params/W_qkv.csv"), ATTN_PARAM(m, wqkv), m->d_in, fused, 0, fused);
     add_param(l, P("params/b_qkv.csv"), m->bqkv, 1, fused, 0, fused);
-    add_param(l, P("params/W_down.csv"), m->wdown, m->d_in, m->latent, 0, m->latent);
-    add_param(l, P("params/W_key_up.csv"), m->wkup, m->latent, m->D, 0, m->D);
-    add_param(l, P("params/W_value_up.csv"), m->wvup, m->latent, m->D, 0, m->D);
-    add_param(l, P("params/out.csv"), m->wo, m->D, m->D, 0, m->D);
-    add_param(l, P("params/out_bias.csv"), m->bo, 1, m->D, 0, m->D);
+    add_param(l, P("params/W_down.csv"), ATTN_PARAM(m, wdown), m->d_in, m->latent, 0, m->latent);
+    add_param(l, P("params/W_key_up.csv"), ATTN_PARAM(m, wkup), m->latent, m->D, 0, m->D);
+    add_param(l, P("params/W_value_up.csv"), ATTN_PARAM(m, wvup), m->latent, m->D, 0, m->D);
+    add_param(l, P("params/out.csv"), ATTN_PARAM(m, wo), m->D, m->out_dim, 0, m->out_dim);
+    add_param(l, P("params/out_bias.csv"), m->bo, 1, m->out_dim, 0, m->out_dim);
+    add_param(l, P("params/q_norm_weight.csv"), m->qnw, 1, m->head_dim, 0, m->head_dim);
+    add_param(l, P("params/k_norm_weight.csv"), m->knw, 1, m->head_dim, 0, m->head_dim);
     if (m->block) {
-        add_param(l, P("params/ffn_W1.csv"), m->w1, m->d_in, m->hidden, 0, m->hidden);
+        add_param(l, P("params/ffn_Wgate.csv"), ATTN_PARAM(m, wg), m->d_in, m->hidden, 0,
+                  m->hidden);
+        add_param(l, P("params/ffn_W1.csv"), ATTN_PARAM(m, w1), m->d_in, m->hidden, 0, m->hidden);
         add_param(l, P("params/ffn_b1.csv"), m->b1, 1, m->hidden, 0, m->hidden);
-        add_param(l, P("params/ffn_W2.csv"), m->w2, m->hidden, m->d_in, 0, m->d_in);
+        add_param(l, P("params/ffn_W2.csv"), ATTN_PARAM(m, w2), m->hidden, m->d_in, 0, m->d_in);
         add_param(l, P("params/ffn_b2.csv"), m->b2, 1, m->d_in, 0, m->d_in);
         const float *norm[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
         static const char *const norm_names[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
@@ -253,6 +262,56 @@ static void list_csv(const char *root, const char *sub, char names[][256], int *
     closedir(d);
 }
 
+/* ---- predictions --------------------------------------------------------------------------- */
+
+/* predictions.csv (position,rank,id,logit): the top-10 ids at each listed position, in order,
+ * and their logits within the activations' tolerance. Returns the number of problems. */
+static int check_predictions(const struct attn_net *net, const char *dir, const char *stem)
+{
+    char path[PATH_LEN], why[PATH_LEN + 64];
+    snprintf(path, sizeof(path), "%.3000s/predictions.csv", dir);
+    struct tu_csv c;
+    if (tu_csv_read(&c, path, why, sizeof(why)) != 0) {
+        fprintf(stderr, "%s\n", why);
+        return 1;
+    }
+    int bad = 0, checked = 0;
+    for (int r = 1; r < c.rows; r++) {
+        if (c.ncols[r] != 4) {
+            fprintf(stderr, "%s: predictions.csv row %d has %d fields\n", stem, r, c.ncols[r]);
+            bad++;
+            continue;
+        }
+        int pos = atoi(c.cells[r][0]), rank = atoi(c.cells[r][1]), id = atoi(c.cells[r][2]);
+        float logit = strtof(c.cells[r][3], NULL);
+        struct attn_predictions p;
+        struct diag err;
+        if (attn_predict(&p, net, net->layers - 1, pos, 1, 10, 1.0, NULL, &err) != 0) {
+            fprintf(stderr, "%s: attn_predict at %d: %s\n", stem, pos, err.msg);
+            bad++;
+            continue;
+        }
+        const struct attn_token_score *t = &p.top[rank - 1];
+        double tol = ABS_TOL + REL_TOL * fabs((double)logit);
+        if (rank < 1 || rank > p.k || t->id != id || fabs((double)t->logit - logit) > tol) {
+            fprintf(stderr,
+                    "%s: prediction %d at position %d: engine id %d (%.9g), torch %d (%.9g)\n",
+                    stem, rank, pos, rank >= 1 && rank <= p.k ? t->id : -1,
+                    rank >= 1 && rank <= p.k ? (double)t->logit : 0.0, id, (double)logit);
+            bad++;
+        }
+        checked++;
+        attn_predictions_free(&p);
+    }
+    tu_csv_free(&c);
+    if (checked == 0) {
+        fprintf(stderr, "%s: predictions.csv lists nothing\n", stem);
+        bad++;
+    }
+    printf("goldens: %-26s %d predictions checked\n", stem, checked);
+    return bad;
+}
+
 /* ---- one scene ----------------------------------------------------------------------------- */
 
 struct scene_case {
@@ -264,6 +323,7 @@ struct scene_case {
     double max_ratio; /* largest |engine - torch| / tolerance: 1 is the limit */
     char worst[320];
     double chain_max; /* several layers: the last one's output computed through all of them */
+    bool predictions; /* tests/golden/families: predictions.csv must be there */
     int files;
     bool ran;
 };
@@ -475,6 +535,11 @@ static void test_scene(void **state)
             tu_csv_free(&c);
             continue;
         }
+        if (strcmp(names[f], "predictions.csv") == 0) {
+            sc->files++;
+            problems += check_predictions(&net, dir, sc->stem);
+            continue;
+        }
         struct expect *e = NULL;
         for (int k = 0; k < l.n; k++)
             if (strcmp(l.items[k].rel, names[f]) == 0)
@@ -548,6 +613,11 @@ static void test_scene(void **state)
         }
         tu_csv_free(&c);
     }
+    bool predictions_seen = false;
+    for (int f = 0; f < n_names; f++)
+        predictions_seen |= strcmp(names[f], "predictions.csv") == 0;
+    if (sc->predictions && !predictions_seen)
+        PROBLEM("%s: a checkpoint of a family has no predictions.csv golden\n", sc->stem);
     if (!tokens_seen)
         PROBLEM("%s: the engine has tokens.csv but there is no golden for it\n", sc->stem);
     /* last: it recomputes the net for edited scenes */
@@ -604,32 +674,9 @@ static void collect(const char *dir, const char *golden, struct scene_case **cas
     tu_free_names(names, count);
 }
 
-int main(void)
+/* Runs the cases as one cmocka group and prints the largest difference. Frees cases. */
+static int run_cases(struct scene_case *cases, int n)
 {
-    const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
-    const char *fixtures = env_or("ATTNSCOPE_FIXTURES", "tests/fixtures");
-    char random_dir[PATH_LEN];
-    snprintf(random_dir, sizeof(random_dir), "%.3000s/random", fixtures);
-
-    const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
-    char scene_goldens[PATH_LEN], gpt2_scenes[PATH_LEN], gpt2_goldens[PATH_LEN];
-    snprintf(scene_goldens, sizeof(scene_goldens), "%.3000s/scenes", golden);
-    snprintf(gpt2_scenes, sizeof(gpt2_scenes), "%.3000s/gpt2/scenes", golden);
-    snprintf(gpt2_goldens, sizeof(gpt2_goldens), "%.3000s/gpt2/goldens", golden);
-
-    struct scene_case *cases = NULL;
-    int n = 0, cap = 0;
-    collect(scenes, scene_goldens, &cases, &n, &cap);
-    int n_book = n;
-    collect(random_dir, scene_goldens, &cases, &n, &cap);
-    int n_random = n - n_book;
-    collect(gpt2_scenes, gpt2_goldens, &cases, &n, &cap); /* checkpoints: tests/golden/gpt2 */
-    if (n_book == 0 || n_random == 0 || n == n_book + n_random) {
-        fprintf(stderr, "goldens: found %d scenes in %s, %d in %s and %d in %s; expected all\n",
-                n_book, scenes, n_random, random_dir, n - n_book - n_random, gpt2_scenes);
-        return 1;
-    }
-
     struct CMUnitTest *tests = calloc((size_t)n, sizeof(*tests));
     if (!tests)
         return 1;
@@ -651,4 +698,49 @@ int main(void)
     free(tests);
     free(cases);
     return rc;
+}
+
+int main(int argc, char **argv)
+{
+    /* "families": only the Llama family and BERT (tests/golden/families), a test of its own */
+    bool families = argc > 1 && strcmp(argv[1], "families") == 0;
+    const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
+    const char *fixtures = env_or("ATTNSCOPE_FIXTURES", "tests/fixtures");
+    char random_dir[PATH_LEN];
+    snprintf(random_dir, sizeof(random_dir), "%.3000s/random", fixtures);
+
+    const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
+    char scene_goldens[PATH_LEN], gpt2_scenes[PATH_LEN], gpt2_goldens[PATH_LEN];
+    char fam_scenes[PATH_LEN], fam_goldens[PATH_LEN];
+    snprintf(fam_scenes, sizeof(fam_scenes), "%.3000s/families/scenes", golden);
+    snprintf(fam_goldens, sizeof(fam_goldens), "%.3000s/families/goldens", golden);
+    snprintf(scene_goldens, sizeof(scene_goldens), "%.3000s/scenes", golden);
+    snprintf(gpt2_scenes, sizeof(gpt2_scenes), "%.3000s/gpt2/scenes", golden);
+    snprintf(gpt2_goldens, sizeof(gpt2_goldens), "%.3000s/gpt2/goldens", golden);
+
+    struct scene_case *cases = NULL;
+    int n = 0, cap = 0;
+    if (families) {
+        collect(fam_scenes, fam_goldens, &cases, &n, &cap);
+        for (int i = 0; i < n; i++)
+            cases[i].predictions = true;
+        if (n == 0) {
+            fprintf(stderr, "goldens: no family scenes in %s\n", fam_scenes);
+            return 1;
+        }
+        return run_cases(cases, n);
+    }
+    collect(scenes, scene_goldens, &cases, &n, &cap);
+    int n_book = n;
+    collect(random_dir, scene_goldens, &cases, &n, &cap);
+    int n_random = n - n_book;
+    collect(gpt2_scenes, gpt2_goldens, &cases, &n, &cap); /* checkpoints: tests/golden/gpt2 */
+    int n_gpt2 = n - n_book - n_random;
+    if (n_book == 0 || n_random == 0 || n_gpt2 == 0) {
+        fprintf(stderr, "goldens: found %d scenes in %s, %d in %s and %d in %s; expected all\n",
+                n_book, scenes, n_random, random_dir, n_gpt2, gpt2_scenes);
+        return 1;
+    }
+
+    return run_cases(cases, n);
 }

@@ -46,11 +46,14 @@ static void print_position(const struct attn_predictions *p, int i, const struct
                            bool utf8)
 {
     const struct attn_model *m = &cs->net.model[0];
+    const struct attn_model *last = &cs->net.model[cs->net.layers - 1];
     int pos = p->pos0 + i;
     const char *arrow = utf8 ? "\u2192" : "->";
     printf("\n# position %d '%s'", pos, m->tokens[pos]);
-    if (p->next_id[i] >= 0) {
-        printf(" %s next ", arrow);
+    if (last->masked_lm && p->next_id[i] < 0) {
+        printf(" (masked: the model fills it in)\n");
+    } else if (p->next_id[i] >= 0) {
+        printf(" %s %s ", arrow, last->masked_lm ? "itself" : "next");
         cli_print_token(&cs->scene, p->next_id[i], 0);
         attn_cnum_fprintf(stdout, ": rank %d, p %.4f, loss %.4f\n", p->next_rank[i],
                           p->next_prob[i], p->next_loss[i]);
@@ -65,7 +68,7 @@ static void print_position(const struct attn_predictions *p, int i, const struct
         attn_cnum_fprintf(stdout, " %8.4f  %.4f  ", (double)top[r].logit, (double)top[r].prob);
         cli_print_bar(top[r].prob, 20, utf8);
         if (top[r].id == p->next_id[i])
-            printf("  %s next", utf8 ? "\u2190" : "<-");
+            printf("  %s %s", utf8 ? "\u2190" : "<-", last->masked_lm ? "itself" : "next");
         printf("\n");
     }
 }
@@ -130,13 +133,29 @@ int cmd_predict(int argc, char **argv)
         printf("# tokens:");
         for (int i = 0; i < n; i++)
             printf(" %s", m->tokens[i]);
-        attn_cnum_fprintf(stdout,
-                          "\n# next-token predictions: top %d of %d tokens, temperature %g\n", p.k,
-                          p.vocab, temperature);
+        /* a masked language model (BERT) fills in its [MASK] positions: those by default */
+        const struct attn_model *last = &net->model[net->layers - 1];
+        int masks = 0;
+        for (int i = 0; last->masked_lm && i < n; i++)
+            masks += m->ids[i] == last->mask_id;
+        if (last->masked_lm)
+            attn_cnum_fprintf(
+                stdout, "\n# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
+                p.k, p.vocab, temperature,
+                position >= 0 || masks == 0 ? ""
+                                            : " (the [MASK] positions; --position "
+                                              "shows any other)");
+        else
+            attn_cnum_fprintf(stdout,
+                              "\n# next-token predictions: top %d of %d tokens, temperature %g\n",
+                              p.k, p.vocab, temperature);
         for (int i = 0; i < n; i++)
-            if (position < 0 || i == position)
+            if (position < 0 ? !masks || m->ids[i] == last->mask_id : i == position)
                 print_position(&p, i, &cs, utf8);
-        if (n > 1) {
+        if (last->masked_lm) {
+            if (masks == 0)
+                printf("\n# no [MASK] in the text: each position scores its own token\n");
+        } else if (n > 1) {
             double sum = 0;
             for (int i = 0; i + 1 < n; i++)
                 sum += p.next_loss[i];

@@ -11,6 +11,7 @@
  * --stage keeps one stage, --head one head. With --head alone, only per-head stages print.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,33 +42,50 @@ static void print_params(const struct cli_scene *cs, int layer)
 {
     const struct attn_model *m = &cs->net.model[layer];
     int d = m->d_in, D = m->D, Dkv = m->Dkv, r = m->latent, h = m->hidden, W = D + 2 * Dkv;
+    int E = m->out_dim, hd = m->head_dim;
+#define M(member) offsetof(struct attn_model, member)
     const struct {
         const char *name;
-        const float *data;
+        size_t member; /* read at use (attn_model_param): lazy ones share one buffer */
         int rows, cols;
     } p[] = {
-        {"W_qkv", m->wqkv, d, W},         {"b_qkv", m->bqkv, 1, W},
-        {"W_query", m->wq, d, D},         {"W_key", m->wk, d, Dkv},
-        {"W_value", m->wv, d, Dkv},       {"b_query", m->bq, 1, D},
-        {"b_key", m->bk, 1, Dkv},         {"b_value", m->bv, 1, Dkv},
-        {"W_down", m->wdown, d, r},       {"W_key_up", m->wkup, r, D},
-        {"W_value_up", m->wvup, r, D},    {"W_out", m->wo, D, D},
-        {"b_out", m->bo, 1, D},           {"ffn_W1", m->w1, d, h},
-        {"ffn_b1", m->b1, 1, h},          {"ffn_W2", m->w2, h, d},
-        {"ffn_b2", m->b2, 1, d},          {"norm1_weight", m->n1w, 1, d},
-        {"norm1_bias", m->n1b, 1, d},     {"norm2_weight", m->n2w, 1, d},
-        {"norm2_bias", m->n2b, 1, d},     {"final_norm_weight", m->fw, 1, d},
-        {"final_norm_bias", m->fb, 1, d},
+        {"W_qkv", M(wqkv), d, W},
+        {"b_qkv", M(bqkv), 1, W},
+        {"W_query", M(wq), d, D},
+        {"W_key", M(wk), d, Dkv},
+        {"W_value", M(wv), d, Dkv},
+        {"b_query", M(bq), 1, D},
+        {"b_key", M(bk), 1, Dkv},
+        {"b_value", M(bv), 1, Dkv},
+        {"q_norm_weight", M(qnw), 1, hd},
+        {"k_norm_weight", M(knw), 1, hd},
+        {"W_down", M(wdown), d, r},
+        {"W_key_up", M(wkup), r, D},
+        {"W_value_up", M(wvup), r, D},
+        {"W_out", M(wo), D, E},
+        {"b_out", M(bo), 1, E},
+        {"ffn_Wgate", M(wg), d, h},
+        {"ffn_W1", M(w1), d, h},
+        {"ffn_b1", M(b1), 1, h},
+        {"ffn_W2", M(w2), h, d},
+        {"ffn_b2", M(b2), 1, d},
+        {"norm1_weight", M(n1w), 1, d},
+        {"norm1_bias", M(n1b), 1, d},
+        {"norm2_weight", M(n2w), 1, d},
+        {"norm2_bias", M(n2b), 1, d},
+        {"final_norm_weight", M(fw), 1, d},
+        {"final_norm_bias", M(fb), 1, d},
     };
+#undef M
     for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
-        if (!p[i].data)
+        const float *data = attn_model_param(m, p[i].member);
+        if (!data)
             continue;
         if (cs->net.layers > 1)
             printf("\n# layer %d \u00b7 %s (%d\u00d7%d)\n", layer, p[i].name, p[i].rows, p[i].cols);
         else
             printf("\n# %s (%d\u00d7%d)\n", p[i].name, p[i].rows, p[i].cols);
-        torch_print_matrix(stdout,
-                           (struct attn_mat_view){p[i].data, p[i].rows, p[i].cols, p[i].cols});
+        torch_print_matrix(stdout, (struct attn_mat_view){data, p[i].rows, p[i].cols, p[i].cols});
     }
 }
 

@@ -30,8 +30,9 @@ static const struct {
      "tokenizer without merges."},
     {"tokenizer.file",
      "kind hf: the tokenizer.json (with tokenizer_config.json read when it is beside it)."},
-    {"text", "The sentence, tokenised with tokenizer. Exactly one of text and tokens. It may not "
-             "contain NUL: text is kept as C strings, so the rest would be lost."},
+    {"text", "The sentence, tokenised with tokenizer, or [A, B]: two sentences a checkpoint's "
+             "tokenizer joins (BERT's [CLS] A [SEP] B [SEP]). Exactly one of text and tokens. It "
+             "may not contain NUL: text is kept as C strings, so the rest would be lost."},
     {"tokens", "The tokens, used as given."},
     {"seed", "torch.manual_seed(seed) before anything is drawn; default 123."},
     {"embeddings",
@@ -147,8 +148,10 @@ static const struct {
     {"model",
      "Parameters from a checkpoint instead of drawn ones; the other keys that describe the "
      "model then come from it, and writing one is an error."},
-    {"model.file", "The model.safetensors, relative to the scene file."},
-    {"model.arch", "How its tensors are named: gpt2."},
+    {"model.file", "The model.safetensors, or a sharded checkpoint's "
+                   "model.safetensors.index.json, relative to the scene file."},
+    {"model.arch", "How its tensors are named: auto (the default: config.json's architectures or "
+                   "model_type), gpt2, llama or bert."},
     {"lesson",
      "Guided steps (1 to 100): the explorer opens in lesson mode, and check plays every step "
      "and checks the numbers its captions mark."},

@@ -14,6 +14,8 @@
     X(q)                                                                                           \
     X(k)                                                                                           \
     X(v)                                                                                           \
+    X(qn)                                                                                          \
+    X(kn)                                                                                          \
     X(qr)                                                                                          \
     X(kr)                                                                                          \
     X(latent)                                                                                      \
@@ -21,7 +23,9 @@
     X(weights)                                                                                     \
     X(work)                                                                                        \
     X(concat)                                                                                      \
-    X(output) X(res1) X(norm1) X(ffn_hidden) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
+    X(output)                                                                                      \
+    X(res1)                                                                                        \
+    X(norm1) X(ffn_hidden) X(ffn_gate) X(ffn_up) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
 
 /* The derived stage attn_view computed last, every head of it as it is asked for. data is
  * allocated for every head at once but calloc'ed: its pages cost memory only once a head is
@@ -62,7 +66,9 @@ bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
     return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope &&
-           r->hidden == (m->block ? m->hidden : 0) && r->final_norm == m->final_norm;
+           r->hidden == (m->block ? m->hidden : 0) && r->final_norm == m->final_norm &&
+           r->out_dim == m->out_dim && r->qk_norm == (m->qnw != NULL) &&
+           r->gated == (m->block && m->activation == ACT_SWIGLU);
 }
 
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
@@ -72,6 +78,8 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     attn_run_free(r);
     size_t n = (size_t)m->n, D = (size_t)m->D, Dkv = (size_t)m->Dkv, d = (size_t)m->d_in;
     size_t hnn = (size_t)m->heads * n * n, h = m->block ? (size_t)m->hidden : 0;
+    size_t E = (size_t)m->out_dim;
+    bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
     /* Every run has the attention stages; the others only when the scene has the system. */
     struct {
         float **buf;
@@ -81,6 +89,8 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->q, n * D, true},
         {&r->k, n * Dkv, true},
         {&r->v, n * Dkv, true},
+        {&r->qn, n * D, qk},
+        {&r->kn, n * Dkv, qk},
         {&r->qr, n * D, m->rope},
         {&r->kr, n * Dkv, m->rope},
         {&r->latent, n * (size_t)m->latent, m->latent > 0},
@@ -88,10 +98,12 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->weights, hnn, true},
         {&r->work, n * n, true},
         {&r->concat, n * D, true},
-        {&r->output, n * D, true},
+        {&r->output, n * E, true},
         {&r->res1, n * d, m->block},
         {&r->norm1, n * d, m->block},
-        {&r->ffn_hidden, n * h, m->block},
+        {&r->ffn_hidden, n * h, m->block && !gated},
+        {&r->ffn_gate, n * h, gated},
+        {&r->ffn_up, n * h, gated},
         {&r->ffn_act, n * h, m->block},
         {&r->ffn_out, n * d, m->block},
         {&r->res2, n * d, m->block},
@@ -107,7 +119,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))) ||
         !(memo->vnorm_filled = calloc((size_t)m->heads + 1, 1)) ||
         !(memo->vnorm = calloc((size_t)m->heads * n + 1, sizeof(float))) ||
-        !(memo->vw = calloc(n * D + 1, sizeof(float))))
+        !(memo->vw = calloc(n * (D > E ? D : E) + 1, sizeof(float))))
         goto oom;
     memo->stage = -1;
     r->n = m->n;
@@ -120,6 +132,9 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     r->rope = m->rope;
     r->hidden = (int)h;
     r->final_norm = m->final_norm;
+    r->out_dim = m->out_dim;
+    r->qk_norm = qk;
+    r->gated = gated;
     return 0;
 oom:
     attn_run_free(r);
@@ -202,6 +217,34 @@ void attn_final_norm_rows(float *out, const float *in, int rows, const struct at
         memcpy(out, in, (size_t)rows * (size_t)last->d_in * sizeof(float));
 }
 
+/* qk_norm: every head of x (n, width) RMS-normalised over its head_dim, times w (head_dim), as
+ * Qwen3's q_norm and k_norm do. */
+static void norm_heads(float *out, const float *x, int width, const struct attn_model *m,
+                       const float *w)
+{
+    int hd = m->head_dim;
+    for (int t = 0; t < m->n; t++)
+        for (int h = 0; h < width / hd; h++) {
+            const float *in = x + (size_t)t * width + (size_t)h * hd;
+            float *o = out + (size_t)t * width + (size_t)h * hd;
+            double var = 0;
+            for (int j = 0; j < hd; j++)
+                var += (double)in[j] * in[j];
+            float inv = (float)(1.0 / sqrt(var / hd + (double)m->norm_eps));
+            for (int j = 0; j < hd; j++)
+                o[j] = in[j] * inv * w[j];
+        }
+}
+
+/* SiLU(gate) * up, element by element: SwiGLU's activation. */
+static void swiglu(float *out, const float *gate, const float *up, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        double g = gate[i];
+        out[i] = (float)(g / (1.0 + exp(-g))) * up[i];
+    }
+}
+
 /* ReLU; GELU exact (erf, nn.GELU()); GELU's tanh approximation (GPT-2's gelu_new). */
 static void activate(float *out, const float *in, size_t count, enum attn_activation act)
 {
@@ -217,12 +260,22 @@ static void activate(float *out, const float *in, size_t count, enum attn_activa
     }
 }
 
-/* Sets the future (j > i) of a to value: -inf before the softmax, 0 after it. a: (n, n) */
-static void fill_future(float *a, int n, float value)
+/* True when query i may not see key j: the future of a causal mask, or a key the sliding
+ * window has left behind. */
+static bool hidden_key(const struct attn_model *m, int i, int j)
 {
+    return (m->causal && j > i) || (m->window > 0 && i - j >= m->window);
+}
+
+/* Sets every hidden cell (hidden_key) of a to value: -inf before the softmax, 0 after it.
+ * a: (n, n) */
+static void fill_hidden(float *a, const struct attn_model *m, float value)
+{
+    int n = m->n;
     for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            a[(size_t)i * n + j] = value;
+        for (int j = 0; j < n; j++)
+            if (hidden_key(m, i, j))
+                a[(size_t)i * n + j] = value;
 }
 
 /* out (n, n) = each row of in normalised by softmax or by its sum. */
@@ -240,7 +293,7 @@ static enum attn_stage same_as(const struct attn_model *m, enum attn_stage s)
 {
     if (s == STAGE_DROPOUT && !m->keep)
         s = STAGE_WEIGHTS;
-    if (s == STAGE_MASKED && !m->causal)
+    if (s == STAGE_MASKED && !m->causal && m->window <= 0)
         s = STAGE_SCALED;
     if (s == STAGE_SCALED && m->scale_divisor == 1.0f)
         s = STAGE_SCORES;
@@ -261,28 +314,28 @@ static void scale_scores(float *out, const float *scores, const struct attn_mode
         out[i] = scores[i] / m->scale_divisor;
 }
 
-/* out (n, n) = one head's masked stage from its scores: scaled, then -inf in the future
- * (before_softmax), or normalised with the future zeroed (after_softmax); without a causal
- * mask, scaled. The forward pass and attn_view both call this, so they agree to the bit. */
+/* out (n, n) = one head's masked stage from its scores: scaled, then -inf where the key is
+ * hidden (the future, a key out of the sliding window; before_softmax), or normalised with them
+ * zeroed (after_softmax); without a mask, scaled. The forward pass and attn_view both call this,
+ * so they agree to the bit. */
 static void mask_scores(float *out, const float *scores, const struct attn_model *m)
 {
     int n = m->n;
-    if (m->causal && m->mask_mode == MASK_BEFORE_SOFTMAX) {
-        /* the future is -inf whatever it scaled to: only the past is divided */
+    bool masked = m->causal || m->window > 0;
+    if (masked && m->mask_mode == MASK_BEFORE_SOFTMAX) {
+        /* a hidden key is -inf whatever it scaled to: only the visible ones are divided */
         for (int i = 0; i < n; i++) {
             float *o = out + (size_t)i * n;
             const float *x = scores + (size_t)i * n;
-            for (int j = 0; j <= i; j++)
-                o[j] = x[j] / m->scale_divisor;
-            for (int j = i + 1; j < n; j++)
-                o[j] = -INFINITY;
+            for (int j = 0; j < n; j++)
+                o[j] = hidden_key(m, i, j) ? -INFINITY : x[j] / m->scale_divisor;
         }
         return;
     }
     scale_scores(out, scores, m);
-    if (m->causal) { /* the book's first try: normalise, then zero the future */
+    if (masked) { /* the book's first try: normalise, then zero the future */
         normalize_rows(out, out, n, m->normalize);
-        fill_future(out, n, 0.0f);
+        fill_hidden(out, m, 0.0f);
     }
 }
 
@@ -306,7 +359,7 @@ static int kv_head_of(const struct attn_model *m, int h)
 const float *attn_value_norms(const struct attn_run *r, const struct attn_model *m, int h)
 {
     struct attn_memo *memo = r->memo;
-    int n = m->n, hd = m->head_dim, D = m->D;
+    int n = m->n, hd = m->head_dim, E = m->out_dim;
     float *out = memo->vnorm + (size_t)h * (size_t)n;
     if (memo->vnorm_filled[h])
         return out;
@@ -314,10 +367,11 @@ const float *attn_value_norms(const struct attn_run *r, const struct attn_model 
     const float *rows = v; /* v_j W_O^h, or v_j itself without out_proj */
     int width = hd, ld = m->Dkv;
     if (m->wo) { /* the head's rows of W_O: its hd columns of concat feed them */
-        attn_mm_ab(memo->vw, D, v, m->Dkv, m->wo + (size_t)h * (size_t)hd * (size_t)D, D, NULL, n,
-                   D, hd);
+        const float *wo = ATTN_PARAM(m, wo);
+        attn_mm_ab(memo->vw, E, v, m->Dkv, wo + (size_t)h * (size_t)hd * (size_t)E, E, NULL, n, E,
+                   hd);
         rows = memo->vw;
-        width = ld = D;
+        width = ld = E;
     }
     for (int j = 0; j < n; j++) {
         double sum = 0;
@@ -379,9 +433,15 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
         normalize(r->norm2, r->res1, m, m->n2w, m->n2b); /* norm1 was the attention's input */
         ffn_in = r->norm2;
     }
-    attn_mm_ab(r->ffn_hidden, hid, ffn_in, d, m->w1, hid, m->b1, n, hid, d);
-    activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
-    attn_mm_ab(r->ffn_out, d, r->ffn_act, hid, m->w2, d, m->b2, n, d, hid);
+    if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
+        attn_mm_ab(r->ffn_gate, hid, ffn_in, d, ATTN_PARAM(m, wg), hid, NULL, n, hid, d);
+        attn_mm_ab(r->ffn_up, hid, ffn_in, d, ATTN_PARAM(m, w1), hid, NULL, n, hid, d);
+        swiglu(r->ffn_act, r->ffn_gate, r->ffn_up, (size_t)n * hid);
+    } else {
+        attn_mm_ab(r->ffn_hidden, hid, ffn_in, d, ATTN_PARAM(m, w1), hid, m->b1, n, hid, d);
+        activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
+    }
+    attn_mm_ab(r->ffn_out, d, r->ffn_act, hid, ATTN_PARAM(m, w2), d, m->b2, n, d, hid);
     const float *skip = m->order == BLOCK_POST ? r->norm1 : r->res1;
     for (size_t i = 0; i < nd; i++)
         r->res2[i] = skip[i] + r->ffn_out[i];
@@ -431,7 +491,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
        projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
     if ((r->stopped = progress_stopped(r->progress)))
         return;
-    project(r->q, D, m, in, m->wq, m->bq);
+    project(r->q, D, m, in, ATTN_PARAM(m, wq), m->bq);
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     if (m->latent > 0) {
@@ -440,17 +500,23 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         attn_mm_ab(r->k, D, r->latent, m->latent, m->wkup, D, NULL, n, D, m->latent);
         attn_mm_ab(r->v, D, r->latent, m->latent, m->wvup, D, NULL, n, D, m->latent);
     } else {
-        project(r->k, Dkv, m, in, m->wk, m->bk);
+        project(r->k, Dkv, m, in, ATTN_PARAM(m, wk), m->bk);
         if ((r->stopped = progress_stopped(r->progress)))
             return;
-        project(r->v, Dkv, m, in, m->wv, m->bv);
+        project(r->v, Dkv, m, in, ATTN_PARAM(m, wv), m->bv);
     }
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     const float *q = r->q, *k = r->k;
+    if (m->qnw) { /* qk_norm: each head normalised before RoPE (Qwen3) */
+        norm_heads(r->qn, r->q, D, m, m->qnw);
+        norm_heads(r->kn, r->k, Dkv, m, m->knw);
+        q = r->qn;
+        k = r->kn;
+    }
     if (m->rope) {
-        rotate(r->qr, r->q, D, m);
-        rotate(r->kr, r->k, Dkv, m);
+        rotate(r->qr, q, D, m);
+        rotate(r->kr, k, Dkv, m);
         q = r->qr;
         k = r->kr;
     }
@@ -466,7 +532,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
         /* scaled and masked are not kept: one head's masked stage lives in work. */
         mask_scores(r->work, scores, m);
-        if (m->causal && m->mask_mode == MASK_AFTER_SOFTMAX)
+        if ((m->causal || m->window > 0) && m->mask_mode == MASK_AFTER_SOFTMAX)
             attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
         else if (m->causal && m->normalize == NORM_SOFTMAX)
             attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
@@ -486,8 +552,9 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
     }
 
     replace_heads(r, m);
+    int E = m->out_dim;
     if (m->wo)
-        attn_mm_ab(r->output, D, r->concat, D, m->wo, D, m->bo, n, D, D);
+        attn_mm_ab(r->output, E, r->concat, D, ATTN_PARAM(m, wo), E, m->bo, n, E, D);
     else
         memcpy(r->output, r->concat, (size_t)n * D * sizeof(float));
     if (m->block)
@@ -498,7 +565,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
 static struct attn_mat_view kept_view(const struct attn_run *r, const struct attn_model *m,
                                       enum attn_stage s, int h)
 {
-    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim, d = m->d_in;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim, d = m->d_in, E = m->out_dim;
     size_t nn = (size_t)n * (size_t)n, col = (size_t)h * (size_t)hd;
     size_t kvcol = (size_t)kv_head_of(m, h) * (size_t)hd;
     switch (s) {
@@ -512,6 +579,10 @@ static struct attn_mat_view kept_view(const struct attn_run *r, const struct att
         return (struct attn_mat_view){r->k + kvcol, n, hd, Dkv};
     case STAGE_VALUES:
         return (struct attn_mat_view){r->v + kvcol, n, hd, Dkv};
+    case STAGE_QUERIES_NORMED:
+        return (struct attn_mat_view){r->qn + col, n, hd, D};
+    case STAGE_KEYS_NORMED:
+        return (struct attn_mat_view){r->kn + kvcol, n, hd, Dkv};
     case STAGE_QUERIES_ROTATED:
         return (struct attn_mat_view){r->qr + col, n, hd, D};
     case STAGE_KEYS_ROTATED:
@@ -530,6 +601,10 @@ static struct attn_mat_view kept_view(const struct attn_run *r, const struct att
         return (struct attn_mat_view){r->norm1, n, d, d};
     case STAGE_FFN_HIDDEN:
         return (struct attn_mat_view){r->ffn_hidden, n, m->hidden, m->hidden};
+    case STAGE_FFN_GATE:
+        return (struct attn_mat_view){r->ffn_gate, n, m->hidden, m->hidden};
+    case STAGE_FFN_UP:
+        return (struct attn_mat_view){r->ffn_up, n, m->hidden, m->hidden};
     case STAGE_FFN_ACTIVATED:
         return (struct attn_mat_view){r->ffn_act, n, m->hidden, m->hidden};
     case STAGE_FFN_OUT:
@@ -548,7 +623,7 @@ static struct attn_mat_view kept_view(const struct attn_run *r, const struct att
     case STAGE_COUNT:
         break;
     }
-    return (struct attn_mat_view){r->output, n, D, D};
+    return (struct attn_mat_view){r->output, n, E, E};
 }
 
 void attn_head_mean(float *out, const struct attn_run *r, const struct attn_model *m,
@@ -601,7 +676,8 @@ struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run
 
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)
 {
-    return (s == STAGE_SCALED && m->scale == SCALE_NONE) || (s == STAGE_MASKED && !m->causal) ||
+    return (s == STAGE_SCALED && m->scale == SCALE_NONE) ||
+           (s == STAGE_MASKED && !m->causal && m->window <= 0) ||
            (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
 }
 
@@ -616,6 +692,10 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
     out[k++] = STAGE_QUERIES;
     out[k++] = STAGE_KEYS;
     out[k++] = STAGE_VALUES;
+    if (m->qnw) {
+        out[k++] = STAGE_QUERIES_NORMED;
+        out[k++] = STAGE_KEYS_NORMED;
+    }
     if (m->rope) {
         out[k++] = STAGE_QUERIES_ROTATED;
         out[k++] = STAGE_KEYS_ROTATED;
@@ -628,7 +708,12 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
             out[k++] = STAGE_NORM1;
         else
             out[k++] = STAGE_NORM2;
-        out[k++] = STAGE_FFN_HIDDEN;
+        if (m->activation == ACT_SWIGLU) {
+            out[k++] = STAGE_FFN_GATE;
+            out[k++] = STAGE_FFN_UP;
+        } else {
+            out[k++] = STAGE_FFN_HIDDEN;
+        }
         out[k++] = STAGE_FFN_ACTIVATED;
         out[k++] = STAGE_FFN_OUT;
         out[k++] = STAGE_RESIDUAL2;
@@ -653,11 +738,14 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s)
 bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st)
 {
     /* attn_stage_order reads only these of a model */
+    static float qk_norm_flag; /* only whether qnw is set is read */
     struct attn_model m = {
         .latent = s->attn.kv_latent,
         .rope = s->pos.kind == POS_ROPE,
+        .qnw = s->attn.qk_norm ? &qk_norm_flag : NULL,
         .block = s->block.on,
         .order = s->block.order,
+        .activation = s->block.activation,
         .final_norm = s->block.on && s->block.final_norm && layer == s->layers - 1,
     };
     return attn_stage_present(&m, st);
@@ -675,12 +763,17 @@ int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st)
     case STAGE_VALUES:
     case STAGE_QUERIES_ROTATED:
     case STAGE_KEYS_ROTATED:
+    case STAGE_QUERIES_NORMED:
+    case STAGE_KEYS_NORMED:
     case STAGE_CONTEXT:
         return attn_scene_head_dim(s);
     case STAGE_CONCAT:
-    case STAGE_OUTPUT:
         return attn_scene_concat_dim(s);
+    case STAGE_OUTPUT:
+        return attn_scene_out_dim(s);
     case STAGE_FFN_HIDDEN:
+    case STAGE_FFN_GATE:
+    case STAGE_FFN_UP:
     case STAGE_FFN_ACTIVATED:
         return attn_scene_ffn_hidden(s);
     default:

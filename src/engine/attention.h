@@ -33,10 +33,11 @@ struct attn_run {
     /* attn_forward ended early: the sink's stop flag was set (its stages are incomplete). */
     bool stopped;
     /* The shape the buffers were sized for. */
-    int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden;
-    bool rope;
+    int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
+    bool rope, qk_norm, gated;
     float *q;                      /* (n, D) all query heads side by side */
     float *k, *v;                  /* (n, Dkv) all KV heads side by side */
+    float *qn, *kn;                /* qk_norm: q and k normalised per head, or NULL */
     float *qr, *kr;                /* RoPE: q and k rotated, or NULL */
     float *latent;                 /* MLA: (n, r), or NULL */
     float *scores;                 /* (heads, n, n) Q_h K_kv(h)^T */
@@ -44,9 +45,10 @@ struct attn_run {
     float *work;                   /* (n, n) the forward pass's masked, then dropout, of a head */
     struct attn_memo *memo;        /* the derived stage attn_view last computed (attention.c) */
     float *concat;                 /* (n, D) per-head contexts side by side */
-    float *output;                 /* (n, D) */
+    float *output;                 /* (n, E) */
     float *res1, *norm1;           /* block: (n, d_in) each, or NULL */
-    float *ffn_hidden, *ffn_act;   /* (n, hidden) */
+    float *ffn_hidden, *ffn_act;   /* (n, hidden); swiglu: ffn_hidden NULL */
+    float *ffn_gate, *ffn_up;      /* swiglu: (n, hidden) each, or NULL */
     float *ffn_out, *res2, *norm2; /* (n, d_in) */
     float *final;                  /* (n, d_in) the final norm, last layer only */
     bool final_norm;

@@ -7,11 +7,19 @@
 #include <string.h>
 
 #include "engine/kernels.h"
+#include "engine/model.h"
 
 bool attn_net_has_vocab(const struct attn_net *net)
 {
-    return net->layers > 0 && net->model[net->layers - 1].unembed &&
+    return net->layers > 0 &&
+           (net->model[net->layers - 1].unembed || net->model[net->layers - 1].unembed_lazy) &&
            net->model[net->layers - 1].vocab > 0 && net->model[0].ids;
+}
+
+/* The net ends in a masked language model (BERT): position i's scores are for its own token. */
+static bool last_masked_lm(const struct attn_net *net)
+{
+    return net->layers > 0 && net->model[net->layers - 1].masked_lm;
 }
 
 /* Rows of logits computed at once: a block of at most SCENE_LOGITS_BLOCK_FLOATS floats. */
@@ -43,6 +51,38 @@ static int check_request(const struct attn_net *net, int layer, int pos0, int co
     return 0;
 }
 
+/* BERT's MLM transform, in place: h (rows, d) = LayerNorm(gelu(h hw + hb)) with hnw, hnb. */
+static int head_transform(float *h, int rows, const struct attn_model *last)
+{
+    int d = last->d_in;
+    float *t = malloc((size_t)rows * (size_t)d * sizeof(float));
+    if (!t)
+        return -1;
+    attn_mm_ab(t, d, h, d, ATTN_PARAM(last, hw), d, last->hb, rows, d, d);
+    for (int i = 0; i < rows; i++) {
+        float *x = t + (size_t)i * d;
+        double mean = 0, var = 0;
+        for (int j = 0; j < d; j++) {
+            double v = x[j];
+            v = last->hact == ACT_GELU_TANH
+                    ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+                    : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            x[j] = (float)v;
+            mean += v;
+        }
+        mean /= d;
+        for (int j = 0; j < d; j++)
+            var += (x[j] - mean) * (x[j] - mean);
+        var /= d;
+        double inv = 1.0 / sqrt(var + (double)last->norm_eps);
+        float *o = h + (size_t)i * d;
+        for (int j = 0; j < d; j++)
+            o[j] = (float)((x[j] - mean) * inv) * last->hnw[j] + last->hnb[j];
+    }
+    free(t);
+    return 0;
+}
+
 /* The residual stream the logits of layer are read from: its block output. (n, d) */
 static struct attn_mat_view stream_of(const struct attn_net *net, int layer)
 {
@@ -50,18 +90,44 @@ static struct attn_mat_view stream_of(const struct attn_net *net, int layer)
     return attn_view(&net->run[layer], m, attn_stage_block_output(m), 0);
 }
 
-/* out (rows, vocab) = logits of rows pos0 .. pos0 + rows - 1 of the stream v; hidden: (rows, d)
- * scratch. */
-static void logits_block(float *out, float *hidden, const struct attn_net *net,
-                         struct attn_mat_view v, int pos0, int rows)
+/* out (rows, vocab) = logits of rows pos0 .. pos0 + rows - 1 of the stream v (n, d); hidden:
+ * (rows, d) scratch.
+ * A lazy unembedding (a checkpoint's F16/BF16 table) is widened a block of its rows at a time. */
+static int logits_block(float *out, float *hidden, const struct attn_net *net,
+                        struct attn_mat_view v, int pos0, int rows)
 {
     const struct attn_model *last = &net->model[net->layers - 1];
-    int d = last->d_in;
+    int d = last->d_in, vocab = last->vocab;
     for (int i = 0; i < rows; i++)
         memcpy(hidden + (size_t)i * d, v.data + (size_t)(pos0 + i) * v.stride,
                (size_t)d * sizeof(float));
     attn_final_norm_rows(hidden, hidden, rows, last);
-    attn_mm_abt(out, last->vocab, hidden, d, last->unembed, d, rows, last->vocab, d);
+    if (last->hw && head_transform(hidden, rows, last))
+        return -1;
+    if (last->unembed) {
+        attn_mm_abt(out, vocab, hidden, d, last->unembed, d, rows, vocab, d);
+    } else {
+        size_t per = SCENE_LOGITS_BLOCK_FLOATS / (size_t)d;
+        if (per < 1)
+            per = 1;
+        if (per > (size_t)vocab)
+            per = (size_t)vocab;
+        float *chunk = malloc(per * (size_t)d * sizeof(float));
+        if (!chunk)
+            return -1;
+        struct attn_backing *b = last->lazy_from;
+        for (size_t v0 = 0; v0 < (size_t)vocab; v0 += per) {
+            size_t nv = (size_t)vocab - v0 < per ? (size_t)vocab - v0 : per;
+            b->read_rows(b, last->unembed_lazy, chunk, v0, nv);
+            attn_mm_abt(out + v0, vocab, hidden, d, chunk, d, rows, (int)nv, d);
+        }
+        free(chunk);
+    }
+    if (last->unembed_bias)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < vocab; j++)
+                out[(size_t)i * vocab + j] += last->unembed_bias[j];
+    return 0;
 }
 
 int attn_logits(float *out, const struct attn_net *net, int layer, int pos0, int count,
@@ -73,10 +139,9 @@ int attn_logits(float *out, const struct attn_net *net, int layer, int pos0, int
     float *hidden = malloc((size_t)(count > 0 ? count : 1) * (size_t)d * sizeof(float));
     if (!hidden)
         return attn_diag_set(err, "", "out of memory for %d rows of the residual stream", count);
-    if (count > 0)
-        logits_block(out, hidden, net, stream_of(net, layer), pos0, count);
+    int rc = count > 0 ? logits_block(out, hidden, net, stream_of(net, layer), pos0, count) : 0;
     free(hidden);
-    return 0;
+    return rc ? attn_diag_set(err, "", "out of memory for the unembedding") : 0;
 }
 
 /* a ranks before b: a higher logit, or the same and a lower id. */
@@ -225,11 +290,16 @@ static int predict_stream(struct attn_predictions *out, const struct attn_net *n
     }
     for (int b0 = 0; b0 < count && rc == 0; b0 += rows) {
         int m = count - b0 < rows ? count - b0 : rows;
-        logits_block(logits, hidden, net, v, pos0 + b0, m);
+        if (logits_block(logits, hidden, net, v, pos0 + b0, m)) {
+            rc = attn_diag_set(err, "", "out of memory for the unembedding");
+            break;
+        }
         for (int i = 0; i < m && rc == 0; i++) {
-            int p = pos0 + b0 + i;
-            rc = reduce_row(out, b0 + i, logits + (size_t)i * vocab,
-                            p + 1 < n ? targets[p + 1] : -1, err);
+            int p = pos0 + b0 + i, target = p + 1 < n ? targets[p + 1] : -1;
+            /* a masked language model scores the token at p itself; at [MASK] it is unknown */
+            if (last_masked_lm(net))
+                target = targets[p] == net->model[net->layers - 1].mask_id ? -1 : targets[p];
+            rc = reduce_row(out, b0 + i, logits + (size_t)i * vocab, target, err);
         }
     }
 out:

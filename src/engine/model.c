@@ -23,22 +23,103 @@ static bool is_borrowed(const struct attn_model *m, const float *p)
     return false;
 }
 
-/* *dst (count floats, allocated) takes src's numbers: a copy, or for a matrix that lives in a
- * checkpoint's mapping its own pointer (GPT-2 small's 500 MB are never copied). */
-static void take(struct attn_model *m, float **dst, const struct attn_matrix *src, size_t count)
+/* ---- lazy matrices: one widened at a time ------------------------------------------------ */
+
+/* Stored rows read at once when a transposed tensor is turned: a block of at most this many
+ * floats. */
+#define TURN_BLOCK_FLOATS ((size_t)1 << 18)
+
+/* The backing's widening buffer, made on first use (malloc: its pages cost memory only once a
+ * matrix is widened into them). NULL when out of memory. */
+static float *cache_buffer(struct attn_backing *b)
 {
-    if (src->borrowed && m->n_borrowed < (int)(sizeof(m->borrowed) / sizeof(m->borrowed[0]))) {
+    if (!b->cache) {
+        struct attn_param_cache *c = calloc(1, sizeof(*c));
+        if (!c)
+            return NULL;
+        c->buf = malloc((b->lazy_floats ? b->lazy_floats : 1) * sizeof(float));
+        c->turn = malloc(TURN_BLOCK_FLOATS * sizeof(float));
+        if (!c->buf || !c->turn) {
+            free(c->buf);
+            free(c->turn);
+            free(c);
+            return NULL;
+        }
+        b->cache = c;
+    }
+    return b->cache->buf;
+}
+
+/* Widens lazy matrix p into the buffer, x @ W: a transposed tensor (cols, rows) is read a block of
+ * its rows at a time and written column by column. */
+static void widen(struct attn_backing *b, const struct attn_lazy_param *p)
+{
+    struct attn_param_cache *c = b->cache;
+    if (c->tensor == p->tensor)
+        return;
+    size_t rows = (size_t)p->rows, cols = (size_t)p->cols;
+    if (!p->transposed) {
+        b->read_rows(b, p->tensor, c->buf, 0, rows);
+    } else {
+        size_t block = TURN_BLOCK_FLOATS / (rows ? rows : 1);
+        if (block < 1)
+            block = 1;
+        for (size_t c0 = 0; c0 < cols; c0 += block) {
+            size_t nb = cols - c0 < block ? cols - c0 : block;
+            b->read_rows(b, p->tensor, c->turn, c0, nb); /* (nb, rows): columns c0 .. of W */
+            for (size_t r = 0; r < rows; r++) {
+                float *dst = c->buf + r * cols + c0;
+                for (size_t k = 0; k < nb; k++)
+                    dst[k] = c->turn[k * rows + r];
+            }
+        }
+    }
+    c->tensor = p->tensor;
+}
+
+const float *attn_model_param(const struct attn_model *m, size_t member)
+{
+    const float *p = *(float *const *)(const void *)((const char *)m + member);
+    for (int i = 0; i < m->n_lazy; i++)
+        if (m->lazy[i].member == member) {
+            widen(m->lazy_from, &m->lazy[i]);
+            return m->lazy_from->cache->buf;
+        }
+    return p;
+}
+
+/* *dst (count floats, allocated) takes src's numbers: a copy, or for a matrix that lives in a
+ * checkpoint's mapping its own pointer (GPT-2 small's 500 MB are never copied), or for a lazy one
+ * the widening buffer (attn_model_param fills it). Returns 0, or -1 when out of memory. */
+static int take(struct attn_model *m, float **dst, const struct attn_matrix *src, size_t count)
+{
+    int cap = (int)(sizeof(m->borrowed) / sizeof(m->borrowed[0]));
+    if (src->lazy) {
+        float *buf = m->lazy_from ? cache_buffer(m->lazy_from) : NULL;
+        if (!buf || m->n_borrowed == cap ||
+            m->n_lazy == (int)(sizeof(m->lazy) / sizeof(m->lazy[0])) ||
+            (size_t)src->rows * (size_t)src->cols > m->lazy_from->lazy_floats)
+            return -1;
+        free(*dst);
+        *dst = buf;
+        m->borrowed[m->n_borrowed++] = buf;
+        m->lazy[m->n_lazy++] = (struct attn_lazy_param){
+            (size_t)((char *)dst - (char *)m), src->lazy, src->rows, src->cols, src->lazy_t};
+        return 0;
+    }
+    if (src->borrowed && m->n_borrowed < cap) {
         free(*dst);
         *dst = src->data;
         m->borrowed[m->n_borrowed++] = src->data;
-        return;
+        return 0;
     }
     memcpy(*dst, src->data, count * sizeof(float));
+    return 0;
 }
 
 /* Every float buffer of a model, with its size in floats: freeing and copying a model both go
  * through this one list. out: (MODEL_BUFS); returns how many. */
-#define MODEL_BUFS 29
+#define MODEL_BUFS 41
 _Static_assert(MODEL_BUFS <= sizeof(((struct attn_model *)0)->borrowed) / sizeof(const float *),
                "a model can borrow every buffer it has");
 struct model_buf {
@@ -49,10 +130,13 @@ struct model_buf {
 static int model_bufs(struct model_buf *out, struct attn_model *m)
 {
     size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
-    size_t W = D + 2 * Dkv, lr = (size_t)m->latent, h = (size_t)m->hidden;
-    size_t half = n * (size_t)(m->head_dim / 2);
+    size_t W = D + 2 * Dkv, lr = (size_t)m->latent, h = (size_t)m->hidden, E = (size_t)m->out_dim;
+    size_t hd = (size_t)m->head_dim, half = n * (hd / 2);
     const struct model_buf bufs[MODEL_BUFS] = {
         {&m->embed, n * d},
+        {&m->types, n * d},
+        {&m->enw, d},
+        {&m->enb, d},
         {&m->pos, (size_t)m->pos_rows * d},
         {&m->x, n * d},
         {&m->wqkv, d * W},
@@ -66,14 +150,18 @@ static int model_bufs(struct model_buf *out, struct attn_model *m)
         {&m->wdown, d * lr},
         {&m->wkup, lr * D},
         {&m->wvup, lr * D},
-        {&m->wo, D * D},
-        {&m->bo, D},
+        {&m->wo, D * E},
+        {&m->bo, E},
+        {&m->qnw, hd},
+        {&m->knw, hd},
+        {&m->rope_inv, hd / 2},
         {&m->rope_cos, half},
         {&m->rope_sin, half},
         {&m->w1, d * h},
         {&m->b1, h},
         {&m->w2, h * d},
         {&m->b2, d},
+        {&m->wg, d * h},
         {&m->n1w, d},
         {&m->n1b, d},
         {&m->n2w, d},
@@ -81,6 +169,11 @@ static int model_bufs(struct model_buf *out, struct attn_model *m)
         {&m->fw, d},
         {&m->fb, d},
         {&m->unembed, (size_t)m->vocab * d},
+        {&m->unembed_bias, (size_t)m->vocab},
+        {&m->hw, d * d},
+        {&m->hb, d},
+        {&m->hnw, d},
+        {&m->hnb, d},
     };
     memcpy(out, bufs, sizeof(bufs));
     return MODEL_BUFS;
@@ -147,18 +240,55 @@ static void sinusoidal_table(float *pe, int n, int d, int offset, double base)
     }
 }
 
-/* RoPE's angles as LLaMA computes them in float32: theta_i = 1 / base^(2i / hd), angle =
- * position * theta_i, then cos and sin. cos, sin: (n, hd / 2) */
-static void rope_tables(float *cos_t, float *sin_t, int n, int hd, int offset, double base)
+/* RoPE's frequencies as LLaMA and Hugging Face compute them in float32: theta_i = 1 /
+ * base^(2i / hd), then the scene's rope scaling (Hugging Face's rope_init_functions): linear
+ * divides each by factor; llama3 divides those whose wavelength 2 pi / theta is over
+ * original_max / low_freq_factor, keeps those under original_max / high_freq_factor, and blends
+ * the ones between by smooth = (original_max / wavelength - low) / (high - low). inv: (hd / 2) */
+static void rope_frequencies(float *inv, int hd, const struct attn_scene *s)
 {
+    const float pi2 = (float)(2.0 * M_PI);
+    float factor = (float)s->pos.scaling.factor, low = (float)s->pos.scaling.low_freq_factor,
+          high = (float)s->pos.scaling.high_freq_factor, old = (float)s->pos.scaling.original_max;
     for (int i = 0; i < hd / 2; i++) {
-        float theta = 1.0f / powf((float)base, (float)(2 * i) / (float)hd);
+        float theta = 1.0f / powf((float)s->pos.base, (float)(2 * i) / (float)hd);
+        if (s->pos.scaling.kind == ROPE_SCALING_LINEAR) {
+            theta = theta / factor;
+        } else if (s->pos.scaling.kind == ROPE_SCALING_LLAMA3) {
+            float wavelen = pi2 / theta;
+            float scaled = wavelen > old / low ? theta / factor : theta;
+            if (!(wavelen < old / high) && !(wavelen > old / low)) { /* medium: blended */
+                float smooth = (old / wavelen - low) / (high - low);
+                scaled = (1.0f - smooth) * scaled / factor + smooth * scaled;
+            }
+            theta = scaled;
+        }
+        inv[i] = theta;
+    }
+}
+
+/* RoPE's angles: angle = position * theta_i in float32, then cos and sin. cos, sin: (n, hd / 2);
+ * inv: (hd / 2) */
+static void rope_tables(float *cos_t, float *sin_t, const float *inv, int n, int hd, int offset)
+{
+    for (int i = 0; i < hd / 2; i++)
         for (int p = 0; p < n; p++) {
-            float angle = (float)(offset + p) * theta;
+            float angle = (float)(offset + p) * inv[i];
             cos_t[(size_t)p * (hd / 2) + i] = cosf(angle);
             sin_t[(size_t)p * (hd / 2) + i] = sinf(angle);
         }
-    }
+}
+
+/* m's RoPE frequencies and angles for s (head_dim set). Returns 0 or -1. */
+static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
+{
+    size_t half = (size_t)m->n * (size_t)(m->head_dim / 2);
+    if (!(m->rope_inv = falloc((size_t)(m->head_dim / 2))) || !(m->rope_cos = falloc(half)) ||
+        !(m->rope_sin = falloc(half)))
+        return -1;
+    rope_frequencies(m->rope_inv, m->head_dim, s);
+    rope_tables(m->rope_cos, m->rope_sin, m->rope_inv, m->n, m->head_dim, s->pos.offset);
+    return 0;
 }
 
 /* One projection matrix as its module would draw it: nn.Linear(in, out) (weight, then bias) or
@@ -192,10 +322,11 @@ static void split_fused(struct attn_model *m)
 {
     int d_in = m->d_in, D = m->D, Dkv = m->Dkv, hd = m->head_dim, W = D + 2 * Dkv;
     float *w[3] = {m->wq, m->wk, m->wv}, *b[3] = {m->bq, m->bk, m->bv};
+    const float *wqkv = ATTN_PARAM(m, wqkv); /* a lazy one widened */
     if (m->qkv == QKV_FUSED) {
         int col0[3] = {0, D, D + Dkv}, width[3] = {D, Dkv, Dkv};
         for (int i = 0; i < 3; i++) {
-            take_block(w[i], m->wqkv, W, col0[i], d_in, width[i]);
+            take_block(w[i], wqkv, W, col0[i], d_in, width[i]);
             if (b[i])
                 memcpy(b[i], m->bqkv + col0[i], (size_t)width[i] * sizeof(float));
         }
@@ -205,8 +336,7 @@ static void split_fused(struct attn_model *m)
         for (int i = 0; i < 3; i++)
             for (int r = 0; r < d_in; r++) {
                 memcpy(w[i] + (size_t)r * D + (size_t)h * hd,
-                       m->wqkv + (size_t)r * W + (size_t)(3 * h + i) * hd,
-                       (size_t)hd * sizeof(float));
+                       wqkv + (size_t)r * W + (size_t)(3 * h + i) * hd, (size_t)hd * sizeof(float));
                 if (b[i] && r == 0)
                     memcpy(b[i] + (size_t)h * hd, m->bqkv + (size_t)(3 * h + i) * hd,
                            (size_t)hd * sizeof(float));
@@ -254,40 +384,48 @@ static int draw_attention(struct attn_model *m, const struct attn_scene *s, stru
         free(tb);
     }
     if (m->wo)
-        attn_rng_linear_init(m->wo, m->bo, D, D, r);
+        attn_rng_linear_init(m->wo, m->bo, D, m->out_dim, r);
     return 0;
 }
 
-/* Takes the explicit attention parameters. */
-static void copy_attention(struct attn_model *m, const struct attn_scene_weights *sw)
+/* Takes the explicit attention parameters. Returns 0, or -1 when out of memory. */
+static int copy_attention(struct attn_model *m, const struct attn_scene_weights *sw)
 {
     size_t d_in = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
+    size_t hd = (size_t)m->head_dim;
+    int rc = 0;
     if (m->latent > 0) {
         size_t r = (size_t)m->latent;
-        take(m, &m->wq, &sw->query, d_in * D);
-        take(m, &m->wdown, &sw->down, d_in * r);
-        take(m, &m->wkup, &sw->key_up, r * D);
-        take(m, &m->wvup, &sw->value_up, r * D);
+        rc |= take(m, &m->wq, &sw->query, d_in * D);
+        rc |= take(m, &m->wdown, &sw->down, d_in * r);
+        rc |= take(m, &m->wkup, &sw->key_up, r * D);
+        rc |= take(m, &m->wvup, &sw->value_up, r * D);
     } else if (m->wqkv) {
         size_t W = D + 2 * Dkv;
-        take(m, &m->wqkv, &sw->qkv, d_in * W);
+        rc |= take(m, &m->wqkv, &sw->qkv, d_in * W);
         if (m->bqkv)
-            take(m, &m->bqkv, &sw->qkv_bias, W);
-        split_fused(m);
+            rc |= take(m, &m->bqkv, &sw->qkv_bias, W);
+        if (rc == 0)
+            split_fused(m);
     } else if (m->project) {
-        take(m, &m->wq, &sw->query, d_in * D);
-        take(m, &m->wk, &sw->key, d_in * Dkv);
-        take(m, &m->wv, &sw->value, d_in * Dkv);
+        rc |= take(m, &m->wq, &sw->query, d_in * D);
+        rc |= take(m, &m->wk, &sw->key, d_in * Dkv);
+        rc |= take(m, &m->wv, &sw->value, d_in * Dkv);
         if (m->bq) {
-            take(m, &m->bq, &sw->query_bias, D);
-            take(m, &m->bk, &sw->key_bias, Dkv);
-            take(m, &m->bv, &sw->value_bias, Dkv);
+            rc |= take(m, &m->bq, &sw->query_bias, D);
+            rc |= take(m, &m->bk, &sw->key_bias, Dkv);
+            rc |= take(m, &m->bv, &sw->value_bias, Dkv);
         }
     }
+    if (m->qnw) {
+        rc |= take(m, &m->qnw, &sw->q_norm_weight, hd);
+        rc |= take(m, &m->knw, &sw->k_norm_weight, hd);
+    }
     if (m->wo)
-        take(m, &m->wo, &sw->out, D * D);
+        rc |= take(m, &m->wo, &sw->out, D * (size_t)m->out_dim);
     if (m->bo)
-        take(m, &m->bo, &sw->out_bias, D);
+        rc |= take(m, &m->bo, &sw->out_bias, (size_t)m->out_dim);
+    return rc;
 }
 
 /* The block's parameters: the FFN (drawn or given) and the norms (given, or 1 and 0). */
@@ -302,16 +440,22 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     m->norm_eps = (float)b->norm_eps; /* nn.LayerNorm keeps eps as a double; the kernel a float */
     m->activation = b->activation;
     m->hidden = (int)h;
-    if (!(m->w1 = falloc(d * h)) || !(m->b1 = falloc(h)) || !(m->w2 = falloc(h * d)) ||
-        !(m->b2 = falloc(d)) || !(m->n1w = falloc(d)) || !(m->n2w = falloc(d)))
+    bool gated = b->activation == ACT_SWIGLU; /* a checkpoint's: always given, no biases */
+    if (!(m->w1 = falloc(d * h)) || !(m->w2 = falloc(h * d)) || !(m->n1w = falloc(d)) ||
+        !(m->n2w = falloc(d)))
+        return -1;
+    if (gated ? !(m->wg = falloc(d * h)) : (!(m->b1 = falloc(h)) || !(m->b2 = falloc(d))))
         return -1;
     if (b->norm == NORM_LAYER && (!(m->n1b = falloc(d)) || !(m->n2b = falloc(d))))
         return -1;
-    if (sw->ffn_W1.data) {
-        take(m, &m->w1, &sw->ffn_W1, d * h);
-        take(m, &m->b1, &sw->ffn_b1, h);
-        take(m, &m->w2, &sw->ffn_W2, h * d);
-        take(m, &m->b2, &sw->ffn_b2, d);
+    if (gated) {
+        if (take(m, &m->wg, &sw->ffn_Wgate, d * h) || take(m, &m->w1, &sw->ffn_W1, d * h) ||
+            take(m, &m->w2, &sw->ffn_W2, h * d))
+            return -1;
+    } else if (attn_matrix_given(&sw->ffn_W1)) {
+        if (take(m, &m->w1, &sw->ffn_W1, d * h) || take(m, &m->b1, &sw->ffn_b1, h) ||
+            take(m, &m->w2, &sw->ffn_W2, h * d) || take(m, &m->b2, &sw->ffn_b2, d))
+            return -1;
     } else {
         /* ffn_seed and ffn_skip reproduce one notebook's single block: layer 0 only. */
         if (first && b->ffn_seed.set)
@@ -342,21 +486,48 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     return 0;
 }
 
-/* The last layer's unembedding: a checkpoint's, borrowed (GPT-2's 154 MB stay in the file). */
+/* *dst = a copy of the vector v (count floats), or NULL when v is not given. */
+static int copy_vector(float **dst, const struct attn_matrix *v, size_t count)
+{
+    if (!v->data)
+        return 0;
+    if (!(*dst = falloc(count)))
+        return -1;
+    memcpy(*dst, v->data, count * sizeof(float));
+    return 0;
+}
+
+/* The last layer's unembedding: a checkpoint's, borrowed (GPT-2's 154 MB stay in the file), or
+ * lazy (read a block of rows at a time by logits.c); its bias and the head before it. */
 static int resolve_unembed(struct attn_model *m, const struct attn_scene *s)
 {
-    if (!s->unembed.data || m->layer != m->layers - 1)
+    if (!attn_matrix_given(&s->unembed) || m->layer != m->layers - 1)
         return 0;
-    size_t count = (size_t)s->unembed.rows * (size_t)m->d_in;
+    size_t count = (size_t)s->unembed.rows * (size_t)m->d_in, d = (size_t)m->d_in;
     m->vocab = s->unembed.rows;
-    if (s->unembed.borrowed) {
-        take(m, &m->unembed, &s->unembed, count);
+    m->masked_lm = s->masked_lm;
+    m->mask_id = s->mask_id;
+    if (copy_vector(&m->unembed_bias, &s->unembed_bias, (size_t)m->vocab))
+        return -1;
+    if (attn_matrix_given(&s->head.dense)) {
+        m->hact = s->head.act;
+        if (!(m->hw = falloc(d * d)) || take(m, &m->hw, &s->head.dense, d * d) ||
+            copy_vector(&m->hb, &s->head.dense_bias, d) ||
+            copy_vector(&m->hnw, &s->head.norm_weight, d) ||
+            copy_vector(&m->hnb, &s->head.norm_bias, d))
+            return -1;
+    }
+    if (s->unembed.lazy) {
+        if (s->unembed.lazy_t) /* a lazy unembedding is read by rows: it must not be turned */
+            return -1;
+        m->unembed_lazy = s->unembed.lazy;
         return 0;
     }
+    if (s->unembed.borrowed)
+        return take(m, &m->unembed, &s->unembed, count);
     if (!(m->unembed = falloc(count)))
         return -1;
-    take(m, &m->unembed, &s->unembed, count);
-    return 0;
+    return take(m, &m->unembed, &s->unembed, count);
 }
 
 /* The options that draw nothing: dropout's p, the mask, the normalisation and the scale
@@ -394,6 +565,9 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     m->heads = a->heads;
     m->head_dim = attn_scene_head_dim(s);
     m->D = attn_scene_concat_dim(s);
+    m->out_dim = attn_scene_out_dim(s);
+    m->window = a->window;
+    m->lazy_from = s->backing;
     m->kv_heads = a->layout == LAYOUT_SPLIT ? attn_scene_kv_heads(s) : a->heads;
     m->Dkv = attn_scene_kv_dim(s);
     m->latent = a->kv_latent;
@@ -408,14 +582,34 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     if (!(m->x = falloc((size_t)n * (size_t)d_in)))
         return -1;
     if (s->pos.kind == POS_ROPE) { /* every layer rotates its own q and k */
-        size_t half = (size_t)n * (size_t)(m->head_dim / 2);
         m->rope = true;
         m->rope_pairs = s->pos.pairs;
-        if (!(m->rope_cos = falloc(half)) || !(m->rope_sin = falloc(half)))
+        if (resolve_rope(m, s))
             return -1;
-        rope_tables(m->rope_cos, m->rope_sin, n, m->head_dim, s->pos.offset, s->pos.base);
     }
     return 0;
+}
+
+/* out (n, d) = every row of in LayerNorm'ed with w and b, as the block's norms compute it: the
+ * moments in double. The embeddings' LayerNorm (BERT). */
+static void layer_norm_rows(float *out, const float *in, int n, int d, const float *w,
+                            const float *b, double eps)
+{
+    for (int i = 0; i < n; i++) {
+        const float *x = in + (size_t)i * d;
+        double mean = 0, var = 0;
+        for (int j = 0; j < d; j++)
+            mean += x[j];
+        mean /= d;
+        for (int j = 0; j < d; j++)
+            var += (x[j] - mean) * (x[j] - mean);
+        var /= d;
+        float inv = (float)(1.0 / sqrt(var + eps));
+        for (int j = 0; j < d; j++) {
+            float v = (float)(x[j] - mean) * inv * w[j];
+            out[(size_t)i * d + j] = b ? v + b[j] : v;
+        }
+    }
 }
 
 /* Layer 0's input: the token embeddings plus the positions (learned or sinusoidal). */
@@ -443,9 +637,13 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
         memcpy(m->embed, s->embed.rows.data, nx * sizeof(float));
     } else if (s->embed.kind == EMBED_TABLE) { /* nn.Embedding's lookup: the rows of the ids */
         for (int i = 0; i < n; i++)
-            memcpy(m->embed + (size_t)i * d_in,
-                   s->embed.rows.data + (size_t)s->token_ids[i] * (size_t)d_in,
-                   (size_t)d_in * sizeof(float));
+            if (s->embed.rows.lazy) /* a checkpoint's F16/BF16 table: only these rows widened */
+                s->backing->read_rows(s->backing, s->embed.rows.lazy, m->embed + (size_t)i * d_in,
+                                      (size_t)s->token_ids[i], 1);
+            else
+                memcpy(m->embed + (size_t)i * d_in,
+                       s->embed.rows.data + (size_t)s->token_ids[i] * (size_t)d_in,
+                       (size_t)d_in * sizeof(float));
     } else {
         if (s->embed.seed.set)
             attn_rng_seed(r, s->embed.seed.value);
@@ -474,9 +672,26 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
     }
     if ((s->pos.kind == POS_LEARNED || s->pos.kind == POS_SINUSOIDAL) && !m->pos)
         return -1;
+    if (s->embed.types.data) { /* BERT's token types: (word + type) + position, as it adds them */
+        if (!(m->types = falloc(nx)))
+            return -1;
+        for (int i = 0; i < n; i++) {
+            int t = s->token_types ? s->token_types[i] : 0;
+            memcpy(m->types + (size_t)i * d_in, s->embed.types.data + (size_t)t * (size_t)d_in,
+                   (size_t)d_in * sizeof(float));
+        }
+        for (size_t i = 0; i < nx; i++)
+            m->x[i] = m->embed[i] + m->types[i];
+    }
     if (m->pos)
         for (size_t i = 0; i < nx; i++)
-            m->x[i] = m->embed[i] + m->pos[(size_t)m->pos_offset * (size_t)d_in + i];
+            m->x[i] = m->x[i] + m->pos[(size_t)m->pos_offset * (size_t)d_in + i];
+    if (s->embed.norm_weight.data) {
+        if (copy_vector(&m->enw, &s->embed.norm_weight, (size_t)d_in) ||
+            copy_vector(&m->enb, &s->embed.norm_bias, (size_t)d_in))
+            return -1;
+        layer_norm_rows(m->x, m->x, n, d_in, m->enw, m->enb, (double)(float)s->block.norm_eps);
+    }
     return 0;
 }
 
@@ -505,20 +720,27 @@ static int resolve_params(struct attn_model *m, const struct attn_scene *s,
                 return -1;
         }
     }
+    size_t E = (size_t)m->out_dim, hd = (size_t)m->head_dim;
     if (attn_scene_eff_out_proj(s)) {
-        if (!(m->wo = falloc(D * D)) || (a->out_bias && !(m->bo = falloc(D))))
+        if (!(m->wo = falloc(D * E)) || (a->out_bias && !(m->bo = falloc(E))))
             return -1;
     }
+    if (a->qk_norm && (!(m->qnw = falloc(hd)) || !(m->knw = falloc(hd))))
+        return -1;
     if (sw->set) {
-        copy_attention(m, sw);
+        if (copy_attention(m, sw))
+            return -1;
     } else if (m->project) {
         if (draw_attention(m, s, r))
             return -1;
     } else if (m->wo) {
         if (a->seed.set && m->layer == 0)
             attn_rng_seed(r, a->seed.value);
-        attn_rng_linear_init(m->wo, m->bo, m->D, m->D, r);
+        attn_rng_linear_init(m->wo, m->bo, m->D, m->out_dim, r);
     }
+    if (m->qnw && !sw->set) /* the norms draw nothing: weight 1 */
+        for (size_t j = 0; j < hd; j++)
+            m->qnw[j] = m->knw[j] = 1.0f;
     if (s->block.on && resolve_block(m, s, sw, m->layer == 0, r))
         return -1;
     return resolve_unembed(m, s);
@@ -601,13 +823,7 @@ static int recut_heads(struct attn_model *m, const struct attn_scene *s)
     m->Dkv = attn_scene_kv_dim(s);
     if (!m->rope)
         return 0;
-    size_t half = (size_t)m->n * (size_t)(m->head_dim / 2);
-    m->rope_cos = falloc(half); /* the old tables stay old's (borrowed here) */
-    m->rope_sin = falloc(half);
-    if (!m->rope_cos || !m->rope_sin)
-        return -1;
-    rope_tables(m->rope_cos, m->rope_sin, m->n, m->head_dim, s->pos.offset, s->pos.base);
-    return 0;
+    return resolve_rope(m, s); /* the old tables stay old's (borrowed here) */
 }
 
 int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,

@@ -11,6 +11,7 @@
 #define ATTNSCOPE_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "common/diag.h"
 #include "engine/rng.h"
@@ -20,19 +21,23 @@ struct attn_model {
     int n;    /* tokens */
     int d_in; /* input width */
     int heads;
-    int head_dim;  /* d_k: split d_out/heads, wrapper d_out */
-    int D;         /* concatenated width = heads * head_dim (the queries' width) */
-    int kv_heads;  /* K: heads of K and V; query head h uses KV head h / (heads / K) */
-    int Dkv;       /* K * head_dim: the width of K and V */
-    int latent;    /* r of MLA, or 0 */
-    char **tokens; /* (n) owned copies */
-    int *ids;      /* (n) token ids (layer 0 only): the tokenizer's, or first-appearance order */
-    float *embed;  /* (n, d_in) token embeddings before positions */
+    int head_dim;     /* d_k: split d_out/heads, wrapper d_out */
+    int D;            /* concatenated width = heads * head_dim (the queries' width) */
+    int kv_heads;     /* K: heads of K and V; query head h uses KV head h / (heads / K) */
+    int Dkv;          /* K * head_dim: the width of K and V */
+    int latent;       /* r of MLA, or 0 */
+    int out_dim;      /* E: the output's width, D (or d_in: a checkpoint's out_proj maps D to it) */
+    char **tokens;    /* (n) owned copies */
+    int *ids;         /* (n) token ids (layer 0 only): the tokenizer's, or first-appearance order */
+    float *embed;     /* (n, d_in) token embeddings before positions */
+    float *types;     /* (n, d_in) each token's row of the token type table (BERT), or NULL */
+    float *enw, *enb; /* (d_in) each: the embeddings' LayerNorm (BERT), or NULL */
     enum attn_pos_kind pos_kind;
     float *pos; /* (pos_rows, d_in) learned or sinusoidal table, or NULL */
     int pos_rows;
     int pos_offset; /* the first token's position: x[i] = embed[i] + pos[pos_offset + i] */
-    float *x;       /* (n, d_in) inputs = embed + positions */
+    float *x;       /* (n, d_in) inputs = embed + positions (LayerNorm(embed + types + positions)
+                       with enw) */
     bool project;   /* false: projection none, Q = K = V = X (then D == d_in) */
     enum attn_qkv_mode qkv;
     float *wqkv, *bqkv;  /* fused: (d_in, D + 2 Dkv) and (D + 2 Dkv), as drawn; else NULL */
@@ -41,13 +46,16 @@ struct attn_model {
     float *bq, *bk, *bv; /* (D), (Dkv), (Dkv) or NULL */
     float *wdown;        /* MLA: (d_in, r) */
     float *wkup, *wvup;  /* MLA: (r, D) each */
-    float *wo;           /* (D, D) or NULL when there is no out_proj */
-    float *bo;           /* (D) or NULL */
+    float *wo;           /* (D, E) or NULL when there is no out_proj */
+    float *bo;           /* (E) or NULL */
+    float *qnw, *knw;    /* (head_dim) each: qk_norm's weights (Qwen3), or NULL */
     bool rope;
     enum attn_rope_pairs rope_pairs;
+    float *rope_inv;            /* (head_dim / 2): pair i's frequency, after any rope scaling */
     float *rope_cos, *rope_sin; /* (n, head_dim / 2): the angle of pair i at token t */
-    unsigned char *keep;        /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
-    double dropout;             /* p */
+    int window; /* the sliding window: key j visible from query i only when i - j < window */
+    unsigned char *keep; /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
+    double dropout;      /* p */
     bool causal;
     enum attn_mask_mode mask_mode;
     enum attn_normalize normalize;
@@ -61,15 +69,25 @@ struct attn_model {
     float norm_eps;
     enum attn_activation activation;
     int hidden;
-    float *w1, *b1;   /* (d_in, hidden), (hidden) */
-    float *w2, *b2;   /* (hidden, d_in), (d_in) */
+    float *w1, *b1;   /* (d_in, hidden), (hidden); swiglu: "up", no bias */
+    float *w2, *b2;   /* (hidden, d_in), (d_in); swiglu: "down", no bias */
+    float *wg;        /* swiglu: (d_in, hidden) the gate, or NULL */
     float *n1w, *n1b; /* (d_in) each; n1b NULL for RMSNorm */
     float *n2w, *n2b;
     bool final_norm; /* the last layer of a block with block.final_norm (GPT-2's ln_f) */
     float *fw, *fb;  /* (d_in) each; fb NULL for RMSNorm */
     /* The last layer of a scene with a vocabulary model: the unembedding (logits.h). */
-    float *unembed; /* (vocab, d_in), or NULL */
+    float *unembed;           /* (vocab, d_in), or NULL (then maybe lazy: unembed_lazy) */
+    const void *unembed_lazy; /* a checkpoint's F16/BF16 unembedding, read a block at a time */
+    float *unembed_bias;      /* (vocab), or NULL */
     int vocab;
+    /* The head before the unembedding (BERT's MLM transform), when hw is not NULL:
+     * LayerNorm(act(h hw + hb)) with hnw, hnb and norm_eps. */
+    float *hw, *hb;   /* (d_in, d_in), (d_in) */
+    float *hnw, *hnb; /* (d_in) each */
+    enum attn_activation hact;
+    bool masked_lm; /* the scores of position i are for the token at i (scene.h) */
+    int mask_id;
 
     /* What each head hands to out_proj (scene key ablate:, or attn_net_set_head): HEAD_KEEP
      * unless ablated or patched. The context stage shows what was handed on. */
@@ -80,9 +98,29 @@ struct attn_model {
 
     /* Parameters that point into a checkpoint's mapping (the scene's borrowed matrices):
      * attn_model_free leaves them alone. */
-    const float *borrowed[32]; /* at least every buffer of the model (model.c's MODEL_BUFS) */
+    const float *borrowed[48]; /* at least every buffer of the model (model.c's MODEL_BUFS) */
     int n_borrowed;
+
+    /* A checkpoint's lazy matrices (scene.h): their members point at the backing's one widening
+     * buffer, which holds one of them at a time; attn_model_param gives the numbers. */
+    struct attn_backing *lazy_from; /* the backing that reads them, or NULL */
+    struct attn_lazy_param {
+        size_t member; /* offsetof(struct attn_model, the float * member) */
+        const void *tensor;
+        int rows, cols;  /* as the engine reads it, x @ W */
+        bool transposed; /* stored (cols, rows) */
+    } lazy[12];
+    int n_lazy;
 };
+
+/* The numbers of m's parameter member (offsetof(struct attn_model, wq), ...): the member itself,
+ * or for a checkpoint's lazy matrix, widened (and turned into x @ W orientation) into the
+ * backing's one buffer, which keeps them until the next attn_model_param of another lazy matrix
+ * of any model of the same checkpoint. Anything that reads a parameter matrix outside the forward
+ * pass (the inspector, print, export, the tests) reads it through this; the forward pass does
+ * too, one matrix after the other. Never fails: a lazy matrix's buffer exists once m does. */
+const float *attn_model_param(const struct attn_model *m, size_t member);
+#define ATTN_PARAM(m, member) attn_model_param((m), offsetof(struct attn_model, member))
 
 /* out is fully initialised on success; on failure it is left freed and err says why.
  * The scene must have passed attn_scene_check and have one layer. */

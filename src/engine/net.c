@@ -107,6 +107,9 @@ int attn_net_forward_from(struct attn_net *net, int first)
 
 static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b)
 {
+    if (a->lazy || b->lazy)
+        return a->lazy == b->lazy && a->lazy_t == b->lazy_t && a->rows == b->rows &&
+               a->cols == b->cols;
     if (a->data == b->data)
         return a->rows == b->rows && a->cols == b->cols;
     if (!a->data || !b->data || a->rows != b->rows || a->cols != b->cols)
@@ -164,11 +167,22 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
         p->ffn_hidden != q->ffn_hidden || p->activation != q->activation ||
         !same_seed(p->ffn_seed, q->ffn_seed) || p->ffn_skip != q->ffn_skip ||
         p->final_norm != q->final_norm || a->n_more != b->n_more ||
-        !same_matrix(&a->unembed, &b->unembed))
+        !same_matrix(&a->unembed, &b->unembed) || x->window != y->window ||
+        x->qk_norm != y->qk_norm || a->pos.scaling.kind != b->pos.scaling.kind ||
+        a->pos.scaling.factor != b->pos.scaling.factor ||
+        a->pos.scaling.low_freq_factor != b->pos.scaling.low_freq_factor ||
+        a->pos.scaling.high_freq_factor != b->pos.scaling.high_freq_factor ||
+        a->pos.scaling.original_max != b->pos.scaling.original_max ||
+        !same_matrix(&a->embed.types, &b->embed.types) ||
+        !same_matrix(&a->embed.norm_weight, &b->embed.norm_weight) ||
+        !same_matrix(&a->unembed_bias, &b->unembed_bias) ||
+        !same_matrix(&a->head.dense, &b->head.dense) || a->masked_lm != b->masked_lm ||
+        (!a->token_types) != (!b->token_types))
         return false;
     /* the scale's kind decides scaled; the divisor only divides: both are options */
     for (int i = 0; i < a->n_tokens; i++)
         if (strcmp(a->tokens[i], b->tokens[i]) != 0 ||
+            (a->token_types && a->token_types[i] != b->token_types[i]) ||
             (a->token_ids && b->token_ids && a->token_ids[i] != b->token_ids[i]) ||
             (!a->token_ids) != (!b->token_ids))
             return false;

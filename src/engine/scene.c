@@ -44,7 +44,7 @@ int attn_matrix_alloc(struct attn_matrix *m, int rows, int cols)
 int attn_matrix_copy(struct attn_matrix *dst, const struct attn_matrix *src)
 {
     memset(dst, 0, sizeof(*dst));
-    if (!src->data)
+    if (!attn_matrix_given(src))
         return 0;
     if (src->borrowed) { /* shared: the copy holds a reference to the backing */
         *dst = *src;
@@ -77,6 +77,7 @@ void attn_scene_init(struct attn_scene *s)
     s->attn.scale = SCALE_DEFAULT;
     s->attn.out_proj = TRI_DEFAULT;
     s->attn.out_bias = true;
+    s->mask_id = -1;
 }
 
 void attn_scene_weights_free(struct attn_scene_weights *w)
@@ -163,8 +164,18 @@ void attn_scene_free(struct attn_scene *s)
 {
     free(s->title);
     free(s->text);
+    free(s->text_pair);
     attn_tokens_free(s->tokens, s->n_tokens);
+    free(s->token_types);
     attn_matrix_free(&s->embed.rows);
+    attn_matrix_free(&s->embed.types);
+    attn_matrix_free(&s->embed.norm_weight);
+    attn_matrix_free(&s->embed.norm_bias);
+    attn_matrix_free(&s->unembed_bias);
+    attn_matrix_free(&s->head.dense);
+    attn_matrix_free(&s->head.dense_bias);
+    attn_matrix_free(&s->head.norm_weight);
+    attn_matrix_free(&s->head.norm_bias);
     attn_matrix_free(&s->pos.table);
     attn_scene_weights_free_all(s);
     free(s->token_ids);
@@ -178,9 +189,22 @@ void attn_scene_free(struct attn_scene *s)
     attn_lesson_unref(s->lesson);
     book_unref(s->embed.book);
     /* last: the borrowed matrices above point into it */
-    if (s->backing && --s->backing->refs == 0 && s->backing->release)
-        s->backing->release(s->backing);
+    if (s->backing && --s->backing->refs == 0) {
+        attn_param_cache_free(s->backing);
+        if (s->backing->release)
+            s->backing->release(s->backing);
+    }
     memset(s, 0, sizeof(*s));
+}
+
+void attn_param_cache_free(struct attn_backing *b)
+{
+    if (!b || !b->cache)
+        return;
+    free(b->cache->buf);
+    free(b->cache->turn);
+    free(b->cache);
+    b->cache = NULL;
 }
 
 static int dup_str(char **dst, const char *src)
@@ -219,10 +243,17 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
 {
     *dst = *src;
     /* Null every owned pointer first so a failure half-way can be freed safely. */
-    dst->title = dst->text = NULL;
+    dst->title = dst->text = dst->text_pair = NULL;
     dst->tokens = NULL;
     dst->n_tokens = 0;
+    dst->token_types = NULL;
     memset(&dst->embed.rows, 0, sizeof(dst->embed.rows));
+    memset(&dst->embed.types, 0, sizeof(dst->embed.types));
+    memset(&dst->embed.norm_weight, 0, sizeof(dst->embed.norm_weight));
+    memset(&dst->embed.norm_bias, 0, sizeof(dst->embed.norm_bias));
+    memset(&dst->unembed_bias, 0, sizeof(dst->unembed_bias));
+    memset(&dst->head, 0, sizeof(dst->head));
+    dst->head.act = src->head.act;
     memset(&dst->pos.table, 0, sizeof(dst->pos.table));
     memset(&dst->weights, 0, sizeof(dst->weights));
     dst->more_weights = NULL;
@@ -239,11 +270,12 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
     if (dst->embed.book)
         dst->embed.book->refs++;
 
-    int rc =
-        dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |
-        dup_str(&dst->model.file, src->model.file) | dup_str(&dst->model.arch, src->model.arch) |
-        dup_str(&dst->vocab_path, src->vocab_path) | dup_str(&dst->merges_path, src->merges_path) |
-        dup_str(&dst->tokenizer_file, src->tokenizer_file);
+    int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |
+             dup_str(&dst->text_pair, src->text_pair) | dup_str(&dst->model.file, src->model.file) |
+             dup_str(&dst->model.arch, src->model.arch) |
+             dup_str(&dst->vocab_path, src->vocab_path) |
+             dup_str(&dst->merges_path, src->merges_path) |
+             dup_str(&dst->tokenizer_file, src->tokenizer_file);
     if (src->token_ids && src->n_tokens > 0) {
         dst->token_ids = malloc((size_t)src->n_tokens * sizeof(int));
         if (dst->token_ids)
@@ -258,9 +290,24 @@ int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
         else
             rc = -1;
     }
+    if (src->token_types && src->n_tokens > 0) {
+        dst->token_types = malloc((size_t)src->n_tokens * sizeof(int));
+        if (dst->token_types)
+            memcpy(dst->token_types, src->token_types, (size_t)src->n_tokens * sizeof(int));
+        else
+            rc = -1;
+    }
     rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
+    rc |= attn_matrix_copy(&dst->embed.types, &src->embed.types);
+    rc |= attn_matrix_copy(&dst->embed.norm_weight, &src->embed.norm_weight);
+    rc |= attn_matrix_copy(&dst->embed.norm_bias, &src->embed.norm_bias);
     rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
     rc |= attn_matrix_copy(&dst->unembed, &src->unembed);
+    rc |= attn_matrix_copy(&dst->unembed_bias, &src->unembed_bias);
+    rc |= attn_matrix_copy(&dst->head.dense, &src->head.dense);
+    rc |= attn_matrix_copy(&dst->head.dense_bias, &src->head.dense_bias);
+    rc |= attn_matrix_copy(&dst->head.norm_weight, &src->head.norm_weight);
+    rc |= attn_matrix_copy(&dst->head.norm_bias, &src->head.norm_bias);
     if (src->n_ablate > 0) {
         dst->ablate = malloc((size_t)src->n_ablate * sizeof(*dst->ablate));
         if (dst->ablate) {
@@ -313,19 +360,24 @@ int attn_scene_init_default(struct attn_scene *s)
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err)
 {
     char **tokens = NULL;
-    int n = 0, *ids = NULL;
+    int n = 0, *ids = NULL, *types = NULL;
     if (attn_tokenizer_has_vocab(s->tokenizer)) {
         if (!s->backing || !s->backing->tokenize)
             return attn_diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
                                  attn_tokenizer_name(s->tokenizer));
-        if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
+        if (s->backing->tokenize(s->backing, text, s->text_pair, &tokens, &ids, &types, &n, err))
             return -1;
         if (n > SCENE_MAX_TOKENS) {
             attn_tokens_free(tokens, n);
             free(ids);
+            free(types);
             return attn_diag_set(err, "text", "%d tokens is over the limit of %d", n,
                                  SCENE_MAX_TOKENS);
         }
+    } else if (s->text_pair) {
+        return attn_diag_set(err, "text",
+                             "two sentences (text: [A, B]) need a tokenizer with a template "
+                             "that joins them: tokenizer: {kind: hf, file: tokenizer.json}");
     } else if (attn_tokenize(&tokens, &n, text, s->tokenizer, err)) {
         return -1;
     }
@@ -333,15 +385,18 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
     if (!copy) {
         attn_tokens_free(tokens, n);
         free(ids);
+        free(types);
         return attn_diag_set(err, "text", "out of memory");
     }
     free(s->text);
     attn_tokens_free(s->tokens, s->n_tokens);
     free(s->token_ids);
+    free(s->token_types);
     s->text = copy;
     s->tokens = tokens;
     s->n_tokens = n;
     s->token_ids = ids;
+    s->token_types = types;
     return 0;
 }
 
@@ -441,7 +496,8 @@ static int seed_parts(struct attn_scene *s, struct seed_part out[6])
     out[1] = (struct seed_part){SEED_PART_POSITIONS,
                                 s->pos.kind == POS_LEARNED && !s->pos.table.data, &s->pos.seed};
     out[2] = (struct seed_part){SEED_PART_ATTENTION, attn_drawn, &s->attn.seed};
-    out[3] = (struct seed_part){SEED_PART_FFN, !ckpt && s->block.on && !s->weights.ffn_W1.data,
+    out[3] = (struct seed_part){SEED_PART_FFN,
+                                !ckpt && s->block.on && !attn_matrix_given(&s->weights.ffn_W1),
                                 &s->block.ffn_seed};
     /* layers 1 ..: drawn on from the stream, with no seed of their own */
     bool later = false;
@@ -500,9 +556,13 @@ int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, stru
         return attn_diag_set(err, "tokens", "out of memory");
     free(s->text);
     s->text = NULL;
+    free(s->text_pair);
+    s->text_pair = NULL;
     attn_tokens_free(s->tokens, s->n_tokens);
     free(s->token_ids);
     s->token_ids = NULL;
+    free(s->token_types);
+    s->token_types = NULL;
     s->tokens = copy;
     s->n_tokens = n;
     return 0;
@@ -567,6 +627,12 @@ int attn_scene_kv_dim(const struct attn_scene *s)
 int attn_scene_ffn_hidden(const struct attn_scene *s)
 {
     return s->block.ffn_hidden > 0 ? s->block.ffn_hidden : 4 * attn_scene_d_in(s);
+}
+
+int attn_scene_out_dim(const struct attn_scene *s)
+{
+    return s->model.file && s->block.on && attn_scene_eff_out_proj(s) ? attn_scene_d_in(s)
+                                                                      : attn_scene_concat_dim(s);
 }
 
 const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scene *s, int layer)
@@ -677,10 +743,11 @@ double attn_scene_flops(const struct attn_scene *s)
     f += 2 * n * n * D * 2; /* Q K^T and weights V, over the heads' widths */
     f += 8 * heads * n * n; /* scale, mask, softmax (an exp a cell), dropout */
     if (attn_scene_eff_out_proj(s))
-        f += 2 * n * D * D;
+        f += 2 * n * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
     if (s->block.on) {
         double h = attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0;
-        f += 2 * 2 * n * d * h + 20 * n * (d + h); /* the two Linears, the norms, gelu */
+        int linears = s->block.activation == ACT_SWIGLU ? 3 : 2;
+        f += linears * 2 * n * d * h + 20 * n * (d + h); /* the Linears, the norms, gelu */
     }
     return f * (s->layers > 1 ? s->layers : 1);
 }
@@ -691,6 +758,7 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
     size_t d_in = (size_t)(attn_scene_d_in(s) > 0 ? attn_scene_d_in(s) : 0);
     size_t D = (size_t)(attn_scene_concat_dim(s) > 0 ? attn_scene_concat_dim(s) : 0);
     size_t Dkv = (size_t)(attn_scene_kv_dim(s) > 0 ? attn_scene_kv_dim(s) : 0);
+    size_t E = (size_t)(attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
     size_t heads = (size_t)(s->attn.heads > 0 ? s->attn.heads : 0);
     size_t r = (size_t)(s->attn.kv_latent > 0 ? s->attn.kv_latent : 0);
     bool rope = s->pos.kind == POS_ROPE, fused = s->attn.qkv != QKV_SEPARATE;
@@ -698,30 +766,38 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
                  : s->pos.kind == POS_SINUSOIDAL ? n * d_in
                  : rope                          ? n * D
                                                  : 0;
-    /* A checkpoint's parameters stay in its mapping: only what the engine computes counts
-       (and fused q, k, v, which it splits into copies). */
+    /* A checkpoint's parameters stay in its mapping: only what the engine computes counts (fused
+       q, k, v, which it splits into copies), and its F16/BF16 or transposed tensors, widened one
+       at a time into one buffer, are in s->model.widened with what the loader widened itself. */
     bool mapped = s->model.file != NULL;
-    size_t params = d_in * (D + 2 * Dkv) /* W_q, k, v */
-                    + (fused && !mapped ? d_in * (D + 2 * Dkv) : 0) + 3 * (D + 2 * Dkv) /* fused */
-                    + (mapped ? 0 : D * D + D + r * (d_in + 2 * D)); /* out_proj, MLA's */
+    size_t qkv = d_in * (D + 2 * Dkv);
+    size_t params = (mapped ? (fused ? qkv : 0) : qkv + (fused ? qkv : 0)) /* W_q, k, v */
+                    + 3 * (D + 2 * Dkv)                                    /* their biases */
+                    + (mapped ? 0 : D * E + E + r * (d_in + 2 * D));       /* out_proj, MLA's */
     size_t floats = 3 * n * d_in + (mapped ? 0 : pos) /* embeddings and their table, inputs */
                     + params + n * (D + 2 * Dkv) * (rope ? 2 : 1) /* q, k, v and their rotations */
-                    + 2 * n * D                                   /* concat, output */
+                    + (s->attn.qk_norm ? n * (D + Dkv) : 0)       /* q and k normalised */
+                    + n * D + n * E                               /* concat, output */
                     + 3 * heads * n * n + n * n /* scores, weights, one derived stage, work */
                     + r * n;                    /* MLA's latent */
     if (s->block.on) {
         size_t h = (size_t)attn_scene_ffn_hidden(s);
+        size_t h_stages = s->block.activation == ACT_SWIGLU ? 3 : 2;
         floats += (mapped ? 0 : 2 * d_in * h + h) + 6 * d_in /* the FFN and the norms */
-                  + n * (2 * h + 7 * d_in);                  /* the block's stages */
+                  + n * (h_stages * h + 7 * d_in);           /* the block's stages */
     }
     floats += heads * n + n * D; /* weighted_norm's value norms and their product */
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
     size_t bytes =
         layers * (floats * sizeof(float) + heads * n * n /* keep mask */) + s->model.widened;
-    /* Next-token scores: one block of logits rows at a time (logits.h), never n x vocab. */
-    if (s->unembed.data)
-        bytes += (SCENE_LOGITS_BLOCK_FLOATS + (size_t)s->unembed.rows + n * d_in) * sizeof(float) +
-                 (s->unembed.borrowed ? 0 : (size_t)s->unembed.rows * d_in * sizeof(float));
+    /* Next-token scores: one block of logits rows at a time (logits.h), never n x vocab; a lazy
+       unembedding is widened a block of its rows at a time too. */
+    if (attn_matrix_given(&s->unembed)) {
+        size_t vocab = (size_t)s->unembed.rows;
+        bytes += (SCENE_LOGITS_BLOCK_FLOATS + vocab + 2 * n * d_in) * sizeof(float) +
+                 (s->unembed.lazy ? SCENE_LOGITS_BLOCK_FLOATS * sizeof(float) : 0) +
+                 (s->unembed.borrowed ? 0 : vocab * d_in * sizeof(float));
+    }
     return bytes;
 }
 
@@ -742,7 +818,7 @@ static void problem(struct diag_list *out, const char *path, const char *fmt, ..
 static void check_shape(struct diag_list *out, const char *path, const struct attn_matrix *m,
                         int rows, int cols, bool wanted, const char *why)
 {
-    if (!m->data) {
+    if (!attn_matrix_given(m)) {
         if (wanted)
             problem(out, path, "'%s' is missing (%s)", path, why);
         return;
@@ -837,7 +913,7 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
     if (!b->on)
         return;
     int D = attn_scene_concat_dim(s);
-    if (D != d_in)
+    if (attn_scene_out_dim(s) != d_in)
         problem(out, "block",
                 "the block adds the attention output back to its input, so they must be as wide: "
                 "the output is %d wide, d_in is %d (set attention.d_out to %d)",
@@ -893,19 +969,32 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
         check_shape(out, P("down"), &w->down, d_in, r, mla, mla_why);
         check_shape(out, P("key_up"), &w->key_up, r, D, mla, mla_why);
         check_shape(out, P("value_up"), &w->value_up, r, D, mla, mla_why);
-        check_shape(out, P("out"), &w->out, D, D, out_proj,
+        int E = attn_scene_out_dim(s);
+        check_shape(out, P("out"), &w->out, D, E, out_proj,
                     out_proj ? "out_proj is on" : "out_proj is off");
-        check_shape(out, P("out_bias"), &w->out_bias, 1, D, out_proj && a->out_bias,
+        check_shape(out, P("out_bias"), &w->out_bias, 1, E, out_proj && a->out_bias,
                     out_proj && a->out_bias ? "out_proj has a bias" : "there is no out bias");
     }
     const struct attn_block *b = &s->block;
     int h = attn_scene_ffn_hidden(s);
-    bool ffn = b->on && (w->ffn_W1.data || w->ffn_b1.data || w->ffn_W2.data || w->ffn_b2.data);
-    const char *ffn_why = b->on ? "the FFN's four parameters go together" : "there is no block";
+    bool ffn = b->on && (attn_matrix_given(&w->ffn_W1) || attn_matrix_given(&w->ffn_b1) ||
+                         attn_matrix_given(&w->ffn_W2) || attn_matrix_given(&w->ffn_b2) ||
+                         attn_matrix_given(&w->ffn_Wgate));
+    bool gated = b->activation == ACT_SWIGLU;
+    const char *ffn_why = !b->on  ? "there is no block"
+                          : gated ? "swiglu's three matrices go together (and have no biases)"
+                                  : "the FFN's four parameters go together";
     check_shape(out, P("ffn_W1"), &w->ffn_W1, d_in, h, ffn, ffn_why);
-    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn, ffn_why);
+    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn && !gated, ffn_why);
     check_shape(out, P("ffn_W2"), &w->ffn_W2, h, d_in, ffn, ffn_why);
-    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn, ffn_why);
+    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn && !gated, ffn_why);
+    check_shape(out, P("ffn_Wgate"), &w->ffn_Wgate, d_in, h, ffn && gated,
+                gated ? ffn_why : "only swiglu has a gate");
+    const char *qk_why = a->qk_norm ? "qk_norm is on" : "there is no qk_norm";
+    check_shape(out, P("q_norm_weight"), &w->q_norm_weight, 1, attn_scene_head_dim(s),
+                a->qk_norm && given, qk_why);
+    check_shape(out, P("k_norm_weight"), &w->k_norm_weight, 1, attn_scene_head_dim(s),
+                a->qk_norm && given, qk_why);
     const struct attn_matrix *norms[4] = {&w->norm1_weight, &w->norm1_bias, &w->norm2_weight,
                                           &w->norm2_bias};
     static const char *const norm_paths[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
@@ -1014,6 +1103,16 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
     if (d_in < 1 || d_in > SCENE_MAX_DIM)
         problem(out, s->embed.kind == EMBED_LEARNED ? "embeddings.dim" : "embeddings",
                 "d_in %d is out of range (1..%d)", d_in, SCENE_MAX_DIM);
+    if (attn_matrix_given(&s->embed.types))
+        for (int i = 0; i < n; i++) {
+            int t = s->token_types ? s->token_types[i] : 0;
+            if (t < 0 || t >= s->embed.types.rows) {
+                problem(out, tok_path,
+                        "token %d is of sentence %d, but the checkpoint has %d token types", i + 1,
+                        t + 1, s->embed.types.rows);
+                break;
+            }
+        }
 
     if (s->pos.kind == POS_LEARNED) {
         if (s->pos.max_len < 1 || s->pos.max_len > 8 * SCENE_MAX_TOKENS)
@@ -1080,9 +1179,11 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
                 s->attn.heads, s->attn.heads == 1 ? "" : "s", s->attn.heads - 1);
     if (s->block.final_norm && !s->block.on)
         problem(out, "block.final_norm", "final_norm needs the block");
-    if (s->unembed.data && s->unembed.cols != d_in)
+    if (attn_matrix_given(&s->unembed) && s->unembed.cols != d_in)
         problem(out, "model", "the unembedding is %d x %d, expected %d columns (d_in)",
                 s->unembed.rows, s->unembed.cols, d_in);
+    if (a->window < 0)
+        problem(out, "attention", "the sliding window %d is not a number of tokens", a->window);
     check_ablate(s, out);
     if (out->n == before) /* shapes only make sense once the sizes are sane */
         for (int L = 0; L < (s->weights_listed ? layers : 1); L++)
@@ -1104,7 +1205,7 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
 
 bool attn_scene_has_vocab(const struct attn_scene *s)
 {
-    return s->unembed.data && s->token_ids && s->unembed.rows > 0;
+    return attn_matrix_given(&s->unembed) && s->token_ids && s->unembed.rows > 0;
 }
 
 const char *attn_scene_why_no_vocab(const struct attn_scene *s)
@@ -1134,9 +1235,10 @@ int attn_scene_single_token(int *id, const struct attn_scene *s, const char *tex
         return attn_diag_set(err, "", "the scene has no vocabulary tokenizer to read '%s' with",
                              text);
     char **tokens = NULL;
-    int *ids = NULL, n = 0;
-    if (s->backing->tokenize(s->backing, text, &tokens, &ids, &n, err))
+    int *ids = NULL, *types = NULL, n = 0;
+    if (s->backing->tokenize(s->backing, text, NULL, &tokens, &ids, &types, &n, err))
         return -1;
+    free(types);
     int rc = 0;
     if (n == 1) {
         *id = ids[0];
@@ -1276,7 +1378,15 @@ const char *attn_norm_kind_name(enum attn_norm_kind n)
 
 const char *attn_activation_name(enum attn_activation a)
 {
-    return a == ACT_GELU_TANH ? "gelu_tanh" : a == ACT_GELU ? "gelu" : "relu";
+    return a == ACT_SWIGLU      ? "swiglu"
+           : a == ACT_GELU_TANH ? "gelu_tanh"
+           : a == ACT_GELU      ? "gelu"
+                                : "relu";
+}
+
+const char *attn_rope_scaling_name(enum attn_rope_scaling k)
+{
+    return k == ROPE_SCALING_LINEAR ? "linear" : k == ROPE_SCALING_LLAMA3 ? "llama3" : "none";
 }
 
 void attn_scene_format_p(char *out, size_t out_size, double p)
@@ -1317,6 +1427,19 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
         strcat(extra, ", sinusoidal positions");
     if (s->pos.kind == POS_ROPE)
         strcat(extra, s->pos.pairs == ROPE_HALVES ? ", RoPE (halves)" : ", RoPE");
+    if (s->pos.kind == POS_ROPE && s->pos.scaling.kind != ROPE_SCALING_NONE) {
+        char sc[64];
+        snprintf(sc, sizeof(sc), " scaled %s ×%g", attn_rope_scaling_name(s->pos.scaling.kind),
+                 s->pos.scaling.factor);
+        strcat(extra, sc);
+    }
+    if (a->qk_norm)
+        strcat(extra, ", qk-norm");
+    if (a->window > 0) {
+        char w[48];
+        snprintf(w, sizeof(w), ", sliding window %d", a->window);
+        strcat(extra, w);
+    }
     if (a->qkv == QKV_FUSED)
         strcat(extra, ", fused qkv");
     if (a->qkv == QKV_FUSED_HEADS)

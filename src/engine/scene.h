@@ -46,7 +46,10 @@ enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };
 enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
 enum attn_block_order { BLOCK_POST, BLOCK_PRE };
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
-enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH };
+/* ACT_SWIGLU: the gated FFN of the Llama family, W2 (silu(x W_gate) * (x W1)), no biases. */
+enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU };
+/* How RoPE's frequencies are stretched for long contexts (Hugging Face's rope_scaling). */
+enum attn_rope_scaling { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_LLAMA3 };
 enum attn_projection { PROJ_DEFAULT, PROJ_NONE, PROJ_RAND, PROJ_LINEAR };
 enum attn_head_layout { LAYOUT_SPLIT, LAYOUT_WRAPPER };
 enum attn_mask_mode { MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX };
@@ -73,12 +76,24 @@ struct attn_opt_seed {
 };
 
 /* A row-major float matrix. data == NULL means "not given". Owned, unless borrowed: then it
- * lives in a checkpoint's mapping (the scene's backing) and is shared, never freed or copied. */
+ * lives in a checkpoint's mapping (the scene's backing) and is shared, never freed or copied.
+ * A lazy matrix is a checkpoint's tensor the engine reads only when it needs it (data NULL,
+ * borrowed): one in F16 or BF16, or one stored transposed, (cols, rows), as torch's Linear keeps
+ * its weight. Its backing's read_rows widens rows of the tensor; the engine holds at most one
+ * such matrix widened at a time (model.h, attn_model_param). */
 struct attn_matrix {
     float *data;
     int rows, cols;
     bool borrowed;
+    const void *lazy; /* the backing's handle of the tensor, or NULL */
+    bool lazy_t;      /* lazy: the tensor is stored (cols, rows), the transpose of this matrix */
 };
+
+/* True when m holds numbers: in memory, or lazily in a checkpoint. */
+static inline bool attn_matrix_given(const struct attn_matrix *m)
+{
+    return m->data || m->lazy;
+}
 
 struct attn_config {
     enum attn_projection projection; /* PROJ_DEFAULT = linear, or the given weights */
@@ -99,6 +114,12 @@ struct attn_config {
     enum attn_qkv_mode qkv;      /* one fused projection (004) or three */
     int kv_heads;                /* 0 = heads; fewer: GQA, 1: MQA */
     int kv_latent;               /* r > 0: multi-head latent attention; 0: none */
+    /* A checkpoint's (Mistral's sliding_window): query i sees key j only when i - j < window
+     * (masked: -inf); 0: no window. */
+    int window;
+    /* A checkpoint's (Qwen3's q_norm, k_norm): every head's q and k RMS-normalised over its
+     * head_dim, with weights q_norm_weight and k_norm_weight, before RoPE. */
+    bool qk_norm;
 };
 
 /* The rest of a transformer block after attention (002's Add & Norm and feed-forward). */
@@ -133,6 +154,9 @@ struct attn_block {
     X(ffn_b1)                                                                                      \
     X(ffn_W2)                                                                                      \
     X(ffn_b2)                                                                                      \
+    X(ffn_Wgate)                                                                                   \
+    X(q_norm_weight)                                                                               \
+    X(k_norm_weight)                                                                               \
     X(norm1_weight)                                                                                \
     X(norm1_bias)                                                                                  \
     X(norm2_weight)                                                                                \
@@ -154,6 +178,8 @@ struct attn_scene_weights {
     struct attn_matrix qkv, qkv_bias;                    /* fused: (d_in, Dq + 2 Dkv), (1, ...) */
     struct attn_matrix down, key_up, value_up;           /* MLA: (d_in, r), (r, D), (r, D) */
     struct attn_matrix ffn_W1, ffn_b1, ffn_W2, ffn_b2; /* (d_in, h), (1, h), (h, d_in), (1, d_in) */
+    struct attn_matrix ffn_Wgate;                      /* swiglu: (d_in, h); W1 is then "up" */
+    struct attn_matrix q_norm_weight, k_norm_weight;   /* qk_norm: (1, head_dim) each */
     struct attn_matrix norm1_weight, norm1_bias;       /* (1, d_in) each */
     struct attn_matrix norm2_weight, norm2_bias;
     struct attn_matrix final_norm_weight, final_norm_bias; /* the last layer's only */
@@ -169,15 +195,35 @@ struct attn_backing {
     int refs;
     void (*release)(struct attn_backing *b);
     /* The checkpoint's tokenizer: tokens (display labels) and their ids for text. */
-    int (*tokenize)(struct attn_backing *b, const char *text, char ***tokens, int **ids, int *n,
-                    struct diag *err);
+    /* pair: a second sentence (NULL for none), which the tokenizer's template joins to the first
+     * (BERT's [CLS] A [SEP] B [SEP]); *types gets each token's sentence, 0 or 1 (the
+     * token_type_ids), or NULL when the tokenizer has no template of sentences. */
+    int (*tokenize)(struct attn_backing *b, const char *text, const char *pair, char ***tokens,
+                    int **ids, int **types, int *n, struct diag *err);
     /* 0 while the files the borrowed matrices live in are still the ones loaded; -1 with err
      * when one changed on disk (a checkpoint rewritten or truncated under the explorer). May be
      * NULL. */
     int (*check)(struct attn_backing *b, struct diag *err);
     /* The display label of vocabulary id (" Mary", "<0A>"), NUL-terminated in out (size > 0). */
     void (*label)(struct attn_backing *b, int id, char *out, size_t size);
+    /* Rows r0 .. r0 + rows - 1 of a lazy matrix's tensor (attn_matrix.lazy) as it is stored,
+     * widened to float32 into out (rows, its stored columns). NULL when nothing is lazy. */
+    void (*read_rows)(struct attn_backing *b, const void *tensor, float *out, size_t r0,
+                      size_t rows);
+    /* The most floats any one lazy matrix takes: the size of the engine's widening buffer. */
+    size_t lazy_floats;
+    /* The engine's widening buffer (model.c), made on first use and freed with the backing. */
+    struct attn_param_cache *cache;
 };
+
+/* The engine's widening buffer of a backing's lazy matrices (model.c fills it). */
+struct attn_param_cache {
+    float *buf;         /* (backing->lazy_floats) the lazy matrix last asked for */
+    const void *tensor; /* which one it holds, or NULL */
+    float *turn;        /* (TURN_BLOCK_FLOATS of model.c) stored rows of a transposed one */
+};
+/* Frees b's widening buffer (the scene's last reference to the backing is going). */
+void attn_param_cache_free(struct attn_backing *b);
 
 /* One head the scene ablates (scene key ablate:). */
 struct attn_ablation {
@@ -186,13 +232,15 @@ struct attn_ablation {
 };
 
 struct attn_scene {
-    char *title; /* NULL: the explorer shows the variant instead */
-    char *text;  /* the sentence, or NULL when tokens were given directly */
+    char *title;     /* NULL: the explorer shows the variant instead */
+    char *text;      /* the sentence, or NULL when tokens were given directly */
+    char *text_pair; /* a second sentence (text: [A, B]), which the tokenizer joins to text */
     enum attn_tokenizer tokenizer;
     char **tokens; /* n_tokens UTF-8 strings (tokenised from text when text set) */
     int n_tokens;
-    int *token_ids; /* (n_tokens) a vocabulary tokenizer's ids, or NULL */
-    uint64_t seed;  /* torch.manual_seed at the start; default 123 */
+    int *token_ids;   /* (n_tokens) a vocabulary tokenizer's ids, or NULL */
+    int *token_types; /* (n_tokens) each token's sentence, 0 or 1, when the tokenizer gives it */
+    uint64_t seed;    /* torch.manual_seed at the start; default 123 */
 
     struct {
         enum attn_embed_kind kind;
@@ -202,6 +250,11 @@ struct attn_scene {
         struct attn_opt_seed seed;   /* LEARNED: re-seed before drawing the table */
         struct attn_book_rows *book; /* EXPLICIT: the rows as given, made by the first sentence
                                         edit (NULL before it); shared */
+        /* A checkpoint's (BERT's): the token type table, (types, d_in), added to every token's
+         * row by its token_types entry; and a LayerNorm of the sum (norm_weight given), with
+         * block.norm_eps. Layer 0's input is then LayerNorm(word + type + position). */
+        struct attn_matrix types;
+        struct attn_matrix norm_weight, norm_bias; /* (1, d_in) each */
     } embed;
 
     struct {
@@ -212,6 +265,14 @@ struct attn_scene {
         double base;                /* SINUSOIDAL, ROPE: default 10000 */
         enum attn_rope_pairs pairs; /* ROPE */
         int offset;                 /* the first token's position */
+        /* ROPE, a checkpoint's rope_scaling: linear divides every frequency by factor; llama3
+         * divides the low ones (wavelength over original_max / low_freq_factor), keeps the high
+         * ones (under original_max / high_freq_factor) and blends between. */
+        struct {
+            enum attn_rope_scaling kind;
+            double factor, low_freq_factor, high_freq_factor;
+            int original_max;
+        } scaling;
     } pos;
 
     struct attn_config attn;
@@ -240,6 +301,19 @@ struct attn_scene {
      * lm_head.weight, or its wte when they are tied (then the same borrowed data as
      * embed.rows). (vocab, d_in), or no data: the scene has no vocabulary model. */
     struct attn_matrix unembed;
+    struct attn_matrix unembed_bias; /* (1, vocab) added to the scores (BERT's), or no data */
+    /* A checkpoint's head between the last hidden state and the unembedding (BERT's MLM
+     * transform: LayerNorm(act(h W + b)), with block.norm_eps), when dense is given. */
+    struct {
+        struct attn_matrix dense, dense_bias;      /* (d_in, d_in), (1, d_in) */
+        struct attn_matrix norm_weight, norm_bias; /* (1, d_in) each */
+        enum attn_activation act;
+    } head;
+    /* A masked language model (BERT): position i's scores are for the token at i itself, and
+     * the positions holding mask_id are the ones it is asked to fill in. False: next-token
+     * scores (GPT-2, Llama). */
+    bool masked_lm;
+    int mask_id; /* the [MASK] token's id, or -1 */
     /* Heads whose context is replaced before out_proj (scene key ablate:), n_ablate of them,
      * in the file's order. */
     struct attn_ablation *ablate;
@@ -317,6 +391,9 @@ int attn_scene_concat_dim(const struct attn_scene *s); /* D: split: d_out; wrapp
 int attn_scene_kv_heads(const struct attn_scene *s);   /* K: kv_heads, or heads */
 int attn_scene_kv_dim(const struct attn_scene *s);     /* Dkv = K * head_dim (split layout) */
 int attn_scene_ffn_hidden(const struct attn_scene *s); /* block.ffn_hidden, or 4 * d_in */
+/* The width of the attention's output: D, or d_in in a checkpoint's block whose out_proj maps
+ * the heads' D back to the residual stream (Qwen3's head_dim x heads != hidden_size). */
+int attn_scene_out_dim(const struct attn_scene *s);
 /* Layer L's explicit parameters (layer 0: s->weights); never NULL, maybe all empty. */
 const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scene *s, int layer);
 /* Floats cached per token for K and V: 2 * heads * head_dim for MHA, 2 * K * head_dim for
@@ -388,6 +465,7 @@ const char *attn_qkv_mode_name(enum attn_qkv_mode q);
 const char *attn_block_order_name(enum attn_block_order o);
 const char *attn_norm_kind_name(enum attn_norm_kind n);
 const char *attn_activation_name(enum attn_activation a);
+const char *attn_rope_scaling_name(enum attn_rope_scaling k); /* "none", "linear", "llama3" */
 /* A dropout probability as the book writes it: "0.0", "0.5", "0.05". */
 void attn_scene_format_p(char *out, size_t out_size, double p);
 /* The variant in words, e.g. "multi-head causal attention, 2 heads x head_dim 1, dropout 0.0". */

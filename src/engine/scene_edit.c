@@ -13,14 +13,15 @@ static int tokens_of(const struct attn_scene *s, const char *text, int tok, int 
                      struct diag *err)
 {
     char **tokens = NULL;
-    int *ids = NULL;
+    int *ids = NULL, *types = NULL;
     *n = 0;
     int rc =
         attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize
-            ? s->backing->tokenize(s->backing, text, &tokens, &ids, n, err)
+            ? s->backing->tokenize(s->backing, text, s->text_pair, &tokens, &ids, &types, n, err)
             : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
     attn_tokens_free(tokens, *n);
     free(ids);
+    free(types);
     return rc;
 }
 
@@ -37,6 +38,14 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
                              "%s comes from the checkpoint (%s): heads, dropout, causal and the "
                              "sentence can change",
                              fixed, s->model.arch ? s->model.arch : "model");
+    /* RoPE turns each head's own pairs, GQA shares KV heads between groups of query heads and
+       qk-norm normalises over a head's width: cut into other heads, the numbers mean nothing. */
+    if (e->kind == EDIT_HEADS && s->model.file && e->heads != s->attn.heads &&
+        (s->pos.kind == POS_ROPE || s->attn.kv_heads > 0 || s->attn.qk_norm))
+        return attn_diag_set(err, "heads",
+                             "the heads come from the checkpoint (%s): RoPE turns each head's "
+                             "pairs and its KV heads are shared, so they cannot be cut again",
+                             s->model.arch ? s->model.arch : "model");
     if (e->kind == EDIT_TOKENIZER) {
         if (attn_tokenizer_has_vocab(s->tokenizer))
             return attn_diag_set(

@@ -15,6 +15,8 @@ enum attn_stage {
     STAGE_QUERIES,         /* X Wq + bq, this head's columns    (n, hd)    per head */
     STAGE_KEYS,            /* its KV head's columns            (n, hd)    per head */
     STAGE_VALUES,          /*                                   (n, hd)    per head */
+    STAGE_QUERIES_NORMED,  /* qk_norm: q RMS-normalised over hd  (n, hd)    per head */
+    STAGE_KEYS_NORMED,     /*                                   (n, hd)    per head */
     STAGE_QUERIES_ROTATED, /* RoPE: q rotated by position       (n, hd)    per head */
     STAGE_KEYS_ROTATED,    /*                                   (n, hd)    per head */
     STAGE_SCORES,          /* Q K^T                             (n, n)     per head */
@@ -27,11 +29,13 @@ enum attn_stage {
                               moves query i's output; ||a_ij v_j|| without out_proj (n, n) per head */
     STAGE_CONTEXT,         /* dropout @ V                        (n, hd)    per head */
     STAGE_CONCAT,          /* all heads' context side by side   (n, D)     shared */
-    STAGE_OUTPUT,          /* concat Wo + bo (= concat without out_proj) (n, D) shared */
+    STAGE_OUTPUT,          /* concat Wo + bo (= concat without out_proj) (n, E) shared */
     STAGE_RESIDUAL1,       /* block: X + output                  (n, d_in)  shared */
     STAGE_NORM1,           /* post: norm(residual1); pre: norm(X), attention's input */
     STAGE_FFN_HIDDEN,      /* the FFN's first Linear             (n, hidden) shared */
-    STAGE_FFN_ACTIVATED,   /* relu or gelu of it                 (n, hidden) shared */
+    STAGE_FFN_GATE,        /* swiglu: x W_gate                   (n, hidden) shared */
+    STAGE_FFN_UP,          /* swiglu: x W1 ("up")                (n, hidden) shared */
+    STAGE_FFN_ACTIVATED,   /* relu or gelu of it; swiglu: silu(gate) * up     shared */
     STAGE_FFN_OUT,         /* its second Linear                  (n, d_in)  shared */
     STAGE_RESIDUAL2,       /* post: norm1 + ffn_out; pre: residual1 + ffn_out */
     STAGE_NORM2,           /* post: norm(residual2); pre: norm(residual1), the FFN's input */

@@ -111,7 +111,7 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
             m->heads / m->kv_heads);
     if (p > 0 && m->latent > 0) {
         /* MLA: K and V come up out of the latent, not from x. */
-        const float *up = p == 1 ? m->wkup : m->wvup;
+        const float *up = p == 1 ? ATTN_PARAM(m, wkup) : ATTN_PARAM(m, wvup);
         put(b, "%s[%d] = latent \u00b7 %s[:, %d] (MLA)\n", q, j, p == 1 ? "W_key_up" : "W_value_up",
             c);
         terms(b, app_run(a)->latent + (size_t)i * m->latent, 1, up + c, m->D, m->latent);
@@ -153,12 +153,23 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
     int pair = m->rope_pairs == ROPE_ADJACENT ? j / 2 : j % half;
     int ja = m->rope_pairs == ROPE_ADJACENT ? 2 * pair : pair;
     int jb = m->rope_pairs == ROPE_ADJACENT ? 2 * pair + 1 : pair + half;
-    struct attn_mat_view x = app_view(a, keys ? STAGE_KEYS : STAGE_QUERIES, a->head);
+    /* RoPE turns q and k as they come, or as qk_norm left them (Qwen3) */
+    enum attn_stage from = m->qnw ? (keys ? STAGE_KEYS_NORMED : STAGE_QUERIES_NORMED)
+                           : keys ? STAGE_KEYS
+                                  : STAGE_QUERIES;
+    struct attn_mat_view x = app_view(a, from, a->head);
     float xa = at(x, i, ja), xb = at(x, i, jb);
     float c = m->rope_cos[(size_t)i * half + pair], s = m->rope_sin[(size_t)i * half + pair];
     int pos = a->shown.pos.offset + i;
-    float theta = 1.0f / powf((float)a->shown.pos.base, (float)(2 * pair) / (float)hd);
-    put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d\n", ja, jb, pair);
+    /* the frequency as the engine uses it: base^(-2i/hd), after any rope_scaling */
+    float theta = m->rope_inv
+                      ? m->rope_inv[pair]
+                      : 1.0f / powf((float)a->shown.pos.base, (float)(2 * pair) / (float)hd);
+    put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d%s\n", ja, jb,
+        pair, m->rope_pairs == ROPE_HALVES ? " (halves: rotate_half)" : "");
+    if (a->shown.pos.scaling.kind != ROPE_SCALING_NONE)
+        put(b, "  \u03b8_%d scaled by rope_scaling %s (factor %g)\n", pair,
+            attn_rope_scaling_name(a->shown.pos.scaling.kind), a->shown.pos.scaling.factor);
     put(b, "  angle = %d \u00d7 ", pos);
     num(b, theta);
     put(b, " = ");
@@ -237,9 +248,12 @@ static void explain_linear(struct buf *b, const struct app *a, int i, int j, con
 {
     put(b, "%s\n", what);
     terms(b, in + (size_t)i * in_w, 1, w + j, out_w, in_w);
-    put(b, "    + ");
-    operand(b, bias[j]);
-    put(b, " (bias)\n  = ");
+    if (bias) {
+        put(b, "    + ");
+        operand(b, bias[j]);
+        put(b, " (bias)\n");
+    }
+    put(b, "  = ");
     num(b, at(app_view(a, a->stage, a->head), i, j));
     put(b, "\n");
 }
@@ -390,24 +404,25 @@ static void explain_inputs(const struct cell *c)
 static void explain_latent(const struct cell *c)
 {
     put(c->b, "latent[%d] = x \u00b7 W_down[:, %d] (MLA: cached per token)\n", c->j, c->j);
-    terms(c->b, attn_input(c->a, c->i), 1, c->m->wdown + c->j, c->m->latent, c->m->d_in);
+    terms(c->b, attn_input(c->a, c->i), 1, ATTN_PARAM(c->m, wdown) + c->j, c->m->latent,
+          c->m->d_in);
     put(c->b, "  = ");
     equals_val(c);
 }
 
 static void explain_queries(const struct cell *c)
 {
-    explain_projection(c->b, c->a, c->i, c->j, 0, c->m->wq, c->m->bq, "W_query");
+    explain_projection(c->b, c->a, c->i, c->j, 0, ATTN_PARAM(c->m, wq), c->m->bq, "W_query");
 }
 
 static void explain_keys(const struct cell *c)
 {
-    explain_projection(c->b, c->a, c->i, c->j, 1, c->m->wk, c->m->bk, "W_key");
+    explain_projection(c->b, c->a, c->i, c->j, 1, ATTN_PARAM(c->m, wk), c->m->bk, "W_key");
 }
 
 static void explain_values(const struct cell *c)
 {
-    explain_projection(c->b, c->a, c->i, c->j, 2, c->m->wv, c->m->bv, "W_value");
+    explain_projection(c->b, c->a, c->i, c->j, 2, ATTN_PARAM(c->m, wv), c->m->bv, "W_value");
 }
 
 static void explain_rotated(const struct cell *c)
@@ -570,7 +585,7 @@ static void explain_output(const struct cell *c)
         put(b, "no out_proj: output = concat\n  = ");
     } else {
         put(b, "output = concat \u00b7 W_out[:, %d]%s\n", c->j, m->bo ? " + b" : "");
-        terms(b, c->r->concat + (size_t)c->i * m->D, 1, m->wo + c->j, m->D, m->D);
+        terms(b, c->r->concat + (size_t)c->i * m->D, 1, ATTN_PARAM(m, wo) + c->j, m->out_dim, m->D);
         if (m->bo) {
             put(b, "    + ");
             operand(b, m->bo[c->j]);
@@ -637,13 +652,68 @@ static void explain_ffn_hidden(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
-                   m->d_in, m->w1, m->hidden, m->b1,
+                   m->d_in, ATTN_PARAM(m, w1), m->hidden, m->b1,
                    "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
+}
+
+/* SwiGLU's two Linears of the FFN's input (Llama's gate_proj and up_proj, no biases). */
+static void explain_ffn_gate(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
+                   m->d_in, ATTN_PARAM(m, wg), m->hidden, NULL,
+                   "ffn_gate = x \u00b7 W_gate (gate_proj: how far each unit opens)");
+}
+
+static void explain_ffn_up(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
+                   m->d_in, ATTN_PARAM(m, w1), m->hidden, NULL,
+                   "ffn_up = x \u00b7 W1 (up_proj: what passes the gate)");
+}
+
+/* qk_norm (Qwen3): RMSNorm over one head's hd values of q or k, before RoPE. */
+static void explain_normed(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    bool keys = c->a->stage == STAGE_KEYS_NORMED;
+    struct attn_mat_view x = app_view(c->a, keys ? STAGE_KEYS : STAGE_QUERIES, c->h);
+    const float *row = x.data + (size_t)c->i * x.stride, *w = keys ? m->knw : m->qnw;
+    double ms = 0;
+    for (int k = 0; k < c->hd; k++)
+        ms += (double)row[k] * row[k];
+    ms /= c->hd;
+    put(c->b, "%s: RMSNorm of this head's %d values of %s (before RoPE)\n",
+        keys ? "k_norm" : "q_norm", c->hd, keys ? "k" : "q");
+    put(c->b, "  = x \u00f7 \u221a(mean(x\u00b2) + \u03b5) \u00b7 w\n  = ");
+    num(c->b, row[c->j]);
+    put(c->b, " \u00f7 \u221a(");
+    num(c->b, (float)ms);
+    put(c->b, " + %g) \u00b7 ", (double)m->norm_eps);
+    num(c->b, w[c->j]);
+    put(c->b, "\n  = ");
+    equals_val(c);
 }
 
 static void explain_ffn_activated(const struct cell *c)
 {
     const struct attn_model *m = c->m;
+    if (m->activation == ACT_SWIGLU) {
+        size_t at_ij = (size_t)c->i * m->hidden + c->j;
+        float g = c->r->ffn_gate[at_ij], u = c->r->ffn_up[at_ij];
+        put(c->b, "SwiGLU: silu(gate) \u00b7 up, silu(g) = g \u00f7 (1 + e^\u2212g)\n  = silu(");
+        num(c->b, g);
+        put(c->b, ") \u00d7 ");
+        num(c->b, u);
+        put(c->b, "\n  = ");
+        operand(c->b, (float)(g / (1.0 + exp(-(double)g))));
+        put(c->b, " \u00d7 ");
+        operand(c->b, u);
+        put(c->b, "\n  = ");
+        equals_val(c);
+        return;
+    }
     float x = c->r->ffn_hidden[(size_t)c->i * m->hidden + c->j];
     if (m->activation == ACT_RELU)
         put(c->b, "ReLU keeps positives, zeroes the rest\n  = max(0, ");
@@ -660,8 +730,8 @@ static void explain_ffn_activated(const struct cell *c)
 static void explain_ffn_out(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, c->r->ffn_act, m->hidden, m->w2, m->d_in, m->b2,
-                   "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
+    explain_linear(c->b, c->a, c->i, c->j, c->r->ffn_act, m->hidden, ATTN_PARAM(m, w2), m->d_in,
+                   m->b2, "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
 }
 
 /* Each stage's explanation of a cell, one function a stage (tig's table of view operations).
@@ -675,6 +745,8 @@ static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
     [STAGE_VALUES] = explain_values,
     [STAGE_QUERIES_ROTATED] = explain_rotated,
     [STAGE_KEYS_ROTATED] = explain_rotated,
+    [STAGE_QUERIES_NORMED] = explain_normed,
+    [STAGE_KEYS_NORMED] = explain_normed,
     [STAGE_SCORES] = explain_scores,
     [STAGE_SCALED] = explain_scaled,
     [STAGE_MASKED] = explain_masked,
@@ -687,6 +759,8 @@ static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
     [STAGE_RESIDUAL1] = explain_residual1,
     [STAGE_NORM1] = explain_norm1,
     [STAGE_FFN_HIDDEN] = explain_ffn_hidden,
+    [STAGE_FFN_GATE] = explain_ffn_gate,
+    [STAGE_FFN_UP] = explain_ffn_up,
     [STAGE_FFN_ACTIVATED] = explain_ffn_activated,
     [STAGE_FFN_OUT] = explain_ffn_out,
     [STAGE_RESIDUAL2] = explain_residual2,

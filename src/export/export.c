@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -175,7 +176,10 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
             goto oom;
 
     if (m->project) {
-        const float *w[3] = {m->wq, m->wk, m->wv};
+        /* read at use: a checkpoint's lazy matrices share one widening buffer (model.h) */
+        static const size_t w[3] = {offsetof(struct attn_model, wq),
+                                    offsetof(struct attn_model, wk),
+                                    offsetof(struct attn_model, wv)};
         const float *b[3] = {m->bq, m->bk, m->bv};
         bool wrapper = s->attn.layout == LAYOUT_WRAPPER;
         int blocks = wrapper ? m->heads : 1;
@@ -192,9 +196,10 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
             for (int k = 0; k < 3; k++) {
                 /* K and V are Dkv wide with GQA; MLA has only W_query here. */
                 int wk = wrapper ? width : k == 0 ? m->D : m->Dkv, ld = k == 0 ? m->D : m->Dkv;
-                if (!w[k])
+                const float *wp = attn_model_param(m, w[k]);
+                if (!wp)
                     continue;
-                struct attn_mat_view v = {w[k] + (size_t)h * (size_t)width, m->d_in, wk, ld};
+                struct attn_mat_view v = {wp + (size_t)h * (size_t)width, m->d_in, wk, ld};
                 if (put_matrix(dir, sub, w_names[k], v, "row", dl.items, NULL, fmt, err) != 0)
                     goto out;
                 if (!b[k])
@@ -207,22 +212,27 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
     }
     /* The systems' own parameters: the fused projection as drawn, MLA's, the block's. */
     int W = m->D + 2 * m->Dkv, d = m->d_in, hid = m->hidden, r = m->latent;
+    int hd = m->head_dim;
+#define M(member) offsetof(struct attn_model, member)
     struct {
         const char *name;
-        const float *data;
+        size_t member; /* read at use (attn_model_param): lazy ones share one buffer */
         int rows, cols;
         bool bias;
     } extra[] = {
-        {"W_qkv", m->wqkv, d, W, false},         {"b_qkv", m->bqkv, 1, W, true},
-        {"W_down", m->wdown, d, r, false},       {"W_key_up", m->wkup, r, m->D, false},
-        {"W_value_up", m->wvup, r, m->D, false}, {"ffn_W1", m->w1, d, hid, false},
-        {"ffn_b1", m->b1, 1, hid, true},         {"ffn_W2", m->w2, hid, d, false},
-        {"ffn_b2", m->b2, 1, d, true},
+        {"W_qkv", M(wqkv), d, W, false},         {"b_qkv", M(bqkv), 1, W, true},
+        {"W_down", M(wdown), d, r, false},       {"W_key_up", M(wkup), r, m->D, false},
+        {"W_value_up", M(wvup), r, m->D, false}, {"q_norm_weight", M(qnw), 1, hd, true},
+        {"k_norm_weight", M(knw), 1, hd, true},  {"ffn_Wgate", M(wg), d, hid, false},
+        {"ffn_W1", M(w1), d, hid, false},        {"ffn_b1", M(b1), 1, hid, true},
+        {"ffn_W2", M(w2), hid, d, false},        {"ffn_b2", M(b2), 1, d, true},
     };
+#undef M
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
-        if (!extra[i].data)
+        const float *data = attn_model_param(m, extra[i].member);
+        if (!data)
             continue;
-        struct attn_mat_view v = {extra[i].data, extra[i].rows, extra[i].cols, extra[i].cols};
+        struct attn_mat_view v = {data, extra[i].rows, extra[i].cols, extra[i].cols};
         if (put_matrix(dir, "params", extra[i].name, v, "row", extra[i].bias ? bias_row : dl.items,
                        NULL, fmt, err) != 0)
             goto out;
@@ -241,12 +251,12 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
             goto out;
     }
     if (m->wo) {
-        struct attn_mat_view v = {m->wo, m->D, m->D, m->D};
+        struct attn_mat_view v = {ATTN_PARAM(m, wo), m->D, m->out_dim, m->out_dim};
         if (put_matrix(dir, "params", "out", v, "row", dl.items, NULL, fmt, err) != 0)
             goto out;
     }
     if (m->bo) {
-        struct attn_mat_view v = {m->bo, 1, m->D, m->D};
+        struct attn_mat_view v = {m->bo, 1, m->out_dim, m->out_dim};
         if (put_matrix(dir, "params", "out_bias", v, "row", bias_row, NULL, fmt, err) != 0)
             goto out;
     }

@@ -406,19 +406,19 @@ static void load_model(struct loader *l, struct attn_scene *s)
         const struct loader_key *k = attn_loader_find(l, "model");
         attn_loader_error(
             l, k ? k->key : -1, "model",
-            "a GPT-2 checkpoint reads token ids: give its tokenizer, tokenizer: {kind: "
-            "gpt2, vocab: vocab.json, merges: merges.txt} or {kind: hf, file: "
-            "tokenizer.json}");
+            "a checkpoint reads token ids: give its tokenizer, tokenizer: {kind: hf, file: "
+            "tokenizer.json} (or for GPT-2 {kind: gpt2, vocab: vocab.json, merges: "
+            "merges.txt})");
         return;
     }
     char file[4200];
     beside_scene(file, sizeof(file), l, l->model_spec.file);
-    struct gpt2_overrides o = {attn_loader_find(l, "attention.heads") != NULL,
+    struct ckpt_overrides o = {attn_loader_find(l, "attention.heads") != NULL,
                                attn_loader_find(l, "layers") != NULL,
                                attn_loader_find(l, "attention.causal") != NULL};
     struct diag err;
     attn_diag_clear(&err);
-    if (attn_gpt2_load(s, file, &o, &err) != 0) {
+    if (attn_pretrained_load(s, file, l->model_spec.arch, &o, &err) != 0) {
         /* A problem of the checkpoint's config.json is that file's, on the key's line. */
         size_t flen = strlen(err.file);
         if (flen > 12 && strcmp(err.file + flen - 12, "/config.json") == 0) {
@@ -430,9 +430,15 @@ static void load_model(struct loader *l, struct attn_scene *s)
         const char *at = k ? err.path : "model.file";
         if (!k)
             k = attn_loader_find(l, "model.file");
-        /* the file as the scene names it, not as resolved from the scene's folder */
-        const char *name = strcmp(err.file, file) == 0 ? l->model_spec.file : err.file;
-        attn_loader_error(l, k ? k->value : -1, at, "%s%s%s", name, name[0] ? ": " : "", err.msg);
+        /* the file as the scene names it, not as resolved from the scene's folder (a shard:
+           beside the index as the scene names it), with line:col when it is the index */
+        char name[4200], where[64] = "";
+        snprintf(name, sizeof(name), "%s", err.file);
+        scene_relative(name, sizeof(name), err.file, file, l->model_spec.file);
+        if (err.file[0] && err.line > 0)
+            snprintf(where, sizeof(where), ":%d:%d", err.line, err.col);
+        attn_loader_error(l, k ? k->value : -1, at, "%s%s%s%s", name, where, name[0] ? ": " : "",
+                          err.msg);
         attn_loader_mark_bad(l, "model");
     }
 }
@@ -498,7 +504,11 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
         }
     }
     if (l->text_node >= 0 && !attn_loader_bad(l, "tokenizer")) {
-        if (attn_scene_set_text(s, str_of(l, l->text_node), &err) != 0)
+        free(s->text_pair);
+        s->text_pair = l->pair_node >= 0 ? strdup(str_of(l, l->pair_node)) : NULL;
+        if (l->pair_node >= 0 && !s->text_pair)
+            attn_loader_error(l, l->text_node, "text", "out of memory");
+        else if (attn_scene_set_text(s, str_of(l, l->text_node), &err) != 0)
             attn_loader_error(l, l->text_node, "text", "%s", err.msg);
         const struct loader_key *k = attn_loader_find(l, "text");
         if (k)
@@ -872,24 +882,22 @@ static void h_tokenizer(struct loader *l, const struct field *f, int node, void 
     attn_schema_enum(l, &as_enum, node, base, path);
 }
 
-/* model: {file: model.safetensors, arch: gpt2}; loaded in finish_top. */
+/* model: {file: model.safetensors, arch: auto}; loaded in finish_top. */
 static const struct field model_fields[] = {
-    {"file", WANT_SCALAR, "a file name (model.safetensors)", attn_schema_string, MD(file), NULL},
-    {"arch", WANT_SCALAR, "gpt2", attn_schema_string, MD(arch), NULL},
+    {"file", WANT_SCALAR,
+     "a file name (model.safetensors, or a sharded checkpoint's model.safetensors.index.json)",
+     attn_schema_string, MD(file), NULL},
+    {"arch", WANT_SCALAR, PRETRAINED_ARCHS, attn_schema_string, MD(arch), NULL},
 };
 static void finish_model(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     if (found[0] < 0 && !attn_schema_meant_bad(l, path, "file"))
-        attn_loader_error(l, node, path,
-                          "'model' needs 'file': {file: model.safetensors, arch: gpt2}");
-    if (found[1] < 0 && !attn_schema_meant_bad(l, path, "arch"))
-        attn_loader_error(l, node, path,
-                          "'model' needs 'arch' (the name mapping of its tensors): arch: gpt2");
-    else if (l->model_spec.arch && strcmp(l->model_spec.arch, "gpt2") != 0) {
+        attn_loader_error(l, node, path, "'model' needs 'file': {file: model.safetensors}");
+    if (found[1] >= 0 && l->model_spec.arch && !attn_pretrained_arch_known(l->model_spec.arch)) {
         char ap[DIAG_PATH_MAX];
         join(ap, path, "arch");
-        attn_loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (gpt2)",
-                          l->model_spec.arch);
+        attn_loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (%s)",
+                          l->model_spec.arch, PRETRAINED_ARCHS);
     }
 }
 static const struct mapping model_map = {"model", model_fields, N(model_fields), finish_model};
@@ -903,7 +911,7 @@ static const struct field top_fields[T_COUNT] = {
     [T_VERSION] = {"version", WANT_SCALAR, "an integer", attn_schema_version, 0, NULL},
     [T_TITLE] = {"title", WANT_SCALAR, "a string", attn_schema_string, S(title), NULL},
     [T_TOKENIZER] = {"tokenizer", WANT_ANY, NULL, h_tokenizer, S(tokenizer), &tokenizer_enum},
-    [T_TEXT] = {"text", WANT_SCALAR, "a string", attn_schema_text, 0, NULL},
+    [T_TEXT] = {"text", WANT_ANY, "a string", attn_schema_text, 0, NULL},
     [T_TOKENS] = {"tokens", WANT_SEQ, "a list of strings", attn_schema_tokens, 0, NULL},
     [T_SEED] = {"seed", WANT_SCALAR, SEED_WHAT, attn_schema_seed, S(seed), NULL},
     [T_EMBEDDINGS] = {"embeddings", WANT_ANY,

@@ -76,7 +76,7 @@ static void number_error(struct loader *l, const struct field *f, int node, cons
 
 void attn_schema_must_be(struct loader *l, const struct field *f, int node, const char *path)
 {
-    char buf[LOADER_SHOW_MAX], what[256];
+    char buf[LOADER_SHOW_MAX], what[512];
     const char *w = f->what;
     if (f->handler == attn_schema_enum) {
         /* "whitespace, words or chars" */
@@ -235,10 +235,32 @@ void attn_schema_string(struct loader *l, const struct field *f, int node, void 
     *dst = copy;
 }
 
-/* text is tokenised at the end, once tokenizer is known (finish_top). */
+/* text is tokenised at the end, once tokenizer is known (finish_top): a sentence, or two
+ * ([A, B]) that a tokenizer's template joins (BERT's [CLS] A [SEP] B [SEP]). */
 void attn_schema_text(struct loader *l, const struct field *f, int node, void *base,
                       const char *path)
 {
+    const struct ynode *nd = nd_of(l, node);
+    if (nd->type == YNODE_SEQ) {
+        int a = nd->u.c.first, b = a >= 0 ? nd_of(l, a)->next : -1;
+        if (nd->u.c.count != 2 || nd_of(l, a)->type != YNODE_SCALAR ||
+            nd_of(l, b)->type != YNODE_SCALAR) {
+            attn_loader_error(l, node, path,
+                              "'text' is a sentence, or a list of two sentences ([A, B]) for a "
+                              "tokenizer that joins a pair; this list has %d item%s",
+                              nd->u.c.count, nd->u.c.count == 1 ? "" : "s");
+            return;
+        }
+        if (attn_schema_string_ok(l, f, a, path) && attn_schema_string_ok(l, f, b, path)) {
+            l->text_node = a;
+            l->pair_node = b;
+        }
+        return;
+    }
+    if (nd->type != YNODE_SCALAR) {
+        attn_loader_error(l, node, path, "'text' must be a string, or a list of two strings");
+        return;
+    }
     if (attn_schema_string_ok(l, f, node, path))
         l->text_node = node;
 }

@@ -78,7 +78,8 @@ static int check_matrix(const struct attn_matrix *m, const char *what, struct di
 
 static int check_scene(const struct attn_scene *s, struct diag *err)
 {
-    if (check_string(s->title, "title", err) || check_string(s->text, "text", err))
+    if (check_string(s->title, "title", err) || check_string(s->text, "text", err) ||
+        check_string(s->text_pair, "text", err))
         return -1;
     for (int i = 0; i < s->n_tokens; i++)
         if (check_string(s->tokens[i], "tokens", err))
@@ -807,11 +808,14 @@ static void write_model_scene(struct writer *w)
         fprintf(f, "layers: %d\n", s->layers);
     const struct attn_config *a = &s->attn;
     bool heads = w->explicit || a->heads != s->model.heads;
-    if (heads || !a->causal || a->dropout > 0 || a->dropout_seed.set) {
+    /* the checkpoint's own mask: BERT reads both ways, the others are causal */
+    bool causal_default = !(s->model.arch && strcmp(s->model.arch, "bert") == 0);
+    bool causal = w->explicit || a->causal != causal_default;
+    if (heads || causal || a->dropout > 0 || a->dropout_seed.set) {
         fputs("attention:\n", f);
         if (heads)
             fprintf(f, "  heads: %d\n", a->heads);
-        if (w->explicit || !a->causal)
+        if (causal)
             fprintf(f, "  causal: %s\n", yes_no(a->causal));
         if (w->explicit || a->dropout > 0) {
             fputs("  dropout: ", f);
@@ -931,7 +935,13 @@ static void write_scene(struct writer *w)
         write_string(f, s->title, false);
         fputc('\n', f);
     }
-    if (s->text) {
+    if (s->text && s->text_pair) { /* two sentences a tokenizer joins */
+        fputs("text: [", f);
+        write_string(f, s->text, false);
+        fputs(", ", f);
+        write_string(f, s->text_pair, false);
+        fputs("]\n", f);
+    } else if (s->text) {
         fputs("text: ", f);
         write_string(f, s->text, false);
         fputc('\n', f);

@@ -1,0 +1,343 @@
+/* bert: BERT's Hugging Face files as a scene (see families.h).
+ *
+ * BertModel, BertForMaskedLM and BertForPreTraining, with or without the "bert." prefix:
+ * embeddings.{word,position,token_type}_embeddings and embeddings.LayerNorm, then per layer
+ * encoder.layer.L.attention.self.{query,key,value}, attention.output.{dense,LayerNorm},
+ * intermediate.dense and output.{dense,LayerNorm}. Attention is bidirectional, the block post-norm
+ * LayerNorm with GELU (erf). The MLM head, cls.predictions (transform.dense, its GELU and
+ * LayerNorm, the decoder tied to the word embeddings, and its bias), makes the scores of each
+ * position's own token: masked-token predictions. The pooler and the next-sentence head are
+ * skipped. Old checkpoints name a LayerNorm's weight and bias gamma and beta: both are read.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pretrained/families.h"
+
+#define ARCH "bert"
+
+struct config {
+    int d, layers, heads, inter, positions, types;
+    double eps;
+    enum attn_activation act;
+    bool tied;
+};
+
+static int read_config(struct config *g, const struct ckpt_config *c, struct diag *err)
+{
+    memset(g, 0, sizeof(*g));
+    if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
+                             err) ||
+        attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
+                             "layers", true, err) ||
+        attn_ckpt_config_int(&g->heads, c, "num_attention_heads", NULL, 1, SCENE_MAX_HEADS, "heads",
+                             true, err) ||
+        attn_ckpt_config_int(&g->inter, c, "intermediate_size", NULL, 1, 4 * SCENE_MAX_DIM,
+                             "the feed-forward width", true, err) ||
+        attn_ckpt_config_int(&g->positions, c, "max_position_embeddings", NULL, 1,
+                             8 * SCENE_MAX_TOKENS, "positions", true, err))
+        return -1;
+    if (g->d % g->heads != 0)
+        return attn_ckpt_config_error(c, "num_attention_heads", NULL, err,
+                                      "'num_attention_heads' %d does not divide 'hidden_size' %d",
+                                      g->heads, g->d);
+    g->types = 2;
+    g->eps = 1e-12;
+    g->tied = true;
+    if (attn_ckpt_config_int(&g->types, c, "type_vocab_size", NULL, 1, 1024, "the token types",
+                             false, err) ||
+        attn_ckpt_config_number(&g->eps, c, "layer_norm_eps", 0, 1, "a number between 0 and 1",
+                                err) ||
+        attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err))
+        return -1;
+    char got[64];
+    json_t *act = json_object_get(c->root, "hidden_act");
+    const char *a = json_is_string(act) ? json_string_value(act) : act ? "" : "gelu";
+    if (strcmp(a, "gelu") == 0)
+        g->act = ACT_GELU;
+    else if (strcmp(a, "gelu_new") == 0 || strcmp(a, "gelu_pytorch_tanh") == 0)
+        g->act = ACT_GELU_TANH;
+    else if (strcmp(a, "relu") == 0)
+        g->act = ACT_RELU;
+    else
+        return attn_ckpt_config_error(c, "hidden_act", NULL, err,
+                                      "'hidden_act' %s is not one attnscope has (gelu, gelu_new, "
+                                      "relu)",
+                                      attn_ckpt_show_value(got, sizeof(got), act));
+    json_t *pos = json_object_get(c->root, "position_embedding_type");
+    if (pos && !(json_is_string(pos) && strcmp(json_string_value(pos), "absolute") == 0))
+        return attn_ckpt_config_error(c, "position_embedding_type", NULL, err,
+                                      "'position_embedding_type' is %s: attnscope reads absolute "
+                                      "positions (a table)",
+                                      attn_ckpt_show_value(got, sizeof(got), pos));
+    static const char *const must_be_false[] = {"is_decoder", "add_cross_attention"};
+    for (int i = 0; i < 2; i++) {
+        bool on = false;
+        if (attn_ckpt_config_bool(&on, c, must_be_false[i], err))
+            return -1;
+        if (on)
+            return attn_ckpt_config_error(c, must_be_false[i], NULL, err,
+                                          "'%s' is true: attnscope reads BERT as an encoder",
+                                          must_be_false[i]);
+    }
+    return 0;
+}
+
+/* Whether the checkpoint names its LayerNorms' parameters gamma and beta (older exports). */
+static bool old_names(const struct ckpt_backing *b, const char *prefix)
+{
+    char n[96];
+    snprintf(n, sizeof(n), "%sembeddings.LayerNorm.gamma", prefix);
+    return attn_ckpt_has(b, n);
+}
+
+/* name with a LayerNorm's ".weight"/".bias" as the checkpoint spells them. */
+static void norm_name(char *out, size_t size, const char *prefix, const char *name, bool old)
+{
+    size_t n = strlen(name);
+    if (old && n > 7 && strcmp(name + n - 7, ".weight") == 0 && strstr(name, "LayerNorm"))
+        snprintf(out, size, "%s%.*s.gamma", prefix, (int)(n - 7), name);
+    else if (old && n > 5 && strcmp(name + n - 5, ".bias") == 0 && strstr(name, "LayerNorm"))
+        snprintf(out, size, "%s%.*s.beta", prefix, (int)(n - 5), name);
+    else
+        snprintf(out, size, "%s%s", prefix, name);
+}
+
+/* A tensor the mapping reads, or knows to skip: the pooler, the next-sentence head, the MLM
+ * decoder's copies of what it ties, the position_ids buffer. name without the prefix (the cls.
+ * ones have none). */
+static bool known_name(const char *name, int layers, bool old)
+{
+    static const char *const top[] = {
+        "embeddings.word_embeddings.weight",
+        "embeddings.position_embeddings.weight",
+        "embeddings.token_type_embeddings.weight",
+        "embeddings.LayerNorm.weight",
+        "embeddings.LayerNorm.bias",
+        "embeddings.position_ids",
+        "pooler.dense.weight",
+        "pooler.dense.bias",
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+        "cls.predictions.transform.dense.bias",
+        "cls.predictions.transform.LayerNorm.weight",
+        "cls.predictions.transform.LayerNorm.bias",
+        "cls.predictions.decoder.weight",
+        "cls.predictions.decoder.bias",
+        "cls.seq_relationship.weight",
+        "cls.seq_relationship.bias",
+    };
+    static const char *const per_layer[] = {
+        "attention.self.query.weight",
+        "attention.self.query.bias",
+        "attention.self.key.weight",
+        "attention.self.key.bias",
+        "attention.self.value.weight",
+        "attention.self.value.bias",
+        "attention.output.dense.weight",
+        "attention.output.dense.bias",
+        "attention.output.LayerNorm.weight",
+        "attention.output.LayerNorm.bias",
+        "intermediate.dense.weight",
+        "intermediate.dense.bias",
+        "output.dense.weight",
+        "output.dense.bias",
+        "output.LayerNorm.weight",
+        "output.LayerNorm.bias",
+    };
+    char spelled[128];
+    for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
+        norm_name(spelled, sizeof(spelled), "", top[i], old);
+        if (strcmp(name, spelled) == 0)
+            return true;
+    }
+    int L, used = 0;
+    if (sscanf(name, "encoder.layer.%d.%n", &L, &used) != 1 || used == 0 || L < 0 || L >= layers)
+        return false;
+    char check[48];
+    snprintf(check, sizeof(check), "encoder.layer.%d.", L);
+    if (strncmp(name, check, strlen(check)) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
+        norm_name(spelled, sizeof(spelled), "", per_layer[i], old);
+        if (strcmp(name + used, spelled) == 0)
+            return true;
+    }
+    return false;
+}
+
+int attn_bert_load(struct attn_scene *s, const char *path, const struct ckpt_config *cfg,
+                   const struct ckpt_overrides *o, struct diag *err)
+{
+    struct ckpt_backing *b = attn_ckpt_backing(s);
+    struct config c;
+    if (read_config(&c, cfg, err) || attn_ckpt_open(b, path, err))
+        return -1;
+    const char *prefix = attn_ckpt_has(b, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+    bool old = old_names(b, prefix);
+    size_t plen = strlen(prefix);
+    char shown[200], full[200];
+    for (int i = 0; i < b->st.n; i++) {
+        const char *name = b->st.refs[i].name;
+        bool cls = strncmp(name, "cls.", 4) == 0;
+        if ((!cls && strncmp(name, prefix, plen) != 0) ||
+            !known_name(cls ? name : name + plen, c.layers, old))
+            return attn_diag_file(err, b->st.path, "tensor '%s' is not part of BERT (arch bert)",
+                                  attn_ckpt_show_name(shown, sizeof(shown), name));
+    }
+    if (s->n_tokens + s->pos.offset > c.positions)
+        return attn_diag_set(err, "text",
+                             "%d tokens%s, but the checkpoint has %d positions "
+                             "(max_position_embeddings)",
+                             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "",
+                             c.positions);
+    int d = c.d, h = c.inter, layers = o->layers ? s->layers : c.layers;
+    if (layers > c.layers)
+        return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
+    int heads = o->heads ? s->attn.heads : c.heads;
+    if (heads < 1 || d % heads != 0)
+        return attn_diag_set(err, "attention.heads",
+                             "heads %d does not divide the checkpoint's width %d (hidden_size)",
+                             heads, d);
+
+    /* the embeddings: words (rows read as needed), positions and token types, their LayerNorm */
+    norm_name(full, sizeof(full), prefix, "embeddings.word_embeddings.weight", old);
+    int vocab = 0, cols;
+    if (!attn_ckpt_shape(b, full, &vocab, &cols))
+        vocab = 0;
+    int said = vocab;
+    if (attn_ckpt_config_int(&said, cfg, "vocab_size", NULL, 1, INT32_MAX, "the vocabulary", false,
+                             err))
+        return -1;
+    if (vocab > 0 && said != vocab)
+        return attn_diag_file(err, b->st.path,
+                              "tensor '%s' has %d rows, but config.json says vocab_size %d", full,
+                              vocab, said);
+    attn_matrix_free(&s->embed.rows);
+    attn_matrix_free(&s->embed.types);
+    attn_matrix_free(&s->embed.norm_weight);
+    attn_matrix_free(&s->embed.norm_bias);
+    attn_matrix_free(&s->pos.table);
+    if (attn_ckpt_tensor(&s->embed.rows, b, full, vocab, d, CKPT_MATRIX, ARCH, err))
+        return -1;
+    struct {
+        struct attn_matrix *dst;
+        const char *name;
+        int rows;
+        enum ckpt_form form;
+    } emb[] = {
+        {&s->pos.table, "embeddings.position_embeddings.weight", c.positions, CKPT_TABLE},
+        {&s->embed.types, "embeddings.token_type_embeddings.weight", c.types, CKPT_TABLE},
+        {&s->embed.norm_weight, "embeddings.LayerNorm.weight", 1, CKPT_VECTOR},
+        {&s->embed.norm_bias, "embeddings.LayerNorm.bias", 1, CKPT_VECTOR},
+    };
+    for (size_t i = 0; i < sizeof(emb) / sizeof(emb[0]); i++) {
+        norm_name(full, sizeof(full), prefix, emb[i].name, old);
+        if (attn_ckpt_tensor(emb[i].dst, b, full, emb[i].rows, d, emb[i].form, ARCH, err))
+            return -1;
+    }
+    s->embed.kind = EMBED_TABLE;
+    s->embed.dim = d;
+    s->pos.kind = POS_LEARNED;
+    s->pos.max_len = c.positions;
+
+    /* the MLM head, when the checkpoint has one: masked-token predictions */
+    attn_matrix_free(&s->unembed);
+    attn_matrix_free(&s->unembed_bias);
+    attn_matrix_free(&s->head.dense);
+    attn_matrix_free(&s->head.dense_bias);
+    attn_matrix_free(&s->head.norm_weight);
+    attn_matrix_free(&s->head.norm_bias);
+    s->masked_lm = false;
+    s->mask_id = -1;
+    if (attn_ckpt_has(b, "cls.predictions.transform.dense.weight")) {
+        struct {
+            struct attn_matrix *dst;
+            const char *name;
+            int rows, cols;
+            enum ckpt_form form;
+        } head[] = {
+            {&s->head.dense, "cls.predictions.transform.dense.weight", d, d, CKPT_LINEAR},
+            {&s->head.dense_bias, "cls.predictions.transform.dense.bias", 1, d, CKPT_VECTOR},
+            {&s->head.norm_weight, "cls.predictions.transform.LayerNorm.weight", 1, d, CKPT_VECTOR},
+            {&s->head.norm_bias, "cls.predictions.transform.LayerNorm.bias", 1, d, CKPT_VECTOR},
+            {&s->unembed_bias, "cls.predictions.bias", 1, vocab, CKPT_VECTOR},
+        };
+        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
+            norm_name(full, sizeof(full), "", head[i].name, old);
+            if (attn_ckpt_tensor(head[i].dst, b, full, head[i].rows, head[i].cols, head[i].form,
+                                 ARCH, err))
+                return -1;
+        }
+        s->head.act = c.act;
+        if (c.tied)
+            s->unembed = s->embed.rows; /* the decoder is the word embeddings */
+        else if (attn_ckpt_tensor(&s->unembed, b, "cls.predictions.decoder.weight", vocab, d,
+                                  CKPT_MATRIX, ARCH, err))
+            return -1;
+        s->masked_lm = true;
+        s->mask_id = attn_ckpt_token_id(b, "[MASK]");
+    }
+
+    struct attn_config *a = &s->attn;
+    a->projection = PROJ_LINEAR;
+    a->d_out = d;
+    a->heads = heads;
+    a->layout = LAYOUT_SPLIT;
+    if (!o->causal)
+        a->causal = false; /* an encoder: every token sees every other */
+    a->qkv = QKV_SEPARATE;
+    a->qkv_bias = true;
+    a->out_proj = TRI_TRUE;
+    a->out_bias = true;
+    s->block = (struct attn_block){.on = true,
+                                   .order = BLOCK_POST,
+                                   .norm = NORM_LAYER,
+                                   .norm_eps = c.eps,
+                                   .ffn_hidden = h,
+                                   .activation = c.act,
+                                   .final_norm = false};
+    s->layers = layers;
+
+    if (attn_ckpt_reset_weights(s, layers, err))
+        return -1;
+    for (int L = 0; L < layers; L++) {
+        struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
+        struct {
+            struct attn_matrix *dst;
+            const char *name;
+            int rows, cols;
+            enum ckpt_form form;
+        } parts[] = {
+            {&w->query, "attention.self.query.weight", d, d, CKPT_LINEAR},
+            {&w->query_bias, "attention.self.query.bias", 1, d, CKPT_VECTOR},
+            {&w->key, "attention.self.key.weight", d, d, CKPT_LINEAR},
+            {&w->key_bias, "attention.self.key.bias", 1, d, CKPT_VECTOR},
+            {&w->value, "attention.self.value.weight", d, d, CKPT_LINEAR},
+            {&w->value_bias, "attention.self.value.bias", 1, d, CKPT_VECTOR},
+            {&w->out, "attention.output.dense.weight", d, d, CKPT_LINEAR},
+            {&w->out_bias, "attention.output.dense.bias", 1, d, CKPT_VECTOR},
+            {&w->norm1_weight, "attention.output.LayerNorm.weight", 1, d, CKPT_VECTOR},
+            {&w->norm1_bias, "attention.output.LayerNorm.bias", 1, d, CKPT_VECTOR},
+            {&w->ffn_W1, "intermediate.dense.weight", d, h, CKPT_LINEAR},
+            {&w->ffn_b1, "intermediate.dense.bias", 1, h, CKPT_VECTOR},
+            {&w->ffn_W2, "output.dense.weight", h, d, CKPT_LINEAR},
+            {&w->ffn_b2, "output.dense.bias", 1, d, CKPT_VECTOR},
+            {&w->norm2_weight, "output.LayerNorm.weight", 1, d, CKPT_VECTOR},
+            {&w->norm2_bias, "output.LayerNorm.bias", 1, d, CKPT_VECTOR},
+        };
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+            char name[128];
+            snprintf(name, sizeof(name), "encoder.layer.%d.%s", L, parts[i].name);
+            norm_name(full, sizeof(full), prefix, name, old);
+            if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
+                                 ARCH, err))
+                return -1;
+        }
+        w->set = true;
+    }
+    s->model.layers = c.layers;
+    s->model.heads = c.heads;
+    return attn_ckpt_finish(b, s, path, ARCH, err);
+}

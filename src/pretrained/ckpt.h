@@ -1,0 +1,123 @@
+/* ckpt: what every checkpoint family shares.
+ *
+ * gpt2.c, llama.c and bert.c each map one family's Hugging Face tensor names and config.json keys
+ * onto a scene; this module does the reading they have in common:
+ *   - the scene's backing (engine/scene.h): the tokenizer, the mapped checkpoint (one file or a
+ *     sharded index, stset.h) and the float32 copies widened from F16/BF16 tensors;
+ *   - config.json, its values checked against attnscope's limits and every problem located at
+ *     config.json:line:col on its key;
+ *   - tensors as a scene's matrices: an F32 tensor stored as the engine reads it stays in place in
+ *     the mapping; any other weight matrix (F16, BF16, or stored transposed as torch's Linear
+ *     keeps it) is lazy: the engine widens it when it needs it, one matrix at a time (model.h's
+ *     attn_model_param), so a model is never widened whole; vectors and the small tables are
+ *     widened once. Every tensor read is checked to hold finite numbers.
+ */
+#ifndef ATTNSCOPE_CKPT_H
+#define ATTNSCOPE_CKPT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/diag.h"
+#include "engine/scene.h"
+#include "pretrained/stset.h"
+
+struct bpe;
+struct hftok;
+
+/* The scene's backing. Freed with the last scene that shares it. */
+struct ckpt_backing {
+    struct attn_backing base;
+    struct bpe *bpe;
+    struct hftok *hf; /* tokenizer hf, instead of bpe */
+    struct st_set st;
+    bool has_st;
+    float **owned; /* the widened copies */
+    int n_owned, cap_owned;
+    size_t widened; /* their bytes */
+};
+
+/* What the scene file said itself: it wins over the checkpoint's config. */
+struct ckpt_overrides {
+    bool heads;  /* attention.heads (the same columns split into other heads) */
+    bool layers; /* layers: run only the first ones */
+    bool causal; /* attention.causal */
+};
+
+/* s's backing, made on first use (only this module makes backings); NULL when out of memory. */
+struct ckpt_backing *attn_ckpt_backing(struct attn_scene *s);
+/* The id of a token of the scene's tokenizer as its vocabulary writes it ("[MASK]"), or -1. */
+int attn_ckpt_token_id(const struct ckpt_backing *b, const char *token);
+
+/* ---- config.json -------------------------------------------------------------------------- */
+
+/* config.json is a few kB; anything past this is not one (a 300 MB string took 9 s). */
+#define CKPT_CONFIG_MAX ((size_t)64 << 20)
+
+struct ckpt_config {
+    char path[4200]; /* config.json beside the checkpoint */
+    char *text;      /* its bytes (to locate a key in a message) */
+    size_t len;
+    json_t *root; /* a JSON object */
+};
+
+/* Reads and parses config.json beside model_path (the .safetensors file or the index). */
+int attn_ckpt_config_open(struct ckpt_config *c, const char *model_path, struct diag *err);
+void attn_ckpt_config_close(struct ckpt_config *c);
+/* A problem of key's value (sub: a member of it, or NULL), at config.json on the key's line, or
+ * at config.json:0:0 when key is NULL or not written. Returns -1. */
+int attn_ckpt_config_error(const struct ckpt_config *c, const char *key, const char *sub,
+                           struct diag *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The value of key, or of alt when key is not there (then *used names alt), or NULL. */
+json_t *attn_ckpt_config_get(const struct ckpt_config *c, const char *key, const char *alt,
+                             const char **used);
+/* An integer from lo to hi (what attnscope can run); key may be spelled alt. Missing: an error
+ * when required, else *out is left as it is. */
+int attn_ckpt_config_int(int *out, const struct ckpt_config *c, const char *key, const char *alt,
+                         long long lo, long long hi, const char *what, bool required,
+                         struct diag *err);
+/* A number in (lo, hi); missing: *out left as it is. null counts as missing when null_ok. */
+int attn_ckpt_config_number(double *out, const struct ckpt_config *c, const char *key, double lo,
+                            double hi, const char *what, struct diag *err);
+/* true or false; missing (or null): *out left as it is. */
+int attn_ckpt_config_bool(bool *out, const struct ckpt_config *c, const char *key,
+                          struct diag *err);
+/* A JSON value as a message shows it: written out, cut, control characters escaped. */
+const char *attn_ckpt_show_value(char *out, size_t size, const json_t *v);
+/* A tensor's name for a message: escaped, a long one cut in its middle with "…". */
+const char *attn_ckpt_show_name(char *out, size_t size, const char *name);
+
+/* ---- tensors ------------------------------------------------------------------------------ */
+
+enum ckpt_form {
+    CKPT_VECTOR, /* 1-D of cols (rows is 1): widened once when it is not F32 */
+    CKPT_TABLE,  /* (rows, cols) as stored, always in memory: in place, or widened once */
+    CKPT_MATRIX, /* (rows, cols) as stored: in place, or lazy */
+    CKPT_LINEAR, /* torch's Linear weight, stored (cols, rows): lazy, turned when widened */
+};
+
+/* Opens the checkpoint at path (a .safetensors file or a sharded index) into b, closing the one
+ * it had. */
+int attn_ckpt_open(struct ckpt_backing *b, const char *path, struct diag *err);
+/* Whether the checkpoint has a tensor called name. */
+bool attn_ckpt_has(const struct ckpt_backing *b, const char *name);
+/* The shape of tensor name ((rows, cols) of a 2-D one, (1, n) of a 1-D one), or false. */
+bool attn_ckpt_shape(const struct ckpt_backing *b, const char *name, int *rows, int *cols);
+/* The tensor name as a scene matrix of (rows, cols) in x @ W orientation (see enum ckpt_form),
+ * its shape checked and its values checked to be finite. arch names the mapping in messages
+ * ("tensor 'x' is missing (arch llama)"). */
+int attn_ckpt_tensor(struct attn_matrix *out, struct ckpt_backing *b, const char *name, int rows,
+                     int cols, enum ckpt_form form, const char *arch, struct diag *err);
+/* After the last tensor: the file still as it was read, and the float32 copies the loader made
+ * and the engine's widening buffer together under the memory limit (the figure goes to
+ * s->model.widened). */
+int attn_ckpt_finish(struct ckpt_backing *b, struct attn_scene *s, const char *path,
+                     const char *arch, struct diag *err);
+
+/* Frees every layer's explicit parameters and makes room for layers of them (layer 0 in
+ * s->weights, the others in s->more_weights). */
+int attn_ckpt_reset_weights(struct attn_scene *s, int layers, struct diag *err);
+
+#endif

@@ -1,0 +1,756 @@
+#!/usr/bin/python3
+"""Random-weight checkpoints of the Llama family and BERT in Hugging Face's naming, and the
+numbers PyTorch computes for them, layer by layer.
+
+Run with Debian's python3 (torch, numpy, yaml, python3-regex; gen_gpt2.py's helpers):
+
+    /usr/bin/python3 tests/golden/gen_families.py
+
+It rewrites tests/golden/families/ byte for byte the same on every run (fixed seeds):
+
+  <case>/config.json, <case>/model.safetensors   a checkpoint as Hugging Face writes it
+                                                  (torch's Linear weights (out, in))
+  scenes/<case>.yaml                              the scene that opens it
+  goldens/<case>/...                              every stage of every layer, in attnscope's
+                                                  multi-layer export layout (golden/README.md),
+                                                  and predictions.csv: the top-10 ids at the
+                                                  last position (BERT: at every [MASK])
+
+The forward pass below is written from Hugging Face's modelling code (modeling_llama.py,
+modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_bert.py) in float32 torch:
+RMSNorm as LlamaRMSNorm, rotate_half RoPE with the frequencies of _compute_default_rope_parameters
+/ _compute_linear_scaling_rope_parameters / _compute_llama3_parameters, repeat_kv, the causal
+mask with Mistral's sliding window (key j visible from query i when i - j < window), softmax,
+o_proj, SwiGLU (down(silu(gate(x)) * up(x))); BERT's post-norm encoder with token types and its
+MLM head. Nothing here looks at the C code.
+
+The tokenizers: the Llama cases read tests/golden/gpt2's tiny byte-level BPE (kind gpt2; the ids
+come from gen_gpt2.py's port of OpenAI's encoder); BERT reads a tiny WordPiece tokenizer.json
+written here (every word of its sentences is in the vocabulary, so the ids are a lookup).
+"""
+
+import json
+import math
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_gpt2 as g2  # noqa: E402  (write_csv, write_rows, write_safetensors, the BPE)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "tests", "golden", "families")
+GPT2 = os.path.join(ROOT, "tests", "golden", "gpt2")
+
+TEXT = "The river runs to the sea, and the children watch the water."
+
+# name, arch of config.json, the config's keys, dtype, tied, extra
+CASES = [
+    # Llama with GQA (4 query heads, 2 KV heads), an untied lm_head, F32, F16 and BF16
+    dict(name="llama-gqa", arch="LlamaForCausalLM", model_type="llama", dtype="F32",
+         cfg=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=48, rms_norm_eps=1e-6,
+                  rope_theta=10000.0, tie_word_embeddings=False, max_position_embeddings=64)),
+    dict(name="llama-gqa-f16", same="llama-gqa", dtype="F16"),
+    dict(name="llama-gqa-bf16", same="llama-gqa", dtype="BF16"),
+    # Llama 3's rope scaling (one pair kept, one blended, two stretched), tied embeddings
+    dict(name="llama3-rope", arch="LlamaForCausalLM", model_type="llama", dtype="F32",
+         cfg=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=1, intermediate_size=40, rms_norm_eps=1e-5,
+                  rope_theta=500000.0, tie_word_embeddings=True, max_position_embeddings=64,
+                  rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                    high_freq_factor=4.0,
+                                    original_max_position_embeddings=512))),
+    # Qwen2: q/k/v biases, linear rope scaling, tied
+    dict(name="qwen2-bias", arch="Qwen2ForCausalLM", model_type="qwen2", dtype="F32",
+         cfg=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=64, rms_norm_eps=1e-6,
+                  rope_theta=1000000.0, tie_word_embeddings=True, max_position_embeddings=64,
+                  rope_scaling=dict(type="linear", factor=2.0), use_sliding_window=False)),
+    # Qwen3: per-head q_norm/k_norm, head_dim 16 (heads x head_dim 64 != hidden 32), untied
+    dict(name="qwen3-qknorm", arch="Qwen3ForCausalLM", model_type="qwen3", dtype="F32",
+         cfg=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=16, intermediate_size=48, rms_norm_eps=1e-6,
+                  rope_theta=1000000.0, tie_word_embeddings=False, max_position_embeddings=64,
+                  attention_bias=False)),
+    dict(name="qwen3-qknorm-bf16", same="qwen3-qknorm", dtype="BF16"),
+    # Mistral: a sliding window of 5 tokens over a 15-token sentence
+    dict(name="mistral-window", arch="MistralForCausalLM", model_type="mistral", dtype="F32",
+         cfg=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=48, rms_norm_eps=1e-5,
+                  rope_theta=10000.0, tie_word_embeddings=False, max_position_embeddings=64,
+                  sliding_window=5)),
+    dict(name="mistral-window-f16", same="mistral-window", dtype="F16"),
+]
+
+
+class GenError(Exception):
+    pass
+
+
+# ---- the tokenizer -------------------------------------------------------------------------
+
+
+def gpt2_tokens(text):
+    enc = g2.get_encoder(GPT2)
+    ids = enc.encode(text)
+    labels = [g2.token_label(enc.decoder[i]) for i in ids]
+    return ids, labels, len(enc.encoder)
+
+
+# ---- weights -------------------------------------------------------------------------------
+
+
+def llama_weights(c, vocab, seed):
+    """name -> float32 numpy, torch's Linear layout (out, in), as Hugging Face saves them."""
+    gen = torch.Generator().manual_seed(seed)
+    cfg = c["cfg"]
+    d, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim", d // H)
+    inter = cfg["intermediate_size"]
+    qwen2, qwen3 = c["arch"].startswith("Qwen2"), c["arch"].startswith("Qwen3")
+
+    def rnd(*shape, scale=0.2):
+        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+
+    def norm_w(n):
+        return (1.0 + torch.randn(n, generator=gen) * 0.1).numpy().astype(np.float32)
+
+    W = {"model.embed_tokens.weight": rnd(vocab, d, scale=1.0)}
+    for L in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % L
+        W[p + "input_layernorm.weight"] = norm_w(d)
+        W[p + "self_attn.q_proj.weight"] = rnd(H * hd, d)
+        W[p + "self_attn.k_proj.weight"] = rnd(K * hd, d)
+        W[p + "self_attn.v_proj.weight"] = rnd(K * hd, d)
+        if qwen2:
+            W[p + "self_attn.q_proj.bias"] = rnd(H * hd, scale=0.5)
+            W[p + "self_attn.k_proj.bias"] = rnd(K * hd, scale=0.5)
+            W[p + "self_attn.v_proj.bias"] = rnd(K * hd, scale=0.5)
+        if qwen3:
+            W[p + "self_attn.q_norm.weight"] = norm_w(hd)
+            W[p + "self_attn.k_norm.weight"] = norm_w(hd)
+        W[p + "self_attn.o_proj.weight"] = rnd(d, H * hd)
+        W[p + "post_attention_layernorm.weight"] = norm_w(d)
+        W[p + "mlp.gate_proj.weight"] = rnd(inter, d)
+        W[p + "mlp.up_proj.weight"] = rnd(inter, d)
+        W[p + "mlp.down_proj.weight"] = rnd(d, inter)
+    W["model.norm.weight"] = norm_w(d)
+    if not cfg["tie_word_embeddings"]:
+        W["lm_head.weight"] = rnd(vocab, d)
+    return W
+
+
+def round_to(W, dtype):
+    """The weights as the file stores them, and the float32 numbers they read back as."""
+    stored, back = {}, {}
+    for k, v in W.items():
+        if dtype == "F32":
+            stored[k] = ("F32", v)
+            back[k] = v
+        elif dtype == "F16":
+            h = v.astype(np.float16)
+            stored[k] = ("F16", h)
+            back[k] = h.astype(np.float32)
+        else:
+            b = g2.f32_to_bf16_bits(v)
+            t = torch.from_numpy(v).to(torch.bfloat16).to(torch.float32).numpy()
+            if not np.array_equal(g2.bf16_bits_to_f32(b), t):
+                raise GenError("%s: numpy and torch round to BF16 differently" % k)
+            stored[k] = ("BF16", b)
+            back[k] = t
+    return stored, back
+
+
+# ---- the forward pass (Hugging Face's semantics) -------------------------------------------
+
+
+def rms_norm(x, w, eps):
+    """LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), times the weight."""
+    var = x.pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(var + eps))
+
+
+def inv_freq(cfg, hd):
+    """_compute_default_rope_parameters, with linear or llama3 scaling."""
+    base = cfg["rope_theta"]
+    inv = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    rs = cfg.get("rope_scaling")
+    if not rs:
+        return inv
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        return inv / rs["factor"]
+    if kind == "llama3":
+        factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        old = rs["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / low, old / high
+        wavelen = 2 * math.pi / inv
+        inv_l = torch.where(wavelen > low_wavelen, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        return torch.where(medium, smoothed, inv_l)
+    raise GenError("rope type %s" % kind)
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_forward(c, W, ids):
+    """Every stage, layer by layer, in the export's names; the final norm and the logits."""
+    cfg = c["cfg"]
+    d, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim", d // H)
+    eps = cfg["rms_norm_eps"]
+    n = len(ids)
+    T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
+    window = cfg.get("sliding_window") if c["arch"].startswith("Mistral") else None
+    x = T["model.embed_tokens.weight"][torch.tensor(ids)]
+    pos = torch.arange(n).float()
+    freqs = pos[:, None] @ inv_freq(cfg, hd)[None, :]  # (n, hd/2), as the rotary embedding
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    hidden = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        for j in range(n):
+            hidden[i, j] = j > i or (window is not None and i - j >= window)
+    recs = []
+    for L in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % L
+        rec = {"inputs": x}
+        h = rms_norm(x, T[p + "input_layernorm.weight"], eps)
+
+        def lin(name, a):
+            y = a @ T[p + name + ".weight"].t()
+            b = T.get(p + name + ".bias")
+            return y + b if b is not None else y
+
+        q = lin("self_attn.q_proj", h).view(n, H, hd).transpose(0, 1)  # (H, n, hd)
+        k = lin("self_attn.k_proj", h).view(n, K, hd).transpose(0, 1)  # (K, n, hd)
+        v = lin("self_attn.v_proj", h).view(n, K, hd).transpose(0, 1)
+        heads = [dict() for _ in range(H)]
+        rep = H // K
+        for hh in range(H):
+            heads[hh]["queries"] = q[hh]
+            heads[hh]["keys"] = k[hh // rep]
+            heads[hh]["values"] = v[hh // rep]
+        if p + "self_attn.q_norm.weight" in T:
+            q = rms_norm(q, T[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, T[p + "self_attn.k_norm.weight"], eps)
+            for hh in range(H):
+                heads[hh]["queries_normed"] = q[hh]
+                heads[hh]["keys_normed"] = k[hh // rep]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k_rep = k.repeat_interleave(rep, dim=0)  # repeat_kv
+        v_rep = v.repeat_interleave(rep, dim=0)
+        scores = q @ k_rep.transpose(1, 2)
+        scaled = scores * hd ** -0.5
+        masked = scaled.masked_fill(hidden, float("-inf"))
+        weights = torch.softmax(masked, dim=-1)
+        ctx = weights @ v_rep  # (H, n, hd)
+        wo = T[p + "self_attn.o_proj.weight"]  # (d, H hd)
+        for hh in range(H):
+            heads[hh].update(queries_rotated=q[hh], keys_rotated=k[hh // rep], scores=scores[hh],
+                             scaled=scaled[hh], masked=masked[hh], weights=weights[hh],
+                             dropout=weights[hh], context=ctx[hh])
+            vw = v_rep[hh] @ wo[:, hh * hd:(hh + 1) * hd].t()  # v_j W_O^h: (n, d)
+            heads[hh]["weighted_norm"] = (weights[hh].unsqueeze(-1) * vw.unsqueeze(0)).norm(dim=-1)
+        concat = ctx.transpose(0, 1).reshape(n, H * hd)
+        out = lin("self_attn.o_proj", concat)
+        res1 = x + out
+        n2 = rms_norm(res1, T[p + "post_attention_layernorm.weight"], eps)
+        gate = lin("mlp.gate_proj", n2)
+        up = lin("mlp.up_proj", n2)
+        act = torch.nn.functional.silu(gate) * up
+        ffn_out = lin("mlp.down_proj", act)
+        res2 = res1 + ffn_out
+        rec.update(norm1=h, context=concat, output=out, residual1=res1, norm2=n2, ffn_gate=gate,
+                   ffn_up=up, ffn_activated=act, ffn_out=ffn_out, residual2=res2,
+                   block_output=res2, heads=heads)
+        recs.append(rec)
+        x = res2
+    final = rms_norm(x, T["model.norm.weight"], eps)
+    head = T.get("lm_head.weight", T["model.embed_tokens.weight"])
+    logits = final @ head.t()
+    return recs, final, logits
+
+
+# ---- float64 cross-check -------------------------------------------------------------------
+
+
+def llama_forward64(c, W, ids):
+    """The same in float64 numpy with loops over heads by column index: each torch stage must
+    agree within 1e-5 relative (catches a wrong view or transpose in llama_forward)."""
+    cfg = c["cfg"]
+    d, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim", d // H)
+    eps = cfg["rms_norm_eps"]
+    n = len(ids)
+    A = {k: v.astype(np.float64) for k, v in W.items()}
+    window = cfg.get("sliding_window") if c["arch"].startswith("Mistral") else None
+    inv = inv_freq(cfg, hd).double().numpy()
+
+    def rms(x, w):
+        return w * x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+
+    x = A["model.embed_tokens.weight"][ids]
+    outs = []
+    for L in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % L
+
+        def lin(name, a):
+            y = a @ A[p + name + ".weight"].T
+            return y + A[p + name + ".bias"] if p + name + ".bias" in A else y
+
+        h = rms(x, A[p + "input_layernorm.weight"])
+        q, k, v = lin("self_attn.q_proj", h), lin("self_attn.k_proj", h), lin("self_attn.v_proj", h)
+        concat = np.zeros((n, H * hd))
+        for hh in range(H):
+            kv = hh // (H // K)
+            qh, kh, vh = q[:, hh * hd:(hh + 1) * hd], k[:, kv * hd:(kv + 1) * hd], \
+                v[:, kv * hd:(kv + 1) * hd]
+            if p + "self_attn.q_norm.weight" in A:
+                qh, kh = rms(qh, A[p + "self_attn.q_norm.weight"]), rms(kh, A[p + "self_attn.k_norm.weight"])
+            half = hd // 2
+            qr, kr = np.zeros_like(qh), np.zeros_like(kh)
+            for t in range(n):
+                for i in range(half):
+                    a = t * inv[i]
+                    cs, sn = math.cos(a), math.sin(a)
+                    for src, dst in ((qh, qr), (kh, kr)):
+                        dst[t, i] = src[t, i] * cs - src[t, i + half] * sn
+                        dst[t, i + half] = src[t, i + half] * cs + src[t, i] * sn
+            s = qr @ kr.T / math.sqrt(hd)
+            for i in range(n):
+                for j in range(n):
+                    if j > i or (window is not None and i - j >= window):
+                        s[i, j] = -np.inf
+            e = np.exp(s - s.max(-1, keepdims=True))
+            w = e / e.sum(-1, keepdims=True)
+            concat[:, hh * hd:(hh + 1) * hd] = w @ vh
+        res1 = x + lin("self_attn.o_proj", concat)
+        n2 = rms(res1, A[p + "post_attention_layernorm.weight"])
+        gate = lin("mlp.gate_proj", n2)
+        act = gate / (1 + np.exp(-gate)) * lin("mlp.up_proj", n2)
+        x = res1 + lin("mlp.down_proj", act)
+        outs.append(x)
+    return outs
+
+
+def check64(name, recs, outs):
+    for L, (rec, ref) in enumerate(zip(recs, outs)):
+        got = rec["block_output"].double().numpy()
+        err = np.abs(got - ref) / (1 + np.abs(ref))
+        if err.max() > 1e-5:
+            raise GenError("%s layer %d: torch and float64 differ by %g" % (name, L, err.max()))
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+
+def write_json(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, sort_keys=False)
+        f.write("\n")
+
+
+def llama_params(W, L, cfg):
+    """Layer L's parameters as attnscope's export names them (x @ W orientation)."""
+    p = "model.layers.%d." % L
+    out = {
+        "W_query": W[p + "self_attn.q_proj.weight"].T, "W_key": W[p + "self_attn.k_proj.weight"].T,
+        "W_value": W[p + "self_attn.v_proj.weight"].T, "out": W[p + "self_attn.o_proj.weight"].T,
+        "ffn_Wgate": W[p + "mlp.gate_proj.weight"].T, "ffn_W1": W[p + "mlp.up_proj.weight"].T,
+        "ffn_W2": W[p + "mlp.down_proj.weight"].T,
+        "norm1_weight": W[p + "input_layernorm.weight"],
+        "norm2_weight": W[p + "post_attention_layernorm.weight"],
+    }
+    for src, dst in (("q_proj.bias", "b_query"), ("k_proj.bias", "b_key"),
+                     ("v_proj.bias", "b_value"), ("q_norm.weight", "q_norm_weight"),
+                     ("k_norm.weight", "k_norm_weight")):
+        if p + "self_attn." + src in W:
+            out[dst] = W[p + "self_attn." + src]
+    return out
+
+
+HEAD_VEC = ("queries", "keys", "values", "queries_normed", "keys_normed", "queries_rotated",
+            "keys_rotated", "context")
+HEAD_SQ = ("scores", "scaled", "masked", "weights", "dropout", "weighted_norm")
+LAYER = ("inputs", "norm1", "context", "output", "residual1", "norm2", "ffn_hidden", "ffn_gate",
+         "ffn_up", "ffn_activated", "ffn_out", "residual2", "block_output")
+
+
+def write_goldens(out_dir, ids, labels, recs, final, params, predictions):
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    g2.write_rows(os.path.join(out_dir, "tokens.csv"), ["position", "id", "token"],
+                  [[str(i), str(t), lab] for i, (t, lab) in enumerate(zip(ids, labels))])
+    for L, rec in enumerate(recs):
+        ld = os.path.join(out_dir, "layer%d" % L)
+        for name in LAYER:
+            if name in rec:
+                g2.write_csv(os.path.join(ld, name + ".csv"), rec[name], labels)
+        for h, hrec in enumerate(rec["heads"]):
+            hdir = os.path.join(ld, "head%d" % h)
+            for name in HEAD_VEC:
+                if name in hrec:
+                    g2.write_csv(os.path.join(hdir, name + ".csv"), hrec[name], labels)
+            for name in HEAD_SQ:
+                if name in hrec:
+                    g2.write_csv(os.path.join(hdir, name + ".csv"), hrec[name], labels, labels)
+        for name, a in params[L].items():
+            default = 1.0 if name.endswith("_weight") else 0.0
+            if name.startswith("norm") and np.all(a == default):
+                continue
+            rl = ["b"] if a.ndim == 1 else ["d%d" % i for i in range(a.shape[0])]
+            g2.write_csv(os.path.join(ld, "params", name + ".csv"), a, rl)
+    if final is not None:
+        g2.write_csv(os.path.join(out_dir, "final_norm.csv"), final, labels)
+    for L, r in enumerate(g2.rollout(recs)):
+        g2.write_csv(os.path.join(out_dir, "layer%d" % L, "rollout.csv"), r, labels, labels)
+        if L == len(recs) - 1:
+            g2.write_csv(os.path.join(out_dir, "rollout.csv"), r, labels, labels)
+    # predictions.csv: position, rank, id, logit (the top 10, ties to the lower id)
+    rows = []
+    for pos, logits in predictions:
+        order = sorted(range(len(logits)), key=lambda i: (-float(logits[i]), i))[:10]
+        for rank, i in enumerate(order):
+            rows.append([str(pos), str(rank + 1), str(i), g2.fmt(logits[i])])
+    g2.write_rows(os.path.join(out_dir, "predictions.csv"), ["position", "rank", "id", "logit"],
+                  rows)
+
+
+def llama_case(c, by_name, ids, labels, vocab):
+    base = by_name[c["same"]] if "same" in c else c
+    c = dict(base, name=c["name"], dtype=c["dtype"])
+    seed = 20250701 + sum(ord(ch) for ch in base["name"])
+    W32 = llama_weights(c, vocab, seed)
+    stored, W = round_to(W32, c["dtype"])
+    folder = os.path.join(OUT, c["name"])
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored,
+                         {"format": "pt"})
+    cfg = dict(architectures=[c["arch"]], model_type=c["model_type"], vocab_size=vocab,
+               hidden_act="silu", torch_dtype={"F32": "float32", "F16": "float16",
+                                               "BF16": "bfloat16"}[c["dtype"]])
+    cfg.update(c["cfg"])
+    write_json(os.path.join(folder, "config.json"), cfg)
+    back, _ = g2.read_safetensors(os.path.join(folder, "model.safetensors"))
+    for k in W:
+        if not np.array_equal(back[k], W[k]):
+            raise GenError("%s: %s does not read back" % (c["name"], k))
+    with torch.no_grad():
+        recs, final, logits = llama_forward(c, W, ids)
+    check64(c["name"], recs, llama_forward64(c, W, ids))
+    params = [llama_params(W, L, c["cfg"]) for L in range(c["cfg"]["num_hidden_layers"])]
+    write_goldens(os.path.join(OUT, "goldens", c["name"]), ids, labels, recs, final, params,
+                  [(len(ids) - 1, logits[-1].numpy())])
+    scene = ("# %s: random weights in Hugging Face's naming, written by gen_families.py.\n"
+             "version: 1\ntitle: \"%s\"\ntext: \"%s\"\n"
+             "tokenizer: {kind: gpt2, vocab: ../../gpt2/vocab.json, merges: ../../gpt2/merges.txt}\n"
+             "model: {file: ../%s/model.safetensors}\n" % (c["name"], c["name"], TEXT, c["name"]))
+    os.makedirs(os.path.join(OUT, "scenes"), exist_ok=True)
+    with open(os.path.join(OUT, "scenes", c["name"] + ".yaml"), "w", encoding="utf-8") as f:
+        f.write(scene)
+
+
+# ---- BERT ----------------------------------------------------------------------------------
+
+BERT_WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "a", "the", "cat", "sat",
+              "on", "mat", "it", "was", "sunny", "day", "dog", "ran", "to", "river", "sea",
+              "and", "children", "watch", "water", "runs", "##s", "##ing", "play"]
+BERT_A = "The cat sat on the [MASK] ."
+BERT_B = "It was a sunny [MASK] ."
+
+
+def bert_tokenizer_json():
+    """A tiny WordPiece tokenizer.json as bert-base-uncased's is built (BertNormalizer,
+    BertPreTokenizer, TemplateProcessing with sentence pairs, the WordPiece decoder)."""
+    vocab = {w: i for i, w in enumerate(BERT_WORDS)}
+    special = [{"id": vocab[t], "content": t, "single_word": False, "lstrip": False,
+                "rstrip": False, "normalized": False, "special": True}
+               for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}},
+                       {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}},
+                     {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+            "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]}
+                               for t in ("[CLS]", "[SEP]")}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": vocab},
+    }
+
+
+def bert_tokens():
+    """[CLS] A [SEP] B [SEP]: every word of the sentences is a whole word of the vocabulary."""
+    vocab = {w: i for i, w in enumerate(BERT_WORDS)}
+    labels, types = ["[CLS]"], [0]
+    for t, sent in ((0, BERT_A), (1, BERT_B)):
+        for w in sent.split():
+            w = w if w == "[MASK]" else w.lower()
+            if w not in vocab:
+                raise GenError("%s is not in the BERT vocabulary" % w)
+            labels.append(w)
+            types.append(t)
+        labels.append("[SEP]")
+        types.append(t)
+    return [vocab[w] for w in labels], labels, types
+
+
+BERT_CFG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                max_position_embeddings=40, type_vocab_size=2, layer_norm_eps=1e-12,
+                hidden_act="gelu", position_embedding_type="absolute")
+
+
+def bert_weights(seed, vocab):
+    gen = torch.Generator().manual_seed(seed)
+    cfg = BERT_CFG
+    d, inter = cfg["hidden_size"], cfg["intermediate_size"]
+
+    def rnd(*shape, scale=0.2):
+        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+
+    def ln(prefix):
+        return {prefix + ".weight": (1 + torch.randn(d, generator=gen) * 0.1).numpy(),
+                prefix + ".bias": rnd(d, scale=0.1)}
+
+    W = {"bert.embeddings.word_embeddings.weight": rnd(vocab, d, scale=1.0),
+         "bert.embeddings.position_embeddings.weight": rnd(cfg["max_position_embeddings"], d),
+         "bert.embeddings.token_type_embeddings.weight": rnd(2, d, scale=0.5)}
+    W.update(ln("bert.embeddings.LayerNorm"))
+    for L in range(cfg["num_hidden_layers"]):
+        p = "bert.encoder.layer.%d." % L
+        for name, o, i in (("attention.self.query", d, d), ("attention.self.key", d, d),
+                           ("attention.self.value", d, d), ("attention.output.dense", d, d),
+                           ("intermediate.dense", inter, d), ("output.dense", d, inter)):
+            W[p + name + ".weight"] = rnd(o, i)
+            W[p + name + ".bias"] = rnd(o, scale=0.1)
+        W.update(ln(p + "attention.output.LayerNorm"))
+        W.update(ln(p + "output.LayerNorm"))
+    W["bert.pooler.dense.weight"] = rnd(d, d)
+    W["bert.pooler.dense.bias"] = rnd(d)
+    W["cls.predictions.transform.dense.weight"] = rnd(d, d)
+    W["cls.predictions.transform.dense.bias"] = rnd(d, scale=0.1)
+    W.update(ln("cls.predictions.transform.LayerNorm"))
+    W["cls.predictions.bias"] = rnd(vocab, scale=0.5)
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in W.items()}
+
+
+def bert_forward(W, ids, types):
+    """BertForMaskedLM in eval mode (modeling_bert.py): embeddings + LayerNorm, post-norm layers
+    with GELU (erf), the MLM head with the decoder tied to the word embeddings."""
+    cfg = BERT_CFG
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd, eps, n = d // H, cfg["layer_norm_eps"], len(ids)
+    T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
+    F = torch.nn.functional
+
+    def ln(x, prefix):
+        return F.layer_norm(x, (d,), T[prefix + ".weight"], T[prefix + ".bias"], eps)
+
+    def lin(x, prefix):
+        return F.linear(x, T[prefix + ".weight"], T[prefix + ".bias"])
+
+    e = "bert.embeddings."
+    x = (T[e + "word_embeddings.weight"][torch.tensor(ids)] +
+         T[e + "token_type_embeddings.weight"][torch.tensor(types)] +
+         T[e + "position_embeddings.weight"][torch.arange(n)])
+    x = ln(x, e + "LayerNorm")
+    recs = []
+    for L in range(cfg["num_hidden_layers"]):
+        p = "bert.encoder.layer.%d." % L
+        rec = {"inputs": x}
+        q = lin(x, p + "attention.self.query").view(n, H, hd).transpose(0, 1)
+        k = lin(x, p + "attention.self.key").view(n, H, hd).transpose(0, 1)
+        v = lin(x, p + "attention.self.value").view(n, H, hd).transpose(0, 1)
+        scores = q @ k.transpose(1, 2)
+        scaled = scores / math.sqrt(hd)
+        weights = torch.softmax(scaled, dim=-1)
+        ctx = weights @ v
+        wo = T[p + "attention.output.dense.weight"]
+        heads = []
+        for h in range(H):
+            vw = v[h] @ wo[:, h * hd:(h + 1) * hd].t()
+            heads.append(dict(queries=q[h], keys=k[h], values=v[h], scores=scores[h],
+                              scaled=scaled[h], masked=scaled[h], weights=weights[h],
+                              dropout=weights[h], context=ctx[h],
+                              weighted_norm=(weights[h].unsqueeze(-1) * vw.unsqueeze(0))
+                              .norm(dim=-1)))
+        concat = ctx.transpose(0, 1).reshape(n, d)
+        out = lin(concat, p + "attention.output.dense")
+        res1 = x + out
+        n1 = ln(res1, p + "attention.output.LayerNorm")
+        hid = lin(n1, p + "intermediate.dense")
+        act = F.gelu(hid)
+        fo = lin(act, p + "output.dense")
+        res2 = n1 + fo
+        n2 = ln(res2, p + "output.LayerNorm")
+        rec.update(norm1=n1, context=concat, output=out, residual1=res1, norm2=n2,
+                   ffn_hidden=hid, ffn_activated=act, ffn_out=fo, residual2=res2,
+                   block_output=n2, heads=heads)
+        recs.append(rec)
+        x = n2
+    t = F.gelu(lin(x, "cls.predictions.transform.dense"))
+    t = ln(t, "cls.predictions.transform.LayerNorm")
+    logits = t @ T[e + "word_embeddings.weight"].t() + T["cls.predictions.bias"]
+    return recs, logits
+
+
+def bert_params(W, L):
+    p = "bert.encoder.layer.%d." % L
+    return {"W_query": W[p + "attention.self.query.weight"].T,
+            "b_query": W[p + "attention.self.query.bias"],
+            "W_key": W[p + "attention.self.key.weight"].T,
+            "b_key": W[p + "attention.self.key.bias"],
+            "W_value": W[p + "attention.self.value.weight"].T,
+            "b_value": W[p + "attention.self.value.bias"],
+            "out": W[p + "attention.output.dense.weight"].T,
+            "out_bias": W[p + "attention.output.dense.bias"],
+            "ffn_W1": W[p + "intermediate.dense.weight"].T,
+            "ffn_b1": W[p + "intermediate.dense.bias"],
+            "ffn_W2": W[p + "output.dense.weight"].T, "ffn_b2": W[p + "output.dense.bias"],
+            "norm1_weight": W[p + "attention.output.LayerNorm.weight"],
+            "norm1_bias": W[p + "attention.output.LayerNorm.bias"],
+            "norm2_weight": W[p + "output.LayerNorm.weight"],
+            "norm2_bias": W[p + "output.LayerNorm.bias"]}
+
+
+def bert_case(name, dtype):
+    ids, labels, types = bert_tokens()
+    W32 = bert_weights(20250801, len(BERT_WORDS))
+    stored, W = round_to(W32, dtype)
+    folder = os.path.join(OUT, name)
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored, {"format": "pt"})
+    cfg = dict(architectures=["BertForMaskedLM"], model_type="bert", vocab_size=len(BERT_WORDS))
+    cfg.update(BERT_CFG)
+    write_json(os.path.join(folder, "config.json"), cfg)
+    write_json(os.path.join(folder, "tokenizer.json"), bert_tokenizer_json())
+    with torch.no_grad():
+        recs, logits = bert_forward(W, ids, types)
+    params = [bert_params(W, L) for L in range(BERT_CFG["num_hidden_layers"])]
+    masks = [i for i, w in enumerate(labels) if w == "[MASK]"]
+    write_goldens(os.path.join(OUT, "goldens", name), ids, labels, recs, None, params,
+                  [(i, logits[i].numpy()) for i in masks])
+    scene = ("# %s: a random BertForMaskedLM in Hugging Face's naming, two sentences and two\n"
+             "# [MASK]s, written by gen_families.py.\n"
+             "version: 1\ntitle: \"%s\"\ntext: [\"%s\", \"%s\"]\n"
+             "tokenizer: {kind: hf, file: ../%s/tokenizer.json}\n"
+             "model: {file: ../%s/model.safetensors, arch: auto}\n"
+             % (name, name, BERT_A, BERT_B, name, name))
+    os.makedirs(os.path.join(OUT, "scenes"), exist_ok=True)
+    with open(os.path.join(OUT, "scenes", name + ".yaml"), "w", encoding="utf-8") as f:
+        f.write(scene)
+
+
+# ---- sharded, and the bad checkpoints of tests/fixtures/bad --------------------------------
+
+
+def write_sharded(src, name):
+    """src's tensors in two shards and an index: the same numbers, so the same goldens."""
+    back, header = g2.read_safetensors(os.path.join(OUT, src, "model.safetensors"))
+    folder = os.path.join(OUT, name)
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    names = sorted(back)
+    half = len(names) // 2
+    shards = {"model-00001-of-00002.safetensors": names[:half],
+              "model-00002-of-00002.safetensors": names[half:]}
+    weight_map = {}
+    for shard, members in shards.items():
+        stored = {}
+        for k in members:
+            dt = header[k]["dtype"]
+            stored[k] = (dt, g2.f32_to_bf16_bits(back[k]) if dt == "BF16" else
+                         back[k].astype(np.float16) if dt == "F16" else back[k])
+        g2.write_safetensors(os.path.join(folder, shard), stored, {"format": "pt"})
+        weight_map.update({k: shard for k in members})
+    write_json(os.path.join(folder, "model.safetensors.index.json"),
+               {"metadata": {"total_size": sum(v.nbytes for v in back.values())},
+                "weight_map": dict(sorted(weight_map.items()))})
+    shutil.copy(os.path.join(OUT, src, "config.json"), os.path.join(folder, "config.json"))
+    shutil.copytree(os.path.join(OUT, "goldens", src), os.path.join(OUT, "goldens", name))
+    with open(os.path.join(OUT, "scenes", src + ".yaml"), encoding="utf-8") as f:
+        scene = f.read().replace("../%s/model.safetensors" % src,
+                                 "../%s/model.safetensors.index.json" % name)
+    scene = scene.replace("# %s:" % src, "# %s (two shards and an index):" % name)
+    with open(os.path.join(OUT, "scenes", name + ".yaml"), "w", encoding="utf-8") as f:
+        f.write(scene)
+
+
+def write_bad(vocab):
+    """Checkpoints with one fault each, for tests/fixtures/bad/model_family_*.yaml."""
+    bad = os.path.join(OUT, "bad")
+    if os.path.isdir(bad):
+        shutil.rmtree(bad)
+    c = dict(CASES[0], cfg=dict(CASES[0]["cfg"], num_hidden_layers=1, hidden_size=16,
+                                intermediate_size=16))
+    W = llama_weights(c, vocab, 7)
+    cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=vocab,
+               hidden_act="silu")
+    cfg.update(c["cfg"])
+
+    def put(name, tensors, config, index=None):
+        folder = os.path.join(bad, name)
+        for shard, members in tensors.items():
+            g2.write_safetensors(os.path.join(folder, shard),
+                                 {k: ("F32", W[k]) for k in members})
+        write_json(os.path.join(folder, "config.json"), config)
+        if index is not None:
+            write_json(os.path.join(folder, "model.safetensors.index.json"), index)
+
+    names = sorted(W)
+    put("mamba", {"model.safetensors": names}, dict(cfg, architectures=["MambaForCausalLM"]))
+    put("wide", {"model.safetensors": names}, dict(cfg, hidden_size=24))
+    put("rope", {"model.safetensors": names},
+        dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+    a, b = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    wm = {k: (a if i % 2 == 0 else b) for i, k in enumerate(names)}
+    put("missing-shard", {a: [k for k in names if wm[k] == a]}, cfg, {"weight_map": wm})
+    put("two-shards", {a: [k for k in names if wm[k] == a] + ["model.norm.weight"],
+                       b: [k for k in names if wm[k] == b and k != "model.norm.weight"] +
+                       ["model.norm.weight"]},
+        cfg, {"weight_map": wm})
+
+
+def main():
+    ids, labels, vocab = gpt2_tokens(TEXT)
+    by_name = {c["name"]: c for c in CASES}
+    for d in ("scenes", "goldens"):
+        if os.path.isdir(os.path.join(OUT, d)):
+            shutil.rmtree(os.path.join(OUT, d))
+    for c in CASES:
+        llama_case(c, by_name, ids, labels, vocab)
+        print("families: %s" % c["name"])
+    write_sharded("llama-gqa-bf16", "llama-gqa-sharded")
+    print("families: llama-gqa-sharded")
+    write_bad(vocab)
+    for name, dtype in (("bert-pair", "F32"), ("bert-pair-f16", "F16")):
+        bert_case(name, dtype)
+        print("families: %s" % name)
+
+
+if __name__ == "__main__":
+    main()
