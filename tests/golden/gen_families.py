@@ -383,7 +383,9 @@ def llama_params(W, L, cfg):
 
 HEAD_VEC = ("queries", "keys", "values", "queries_normed", "keys_normed", "queries_rotated",
             "keys_rotated", "context")
-HEAD_SQ = ("scores", "scaled", "masked", "weights", "dropout", "weighted_norm")
+# no "dropout": these models' attention dropout is 0, so dropout.csv would be a byte copy of
+# weights.csv, and the export leaves it out (docs/export.md)
+HEAD_SQ = ("scores", "scaled", "masked", "weights", "weighted_norm")
 LAYER = ("inputs", "norm1", "context", "output", "residual1", "norm2", "ffn_hidden", "ffn_gate",
          "ffn_up", "ffn_activated", "ffn_out", "residual2", "block_output")
 
