@@ -176,10 +176,8 @@ static void rotate(float *out, const float *x, int width, const struct attn_mode
     }
 }
 
-/* out (rows, d) = LayerNorm or RMSNorm of every row of in, times w (plus b for LayerNorm). The
- * moments are summed in double; torch's float kernel agrees to the last bit or two. */
-static void norm_rows(float *out, const float *in, int rows, const struct attn_model *m,
-                      const float *w, const float *b)
+void attn_norm_rows(float *out, const float *in, int rows, const struct attn_model *m,
+                    const float *w, const float *b)
 {
     int d = m->d_in;
     for (int i = 0; i < rows; i++) {
@@ -206,13 +204,13 @@ static void norm_rows(float *out, const float *in, int rows, const struct attn_m
 static void normalize(float *out, const float *in, const struct attn_model *m, const float *w,
                       const float *b)
 {
-    norm_rows(out, in, m->n, m, w, b);
+    attn_norm_rows(out, in, m->n, m, w, b);
 }
 
 void attn_final_norm_rows(float *out, const float *in, int rows, const struct attn_model *last)
 {
     if (last->final_norm)
-        norm_rows(out, in, rows, last, last->fw, last->fb);
+        attn_norm_rows(out, in, rows, last, last->fw, last->fb);
     else if (out != in)
         memcpy(out, in, (size_t)rows * (size_t)last->d_in * sizeof(float));
 }
@@ -245,8 +243,7 @@ static void swiglu(float *out, const float *gate, const float *up, size_t count)
     }
 }
 
-/* ReLU; GELU exact (erf, nn.GELU()); GELU's tanh approximation (GPT-2's gelu_new). */
-static void activate(float *out, const float *in, size_t count, enum attn_activation act)
+void attn_activate(float *out, const float *in, size_t count, enum attn_activation act)
 {
     const double c = sqrt(2.0 / M_PI);
     for (size_t i = 0; i < count; i++) {
@@ -439,7 +436,7 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
         swiglu(r->ffn_act, r->ffn_gate, r->ffn_up, (size_t)n * hid);
     } else {
         attn_mm_ab(r->ffn_hidden, hid, ffn_in, d, ATTN_PARAM(m, w1), hid, m->b1, n, hid, d);
-        activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
+        attn_activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
     }
     attn_mm_ab(r->ffn_out, d, r->ffn_act, hid, ATTN_PARAM(m, w2), d, m->b2, n, d, hid);
     const float *skip = m->order == BLOCK_POST ? r->norm1 : r->res1;

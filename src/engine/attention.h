@@ -119,6 +119,14 @@ int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
  * factor, computed for the head the first time it is asked for (memo). (n) floats, valid until
  * the next attn_forward on r. */
 const float *attn_value_norms(const struct attn_run *r, const struct attn_model *m, int h);
+/* out (rows, d_in) = LayerNorm or RMSNorm (m->norm, m->norm_eps) of every row of in, times w
+ * (plus b for LayerNorm). The moments are summed in double; torch's float kernel agrees to the
+ * last bit or two. out may equal in. */
+void attn_norm_rows(float *out, const float *in, int rows, const struct attn_model *m,
+                    const float *w, const float *b);
+/* out (count) = act(in): ReLU; GELU exact (erf, nn.GELU()); GELU's tanh approximation (GPT-2's
+ * gelu_new). Not ACT_SWIGLU, which takes two inputs. out may equal in. */
+void attn_activate(float *out, const float *in, size_t count, enum attn_activation act);
 /* out (rows, d_in) = the final norm of rows of a residual stream in (rows, d_in), with the
  * last layer's parameters, exactly as the forward pass computes the final_norm stage; a copy
  * when the scene has no final norm. out may equal in. The logit lens runs every layer through

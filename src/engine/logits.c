@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attention.h"
 #include "engine/kernels.h"
 #include "engine/model.h"
 
@@ -51,7 +52,8 @@ static int check_request(const struct attn_net *net, int layer, int pos0, int co
     return 0;
 }
 
-/* BERT's MLM transform, in place: h (rows, d) = LayerNorm(gelu(h hw + hb)) with hnw, hnb. */
+/* BERT's MLM transform, in place: h (rows, d) = LayerNorm(act(h hw + hb)) with hnw, hnb, act the
+ * checkpoint's hidden_act (as transformers' BertPredictionHeadTransform). */
 static int head_transform(float *h, int rows, const struct attn_model *last)
 {
     int d = last->d_in;
@@ -59,26 +61,8 @@ static int head_transform(float *h, int rows, const struct attn_model *last)
     if (!t)
         return -1;
     attn_mm_ab(t, d, h, d, ATTN_PARAM(last, hw), d, last->hb, rows, d, d);
-    for (int i = 0; i < rows; i++) {
-        float *x = t + (size_t)i * d;
-        double mean = 0, var = 0;
-        for (int j = 0; j < d; j++) {
-            double v = x[j];
-            v = last->hact == ACT_GELU_TANH
-                    ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
-                    : 0.5 * v * (1 + erf(v / sqrt(2.0)));
-            x[j] = (float)v;
-            mean += v;
-        }
-        mean /= d;
-        for (int j = 0; j < d; j++)
-            var += (x[j] - mean) * (x[j] - mean);
-        var /= d;
-        double inv = 1.0 / sqrt(var + (double)last->norm_eps);
-        float *o = h + (size_t)i * d;
-        for (int j = 0; j < d; j++)
-            o[j] = (float)((x[j] - mean) * inv) * last->hnw[j] + last->hnb[j];
-    }
+    attn_activate(t, t, (size_t)rows * (size_t)d, last->hact);
+    attn_norm_rows(h, t, rows, last, last->hnw, last->hnb);
     free(t);
     return 0;
 }
