@@ -119,45 +119,45 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
     m->row = m->col = -1;
     m->next = -1;
     q = skip_blanks(q);
-    if (*q == '@' && strncmp(skip_blanks(q + 1), "next", 4) == 0 &&
-        !isalnum((unsigned char)skip_blanks(q + 1)[4]) && skip_blanks(q + 1)[4] != '_') {
-        q = skip_blanks(skip_blanks(q + 1) + 4);
-        m->next = read_index(&q);
-        if (m->next < 0) {
-            snprintf(why, size, "after @ next comes a position (0-based), like {0.9187 @ next 20}");
-            return NULL;
-        }
-        q = skip_blanks(q);
-    } else if (*q == '@') {
+    if (*q == '@') {
         q = skip_blanks(q + 1);
+        char word[32] = "";
         if (isalpha((unsigned char)*q)) {
             const char *name = q;
             while (isalnum((unsigned char)*q) || *q == '_')
                 q++;
-            char stage[32];
-            snprintf(stage, sizeof(stage), "%.*s", (int)(q - name), name);
-            m->stage = attn_stage_parse(stage);
-            if (m->stage < 0) {
-                snprintf(why, size, "'%.20s' is not a stage (inputs, queries, scores, ...)", stage);
+            snprintf(word, sizeof(word), "%.*s", (int)(q - name), name);
+            q = skip_blanks(q);
+        }
+        if (strcmp(word, "next") == 0) {
+            m->next = read_index(&q);
+            if (m->next < 0) {
+                snprintf(why, size,
+                         "after @ next comes a position (0-based), like {0.9187 @ next 20}");
+                return NULL;
+            }
+            q = skip_blanks(q);
+        } else {
+            if (word[0] && (m->stage = attn_stage_parse(word)) < 0) {
+                snprintf(why, size, "'%.20s' is not a stage (inputs, queries, scores, ...)", word);
+                return NULL;
+            }
+            m->row = read_index(&q);
+            q = skip_blanks(q);
+            if (m->row < 0 || *q != ',') {
+                snprintf(why, size,
+                         "after @ comes the cell: row,column (0-based), like {0.2379 @ 1,1}");
+                return NULL;
+            }
+            q = skip_blanks(q + 1);
+            m->col = read_index(&q);
+            if (m->col < 0) {
+                snprintf(why, size,
+                         "after @ comes the cell: row,column (0-based), like {0.2379 @ 1,1}");
                 return NULL;
             }
             q = skip_blanks(q);
         }
-        m->row = read_index(&q);
-        q = skip_blanks(q);
-        if (m->row < 0 || *q != ',') {
-            snprintf(why, size,
-                     "after @ comes the cell: row,column (0-based), like {0.2379 @ 1,1}");
-            return NULL;
-        }
-        q = skip_blanks(q + 1);
-        m->col = read_index(&q);
-        if (m->col < 0) {
-            snprintf(why, size,
-                     "after @ comes the cell: row,column (0-based), like {0.2379 @ 1,1}");
-            return NULL;
-        }
-        q = skip_blanks(q);
     }
     if (*q != '}') {
         snprintf(why, size,
