@@ -1126,8 +1126,6 @@ static int check_utf8(const char *s, size_t len, struct diag *err)
 static int encode_one(struct ids *out, const struct hftok *t, const char *text, size_t len,
                       struct diag *err)
 {
-    if (check_utf8(text, len, err))
-        return -1;
     if (len > (size_t)INT32_MAX)
         return attn_diag_set(err, "text", "the text is too long to tokenize (%zu bytes)", len);
     struct piece whole = {0};
@@ -1320,6 +1318,10 @@ int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const c
 {
     memset(out, 0, sizeof(*out));
     attn_diag_clear(err);
+    /* Both texts are checked before either is encoded: bad input is refused as such, whatever
+     * the first text's encoding would have met. */
+    if (check_utf8(text, len, err) || (pair && check_utf8(pair, pair_len, err)))
+        return -1;
     struct encs l = {calloc(2, sizeof(struct enc)), 0};
     if (!l.v)
         return attn_diag_set(err, "", "out of memory");
