@@ -1844,7 +1844,7 @@ static void test_lesson_messages_name_the_keys(void **state)
 }
 
 /* The words a vocabulary lacks, found in a sentence's token labels: a word split into pieces
- * one of which is a single byte; whole pieces ("un" + "believable") are not said. */
+ * most of which are single bytes; whole pieces ("un" + "believable") are not said. */
 static void test_unknown_words(void **state)
 {
     (void)state;
@@ -1852,12 +1852,16 @@ static void test_unknown_words(void **state)
     char *whole[] = {"The", " un", "believable", " cat", ".", " 3", "d"};
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), whole, 7), 0);
     assert_string_equal(out, "");
-    char *bytes[] = {"fish", " ", "q", "q", " moon", " x", "yl", "o", "phone"};
+    char *bytes[] = {"fish", " ", "q", "q", " moon", " x", "y", "l", "o", "phone"};
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 2 + 2), 1);
     assert_string_equal(out, "\u201cqq\u201d is not in this model's vocabulary: 3 byte tokens");
-    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 9), 2);
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), bytes, 10), 2);
     assert_string_equal(out, "2 words are not in this model's vocabulary: \u201cqq\u201d (3 byte "
-                             "tokens), \u201cxylophone\u201d (4 tokens, 1 single byte)");
+                             "tokens), \u201cxylophone\u201d (5 tokens, 3 single bytes)");
+    /* a subword vocabulary's pieces, half or fewer single bytes: how BPE spells it, not said */
+    char *pieces[] = {"Y", "our", " j", "our", "ne", "y", " st", "ep"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), pieces, 8), 0);
+    assert_string_equal(out, "");
     char *halves[] = {" caf", "<C3>", "<A9>", "!"}; /* é in halves; "!" a word of its own */
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), halves, 4), 1);
     assert_string_equal(out, "\u201ccaf<C3><A9>\u201d is not in this model's vocabulary: 3 tokens, "

@@ -754,6 +754,63 @@ static void test_heads_of_the_shipped_model(void **state)
     run_free(&r);
 }
 
+/* The shipped English model's named heads (models/english/README.md, table "Named heads": role,
+ * head as "L2 H4", the score's name, the scene, the threshold the README claims, the figure it
+ * measured): on that scene, `attnscope heads` scores each named head at or above its threshold.
+ * A retrained model whose heads moved fails here until the README names them again. */
+static void test_named_heads_of_the_english_model(void **state)
+{
+    (void)state;
+    const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
+    char readme[4200];
+    snprintf(readme, sizeof(readme), "%s/../models/english/README.md",
+             dir && *dir ? dir : "scenes");
+    char *text = tu_must_read_file(readme, NULL);
+    const char *table = strstr(text, "## Named heads");
+    assert_non_null(table);
+    static const char *const scores[] = {"previous", "induction", "first"};
+    bool seen[3] = {false, false, false};
+    int rows = 0;
+    for (const char *line = strchr(table, '\n'); line && line[1] && line[1] != '#';
+         line = strchr(line + 1, '\n')) {
+        int layer, head;
+        char role[64], score[32], scene[256];
+        double threshold, measured;
+        if (sscanf(line + 1, "| %63[^|] | L%d H%d | %31[a-z] | `scenes/%255[^`]` | %lf | %lf |",
+                   role, &layer, &head, score, scene, &threshold, &measured) != 7)
+            continue;
+        rows++;
+        int col = -1;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(score, scores[k]) == 0)
+                col = k;
+        assert_true(col >= 0);
+        seen[col] = true;
+        assert_true(threshold > 0 && measured >= threshold);
+        char path[4600];
+        scene_path(path, sizeof(path), scene);
+        struct run r = RUN("heads", path, "--csv");
+        expect_status(&r, 0);
+        char key[32];
+        snprintf(key, sizeof(key), "\n%d,%d,", layer, head);
+        const char *row = strstr(r.out, key);
+        assert_non_null(row);
+        double v[3];
+        assert_int_equal(sscanf(row + strlen(key), "%lf,%lf,%lf", &v[0], &v[1], &v[2]), 3);
+        if (v[col] < threshold)
+            fail_msg("%s: L%d H%d's %s score is %.4f, below the README's %.2f", scene, layer, head,
+                     score, v[col], threshold);
+        /* the README's measured figure is this run's, to the digits it prints */
+        if (fabs(v[col] - measured) > 0.006)
+            fail_msg("%s: L%d H%d's %s score is %.4f, the README says %.2f", scene, layer, head,
+                     score, v[col], measured);
+        run_free(&r);
+    }
+    assert_true(rows >= 3);
+    assert_true(seen[0] && seen[1] && seen[2]);
+    free(text);
+}
+
 /* A word the shipped model's vocabulary lacks falls apart into bytes: print and check say so
  * (the explorer's message line too: test_app). */
 static void test_words_outside_the_vocabulary(void **state)
@@ -1667,6 +1724,7 @@ int main(void)
         cmocka_unit_test(test_systems_print_and_export),
         cmocka_unit_test(test_heads),
         cmocka_unit_test(test_heads_of_the_shipped_model),
+        cmocka_unit_test(test_named_heads_of_the_english_model),
         cmocka_unit_test(test_words_outside_the_vocabulary),
         cmocka_unit_test(test_export_bad_output_path),
         cmocka_unit_test(test_export_format),

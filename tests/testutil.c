@@ -325,7 +325,19 @@ int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
         char **fields = NULL;
         int nf = 0, fcap = 0;
         for (;;) { /* one field */
-            char *field = malloc(len + 1);
+            /* sized to this field (a quoted one is at most as long as the rest of its line's
+               text up to the next unescaped quote), not to the file: a weight matrix's CSV has
+               tens of thousands of fields */
+            size_t end = i;
+            if (end < len && text[end] == '"') {
+                end++;
+                while (end < len && (text[end] != '"' || (end + 1 < len && text[end + 1] == '"')))
+                    end += text[end] == '"' ? 2 : 1;
+            } else {
+                while (end < len && text[end] != ',' && text[end] != '\r' && text[end] != '\n')
+                    end++;
+            }
+            char *field = malloc(end - i + 1);
             assert_non_null(field);
             size_t fl = 0;
             if (i < len && text[i] == '"') {

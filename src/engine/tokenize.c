@@ -226,7 +226,9 @@ int attn_tokens_unknown_words(char *out, size_t size, char *const *tokens, int n
         int bytes = 0;
         for (int k = i; k < end; k++)
             bytes += single_byte(tokens[k]) && strcmp(tokens[k], " ") != 0;
-        if (end - i > 1 && bytes > 0) {
+        /* said when most of its pieces are single bytes: a subword vocabulary
+           (models/english) spells "Your" as "Y" "our", which is no news */
+        if (end - i > 1 && 2 * bytes > end - i) {
             if (found++ == 0) {
                 first_found = i;
                 first_end = end;
