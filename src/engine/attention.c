@@ -621,9 +621,22 @@ struct panel_job {
     const struct attn_model *m;
     const float *q, *k;
     int panels;
+    int reported; /* heads reported so far (the caller's thread only) */
     atomic_int done;
     atomic_bool stop;
 };
+
+/* Reports heads reported + 1 .. heads, each once and in order, and reads the stop flag. */
+static void report_heads(struct panel_job *job, int heads)
+{
+    struct attn_run *r = job->r;
+    while (job->reported < heads) {
+        job->reported++;
+        progress_report(r->progress, r->progress_base + job->reported, r->progress_total);
+    }
+    if (progress_stopped(r->progress))
+        atomic_store(&job->stop, true);
+}
 
 static void panel_task(void *ctx, int t, int slot)
 {
@@ -663,11 +676,8 @@ static void panel_task(void *ctx, int t, int slot)
     }
     attn_mm_ab(r->concat + (size_t)i0 * D + (size_t)h * hd, D, a, n, vh, Dkv, NULL, rows, hd, i1);
     int done = atomic_fetch_add(&job->done, 1) + 1;
-    if (slot == 0) { /* feedback from the caller's thread only: a head per `panels` panels */
-        progress_report(r->progress, r->progress_base + done / job->panels, r->progress_total);
-        if (progress_stopped(r->progress))
-            atomic_store(&job->stop, true);
-    }
+    if (slot == 0) /* feedback from the caller's thread only: a head per `panels` panels */
+        report_heads(job, done / job->panels);
 }
 
 static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, const float *q,
@@ -676,11 +686,13 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
     struct panel_job job = {.r = r, .m = m, .q = q, .k = k, .panels = (m->n + PANEL - 1) / PANEL};
     atomic_init(&job.done, 0);
     atomic_init(&job.stop, false);
-    attn_pool_run(m->heads * job.panels, r->work_slots, panel_task, &job);
+    /* A small scene's heads are not worth a thread's wake-up. */
+    double work = (double)m->n * m->n * m->heads * m->head_dim;
+    attn_pool_run(m->heads * job.panels, work < (1 << 20) ? 1 : r->work_slots, panel_task, &job);
     if (atomic_load(&job.stop))
         r->stopped = true;
     else
-        progress_report(r->progress, r->progress_base + m->heads, r->progress_total);
+        report_heads(&job, m->heads);
 }
 
 void attn_forward(struct attn_run *r, const struct attn_model *m)

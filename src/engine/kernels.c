@@ -58,6 +58,7 @@ static void mm_run(struct mm_job *j)
 {
     if (j->m <= 0 || j->n <= 0)
         return;
+    attn_pool_threads(); /* sets OpenBLAS to one thread before its first product, whatever size */
     j->by_cols = j->n >= 256 || j->n >= j->m;
     int side = j->by_cols ? j->n : j->m;
     j->parts = (double)j->m * j->n * j->k < (double)(1 << 21) ? 1 : 2 * ((side + 1023) / 1024);

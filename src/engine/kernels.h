@@ -41,7 +41,7 @@ void attn_softmax_rows(float *out, const float *in, int rows, int cols);
 void attn_softmax_causal_rows(float *out, const float *in, int n);
 
 /* One row of either: y (cols) = the softmax of x's first len cells, the rest (-inf: the future)
- * 0 * (1 / sum), as in the full row. y may equal x. The exponentials are vecmath's (within 2 ulp
+ * 0 * (1 / sum), as in the full row. y may equal x. The exponentials are vecmath's (within 1 ulp
  * of exact), summed in 8 lanes, so a row's bits do not depend on the zeros after it. */
 void attn_softmax_row_prefix(float *y, const float *x, int len, int cols);
 
