@@ -1478,7 +1478,7 @@ static void test_diff(void **state)
     /* --csv: the top K, every number exact (b - a in float). */
     r = RUN("diff", a_path, b_path, "--top", "2", "--csv");
     expect_status(&r, 0);
-    expect_contains(r.out, "layer,head,row,col,a,b,delta\r\n0,0,0,0,0.19212602,1,0.80787396\r\n"
+    expect_contains(r.out, "layer,head,row,col,a,b,delta\r\n0,0,0,0,0.19212604,1,0.80787396\r\n"
                            "0,0,1,0,");
     run_free(&r);
 

@@ -3,11 +3,14 @@
 #include "engine/attention.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/fatal.h"
 #include "engine/kernels.h"
+#include "engine/pool.h"
+#include "engine/vecmath.h"
 
 /* Every buffer of a run, for allocation and freeing in one place. */
 #define RUN_BUFFERS(X)                                                                             \
@@ -38,6 +41,10 @@ struct attn_memo {
     unsigned char *vnorm_filled; /* (heads) */
     float *vnorm;                /* (heads, n) */
     float *vw;                   /* (n, D) scratch: one head's v W_O^h */
+    /* Causal tiles: the forward pass computed only the scores a query can see; a head's others
+     * (the future, above the panels) are computed the first time its scores are shown. */
+    bool tiled;
+    unsigned char *future_filled; /* (heads) */
 };
 
 static void memo_free(struct attn_memo *memo)
@@ -48,6 +55,7 @@ static void memo_free(struct attn_memo *memo)
         free(memo->vnorm_filled);
         free(memo->vnorm);
         free(memo->vw);
+        free(memo->future_filled);
         free(memo);
     }
 }
@@ -69,6 +77,18 @@ bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
            r->hidden == (m->block ? m->hidden : 0) && r->final_norm == m->final_norm &&
            r->out_dim == m->out_dim && r->qk_norm == (m->qnw != NULL) &&
            r->gated == (m->block && m->activation == ACT_SWIGLU);
+}
+
+/* Causal work is cut into panels of PANEL queries: panel p computes the scores of its queries
+ * against keys 0 .. its last query, their softmax, and their context from those keys only. */
+enum { PANEL = 64 };
+
+/* The forward pass's scratch: one head's (n, n) masked stage, or a panel's (PANEL, n) dropout on
+ * each of the pool's threads. */
+static size_t work_floats(size_t n)
+{
+    size_t panels = (size_t)attn_pool_threads() * PANEL * n;
+    return n * n > panels ? n * n : panels;
 }
 
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
@@ -96,7 +116,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->latent, n * (size_t)m->latent, m->latent > 0},
         {&r->scores, hnn, true},
         {&r->weights, hnn, true},
-        {&r->work, n * n, true},
+        {&r->work, work_floats(n), true},
         {&r->concat, n * D, true},
         {&r->output, n * E, true},
         {&r->res1, n * d, m->block},
@@ -119,7 +139,8 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))) ||
         !(memo->vnorm_filled = calloc((size_t)m->heads + 1, 1)) ||
         !(memo->vnorm = calloc((size_t)m->heads * n + 1, sizeof(float))) ||
-        !(memo->vw = calloc(n * (D > E ? D : E) + 1, sizeof(float))))
+        !(memo->vw = calloc(n * (D > E ? D : E) + 1, sizeof(float))) ||
+        !(memo->future_filled = calloc((size_t)m->heads + 1, 1)))
         goto oom;
     memo->stage = -1;
     r->n = m->n;
@@ -135,6 +156,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     r->out_dim = m->out_dim;
     r->qk_norm = qk;
     r->gated = gated;
+    r->work_slots = (int)(work_floats(n) / (PANEL * (n ? n : 1)));
     return 0;
 oom:
     attn_run_free(r);
@@ -176,13 +198,29 @@ static void rotate(float *out, const float *x, int width, const struct attn_mode
     }
 }
 
-void attn_norm_rows(float *out, const float *in, int rows, const struct attn_model *m,
-                    const float *w, const float *b)
+/* Rows of a norm: each row's arithmetic is that of one thread, in order, so splitting rows
+ * among threads changes no bit. */
+struct norm_job {
+    float *out;
+    const float *in;
+    int rows;
+    const struct attn_model *m;
+    const float *w, *b;
+};
+
+enum { NORM_ROWS_PER_TASK = 8 };
+
+static void norm_part(void *ctx, int t, int slot)
 {
+    (void)slot;
+    const struct norm_job *job = ctx;
+    const struct attn_model *m = job->m;
     int d = m->d_in;
-    for (int i = 0; i < rows; i++) {
-        const float *x = in + (size_t)i * d;
-        float *y = out + (size_t)i * d;
+    const float *w = job->w, *b = job->b;
+    int end = (t + 1) * NORM_ROWS_PER_TASK < job->rows ? (t + 1) * NORM_ROWS_PER_TASK : job->rows;
+    for (int i = t * NORM_ROWS_PER_TASK; i < end; i++) {
+        const float *x = job->in + (size_t)i * d;
+        float *y = job->out + (size_t)i * d;
         double mean = 0, var = 0;
         if (m->norm == NORM_LAYER) {
             for (int j = 0; j < d; j++)
@@ -198,6 +236,18 @@ void attn_norm_rows(float *out, const float *in, int rows, const struct attn_mod
             y[j] = b ? v + b[j] : v;
         }
     }
+}
+
+void attn_norm_rows(float *out, const float *in, int rows, const struct attn_model *m,
+                    const float *w, const float *b)
+{
+    struct norm_job job = {out, in, rows, m, w, b};
+    int tasks = (rows + NORM_ROWS_PER_TASK - 1) / NORM_ROWS_PER_TASK;
+    if ((size_t)rows * (size_t)m->d_in < 16384) /* small: a thread's wake-up would cost more */
+        for (int t = 0; t < tasks; t++)
+            norm_part(&job, t, 0);
+    else
+        attn_pool_run(tasks, 0, norm_part, &job);
 }
 
 /* Every row of in (n, d). */
@@ -234,27 +284,72 @@ static void norm_heads(float *out, const float *x, int width, const struct attn_
         }
 }
 
+/* Elementwise work in slices of ELEMS_PER_TASK: each element's arithmetic is the same on
+ * whichever thread, so the split changes no bit. */
+enum { ELEMS_PER_TASK = 16384 };
+
+struct elem_job {
+    float *out;
+    const float *a, *b;
+    size_t count;
+    int kind; /* an enum attn_activation, or ELEM_ADD */
+};
+
+#define ELEM_ADD (-1)
+
+static void elem_part(void *ctx, int t, int slot)
+{
+    (void)slot;
+    const struct elem_job *job = ctx;
+    size_t lo = (size_t)t * ELEMS_PER_TASK;
+    size_t hi = lo + ELEMS_PER_TASK < job->count ? lo + ELEMS_PER_TASK : job->count;
+    float *out = job->out;
+    const float *in = job->a, *up = job->b;
+    switch (job->kind) {
+    case ELEM_ADD:
+        attn_add(out + lo, in + lo, up + lo, hi - lo);
+        break;
+    case ACT_RELU:
+        for (size_t i = lo; i < hi; i++)
+            out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+        break;
+    case ACT_GELU: /* double precision, correctly rounded to float: as before, bit for bit */
+        for (size_t i = lo; i < hi; i++) {
+            double x = in[i];
+            out[i] = (float)(0.5 * x * (1.0 + erf(x / sqrt(2.0))));
+        }
+        break;
+    case ACT_GELU_TANH: /* float, vectorised (vecmath.h): within a few ulp of the double value */
+        attn_gelu_tanh(out + lo, in + lo, hi - lo);
+        break;
+    case ACT_SWIGLU: /* SiLU(gate) * up, gate in a, up in b; double, as before */
+        for (size_t i = lo; i < hi; i++) {
+            double g = in[i];
+            out[i] = (float)(g / (1.0 + exp(-g))) * up[i];
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static void elem_run(float *out, const float *a, const float *b, size_t count, int kind)
+{
+    struct elem_job job = {out, a, b, count, kind};
+    size_t tasks = (count + ELEMS_PER_TASK - 1) / ELEMS_PER_TASK;
+    attn_pool_run((int)tasks, 0, elem_part, &job);
+}
+
 /* SiLU(gate) * up, element by element: SwiGLU's activation. */
 static void swiglu(float *out, const float *gate, const float *up, size_t count)
 {
-    for (size_t i = 0; i < count; i++) {
-        double g = gate[i];
-        out[i] = (float)(g / (1.0 + exp(-g))) * up[i];
-    }
+    elem_run(out, gate, up, count, ACT_SWIGLU);
 }
 
 void attn_activate(float *out, const float *in, size_t count, enum attn_activation act)
 {
-    const double c = sqrt(2.0 / M_PI);
-    for (size_t i = 0; i < count; i++) {
-        double x = in[i];
-        if (act == ACT_RELU)
-            out[i] = in[i] > 0.0f ? in[i] : 0.0f;
-        else if (act == ACT_GELU)
-            out[i] = (float)(0.5 * x * (1.0 + erf(x / sqrt(2.0))));
-        else
-            out[i] = (float)(0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x))));
-    }
+    if (act != ACT_SWIGLU)
+        elem_run(out, in, NULL, count, (int)act);
 }
 
 /* True when query i may not see key j: the future of a causal mask, or a key the sliding
@@ -400,14 +495,60 @@ static void weighted_norm(float *out, const struct attn_run *r, const struct att
         }
 }
 
+/* The queries and keys the scores are made of: after qk_norm and RoPE when the scene has them. */
+static void scored_qk(const float **q, const float **k, const struct attn_run *r,
+                      const struct attn_model *m)
+{
+    *q = m->rope ? r->qr : m->qnw ? r->qn : r->q;
+    *k = m->rope ? r->kr : m->qnw ? r->kn : r->k;
+}
+
+#ifdef ATTNSCOPE_TEST_HOOKS
+bool attn_causal_untiled; /* tests: causal scenes by the full path, to compare with */
+#endif
+
+/* True when the forward pass computes head h panel by panel, the future skipped: a causal mask
+ * before a softmax, no sliding window. Anything else takes the full path. */
+static bool causal_tiled(const struct attn_model *m)
+{
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (attn_causal_untiled)
+        return false;
+#endif
+    return m->causal && m->window <= 0 && m->mask_mode == MASK_BEFORE_SOFTMAX &&
+           m->normalize == NORM_SOFTMAX;
+}
+
+/* The scores of head h the tiled forward pass skipped (row i's keys past its panel's last
+ * query), computed when they are first shown: the stage shows what the full product does. */
+static void fill_future_scores(const struct attn_run *r, const struct attn_model *m, int h)
+{
+    struct attn_memo *memo = r->memo;
+    if (!memo->tiled || memo->future_filled[h])
+        return;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
+    const float *q, *k;
+    scored_qk(&q, &k, r, m);
+    const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kv_head_of(m, h) * hd;
+    float *scores = r->scores + (size_t)h * n * n;
+    for (int i0 = 0; i0 < n; i0 += PANEL) {
+        int i1 = i0 + PANEL < n ? i0 + PANEL : n;
+        if (i1 < n)
+            attn_mm_abt(scores + (size_t)i0 * n + i1, n, qh + (size_t)i0 * D, D,
+                        kh + (size_t)i1 * Dkv, Dkv, i1 - i0, n - i1, hd);
+    }
+    memo->future_filled[h] = 1;
+}
+
 /* out (n, n) = derived stage s (after same_as) of head h, from the kept scores or weights. */
 static void derive(float *out, const struct attn_run *r, const struct attn_model *m,
                    enum attn_stage s, int h)
 {
     size_t nn = (size_t)m->n * (size_t)m->n;
-    if (s == STAGE_SCALED)
+    if (s == STAGE_SCALED) {
+        fill_future_scores(r, m, h);
         scale_scores(out, r->scores + h * nn, m);
-    else if (s == STAGE_MASKED)
+    } else if (s == STAGE_MASKED)
         mask_scores(out, r->scores + h * nn, m);
     else if (s == STAGE_WEIGHTED_NORM)
         weighted_norm(out, r, m, h);
@@ -420,8 +561,7 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
 {
     int n = m->n, d = m->d_in, hid = m->hidden;
     size_t nd = (size_t)n * d;
-    for (size_t i = 0; i < nd; i++)
-        r->res1[i] = m->x[i] + r->output[i];
+    elem_run(r->res1, m->x, r->output, nd, ELEM_ADD);
     const float *ffn_in;
     if (m->order == BLOCK_POST) {
         normalize(r->norm1, r->res1, m, m->n1w, m->n1b);
@@ -440,8 +580,7 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
     }
     attn_mm_ab(r->ffn_out, d, r->ffn_act, hid, ATTN_PARAM(m, w2), d, m->b2, n, d, hid);
     const float *skip = m->order == BLOCK_POST ? r->norm1 : r->res1;
-    for (size_t i = 0; i < nd; i++)
-        r->res2[i] = skip[i] + r->ffn_out[i];
+    elem_run(r->res2, skip, r->ffn_out, nd, ELEM_ADD);
     if (m->order == BLOCK_POST)
         normalize(r->norm2, r->res2, m, m->n2w, m->n2b);
     if (m->final_norm)
@@ -471,6 +610,89 @@ static void replace_heads(struct attn_run *r, const struct attn_model *m)
                                                                    : m->patch[(size_t)i * D + c];
         }
     }
+}
+
+/* One panel of one head of the causal forward pass (see PANEL): its queries' scores against the
+ * keys they see, the masked stage's visible cells (scores / divisor, what mask_scores computes)
+ * softmaxed in place in the weights, and its context from those keys only. The weights past a
+ * query are 0 * (1 / sum), as the full row's softmax gives. */
+struct panel_job {
+    struct attn_run *r;
+    const struct attn_model *m;
+    const float *q, *k;
+    int panels;
+    int reported; /* heads reported so far (the caller's thread only) */
+    atomic_int done;
+    atomic_bool stop;
+};
+
+/* Reports heads reported + 1 .. heads, each once and in order, and reads the stop flag. */
+static void report_heads(struct panel_job *job, int heads)
+{
+    struct attn_run *r = job->r;
+    while (job->reported < heads) {
+        job->reported++;
+        progress_report(r->progress, r->progress_base + job->reported, r->progress_total);
+    }
+    if (progress_stopped(r->progress))
+        atomic_store(&job->stop, true);
+}
+
+static void panel_task(void *ctx, int t, int slot)
+{
+    struct panel_job *job = ctx;
+    struct attn_run *r = job->r;
+    const struct attn_model *m = job->m;
+    if (atomic_load(&job->stop))
+        return;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
+    size_t nn = (size_t)n * (size_t)n;
+    int h = t % m->heads, p = job->panels - 1 - t / m->heads; /* the largest panels first */
+    int i0 = p * PANEL, i1 = i0 + PANEL < n ? i0 + PANEL : n, rows = i1 - i0;
+    int kvh = kv_head_of(m, h);
+    const float *qh = job->q + (size_t)h * hd, *kh = job->k + (size_t)kvh * hd;
+    const float *vh = r->v + (size_t)kvh * hd;
+    float *scores = r->scores + h * nn + (size_t)i0 * n, *weights = r->weights + h * nn;
+
+    attn_mm_abt(scores, n, qh + (size_t)i0 * D, D, kh, Dkv, rows, i1, hd);
+    for (int i = i0; i < i1; i++) {
+        const float *x = scores + (size_t)(i - i0) * n;
+        float *y = weights + (size_t)i * n;
+        for (int j = 0; j <= i; j++)
+            y[j] = x[j] / m->scale_divisor;
+        attn_softmax_row_prefix(y, y, i + 1, n);
+    }
+    const float *a = weights + (size_t)i0 * n;
+    if (m->keep) { /* drop_weights' arithmetic on the cells the context reads */
+        float *w = r->work + (size_t)slot * PANEL * n;
+        const unsigned char *keep = m->keep + h * nn + (size_t)i0 * n;
+        float keep_scale = 1.0f / (float)(1.0 - m->dropout);
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < i1; j++) {
+                size_t c = (size_t)i * n + (size_t)j;
+                w[c] = a[c] * (keep[c] ? keep_scale : 0.0f);
+            }
+        a = w;
+    }
+    attn_mm_ab(r->concat + (size_t)i0 * D + (size_t)h * hd, D, a, n, vh, Dkv, NULL, rows, hd, i1);
+    int done = atomic_fetch_add(&job->done, 1) + 1;
+    if (slot == 0) /* feedback from the caller's thread only: a head per `panels` panels */
+        report_heads(job, done / job->panels);
+}
+
+static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, const float *q,
+                                const float *k)
+{
+    struct panel_job job = {.r = r, .m = m, .q = q, .k = k, .panels = (m->n + PANEL - 1) / PANEL};
+    atomic_init(&job.done, 0);
+    atomic_init(&job.stop, false);
+    /* A small scene's heads are not worth a thread's wake-up. */
+    double work = (double)m->n * m->n * m->heads * m->head_dim;
+    attn_pool_run(m->heads * job.panels, work < (1 << 20) ? 1 : r->work_slots, panel_task, &job);
+    if (atomic_load(&job.stop))
+        r->stopped = true;
+    else
+        report_heads(&job, m->heads);
 }
 
 void attn_forward(struct attn_run *r, const struct attn_model *m)
@@ -520,7 +742,14 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
 
     r->memo->stage = -1; /* what it held belongs to the last result */
     memset(r->memo->vnorm_filled, 0, (size_t)m->heads);
-    for (int h = 0; h < m->heads; h++) {
+    memset(r->memo->future_filled, 0, (size_t)m->heads);
+    r->memo->tiled = causal_tiled(m);
+    if (r->memo->tiled) {
+        forward_heads_tiled(r, m, q, k);
+        if (r->stopped)
+            return;
+    }
+    for (int h = 0; h < m->heads && !r->memo->tiled; h++) {
         int kvh = kv_head_of(m, h);
         const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kvh * hd;
         const float *vh = r->v + (size_t)kvh * hd;
@@ -585,6 +814,7 @@ static struct attn_mat_view kept_view(const struct attn_run *r, const struct att
     case STAGE_KEYS_ROTATED:
         return (struct attn_mat_view){r->kr + kvcol, n, hd, Dkv};
     case STAGE_SCORES:
+        fill_future_scores(r, m, h);
         return (struct attn_mat_view){r->scores + h * nn, n, n, n};
     case STAGE_WEIGHTS:
         return (struct attn_mat_view){r->weights + h * nn, n, n, n};

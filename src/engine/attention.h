@@ -25,6 +25,12 @@
 
 struct attn_memo;
 
+#ifdef ATTNSCOPE_TEST_HOOKS
+/* Tests: causal scenes by the full path (every score, then the mask), to compare the tiled one
+ * with. */
+extern bool attn_causal_untiled;
+#endif
+
 struct attn_run {
     /* Feedback while attn_forward runs, one step a head (attn_net_forward sets it; NULL for
      * none): step progress_base + h + 1 of progress_total. */
@@ -35,14 +41,16 @@ struct attn_run {
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
     bool rope, qk_norm, gated;
-    float *q;                      /* (n, D) all query heads side by side */
-    float *k, *v;                  /* (n, Dkv) all KV heads side by side */
-    float *qn, *kn;                /* qk_norm: q and k normalised per head, or NULL */
-    float *qr, *kr;                /* RoPE: q and k rotated, or NULL */
-    float *latent;                 /* MLA: (n, r), or NULL */
-    float *scores;                 /* (heads, n, n) Q_h K_kv(h)^T */
-    float *weights;                /* (heads, n, n) */
-    float *work;                   /* (n, n) the forward pass's masked, then dropout, of a head */
+    float *q;       /* (n, D) all query heads side by side */
+    float *k, *v;   /* (n, Dkv) all KV heads side by side */
+    float *qn, *kn; /* qk_norm: q and k normalised per head, or NULL */
+    float *qr, *kr; /* RoPE: q and k rotated, or NULL */
+    float *latent;  /* MLA: (n, r), or NULL */
+    float *scores;  /* (heads, n, n) Q_h K_kv(h)^T */
+    float *weights; /* (heads, n, n) */
+    float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
+                       panel's dropout (64, n) for each of work_slots threads */
+    int work_slots; /* the threads a causal forward pass may use */
     struct attn_memo *memo;        /* the derived stage attn_view last computed (attention.c) */
     float *concat;                 /* (n, D) per-head contexts side by side */
     float *output;                 /* (n, E) */

@@ -3,26 +3,96 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include "common/cnum.h"
+#include "engine/pool.h"
+#include "engine/vecmath.h"
 
-/* Without a bias, beta = 0 lets sgemm ignore c's old contents. With one, c is pre-filled with
- * the bias and beta = 1, which is what torch's addmm does for nn.Linear. */
+/* A product is cut into parts by the shape alone, never by the number of threads, so its bits
+ * are the same on any machine: the longer of its output's sides in 2 x ceil(side / 1024) slices,
+ * 16-aligned, each one OpenBLAS call on one thread of the pool. Products under 2M multiply-adds
+ * are one call (a thread's wake-up would cost more). */
+struct mm_job {
+    float *c;
+    const float *a, *b, *bias;
+    int ldc, lda, ldb, m, n, k;
+    bool bt;      /* b is (n, k): c = a b^T */
+    bool by_cols; /* slices of c's columns, else of its rows */
+    int parts, step;
+};
+
+static void mm_call(const struct mm_job *j, int r0, int r1, int c0, int c1)
+{
+    float beta = 0.0f;
+    float *c = j->c + (size_t)r0 * j->ldc + c0;
+    if (j->bias) { /* pre-filled with the bias, beta = 1: what torch's addmm does for nn.Linear */
+        for (int i = r0; i < r1; i++)
+            memcpy(j->c + (size_t)i * j->ldc + c0, j->bias + c0, (size_t)(c1 - c0) * sizeof(float));
+        beta = 1.0f;
+    }
+    const float *b = j->bt ? j->b + (size_t)c0 * j->ldb : j->b + c0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, j->bt ? CblasTrans : CblasNoTrans, r1 - r0, c1 - c0,
+                j->k, 1.0f, j->a + (size_t)r0 * j->lda, j->lda, b, j->ldb, beta, c, j->ldc);
+}
+
+static void mm_part(void *ctx, int t, int slot)
+{
+    (void)slot;
+    const struct mm_job *j = ctx;
+    int side = j->by_cols ? j->n : j->m;
+    int lo = t * j->step, hi = lo + j->step < side ? lo + j->step : side;
+    if (lo >= hi)
+        return;
+    if (j->by_cols)
+        mm_call(j, 0, j->m, lo, hi);
+    else
+        mm_call(j, lo, hi, 0, j->n);
+}
+
+static void mm_run(struct mm_job *j)
+{
+    if (j->m <= 0 || j->n <= 0)
+        return;
+    attn_pool_threads(); /* sets OpenBLAS to one thread before its first product, whatever size */
+    j->by_cols = j->n >= 256 || j->n >= j->m;
+    int side = j->by_cols ? j->n : j->m;
+    j->parts = (double)j->m * j->n * j->k < (double)(1 << 21) ? 1 : 2 * ((side + 1023) / 1024);
+    j->step = ((side + j->parts - 1) / j->parts + 15) / 16 * 16;
+    if (j->parts > 1 && j->step >= 32)
+        attn_pool_run(j->parts, 0, mm_part, j);
+    else
+        mm_call(j, 0, j->m, 0, j->n);
+}
+
+#ifdef ATTNSCOPE_TEST_HOOKS
+bool attn_kernels_naive; /* tests: every product by its _ref twin */
+#endif
+
 void attn_mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
                 const float *bias, int m, int n, int k)
 {
-    float beta = 0.0f;
-    if (bias) {
-        for (int i = 0; i < m; i++)
-            memcpy(c + (size_t)i * ldc, bias, (size_t)n * sizeof(float));
-        beta = 1.0f;
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (attn_kernels_naive) {
+        attn_mm_ab_ref(c, ldc, a, lda, b, ldb, bias, m, n, k);
+        return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
-                ldc);
+#endif
+    struct mm_job j = {.c = c,
+                       .a = a,
+                       .b = b,
+                       .bias = bias,
+                       .ldc = ldc,
+                       .lda = lda,
+                       .ldb = ldb,
+                       .m = m,
+                       .n = n,
+                       .k = k};
+    mm_run(&j);
 }
 
 void attn_mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
@@ -40,8 +110,23 @@ void attn_mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, 
 void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
                  int k)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                ldc);
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (attn_kernels_naive) {
+        attn_mm_abt_ref(c, ldc, a, lda, b, ldb, m, n, k);
+        return;
+    }
+#endif
+    struct mm_job j = {.c = c,
+                       .a = a,
+                       .b = b,
+                       .ldc = ldc,
+                       .lda = lda,
+                       .ldb = ldb,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .bt = true};
+    mm_run(&j);
 }
 
 void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
@@ -56,58 +141,62 @@ void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b,
         }
 }
 
+void attn_softmax_row_prefix(float *y, const float *x, int len, int cols)
+{
+    float max = -INFINITY;
+    for (int j = 0; j < len; j++)
+        if (x[j] > max)
+            max = x[j];
+    if (max == -INFINITY) { /* fully masked row: nothing to attend to */
+        memset(y, 0, (size_t)cols * sizeof(float));
+        return;
+    }
+    attn_exp_shift(y, x, max, len);
+    /* torch multiplies by the reciprocal of the sum; so do we */
+    float inv = 1.0f / attn_sum_lanes(y, len);
+    attn_scale(y, y, inv, len);
+    float future = 0.0f * inv; /* NaN when inv is, as in the full row */
+    for (int j = len; j < cols; j++)
+        y[j] = future;
+}
+
+struct softmax_job {
+    float *out;
+    const float *in;
+    int rows, cols;
+    bool causal;
+};
+
+enum { ROWS_PER_TASK = 16 };
+
+static void softmax_part(void *ctx, int t, int slot)
+{
+    (void)slot;
+    const struct softmax_job *j = ctx;
+    for (int i = t * ROWS_PER_TASK; i < j->rows && i < (t + 1) * ROWS_PER_TASK; i++)
+        attn_softmax_row_prefix(j->out + (size_t)i * j->cols, j->in + (size_t)i * j->cols,
+                                j->causal ? i + 1 : j->cols, j->cols);
+}
+
+static void softmax_run(float *out, const float *in, int rows, int cols, bool causal)
+{
+    struct softmax_job j = {out, in, rows, cols, causal};
+    int tasks = (rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
+    if ((double)rows * cols < 65536) /* small: a thread's wake-up would cost more */
+        for (int t = 0; t < tasks; t++)
+            softmax_part(&j, t, 0);
+    else
+        attn_pool_run(tasks, 0, softmax_part, &j);
+}
+
 void attn_softmax_rows(float *out, const float *in, int rows, int cols)
 {
-    for (int i = 0; i < rows; i++) {
-        const float *x = in + (size_t)i * cols;
-        float *y = out + (size_t)i * cols;
-        float max = -INFINITY;
-        for (int j = 0; j < cols; j++)
-            if (x[j] > max)
-                max = x[j];
-        if (max == -INFINITY) { /* fully masked row: nothing to attend to */
-            memset(y, 0, (size_t)cols * sizeof(float));
-            continue;
-        }
-        float sum = 0.0f;
-        for (int j = 0; j < cols; j++) {
-            y[j] = expf(x[j] - max);
-            sum += y[j];
-        }
-        /* torch multiplies by the reciprocal of the sum; so do we, for the same last bits. */
-        float inv = 1.0f / sum;
-        for (int j = 0; j < cols; j++)
-            y[j] *= inv;
-    }
+    softmax_run(out, in, rows, cols, false);
 }
 
 void attn_softmax_causal_rows(float *out, const float *in, int n)
 {
-    for (int i = 0; i < n; i++) {
-        const float *x = in + (size_t)i * n;
-        float *y = out + (size_t)i * n;
-        float max = -INFINITY;
-        for (int j = 0; j <= i; j++)
-            if (x[j] > max)
-                max = x[j];
-        if (max == -INFINITY) {
-            memset(y, 0, (size_t)n * sizeof(float));
-            continue;
-        }
-        /* The future's exp(-inf - max) is 0: it adds nothing to the sum (s + 0 == s) and
-           becomes 0 * inv, which is what it is set to (NaN when inv is, as in the full row). */
-        float sum = 0.0f;
-        for (int j = 0; j <= i; j++) {
-            y[j] = expf(x[j] - max);
-            sum += y[j];
-        }
-        float inv = 1.0f / sum;
-        for (int j = 0; j <= i; j++)
-            y[j] *= inv;
-        float future = 0.0f * inv;
-        for (int j = i + 1; j < n; j++)
-            y[j] = future;
-    }
+    softmax_run(out, in, n, n, true);
 }
 
 void attn_sumnorm_rows(float *out, const float *in, int rows, int cols)
@@ -126,12 +215,12 @@ void attn_sumnorm_rows(float *out, const float *in, int rows, int cols)
 
 int attn_blas_threads(void)
 {
-    return openblas_get_num_threads();
+    return attn_pool_threads();
 }
 
 void attn_blas_set_threads(int n)
 {
-    openblas_set_num_threads(n);
+    attn_pool_set_threads(n);
 }
 
 #define HUGE_PAGE ((size_t)2 << 20)

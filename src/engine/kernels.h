@@ -7,7 +7,17 @@
 #ifndef ATTNSCOPE_KERNELS_H
 #define ATTNSCOPE_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* The products run on the engine's thread pool (pool.h): each is cut into slices by its shape
+ * alone, so the same product gives the same bits on any number of threads. */
+
+#ifdef ATTNSCOPE_TEST_HOOKS
+/* Tests: every product below by its naive twin (a fixed order of additions, whatever the
+ * shape), so a computation cut into other tiles can be compared with the whole bit for bit. */
+extern bool attn_kernels_naive;
+#endif
 
 /* c (m, n) = a (m, k) @ b (k, n) [+ bias (n) on every row, when bias != NULL] */
 void attn_mm_ab(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
@@ -30,6 +40,11 @@ void attn_softmax_rows(float *out, const float *in, int rows, int cols);
  * The forward pass's every causal head: half the exponentials. */
 void attn_softmax_causal_rows(float *out, const float *in, int n);
 
+/* One row of either: y (cols) = the softmax of x's first len cells, the rest (-inf: the future)
+ * 0 * (1 / sum), as in the full row. y may equal x. The exponentials are vecmath's (within 1 ulp
+ * of exact), summed in 8 lanes, so a row's bits do not depend on the zeros after it. */
+void attn_softmax_row_prefix(float *y, const float *x, int len, int cols);
+
 /* out (rows, cols) = in / row sum (the book's naive normalisation); -inf cells count as 0. */
 void attn_sumnorm_rows(float *out, const float *in, int rows, int cols);
 
@@ -41,7 +56,8 @@ double attn_measured_gflops(void);
  * on every machine): a number from 0.001 to 1e9. 0, or -1 when text is not one. */
 int attn_gflops_env_parse(const char *text, double *gflops);
 
-/* The threads OpenBLAS runs a product on: OPENBLAS_NUM_THREADS, else one per core, until set. */
+/* The threads the engine runs on (attn_pool_threads): ATTNSCOPE_THREADS, else
+ * OPENBLAS_NUM_THREADS, else one per core, until set. OpenBLAS itself runs on one, inside. */
 int attn_blas_threads(void);
 void attn_blas_set_threads(int n);
 

@@ -1,0 +1,78 @@
+/* vecmath: elementwise float kernels (see vecmath.h). */
+#include "engine/vecmath.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* exp(x) for x in [-87.3, 88.7], 0 below (Cephes expf: x = n ln 2 + r, |r| <= ln 2 / 2,
+ * exp(r) by a degree-7 polynomial, 2^n into the exponent bits). */
+static inline float exp_body(float x)
+{
+    const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+    float c = x != x ? 0.0f : x > 88.7f ? 88.7f : x; /* NaN: returned below */
+    c = c < -87.3f ? -87.3f : c;
+    float fn = c * log2e + 0.5f;
+    int n = (int)fn;
+    n -= (float)n > fn; /* floor */
+    float nf = (float)n;
+    float r = c - nf * ln2_hi;
+    r = r - nf * ln2_lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    uint32_t bits = (uint32_t)(n + 127) << 23;
+    float two_n;
+    memcpy(&two_n, &bits, sizeof(two_n));
+    float e = p * two_n;
+    return x < -87.3f ? 0.0f : x != x ? x : e;
+}
+
+void attn_exp_shift(float *y, const float *x, float shift, int count)
+{
+#pragma omp simd
+    for (int j = 0; j < count; j++)
+        y[j] = exp_body(x[j] - shift);
+}
+
+float attn_sum_lanes(const float *y, int count)
+{
+    float s[8] = {0};
+    int j = 0;
+    for (; j + 8 <= count; j += 8)
+#pragma omp simd
+        for (int l = 0; l < 8; l++)
+            s[l] += y[j + l];
+    for (int l = 0; j < count; j++, l++)
+        s[l] += y[j];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+void attn_scale(float *y, const float *x, float s, int count)
+{
+#pragma omp simd
+    for (int j = 0; j < count; j++)
+        y[j] = x[j] * s;
+}
+
+void attn_add(float *y, const float *a, const float *b, size_t count)
+{
+#pragma omp simd
+    for (size_t j = 0; j < count; j++)
+        y[j] = a[j] + b[j];
+}
+
+void attn_gelu_tanh(float *y, const float *x, size_t count)
+{
+    const float c = 0.7978845608028654f, k = 0.044715f;
+#pragma omp simd
+    for (size_t j = 0; j < count; j++) {
+        float v = x[j];
+        float u = c * (v + k * v * v * v);
+        y[j] = v / (1.0f + exp_body(-2.0f * u));
+    }
+}

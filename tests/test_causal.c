@@ -1,0 +1,164 @@
+/* test_causal: the causal forward pass computes only what a query sees (attention.c's panels of
+ * 64 queries: scores against the keys up to the panel's last query, their softmax, their
+ * context from those keys) and must equal the full computation (every score, the mask, the
+ * softmax of whole rows, weights . V over every key) bit for bit.
+ *
+ * Both are run with the naive products (attn_kernels_naive: a fixed order of additions whatever
+ * the tile's shape), so any difference is the tiling's, not OpenBLAS's choice of kernel for a
+ * shape; then with OpenBLAS, where the tiles' products may round differently in the last bit,
+ * within 1e-5 relative. Cases: several n (not multiples of 64 too), d, heads, GQA, dropout, two
+ * pre-norm GPT-2 blocks; every stage of every head, the scores' future included (computed
+ * when shown).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/attention.h"
+#include "engine/kernels.h"
+#include "engine/net.h"
+#include "scenefile/scenefile.h"
+
+struct tcase {
+    int n, d, heads, kv_heads, layers;
+    double dropout;
+    const char *block; /* YAML of the block, or "" */
+};
+
+static char *scene_text(const struct tcase *c)
+{
+    size_t cap = (size_t)c->n * 8 + 1024;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    int k = snprintf(t, cap,
+                     "version: 1\ntitle: causal tiles\ntokenizer: whitespace\nseed: 5\n"
+                     "layers: %d\ntext:",
+                     c->layers);
+    for (int i = 0; i < c->n; i++)
+        k += snprintf(t + k, cap - (size_t)k, " w%d", i);
+    k += snprintf(t + k, cap - (size_t)k,
+                  "\nembeddings: {dim: %d}\npositional: {kind: learned, max_len: %d}\n"
+                  "attention:\n  d_out: %d\n  heads: %d\n  causal: true\n  dropout: %g\n"
+                  "  out_proj: true\n",
+                  c->d, c->n, c->d, c->heads, c->dropout);
+    if (c->kv_heads)
+        k += snprintf(t + k, cap - (size_t)k, "  kv_heads: %d\n", c->kv_heads);
+    snprintf(t + k, cap - (size_t)k, "%s", c->block);
+    return t;
+}
+
+static void compute(struct attn_net *net, const struct attn_scene *s)
+{
+    struct diag err = {0};
+    memset(net, 0, sizeof(*net));
+    if (attn_net_compute(net, s, &err))
+        fail_msg("compute: %s", err.msg);
+}
+
+/* Every stage of every head of every layer of a against b: returns the largest relative
+ * difference; exact demands equal bits. */
+static double compare(const struct attn_net *a, const struct attn_net *b, bool exact,
+                      const char *what)
+{
+    double worst = 0;
+    for (int L = 0; L < a->layers; L++) {
+        const struct attn_model *m = &a->model[L];
+        enum attn_stage order[STAGE_COUNT];
+        int ns = attn_stage_order(order, m);
+        for (int h = 0; h < m->heads; h++)
+            for (int si = 0; si < ns; si++) {
+                struct attn_mat_view x = attn_view(&a->run[L], m, order[si], h);
+                struct attn_mat_view y = attn_view(&b->run[L], &b->model[L], order[si], h);
+                assert_int_equal(x.rows, y.rows);
+                assert_int_equal(x.cols, y.cols);
+                for (int i = 0; i < x.rows; i++)
+                    for (int j = 0; j < x.cols; j++) {
+                        float u = x.data[(size_t)i * x.stride + j];
+                        float v = y.data[(size_t)i * y.stride + j];
+                        if (exact) {
+                            if (memcmp(&u, &v, sizeof(u)) != 0)
+                                fail_msg("%s: layer %d head %d %s [%d][%d]: tiled %.9g, full %.9g",
+                                         what, L, h, attn_stage_name(order[si]), i, j, (double)u,
+                                         (double)v);
+                        } else if (u != v) {
+                            double d = fabs((double)u - (double)v) / (1 + fabs((double)v));
+                            if (!(d <= 1e-5))
+                                fail_msg("%s: layer %d head %d %s [%d][%d]: tiled %.9g, full "
+                                         "%.9g",
+                                         what, L, h, attn_stage_name(order[si]), i, j, (double)u,
+                                         (double)v);
+                            if (d > worst)
+                                worst = d;
+                        }
+                    }
+            }
+    }
+    return worst;
+}
+
+static void run_case(const struct tcase *c)
+{
+    char *text = scene_text(c);
+    struct attn_scene s;
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_parse(&s, "causal.yaml", text, strlen(text), &errs))
+        fail_msg("scene: %s", errs.n ? errs.items[0].msg : "?");
+    attn_diag_list_free(&errs);
+    char what[128];
+    snprintf(what, sizeof(what), "n %d d %d heads %d/%d layers %d dropout %g%s", c->n, c->d,
+             c->heads, c->kv_heads, c->layers, c->dropout, *c->block ? " block" : "");
+    for (int naive = 1; naive >= 0; naive--) {
+        attn_kernels_naive = naive;
+        struct attn_net tiled, full;
+        attn_causal_untiled = false;
+        compute(&tiled, &s);
+        attn_causal_untiled = true;
+        compute(&full, &s);
+        attn_causal_untiled = false;
+        double worst = compare(&tiled, &full, naive, what);
+        if (!naive)
+            printf("causal: %-48s OpenBLAS tiles vs full: max rel diff %.3g\n", what, worst);
+        attn_net_free(&tiled);
+        attn_net_free(&full);
+    }
+    attn_kernels_naive = false;
+    attn_scene_free(&s);
+    free(text);
+}
+
+static const char gpt2_block[] = "block:\n  order: pre\n  norm: layer\n  ffn_hidden: 64\n"
+                                 "  activation: gelu_tanh\n";
+
+static void test_causal_tiles_equal_full(void **state)
+{
+    (void)state;
+    const struct tcase cases[] = {
+        {1, 4, 1, 0, 1, 0, ""},
+        {5, 6, 2, 0, 1, 0, ""},
+        {64, 8, 2, 0, 1, 0, ""},
+        {65, 8, 1, 0, 1, 0, ""},
+        {130, 12, 3, 0, 1, 0, ""},
+        {200, 16, 4, 2, 1, 0, ""},
+        {129, 8, 2, 0, 1, 0.25, ""},
+        {150, 16, 4, 0, 2, 0, gpt2_block},
+        {257, 32, 4, 0, 1, 0.1, gpt2_block},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case(&cases[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_causal_tiles_equal_full),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
