@@ -163,12 +163,13 @@ oom:
     return attn_diag_set(err, "", "out of memory for the attention stages");
 }
 
-/* out (n, width) = in W + b, or in itself repeated once per head when there is no projection. */
+/* out (n, width) = in W + b, W m's member (wq, wk or wv), or in itself repeated once per head
+ * when there is no projection. */
 static void project(float *out, int width, const struct attn_model *m, const float *in,
-                    const float *w, const float *b)
+                    size_t member, const float *b)
 {
     if (m->project) {
-        attn_mm_ab(out, width, in, m->d_in, w, width, b, m->n, width, m->d_in);
+        attn_model_mm(out, width, in, m->d_in, m, member, b, m->n, width, m->d_in);
         return;
     }
     for (int h = 0; h < width / m->d_in; h++)
@@ -571,14 +572,14 @@ static void forward_block(struct attn_run *r, const struct attn_model *m)
         ffn_in = r->norm2;
     }
     if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
-        attn_mm_ab(r->ffn_gate, hid, ffn_in, d, ATTN_PARAM(m, wg), hid, NULL, n, hid, d);
-        attn_mm_ab(r->ffn_up, hid, ffn_in, d, ATTN_PARAM(m, w1), hid, NULL, n, hid, d);
+        ATTN_MODEL_MM(r->ffn_gate, hid, ffn_in, d, m, wg, NULL, n, hid, d);
+        ATTN_MODEL_MM(r->ffn_up, hid, ffn_in, d, m, w1, NULL, n, hid, d);
         swiglu(r->ffn_act, r->ffn_gate, r->ffn_up, (size_t)n * hid);
     } else {
-        attn_mm_ab(r->ffn_hidden, hid, ffn_in, d, ATTN_PARAM(m, w1), hid, m->b1, n, hid, d);
+        ATTN_MODEL_MM(r->ffn_hidden, hid, ffn_in, d, m, w1, m->b1, n, hid, d);
         attn_activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
     }
-    attn_mm_ab(r->ffn_out, d, r->ffn_act, hid, ATTN_PARAM(m, w2), d, m->b2, n, d, hid);
+    ATTN_MODEL_MM(r->ffn_out, d, r->ffn_act, hid, m, w2, m->b2, n, d, hid);
     const float *skip = m->order == BLOCK_POST ? r->norm1 : r->res1;
     elem_run(r->res2, skip, r->ffn_out, nd, ELEM_ADD);
     if (m->order == BLOCK_POST)
@@ -710,7 +711,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
        projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
     if ((r->stopped = progress_stopped(r->progress)))
         return;
-    project(r->q, D, m, in, ATTN_PARAM(m, wq), m->bq);
+    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq);
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     if (m->latent > 0) {
@@ -719,10 +720,10 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
         attn_mm_ab(r->k, D, r->latent, m->latent, m->wkup, D, NULL, n, D, m->latent);
         attn_mm_ab(r->v, D, r->latent, m->latent, m->wvup, D, NULL, n, D, m->latent);
     } else {
-        project(r->k, Dkv, m, in, ATTN_PARAM(m, wk), m->bk);
+        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk);
         if ((r->stopped = progress_stopped(r->progress)))
             return;
-        project(r->v, Dkv, m, in, ATTN_PARAM(m, wv), m->bv);
+        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv);
     }
     if ((r->stopped = progress_stopped(r->progress)))
         return;
@@ -780,7 +781,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
     replace_heads(r, m);
     int E = m->out_dim;
     if (m->wo)
-        attn_mm_ab(r->output, E, r->concat, D, ATTN_PARAM(m, wo), E, m->bo, n, E, D);
+        ATTN_MODEL_MM(r->output, E, r->concat, D, m, wo, m->bo, n, E, D);
     else
         memcpy(r->output, r->concat, (size_t)n * D * sizeof(float));
     if (m->block)

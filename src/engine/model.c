@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels.h"
 #include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
@@ -37,7 +38,8 @@ static float *cache_buffer(struct attn_backing *b)
         struct attn_param_cache *c = calloc(1, sizeof(*c));
         if (!c)
             return NULL;
-        c->buf = malloc((b->lazy_floats ? b->lazy_floats : 1) * sizeof(float));
+        c->floats = b->lazy_floats ? b->lazy_floats : 1;
+        c->buf = malloc(c->floats * sizeof(float));
         c->turn = malloc(TURN_BLOCK_FLOATS * sizeof(float));
         if (!c->buf || !c->turn) {
             free(c->buf);
@@ -86,6 +88,33 @@ const float *attn_model_param(const struct attn_model *m, size_t member)
             return m->lazy_from->cache->buf;
         }
     return p;
+}
+
+void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
+                   size_t member, const float *bias, int rows, int cols, int k)
+{
+    const struct attn_lazy_param *p = NULL;
+    for (int i = 0; i < m->n_lazy; i++)
+        if (m->lazy[i].member == member)
+            p = &m->lazy[i];
+    struct attn_backing *b = m->lazy_from;
+    if (!p || !p->transposed || !b || !b->cache || b->cache->tensor == p->tensor || k <= 0) {
+        attn_mm_ab(out, ldc, in, lda, attn_model_param(m, member), cols, bias, rows, cols, k);
+        return;
+    }
+    /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
+    size_t block = TURN_BLOCK_FLOATS / (size_t)k;
+    if (block < 1)
+        block = 1;
+    float *w = b->cache->turn;
+    for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
+        size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
+        b->read_rows(b, p->tensor, w, c0, nb); /* (nb, k) */
+        attn_mm_abt(out + c0, ldc, in, lda, w, k, rows, (int)nb, k);
+        for (int i = 0; bias && i < rows; i++)
+            for (size_t j = 0; j < nb; j++)
+                out[(size_t)i * (size_t)ldc + c0 + j] += bias[c0 + j];
+    }
 }
 
 /* *dst (count floats, allocated) takes src's numbers: a copy, or for a matrix that lives in a

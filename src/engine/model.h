@@ -122,6 +122,17 @@ struct attn_model {
 const float *attn_model_param(const struct attn_model *m, size_t member);
 #define ATTN_PARAM(m, member) attn_model_param((m), offsetof(struct attn_model, member))
 
+/* out (rows, cols) = in (rows, k) @ W + bias (bias (cols) or NULL), W = m's parameter member
+ * (k, cols): attn_mm_ab with ATTN_PARAM(m, member), except that a lazy matrix stored transposed
+ * (a torch Linear's F16/BF16 weight) is read a block of its stored rows (W's columns) at a time
+ * into the backing's small turning buffer and never widened whole, so the forward pass of a
+ * TinyLlama-sized checkpoint never holds a 44 MiB widened FFN matrix. Never allocates. */
+void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
+                   size_t member, const float *bias, int rows, int cols, int k);
+#define ATTN_MODEL_MM(out, ldc, in, lda, m, member, bias, rows, cols, k)                           \
+    attn_model_mm((out), (ldc), (in), (lda), (m), offsetof(struct attn_model, member), (bias),     \
+                  (rows), (cols), (k))
+
 /* out is fully initialised on success; on failure it is left freed and err says why.
  * The scene must have passed attn_scene_check and have one layer. */
 int attn_model_resolve(struct attn_model *out, const struct attn_scene *s, struct diag *err);

@@ -248,6 +248,10 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");
     }
+    /* The widening buffer holds the last matrix the pass read; what reads a parameter next
+       widens it again, so its pages need not be kept meanwhile (the predictions after this
+       need their own). */
+    attn_param_cache_drop(s->backing);
     if (reuse) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)
             attn_model_adopt(&fresh.model[L], &net->model[L]);

@@ -4,7 +4,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/cnum.h"
@@ -205,6 +207,22 @@ void attn_param_cache_free(struct attn_backing *b)
     free(b->cache->turn);
     free(b->cache);
     b->cache = NULL;
+}
+
+void attn_param_cache_drop(struct attn_backing *b)
+{
+    if (!b || !b->cache)
+        return;
+    struct attn_param_cache *c = b->cache;
+    c->tensor = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t lo = ((uintptr_t)c->buf + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t hi =
+        ((uintptr_t)c->buf + c->floats * sizeof(float)) / (uintptr_t)page * (uintptr_t)page;
+    if (hi > lo) /* whole pages inside the buffer only; they read as zeros until written */
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 static int dup_str(char **dst, const char *src)

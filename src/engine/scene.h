@@ -218,12 +218,17 @@ struct attn_backing {
 
 /* The engine's widening buffer of a backing's lazy matrices (model.c fills it). */
 struct attn_param_cache {
-    float *buf;         /* (backing->lazy_floats) the lazy matrix last asked for */
+    float *buf;         /* (floats) the lazy matrix last asked for */
+    size_t floats;      /* backing->lazy_floats when it was made */
     const void *tensor; /* which one it holds, or NULL */
     float *turn;        /* (TURN_BLOCK_FLOATS of model.c) stored rows of a transposed one */
 };
 /* Frees b's widening buffer (the scene's last reference to the backing is going). */
 void attn_param_cache_free(struct attn_backing *b);
+/* Gives the pages of b's widening buffer back to the system, keeping the buffer (models point
+ * at it): the next lazy matrix asked for is widened again. After a forward pass, so that the
+ * largest matrix (TinyLlama's FFN: 44 MiB) is not held while the predictions are computed. */
+void attn_param_cache_drop(struct attn_backing *b);
 
 /* One head the scene ablates (scene key ablate:). */
 struct attn_ablation {
