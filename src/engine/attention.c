@@ -432,14 +432,13 @@ static void mask_scores(float *out, const float *scores, const struct attn_model
     }
 }
 
-/* out (n, n) = one head's weights after dropout: torch's nn.Dropout makes noise = keep / (1 - p)
- * in float, then weights * noise. keep: that head's (n, n) mask. */
-static void drop_weights(float *out, const float *weights, const unsigned char *keep,
+/* out (count) = weights after dropout: torch's nn.Dropout makes noise = keep / (1 - p) in float,
+ * then weights * noise. keep: the mask of the same cells (a head's n * n, or rows of it). */
+static void drop_weights(float *out, const float *weights, const unsigned char *keep, size_t count,
                          const struct attn_model *m)
 {
-    size_t nn = (size_t)m->n * (size_t)m->n;
     float keep_scale = 1.0f / (float)(1.0 - m->dropout);
-    for (size_t i = 0; i < nn; i++)
+    for (size_t i = 0; i < count; i++)
         out[i] = weights[i] * (keep[i] ? keep_scale : 0.0f);
 }
 
@@ -554,7 +553,7 @@ static void derive(float *out, const struct attn_run *r, const struct attn_model
     else if (s == STAGE_WEIGHTED_NORM)
         weighted_norm(out, r, m, h);
     else
-        drop_weights(out, r->weights + h * nn, m->keep + h * nn, m);
+        drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
 }
 
 /* The FFN and the residuals around it. */
@@ -664,15 +663,9 @@ static void panel_task(void *ctx, int t, int slot)
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
     const float *a = weights + (size_t)i0 * n;
-    if (m->keep) { /* drop_weights' arithmetic on the cells the context reads */
+    if (m->keep) { /* the panel's rows after dropout (past i1 they are 0, and not read) */
         float *w = r->work + (size_t)slot * PANEL * n;
-        const unsigned char *keep = m->keep + h * nn + (size_t)i0 * n;
-        float keep_scale = 1.0f / (float)(1.0 - m->dropout);
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < i1; j++) {
-                size_t c = (size_t)i * n + (size_t)j;
-                w[c] = a[c] * (keep[c] ? keep_scale : 0.0f);
-            }
+        drop_weights(w, a, m->keep + h * nn + (size_t)i0 * n, (size_t)rows * n, m);
         a = w;
     }
     attn_mm_ab(r->concat + (size_t)i0 * D + (size_t)h * hd, D, a, n, vh, Dkv, NULL, rows, hd, i1);
@@ -768,7 +761,7 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
 
         const float *dropped = weights;
         if (m->keep) {
-            drop_weights(r->work, weights, m->keep + h * nn, m);
+            drop_weights(r->work, weights, m->keep + h * nn, nn, m);
             dropped = r->work;
         }
         /* This head's context goes straight into its column block of the concatenation. */
