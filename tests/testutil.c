@@ -312,6 +312,10 @@ int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
         snprintf(why, why_len, "cannot read %s", path);
         return -1;
     }
+    /* one field at a time, at most the file's length; a weight matrix's CSV has tens of
+       thousands of fields, so each is kept at its own size */
+    char *scratch = malloc(len + 1);
+    assert_non_null(scratch);
     size_t i = 0;
     int row_cap = 0;
     while (i < len) {
@@ -324,46 +328,35 @@ int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
         }
         char **fields = NULL;
         int nf = 0, fcap = 0;
-        for (;;) { /* one field */
-            /* sized to this field (a quoted one is at most as long as the rest of its line's
-               text up to the next unescaped quote), not to the file: a weight matrix's CSV has
-               tens of thousands of fields */
-            size_t end = i;
-            if (end < len && text[end] == '"') {
-                end++;
-                while (end < len && (text[end] != '"' || (end + 1 < len && text[end + 1] == '"')))
-                    end += text[end] == '"' ? 2 : 1;
-            } else {
-                while (end < len && text[end] != ',' && text[end] != '\r' && text[end] != '\n')
-                    end++;
-            }
-            char *field = malloc(end - i + 1);
-            assert_non_null(field);
+        for (;;) { /* one field: read into scratch, then kept at its own size */
             size_t fl = 0;
             if (i < len && text[i] == '"') {
                 i++;
                 for (;;) {
                     if (i >= len) {
                         snprintf(why, why_len, "%s: unterminated quoted field", path);
-                        free(field);
+                        free(scratch);
                         free(text);
                         return -1;
                     }
                     if (text[i] == '"') {
                         if (i + 1 < len && text[i + 1] == '"') {
-                            field[fl++] = '"';
+                            scratch[fl++] = '"';
                             i += 2;
                             continue;
                         }
                         i++;
                         break;
                     }
-                    field[fl++] = text[i++];
+                    scratch[fl++] = text[i++];
                 }
             } else {
                 while (i < len && text[i] != ',' && text[i] != '\r' && text[i] != '\n')
-                    field[fl++] = text[i++];
+                    scratch[fl++] = text[i++];
             }
+            char *field = malloc(fl + 1);
+            assert_non_null(field);
+            memcpy(field, scratch, fl);
             field[fl] = '\0';
             if (nf == fcap) {
                 fcap = fcap ? fcap * 2 : 16;
@@ -380,12 +373,14 @@ int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
         if (i < len && text[i] == '\r') {
             if (i + 1 >= len || text[i + 1] != '\n') {
                 snprintf(why, why_len, "%s: bare CR", path);
+                free(scratch);
                 free(text);
                 return -1;
             }
             i += 2;
         } else if (i < len && text[i] == '\n') {
             snprintf(why, why_len, "%s: line end is LF, not CRLF", path);
+            free(scratch);
             free(text);
             return -1;
         }
@@ -393,6 +388,7 @@ int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
         out->ncols[out->rows] = nf;
         out->rows++;
     }
+    free(scratch);
     free(text);
     return 0;
 }
