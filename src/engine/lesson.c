@@ -144,13 +144,11 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
             }
             m->row = read_index(&q);
             q = skip_blanks(q);
-            if (m->row < 0 || *q != ',') {
-                snprintf(why, size,
-                         "after @ comes the cell: row,column (0-based), like {0.2379 @ 1,1}");
-                return NULL;
+            m->col = -1;
+            if (m->row >= 0 && *q == ',') {
+                q = skip_blanks(q + 1);
+                m->col = read_index(&q);
             }
-            q = skip_blanks(q + 1);
-            m->col = read_index(&q);
             if (m->col < 0) {
                 snprintf(why, size,
                          "after @ comes the cell: row,column (0-based), like {0.2379 @ 1,1}");
