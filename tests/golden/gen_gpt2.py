@@ -839,26 +839,26 @@ def write_goldens(sc, W, recs, final, scope=None):
                     "".join(p + "\n" for p in scope))
         write_predictions(sc, W, final)
 
-    def write_csv(path, *args):  # the module's write_csv, for the files in scope
+    def put(path, *args):  # write_csv, for the files in scope
         if in_scope(os.path.relpath(path, out_dir), scope):
-            globals()["write_csv"](path, *args)
+            write_csv(path, *args)
 
     write_rows(os.path.join(out_dir, "tokens.csv"), ["position", "id", "token"],
                [[str(i), str(t), lab] for i, (t, lab) in enumerate(zip(sc.ids, labels))])
     for L, rec in enumerate(recs):
         ld = os.path.join(out_dir, "layer%d" % L)
         for name in LAYER_STAGES:
-            write_csv(os.path.join(ld, name + ".csv"), rec[name], labels)
+            put(os.path.join(ld, name + ".csv"), rec[name], labels)
         for h, hrec in enumerate(rec["heads"]):
             hdir = os.path.join(ld, "head%d" % h)
             for name in HEAD_STAGES:
-                write_csv(os.path.join(hdir, name + ".csv"), hrec[name], labels)
+                put(os.path.join(hdir, name + ".csv"), hrec[name], labels)
             for name in SQUARE_STAGES:
                 # GPT-2's attention dropout is 0 here: dropout.csv would be a byte copy of
                 # weights.csv, and the export leaves it out (docs/export.md)
                 if name == "dropout":
                     continue
-                write_csv(os.path.join(hdir, name + ".csv"), hrec[name], labels, labels)
+                put(os.path.join(hdir, name + ".csv"), hrec[name], labels, labels)
         for name, a in layer_params(W, L).items():
             # a norm at its identity (1 and 0, as the induction model's unused ln_2) has no
             # file, the rule of the scene goldens (README.md) and of attnscope's export
@@ -866,14 +866,14 @@ def write_goldens(sc, W, recs, final, scope=None):
             if name.startswith("norm") and np.all(a == default):
                 continue
             rl = ["b"] if a.ndim == 1 else ["d%d" % i for i in range(a.shape[0])]
-            write_csv(os.path.join(ld, "params", name + ".csv"), a, rl)
-    write_csv(os.path.join(out_dir, "final_norm.csv"), final, labels)
+            put(os.path.join(ld, "params", name + ".csv"), a, rl)
+    put(os.path.join(out_dir, "final_norm.csv"), final, labels)
     # the attention rollout (Abnar & Zuidema 2020): through every layer, and through layer L
     for L, r in enumerate(rollout(recs)):
         if len(recs) > 1:
-            write_csv(os.path.join(out_dir, "layer%d" % L, "rollout.csv"), r, labels, labels)
+            put(os.path.join(out_dir, "layer%d" % L, "rollout.csv"), r, labels, labels)
         if L == len(recs) - 1:
-            write_csv(os.path.join(out_dir, "rollout.csv"), r, labels, labels)
+            put(os.path.join(out_dir, "rollout.csv"), r, labels, labels)
 
 
 def rollout(recs):
@@ -972,8 +972,8 @@ def layer64(x, P, H, stage_from=None):
 
 
 def compare(kind, what, got, ref, bound=None):
-    """bound: where given, each entry's own rounding scale (for a dot product, the sum of its
-    terms' magnitudes), used in place of the row rule below."""
+    """Within TOL of max(1, |ref|), or of bound where given: each entry's own rounding scale
+    (for a dot product, the sum of its terms' magnitudes)."""
     got = np.asarray(got.detach().numpy() if torch.is_tensor(got) else got, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     if got.shape != ref.shape or not np.array_equal(np.isneginf(got), np.isneginf(ref)) or \
@@ -982,12 +982,7 @@ def compare(kind, what, got, ref, bound=None):
     fin = np.isfinite(ref)
     if not fin.any():
         return
-    # The scale of an entry is the largest of 1, itself and a tenth of its row's largest
-    # magnitude: a small score that is the difference of large products (a trained model's
-    # queries and keys) carries the rounding of those products, not of its own size.
-    mag = np.abs(np.where(fin, ref, 0.0))
-    row = mag.max(axis=-1, keepdims=True) if ref.ndim > 1 else mag.max()
-    scale = np.maximum(np.maximum(1.0, mag), 0.1 * row)
+    scale = np.maximum(1.0, np.abs(np.where(fin, ref, 0.0)))
     if bound is not None:
         scale = np.maximum(scale, np.asarray(bound, dtype=np.float64))
     scale = scale[fin]
