@@ -52,6 +52,13 @@ static float *cache_buffer(struct attn_backing *b)
     return b->cache->buf;
 }
 
+/* How many stored rows of row_len floats fit in the turn buffer at once (at least one). */
+static size_t turn_block(size_t row_len)
+{
+    size_t block = TURN_BLOCK_FLOATS / (row_len ? row_len : 1);
+    return block < 1 ? 1 : block;
+}
+
 /* Widens lazy matrix p into the buffer, x @ W: a transposed tensor (cols, rows) is read a block of
  * its rows at a time and written column by column. */
 static void widen(struct attn_backing *b, const struct attn_lazy_param *p)
@@ -63,9 +70,7 @@ static void widen(struct attn_backing *b, const struct attn_lazy_param *p)
     if (!p->transposed) {
         b->read_rows(b, p->tensor, c->buf, 0, rows);
     } else {
-        size_t block = TURN_BLOCK_FLOATS / (rows ? rows : 1);
-        if (block < 1)
-            block = 1;
+        size_t block = turn_block(rows);
         for (size_t c0 = 0; c0 < cols; c0 += block) {
             size_t nb = cols - c0 < block ? cols - c0 : block;
             b->read_rows(b, p->tensor, c->turn, c0, nb); /* (nb, rows): columns c0 .. of W */
@@ -79,33 +84,36 @@ static void widen(struct attn_backing *b, const struct attn_lazy_param *p)
     c->tensor = p->tensor;
 }
 
+/* The lazy (widened on demand) parameter behind member, or NULL if it is an ordinary one. */
+static const struct attn_lazy_param *lazy_of(const struct attn_model *m, size_t member)
+{
+    for (int i = 0; i < m->n_lazy; i++)
+        if (m->lazy[i].member == member)
+            return &m->lazy[i];
+    return NULL;
+}
+
 const float *attn_model_param(const struct attn_model *m, size_t member)
 {
-    const float *p = *(float *const *)(const void *)((const char *)m + member);
-    for (int i = 0; i < m->n_lazy; i++)
-        if (m->lazy[i].member == member) {
-            widen(m->lazy_from, &m->lazy[i]);
-            return m->lazy_from->cache->buf;
-        }
-    return p;
+    const struct attn_lazy_param *lazy = lazy_of(m, member);
+    if (lazy) {
+        widen(m->lazy_from, lazy);
+        return m->lazy_from->cache->buf;
+    }
+    return *(float *const *)(const void *)((const char *)m + member);
 }
 
 void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
                    size_t member, const float *bias, int rows, int cols, int k)
 {
-    const struct attn_lazy_param *p = NULL;
-    for (int i = 0; i < m->n_lazy; i++)
-        if (m->lazy[i].member == member)
-            p = &m->lazy[i];
+    const struct attn_lazy_param *p = lazy_of(m, member);
     struct attn_backing *b = m->lazy_from;
     if (!p || !p->transposed || !b || !b->cache || b->cache->tensor == p->tensor || k <= 0) {
         attn_mm_ab(out, ldc, in, lda, attn_model_param(m, member), cols, bias, rows, cols, k);
         return;
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
-    size_t block = TURN_BLOCK_FLOATS / (size_t)k;
-    if (block < 1)
-        block = 1;
+    size_t block = turn_block((size_t)k);
     float *w = b->cache->turn;
     for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
         size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
