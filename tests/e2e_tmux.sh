@@ -618,6 +618,21 @@ for f in llama-gqa:8:"GQA 2 KV heads" qwen2-bias:8:"scaled linear ×2" \
   T kill-session -t fm
 done
 
+# Mistral's window in the mask and Qwen2's q/k/v biases: the inspector says each.
+start mw 160 45 "$BIN $fam/mistral-window.yaml"
+wait_for mw "row Σ"
+keys mw , G Home
+check "mistral-window: a key 22 tokens back is outside the sliding window" mw \
+  wait_for mw "“The” is 22 tokens before “.”, outside the sliding window of 5"
+check "mistral-window: its score is -inf" mw wait_for mw "so the score becomes -∞"
+T kill-session -t mw
+start qb 160 45 "$BIN $fam/qwen2-bias.yaml"
+wait_for qb "row Σ"
+keys qb , , , , , , , ,
+check "qwen2-bias: eight stages back are the queries" qb wait_for qb "head 0 (of 4) · queries (Q) · 23×8"
+check "qwen2-bias: the inspector adds q_proj's bias" qb wait_for qb "(bias)"
+T kill-session -t qb
+
 # 23. BERT (tests/golden/families/scenes/bert-pair.yaml: two sentences, two [MASK]s): the model
 # view, a head, and what a masked LM's tools say. p at a [MASK] shows what fills it as `predict`
 # does, at a token "itself"; X's before -> after follows the model's answer, after as `ablate
