@@ -47,6 +47,17 @@ static int tokenize(struct attn_backing *ab, const char *text, const char *pair,
         if (attn_hftok_encode(&e, b->hf, text, strlen(text), pair, pair ? strlen(pair) : 0, special,
                               err))
             return -1;
+        /* a word named on its own must be in the vocabulary: [UNK] stands for any word */
+        int unk = attn_hftok_unk_id(b->hf);
+        for (int i = 0; !special && unk >= 0 && i < e.n; i++)
+            if (e.ids[i] == unk && attn_hftok_token_id(b->hf, text, strlen(text)) != unk) {
+                char label[4 * SCENE_MAX_TOKEN_BYTES];
+                attn_hftok_token_label(label, sizeof(label), b->hf, unk);
+                attn_hftok_encoding_free(&e);
+                return attn_diag_set(err, "text",
+                                     "'%s' is not in the vocabulary: the tokenizer makes %s of it",
+                                     text, label);
+            }
         id = e.ids;
         type = e.type_ids;
         count = e.n;
