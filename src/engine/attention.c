@@ -62,6 +62,8 @@ static void memo_free(struct attn_memo *memo)
 
 void attn_run_free(struct attn_run *r)
 {
+    if (r->borrows_nn) /* another run's: it frees them */
+        r->scores = r->weights = r->work = NULL;
 #define X(name) free(r->name);
     RUN_BUFFERS(X)
 #undef X
@@ -71,7 +73,7 @@ void attn_run_free(struct attn_run *r)
 
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
 {
-    return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
+    return r->q && !r->borrows_nn && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope &&
            r->hidden == (m->block ? m->hidden : 0) && r->final_norm == m->final_norm &&
@@ -93,9 +95,17 @@ static size_t work_floats(size_t n)
 
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
-    if (attn_run_fits(r, m))
+    return attn_run_init_sharing(r, m, NULL, err);
+}
+
+int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
+                          const struct attn_run *owner, struct diag *err)
+{
+    if (!owner && attn_run_fits(r, m))
         return 0; /* same shape: reuse every buffer */
     attn_run_free(r);
+    bool share = owner && owner->scores && !owner->borrows_nn && owner->n == m->n &&
+                 owner->heads == m->heads;
     size_t n = (size_t)m->n, D = (size_t)m->D, Dkv = (size_t)m->Dkv, d = (size_t)m->d_in;
     size_t hnn = (size_t)m->heads * n * n, h = m->block ? (size_t)m->hidden : 0;
     size_t E = (size_t)m->out_dim;
@@ -114,9 +124,9 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->qr, n * D, m->rope},
         {&r->kr, n * Dkv, m->rope},
         {&r->latent, n * (size_t)m->latent, m->latent > 0},
-        {&r->scores, hnn, true},
-        {&r->weights, hnn, true},
-        {&r->work, work_floats(n), true},
+        {&r->scores, hnn, !share},
+        {&r->weights, hnn, !share},
+        {&r->work, work_floats(n), !share},
         {&r->concat, n * D, true},
         {&r->output, n * E, true},
         {&r->res1, n * d, m->block},
@@ -157,6 +167,12 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
     r->qk_norm = qk;
     r->gated = gated;
     r->work_slots = (int)(work_floats(n) / (PANEL * (n ? n : 1)));
+    if (share) {
+        r->scores = owner->scores;
+        r->weights = owner->weights;
+        r->work = owner->work;
+        r->borrows_nn = true;
+    }
     return 0;
 oom:
     attn_run_free(r);
