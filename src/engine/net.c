@@ -205,18 +205,29 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
     return true;
 }
 
-int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
+/* *fresh = a net of s's layers, their models and runs zeroed, told of progress as net is. */
+static int net_begin(struct attn_net *fresh, const struct attn_net *net, const struct attn_scene *s,
+                     struct diag *err)
 {
     int layers = s->layers > 1 ? s->layers : 1;
-    struct attn_net fresh = {.layers = layers,
-                             .progress = net->progress,
-                             .model = calloc((size_t)layers, sizeof(struct attn_model)),
-                             .run = calloc((size_t)layers, sizeof(struct attn_run))};
-    if (!fresh.model || !fresh.run) {
-        free(fresh.model);
-        free(fresh.run);
+    *fresh = (struct attn_net){.layers = layers,
+                               .progress = net->progress,
+                               .model = calloc((size_t)layers, sizeof(struct attn_model)),
+                               .run = calloc((size_t)layers, sizeof(struct attn_run))};
+    if (!fresh->model || !fresh->run) {
+        free(fresh->model);
+        free(fresh->run);
         return attn_diag_set(err, "", "out of memory for %d layers", layers);
     }
+    return 0;
+}
+
+int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
+{
+    struct attn_net fresh;
+    if (net_begin(&fresh, net, s, err) != 0)
+        return -1;
+    int layers = fresh.layers;
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
     int rc = reuse
                  ? attn_model_resolve_options(fresh.model, net->model, layers, s,
@@ -278,16 +289,10 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
 int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn_net_visit visit,
                           void *ctx, struct diag *err)
 {
-    int layers = s->layers > 1 ? s->layers : 1;
-    struct attn_net fresh = {.layers = layers,
-                             .progress = net->progress,
-                             .model = calloc((size_t)layers, sizeof(struct attn_model)),
-                             .run = calloc((size_t)layers, sizeof(struct attn_run))};
-    if (!fresh.model || !fresh.run) {
-        free(fresh.model);
-        free(fresh.run);
-        return attn_diag_set(err, "", "out of memory for %d layers", layers);
-    }
+    struct attn_net fresh;
+    if (net_begin(&fresh, net, s, err) != 0)
+        return -1;
+    int layers = fresh.layers;
     if (attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err)) {
         free(fresh.model);
         free(fresh.run);
