@@ -569,6 +569,125 @@ static void test_scene_ablation_matches_the_sweep(void **state)
     attn_scene_free(&s);
 }
 
+/* Every stage of layer L of two nets, bit for bit (every head of the per-head ones). */
+static void assert_same_layer(const struct attn_net *a, const struct attn_net *b, int L)
+{
+    const struct attn_model *ma = &a->model[L], *mb = &b->model[L];
+    enum attn_stage order[STAGE_COUNT];
+    int count = attn_stage_order(order, ma);
+    for (int i = 0; i < count; i++)
+        for (int h = 0; h < (attn_stage_is_per_head(order[i]) ? ma->heads : 1); h++) {
+            struct attn_mat_view x = attn_view(&a->run[L], ma, order[i], h);
+            struct attn_mat_view y = attn_view(&b->run[L], mb, order[i], h);
+            assert_int_equal(x.rows, y.rows);
+            assert_int_equal(x.cols, y.cols);
+            for (int r = 0; r < x.rows; r++)
+                if (memcmp(x.data + (size_t)r * x.stride, y.data + (size_t)r * y.stride,
+                           (size_t)x.cols * sizeof(float)) != 0)
+                    fail_msg("layer %d, %s, head %d, row %d: the lean compute differs", L,
+                             attn_stage_name(order[i]), h, r);
+        }
+}
+
+/* What a lean compute's visit checks: layer L against the full compute, while it is current. */
+struct lean_job {
+    const struct attn_net *full;
+    int visited;
+};
+
+static int check_lean_layer(void *ctx, const struct attn_net *net, int L, struct diag *err)
+{
+    (void)err;
+    struct lean_job *job = ctx;
+    assert_int_equal(L, job->visited++);
+    assert_same_layer(net, job->full, L);
+    return 0;
+}
+
+/* The lean compute (heads, export, predict: the layers share their n x n and FFN buffers) gives
+ * the full compute's every stage of every layer while the layer is current, then every layer's
+ * block output and concatenated heads, and the same predictions, lens and ablation sweep, bit
+ * for bit. On the shipped english model (4 blocks of 8 heads) and the induction model (2
+ * attention-only layers). */
+static void test_lean_compute_matches_full(void **state)
+{
+    (void)state;
+    const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
+    char english[PATH_LEN];
+    snprintf(english, sizeof(english), "%.3000s/31-english-passage.yaml", scenes);
+    const char *paths[] = {english, induction_scene};
+    for (int k = 0; k < 2; k++) {
+        struct attn_scene s;
+        struct attn_net full, lean = {0};
+        open_scene(&s, &full, paths[k]);
+        struct diag err;
+        attn_diag_clear(&err);
+        struct lean_job job = {&full, 0};
+        assert_int_equal(attn_net_compute_lean(&lean, &s, check_lean_layer, &job, &err), 0);
+        assert_int_equal(job.visited, full.layers);
+        assert_true(full.layers > 1 && lean.run[1].borrows);
+        int n = full.model[0].n, last = full.layers - 1;
+        assert_same_layer(&lean, &full, last);
+        for (int L = 0; L < full.layers; L++) {
+            const struct attn_model *m = &full.model[L];
+            enum attn_stage kept[] = {attn_stage_block_output(m), STAGE_CONCAT};
+            for (int i = 0; i < 2; i++) {
+                struct attn_mat_view x = attn_view(&lean.run[L], m, kept[i], 0);
+                struct attn_mat_view y = attn_view(&full.run[L], m, kept[i], 0);
+                for (int r = 0; r < x.rows; r++)
+                    assert_memory_equal(x.data + (size_t)r * x.stride,
+                                        y.data + (size_t)r * y.stride,
+                                        (size_t)x.cols * sizeof(float));
+            }
+            struct attn_predictions p, q; /* the lens at layer L; the predictions at the last */
+            assert_int_equal(attn_predict(&p, &lean, L, 0, n, 3, 1.0, NULL, &err), 0);
+            assert_int_equal(attn_predict(&q, &full, L, 0, n, 3, 1.0, NULL, &err), 0);
+            assert_memory_equal(p.top, q.top, (size_t)n * 3 * sizeof(*p.top));
+            assert_memory_equal(p.next_loss, q.next_loss, (size_t)n * sizeof(double));
+            attn_predictions_free(&p);
+            attn_predictions_free(&q);
+        }
+        int heads = full.layers * full.model[0].heads;
+        double *a = calloc((size_t)heads, sizeof(double));
+        double *b = calloc((size_t)heads, sizeof(double));
+        double ca, cb;
+        assert_int_equal(attn_ablate_sweep(a, &ca, &lean, HEAD_ZERO, NULL, 0, n - 1, &err), 0);
+        assert_int_equal(attn_ablate_sweep(b, &cb, &full, HEAD_ZERO, NULL, 0, n - 1, &err), 0);
+        assert_true(ca == cb);
+        assert_memory_equal(a, b, (size_t)heads * sizeof(double));
+        free(a);
+        free(b);
+        attn_net_free(&lean);
+        attn_net_free(&full);
+        attn_scene_free(&s);
+    }
+}
+
+static int refuse_layer_1(void *ctx, const struct attn_net *net, int L, struct diag *err)
+{
+    (void)ctx;
+    (void)net;
+    return L == 1 ? attn_diag_set(err, "", "refused at layer %d", L) : 0;
+}
+
+/* A visit's error ends the lean compute with that error, and the net is left as it was. */
+static void test_lean_compute_stops_at_a_visit_error(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    struct attn_net net;
+    open_scene(&s, &net, induction_scene);
+    struct attn_model *before = net.model;
+    struct diag err;
+    attn_diag_clear(&err);
+    assert_int_equal(attn_net_compute_lean(&net, &s, refuse_layer_1, NULL, &err), -1);
+    assert_string_equal(err.msg, "refused at layer 1");
+    assert_ptr_equal(net.model, before);
+    assert_false(net.run[1].borrows);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+}
+
 /* What the engine refuses, as values. */
 static void test_errors(void **state)
 {
@@ -683,7 +802,7 @@ int main(void)
         return 1;
     }
     struct scene_case *cases = calloc((size_t)(count + fam_count), sizeof(*cases));
-    struct CMUnitTest *tests = calloc((size_t)(count + fam_count) + 3, sizeof(*tests));
+    struct CMUnitTest *tests = calloc((size_t)(count + fam_count) + 5, sizeof(*tests));
     if (!cases || !tests)
         return 1;
     int n = 0, pairs = 0;
@@ -736,6 +855,10 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"scene_ablation_matches_the_sweep",
                                      test_scene_ablation_matches_the_sweep, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"errors", test_errors, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"lean_compute_matches_full", test_lean_compute_matches_full,
+                                     NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"lean_compute_stops_at_a_visit_error",
+                                     test_lean_compute_stops_at_a_visit_error, NULL, NULL, NULL};
     int rc = _cmocka_run_group_tests("interp", tests, (size_t)n, NULL, NULL);
     for (int k = 0; k < K_COUNT; k++)
         printf("interp: largest difference of the %s: %.3g (%.0f%% of %g) at %s\n", kind_names[k],

@@ -97,6 +97,11 @@ int cli_find_scene(char *out, size_t size, const char *arg);
  * attn_forward. Prints every problem as file:line:col with the line and a caret. Returns CLI_OK or
  * CLI_INVALID; on failure nothing is left to free. */
 int cli_scene_open(struct cli_scene *cs, const char *path);
+/* cli_scene_open, lean: with attn_net_compute_lean, visit (may be NULL) called on each layer
+ * as it is computed, for a command that reads each layer once (heads, export, predict). A
+ * visit's error is printed as the compute's. lean false: cli_scene_open. */
+int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_net_visit visit,
+                        void *ctx);
 void cli_scene_close(struct cli_scene *cs);
 
 /* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each

@@ -260,6 +260,12 @@ int cli_find_scene(char *out, size_t size, const char *arg)
 
 int cli_scene_open(struct cli_scene *cs, const char *path)
 {
+    return cli_scene_open_lean(cs, path, false, NULL, NULL);
+}
+
+int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_net_visit visit,
+                        void *ctx)
+{
     memset(cs, 0, sizeof(*cs));
     cs->name = path ? path : "default scene";
     cs->from_file = path != NULL;
@@ -290,7 +296,8 @@ int cli_scene_open(struct cli_scene *cs, const char *path)
     struct progress p;
     attn_progress_begin(&p, stderr, "computing", "heads");
     cs->net.progress = (struct progress_sink){attn_progress_tick, &p, &attn_progress_interrupted};
-    int rc = attn_net_compute(&cs->net, &cs->scene, &err);
+    int rc = lean ? attn_net_compute_lean(&cs->net, &cs->scene, visit, ctx, &err)
+                  : attn_net_compute(&cs->net, &cs->scene, &err);
     attn_progress_end(&p, rc == 0);
     cs->net.progress = (struct progress_sink){0, 0, 0};
     /* A checkpoint that shrank while it was read gave zeros, not its numbers. */

@@ -104,7 +104,7 @@ int cmd_ablate(int argc, char **argv)
                                val[O_POSITIONS]);
 
     struct cli_scene cs;
-    if ((rc = cli_scene_open(&cs, pos[0])) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
         return rc;
     if ((rc = cli_need_vocab(&cs, "ablate")) != CLI_OK) {
         cli_scene_close(&cs);

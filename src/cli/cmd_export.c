@@ -31,6 +31,19 @@ const struct cli_command cli_export = {
     O_COUNT,
 };
 
+/* The export a lean compute writes as it goes. */
+struct export_job {
+    struct export_stream x;
+    const struct cli_scene *cs; /* its scene is loaded before the compute starts */
+};
+
+/* Layer L's files, while its stages are current (attn_net_visit). */
+static int export_visit(void *ctx, const struct attn_net *net, int layer, struct diag *err)
+{
+    struct export_job *job = ctx;
+    return export_stream_layer(&job->x, &job->cs->scene, net, layer, err);
+}
+
 int cmd_export(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
@@ -52,24 +65,26 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "invalid --top '%s' (1 to 1000)", val[O_TOP]);
 
     /* A folder that is not ours is refused before a long compute, and again right before the
-       swap (export_dir_progress). */
+       swap. Each layer is written as it is computed (a lean compute: one layer's n x n stages
+       in memory), into a temporary folder that replaces DIR only once complete. Ctrl-C,
+       during the compute or the writing, stops at the next head and removes the temporary
+       folder (the previous export stays whole); the command then ends with status 130. */
     struct diag err;
-    if (export_check_target(dir, NULL, &err) != 0) {
+    attn_diag_clear(&err);
+    struct cli_scene cs;
+    struct export_job job = {.cs = &cs};
+    if (export_stream_begin(&job.x, dir, fmt, top, NULL, &err) != 0) {
         attn_diag_print(stderr, &err, NULL, 0);
         return CLI_INVALID;
     }
-    struct cli_scene cs;
-    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
-    if (rc != CLI_OK)
-        return rc;
-    struct progress p;
-    attn_progress_begin(&p, stderr, "exporting", "heads");
-    /* Ctrl-C while the files are written: the export stops at the next head and removes its
-       temporary folder (the previous export stays whole), then the command ends, status 130. */
-    const struct progress_sink sink = {attn_progress_tick, &p, &attn_progress_interrupted};
     attn_progress_writing(true);
-    rc = export_dir_top(dir, &cs.scene, &cs.net, fmt, top, &sink, &err);
-    attn_progress_end(&p, rc == 0);
+    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, true, export_visit, &job);
+    if (rc != CLI_OK) {
+        export_stream_abort(&job.x);
+        attn_progress_writing(false);
+        return rc;
+    }
+    rc = export_stream_end(&job.x, &cs.scene, &cs.net, &err);
     attn_progress_writing(false);
     if (rc != 0) {
         attn_diag_print(stderr, &err, NULL, 0);

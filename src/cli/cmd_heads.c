@@ -54,6 +54,27 @@ const struct cli_command cli_heads = {
     O_COUNT,
 };
 
+/* The rows of every head, filled a layer at a time (attn_net_visit). */
+struct rows_job {
+    struct row *rows; /* (layers, heads) */
+};
+
+static int score_layer(void *ctx, const struct attn_net *net, int L, struct diag *err)
+{
+    struct rows_job *job = ctx;
+    int heads = net->model[0].heads;
+    if (!job->rows && !(job->rows = calloc((size_t)net->layers * heads, sizeof(*job->rows))))
+        return attn_diag_set(err, "", "out of memory");
+    for (int h = 0; h < heads; h++) {
+        struct row *r = &job->rows[L * heads + h];
+        r->layer = L;
+        r->head = h;
+        attn_head_scores(&r->s, attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h),
+                         net->model[0].ids);
+    }
+    return 0;
+}
+
 int cmd_heads(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
@@ -65,27 +86,18 @@ int cmd_heads(int argc, char **argv)
     if (sort_arg && (sort_score = attn_head_score_parse(sort_arg)) < 0)
         return cli_usage_error(
             "heads", "unknown score '%s' (previous, induction, first, self, entropy)", sort_arg);
+    /* Each layer's heads are scored as the layer is computed, while its weights are in memory
+       (a lean compute keeps one layer's n x n stages, not every layer's). */
+    struct rows_job job = {0};
     struct cli_scene cs;
-    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
-    if (rc != CLI_OK)
+    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, true, score_layer, &job);
+    if (rc != CLI_OK) {
+        free(job.rows);
         return rc;
-
+    }
     const struct attn_net *net = &cs.net;
     int heads = net->model[0].heads, n = net->layers * heads;
-    struct row *rows = calloc((size_t)n, sizeof(*rows));
-    if (!rows) {
-        fprintf(stderr, "%s: out of memory\n", cs.name);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
-    }
-    for (int L = 0; L < net->layers; L++)
-        for (int h = 0; h < heads; h++) {
-            struct row *r = &rows[L * heads + h];
-            r->layer = L;
-            r->head = h;
-            attn_head_scores(&r->s, attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h),
-                             net->model[0].ids);
-        }
+    struct row *rows = job.rows;
     /* The top head of each score (a copy: sorting moves the rows). */
     struct row best[SCORE_COUNT] = {{0}};
     bool found[SCORE_COUNT] = {false};

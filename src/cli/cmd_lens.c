@@ -48,7 +48,7 @@ int cmd_lens(int argc, char **argv)
     if (n_pos == 0)
         return cli_usage_error("lens", "missing SCENE (a scene with a vocabulary model)");
     struct cli_scene cs;
-    if ((rc = cli_scene_open(&cs, pos[0])) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
         return rc;
     if ((rc = cli_need_vocab(&cs, "lens")) != CLI_OK) {
         cli_scene_close(&cs);

@@ -182,9 +182,9 @@ int cmd_patch(int argc, char **argv)
         return rc;
 
     struct cli_scene clean, corrupt;
-    if ((rc = cli_scene_open(&clean, pos[0])) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&clean, pos[0], true, NULL, NULL)) != CLI_OK)
         return rc;
-    if ((rc = cli_scene_open(&corrupt, pos[1])) != CLI_OK) {
+    if ((rc = cli_scene_open_lean(&corrupt, pos[1], true, NULL, NULL)) != CLI_OK) {
         cli_scene_close(&clean);
         return rc;
     }

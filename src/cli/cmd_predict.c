@@ -97,7 +97,7 @@ int cmd_predict(int argc, char **argv)
                                val[O_TEMPERATURE]);
 
     struct cli_scene cs;
-    if ((rc = cli_scene_open(&cs, pos[0])) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
         return rc;
     if ((rc = cli_need_vocab(&cs, "predict")) != CLI_OK) {
         cli_scene_close(&cs);

@@ -12,23 +12,34 @@
 #include "engine/pool.h"
 #include "engine/vecmath.h"
 
-/* Every buffer of a run, for allocation and freeing in one place. */
+/* Every buffer of a run, for allocation and freeing in one place. The second column: 1 when the
+ * layers of a lean net share it (attn_run_init_sharing); 0 when each layer keeps its own, as
+ * what is read after the layer is computed: what it hands on (output, res2, norm2, final) and
+ * the concatenated heads that patching takes from a clean run. */
 #define RUN_BUFFERS(X)                                                                             \
-    X(q)                                                                                           \
-    X(k)                                                                                           \
-    X(v)                                                                                           \
-    X(qn)                                                                                          \
-    X(kn)                                                                                          \
-    X(qr)                                                                                          \
-    X(kr)                                                                                          \
-    X(latent)                                                                                      \
-    X(scores)                                                                                      \
-    X(weights)                                                                                     \
-    X(work)                                                                                        \
-    X(concat)                                                                                      \
-    X(output)                                                                                      \
-    X(res1)                                                                                        \
-    X(norm1) X(ffn_hidden) X(ffn_gate) X(ffn_up) X(ffn_act) X(ffn_out) X(res2) X(norm2) X(final)
+    X(q, 1)                                                                                        \
+    X(k, 1)                                                                                        \
+    X(v, 1)                                                                                        \
+    X(qn, 1)                                                                                       \
+    X(kn, 1)                                                                                       \
+    X(qr, 1)                                                                                       \
+    X(kr, 1)                                                                                       \
+    X(latent, 1)                                                                                   \
+    X(scores, 1)                                                                                   \
+    X(weights, 1)                                                                                  \
+    X(work, 1)                                                                                     \
+    X(concat, 0)                                                                                   \
+    X(output, 0)                                                                                   \
+    X(res1, 1)                                                                                     \
+    X(norm1, 1)                                                                                    \
+    X(ffn_hidden, 1)                                                                               \
+    X(ffn_gate, 1)                                                                                 \
+    X(ffn_up, 1)                                                                                   \
+    X(ffn_act, 1)                                                                                  \
+    X(ffn_out, 1)                                                                                  \
+    X(res2, 0)                                                                                     \
+    X(norm2, 0)                                                                                    \
+    X(final, 0)
 
 /* The derived stage attn_view computed last, every head of it as it is asked for. data is
  * allocated for every head at once but calloc'ed: its pages cost memory only once a head is
@@ -62,21 +73,28 @@ static void memo_free(struct attn_memo *memo)
 
 void attn_run_free(struct attn_run *r)
 {
-#define X(name) free(r->name);
+#define X(name, shared)                                                                            \
+    if (!(shared && r->borrows)) /* else another run's: it frees it */                             \
+        free(r->name);
     RUN_BUFFERS(X)
 #undef X
     memo_free(r->memo);
     memset(r, 0, sizeof(*r));
 }
 
-bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
+/* True when r's buffers are sized for m's shape, the final norm aside. */
+static bool same_shape(const struct attn_run *r, const struct attn_model *m)
 {
     return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope &&
-           r->hidden == (m->block ? m->hidden : 0) && r->final_norm == m->final_norm &&
-           r->out_dim == m->out_dim && r->qk_norm == (m->qnw != NULL) &&
-           r->gated == (m->block && m->activation == ACT_SWIGLU);
+           r->hidden == (m->block ? m->hidden : 0) && r->out_dim == m->out_dim &&
+           r->qk_norm == (m->qnw != NULL) && r->gated == (m->block && m->activation == ACT_SWIGLU);
+}
+
+bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
+{
+    return !r->borrows && same_shape(r, m) && r->final_norm == m->final_norm;
 }
 
 /* Causal work is cut into panels of PANEL queries: panel p computes the scores of its queries
@@ -93,9 +111,16 @@ static size_t work_floats(size_t n)
 
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
-    if (attn_run_fits(r, m))
+    return attn_run_init_sharing(r, m, NULL, err);
+}
+
+int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
+                          const struct attn_run *owner, struct diag *err)
+{
+    if (!owner && attn_run_fits(r, m))
         return 0; /* same shape: reuse every buffer */
     attn_run_free(r);
+    bool share = owner && !owner->borrows && same_shape(owner, m);
     size_t n = (size_t)m->n, D = (size_t)m->D, Dkv = (size_t)m->Dkv, d = (size_t)m->d_in;
     size_t hnn = (size_t)m->heads * n * n, h = m->block ? (size_t)m->hidden : 0;
     size_t E = (size_t)m->out_dim;
@@ -130,8 +155,16 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         {&r->norm2, n * d, m->block},
         {&r->final, n * d, m->final_norm},
     };
+    if (share) { /* owner has the same shape: the same buffers are needed */
+#define X(name, shared)                                                                            \
+    if (shared)                                                                                    \
+        r->name = owner->name;
+        RUN_BUFFERS(X)
+#undef X
+        r->borrows = true;
+    }
     for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]); i++)
-        if (plan[i].needed && !(*plan[i].buf = attn_alloc_stage(plan[i].count)))
+        if (plan[i].needed && !*plan[i].buf && !(*plan[i].buf = attn_alloc_stage(plan[i].count)))
             goto oom;
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;

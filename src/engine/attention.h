@@ -41,16 +41,17 @@ struct attn_run {
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
     bool rope, qk_norm, gated;
-    float *q;       /* (n, D) all query heads side by side */
-    float *k, *v;   /* (n, Dkv) all KV heads side by side */
-    float *qn, *kn; /* qk_norm: q and k normalised per head, or NULL */
-    float *qr, *kr; /* RoPE: q and k rotated, or NULL */
-    float *latent;  /* MLA: (n, r), or NULL */
-    float *scores;  /* (heads, n, n) Q_h K_kv(h)^T */
-    float *weights; /* (heads, n, n) */
-    float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
-                       panel's dropout (64, n) for each of work_slots threads */
-    int work_slots; /* the threads a causal forward pass may use */
+    float *q;        /* (n, D) all query heads side by side */
+    float *k, *v;    /* (n, Dkv) all KV heads side by side */
+    float *qn, *kn;  /* qk_norm: q and k normalised per head, or NULL */
+    float *qr, *kr;  /* RoPE: q and k rotated, or NULL */
+    float *latent;   /* MLA: (n, r), or NULL */
+    float *scores;   /* (heads, n, n) Q_h K_kv(h)^T */
+    float *weights;  /* (heads, n, n) */
+    bool borrows; /* its shared buffers are another run's (attn_run_init_sharing) */
+    float *work;     /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
+                        panel's dropout (64, n) for each of work_slots threads */
+    int work_slots;  /* the threads a causal forward pass may use */
     struct attn_memo *memo;        /* the derived stage attn_view last computed (attention.c) */
     float *concat;                 /* (n, D) per-head contexts side by side */
     float *output;                 /* (n, E) */
@@ -78,6 +79,15 @@ static inline float attn_cell_delta(float cur, float base)
 /* Sizes r for m's shape; keeps the existing buffers when the shape is unchanged.
  * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err);
+/* attn_run_init with owner's buffers for every stage that is only read while its layer is
+ * current (the projections, the n x n stages, the FFN's: attention.c's RUN_BUFFERS says which),
+ * when owner has m's shape (else all its own): the layers of a net computed one at a time for a
+ * caller that reads each once share them (attn_net_compute_lean). Their numbers are those of
+ * whichever sharing run was computed last; what a layer hands on, its concatenated heads and
+ * the final norm stay its own. r never frees owner's buffers, and never fits: a later
+ * attn_run_init gives it its own. */
+int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
+                          const struct attn_run *owner, struct diag *err);
 void attn_run_free(struct attn_run *r);
 /* True when r's buffers have m's shape (attn_run_init would keep them). */
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);

@@ -77,31 +77,44 @@ int attn_net_rollout(float *out, const struct attn_net *net, int last, struct di
     return rc;
 }
 
-int attn_net_forward_from(struct attn_net *net, int first)
+/* The heads of layers first .. layers - 1: the forward pass's progress total. */
+static long heads_from(const struct attn_net *net, int first)
 {
-    long total = 0, done = 0;
+    long total = 0;
     for (int L = first; L < net->layers; L++)
         total += net->model[L].heads;
-    progress_report(&net->progress, 0, total); /* step 0: it starts */
-    for (int L = first; L < net->layers; L++) {
-        struct attn_model *m = &net->model[L];
-        net->run[L].progress = net->progress.step ? &net->progress : NULL;
-        net->run[L].progress_base = done;
-        net->run[L].progress_total = total;
-        done += m->heads;
-        if (L > 0) { /* layer L's input is what layer L - 1 hands on: (n, d_in) */
-            const struct attn_model *prev = &net->model[L - 1];
-            struct attn_mat_view v =
-                attn_view(&net->run[L - 1], prev, attn_stage_block_output(prev), 0);
-            for (int i = 0; i < v.rows; i++)
-                memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
-                       (size_t)m->d_in * sizeof(float));
-        }
-        attn_forward(&net->run[L], m);
-        net->run[L].progress = NULL; /* it points into net, which a caller may move */
-        if (net->run[L].stopped)
-            return -1;
+    return total;
+}
+
+/* Layer L's forward pass, fed by layer L - 1's output; *done heads of total reported before it.
+ * Returns 0, or -1 when the sink's stop flag ended it. */
+static int forward_layer(struct attn_net *net, int L, long *done, long total)
+{
+    struct attn_model *m = &net->model[L];
+    net->run[L].progress = net->progress.step ? &net->progress : NULL;
+    net->run[L].progress_base = *done;
+    net->run[L].progress_total = total;
+    *done += m->heads;
+    if (L > 0) { /* layer L's input is what layer L - 1 hands on: (n, d_in) */
+        const struct attn_model *prev = &net->model[L - 1];
+        struct attn_mat_view v =
+            attn_view(&net->run[L - 1], prev, attn_stage_block_output(prev), 0);
+        for (int i = 0; i < v.rows; i++)
+            memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
+                   (size_t)m->d_in * sizeof(float));
     }
+    attn_forward(&net->run[L], m);
+    net->run[L].progress = NULL; /* it points into net, which a caller may move */
+    return net->run[L].stopped ? -1 : 0;
+}
+
+int attn_net_forward_from(struct attn_net *net, int first)
+{
+    long total = heads_from(net, first), done = 0;
+    progress_report(&net->progress, 0, total); /* step 0: it starts */
+    for (int L = first; L < net->layers; L++)
+        if (forward_layer(net, L, &done, total) != 0)
+            return -1;
     return 0;
 }
 
@@ -192,18 +205,29 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
     return true;
 }
 
-int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
+/* *fresh = a net of s's layers, their models and runs zeroed, told of progress as net is. */
+static int net_begin(struct attn_net *fresh, const struct attn_net *net, const struct attn_scene *s,
+                     struct diag *err)
 {
     int layers = s->layers > 1 ? s->layers : 1;
-    struct attn_net fresh = {.layers = layers,
-                             .progress = net->progress,
-                             .model = calloc((size_t)layers, sizeof(struct attn_model)),
-                             .run = calloc((size_t)layers, sizeof(struct attn_run))};
-    if (!fresh.model || !fresh.run) {
-        free(fresh.model);
-        free(fresh.run);
+    *fresh = (struct attn_net){.layers = layers,
+                               .progress = net->progress,
+                               .model = calloc((size_t)layers, sizeof(struct attn_model)),
+                               .run = calloc((size_t)layers, sizeof(struct attn_run))};
+    if (!fresh->model || !fresh->run) {
+        free(fresh->model);
+        free(fresh->run);
         return attn_diag_set(err, "", "out of memory for %d layers", layers);
     }
+    return 0;
+}
+
+int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
+{
+    struct attn_net fresh;
+    if (net_begin(&fresh, net, s, err) != 0)
+        return -1;
+    int layers = fresh.layers;
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
     int rc = reuse
                  ? attn_model_resolve_options(fresh.model, net->model, layers, s,
@@ -257,6 +281,42 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
             attn_model_adopt(&fresh.model[L], &net->model[L]);
     fresh.progress.stop = net->progress.stop;
     fresh.keep_previous = net->keep_previous;
+    attn_net_free(net);
+    *net = fresh;
+    return 0;
+}
+
+int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn_net_visit visit,
+                          void *ctx, struct diag *err)
+{
+    struct attn_net fresh;
+    if (net_begin(&fresh, net, s, err) != 0)
+        return -1;
+    int layers = fresh.layers;
+    if (attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err)) {
+        free(fresh.model);
+        free(fresh.run);
+        return -1;
+    }
+    for (int L = 0; L < layers; L++)
+        if (attn_run_init_sharing(&fresh.run[L], &fresh.model[L], L > 0 ? &fresh.run[0] : NULL,
+                                  err)) {
+            attn_net_free(&fresh);
+            return -1;
+        }
+    long total = heads_from(&fresh, 0), done = 0;
+    progress_report(&fresh.progress, 0, total);
+    for (int L = 0; L < layers; L++) {
+        if (forward_layer(&fresh, L, &done, total) != 0) {
+            attn_net_free(&fresh);
+            return attn_diag_set(err, "", "stopped before the end");
+        }
+        if (visit && visit(ctx, &fresh, L, err) != 0) {
+            attn_net_free(&fresh);
+            return -1;
+        }
+    }
+    attn_param_cache_drop(s->backing); /* as attn_net_compute */
     attn_net_free(net);
     *net = fresh;
     return 0;

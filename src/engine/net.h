@@ -34,6 +34,21 @@ struct attn_net {
  * runs the forward pass. net must be zeroed or valid; on failure, or when stopped (err "stopped
  * before the end"), it is left as it was. */
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
+/* What attn_net_compute_lean calls after each layer's forward pass, with the net as it then
+ * is. Returns 0 to go on, or -1 with err to stop the compute. */
+typedef int (*attn_net_visit)(void *ctx, const struct attn_net *net, int layer, struct diag *err);
+/* attn_net_compute for a caller that reads each layer once, as it is computed (heads, export,
+ * predict): every layer shares layer 0's buffers for the stages only read while a layer is
+ * current (attn_run_init_sharing: the projections, the n x n stages, the FFN's), so memory
+ * holds one layer's scores and weights instead of every layer's (1.2 GB at GPT-2 small's
+ * 12 x 12 heads and 1,024 tokens), and fresh pages are zeroed once, not per layer. visit (NULL:
+ * none) sees layer L with its every stage current; an earlier layer keeps only what it hands on
+ * (its block output, the residual stream), its concatenated heads and its final norm.
+ * Afterwards the net is the last visit's; predictions, the lens, ablation and patching
+ * (attn_net_forward_from) work on it. net must be zeroed or valid; on failure it is left as it
+ * was. */
+int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn_net_visit visit,
+                          void *ctx, struct diag *err);
 /* The forward pass of every layer, in order. Never allocates. Returns 0, or -1 when the sink's
  * stop flag ended it (the stages are incomplete). */
 int attn_net_forward(struct attn_net *net);

@@ -294,12 +294,6 @@ bool export_writes_stage(const struct attn_model *m, enum attn_stage st)
     return !(st == STAGE_DROPOUT && !m->keep);
 }
 
-/* What export_dir tells its progress sink: one step a head written, over every layer. */
-struct export_progress {
-    const struct progress_sink *sink;
-    long done, total;
-};
-
 /* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
 static int export_layer(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                         const struct attn_run *r, enum export_format fmt,
@@ -385,39 +379,32 @@ static int write_tokens(FILE *f, void *ctx, struct diag *err)
     return 0;
 }
 
-/* The attention rollout: dir/rollout through every layer, and with several layers
- * dir/layer<L>/rollout through layer L. */
-static int export_rollout(const char *dir, const struct attn_net *net, enum export_format fmt,
-                          struct diag *err)
+/* Layer L's step of the attention rollout (rollout through layer L, from x->roll through layer
+ * L - 1): dir/layer<L>/rollout when there are several layers, and dir/rollout at the last. */
+static int export_rollout_step(struct export_stream *x, const char *dir, const struct attn_net *net,
+                               int L, struct diag *err)
 {
     const struct attn_model *m = &net->model[0];
     size_t nn = (size_t)m->n * (size_t)m->n;
-    float *r = malloc((nn ? nn : 1) * sizeof(float)), *prev = malloc((nn ? nn : 1) * sizeof(float));
-    if (!r || !prev) {
-        free(r);
-        free(prev);
+    if (!x->roll && (!(x->roll = malloc((nn ? nn : 1) * sizeof(float))) ||
+                     !(x->prev = malloc((nn ? nn : 1) * sizeof(float))))) {
         attn_diag_set(err, NULL, "out of memory");
         return fail_at(err, dir);
     }
-    int rc = 0;
-    struct attn_mat_view v = {r, m->n, m->n, m->n};
-    for (int L = 0; L < net->layers && rc == 0; L++) {
-        if (L > 0)
-            memcpy(prev, r, nn * sizeof(float));
-        if (attn_net_rollout_step(r, L > 0 ? prev : NULL, net, L, err) != 0) {
-            rc = fail_at(err, dir);
-            break;
-        }
-        char sub[32];
-        snprintf(sub, sizeof(sub), "layer%d", L);
-        if (net->layers > 1)
-            rc = put_matrix(dir, sub, "rollout", v, "token", m->tokens, m->tokens, fmt, err);
-        if (rc == 0 && L == net->layers - 1)
-            rc = put_matrix(dir, NULL, "rollout", v, "token", m->tokens, m->tokens, fmt, err);
-    }
-    free(r);
-    free(prev);
-    return rc;
+    if (L > 0)
+        memcpy(x->prev, x->roll, nn * sizeof(float));
+    if (attn_net_rollout_step(x->roll, L > 0 ? x->prev : NULL, net, L, err) != 0)
+        return fail_at(err, dir);
+    struct attn_mat_view v = {x->roll, m->n, m->n, m->n};
+    char sub[32];
+    snprintf(sub, sizeof(sub), "layer%d", L);
+    if (net->layers > 1 &&
+        put_matrix(dir, sub, "rollout", v, "token", m->tokens, m->tokens, x->fmt, err) != 0)
+        return -1;
+    if (L == net->layers - 1 &&
+        put_matrix(dir, NULL, "rollout", v, "token", m->tokens, m->tokens, x->fmt, err) != 0)
+        return -1;
+    return 0;
 }
 
 /* What a predictions table writes: predictions, loss or the lens. */
@@ -468,16 +455,12 @@ static int export_predictions(const char *dir, const struct attn_scene *s,
     return rc;
 }
 
-static int export_files(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                        enum export_format fmt, int top_k, const struct progress_sink *progress,
-                        struct diag *err)
+/* What every export starts with, before its first layer: scene.yaml (with it the rest can
+ * always be regenerated) and tokens.csv. */
+static int export_head(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                       struct diag *err)
 {
-    struct export_progress pr = {progress, 0, 0};
-    for (int L = 0; L < net->layers; L++)
-        pr.total += net->model[L].heads;
-    progress_report(progress, 0, pr.total);
     char path[EXPORT_PATH_MAX], side_dir[EXPORT_PATH_MAX];
-    /* scene.yaml first: with it the rest can always be regenerated. */
     struct attn_scene resolved;
     if (attn_scene_from_layers(&resolved, s, net->model, net->layers) != 0) {
         attn_diag_set(err, NULL, "out of memory while resolving the scene");
@@ -499,34 +482,54 @@ static int export_files(const char *dir, const struct attn_scene *s, const struc
     attn_scene_free(&resolved);
     if (rc != 0)
         return -1;
-
-    const struct attn_model *first = &net->model[0], *last = &net->model[net->layers - 1];
-    struct tokens_job tj = {first};
+    struct tokens_job tj = {&net->model[0]};
     if (join_path(path, dir, "tokens.csv", NULL, err) != 0)
         return -1;
     if (attn_fsutil_write_new(path, write_tokens, &tj, err) != 0)
         return fail_at(err, path);
+    return 0;
+}
+
+/* Layer L's files (the layout of README.md, in layer<L>/ when there are several) and its
+ * rollout step; the first layer's call writes the export's head first. */
+static int export_files_layer(struct export_stream *x, const struct attn_scene *s,
+                              const struct attn_net *net, int L, struct diag *err)
+{
+    const char *dir = x->tx.tmp;
+    if (L == 0) {
+        x->pr = (struct export_progress){x->progress, 0, 0};
+        for (int k = 0; k < net->layers; k++)
+            x->pr.total += net->model[k].heads;
+        progress_report(x->progress, 0, x->pr.total);
+        if (export_head(dir, s, net, err) != 0)
+            return -1;
+    }
     if (net->layers == 1) {
-        if (export_layer(dir, s, first, &net->run[0], fmt, &pr, err) != 0)
+        if (export_layer(dir, s, &net->model[0], &net->run[0], x->fmt, &x->pr, err) != 0)
             return -1;
     } else {
-        for (int L = 0; L < net->layers; L++) {
-            char sub[32], ldir[EXPORT_PATH_MAX];
-            snprintf(sub, sizeof(sub), "layer%d", L);
-            if (make_dir(dir, sub, err) != 0 || join_path(ldir, dir, sub, NULL, err) != 0 ||
-                export_layer(ldir, s, &net->model[L], &net->run[L], fmt, &pr, err) != 0)
-                return -1;
-        }
+        char sub[32], ldir[EXPORT_PATH_MAX];
+        snprintf(sub, sizeof(sub), "layer%d", L);
+        if (make_dir(dir, sub, err) != 0 || join_path(ldir, dir, sub, NULL, err) != 0 ||
+            export_layer(ldir, s, &net->model[L], &net->run[L], x->fmt, &x->pr, err) != 0)
+            return -1;
     }
-    /* The final norm belongs to the whole model: beside scene.yaml. */
+    return export_rollout_step(x, dir, net, L, err);
+}
+
+/* What follows the last layer: the final norm (the whole model's: beside scene.yaml) and, with
+ * a vocabulary model, the predictions. */
+static int export_tail(struct export_stream *x, const struct attn_scene *s,
+                       const struct attn_net *net, struct diag *err)
+{
+    const char *dir = x->tx.tmp;
+    const struct attn_model *last = &net->model[net->layers - 1];
     if (last->final_norm &&
         put_matrix(dir, NULL, "final_norm",
                    attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
-                   last->tokens, NULL, fmt, err) != 0)
+                   last->tokens, NULL, x->fmt, err) != 0)
         return -1;
-    if (export_rollout(dir, net, fmt, err) != 0)
-        return -1;
-    if (attn_net_has_vocab(net) && export_predictions(dir, s, net, top_k, err) != 0)
+    if (attn_net_has_vocab(net) && export_predictions(dir, s, net, x->top_k, err) != 0)
         return -1;
     return 0;
 }
@@ -878,26 +881,69 @@ int export_dir_progress(const char *dir, const struct attn_scene *s, const struc
     return export_dir_top(dir, s, net, fmt, EXPORT_TOP_DEFAULT, progress, err);
 }
 
-int export_dir_top(const char *dir, const struct attn_scene *s, const struct attn_net *net,
-                   enum export_format fmt, int top_k, const struct progress_sink *progress,
-                   struct diag *err)
+int export_stream_begin(struct export_stream *x, const char *dir, enum export_format fmt, int top_k,
+                        const struct progress_sink *progress, struct diag *err)
 {
-    if (export_check_target(dir, NULL, err) != 0)
+    memset(x, 0, sizeof(*x));
+    x->fmt = fmt;
+    x->top_k = top_k;
+    x->progress = progress;
+    if (export_check_target(dir, NULL, err) != 0 || attn_fsutil_dirswap_begin(&x->tx, dir, err))
         return -1;
-    struct fsutil_dirswap tx;
-    if (attn_fsutil_dirswap_begin(&tx, dir, err) != 0)
+    x->open = true;
+    return 0;
+}
+
+void export_stream_abort(struct export_stream *x)
+{
+    if (x->open)
+        attn_fsutil_dirswap_abort(&x->tx);
+    x->open = false;
+    free(x->roll);
+    free(x->prev);
+    x->roll = x->prev = NULL;
+}
+
+int export_stream_layer(struct export_stream *x, const struct attn_scene *s,
+                        const struct attn_net *net, int layer, struct diag *err)
+{
+    if (export_files_layer(x, s, net, layer, err) != 0) {
+        name_target(err, &x->tx);
+        export_stream_abort(x);
         return -1;
-    if (export_files(tx.tmp, s, net, fmt, top_k, progress, err) != 0 ||
-        export_mark(tx.tmp, err) != 0) {
-        name_target(err, &tx);
-        attn_fsutil_dirswap_abort(&tx);
+    }
+    return 0;
+}
+
+int export_stream_end(struct export_stream *x, const struct attn_scene *s,
+                      const struct attn_net *net, struct diag *err)
+{
+    if (export_tail(x, s, net, err) != 0 || export_mark(x->tx.tmp, err) != 0) {
+        name_target(err, &x->tx);
+        export_stream_abort(x);
         return -1;
     }
     /* Once more right before the swap: a file the user put there while this export was being
        written is theirs, and the folder is no longer an export's. */
-    if (export_check_target(dir, NULL, err) != 0) {
-        attn_fsutil_dirswap_abort(&tx);
+    if (export_check_target(x->tx.target, NULL, err) != 0) {
+        export_stream_abort(x);
         return -1;
     }
-    return attn_fsutil_dirswap_commit(&tx, err);
+    x->open = false; /* the swap ends the transaction either way */
+    int rc = attn_fsutil_dirswap_commit(&x->tx, err);
+    export_stream_abort(x);
+    return rc;
+}
+
+int export_dir_top(const char *dir, const struct attn_scene *s, const struct attn_net *net,
+                   enum export_format fmt, int top_k, const struct progress_sink *progress,
+                   struct diag *err)
+{
+    struct export_stream x;
+    if (export_stream_begin(&x, dir, fmt, top_k, progress, err) != 0)
+        return -1;
+    for (int L = 0; L < net->layers; L++)
+        if (export_stream_layer(&x, s, net, L, err) != 0)
+            return -1;
+    return export_stream_end(&x, s, net, err);
 }

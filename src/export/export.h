@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "common/diag.h"
+#include "common/fsutil.h"
 #include "common/progress.h"
 #include "engine/attention.h"
 #include "engine/logits.h"
@@ -75,6 +76,32 @@ int export_dir_progress(const char *dir, const struct attn_scene *s, const struc
 int export_dir_top(const char *dir, const struct attn_scene *s, const struct attn_net *net,
                    enum export_format fmt, int top_k, const struct progress_sink *progress,
                    struct diag *err);
+/* An export written a layer at a time, while the net is computed (attn_net_compute_lean: one
+ * layer's n x n stages in memory, not every layer's): export_stream_begin, then
+ * export_stream_layer for layers 0 .. layers - 1 in order, each while its stages are current,
+ * then export_stream_end, which swaps the folder into place. The files and the guarantees are
+ * export_dir_top's. A failing call has already undone everything; export_stream_abort undoes a
+ * stream the caller gives up (a failed compute), and is harmless after the end. */
+struct export_progress { /* one step a head written, over every layer */
+    const struct progress_sink *sink;
+    long done, total;
+};
+struct export_stream {
+    struct fsutil_dirswap tx;
+    bool open; /* tx holds a temporary folder */
+    enum export_format fmt;
+    int top_k;
+    const struct progress_sink *progress;
+    struct export_progress pr;
+    float *roll, *prev; /* (n, n) the rollout through the last layer written, and scratch */
+};
+int export_stream_begin(struct export_stream *x, const char *dir, enum export_format fmt, int top_k,
+                        const struct progress_sink *progress, struct diag *err);
+int export_stream_layer(struct export_stream *x, const struct attn_scene *s,
+                        const struct attn_net *net, int layer, struct diag *err);
+int export_stream_end(struct export_stream *x, const struct attn_scene *s,
+                      const struct attn_net *net, struct diag *err);
+void export_stream_abort(struct export_stream *x);
 /* 0 when dir may become an export: it does not exist, is empty, or holds an earlier export
  * (*replaces, when not NULL, is then set). An earlier export is known by its marker,
  * DIR/.attnscope-export, which lists every path it wrote: the folder must hold exactly those
