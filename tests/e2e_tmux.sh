@@ -9,7 +9,9 @@
 # its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
 # token view following the cursor, a lesson stepped through, left and resumed, a lesson's step
 # saved as a scene of its own, text with control characters shown escaped, and the predictions
-# panel, the lens, ablation and the rollout on the induction model.
+# panel, the lens, ablation and the rollout on the induction model; every family's checkpoint
+# (Llama, Qwen2, Qwen3, Mistral, BERT): its model view, heads, RoPE, KV heads, SwiGLU,
+# predictions, lens, ablation, an edit and an export.
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -566,6 +568,112 @@ keys drawn p
 check "what a head does: p on drawn embeddings says why" drawn \
   wait_for drawn "no next-token predictions: drawn embeddings have no vocabulary to unembed"
 T kill-session -t drawn
+
+# 22. Every family's checkpoint (tests/golden/families, gen_families.py): Llama with GQA, Qwen2
+# with biases, Qwen3 with q/k norm, Mistral with its sliding window. For each: the header names
+# the family's parts, the model view tiles name each head's KV head, head 2 reads KV head 1, the
+# inspector on a RoPE'd query cell shows the rotation (its pair of dimensions and angle
+# 3 × θ_2), the SwiGLU stage is silu(gate) · up, p shows what `attnscope predict` prints, y the
+# lens, X ablates head 2 (header and before -> after), a sentence edit retokenises, e exports.
+fam="$SRC/tests/golden/families/scenes"
+for f in llama-gqa:8:"GQA 2 KV heads" qwen2-bias:8:"scaled linear ×2" \
+  qwen3-qknorm:16:"qk-norm" mistral-window:8:"sliding window 5"; do
+  IFS=: read -r name hd part <<<"$f"
+  sc="$fam/$name.yaml"
+  want_p=$("$BIN" predict "$sc" --position 3 --top 1 |
+    sed -n "s/^# position 3 'un' → next 's': \(rank [0-9]*, p [0-9.]*\),.*/\1/p")
+  start fm 200 50 "$BIN $sc"
+  check "$name: opens on its checkpoint" fm wait_for fm "row Σ"
+  check "$name: the header names $part" fm wait_for fm "$part"
+  keys fm a
+  check "$name: the model view names each head's KV head" fm wait_for fm "L1 h3 · KV 1"
+  keys fm Enter ] ]
+  check "$name: head 2 reads KV head 1, with head 3" fm wait_for fm "head 2 (of 4) · weights · 23×23 · KV head 1 (heads 2–3)"
+  keys fm , , , , ,
+  check "$name: five stages back is the rotated query" fm wait_for fm "queries_rotated (RoPE) · 23×$hd"
+  keys fm Down Down Down Right Right
+  check "$name: the inspector turns dimension 2 with its rotate_half partner" fm \
+    wait_for fm "RoPE turns dimensions (2, $((2 + hd / 2))) together"
+  check "$name: by position 3's angle" fm wait_for fm "angle = 3 × "
+  keys fm . . . . . . . . . . . . . . .
+  check "$name: the SwiGLU stage" fm wait_for fm "layer 0 · ffn_activated · 23×"
+  check "$name: the inspector multiplies silu(gate) by up" fm wait_for fm "SwiGLU: silu(gate) · up"
+  keys fm p
+  check "$name: p shows predict's next token at position 3" fm wait_for fm "next s: $want_p,"
+  keys fm y
+  check "$name: y opens the lens" fm wait_for fm "logit lens: every layer's top-1"
+  keys fm y X
+  check "$name: X ablates head 2" fm wait_for fm "L0 h2 ablated (zero)"
+  check "$name: the panel says before -> after" fm wait_for fm "next s: p ${want_p#*p } → "
+  keys fm u t C-u
+  text fm "the sea runs"
+  keys fm Enter
+  check "$name: the edit is tokenised by the checkpoint's BPE" fm wait_for fm "(23 → "
+  keys fm e C-u
+  text fm "$WORK/$name-export"
+  keys fm Enter
+  check "$name: export says where it wrote" fm wait_for fm "exported every stage as CSV to $WORK/$name-export"
+  check "$name: the export has the rotated keys and the SwiGLU stage" fm \
+    test -s "$WORK/$name-export/layer0/head3/keys_rotated.csv" -a -s "$WORK/$name-export/layer1/ffn_activated.csv"
+  T kill-session -t fm
+done
+
+# Mistral's window in the mask and Qwen2's q/k/v biases: the inspector says each.
+start mw 160 45 "$BIN $fam/mistral-window.yaml"
+wait_for mw "row Σ"
+keys mw , G Home
+check "mistral-window: a key 22 tokens back is outside the sliding window" mw \
+  wait_for mw "“The” is 22 tokens before “.”, outside the sliding window of 5"
+check "mistral-window: its score is -inf" mw wait_for mw "so the score becomes -∞"
+T kill-session -t mw
+start qb 160 45 "$BIN $fam/qwen2-bias.yaml"
+wait_for qb "row Σ"
+keys qb , , , , , , , ,
+check "qwen2-bias: eight stages back are the queries" qb wait_for qb "head 0 (of 4) · queries (Q) · 23×8"
+check "qwen2-bias: the inspector adds q_proj's bias" qb wait_for qb "(bias)"
+T kill-session -t qb
+
+# 23. BERT (tests/golden/families/scenes/bert-pair.yaml: two sentences, two [MASK]s): the model
+# view, a head, and what a masked LM's tools say. p at a [MASK] shows what fills it as `predict`
+# does, at a token "itself"; X's before -> after follows the model's answer, after as `ablate
+# --positions 6:7` gives it; y's lens scores each token itself; an edit of the first sentence
+# keeps the second; export.
+sc="$fam/bert-pair.yaml"
+want_top=$("$BIN" predict "$sc" --position 6 --top 1 | sed -n "s/^ *1 *20 *'river' *\([0-9.]*\) *\([0-9.]*\) .*/\1 \2/p")
+want_self=$("$BIN" predict "$sc" --position 2 --top 1 |
+  sed -n "s/^# position 2 'cat' → itself 'cat': \(rank [0-9]*, p [0-9.]*\),.*/\1/p")
+want_after=$("$BIN" ablate "$sc" --positions 6:7 --csv | awk -F, '$1 == 0 && $2 == 0 { printf "%.4f", exp(-$4) }')
+check "bert: the commands gave the expected values" none test -n "$want_self" -a -n "$want_after" -a -n "$want_top"
+start bert 200 50 "$BIN $sc"
+check "bert: opens on the two sentences" bert wait_for bert "sunny"
+check "bert: the header says post-norm" bert wait_for bert "post-norm block"
+keys bert a
+check "bert: the model view" bert wait_for bert "model view: 2 layers × 4 heads"
+keys bert Enter p Down Down
+check "bert: p at a token scores the token itself" bert wait_for bert "predictions · at “cat” (position 2)"
+check "bert: its rank and p as predict's" bert wait_for bert "itself cat: $want_self,"
+keys bert Down Down Down Down
+check "bert: at a [MASK] the model fills it in" bert wait_for bert "[MASK]: the model fills it in"
+check "bert: its top token as predict's" bert wait_for bert "river  ${want_top% *} ${want_top#* }"
+keys bert X
+check "bert: X ablates L0 h0" bert wait_for bert "L0 h0 ablated (zero)"
+check "bert: before -> after of the answer, after as ablate gives it" bert \
+  wait_for bert "[MASK] answer river: p ${want_top#* } → $want_after"
+keys bert u y
+check "bert: y's lens scores each token itself" bert wait_for bert "MLM lens: every layer's top-1"
+check "bert: its column says itself" bert wait_for bert "pos token  itself"
+check "bert: the status line says the MLM head" bert wait_for bert "each layer's output through the MLM head"
+keys bert y t C-u
+text bert "the dog sat on the [MASK] ."
+keys bert Enter
+check "bert: the edit keeps the second sentence" bert wait_for bert "16 tokens"
+check "bert: the new word is on screen" bert wait_for bert "dog"
+keys bert e C-u
+text bert "$WORK/bert-export"
+keys bert Enter
+check "bert: export says where it wrote" bert wait_for bert "exported every stage as CSV to $WORK/bert-export"
+check "bert: the export's predictions are at the [MASK]s" bert grep -q "^6,1," "$WORK/bert-export/predictions.csv"
+T kill-session -t bert
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1076,6 +1076,86 @@ static void test_ablate(void **state)
     run_free(&r);
 }
 
+/* A masked LM (tests/golden/families/scenes: BERT with two [MASK]s, and without one): what
+ * ablate, patch and lens score, and the options that do not apply, refused. */
+static void test_masked_lm(void **state)
+{
+    (void)state;
+    char pair[4200], dog[4200], nomask[4200];
+    const char *dir = getenv("ATTNSCOPE_SCENES_DIR");
+    snprintf(pair, sizeof(pair), "%s/../tests/golden/families/scenes/bert-pair.yaml", dir);
+    snprintf(dog, sizeof(dog), "%s/../tests/golden/families/scenes/bert-dog.yaml", dir);
+    snprintf(nomask, sizeof(nomask), "%s/../tests/golden/families/scenes/bert-nomask.yaml", dir);
+    /* the model's own answer at each [MASK], or the ones named */
+    struct run r = RUN("ablate", pair);
+    expect_status(&r, 0);
+    expect_contains(r.out, "# the loss: -ln p of the answer at each [MASK]: 6 'river', 13 'river'\n"
+                           "# the loss with no head ablated: 0.7406 nats\n");
+    run_free(&r);
+    r = RUN("ablate", pair, "--answer", "mat,#16", "--positions", "7:16");
+    expect_status(&r, 0);
+    expect_contains(r.out, "over positions 7 to 15\n# the loss: -ln p of the answer at each "
+                           "[MASK]: 6 'mat', 13 'day'\n");
+    run_free(&r);
+    r = RUN("ablate", nomask);
+    expect_status(&r, 0);
+    expect_contains(r.out, "-ln p of each position's own token (the text has no [MASK])");
+    run_free(&r);
+    r = RUN("lens", pair);
+    expect_status(&r, 0);
+    expect_contains(r.out, "  pos  token        itself ");
+    expect_contains(r.out, "    6  [MASK]       -  ");
+    run_free(&r);
+    r = RUN("patch", pair, dog, "--metric", "prob:mat");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# metric: p('mat') at position 6 '[MASK]'\n");
+    run_free(&r);
+    r = RUN("patch", pair, dog, "--metric", "prob:mat", "--position", "13");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# metric: p('mat') at position 13 '[MASK]'\n");
+    run_free(&r);
+    /* refused: the message says why, usage errors exit 2 */
+    r = RUN("ablate", pair, "--answer", "mat,day,sea");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--answer: 3 answers for 2 [MASK]s");
+    run_free(&r);
+    r = RUN("ablate", pair, "--answer", "zebra");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--answer zebra: 'zebra' is not in the vocabulary: the tokenizer makes "
+                           "[UNK] of it");
+    run_free(&r);
+    r = RUN("ablate", pair, "--answer", "#30");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--answer #30: an id is #0 to #29");
+    run_free(&r);
+    r = RUN("ablate", nomask, "--answer", "mat");
+    expect_status(&r, 2);
+    expect_contains(r.err, "has no [MASK] to answer");
+    run_free(&r);
+    r = RUN("ablate", pair, "--positions", "0:6");
+    expect_status(&r, 1);
+    expect_contains(r.err, "positions 0 to 5 score no token");
+    run_free(&r);
+    r = RUN("patch", pair, dog, "--metric", "prob:mat", "--position", "16");
+    expect_status(&r, 2);
+    expect_contains(r.err, "invalid --position '16': the scenes have 16 tokens (0 to 15)");
+    run_free(&r);
+    r = RUN("patch", nomask, pair, "--metric", "prob:mat");
+    expect_status(&r, 1);
+    expect_contains(r.err, "reads the first [MASK], and the text has none");
+    run_free(&r);
+    r = RUN("patch", pair, dog, "--metric", "loss", "--position", "3");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--position is for logit_diff and prob");
+    run_free(&r);
+    char gpt2[4200];
+    snprintf(gpt2, sizeof(gpt2), "%s/../tests/golden/families/scenes/llama-gqa.yaml", dir);
+    r = RUN("ablate", gpt2, "--answer", "the");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--answer names what fills a [MASK] of a masked language model");
+    run_free(&r);
+}
+
 /* patch: the induction model's clean and corrupted pair, every metric kind, and the errors. */
 static void test_patch(void **state)
 {
@@ -1739,6 +1819,7 @@ int main(void)
         cmocka_unit_test(test_no_vocabulary),
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_ablate),
+        cmocka_unit_test(test_masked_lm),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_export_predictions),
     };

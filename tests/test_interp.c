@@ -71,6 +71,7 @@ struct scene_case {
     char scene[PATH_LEN];  /* the scene file */
     char golden[PATH_LEN]; /* its interp/<stem> folder */
     char stages[PATH_LEN]; /* its stage goldens (layer<L>/inputs.csv) */
+    char family[PATH_LEN]; /* a family's case (BERT, Llama): tests/golden/families/scenes */
 };
 
 /* Loads and computes a scene; fails the test when it cannot. */
@@ -242,7 +243,9 @@ static int check_lens(const struct attn_net *net, const struct scene_case *sc)
 /* ablate_<mode>[_A_B].csv: every head ablated alone. */
 static int check_ablate(struct attn_net *net, const struct scene_case *sc, const char *name)
 {
-    int bad = 0, n = net->model[0].n, a = 0, b = n - 1;
+    /* every position: those that score nothing (the last one of a next-token model, a masked
+     * LM's non-[MASK]s) count for nothing */
+    int bad = 0, n = net->model[0].n, a = 0, b = n;
     enum attn_head_mode mode = strncmp(name, "ablate_zero", 11) == 0 ? HEAD_ZERO : HEAD_MEAN;
     const char *range = name + strlen("ablate_zero");
     if (*range == '_' && sscanf(range, "_%d_%d.csv", &a, &b) != 2)
@@ -254,7 +257,7 @@ static int check_ablate(struct attn_net *net, const struct scene_case *sc, const
     double clean, *loss = calloc((size_t)count, sizeof(double));
     assert_non_null(loss);
     struct diag err;
-    if (attn_ablate_sweep(loss, &clean, net, mode, a, b, &err) != 0)
+    if (attn_ablate_sweep(loss, &clean, net, mode, NULL, a, b, &err) != 0)
         fail_msg("%s: attn_ablate_sweep: %s", sc->stem, err.msg);
     for (int r = 1; r < c.rows; r++) {
         int L = (int)num(&c, r, 0), h = (int)num(&c, r, 1);
@@ -314,9 +317,19 @@ static void test_scene(void **state)
 static void test_patch(void **state)
 {
     const struct scene_case *sc = *state;
-    char clean_path[PATH_LEN + 64], corrupt_path[PATH_LEN + 64];
+    char clean_path[PATH_LEN + 256], corrupt_path[PATH_LEN + 256];
     snprintf(clean_path, sizeof(clean_path), "%s-clean.yaml", sc->scene);
     snprintf(corrupt_path, sizeof(corrupt_path), "%s-corrupt.yaml", sc->scene);
+    /* a family's pair names its scenes, tokens and position (gen_families.py's pair.csv) */
+    struct tu_csv pair = {0};
+    int position = -1;
+    if (sc->family[0]) {
+        read_golden(&pair, sc->golden, "pair.csv", 5);
+        snprintf(clean_path, sizeof(clean_path), "%s/%.120s.yaml", sc->family, pair.cells[1][0]);
+        snprintf(corrupt_path, sizeof(corrupt_path), "%s/%.120s.yaml", sc->family,
+                 pair.cells[1][1]);
+        position = (int)num(&pair, 1, 4);
+    }
     struct attn_scene cs, xs;
     struct attn_net clean, corrupt;
     open_scene(&cs, &clean, clean_path);
@@ -326,18 +339,24 @@ static void test_patch(void **state)
     assert_int_equal(meta.rows, 4);
     /* the tokens the generator's metrics read (gen_interp.py's PAIRS) */
     const char *tokens[2];
-    if (strcmp(sc->stem, "patch-tiny") == 0) {
+    if (sc->family[0]) {
+        tokens[0] = pair.cells[1][2];
+        tokens[1] = pair.cells[1][3];
+    } else if (strcmp(sc->stem, "patch-tiny") == 0) {
         tokens[0] = " cat";
         tokens[1] = " man";
     } else {
         tokens[0] = " tree";
         tokens[1] = " bird";
     }
-    struct attn_metric metric = {METRIC_LOGIT_DIFF, -1, -1, clean.model[0].ids};
+    struct attn_metric metric = {.kind = METRIC_LOGIT_DIFF, .a = -1, .b = -1, .position = -1};
     struct diag err;
     for (int i = 0; i < 2; i++)
         if (attn_scene_single_token(i ? &metric.b : &metric.a, &cs, tokens[i], &err) != 0)
             fail_msg("%s: %s", sc->stem, err.msg);
+    /* where the metrics read by default: the golden's position (BERT: the first [MASK]) */
+    if (position >= 0)
+        assert_int_equal(attn_metric_position(&clean), position);
     int bad = 0, heads = corrupt.model[0].heads, count = corrupt.layers * heads;
     double *rec = calloc((size_t)count, sizeof(double));
     assert_non_null(rec);
@@ -375,6 +394,7 @@ static void test_patch(void **state)
         tu_csv_free(&c);
     }
     printf("interp: %-18s %d layers x %d heads, 3 metrics\n", sc->stem, corrupt.layers, heads);
+    tu_csv_free(&pair);
     free(rec);
     tu_csv_free(&meta);
     attn_net_free(&clean);
@@ -385,9 +405,52 @@ static void test_patch(void **state)
         fail_msg("%s: %d differences from PyTorch", sc->stem, bad);
 }
 
+/* scored.csv: what the loss scores at each position, exactly (logits.h, attn_loss_targets). */
+static int check_scored(const struct attn_net *net, const struct scene_case *sc)
+{
+    int bad = 0, n = net->model[0].n;
+    struct tu_csv c;
+    read_golden(&c, sc->golden, "scored.csv", 2);
+    assert_int_equal(c.rows, n + 1);
+    int *scored = calloc((size_t)n, sizeof(int));
+    assert_non_null(scored);
+    struct diag err;
+    if (attn_loss_targets(scored, net, NULL, 0, &err) != 0)
+        fail_msg("%s: attn_loss_targets: %s", sc->stem, err.msg);
+    for (int i = 0; i < n; i++)
+        CHECK(scored[i] == (int)num(&c, i + 1, 1), "%s: position %d scores %d, torch %s\n",
+              sc->stem, i, scored[i], c.cells[i + 1][1]);
+    free(scored);
+    tu_csv_free(&c);
+    return bad;
+}
+
+/* A family's case (tests/golden/families/interp/<case>): what the loss scores, zero and mean
+ * ablation through every layer, then the lens from torch's residual streams. */
+static void test_family(void **state)
+{
+    const struct scene_case *sc = *state;
+    struct attn_scene s;
+    struct attn_net net;
+    open_scene(&s, &net, sc->scene);
+    assert_true(attn_net_has_vocab(&net));
+    int bad = check_scored(&net, sc) + check_ablate(&net, sc, "ablate_zero.csv") +
+              check_ablate(&net, sc, "ablate_mean.csv");
+    use_torch_block_outputs(&net, sc);
+    bad += check_lens(&net, sc);
+    printf("interp: %-18s %d layers x %d heads, vocab %d%s: lens, scored, 2 ablation tables\n",
+           sc->stem, net.layers, net.model[0].heads, net.model[net.layers - 1].vocab,
+           net.model[net.layers - 1].masked_lm ? " (masked LM)" : "");
+    attn_net_free(&net);
+    attn_scene_free(&s);
+    if (bad)
+        fail_msg("%s: %d differences from PyTorch", sc->stem, bad);
+}
+
 /* ---- the engine against itself ---------------------------------------------------------- */
 
 static char induction_scene[PATH_LEN];
+static char family_scenes[PATH_LEN];
 
 /* The unembedding's product against its naive twin, from the final_norm stage. */
 static void test_logits_naive_twin(void **state)
@@ -451,7 +514,7 @@ static void test_scene_ablation_matches_the_sweep(void **state)
     int n = net.model[0].n;
     double clean, loss[2];
     struct diag err;
-    assert_int_equal(attn_ablate_sweep(loss, &clean, &net, HEAD_MEAN, 16, n - 1, &err), 0);
+    assert_int_equal(attn_ablate_sweep(loss, &clean, &net, HEAD_MEAN, NULL, 16, n - 1, &err), 0);
     assert_true(loss[1] > clean + 1.0); /* the induction head matters on the repeated half */
     /* The clean run's last residual stream, kept to predict from later (the explorer's
        "before"): copied out of the net's block output. */
@@ -588,8 +651,8 @@ static void test_lean_compute_matches_full(void **state)
         double *a = calloc((size_t)heads, sizeof(double));
         double *b = calloc((size_t)heads, sizeof(double));
         double ca, cb;
-        assert_int_equal(attn_ablate_sweep(a, &ca, &lean, HEAD_ZERO, 0, n - 1, &err), 0);
-        assert_int_equal(attn_ablate_sweep(b, &cb, &full, HEAD_ZERO, 0, n - 1, &err), 0);
+        assert_int_equal(attn_ablate_sweep(a, &ca, &lean, HEAD_ZERO, NULL, 0, n - 1, &err), 0);
+        assert_int_equal(attn_ablate_sweep(b, &cb, &full, HEAD_ZERO, NULL, 0, n - 1, &err), 0);
         assert_true(ca == cb);
         assert_memory_equal(a, b, (size_t)heads * sizeof(double));
         free(a);
@@ -649,6 +712,55 @@ static void test_errors(void **state)
     assert_string_equal(label, " moon");
     assert_int_equal(attn_scene_single_token(&id, &s, " moonx", &err), -1);
     assert_non_null(strstr(err.msg, "is not a single token"));
+
+    /* answers are a masked LM's */
+    int scored[64];
+    assert_int_equal(attn_loss_targets(scored, &net, &id, 1, &err), -1);
+    assert_non_null(strstr(err.msg, "masked language model"));
+    assert_int_equal(attn_net_masks(&net, NULL), 0);
+    assert_int_equal(attn_metric_position(&net), net.model[0].n - 1);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+
+    /* BERT: answers one for all or one each, ids in the vocabulary, words without [CLS] */
+    char path[PATH_LEN + 64];
+    snprintf(path, sizeof(path), "%s/bert-pair.yaml", family_scenes);
+    open_scene(&s, &net, path);
+    int first, mat, day, two[3];
+    assert_int_equal(attn_net_masks(&net, &first), 2);
+    assert_int_equal(first, 6);
+    assert_int_equal(attn_metric_position(&net), 6);
+    assert_int_equal(attn_scene_single_token(&mat, &s, "mat", &err), 0);
+    assert_int_equal(attn_scene_single_token(&day, &s, "day", &err), 0);
+    two[0] = mat;
+    two[1] = day;
+    two[2] = mat;
+    assert_int_equal(attn_loss_targets(scored, &net, two, 2, &err), 0);
+    assert_int_equal(scored[6], mat);
+    assert_int_equal(scored[13], day);
+    assert_int_equal(scored[7], -1);
+    assert_int_equal(attn_loss_targets(scored, &net, two, 3, &err), -1);
+    assert_non_null(strstr(err.msg, "3 answers for 2 [MASK]s"));
+    two[0] = 30;
+    assert_int_equal(attn_loss_targets(scored, &net, two, 1, &err), -1);
+    assert_non_null(strstr(err.msg, "outside the vocabulary"));
+    /* the loss counts only the [MASK]s: positions 0 to 5 score nothing */
+    assert_int_equal(attn_mean_loss(&x, &net, NULL, 0, 6, &err), -1);
+    assert_non_null(strstr(err.msg, "score no token"));
+    double one, both;
+    assert_int_equal(attn_mean_loss(&one, &net, NULL, 0, 7, &err), 0);
+    assert_int_equal(attn_mean_loss(&both, &net, NULL, 0, 16, &err), 0);
+    assert_true(one != both);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+    snprintf(path, sizeof(path), "%s/bert-nomask.yaml", family_scenes);
+    open_scene(&s, &net, path);
+    assert_int_equal(attn_metric_position(&net), -1);
+    struct attn_metric metric = {.kind = METRIC_PROB, .a = mat, .position = -1};
+    assert_int_equal(attn_metric_eval(&x, &net, &metric, &err), -1);
+    assert_non_null(strstr(err.msg, "no [MASK]"));
+    assert_int_equal(attn_loss_targets(scored, &net, &mat, 1, &err), -1);
+    assert_non_null(strstr(err.msg, "no [MASK] to answer"));
     attn_net_free(&net);
     attn_scene_free(&s);
 
@@ -670,6 +782,7 @@ int main(void)
     const char *golden = env_or("ATTNSCOPE_GOLDEN_DIR", "tests/golden");
     const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
     snprintf(induction_scene, sizeof(induction_scene), "%.3000s/29-induction-head.yaml", scenes);
+    snprintf(family_scenes, sizeof(family_scenes), "%.3000s/families/scenes", golden);
     char interp[PATH_LEN];
     snprintf(interp, sizeof(interp), "%.3000s/gpt2/interp", golden);
     int count;
@@ -679,8 +792,17 @@ int main(void)
                 count);
         return 1;
     }
-    struct scene_case *cases = calloc((size_t)count, sizeof(*cases));
-    struct CMUnitTest *tests = calloc((size_t)count + 5, sizeof(*tests));
+    char fam_interp[PATH_LEN];
+    snprintf(fam_interp, sizeof(fam_interp), "%.3000s/families/interp", golden);
+    int fam_count;
+    char **fam_names = tu_list_names(fam_interp, "", &fam_count);
+    if (!fam_names || fam_count < 4) {
+        fprintf(stderr, "interp: %s holds %d goldens; run tests/golden/gen_families.py\n",
+                fam_interp, fam_count);
+        return 1;
+    }
+    struct scene_case *cases = calloc((size_t)(count + fam_count), sizeof(*cases));
+    struct CMUnitTest *tests = calloc((size_t)(count + fam_count) + 5, sizeof(*tests));
     if (!cases || !tests)
         return 1;
     int n = 0, pairs = 0;
@@ -708,8 +830,25 @@ int main(void)
         n++;
     }
     tu_free_names(names, count);
-    if (pairs < 2) {
-        fprintf(stderr, "interp: %d patching pairs in %s, expected 2\n", pairs, interp);
+    /* the families: BERT (a masked LM, with [MASK]s and without) and Llama with GQA */
+    for (int i = 0; i < fam_count; i++) {
+        struct scene_case *c = &cases[n];
+        bool patch = strncmp(fam_names[i], "patch-", 6) == 0;
+        snprintf(c->stem, sizeof(c->stem), "%.120s", fam_names[i]);
+        snprintf(c->golden, sizeof(c->golden), "%.3000s/%.120s", fam_interp, fam_names[i]);
+        snprintf(c->family, sizeof(c->family), "%.3000s/families/scenes", golden);
+        snprintf(c->scene, sizeof(c->scene), "%.3000s/families/scenes/%.120s.yaml", golden,
+                 fam_names[i]);
+        snprintf(c->stages, sizeof(c->stages), "%.3000s/families/goldens/%.120s", golden,
+                 fam_names[i]);
+        pairs += patch;
+        tests[n] = (struct CMUnitTest){c->stem, patch ? test_patch : test_family, NULL, NULL, c};
+        n++;
+    }
+    tu_free_names(fam_names, fam_count);
+    if (pairs < 3) {
+        fprintf(stderr, "interp: %d patching pairs in %s and %s, expected 3\n", pairs, interp,
+                fam_interp);
         return 1;
     }
     tests[n++] = (struct CMUnitTest){"logits_naive_twin", test_logits_naive_twin, NULL, NULL, NULL};

@@ -118,6 +118,15 @@ int cli_parse_double(const char *text, double lo, double hi, double *out);
 /* CLI_OK when the scene has a vocabulary model; else says why cmd cannot run and returns
  * CLI_INVALID. */
 int cli_need_vocab(const struct cli_scene *cs, const char *cmd);
+/* What ablate's and patch's loss scores at each position (engine/logits.h, attn_loss_targets)
+ * into *scored (n ints, the caller frees it). answer: --answer's TOKEN[,TOKEN...], or NULL for
+ * the model's own answers: each a token text that the scene's tokenizer makes one token, or #ID.
+ * Returns CLI_OK; CLI_USAGE when answers do not apply (a next-token model, a text without
+ * [MASK]) or do not read; CLI_INVALID on other failures; each after saying why. */
+int cli_loss_targets(int **scored, const struct cli_scene *cs, const char *cmd, const char *answer);
+/* "# scored: -ln p of ..." lines saying what the loss of scored (attn_loss_targets) measures,
+ * for ablate and patch. */
+void cli_print_scored(const struct cli_scene *cs, const int *scored);
 /* Whether the terminal's locale shows block characters (LC_CTYPE only: numbers stay C). */
 bool cli_utf8_output(void);
 /* A bar of fraction (0..1) of width characters: eighth blocks, or '#' without UTF-8. */

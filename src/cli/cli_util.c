@@ -358,6 +358,92 @@ int cli_need_vocab(const struct cli_scene *cs, const char *cmd)
     return CLI_INVALID;
 }
 
+/* One --answer token: #ID or a text of one token. Returns CLI_OK or CLI_USAGE. */
+static int answer_id(int *id, const struct cli_scene *cs, const char *cmd, const char *text)
+{
+    int vocab = cs->net.model[cs->net.layers - 1].vocab;
+    if (text[0] == '#') {
+        if (cli_parse_int(text + 1, 0, vocab - 1, id) != 0)
+            return cli_usage_error(cmd, "--answer %s: an id is #0 to #%d", text, vocab - 1);
+        return CLI_OK;
+    }
+    struct diag err;
+    attn_diag_clear(&err);
+    if (attn_scene_single_token(id, &cs->scene, text, &err) != 0)
+        return cli_usage_error(cmd, "--answer %s: %s", text, err.msg);
+    return CLI_OK;
+}
+
+int cli_loss_targets(int **scored, const struct cli_scene *cs, const char *cmd, const char *answer)
+{
+    const struct attn_net *net = &cs->net;
+    const struct attn_model *last = &net->model[net->layers - 1];
+    int n = net->model[0].n, masks = attn_net_masks(net, NULL);
+    *scored = NULL;
+    if (answer && !last->masked_lm)
+        return cli_usage_error(cmd,
+                               "--answer names what fills a [MASK] of a masked language model "
+                               "(BERT); %s predicts the next token, which its text gives",
+                               cs->name);
+    if (answer && masks == 0)
+        return cli_usage_error(cmd,
+                               "--answer: %s has no [MASK] to answer (without one, each position "
+                               "scores its own token)",
+                               cs->name);
+    int answers[SCENE_MAX_TOKENS], count = 0;
+    char text[1024];
+    if (answer && strlen(answer) >= sizeof(text))
+        return cli_usage_error(cmd, "--answer is too long");
+    if (answer) {
+        snprintf(text, sizeof(text), "%s", answer);
+        for (char *word = text, *comma; word; word = comma ? comma + 1 : NULL) {
+            if ((comma = strchr(word, ',')))
+                *comma = '\0';
+            if (count == SCENE_MAX_TOKENS)
+                return cli_usage_error(cmd, "--answer: too many answers");
+            int rc = answer_id(&answers[count++], cs, cmd, word);
+            if (rc != CLI_OK)
+                return rc;
+        }
+        if (count != 1 && count != masks)
+            return cli_usage_error(cmd,
+                                   "--answer: %d answers for %d [MASK]s (one for all of them, or "
+                                   "one each, in order)",
+                                   count, masks);
+    }
+    int *out = malloc((size_t)n * sizeof(int));
+    struct diag err;
+    attn_diag_clear(&err);
+    if (!out || attn_loss_targets(out, net, answer ? answers : NULL, count, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", cs->name, out ? err.msg : "out of memory");
+        free(out);
+        return CLI_INVALID;
+    }
+    *scored = out;
+    return CLI_OK;
+}
+
+void cli_print_scored(const struct cli_scene *cs, const int *scored)
+{
+    const struct attn_net *net = &cs->net;
+    const struct attn_model *m = &net->model[0];
+    if (!net->model[net->layers - 1].masked_lm) {
+        printf("# the loss: -ln p of each position's next token\n");
+        return;
+    }
+    if (attn_net_masks(net, NULL) == 0) {
+        printf("# the loss: -ln p of each position's own token (the text has no [MASK])\n");
+        return;
+    }
+    printf("# the loss: -ln p of the answer at each [MASK]:");
+    for (int i = 0, j = 0; i < m->n; i++)
+        if (scored[i] >= 0) {
+            printf("%s %d ", j++ ? "," : "", i);
+            cli_print_token(&cs->scene, scored[i], 0);
+        }
+    printf("\n");
+}
+
 bool cli_utf8_output(void)
 {
     const char *was = setlocale(LC_CTYPE, NULL);

@@ -3,9 +3,11 @@
  *   layer  head  mode      loss  delta_loss
  *       0     0  zero    2.9132     +2.5284
  *
- * delta_loss is the mean next-token loss with that head's context replaced (zero, or its mean
- * over the positions) before out_proj, minus the loss of the scene as given, over positions
- * 0 .. n-2 or --positions A:B. --sort puts the largest delta first; --csv writes
+ * delta_loss is the mean loss with that head's context replaced (zero, or its mean over the
+ * positions) before out_proj, minus the loss of the scene as given, over the positions that
+ * score a token (attn_loss_targets: each next token; on a masked LM the model's own answer at
+ * each [MASK], or --answer's, or every token of a text without [MASK]), all of them or
+ * --positions A:B. --sort puts the largest delta first; --csv writes
  * layer,head,mode,loss,delta_loss.
  */
 #include <stdio.h>
@@ -16,7 +18,7 @@
 #include "common/cnum.h"
 #include "engine/logits.h"
 
-enum { O_MODE, O_SORT, O_CSV, O_POSITIONS, O_COUNT };
+enum { O_MODE, O_SORT, O_CSV, O_POSITIONS, O_ANSWER, O_COUNT };
 static const struct cli_opt opts[O_COUNT] = {
     [O_MODE] = {"mode", 'm', "MODE",
                 "zero (the head's context set to 0, the default) or mean\n"
@@ -26,18 +28,24 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_POSITIONS] = {"positions", 'p', "A:B",
                      "average the loss over positions A .. B-1 only (as a\n"
                      "Python slice; A: or :B leave an end open)"},
+    [O_ANSWER] = {"answer", 'a', "TOKEN",
+                  "a masked LM's answer at its [MASK]s: one token for all,\n"
+                  "or one each (TOKEN,TOKEN); #ID names an id (default:\n"
+                  "what the model ranks first there)"},
 };
 
 const struct cli_command cli_ablate = {
     "ablate",
     cmd_ablate,
-    "SCENE [--mode zero|mean] [--sort] [--csv] [--positions A:B]",
+    "SCENE [--mode zero|mean] [--sort] [--csv] [--positions A:B] [--answer TOKEN]",
     "switch off every head in turn and measure the loss",
     "Ablate every head of every layer in turn, alone: replace its context before the output\n"
     "projection by zeros (or by its mean over the positions, TransformerLens's mean\n"
     "ablation), recompute everything after it, and print the mean next-token loss and\n"
     "delta_loss, its rise over the scene as given. Heads the scene's ablate: key switches off\n"
-    "stay off. The scene needs a vocabulary model.",
+    "stay off. The scene needs a vocabulary model. On a masked language model (BERT) the loss\n"
+    "is -ln p of the model's own answer at each [MASK] (what it ranks first there with every\n"
+    "head on; --answer names another), or of every token itself when the text has no [MASK].",
     opts,
     O_COUNT,
 };
@@ -104,11 +112,30 @@ int cmd_ablate(int argc, char **argv)
     }
     struct attn_net *net = &cs.net;
     int n = net->model[0].n, heads = net->model[0].heads, count = net->layers * heads;
+    bool masked = net->model[net->layers - 1].masked_lm;
+    if (masked) { /* every position may score (its [MASK]'s answer, or its own token) */
+        a = a < 0 ? 0 : a;
+        b = b < 0 ? n : b;
+        if (a >= b || b > n) {
+            fprintf(stderr,
+                    "%s: --positions %d:%d: the scene has %d tokens (A:B takes A .. B-1, B at "
+                    "most %d)\n",
+                    cs.name, a, b, n, n);
+            cli_scene_close(&cs);
+            return CLI_INVALID;
+        }
+    }
+    int *scored = NULL;
+    if ((rc = cli_loss_targets(&scored, &cs, "ablate", val[O_ANSWER])) != CLI_OK) {
+        cli_scene_close(&cs);
+        return rc;
+    }
     if (a < 0)
         a = 0;
     if (b < 0)
         b = n - 1;
-    if (n < 2 || a >= b || b > n - 1) {
+    if (!masked && (n < 2 || a >= b || b > n - 1)) {
+        free(scored);
         if (n < 2)
             fprintf(stderr, "%s: one token has no next token to score\n", cs.name);
         else
@@ -126,9 +153,10 @@ int cmd_ablate(int argc, char **argv)
     if (!loss || !rows)
         rc = attn_diag_set(&err, "", "out of memory");
     else
-        rc = attn_ablate_sweep(loss, &clean, net, mode, a, b, &err);
+        rc = attn_ablate_sweep(loss, &clean, net, mode, scored, a, b, &err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s\n", cs.name, err.msg);
+        free(scored);
         free(loss);
         free(rows);
         cli_scene_close(&cs);
@@ -153,12 +181,15 @@ int cmd_ablate(int argc, char **argv)
                mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"
                                  : "mean: its context replaced by its mean over the positions",
                a, b - 1);
+        if (masked)
+            cli_print_scored(&cs, scored);
         attn_cnum_fprintf(stdout, "# the loss with no head ablated: %.4f nats\n", clean);
         printf("layer  head  mode      loss  delta_loss\n");
         for (int i = 0; i < count; i++)
             attn_cnum_fprintf(stdout, "%5d  %4d  %-4s  %8.4f  %+10.4f\n", rows[i].layer,
                               rows[i].head, mname, rows[i].loss, rows[i].delta);
     }
+    free(scored);
     free(loss);
     free(rows);
     cli_scene_close(&cs);

@@ -4,8 +4,10 @@
  *       2  king       door      ' moon'   0.734    ' door' * 0.912
  *
  * Each layer's residual stream (its block output) through the final norm and the unembedding,
- * the top-1 token and its probability; * marks a guess that is the actual next token. --csv
- * writes export's lens.csv: layer,position,id,token,prob.
+ * the top-1 token and its probability; * marks a guess that is the actual next token. On a
+ * masked LM (BERT) the stream goes through its MLM head instead, each position is scored against
+ * its own token (column "itself"; a [MASK] has none: "-"), and * marks a layer that already
+ * gives it. --csv writes export's lens.csv: layer,position,id,token,prob.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +31,9 @@ const struct cli_command cli_lens = {
     "Put every layer's residual stream (its block output) through the final norm and the\n"
     "unembedding, as if the model stopped there, and print the top-1 token and its\n"
     "probability for every layer and position (the logit lens of nostalgebraist, 2020). The\n"
-    "last layer's guesses are the model's own. The scene needs a vocabulary model.",
+    "last layer's guesses are the model's own. The scene needs a vocabulary model. On a masked\n"
+    "language model (BERT) each layer goes through the MLM head, and a position's guess is at\n"
+    "its own token (at a [MASK]: what fills it).",
     opts,
     O_COUNT,
 };
@@ -70,9 +74,15 @@ int cmd_lens(int argc, char **argv)
         csv_write_lens(stdout, p, layers, &cs.scene);
     } else if (rc == CLI_OK) {
         const struct attn_model *m = &net->model[0];
-        printf("# the logit lens: each layer's residual stream through the final norm and the\n"
-               "# unembedding; its top-1 token and probability (* = the actual next token)\n");
-        printf("  pos  %-12s %-12s", "token", "next");
+        bool masked = net->model[layers - 1].masked_lm;
+        if (masked)
+            printf("# the logit lens of a masked LM: each layer's residual stream through the MLM\n"
+                   "# head; its top-1 token at each position and probability (* = the token\n"
+                   "# itself; a [MASK] has none)\n");
+        else
+            printf("# the logit lens: each layer's residual stream through the final norm and the\n"
+                   "# unembedding; its top-1 token and probability (* = the actual next token)\n");
+        printf("  pos  %-12s %-12s", "token", masked ? "itself" : "next");
         for (int L = 0; L < layers; L++) /* a column: 'token' padded to 12, a mark, 0.000 */
             printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);
         printf("\n");
@@ -81,8 +91,8 @@ int cmd_lens(int argc, char **argv)
             for (int pad = 12 - attn_utf8_length(m->tokens[i]); pad > 0; pad--)
                 putchar(' ');
             printf(" ");
-            if (i + 1 < n)
-                cli_print_token(&cs.scene, m->ids[i + 1], 12);
+            if (p[0].next_id[i] >= 0)
+                cli_print_token(&cs.scene, p[0].next_id[i], 12);
             else
                 printf("%-12s", "-");
             for (int L = 0; L < layers; L++) {

@@ -5,7 +5,9 @@
  *
  * For every head, the clean run's context of that head (before out_proj, every position) is
  * put into the corrupted run, everything after it recomputed, and the metric measured:
- * recovered = (patched - corrupted) / (clean - corrupted). --csv writes
+ * recovered = (patched - corrupted) / (clean - corrupted). logit_diff and prob read the last
+ * position of a next-token model (what comes next) and the first [MASK] of a masked LM (what
+ * fills it), or --position P; loss is ablate's, scored as in the clean run. --csv writes
  * layer,head,metric,recovered.
  */
 #include <stdio.h>
@@ -14,21 +16,27 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
+#include "common/utf8.h"
 #include "engine/logits.h"
 
-enum { O_METRIC, O_CSV, O_COUNT };
+enum { O_METRIC, O_POSITION, O_ANSWER, O_CSV, O_COUNT };
 static const struct cli_opt opts[O_COUNT] = {
     [O_METRIC] = {"metric", 'm', "M",
                   "what to recover: logit_diff:A:B (the logit of token A minus\n"
-                  "B's at the last position), prob:A (A's probability there)\n"
-                  "or loss (the mean loss of the clean text's next tokens)"},
+                  "B's at the last position; a masked LM's first [MASK]),\n"
+                  "prob:A (A's probability there) or loss (ablate's mean loss:\n"
+                  "the clean text's next tokens; a masked LM's answers)"},
+    [O_POSITION] = {"position", 'p', "P", "read logit_diff and prob at position P instead"},
+    [O_ANSWER] = {"answer", 'a', "TOKEN",
+                  "loss on a masked LM: the answer at its [MASK]s, as\n"
+                  "ablate's --answer (default: the clean run's top token)"},
     [O_CSV] = {"csv", 'c', NULL, "as CSV: layer,head,metric,recovered"},
 };
 
 const struct cli_command cli_patch = {
     "patch",
     cmd_patch,
-    "CLEAN CORRUPT --metric logit_diff:A:B|prob:A|loss [--csv]",
+    "CLEAN CORRUPT --metric logit_diff:A:B|prob:A|loss [--position P] [--answer TOKEN] [--csv]",
     "activation patching: which heads carry the clean run's answer",
     "Run two scenes of the same model and length, CLEAN and CORRUPT (say \"When Mary and John\n"
     "went to the store, John gave a drink to\" and the same with Mary for the second John).\n"
@@ -36,7 +44,8 @@ const struct cli_command cli_patch = {
     "at every position, recompute everything after it, and print how much of the clean minus\n"
     "corrupted metric it recovers: 0 no effect, 1 all of it (TransformerLens's activation\n"
     "patching). A and B are token text (\" Mary\" with its space), each one token of the\n"
-    "scenes' tokenizer.",
+    "scenes' tokenizer. On a masked language model (BERT) the metrics read the clean text's\n"
+    "first [MASK], where the model answers, and loss scores the clean run's answers.",
     opts,
     O_COUNT,
 };
@@ -123,6 +132,40 @@ static int metric_ids(struct attn_metric *metric, const struct metric_spec *spec
     return CLI_OK;
 }
 
+/* Where logit_diff and prob read (--position, or the clean run's default) and what loss scores
+ * (--answer, or the clean run's own), in metric. */
+static int metric_where(struct attn_metric *metric, const struct metric_spec *spec,
+                        const struct cli_scene *clean, const char *position, const char *answer,
+                        int **scored)
+{
+    int n = clean->net.model[0].n;
+    if (position && spec->kind == METRIC_LOSS)
+        return cli_usage_error("patch", "--position is for logit_diff and prob: loss reads every "
+                                        "position");
+    if (answer && spec->kind != METRIC_LOSS)
+        return cli_usage_error("patch", "--answer is for --metric loss: logit_diff and prob name "
+                                        "their tokens");
+    if (position && cli_parse_int(position, 0, n - 1, &metric->position) != 0)
+        return cli_usage_error("patch",
+                               "invalid --position '%s': the scenes have %d tokens (0 to "
+                               "%d)",
+                               position, n, n - 1);
+    if (spec->kind != METRIC_LOSS && metric->position < 0 &&
+        (metric->position = attn_metric_position(&clean->net)) < 0) {
+        fprintf(stderr,
+                "%s: --metric %s reads the first [MASK], and the text has none: add one, or give "
+                "--position\n",
+                clean->name, spec->arg);
+        return CLI_INVALID;
+    }
+    if (spec->kind == METRIC_LOSS) {
+        int rc = cli_loss_targets(scored, clean, "patch", answer);
+        metric->scored = *scored;
+        return rc;
+    }
+    return CLI_OK;
+}
+
 int cmd_patch(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[2];
@@ -145,12 +188,15 @@ int cmd_patch(int argc, char **argv)
         cli_scene_close(&clean);
         return rc;
     }
-    struct attn_metric metric = {spec.kind, -1, -1, clean.net.model[0].ids};
+    struct attn_metric metric = {.kind = spec.kind, .a = -1, .b = -1, .position = -1};
     double *recovered = NULL, m_clean = 0, m_corrupt = 0;
+    int *scored = NULL;
     if ((rc = cli_need_vocab(&clean, "patch")) != CLI_OK ||
         (rc = cli_need_vocab(&corrupt, "patch")) != CLI_OK ||
         (rc = check_alike(&clean, &corrupt)) != CLI_OK ||
-        (rc = metric_ids(&metric, &spec, &clean)) != CLI_OK)
+        (rc = metric_ids(&metric, &spec, &clean)) != CLI_OK ||
+        (rc = metric_where(&metric, &spec, &clean, val[O_POSITION], val[O_ANSWER], &scored)) !=
+            CLI_OK)
         goto out;
     int heads = corrupt.net.model[0].heads, count = corrupt.net.layers * heads;
     struct diag err;
@@ -175,12 +221,24 @@ int cmd_patch(int argc, char **argv)
                               m_corrupt + recovered[i] * span, recovered[i]);
     } else {
         printf("# clean: %s\n# corrupted: %s\n", clean.name, corrupt.name);
+        const struct attn_model *m = &clean.net.model[0];
+        bool last = metric.position == m->n - 1 && !clean.net.model[clean.net.layers - 1].masked_lm;
         if (spec.kind == METRIC_LOGIT_DIFF)
-            printf("# metric: logit('%s') - logit('%s') at the last position\n", spec.a, spec.b);
+            printf("# metric: logit('%s') - logit('%s') at ", spec.a, spec.b);
         else if (spec.kind == METRIC_PROB)
-            printf("# metric: p('%s') at the last position\n", spec.a);
-        else
+            printf("# metric: p('%s') at ", spec.a);
+        if (spec.kind != METRIC_LOSS && last) {
+            printf("the last position\n");
+        } else if (spec.kind != METRIC_LOSS) {
+            printf("position %d '", metric.position);
+            attn_utf8_fputs_escaped(m->tokens[metric.position], stdout, 0);
+            printf("'\n");
+        } else if (!clean.net.model[clean.net.layers - 1].masked_lm) {
             printf("# metric: the mean loss of the clean text's next tokens\n");
+        } else {
+            printf("# metric: the mean loss\n");
+            cli_print_scored(&clean, scored);
+        }
         attn_cnum_fprintf(stdout, "# clean %.4f, corrupted %.4f: each head's context patched in\n",
                           m_clean, m_corrupt);
         printf("layer  head      metric  recovered\n");
@@ -189,6 +247,7 @@ int cmd_patch(int argc, char **argv)
                               m_corrupt + recovered[i] * span, recovered[i]);
     }
 out:
+    free(scored);
     free(recovered);
     cli_scene_close(&corrupt);
     cli_scene_close(&clean);

@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli/cli.h"
 #include "common/cnum.h"
@@ -153,8 +154,28 @@ int cmd_predict(int argc, char **argv)
             if (position < 0 ? !masks || m->ids[i] == last->mask_id : i == position)
                 print_position(&p, i, &cs, utf8);
         if (last->masked_lm) {
+            /* the loss ablate and patch compare (logits.h, attn_loss_targets), with every head */
+            int *scored = malloc((size_t)n * sizeof(int));
+            double mean = 0;
+            if (!scored || attn_loss_targets(scored, net, NULL, 0, &err) != 0 ||
+                attn_mean_loss(&mean, net, scored, 0, n, &err) != 0) {
+                fprintf(stderr, "%s: %s\n", cs.name, scored ? err.msg : "out of memory");
+                free(scored);
+                attn_predictions_free(&p);
+                cli_scene_close(&cs);
+                return CLI_INVALID;
+            }
+            free(scored);
             if (masks == 0)
-                printf("\n# no [MASK] in the text: each position scores its own token\n");
+                attn_cnum_fprintf(stdout,
+                                  "\n# no [MASK] in the text: each position scores its own token; "
+                                  "mean loss over positions 0 to %d: %.4f nats\n",
+                                  n - 1, mean);
+            else
+                attn_cnum_fprintf(stdout,
+                                  "\n# mean loss of the top token at each [MASK] (what ablate and "
+                                  "patch score): %.4f nats\n",
+                                  mean);
         } else if (n > 1) {
             double sum = 0;
             for (int i = 0; i + 1 < n; i++)

@@ -234,10 +234,11 @@ void attn_predictions_free(struct attn_predictions *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* attn_predict of the stream v (n, d), checked by the caller. */
+/* attn_predict of the stream v (n, d), checked by the caller; scored (n) or NULL: the id each
+ * position is scored on (attn_loss_targets), instead of the rule of targets. */
 static int predict_stream(struct attn_predictions *out, const struct attn_net *net, int layer,
                           struct attn_mat_view v, int pos0, int count, int k, double temperature,
-                          const int *targets, struct diag *err)
+                          const int *targets, const int *scored, struct diag *err)
 {
     if (!(temperature > 0) || !isfinite(temperature))
         return attn_diag_set(err, "", "the temperature must be a number above 0, not %g",
@@ -283,6 +284,8 @@ static int predict_stream(struct attn_predictions *out, const struct attn_net *n
             /* a masked language model scores the token at p itself; at [MASK] it is unknown */
             if (last_masked_lm(net))
                 target = targets[p] == net->model[net->layers - 1].mask_id ? -1 : targets[p];
+            if (scored)
+                target = scored[p];
             rc = reduce_row(out, b0 + i, logits + (size_t)i * vocab, target, err);
         }
     }
@@ -301,7 +304,7 @@ int attn_predict(struct attn_predictions *out, const struct attn_net *net, int l
     if (check_request(net, layer, pos0, count, err))
         return -1;
     return predict_stream(out, net, layer, stream_of(net, layer), pos0, count, k, temperature,
-                          targets, err);
+                          targets, NULL, err);
 }
 
 int attn_predict_stream(struct attn_predictions *out, const struct attn_net *net,
@@ -314,25 +317,119 @@ int attn_predict_stream(struct attn_predictions *out, const struct attn_net *net
         return -1;
     int d = net->model[last].d_in;
     struct attn_mat_view v = {stream, net->model[last].n, d, d};
-    return predict_stream(out, net, last, v, pos0, count, k, temperature, targets, err);
+    return predict_stream(out, net, last, v, pos0, count, k, temperature, targets, NULL, err);
 }
 
-int attn_mean_loss(double *out, const struct attn_net *net, const int *targets, int a, int b,
+int attn_net_masks(const struct attn_net *net, int *first)
+{
+    int count = 0;
+    if (first)
+        *first = -1;
+    if (!last_masked_lm(net) || !net->model[0].ids)
+        return 0;
+    const struct attn_model *m = &net->model[0];
+    int mask = net->model[net->layers - 1].mask_id;
+    for (int i = 0; i < m->n; i++)
+        if (m->ids[i] == mask && mask >= 0) {
+            if (first && *first < 0)
+                *first = i;
+            count++;
+        }
+    return count;
+}
+
+int attn_loss_targets(int *scored, const struct attn_net *net, const int *answers, int n_answers,
+                      struct diag *err)
+{
+    if (!attn_net_has_vocab(net))
+        return attn_diag_set(err, "", "the scene has no vocabulary model (no unembedding)");
+    const struct attn_model *m = &net->model[0], *last = &net->model[net->layers - 1];
+    int n = m->n, masks = attn_net_masks(net, NULL);
+    if (answers && !last->masked_lm)
+        return attn_diag_set(err, "",
+                             "answers are for the [MASK]s of a masked language model (BERT); "
+                             "this model predicts the next token, which the text gives");
+    if (answers && masks == 0)
+        return attn_diag_set(err, "",
+                             "the text has no [MASK] to answer: each position scores its own "
+                             "token");
+    if (answers && n_answers != 1 && n_answers != masks)
+        return attn_diag_set(err, "", "%d answers for %d [MASK]s: give one for all, or one each",
+                             n_answers, masks);
+    for (int i = 0; answers && i < n_answers; i++)
+        if (answers[i] < 0 || answers[i] >= last->vocab)
+            return attn_diag_set(err, "", "token id %d is outside the vocabulary (0 to %d)",
+                                 answers[i], last->vocab - 1);
+    if (!last->masked_lm) {
+        for (int i = 0; i < n; i++)
+            scored[i] = i + 1 < n ? m->ids[i + 1] : -1;
+        return 0;
+    }
+    if (masks == 0) {
+        memcpy(scored, m->ids, (size_t)n * sizeof(int));
+        return 0;
+    }
+    for (int i = 0, j = 0; i < n; i++) {
+        scored[i] = -1;
+        if (m->ids[i] != last->mask_id)
+            continue;
+        if (answers) {
+            scored[i] = answers[n_answers == 1 ? 0 : j++];
+            continue;
+        }
+        struct attn_predictions p;
+        if (attn_predict(&p, net, net->layers - 1, i, 1, 1, 1.0, NULL, err))
+            return -1;
+        scored[i] = p.top[0].id;
+        attn_predictions_free(&p);
+    }
+    return 0;
+}
+
+int attn_mean_loss(double *out, const struct attn_net *net, const int *scored, int a, int b,
                    struct diag *err)
 {
     int n = net->layers > 0 ? net->model[0].n : 0;
-    if (a < 0 || b > n - 1 || a >= b)
+    if (a < 0 || b > n || a >= b)
         return attn_diag_set(err, "", "positions %d to %d: the loss needs 0 <= first < last <= %d",
-                             a, b - 1, n - 2);
-    struct attn_predictions p;
-    if (attn_predict(&p, net, net->layers - 1, a, b - a, 0, 1.0, targets, err))
-        return -1;
-    double sum = 0;
-    for (int i = 0; i < p.count; i++)
-        sum += p.next_loss[i];
-    *out = sum / p.count;
-    attn_predictions_free(&p);
-    return 0;
+                             a, b - 1, n - 1);
+    int *own = NULL;
+    if (!scored) {
+        if (!(own = malloc((size_t)n * sizeof(int))))
+            return attn_diag_set(err, "", "out of memory for the scored tokens");
+        if (attn_loss_targets(own, net, NULL, 0, err)) {
+            free(own);
+            return -1;
+        }
+        scored = own;
+    }
+    int count = 0;
+    for (int i = a; i < b; i++)
+        count += scored[i] >= 0;
+    int rc = 0;
+    if (count == 0) {
+        rc = attn_diag_set(err, "", "positions %d to %d score no token (%s)", a, b - 1,
+                           last_masked_lm(net) ? "a masked LM scores its [MASK]s, or every "
+                                                 "token of a text without one"
+                                               : "the last position has no next token");
+    } else {
+        /* the scored positions a .. b - 1 in one pass of blocks; the others cost a row each */
+        struct attn_predictions p;
+        const struct attn_model *lm = &net->model[net->layers - 1];
+        if (check_request(net, net->layers - 1, a, b - a, err) ||
+            predict_stream(&p, net, net->layers - 1, stream_of(net, net->layers - 1), a, b - a, 0,
+                           1.0, NULL, scored, err)) {
+            rc = -1;
+        } else {
+            double sum = 0;
+            for (int i = 0; i < p.count; i++)
+                sum += scored[a + i] >= 0 && scored[a + i] < lm->vocab ? p.next_loss[i] : 0;
+            *out = sum / count;
+            attn_predictions_free(&p);
+        }
+    }
+    free(own);
+    return rc;
 }
 
 const char *attn_metric_name(enum attn_metric_kind k)
@@ -348,6 +445,15 @@ const char *attn_metric_name(enum attn_metric_kind k)
     return "?";
 }
 
+int attn_metric_position(const struct attn_net *net)
+{
+    int first;
+    if (!last_masked_lm(net))
+        return net->layers > 0 ? net->model[0].n - 1 : -1;
+    attn_net_masks(net, &first);
+    return first;
+}
+
 int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_metric *metric,
                      struct diag *err)
 {
@@ -356,7 +462,14 @@ int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_
     const struct attn_model *last = &net->model[net->layers - 1];
     int n = last->n, vocab = last->vocab;
     if (metric->kind == METRIC_LOSS)
-        return attn_mean_loss(out, net, metric->targets, 0, n - 1, err);
+        return attn_mean_loss(out, net, metric->scored, 0, n, err);
+    int pos = metric->position >= 0 ? metric->position : attn_metric_position(net);
+    if (pos < 0)
+        return attn_diag_set(err, "",
+                             "the text has no [MASK] for the metric to read: give a position");
+    if (pos >= n)
+        return attn_diag_set(err, "", "position %d: the scene has %d tokens (0 to %d)", pos, n,
+                             n - 1);
     int need = metric->kind == METRIC_LOGIT_DIFF ? 2 : 1;
     int ids[2] = {metric->a, metric->b};
     for (int i = 0; i < need; i++)
@@ -366,7 +479,7 @@ int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_
     float *row = malloc((size_t)vocab * sizeof(float));
     if (!row)
         return attn_diag_set(err, "", "out of memory");
-    int rc = attn_logits(row, net, net->layers - 1, n - 1, 1, err);
+    int rc = attn_logits(row, net, net->layers - 1, pos, 1, err);
     if (rc == 0) {
         if (metric->kind == METRIC_LOGIT_DIFF)
             *out = (double)row[metric->a] - (double)row[metric->b];
@@ -378,10 +491,22 @@ int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_
 }
 
 int attn_ablate_sweep(double *loss, double *clean, struct attn_net *net, enum attn_head_mode mode,
-                      int a, int b, struct diag *err)
+                      const int *scored, int a, int b, struct diag *err)
 {
-    if (attn_mean_loss(clean, net, NULL, a, b, err))
+    int n = net->layers > 0 ? net->model[0].n : 0, *own = NULL;
+    if (!scored && n > 0) { /* the net's own answers, before any head of the sweep is off */
+        if (!(own = malloc((size_t)n * sizeof(int))))
+            return attn_diag_set(err, "", "out of memory for the scored tokens");
+        if (attn_loss_targets(own, net, NULL, 0, err)) {
+            free(own);
+            return -1;
+        }
+        scored = own;
+    }
+    if (attn_mean_loss(clean, net, scored, a, b, err)) {
+        free(own);
         return -1;
+    }
     int rc = 0;
     for (int L = 0; L < net->layers && rc == 0; L++) {
         int heads = net->model[L].heads;
@@ -389,11 +514,12 @@ int attn_ablate_sweep(double *loss, double *clean, struct attn_net *net, enum at
             enum attn_head_mode was = (enum attn_head_mode)net->model[L].head_mode[h];
             attn_net_set_head(net, L, h, mode, NULL);
             attn_net_forward_from(net, L);
-            rc = attn_mean_loss(&loss[L * heads + h], net, NULL, a, b, err);
+            rc = attn_mean_loss(&loss[L * heads + h], net, scored, a, b, err);
             attn_net_set_head(net, L, h, was, NULL);
         }
         attn_net_forward_from(net, L); /* the next layer reads this one as it was */
     }
+    free(own);
     return rc;
 }
 
@@ -413,16 +539,34 @@ int attn_patch_sweep(double *recovered, double *m_clean, double *m_corrupt,
                 "corrupted one %d x %d x %d",
                 L, c->heads, c->n, c->D, x->heads, x->n, x->D);
     }
+    /* the clean run says where logit_diff and prob read and what the loss scores */
+    struct attn_metric given = *metric;
+    int n = clean->model[0].n, *own = NULL;
+    if (given.kind != METRIC_LOSS && given.position < 0 &&
+        (given.position = attn_metric_position(clean)) < 0)
+        return attn_diag_set(err, "",
+                             "the clean text has no [MASK] for the metric to read: give a "
+                             "position");
+    if (given.kind == METRIC_LOSS && !given.scored) {
+        if (!(own = malloc((size_t)n * sizeof(int))))
+            return attn_diag_set(err, "", "out of memory for the scored tokens");
+        if (attn_loss_targets(own, clean, NULL, 0, err)) {
+            free(own);
+            return -1;
+        }
+        given.scored = own;
+    }
+    metric = &given;
+    int rc = 0;
     if (attn_metric_eval(m_clean, clean, metric, err) ||
         attn_metric_eval(m_corrupt, corrupt, metric, err))
-        return -1;
+        rc = -1;
     double span = *m_clean - *m_corrupt;
-    if (span == 0)
-        return attn_diag_set(err, "",
-                             "the metric is %g in both runs: there is no difference for a head to "
-                             "recover",
-                             *m_clean);
-    int rc = 0;
+    if (rc == 0 && span == 0)
+        rc = attn_diag_set(err, "",
+                           "the metric is %g in both runs: there is no difference for a head to "
+                           "recover",
+                           *m_clean);
     for (int L = 0; L < corrupt->layers && rc == 0; L++) {
         int heads = corrupt->model[L].heads;
         const float *was_patch = corrupt->model[L].patch;
@@ -438,5 +582,6 @@ int attn_patch_sweep(double *recovered, double *m_clean, double *m_corrupt,
         }
         attn_net_forward_from(corrupt, L);
     }
+    free(own);
     return rc;
 }

@@ -76,45 +76,72 @@ static inline const struct attn_token_score *attn_predictions_top(const struct a
     return p->top + (size_t)i * (size_t)p->k;
 }
 
-/* *out = the mean next-token loss (-ln p at temperature 1) of the model over positions
- * a .. b - 1, each predicting targets[i + 1] (NULL: the scene's own ids); 0 <= a < b <= n - 1.
- * The quantity ablate and patch compare. Returns 0, or -1 with err. */
-int attn_mean_loss(double *out, const struct attn_net *net, const int *targets, int a, int b,
+/* What a loss scores on a masked language model (BERT, model.h's masked_lm) and on a next-token
+ * one, in one rule that ablate, patch and the explorer share:
+ *   next-token (GPT-2, Llama):  position i scores the text's next token, ids[i + 1]; the last
+ *                               position scores nothing;
+ *   masked LM, the text has [MASK]s: each [MASK] position scores an answer: the token the net
+ *                               as given ranks first there (its own answer: how sure it stays of
+ *                               it when a head is switched off), or the answers given; the other
+ *                               positions score nothing (they see their own token: copying it
+ *                               is no prediction);
+ *   masked LM without a [MASK]: every position scores its own token, ids[i].
+ * scored (n) gets the id each position scores, or -1. answers: NULL (the net's own), or
+ * n_answers ids: one for every [MASK], or as many as the text has [MASK]s, in order; only a
+ * masked LM with [MASK]s takes them. Returns 0, or -1 with err. */
+int attn_loss_targets(int *scored /*(n)*/, const struct attn_net *net, const int *answers,
+                      int n_answers, struct diag *err);
+/* The number of [MASK] positions of a masked LM's text (0 for a next-token model), and the
+ * first of them in *first (-1 without one; first may be NULL). */
+int attn_net_masks(const struct attn_net *net, int *first);
+
+/* *out = the mean loss (-ln p at temperature 1) of the positions i in a .. b - 1 that score a
+ * token, scored[i] >= 0 (scored: (n), from attn_loss_targets; NULL: attn_loss_targets of the
+ * net as it is, without answers); 0 <= a < b <= n. The quantity ablate and patch compare.
+ * Returns 0, or -1 with err (among others when no position of the range scores a token). */
+int attn_mean_loss(double *out, const struct attn_net *net, const int *scored, int a, int b,
                    struct diag *err);
 
 /* A number the patching experiment measures on the model's output (TransformerLens's IOI
  * tutorial: a logit difference). */
 enum attn_metric_kind {
-    METRIC_LOGIT_DIFF, /* logit(a) - logit(b) at the last position */
-    METRIC_PROB,       /* softmax probability of a at the last position */
-    METRIC_LOSS,       /* attn_mean_loss over positions 0 .. n - 2 */
+    METRIC_LOGIT_DIFF, /* logit(a) - logit(b) at the metric's position */
+    METRIC_PROB,       /* softmax probability of a there */
+    METRIC_LOSS,       /* attn_mean_loss over every position */
 };
 struct attn_metric {
     enum attn_metric_kind kind;
-    int a, b;           /* token ids (LOGIT_DIFF: both, PROB: a) */
-    const int *targets; /* LOSS: the ids predicted (n), or NULL for the scene's own */
+    int a, b;          /* token ids (LOGIT_DIFF: both, PROB: a) */
+    int position;      /* LOGIT_DIFF, PROB: the position read; -1: attn_metric_position's */
+    const int *scored; /* LOSS: (n) what each position scores (attn_loss_targets of the clean
+                          run), or NULL: the clean run's own (in attn_metric_eval: the net's) */
 };
 /* "logit_diff", "prob", "loss". */
 const char *attn_metric_name(enum attn_metric_kind k);
+/* The position logit_diff and prob read by default: the last one on a next-token model (what
+ * comes after the text), the first [MASK] on a masked LM (what fills it; -1 without one). */
+int attn_metric_position(const struct attn_net *net);
 /* *out = the metric on the net as it is computed. Returns 0, or -1 with err. */
 int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_metric *metric,
                      struct diag *err);
 
 /* Head ablation, one head at a time: for every layer L and head h (in that order), h's context
  * replaced by mode (HEAD_ZERO or HEAD_MEAN) on top of what the net already ablates, everything
- * after recomputed, and loss[L * heads + h] = the mean loss over positions a .. b - 1; the head
- * is then restored. *clean gets the loss of the net as given. net is left as it was (recomputed
- * once more at the end). Returns 0, or -1 with err. */
+ * after recomputed, and loss[L * heads + h] = attn_mean_loss(scored, a, b); the head is then
+ * restored. scored: (n) from attn_loss_targets, or NULL: attn_loss_targets of the net as given,
+ * before any head of the sweep is ablated. *clean gets the loss of the net as given. net is
+ * left as it was (recomputed once more at the end). Returns 0, or -1 with err. */
 int attn_ablate_sweep(double *loss /*(layers, heads)*/, double *clean, struct attn_net *net,
-                      enum attn_head_mode mode, int a, int b, struct diag *err);
+                      enum attn_head_mode mode, const int *scored, int a, int b, struct diag *err);
 
 /* Activation patching: for every layer L and head h, h's context in `corrupt` replaced by the
  * same head's context of `clean` (at every position), everything after recomputed, and
  * recovered[L * heads + h] = (M_patched - M_corrupt) / (M_clean - M_corrupt): 0 no effect, 1 the
  * whole difference. The nets must have the same shape (layers, heads, tokens, width); clean
- * must be the net the patches come from, computed. m_clean, m_corrupt get the metric of each
- * run. corrupt is left as it was. Returns 0, or -1 with err (among others when the two runs
- * give the same metric: nothing to recover). */
+ * must be the net the patches come from, computed. The metric's defaults (position -1, scored
+ * NULL) are read from the clean run. m_clean, m_corrupt get the metric of each run. corrupt is
+ * left as it was. Returns 0, or -1 with err (among others when the two runs give the same
+ * metric: nothing to recover). */
 int attn_patch_sweep(double *recovered /*(layers, heads)*/, double *m_clean, double *m_corrupt,
                      struct attn_net *corrupt, const struct attn_net *clean,
                      const struct attn_metric *metric, struct diag *err);

@@ -383,7 +383,8 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
         if (!s->backing || !s->backing->tokenize)
             return attn_diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
                                  attn_tokenizer_name(s->tokenizer));
-        if (s->backing->tokenize(s->backing, text, s->text_pair, &tokens, &ids, &types, &n, err))
+        if (s->backing->tokenize(s->backing, text, s->text_pair, true, &tokens, &ids, &types, &n,
+                                 err))
             return -1;
         if (n > SCENE_MAX_TOKENS) {
             attn_tokens_free(tokens, n);
@@ -1254,7 +1255,7 @@ int attn_scene_single_token(int *id, const struct attn_scene *s, const char *tex
                              text);
     char **tokens = NULL;
     int *ids = NULL, *types = NULL, n = 0;
-    if (s->backing->tokenize(s->backing, text, NULL, &tokens, &ids, &types, &n, err))
+    if (s->backing->tokenize(s->backing, text, NULL, false, &tokens, &ids, &types, &n, err))
         return -1;
     free(types);
     int rc = 0;

@@ -197,9 +197,11 @@ struct attn_backing {
     /* The checkpoint's tokenizer: tokens (display labels) and their ids for text. */
     /* pair: a second sentence (NULL for none), which the tokenizer's template joins to the first
      * (BERT's [CLS] A [SEP] B [SEP]); *types gets each token's sentence, 0 or 1 (the
-     * token_type_ids), or NULL when the tokenizer has no template of sentences. */
-    int (*tokenize)(struct attn_backing *b, const char *text, const char *pair, char ***tokens,
-                    int **ids, int **types, int *n, struct diag *err);
+     * token_type_ids), or NULL when the tokenizer has no template of sentences. special: with
+     * the special tokens the template adds ([CLS], [SEP]), as a scene's text is read; false for
+     * a word named on its own (attn_scene_single_token). */
+    int (*tokenize)(struct attn_backing *b, const char *text, const char *pair, bool special,
+                    char ***tokens, int **ids, int **types, int *n, struct diag *err);
     /* 0 while the files the borrowed matrices live in are still the ones loaded; -1 with err
      * when one changed on disk (a checkpoint rewritten or truncated under the explorer). May be
      * NULL. */

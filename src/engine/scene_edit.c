@@ -17,7 +17,8 @@ static int tokens_of(const struct attn_scene *s, const char *text, int tok, int 
     *n = 0;
     int rc =
         attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize
-            ? s->backing->tokenize(s->backing, text, s->text_pair, &tokens, &ids, &types, n, err)
+            ? s->backing->tokenize(s->backing, text, s->text_pair, true, &tokens, &ids, &types, n,
+                                   err)
             : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
     attn_tokens_free(tokens, *n);
     free(ids);

@@ -610,8 +610,13 @@ static int act_lens(struct app *a, enum action act, struct ask *ask)
     a->lens = !a->lens;
     if (a->lens) {
         a->rollout = a->all_heads = false;
-        note(a, "the logit lens: each layer's output through the final norm and the unembedding; "
-                "\u2190 \u2192 pick a layer, the panel shows its top tokens");
+        if (a->net.model[a->net.layers - 1].masked_lm)
+            note(a, "the logit lens of a masked LM: each layer's output through the MLM head, "
+                    "scored at each token itself; \u2190 \u2192 pick a layer, the panel shows its "
+                    "top tokens");
+        else
+            note(a, "the logit lens: each layer's output through the final norm and the "
+                    "unembedding; \u2190 \u2192 pick a layer, the panel shows its top tokens");
     } else {
         app_clamp(a);
         note(a, "the stages again (y: the lens)");

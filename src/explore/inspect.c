@@ -472,6 +472,21 @@ static void explain_masked(const struct cell *c)
         put(b, m->mask_mode == MASK_BEFORE_SOFTMAX
                    ? "so the score becomes -\u221e (softmax turns it into 0)\n  = "
                    : "so its softmax weight is zeroed (mask after softmax)\n  = ");
+    } else if (m->window > 0 && c->i - c->j >= m->window) {
+        put(b,
+            "\u201c%s\u201d is %d tokens before \u201c%s\u201d, outside the sliding window of "
+            "%d\n(a query sees itself and the %d keys before it),\n",
+            key, c->i - c->j, query, m->window, m->window - 1);
+        put(b, m->mask_mode == MASK_BEFORE_SOFTMAX
+                   ? "so the score becomes -\u221e (softmax turns it into 0)\n  = "
+                   : "so its softmax weight is zeroed (mask after softmax)\n  = ");
+    } else if (m->window > 0) {
+        put(b,
+            "\u201c%s\u201d is at or before \u201c%s\u201d, within the sliding window of %d: "
+            "visible\n",
+            key, query, m->window);
+        put(b, m->mask_mode == MASK_BEFORE_SOFTMAX ? "  = "
+                                                   : "softmax first, hidden zeroed after\n  = ");
     } else {
         put(b, "\u201c%s\u201d is at or before \u201c%s\u201d: visible\n", key, query);
         put(b, m->mask_mode == MASK_BEFORE_SOFTMAX

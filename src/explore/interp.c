@@ -165,7 +165,8 @@ int interp_compare(struct interp_cache *c, const struct attn_net *net, unsigned 
             x->before_rank = clean.next_rank[0];
             x->after = r->p.next_prob[0];
             x->after_rank = r->p.next_rank[0];
-        } else { /* the last position: what the run without ablations put first */
+        } else { /* the last position, or a masked LM's [MASK]: what the run without
+                    ablations put first (its answer, as ablate's loss scores it) */
             x->id = clean.top[0].id;
             x->before = clean.top[0].prob;
             x->before_rank = 1;

@@ -32,8 +32,8 @@ static void release(struct attn_backing *ab)
     free(b);
 }
 
-static int tokenize(struct attn_backing *ab, const char *text, const char *pair, char ***tokens,
-                    int **ids, int **types, int *n, struct diag *err)
+static int tokenize(struct attn_backing *ab, const char *text, const char *pair, bool special,
+                    char ***tokens, int **ids, int **types, int *n, struct diag *err)
 {
     struct ckpt_backing *b = (struct ckpt_backing *)ab;
     *types = NULL;
@@ -41,11 +41,23 @@ static int tokenize(struct attn_backing *ab, const char *text, const char *pair,
         return attn_diag_set(err, "tokenizer", "the tokenizer needs its vocabulary");
     int count = 0, *id = NULL, *type = NULL;
     if (b->hf) {
-        /* encode(text, pair) as transformers calls it: with the special tokens */
+        /* encode(text, pair) as transformers calls it: with the special tokens (a scene's
+         * text), or without them (a word named on its own) */
         struct hftok_encoding e;
-        if (attn_hftok_encode(&e, b->hf, text, strlen(text), pair, pair ? strlen(pair) : 0, true,
+        if (attn_hftok_encode(&e, b->hf, text, strlen(text), pair, pair ? strlen(pair) : 0, special,
                               err))
             return -1;
+        /* a word named on its own must be in the vocabulary: [UNK] stands for any word */
+        int unk = attn_hftok_unk_id(b->hf);
+        for (int i = 0; !special && unk >= 0 && i < e.n; i++)
+            if (e.ids[i] == unk && attn_hftok_token_id(b->hf, text, strlen(text)) != unk) {
+                char label[4 * SCENE_MAX_TOKEN_BYTES];
+                attn_hftok_token_label(label, sizeof(label), b->hf, unk);
+                attn_hftok_encoding_free(&e);
+                return attn_diag_set(err, "text",
+                                     "'%s' is not in the vocabulary: the tokenizer makes %s of it",
+                                     text, label);
+            }
         id = e.ids;
         type = e.type_ids;
         count = e.n;

@@ -62,6 +62,11 @@ int attn_hftok_vocab_size(const struct hftok *t)
     return t->size;
 }
 
+int attn_hftok_unk_id(const struct hftok *t)
+{
+    return t->model.unk_id;
+}
+
 static const struct hf_added *added_of(const struct hftok *t, int id)
 {
     for (int i = 0; i < t->n_added; i++)

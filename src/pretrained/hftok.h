@@ -56,6 +56,8 @@ int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const c
 
 /* One more than the largest id of the vocabulary and the added tokens. */
 int attn_hftok_vocab_size(const struct hftok *t);
+/* The model's unknown token's id (WordPiece's [UNK], a BPE's <unk>), or -1 without one. */
+int attn_hftok_unk_id(const struct hftok *t);
 /* The token's string as tokenizer.json writes it ("Ġthe", "▁the", "##ing", "<s>"), *len bytes;
  * NULL for an id no token has. */
 const char *attn_hftok_token(const struct hftok *t, int id, size_t *len);

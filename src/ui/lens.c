@@ -2,7 +2,9 @@
  *
  * Each cell is the token and its probability at the temperature, on the colour scale of a
  * probability (0 to 1; without 256 colours a shade block leads it), and "*" before the number
- * when the token is the actual next one: the layer already knows it. The cell under the cursor
+ * when the token is the actual next one: the layer already knows it. On a masked LM (BERT) a
+ * position's guess is at its own token: the column "itself" holds it ("—" at a [MASK], which the
+ * model fills in) and "*" marks a layer that gives it back. The cell under the cursor
  * is the picked one (the position on screen, the layer on screen). The positions in view are
  * filled from explore/interp's cache before they are drawn, a block of them at once; scrolling
  * to new ones computes those, a cursor move inside the view computes nothing.
@@ -92,7 +94,10 @@ static void draw(struct panel *p, struct frame *f)
 
     char temp[32], title[200], clipped[200];
     app_temperature_text(temp, sizeof(temp), a->temperature);
-    snprintf(title, sizeof(title), "logit lens: every layer's top-1 \u00b7 T %s", temp);
+    const struct attn_model *lastm = &a->net.model[layers - 1];
+    bool masked = lastm->masked_lm;
+    snprintf(title, sizeof(title), "%s lens: every layer's top-1 \u00b7 T %s",
+             masked ? "MLM" : "logit", temp);
     int legend_w = heatmap_legend(t, r.y, r.x + r.w, 0.0f, 1.0f, false);
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
@@ -110,7 +115,8 @@ static void draw(struct panel *p, struct frame *f)
     /* Column heads: the position, its token, the actual next token, each layer. */
     int hy = r.y + 1, x0 = r.x;
     char head[64];
-    snprintf(head, sizeof(head), "%*s %-*s %-*s", l.pw, "pos", l.tw, "token", NEXT_W - 1, "next");
+    snprintf(head, sizeof(head), "%*s %-*s %-*s", l.pw, "pos", l.tw, "token", NEXT_W - 1,
+             masked ? "itself" : "next");
     draw_text(hy, x0, l.x_cells, t->role_attr[ROLE_LABEL], head);
     for (int L = lp->left_layer; L < last_layer; L++) {
         char lab[32];
@@ -129,8 +135,11 @@ static void draw(struct panel *p, struct frame *f)
         int row_role = i == a->row ? ROLE_SELECTION : ROLE_LABEL;
         draw_text(y, x0, l.pw, t->role_attr[ROLE_DIM], pos);
         draw_text(y, x0 + l.pw + 1, l.tw, t->role_attr[row_role], tok);
-        if (i + 1 < n)
-            token_text(next, sizeof(next), a, ids[i + 1], NEXT_W - 1);
+        int target = masked      ? (ids[i] == lastm->mask_id ? -1 : ids[i])
+                     : i + 1 < n ? ids[i + 1]
+                                 : -1;
+        if (target >= 0)
+            token_text(next, sizeof(next), a, target, NEXT_W - 1);
         else
             snprintf(next, sizeof(next), "\u2014");
         draw_text(y, x0 + l.pw + 1 + l.tw + 1, NEXT_W - 1, t->role_attr[ROLE_DIM], next);
@@ -170,7 +179,8 @@ static void draw(struct panel *p, struct frame *f)
     if (ts)
         attn_cnum_format(footer, sizeof(footer),
                          "position %d \u201c%s\u201d \u00b7 layer %d: %s %.4f%s%s", a->row, cur,
-                         a->layer, word, (double)ts->prob, hit ? ", the next token" : "", more);
+                         a->layer, word, (double)ts->prob,
+                         hit ? (masked ? ", the token itself" : ", the next token") : "", more);
     else
         snprintf(footer, sizeof(footer), "position %d \u201c%s\u201d \u00b7 layer %d%s", a->row,
                  cur, a->layer, more);

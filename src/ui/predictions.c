@@ -5,6 +5,10 @@
  * without the ablation -> with it), then one line per token of the top k, highest first: rank,
  * token, logit (when there is room), probability and a bar of it (a full bar is 1). The next
  * token's line is marked "← next". Bars carry their numbers, so nothing is in colour alone.
+ * On a masked LM (BERT) a position's scores are for its own token: the title says "at", the
+ * line and the mark say "itself", and a [MASK] says the model fills it in; with a head ablated a
+ * [MASK]'s line follows the model's answer (what it put first without the ablation), as ablate's
+ * loss does.
  */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include <curses.h>
@@ -71,14 +75,17 @@ static void draw(struct panel *p, struct frame *f)
     display_token(cur, sizeof(cur), app_model(a)->tokens[a->row]);
     abbreviate(tok, sizeof(tok), cur, TOKEN_MAX);
     app_temperature_text(temp, sizeof(temp), a->temperature);
+    const struct attn_model *lastm = &a->net.model[a->net.layers - 1];
+    bool masked = lastm->masked_lm;
     if (a->lens)
         snprintf(title, sizeof(title),
-                 "lens \u00b7 layer %d%s after \u201c%s\u201d (position %d) \u00b7 T %s", layer,
-                 layer == a->net.layers - 1 ? " (the output)" : "", tok, a->row, temp);
+                 "lens \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 T %s", layer,
+                 layer == a->net.layers - 1 ? " (the output)" : "", masked ? "at" : "after", tok,
+                 a->row, temp);
     else
         snprintf(title, sizeof(title),
-                 "predictions \u00b7 after \u201c%s\u201d (position %d) \u00b7 T %s", tok, a->row,
-                 temp);
+                 "predictions \u00b7 %s \u201c%s\u201d (position %d) \u00b7 T %s",
+                 masked ? "at" : "after", tok, a->row, temp);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
     if (!pr) {
@@ -104,14 +111,18 @@ static void draw(struct panel *p, struct frame *f)
         ablated_text(heads, sizeof(heads), a);
         token_text(next, sizeof(next), a, cmp.id, TOKEN_MAX);
         attn_cnum_format(line, sizeof(line), "%s %s: p %.4f \u2192 %.4f, rank %d \u2192 %d (%s)",
-                         cmp.is_next ? "next" : "top before", next, cmp.before, cmp.after,
-                         cmp.before_rank, cmp.after_rank, heads);
+                         cmp.is_next ? (masked ? "itself" : "next")
+                                     : (masked ? "[MASK] answer" : "top before"),
+                         next, cmp.before, cmp.after, cmp.before_rank, cmp.after_rank, heads);
+    } else if (next_id < 0 && masked) {
+        snprintf(line, sizeof(line), "[MASK]: the model fills it in");
     } else if (next_id < 0) {
         snprintf(line, sizeof(line), "the last token: no next token to compare with");
     } else {
         token_text(next, sizeof(next), a, next_id, TOKEN_MAX);
-        attn_cnum_format(line, sizeof(line), "next %s: rank %d, p %.4f, loss %.4f", next,
-                         pr->next_rank[0], pr->next_prob[0], pr->next_loss[0]);
+        attn_cnum_format(line, sizeof(line), "%s %s: rank %d, p %.4f, loss %.4f",
+                         masked ? "itself" : "next", next, pr->next_rank[0], pr->next_prob[0],
+                         pr->next_loss[0]);
     }
     abbreviate(clipped, sizeof(clipped), line, w);
     if (y < y_end)
@@ -125,7 +136,7 @@ static void draw(struct panel *p, struct frame *f)
         token_text(labs[e], sizeof(labs[e]), a, attn_predictions_top(pr, 0)[e].id, TOKEN_MAX);
         labw = text_width(labs[e]) > labw ? text_width(labs[e]) : labw;
     }
-    const char *mark = " \u2190 next";
+    const char *mark = masked ? " \u2190 itself" : " \u2190 next";
     bool logits = w >= 3 + 1 + labw + 1 + 9 + 7 + 12 + 7;
     int fixed = 3 + 1 + labw + 1 + (logits ? 9 : 0) + 7 + 1;
     int barw = w - fixed - text_width(mark);

@@ -202,8 +202,10 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def llama_forward(c, W, ids):
-    """Every stage, layer by layer, in the export's names; the final norm and the logits."""
+def llama_forward(c, W, ids, hooks=None):
+    """Every stage, layer by layer, in the export's names; the final norm and the logits.
+    hooks: {layer: f(ctx (H, n, hd)) -> ctx}, TransformerLens's hook_z (the heads' contexts
+    before o_proj), for ablation and patching."""
     cfg = c["cfg"]
     d, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", d // H)
@@ -255,6 +257,8 @@ def llama_forward(c, W, ids):
         masked = scaled.masked_fill(hidden, float("-inf"))
         weights = torch.softmax(masked, dim=-1)
         ctx = weights @ v_rep  # (H, n, hd)
+        if hooks and L in hooks:
+            ctx = hooks[L](ctx)
         wo = T[p + "self_attn.o_proj.weight"]  # (d, H hd)
         for hh in range(H):
             heads[hh].update(queries_rotated=q[hh], keys_rotated=k[hh // rep], scores=scores[hh],
@@ -450,6 +454,7 @@ def llama_case(c, by_name, ids, labels, vocab):
     for k in W:
         if not np.array_equal(back[k], W[k]):
             raise GenError("%s: %s does not read back" % (c["name"], k))
+    RUNS[c["name"]] = dict(kind="llama", c=c, W=W, ids=ids, labels=labels)
     with torch.no_grad():
         recs, final, logits = llama_forward(c, W, ids)
     check64(c["name"], recs, llama_forward64(c, W, ids))
@@ -504,11 +509,11 @@ def bert_tokenizer_json():
     }
 
 
-def bert_tokens():
+def bert_tokens(a=BERT_A, b=BERT_B):
     """[CLS] A [SEP] B [SEP]: every word of the sentences is a whole word of the vocabulary."""
     vocab = {w: i for i, w in enumerate(BERT_WORDS)}
     labels, types = ["[CLS]"], [0]
-    for t, sent in ((0, BERT_A), (1, BERT_B)):
+    for t, sent in ((0, a), (1, b)):
         for w in sent.split():
             w = w if w == "[MASK]" else w.lower()
             if w not in vocab:
@@ -559,7 +564,7 @@ def bert_weights(seed, vocab):
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in W.items()}
 
 
-def bert_forward(W, ids, types):
+def bert_forward(W, ids, types, hooks=None):
     """BertForMaskedLM in eval mode (modeling_bert.py): embeddings + LayerNorm, post-norm layers
     with GELU (erf), the MLM head with the decoder tied to the word embeddings."""
     cfg = BERT_CFG
@@ -590,6 +595,8 @@ def bert_forward(W, ids, types):
         scaled = scores / math.sqrt(hd)
         weights = torch.softmax(scaled, dim=-1)
         ctx = weights @ v
+        if hooks and L in hooks:
+            ctx = hooks[L](ctx)
         wo = T[p + "attention.output.dense.weight"]
         heads = []
         for h in range(H):
@@ -613,10 +620,19 @@ def bert_forward(W, ids, types):
                    block_output=n2, heads=heads)
         recs.append(rec)
         x = n2
-    t = F.gelu(lin(x, "cls.predictions.transform.dense"))
-    t = ln(t, "cls.predictions.transform.LayerNorm")
-    logits = t @ T[e + "word_embeddings.weight"].t() + T["cls.predictions.bias"]
-    return recs, logits
+    return recs, bert_mlm_head(T, x)
+
+
+def bert_mlm_head(T, x):
+    """BertOnlyMLMHead: transform (dense, GELU, LayerNorm), then the decoder tied to the word
+    embeddings, plus its bias. x: (n, d) -> (n, vocab)."""
+    F = torch.nn.functional
+    d = BERT_CFG["hidden_size"]
+    t = F.gelu(F.linear(x, T["cls.predictions.transform.dense.weight"],
+                        T["cls.predictions.transform.dense.bias"]))
+    t = F.layer_norm(t, (d,), T["cls.predictions.transform.LayerNorm.weight"],
+                     T["cls.predictions.transform.LayerNorm.bias"], BERT_CFG["layer_norm_eps"])
+    return t @ T["bert.embeddings.word_embeddings.weight"].t() + T["cls.predictions.bias"]
 
 
 def bert_params(W, L):
@@ -638,33 +654,199 @@ def bert_params(W, L):
             "norm2_bias": W[p + "output.LayerNorm.bias"]}
 
 
-def bert_case(name, dtype):
-    ids, labels, types = bert_tokens()
+def bert_case(name, dtype, a=BERT_A, b=BERT_B, folder_of=None):
+    """A BERT scene of sentences a and b; folder_of: the case whose checkpoint it opens (the same
+    weights), or None to write its own."""
+    ids, labels, types = bert_tokens(a, b)
     W32 = bert_weights(20250801, len(BERT_WORDS))
     stored, W = round_to(W32, dtype)
-    folder = os.path.join(OUT, name)
-    if os.path.isdir(folder):
-        shutil.rmtree(folder)
-    g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored, {"format": "pt"})
-    cfg = dict(architectures=["BertForMaskedLM"], model_type="bert", vocab_size=len(BERT_WORDS))
-    cfg.update(BERT_CFG)
-    write_json(os.path.join(folder, "config.json"), cfg)
-    write_json(os.path.join(folder, "tokenizer.json"), bert_tokenizer_json())
+    ckpt = folder_of or name
+    if folder_of is None:
+        folder = os.path.join(OUT, name)
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)
+        g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored, {"format": "pt"})
+        cfg = dict(architectures=["BertForMaskedLM"], model_type="bert",
+                   vocab_size=len(BERT_WORDS))
+        cfg.update(BERT_CFG)
+        write_json(os.path.join(folder, "config.json"), cfg)
+        write_json(os.path.join(folder, "tokenizer.json"), bert_tokenizer_json())
     with torch.no_grad():
         recs, logits = bert_forward(W, ids, types)
     params = [bert_params(W, L) for L in range(BERT_CFG["num_hidden_layers"])]
     masks = [i for i, w in enumerate(labels) if w == "[MASK]"]
+    # the top 10 at every [MASK]; without one, at every position (each scores its own token)
     write_goldens(os.path.join(OUT, "goldens", name), ids, labels, recs, None, params,
-                  [(i, logits[i].numpy()) for i in masks])
-    scene = ("# %s: a random BertForMaskedLM in Hugging Face's naming, two sentences and two\n"
+                  [(i, logits[i].numpy()) for i in (masks or range(len(ids)))])
+    scene = ("# %s: a random BertForMaskedLM in Hugging Face's naming, two sentences and %s\n"
              "# [MASK]s, written by gen_families.py.\n"
              "version: 1\ntitle: \"%s\"\ntext: [\"%s\", \"%s\"]\n"
              "tokenizer: {kind: hf, file: ../%s/tokenizer.json}\n"
              "model: {file: ../%s/model.safetensors, arch: auto}\n"
-             % (name, name, BERT_A, BERT_B, name, name))
+             % (name, ["no", "one", "two"][len(masks)], name, a, b, ckpt, ckpt))
     os.makedirs(os.path.join(OUT, "scenes"), exist_ok=True)
     with open(os.path.join(OUT, "scenes", name + ".yaml"), "w", encoding="utf-8") as f:
         f.write(scene)
+    RUNS[name] = dict(kind="bert", W=W, ids=ids, types=types, labels=labels)
+
+
+# ---- what a head does: the lens, ablation and patching (gen_interp.py's, for the families) ----
+#
+# interp/<case>/lens.csv          every layer's block output through the model's head (Llama:
+#                                 model.norm and lm_head; BERT: the MLM head), the top-1 token
+#                                 at every position and its probability
+# interp/<case>/scored.csv        what the loss scores at each position (-1: nothing): the next
+#                                 token (Llama); on BERT the top-1 at each [MASK] of the run with
+#                                 every head (the model's own answer), or, without a [MASK],
+#                                 every position's own token
+# interp/<case>/ablate_<mode>.csv every head ablated alone (hook_z: zero, or its mean over the
+#                                 positions): the mean loss over the scored positions, delta_loss
+# interp/patch-<pair>/            pair.csv (the clean and corrupted scenes, the metric's tokens
+#                                 and position: BERT's first [MASK]), metrics.csv and
+#                                 patch_<metric>.csv as gen_interp.py writes them
+
+RUNS = {}
+INTERP = os.path.join(OUT, "interp")
+TIE = 1e-5
+
+
+def run_logits(r, hooks=None, layer_outputs=False):
+    """The logits of a kept run (n, vocab), and with layer_outputs every layer's logits."""
+    with torch.no_grad():
+        if r["kind"] == "bert":
+            recs, logits = bert_forward(r["W"], r["ids"], r["types"], hooks)
+            T = {k: torch.from_numpy(v.copy()) for k, v in r["W"].items()}
+            lens = [bert_mlm_head(T, rec["block_output"]) for rec in recs] if layer_outputs else None
+        else:
+            recs, final, logits = llama_forward(r["c"], r["W"], r["ids"], hooks)
+            T = {k: torch.from_numpy(v.copy()) for k, v in r["W"].items()}
+            head = T.get("lm_head.weight", T["model.embed_tokens.weight"])
+            eps = r["c"]["cfg"]["rms_norm_eps"]
+            lens = ([rms_norm(rec["block_output"], T["model.norm.weight"], eps) @ head.t()
+                     for rec in recs] if layer_outputs else None)
+    return logits, lens
+
+
+def ranked(row):
+    return sorted(range(len(row)), key=lambda i: (-float(row[i]), i))
+
+
+def top1(row, what):
+    order = ranked(row)
+    a, b = float(row[order[0]]), float(row[order[1]])
+    if abs(a - b) < TIE * max(1.0, abs(a)):
+        raise GenError("%s: a near-tie: ids %d and %d, logits %r and %r" % (what, order[0],
+                                                                              order[1], a, b))
+    return order[0]
+
+
+def scored_of(r, logits):
+    ids, n = r["ids"], len(r["ids"])
+    if r["kind"] != "bert":
+        return [ids[i + 1] if i + 1 < n else -1 for i in range(n)]
+    mask = BERT_WORDS.index("[MASK]")
+    if mask not in ids:
+        return list(ids)
+    return [top1(logits[i].numpy(), "answer at %d" % i) if t == mask else -1
+            for i, t in enumerate(ids)]
+
+
+def mean_loss(logits, scored):
+    at = [i for i, t in enumerate(scored) if t >= 0]
+    return torch.nn.functional.cross_entropy(logits[at], torch.tensor([scored[i] for i in at]),
+                                             reduction="mean").item()
+
+
+def ablation_hook(h, mode):
+    def hook(ctx):  # (H, n, hd)
+        ctx = ctx.clone()
+        ctx[h] = 0.0 if mode == "zero" else ctx[h].mean(dim=0, keepdim=True)
+        return ctx
+    return hook
+
+
+def label_of(r, i):
+    if r["kind"] == "bert":
+        return BERT_WORDS[i]
+    return g2.token_label(g2.get_encoder(GPT2).decoder[i])
+
+
+def interp_case(name):
+    r = RUNS[name]
+    out = os.path.join(INTERP, name)
+    logits, lens = run_logits(r, layer_outputs=True)
+    rows = []
+    for L, lg in enumerate(lens):
+        probs = torch.softmax(lg, dim=-1)
+        for i in range(len(r["ids"])):
+            t = top1(lg[i].numpy(), "%s lens layer %d position %d" % (name, L, i))
+            rows.append([str(L), str(i), str(t), label_of(r, t), g2.fmt(probs[i, t].item())])
+    g2.write_rows(os.path.join(out, "lens.csv"), ["layer", "position", "id", "token", "prob"], rows)
+    scored = scored_of(r, logits)
+    g2.write_rows(os.path.join(out, "scored.csv"), ["position", "id"],
+                  [[str(i), str(t)] for i, t in enumerate(scored)])
+    clean = mean_loss(logits, scored)
+    layers, heads = len(lens), (r["c"]["cfg"] if r["kind"] != "bert" else
+                                BERT_CFG)["num_attention_heads"]
+    for mode in ("zero", "mean"):
+        rows = []
+        for L in range(layers):
+            for h in range(heads):
+                loss = mean_loss(run_logits(r, {L: ablation_hook(h, mode)})[0], scored)
+                rows.append([str(L), str(h), mode, g2.fmt(loss), g2.fmt(loss - clean)])
+        g2.write_rows(os.path.join(out, "ablate_%s.csv" % mode),
+                      ["layer", "head", "mode", "loss", "delta_loss"], rows)
+    print("families: interp/%s: lens, scored %s, loss %.4f" % (
+        name, [t for t in scored if t >= 0][:4], clean))
+
+
+def patch_pair(pair, clean_name, corrupt_name, a, b):
+    clean, corrupt = RUNS[clean_name], RUNS[corrupt_name]
+    if len(clean["ids"]) != len(corrupt["ids"]):
+        raise GenError("patch pair %s: the scenes differ in length" % pair)
+    ia, ib = BERT_WORDS.index(a), BERT_WORDS.index(b)
+    pos = clean["ids"].index(BERT_WORDS.index("[MASK]"))  # the clean text's first [MASK]
+    saved = {}
+
+    def keep(L):
+        def hook(ctx):
+            saved[L] = ctx.clone()
+            return ctx
+        return hook
+
+    layers, heads = BERT_CFG["num_hidden_layers"], BERT_CFG["num_attention_heads"]
+    clean_logits = run_logits(clean, {L: keep(L) for L in range(layers)})[0]
+    corrupt_logits = run_logits(corrupt)[0]
+    scored = scored_of(clean, clean_logits)  # the clean run's answers
+
+    def metric(logits, kind):
+        if kind == "logit_diff":
+            return (logits[pos, ia] - logits[pos, ib]).item()
+        if kind == "prob":
+            return torch.softmax(logits[pos], dim=-1)[ia].item()
+        return mean_loss(logits, scored)
+
+    out = os.path.join(INTERP, "patch-" + pair)
+    g2.write_rows(os.path.join(out, "pair.csv"), ["clean", "corrupt", "a", "b", "position"],
+                  [[clean_name, corrupt_name, a, b, str(pos)]])
+    meta = []
+    for kind in ("logit_diff", "prob", "loss"):
+        mc, mx = metric(clean_logits, kind), metric(corrupt_logits, kind)
+        meta.append([kind, g2.fmt(mc), g2.fmt(mx)])
+        rows = []
+        for L in range(layers):
+            for h in range(heads):
+                def hook(ctx, L=L, h=h):
+                    ctx = ctx.clone()
+                    ctx[h] = saved[L][h]
+                    return ctx
+                m = metric(run_logits(corrupt, {L: hook})[0], kind)
+                rows.append([str(L), str(h), g2.fmt(m), g2.fmt((m - mx) / (mc - mx))])
+        g2.write_rows(os.path.join(out, "patch_%s.csv" % kind),
+                      ["layer", "head", "metric", "recovered"], rows)
+    g2.write_rows(os.path.join(out, "metrics.csv"), ["metric", "clean", "corrupt"], meta)
+    print("families: interp/patch-%s: %s" % (pair, ", ".join("%s %s -> %s" % tuple(m)
+                                                              for m in meta)))
 
 
 # ---- sharded, and the bad checkpoints of tests/fixtures/bad --------------------------------
@@ -752,6 +934,16 @@ def main():
     for name, dtype in (("bert-pair", "F32"), ("bert-pair-f16", "F16")):
         bert_case(name, dtype)
         print("families: %s" % name)
+    # the same checkpoint: a text without [MASK], and the corrupted half of a patching pair
+    bert_case("bert-nomask", "F32", "The cat sat on the mat .", "It was a sunny day .",
+              folder_of="bert-pair")
+    bert_case("bert-dog", "F32", "The dog sat on the [MASK] .", BERT_B, folder_of="bert-pair")
+    print("families: bert-nomask, bert-dog")
+    if os.path.isdir(INTERP):
+        shutil.rmtree(INTERP)
+    for name in ("bert-pair", "bert-nomask", "llama-gqa"):
+        interp_case(name)
+    patch_pair("bert", "bert-pair", "bert-dog", "mat", "sea")
 
 
 if __name__ == "__main__":
