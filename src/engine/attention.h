@@ -84,6 +84,21 @@ bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);
 /* Computes every kept stage and forgets the memo. Never allocates. r must be initialised for
  * m's shape. */
 void attn_forward(struct attn_run *r, const struct attn_model *m);
+/* The forward pass of rows first .. n - 1 only (first rounded down to a panel boundary,
+ * attn_row_panel()): the rows before it are r's as they are. For a model whose pass is
+ * row-wise in panels (attn_rows_reusable; any other computes every row) and whose inputs,
+ * parameters and rows before first are those r was computed for: every row-wise step runs on
+ * the same panels whatever first is, so the result is the full pass's bit for bit. A KV cache
+ * for sentence edits (attn_net_compute). Never allocates. */
+void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first);
+/* True when m's forward pass can keep a prefix of rows: a causal head computed panel by panel
+ * (a mask before the softmax, no sliding window), no dropout, no head ablated or patched. */
+bool attn_rows_reusable(const struct attn_model *m);
+/* Rows 0 .. rows - 1 of every kept stage of to copied from from, a run of the same widths whose
+ * token count may differ: the row-wise buffers' rows, and those rows of every head's scores and
+ * weights (their columns both have; a weights row's new columns get the causal future, the
+ * scores' future is computed when shown). rows <= both counts. */
+void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int rows);
 /* Resolves s into a fresh model, sizes r for it and runs the forward pass; on success the old
  * *m is freed and replaced (m must be zeroed or a valid model), on failure m and r are kept.
  * The one call the CLI, the explorer and the benchmarks need after a scene changes. */

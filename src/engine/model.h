@@ -133,6 +133,15 @@ void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct a
     attn_model_mm((out), (ldc), (in), (lda), (m), offsetof(struct attn_model, member), (bias),     \
                   (rows), (cols), (k))
 
+/* attn_model_mm, with panels: in row panels (kernels.h's attn_mm_ab_rows), as a causal net's
+ * row-wise products run. */
+void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
+                        size_t member, const float *bias, int rows, int cols, int k, bool panels);
+/* True when a and b compute alike but for their tokens: the same shapes, options and parameter
+ * numbers (the same checkpoint tensors), differing at most in what holds a row per token (the
+ * embeddings, the inputs, the positions' angles) and in the token count. A sentence edit of a
+ * causal scene so keeps every row before the first token whose inputs changed. */
+bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_model *b);
 /* out is fully initialised on success; on failure it is left freed and err says why.
  * The scene must have passed attn_scene_check and have one layer. */
 int attn_model_resolve(struct attn_model *out, const struct attn_scene *s, struct diag *err);
