@@ -79,6 +79,22 @@ int attn_net_rollout(float *out, const struct attn_net *net, int last, struct di
 
 int attn_net_forward_from(struct attn_net *net, int first)
 {
+    return attn_net_forward_layers(net, first, 0);
+}
+
+int attn_net_forward_rows(struct attn_net *net, int first_row)
+{
+    return attn_net_forward_layers(net, 0, first_row);
+}
+
+int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
+{
+    net->partial = true;                      /* until every layer is through */
+    for (int L = first; L < net->layers; L++) /* rows are kept in every layer, or in none */
+        if (!attn_rows_reusable(&net->model[L]))
+            first_row = 0;
+    if (first_row > 0)
+        first_row -= first_row % attn_row_panel();
     long total = 0, done = 0;
     for (int L = first; L < net->layers; L++)
         total += net->model[L].heads;
@@ -93,15 +109,16 @@ int attn_net_forward_from(struct attn_net *net, int first)
             const struct attn_model *prev = &net->model[L - 1];
             struct attn_mat_view v =
                 attn_view(&net->run[L - 1], prev, attn_stage_block_output(prev), 0);
-            for (int i = 0; i < v.rows; i++)
+            for (int i = first_row; i < v.rows; i++)
                 memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
                        (size_t)m->d_in * sizeof(float));
         }
-        attn_forward(&net->run[L], m);
+        attn_forward_rows(&net->run[L], m, first_row);
         net->run[L].progress = NULL; /* it points into net, which a caller may move */
         if (net->run[L].stopped)
             return -1;
     }
+    net->partial = false;
     return 0;
 }
 
@@ -192,6 +209,31 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
     return true;
 }
 
+/* The rows of every layer a sentence edit from net's result to the fresh models keeps: those
+ * before the panel holding the first token whose inputs changed (layer 0's x, RoPE's angles).
+ * 0 when nothing is kept: not a causal net computed in panels, another shape, other parameters
+ * or options, or net's result incomplete. */
+static int kept_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
+{
+    if (!net->from || net->partial || net->layers != layers)
+        return 0;
+    for (int L = 0; L < layers; L++)
+        if (!net->run[L].q || net->run[L].n != net->model[L].n ||
+            !attn_rows_reusable(&net->model[L]) || !attn_rows_reusable(&fresh[L]) ||
+            !attn_model_same_but_tokens(&net->model[L], &fresh[L]))
+            return 0;
+    const struct attn_model *a = &net->model[0], *b = &fresh[0];
+    int n = a->n < b->n ? a->n : b->n, d = a->d_in, half = a->rope ? a->head_dim / 2 : 0;
+    int p = 0;
+    while (p < n && memcmp(a->x + (size_t)p * d, b->x + (size_t)p * d, (size_t)d * 4) == 0 &&
+           (!half || (memcmp(a->rope_cos + (size_t)p * half, b->rope_cos + (size_t)p * half,
+                             (size_t)half * 4) == 0 &&
+                      memcmp(a->rope_sin + (size_t)p * half, b->rope_sin + (size_t)p * half,
+                             (size_t)half * 4) == 0)))
+        p++;
+    return p - p % attn_row_panel();
+}
+
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
 {
     int layers = s->layers > 1 ? s->layers : 1;
@@ -216,6 +258,9 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     }
     if (reuse)
         fresh.after_params = net->after_params;
+    /* A sentence edit of a causal net: the rows before the first changed token's panel are the
+       previous result's, moved over with its buffers or copied into the new ones. */
+    int kept = reuse ? 0 : kept_rows(net, fresh.model, layers);
     if (!(fresh.from = calloc(1, sizeof(*fresh.from))) || attn_scene_copy(fresh.from, s)) {
         free(fresh.from);
         fresh.from = NULL; /* only the shortcut is lost */
@@ -229,7 +274,10 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
             fresh.run[L] = net->run[L];
             memset(&net->run[L], 0, sizeof(net->run[L]));
             moved = true;
-        } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err)) {
+        } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err) == 0) {
+            if (kept > 0) /* another shape: the rows kept are copied over */
+                attn_run_copy_rows(&fresh.run[L], &net->run[L], kept);
+        } else {
             for (int k = 0; k < L && k < net->layers; k++)
                 if (!net->run[k].q) {
                     net->run[k] = fresh.run[k];
@@ -243,7 +291,11 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        to the end. Otherwise a stop leaves the previous result as it was. */
     if (moved)
         fresh.progress.stop = NULL;
-    if (attn_net_forward(&fresh) != 0) {
+    for (int L = 1; L < layers && kept > 0; L++) /* the inputs of the rows kept */
+        memcpy(fresh.model[L].x, net->model[L].x,
+               (size_t)kept * (size_t)fresh.model[L].d_in * sizeof(float));
+    fresh.kept_rows = kept;
+    if (attn_net_forward_rows(&fresh, kept) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");

@@ -28,16 +28,32 @@ struct attn_net {
      * leaves the previous result exactly as it was, at the price of two results in memory for
      * a moment. Without it, the stop flag is not read once a buffer was taken over. */
     bool keep_previous;
+    /* The rows of every layer the last attn_net_compute kept from the result before it (a
+     * sentence edit of a causal net: the rows before the panel of the first changed token),
+     * 0 when it computed every row. */
+    int kept_rows;
+    /* A forward pass was stopped half-way: the stages are incomplete, and no edit keeps rows
+     * of them. */
+    bool partial;
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
- * runs the forward pass. net must be zeroed or valid; on failure, or when stopped (err "stopped
- * before the end"), it is left as it was. */
+ * runs the forward pass. When s is net's scene with another sentence and the net is causal
+ * (attn_rows_reusable: no dropout, no ablation), only the rows from the panel holding the first
+ * token whose inputs changed are computed, bit for bit what a fresh computation gives (the
+ * panels, attention.h); the rows before it are moved over or copied, never recomputed. net must be
+ * zeroed or valid; on failure, or when stopped (err "stopped before the end"), it is left as it
+ * was. */
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
 /* The forward pass of every layer, in order. Never allocates. Returns 0, or -1 when the sink's
  * stop flag ended it (the stages are incomplete). */
 int attn_net_forward(struct attn_net *net);
 
+/* The forward pass of every layer from row first_row on (attn_forward_rows): the rows before
+ * it, and every layer's input rows before it, are kept. Never allocates. */
+int attn_net_forward_rows(struct attn_net *net, int first_row);
+/* Both: layers first .. layers - 1, rows first_row .. n - 1 of each. */
+int attn_net_forward_layers(struct attn_net *net, int first, int first_row);
 /* A compute estimated past this many seconds is announced (commands say how long, the
  * explorer's bar says it can be stopped). */
 #define ATTN_LONG_SECONDS 2.0
