@@ -163,6 +163,7 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
         goto oom;
     memo->stage = -1;
     r->n = m->n;
+    r->cap_n = m->n;
     r->d_in = m->d_in;
     r->heads = m->heads;
     r->head_dim = m->head_dim;
@@ -844,6 +845,97 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
     if (m->block)
         forward_block(r, m, first);
+}
+
+bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)
+{
+    struct attn_model same_n = *m;
+    same_n.n = r->n;
+    return attn_run_fits(r, &same_n);
+}
+
+/* *buf grown to count floats when it holds fewer (old, of them): the contents kept. */
+static int grow(float **buf, size_t count, size_t old)
+{
+    if (!*buf || count <= old)
+        return 0;
+    float *p = realloc(*buf, count * sizeof(float));
+    if (!p)
+        return -1;
+    *buf = p;
+    return 0;
+}
+
+/* The row-wise buffers of r with their widths, for a run of r's widths. out: (20) */
+static int row_buffers(float ***out, size_t *width, struct attn_run *r)
+{
+    float **bufs[] = {&r->q,       &r->k,       &r->v,          &r->qn,       &r->kn,
+                      &r->qr,      &r->kr,      &r->latent,     &r->concat,   &r->output,
+                      &r->res1,    &r->norm1,   &r->ffn_hidden, &r->ffn_gate, &r->ffn_up,
+                      &r->ffn_act, &r->ffn_out, &r->res2,       &r->norm2,    &r->final};
+    size_t D = (size_t)r->D, Dkv = (size_t)r->Dkv, d = (size_t)r->d_in, h = (size_t)r->hidden;
+    size_t w[] = {
+        D, Dkv, Dkv, D, Dkv, D, Dkv, (size_t)r->latent_dim, D, (size_t)r->out_dim, d, d, h,
+        h, h,   h,   d, d,   d, d};
+    int k = (int)(sizeof(bufs) / sizeof(bufs[0]));
+    for (int i = 0; i < k; i++) {
+        out[i] = bufs[i];
+        width[i] = w[i];
+    }
+    return k;
+}
+
+int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag *err)
+{
+    if (m->n <= r->cap_n)
+        return 0;
+    /* room up to the next panel boundary: typing on at the end grows them once a panel */
+    int cap = (m->n + PANEL - 1) / PANEL * PANEL;
+    size_t n0 = (size_t)r->cap_n, n1 = (size_t)cap, hs = (size_t)r->heads;
+    float **bufs[20];
+    size_t width[20];
+    int k = row_buffers(bufs, width, r);
+    int rc = 0;
+    for (int i = 0; i < k; i++)
+        rc |= grow(bufs[i], n1 * width[i], n0 * width[i]);
+    size_t E = (size_t)(r->D > r->out_dim ? r->D : r->out_dim);
+    struct attn_memo *memo = r->memo;
+    rc |= grow(&r->scores, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&r->weights, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&r->work, work_floats(n1), work_floats(n0));
+    rc |= grow(&memo->data, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&memo->vnorm, hs * n1 + 1, hs * n0 + 1);
+    rc |= grow(&memo->vw, n1 * E + 1, n0 * E + 1);
+    if (rc)
+        return attn_diag_set(err, "", "out of memory for the attention stages");
+    r->cap_n = cap;
+    return 0;
+}
+
+void attn_run_relayout(struct attn_run *r, const struct attn_model *m, int keep)
+{
+    int n0 = r->n, n1 = m->n, heads = r->heads;
+    float *sq[2] = {r->scores, r->weights};
+    for (int b = 0; b < 2; b++) {
+        float *a = sq[b];
+        int both = n0 < n1 ? n0 : n1;
+        for (int t = 0; t < heads * keep; t++) {
+            /* growing: the last row first (every row moves up); shrinking: the first first */
+            int u = n1 > n0 ? heads * keep - 1 - t : t;
+            int h = u / keep, i = u % keep;
+            float *y = a + ((size_t)h * n1 + i) * n1;
+            const float *x = a + ((size_t)h * n0 + i) * n0;
+            if (y != x)
+                memmove(y, x, (size_t)both * sizeof(float));
+            float future = 0.0f * y[0]; /* copy_square_rows' */
+            for (int j = both; b == 1 && j < n1; j++)
+                y[j] = future;
+        }
+    }
+    r->n = m->n;
+    r->work_slots = (int)(work_floats((size_t)n1) / (PANEL * (size_t)(n1 ? n1 : 1)));
+    r->memo->stage = -1;
+    memset(r->memo->filled, 0, (size_t)heads);
 }
 
 /* Row i of a (heads, n, n) stage, i < rows, copied from a run of another n: the columns both

@@ -957,6 +957,44 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
     return true;
 }
 
+int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *old, int layers,
+                              const struct attn_scene *s, struct diag *err)
+{
+    memset(out, 0, (size_t)layers * sizeof(*out));
+    if (s->embed.kind == EMBED_LEARNED || (s->pos.kind == POS_LEARNED && !s->pos.table.data) ||
+        s->attn.dropout > 0.0 || s->embed.types.data || s->embed.norm_weight.data)
+        return attn_diag_set(err, "", "the scene draws its inputs: resolve it whole");
+    for (int L = 0; L < layers; L++) {
+        struct attn_model *m = &out[L];
+        const struct attn_model *o = &old[L];
+        *m = *o; /* the shapes, the options and the parameters, shared below */
+        m->n_borrowed = 0;
+        m->keep = NULL;
+        m->ids = NULL;
+        m->tokens = NULL;
+        struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
+        int k = model_bufs(dst, m);
+        model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
+        for (int i = 0; i < k; i++) {
+            *dst[i].p = NULL;
+            if (!per_token(o, src[i].p) && src[i].p != &o->rope_inv)
+                share_buf(m, dst[i].p, *src[i].p);
+        }
+        m->rope = false;
+        m->patch = NULL; /* ablations as the scene says, as a fresh resolve has them */
+        memset(m->head_mode, 0, sizeof(m->head_mode));
+        if (resolve_shape(m, s, L, layers)) /* the tokens, x and RoPE's angles, made anew */
+            goto oom;
+    }
+    struct attn_rng unused;
+    attn_rng_seed(&unused, s->seed);
+    if (resolve_inputs(&out[0], s, &unused)) /* a lookup: nothing is drawn */
+        goto oom;
+    return 0;
+oom:
+    return resolve_oom(out, layers, err);
+}
+
 /* True when p is one of m's buffers (owned or borrowed). */
 static bool holds(struct attn_model *m, const float *p)
 {

@@ -164,6 +164,14 @@ int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const stru
 int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,
                                const struct attn_scene *s, const struct attn_rng *after_params,
                                struct diag *err);
+/* A scene that differs from old's only in its sentence (the tokens, their ids and rows): old's
+ * parameters shared as attn_model_resolve_options shares them, the tokens, inputs and RoPE's
+ * angles made anew. Only for a scene whose inputs draw nothing (a checkpoint's table or given
+ * rows; positions given, sinusoidal, RoPE or none; no dropout): -1 with err otherwise, and then
+ * the scene is resolved whole. A sentence edit of GPT-2 small so never allocates, zeroes or
+ * copies its 85 MB of q, k and v per layer again. */
+int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *old, int layers,
+                              const struct attn_scene *s, struct diag *err);
 /* m (from attn_model_resolve_options on old) takes over the buffers it shares with old that old
  * owns; old keeps pointing at them, borrowed, and may then be freed. */
 void attn_model_adopt(struct attn_model *m, struct attn_model *old);

@@ -234,6 +234,19 @@ static int kept_rows(const struct attn_net *net, const struct attn_model *fresh,
     return p - p % attn_row_panel();
 }
 
+/* True when b is a with another sentence: the tokens, their ids and types, the rows given for
+ * them, the text. */
+static bool same_but_sentence(const struct attn_scene *a, const struct attn_scene *b)
+{
+    struct attn_scene t = *b; /* shallow: a's sentence in b's place, compared, never freed */
+    t.tokens = a->tokens;
+    t.n_tokens = a->n_tokens;
+    t.token_ids = a->token_ids;
+    t.token_types = a->token_types;
+    t.embed.rows = a->embed.rows;
+    return same_params(a, &t);
+}
+
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
 {
     int layers = s->layers > 1 ? s->layers : 1;
@@ -247,20 +260,27 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         return attn_diag_set(err, "", "out of memory for %d layers", layers);
     }
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
-    int rc = reuse
-                 ? attn_model_resolve_options(fresh.model, net->model, layers, s,
-                                              &net->after_params, err)
+    /* A sentence edit shares the parameters too, when the inputs draw nothing. */
+    bool retext = !reuse && net->from && net->layers == layers && !net->partial &&
+                  same_but_sentence(net->from, s) &&
+                  attn_model_resolve_tokens(fresh.model, net->model, layers, s, err) == 0;
+    attn_diag_clear(err);
+    int rc = reuse ? attn_model_resolve_options(fresh.model, net->model, layers, s,
+                                                &net->after_params, err)
+             : retext
+                 ? 0
                  : attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err);
     if (rc) {
         free(fresh.model);
         free(fresh.run);
         return -1;
     }
-    if (reuse)
+    if (reuse || retext) /* nothing was drawn: the generator is where it was */
         fresh.after_params = net->after_params;
     /* A sentence edit of a causal net: the rows before the first changed token's panel are the
        previous result's, moved over with its buffers or copied into the new ones. */
     int kept = reuse ? 0 : kept_rows(net, fresh.model, layers);
+
     if (!(fresh.from = calloc(1, sizeof(*fresh.from))) || attn_scene_copy(fresh.from, s)) {
         free(fresh.from);
         fresh.from = NULL; /* only the shortcut is lost */
@@ -268,6 +288,17 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     /* Buffers of an unchanged shape move over (a live edit reallocates nothing); a failure
      * moves them back, so the old result stays intact. With keep_previous nothing moves. */
     bool moved = false;
+    /* A new token count with rows kept: every layer's buffers grown first (a failure leaves
+       them valid for the old count), then their rows moved in place. */
+    bool reshape = !net->keep_previous && kept > 0;
+    for (int L = 0; L < layers && reshape; L++)
+        reshape = !attn_run_fits(&net->run[L], &fresh.model[L]) &&
+                  attn_run_fits_but_n(&net->run[L], &fresh.model[L]);
+    for (int L = 0; L < layers && reshape; L++)
+        reshape = attn_run_reserve(&net->run[L], &fresh.model[L], err) == 0;
+    attn_diag_clear(err);
+    for (int L = 0; L < layers && reshape; L++)
+        attn_run_relayout(&net->run[L], &fresh.model[L], kept);
     for (int L = 0; L < layers; L++) {
         if (!net->keep_previous && L < net->layers &&
             attn_run_fits(&net->run[L], &fresh.model[L])) {
@@ -304,7 +335,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        widens it again, so its pages need not be kept meanwhile (the predictions after this
        need their own). */
     attn_param_cache_drop(s->backing);
-    if (reuse) /* committed: the shared buffers become the new model's */
+    if (reuse || retext) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)
             attn_model_adopt(&fresh.model[L], &net->model[L]);
     fresh.progress.stop = net->progress.stop;
