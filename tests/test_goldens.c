@@ -559,8 +559,16 @@ static int sentence_edits_match(const struct attn_scene *s, const char *stem, in
             }
             struct attn_net fresh;
             memset(&fresh, 0, sizeof(fresh));
+            /* the explorer's estimate (whether a compute may be stopped) counts the rows kept */
+            double est = attn_net_estimate_edit_seconds(&net, &e);
+            double whole = attn_net_estimate_seconds(&e);
             if (attn_net_compute(&net, &e, &err) || attn_net_compute(&fresh, &e, &err))
                 fail_msg("%s: sentence edit %d does not compute: %s", stem, k, err.msg);
+            if (net.kept_rows > 0 && !(est < whole)) {
+                print_error("%s: sentence edit %d keeps %d rows of %d, estimated %g s of %g\n",
+                            stem, k, net.kept_rows, e.n_tokens, est, whole);
+                bad++;
+            }
             char what[96];
             snprintf(what, sizeof(what), "sentence edit %d (panels of %d, %d rows of %d kept)", k,
                      panel, net.kept_rows, net.model[0].n);

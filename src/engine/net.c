@@ -345,6 +345,25 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     return 0;
 }
 
+double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct attn_scene *s)
+{
+    double full = attn_net_estimate_seconds(s);
+    int layers = s->layers > 1 ? s->layers : 1;
+    if (!net->from || net->partial || net->layers != layers || s->n_tokens <= 0 ||
+        !same_but_sentence(net->from, s))
+        return full;
+    for (int L = 0; L < layers; L++)
+        if (!attn_rows_reusable(&net->model[L]))
+            return full;
+    const struct attn_scene *a = net->from;
+    int n = a->n_tokens < s->n_tokens ? a->n_tokens : s->n_tokens, p = 0;
+    while (p < n && strcmp(a->tokens[p], s->tokens[p]) == 0 &&
+           (!a->token_ids || !s->token_ids || a->token_ids[p] == s->token_ids[p]))
+        p++;
+    p -= p % attn_row_panel();
+    return full * (double)(s->n_tokens - p) / (double)s->n_tokens;
+}
+
 double attn_net_estimate_seconds(const struct attn_scene *s)
 {
     double flops = attn_scene_flops(s);

@@ -61,6 +61,9 @@ int attn_net_forward_layers(struct attn_net *net, int first, int first_row);
  * speed this machine multiplies matrices (attn_measured_gflops, measured only for scenes over a
  * second's worth at 1 GFLOP/s: most never pay for it). Seconds. */
 double attn_net_estimate_seconds(const struct attn_scene *s);
+/* The same for s computed after net's result: a sentence edit of a causal net computes the rows
+ * from the panel of the first changed token only (attn_net_compute), about that share of it. */
+double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct attn_scene *s);
 /* The forward pass of layers first .. layers - 1 only: what an ablation or a patch of layer
  * `first` changes (the layers before it are as they were). Never allocates. Returns 0, or -1
  * when the sink's stop flag ended it. */
