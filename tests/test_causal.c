@@ -155,10 +155,121 @@ static void test_causal_tiles_equal_full(void **state)
         run_case(&cases[i]);
 }
 
+/* ---- row panels at fixed positions ---------------------------------------------------------
+ * Every row-wise product of a causal net runs on row panels of 64 from row 0 (kernels.h's
+ * attn_mm_ab_rows), each its own calls: a net of n tokens and one of more tokens, whose first n
+ * tokens and parameters are the same, agree bit for bit, with OpenBLAS, on every row of the full
+ * panels before the smaller net's last panel. A partial last panel is a call of another shape,
+ * which is why a sentence edit recomputes from the panel holding its first changed token. */
+
+/* n tokens from a fixed vocabulary of 7 words (so both nets draw the same embedding table),
+ * positions up to 300 (the same table whatever n), and `extra` YAML for the attention and the
+ * block. */
+static void panel_scene(struct attn_scene *s, int n, int layers, const char *positional,
+                        const char *attention, const char *block)
+{
+    size_t cap = (size_t)n * 8 + 2048;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    int k = snprintf(t, cap,
+                     "version: 1\ntitle: panels\ntokenizer: whitespace\nseed: 9\nlayers: %d\n"
+                     "text:",
+                     layers);
+    for (int i = 0; i < n; i++)
+        k += snprintf(t + k, cap - (size_t)k, " w%d", i % 7);
+    snprintf(t + k, cap - (size_t)k,
+             "\nembeddings: {dim: 32}\npositional: %s\nattention:\n  d_out: 32\n  causal: true\n"
+             "  out_proj: true\n%s%s",
+             positional, attention, block);
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_parse(s, "panels.yaml", t, strlen(t), &errs))
+        fail_msg("scene: %s", errs.n ? errs.items[0].msg : "?");
+    attn_diag_list_free(&errs);
+    free(t);
+}
+
+/* Rows 0 .. rows - 1 of every stage of every head of every layer of a and b (b may have more
+ * tokens): equal bits. Square stages: the keys a row sees (the scores' future past its panel is
+ * a product over every key, computed when shown), and every column of a's for the weights. */
+static long compare_rows(const struct attn_net *a, const struct attn_net *b, int rows,
+                         const char *what)
+{
+    long cells = 0;
+    for (int L = 0; L < a->layers; L++) {
+        const struct attn_model *m = &a->model[L];
+        enum attn_stage order[STAGE_COUNT];
+        int ns = attn_stage_order(order, m);
+        for (int h = 0; h < m->heads; h++)
+            for (int si = 0; si < ns; si++) {
+                enum attn_stage st = order[si];
+                struct attn_mat_view x = attn_view(&a->run[L], m, st, h);
+                struct attn_mat_view y = attn_view(&b->run[L], &b->model[L], st, h);
+                bool square = attn_stage_is_square(st);
+                bool future = st == STAGE_WEIGHTS || st == STAGE_DROPOUT || st == STAGE_MASKED;
+                for (int i = 0; i < rows; i++)
+                    for (int j = 0; j < (square && !future ? i + 1 : x.cols); j++) {
+                        float u = x.data[(size_t)i * x.stride + j];
+                        float v = y.data[(size_t)i * y.stride + j];
+                        if (memcmp(&u, &v, sizeof(u)) != 0)
+                            fail_msg("%s: layer %d head %d %s [%d][%d]: %d tokens %.9g, %d tokens "
+                                     "%.9g",
+                                     what, L, h, attn_stage_name(st), i, j, m->n, (double)u,
+                                     b->model[L].n, (double)v);
+                        cells++;
+                    }
+            }
+    }
+    return cells;
+}
+
+static const char llama_block[] = "block:\n  order: pre\n  norm: rms\n  ffn_hidden: 96\n"
+                                  "  activation: gelu\n";
+
+static void test_panels_fixed_positions(void **state)
+{
+    (void)state;
+    static const struct {
+        int n, more, layers;
+        const char *positional, *attention, *block;
+    } cases[] = {
+        {70, 130, 1, "{kind: learned, max_len: 300}", "  heads: 4\n", ""},
+        {128, 129, 2, "{kind: learned, max_len: 300}", "  heads: 4\n", gpt2_block},
+        {64, 257, 2, "{kind: learned, max_len: 300}", "  heads: 2\n  qkv_bias: true\n", gpt2_block},
+        {200, 256, 2, "{kind: rope}", "  heads: 4\n  kv_heads: 2\n", llama_block},
+        {150, 190, 1, "{kind: rope, rope_pairs: halves, offset: 3}", "  heads: 4\n", llama_block},
+        {140, 230, 1, "{kind: sinusoidal}", "  heads: 4\n  kv_latent: 8\n", ""},
+        {100, 101, 1, "{kind: learned, max_len: 300}", "  heads: 1\n", gpt2_block},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct attn_scene s1, s2;
+        panel_scene(&s1, cases[c].n, cases[c].layers, cases[c].positional, cases[c].attention,
+                    cases[c].block);
+        panel_scene(&s2, cases[c].more, cases[c].layers, cases[c].positional, cases[c].attention,
+                    cases[c].block);
+        struct attn_net a, b;
+        compute(&a, &s1);
+        compute(&b, &s2);
+        int full = cases[c].n / 64 * 64; /* the full panels (a partial last one is not) */
+        char what[96];
+        snprintf(what, sizeof(what), "panels case %zu (%d and %d tokens)", c, cases[c].n,
+                 cases[c].more);
+        long cells = compare_rows(&a, &b, full, what);
+        assert_true(full >= 64 && cells > 0);
+        printf("causal: %-40s rows 0..%d of every stage: %ld cells, the same bits\n", what,
+               full - 1, cells);
+        attn_net_free(&a);
+        attn_net_free(&b);
+        attn_scene_free(&s1);
+        attn_scene_free(&s2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_causal_tiles_equal_full),
+        cmocka_unit_test(test_panels_fixed_positions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,8 @@
 #include <cmocka.h>
 
 #include "engine/attention.h"
+#include "engine/edit.h"
+#include "engine/kernels.h"
 #include "engine/logits.h"
 #include "engine/model.h"
 #include "engine/net.h"
@@ -356,6 +358,8 @@ struct scene_case {
     bool predictions; /* tests/golden/families: predictions.csv must be there */
     int files;
     bool ran;
+    int edits_made, edits_kept; /* sentence edits computed, and those that kept rows */
+    int edits_kept64;           /* of those, with panels of 64 rows */
 };
 
 static bool same_bits(float a, float b)
@@ -429,6 +433,157 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
         attn_net_free(&fresh);
         attn_scene_free(&e);
     }
+    return bad;
+}
+
+/* Every stage of every head of every layer of a and b: the same bits. Returns the number of
+ * differing matrices, naming the first few. */
+static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem, const char *edit)
+{
+    int bad = 0;
+    for (int L = 0; L < a->layers; L++) {
+        enum attn_stage order[STAGE_COUNT];
+        int n = attn_stage_order(order, &a->model[L]);
+        for (int k = 0; k < n; k++)
+            for (int h = 0; h < (attn_stage_is_per_head(order[k]) ? a->model[L].heads : 1); h++) {
+                struct attn_mat_view x = attn_view(&a->run[L], &a->model[L], order[k], h);
+                struct attn_mat_view y = attn_view(&b->run[L], &b->model[L], order[k], h);
+                if (x.rows != y.rows || x.cols != y.cols) {
+                    if (bad++ < 5)
+                        print_error("%s: %s: layer %d %s is %dx%d, fresh %dx%d\n", stem, edit, L,
+                                    attn_stage_name(order[k]), x.rows, x.cols, y.rows, y.cols);
+                    continue;
+                }
+                for (int i = 0; i < x.rows; i++)
+                    if (memcmp(x.data + (size_t)i * x.stride, y.data + (size_t)i * y.stride,
+                               (size_t)x.cols * sizeof(float)) != 0) {
+                        if (bad++ < 5)
+                            print_error("%s: %s: layer %d %s head %d row %d differs from a fresh "
+                                        "computation\n",
+                                        stem, edit, L, attn_stage_name(order[k]), h, i);
+                        break;
+                    }
+            }
+    }
+    return bad;
+}
+
+/* The sentence edits the explorer makes, each from the result of the one before: a letter added
+ * to the last word, a word inserted in the middle, the sentence appended to itself until the
+ * tokens cross a panel boundary, the last two words deleted (fewer tokens), and back. */
+enum { SENTENCE_EDITS = 5 };
+
+/* The text of edit k of text (malloc'ed), or NULL when the sentence is too short for it. */
+static char *edited_text(const char *text, int k, int panel, int n_tokens)
+{
+    size_t len = strlen(text), cap = len * 8 + 64;
+    char *t = calloc(1, cap);
+    if (!t)
+        fail_msg("out of memory");
+    if (k == 0) { /* the last word's last byte doubled: "dog" -> "dogg" */
+        snprintf(t, cap, "%s%c", text, len ? text[len - 1] : 'a');
+    } else if (k == 1) { /* the first word again, after the space nearest the middle */
+        const char *mid = strchr(text + len / 2, ' ');
+        size_t first = strcspn(text, " ");
+        if (!mid || first == 0) {
+            free(t);
+            return NULL;
+        }
+        snprintf(t, cap, "%.*s %.*s%s", (int)(mid - text), text, (int)first, text, mid);
+    } else if (k == 2) { /* appended to itself: past the next panel boundary (about) */
+        int copies = 1 + (panel + 1) / (n_tokens > 0 ? n_tokens : 1);
+        if (copies > 7) {
+            free(t);
+            return NULL;
+        }
+        int w = snprintf(t, cap, "%s", text);
+        for (int c = 0; c < copies; c++)
+            w += snprintf(t + w, cap - (size_t)w, " %s", text);
+    } else if (k == 3) { /* the last two words deleted */
+        snprintf(t, cap, "%s", text);
+        for (int c = 0; c < 2; c++) {
+            char *sp = strrchr(t, ' ');
+            if (!sp || sp == t) {
+                free(t);
+                return NULL;
+            }
+            *sp = '\0';
+        }
+    } else { /* back to the scene's own sentence */
+        snprintf(t, cap, "%s", text);
+    }
+    return t;
+}
+
+/* A causal scene's sentence edits keep the rows before the panel of the first changed token
+ * (attn_net_compute, attention.h's attn_forward_rows), and any scene's share the parameters when
+ * its inputs draw nothing (attn_model_resolve_tokens). Each must give every stage of every layer
+ * bit for bit what a fresh computation of the edited scene gives, with the panels at 64 rows and
+ * at 4 (so a short sentence has several). Returns the number of differing matrices; *kept
+ * counts the edits that kept rows (*kept64 those with panels of 64), *made those computed. */
+static int sentence_edits_match(const struct attn_scene *s, const char *stem, int *kept,
+                                int *kept64, int *made)
+{
+    if (!s->text || s->text_pair) /* a non-causal scene keeps no rows, but shares parameters */
+        return 0;
+    int bad = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        attn_row_panel_rows = pass == 0 ? 4 : 0;
+        int panel = attn_row_panel();
+        struct attn_net net;
+        memset(&net, 0, sizeof(net));
+        struct attn_scene cur;
+        struct diag err;
+        attn_diag_clear(&err);
+        if (attn_scene_copy(&cur, s) || attn_net_compute(&net, &cur, &err))
+            fail_msg("%s: does not compute: %s", stem, err.msg);
+        for (int k = 0; k < SENTENCE_EDITS; k++) {
+            char *text = edited_text(s->text, k, panel, s->n_tokens);
+            if (!text)
+                continue;
+            struct attn_edit ed = {.kind = EDIT_TEXT, .text = text};
+            struct attn_scene e;
+            struct attn_edit_effects fx;
+            if (attn_scene_copy(&e, &cur))
+                fail_msg("out of memory");
+            struct diag_list problems;
+            attn_diag_list_init(&problems);
+            bool valid = attn_scene_check_edit(&e, &ed, &err) == 0 &&
+                         attn_scene_apply_edit(&e, &ed, &fx, &err) == 0 &&
+                         attn_scene_check(&e, &problems) == 0;
+            attn_diag_list_free(&problems);
+            free(text);
+            if (!valid) { /* too long for the checkpoint's positions, ... */
+                attn_scene_free(&e);
+                continue;
+            }
+            struct attn_net fresh;
+            memset(&fresh, 0, sizeof(fresh));
+            /* the explorer's estimate (whether a compute may be stopped) counts the rows kept */
+            double est = attn_net_estimate_edit_seconds(&net, &e);
+            double whole = attn_net_estimate_seconds(&e);
+            if (attn_net_compute(&net, &e, &err) || attn_net_compute(&fresh, &e, &err))
+                fail_msg("%s: sentence edit %d does not compute: %s", stem, k, err.msg);
+            if (net.kept_rows > 0 && !(est < whole)) {
+                print_error("%s: sentence edit %d keeps %d rows of %d, estimated %g s of %g\n",
+                            stem, k, net.kept_rows, e.n_tokens, est, whole);
+                bad++;
+            }
+            char what[96];
+            snprintf(what, sizeof(what), "sentence edit %d (panels of %d, %d rows of %d kept)", k,
+                     panel, net.kept_rows, net.model[0].n);
+            bad += nets_differ(&net, &fresh, stem, what);
+            *kept += net.kept_rows > 0;
+            *kept64 += net.kept_rows > 0 && panel == 64;
+            (*made)++;
+            attn_net_free(&fresh);
+            attn_scene_free(&cur);
+            cur = e;
+        }
+        attn_net_free(&net);
+        attn_scene_free(&cur);
+    }
+    attn_row_panel_rows = 0;
     return bad;
 }
 
@@ -655,6 +810,17 @@ static void test_scene(void **state)
         PROBLEM("%s: an edit of dropout, the mask or the heads differs from a fresh "
                 "computation\n",
                 sc->stem);
+    if (sentence_edits_match(&s, sc->stem, &sc->edits_kept, &sc->edits_kept64, &sc->edits_made) !=
+        0)
+        PROBLEM("%s: a sentence edit that kept the rows before it differs from a fresh "
+                "computation\n",
+                sc->stem);
+    /* A causal scene without dropout or ablation keeps rows: its last-word edit at least. */
+    bool reusable = s.text && !s.text_pair && s.attn.causal;
+    for (int L = 0; L < net.layers; L++)
+        reusable &= attn_rows_reusable(&net.model[L]);
+    if (reusable && sc->edits_made > 0 && sc->edits_kept == 0 && s.n_tokens >= 8)
+        PROBLEM("%s: no sentence edit of this causal scene kept a row\n", sc->stem);
     static char scope[MAX_SCOPE][128];
     int n_scope = read_scope(scope, dir);
     for (int p = 0; p < n_scope; p++) {
@@ -741,6 +907,18 @@ static int run_cases(struct scene_case *cases, int n)
             worst_stem = cases[i].stem;
         }
     printf("goldens: %d scenes, largest activation difference %.3g (%s)\n", n, worst, worst_stem);
+    int made = 0, kept = 0, kept64 = 0, scenes = 0;
+    for (int i = 0; i < n; i++) {
+        made += cases[i].edits_made;
+        kept += cases[i].edits_kept;
+        kept64 += cases[i].edits_kept64;
+        scenes += cases[i].edits_made > 0;
+    }
+    printf("goldens: %d sentence edits of %d scenes, %d of them kept rows (%d with panels "
+           "of 64), each bit for bit a fresh computation\n",
+           made, scenes, kept, kept64);
+    if (kept == 0)
+        rc = 1;
     free(tests);
     free(cases);
     return rc;

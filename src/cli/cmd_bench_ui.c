@@ -52,6 +52,7 @@ static int report(const char *name, const struct ui_bench_result *r, double firs
     print_figure(&r->stage, STAGE_TARGET_MS);
     print_figure(&r->heads_edit, edit_target);
     print_figure(&r->text_edit, edit_target);
+    print_figure(&r->mid_edit, 0);
     printf("\n");
     bool missed = (first_target > 0 && r->first_frame_ms > first_target) ||
                   r->cursor.median_ms > CURSOR_TARGET_MS || r->stage.median_ms > STAGE_TARGET_MS ||
@@ -62,8 +63,8 @@ static int report(const char *name, const struct ui_bench_result *r, double firs
 
 static void header(void)
 {
-    printf("%-34s %12s %18s %18s %18s %18s\n", "shape", "first frame", "cursor", "stage",
-           "heads edit", "sentence edit");
+    printf("%-34s %12s %18s %18s %18s %18s %18s\n", "shape", "first frame", "cursor", "stage",
+           "heads edit", "sentence edit", "mid-sentence edit");
 }
 
 static int bench_ui(const char *scene_path, int repeat)

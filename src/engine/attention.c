@@ -55,6 +55,7 @@ struct attn_memo {
     /* Causal tiles: the forward pass computed only the scores a query can see; a head's others
      * (the future, above the panels) are computed the first time its scores are shown. */
     bool tiled;
+    int panel;                    /* the panels' rows */
     unsigned char *future_filled; /* (heads) */
 };
 
@@ -97,9 +98,27 @@ bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
     return !r->borrows && same_shape(r, m) && r->final_norm == m->final_norm;
 }
 
-/* Causal work is cut into panels of PANEL queries: panel p computes the scores of its queries
- * against keys 0 .. its last query, their softmax, and their context from those keys only. */
+/* Causal work is cut into panels of attn_row_panel() queries (at most PANEL): panel p computes
+ * the scores of its queries against keys 0 .. its last query, their softmax, and their context
+ * from those keys only. The row-wise products of such a net run on the same panels (kernels.h's
+ * attn_mm_ab_rows), so a prefix of panels is reused bit for bit (attn_forward_rows). */
 enum { PANEL = 64 };
+
+static bool causal_tiled(const struct attn_model *m);
+
+/* True when the row-wise products run on row panels: a causal net computed panel by panel.
+ * Every other scene keeps one product over all its rows. */
+static bool row_panels(const struct attn_model *m)
+{
+    return causal_tiled(m);
+}
+
+/* The rows of a causal panel: attn_row_panel(), never above PANEL (the scratch is sized so). */
+static int panel_rows(void)
+{
+    int p = attn_row_panel();
+    return p > 0 && p < PANEL ? p : PANEL;
+}
 
 /* The forward pass's scratch: one head's (n, n) masked stage, or a panel's (PANEL, n) dropout on
  * each of the pool's threads. */
@@ -177,6 +196,7 @@ int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
         goto oom;
     memo->stage = -1;
     r->n = m->n;
+    r->cap_n = m->n;
     r->d_in = m->d_in;
     r->heads = m->heads;
     r->head_dim = m->head_dim;
@@ -199,24 +219,25 @@ oom:
 /* out (n, width) = in W + b, W m's member (wq, wk or wv), or in itself repeated once per head
  * when there is no projection. */
 static void project(float *out, int width, const struct attn_model *m, const float *in,
-                    size_t member, const float *b)
+                    size_t member, const float *b, int first)
 {
     if (m->project) {
-        attn_model_mm(out, width, in, m->d_in, m, member, b, m->n, width, m->d_in);
+        attn_model_mm_rows(out + (size_t)first * width, width, in + (size_t)first * m->d_in,
+                           m->d_in, m, member, b, m->n - first, width, m->d_in, row_panels(m));
         return;
     }
     for (int h = 0; h < width / m->d_in; h++)
-        for (int i = 0; i < m->n; i++)
+        for (int i = first; i < m->n; i++)
             memcpy(out + (size_t)i * width + (size_t)h * m->d_in, in + (size_t)i * m->d_in,
                    (size_t)m->d_in * sizeof(float));
 }
 
 /* RoPE: every head of x (n, width) rotated by its token's angles into out. adjacent pairs
  * (2i, 2i+1) as complex numbers; halves pairs (i, i + hd/2) as rotate_half does. */
-static void rotate(float *out, const float *x, int width, const struct attn_model *m)
+static void rotate(float *out, const float *x, int width, const struct attn_model *m, int first)
 {
     int hd = m->head_dim, half = hd / 2;
-    for (int t = 0; t < m->n; t++) {
+    for (int t = first; t < m->n; t++) {
         const float *c = m->rope_cos + (size_t)t * half, *s = m->rope_sin + (size_t)t * half;
         for (int h = 0; h < width / hd; h++) {
             const float *in = x + (size_t)t * width + (size_t)h * hd;
@@ -284,11 +305,12 @@ void attn_norm_rows(float *out, const float *in, int rows, const struct attn_mod
         attn_pool_run(tasks, 0, norm_part, &job);
 }
 
-/* Every row of in (n, d). */
+/* Rows first .. n - 1 of in (n, d). */
 static void normalize(float *out, const float *in, const struct attn_model *m, const float *w,
-                      const float *b)
+                      const float *b, int first)
 {
-    attn_norm_rows(out, in, m->n, m, w, b);
+    size_t skip = (size_t)first * (size_t)m->d_in;
+    attn_norm_rows(out + skip, in + skip, m->n - first, m, w, b);
 }
 
 void attn_final_norm_rows(float *out, const float *in, int rows, const struct attn_model *last)
@@ -302,10 +324,10 @@ void attn_final_norm_rows(float *out, const float *in, int rows, const struct at
 /* qk_norm: every head of x (n, width) RMS-normalised over its head_dim, times w (head_dim), as
  * Qwen3's q_norm and k_norm do. */
 static void norm_heads(float *out, const float *x, int width, const struct attn_model *m,
-                       const float *w)
+                       const float *w, int first)
 {
     int hd = m->head_dim;
-    for (int t = 0; t < m->n; t++)
+    for (int t = first; t < m->n; t++)
         for (int h = 0; h < width / hd; h++) {
             const float *in = x + (size_t)t * width + (size_t)h * hd;
             float *o = out + (size_t)t * width + (size_t)h * hd;
@@ -493,8 +515,8 @@ const float *attn_value_norms(const struct attn_run *r, const struct attn_model 
     int width = hd, ld = m->Dkv;
     if (m->wo) { /* the head's rows of W_O: its hd columns of concat feed them */
         const float *wo = ATTN_PARAM(m, wo);
-        attn_mm_ab(memo->vw, E, v, m->Dkv, wo + (size_t)h * (size_t)hd * (size_t)E, E, NULL, n, E,
-                   hd);
+        (row_panels(m) ? attn_mm_ab_rows : attn_mm_ab)(
+            memo->vw, E, v, m->Dkv, wo + (size_t)h * (size_t)hd * (size_t)E, E, NULL, n, E, hd);
         rows = memo->vw;
         width = ld = E;
     }
@@ -564,8 +586,9 @@ static void fill_future_scores(const struct attn_run *r, const struct attn_model
     scored_qk(&q, &k, r, m);
     const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kv_head_of(m, h) * hd;
     float *scores = r->scores + (size_t)h * n * n;
-    for (int i0 = 0; i0 < n; i0 += PANEL) {
-        int i1 = i0 + PANEL < n ? i0 + PANEL : n;
+    int panel = memo->panel;
+    for (int i0 = 0; i0 < n; i0 += panel) {
+        int i1 = i0 + panel < n ? i0 + panel : n;
         if (i1 < n)
             attn_mm_abt(scores + (size_t)i0 * n + i1, n, qh + (size_t)i0 * D, D,
                         kh + (size_t)i1 * Dkv, Dkv, i1 - i0, n - i1, hd);
@@ -589,35 +612,41 @@ static void derive(float *out, const struct attn_run *r, const struct attn_model
         drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
 }
 
-/* The FFN and the residuals around it. */
-static void forward_block(struct attn_run *r, const struct attn_model *m)
+/* The FFN and the residuals around it, rows first .. n - 1. */
+static void forward_block(struct attn_run *r, const struct attn_model *m, int first)
 {
-    int n = m->n, d = m->d_in, hid = m->hidden;
-    size_t nd = (size_t)n * d;
-    elem_run(r->res1, m->x, r->output, nd, ELEM_ADD);
+    int rows = m->n - first, d = m->d_in, hid = m->hidden;
+    size_t nd = (size_t)rows * d, skip = (size_t)first * d, skip_h = (size_t)first * hid;
+    bool panels = row_panels(m);
+    elem_run(r->res1 + skip, m->x + skip, r->output + skip, nd, ELEM_ADD);
     const float *ffn_in;
     if (m->order == BLOCK_POST) {
-        normalize(r->norm1, r->res1, m, m->n1w, m->n1b);
-        ffn_in = r->norm1;
+        normalize(r->norm1, r->res1, m, m->n1w, m->n1b, first);
+        ffn_in = r->norm1 + skip;
     } else {
-        normalize(r->norm2, r->res1, m, m->n2w, m->n2b); /* norm1 was the attention's input */
-        ffn_in = r->norm2;
+        normalize(r->norm2, r->res1, m, m->n2w, m->n2b, first); /* norm1 was attention's input */
+        ffn_in = r->norm2 + skip;
     }
+#define MM(out, ldc, in, lda, member, bias, cols, k)                                               \
+    attn_model_mm_rows((out), (ldc), (in), (lda), m, offsetof(struct attn_model, member), (bias),  \
+                       rows, (cols), (k), panels)
     if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
-        ATTN_MODEL_MM(r->ffn_gate, hid, ffn_in, d, m, wg, NULL, n, hid, d);
-        ATTN_MODEL_MM(r->ffn_up, hid, ffn_in, d, m, w1, NULL, n, hid, d);
-        swiglu(r->ffn_act, r->ffn_gate, r->ffn_up, (size_t)n * hid);
+        MM(r->ffn_gate + skip_h, hid, ffn_in, d, wg, NULL, hid, d);
+        MM(r->ffn_up + skip_h, hid, ffn_in, d, w1, NULL, hid, d);
+        swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h, (size_t)rows * hid);
     } else {
-        ATTN_MODEL_MM(r->ffn_hidden, hid, ffn_in, d, m, w1, m->b1, n, hid, d);
-        attn_activate(r->ffn_act, r->ffn_hidden, (size_t)n * hid, m->activation);
+        MM(r->ffn_hidden + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);
+        attn_activate(r->ffn_act + skip_h, r->ffn_hidden + skip_h, (size_t)rows * hid,
+                      m->activation);
     }
-    ATTN_MODEL_MM(r->ffn_out, d, r->ffn_act, hid, m, w2, m->b2, n, d, hid);
-    const float *skip = m->order == BLOCK_POST ? r->norm1 : r->res1;
-    elem_run(r->res2, skip, r->ffn_out, nd, ELEM_ADD);
+    MM(r->ffn_out + skip, d, r->ffn_act + skip_h, hid, w2, m->b2, d, hid);
+#undef MM
+    const float *res_in = m->order == BLOCK_POST ? r->norm1 : r->res1;
+    elem_run(r->res2 + skip, res_in + skip, r->ffn_out + skip, nd, ELEM_ADD);
     if (m->order == BLOCK_POST)
-        normalize(r->norm2, r->res2, m, m->n2w, m->n2b);
+        normalize(r->norm2, r->res2, m, m->n2w, m->n2b, first);
     if (m->final_norm)
-        normalize(r->final, m->order == BLOCK_POST ? r->norm2 : r->res2, m, m->fw, m->fb);
+        normalize(r->final, m->order == BLOCK_POST ? r->norm2 : r->res2, m, m->fw, m->fb, first);
 }
 
 /* Ablation and patching: the columns of concat of every head whose mode is not HEAD_KEEP
@@ -653,8 +682,10 @@ struct panel_job {
     struct attn_run *r;
     const struct attn_model *m;
     const float *q, *k;
-    int panels;
-    int reported; /* heads reported so far (the caller's thread only) */
+    int panels;      /* panels a head computes: first_panel .. first_panel + panels - 1 */
+    int first_panel; /* the panels before it are kept (attn_forward_rows) */
+    int panel;       /* rows of a panel */
+    int reported;    /* heads reported so far (the caller's thread only) */
     atomic_int done;
     atomic_bool stop;
 };
@@ -680,8 +711,9 @@ static void panel_task(void *ctx, int t, int slot)
         return;
     int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
     size_t nn = (size_t)n * (size_t)n;
-    int h = t % m->heads, p = job->panels - 1 - t / m->heads; /* the largest panels first */
-    int i0 = p * PANEL, i1 = i0 + PANEL < n ? i0 + PANEL : n, rows = i1 - i0;
+    /* the largest panels first */
+    int h = t % m->heads, p = job->first_panel + job->panels - 1 - t / m->heads;
+    int i0 = p * job->panel, i1 = i0 + job->panel < n ? i0 + job->panel : n, rows = i1 - i0;
     int kvh = kv_head_of(m, h);
     const float *qh = job->q + (size_t)h * hd, *kh = job->k + (size_t)kvh * hd;
     const float *vh = r->v + (size_t)kvh * hd;
@@ -697,7 +729,7 @@ static void panel_task(void *ctx, int t, int slot)
     }
     const float *a = weights + (size_t)i0 * n;
     if (m->keep) { /* the panel's rows after dropout (past i1 they are 0, and not read) */
-        float *w = r->work + (size_t)slot * PANEL * n;
+        float *w = r->work + (size_t)slot * job->panel * n;
         drop_weights(w, a, m->keep + h * nn + (size_t)i0 * n, (size_t)rows * n, m);
         a = w;
     }
@@ -708,13 +740,20 @@ static void panel_task(void *ctx, int t, int slot)
 }
 
 static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, const float *q,
-                                const float *k)
+                                const float *k, int first)
 {
-    struct panel_job job = {.r = r, .m = m, .q = q, .k = k, .panels = (m->n + PANEL - 1) / PANEL};
+    int panel = panel_rows();
+    struct panel_job job = {.r = r, .m = m, .q = q, .k = k, .panel = panel};
+    job.first_panel = first / panel;
+    job.panels = (m->n + panel - 1) / panel - job.first_panel;
     atomic_init(&job.done, 0);
     atomic_init(&job.stop, false);
+    if (job.panels <= 0) { /* every row kept */
+        report_heads(&job, m->heads);
+        return;
+    }
     /* A small scene's heads are not worth a thread's wake-up. */
-    double work = (double)m->n * m->n * m->heads * m->head_dim;
+    double work = (double)(m->n - first) * m->n * m->heads * m->head_dim;
     attn_pool_run(m->heads * job.panels, work < (1 << 20) ? 1 : r->work_slots, panel_task, &job);
     if (atomic_load(&job.stop))
         r->stopped = true;
@@ -724,45 +763,70 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
 
 void attn_forward(struct attn_run *r, const struct attn_model *m)
 {
+    attn_forward_rows(r, m, 0);
+}
+
+bool attn_rows_reusable(const struct attn_model *m)
+{
+    if (!causal_tiled(m) || m->keep || m->patch)
+        return false;
+    for (int h = 0; h < m->heads; h++)
+        if (m->head_mode[h] != HEAD_KEEP)
+            return false;
+    return true;
+}
+
+void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first)
+{
     int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
     size_t nn = (size_t)n * (size_t)n;
+    if (first < 0 || !attn_rows_reusable(m))
+        first = 0; /* only a causal panelled pass keeps rows */
+    if (first > n)
+        first = n;
+    first -= first % panel_rows();
+    size_t skip = (size_t)first;
+    bool panels = row_panels(m);
     /* A pre-norm block normalises before attention: norm1 is attention's input. */
     const float *in = m->x;
     r->stopped = false;
     if (m->block && m->order == BLOCK_PRE) {
-        normalize(r->norm1, m->x, m, m->n1w, m->n1b);
+        normalize(r->norm1, m->x, m, m->n1w, m->n1b, first);
         in = r->norm1;
     }
     /* Stopped between the large products (each projection, each head): a long sequence's
        projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
     if ((r->stopped = progress_stopped(r->progress)))
         return;
-    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq);
+    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq, first);
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     if (m->latent > 0) {
-        attn_mm_ab(r->latent, m->latent, in, m->d_in, m->wdown, m->latent, NULL, n, m->latent,
-                   m->d_in);
-        attn_mm_ab(r->k, D, r->latent, m->latent, m->wkup, D, NULL, n, D, m->latent);
-        attn_mm_ab(r->v, D, r->latent, m->latent, m->wvup, D, NULL, n, D, m->latent);
+        int lr = m->latent, rows = n - first;
+        void (*mm)(float *, int, const float *, int, const float *, int, const float *, int, int,
+                   int) = panels ? attn_mm_ab_rows : attn_mm_ab;
+        mm(r->latent + skip * lr, lr, in + skip * m->d_in, m->d_in, m->wdown, lr, NULL, rows, lr,
+           m->d_in);
+        mm(r->k + skip * D, D, r->latent + skip * lr, lr, m->wkup, D, NULL, rows, D, lr);
+        mm(r->v + skip * D, D, r->latent + skip * lr, lr, m->wvup, D, NULL, rows, D, lr);
     } else {
-        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk);
+        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk, first);
         if ((r->stopped = progress_stopped(r->progress)))
             return;
-        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv);
+        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv, first);
     }
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     const float *q = r->q, *k = r->k;
     if (m->qnw) { /* qk_norm: each head normalised before RoPE (Qwen3) */
-        norm_heads(r->qn, r->q, D, m, m->qnw);
-        norm_heads(r->kn, r->k, Dkv, m, m->knw);
+        norm_heads(r->qn, r->q, D, m, m->qnw, first);
+        norm_heads(r->kn, r->k, Dkv, m, m->knw, first);
         q = r->qn;
         k = r->kn;
     }
     if (m->rope) {
-        rotate(r->qr, q, D, m);
-        rotate(r->kr, k, Dkv, m);
+        rotate(r->qr, q, D, m, first);
+        rotate(r->kr, k, Dkv, m, first);
         q = r->qr;
         k = r->kr;
     }
@@ -771,8 +835,9 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
     memset(r->memo->vnorm_filled, 0, (size_t)m->heads);
     memset(r->memo->future_filled, 0, (size_t)m->heads);
     r->memo->tiled = causal_tiled(m);
+    r->memo->panel = panel_rows();
     if (r->memo->tiled) {
-        forward_heads_tiled(r, m, q, k);
+        forward_heads_tiled(r, m, q, k, first);
         if (r->stopped)
             return;
     }
@@ -807,11 +872,162 @@ void attn_forward(struct attn_run *r, const struct attn_model *m)
     replace_heads(r, m);
     int E = m->out_dim;
     if (m->wo)
-        ATTN_MODEL_MM(r->output, E, r->concat, D, m, wo, m->bo, n, E, D);
+        attn_model_mm_rows(r->output + skip * E, E, r->concat + skip * D, D, m,
+                           offsetof(struct attn_model, wo), m->bo, n - first, E, D, panels);
     else
-        memcpy(r->output, r->concat, (size_t)n * D * sizeof(float));
+        memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
     if (m->block)
-        forward_block(r, m);
+        forward_block(r, m, first);
+}
+
+bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)
+{
+    struct attn_model same_n = *m;
+    same_n.n = r->n;
+    return attn_run_fits(r, &same_n);
+}
+
+/* *buf grown to count floats when it holds fewer (old, of them): the contents kept. */
+static int grow(float **buf, size_t count, size_t old)
+{
+    if (!*buf || count <= old)
+        return 0;
+    float *p = realloc(*buf, count * sizeof(float));
+    if (!p)
+        return -1;
+    *buf = p;
+    return 0;
+}
+
+/* The row-wise buffers of r with their widths, for a run of r's widths. out: (20) */
+static int row_buffers(float ***out, size_t *width, struct attn_run *r)
+{
+    float **bufs[] = {&r->q,       &r->k,       &r->v,          &r->qn,       &r->kn,
+                      &r->qr,      &r->kr,      &r->latent,     &r->concat,   &r->output,
+                      &r->res1,    &r->norm1,   &r->ffn_hidden, &r->ffn_gate, &r->ffn_up,
+                      &r->ffn_act, &r->ffn_out, &r->res2,       &r->norm2,    &r->final};
+    size_t D = (size_t)r->D, Dkv = (size_t)r->Dkv, d = (size_t)r->d_in, h = (size_t)r->hidden;
+    size_t w[] = {
+        D, Dkv, Dkv, D, Dkv, D, Dkv, (size_t)r->latent_dim, D, (size_t)r->out_dim, d, d, h,
+        h, h,   h,   d, d,   d, d};
+    int k = (int)(sizeof(bufs) / sizeof(bufs[0]));
+    for (int i = 0; i < k; i++) {
+        out[i] = bufs[i];
+        width[i] = w[i];
+    }
+    return k;
+}
+
+int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag *err)
+{
+    if (m->n <= r->cap_n)
+        return 0;
+    /* room up to the next panel boundary: typing on at the end grows them once a panel */
+    int cap = (m->n + PANEL - 1) / PANEL * PANEL;
+    size_t n0 = (size_t)r->cap_n, n1 = (size_t)cap, hs = (size_t)r->heads;
+    float **bufs[20];
+    size_t width[20];
+    int k = row_buffers(bufs, width, r);
+    int rc = 0;
+    for (int i = 0; i < k; i++)
+        rc |= grow(bufs[i], n1 * width[i], n0 * width[i]);
+    size_t E = (size_t)(r->D > r->out_dim ? r->D : r->out_dim);
+    struct attn_memo *memo = r->memo;
+    rc |= grow(&r->scores, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&r->weights, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&r->work, work_floats(n1), work_floats(n0));
+    rc |= grow(&memo->data, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&memo->vnorm, hs * n1 + 1, hs * n0 + 1);
+    rc |= grow(&memo->vw, n1 * E + 1, n0 * E + 1);
+    if (rc)
+        return attn_diag_set(err, "", "out of memory for the attention stages");
+    r->cap_n = cap;
+    return 0;
+}
+
+void attn_run_relayout(struct attn_run *r, const struct attn_model *m, int keep)
+{
+    int n0 = r->n, n1 = m->n, heads = r->heads;
+    float *sq[2] = {r->scores, r->weights};
+    for (int b = 0; b < 2; b++) {
+        float *a = sq[b];
+        int both = n0 < n1 ? n0 : n1;
+        for (int t = 0; t < heads * keep; t++) {
+            /* growing: the last row first (every row moves up); shrinking: the first first */
+            int u = n1 > n0 ? heads * keep - 1 - t : t;
+            int h = u / keep, i = u % keep;
+            float *y = a + ((size_t)h * n1 + i) * n1;
+            const float *x = a + ((size_t)h * n0 + i) * n0;
+            if (y != x)
+                memmove(y, x, (size_t)both * sizeof(float));
+            float future = 0.0f * y[0]; /* copy_square_rows' */
+            for (int j = both; b == 1 && j < n1; j++)
+                y[j] = future;
+        }
+    }
+    r->n = m->n;
+    r->work_slots = (int)(work_floats((size_t)n1) / (PANEL * (size_t)(n1 ? n1 : 1)));
+    r->memo->stage = -1;
+    memset(r->memo->filled, 0, (size_t)heads);
+}
+
+/* Row i of a (heads, n, n) stage, i < rows, copied from a run of another n: the columns both
+ * have, and past the old row's end what the causal softmax writes into a row's future. */
+static void copy_square_rows(float *to, int n, const float *from, int old_n, int heads, int rows,
+                             bool weights)
+{
+    int both = n < old_n ? n : old_n;
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < rows; i++) {
+            float *y = to + ((size_t)h * n + i) * n;
+            const float *x = from + ((size_t)h * old_n + i) * old_n;
+            memcpy(y, x, (size_t)both * sizeof(float));
+            /* attn_softmax_row_prefix's future: 0 * (1 / sum), which is 0 * x[0] (NaN when the
+               row is, 0 else); the scores' future is computed when shown */
+            float future = 0.0f * x[0];
+            for (int j = both; weights && j < n; j++)
+                y[j] = future;
+        }
+}
+
+void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int rows)
+{
+    if (rows <= 0)
+        return;
+    size_t k = (size_t)rows;
+    struct {
+        float *dst;
+        const float *src;
+        size_t width;
+    } rowwise[] = {
+        {to->q, from->q, (size_t)to->D},
+        {to->k, from->k, (size_t)to->Dkv},
+        {to->v, from->v, (size_t)to->Dkv},
+        {to->qn, from->qn, (size_t)to->D},
+        {to->kn, from->kn, (size_t)to->Dkv},
+        {to->qr, from->qr, (size_t)to->D},
+        {to->kr, from->kr, (size_t)to->Dkv},
+        {to->latent, from->latent, (size_t)to->latent_dim},
+        {to->concat, from->concat, (size_t)to->D},
+        {to->output, from->output, (size_t)to->out_dim},
+        {to->res1, from->res1, (size_t)to->d_in},
+        {to->norm1, from->norm1, (size_t)to->d_in},
+        {to->ffn_hidden, from->ffn_hidden, (size_t)to->hidden},
+        {to->ffn_gate, from->ffn_gate, (size_t)to->hidden},
+        {to->ffn_up, from->ffn_up, (size_t)to->hidden},
+        {to->ffn_act, from->ffn_act, (size_t)to->hidden},
+        {to->ffn_out, from->ffn_out, (size_t)to->d_in},
+        {to->res2, from->res2, (size_t)to->d_in},
+        {to->norm2, from->norm2, (size_t)to->d_in},
+        {to->final, from->final, (size_t)to->d_in},
+    };
+    for (size_t i = 0; i < sizeof(rowwise) / sizeof(rowwise[0]); i++)
+        if (rowwise[i].dst && rowwise[i].src && rowwise[i].dst != rowwise[i].src)
+            memcpy(rowwise[i].dst, rowwise[i].src, k * rowwise[i].width * sizeof(float));
+    if (to->scores == from->scores)
+        return;
+    copy_square_rows(to->scores, to->n, from->scores, from->n, to->heads, rows, false);
+    copy_square_rows(to->weights, to->n, from->weights, from->n, to->heads, rows, true);
 }
 
 /* A kept stage, in place; s after same_as, not derived. */

@@ -40,6 +40,7 @@ struct attn_run {
     bool stopped;
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
+    int cap_n; /* the tokens the buffers have room for (attn_run_reserve), at least n */
     bool rope, qk_norm, gated;
     float *q;        /* (n, D) all query heads side by side */
     float *k, *v;    /* (n, Dkv) all KV heads side by side */
@@ -94,6 +95,30 @@ bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);
 /* Computes every kept stage and forgets the memo. Never allocates. r must be initialised for
  * m's shape. */
 void attn_forward(struct attn_run *r, const struct attn_model *m);
+/* The forward pass of rows first .. n - 1 only (first rounded down to a panel boundary,
+ * attn_row_panel()): the rows before it are r's as they are. For a model whose pass is
+ * row-wise in panels (attn_rows_reusable; any other computes every row) and whose inputs,
+ * parameters and rows before first are those r was computed for: every row-wise step runs on
+ * the same panels whatever first is, so the result is the full pass's bit for bit. A KV cache
+ * for sentence edits (attn_net_compute). Never allocates. */
+void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first);
+/* True when m's forward pass can keep a prefix of rows: a causal head computed panel by panel
+ * (a mask before the softmax, no sliding window), no dropout, no head ablated or patched. */
+bool attn_rows_reusable(const struct attn_model *m);
+/* Rows 0 .. rows - 1 of every kept stage of to copied from from, a run of the same widths whose
+ * token count may differ: the row-wise buffers' rows, and those rows of every head's scores and
+ * weights (their columns both have; a weights row's new columns get the causal future, the
+ * scores' future is computed when shown). rows <= both counts. */
+void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int rows);
+/* True when r's buffers have m's widths, whatever its token count. */
+bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m);
+/* r's buffers grown for m's token count (attn_run_fits_but_n), their contents and r's result
+ * left as they are (a failure leaves r valid for its own count). Then attn_run_relayout moves
+ * rows 0 .. keep - 1 of every stage to where m's count puts them, in place, and never fails:
+ * a sentence edit that changes the token count reallocates, but neither zeroes nor copies
+ * the stages of every layer. Returns 0, or -1 with err on out-of-memory. */
+int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag *err);
+void attn_run_relayout(struct attn_run *r, const struct attn_model *m, int keep);
 /* Resolves s into a fresh model, sizes r for it and runs the forward pass; on success the old
  * *m is freed and replaced (m must be zeroed or a valid model), on failure m and r are kept.
  * The one call the CLI, the explorer and the benchmarks need after a scene changes. */

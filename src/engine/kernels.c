@@ -141,6 +141,105 @@ void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b,
         }
 }
 
+#ifdef ATTNSCOPE_TEST_HOOKS
+int attn_row_panel_rows; /* tests: another panel height */
+#endif
+
+int attn_row_panel(void)
+{
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (attn_row_panel_rows > 0)
+        return attn_row_panel_rows;
+#endif
+    return 64;
+}
+
+/* A product in row panels: task t is panel t / col_parts, column slice t % col_parts. The
+ * column cut depends on (n, k) and the panel height only, never on m or the threads. */
+struct rows_job {
+    struct mm_job call; /* c, a, b, bias, strides, n, k and bt; m is the whole height */
+    int panel, col_parts, col_step;
+};
+
+static void rows_part(void *ctx, int t, int slot)
+{
+    (void)slot;
+    const struct rows_job *j = ctx;
+    int p = t / j->col_parts, q = t % j->col_parts;
+    int r0 = p * j->panel, r1 = r0 + j->panel < j->call.m ? r0 + j->panel : j->call.m;
+    int c0 = q * j->col_step, c1 = c0 + j->col_step < j->call.n ? c0 + j->col_step : j->call.n;
+    if (c0 < c1)
+        mm_call(&j->call, r0, r1, c0, c1);
+}
+
+static void rows_run(struct rows_job *j)
+{
+    const struct mm_job *c = &j->call;
+    if (c->m <= 0 || c->n <= 0)
+        return;
+    attn_pool_threads(); /* OpenBLAS on one thread before its first product */
+    j->panel = attn_row_panel();
+    /* a panel's columns in 2 x ceil(n / 1024) slices, 16-aligned, when the panel is worth it */
+    bool big = (double)j->panel * c->n * c->k >= (double)(1 << 21);
+    j->col_parts = big ? 2 * ((c->n + 1023) / 1024) : 1;
+    j->col_step = ((c->n + j->col_parts - 1) / j->col_parts + 15) / 16 * 16;
+    if (j->col_step < 32) {
+        j->col_parts = 1;
+        j->col_step = c->n;
+    }
+    int panels = (c->m + j->panel - 1) / j->panel;
+    int tasks = panels * j->col_parts;
+    if ((double)c->m * c->n * c->k < (double)(1 << 21)) /* small: one thread, the same calls */
+        for (int t = 0; t < tasks; t++)
+            rows_part(j, t, 0);
+    else
+        attn_pool_run(tasks, 0, rows_part, j);
+}
+
+void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                     const float *bias, int m, int n, int k)
+{
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (attn_kernels_naive) {
+        attn_mm_ab_ref(c, ldc, a, lda, b, ldb, bias, m, n, k);
+        return;
+    }
+#endif
+    struct rows_job j = {.call = {.c = c,
+                                  .a = a,
+                                  .b = b,
+                                  .bias = bias,
+                                  .ldc = ldc,
+                                  .lda = lda,
+                                  .ldb = ldb,
+                                  .m = m,
+                                  .n = n,
+                                  .k = k}};
+    rows_run(&j);
+}
+
+void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                      int n, int k)
+{
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (attn_kernels_naive) {
+        attn_mm_abt_ref(c, ldc, a, lda, b, ldb, m, n, k);
+        return;
+    }
+#endif
+    struct rows_job j = {.call = {.c = c,
+                                  .a = a,
+                                  .b = b,
+                                  .ldc = ldc,
+                                  .lda = lda,
+                                  .ldb = ldb,
+                                  .m = m,
+                                  .n = n,
+                                  .k = k,
+                                  .bt = true}};
+    rows_run(&j);
+}
+
 void attn_softmax_row_prefix(float *y, const float *x, int len, int cols)
 {
     float max = -INFINITY;

@@ -31,6 +31,26 @@ void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int
 void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
                      int n, int k);
 
+/* Row panels: the same products for the row-wise work of a causal net (its projections,
+ * out_proj, the FFN), rows 0 .. m - 1 of c cut into panels of attn_row_panel() rows from row 0
+ * on, each panel its own OpenBLAS calls, their columns cut by (n, k) alone. A row's bits then
+ * depend on nothing but its panel's rows: a product over more rows, or one that starts at a
+ * panel boundary of a larger product (c and a pointing at that row), gives every full panel the
+ * same bits. OpenBLAS rounds a suffix of rows of one large call differently from the same rows
+ * of the whole, which is why a prefix of a causal net is reused panel by panel (net.h). */
+void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                     const float *bias, int m, int n, int k);
+/* c (m, n) = a (m, k) @ b (n, k)^T, in row panels the same way. */
+void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                      int n, int k);
+/* The rows of a panel: 64, the causal heads' panel too (attention.c), so a sentence edit
+ * recomputes from the panel holding its first changed token. */
+int attn_row_panel(void);
+#ifdef ATTNSCOPE_TEST_HOOKS
+/* Tests: another panel height (0: the default), so short scenes have several panels. */
+extern int attn_row_panel_rows;
+#endif
+
 /* out (rows, cols) = softmax over each row of in; subtracts the row maximum; -inf cells get 0.
  * A row of only -inf becomes all zeros rather than NaN. out may equal in. */
 void attn_softmax_rows(float *out, const float *in, int rows, int cols);

@@ -106,10 +106,17 @@ const float *attn_model_param(const struct attn_model *m, size_t member)
 void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
                    size_t member, const float *bias, int rows, int cols, int k)
 {
+    attn_model_mm_rows(out, ldc, in, lda, m, member, bias, rows, cols, k, false);
+}
+
+void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
+                        size_t member, const float *bias, int rows, int cols, int k, bool panels)
+{
     const struct attn_lazy_param *p = lazy_of(m, member);
     struct attn_backing *b = m->lazy_from;
     if (!p || !p->transposed || !b || !b->cache || b->cache->tensor == p->tensor || k <= 0) {
-        attn_mm_ab(out, ldc, in, lda, attn_model_param(m, member), cols, bias, rows, cols, k);
+        (panels ? attn_mm_ab_rows : attn_mm_ab)(out, ldc, in, lda, attn_model_param(m, member),
+                                                cols, bias, rows, cols, k);
         return;
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
@@ -118,7 +125,7 @@ void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct a
     for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
         size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
         b->read_rows(b, p->tensor, w, c0, nb); /* (nb, k) */
-        attn_mm_abt(out + c0, ldc, in, lda, w, k, rows, (int)nb, k);
+        (panels ? attn_mm_abt_rows : attn_mm_abt)(out + c0, ldc, in, lda, w, k, rows, (int)nb, k);
         for (int i = 0; bias && i < rows; i++)
             for (size_t j = 0; j < nb; j++)
                 out[(size_t)i * (size_t)ldc + c0 + j] += bias[c0 + j];
@@ -896,6 +903,93 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
     for (int L = 0; L < layers; L++)
         if (resolve_dropout(&out[L], s, attn_scene_layer_weights(s, L), &r))
             goto oom;
+    return 0;
+oom:
+    return resolve_oom(out, layers, err);
+}
+
+/* The buffers of a model that hold a row per token (or follow the token count): what a sentence
+ * edit changes. */
+static bool per_token(const struct attn_model *m, float *const *p)
+{
+    return p == &m->embed || p == &m->types || p == &m->x || p == &m->rope_cos ||
+           p == &m->rope_sin || (p == &m->pos && m->pos_kind == POS_SINUSOIDAL);
+}
+
+bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_model *b)
+{
+    if (a->d_in != b->d_in || a->heads != b->heads || a->head_dim != b->head_dim || a->D != b->D ||
+        a->kv_heads != b->kv_heads || a->Dkv != b->Dkv || a->latent != b->latent ||
+        a->out_dim != b->out_dim || a->pos_kind != b->pos_kind || a->pos_rows != b->pos_rows ||
+        a->pos_offset != b->pos_offset || a->project != b->project || a->qkv != b->qkv ||
+        a->rope != b->rope || a->rope_pairs != b->rope_pairs || a->window != b->window ||
+        a->dropout != b->dropout || a->causal != b->causal || a->mask_mode != b->mask_mode ||
+        a->normalize != b->normalize || a->scale != b->scale ||
+        memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 || a->block != b->block ||
+        a->order != b->order || a->norm != b->norm ||
+        memcmp(&a->norm_eps, &b->norm_eps, sizeof(float)) != 0 || a->activation != b->activation ||
+        a->hidden != b->hidden || a->final_norm != b->final_norm || a->vocab != b->vocab ||
+        a->hact != b->hact || a->masked_lm != b->masked_lm || a->mask_id != b->mask_id ||
+        a->layer != b->layer || a->layers != b->layers || a->lazy_from != b->lazy_from ||
+        a->n_lazy != b->n_lazy || a->patch != b->patch || (a->keep != NULL) != (b->keep != NULL) ||
+        memcmp(a->head_mode, b->head_mode, sizeof(a->head_mode)) != 0 ||
+        a->unembed_lazy != b->unembed_lazy)
+        return false;
+    for (int i = 0; i < a->n_lazy; i++) {
+        const struct attn_lazy_param *x = &a->lazy[i], *y = &b->lazy[i];
+        if (x->member != y->member || x->tensor != y->tensor || x->rows != y->rows ||
+            x->cols != y->cols || x->transposed != y->transposed)
+            return false;
+    }
+    struct model_buf x[MODEL_BUFS], y[MODEL_BUFS];
+    int k = model_bufs(x, (struct attn_model *)(uintptr_t)a); /* read only */
+    model_bufs(y, (struct attn_model *)(uintptr_t)b);
+    for (int i = 0; i < k; i++) {
+        const float *p = *x[i].p, *q = *y[i].p;
+        if (per_token(a, x[i].p) || p == q)
+            continue;
+        /* a lazy matrix's member is the widening buffer: compared by its tensor above */
+        if (lazy_of(a, (size_t)((const char *)x[i].p - (const char *)a)))
+            continue;
+        if (!p || !q || x[i].count != y[i].count || memcmp(p, q, x[i].count * sizeof(float)) != 0)
+            return false;
+    }
+    return true;
+}
+
+int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *old, int layers,
+                              const struct attn_scene *s, struct diag *err)
+{
+    memset(out, 0, (size_t)layers * sizeof(*out));
+    if (s->embed.kind == EMBED_LEARNED || (s->pos.kind == POS_LEARNED && !s->pos.table.data) ||
+        s->attn.dropout > 0.0 || s->embed.types.data || s->embed.norm_weight.data)
+        return attn_diag_set(err, "", "the scene draws its inputs: resolve it whole");
+    for (int L = 0; L < layers; L++) {
+        struct attn_model *m = &out[L];
+        const struct attn_model *o = &old[L];
+        *m = *o; /* the shapes, the options and the parameters, shared below */
+        m->n_borrowed = 0;
+        m->keep = NULL;
+        m->ids = NULL;
+        m->tokens = NULL;
+        struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
+        int k = model_bufs(dst, m);
+        model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
+        for (int i = 0; i < k; i++) {
+            *dst[i].p = NULL;
+            if (!per_token(o, src[i].p) && src[i].p != &o->rope_inv)
+                share_buf(m, dst[i].p, *src[i].p);
+        }
+        m->rope = false;
+        m->patch = NULL; /* ablations as the scene says, as a fresh resolve has them */
+        memset(m->head_mode, 0, sizeof(m->head_mode));
+        if (resolve_shape(m, s, L, layers)) /* the tokens, x and RoPE's angles, made anew */
+            goto oom;
+    }
+    struct attn_rng unused;
+    attn_rng_seed(&unused, s->seed);
+    if (resolve_inputs(&out[0], s, &unused)) /* a lookup: nothing is drawn */
+        goto oom;
     return 0;
 oom:
     return resolve_oom(out, layers, err);

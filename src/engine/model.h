@@ -133,6 +133,15 @@ void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct a
     attn_model_mm((out), (ldc), (in), (lda), (m), offsetof(struct attn_model, member), (bias),     \
                   (rows), (cols), (k))
 
+/* attn_model_mm, with panels: in row panels (kernels.h's attn_mm_ab_rows), as a causal net's
+ * row-wise products run. */
+void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
+                        size_t member, const float *bias, int rows, int cols, int k, bool panels);
+/* True when a and b compute alike but for their tokens: the same shapes, options and parameter
+ * numbers (the same checkpoint tensors), differing at most in what holds a row per token (the
+ * embeddings, the inputs, the positions' angles) and in the token count. A sentence edit of a
+ * causal scene so keeps every row before the first token whose inputs changed. */
+bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_model *b);
 /* out is fully initialised on success; on failure it is left freed and err says why.
  * The scene must have passed attn_scene_check and have one layer. */
 int attn_model_resolve(struct attn_model *out, const struct attn_scene *s, struct diag *err);
@@ -155,6 +164,14 @@ int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const stru
 int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,
                                const struct attn_scene *s, const struct attn_rng *after_params,
                                struct diag *err);
+/* A scene that differs from old's only in its sentence (the tokens, their ids and rows): old's
+ * parameters shared as attn_model_resolve_options shares them, the tokens, inputs and RoPE's
+ * angles made anew. Only for a scene whose inputs draw nothing (a checkpoint's table or given
+ * rows; positions given, sinusoidal, RoPE or none; no dropout): -1 with err otherwise, and then
+ * the scene is resolved whole. A sentence edit of GPT-2 small so never allocates, zeroes or
+ * copies its 85 MB of q, k and v per layer again. */
+int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *old, int layers,
+                              const struct attn_scene *s, struct diag *err);
 /* m (from attn_model_resolve_options on old) takes over the buffers it shares with old that old
  * owns; old keeps pointing at them, borrowed, and may then be freed. */
 void attn_model_adopt(struct attn_model *m, struct attn_model *old);

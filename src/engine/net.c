@@ -86,9 +86,10 @@ static long heads_from(const struct attn_net *net, int first)
     return total;
 }
 
-/* Layer L's forward pass, fed by layer L - 1's output; *done heads of total reported before it.
- * Returns 0, or -1 when the sink's stop flag ended it. */
-static int forward_layer(struct attn_net *net, int L, long *done, long total)
+/* Layer L's forward pass from row first_row on (attn_forward_rows), fed by layer L - 1's
+ * output; *done heads of total reported before it. Returns 0, or -1 when the sink's stop flag
+ * ended it. */
+static int forward_layer(struct attn_net *net, int L, int first_row, long *done, long total)
 {
     struct attn_model *m = &net->model[L];
     net->run[L].progress = net->progress.step ? &net->progress : NULL;
@@ -99,22 +100,39 @@ static int forward_layer(struct attn_net *net, int L, long *done, long total)
         const struct attn_model *prev = &net->model[L - 1];
         struct attn_mat_view v =
             attn_view(&net->run[L - 1], prev, attn_stage_block_output(prev), 0);
-        for (int i = 0; i < v.rows; i++)
+        for (int i = first_row; i < v.rows; i++)
             memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
                    (size_t)m->d_in * sizeof(float));
     }
-    attn_forward(&net->run[L], m);
+    attn_forward_rows(&net->run[L], m, first_row);
     net->run[L].progress = NULL; /* it points into net, which a caller may move */
     return net->run[L].stopped ? -1 : 0;
 }
 
 int attn_net_forward_from(struct attn_net *net, int first)
 {
+    return attn_net_forward_layers(net, first, 0);
+}
+
+int attn_net_forward_rows(struct attn_net *net, int first_row)
+{
+    return attn_net_forward_layers(net, 0, first_row);
+}
+
+int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
+{
+    net->partial = true;                      /* until every layer is through */
+    for (int L = first; L < net->layers; L++) /* rows are kept in every layer, or in none */
+        if (!attn_rows_reusable(&net->model[L]))
+            first_row = 0;
+    if (first_row > 0)
+        first_row -= first_row % attn_row_panel();
     long total = heads_from(net, first), done = 0;
     progress_report(&net->progress, 0, total); /* step 0: it starts */
     for (int L = first; L < net->layers; L++)
-        if (forward_layer(net, L, &done, total) != 0)
+        if (forward_layer(net, L, first_row, &done, total) != 0)
             return -1;
+    net->partial = false;
     return 0;
 }
 
@@ -205,6 +223,44 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
     return true;
 }
 
+/* The rows of every layer a sentence edit from net's result to the fresh models keeps: those
+ * before the panel holding the first token whose inputs changed (layer 0's x, RoPE's angles).
+ * 0 when nothing is kept: not a causal net computed in panels, another shape, other parameters
+ * or options, or net's result incomplete. */
+static int kept_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
+{
+    if (!net->from || net->partial || net->layers != layers)
+        return 0;
+    for (int L = 0; L < layers; L++)
+        if (!net->run[L].q || net->run[L].n != net->model[L].n ||
+            !attn_rows_reusable(&net->model[L]) || !attn_rows_reusable(&fresh[L]) ||
+            !attn_model_same_but_tokens(&net->model[L], &fresh[L]))
+            return 0;
+    const struct attn_model *a = &net->model[0], *b = &fresh[0];
+    int n = a->n < b->n ? a->n : b->n, d = a->d_in, half = a->rope ? a->head_dim / 2 : 0;
+    int p = 0;
+    while (p < n && memcmp(a->x + (size_t)p * d, b->x + (size_t)p * d, (size_t)d * 4) == 0 &&
+           (!half || (memcmp(a->rope_cos + (size_t)p * half, b->rope_cos + (size_t)p * half,
+                             (size_t)half * 4) == 0 &&
+                      memcmp(a->rope_sin + (size_t)p * half, b->rope_sin + (size_t)p * half,
+                             (size_t)half * 4) == 0)))
+        p++;
+    return p - p % attn_row_panel();
+}
+
+/* True when b is a with another sentence: the tokens, their ids and types, the rows given for
+ * them, the text. */
+static bool same_but_sentence(const struct attn_scene *a, const struct attn_scene *b)
+{
+    struct attn_scene t = *b; /* shallow: a's sentence in b's place, compared, never freed */
+    t.tokens = a->tokens;
+    t.n_tokens = a->n_tokens;
+    t.token_ids = a->token_ids;
+    t.token_types = a->token_types;
+    t.embed.rows = a->embed.rows;
+    return same_params(a, &t);
+}
+
 /* *fresh = a net of s's layers, their models and runs zeroed, told of progress as net is. */
 static int net_begin(struct attn_net *fresh, const struct attn_net *net, const struct attn_scene *s,
                      struct diag *err)
@@ -229,17 +285,27 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         return -1;
     int layers = fresh.layers;
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
-    int rc = reuse
-                 ? attn_model_resolve_options(fresh.model, net->model, layers, s,
-                                              &net->after_params, err)
+    /* A sentence edit shares the parameters too, when the inputs draw nothing. */
+    bool retext = !reuse && net->from && net->layers == layers && !net->partial &&
+                  same_but_sentence(net->from, s) &&
+                  attn_model_resolve_tokens(fresh.model, net->model, layers, s, err) == 0;
+    attn_diag_clear(err);
+    int rc = reuse ? attn_model_resolve_options(fresh.model, net->model, layers, s,
+                                                &net->after_params, err)
+             : retext
+                 ? 0
                  : attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err);
     if (rc) {
         free(fresh.model);
         free(fresh.run);
         return -1;
     }
-    if (reuse)
+    if (reuse || retext) /* nothing was drawn: the generator is where it was */
         fresh.after_params = net->after_params;
+    /* A sentence edit of a causal net: the rows before the first changed token's panel are the
+       previous result's, moved over with its buffers or copied into the new ones. */
+    int kept = reuse ? 0 : kept_rows(net, fresh.model, layers);
+
     if (!(fresh.from = calloc(1, sizeof(*fresh.from))) || attn_scene_copy(fresh.from, s)) {
         free(fresh.from);
         fresh.from = NULL; /* only the shortcut is lost */
@@ -247,13 +313,27 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     /* Buffers of an unchanged shape move over (a live edit reallocates nothing); a failure
      * moves them back, so the old result stays intact. With keep_previous nothing moves. */
     bool moved = false;
+    /* A new token count with rows kept: every layer's buffers grown first (a failure leaves
+       them valid for the old count), then their rows moved in place. */
+    bool reshape = !net->keep_previous && kept > 0;
+    for (int L = 0; L < layers && reshape; L++)
+        reshape = !attn_run_fits(&net->run[L], &fresh.model[L]) &&
+                  attn_run_fits_but_n(&net->run[L], &fresh.model[L]);
+    for (int L = 0; L < layers && reshape; L++)
+        reshape = attn_run_reserve(&net->run[L], &fresh.model[L], err) == 0;
+    attn_diag_clear(err);
+    for (int L = 0; L < layers && reshape; L++)
+        attn_run_relayout(&net->run[L], &fresh.model[L], kept);
     for (int L = 0; L < layers; L++) {
         if (!net->keep_previous && L < net->layers &&
             attn_run_fits(&net->run[L], &fresh.model[L])) {
             fresh.run[L] = net->run[L];
             memset(&net->run[L], 0, sizeof(net->run[L]));
             moved = true;
-        } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err)) {
+        } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err) == 0) {
+            if (kept > 0) /* another shape: the rows kept are copied over */
+                attn_run_copy_rows(&fresh.run[L], &net->run[L], kept);
+        } else {
             for (int k = 0; k < L && k < net->layers; k++)
                 if (!net->run[k].q) {
                     net->run[k] = fresh.run[k];
@@ -267,7 +347,11 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        to the end. Otherwise a stop leaves the previous result as it was. */
     if (moved)
         fresh.progress.stop = NULL;
-    if (attn_net_forward(&fresh) != 0) {
+    for (int L = 1; L < layers && kept > 0; L++) /* the inputs of the rows kept */
+        memcpy(fresh.model[L].x, net->model[L].x,
+               (size_t)kept * (size_t)fresh.model[L].d_in * sizeof(float));
+    fresh.kept_rows = kept;
+    if (attn_net_forward_rows(&fresh, kept) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");
@@ -276,7 +360,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        widens it again, so its pages need not be kept meanwhile (the predictions after this
        need their own). */
     attn_param_cache_drop(s->backing);
-    if (reuse) /* committed: the shared buffers become the new model's */
+    if (reuse || retext) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)
             attn_model_adopt(&fresh.model[L], &net->model[L]);
     fresh.progress.stop = net->progress.stop;
@@ -307,7 +391,7 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
     long total = heads_from(&fresh, 0), done = 0;
     progress_report(&fresh.progress, 0, total);
     for (int L = 0; L < layers; L++) {
-        if (forward_layer(&fresh, L, &done, total) != 0) {
+        if (forward_layer(&fresh, L, 0, &done, total) != 0) {
             attn_net_free(&fresh);
             return attn_diag_set(err, "", "stopped before the end");
         }
@@ -320,6 +404,25 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
     attn_net_free(net);
     *net = fresh;
     return 0;
+}
+
+double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct attn_scene *s)
+{
+    double full = attn_net_estimate_seconds(s);
+    int layers = s->layers > 1 ? s->layers : 1;
+    if (!net->from || net->partial || net->layers != layers || s->n_tokens <= 0 ||
+        !same_but_sentence(net->from, s))
+        return full;
+    for (int L = 0; L < layers; L++)
+        if (!attn_rows_reusable(&net->model[L]))
+            return full;
+    const struct attn_scene *a = net->from;
+    int n = a->n_tokens < s->n_tokens ? a->n_tokens : s->n_tokens, p = 0;
+    while (p < n && strcmp(a->tokens[p], s->tokens[p]) == 0 &&
+           (!a->token_ids || !s->token_ids || a->token_ids[p] == s->token_ids[p]))
+        p++;
+    p -= p % attn_row_panel();
+    return full * (double)(s->n_tokens - p) / (double)s->n_tokens;
 }
 
 double attn_net_estimate_seconds(const struct attn_scene *s)

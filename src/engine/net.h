@@ -28,11 +28,22 @@ struct attn_net {
      * leaves the previous result exactly as it was, at the price of two results in memory for
      * a moment. Without it, the stop flag is not read once a buffer was taken over. */
     bool keep_previous;
+    /* The rows of every layer the last attn_net_compute kept from the result before it (a
+     * sentence edit of a causal net: the rows before the panel of the first changed token),
+     * 0 when it computed every row. */
+    int kept_rows;
+    /* A forward pass was stopped half-way: the stages are incomplete, and no edit keeps rows
+     * of them. */
+    bool partial;
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
- * runs the forward pass. net must be zeroed or valid; on failure, or when stopped (err "stopped
- * before the end"), it is left as it was. */
+ * runs the forward pass. When s is net's scene with another sentence and the net is causal
+ * (attn_rows_reusable: no dropout, no ablation), only the rows from the panel holding the first
+ * token whose inputs changed are computed, bit for bit what a fresh computation gives (the
+ * panels, attention.h); the rows before it are moved over or copied, never recomputed. net must be
+ * zeroed or valid; on failure, or when stopped (err "stopped before the end"), it is left as it
+ * was. */
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
 /* What attn_net_compute_lean calls after each layer's forward pass, with the net as it then
  * is. Returns 0 to go on, or -1 with err to stop the compute. */
@@ -53,6 +64,11 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
  * stop flag ended it (the stages are incomplete). */
 int attn_net_forward(struct attn_net *net);
 
+/* The forward pass of every layer from row first_row on (attn_forward_rows): the rows before
+ * it, and every layer's input rows before it, are kept. Never allocates. */
+int attn_net_forward_rows(struct attn_net *net, int first_row);
+/* Both: layers first .. layers - 1, rows first_row .. n - 1 of each. */
+int attn_net_forward_layers(struct attn_net *net, int first, int first_row);
 /* A compute estimated past this many seconds is announced (commands say how long, the
  * explorer's bar says it can be stopped). */
 #define ATTN_LONG_SECONDS 2.0
@@ -60,6 +76,9 @@ int attn_net_forward(struct attn_net *net);
  * speed this machine multiplies matrices (attn_measured_gflops, measured only for scenes over a
  * second's worth at 1 GFLOP/s: most never pay for it). Seconds. */
 double attn_net_estimate_seconds(const struct attn_scene *s);
+/* The same for s computed after net's result: a sentence edit of a causal net computes the rows
+ * from the panel of the first changed token only (attn_net_compute), about that share of it. */
+double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct attn_scene *s);
 /* The forward pass of layers first .. layers - 1 only: what an ablation or a patch of layer
  * `first` changes (the layers before it are as they were). Never allocates. Returns 0, or -1
  * when the sink's stop flag ended it. */

@@ -34,7 +34,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     /* A long compute may be stopped (q): it then goes into fresh buffers, so the result on
        screen stays whole, when two results fit in the memory limit. */
     const char *why;
-    a->compute_seconds = attn_net_estimate_seconds(s);
+    a->compute_seconds = attn_net_estimate_edit_seconds(&a->net, s);
     bool long_one = a->compute_seconds > ATTN_LONG_SECONDS;
     a->net.keep_previous = long_one && a->have_result &&
                            attn_scene_mem_estimate(s) <= attn_scene_memory_limit(&why) / 2;

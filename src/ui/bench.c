@@ -45,6 +45,15 @@ static void press(struct ui *ui, const char *keys)
     }
 }
 
+/* Keys pressed without a frame between them (the cursor walked along the prompt's line), then
+ * one frame. */
+static void press_quietly(struct ui *ui, wint_t key, bool is_code, int times)
+{
+    for (int i = 0; i < times; i++)
+        ui_mark(ui, ui_key(ui, key, is_code));
+    ui_draw(ui);
+}
+
 /* The timed part: one key, what it marks stale, the frame. Returns milliseconds. */
 static double timed_key(struct ui *ui, wint_t key, bool is_code)
 {
@@ -138,6 +147,20 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
         if ((rc = timed_edit(&ms[i], ui, i % 2 ? "t\177" : "tx", "sentence", err)) != 0)
             goto done;
     summarize(&out->text_edit, ms, repeat);
+
+    /* The same in the middle of the sentence: the cursor walked back half the line (its
+     * characters: the same count both ways), a letter added there and taken away again. A
+     * causal model recomputes from the changed token on, half the rows. */
+    press(ui, "t");
+    int back = ui->status.prompt.len / 2;
+    press(ui, "\033");
+    for (int i = 0; i < repeat; i++) {
+        press(ui, "t");
+        press_quietly(ui, KEY_LEFT, true, back);
+        if ((rc = timed_edit(&ms[i], ui, i % 2 ? "\177" : "x", "mid-sentence", err)) != 0)
+            goto done;
+    }
+    summarize(&out->mid_edit, ms, repeat);
 
 done:
     if (opened)

@@ -16,6 +16,7 @@ struct ui_bench_result {
     struct ui_bench_figure stage;      /* next/previous stage -> frame */
     struct ui_bench_figure heads_edit; /* Enter in the heads prompt -> recomputed frame */
     struct ui_bench_figure text_edit;  /* Enter in the sentence prompt -> recomputed frame */
+    struct ui_bench_figure mid_edit;   /* the same, a letter added mid-sentence */
 };
 
 /* Opens the explorer on s (taken over, freed in every case) in a cols x lines virtual terminal
