@@ -386,6 +386,22 @@ int attn_loss_targets(int *scored, const struct attn_net *net, const int *answer
     return 0;
 }
 
+/* *scored = *own = the tokens the net's loss scores (attn_loss_targets), n of them, allocated
+ * here for a caller that was given none. Returns 0, or -1 with err. */
+static int own_targets(int **own, const int **scored, const struct attn_net *net, int n,
+                       struct diag *err)
+{
+    if (!(*own = malloc((size_t)(n > 0 ? n : 1) * sizeof(int))))
+        return attn_diag_set(err, "", "out of memory for the scored tokens");
+    if (attn_loss_targets(*own, net, NULL, 0, err)) {
+        free(*own);
+        *own = NULL;
+        return -1;
+    }
+    *scored = *own;
+    return 0;
+}
+
 int attn_mean_loss(double *out, const struct attn_net *net, const int *scored, int a, int b,
                    struct diag *err)
 {
@@ -394,15 +410,8 @@ int attn_mean_loss(double *out, const struct attn_net *net, const int *scored, i
         return attn_diag_set(err, "", "positions %d to %d: the loss needs 0 <= first < last <= %d",
                              a, b - 1, n - 1);
     int *own = NULL;
-    if (!scored) {
-        if (!(own = malloc((size_t)n * sizeof(int))))
-            return attn_diag_set(err, "", "out of memory for the scored tokens");
-        if (attn_loss_targets(own, net, NULL, 0, err)) {
-            free(own);
-            return -1;
-        }
-        scored = own;
-    }
+    if (!scored && own_targets(&own, &scored, net, n, err))
+        return -1;
     int count = 0;
     for (int i = a; i < b; i++)
         count += scored[i] >= 0;
@@ -494,15 +503,9 @@ int attn_ablate_sweep(double *loss, double *clean, struct attn_net *net, enum at
                       const int *scored, int a, int b, struct diag *err)
 {
     int n = net->layers > 0 ? net->model[0].n : 0, *own = NULL;
-    if (!scored && n > 0) { /* the net's own answers, before any head of the sweep is off */
-        if (!(own = malloc((size_t)n * sizeof(int))))
-            return attn_diag_set(err, "", "out of memory for the scored tokens");
-        if (attn_loss_targets(own, net, NULL, 0, err)) {
-            free(own);
-            return -1;
-        }
-        scored = own;
-    }
+    /* the net's own answers, before any head of the sweep is off */
+    if (!scored && n > 0 && own_targets(&own, &scored, net, n, err))
+        return -1;
     if (attn_mean_loss(clean, net, scored, a, b, err)) {
         free(own);
         return -1;

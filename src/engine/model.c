@@ -870,6 +870,16 @@ static int recut_heads(struct attn_model *m, const struct attn_scene *s)
     return resolve_rope(m, s); /* the old tables stay old's (borrowed here) */
 }
 
+/* *m = o's shapes and options, owning nothing yet: what a model made from another starts as. */
+static void start_from(struct attn_model *m, const struct attn_model *o)
+{
+    *m = *o;
+    m->n_borrowed = 0;
+    m->keep = NULL;
+    m->ids = NULL;
+    m->tokens = NULL;
+}
+
 int attn_model_resolve_options(struct attn_model *out, const struct attn_model *old, int layers,
                                const struct attn_scene *s, const struct attn_rng *after_params,
                                struct diag *err)
@@ -879,11 +889,7 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
     for (int L = 0; L < layers; L++) {
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
-        *m = *o; /* the shapes and every option; the buffers are shared below */
-        m->n_borrowed = 0;
-        m->keep = NULL;
-        m->ids = NULL;
-        m->tokens = NULL;
+        start_from(m, o); /* the shapes and every option; the buffers are shared below */
         struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
         int k = model_bufs(dst, m);
         model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
@@ -967,11 +973,7 @@ int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *o
     for (int L = 0; L < layers; L++) {
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
-        *m = *o; /* the shapes, the options and the parameters, shared below */
-        m->n_borrowed = 0;
-        m->keep = NULL;
-        m->ids = NULL;
-        m->tokens = NULL;
+        start_from(m, o); /* the shapes, the options and the parameters, shared below */
         struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
         int k = model_bufs(dst, m);
         model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
