@@ -14,6 +14,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <locale.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,6 +108,59 @@ static void report_difference(const char *name, const char *path, const char *wa
         }
     }
     fprintf(stderr, "--- got:\n%s\n", got);
+}
+
+/* A decimal number's text at s ("-5.3788", "0.79"): its length, its digits after the point in
+ * *places and its value in units of the last place in *units; 0 when s holds none. */
+static size_t decimal_at(const char *s, int *places, long long *units)
+{
+    size_t i = s[0] == '-' ? 1 : 0, start = i;
+    while (s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i == start || s[i] != '.' || !(s[i + 1] >= '0' && s[i + 1] <= '9'))
+        return 0;
+    long long v = 0;
+    for (size_t k = start; k < i; k++)
+        v = v * 10 + (s[k] - '0');
+    size_t point = i++;
+    while (s[i] >= '0' && s[i] <= '9' && v < LLONG_MAX / 100)
+        v = v * 10 + (s[i++] - '0');
+    *places = (int)(i - point - 1);
+    *units = s[0] == '-' ? -v : v;
+    return i;
+}
+
+/* Whether screen got is screen want up to the last shown digit of its decimals: the same text
+ * everywhere else (the layout, every integer, every label, every cell's look), and each decimal
+ * either the same or one unit of its last place away. The numbers come from float32 products
+ * whose last bit follows the BLAS kernel (docs/exactness.md): a value near a rounding boundary
+ * prints 5.3788 on one CPU and 5.3789 on another, and a golden screen must not fail for that.
+ * Every such pair is printed. */
+static bool same_but_last_digits(const char *name, const char *want, const char *got)
+{
+    const char *legend = strstr(want, "\n-- attributes\n");
+    size_t text_len = legend ? (size_t)(legend - want) : strlen(want);
+    if (strlen(got) != strlen(want) || strcmp(want + text_len, got + text_len) != 0)
+        return false; /* a look or the layout differs: not a rounding */
+    int tolerated = 0;
+    for (size_t i = 0; i < text_len;) {
+        int pw, pg;
+        long long uw, ug;
+        bool boundary = i == 0 || !(want[i - 1] >= '0' && want[i - 1] <= '9');
+        size_t lw = boundary ? decimal_at(want + i, &pw, &uw) : 0;
+        size_t lg = boundary ? decimal_at(got + i, &pg, &ug) : 0;
+        if (lw && lw == lg && pw == pg && (uw - ug == 1 || ug - uw == 1)) {
+            printf("%s: %.*s on the golden screen, %.*s here: one unit of the last digit\n", name,
+                   (int)lw, want + i, (int)lg, got + i);
+            tolerated++;
+            i += lw;
+            continue;
+        }
+        if (want[i] != got[i])
+            return false;
+        i++;
+    }
+    return tolerated > 0;
 }
 
 /* Plays one script and compares the screen with its golden file; returns whether they matched.
@@ -235,7 +289,7 @@ static bool run_script(const char *dir, const char *name, bool update)
     snprintf(screen_path, sizeof(screen_path), "%.500s/%.*s.screen", dir,
              (int)(strlen(name) - strlen(".keys")), name);
     char *want = tu_read_file(screen_path, NULL);
-    bool same = want && strcmp(want, got) == 0;
+    bool same = want && (strcmp(want, got) == 0 || same_but_last_digits(name, want, got));
     if (same) {
         printf("%s: screen matches (%dx%d, %s%s)\n", name, sc.cols, sc.lines, sc.term,
                sc.no_color ? ", NO_COLOR" : "");

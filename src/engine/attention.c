@@ -718,22 +718,30 @@ static void panel_task(void *ctx, int t, int slot)
     const float *qh = job->q + (size_t)h * hd, *kh = job->k + (size_t)kvh * hd;
     const float *vh = r->v + (size_t)kvh * hd;
     float *scores = r->scores + h * nn + (size_t)i0 * n, *weights = r->weights + h * nn;
+    /* The panel's products read and write the thread's scratch, (rows, i1) packed: their
+       leading dimensions follow the panel alone, never the sentence's length, so a panel kept
+       by a sentence edit was made by the very calls a fresh computation makes. */
+    float *s = r->work + (size_t)slot * job->panel * n;
 
-    attn_mm_abt(scores, n, qh + (size_t)i0 * D, D, kh, Dkv, rows, i1, hd);
+    attn_mm_abt(s, i1, qh + (size_t)i0 * D, D, kh, Dkv, rows, i1, hd);
     for (int i = i0; i < i1; i++) {
-        const float *x = scores + (size_t)(i - i0) * n;
+        const float *x = s + (size_t)(i - i0) * i1;
         float *y = weights + (size_t)i * n;
+        memcpy(scores + (size_t)(i - i0) * n, x, (size_t)i1 * sizeof(float));
         for (int j = 0; j <= i; j++)
             y[j] = x[j] / m->scale_divisor;
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
-    const float *a = weights + (size_t)i0 * n;
-    if (m->keep) { /* the panel's rows after dropout (past i1 they are 0, and not read) */
-        float *w = r->work + (size_t)slot * job->panel * n;
-        drop_weights(w, a, m->keep + h * nn + (size_t)i0 * n, (size_t)rows * n, m);
-        a = w;
+    /* the panel's weights, after dropout when there is one (past i1 they are 0, not read) */
+    for (int i = i0; i < i1; i++) {
+        size_t at = (size_t)i * n;
+        if (m->keep)
+            drop_weights(s + (size_t)(i - i0) * i1, weights + at, m->keep + h * nn + at,
+                         (size_t)i1, m);
+        else
+            memcpy(s + (size_t)(i - i0) * i1, weights + at, (size_t)i1 * sizeof(float));
     }
-    attn_mm_ab(r->concat + (size_t)i0 * D + (size_t)h * hd, D, a, n, vh, Dkv, NULL, rows, hd, i1);
+    attn_mm_ab(r->concat + (size_t)i0 * D + (size_t)h * hd, D, s, i1, vh, Dkv, NULL, rows, hd, i1);
     int done = atomic_fetch_add(&job->done, 1) + 1;
     if (slot == 0) /* feedback from the caller's thread only: a head per `panels` panels */
         report_heads(job, done / job->panels);

@@ -114,7 +114,9 @@ void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const str
 {
     const struct attn_lazy_param *p = lazy_of(m, member);
     struct attn_backing *b = m->lazy_from;
-    if (!p || !p->transposed || !b || !b->cache || b->cache->tensor == p->tensor || k <= 0) {
+    /* The calls depend on the parameter alone, never on what the widening buffer holds now: an
+       edit then runs the products a fresh computation runs, bit for bit on any BLAS kernel. */
+    if (!p || !p->transposed || !b || !cache_buffer(b) || k <= 0) {
         (panels ? attn_mm_ab_rows : attn_mm_ab)(out, ldc, in, lda, attn_model_param(m, member),
                                                 cols, bias, rows, cols, k);
         return;

@@ -226,14 +226,17 @@ int interp_lens_fill(struct interp_cache *c, const struct attn_net *net, unsigne
         pos0 = 0;
     if (pos0 + count > n)
         count = n - pos0;
-    for (int i = pos0; i < pos0 + count;) {
-        if (c->lens_done[i]) {
-            i++;
-            continue;
-        }
-        int end = i;
-        while (end < pos0 + count && !c->lens_done[end])
-            end++;
+    /* Whole blocks of LENS_BLOCK positions from 0, each one call: a position's numbers are then
+       the same bits whatever was shown before it (OpenBLAS may round a product of other rows
+       otherwise in the last bit). */
+    int last = pos0 + count;
+    pos0 -= pos0 % LENS_BLOCK;
+    last = last % LENS_BLOCK ? last + LENS_BLOCK - last % LENS_BLOCK : last;
+    count = (last < n ? last : n) - pos0;
+    for (int i = pos0; i < pos0 + count; i += LENS_BLOCK) {
+        int end = i + LENS_BLOCK < pos0 + count ? i + LENS_BLOCK : pos0 + count;
+        if (c->lens_done[i])
+            continue; /* a block is filled whole */
         for (int L = 0; L < net->layers; L++) {
             struct attn_predictions p;
             if (attn_predict(&p, net, L, i, end - i, 1, T, NULL, err))
@@ -247,7 +250,6 @@ int interp_lens_fill(struct interp_cache *c, const struct attn_net *net, unsigne
             attn_predictions_free(&p);
         }
         memset(c->lens_done + i, 1, (size_t)(end - i));
-        i = end;
     }
     return 0;
 }

@@ -100,9 +100,10 @@ int interp_keep_clean(struct interp_cache *c, struct attn_net *net, unsigned lon
 int interp_compare(struct interp_cache *c, const struct attn_net *net, unsigned long gen, int pos,
                    double T, struct interp_compare *out, struct diag *err);
 
-/* Fills the lens grid for positions pos0 .. pos0 + count - 1 (every layer, top-1 at T), the
- * ones not yet filled for this result and temperature, a run of positions a layer at once.
- * Returns 0, or -1 with err. */
+/* Fills the lens grid for positions pos0 .. pos0 + count - 1 (every layer, top-1 at T): the
+ * blocks of LENS_BLOCK positions from 0 that hold them and are not yet filled for this result
+ * and temperature, a block a layer at once. Returns 0, or -1 with err. */
+#define LENS_BLOCK 8
 int interp_lens_fill(struct interp_cache *c, const struct attn_net *net, unsigned long gen,
                      double T, int pos0, int count, struct diag *err);
 /* The lens's top-1 of layer at pos, NULL when not filled; *is_next: it is the actual next
