@@ -208,7 +208,28 @@ static void test_help_and_version(void **state)
     expect_status(&r, 0);
     assert_int_equal(strncmp(r.out, "attnscope ", 10), 0);
     assert_true(isdigit((unsigned char)r.out[10]));
+    /* the BLAS kernel the numbers come from, as OpenBLAS names it: forced here */
+    expect_contains(r.out, "\nOpenBLAS ");
     run_free(&r);
+    const char *was = getenv("OPENBLAS_CORETYPE"); /* scripts/test forces older kernels too */
+    char *kept = was ? strdup(was) : NULL;
+    setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+    r = RUN("--version");
+    expect_status(&r, 0);
+    expect_contains(r.out, ", Prescott kernels, ");
+    run_free(&r);
+    r = RUN("bench", "--iters", "2");
+    expect_contains(r.out, "blas: OpenBLAS ");
+    expect_contains(r.out, ", Prescott kernels, ");
+    run_free(&r);
+    r = RUN("bench", "--tokens", "8", "--dim", "16", "--repeat", "1", "--json");
+    expect_contains(r.out, "\"blas_kernel\": \"Prescott\"");
+    run_free(&r);
+    if (kept)
+        setenv("OPENBLAS_CORETYPE", kept, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+    free(kept);
 }
 
 static void test_usage_errors(void **state)

@@ -100,6 +100,15 @@ int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, dou
     return 0;
 }
 
+/* The first line of every human-readable report: the BLAS and its kernel, whose figures these
+ * are (the same machine is a third slower on another kernel). */
+static void print_blas(void)
+{
+    char blas[160];
+    attn_blas_describe(blas, sizeof(blas));
+    printf("blas: %s\n", blas);
+}
+
 static int run_suite(double budget_us)
 {
     static const struct {
@@ -113,6 +122,7 @@ static int run_suite(double budget_us)
         {"128 tokens, 768 -> 768, 12 heads", 128, 768, 768, 12, 0.1},
         {"512 tokens, 768 -> 768, 12 heads", 512, 768, 768, 12, 0.0},
     };
+    print_blas();
     attn_cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
                       "iters");
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -244,11 +254,13 @@ static void print_shape(const struct shape_result *r, bool json)
             stdout,
             "{\"impl\": \"attnscope\", \"tokens\": %d, \"dim\": %d, \"heads\": %d, "
             "\"repeat\": %d, \"threads\": %d, \"forward_ms\": %.6g, \"gflops\": %.6g, "
-            "\"sgemm_n\": %d, \"sgemm_gflops\": %.6g, \"peak_rss_mb\": %.1f}\n",
+            "\"sgemm_n\": %d, \"sgemm_gflops\": %.6g, \"peak_rss_mb\": %.1f, "
+            "\"blas_kernel\": \"%s\"}\n",
             r->tokens, r->dim, r->heads, r->repeat, r->threads, r->forward_ms, r->gflops, r->dim,
-            r->sgemm_gflops, r->peak_rss_mb);
+            r->sgemm_gflops, r->peak_rss_mb, attn_blas_kernel());
         return;
     }
+    print_blas();
     attn_cnum_fprintf(
         stdout,
         "attnscope: %d tokens, dim %d, %d head%s, %d thread%s: forward %.4g ms (median "
@@ -419,6 +431,7 @@ int cmd_bench(int argc, char **argv)
         return CLI_INVALID;
     }
     const struct attn_model *m = &cs.net.model[0];
+    print_blas();
     printf("scene: %s (%d tokens, d_in %d, %d head%s x head_dim %d", cs.name, m->n, m->d_in,
            m->heads, m->heads == 1 ? "" : "s", m->head_dim);
     if (cs.net.layers > 1)

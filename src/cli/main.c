@@ -166,7 +166,9 @@ static int dispatch(int argc, char **argv)
 {
     if (argc >= 2) {
         if (strcmp(argv[1], "--version") == 0) {
-            printf("attnscope %s\n", ATTNSCOPE_VERSION);
+            char blas[160];
+            attn_blas_describe(blas, sizeof(blas));
+            printf("attnscope %s\n%s\n", ATTNSCOPE_VERSION, blas); /* what a bug report needs */
             return CLI_OK;
         }
         const struct cli_command *cmd = find_command(argv[1]);

@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,4 +394,20 @@ double attn_measured_gflops(void)
        stages' copies, first touches of fresh memory) does not: about half of it, measured on
        scenes of 1024 to 2048 tokens at d 1024. */
     return measured = best / 2 > 0.05 ? best / 2 : 0.05;
+}
+
+const char *attn_blas_kernel(void)
+{
+    return openblas_get_corename();
+}
+
+void attn_blas_describe(char *out, size_t size)
+{
+    /* openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": its first two words */
+    const char *config = openblas_get_config();
+    int version = 0, spaces = 0;
+    while (config[version] && !(config[version] == ' ' && ++spaces == 2))
+        version++;
+    snprintf(out, size, "%.*s, %s kernels, %d thread%s", version, config, attn_blas_kernel(),
+             attn_blas_threads(), attn_blas_threads() == 1 ? "" : "s");
 }

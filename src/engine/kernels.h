@@ -81,6 +81,13 @@ int attn_gflops_env_parse(const char *text, double *gflops);
 int attn_blas_threads(void);
 void attn_blas_set_threads(int n);
 
+/* out (size) = the BLAS the products run on, for a bug report and a benchmark's record:
+ * "OpenBLAS 0.3.21, Haswell kernels, 2 threads". The kernel is what OpenBLAS picked for this
+ * CPU (or OPENBLAS_CORETYPE forced); their last bits differ (docs/exactness.md). */
+void attn_blas_describe(char *out, size_t size);
+/* The kernel's name alone ("Haswell"). */
+const char *attn_blas_kernel(void);
+
 /* count floats, zeroed, for a stage buffer (free() it). From 2 MiB up it is 2 MiB-aligned and
  * asks the kernel for huge pages: an n x n stage of 1024 tokens then costs 2 page faults, not
  * 1024 (on a VM each fault is microseconds; 16 heads' first frame spent a third there). NULL
