@@ -18,11 +18,14 @@ It rewrites tests/golden/families/ byte for byte the same on every run (fixed se
 
 The forward pass below is written from Hugging Face's modelling code (modeling_llama.py,
 modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_bert.py) in float32 torch:
-RMSNorm as LlamaRMSNorm, rotate_half RoPE with the frequencies of _compute_default_rope_parameters
-/ _compute_linear_scaling_rope_parameters / _compute_llama3_parameters, repeat_kv, the causal
-mask with Mistral's sliding window (key j visible from query i when i - j < window), softmax,
-o_proj, SwiGLU (down(silu(gate(x)) * up(x))); BERT's post-norm encoder with token types and its
-MLM head. Nothing here looks at the C code.
+RMSNorm as LlamaRMSNorm, rotate_half RoPE with the frequencies of transformers 5's
+modeling_rope_utils.py (_compute_default/linear/dynamic_ntk/yarn/longrope/llama3 parameters, the
+dict standardize_rope_params makes of either format, cos and sin times the attention factor,
+dynamic and longrope looking at max(position_ids) + 1), repeat_kv, the causal mask with each
+layer's sliding window (Mistral's in every layer, Qwen's where layer_types or max_window_layers
+say; key j visible from query i when i - j < window), softmax, o_proj (with its bias under
+attention_bias), SwiGLU (down(silu(gate(x)) * up(x)), with mlp_bias's biases); BERT's post-norm
+encoder with token types and its MLM head. Nothing here looks at the C code.
 
 The tokenizers: the Llama cases read tests/golden/gpt2's tiny byte-level BPE (kind gpt2; the ids
 come from gen_gpt2.py's port of OpenAI's encoder); BERT reads a tiny WordPiece tokenizer.json
