@@ -270,6 +270,17 @@ static void test_rope_formats(void **state)
                          "  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2},\n"),
                    "config.json:14:23: 'rope_parameters' has type \"linear\", 'rope_scaling' "
                    "\"dynamic\": the two formats disagree\n");
+    /* one dict per layer type: the same RoPE in every layer is read, RoPE of their own refused */
+    expect_warnings(
+        dir,
+        LLAMA("  \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}, "
+              "\"sliding_attention\": {\"rope_type\": \"default\"}},\n"),
+        "");
+    expect_problem(dir,
+                   LLAMA("  \"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1e6}, "
+                         "\"sliding_attention\": {\"rope_theta\": 1e4}},\n"),
+                   "config.json:13:62: 'rope_parameters' gives its layer types RoPE of their own: "
+                   "attnscope computes one RoPE for every layer\n");
     /* a field the type does not take: transformers warns and ignores it, so does attnscope */
     expect_warnings(dir,
                     LLAMA("  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2, "

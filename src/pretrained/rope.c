@@ -92,10 +92,13 @@ static int pick_params(json_t **out, struct ckpt_config *c, json_t *rp, struct d
     }
     if (objects == 0 || objects != json_object_size(rp))
         return 0;
-    json_object_foreach(rp, name, v) if (!json_equal(v, first)) return attn_ckpt_config_error(
-        c, "rope_parameters", name, err,
-        "'rope_parameters' gives its layer types RoPE of their own: attnscope computes one RoPE "
-        "for every layer");
+    json_object_foreach(rp, name, v)
+    {
+        if (!json_equal(v, first))
+            return attn_ckpt_config_error(c, "rope_parameters", name, err,
+                                          "'rope_parameters' gives its layer types RoPE of their "
+                                          "own: attnscope computes one RoPE for every layer");
+    }
     *out = first;
     return 0;
 }
