@@ -1145,11 +1145,14 @@ static bool file_has(const char *path, const char *needle)
 static void test_every_stage_explained(void **state)
 {
     (void)state;
-    static const char *const names[] = {"10-mha.yaml",        "18-rope.yaml",
-                                        "26-mla.yaml",        "15-shoes-encoder-block.yaml",
-                                        "27-gpt2-block.yaml", "29-induction-head.yaml",
-                                        "@qwen3-qknorm.yaml", "@mistral-window.yaml",
-                                        "@llama3-rope.yaml",  "@bert-pair-f16.yaml"};
+    static const char *const names[] = {"10-mha.yaml",          "18-rope.yaml",
+                                        "26-mla.yaml",          "15-shoes-encoder-block.yaml",
+                                        "27-gpt2-block.yaml",   "29-induction-head.yaml",
+                                        "@qwen3-qknorm.yaml",   "@mistral-window.yaml",
+                                        "@llama3-rope.yaml",    "@bert-pair-f16.yaml",
+                                        "@llama-bias.yaml",     "@qwen2-yarn.yaml",
+                                        "@llama-longrope.yaml", "@qwen2-window.yaml",
+                                        "%tiny-scaled.yaml"};
     const char *scenes = getenv("ATTNSCOPE_SCENES_DIR"), *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
     assert_non_null(scenes);
     assert_non_null(golden);
@@ -1158,6 +1161,8 @@ static void test_every_stage_explained(void **state)
         char path[4200];
         if (names[f][0] == '@') /* a checkpoint of a family */
             snprintf(path, sizeof(path), "%s/families/scenes/%s", golden, names[f] + 1);
+        else if (names[f][0] == '%') /* tests/golden/gpt2's */
+            snprintf(path, sizeof(path), "%s/gpt2/scenes/%s", golden, names[f] + 1);
         else
             snprintf(path, sizeof(path), "%s/%s", scenes, names[f]);
         struct attn_scene s;
@@ -1187,6 +1192,67 @@ static void test_every_stage_explained(void **state)
         app_free(&a);
     }
     assert_true(explained >= 120);
+}
+
+/* A checkpoint's scene at tests/golden/REL, opened in the explorer. */
+static void open_golden(struct app *a, const char *rel)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", getenv("ATTNSCOPE_GOLDEN_DIR"), rel);
+    struct attn_scene s;
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
+    struct diag err;
+    assert_int_equal(app_init(a, &s, path, NULL, &err), 0);
+}
+
+/* Edits obey check's position rules: a RoPE checkpoint past max_position_embeddings is computed,
+ * and the message line says so; past a learned table an edit is refused, and the state stays. */
+static void test_edits_past_the_positions(void **state)
+{
+    (void)state;
+    struct app a;
+    open_golden(&a, "families/scenes/llama-dynamic.yaml"); /* 23 tokens, 16 positions */
+    assert_non_null(strstr(a.message, "warning: 23 tokens, past the checkpoint's 16 positions "
+                                      "(max_position_embeddings): computed as transformers "
+                                      "computes them"));
+    assert_int_equal(app_edit_text(&a, "The river runs."), 0);
+    assert_null(strstr(a.message, "warning"));
+    assert_int_equal(app_edit_offset(&a, 60000), 0); /* a shift far past them: computed */
+    assert_string_equal(a.error, "");
+    assert_non_null(strstr(a.message, "first position 0 \u2192 60000; warning: 6 tokens after "
+                                      "the offset, past the checkpoint's 16 positions"));
+    /* and w saves a scene that loads again, past the positions as it is */
+    char dir[] = "/tmp/attnscope-test-app-XXXXXX", saved[200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(saved, sizeof(saved), "%s/past.yaml", dir);
+    struct diag err;
+    assert_int_equal(app_save(&a, saved, false, &err), 0);
+    struct attn_scene back;
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&back, saved, &errs, NULL, NULL), 0);
+    assert_int_equal(back.pos.offset, 60000);
+    attn_scene_free(&back);
+    attn_diag_list_free(&errs);
+    tu_remove_tree(dir);
+    app_free(&a);
+
+    open_golden(&a, "gpt2/scenes/tiny-all.yaml"); /* 18 tokens, a table of 32 */
+    int undo = a.n_undo, n = a.scene.n_tokens;
+    assert_int_equal(app_edit_text(&a, "the cat sat on the mat and the cat sat on the mat and the "
+                                       "cat sat on the mat and the cat sat on the mat and the dog"),
+                     -1);
+    assert_true(a.message_is_error);
+    assert_string_equal(a.message, "35 tokens, but the checkpoint has 32 positions (n_positions)");
+    assert_int_equal(a.n_undo, undo);
+    assert_int_equal(a.scene.n_tokens, n);
+    assert_string_equal(a.error, "");
+    assert_int_equal(app_edit_offset(&a, 20), -1);
+    assert_string_equal(a.message, "18 tokens after the offset, but the checkpoint has 32 "
+                                   "positions (n_positions)");
+    assert_int_equal(a.scene.pos.offset, 0);
+    assert_int_equal(app_edit_offset(&a, 14), 0);
+    app_free(&a);
 }
 
 static void test_render_writes_the_view(void **state)
@@ -2492,6 +2558,7 @@ int main(void)
         cmocka_unit_test(test_zoom_max_and_mean),
         cmocka_unit_test(test_zoom_commands),
         cmocka_unit_test(test_every_stage_explained),
+        cmocka_unit_test(test_edits_past_the_positions),
         cmocka_unit_test(test_render_writes_the_view),
         cmocka_unit_test(test_baseline_delta),
         cmocka_unit_test(test_token_view_top_k),

@@ -1099,6 +1099,74 @@ static void test_ablate(void **state)
 
 /* A masked LM (tests/golden/families/scenes: BERT with two [MASK]s, and without one): what
  * ablate, patch and lens score, and the options that do not apply, refused. */
+/* What a checkpoint's config.json is read past without a refusal is said on stderr, by every
+ * command, at its file:line:col; the command goes on (exit 0). A RoPE checkpoint past its
+ * positions computes them, and says so. */
+static void test_checkpoint_warnings(void **state)
+{
+    (void)state;
+    char dir[4300], from[4200], path[4400], scene[4400];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("warned"));
+    mkdir(dir, 0755);
+    snprintf(from, sizeof(from), "%s/../tests/golden/families/llama-gqa/model.safetensors",
+             getenv("ATTNSCOPE_SCENES_DIR"));
+    size_t len;
+    char *data = tu_must_read_file(from, &len);
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    tu_write_file(path, data, len);
+    free(data);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    tu_write_text(path,
+                  "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 407,\n"
+                  " \"hidden_size\": 32, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,\n"
+                  " \"num_key_value_heads\": 2, \"intermediate_size\": 48,\n"
+                  " \"max_position_embeddings\": 4, \"flash_sparse\": true,\n"
+                  " \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0,\n"
+                  "                     \"beta_fast\": 32}}\n");
+    snprintf(scene, sizeof(scene), "%s/scene.yaml", dir);
+    char text[9000];
+    snprintf(text, sizeof(text),
+             "text: the cat sat\n"
+             "tokenizer: {kind: gpt2, vocab: %s/../tests/golden/gpt2/vocab.json,\n"
+             "            merges: %s/../tests/golden/gpt2/merges.txt}\n"
+             "model: {file: model.safetensors}\n",
+             getenv("ATTNSCOPE_SCENES_DIR"), getenv("ATTNSCOPE_SCENES_DIR"));
+    tu_write_text(scene, text);
+    char want[9000];
+    snprintf(want, sizeof(want),
+             "%s/config.json:4:32: warning: unknown key 'flash_sparse' (not in transformers' "
+             "LlamaConfig): attnscope ignores it\n"
+             "%s/config.json:6:22: warning: 'beta_fast' of rope_parameters: rope type default "
+             "takes no such field (transformers ignores it, and so does attnscope)\n",
+             dir, dir);
+    struct run r = RUN("check", scene);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, want);
+    char ok[4500];
+    snprintf(ok, sizeof(ok), "%s: ok\n", scene);
+    assert_string_equal(r.out, ok);
+    run_free(&r);
+    /* 7 tokens past 4 positions: computed, and said */
+    snprintf(text, sizeof(text),
+             "text: the cat sat on the mat\n"
+             "tokenizer: {kind: gpt2, vocab: %s/../tests/golden/gpt2/vocab.json,\n"
+             "            merges: %s/../tests/golden/gpt2/merges.txt}\n"
+             "model: {file: model.safetensors}\n",
+             getenv("ATTNSCOPE_SCENES_DIR"), getenv("ATTNSCOPE_SCENES_DIR"));
+    tu_write_text(scene, text);
+    size_t o = strlen(want);
+    snprintf(want + o, sizeof(want) - o,
+             "%s: warning: 7 tokens, past the checkpoint's 4 positions "
+             "(max_position_embeddings): computed as transformers computes them, on positions "
+             "the model was not trained on\n",
+             scene);
+    r = RUN("predict", scene);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, want);
+    expect_contains(r.out, "rank");
+    run_free(&r);
+}
+
 static void test_masked_lm(void **state)
 {
     (void)state;
@@ -1840,6 +1908,7 @@ int main(void)
         cmocka_unit_test(test_no_vocabulary),
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_ablate),
+        cmocka_unit_test(test_checkpoint_warnings),
         cmocka_unit_test(test_masked_lm),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_export_predictions),

@@ -180,6 +180,7 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
     if (m->block) {
         add_param(l, P("params/ffn_Wgate.csv"), ATTN_PARAM(m, wg), m->d_in, m->hidden, 0,
                   m->hidden);
+        add_param(l, P("params/ffn_bgate.csv"), m->bg, 1, m->hidden, 0, m->hidden);
         add_param(l, P("params/ffn_W1.csv"), ATTN_PARAM(m, w1), m->d_in, m->hidden, 0, m->hidden);
         add_param(l, P("params/ffn_b1.csv"), m->b1, 1, m->hidden, 0, m->hidden);
         add_param(l, P("params/ffn_W2.csv"), ATTN_PARAM(m, w2), m->hidden, m->d_in, 0, m->d_in);
@@ -908,6 +909,15 @@ static void collect(const char *dir, const char *golden, struct scene_case **cas
         snprintf(c->stem, sizeof(c->stem), "%.*s",
                  (int)(strlen(names[i]) - 5) > 250 ? 250 : (int)(strlen(names[i]) - 5), names[i]);
         snprintf(c->golden, sizeof(c->golden), "%.3000s/%.255s", golden, c->stem);
+        /* "# goldens: NAME" among the first comments: a twin of NAME (its config.json in the
+           other format, the same weights) computes NAME's goldens, and reads those */
+        FILE *f = fopen(c->path, "r");
+        char line[512], twin[256];
+        while (f && fgets(line, sizeof(line), f) && line[0] == '#')
+            if (sscanf(line, "# goldens: %255s", twin) == 1)
+                snprintf(c->golden, sizeof(c->golden), "%.3000s/%.255s", golden, twin);
+        if (f)
+            fclose(f);
     }
     tu_free_names(names, count);
 }

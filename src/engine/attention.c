@@ -631,8 +631,8 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     attn_model_mm_rows((out), (ldc), (in), (lda), m, offsetof(struct attn_model, member), (bias),  \
                        rows, (cols), (k), panels)
     if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
-        MM(r->ffn_gate + skip_h, hid, ffn_in, d, wg, NULL, hid, d);
-        MM(r->ffn_up + skip_h, hid, ffn_in, d, w1, NULL, hid, d);
+        MM(r->ffn_gate + skip_h, hid, ffn_in, d, wg, m->bg, hid, d);
+        MM(r->ffn_up + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);
         swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h, (size_t)rows * hid);
     } else {
         MM(r->ffn_hidden + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);

@@ -165,7 +165,7 @@ static int take(struct attn_model *m, float **dst, const struct attn_matrix *src
 
 /* Every float buffer of a model, with its size in floats: freeing and copying a model both go
  * through this one list. out: (MODEL_BUFS); returns how many. */
-#define MODEL_BUFS 41
+#define MODEL_BUFS 42
 _Static_assert(MODEL_BUFS <= sizeof(((struct attn_model *)0)->borrowed) / sizeof(const float *),
                "a model can borrow every buffer it has");
 struct model_buf {
@@ -208,6 +208,7 @@ static int model_bufs(struct model_buf *out, struct attn_model *m)
         {&m->w2, h * d},
         {&m->b2, d},
         {&m->wg, d * h},
+        {&m->bg, h},
         {&m->n1w, d},
         {&m->n1b, d},
         {&m->n2w, d},
@@ -286,21 +287,70 @@ static void sinusoidal_table(float *pe, int n, int d, int offset, double base)
     }
 }
 
-/* RoPE's frequencies as LLaMA and Hugging Face compute them in float32: theta_i = 1 /
- * base^(2i / hd), then the scene's rope scaling (Hugging Face's rope_init_functions): linear
- * divides each by factor; llama3 divides those whose wavelength 2 pi / theta is over
- * original_max / low_freq_factor, keeps those under original_max / high_freq_factor, and blends
- * the ones between by smooth = (original_max / wavelength - low) / (high - low). inv: (hd / 2) */
-static void rope_frequencies(float *inv, int hd, const struct attn_scene *s)
+/* base^(2i / hd) in float32, as torch's base ** (arange(0, hd, 2).float() / hd). */
+static float rope_power(float base, int i, int hd)
 {
+    return powf(base, (float)(2 * i) / (float)hd);
+}
+
+/* YaRN's ramp over the pairs (transformers' _compute_yarn_parameters): the pair where beta
+ * rotations fit the original length, from find_correction_dim, in double as Python computes it;
+ * the ends rounded out to whole pairs when truncate. */
+static double yarn_correction_dim(double rotations, int hd, double base, int original_max)
+{
+    return (hd * log(original_max / (rotations * 2 * M_PI))) / (2 * log(base));
+}
+
+/* RoPE's frequencies as LLaMA and Hugging Face compute them in float32, for the positions
+ * 0 .. seq_len - 1 (the last one + 1: what a dynamic rope type looks at): theta_i = 1 /
+ * base^(2i / hd), then the scene's rope type (scene.h's pos.scaling, Hugging Face's
+ * rope_init_functions, each step in float32 as torch takes it):
+ *   linear    theta_i / factor
+ *   llama3    the low frequencies (wavelength 2 pi / theta over original_max / low_freq_factor)
+ *             divided by factor, the high ones (under original_max / high_freq_factor) kept,
+ *             the ones between blended by smooth = (original_max / wavelength - low) / (high -
+ *             low)
+ *   dynamic   past original_max (max_position_embeddings) a larger base, base * (factor *
+ *             seq_len / original_max - (factor - 1))^(hd / (hd - 2)), in float32 as torch
+ *             computes it from a tensor seq_len; up to it, theta_i
+ *   yarn      interpolation theta_i / factor and extrapolation theta_i mixed by a ramp that is 1
+ *             (extrapolate) below beta_fast's pair and 0 above beta_slow's
+ *   longrope  1 / (ext_i * base^(2i / hd)), ext the long factors past original_max, else the
+ *             short ones
+ * inv: (hd / 2) */
+static void rope_frequencies(float *inv, int hd, const struct attn_scene *s, int seq_len)
+{
+    const struct attn_rope_params *sc = &s->pos.scaling;
     const float pi2 = (float)(2.0 * M_PI);
-    float factor = (float)s->pos.scaling.factor, low = (float)s->pos.scaling.low_freq_factor,
-          high = (float)s->pos.scaling.high_freq_factor, old = (float)s->pos.scaling.original_max;
+    float factor = (float)sc->factor, low = (float)sc->low_freq_factor,
+          high = (float)sc->high_freq_factor, old = (float)sc->original_max;
+    float base = (float)s->pos.base;
+    if (sc->kind == ROPE_SCALING_DYNAMIC && seq_len > sc->original_max) {
+        float grow = factor * (float)seq_len / (float)sc->original_max - (float)(sc->factor - 1.0);
+        base = base * powf(grow, (float)((double)hd / (hd - 2)));
+    }
+    /* yarn's ramp: pairs below lo extrapolate (theta_i), above hi interpolate (theta_i / factor) */
+    double lo = 0, hi = 0;
+    if (sc->kind == ROPE_SCALING_YARN) {
+        lo = yarn_correction_dim(sc->beta_fast, hd, s->pos.base, sc->original_max);
+        hi = yarn_correction_dim(sc->beta_slow, hd, s->pos.base, sc->original_max);
+        if (sc->truncate) {
+            lo = floor(lo);
+            hi = ceil(hi);
+        }
+        lo = lo > 0 ? lo : 0;
+        hi = hi < hd - 1 ? hi : hd - 1;
+        if (lo == hi)
+            hi += 0.001; /* as transformers: no division by 0 */
+    }
+    const float *ext = sc->kind == ROPE_SCALING_LONGROPE
+                           ? (seq_len > sc->original_max ? sc->long_factor : sc->short_factor)
+                           : NULL;
     for (int i = 0; i < hd / 2; i++) {
-        float theta = 1.0f / powf((float)s->pos.base, (float)(2 * i) / (float)hd);
-        if (s->pos.scaling.kind == ROPE_SCALING_LINEAR) {
+        float theta = 1.0f / rope_power(base, i, hd);
+        if (sc->kind == ROPE_SCALING_LINEAR) {
             theta = theta / factor;
-        } else if (s->pos.scaling.kind == ROPE_SCALING_LLAMA3) {
+        } else if (sc->kind == ROPE_SCALING_LLAMA3) {
             float wavelen = pi2 / theta;
             float scaled = wavelen > old / low ? theta / factor : theta;
             if (!(wavelen < old / high) && !(wavelen > old / low)) { /* medium: blended */
@@ -308,20 +358,31 @@ static void rope_frequencies(float *inv, int hd, const struct attn_scene *s)
                 scaled = (1.0f - smooth) * scaled / factor + smooth * scaled;
             }
             theta = scaled;
+        } else if (sc->kind == ROPE_SCALING_YARN) {
+            float power = rope_power(base, i, hd);
+            float extrapolated = 1.0f / power, interpolated = 1.0f / (factor * power);
+            float ramp = ((float)i - (float)lo) / (float)(hi - lo);
+            ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+            float keep = 1.0f - ramp; /* how much of the extrapolated frequency */
+            theta = interpolated * (1.0f - keep) + extrapolated * keep;
+        } else if (ext) {
+            theta = 1.0f / (ext[i] * rope_power(base, i, hd));
         }
         inv[i] = theta;
     }
 }
 
-/* RoPE's angles: angle = position * theta_i in float32, then cos and sin. cos, sin: (n, hd / 2);
+/* RoPE's angles: angle = position * theta_i in float32, then cos and sin, times the rope type's
+ * attention factor (yarn's, longrope's) as transformers scales them. cos, sin: (n, hd / 2);
  * inv: (hd / 2) */
-static void rope_tables(float *cos_t, float *sin_t, const float *inv, int n, int hd, int offset)
+static void rope_tables(float *cos_t, float *sin_t, const float *inv, int n, int hd, int offset,
+                        float attention_factor)
 {
     for (int i = 0; i < hd / 2; i++)
         for (int p = 0; p < n; p++) {
             float angle = (float)(offset + p) * inv[i];
-            cos_t[(size_t)p * (hd / 2) + i] = cosf(angle);
-            sin_t[(size_t)p * (hd / 2) + i] = sinf(angle);
+            cos_t[(size_t)p * (hd / 2) + i] = cosf(angle) * attention_factor;
+            sin_t[(size_t)p * (hd / 2) + i] = sinf(angle) * attention_factor;
         }
 }
 
@@ -332,8 +393,12 @@ static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
     if (!(m->rope_inv = falloc((size_t)(m->head_dim / 2))) || !(m->rope_cos = falloc(half)) ||
         !(m->rope_sin = falloc(half)))
         return -1;
-    rope_frequencies(m->rope_inv, m->head_dim, s);
-    rope_tables(m->rope_cos, m->rope_sin, m->rope_inv, m->n, m->head_dim, s->pos.offset);
+    enum attn_rope_scaling kind = s->pos.scaling.kind;
+    float att = kind == ROPE_SCALING_YARN || kind == ROPE_SCALING_LONGROPE
+                    ? (float)s->pos.scaling.attention_factor
+                    : 1.0f;
+    rope_frequencies(m->rope_inv, m->head_dim, s, s->pos.offset + m->n);
+    rope_tables(m->rope_cos, m->rope_sin, m->rope_inv, m->n, m->head_dim, s->pos.offset, att);
     return 0;
 }
 
@@ -486,17 +551,24 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     m->norm_eps = (float)b->norm_eps; /* nn.LayerNorm keeps eps as a double; the kernel a float */
     m->activation = b->activation;
     m->hidden = (int)h;
-    bool gated = b->activation == ACT_SWIGLU; /* a checkpoint's: always given, no biases */
+    /* a checkpoint's swiglu: always given; its biases only with Llama's mlp_bias */
+    bool gated = b->activation == ACT_SWIGLU;
+    bool biased = !gated || attn_matrix_given(&sw->ffn_bgate);
     if (!(m->w1 = falloc(d * h)) || !(m->w2 = falloc(h * d)) || !(m->n1w = falloc(d)) ||
         !(m->n2w = falloc(d)))
         return -1;
-    if (gated ? !(m->wg = falloc(d * h)) : (!(m->b1 = falloc(h)) || !(m->b2 = falloc(d))))
+    if ((gated && !(m->wg = falloc(d * h))) ||
+        (biased && (!(m->b1 = falloc(h)) || !(m->b2 = falloc(d)))) ||
+        (gated && biased && !(m->bg = falloc(h))))
         return -1;
     if (b->norm == NORM_LAYER && (!(m->n1b = falloc(d)) || !(m->n2b = falloc(d))))
         return -1;
     if (gated) {
         if (take(m, &m->wg, &sw->ffn_Wgate, d * h) || take(m, &m->w1, &sw->ffn_W1, d * h) ||
             take(m, &m->w2, &sw->ffn_W2, h * d))
+            return -1;
+        if (biased && (take(m, &m->bg, &sw->ffn_bgate, h) || take(m, &m->b1, &sw->ffn_b1, h) ||
+                       take(m, &m->b2, &sw->ffn_b2, d)))
             return -1;
     } else if (attn_matrix_given(&sw->ffn_W1)) {
         if (take(m, &m->w1, &sw->ffn_W1, d * h) || take(m, &m->b1, &sw->ffn_b1, h) ||
@@ -586,10 +658,15 @@ static void set_options(struct attn_model *m, const struct attn_scene *s)
     m->mask_mode = a->mask_mode;
     m->normalize = a->normalize;
     m->scale = attn_scene_eff_scale(s);
-    /* torch divides by the Python float d_k ** 0.5 (or the given number), cast to float32. */
-    m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)sqrt((double)m->head_dim)
-                       : m->scale == SCALE_DIVISOR ? (float)a->scale_divisor
-                                                   : 1.0f;
+    /* torch divides by the Python float d_k ** 0.5 (or the given number), cast to float32.
+     * GPT-2's scale_attn_by_inverse_layer_idx divides layer L's by L + 1 too: one float32
+     * divisor, the product taken in double (transformers 5 multiplies by its inverse, 4.x divides
+     * twice: within a rounding of each other). */
+    double layer_div = a->scale_by_layer ? (double)(m->layer + 1) : 1.0;
+    m->scale_layer = a->scale_by_layer ? m->layer + 1 : 1;
+    m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)(sqrt((double)m->head_dim) * layer_div)
+                       : m->scale == SCALE_DIVISOR ? (float)(a->scale_divisor * layer_div)
+                                                   : (float)layer_div;
     /* ablate: replaces what a head hands on, and draws nothing */
     memset(m->head_mode, HEAD_KEEP, sizeof(m->head_mode));
     m->patch = NULL;
@@ -612,7 +689,7 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     m->head_dim = attn_scene_head_dim(s);
     m->D = attn_scene_concat_dim(s);
     m->out_dim = attn_scene_out_dim(s);
-    m->window = a->window;
+    m->window = layer < SCENE_MAX_LAYERS && a->window_off[layer] ? 0 : a->window;
     m->lazy_from = s->backing;
     m->kv_heads = a->layout == LAYOUT_SPLIT ? attn_scene_kv_heads(s) : a->heads;
     m->Dkv = attn_scene_kv_dim(s);

@@ -61,6 +61,7 @@ struct attn_model {
     enum attn_normalize normalize;
     enum attn_scale_kind scale; /* effective: SCALE_NONE, SCALE_SQRT_DK or SCALE_DIVISOR */
     float scale_divisor; /* the number scores are divided by (1 for none), as torch casts it */
+    int scale_layer;     /* layer + 1 when the divisor holds it (scene's scale_by_layer), else 1 */
 
     /* The block (002), when block is true. */
     bool block;
@@ -69,9 +70,9 @@ struct attn_model {
     float norm_eps;
     enum attn_activation activation;
     int hidden;
-    float *w1, *b1;   /* (d_in, hidden), (hidden); swiglu: "up", no bias */
-    float *w2, *b2;   /* (hidden, d_in), (d_in); swiglu: "down", no bias */
-    float *wg;        /* swiglu: (d_in, hidden) the gate, or NULL */
+    float *w1, *b1;   /* (d_in, hidden), (hidden); swiglu: "up", its bias or NULL */
+    float *w2, *b2;   /* (hidden, d_in), (d_in); swiglu: "down", its bias or NULL */
+    float *wg, *bg;   /* swiglu: (d_in, hidden) the gate and (hidden) its bias (or NULL), or NULL */
     float *n1w, *n1b; /* (d_in) each; n1b NULL for RMSNorm */
     float *n2w, *n2b;
     bool final_norm; /* the last layer of a block with block.final_norm (GPT-2's ln_f) */

@@ -199,12 +199,9 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
         !same_seed(p->ffn_seed, q->ffn_seed) || p->ffn_skip != q->ffn_skip ||
         p->final_norm != q->final_norm || a->n_more != b->n_more ||
         !same_matrix(&a->unembed, &b->unembed) || x->window != y->window ||
-        x->qk_norm != y->qk_norm || a->pos.scaling.kind != b->pos.scaling.kind ||
-        a->pos.scaling.factor != b->pos.scaling.factor ||
-        a->pos.scaling.low_freq_factor != b->pos.scaling.low_freq_factor ||
-        a->pos.scaling.high_freq_factor != b->pos.scaling.high_freq_factor ||
-        a->pos.scaling.original_max != b->pos.scaling.original_max ||
-        !same_matrix(&a->embed.types, &b->embed.types) ||
+        x->qk_norm != y->qk_norm || !attn_rope_scaling_same(a, b) ||
+        memcmp(x->window_off, y->window_off, sizeof(x->window_off)) != 0 ||
+        x->scale_by_layer != y->scale_by_layer || !same_matrix(&a->embed.types, &b->embed.types) ||
         !same_matrix(&a->embed.norm_weight, &b->embed.norm_weight) ||
         !same_matrix(&a->unembed_bias, &b->unembed_bias) ||
         !same_matrix(&a->head.dense, &b->head.dense) || a->masked_lm != b->masked_lm ||

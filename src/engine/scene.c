@@ -68,6 +68,7 @@ void attn_scene_init(struct attn_scene *s)
     s->pos.kind = POS_NONE;
     s->pos.max_len = 512;
     s->pos.base = 10000.0;
+    s->pos.scaling.attention_factor = 1.0;
     s->block.norm_eps = 1e-5;
     s->layers = 1;
     s->view.layer = -1;
@@ -998,16 +999,21 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
     int h = attn_scene_ffn_hidden(s);
     bool ffn = b->on && (attn_matrix_given(&w->ffn_W1) || attn_matrix_given(&w->ffn_b1) ||
                          attn_matrix_given(&w->ffn_W2) || attn_matrix_given(&w->ffn_b2) ||
-                         attn_matrix_given(&w->ffn_Wgate));
+                         attn_matrix_given(&w->ffn_Wgate) || attn_matrix_given(&w->ffn_bgate));
     bool gated = b->activation == ACT_SWIGLU;
-    const char *ffn_why = !b->on  ? "there is no block"
-                          : gated ? "swiglu's three matrices go together (and have no biases)"
-                                  : "the FFN's four parameters go together";
+    const char *ffn_why = !b->on ? "there is no block"
+                          : gated
+                              ? "swiglu's three matrices go together (with their biases, if any)"
+                              : "the FFN's four parameters go together";
     check_shape(out, P("ffn_W1"), &w->ffn_W1, d_in, h, ffn, ffn_why);
-    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn && !gated, ffn_why);
+    /* swiglu's biases (Llama's mlp_bias) come three together, or not at all */
+    bool gate_biases = gated && attn_matrix_given(&w->ffn_bgate);
+    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn && (!gated || gate_biases), ffn_why);
     check_shape(out, P("ffn_W2"), &w->ffn_W2, h, d_in, ffn, ffn_why);
-    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn && !gated, ffn_why);
+    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn && (!gated || gate_biases), ffn_why);
     check_shape(out, P("ffn_Wgate"), &w->ffn_Wgate, d_in, h, ffn && gated,
+                gated ? ffn_why : "only swiglu has a gate");
+    check_shape(out, P("ffn_bgate"), &w->ffn_bgate, 1, h, ffn && gate_biases,
                 gated ? ffn_why : "only swiglu has a gate");
     const char *qk_why = a->qk_norm ? "qk_norm is on" : "there is no qk_norm";
     check_shape(out, P("q_norm_weight"), &w->q_norm_weight, 1, attn_scene_head_dim(s),
@@ -1405,7 +1411,42 @@ const char *attn_activation_name(enum attn_activation a)
 
 const char *attn_rope_scaling_name(enum attn_rope_scaling k)
 {
-    return k == ROPE_SCALING_LINEAR ? "linear" : k == ROPE_SCALING_LLAMA3 ? "llama3" : "none";
+    return k == ROPE_SCALING_LINEAR     ? "linear"
+           : k == ROPE_SCALING_LLAMA3   ? "llama3"
+           : k == ROPE_SCALING_DYNAMIC  ? "dynamic"
+           : k == ROPE_SCALING_YARN     ? "yarn"
+           : k == ROPE_SCALING_LONGROPE ? "longrope"
+                                        : "none";
+}
+
+bool attn_rope_scaling_same(const struct attn_scene *a, const struct attn_scene *b)
+{
+    const struct attn_rope_params *x = &a->pos.scaling, *y = &b->pos.scaling;
+    if (x->kind != y->kind || x->factor != y->factor || x->low_freq_factor != y->low_freq_factor ||
+        x->high_freq_factor != y->high_freq_factor || x->original_max != y->original_max ||
+        x->attention_factor != y->attention_factor || x->beta_fast != y->beta_fast ||
+        x->beta_slow != y->beta_slow || x->truncate != y->truncate || x->n_factors != y->n_factors)
+        return false;
+    size_t size = (size_t)x->n_factors * sizeof(float);
+    return (x->short_factor == y->short_factor ||
+            (x->short_factor && y->short_factor &&
+             memcmp(x->short_factor, y->short_factor, size) == 0)) &&
+           (x->long_factor == y->long_factor ||
+            (x->long_factor && y->long_factor &&
+             memcmp(x->long_factor, y->long_factor, size) == 0));
+}
+
+bool attn_scene_positions_note(char *out, size_t size, const struct attn_scene *s)
+{
+    int last = s->n_tokens + (s->pos.offset > 0 ? s->pos.offset : 0);
+    if (s->pos.kind != POS_ROPE || s->model.positions <= 0 || last <= s->model.positions)
+        return false;
+    snprintf(out, size,
+             "%d tokens%s, past the checkpoint's %d positions (%s): computed as transformers "
+             "computes them, on positions the model was not trained on",
+             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", s->model.positions,
+             s->model.positions_key ? s->model.positions_key : "max_position_embeddings");
+    return true;
 }
 
 void attn_scene_format_p(char *out, size_t out_size, double p)
@@ -1448,17 +1489,29 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
         strcat(extra, s->pos.pairs == ROPE_HALVES ? ", RoPE (halves)" : ", RoPE");
     if (s->pos.kind == POS_ROPE && s->pos.scaling.kind != ROPE_SCALING_NONE) {
         char sc[64];
-        snprintf(sc, sizeof(sc), " scaled %s ×%g", attn_rope_scaling_name(s->pos.scaling.kind),
-                 s->pos.scaling.factor);
+        if (s->pos.scaling.kind == ROPE_SCALING_LONGROPE)
+            snprintf(sc, sizeof(sc), " scaled longrope");
+        else
+            snprintf(sc, sizeof(sc), " scaled %s ×%g", attn_rope_scaling_name(s->pos.scaling.kind),
+                     s->pos.scaling.factor);
         strcat(extra, sc);
     }
     if (a->qk_norm)
         strcat(extra, ", qk-norm");
     if (a->window > 0) {
-        char w[48];
-        snprintf(w, sizeof(w), ", sliding window %d", a->window);
+        char w[80];
+        int off = 0;
+        for (int L = 0; L < s->layers && L < SCENE_MAX_LAYERS; L++)
+            off += a->window_off[L];
+        if (off == 0)
+            snprintf(w, sizeof(w), ", sliding window %d", a->window);
+        else
+            snprintf(w, sizeof(w), ", sliding window %d in %d of %d layers", a->window,
+                     s->layers - off, s->layers);
         strcat(extra, w);
     }
+    if (a->scale_by_layer)
+        strcat(extra, ", scores \u00f7 (layer + 1)");
     if (a->qkv == QKV_FUSED)
         strcat(extra, ", fused qkv");
     if (a->qkv == QKV_FUSED_HEADS)

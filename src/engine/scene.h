@@ -48,8 +48,15 @@ enum attn_block_order { BLOCK_POST, BLOCK_PRE };
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
 /* ACT_SWIGLU: the gated FFN of the Llama family, W2 (silu(x W_gate) * (x W1)), no biases. */
 enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU };
-/* How RoPE's frequencies are stretched for long contexts (Hugging Face's rope_scaling). */
-enum attn_rope_scaling { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_LLAMA3 };
+/* How RoPE's frequencies are stretched for long contexts (Hugging Face's rope_type). */
+enum attn_rope_scaling {
+    ROPE_SCALING_NONE,
+    ROPE_SCALING_LINEAR,
+    ROPE_SCALING_LLAMA3,
+    ROPE_SCALING_DYNAMIC,  /* NTK-aware: a larger base once the positions pass original_max */
+    ROPE_SCALING_YARN,     /* NTK-by-parts: interpolated and extrapolated frequencies ramped */
+    ROPE_SCALING_LONGROPE, /* Phi-3's: each frequency divided by its short or long factor */
+};
 enum attn_projection { PROJ_DEFAULT, PROJ_NONE, PROJ_RAND, PROJ_LINEAR };
 enum attn_head_layout { LAYOUT_SPLIT, LAYOUT_WRAPPER };
 enum attn_mask_mode { MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX };
@@ -114,9 +121,14 @@ struct attn_config {
     enum attn_qkv_mode qkv;      /* one fused projection (004) or three */
     int kv_heads;                /* 0 = heads; fewer: GQA, 1: MQA */
     int kv_latent;               /* r > 0: multi-head latent attention; 0: none */
-    /* A checkpoint's (Mistral's sliding_window): query i sees key j only when i - j < window
-     * (masked: -inf); 0: no window. */
+    /* A checkpoint's sliding window (Mistral's sliding_window, Qwen2's use_sliding_window): query
+     * i sees key j only when i - j < window (masked: -inf); 0: no window. window_off[L]: layer L
+     * attends to every earlier key all the same (Qwen2's max_window_layers, layer_types). */
     int window;
+    bool window_off[SCENE_MAX_LAYERS];
+    /* A checkpoint's (GPT-2's scale_attn_by_inverse_layer_idx): layer L's scores are divided by
+     * L + 1 besides the scale. */
+    bool scale_by_layer;
     /* A checkpoint's (Qwen3's q_norm, k_norm): every head's q and k RMS-normalised over its
      * head_dim, with weights q_norm_weight and k_norm_weight, before RoPE. */
     bool qk_norm;
@@ -155,6 +167,7 @@ struct attn_block {
     X(ffn_W2)                                                                                      \
     X(ffn_b2)                                                                                      \
     X(ffn_Wgate)                                                                                   \
+    X(ffn_bgate)                                                                                   \
     X(q_norm_weight)                                                                               \
     X(k_norm_weight)                                                                               \
     X(norm1_weight)                                                                                \
@@ -179,8 +192,9 @@ struct attn_scene_weights {
     struct attn_matrix down, key_up, value_up;           /* MLA: (d_in, r), (r, D), (r, D) */
     struct attn_matrix ffn_W1, ffn_b1, ffn_W2, ffn_b2; /* (d_in, h), (1, h), (h, d_in), (1, d_in) */
     struct attn_matrix ffn_Wgate;                      /* swiglu: (d_in, h); W1 is then "up" */
-    struct attn_matrix q_norm_weight, k_norm_weight;   /* qk_norm: (1, head_dim) each */
-    struct attn_matrix norm1_weight, norm1_bias;       /* (1, d_in) each */
+    struct attn_matrix ffn_bgate; /* swiglu with biases (Llama's mlp_bias): (1, h), with b1, b2 */
+    struct attn_matrix q_norm_weight, k_norm_weight; /* qk_norm: (1, head_dim) each */
+    struct attn_matrix norm1_weight, norm1_bias;     /* (1, d_in) each */
     struct attn_matrix norm2_weight, norm2_bias;
     struct attn_matrix final_norm_weight, final_norm_bias; /* the last layer's only */
     unsigned char *dropout_mask; /* (heads, n, n) 0/1 keep mask, or NULL */
@@ -216,6 +230,9 @@ struct attn_backing {
     size_t lazy_floats;
     /* The engine's widening buffer (model.c), made on first use and freed with the backing. */
     struct attn_param_cache *cache;
+    /* What the loader read past without refusing, each at its file:line:col: config.json's
+     * unknown keys (src/pretrained). Commands print them, the explorer shows them. */
+    struct diag_list warnings;
 };
 
 /* The engine's widening buffer of a backing's lazy matrices (model.c fills it). */
@@ -272,13 +289,25 @@ struct attn_scene {
         double base;                /* SINUSOIDAL, ROPE: default 10000 */
         enum attn_rope_pairs pairs; /* ROPE */
         int offset;                 /* the first token's position */
-        /* ROPE, a checkpoint's rope_scaling: linear divides every frequency by factor; llama3
-         * divides the low ones (wavelength over original_max / low_freq_factor), keeps the high
-         * ones (under original_max / high_freq_factor) and blends between. */
-        struct {
+        /* ROPE, a checkpoint's rope type (Hugging Face's rope_init_functions; model.c's
+         * rope_frequencies computes them as transformers does, in float32): linear divides every
+         * frequency by factor; llama3 divides the low ones (wavelength over original_max /
+         * low_freq_factor), keeps the high ones (under original_max / high_freq_factor) and
+         * blends between; dynamic raises the base once the last position + 1 passes original_max
+         * (max_position_embeddings); yarn blends base^(-2i/hd) / factor into base^(-2i/hd) over
+         * the pairs between beta_fast's and beta_slow's rotations; longrope divides pair i's
+         * frequency by short_factor[i], or long_factor[i] past original_max. cos and sin are
+         * multiplied by attention_factor (1 but for yarn and longrope). */
+        struct attn_rope_params {
             enum attn_rope_scaling kind;
             double factor, low_freq_factor, high_freq_factor;
             int original_max;
+            double attention_factor;     /* 1: none */
+            double beta_fast, beta_slow; /* yarn */
+            bool truncate;               /* yarn: the ramp's ends rounded out to whole pairs */
+            /* longrope: (n_factors = head_dim / 2) each, borrowed from the backing */
+            const float *short_factor, *long_factor;
+            int n_factors;
         } scaling;
     } pos;
 
@@ -294,10 +323,15 @@ struct attn_scene {
 
     /* A checkpoint the parameters come from (scene key model:), resolved by src/scenefile. */
     struct {
-        char *file;     /* absolute path of the .safetensors file, or NULL */
-        char *arch;     /* "gpt2" */
-        int layers;     /* the checkpoint's own count (layers may run fewer) */
-        int heads;      /* its config's head count (attention.heads may split otherwise) */
+        char *file; /* absolute path of the .safetensors file, or NULL */
+        char *arch; /* "gpt2" */
+        int layers; /* the checkpoint's own count (layers may run fewer) */
+        int heads;  /* its config's head count (attention.heads may split otherwise) */
+        /* The positions it was trained on (n_positions, max_position_embeddings), named by
+         * positions_key (a string literal), or 0. Learned positions end there; RoPE computes
+         * past them as transformers does, with a warning (attn_scene_positions_note). */
+        int positions;
+        const char *positions_key;
         size_t widened; /* bytes of its F16/BF16 tensors widened into float32 copies, which
                            count against the memory limit (F32 ones are read in place) */
     } model;
@@ -472,7 +506,14 @@ const char *attn_qkv_mode_name(enum attn_qkv_mode q);
 const char *attn_block_order_name(enum attn_block_order o);
 const char *attn_norm_kind_name(enum attn_norm_kind n);
 const char *attn_activation_name(enum attn_activation a);
-const char *attn_rope_scaling_name(enum attn_rope_scaling k); /* "none", "linear", "llama3" */
+/* "none", "linear", "llama3", "dynamic", "yarn", "longrope": transformers' rope_type */
+const char *attn_rope_scaling_name(enum attn_rope_scaling k);
+/* True when a and b compute the same RoPE frequencies (every field of pos.scaling). */
+bool attn_rope_scaling_same(const struct attn_scene *a, const struct attn_scene *b);
+/* True when s is a RoPE checkpoint that reads past the positions it was trained on
+ * (model.positions): transformers computes them, and so does attnscope, but says so. out gets the
+ * warning ("70 tokens, past the checkpoint's 64 positions (max_position_embeddings): ..."). */
+bool attn_scene_positions_note(char *out, size_t size, const struct attn_scene *s);
 /* A dropout probability as the book writes it: "0.0", "0.5", "0.05". */
 void attn_scene_format_p(char *out, size_t out_size, double p);
 /* The variant in words, e.g. "multi-head causal attention, 2 heads x head_dim 1, dropout 0.0". */

@@ -26,6 +26,19 @@ static int tokens_of(const struct attn_scene *s, const char *text, int tok, int 
     return rc;
 }
 
+/* A checkpoint's learned positions end with its table: n tokens from offset on past it are
+ * refused, in the words the loader uses (RoPE computes past its positions: scene.h's
+ * attn_scene_positions_note). */
+static int past_table(const struct attn_scene *s, int n, int offset, const char *key,
+                      struct diag *err)
+{
+    if (!s->model.file || s->pos.kind != POS_LEARNED || n + offset <= s->pos.max_len)
+        return 0;
+    return attn_diag_set(err, key, "%d tokens%s, but the checkpoint has %d positions (%s)", n,
+                         offset > 0 ? " after the offset" : "", s->pos.max_len,
+                         s->model.positions_key ? s->model.positions_key : "positions");
+}
+
 int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e, struct diag *err)
 {
     attn_diag_clear(err);
@@ -79,7 +92,7 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
         if (s->pos.kind == POS_NONE)
             return attn_diag_set(err, "offset",
                                  "no positions to shift: the scene has positional kind none");
-        return 0;
+        return past_table(s, s->n_tokens, e->offset, "offset", err);
     case EDIT_DIM:
         if (s->embed.kind != EMBED_LEARNED)
             return attn_diag_set(err, "",
@@ -98,7 +111,7 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
         }
         if (n == 0)
             return attn_diag_set(err, "text", "the sentence needs at least one token");
-        return 0;
+        return past_table(s, n, s->pos.offset > 0 ? s->pos.offset : 0, "text", err);
     }
     default:
         return 0;

@@ -71,6 +71,38 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     return changed;
 }
 
+/* What the scene is computed past without a refusal, added to the message line: with
+ * checkpoint, its config.json's first warning (and how many more: `attnscope check` lists them);
+ * always, tokens past the positions a RoPE checkpoint was trained on. */
+static void warnings_note(struct app *a, bool checkpoint)
+{
+    char note[2 * DIAG_MSG_MAX] = "";
+    const struct diag_list *w = a->scene.backing ? &a->scene.backing->warnings : NULL;
+    if (checkpoint && w && w->n + w->lost > 0) {
+        const struct diag *d = &w->items[0];
+        const char *base = strrchr(d->file, '/') ? strrchr(d->file, '/') + 1 : d->file;
+        int more = w->n + w->lost - 1;
+        if (w->n == 0)
+            snprintf(note, sizeof(note), "warning: %d warnings lost (out of memory)", w->lost);
+        else if (more > 0)
+            snprintf(note, sizeof(note), "warning: %.60s:%d:%d: %.300s (+%d more)", base, d->line,
+                     d->col, d->msg, more);
+        else
+            snprintf(note, sizeof(note), "warning: %.60s:%d:%d: %.300s", base, d->line, d->col,
+                     d->msg);
+    }
+    char past[DIAG_MSG_MAX];
+    if (attn_scene_positions_note(past, sizeof(past), &a->scene)) {
+        size_t o = strlen(note);
+        snprintf(note + o, sizeof(note) - o, "%swarning: %.300s", o ? "; " : "", past);
+    }
+    if (!note[0])
+        return;
+    size_t o = strlen(a->message);
+    snprintf(a->message + o, sizeof(a->message) - o, "%s%.*s", o ? "; " : "",
+             (int)sizeof(a->message) - 3, note);
+}
+
 int app_init(struct app *a, struct attn_scene *s, const char *path,
              const struct progress_sink *progress, struct diag *err)
 {
@@ -113,6 +145,7 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     if (a->scene.tokenizer == TOKENIZER_GPT2)
         attn_tokens_unknown_words(a->message, sizeof(a->message), a->scene.tokens,
                                   a->scene.n_tokens);
+    warnings_note(a, true);
     return 0;
 }
 
@@ -479,6 +512,8 @@ static int settle_edit(struct app *a)
         if (change[0])
             snprintf(a->message, sizeof(a->message), "%s%s%s", change, kept[0] ? "; " : "", kept);
     }
+    if (rc == 0)
+        warnings_note(a, false);
     baseline_note(a);
     return rc;
 }
@@ -1396,6 +1431,8 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
     snprintf(a->message, sizeof(a->message), "%s%s%s",
              strcmp(what, "undo") == 0 ? "undid" : "redid", change[0] ? ": " : "", change);
     a->message_is_error = false;
+    if (rc == 0)
+        warnings_note(a, false);
     baseline_note(a);
     return rc;
 }

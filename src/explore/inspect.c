@@ -167,9 +167,17 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
                       : 1.0f / powf((float)a->shown.pos.base, (float)(2 * pair) / (float)hd);
     put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d%s\n", ja, jb,
         pair, m->rope_pairs == ROPE_HALVES ? " (halves: rotate_half)" : "");
-    if (a->shown.pos.scaling.kind != ROPE_SCALING_NONE)
-        put(b, "  \u03b8_%d scaled by rope_scaling %s (factor %g)\n", pair,
-            attn_rope_scaling_name(a->shown.pos.scaling.kind), a->shown.pos.scaling.factor);
+    const struct attn_rope_params *sc = &a->shown.pos.scaling;
+    if (sc->kind == ROPE_SCALING_LONGROPE)
+        put(b, "  \u03b8_%d divided by longrope's %s factor\n", pair,
+            a->shown.pos.offset + m->n > sc->original_max ? "long" : "short");
+    else if (sc->kind != ROPE_SCALING_NONE)
+        put(b, "  \u03b8_%d scaled by rope type %s (factor %g)\n", pair,
+            attn_rope_scaling_name(sc->kind), sc->factor);
+    if ((sc->kind == ROPE_SCALING_YARN || sc->kind == ROPE_SCALING_LONGROPE) &&
+        sc->attention_factor != 1.0)
+        put(b, "  cos and sin \u00d7 %s's attention factor %.4f\n",
+            attn_rope_scaling_name(sc->kind), sc->attention_factor);
     put(b, "  angle = %d \u00d7 ", pos);
     num(b, theta);
     put(b, " = ");
@@ -446,7 +454,16 @@ static void explain_scaled(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     float s = at(app_view(c->a, STAGE_SCORES, c->h), c->i, c->j);
-    if (m->scale == SCALE_NONE) {
+    if (m->scale_layer > 1) { /* GPT-2's scale_attn_by_inverse_layer_idx */
+        if (m->scale == SCALE_SQRT_DK)
+            put(c->b,
+                "scaled = score \u00f7 (\u221ad_k \u00b7 (layer + 1)), d_k = %d, layer %d\n  = ",
+                c->hd, m->layer);
+        else
+            put(c->b, "scaled = score \u00f7 (layer + 1), layer %d\n  = ", m->layer);
+        num(c->b, s);
+        put(c->b, " \u00f7 %.4f\n  = ", (double)m->scale_divisor);
+    } else if (m->scale == SCALE_NONE) {
         put(c->b, "no scaling (scale: false)\n  = ");
     } else {
         if (m->scale == SCALE_SQRT_DK)
@@ -671,21 +688,25 @@ static void explain_ffn_hidden(const struct cell *c)
                    "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
 }
 
-/* SwiGLU's two Linears of the FFN's input (Llama's gate_proj and up_proj, no biases). */
+/* SwiGLU's two Linears of the FFN's input (Llama's gate_proj and up_proj; their biases only
+ * with mlp_bias). */
 static void explain_ffn_gate(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
-                   m->d_in, ATTN_PARAM(m, wg), m->hidden, NULL,
-                   "ffn_gate = x \u00b7 W_gate (gate_proj: how far each unit opens)");
+                   m->d_in, ATTN_PARAM(m, wg), m->hidden, m->bg,
+                   m->bg
+                       ? "ffn_gate = x \u00b7 W_gate + b_gate (gate_proj: how far each unit opens)"
+                       : "ffn_gate = x \u00b7 W_gate (gate_proj: how far each unit opens)");
 }
 
 static void explain_ffn_up(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
-                   m->d_in, ATTN_PARAM(m, w1), m->hidden, NULL,
-                   "ffn_up = x \u00b7 W1 (up_proj: what passes the gate)");
+                   m->d_in, ATTN_PARAM(m, w1), m->hidden, m->b1,
+                   m->b1 ? "ffn_up = x \u00b7 W1 + b1 (up_proj: what passes the gate)"
+                         : "ffn_up = x \u00b7 W1 (up_proj: what passes the gate)");
 }
 
 /* qk_norm (Qwen3): RMSNorm over one head's hd values of q or k, before RoPE. */

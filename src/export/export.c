@@ -224,8 +224,9 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
         {"W_down", M(wdown), d, r, false},       {"W_key_up", M(wkup), r, m->D, false},
         {"W_value_up", M(wvup), r, m->D, false}, {"q_norm_weight", M(qnw), 1, hd, true},
         {"k_norm_weight", M(knw), 1, hd, true},  {"ffn_Wgate", M(wg), d, hid, false},
-        {"ffn_W1", M(w1), d, hid, false},        {"ffn_b1", M(b1), 1, hid, true},
-        {"ffn_W2", M(w2), hid, d, false},        {"ffn_b2", M(b2), 1, d, true},
+        {"ffn_bgate", M(bg), 1, hid, true},      {"ffn_W1", M(w1), d, hid, false},
+        {"ffn_b1", M(b1), 1, hid, true},         {"ffn_W2", M(w2), hid, d, false},
+        {"ffn_b2", M(b2), 1, d, true},
     };
 #undef M
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {

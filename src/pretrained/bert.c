@@ -24,9 +24,39 @@ struct config {
     bool tied;
 };
 
-static int read_config(struct config *g, const struct ckpt_config *c, struct diag *err)
+/* config.json's keys: transformers' BertConfig (5's, and 4's position_embedding_type), and
+ * the keys of older exports that nothing reads. */
+static const struct ckpt_key KEYS[] = {
+    {"vocab_size", KEY_READ, 0, NULL, NULL},
+    {"hidden_size", KEY_READ, 0, NULL, NULL},
+    {"num_hidden_layers", KEY_READ, 0, NULL, NULL},
+    {"num_attention_heads", KEY_READ, 0, NULL, NULL},
+    {"intermediate_size", KEY_READ, 0, NULL, NULL},
+    {"hidden_act", KEY_READ, 0, NULL, NULL},
+    {"max_position_embeddings", KEY_READ, 0, NULL, NULL},
+    {"type_vocab_size", KEY_READ, 0, NULL, NULL},
+    {"layer_norm_eps", KEY_READ, 0, NULL, NULL},
+    {"tie_word_embeddings", KEY_READ, 0, NULL, NULL},
+    {"position_embedding_type", KEY_READ, 0, NULL, NULL},
+    {"is_decoder", KEY_READ, 0, NULL, NULL},
+    {"add_cross_attention", KEY_READ, 0, NULL, NULL},
+    {"hidden_dropout_prob", KEY_INERT, 0, NULL, NULL}, /* dropout: in training only */
+    {"attention_probs_dropout_prob", KEY_INERT, 0, NULL, NULL},
+    {"classifier_dropout", KEY_INERT, 0, NULL, NULL},
+    /* Google's original exports (bert-base-chinese): the pooler's, which nothing reads */
+    {"directionality", KEY_INERT, 0, NULL, NULL},
+    {"pooler_fc_size", KEY_INERT, 0, NULL, NULL},
+    {"pooler_num_attention_heads", KEY_INERT, 0, NULL, NULL},
+    {"pooler_num_fc_layers", KEY_INERT, 0, NULL, NULL},
+    {"pooler_size_per_head", KEY_INERT, 0, NULL, NULL},
+    {"pooler_type", KEY_INERT, 0, NULL, NULL},
+};
+
+static int read_config(struct config *g, struct ckpt_config *c, struct diag *err)
 {
     memset(g, 0, sizeof(*g));
+    if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), 0, "BertConfig", err))
+        return -1;
     if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
                              err) ||
         attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
@@ -167,14 +197,18 @@ static bool known_name(const char *name, int layers, bool old)
     return false;
 }
 
-int attn_bert_load(struct attn_scene *s, const char *path, const struct ckpt_config *cfg,
+int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *cfg,
                    const struct ckpt_overrides *o, struct diag *err)
 {
     struct ckpt_backing *b = attn_ckpt_backing(s);
     struct config c;
     if (read_config(&c, cfg, err) || attn_ckpt_open(b, path, err))
         return -1;
-    const char *prefix = attn_ckpt_has(b, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+    /* BertForMaskedLM's names start with "bert.": any tensor says so */
+    const char *prefix = "";
+    for (int i = 0; i < b->st.n; i++)
+        if (strncmp(b->st.refs[i].name, "bert.", 5) == 0)
+            prefix = "bert.";
     bool old = old_names(b, prefix);
     size_t plen = strlen(prefix);
     char shown[200], full[200];
@@ -339,5 +373,7 @@ int attn_bert_load(struct attn_scene *s, const char *path, const struct ckpt_con
     }
     s->model.layers = c.layers;
     s->model.heads = c.heads;
+    s->model.positions = c.positions;
+    s->model.positions_key = "max_position_embeddings";
     return attn_ckpt_finish(b, s, path, ARCH, err);
 }

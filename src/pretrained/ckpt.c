@@ -22,6 +22,7 @@
 static void release(struct attn_backing *ab)
 {
     struct ckpt_backing *b = (struct ckpt_backing *)ab;
+    attn_diag_list_free(&b->base.warnings);
     attn_bpe_free(b->bpe);
     attn_hftok_free(b->hf);
     if (b->has_st)
@@ -188,6 +189,7 @@ int attn_ckpt_config_open(struct ckpt_config *c, const char *model_path, struct 
 
 void attn_ckpt_config_close(struct ckpt_config *c)
 {
+    attn_diag_list_free(&c->warnings);
     json_decref(c->root);
     free(c->text);
     c->root = NULL;
@@ -209,6 +211,172 @@ int attn_ckpt_config_error(const struct ckpt_config *c, const char *key, const c
         attn_json_locate(c->text, c->len, keys, sub ? 2 : 1, &err->line, &err->col);
     }
     return -1;
+}
+
+void attn_ckpt_config_warn(struct ckpt_config *c, const char *key, const char *sub, const char *fmt,
+                           ...)
+{
+    struct diag d;
+    attn_diag_clear(&d);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d.msg, sizeof(d.msg), fmt, ap);
+    va_end(ap);
+    snprintf(d.file, sizeof(d.file), "%.*s", (int)sizeof(d.file) - 1, c->path);
+    if (key) {
+        const char *keys[2] = {key, sub};
+        attn_json_locate(c->text, c->len, keys, sub ? 2 : 1, &d.line, &d.col);
+    }
+    attn_diag_list_push(&c->warnings, &d); /* out of memory: counted in lost, and said */
+}
+
+bool attn_ckpt_json_same(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return a && b && json_equal((json_t *)(uintptr_t)a, (json_t *)(uintptr_t)b);
+}
+
+/* ---- config.json's keys --------------------------------------------------------------------- */
+
+/* The keys of every configuration (transformers' PreTrainedConfig, and the generation keys it
+ * pops when a config carries them); any key ending in _token_id(s) is a token id too. */
+static const struct ckpt_key common_keys[] = {
+    {"architectures", KEY_READ, 0, NULL, NULL},
+    {"model_type", KEY_READ, 0, NULL, NULL},
+    {"transformers_version", KEY_INERT, 0, NULL, NULL},
+    {"_name_or_path", KEY_INERT, 0, NULL, NULL},
+    {"name_or_path", KEY_INERT, 0, NULL, NULL},
+    {"_commit_hash", KEY_INERT, 0, NULL, NULL},
+    {"torch_dtype", KEY_INERT, 0, NULL, NULL}, /* the stored dtype: safetensors says it */
+    {"dtype", KEY_INERT, 0, NULL, NULL},       /* transformers 5's name of it */
+    {"use_bfloat16", KEY_INERT, 0, NULL, NULL},
+    {"return_dict", KEY_INERT, 0, NULL, NULL},
+    {"output_hidden_states", KEY_INERT, 0, NULL, NULL},
+    {"output_attentions", KEY_INERT, 0, NULL, NULL},
+    {"torchscript", KEY_INERT, 0, NULL, NULL},
+    /* eager, sdpa or flash: the same mathematics */
+    {"_attn_implementation", KEY_INERT, 0, NULL, NULL},
+    {"attn_implementation", KEY_INERT, 0, NULL, NULL},
+    {"_attn_implementation_autoset", KEY_INERT, 0, NULL, NULL},
+    {"experts_implementation", KEY_INERT, 0, NULL, NULL},
+    {"chunk_size_feed_forward", KEY_INERT, 0, NULL, NULL}, /* the same rows, fewer at a time */
+    {"is_encoder_decoder", KEY_DEFAULT, 0, "false", "attnscope reads a single stack of layers"},
+    {"tie_encoder_decoder", KEY_INERT, 0, NULL, NULL},
+    {"cross_attention_hidden_size", KEY_INERT, 0, NULL, NULL},
+    {"pruned_heads", KEY_DEFAULT, 0, "{}", "pruned heads are not something attnscope computes"},
+    {"per_layer_config", KEY_DEFAULT, 0, "{}",
+     "a configuration of its own per layer is not something attnscope computes"},
+    {"quantization_config", KEY_DEFAULT, 0, "{}",
+     "quantized weights are not something attnscope reads"},
+    {"auto_map", KEY_INERT, 0, NULL, NULL}, /* custom code: transformers' own class is computed */
+    {"id2label", KEY_INERT, 0, NULL, NULL},
+    {"label2id", KEY_INERT, 0, NULL, NULL},
+    {"num_labels", KEY_INERT, 0, NULL, NULL},
+    {"problem_type", KEY_INERT, 0, NULL, NULL},
+    {"finetuning_task", KEY_INERT, 0, NULL, NULL},
+    {"tokenizer_class", KEY_INERT, 0, NULL, NULL},
+    {"prefix", KEY_INERT, 0, NULL, NULL},
+    {"task_specific_params", KEY_INERT, 0, NULL, NULL},
+    {"use_cache", KEY_INERT, 0, NULL, NULL},
+    {"initializer_range", KEY_INERT, 0, NULL, NULL},
+    {"gradient_checkpointing", KEY_INERT, 0, NULL, NULL},
+    {"tf_legacy_loss", KEY_INERT, 0, NULL, NULL},
+    /* generation's: how tokens are picked after the forward pass, never the pass itself */
+    {"max_length", KEY_INERT, 0, NULL, NULL},
+    {"max_new_tokens", KEY_INERT, 0, NULL, NULL},
+    {"min_length", KEY_INERT, 0, NULL, NULL},
+    {"min_new_tokens", KEY_INERT, 0, NULL, NULL},
+    {"early_stopping", KEY_INERT, 0, NULL, NULL},
+    {"max_time", KEY_INERT, 0, NULL, NULL},
+    {"stop_strings", KEY_INERT, 0, NULL, NULL},
+    {"do_sample", KEY_INERT, 0, NULL, NULL},
+    {"num_beams", KEY_INERT, 0, NULL, NULL},
+    {"num_beam_groups", KEY_INERT, 0, NULL, NULL},
+    {"penalty_alpha", KEY_INERT, 0, NULL, NULL},
+    {"temperature", KEY_INERT, 0, NULL, NULL},
+    {"top_k", KEY_INERT, 0, NULL, NULL},
+    {"top_p", KEY_INERT, 0, NULL, NULL},
+    {"min_p", KEY_INERT, 0, NULL, NULL},
+    {"typical_p", KEY_INERT, 0, NULL, NULL},
+    {"epsilon_cutoff", KEY_INERT, 0, NULL, NULL},
+    {"eta_cutoff", KEY_INERT, 0, NULL, NULL},
+    {"diversity_penalty", KEY_INERT, 0, NULL, NULL},
+    {"repetition_penalty", KEY_INERT, 0, NULL, NULL},
+    {"encoder_repetition_penalty", KEY_INERT, 0, NULL, NULL},
+    {"length_penalty", KEY_INERT, 0, NULL, NULL},
+    {"no_repeat_ngram_size", KEY_INERT, 0, NULL, NULL},
+    {"encoder_no_repeat_ngram_size", KEY_INERT, 0, NULL, NULL},
+    {"bad_words_ids", KEY_INERT, 0, NULL, NULL},
+    {"force_words_ids", KEY_INERT, 0, NULL, NULL},
+    {"renormalize_logits", KEY_INERT, 0, NULL, NULL},
+    {"remove_invalid_values", KEY_INERT, 0, NULL, NULL},
+    {"exponential_decay_length_penalty", KEY_INERT, 0, NULL, NULL},
+    {"suppress_tokens", KEY_INERT, 0, NULL, NULL},
+    {"begin_suppress_tokens", KEY_INERT, 0, NULL, NULL},
+    {"sequence_bias", KEY_INERT, 0, NULL, NULL},
+    {"guidance_scale", KEY_INERT, 0, NULL, NULL},
+    {"num_return_sequences", KEY_INERT, 0, NULL, NULL},
+    {"output_scores", KEY_INERT, 0, NULL, NULL},
+    {"output_logits", KEY_INERT, 0, NULL, NULL},
+    {"return_dict_in_generate", KEY_INERT, 0, NULL, NULL},
+};
+
+/* The row of name in table for variant, or NULL. */
+static const struct ckpt_key *find_key(const struct ckpt_key *table, size_t n, int variant,
+                                       const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0 &&
+            (table[i].variants == 0 || (table[i].variants & (1u << variant))))
+            return &table[i];
+    return NULL;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+int attn_ckpt_config_keys(struct ckpt_config *c, const struct ckpt_key *table, size_t n,
+                          int variant, const char *cls, struct diag *err)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach(c->root, name, v)
+    {
+        const struct ckpt_key *k = find_key(table, n, variant, name);
+        if (!k)
+            k = find_key(common_keys, sizeof(common_keys) / sizeof(common_keys[0]), 0, name);
+        char shown[200];
+        if (!k) {
+            if (ends_with(name, "_token_id") || ends_with(name, "_token_ids"))
+                continue; /* a token id: what generation starts or stops with */
+            attn_ckpt_show_name(shown, sizeof(shown), name);
+            attn_ckpt_config_warn(c, name, NULL,
+                                  "unknown key '%s' (not in transformers' %s): attnscope "
+                                  "ignores it",
+                                  shown, cls);
+            continue;
+        }
+        if (k->use != KEY_DEFAULT || json_is_null(v))
+            continue;
+        json_t *def = json_loads(k->def, JSON_DECODE_ANY, NULL);
+        if (!def)
+            return attn_ckpt_config_error(c, NULL, NULL, err, "out of memory");
+        /* an empty object and null are the same absence (pruned_heads, quantization_config) */
+        bool same =
+            attn_ckpt_json_same(v, def) || (json_is_object(def) && json_object_size(def) == 0 &&
+                                            json_is_object(v) && json_object_size(v) == 0);
+        json_decref(def);
+        if (!same) {
+            char got[64];
+            return attn_ckpt_config_error(c, name, NULL, err, "'%s' is %s: %s", name,
+                                          attn_ckpt_show_value(got, sizeof(got), v), k->why);
+        }
+    }
+    return 0;
 }
 
 json_t *attn_ckpt_config_get(const struct ckpt_config *c, const char *key, const char *alt,
@@ -440,6 +608,11 @@ static float *owned_copy(struct ckpt_backing *b, size_t count)
         b->widened += count * sizeof(float);
     }
     return data;
+}
+
+float *attn_ckpt_owned(struct ckpt_backing *b, size_t count)
+{
+    return owned_copy(b, count);
 }
 
 int attn_ckpt_tensor(struct attn_matrix *out, struct ckpt_backing *b, const char *name, int rows,

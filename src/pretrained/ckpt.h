@@ -59,7 +59,8 @@ struct ckpt_config {
     char path[4200]; /* config.json beside the checkpoint */
     char *text;      /* its bytes (to locate a key in a message) */
     size_t len;
-    json_t *root; /* a JSON object */
+    json_t *root;              /* a JSON object */
+    struct diag_list warnings; /* what was read past without refusing, each at its key */
 };
 
 /* Reads and parses config.json beside model_path (the .safetensors file or the index). */
@@ -84,10 +85,42 @@ int attn_ckpt_config_number(double *out, const struct ckpt_config *c, const char
 /* true or false; missing (or null): *out left as it is. */
 int attn_ckpt_config_bool(bool *out, const struct ckpt_config *c, const char *key,
                           struct diag *err);
+/* A warning about key's value (sub: a member of it, or NULL) at config.json on the key's line,
+ * kept in c->warnings (the scene's backing takes them: attn_pretrained_load). */
+void attn_ckpt_config_warn(struct ckpt_config *c, const char *key, const char *sub, const char *fmt,
+                           ...) __attribute__((format(printf, 4, 5)));
+/* Whether two JSON values are the same, numbers by value (1 is 1.0, as in Python). */
+bool attn_ckpt_json_same(const json_t *a, const json_t *b);
 /* A JSON value as a message shows it: written out, cut, control characters escaped. */
 const char *attn_ckpt_show_value(char *out, size_t size, const json_t *v);
 /* A tensor's name for a message: escaped, a long one cut in its middle with "…". */
 const char *attn_ckpt_show_name(char *out, size_t size, const char *name);
+
+/* ---- config.json's keys: one table per family ---------------------------------------------- */
+
+/* What attnscope does with a key of config.json. The tables are transformers' configuration
+ * classes (configuration_gpt2.py, configuration_llama.py, ..., and PreTrainedConfig's own keys),
+ * key by key; docs/checkpoints.md says which version and how they were read. */
+enum ckpt_key_use {
+    KEY_READ,    /* implemented: the family's reader reads and checks it */
+    KEY_INERT,   /* changes nothing attnscope computes (dropout in training, token ids, ...) */
+    KEY_DEFAULT, /* refused unless it has its default value (def) or is null */
+};
+
+struct ckpt_key {
+    const char *name;
+    enum ckpt_key_use use;
+    unsigned variants; /* the family's variants that have it, a bit each (1u << variant); 0: all */
+    const char *def;   /* KEY_DEFAULT: transformers' default, as JSON text ("false", "{}") */
+    const char *why;   /* KEY_DEFAULT: what attnscope does not compute */
+};
+
+/* Every top-level key of c against family's table (n rows) for variant, and the keys every
+ * config shares (PreTrainedConfig's, the generation keys, the token ids): a KEY_DEFAULT key of
+ * another value is refused at its key ("'mlp_bias' is true: ..."); a key no table knows is a
+ * warning at its key (attn_ckpt_config_warn) naming it and the configuration class (cls). */
+int attn_ckpt_config_keys(struct ckpt_config *c, const struct ckpt_key *table, size_t n,
+                          int variant, const char *cls, struct diag *err);
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 
@@ -115,6 +148,10 @@ int attn_ckpt_tensor(struct attn_matrix *out, struct ckpt_backing *b, const char
  * s->model.widened). */
 int attn_ckpt_finish(struct ckpt_backing *b, struct attn_scene *s, const char *path,
                      const char *arch, struct diag *err);
+
+/* A float32 array of count the backing owns (freed with it): longrope's factors. NULL out of
+ * memory. */
+float *attn_ckpt_owned(struct ckpt_backing *b, size_t count);
 
 /* Frees every layer's explicit parameters and makes room for layers of them (layer 0 in
  * s->weights, the others in s->more_weights). */

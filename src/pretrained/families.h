@@ -11,14 +11,14 @@
 enum llama_variant { LLAMA_PLAIN, LLAMA_MISTRAL, LLAMA_QWEN2, LLAMA_QWEN3 };
 
 /* GPT-2 (gpt2.c): GPT2LMHeadModel / GPT2Model. */
-int attn_gpt2_load(struct attn_scene *s, const char *path, const struct ckpt_config *c,
+int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *c,
                    const struct ckpt_overrides *o, struct diag *err);
 /* The Llama family (llama.c): LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
  * Qwen3ForCausalLM. */
-int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_config *c,
+int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *c,
                     enum llama_variant v, const struct ckpt_overrides *o, struct diag *err);
 /* BERT (bert.c): BertModel, BertForMaskedLM, BertForPreTraining. */
-int attn_bert_load(struct attn_scene *s, const char *path, const struct ckpt_config *c,
+int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c,
                    const struct ckpt_overrides *o, struct diag *err);
 
 #endif

@@ -11,25 +11,97 @@
 /* Rows of the position table: GPT-2 has 1024; a scene's learned table may have this many. */
 #define GPT2_MAX_POSITIONS (8 * SCENE_MAX_TOKENS)
 
+/* config.json's keys: transformers' GPT2Config (5's, and 4's n_ctx). */
+static const struct ckpt_key KEYS[] = {
+    {"vocab_size", KEY_READ, 0, NULL, NULL},
+    {"n_positions", KEY_READ, 0, NULL, NULL},
+    {"n_ctx", KEY_READ, 0, NULL, NULL}, /* older exports': n_positions when it is not written */
+    {"n_embd", KEY_READ, 0, NULL, NULL},
+    {"n_layer", KEY_READ, 0, NULL, NULL},
+    {"n_head", KEY_READ, 0, NULL, NULL},
+    {"n_inner", KEY_READ, 0, NULL, NULL},
+    {"activation_function", KEY_READ, 0, NULL, NULL},
+    {"layer_norm_epsilon", KEY_READ, 0, NULL, NULL},
+    {"tie_word_embeddings", KEY_READ, 0, NULL, NULL},
+    {"scale_attn_weights", KEY_READ, 0, NULL, NULL},
+    {"scale_attn_by_inverse_layer_idx", KEY_READ, 0, NULL, NULL},
+    {"reorder_and_upcast_attn", KEY_READ, 0, NULL, NULL},
+    /* GPT2Config's attribute_map: other names of n_embd, n_positions, n_head and n_layer */
+    {"hidden_size", KEY_READ, 0, NULL, NULL},
+    {"max_position_embeddings", KEY_READ, 0, NULL, NULL},
+    {"num_attention_heads", KEY_READ, 0, NULL, NULL},
+    {"num_hidden_layers", KEY_READ, 0, NULL, NULL},
+    {"add_cross_attention", KEY_DEFAULT, 0, "false",
+     "cross-attention to an encoder is not something attnscope computes"},
+    {"resid_pdrop", KEY_INERT, 0, NULL, NULL}, /* dropout: in training only */
+    {"embd_pdrop", KEY_INERT, 0, NULL, NULL},
+    {"attn_pdrop", KEY_INERT, 0, NULL, NULL},
+    /* GPT2DoubleHeadsModel's multiple-choice head, which attnscope does not read */
+    {"summary_type", KEY_INERT, 0, NULL, NULL},
+    {"summary_use_proj", KEY_INERT, 0, NULL, NULL},
+    {"summary_activation", KEY_INERT, 0, NULL, NULL},
+    {"summary_proj_to_labels", KEY_INERT, 0, NULL, NULL},
+    {"summary_first_dropout", KEY_INERT, 0, NULL, NULL},
+};
+
+/* GPT2Config's attribute_map: each name and the one it stands for. */
+static const char *const ALIASES[][2] = {
+    {"n_embd", "hidden_size"},
+    {"n_positions", "max_position_embeddings"},
+    {"n_head", "num_attention_heads"},
+    {"n_layer", "num_hidden_layers"},
+};
+
 struct config {
     int heads, layers, d, positions, inner;
+    const char *positions_key;
     double eps;
     enum attn_activation act;
     bool tied; /* tie_word_embeddings (Hugging Face's default: true): lm_head is wte */
+    bool scaled, by_layer, reorder;
 };
 
 /* config.json's keys: every size checked against attnscope's limits here, before the
  * checkpoint is opened or anything is allocated for it. */
-static int read_config(struct config *g, const struct ckpt_config *c, struct diag *err)
+static int read_config(struct config *g, struct ckpt_config *c, struct diag *err)
 {
     memset(g, 0, sizeof(*g));
-    if (attn_ckpt_config_int(&g->heads, c, "n_head", NULL, 1, SCENE_MAX_HEADS, "heads", true,
+    if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), 0, "GPT2Config", err))
+        return -1;
+    /* a name and its alias both written must agree (transformers would keep the later one) */
+    for (size_t i = 0; i < sizeof(ALIASES) / sizeof(ALIASES[0]); i++) {
+        json_t *a = json_object_get(c->root, ALIASES[i][0]),
+               *b = json_object_get(c->root, ALIASES[i][1]);
+        char x[64], y[64];
+        if (a && b && !attn_ckpt_json_same(a, b))
+            return attn_ckpt_config_error(c, ALIASES[i][1], NULL, err,
+                                          "'%s' is %s, '%s' %s: the two names of one size "
+                                          "disagree",
+                                          ALIASES[i][1], attn_ckpt_show_value(y, sizeof(y), b),
+                                          ALIASES[i][0], attn_ckpt_show_value(x, sizeof(x), a));
+    }
+    g->positions_key = json_object_get(c->root, "n_positions") ? "n_positions"
+                       : json_object_get(c->root, "max_position_embeddings")
+                           ? "max_position_embeddings"
+                       : json_object_get(c->root, "n_ctx") ? "n_ctx"
+                                                           : "n_positions";
+    if (attn_ckpt_config_int(&g->heads, c, "n_head", "num_attention_heads", 1, SCENE_MAX_HEADS,
+                             "heads", true, err) ||
+        attn_ckpt_config_int(&g->layers, c, "n_layer", "num_hidden_layers", 1, SCENE_MAX_LAYERS,
+                             "layers", true, err) ||
+        attn_ckpt_config_int(&g->d, c, "n_embd", "hidden_size", 1, SCENE_MAX_DIM, "the width", true,
                              err) ||
-        attn_ckpt_config_int(&g->layers, c, "n_layer", NULL, 1, SCENE_MAX_LAYERS, "layers", true,
-                             err) ||
-        attn_ckpt_config_int(&g->d, c, "n_embd", NULL, 1, SCENE_MAX_DIM, "the width", true, err) ||
-        attn_ckpt_config_int(&g->positions, c, "n_positions", "n_ctx", 1, GPT2_MAX_POSITIONS,
+        attn_ckpt_config_int(&g->positions, c, g->positions_key, NULL, 1, GPT2_MAX_POSITIONS,
                              "positions", true, err))
+        return -1;
+    /* scale_attn_weights: scores / sqrt(head_dim), or not; scale_attn_by_inverse_layer_idx: layer
+       L's also / (L + 1). reorder_and_upcast_attn scales q k^T inside the product and upcasts it
+       to float32 for mixed precision: attnscope computes in float32 throughout, so it is the same
+       division (the goldens hold it within a rounding). */
+    g->scaled = true;
+    if (attn_ckpt_config_bool(&g->scaled, c, "scale_attn_weights", err) ||
+        attn_ckpt_config_bool(&g->by_layer, c, "scale_attn_by_inverse_layer_idx", err) ||
+        attn_ckpt_config_bool(&g->reorder, c, "reorder_and_upcast_attn", err))
         return -1;
     if (g->d % g->heads != 0)
         return attn_ckpt_config_error(c, "n_head", NULL, err,
@@ -91,7 +163,7 @@ static bool known_name(const char *name, int layers)
     return false;
 }
 
-int attn_gpt2_load(struct attn_scene *s, const char *path, const struct ckpt_config *cfg,
+int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *cfg,
                    const struct ckpt_overrides *o, struct diag *err)
 {
     struct ckpt_backing *b = attn_ckpt_backing(s);
@@ -99,7 +171,12 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, const struct ckpt_con
     if (read_config(&c, cfg, err) || attn_ckpt_open(b, path, err))
         return -1;
 
-    const char *prefix = attn_ckpt_has(b, "transformer.wte.weight") ? "transformer." : "";
+    /* GPT2LMHeadModel's names start with "transformer.": any tensor says so (a missing wte is
+       then named as missing) */
+    const char *prefix = "";
+    for (int i = 0; i < b->st.n; i++)
+        if (strncmp(b->st.refs[i].name, "transformer.", 12) == 0)
+            prefix = "transformer.";
     size_t plen = strlen(prefix);
     for (int i = 0; i < b->st.n; i++) {
         const char *name = b->st.refs[i].name;
@@ -112,9 +189,9 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, const struct ckpt_con
     }
 
     if (s->n_tokens + s->pos.offset > c.positions)
-        return attn_diag_set(
-            err, "text", "%d tokens%s, but the checkpoint has %d positions (n_positions)",
-            s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", c.positions);
+        return attn_diag_set(err, "text", "%d tokens%s, but the checkpoint has %d positions (%s)",
+                             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", c.positions,
+                             c.positions_key);
     int d = c.d, layers = o->layers ? s->layers : c.layers;
     if (layers > c.layers)
         return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
@@ -169,6 +246,8 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, const struct ckpt_con
     a->qkv_bias = true;
     a->out_proj = TRI_TRUE;
     a->out_bias = true;
+    a->scale = c.scaled ? SCALE_DEFAULT : SCALE_NONE;
+    a->scale_by_layer = c.by_layer;
     s->block = (struct attn_block){.on = true,
                                    .order = BLOCK_PRE,
                                    .norm = NORM_LAYER,
@@ -220,5 +299,7 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, const struct ckpt_con
     }
     s->model.layers = c.layers;
     s->model.heads = c.heads;
+    s->model.positions = c.positions;
+    s->model.positions_key = c.positions_key;
     return attn_ckpt_finish(b, s, path, "gpt2", err);
 }

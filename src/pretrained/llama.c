@@ -15,16 +15,64 @@
 #include <string.h>
 
 #include "pretrained/families.h"
+#include "pretrained/rope.h"
 
 #define ARCH "llama"
 
+#define V(variant) (1u << (variant))
+#define V_QWEN     (V(LLAMA_QWEN2) | V(LLAMA_QWEN3))
+
+/* config.json's keys: transformers 5's LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config
+ * (with 4's rope_theta and rope_scaling), each for the variants whose class has it. A key of
+ * another variant's class is unknown here: its model ignores it (Mistral's attention has no
+ * biases, Qwen2's MLP none). */
+static const struct ckpt_key KEYS[] = {
+    {"vocab_size", KEY_READ, 0, NULL, NULL},
+    {"hidden_size", KEY_READ, 0, NULL, NULL},
+    {"intermediate_size", KEY_READ, 0, NULL, NULL},
+    {"num_hidden_layers", KEY_READ, 0, NULL, NULL},
+    {"num_attention_heads", KEY_READ, 0, NULL, NULL},
+    {"num_key_value_heads", KEY_READ, 0, NULL, NULL},
+    {"head_dim", KEY_READ, 0, NULL, NULL},
+    {"hidden_act", KEY_READ, 0, NULL, NULL},
+    {"max_position_embeddings", KEY_READ, 0, NULL, NULL},
+    {"rms_norm_eps", KEY_READ, 0, NULL, NULL},
+    {"tie_word_embeddings", KEY_READ, 0, NULL, NULL},
+    /* RoPE, in both formats (rope.c) */
+    {"rope_theta", KEY_READ, 0, NULL, NULL},
+    {"rope_scaling", KEY_READ, 0, NULL, NULL},
+    {"rope_parameters", KEY_READ, 0, NULL, NULL},
+    {"partial_rotary_factor", KEY_READ, 0, NULL, NULL},
+    {"original_max_position_embeddings", KEY_READ, 0, NULL, NULL},
+    {"attention_bias", KEY_READ, V(LLAMA_PLAIN) | V(LLAMA_QWEN3), NULL, NULL},
+    {"mlp_bias", KEY_READ, V(LLAMA_PLAIN), NULL, NULL},
+    {"sliding_window", KEY_READ, V(LLAMA_MISTRAL) | V_QWEN, NULL, NULL},
+    {"use_sliding_window", KEY_READ, V_QWEN, NULL, NULL},
+    {"max_window_layers", KEY_READ, V_QWEN, NULL, NULL},
+    {"layer_types", KEY_READ, V_QWEN, NULL, NULL},
+    {"attention_dropout", KEY_INERT, 0, NULL, NULL},           /* in training only */
+    {"pretraining_tp", KEY_INERT, V(LLAMA_PLAIN), NULL, NULL}, /* the same products, in slices */
+};
+
+/* What each class defaults a key to, where they differ. */
+static const struct {
+    const char *cls;
+    int kv_heads;  /* num_key_value_heads; 0: the heads */
+    int positions; /* max_position_embeddings */
+    int head_dim;  /* 0: hidden_size / heads */
+} DEFAULTS[] = {
+    [LLAMA_PLAIN] = {"LlamaConfig", 0, 2048, 0},
+    [LLAMA_MISTRAL] = {"MistralConfig", 8, 4096 * 32, 0},
+    [LLAMA_QWEN2] = {"Qwen2Config", 32, 32768, 0},
+    [LLAMA_QWEN3] = {"Qwen3Config", 32, 32768, 128},
+};
+
 struct config {
     int d, layers, heads, kv_heads, head_dim, inter, positions, window;
-    double eps, theta;
-    bool tied, qkv_bias, out_bias, qk_norm;
-    enum attn_rope_scaling scaling;
-    double factor, low, high;
-    int original_max;
+    bool window_off[SCENE_MAX_LAYERS]; /* layers of full attention despite the window */
+    double eps;
+    bool tied, qkv_bias, out_bias, qk_norm, mlp_bias;
+    struct ckpt_rope rope;
 };
 
 static const char *variant_name(enum llama_variant v)
@@ -35,83 +83,74 @@ static const char *variant_name(enum llama_variant v)
                               : "Llama";
 }
 
-/* rope_scaling: null, or {"rope_type" (or "type"): "default", "linear" or "llama3", ...}. */
-static int read_rope_scaling(struct config *g, const struct ckpt_config *c, struct diag *err)
+/* Qwen2's and Qwen3's sliding window, in both formats: transformers 4's use_sliding_window with
+ * max_window_layers (layers from max_window_layers on slide), and 5's layer_types
+ * ("full_attention" or "sliding_attention", layer by layer; the window's size is still
+ * sliding_window, and only with use_sliding_window). Where both are written they must agree. */
+static int read_qwen_window(struct config *g, struct ckpt_config *c, struct diag *err)
 {
-    json_t *rs = json_object_get(c->root, "rope_scaling");
-    char got[96];
-    g->scaling = ROPE_SCALING_NONE;
-    if (!rs || json_is_null(rs))
-        return 0;
-    if (!json_is_object(rs))
-        return attn_ckpt_config_error(c, "rope_scaling", NULL, err,
-                                      "'rope_scaling' is %s, not null or an object",
-                                      attn_ckpt_show_value(got, sizeof(got), rs));
-    const char *key = json_object_get(rs, "rope_type") ? "rope_type" : "type";
-    json_t *type = json_object_get(rs, key);
-    const char *name = json_is_string(type) ? json_string_value(type) : NULL;
-    if (!name || strcmp(name, "default") == 0) {
-        if (!name)
-            return attn_ckpt_config_error(c, "rope_scaling", key, err,
-                                          "'rope_scaling' needs its type ('rope_type': "
-                                          "\"linear\" or \"llama3\"), not %s",
-                                          attn_ckpt_show_value(got, sizeof(got), type));
-        return 0;
+    bool use = false;
+    if (attn_ckpt_config_bool(&use, c, "use_sliding_window", err))
+        return -1;
+    g->window = 0;
+    if (use) {
+        json_t *w = json_object_get(c->root, "sliding_window");
+        g->window = 4096; /* Qwen2Config's default */
+        if (w && json_is_null(w))
+            g->window = 0;
+        else if (attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
+                                      "the sliding window", false, err))
+            return -1;
     }
-    if (strcmp(name, "linear") == 0)
-        g->scaling = ROPE_SCALING_LINEAR;
-    else if (strcmp(name, "llama3") == 0)
-        g->scaling = ROPE_SCALING_LLAMA3;
-    else
-        return attn_ckpt_config_error(c, "rope_scaling", key, err,
-                                      "rope_scaling type %s is not supported: attnscope computes "
-                                      "none (default), linear and llama3",
-                                      attn_ckpt_show_value(got, sizeof(got), type));
-    /* the numbers each type reads: positive, finite */
-    static const char *const linear_keys[] = {"factor"};
-    static const char *const llama3_keys[] = {"factor", "low_freq_factor", "high_freq_factor",
-                                              "original_max_position_embeddings"};
-    double *dst[] = {&g->factor, &g->low, &g->high, NULL};
-    const char *const *keys = g->scaling == ROPE_SCALING_LINEAR ? linear_keys : llama3_keys;
-    int n = g->scaling == ROPE_SCALING_LINEAR ? 1 : 4;
-    for (int i = 0; i < n; i++) {
-        json_t *v = json_object_get(rs, keys[i]);
-        double x = json_is_number(v) ? json_number_value(v) : NAN;
-        if (!(x > 0 && isfinite(x)) || (i == 3 && (!json_is_integer(v) || x > 1e9)))
-            return attn_ckpt_config_error(c, "rope_scaling", v ? keys[i] : NULL, err,
-                                          "rope_scaling %s needs '%s' %s, not %s", name, keys[i],
-                                          i == 3 ? "(a number of positions)" : "above 0",
-                                          attn_ckpt_show_value(got, sizeof(got), v));
-        if (dst[i])
-            *dst[i] = x;
-        else
-            g->original_max = (int)x;
+    int from = 28; /* max_window_layers: Qwen2Config's default */
+    bool from_given = json_object_get(c->root, "max_window_layers") != NULL;
+    if (attn_ckpt_config_int(&from, c, "max_window_layers", NULL, 0, INT32_MAX,
+                             "the layers of full attention", false, err))
+        return -1;
+    json_t *types = json_object_get(c->root, "layer_types");
+    char got[64];
+    if (types && !json_is_null(types) &&
+        (!json_is_array(types) || json_array_size(types) != (size_t)g->layers))
+        return attn_ckpt_config_error(c, "layer_types", NULL, err,
+                                      "'layer_types' is %s, not a list of the %d layers' attention",
+                                      attn_ckpt_show_value(got, sizeof(got), types), g->layers);
+    for (int L = 0; L < g->layers; L++) {
+        bool slides = g->window > 0 && L >= from; /* transformers 4's rule */
+        if (json_is_array(types)) {
+            json_t *t = json_array_get(types, (size_t)L);
+            const char *name = json_is_string(t) ? json_string_value(t) : "";
+            bool given = strcmp(name, "sliding_attention") == 0;
+            if (!given && strcmp(name, "full_attention") != 0)
+                return attn_ckpt_config_error(c, "layer_types", NULL, err,
+                                              "layer %d is %s: attnscope computes full_attention "
+                                              "and sliding_attention",
+                                              L, attn_ckpt_show_value(got, sizeof(got), t));
+            if (given && g->window == 0)
+                return attn_ckpt_config_error(c, "layer_types", NULL, err,
+                                              "layer %d is sliding_attention, but there is no "
+                                              "window ('use_sliding_window' is not true)",
+                                              L);
+            if (from_given && given != slides)
+                return attn_ckpt_config_error(
+                    c, "layer_types", NULL, err,
+                    "'layer_types' makes layer %d %s, 'max_window_layers' %d makes it %s: the two "
+                    "formats disagree",
+                    L, given ? "sliding_attention" : "full_attention", from,
+                    slides ? "sliding_attention" : "full_attention");
+            slides = given;
+        }
+        g->window_off[L] = !slides;
     }
-    if (g->scaling == ROPE_SCALING_LLAMA3 && !(g->high > g->low))
-        return attn_ckpt_config_error(c, "rope_scaling", "high_freq_factor", err,
-                                      "rope_scaling llama3 needs high_freq_factor above "
-                                      "low_freq_factor (%g, %g)",
-                                      g->high, g->low);
     return 0;
 }
 
-/* A key that would change the mathematics away from what attnscope computes: refused unless it
- * has its neutral value. */
-static int refuse_unless(const struct ckpt_config *c, const char *key, const json_t *neutral_ok,
-                         const char *why, struct diag *err)
-{
-    json_t *v = json_object_get(c->root, key);
-    if (!v || json_is_null(v) || (neutral_ok && json_equal(v, (json_t *)(uintptr_t)neutral_ok)))
-        return 0;
-    char got[64];
-    return attn_ckpt_config_error(c, key, NULL, err, "'%s' is %s: %s", key,
-                                  attn_ckpt_show_value(got, sizeof(got), v), why);
-}
-
-static int read_config(struct config *g, const struct ckpt_config *c, enum llama_variant v,
-                       struct diag *err)
+static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_backing *b,
+                       enum llama_variant v, struct diag *err)
 {
     memset(g, 0, sizeof(*g));
+    if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), (int)v, DEFAULTS[v].cls,
+                              err))
+        return -1;
     if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
                              err) ||
         attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
@@ -121,16 +160,18 @@ static int read_config(struct config *g, const struct ckpt_config *c, enum llama
         attn_ckpt_config_int(&g->inter, c, "intermediate_size", NULL, 1, 4 * SCENE_MAX_DIM,
                              "the feed-forward width", true, err))
         return -1;
-    g->kv_heads = g->heads;
+    /* the class's default when the key is missing; null is the heads (as transformers 5) */
+    json_t *kv = json_object_get(c->root, "num_key_value_heads");
+    g->kv_heads = DEFAULTS[v].kv_heads && !kv ? DEFAULTS[v].kv_heads : g->heads;
     if (attn_ckpt_config_int(&g->kv_heads, c, "num_key_value_heads", NULL, 1, g->heads,
                              "the KV heads", false, err))
         return -1;
-    if (g->heads % g->kv_heads != 0)
+    if (g->kv_heads > g->heads || g->heads % g->kv_heads != 0)
         return attn_ckpt_config_error(c, "num_key_value_heads", NULL, err,
                                       "'num_key_value_heads' %d does not divide "
                                       "'num_attention_heads' %d",
                                       g->kv_heads, g->heads);
-    g->head_dim = 0;
+    g->head_dim = DEFAULTS[v].head_dim;
     if (attn_ckpt_config_int(&g->head_dim, c, "head_dim", NULL, 2, SCENE_MAX_DIM, "a head's width",
                              false, err))
         return -1;
@@ -150,24 +191,26 @@ static int read_config(struct config *g, const struct ckpt_config *c, enum llama
         return attn_ckpt_config_error(c, "head_dim", NULL, err,
                                       "%d heads x head_dim %d is over attnscope's %d", g->heads,
                                       g->head_dim, SCENE_MAX_DIM);
-    g->positions = 8 * SCENE_MAX_TOKENS;
+    g->positions = DEFAULTS[v].positions;
     if (attn_ckpt_config_int(&g->positions, c, "max_position_embeddings", NULL, 1, INT32_MAX,
                              "positions", false, err))
         return -1;
     g->eps = 1e-6;
-    g->theta = 10000.0;
     if (attn_ckpt_config_number(&g->eps, c, "rms_norm_eps", 0, 1, "a number between 0 and 1",
                                 err) ||
-        attn_ckpt_config_number(&g->theta, c, "rope_theta", 1, INFINITY, "a number above 1", err) ||
         attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err))
         return -1;
-    /* attention_bias: Llama's and Qwen3's q, k, v and o; Qwen2 always has q, k and v biases */
+    /* attention_bias: Llama's and Qwen3's q, k, v and o; Qwen2 always has q, k and v biases,
+       Mistral none */
     bool bias = false;
-    if (attn_ckpt_config_bool(&bias, c, "attention_bias", err))
+    if ((v == LLAMA_PLAIN || v == LLAMA_QWEN3) &&
+        attn_ckpt_config_bool(&bias, c, "attention_bias", err))
         return -1;
     g->qkv_bias = bias || v == LLAMA_QWEN2;
-    g->out_bias = bias && v != LLAMA_QWEN2;
+    g->out_bias = bias;
     g->qk_norm = v == LLAMA_QWEN3;
+    if (v == LLAMA_PLAIN && attn_ckpt_config_bool(&g->mlp_bias, c, "mlp_bias", err))
+        return -1;
     json_t *act = json_object_get(c->root, "hidden_act");
     char got[64];
     if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
@@ -175,40 +218,18 @@ static int read_config(struct config *g, const struct ckpt_config *c, enum llama
                                       "'hidden_act' is %s: the Llama family's MLP is SwiGLU, "
                                       "attnscope computes it with silu",
                                       attn_ckpt_show_value(got, sizeof(got), act));
-    /* Mistral's sliding window; Qwen's is used only with use_sliding_window */
-    bool use_window = v == LLAMA_MISTRAL;
-    if (v != LLAMA_MISTRAL && attn_ckpt_config_bool(&use_window, c, "use_sliding_window", err))
+    if (v == LLAMA_MISTRAL) { /* every layer; MistralConfig's default window is 4096 */
+        json_t *w = json_object_get(c->root, "sliding_window");
+        g->window = 4096;
+        if (w && json_is_null(w))
+            g->window = 0;
+        else if (attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
+                                      "the sliding window", false, err))
+            return -1;
+    } else if (v != LLAMA_PLAIN && read_qwen_window(g, c, err)) {
         return -1;
-    if (use_window && v != LLAMA_MISTRAL)
-        return attn_ckpt_config_error(c, "use_sliding_window", NULL, err,
-                                      "'use_sliding_window' is true: %s's sliding window of some "
-                                      "layers (max_window_layers) is not something attnscope "
-                                      "computes",
-                                      variant_name(v));
-    if (use_window && attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
-                                           "the sliding window", false, err))
-        return -1;
-    json_t *full = json_string("full_attention"), *one = json_real(1.0), *no = json_false();
-    int rc = refuse_unless(c, "mlp_bias", no,
-                           "the MLP's biases are not something attnscope "
-                           "computes",
-                           err) ||
-             refuse_unless(c, "partial_rotary_factor", one,
-                           "RoPE over part of a head is not something attnscope computes", err);
-    json_t *types = json_object_get(c->root, "layer_types");
-    for (size_t i = 0; rc == 0 && json_is_array(types) && i < json_array_size(types); i++)
-        if (!json_equal(json_array_get(types, i), full))
-            rc = attn_ckpt_config_error(
-                c, "layer_types", NULL, err,
-                "layer %zu is %s: attnscope computes full attention in "
-                "every layer",
-                i, attn_ckpt_show_value(got, sizeof(got), json_array_get(types, i)));
-    json_decref(full);
-    json_decref(one);
-    json_decref(no);
-    if (rc)
-        return -1;
-    return read_rope_scaling(g, c, err);
+    }
+    return attn_ckpt_rope(&g->rope, c, b, g->head_dim, g->positions, err);
 }
 
 /* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:
@@ -225,6 +246,8 @@ static bool known_name(const char *name, int layers, const struct config *g)
     };
     static const char *const qkv_bias[] = {"self_attn.q_proj.bias", "self_attn.k_proj.bias",
                                            "self_attn.v_proj.bias"};
+    static const char *const mlp_bias[] = {"mlp.gate_proj.bias", "mlp.up_proj.bias",
+                                           "mlp.down_proj.bias"};
     static const char *const qk_norm[] = {"self_attn.q_norm.weight", "self_attn.k_norm.weight"};
     for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
         if (strcmp(name, top[i]) == 0)
@@ -246,17 +269,25 @@ static bool known_name(const char *name, int layers, const struct config *g)
     for (size_t i = 0; g->qk_norm && i < 2; i++)
         if (strcmp(rest, qk_norm[i]) == 0)
             return true;
+    for (size_t i = 0; g->mlp_bias && i < 3; i++)
+        if (strcmp(rest, mlp_bias[i]) == 0)
+            return true;
     return g->out_bias && strcmp(rest, "self_attn.o_proj.bias") == 0;
 }
 
-int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_config *cfg,
+int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *cfg,
                     enum llama_variant v, const struct ckpt_overrides *o, struct diag *err)
 {
     struct ckpt_backing *b = attn_ckpt_backing(s);
     struct config c;
-    if (read_config(&c, cfg, v, err) || attn_ckpt_open(b, path, err))
+    if (read_config(&c, cfg, b, v, err) || attn_ckpt_open(b, path, err))
         return -1;
-    const char *prefix = attn_ckpt_has(b, "model.embed_tokens.weight") ? "model." : "";
+    /* LlamaForCausalLM's names start with "model.", LlamaModel's do not: any tensor says which
+       (a missing embed_tokens is then named as missing, not every other tensor as foreign) */
+    const char *prefix = "";
+    for (int i = 0; i < b->st.n; i++)
+        if (strncmp(b->st.refs[i].name, "model.", 6) == 0)
+            prefix = "model.";
     size_t plen = strlen(prefix);
     char shown[200], full[200];
     for (int i = 0; i < b->st.n; i++) {
@@ -267,12 +298,8 @@ int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_co
             return attn_diag_file(err, b->st.path, "tensor '%s' is not part of %s (arch llama)",
                                   attn_ckpt_show_name(shown, sizeof(shown), name), variant_name(v));
     }
-    if (s->n_tokens + s->pos.offset > c.positions)
-        return attn_diag_set(err, "text",
-                             "%d tokens%s, but the checkpoint has %d positions "
-                             "(max_position_embeddings)",
-                             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "",
-                             c.positions);
+    /* past max_position_embeddings RoPE computes on, as transformers does: a warning
+       (attn_scene_positions_note), not a refusal */
     int layers = o->layers ? s->layers : c.layers;
     if (layers > c.layers)
         return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
@@ -316,12 +343,8 @@ int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_co
     attn_matrix_free(&s->pos.table);
     s->pos.kind = POS_ROPE;
     s->pos.pairs = ROPE_HALVES;
-    s->pos.base = c.theta;
-    s->pos.scaling.kind = c.scaling;
-    s->pos.scaling.factor = c.factor;
-    s->pos.scaling.low_freq_factor = c.low;
-    s->pos.scaling.high_freq_factor = c.high;
-    s->pos.scaling.original_max = c.original_max;
+    s->pos.base = c.rope.theta;
+    s->pos.scaling = c.rope.scale;
 
     struct attn_config *a = &s->attn;
     a->projection = PROJ_LINEAR;
@@ -336,6 +359,7 @@ int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_co
     a->out_proj = TRI_TRUE;
     a->out_bias = c.out_bias;
     a->window = c.window;
+    memcpy(a->window_off, c.window_off, sizeof(a->window_off));
     a->qk_norm = c.qk_norm;
     s->block = (struct attn_block){.on = true,
                                    .order = BLOCK_PRE,
@@ -368,8 +392,11 @@ int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_co
             {&w->out, "self_attn.o_proj.weight", D, d, CKPT_LINEAR, true},
             {&w->out_bias, "self_attn.o_proj.bias", 1, d, CKPT_VECTOR, c.out_bias},
             {&w->ffn_Wgate, "mlp.gate_proj.weight", d, h, CKPT_LINEAR, true},
+            {&w->ffn_bgate, "mlp.gate_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
             {&w->ffn_W1, "mlp.up_proj.weight", d, h, CKPT_LINEAR, true},
+            {&w->ffn_b1, "mlp.up_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
             {&w->ffn_W2, "mlp.down_proj.weight", h, d, CKPT_LINEAR, true},
+            {&w->ffn_b2, "mlp.down_proj.bias", 1, d, CKPT_VECTOR, c.mlp_bias},
             {&w->norm1_weight, "input_layernorm.weight", 1, d, CKPT_VECTOR, true},
             {&w->norm2_weight, "post_attention_layernorm.weight", 1, d, CKPT_VECTOR, true},
         };
@@ -389,5 +416,7 @@ int attn_llama_load(struct attn_scene *s, const char *path, const struct ckpt_co
     }
     s->model.layers = c.layers;
     s->model.heads = c.heads;
+    s->model.positions = c.positions;
+    s->model.positions_key = "max_position_embeddings";
     return attn_ckpt_finish(b, s, path, ARCH, err);
 }

@@ -196,6 +196,12 @@ int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arc
         else
             rc = attn_bert_load(s, path, &c, o, err);
     }
+    if (rc == 0) { /* the warnings go with the checkpoint: every copy of the scene has them */
+        struct attn_backing *b = s->backing;
+        attn_diag_list_free(&b->warnings);
+        b->warnings = c.warnings;
+        attn_diag_list_init(&c.warnings);
+    }
     attn_ckpt_config_close(&c);
     return rc;
 }

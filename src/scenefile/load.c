@@ -275,7 +275,35 @@ int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *r
     }
     if (rc != 0 && !attn_diag_list_print_lost(report, &errs, path) && errs.n == 0)
         fprintf(report, "%s: invalid scene\n", path);
+    if (rc == 0)
+        attn_scenefile_print_warnings(report, out, path);
     attn_diag_list_free(&errs);
     free(source);
     return rc;
+}
+
+int attn_scenefile_print_warnings(FILE *out, const struct attn_scene *s, const char *path)
+{
+    int n = 0;
+    const struct diag_list *w = s->backing ? &s->backing->warnings : NULL;
+    for (int i = 0; w && i < w->n; i++, n++) {
+        struct diag d = w->items[i];
+        char msg[DIAG_MSG_MAX];
+        snprintf(msg, sizeof(msg), "warning: %.*s", (int)sizeof(msg) - 16, d.msg);
+        snprintf(d.msg, sizeof(d.msg), "%s", msg);
+        attn_diag_print(out, &d, NULL, 0);
+    }
+    if (w && w->lost > 0)
+        fprintf(out, "%s: warning: out of memory: %d more warnings could not be listed\n", path,
+                w->lost);
+    char note[DIAG_MSG_MAX];
+    if (attn_scene_positions_note(note, sizeof(note), s)) {
+        struct diag d;
+        attn_diag_clear(&d);
+        snprintf(d.file, sizeof(d.file), "%.*s", (int)sizeof(d.file) - 1, path);
+        snprintf(d.msg, sizeof(d.msg), "warning: %.*s", (int)sizeof(d.msg) - 16, note);
+        attn_diag_print(out, &d, NULL, 0);
+        n++;
+    }
+    return n;
 }

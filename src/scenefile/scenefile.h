@@ -31,8 +31,14 @@ int attn_scenefile_load(struct attn_scene *out, const char *path, struct diag_li
                         char **source, size_t *source_len);
 
 /* attn_scenefile_load for the command line and the explorer's start: on failure every problem is
- * printed to report as file:line:col with the line and a caret. Returns 0 or -1. */
+ * printed to report as file:line:col with the line and a caret; on success its warnings
+ * (attn_scenefile_print_warnings). Returns 0 or -1. */
 int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *report);
+
+/* Prints what s was loaded past without a refusal, one "file:line:col: warning: ..." line each:
+ * its checkpoint's (config.json's unknown keys, each at its key) and tokens past the positions
+ * a RoPE checkpoint was trained on (at path, the scene). Returns how many. */
+int attn_scenefile_print_warnings(FILE *out, const struct attn_scene *s, const char *path);
 
 /* One key of the scene format, as the loader's tables know it: for the reference (the manual
  * page attnscope-scene(5) is made from these). */

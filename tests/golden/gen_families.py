@@ -18,11 +18,14 @@ It rewrites tests/golden/families/ byte for byte the same on every run (fixed se
 
 The forward pass below is written from Hugging Face's modelling code (modeling_llama.py,
 modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_bert.py) in float32 torch:
-RMSNorm as LlamaRMSNorm, rotate_half RoPE with the frequencies of _compute_default_rope_parameters
-/ _compute_linear_scaling_rope_parameters / _compute_llama3_parameters, repeat_kv, the causal
-mask with Mistral's sliding window (key j visible from query i when i - j < window), softmax,
-o_proj, SwiGLU (down(silu(gate(x)) * up(x))); BERT's post-norm encoder with token types and its
-MLM head. Nothing here looks at the C code.
+RMSNorm as LlamaRMSNorm, rotate_half RoPE with the frequencies of transformers 5's
+modeling_rope_utils.py (_compute_default/linear/dynamic_ntk/yarn/longrope/llama3 parameters, the
+dict standardize_rope_params makes of either format, cos and sin times the attention factor,
+dynamic and longrope looking at max(position_ids) + 1), repeat_kv, the causal mask with each
+layer's sliding window (Mistral's in every layer, Qwen's where layer_types or max_window_layers
+say; key j visible from query i when i - j < window), softmax, o_proj (with its bias under
+attention_bias), SwiGLU (down(silu(gate(x)) * up(x)), with mlp_bias's biases); BERT's post-norm
+encoder with token types and its MLM head. Nothing here looks at the C code.
 
 The tokenizers: the Llama cases read tests/golden/gpt2's tiny byte-level BPE (kind gpt2; the ids
 come from gen_gpt2.py's port of OpenAI's encoder); BERT reads a tiny WordPiece tokenizer.json
@@ -86,6 +89,84 @@ CASES = [
     dict(name="mistral-window-f16", same="mistral-window", dtype="F16"),
 ]
 
+# The configurations of today's transformers, and what they compute (issue 26): small models (2
+# layers, 2 heads of 16, one KV head, tied), each config.json in one format and, where the
+# formats differ, a twin in the other ("-v4": transformers 4's rope_theta, rope_scaling,
+# torch_dtype, use_sliding_window + max_window_layers; "-v5": transformers 5's rope_parameters,
+# dtype, layer_types) holding the same weights: its scene reads the goldens of the first (the
+# line "# goldens: NAME"), and its forward pass must give them bit for bit.
+SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+             head_dim=16, intermediate_size=32, rms_norm_eps=1e-6, tie_word_embeddings=True)
+LONG_SHORT = [1.0, 1.02, 1.05, 1.1, 1.2, 1.4, 1.8, 2.5]
+LONG_LONG = [1.0, 1.3, 2.0, 3.5, 6.0, 10.0, 18.0, 30.0]
+CASES += [
+    # rope_parameters with a base other than 10,000 (transformers 5 writes no rope_theta)
+    dict(name="llama-theta", arch="LlamaForCausalLM", model_type="llama", dtype="F32", fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=64,
+                  rope_parameters=dict(rope_theta=500000.0, rope_type="default"))),
+    dict(name="llama-theta-v4", twin="llama-theta", fmt="v4",
+         cfg=dict(SMALL, max_position_embeddings=64, rope_theta=500000.0)),
+    # YaRN as Qwen2.5's long-context configs give it: factor and the original length, the
+    # attention factor its default 0.1 ln(factor) + 1
+    dict(name="qwen2-yarn", arch="Qwen2ForCausalLM", model_type="qwen2", dtype="F32", fmt="v4",
+         cfg=dict(SMALL, max_position_embeddings=64, rope_theta=1000.0,
+                  rope_scaling=dict(type="yarn", factor=4.0,
+                                    original_max_position_embeddings=16))),
+    dict(name="qwen2-yarn-v5", twin="qwen2-yarn", fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=64,
+                  rope_parameters=dict(rope_type="yarn", rope_theta=1000.0, factor=4.0,
+                                       original_max_position_embeddings=16))),
+    # YaRN as DeepSeek's: mscale / mscale_all_dim make the attention factor, beta_fast and
+    # beta_slow the ramp, without truncation
+    dict(name="llama-yarn-mscale", arch="LlamaForCausalLM", model_type="llama", dtype="F32",
+         fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=256,
+                  rope_parameters=dict(rope_type="yarn", rope_theta=100.0, factor=8.0,
+                                       original_max_position_embeddings=32, beta_fast=8.0,
+                                       beta_slow=1.0, mscale=1.0, mscale_all_dim=0.707,
+                                       truncate=False))),
+    dict(name="llama-yarn-mscale-v4", twin="llama-yarn-mscale", fmt="v4",
+         cfg=dict(SMALL, max_position_embeddings=256, rope_theta=100.0,
+                  rope_scaling=dict(rope_type="yarn", factor=8.0,
+                                    original_max_position_embeddings=32, beta_fast=8.0,
+                                    beta_slow=1.0, mscale=1.0, mscale_all_dim=0.707,
+                                    truncate=False))),
+    # dynamic NTK: 23 tokens past max_position_embeddings 16 raise the base
+    dict(name="llama-dynamic", arch="LlamaForCausalLM", model_type="llama", dtype="F32", fmt="v4",
+         cfg=dict(SMALL, max_position_embeddings=16, rope_theta=10000.0,
+                  rope_scaling=dict(type="dynamic", factor=2.0))),
+    dict(name="llama-dynamic-v5", twin="llama-dynamic", fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=16,
+                  rope_parameters=dict(rope_type="dynamic", rope_theta=10000.0, factor=2.0))),
+    # longrope as Phi-3's config gives it: short and long factors, the original length at the top
+    # level; 23 tokens take the long factors, llama-longrope-short's 10 the short ones
+    dict(name="llama-longrope", arch="LlamaForCausalLM", model_type="llama", dtype="F32",
+         fmt="v4",
+         cfg=dict(SMALL, max_position_embeddings=64, original_max_position_embeddings=16,
+                  rope_theta=10000.0,
+                  rope_scaling=dict(type="longrope", short_factor=LONG_SHORT,
+                                    long_factor=LONG_LONG))),
+    dict(name="llama-longrope-v5", twin="llama-longrope", fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=64,
+                  rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                       short_factor=LONG_SHORT, long_factor=LONG_LONG,
+                                       original_max_position_embeddings=16))),
+    dict(name="llama-longrope-short", folder_of="llama-longrope",
+         text="The river runs to the sea."),
+    # Llama's attention_bias (q, k, v and o) and mlp_bias (gate, up and down)
+    dict(name="llama-bias", arch="LlamaForCausalLM", model_type="llama", dtype="F32", fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=64, attention_bias=True, mlp_bias=True,
+                  rope_parameters=dict(rope_theta=10000.0, rope_type="default"))),
+    # Qwen2's sliding window in layer 1 only: max_window_layers 1, or layer_types
+    dict(name="qwen2-window", arch="Qwen2ForCausalLM", model_type="qwen2", dtype="F32", fmt="v4",
+         cfg=dict(SMALL, max_position_embeddings=64, rope_theta=10000.0,
+                  use_sliding_window=True, sliding_window=6, max_window_layers=1)),
+    dict(name="qwen2-window-v5", twin="qwen2-window", fmt="v5",
+         cfg=dict(SMALL, max_position_embeddings=64, use_sliding_window=True, sliding_window=6,
+                  layer_types=["full_attention", "sliding_attention"],
+                  rope_parameters=dict(rope_theta=10000.0, rope_type="default"))),
+]
+
 
 class GenError(Exception):
     pass
@@ -112,6 +193,10 @@ def llama_weights(c, vocab, seed):
     hd = cfg.get("head_dim", d // H)
     inter = cfg["intermediate_size"]
     qwen2, qwen3 = c["arch"].startswith("Qwen2"), c["arch"].startswith("Qwen3")
+    # attention_bias: LlamaAttention's and Qwen3's q, k, v, o; mlp_bias: LlamaMLP's three
+    llama = c["arch"].startswith("Llama")
+    att_bias = cfg.get("attention_bias", False) and (llama or qwen3)
+    mlp_bias = cfg.get("mlp_bias", False) and llama
 
     def rnd(*shape, scale=0.2):
         return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
@@ -126,7 +211,7 @@ def llama_weights(c, vocab, seed):
         W[p + "self_attn.q_proj.weight"] = rnd(H * hd, d)
         W[p + "self_attn.k_proj.weight"] = rnd(K * hd, d)
         W[p + "self_attn.v_proj.weight"] = rnd(K * hd, d)
-        if qwen2:
+        if qwen2 or att_bias:
             W[p + "self_attn.q_proj.bias"] = rnd(H * hd, scale=0.5)
             W[p + "self_attn.k_proj.bias"] = rnd(K * hd, scale=0.5)
             W[p + "self_attn.v_proj.bias"] = rnd(K * hd, scale=0.5)
@@ -134,10 +219,16 @@ def llama_weights(c, vocab, seed):
             W[p + "self_attn.q_norm.weight"] = norm_w(hd)
             W[p + "self_attn.k_norm.weight"] = norm_w(hd)
         W[p + "self_attn.o_proj.weight"] = rnd(d, H * hd)
+        if att_bias:
+            W[p + "self_attn.o_proj.bias"] = rnd(d, scale=0.5)
         W[p + "post_attention_layernorm.weight"] = norm_w(d)
         W[p + "mlp.gate_proj.weight"] = rnd(inter, d)
         W[p + "mlp.up_proj.weight"] = rnd(inter, d)
         W[p + "mlp.down_proj.weight"] = rnd(d, inter)
+        if mlp_bias:
+            W[p + "mlp.gate_proj.bias"] = rnd(inter, scale=0.5)
+            W[p + "mlp.up_proj.bias"] = rnd(inter, scale=0.5)
+            W[p + "mlp.down_proj.bias"] = rnd(d, scale=0.5)
     W["model.norm.weight"] = norm_w(d)
     if not cfg["tie_word_embeddings"]:
         W["lm_head.weight"] = rnd(vocab, d)
@@ -174,27 +265,115 @@ def rms_norm(x, w, eps):
     return w * (x * torch.rsqrt(var + eps))
 
 
-def inv_freq(cfg, hd):
-    """_compute_default_rope_parameters, with linear or llama3 scaling."""
-    base = cfg["rope_theta"]
-    inv = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
-    rs = cfg.get("rope_scaling")
-    if not rs:
-        return inv
-    kind = rs.get("rope_type", rs.get("type"))
+def rope_params(cfg):
+    """The one RoPE dict transformers 5 computes from, in either format: rope_scaling (4's)
+    before rope_parameters (convert_rope_params_to_dict), rope_theta from the dict or the top
+    level (10000 by default), then standardize_rope_params: rope_type from "type" or "default",
+    and for llama3, yarn and longrope the pre-training length (a top-level
+    original_max_position_embeddings first, as Phi-3 writes it)."""
+    rp = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})
+    rp.setdefault("rope_theta", cfg.get("rope_theta", 10000.0))
+    rp.setdefault("rope_type", rp.get("type", "default"))
+    if rp["rope_type"] in ("llama3", "yarn", "longrope"):
+        if "original_max_position_embeddings" in cfg:
+            rp["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
+        else:
+            rp.setdefault("original_max_position_embeddings", cfg["max_position_embeddings"])
+    return rp
+
+
+def inv_freq(cfg, hd, seq_len):
+    """(inv_freq, attention_factor) of modeling_rope_utils.py's _compute_*_parameters for the
+    rope type, for positions 0 .. seq_len - 1 (the forward pass's max(position_ids) + 1, which
+    dynamic_rope_update looks at), in float32 as torch computes them."""
+    rp = rope_params(cfg)
+    base, kind, dim = rp["rope_theta"], rp["rope_type"], hd
+    shape = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
+    inv = 1.0 / (base ** shape)
+    if kind == "default":
+        return inv, 1.0
     if kind == "linear":
-        return inv / rs["factor"]
+        return inv / rp["factor"], 1.0
+    if kind == "dynamic":
+        # past max_position_embeddings the forward pass recomputes with seq_len a tensor: the
+        # new base in float32
+        mp, factor = cfg["max_position_embeddings"], rp["factor"]
+        if seq_len <= mp:
+            b = base * ((factor * mp / mp) - (factor - 1)) ** (dim / (dim - 2))
+            return 1.0 / (b ** shape), 1.0
+        seq = torch.maximum(torch.tensor(seq_len), torch.tensor(mp))
+        b = base * ((factor * seq / mp) - (factor - 1)) ** (dim / (dim - 2))
+        return 1.0 / (b ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), 1.0
+    if kind == "yarn":
+        omax = rp["original_max_position_embeddings"]
+        factor = rp.get("factor")
+        if factor is None:
+            factor = cfg["max_position_embeddings"] / omax
+        att = rp.get("attention_factor")
+
+        def get_mscale(scale, m=1):
+            return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+        if att is None:
+            mscale, mscale_all = rp.get("mscale"), rp.get("mscale_all_dim")
+            att = float(get_mscale(factor, mscale) / get_mscale(factor, mscale_all)) \
+                if mscale and mscale_all else get_mscale(factor)
+        beta_fast, beta_slow = rp.get("beta_fast") or 32, rp.get("beta_slow") or 1
+
+        def correction_dim(rot):
+            return (dim * math.log(omax / (rot * 2 * math.pi))) / (2 * math.log(base))
+
+        low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+        if rp.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+        pos_freqs = base ** (torch.arange(0, dim, 2).float() / dim)
+        extra, inter = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+        keep = 1 - ramp
+        return inter * (1 - keep) + extra * keep, att
+    if kind == "longrope":
+        omax = rp["original_max_position_embeddings"]
+        factor = rp.get("factor")
+        if factor is None:
+            factor = cfg["max_position_embeddings"] / omax
+        att = rp.get("attention_factor")
+        if att is None:
+            att = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(omax))
+        ext = torch.tensor(rp["long_factor"] if seq_len > omax else rp["short_factor"],
+                           dtype=torch.float32)
+        return 1.0 / (ext * base ** shape), att
     if kind == "llama3":
-        factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
-        old = rs["original_max_position_embeddings"]
+        factor, low, high = rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"]
+        old = rp["original_max_position_embeddings"]
         low_wavelen, high_wavelen = old / low, old / high
         wavelen = 2 * math.pi / inv
         inv_l = torch.where(wavelen > low_wavelen, inv / factor, inv)
         smooth = (old / wavelen - low) / (high - low)
         smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
         medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
-        return torch.where(medium, smoothed, inv_l)
+        return torch.where(medium, smoothed, inv_l), 1.0
     raise GenError("rope type %s" % kind)
+
+
+def windows(c):
+    """Each layer's sliding window (None: full attention): Mistral's sliding_window in every
+    layer (MistralConfig's default 4096); Qwen2's and Qwen3's in the layers layer_types makes
+    sliding_attention, or (transformers 4, without layer_types) from max_window_layers on, and
+    only with use_sliding_window."""
+    cfg, arch = c["cfg"], c["arch"]
+    L = cfg["num_hidden_layers"]
+    if arch.startswith("Mistral"):
+        return [cfg.get("sliding_window", 4096)] * L
+    if arch.startswith("Qwen"):
+        sw = cfg.get("sliding_window", 4096) if cfg.get("use_sliding_window", False) else None
+        types = cfg.get("layer_types") or [
+            "sliding_attention" if sw is not None and i >= cfg.get("max_window_layers", 28)
+            else "full_attention" for i in range(L)]
+        return [sw if t == "sliding_attention" else None for t in types]
+    return [None] * L
 
 
 def rotate_half(x):
@@ -212,18 +391,20 @@ def llama_forward(c, W, ids, hooks=None):
     eps = cfg["rms_norm_eps"]
     n = len(ids)
     T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
-    window = cfg.get("sliding_window") if c["arch"].startswith("Mistral") else None
+    wins = windows(c)
     x = T["model.embed_tokens.weight"][torch.tensor(ids)]
     pos = torch.arange(n).float()
-    freqs = pos[:, None] @ inv_freq(cfg, hd)[None, :]  # (n, hd/2), as the rotary embedding
+    inv, att = inv_freq(cfg, hd, n)
+    freqs = pos[:, None] @ inv[None, :]  # (n, hd/2), as the rotary embedding
     emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos(), emb.sin()
-    hidden = torch.zeros(n, n, dtype=torch.bool)
-    for i in range(n):
-        for j in range(n):
-            hidden[i, j] = j > i or (window is not None and i - j >= window)
+    cos, sin = emb.cos() * att, emb.sin() * att  # yarn's and longrope's attention factor
     recs = []
     for L in range(cfg["num_hidden_layers"]):
+        window = wins[L]
+        hidden = torch.zeros(n, n, dtype=torch.bool)
+        for i in range(n):
+            for j in range(n):
+                hidden[i, j] = j > i or (window is not None and i - j >= window)
         p = "model.layers.%d." % L
         rec = {"inputs": x}
         h = rms_norm(x, T[p + "input_layernorm.weight"], eps)
@@ -298,8 +479,9 @@ def llama_forward64(c, W, ids):
     eps = cfg["rms_norm_eps"]
     n = len(ids)
     A = {k: v.astype(np.float64) for k, v in W.items()}
-    window = cfg.get("sliding_window") if c["arch"].startswith("Mistral") else None
-    inv = inv_freq(cfg, hd).double().numpy()
+    wins = windows(c)
+    inv, att = inv_freq(cfg, hd, n)
+    inv = inv.double().numpy()
 
     def rms(x, w):
         return w * x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
@@ -308,6 +490,7 @@ def llama_forward64(c, W, ids):
     outs = []
     for L in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % L
+        window = wins[L]
 
         def lin(name, a):
             y = a @ A[p + name + ".weight"].T
@@ -327,7 +510,7 @@ def llama_forward64(c, W, ids):
             for t in range(n):
                 for i in range(half):
                     a = t * inv[i]
-                    cs, sn = math.cos(a), math.sin(a)
+                    cs, sn = math.cos(a) * att, math.sin(a) * att
                     for src, dst in ((qh, qr), (kh, kr)):
                         dst[t, i] = src[t, i] * cs - src[t, i + half] * sn
                         dst[t, i + half] = src[t, i + half] * cs + src[t, i] * sn
@@ -377,11 +560,14 @@ def llama_params(W, L, cfg):
         "norm1_weight": W[p + "input_layernorm.weight"],
         "norm2_weight": W[p + "post_attention_layernorm.weight"],
     }
-    for src, dst in (("q_proj.bias", "b_query"), ("k_proj.bias", "b_key"),
-                     ("v_proj.bias", "b_value"), ("q_norm.weight", "q_norm_weight"),
-                     ("k_norm.weight", "k_norm_weight")):
-        if p + "self_attn." + src in W:
-            out[dst] = W[p + "self_attn." + src]
+    for src, dst in (("self_attn.q_proj.bias", "b_query"), ("self_attn.k_proj.bias", "b_key"),
+                     ("self_attn.v_proj.bias", "b_value"), ("self_attn.o_proj.bias", "out_bias"),
+                     ("self_attn.q_norm.weight", "q_norm_weight"),
+                     ("self_attn.k_norm.weight", "k_norm_weight"),
+                     ("mlp.gate_proj.bias", "ffn_bgate"), ("mlp.up_proj.bias", "ffn_b1"),
+                     ("mlp.down_proj.bias", "ffn_b2")):
+        if p + src in W:
+            out[dst] = W[p + src]
     return out
 
 
@@ -434,9 +620,54 @@ def write_goldens(out_dir, ids, labels, recs, final, params, predictions):
                   rows)
 
 
+def config_json(c, vocab):
+    """config.json as save_pretrained writes it: transformers 4's torch_dtype, or 5's dtype and
+    its version."""
+    dt = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[c["dtype"]]
+    cfg = dict(architectures=[c["arch"]], model_type=c["model_type"], vocab_size=vocab,
+               hidden_act="silu")
+    if c.get("fmt") == "v5":
+        cfg.update(dtype=dt, transformers_version="5.0.0")
+    else:
+        cfg.update(torch_dtype=dt)
+    cfg.update(c["cfg"])
+    return cfg
+
+
+def write_scene(name, text, folder, goldens=None):
+    scene = ("# %s: random weights in Hugging Face's naming, written by gen_families.py.\n" % name)
+    if goldens:
+        scene += "# goldens: %s\n" % goldens
+    scene += ("version: 1\ntitle: \"%s\"\ntext: \"%s\"\n"
+              "tokenizer: {kind: gpt2, vocab: ../../gpt2/vocab.json, merges: ../../gpt2/merges.txt}\n"
+              "model: {file: ../%s/model.safetensors}\n" % (name, text, folder))
+    os.makedirs(os.path.join(OUT, "scenes"), exist_ok=True)
+    with open(os.path.join(OUT, "scenes", name + ".yaml"), "w", encoding="utf-8") as f:
+        f.write(scene)
+
+
 def llama_case(c, by_name, ids, labels, vocab):
-    base = by_name[c["same"]] if "same" in c else c
-    c = dict(base, name=c["name"], dtype=c["dtype"])
+    """A checkpoint (c's own, or with folder_of another case's, and a text of its own), its scene
+    and goldens; a twin (c["twin"]) writes its config in the other format, and its forward pass
+    must give its first's goldens bit for bit (its scene reads those)."""
+    if "folder_of" in c:
+        first = by_name[c["folder_of"]]
+        text = c["text"]
+        ids, labels, _ = gpt2_tokens(text)
+        cc = dict(first, name=c["name"])
+        W = RUNS[first["name"]]["W"]
+        with torch.no_grad():
+            recs, final, logits = llama_forward(cc, W, ids)
+        check64(c["name"], recs, llama_forward64(cc, W, ids))
+        params = [llama_params(W, L, cc["cfg"]) for L in range(cc["cfg"]["num_hidden_layers"])]
+        write_goldens(os.path.join(OUT, "goldens", c["name"]), ids, labels, recs, final, params,
+                      [(len(ids) - 1, logits[-1].numpy())])
+        write_scene(c["name"], text, first["name"])
+        return
+    twin = by_name[c["twin"]] if "twin" in c else None
+    base = by_name[c["same"]] if "same" in c else twin if twin else c
+    c = dict(base, name=c["name"], dtype=c.get("dtype", base["dtype"]),
+             fmt=c.get("fmt", base.get("fmt")), cfg=c.get("cfg", base["cfg"]))
     seed = 20250701 + sum(ord(ch) for ch in base["name"])
     W32 = llama_weights(c, vocab, seed)
     stored, W = round_to(W32, c["dtype"])
@@ -445,11 +676,7 @@ def llama_case(c, by_name, ids, labels, vocab):
         shutil.rmtree(folder)
     g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored,
                          {"format": "pt"})
-    cfg = dict(architectures=[c["arch"]], model_type=c["model_type"], vocab_size=vocab,
-               hidden_act="silu", torch_dtype={"F32": "float32", "F16": "float16",
-                                               "BF16": "bfloat16"}[c["dtype"]])
-    cfg.update(c["cfg"])
-    write_json(os.path.join(folder, "config.json"), cfg)
+    write_json(os.path.join(folder, "config.json"), config_json(c, vocab))
     back, _ = g2.read_safetensors(os.path.join(folder, "model.safetensors"))
     for k in W:
         if not np.array_equal(back[k], W[k]):
@@ -457,17 +684,24 @@ def llama_case(c, by_name, ids, labels, vocab):
     RUNS[c["name"]] = dict(kind="llama", c=c, W=W, ids=ids, labels=labels)
     with torch.no_grad():
         recs, final, logits = llama_forward(c, W, ids)
+    if twin:  # the other format: the same numbers, to the bit
+        first = RUNS[twin["name"]]
+        def read(cfg):  # 4's "type" stays beside rope_type in transformers' dict: unread
+            return {k: v for k, v in rope_params(cfg).items() if k != "type"}
+
+        if read(c["cfg"]) != read(first["c"]["cfg"]) or windows(c) != windows(first["c"]):
+            raise GenError("%s: its config reads otherwise than %s's" % (c["name"], twin["name"]))
+        for L, (a, b) in enumerate(zip(recs, first["recs"])):
+            if not torch.equal(a["block_output"], b["block_output"]):
+                raise GenError("%s layer %d: not %s's numbers" % (c["name"], L, twin["name"]))
+        write_scene(c["name"], TEXT, c["name"], goldens=twin["name"])
+        return
+    RUNS[c["name"]]["recs"] = recs
     check64(c["name"], recs, llama_forward64(c, W, ids))
     params = [llama_params(W, L, c["cfg"]) for L in range(c["cfg"]["num_hidden_layers"])]
     write_goldens(os.path.join(OUT, "goldens", c["name"]), ids, labels, recs, final, params,
                   [(len(ids) - 1, logits[-1].numpy())])
-    scene = ("# %s: random weights in Hugging Face's naming, written by gen_families.py.\n"
-             "version: 1\ntitle: \"%s\"\ntext: \"%s\"\n"
-             "tokenizer: {kind: gpt2, vocab: ../../gpt2/vocab.json, merges: ../../gpt2/merges.txt}\n"
-             "model: {file: ../%s/model.safetensors}\n" % (c["name"], c["name"], TEXT, c["name"]))
-    os.makedirs(os.path.join(OUT, "scenes"), exist_ok=True)
-    with open(os.path.join(OUT, "scenes", c["name"] + ".yaml"), "w", encoding="utf-8") as f:
-        f.write(scene)
+    write_scene(c["name"], TEXT, c["name"])
 
 
 # ---- BERT ----------------------------------------------------------------------------------
@@ -654,9 +888,10 @@ def bert_params(W, L):
             "norm2_bias": W[p + "output.LayerNorm.bias"]}
 
 
-def bert_case(name, dtype, a=BERT_A, b=BERT_B, folder_of=None):
+def bert_case(name, dtype, a=BERT_A, b=BERT_B, folder_of=None, fmt="v4"):
     """A BERT scene of sentences a and b; folder_of: the case whose checkpoint it opens (the same
-    weights), or None to write its own."""
+    weights), or None to write its own, its config.json as transformers 4 (fmt "v4") or 5 ("v5":
+    dtype, and no position_embedding_type, which BertConfig no longer has) writes it."""
     ids, labels, types = bert_tokens(a, b)
     W32 = bert_weights(20250801, len(BERT_WORDS))
     stored, W = round_to(W32, dtype)
@@ -669,6 +904,10 @@ def bert_case(name, dtype, a=BERT_A, b=BERT_B, folder_of=None):
         cfg = dict(architectures=["BertForMaskedLM"], model_type="bert",
                    vocab_size=len(BERT_WORDS))
         cfg.update(BERT_CFG)
+        if fmt == "v5":
+            del cfg["position_embedding_type"]
+            cfg.update(dtype={"F32": "float32", "F16": "float16"}[dtype],
+                       transformers_version="5.0.0")
         write_json(os.path.join(folder, "config.json"), cfg)
         write_json(os.path.join(folder, "tokenizer.json"), bert_tokenizer_json())
     with torch.no_grad():
@@ -908,8 +1147,15 @@ def write_bad(vocab):
     names = sorted(W)
     put("mamba", {"model.safetensors": names}, dict(cfg, architectures=["MambaForCausalLM"]))
     put("wide", {"model.safetensors": names}, dict(cfg, hidden_size=24))
+    # a rope type of transformers 5 that attnscope does not compute (Gemma 4's)
     put("rope", {"model.safetensors": names},
-        dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+        dict(cfg, rope_scaling={"rope_type": "proportional", "factor": 4.0}))
+    # the two formats written, and disagreeing: rope_theta 10000 and 500000
+    put("formats", {"model.safetensors": names},
+        dict(cfg, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}))
+    # LlamaForCausalLM's names without model.embed_tokens: the missing tensor is named
+    put("no-embed", {"model.safetensors": [k for k in names if k != "model.embed_tokens.weight"]},
+        cfg)
     a, b = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
     wm = {k: (a if i % 2 == 0 else b) for i, k in enumerate(names)}
     put("missing-shard", {a: [k for k in names if wm[k] == a]}, cfg, {"weight_map": wm})
@@ -931,8 +1177,8 @@ def main():
     write_sharded("llama-gqa-bf16", "llama-gqa-sharded")
     print("families: llama-gqa-sharded")
     write_bad(vocab)
-    for name, dtype in (("bert-pair", "F32"), ("bert-pair-f16", "F16")):
-        bert_case(name, dtype)
+    for name, dtype, fmt in (("bert-pair", "F32", "v4"), ("bert-pair-f16", "F16", "v5")):
+        bert_case(name, dtype, fmt=fmt)
         print("families: %s" % name)
     # the same checkpoint: a text without [MASK], and the corrupted half of a patching pair
     bert_case("bert-nomask", "F32", "The cat sat on the mat .", "It was a sunny day .",

@@ -380,9 +380,14 @@ class Conv1D(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg, rec):
+    def __init__(self, cfg, rec, layer_idx):
         super().__init__()
         self.n_embd, self.n_head = cfg["n_embd"], cfg["n_head"]
+        # GPT2Config's scaling keys, as modeling_gpt2.py's GPT2Attention reads them
+        self.scale_attn_weights = cfg.get("scale_attn_weights", True)
+        self.by_layer = cfg.get("scale_attn_by_inverse_layer_idx", False)
+        self.reorder = cfg.get("reorder_and_upcast_attn", False)
+        self.layer_idx = layer_idx
         assert self.n_embd % self.n_head == 0
         self.c_attn = Conv1D(3 * self.n_embd, self.n_embd)
         self.c_proj = Conv1D(self.n_embd, self.n_embd)
@@ -402,7 +407,22 @@ class Attention(nn.Module):
         q = q.view(B, T, self.n_head, hd).transpose(1, 2)
         v = v.view(B, T, self.n_head, hd).transpose(1, 2)
         scores = q @ k.transpose(-2, -1)
-        scaled = scores / math.sqrt(hd)
+        if self.reorder:
+            # _upcast_and_reordered_attn: the scale is baddbmm's alpha, one factor in double
+            alpha = 1.0
+            if self.scale_attn_weights:
+                alpha /= float(v.size(-1)) ** 0.5
+            if self.by_layer:
+                alpha /= float(self.layer_idx + 1)
+            out = torch.empty(B * self.n_head, T, T, dtype=torch.float32)
+            scaled = torch.baddbmm(out, q.reshape(-1, T, hd).float(),
+                                   k.transpose(-1, -2).reshape(-1, hd, T).float(), beta=0,
+                                   alpha=alpha).reshape(B, self.n_head, T, T)
+        else:
+            # _attn (transformers 4's eager path): / sqrt(head_dim), then / (layer_idx + 1)
+            scaled = scores / math.sqrt(hd) if self.scale_attn_weights else scores
+            if self.by_layer:
+                scaled = scaled / float(self.layer_idx + 1)
         masked = scaled.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         weights = F.softmax(masked, dim=-1)
         dropped = self.attn_dropout(weights)
@@ -448,11 +468,11 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, layer_idx):
         super().__init__()
         self.rec = {}
         self.ln_1 = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
-        self.attn = Attention(cfg, self.rec)
+        self.attn = Attention(cfg, self.rec, layer_idx)
         self.ln_2 = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
         self.mlp = MLP(cfg, self.rec)
 
@@ -473,7 +493,7 @@ class GPT2Model(nn.Module):
         self.wte = nn.Embedding(cfg["vocab_size"], cfg["n_embd"])
         self.wpe = nn.Embedding(cfg["n_positions"], cfg["n_embd"])
         self.drop = nn.Dropout(0.0)
-        self.h = nn.ModuleList([Block(cfg) for _ in range(cfg["n_layer"])])
+        self.h = nn.ModuleList([Block(cfg, L) for L in range(cfg["n_layer"])])
         self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
 
     def forward(self, ids, layers, offset):
@@ -508,6 +528,18 @@ def hf_config(vocab_size, extra=False, tied=True):
             "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
             "torch_dtype": "float16", "transformers_version": "4.30.2", "use_cache": True})
     return cfg
+
+
+def hf_config_v5(vocab_size):
+    """config.json as transformers 5's save_pretrained writes it (the values that differ from
+    GPT2Config's defaults, dtype for torch_dtype, no n_ctx), with the scaling keys changed."""
+    return {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+            "bos_token_id": vocab_size - 1, "dtype": "bfloat16", "eos_token_id": vocab_size - 1,
+            "layer_norm_epsilon": LN_EPS, "model_type": "gpt2", "n_embd": N_EMBD,
+            "n_head": N_HEAD, "n_inner": None, "n_layer": N_LAYER, "n_positions": N_POSITIONS,
+            "reorder_and_upcast_attn": True, "scale_attn_by_inverse_layer_idx": True,
+            "scale_attn_weights": False, "transformers_version": "5.0.0", "use_cache": True,
+            "vocab_size": vocab_size}
 
 
 def init_weights(model):
@@ -638,6 +670,10 @@ def write_checkpoints(model, vocab_size):
         bf[k] = ("BF16", bits)
     write_safetensors(os.path.join(OUT, "bf16", "model.safetensors"), bf)
     write_config(os.path.join(OUT, "bf16", "config.json"), hf_config(vocab_size))
+    # the same BF16 weights under transformers 5's config.json of a GPT-2 scaled as Stanford
+    # CRFM's were: no / sqrt(head_dim), layer L's scores / (L + 1), reordered and upcast
+    write_safetensors(os.path.join(OUT, "scaled", "model.safetensors"), bf)
+    write_config(os.path.join(OUT, "scaled", "config.json"), hf_config_v5(vocab_size))
 
     # Untied: lm_head.weight a matrix of its own (tie_word_embeddings: false), from a generator
     # of its own so the weights above stay what they were; F32 without prefix, and F16 with the
@@ -904,7 +940,9 @@ def ln64(x, w, b):
     return out
 
 
-def attention64(x, P, H):
+def attention64(x, P, H, div):
+    """div: what the scores are divided by (sqrt(head_dim), times layer + 1 with
+    scale_attn_by_inverse_layer_idx)."""
     n, d = x.shape
     hd = d // H
     A = x @ P["W_qkv"] + P["b_qkv"]
@@ -914,7 +952,7 @@ def attention64(x, P, H):
         q, k, v = A[:, qc], A[:, [d + c for c in qc]], A[:, [2 * d + c for c in qc]]
         s = np.array([[sum(q[i, t] * k[j, t] for t in range(hd)) for j in range(n)]
                       for i in range(n)])
-        sc = s / math.sqrt(hd)
+        sc = s / div
         m = np.array([[sc[i, j] if j <= i else -math.inf for j in range(n)] for i in range(n)])
         w = np.zeros((n, n))
         for i in range(n):
@@ -944,14 +982,14 @@ def gelu64(x):
                                                               (t + 0.044715 * t ** 3))))(x)
 
 
-def layer64(x, P, H, stage_from=None):
+def layer64(x, P, H, div, stage_from=None):
     """One block in float64. With stage_from (the torch record), every stage is computed from
     the torch value of its input (the stage-wise check); without, from the float64 chain."""
     g = (lambda name, mine: np.asarray(stage_from[name], dtype=np.float64)) if stage_from \
         else (lambda name, mine: mine)
     r = {"inputs": x}
     r["norm1"] = ln64(x, P["norm1_weight"], P["norm1_bias"])
-    heads, ctx = attention64(g("norm1", r["norm1"]), P, H)
+    heads, ctx = attention64(g("norm1", r["norm1"]), P, H, div)
     if stage_from:  # weighted_norm from the torch weights and values it multiplies
         hd = x.shape[1] // H
         for h, head in enumerate(heads):
@@ -1014,8 +1052,10 @@ def cross_check(sc, W, recs, final):
             assert np.array_equal(P[name], P["W_qkv"][:, j * d:(j + 1) * d])
         if L > 0 and not torch.equal(rec["inputs"], recs[L - 1]["block_output"]):
             raise GenError("%s: layer %d inputs are not the previous block output" % (sc.stem, L))
-        for kind, r in (("stage", layer64(rec["inputs"].double().numpy(), P, sc.heads, rec)),
-                        ("chain", layer64(chain, P, sc.heads))):
+        div = (math.sqrt(d // sc.heads) if sc.config.get("scale_attn_weights", True) else 1.0) * \
+            (L + 1 if sc.config.get("scale_attn_by_inverse_layer_idx", False) else 1)
+        for kind, r in (("stage", layer64(rec["inputs"].double().numpy(), P, sc.heads, div, rec)),
+                        ("chain", layer64(chain, P, sc.heads, div))):
             for name in LAYER_STAGES:
                 compare(kind, "%s layer%d %s" % (sc.stem, L, name), rec[name], r[name])
             for h in range(sc.heads):
@@ -1026,7 +1066,7 @@ def cross_check(sc, W, recs, final):
                 qk = hq @ hk.T
                 for name in HEAD_STAGES + SQUARE_STAGES:
                     bound = qk if name == "scores" else \
-                        qk / math.sqrt(hq.shape[1]) if name in ("scaled", "masked") else None
+                        qk / div if name in ("scaled", "masked") else None
                     compare(kind, "%s layer%d head%d %s" % (sc.stem, L, h, name),
                             rec["heads"][h][name], r["heads"][h][name], bound)
             if kind == "chain":

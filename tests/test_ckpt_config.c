@@ -1,0 +1,589 @@
+/* test_ckpt_config: config.json read strictly, in both of transformers' formats.
+ *
+ * The golden checkpoints' weights (tests/golden/families/llama-gqa, tests/golden/gpt2) are copied
+ * beside a config.json written here, one key changed at a time, and loaded through a scene file
+ * as a user's would be. Every refusal and every warning is asserted word for word with its
+ * file:line:col; what a key computes is asserted on the scene and the models (the numbers of each
+ * rope type are tests/golden/gen_families.py's goldens, goldens-families).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/edit.h"
+#include "engine/net.h"
+#include "scenefile/scenefile.h"
+#include "testutil.h"
+
+static const char *golden(void)
+{
+    const char *g = getenv("ATTNSCOPE_GOLDEN_DIR");
+    return g ? g : "tests/golden";
+}
+
+/* dir/model.safetensors: a copy of the golden checkpoint rel (under tests/golden). */
+static void copy_model(const char *dir, const char *rel)
+{
+    char from[4200], to[4200];
+    snprintf(from, sizeof(from), "%s/%s", golden(), rel);
+    snprintf(to, sizeof(to), "%s/model.safetensors", dir);
+    size_t len;
+    char *data = tu_must_read_file(from, &len);
+    tu_write_file(to, data, len);
+    free(data);
+}
+
+struct loaded {
+    char problems[4096]; /* "file:line:col: message" lines, the folder left out; "" loaded */
+    char warnings[4096]; /* the backing's warnings, the same way */
+    struct attn_scene s; /* loaded: the scene (free with attn_scene_free) */
+    bool ok;
+};
+
+static void put_diag(char *out, size_t size, const struct diag *d)
+{
+    const char *base = strrchr(d->file, '/') ? strrchr(d->file, '/') + 1 : d->file;
+    size_t o = strlen(out);
+    snprintf(out + o, size - o, "%s:%d:%d: %s\n", base, d->line, d->col, d->msg);
+}
+
+/* Loads a scene of text on dir's checkpoint with config (written as dir/config.json). */
+static void load_text(struct loaded *r, const char *dir, const char *config, const char *text)
+{
+    memset(r, 0, sizeof(*r));
+    char path[4200], scene[9000];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    tu_write_text(path, config);
+    snprintf(path, sizeof(path), "%s/scene.yaml", dir);
+    snprintf(scene, sizeof(scene),
+             "text: %s\n"
+             "tokenizer: {kind: gpt2, vocab: %s/gpt2/vocab.json, merges: %s/gpt2/merges.txt}\n"
+             "model: {file: model.safetensors}\n",
+             text, golden(), golden());
+    tu_write_text(path, scene);
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_load(&r->s, path, &errs, NULL, NULL) != 0) {
+        for (int i = 0; i < errs.n; i++)
+            put_diag(r->problems, sizeof(r->problems), &errs.items[i]);
+    } else {
+        r->ok = true;
+        const struct diag_list *w = &r->s.backing->warnings;
+        for (int i = 0; i < w->n; i++)
+            put_diag(r->warnings, sizeof(r->warnings), &w->items[i]);
+    }
+    attn_diag_list_free(&errs);
+}
+
+static void load(struct loaded *r, const char *dir, const char *config)
+{
+    load_text(r, dir, config, "the cat sat on the mat");
+}
+
+static void loaded_free(struct loaded *r)
+{
+    if (r->ok)
+        attn_scene_free(&r->s);
+    r->ok = false;
+}
+
+/* The one problem config has, exactly. */
+static void expect_problem(const char *dir, const char *config, const char *want)
+{
+    struct loaded r;
+    load(&r, dir, config);
+    if (r.ok || strcmp(r.problems, want) != 0)
+        fail_msg("config:\n%s\nexpected the problem\n%sgot\n%s", config, want,
+                 r.ok ? "(loaded)\n" : r.problems);
+    loaded_free(&r);
+}
+
+/* config loads, with exactly the warnings want ("" for none). */
+static void expect_warnings(const char *dir, const char *config, const char *want)
+{
+    struct loaded r;
+    load(&r, dir, config);
+    if (!r.ok)
+        fail_msg("config:\n%s\ndid not load:\n%s", config, r.problems);
+    if (strcmp(r.warnings, want) != 0)
+        fail_msg("config:\n%s\nexpected the warnings\n%sgot\n%s", config, want, r.warnings);
+    loaded_free(&r);
+}
+
+/* A config.json of llama-gqa's sizes, one key a line from line 2 on, then extra (lines of
+ * `"key": value,`) before the last line. */
+static char *llama_config(const char *arch, const char *extra)
+{
+    static char buf[8192];
+    const char *type = strstr(arch, "Mistral") ? "mistral"
+                       : strstr(arch, "Qwen2") ? "qwen2"
+                       : strstr(arch, "Qwen3") ? "qwen3"
+                                               : "llama";
+    snprintf(buf, sizeof(buf),
+             "{\n"
+             "  \"architectures\": [\"%s\"],\n"
+             "  \"model_type\": \"%s\",\n"
+             "  \"vocab_size\": 407,\n"
+             "  \"hidden_act\": \"silu\",\n"
+             "  \"hidden_size\": 32,\n"
+             "  \"num_hidden_layers\": 2,\n"
+             "  \"num_attention_heads\": 4,\n"
+             "  \"num_key_value_heads\": 2,\n"
+             "  \"intermediate_size\": 48,\n"
+             "  \"rms_norm_eps\": 1e-06,\n"
+             "  \"tie_word_embeddings\": false,\n"
+             "%s"
+             "  \"max_position_embeddings\": 64\n"
+             "}\n",
+             arch, type, extra);
+    return buf;
+}
+
+#define LLAMA(extra) llama_config("LlamaForCausalLM", extra)
+
+/* config with its text from, on a line of its own, replaced by to. */
+static char *with(char *config, const char *from, const char *to)
+{
+    static char buf[8192];
+    char *at = strstr(config, from);
+    assert_non_null(at);
+    snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - config), config, to, at + strlen(from));
+    return buf;
+}
+
+/* tests/golden/gpt2's config.json (3 layers, n_embd 32, 4 heads, 32 positions), extra before
+ * the last line. */
+static char *gpt2_config(const char *extra)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof(buf),
+             "{\n"
+             "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+             "  \"model_type\": \"gpt2\",\n"
+             "  \"vocab_size\": 407,\n"
+             "  \"n_embd\": 32,\n"
+             "  \"n_layer\": 3,\n"
+             "  \"n_head\": 4,\n"
+             "%s"
+             "  \"n_positions\": 32\n"
+             "}\n",
+             extra);
+    return buf;
+}
+
+#define GPT2(extra) gpt2_config(extra)
+
+/* Every key is read, inert, refused unless default, or a warning that names it. */
+static void test_key_tables(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-keys");
+    copy_model(dir, "families/llama-gqa/model.safetensors");
+    /* the keys every config has, transformers 4's and 5's, and token ids: nothing to say */
+    expect_warnings(dir,
+                    LLAMA("  \"torch_dtype\": \"float32\",\n  \"dtype\": \"float32\",\n"
+                          "  \"transformers_version\": \"5.0.0\",\n  \"use_cache\": true,\n"
+                          "  \"pad_token_id\": null,\n  \"bos_token_id\": 1,\n"
+                          "  \"eos_token_id\": [2, 3],\n  \"initializer_range\": 0.02,\n"
+                          "  \"attention_dropout\": 0.1,\n  \"pretraining_tp\": 2,\n"
+                          "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
+                          "  \"pruned_heads\": {},\n  \"quantization_config\": null,\n"),
+                    "");
+    /* a key no table knows: a warning at it, and the load goes on */
+    expect_warnings(dir, LLAMA("  \"foo_bar\": 1,\n  \"use_sliding_window\": false,\n"),
+                    "config.json:13:3: unknown key 'foo_bar' (not in transformers' LlamaConfig): "
+                    "attnscope ignores it\n"
+                    "config.json:14:3: unknown key 'use_sliding_window' (not in transformers' "
+                    "LlamaConfig): attnscope ignores it\n");
+    /* Mistral's attention has no biases and Qwen2's MLP none: their classes lack the keys */
+    expect_warnings(dir,
+                    llama_config("MistralForCausalLM",
+                                 "  \"attention_bias\": true,\n  \"sliding_window\": null,\n"),
+                    "config.json:13:3: unknown key 'attention_bias' (not in transformers' "
+                    "MistralConfig): attnscope ignores it\n");
+    /* refused unless it has its default */
+    expect_problem(dir, LLAMA("  \"pruned_heads\": {\"0\": [1]},\n"),
+                   "config.json:13:3: 'pruned_heads' is {\"0\":[1]}: pruned heads are not "
+                   "something attnscope computes\n");
+    expect_problem(dir, LLAMA("  \"quantization_config\": {\"quant_method\": \"awq\"},\n"),
+                   "config.json:13:3: 'quantization_config' is {\"quant_method\":\"awq\"}: "
+                   "quantized weights are not something attnscope reads\n");
+    expect_problem(dir, LLAMA("  \"is_encoder_decoder\": true,\n"),
+                   "config.json:13:3: 'is_encoder_decoder' is true: attnscope reads a single "
+                   "stack of layers\n");
+    /* the whole head is 1, written 1 or 1.0; a part of it is refused */
+    expect_warnings(dir, LLAMA("  \"partial_rotary_factor\": 1,\n"), "");
+    expect_warnings(dir,
+                    LLAMA("  \"rope_parameters\": {\"rope_type\": \"default\", "
+                          "\"partial_rotary_factor\": 1.0},\n"),
+                    "");
+    expect_problem(dir, LLAMA("  \"partial_rotary_factor\": 0.5,\n"),
+                   "config.json:13:3: 'partial_rotary_factor' is 0.5: RoPE over part of a head "
+                   "is not something attnscope computes\n");
+    expect_problem(dir, with(LLAMA(""), "\"silu\"", "\"gelu\""),
+                   "config.json:5:3: 'hidden_act' is \"gelu\": the Llama family's MLP is "
+                   "SwiGLU, attnscope computes it with silu\n");
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* RoPE in transformers 4's keys and 5's rope_parameters: the same scene; disagreeing, refused. */
+static void test_rope_formats(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-rope");
+    copy_model(dir, "families/llama-gqa/model.safetensors");
+    struct loaded a, b;
+    load(&a, dir,
+         LLAMA("  \"rope_theta\": 500000,\n"
+               "  \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2},\n"));
+    load(&b, dir,
+         LLAMA("  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0, "
+               "\"rope_theta\": 500000.0},\n"));
+    assert_true(a.ok && b.ok);
+    assert_true(a.s.pos.base == 500000.0 && b.s.pos.base == 500000.0);
+    assert_int_equal(a.s.pos.scaling.kind, ROPE_SCALING_LINEAR);
+    assert_true(attn_rope_scaling_same(&a.s, &b.s));
+    loaded_free(&a);
+    loaded_free(&b);
+    /* both written: agreeing is fine, disagreeing refused at rope_parameters' field */
+    expect_warnings(dir,
+                    LLAMA("  \"rope_theta\": 10000,\n"
+                          "  \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2},\n"
+                          "  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0, "
+                          "\"rope_theta\": 10000.0},\n"),
+                    "");
+    expect_problem(dir,
+                   LLAMA("  \"rope_scaling\": {\"type\": \"linear\", \"factor\": 3},\n"
+                         "  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0},\n"),
+                   "config.json:14:46: 'rope_parameters' has factor 2.0, 'rope_scaling' 3: the two "
+                   "formats disagree\n");
+    expect_problem(dir,
+                   LLAMA("  \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2},\n"
+                         "  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2},\n"),
+                   "config.json:14:23: 'rope_parameters' has type \"linear\", 'rope_scaling' "
+                   "\"dynamic\": the two formats disagree\n");
+    /* one dict per layer type: the same RoPE in every layer is read, RoPE of their own refused */
+    expect_warnings(
+        dir,
+        LLAMA("  \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}, "
+              "\"sliding_attention\": {\"rope_type\": \"default\"}},\n"),
+        "");
+    expect_problem(dir,
+                   LLAMA("  \"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1e6}, "
+                         "\"sliding_attention\": {\"rope_theta\": 1e4}},\n"),
+                   "config.json:13:62: 'rope_parameters' gives its layer types RoPE of their own: "
+                   "attnscope computes one RoPE for every layer\n");
+    /* a field the type does not take: transformers warns and ignores it, so does attnscope */
+    expect_warnings(dir,
+                    LLAMA("  \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2, "
+                          "\"low_freq_factor\": 1},\n"),
+                    "config.json:13:59: 'low_freq_factor' of rope_parameters: rope type linear "
+                    "takes no such field (transformers ignores it, and so does attnscope)\n");
+    expect_problem(dir, LLAMA("  \"rope_scaling\": {\"type\": \"su\", \"factor\": 2},\n"),
+                   "config.json:13:20: rope type \"su\" is not one attnscope computes (default, "
+                   "linear, dynamic, yarn, longrope, llama3)\n");
+    expect_problem(dir, LLAMA("  \"rope_parameters\": {\"rope_type\": \"linear\"},\n"),
+                   "config.json:13:3: rope type linear needs 'factor' above 0, not nothing\n");
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* yarn's attention factor: given, DeepSeek's mscale ratio, or 0.1 ln(factor) + 1; longrope's
+ * factors, one a pair; dynamic's length. */
+static void test_rope_types(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-rope-types");
+    copy_model(dir, "families/llama-gqa/model.safetensors");
+    struct loaded r;
+    load(&r, dir,
+         LLAMA("  \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+               "\"original_max_position_embeddings\": 16, \"attention_factor\": 1.5},\n"));
+    assert_true(r.ok);
+    assert_int_equal(r.s.pos.scaling.kind, ROPE_SCALING_YARN);
+    assert_true(r.s.pos.scaling.attention_factor == 1.5);
+    assert_int_equal(r.s.pos.scaling.original_max, 16);
+    assert_true(r.s.pos.scaling.beta_fast == 32 && r.s.pos.scaling.beta_slow == 1);
+    assert_true(r.s.pos.scaling.truncate);
+    /* cos and sin carry the factor: a pair at position 0 turns by nothing, times 1.5 */
+    struct attn_net net = {0};
+    struct diag err;
+    attn_diag_clear(&err);
+    assert_int_equal(attn_net_compute(&net, &r.s, &err), 0);
+    assert_true(net.model[0].rope_cos[0] == 1.5f && net.model[0].rope_sin[0] == 0.0f);
+    attn_net_free(&net);
+    loaded_free(&r);
+    load(&r, dir,
+         LLAMA("  \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, "
+               "\"original_max_position_embeddings\": 16},\n"));
+    assert_true(r.ok && r.s.pos.scaling.attention_factor == 0.1 * log(4.0) + 1.0);
+    loaded_free(&r);
+    load(&r, dir,
+         LLAMA("  \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 8.0, "
+               "\"original_max_position_embeddings\": 8, \"mscale\": 1.0, "
+               "\"mscale_all_dim\": 0.5},\n"));
+    assert_true(r.ok && r.s.pos.scaling.attention_factor ==
+                            (0.1 * log(8.0) + 1.0) / (0.1 * 0.5 * log(8.0) + 1.0));
+    loaded_free(&r);
+    /* factor and the ratio of the lengths differ: transformers 5 takes factor, and warns */
+    expect_warnings(dir,
+                    LLAMA("  \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 2.0, "
+                          "\"original_max_position_embeddings\": 16},\n"),
+                    "config.json:13:44: rope type yarn: factor 2, but max_position_embeddings / "
+                    "original_max_position_embeddings is 4: transformers 5 uses factor, as "
+                    "attnscope does (transformers 4 used the ratio)\n");
+    /* Phi-3's top-level original length, and the same in rope_parameters disagreeing */
+    expect_problem(dir,
+                   LLAMA("  \"original_max_position_embeddings\": 16,\n"
+                         "  \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                         "\"original_max_position_embeddings\": 32},\n"),
+                   "config.json:14:59: 'rope_parameters' has original_max_position_embeddings 32, "
+                   "the top-level 'original_max_position_embeddings' 16: the two formats "
+                   "disagree\n");
+    expect_problem(dir,
+                   LLAMA("  \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 2], "
+                         "\"long_factor\": [1, 2]},\n"),
+                   "config.json:13:40: rope type longrope needs 'short_factor', a list of 4 "
+                   "numbers (one a pair of a head), not [1,2]\n");
+    load(&r, dir,
+         LLAMA("  \"original_max_position_embeddings\": 16,\n"
+               "  \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 2, 3, 4], "
+               "\"long_factor\": [5, 6, 7, 8]},\n"));
+    assert_true(r.ok);
+    assert_int_equal(r.s.pos.scaling.kind, ROPE_SCALING_LONGROPE);
+    assert_int_equal(r.s.pos.scaling.n_factors, 4);
+    assert_true(r.s.pos.scaling.long_factor[3] == 8.0f && r.s.pos.scaling.short_factor[0] == 1.0f);
+    assert_true(r.s.pos.scaling.factor == 4.0);
+    assert_true(r.s.pos.scaling.attention_factor == sqrt(1 + log(4.0) / log(16.0)));
+    loaded_free(&r);
+    load(&r, dir, LLAMA("  \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},\n"));
+    assert_true(r.ok && r.s.pos.scaling.kind == ROPE_SCALING_DYNAMIC);
+    assert_int_equal(r.s.pos.scaling.original_max, 64); /* max_position_embeddings */
+    loaded_free(&r);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* qwen2-bias's sizes: llama-gqa's with a feed-forward of 64, tied. */
+static char *qwen_config(const char *arch, const char *extra)
+{
+    static char buf[8192];
+    char *c =
+        with(llama_config(arch, extra), "\"intermediate_size\": 48", "\"intermediate_size\": 64");
+    snprintf(buf, sizeof(buf), "%s", c);
+    c = with(buf, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    snprintf(buf, sizeof(buf), "%s", c);
+    return buf;
+}
+
+/* Mistral's window: every layer, 4096 when the key is missing, none when null; Qwen2's: in the
+ * layers layer_types or max_window_layers make sliding, both formats agreeing. */
+static void test_windows(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-window");
+    copy_model(dir, "families/llama-gqa/model.safetensors");
+    struct loaded r;
+    load(&r, dir, llama_config("MistralForCausalLM", ""));
+    assert_true(r.ok);
+    assert_int_equal(r.s.attn.window, 4096);
+    assert_false(r.s.attn.window_off[0] || r.s.attn.window_off[1]);
+    loaded_free(&r);
+    load(&r, dir, llama_config("MistralForCausalLM", "  \"sliding_window\": null,\n"));
+    assert_true(r.ok && r.s.attn.window == 0);
+    loaded_free(&r);
+    /* Qwen2 has q, k and v biases: its checkpoint is qwen2-bias's */
+    copy_model(dir, "families/qwen2-bias/model.safetensors");
+    const char *qwen = "Qwen2ForCausalLM";
+    char extra[1024];
+    snprintf(extra, sizeof(extra),
+             "  \"use_sliding_window\": true,\n  \"sliding_window\": 4,\n"
+             "  \"max_window_layers\": 1,\n");
+    load(&r, dir, qwen_config(qwen, extra));
+    if (!r.ok)
+        fail_msg("%s", r.problems);
+    assert_int_equal(r.s.attn.window, 4);
+    assert_true(r.s.attn.window_off[0] && !r.s.attn.window_off[1]);
+    struct attn_net net = {0};
+    struct diag err;
+    attn_diag_clear(&err);
+    assert_int_equal(attn_net_compute(&net, &r.s, &err), 0);
+    assert_int_equal(net.model[0].window, 0);
+    assert_int_equal(net.model[1].window, 4);
+    attn_net_free(&net);
+    loaded_free(&r);
+    /* layer_types alone (transformers 5), the same */
+    snprintf(extra, sizeof(extra),
+             "  \"use_sliding_window\": true,\n  \"sliding_window\": 4,\n"
+             "  \"layer_types\": [\"full_attention\", \"sliding_attention\"],\n");
+    load(&r, dir, qwen_config(qwen, extra));
+    assert_true(r.ok && r.s.attn.window == 4 && r.s.attn.window_off[0] && !r.s.attn.window_off[1]);
+    loaded_free(&r);
+    snprintf(extra, sizeof(extra),
+             "  \"use_sliding_window\": true,\n  \"sliding_window\": 4,\n"
+             "  \"max_window_layers\": 0,\n"
+             "  \"layer_types\": [\"full_attention\", \"sliding_attention\"],\n");
+    expect_problem(dir, qwen_config(qwen, extra),
+                   "config.json:16:3: 'layer_types' makes layer 0 full_attention, "
+                   "'max_window_layers' 0 makes it sliding_attention: the two formats disagree\n");
+    snprintf(extra, sizeof(extra),
+             "  \"layer_types\": [\"full_attention\", \"sliding_attention\"],\n");
+    expect_problem(dir, qwen_config(qwen, extra),
+                   "config.json:13:3: layer 1 is sliding_attention, but there is no window "
+                   "('use_sliding_window' is not true)\n");
+    snprintf(extra, sizeof(extra),
+             "  \"layer_types\": [\"full_attention\", \"chunked_attention\"],\n");
+    expect_problem(dir, qwen_config(qwen, extra),
+                   "config.json:13:3: layer 1 is \"chunked_attention\": attnscope computes "
+                   "full_attention and sliding_attention\n");
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* A RoPE checkpoint past max_position_embeddings is computed, with a warning; learned positions
+ * end with their table, and an edit past it is refused by the edit rules. */
+static void test_positions(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-positions");
+    copy_model(dir, "families/llama-gqa/model.safetensors");
+    char *config = LLAMA("");
+    char *at = strstr(config, "\"max_position_embeddings\": 64");
+    memcpy(at, "\"max_position_embeddings\": 4 ", strlen("\"max_position_embeddings\": 4 "));
+    struct loaded r;
+    load(&r, dir, config);
+    assert_true(r.ok);
+    char note[DIAG_MSG_MAX];
+    assert_true(attn_scene_positions_note(note, sizeof(note), &r.s));
+    assert_string_equal(note, "7 tokens, past the checkpoint's 4 positions "
+                              "(max_position_embeddings): computed as transformers computes "
+                              "them, on positions the model was not trained on");
+    struct attn_net net = {0};
+    struct diag err;
+    attn_diag_clear(&err);
+    assert_int_equal(attn_net_compute(&net, &r.s, &err), 0);
+    attn_net_free(&net);
+    loaded_free(&r);
+
+    /* GPT-2's learned table: 32 rows; a sentence or a shift past them is refused */
+    copy_model(dir, "gpt2/model.safetensors");
+    load(&r, dir, GPT2(""));
+    assert_true(r.ok);
+    assert_false(attn_scene_positions_note(note, sizeof(note), &r.s));
+    struct attn_edit e = {.kind = EDIT_TEXT,
+                          .text = "the cat sat on the mat and the cat sat on the mat and the cat "
+                                  "sat on the mat and the cat sat on the mat and the dog"};
+    assert_int_equal(attn_scene_check_edit(&r.s, &e, &err), -1);
+    assert_string_equal(err.msg, "35 tokens, but the checkpoint has 32 positions (n_positions)");
+    assert_string_equal(err.path, "text");
+    e = (struct attn_edit){.kind = EDIT_OFFSET, .offset = 30};
+    assert_int_equal(attn_scene_check_edit(&r.s, &e, &err), -1);
+    assert_string_equal(err.msg, "7 tokens after the offset, but the checkpoint has 32 positions "
+                                 "(n_positions)");
+    e.offset = 25;
+    assert_int_equal(attn_scene_check_edit(&r.s, &e, &err), 0);
+    loaded_free(&r);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* GPT-2's keys: attribute_map's other names agreeing, the scaling keys computed, an unknown key
+ * said, cross-attention refused. */
+static void test_gpt2_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-gpt2");
+    copy_model(dir, "gpt2/model.safetensors");
+    expect_warnings(dir, GPT2("  \"hidden_size\": 32,\n  \"num_hidden_layers\": 3,\n"), "");
+    expect_problem(dir, GPT2("  \"num_attention_heads\": 8,\n"),
+                   "config.json:8:3: 'num_attention_heads' is 8, 'n_head' 4: the two names of "
+                   "one size disagree\n");
+    expect_problem(dir, GPT2("  \"add_cross_attention\": true,\n"),
+                   "config.json:8:3: 'add_cross_attention' is true: cross-attention to an encoder "
+                   "is not something attnscope computes\n");
+    expect_warnings(dir, GPT2("  \"rope_theta\": 10000,\n  \"resid_pdrop\": 0.1,\n"),
+                    "config.json:8:3: unknown key 'rope_theta' (not in transformers' "
+                    "GPT2Config): attnscope ignores it\n");
+    struct loaded r;
+    load(&r, dir,
+         GPT2("  \"scale_attn_weights\": false,\n  \"scale_attn_by_inverse_layer_idx\": true,\n"
+              "  \"reorder_and_upcast_attn\": true,\n"));
+    assert_true(r.ok);
+    assert_int_equal(r.s.attn.scale, SCALE_NONE);
+    assert_true(r.s.attn.scale_by_layer);
+    struct attn_net net = {0};
+    struct diag err;
+    attn_diag_clear(&err);
+    assert_int_equal(attn_net_compute(&net, &r.s, &err), 0);
+    for (int L = 0; L < 3; L++) /* no sqrt(head_dim): layer L's scores / (L + 1) */
+        assert_true(net.model[L].scale_divisor == (float)(L + 1));
+    attn_net_free(&net);
+    loaded_free(&r);
+    load(&r, dir, GPT2("  \"scale_attn_by_inverse_layer_idx\": true,\n"));
+    assert_true(r.ok);
+    attn_diag_clear(&err);
+    assert_int_equal(attn_net_compute(&net, &r.s, &err), 0);
+    assert_true(net.model[2].scale_divisor == (float)(sqrt(8.0) * 3));
+    attn_net_free(&net);
+    loaded_free(&r);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+/* BERT's keys: transformers 5's BertConfig (no position_embedding_type) and 4's. */
+static void test_bert_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-bert");
+    copy_model(dir, "families/bert-pair/model.safetensors");
+    char path[4200], scene[4200];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    tu_write_text(path,
+                  "{\n"
+                  "  \"architectures\": [\"BertForMaskedLM\"],\n"
+                  "  \"vocab_size\": 30, \"hidden_size\": 32, \"num_hidden_layers\": 2,\n"
+                  "  \"num_attention_heads\": 4, \"intermediate_size\": 64,\n"
+                  "  \"max_position_embeddings\": 40, \"dtype\": \"float32\",\n"
+                  "  \"classifier_dropout\": null, \"pooler_type\": \"first_token_transform\",\n"
+                  "  \"rope_theta\": 10000\n"
+                  "}\n");
+    snprintf(path, sizeof(path), "%s/scene.yaml", dir);
+    snprintf(scene, sizeof(scene),
+             "text: the cat sat on the mat\n"
+             "tokenizer: {kind: hf, file: %s/families/bert-pair/tokenizer.json}\n"
+             "model: {file: model.safetensors}\n",
+             golden());
+    tu_write_text(path, scene);
+    struct attn_scene s;
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    assert_int_equal(attn_scenefile_load(&s, path, &errs, NULL, NULL), 0);
+    char got[1024] = "";
+    for (int i = 0; i < s.backing->warnings.n; i++)
+        put_diag(got, sizeof(got), &s.backing->warnings.items[i]);
+    assert_string_equal(got, "config.json:7:3: unknown key 'rope_theta' (not in transformers' "
+                             "BertConfig): attnscope ignores it\n");
+    attn_scene_free(&s);
+    attn_diag_list_free(&errs);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_tables), cmocka_unit_test(test_rope_formats),
+        cmocka_unit_test(test_rope_types), cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
+        cmocka_unit_test(test_bert_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
