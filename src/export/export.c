@@ -1051,10 +1051,22 @@ int export_stream_layer(struct export_stream *x, const struct attn_scene *s,
     return 0;
 }
 
+/* The stop flag read once more before the export is marked and swapped in: a signal while the
+ * last layer's shared files or the tail were written keeps the previous export. */
+static int stopped_before_swap(const struct export_stream *x, struct diag *err)
+{
+    if (!progress_stopped(x->progress))
+        return 0;
+    attn_diag_clear(err);
+    attn_diag_set(err, NULL, "interrupted; the folder is as it was");
+    return fail_at(err, x->tx.target);
+}
+
 int export_stream_end(struct export_stream *x, const struct attn_scene *s,
                       const struct attn_net *net, struct diag *err)
 {
-    if (export_tail(x, s, net, err) != 0 || export_mark(x->tx.tmp, err) != 0) {
+    if (export_tail(x, s, net, err) != 0 || stopped_before_swap(x, err) != 0 ||
+        export_mark(x->tx.tmp, err) != 0) {
         name_target(err, &x->tx);
         export_stream_abort(x);
         return -1;
