@@ -117,6 +117,10 @@ static void draw(struct panel *p, struct frame *f)
     mvhline(y, r.x, ' ', r.w);
     attrset(A_NORMAL);
     int x = r.x + 1, x_end = r.x + r.w;
+    if (prompt_is_open(&sp->prompt) && sp->prompt.note[0]) { /* what a paste did */
+        draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS], sp->prompt.note);
+        return;
+    }
     if (prompt_is_question(sp->prompt.kind)) {
         x = hint(y, x, x_end, t, "y", "yes");
         hint(y, x, x_end, t, "any other key", "no");
