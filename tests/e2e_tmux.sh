@@ -783,5 +783,31 @@ check "C-\\: terminal modes restored (stty)" cquit cmp -s "$WORK/cquit.before" "
 check "C-\\: bracketed paste off again" cquit paste_off cquit
 T kill-session -t cquit
 
+# A forward pass that makes a value that is not a number says where, on the message line: query
+# and key weights of 3e38 (the softmax used to make weights of 0 of the nan rows), and the
+# llama-gqa checkpoint under rope_scaling {linear, factor 5e-324}.
+printf '%s\n' "text: the cat sat on the mat" "embeddings: {dim: 3}" "attention: {d_out: 2}" \
+  "weights:" "  query: [[3e38, 3e38], [3e38, 3e38], [3e38, 3e38]]" \
+  "  key: [[3e38, -3e38], [3e38, 3e38], [-3e38, 3e38]]" \
+  "  value: [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]" >"$WORK/nan.yaml"
+start nan 100 30 "$BIN $WORK/nan.yaml"
+check "nan: the message line names the place" nan \
+  wait_for nan "not a number: -inf at layer 0, head 0, queries, row 1 (“cat”), column 0"
+check "nan: the weights show nan, as torch's" nan wait_for nan "nan      nan      nan      nan      nan      nan │"
+keys nan c
+check "nan: after an edit the report stands while the result has one" nan \
+  wait_for nan "not a number: -inf at layer 0"
+T kill-session -t nan
+mkdir -p "$WORK/rope"
+ln -s "$SRC/tests/golden/families/llama-gqa/model.safetensors" "$WORK/rope/model.safetensors"
+sed 's/"max_position_embeddings": 64/&, "rope_scaling": {"type": "linear", "factor": 5e-324}/' \
+  "$SRC/tests/golden/families/llama-gqa/config.json" >"$WORK/rope/config.json"
+printf 'text: "The river runs to the sea."\ntokenizer: {kind: gpt2, vocab: %s, merges: %s}\nmodel: {file: rope/model.safetensors}\n' \
+  "$SRC/tests/golden/gpt2/vocab.json" "$SRC/tests/golden/gpt2/merges.txt" >"$WORK/rope.yaml"
+start rope 110 30 "$BIN $WORK/rope.yaml"
+check "rope_scaling 5e-324: the message line names layer, head and stage" rope \
+  wait_for rope "not a number: nan at layer 0, head 0, queries_rotated, row 0 (“The”), column 0"
+T kill-session -t rope
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -89,6 +89,8 @@ int cmd_export(int argc, char **argv)
     }
     rc = export_stream_end(&job.x, &cs.scene, &cs.net, &err);
     attn_progress_writing(false);
+    if (rc == 0)
+        cli_scene_finite(&cs, false); /* the files hold nan as computed */
     if (rc != 0) {
         attn_diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;

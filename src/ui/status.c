@@ -92,6 +92,12 @@ static void draw(struct panel *p, struct frame *f)
      * refused input), then the standing problem of the edited scene, then config problems. */
     if (prompt_is_open(&sp->prompt)) {
         prompt_draw(&sp->prompt, t, y, f->cols);
+    } else if (f->app->nonfinite[0]) { /* every number after it is not one: said first */
+        const char *also = f->app->message[0] ? f->app->message : f->app->error;
+        char line[2 * DIAG_MSG_MAX + 16];
+        snprintf(line, sizeof(line), " \u2717 %s%s%s ", f->app->nonfinite,
+                 also[0] ? " \u00b7 " : "", also);
+        message_line(y, r, t->role_attr[ROLE_ERROR], line);
     } else if (f->app->message[0]) {
         char line[DIAG_MSG_MAX + 16];
         snprintf(line, sizeof(line), f->app->message_is_error ? " \u2717 %s " : " %s",
