@@ -360,12 +360,62 @@ static void test_nonfinite_place(void **state)
     attn_scene_free(&clean);
 }
 
+/* What hides a value that is not a number on its way to the layer's output: relu (of -inf), the
+ * softmax (a -inf score weighs 0), an ablated head (its context replaced). The output of each
+ * scene is finite, and the pass must still name the place: a check of the output alone would
+ * say every value is a number. */
+static void test_nonfinite_hidden(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *want;
+    } cases[] = {
+        {"text: a b c\nembeddings: [[1, 1], [1, 1], [1, 1]]\nattention: {d_out: 2}\n"
+         "block: {order: pre, norm: rms, ffn_hidden: 2, activation: relu}\n"
+         "weights:\n  query: [[0, 0], [0, 0]]\n  key: [[0, 0], [0, 0]]\n"
+         "  value: [[0, 0], [0, 0]]\n  ffn_W1: [[-3e38, 1], [-3e38, 1]]\n  ffn_b1: [0, 0]\n"
+         "  ffn_W2: [[1, 0], [0, 1]]\n  ffn_b2: [0, 0]\n",
+         "-inf at layer 0, ffn_hidden, row 0 (\u201ca\u201d), column 0"},
+        {"text: a b\nembeddings: [[1e20], [1]]\nattention: {d_out: 1}\n"
+         "weights: {query: [[1]], key: [[-1]], value: [[1]]}\n",
+         "-inf at layer 0, head 0, scores, row 0 (\u201ca\u201d), column 0"},
+        {"text: a b\nembeddings: [[1, 1], [1, 1]]\nattention: {d_out: 2, heads: 2, out_proj: false}\n"
+         "weights:\n  query: [[0, 0], [0, 0]]\n  key: [[0, 0], [0, 0]]\n"
+         "  value: [[3e38, 0], [3e38, 0]]\nablate:\n  - {layer: 0, head: 0, mode: zero}\n",
+         "inf at layer 0, head 0, values, row 0 (\u201ca\u201d), column 0"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct attn_scene s;
+        struct diag_list errs;
+        attn_diag_list_init(&errs);
+        if (attn_scenefile_parse(&s, "hidden.yaml", cases[c].yaml, strlen(cases[c].yaml), &errs))
+            fail_msg("case %zu: %s", c, errs.n ? errs.items[0].msg : "?");
+        attn_diag_list_free(&errs);
+        struct attn_net net;
+        compute(&net, &s);
+        const struct attn_model *m = &net.model[0];
+        struct attn_mat_view out =
+            attn_view(&net.run[0], m, m->block ? attn_stage_block_output(m) : STAGE_OUTPUT, 0);
+        for (int i = 0; i < out.rows; i++) /* hidden: the output is all numbers */
+            for (int j = 0; j < out.cols; j++)
+                assert_true(isfinite(out.data[(size_t)i * out.stride + j]));
+        char text[200];
+        assert_true(attn_net_nonfinite_text(text, sizeof(text), &net));
+        if (strcmp(text, cases[c].want) != 0)
+            fail_msg("case %zu: \"%s\", expected \"%s\"", c, text, cases[c].want);
+        printf("causal: hidden on its way to the output, found: %s\n", text);
+        attn_net_free(&net);
+        attn_scene_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_causal_tiles_equal_full),
         cmocka_unit_test(test_panels_fixed_positions),
         cmocka_unit_test(test_nonfinite_place),
+        cmocka_unit_test(test_nonfinite_hidden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

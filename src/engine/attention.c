@@ -612,6 +612,22 @@ static void derive(float *out, const struct attn_run *r, const struct attn_model
         drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
 }
 
+/* The pass's finite check as it goes. A nan or an inf made anywhere in a layer reaches its last
+ * stage (a product, a sum, a norm, RoPE, gelu and SiLU all keep one: nan * 0 is nan), except
+ * through what hides one: the mask (a future score reaches nothing, and is not counted), the
+ * softmax of a -inf score (weight 0), relu (of -inf or nan: 0), and an ablated or patched head
+ * (its context replaced). So the pass reads those where they happen, while in cache (the visible
+ * scaled scores as each panel makes them, relu's input, the context before it is replaced), and
+ * the layer's last stages once (seen_at); only when one of them holds a value that is not a
+ * number is every stage read to name the first (find_nonfinite). The cost: one read of the
+ * layer's output, next to its products (docs/performance.md). */
+static void seen_at(struct attn_run *r, const float *buf, int width, int first, int n)
+{
+    if (buf && !r->seen_nonfinite && first < n)
+        r->seen_nonfinite =
+            attn_any_nonfinite(buf + (size_t)first * (size_t)width, (size_t)(n - first) * width);
+}
+
 /* The FFN and the residuals around it, rows first .. n - 1. */
 static void forward_block(struct attn_run *r, const struct attn_model *m, int first)
 {
@@ -636,6 +652,8 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
         swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h, (size_t)rows * hid);
     } else {
         MM(r->ffn_hidden + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);
+        if (m->activation == ACT_RELU) /* relu makes 0 of -inf and nan: its input is read */
+            seen_at(r, r->ffn_hidden, hid, first, m->n);
         attn_activate(r->ffn_act + skip_h, r->ffn_hidden + skip_h, (size_t)rows * hid,
                       m->activation);
     }
@@ -725,11 +743,9 @@ static void panel_task(void *ctx, int t, int slot)
     for (int i = i0; i < i1; i++) {
         const float *x = scores + (size_t)(i - i0) * n;
         float *y = weights + (size_t)i * n;
-        for (int j = 0; j <= i; j++)
-            y[j] = x[j] / m->scale_divisor;
-        /* the finite check of the scores and scaled, while the row is in cache: a score that is
-           not a number makes a scaled one that is not (the divisor is finite) */
-        bad |= attn_any_nonfinite(y, (size_t)i + 1);
+        /* scaled, and its finite check in the same pass: a score that is not a number makes a
+           scaled one that is not (the divisor is finite) */
+        bad |= attn_div_nonfinite(y, x, m->scale_divisor, i + 1);
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
     if (bad)
@@ -767,7 +783,7 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
         r->stopped = true;
     else
         report_heads(&job, m->heads);
-    r->scores_nonfinite |= atomic_load(&job.nonfinite);
+    r->seen_nonfinite |= atomic_load(&job.nonfinite);
 }
 
 /* ---- the finite check: the first value of the pass that is not a number ------------------ */
@@ -847,11 +863,10 @@ static bool scores_nonfinite(struct attn_nonfinite *f, const struct attn_run *r,
     return false;
 }
 
-/* Sets r->nonfinite from rows first .. n - 1 of every kept stage, in the pipeline's order. The
- * cost is one read of each stage, vectorised, against the products and exponentials that made
- * it (attnscope bench: see docs/performance.md). */
-static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int first,
-                           int pass_first)
+/* Sets r->nonfinite from rows first .. n - 1 of every kept stage, in the pipeline's order: one
+ * vectorised read of each stage, a cell at a time only in a stage that has a bad value. Run only
+ * when the pass has seen one (seen_at): the rare path. */
+static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int first)
 {
     struct attn_nonfinite *f = &r->nonfinite;
     *f = (struct attn_nonfinite){.found = false};
@@ -870,10 +885,7 @@ static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int f
     for (int k = 0; k < count && !f->found; k++) {
         enum attn_stage st = order[k];
         if (st == STAGE_SCORES) {
-            /* read by the heads as they went (scores_nonfinite); the rows a sentence edit kept
-               only when the result they came from had a bad value (then first is 0) */
-            if (r->scores_nonfinite || first < pass_first || m->scale_divisor < 1.0f)
-                scores_nonfinite(f, r, m, first);
+            scores_nonfinite(f, r, m, first);
             continue;
         }
         if (st == STAGE_WEIGHTS) {
@@ -934,7 +946,7 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
     /* A pre-norm block normalises before attention: norm1 is attention's input. */
     const float *in = m->x;
     r->stopped = false;
-    r->scores_nonfinite = false;
+    r->seen_nonfinite = false;
     if (m->block && m->order == BLOCK_PRE) {
         normalize(r->norm1, m->x, m, m->n1w, m->n1b, first);
         in = r->norm1;
@@ -993,12 +1005,11 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         float *scores = r->scores + h * nn, *weights = r->weights + h * nn;
 
         attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
-        /* the finite check of the scores, while they are in cache (scaled: find_nonfinite) */
-        for (int i = 0; i < n && !r->scores_nonfinite; i++) {
+        /* the finite check of the visible scores, while they are in cache (see seen_at) */
+        for (int i = 0; i < n && !r->seen_nonfinite; i++) {
             int j0, j1;
             visible_cols(m, i, &j0, &j1);
-            r->scores_nonfinite =
-                attn_any_nonfinite(scores + (size_t)i * n + j0, (size_t)(j1 - j0));
+            r->seen_nonfinite = attn_any_nonfinite(scores + (size_t)i * n + j0, (size_t)(j1 - j0));
         }
         /* scaled and masked are not kept: one head's masked stage lives in work. */
         mask_scores(r->work, scores, m);
@@ -1021,6 +1032,11 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
             return;
     }
 
+    bool replaced = false;
+    for (int h = 0; h < m->heads; h++)
+        replaced |= m->head_mode[h] != HEAD_KEEP;
+    if (replaced) /* what the replaced heads made, before it is gone */
+        seen_at(r, r->concat, D, first, n);
     replace_heads(r, m);
     int E = m->out_dim;
     if (m->wo)
@@ -1030,9 +1046,17 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
     if (m->block)
         forward_block(r, m, first);
+    struct attn_mat_view last =
+        kept_view(r, m, m->block ? attn_stage_block_output(m) : STAGE_OUTPUT, 0);
+    seen_at(r, last.data, last.stride, first, n);
+    if (m->block && m->final_norm)
+        seen_at(r, r->final, m->d_in, first, n);
     /* The rows kept were checked with the result they belong to: they need no second look when
-       it had no bad value (a result with one is read whole again). */
-    find_nonfinite(r, m, r->nonfinite.found ? 0 : first, first);
+       it had no bad value; a result that had one is read whole again. */
+    if (r->seen_nonfinite || (first > 0 && r->nonfinite.found))
+        find_nonfinite(r, m, r->nonfinite.found ? 0 : first);
+    else
+        r->nonfinite = (struct attn_nonfinite){.found = false};
 }
 
 bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)

@@ -56,7 +56,7 @@ struct attn_run {
      * every value is one). Read with one vectorised scan of each kept stage as it is made
      * (vecmath's attn_any_nonfinite), a cell at a time only in a stage that has one. */
     struct attn_nonfinite nonfinite;
-    bool scores_nonfinite; /* the heads met a visible score (or scaled) that is not a number */
+    bool seen_nonfinite; /* the pass saw a value that is not a number (attention.c's seen_at) */
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
     int cap_n; /* the tokens the buffers have room for (attn_run_reserve), at least n */

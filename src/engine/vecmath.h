@@ -22,6 +22,10 @@ float attn_sum_lanes(const float *y, int count);
  * max of magnitudes needs SSE4.1's unsigned max and ran at a tenth of the speed): the forward
  * pass's finite check reads every stage with it (attention.c), about 50 GB/s from cache. */
 bool attn_any_nonfinite(const float *v, size_t count);
+/* y (count) = x / d, each an IEEE division as a scalar loop does it; true when any y is an inf or
+ * a nan (attn_any_nonfinite's test, in the same pass: the causal heads' scaled scores are checked
+ * as they are made). y may equal x. */
+bool attn_div_nonfinite(float *y, const float *x, float d, int count);
 /* y (count) = x * s. y may equal x. */
 void attn_scale(float *y, const float *x, float s, int count);
 /* y (count) = a + b. y may equal a or b. */
