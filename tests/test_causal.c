@@ -379,7 +379,8 @@ static void test_nonfinite_hidden(void **state)
         {"text: a b\nembeddings: [[1e20], [1]]\nattention: {d_out: 1}\n"
          "weights: {query: [[1]], key: [[-1]], value: [[1]]}\n",
          "-inf at layer 0, head 0, scores, row 0 (\u201ca\u201d), column 0"},
-        {"text: a b\nembeddings: [[1, 1], [1, 1]]\nattention: {d_out: 2, heads: 2, out_proj: false}\n"
+        {"text: a b\nembeddings: [[1, 1], [1, 1]]\nattention: {d_out: 2, heads: 2, out_proj: "
+         "false}\n"
          "weights:\n  query: [[0, 0], [0, 0]]\n  key: [[0, 0], [0, 0]]\n"
          "  value: [[3e38, 0], [3e38, 0]]\nablate:\n  - {layer: 0, head: 0, mode: zero}\n",
          "inf at layer 0, head 0, values, row 0 (\u201ca\u201d), column 0"},
