@@ -79,7 +79,17 @@ wrapped() { # tag [args...]
   local tag=$1
   shift
   # The exit status is written last, so once it exists the "after" settings do too.
-  echo "stty -g > $WORK/$tag.before; $BIN $* 2>$WORK/$tag.err; s=\$?; stty -g > $WORK/$tag.after; echo \$s > $WORK/$tag.exit; sleep 600"
+  # After it, cat -v shows how a paste reaches the shell (paste_off).
+  echo "stty -g > $WORK/$tag.before; $BIN $* 2>$WORK/$tag.err; s=\$?; stty -g > $WORK/$tag.after; echo \$s > $WORK/$tag.exit; cat -v > $WORK/$tag.paste; sleep 600"
+}
+# paste_off TAG: once attnscope has exited, a paste reaches the shell plain: bracketed paste is
+# off again (with it on, tmux would wrap the text in ESC[200~ ... ESC[201~, ^[[200~ to cat -v).
+# The pane sleeps on after its cat.
+paste_off() {
+  T set-buffer -b probe "probe"
+  T paste-buffer -p -b probe -t "$1"
+  keys "$1" Enter C-d
+  wait_file "$WORK/$1.paste" && grep -qx probe "$WORK/$1.paste"
 }
 restored() { # tag: same stty settings before and after
   wait_file "$WORK/$1.exit" && cmp -s "$WORK/$1.before" "$WORK/$1.after"
@@ -151,11 +161,13 @@ wait_for quit "row Σ" && keys quit q
 check "q: exit status 0 and terminal restored" quit restored quit
 check "q: the explorer's screen is gone" quit wait_gone quit "row Σ"
 check "q: exit status 0" quit grep -qx 0 "$WORK/quit.exit"
+check "q: bracketed paste off again" quit paste_off quit
 
 start ctrlc 100 30 "$(wrapped ctrlc)"
 wait_for ctrlc "row Σ" && keys ctrlc C-c
 check "C-c: terminal restored" ctrlc restored ctrlc
 check "C-c: exit status 130" ctrlc grep -qx 130 "$WORK/ctrlc.exit"
+check "C-c: bracketed paste off again" ctrlc paste_off ctrlc
 
 start term 100 30 "$(wrapped term)"
 wait_for term "row Σ"
@@ -163,6 +175,7 @@ pid=$(pgrep -n -f "^$BIN\$")
 [ -n "$pid" ] && kill -TERM "$pid"
 check "SIGTERM: terminal restored" term restored term
 check "SIGTERM: exit status 143" term grep -qx 143 "$WORK/term.exit"
+check "SIGTERM: bracketed paste off again" term paste_off term
 
 # The terminal modes tmux tracks for the pane: alternate screen, cursor shown, keypad and mouse
 # modes. After attnscope exits they must be what the shell had before it started.
@@ -179,6 +192,7 @@ pid=$(pgrep -n -f "^$BIN\$")
 check "SIGHUP (the ssh window closed): terminal restored" hup restored hup
 check "SIGHUP: exit status 129" hup grep -qx 129 "$WORK/hup.exit"
 check "SIGHUP: screen modes restored" hup test "$(term_flags hup)" = "$fresh_flags"
+check "SIGHUP: bracketed paste off again" hup paste_off hup
 
 # A crash (SIGSEGV, SIGBUS, SIGABRT) restores the terminal first, then says what happened, and
 # dies of the signal as the system would.
@@ -197,6 +211,7 @@ for sig in SEGV BUS ABRT; do
     test "$(term_flags "$tag")" = "$fresh_flags"
   check "SIG$sig: says it crashed, after restoring" "$tag" \
     grep -q "crashed with .*(SIG$sig); the terminal was restored" "$WORK/$tag.err"
+  check "SIG$sig: bracketed paste off again" "$tag" paste_off "$tag"
   T kill-session -t "$tag"
 done
 
@@ -674,6 +689,125 @@ keys bert Enter
 check "bert: export says where it wrote" bert wait_for bert "exported every stage as CSV to $WORK/bert-export"
 check "bert: the export's predictions are at the [MASK]s" bert grep -q "^6,1," "$WORK/bert-export/predictions.csv"
 T kill-session -t bert
+
+# 24. Hostile input at run time (issue 26). A paste is text, never keys: bracketed paste is on
+# while the explorer runs, and a 100 KB paste of "e", line ends and "y" (as keys: an export, its
+# folder accepted, replaced, again and again, 416 MB in the issue) opens the sentence editor with
+# what the line holds, and nothing is exported.
+mkdir -p "$WORK/paste"
+start paste 100 30 "cd $WORK/paste && $BIN"
+wait_for paste "row Σ"
+head -c 100000 /dev/zero | tr '\0' 'x' | sed 's/x/e\n\ny\n/g' | head -c 100000 >"$WORK/paste.txt"
+T load-buffer -b big "$WORK/paste.txt"
+T paste-buffer -p -b big -t paste
+check "a 100 KB paste: the sentence editor holds what fits, and says so" paste \
+  wait_for paste "pasted 65535 of"
+check "a 100 KB paste: its text is in the editor" paste wait_for paste "y e  y e  y e  y e"
+check "a 100 KB paste: nothing exported" paste test -z "$(ls -A "$WORK/paste")"
+keys paste Escape
+check "Esc drops the pasted sentence" paste wait_gone paste "sentence:"
+check "the sentence is as it was" paste wait_for paste "Your journey starts with one step"
+check "a 100 KB paste: still nothing exported" paste test -z "$(ls -A "$WORK/paste")"
+# Into an open prompt: inserted at the cursor, its line end not taken for Enter.
+keys paste /
+T set-buffer -b word "journey
+"
+T paste-buffer -p -b word -t paste
+check "a paste into the find prompt: its text, not accepted" paste wait_for paste "find token: journey"
+keys paste Enter
+check "Enter accepts it" paste wait_for paste "“journey” at row 1"
+# A question is answered by a key, never by a paste's y.
+keys paste e C-u
+text paste "$WORK/paste/out"
+keys paste Enter
+wait_for paste "exported every stage"
+keys paste e C-u
+text paste "$WORK/paste/out"
+keys paste Enter
+wait_for paste "replace it? (y/n)"
+T set-buffer -b yes "y"
+T paste-buffer -p -b yes -t paste
+check "a paste into a y/n question: refused, the question still open" paste \
+  wait_for paste "a paste answers no question: press y or n"
+keys paste n
+check "n answers it" paste wait_gone paste "replace it? (y/n)"
+T kill-session -t paste
+
+# SIGHUP (the terminal closed) during the explorer's export stops it at the next head and
+# removes its temporary folder, as C-c and SIGTERM do: the export does not appear, nothing hidden.
+mkdir -p "$WORK/hupx"
+printf 'text: "%s"\nembeddings: {dim: 32}\nattention: {heads: 32, d_out: 32}\n' \
+  "$(for i in $(seq 1 512); do printf 'w%d ' "$i"; done)" >"$WORK/hupx.yaml"
+start hupx 100 30 "$(wrapped hupx "$WORK/hupx.yaml")"
+wait_for hupx "512 tokens"
+keys hupx e C-u
+text hupx "$WORK/hupx/out"
+keys hupx Enter
+seen=""
+for _ in $(seq 1 500); do
+  if [ -n "$(find "$WORK/hupx" -mindepth 2 -maxdepth 2 -path '*/.out.attnscope-*/head1')" ]; then
+    seen=yes
+    break
+  fi
+  sleep 0.01
+done
+pid=$(pgrep -n -f "^$BIN $WORK/hupx.yaml\$")
+[ -n "$pid" ] && kill -HUP "$pid"
+check "SIGHUP during the explorer's export: caught while its files were written" hupx test -n "$seen"
+check "SIGHUP during the explorer's export: terminal restored" hupx restored hupx
+check "SIGHUP during the explorer's export: exit status 129" hupx grep -qx 129 "$WORK/hupx.exit"
+check "SIGHUP during the explorer's export: no temporary folder is left" hupx \
+  test -z "$(find "$WORK/hupx" -maxdepth 1 -name '.out.attnscope-*')"
+check "SIGHUP during the explorer's export: stopped, the folder not made" hupx \
+  test -z "$(ls -A "$WORK/hupx")"
+T kill-session -t hupx
+
+# C-\ (SIGQUIT) ends the explorer at once, as it is meant to (status 131, a core where enabled),
+# but puts the terminal back first: modes, screen, keypad, mouse and bracketed paste. Typed in an
+# interactive shell, as a user would: the shell ignores SIGQUIT, the explorer gets it.
+start cquit 100 30 "bash --norc --noprofile -i"
+text cquit "PS1='ready> '; ulimit -c 0; stty -g > $WORK/cquit.before; $BIN 2>$WORK/cquit.err; echo \$? > $WORK/cquit.exit"
+keys cquit Enter
+wait_for cquit "row Σ"
+keys cquit 'C-\'
+check "C-\\: back at the shell" cquit wait_for cquit "ready>"
+wait_file "$WORK/cquit.exit"
+check "C-\\: exit status 131 (SIGQUIT)" cquit grep -qx 131 "$WORK/cquit.exit"
+check "C-\\: says the terminal was restored" cquit \
+  grep -qF 'quit (SIGQUIT, C-\); the terminal was restored' "$WORK/cquit.err"
+check "C-\\: screen, cursor, keypad and mouse restored" cquit test "$(term_flags cquit)" = "$fresh_flags"
+text cquit "stty -g > $WORK/cquit.after; cat -v > $WORK/cquit.paste"
+keys cquit Enter
+wait_file "$WORK/cquit.after"
+check "C-\\: terminal modes restored (stty)" cquit cmp -s "$WORK/cquit.before" "$WORK/cquit.after"
+check "C-\\: bracketed paste off again" cquit paste_off cquit
+T kill-session -t cquit
+
+# A forward pass that makes a value that is not a number says where, on the message line: query
+# and key weights of 3e38 (the softmax used to make weights of 0 of the nan rows), and the
+# llama-gqa checkpoint under rope_scaling {linear, factor 5e-324}.
+printf '%s\n' "text: the cat sat on the mat" "embeddings: {dim: 3}" "attention: {d_out: 2}" \
+  "weights:" "  query: [[3e38, 3e38], [3e38, 3e38], [3e38, 3e38]]" \
+  "  key: [[3e38, -3e38], [3e38, 3e38], [-3e38, 3e38]]" \
+  "  value: [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]" >"$WORK/nan.yaml"
+start nan 100 30 "$BIN $WORK/nan.yaml"
+check "nan: the message line names the place" nan \
+  wait_for nan "not a number: -inf at layer 0, head 0, queries, row 1 (“cat”), column 0"
+check "nan: the weights show nan, as torch's" nan wait_for nan "nan      nan      nan      nan      nan      nan │"
+keys nan c
+check "nan: after an edit the report stands while the result has one" nan \
+  wait_for nan "not a number: -inf at layer 0"
+T kill-session -t nan
+mkdir -p "$WORK/rope"
+ln -s "$SRC/tests/golden/families/llama-gqa/model.safetensors" "$WORK/rope/model.safetensors"
+sed 's/"max_position_embeddings": 64/&, "rope_scaling": {"type": "linear", "factor": 5e-324}/' \
+  "$SRC/tests/golden/families/llama-gqa/config.json" >"$WORK/rope/config.json"
+printf 'text: "The river runs to the sea."\ntokenizer: {kind: gpt2, vocab: %s, merges: %s}\nmodel: {file: rope/model.safetensors}\n' \
+  "$SRC/tests/golden/gpt2/vocab.json" "$SRC/tests/golden/gpt2/merges.txt" >"$WORK/rope.yaml"
+start rope 110 30 "$BIN $WORK/rope.yaml"
+check "rope_scaling 5e-324: the message line names layer, head and stage" rope \
+  wait_for rope "not a number: nan at layer 0, head 0, queries_rotated, row 0 (“The”), column 0"
+T kill-session -t rope
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

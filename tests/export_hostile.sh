@@ -163,6 +163,48 @@ check "a FIFO as the target: exit 1" test "$rc" -eq 1
 check "a FIFO as the target: says it is not a folder" grep -qF "is not a folder" "$WORK/err"
 check "a FIFO as the target: still a FIFO" test -p "$WORK/fifo"
 
+# 5. Deep and large folders: export decides from the marker before it reads anything below the
+# top, and never recurses. A folder nested 700 deep (the old walk's stack frames of 12 KB a level
+# crashed it) is refused under a 256 KB stack and 64 descriptors (the old walk held one a level),
+# without a marker and inside an export; a marker that lists a tree deeper than an export nests is
+# not believed.
+nest() { # nest DIR LEVELS: DIR/d/d/.../d
+  local p=$1
+  for _ in $(seq 1 "$2"); do p=$p/d; done
+  mkdir -p "$p"
+}
+bounded() { (ulimit -s 256 -n 64 && "$@"); }
+n="$WORK/nested"
+nest "$n" 700
+before=$(snapshot "$n")
+bounded "$BIN" export -o "$n" >/dev/null 2>"$WORK/err"
+rc=$?
+check "700 deep, no marker: exit 1 under a 256 KB stack and 64 descriptors" test "$rc" -eq 1
+check "700 deep, no marker: refused from its top" \
+  grep -qF "is not an attnscope export: it holds d/ and more but no .attnscope-export marker" "$WORK/err"
+check "700 deep, no marker: kept" test "$before" = "$(snapshot "$n")"
+fresh "$e"
+nest "$e/head0" 700
+before=$(snapshot "$e")
+bounded "$BIN" export -o "$e" >/dev/null 2>"$WORK/err"
+rc=$?
+check "700 deep inside an export: exit 1 under the same limits" test "$rc" -eq 1
+check "700 deep inside an export: names the folder added" \
+  grep -qF "holds head0/d/, which the attnscope export there did not write" "$WORK/err"
+check "700 deep inside an export: kept" test "$before" = "$(snapshot "$e")"
+f="$WORK/forged"
+mkdir -p "$f"
+{
+  printf 'attnscope-export 1\nversion 0\nf .attnscope-export\n'
+  p=""
+  for _ in $(seq 1 40); do
+    p=${p:+$p/}d
+    printf 'd %s\n' "$p"
+  done
+} >"$f/.attnscope-export"
+nest "$f" 40
+refused "a marker listing a tree 40 deep" "$f" "holds d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/, which the attnscope export there did not write" -o "$f"
+
 # 4. Paths: an export names the checkpoint and tokenizer it read relative to itself, so it
 # travels with its folder and shows no path of this machine; it loads from where it is.
 mkdir -p "$WORK/p/m" "$WORK/p/a" "$WORK/p/b/c"

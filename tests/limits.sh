@@ -2,8 +2,8 @@
 # limits: bounded before it is spent. ATTNSCOPE_MEMORY_MIB takes a number of MiB or one with a
 # unit (M, MiB, G, GiB) and refuses anything else naming the variable; ATTNSCOPE_GFLOPS likewise.
 # A compute estimated past 2 s is announced (FLOPs, seconds at the speed assumed), Ctrl-C ends it
-# at once (status 130, "interrupted"), and Ctrl-C during an export leaves the previous export
-# exactly as it was, with no temporary folder.
+# at once (status 130, "interrupted"), and Ctrl-C, SIGTERM or SIGHUP during an export leaves the
+# previous export exactly as it was, with no temporary folder.
 # Usage: limits.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -111,6 +111,33 @@ check "Ctrl-C during an export: says interrupted" grep -q "interrupted" "$WORK/e
 check "Ctrl-C during an export: the previous export is exactly as it was" test "$before" = "$(snapshot "$out")"
 check "Ctrl-C during an export: no temporary folder is left" \
   test -z "$(find "$WORK" -maxdepth 1 -name '.out-dir.attnscope-*')"
+
+# 5. SIGHUP (the terminal closed, an ssh session dropped) and SIGTERM while the files are written
+# (the temporary folder already holds head1/): cleaned up as Ctrl-C is, status 129 and 143. A
+# SIGHUP there used to end the process with the folder left behind (48 MB of this scene).
+for sig in HUP TERM; do
+  "$BIN" export "$wide" -o "$out" >/dev/null 2>"$WORK/err" &
+  pid=$!
+  seen=""
+  for _ in $(seq 1 1000); do
+    if [ -n "$(find "$WORK" -mindepth 2 -maxdepth 2 -path '*/.out-dir.attnscope-*/head1')" ]; then
+      seen=yes
+      break
+    fi
+    sleep 0.01
+  done
+  kill -"$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  num=$(kill -l "$sig")
+  check "SIG$sig during an export: caught while its files were written" test -n "$seen"
+  check "SIG$sig during an export: status $((128 + num))" test "$rc" -eq $((128 + num))
+  check "SIG$sig during an export: says interrupted" grep -q "interrupted" "$WORK/err"
+  check "SIG$sig during an export: the previous export is exactly as it was" \
+    test "$before" = "$(snapshot "$out")"
+  check "SIG$sig during an export: no temporary folder is left" \
+    test -z "$(find "$WORK" -maxdepth 1 -name '.out-dir.attnscope-*')"
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -265,11 +265,158 @@ static void test_panels_fixed_positions(void **state)
     }
 }
 
+/* ---- a value that is not a number ----------------------------------------------------------
+ * A positional table whose row `bad` is 3e38 in every dimension: row `bad` of a projection (or of
+ * the scores) overflows, and the pass must say so at the same place whichever way it is computed
+ * (tiles or full, a fresh compute or a sentence edit that keeps the rows before the edit's
+ * panel), with the softmax giving nan there, never weights of 0. */
+/* n tokens of 7 words (an edit swaps token `changed` for another of them: the same embedding
+ * table), the positions' row `bad` of 3e38. */
+static void nonfinite_scene(struct attn_scene *s, int n, int bad, int changed)
+{
+    size_t cap = (size_t)n * 32 * 8 + 4096;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    int k = snprintf(t, cap, "version: 1\ntokenizer: whitespace\nseed: 4\ntext:");
+    for (int i = 0; i < n; i++)
+        k += snprintf(t + k, cap - (size_t)k, " w%d", (i + (i == changed)) % 7);
+    k += snprintf(t + k, cap - (size_t)k,
+                  "\nembeddings: {dim: 8}\nattention: {d_out: 8, heads: 2, causal: true}\n"
+                  "positional:\n  kind: learned\n  max_len: %d\n  table:\n",
+                  n);
+    for (int i = 0; i < n; i++)
+        k += snprintf(t + k, cap - (size_t)k, "    - [%s]\n",
+                      i == bad ? "3e38, 3e38, 3e38, 3e38, 3e38, 3e38, 3e38, 3e38"
+                               : "0, 0, 0, 0, 0, 0, 0, 0");
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_parse(s, "nonfinite.yaml", t, strlen(t), &errs))
+        fail_msg("scene: %s", errs.n ? errs.items[0].msg : "?");
+    attn_diag_list_free(&errs);
+    free(t);
+}
+
+static void expect_same_place(const struct attn_net *a, const struct attn_net *b, const char *what)
+{
+    int la = -1, lb = -1;
+    const struct attn_nonfinite *x = attn_net_nonfinite(a, &la), *y = attn_net_nonfinite(b, &lb);
+    assert_non_null(x);
+    assert_non_null(y);
+    if (la != lb || x->stage != y->stage || x->head != y->head || x->row != y->row ||
+        x->col != y->col)
+        fail_msg("%s: layer %d head %d %s [%d][%d] against layer %d head %d %s [%d][%d]", what, la,
+                 x->head, attn_stage_name(x->stage), x->row, x->col, lb, y->head,
+                 attn_stage_name(y->stage), y->row, y->col);
+}
+
+static void test_nonfinite_place(void **state)
+{
+    (void)state;
+    struct attn_scene s, edited;
+    nonfinite_scene(&s, 100, 10, -1);
+    nonfinite_scene(&edited, 100, 10, 90);
+    struct attn_net tiled, full, fresh;
+    compute(&tiled, &s);
+    attn_causal_untiled = true;
+    compute(&full, &s);
+    attn_causal_untiled = false;
+    int layer = -1;
+    const struct attn_nonfinite *f = attn_net_nonfinite(&tiled, &layer);
+    assert_non_null(f);
+    assert_int_equal(layer, 0);
+    assert_int_equal(f->row, 10); /* nothing before the row of 3e38 */
+    expect_same_place(&tiled, &full, "tiles against the full pass");
+    char text[200];
+    assert_true(attn_net_nonfinite_text(text, sizeof(text), &tiled));
+    printf("causal: a row of 3e38: %s\n", text);
+    /* The softmax of that row is nan, in both: never weights of 0 as for a masked row. */
+    for (int h = 0; h < 2; h++) {
+        struct attn_mat_view w = attn_view(&tiled.run[0], &tiled.model[0], STAGE_WEIGHTS, h);
+        if (f->stage == STAGE_SCORES && h == f->head)
+            assert_true(isnan(w.data[(size_t)10 * w.stride]));
+        for (int j = 0; j < w.cols; j++) /* the rows before it attend as usual */
+            assert_false(isnan(w.data[j]));
+    }
+    /* A sentence edit at token 90 keeps the rows before its panel, the bad one among them: it
+       is found again, where a fresh compute of the edited scene finds it. */
+    compute(&fresh, &edited);
+    struct diag err = {0};
+    if (attn_net_compute(&tiled, &edited, &err))
+        fail_msg("edit: %s", err.msg);
+    assert_true(tiled.kept_rows > 10);
+    expect_same_place(&tiled, &fresh, "an edit keeping the rows against a fresh compute");
+    /* And a scene without it has none. */
+    struct attn_scene clean;
+    nonfinite_scene(&clean, 100, -1, -1);
+    if (attn_net_compute(&tiled, &clean, &err))
+        fail_msg("clean: %s", err.msg);
+    assert_null(attn_net_nonfinite(&tiled, NULL));
+    assert_false(attn_net_nonfinite_text(text, sizeof(text), &tiled));
+    attn_net_free(&tiled);
+    attn_net_free(&full);
+    attn_net_free(&fresh);
+    attn_scene_free(&s);
+    attn_scene_free(&edited);
+    attn_scene_free(&clean);
+}
+
+/* What hides a value that is not a number on its way to the layer's output: relu (of -inf), the
+ * softmax (a -inf score weighs 0), an ablated head (its context replaced). The output of each
+ * scene is finite, and the pass must still name the place: a check of the output alone would
+ * say every value is a number. */
+static void test_nonfinite_hidden(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *want;
+    } cases[] = {
+        {"text: a b c\nembeddings: [[1, 1], [1, 1], [1, 1]]\nattention: {d_out: 2}\n"
+         "block: {order: pre, norm: rms, ffn_hidden: 2, activation: relu}\n"
+         "weights:\n  query: [[0, 0], [0, 0]]\n  key: [[0, 0], [0, 0]]\n"
+         "  value: [[0, 0], [0, 0]]\n  ffn_W1: [[-3e38, 1], [-3e38, 1]]\n  ffn_b1: [0, 0]\n"
+         "  ffn_W2: [[1, 0], [0, 1]]\n  ffn_b2: [0, 0]\n",
+         "-inf at layer 0, ffn_hidden, row 0 (\u201ca\u201d), column 0"},
+        {"text: a b\nembeddings: [[1e20], [1]]\nattention: {d_out: 1}\n"
+         "weights: {query: [[1]], key: [[-1]], value: [[1]]}\n",
+         "-inf at layer 0, head 0, scores, row 0 (\u201ca\u201d), column 0"},
+        {"text: a b\nembeddings: [[1, 1], [1, 1]]\nattention: {d_out: 2, heads: 2, out_proj: "
+         "false}\n"
+         "weights:\n  query: [[0, 0], [0, 0]]\n  key: [[0, 0], [0, 0]]\n"
+         "  value: [[3e38, 0], [3e38, 0]]\nablate:\n  - {layer: 0, head: 0, mode: zero}\n",
+         "inf at layer 0, head 0, values, row 0 (\u201ca\u201d), column 0"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct attn_scene s;
+        struct diag_list errs;
+        attn_diag_list_init(&errs);
+        if (attn_scenefile_parse(&s, "hidden.yaml", cases[c].yaml, strlen(cases[c].yaml), &errs))
+            fail_msg("case %zu: %s", c, errs.n ? errs.items[0].msg : "?");
+        attn_diag_list_free(&errs);
+        struct attn_net net;
+        compute(&net, &s);
+        const struct attn_model *m = &net.model[0];
+        struct attn_mat_view out =
+            attn_view(&net.run[0], m, m->block ? attn_stage_block_output(m) : STAGE_OUTPUT, 0);
+        for (int i = 0; i < out.rows; i++) /* hidden: the output is all numbers */
+            for (int j = 0; j < out.cols; j++)
+                assert_true(isfinite(out.data[(size_t)i * out.stride + j]));
+        char text[200];
+        assert_true(attn_net_nonfinite_text(text, sizeof(text), &net));
+        if (strcmp(text, cases[c].want) != 0)
+            fail_msg("case %zu: \"%s\", expected \"%s\"", c, text, cases[c].want);
+        printf("causal: hidden on its way to the output, found: %s\n", text);
+        attn_net_free(&net);
+        attn_scene_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_causal_tiles_equal_full),
         cmocka_unit_test(test_panels_fixed_positions),
+        cmocka_unit_test(test_nonfinite_place),
+        cmocka_unit_test(test_nonfinite_hidden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

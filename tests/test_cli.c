@@ -964,6 +964,100 @@ static void test_predict(void **state)
     run_free(&r);
 }
 
+/* A forward pass that makes a value that is not a number (issue 26: PyTorch gives nan where the
+ * softmax made weights of 0 of it). Two scenes: query and key weights of 3e38, and the llama-gqa
+ * checkpoint under rope_scaling {linear, factor 5e-324} (its angles inf, their cosines nan). Every
+ * command names the place: check, predict, lens, ablate, patch and heads refuse (exit 1, nothing
+ * on stdout), print, export, render and diff warn and show the stages as computed. */
+static void test_nonfinite(void **state)
+{
+    (void)state;
+    const char *fixtures = getenv("ATTNSCOPE_FIXTURES");
+    char big[4200], rope[4200], config[4200], model[4200], link[4200], out[4200], svg[4200];
+    snprintf(big, sizeof(big), "%s", scratch_path("big.yaml"));
+    tu_write_text(big, "text: the cat sat on the mat\n"
+                       "embeddings: {dim: 3}\n"
+                       "attention: {d_out: 2}\n"
+                       "weights:\n"
+                       "  query: [[3e38, 3e38], [3e38, 3e38], [3e38, 3e38]]\n"
+                       "  key: [[3e38, -3e38], [3e38, 3e38], [-3e38, 3e38]]\n"
+                       "  value: [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]\n");
+    snprintf(config, sizeof(config), "%s", scratch_path("rope"));
+    mkdir(config, 0755);
+    snprintf(config, sizeof(config), "%s", scratch_path("rope/config.json"));
+    snprintf(model, sizeof(model), "%s/../golden/families/llama-gqa/model.safetensors", fixtures);
+    snprintf(link, sizeof(link), "%s", scratch_path("rope/model.safetensors"));
+    unlink(link);
+    assert_int_equal(symlink(model, link), 0);
+    tu_write_text(config, "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\",\n"
+                          " \"vocab_size\": 407, \"hidden_act\": \"silu\", \"hidden_size\": 32,\n"
+                          " \"num_hidden_layers\": 2, \"num_attention_heads\": 4,\n"
+                          " \"num_key_value_heads\": 2, \"intermediate_size\": 48,\n"
+                          " \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0,\n"
+                          " \"tie_word_embeddings\": false, \"max_position_embeddings\": 64,\n"
+                          " \"rope_scaling\": {\"type\": \"linear\", \"factor\": 5e-324}}\n");
+    snprintf(rope, sizeof(rope), "%s", scratch_path("rope.yaml"));
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "text: \"The river runs to the sea.\"\n"
+             "tokenizer: {kind: gpt2, vocab: %s/../golden/gpt2/vocab.json, merges: "
+             "%s/../golden/gpt2/merges.txt}\n"
+             "model: {file: rope/model.safetensors}\n",
+             fixtures, fixtures);
+    tu_write_text(rope, text);
+    static const char rope_at[] =
+        "the forward pass makes a value that is not a number: nan at layer 0, head 0, "
+        "queries_rotated, row 0 (\u201cThe\u201d), column 0";
+    static const char big_at[] =
+        "the forward pass makes a value that is not a number: -inf at layer 0, head 0, queries, "
+        "row 1 (\u201ccat\u201d), column 0";
+
+    struct run r = RUN("check", big, rope);
+    expect_status(&r, 1);
+    expect_contains(r.err, big_at);
+    expect_contains(r.err, rope_at);
+    assert_null(strstr(r.out, ": ok"));
+    run_free(&r);
+
+    const char *const refusing[][6] = {
+        {"predict", rope, NULL}, {"lens", rope, NULL}, {"ablate", rope, NULL},
+        {"heads", rope, NULL},   {"heads", big, NULL}, {"patch", rope, rope, "--metric", "loss"},
+    };
+    for (size_t i = 0; i < sizeof(refusing) / sizeof(refusing[0]); i++) {
+        r = run_to(NULL, refusing[i]);
+        expect_status(&r, 1);
+        expect_contains(r.err, refusing[i][1] == big ? big_at : rope_at);
+        assert_string_equal(r.out, "");
+        run_free(&r);
+    }
+
+    r = RUN("print", big, "--stage", "weights");
+    expect_status(&r, 0);
+    expect_contains(r.err, "big.yaml: warning: ");
+    expect_contains(r.err, big_at + strlen("the forward pass makes "));
+    expect_contains(r.out, "tensor([[nan, nan, nan, nan, nan, nan],"); /* torch's answer */
+    run_free(&r);
+    snprintf(out, sizeof(out), "%s", scratch_path("nan-export"));
+    r = RUN("export", big, "-o", out);
+    expect_status(&r, 0);
+    expect_contains(r.err, "warning: ");
+    run_free(&r);
+    char weights[4300];
+    snprintf(weights, sizeof(weights), "%s/head0/weights.csv", out);
+    char *csv = tu_must_read_file(weights, NULL);
+    expect_contains(csv, "\r\nthe,nan,nan,nan,nan,nan,nan\r\n");
+    free(csv);
+    snprintf(svg, sizeof(svg), "%s", scratch_path("nan.svg"));
+    r = RUN("render", big, "-o", svg);
+    expect_status(&r, 0);
+    expect_contains(r.err, "warning: ");
+    run_free(&r);
+    r = RUN("diff", big, big);
+    expect_status(&r, 0);
+    expect_contains(r.err, "warning: ");
+    run_free(&r);
+}
+
 /* Scenes without a vocabulary model: every command of it says why and exits 1. */
 static void test_no_vocabulary(void **state)
 {
@@ -1906,6 +2000,7 @@ int main(void)
         cmocka_unit_test(test_bench_shape),
         cmocka_unit_test(test_predict),
         cmocka_unit_test(test_no_vocabulary),
+        cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_ablate),
         cmocka_unit_test(test_checkpoint_warnings),

@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -716,6 +717,79 @@ static void test_export_removes_stale_temp(void **state)
     computed_free(&c);
 }
 
+/* A chain of `levels` folders named d below dir, made with mkdirat one level at a time (no path
+ * of its length is ever built). */
+static void nest(const char *dir, int levels)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    for (int i = 0; i < levels; i++) {
+        assert_int_equal(mkdirat(fd, "d", 0755), 0);
+        int sub = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+        assert_true(sub >= 0);
+        close(fd);
+        fd = sub;
+    }
+    close(fd);
+}
+
+/* A folder nested 3,000 deep (the walk that recursed with 12 KB of buffers a level crashed at
+ * about 700): refused from its top when there is no marker, and named as the one foreign path
+ * inside an export, without reading below it. A marker that lists a tree deeper than any export
+ * is not believed, and fsutil's removal stops at 64 levels rather than recurse without end. */
+static void test_export_deep_folders(void **state)
+{
+    (void)state;
+    char *tmp = tu_make_tmpdir("export");
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/nested", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    nest(dir, 3000);
+    struct diag err;
+    bool replaces = true;
+    assert_int_equal(export_check_target(dir, &replaces, &err), -1);
+    assert_false(replaces);
+    assert_non_null(strstr(err.msg, "it holds d/ and more but no .attnscope-export marker"));
+
+    struct computed c;
+    split_scene(&c);
+    snprintf(dir, sizeof(dir), "%s/out", tmp);
+    export_ok(dir, &c);
+    char sub[4300];
+    snprintf(sub, sizeof(sub), "%s/head0", dir);
+    nest(sub, 3000);
+    assert_int_equal(export_check_target(dir, NULL, &err), -1);
+    assert_non_null(
+        strstr(err.msg, "holds head0/d/, which the attnscope export there did not write"));
+
+    /* A forged marker listing d, d/d, ... 40 deep, and that tree. */
+    snprintf(dir, sizeof(dir), "%s/forged", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    nest(dir, 40);
+    char marker[4300], line[200] = "";
+    snprintf(marker, sizeof(marker), "%s/.attnscope-export", dir);
+    FILE *f = fopen(marker, "w");
+    assert_non_null(f);
+    fputs("attnscope-export 1\nversion 0\nf .attnscope-export\n", f);
+    for (int i = 0; i < 40; i++) {
+        strcat(line, i ? "/d" : "d");
+        fprintf(f, "d %s\n", line);
+    }
+    fclose(f);
+    assert_int_equal(export_check_target(dir, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "holds d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/, which"));
+    snprintf(dir, sizeof(dir), "%s/deep", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    nest(dir, 100); /* removed to 64 deep, the rest left alone */
+    snprintf(sub, sizeof(sub), "%s/d", dir);
+    assert_int_equal(attn_fsutil_remove_tree(dir), -1);
+    assert_int_equal(errno, ENOTEMPTY);
+    assert_true(attn_fsutil_exists(sub));
+    tu_remove_tree(tmp);
+    free(tmp);
+    computed_free(&c);
+}
+
 /* A large layer: its matrices go to .npy files in scene.data/, and the export loads back and
  * reproduces itself byte for byte (an inline scene.yaml of it would be over the file limit). */
 static void test_export_large_matrices_side_files(void **state)
@@ -1089,6 +1163,7 @@ int main(void)
         cmocka_unit_test(test_export_all_or_nothing),
         cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_export_removes_stale_temp),
+        cmocka_unit_test(test_export_deep_folders),
         cmocka_unit_test(test_export_large_matrices_side_files),
         cmocka_unit_test(test_export_npy_split),
         cmocka_unit_test(test_export_npy_wrapper),

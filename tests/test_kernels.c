@@ -146,6 +146,24 @@ static void test_softmax_rows(void **state)
     for (int j = 3; j < 6; j++)
         assert_true(m_out[j] == 0.0f);
 
+    /* A NaN is not a mask: a row of NaN, or of NaN and -inf, is NaN in every cell, as torch's
+       softmax gives (its max is NaN), never the zeros of a fully masked row; so is a row with
+       one NaN among numbers, and one with +inf (inf - inf). The causal prefix agrees, its
+       future included. */
+    const float bad[4][3] = {
+        {NAN, NAN, NAN}, {-INFINITY, NAN, -INFINITY}, {0.5f, NAN, 0.25f}, {0.5f, INFINITY, 0.25f}};
+    float b_out[12];
+    attn_softmax_rows(b_out, &bad[0][0], 4, 3);
+    for (int j = 0; j < 12; j++)
+        assert_true(isnan(b_out[j]));
+    float prefix[3];
+    attn_softmax_row_prefix(prefix, bad[1], 2, 3); /* [-inf, nan] visible, the future after */
+    for (int j = 0; j < 3; j++)
+        assert_true(isnan(prefix[j]));
+    attn_softmax_row_prefix(prefix, bad[1], 1, 3); /* [-inf] only: masked, zeros */
+    for (int j = 0; j < 3; j++)
+        assert_true(prefix[j] == 0.0f);
+
     /* Large scores do not overflow: the row maximum is subtracted first. */
     const float big[3] = {1000.0f, 1000.0f, 999.0f};
     attn_softmax_rows(m_out, big, 1, 3);

@@ -2,7 +2,8 @@
  *
  * Each tests/screens/NAME.keys is a script: header lines set the scene, size, TERM and
  * NO_COLOR (`# no_color`) and the locale (`# locale: C`); then key names (keys.yaml notation: q
- * Left C-r Enter ...), `"text` lines to type text, `resize COLSxLINES`, and `click X,Y` /
+ * Left C-r Enter ...), `"text` lines to type text, `paste TEXT` for a bracketed paste of TEXT
+ * (`\n` a line end), `resize COLSxLINES`, and `click X,Y` /
  * `wheel-down X,Y` (0-based screen cells). The script is played into the real UI through a pipe on
  * a virtual terminal (newterm), one key at a time like the event loop does, and the final screen
  * (its text, then every cell's look: see ui_dump) must equal NAME.screen. Set
@@ -249,6 +250,16 @@ static bool run_script(const char *dir, const char *name, bool update)
             int n = snprintf(seq, sizeof(seq), "\033[<%d;%d;%dM\033[<%d;%d;%dm", button, c + 1,
                              l + 1, button, c + 1, l + 1);
             assert_true(write(fds[1], seq, (size_t)n) == n);
+            drain(ui, &quit);
+            continue;
+        }
+        if (strncmp(line, "paste ", 6) == 0) { /* a bracketed paste of the rest, \n a line end */
+            char seq[1024];
+            size_t n = (size_t)snprintf(seq, sizeof(seq), "%s", tigetstr("PS"));
+            for (const char *t = line + 6; *t && n + 16 < sizeof(seq); t++)
+                seq[n++] = t[0] == '\\' && t[1] == 'n' ? (t++, '\n') : *t;
+            n += (size_t)snprintf(seq + n, sizeof(seq) - n, "%s", tigetstr("PE"));
+            assert_true(write(fds[1], seq, n) == (ssize_t)n);
             drain(ui, &quit);
             continue;
         }

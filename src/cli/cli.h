@@ -102,6 +102,16 @@ int cli_scene_open(struct cli_scene *cs, const char *path);
  * visit's error is printed as the compute's. lean false: cli_scene_open. */
 int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_net_visit visit,
                         void *ctx);
+/* The compute of cli_scene_open_lean for a scene already in cs (cs->name set): on failure the
+ * scene is freed. */
+int cli_scene_compute(struct cli_scene *cs, bool lean, attn_net_visit visit, void *ctx);
+/* A forward pass that made a value that is not a number (nan, inf) is said on stderr with its
+ * place: "NAME: ... nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5". A
+ * command whose output is the stages themselves (print, export, render, diff) warns and goes on:
+ * nan is the honest number there, as PyTorch would show it (refuse false: CLI_OK). One that
+ * makes numbers of them (check, predict, lens, ablate, patch, heads) refuses: CLI_INVALID, and
+ * prints nothing else. */
+int cli_scene_finite(const struct cli_scene *cs, bool refuse);
 void cli_scene_close(struct cli_scene *cs);
 
 /* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each

@@ -269,8 +269,6 @@ int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_
     memset(cs, 0, sizeof(*cs));
     cs->name = path ? path : "default scene";
     cs->from_file = path != NULL;
-    struct diag err;
-    attn_diag_clear(&err);
 
     if (path) {
         if (cli_find_scene(cs->path, sizeof(cs->path), path) != CLI_OK)
@@ -282,7 +280,13 @@ int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_
         fprintf(stderr, "attnscope: the default scene: out of memory\n");
         return CLI_INVALID;
     }
+    return cli_scene_compute(cs, lean, visit, ctx);
+}
 
+int cli_scene_compute(struct cli_scene *cs, bool lean, attn_net_visit visit, void *ctx)
+{
+    struct diag err;
+    attn_diag_clear(&err);
     /* A compute estimated past ATTN_LONG_SECONDS is announced before it starts: how much work
        and how long here, and that Ctrl-C stops it (nothing is written while it runs). */
     double seconds = attn_net_estimate_seconds(&cs->scene);
@@ -311,6 +315,17 @@ int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_
         return CLI_INVALID;
     }
     return CLI_OK;
+}
+
+int cli_scene_finite(const struct cli_scene *cs, bool refuse)
+{
+    char where[200];
+    if (!attn_net_nonfinite_text(where, sizeof(where), &cs->net))
+        return CLI_OK;
+    attn_utf8_fputs_escaped(cs->name, stderr, 0);
+    fprintf(stderr, "%s: the forward pass makes a value that is not a number: %s%s\n",
+            refuse ? "" : ": warning", where, refuse ? "" : " (the stages hold it as computed)");
+    return refuse ? CLI_INVALID : CLI_OK;
 }
 
 void cli_scene_close(struct cli_scene *cs)

@@ -124,7 +124,16 @@ static int check_one(const char *arg)
         if (check_lesson(&s, path) != CLI_OK)
             return CLI_INVALID;
     } else {
-        attn_scene_free(&s);
+        /* Computed once, a layer at a time: a value the forward pass makes that is not a
+           number (an overflow, a RoPE scaling of 5e-324) is a problem of the scene, named with
+           its place. */
+        struct cli_scene cs = {.name = path, .from_file = true, .scene = s};
+        if (cli_scene_compute(&cs, true, NULL, NULL) != CLI_OK)
+            return CLI_INVALID;
+        int rc = cli_scene_finite(&cs, true);
+        cli_scene_close(&cs);
+        if (rc != CLI_OK)
+            return CLI_INVALID;
     }
     printf("%s: ok\n", path);
     return CLI_OK;

@@ -243,6 +243,8 @@ int cmd_diff(int argc, char **argv)
         cli_scene_close(&ca);
         return rc;
     }
+    cli_scene_finite(&ca, false);
+    cli_scene_finite(&cb, false);
     const struct cli_scene *both[2] = {&ca, &cb};
     enum attn_stage st = (enum attn_stage)stage;
     /* A layer, head or stage a scene lacks is a wrong command line for that scene. */

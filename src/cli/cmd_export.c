@@ -66,14 +66,17 @@ int cmd_export(int argc, char **argv)
 
     /* A folder that is not ours is refused before a long compute, and again right before the
        swap. Each layer is written as it is computed (a lean compute: one layer's n x n stages
-       in memory), into a temporary folder that replaces DIR only once complete. Ctrl-C,
-       during the compute or the writing, stops at the next head and removes the temporary
-       folder (the previous export stays whole); the command then ends with status 130. */
+       in memory), into a temporary folder that replaces DIR only once complete. Ctrl-C, SIGTERM
+       or SIGHUP, during the compute or the writing, stops at the next head and removes the
+       temporary folder (the previous export stays whole); the command then ends with status
+       130 (143, 129). */
     struct diag err;
     attn_diag_clear(&err);
     struct cli_scene cs;
     struct export_job job = {.cs = &cs};
-    if (export_stream_begin(&job.x, dir, fmt, top, NULL, &err) != 0) {
+    /* The writing reads the stop flag too, after each head's files and before the swap. */
+    static const struct progress_sink stop = {NULL, NULL, &attn_progress_interrupted};
+    if (export_stream_begin(&job.x, dir, fmt, top, &stop, &err) != 0) {
         attn_diag_print(stderr, &err, NULL, 0);
         return CLI_INVALID;
     }
@@ -86,6 +89,8 @@ int cmd_export(int argc, char **argv)
     }
     rc = export_stream_end(&job.x, &cs.scene, &cs.net, &err);
     attn_progress_writing(false);
+    if (rc == 0)
+        cli_scene_finite(&cs, false); /* the files hold nan as computed */
     if (rc != 0) {
         attn_diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;

@@ -95,6 +95,11 @@ int cmd_heads(int argc, char **argv)
         free(job.rows);
         return rc;
     }
+    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK) {
+        free(job.rows);
+        cli_scene_close(&cs);
+        return rc;
+    }
     const struct attn_net *net = &cs.net;
     int heads = net->model[0].heads, n = net->layers * heads;
     struct row *rows = job.rows;

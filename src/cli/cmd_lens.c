@@ -50,7 +50,8 @@ int cmd_lens(int argc, char **argv)
     struct cli_scene cs;
     if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
         return rc;
-    if ((rc = cli_need_vocab(&cs, "lens")) != CLI_OK) {
+    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
+        (rc = cli_need_vocab(&cs, "lens")) != CLI_OK) {
         cli_scene_close(&cs);
         return rc;
     }

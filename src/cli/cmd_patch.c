@@ -188,6 +188,12 @@ int cmd_patch(int argc, char **argv)
         cli_scene_close(&clean);
         return rc;
     }
+    if ((rc = cli_scene_finite(&clean, true)) != CLI_OK ||
+        (rc = cli_scene_finite(&corrupt, true)) != CLI_OK) {
+        cli_scene_close(&clean);
+        cli_scene_close(&corrupt);
+        return rc;
+    }
     struct attn_metric metric = {.kind = spec.kind, .a = -1, .b = -1, .position = -1};
     double *recovered = NULL, m_clean = 0, m_corrupt = 0;
     int *scored = NULL;

@@ -137,6 +137,7 @@ int cmd_print(int argc, char **argv)
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
         return rc;
+    cli_scene_finite(&cs, false);
     /* A head or layer the scene does not have is a wrong command line, not a wrong scene. */
     const struct attn_model *m0 = &cs.net.model[0];
     const char *who = cs.from_file ? cs.name : "attnscope print";

@@ -110,6 +110,7 @@ int cmd_render(int argc, char **argv)
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
     if (rc != CLI_OK)
         return rc;
+    cli_scene_finite(&cs, false);
     /* A head, layer or stage the scene does not have is a wrong command line. */
     const char *who = cs.from_file ? cs.name : "attnscope render";
     const struct attn_model *m0 = &cs.net.model[0];

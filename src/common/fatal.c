@@ -108,6 +108,28 @@ void attn_fatal_install_crash_handlers(void)
         sigaction(sigs[i], &sa, NULL);
 }
 
+/* C-\ (SIGQUIT) keeps its meaning, end now and dump core where enabled, which works even when
+ * the event loop is busy; only the terminal is put back first. Not a crash: no report asked. */
+static void on_quit(int sig)
+{
+    bool had_terminal = term.armed;
+    restore_terminal();
+    say(had_terminal ? "attnscope: quit (SIGQUIT, C-\\); the terminal was restored.\n"
+                     : "attnscope: quit (SIGQUIT, C-\\).\n");
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void attn_fatal_install_quit_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_quit;
+    sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGQUIT, &sa, NULL);
+}
+
 void attn_fatal_abort(const char *fmt, ...)
 {
     restore_terminal();

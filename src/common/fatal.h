@@ -25,6 +25,13 @@ void attn_fatal_clear_terminal(void);
  * re-raises the signal, so the exit status (and a core dump, when enabled) stay the system's. */
 void attn_fatal_install_crash_handlers(void);
 
+/* SIGQUIT (C-\ in the explorer) restores the terminal, says "attnscope: quit (SIGQUIT, C-\)"
+ * and re-raises: the process still ends at once with the system's status (131) and a core dump
+ * where enabled, as C-\ is meant to, even while the explorer is busy, but never leaves the
+ * terminal raw. Work in flight is left as a kill -9 leaves it (an export's temporary folder is
+ * removed by the next export). */
+void attn_fatal_install_quit_handler(void);
+
 /* Restores the terminal, prints "attnscope: fatal: <message>" and aborts. */
 _Noreturn void attn_fatal_abort(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -352,8 +352,11 @@ int attn_fsutil_write_new(const char *path, int (*write_fn)(FILE *f, void *ctx, 
 
 /* Removes name in the folder dfd and everything below it. It allocates nothing of its own (no
  * path is built: each folder is opened relative to its parent), so a failed export is cleaned
- * up even when memory has run out. */
-static int remove_at(int dfd, const char *name)
+ * up even when memory has run out. It recurses, a stack frame and an open folder a level, so it
+ * goes at most REMOVE_DEPTH_MAX deep (an export is 4): a deeper tree is not an export's, and
+ * is left as it is (-1, ENOTEMPTY) rather than overflow the stack or run out of descriptors. */
+enum { REMOVE_DEPTH_MAX = 64 };
+static int remove_at(int dfd, const char *name, int depth)
 {
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -362,6 +365,10 @@ static int remove_at(int dfd, const char *name)
         return unlinkat(dfd, name, 0);
     /* A folder being removed may have been made read-only (an old export's head1/): open it
      * up first, as the owner may. */
+    if (depth >= REMOVE_DEPTH_MAX) {
+        errno = ENOTEMPTY;
+        return -1;
+    }
     if (faccessat(dfd, name, R_OK | W_OK | X_OK, 0) != 0)
         fchmodat(dfd, name, (st.st_mode & 07777) | 0700, 0);
     int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -377,7 +384,7 @@ static int remove_at(int dfd, const char *name)
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (remove_at(dirfd(d), e->d_name) != 0)
+        if (remove_at(dirfd(d), e->d_name, depth + 1) != 0)
             rc = -1;
     }
     closedir(d);
@@ -388,7 +395,7 @@ static int remove_at(int dfd, const char *name)
 
 int attn_fsutil_remove_tree(const char *path)
 {
-    return remove_at(AT_FDCWD, path);
+    return remove_at(AT_FDCWD, path, 0);
 }
 
 /* The folder holding target ("." when it has none, "/" for "/name") and its base name. */

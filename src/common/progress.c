@@ -106,6 +106,7 @@ void attn_progress_catch_interrupts(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* the terminal closed (ssh dropped): clean up as for C-c */
 }
 
 void attn_progress_writing(bool writing)

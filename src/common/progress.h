@@ -38,11 +38,12 @@ static inline bool progress_stopped(const struct progress_sink *s)
     return s && s->stop && *s->stop;
 }
 
-/* Ctrl-C (SIGINT) and SIGTERM for the commands: while nothing is being written the process
- * ends at once, the bar erased, "attnscope: interrupted" said, status 130 (143); while a
- * command writes files (attn_progress_writing(true)), the signal only sets
- * attn_progress_interrupted, which the writer's sink reads as its stop flag, so it removes what it
- * had begun and nothing half-written is left. */
+/* Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed, an ssh session dropped) for the
+ * commands: while nothing is being written the process ends at once, the bar erased,
+ * "attnscope: interrupted" said, status 130 (143, 129); while a command writes files
+ * (attn_progress_writing(true)), the signal only sets attn_progress_interrupted, which the
+ * writer's sink reads as its stop flag, so it removes what it had begun and nothing half-written
+ * is left. */
 void attn_progress_catch_interrupts(void);
 void attn_progress_writing(bool writing);
 extern volatile sig_atomic_t attn_progress_interrupted;

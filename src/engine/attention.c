@@ -612,6 +612,22 @@ static void derive(float *out, const struct attn_run *r, const struct attn_model
         drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
 }
 
+/* The pass's finite check as it goes. A nan or an inf made anywhere in a layer reaches its last
+ * stage (a product, a sum, a norm, RoPE, gelu and SiLU all keep one: nan * 0 is nan), except
+ * through what hides one: the mask (a future score reaches nothing, and is not counted), the
+ * softmax of a -inf score (weight 0), relu (of -inf or nan: 0), and an ablated or patched head
+ * (its context replaced). So the pass reads those where they happen, while in cache (the visible
+ * scaled scores as each panel makes them, relu's input, the context before it is replaced), and
+ * the layer's last stages once (seen_at); only when one of them holds a value that is not a
+ * number is every stage read to name the first (find_nonfinite). The cost: one read of the
+ * layer's output, next to its products (docs/performance.md). */
+static void seen_at(struct attn_run *r, const float *buf, int width, int first, int n)
+{
+    if (buf && !r->seen_nonfinite && first < n)
+        r->seen_nonfinite =
+            attn_any_nonfinite(buf + (size_t)first * (size_t)width, (size_t)(n - first) * width);
+}
+
 /* The FFN and the residuals around it, rows first .. n - 1. */
 static void forward_block(struct attn_run *r, const struct attn_model *m, int first)
 {
@@ -636,6 +652,8 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
         swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h, (size_t)rows * hid);
     } else {
         MM(r->ffn_hidden + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);
+        if (m->activation == ACT_RELU) /* relu makes 0 of -inf and nan: its input is read */
+            seen_at(r, r->ffn_hidden, hid, first, m->n);
         attn_activate(r->ffn_act + skip_h, r->ffn_hidden + skip_h, (size_t)rows * hid,
                       m->activation);
     }
@@ -688,6 +706,7 @@ struct panel_job {
     int reported;    /* heads reported so far (the caller's thread only) */
     atomic_int done;
     atomic_bool stop;
+    atomic_bool nonfinite; /* a visible scaled score was not a number (find_nonfinite) */
 };
 
 /* Reports heads reported + 1 .. heads, each once and in order, and reads the stop flag. */
@@ -724,14 +743,18 @@ static void panel_task(void *ctx, int t, int slot)
     float *s = r->work + (size_t)slot * job->panel * n;
 
     attn_mm_abt(s, i1, qh + (size_t)i0 * D, D, kh, Dkv, rows, i1, hd);
+    bool bad = false;
     for (int i = i0; i < i1; i++) {
         const float *x = s + (size_t)(i - i0) * i1;
         float *y = weights + (size_t)i * n;
         memcpy(scores + (size_t)(i - i0) * n, x, (size_t)i1 * sizeof(float));
-        for (int j = 0; j <= i; j++)
-            y[j] = x[j] / m->scale_divisor;
+        /* scaled, and its finite check in the same pass: a score that is not a number makes a
+           scaled one that is not (the divisor is finite) */
+        bad |= attn_div_nonfinite(y, x, m->scale_divisor, i + 1);
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
+    if (bad)
+        atomic_store(&job->nonfinite, true);
     /* the panel's weights, after dropout when there is one (past i1 they are 0, not read) */
     for (int i = i0; i < i1; i++) {
         size_t at = (size_t)i * n;
@@ -756,6 +779,7 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
     job.panels = (m->n + panel - 1) / panel - job.first_panel;
     atomic_init(&job.done, 0);
     atomic_init(&job.stop, false);
+    atomic_init(&job.nonfinite, false);
     if (job.panels <= 0) { /* every row kept */
         report_heads(&job, m->heads);
         return;
@@ -767,6 +791,138 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
         r->stopped = true;
     else
         report_heads(&job, m->heads);
+    r->seen_nonfinite |= atomic_load(&job.nonfinite);
+}
+
+/* ---- the finite check: the first value of the pass that is not a number ------------------ */
+
+static struct attn_mat_view kept_view(const struct attn_run *r, const struct attn_model *m,
+                                      enum attn_stage s, int h);
+
+/* The columns of row i a query reads: the visible keys of a mask before the softmax (the rest
+ * are -inf by design, and the tiled pass never computes most of them), else the whole row. */
+static void visible_cols(const struct attn_model *m, int i, int *j0, int *j1)
+{
+    *j0 = 0;
+    *j1 = m->n;
+    if (m->mask_mode != MASK_BEFORE_SOFTMAX)
+        return;
+    if (m->causal)
+        *j1 = i + 1;
+    if (m->window > 0 && i - m->window + 1 > 0)
+        *j0 = i - m->window + 1;
+}
+
+static void found_at(struct attn_nonfinite *f, enum attn_stage st, int h, int i, int j, float v)
+{
+    *f = (struct attn_nonfinite){true, st, h, i, j, v};
+}
+
+/* The first cell (rows first .. n - 1) of stage st, head by head, that is not finite: in f.
+ * A cell at a time: only for a stage whose scan found one. */
+static void locate(struct attn_nonfinite *f, const struct attn_run *r, const struct attn_model *m,
+                   enum attn_stage st, int first)
+{
+    int heads = attn_stage_is_per_head(st) ? m->heads : 1;
+    for (int h = 0; h < heads; h++) {
+        struct attn_mat_view v = kept_view(r, m, st, h);
+        for (int i = first; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++)
+                if (!isfinite(v.data[(size_t)i * v.stride + j])) {
+                    found_at(f, st, attn_stage_is_per_head(st) ? h : -1, i, j,
+                             v.data[(size_t)i * v.stride + j]);
+                    return;
+                }
+    }
+}
+
+/* Scores (and scaled, the scores over the divisor): every head's visible cells, rows first ..
+ * n - 1. True when f was set. Scaled is a number wherever the score is, unless the divisor is
+ * below 1 (a scene's own scale): then each cell is divided to see. */
+static bool scores_nonfinite(struct attn_nonfinite *f, const struct attn_run *r,
+                             const struct attn_model *m, int first)
+{
+    int n = m->n;
+    size_t nn = (size_t)n * (size_t)n;
+    float div = m->scale_divisor;
+    bool bad = false;
+    for (int h = 0; h < m->heads && !bad; h++)
+        for (int i = first; i < n && !bad; i++) {
+            int j0, j1;
+            visible_cols(m, i, &j0, &j1);
+            bad = attn_any_nonfinite(r->scores + h * nn + (size_t)i * n + j0, (size_t)(j1 - j0));
+        }
+    if (!bad && !(div < 1.0f))
+        return false;
+    for (int pass = 0; pass < 2; pass++) /* the scores first, then scaled */
+        for (int h = 0; h < m->heads; h++)
+            for (int i = first; i < n; i++) {
+                int j0, j1;
+                visible_cols(m, i, &j0, &j1);
+                const float *row = r->scores + h * nn + (size_t)i * n;
+                for (int j = j0; j < j1; j++) {
+                    float x = pass == 0 ? row[j] : row[j] / div;
+                    if (!isfinite(x)) {
+                        found_at(f, pass == 0 ? STAGE_SCORES : STAGE_SCALED, h, i, j, x);
+                        return true;
+                    }
+                }
+            }
+    return false;
+}
+
+/* Sets r->nonfinite from rows first .. n - 1 of every kept stage, in the pipeline's order: one
+ * vectorised read of each stage, a cell at a time only in a stage that has a bad value. Run only
+ * when the pass has seen one (seen_at): the rare path. */
+static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int first)
+{
+    struct attn_nonfinite *f = &r->nonfinite;
+    *f = (struct attn_nonfinite){.found = false};
+    int n = m->n;
+    if (first >= n)
+        return;
+    size_t nn = (size_t)n * (size_t)n;
+    /* The weights follow from finite scaled scores without a bad value whenever a softmax makes
+       them from a row with a visible key (each weight e^(x - max) / sum, sum >= 1): read them
+       only for the other normalisations (a sum can be 0). */
+    bool masked = m->causal || m->window > 0;
+    bool weights_follow =
+        m->normalize == NORM_SOFTMAX && !(masked && m->mask_mode == MASK_AFTER_SOFTMAX);
+    enum attn_stage order[STAGE_COUNT];
+    int count = attn_stage_order(order, m);
+    for (int k = 0; k < count && !f->found; k++) {
+        enum attn_stage st = order[k];
+        if (st == STAGE_SCORES) {
+            scores_nonfinite(f, r, m, first);
+            continue;
+        }
+        if (st == STAGE_WEIGHTS) {
+            if (weights_follow)
+                continue;
+            bool bad = false;
+            for (int h = 0; h < m->heads && !bad; h++)
+                bad = attn_any_nonfinite(r->weights + h * nn + (size_t)first * n,
+                                         (size_t)(n - first) * (size_t)n);
+            if (bad)
+                locate(f, r, m, st, first);
+            continue;
+        }
+        /* scaled is read with the scores; masked and dropout follow from what they are made
+           of (a mask, a keep-mask); weighted_norm is not the pass's; concat is the contexts,
+           read as each head's */
+        if (st == STAGE_SCALED || st == STAGE_MASKED || st == STAGE_DROPOUT ||
+            st == STAGE_WEIGHTED_NORM || st == STAGE_CONCAT)
+            continue;
+        /* head 0's view of a per-head stage starts its buffer: every head's columns, a row a
+           stride, so rows first .. n - 1 are one run of memory */
+        struct attn_mat_view v = kept_view(r, m, st, 0);
+        if (!v.data || v.rows <= first)
+            continue;
+        size_t len = (size_t)(v.rows - first - 1) * (size_t)v.stride +
+                     (attn_stage_is_per_head(st) ? (size_t)v.stride : (size_t)v.cols);
+        if (attn_any_nonfinite(v.data + (size_t)first * v.stride, len))
+            locate(f, r, m, st, first);
+    }
 }
 
 void attn_forward(struct attn_run *r, const struct attn_model *m)
@@ -798,6 +954,7 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
     /* A pre-norm block normalises before attention: norm1 is attention's input. */
     const float *in = m->x;
     r->stopped = false;
+    r->seen_nonfinite = false;
     if (m->block && m->order == BLOCK_PRE) {
         normalize(r->norm1, m->x, m, m->n1w, m->n1b, first);
         in = r->norm1;
@@ -856,6 +1013,12 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         float *scores = r->scores + h * nn, *weights = r->weights + h * nn;
 
         attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
+        /* the finite check of the visible scores, while they are in cache (see seen_at) */
+        for (int i = 0; i < n && !r->seen_nonfinite; i++) {
+            int j0, j1;
+            visible_cols(m, i, &j0, &j1);
+            r->seen_nonfinite = attn_any_nonfinite(scores + (size_t)i * n + j0, (size_t)(j1 - j0));
+        }
         /* scaled and masked are not kept: one head's masked stage lives in work. */
         mask_scores(r->work, scores, m);
         if ((m->causal || m->window > 0) && m->mask_mode == MASK_AFTER_SOFTMAX)
@@ -877,6 +1040,11 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
             return;
     }
 
+    bool replaced = false;
+    for (int h = 0; h < m->heads; h++)
+        replaced |= m->head_mode[h] != HEAD_KEEP;
+    if (replaced) /* what the replaced heads made, before it is gone */
+        seen_at(r, r->concat, D, first, n);
     replace_heads(r, m);
     int E = m->out_dim;
     if (m->wo)
@@ -886,6 +1054,17 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
     if (m->block)
         forward_block(r, m, first);
+    struct attn_mat_view last =
+        kept_view(r, m, m->block ? attn_stage_block_output(m) : STAGE_OUTPUT, 0);
+    seen_at(r, last.data, last.stride, first, n);
+    if (m->block && m->final_norm)
+        seen_at(r, r->final, m->d_in, first, n);
+    /* The rows kept were checked with the result they belong to: they need no second look when
+       it had no bad value; a result that had one is read whole again. */
+    if (r->seen_nonfinite || (first > 0 && r->nonfinite.found))
+        find_nonfinite(r, m, r->nonfinite.found ? 0 : first);
+    else
+        r->nonfinite = (struct attn_nonfinite){.found = false};
 }
 
 bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)
@@ -1032,6 +1211,7 @@ void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int ro
     for (size_t i = 0; i < sizeof(rowwise) / sizeof(rowwise[0]); i++)
         if (rowwise[i].dst && rowwise[i].src && rowwise[i].dst != rowwise[i].src)
             memcpy(rowwise[i].dst, rowwise[i].src, k * rowwise[i].width * sizeof(float));
+    to->nonfinite = from->nonfinite; /* found: the next pass reads every row again */
     if (to->scores == from->scores)
         return;
     copy_square_rows(to->scores, to->n, from->scores, from->n, to->heads, rows, false);

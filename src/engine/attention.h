@@ -31,6 +31,20 @@ struct attn_memo;
 extern bool attn_causal_untiled;
 #endif
 
+/* Where a forward pass first made a value that is not a number: nan, inf, or -inf where no mask
+ * put one (a masked score is -inf by design, and a weight of 0 after a causal softmax is a
+ * number). The stage, the first in the pipeline's order (attn_stage_order) holding one, its
+ * head (-1 for a stage the heads share), and the row and column of that value in attn_view's
+ * matrix of it, the first in head, row, column order. Only kept stages are read: a derived one
+ * (scaled aside, read from the scores and the divisor) is named by the kept stage it goes into,
+ * and a score the mask hides (the future) by nothing: it reaches nothing. */
+struct attn_nonfinite {
+    bool found;
+    enum attn_stage stage;
+    int head, row, col;
+    float value;
+};
+
 struct attn_run {
     /* Feedback while attn_forward runs, one step a head (attn_net_forward sets it; NULL for
      * none): step progress_base + h + 1 of progress_total. */
@@ -38,21 +52,26 @@ struct attn_run {
     long progress_base, progress_total;
     /* attn_forward ended early: the sink's stop flag was set (its stages are incomplete). */
     bool stopped;
+    /* The first value the last complete attn_forward made that is not a number (found false:
+     * every value is one). Read with one vectorised scan of each kept stage as it is made
+     * (vecmath's attn_any_nonfinite), a cell at a time only in a stage that has one. */
+    struct attn_nonfinite nonfinite;
+    bool seen_nonfinite; /* the pass saw a value that is not a number (attention.c's seen_at) */
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
     int cap_n; /* the tokens the buffers have room for (attn_run_reserve), at least n */
     bool rope, qk_norm, gated;
-    float *q;        /* (n, D) all query heads side by side */
-    float *k, *v;    /* (n, Dkv) all KV heads side by side */
-    float *qn, *kn;  /* qk_norm: q and k normalised per head, or NULL */
-    float *qr, *kr;  /* RoPE: q and k rotated, or NULL */
-    float *latent;   /* MLA: (n, r), or NULL */
-    float *scores;   /* (heads, n, n) Q_h K_kv(h)^T */
-    float *weights;  /* (heads, n, n) */
-    bool borrows; /* its shared buffers are another run's (attn_run_init_sharing) */
-    float *work;     /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
-                        panel's dropout (64, n) for each of work_slots threads */
-    int work_slots;  /* the threads a causal forward pass may use */
+    float *q;       /* (n, D) all query heads side by side */
+    float *k, *v;   /* (n, Dkv) all KV heads side by side */
+    float *qn, *kn; /* qk_norm: q and k normalised per head, or NULL */
+    float *qr, *kr; /* RoPE: q and k rotated, or NULL */
+    float *latent;  /* MLA: (n, r), or NULL */
+    float *scores;  /* (heads, n, n) Q_h K_kv(h)^T */
+    float *weights; /* (heads, n, n) */
+    bool borrows;   /* its shared buffers are another run's (attn_run_init_sharing) */
+    float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
+                       panel's dropout (64, n) for each of work_slots threads */
+    int work_slots; /* the threads a causal forward pass may use */
     struct attn_memo *memo;        /* the derived stage attn_view last computed (attention.c) */
     float *concat;                 /* (n, D) per-head contexts side by side */
     float *output;                 /* (n, E) */

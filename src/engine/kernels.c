@@ -247,8 +247,19 @@ void attn_softmax_row_prefix(float *y, const float *x, int len, int cols)
     for (int j = 0; j < len; j++)
         if (x[j] > max)
             max = x[j];
-    if (max == -INFINITY) { /* fully masked row: nothing to attend to */
-        memset(y, 0, (size_t)cols * sizeof(float));
+    if (max == -INFINITY) { /* -inf and nan only: a comparison never picks a nan */
+        /* Fully masked (only -inf, the mask's): nothing to attend to, weights 0. A nan among
+           them makes torch's max nan and so every weight of the row: so here, never a 0 that
+           hides it (a NaN row is not a masked one). */
+        bool nan = false;
+        for (int j = 0; j < len; j++)
+            nan |= x[j] != x[j];
+        if (!nan) {
+            memset(y, 0, (size_t)cols * sizeof(float));
+            return;
+        }
+        for (int j = 0; j < cols; j++)
+            y[j] = NAN;
         return;
     }
     attn_exp_shift(y, x, max, len);

@@ -52,7 +52,8 @@ extern int attn_row_panel_rows;
 #endif
 
 /* out (rows, cols) = softmax over each row of in; subtracts the row maximum; -inf cells get 0.
- * A row of only -inf becomes all zeros rather than NaN. out may equal in. */
+ * A row of only -inf (fully masked) becomes all zeros rather than NaN; a row with a NaN (or a
+ * +inf) becomes all NaN, as in torch: never zeros that look like a masked row. out may equal in. */
 void attn_softmax_rows(float *out, const float *in, int rows, int cols);
 
 /* The same for a causal (n, n) in, whose row i is -inf after column i: only columns 0 .. i are
@@ -61,8 +62,9 @@ void attn_softmax_rows(float *out, const float *in, int rows, int cols);
 void attn_softmax_causal_rows(float *out, const float *in, int n);
 
 /* One row of either: y (cols) = the softmax of x's first len cells, the rest (-inf: the future)
- * 0 * (1 / sum), as in the full row. y may equal x. The exponentials are vecmath's (within 1 ulp
- * of exact), summed in 8 lanes, so a row's bits do not depend on the zeros after it. */
+ * 0 * (1 / sum), as in the full row (NaN, every cell, when the first len hold a NaN). y may equal
+ * x. The exponentials are vecmath's (within 1 ulp of exact), summed in 8 lanes, so a row's bits do
+ * not depend on the zeros after it. */
 void attn_softmax_row_prefix(float *y, const float *x, int len, int cols);
 
 /* out (rows, cols) = in / row sum (the book's naive normalisation); -inf cells count as 0. */

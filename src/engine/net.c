@@ -1,9 +1,12 @@
 /* net: the layers of a scene, each fed by the one before (see net.h). */
 #include "engine/net.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "engine/kernels.h"
 
 void attn_net_free(struct attn_net *net)
@@ -19,6 +22,39 @@ void attn_net_free(struct attn_net *net)
         free(net->from);
     }
     memset(net, 0, sizeof(*net));
+}
+
+const struct attn_nonfinite *attn_net_nonfinite(const struct attn_net *net, int *layer)
+{
+    for (int L = 0; L < net->layers; L++)
+        if (net->run[L].nonfinite.found) {
+            if (layer)
+                *layer = L;
+            return &net->run[L].nonfinite;
+        }
+    return NULL;
+}
+
+bool attn_net_nonfinite_text(char *out, size_t size, const struct attn_net *net)
+{
+    int L = 0;
+    const struct attn_nonfinite *f = attn_net_nonfinite(net, &L);
+    if (size)
+        out[0] = '\0';
+    if (!f)
+        return false;
+    char head[32] = "", token[64] = "";
+    if (f->head >= 0)
+        snprintf(head, sizeof(head), ", head %d", f->head);
+    const struct attn_model *m = &net->model[L];
+    if (m->tokens && f->row >= 0 && f->row < m->n && m->tokens[f->row])
+        attn_utf8_visible_token(token, sizeof(token), m->tokens[f->row]);
+    snprintf(out, size, "%s at layer %d%s, %s, row %d (\u201c%s\u201d), column %d",
+             isnan(f->value) ? "nan"
+             : f->value > 0  ? "inf"
+                             : "-inf",
+             L, head, attn_stage_name(f->stage), f->row, token, f->col);
+    return true;
 }
 
 int attn_net_forward(struct attn_net *net)

@@ -100,6 +100,13 @@ int attn_net_rollout(float *out, const struct attn_net *net, int last, struct di
  * 0). out and prev must differ. A caller that wants every layer's rollout walks this. */
 int attn_net_rollout_step(float *out, const float *prev, const struct attn_net *net, int layer,
                           struct diag *err);
+/* The first value of the last forward pass that is not a number (attn_run's nonfinite), in
+ * layer order: a later layer's come from an earlier one's. Its layer in *layer (may be NULL).
+ * NULL when every value of every layer is a number. */
+const struct attn_nonfinite *attn_net_nonfinite(const struct attn_net *net, int *layer);
+/* Where, in words, into out: "nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"
+ * ("inf", "-inf"; no head for a stage the heads share). false, out "", when there is none. */
+bool attn_net_nonfinite_text(char *out, size_t size, const struct attn_net *net);
 void attn_net_free(struct attn_net *net);
 
 #endif

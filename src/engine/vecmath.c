@@ -52,6 +52,54 @@ float attn_sum_lanes(const float *y, int count)
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+bool attn_any_nonfinite(const float *v, size_t count)
+{
+    const uint32_t exponent = 0x7f800000u;
+    uint32_t lane[8] = {0}, bad = 0;
+    size_t j = 0;
+    for (; j + 8 <= count; j += 8)
+#pragma omp simd
+        for (int l = 0; l < 8; l++) {
+            uint32_t u;
+            memcpy(&u, v + j + l, sizeof(u));
+            lane[l] |= (u & exponent) == exponent ? 1u : 0u;
+        }
+    for (; j < count; j++) {
+        uint32_t u;
+        memcpy(&u, v + j, sizeof(u));
+        bad |= (u & exponent) == exponent ? 1u : 0u;
+    }
+    for (int l = 0; l < 8; l++)
+        bad |= lane[l];
+    return bad != 0;
+}
+
+bool attn_div_nonfinite(float *y, const float *x, float d, int count)
+{
+    const uint32_t exponent = 0x7f800000u;
+    uint32_t lane[8] = {0}, bad = 0;
+    int j = 0;
+    for (; j + 8 <= count; j += 8)
+#pragma omp simd
+        for (int l = 0; l < 8; l++) {
+            float v = x[j + l] / d;
+            uint32_t u;
+            memcpy(&u, &v, sizeof(u));
+            y[j + l] = v;
+            lane[l] |= (u & exponent) == exponent ? 1u : 0u;
+        }
+    for (; j < count; j++) {
+        float v = x[j] / d;
+        uint32_t u;
+        memcpy(&u, &v, sizeof(u));
+        y[j] = v;
+        bad |= (u & exponent) == exponent ? 1u : 0u;
+    }
+    for (int l = 0; l < 8; l++)
+        bad |= lane[l];
+    return bad != 0;
+}
+
 void attn_scale(float *y, const float *x, float s, int count)
 {
 #pragma omp simd

@@ -7,6 +7,7 @@
 #ifndef ATTNSCOPE_VECMATH_H
 #define ATTNSCOPE_VECMATH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* y (count) = exp(x - shift), within 1 ulp of the correctly rounded value (a Cephes polynomial;
@@ -16,6 +17,15 @@ void attn_exp_shift(float *y, const float *x, float shift, int count);
 /* The sum of y (count) in 8 lanes, lane j % 8 for y[j], then ((0+1)+(2+3))+((4+5)+(6+7)): a
  * row's sum is the same bits whatever zeros follow it (a causal row and its full twin). */
 float attn_sum_lanes(const float *y, int count);
+/* True when v (count) holds an inf or a nan: any value whose exponent bits are all ones, OR-ed
+ * in 8 lanes the compiler vectorises (a loop that stops at the first bad value does not; a
+ * max of magnitudes needs SSE4.1's unsigned max and ran at a tenth of the speed): the forward
+ * pass's finite check reads every stage with it (attention.c), about 50 GB/s from cache. */
+bool attn_any_nonfinite(const float *v, size_t count);
+/* y (count) = x / d, each an IEEE division as a scalar loop does it; true when any y is an inf or
+ * a nan (attn_any_nonfinite's test, in the same pass: the causal heads' scaled scores are checked
+ * as they are made). y may equal x. */
+bool attn_div_nonfinite(float *y, const float *x, float d, int count);
 /* y (count) = x * s. y may equal x. */
 void attn_scale(float *y, const float *x, float s, int count);
 /* y (count) = a + b. y may equal a or b. */

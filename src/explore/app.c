@@ -63,6 +63,10 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     memset(a->scored, 0, count);
     a->have_result = true;
     a->generation++;
+    char where[DIAG_MSG_MAX - 32];
+    a->nonfinite[0] = '\0';
+    if (attn_net_nonfinite_text(where, sizeof(where), &a->net))
+        snprintf(a->nonfinite, sizeof(a->nonfinite), "not a number: %s", where);
     /* With a head ablated, the run without it is kept for the predictions' "before": two
        passes over the layers from the first ablated one, at the edit, never on a cursor move.
        Out of memory only loses the "before". */

@@ -70,12 +70,16 @@ struct app {
 
     char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
     char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
-    bool message_is_error;      /* the note reports a refused input, not an invalid scene */
-    int saved_depth;            /* n_undo when the scene was opened or last saved; -1 when
-                                   that state fell off the undo history */
-    struct attn_scene written;  /* the scene as opened or last saved: what its title describes */
-    int d_out_before_none;      /* d_out to restore when the projection cycles away from none */
-    int heads_before_none;      /* and the head count, which none may have moved */
+    /* The result on screen holds a value that is not a number: where the forward pass made the
+       first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
+       standing while that result is shown; "" when every value is a number. */
+    char nonfinite[DIAG_MSG_MAX];
+    bool message_is_error;     /* the note reports a refused input, not an invalid scene */
+    int saved_depth;           /* n_undo when the scene was opened or last saved; -1 when
+                                  that state fell off the undo history */
+    struct attn_scene written; /* the scene as opened or last saved: what its title describes */
+    int d_out_before_none;     /* d_out to restore when the projection cycles away from none */
+    int heads_before_none;     /* and the head count, which none may have moved */
 
     int layer; /* the layer on screen */
     enum attn_stage stage;

@@ -444,6 +444,12 @@ static int stage_step(struct app *a, int dir)
     return OUTCOME_VIEW_CHANGED;
 }
 
+int command_paste(struct app *a, struct ask *ask)
+{
+    ask_for(ask, PROMPT_TEXT, "sentence", "");
+    return OUTCOME_VIEW_CHANGED;
+}
+
 int command_play_tick(struct app *a)
 {
     enum attn_stage order[STAGE_COUNT];

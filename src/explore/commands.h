@@ -57,6 +57,11 @@ int command_cancel(struct app *a, enum prompt_kind kind);
  * for down x across cells zoomed out (zoom.h); the message line says what a cell now stands for,
  * in the legend's words, or that it is at either end. Returns enum outcome flags. */
 int command_zoom(struct app *a, int dir, int down, int across);
+/* A paste (the terminal's bracketed paste) is text, never keys: a pasted e would export and a
+ * line end accept a prompt. With a prompt open the front end inserts it there (a question takes
+ * none); with none open, command_paste asks for the sentence editor t opens, empty, for the
+ * paste to go into: nothing changes until Enter, Esc drops it. Returns enum outcome flags. */
+int command_paste(struct app *a, struct ask *ask);
 /* One step of auto-play: the next stage that does something; stops at the output. */
 int command_play_tick(struct app *a);
 

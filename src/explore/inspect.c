@@ -293,6 +293,9 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
         num(b, isinf(x) ? 0.0f : x);
         put(b, " \u00f7 ");
         num(b, s);
+    } else if (isnan(y)) { /* not a mask: a value the pass made that is not a number */
+        put(b, "weights: the softmax of a row that holds a nan or an inf\n  every weight of it is "
+               "nan, as in torch (the message line says where it began)");
     } else if (isinf(x)) {
         put(b, "weights: the softmax of a masked cell\n  exp(-\u221e) = 0, so the weight is 0");
     } else {

@@ -377,6 +377,11 @@ int lesson_check_step(const struct app *a, const char *source, size_t len,
         step_problem(a, source, len, problems, at_step, "%s", a->error[0] ? a->error : a->message);
         found++;
     }
+    if (a->nonfinite[0]) { /* the forward pass of this step */
+        step_problem(a, source, len, problems, at_step, "the forward pass makes a value that is %s",
+                     a->nonfinite);
+        found++;
+    }
     if ((int)a->stage != st->stage || a->head != st->head || a->layer != st->layer ||
         a->all_heads != st->all_heads) {
         step_problem(a, source, len, problems, at_step,

@@ -28,6 +28,10 @@
 #define EXPORT_MARKER       ".attnscope-export"
 #define EXPORT_MARKER_MAGIC "attnscope-export 1"
 #define EXPORT_MARKER_MAX   ((size_t)64 << 20)
+/* An export nests 4 deep (layer1/params/head0/W_query.csv); a folder this deep in a folder to be
+ * replaced is never an export's, whatever a marker says: replacing it would remove a tree
+ * whose depth nothing bounds (fsutil's removal stops at 64). */
+#define EXPORT_DEPTH_MAX 16
 
 /* What one CSV file holds; the context of write_csv. */
 struct csv_job {
@@ -579,50 +583,74 @@ static int by_path(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Adds everything below root/rel ("" for root itself), never following symbolic links. */
-static int tree_walk(struct tree_list *t, const char *root, const char *rel, struct diag *err)
+/* The entry name of the folder dir: its type ('d', 'f' or 'o', as struct tree_list says), or 0
+ * with err when it cannot be read. full holds dir/name. */
+static char entry_type(char *full, const char *dir, const char *name, struct diag *err)
 {
-    char dir[EXPORT_PATH_MAX];
-    int len = rel[0] ? snprintf(dir, sizeof(dir), "%s/%s", root, rel)
-                     : snprintf(dir, sizeof(dir), "%s", root);
-    if (len < 0 || len >= (int)sizeof(dir)) {
+    int fl = snprintf(full, EXPORT_PATH_MAX, "%s/%s", dir, name);
+    if (fl < 0 || fl >= EXPORT_PATH_MAX) {
         attn_diag_set(err, NULL, "path too long");
-        return fail_at(err, root);
+        fail_at(err, dir);
+        return 0;
     }
-    DIR *d = opendir(dir);
-    if (!d) {
-        attn_diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
+    struct stat st;
+    if (lstat(full, &st) != 0) {
+        attn_diag_set(err, NULL, "cannot read: %s", strerror(errno));
+        fail_at(err, full);
+        return 0;
+    }
+    return S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'o';
+}
+
+/* rel/name ("name" at the top) into out, or -1 with err when too long. */
+static int join_rel(char *out, const char *rel, const char *name, const char *dir, struct diag *err)
+{
+    int sl = rel[0] ? snprintf(out, EXPORT_PATH_MAX, "%s/%s", rel, name)
+                    : snprintf(out, EXPORT_PATH_MAX, "%s", name);
+    if (sl < 0 || sl >= EXPORT_PATH_MAX) {
+        attn_diag_set(err, NULL, "path too long");
         return fail_at(err, dir);
     }
+    return 0;
+}
+
+/* Adds everything below root, never following symbolic links. Without recursion: t itself is
+ * the list of folders still to read (each 'd' entry is read once it is reached), so a folder
+ * nested thousands deep costs a list entry a level, never a stack frame. */
+static int tree_walk(struct tree_list *t, const char *root, struct diag *err)
+{
     int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+    for (int next = -1; rc == 0 && next < t->n; next++) {
+        if (next >= 0 && t->types[next] != 'd')
             continue;
-        char sub[EXPORT_PATH_MAX], full[EXPORT_PATH_MAX];
-        int sl = rel[0] ? snprintf(sub, sizeof(sub), "%s/%s", rel, e->d_name)
-                        : snprintf(sub, sizeof(sub), "%s", e->d_name);
-        int fl = snprintf(full, sizeof(full), "%s/%s", dir, e->d_name);
-        if (sl < 0 || sl >= (int)sizeof(sub) || fl < 0 || fl >= (int)sizeof(full)) {
+        const char *rel = next >= 0 ? t->paths[next] : "";
+        char dir[EXPORT_PATH_MAX];
+        int len = rel[0] ? snprintf(dir, sizeof(dir), "%s/%s", root, rel)
+                         : snprintf(dir, sizeof(dir), "%s", root);
+        if (len < 0 || len >= (int)sizeof(dir)) {
             attn_diag_set(err, NULL, "path too long");
-            rc = fail_at(err, dir);
-            break;
+            return fail_at(err, root);
         }
-        struct stat st;
-        if (lstat(full, &st) != 0) {
-            attn_diag_set(err, NULL, "cannot read: %s", strerror(errno));
-            rc = fail_at(err, full);
-            break;
+        DIR *d = opendir(dir);
+        if (!d) {
+            attn_diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
+            return fail_at(err, dir);
         }
-        char type = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'o';
-        if (tree_list_add(t, type, sub, strlen(sub)) != 0) {
-            attn_diag_set(err, NULL, "out of memory");
-            rc = fail_at(err, dir);
-        } else if (type == 'd') {
-            rc = tree_walk(t, root, sub, err);
+        struct dirent *e;
+        while (rc == 0 && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char sub[EXPORT_PATH_MAX], full[EXPORT_PATH_MAX];
+            char type = entry_type(full, dir, e->d_name, err);
+            if (!type || join_rel(sub, rel, e->d_name, dir, err) != 0)
+                rc = -1;
+            else if (tree_list_add(t, type, sub, strlen(sub)) != 0) {
+                attn_diag_set(err, NULL, "out of memory");
+                rc = fail_at(err, dir);
+            }
         }
+        closedir(d);
     }
-    closedir(d);
     return rc;
 }
 
@@ -679,7 +707,7 @@ static int write_marker(FILE *f, void *ctx, struct diag *err)
 static int export_mark(const char *dir, struct diag *err)
 {
     struct tree_list t = {0};
-    int rc = tree_walk(&t, dir, "", err);
+    int rc = tree_walk(&t, dir, err);
     if (rc == 0 && tree_list_add(&t, 'f', EXPORT_MARKER, strlen(EXPORT_MARKER)) != 0)
         rc = -1;
     if (rc == 0 && tree_sort(&t) != 0)
@@ -758,6 +786,113 @@ static const char *type_name(char type)
     return type == 'd' ? "folder" : type == 'f' ? "file" : "special file (a link, a FIFO...)";
 }
 
+/* The first of a folder's entries by name (the first path a sorted walk names), its type, and
+ * whether it holds anything more: read in one pass over the folder alone, however much lies
+ * below it. -1 with err when it cannot be read; *count 0 for an empty folder. */
+static int top_entry(char *first, char *type, bool *more, int *count, const char *dir,
+                     struct diag *err)
+{
+    *count = 0;
+    *more = false;
+    first[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) {
+        attn_diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
+        return fail_at(err, dir);
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (++*count == 1 || strcmp(e->d_name, first) < 0)
+            snprintf(first, EXPORT_PATH_MAX, "%s", e->d_name);
+    }
+    closedir(d);
+    if (*count == 0)
+        return 0;
+    char full[EXPORT_PATH_MAX];
+    if (!(*type = entry_type(full, dir, first, err)))
+        return -1;
+    *more = *count > 1;
+    if (!*more && *type == 'd') { /* a lone folder: "and more" when it is not empty */
+        DIR *sub = opendir(full);
+        while (sub && (e = readdir(sub)) && !*more)
+            *more = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        if (sub)
+            closedir(sub);
+    }
+    return 0;
+}
+
+/* The components of a relative path: "head0/weights.csv" is 2. */
+static int depth_of(const char *rel)
+{
+    int k = 1;
+    for (; *rel; rel++)
+        k += *rel == '/';
+    return k;
+}
+
+/* The first path below root (by name) that the marker m does not list with its type, or
+ * nothing (*type 0). Only the folders m lists are read, each once: the walk is bounded by the
+ * marker (which export reads up to EXPORT_MARKER_MAX), never by what else lies in the folder,
+ * and never descends into a folder that is not the export's (a tree nested thousands deep
+ * there is one foreign path). Without recursion: the folders to read wait in a list. */
+static int first_foreign(char *path, char *type, char *listed, const struct tree_list *m,
+                         const char *root, struct diag *err)
+{
+    *type = 0;
+    struct tree_list todo = {0}; /* folders listed in m and found as folders, still to read */
+    int rc = 0;
+    for (int next = -1; rc == 0 && next < todo.n; next++) {
+        const char *rel = next >= 0 ? todo.paths[next] : "";
+        char dir[EXPORT_PATH_MAX];
+        int len = rel[0] ? snprintf(dir, sizeof(dir), "%s/%s", root, rel)
+                         : snprintf(dir, sizeof(dir), "%s", root);
+        if (len < 0 || len >= (int)sizeof(dir)) {
+            attn_diag_set(err, NULL, "path too long");
+            rc = fail_at(err, root);
+            break;
+        }
+        DIR *d = opendir(dir);
+        if (!d) {
+            attn_diag_set(err, NULL, "cannot read the folder: %s", strerror(errno));
+            rc = fail_at(err, dir);
+            break;
+        }
+        struct dirent *e;
+        while (rc == 0 && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char sub[EXPORT_PATH_MAX], full[EXPORT_PATH_MAX];
+            if (join_rel(sub, rel, e->d_name, dir, err) != 0) {
+                rc = -1;
+                break;
+            }
+            int at = marker_find(m, sub);
+            if (at >= 0 && m->types[at] == 'f' && e->d_type == DT_REG)
+                continue; /* the common case, without an lstat */
+            char t = entry_type(full, dir, e->d_name, err);
+            if (!t) {
+                rc = -1;
+            } else if (at >= 0 && m->types[at] == t &&
+                       !(t == 'd' && depth_of(sub) >= EXPORT_DEPTH_MAX)) {
+                if (t == 'd' && tree_list_add(&todo, 'd', sub, strlen(sub)) != 0) {
+                    attn_diag_set(err, NULL, "out of memory");
+                    rc = fail_at(err, root);
+                }
+            } else if (!*type || strcmp(sub, path) < 0) { /* the first by name wins */
+                snprintf(path, EXPORT_PATH_MAX, "%s", sub);
+                *type = t;
+                *listed = at >= 0 && m->types[at] != t ? m->types[at] : 0;
+            }
+        }
+        closedir(d);
+    }
+    tree_list_free(&todo);
+    return rc;
+}
+
 int export_check_target(const char *dir, bool *replaces, struct diag *err)
 {
     attn_diag_clear(err);
@@ -795,21 +930,24 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
                                             "writes a folder");
         return fail_at(err, name);
     }
-    struct tree_list found = {0}, marker = {0};
-    int rc = tree_walk(&found, name, "", err);
-    if (rc == 0 && tree_sort(&found) != 0) {
-        attn_diag_set(err, NULL, "out of memory");
-        rc = fail_at(err, name);
-    }
-    if (rc != 0 || found.n == 0) /* unreadable, or empty */
-        goto out;
+    /* The marker decides first: a folder without one is refused from its top alone, however
+       large or deep it is (-o /usr, a tree nested 700 deep). */
+    char first[EXPORT_PATH_MAX], first_type = 0;
+    bool more;
+    int count;
+    if (top_entry(first, &first_type, &more, &count, name, err) != 0)
+        return -1;
+    if (count == 0)
+        return 0; /* empty */
+    struct tree_list marker = {0};
     char mpath[EXPORT_PATH_MAX];
-    int idx = marker_find(&found, EXPORT_MARKER);
     struct diag merr;
     attn_diag_clear(&merr);
-    int mrc = -1;
-    if (idx >= 0 && found.types[idx] == 'f' &&
-        join_path(mpath, name, EXPORT_MARKER, NULL, &merr) == 0)
+    int mrc = -1, rc = 0;
+    struct stat mst;
+    bool has_marker =
+        join_path(mpath, name, EXPORT_MARKER, NULL, &merr) == 0 && lstat(mpath, &mst) == 0;
+    if (has_marker && S_ISREG(mst.st_mode))
         mrc = read_marker(&marker, mpath, &merr);
     if (mrc == -2) { /* whether it is an export is not known: memory ran out reading it */
         *err = merr;
@@ -817,42 +955,40 @@ int export_check_target(const char *dir, bool *replaces, struct diag *err)
         goto out;
     }
     if (mrc != 0) {
-        attn_diag_clear(err);
         attn_diag_set(
             err, NULL,
             "is not an attnscope export: it holds %.200s%s%s but %s; export never replaces "
             "such a folder: name a new or empty folder (an export made before exports "
             "carried the marker has none: remove it yourself)",
-            found.paths[0], found.types[0] == 'd' ? "/" : "", found.n > 1 ? " and more" : "",
-            idx < 0 ? "no " EXPORT_MARKER " marker" : "an " EXPORT_MARKER " it did not write");
+            first, first_type == 'd' ? "/" : "", more ? " and more" : "",
+            has_marker ? "an " EXPORT_MARKER " it did not write" : "no " EXPORT_MARKER " marker");
         rc = fail_at(err, name);
         goto out;
     }
-    for (int i = 0; i < found.n; i++) {
-        int m = marker_find(&marker, found.paths[i]);
-        if (m >= 0 && marker.types[m] == found.types[i])
-            continue;
+    char foreign[EXPORT_PATH_MAX], type, listed;
+    if ((rc = first_foreign(foreign, &type, &listed, &marker, name, err)) != 0)
+        goto out;
+    if (type) {
         attn_diag_clear(err);
-        if (m < 0)
+        if (!listed)
             attn_diag_set(
                 err, NULL,
                 "holds %.200s%s, which the attnscope export there did not write (its " EXPORT_MARKER
                 " lists what it did): export never replaces it; move that "
                 "out, or name a new or empty folder",
-                found.paths[i], found.types[i] == 'd' ? "/" : "");
+                foreign, type == 'd' ? "/" : "");
         else
             attn_diag_set(
                 err, NULL,
                 "holds %.200s as a %s where the attnscope export there wrote a %s: export "
                 "never replaces it; move that out, or name a new or empty folder",
-                found.paths[i], type_name(found.types[i]), type_name(marker.types[m]));
+                foreign, type_name(type), type_name(listed));
         rc = fail_at(err, name);
         goto out;
     }
     if (replaces)
         *replaces = true;
 out:
-    tree_list_free(&found);
     tree_list_free(&marker);
     return rc;
 }
@@ -916,10 +1052,22 @@ int export_stream_layer(struct export_stream *x, const struct attn_scene *s,
     return 0;
 }
 
+/* The stop flag read once more before the export is marked and swapped in: a signal while the
+ * last layer's shared files or the tail were written keeps the previous export. */
+static int stopped_before_swap(const struct export_stream *x, struct diag *err)
+{
+    if (!progress_stopped(x->progress))
+        return 0;
+    attn_diag_clear(err);
+    attn_diag_set(err, NULL, "interrupted; the folder is as it was");
+    return fail_at(err, x->tx.target);
+}
+
 int export_stream_end(struct export_stream *x, const struct attn_scene *s,
                       const struct attn_net *net, struct diag *err)
 {
-    if (export_tail(x, s, net, err) != 0 || export_mark(x->tx.tmp, err) != 0) {
+    if (export_tail(x, s, net, err) != 0 || stopped_before_swap(x, err) != 0 ||
+        export_mark(x->tx.tmp, err) != 0) {
         name_target(err, &x->tx);
         export_stream_abort(x);
         return -1;

@@ -272,7 +272,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         if (l.sum) {
             float sum = 0.0f;
             for (int j = 0; j < v.cols; j++)
-                if (isfinite(row[j]))
+                if (row[j] != -INFINITY) /* a masked cell adds nothing; a nan row sums to nan */
                     sum += row[j];
             char num[32], cell[64];
             format_cell(num, sizeof(num), sum, SUM_W - 3);

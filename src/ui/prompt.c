@@ -41,6 +41,7 @@ static void to_utf8(char *out, size_t size, const wchar_t *w, int n)
 void prompt_open(struct prompt *p, enum prompt_kind kind, const char *label, const char *initial)
 {
     p->kind = kind;
+    p->note[0] = '\0';
     snprintf(p->label, sizeof(p->label), "%s", label);
     int n = to_wide(p->buf, PROMPT_MAX - 1, initial ? initial : "");
     p->buf[n] = L'\0';
@@ -50,11 +51,62 @@ void prompt_open(struct prompt *p, enum prompt_kind kind, const char *label, con
 void prompt_close(struct prompt *p)
 {
     p->kind = PROMPT_NONE;
+    p->note[0] = '\0';
 }
 
 void prompt_text(const struct prompt *p, char *out, size_t size)
 {
     to_utf8(out, size, p->buf, p->len);
+}
+
+/* text made fit for the one line, in place (prompt_paste); returns its new length. */
+static int paste_clean(wchar_t *text, int n)
+{
+    int out = 0, kept = 0; /* kept: the length without the line ends that end it */
+    for (int i = 0; i < n; i++) {
+        wchar_t c = text[i];
+        bool line_end = c == L'\n' || c == L'\r';
+        if (c == L'\r' && i + 1 < n && text[i + 1] == L'\n')
+            i++; /* CRLF: one line end */
+        if (line_end || c == L'\t')
+            c = L' ';
+        else if (c < 32 || c == 127 || (c >= 0x80 && c < 0xa0))
+            continue;
+        text[out++] = c;
+        if (!line_end)
+            kept = out;
+    }
+    return kept;
+}
+
+int prompt_paste(struct prompt *p, wchar_t *text, int n, long more, bool as_sentence)
+{
+    if (!prompt_is_open(p))
+        return 0;
+    if (prompt_is_question(p->kind)) {
+        snprintf(p->note, sizeof(p->note), "a paste answers no question: press y or n");
+        return 0;
+    }
+    int clean = paste_clean(text, n), k = clean;
+    long total = clean + more;
+    int room = PROMPT_MAX - 1 - p->len;
+    if (k > room)
+        k = room;
+    if (k > 0) {
+        memmove(p->buf + p->cur + k, p->buf + p->cur,
+                (size_t)(p->len - p->cur + 1) * sizeof(wchar_t));
+        memcpy(p->buf + p->cur, text, (size_t)k * sizeof(wchar_t));
+        p->len += k;
+        p->cur += k;
+    }
+    const char *then = as_sentence ? ": Enter applies it, Esc drops it" : "";
+    if (k < total)
+        snprintf(p->note, sizeof(p->note), "pasted %d of %ld characters, all the line holds%s", k,
+                 total, then);
+    else
+        snprintf(p->note, sizeof(p->note), "pasted %d characters%s%s", k,
+                 as_sentence ? " as the sentence" : "", then);
+    return k;
 }
 
 static void delete_range(struct prompt *p, int from, int to)

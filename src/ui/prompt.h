@@ -23,6 +23,7 @@ struct prompt {
     int len, cur;
     char label[ASK_LABEL_MAX];
     int cursor_y, cursor_x; /* where the terminal cursor goes while it is open */
+    char note[160];         /* what the last paste did, shown while it is open; "" for nothing */
 };
 
 enum prompt_result {
@@ -39,6 +40,14 @@ static inline bool prompt_is_open(const struct prompt *p)
 /* After ACCEPTED or CANCELLED the prompt stays as it was (kind, text) until prompt_close. */
 enum prompt_result prompt_key(struct prompt *p, struct key k);
 void prompt_close(struct prompt *p);
+/* A paste (the terminal's bracketed paste: text, never keys) into the open prompt: its line ends
+ * (CR, LF, CRLF) and tabs become spaces, line ends at its end and other control characters are
+ * dropped (a paste never presses Enter or Esc), and what is left is inserted at the cursor, as
+ * much as the line has room for. text (n characters, changed in place) is what was read of it,
+ * `more` the characters that came after those and were not kept. A question takes none. note
+ * says what happened (as_sentence: the paste opened the sentence editor). Returns the
+ * characters inserted. */
+int prompt_paste(struct prompt *p, wchar_t *text, int n, long more, bool as_sentence);
 /* The text as UTF-8 (always NUL-terminated). */
 void prompt_text(const struct prompt *p, char *out, size_t size);
 /* Draws "label: text" on line y of a screen cols wide and sets cursor_y, cursor_x. */

@@ -92,6 +92,12 @@ static void draw(struct panel *p, struct frame *f)
      * refused input), then the standing problem of the edited scene, then config problems. */
     if (prompt_is_open(&sp->prompt)) {
         prompt_draw(&sp->prompt, t, y, f->cols);
+    } else if (f->app->nonfinite[0]) { /* every number after it is not one: said first */
+        const char *also = f->app->message[0] ? f->app->message : f->app->error;
+        char line[2 * DIAG_MSG_MAX + 16];
+        snprintf(line, sizeof(line), " \u2717 %s%s%s ", f->app->nonfinite,
+                 also[0] ? " \u00b7 " : "", also);
+        message_line(y, r, t->role_attr[ROLE_ERROR], line);
     } else if (f->app->message[0]) {
         char line[DIAG_MSG_MAX + 16];
         snprintf(line, sizeof(line), f->app->message_is_error ? " \u2717 %s " : " %s",
@@ -117,6 +123,10 @@ static void draw(struct panel *p, struct frame *f)
     mvhline(y, r.x, ' ', r.w);
     attrset(A_NORMAL);
     int x = r.x + 1, x_end = r.x + r.w;
+    if (prompt_is_open(&sp->prompt) && sp->prompt.note[0]) { /* what a paste did */
+        draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS], sp->prompt.note);
+        return;
+    }
     if (prompt_is_question(sp->prompt.kind)) {
         x = hint(y, x, x_end, t, "y", "yes");
         hint(y, x, x_end, t, "any other key", "no");

@@ -36,6 +36,44 @@
 #include "ui/stagebar.h"
 #include "scenefile/scenefile.h"
 
+/* Bracketed paste (xterm's mode 2004): while it is on, the terminal sends a paste between
+ * ESC[200~ and ESC[201~, so the explorer reads a paste as text (ui_paste), never as the keys it
+ * is made of: a 100 KB paste was 100,000 keystrokes, each e an export. The sequences are
+ * terminfo's BE, BD, PS and PE where it has them, else xterm's for a terminal that speaks xterm's
+ * mouse (kmous); a terminal with neither gets none. */
+enum { KEY_PASTE_BEGIN = KEY_MAX + 1, KEY_PASTE_END };
+static struct {
+    char on[32], off[32];
+    size_t on_len, off_len;
+} paste_mode;
+
+static const char *cap_or(const char *name, const char *xterm, bool xterm_like)
+{
+    const char *s = tigetstr(name);
+    if (s && s != (char *)-1 && s[0])
+        return s;
+    return xterm_like ? xterm : NULL;
+}
+
+static void paste_setup(void)
+{
+    const char *kmous = tigetstr("kmous");
+    bool xterm_like = kmous && kmous != (char *)-1 && kmous[0];
+    const char *on = cap_or("BE", "\033[?2004h", xterm_like);
+    const char *off = cap_or("BD", "\033[?2004l", xterm_like);
+    const char *begin = cap_or("PS", "\033[200~", xterm_like);
+    const char *end = cap_or("PE", "\033[201~", xterm_like);
+    paste_mode.on_len = paste_mode.off_len = 0;
+    paste_mode.on[0] = paste_mode.off[0] = '\0';
+    if (!on || !off || !begin || !end || strlen(on) >= sizeof(paste_mode.on) ||
+        strlen(off) >= sizeof(paste_mode.off))
+        return;
+    paste_mode.on_len = (size_t)snprintf(paste_mode.on, sizeof(paste_mode.on), "%s", on);
+    paste_mode.off_len = (size_t)snprintf(paste_mode.off, sizeof(paste_mode.off), "%s", off);
+    define_key(begin, KEY_PASTE_BEGIN);
+    define_key(end, KEY_PASTE_END);
+}
+
 void ui_invalidate(struct ui *ui)
 {
     for (int i = 0; i < PANEL_COUNT; i++)
@@ -191,6 +229,8 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
     }
     if (strcmp(what, "computing") == 0)
         poll_stop(ui);
+    else if (quit_signal) /* an export stops at the next head: its temporary folder removed */
+        ui->busy.stop = 1;
     if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
         (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
         return;
@@ -236,7 +276,8 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     const struct progress_sink busy = {busy_computing, ui, &ui->busy.stop};
     if (app_init(&ui->app, s, path, &busy, err))
         return -1;
-    ui->app.export_progress = (struct progress_sink){busy_exporting, ui, NULL};
+    /* C-c, SIGTERM or SIGHUP during an export stop it (busy_step), as they stop the command's. */
+    ui->app.export_progress = (struct progress_sink){busy_exporting, ui, &ui->busy.stop};
     header_panel_init(&ui->header);
     stagebar_panel_init(&ui->stagebar);
     heatmap_panel_init(&ui->heatmap);
@@ -339,6 +380,56 @@ static int prompt_input(struct ui *ui, struct key k)
     return open_asked(ui, &ask, outcome | OUTCOME_VIEW_CHANGED);
 }
 
+/* A paste whose end marker never comes ends after this long without a byte. */
+#define PASTE_GAP_MS 1000
+
+/* The rest of a bracketed paste, read as one piece of text up to its end marker: however long,
+ * it is read through (the prompt keeps what fits, PROMPT_MAX characters at most, and says so), so
+ * none of it is ever taken for keys. Into the open prompt, or with none open into the sentence
+ * editor t opens (command_paste), empty: nothing changes until Enter. */
+static int ui_paste(struct ui *ui)
+{
+    static wchar_t text[PROMPT_MAX];
+    int n = 0;
+    long more = 0;
+    bool resized = false;
+    int delay = wgetdelay(stdscr);
+    timeout(PASTE_GAP_MS);
+    for (;;) {
+        wint_t key;
+        int rc = get_wch(&key);
+        if (rc == ERR || quit_signal)
+            break;
+        if (rc == KEY_CODE_YES) {
+            if ((int)key == KEY_PASTE_END)
+                break;
+            resized |= (int)key == KEY_RESIZE;
+            if ((int)key != KEY_ENTER)
+                continue; /* a named key carries no text */
+            key = L'\r';
+        }
+        if (n < PROMPT_MAX)
+            text[n++] = (wchar_t)key;
+        else
+            more++;
+    }
+    timeout(delay);
+    if (resized)
+        ui_resize(ui);
+    if (ui->too_small) /* nothing can be seen to paste into */
+        return OUTCOME_VIEW_CHANGED;
+    struct prompt *p = &ui->status.prompt;
+    int outcome = OUTCOME_VIEW_CHANGED;
+    bool as_sentence = !prompt_is_open(p);
+    if (as_sentence) {
+        ui->help.open = false;
+        struct ask ask = {0};
+        outcome = open_asked(ui, &ask, command_paste(&ui->app, &ask));
+    }
+    prompt_paste(p, text, n, more, as_sentence);
+    return outcome;
+}
+
 int ui_play_tick(struct ui *ui)
 {
     return command_play_tick(&ui->app);
@@ -350,6 +441,8 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
         ui_resize(ui);
         return OUTCOME_VIEW_CHANGED;
     }
+    if (is_code && key == KEY_PASTE_BEGIN)
+        return ui_paste(ui);
     if (ui->too_small) /* nothing to act on that cannot be seen; C-c still quits */
         return OUTCOME_IGNORED;
     if (prompt_is_open(&ui->status.prompt))
@@ -496,6 +589,7 @@ void ui_setup_terminal(void)
                       {"\033OH", KEY_HOME},  {"\033OF", KEY_END}};
     for (size_t i = 0; i < sizeof(extra_keys) / sizeof(extra_keys[0]); i++)
         define_key(extra_keys[i].seq, extra_keys[i].key);
+    paste_setup();
 }
 
 static void on_quit_signal(int sig)
@@ -505,14 +599,51 @@ static void on_quit_signal(int sig)
 
 static void restore_terminal(void)
 {
-    if (!isendwin())
+    if (!isendwin()) {
+        if (paste_mode.off_len) {
+            putp(paste_mode.off); /* putp writes through stdio */
+            fflush(stdout);
+        }
         endwin();
+    }
     attn_fatal_clear_terminal();
 }
 
-/* Hands common/fatal the bytes that undo what curses did (normal attributes and cursor, keypad
- * and mouse off, the alternate screen left) and the shell's terminal modes, so a crash restores
- * the terminal without calling curses from a signal handler. */
+/* C-z: curses' own SIGTSTP handler (endwin, stop, redraw on fg) between bracketed paste off and
+ * on again, so the shell the explorer is suspended to gets plain pastes. Only write(2) here. */
+static struct sigaction curses_tstp;
+
+static void on_tstp(int sig)
+{
+    int saved = errno;
+    if (paste_mode.off_len && write(STDOUT_FILENO, paste_mode.off, paste_mode.off_len) < 0)
+        errno = saved;
+    curses_tstp.sa_handler(sig);
+    if (paste_mode.on_len && write(STDOUT_FILENO, paste_mode.on, paste_mode.on_len) < 0)
+        errno = saved;
+    errno = saved;
+}
+
+/* Bracketed paste on (restore_terminal and the crash path turn it off again). */
+static void paste_on(void)
+{
+    if (!paste_mode.on_len)
+        return;
+    putp(paste_mode.on); /* through stdio */
+    fflush(stdout);
+    struct sigaction cur;
+    if (sigaction(SIGTSTP, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN && cur.sa_handler != on_tstp) {
+        curses_tstp = cur;
+        struct sigaction sa = cur;
+        sa.sa_handler = on_tstp;
+        sigaction(SIGTSTP, &sa, NULL);
+    }
+}
+
+/* Hands common/fatal the bytes that undo what curses did (normal attributes and cursor, keypad,
+ * mouse and bracketed paste off, the alternate screen left) and the shell's terminal modes, so a
+ * crash restores the terminal without calling curses from a signal handler. */
 static void arm_crash_restore(const struct termios *saved)
 {
     static const char *const caps[] = {"sgr0", "cnorm", "rmkx", "rmcup"};
@@ -524,6 +655,10 @@ static void arm_crash_restore(const struct termios *saved)
         static const char mouse_off[] = "\033[?1006l\033[?1003l\033[?1002l\033[?1000l";
         memcpy(reset, mouse_off, sizeof(mouse_off) - 1);
         n = sizeof(mouse_off) - 1;
+    }
+    if (n + paste_mode.off_len <= sizeof(reset)) {
+        memcpy(reset + n, paste_mode.off, paste_mode.off_len);
+        n += paste_mode.off_len;
     }
     for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
         const char *seq = tigetstr(caps[i]);
@@ -583,7 +718,9 @@ int ui_main(const char *scene_path)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    attn_fatal_install_quit_handler(); /* C-\: out at once, the terminal restored */
     ui_setup_terminal();
+    paste_on();
     if (have_modes)
         arm_crash_restore(&shell_modes);
 
