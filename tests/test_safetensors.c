@@ -3,7 +3,8 @@
  * A valid file with F32, F16 and BF16 tensors must read back bit for bit (F16 subnormals, -0,
  * inf, nan, 65504; BF16's 8 bits of precision); aligned F32 tensors are viewed in place. Every
  * malformed header gives its exact message, and flipping or cutting the bytes of a valid file
- * never crashes the reader (the ASan build runs this too).
+ * never crashes the reader (the ASan build runs this too). A sharded checkpoint's index is
+ * checked against its shards in n log n string comparisons (counted through --wrap=strcmp).
  */
 #include <fcntl.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "pretrained/safetensors.h"
+#include "pretrained/stset.h"
 #include "common/mapguard.h"
 #include "testutil.h"
 
@@ -605,6 +607,83 @@ static void test_shapes(void **state)
     attn_st_close(&f);
 }
 
+/* ---- sharded checkpoints -------------------------------------------------------------------- */
+
+/* Every strcmp libattnscope's own code makes (tests/meson.build links this test with
+ * -Wl,--wrap=strcmp): a count of work no loaded machine can stretch. */
+int __real_strcmp(const char *a, const char *b);
+int __wrap_strcmp(const char *a, const char *b);
+static long strcmps;
+
+int __wrap_strcmp(const char *a, const char *b)
+{
+    strcmps++;
+    return __real_strcmp(a, b);
+}
+
+/* scratch/name: a shard of the tensors name_fmt % i for i in [from, to), each U8 [1]. */
+static void write_shard(const char *name, const char *name_fmt, int from, int to)
+{
+    size_t cap = (size_t)(to - from) * 160 + 64, len = 1;
+    char *h = malloc(cap), *data = calloc((size_t)(to - from) + 1, 1), tensor[128];
+    assert_true(h && data);
+    h[0] = '{';
+    for (int i = from; i < to; i++) {
+        snprintf(tensor, sizeof(tensor), name_fmt, i);
+        len +=
+            (size_t)snprintf(h + len, cap - len,
+                             "%s\"%s\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                             i > from ? "," : "", tensor, i - from, i - from + 1);
+    }
+    snprintf(h + len, cap - len, "}");
+    write_st(name, h, data, (size_t)(to - from));
+    free(h);
+    free(data);
+}
+
+/* An index of 20,000 tensors in two shards whose weight_map leaves the last one out: found in
+ * n log n comparisons. A search of the weight_map for each of the shards' tensors took n^2 / 2
+ * (35 s for 100,000 tensors). */
+static void test_index_unlisted_tensor(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    const char *fmt = "model.layers.%05d.weight";
+    write_shard("model-00001-of-00002.safetensors", fmt, 0, N / 2);
+    write_shard("model-00002-of-00002.safetensors", fmt, N / 2, N);
+    size_t cap = (size_t)N * 80 + 64, len = 0;
+    char *ix = malloc(cap), tensor[64];
+    assert_non_null(ix);
+    len += (size_t)snprintf(ix, cap, "{\"metadata\": {},\n \"weight_map\": {");
+    for (int i = 0; i < N - 1; i++) {
+        snprintf(tensor, sizeof(tensor), fmt, i);
+        len += (size_t)snprintf(ix + len, cap - len,
+                                "%s\n  \"%s\": \"model-0000%d-of-00002.safetensors\"", i ? "," : "",
+                                tensor, i < N / 2 ? 1 : 2);
+    }
+    snprintf(ix + len, cap - len, "}}\n");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s", path_of("model.safetensors.index.json"));
+    tu_write_text(path, ix);
+    free(ix);
+
+    struct st_set set;
+    struct diag err;
+    strcmps = 0;
+    assert_int_equal(attn_stset_open(&set, path, &err), -1);
+    assert_string_equal(err.file, path);
+    assert_int_equal(err.line, 2); /* at "weight_map" */
+    assert_int_equal(err.col, 2);
+    assert_string_equal(err.msg, "tensor 'model.layers.19999.weight' of shard "
+                                 "'model-00002-of-00002.safetensors' is not in the index's "
+                                 "weight_map");
+    /* a few sorts and searches of n log2 n (286,000) each; a search per tensor was n^2 / 2
+     * (200,000,000) */
+    if (strcmps > 100L * N)
+        fail_msg("%ld string comparisons for %d tensors", strcmps, N);
+    attn_stset_close(&set);
+}
+
 static void test_not_a_file(void **state)
 {
     (void)state;
@@ -763,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_index_unlisted_tensor),
         cmocka_unit_test(test_not_a_file),
         cmocka_unit_test(test_truncated_under_the_mapping),
         cmocka_unit_test(test_rewritten_same_size),
