@@ -828,6 +828,60 @@ static void test_index_unlisted_tensor(void **state)
     attn_stset_close(&set);
 }
 
+/* A shard that is a link out of the index's folder is refused: the index names its shards, and
+ * a downloaded folder must not read a file of the user's elsewhere. Hugging Face's cache, where
+ * the index and the shards are links into one blobs/ folder, opens. */
+static void test_index_shard_links(void **state)
+{
+    (void)state;
+    char dir[4200], link[4300], index[4300], target[4300];
+    const char *json = "{\"weight_map\": {\"a\": \"model-00001-of-00001.safetensors\"}}";
+    snprintf(dir, sizeof(dir), "%s/links", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(index, sizeof(index), "%s/model.safetensors.index.json", dir);
+    tu_write_text(index, json);
+    write_shard("elsewhere.safetensors", "a", 0, 1); /* a valid shard, one folder up */
+    snprintf(link, sizeof(link), "%s/model-00001-of-00001.safetensors", dir);
+    snprintf(target, sizeof(target), "%s/elsewhere.safetensors", scratch);
+    assert_int_equal(symlink("../elsewhere.safetensors", link), 0);
+    struct st_set set;
+    struct diag err;
+    assert_int_equal(attn_stset_open(&set, index, &err), -1);
+    char want[9000];
+    snprintf(want, sizeof(want),
+             "shard 'model-00001-of-00001.safetensors': it is a link to '%s', outside the folder "
+             "of the index ('%s'); a shard is a file beside the index",
+             target, dir);
+    if (strlen(want) < 480) /* a scratch folder's path is short enough to be shown whole */
+        assert_string_equal(err.msg, want);
+    assert_non_null(strstr(err.msg, "outside the folder of the index"));
+    assert_string_equal(err.file, index);
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.col, 17);
+
+    /* Hugging Face's cache: snapshots/main/ holds links to ../../blobs/, the index's too. */
+    char blobs[4300], snap[4300], path[4400], snap_link[4400];
+    snprintf(blobs, sizeof(blobs), "%s/hub/blobs", scratch);
+    snprintf(snap, sizeof(snap), "%s/hub/snapshots/main", scratch);
+    snprintf(path, sizeof(path), "%s/hub", scratch);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(mkdir(blobs, 0755), 0);
+    snprintf(path, sizeof(path), "%s/hub/snapshots", scratch);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(mkdir(snap, 0755), 0);
+    snprintf(path, sizeof(path), "%s/5f1e", blobs);
+    tu_write_text(path, json);
+    assert_int_equal(rename(target, strcat(strcpy(path, blobs), "/9ac0")), 0);
+    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", snap);
+    assert_int_equal(symlink("../../blobs/5f1e", path), 0);
+    snprintf(snap_link, sizeof(snap_link), "%s/model-00001-of-00001.safetensors", snap);
+    assert_int_equal(symlink("../../blobs/9ac0", snap_link), 0);
+    if (attn_stset_open(&set, path, &err) != 0)
+        fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    assert_int_equal(set.n, 1);
+    attn_stset_close(&set);
+}
+
 static void test_not_a_file(void **state)
 {
     (void)state;
@@ -989,6 +1043,7 @@ int main(void)
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_index_unlisted_tensor),
+        cmocka_unit_test(test_index_shard_links),
         cmocka_unit_test(test_not_a_file),
         cmocka_unit_test(test_truncated_under_the_mapping),
         cmocka_unit_test(test_rewritten_same_size),

@@ -1,6 +1,7 @@
 /* stset: one safetensors file, or a sharded checkpoint's index and shards (see stset.h). */
 #include "pretrained/stset.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -245,6 +246,28 @@ static int gather(struct st_set *s, const struct st_index *ix, const char *text,
     return rc;
 }
 
+/* 0 when shard (a name beside the index) resolves, through any links, inside the folder dir the
+ * index resolves into, or does not resolve (attn_st_open says why); else -1 with why. The user
+ * names the index, and the index names its shards: a link from a downloaded folder to a file of
+ * the user's elsewhere (~/.ssh/id_rsa) must not be read as a shard, nor its bytes quoted in a
+ * message. */
+static int shard_outside(struct diag *why, const char *shard, const char *dir)
+{
+    char *real = realpath(shard, NULL);
+    if (!real)
+        return errno == ENOMEM ? attn_diag_set(why, "", "out of memory") : 0;
+    size_t n = strlen(dir);
+    bool inside = strncmp(real, dir, n) == 0 && (real[n] == '/' || (n > 0 && dir[n - 1] == '/'));
+    char to[160], in[160];
+    if (!inside)
+        attn_diag_set(why, "",
+                      "it is a link to '%s', outside the folder of the index ('%s'); a shard is a "
+                      "file beside the index",
+                      show(to, sizeof(to), real), show(in, sizeof(in), dir));
+    free(real);
+    return inside ? 0 : -1;
+}
+
 int attn_stset_open(struct st_set *out, const char *path, struct diag *err)
 {
     memset(out, 0, sizeof(*out));
@@ -285,14 +308,21 @@ int attn_stset_open(struct st_set *out, const char *path, struct diag *err)
     int rc = 0;
     char *copy = strdup(path);
     const char *dir = copy ? dirname(copy) : NULL;
-    if (!copy || !(out->files = calloc((size_t)ix.n_shards, sizeof(*out->files))))
+    /* The folder the index really is in (an index in Hugging Face's cache is a link into its
+     * blobs/, and so are the shards beside it). */
+    char *home = realpath(path, NULL);
+    if (!home && errno != ENOMEM)
+        rc = attn_diag_file(err, path, "cannot resolve its path: %s", strerror(errno));
+    else if (!copy || !home || !(out->files = calloc((size_t)ix.n_shards, sizeof(*out->files))))
         rc = attn_diag_file(err, path, "out of memory");
+    const char *home_dir = home ? dirname(home) : NULL;
     for (int i = 0; i < ix.n_shards && rc == 0; i++) {
         char shard[4200];
         snprintf(shard, sizeof(shard), "%s/%s", dir, ix.shards[i]);
         struct diag why;
         attn_diag_clear(&why);
-        if (attn_st_open(&out->files[i], shard, &why) != 0) {
+        if (shard_outside(&why, shard, home_dir) != 0 ||
+            attn_st_open(&out->files[i], shard, &why) != 0) {
             /* the first tensor the index puts in it: where the message points */
             const char *first = NULL;
             for (int e = 0; e < ix.n_entries && !first; e++)
@@ -307,6 +337,7 @@ int attn_stset_open(struct st_set *out, const char *path, struct diag *err)
     }
     if (rc == 0)
         rc = gather(out, &ix, text, len, err);
+    free(home);
     free(copy);
     free(text);
     attn_stindex_free(&ix);
