@@ -497,12 +497,77 @@ static void test_config_and_text(void **state)
     attn_hftok_free(t);
 }
 
+/* ---- hostile files: bounded work --------------------------------------------------------- */
+
+/* One encoding of a tokenizer.json, in a child held to a CPU limit (tu_run_limited): the ids
+ * as text ("1 4 2*7999": a run of one id as id*count), or the message. */
+struct encode_job {
+    const char *json, *text;
+};
+
+static int encode_ids(void *arg, char *out, size_t size)
+{
+    const struct encode_job *job = arg;
+    struct hftok *t = NULL;
+    struct diag err;
+    struct hftok_encoding e;
+    if (attn_hftok_load_bytes(&t, job->json, strlen(job->json), "tok.json", NULL, 0, NULL, &err) ||
+        attn_hftok_encode(&e, t, job->text, strlen(job->text), NULL, 0, false, &err)) {
+        snprintf(out, size, "%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+        attn_hftok_free(t);
+        return 1;
+    }
+    size_t o = 0;
+    for (int i = 0, run; i < e.n && o < size; i += run) {
+        for (run = 1; i + run < e.n && e.ids[i + run] == e.ids[i]; run++)
+            ;
+        o += (size_t)(run > 1 ? snprintf(out + o, size - o, "%s%d*%d", i ? " " : "", e.ids[i], run)
+                              : snprintf(out + o, size - o, "%s%d", i ? " " : "", e.ids[i]));
+    }
+    attn_hftok_encoding_free(&e);
+    attn_hftok_free(t);
+    return 0;
+}
+
+/* A WordPiece vocabulary with a 16,000-byte token, and a 16,000-character word: the library's
+ * loop (every end from the longest down, each candidate hashed whole) costs the word's length
+ * times the token's squared, 118 s at 8,000 and 8 times that here; only the lengths tokens have
+ * are looked up now, each hashed in O(1). The ids are the library's: the longest match at each
+ * start, "##" + 8,000 a's in the middle. */
+static void test_wordpiece_long_tokens(void **state)
+{
+    enum { N = 16000 };
+    char *json = malloc(2 * N + 1024), *text = malloc(N + 1);
+    assert_true(json && text);
+    memset(text, 'a', N);
+    text[N] = '\0';
+    int o = snprintf(json, 1024,
+                     "{\"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},\n"
+                     " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+                     "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": "
+                     "1000000,\n \"vocab\": {\"[UNK]\": 0, \"a\": 1, \"##a\": 2, \"");
+    memset(json + o, 'a', N - 1);
+    o += N - 1;
+    o += sprintf(json + o, "b\": 3, \"##");
+    memset(json + o, 'a', N / 2);
+    o += N / 2;
+    sprintf(json + o, "\": 4}}}");
+    struct encode_job job = {json, text};
+    char out[256];
+    int rc = tu_run_limited(out, sizeof(out), encode_ids, &job, 10, 0);
+    if (rc != 0)
+        fail_msg("%s", out);
+    assert_string_equal(out, "1 4 2*7999");
+    free(json);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens),         cmocka_unit_test(test_gpt2_same_as_bpe),
         cmocka_unit_test(test_labels),          cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_config_and_text),
+        cmocka_unit_test(test_config_and_text), cmocka_unit_test(test_wordpiece_long_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

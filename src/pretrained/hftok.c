@@ -26,25 +26,25 @@ int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
 
 /* ---- the vocabulary ------------------------------------------------------------------------ */
 
-static size_t hash_bytes(const char *p, size_t len)
+/* The token a + b (hf_hash h), or -1. */
+static int vocab_find_parts(const struct hf_vocab *v, uint64_t h, const char *a, size_t a_len,
+                            const char *b, size_t b_len)
 {
-    size_t h = 14695981039346656037u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211u;
-    return h ^ (h >> 29);
+    if (!v->slots)
+        return -1;
+    for (size_t i = hf_hash_slot(h) & v->mask;; i = (i + 1) & v->mask) {
+        int id = v->slots[i];
+        if (id < 0)
+            return -1;
+        if (v->len[id] == a_len + b_len && memcmp(v->tok[id], a, a_len) == 0 &&
+            memcmp(v->tok[id] + a_len, b, b_len) == 0)
+            return id;
+    }
 }
 
 int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
 {
-    if (!v->slots)
-        return -1;
-    for (size_t i = hash_bytes(s, len) & v->mask;; i = (i + 1) & v->mask) {
-        int id = v->slots[i];
-        if (id < 0)
-            return -1;
-        if (v->len[id] == len && memcmp(v->tok[id], s, len) == 0)
-            return id;
-    }
+    return vocab_find_parts(v, hf_hash_more(0, s, len), s, len, "", 0);
 }
 
 void attn_hf_vocab_free(struct hf_vocab *v)
@@ -1054,7 +1054,25 @@ static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_
     return 0;
 }
 
-/* models/wordpiece/mod.rs: greedy longest match first. */
+/* The first of m's lengths (longest first) that is at most n. */
+static int first_length_within(const struct hf_model *m, size_t n)
+{
+    int lo = 0, hi = m->n_lens;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (m->lens[mid].len > n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* models/wordpiece/mod.rs: greedy longest match first. The library tries every end from the
+ * word's end down, hashing each candidate whole; a long word and a long token made that the
+ * word's length times the token's squared (118 s for 8,000 characters). Here only the lengths
+ * some token has are tried, longest first, each hashed in O(1) from the word's prefix sums: the
+ * same longest match, in at most one lookup per token length at each start. */
 static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s, size_t len,
                           struct diag *err)
 {
@@ -1068,31 +1086,31 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
     }
     int first = out->n;
     bool bad = chars > m->max_chars;
-    char *buf = bad ? NULL : malloc(m->prefix_len + len + 1);
-    if (!bad && !buf)
+    /* sum[i]: the hash of s[0, i) */
+    uint64_t *sum = bad ? NULL : malloc((len + 1) * sizeof(*sum));
+    if (!bad && !sum)
         return attn_diag_set(err, "", "out of memory");
+    for (size_t i = 0; sum && i <= len; i++)
+        sum[i] = i ? sum[i - 1] * HF_HASH_B + (unsigned char)s[i - 1] + 1 : 0;
+    uint64_t prefix = hf_hash_more(0, m->prefix, m->prefix_len);
     for (size_t start = 0; !bad && start < len;) {
-        /* no token is longer than the vocabulary's longest: start there */
-        size_t room =
-            m->max_token_len - (start > 0 && m->max_token_len >= m->prefix_len ? m->prefix_len : 0);
-        size_t end = len - start > room ? start + room : len;
-        while (end > start && end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
-            end--;
+        /* after the first piece every token starts with continuing_subword_prefix */
+        size_t plen = start > 0 ? m->prefix_len : 0, end = start;
         int found = -1;
-        while (start < end) {
-            size_t n = 0;
-            if (start > 0) {
-                memcpy(buf, m->prefix, m->prefix_len);
-                n = m->prefix_len;
-            }
-            memcpy(buf + n, s + start, end - start);
-            n += end - start;
-            found = attn_hf_vocab_find(&t->vocab, buf, n);
+        for (int i = first_length_within(m, len - start + plen); i < m->n_lens; i++) {
+            if (m->lens[i].len <= plen)
+                break;
+            end = start + (m->lens[i].len - plen);
+            if (end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
+                continue; /* not a character's end: no token (they are UTF-8) ends there */
+            /* the piece's hash, then the prefix's before it (the prefix's power is the piece's) */
+            uint64_t h = sum[end] - sum[start] * m->lens[i].pow;
+            if (plen)
+                h += prefix * m->lens[i].pow;
+            found =
+                vocab_find_parts(&t->vocab, h, plen ? m->prefix : "", plen, s + start, end - start);
             if (found >= 0)
                 break;
-            end--;
-            while (end > start && ((unsigned char)s[end] & 0xC0) == 0x80)
-                end--;
         }
         if (found < 0) {
             bad = true;
@@ -1101,7 +1119,7 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
         ids_push(out, found);
         start = end;
     }
-    free(buf);
+    free(sum);
     if (bad) {
         out->n = first;
         if (m->unk_id < 0)

@@ -832,10 +832,7 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
     }
     /* n distinct ids below n: all of 0 .. n-1 are there */
     for (int id = 0; id < v->n; id++) {
-        size_t h = 14695981039346656037u;
-        for (size_t k = 0; k < v->len[id]; k++)
-            h = (h ^ (unsigned char)v->tok[id][k]) * 1099511628211u;
-        size_t i = (h ^ (h >> 29)) & v->mask;
+        size_t i = hf_hash_slot(hf_hash_more(0, v->tok[id], v->len[id])) & v->mask;
         while (v->slots[i] >= 0)
             i = (i + 1) & v->mask;
         v->slots[i] = id;
@@ -971,6 +968,12 @@ static int load_bpe(struct jctx *c, json_t *m, struct hftok *t)
     return 0;
 }
 
+static int by_length_down(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x > y ? -1 : x < y;
+}
+
 static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
 {
     static const char *const keys[] = {"unk_token", "continuing_subword_prefix",
@@ -984,9 +987,32 @@ static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
         load_vocab(c, m, &t->vocab))
         return -1;
     md->unk_id = vocab_id(&t->vocab, md->unk, md->unk_len);
+    /* the lengths a match can have, longest first */
+    size_t *lens = malloc((size_t)t->vocab.n * sizeof(*lens));
+    if (!lens)
+        return jerr(c, "out of memory");
     for (int id = 0; id < t->vocab.n; id++)
-        if (t->vocab.len[id] > md->max_token_len)
-            md->max_token_len = t->vocab.len[id];
+        lens[id] = t->vocab.len[id];
+    qsort(lens, (size_t)t->vocab.n, sizeof(*lens), by_length_down);
+    int n = 0;
+    for (int i = 0; i < t->vocab.n; i++)
+        if (n == 0 || lens[i] != lens[n - 1])
+            lens[n++] = lens[i];
+    if (!(md->lens = malloc((size_t)n * sizeof(*md->lens)))) {
+        free(lens);
+        return jerr(c, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t pow = 1, b = HF_HASH_B; /* B^(len - prefix), by squaring */
+        for (size_t k = lens[i] > md->prefix_len ? lens[i] - md->prefix_len : 0; k; k >>= 1) {
+            if (k & 1)
+                pow *= b;
+            b *= b;
+        }
+        md->lens[i] = (struct hf_len){lens[i], pow};
+    }
+    md->n_lens = n;
+    free(lens);
     return 0;
 }
 
@@ -1705,6 +1731,7 @@ void attn_hftok_free(struct hftok *t)
     attn_bpe_merges_free(&t->model.merges);
     free(t->model.prefix);
     free(t->model.suffix);
+    free(t->model.lens);
     free(t->model.unk);
     if (t->has_norm)
         norm_free(&t->norm);
