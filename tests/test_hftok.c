@@ -562,12 +562,53 @@ static void test_wordpiece_long_tokens(void **state)
     free(text);
 }
 
+/* 40 Replace "a" -> "aa" in a Sequence double "a" to 2^40 bytes: it grew past 6.9 GB. The text
+ * is held to 16 times its length and 1 KiB at every write of every step, so it is refused at
+ * 1,025 bytes, in a child held to 64 MiB more address space; so is an added token that the
+ * same normalizer makes too long when the file is read. */
+static void test_normalizer_growth(void **state)
+{
+    char json[8192];
+    int o = snprintf(json, sizeof(json),
+                     "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [");
+    for (int i = 0; i < 40; i++)
+        o +=
+            snprintf(json + o, sizeof(json) - (size_t)o,
+                     "%s\n  {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": "
+                     "\"aa\"}",
+                     i ? "," : "");
+    snprintf(json + o, sizeof(json) - (size_t)o, "]},\n" TOK_MODEL);
+    struct encode_job job = {json, "a"};
+    char out[512];
+    int rc = tu_run_limited(out, sizeof(out), encode_ids, &job, 10, (size_t)64 << 20);
+    assert_int_equal(rc, 1);
+    assert_string_equal(out, ":0:0: the normalizer makes the text longer than 1040 bytes, the most "
+                             "attnscope lets it grow to (16 times the text, plus 1024 bytes)");
+    /* An added token the normalizer makes (its "normalized" form): refused where it is. */
+    char added[9000];
+    snprintf(
+        added, sizeof(added),
+        "{\"added_tokens\": [{\"id\": 3, \"content\": \"ba\", \"single_word\": false, "
+        "\"lstrip\": false, \"rstrip\": false, \"normalized\": true, \"special\": false}],\n%s",
+        json + 1);
+    job.json = added;
+    rc = tu_run_limited(out, sizeof(out), encode_ids, &job, 10, (size_t)64 << 20);
+    assert_int_equal(rc, 1);
+    assert_string_equal(out, "tok.json:1:19: added_tokens[0]: the normalizer makes the text longer "
+                             "than 1056 bytes, the most attnscope lets it grow to (16 times the "
+                             "text, plus 1024 bytes)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_goldens),         cmocka_unit_test(test_gpt2_same_as_bpe),
-        cmocka_unit_test(test_labels),          cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_config_and_text), cmocka_unit_test(test_wordpiece_long_tokens),
+        cmocka_unit_test(test_goldens),
+        cmocka_unit_test(test_gpt2_same_as_bpe),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_config_and_text),
+        cmocka_unit_test(test_wordpiece_long_tokens),
+        cmocka_unit_test(test_normalizer_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,6 +106,7 @@ struct piece {
     size_t len;
     uint32_t base; /* where in the input this piece's original text starts */
     int id;        /* an added token's id, or -1 */
+    size_t limit;  /* while it is normalised: the most bytes it may grow to (0: no limit) */
 };
 
 struct plist {
@@ -118,13 +119,20 @@ struct sb {
     char *s;
     uint32_t *orig;
     size_t n, cap;
-    int failed;
+    size_t limit; /* the piece's (0: none) */
+    int failed;   /* SB_NO_MEMORY, SB_TOO_LONG */
 };
+
+enum { SB_NO_MEMORY = 1, SB_TOO_LONG };
 
 static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
 {
     if (b->failed || len == 0)
         return;
+    if (b->limit && len > b->limit - b->n) {
+        b->failed = SB_TOO_LONG;
+        return;
+    }
     if (b->n + len > b->cap) {
         size_t cap = b->cap ? b->cap : 32;
         while (cap < b->n + len)
@@ -136,7 +144,7 @@ static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
         if (o)
             b->orig = o;
         if (!s || !o) {
-            b->failed = 1;
+            b->failed = SB_NO_MEMORY;
             return;
         }
         b->cap = cap;
@@ -154,14 +162,24 @@ static void sb_putc(struct sb *b, uint32_t cp, uint32_t orig)
     sb_put(b, u, (size_t)(k > 0 ? k : 0), orig);
 }
 
+/* A normaliser made p longer than its limit (norm_limit). */
+static int too_long(const struct piece *p, struct diag *err)
+{
+    return attn_diag_set(err, "text",
+                         "the normalizer makes the text longer than %zu bytes, the most attnscope "
+                         "lets it grow to (%d times the text, plus %d bytes)",
+                         p->limit, HFTOK_NORM_GROWTH, HFTOK_NORM_SLACK);
+}
+
 /* Replaces p's text with b's (b is emptied). */
 static int sb_into(struct sb *b, struct piece *p, struct diag *err)
 {
     if (b->failed) {
+        int failed = b->failed;
         free(b->s);
         free(b->orig);
         memset(b, 0, sizeof(*b));
-        return attn_diag_set(err, "", "out of memory");
+        return failed == SB_TOO_LONG ? too_long(p, err) : attn_diag_set(err, "", "out of memory");
     }
     if (!b->s) { /* nothing was written: an empty piece, still with its buffers */
         b->s = malloc(1);
@@ -228,6 +246,7 @@ static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b,
     memcpy(q->orig, p->orig + a, q->len * sizeof(*q->orig));
     q->base = p->orig[a];
     q->id = id;
+    q->limit = 0;
     l->n++;
     return 0;
 }
@@ -271,7 +290,7 @@ static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
 /* Keeps the characters for which keep() holds, each with its own offset. */
 static int filter(struct piece *p, bool (*drop)(uint32_t), struct diag *err)
 {
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     for (size_t i = 0; i < p->len;) {
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k);
@@ -289,7 +308,7 @@ static bool bert_clean_drop(uint32_t c)
 
 static int lowercase(struct piece *p, struct diag *err)
 {
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     for (size_t i = 0; i < p->len;) {
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k), out[3];
@@ -308,6 +327,11 @@ static int nform(struct piece *p, enum uni_form f, struct diag *err)
     size_t n;
     if (attn_uni_normalize(&out, &seg, &n, f, p->s, p->len, err) != 0)
         return -1;
+    if (p->limit && n > p->limit) { /* a form grows a text 11 times at most (U+FDFA) */
+        free(out);
+        free(seg);
+        return too_long(p, err);
+    }
     for (size_t i = 0; i < n; i++)
         seg[i] = p->orig[seg[i]];
     free(p->s);
@@ -322,7 +346,7 @@ static int prepend(struct piece *p, const char *s, size_t len, struct diag *err)
 {
     if (p->len == 0)
         return 0;
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     sb_put(&b, s, len, p->orig[0]);
     sb_put(&b, p->s, p->len, 0);
     if (!b.failed)
@@ -354,7 +378,7 @@ static int repl_one(void *vc, size_t start, size_t end)
 static int replace(struct piece *p, const pcre2_code *re, const char *content, size_t content_len,
                    struct diag *err)
 {
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     struct repl_ctx c = {p, &b, 0, content, content_len};
     if (attn_hf_regex_each(re, p->s, p->len, repl_one, &c, err) != 0) {
         free(b.s);
@@ -388,7 +412,7 @@ static int strip(struct piece *p, bool left, bool right, struct diag *err)
     }
     if (a == 0 && z == p->len)
         return 0;
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     sb_put(&b, p->s + a, z - a, 0);
     if (!b.failed && z > a)
         memcpy(b.orig, p->orig + a, (z - a) * sizeof(*p->orig));
@@ -400,7 +424,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
     if (n->clean_text) {
         if (filter(p, bert_clean_drop, err))
             return -1;
-        struct sb b = {0};
+        struct sb b = {.limit = p->limit};
         for (size_t i = 0; i < p->len;) {
             int k;
             uint32_t c = char_at(p->s, p->len, i, &k);
@@ -414,7 +438,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
             return -1;
     }
     if (n->chinese) {
-        struct sb b = {0};
+        struct sb b = {.limit = p->limit};
         for (size_t i = 0; i < p->len;) {
             int k;
             uint32_t c = char_at(p->s, p->len, i, &k);
@@ -439,7 +463,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
     return 0;
 }
 
-static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
+static int normalize_step(struct piece *p, const struct hf_norm *n, struct diag *err)
 {
     switch (n->kind) {
     case HN_NFC:
@@ -461,11 +485,29 @@ static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
         return strip(p, n->left, n->right, err);
     case HN_SEQUENCE:
         for (int i = 0; i < n->n; i++)
-            if (normalize(p, &n->items[i], err))
+            if (normalize_step(p, &n->items[i], err))
                 return -1;
         return 0;
     }
     return 0;
+}
+
+/* The most bytes normalising len bytes may make: real normalisers grow a text a few times at
+ * most (NFKD's U+FDFA 11 times, a Replace of ' ' by '▁' 3 times), but a Sequence of Replaces can
+ * double it at every step, 40 of them past any memory, so every step's writes are held to this. */
+static size_t norm_limit(size_t len)
+{
+    return len > (SIZE_MAX - HFTOK_NORM_SLACK) / HFTOK_NORM_GROWTH
+               ? SIZE_MAX
+               : len * HFTOK_NORM_GROWTH + HFTOK_NORM_SLACK;
+}
+
+static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
+{
+    p->limit = norm_limit(p->len);
+    int rc = normalize_step(p, n, err);
+    p->limit = 0;
+    return rc;
 }
 
 int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
