@@ -467,6 +467,16 @@ static void test_errors(void **state)
                  "tok_config.json:1:2: add_eos_token: must be true or false");
     expect_error("{" TOK_MODEL, "{\"add_bos_token\": true,",
                  "tok_config.json:1:23: not valid JSON");
+    /* A byte order mark: said for what it is, in either file (the library refuses it too). */
+    expect_error("\xEF\xBB\xBF{" TOK_MODEL, NULL,
+                 "tok.json:1:1: the file starts with a byte order mark (<U+FEFF>), which JSON does "
+                 "not allow (Hugging Face's readers refuse it too); save it as UTF-8 without one");
+    expect_error("{" TOK_MODEL, "\xEF\xBB\xBF{}",
+                 "tok_config.json:1:1: the file starts with a byte");
+    /* A token's text in a message is escaped, a byte order mark too. */
+    expect_error(TOK_HEAD "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1},\n"
+                          " \"merges\": [\"a \xEF\xBB\xBF\\u001b\"]}}",
+                 NULL, "tok.json:3:13: model.merges[0]: \"<U+FEFF>\\e\" is not in the vocabulary");
     assert_int_equal(errors_bad, 0);
 }
 

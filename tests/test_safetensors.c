@@ -880,6 +880,16 @@ static void test_index_shard_links(void **state)
         fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
     assert_int_equal(set.n, 1);
     attn_stset_close(&set);
+
+    /* An index that starts with a byte order mark: said for what it is. */
+    snprintf(path, sizeof(path), "%s/bom.index.json", dir);
+    tu_write_text(path, "\xEF\xBB\xBF{}");
+    assert_int_equal(attn_stset_open(&set, path, &err), -1);
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.col, 1);
+    assert_string_equal(err.msg, "the file starts with a byte order mark (<U+FEFF>), which JSON "
+                                 "does not allow (Hugging Face's readers refuse it too); save it "
+                                 "as UTF-8 without one");
 }
 
 static void test_not_a_file(void **state)

@@ -300,27 +300,16 @@ static int jerr(struct jctx *c, const char *fmt, ...)
     return -1;
 }
 
-/* Copies text for a message: at most 60 bytes, control bytes as \xNN. */
+/* Copies text for a message: at most 60 bytes of it, cut after a whole character, escaped as
+ * every text a person reads is (common/utf8.h: controls, bidi controls, a byte order mark). */
 static const char *shown(char *buf, size_t size, const char *s, size_t len)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < len && o + 8 < size && i < 60;) {
-        uint32_t cp;
-        char tmp[5] = {0};
-        memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
-        int k = attn_utf8_decode(tmp, &cp);
-        if (k > 0 && cp >= 0x20 && cp != 0x7F && (size_t)k + o + 1 < size) {
-            memcpy(buf + o, s + i, (size_t)k);
-            o += (size_t)k;
-            i += (size_t)k;
-        } else {
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02X", (unsigned char)s[i]);
-            i++;
-        }
-    }
-    if (len > 60 && o + 4 < size)
-        o += (size_t)snprintf(buf + o, size - o, "...");
-    buf[o < size ? o : size - 1] = '\0';
+    size_t cut = len < 60 ? len : 60;
+    while (cut > 0 && cut < len && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--;
+    size_t o = attn_utf8_escape(buf, size, s, cut, 0);
+    if (cut < len && o + 4 < size)
+        snprintf(buf + o, size - o, "...");
     return buf;
 }
 
@@ -1557,6 +1546,13 @@ static int check_post_ids(struct jctx *c, const struct hf_post *p, const struct 
 
 static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
 {
+    if (attn_json_has_bom(text, len)) {
+        attn_diag_clear(c->err);
+        snprintf(c->err->file, sizeof(c->err->file), "%s", c->file);
+        c->err->line = c->err->col = 1;
+        attn_diag_set(c->err, "", ATTN_JSON_BOM_MSG);
+        return NULL;
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | flags, &je);
     if (!root && attn_json_out_of_memory(&je, text, len)) {

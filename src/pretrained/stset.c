@@ -68,12 +68,19 @@ int attn_stindex_parse(struct st_index *out, const char *text, size_t len, const
                        struct diag *err)
 {
     memset(out, 0, sizeof(*out));
+    if (attn_json_has_bom(text, len)) {
+        attn_diag_file(err, path, ATTN_JSON_BOM_MSG);
+        err->line = err->col = 1;
+        return -1;
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root && attn_json_out_of_memory(&je, text, len))
         return attn_diag_file(err, path, "out of memory reading the JSON");
     if (!root) {
-        attn_diag_file(err, path, "not valid JSON: %.300s", je.text);
+        char shown[2 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the bytes as they are */
+        attn_diag_file(err, path, "not valid JSON: %s",
+                       attn_utf8_esc(shown, sizeof(shown), je.text));
         err->line = je.line > 0 ? je.line : 0;
         err->col = je.line > 0 && je.column > 0 ? je.column : 0;
         return -1;
