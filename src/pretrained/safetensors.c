@@ -254,20 +254,21 @@ static size_t skip_space(const struct walk *w, size_t i)
  * *members (when not NULL) the commas of its own level, plus one: an object's members. */
 static size_t value_end(const struct walk *w, size_t i, size_t *items, size_t *members)
 {
-    size_t depth = 0, own = 1;
+    size_t depth = 0, unused;
     bool in_string = false;
-    *items = 1;
-    if (members)
-        *members = 1;
     if (!members)
-        members = &own;
+        members = &unused;
+    *items = *members = 1;
     for (; i < w->n; i++) {
         char c = w->s[i];
         if (in_string) {
-            if (c == '\\')
+            if (c == '\\') {
                 i++;
-            else if (c == '"' && (in_string = false, depth == 0))
-                return i + 1;
+            } else if (c == '"') {
+                in_string = false;
+                if (depth == 0)
+                    return i + 1;
+            }
             continue;
         }
         switch (c) {
