@@ -412,6 +412,9 @@ static void test_bad_vocab(void **state)
     expect_load_error(s, "{\"\\n\": 0}", m, false, 0, 0, "token \"\\n\"");
     /* ESC and a bidi override are shown escaped (common/utf8.h), never raw. */
     expect_load_error(s, "{\"\\u001b[2J\\u202e\": 0}", m, false, 0, 0, "token \"\\e[2J<U+202E>\"");
+    expect_load_error(s, "\xEF\xBB\xBF{\"a\": 0}", m, false, 1, 1,
+                      "the file starts with a byte order mark (<U+FEFF>)");
+    expect_load_error(s, "{\"a\": 0 \xEF\xBB\xBF}", m, false, 1, 11, "near '<U+FEFF>'");
 }
 
 static void test_bad_merges(void **state)

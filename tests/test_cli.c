@@ -940,11 +940,25 @@ static void test_predict(void **state)
     assert_int_equal(lines, 1 + 32 * 2);
     run_free(&r);
 
+    /* any temperature a double holds: 1e38 gives every token alike (1 / 392), 1e-300 the top
+     * token alone; a refusal names the range, as every numeric option's does */
+    r = RUN("predict", scene, "-p", "20", "-k", "1", "-t", "1e38");
+    expect_status(&r, 0);
+    expect_contains(r.out, "next ' rain': rank 1, p 0.0026");
+    run_free(&r);
+    r = RUN("predict", scene, "-p", "20", "-k", "1", "-t", "1e-300");
+    expect_status(&r, 0);
+    expect_contains(r.out, "next ' rain': rank 1, p 1.0000");
+    run_free(&r);
     static const char *const usage[][3] = {
-        {"--top", "0", "invalid --top '0'"},
-        {"--temperature", "-1", "invalid --temperature '-1'"},
+        {"--top", "0", "invalid --top '0' (a whole number from 1 to 1000)"},
+        {"--temperature", "-1", "invalid --temperature '-1' (a number above 0, at most 1.8e308)"},
+        {"--temperature", "0", "invalid --temperature '0' (a number above 0, at most 1.8e308)"},
+        {"--temperature", "1e400",
+         "invalid --temperature '1e400' (a number above 0, at most "
+         "1.8e308)"},
         {"--temperature", "abc", "invalid --temperature 'abc'"},
-        {"--position", "x", "invalid position 'x'"},
+        {"--position", "x", "invalid position 'x' (a whole number from 0 to 8191)"},
     };
     for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
         r = RUN("predict", scene, usage[i][0], usage[i][1]);

@@ -307,6 +307,8 @@ static void test_escapes(void **state)
     expect_escaped("\xc2\x85\xc2\x9b", 0, "<U+0085><U+009B>");
     expect_escaped("x\u202ey\u202a\u2066\u2069\u200e\u200f\u061c\u2028\u2029", 0,
                    "x<U+202E>y<U+202A><U+2066><U+2069><U+200E><U+200F><U+061C><U+2028><U+2029>");
+    /* the zero-width characters that show nothing: a byte order mark read as text */
+    expect_escaped("\xef\xbb\xbf{\u200b\u2060\u200d}", 0, "<U+FEFF>{<U+200B><U+2060>\u200d}");
     /* Not UTF-8: each byte; an overlong NUL; a lone continuation byte; a cut character */
     expect_escaped("\xff\xc0\x80\x80z\xe2\x80", 0, "\\xff\\xc0\\x80\\x80z\\xe2\\x80");
     /* A NUL inside the length given is shown too. */

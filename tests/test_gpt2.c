@@ -380,6 +380,13 @@ static void test_config_values(void **state)
                                                "expected near ','\n"},
         {"[1, 2]", "config.json:0:0: not a JSON object of the model's sizes\n"},
         {"", "config.json:1:0: not valid JSON"},
+        /* A byte order mark is said for what it is (Hugging Face's readers refuse it too). */
+        {"\xEF\xBB\xBF{\"n_head\": 2, \"n_layer\": 1, \"n_embd\": 4, \"n_positions\": 16}",
+         "config.json:1:1: the file starts with a byte order mark (<U+FEFF>), which JSON does not "
+         "allow (Hugging Face's readers refuse it too); save it as UTF-8 without one\n"},
+        /* jansson's quote of the bytes near a problem is escaped. */
+        {"{\"n_head\": 2\xE2\x80\xAE}",
+         "config.json:1:13: not valid JSON: '}' expected near '<U+202E>'\n"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         write_checkpoint(dir, cases[i].config);

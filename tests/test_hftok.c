@@ -467,6 +467,16 @@ static void test_errors(void **state)
                  "tok_config.json:1:2: add_eos_token: must be true or false");
     expect_error("{" TOK_MODEL, "{\"add_bos_token\": true,",
                  "tok_config.json:1:23: not valid JSON");
+    /* A byte order mark: said for what it is, in either file (the library refuses it too). */
+    expect_error("\xEF\xBB\xBF{" TOK_MODEL, NULL,
+                 "tok.json:1:1: the file starts with a byte order mark (<U+FEFF>), which JSON does "
+                 "not allow (Hugging Face's readers refuse it too); save it as UTF-8 without one");
+    expect_error("{" TOK_MODEL, "\xEF\xBB\xBF{}",
+                 "tok_config.json:1:1: the file starts with a byte");
+    /* A token's text in a message is escaped, a byte order mark too. */
+    expect_error(TOK_HEAD "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1},\n"
+                          " \"merges\": [\"a \xEF\xBB\xBF\\u001b\"]}}",
+                 NULL, "tok.json:3:13: model.merges[0]: \"<U+FEFF>\\e\" is not in the vocabulary");
     assert_int_equal(errors_bad, 0);
 }
 
@@ -497,12 +507,118 @@ static void test_config_and_text(void **state)
     attn_hftok_free(t);
 }
 
+/* ---- hostile files: bounded work --------------------------------------------------------- */
+
+/* One encoding of a tokenizer.json, in a child held to a CPU limit (tu_run_limited): the ids
+ * as text ("1 4 2*7999": a run of one id as id*count), or the message. */
+struct encode_job {
+    const char *json, *text;
+};
+
+static int encode_ids(void *arg, char *out, size_t size)
+{
+    const struct encode_job *job = arg;
+    struct hftok *t = NULL;
+    struct diag err;
+    struct hftok_encoding e;
+    if (attn_hftok_load_bytes(&t, job->json, strlen(job->json), "tok.json", NULL, 0, NULL, &err) ||
+        attn_hftok_encode(&e, t, job->text, strlen(job->text), NULL, 0, false, &err)) {
+        snprintf(out, size, "%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+        attn_hftok_free(t);
+        return 1;
+    }
+    size_t o = 0;
+    for (int i = 0, run; i < e.n && o < size; i += run) {
+        for (run = 1; i + run < e.n && e.ids[i + run] == e.ids[i]; run++)
+            ;
+        o += (size_t)(run > 1 ? snprintf(out + o, size - o, "%s%d*%d", i ? " " : "", e.ids[i], run)
+                              : snprintf(out + o, size - o, "%s%d", i ? " " : "", e.ids[i]));
+    }
+    attn_hftok_encoding_free(&e);
+    attn_hftok_free(t);
+    return 0;
+}
+
+/* A WordPiece vocabulary with a 16,000-byte token, and a 16,000-character word: the library's
+ * loop (every end from the longest down, each candidate hashed whole) costs the word's length
+ * times the token's squared, 118 s at 8,000 and 8 times that here; only the lengths tokens have
+ * are looked up now, each hashed in O(1). The ids are the library's: the longest match at each
+ * start, "##" + 8,000 a's in the middle. */
+static void test_wordpiece_long_tokens(void **state)
+{
+    enum { N = 16000 };
+    char *json = malloc(2 * N + 1024), *text = malloc(N + 1);
+    assert_true(json && text);
+    memset(text, 'a', N);
+    text[N] = '\0';
+    int o = snprintf(json, 1024,
+                     "{\"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},\n"
+                     " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+                     "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": "
+                     "1000000,\n \"vocab\": {\"[UNK]\": 0, \"a\": 1, \"##a\": 2, \"");
+    memset(json + o, 'a', N - 1);
+    o += N - 1;
+    o += sprintf(json + o, "b\": 3, \"##");
+    memset(json + o, 'a', N / 2);
+    o += N / 2;
+    sprintf(json + o, "\": 4}}}");
+    struct encode_job job = {json, text};
+    char out[256];
+    int rc = tu_run_limited(out, sizeof(out), encode_ids, &job, 10, 0);
+    if (rc != 0)
+        fail_msg("%s", out);
+    assert_string_equal(out, "1 4 2*7999");
+    free(json);
+    free(text);
+}
+
+/* 40 Replace "a" -> "aa" in a Sequence double "a" to 2^40 bytes: it grew past 6.9 GB. The text
+ * is held to 16 times its length and 1 KiB at every write of every step, so it is refused at
+ * 1,025 bytes, in a child held to 64 MiB more address space; so is an added token that the
+ * same normalizer makes too long when the file is read. */
+static void test_normalizer_growth(void **state)
+{
+    char json[8192];
+    int o = snprintf(json, sizeof(json),
+                     "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [");
+    for (int i = 0; i < 40; i++)
+        o +=
+            snprintf(json + o, sizeof(json) - (size_t)o,
+                     "%s\n  {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": "
+                     "\"aa\"}",
+                     i ? "," : "");
+    snprintf(json + o, sizeof(json) - (size_t)o, "]},\n" TOK_MODEL);
+    struct encode_job job = {json, "a"};
+    char out[512];
+    int rc = tu_run_limited(out, sizeof(out), encode_ids, &job, 10, (size_t)64 << 20);
+    assert_int_equal(rc, 1);
+    assert_string_equal(out, ":0:0: the normalizer makes the text longer than 1040 bytes, the most "
+                             "attnscope lets it grow to (16 times the text, plus 1024 bytes)");
+    /* An added token the normalizer makes (its "normalized" form): refused where it is. */
+    char added[9000];
+    snprintf(
+        added, sizeof(added),
+        "{\"added_tokens\": [{\"id\": 3, \"content\": \"ba\", \"single_word\": false, "
+        "\"lstrip\": false, \"rstrip\": false, \"normalized\": true, \"special\": false}],\n%s",
+        json + 1);
+    job.json = added;
+    rc = tu_run_limited(out, sizeof(out), encode_ids, &job, 10, (size_t)64 << 20);
+    assert_int_equal(rc, 1);
+    assert_string_equal(out, "tok.json:1:19: added_tokens[0]: the normalizer makes the text longer "
+                             "than 1056 bytes, the most attnscope lets it grow to (16 times the "
+                             "text, plus 1024 bytes)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_goldens),         cmocka_unit_test(test_gpt2_same_as_bpe),
-        cmocka_unit_test(test_labels),          cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_goldens),
+        cmocka_unit_test(test_gpt2_same_as_bpe),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_config_and_text),
+        cmocka_unit_test(test_wordpiece_long_tokens),
+        cmocka_unit_test(test_normalizer_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

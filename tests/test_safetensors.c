@@ -3,7 +3,8 @@
  * A valid file with F32, F16 and BF16 tensors must read back bit for bit (F16 subnormals, -0,
  * inf, nan, 65504; BF16's 8 bits of precision); aligned F32 tensors are viewed in place. Every
  * malformed header gives its exact message, and flipping or cutting the bytes of a valid file
- * never crashes the reader (the ASan build runs this too).
+ * never crashes the reader (the ASan build runs this too). A sharded checkpoint's index is
+ * checked against its shards in n log n string comparisons (counted through --wrap=strcmp).
  */
 #include <fcntl.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "pretrained/safetensors.h"
+#include "pretrained/stset.h"
 #include "common/mapguard.h"
 #include "testutil.h"
 
@@ -480,16 +482,66 @@ static void test_overlap(void **state)
     expect_error("{\"a\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]},"
                  "\"b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}",
                  4, "tensors 'a' (data_offsets [0, 4]) and 'b' (data_offsets [0, 4]) overlap");
-    /* Touching is not overlapping; an empty tensor holds no bytes; gaps are allowed. */
+    /* Touching is not overlapping, and an empty tensor holds no bytes where the one before it
+     * ends. */
     struct st_file f;
     open_ok(&f, write_st("touching.safetensors",
                          "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
-                         "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[2,2]},"
+                         "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
                          "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]},"
-                         "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[10,11]}}",
-                         "0123456789ab", 12));
+                         "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[8,9]}}",
+                         "012345678", 9));
     assert_int_equal(f.n, 4);
     attn_st_close(&f);
+    /* An empty tensor inside another is where no tensor begins (Hugging Face's rule). */
+    expect_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                 "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[2,2]}}",
+                 4, "tensors 'a' (data_offsets [0, 4]) and 'e' (data_offsets [2, 2]) overlap");
+}
+
+/* The tensors tile the data section, as Hugging Face's safetensors requires: no byte before,
+ * between or after them. A header length a few bytes short reads as a valid header whose
+ * padding was cut off, with every tensor shifted: refused. */
+static void test_packed(void **state)
+{
+    (void)state;
+    expect_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                 "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[6,7]}}",
+                 7,
+                 "tensors 'a' (data_offsets [0, 4]) and 'c' (data_offsets [6, 7]) leave 2 bytes "
+                 "between them that no tensor holds (safetensors packs its tensors)");
+    expect_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}", 8,
+                 "the first tensor, 'a' (data_offsets [4, 8]), begins at byte 4 of the data "
+                 "section, not at 0");
+    expect_error("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 5,
+                 "the data section holds 5 bytes, but the last tensor, 'a' (data_offsets [0, 4]), "
+                 "ends at 4: the data must end where it does (is the header length, 53, right?)");
+    expect_error("{\"__metadata__\":{}}", 3,
+                 "the header names no tensor, but 3 bytes of data follow it (is the header length, "
+                 "19, right?)");
+
+    /* The issue's file: a valid one, its header length 4 and 8 bytes short. Each cut leaves
+     * JSON (the padding) but moves the data's start back into the header. */
+    unsigned char *bytes;
+    size_t total;
+    const char *path = write_valid("short-length.safetensors", 8, &bytes, &total);
+    struct st_file f;
+    open_ok(&f, path);
+    size_t hlen = f.data_start - 8, data = f.size - f.data_start;
+    attn_st_close(&f);
+    for (size_t cut = 4; cut <= 8; cut += 4) {
+        for (int i = 0; i < 8; i++)
+            bytes[i] = (unsigned char)((hlen - cut) >> (8 * i));
+        tu_write_file(path, (const char *)bytes, total);
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "the data section holds %zu bytes, but the last tensor, 'steps' (data_offsets "
+                 "[%zu, %zu]), ends at %zu: the data must end where it does (is the header "
+                 "length, %zu, right?)",
+                 data + cut, data - 16, data, data, hlen - cut);
+        expect_error_at(path, msg);
+    }
+    free(bytes);
 }
 
 static void test_json(void **state)
@@ -519,14 +571,56 @@ static void test_json(void **state)
      * the second "a", at 8 + 54 + 2). */
     expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                  "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-                 8,
-                 "the header is not valid JSON: duplicate object key near '\"a\"' (byte 64 of "
-                 "the file)");
+                 8, "tensor 'a' is in the header twice");
+    expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                 "\"\\u0061\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                 8, "tensor 'a' is in the header twice");
+    expect_error("{\"__metadata__\":{},\"__metadata__\":{}}", 0,
+                 "the header has __metadata__ twice");
+    /* ignored, as Hugging Face's library takes the last */
+    struct st_file f;
+    open_ok(&f, write_st("meta-twice.safetensors",
+                         "{\"__metadata__\":{\"k\":\"1\",\"j\":\"2\",\"k\":\"3\"}}", NULL, 0));
+    attn_st_close(&f);
+    /* Inside a tensor's entry the parser itself refuses them. */
+    expect_error(
+        "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+        "the header is not valid JSON: duplicate object key near '\"dtype\"' (byte 34 of "
+        "the file)");
     /* Not an object at the top. */
     expect_error("[1, 2]", 0, "the header is [1,2], not a JSON object of tensors");
-    expect_error("\"weights\"", 0, /* jansson's own refusal of a scalar at the top */
-                 "the header is not valid JSON: '[' or '{' expected near '\"weights\"' (byte 16 "
-                 "of the file)");
+    expect_error("\"weights\"", 0, "the header is \"weights\", not a JSON object of tensors");
+    /* What the walk of the top-level object refuses itself, in jansson's words. */
+    expect_error("{\"a\" 1}", 0,
+                 "the header is not valid JSON: ':' expected near '1' (byte 13 of the file)");
+    expect_error("{\"a\":,}", 0,
+                 "the header is not valid JSON: unexpected token near ',' (byte 13 of the file)");
+    expect_error("{\"__metadata__\":{} \"b\":{}}", 0,
+                 "the header is not valid JSON: '}' expected near '\"' (byte 27 of the file)");
+    expect_error("{1:{}}", 0,
+                 "the header is not valid JSON: string or '}' expected near '1' (byte 9 of the "
+                 "file)");
+    expect_error("{\"__metadata__\":{}", 0,
+                 "the header is not valid JSON: '}' expected near end of file (byte 25 of the "
+                 "file)");
+    expect_error("{\"__metadata__\":{}}\xef\xbb\xbf", 0,
+                 "the header is not valid JSON: end of file expected near '<U+FEFF>' (byte 27 of "
+                 "the file)");
+    expect_error("\xef\xbb\xbf{\"__metadata__\":{}}", 0,
+                 "the header is not valid JSON: invalid token near '<U+FEFF>' (byte 10 of the "
+                 "file)");
+    /* No tensor's entry holds that many values: refused before it is parsed. */
+    char big[1024] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1";
+    for (int i = 0; i < 100; i++)
+        strcat(big, ",1");
+    strcat(big, "],\"data_offsets\":[0,4]}}");
+    expect_error(big, 4,
+                 "tensor 'a' holds more than 64 JSON values; a tensor has a dtype, a shape of at "
+                 "most 8 dimensions and two data_offsets");
+    expect_error("{\"__metadata__\":{\"a\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,"
+                 "21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,"
+                 "48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65]}}",
+                 0, "__metadata__: 'a' is an array of more than 64 values, not a string");
     expect_error("{\"a\":[1]}", 0,
                  "tensor 'a' is [1], not an object of dtype, shape and data_offsets");
     expect_error("{\"__metadata__\":[]}", 0, "__metadata__ is [], not an object of strings");
@@ -603,6 +697,202 @@ static void test_shapes(void **state)
                          NULL, 0));
     assert_int_equal(attn_st_count(attn_st_find(&f, "a")), 0);
     attn_st_close(&f);
+}
+
+/* A valid header of LARGE_TENSORS entries, each about 100 bytes as in real headers (GPT-2's
+ * names, F32 [1], packed). */
+#define LARGE_TENSORS 200000
+
+static const char *write_large(size_t *header_len)
+{
+    size_t cap = (size_t)LARGE_TENSORS * 128, len = 0;
+    char *h = malloc(cap);
+    assert_non_null(h);
+    len += (size_t)snprintf(h, cap, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < LARGE_TENSORS; i++)
+        len += (size_t)snprintf(h + len, cap - len,
+                                ",\"transformer.h.%d.mlp.experts.%d.c_fc.weight\":{\"dtype\":"
+                                "\"F32\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                                i / 1000, i % 1000, 4 * i, 4 * i + 4);
+    len += (size_t)snprintf(h + len, cap - len, "}");
+    char *zeros = calloc(LARGE_TENSORS, 4);
+    assert_non_null(zeros);
+    const char *path = write_st("large.safetensors", h, zeros, (size_t)LARGE_TENSORS * 4);
+    free(zeros);
+    free(h);
+    *header_len = len;
+    return path;
+}
+
+static int open_large(void *arg, char *out, size_t size)
+{
+    struct st_file f;
+    struct diag err;
+    if (attn_st_open(&f, arg, &err) != 0) {
+        snprintf(out, size, "%s", err.msg);
+        return 1;
+    }
+    snprintf(out, size, "%d tensors", f.n);
+    attn_st_close(&f);
+    return 0;
+}
+
+/* A valid header of 20 MB (Hugging Face reads up to 100 MB) opens within three times its size of
+ * memory besides the file's mapping. jansson's tree of the whole header took 10 to 20 times
+ * its size (1.18 GB for 60 MB): the header is walked, and jansson parses one entry at a time. */
+static void test_large_header_bounded(void **state)
+{
+    (void)state;
+    size_t hlen;
+    char path[4200], out[512];
+    snprintf(path, sizeof(path), "%s", write_large(&hlen));
+    size_t file = 8 + hlen + (size_t)LARGE_TENSORS * 4;
+    int rc = tu_run_limited(out, sizeof(out), open_large, path, 60, file + 3 * hlen);
+    if (rc != 0)
+        fail_msg("a %zu-byte header: %s", hlen, out);
+    assert_string_equal(out, "200000 tensors");
+    unlink(path);
+}
+
+/* ---- sharded checkpoints -------------------------------------------------------------------- */
+
+/* Every strcmp libattnscope's own code makes (tests/meson.build links this test with
+ * -Wl,--wrap=strcmp): a count of work no loaded machine can stretch. */
+int __real_strcmp(const char *a, const char *b);
+int __wrap_strcmp(const char *a, const char *b);
+static long strcmps;
+
+int __wrap_strcmp(const char *a, const char *b)
+{
+    strcmps++;
+    return __real_strcmp(a, b);
+}
+
+/* scratch/name: a shard of the tensors name_fmt % i for i in [from, to), each U8 [1]. */
+static void write_shard(const char *name, const char *name_fmt, int from, int to)
+{
+    size_t cap = (size_t)(to - from) * 160 + 64, len = 1;
+    char *h = malloc(cap), *data = calloc((size_t)(to - from) + 1, 1), tensor[128];
+    assert_true(h && data);
+    h[0] = '{';
+    for (int i = from; i < to; i++) {
+        snprintf(tensor, sizeof(tensor), name_fmt, i);
+        len +=
+            (size_t)snprintf(h + len, cap - len,
+                             "%s\"%s\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                             i > from ? "," : "", tensor, i - from, i - from + 1);
+    }
+    snprintf(h + len, cap - len, "}");
+    write_st(name, h, data, (size_t)(to - from));
+    free(h);
+    free(data);
+}
+
+/* An index of 20,000 tensors in two shards whose weight_map leaves the last one out: found in
+ * n log n comparisons. A search of the weight_map for each of the shards' tensors took n^2 / 2
+ * (35 s for 100,000 tensors). */
+static void test_index_unlisted_tensor(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    const char *fmt = "model.layers.%05d.weight";
+    write_shard("model-00001-of-00002.safetensors", fmt, 0, N / 2);
+    write_shard("model-00002-of-00002.safetensors", fmt, N / 2, N);
+    size_t cap = (size_t)N * 80 + 64, len = 0;
+    char *ix = malloc(cap), tensor[64];
+    assert_non_null(ix);
+    len += (size_t)snprintf(ix, cap, "{\"metadata\": {},\n \"weight_map\": {");
+    for (int i = 0; i < N - 1; i++) {
+        snprintf(tensor, sizeof(tensor), fmt, i);
+        len += (size_t)snprintf(ix + len, cap - len,
+                                "%s\n  \"%s\": \"model-0000%d-of-00002.safetensors\"", i ? "," : "",
+                                tensor, i < N / 2 ? 1 : 2);
+    }
+    snprintf(ix + len, cap - len, "}}\n");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s", path_of("model.safetensors.index.json"));
+    tu_write_text(path, ix);
+    free(ix);
+
+    struct st_set set;
+    struct diag err;
+    strcmps = 0;
+    assert_int_equal(attn_stset_open(&set, path, &err), -1);
+    assert_string_equal(err.file, path);
+    assert_int_equal(err.line, 2); /* at "weight_map" */
+    assert_int_equal(err.col, 2);
+    assert_string_equal(err.msg, "tensor 'model.layers.19999.weight' of shard "
+                                 "'model-00002-of-00002.safetensors' is not in the index's "
+                                 "weight_map");
+    /* a few sorts and searches of n log2 n (286,000) each; a search per tensor was n^2 / 2
+     * (200,000,000) */
+    if (strcmps > 100L * N)
+        fail_msg("%ld string comparisons for %d tensors", strcmps, N);
+    attn_stset_close(&set);
+}
+
+/* A shard that is a link out of the index's folder is refused: the index names its shards, and
+ * a downloaded folder must not read a file of the user's elsewhere. Hugging Face's cache, where
+ * the index and the shards are links into one blobs/ folder, opens. */
+static void test_index_shard_links(void **state)
+{
+    (void)state;
+    char dir[4200], link[4300], index[4300], target[4300];
+    const char *json = "{\"weight_map\": {\"a\": \"model-00001-of-00001.safetensors\"}}";
+    snprintf(dir, sizeof(dir), "%s/links", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(index, sizeof(index), "%s/model.safetensors.index.json", dir);
+    tu_write_text(index, json);
+    write_shard("elsewhere.safetensors", "a", 0, 1); /* a valid shard, one folder up */
+    snprintf(link, sizeof(link), "%s/model-00001-of-00001.safetensors", dir);
+    snprintf(target, sizeof(target), "%s/elsewhere.safetensors", scratch);
+    assert_int_equal(symlink("../elsewhere.safetensors", link), 0);
+    struct st_set set;
+    struct diag err;
+    assert_int_equal(attn_stset_open(&set, index, &err), -1);
+    char want[9000];
+    snprintf(want, sizeof(want),
+             "shard 'model-00001-of-00001.safetensors': it is a link to '%s', outside the folder "
+             "of the index ('%s'); a shard is a file beside the index",
+             target, dir);
+    if (strlen(want) < 480) /* a scratch folder's path is short enough to be shown whole */
+        assert_string_equal(err.msg, want);
+    assert_non_null(strstr(err.msg, "outside the folder of the index"));
+    assert_string_equal(err.file, index);
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.col, 17);
+
+    /* Hugging Face's cache: snapshots/main/ holds links to ../../blobs/, the index's too. */
+    char blobs[4300], snap[4300], path[4400], snap_link[4400];
+    snprintf(blobs, sizeof(blobs), "%s/hub/blobs", scratch);
+    snprintf(snap, sizeof(snap), "%s/hub/snapshots/main", scratch);
+    snprintf(path, sizeof(path), "%s/hub", scratch);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(mkdir(blobs, 0755), 0);
+    snprintf(path, sizeof(path), "%s/hub/snapshots", scratch);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(mkdir(snap, 0755), 0);
+    snprintf(path, sizeof(path), "%s/5f1e", blobs);
+    tu_write_text(path, json);
+    assert_int_equal(rename(target, strcat(strcpy(path, blobs), "/9ac0")), 0);
+    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", snap);
+    assert_int_equal(symlink("../../blobs/5f1e", path), 0);
+    snprintf(snap_link, sizeof(snap_link), "%s/model-00001-of-00001.safetensors", snap);
+    assert_int_equal(symlink("../../blobs/9ac0", snap_link), 0);
+    if (attn_stset_open(&set, path, &err) != 0)
+        fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    assert_int_equal(set.n, 1);
+    attn_stset_close(&set);
+
+    /* An index that starts with a byte order mark: said for what it is. */
+    snprintf(path, sizeof(path), "%s/bom.index.json", dir);
+    tu_write_text(path, "\xEF\xBB\xBF{}");
+    assert_int_equal(attn_stset_open(&set, path, &err), -1);
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.col, 1);
+    assert_string_equal(err.msg, "the file starts with a byte order mark (<U+FEFF>), which JSON "
+                                 "does not allow (Hugging Face's readers refuse it too); save it "
+                                 "as UTF-8 without one");
 }
 
 static void test_not_a_file(void **state)
@@ -758,11 +1048,15 @@ int main(void)
         cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_header_too_large),
+        cmocka_unit_test(test_large_header_bounded),
         cmocka_unit_test(test_offsets),
         cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_packed),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_index_unlisted_tensor),
+        cmocka_unit_test(test_index_shard_links),
         cmocka_unit_test(test_not_a_file),
         cmocka_unit_test(test_truncated_under_the_mapping),
         cmocka_unit_test(test_rewritten_same_size),

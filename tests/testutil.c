@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 char *tu_make_tmpdir(const char *name)
@@ -391,4 +394,62 @@ int tu_csv_read(struct tu_csv *out, const char *path, char *why, size_t why_len)
     free(scratch);
     free(text);
     return 0;
+}
+
+/* ---- work held to limits ------------------------------------------------------------------ */
+
+/* The process's address space in bytes (/proc/self/statm's first field), or 0. */
+static size_t address_space(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f && fscanf(f, "%lu", &pages) != 1)
+        pages = 0;
+    if (f)
+        fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+int tu_run_limited(char *out, size_t size, int (*fn)(void *arg, char *out, size_t size), void *arg,
+                   int cpu_seconds, size_t mem_bytes)
+{
+    int fds[2];
+    fflush(NULL);
+    if (size == 0 || pipe(fds) != 0)
+        fail_msg("tu_run_limited: no pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        fail_msg("tu_run_limited: cannot fork");
+    if (pid == 0) {
+        close(fds[0]);
+        struct rlimit cpu = {(rlim_t)cpu_seconds, (rlim_t)cpu_seconds + 1};
+        setrlimit(RLIMIT_CPU, &cpu);
+        if (mem_bytes) {
+            struct rlimit as = {address_space() + mem_bytes, address_space() + mem_bytes};
+            setrlimit(RLIMIT_AS, &as);
+        }
+        out[0] = '\0';
+        int rc = fn(arg, out, size);
+        size_t len = strnlen(out, size - 1);
+        ssize_t put = write(fds[1], out, len);
+        _exit(put == (ssize_t)len ? rc & 0x7f : 126);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t k;
+    while (got + 1 < size && (k = read(fds[0], out + got, size - 1 - got)) > 0)
+        got += (size_t)k;
+    out[got] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            fail_msg("tu_run_limited: waitpid failed");
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WTERMSIG(status) == SIGXCPU)
+        snprintf(out, size, "it ran past %d s of CPU time", cpu_seconds);
+    else
+        snprintf(out, size, "it was killed by signal %d", WTERMSIG(status));
+    return -1;
 }

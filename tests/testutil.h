@@ -65,6 +65,17 @@ bool tu_update_mode(const char *var);
  * (names, a space-separated list, may be empty) and what to do next. */
 void tu_update_done(const char *var, int n_rewritten, int n_total, const char *names);
 
+/* Runs fn(arg, out, size) in a child process held to limits, so a test can show that work is
+ * bounded by a limit the unbounded code exceeds many times over (never by a wall clock, which a
+ * loaded machine stretches): cpu_seconds of CPU time (RLIMIT_CPU), and, when mem_bytes is not 0,
+ * mem_bytes of address space more than the child holds when fn starts (RLIMIT_AS; an allocation
+ * past it fails). Under AddressSanitizer, whose allocator reserves its space up front, only large
+ * blocks and mappings count, so the memory limit holds in the plain build. fn writes text for the
+ * parent (the message to compare) into out and returns its status. Returns that status, or -1
+ * with out saying why the child did not finish ("it ran past 10 s of CPU time"). */
+int tu_run_limited(char *out, size_t size, int (*fn)(void *arg, char *out, size_t size), void *arg,
+                   int cpu_seconds, size_t mem_bytes);
+
 /* A CSV file as text fields: RFC 4180 (quoted fields, "" for a quote), CRLF line ends only. */
 struct tu_csv {
     char ***cells; /* rows of fields */

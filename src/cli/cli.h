@@ -125,6 +125,14 @@ int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, dou
 int cli_parse_int(const char *text, int lo, int hi, int *out);
 /* Parses a decimal number in [lo, hi] (C locale, finite). Returns 0, or -1. */
 int cli_parse_double(const char *text, double lo, double hi, double *out);
+/* A numeric option of cmd, parsed into *out, or a usage error that names the range it takes,
+ * so a refused value is never said to be what it is ("invalid --top '0' (a whole number from 1
+ * to 1000)"; "invalid --temperature '-1' (a number above 0, at most 1.8e308)"). what: the
+ * option as the user writes it ("--top", "layer"). Returns CLI_OK or CLI_USAGE. */
+int cli_int_option(int *out, const char *cmd, const char *what, const char *text, int lo, int hi);
+/* A number above 0 and at most hi; hi DBL_MAX: any finite one (a temperature). */
+int cli_positive_option(double *out, const char *cmd, const char *what, const char *text,
+                        double hi);
 /* CLI_OK when the scene has a vocabulary model; else says why cmd cannot run and returns
  * CLI_INVALID. */
 int cli_need_vocab(const struct cli_scene *cs, const char *cmd);

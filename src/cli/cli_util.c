@@ -5,6 +5,7 @@
 #include "common/progress.h"
 
 #include <errno.h>
+#include <float.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdarg.h>
@@ -362,6 +363,27 @@ int cli_parse_double(const char *text, double lo, double hi, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int cli_int_option(int *out, const char *cmd, const char *what, const char *text, int lo, int hi)
+{
+    if (cli_parse_int(text, lo, hi, out) != 0)
+        return cli_usage_error(cmd, "invalid %s '%s' (a whole number from %d to %d)", what, text,
+                               lo, hi);
+    return CLI_OK;
+}
+
+int cli_positive_option(double *out, const char *cmd, const char *what, const char *text, double hi)
+{
+    double v;
+    if (cli_parse_double(text, 0, hi, &v) != 0 || !(v > 0))
+        return hi >= DBL_MAX
+                   ? cli_usage_error(cmd, "invalid %s '%s' (a number above 0, at most 1.8e308)",
+                                     what, text)
+                   : cli_usage_error(cmd, "invalid %s '%s' (a number above 0, at most %g)", what,
+                                     text, hi);
+    *out = v;
+    return CLI_OK;
 }
 
 int cli_need_vocab(const struct cli_scene *cs, const char *cmd)

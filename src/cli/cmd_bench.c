@@ -273,10 +273,9 @@ static void print_shape(const struct shape_result *r, bool json)
 /* *out = text as a whole number in [lo, hi], else a usage error naming the option. */
 static int parse_int(int *out, const char *text, const char *option, int lo, int hi)
 {
-    if (cli_parse_int(text, lo, hi, out) != 0)
-        return cli_usage_error("bench", "invalid --%s '%s' (a whole number from %d to %d)", option,
-                               text, lo, hi);
-    return CLI_OK;
+    char what[32];
+    snprintf(what, sizeof(what), "--%s", option);
+    return cli_int_option(out, "bench", what, text, lo, hi);
 }
 
 /* The --tokens mode: options checked, then one shape measured. */
@@ -381,18 +380,12 @@ int cmd_bench(int argc, char **argv)
     const char *dim_arg = val[BENCH_O_DIM], *heads_arg = val[BENCH_O_HEADS];
     const char *repeat_arg = val[BENCH_O_REPEAT], *threads_arg = val[BENCH_O_THREADS];
     const char *json = val[BENCH_O_JSON];
-    long iters = 0;
-    if (iters_arg) {
-        char *end;
-        errno = 0;
-        iters = strtol(iters_arg, &end, 10);
-        if (errno != 0 || end == iters_arg || *end != '\0' || iters < 1 || iters > 1000000000L)
-            return cli_usage_error("bench", "invalid --iters '%s' (a number from 1)", iters_arg);
-    }
-    double budget_s = 0.5;
-    if (time_arg && (attn_cnum_parse_double(time_arg, false, &budget_s) != CNUM_OK ||
-                     !(budget_s > 0 && budget_s <= 3600)))
-        return cli_usage_error("bench", "invalid --time '%s' (seconds, above 0)", time_arg);
+    int iters = 0;
+    if (iters_arg && parse_int(&iters, iters_arg, "iters", 1, 1000000000) != CLI_OK)
+        return CLI_USAGE;
+    double budget_s = 0.5; /* seconds */
+    if (time_arg && cli_positive_option(&budget_s, "bench", "--time", time_arg, 3600) != CLI_OK)
+        return CLI_USAGE;
     /* Every mode runs OpenBLAS on --threads threads (its own default otherwise). */
     int threads = 0;
     if (threads_arg && parse_int(&threads, threads_arg, "threads", 1, 256) != CLI_OK)

@@ -124,8 +124,7 @@ int cmd_bench_ui(const char *const *val, const char *const *pos, int n_pos)
                                    cli_bench.opts[i].long_name);
     const char *repeat_arg = val[BENCH_O_REPEAT];
     int repeat = 41; /* odd: the median is one measured frame */
-    if (repeat_arg && cli_parse_int(repeat_arg, 1, 100000, &repeat) != 0)
-        return cli_usage_error("bench", "invalid --repeat '%s' (a number from 1 to 100000)",
-                               repeat_arg);
+    if (repeat_arg && cli_int_option(&repeat, "bench", "--repeat", repeat_arg, 1, 100000) != CLI_OK)
+        return CLI_USAGE;
     return bench_ui(n_pos ? pos[0] : NULL, repeat);
 }

@@ -229,12 +229,13 @@ int cmd_diff(int argc, char **argv)
     bool all_heads = head_arg && strcmp(head_arg, "all") == 0;
     if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0)
         return usage("unknown stage '%s' (see attnscope diff --help)", stage_arg);
-    if (head_arg && !all_heads && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS, &head) != 0)
-        return usage("invalid head '%s' (a number from 0, or all)", head_arg);
-    if (layer_arg && cli_parse_int(layer_arg, 0, SCENE_MAX_LAYERS, &layer) != 0)
-        return usage("invalid layer '%s' (a number from 0)", layer_arg);
-    if (top_arg && cli_parse_int(top_arg, 0, 1000000, &top) != 0)
-        return usage("invalid --top '%s' (a number from 0)", top_arg);
+    if (head_arg && !all_heads && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS - 1, &head) != 0)
+        return cli_usage_error("diff", "invalid head '%s' (a whole number from 0 to %d, or all)",
+                               head_arg, SCENE_MAX_HEADS - 1);
+    if ((layer_arg &&
+         cli_int_option(&layer, "diff", "layer", layer_arg, 0, SCENE_MAX_LAYERS - 1) != CLI_OK) ||
+        (top_arg && cli_int_option(&top, "diff", "--top", top_arg, 0, 1000000) != CLI_OK))
+        return CLI_USAGE;
 
     struct cli_scene ca, cb;
     if ((rc = cli_scene_open(&ca, pos[0])) != CLI_OK)

@@ -61,8 +61,8 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "--format must be csv or npy, not '%s'", format);
 
     int top = EXPORT_TOP_DEFAULT;
-    if (val[O_TOP] && cli_parse_int(val[O_TOP], 1, 1000, &top) != 0)
-        return cli_usage_error("export", "invalid --top '%s' (1 to 1000)", val[O_TOP]);
+    if (val[O_TOP] && cli_int_option(&top, "export", "--top", val[O_TOP], 1, 1000) != CLI_OK)
+        return CLI_USAGE;
 
     /* A folder that is not ours is refused before a long compute, and again right before the
        swap. Each layer is written as it is computed (a lean compute: one layer's n x n stages

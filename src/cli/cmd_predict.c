@@ -8,6 +8,7 @@
  * and probability, then the mean loss over positions 0 .. n-2 and the perplexity. --csv writes
  * the top K as export's predictions.csv does (position,rank,id,token,logit,prob).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,16 +86,15 @@ int cmd_predict(int argc, char **argv)
         return cli_usage_error("predict", "missing SCENE (a scene with a vocabulary model)");
     int position = -1, top = 10;
     double temperature = 1.0;
-    if (val[O_POSITION] && cli_parse_int(val[O_POSITION], 0, SCENE_MAX_TOKENS, &position) != 0)
-        return cli_usage_error("predict", "invalid position '%s' (a number from 0)",
-                               val[O_POSITION]);
-    if (val[O_TOP] && cli_parse_int(val[O_TOP], 1, PREDICT_TOP_MAX, &top) != 0)
-        return cli_usage_error("predict", "invalid --top '%s' (1 to %d)", val[O_TOP],
-                               PREDICT_TOP_MAX);
-    if (val[O_TEMPERATURE] &&
-        (cli_parse_double(val[O_TEMPERATURE], 1e-6, 1e6, &temperature) != 0 || temperature <= 0))
-        return cli_usage_error("predict", "invalid --temperature '%s' (a number above 0)",
-                               val[O_TEMPERATURE]);
+    /* any temperature a double holds: the softmax subtracts the largest logit first, so 1e-300
+     * is the top token alone and 1e38 all of them alike (attn_predict) */
+    if ((val[O_POSITION] && cli_int_option(&position, "predict", "position", val[O_POSITION], 0,
+                                           SCENE_MAX_TOKENS - 1) != CLI_OK) ||
+        (val[O_TOP] &&
+         cli_int_option(&top, "predict", "--top", val[O_TOP], 1, PREDICT_TOP_MAX) != CLI_OK) ||
+        (val[O_TEMPERATURE] && cli_positive_option(&temperature, "predict", "--temperature",
+                                                   val[O_TEMPERATURE], DBL_MAX) != CLI_OK))
+        return CLI_USAGE;
 
     struct cli_scene cs;
     if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)

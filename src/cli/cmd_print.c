@@ -79,16 +79,12 @@ static void print_params(const struct cli_scene *cs, int layer)
 
 static int parse_layer(const char *text, int *layer)
 {
-    if (cli_parse_int(text, 0, SCENE_MAX_LAYERS, layer) != 0)
-        return cli_usage_error("print", "invalid layer '%s' (a number from 0)", text);
-    return CLI_OK;
+    return cli_int_option(layer, "print", "layer", text, 0, SCENE_MAX_LAYERS - 1);
 }
 
 static int parse_head(const char *text, int *head)
 {
-    if (cli_parse_int(text, 0, SCENE_MAX_HEADS, head) != 0)
-        return cli_usage_error("print", "invalid head '%s' (a number from 0)", text);
-    return CLI_OK;
+    return cli_int_option(head, "print", "head", text, 0, SCENE_MAX_HEADS - 1);
 }
 
 enum { O_STAGE, O_HEAD, O_LAYER, O_COUNT };

@@ -101,10 +101,11 @@ int cmd_render(int argc, char **argv)
         return cli_usage_error("render", "unknown scale '%s' (matrix, row or log)", scale_arg);
     if ((head_arg != NULL) + (all_arg != NULL) + (mean_arg != NULL) > 1)
         return cli_usage_error("render", "--head, --all-heads and --mean exclude each other");
-    if (head_arg && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS, &head) != 0)
-        return cli_usage_error("render", "invalid head '%s' (a number from 0)", head_arg);
-    if (layer_arg && cli_parse_int(layer_arg, 0, SCENE_MAX_LAYERS, &layer) != 0)
-        return cli_usage_error("render", "invalid layer '%s' (a number from 0)", layer_arg);
+    if ((head_arg &&
+         cli_int_option(&head, "render", "head", head_arg, 0, SCENE_MAX_HEADS - 1) != CLI_OK) ||
+        (layer_arg &&
+         cli_int_option(&layer, "render", "layer", layer_arg, 0, SCENE_MAX_LAYERS - 1) != CLI_OK))
+        return CLI_USAGE;
 
     struct cli_scene cs;
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);

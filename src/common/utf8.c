@@ -102,10 +102,14 @@ void attn_utf8_visible_token(char *out, size_t out_size, const char *token)
 
 /* ---- escapes for a human reader (see utf8.h) ------------------------------------------------ */
 
-static bool is_bidi_or_separator(uint32_t cp)
+/* The bidi controls, the line and paragraph separators, and the zero-width characters that
+ * show nothing and join nothing (a byte order mark at the start of a file, U+200B, U+2060): in
+ * a message they would hide what is there. */
+static bool shows_as_code_point(uint32_t cp)
 {
     return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
-           cp == 0x200F || cp == 0x061C || cp == 0x2028 || cp == 0x2029;
+           cp == 0x200F || cp == 0x061C || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF ||
+           cp == 0x200B || cp == 0x2060;
 }
 
 int attn_utf8_escape_char(const char *s, char *esc, unsigned flags)
@@ -127,7 +131,7 @@ int attn_utf8_escape_char(const char *s, char *esc, unsigned flags)
         snprintf(esc, UTF8_ESCAPE_MAX, "\\r");
     else if (cp < 0x20 || cp == 0x7F)
         snprintf(esc, UTF8_ESCAPE_MAX, "\\x%02x", (unsigned)cp);
-    else if ((cp >= 0x80 && cp < 0xA0) || is_bidi_or_separator(cp))
+    else if ((cp >= 0x80 && cp < 0xA0) || shows_as_code_point(cp))
         snprintf(esc, UTF8_ESCAPE_MAX, "<U+%04X>", (unsigned)cp);
     return len;
 }

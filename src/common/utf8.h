@@ -31,6 +31,7 @@ int attn_utf8_length(const char *s);
  *   C1 controls U+0080..U+009F    <U+0085>
  *   bidi controls                 <U+202E> (U+202A-202E, U+2066-2069, U+200E, U+200F, U+061C)
  *   line and paragraph separators <U+2028> <U+2029>
+ *   zero-width characters         <U+FEFF> (a byte order mark), <U+200B>, <U+2060>
  *   a byte that is not UTF-8      \xff
  * A backslash itself is left as it is, so escaping twice changes nothing (a message that
  * quotes an escaped name stays readable). */

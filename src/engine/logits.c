@@ -171,17 +171,20 @@ static int by_rank(const void *pa, const void *pb)
     return ranks_before(a, b) ? -1 : ranks_before(b, a) ? 1 : 0;
 }
 
-/* ln sum_j exp(l_j / T), in double with the maximum subtracted. row: (vocab) */
-static double log_sum_exp(const float *row, int vocab, double temperature)
+/* ln sum_j exp((l_j - l_max) / T), in double, and l_max in *max. The maximum is subtracted
+ * before the division, so every term is exp of a number <= 0 at any temperature above 0: l / T
+ * itself overflows for a small enough T (a float logit of 1e30 at T = 1e-300). row: (vocab) */
+static double log_sum_exp_shifted(double *max, const float *row, int vocab, double temperature)
 {
-    double max = -INFINITY;
+    double m = -INFINITY;
     for (int j = 0; j < vocab; j++)
-        if (row[j] / temperature > max)
-            max = row[j] / temperature;
+        if (row[j] > m)
+            m = row[j];
     double sum = 0;
     for (int j = 0; j < vocab; j++)
-        sum += exp(row[j] / temperature - max);
-    return max + log(sum);
+        sum += exp((row[j] - m) / temperature);
+    *max = m;
+    return log(sum);
 }
 
 /* Position i of out from its row of logits (vocab). */
@@ -189,8 +192,8 @@ static int reduce_row(struct attn_predictions *out, int i, const float *row, int
                       struct diag *err)
 {
     int vocab = out->vocab, k = out->k;
-    double T = out->temperature, lse = log_sum_exp(row, vocab, T);
-    if (!isfinite(lse))
+    double T = out->temperature, top, shift = log_sum_exp_shifted(&top, row, vocab, T);
+    if (!isfinite(shift) || !isfinite(top))
         return attn_diag_set(err, "", "the logits at position %d are not finite", out->pos0 + i);
     struct attn_token_score *heap = out->top + (size_t)i * (size_t)k;
     int size = 0;
@@ -206,7 +209,7 @@ static int reduce_row(struct attn_predictions *out, int i, const float *row, int
     }
     qsort(heap, (size_t)size, sizeof(*heap), by_rank);
     for (int j = 0; j < size; j++)
-        heap[j].prob = (float)exp(heap[j].logit / T - lse);
+        heap[j].prob = (float)exp((heap[j].logit - top) / T - shift);
     out->next_id[i] = target;
     if (target < 0 || target >= vocab)
         return 0;
@@ -218,7 +221,7 @@ static int reduce_row(struct attn_predictions *out, int i, const float *row, int
     }
     out->next_rank[i] = rank;
     out->next_logit[i] = row[target];
-    out->next_loss[i] = lse - row[target] / T;
+    out->next_loss[i] = (top - row[target]) / T + shift;
     out->next_prob[i] = exp(-out->next_loss[i]);
     return 0;
 }
@@ -492,8 +495,10 @@ int attn_metric_eval(double *out, const struct attn_net *net, const struct attn_
     if (rc == 0) {
         if (metric->kind == METRIC_LOGIT_DIFF)
             *out = (double)row[metric->a] - (double)row[metric->b];
-        else
-            *out = exp((double)row[metric->a] - log_sum_exp(row, vocab, 1.0));
+        else {
+            double top, shift = log_sum_exp_shifted(&top, row, vocab, 1.0);
+            *out = exp((double)row[metric->a] - (top + shift));
+        }
     }
     free(row);
     return rc;

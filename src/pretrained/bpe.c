@@ -296,6 +296,10 @@ static int load_vocab(struct bpe *b, const char *path, struct diag *err)
     size_t len;
     if (attn_fsutil_read_file(&text, &len, path, BPE_MAX_FILE_BYTES, err) != 0)
         return -1;
+    if (attn_json_has_bom(text, len)) {
+        free(text);
+        return file_error(err, path, 1, 1, ATTN_JSON_BOM_MSG);
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root && attn_json_out_of_memory(&je, text, len)) {
@@ -305,8 +309,9 @@ static int load_vocab(struct bpe *b, const char *path, struct diag *err)
     if (!root) {
         int col = json_byte_col(text, len, &je);
         free(text);
+        char shown[2 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the bytes as they are */
         return file_error(err, path, je.line > 0 ? je.line : 0, je.line > 0 ? col : 0,
-                          "not valid JSON: %s", je.text);
+                          "not valid JSON: %s", attn_utf8_esc(shown, sizeof(shown), je.text));
     }
     free(text);
     if (!json_is_object(root)) {

@@ -15,6 +15,7 @@
 #include "pretrained/bpe.h"
 #include "pretrained/hftok.h"
 #include "pretrained/jsonloc.h"
+#include "common/utf8.h"
 #include "pretrained/jsonoom.h"
 
 /* ---- the backing ------------------------------------------------------------------------- */
@@ -165,6 +166,12 @@ int attn_ckpt_config_open(struct ckpt_config *c, const char *model_path, struct 
         snprintf(err->msg, sizeof(err->msg), "%s", msg);
         return -1;
     }
+    if (attn_json_has_bom(c->text, c->len)) {
+        attn_diag_file(err, c->path, ATTN_JSON_BOM_MSG);
+        err->line = err->col = 1;
+        attn_ckpt_config_close(c);
+        return -1;
+    }
     json_error_t je;
     c->root = json_loadb(c->text, c->len, JSON_REJECT_DUPLICATES, &je);
     if (!c->root && attn_json_out_of_memory(&je, c->text, c->len)) {
@@ -172,8 +179,10 @@ int attn_ckpt_config_open(struct ckpt_config *c, const char *model_path, struct 
         attn_ckpt_config_close(c);
         return -1;
     }
-    if (!c->root) {
-        attn_diag_file(err, c->path, "not valid JSON: %.300s", je.text);
+    if (!c->root) { /* jansson quotes the bytes near the error as they are */
+        char shown[2 * JSON_ERROR_TEXT_LENGTH];
+        attn_diag_file(err, c->path, "not valid JSON: %s",
+                       attn_utf8_esc(shown, sizeof(shown), je.text));
         err->line = je.line > 0 ? je.line : 0;
         err->col = je.line > 0 && je.column > 0 ? je.column : 0;
         attn_ckpt_config_close(c);

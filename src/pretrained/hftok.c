@@ -26,25 +26,25 @@ int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
 
 /* ---- the vocabulary ------------------------------------------------------------------------ */
 
-static size_t hash_bytes(const char *p, size_t len)
+/* The token a + b (hf_hash h), or -1. */
+static int vocab_find_parts(const struct hf_vocab *v, uint64_t h, const char *a, size_t a_len,
+                            const char *b, size_t b_len)
 {
-    size_t h = 14695981039346656037u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211u;
-    return h ^ (h >> 29);
+    if (!v->slots)
+        return -1;
+    for (size_t i = hf_hash_slot(h) & v->mask;; i = (i + 1) & v->mask) {
+        int id = v->slots[i];
+        if (id < 0)
+            return -1;
+        if (v->len[id] == a_len + b_len && memcmp(v->tok[id], a, a_len) == 0 &&
+            memcmp(v->tok[id] + a_len, b, b_len) == 0)
+            return id;
+    }
 }
 
 int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
 {
-    if (!v->slots)
-        return -1;
-    for (size_t i = hash_bytes(s, len) & v->mask;; i = (i + 1) & v->mask) {
-        int id = v->slots[i];
-        if (id < 0)
-            return -1;
-        if (v->len[id] == len && memcmp(v->tok[id], s, len) == 0)
-            return id;
-    }
+    return vocab_find_parts(v, hf_hash_more(0, s, len), s, len, "", 0);
 }
 
 void attn_hf_vocab_free(struct hf_vocab *v)
@@ -106,6 +106,7 @@ struct piece {
     size_t len;
     uint32_t base; /* where in the input this piece's original text starts */
     int id;        /* an added token's id, or -1 */
+    size_t limit;  /* while it is normalised: the most bytes it may grow to (0: no limit) */
 };
 
 struct plist {
@@ -118,13 +119,20 @@ struct sb {
     char *s;
     uint32_t *orig;
     size_t n, cap;
-    int failed;
+    size_t limit; /* the piece's (0: none) */
+    int failed;   /* SB_NO_MEMORY, SB_TOO_LONG */
 };
+
+enum { SB_NO_MEMORY = 1, SB_TOO_LONG };
 
 static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
 {
     if (b->failed || len == 0)
         return;
+    if (b->limit && len > b->limit - b->n) {
+        b->failed = SB_TOO_LONG;
+        return;
+    }
     if (b->n + len > b->cap) {
         size_t cap = b->cap ? b->cap : 32;
         while (cap < b->n + len)
@@ -136,7 +144,7 @@ static void sb_put(struct sb *b, const char *p, size_t len, uint32_t orig)
         if (o)
             b->orig = o;
         if (!s || !o) {
-            b->failed = 1;
+            b->failed = SB_NO_MEMORY;
             return;
         }
         b->cap = cap;
@@ -154,14 +162,24 @@ static void sb_putc(struct sb *b, uint32_t cp, uint32_t orig)
     sb_put(b, u, (size_t)(k > 0 ? k : 0), orig);
 }
 
+/* A normaliser made p longer than its limit (norm_limit). */
+static int too_long(const struct piece *p, struct diag *err)
+{
+    return attn_diag_set(err, "text",
+                         "the normalizer makes the text longer than %zu bytes, the most attnscope "
+                         "lets it grow to (%d times the text, plus %d bytes)",
+                         p->limit, HFTOK_NORM_GROWTH, HFTOK_NORM_SLACK);
+}
+
 /* Replaces p's text with b's (b is emptied). */
 static int sb_into(struct sb *b, struct piece *p, struct diag *err)
 {
     if (b->failed) {
+        int failed = b->failed;
         free(b->s);
         free(b->orig);
         memset(b, 0, sizeof(*b));
-        return attn_diag_set(err, "", "out of memory");
+        return failed == SB_TOO_LONG ? too_long(p, err) : attn_diag_set(err, "", "out of memory");
     }
     if (!b->s) { /* nothing was written: an empty piece, still with its buffers */
         b->s = malloc(1);
@@ -228,6 +246,7 @@ static int plist_add(struct plist *l, const struct piece *p, size_t a, size_t b,
     memcpy(q->orig, p->orig + a, q->len * sizeof(*q->orig));
     q->base = p->orig[a];
     q->id = id;
+    q->limit = 0;
     l->n++;
     return 0;
 }
@@ -271,7 +290,7 @@ static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
 /* Keeps the characters for which keep() holds, each with its own offset. */
 static int filter(struct piece *p, bool (*drop)(uint32_t), struct diag *err)
 {
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     for (size_t i = 0; i < p->len;) {
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k);
@@ -289,7 +308,7 @@ static bool bert_clean_drop(uint32_t c)
 
 static int lowercase(struct piece *p, struct diag *err)
 {
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     for (size_t i = 0; i < p->len;) {
         int k;
         uint32_t c = char_at(p->s, p->len, i, &k), out[3];
@@ -308,6 +327,11 @@ static int nform(struct piece *p, enum uni_form f, struct diag *err)
     size_t n;
     if (attn_uni_normalize(&out, &seg, &n, f, p->s, p->len, err) != 0)
         return -1;
+    if (p->limit && n > p->limit) { /* a form grows a text 11 times at most (U+FDFA) */
+        free(out);
+        free(seg);
+        return too_long(p, err);
+    }
     for (size_t i = 0; i < n; i++)
         seg[i] = p->orig[seg[i]];
     free(p->s);
@@ -322,7 +346,7 @@ static int prepend(struct piece *p, const char *s, size_t len, struct diag *err)
 {
     if (p->len == 0)
         return 0;
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     sb_put(&b, s, len, p->orig[0]);
     sb_put(&b, p->s, p->len, 0);
     if (!b.failed)
@@ -354,7 +378,7 @@ static int repl_one(void *vc, size_t start, size_t end)
 static int replace(struct piece *p, const pcre2_code *re, const char *content, size_t content_len,
                    struct diag *err)
 {
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     struct repl_ctx c = {p, &b, 0, content, content_len};
     if (attn_hf_regex_each(re, p->s, p->len, repl_one, &c, err) != 0) {
         free(b.s);
@@ -388,7 +412,7 @@ static int strip(struct piece *p, bool left, bool right, struct diag *err)
     }
     if (a == 0 && z == p->len)
         return 0;
-    struct sb b = {0};
+    struct sb b = {.limit = p->limit};
     sb_put(&b, p->s + a, z - a, 0);
     if (!b.failed && z > a)
         memcpy(b.orig, p->orig + a, (z - a) * sizeof(*p->orig));
@@ -400,7 +424,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
     if (n->clean_text) {
         if (filter(p, bert_clean_drop, err))
             return -1;
-        struct sb b = {0};
+        struct sb b = {.limit = p->limit};
         for (size_t i = 0; i < p->len;) {
             int k;
             uint32_t c = char_at(p->s, p->len, i, &k);
@@ -414,7 +438,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
             return -1;
     }
     if (n->chinese) {
-        struct sb b = {0};
+        struct sb b = {.limit = p->limit};
         for (size_t i = 0; i < p->len;) {
             int k;
             uint32_t c = char_at(p->s, p->len, i, &k);
@@ -439,7 +463,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
     return 0;
 }
 
-static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
+static int normalize_step(struct piece *p, const struct hf_norm *n, struct diag *err)
 {
     switch (n->kind) {
     case HN_NFC:
@@ -461,11 +485,29 @@ static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
         return strip(p, n->left, n->right, err);
     case HN_SEQUENCE:
         for (int i = 0; i < n->n; i++)
-            if (normalize(p, &n->items[i], err))
+            if (normalize_step(p, &n->items[i], err))
                 return -1;
         return 0;
     }
     return 0;
+}
+
+/* The most bytes normalising len bytes may make: real normalisers grow a text a few times at
+ * most (NFKD's U+FDFA 11 times, a Replace of ' ' by '▁' 3 times), but a Sequence of Replaces can
+ * double it at every step, 40 of them past any memory, so every step's writes are held to this. */
+static size_t norm_limit(size_t len)
+{
+    return len > (SIZE_MAX - HFTOK_NORM_SLACK) / HFTOK_NORM_GROWTH
+               ? SIZE_MAX
+               : len * HFTOK_NORM_GROWTH + HFTOK_NORM_SLACK;
+}
+
+static int normalize(struct piece *p, const struct hf_norm *n, struct diag *err)
+{
+    p->limit = norm_limit(p->len);
+    int rc = normalize_step(p, n, err);
+    p->limit = 0;
+    return rc;
 }
 
 int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
@@ -1054,7 +1096,25 @@ static int bpe_word(struct ids *out, const struct hftok *t, const char *s, size_
     return 0;
 }
 
-/* models/wordpiece/mod.rs: greedy longest match first. */
+/* The first of m's lengths (longest first) that is at most n. */
+static int first_length_within(const struct hf_model *m, size_t n)
+{
+    int lo = 0, hi = m->n_lens;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (m->lens[mid].len > n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* models/wordpiece/mod.rs: greedy longest match first. The library tries every end from the
+ * word's end down, hashing each candidate whole; a long word and a long token made that the
+ * word's length times the token's squared (118 s for 8,000 characters). Here only the lengths
+ * some token has are tried, longest first, each hashed in O(1) from the word's prefix sums: the
+ * same longest match, in at most one lookup per token length at each start. */
 static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s, size_t len,
                           struct diag *err)
 {
@@ -1068,31 +1128,31 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
     }
     int first = out->n;
     bool bad = chars > m->max_chars;
-    char *buf = bad ? NULL : malloc(m->prefix_len + len + 1);
-    if (!bad && !buf)
+    /* sum[i]: the hash of s[0, i) */
+    uint64_t *sum = bad ? NULL : malloc((len + 1) * sizeof(*sum));
+    if (!bad && !sum)
         return attn_diag_set(err, "", "out of memory");
+    for (size_t i = 0; sum && i <= len; i++)
+        sum[i] = i ? sum[i - 1] * HF_HASH_B + (unsigned char)s[i - 1] + 1 : 0;
+    uint64_t prefix = hf_hash_more(0, m->prefix, m->prefix_len);
     for (size_t start = 0; !bad && start < len;) {
-        /* no token is longer than the vocabulary's longest: start there */
-        size_t room =
-            m->max_token_len - (start > 0 && m->max_token_len >= m->prefix_len ? m->prefix_len : 0);
-        size_t end = len - start > room ? start + room : len;
-        while (end > start && end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
-            end--;
+        /* after the first piece every token starts with continuing_subword_prefix */
+        size_t plen = start > 0 ? m->prefix_len : 0, end = start;
         int found = -1;
-        while (start < end) {
-            size_t n = 0;
-            if (start > 0) {
-                memcpy(buf, m->prefix, m->prefix_len);
-                n = m->prefix_len;
-            }
-            memcpy(buf + n, s + start, end - start);
-            n += end - start;
-            found = attn_hf_vocab_find(&t->vocab, buf, n);
+        for (int i = first_length_within(m, len - start + plen); i < m->n_lens; i++) {
+            if (m->lens[i].len <= plen)
+                break;
+            end = start + (m->lens[i].len - plen);
+            if (end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
+                continue; /* not a character's end: no token (they are UTF-8) ends there */
+            /* the piece's hash, then the prefix's before it (the prefix's power is the piece's) */
+            uint64_t h = sum[end] - sum[start] * m->lens[i].pow;
+            if (plen)
+                h += prefix * m->lens[i].pow;
+            found =
+                vocab_find_parts(&t->vocab, h, plen ? m->prefix : "", plen, s + start, end - start);
             if (found >= 0)
                 break;
-            end--;
-            while (end > start && ((unsigned char)s[end] & 0xC0) == 0x80)
-                end--;
         }
         if (found < 0) {
             bad = true;
@@ -1101,7 +1161,7 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
         ids_push(out, found);
         start = end;
     }
-    free(buf);
+    free(sum);
     if (bad) {
         out->n = first;
         if (m->unk_id < 0)

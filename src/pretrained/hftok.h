@@ -23,6 +23,10 @@
 #define HFTOK_MAX_FILE_BYTES   (128u << 20) /* tokenizer.json; Qwen's is 11 MB, Gemma's 33 MB */
 #define HFTOK_MAX_CONFIG_BYTES (16u << 20)  /* tokenizer_config.json (chat templates) */
 #define HFTOK_MAX_VOCAB        (1 << 22)    /* ids must be below this */
+/* The normalizer may make a text of n bytes at most n * GROWTH + SLACK bytes long, checked as
+ * every step writes: a Sequence of 40 Replace "a" -> "aa" would double "a" past any memory. */
+#define HFTOK_NORM_GROWTH 16
+#define HFTOK_NORM_SLACK  1024
 
 struct hftok; /* opaque */
 

@@ -90,7 +90,13 @@ struct hf_model {
     int byte_ids[256]; /* <0xXX> tokens, -1 where missing */
     /* WordPiece (prefix and unk above) */
     long max_chars;
-    size_t max_token_len; /* the longest vocabulary token, in bytes */
+    /* The vocabulary's token lengths in bytes, each once, longest first, with B^(len - the
+     * prefix's length) (hf_hash below): the only lengths a match can have. */
+    struct hf_len {
+        size_t len;
+        uint64_t pow;
+    } * lens;
+    int n_lens;
 };
 
 enum hf_post_kind { HQ_TEMPLATE, HQ_BERT, HQ_ROBERTA, HQ_BYTE_LEVEL, HQ_SEQUENCE };
@@ -144,6 +150,27 @@ struct hf_added {
     int id;
     bool special, single_word, lstrip, rstrip, normalized;
 };
+
+/* The vocabulary's hash: a polynomial in the bytes mod 2^64 (h = h * B + byte + 1 for each), so
+ * the hash of a piece of a word, with or without a prefix before it, follows in O(1) from the
+ * word's prefix sums: WordPiece looks up every length at every start without hashing a byte
+ * twice. hf_hash_slot spreads it over the table. */
+#define HF_HASH_B 0x100000001b3u
+
+static inline uint64_t hf_hash_more(uint64_t h, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        h = h * HF_HASH_B + (unsigned char)s[i] + 1;
+    return h;
+}
+
+static inline size_t hf_hash_slot(uint64_t h)
+{
+    h ^= h >> 33; /* MurmurHash3's finaliser: the polynomial's low bits are its last bytes' */
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return (size_t)h;
+}
 
 /* A string -> id table (open addressing over an array of strings). */
 struct hf_vocab {

@@ -300,27 +300,16 @@ static int jerr(struct jctx *c, const char *fmt, ...)
     return -1;
 }
 
-/* Copies text for a message: at most 60 bytes, control bytes as \xNN. */
+/* Copies text for a message: at most 60 bytes of it, cut after a whole character, escaped as
+ * every text a person reads is (common/utf8.h: controls, bidi controls, a byte order mark). */
 static const char *shown(char *buf, size_t size, const char *s, size_t len)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < len && o + 8 < size && i < 60;) {
-        uint32_t cp;
-        char tmp[5] = {0};
-        memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
-        int k = attn_utf8_decode(tmp, &cp);
-        if (k > 0 && cp >= 0x20 && cp != 0x7F && (size_t)k + o + 1 < size) {
-            memcpy(buf + o, s + i, (size_t)k);
-            o += (size_t)k;
-            i += (size_t)k;
-        } else {
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02X", (unsigned char)s[i]);
-            i++;
-        }
-    }
-    if (len > 60 && o + 4 < size)
-        o += (size_t)snprintf(buf + o, size - o, "...");
-    buf[o < size ? o : size - 1] = '\0';
+    size_t cut = len < 60 ? len : 60;
+    while (cut > 0 && cut < len && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--;
+    size_t o = attn_utf8_escape(buf, size, s, cut, 0);
+    if (cut < len && o + 4 < size)
+        snprintf(buf + o, size - o, "...");
     return buf;
 }
 
@@ -832,10 +821,7 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
     }
     /* n distinct ids below n: all of 0 .. n-1 are there */
     for (int id = 0; id < v->n; id++) {
-        size_t h = 14695981039346656037u;
-        for (size_t k = 0; k < v->len[id]; k++)
-            h = (h ^ (unsigned char)v->tok[id][k]) * 1099511628211u;
-        size_t i = (h ^ (h >> 29)) & v->mask;
+        size_t i = hf_hash_slot(hf_hash_more(0, v->tok[id], v->len[id])) & v->mask;
         while (v->slots[i] >= 0)
             i = (i + 1) & v->mask;
         v->slots[i] = id;
@@ -971,6 +957,12 @@ static int load_bpe(struct jctx *c, json_t *m, struct hftok *t)
     return 0;
 }
 
+static int by_length_down(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x > y ? -1 : x < y;
+}
+
 static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
 {
     static const char *const keys[] = {"unk_token", "continuing_subword_prefix",
@@ -984,9 +976,32 @@ static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
         load_vocab(c, m, &t->vocab))
         return -1;
     md->unk_id = vocab_id(&t->vocab, md->unk, md->unk_len);
+    /* the lengths a match can have, longest first */
+    size_t *lens = malloc((size_t)t->vocab.n * sizeof(*lens));
+    if (!lens)
+        return jerr(c, "out of memory");
     for (int id = 0; id < t->vocab.n; id++)
-        if (t->vocab.len[id] > md->max_token_len)
-            md->max_token_len = t->vocab.len[id];
+        lens[id] = t->vocab.len[id];
+    qsort(lens, (size_t)t->vocab.n, sizeof(*lens), by_length_down);
+    int n = 0;
+    for (int i = 0; i < t->vocab.n; i++)
+        if (n == 0 || lens[i] != lens[n - 1])
+            lens[n++] = lens[i];
+    if (!(md->lens = malloc((size_t)n * sizeof(*md->lens)))) {
+        free(lens);
+        return jerr(c, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t pow = 1, b = HF_HASH_B; /* B^(len - prefix), by squaring */
+        for (size_t k = lens[i] > md->prefix_len ? lens[i] - md->prefix_len : 0; k; k >>= 1) {
+            if (k & 1)
+                pow *= b;
+            b *= b;
+        }
+        md->lens[i] = (struct hf_len){lens[i], pow};
+    }
+    md->n_lens = n;
+    free(lens);
     return 0;
 }
 
@@ -1531,6 +1546,13 @@ static int check_post_ids(struct jctx *c, const struct hf_post *p, const struct 
 
 static json_t *parse(struct jctx *c, const char *text, size_t len, size_t flags)
 {
+    if (attn_json_has_bom(text, len)) {
+        attn_diag_clear(c->err);
+        snprintf(c->err->file, sizeof(c->err->file), "%s", c->file);
+        c->err->line = c->err->col = 1;
+        attn_diag_set(c->err, "", ATTN_JSON_BOM_MSG);
+        return NULL;
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | flags, &je);
     if (!root && attn_json_out_of_memory(&je, text, len)) {
@@ -1705,6 +1727,7 @@ void attn_hftok_free(struct hftok *t)
     attn_bpe_merges_free(&t->model.merges);
     free(t->model.prefix);
     free(t->model.suffix);
+    free(t->model.lens);
     free(t->model.unk);
     if (t->has_norm)
         norm_free(&t->norm);

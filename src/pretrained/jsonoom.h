@@ -1,4 +1,5 @@
-/* jsonoom: whether jansson failed for want of memory rather than because of the JSON.
+/* jsonoom: whether jansson failed for want of memory rather than because of the JSON; and
+ * whether a file starts with a byte order mark.
  *
  * jansson 2.14 reports out of memory three ways: json_error_out_of_memory (rarely), no message
  * at all (a value, an object or its lexer could not be allocated), and, when the copy of a
@@ -26,6 +27,19 @@ static inline bool attn_json_out_of_memory(const json_error_t *je, const char *t
            text[pos - 1] == '"' &&
            (strncmp(je->text, "invalid token", 13) == 0 ||
             strncmp(je->text, "string or '}' expected", 22) == 0);
+}
+
+/* A UTF-8 byte order mark at the start of a file: not JSON (RFC 8259 forbids writing one, and
+ * Python's json and Rust's serde_json, which Hugging Face's libraries read with, refuse it).
+ * jansson's own words for it ("'[' or '{' expected near '\xEF\xBB\xBF'") hide what it is, so the
+ * readers say this at line 1, column 1 instead. */
+#define ATTN_JSON_BOM_MSG                                                                          \
+    "the file starts with a byte order mark (<U+FEFF>), which JSON does not allow (Hugging "       \
+    "Face's readers refuse it too); save it as UTF-8 without one"
+
+static inline bool attn_json_has_bom(const char *text, size_t len)
+{
+    return len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0;
 }
 
 #endif

@@ -1,16 +1,18 @@
 /* safetensors: reading Hugging Face's checkpoints (see safetensors.h).
  *
- * The header is parsed with jansson (duplicate names refused by the parser) and checked field
- * by field; only then are the tensors sorted by name and handed out. Data is little-endian
- * whatever the host, so the readers assemble values from bytes except where the host matches.
- * Every message names the file (err->file) and, where one is at fault, the tensor; names and
- * JSON excerpts are escaped and cut so a hostile header cannot flood or drive a terminal.
+ * The header's top-level object is walked here and jansson parses one key or tensor entry at a
+ * time (a name twice is found once they are sorted); each entry is checked field by field, then
+ * the offsets against the data section; only then are the tensors handed out, sorted by name. Data
+ * is little-endian whatever the host, so the readers assemble values from bytes except where the
+ * host matches. Every message names the file (err->file) and, where one is at fault, the tensor;
+ * names and JSON excerpts are escaped and cut so a hostile header cannot flood or drive a terminal.
  */
 #include "pretrained/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -81,13 +83,14 @@ static int dtype_bits(const struct st_tensor *t)
 
 /* ---- the header --------------------------------------------------------------------------- */
 
-static void describe_shape(char *out, size_t size, const struct st_tensor *t)
+static const char *describe_shape(char *out, size_t size, const struct st_tensor *t)
 {
     size_t o = (size_t)snprintf(out, size, "[");
     for (int d = 0; d < t->ndim && o < size; d++)
         o += (size_t)snprintf(out + o, size - o, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
     if (o < size)
         snprintf(out + o, size - o, "]");
+    return out;
 }
 
 static bool is_count(const json_t *v)
@@ -98,17 +101,17 @@ static bool is_count(const json_t *v)
 /* The tensor's shape, elements and bytes, all checked: more elements than 64-bit ones could
  * fill in 2^63 bytes, or sub-byte elements that do not fill whole bytes, are refused. */
 static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes, const char *path,
-                       const char *name, struct diag *err)
+                       const char *key, struct diag *err)
 {
-    char got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
+    char name[SHOW_MAX + 8], got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
     if (!json_is_array(shape))
         return attn_diag_file(err, path, "tensor '%s': shape must be an array of integers, got %s",
-                              name, show_json(got, sizeof(got), shape));
+                              show(name, sizeof(name), key), show_json(got, sizeof(got), shape));
     size_t ndim = json_array_size(shape);
     if (ndim > ST_MAX_DIMS)
         return attn_diag_file(err, path,
                               "tensor '%s': shape has %zu dimensions, attnscope reads at most %d",
-                              name, ndim, ST_MAX_DIMS);
+                              show(name, sizeof(name), key), ndim, ST_MAX_DIMS);
     t->ndim = (int)ndim;
     bool zero = false;
     for (size_t d = 0; d < ndim; d++) {
@@ -116,11 +119,10 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
         if (!is_count(v))
             return attn_diag_file(err, path,
                                   "tensor '%s': shape entry %zu is %s, not a non-negative integer",
-                                  name, d, show_json(got, sizeof(got), v));
+                                  show(name, sizeof(name), key), d, show_json(got, sizeof(got), v));
         t->shape[d] = json_integer_value(v);
         zero = zero || t->shape[d] == 0;
     }
-    describe_shape(dims, sizeof(dims), t);
     /* Count elements and bits in 64 bits; a zero dimension makes any product empty. */
     uint64_t count = 1, limit = (uint64_t)INT64_MAX / 64;
     for (int d = 0; d < t->ndim && !zero; d++) {
@@ -130,7 +132,7 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
                 err, path,
                 "tensor '%s': shape %s has 2^57 elements or more, more than a file "
                 "can hold",
-                name, dims);
+                show(name, sizeof(name), key), describe_shape(dims, sizeof(dims), t));
         count *= s;
     }
     if (zero)
@@ -139,7 +141,8 @@ static int parse_shape(struct st_tensor *t, const json_t *shape, uint64_t *bytes
     if (bits % 8 != 0)
         return attn_diag_file(err, path,
                               "tensor '%s': shape %s of %s is %llu bits, which is not whole bytes",
-                              name, dims, t->dtype_name, (unsigned long long)bits);
+                              show(name, sizeof(name), key), describe_shape(dims, sizeof(dims), t),
+                              t->dtype_name, (unsigned long long)bits);
     *bytes = bits / 8;
     return 0;
 }
@@ -148,11 +151,10 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
                         const char *path, struct diag *err)
 {
     char name[SHOW_MAX + 8], got[SHOW_MAX + 8], dims[ST_MAX_DIMS * 22 + 4];
-    show(name, sizeof(name), key);
     if (!json_is_object(v))
         return attn_diag_file(err, path,
                               "tensor '%s' is %s, not an object of dtype, shape and data_offsets",
-                              name, show_json(got, sizeof(got), v));
+                              show(name, sizeof(name), key), show_json(got, sizeof(got), v));
     for (void *it = json_object_iter((json_t *)v); it;
          it = json_object_iter_next((json_t *)v, it)) {
         const char *field = json_object_iter_key(it);
@@ -160,26 +162,28 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
             return attn_diag_file(err, path,
                                   "tensor '%s': unknown field '%s' (a tensor has dtype, shape and "
                                   "data_offsets)",
-                                  name, show(got, sizeof(got), field));
+                                  show(name, sizeof(name), key), show(got, sizeof(got), field));
     }
     static const char *const fields[] = {"dtype", "shape", "data_offsets"};
     for (int i = 0; i < 3; i++)
         if (!json_object_get(v, fields[i]))
-            return attn_diag_file(err, path, "tensor '%s' has no '%s'", name, fields[i]);
+            return attn_diag_file(err, path, "tensor '%s' has no '%s'",
+                                  show(name, sizeof(name), key), fields[i]);
 
     const json_t *dtype = json_object_get(v, "dtype");
     if (!json_is_string(dtype))
-        return attn_diag_file(err, path, "tensor '%s': dtype must be a string, got %s", name,
-                              show_json(got, sizeof(got), dtype));
+        return attn_diag_file(err, path, "tensor '%s': dtype must be a string, got %s",
+                              show(name, sizeof(name), key), show_json(got, sizeof(got), dtype));
     int di = dtype_index(json_string_value(dtype));
     if (di < 0)
-        return attn_diag_file(err, path, "tensor '%s': unknown dtype '%s'", name,
+        return attn_diag_file(err, path, "tensor '%s': unknown dtype '%s'",
+                              show(name, sizeof(name), key),
                               show(got, sizeof(got), json_string_value(dtype)));
     t->dtype = DTYPES[di].dtype;
     snprintf(t->dtype_name, sizeof(t->dtype_name), "%s", DTYPES[di].name);
 
     uint64_t bytes = 0;
-    if (parse_shape(t, json_object_get(v, "shape"), &bytes, path, name, err) != 0)
+    if (parse_shape(t, json_object_get(v, "shape"), &bytes, path, key, err) != 0)
         return -1;
 
     const json_t *offs = json_object_get(v, "data_offsets");
@@ -188,61 +192,345 @@ static int parse_tensor(struct st_tensor *t, const char *key, const json_t *v, s
         return attn_diag_file(err, path,
                               "tensor '%s': data_offsets must be [begin, end], two non-negative "
                               "integers, got %s",
-                              name, show_json(got, sizeof(got), offs));
+                              show(name, sizeof(name), key), show_json(got, sizeof(got), offs));
     uint64_t begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
     uint64_t end = (uint64_t)json_integer_value(json_array_get(offs, 1));
     if (end < begin)
-        return attn_diag_file(err, path,
-                              "tensor '%s': data_offsets [%llu, %llu] end before they begin", name,
-                              (unsigned long long)begin, (unsigned long long)end);
-    describe_shape(dims, sizeof(dims), t);
+        return attn_diag_file(
+            err, path, "tensor '%s': data_offsets [%llu, %llu] end before they begin",
+            show(name, sizeof(name), key), (unsigned long long)begin, (unsigned long long)end);
     if (end - begin != bytes)
         return attn_diag_file(
             err, path,
             "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of "
             "%s needs %llu",
-            name, (unsigned long long)begin, (unsigned long long)end,
-            (unsigned long long)(end - begin), dims, t->dtype_name, (unsigned long long)bytes);
+            show(name, sizeof(name), key), (unsigned long long)begin, (unsigned long long)end,
+            (unsigned long long)(end - begin), describe_shape(dims, sizeof(dims), t), t->dtype_name,
+            (unsigned long long)bytes);
     if (end > data_size)
         return attn_diag_file(
             err, path,
             "tensor '%s': data_offsets [%llu, %llu] end past the data section, which "
             "holds %zu bytes (is the file truncated?)",
-            name, (unsigned long long)begin, (unsigned long long)end, data_size);
+            show(name, sizeof(name), key), (unsigned long long)begin, (unsigned long long)end,
+            data_size);
     t->begin = (size_t)begin;
     t->end = (size_t)end;
     return 0;
 }
 
-static int check_metadata(const json_t *v, const char *path, struct diag *err)
+/* ---- walking the header ------------------------------------------------------------------- */
+
+/* jansson builds a tree of whatever it parses, 10 to 20 bytes of memory for each byte of a
+ * header (a valid 60 MB header took 1.18 GB and 10 s). So the top-level object is walked here,
+ * member by member, and jansson parses one key or one value at a time: what stays is the tensors
+ * themselves. A value of more than SPAN_ITEMS items, which no tensor entry and no metadata string
+ * has, is refused or described without being parsed. */
+#define SPAN_ITEMS 64
+#define MIN_ENTRY  50 /* "a":{"dtype":"U8","shape":[],"data_offsets":[0,1]}, */
+
+struct walk {
+    const char *s; /* the header: s[0] is byte 8 of the file */
+    size_t n;      /* where this walk ends (the header's end, or a nested object's) */
+    const char *path;
+    struct diag *err;
+};
+
+static bool is_space(char c)
 {
-    char got[SHOW_MAX + 8], key[SHOW_MAX + 8];
-    if (!json_is_object(v))
-        return attn_diag_file(err, path, "__metadata__ is %s, not an object of strings",
-                              show_json(got, sizeof(got), v));
-    for (void *it = json_object_iter((json_t *)v); it;
-         it = json_object_iter_next((json_t *)v, it)) {
-        const json_t *s = json_object_iter_value(it);
-        if (!json_is_string(s))
-            return attn_diag_file(err, path, "__metadata__: '%s' is %s, not a string",
-                                  show(key, sizeof(key), json_object_iter_key(it)),
-                                  show_json(got, sizeof(got), s));
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t skip_space(const struct walk *w, size_t i)
+{
+    while (i < w->n && is_space(w->s[i]))
+        i++;
+    return i;
+}
+
+/* Where the value at i ends, found lexically (jansson checks the value itself): a string at its
+ * closing quote, an object or array at its closing bracket, anything else at the next delimiter.
+ * *items counts the commas and colons inside it, plus one: near enough the values it holds;
+ * *members (when not NULL) the commas of its own level, plus one: an object's members. */
+static size_t value_end(const struct walk *w, size_t i, size_t *items, size_t *members)
+{
+    size_t depth = 0, unused;
+    bool in_string = false;
+    if (!members)
+        members = &unused;
+    *items = *members = 1;
+    for (; i < w->n; i++) {
+        char c = w->s[i];
+        if (in_string) {
+            if (c == '\\') {
+                i++;
+            } else if (c == '"') {
+                in_string = false;
+                if (depth == 0)
+                    return i + 1;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_string = true;
+            break;
+        case '{':
+        case '[':
+            depth++;
+            break;
+        case '}':
+        case ']':
+            if (depth == 0) /* the end of the object around it */
+                return i;
+            if (--depth == 0)
+                return i + 1;
+            break;
+        case ',':
+        case ':':
+            if (depth == 0)
+                return i;
+            (*items)++;
+            *members += c == ',' && depth == 1;
+            break;
+        default:
+            if (depth == 0 && is_space(c))
+                return i;
+        }
     }
+    return w->n;
+}
+
+/* "the header is not valid JSON: <what> (byte B of the file)", as jansson words it; at is an
+ * offset in the header. */
+static int not_json(const struct walk *w, const char *what, size_t at)
+{
+    char shown[2 * SHOW_MAX];
+    return attn_diag_file(w->err, w->path,
+                          "the header is not valid JSON: %s (byte %zu of the file)",
+                          show(shown, sizeof(shown), what), 8 + at);
+}
+
+/* A structural problem at offset i: "<expected> near 'c'" or "... near end of file". */
+static int unexpected(const struct walk *w, size_t i, const char *expected)
+{
+    char what[64 + UTF8_ESCAPE_MAX];
+    if (i >= w->n) {
+        snprintf(what, sizeof(what), "%s near end of file", expected);
+        return not_json(w, what, w->n > 0 ? w->n - 1 : 0);
+    }
+    char ch[5] = {0}, near[UTF8_ESCAPE_MAX];
+    memcpy(ch, w->s + i, w->n - i < 4 ? w->n - i : 4);
+    uint32_t cp;
+    int len = attn_utf8_decode(ch, &cp);
+    attn_utf8_escape(near, sizeof(near), ch, len > 0 ? (size_t)len : 1, 0);
+    snprintf(what, sizeof(what), "%s near '%s'", expected, near);
+    return not_json(w, what, i);
+}
+
+/* jansson's value of the header's bytes [a, b), or NULL with err set. */
+static json_t *load_span(const struct walk *w, size_t a, size_t b)
+{
+    if (b == a) {
+        unexpected(w, a, "unexpected token");
+        return NULL;
+    }
+    json_error_t je;
+    json_t *v = json_loadb(w->s + a, b - a, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (v)
+        return v;
+    if (attn_json_out_of_memory(&je, w->s + a, b - a))
+        attn_diag_file(w->err, w->path, "out of memory reading the header");
+    else /* jansson's position is just past the token it stopped at: name its last byte */
+        not_json(w, je.text, a + (je.position > 0 ? (size_t)je.position - 1 : 0));
+    return NULL;
+}
+
+/* The value [a, b) for "got ...": show_json's words, or only its kind when it is too large to
+ * parse. NULL with err set when it is not JSON. */
+static const char *show_span(char *out, size_t size, const struct walk *w, size_t a, size_t b,
+                             size_t items)
+{
+    if (items > SPAN_ITEMS && (w->s[a] == '{' || w->s[a] == '['))
+        return snprintf(out, size, w->s[a] == '{' ? "an object" : "an array of more than %d values",
+                        SPAN_ITEMS),
+               out;
+    json_t *v = load_span(w, a, b);
+    if (!v)
+        return NULL;
+    show_json(out, size, v);
+    json_decref(v);
+    return out;
+}
+
+/* A member's key: the string at [a, b) decoded. Most keys need no decoding (no escape, no
+ * control character, valid UTF-8) and are the header's own bytes; the others are jansson's,
+ * in *owned (decref it). */
+static int key_of(const struct walk *w, size_t a, size_t b, const char **key, size_t *len,
+                  json_t **owned)
+{
+    *owned = NULL;
+    bool plain = b - a >= 2 && w->s[b - 1] == '"';
+    for (size_t i = a + 1; plain && i + 1 < b;) {
+        uint32_t cp;
+        char ch[5] = {0};
+        memcpy(ch, w->s + i, b - 1 - i < 4 ? b - 1 - i : 4);
+        int k = attn_utf8_decode(ch, &cp);
+        plain = k > 0 && cp >= 0x20 && cp != '\\';
+        i += k > 0 ? (size_t)k : 1;
+    }
+    if (plain) {
+        *key = w->s + a + 1;
+        *len = b - a - 2;
+        return 0;
+    }
+    if (!(*owned = load_span(w, a, b)))
+        return -1;
+    *key = json_string_value(*owned);
+    *len = json_string_length(*owned); /* no NUL inside: jansson refuses \u0000 */
     return 0;
 }
 
-static bool valid_name(const char *s)
+typedef int (*member_fn)(void *ctx, const struct walk *w, const char *key, size_t key_len, size_t a,
+                         size_t b, size_t items);
+
+/* Walks the object that starts at *i ('{'), calling fn for each member in the file's order (the
+ * first bad one is the one reported); *i ends past its '}'. */
+static int walk_object(const struct walk *w, size_t *i, member_fn fn, void *ctx)
 {
-    uint32_t cp;
-    for (int n; *s; s += n)
-        if ((n = attn_utf8_decode(s, &cp)) == 0)
-            return false;
-    return true;
+    size_t at = skip_space(w, *i + 1), items;
+    if (at < w->n && w->s[at] == '}') {
+        *i = at + 1;
+        return 0;
+    }
+    for (;;) {
+        if (at >= w->n || w->s[at] != '"')
+            return unexpected(w, at, "string or '}' expected");
+        size_t key_end = value_end(w, at, &items, NULL);
+        const char *key;
+        size_t key_len;
+        json_t *owned;
+        if (key_of(w, at, key_end, &key, &key_len, &owned) != 0)
+            return -1;
+        at = skip_space(w, key_end);
+        int rc = -1;
+        if (at >= w->n || w->s[at] != ':')
+            unexpected(w, at, "':' expected");
+        else {
+            at = skip_space(w, at + 1);
+            size_t end = value_end(w, at, &items, NULL);
+            rc = end == at ? unexpected(w, at, "unexpected token")
+                           : fn(ctx, w, key, key_len, at, end, items);
+            at = skip_space(w, end);
+        }
+        json_decref(owned);
+        if (rc != 0)
+            return -1;
+        if (at < w->n && w->s[at] == ',') {
+            at = skip_space(w, at + 1);
+            continue;
+        }
+        if (at < w->n && w->s[at] == '}') {
+            *i = at + 1;
+            return 0;
+        }
+        return unexpected(w, at, "'}' expected");
+    }
 }
 
+/* ---- the header --------------------------------------------------------------------------- */
+
+static int metadata_member(void *ctx, const struct walk *w, const char *key, size_t key_len,
+                           size_t a, size_t b, size_t items)
+{
+    (void)ctx;
+    char got[SHOW_MAX + 8], name[SHOW_MAX + 8];
+    if (w->s[a] != '"') {
+        if (!show_span(got, sizeof(got), w, a, b, items))
+            return -1;
+        attn_utf8_escape(name, sizeof(name), key, key_len, 0);
+        return attn_diag_file(w->err, w->path, "__metadata__: '%s' is %s, not a string", name, got);
+    }
+    json_t *v = load_span(w, a, b); /* a string, checked */
+    if (!v)
+        return -1;
+    json_decref(v);
+    return 0;
+}
+
+static int check_metadata(const struct walk *w, size_t a, size_t b, size_t items)
+{
+    char got[SHOW_MAX + 8];
+    if (w->s[a] != '{') {
+        if (!show_span(got, sizeof(got), w, a, b, items))
+            return -1;
+        return attn_diag_file(w->err, w->path, "__metadata__ is %s, not an object of strings", got);
+    }
+    /* A key twice is not looked for: attnscope ignores the metadata, Hugging Face's library
+     * takes the last, and the keys would have to be kept (millions of short ones, in a header
+     * of 100 MB). */
+    struct walk inner = *w;
+    inner.n = b;
+    return walk_object(&inner, &a, metadata_member, NULL);
+}
+
+struct header {
+    struct st_file *f;
+    size_t cap;    /* f->tensors' room */
+    bool metadata; /* seen */
+};
+
+static int header_member(void *ctx, const struct walk *w, const char *key, size_t key_len, size_t a,
+                         size_t b, size_t items)
+{
+    struct header *h = ctx;
+    struct st_file *f = h->f;
+    char name[SHOW_MAX + 8];
+    if (key_len == 12 && memcmp(key, "__metadata__", 12) == 0) {
+        if (h->metadata)
+            return attn_diag_file(w->err, w->path, "the header has __metadata__ twice");
+        h->metadata = true;
+        return check_metadata(w, a, b, items);
+    }
+    if (key_len == 0)
+        return attn_diag_file(w->err, w->path, "a tensor's name is empty");
+    if (items > SPAN_ITEMS) {
+        attn_utf8_escape(name, sizeof(name), key, key_len, 0);
+        return attn_diag_file(w->err, w->path,
+                              "tensor '%s' holds more than %d JSON values; a tensor has a dtype, a "
+                              "shape of at most %d dimensions and two data_offsets",
+                              name, SPAN_ITEMS, ST_MAX_DIMS);
+    }
+    if ((size_t)f->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        struct st_tensor *grown = cap <= INT_MAX ? realloc(f->tensors, cap * sizeof(*grown)) : NULL;
+        if (!grown)
+            return attn_diag_file(w->err, w->path, "out of memory for %d tensors", f->n + 1);
+        f->tensors = grown;
+        h->cap = cap;
+    }
+    struct st_tensor *t = &f->tensors[f->n];
+    memset(t, 0, sizeof(*t));
+    json_t *v = load_span(w, a, b);
+    if (!v)
+        return -1;
+    int rc = (t->name = strndup(key, key_len))
+                 ? parse_tensor(t, t->name, v, f->size - f->data_start, w->path, w->err)
+                 : attn_diag_file(w->err, w->path, "out of memory");
+    json_decref(v);
+    if (rc != 0) {
+        free(t->name);
+        return -1;
+    }
+    f->n++;
+    return 0;
+}
+
+/* Tensors by their offsets, through pointers: a tensor is 112 bytes to move, a pointer 8. */
 static int by_begin(const void *a, const void *b)
 {
-    const struct st_tensor *x = a, *y = b;
+    const struct st_tensor *x = *(const struct st_tensor *const *)a;
+    const struct st_tensor *y = *(const struct st_tensor *const *)b;
     if (x->begin != y->begin)
         return x->begin < y->begin ? -1 : 1;
     return x->end < y->end ? -1 : x->end > y->end;
@@ -253,88 +541,101 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const struct st_tensor *)a)->name, ((const struct st_tensor *)b)->name);
 }
 
-/* Sorted by begin, a tensor overlaps an earlier one exactly when it begins before the furthest
- * end so far. Empty tensors hold no bytes and overlap nothing. */
-static int check_overlaps(struct st_file *f, struct diag *err)
+/* Hugging Face's rule (safetensors' Metadata::validate): in the order of their offsets each
+ * tensor begins where the one before it ends, the first at 0, and the last ends where the file
+ * does. So the data starts right after the header, and a header length a few bytes short (its
+ * padding cut off) is refused instead of shifting every tensor. */
+static int check_packed(struct st_file *f, struct diag *err)
 {
-    if (f->n == 0)
-        return 0;
-    qsort(f->tensors, (size_t)f->n, sizeof(*f->tensors), by_begin);
-    const struct st_tensor *far = NULL;
+    char a[SHOW_MAX + 8], b[SHOW_MAX + 8];
+    size_t data_size = f->size - f->data_start, at = 0;
+    const struct st_tensor **order = malloc((f->n ? (size_t)f->n : 1) * sizeof(*order));
+    if (!order)
+        return attn_diag_file(err, f->path, "out of memory");
+    for (int i = 0; i < f->n; i++)
+        order[i] = &f->tensors[i];
+    qsort(order, (size_t)f->n, sizeof(*order), by_begin);
+    int rc = -1;
     for (int i = 0; i < f->n; i++) {
-        const struct st_tensor *t = &f->tensors[i];
-        if (t->begin == t->end)
+        const struct st_tensor *t = order[i], *p = i > 0 ? order[i - 1] : NULL;
+        if (t->begin == at) {
+            at = t->end;
             continue;
-        if (far && t->begin < far->end) {
-            char a[SHOW_MAX + 8], b[SHOW_MAX + 8];
-            return attn_diag_file(err, f->path,
-                                  "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets "
-                                  "[%zu, %zu]) overlap",
-                                  show(a, sizeof(a), far->name), far->begin, far->end,
-                                  show(b, sizeof(b), t->name), t->begin, t->end);
         }
-        if (!far || t->end > far->end)
-            far = t;
+        show(b, sizeof(b), t->name);
+        if (p && t->begin < at)
+            attn_diag_file(err, f->path,
+                           "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets [%zu, "
+                           "%zu]) overlap",
+                           show(a, sizeof(a), p->name), p->begin, p->end, b, t->begin, t->end);
+        else if (p)
+            attn_diag_file(err, f->path,
+                           "tensors '%s' (data_offsets [%zu, %zu]) and '%s' (data_offsets [%zu, "
+                           "%zu]) leave %zu bytes between them that no tensor holds (safetensors "
+                           "packs its tensors)",
+                           show(a, sizeof(a), p->name), p->begin, p->end, b, t->begin, t->end,
+                           t->begin - at);
+        else
+            attn_diag_file(err, f->path,
+                           "the first tensor, '%s' (data_offsets [%zu, %zu]), begins at byte %zu "
+                           "of the data section, not at 0",
+                           b, t->begin, t->end, t->begin);
+        goto out;
     }
-    return 0;
+    if (at == data_size)
+        rc = 0;
+    else if (f->n == 0)
+        attn_diag_file(err, f->path,
+                       "the header names no tensor, but %zu bytes of data follow it (is the "
+                       "header length, %zu, right?)",
+                       data_size, f->data_start - 8);
+    else
+        attn_diag_file(err, f->path,
+                       "the data section holds %zu bytes, but the last tensor, '%s' (data_offsets "
+                       "[%zu, %zu]), ends at %zu: the data must end where it does (is the header "
+                       "length, %zu, right?)",
+                       data_size, show(a, sizeof(a), order[f->n - 1]->name), order[f->n - 1]->begin,
+                       order[f->n - 1]->end, order[f->n - 1]->end, f->data_start - 8);
+out:
+    free(order);
+    return rc;
 }
 
 static int parse_header(struct st_file *f, size_t hlen, struct diag *err)
 {
-    char got[2 * SHOW_MAX];
-    json_error_t jerr;
-    json_t *root = json_loadb((const char *)f->map + 8, hlen, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root && attn_json_out_of_memory(&jerr, (const char *)f->map + 8, hlen))
-        return attn_diag_file(err, f->path, "out of memory reading the header");
-    /* jansson's position is just past the token it stopped at: name that token's last byte. */
-    if (!root)
-        return attn_diag_file(err, f->path,
-                              "the header is not valid JSON: %s (byte %zu of the file)",
-                              show(got, sizeof(got), jerr.text),
-                              8 + (size_t)(jerr.position > 0 ? jerr.position - 1 : 0));
-    int rc = -1;
-    if (!json_is_object(root)) {
-        attn_diag_file(err, f->path, "the header is %s, not a JSON object of tensors",
-                       show_json(got, sizeof(got), root));
-        goto out;
+    char got[SHOW_MAX + 8];
+    struct walk w = {(const char *)f->map + 8, hlen, f->path, err};
+    size_t at = skip_space(&w, 0), items;
+    if (at == hlen)
+        return unexpected(&w, at, "'[' or '{' expected");
+    if (w.s[at] != '{') {
+        size_t end = value_end(&w, at, &items, NULL);
+        if (!show_span(got, sizeof(got), &w, at, end, items))
+            return -1;
+        return attn_diag_file(err, f->path, "the header is %s, not a JSON object of tensors", got);
     }
-    f->tensors = calloc(json_object_size(root) + 1, sizeof(*f->tensors));
-    if (!f->tensors) {
-        attn_diag_file(err, f->path, "out of memory for %zu tensors", json_object_size(root));
-        goto out;
-    }
-    size_t data_size = f->size - f->data_start;
-    /* In the file's order (jansson keeps it), so the first bad tensor is the one reported. */
-    for (void *it = json_object_iter(root); it; it = json_object_iter_next(root, it)) {
-        const char *key = json_object_iter_key(it);
-        const json_t *v = json_object_iter_value(it);
-        if (strcmp(key, "__metadata__") == 0) {
-            if (check_metadata(v, f->path, err) != 0)
-                goto out;
-            continue;
-        }
-        if (!key[0] || !valid_name(key)) {
-            attn_diag_file(err, f->path, "a tensor's name is %s",
-                           key[0] ? "not valid UTF-8" : "empty");
-            goto out;
-        }
-        struct st_tensor *t = &f->tensors[f->n];
-        if (parse_tensor(t, key, v, data_size, f->path, err) != 0)
-            goto out;
-        if (!(t->name = strdup(key))) {
-            attn_diag_file(err, f->path, "out of memory");
-            goto out;
-        }
-        f->n++;
-    }
-    if (check_overlaps(f, err) != 0)
-        goto out;
+    /* Room for every member at once: growing the array by doubling would hold up to twice it.
+     * No tensor's entry is shorter than MIN_ENTRY bytes, so a header of short members, which
+     * is refused at its first, does not reserve more than a valid one could use. */
+    size_t members;
+    value_end(&w, at, &items, &members);
+    if (members > hlen / MIN_ENTRY + 1)
+        members = hlen / MIN_ENTRY + 1;
+    if (members > INT_MAX || !(f->tensors = malloc(members * sizeof(*f->tensors))))
+        return attn_diag_file(err, f->path, "out of memory for %zu tensors", members);
+    struct header h = {f, members, false};
+    if (walk_object(&w, &at, header_member, &h) != 0)
+        return -1;
+    at = skip_space(&w, at); /* spaces pad the header to a multiple of 8 bytes */
+    if (at < hlen)
+        return unexpected(&w, at, "end of file expected");
     if (f->n > 0)
         qsort(f->tensors, (size_t)f->n, sizeof(*f->tensors), by_name);
-    rc = 0;
-out:
-    json_decref(root);
-    return rc;
+    for (int i = 1; i < f->n; i++)
+        if (strcmp(f->tensors[i - 1].name, f->tensors[i].name) == 0)
+            return attn_diag_file(err, f->path, "tensor '%s' is in the header twice",
+                                  show(got, sizeof(got), f->tensors[i].name));
+    return check_packed(f, err);
 }
 
 /* ---- opening ------------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* stset: one safetensors file, or a sharded checkpoint's index and shards (see stset.h). */
 #include "pretrained/stset.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -40,6 +41,18 @@ static int index_error(struct diag *err, const char *path, const char *text, siz
     return -1;
 }
 
+/* Twice the most shards, so a probe ends at an empty slot. */
+#define SHARD_SLOTS (2 * STSET_MAX_SHARDS)
+_Static_assert((SHARD_SLOTS & (SHARD_SLOTS - 1)) == 0, "a power of two");
+
+static size_t shard_hash(const char *s)
+{
+    size_t h = 14695981039346656037u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h ^ (h >> 29);
+}
+
 void attn_stindex_free(struct st_index *ix)
 {
     for (int i = 0; i < ix->n_shards; i++)
@@ -55,12 +68,19 @@ int attn_stindex_parse(struct st_index *out, const char *text, size_t len, const
                        struct diag *err)
 {
     memset(out, 0, sizeof(*out));
+    if (attn_json_has_bom(text, len)) {
+        attn_diag_file(err, path, ATTN_JSON_BOM_MSG);
+        err->line = err->col = 1;
+        return -1;
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root && attn_json_out_of_memory(&je, text, len))
         return attn_diag_file(err, path, "out of memory reading the JSON");
     if (!root) {
-        attn_diag_file(err, path, "not valid JSON: %.300s", je.text);
+        char shown[2 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the bytes as they are */
+        attn_diag_file(err, path, "not valid JSON: %s",
+                       attn_utf8_esc(shown, sizeof(shown), je.text));
         err->line = je.line > 0 ? je.line : 0;
         err->col = je.line > 0 && je.column > 0 ? je.column : 0;
         return -1;
@@ -88,6 +108,9 @@ int attn_stindex_parse(struct st_index *out, const char *text, size_t len, const
     }
     if (!(out->entries = calloc(n, sizeof(*out->entries))))
         goto oom;
+    int slots[SHARD_SLOTS];
+    for (int i = 0; i < SHARD_SLOTS; i++)
+        slots[i] = -1;
     const char *name;
     json_t *v;
     json_object_foreach(map, name, v)
@@ -108,10 +131,12 @@ int attn_stindex_parse(struct st_index *out, const char *text, size_t len, const
                         shown, shard_shown);
             goto out;
         }
-        int shard = -1;
-        for (int i = 0; i < out->n_shards && shard < 0; i++)
-            if (strcmp(out->shards[i], file) == 0)
-                shard = i;
+        /* the shard's slot: open addressing on the name, since a search of every shard for
+         * every entry is quadratic (a 60 MB index of 1,024 shards) */
+        size_t slot = shard_hash(file) & (SHARD_SLOTS - 1);
+        while (slots[slot] >= 0 && strcmp(out->shards[slots[slot]], file) != 0)
+            slot = (slot + 1) & (SHARD_SLOTS - 1);
+        int shard = slots[slot];
         if (shard < 0) {
             if (out->n_shards == STSET_MAX_SHARDS) {
                 index_error(err, path, text, len, name, "tensor '%s': more than %d shards", shown,
@@ -124,7 +149,7 @@ int attn_stindex_parse(struct st_index *out, const char *text, size_t len, const
             out->shards = grown;
             if (!(out->shards[out->n_shards] = strdup(file)))
                 goto oom;
-            shard = out->n_shards++;
+            shard = slots[slot] = out->n_shards++;
         }
         if (!(out->entries[out->n_entries].tensor = strdup(name)))
             goto oom;
@@ -195,31 +220,59 @@ static int gather(struct st_set *s, const struct st_index *ix, const char *text,
                                show(shown, sizeof(shown), s->refs[i].name),
                                show(a, sizeof(a), ix->shards[s->refs[i - 1].file]),
                                show(b, sizeof(b), ix->shards[s->refs[i].file]));
-    /* the index and the shards agree, entry by entry */
-    for (int e = 0; e < ix->n_entries; e++) {
+    /* The index and the shards agree, entry by entry; each ref an entry finds is marked, so a
+     * tensor of a shard the index does not list is the first ref left unmarked (a search of the
+     * entries for each ref was quadratic: 35 s for 100,000 tensors). */
+    bool *listed = calloc((size_t)(s->n ? s->n : 1), sizeof(*listed));
+    if (!listed)
+        return attn_diag_file(err, s->path, "out of memory");
+    int rc = 0;
+    for (int e = 0; e < ix->n_entries && rc == 0; e++) {
         const struct st_ref *r = attn_stset_find(s, ix->entries[e].tensor);
+        if (r && r->file == ix->entries[e].shard) {
+            listed[r - s->refs] = true;
+            continue;
+        }
         show(shown, sizeof(shown), ix->entries[e].tensor);
         show(a, sizeof(a), ix->shards[ix->entries[e].shard]);
         if (!r)
-            return index_error(err, s->path, text, len, ix->entries[e].tensor,
-                               "tensor '%s' is not in its shard '%s'", shown, a);
-        if (r->file != ix->entries[e].shard)
-            return index_error(err, s->path, text, len, ix->entries[e].tensor,
-                               "tensor '%s' is in shard '%s', not in '%s' as the index says", shown,
-                               show(b, sizeof(b), ix->shards[r->file]), a);
+            rc = index_error(err, s->path, text, len, ix->entries[e].tensor,
+                             "tensor '%s' is not in its shard '%s'", shown, a);
+        else
+            rc = index_error(err, s->path, text, len, ix->entries[e].tensor,
+                             "tensor '%s' is in shard '%s', not in '%s' as the index says", shown,
+                             show(b, sizeof(b), ix->shards[r->file]), a);
     }
-    if (s->n != ix->n_entries) /* a tensor of a shard the index does not list */
-        for (int i = 0; i < s->n; i++) {
-            bool listed = false;
-            for (int e = 0; e < ix->n_entries && !listed; e++)
-                listed = strcmp(ix->entries[e].tensor, s->refs[i].name) == 0;
-            if (!listed)
-                return index_error(err, s->path, text, len, NULL,
-                                   "tensor '%s' of shard '%s' is not in the index's weight_map",
-                                   show(shown, sizeof(shown), s->refs[i].name),
-                                   show(a, sizeof(a), ix->shards[s->refs[i].file]));
-        }
-    return 0;
+    for (int i = 0; i < s->n && rc == 0; i++)
+        if (!listed[i])
+            rc = index_error(err, s->path, text, len, NULL,
+                             "tensor '%s' of shard '%s' is not in the index's weight_map",
+                             show(shown, sizeof(shown), s->refs[i].name),
+                             show(a, sizeof(a), ix->shards[s->refs[i].file]));
+    free(listed);
+    return rc;
+}
+
+/* 0 when shard (a name beside the index) resolves, through any links, inside the folder dir the
+ * index resolves into, or does not resolve (attn_st_open says why); else -1 with why. The user
+ * names the index, and the index names its shards: a link from a downloaded folder to a file of
+ * the user's elsewhere (~/.ssh/id_rsa) must not be read as a shard, nor its bytes quoted in a
+ * message. */
+static int shard_outside(struct diag *why, const char *shard, const char *dir)
+{
+    char *real = realpath(shard, NULL);
+    if (!real)
+        return errno == ENOMEM ? attn_diag_set(why, "", "out of memory") : 0;
+    size_t n = strlen(dir);
+    bool inside = strncmp(real, dir, n) == 0 && (real[n] == '/' || (n > 0 && dir[n - 1] == '/'));
+    char to[160], in[160];
+    if (!inside)
+        attn_diag_set(why, "",
+                      "it is a link to '%s', outside the folder of the index ('%s'); a shard is a "
+                      "file beside the index",
+                      show(to, sizeof(to), real), show(in, sizeof(in), dir));
+    free(real);
+    return inside ? 0 : -1;
 }
 
 int attn_stset_open(struct st_set *out, const char *path, struct diag *err)
@@ -262,14 +315,21 @@ int attn_stset_open(struct st_set *out, const char *path, struct diag *err)
     int rc = 0;
     char *copy = strdup(path);
     const char *dir = copy ? dirname(copy) : NULL;
-    if (!copy || !(out->files = calloc((size_t)ix.n_shards, sizeof(*out->files))))
+    /* The folder the index really is in (an index in Hugging Face's cache is a link into its
+     * blobs/, and so are the shards beside it). */
+    char *home = realpath(path, NULL);
+    if (!home && errno != ENOMEM)
+        rc = attn_diag_file(err, path, "cannot resolve its path: %s", strerror(errno));
+    else if (!copy || !home || !(out->files = calloc((size_t)ix.n_shards, sizeof(*out->files))))
         rc = attn_diag_file(err, path, "out of memory");
+    const char *home_dir = home ? dirname(home) : NULL;
     for (int i = 0; i < ix.n_shards && rc == 0; i++) {
         char shard[4200];
         snprintf(shard, sizeof(shard), "%s/%s", dir, ix.shards[i]);
         struct diag why;
         attn_diag_clear(&why);
-        if (attn_st_open(&out->files[i], shard, &why) != 0) {
+        if (shard_outside(&why, shard, home_dir) != 0 ||
+            attn_st_open(&out->files[i], shard, &why) != 0) {
             /* the first tensor the index puts in it: where the message points */
             const char *first = NULL;
             for (int e = 0; e < ix.n_entries && !first; e++)
@@ -284,6 +344,7 @@ int attn_stset_open(struct st_set *out, const char *path, struct diag *err)
     }
     if (rc == 0)
         rc = gather(out, &ix, text, len, err);
+    free(home);
     free(copy);
     free(text);
     attn_stindex_free(&ix);

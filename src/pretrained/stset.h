@@ -6,7 +6,10 @@
  * the index names (each validated by attn_st_open) and checks the index against them: every
  * tensor it lists is in its shard and in no other, and no shard holds a tensor the index does
  * not list. Errors name the index with line:col of the entry at fault, or the shard. Shards are
- * files in the index's own folder: a name with a '/' is refused.
+ * files in the index's own folder: a name with a '/' is refused, and so is a shard that is a link
+ * to a file outside the folder the index itself resolves into (in Hugging Face's cache the index
+ * and its shards are all links into the same blobs/). The index, which the user names, may be a
+ * link to anywhere.
  */
 #ifndef ATTNSCOPE_STSET_H
 #define ATTNSCOPE_STSET_H

@@ -4,8 +4,9 @@
  * The bytes are written to a temporary file and opened with attn_st_open. Invariants: a refusal
  * names the file and says why, in printable text (names and JSON excerpts are escaped); an accepted
  * file lists its tensors sorted by name, each found by attn_st_find, its bytes inside the data
- * section, as many as its shape needs, overlapping no other tensor's; every F32, F16 and BF16
- * tensor reads, its rows read the same values, an F32 view equals the copy, and other dtypes
+ * section, as many as its shape needs, the tensors tiling the data section (each begins where
+ * the one before it ends, the last ends with the file: Hugging Face's rule); every F32, F16 and
+ * BF16 tensor reads, its rows read the same values, an F32 view equals the copy, and other dtypes
  * are refused. The same entry point replays tests/fuzz/regressions/safetensors/ (replay.c).
  */
 #include <stdint.h>
@@ -23,7 +24,9 @@ static int by_begin(const void *a, const void *b)
 {
     const struct st_tensor *x = *(const struct st_tensor *const *)a;
     const struct st_tensor *y = *(const struct st_tensor *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
+    if (x->begin != y->begin) /* then by end: an empty tensor before one that begins with it */
+        return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
 }
 
 /* Reads t every way there is and checks that the ways agree. */
@@ -99,13 +102,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (f.n > 0)
         qsort(order, (size_t)f.n, sizeof(*order), by_begin);
-    size_t far = 0;
+    /* Hugging Face's rule: in the order of their offsets, the tensors tile the data section */
+    size_t at = 0;
     for (int i = 0; i < f.n; i++) {
-        if (order[i]->begin == order[i]->end)
-            continue;
-        INVARIANT(order[i]->begin >= far, "'%s' overlaps an earlier tensor", order[i]->name);
-        far = order[i]->end;
+        INVARIANT(order[i]->begin == at,
+                  "'%s' begins at %zu, not where the tensor before it ends "
+                  "(%zu)",
+                  order[i]->name, order[i]->begin, at);
+        at = order[i]->end;
     }
+    INVARIANT(at == f.size - f.data_start, "the tensors end at %zu of a %zu-byte data section", at,
+              f.size - f.data_start);
     free(order);
     INVARIANT(attn_st_find(&f, "__metadata__") == NULL, "the metadata is a tensor");
     attn_st_close(&f);
