@@ -121,6 +121,9 @@ void cli_print_tokens(FILE *out, const struct attn_model *m);
 /* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads: the
  * benchmarks' shapes. Returns 0, or -1 (out of memory) with s still safe to free. */
 int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, double dropout);
+/* "blas: OpenBLAS 0.3.21, Haswell kernels, 2 threads": the first line of every bench report,
+ * whose figures are that kernel's (the same machine is a third slower on another). */
+void bench_print_blas(void);
 /* Parses a whole decimal integer in [lo, hi]. Returns 0, or -1. */
 int cli_parse_int(const char *text, int lo, int hi, int *out);
 /* Parses a decimal number in [lo, hi] (C locale, finite). Returns 0, or -1. */

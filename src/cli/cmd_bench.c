@@ -100,9 +100,7 @@ int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, dou
     return 0;
 }
 
-/* The first line of every human-readable report: the BLAS and its kernel, whose figures these
- * are (the same machine is a third slower on another kernel). */
-static void print_blas(void)
+void bench_print_blas(void)
 {
     char blas[160];
     attn_blas_describe(blas, sizeof(blas));
@@ -122,7 +120,7 @@ static int run_suite(double budget_us)
         {"128 tokens, 768 -> 768, 12 heads", 128, 768, 768, 12, 0.1},
         {"512 tokens, 768 -> 768, 12 heads", 512, 768, 768, 12, 0.0},
     };
-    print_blas();
+    bench_print_blas();
     attn_cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
                       "iters");
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -260,7 +258,7 @@ static void print_shape(const struct shape_result *r, bool json)
             r->sgemm_gflops, r->peak_rss_mb, attn_blas_kernel());
         return;
     }
-    print_blas();
+    bench_print_blas();
     attn_cnum_fprintf(
         stdout,
         "attnscope: %d tokens, dim %d, %d head%s, %d thread%s: forward %.4g ms (median "
@@ -424,7 +422,7 @@ int cmd_bench(int argc, char **argv)
         return CLI_INVALID;
     }
     const struct attn_model *m = &cs.net.model[0];
-    print_blas();
+    bench_print_blas();
     printf("scene: %s (%d tokens, d_in %d, %d head%s x head_dim %d", cs.name, m->n, m->d_in,
            m->heads, m->heads == 1 ? "" : "s", m->head_dim);
     if (cs.net.layers > 1)

@@ -7,7 +7,6 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
-#include "engine/kernels.h"
 #include "scenefile/scenefile.h"
 #include "ui/bench.h"
 
@@ -70,9 +69,7 @@ static void header(void)
 
 static int bench_ui(const char *scene_path, int repeat)
 {
-    char blas[160];
-    attn_blas_describe(blas, sizeof(blas));
-    printf("blas: %s\n", blas);
+    bench_print_blas();
     printf("key -> frame in ms on a %dx%d virtual terminal: median (max) of %d; first frame once"
            "\n",
            UI_BENCH_COLS, UI_BENCH_LINES, repeat);
