@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,51 @@ char *tu_make_tmpdir(const char *name)
     return dir;
 }
 
+/* Empties folder fd: its files removed, its folders moved to root as ".tu-rm-<n>" (*next
+ * counts them), so tu_remove_tree never builds a long path nor holds a chain of folders open. */
+static void empty_into(int fd, int root, unsigned long *next)
+{
+    int dup_fd = dup(fd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) { /* names first: the moves change the folder being read */
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **bigger = realloc(names, cap * sizeof(*names));
+            if (!bigger)
+                break;
+            names = bigger;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+            char moved[48];
+            snprintf(moved, sizeof(moved), ".tu-rm-%lu", (*next)++);
+            renameat(fd, names[i], root, moved);
+        } else {
+            unlinkat(fd, names[i], 0);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Every folder below path is moved up to path's top before it is emptied: a test nests folders
+ * 3,000 deep, past PATH_MAX and the limit of open files, and the tree still goes. */
 void tu_remove_tree(const char *path)
 {
     struct stat st;
@@ -45,21 +91,22 @@ void tu_remove_tree(const char *path)
         return;
     }
     chmod(path, 0700); /* a test may have made it read-only */
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            size_t size = strlen(path) + strlen(e->d_name) + 2;
-            char *sub = malloc(size);
-            if (!sub)
-                continue;
-            snprintf(sub, size, "%s/%s", path, e->d_name);
-            tu_remove_tree(sub);
-            free(sub);
+    int root = open(path, O_RDONLY | O_DIRECTORY);
+    if (root >= 0) {
+        unsigned long next = 0;
+        empty_into(root, root, &next);
+        for (unsigned long k = 0; k < next; k++) {
+            char name[48];
+            snprintf(name, sizeof(name), ".tu-rm-%lu", k);
+            fchmodat(root, name, 0700, 0);
+            int fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+            if (fd >= 0) {
+                empty_into(fd, root, &next);
+                close(fd);
+            }
+            unlinkat(root, name, AT_REMOVEDIR);
         }
-        closedir(d);
+        close(root);
     }
     rmdir(path);
 }
