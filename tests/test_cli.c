@@ -1207,6 +1207,62 @@ static void test_ablate(void **state)
 
 /* A masked LM (tests/golden/families/scenes: BERT with two [MASK]s, and without one): what
  * ablate, patch and lens score, and the options that do not apply, refused. */
+/* A model in Hugging Face's cache: snapshots/REV/ holds links into blobs/, files named by their
+ * hash. An export's scene names the snapshot's files (their folder resolved, their own names
+ * kept), so it opens again with config.json beside its model: resolved whole, the model was
+ * ../blobs/HASH, with no config.json beside it. */
+static void test_hugging_face_cache(void **state)
+{
+    (void)state;
+    const char *root = getenv("ATTNSCOPE_SCENES_DIR");
+    char hub[4300], path[4400], blob[4400], scene[4400], out[4400], from[4300];
+    snprintf(hub, sizeof(hub), "%s", scratch_path("hub"));
+    mkdir(hub, 0755);
+    snprintf(path, sizeof(path), "%s/blobs", hub);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/snapshots", hub);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/snapshots/0123abc", hub);
+    mkdir(path, 0755);
+    static const char *const files[][2] = {
+        {"tests/golden/families/llama-gqa/model.safetensors", "model.safetensors"},
+        {"tests/golden/families/llama-gqa/config.json", "config.json"},
+        {"tests/golden/gpt2/vocab.json", "vocab.json"},
+        {"tests/golden/gpt2/merges.txt", "merges.txt"}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(from, sizeof(from), "%s/../%s", root, files[i][0]);
+        size_t len;
+        char *data = tu_must_read_file(from, &len);
+        snprintf(blob, sizeof(blob), "%s/blobs/5e1f%d0c9a", hub, i);
+        tu_write_file(blob, data, len);
+        free(data);
+        snprintf(path, sizeof(path), "%s/snapshots/0123abc/%s", hub, files[i][1]);
+        unlink(path);
+        char target[64];
+        snprintf(target, sizeof(target), "../../blobs/5e1f%d0c9a", i);
+        assert_int_equal(symlink(target, path), 0);
+    }
+    snprintf(scene, sizeof(scene), "%s/scene.yaml", hub);
+    tu_write_text(scene, "text: the river runs\n"
+                         "tokenizer: {kind: gpt2, vocab: snapshots/0123abc/vocab.json,\n"
+                         "            merges: snapshots/0123abc/merges.txt}\n"
+                         "model: {file: snapshots/0123abc/model.safetensors}\n");
+    snprintf(out, sizeof(out), "%s/out", hub);
+    struct run r = RUN("export", scene, "-o", out);
+    expect_status(&r, 0);
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/out/scene.yaml", hub);
+    char *saved = tu_must_read_file(path, NULL);
+    expect_contains(saved, "\"../snapshots/0123abc/model.safetensors\"");
+    expect_contains(saved, "\"../snapshots/0123abc/vocab.json\"");
+    assert_null(strstr(saved, "blobs"));
+    free(saved);
+    r = RUN("predict", path);
+    expect_status(&r, 0);
+    expect_contains(r.out, "mean loss");
+    run_free(&r);
+}
+
 /* What a checkpoint's config.json is read past without a refusal is said on stderr, by every
  * command, at its file:line:col; the command goes on (exit 0). A RoPE checkpoint past its
  * positions computes them, and says so. */
@@ -2015,6 +2071,7 @@ int main(void)
         cmocka_unit_test(test_predict),
         cmocka_unit_test(test_no_vocabulary),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_hugging_face_cache),
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_ablate),
         cmocka_unit_test(test_checkpoint_warnings),

@@ -531,3 +531,22 @@ int attn_fsutil_dirswap_commit(struct fsutil_dirswap *tx, struct diag *err)
         tx->tmp[0] = '\0';
     return 0;
 }
+
+char *attn_fsutil_absolute(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return NULL;
+    char *real = realpath(dir, NULL);
+    free(dir);
+    if (!real)
+        return errno == ENOMEM ? NULL : strdup(path);
+    size_t n = strlen(real) + strlen(name) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", name);
+    free(real);
+    return out;
+}

@@ -43,6 +43,13 @@ bool attn_fsutil_exists(const char *path);
 int attn_fsutil_write_new(const char *path, int (*write)(FILE *f, void *ctx, struct diag *err),
                           void *ctx, struct diag *err);
 
+/* path made absolute: its folder resolved (realpath), its own name kept even when it is a link
+ * (malloc'ed; as given when the folder cannot be resolved; NULL out of memory). How a saved
+ * scene names the files it reads: a Hugging Face cache's snapshot holds links into blobs/,
+ * whose names say nothing, so a model.safetensors resolved whole would lose its config.json
+ * beside it, and an index its .json. */
+char *attn_fsutil_absolute(const char *path);
+
 /* Removes path and everything below it, never following symbolic links. Returns 0, or -1
  * (errno set) when something could not be removed; a tree nested over 64 deep (no export is) is
  * left alone past that depth (ENOTEMPTY), never a stack overflow. */

@@ -691,12 +691,12 @@ int attn_ckpt_finish(struct ckpt_backing *b, struct attn_scene *s, const char *p
                               "its F16/BF16 tensors need about %zu MiB as float32, over the %zu "
                               "MiB limit (%s)",
                               (widened + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
-    char *file = realpath(path, NULL);
-    if (!file && errno == ENOMEM)
+    char *file = attn_fsutil_absolute(path); /* links kept: see fsutil.h */
+    if (!file)
         return attn_diag_set(err, "", "out of memory");
     free(s->model.file);
     free(s->model.arch);
-    s->model.file = file ? file : strdup(path);
+    s->model.file = file;
     s->model.arch = strdup(arch);
     s->model.widened = widened;
     if (!s->model.file || !s->model.arch)

@@ -8,18 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fsutil.h"
 #include "pretrained/bpe.h"
 #include "pretrained/families.h"
 #include "pretrained/hftok.h"
-
-/* path made absolute, or as given when it cannot be resolved; NULL out of memory. */
-static char *absolute(const char *path)
-{
-    char *r = realpath(path, NULL);
-    if (!r && errno == ENOMEM)
-        return NULL;
-    return r ? r : strdup(path);
-}
 
 int attn_gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path,
                                const char *merges_path, struct diag *err)
@@ -36,8 +28,8 @@ int attn_gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path,
     b->bpe = bpe;
     free(s->vocab_path);
     free(s->merges_path);
-    s->vocab_path = absolute(vocab_path);
-    s->merges_path = absolute(merges_path);
+    s->vocab_path = attn_fsutil_absolute(vocab_path);
+    s->merges_path = attn_fsutil_absolute(merges_path);
     s->tokenizer = TOKENIZER_GPT2;
     return s->vocab_path && s->merges_path ? 0 : attn_diag_set(err, "tokenizer", "out of memory");
 }
@@ -69,7 +61,7 @@ int attn_pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, 
     b->bpe = NULL;
     b->hf = t;
     free(s->tokenizer_file);
-    s->tokenizer_file = absolute(path);
+    s->tokenizer_file = attn_fsutil_absolute(path);
     s->tokenizer = TOKENIZER_HF;
     return s->tokenizer_file ? 0 : attn_diag_set(err, "tokenizer", "out of memory");
 }
