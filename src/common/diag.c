@@ -137,9 +137,8 @@ void attn_diag_print(FILE *out, const struct diag *d, const char *source, size_t
     fprintf(out, "  %s%s\n  %s", from ? "\u2026" : "", shown, from ? " " : "");
     for (size_t c = from; c < col && c < from + n;) {
         char esc[UTF8_ESCAPE_MAX];
-        size_t k = (size_t)attn_utf8_escape_char(start + c, esc, UTF8_ESC_KEEP_TAB);
-        if (c + k > from + n) /* a character the window cuts: one byte */
-            k = 1, snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)start[c]);
+        /* a character the window cuts is one byte */
+        size_t k = (size_t)attn_utf8_escape_char_n(start + c, from + n - c, esc, UTF8_ESC_KEEP_TAB);
         if (start[c] == '\t')
             fputc('\t', out);
         else

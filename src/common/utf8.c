@@ -136,6 +136,24 @@ int attn_utf8_escape_char(const char *s, char *esc, unsigned flags)
     return len;
 }
 
+int attn_utf8_escape_char_n(const char *s, size_t avail, char *esc, unsigned flags)
+{
+    /* Near the end, decode from a terminated copy, so a truncated multi-byte character is never
+     * read past its last byte. */
+    char tail[5] = {0};
+    const char *at = s;
+    if (avail < 4) {
+        memcpy(tail, s, avail);
+        at = tail;
+    }
+    int k = attn_utf8_escape_char(at, esc, flags);
+    if ((size_t)k > avail) { /* a character cut by avail: its bytes are not UTF-8 here */
+        k = 1;
+        snprintf(esc, UTF8_ESCAPE_MAX, "\\x%02x", (unsigned char)s[0]);
+    }
+    return k;
+}
+
 size_t attn_utf8_escape(char *out, size_t size, const char *s, size_t len, unsigned flags)
 {
     static const char more[] = "\u2026";
@@ -146,19 +164,7 @@ size_t attn_utf8_escape(char *out, size_t size, const char *s, size_t len, unsig
         len = strlen(s);
     while (i < len) {
         char esc[UTF8_ESCAPE_MAX];
-        /* s need not be NUL-terminated at len: near the end, decode from a terminated copy so
-         * a truncated multi-byte character is never read past its last byte. */
-        char tail[5] = {0};
-        const char *at = s + i;
-        if (len - i < 4) {
-            memcpy(tail, s + i, len - i);
-            at = tail;
-        }
-        int k = attn_utf8_escape_char(at, esc, flags);
-        if (i + (size_t)k > len) { /* a character cut by len: its bytes are not UTF-8 here */
-            k = 1;
-            snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[i]);
-        }
+        int k = attn_utf8_escape_char_n(s + i, len - i, esc, flags);
         const char *piece = esc[0] ? esc : s + i;
         size_t n = esc[0] ? strlen(esc) : (size_t)k;
         /* Room for this piece, and for "…" unless it is the last. */

@@ -42,6 +42,9 @@ int attn_utf8_length(const char *s);
 /* The character at s (s[0] != 0): returns its length in bytes (an invalid byte is 1), and
  * writes into esc (UTF8_ESCAPE_MAX bytes) how it is shown when it must be escaped, else "". */
 int attn_utf8_escape_char(const char *s, char *esc, unsigned flags);
+/* attn_utf8_escape_char on s, of which only avail bytes (at least 1) may be read: s need not be
+ * NUL-terminated there, and a character cut by avail is one byte, escaped. */
+int attn_utf8_escape_char_n(const char *s, size_t avail, char *esc, unsigned flags);
 /* The len bytes of s ((size_t)-1: up to its NUL; a NUL within len is shown as \x00), every
  * character that must be escaped escaped, into out (size > 4 bytes), always terminated. When the
  * result does not fit it ends with "…", cut after a whole character. Returns the bytes written
