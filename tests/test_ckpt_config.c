@@ -420,6 +420,16 @@ static void test_windows(void **state)
     assert_int_equal(net.model[1].window, 4);
     attn_net_free(&net);
     loaded_free(&r);
+    /* Qwen2.5's configs as published: Qwen2-VL's multimodal RoPE switch, off, says nothing;
+       on, it is refused */
+    expect_warnings(dir,
+                    qwen_config(qwen, "  \"use_mrope\": false,\n  \"use_sliding_window\": false,\n"
+                                      "  \"sliding_window\": 131072,\n"
+                                      "  \"max_window_layers\": 24,\n"),
+                    "");
+    expect_problem(dir, qwen_config(qwen, "  \"use_mrope\": true,\n"),
+                   "config.json:13:3: 'use_mrope' is true: multimodal RoPE (Qwen2-VL's) is not "
+                   "something attnscope computes\n");
     /* layer_types alone (transformers 5), the same */
     snprintf(extra, sizeof(extra),
              "  \"use_sliding_window\": true,\n  \"sliding_window\": 4,\n"

@@ -52,6 +52,10 @@ static const struct ckpt_key KEYS[] = {
     {"layer_types", KEY_READ, V_QWEN, NULL, NULL},
     {"attention_dropout", KEY_INERT, 0, NULL, NULL},           /* in training only */
     {"pretraining_tp", KEY_INERT, V(LLAMA_PLAIN), NULL, NULL}, /* the same products, in slices */
+    /* Qwen2.5's configs carry Qwen2-VL's multimodal RoPE switch, off: Qwen2's model reads it not,
+       and one that is on belongs to a vision model */
+    {"use_mrope", KEY_DEFAULT, V_QWEN, "false",
+     "multimodal RoPE (Qwen2-VL's) is not something attnscope computes"},
 };
 
 /* What each class defaults a key to, where they differ. */
