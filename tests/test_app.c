@@ -1928,10 +1928,21 @@ static void test_unknown_words(void **state)
     char *pieces[] = {"Y", "our", " j", "our", "ne", "y", " st", "ep"};
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), pieces, 8), 0);
     assert_string_equal(out, "");
+    /* a character the vocabulary cut into byte tokens is shown whole, as it was typed */
     char *halves[] = {" caf", "<C3>", "<A9>", "!"}; /* é in halves; "!" a word of its own */
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), halves, 4), 1);
-    assert_string_equal(out, "\u201ccaf<C3><A9>\u201d is not in this model's vocabulary: 3 tokens, "
+    assert_string_equal(out, "\u201ccaf\u00e9\u201d is not in this model's vocabulary: 3 tokens, "
                              "2 single bytes");
+    char *naive[] = {" n", "a", "<C3>", "<AF>", "ve"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), naive, 5), 1);
+    assert_string_equal(out, "\u201cna\u00efve\u201d is not in this model's vocabulary: 5 tokens, "
+                             "3 single bytes");
+    /* a byte that is no whole character (a lone lead byte, a stray continuation) keeps its
+       label */
+    char *broken[] = {" q", "<C3>", "q", "<A9>"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), broken, 4), 1);
+    assert_string_equal(out, "\u201cq<C3>q<A9>\u201d is not in this model's vocabulary: 4 "
+                             "tokens, 3 single bytes");
 }
 
 /* The explorer says it on the message line: on opening, and after a sentence edit. */
