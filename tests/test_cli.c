@@ -1821,6 +1821,27 @@ static void test_diff(void **state)
     expect_contains(r.out, "max |\u0394| 0.0000");
     run_free(&r);
 
+    /* Two texts of one length: a change is named by both scenes' tokens where they differ,
+       never by A's alone (B's row 2 is " rain"'s, not " king"'s). */
+    char ka[4200], kb[4200];
+    snprintf(ka, sizeof(ka), "%s",
+             induction_scene("diff-a.yaml", "fish moon king door fish moon king door"));
+    snprintf(kb, sizeof(kb), "%s",
+             induction_scene("diff-b.yaml", "fish moon rain door fish moon rain door"));
+    r = RUN("diff", ka, kb, "--layer", "1", "--top", "40");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# the texts differ at positions 2, 6: a row or column there names "
+                           "A's token, then B's\n");
+    expect_contains(r.out, "  row 2 \" king\" (B \" rain\") \u00d7 col 0 \"fish\": ");
+    expect_contains(r.out,
+                    "  row 6 \" king\" (B \" rain\") \u00d7 col 2 \" king\" (B \" rain\"): ");
+    assert_null(strstr(r.out, "row 3 \" door\" (B"));
+    run_free(&r);
+    /* the same text: no such line */
+    r = RUN("diff", a_path, b_path, "--top", "1");
+    assert_null(strstr(r.out, "texts differ"));
+    run_free(&r);
+
     /* Shapes that differ: refused, naming both. */
     r = RUN("diff", a_path, shoes);
     expect_status(&r, 1);
