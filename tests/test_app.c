@@ -1425,18 +1425,18 @@ static void test_token_view_top_k(void **state)
     (void)state;
     const float row[] = {0.1f, 0.4f, -INFINITY, 0.4f, 0.05f, NAN, 0.3f};
     int top[16];
-    assert_int_equal(tokenview_top_k(top, 3, row, 7), 3);
-    assert_int_equal(top[0], 1);                           /* 0.4, the earlier of the two */
-    assert_int_equal(top[1], 3);                           /* 0.4 */
-    assert_int_equal(top[2], 6);                           /* 0.3 */
-    assert_int_equal(tokenview_top_k(top, 10, row, 7), 5); /* -inf and nan are not keys */
+    assert_int_equal(tokenview_top_k(top, 3, row, 0, 7), 3);
+    assert_int_equal(top[0], 1);                              /* 0.4, the earlier of the two */
+    assert_int_equal(top[1], 3);                              /* 0.4 */
+    assert_int_equal(top[2], 6);                              /* 0.3 */
+    assert_int_equal(tokenview_top_k(top, 10, row, 0, 7), 5); /* -inf and nan are not keys */
     static const int all[] = {1, 3, 6, 0, 4};
     for (int e = 0; e < 5; e++)
         assert_int_equal(top[e], all[e]);
-    assert_int_equal(tokenview_top_k(top, 10, row, 2), 2); /* the future (from 2 on) masked */
+    assert_int_equal(tokenview_top_k(top, 10, row, 0, 2), 2); /* the future (from 2 on) masked */
     assert_int_equal(top[0], 1);
     assert_int_equal(top[1], 0);
-    assert_int_equal(tokenview_top_k(top, 0, row, 7), 0);
+    assert_int_equal(tokenview_top_k(top, 0, row, 0, 7), 0);
 
     /* 1000 keys, values with many near-ties: the heap's top 50 is a full sort's first 50. */
     enum { N = 1000, K = 50 };
@@ -1454,7 +1454,7 @@ static void test_token_view_top_k(void **state)
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    assert_int_equal(tokenview_top_k(heap_top, K, big, N), K);
+    assert_int_equal(tokenview_top_k(heap_top, K, big, 0, N), K);
     for (int e = 0; e < K; e++)
         assert_int_equal(heap_top[e], order[e]);
 }
@@ -1537,6 +1537,16 @@ static void test_token_view_focus(void **state)
     assert_float_equal(tokenview_bar_fraction(&s, TOKENVIEW_BARS_RANGE, 1.0f), 0.5, 1e-9);
     assert_float_equal(tokenview_bar_fraction(&s, TOKENVIEW_BARS_RANGE, -INFINITY), 0.0, 0);
 
+    /* weighted_norm is made of the weights: it sees what they see, the future masked (it
+       listed "top 6 of 6 keys" with the future's 0.0000s). */
+    a.stage = STAGE_WEIGHTED_NORM;
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.visible_start, 0);
+    assert_int_equal(f.visible_end, 2);
+    assert_int_equal(f.seen, 2);
+    assert_int_equal(f.n_top, 2);
+
     /* The mean over the heads (A): its own matrix, head TOKENVIEW_MEAN. */
     a.stage = STAGE_WEIGHTS;
     struct ask ask = {0};
@@ -1544,7 +1554,7 @@ static void test_token_view_focus(void **state)
     v = tokenview_matrix(&a, &head);
     assert_int_equal(head, TOKENVIEW_MEAN);
     assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(f.computed, 6);
+    assert_int_equal(f.computed, 7);
     assert_int_equal(f.top[0], 1);
     float mean = (at(&a, STAGE_WEIGHTS, 0, 1, 1) + at(&a, STAGE_WEIGHTS, 1, 1, 1)) / 2;
     assert_float_equal(v.data[(size_t)1 * v.stride + 1], mean, 1e-6);
@@ -1558,11 +1568,11 @@ static void test_token_view_focus(void **state)
     /* An edit is a new result: computed again, even on the same row. */
     v = tokenview_matrix(&a, &head);
     assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(f.computed, 6);
+    assert_int_equal(f.computed, 7);
     app_edit_seed(&a, 7);
     v = tokenview_matrix(&a, &head);
     assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(f.computed, 7);
+    assert_int_equal(f.computed, 8);
 
     /* The view applies to the n x n stages; v toggles it and says so. */
     assert_true(tokenview_applies(STAGE_WEIGHTS));
@@ -1579,6 +1589,47 @@ static void test_token_view_focus(void **state)
     command_run(&a, ACTION_TOKEN_VIEW, &ask);
     assert_non_null(strstr(a.message, "n\u00d7n stages"));
     ask_clear(&ask);
+    tokenview_focus_free(&f);
+    app_free(&a);
+}
+
+/* A sliding window (Mistral's, 5 keys) hides the keys it has left behind from the weights on,
+ * as the mask does the future: the token view counts and shows only the keys the weights
+ * give something. */
+static void test_token_view_sliding_window(void **state)
+{
+    (void)state;
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/scenes/mistral-window.yaml",
+             golden ? golden : "tests/golden");
+    struct attn_scene s;
+    if (attn_scenefile_load_report(&s, path, stderr) != 0)
+        fail_msg("%s does not load", path);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(app_model(&a)->window, 5);
+    struct tokenview_focus f = {0};
+    int head;
+    a.row = 9;
+    static const enum attn_stage hiding[] = {STAGE_MASKED, STAGE_WEIGHTS, STAGE_WEIGHTED_NORM};
+    for (size_t i = 0; i < sizeof(hiding) / sizeof(hiding[0]); i++) {
+        a.stage = hiding[i];
+        struct attn_mat_view v = tokenview_matrix(&a, &head);
+        assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 16), 0);
+        assert_int_equal(f.visible_start, 5); /* 9 - 5 + 1: keys 5 .. 9 */
+        assert_int_equal(f.visible_end, 10);
+        assert_int_equal(f.seen, 5);
+        assert_int_equal(f.n_top, 5);
+        for (int e = 0; e < f.n_top; e++)
+            assert_true(f.top[e] >= 5 && f.top[e] <= 9);
+    }
+    a.stage = STAGE_SCORES; /* before the mask: every key */
+    struct attn_mat_view v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 16), 0);
+    assert_int_equal(f.visible_start, 0);
+    assert_int_equal(f.seen, app_model(&a)->n);
     tokenview_focus_free(&f);
     app_free(&a);
 }
@@ -2574,6 +2625,7 @@ int main(void)
         cmocka_unit_test(test_baseline_delta),
         cmocka_unit_test(test_token_view_top_k),
         cmocka_unit_test(test_token_view_focus),
+        cmocka_unit_test(test_token_view_sliding_window),
         cmocka_unit_test(test_token_view_window),
         cmocka_unit_test(test_lesson_steps),
         cmocka_unit_test(test_lesson_poke_around),
