@@ -727,14 +727,33 @@ static void test_heads(void **state)
     scene_path(llama, sizeof(llama), "28-llama-block.yaml");
     struct run r = RUN("heads", llama);
     expect_status(&r, 0);
-    expect_contains(r.out, "    0     3     0.2430     0.1319     0.1949     0.2240     1.6444\n");
-    expect_contains(r.out, "# top: previous L0 H3 (0.24), induction L0 H2 (0.18), first L0 H2 "
+    /* Two repeated words ("my", "are"): an induction score of 2 rows measures something
+       else, and none is given (it ranked L0 H2 first, 0.18); the heading says how many rows
+       each score averages, and the footer why induction has none. */
+    expect_contains(r.out, "scored on the attention weights: rows 1 to 9 (9 rows), induction on "
+                           "the 2 whose token occurred before\n");
+    expect_contains(r.out, "    0     3     0.2430          -     0.1949     0.2240     1.6444\n");
+    expect_contains(r.out, "# top: previous L0 H3 (0.24), induction -, first L0 H2 "
                            "(0.22), self L0 H3 (0.22), entropy L0 H2 (1.62)\n");
+    expect_contains(r.out, "# induction -: 2 rows repeat an earlier token, fewer than the 8 the "
+                           "score needs\n");
     run_free(&r);
     r = RUN("heads", llama, "--csv", "--sort", "induction");
     expect_status(&r, 0);
-    expect_contains(r.out, "layer,head,previous,induction,first,self,entropy\r\n"
-                           "0,2,0.214990,0.182713,0.217734,0.187065,1.622721\r\n");
+    expect_contains(r.out,
+                    "layer,head,previous,induction,first,self,entropy,rows,induction_rows\r\n"
+                    "0,0,0.225769,,0.212973,0.213459,1.646329,9,2\r\n");
+    run_free(&r);
+    /* The shipped English model on the book's sentence (scene 30): a layer-0 head ranked
+       second by induction, 0.54, from 2 rows; now no head has a score there. */
+    char english[4200];
+    scene_path(english, sizeof(english), "30-english-journey.yaml");
+    r = RUN("heads", english, "--sort", "induction");
+    expect_status(&r, 0);
+    expect_contains(r.out, "induction on the 2 whose token occurred before\n");
+    expect_contains(r.out, "layer  head   previous  induction      first       self    entropy\n"
+                           "    0     0 ");
+    expect_contains(r.out, "# induction -: 2 rows repeat an earlier token");
     run_free(&r);
     r = RUN("heads", llama, "--sort", "bogus");
     expect_status(&r, 2);

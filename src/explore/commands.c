@@ -761,7 +761,15 @@ static int act_score(struct app *a, enum action act, struct ask *ask)
     else if (a->score_shown >= 0)
         note(a, "heads coloured by their %s score (S: next score)",
              attn_head_score_name((enum head_score)a->score_shown));
-    else
+    /* a score not given here (too few repeats for induction) says why, not a row of "-" */
+    char why[200] = "";
+    if (a->score_shown >= 0)
+        attn_head_score_why(why, sizeof(why), app_scores(a, a->layer, 0),
+                            (enum head_score)a->score_shown);
+    if (why[0])
+        note(a, "no %s score here: %s (S: next score)",
+             attn_head_score_name((enum head_score)a->score_shown), strchr(why, ':') + 2);
+    if (a->score_shown < 0)
         note(a, "heads no longer coloured by a score");
     return OUTCOME_VIEW_CHANGED;
 }
