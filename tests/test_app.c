@@ -2284,6 +2284,63 @@ static void test_ablation_toggle_and_undo(void **state)
     app_free(&a);
 }
 
+/* Edits that make a trained model compute otherwise (H, c, x, N, M, D) are the model's changes,
+ * which the header and the predictions say (attn_scene_model_changes of the result on screen);
+ * undone, the model is the checkpoint again. Saved, each comes back: x and N were lost, and the
+ * saved scene reopened as the model as trained. */
+static void test_modified_model(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "30-english-journey.yaml");
+    char changes[200];
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    assert_string_equal(changes, "");
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 16), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 1);
+    assert_string_equal(changes, "heads 8 \u2192 16");
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_int_equal(app_toggle_scale(&a), 0);
+    assert_int_equal(app_cycle_normalize(&a), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 4);
+    assert_string_equal(changes, "heads 8 \u2192 16, causal off, scaling off, normalize sum");
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_int_equal(app_cycle_mask_mode(&a), 0);
+    assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 0.25), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 5);
+    assert_string_equal(changes, "heads 8 \u2192 16, mask after_softmax, scaling off, normalize "
+                                 "sum, dropout 0.25");
+
+    /* Saved and read back, the same changes (a warning at each key, as check says) */
+    char path[] = "/tmp/attnscope-modified-XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    close(fd);
+    struct diag err;
+    assert_int_equal(app_save(&a, path, true, &err), 0);
+    struct attn_scene back;
+    assert_int_equal(attn_scenefile_load_report(&back, path, stderr), 0);
+    char again[200];
+    assert_int_equal(attn_scene_model_changes(again, sizeof(again), &back), 5);
+    assert_string_equal(again, changes);
+    assert_int_equal(back.backing->warnings.n, 5);
+    attn_scene_free(&back);
+    unlink(path);
+
+    /* Undone, the checkpoint as trained again. */
+    struct ask ask = {0};
+    for (int i = 0; i < 7; i++)
+        command_run(&a, ACTION_UNDO, &ask);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    /* The sentence, the positions' offset and an ablation are no change of the model. */
+    assert_int_equal(app_edit_text(&a, "Your journey ends"), 0);
+    assert_int_equal(app_edit_offset(&a, 3), 0);
+    assert_int_equal(app_set_ablation(&a, 3, 7, HEAD_ZERO), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
 /* Fewer heads take the ablation of a head that is gone with them, and say so. */
 static void test_ablation_of_a_head_that_goes(void **state)
 {
@@ -2635,6 +2692,7 @@ int main(void)
         cmocka_unit_test(test_temperature_knob),
         cmocka_unit_test(test_predictions_need_a_vocabulary),
         cmocka_unit_test(test_ablation_toggle_and_undo),
+        cmocka_unit_test(test_modified_model),
         cmocka_unit_test(test_ablation_of_a_head_that_goes),
         cmocka_unit_test(test_rollout_view),
         cmocka_unit_test(test_lens_view),

@@ -1282,6 +1282,80 @@ static void test_hugging_face_cache(void **state)
     run_free(&r);
 }
 
+/* A scene that makes a checkpoint compute otherwise than it was trained (attention.heads 4 of
+ * the English model's 8, layers 2 of 4, no scaling) is allowed: check warns at each key, and
+ * every command whose numbers are the model's says it is modified under its tokens; the scene
+ * as trained says nothing. */
+static void test_modified_model(void **state)
+{
+    (void)state;
+    const char *data = getenv("ATTNSCOPE_DATA_DIR");
+    char dir[2048], yaml[8192], modified[4200], clean[4200];
+    snprintf(dir, sizeof(dir), "%.1900s/models/english", data && *data ? data : ".");
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "text: \"Your journey starts with one step\"\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n"
+             "attention: {heads: 4, scale: false}\n"
+             "layers: 2\n",
+             dir, dir, dir);
+    snprintf(modified, sizeof(modified), "%s", scratch_path("modified.yaml"));
+    tu_write_text(modified, yaml);
+    snprintf(clean, sizeof(clean), "%s", scratch_path("as-trained.yaml"));
+    char *cut = strstr(yaml, "attention:");
+    *cut = '\0';
+    tu_write_text(clean, yaml);
+
+    struct run r = RUN("check", modified);
+    expect_status(&r, 0);
+    expect_contains(r.err, "modified.yaml:5:13: warning: 'attention.heads' modifies the "
+                           "checkpoint (heads 8 \u2192 4): what it computes is not the model as "
+                           "trained, nor are its predictions\n");
+    expect_contains(r.err, "modified.yaml:5:23: warning: 'attention.scale' modifies the "
+                           "checkpoint (scaling off)");
+    expect_contains(r.err, "modified.yaml:6:1: warning: 'layers' modifies the checkpoint (layers 4 "
+                           "\u2192 2)");
+    expect_contains(r.out, "modified.yaml: ok\n");
+    run_free(&r);
+    const char *line = "# modified model: heads 8 \u2192 4, layers 4 \u2192 2, scaling off (not "
+                       "the checkpoint as trained)\n";
+    const char *const commands[][7] = {
+        {"predict", modified, "--position", "2", "--top", "3"},
+        {"lens", modified, NULL},
+        {"ablate", modified, NULL},
+        {"heads", modified, NULL},
+        {"print", modified, "--stage", "weights", "--head", "0"},
+    };
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        r = run_to(NULL, commands[i]);
+        expect_status(&r, 0);
+        expect_contains(r.out, line);
+        expect_contains(r.err, "warning: 'attention.heads' modifies the checkpoint");
+        run_free(&r);
+        const char *as_trained[7];
+        memcpy(as_trained, commands[i], sizeof(as_trained));
+        as_trained[1] = clean;
+        r = run_to(NULL, as_trained);
+        expect_status(&r, 0);
+        assert_null(strstr(r.out, "modified"));
+        assert_string_equal(r.err, "");
+        run_free(&r);
+    }
+    char corrupt[4200];
+    snprintf(corrupt, sizeof(corrupt), "%s", scratch_path("modified-two.yaml"));
+    char *text = tu_must_read_file(modified, NULL);
+    char *one = strstr(text, "one step");
+    memcpy(one, "two", 3);
+    tu_write_text(corrupt, text);
+    free(text);
+    r = RUN("patch", modified, corrupt, "--metric", "loss");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# clean: modified model: heads 8 \u2192 4");
+    expect_contains(r.out, "# corrupted: modified model: heads 8 \u2192 4");
+    run_free(&r);
+}
+
 /* What a checkpoint's config.json is read past without a refusal is said on stderr, by every
  * command, at its file:line:col; the command goes on (exit 0). A RoPE checkpoint past its
  * positions computes them, and says so. */
@@ -2115,6 +2189,7 @@ int main(void)
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_ablate),
         cmocka_unit_test(test_checkpoint_warnings),
+        cmocka_unit_test(test_modified_model),
         cmocka_unit_test(test_masked_lm),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_export_predictions),

@@ -117,6 +117,10 @@ void cli_scene_close(struct cli_scene *cs);
 /* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each
  * escaped (common/utf8.h) so a token from a file cannot drive the terminal. */
 void cli_print_tokens(FILE *out, const struct attn_model *m);
+/* "# modified model: heads 8 → 4 (not the checkpoint as trained)" when s computes otherwise than
+ * its checkpoint (attn_scene_model_changes), after "WHO: " when who is given; else nothing. The
+ * commands whose numbers are the model's say it under their tokens. */
+void cli_print_modified(FILE *out, const struct attn_scene *s, const char *who);
 
 /* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads: the
  * benchmarks' shapes. Returns 0, or -1 (out of memory) with s still safe to free. */

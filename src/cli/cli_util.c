@@ -356,6 +356,14 @@ void cli_print_tokens(FILE *out, const struct attn_model *m)
     fputc('\n', out);
 }
 
+void cli_print_modified(FILE *out, const struct attn_scene *s, const char *who)
+{
+    char changes[400];
+    if (attn_scene_model_changes(changes, sizeof(changes), s) > 0)
+        fprintf(out, "# %s%smodified model: %s (not the checkpoint as trained)\n", who ? who : "",
+                who ? ": " : "", changes);
+}
+
 int cli_parse_double(const char *text, double lo, double hi, double *out)
 {
     double v;

@@ -178,7 +178,9 @@ int cmd_ablate(int argc, char **argv)
         printf("# tokens:");
         for (int i = 0; i < n; i++)
             printf(" %s", m->tokens[i]);
-        printf("\n# each head ablated alone (%s), the mean loss over positions %d to %d\n",
+        printf("\n");
+        cli_print_modified(stdout, &cs.scene, NULL);
+        printf("# each head ablated alone (%s), the mean loss over positions %d to %d\n",
                mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"
                                  : "mean: its context replaced by its mean over the positions",
                a, b - 1);

@@ -141,6 +141,7 @@ int cmd_heads(int argc, char **argv)
     } else {
         const struct attn_model *m = &net->model[0];
         cli_print_tokens(stdout, m);
+        cli_print_modified(stdout, &cs.scene, NULL);
         /* the rows are the text's, the same for every head */
         int all = rows[0].s.rows[SCORE_PREVIOUS], rep = rows[0].s.rows[SCORE_INDUCTION];
         printf("# %d layer%s \u00d7 %d head%s, scored on the attention weights: rows 1 to %d (%d "

@@ -83,6 +83,7 @@ int cmd_lens(int argc, char **argv)
         else
             printf("# the logit lens: each layer's residual stream through the final norm and the\n"
                    "# unembedding; its top-1 token and probability (* = the actual next token)\n");
+        cli_print_modified(stdout, &cs.scene, NULL);
         printf("  pos  %-12s %-12s", "token", masked ? "itself" : "next");
         for (int L = 0; L < layers; L++) /* a column: 'token' padded to 12, a mark, 0.000 */
             printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);

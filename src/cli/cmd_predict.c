@@ -135,21 +135,23 @@ int cmd_predict(int argc, char **argv)
         printf("# tokens:");
         for (int i = 0; i < n; i++)
             printf(" %s", m->tokens[i]);
+        printf("\n");
+        cli_print_modified(stdout, &cs.scene, NULL);
         /* a masked language model (BERT) fills in its [MASK] positions: those by default */
         const struct attn_model *last = &net->model[net->layers - 1];
         int masks = 0;
         for (int i = 0; last->masked_lm && i < n; i++)
             masks += m->ids[i] == last->mask_id;
         if (last->masked_lm)
-            attn_cnum_fprintf(
-                stdout, "\n# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
-                p.k, p.vocab, temperature,
-                position >= 0 || masks == 0 ? ""
-                                            : " (the [MASK] positions; --position "
-                                              "shows any other)");
+            attn_cnum_fprintf(stdout,
+                              "# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
+                              p.k, p.vocab, temperature,
+                              position >= 0 || masks == 0 ? ""
+                                                          : " (the [MASK] positions; --position "
+                                                            "shows any other)");
         else
             attn_cnum_fprintf(stdout,
-                              "\n# next-token predictions: top %d of %d tokens, temperature %g\n",
+                              "# next-token predictions: top %d of %d tokens, temperature %g\n",
                               p.k, p.vocab, temperature);
         for (int i = 0; i < n; i++)
             if (position < 0 ? !masks || m->ids[i] == last->mask_id : i == position)

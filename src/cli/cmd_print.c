@@ -180,6 +180,7 @@ int cmd_print(int argc, char **argv)
     char desc[512];
     attn_scene_describe(desc, sizeof(desc), &cs.scene);
     printf("# %s\n", desc);
+    cli_print_modified(stdout, &cs.scene, NULL);
     long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
     if (kv != mha) /* the point of GQA, MQA and MLA */
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
