@@ -2284,6 +2284,74 @@ static void test_ablation_toggle_and_undo(void **state)
     app_free(&a);
 }
 
+/* t on a pair (BERT's text: [A, B]) offers both sentences: A, then B, one edit; Esc on B changes
+ * nothing, B emptied makes it one sentence. It edited A alone, with no way to reach B. */
+static void test_edit_both_sentences_of_a_pair(void **state)
+{
+    (void)state;
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/scenes/bert-pair.yaml",
+             golden ? golden : "tests/golden");
+    struct attn_scene s;
+    if (attn_scenefile_load_report(&s, path, stderr) != 0)
+        fail_msg("%s does not load", path);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_string_equal(a.scene.text_pair, "It was a sunny [MASK] .");
+    struct ask ask = {0};
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    assert_int_equal(ask.kind, PROMPT_TEXT);
+    assert_string_equal(ask.label, "sentence A (of 2; Enter, then B)");
+    assert_string_equal(ask.initial, "The cat sat on the [MASK] .");
+    command_answer(&a, PROMPT_TEXT, "The dog sat on the [MASK] .", &ask);
+    assert_int_equal(ask.kind, PROMPT_TEXT_PAIR); /* nothing changed yet */
+    assert_string_equal(ask.initial, "It was a sunny [MASK] .");
+    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    command_answer(&a, PROMPT_TEXT_PAIR, "It was a rainy day .", &ask);
+    assert_string_equal(a.error, "");
+    assert_string_equal(a.scene.text, "The dog sat on the [MASK] .");
+    assert_string_equal(a.scene.text_pair, "It was a rainy day .");
+    assert_null(a.pending_sentence);
+    /* [CLS] A [SEP] B [SEP], B's tokens of type 1 */
+    int n = a.scene.n_tokens;
+    assert_string_equal(a.scene.tokens[n - 1], "[SEP]");
+    assert_string_equal(a.scene.tokens[n - 2], ".");
+    assert_string_equal(a.scene.tokens[n - 3], "day");
+    assert_int_equal(a.scene.token_types[n - 3], 1);
+    assert_int_equal(a.scene.token_types[2], 0);
+    /* one edit: one undo gives both back */
+    command_run(&a, ACTION_UNDO, &ask);
+    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    assert_string_equal(a.scene.text_pair, "It was a sunny [MASK] .");
+    assert_non_null(strstr(a.message, "undid: the sentences"));
+    /* Esc on B: nothing changes */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    command_answer(&a, PROMPT_TEXT, "A new one .", &ask);
+    command_cancel(&a, PROMPT_TEXT_PAIR);
+    assert_null(a.pending_sentence);
+    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    /* B alone, A as it was */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    command_answer(&a, PROMPT_TEXT, "The cat sat on the [MASK] .", &ask);
+    command_answer(&a, PROMPT_TEXT_PAIR, "It rained .", &ask);
+    assert_string_equal(a.scene.text_pair, "It rained .");
+    assert_non_null(strstr(a.message, "the second sentence"));
+    /* B emptied: one sentence, [CLS] A [SEP] */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    command_answer(&a, PROMPT_TEXT, "The cat sat on the [MASK] .", &ask);
+    command_answer(&a, PROMPT_TEXT_PAIR, "", &ask);
+    assert_null(a.scene.text_pair);
+    assert_string_equal(a.scene.tokens[a.scene.n_tokens - 1], "[SEP]");
+    assert_string_equal(a.scene.tokens[a.scene.n_tokens - 2], ".");
+    /* one sentence now: t asks for it alone */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    assert_string_equal(ask.label, "sentence");
+    ask_clear(&ask);
+    app_free(&a);
+}
+
 /* Edits that make a trained model compute otherwise (H, c, x, N, M, D) are the model's changes,
  * which the header and the predictions say (attn_scene_model_changes of the result on screen);
  * undone, the model is the checkpoint again. Saved, each comes back: x and N were lost, and the
@@ -2693,6 +2761,7 @@ int main(void)
         cmocka_unit_test(test_predictions_need_a_vocabulary),
         cmocka_unit_test(test_ablation_toggle_and_undo),
         cmocka_unit_test(test_modified_model),
+        cmocka_unit_test(test_edit_both_sentences_of_a_pair),
         cmocka_unit_test(test_ablation_of_a_head_that_goes),
         cmocka_unit_test(test_rollout_view),
         cmocka_unit_test(test_lens_view),
