@@ -488,11 +488,13 @@ static void test_check_next_marks(void **state)
     struct run r = RUN("check", path);
     expect_status(&r, 1);
     const char *want[] = {
-        ":14:34: step 2: the caption says 0.5000, but the model gives position 20's next token p "
+        ":19:34: step 2: the caption says 0.5000, but the model gives position 20's next token p "
         "0.9187\n",
-        ":18:53: step 3: the caption says 0.9187, but the model gives position 20's next token p "
+        ":23:51: step 3: the caption quotes 0.9187, position 20's prediction, but the step does "
+        "not show it: give the step panel: predictions and its row (or cell) on row 20\n",
+        ":29:53: step 4: the caption says 0.9187, but the model gives position 20's next token p "
         "0.0055\n",
-        ":21:45: step 4: the caption marks 0.5 @ next 31, but only positions 0 to 30 have a next "
+        ":34:45: step 5: the caption marks 0.5 @ next 31, but only positions 0 to 30 have a next "
         "token\n",
     };
     const char *at = r.err;
@@ -503,7 +505,40 @@ static void test_check_next_marks(void **state)
             fail_msg("expected, in order:\n%s\nin:\n%s", line, r.err);
         at = hit + strlen(line);
     }
-    assert_null(strstr(r.err, ":11:")); /* step 1's 0.9187 is right */
+    assert_null(strstr(r.err, ":14:")); /* step 1's 0.9187s are right, and on screen */
+    run_free(&r);
+
+    /* check plays a lesson on the explorer's screen at 80x24: a quote out of the map's window
+       is a problem, at its mark; so is one on the tiles of every head. */
+    char hidden[4200], yaml[8192];
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    snprintf(hidden, sizeof(hidden), "%s", scratch_path("hidden-lesson.yaml"));
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "text: \"Your journey starts with one step\"\n"
+             "tokenizer: {kind: gpt2, vocab: %s/../models/english/vocab.json, merges: "
+             "%s/../models/english/merges.txt}\n"
+             "model: {file: %s/../models/english/model.safetensors, arch: gpt2}\n"
+             "lesson:\n"
+             "  - {stage: weights, layer: 2, head: 4, cell: [0, 0],\n"
+             "     caption: \"the last row gives {0.1423 @ 12,12} to itself\"}\n"
+             "  - {stage: weights, layer: 2, all_heads: true,\n"
+             "     caption: \"head 0 gives {1.0000 @ 0,0}\"}\n",
+             scenes, scenes, scenes);
+    tu_write_text(hidden, yaml);
+    r = RUN("check", hidden);
+    expect_status(&r, 1);
+    snprintf(
+        line, sizeof(line),
+        "%s:7:35: step 1: the caption quotes 0.1423, row 12, column 12, which the map does not "
+        "show at 80\u00d724 (out of its window, or zoomed out): quote a cell in view\n",
+        hidden);
+    expect_contains(r.err, line);
+    snprintf(line, sizeof(line),
+             "%s:9:29: step 2: the caption quotes 1.0000 from the view of every head; quote a cell "
+             "on a step that shows one head (head: H), where its number is on screen\n",
+             hidden);
+    expect_contains(r.err, line);
     run_free(&r);
 
     snprintf(path, sizeof(path), "%s/lessons/next-drawn.yaml", fixtures);

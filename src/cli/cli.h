@@ -75,6 +75,13 @@ enum {
 };
 /* bench --ui lives with main.c, which links curses; main sets this before dispatching. */
 extern int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos);
+/* check's lesson on the explorer's screen at 80x24 (ui/lessoncheck.h), with main.c too: plays the
+ * lesson of s (taken over) and adds every step's problems; -1 with err, s left, when there is no
+ * virtual terminal to play it on. NULL: the lesson is checked without a screen. */
+extern int (*cli_lesson_screen_hook)(struct attn_scene *s, const char *path, const char *source,
+                                     size_t len, struct diag_list *problems, struct diag *err);
+int cmd_check_lesson_screen(struct attn_scene *s, const char *path, const char *source, size_t len,
+                            struct diag_list *problems, struct diag *err);
 
 /* The commands of cli_lib (the ones without curses); main.c adds the explorer, keys and help. */
 extern const struct cli_command cli_check, cli_print, cli_export, cli_bench, cli_heads, cli_render,

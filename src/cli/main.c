@@ -219,6 +219,7 @@ int main(int argc, char **argv)
 {
     attn_fatal_install_crash_handlers();
     cli_bench_ui_hook = cmd_bench_ui;
+    cli_lesson_screen_hook = cmd_check_lesson_screen;
     keep_freed_matrices();
     attn_progress_catch_interrupts(); /* the explorer puts its own in place */
     int rc = check_environment();

@@ -884,6 +884,9 @@ static void write_lesson(struct writer *w)
             fprintf(f, "    row: %d\n", st->row);
         if (st->all_heads)
             fputs("    all_heads: true\n", f);
+        if (st->panel != LESSON_PANEL_INSPECTOR)
+            fprintf(f, "    panel: %s\n",
+                    attn_lesson_panel_name((enum attn_lesson_panel)st->panel));
         if (e->kind != EDIT_NONE)
             fprintf(f, "    %s: ", attn_edit_key(e->kind));
         switch (e->kind) {
