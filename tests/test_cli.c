@@ -1391,6 +1391,70 @@ static void test_modified_model(void **state)
     run_free(&r);
 }
 
+/* attnscope(1) has EXAMPLES, made from the commands' declarations as --help's "examples:" are
+ * (the manual had none), and every example runs as written, from a folder of its own with the
+ * shipped scenes found by name; the explorer's are the ones whose second word is no command. */
+static void test_examples_run(void **state)
+{
+    (void)state;
+    struct run man = RUN("help", "--man", "attnscope");
+    expect_status(&man, 0);
+    const char *ex = strstr(man.out, "\n.SH EXAMPLES\n");
+    assert_non_null(ex);
+    const char *end = strstr(ex + 1, "\n.SH ");
+    assert_non_null(end);
+    char cwd[4200];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    char *dir = scratch_path("examples");
+    mkdir(dir, 0755);
+    assert_int_equal(chdir(dir), 0);
+    int ran = 0, explorer = 0;
+    for (const char *p = strstr(ex, "\\fBattnscope "); p && p < end;
+         p = strstr(p + 1, "\\fBattnscope ")) {
+        /* the line, its roff undone: \- is -, \fR ends it */
+        char line[512];
+        size_t n = 0;
+        for (const char *q = p + 3; *q && strncmp(q, "\\fR", 3) != 0 && n + 1 < sizeof(line); q++)
+            if (!(q[0] == '\\' && q[1] == '-'))
+                line[n++] = *q;
+        line[n] = '\0';
+        char *words[16];
+        int nw = 0;
+        for (char *save = NULL, *w = strtok_r(line, " ", &save); w && nw < 15;
+             w = strtok_r(NULL, " ", &save))
+            words[nw++] = w;
+        assert_true(nw >= 2);
+        struct run r = RUN("help", words[1]);
+        bool command = r.status == 0;
+        run_free(&r);
+        if (!command) { /* the explorer on a shipped scene: it exists */
+            struct run c = RUN("check", words[1]);
+            expect_status(&c, 0);
+            run_free(&c);
+            explorer++;
+            continue;
+        }
+        words[nw] = NULL;
+        r = run_to(NULL, (const char *const *)words + 1);
+        if (r.status != 0)
+            fail_msg("the example '%s' exits %d:\n%s", p, r.status, r.err);
+        run_free(&r);
+        ran++;
+    }
+    assert_int_equal(chdir(cwd), 0);
+    assert_true(ran >= 10);
+    assert_true(explorer >= 1);
+    struct stat st;
+    assert_int_equal(stat(scratch_path("examples/head1.svg"), &st), 0);
+    run_free(&man);
+    /* predict's help names both shipped models (it named models/induction alone) */
+    struct run r = RUN("predict", "--help");
+    expect_contains(r.out, "models/english");
+    expect_contains(r.out, "models/induction");
+    expect_contains(r.out, "examples:\n  attnscope predict 30-english-journey");
+    run_free(&r);
+}
+
 /* What a checkpoint's config.json is read past without a refusal is said on stderr, by every
  * command, at its file:line:col; the command goes on (exit 0). A RoPE checkpoint past its
  * positions computes them, and says so. */
@@ -2225,6 +2289,7 @@ int main(void)
         cmocka_unit_test(test_ablate),
         cmocka_unit_test(test_checkpoint_warnings),
         cmocka_unit_test(test_modified_model),
+        cmocka_unit_test(test_examples_run),
         cmocka_unit_test(test_masked_lm),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_export_predictions),

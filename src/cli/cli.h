@@ -25,8 +25,16 @@ struct cli_opt {
     const char *help;      /* what it does; '\n' starts a continuation line */
 };
 
+/* One example of a command: a line to type, as it runs from anywhere (shipped scenes by name),
+ * and what it shows. */
+struct cli_example {
+    const char *line; /* "attnscope predict 30-english-journey --position 11" */
+    const char *what; /* one line, lower case, no full stop */
+};
+
 /* One command of `attnscope`, declared once: dispatch, `attnscope --help`'s list, the command's
- * own --help and its section of attnscope(1) come from this. */
+ * own --help and its section of attnscope(1) come from this, and its examples are the help's
+ * "examples:" and the manual's EXAMPLES (a test runs each). */
 struct cli_command {
     const char *name;                  /* the word after attnscope; NULL: the explorer */
     int (*run)(int argc, char **argv); /* the words after the command name */
@@ -35,6 +43,7 @@ struct cli_command {
     const char *description;           /* sentences; '\n\n' between paragraphs */
     const struct cli_opt *opts;
     int n_opts;
+    const struct cli_example *examples; /* ended by {NULL}; NULL: none */
 };
 
 /* Parses args (the words after the command name) against cmd's options. values[i] receives

@@ -135,6 +135,12 @@ void cli_print_command_help(FILE *out, const struct cli_command *cmd)
         }
     }
     fputs("\n", out);
+    if (cmd->examples && cmd->examples[0].line) {
+        fputs("examples:\n", out);
+        for (const struct cli_example *e = cmd->examples; e->line; e++)
+            fprintf(out, "  %s\n      %s\n", e->line, e->what);
+        fputs("\n", out);
+    }
     if (strstr(cmd->usage, "SCENE")) {
         fputs(scene_note, out);
         /* "SCENE ..." first: the command needs one (a checkpoint: the book's scene will not do) */

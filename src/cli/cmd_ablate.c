@@ -34,6 +34,12 @@ static const struct cli_opt opts[O_COUNT] = {
                   "what the model ranks first there)"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope ablate 32-english-repeat --sort",
+     "the heads of models/english a repeated span needs most, first"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_ablate = {
     "ablate",
     cmd_ablate,
@@ -48,6 +54,7 @@ const struct cli_command cli_ablate = {
     "head on; --answer names another), or of every token itself when the text has no [MASK].",
     opts,
     O_COUNT,
+    examples,
 };
 
 struct row {

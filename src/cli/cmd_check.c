@@ -152,6 +152,12 @@ static int check_one(const char *arg)
     return CLI_OK;
 }
 
+static const struct cli_example examples[] = {
+    {"attnscope check lessons/7-trained-heads", "play a lesson at 80x24 and check every number its "
+                                                "captions quote, and that each is on screen"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_check = {
     "check",
     cmd_check,
@@ -164,6 +170,7 @@ const struct cli_command cli_check = {
     "configuration. A good file prints \"FILE: ok\".",
     NULL,
     0,
+    examples,
 };
 
 int cmd_check(int argc, char **argv)

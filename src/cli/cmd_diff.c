@@ -235,6 +235,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_CSV] = {"csv", 'c', NULL, "the top K as CSV: layer,head,row,col,a,b,delta"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope diff 04-self-attention-v2 05-causal --top 3",
+     "what the causal mask changes in the weights"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_diff = {
     "diff",
     cmd_diff,
@@ -244,6 +250,7 @@ const struct cli_command cli_diff = {
     "the mean |difference|, the K largest changes and a map of where they are.",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_diff(int argc, char **argv)

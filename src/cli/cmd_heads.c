@@ -47,6 +47,12 @@ static const struct cli_opt opts[O_COUNT] = {
                "induction_rows (the rows each score averages)"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope heads 31-english-passage --sort induction",
+     "the heads of models/english on a passage read twice, induction heads first"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_heads = {
     "heads",
     cmd_heads,
@@ -59,6 +65,7 @@ const struct cli_command cli_heads = {
     "itself): on a few it measures something else.",
     opts,
     O_COUNT,
+    examples,
 };
 
 /* The rows of every head, filled a layer at a time (attn_net_visit). */

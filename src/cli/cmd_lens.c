@@ -23,6 +23,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_CSV] = {"csv", 'c', NULL, "as CSV: layer,position,id,token,prob"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope lens 29-induction-head",
+     "each layer's guess: layer 0 the word before, layer 1 the word that comes next"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_lens = {
     "lens",
     cmd_lens,
@@ -36,6 +42,7 @@ const struct cli_command cli_lens = {
     "its own token (at a [MASK]: what fills it).",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_lens(int argc, char **argv)

@@ -48,6 +48,7 @@ const struct cli_command cli_patch = {
     "first [MASK], where the model answers, and loss scores the clean run's answers.",
     opts,
     O_COUNT,
+    NULL, /* no example runs on the shipped scenes alone */
 };
 
 /* The metric's kind and token texts, split from "kind[:A[:B]]" into text (a copy). */

@@ -29,6 +29,14 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_CSV] = {"csv", 'c', NULL, "as CSV: position,rank,id,token,logit,prob"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope predict 30-english-journey --position 11 --top 5",
+     "what models/english, trained on English, bets after \"one st\""},
+    {"attnscope predict 29-induction-head --position 20 --top 3",
+     "models/induction completing the second run of its words"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_predict = {
     "predict",
     cmd_predict,
@@ -38,9 +46,11 @@ const struct cli_command cli_predict = {
     "probabilities, softmax(logits / T), and the actual next token's rank and probability;\n"
     "then the mean loss (-ln p of each next token) over positions 0 .. n-2 and the perplexity.\n"
     "The logits are the last layer's final norm times the unembedding (lm_head, or wte when\n"
-    "tied). The scene needs a vocabulary model: a checkpoint such as models/induction.",
+    "tied). The scene needs a vocabulary model: a checkpoint, such as the two that ship,\n"
+    "models/english (trained on English prose) and models/induction (a toy on repeated words).",
     opts,
     O_COUNT,
+    examples,
 };
 
 /* One position's table. */

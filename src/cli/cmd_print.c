@@ -96,6 +96,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_LAYER] = {"layer", 'l', "L", "only layer L (0-based) of a scene with layers"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope print 10-mha --stage weights --head 1",
+     "head 1's attention weights of the book's MultiHeadAttention, as PyTorch prints them"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_print = {
     "print",
     cmd_print,
@@ -105,6 +111,7 @@ const struct cli_command cli_print = {
     "set them beside the book's. With --head alone, only the per-head stages print.",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_print(int argc, char **argv)
