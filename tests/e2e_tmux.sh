@@ -684,6 +684,9 @@ check "bert: the status line says the MLM head" bert wait_for bert "each layer's
 keys bert y t C-u
 text bert "the dog sat on the [MASK] ."
 keys bert Enter
+check "bert: t offers the second sentence too, after the first" bert \
+  wait_for bert "sentence B (of 2; empty: one sentence): It was a sunny [MASK] ."
+keys bert Enter
 check "bert: the edit keeps the second sentence" bert wait_for bert "16 tokens"
 check "bert: the new word is on screen" bert wait_for bert "dog"
 keys bert e C-u
