@@ -302,9 +302,12 @@ check "bad scene: file:line:col message" bad grep -q "bad.yaml:4:10: d_out 4 is 
 # 12. A later system: the LLaMA-style block. Step to the block's last stage, compare a cell with
 # `attnscope print`, shift the positions (RoPE keeps the weights), export the block's files.
 start llama 120 32 "$BIN $SRC/scenes/28-llama-block.yaml"
-check "llama: the stage bar has the block's stages" llama wait_for llama "output res1 norm2"
+check "llama: the stage bar opens on the first stages, by their names" llama \
+  wait_for llama " inputs norm1 queries keys values queries_rotated keys_rotated scores"
 keys llama . . . . . . . . . . . . .
 check "llama: the last stage is residual2, the block's output" llama wait_for llama "residual2 (+ ffn_out) · 10×8"
+check "llama: the stage bar follows, the block's stages by the names print --stage takes" llama \
+  wait_for llama "output residual1 norm2 ffn_hidden ffn_activated ffn_out residual2"
 want=$("$BIN" print "$SRC/scenes/28-llama-block.yaml" --stage residual2 | grep '^tensor' | tr -d ' [' | cut -d, -f1 | sed 's/tensor(//')
 check "llama: residual2[0][0] equals print ($want)" llama wait_for llama "= $want"
 keys llama o C-u
@@ -680,6 +683,9 @@ check "bert: its column says itself" bert wait_for bert "pos token  itself"
 check "bert: the status line says the MLM head" bert wait_for bert "each layer's output through the MLM head"
 keys bert y t C-u
 text bert "the dog sat on the [MASK] ."
+keys bert Enter
+check "bert: t offers the second sentence too, after the first" bert \
+  wait_for bert "sentence B (of 2; empty: one sentence): It was a sunny [MASK] ."
 keys bert Enter
 check "bert: the edit keeps the second sentence" bert wait_for bert "16 tokens"
 check "bert: the new word is on screen" bert wait_for bert "dog"

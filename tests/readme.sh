@@ -7,6 +7,7 @@
 #   (what comes before its `-- attributes` block, runs of blank lines folded to one), and every
 #   screen between <!-- screen:NAME:begin --> and <!-- screen:NAME:end --> in the README or
 #   docs/ is its golden screen;
+# - the README's "What ships" names every folder of models/;
 # - docs/scene-format.md says why `text` may not hold a NUL, which check refuses.
 # Every command the README and docs/ show is run by tests/doctest.py.
 # Usage: readme.sh ATTNSCOPE_BINARY SOURCE_ROOT
@@ -50,6 +51,15 @@ for doc in "$readme" "$root"/docs/*.md; do
       sed -n '/^```$/,/^```$/p' | sed '1d;$d')
     check "$(basename "$doc") screen $name is the golden screen" "$(golden_screen "$name")" "$have"
   done
+done
+
+# The README's "What ships" names every model that ships (it left out models/english).
+ships=$(sed -n '/^## What ships$/,/^## /p' "$readme")
+for model in "$root"/models/*/; do
+  name=$(basename "$model")
+  named=no
+  [[ "$ships" == *"\`$name\`"* ]] && named=yes
+  check "README's What ships names models/$name" yes "$named"
 done
 
 # docs/scene-format.md says why `text` may not hold a NUL, which check refuses at its position.

@@ -1425,18 +1425,18 @@ static void test_token_view_top_k(void **state)
     (void)state;
     const float row[] = {0.1f, 0.4f, -INFINITY, 0.4f, 0.05f, NAN, 0.3f};
     int top[16];
-    assert_int_equal(tokenview_top_k(top, 3, row, 7), 3);
-    assert_int_equal(top[0], 1);                           /* 0.4, the earlier of the two */
-    assert_int_equal(top[1], 3);                           /* 0.4 */
-    assert_int_equal(top[2], 6);                           /* 0.3 */
-    assert_int_equal(tokenview_top_k(top, 10, row, 7), 5); /* -inf and nan are not keys */
+    assert_int_equal(tokenview_top_k(top, 3, row, 0, 7), 3);
+    assert_int_equal(top[0], 1);                              /* 0.4, the earlier of the two */
+    assert_int_equal(top[1], 3);                              /* 0.4 */
+    assert_int_equal(top[2], 6);                              /* 0.3 */
+    assert_int_equal(tokenview_top_k(top, 10, row, 0, 7), 5); /* -inf and nan are not keys */
     static const int all[] = {1, 3, 6, 0, 4};
     for (int e = 0; e < 5; e++)
         assert_int_equal(top[e], all[e]);
-    assert_int_equal(tokenview_top_k(top, 10, row, 2), 2); /* the future (from 2 on) masked */
+    assert_int_equal(tokenview_top_k(top, 10, row, 0, 2), 2); /* the future (from 2 on) masked */
     assert_int_equal(top[0], 1);
     assert_int_equal(top[1], 0);
-    assert_int_equal(tokenview_top_k(top, 0, row, 7), 0);
+    assert_int_equal(tokenview_top_k(top, 0, row, 0, 7), 0);
 
     /* 1000 keys, values with many near-ties: the heap's top 50 is a full sort's first 50. */
     enum { N = 1000, K = 50 };
@@ -1454,7 +1454,7 @@ static void test_token_view_top_k(void **state)
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    assert_int_equal(tokenview_top_k(heap_top, K, big, N), K);
+    assert_int_equal(tokenview_top_k(heap_top, K, big, 0, N), K);
     for (int e = 0; e < K; e++)
         assert_int_equal(heap_top[e], order[e]);
 }
@@ -1537,6 +1537,16 @@ static void test_token_view_focus(void **state)
     assert_float_equal(tokenview_bar_fraction(&s, TOKENVIEW_BARS_RANGE, 1.0f), 0.5, 1e-9);
     assert_float_equal(tokenview_bar_fraction(&s, TOKENVIEW_BARS_RANGE, -INFINITY), 0.0, 0);
 
+    /* weighted_norm is made of the weights: it sees what they see, the future masked (it
+       listed "top 6 of 6 keys" with the future's 0.0000s). */
+    a.stage = STAGE_WEIGHTED_NORM;
+    v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(f.visible_start, 0);
+    assert_int_equal(f.visible_end, 2);
+    assert_int_equal(f.seen, 2);
+    assert_int_equal(f.n_top, 2);
+
     /* The mean over the heads (A): its own matrix, head TOKENVIEW_MEAN. */
     a.stage = STAGE_WEIGHTS;
     struct ask ask = {0};
@@ -1544,7 +1554,7 @@ static void test_token_view_focus(void **state)
     v = tokenview_matrix(&a, &head);
     assert_int_equal(head, TOKENVIEW_MEAN);
     assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(f.computed, 6);
+    assert_int_equal(f.computed, 7);
     assert_int_equal(f.top[0], 1);
     float mean = (at(&a, STAGE_WEIGHTS, 0, 1, 1) + at(&a, STAGE_WEIGHTS, 1, 1, 1)) / 2;
     assert_float_equal(v.data[(size_t)1 * v.stride + 1], mean, 1e-6);
@@ -1558,11 +1568,11 @@ static void test_token_view_focus(void **state)
     /* An edit is a new result: computed again, even on the same row. */
     v = tokenview_matrix(&a, &head);
     assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(f.computed, 6);
+    assert_int_equal(f.computed, 7);
     app_edit_seed(&a, 7);
     v = tokenview_matrix(&a, &head);
     assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(f.computed, 7);
+    assert_int_equal(f.computed, 8);
 
     /* The view applies to the n x n stages; v toggles it and says so. */
     assert_true(tokenview_applies(STAGE_WEIGHTS));
@@ -1579,6 +1589,47 @@ static void test_token_view_focus(void **state)
     command_run(&a, ACTION_TOKEN_VIEW, &ask);
     assert_non_null(strstr(a.message, "n\u00d7n stages"));
     ask_clear(&ask);
+    tokenview_focus_free(&f);
+    app_free(&a);
+}
+
+/* A sliding window (Mistral's, 5 keys) hides the keys it has left behind from the weights on,
+ * as the mask does the future: the token view counts and shows only the keys the weights
+ * give something. */
+static void test_token_view_sliding_window(void **state)
+{
+    (void)state;
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/scenes/mistral-window.yaml",
+             golden ? golden : "tests/golden");
+    struct attn_scene s;
+    if (attn_scenefile_load_report(&s, path, stderr) != 0)
+        fail_msg("%s does not load", path);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_int_equal(app_model(&a)->window, 5);
+    struct tokenview_focus f = {0};
+    int head;
+    a.row = 9;
+    static const enum attn_stage hiding[] = {STAGE_MASKED, STAGE_WEIGHTS, STAGE_WEIGHTED_NORM};
+    for (size_t i = 0; i < sizeof(hiding) / sizeof(hiding[0]); i++) {
+        a.stage = hiding[i];
+        struct attn_mat_view v = tokenview_matrix(&a, &head);
+        assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 16), 0);
+        assert_int_equal(f.visible_start, 5); /* 9 - 5 + 1: keys 5 .. 9 */
+        assert_int_equal(f.visible_end, 10);
+        assert_int_equal(f.seen, 5);
+        assert_int_equal(f.n_top, 5);
+        for (int e = 0; e < f.n_top; e++)
+            assert_true(f.top[e] >= 5 && f.top[e] <= 9);
+    }
+    a.stage = STAGE_SCORES; /* before the mask: every key */
+    struct attn_mat_view v = tokenview_matrix(&a, &head);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 16), 0);
+    assert_int_equal(f.visible_start, 0);
+    assert_int_equal(f.seen, app_model(&a)->n);
     tokenview_focus_free(&f);
     app_free(&a);
 }
@@ -1928,10 +1979,21 @@ static void test_unknown_words(void **state)
     char *pieces[] = {"Y", "our", " j", "our", "ne", "y", " st", "ep"};
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), pieces, 8), 0);
     assert_string_equal(out, "");
+    /* a character the vocabulary cut into byte tokens is shown whole, as it was typed */
     char *halves[] = {" caf", "<C3>", "<A9>", "!"}; /* é in halves; "!" a word of its own */
     assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), halves, 4), 1);
-    assert_string_equal(out, "\u201ccaf<C3><A9>\u201d is not in this model's vocabulary: 3 tokens, "
+    assert_string_equal(out, "\u201ccaf\u00e9\u201d is not in this model's vocabulary: 3 tokens, "
                              "2 single bytes");
+    char *naive[] = {" n", "a", "<C3>", "<AF>", "ve"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), naive, 5), 1);
+    assert_string_equal(out, "\u201cna\u00efve\u201d is not in this model's vocabulary: 5 tokens, "
+                             "3 single bytes");
+    /* a byte that is no whole character (a lone lead byte, a stray continuation) keeps its
+       label */
+    char *broken[] = {" q", "<C3>", "q", "<A9>"};
+    assert_int_equal(attn_tokens_unknown_words(out, sizeof(out), broken, 4), 1);
+    assert_string_equal(out, "\u201cq<C3>q<A9>\u201d is not in this model's vocabulary: 4 "
+                             "tokens, 3 single bytes");
 }
 
 /* The explorer says it on the message line: on opening, and after a sentence edit. */
@@ -2218,6 +2280,131 @@ static void test_ablation_toggle_and_undo(void **state)
     assert_int_equal(attn_scene_ablation(&back, 1, 0), HEAD_ZERO);
     attn_scene_free(&back);
     unlink(path);
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* t on a pair (BERT's text: [A, B]) offers both sentences: A, then B, one edit; Esc on B changes
+ * nothing, B emptied makes it one sentence. It edited A alone, with no way to reach B. */
+static void test_edit_both_sentences_of_a_pair(void **state)
+{
+    (void)state;
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/scenes/bert-pair.yaml",
+             golden ? golden : "tests/golden");
+    struct attn_scene s;
+    if (attn_scenefile_load_report(&s, path, stderr) != 0)
+        fail_msg("%s does not load", path);
+    struct app a;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    assert_string_equal(a.scene.text_pair, "It was a sunny [MASK] .");
+    struct ask ask = {0};
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    assert_int_equal(ask.kind, PROMPT_TEXT);
+    assert_string_equal(ask.label, "sentence A (of 2; Enter, then B)");
+    assert_string_equal(ask.initial, "The cat sat on the [MASK] .");
+    command_answer(&a, PROMPT_TEXT, "The dog sat on the [MASK] .", &ask);
+    assert_int_equal(ask.kind, PROMPT_TEXT_PAIR); /* nothing changed yet */
+    assert_string_equal(ask.initial, "It was a sunny [MASK] .");
+    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    command_answer(&a, PROMPT_TEXT_PAIR, "It was a rainy day .", &ask);
+    assert_string_equal(a.error, "");
+    assert_string_equal(a.scene.text, "The dog sat on the [MASK] .");
+    assert_string_equal(a.scene.text_pair, "It was a rainy day .");
+    assert_null(a.pending_sentence);
+    /* [CLS] A [SEP] B [SEP], B's tokens of type 1 */
+    int n = a.scene.n_tokens;
+    assert_string_equal(a.scene.tokens[n - 1], "[SEP]");
+    assert_string_equal(a.scene.tokens[n - 2], ".");
+    assert_string_equal(a.scene.tokens[n - 3], "day");
+    assert_int_equal(a.scene.token_types[n - 3], 1);
+    assert_int_equal(a.scene.token_types[2], 0);
+    /* one edit: one undo gives both back */
+    command_run(&a, ACTION_UNDO, &ask);
+    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    assert_string_equal(a.scene.text_pair, "It was a sunny [MASK] .");
+    assert_non_null(strstr(a.message, "undid: the sentences"));
+    /* Esc on B: nothing changes */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    command_answer(&a, PROMPT_TEXT, "A new one .", &ask);
+    command_cancel(&a, PROMPT_TEXT_PAIR);
+    assert_null(a.pending_sentence);
+    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    /* B alone, A as it was */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    command_answer(&a, PROMPT_TEXT, "The cat sat on the [MASK] .", &ask);
+    command_answer(&a, PROMPT_TEXT_PAIR, "It rained .", &ask);
+    assert_string_equal(a.scene.text_pair, "It rained .");
+    assert_non_null(strstr(a.message, "the second sentence"));
+    /* B emptied: one sentence, [CLS] A [SEP] */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    command_answer(&a, PROMPT_TEXT, "The cat sat on the [MASK] .", &ask);
+    command_answer(&a, PROMPT_TEXT_PAIR, "", &ask);
+    assert_null(a.scene.text_pair);
+    assert_string_equal(a.scene.tokens[a.scene.n_tokens - 1], "[SEP]");
+    assert_string_equal(a.scene.tokens[a.scene.n_tokens - 2], ".");
+    /* one sentence now: t asks for it alone */
+    command_run(&a, ACTION_EDIT_TEXT, &ask);
+    assert_string_equal(ask.label, "sentence");
+    ask_clear(&ask);
+    app_free(&a);
+}
+
+/* Edits that make a trained model compute otherwise (H, c, x, N, M, D) are the model's changes,
+ * which the header and the predictions say (attn_scene_model_changes of the result on screen);
+ * undone, the model is the checkpoint again. Saved, each comes back: x and N were lost, and the
+ * saved scene reopened as the model as trained. */
+static void test_modified_model(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "30-english-journey.yaml");
+    char changes[200];
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    assert_string_equal(changes, "");
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 16), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 1);
+    assert_string_equal(changes, "heads 8 \u2192 16");
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_int_equal(app_toggle_scale(&a), 0);
+    assert_int_equal(app_cycle_normalize(&a), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 4);
+    assert_string_equal(changes, "heads 8 \u2192 16, causal off, scaling off, normalize sum");
+    assert_int_equal(app_toggle_causal(&a), 0);
+    assert_int_equal(app_cycle_mask_mode(&a), 0);
+    assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 0.25), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 5);
+    assert_string_equal(changes, "heads 8 \u2192 16, mask after_softmax, scaling off, normalize "
+                                 "sum, dropout 0.25");
+
+    /* Saved and read back, the same changes (a warning at each key, as check says) */
+    char path[] = "/tmp/attnscope-modified-XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    close(fd);
+    struct diag err;
+    assert_int_equal(app_save(&a, path, true, &err), 0);
+    struct attn_scene back;
+    assert_int_equal(attn_scenefile_load_report(&back, path, stderr), 0);
+    char again[200];
+    assert_int_equal(attn_scene_model_changes(again, sizeof(again), &back), 5);
+    assert_string_equal(again, changes);
+    assert_int_equal(back.backing->warnings.n, 5);
+    attn_scene_free(&back);
+    unlink(path);
+
+    /* Undone, the checkpoint as trained again. */
+    struct ask ask = {0};
+    for (int i = 0; i < 7; i++)
+        command_run(&a, ACTION_UNDO, &ask);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    /* The sentence, the positions' offset and an ablation are no change of the model. */
+    assert_int_equal(app_edit_text(&a, "Your journey ends"), 0);
+    assert_int_equal(app_edit_offset(&a, 3), 0);
+    assert_int_equal(app_set_ablation(&a, 3, 7, HEAD_ZERO), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
     ask_clear(&ask);
     app_free(&a);
 }
@@ -2563,6 +2750,7 @@ int main(void)
         cmocka_unit_test(test_baseline_delta),
         cmocka_unit_test(test_token_view_top_k),
         cmocka_unit_test(test_token_view_focus),
+        cmocka_unit_test(test_token_view_sliding_window),
         cmocka_unit_test(test_token_view_window),
         cmocka_unit_test(test_lesson_steps),
         cmocka_unit_test(test_lesson_poke_around),
@@ -2572,6 +2760,8 @@ int main(void)
         cmocka_unit_test(test_temperature_knob),
         cmocka_unit_test(test_predictions_need_a_vocabulary),
         cmocka_unit_test(test_ablation_toggle_and_undo),
+        cmocka_unit_test(test_modified_model),
+        cmocka_unit_test(test_edit_both_sentences_of_a_pair),
         cmocka_unit_test(test_ablation_of_a_head_that_goes),
         cmocka_unit_test(test_rollout_view),
         cmocka_unit_test(test_lens_view),

@@ -488,11 +488,13 @@ static void test_check_next_marks(void **state)
     struct run r = RUN("check", path);
     expect_status(&r, 1);
     const char *want[] = {
-        ":14:34: step 2: the caption says 0.5000, but the model gives position 20's next token p "
+        ":19:34: step 2: the caption says 0.5000, but the model gives position 20's next token p "
         "0.9187\n",
-        ":18:53: step 3: the caption says 0.9187, but the model gives position 20's next token p "
+        ":23:51: step 3: the caption quotes 0.9187, position 20's prediction, but the step does "
+        "not show it: give the step panel: predictions and its row (or cell) on row 20\n",
+        ":29:53: step 4: the caption says 0.9187, but the model gives position 20's next token p "
         "0.0055\n",
-        ":21:45: step 4: the caption marks 0.5 @ next 31, but only positions 0 to 30 have a next "
+        ":34:45: step 5: the caption marks 0.5 @ next 31, but only positions 0 to 30 have a next "
         "token\n",
     };
     const char *at = r.err;
@@ -503,7 +505,40 @@ static void test_check_next_marks(void **state)
             fail_msg("expected, in order:\n%s\nin:\n%s", line, r.err);
         at = hit + strlen(line);
     }
-    assert_null(strstr(r.err, ":11:")); /* step 1's 0.9187 is right */
+    assert_null(strstr(r.err, ":14:")); /* step 1's 0.9187s are right, and on screen */
+    run_free(&r);
+
+    /* check plays a lesson on the explorer's screen at 80x24: a quote out of the map's window
+       is a problem, at its mark; so is one on the tiles of every head. */
+    char hidden[4200], yaml[8192];
+    const char *scenes = getenv("ATTNSCOPE_SCENES_DIR");
+    snprintf(hidden, sizeof(hidden), "%s", scratch_path("hidden-lesson.yaml"));
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "text: \"Your journey starts with one step\"\n"
+             "tokenizer: {kind: gpt2, vocab: %s/../models/english/vocab.json, merges: "
+             "%s/../models/english/merges.txt}\n"
+             "model: {file: %s/../models/english/model.safetensors, arch: gpt2}\n"
+             "lesson:\n"
+             "  - {stage: weights, layer: 2, head: 4, cell: [0, 0],\n"
+             "     caption: \"the last row gives {0.1423 @ 12,12} to itself\"}\n"
+             "  - {stage: weights, layer: 2, all_heads: true,\n"
+             "     caption: \"head 0 gives {1.0000 @ 0,0}\"}\n",
+             scenes, scenes, scenes);
+    tu_write_text(hidden, yaml);
+    r = RUN("check", hidden);
+    expect_status(&r, 1);
+    snprintf(
+        line, sizeof(line),
+        "%s:7:35: step 1: the caption quotes 0.1423, row 12, column 12, which the map does not "
+        "show at 80\u00d724 (out of its window, or zoomed out): quote a cell in view\n",
+        hidden);
+    expect_contains(r.err, line);
+    snprintf(line, sizeof(line),
+             "%s:9:29: step 2: the caption quotes 1.0000 from the view of every head; quote a cell "
+             "on a step that shows one head (head: H), where its number is on screen\n",
+             hidden);
+    expect_contains(r.err, line);
     run_free(&r);
 
     snprintf(path, sizeof(path), "%s/lessons/next-drawn.yaml", fixtures);
@@ -727,14 +762,33 @@ static void test_heads(void **state)
     scene_path(llama, sizeof(llama), "28-llama-block.yaml");
     struct run r = RUN("heads", llama);
     expect_status(&r, 0);
-    expect_contains(r.out, "    0     3     0.2430     0.1319     0.1949     0.2240     1.6444\n");
-    expect_contains(r.out, "# top: previous L0 H3 (0.24), induction L0 H2 (0.18), first L0 H2 "
+    /* Two repeated words ("my", "are"): an induction score of 2 rows measures something
+       else, and none is given (it ranked L0 H2 first, 0.18); the heading says how many rows
+       each score averages, and the footer why induction has none. */
+    expect_contains(r.out, "scored on the attention weights: rows 1 to 9 (9 rows), induction on "
+                           "the 2 whose token occurred before\n");
+    expect_contains(r.out, "    0     3     0.2430          -     0.1949     0.2240     1.6444\n");
+    expect_contains(r.out, "# top: previous L0 H3 (0.24), induction -, first L0 H2 "
                            "(0.22), self L0 H3 (0.22), entropy L0 H2 (1.62)\n");
+    expect_contains(r.out, "# induction -: 2 rows repeat an earlier token, fewer than the 8 the "
+                           "score needs\n");
     run_free(&r);
     r = RUN("heads", llama, "--csv", "--sort", "induction");
     expect_status(&r, 0);
-    expect_contains(r.out, "layer,head,previous,induction,first,self,entropy\r\n"
-                           "0,2,0.214990,0.182713,0.217734,0.187065,1.622721\r\n");
+    expect_contains(r.out,
+                    "layer,head,previous,induction,first,self,entropy,rows,induction_rows\r\n"
+                    "0,0,0.225769,,0.212973,0.213459,1.646329,9,2\r\n");
+    run_free(&r);
+    /* The shipped English model on the book's sentence (scene 30): a layer-0 head ranked
+       second by induction, 0.54, from 2 rows; now no head has a score there. */
+    char english[4200];
+    scene_path(english, sizeof(english), "30-english-journey.yaml");
+    r = RUN("heads", english, "--sort", "induction");
+    expect_status(&r, 0);
+    expect_contains(r.out, "induction on the 2 whose token occurred before\n");
+    expect_contains(r.out, "layer  head   previous  induction      first       self    entropy\n"
+                           "    0     0 ");
+    expect_contains(r.out, "# induction -: 2 rows repeat an earlier token");
     run_free(&r);
     r = RUN("heads", llama, "--sort", "bogus");
     expect_status(&r, 2);
@@ -1260,6 +1314,144 @@ static void test_hugging_face_cache(void **state)
     r = RUN("predict", path);
     expect_status(&r, 0);
     expect_contains(r.out, "mean loss");
+    run_free(&r);
+}
+
+/* A scene that makes a checkpoint compute otherwise than it was trained (attention.heads 4 of
+ * the English model's 8, layers 2 of 4, no scaling) is allowed: check warns at each key, and
+ * every command whose numbers are the model's says it is modified under its tokens; the scene
+ * as trained says nothing. */
+static void test_modified_model(void **state)
+{
+    (void)state;
+    const char *data = getenv("ATTNSCOPE_DATA_DIR");
+    char dir[2048], yaml[8192], modified[4200], clean[4200];
+    snprintf(dir, sizeof(dir), "%.1900s/models/english", data && *data ? data : ".");
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "text: \"Your journey starts with one step\"\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n"
+             "attention: {heads: 4, scale: false}\n"
+             "layers: 2\n",
+             dir, dir, dir);
+    snprintf(modified, sizeof(modified), "%s", scratch_path("modified.yaml"));
+    tu_write_text(modified, yaml);
+    snprintf(clean, sizeof(clean), "%s", scratch_path("as-trained.yaml"));
+    char *cut = strstr(yaml, "attention:");
+    *cut = '\0';
+    tu_write_text(clean, yaml);
+
+    struct run r = RUN("check", modified);
+    expect_status(&r, 0);
+    expect_contains(r.err, "modified.yaml:5:13: warning: 'attention.heads' modifies the "
+                           "checkpoint (heads 8 \u2192 4): what it computes is not the model as "
+                           "trained, nor are its predictions\n");
+    expect_contains(r.err, "modified.yaml:5:23: warning: 'attention.scale' modifies the "
+                           "checkpoint (scaling off)");
+    expect_contains(r.err, "modified.yaml:6:1: warning: 'layers' modifies the checkpoint (layers 4 "
+                           "\u2192 2)");
+    expect_contains(r.out, "modified.yaml: ok\n");
+    run_free(&r);
+    const char *line = "# modified model: heads 8 \u2192 4, layers 4 \u2192 2, scaling off (not "
+                       "the checkpoint as trained)\n";
+    const char *const commands[][7] = {
+        {"predict", modified, "--position", "2", "--top", "3"},
+        {"lens", modified, NULL},
+        {"ablate", modified, NULL},
+        {"heads", modified, NULL},
+        {"print", modified, "--stage", "weights", "--head", "0"},
+    };
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        r = run_to(NULL, commands[i]);
+        expect_status(&r, 0);
+        expect_contains(r.out, line);
+        expect_contains(r.err, "warning: 'attention.heads' modifies the checkpoint");
+        run_free(&r);
+        const char *as_trained[7];
+        memcpy(as_trained, commands[i], sizeof(as_trained));
+        as_trained[1] = clean;
+        r = run_to(NULL, as_trained);
+        expect_status(&r, 0);
+        assert_null(strstr(r.out, "modified"));
+        assert_string_equal(r.err, "");
+        run_free(&r);
+    }
+    char corrupt[4200];
+    snprintf(corrupt, sizeof(corrupt), "%s", scratch_path("modified-two.yaml"));
+    char *text = tu_must_read_file(modified, NULL);
+    char *one = strstr(text, "one step");
+    memcpy(one, "two", 3);
+    tu_write_text(corrupt, text);
+    free(text);
+    r = RUN("patch", modified, corrupt, "--metric", "loss");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# clean: modified model: heads 8 \u2192 4");
+    expect_contains(r.out, "# corrupted: modified model: heads 8 \u2192 4");
+    run_free(&r);
+}
+
+/* attnscope(1) has EXAMPLES, made from the commands' declarations as --help's "examples:" are
+ * (the manual had none), and every example runs as written, from a folder of its own with the
+ * shipped scenes found by name; the explorer's are the ones whose second word is no command. */
+static void test_examples_run(void **state)
+{
+    (void)state;
+    struct run man = RUN("help", "--man", "attnscope");
+    expect_status(&man, 0);
+    const char *ex = strstr(man.out, "\n.SH EXAMPLES\n");
+    assert_non_null(ex);
+    const char *end = strstr(ex + 1, "\n.SH ");
+    assert_non_null(end);
+    char cwd[4200];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    char *dir = scratch_path("examples");
+    mkdir(dir, 0755);
+    assert_int_equal(chdir(dir), 0);
+    int ran = 0, explorer = 0;
+    for (const char *p = strstr(ex, "\\fBattnscope "); p && p < end;
+         p = strstr(p + 1, "\\fBattnscope ")) {
+        /* the line, its roff undone: \- is -, \fR ends it */
+        char line[512];
+        size_t n = 0;
+        for (const char *q = p + 3; *q && strncmp(q, "\\fR", 3) != 0 && n + 1 < sizeof(line); q++)
+            if (!(q[0] == '\\' && q[1] == '-'))
+                line[n++] = *q;
+        line[n] = '\0';
+        char *words[16];
+        int nw = 0;
+        for (char *save = NULL, *w = strtok_r(line, " ", &save); w && nw < 15;
+             w = strtok_r(NULL, " ", &save))
+            words[nw++] = w;
+        assert_true(nw >= 2);
+        struct run r = RUN("help", words[1]);
+        bool command = r.status == 0;
+        run_free(&r);
+        if (!command) { /* the explorer on a shipped scene: it exists */
+            struct run c = RUN("check", words[1]);
+            expect_status(&c, 0);
+            run_free(&c);
+            explorer++;
+            continue;
+        }
+        words[nw] = NULL;
+        r = run_to(NULL, (const char *const *)words + 1);
+        if (r.status != 0)
+            fail_msg("the example '%s' exits %d:\n%s", p, r.status, r.err);
+        run_free(&r);
+        ran++;
+    }
+    assert_int_equal(chdir(cwd), 0);
+    assert_true(ran >= 10);
+    assert_true(explorer >= 1);
+    struct stat st;
+    assert_int_equal(stat(scratch_path("examples/head1.svg"), &st), 0);
+    run_free(&man);
+    /* predict's help names both shipped models (it named models/induction alone) */
+    struct run r = RUN("predict", "--help");
+    expect_contains(r.out, "models/english");
+    expect_contains(r.out, "models/induction");
+    expect_contains(r.out, "examples:\n  attnscope predict 30-english-journey");
     run_free(&r);
 }
 
@@ -1821,6 +2013,27 @@ static void test_diff(void **state)
     expect_contains(r.out, "max |\u0394| 0.0000");
     run_free(&r);
 
+    /* Two texts of one length: a change is named by both scenes' tokens where they differ,
+       never by A's alone (B's row 2 is " rain"'s, not " king"'s). */
+    char ka[4200], kb[4200];
+    snprintf(ka, sizeof(ka), "%s",
+             induction_scene("diff-a.yaml", "fish moon king door fish moon king door"));
+    snprintf(kb, sizeof(kb), "%s",
+             induction_scene("diff-b.yaml", "fish moon rain door fish moon rain door"));
+    r = RUN("diff", ka, kb, "--layer", "1", "--top", "40");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# the texts differ at positions 2, 6: a row or column there names "
+                           "A's token, then B's\n");
+    expect_contains(r.out, "  row 2 \" king\" (B \" rain\") \u00d7 col 0 \"fish\": ");
+    expect_contains(r.out,
+                    "  row 6 \" king\" (B \" rain\") \u00d7 col 2 \" king\" (B \" rain\"): ");
+    assert_null(strstr(r.out, "row 3 \" door\" (B"));
+    run_free(&r);
+    /* the same text: no such line */
+    r = RUN("diff", a_path, b_path, "--top", "1");
+    assert_null(strstr(r.out, "texts differ"));
+    run_free(&r);
+
     /* Shapes that differ: refused, naming both. */
     r = RUN("diff", a_path, shoes);
     expect_status(&r, 1);
@@ -2075,6 +2288,8 @@ int main(void)
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_ablate),
         cmocka_unit_test(test_checkpoint_warnings),
+        cmocka_unit_test(test_modified_model),
+        cmocka_unit_test(test_examples_run),
         cmocka_unit_test(test_masked_lm),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_export_predictions),

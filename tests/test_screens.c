@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include <cmocka.h>
 
@@ -344,6 +346,126 @@ static void test_golden_screens(void **state)
         fail_msg("%d of %d screens differ from their golden files:%s", n_differ, n, differ);
 }
 
+/* ---- the stage bar's names, through print --stage ---------------------------------------- */
+
+/* The words of screen line y (UTF-8), split at blanks and the padded bar's dots, "…" left out. */
+static int line_words(char words[][64], int max, int y)
+{
+    wchar_t w[512];
+    int n = mvinnwstr(y, 0, w, (int)(sizeof(w) / sizeof(w[0])) - 1);
+    if (n < 0)
+        return 0;
+    w[n] = L'\0';
+    char line[2048];
+    if (wcstombs(line, w, sizeof(line)) == (size_t)-1)
+        return 0;
+    int count = 0;
+    for (char *save = NULL, *t = strtok_r(line, " ", &save); t && count < max;
+         t = strtok_r(NULL, " ", &save))
+        if (strcmp(t, "\u00b7") != 0 && strcmp(t, "\u2026") != 0)
+            snprintf(words[count++], sizeof(words[0]), "%s", t);
+    return count;
+}
+
+/* Runs `attnscope print SCENE --stage NAME --head 0` (ATTNSCOPE_BIN); true when it exits 0. */
+static bool print_takes(const char *scene, const char *name)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%.2000s' print '%.2000s' --stage '%.60s' --head 0 >/dev/null 2>&1",
+             getenv("ATTNSCOPE_BIN"), scene, name);
+    int rc = system(cmd);
+    return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+/* One name per stage, everywhere: every name the stage bar shows, of every shipped scene (and
+ * the Qwen3 and Llama checkpoints' stages no shipped scene has) at 64, 80 and 100 columns,
+ * walked through every stage so the bar's window shows each, is a name `print --stage` takes
+ * for that scene, and the stage's own name (the bar wrote "res1", "hidden", "gelu_tanh",
+ * "weighted", "final", "Q", which --stage refused). */
+static void test_stage_bar_names(void **state)
+{
+    (void)state;
+    const char *root = getenv("ATTNSCOPE_SOURCE_ROOT");
+    assert_non_null(root);
+    assert_non_null(getenv("ATTNSCOPE_BIN"));
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%.900s/scenes", root);
+    int n;
+    char **names = tu_list_names(dir, ".yaml", &n);
+    assert_non_null(names);
+    assert_true(n >= 30);
+    char scenes[64][1024];
+    int n_scenes = 0;
+    for (int i = 0; i < n && n_scenes < 62; i++)
+        snprintf(scenes[n_scenes++], sizeof(scenes[0]), "%.500s/%.500s", dir, names[i]);
+    tu_free_names(names, n);
+    snprintf(scenes[n_scenes++], sizeof(scenes[0]),
+             "%.900s/tests/golden/families/scenes/qwen3-qknorm.yaml", root);
+    snprintf(scenes[n_scenes++], sizeof(scenes[0]),
+             "%.900s/tests/golden/families/scenes/llama-gqa.yaml", root);
+    bool printed[STAGE_COUNT] = {false};
+    int shown = 0;
+    setenv("XDG_CONFIG_HOME", "/nonexistent-attnscope-test", 1);
+    unsetenv("NO_COLOR");
+    for (int sc = 0; sc < n_scenes; sc++) {
+        static const int widths[] = {64, 80, 100};
+        for (size_t wi = 0; wi < sizeof(widths) / sizeof(widths[0]); wi++) {
+            FILE *in = fopen("/dev/null", "r"), *out = fopen("/dev/null", "w");
+            SCREEN *scr = newterm("xterm-256color", out, in);
+            assert_non_null(scr);
+            set_term(scr);
+            resizeterm(30, widths[wi]);
+            ui_setup_terminal();
+            struct attn_scene s;
+            struct diag_list errs;
+            attn_diag_list_init(&errs);
+            if (attn_scenefile_load(&s, scenes[sc], &errs, NULL, NULL))
+                fail_msg("cannot load %s", scenes[sc]);
+            attn_diag_list_free(&errs);
+            struct ui *ui = calloc(1, sizeof(*ui));
+            struct diag err;
+            assert_int_equal(ui_open(ui, &s, scenes[sc], &err), 0);
+            enum attn_stage order[STAGE_COUNT];
+            int n_order = attn_stage_order(order, app_model(&ui->app));
+            /* from the first stage to the last, one '.' at a time */
+            ui->app.stage = order[0];
+            ui_mark(ui, OUTCOME_VIEW_CHANGED);
+            for (int k = 0; k < n_order; k++) {
+                ui_draw(ui);
+                char words[STAGE_COUNT + 4][64];
+                int nw = line_words(words, STAGE_COUNT + 4, 2);
+                assert_true(nw > 0);
+                for (int j = 0; j < nw; j++) {
+                    int st = attn_stage_parse(words[j]);
+                    if (st < 0 || strcmp(attn_stage_name((enum attn_stage)st), words[j]) != 0)
+                        fail_msg("%s at %d columns: the stage bar shows '%s', not a stage's name",
+                                 scenes[sc], widths[wi], words[j]);
+                    shown++;
+                    if (!printed[st]) {
+                        if (!print_takes(scenes[sc], words[j]))
+                            fail_msg("%s: print --stage %s, a name on its stage bar, fails",
+                                     scenes[sc], words[j]);
+                        printed[st] = true;
+                    }
+                }
+                ui_mark(ui, ui_key(ui, '.', false));
+            }
+            ui_close(ui);
+            free(ui);
+            endwin();
+            delscreen(scr);
+            fclose(in);
+            fclose(out);
+        }
+    }
+    /* every stage was on some bar and went through print */
+    for (int st = 0; st < STAGE_COUNT; st++)
+        if (!printed[st])
+            fail_msg("no stage bar showed %s", attn_stage_name((enum attn_stage)st));
+    printf("stage bar: %d names shown, all %d stages printed by print --stage\n", shown,
+           STAGE_COUNT);
+}
+
 /* Every step of every 256-colour scale has its own palette index, and the steps are fine enough
  * that attention weights 0.05 apart (on a 0..1 scale) always get different ones. */
 static void test_scale_indices(void **state)
@@ -372,6 +494,7 @@ int main(void)
 {
     setlocale(LC_ALL, "C.UTF-8");
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_screens),
+                                       cmocka_unit_test(test_stage_bar_names),
                                        cmocka_unit_test(test_scale_indices)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

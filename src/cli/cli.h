@@ -25,8 +25,16 @@ struct cli_opt {
     const char *help;      /* what it does; '\n' starts a continuation line */
 };
 
+/* One example of a command: a line to type, as it runs from anywhere (shipped scenes by name),
+ * and what it shows. */
+struct cli_example {
+    const char *line; /* "attnscope predict 30-english-journey --position 11" */
+    const char *what; /* one line, lower case, no full stop */
+};
+
 /* One command of `attnscope`, declared once: dispatch, `attnscope --help`'s list, the command's
- * own --help and its section of attnscope(1) come from this. */
+ * own --help and its section of attnscope(1) come from this, and its examples are the help's
+ * "examples:" and the manual's EXAMPLES (a test runs each). */
 struct cli_command {
     const char *name;                  /* the word after attnscope; NULL: the explorer */
     int (*run)(int argc, char **argv); /* the words after the command name */
@@ -35,6 +43,7 @@ struct cli_command {
     const char *description;           /* sentences; '\n\n' between paragraphs */
     const struct cli_opt *opts;
     int n_opts;
+    const struct cli_example *examples; /* ended by {NULL}; NULL: none */
 };
 
 /* Parses args (the words after the command name) against cmd's options. values[i] receives
@@ -75,6 +84,13 @@ enum {
 };
 /* bench --ui lives with main.c, which links curses; main sets this before dispatching. */
 extern int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos);
+/* check's lesson on the explorer's screen at 80x24 (ui/lessoncheck.h), with main.c too: plays the
+ * lesson of s (taken over) and adds every step's problems; -1 with err, s left, when there is no
+ * virtual terminal to play it on. NULL: the lesson is checked without a screen. */
+extern int (*cli_lesson_screen_hook)(struct attn_scene *s, const char *path, const char *source,
+                                     size_t len, struct diag_list *problems, struct diag *err);
+int cmd_check_lesson_screen(struct attn_scene *s, const char *path, const char *source, size_t len,
+                            struct diag_list *problems, struct diag *err);
 
 /* The commands of cli_lib (the ones without curses); main.c adds the explorer, keys and help. */
 extern const struct cli_command cli_check, cli_print, cli_export, cli_bench, cli_heads, cli_render,
@@ -117,6 +133,10 @@ void cli_scene_close(struct cli_scene *cs);
 /* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each
  * escaped (common/utf8.h) so a token from a file cannot drive the terminal. */
 void cli_print_tokens(FILE *out, const struct attn_model *m);
+/* "# modified model: heads 8 → 4 (not the checkpoint as trained)" when s computes otherwise than
+ * its checkpoint (attn_scene_model_changes), after "WHO: " when who is given; else nothing. The
+ * commands whose numbers are the model's say it under their tokens. */
+void cli_print_modified(FILE *out, const struct attn_scene *s, const char *who);
 
 /* A scene of n tokens with learned d_in-wide embeddings, `heads` causal split heads: the
  * benchmarks' shapes. Returns 0, or -1 (out of memory) with s still safe to free. */

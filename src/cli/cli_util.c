@@ -135,6 +135,12 @@ void cli_print_command_help(FILE *out, const struct cli_command *cmd)
         }
     }
     fputs("\n", out);
+    if (cmd->examples && cmd->examples[0].line) {
+        fputs("examples:\n", out);
+        for (const struct cli_example *e = cmd->examples; e->line; e++)
+            fprintf(out, "  %s\n      %s\n", e->line, e->what);
+        fputs("\n", out);
+    }
     if (strstr(cmd->usage, "SCENE")) {
         fputs(scene_note, out);
         /* "SCENE ..." first: the command needs one (a checkpoint: the book's scene will not do) */
@@ -354,6 +360,14 @@ void cli_print_tokens(FILE *out, const struct attn_model *m)
         attn_utf8_fputs_escaped(m->tokens[i], out, 0);
     }
     fputc('\n', out);
+}
+
+void cli_print_modified(FILE *out, const struct attn_scene *s, const char *who)
+{
+    char changes[400];
+    if (attn_scene_model_changes(changes, sizeof(changes), s) > 0)
+        fprintf(out, "# %s%smodified model: %s (not the checkpoint as trained)\n", who ? who : "",
+                who ? ": " : "", changes);
 }
 
 int cli_parse_double(const char *text, double lo, double hi, double *out)

@@ -34,6 +34,12 @@ static const struct cli_opt opts[O_COUNT] = {
                   "what the model ranks first there)"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope ablate 32-english-repeat --sort",
+     "the heads of models/english a repeated span needs most, first"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_ablate = {
     "ablate",
     cmd_ablate,
@@ -48,6 +54,7 @@ const struct cli_command cli_ablate = {
     "head on; --answer names another), or of every token itself when the text has no [MASK].",
     opts,
     O_COUNT,
+    examples,
 };
 
 struct row {
@@ -178,7 +185,9 @@ int cmd_ablate(int argc, char **argv)
         printf("# tokens:");
         for (int i = 0; i < n; i++)
             printf(" %s", m->tokens[i]);
-        printf("\n# each head ablated alone (%s), the mean loss over positions %d to %d\n",
+        printf("\n");
+        cli_print_modified(stdout, &cs.scene, NULL);
+        printf("# each head ablated alone (%s), the mean loss over positions %d to %d\n",
                mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"
                                  : "mean: its context replaced by its mean over the positions",
                a, b - 1);

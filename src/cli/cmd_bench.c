@@ -360,6 +360,7 @@ const struct cli_command cli_bench = {
     "(--tokens). Figures for speed come from here, never from the tests.",
     opts,
     BENCH_O_COUNT,
+    NULL, /* no example runs on the shipped scenes alone */
 };
 
 int cmd_bench(int argc, char **argv)

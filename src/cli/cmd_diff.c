@@ -94,6 +94,38 @@ static void fmt4(char *out, size_t size, float x)
         attn_cnum_format(out, size, "%.4f", (double)x);
 }
 
+/* Position i's token as the changes name it: "\"cat\"", or where B's text has another token
+ * there, both, "\"cat\" (B \"dog\")": a row of B's numbers is B's token's. Tokens come from
+ * files: escaped (common/utf8.h), and cut when long. */
+static void token_pair(char *out, size_t size, const struct attn_model *ma,
+                       const struct attn_model *mb, int i)
+{
+    char a[72], b[72];
+    attn_utf8_esc(a, sizeof(a), ma->tokens[i]);
+    if (strcmp(ma->tokens[i], mb->tokens[i]) == 0)
+        snprintf(out, size, "\"%s\"", a);
+    else
+        snprintf(out, size, "\"%s\" (B \"%s\")", a, attn_utf8_esc(b, sizeof(b), mb->tokens[i]));
+}
+
+/* Positions where A's and B's tokens differ, for the header: "2 and 5", "9 positions". */
+static int token_differences(char *out, size_t size, const struct attn_model *ma,
+                             const struct attn_model *mb)
+{
+    int n = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < ma->n && i < mb->n; i++)
+        if (strcmp(ma->tokens[i], mb->tokens[i]) != 0) {
+            if (n < 4 && o < size)
+                o += (size_t)snprintf(out + o, size - o, "%s%d", n ? ", " : "", i);
+            n++;
+        }
+    if (n > 4)
+        snprintf(out, size, "%d positions", n);
+    return n;
+}
+
 /* Compares head h of stage st in layer L; out of memory: CLI_INVALID. */
 static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int L,
                      enum attn_stage st, int h, int top, bool csv, bool utf8, float *buf_a,
@@ -132,7 +164,7 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
         }
     qsort(sorted, n, sizeof(*sorted), by_size);
     int k_top = top < (int)n ? top : (int)n;
-    const struct attn_model *m = &ca->net.model[L];
+    const struct attn_model *ma = &ca->net.model[L], *mb = &cb->net.model[L];
     bool square = attn_stage_is_square(st);
     if (csv) {
         for (int k = 0; k < k_top; k++) {
@@ -173,15 +205,15 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
         fmt4(a, sizeof(a), c->a);
         fmt4(b, sizeof(b), c->b);
         fmt4(d, sizeof(d), c->d);
-        /* Tokens come from files: escaped (common/utf8.h), and cut when long. */
-        char col[80], row[80];
+        /* Each scene's own token: B's is named too where the texts differ there. */
+        char col[160], row[160];
+        token_pair(row, sizeof(row), ma, mb, c->row);
         if (square)
-            snprintf(col, sizeof(col), "\"%s\"", attn_utf8_esc(row, 72, m->tokens[c->col]));
+            token_pair(col, sizeof(col), ma, mb, c->col);
         else
             snprintf(col, sizeof(col), "d%d", c->col);
-        printf("  row %d \"%s\" %s col %d %s: %s %s %s (%s%s)\n", c->row,
-               attn_utf8_esc(row, sizeof(row), m->tokens[c->row]), times, c->col, col, a, arrow, b,
-               c->d > 0 ? "+" : "", d);
+        printf("  row %d %s %s col %d %s: %s %s %s (%s%s)\n", c->row, row, times, c->col, col, a,
+               arrow, b, c->d > 0 ? "+" : "", d);
     }
     print_map(cells, va.rows, va.cols, max_abs, utf8);
     free(cells);
@@ -203,6 +235,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_CSV] = {"csv", 'c', NULL, "the top K as CSV: layer,head,row,col,a,b,delta"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope diff 04-self-attention-v2 05-causal --top 3",
+     "what the causal mask changes in the weights"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_diff = {
     "diff",
     cmd_diff,
@@ -212,6 +250,7 @@ const struct cli_command cli_diff = {
     "the mean |difference|, the K largest changes and a map of where they are.",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_diff(int argc, char **argv)
@@ -305,6 +344,16 @@ int cmd_diff(int argc, char **argv)
             fputs("layer,head,row,col,a,b,delta\r\n", stdout);
         else
             printf("# A: %s\n# B: %s\n", ca.name, cb.name);
+        char where[64];
+        int differ =
+            token_differences(where, sizeof(where), &ca.net.model[layer], &cb.net.model[layer]);
+        if (!csv && differ)
+            printf("# the texts differ at %s%s: a row or column there names A's token, then "
+                   "B's\n",
+                   differ == 1   ? "position "
+                   : differ <= 4 ? "positions "
+                                 : "",
+                   where);
         int h0 = all_heads ? 0 : head, h1 = all_heads ? heads : head + 1;
         for (int h = h0; h < h1 && rc == CLI_OK; h++)
             rc = diff_head(&ca, &cb, layer, st, h, top, csv, utf8, buf_a, buf_b, cap);

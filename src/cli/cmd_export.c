@@ -17,6 +17,12 @@ static const struct cli_opt opts[O_COUNT] = {
                "(default 10, at most 1000)"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope export 10-mha -o mha-export",
+     "every stage of the book's MultiHeadAttention as CSV, in mha-export/"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_export = {
     "export",
     cmd_export,
@@ -29,6 +35,7 @@ const struct cli_command cli_export = {
     "replaced only when it is an earlier export.",
     opts,
     O_COUNT,
+    examples,
 };
 
 /* The export a lean compute writes as it goes. */

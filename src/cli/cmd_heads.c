@@ -3,9 +3,12 @@
  *   layer  head  previous  induction   first    self  entropy
  *       0     0    0.9123     0.0132  0.0312  0.0123   0.4312
  *
- * --csv writes the same as CSV (an undefined score is an empty field); --sort SCORE orders the
- * heads by one score, highest first (entropy lowest first: the most focused heads). The last
- * lines name the head with the top score of each kind.
+ * The heading says how many rows each score averages: rows 1 .. n-1, and for induction the rows
+ * whose token occurred before, which must be ATTN_INDUCTION_MIN_ROWS or more for the score to be
+ * given ("-" and a footer saying why otherwise). --csv writes the same as CSV (a score not given
+ * is an empty field), with the two counts as the last columns; --sort SCORE orders the heads by
+ * one score, highest first (entropy lowest first: the most focused heads). The last lines name
+ * the head with the top score of each kind.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +42,15 @@ static int by_score(const void *pa, const void *pb)
 enum { O_SORT, O_CSV, O_COUNT };
 static const struct cli_opt opts[O_COUNT] = {
     [O_SORT] = {"sort", 's', "SCORE", "order by one score (entropy: lowest first)"},
-    [O_CSV] = {"csv", 'c', NULL, "as CSV: layer,head,previous,induction,first,self,entropy"},
+    [O_CSV] = {"csv", 'c', NULL,
+               "as CSV: layer,head,previous,induction,first,self,entropy,rows,\n"
+               "induction_rows (the rows each score averages)"},
+};
+
+static const struct cli_example examples[] = {
+    {"attnscope heads 31-english-passage --sort induction",
+     "the heads of models/english on a passage read twice, induction heads first"},
+    {NULL, NULL},
 };
 
 const struct cli_command cli_heads = {
@@ -49,9 +60,12 @@ const struct cli_command cli_heads = {
     "score every head by its attention pattern",
     "Score every head of every layer by its attention pattern: previous token, induction,\n"
     "first token (an attention sink), self and entropy, as interpretability work names\n"
-    "heads. The scores average the weights' rows 1 .. n-1.",
+    "heads. The scores average the weights' rows 1 .. n-1; induction averages the rows whose\n"
+    "token occurred before, and is given only on 8 or more of them (a text that repeats\n"
+    "itself): on a few it measures something else.",
     opts,
     O_COUNT,
+    examples,
 };
 
 /* The rows of every head, filled a layer at a time (attn_net_visit). */
@@ -121,7 +135,7 @@ int cmd_heads(int argc, char **argv)
         fputs("layer,head", stdout);
         for (int s = 0; s < SCORE_COUNT; s++)
             printf(",%s", attn_head_score_name((enum head_score)s));
-        fputs("\r\n", stdout);
+        fputs(",rows,induction_rows\r\n", stdout);
         for (int i = 0; i < n; i++) {
             printf("%d,%d", rows[i].layer, rows[i].head);
             for (int s = 0; s < SCORE_COUNT; s++)
@@ -129,13 +143,18 @@ int cmd_heads(int argc, char **argv)
                     attn_cnum_fprintf(stdout, ",%.6f", rows[i].s.value[s]);
                 else
                     fputs(",", stdout);
-            fputs("\r\n", stdout);
+            printf(",%d,%d\r\n", rows[i].s.rows[SCORE_PREVIOUS], rows[i].s.rows[SCORE_INDUCTION]);
         }
     } else {
         const struct attn_model *m = &net->model[0];
         cli_print_tokens(stdout, m);
-        printf("# %d layer%s \u00d7 %d head%s, scored on the attention weights (rows 1 to %d)\n",
-               net->layers, net->layers == 1 ? "" : "s", heads, heads == 1 ? "" : "s", m->n - 1);
+        cli_print_modified(stdout, &cs.scene, NULL);
+        /* the rows are the text's, the same for every head */
+        int all = rows[0].s.rows[SCORE_PREVIOUS], rep = rows[0].s.rows[SCORE_INDUCTION];
+        printf("# %d layer%s \u00d7 %d head%s, scored on the attention weights: rows 1 to %d (%d "
+               "row%s), induction on the %d whose token occurred before\n",
+               net->layers, net->layers == 1 ? "" : "s", heads, heads == 1 ? "" : "s", m->n - 1,
+               all, all == 1 ? "" : "s", rep);
         printf("layer  head");
         for (int s = 0; s < SCORE_COUNT; s++)
             printf("  %9s", attn_head_score_name((enum head_score)s));
@@ -160,8 +179,13 @@ int cmd_heads(int argc, char **argv)
             attn_cnum_fprintf(stdout, " (%.2f)", best[s].s.value[s]);
         }
         printf("\n");
-        if (!rows[0].s.defined[SCORE_INDUCTION])
-            printf("# no token repeats: the induction score needs a sequence with repeats\n");
+        for (int s = 0; s < SCORE_COUNT; s++) {
+            char why[200];
+            attn_head_score_why(why, sizeof(why), &rows[0].s, (enum head_score)s);
+            if (why[0])
+                printf("# %s -: %s\n", attn_head_score_name((enum head_score)s),
+                       strchr(why, ':') + 2);
+        }
     }
     free(rows);
     cli_scene_close(&cs);

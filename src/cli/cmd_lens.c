@@ -23,6 +23,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_CSV] = {"csv", 'c', NULL, "as CSV: layer,position,id,token,prob"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope lens 29-induction-head",
+     "each layer's guess: layer 0 the word before, layer 1 the word that comes next"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_lens = {
     "lens",
     cmd_lens,
@@ -36,6 +42,7 @@ const struct cli_command cli_lens = {
     "its own token (at a [MASK]: what fills it).",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_lens(int argc, char **argv)
@@ -83,6 +90,7 @@ int cmd_lens(int argc, char **argv)
         else
             printf("# the logit lens: each layer's residual stream through the final norm and the\n"
                    "# unembedding; its top-1 token and probability (* = the actual next token)\n");
+        cli_print_modified(stdout, &cs.scene, NULL);
         printf("  pos  %-12s %-12s", "token", masked ? "itself" : "next");
         for (int L = 0; L < layers; L++) /* a column: 'token' padded to 12, a mark, 0.000 */
             printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);

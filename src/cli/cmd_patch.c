@@ -48,6 +48,7 @@ const struct cli_command cli_patch = {
     "first [MASK], where the model answers, and loss scores the clean run's answers.",
     opts,
     O_COUNT,
+    NULL, /* no example runs on the shipped scenes alone */
 };
 
 /* The metric's kind and token texts, split from "kind[:A[:B]]" into text (a copy). */
@@ -227,6 +228,8 @@ int cmd_patch(int argc, char **argv)
                               m_corrupt + recovered[i] * span, recovered[i]);
     } else {
         printf("# clean: %s\n# corrupted: %s\n", clean.name, corrupt.name);
+        cli_print_modified(stdout, &clean.scene, "clean");
+        cli_print_modified(stdout, &corrupt.scene, "corrupted");
         const struct attn_model *m = &clean.net.model[0];
         bool last = metric.position == m->n - 1 && !clean.net.model[clean.net.layers - 1].masked_lm;
         if (spec.kind == METRIC_LOGIT_DIFF)

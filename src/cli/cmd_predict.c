@@ -29,6 +29,14 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_CSV] = {"csv", 'c', NULL, "as CSV: position,rank,id,token,logit,prob"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope predict 30-english-journey --position 11 --top 5",
+     "what models/english, trained on English, bets after \"one st\""},
+    {"attnscope predict 29-induction-head --position 20 --top 3",
+     "models/induction completing the second run of its words"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_predict = {
     "predict",
     cmd_predict,
@@ -38,9 +46,11 @@ const struct cli_command cli_predict = {
     "probabilities, softmax(logits / T), and the actual next token's rank and probability;\n"
     "then the mean loss (-ln p of each next token) over positions 0 .. n-2 and the perplexity.\n"
     "The logits are the last layer's final norm times the unembedding (lm_head, or wte when\n"
-    "tied). The scene needs a vocabulary model: a checkpoint such as models/induction.",
+    "tied). The scene needs a vocabulary model: a checkpoint, such as the two that ship,\n"
+    "models/english (trained on English prose) and models/induction (a toy on repeated words).",
     opts,
     O_COUNT,
+    examples,
 };
 
 /* One position's table. */
@@ -135,21 +145,23 @@ int cmd_predict(int argc, char **argv)
         printf("# tokens:");
         for (int i = 0; i < n; i++)
             printf(" %s", m->tokens[i]);
+        printf("\n");
+        cli_print_modified(stdout, &cs.scene, NULL);
         /* a masked language model (BERT) fills in its [MASK] positions: those by default */
         const struct attn_model *last = &net->model[net->layers - 1];
         int masks = 0;
         for (int i = 0; last->masked_lm && i < n; i++)
             masks += m->ids[i] == last->mask_id;
         if (last->masked_lm)
-            attn_cnum_fprintf(
-                stdout, "\n# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
-                p.k, p.vocab, temperature,
-                position >= 0 || masks == 0 ? ""
-                                            : " (the [MASK] positions; --position "
-                                              "shows any other)");
+            attn_cnum_fprintf(stdout,
+                              "# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
+                              p.k, p.vocab, temperature,
+                              position >= 0 || masks == 0 ? ""
+                                                          : " (the [MASK] positions; --position "
+                                                            "shows any other)");
         else
             attn_cnum_fprintf(stdout,
-                              "\n# next-token predictions: top %d of %d tokens, temperature %g\n",
+                              "# next-token predictions: top %d of %d tokens, temperature %g\n",
                               p.k, p.vocab, temperature);
         for (int i = 0; i < n; i++)
             if (position < 0 ? !masks || m->ids[i] == last->mask_id : i == position)

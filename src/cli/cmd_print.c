@@ -96,6 +96,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_LAYER] = {"layer", 'l', "L", "only layer L (0-based) of a scene with layers"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope print 10-mha --stage weights --head 1",
+     "head 1's attention weights of the book's MultiHeadAttention, as PyTorch prints them"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_print = {
     "print",
     cmd_print,
@@ -105,6 +111,7 @@ const struct cli_command cli_print = {
     "set them beside the book's. With --head alone, only the per-head stages print.",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_print(int argc, char **argv)
@@ -180,6 +187,7 @@ int cmd_print(int argc, char **argv)
     char desc[512];
     attn_scene_describe(desc, sizeof(desc), &cs.scene);
     printf("# %s\n", desc);
+    cli_print_modified(stdout, &cs.scene, NULL);
     long mha, kv = attn_scene_kv_cache(&cs.scene, &mha);
     if (kv != mha) /* the point of GQA, MQA and MLA */
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,

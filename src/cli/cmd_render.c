@@ -59,6 +59,12 @@ static const struct cli_opt opts[O_COUNT] = {
     [O_OUTPUT] = {"output", 'o', "FILE.svg", "the picture; replaced only when it is an SVG"},
 };
 
+static const struct cli_example examples[] = {
+    {"attnscope render 10-mha --head 1 --values -o head1.svg",
+     "head 1's weights as an SVG picture for slides, each cell's value written"},
+    {NULL, NULL},
+};
+
 const struct cli_command cli_render = {
     "render",
     cmd_render,
@@ -69,6 +75,7 @@ const struct cli_command cli_render = {
     "legend and a title. The file is written all or nothing.",
     opts,
     O_COUNT,
+    examples,
 };
 
 int cmd_render(int argc, char **argv)

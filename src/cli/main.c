@@ -33,6 +33,11 @@ static int cmd_keys(int argc, char **argv);
 static int cmd_explore(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
+static const struct cli_example keys_examples[] = {
+    {"attnscope keys", "the keys as a table, as docs/explorer.md shows it"},
+    {NULL, NULL},
+};
+
 static const struct cli_command cli_keys = {
     "keys",
     cmd_keys,
@@ -42,6 +47,15 @@ static const struct cli_command cli_keys = {
     "groups them. Keys are rebound in keys.yaml (see attnscope(1), FILES).",
     NULL,
     0,
+    keys_examples,
+};
+
+static const struct cli_example explore_examples[] = {
+    {"attnscope 30-english-journey",
+     "the book's sentence in models/english, a model trained on English: t types your own, p "
+     "shows its next-token guesses"},
+    {"attnscope lessons/7-trained-heads", "a guided tour of what trained heads do"},
+    {NULL, NULL},
 };
 
 static const struct cli_command cli_explore = {
@@ -53,6 +67,7 @@ static const struct cli_command cli_explore = {
     "heatmap with an inspector that shows each number's arithmetic. Press ? for the keys.",
     NULL,
     0,
+    explore_examples,
 };
 
 enum { HELP_O_MAN, HELP_O_COUNT };
@@ -60,6 +75,11 @@ static const struct cli_opt help_opts[HELP_O_COUNT] = {
     [HELP_O_MAN] = {"man", 0, "PAGE",
                     "the manual page PAGE in roff instead: attnscope (section 1)\n"
                     "or attnscope-scene (section 5); the build installs them"},
+};
+
+static const struct cli_example help_examples[] = {
+    {"attnscope help predict", "predict's options, as attnscope predict --help prints them"},
+    {NULL, NULL},
 };
 
 static const struct cli_command cli_help = {
@@ -71,6 +91,7 @@ static const struct cli_command cli_help = {
     "options, the same as 'attnscope COMMAND --help'.",
     help_opts,
     HELP_O_COUNT,
+    help_examples,
 };
 
 /* Every command, the explorer first: dispatch, `attnscope --help` and attnscope(1). */
@@ -219,6 +240,7 @@ int main(int argc, char **argv)
 {
     attn_fatal_install_crash_handlers();
     cli_bench_ui_hook = cmd_bench_ui;
+    cli_lesson_screen_hook = cmd_check_lesson_screen;
     keep_freed_matrices();
     attn_progress_catch_interrupts(); /* the explorer puts its own in place */
     int rc = check_environment();

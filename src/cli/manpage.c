@@ -209,5 +209,14 @@ void cli_print_man(FILE *out, const struct cli_command *const *cmds, int n)
         fputs("\n", out);
         roff_paragraphs(out, files[i].what);
     }
+    /* Every command's examples, in the command table's order: the same lines --help shows. */
+    fputs(".SH EXAMPLES\n", out);
+    for (int i = 0; i < n; i++)
+        for (const struct cli_example *e = cmds[i]->examples; e && e->line; e++) {
+            fputs(".TP\n\\fB", out);
+            roff_text(out, e->line, strlen(e->line));
+            fputs("\\fR\n", out);
+            roff_paragraphs(out, e->what);
+        }
     fputs(".SH SEE ALSO\n\\fBattnscope-scene\\fR(5)\n", out);
 }

@@ -161,6 +161,10 @@ static const struct {
     {"lesson[].cell", "The cell under the cursor, [row, column] from 0."},
     {"lesson[].row", "Or a row to look at."},
     {"lesson[].all_heads", "Shows every head side by side."},
+    {"lesson[].panel",
+     "What shows beside the map: the inspector (the default), the next-token predictions of the "
+     "cursor's row (a step that quotes a prediction shows them, its row on the position), or the "
+     "token view."},
     {"lesson[].caption",
      "What to say, at most 480 characters and 8 lines; a number in braces, {0.2379} or "
      "{0.2379 @ 1,1}, is checked against the matrix on screen."},

@@ -51,18 +51,20 @@ struct attn_edit {
     int dim;          /* DIM */
     double dropout;
     uint64_t seed;
-    char *text;           /* TEXT, TOKENIZER: the sentence (the edit's own copy in a lesson) */
-    int tokenizer;        /* TOKENIZER: enum attn_tokenizer */
-    int scale;            /* enum attn_scale_kind: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
-    double scale_divisor; /* SCALE_DIVISOR's */
-    int mask_mode;        /* enum attn_mask_mode */
-    int normalize;        /* enum attn_normalize */
-    int layout;           /* LAYOUT, SHAPE: enum attn_head_layout */
-    int offset;           /* the first token's position */
-    int projection;       /* SHAPE: enum attn_projection */
-    bool qkv_bias;        /* SHAPE */
-    int layer, head;      /* ABLATE: the head */
-    int head_mode;        /* ABLATE: enum attn_head_mode, HEAD_ZERO or HEAD_MEAN, HEAD_KEEP: off */
+    char *text;            /* TEXT, TOKENIZER: the sentence (the edit's own copy in a lesson) */
+    const char *text_pair; /* TEXT: a pair's second sentence (BERT's text: [A, B]); NULL: the
+                              scene's stays, "": none, one sentence */
+    int tokenizer;         /* TOKENIZER: enum attn_tokenizer */
+    int scale;             /* enum attn_scale_kind: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
+    double scale_divisor;  /* SCALE_DIVISOR's */
+    int mask_mode;         /* enum attn_mask_mode */
+    int normalize;         /* enum attn_normalize */
+    int layout;            /* LAYOUT, SHAPE: enum attn_head_layout */
+    int offset;            /* the first token's position */
+    int projection;        /* SHAPE: enum attn_projection */
+    bool qkv_bias;         /* SHAPE */
+    int layer, head;       /* ABLATE: the head */
+    int head_mode;         /* ABLATE: enum attn_head_mode, HEAD_ZERO or HEAD_MEAN, HEAD_KEEP: off */
 };
 
 /* What an edit took along besides what it set, for the caller to say. */

@@ -2,6 +2,7 @@
 #include "engine/headscore.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const names[SCORE_COUNT] = {"previous", "induction", "first", "self", "entropy"};
@@ -45,7 +46,32 @@ void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int
     }
     for (int s = 0; s < SCORE_COUNT; s++) {
         int count = s == SCORE_INDUCTION ? repeats : rows;
-        out->defined[s] = count > 0;
-        out->value[s] = count > 0 ? sum[s] / count : 0.0;
+        out->rows[s] = count;
+        out->defined[s] = count >= attn_head_score_min_rows((enum head_score)s);
+        out->value[s] = out->defined[s] ? sum[s] / count : 0.0;
     }
+}
+
+int attn_head_score_min_rows(enum head_score s)
+{
+    return s == SCORE_INDUCTION ? ATTN_INDUCTION_MIN_ROWS : 1;
+}
+
+void attn_head_score_why(char *out, size_t size, const struct head_scores *sc, enum head_score s)
+{
+    if (size)
+        out[0] = '\0';
+    if (s < 0 || s >= SCORE_COUNT || sc->defined[s])
+        return;
+    int rows = sc->rows[s];
+    if (s != SCORE_INDUCTION)
+        snprintf(out, size, "%s: no row to average (one token)", names[s]);
+    else if (rows == 0)
+        snprintf(out, size,
+                 "induction: no token repeats an earlier one (a text that repeats "
+                 "itself gives the score)");
+    else
+        snprintf(out, size,
+                 "induction: %d row%s repeat%s an earlier token, fewer than the %d the score needs",
+                 rows, rows == 1 ? "" : "s", rows == 1 ? "s" : "", ATTN_INDUCTION_MIN_ROWS);
 }

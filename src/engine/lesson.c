@@ -49,6 +49,13 @@ void attn_lesson_unref(struct attn_lesson *l)
     free(l);
 }
 
+const char *attn_lesson_panel_name(enum attn_lesson_panel p)
+{
+    return p == LESSON_PANEL_PREDICTIONS ? "predictions"
+           : p == LESSON_PANEL_TOKENS    ? "tokens"
+                                         : "inspector";
+}
+
 /* ---- caption marks ------------------------------------------------------------------------ */
 
 static const char *skip_blanks(const char *p)
@@ -129,11 +136,12 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
             snprintf(word, sizeof(word), "%.*s", (int)(q - name), name);
             q = skip_blanks(q);
         }
-        if (strcmp(word, "next") == 0) {
+        if (strcmp(word, "next") == 0 || strcmp(word, "top") == 0) {
+            m->top = word[0] == 't';
             m->next = read_index(&q);
             if (m->next < 0) {
-                snprintf(why, size,
-                         "after @ next comes a position (0-based), like {0.9187 @ next 20}");
+                snprintf(why, size, "after @ %s comes a position (0-based), like {0.9187 @ %s 20}",
+                         word, word);
                 return NULL;
             }
             q = skip_blanks(q);
@@ -159,8 +167,8 @@ static const char *read_mark(const char *p, struct attn_caption_mark *m, char *w
     }
     if (*q != '}') {
         snprintf(why, size,
-                 "a mark is {number}, {number @ row,column}, {number @ stage row,column} or "
-                 "{number @ next position}");
+                 "a mark is {number}, {number @ row,column}, {number @ stage row,column}, "
+                 "{number @ next position} or {number @ top position}");
         return NULL;
     }
     return q + 1;

@@ -16,6 +16,11 @@
  *   {-inf @ 0,1}         a masked cell
  *   {0.9187 @ next 20}   the probability the model gives position 20's actual next token
  *                        (scenes with a vocabulary model: what the predictions panel shows)
+ *   {0.6437 @ top 11}    the probability of position 11's most likely next token, the
+ *                        panel's first line
+ * A step that quotes a prediction shows the predictions panel (panel: predictions) with the
+ * cursor on that position's row, and every number a caption quotes from the screen must be on
+ * it at 80x24, the workshop's least (ui/lessoncheck.h checks that on a virtual terminal).
  * The number matches when the value, rounded to the decimals written, is the number written.
  * On screen a mark is just its number ("0.2379", "−∞").
  */
@@ -35,11 +40,18 @@
 #define LESSON_CAPTION_MAX_LINES 8
 #define LESSON_MAX_MARKS         32 /* marked numbers in one caption */
 
+/* What a step shows beside (or under) the map: the inspector, the next-token predictions of the
+ * cursor's row (p), or the token view (v). */
+enum attn_lesson_panel { LESSON_PANEL_INSPECTOR, LESSON_PANEL_PREDICTIONS, LESSON_PANEL_TOKENS };
+/* "inspector", "predictions", "tokens": the values of a step's panel: key. */
+const char *attn_lesson_panel_name(enum attn_lesson_panel p);
+
 struct attn_lesson_step {
     int stage; /* enum attn_stage */
     int layer, head;
     int row, col;          /* the cell to look at; col -1: the row; both -1: neither */
     bool all_heads;        /* every head side by side instead of one */
+    int panel;             /* enum attn_lesson_panel */
     struct attn_edit edit; /* kind < EDIT_LESSON_COUNT; the keys are the scene's own */
     char *caption;         /* with marks (above) */
     int line; /* where the step starts in its file (1-based; 0: unknown), for messages */
@@ -68,6 +80,7 @@ struct attn_caption_mark {
     int row, col;      /* -1: the step's cell, its row, or anywhere */
     int next;          /* >= 0: {p @ next P}, the model's probability of position P's next
                           token (at temperature 1, after the step's ablations); -1: a cell */
+    bool top;          /* with next: {p @ top P}, the probability of P's most likely token */
     size_t start, end; /* bytes of the mark in the caption: '{' up to and with '}' */
     char written[32];  /* the number as written ("0.2379", "-inf") */
 };

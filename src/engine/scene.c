@@ -1436,6 +1436,47 @@ bool attn_rope_scaling_same(const struct attn_scene *a, const struct attn_scene 
              memcmp(x->long_factor, y->long_factor, size) == 0));
 }
 
+int attn_scene_model_changes(char *out, size_t size, const struct attn_scene *s)
+{
+    if (size)
+        out[0] = '\0';
+    if (!s->model.file)
+        return 0;
+    int n = 0;
+    size_t o = 0;
+#define SAY(...)                                                                                   \
+    do {                                                                                           \
+        n++;                                                                                       \
+        if (o < size)                                                                              \
+            o += (size_t)snprintf(out + o, size - o, "%s", o ? ", " : "");                         \
+        if (o < size)                                                                              \
+            o += (size_t)snprintf(out + o, size - o, __VA_ARGS__);                                 \
+    } while (0)
+    const struct attn_config *a = &s->attn;
+    if (a->heads != s->model.heads)
+        SAY("heads %d \u2192 %d", s->model.heads, a->heads);
+    if (s->layers != s->model.layers)
+        SAY("layers %d \u2192 %d", s->model.layers, s->layers);
+    if (a->causal != s->model.causal)
+        SAY("causal %s", a->causal ? "on" : "off");
+    if (a->causal && a->mask_mode != MASK_BEFORE_SOFTMAX)
+        SAY("mask %s", attn_mask_mode_name(a->mask_mode));
+    enum attn_scale_kind sc = attn_scene_eff_scale(s);
+    if (sc == SCALE_DIVISOR)
+        SAY("scores \u00f7 %g", a->scale_divisor);
+    else if (sc != s->model.scale)
+        SAY("scaling %s", sc == SCALE_NONE ? "off" : "by \u221ad_k");
+    if (a->normalize != NORM_SOFTMAX)
+        SAY("normalize %s", attn_normalize_name(a->normalize));
+    if (a->dropout > 0) {
+        char p[32];
+        attn_scene_format_p(p, sizeof(p), a->dropout);
+        SAY("dropout %s", p);
+    }
+#undef SAY
+    return n;
+}
+
 bool attn_scene_positions_note(char *out, size_t size, const struct attn_scene *s)
 {
     int last = s->n_tokens + (s->pos.offset > 0 ? s->pos.offset : 0);

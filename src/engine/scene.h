@@ -327,6 +327,11 @@ struct attn_scene {
         char *arch; /* "gpt2" */
         int layers; /* the checkpoint's own count (layers may run fewer) */
         int heads;  /* its config's head count (attention.heads may split otherwise) */
+        /* Its own mask and scaling, as trained: causal (GPT-2, Llama) or not (BERT), and the
+         * scores ÷ √d_k or not (GPT-2's scale_attn_weights), for attn_scene_model_changes. Its
+         * rows are normalised by the softmax, masked before it, without dropout. */
+        bool causal;
+        enum attn_scale_kind scale; /* SCALE_SQRT_DK or SCALE_NONE */
         /* The positions it was trained on (n_positions, max_position_embeddings), named by
          * positions_key (a string literal), or 0. Learned positions end there; RoPE computes
          * past them as transformers does, with a warning (attn_scene_positions_note). */
@@ -510,6 +515,16 @@ const char *attn_activation_name(enum attn_activation a);
 const char *attn_rope_scaling_name(enum attn_rope_scaling k);
 /* True when a and b compute the same RoPE frequencies (every field of pos.scaling). */
 bool attn_rope_scaling_same(const struct attn_scene *a, const struct attn_scene *b);
+/* What s computes otherwise than its checkpoint as trained: its heads split otherwise, fewer
+ * layers, the mask, the scaling, the normalisation or dropout changed (the scene keys
+ * attention.heads, layers, attention.causal, .scale, .normalize, .mask_mode, .dropout, or the
+ * explorer's H, c, x, N, M, D). Its predictions are then not the checkpoint's. out gets the
+ * changes in the message line's words, "heads 8 → 4, causal off" ("" for none, or a scene
+ * without a checkpoint); returns how many. The sentence, the positions' offset and the
+ * temperature are the input, not the model; an ablation is an intervention that is said apart
+ * (attn_scene_ablation). */
+int attn_scene_model_changes(char *out, size_t size, const struct attn_scene *s);
+
 /* True when s is a RoPE checkpoint that reads past the positions it was trained on
  * (model.positions): transformers computes them, and so does attnscope, but says so. out gets the
  * warning ("70 tokens, past the checkpoint's 64 positions (max_position_embeddings): ..."). */

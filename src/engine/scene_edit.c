@@ -8,17 +8,25 @@
 #include "engine/edit.h"
 #include "engine/tokenize.h"
 
-/* Tokenises text as the scene would: its vocabulary's tokenizer, or a built-in one. */
-static int tokens_of(const struct attn_scene *s, const char *text, int tok, int *n,
-                     struct diag *err)
+/* The second sentence an edit leaves: its own (NULL when it removes it), else the scene's. */
+static const char *pair_of(const struct attn_scene *s, const struct attn_edit *e)
+{
+    if (e->kind != EDIT_TEXT || !e->text_pair)
+        return s->text_pair;
+    return e->text_pair[0] ? e->text_pair : NULL;
+}
+
+/* Tokenises text (and pair, a second sentence) as the scene would: its vocabulary's tokenizer,
+ * or a built-in one. */
+static int tokens_of(const struct attn_scene *s, const char *text, const char *pair, int tok,
+                     int *n, struct diag *err)
 {
     char **tokens = NULL;
     int *ids = NULL, *types = NULL;
     *n = 0;
     int rc =
         attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize
-            ? s->backing->tokenize(s->backing, text, s->text_pair, true, &tokens, &ids, &types, n,
-                                   err)
+            ? s->backing->tokenize(s->backing, text, pair, true, &tokens, &ids, &types, n, err)
             : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
     attn_tokens_free(tokens, *n);
     free(ids);
@@ -105,7 +113,7 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
         int n;
         const char *text = e->kind == EDIT_TEXT ? e->text : s->text;
         int tok = e->kind == EDIT_TEXT ? (int)s->tokenizer : e->tokenizer;
-        if (tokens_of(s, text, tok, &n, err) != 0) {
+        if (tokens_of(s, text, pair_of(s, e), tok, &n, err) != 0) {
             snprintf(err->path, sizeof(err->path), "text");
             return -1;
         }
@@ -188,14 +196,29 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
            for other tokens no longer fits; a drawn position table grows with the sentence (a
            given one does not, and the scene says why it is invalid). */
         char *text = strdup(e->kind == EDIT_TEXT ? e->text : s->text);
-        if (!text)
+        const char *pair = pair_of(s, e);
+        char *pair_copy = pair && pair != s->text_pair ? strdup(pair) : NULL;
+        if (!text || (pair && pair != s->text_pair && !pair_copy)) {
+            free(text);
+            free(pair_copy);
             return attn_diag_set(err, "text", "out of memory");
+        }
         if (e->kind == EDIT_TOKENIZER)
             s->tokenizer = (enum attn_tokenizer)e->tokenizer;
+        char *old_pair = s->text_pair;
+        if (pair != old_pair) /* the tokenizer joins the new pair */
+            s->text_pair = pair_copy;
         int rc = attn_scene_retext(s, text, err);
         free(text);
-        if (rc)
+        if (rc) {
+            if (s->text_pair != old_pair) { /* the scene as it was */
+                free(s->text_pair);
+                s->text_pair = old_pair;
+            }
             return -1;
+        }
+        if (s->text_pair != old_pair)
+            free(old_pair);
         attn_scene_drop_dropout_masks(s);
         if (s->pos.kind == POS_LEARNED && !s->pos.table.data && !s->model.file &&
             s->n_tokens + s->pos.offset > s->pos.max_len) {

@@ -148,6 +148,11 @@ static enum char_class class_of(unsigned char c)
     return CC_OTHER;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 /* A label "<C3>" or "<C3><A9>": bytes that are not text on their own (a letter's halves). */
 static int hex_bytes(const char *t)
 {
@@ -155,7 +160,7 @@ static int hex_bytes(const char *t)
     if (len == 0 || len % 4 != 0)
         return 0;
     for (size_t i = 0; i < len; i += 4)
-        if (t[i] != '<' || t[i + 3] != '>')
+        if (t[i] != '<' || t[i + 3] != '>' || hex_digit(t[i + 1]) < 0 || hex_digit(t[i + 2]) < 0)
             return 0;
     return (int)(len / 4);
 }
@@ -176,18 +181,46 @@ static bool single_byte(const char *t)
     return strlen(t) == 1 || hex_bytes(t) == 1;
 }
 
+/* The word as the user typed it: a byte token's label ("<C3>") is its byte again, so the
+ * halves of a character the vocabulary split ("na" "<C3>" "<AF>" "ve") join into it ("naïve");
+ * a byte that is no part of a whole character stays its label. */
+static void word_text(char *out, size_t size, char *const *tokens, int first, int end)
+{
+    char raw[96];
+    size_t n = 0;
+    for (int i = first; i < end && n + 1 < sizeof(raw); i++) {
+        const char *t = tokens[i];
+        if (i == first && t[0] == ' ')
+            t++; /* the space before the word */
+        int bytes = hex_bytes(t);
+        for (int k = 0; k < bytes && n + 1 < sizeof(raw); k++)
+            raw[n++] = (char)(hex_digit(t[4 * k + 1]) * 16 + hex_digit(t[4 * k + 2]));
+        for (size_t k = 0; !bytes && t[k] && n + 1 < sizeof(raw); k++)
+            raw[n++] = t[k];
+    }
+    raw[n] = '\0';
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < size;) {
+        uint32_t cp;
+        int len = attn_utf8_decode(raw + i, &cp);
+        if (len > 0) {
+            memcpy(out + o, raw + i, (size_t)len);
+            o += (size_t)len;
+            i += (size_t)len;
+        } else {
+            o += (size_t)snprintf(out + o, size - o, "<%02X>", (unsigned char)raw[i]);
+            i++;
+        }
+    }
+    out[o < size ? o : size - 1] = '\0';
+}
+
 /* One word: tokens [first, end). */
 static void describe_word(char *out, size_t size, char *const *tokens, int first, int end,
                           bool alone)
 {
-    char word[96];
-    size_t o = 0;
-    for (int i = first; i < end && o + 1 < sizeof(word); i++) {
-        const char *t = tokens[i];
-        if (i == first && t[0] == ' ')
-            t++; /* the space before the word */
-        o += (size_t)snprintf(word + o, sizeof(word) - o, "%s", t);
-    }
+    char word[160];
+    word_text(word, sizeof(word), tokens, first, end);
     int bytes = 0;
     for (int i = first; i < end; i++)
         bytes += single_byte(tokens[i]);

@@ -164,6 +164,7 @@ void app_free(struct app *a)
     free(a->undo);
     free(a->redo);
     free(a->prompt_initial);
+    free(a->pending_sentence);
     free(a->scene_path);
     attn_net_free(&a->net);
     free(a->scores);
@@ -733,6 +734,12 @@ static int edit_text(struct app *a, const struct attn_edit *e)
 int app_edit_text(struct app *a, const char *text)
 {
     struct attn_edit e = {.kind = EDIT_TEXT, .text = (char *)text};
+    return edit_text(a, &e);
+}
+
+int app_edit_text_pair(struct app *a, const char *text, const char *pair)
+{
+    struct attn_edit e = {.kind = EDIT_TEXT, .text = (char *)text, .text_pair = pair};
     return edit_text(a, &e);
 }
 
@@ -1388,9 +1395,16 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
         SAY("embedding dim %d \u2192 %d", attn_scene_d_in(from), attn_scene_d_in(to));
     if (from->pos.offset != to->pos.offset)
         SAY("first position %d \u2192 %d", from->pos.offset, to->pos.offset);
-    if ((from->text == NULL) != (to->text == NULL) ||
-        (from->text && strcmp(from->text, to->text) != 0))
-        SAY("the sentence (%d \u2192 %d tokens)", from->n_tokens, to->n_tokens);
+    bool first = (from->text == NULL) != (to->text == NULL) ||
+                 (from->text && strcmp(from->text, to->text) != 0);
+    bool second = (from->text_pair == NULL) != (to->text_pair == NULL) ||
+                  (from->text_pair && strcmp(from->text_pair, to->text_pair) != 0);
+    if (first || second)
+        SAY("the %s (%d \u2192 %d tokens)",
+            !second  ? "sentence"
+            : !first ? "second sentence"
+                     : "sentences",
+            from->n_tokens, to->n_tokens);
     else if (from->n_tokens != to->n_tokens) /* the same text, tokenised otherwise */
         SAY("%d \u2192 %d tokens", from->n_tokens, to->n_tokens);
     /* Ablations: each head whose mode moved, in the order of the lists. */

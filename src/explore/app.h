@@ -161,7 +161,9 @@ struct app {
      * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
     enum knob prompt_knob;
     char pending_path[1024];
-    char *prompt_initial; /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
+    char *prompt_initial;   /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
+    char *pending_sentence; /* t on a pair (text: [A, B]): sentence A as typed, while B is asked;
+                               NULL otherwise */
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */
@@ -242,6 +244,8 @@ struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage
 /* Every edit: pushes undo, applies, checks, recomputes. Returns 0 when the new scene is valid,
  * -1 when it is not (the result stays, a->error says why). */
 int app_edit_text(struct app *a, const char *text);
+/* A pair's two sentences at once (BERT's text: [A, B]); pair "" makes it one sentence. */
+int app_edit_text_pair(struct app *a, const char *text, const char *pair);
 int app_edit_knob(struct app *a, enum knob k, double value);
 int app_edit_seed(struct app *a, uint64_t seed);
 /* Moves every token's position to offset + i; every parameter stays as it is. */

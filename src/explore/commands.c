@@ -309,6 +309,21 @@ int command_zoom(struct app *a, int dir, int down, int across)
     return OUTCOME_VIEW_CHANGED;
 }
 
+/* A pair's first sentence typed: kept while the second is asked, with its own text in the line
+ * (the two are one edit, made when B is entered). */
+static int pair_prompt(struct app *a, const char *typed, struct ask *ask)
+{
+    free(a->pending_sentence);
+    a->pending_sentence = strdup(typed);
+    if (!a->pending_sentence) {
+        app_refuse(a, "out of memory");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%s", a->scene.text_pair);
+    ask_for(ask, PROMPT_TEXT_PAIR, "sentence B (of 2; empty: one sentence)", a->scene.text_pair);
+    return OUTCOME_VIEW_CHANGED;
+}
+
 int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
 {
     ask_clear(ask);
@@ -320,9 +335,20 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
     }
     switch (kind) {
     case PROMPT_TEXT:
+        if (a->scene.text_pair && a->scene.text)
+            return pair_prompt(a, typed, ask);
         if (strcmp(typed, a->prompt_initial) != 0) /* Enter on the same text changes nothing */
             app_edit_text(a, typed);
         return OUTCOME_SCENE_CHANGED;
+    case PROMPT_TEXT_PAIR: {
+        /* Enter on both as they were changes nothing; B emptied: one sentence */
+        char *first = a->pending_sentence;
+        a->pending_sentence = NULL;
+        if (first && (strcmp(first, a->scene.text) != 0 || strcmp(typed, a->scene.text_pair) != 0))
+            app_edit_text_pair(a, first, typed);
+        free(first);
+        return OUTCOME_SCENE_CHANGED;
+    }
     case PROMPT_KNOB:
         return accept_knob(a, typed);
     case PROMPT_OFFSET:
@@ -377,6 +403,11 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
 
 int command_cancel(struct app *a, enum prompt_kind kind)
 {
+    if (kind == PROMPT_TEXT_PAIR) { /* Esc on B drops A too: the pair is one edit */
+        free(a->pending_sentence);
+        a->pending_sentence = NULL;
+        note(a, "the sentences are as they were");
+    }
     if (kind == PROMPT_CONFIRM_SAVE || kind == PROMPT_CONFIRM_EXPORT)
         note(a, "nothing written");
     return OUTCOME_VIEW_CHANGED;
@@ -417,7 +448,9 @@ static int text_prompt(struct app *a, struct ask *ask)
         app_refuse(a, "the sentence is too long to edit here; edit the scene file");
     } else {
         memcpy(a->prompt_initial, text, need);
-        ask_for(ask, PROMPT_TEXT, "sentence", text);
+        /* a pair (BERT's text: [A, B]): A, then B (pair_prompt) */
+        ask_for(ask, PROMPT_TEXT, s->text_pair ? "sentence A (of 2; Enter, then B)" : "sentence",
+                text);
     }
     free(text);
     return OUTCOME_VIEW_CHANGED;
@@ -761,7 +794,15 @@ static int act_score(struct app *a, enum action act, struct ask *ask)
     else if (a->score_shown >= 0)
         note(a, "heads coloured by their %s score (S: next score)",
              attn_head_score_name((enum head_score)a->score_shown));
-    else
+    /* a score not given here (too few repeats for induction) says why, not a row of "-" */
+    char why[200] = "";
+    if (a->score_shown >= 0)
+        attn_head_score_why(why, sizeof(why), app_scores(a, a->layer, 0),
+                            (enum head_score)a->score_shown);
+    if (why[0])
+        note(a, "no %s score here: %s (S: next score)",
+             attn_head_score_name((enum head_score)a->score_shown), strchr(why, ':') + 2);
+    if (a->score_shown < 0)
         note(a, "heads no longer coloured by a score");
     return OUTCOME_VIEW_CHANGED;
 }

@@ -18,7 +18,8 @@
 /* What a prompt asks for; decides what its answer does. */
 enum prompt_kind {
     PROMPT_NONE,
-    PROMPT_TEXT,           /* the sentence */
+    PROMPT_TEXT,           /* the sentence (of a pair: the first, then PROMPT_TEXT_PAIR) */
+    PROMPT_TEXT_PAIR,      /* a pair's second sentence, the first in app->pending_sentence */
     PROMPT_KNOB,           /* a value for app->prompt_knob */
     PROMPT_OFFSET,         /* the first token's position */
     PROMPT_FIND,           /* a token to find */

@@ -977,6 +977,12 @@ void inspect_explain(char *out, size_t size, const struct app *a)
                 put(&b, "-");
         }
         put(&b, "\n");
+        for (int k = 0; k < SCORE_COUNT; k++) { /* a score not given says why */
+            char why[200];
+            attn_head_score_why(why, sizeof(why), sc, (enum head_score)k);
+            if (why[0])
+                put(&b, "  %s\n", why);
+        }
     }
     bool shared_kv = m->latent > 0 || m->kv_heads < m->heads;
     if ((model_talk || shared_kv) && (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES ||

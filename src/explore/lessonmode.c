@@ -66,6 +66,9 @@ static void show_view(struct app *a, const struct attn_lesson_step *st)
     a->head_mean = false;
     a->lens = a->rollout = false;
     a->all_heads = st->all_heads;
+    /* what shows beside the map, as the step says (its default: the inspector) */
+    a->predictions = st->panel == LESSON_PANEL_PREDICTIONS && app_has_vocab(a);
+    a->token_view = st->panel == LESSON_PANEL_TOKENS;
     if (st->layer < a->net.layers)
         a->layer = st->layer;
     a->stage = (enum attn_stage)st->stage;
@@ -284,54 +287,102 @@ static void step_problem(const struct app *a, const char *source, size_t len,
 }
 
 /* {p @ next P}: the probability the model, as the step leaves it (its ablations included),
- * gives position P's actual next token at temperature 1, as the predictions panel shows it. */
+ * gives position P's actual next token at temperature 1, as the predictions panel shows it;
+ * {p @ top P}: the probability of P's most likely token, the panel's first line. The step must
+ * show them: the panel open on row P. */
 static int check_next_mark(const struct app *a, const char *source, size_t len,
-                           struct diag_list *problems, const struct attn_caption_mark *m)
+                           const struct lesson_screen *screen, struct diag_list *problems,
+                           const struct attn_caption_mark *m)
 {
+    const struct attn_lesson_step *st = lesson_current(a);
+    const char *which = m->top ? "top" : "next";
     const struct attn_net *net = &a->net;
     int n = net->layers > 0 ? net->model[net->layers - 1].n : 0;
     if (!attn_net_has_vocab(net)) {
         step_problem(a, source, len, problems, m->start,
-                     "the caption marks %s @ next %d, but this scene has no vocabulary model "
+                     "the caption marks %s @ %s %d, but this scene has no vocabulary model "
                      "to predict with",
-                     m->written, m->next);
+                     m->written, which, m->next);
         return 1;
     }
-    if (m->next >= n - 1) {
+    if (m->next >= (m->top ? n : n - 1)) {
         step_problem(a, source, len, problems, m->start,
-                     "the caption marks %s @ next %d, but only positions 0 to %d have a next "
-                     "token",
-                     m->written, m->next, n - 2);
+                     "the caption marks %s @ %s %d, but only positions 0 to %d have %s", m->written,
+                     which, m->next, m->top ? n - 1 : n - 2,
+                     m->top ? "predictions" : "a next token");
         return 1;
     }
     struct attn_predictions p = {0};
     struct diag err = {0};
-    if (attn_predict(&p, net, net->layers - 1, m->next, 1, 0, 1.0, NULL, &err) != 0) {
+    if (attn_predict(&p, net, net->layers - 1, m->next, 1, m->top ? 1 : 0, 1.0, NULL, &err) != 0) {
         step_problem(a, source, len, problems, m->start, "%s", err.msg);
         return 1;
     }
-    float prob = (float)p.next_prob[0];
+    float prob = m->top ? attn_predictions_top(&p, 0)[0].prob : (float)p.next_prob[0];
     attn_predictions_free(&p);
-    if (mark_matches(prob, m))
-        return 0;
     char got[48];
-    as_written(got, sizeof(got), prob, m->decimals);
+    if (!mark_matches(prob, m)) {
+        as_written(got, sizeof(got), prob, m->decimals);
+        step_problem(a, source, len, problems, m->start,
+                     "the caption says %s, but the model gives position %d's %s token p %s",
+                     m->written, m->next, m->top ? "most likely" : "next", got);
+        return 1;
+    }
+    /* On screen: the step opens the predictions on the position's row (a number the learner
+       has to press p for, or move to, is not one the step shows). */
+    if (st->panel != LESSON_PANEL_PREDICTIONS || st->row != m->next) {
+        step_problem(a, source, len, problems, m->start,
+                     "the caption quotes %s, position %d's prediction, but the step does not show "
+                     "it: give the step panel: predictions and its row (or cell) on row %d",
+                     m->written, m->next, m->next);
+        return 1;
+    }
+    if (screen && !screen->shows_prediction(screen->ctx, m->written)) {
+        step_problem(a, source, len, problems, m->start,
+                     "the caption quotes %s (position %d's %s token), which the predictions panel "
+                     "does not show at %s",
+                     m->written, m->next, m->top ? "most likely" : "next", screen->size);
+        return 1;
+    }
+    return 0;
+}
+
+/* A cell the caption quotes must be on the screen: in the map's window, with its number. */
+static int check_cell_shown(const struct app *a, const char *source, size_t len,
+                            const struct lesson_screen *screen, struct diag_list *problems,
+                            const struct attn_caption_mark *m, int r, int c)
+{
+    if (!screen || screen->shows_cell(screen->ctx, r, c))
+        return 0;
     step_problem(a, source, len, problems, m->start,
-                 "the caption says %s, but the model gives position %d's next token p %s",
-                 m->written, m->next, got);
+                 "the caption quotes %s, row %d, column %d, which the map does not show at %s "
+                 "(out of its window, or zoomed out): quote a cell in view",
+                 m->written, r, c, screen->size);
     return 1;
 }
 
-/* Mark m of the caption against the matrix the step shows. */
+/* Mark m of the caption against the matrix the step shows (and, with a screen, on it: a mark of
+ * another stage quotes a number from elsewhere, an earlier step's, and need not be). */
 static int check_mark(const struct app *a, const char *source, size_t len,
-                      struct diag_list *problems, const struct attn_caption_mark *m)
+                      const struct lesson_screen *screen, struct diag_list *problems,
+                      const struct attn_caption_mark *m)
 {
     const struct attn_lesson_step *st = lesson_current(a);
     char got[48];
     if (m->next >= 0)
-        return check_next_mark(a, source, len, problems, m);
+        return check_next_mark(a, source, len, screen, problems, m);
     enum attn_stage stage = m->stage >= 0 ? (enum attn_stage)m->stage : a->stage;
     const char *name = attn_stage_name(stage);
+    /* The tiles of every head show numbers only when they fit, and which head is whose is the
+       learner's to find: a quoted cell belongs on one head's map. */
+    if (st->all_heads && stage == a->stage) {
+        step_problem(a, source, len, problems, m->start,
+                     "the caption quotes %s from the view of every head; quote a cell on a step "
+                     "that shows one head (head: H), where its number is on screen",
+                     m->written);
+        return 1;
+    }
+    bool here = stage == a->stage ? screen != NULL : false;
     struct attn_mat_view v = app_view(a, stage, a->head);
     if (m->row >= 0 || (st->row >= 0 && st->col >= 0)) {
         int r = m->row >= 0 ? m->row : st->row, c = m->row >= 0 ? m->col : st->col;
@@ -344,7 +395,7 @@ static int check_mark(const struct app *a, const char *source, size_t len,
         }
         float x = cell_of(v, r, c);
         if (mark_matches(x, m))
-            return 0;
+            return here ? check_cell_shown(a, source, len, screen, problems, m, r, c) : 0;
         as_written(got, sizeof(got), x, m->decimals);
         step_problem(a, source, len, problems, m->start,
                      "the caption says %s, but row %d, column %d of the %s matrix is %s%s",
@@ -352,10 +403,17 @@ static int check_mark(const struct app *a, const char *source, size_t len,
         return 1;
     }
     int r0 = st->row >= 0 ? st->row : 0, r1 = st->row >= 0 ? st->row + 1 : v.rows;
+    int hr = -1, hc = -1; /* a matching cell, the first; one on screen wins */
     for (int r = r0; r < r1 && r < v.rows; r++)
         for (int c = 0; c < v.cols; c++)
-            if (mark_matches(cell_of(v, r, c), m))
-                return 0;
+            if (mark_matches(cell_of(v, r, c), m)) {
+                if (!here || screen->shows_cell(screen->ctx, r, c))
+                    return 0;
+                if (hr < 0)
+                    hr = r, hc = c;
+            }
+    if (hr >= 0)
+        return check_cell_shown(a, source, len, screen, problems, m, hr, hc);
     char where[64] = "";
     if (st->row >= 0)
         snprintf(where, sizeof(where), "row %d of ", st->row);
@@ -366,7 +424,7 @@ static int check_mark(const struct app *a, const char *source, size_t len,
 }
 
 int lesson_check_step(const struct app *a, const char *source, size_t len,
-                      struct diag_list *problems)
+                      const struct lesson_screen *screen, struct diag_list *problems)
 {
     const struct attn_lesson_step *st = lesson_current(a);
     if (!st)
@@ -407,7 +465,7 @@ int lesson_check_step(const struct app *a, const char *source, size_t len,
         return found + 1;
     }
     for (int k = 0; k < n && k < LESSON_MAX_MARKS; k++)
-        found += check_mark(a, source, len, problems, &marks[k]);
+        found += check_mark(a, source, len, screen, problems, &marks[k]);
     /* A number with 3 or more decimals outside the marks is an unchecked quote. */
     for (const char *p = st->caption; *p; p++) {
         size_t off = (size_t)(p - st->caption);
@@ -442,14 +500,14 @@ int lesson_check_all(struct app *a, const char *source, size_t len, struct diag_
         return 0;
     int found = 0;
     lesson_go(a, 0);
-    found += lesson_check_step(a, source, len, problems);
+    found += lesson_check_step(a, source, len, NULL, problems);
     for (int i = 1; i < a->lesson.lesson->n_steps; i++) {
         if (lesson_go(a, i) != 0) {
             step_problem(a, source, len, problems, (size_t)-1, "the lesson stops here: %s",
                          a->error[0] ? a->error : a->message);
             return found + 1;
         }
-        found += lesson_check_step(a, source, len, problems);
+        found += lesson_check_step(a, source, len, NULL, problems);
     }
     return found;
 }

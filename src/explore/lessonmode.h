@@ -48,15 +48,29 @@ bool lesson_step_changed(const struct app *a);
 
 /* ---- checking a lesson: `attnscope check` and tests/test_lessons.c ------------------------ */
 
+/* What a front end's screen shows of the step, as last drawn, for lesson_check_step: the
+ * explorer's terminal answers on a virtual one of the workshop's 80x24 (ui/lessoncheck.h). */
+struct lesson_screen {
+    const char *size; /* "80×24", for messages */
+    void *ctx;
+    /* Whether the map shows cell (r, c) of the matrix on screen with its number. */
+    bool (*shows_cell)(void *ctx, int r, int c);
+    /* Whether the predictions panel shows text (a number as the caption writes it). */
+    bool (*shows_prediction)(void *ctx, const char *text);
+};
+
 /* Whether the step on screen is what its file says: the scene valid and its edit made (no
  * refused input), the view the step gives (stage, layer, head, all heads, cell or row), and
  * every number its caption marks equal to what the explorer shows, rounded to the decimals
  * written (engine/lesson.h); a number with three or more decimals outside a mark is a quote
- * nobody checks, and is a problem too. Each problem is added to problems, located in
- * a->scene_path at the mark or number (source: the file's text, len bytes; NULL: at the step).
- * Returns the number of problems added. */
+ * nobody checks, and is a problem too. A quoted prediction needs the step to show it (panel:
+ * predictions, on its row); a quoted cell of the map one head's map (not every head's tiles).
+ * With a screen (NULL: none), every quote of the map's stage and every prediction must be on it
+ * too: the cell in the map's window with its number, the number in the predictions panel. Each
+ * problem is added to problems, located in a->scene_path at the mark or number (source: the
+ * file's text, len bytes; NULL: at the step). Returns the number of problems added. */
 int lesson_check_step(const struct app *a, const char *source, size_t len,
-                      struct diag_list *problems);
+                      const struct lesson_screen *screen, struct diag_list *problems);
 /* Plays the whole lesson from lesson_open's first step to its last, as Space would, and checks
  * every step (lesson_check_step). Returns the number of problems added. */
 int lesson_check_all(struct app *a, const char *source, size_t len, struct diag_list *problems);

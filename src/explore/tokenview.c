@@ -34,10 +34,14 @@ bool tokenview_is_distribution(const struct attn_model *m, enum attn_stage s)
            (s == STAGE_MASKED && m->causal && m->mask_mode == MASK_AFTER_SOFTMAX);
 }
 
-int tokenview_visible_end(const struct attn_model *m, enum attn_stage s, int row)
+void tokenview_visible(const struct attn_model *m, enum attn_stage s, int row, int *start, int *end)
 {
-    bool masked = s == STAGE_MASKED || s == STAGE_WEIGHTS || s == STAGE_DROPOUT;
-    return m->causal && masked && row + 1 < m->n ? row + 1 : m->n;
+    /* what the mask hides, the weights and all that is made of them (dropout, weighted_norm)
+       hide too: a 0 there is no key the query sees */
+    bool masked =
+        s == STAGE_MASKED || s == STAGE_WEIGHTS || s == STAGE_DROPOUT || s == STAGE_WEIGHTED_NORM;
+    *end = m->causal && masked && row + 1 < m->n ? row + 1 : m->n;
+    *start = masked && m->window > 0 && row - m->window + 1 > 0 ? row - m->window + 1 : 0;
 }
 
 /* a ranks before b: larger, or as large and earlier. */
@@ -65,12 +69,12 @@ static void sift_down(int *heap, int size, int i, const float *row)
     }
 }
 
-int tokenview_top_k(int *out, int k, const float *row, int visible_end)
+int tokenview_top_k(int *out, int k, const float *row, int start, int end)
 {
     if (k <= 0)
         return 0;
     int size = 0;
-    for (int j = 0; j < visible_end; j++) {
+    for (int j = start; j < end; j++) {
         if (!isfinite(row[j]))
             continue;
         if (size < k) { /* sift up */
@@ -88,11 +92,11 @@ int tokenview_top_k(int *out, int k, const float *row, int visible_end)
         }
     }
     /* Heap sort in place: the root (the last-ranked) goes to the end each time. */
-    for (int end = size - 1; end > 0; end--) {
+    for (int last = size - 1; last > 0; last--) {
         int t = out[0];
-        out[0] = out[end];
-        out[end] = t;
-        sift_down(out, end, 0, row);
+        out[0] = out[last];
+        out[last] = t;
+        sift_down(out, last, 0, row);
     }
     return size;
 }
@@ -122,10 +126,10 @@ int tokenview_focus_get(struct tokenview_focus *f, const struct app *a, struct a
         f->cap = k;
     }
     const float *r = v.data + (size_t)row * (size_t)v.stride;
-    f->visible_end = tokenview_visible_end(app_model(a), a->stage, row);
+    tokenview_visible(app_model(a), a->stage, row, &f->visible_start, &f->visible_end);
     if (f->visible_end > v.cols)
         f->visible_end = v.cols;
-    f->n_top = tokenview_top_k(f->top, k, r, f->visible_end);
+    f->n_top = tokenview_top_k(f->top, k, r, f->visible_start, f->visible_end);
     /* One pass for the rest: the keys it sees and their range, the whole row's range. */
     f->seen = 0;
     float lo = INFINITY, hi = -INFINITY, rlo = INFINITY, rhi = -INFINITY;
@@ -135,7 +139,7 @@ int tokenview_focus_get(struct tokenview_focus *f, const struct app *a, struct a
             continue;
         rlo = fminf(rlo, x);
         rhi = fmaxf(rhi, x);
-        if (j < f->visible_end) {
+        if (j >= f->visible_start && j < f->visible_end) {
             f->seen++;
             lo = fminf(lo, x);
             hi = fmaxf(hi, x);

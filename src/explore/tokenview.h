@@ -30,15 +30,18 @@ struct attn_mat_view tokenview_matrix(struct app *a, int *head);
  * scaled, masked, weights, dropout), where every key has a value for the query. */
 bool tokenview_applies(enum attn_stage s);
 
-/* The first key hidden from query `row` at stage s of model m: the causal mask hides the
- * future (keys past row) from the mask stage on; n when nothing is hidden. Non-finite values
+/* The keys query `row` sees at stage s of model m, [*start, *end): from the mask stage on (masked,
+ * weights, dropout and weighted_norm, which is made of the weights) the causal mask hides the
+ * future (keys past row) and a sliding window the keys it has left behind (row - j >= window),
+ * as the weights stage does; before it (scores, scaled) every key is there. Non-finite values
  * count as hidden wherever they are. */
-int tokenview_visible_end(const struct attn_model *m, enum attn_stage s, int row);
+void tokenview_visible(const struct attn_model *m, enum attn_stage s, int row, int *start,
+                       int *end);
 
-/* The k largest finite values among row[0 .. visible_end - 1], their indices into out, largest
- * first (ties: the earlier key first). A bounded heap: O(n log k), no allocation. Returns how
- * many were written: k, or fewer when fewer keys are visible. */
-int tokenview_top_k(int *out, int k, const float *row, int visible_end);
+/* The k largest finite values among row[start .. end - 1], their indices into out, largest first
+ * (ties: the earlier key first). A bounded heap: O(n log k), no allocation. Returns how many
+ * were written: k, or fewer when fewer keys are visible. */
+int tokenview_top_k(int *out, int k, const float *row, int start, int end);
 
 /* What a full bar stands for. */
 enum tokenview_bars {
@@ -63,7 +66,8 @@ struct tokenview_focus {
     int k;                  /* the k it was computed for */
     int cap;                /* room in top */
     int seen;               /* keys the query sees (not masked) */
-    int visible_end;        /* keys from here on are masked (tokenview_visible_end) */
+    int visible_start;      /* keys before it are masked (a sliding window; tokenview_visible) */
+    int visible_end;        /* keys from here on are masked (the future) */
     float lo, hi;           /* finite range of the keys it sees */
     bool distribution;      /* tokenview_is_distribution at its stage */
     float row_lo, row_hi;   /* finite range of the whole row: the map's row scale */

@@ -373,6 +373,8 @@ int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c
     }
     s->model.layers = c.layers;
     s->model.heads = c.heads;
+    s->model.causal = false; /* as trained */
+    s->model.scale = SCALE_SQRT_DK;
     s->model.positions = c.positions;
     s->model.positions_key = "max_position_embeddings";
     return attn_ckpt_finish(b, s, path, ARCH, err);

@@ -43,6 +43,7 @@ struct ckpt_overrides {
     bool heads;  /* attention.heads (the same columns split into other heads) */
     bool layers; /* layers: run only the first ones */
     bool causal; /* attention.causal */
+    bool scale;  /* attention.scale */
 };
 
 /* s's backing, made on first use (only this module makes backings); NULL when out of memory. */

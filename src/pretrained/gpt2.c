@@ -246,7 +246,8 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *c
     a->qkv_bias = true;
     a->out_proj = TRI_TRUE;
     a->out_bias = true;
-    a->scale = c.scaled ? SCALE_DEFAULT : SCALE_NONE;
+    if (!o->scale)
+        a->scale = c.scaled ? SCALE_DEFAULT : SCALE_NONE;
     a->scale_by_layer = c.by_layer;
     s->block = (struct attn_block){.on = true,
                                    .order = BLOCK_PRE,
@@ -299,6 +300,8 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *c
     }
     s->model.layers = c.layers;
     s->model.heads = c.heads;
+    s->model.causal = true; /* as trained */
+    s->model.scale = c.scaled ? SCALE_SQRT_DK : SCALE_NONE;
     s->model.positions = c.positions;
     s->model.positions_key = c.positions_key;
     return attn_ckpt_finish(b, s, path, "gpt2", err);

@@ -378,8 +378,6 @@ static const char *const model_decides[] = {
     "attention.out_bias",
     "attention.kv_heads",
     "attention.kv_latent",
-    "attention.scale",
-    "attention.normalize",
     "positional.kind",
     "positional.max_len",
     "positional.table",
@@ -387,6 +385,68 @@ static const char *const model_decides[] = {
     "positional.base",
     "positional.rope_pairs",
 };
+
+/* A scene key that makes the checkpoint compute otherwise than it was trained (its heads cut
+ * again, fewer layers, the mask, scaling or normalisation changed, dropout) is allowed, and is a
+ * warning at the key, which every command prints and the explorer shows: its predictions are not
+ * the checkpoint's (attn_scene_model_changes says what changed, everywhere the model shows). */
+static void warn_model_changes(struct loader *l, struct attn_scene *s)
+{
+    static const char *const keys[] = {"attention.heads",  "layers",
+                                       "attention.causal", "attention.mask_mode",
+                                       "attention.scale",  "attention.normalize",
+                                       "attention.dropout"};
+    const struct attn_config *a = &s->attn;
+    struct {
+        int line, col;
+        const char *key;
+        char what[96];
+    } found[sizeof(keys) / sizeof(keys[0])];
+    int n = 0;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && s->backing; i++) {
+        const struct loader_key *k = attn_loader_find(l, keys[i]);
+        if (!k)
+            continue;
+        char what[96] = "";
+        if (i == 0 && a->heads != s->model.heads)
+            snprintf(what, sizeof(what), "heads %d \u2192 %d", s->model.heads, a->heads);
+        else if (i == 1 && s->layers != s->model.layers)
+            snprintf(what, sizeof(what), "layers %d \u2192 %d", s->model.layers, s->layers);
+        else if (i == 2 && a->causal != s->model.causal)
+            snprintf(what, sizeof(what), "causal %s", a->causal ? "on" : "off");
+        else if (i == 3 && a->causal && a->mask_mode != MASK_BEFORE_SOFTMAX)
+            snprintf(what, sizeof(what), "mask %s", attn_mask_mode_name(a->mask_mode));
+        else if (i == 4 && attn_scene_eff_scale(s) == SCALE_DIVISOR)
+            snprintf(what, sizeof(what), "scores \u00f7 %g", a->scale_divisor);
+        else if (i == 4 && attn_scene_eff_scale(s) != s->model.scale)
+            snprintf(what, sizeof(what), "scaling %s",
+                     attn_scene_eff_scale(s) == SCALE_NONE ? "off" : "by \u221ad_k");
+        else if (i == 5 && a->normalize != NORM_SOFTMAX)
+            snprintf(what, sizeof(what), "normalize %s", attn_normalize_name(a->normalize));
+        else if (i == 6 && a->dropout > 0)
+            attn_scene_format_p(what + snprintf(what, sizeof(what), "dropout "), 32, a->dropout);
+        if (!what[0])
+            continue;
+        /* in the file's order, as problems are listed */
+        int line, col, at = n++;
+        attn_loader_locate(l, k->key, &line, &col);
+        while (at > 0 && (found[at - 1].line > line ||
+                          (found[at - 1].line == line && found[at - 1].col > col))) {
+            found[at] = found[at - 1];
+            at--;
+        }
+        found[at].line = line;
+        found[at].col = col;
+        found[at].key = keys[i];
+        snprintf(found[at].what, sizeof(found[at].what), "%s", what);
+    }
+    for (int i = 0; i < n; i++)
+        attn_diag_list_add(&s->backing->warnings, l->name, found[i].line, found[i].col,
+                           found[i].key,
+                           "'%s' modifies the checkpoint (%s): what it computes is not the model "
+                           "as trained, nor are its predictions",
+                           found[i].key, found[i].what);
+}
 
 static void load_model(struct loader *l, struct attn_scene *s)
 {
@@ -415,7 +475,8 @@ static void load_model(struct loader *l, struct attn_scene *s)
     beside_scene(file, sizeof(file), l, l->model_spec.file);
     struct ckpt_overrides o = {attn_loader_find(l, "attention.heads") != NULL,
                                attn_loader_find(l, "layers") != NULL,
-                               attn_loader_find(l, "attention.causal") != NULL};
+                               attn_loader_find(l, "attention.causal") != NULL,
+                               attn_loader_find(l, "attention.scale") != NULL};
     struct diag err;
     attn_diag_clear(&err);
     if (attn_pretrained_load(s, file, l->model_spec.arch, &o, &err) != 0) {
@@ -440,7 +501,9 @@ static void load_model(struct loader *l, struct attn_scene *s)
         attn_loader_error(l, k ? k->value : -1, at, "%s%s%s%s", name, where, name[0] ? ": " : "",
                           err.msg);
         attn_loader_mark_bad(l, "model");
+        return;
     }
+    warn_model_changes(l, s);
 }
 
 static void finish_top(struct loader *l, int node, const int *found, void *base, const char *path)

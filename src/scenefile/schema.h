@@ -304,23 +304,15 @@ static const struct mat_limits head_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM};
 static const struct mat_limits fused_limits = {SCENE_MAX_DIM, 3 * SCENE_MAX_DIM};
 static const struct mat_limits ffn_limits = {4 * SCENE_MAX_DIM, 4 * SCENE_MAX_DIM};
 static const int stage_values[STAGE_COUNT] = {
-    STAGE_INPUTS,       STAGE_LATENT,         STAGE_QUERIES,       STAGE_KEYS,
-    STAGE_VALUES,       STAGE_QUERIES_NORMED, STAGE_KEYS_NORMED,   STAGE_QUERIES_ROTATED,
-    STAGE_KEYS_ROTATED, STAGE_SCORES,         STAGE_SCALED,        STAGE_MASKED,
-    STAGE_WEIGHTS,      STAGE_DROPOUT,        STAGE_WEIGHTED_NORM, STAGE_CONTEXT,
-    STAGE_CONCAT,       STAGE_OUTPUT,         STAGE_RESIDUAL1,     STAGE_NORM1,
-    STAGE_FFN_HIDDEN,   STAGE_FFN_GATE,       STAGE_FFN_UP,        STAGE_FFN_ACTIVATED,
-    STAGE_FFN_OUT,      STAGE_RESIDUAL2,      STAGE_NORM2,         STAGE_FINAL_NORM};
-_Static_assert(STAGE_FINAL_NORM == STAGE_COUNT - 1, "stage_values lists every stage");
-/* A stage by its name, or the names --stage also takes (softmax for weights, q, k, v, ...). */
+#define X(id, name, heading, kind) STAGE_##id,
+    ATTN_STAGES(X)
+#undef X
+};
+/* A stage by its name, or the names --stage also takes (softmax for weights, q, k, v, ...), in
+ * any case. */
 static inline int stage_alias(const char *name)
 {
-    char lower[32];
-    size_t i = 0;
-    for (; name[i] && i + 1 < sizeof(lower); i++)
-        lower[i] = (char)tolower((unsigned char)name[i]);
-    lower[i] = '\0';
-    return name[i] ? -1 : attn_stage_parse(lower); /* as the names: in any case */
+    return attn_stage_parse(name);
 }
 static const struct enum_def stage_enum = {stage_values, STAGE_COUNT, stage_str, stage_alias};
 static const struct int_range view_range = {0, SCENE_MAX_HEADS};

@@ -11,6 +11,7 @@ enum {
     L_CELL,
     L_ROW,
     L_ALL_HEADS,
+    L_PANEL,
     L_CAPTION,
     L_CAUSAL,
     L_HEADS,
@@ -145,6 +146,15 @@ void attn_schema_step_ablate(struct loader *l, const struct field *f, int node, 
 
 static const struct int_range step_index_range = {0, INT_MAX};
 
+/* panel: inspector, predictions or tokens. */
+static const char *step_panel_str(int v)
+{
+    return attn_lesson_panel_name((enum attn_lesson_panel)v);
+}
+static const int step_panel_values[] = {LESSON_PANEL_INSPECTOR, LESSON_PANEL_PREDICTIONS,
+                                        LESSON_PANEL_TOKENS};
+static const struct enum_def step_panel_enum = {step_panel_values, 3, step_panel_str, NULL};
+
 #define LS(member) offsetof(struct attn_lesson_step, member)
 static const struct field step_fields[L_COUNT] = {
     [L_STAGE] = {"stage", WANT_SCALAR, NULL, attn_schema_enum, LS(stage), &stage_enum},
@@ -154,6 +164,7 @@ static const struct field step_fields[L_COUNT] = {
     [L_ROW] = {"row", WANT_SCALAR, "an integer", attn_schema_int, LS(row), &step_index_range},
     [L_ALL_HEADS] = {"all_heads", WANT_SCALAR, "true or false", attn_schema_bool, LS(all_heads),
                      NULL},
+    [L_PANEL] = {"panel", WANT_SCALAR, NULL, attn_schema_enum, LS(panel), &step_panel_enum},
     [L_CAPTION] = {"caption", WANT_SCALAR, "a string", h_caption, LS(caption), NULL},
     [L_CAUSAL] = {"causal", WANT_SCALAR, "true or false", attn_schema_bool, LS(edit.causal), NULL},
     [L_HEADS] = {"heads", WANT_SCALAR, "an integer", attn_schema_int, LS(edit.heads), &heads_range},
@@ -327,6 +338,17 @@ static void check_step_view(struct loader *l, const struct attn_scene *now, int 
                           attn_stage_name((enum attn_stage)st->stage),
                           now->layers > 1 ? " in this layer" : "", stages);
         return;
+    }
+    if (st->panel == LESSON_PANEL_PREDICTIONS && !attn_scene_has_vocab(now)) {
+        node = step_node(l, i, "panel", path);
+        attn_loader_error(l, node, path,
+                          "panel predictions: the scene has no vocabulary model to predict with");
+    } else if (st->panel == LESSON_PANEL_TOKENS && !attn_stage_is_square(st->stage)) {
+        node = step_node(l, i, "panel", path);
+        attn_loader_error(l, node, path,
+                          "panel tokens: the token view shows the n\u00d7n stages (scores ... "
+                          "weighted_norm), not %s",
+                          attn_stage_name((enum attn_stage)st->stage));
     }
     int cols = attn_scene_stage_cols(now, (enum attn_stage)st->stage);
     if (st->row >= n) {

@@ -808,15 +808,30 @@ static void write_model_scene(struct writer *w)
         fprintf(f, "layers: %d\n", s->layers);
     const struct attn_config *a = &s->attn;
     bool heads = w->explicit || a->heads != s->model.heads;
-    /* the checkpoint's own mask: BERT reads both ways, the others are causal */
-    bool causal_default = !(s->model.arch && strcmp(s->model.arch, "bert") == 0);
-    bool causal = w->explicit || a->causal != causal_default;
-    if (heads || causal || a->dropout > 0 || a->dropout_seed.set) {
+    bool causal = w->explicit || a->causal != s->model.causal; /* the checkpoint's own mask */
+    /* what the explorer's M, x and N change: written, so the saved scene computes what the
+       screen did (it reopened as the checkpoint as trained) */
+    bool mask = w->explicit || a->mask_mode != MASK_BEFORE_SOFTMAX;
+    enum attn_scale_kind scale = attn_scene_eff_scale(s);
+    bool scaled = w->explicit || scale != s->model.scale || scale == SCALE_DIVISOR;
+    bool normalize = w->explicit || a->normalize != NORM_SOFTMAX;
+    if (heads || causal || mask || scaled || normalize || a->dropout > 0 || a->dropout_seed.set) {
         fputs("attention:\n", f);
         if (heads)
             fprintf(f, "  heads: %d\n", a->heads);
         if (causal)
             fprintf(f, "  causal: %s\n", yes_no(a->causal));
+        if (mask)
+            fprintf(f, "  mask_mode: %s\n", attn_mask_mode_name(a->mask_mode));
+        if (normalize)
+            fprintf(f, "  normalize: %s\n", attn_normalize_name(a->normalize));
+        if (scaled && scale == SCALE_DIVISOR) {
+            fputs("  scale: ", f);
+            write_double(f, a->scale_divisor);
+            fputc('\n', f);
+        } else if (scaled) {
+            fprintf(f, "  scale: %s\n", yes_no(scale == SCALE_SQRT_DK));
+        }
         if (w->explicit || a->dropout > 0) {
             fputs("  dropout: ", f);
             write_double(f, a->dropout);
@@ -869,6 +884,9 @@ static void write_lesson(struct writer *w)
             fprintf(f, "    row: %d\n", st->row);
         if (st->all_heads)
             fputs("    all_heads: true\n", f);
+        if (st->panel != LESSON_PANEL_INSPECTOR)
+            fprintf(f, "    panel: %s\n",
+                    attn_lesson_panel_name((enum attn_lesson_panel)st->panel));
         if (e->kind != EDIT_NONE)
             fprintf(f, "    %s: ", attn_edit_key(e->kind));
         switch (e->kind) {

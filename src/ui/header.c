@@ -31,8 +31,16 @@ static void draw(struct panel *p, struct frame *f)
             }
     if (n_abl > 1)
         snprintf(ablated, sizeof(ablated), " \u00b7 %d heads ablated", n_abl);
-    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s%s ", s->n_tokens,
-             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer, ablated);
+    /* A checkpoint that computes otherwise than it was trained says so, first of all: one change
+       by name, more by their count (the predictions panel names them all). */
+    char changes[200], modified[120] = "";
+    int n_mod = attn_scene_model_changes(changes, sizeof(changes), &f->app->shown);
+    if (n_mod == 1)
+        snprintf(modified, sizeof(modified), " \u00b7 modified: %.100s", changes);
+    else if (n_mod > 1)
+        snprintf(modified, sizeof(modified), " \u00b7 modified (%d changes)", n_mod);
+    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s%s%s ", s->n_tokens,
+             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer, modified, ablated);
     int sw = text_width(sizes);
     char variant[512];
     attn_scene_describe(variant, sizeof(variant), s);

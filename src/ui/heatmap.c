@@ -121,6 +121,16 @@ static struct layout compute_layout(const struct panel *p, const struct frame *f
     return l;
 }
 
+bool heatmap_shows_cell(const struct heatmap_panel *hp, const struct frame *f, int r, int c)
+{
+    struct layout l = compute_layout(&hp->base, f);
+    const struct app *a = f->app;
+    if (!hp->base.visible || l.zoomed || r < 0 || c < 0 || r >= app_rows(a) || c >= app_cols(a))
+        return false; /* zoomed out, blocks stand for the numbers */
+    return r >= hp->top_row && r < hp->top_row + l.vis_rows && c >= hp->left_col &&
+           c < hp->left_col + l.vis_cols;
+}
+
 int heatmap_min_width(const struct app *a)
 {
     return label_width(a) + app_model(a)->n * CELL_W_WIDE + SUM_W + 1;

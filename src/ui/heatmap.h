@@ -20,6 +20,8 @@ struct heatmap_panel {
 
 void heatmap_panel_init(struct heatmap_panel *hp);
 void heatmap_panel_free(struct heatmap_panel *hp);
+/* Whether the map, as last drawn, shows cell (r, c) with its number: in its window, zoomed in. */
+bool heatmap_shows_cell(const struct heatmap_panel *hp, const struct frame *f, int r, int c);
 /* Columns the map needs to show every token with 4 decimals and the row sums. */
 int heatmap_min_width(const struct app *a);
 /* "min … [gradient] … max" ending at x_end on line y; returns its width. */

@@ -77,14 +77,18 @@ static void draw(struct panel *p, struct frame *f)
     app_temperature_text(temp, sizeof(temp), a->temperature);
     const struct attn_model *lastm = &a->net.model[a->net.layers - 1];
     bool masked = lastm->masked_lm;
+    /* Not the checkpoint's predictions when the scene computes otherwise: said first. */
+    char changes[200], modified[240] = "";
+    if (attn_scene_model_changes(changes, sizeof(changes), &a->shown) > 0)
+        snprintf(modified, sizeof(modified), " of the modified model (%s)", changes);
     if (a->lens)
         snprintf(title, sizeof(title),
-                 "lens \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 T %s", layer,
-                 layer == a->net.layers - 1 ? " (the output)" : "", masked ? "at" : "after", tok,
-                 a->row, temp);
+                 "lens%s \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 T %s", modified,
+                 layer, layer == a->net.layers - 1 ? " (the output)" : "", masked ? "at" : "after",
+                 tok, a->row, temp);
     else
         snprintf(title, sizeof(title),
-                 "predictions \u00b7 %s \u201c%s\u201d (position %d) \u00b7 T %s",
+                 "predictions%s \u00b7 %s \u201c%s\u201d (position %d) \u00b7 T %s", modified,
                  masked ? "at" : "after", tok, a->row, temp);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);

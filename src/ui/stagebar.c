@@ -8,21 +8,12 @@
 #include "ui/stagebar.h"
 #include "common/cnum.h"
 
-/* Each stage by its one name (engine/stage.h), as --stage, the map heading and the README call
- * it; a narrow bar uses the short names, and the FFN's activation its own (gelu, relu). */
-static void stage_label(char *out, size_t size, const struct attn_model *m, enum attn_stage s,
-                        bool narrow)
-{
-    if (narrow && s == STAGE_FFN_ACTIVATED)
-        snprintf(out, size, "%s", attn_activation_name(m->activation));
-    else
-        snprintf(out, size, "%s", narrow ? attn_stage_short_name(s) : attn_stage_name(s));
-}
-
 /* Where each of the scene's stages goes: its text and the columns [x0, x1) it covers, in the
- * densest layout that fits (0 padded with dots, 1 tight, 2 short names), and when even that
- * does not fit, a window of stages around the current one with "…" at a cut end. Drawing and
- * mouse clicks both use it, so they always agree. */
+ * densest layout that fits (0 padded with dots, 1 tight), and when even that does not fit, a
+ * window of stages around the current one with "…" at a cut end. Every stage is written by its
+ * one name (engine/stage.h), as --stage, the map heading and the docs write it: a name the bar
+ * shortened would be one the command line refuses. Drawing and mouse clicks both use it, so
+ * they always agree. */
 struct bar_layout {
     int density;
     int n; /* the scene's stages */
@@ -32,14 +23,6 @@ struct bar_layout {
     bool cut_left, cut_right;
 };
 
-static void label_of(char *out, size_t size, const struct attn_model *m, enum attn_stage s,
-                     int density)
-{
-    char label[32];
-    stage_label(label, sizeof(label), m, s, density == 2);
-    snprintf(out, size, density == 0 ? " %s " : "%s", label);
-}
-
 static void lay_out(struct bar_layout *bl, const struct rect *r, const struct attn_model *m,
                     enum attn_stage current)
 {
@@ -48,12 +31,11 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct at
     for (bl->density = 0;; bl->density++) {
         int w = 1;
         for (int i = 0; i < bl->n; i++) {
-            label_of(bl->text[i], sizeof(bl->text[i]), m, bl->stage[i], bl->density);
-            /* The tight layout keeps a column of slack per stage, so a bar never ends flush;
-               the short names are the last resort and take what there is. */
-            w += text_width(bl->text[i]) + (bl->density == 1 ? 2 : 1);
+            snprintf(bl->text[i], sizeof(bl->text[i]), bl->density == 0 ? " %s " : "%s",
+                     attn_stage_name(bl->stage[i]));
+            w += text_width(bl->text[i]) + 1;
         }
-        if (w <= r->w || bl->density == 2)
+        if (w <= r->w || bl->density == 1)
             break;
     }
     int cur = 0;

@@ -165,7 +165,7 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
         const char *marker = " ";
         int attr;
         float val = rowv[i];
-        if (i >= fc->visible_end || !isfinite(val)) {
+        if (i < fc->visible_start || i >= fc->visible_end || !isfinite(val)) {
             marker = "\u00d7";
             attr = t->role_attr[ROLE_MASKED];
         } else {

@@ -122,10 +122,13 @@ void ui_resize(struct ui *ui)
         if (ui->app.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
             insp_min = main_h * 2 / 5;
         /* The predictions: a title, the next token's line and the top 10, when that leaves the
-           map half the rows. */
+           map half the rows; under a lesson's caption, which quotes them, the top 3 at least
+           (80x24: the map keeps 10 rows, 7 of the matrix). */
         bool preds = ui->app.predictions || ui->app.lens;
         if (preds && cap_h == 0 && insp_min < 2 + INTERP_TOP)
             insp_min = 2 + INTERP_TOP < main_h / 2 ? 2 + INTERP_TOP : main_h / 2;
+        else if (preds && cap_h > 0 && main_h - 5 >= 6)
+            insp_min = 5;
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         if (mh < least && least <= main_h - 5) /* every layer in view, the inspector smaller */
             mh = least;
@@ -151,13 +154,20 @@ void ui_resize(struct ui *ui)
     ui_invalidate(ui);
 }
 
+static bool user_configs = true;
+
+void ui_use_user_configs(bool on)
+{
+    user_configs = on;
+}
+
 static void load_configs(struct ui *ui)
 {
     char keys_path[1024], colors_path[1024];
     snprintf(keys_path, sizeof(keys_path), "%s/keys.yaml", roles_configs_dir());
     snprintf(colors_path, sizeof(colors_path), "%s/colors.yaml", roles_configs_dir());
-    char *user_keys = config_user_path("keys.yaml");
-    char *user_colors = config_user_path("colors.yaml");
+    char *user_keys = user_configs ? config_user_path("keys.yaml") : NULL;
+    char *user_colors = user_configs ? config_user_path("colors.yaml") : NULL;
     struct diag_list errs;
     attn_diag_list_init(&errs);
     roles_require_shipped(keys_path, &errs);

@@ -74,6 +74,10 @@ struct ui {
 /* Runs the explorer on a scene file (NULL: the built-in scene). Returns the exit status. */
 int ui_main(const char *scene_path);
 
+/* Whether ui_open reads the user's keys.yaml and colors.yaml (the default) or only the shipped
+ * ones: a screen that checks a lesson is the one a workshop gets out of the box. */
+void ui_use_user_configs(bool on);
+
 /* Modes, colours, mouse and extra key sequences of a fresh curses screen (ui_main and tests). */
 void ui_setup_terminal(void);
 

@@ -1,0 +1,122 @@
+/* lessoncheck: a lesson's steps checked on the explorer's screen (see lessoncheck.h). */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include "ui/lessoncheck.h"
+
+#include <curses.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "explore/commands.h"
+#include "explore/lessonmode.h"
+#include "ui/ui.h"
+
+/* The screen's answers for lesson_check_step: what the panels drew last. */
+static bool shows_cell(void *ctx, int r, int c)
+{
+    struct ui *ui = ctx;
+    return heatmap_shows_cell(&ui->heatmap, &ui->frame, r, c);
+}
+
+/* Whether text is on one of the lines of area, as the terminal holds them. */
+static bool area_has(struct rect area, const char *text)
+{
+    for (int y = area.y; y < area.y + area.h; y++) {
+        wchar_t w[1024];
+        int n = mvinnwstr(y, area.x, w, area.w < 1023 ? area.w : 1023);
+        if (n <= 0)
+            continue;
+        w[n] = L'\0';
+        char line[4 * 1024 + 1];
+        if (wcstombs(line, w, sizeof(line)) != (size_t)-1 && strstr(line, text))
+            return true;
+    }
+    return false;
+}
+
+static bool shows_prediction(void *ctx, const char *text)
+{
+    struct ui *ui = ctx;
+    return ui->predictions.visible && area_has(ui->predictions.area, text);
+}
+
+int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, size_t len,
+                    int cols, int lines, struct diag_list *problems, struct diag *err)
+{
+    /* The workshop's terminal: UTF-8, whatever this shell's locale (ASCII stand-ins would move
+       nothing, but the screen is the one a projector shows). */
+    char *ctype = strdup(setlocale(LC_CTYPE, NULL));
+    if (!ctype)
+        return attn_diag_set(err, "", "out of memory");
+    if (!setlocale(LC_CTYPE, "C.UTF-8"))
+        setlocale(LC_CTYPE, "C.utf8");
+    FILE *in = fopen("/dev/null", "r"), *sink = fopen("/dev/null", "w");
+    SCREEN *scr = in && sink ? newterm("xterm-256color", sink, in) : NULL;
+    if (!scr) {
+        if (in)
+            fclose(in);
+        if (sink)
+            fclose(sink);
+        setlocale(LC_CTYPE, ctype);
+        free(ctype);
+        return attn_diag_set(err, "", "cannot open a virtual terminal (xterm-256color)");
+    }
+    set_term(scr);
+    resizeterm(lines, cols);
+    ui_setup_terminal();
+
+    int found = 0;
+    struct ui *ui = calloc(1, sizeof(*ui));
+    char size[32];
+    snprintf(size, sizeof(size), "%d\u00d7%d", cols, lines);
+    struct lesson_screen screen = {size, ui, shows_cell, shows_prediction};
+    ui_use_user_configs(false);
+    if (!ui) {
+        attn_scene_free(s);
+        attn_diag_list_add(problems, path, 0, 0, "", "out of memory");
+        found = 1;
+    } else if (ui_open(ui, s, path, err) != 0) { /* it took the scene over, and freed it */
+        free(ui);
+        ui = NULL;
+        if (!err->file[0])
+            snprintf(err->file, sizeof(err->file), "%.*s", (int)sizeof(err->file) - 1, path);
+        attn_diag_list_push(problems, err);
+        found = 1;
+    } else if (!ui->app.lesson.lesson) {
+        found = 0;
+    } else {
+        ui_draw(ui);
+        int steps = ui->app.lesson.lesson->n_steps;
+        for (int i = 0; i < steps; i++) {
+            if (i > 0) { /* Space, as the learner presses it */
+                struct ask ask = {0};
+                int outcome = command_run(&ui->app, ACTION_LESSON_NEXT, &ask);
+                ask_clear(&ask);
+                ui_mark(ui, outcome);
+                ui_draw(ui);
+                if (ui->app.lesson.step != i) {
+                    attn_diag_list_add(problems, path, 0, 0, "lesson",
+                                       "step %d: the lesson stops here: %s", i + 1,
+                                       ui->app.error[0] ? ui->app.error : ui->app.message);
+                    found++;
+                    break;
+                }
+            }
+            found += lesson_check_step(&ui->app, source, len, &screen, problems);
+        }
+    }
+    ui_use_user_configs(true);
+    if (ui) {
+        ui_close(ui);
+        free(ui);
+    }
+    endwin();
+    delscreen(scr);
+    fclose(in);
+    fclose(sink);
+    setlocale(LC_CTYPE, ctype);
+    free(ctype);
+    return found;
+}
