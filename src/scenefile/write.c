@@ -962,7 +962,7 @@ static void write_scene(struct writer *w)
         fputs("}\n", f);
     } else if (s->tokenizer == TOKENIZER_HF) {
         fputs("tokenizer: {kind: hf, file: ", f);
-        write_string(f, s->tokenizer_file ? s->tokenizer_file : "", true);
+        write_path(w, s->tokenizer_file);
         fputs("}\n", f);
     } else if (w->explicit || s->tokenizer != w->def.tokenizer) {
         fprintf(f, "tokenizer: %s\n", attn_tokenizer_name(s->tokenizer));
