@@ -52,6 +52,8 @@ struct attn_edit {
     double dropout;
     uint64_t seed;
     char *text;           /* TEXT, TOKENIZER: the sentence (the edit's own copy in a lesson) */
+    bool set_pair;        /* TEXT: pair replaces the second sentence (else the scene's stays) */
+    char *pair;           /* the second sentence (BERT's text: [A, B]), NULL for none */
     int tokenizer;        /* TOKENIZER: enum attn_tokenizer */
     int scale;            /* enum attn_scale_kind: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
     double scale_divisor; /* SCALE_DIVISOR's */

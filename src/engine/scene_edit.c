@@ -9,17 +9,21 @@
 #include "engine/tokenize.h"
 
 /* Tokenises text as the scene would: its vocabulary's tokenizer, or a built-in one. */
-static int tokens_of(const struct attn_scene *s, const char *text, int tok, int *n,
-                     struct diag *err)
+static int tokens_of(const struct attn_scene *s, const char *text, const char *pair, int tok,
+                     int *n, struct diag *err)
 {
     char **tokens = NULL;
     int *ids = NULL, *types = NULL;
     *n = 0;
-    int rc =
-        attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize
-            ? s->backing->tokenize(s->backing, text, s->text_pair, true, &tokens, &ids, &types, n,
-                                   err)
-            : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
+    bool vocab =
+        attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize;
+    if (!vocab && pair)
+        return attn_diag_set(err, "text",
+                             "two sentences (text: [A, B]) need a tokenizer with a template "
+                             "that joins them: tokenizer: {kind: hf, file: tokenizer.json}");
+    int rc = vocab
+                 ? s->backing->tokenize(s->backing, text, pair, true, &tokens, &ids, &types, n, err)
+                 : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
     attn_tokens_free(tokens, *n);
     free(ids);
     free(types);
@@ -105,7 +109,8 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
         int n;
         const char *text = e->kind == EDIT_TEXT ? e->text : s->text;
         int tok = e->kind == EDIT_TEXT ? (int)s->tokenizer : e->tokenizer;
-        if (tokens_of(s, text, tok, &n, err) != 0) {
+        const char *pair = e->kind == EDIT_TEXT && e->set_pair ? e->pair : s->text_pair;
+        if (tokens_of(s, text, pair, tok, &n, err) != 0) {
             snprintf(err->path, sizeof(err->path), "text");
             return -1;
         }
@@ -192,8 +197,21 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
             return attn_diag_set(err, "text", "out of memory");
         if (e->kind == EDIT_TOKENIZER)
             s->tokenizer = (enum attn_tokenizer)e->tokenizer;
+        char *pair = NULL, *was = NULL;
+        if (e->kind == EDIT_TEXT && e->set_pair) { /* the scene's, until the text takes */
+            if (e->pair && !(pair = strdup(e->pair))) {
+                free(text);
+                return attn_diag_set(err, "text", "out of memory");
+            }
+            was = s->text_pair;
+            s->text_pair = pair;
+        }
         int rc = attn_scene_retext(s, text, err);
         free(text);
+        if (e->kind == EDIT_TEXT && e->set_pair) {
+            s->text_pair = rc ? was : pair;
+            free(rc ? pair : was);
+        }
         if (rc)
             return -1;
         attn_scene_drop_dropout_masks(s);
