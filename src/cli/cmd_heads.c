@@ -52,6 +52,7 @@ const struct cli_command cli_heads = {
     "heads. The scores average the weights' rows 1 .. n-1.",
     opts,
     O_COUNT,
+    true,
 };
 
 /* The rows of every head, filled a layer at a time (attn_net_visit). */
@@ -79,7 +80,8 @@ int cmd_heads(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_heads, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_heads, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     const char *sort_arg = val[O_SORT], *csv_arg = val[O_CSV];
@@ -90,7 +92,7 @@ int cmd_heads(int argc, char **argv)
        (a lean compute keeps one layer's n x n stages, not every layer's). */
     struct rows_job job = {0};
     struct cli_scene cs;
-    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, true, score_layer, &job);
+    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, score_layer, &job);
     if (rc != CLI_OK) {
         free(job.rows);
         return rc;

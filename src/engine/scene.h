@@ -533,6 +533,8 @@ int attn_scene_text_fit(struct attn_text_fit *f, const struct attn_scene *s, con
 /* The limit a text passed, in the user's words: "1,225 tokens, but this model reads at most 128
  * (n_positions)"; "9,000 tokens, but attnscope reads at most 8,192". */
 void attn_text_fit_describe(char *out, size_t size, const struct attn_text_fit *f);
+/* 1225 -> "1,225": a count of tokens as people write it (size 16 holds any int). */
+void attn_count_text(char *out, size_t size, int v);
 /* What a cut keeps: the first tokens, the last, or a window of positions [from, to). */
 enum attn_text_cut { TEXT_KEEP_FIRST, TEXT_KEEP_LAST, TEXT_WINDOW };
 /* The part of text (one sentence) that a cut keeps, as a new string in *out: the most whole

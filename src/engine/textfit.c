@@ -75,8 +75,7 @@ int attn_scene_text_fit(struct attn_text_fit *f, const struct attn_scene *s, con
     return count(&f->n, NULL, s, text, 0, strlen(text), pair, true, err);
 }
 
-/* 1225 -> "1,225": counts of tokens as people write them. */
-static void grouped(char *out, size_t size, int v)
+void attn_count_text(char *out, size_t size, int v)
 {
     char digits[16];
     int n = snprintf(digits, sizeof(digits), "%d", v < 0 ? 0 : v), o = 0;
@@ -91,9 +90,9 @@ static void grouped(char *out, size_t size, int v)
 void attn_text_fit_describe(char *out, size_t size, const struct attn_text_fit *f)
 {
     char n[16], limit[16], table[16];
-    grouped(n, sizeof(n), f->n);
-    grouped(limit, sizeof(limit), f->limit);
-    grouped(table, sizeof(table), f->table);
+    attn_count_text(n, sizeof(n), f->n);
+    attn_count_text(limit, sizeof(limit), f->limit);
+    attn_count_text(table, sizeof(table), f->table);
     if (!f->table)
         snprintf(out, size, "%s tokens, but attnscope reads at most %s", n, limit);
     else if (f->offset > 0)

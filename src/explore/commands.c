@@ -918,7 +918,9 @@ static int act_save(struct app *a, enum action act, struct ask *ask)
         snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
         ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
     } else {
-        snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
+        /* a model folder opened as a scene has no file yet: the scene is the folder's own */
+        bool folder = a->scene_path && is_dir(a->scene_path);
+        snprintf(path, sizeof(path), "%s%s%s.yaml", dir, stem, folder ? "" : "-edited");
         ask_for(ask, PROMPT_SAVE, "save scene as", path);
     }
     return OUTCOME_VIEW_CHANGED;
