@@ -162,6 +162,7 @@ struct app {
     enum knob prompt_knob;
     char pending_path[1024];
     char *prompt_initial; /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
+    char *pending_text;   /* a sentence too long for the model, while asked what to keep */
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */
