@@ -2227,6 +2227,25 @@ static void test_family_folders(void **state)
                            "[MASK] . [SEP]\n");
     run_free(&a);
     run_free(&b);
+    /* a folder's problem is said at its own file, as a scene's checkpoint's is */
+    char want[4400];
+    const char *bad = src_path("tests/golden/families/bad/no-embed");
+    a = RUN("check", bad, "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&a, 1);
+    snprintf(want, sizeof(want),
+             "%s/model.safetensors: tensor 'model.embed_tokens.weight' is missing (arch llama)\n",
+             bad);
+    assert_string_equal(a.err, want);
+    run_free(&a);
+    bad = src_path("tests/golden/families/bad/mamba");
+    a = RUN("check", bad, "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&a, 1);
+    snprintf(want, sizeof(want),
+             "%s/config.json:2:3: architecture \"MambaForCausalLM\" is not one "
+             "attnscope reads",
+             bad);
+    expect_contains(a.err, want);
+    run_free(&a);
     /* the index of a sharded checkpoint, named itself */
     a = RUN("heads",
             src_path("tests/golden/families/llama-gqa-sharded/model.safetensors.index.json"),
