@@ -136,14 +136,14 @@ static int apply_text(struct cli_scene *cs, const struct cli_input *in)
     int keep = f.trained && f.trained < f.limit ? f.trained : f.limit;
     attn_text_fit_describe(said, sizeof(said), &f);
     if (in->window[1] > 0) {
+        char before[16], kept[16];
+        attn_count_text(before, sizeof(before), f.n);
         if (attn_scene_text_cut(&cut, s, text, TEXT_WINDOW, in->window[0], in->window[1], &err)) {
-            fprintf(stderr, "%s: --window %d:%d: %s (the text has %d tokens)\n", cs->name,
-                    in->window[0], in->window[1], err.msg, f.n);
+            fprintf(stderr, "%s: --window %d:%d: %s (the text has %s tokens)\n", cs->name,
+                    in->window[0], in->window[1], err.msg, before);
             rc = CLI_INVALID;
             goto out;
         }
-        char before[16], kept[16];
-        attn_count_text(before, sizeof(before), f.n);
         if (attn_scene_text_fit(&f, s, cut, NULL, &err) == 0 && f.n > f.limit) {
             attn_text_fit_describe(said, sizeof(said), &f);
             fprintf(stderr, "%s: --window %d:%d: %s\n", cs->name, in->window[0], in->window[1],
@@ -153,10 +153,10 @@ static int apply_text(struct cli_scene *cs, const struct cli_input *in)
         }
         attn_count_text(kept, sizeof(kept), f.n);
         fprintf(stderr,
-                "%s: --window %d:%d: the whole words in tokens %d to %d: %s tokens of the "
+                "%s: --window %d:%d: the whole words in tokens %d to %d: %s token%s of the "
                 "text's %s\n",
                 cs->name, in->window[0], in->window[1], in->window[0], in->window[1] - 1, kept,
-                before);
+                f.n == 1 ? "" : "s", before);
         text = cut;
     } else if (f.n > f.limit || (in->truncate && f.n > keep)) {
         if (!in->truncate) {

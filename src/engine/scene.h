@@ -541,7 +541,8 @@ enum attn_text_cut { TEXT_KEEP_FIRST, TEXT_KEEP_LAST, TEXT_WINDOW };
  * words from the start (KEEP_FIRST) or from the end (KEEP_LAST) whose tokens with s's tokenizer,
  * its own included, are at most `to`; or the whole words whose tokens lie in positions from ..
  * to - 1 of the text's (WINDOW, positions as the scene shows them). A text without spaces is cut
- * between characters. The words keep the tokens they had; the spaces around the part go.
+ * between characters. The words keep the tokens they had: the space before the first stays
+ * when the tokenizer makes fewer tokens with it (GPT-2's " two"), else the spaces around go.
  * Returns 0, or -1 with err saying why nothing fits. */
 int attn_scene_text_cut(char **out, const struct attn_scene *s, const char *text,
                         enum attn_text_cut how, int from, int to, struct diag *err);

@@ -6,8 +6,9 @@
  * (a warning, attn_scene_positions_note), so those are said (trained), not a limit.
  *
  * A cut keeps whole words: the tokenizers attnscope reads cut their pre-tokens at white space,
- * so the words kept make the same tokens in the cut text as in the whole, and a word cut in
- * half would be tokens the text never had. Only a text whose first word alone is too long (no
+ * so the words kept make the same tokens in the cut text as in the whole (the first with the
+ * space before it where the tokenizer reads it so), and a word cut in half would be tokens the
+ * text never had. Only a text whose first word alone is too long (no
  * spaces: Chinese, a long URL) is cut between characters. The cut is found by tokenising
  * candidate texts with the scene's own tokenizer, in a binary search: the count is exact for
  * the text kept, whatever the tokenizer adds ([CLS], <s>).
@@ -275,12 +276,23 @@ int attn_scene_text_cut(char **out, const struct attn_scene *s, const char *text
                  ? attn_diag_set(err, "text", "no whole word lies in tokens %d to %d", from, to - 1)
                  : attn_diag_set(err, "text", "not even the %s character fits in %d tokens",
                                  how == TEXT_KEEP_FIRST ? "first" : "last", to);
+    /* The first word kept keeps the space before it when that is how the tokenizer saw it:
+       GPT-2's byte-level BPE makes " two" one token and "two" others; a SentencePiece (Metaspace)
+       adds its own and a BERT ignores it, so there fewer tokens come without. */
+    size_t from_byte = rc == 0 ? u.start[a] : 0;
+    if (rc == 0 && from_byte > 0 && blank(text[from_byte - 1])) {
+        int with, without;
+        if ((rc = count(&with, NULL, s, text, from_byte - 1, u.end[b], NULL, true, err)) == 0 &&
+            (rc = count(&without, NULL, s, text, from_byte, u.end[b], NULL, true, err)) == 0 &&
+            with < without)
+            from_byte--;
+    }
     if (rc == 0) {
-        size_t len = u.end[b] - u.start[a];
+        size_t len = u.end[b] - from_byte;
         if (!(*out = malloc(len + 1)))
             rc = attn_diag_set(err, "text", "out of memory");
         else {
-            memcpy(*out, text + u.start[a], len);
+            memcpy(*out, text + from_byte, len);
             (*out)[len] = '\0';
         }
     }
