@@ -2383,8 +2383,8 @@ static void test_context_limit(void **state)
     run_free(&r);
     r = RUN("predict", english, "--window", "40:10");
     expect_status(&r, 2);
-    expect_contains(r.err, "invalid --window '40:10' (START:END, the tokens START to END-1: 0 <= "
-                           "START < END <= 8192)");
+    expect_contains(r.err, "invalid --window '40:10' (START:END, the tokens START to END-1 of the "
+                           "text, 0 <= START < END)");
     run_free(&r);
     r = RUN("predict", english, "--window", "0:10", "--truncate", "end");
     expect_status(&r, 2);

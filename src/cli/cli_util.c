@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <float.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -227,13 +228,13 @@ static int check_input(const struct cli_command *cmd, struct cli_input *in,
         char a[32];
         if (!colon || (size_t)(colon - w) >= sizeof(a) ||
             (snprintf(a, sizeof(a), "%.*s", (int)(colon - w), w),
-             cli_parse_int(a, 0, SCENE_MAX_TOKENS - 1, &in->window[0]) != 0) ||
-            cli_parse_int(colon + 1, 1, SCENE_MAX_TOKENS, &in->window[1]) != 0 ||
+             cli_parse_int(a, 0, INT_MAX - 1, &in->window[0]) != 0) ||
+            cli_parse_int(colon + 1, 1, INT_MAX, &in->window[1]) != 0 ||
             in->window[1] <= in->window[0])
             return cli_usage_error(name,
-                                   "invalid --window '%s' (START:END, the tokens START to END-1: "
-                                   "0 <= START < END <= %d)",
-                                   w, SCENE_MAX_TOKENS);
+                                   "invalid --window '%s' (START:END, the tokens START to END-1 "
+                                   "of the text, 0 <= START < END)",
+                                   w);
     }
     if (t && w)
         return cli_usage_error(name, "--truncate or --window, not both");
