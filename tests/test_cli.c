@@ -2187,6 +2187,23 @@ static void test_not_a_model_folder(void **state)
     assert_string_equal(r.err, "attnscope: --tokenizer is for a model folder that has none; "
                                "10-mha names its own\n");
     run_free(&r);
+    /* weights named alone need their config.json beside them */
+    char lone[4400];
+    snprintf(lone, sizeof(lone), "%s/weights.safetensors", dir);
+    size_t len;
+    char *bytes = tu_must_read_file(src_path("models/english/model.safetensors"), &len);
+    tu_write_file(lone, bytes, len);
+    free(bytes);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    unlink(path);
+    r = RUN("predict", lone, "--text", "hi");
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want),
+             "%s: no config.json beside it: a checkpoint's config.json says what model it is (its "
+             "architecture and sizes)\n",
+             lone);
+    assert_string_equal(r.err, want);
+    run_free(&r);
     /* a file that is not there is still not there */
     r = RUN("predict", scratch_path("nothere"), "--text", "hi");
     expect_status(&r, 1);
