@@ -8,8 +8,8 @@ In each Markdown file:
   lines that follow it, exactly. A line "..." (or "[...]") stands for any lines, and a line that
   ends in "..." for a line that starts with what it shows (a long line cut short).
 - A ```sh block lists commands to type: every line that starts with "attnscope" runs and must
-  exit 0, except that the explorer (attnscope SCENE) is run as `attnscope check SCENE`, since it
-  needs a terminal. Other lines (scripts/run, meson, apt-get, dpkg-buildpackage) are covered by
+  exit 0, except that the explorer (attnscope SCENE ...) is run as `attnscope check SCENE ...`,
+  since it needs a terminal. Other lines (scripts/run, meson, apt-get, dpkg-buildpackage) are covered by
   scripts/test and scripts/deb-check; here their program must exist.
 - <!-- file: NAME --> right before a fenced block writes the block to NAME first, so a
   transcript can use it (the scene of an example, a bad scene that `check` reports).
@@ -131,7 +131,7 @@ def main():
                     words = cmd.split()
                     if words[0] == "attnscope":
                         if len(words) > 1 and words[1] not in COMMANDS and not words[1].startswith("-"):
-                            cmd = "attnscope check " + words[1]
+                            cmd = "attnscope check " + cmd.split(None, 1)[1]  # its options too
                         r = subprocess.run(["bash", "-c", cmd], cwd=work, env=env,
                                            capture_output=True, text=True, timeout=600)
                         report(r.returncode == 0, "%s: %s" % (where, cmd))

@@ -11,7 +11,8 @@
 # saved as a scene of its own, text with control characters shown escaped, and the predictions
 # panel, the lens, ablation and the rollout on the induction model; every family's checkpoint
 # (Llama, Qwen2, Qwen3, Mistral, BERT): its model view, heads, RoPE, KV heads, SwiGLU,
-# predictions, lens, ablation, an edit and an export.
+# predictions, lens, ablation, an edit and an export; a model folder opened with --text, its
+# scene saved with w, a sentence past its context, and a sentence piped in (--text-file -).
 # Usage: e2e_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -814,6 +815,58 @@ start rope 110 30 "$BIN $WORK/rope.yaml"
 check "rope_scaling 5e-324: the message line names layer, head and stage" rope \
   wait_for rope "not a number: nan at layer 0, head 0, queries_rotated, row 0 (“The”), column 0"
 T kill-session -t rope
+
+# A model folder and a sentence (issue 27): models/english opened with --text, its title the
+# folder's name; w offers english.yaml beside the folder and the scene it writes reopens on the
+# same sentence; a sentence past its 128 positions is said at once, and l keeps the last words.
+start folder 110 30 "$(wrapped folder "$SRC/models/english" --text "'The capital of France is'")"
+check "folder: opens on the sentence given" folder wait_for folder "9 tokens · d_in 128 · layer 0 of 4"
+check "folder: its title is the folder's name" folder wait_for folder " english "
+check "folder: the sentence's tokens label the rows" folder wait_for folder "␣cap"
+keys folder w
+check "folder: w offers FOLDER.yaml beside the folder" folder \
+  wait_for folder "save scene as: $SRC/models/english.yaml"
+keys folder C-u
+text folder "$WORK/france.yaml"
+keys folder Enter
+check "folder: w writes the scene" folder wait_file "$WORK/france.yaml"
+check "folder: the saved scene has the sentence" folder grep -qx "text: The capital of France is" "$WORK/france.yaml"
+check "folder: the saved scene predicts as the folder does" folder \
+  test "$("$BIN" predict "$WORK/france.yaml" --top 3)" = \
+  "$("$BIN" predict "$SRC/models/english" --text "The capital of France is" --top 3)"
+keys folder t C-u
+T set-buffer -b long "$(seq -f 'word%g' 0 199 | paste -sd ' ')"
+T paste-buffer -p -b long -t folder
+keys folder Enter
+check "folder: a sentence past the context is said at once" folder \
+  wait_for folder "865 tokens, but this model reads at most 128 (n_positions): keep the first or the last 128?"
+check "folder: the map is still the old sentence's" folder wait_for folder "9 tokens · d_in 128"
+check "folder: the keys it takes" folder wait_for folder "f:keep the first l:keep the last e:edit it"
+keys folder l
+check "folder: l keeps the last words that fit" folder wait_for folder "kept the last 125 of 865 tokens (whole words)"
+check "folder: the map shows them" folder wait_for folder "125 tokens · d_in 128"
+keys folder q y
+check "folder: quits, the terminal restored" folder restored folder
+check "folder: exit status 0" folder grep -qx 0 "$WORK/folder.exit"
+T kill-session -t folder
+
+# The sentence down a pipe (--text-file -): the keys still come from the terminal.
+start piped 110 30 "echo 'The cat sat on the mat' | $BIN $SRC/models/english --text-file -; sleep 600"
+check "piped: opens on the sentence from standard input" piped wait_for piped "8 tokens · d_in 128"
+keys piped '}'
+check "piped: keys come from the terminal" piped wait_for piped "layer 1 of 4"
+keys piped q
+check "piped: q quits" piped wait_gone piped "layer 1 of 4"
+T kill-session -t piped
+
+# A folder that is not a model's says what one holds; the explorer never starts.
+mkdir -p "$WORK/notmodel"
+start notmodel 110 30 "$(wrapped notmodel "$WORK/notmodel")"
+wait_file "$WORK/notmodel.exit"
+check "not a model folder: exit status 1" notmodel grep -qx 1 "$WORK/notmodel.exit"
+check "not a model folder: says what a model folder holds" notmodel \
+  grep -qF "not a model folder: a model folder holds config.json" "$WORK/notmodel.err"
+T kill-session -t notmodel
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

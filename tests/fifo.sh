@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # fifo: a FIFO (or a device) where attnscope expects a file never hangs it. Every file it reads
 # (the scene, vocab.json, merges.txt, config.json, the checkpoint, a matrix's .npy or .csv,
-# keys.yaml, colors.yaml) and every file it writes (render -o, export -o) is a real FIFO here,
-# with no writer: each command must exit 1 within the timeout, saying "not a regular file
-# (a FIFO)" (or that the export target is not a folder), and leave the FIFO a FIFO.
+# keys.yaml, colors.yaml, --text-file) and every file it writes (render -o, export -o,
+# --save-scene) is a real FIFO here, with no writer: each command must exit 1 within the
+# timeout, saying "not a regular file (a FIFO)" (or that the export target is not a folder), and
+# leave the FIFO a FIFO.
 # Usage: fifo.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -81,6 +82,15 @@ refused "render -o FIFO" "$WORK/x.svg" "x.svg: not a regular file (a FIFO): attn
 mkfifo "$WORK/outdir"
 refused "export -o FIFO" "$WORK/outdir" "is not a folder (a FIFO, a device...)" \
   "$BIN" export -o "$WORK/outdir"
+
+# The input options: a sentence's file (standard input is "-", a pipe named as such), and the
+# scene saved.
+mkfifo "$WORK/sentence.txt"
+refused "--text-file FIFO" "$WORK/sentence.txt" "sentence.txt: not a regular file (a FIFO)" \
+  "$BIN" check "$SRC/models/english" --text-file "$WORK/sentence.txt"
+mkfifo "$WORK/saved.yaml"
+refused "--save-scene FIFO" "$WORK/saved.yaml" "saved.yaml: not a regular file (a FIFO): attnscope writes only files" \
+  "$BIN" check "$SRC/models/english" --save-scene "$WORK/saved.yaml"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

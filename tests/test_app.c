@@ -1255,6 +1255,80 @@ static void test_edits_past_the_positions(void **state)
     app_free(&a);
 }
 
+/* A sentence typed past a learned table is said at once, in the command line's words, before
+ * anything is edited or any note of its words made, with what can be kept: the first or the
+ * last whole words that fit (f, l), or the sentence back in the editor (e); any other key keeps
+ * the sentence as it was. */
+static void test_sentence_past_the_context(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "30-english-journey.yaml"); /* GPT-2, 128 learned positions */
+    char text[4000];
+    size_t o = 0;
+    for (int i = 0; i < 200; i++)
+        o += (size_t)snprintf(text + o, sizeof(text) - o, "%sword%d", i ? " " : "", i);
+    struct ask ask = {0};
+    int undo = a.n_undo, n = a.scene.n_tokens;
+    command_answer(&a, PROMPT_TEXT, text, &ask);
+    assert_int_equal(ask.kind, PROMPT_FIT_TEXT);
+    assert_string_equal(ask.label, "865 tokens, but this model reads at most 128 (n_positions): "
+                                   "keep the first or the last 128?");
+    assert_int_equal(a.scene.n_tokens, n); /* nothing edited yet, nothing said */
+    assert_int_equal(a.n_undo, undo);
+    assert_string_equal(a.message, "");
+    /* e: back in the editor, with what was typed */
+    command_answer(&a, PROMPT_FIT_TEXT, "e", &ask);
+    assert_int_equal(ask.kind, PROMPT_TEXT);
+    assert_string_equal(ask.initial, text);
+    /* any other key: the sentence as it was */
+    command_answer(&a, PROMPT_TEXT, text, &ask);
+    command_cancel(&a, PROMPT_FIT_TEXT);
+    assert_string_equal(a.message, "the sentence is as it was");
+    assert_null(a.pending_text);
+    assert_int_equal(a.scene.n_tokens, n);
+    /* f: the first whole words that fit, one undo step */
+    command_answer(&a, PROMPT_TEXT, text, &ask);
+    command_answer(&a, PROMPT_FIT_TEXT, "f", &ask);
+    assert_int_equal(ask.kind, PROMPT_NONE);
+    assert_true(a.scene.n_tokens <= 128 && a.scene.n_tokens > 120);
+    assert_int_equal(strncmp(a.scene.text, "word0 word1 word2 ", 18), 0);
+    assert_true(strncmp(a.message, "kept the first ", 15) == 0);
+    assert_non_null(strstr(a.message, " of 865 tokens (whole words); "));
+    assert_int_equal(a.n_undo, undo + 1);
+    assert_string_equal(a.error, "");
+    /* l: the last */
+    command_answer(&a, PROMPT_TEXT, text, &ask);
+    command_answer(&a, PROMPT_FIT_TEXT, "l", &ask);
+    assert_true(a.scene.n_tokens <= 128);
+    const char *end = a.scene.text + strlen(a.scene.text) - strlen(" word198 word199");
+    assert_string_equal(end, " word198 word199");
+    assert_true(strncmp(a.message, "kept the last ", 14) == 0);
+    ask_clear(&ask);
+    app_free(&a);
+
+    /* RoPE reads past its trained positions: no question, the warning every edit gives */
+    open_golden(&a, "families/scenes/llama-gqa.yaml");
+    command_answer(&a, PROMPT_TEXT, text, &ask);
+    assert_int_equal(ask.kind, PROMPT_NONE);
+    assert_non_null(strstr(a.message, "past the checkpoint's 64 positions"));
+    app_free(&a);
+
+    /* a pair: a cut keeps one sentence's words, so it is refused as said, once B is asked */
+    open_golden(&a, "families/scenes/bert-pair.yaml");
+    command_answer(&a, PROMPT_TEXT, text, &ask);
+    assert_int_equal(ask.kind, PROMPT_TEXT_PAIR);
+    char *b = strdup(a.scene.text_pair);
+    command_answer(&a, PROMPT_TEXT_PAIR, b, &ask);
+    free(b);
+    assert_int_equal(ask.kind, PROMPT_NONE);
+    assert_true(a.message_is_error);
+    assert_non_null(strstr(a.message, "tokens, but this model reads at most 40 "
+                                      "(max_position_embeddings): shorten the sentences"));
+    ask_clear(&ask);
+    app_free(&a);
+}
+
 static void test_render_writes_the_view(void **state)
 {
     (void)state;
@@ -2767,6 +2841,7 @@ int main(void)
         cmocka_unit_test(test_lens_view),
         cmocka_unit_test(test_lesson_ablate_step),
         cmocka_unit_test(test_panel_agrees_with_the_commands),
+        cmocka_unit_test(test_sentence_past_the_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

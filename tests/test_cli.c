@@ -55,6 +55,9 @@ struct run {
     char *out, *err;
 };
 
+/* The next run's standard input (RUN_IN), else /dev/null. */
+static const char *stdin_from;
+
 /* Runs ATTNSCOPE_BIN with args (NULL-terminated, without argv[0]), its standard output going
  * to stdout_to (NULL: a scratch file, read back into out). */
 static struct run run_to(const char *stdout_to, const char *const *args)
@@ -79,7 +82,8 @@ static struct run run_to(const char *stdout_to, const char *const *args)
 
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 0, stdin_from ? stdin_from : "/dev/null", O_RDONLY, 0);
+    stdin_from = NULL;
     posix_spawn_file_actions_addopen(&fa, 1, stdout_to ? stdout_to : out_path,
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -100,6 +104,7 @@ static struct run run_to(const char *stdout_to, const char *const *args)
 
 #define RUN(...)          run_to(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define RUN_TO(path, ...) run_to(path, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_IN(path, ...) (stdin_from = (path), RUN(__VA_ARGS__))
 
 static void run_free(struct run *r)
 {
@@ -2252,6 +2257,535 @@ static void test_bench_shape(void **state)
     }
 }
 
+/* ---- a model folder and a sentence (issue 27) ------------------------------------------- */
+
+/* A path under the source tree. */
+static const char *src_path(const char *rel)
+{
+    static char paths[8][4300];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof(paths[0]), "%s/../%s", getenv("ATTNSCOPE_SCENES_DIR"), rel);
+    return p;
+}
+
+static void expect_equal_runs(const struct run *a, const struct run *b)
+{
+    if (strcmp(a->out, b->out) != 0)
+        fail_msg("the outputs differ:\n--- one\n%s--- the other\n%s", a->out, b->out);
+}
+
+/* "word0 word1 ... word{n-1}" */
+static char *many_words(int n)
+{
+    size_t size = (size_t)n * 10 + 1, o = 0;
+    char *t = malloc(size);
+    assert_non_null(t);
+    t[0] = '\0';
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(t + o, size - o, "%sword%d", i ? " " : "", i);
+    return t;
+}
+
+/* attnscope predict FOLDER --text: a Hugging Face folder (config.json, the weights, a
+ * tokenizer) is a scene. The same from its model.safetensors, and from the scene one would
+ * write by hand; the book's sentence without --text. */
+static void test_model_folder(void **state)
+{
+    (void)state;
+    const char *english = src_path("models/english");
+    struct run r = RUN("predict", english, "--text", "The capital of France is", "--top", "5");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# tokens: The  cap it al  of  F r ance  is\n"
+                           "# next-token predictions: top 5 of 1024 tokens, temperature 1\n");
+    assert_string_equal(r.err, "");
+    struct run file = RUN("predict", src_path("models/english/model.safetensors"), "--text",
+                          "The capital of France is", "--top", "5");
+    expect_status(&file, 0);
+    expect_equal_runs(&r, &file);
+    run_free(&file);
+    /* the scene one writes by hand beside the folder */
+    char scene[4400];
+    snprintf(scene, sizeof(scene), "%s", scratch_path("english.yaml"));
+    char yaml[9000];
+    snprintf(yaml, sizeof(yaml),
+             "text: The capital of France is\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors}\n",
+             english, english, english);
+    tu_write_text(scene, yaml);
+    struct run hand = RUN("predict", scene, "--top", "5");
+    expect_status(&hand, 0);
+    expect_equal_runs(&r, &hand);
+    run_free(&hand);
+    run_free(&r);
+
+    r = RUN("predict", english, "--position", "0", "--top", "1");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# tokens: Y our  j our ne y  st art s  with  one  st ep\n");
+    run_free(&r);
+    r = RUN("check", english);
+    expect_status(&r, 0);
+    char want[4400];
+    snprintf(want, sizeof(want), "%s: ok\n", english);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+    /* a trailing slash (a shell's completion) is the same folder */
+    snprintf(want, sizeof(want), "%s/", english);
+    r = RUN("check", want);
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want), "%s: ok\n", english);
+    assert_string_equal(r.out, want);
+    run_free(&r);
+}
+
+/* A folder that is not a model's says what a model folder holds and what it has; one without a
+ * tokenizer (the golden families share tests/golden/gpt2's) says so and takes --tokenizer. */
+static void test_not_a_model_folder(void **state)
+{
+    (void)state;
+    char dir[4300], path[4400], want[8000];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("notamodel"));
+    mkdir(dir, 0755);
+    static const char needs[] =
+        "not a model folder: a model folder holds config.json, the weights (model.safetensors, "
+        "or model.safetensors.index.json and its shards) and a tokenizer (tokenizer.json, or "
+        "vocab.json with merges.txt)";
+    struct run r = RUN(dir);
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want), "%s: %s; this one has none of them\n", dir, needs);
+    assert_string_equal(r.err, want);
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    tu_write_text(path, "{}");
+    snprintf(path, sizeof(path), "%s/pytorch_model.bin", dir);
+    tu_write_text(path, "");
+    snprintf(path, sizeof(path), "%s/adapter_model.safetensors", dir);
+    tu_write_text(path, "");
+    r = RUN("predict", dir, "--text", "hi");
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want),
+             "%s: %s; this one has config.json, pytorch_model.bin and "
+             "adapter_model.safetensors, but no model.safetensors and no tokenizer\n",
+             dir, needs);
+    assert_string_equal(r.err, want);
+    run_free(&r);
+
+    const char *gqa = src_path("tests/golden/families/llama-gqa");
+    r = RUN("predict", gqa, "--text", "the river");
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want),
+             "%s: no tokenizer: a model folder holds tokenizer.json, or vocab.json with merges.txt "
+             "(this one has config.json and model.safetensors); give one with --tokenizer PATH (a "
+             "tokenizer.json, or a folder that holds one)\n",
+             gqa);
+    assert_string_equal(r.err, want);
+    run_free(&r);
+    /* --tokenizer: a folder, or its vocab.json (merges.txt beside it) */
+    r = RUN("predict", gqa, "--text", "the river", "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&r, 0);
+    struct run v = RUN("predict", gqa, "--text", "the river", "--tokenizer",
+                       src_path("tests/golden/gpt2/vocab.json"));
+    expect_status(&v, 0);
+    expect_equal_runs(&r, &v);
+    run_free(&v);
+    run_free(&r);
+    r = RUN("predict", gqa, "--tokenizer", dir);
+    expect_status(&r, 1);
+    expect_contains(r.err, "no tokenizer here for --tokenizer");
+    run_free(&r);
+    /* a scene names its own tokenizer */
+    r = RUN("print", "10-mha", "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&r, 2);
+    assert_string_equal(r.err, "attnscope: --tokenizer is for a model folder that has none; "
+                               "10-mha names its own\n");
+    run_free(&r);
+    /* weights named alone need their config.json beside them */
+    char lone[4400];
+    snprintf(lone, sizeof(lone), "%s/weights.safetensors", dir);
+    size_t len;
+    char *bytes = tu_must_read_file(src_path("models/english/model.safetensors"), &len);
+    tu_write_file(lone, bytes, len);
+    free(bytes);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    unlink(path);
+    r = RUN("predict", lone, "--text", "hi");
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want),
+             "%s: no config.json beside it: a checkpoint's config.json says what model it is (its "
+             "architecture and sizes)\n",
+             lone);
+    assert_string_equal(r.err, want);
+    run_free(&r);
+    /* a file that is not there is still not there */
+    r = RUN("predict", scratch_path("nothere"), "--text", "hi");
+    expect_status(&r, 1);
+    expect_contains(r.err, "No such file or directory");
+    run_free(&r);
+}
+
+/* Every family of tests/golden/families as a folder gives what its golden scene gives: Llama
+ * (and sharded), Qwen2, Qwen3, Mistral with the shared tokenizer, BERT with its own and two
+ * sentences. */
+static void test_family_folders(void **state)
+{
+    (void)state;
+    static const char *const families[] = {"llama-gqa",     "llama-gqa-sharded", "qwen2-bias",
+                                           "qwen3-qknorm",  "mistral-window",    "llama3-rope",
+                                           "llama-gqa-bf16"};
+    const char *river = "The river runs to the sea, and the children watch the water.";
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        char folder[200], scene[200];
+        snprintf(folder, sizeof(folder), "tests/golden/families/%s", families[i]);
+        snprintf(scene, sizeof(scene), "tests/golden/families/scenes/%s.yaml", families[i]);
+        struct run a = RUN("predict", src_path(scene), "--top", "3");
+        struct run b = RUN("predict", src_path(folder), "--text", river, "--tokenizer",
+                           src_path("tests/golden/gpt2"), "--top", "3");
+        expect_status(&a, 0);
+        expect_status(&b, 0);
+        expect_equal_runs(&a, &b);
+        run_free(&a);
+        run_free(&b);
+    }
+    struct run a = RUN("predict", src_path("tests/golden/families/scenes/bert-pair.yaml"));
+    struct run b = RUN("predict", src_path("tests/golden/families/bert-pair"), "--text",
+                       "The cat sat on the [MASK] .", "--text", "It was a sunny [MASK] .");
+    expect_status(&a, 0);
+    expect_status(&b, 0);
+    expect_equal_runs(&a, &b);
+    expect_contains(b.out, "# tokens: [CLS] the cat sat on the [MASK] . [SEP] it was a sunny "
+                           "[MASK] . [SEP]\n");
+    run_free(&a);
+    run_free(&b);
+    /* a folder's problem is said at its own file, as a scene's checkpoint's is */
+    char want[4400];
+    const char *bad = src_path("tests/golden/families/bad/no-embed");
+    a = RUN("check", bad, "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&a, 1);
+    snprintf(want, sizeof(want),
+             "%s/model.safetensors: tensor 'model.embed_tokens.weight' is missing (arch llama)\n",
+             bad);
+    assert_string_equal(a.err, want);
+    run_free(&a);
+    bad = src_path("tests/golden/families/bad/mamba");
+    a = RUN("check", bad, "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&a, 1);
+    snprintf(want, sizeof(want),
+             "%s/config.json:2:3: architecture \"MambaForCausalLM\" is not one "
+             "attnscope reads",
+             bad);
+    expect_contains(a.err, want);
+    run_free(&a);
+    /* the index of a sharded checkpoint, named itself */
+    a = RUN("heads",
+            src_path("tests/golden/families/llama-gqa-sharded/model.safetensors.index.json"),
+            "--tokenizer", src_path("tests/golden/gpt2"));
+    expect_status(&a, 0);
+    expect_contains(a.out, "# 2 layers × 4 heads");
+    run_free(&a);
+}
+
+/* --text replaces a scene's sentence (two: a pair), --text-file reads one (its last line end
+ * dropped), and - is standard input. */
+static void test_text_options(void **state)
+{
+    (void)state;
+    struct run r =
+        RUN("print", "10-mha", "--text", "Your journey ends", "--stage", "weights", "--head", "0");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# tokens: Your journey ends\n");
+    expect_contains(r.err, "scenes/10-mha.yaml: note: made-up embedding rows for new words: "
+                           "ends\n");
+    run_free(&r);
+    const char *english = src_path("models/english");
+    struct run want = RUN("predict", english, "--text", "The capital of France is");
+    expect_status(&want, 0);
+    char file[4400];
+    snprintf(file, sizeof(file), "%s", scratch_path("sentence.txt"));
+    tu_write_text(file, "The capital of France is\n");
+    r = RUN("predict", english, "--text-file", file);
+    expect_status(&r, 0);
+    expect_equal_runs(&want, &r);
+    run_free(&r);
+    r = RUN_IN(file, "predict", english, "--text-file", "-");
+    expect_status(&r, 0);
+    expect_equal_runs(&want, &r);
+    run_free(&r);
+    run_free(&want);
+    /* a pair from a file and standard input */
+    const char *bert = src_path("tests/golden/families/bert-pair");
+    want = RUN("predict", bert, "--text", "the cat sat on the [MASK] .", "--text", "it was a day");
+    expect_status(&want, 0);
+    tu_write_text(file, "it was a day\r\n");
+    r = RUN_IN(file, "predict", bert, "--text", "the cat sat on the [MASK] .", "--text-file", "-");
+    expect_status(&r, 0);
+    expect_equal_runs(&want, &r);
+    run_free(&r);
+    run_free(&want);
+
+    r = RUN("predict", english, "--text", "a", "--text", "b", "--text", "c");
+    expect_status(&r, 2);
+    assert_string_equal(r.err, "attnscope predict: at most two sentences (--text A --text B: a "
+                               "pair, as BERT reads)\nTry 'attnscope predict --help'.\n");
+    run_free(&r);
+    r = RUN("predict", english, "--text-file", "-", "--text-file", "-");
+    expect_status(&r, 2);
+    expect_contains(r.err, "standard input (--text-file -) holds one sentence");
+    run_free(&r);
+    r = RUN("predict", english, "--text", "one", "--text", "two");
+    expect_status(&r, 1);
+    char msg[9000];
+    snprintf(msg, sizeof(msg),
+             "%s: --text: two sentences (text: [A, B]) need a tokenizer with a template that "
+             "joins them (kind: hf); GPT-2's BPE has none\n",
+             english);
+    assert_string_equal(r.err, msg);
+    run_free(&r);
+    r = RUN("predict", english, "--text-file", scratch_path("no-such.txt"));
+    expect_status(&r, 1);
+    expect_contains(r.err, "--text-file: ");
+    expect_contains(r.err, "no-such.txt");
+    run_free(&r);
+    tu_write_file(file, "one\0two", 7);
+    r = RUN("predict", english, "--text-file", file);
+    expect_status(&r, 1);
+    snprintf(msg, sizeof(msg), "%s: %s: a NUL byte at byte 4: a sentence is text\n", english, file);
+    assert_string_equal(r.err, msg);
+    run_free(&r);
+    /* and a scene read once with a sentence of its own gives it to every command */
+    r = RUN("heads", english, "--text", "the cat and the cat");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# tokens: the  c at  and  the  c at\n");
+    run_free(&r);
+}
+
+/* A text longer than the model reads: the limit said in the user's words with how to fit it;
+ * --truncate keeps the first or the last whole words, --window a part; RoPE reads past its
+ * trained positions with a warning, and --truncate keeps to them. */
+static void test_context_limit(void **state)
+{
+    (void)state;
+    const char *english = src_path("models/english");
+    char *text = many_words(300);
+    struct run r = RUN("predict", english, "--text", text);
+    expect_status(&r, 1);
+    char want[4400];
+    snprintf(want, sizeof(want),
+             "%s: --text: 1,362 tokens, but this model reads at most 128 (n_positions)\n"
+             "  --truncate end cuts the end off (keeps the first 128 tokens), --truncate start the "
+             "start (keeps the last 128); --window START:END keeps tokens START to END-1\n",
+             english);
+    assert_string_equal(r.err, want);
+    assert_string_equal(r.out, "");
+    run_free(&r);
+    r = RUN("predict", english, "--text", text, "--truncate", "end", "--position", "0");
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want),
+             "%s: --truncate end: 1,362 tokens, but this model reads at most 128 (n_positions): "
+             "kept the first 128 (whole words)\n",
+             english);
+    assert_string_equal(r.err, want);
+    expect_contains(r.out, "# tokens: w ord 0  wor d 1  wor d 2 ");
+    run_free(&r);
+    r = RUN("predict", english, "--text", text, "--truncate", "start", "--position", "0");
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want),
+             "%s: --truncate start: 1,362 tokens, but this model reads at most 128 (n_positions): "
+             "kept the last 125 (whole words)\n",
+             english);
+    assert_string_equal(r.err, want);
+    expect_contains(r.out, "wor d 2 9 8  wor d 2 9 9\n");
+    run_free(&r);
+    r = RUN("predict", english, "--text", text, "--window", "10:40", "--position", "0");
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want),
+             "%s: --window 10:40: the whole words in tokens 10 to 39: 26 tokens of the text's "
+             "1,362\n",
+             english);
+    assert_string_equal(r.err, want);
+    expect_contains(r.out, "# tokens: w ord 4  wor d 5 ");
+    run_free(&r);
+    /* usage: the words and numbers these take */
+    r = RUN("predict", english, "--text", text, "--truncate", "middle");
+    expect_status(&r, 2);
+    expect_contains(r.err, "invalid --truncate 'middle' (end: cut the end off, keeping the first "
+                           "tokens; start: cut the start off, keeping the last)");
+    run_free(&r);
+    r = RUN("predict", english, "--window", "40:10");
+    expect_status(&r, 2);
+    expect_contains(r.err, "invalid --window '40:10' (START:END, the tokens START to END-1 of the "
+                           "text, 0 <= START < END)");
+    run_free(&r);
+    r = RUN("predict", english, "--window", "0:10", "--truncate", "end");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--truncate or --window, not both");
+    run_free(&r);
+    r = RUN("predict", english, "--text", "a", "--text", "b", "--truncate", "end");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--truncate cuts one sentence; shorten a pair's sentences yourself");
+    run_free(&r);
+
+    /* RoPE: llama-gqa was trained on 64 positions and reads past them, saying so */
+    const char *gqa = src_path("tests/golden/families/llama-gqa");
+    const char *tok = src_path("tests/golden/gpt2");
+    char *eighty = many_words(20);
+    r = RUN("predict", gqa, "--tokenizer", tok, "--text", eighty, "--position", "0");
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want),
+             "%s: warning: 90 tokens, past the checkpoint's 64 positions "
+             "(max_position_embeddings): computed as transformers computes them, on positions the "
+             "model was not trained on\n",
+             gqa);
+    assert_string_equal(r.err, want);
+    run_free(&r);
+    r = RUN("predict", gqa, "--tokenizer", tok, "--text", eighty, "--truncate", "end", "--position",
+            "0");
+    expect_status(&r, 0);
+    snprintf(want, sizeof(want),
+             "%s: --truncate end: 90 tokens, past the 64 positions this model was trained on "
+             "(max_position_embeddings): kept the first 60 (whole words)\n",
+             gqa);
+    assert_string_equal(r.err, want);
+    run_free(&r);
+    free(eighty);
+
+    /* BERT's learned table: [CLS] and [SEP] count */
+    const char *bert = src_path("tests/golden/families/bert-pair");
+    r = RUN("predict", bert, "--text",
+            "the cat sat on the mat the cat sat on the mat the cat sat "
+            "on the mat the cat sat on the mat the cat sat on the mat "
+            "the cat sat on the mat the cat sat on the mat");
+    expect_status(&r, 1);
+    snprintf(want, sizeof(want),
+             "%s: --text: 44 tokens, but this model reads at most 40 (max_position_embeddings)\n",
+             bert);
+    expect_contains(r.err, want);
+    run_free(&r);
+    free(text);
+}
+
+/* --save-scene writes the scene the run made; it reopens and predicts the same, its paths
+ * relative to it; it never replaces the scene it read. */
+static void test_save_scene(void **state)
+{
+    (void)state;
+    const char *english = src_path("models/english");
+    char saved[4400];
+    snprintf(saved, sizeof(saved), "%s", scratch_path("saved/english.yaml"));
+    mkdir(scratch_path("saved"), 0755);
+    struct run a =
+        RUN("predict", english, "--text", "The capital of France is", "--save-scene", saved);
+    expect_status(&a, 0);
+    struct run b = RUN("predict", saved);
+    expect_status(&b, 0);
+    expect_equal_runs(&a, &b);
+    run_free(&a);
+    run_free(&b);
+    char *yaml = tu_must_read_file(saved, NULL);
+    expect_contains(yaml, "version: 1\ntitle: english\ntext: The capital of France is\n");
+    expect_contains(yaml, "tokenizer: {kind: gpt2, vocab: \"");
+    expect_contains(yaml, "/models/english/vocab.json\", merges: \"");
+    expect_contains(yaml, "model: {file: \"");
+    expect_contains(yaml, "/models/english/model.safetensors\", arch: gpt2}\n");
+    free(yaml);
+    /* the cut text is what is saved */
+    char *text = many_words(300);
+    a = RUN("predict", english, "--text", text, "--truncate", "start", "--save-scene", saved);
+    expect_status(&a, 0);
+    b = RUN("predict", saved);
+    expect_status(&b, 0);
+    expect_equal_runs(&a, &b);
+    assert_string_equal(b.err, "");
+    run_free(&a);
+    run_free(&b);
+    free(text);
+    /* a pair, and a scene file with a new sentence */
+    a = RUN("predict", src_path("tests/golden/families/bert-pair"), "--text", "a [MASK] .",
+            "--text", "the sea", "--save-scene", saved);
+    expect_status(&a, 0);
+    yaml = tu_must_read_file(saved, NULL);
+    expect_contains(yaml, "text: [\"a [MASK] .\", the sea]\n");
+    expect_contains(yaml, "tokenizer: {kind: hf, file: \"");
+    free(yaml);
+    b = RUN("predict", saved);
+    expect_equal_runs(&a, &b);
+    run_free(&a);
+    run_free(&b);
+    a = RUN("print", "10-mha", "--text", "Your journey ends", "--save-scene", saved);
+    expect_status(&a, 0);
+    b = RUN("print", saved);
+    expect_equal_runs(&a, &b);
+    run_free(&a);
+    run_free(&b);
+    /* never over the scene it reads */
+    struct run r = RUN("print", saved, "--text", "Your step", "--save-scene", saved);
+    expect_status(&r, 2);
+    expect_contains(r.err, "is the scene it reads: save under another name");
+    run_free(&r);
+    r = RUN("diff", saved, saved, "--save-scene", scratch_path("x.yaml"));
+    expect_status(&r, 2);
+    expect_contains(r.err, "--save-scene saves one scene; diff reads two");
+    run_free(&r);
+    /* the explorer saves before it needs a terminal: the scene is there to reopen */
+    snprintf(saved, sizeof(saved), "%s", scratch_path("saved/explorer.yaml"));
+    r = RUN(english, "--text", "fish", "--save-scene", saved);
+    expect_status(&r, 2);
+    expect_contains(r.err, "the explorer needs a terminal");
+    run_free(&r);
+    r = RUN("check", saved);
+    expect_status(&r, 0);
+    run_free(&r);
+}
+
+/* A folder in Hugging Face's cache (models--ORG--NAME/snapshots/REV, links into blobs/) is
+ * titled ORG/NAME, and its saved scene names the snapshot's files, not the blobs. */
+static void test_cache_folder(void **state)
+{
+    (void)state;
+    char hub[4300], path[4600], blob[4400], from[4300], snap[4400];
+    snprintf(hub, sizeof(hub), "%s", scratch_path("hub2"));
+    mkdir(hub, 0755);
+    snprintf(path, sizeof(path), "%s/models--Org--Tiny", hub);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/models--Org--Tiny/blobs", hub);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/models--Org--Tiny/snapshots", hub);
+    mkdir(path, 0755);
+    snprintf(snap, sizeof(snap), "%s/models--Org--Tiny/snapshots/0123abc", hub);
+    mkdir(snap, 0755);
+    static const char *const files[][2] = {
+        {"models/english/model.safetensors", "model.safetensors"},
+        {"models/english/config.json", "config.json"},
+        {"models/english/vocab.json", "vocab.json"},
+        {"models/english/merges.txt", "merges.txt"}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(from, sizeof(from), "%s", src_path(files[i][0]));
+        size_t len;
+        char *data = tu_must_read_file(from, &len);
+        snprintf(blob, sizeof(blob), "%s/models--Org--Tiny/blobs/9f%d", hub, i);
+        tu_write_file(blob, data, len);
+        free(data);
+        snprintf(path, sizeof(path), "%s/%s", snap, files[i][1]);
+        char target[64];
+        snprintf(target, sizeof(target), "../../blobs/9f%d", i);
+        assert_int_equal(symlink(target, path), 0);
+    }
+    char saved[4400];
+    snprintf(saved, sizeof(saved), "%s/tiny.yaml", hub);
+    struct run r = RUN("check", snap, "--save-scene", saved);
+    expect_status(&r, 0);
+    run_free(&r);
+    char *yaml = tu_must_read_file(saved, NULL);
+    expect_contains(yaml, "title: Org/Tiny\n");
+    expect_contains(yaml, "model: {file: models--Org--Tiny/snapshots/0123abc/model.safetensors, "
+                          "arch: gpt2}\n");
+    assert_null(strstr(yaml, "blobs"));
+    free(yaml);
+    r = RUN("check", saved);
+    expect_status(&r, 0);
+    run_free(&r);
+}
+
 int main(void)
 {
     scratch = tu_make_tmpdir("cli");
@@ -2293,6 +2827,13 @@ int main(void)
         cmocka_unit_test(test_masked_lm),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_export_predictions),
+        cmocka_unit_test(test_model_folder),
+        cmocka_unit_test(test_not_a_model_folder),
+        cmocka_unit_test(test_family_folders),
+        cmocka_unit_test(test_text_options),
+        cmocka_unit_test(test_context_limit),
+        cmocka_unit_test(test_save_scene),
+        cmocka_unit_test(test_cache_folder),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tu_remove_tree(scratch);

@@ -31,6 +31,7 @@
 #include "cli/cli.h"
 #include "common/diag.h"
 #include "engine/attention.h"
+#include "engine/edit.h"
 #include "engine/logits.h"
 #include "engine/net.h"
 #include "engine/scene.h"
@@ -565,6 +566,66 @@ static void test_scene_hf(void **state)
     free(path);
 }
 
+/* A model folder made a scene (scenefile/folder.c), then a sentence past its context cut to the
+ * last whole words that fit (engine/textfit.c) and made its text, as --truncate start does. */
+static void work_model_folder(struct outcome *out, const void *p)
+{
+    const char *folder = p;
+    struct attn_model_files m;
+    struct diag err;
+    attn_diag_clear(&err);
+    out->rc = 0;
+    out->digest = 14695981039346656037u;
+    if (attn_scenefile_find_model(&m, folder, NULL, &err) != 0) {
+        set_error(out, &err);
+        return;
+    }
+    char *said = NULL;
+    size_t said_len = 0;
+    FILE *report = open_memstream(&said, &said_len);
+    assert_non_null(report);
+    struct attn_scene s;
+    int rc = attn_scenefile_load_model_report(&s, &m, report);
+    fclose(report);
+    if (rc != 0) {
+        out->rc = -1;
+        snprintf(out->msg, sizeof(out->msg), "%s", said);
+        free(said);
+        return;
+    }
+    free(said);
+    char text[2400], *cut = NULL;
+    for (int i = 0, o = 0; i < 200; i++)
+        o += snprintf(text + o, sizeof(text) - (size_t)o, "%sword%d", i ? " " : "", i);
+    struct attn_edit_effects fx;
+    struct attn_edit e = {.kind = EDIT_TEXT, .text_pair = ""};
+    if (attn_scene_text_cut(&cut, &s, text, TEXT_KEEP_LAST, 0, 128, &err) != 0 ||
+        (e.text = cut, attn_scene_apply_edit(&s, &e, &fx, &err)) != 0) {
+        set_error(out, &err);
+        free(cut);
+        attn_scene_free(&s);
+        return;
+    }
+    free(cut);
+    out->digest = mix(out->digest, s.token_ids, (size_t)s.n_tokens * sizeof(int));
+    struct attn_net net = {0};
+    if (attn_net_compute(&net, &s, &err) != 0)
+        set_error(out, &err);
+    else
+        out->digest = digest_net(out->digest, &net);
+    attn_net_free(&net);
+    attn_scene_free(&s);
+}
+
+static void test_model_folder(void **state)
+{
+    (void)state;
+    char *path = scene_path("../models/english");
+    sweep("models/english as a folder, a sentence past its 128 positions cut to fit",
+          work_model_folder, path, true);
+    free(path);
+}
+
 /* A scene with many problems: every one listed, or the list says memory ran out. */
 struct bad_arg {
     const char *path;
@@ -806,8 +867,8 @@ static void test_export_hf_replace(void **state)
 {
     (void)state;
     char *path = fixture("hf/induction.yaml");
-    sweep_export("export of the induction model (fixtures/hf) as .npy over an earlier export",
-                 path, EXPORT_NPY, true);
+    sweep_export("export of the induction model (fixtures/hf) as .npy over an earlier export", path,
+                 EXPORT_NPY, true);
     free(path);
 }
 
@@ -901,7 +962,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_scene_mha),       cmocka_unit_test(test_scene_gpt2),
         cmocka_unit_test(test_scene_hf),        cmocka_unit_test(test_scene_bad),
         cmocka_unit_test(test_export_mha),      cmocka_unit_test(test_export_hf_replace),
-        cmocka_unit_test(test_cmd_export),
+        cmocka_unit_test(test_cmd_export),      cmocka_unit_test(test_model_folder),
     };
     if (argc > 1) /* test_oom NAME: the tests whose names match NAME (cmocka's '*' and '?') */
         cmocka_set_test_filter(argv[1]);

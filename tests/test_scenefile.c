@@ -1701,6 +1701,35 @@ static void test_saved_paths_relative(void **state)
     assert_non_null(strstr(text, "model: {file: \"../m/model.safetensors\", arch: gpt2}\n"));
     free(text);
     assert_int_equal(chdir(cwd), 0);
+
+    /* A tokenizer.json (BERT's, beside its checkpoint) is named the same way. */
+    snprintf(m, sizeof(m), "%s/bert", dir);
+    assert_int_equal(mkdir(m, 0755), 0);
+    static const char *const bert_files[] = {"config.json", "tokenizer.json", "model.safetensors"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t len;
+        snprintf(from, sizeof(from), "%s/../tests/golden/families/bert-pair/%s", scenes,
+                 bert_files[i]);
+        char *bytes = tu_must_read_file(from, &len);
+        snprintf(to, sizeof(to), "%s/%s", m, bert_files[i]);
+        tu_write_file(to, bytes, len);
+        free(bytes);
+    }
+    put_text(a, "bert.yaml",
+             "text: [\"the cat sat\", \"it was [MASK]\"]\n"
+             "tokenizer: {kind: hf, file: ../bert/tokenizer.json}\n"
+             "model: {file: ../bert/model.safetensors}\n");
+    snprintf(path, sizeof(path), "%s/a/bert.yaml", dir);
+    load_ok(&s, path);
+    snprintf(path, sizeof(path), "%s/b/c/bert.yaml", dir);
+    assert_int_equal(attn_scenefile_save(path, &s, false, false, &err), 0);
+    attn_scene_free(&s);
+    text = tu_must_read_file(path, NULL);
+    assert_non_null(strstr(text, "tokenizer: {kind: hf, file: \"../../bert/tokenizer.json\"}\n"));
+    assert_null(strstr(text, dir));
+    free(text);
+    load_ok(&s, path);
+    attn_scene_free(&s);
     tu_remove_tree(dir);
     free(dir);
 }

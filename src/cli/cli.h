@@ -44,6 +44,33 @@ struct cli_command {
     const struct cli_opt *opts;
     int n_opts;
     const struct cli_example *examples; /* ended by {NULL}; NULL: none */
+    bool input; /* takes SCENE's input options too (cli_input_opts: --text, --save-scene, ...) */
+};
+
+/* The input options, declared once for every command that reads a scene (input: true): where
+ * SCENE's sentence comes from, fitted to the model's context, and the scene saved. */
+enum {
+    CLI_IN_TEXT,
+    CLI_IN_TEXT_FILE,
+    CLI_IN_TOKENIZER,
+    CLI_IN_TRUNCATE,
+    CLI_IN_WINDOW,
+    CLI_IN_SAVE_SCENE,
+    CLI_IN_COUNT
+};
+extern const struct cli_opt cli_input_opts[CLI_IN_COUNT];
+
+/* What the input options said. */
+struct cli_input {
+    /* The sentences, in the order given: each --text's, or --text-file's file name ("-":
+     * standard input). One replaces the scene's text; two are a pair (BERT's [A, B]). */
+    const char *sentence[2];
+    bool from_file[2];
+    int n_sentences;
+    const char *tokenizer;  /* --tokenizer PATH, or NULL */
+    const char *truncate;   /* "start", "end", or NULL: a text too long is refused */
+    int window[2];          /* --window START:END, or {-1, -1} */
+    const char *save_scene; /* --save-scene FILE, or NULL */
 };
 
 /* Parses args (the words after the command name) against cmd's options. values[i] receives
@@ -54,6 +81,11 @@ struct cli_command {
 #define CLI_CONTINUE (-1)
 int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char **values,
               const char **pos, int max_pos, int *n_pos);
+/* cli_begin for a command with input (cmd->input): the input options go to *in, checked (a
+ * third sentence, --truncate's word, --window's numbers, --truncate with --window are usage
+ * errors). */
+int cli_begin_input(const struct cli_command *cmd, int argc, char **argv, const char **values,
+                    const char **pos, int max_pos, int *n_pos, struct cli_input *in);
 
 /* Prints "attnscope CMD: message" and where to find the usage to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -83,7 +115,8 @@ enum {
     BENCH_O_COUNT
 };
 /* bench --ui lives with main.c, which links curses; main sets this before dispatching. */
-extern int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos);
+extern int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos,
+                                const struct cli_input *in);
 /* check's lesson on the explorer's screen at 80x24 (ui/lessoncheck.h), with main.c too: plays the
  * lesson of s (taken over) and adds every step's problems; -1 with err, s left, when there is no
  * virtual terminal to play it on. NULL: the lesson is checked without a screen. */
@@ -99,8 +132,10 @@ extern const struct cli_command cli_check, cli_print, cli_export, cli_bench, cli
 /* A scene ready to show: loaded (or the built-in default), resolved and computed once. */
 struct cli_scene {
     const char *name; /* the path, or "default scene" */
-    char path[4096];  /* the file found for the path given */
+    char path[4096];  /* the file found for the path given; a model's folder */
     bool from_file;
+    bool model;       /* a model (a folder, its weights), made a scene in memory */
+    char saved[4096]; /* where --save-scene wrote it, or "" */
     struct attn_scene scene;
     struct attn_net net; /* every layer, computed */
 };
@@ -109,15 +144,22 @@ struct cli_scene {
  * Returns CLI_OK, or CLI_INVALID after saying where it looked. */
 int cli_find_scene(char *out, size_t size, const char *arg);
 
-/* Loads path (NULL: the built-in default; else found with cli_find_scene), resolves it and runs
- * attn_forward. Prints every problem as file:line:col with the line and a caret. Returns CLI_OK or
- * CLI_INVALID; on failure nothing is left to free. */
-int cli_scene_open(struct cli_scene *cs, const char *path);
+/* Loads the scene path names (NULL: the built-in default): a scene file (found with
+ * cli_find_scene), or a model (a Hugging Face folder, its weights: scenefile.h's
+ * attn_scenefile_find_model), then applies in (NULL: none): its sentence in place of the scene's,
+ * fitted to the model's context, and the scene saved. Prints every problem as file:line:col.
+ * Returns CLI_OK, CLI_INVALID, or CLI_USAGE (an input option that does not apply, said); on
+ * failure nothing is left to free. */
+int cli_scene_load(struct cli_scene *cs, const char *path, const struct cli_input *in);
+/* Whether any input option was given (a command that reads no scene in that mode refuses). */
+bool cli_input_given(const struct cli_input *in);
+/* cli_scene_load, then attn_forward. */
+int cli_scene_open(struct cli_scene *cs, const char *path, const struct cli_input *in);
 /* cli_scene_open, lean: with attn_net_compute_lean, visit (may be NULL) called on each layer
  * as it is computed, for a command that reads each layer once (heads, export, predict). A
  * visit's error is printed as the compute's. lean false: cli_scene_open. */
-int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_net_visit visit,
-                        void *ctx);
+int cli_scene_open_lean(struct cli_scene *cs, const char *path, const struct cli_input *in,
+                        bool lean, attn_net_visit visit, void *ctx);
 /* The compute of cli_scene_open_lean for a scene already in cs (cs->name set): on failure the
  * scene is freed. */
 int cli_scene_compute(struct cli_scene *cs, bool lean, attn_net_visit visit, void *ctx);
@@ -186,6 +228,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_lens(int argc, char **argv);
 int cmd_ablate(int argc, char **argv);
 int cmd_patch(int argc, char **argv);
-int cmd_bench_ui(const char *const *values, const char *const *pos, int n_pos);
+int cmd_bench_ui(const char *const *values, const char *const *pos, int n_pos,
+                 const struct cli_input *in);
 
 #endif

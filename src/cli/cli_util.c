@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <float.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,7 +25,10 @@
 /* What every help text ends with; the built-in scene only where SCENE may be left out. */
 static const char scene_note[] =
     "SCENE is a scene file, or the name of a shipped scene: 10-mha, lessons/3-causal-mask\n"
-    "(looked up in the current folder, then its scenes/, then attnscope's data folder).\n";
+    "(looked up in the current folder, then its scenes/, then attnscope's data folder); or a\n"
+    "model: a Hugging Face folder (config.json, model.safetensors or its index, and\n"
+    "tokenizer.json or vocab.json with merges.txt), or its model.safetensors. A model reads\n"
+    "--text (default: \"" ATTN_MODEL_DEFAULT_TEXT "\").\n";
 static const char default_note[] =
     "Without SCENE: the built-in scene, \"Your journey starts with one step\" through the\n"
     "book's MultiHeadAttention (seed 123, 2 heads).\n";
@@ -87,9 +91,9 @@ static int opt_label(char *buf, size_t size, const struct cli_opt *o)
 
 void cli_print_overview(FILE *out, const struct cli_command *const *cmds, int n)
 {
-    fputs("usage: attnscope [SCENE]              open the explorer on SCENE\n"
-          "       attnscope COMMAND [ARGS...]    run a command\n"
-          "       attnscope help [COMMAND]       a command's own help\n"
+    fputs("usage: attnscope [SCENE] [--text TEXT]  open the explorer on SCENE\n"
+          "       attnscope COMMAND [ARGS...]      run a command\n"
+          "       attnscope help [COMMAND]         a command's own help\n"
           "       attnscope --version\n"
           "\n"
           "Explore the attention mechanism of transformers, tensor by tensor.\n"
@@ -107,13 +111,12 @@ void cli_print_overview(FILE *out, const struct cli_command *const *cmds, int n)
     fputs(exit_note, out);
 }
 
-void cli_print_command_help(FILE *out, const struct cli_command *cmd)
+/* Each option with its help beside it, wrapped: "  -o, --output DIR      what it does". */
+static void print_options(FILE *out, const struct cli_opt *opts, int n, bool help)
 {
-    print_usage_lines(out, cmd, "usage:");
-    fprintf(out, "\n%s\n\noptions:\n", cmd->description);
-    for (int i = 0; i <= cmd->n_opts; i++) {
-        static const struct cli_opt help = {"help", 'h', NULL, "show this help"};
-        const struct cli_opt *o = i < cmd->n_opts ? &cmd->opts[i] : &help;
+    for (int i = 0; i < n + (help ? 1 : 0); i++) {
+        static const struct cli_opt help_opt = {"help", 'h', NULL, "show this help"};
+        const struct cli_opt *o = i < n ? &opts[i] : &help_opt;
         char label[64];
         int len = opt_label(label, sizeof(label), o);
         /* The help text's lines, the first beside the label (or under it when too long). */
@@ -134,6 +137,17 @@ void cli_print_command_help(FILE *out, const struct cli_command *cmd)
             fprintf(out, "%*s", 2 + 22, "");
         }
     }
+}
+
+void cli_print_command_help(FILE *out, const struct cli_command *cmd)
+{
+    print_usage_lines(out, cmd, "usage:");
+    fprintf(out, "\n%s\n\noptions:\n", cmd->description);
+    print_options(out, cmd->opts, cmd->n_opts, true);
+    if (cmd->input) {
+        fputs("\ninput options (SCENE's sentence, and the scene saved):\n", out);
+        print_options(out, cli_input_opts, CLI_IN_COUNT, false);
+    }
     fputs("\n", out);
     if (cmd->examples && cmd->examples[0].line) {
         fputs("examples:\n", out);
@@ -144,7 +158,7 @@ void cli_print_command_help(FILE *out, const struct cli_command *cmd)
     if (strstr(cmd->usage, "SCENE")) {
         fputs(scene_note, out);
         /* "SCENE ..." first: the command needs one (a checkpoint: the book's scene will not do) */
-        if (strncmp(cmd->usage, "SCENE ", 6) != 0)
+        if (strncmp(cmd->usage, "SCENE ", 6) != 0 && strncmp(cmd->usage, "SCENE...", 8) != 0)
             fputs(default_note, out);
     }
     fputs(exit_note, out);
@@ -178,11 +192,88 @@ static const struct cli_opt *find_short(const struct cli_opt *opts, int n, char 
     return NULL;
 }
 
+/* The input options: what they do is cli_input.c's. */
+const struct cli_opt cli_input_opts[CLI_IN_COUNT] = {
+    [CLI_IN_TEXT] = {"text", 0, "TEXT",
+                     "the sentence, in place of SCENE's; given twice, a\n"
+                     "pair (BERT's two sentences)"},
+    [CLI_IN_TEXT_FILE] = {"text-file", 0, "FILE",
+                          "the sentence from FILE (- is standard input), its\n"
+                          "last line end dropped"},
+    [CLI_IN_TOKENIZER] = {"tokenizer", 0, "PATH",
+                          "a model's tokenizer when its folder has none: a\n"
+                          "tokenizer.json, a vocab.json with merges.txt\n"
+                          "beside it, or a folder of either"},
+    [CLI_IN_TRUNCATE] = {"truncate", 0, "end|start",
+                         "a text longer than the model reads, cut to fit in\n"
+                         "whole words: end cuts its end off (keeps the first\n"
+                         "tokens), start its start (keeps the last); without\n"
+                         "it, such a text is refused"},
+    [CLI_IN_WINDOW] = {"window", 0, "START:END",
+                       "only the whole words in tokens START to END-1 of\n"
+                       "the text"},
+    [CLI_IN_SAVE_SCENE] = {"save-scene", 0, "FILE",
+                           "write the scene this run made (SCENE with its\n"
+                           "sentence) to FILE, to reopen and share"},
+};
+
+/* --truncate, --window and the sentences, checked once all are read. */
+static int check_input(const struct cli_command *cmd, struct cli_input *in,
+                       const char *const *given)
+{
+    const char *name = cmd->name;
+    const char *t = given[CLI_IN_TRUNCATE], *w = given[CLI_IN_WINDOW];
+    if (t && strcmp(t, "start") != 0 && strcmp(t, "end") != 0)
+        return cli_usage_error(name,
+                               "invalid --truncate '%s' (end: cut the end off, keeping the first "
+                               "tokens; start: cut the start off, keeping the last)",
+                               t);
+    in->truncate = t;
+    if (w) {
+        const char *colon = strchr(w, ':');
+        char a[32];
+        if (!colon || (size_t)(colon - w) >= sizeof(a) ||
+            (snprintf(a, sizeof(a), "%.*s", (int)(colon - w), w),
+             cli_parse_int(a, 0, INT_MAX - 1, &in->window[0]) != 0) ||
+            cli_parse_int(colon + 1, 1, INT_MAX, &in->window[1]) != 0 ||
+            in->window[1] <= in->window[0])
+            return cli_usage_error(name,
+                                   "invalid --window '%s' (START:END, the tokens START to END-1 "
+                                   "of the text, 0 <= START < END)",
+                                   w);
+    }
+    if (t && w)
+        return cli_usage_error(name, "--truncate or --window, not both");
+    if ((t || w) && in->n_sentences == 2)
+        return cli_usage_error(name, "--%s cuts one sentence; shorten a pair's sentences yourself",
+                               t ? "truncate" : "window");
+    int stdin_reads = 0;
+    for (int i = 0; i < in->n_sentences; i++)
+        stdin_reads += in->from_file[i] && strcmp(in->sentence[i], "-") == 0;
+    if (stdin_reads > 1)
+        return cli_usage_error(name, "standard input (--text-file -) holds one sentence");
+    in->tokenizer = given[CLI_IN_TOKENIZER];
+    in->save_scene = given[CLI_IN_SAVE_SCENE];
+    return CLI_CONTINUE;
+}
+
 int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char **values,
               const char **pos, int max_pos, int *n_pos)
 {
+    return cli_begin_input(cmd, argc, argv, values, pos, max_pos, n_pos, NULL);
+}
+
+int cli_begin_input(const struct cli_command *cmd, int argc, char **argv, const char **values,
+                    const char **pos, int max_pos, int *n_pos, struct cli_input *in)
+{
     const char *name = cmd->name;
     bool options_done = false, help = false;
+    /* A command takes the input options when it reads them: its table says, its caller keeps. */
+    if (cmd->input != (in != NULL))
+        abort();
+    const char *given[CLI_IN_COUNT] = {NULL};
+    if (in)
+        *in = (struct cli_input){.window = {-1, -1}};
     *n_pos = 0;
     for (int i = 0; i < cmd->n_opts; i++)
         values[i] = NULL;
@@ -209,6 +300,8 @@ int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char *
             const char *eq = strchr(long_name, '=');
             size_t len = eq ? (size_t)(eq - long_name) : strlen(long_name);
             o = find_long(cmd->opts, cmd->n_opts, long_name, len);
+            if (!o && in)
+                o = find_long(cli_input_opts, CLI_IN_COUNT, long_name, len);
             if (!o)
                 return cli_usage_error(name, "unknown option '%.*s'", (int)(len + 2), a);
             if (eq && !o->arg)
@@ -224,7 +317,8 @@ int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char *
                 inline_value = a + 2;
             }
         }
-        const char **value = &values[o - cmd->opts];
+        bool input = o >= cli_input_opts && o < cli_input_opts + CLI_IN_COUNT;
+        const char **value = input ? &given[o - cli_input_opts] : &values[o - cmd->opts];
         if (!o->arg)
             *value = "";
         else if (inline_value)
@@ -233,12 +327,21 @@ int cli_begin(const struct cli_command *cmd, int argc, char **argv, const char *
             *value = argv[++i];
         else
             return cli_usage_error(name, "option '--%s' needs a value", o->long_name);
+        /* the sentences, in their order: one, or a pair */
+        int k = input ? (int)(o - cli_input_opts) : -1;
+        if (k == CLI_IN_TEXT || k == CLI_IN_TEXT_FILE) {
+            if (in->n_sentences == 2)
+                return cli_usage_error(name, "at most two sentences (--text A --text B: a pair, "
+                                             "as BERT reads)");
+            in->from_file[in->n_sentences] = k == CLI_IN_TEXT_FILE;
+            in->sentence[in->n_sentences++] = *value;
+        }
     }
     if (help) {
         cli_print_command_help(stdout, cmd);
         return CLI_OK;
     }
-    return CLI_CONTINUE;
+    return in ? check_input(cmd, in, given) : CLI_CONTINUE;
 }
 
 /* Prints a diag, naming the scene when the diag has no file of its own. */
@@ -263,31 +366,6 @@ int cli_find_scene(char *out, size_t size, const char *arg)
     else
         fprintf(stderr, "%s: cannot open: %s\n", arg, strerror(ENOENT));
     return CLI_INVALID;
-}
-
-int cli_scene_open(struct cli_scene *cs, const char *path)
-{
-    return cli_scene_open_lean(cs, path, false, NULL, NULL);
-}
-
-int cli_scene_open_lean(struct cli_scene *cs, const char *path, bool lean, attn_net_visit visit,
-                        void *ctx)
-{
-    memset(cs, 0, sizeof(*cs));
-    cs->name = path ? path : "default scene";
-    cs->from_file = path != NULL;
-
-    if (path) {
-        if (cli_find_scene(cs->path, sizeof(cs->path), path) != CLI_OK)
-            return CLI_INVALID;
-        cs->name = cs->path;
-        if (attn_scenefile_load_report(&cs->scene, cs->path, stderr) != 0)
-            return CLI_INVALID;
-    } else if (attn_scene_init_default(&cs->scene) != 0) {
-        fprintf(stderr, "attnscope: the default scene: out of memory\n");
-        return CLI_INVALID;
-    }
-    return cli_scene_compute(cs, lean, visit, ctx);
 }
 
 int cli_scene_compute(struct cli_scene *cs, bool lean, attn_net_visit visit, void *ctx)

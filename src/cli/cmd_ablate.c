@@ -55,6 +55,7 @@ const struct cli_command cli_ablate = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 struct row {
@@ -95,7 +96,8 @@ int cmd_ablate(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_ablate, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_ablate, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     if (n_pos == 0)
@@ -111,7 +113,7 @@ int cmd_ablate(int argc, char **argv)
                                val[O_POSITIONS]);
 
     struct cli_scene cs;
-    if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&cs, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
     if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
         (rc = cli_need_vocab(&cs, "ablate")) != CLI_OK) {

@@ -321,7 +321,8 @@ static int bench_shape(const char *tokens, const char *dim, const char *heads, c
     return CLI_OK;
 }
 
-int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos);
+int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos,
+                         const struct cli_input *in);
 
 static const struct cli_opt opts[BENCH_O_COUNT] = {
     [BENCH_O_TIME] = {"time", 't', "S", "seconds to spend on each (default 0.5)"},
@@ -361,18 +362,20 @@ const struct cli_command cli_bench = {
     opts,
     BENCH_O_COUNT,
     NULL, /* no example runs on the shipped scenes alone */
+    true,
 };
 
 int cmd_bench(int argc, char **argv)
 {
     const char *val[BENCH_O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_bench, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_bench, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     /* --ui opens the explorer, which links curses: main.c's cmd_bench_ui. */
     if (val[BENCH_O_UI])
-        return cli_bench_ui_hook ? cli_bench_ui_hook(val, pos, n_pos)
+        return cli_bench_ui_hook ? cli_bench_ui_hook(val, pos, n_pos, &in)
                                  : cli_usage_error("bench", "--ui needs the explorer");
     const char *iters_arg = val[BENCH_O_ITERS], *time_arg = val[BENCH_O_TIME];
     const char *suite = val[BENCH_O_SUITE], *tokens_arg = val[BENCH_O_TOKENS];
@@ -394,7 +397,7 @@ int cmd_bench(int argc, char **argv)
     threads = attn_blas_threads();
 
     if (tokens_arg) {
-        if (n_pos > 0 || suite || iters_arg || time_arg)
+        if (n_pos > 0 || cli_input_given(&in) || suite || iters_arg || time_arg)
             return cli_usage_error("bench", "--tokens measures its own shape: no scene, no "
                                             "--suite, and --repeat instead of --iters or --time");
         return bench_shape(tokens_arg, dim_arg, heads_arg, repeat_arg, threads, json != NULL);
@@ -402,14 +405,14 @@ int cmd_bench(int argc, char **argv)
     if (dim_arg || heads_arg || repeat_arg || json)
         return cli_usage_error("bench", "--dim, --heads, --repeat and --json go with --tokens");
     if (suite) {
-        if (n_pos > 0 || iters_arg)
+        if (n_pos > 0 || cli_input_given(&in) || iters_arg)
             return cli_usage_error("bench",
                                    "--suite measures its own shapes: no scene, no --iters");
         return run_suite(budget_s * 1e6);
     }
 
     struct cli_scene cs;
-    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
+    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL, &in);
     if (rc != CLI_OK)
         return rc;
     struct timing t;

@@ -67,7 +67,7 @@ static void header(void)
            "heads edit", "sentence edit", "mid-sentence edit");
 }
 
-static int bench_ui(const char *scene_path, int repeat)
+static int bench_ui(const char *scene_path, const struct cli_input *in, int repeat)
 {
     bench_print_blas();
     printf("key -> frame in ms on a %dx%d virtual terminal: median (max) of %d; first frame once"
@@ -75,13 +75,14 @@ static int bench_ui(const char *scene_path, int repeat)
            UI_BENCH_COLS, UI_BENCH_LINES, repeat);
     header();
     if (scene_path) {
-        struct attn_scene s;
-        if (attn_scenefile_load_report(&s, scene_path, stderr))
-            return CLI_INVALID;
+        struct cli_scene cs;
+        int rc = cli_scene_load(&cs, scene_path, in);
+        if (rc != CLI_OK)
+            return rc;
         struct ui_bench_result r;
         struct diag err;
         attn_diag_clear(&err);
-        if (ui_bench(&r, &s, UI_BENCH_COLS, UI_BENCH_LINES, repeat, &err)) {
+        if (ui_bench(&r, &cs.scene, UI_BENCH_COLS, UI_BENCH_LINES, repeat, &err)) {
             fprintf(stderr, "attnscope bench: %s: %s\n", scene_path, err.msg);
             return CLI_INVALID;
         }
@@ -113,7 +114,8 @@ static int bench_ui(const char *scene_path, int repeat)
     return missed ? CLI_INVALID : CLI_OK;
 }
 
-int cmd_bench_ui(const char *const *val, const char *const *pos, int n_pos)
+int cmd_bench_ui(const char *const *val, const char *const *pos, int n_pos,
+                 const struct cli_input *in)
 {
     for (int i = 0; i < BENCH_O_COUNT; i++)
         if (val[i] && i != BENCH_O_UI && i != BENCH_O_REPEAT)
@@ -123,5 +125,8 @@ int cmd_bench_ui(const char *const *val, const char *const *pos, int n_pos)
     int repeat = 41; /* odd: the median is one measured frame */
     if (repeat_arg && cli_int_option(&repeat, "bench", "--repeat", repeat_arg, 1, 100000) != CLI_OK)
         return CLI_USAGE;
-    return bench_ui(n_pos ? pos[0] : NULL, repeat);
+    if (!n_pos && cli_input_given(in))
+        return cli_usage_error("bench", "--ui times its own shapes without SCENE: the input "
+                                        "options need one");
+    return bench_ui(n_pos ? pos[0] : NULL, in, repeat);
 }

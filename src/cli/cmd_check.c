@@ -113,42 +113,40 @@ static int check_lesson(struct attn_scene *s, const char *path)
     return rc;
 }
 
-static int check_one(const char *arg)
+static int check_one(const char *arg, const struct cli_input *in)
 {
     const char *base = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
     if (strcmp(base, "keys.yaml") == 0 || strcmp(base, "colors.yaml") == 0)
         return check_config(arg, base);
-    char path[4096];
-    if (cli_find_scene(path, sizeof(path), arg) != CLI_OK)
-        return CLI_INVALID;
-    struct attn_scene s;
-    if (attn_scenefile_load_report(&s, path, stderr) != 0)
-        return CLI_INVALID;
+    struct cli_scene cs;
+    int rc = cli_scene_load(&cs, arg, in);
+    if (rc != CLI_OK)
+        return rc;
+    struct attn_scene *s = &cs.scene;
     /* Not a problem, but worth knowing before a workshop: words the vocabulary lacks. */
     char unknown[600];
-    if (s.tokenizer == TOKENIZER_GPT2 &&
-        attn_tokens_unknown_words(unknown, sizeof(unknown), s.tokens, s.n_tokens) > 0) {
-        attn_utf8_fputs_escaped(path, stdout, 0);
+    if (s->tokenizer == TOKENIZER_GPT2 &&
+        attn_tokens_unknown_words(unknown, sizeof(unknown), s->tokens, s->n_tokens) > 0) {
+        attn_utf8_fputs_escaped(cs.path, stdout, 0);
         fputs(": note: ", stdout);
         attn_utf8_fputs_escaped(unknown, stdout, 0);
         fputc('\n', stdout);
     }
-    if (s.lesson) {
-        if (check_lesson(&s, path) != CLI_OK)
+    if (s->lesson) {
+        if (check_lesson(s, cs.path) != CLI_OK)
             return CLI_INVALID;
     } else {
         /* Computed once, a layer at a time: a value the forward pass makes that is not a
            number (an overflow, a RoPE scaling of 5e-324) is a problem of the scene, named with
            its place. */
-        struct cli_scene cs = {.name = path, .from_file = true, .scene = s};
         if (cli_scene_compute(&cs, true, NULL, NULL) != CLI_OK)
             return CLI_INVALID;
-        int rc = cli_scene_finite(&cs, true);
+        rc = cli_scene_finite(&cs, true);
         cli_scene_close(&cs);
         if (rc != CLI_OK)
             return CLI_INVALID;
     }
-    printf("%s: ok\n", path);
+    printf("%s: ok\n", cs.name);
     return CLI_OK;
 }
 
@@ -171,6 +169,7 @@ const struct cli_command cli_check = {
     NULL,
     0,
     examples,
+    true,
 };
 
 int cmd_check(int argc, char **argv)
@@ -181,14 +180,21 @@ int cmd_check(int argc, char **argv)
         return CLI_INVALID;
     }
     int n_files;
-    int rc = cli_begin(&cli_check, argc, argv, NULL, files, argc, &n_files);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_check, argc, argv, NULL, files, argc, &n_files, &in);
     if (rc == CLI_CONTINUE && n_files == 0)
         rc = cli_usage_error("check", "no scene file given");
+    else if (rc == CLI_CONTINUE && n_files > 1 && in.save_scene)
+        rc = cli_usage_error("check", "--save-scene saves one scene; %d given", n_files);
     else if (rc == CLI_CONTINUE) {
         rc = CLI_OK;
-        for (int i = 0; i < n_files; i++)
-            if (check_one(files[i]) != CLI_OK)
+        for (int i = 0; i < n_files; i++) {
+            int one = check_one(files[i], &in);
+            if (one == CLI_USAGE)
+                rc = CLI_USAGE;
+            else if (one != CLI_OK && rc == CLI_OK)
                 rc = CLI_INVALID;
+        }
     }
     free(files);
     return rc;

@@ -251,19 +251,23 @@ const struct cli_command cli_diff = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 int cmd_diff(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[2];
     int n_pos;
-    int rc = cli_begin(&cli_diff, argc, argv, val, pos, 2, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_diff, argc, argv, val, pos, 2, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     const char *stage_arg = val[O_STAGE], *head_arg = val[O_HEAD], *layer_arg = val[O_LAYER];
     const char *top_arg = val[O_TOP], *csv_arg = val[O_CSV];
     if (n_pos != 2)
         return cli_usage_error("diff", "needs two scene files (A.yaml B.yaml), got %d", n_pos);
+    if (in.save_scene)
+        return cli_usage_error("diff", "--save-scene saves one scene; diff reads two");
     int stage = STAGE_WEIGHTS, head = 0, layer = 0, top = 10;
     bool all_heads = head_arg && strcmp(head_arg, "all") == 0;
     if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0)
@@ -277,9 +281,9 @@ int cmd_diff(int argc, char **argv)
         return CLI_USAGE;
 
     struct cli_scene ca, cb;
-    if ((rc = cli_scene_open(&ca, pos[0])) != CLI_OK)
+    if ((rc = cli_scene_open(&ca, pos[0], &in)) != CLI_OK)
         return rc;
-    if ((rc = cli_scene_open(&cb, pos[1])) != CLI_OK) {
+    if ((rc = cli_scene_open(&cb, pos[1], &in)) != CLI_OK) {
         cli_scene_close(&ca);
         return rc;
     }

@@ -36,6 +36,7 @@ const struct cli_command cli_export = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 /* The export a lean compute writes as it goes. */
@@ -55,7 +56,8 @@ int cmd_export(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_export, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_export, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     const char *dir = val[O_OUTPUT], *format = val[O_FORMAT];
@@ -88,7 +90,7 @@ int cmd_export(int argc, char **argv)
         return CLI_INVALID;
     }
     attn_progress_writing(true);
-    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, true, export_visit, &job);
+    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, export_visit, &job);
     if (rc != CLI_OK) {
         export_stream_abort(&job.x);
         attn_progress_writing(false);

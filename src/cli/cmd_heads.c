@@ -66,6 +66,7 @@ const struct cli_command cli_heads = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 /* The rows of every head, filled a layer at a time (attn_net_visit). */
@@ -93,7 +94,8 @@ int cmd_heads(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_heads, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_heads, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     const char *sort_arg = val[O_SORT], *csv_arg = val[O_CSV];
@@ -104,7 +106,7 @@ int cmd_heads(int argc, char **argv)
        (a lean compute keeps one layer's n x n stages, not every layer's). */
     struct rows_job job = {0};
     struct cli_scene cs;
-    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, true, score_layer, &job);
+    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, score_layer, &job);
     if (rc != CLI_OK) {
         free(job.rows);
         return rc;

@@ -43,19 +43,21 @@ const struct cli_command cli_lens = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 int cmd_lens(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_lens, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_lens, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     if (n_pos == 0)
         return cli_usage_error("lens", "missing SCENE (a scene with a vocabulary model)");
     struct cli_scene cs;
-    if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&cs, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
     if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
         (rc = cli_need_vocab(&cs, "lens")) != CLI_OK) {

@@ -49,6 +49,7 @@ const struct cli_command cli_patch = {
     opts,
     O_COUNT,
     NULL, /* no example runs on the shipped scenes alone */
+    true,
 };
 
 /* The metric's kind and token texts, split from "kind[:A[:B]]" into text (a copy). */
@@ -171,11 +172,14 @@ int cmd_patch(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[2];
     int n_pos;
-    int rc = cli_begin(&cli_patch, argc, argv, val, pos, 2, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_patch, argc, argv, val, pos, 2, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     if (n_pos < 2)
         return cli_usage_error("patch", "needs two scenes: CLEAN and CORRUPT");
+    if (in.save_scene)
+        return cli_usage_error("patch", "--save-scene saves one scene; patch reads two");
     if (!val[O_METRIC])
         return cli_usage_error("patch", "missing --metric (logit_diff:A:B, prob:A or loss)");
     struct metric_spec spec;
@@ -183,9 +187,9 @@ int cmd_patch(int argc, char **argv)
         return rc;
 
     struct cli_scene clean, corrupt;
-    if ((rc = cli_scene_open_lean(&clean, pos[0], true, NULL, NULL)) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&clean, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
-    if ((rc = cli_scene_open_lean(&corrupt, pos[1], true, NULL, NULL)) != CLI_OK) {
+    if ((rc = cli_scene_open_lean(&corrupt, pos[1], &in, true, NULL, NULL)) != CLI_OK) {
         cli_scene_close(&clean);
         return rc;
     }

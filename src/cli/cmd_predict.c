@@ -51,6 +51,7 @@ const struct cli_command cli_predict = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 /* One position's table. */
@@ -89,7 +90,8 @@ int cmd_predict(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_predict, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_predict, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     if (n_pos == 0)
@@ -107,7 +109,7 @@ int cmd_predict(int argc, char **argv)
         return CLI_USAGE;
 
     struct cli_scene cs;
-    if ((rc = cli_scene_open_lean(&cs, pos[0], true, NULL, NULL)) != CLI_OK)
+    if ((rc = cli_scene_open_lean(&cs, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
     if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
         (rc = cli_need_vocab(&cs, "predict")) != CLI_OK) {

@@ -76,13 +76,15 @@ const struct cli_command cli_render = {
     opts,
     O_COUNT,
     examples,
+    true,
 };
 
 int cmd_render(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
     int n_pos;
-    int rc = cli_begin(&cli_render, argc, argv, val, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_render, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
     const char *stage_arg = val[O_STAGE], *head_arg = val[O_HEAD], *layer_arg = val[O_LAYER];
@@ -115,7 +117,7 @@ int cmd_render(int argc, char **argv)
         return CLI_USAGE;
 
     struct cli_scene cs;
-    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL);
+    rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL, &in);
     if (rc != CLI_OK)
         return rc;
     cli_scene_finite(&cs, false);

@@ -1,6 +1,6 @@
 /* attnscope: the command-line entry point.
  *
- *   attnscope [SCENE]               the explorer (src/ui)
+ *   attnscope [SCENE] [--text TEXT] the explorer (src/ui); SCENE may be a model folder
  *   attnscope check|print|diff|heads|predict|lens|ablate|patch|export|render|bench|keys|help ...
  *
  * main() only dispatches, through the command table below: each command lives in its own
@@ -8,6 +8,7 @@
  * invalid scene or I/O error, 2 wrong usage).
  */
 #include <errno.h>
+#include <fcntl.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -21,6 +22,7 @@
 #include "common/datadir.h"
 #include "common/fatal.h"
 #include "common/progress.h"
+#include "scenefile/scenefile.h"
 #include "engine/kernels.h"
 #include "explore/actions.h"
 #include "ui/ui.h"
@@ -48,6 +50,7 @@ static const struct cli_command cli_keys = {
     NULL,
     0,
     keys_examples,
+    false,
 };
 
 static const struct cli_example explore_examples[] = {
@@ -61,13 +64,16 @@ static const struct cli_example explore_examples[] = {
 static const struct cli_command cli_explore = {
     NULL,
     cmd_explore,
-    "[SCENE]",
+    "[SCENE] [--text TEXT]",
     "open the explorer on SCENE",
     "Open the explorer: the attention of SCENE, head by head and stage by stage, as a\n"
-    "heatmap with an inspector that shows each number's arithmetic. Press ? for the keys.",
+    "heatmap with an inspector that shows each number's arithmetic. Press ? for the keys.\n"
+    "SCENE may be a model folder: attnscope ~/models/SmolLM2-135M --text \"The capital of\n"
+    "France is\" opens it on that sentence (t types another, w saves the scene).",
     NULL,
     0,
     explore_examples,
+    true,
 };
 
 enum { HELP_O_MAN, HELP_O_COUNT };
@@ -92,6 +98,7 @@ static const struct cli_command cli_help = {
     help_opts,
     HELP_O_COUNT,
     help_examples,
+    false,
 };
 
 /* Every command, the explorer first: dispatch, `attnscope --help` and attnscope(1). */
@@ -169,18 +176,32 @@ static int cmd_explore(int argc, char **argv)
             cli_print_overview(stdout, commands, N_COMMANDS);
             return CLI_OK;
         }
-    int rc = cli_begin(&cli_explore, argc, argv, NULL, pos, 1, &n_pos);
+    struct cli_input in;
+    int rc = cli_begin_input(&cli_explore, argc, argv, NULL, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
-    if (n_pos == 0)
-        return ui_main(NULL);
     char path[4096];
-    if (attn_data_find_scene(path, sizeof(path), pos[0]) == 0)
-        return ui_main(path);
-    if (!looks_like_scene(pos[0]))
-        return cli_usage_error(NULL, "'%s' is neither a command nor a scene (looked in %s)", pos[0],
-                               path);
-    return cli_find_scene(path, sizeof(path), pos[0]); /* says why */
+    if (n_pos && attn_data_find_scene(path, sizeof(path), pos[0]) != 0 &&
+        !attn_scenefile_is_model(pos[0])) {
+        if (!looks_like_scene(pos[0]))
+            return cli_usage_error(NULL, "'%s' is neither a command nor a scene (looked in %s)",
+                                   pos[0], path);
+        return cli_find_scene(path, sizeof(path), pos[0]); /* says why */
+    }
+    struct cli_scene cs;
+    if ((rc = cli_scene_load(&cs, n_pos ? pos[0] : NULL, &in)) != CLI_OK)
+        return rc;
+    /* The sentence came down a pipe: the keys come from the terminal, as less reads them. */
+    for (int i = 0; i < in.n_sentences; i++)
+        if (in.from_file[i] && strcmp(in.sentence[i], "-") == 0 && !isatty(STDIN_FILENO)) {
+            int tty = open("/dev/tty", O_RDONLY);
+            if (tty >= 0 && tty != STDIN_FILENO) {
+                dup2(tty, STDIN_FILENO);
+                close(tty);
+            }
+        }
+    /* w saves beside what was opened: the saved scene, the model's folder, the scene file */
+    return ui_main(&cs.scene, cs.saved[0] ? cs.saved : n_pos ? cs.path : NULL);
 }
 
 static int dispatch(int argc, char **argv)

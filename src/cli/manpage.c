@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "engine/stage.h"
 #include "explore/actions.h"
+#include "scenefile/scenefile.h"
 
 /* Text for a roff line: backslashes escaped, a leading dot or quote kept from being a
  * request, '-' as the minus of an option. */
@@ -148,20 +149,29 @@ void cli_print_man(FILE *out, const struct cli_command *const *cmds, int n)
           out);
     for (int i = 0; i < n; i++)
         roff_usage(out, cmds[i]);
-    fputs(".fi\n"
-          ".SH DESCRIPTION\n"
-          "attnscope computes the attention of a transformer, head by head and stage by stage, "
-          "with every number equal to PyTorch's, and lets you explore it in the terminal: "
-          "chapter 3 of Raschka's \\fIBuild a Large Language Model From Scratch\\fR with its "
-          "printed tensors, and real GPT-2 checkpoints. A scene file (YAML, see "
-          "\\fBattnscope-scene\\fR(5)) says what to compute.\n"
-          ".PP\n"
-          "\\fISCENE\\fR is a scene file, or the name of a shipped scene (\\fB10-mha\\fR, "
-          "\\fBlessons/3-causal-mask\\fR): it is looked up in the current folder, then its "
-          "scenes/, then the data folder's scenes/. Without \\fISCENE\\fR, the built-in scene: "
-          "\"Your journey starts with one step\" through the book's MultiHeadAttention.\n"
-          ".SH COMMANDS\n",
-          out);
+    fputs(
+        ".fi\n"
+        ".SH DESCRIPTION\n"
+        "attnscope computes the attention of a transformer, head by head and stage by stage, "
+        "with every number equal to PyTorch's, and lets you explore it in the terminal: "
+        "chapter 3 of Raschka's \\fIBuild a Large Language Model From Scratch\\fR with its "
+        "printed tensors, and real GPT-2 checkpoints. A scene file (YAML, see "
+        "\\fBattnscope-scene\\fR(5)) says what to compute.\n"
+        ".PP\n"
+        "\\fISCENE\\fR is a scene file, or the name of a shipped scene (\\fB10-mha\\fR, "
+        "\\fBlessons/3-causal-mask\\fR): it is looked up in the current folder, then its "
+        "scenes/, then the data folder's scenes/. Without \\fISCENE\\fR, the built-in scene: "
+        "\"Your journey starts with one step\" through the book's MultiHeadAttention.\n"
+        ".PP\n"
+        "\\fISCENE\\fR may also be a model: a Hugging Face folder (config.json, model.safetensors "
+        "or model.safetensors.index.json with its shards, and tokenizer.json or vocab.json with "
+        "merges.txt), or its model.safetensors. It is read as the scene one would write beside it "
+        "(title, text, tokenizer and model), on the sentence \\-\\-text gives (default: "
+        "\"" ATTN_MODEL_DEFAULT_TEXT
+        "\"): \\fBattnscope predict ~/models/SmolLM2\\-135M \\-\\-text "
+        "\"The capital of France is\"\\fR.\n"
+        ".SH COMMANDS\n",
+        out);
     for (int i = 0; i < n; i++) {
         const struct cli_command *c = cmds[i];
         fputs(".SS ", out);
@@ -172,7 +182,18 @@ void cli_print_man(FILE *out, const struct cli_command *const *cmds, int n)
         roff_paragraphs(out, c->description);
         for (int o = 0; o < c->n_opts; o++)
             roff_option(out, &c->opts[o]);
+        if (c->input)
+            fputs(".PP\nAnd the input options (INPUT OPTIONS).\n", out);
     }
+    fputs(".SH INPUT OPTIONS\n"
+          "Every command that reads a scene takes these. A sentence longer than the model reads "
+          "(a learned position table: GPT-2's n_positions, BERT's max_position_embeddings) is "
+          "refused, saying the limit, unless \\-\\-truncate or \\-\\-window fits it; a RoPE model "
+          "reads "
+          "past the positions it was trained on, with a warning.\n",
+          out);
+    for (int o = 0; o < CLI_IN_COUNT; o++)
+        roff_option(out, &cli_input_opts[o]);
     fputs(".SH EXPLORER KEYS\n"
           "Every action can be bound to other keys in keys.yaml. In a lesson, the lesson's keys "
           "come first.\n",

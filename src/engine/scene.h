@@ -529,6 +529,38 @@ int attn_scene_model_changes(char *out, size_t size, const struct attn_scene *s)
  * (model.positions): transformers computes them, and so does attnscope, but says so. out gets the
  * warning ("70 tokens, past the checkpoint's 64 positions (max_position_embeddings): ..."). */
 bool attn_scene_positions_note(char *out, size_t size, const struct attn_scene *s);
+/* A sentence against what the scene can read (textfit.c). */
+struct attn_text_fit {
+    int n;           /* the tokens the text makes, the tokenizer's own ([CLS], <s>) included */
+    int limit;       /* the most the scene reads: a checkpoint's learned position table (table rows)
+                        less the offset, else SCENE_MAX_TOKENS */
+    int table;       /* the learned table's rows, or 0 when limit is attnscope's own */
+    int offset;      /* positional.offset */
+    int trained;     /* RoPE: the positions the checkpoint was trained on, which it reads past (with
+                        a warning), or 0 */
+    const char *key; /* the config.json key of table or trained ("n_positions"), or NULL */
+};
+/* How text (and pair, the second sentence, or NULL) fits s: every token counted with s's own
+ * tokenizer, as the scene would read the text. Returns 0, or -1 with err (text that is not
+ * UTF-8, out of memory). */
+int attn_scene_text_fit(struct attn_text_fit *f, const struct attn_scene *s, const char *text,
+                        const char *pair, struct diag *err);
+/* The limit a text passed, in the user's words: "1,225 tokens, but this model reads at most 128
+ * (n_positions)"; "9,000 tokens, but attnscope reads at most 8,192". */
+void attn_text_fit_describe(char *out, size_t size, const struct attn_text_fit *f);
+/* 1225 -> "1,225": a count of tokens as people write it (size 16 holds any int). */
+void attn_count_text(char *out, size_t size, int v);
+/* What a cut keeps: the first tokens, the last, or a window of positions [from, to). */
+enum attn_text_cut { TEXT_KEEP_FIRST, TEXT_KEEP_LAST, TEXT_WINDOW };
+/* The part of text (one sentence) that a cut keeps, as a new string in *out: the most whole
+ * words from the start (KEEP_FIRST) or from the end (KEEP_LAST) whose tokens with s's tokenizer,
+ * its own included, are at most `to`; or the whole words whose tokens lie in positions from ..
+ * to - 1 of the text's (WINDOW, positions as the scene shows them). A text without spaces is cut
+ * between characters. The words keep the tokens they had: the space before the first stays
+ * when the tokenizer makes fewer tokens with it (GPT-2's " two"), else the spaces around go.
+ * Returns 0, or -1 with err saying why nothing fits. */
+int attn_scene_text_cut(char **out, const struct attn_scene *s, const char *text,
+                        enum attn_text_cut how, int from, int to, struct diag *err);
 /* A dropout probability as the book writes it: "0.0", "0.5", "0.05". */
 void attn_scene_format_p(char *out, size_t out_size, double p);
 /* The variant in words, e.g. "multi-head causal attention, 2 heads x head_dim 1, dropout 0.0". */

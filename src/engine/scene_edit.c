@@ -24,10 +24,15 @@ static int tokens_of(const struct attn_scene *s, const char *text, const char *p
     char **tokens = NULL;
     int *ids = NULL, *types = NULL;
     *n = 0;
-    int rc =
-        attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize
-            ? s->backing->tokenize(s->backing, text, pair, true, &tokens, &ids, &types, n, err)
-            : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
+    bool vocab =
+        attn_tokenizer_has_vocab((enum attn_tokenizer)tok) && s->backing && s->backing->tokenize;
+    if (!vocab && pair)
+        return attn_diag_set(err, "text",
+                             "two sentences (text: [A, B]) need a tokenizer with a template "
+                             "that joins them: tokenizer: {kind: hf, file: tokenizer.json}");
+    int rc = vocab
+                 ? s->backing->tokenize(s->backing, text, pair, true, &tokens, &ids, &types, n, err)
+                 : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
     attn_tokens_free(tokens, *n);
     free(ids);
     free(types);

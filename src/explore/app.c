@@ -165,6 +165,7 @@ void app_free(struct app *a)
     free(a->redo);
     free(a->prompt_initial);
     free(a->pending_sentence);
+    free(a->pending_text);
     free(a->scene_path);
     attn_net_free(&a->net);
     free(a->scores);

@@ -164,6 +164,7 @@ struct app {
     char *prompt_initial;   /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
     char *pending_sentence; /* t on a pair (text: [A, B]): sentence A as typed, while B is asked;
                                NULL otherwise */
+    char *pending_text;     /* a sentence too long for the model, while asked what to keep */
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */

@@ -324,6 +324,88 @@ static int pair_prompt(struct app *a, const char *typed, struct ask *ask)
     return OUTCOME_VIEW_CHANGED;
 }
 
+const struct prompt_answer *prompt_answers(enum prompt_kind k)
+{
+    static const struct prompt_answer yes_no[] = {{'y', "yes"}, {0, "no"}};
+    static const struct prompt_answer fit[] = {{'f', "keep the first"},
+                                               {'l', "keep the last"},
+                                               {'e', "edit it"},
+                                               {0, "keep the sentence"}};
+    return k == PROMPT_FIT_TEXT ? fit : prompt_is_question(k) ? yes_no : NULL;
+}
+
+/* A sentence longer than the model reads (a learned position table, or attnscope's 8,192) is
+ * said at once, in the words of the command line, before anything is computed or any note of
+ * its words is made, with what can be kept: the first or the last whole words that fit
+ * (engine/textfit.c). A RoPE model reads past its positions, with the warning every edit
+ * gives. Returns whether it asked (or refused), so the sentence waits. */
+static bool ask_fit(struct app *a, const char *typed, const char *pair, struct ask *ask)
+{
+    struct attn_text_fit f;
+    struct diag err;
+    attn_diag_clear(&err);
+    if (attn_scene_text_fit(&f, &a->scene, typed, pair, &err) != 0 || f.n <= f.limit)
+        return false; /* the edit takes it, or says why not */
+    char said[300], limit[16];
+    attn_text_fit_describe(said, sizeof(said), &f);
+    attn_count_text(limit, sizeof(limit), f.limit);
+    if (pair || a->scene.text_pair) { /* a pair: a cut keeps one sentence's words */
+        app_refuse(a, "%s: shorten the sentences", said);
+        return true;
+    }
+    free(a->pending_text);
+    if (!(a->pending_text = strdup(typed))) {
+        app_refuse(a, "out of memory");
+        return true;
+    }
+    char label[ASK_LABEL_MAX];
+    snprintf(label, sizeof(label), "%s: keep the first or the last %s?", said, limit);
+    ask_for(ask, PROMPT_FIT_TEXT, label, "");
+    return true;
+}
+
+/* f, l or e to ask_fit's question: the first or the last words that fit, or the sentence back
+ * in the editor. */
+static int accept_fit(struct app *a, char answer, struct ask *ask)
+{
+    char *text = a->pending_text;
+    a->pending_text = NULL;
+    if (!text)
+        return OUTCOME_VIEW_CHANGED;
+    if (answer == 'e') {
+        ask_for(ask, PROMPT_TEXT, "sentence", text);
+        free(text);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    struct attn_text_fit f;
+    struct diag err;
+    attn_diag_clear(&err);
+    char *cut = NULL;
+    bool first = answer == 'f';
+    if (attn_scene_text_fit(&f, &a->scene, text, NULL, &err) != 0 ||
+        attn_scene_text_cut(&cut, &a->scene, text, first ? TEXT_KEEP_FIRST : TEXT_KEEP_LAST, 0,
+                            f.limit, &err) != 0) {
+        app_refuse(a, "%s", err.msg);
+        free(text);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    free(text);
+    char total[16], kept[16];
+    attn_count_text(total, sizeof(total), f.n);
+    int n = f.n;
+    if (attn_scene_text_fit(&f, &a->scene, cut, NULL, &err) == 0)
+        n = f.n;
+    attn_count_text(kept, sizeof(kept), n);
+    if (app_edit_text(a, cut) == 0 && !a->message_is_error) {
+        char said[DIAG_MSG_MAX];
+        snprintf(said, sizeof(said), "%.300s", a->message);
+        note(a, "kept the %s %s of %s tokens (whole words)%s%s", first ? "first" : "last", kept,
+             total, said[0] ? "; " : "", said);
+    }
+    free(cut);
+    return OUTCOME_SCENE_CHANGED;
+}
+
 int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
 {
     ask_clear(ask);
@@ -337,18 +419,25 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
     case PROMPT_TEXT:
         if (a->scene.text_pair && a->scene.text)
             return pair_prompt(a, typed, ask);
-        if (strcmp(typed, a->prompt_initial) != 0) /* Enter on the same text changes nothing */
-            app_edit_text(a, typed);
+        if (strcmp(typed, a->prompt_initial) == 0) /* Enter on the same text changes nothing */
+            return OUTCOME_SCENE_CHANGED;
+        if (ask_fit(a, typed, NULL, ask))
+            return OUTCOME_VIEW_CHANGED;
+        app_edit_text(a, typed);
         return OUTCOME_SCENE_CHANGED;
     case PROMPT_TEXT_PAIR: {
         /* Enter on both as they were changes nothing; B emptied: one sentence */
         char *first = a->pending_sentence;
         a->pending_sentence = NULL;
-        if (first && (strcmp(first, a->scene.text) != 0 || strcmp(typed, a->scene.text_pair) != 0))
+        if (first &&
+            (strcmp(first, a->scene.text) != 0 || strcmp(typed, a->scene.text_pair) != 0) &&
+            !ask_fit(a, first, typed[0] ? typed : NULL, ask))
             app_edit_text_pair(a, first, typed);
         free(first);
         return OUTCOME_SCENE_CHANGED;
     }
+    case PROMPT_FIT_TEXT:
+        return accept_fit(a, typed[0], ask);
     case PROMPT_KNOB:
         return accept_knob(a, typed);
     case PROMPT_OFFSET:
@@ -410,6 +499,11 @@ int command_cancel(struct app *a, enum prompt_kind kind)
     }
     if (kind == PROMPT_CONFIRM_SAVE || kind == PROMPT_CONFIRM_EXPORT)
         note(a, "nothing written");
+    if (kind == PROMPT_FIT_TEXT) {
+        free(a->pending_text);
+        a->pending_text = NULL;
+        note(a, "the sentence is as it was");
+    }
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -959,7 +1053,9 @@ static int act_save(struct app *a, enum action act, struct ask *ask)
         snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
         ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
     } else {
-        snprintf(path, sizeof(path), "%s%s-edited.yaml", dir, stem);
+        /* a model folder opened as a scene has no file yet: the scene is the folder's own */
+        bool folder = a->scene_path && is_dir(a->scene_path);
+        snprintf(path, sizeof(path), "%s%s%s.yaml", dir, stem, folder ? "" : "-edited");
         ask_for(ask, PROMPT_SAVE, "save scene as", path);
     }
     return OUTCOME_VIEW_CHANGED;

@@ -27,13 +27,23 @@ enum prompt_kind {
     PROMPT_SAVE,           /* a file to save the scene as */
     PROMPT_CONFIRM_SAVE,   /* y/n: overwrite app->pending_path */
     PROMPT_CONFIRM_EXPORT, /* y/n: replace the export in app->pending_path */
-    PROMPT_CONFIRM_QUIT    /* y/n: drop unsaved edits */
+    PROMPT_CONFIRM_QUIT,   /* y/n: drop unsaved edits */
+    PROMPT_FIT_TEXT        /* f/l/e: app->pending_text is longer than the model reads */
 };
 
 static inline bool prompt_is_question(enum prompt_kind k)
 {
-    return k == PROMPT_CONFIRM_SAVE || k == PROMPT_CONFIRM_EXPORT || k == PROMPT_CONFIRM_QUIT;
+    return k == PROMPT_CONFIRM_SAVE || k == PROMPT_CONFIRM_EXPORT || k == PROMPT_CONFIRM_QUIT ||
+           k == PROMPT_FIT_TEXT;
 }
+
+/* An answer a question takes: its key and what it does, for the prompt and the key hints. */
+struct prompt_answer {
+    char key;         /* 0 ends the list: what any other key does */
+    const char *what; /* "yes", "keep the first" */
+};
+/* The answers of question k (NULL for a prompt that is not one): 'y' for the y/n questions. */
+const struct prompt_answer *prompt_answers(enum prompt_kind k);
 
 #define ASK_LABEL_MAX 1200
 

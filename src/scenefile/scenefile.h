@@ -40,6 +40,40 @@ int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *r
  * a RoPE checkpoint was trained on (at path, the scene). Returns how many. */
 int attn_scenefile_print_warnings(FILE *out, const struct attn_scene *s, const char *path);
 
+/* ---- a model folder as a scene (folder.c) ---------------------------------------------- */
+
+/* The sentence of a model's scene when none is given: the book's, as the built-in scene has. */
+#define ATTN_MODEL_DEFAULT_TEXT "Your journey starts with one step"
+
+/* What attnscope reads of a Hugging Face model: each path as the user named it, or beside it. */
+struct attn_model_files {
+    char folder[4096];    /* the folder (without a trailing '/'), or the one the weights are in */
+    char weights[4096];   /* model.safetensors, model.safetensors.index.json, or the file named */
+    char tokenizer[4096]; /* tokenizer.json, or GPT-2's vocab.json */
+    char merges[4096];    /* merges.txt with vocab.json, else "" */
+};
+
+/* Whether path is a model rather than a scene file: a folder, a .safetensors file (by its
+ * name, or its first bytes), or a sharded checkpoint's .safetensors.index.json. */
+bool attn_scenefile_is_model(const char *path);
+/* The files of the model at path (a folder, or its weights): config.json and the weights, and
+ * the tokenizer (tokenizer.json, else vocab.json with merges.txt) from the folder, or from
+ * tokenizer (NULL: the folder's; else a tokenizer.json, a vocab.json with merges.txt beside it,
+ * or a folder of either). Returns 0, or -1 with err (naming path) saying what a model folder
+ * holds and what this one has: "not a model folder: ...; this one has config.json, but ...". */
+int attn_scenefile_find_model(struct attn_model_files *m, const char *path, const char *tokenizer,
+                              struct diag *err);
+/* The model's scene as YAML (malloc'd, *len bytes), as one writes it by hand beside the folder:
+ * title (the folder's name; ORG/NAME in Hugging Face's cache), text (ATTN_MODEL_DEFAULT_TEXT),
+ * tokenizer and model (arch: auto, config.json says). */
+int attn_scenefile_model_yaml(char **yaml, size_t *len, const struct attn_model_files *m,
+                              struct diag *err);
+/* Loads that scene through the scene loader (attn_scenefile_parse), so everything a checkpoint
+ * scene is checked for is checked. Problems and warnings go to report, each about the folder or
+ * the file it names. Returns 0 or -1. */
+int attn_scenefile_load_model_report(struct attn_scene *out, const struct attn_model_files *m,
+                                     FILE *report);
+
 /* One key of the scene format, as the loader's tables know it: for the reference (the manual
  * page attnscope-scene(5) is made from these). */
 struct attn_scene_key {

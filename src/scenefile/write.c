@@ -12,6 +12,7 @@
  * value (scene_eff_*) is, so the file no longer depends on defaults.
  */
 #include "scenefile/scenefile.h"
+#include "scenefile/yamlstr.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -195,6 +196,11 @@ static void write_string(FILE *f, const char *s, bool flow)
         fputs(s, f);
     else
         write_quoted(f, s);
+}
+
+void attn_scenefile_yaml_string(FILE *f, const char *s, bool flow)
+{
+    write_string(f, s, flow);
 }
 
 static void write_float(FILE *f, float v)
@@ -980,7 +986,7 @@ static void write_scene(struct writer *w)
         fputs("}\n", f);
     } else if (s->tokenizer == TOKENIZER_HF) {
         fputs("tokenizer: {kind: hf, file: ", f);
-        write_string(f, s->tokenizer_file ? s->tokenizer_file : "", true);
+        write_path(w, s->tokenizer_file);
         fputs("}\n", f);
     } else if (w->explicit || s->tokenizer != w->def.tokenizer) {
         fprintf(f, "tokenizer: %s\n", attn_tokenizer_name(s->tokenizer));

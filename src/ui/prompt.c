@@ -84,7 +84,18 @@ int prompt_paste(struct prompt *p, wchar_t *text, int n, long more, bool as_sent
     if (!prompt_is_open(p))
         return 0;
     if (prompt_is_question(p->kind)) {
-        snprintf(p->note, sizeof(p->note), "a paste answers no question: press y or n");
+        const struct prompt_answer *a = prompt_answers(p->kind);
+        int keys = 0, o = snprintf(p->note, sizeof(p->note), "a paste answers no question: press ");
+        while (a[keys].key)
+            keys++;
+        for (int i = 0; i < keys; i++)
+            o += snprintf(p->note + o, sizeof(p->note) - (size_t)o, "%s%c",
+                          i == 0          ? ""
+                          : i + 1 == keys ? " or "
+                                          : ", ",
+                          a[i].key);
+        if (keys == 1) /* y/n */
+            snprintf(p->note + o, sizeof(p->note) - (size_t)o, " or n");
         return 0;
     }
     int clean = paste_clean(text, n), k = clean;
@@ -146,11 +157,13 @@ static uint32_t as_control(struct key k)
 enum prompt_result prompt_key(struct prompt *p, struct key k)
 {
     if (prompt_is_question(p->kind)) {
-        if (!k.is_code && (k.value == 'y' || k.value == 'Y')) {
-            p->buf[0] = L'y';
-            p->len = p->cur = 1;
-            return PROMPT_ACCEPTED;
-        }
+        for (const struct prompt_answer *a = prompt_answers(p->kind); a->key; a++)
+            if (!k.is_code &&
+                (k.value == (uint32_t)a->key || k.value == (uint32_t)towupper(a->key))) {
+                p->buf[0] = (wchar_t)a->key;
+                p->len = p->cur = 1;
+                return PROMPT_ACCEPTED;
+            }
         return PROMPT_CANCELLED;
     }
     int cur = p->cur, len = p->len;
@@ -223,7 +236,10 @@ void prompt_draw(struct prompt *p, const struct theme *t, int y, int cols)
     char label[sizeof(p->label) + 8];
     /* A question takes the whole line; an editor leaves room for the text typed. */
     int room = prompt_is_question(p->kind) ? cols - 3 : (cols / 2 > 20 ? cols / 2 : 20);
-    abbreviate_start(label, sizeof(label), p->label, room);
+    if (p->kind == PROMPT_FIT_TEXT) /* its start says how long the sentence is */
+        abbreviate(label, sizeof(label), p->label, room);
+    else
+        abbreviate_start(label, sizeof(label), p->label, room);
     int x = draw_text(y, 0, cols, t->role_attr[ROLE_LABEL], label);
     x += draw_text(y, x, 2, A_NORMAL, ": ");
     int avail = cols - x - 1;

@@ -128,8 +128,12 @@ static void draw(struct panel *p, struct frame *f)
         return;
     }
     if (prompt_is_question(sp->prompt.kind)) {
-        x = hint(y, x, x_end, t, "y", "yes");
-        hint(y, x, x_end, t, "any other key", "no");
+        const struct prompt_answer *a = prompt_answers(sp->prompt.kind);
+        for (; a->key; a++) {
+            char key[2] = {a->key, '\0'};
+            x = hint(y, x, x_end, t, key, a->what);
+        }
+        hint(y, x, x_end, t, "any other key", a->what);
         return;
     }
     if (prompt_is_open(&sp->prompt)) { /* the line editor's own keys */

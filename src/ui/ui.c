@@ -681,19 +681,13 @@ static void arm_crash_restore(const struct termios *saved)
     attn_fatal_set_terminal(STDOUT_FILENO, saved, reset, n);
 }
 
-int ui_main(const char *scene_path)
+int ui_main(struct attn_scene *scene, const char *scene_path)
 {
     /* Only the character set comes from the environment (ncursesw needs it for wide
      * characters); numbers stay in the C locale, and common/cnum enforces that anyway. */
     setlocale(LC_CTYPE, "");
-    struct attn_scene s;
-    if (scene_path) {
-        if (attn_scenefile_load_report(&s, scene_path, stderr))
-            return 1;
-    } else if (attn_scene_init_default(&s) != 0) {
-        fprintf(stderr, "attnscope: the default scene: out of memory\n");
-        return 1;
-    }
+    struct attn_scene s = *scene; /* ours now */
+    attn_scene_init(scene);
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "attnscope: the explorer needs a terminal; try `attnscope print%s%s`\n",

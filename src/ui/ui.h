@@ -71,8 +71,9 @@ struct ui {
     struct panel *panels[PANEL_COUNT];
 };
 
-/* Runs the explorer on a scene file (NULL: the built-in scene). Returns the exit status. */
-int ui_main(const char *scene_path);
+/* Runs the explorer on scene (taken: *scene is left empty), loaded from scene_path (NULL: the
+ * built-in scene; a model's folder), which w and R write beside. Returns the exit status. */
+int ui_main(struct attn_scene *scene, const char *scene_path);
 
 /* Whether ui_open reads the user's keys.yaml and colors.yaml (the default) or only the shipped
  * ones: a screen that checks a lesson is the one a workshop gets out of the box. */
