@@ -340,6 +340,110 @@ static void open_scene(struct app *a, const char *name)
     lesson_open(a);
 }
 
+/* Issue 27: a scene that opens on a head (view: {head: 4}) took no head count at or below it:
+ * H 4 said "view.head 4: the scene has 4 heads" and every later edit failed the same way until
+ * u; - passed over 4 heads to 2. The view follows the heads to the nearest one there is. */
+static void test_heads_below_the_scenes_view(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"30-english-journey.yaml", "31-english-passage.yaml",
+                                        "32-english-repeat.yaml", "lessons/7-trained-heads.yaml"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct app a;
+        open_scene(&a, names[i]);
+        int view = a.scene.view.head, heads = a.scene.attn.heads;
+        int d_out = attn_scene_eff_d_out(&a.scene), to = view; /* at most the view's head */
+        while (d_out % to)
+            to--;
+        assert_true(view > 0 && view < heads && to > 1);
+        assert_int_equal(app_edit_knob(&a, KNOB_HEADS, to), 0);
+        if (a.error[0])
+            fail_msg("%s: H %d: %s", names[i], to, a.error);
+        assert_int_equal(app_model(&a)->heads, to);
+        assert_int_equal(a.scene.view.head, to - 1); /* the nearest head it has */
+        assert_int_equal(a.head, to - 1);
+        assert_int_equal(app_toggle_causal(&a), 0); /* and the next edit is an edit */
+        assert_string_equal(a.error, "");
+        assert_int_equal(app_undo(&a), 0);
+        assert_int_equal(app_undo(&a), 0);
+        assert_int_equal(a.scene.view.head, view); /* undo gives the scene's own view back */
+        /* - steps down through every head count that divides d_out, the view's own included */
+        int want = heads - 1;
+        while (d_out % want)
+            want--;
+        while (want >= view) {
+            assert_int_equal(app_step_knob(&a, KNOB_HEADS, -1), 0);
+            assert_int_equal(app_model(&a)->heads, want);
+            for (want--; want > 0 && d_out % want; want--)
+                ;
+        }
+        app_free(&a);
+    }
+}
+
+/* Issue 27: refused edits never enter the undo history. An invalid combination (heads 3 over
+ * d_out 2) keeps the last valid result on screen; the edit that makes the scene valid again is
+ * one undo step from the result that was shown, and undo never lands on the invalid state. */
+static void test_undo_skips_refused_edits(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1); /* refused: invalid */
+    assert_true(a.error[0] != '\0');
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0); /* done */
+    assert_int_equal(app_undo(&a), 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.attn.heads, 2); /* as opened, not heads 3 again */
+    assert_int_equal(app_model(&a)->heads, 2);
+    assert_false(app_unsaved(&a));
+    assert_int_equal(app_redo(&a), 0);
+    assert_int_equal(a.scene.attn.heads, 1);
+    assert_int_equal(app_undo(&a), 0);
+    /* u on the invalid state itself goes back to the result shown, and redo has nothing: the
+       refused edit was never a state to come back to. */
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
+    assert_int_equal(app_edit_knob(&a, KNOB_D_OUT, 5), -1); /* still invalid */
+    assert_int_equal(app_undo(&a), 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.attn.heads, 2);
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
+    assert_int_equal(a.n_undo, 0);
+    assert_int_equal(app_redo(&a), 0);
+    assert_string_equal(a.message, "nothing to redo");
+    assert_false(app_unsaved(&a));
+    app_free(&a);
+
+    /* The issue's keys on scene 31: o 10 (refused), o 3 (done), u: back to position 0. */
+    open_scene(&a, "31-english-passage.yaml");
+    assert_int_equal(app_edit_offset(&a, 10), -1);
+    assert_true(a.message_is_error);
+    assert_int_equal(app_edit_offset(&a, 3), 0);
+    assert_int_equal(app_undo(&a), 0);
+    assert_false(a.message_is_error);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.pos.offset, 0);
+    app_free(&a);
+
+    /* Drawn learned positions: a shift past the table leaves the scene invalid (the check says
+       so, not the edit's rules); the shift that fits after it undoes to where it started. */
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    s.pos.kind = POS_LEARNED;
+    s.pos.max_len = 8;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    assert_int_equal(app_edit_offset(&a, 5), -1);
+    assert_non_null(strstr(a.error, "max_len 8 is less than offset + the 6 tokens"));
+    assert_int_equal(app_edit_offset(&a, 2), 0);
+    assert_int_equal(app_undo(&a), 0);
+    assert_int_equal(a.scene.pos.offset, 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(app_undo(&a), 0);
+    assert_string_equal(a.message, "nothing to undo");
+    app_free(&a);
+}
+
 /* The header's title after an edit: the values it names are the scene's now, or, when it can
  * no longer be trusted, the scene's description with where it came from; never "· edited" over
  * a stale title ("Your journey starts with one step … · edited" over "The cat sat on the mat"). */
@@ -2532,6 +2636,8 @@ int main(void)
         cmocka_unit_test(test_progress_reports_every_head),
         cmocka_unit_test(test_invalid_edit_keeps_the_last_result),
         cmocka_unit_test(test_undo_redo_and_saved_state),
+        cmocka_unit_test(test_undo_skips_refused_edits),
+        cmocka_unit_test(test_heads_below_the_scenes_view),
         cmocka_unit_test(test_history_is_bounded),
         cmocka_unit_test(test_undo_counts_what_a_step_owns),
         cmocka_unit_test(test_knobs_step_to_valid_values),

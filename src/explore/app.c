@@ -447,6 +447,7 @@ static void revert_edit(struct app *a)
     if (a->saved_depth > a->n_undo)
         a->saved_depth = -1;
     a->error[0] = '\0';
+    a->unshown = false;
 }
 
 /* Checks the edited scene and recomputes when it is valid. */
@@ -455,6 +456,7 @@ static int settle(struct app *a)
     struct diag_list problems;
     attn_diag_list_init(&problems);
     a->error[0] = '\0';
+    a->unshown = true; /* until its result is */
     if (attn_scene_check(&a->scene, &problems) > 0) {
         int more = problems.n + problems.lost - 1;
         const char *first = problems.n ? problems.items[0].msg : "out of memory";
@@ -485,6 +487,7 @@ static int settle(struct app *a)
     }
     attn_scene_free(&a->shown);
     a->shown = copy; /* the result is copy's, even one read from a file that shrank */
+    a->unshown = false;
     app_clamp(a);
     if (rc > 0) {
         snprintf(a->error, sizeof(a->error),
@@ -629,11 +632,13 @@ static int push(struct attn_scene *stack, int *n, const struct attn_scene *s)
     return dropped;
 }
 
-/* Called before every edit: the current scene becomes undoable, redo is forgotten. */
+/* Called before every edit: the current scene becomes undoable, redo is forgotten. A scene
+ * whose result is not on screen (an invalid one) is not kept: the history holds only states that
+ * were shown, and the one before it is on the stack already. */
 static void begin_edit(struct app *a)
 {
     /* The saved state moves one step down the stack, or off it (or off the redo side). */
-    int forgot = push(a->undo, &a->n_undo, &a->scene);
+    int forgot = a->unshown ? 0 : push(a->undo, &a->n_undo, &a->scene);
     if (a->saved_depth >= 0)
         a->saved_depth = a->saved_depth >= forgot ? a->saved_depth - forgot : -1;
     if (a->saved_depth > a->n_undo - 1)
@@ -968,7 +973,8 @@ static bool shape_ok(const struct attn_scene *t, char *why, size_t size)
 }
 
 /* The scene as an edit of its shape leaves it: a copy with the explicit weights dropped (they
- * fit the old shape only). Returns 0, or -1 out of memory (refused: the message says so). */
+ * fit the old shape only) and without its view: (the edit moves that to the nearest head, so
+ * no trial may fail on it). Returns 0, or -1 out of memory (refused: the message says so). */
 static int shape_trial(struct attn_scene *t, struct app *a)
 {
     if (attn_scene_copy(t, &a->scene)) {
@@ -976,6 +982,7 @@ static int shape_trial(struct attn_scene *t, struct app *a)
         return -1;
     }
     attn_scene_drop_weights(t);
+    t->view.layer = -1;
     return 0;
 }
 
@@ -1424,7 +1431,8 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
         snprintf(a->message, sizeof(a->message), "nothing to %s", what);
         return 0;
     }
-    push(to, n_to, &a->scene);
+    if (!a->unshown) /* a scene never shown (invalid) is dropped, not kept to come back to */
+        push(to, n_to, &a->scene);
     char change[240];
     describe_change(change, sizeof(change), &a->scene, &from[*n_from - 1]);
     attn_scene_free(&a->scene);

@@ -68,7 +68,11 @@ struct app {
     double compute_seconds;
     bool stoppable;
 
-    char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
+    char error[DIAG_MSG_MAX]; /* the edit problem on screen, "" when none */
+    /* The scene's result is not on screen (an invalid combination typed, a compute that failed):
+       the last valid result is. Such a scene never enters the undo or redo history, so undo
+       always lands on a state that was shown. */
+    bool unshown;
     char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
     /* The result on screen holds a value that is not a number: where the forward pass made the
        first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
