@@ -5,7 +5,8 @@
 # keys, reads the screen with capture-pane and asserts what a user would see: the default
 # scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
-# SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
+# SIGTERM, C-z + fg) leaving the terminal as it was (C-c, as q, asking first when there are
+# unsaved edits, a second C-c quitting), and a LLaMA-style block scene stepped to
 # its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
 # token view following the cursor, a lesson stepped through, left and resumed, a lesson's step
 # saved as a scene of its own, text with control characters shown escaped, and the predictions
@@ -168,6 +169,30 @@ wait_for ctrlc "row Σ" && keys ctrlc C-c
 check "C-c: terminal restored" ctrlc restored ctrlc
 check "C-c: exit status 130" ctrlc grep -qx 130 "$WORK/ctrlc.exit"
 check "C-c: bracketed paste off again" ctrlc paste_off ctrlc
+
+# C-c asks as q does when there are unsaved edits (issue 27: it quit at once, the edits lost);
+# anything but y or C-c keeps the explorer; a second C-c quits with C-c's status; q's question
+# is answered by C-c too.
+start ctrlc2 100 30 "$(wrapped ctrlc2)"
+wait_for ctrlc2 "row Σ" && keys ctrlc2 c
+check "an edit: causal off" ctrlc2 wait_for ctrlc2 "causal off"
+keys ctrlc2 C-c
+check "C-c with unsaved edits asks first" ctrlc2 \
+  wait_for ctrlc2 "quit without saving your edits? (y/n; C-c again quits)"
+keys ctrlc2 n
+check "C-c's question: n keeps the explorer" ctrlc2 wait_gone ctrlc2 "quit without saving"
+keys ctrlc2 q
+check "q asks too" ctrlc2 wait_for ctrlc2 "quit without saving your edits? (y/n)"
+keys ctrlc2 C-c
+check "C-c answers q's question: out, terminal restored" ctrlc2 restored ctrlc2
+check "C-c after q: exit status 130" ctrlc2 grep -qx 130 "$WORK/ctrlc2.exit"
+start ctrlc3 100 30 "$(wrapped ctrlc3)"
+wait_for ctrlc3 "row Σ" && keys ctrlc3 c
+wait_for ctrlc3 "causal off" && keys ctrlc3 C-c
+wait_for ctrlc3 "C-c again quits" && keys ctrlc3 C-c
+check "C-c twice: out, terminal restored" ctrlc3 restored ctrlc3
+check "C-c twice: exit status 130" ctrlc3 grep -qx 130 "$WORK/ctrlc3.exit"
+check "C-c twice: bracketed paste off again" ctrlc3 paste_off ctrlc3
 
 start term 100 30 "$(wrapped term)"
 wait_for term "row Σ"
@@ -560,11 +585,11 @@ keys wh u
 check "what a head does: u undoes the ablation" wh wait_for wh "undid: layer 1 head 0 no longer ablated"
 check "what a head does: the header mark is gone" wh wait_gone wh "L1 h0 ablated"
 keys wh BTab - - - - -
-check "what a head does: the temperature knob at 0.5" wh wait_for wh "after “␣king” (position 8) · T 0.5"
+check "what a head does: the temperature knob at 0.5" wh wait_for wh "after “␣king” (position 8) · temp 0.5"
 check "what a head does: sharper, as predict --temperature 0.5" wh \
   wait_for wh "4.8241 $want_cold"
 keys wh y
-check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: every layer's top-1 · T 0.5"
+check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: every layer's top-1 · temp 0.5"
 keys wh Left
 check "what a head does: ← picks layer 0 for the panel" wh \
   wait_for wh "lens · layer 0 after “␣king” (position 8)"

@@ -1413,8 +1413,9 @@ static void test_render_writes_the_view(void **state)
     assert_int_equal(rmdir(dir), 0); /* nothing else was left there */
 }
 
-/* The front end's progress sink hears every compute: step 0 when the forward pass starts, then
- * one step a head, ending at the total; an edit's compute reports again. */
+/* The front end's progress sink hears every compute: step 0 when it is asked for (before its
+ * buffers are made, so a front end can show it at once) and again when the forward pass starts,
+ * then one step a head, ending at the total; an edit's compute reports again. */
 struct steps {
     long calls, last, total, starts;
     bool ordered;
@@ -1443,14 +1444,47 @@ static void test_progress_reports_every_head(void **state)
     struct diag err;
     assert_int_equal(app_init(&a, &s, NULL, &sink, &err), 0);
     assert_true(st.ordered);
-    assert_int_equal(st.starts, 1);
-    assert_int_equal(st.total, 2); /* one layer, two heads */
+    assert_int_equal(st.starts, 2); /* asked for, then the pass */
+    assert_int_equal(st.total, 2);  /* one layer, two heads */
     assert_int_equal(st.last, 2);
-    assert_int_equal(st.calls, 3);
+    assert_int_equal(st.calls, 4);
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
-    assert_int_equal(st.starts, 2);
+    assert_int_equal(st.starts, 4);
     assert_int_equal(st.total, 1);
     assert_int_equal(st.last, 1);
+    app_free(&a);
+}
+
+/* Issue 27: an edit of the options on the same sentence (heads, the mask) computes every row,
+ * and is estimated so: it was estimated as a sentence edit that kept every row, 0.3 s for a
+ * 5 s compute, so it was neither offered a stop nor announced. */
+static void test_option_edit_estimated_whole(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    char text[2000] = "";
+    for (int i = 0; i < 200; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "w%d ", i);
+    assert_int_equal(app_edit_text(&a, text), 0);
+    assert_int_equal(a.scene.n_tokens, 200);
+    struct attn_scene t;
+    assert_int_equal(attn_scene_copy(&t, &a.scene), 0);
+    t.attn.heads = 1;
+    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) == attn_net_estimate_seconds(&t));
+    t.attn.heads = 2;
+    t.attn.causal = false;
+    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) == attn_net_estimate_seconds(&t));
+    attn_scene_free(&t);
+    /* a sentence edit that keeps rows is estimated as its share */
+    text[strlen(text) - 4] = 'x';
+    assert_int_equal(attn_scene_copy(&t, &a.scene), 0);
+    struct attn_edit e = {.kind = EDIT_TEXT, .text = text};
+    struct attn_edit_effects fx;
+    struct diag err;
+    assert_int_equal(attn_scene_apply_edit(&t, &e, &fx, &err), 0);
+    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) < attn_net_estimate_seconds(&t) / 2);
+    attn_scene_free(&t);
     app_free(&a);
 }
 
@@ -2121,6 +2155,28 @@ static void test_predictions_panel(void **state)
     app_free(&a);
 }
 
+/* Issue 27: the header named the temperature "T 1.0" while the key T cycles the tokenizer. Every
+ * knob the header names is named so by Tab's help too, and no label is a key another action has. */
+static void test_knob_labels_are_not_keys(void **state)
+{
+    (void)state;
+    const char *tab = action_table[ACTION_KNOB_NEXT].help;
+    for (int k = 0; k < KNOB_COUNT; k++) {
+        const char *label = knob_label((enum knob)k);
+        if (!strstr(tab, label))
+            fail_msg("the header's knob '%s' is not in Tab's help: %s", label, tab);
+        for (int act = 0; act < ACTION_COUNT; act++) {
+            char keys[64];
+            snprintf(keys, sizeof(keys), "%s", action_table[act].default_keys);
+            for (char *save = NULL, *key = strtok_r(keys, " ", &save); key;
+                 key = strtok_r(NULL, " ", &save))
+                if (strcmp(key, label) == 0)
+                    fail_msg("the header's knob '%s' reads as the key of %s", label,
+                             action_table[act].name);
+        }
+    }
+}
+
 /* The temperature: a knob (Tab reaches it only with a vocabulary), + and - on a 0.1 grid, a
  * typed value from 0.01 to 100; a view setting: no undo step, no recompute, the predictions at
  * the new temperature. */
@@ -2634,6 +2690,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_opens_on_the_books_numbers),
         cmocka_unit_test(test_progress_reports_every_head),
+        cmocka_unit_test(test_option_edit_estimated_whole),
         cmocka_unit_test(test_invalid_edit_keeps_the_last_result),
         cmocka_unit_test(test_undo_redo_and_saved_state),
         cmocka_unit_test(test_undo_skips_refused_edits),
@@ -2676,6 +2733,7 @@ int main(void)
         cmocka_unit_test(test_lesson_first_step_edit),
         cmocka_unit_test(test_predictions_panel),
         cmocka_unit_test(test_temperature_knob),
+        cmocka_unit_test(test_knob_labels_are_not_keys),
         cmocka_unit_test(test_predictions_need_a_vocabulary),
         cmocka_unit_test(test_ablation_toggle_and_undo),
         cmocka_unit_test(test_ablation_of_a_head_that_goes),

@@ -23,6 +23,11 @@ const char *knob_name(enum knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
+const char *knob_label(enum knob k)
+{
+    return k == KNOB_TEMPERATURE ? "temp" : knob_name(k);
+}
+
 /* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
  * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
@@ -31,14 +36,26 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
        the error says which file changed. */
     if (attn_scene_check_backing(s, err))
         return -1;
-    /* A long compute may be stopped (q): it then goes into fresh buffers, so the result on
-       screen stays whole, when two results fit in the memory limit. */
+    /* A compute long enough to show its progress may be stopped (q, Esc, C-c): it then goes
+       into fresh buffers, so the result on screen stays whole, when two results fit in the
+       memory limit; the first has none to keep. The estimate is rough (the machine may be
+       busy): a stop offered only past ATTN_LONG_SECONDS left computes of seconds unstoppable. */
     const char *why;
     a->compute_seconds = attn_net_estimate_edit_seconds(&a->net, s);
-    bool long_one = a->compute_seconds > ATTN_LONG_SECONDS;
-    a->net.keep_previous = long_one && a->have_result &&
-                           attn_scene_mem_estimate(s) <= attn_scene_memory_limit(&why) / 2;
-    a->stoppable = long_one && (!a->have_result || a->net.keep_previous);
+    bool felt = a->compute_seconds * 1000 > PROGRESS_QUIET_MS;
+    size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
+    a->net.keep_previous = felt && a->have_result && need <= limit / 2;
+    a->stoppable = felt && (!a->have_result || a->net.keep_previous);
+    a->stop_note[0] = '\0';
+    if (felt && !a->stoppable)
+        snprintf(a->stop_note, sizeof(a->stop_note),
+                 "no room for two results (2 \u00d7 %zu MiB, limit %zu MiB)",
+                 (need + ((size_t)1 << 20) - 1) >> 20, limit >> 20);
+    /* Said before the parameters are resolved and the buffers made, which take seconds of a
+       long compute: the front end shows it at once (app_init). */
+    progress_report(&a->net.progress, 0,
+                    (long)(s->layers > 1 ? s->layers : 1) *
+                        (s->attn.heads > 0 ? s->attn.heads : 1));
     int rc = attn_net_compute(&a->net, s, err);
     a->net.keep_previous = false;
     if (rc)
@@ -476,8 +493,8 @@ static int settle(struct app *a)
         /* q during a long compute: the edit is taken back, the result on screen is its own. */
         attn_scene_free(&copy);
         revert_edit(a);
-        app_refuse(a, "stopped: that edit would take about %.0f s here; undone",
-                   a->compute_seconds);
+        app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
+                   a->compute_seconds < 9.5 ? 1 : 0, a->compute_seconds);
         return -1;
     }
     if (rc < 0) {

@@ -96,8 +96,8 @@ static void draw(struct panel *p, struct frame *f)
     app_temperature_text(temp, sizeof(temp), a->temperature);
     const struct attn_model *lastm = &a->net.model[layers - 1];
     bool masked = lastm->masked_lm;
-    snprintf(title, sizeof(title), "%s lens: every layer's top-1 \u00b7 T %s",
-             masked ? "MLM" : "logit", temp);
+    snprintf(title, sizeof(title), "%s lens: every layer's top-1 \u00b7 %s %s",
+             masked ? "MLM" : "logit", knob_label(KNOB_TEMPERATURE), temp);
     int legend_w = heatmap_legend(t, r.y, r.x + r.w, 0.0f, 1.0f, false);
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);

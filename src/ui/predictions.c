@@ -79,13 +79,13 @@ static void draw(struct panel *p, struct frame *f)
     bool masked = lastm->masked_lm;
     if (a->lens)
         snprintf(title, sizeof(title),
-                 "lens \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 T %s", layer,
+                 "lens \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 %s %s", layer,
                  layer == a->net.layers - 1 ? " (the output)" : "", masked ? "at" : "after", tok,
-                 a->row, temp);
+                 a->row, knob_label(KNOB_TEMPERATURE), temp);
     else
         snprintf(title, sizeof(title),
-                 "predictions \u00b7 %s \u201c%s\u201d (position %d) \u00b7 T %s",
-                 masked ? "at" : "after", tok, a->row, temp);
+                 "predictions \u00b7 %s \u201c%s\u201d (position %d) \u00b7 %s %s",
+                 masked ? "at" : "after", tok, a->row, knob_label(KNOB_TEMPERATURE), temp);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
     if (!pr) {
