@@ -787,6 +787,34 @@ check "SIGHUP during the explorer's export: stopped, the folder not made" hupx \
   test -z "$(ls -A "$WORK/hupx")"
 T kill-session -t hupx
 
+# C-c (SIGINT) during the explorer's export stops it the same way, and the explorer stays: C-c
+# stops what is running and is never also a quit (issue 27).
+mkdir -p "$WORK/intx"
+start intx 100 30 "$(wrapped intx "$WORK/hupx.yaml")"
+wait_for intx "512 tokens"
+keys intx e C-u
+text intx "$WORK/intx/out"
+keys intx Enter
+seen=""
+for _ in $(seq 1 500); do
+  if [ -n "$(find "$WORK/intx" -mindepth 2 -maxdepth 2 -path '*/.out.attnscope-*/head1')" ]; then
+    seen=yes
+    break
+  fi
+  sleep 0.01
+done
+pid=$(pgrep -n -f "^$BIN $WORK/hupx.yaml\$")
+[ -n "$pid" ] && kill -INT "$pid"
+check "C-c during the explorer's export: caught while its files were written" intx test -n "$seen"
+check "C-c during the explorer's export: stopped, said" intx \
+  wait_for intx "interrupted; the folder is as it was"
+check "C-c during the explorer's export: the explorer stays" intx test ! -e "$WORK/intx.exit"
+check "C-c during the explorer's export: no temporary folder is left" intx \
+  test -z "$(find "$WORK/intx" -maxdepth 1 -name '.out.attnscope-*')"
+keys intx q
+check "then q quits" intx restored intx
+T kill-session -t intx
+
 # C-\ (SIGQUIT) ends the explorer at once, as it is meant to (status 131, a core where enabled),
 # but puts the terminal back first: modes, screen, keypad, mouse and bracketed paste. Typed in an
 # interactive shell, as a user would: the shell ignores SIGQUIT, the explorer gets it.

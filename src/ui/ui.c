@@ -266,14 +266,14 @@ static void poll_stop(struct ui *ui, bool can_stop)
 {
     if (quit_signal)
         ui->busy.stop = 1;
-    if (!ui->busy.shown || ui->busy.stop || isendwin())
-        return; /* a C-c before the bar shows is answered at rest (ui_interrupt) */
-    if (interrupts) {
+    /* C-c stops what can stop (an export, before its bar too); one before the bar of a compute
+       that cannot is answered at rest (ui_interrupt). */
+    if (interrupts && (ui->busy.shown || can_stop) && !ui->busy.stop) {
         interrupts = 0;
         busy_stop_key(ui, can_stop, true);
-        if (ui->busy.stop)
-            return;
     }
+    if (!ui->busy.shown || ui->busy.stop || isendwin())
+        return;
     int kept[64], n = 0, delay = wgetdelay(stdscr);
     nodelay(stdscr, TRUE);
     for (int ch; n < (int)(sizeof(kept) / sizeof(kept[0])) && (ch = getch()) != ERR;) {
