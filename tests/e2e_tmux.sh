@@ -589,7 +589,7 @@ check "what a head does: the temperature knob at 0.5" wh wait_for wh "after “�
 check "what a head does: sharper, as predict --temperature 0.5" wh \
   wait_for wh "4.8241 $want_cold"
 keys wh y
-check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: every layer's top-1 · temp 0.5"
+check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: top-1 by layer · temp 0.5"
 keys wh Left
 check "what a head does: ← picks layer 0 for the panel" wh \
   wait_for wh "lens · layer 0 after “␣king” (position 8)"
@@ -641,7 +641,7 @@ for f in llama-gqa:8:"GQA 2 KV heads" qwen2-bias:8:"scaled linear ×2" \
   keys fm p
   check "$name: p shows predict's next token at position 3" fm wait_for fm "next s: $want_p,"
   keys fm y
-  check "$name: y opens the lens" fm wait_for fm "logit lens: every layer's top-1"
+  check "$name: y opens the lens" fm wait_for fm "logit lens: top-1 by layer"
   keys fm y X
   check "$name: X ablates head 2" fm wait_for fm "L0 h2 ablated (zero)"
   check "$name: the panel says before -> after" fm wait_for fm "next s: p ${want_p#*p } → "
@@ -700,7 +700,7 @@ check "bert: X ablates L0 h0" bert wait_for bert "L0 h0 ablated (zero)"
 check "bert: before -> after of the answer, after as ablate gives it" bert \
   wait_for bert "[MASK] answer river: p ${want_top#* } → $want_after"
 keys bert u y
-check "bert: y's lens scores each token itself" bert wait_for bert "MLM lens: every layer's top-1"
+check "bert: y's lens scores each token itself" bert wait_for bert "MLM lens: top-1 by layer"
 check "bert: its column says itself" bert wait_for bert "pos token  itself"
 check "bert: the status line says the MLM head" bert wait_for bert "each layer's output through the MLM head"
 keys bert y t C-u
