@@ -245,7 +245,7 @@ static void busy_draw(struct ui *ui, const char *what, long done, long total, do
 /* A stop key (q, Esc; C-c when interrupt) while the bar is on screen: it stops what can stop;
  * one that cannot is never kept for after (a q would open "quit without saving?"): the bar says
  * why, and a second C-c quits once it ends. */
-static void busy_stop_key(struct ui *ui, bool can_stop, bool interrupt)
+static void busy_stop_key(struct ui *ui, bool can_stop, bool interrupt, const char *key)
 {
     if (can_stop) {
         ui->busy.stop = 1;
@@ -253,9 +253,10 @@ static void busy_stop_key(struct ui *ui, bool can_stop, bool interrupt)
             ui->busy.stop_signal = SIGINT;
         return;
     }
-    if (interrupt && ui->busy.refused > 0)
+    if (interrupt && ui->busy.refused_interrupts++ > 0)
         quit_signal = SIGINT; /* C-c twice: out as soon as the compute lets go */
     ui->busy.refused++;
+    ui->busy.refused_key = key;
     ui->busy.drawn = 0; /* the bar says so at the next head */
 }
 
@@ -270,7 +271,7 @@ static void poll_stop(struct ui *ui, bool can_stop)
        that cannot is answered at rest (ui_interrupt). */
     if (interrupts && (ui->busy.shown || can_stop) && !ui->busy.stop) {
         interrupts = 0;
-        busy_stop_key(ui, can_stop, true);
+        busy_stop_key(ui, can_stop, true, "C-c");
     }
     if (!ui->busy.shown || ui->busy.stop || isendwin())
         return;
@@ -282,7 +283,7 @@ static void poll_stop(struct ui *ui, bool can_stop)
             break;
         }
         if (ch == 'q' || ch == 27 || ch == 3)
-            busy_stop_key(ui, can_stop, ch == 3);
+            busy_stop_key(ui, can_stop, ch == 3, ch == 'q' ? "q" : ch == 27 ? "Esc" : "C-c");
         else
             kept[n++] = ch;
         if (ui->busy.stop)
@@ -327,13 +328,14 @@ static void busy_said(struct ui *ui)
     size_t o = strlen(a->message);
     if (!ui->busy.refused || o >= sizeof(a->message))
         return;
+    const char *key = ui->busy.refused_key ? ui->busy.refused_key : "q";
     if (a->stop_note[0])
         snprintf(a->message + o, sizeof(a->message) - o,
-                 "%sq: that compute could not be stopped: %s", o ? "; " : "", a->stop_note);
+                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, a->stop_note);
     else
         snprintf(a->message + o, sizeof(a->message) - o,
-                 "%sq: that compute could not be stopped (estimated short: computed in place)",
-                 o ? "; " : "");
+                 "%s%s: that compute could not be stopped (estimated short: computed in place)",
+                 o ? "; " : "", key);
 }
 
 /* Every key starts afresh: what a compute or an export does is this key's. */
@@ -342,7 +344,8 @@ static void busy_reset(struct ui *ui)
     ui->busy.active = ui->busy.shown = false;
     ui->busy.stop = 0;
     ui->busy.stop_signal = 0;
-    ui->busy.refused = 0;
+    ui->busy.refused = ui->busy.refused_interrupts = 0;
+    ui->busy.refused_key = NULL;
 }
 
 static void busy_computing(void *ctx, long done, long total)

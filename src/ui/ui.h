@@ -71,6 +71,8 @@ struct ui {
         volatile sig_atomic_t stop; /* q, Esc or C-c seen: the engine's stop flag */
         int stop_signal;            /* SIGINT when C-c stopped it */
         int refused;                /* stop keys this compute could not act on */
+        int refused_interrupts;     /* of them C-c: the second quits once it ends */
+        const char *refused_key;    /* the last of them, as the message line names it */
     } busy;
     /* The status a quit exits with: 0 for q (or y), 130 for C-c. */
     int exit_status;
