@@ -9,6 +9,9 @@
 #  3. The explorer's export (e) into a folder that is not an earlier export: refused on the
 #     message line, every file kept byte for byte; into an earlier export: asked, then replaced.
 #  4. A long compute stopped with q: the first one quits, an edit's is taken back.
+#  5. A large edit (1,000 tokens through 8 layers): its bar at once, q or C-c stop it; one with no
+#     room for two results says at once that it cannot stop, and a q typed meanwhile is dropped,
+#     never read afterwards as "quit without saving?". C-c at rest asks, a second one quits.
 # Usage: disk_tmux.sh ATTNSCOPE_BINARY
 set -u
 BIN=$(realpath "$1")
@@ -183,6 +186,59 @@ sleep 0.3
 keys edit q
 for _ in $(seq 1 100); do [ -s "$WORK/edit.exit" ] && break; sleep 0.05; done
 check "then q quits, nothing unsaved asked for" edit grep -qx 0 "$WORK/edit.exit"
+
+# 5. A large edit (issue 27): H 4 on 1,000 tokens through 8 layers with a block, a second or
+# more of work here. The bar is on screen at once, before the buffers are made (the prompt gone),
+# and says whether q stops it; q or C-c typed while it runs stop it and are never replayed as a
+# quit. With no room in the memory limit for two results it cannot stop: the bar says so at once
+# and a q typed meanwhile is dropped and said. The estimate is fixed (ATTNSCOPE_GFLOPS) so the
+# compute is "long" on any machine; heads 8 -> 4 was estimated as a sentence edit that kept every
+# row, 0 s, so it was neither announced nor stoppable, and the q opened "quit without saving?".
+printf 'text: "%s"\nembeddings: {dim: 256}\nlayers: 8\nattention: {heads: 8, d_out: 256, causal: true}\nblock: {ffn_hidden: 1024}\n' \
+  "$(words 1000)" >"$WORK/large.yaml"
+large() { # tag memory-limit-MiB
+  echo "cd $WORK; sh -c 'echo \$\$ >$WORK/$1.pid; ATTNSCOPE_GFLOPS=0.5 ATTNSCOPE_MEMORY_MIB=$2 exec $BIN large.yaml 2>$WORK/$1.err'; echo \$? >$WORK/$1.exit; sleep 600"
+}
+never() { ! screen "$1" | grep -qF -- "$2"; } # NAME TEXT: not on the screen now
+start big "$(large big 4096)"
+check "the large scene opens" big wait_for big "1000 tokens"
+keys big c
+check "an edit of its own (unsaved)" big wait_for big "causal off"
+keys big H C-u 4 Enter
+check "a large edit: its bar at once, q stops it" big wait_for big "of about 42 s · q stops"
+check "a large edit: the prompt is gone at once" big never big "new heads"
+keys big q
+check "q during the large edit: stopped and undone" big \
+  wait_for big "stopped: that edit would take about 42 s here; undone"
+check "q during the large edit: 8 heads still" big wait_for big "heads 8 "
+sleep 0.3
+check "q during the large edit: no quit question" big never big "quit without saving"
+check "q during the large edit: still running" big alive big
+keys big H C-u 4 Enter
+check "again: its bar at once" big wait_for big "q stops"
+keys big C-c
+check "C-c during the large edit: stopped and undone" big wait_for big "stopped: that edit"
+sleep 0.3
+check "C-c during the large edit: no quit question" big never big "quit without saving"
+check "C-c during the large edit: still running" big alive big
+keys big C-c
+check "C-c at rest with unsaved edits asks" big \
+  wait_for big "quit without saving your edits? (y/n; C-c again quits)"
+keys big C-c
+for _ in $(seq 1 100); do [ -s "$WORK/big.exit" ] && break; sleep 0.05; done
+check "a second C-c quits, status 130" big grep -qx 130 "$WORK/big.exit"
+
+start tight "$(large tight 1100)"
+check "the large scene opens in 1100 MiB" tight wait_for tight "1000 tokens"
+keys tight H C-u 4 Enter
+check "no room for two results: the bar says at once it cannot stop" tight \
+  wait_for tight "computing, cannot be stopped (no room for two results)"
+keys tight q
+check "the q typed meanwhile is dropped, and said" tight \
+  wait_for tight "heads 8 → 4; q: that compute could not be stopped: no room for two results"
+sleep 0.3
+check "the q is never read as quit" tight never tight "quit without saving"
+check "still running" tight alive tight
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -5,7 +5,8 @@
 # keys, reads the screen with capture-pane and asserts what a user would see: the default
 # scene, a softmax value equal to `attnscope print`, a sentence edit, heads/d_out with an
 # invalid combination, an export, resize to the minimum and back, and every way out (q, C-c,
-# SIGTERM, C-z + fg) leaving the terminal as it was, and a LLaMA-style block scene stepped to
+# SIGTERM, C-z + fg) leaving the terminal as it was (C-c, as q, asking first when there are
+# unsaved edits, a second C-c quitting), and a LLaMA-style block scene stepped to
 # its end, shifted and exported, a 200-token scene zoomed out to its overview and back, the
 # token view following the cursor, a lesson stepped through, left and resumed, a lesson's step
 # saved as a scene of its own, text with control characters shown escaped, and the predictions
@@ -169,6 +170,30 @@ wait_for ctrlc "row Σ" && keys ctrlc C-c
 check "C-c: terminal restored" ctrlc restored ctrlc
 check "C-c: exit status 130" ctrlc grep -qx 130 "$WORK/ctrlc.exit"
 check "C-c: bracketed paste off again" ctrlc paste_off ctrlc
+
+# C-c asks as q does when there are unsaved edits (issue 27: it quit at once, the edits lost);
+# anything but y or C-c keeps the explorer; a second C-c quits with C-c's status; q's question
+# is answered by C-c too.
+start ctrlc2 100 30 "$(wrapped ctrlc2)"
+wait_for ctrlc2 "row Σ" && keys ctrlc2 c
+check "an edit: causal off" ctrlc2 wait_for ctrlc2 "causal off"
+keys ctrlc2 C-c
+check "C-c with unsaved edits asks first" ctrlc2 \
+  wait_for ctrlc2 "quit without saving your edits? (y/n; C-c again quits)"
+keys ctrlc2 n
+check "C-c's question: n keeps the explorer" ctrlc2 wait_gone ctrlc2 "quit without saving"
+keys ctrlc2 q
+check "q asks too" ctrlc2 wait_for ctrlc2 "quit without saving your edits? (y/n)"
+keys ctrlc2 C-c
+check "C-c answers q's question: out, terminal restored" ctrlc2 restored ctrlc2
+check "C-c after q: exit status 130" ctrlc2 grep -qx 130 "$WORK/ctrlc2.exit"
+start ctrlc3 100 30 "$(wrapped ctrlc3)"
+wait_for ctrlc3 "row Σ" && keys ctrlc3 c
+wait_for ctrlc3 "causal off" && keys ctrlc3 C-c
+wait_for ctrlc3 "C-c again quits" && keys ctrlc3 C-c
+check "C-c twice: out, terminal restored" ctrlc3 restored ctrlc3
+check "C-c twice: exit status 130" ctrlc3 grep -qx 130 "$WORK/ctrlc3.exit"
+check "C-c twice: bracketed paste off again" ctrlc3 paste_off ctrlc3
 
 start term 100 30 "$(wrapped term)"
 wait_for term "row Σ"
@@ -564,11 +589,11 @@ keys wh u
 check "what a head does: u undoes the ablation" wh wait_for wh "undid: layer 1 head 0 no longer ablated"
 check "what a head does: the header mark is gone" wh wait_gone wh "L1 h0 ablated"
 keys wh BTab - - - - -
-check "what a head does: the temperature knob at 0.5" wh wait_for wh "after “␣king” (position 8) · T 0.5"
+check "what a head does: the temperature knob at 0.5" wh wait_for wh "after “␣king” (position 8) · temp 0.5"
 check "what a head does: sharper, as predict --temperature 0.5" wh \
   wait_for wh "4.8241 $want_cold"
 keys wh y
-check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: every layer's top-1 · T 0.5"
+check "what a head does: y opens the logit lens" wh wait_for wh "logit lens: top-1 by layer · temp 0.5"
 keys wh Left
 check "what a head does: ← picks layer 0 for the panel" wh \
   wait_for wh "lens · layer 0 after “␣king” (position 8)"
@@ -620,7 +645,7 @@ for f in llama-gqa:8:"GQA 2 KV heads" qwen2-bias:8:"scaled linear ×2" \
   keys fm p
   check "$name: p shows predict's next token at position 3" fm wait_for fm "next s: $want_p,"
   keys fm y
-  check "$name: y opens the lens" fm wait_for fm "logit lens: every layer's top-1"
+  check "$name: y opens the lens" fm wait_for fm "logit lens: top-1 by layer"
   keys fm y X
   check "$name: X ablates head 2" fm wait_for fm "L0 h2 ablated (zero)"
   check "$name: the panel says before -> after" fm wait_for fm "next s: p ${want_p#*p } → "
@@ -679,7 +704,7 @@ check "bert: X ablates L0 h0" bert wait_for bert "L0 h0 ablated (zero)"
 check "bert: before -> after of the answer, after as ablate gives it" bert \
   wait_for bert "[MASK] answer river: p ${want_top#* } → $want_after"
 keys bert u y
-check "bert: y's lens scores each token itself" bert wait_for bert "MLM lens: every layer's top-1"
+check "bert: y's lens scores each token itself" bert wait_for bert "MLM lens: top-1 by layer"
 check "bert: its column says itself" bert wait_for bert "pos token  itself"
 check "bert: the status line says the MLM head" bert wait_for bert "each layer's output through the MLM head"
 keys bert y t C-u
@@ -768,6 +793,34 @@ check "SIGHUP during the explorer's export: no temporary folder is left" hupx \
 check "SIGHUP during the explorer's export: stopped, the folder not made" hupx \
   test -z "$(ls -A "$WORK/hupx")"
 T kill-session -t hupx
+
+# C-c (SIGINT) during the explorer's export stops it the same way, and the explorer stays: C-c
+# stops what is running and is never also a quit (issue 27).
+mkdir -p "$WORK/intx"
+start intx 100 30 "$(wrapped intx "$WORK/hupx.yaml")"
+wait_for intx "512 tokens"
+keys intx e C-u
+text intx "$WORK/intx/out"
+keys intx Enter
+seen=""
+for _ in $(seq 1 500); do
+  if [ -n "$(find "$WORK/intx" -mindepth 2 -maxdepth 2 -path '*/.out.attnscope-*/head1')" ]; then
+    seen=yes
+    break
+  fi
+  sleep 0.01
+done
+pid=$(pgrep -n -f "^$BIN $WORK/hupx.yaml\$")
+[ -n "$pid" ] && kill -INT "$pid"
+check "C-c during the explorer's export: caught while its files were written" intx test -n "$seen"
+check "C-c during the explorer's export: stopped, said" intx \
+  wait_for intx "interrupted; the folder is as it was"
+check "C-c during the explorer's export: the explorer stays" intx test ! -e "$WORK/intx.exit"
+check "C-c during the explorer's export: no temporary folder is left" intx \
+  test -z "$(find "$WORK/intx" -maxdepth 1 -name '.out.attnscope-*')"
+keys intx q
+check "then q quits" intx restored intx
+T kill-session -t intx
 
 # C-\ (SIGQUIT) ends the explorer at once, as it is meant to (status 131, a core where enabled),
 # but puts the terminal back first: modes, screen, keypad, mouse and bracketed paste. Typed in an

@@ -340,6 +340,110 @@ static void open_scene(struct app *a, const char *name)
     lesson_open(a);
 }
 
+/* Issue 27: a scene that opens on a head (view: {head: 4}) took no head count at or below it:
+ * H 4 said "view.head 4: the scene has 4 heads" and every later edit failed the same way until
+ * u; - passed over 4 heads to 2. The view follows the heads to the nearest one there is. */
+static void test_heads_below_the_scenes_view(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"30-english-journey.yaml", "31-english-passage.yaml",
+                                        "32-english-repeat.yaml", "lessons/7-trained-heads.yaml"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct app a;
+        open_scene(&a, names[i]);
+        int view = a.scene.view.head, heads = a.scene.attn.heads;
+        int d_out = attn_scene_eff_d_out(&a.scene), to = view; /* at most the view's head */
+        while (d_out % to)
+            to--;
+        assert_true(view > 0 && view < heads && to > 1);
+        assert_int_equal(app_edit_knob(&a, KNOB_HEADS, to), 0);
+        if (a.error[0])
+            fail_msg("%s: H %d: %s", names[i], to, a.error);
+        assert_int_equal(app_model(&a)->heads, to);
+        assert_int_equal(a.scene.view.head, to - 1); /* the nearest head it has */
+        assert_int_equal(a.head, to - 1);
+        assert_int_equal(app_toggle_causal(&a), 0); /* and the next edit is an edit */
+        assert_string_equal(a.error, "");
+        assert_int_equal(app_undo(&a), 0);
+        assert_int_equal(app_undo(&a), 0);
+        assert_int_equal(a.scene.view.head, view); /* undo gives the scene's own view back */
+        /* - steps down through every head count that divides d_out, the view's own included */
+        int want = heads - 1;
+        while (d_out % want)
+            want--;
+        while (want >= view) {
+            assert_int_equal(app_step_knob(&a, KNOB_HEADS, -1), 0);
+            assert_int_equal(app_model(&a)->heads, want);
+            for (want--; want > 0 && d_out % want; want--)
+                ;
+        }
+        app_free(&a);
+    }
+}
+
+/* Issue 27: refused edits never enter the undo history. An invalid combination (heads 3 over
+ * d_out 2) keeps the last valid result on screen; the edit that makes the scene valid again is
+ * one undo step from the result that was shown, and undo never lands on the invalid state. */
+static void test_undo_skips_refused_edits(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1); /* refused: invalid */
+    assert_true(a.error[0] != '\0');
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0); /* done */
+    assert_int_equal(app_undo(&a), 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.attn.heads, 2); /* as opened, not heads 3 again */
+    assert_int_equal(app_model(&a)->heads, 2);
+    assert_false(app_unsaved(&a));
+    assert_int_equal(app_redo(&a), 0);
+    assert_int_equal(a.scene.attn.heads, 1);
+    assert_int_equal(app_undo(&a), 0);
+    /* u on the invalid state itself goes back to the result shown, and redo has nothing: the
+       refused edit was never a state to come back to. */
+    assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
+    assert_int_equal(app_edit_knob(&a, KNOB_D_OUT, 5), -1); /* still invalid */
+    assert_int_equal(app_undo(&a), 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.attn.heads, 2);
+    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
+    assert_int_equal(a.n_undo, 0);
+    assert_int_equal(app_redo(&a), 0);
+    assert_string_equal(a.message, "nothing to redo");
+    assert_false(app_unsaved(&a));
+    app_free(&a);
+
+    /* The issue's keys on scene 31: o 10 (refused), o 3 (done), u: back to position 0. */
+    open_scene(&a, "31-english-passage.yaml");
+    assert_int_equal(app_edit_offset(&a, 10), -1);
+    assert_true(a.message_is_error);
+    assert_int_equal(app_edit_offset(&a, 3), 0);
+    assert_int_equal(app_undo(&a), 0);
+    assert_false(a.message_is_error);
+    assert_string_equal(a.error, "");
+    assert_int_equal(a.scene.pos.offset, 0);
+    app_free(&a);
+
+    /* Drawn learned positions: a shift past the table leaves the scene invalid (the check says
+       so, not the edit's rules); the shift that fits after it undoes to where it started. */
+    struct attn_scene s;
+    attn_scene_init_default(&s);
+    s.pos.kind = POS_LEARNED;
+    s.pos.max_len = 8;
+    struct diag err;
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    assert_int_equal(app_edit_offset(&a, 5), -1);
+    assert_non_null(strstr(a.error, "max_len 8 is less than offset + the 6 tokens"));
+    assert_int_equal(app_edit_offset(&a, 2), 0);
+    assert_int_equal(app_undo(&a), 0);
+    assert_int_equal(a.scene.pos.offset, 0);
+    assert_string_equal(a.error, "");
+    assert_int_equal(app_undo(&a), 0);
+    assert_string_equal(a.message, "nothing to undo");
+    app_free(&a);
+}
+
 /* The header's title after an edit: the values it names are the scene's now, or, when it can
  * no longer be trusted, the scene's description with where it came from; never "· edited" over
  * a stale title ("Your journey starts with one step … · edited" over "The cat sat on the mat"). */
@@ -1383,8 +1487,9 @@ static void test_render_writes_the_view(void **state)
     assert_int_equal(rmdir(dir), 0); /* nothing else was left there */
 }
 
-/* The front end's progress sink hears every compute: step 0 when the forward pass starts, then
- * one step a head, ending at the total; an edit's compute reports again. */
+/* The front end's progress sink hears every compute: step 0 when it is asked for (before its
+ * buffers are made, so a front end can show it at once) and again when the forward pass starts,
+ * then one step a head, ending at the total; an edit's compute reports again. */
 struct steps {
     long calls, last, total, starts;
     bool ordered;
@@ -1413,14 +1518,47 @@ static void test_progress_reports_every_head(void **state)
     struct diag err;
     assert_int_equal(app_init(&a, &s, NULL, &sink, &err), 0);
     assert_true(st.ordered);
-    assert_int_equal(st.starts, 1);
-    assert_int_equal(st.total, 2); /* one layer, two heads */
+    assert_int_equal(st.starts, 2); /* asked for, then the pass */
+    assert_int_equal(st.total, 2);  /* one layer, two heads */
     assert_int_equal(st.last, 2);
-    assert_int_equal(st.calls, 3);
+    assert_int_equal(st.calls, 4);
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
-    assert_int_equal(st.starts, 2);
+    assert_int_equal(st.starts, 4);
     assert_int_equal(st.total, 1);
     assert_int_equal(st.last, 1);
+    app_free(&a);
+}
+
+/* Issue 27: an edit of the options on the same sentence (heads, the mask) computes every row,
+ * and is estimated so: it was estimated as a sentence edit that kept every row, 0.3 s for a
+ * 5 s compute, so it was neither offered a stop nor announced. */
+static void test_option_edit_estimated_whole(void **state)
+{
+    (void)state;
+    struct app a;
+    open_default(&a);
+    char text[2000] = "";
+    for (int i = 0; i < 200; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "w%d ", i);
+    assert_int_equal(app_edit_text(&a, text), 0);
+    assert_int_equal(a.scene.n_tokens, 200);
+    struct attn_scene t;
+    assert_int_equal(attn_scene_copy(&t, &a.scene), 0);
+    t.attn.heads = 1;
+    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) == attn_net_estimate_seconds(&t));
+    t.attn.heads = 2;
+    t.attn.causal = false;
+    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) == attn_net_estimate_seconds(&t));
+    attn_scene_free(&t);
+    /* a sentence edit that keeps rows is estimated as its share */
+    text[strlen(text) - 4] = 'x';
+    assert_int_equal(attn_scene_copy(&t, &a.scene), 0);
+    struct attn_edit e = {.kind = EDIT_TEXT, .text = text};
+    struct attn_edit_effects fx;
+    struct diag err;
+    assert_int_equal(attn_scene_apply_edit(&t, &e, &fx, &err), 0);
+    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) < attn_net_estimate_seconds(&t) / 2);
+    attn_scene_free(&t);
     app_free(&a);
 }
 
@@ -2153,6 +2291,28 @@ static void test_predictions_panel(void **state)
     app_free(&a);
 }
 
+/* Issue 27: the header named the temperature "T 1.0" while the key T cycles the tokenizer. Every
+ * knob the header names is named so by Tab's help too, and no label is a key another action has. */
+static void test_knob_labels_are_not_keys(void **state)
+{
+    (void)state;
+    const char *tab = action_table[ACTION_KNOB_NEXT].help;
+    for (int k = 0; k < KNOB_COUNT; k++) {
+        const char *label = knob_label((enum knob)k);
+        if (!strstr(tab, label))
+            fail_msg("the header's knob '%s' is not in Tab's help: %s", label, tab);
+        for (int act = 0; act < ACTION_COUNT; act++) {
+            char keys[64];
+            snprintf(keys, sizeof(keys), "%s", action_table[act].default_keys);
+            for (char *save = NULL, *key = strtok_r(keys, " ", &save); key;
+                 key = strtok_r(NULL, " ", &save))
+                if (strcmp(key, label) == 0)
+                    fail_msg("the header's knob '%s' reads as the key of %s", label,
+                             action_table[act].name);
+        }
+    }
+}
+
 /* The temperature: a knob (Tab reaches it only with a vocabulary), + and - on a 0.1 grid, a
  * typed value from 0.01 to 100; a view setting: no undo step, no recompute, the predictions at
  * the new temperature. */
@@ -2791,8 +2951,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_opens_on_the_books_numbers),
         cmocka_unit_test(test_progress_reports_every_head),
+        cmocka_unit_test(test_option_edit_estimated_whole),
         cmocka_unit_test(test_invalid_edit_keeps_the_last_result),
         cmocka_unit_test(test_undo_redo_and_saved_state),
+        cmocka_unit_test(test_undo_skips_refused_edits),
+        cmocka_unit_test(test_heads_below_the_scenes_view),
         cmocka_unit_test(test_history_is_bounded),
         cmocka_unit_test(test_undo_counts_what_a_step_owns),
         cmocka_unit_test(test_knobs_step_to_valid_values),
@@ -2832,6 +2995,7 @@ int main(void)
         cmocka_unit_test(test_lesson_first_step_edit),
         cmocka_unit_test(test_predictions_panel),
         cmocka_unit_test(test_temperature_knob),
+        cmocka_unit_test(test_knob_labels_are_not_keys),
         cmocka_unit_test(test_predictions_need_a_vocabulary),
         cmocka_unit_test(test_ablation_toggle_and_undo),
         cmocka_unit_test(test_modified_model),

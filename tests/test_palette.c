@@ -27,22 +27,36 @@ static void test_xterm_rgb(void **state)
     assert_true(c.r == 238 && c.g == 238 && c.b == 238);
 }
 
-/* viridis as the explorer shows it: its ends are xterm 53 (#5f005f) and 220 (#ffd700), and no
- * two steps of any scale share a colour. */
+/* viridis as the explorer shows it: its ends are xterm 53 (#5f005f) and 226 (#ffff00); no two
+ * steps of any scale share a colour, and none is darker than the step before it (a diverging
+ * scale: than the step before it towards 0). The nearest colours alone took viridis from 113 down
+ * to 107 and 61 down to 24 (issue 27). */
 static void test_scale_steps(void **state)
 {
     (void)state;
     int idx[PALETTE_STEPS];
     palette_xterm_indices(idx, 0, false);
     assert_int_equal(idx[0], 53);
-    assert_int_equal(idx[PALETTE_STEPS - 1], 220);
+    assert_int_equal(idx[PALETTE_STEPS - 1], 226);
+    int zero = palette_step(0.5);
     for (int d = 0; d < 2; d++)
         for (int sc = 0; sc < (d ? PALETTE_DIVERGING : PALETTE_SEQUENTIAL); sc++) {
             palette_xterm_indices(idx, sc, d);
             for (int a = 0; a < PALETTE_STEPS; a++)
                 for (int b = a + 1; b < PALETTE_STEPS; b++)
                     assert_int_not_equal(idx[a], idx[b]);
+            for (int k = 1; k < PALETTE_STEPS; k++) {
+                double before = palette_luminance(palette_xterm_rgb(idx[k - 1]));
+                double here = palette_luminance(palette_xterm_rgb(idx[k]));
+                if (d && k > zero ? here >= before : here <= before)
+                    fail_msg("%s scale %d: step %d (xterm %d, %.3f) against step %d (xterm %d, "
+                             "%.3f)",
+                             d ? "diverging" : "sequential", sc, k, idx[k], here, k - 1, idx[k - 1],
+                             before);
+            }
         }
+    assert_true(palette_luminance((struct palette_rgb){0, 0, 0}) == 0);
+    assert_float_equal(palette_luminance((struct palette_rgb){255, 255, 255}), 1.0, 1e-9);
     struct palette_rgb first = palette_anchor_rgb(0, false, 0);
     assert_true(first.r == 68 && first.g == 1 && first.b == 84);
     assert_false(palette_text_dark(first));

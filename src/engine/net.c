@@ -443,8 +443,10 @@ double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct a
 {
     double full = attn_net_estimate_seconds(s);
     int layers = s->layers > 1 ? s->layers : 1;
+    /* Only a new sentence keeps rows (attn_net_compute): an edit of the options on the same one
+       (heads, the mask, ...) computes every row, however alike its tokens. */
     if (!net->from || net->partial || net->layers != layers || s->n_tokens <= 0 ||
-        !same_but_sentence(net->from, s))
+        same_params(net->from, s) || !same_but_sentence(net->from, s))
         return full;
     for (int L = 0; L < layers; L++)
         if (!attn_rows_reusable(&net->model[L]))

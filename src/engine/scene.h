@@ -479,9 +479,13 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
 /* Makes e on s (after attn_scene_check_edit said it can be made), filling fx. Returns 0, or -1 when
  * the scene could not take it (out of memory, a sentence that fails): err says why and s may be
  * left invalid, as an edit the user typed may. Whether the result is a valid scene is
- * attn_scene_check's to say. */
+ * attn_scene_check's to say. The scene's own view: follows a new head count to the nearest head
+ * it has (attn_scene_clamp_view): where a scene opens is never what makes an edit invalid. */
 int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
                           struct attn_edit_effects *fx, struct diag *err);
+/* The view: (where the explorer opens) moved to the nearest layer and head s has: view.head 4
+ * of a scene cut to 4 heads becomes head 3. */
+void attn_scene_clamp_view(struct attn_scene *s);
 /* True when s can say what comes next: it has an unembedding and vocabulary ids. */
 bool attn_scene_has_vocab(const struct attn_scene *s);
 /* Why a scene cannot predict tokens, in a sentence for the user (s has no vocabulary model). */

@@ -131,6 +131,17 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
     }
 }
 
+void attn_scene_clamp_view(struct attn_scene *s)
+{
+    if (s->view.layer < 0)
+        return;
+    int layers = s->layers > 1 ? s->layers : 1;
+    if (s->view.layer >= layers)
+        s->view.layer = layers - 1;
+    if (s->view.head >= s->attn.heads)
+        s->view.head = s->attn.heads > 0 ? s->attn.heads - 1 : 0;
+}
+
 int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
                           struct attn_edit_effects *fx, struct diag *err)
 {
@@ -234,6 +245,7 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
     }
     }
     fx->weights_dropped = attn_scene_drop_weights(s);
+    attn_scene_clamp_view(s);
     /* A head that is gone is ablated no more (fewer heads): the others stay as they were. */
     for (int i = s->n_ablate - 1; i >= 0; i--)
         if (s->ablate[i].head >= c->heads) {

@@ -23,6 +23,11 @@ const char *knob_name(enum knob k)
     return k >= 0 && k < KNOB_COUNT ? knob_names[k] : "?";
 }
 
+const char *knob_label(enum knob k)
+{
+    return k == KNOB_TEMPERATURE ? "temp" : knob_name(k);
+}
+
 /* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
  * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
@@ -31,14 +36,26 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
        the error says which file changed. */
     if (attn_scene_check_backing(s, err))
         return -1;
-    /* A long compute may be stopped (q): it then goes into fresh buffers, so the result on
-       screen stays whole, when two results fit in the memory limit. */
+    /* A compute long enough to show its progress may be stopped (q, Esc, C-c): it then goes
+       into fresh buffers, so the result on screen stays whole, when two results fit in the
+       memory limit; the first has none to keep. The estimate is rough (the machine may be
+       busy): a stop offered only past ATTN_LONG_SECONDS left computes of seconds unstoppable. */
     const char *why;
     a->compute_seconds = attn_net_estimate_edit_seconds(&a->net, s);
-    bool long_one = a->compute_seconds > ATTN_LONG_SECONDS;
-    a->net.keep_previous = long_one && a->have_result &&
-                           attn_scene_mem_estimate(s) <= attn_scene_memory_limit(&why) / 2;
-    a->stoppable = long_one && (!a->have_result || a->net.keep_previous);
+    bool felt = a->compute_seconds * 1000 > PROGRESS_QUIET_MS;
+    size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
+    a->net.keep_previous = felt && a->have_result && need <= limit / 2;
+    a->stoppable = felt && (!a->have_result || a->net.keep_previous);
+    a->stop_note[0] = '\0';
+    if (felt && !a->stoppable)
+        snprintf(a->stop_note, sizeof(a->stop_note),
+                 "no room for two results (2 \u00d7 %zu MiB, limit %zu MiB)",
+                 (need + ((size_t)1 << 20) - 1) >> 20, limit >> 20);
+    /* Said before the parameters are resolved and the buffers made, which take seconds of a
+       long compute: the front end shows it at once (app_init). */
+    progress_report(&a->net.progress, 0,
+                    (long)(s->layers > 1 ? s->layers : 1) *
+                        (s->attn.heads > 0 ? s->attn.heads : 1));
     int rc = attn_net_compute(&a->net, s, err);
     a->net.keep_previous = false;
     if (rc)
@@ -449,6 +466,7 @@ static void revert_edit(struct app *a)
     if (a->saved_depth > a->n_undo)
         a->saved_depth = -1;
     a->error[0] = '\0';
+    a->unshown = false;
 }
 
 /* Checks the edited scene and recomputes when it is valid. */
@@ -457,6 +475,7 @@ static int settle(struct app *a)
     struct diag_list problems;
     attn_diag_list_init(&problems);
     a->error[0] = '\0';
+    a->unshown = true; /* until its result is */
     if (attn_scene_check(&a->scene, &problems) > 0) {
         int more = problems.n + problems.lost - 1;
         const char *first = problems.n ? problems.items[0].msg : "out of memory";
@@ -476,8 +495,8 @@ static int settle(struct app *a)
         /* q during a long compute: the edit is taken back, the result on screen is its own. */
         attn_scene_free(&copy);
         revert_edit(a);
-        app_refuse(a, "stopped: that edit would take about %.0f s here; undone",
-                   a->compute_seconds);
+        app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
+                   a->compute_seconds < 9.5 ? 1 : 0, a->compute_seconds);
         return -1;
     }
     if (rc < 0) {
@@ -487,6 +506,7 @@ static int settle(struct app *a)
     }
     attn_scene_free(&a->shown);
     a->shown = copy; /* the result is copy's, even one read from a file that shrank */
+    a->unshown = false;
     app_clamp(a);
     if (rc > 0) {
         snprintf(a->error, sizeof(a->error),
@@ -631,11 +651,13 @@ static int push(struct attn_scene *stack, int *n, const struct attn_scene *s)
     return dropped;
 }
 
-/* Called before every edit: the current scene becomes undoable, redo is forgotten. */
+/* Called before every edit: the current scene becomes undoable, redo is forgotten. A scene
+ * whose result is not on screen (an invalid one) is not kept: the history holds only states that
+ * were shown, and the one before it is on the stack already. */
 static void begin_edit(struct app *a)
 {
     /* The saved state moves one step down the stack, or off it (or off the redo side). */
-    int forgot = push(a->undo, &a->n_undo, &a->scene);
+    int forgot = a->unshown ? 0 : push(a->undo, &a->n_undo, &a->scene);
     if (a->saved_depth >= 0)
         a->saved_depth = a->saved_depth >= forgot ? a->saved_depth - forgot : -1;
     if (a->saved_depth > a->n_undo - 1)
@@ -976,7 +998,8 @@ static bool shape_ok(const struct attn_scene *t, char *why, size_t size)
 }
 
 /* The scene as an edit of its shape leaves it: a copy with the explicit weights dropped (they
- * fit the old shape only). Returns 0, or -1 out of memory (refused: the message says so). */
+ * fit the old shape only) and without its view: (the edit moves that to the nearest head, so
+ * no trial may fail on it). Returns 0, or -1 out of memory (refused: the message says so). */
 static int shape_trial(struct attn_scene *t, struct app *a)
 {
     if (attn_scene_copy(t, &a->scene)) {
@@ -984,6 +1007,7 @@ static int shape_trial(struct attn_scene *t, struct app *a)
         return -1;
     }
     attn_scene_drop_weights(t);
+    t->view.layer = -1;
     return 0;
 }
 
@@ -1439,7 +1463,8 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
         snprintf(a->message, sizeof(a->message), "nothing to %s", what);
         return 0;
     }
-    push(to, n_to, &a->scene);
+    if (!a->unshown) /* a scene never shown (invalid) is dropped, not kept to come back to */
+        push(to, n_to, &a->scene);
     char change[240];
     describe_change(change, sizeof(change), &a->scene, &from[*n_from - 1]);
     attn_scene_free(&a->scene);

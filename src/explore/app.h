@@ -63,12 +63,19 @@ struct app {
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
     /* The compute running now (or last): how long it was estimated to take here, and whether
-       the engine's stop flag may end it (a long one with room for two results, or the first:
-       then the previous result stays whole, or there is none to keep). */
+       the engine's stop flag may end it: one long enough to show its progress (past
+       PROGRESS_QUIET_MS) with room for two results, or the first; then the previous result
+       stays whole, or there is none to keep. When such a compute cannot stop, stop_note says
+       why ("no room for two results (2 × 640 MiB, limit 1100 MiB)"; "" otherwise). */
     double compute_seconds;
     bool stoppable;
+    char stop_note[160];
 
-    char error[DIAG_MSG_MAX];   /* the edit problem on screen, "" when none */
+    char error[DIAG_MSG_MAX]; /* the edit problem on screen, "" when none */
+    /* The scene's result is not on screen (an invalid combination typed, a compute that failed):
+       the last valid result is. Such a scene never enters the undo or redo history, so undo
+       always lands on a state that was shown. */
+    bool unshown;
     char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
     /* The result on screen holds a value that is not a number: where the forward pass made the
        first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
@@ -167,7 +174,11 @@ struct app {
     char *pending_text;     /* a sentence too long for the model, while asked what to keep */
 };
 
-/* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err. */
+/* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err.
+ * progress hears of every compute: step 0 as soon as it is asked for, before its parameters are
+ * resolved and its buffers made (seconds, for a long one: a front end shows its bar at once,
+ * with compute_seconds and stoppable set), step 0 again when the forward pass starts, then
+ * one step a head. */
 int app_init(struct app *a, struct attn_scene *s, const char *path,
              const struct progress_sink *progress, struct diag *err);
 void app_free(struct app *a);
@@ -287,6 +298,9 @@ double app_knob_value(const struct app *a, enum knob k);
 /* The knob's value as the header shows it and its prompt starts with ("123", "0.5"). */
 void app_knob_text(char *out, size_t size, const struct app *a, enum knob k);
 const char *knob_name(enum knob k);
+/* The knob as the header and the panels' titles name it: its name, "temp" for the temperature
+ * (a `T` there read as the key T, which cycles the tokenizer). */
+const char *knob_label(enum knob k);
 /* True when knob k applies to the scene (the temperature: a vocabulary model): the header shows
  * it and Tab stops at it. */
 bool app_knob_shown(const struct app *a, enum knob k);

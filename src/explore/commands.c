@@ -687,6 +687,15 @@ static int act_quit(struct app *a, enum action act, struct ask *ask)
     return OUTCOME_VIEW_CHANGED;
 }
 
+int command_interrupt(struct app *a, struct ask *ask)
+{
+    ask_clear(ask);
+    if (!app_unsaved(a))
+        return OUTCOME_QUIT;
+    ask_for(ask, PROMPT_CONFIRM_QUIT, "quit without saving your edits? (y/n; C-c again quits)", "");
+    return OUTCOME_VIEW_CHANGED;
+}
+
 /* The map's own views (the rollout, the lens) give way to the stages, the heads, their mean. */
 static void map_to_stages(struct app *a)
 {

@@ -73,6 +73,10 @@ int command_zoom(struct app *a, int dir, int down, int across);
  * none); with none open, command_paste asks for the sentence editor t opens, empty, for the
  * paste to go into: nothing changes until Enter, Esc drops it. Returns enum outcome flags. */
 int command_paste(struct app *a, struct ask *ask);
+/* C-c at rest (nothing is computing): quits when nothing would be lost, else asks as q does
+ * ("quit without saving your edits?"), and the front end quits on a second C-c. Returns enum
+ * outcome flags. */
+int command_interrupt(struct app *a, struct ask *ask);
 /* One step of auto-play: the next stage that does something; stops at the output. */
 int command_play_tick(struct app *a);
 

@@ -42,11 +42,16 @@ struct palette_rgb palette_rgb_at(int scale, bool diverging, double position);
  * palette has only teal or gray); palette_xterm_indices picks the terminal's colours from these. */
 struct palette_rgb palette_anchor_rgb(int scale, bool diverging, int step);
 /* The xterm-256 palette index of each step of a scale, all different: the nearest free colour
- * to the designed one. The explorer's 256-colour mode draws these. */
+ * to the designed one whose luminance keeps the scale's order (a sequential scale brightens step
+ * by step; a diverging one towards the step of 0 from either end). The explorer's 256-colour
+ * mode draws these. */
 void palette_xterm_indices(int out[PALETTE_STEPS], int scale, bool diverging);
 /* The RGB xterm shows for palette index i (0..255): the 16 system colours, the 6x6x6 cube and
  * the gray ramp. */
 struct palette_rgb palette_xterm_rgb(int i);
+/* The relative luminance of c (sRGB made linear, then 0.2126 R + 0.7152 G + 0.0722 B): 0 black,
+ * 1 white. */
+double palette_luminance(struct palette_rgb c);
 /* True when text on c should be dark (c is light by perceived luminance). */
 bool palette_text_dark(struct palette_rgb c);
 

@@ -29,7 +29,7 @@ bool draw_ascii_only(void)
     return ascii_only;
 }
 
-static const char *ascii_for(wchar_t wc)
+const char *draw_ascii_for(wchar_t wc)
 {
     static const struct {
         wchar_t wc;
@@ -39,6 +39,7 @@ static const char *ascii_for(wchar_t wc)
         {L'\u00f7', "/"},  {L'\u03a3', "sum"},   {L'\u2502', "|"},   {L'\u2026', "~"},
         {L'\u201c', "\""}, {L'\u201d', "\""},    {L'\u2018', "'"},   {L'\u2019', "'"},
         {L'\u2591', "."},  {L'\u2592', ":"},     {L'\u2593', "#"},   {L'\u2588', "@"},
+        {L'\u2581', "_"},  {L'\u2583', "="},     {L'\u2585', "%"},   {L'\u2587', "W"},
         {L'\u2190', "<"},  {L'\u2192', ">"},     {L'\u2191', "^"},   {L'\u2193', "v"},
         {L'\u2212', "-"},  {L'\u2717', "x"},     {L'\u25b6', ">"},   {L'\u1d40', "^T"},
         {L'\u2014', "-"},  {L'\u00a0', " "},     {L'\u2423', "_"},   {L'\u21e5', ">"},
@@ -73,7 +74,7 @@ static int next_glyph(const char *s, struct glyph *g)
 static int char_width(wchar_t wc)
 {
     if (ascii_only && wc >= 0x80)
-        return (int)strlen(ascii_for(wc));
+        return (int)strlen(draw_ascii_for(wc));
     int w = wcwidth(wc);
     return w < 0 ? 1 : w;
 }
@@ -130,7 +131,7 @@ int draw_text(int y, int x, int width, int attr, const char *s)
         if (g.esc[0]) {
             addstr(g.esc);
         } else if (ascii_only && g.wc >= 0x80) {
-            addstr(ascii_for(g.wc));
+            addstr(draw_ascii_for(g.wc));
         } else {
             wchar_t str[2] = {g.wc, 0};
             addnwstr(str, 1);

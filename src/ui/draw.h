@@ -21,6 +21,9 @@ static inline bool rect_contains(struct rect r, int y, int x)
 
 void draw_init(void);
 bool draw_ascii_only(void);
+/* The ASCII stand-in drawn for wc without a UTF-8 locale ("?" when it has none): the shades
+ * ░ ▒ ▓ █ are . : # @, the lower blocks ▁ ▃ ▅ ▇ (a signed stage's negative values) _ = % W. */
+const char *draw_ascii_for(wchar_t wc);
 /* Draws utf8 at (y, x) in at most width columns; returns the columns used. */
 int draw_text(int y, int x, int width, int attr, const char *utf8);
 int text_width(const char *utf8);

@@ -65,7 +65,8 @@ static void look_name(char *out, size_t size, size_t *len, const struct theme *t
                       short pair)
 {
     char half[48];
-    if (theme_half_pair_name(t, pair, half, sizeof(half))) { /* past an attribute's 255 pairs */
+    if (theme_half_pair_name(t, pair, half, sizeof(half)) || /* past an attribute's 255 pairs */
+        theme_ramp_pair_name(t, pair, half, sizeof(half))) { /* a ramp of 8 colours' */
         append(out, size, len, "%s", half);
         flag_diff(out, size, len, attrs, A_NORMAL);
         return;
@@ -80,8 +81,9 @@ static void look_name(char *out, size_t size, size_t *len, const struct theme *t
         snprintf(known[n].name, sizeof(known[n].name), "role %s", role_names[r]);
         known[n++].attr = t->role_attr[r];
     }
-    /* Without colour every step is plain: naming them would only repeat '.'. */
-    for (int s = 0; s < SCALE_STEPS && t->mode != COLOR_MODE_MONO; s++) {
+    /* Steps have pairs of their own in 256 colours only (8 colours: ramps, named above; without
+       colour every step is plain: naming them would only repeat '.'). */
+    for (int s = 0; s < SCALE_STEPS && t->mode == COLOR_MODE_256; s++) {
         snprintf(known[n].name, sizeof(known[n].name), "scale seq %d", s);
         known[n++].attr = t->seq_attr[s];
         snprintf(known[n].name, sizeof(known[n].name), "scale div %d", s);

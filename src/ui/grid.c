@@ -202,9 +202,11 @@ static void thumb_draw(struct panel *p, struct frame *f)
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
                 float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols, a->block_agg);
-                const char *shade = " ";
-                int attr = isfinite(x) ? theme_cell_attr(t, x, lo, hi, diverging, &shade)
-                                       : t->role_attr[ROLE_MASKED];
+                struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
+                                          " "};
+                if (isfinite(x))
+                    look = theme_cell_look(t, x, lo, hi, diverging);
+                int attr = look.attr;
                 char cell[32];
                 if (cw >= 6) {
                     char num[16];
@@ -212,8 +214,9 @@ static void thumb_draw(struct panel *p, struct frame *f)
                     snprintf(cell, sizeof(cell), "%*s%s", cw - text_width(num), "", num);
                 } else if (!isfinite(x)) {
                     snprintf(cell, sizeof(cell), cw == 2 ? " \u00b7" : "\u00b7");
-                } else {
-                    snprintf(cell, sizeof(cell), cw == 2 ? "%s%s" : "%s", shade, shade);
+                } else { /* the glyph's own look (8 colours: blending into the next colour) */
+                    snprintf(cell, sizeof(cell), cw == 2 ? "%s%s" : "%s", look.shade, look.shade);
+                    attr = look.shade_attr;
                 }
                 draw_text(ty + 1 + i, tx + j * cw, cw, attr, cell);
             }
@@ -554,13 +557,16 @@ static void heads_draw(struct panel *p, struct frame *f)
             for (int bj = 0; bj < hl.grid.nbc; bj++) {
                 int x = tx + bj * hl.cw;
                 float xu = heads_value(gp, &hl, v, agg, tile, bu, bj);
-                const char *shade = " ";
-                int attr = isfinite(xu) ? theme_cell_attr(t, xu, lo, hi, diverging, &shade)
-                                        : t->role_attr[ROLE_MASKED];
+                struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
+                                          " "};
+                if (isfinite(xu))
+                    look = theme_cell_look(t, xu, lo, hi, diverging);
                 bool cursor = sel && bj == cbj && (bu == cbi || bl == cbi);
                 if (!hl.half) {
                     char cell[48];
-                    cell_text(cell, sizeof(cell), &hl, xu, shade);
+                    cell_text(cell, sizeof(cell), &hl, xu, look.shade);
+                    /* a number reads on the cell's colour; glyphs have their own look */
+                    int attr = hl.kind == CELLS_NUMBERS ? look.attr : look.shade_attr;
                     draw_text(y, x, hl.cw, cursor ? theme_cursor_attr(t, attr) : attr, cell);
                     continue;
                 }

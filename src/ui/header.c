@@ -66,9 +66,8 @@ static void draw(struct panel *p, struct frame *f)
         if (!app_knob_shown(f->app, (enum knob)k))
             continue;
         app_knob_text(value, sizeof(value), f->app, (enum knob)k);
-        /* the temperature by its symbol: the row has room for the scene's variant too */
-        snprintf(knobs[k], sizeof(knobs[k]), " %s %s ",
-                 k == KNOB_TEMPERATURE ? "T" : knob_name((enum knob)k), value);
+        /* each by the name Tab's help gives it: "temp", never "T", the tokenizer's key */
+        snprintf(knobs[k], sizeof(knobs[k]), " %s %s ", knob_label((enum knob)k), value);
         kw += text_width(knobs[k]) + 1;
     }
     int vw = r.w - kw - 2;

@@ -194,23 +194,22 @@ int heatmap_legend_named(const struct theme *t, int y, int x_end, float lo, floa
     x += draw_text(y, x, text_width(left), t->role_attr[ROLE_DIM], left);
     for (int s = 0; s < steps; s++) {
         float v = lo + (hi - lo) * (float)s / (float)(steps - 1);
-        const char *shade;
-        int attr = theme_cell_attr(t, v, lo, hi, diverging, &shade);
-        x += draw_text(y, x, 1, attr, t->mode == COLOR_MODE_256 ? " " : shade);
+        struct theme_look look = theme_cell_look(t, v, lo, hi, diverging);
+        x += draw_text(y, x, 1, look.shade_attr, look.shade);
     }
     draw_text(y, x, 40, t->role_attr[ROLE_DIM], right);
     return width;
 }
 
-/* The attribute (and shade glyph, and scale step) of value x with the row's range, on the
- * palette's mapping: the same colour a picture (R, attnscope render) gives it. */
-static int paint_attr(const struct theme *t, const struct palette_map *pm, float x, float row_lo,
-                      float row_hi, const char **shade, int *step)
+/* The look (and scale step) of value x with the row's range, on the palette's mapping: the same
+ * colour a picture (R, attnscope render) gives it. */
+static struct theme_look paint_look(const struct theme *t, const struct palette_map *pm, float x,
+                                    float row_lo, float row_hi, int *step)
 {
     double pos = palette_map_position(pm, x, row_lo, row_hi);
     if (step)
         *step = palette_step(pos);
-    return theme_position_attr(t, pos, pm->diverging, shade);
+    return theme_position_look(t, pos, pm->diverging);
 }
 
 /* Fully zoomed in: a number in every cell, the row sums beside them. */
@@ -264,20 +263,28 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
             if (shaded && !dropped && text_width(num) >= l.cw - 2)
                 format_cell(num, sizeof(num), x, l.cw - 3);
             bool plain = isinf(x) || isnan(x) || dropped;
-            if (plain)
-                attr = t->role_attr[ROLE_MASKED];
-            else
-                attr = paint_attr(t, pt, x, row_lo, row_hi, &shade, NULL);
-            if (i == a->row && j == a->col)
+            struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
+            if (!plain)
+                look = paint_look(t, pt, x, row_lo, row_hi, NULL);
+            attr = look.attr;
+            int shade_attr = look.shade_attr;
+            shade = look.shade;
+            if (i == a->row && j == a->col) {
                 attr = theme_cursor_attr(t, attr);
+                shade_attr = theme_cursor_attr(t, shade_attr);
+            }
             /* Without 256 colours a shade block leads the cell, after a blank, so it is never
-             * read as part of the neighbour's number. */
-            if (shaded)
-                snprintf(cell, sizeof(cell), " %s%*s%s", plain ? " " : shade,
-                         l.cw - 2 - text_width(num), "", num);
-            else
+             * read as part of the neighbour's number; in 8 colours it has a pair of its own. */
+            int cx = x0 + (j - hp->left_col) * l.cw;
+            if (shaded) {
+                snprintf(cell, sizeof(cell), "%*s%s", l.cw - 2 - text_width(num), "", num);
+                draw_text(y, cx, 1, attr, " ");
+                draw_text(y, cx + 1, 1, shade_attr, shade);
+                draw_text(y, cx + 2, l.cw - 2, attr, cell);
+            } else {
                 snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(num), "", num);
-            draw_text(y, x0 + (j - hp->left_col) * l.cw, l.cw, attr, cell);
+                draw_text(y, cx, l.cw, attr, cell);
+            }
         }
         if (l.sum) {
             float sum = 0.0f;
@@ -430,18 +437,19 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
                 break;
             int x = x0 + c * l->cw;
             float xu = block_value(hp, l, v, agg, bu, bj);
-            const char *shade = " ";
             int su = -1, sl = -1;
-            int attr = isfinite(xu) ? paint_attr(t, pt, xu, ulo, uhi, &shade, &su)
-                                    : t->role_attr[ROLE_MASKED];
+            struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
+            if (isfinite(xu))
+                look = paint_look(t, pt, xu, ulo, uhi, &su);
             bool cursor_here = bj == cbj && (bu == cbi || bl == cbi);
             if (!l->half) {
-                /* two columns a block: the colour, or the shade glyph twice without colour */
+                /* two columns a block: the colour, or the shade glyph twice (the glyph's look) */
                 char cell[16];
+                int attr = look.shade_attr;
                 if (!isfinite(xu))
                     snprintf(cell, sizeof(cell), " \u00b7");
                 else
-                    snprintf(cell, sizeof(cell), "%s%s", shade, shade);
+                    snprintf(cell, sizeof(cell), "%s%s", look.shade, look.shade);
                 if (cursor_here)
                     attr = theme_cursor_attr(t, attr);
                 draw_text(y, x, l->cw, attr, cell);
@@ -449,12 +457,12 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
             }
             float xl = bl >= 0 ? block_value(hp, l, v, agg, bl, bj) : -INFINITY;
             if (bl >= 0 && isfinite(xl))
-                paint_attr(t, pt, xl, llo, lhi, NULL, &sl);
+                paint_look(t, pt, xl, llo, lhi, &sl);
             if (cursor_here) {
                 /* The cursor's block fills its text cell with a mark, in its own colour. */
                 float xc = bu == cbi ? xu : xl;
                 float clo = bu == cbi ? ulo : llo, chi = bu == cbi ? uhi : lhi;
-                int cattr = isfinite(xc) ? paint_attr(t, pt, xc, clo, chi, NULL, NULL)
+                int cattr = isfinite(xc) ? paint_look(t, pt, xc, clo, chi, NULL).attr
                                          : t->role_attr[ROLE_CURSOR];
                 draw_text(y, x, 1, cattr | A_BOLD, "\u25c6");
             } else if (su < 0 && sl < 0) {

@@ -98,8 +98,9 @@ static void draw(struct panel *p, struct frame *f)
     bool masked = lastm->masked_lm;
     char changes[120];
     bool modified = attn_scene_model_changes(changes, sizeof(changes), &a->shown) > 0;
-    snprintf(title, sizeof(title), "%s lens%s: every layer's top-1 \u00b7 T %s",
-             masked ? "MLM" : "logit", modified ? " of the modified model" : "", temp);
+    snprintf(title, sizeof(title), "%s lens%s: top-1 by layer \u00b7 %s %s",
+             masked ? "MLM" : "logit", modified ? " of the modified model" : "",
+             knob_label(KNOB_TEMPERATURE), temp);
     int legend_w = heatmap_legend(t, r.y, r.x + r.w, 0.0f, 1.0f, false);
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
@@ -150,20 +151,23 @@ static void draw(struct panel *p, struct frame *f)
             bool hit = false;
             const struct attn_token_score *ts = interp_lens_top(&a->interp, L, i, &hit);
             char cell[128], num[16], word[64];
-            int attr = t->role_attr[ROLE_MASKED];
-            const char *shade = " ";
+            struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
             if (ts) {
-                attr = theme_cell_attr(t, ts->prob, 0.0f, 1.0f, false, &shade);
+                look = theme_cell_look(t, ts->prob, 0.0f, 1.0f, false);
                 token_text(word, sizeof(word), a, ts->id, TOK_W);
                 attn_cnum_format(num, sizeof(num), "%.2f", (double)ts->prob);
-                snprintf(cell, sizeof(cell), "%s%s%*s %s%s", shade, word, TOK_W - text_width(word),
-                         "", hit ? "*" : " ", num);
+                snprintf(cell, sizeof(cell), "%s%*s %s%s", word, TOK_W - text_width(word), "",
+                         hit ? "*" : " ", num);
             } else {
-                snprintf(cell, sizeof(cell), " \u2026");
+                snprintf(cell, sizeof(cell), "\u2026");
             }
-            if (i == a->row && L == a->layer)
-                attr = theme_cursor_attr(t, attr);
-            draw_text(y, x, CELL_W - 1, attr, cell);
+            if (i == a->row && L == a->layer) {
+                look.attr = theme_cursor_attr(t, look.attr);
+                look.shade_attr = theme_cursor_attr(t, look.shade_attr);
+            }
+            /* the shade block first, in its own look (8 colours: blending into the next) */
+            draw_text(y, x, 1, look.shade_attr, look.shade);
+            draw_text(y, x + 1, CELL_W - 2, look.attr, cell);
         }
     }
 

@@ -83,13 +83,13 @@ static void draw(struct panel *p, struct frame *f)
         snprintf(modified, sizeof(modified), " of the modified model (%s)", changes);
     if (a->lens)
         snprintf(title, sizeof(title),
-                 "lens%s \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 T %s", modified,
+                 "lens%s \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
                  layer, layer == a->net.layers - 1 ? " (the output)" : "", masked ? "at" : "after",
-                 tok, a->row, temp);
+                 tok, a->row, knob_label(KNOB_TEMPERATURE), temp);
     else
         snprintf(title, sizeof(title),
-                 "predictions%s \u00b7 %s \u201c%s\u201d (position %d) \u00b7 T %s", modified,
-                 masked ? "at" : "after", tok, a->row, temp);
+                 "predictions%s \u00b7 %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
+                 masked ? "at" : "after", tok, a->row, knob_label(KNOB_TEMPERATURE), temp);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
     if (!pr) {

@@ -39,6 +39,62 @@ static int half_color(const int *palette, int s)
     return s < SCALE_STEPS ? palette[s] : -1;
 }
 
+/* The shade glyphs by ink: none, a quarter, half, three quarters, all; and the lower blocks (an
+ * eighth, three, five, seven), which tell a signed stage's negative values from its positive
+ * ones without colour. */
+static const char *const shades[5] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
+static const char *const lows[5] = {" ", "\u2581", "\u2583", "\u2585", "\u2587"};
+
+/* Ramps of 8 colours, brightness rising along each in xterm's defaults and every common palette
+ * (black < blue < red < green < cyan < yellow < white): the weights from black through blue and
+ * green to yellow, as viridis goes; a signed stage's negative values from black (0) through blue
+ * to cyan, its positive ones through red to yellow. */
+static const short seq8[] = {COLOR_BLACK, COLOR_BLUE, COLOR_GREEN, COLOR_YELLOW};
+static const short neg8[] = {COLOR_BLACK, COLOR_BLUE, COLOR_CYAN};
+static const short pos8[] = {COLOR_BLACK, COLOR_RED, COLOR_YELLOW};
+static const char *const color8_names[8] = {"black", "red",     "green", "yellow",
+                                            "blue",  "magenta", "cyan",  "white"};
+
+/* Text that reads on an 8-colour background: white on the dark ones, black on the light ones. */
+static short text8(short bg)
+{
+    return bg == COLOR_BLACK || bg == COLOR_BLUE || bg == COLOR_RED || bg == COLOR_MAGENTA
+               ? COLOR_WHITE
+               : COLOR_BLACK;
+}
+
+/* The next pair of a ramp, fg on bg, named for the golden screens' legends. */
+static int ramp_pair(struct theme *t, const char *name, short fg, short bg)
+{
+    int pair = t->ramp_pair0 + t->n_ramp_pairs;
+    snprintf(t->ramp_pair_names[t->n_ramp_pairs++], sizeof(t->ramp_pair_names[0]), "%s", name);
+    return pair_attr(pair, fg, bg);
+}
+
+/* One side of a ramp of 8 colours, c[0] .. c[n - 1] by rising brightness: c[0] plain, then the
+ * shades ░ ▒ ▓ of c[1] over c[0] (a quarter, half, three quarters of the way), c[1] plain, ...:
+ * 4 (n - 1) + 1 levels, each brighter than the one before whatever the glyphs' ink, since a
+ * glyph never covers its cell. Text on a level is the readable one on its background. */
+static int ramp8_side(struct theme *t, struct theme_look *out, const short *c, int n,
+                      const char *scale)
+{
+    int k = 0;
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "%s on %s", scale, color8_names[c[i]]);
+        int text = ramp_pair(t, name, text8(c[i]), c[i]);
+        out[k++] = (struct theme_look){text, text, shades[0]};
+        if (i + 1 == n)
+            break;
+        snprintf(name, sizeof(name), "%s %s\u2192%s", scale, color8_names[c[i]],
+                 color8_names[c[i + 1]]);
+        int glyph = ramp_pair(t, name, c[i + 1], c[i]);
+        for (int g = 1; g <= 3; g++)
+            out[k++] = (struct theme_look){text, glyph, shades[g]};
+    }
+    return k;
+}
+
 static void init_scales(struct theme *t)
 {
     int seq[SCALE_STEPS], div[SCALE_STEPS];
@@ -50,25 +106,40 @@ static void init_scales(struct theme *t)
             for (int l = 0; l < HALF_STEPS; l++)
                 init_pair((short)(PAIR_HALF0 + (k * HALF_STEPS + u) * HALF_STEPS + l),
                           (short)half_color(k ? div : seq, u), (short)half_color(k ? div : seq, l));
-    for (int s = 0; s < SCALE_STEPS; s++) {
-        if (t->mode == COLOR_MODE_256) {
-            struct palette_rgb c = palette_anchor_rgb(t->scale, false, s);
-            struct palette_rgb d = palette_anchor_rgb(t->diverging, true, s);
-            t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s, text_on(c), seq[s]);
-            t->div_attr[s] = pair_attr(PAIR_DIV0 + s, text_on(d), div[s]);
-        } else if (t->mode == COLOR_MODE_8) {
-            static const short seq8[4] = {COLOR_BLUE, COLOR_CYAN, COLOR_GREEN, COLOR_YELLOW};
-            static const short div8[4] = {COLOR_BLUE, COLOR_CYAN, COLOR_YELLOW, COLOR_RED};
-            int q = s * 4 / SCALE_STEPS;
-            short fg = q >= 1 && q <= 2 ? COLOR_BLACK : COLOR_WHITE;
-            t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s,
-                                       seq8[q] == COLOR_BLUE ? COLOR_WHITE : COLOR_BLACK, seq8[q]);
-            t->div_attr[s] = pair_attr(PAIR_DIV0 + s, fg, div8[q]);
-        } else {
-            t->seq_attr[s] = A_NORMAL;
-            t->div_attr[s] = A_NORMAL;
+    for (int s = 0; s < SCALE_STEPS && t->mode == COLOR_MODE_256; s++) { /* text on what shows */
+        t->seq_attr[s] = pair_attr(PAIR_SEQ0 + s, text_on(palette_xterm_rgb(seq[s])), seq[s]);
+        t->div_attr[s] = pair_attr(PAIR_DIV0 + s, text_on(palette_xterm_rgb(div[s])), div[s]);
+    }
+    struct theme_ramp *sr = &t->seq_ramp, *dr = &t->div_ramp;
+    if (t->mode == COLOR_MODE_8) {
+        t->ramp_pair0 = PAIR_SEQ0;
+        sr->n = ramp8_side(t, sr->look, seq8, 4, "seq8");
+        struct theme_look neg[RAMP_MAX], pos[RAMP_MAX];
+        int half = ramp8_side(t, neg, neg8, 3, "div8 \u2212") - 1, zero = t->n_ramp_pairs;
+        ramp8_side(t, pos, pos8, 3, "div8 +");
+        snprintf(t->ramp_pair_names[zero], sizeof(t->ramp_pair_names[0]), "div8 0 on black");
+        dr->n = 2 * half + 1;
+        for (int m = 0; m <= half; m++) {
+            dr->look[half - m] = neg[m];
+            dr->look[half + m] = pos[m];
+        }
+    } else if (t->mode == COLOR_MODE_MONO) {
+        sr->n = 5;
+        dr->n = 9;
+        for (int m = 0; m < 5; m++) {
+            sr->look[m] = (struct theme_look){A_NORMAL, A_NORMAL, shades[m]};
+            dr->look[4 - m] = (struct theme_look){A_NORMAL, A_NORMAL, lows[m]};
+            dr->look[4 + m] = (struct theme_look){A_NORMAL, A_NORMAL, shades[m]};
         }
     }
+}
+
+bool theme_ramp_pair_name(const struct theme *t, int pair, char *out, size_t size)
+{
+    if (t->mode != COLOR_MODE_8 || pair < t->ramp_pair0 || pair >= t->ramp_pair0 + t->n_ramp_pairs)
+        return false;
+    snprintf(out, size, "%s", t->ramp_pair_names[pair - t->ramp_pair0]);
+    return true;
 }
 
 static int spec_attrs(unsigned attrs)
@@ -156,6 +227,27 @@ bool theme_half_pair_name(const struct theme *t, int pair, char *out, size_t siz
     return true;
 }
 
+struct theme_look theme_cell_look(const struct theme *t, float v, float lo, float hi,
+                                  bool diverging)
+{
+    return theme_position_look(t, palette_position(v, lo, hi, diverging), diverging);
+}
+
+struct theme_look theme_position_look(const struct theme *t, double f, bool diverging)
+{
+    if (t->mode == COLOR_MODE_256) {
+        int attr = diverging ? t->div_attr[palette_step(f)] : t->seq_attr[palette_step(f)];
+        return (struct theme_look){attr, attr, shades[0]};
+    }
+    /* A ramp: the level of f, or on a signed stage of its magnitude, on its side of 0. */
+    const struct theme_ramp *r = diverging ? &t->div_ramp : &t->seq_ramp;
+    f = f >= 0 ? f <= 1 ? f : 1 : 0;
+    if (!diverging)
+        return r->look[(int)(f * (r->n - 1) + 0.5)];
+    int half = (r->n - 1) / 2, m = (int)(fabs(f - 0.5) * 2 * half + 0.5);
+    return r->look[f < 0.5 ? half - m : half + m];
+}
+
 int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool diverging,
                     const char **shade)
 {
@@ -164,14 +256,10 @@ int theme_cell_attr(const struct theme *t, float v, float lo, float hi, bool div
 
 int theme_position_attr(const struct theme *t, double f, bool diverging, const char **shade)
 {
-    static const char *const shades[5] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
-    int step = palette_step(f);
-    if (shade) {
-        /* Shade blocks carry the level where colour cannot: magnitude for signed scales. */
-        double level = diverging ? fabs(f - 0.5) * 2 : f;
-        *shade = t->mode == COLOR_MODE_256 ? " " : shades[(int)(level * 4 + 0.5)];
-    }
-    return diverging ? t->div_attr[step] : t->seq_attr[step];
+    struct theme_look look = theme_position_look(t, f, diverging);
+    if (shade)
+        *shade = look.shade;
+    return look.attr;
 }
 
 int theme_cursor_attr(const struct theme *t, int cell_attr)

@@ -162,24 +162,23 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
         int cw = tokenview_place(tp->widths[i], w, &row, &x);
         char text[3 * SCENE_MAX_TOKEN_BYTES + 8], chip[3 * SCENE_MAX_TOKEN_BYTES + 16];
         chip_text(text, sizeof(text), app_model(a)->tokens[i], tp->widths_max);
-        const char *marker = " ";
-        int attr;
+        struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], "\u00d7"};
         float val = rowv[i];
-        if (i < fc->visible_start || i >= fc->visible_end || !isfinite(val)) {
-            marker = "\u00d7";
-            attr = t->role_attr[ROLE_MASKED];
-        } else {
+        if (i >= fc->visible_start && i < fc->visible_end && isfinite(val)) {
             double pos = palette_map_position(pm, val, fc->row_lo, fc->row_hi);
-            attr = theme_position_attr(t, pos, pm->diverging, &marker);
+            look = theme_position_look(t, pos, pm->diverging);
         }
+        int attr = look.attr, marker_attr = look.shade_attr;
         if (i == a->row) {
-            marker = "\u25b6";
-            attr = theme_cursor_attr(t, attr);
+            look.shade = "\u25b6";
+            attr = marker_attr = theme_cursor_attr(t, attr);
         } else if (i == a->col) { /* the key under the map's cursor */
             attr |= A_UNDERLINE;
         }
-        snprintf(chip, sizeof(chip), "%s%s", marker, text);
-        draw_text(y + row, x0 + x, cw, attr, chip);
+        /* the marker in its own look (8 colours: the shade blending into the next colour) */
+        snprintf(chip, sizeof(chip), "%s", text);
+        int mw = draw_text(y + row, x0 + x, cw, marker_attr, look.shade);
+        draw_text(y + row, x0 + x + mw, cw - mw, attr, chip);
         if (tp->n_chips < TOKENS_CHIPS_MAX)
             tp->chips[tp->n_chips++] = (struct tokens_chip){y + row, x0 + x, cw, i};
         x += cw;

@@ -205,69 +205,157 @@ static double busy_now_ms(void)
 }
 
 /* Signals only set flags; the loop notices them within one read (and a compute at its next
- * head). */
+ * head). SIGTERM and SIGHUP end the explorer; C-c (SIGINT) stops what is running, or at rest asks
+ * to quit when there are unsaved edits (ui_interrupt). */
 static volatile sig_atomic_t quit_signal;
+static volatile sig_atomic_t interrupts;
 
-/* Keys typed while a compute runs: q, Esc or C-c stop it (when it can stop, app.stoppable);
- * any other key is put back for the loop to read after. */
-static void poll_stop(struct ui *ui)
+/* The bar on the message line: what is running, how far it got, how long it was estimated to
+ * take, and whether q stops it, or why not. In reverse video: the theme may not be loaded yet. */
+static void busy_draw(struct ui *ui, const char *what, long done, long total, double t)
 {
-    if (quit_signal)
-        ui->busy.stop = 1;
-    if (!ui->app.stoppable || ui->busy.stop || isendwin())
-        return;
-    nodelay(stdscr, TRUE);
-    int ch = getch();
-    nodelay(stdscr, FALSE);
-    if (ch == 'q' || ch == 27 || ch == 3)
-        ui->busy.stop = 1;
-    else if (ch != ERR)
-        ungetch(ch);
-}
-
-/* The engine's progress sink: step 0 starts a forward pass, one step a head follows. Past
- * PROGRESS_QUIET_MS the message line shows a bar, redrawn at most every 50 ms, with the time
- * the compute was estimated to take and, when it can stop, "q stops"; the next frame draws the
- * message line again. In reverse video: the theme may not be loaded yet. */
-static void busy_step(struct ui *ui, const char *what, long done, long total)
-{
-    double t = busy_now_ms();
-    if (done == 0) {
-        ui->busy.t0 = t;
-        ui->busy.stop = quit_signal != 0;
-        return;
-    }
-    if (strcmp(what, "computing") == 0)
-        poll_stop(ui);
-    else if (quit_signal) /* an export stops at the next head: its temporary folder removed */
-        ui->busy.stop = 1;
-    if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
-        (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
-        return;
+    /* One that cannot stop says so first: at 80 columns the end of the line is cut. */
+    bool computing = strcmp(what, "computing") == 0, can_stop = !computing || ui->app.stoppable;
+    char cannot[200] = "";
+    const char *note = ui->app.stop_note, *paren = strstr(note, " (");
+    if (!can_stop && note[0])
+        snprintf(cannot, sizeof(cannot), ", cannot be stopped (%.*s)",
+                 paren ? (int)(paren - note) : (int)strlen(note), note);
+    else if (!can_stop) /* estimated too short to be worth fresh buffers, and it was not */
+        snprintf(cannot, sizeof(cannot),
+                 ", cannot be stopped (estimated short: computed in place)");
     enum { BAR = 24 };
-    char bar[BAR + 1], line[160];
-    int filled = total > 0 ? (int)((double)BAR * (double)done / (double)total) : 0;
-    for (int i = 0; i < BAR; i++)
+    int width = can_stop ? BAR : BAR / 2;
+    char bar[BAR + 1], line[400];
+    int filled = total > 0 ? (int)((double)width * (double)done / (double)total) : 0;
+    for (int i = 0; i < width; i++)
         bar[i] = i < filled ? '#' : '.';
-    bar[BAR] = '\0';
-    char about[48] = "", stops[24] = "";
-    if (strcmp(what, "computing") == 0 && ui->app.compute_seconds > ATTN_LONG_SECONDS)
-        attn_cnum_format(about, sizeof(about), " of about %.0f s", ui->app.compute_seconds);
-    if (strcmp(what, "computing") == 0 && ui->app.stoppable)
-        snprintf(stops, sizeof(stops), " \u00b7 q stops");
-    attn_cnum_format(line, sizeof(line), " %s [%s] %ld/%ld heads  %.1f s%s%s ", what, bar, done,
-                     total, (t - ui->busy.t0) / 1e3, about, stops);
+    bar[width] = '\0';
+    char about[48] = "";
+    if (computing && ui->app.compute_seconds * 1000 > PROGRESS_QUIET_MS)
+        attn_cnum_format(about, sizeof(about), " of about %.*f s",
+                         ui->app.compute_seconds < 9.5 ? 1 : 0, ui->app.compute_seconds);
+    attn_cnum_format(line, sizeof(line), " %s%s [%s] %ld/%ld heads  %.1f s%s%s%s ", what, cannot,
+                     bar, done, total, (t - ui->busy.t0) / 1e3, about,
+                     can_stop ? " \u00b7 q stops" : "",
+                     ui->busy.refused ? " \u00b7 C-c twice quits once it ends" : "");
     int y = LINES >= 2 ? LINES - 2 : 0;
     move(y, 0);
     clrtoeol();
     attron(A_REVERSE);
     mvaddnstr(y, 0, line, COLS > 0 ? COLS : 0);
     attroff(A_REVERSE);
+    curs_set(0); /* the prompt that asked for it is closed */
     refresh();
     ui->busy.shown = true;
     ui->busy.drawn = t;
-    if (done >= total) /* the frame after the compute draws the message line back */
-        ui->status.base.dirty = true;
+    ui->status.base.dirty = true; /* the frame after it draws the message line back */
+}
+
+/* A stop key (q, Esc; C-c when interrupt) while the bar is on screen: it stops what can stop;
+ * one that cannot is never kept for after (a q would open "quit without saving?"): the bar says
+ * why, and a second C-c quits once it ends. */
+static void busy_stop_key(struct ui *ui, bool can_stop, bool interrupt, const char *key)
+{
+    if (can_stop) {
+        ui->busy.stop = 1;
+        if (interrupt)
+            ui->busy.stop_signal = SIGINT;
+        return;
+    }
+    if (interrupt && ui->busy.refused_interrupts++ > 0)
+        quit_signal = SIGINT; /* C-c twice: out as soon as the compute lets go */
+    ui->busy.refused++;
+    ui->busy.refused_key = key;
+    ui->busy.drawn = 0; /* the bar says so at the next head */
+}
+
+/* Keys typed while the bar is on screen: q, Esc or C-c stop what is running (or are dropped
+ * when it cannot stop); any other key is put back, in order, for the loop to read after. Keys
+ * typed before the bar shows (a compute too short to show one) stay typed-ahead keys. */
+static void poll_stop(struct ui *ui, bool can_stop)
+{
+    if (quit_signal)
+        ui->busy.stop = 1;
+    /* C-c stops what can stop (an export, before its bar too); one before the bar of a compute
+       that cannot is answered at rest (ui_interrupt). */
+    if (interrupts && (ui->busy.shown || can_stop) && !ui->busy.stop) {
+        interrupts = 0;
+        busy_stop_key(ui, can_stop, true, "C-c");
+    }
+    if (!ui->busy.shown || ui->busy.stop || isendwin())
+        return;
+    int kept[64], n = 0, delay = wgetdelay(stdscr);
+    nodelay(stdscr, TRUE);
+    for (int ch; n < (int)(sizeof(kept) / sizeof(kept[0])) && (ch = getch()) != ERR;) {
+        if (ch == KEY_PASTE_BEGIN) { /* a paste is text, never keys: left for the loop */
+            kept[n++] = ch;
+            break;
+        }
+        if (ch == 'q' || ch == 27 || ch == 3)
+            busy_stop_key(ui, can_stop, ch == 3, ch == 'q' ? "q" : ch == 27 ? "Esc" : "C-c");
+        else
+            kept[n++] = ch;
+        if (ui->busy.stop)
+            break;
+    }
+    timeout(delay); /* as it was: the loop's (or a test's) own */
+    while (n > 0)
+        ungetch(kept[--n]);
+}
+
+/* The engine's (and the exporter's) progress sink, and app's: step 0 when a compute is asked
+ * for and again when its pass starts, one step a head after. Past PROGRESS_QUIET_MS the message
+ * line shows a bar, redrawn at most every 50 ms; a compute estimated past it shows its bar at
+ * once, before its buffers are made. */
+static void busy_step(struct ui *ui, const char *what, long done, long total)
+{
+    double t = busy_now_ms();
+    bool computing = strcmp(what, "computing") == 0;
+    if (done == 0) {
+        if (ui->busy.active) { /* its pass starts, its buffers made: a stop is read there */
+            poll_stop(ui, !computing || ui->app.stoppable);
+            return;
+        }
+        ui->busy.active = true;
+        ui->busy.t0 = t;
+        ui->busy.stop = quit_signal != 0;
+        if (computing && ui->app.compute_seconds * 1000 > PROGRESS_QUIET_MS && !isendwin())
+            busy_draw(ui, what, 0, total, t);
+        return;
+    }
+    poll_stop(ui, !computing || ui->app.stoppable);
+    if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
+        (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
+        return;
+    busy_draw(ui, what, done, total, t);
+}
+
+/* The stop keys a compute could not act on, said after what the key did: they were dropped. */
+static void busy_said(struct ui *ui)
+{
+    struct app *a = &ui->app;
+    size_t o = strlen(a->message);
+    if (!ui->busy.refused || o >= sizeof(a->message))
+        return;
+    const char *key = ui->busy.refused_key ? ui->busy.refused_key : "q";
+    if (a->stop_note[0])
+        snprintf(a->message + o, sizeof(a->message) - o,
+                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, a->stop_note);
+    else
+        snprintf(a->message + o, sizeof(a->message) - o,
+                 "%s%s: that compute could not be stopped (estimated short: computed in place)",
+                 o ? "; " : "", key);
+}
+
+/* Every key starts afresh: what a compute or an export does is this key's. */
+static void busy_reset(struct ui *ui)
+{
+    ui->busy.active = ui->busy.shown = false;
+    ui->busy.stop = 0;
+    ui->busy.stop_signal = 0;
+    ui->busy.refused = ui->busy.refused_interrupts = 0;
+    ui->busy.refused_key = NULL;
 }
 
 static void busy_computing(void *ctx, long done, long total)
@@ -442,10 +530,31 @@ static int ui_paste(struct ui *ui)
 
 int ui_play_tick(struct ui *ui)
 {
+    busy_reset(ui);
     return command_play_tick(&ui->app);
 }
 
-int ui_key(struct ui *ui, wint_t key, bool is_code)
+int ui_interrupt(struct ui *ui)
+{
+    struct prompt *p = &ui->status.prompt;
+    if (prompt_is_open(p) && p->kind == PROMPT_CONFIRM_QUIT) { /* C-c twice */
+        ui->exit_status = 128 + SIGINT;
+        return OUTCOME_QUIT;
+    }
+    if (prompt_is_open(p)) { /* whatever it asked, as Esc leaves it */
+        enum prompt_kind kind = p->kind;
+        prompt_close(p);
+        command_cancel(&ui->app, kind);
+    }
+    ui->help.open = false;
+    struct ask ask = {0};
+    int outcome = command_interrupt(&ui->app, &ask);
+    if (outcome & OUTCOME_QUIT)
+        ui->exit_status = 128 + SIGINT; /* the shell's convention for C-c */
+    return open_asked(ui, &ask, outcome | OUTCOME_VIEW_CHANGED);
+}
+
+static int key_action(struct ui *ui, wint_t key, bool is_code)
 {
     if (is_code && key == KEY_RESIZE) {
         ui_resize(ui);
@@ -453,7 +562,7 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
     }
     if (is_code && key == KEY_PASTE_BEGIN)
         return ui_paste(ui);
-    if (ui->too_small) /* nothing to act on that cannot be seen; C-c still quits */
+    if (ui->too_small) /* nothing to act on that cannot be seen; C-c still quits (ui_key) */
         return OUTCOME_IGNORED;
     if (prompt_is_open(&ui->status.prompt))
         return prompt_input(ui, input_decode(key, is_code));
@@ -490,6 +599,14 @@ int ui_key(struct ui *ui, wint_t key, bool is_code)
     return open_asked(ui, &ask, command_run(&ui->app, act, &ask));
 }
 
+int ui_key(struct ui *ui, wint_t key, bool is_code)
+{
+    busy_reset(ui);
+    int outcome = !is_code && key == 3 ? ui_interrupt(ui) : key_action(ui, key, is_code);
+    busy_said(ui);
+    return outcome;
+}
+
 void ui_mark(struct ui *ui, int outcome)
 {
     if (outcome & OUTCOME_SCENE_CHANGED) {
@@ -522,8 +639,9 @@ void ui_draw(struct ui *ui)
         char need[64], have[64];
         snprintf(need, sizeof(need), "needs %d\u00d7%d", UI_MIN_COLS, UI_MIN_LINES);
         snprintf(have, sizeof(have), "this is %d\u00d7%d", ui->cols, ui->lines);
+        bool asked = ui->status.prompt.kind == PROMPT_CONFIRM_QUIT; /* by C-c: again quits */
         const char *lines[] = {"terminal too small", "attnscope", need, have,
-                               "enlarge it to go on"};
+                               asked ? "unsaved edits: C-c again quits" : "enlarge it to go on"};
         int n = sizeof(lines) / sizeof(lines[0]);
         int y0 = (ui->lines - n) / 2;
         for (int i = 0; i < n; i++) {
@@ -604,7 +722,10 @@ void ui_setup_terminal(void)
 
 static void on_quit_signal(int sig)
 {
-    quit_signal = sig;
+    if (sig == SIGINT)
+        interrupts = interrupts + 1;
+    else
+        quit_signal = sig;
 }
 
 static void restore_terminal(void)
@@ -734,32 +855,41 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
     if (!ui || ui_open(ui, &s, scene_path, &err)) {
         restore_terminal();
         bool stopped = ui && ui->busy.stop;
+        int by = ui ? ui->busy.stop_signal : 0;
         if (stopped) /* q while the scene was first computed: quit, as q does */
             fprintf(stderr, "attnscope: stopped while computing %s\n",
                     scene_path ? scene_path : "the scene");
         else
             fprintf(stderr, "attnscope: %s\n", ui ? err.msg : "out of memory");
         free(ui);
-        return quit_signal ? 128 + quit_signal : stopped ? 0 : 1;
+        return quit_signal ? 128 + quit_signal : by ? 128 + by : stopped ? 0 : 1;
     }
     int status = 0;
     ui_draw(ui);
     while (!quit_signal) {
-        timeout(ui->app.playing ? ui->app.play_ms : -1);
-        wint_t key;
-        int rc = get_wch(&key);
-        if (quit_signal)
-            break;
-        if (rc == ERR) {
-            if (ui->app.playing) {
-                ui_mark(ui, ui_play_tick(ui));
-                ui_draw(ui);
+        int outcome;
+        if (interrupts) { /* C-c at rest (one during a compute stopped it) */
+            interrupts = 0;
+            outcome = ui_interrupt(ui);
+        } else {
+            timeout(ui->app.playing ? ui->app.play_ms : -1);
+            wint_t key;
+            int rc = get_wch(&key);
+            if (quit_signal)
+                break;
+            if (rc == ERR) { /* the auto-play timer, or a signal (read at the top) */
+                if (ui->app.playing && !interrupts) {
+                    ui_mark(ui, ui_play_tick(ui));
+                    ui_draw(ui);
+                }
+                continue;
             }
-            continue;
+            outcome = ui_key(ui, key, rc == KEY_CODE_YES);
         }
-        int outcome = ui_key(ui, key, rc == KEY_CODE_YES);
-        if (outcome & OUTCOME_QUIT)
+        if (outcome & OUTCOME_QUIT) {
+            status = ui->exit_status;
             break;
+        }
         ui_mark(ui, outcome);
         ui_draw(ui);
     }

@@ -62,12 +62,20 @@ struct ui {
     struct tokens_panel tokens; /* the token view (v), where the inspector is */
     struct status_panel status;
     struct help_panel help;
-    /* A compute over PROGRESS_QUIET_MS draws its progress on the message line. */
+    /* A compute or an export over PROGRESS_QUIET_MS (one estimated past it: at once) draws its
+     * progress on the message line; what it is doing is reset at every key. */
     struct {
-        double t0, drawn; /* when the forward pass started and the bar was last drawn (ms) */
-        bool shown;
+        bool active;      /* a compute or an export was asked for by this key */
+        double t0, drawn; /* when it was asked for and the bar was last drawn (ms) */
+        bool shown;       /* the bar is on screen: q, Esc and C-c typed now are meant for it */
         volatile sig_atomic_t stop; /* q, Esc or C-c seen: the engine's stop flag */
+        int stop_signal;            /* SIGINT when C-c stopped it */
+        int refused;                /* stop keys this compute could not act on */
+        int refused_interrupts;     /* of them C-c: the second quits once it ends */
+        const char *refused_key;    /* the last of them, as the message line names it */
     } busy;
+    /* The status a quit exits with: 0 for q (or y), 130 for C-c. */
+    int exit_status;
     struct panel *panels[PANEL_COUNT];
 };
 
@@ -86,8 +94,12 @@ void ui_setup_terminal(void);
  * The caller has set up curses (initscr or newterm). */
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err);
 void ui_close(struct ui *ui);
-/* Handles one key as returned by wget_wch (is_code: KEY_CODE_YES). Returns enum outcome. */
+/* Handles one key as returned by wget_wch (is_code: KEY_CODE_YES). Returns enum outcome. C-c
+ * (byte 3, as a pipe or a terminal without ISIG sends it) is ui_interrupt. */
 int ui_key(struct ui *ui, wint_t key, bool is_code);
+/* C-c (SIGINT) at rest: quits when nothing would be lost (ui->exit_status 130), else closes any
+ * prompt and asks as q does; a second C-c, the question open, quits. Returns enum outcome. */
+int ui_interrupt(struct ui *ui);
 /* One auto-play tick (ui_main's timer). Returns enum outcome. */
 int ui_play_tick(struct ui *ui);
 /* Marks the panels an outcome made stale. */
