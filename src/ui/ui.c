@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <locale.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -802,6 +803,17 @@ static void arm_crash_restore(const struct termios *saved)
     attn_fatal_set_terminal(STDOUT_FILENO, saved, reset, n);
 }
 
+/* Whether the keys' terminal is gone: a read that ends without a key is a timer's or a signal's,
+ * unless the terminal hung up (its ssh connection or tmux pane closed: a terminal that is not
+ * the process's controlling one sends no SIGHUP, and every read then fails at once, which
+ * spun the loop at full speed for hours). */
+static bool terminal_gone(void)
+{
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    int n = poll(&p, 1, 0);
+    return (n < 0 && errno != EINTR) || (n > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)));
+}
+
 int ui_main(struct attn_scene *scene, const char *scene_path)
 {
     /* Only the character set comes from the environment (ncursesw needs it for wide
@@ -877,6 +889,10 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
             int rc = get_wch(&key);
             if (quit_signal)
                 break;
+            if (rc == ERR && terminal_gone()) { /* as SIGHUP: nobody reads this screen */
+                quit_signal = SIGHUP;
+                break;
+            }
             if (rc == ERR) { /* the auto-play timer, or a signal (read at the top) */
                 if (ui->app.playing && !interrupts) {
                     ui_mark(ui, ui_play_tick(ui));
