@@ -46,6 +46,7 @@ void prompt_open(struct prompt *p, enum prompt_kind kind, const char *label, con
     int n = to_wide(p->buf, PROMPT_MAX - 1, initial ? initial : "");
     p->buf[n] = L'\0';
     p->len = p->cur = n;
+    p->fresh = kind == PROMPT_KNOB && n > 0;
 }
 
 void prompt_close(struct prompt *p)
@@ -166,8 +167,14 @@ enum prompt_result prompt_key(struct prompt *p, struct key k)
             }
         return PROMPT_CANCELLED;
     }
-    int cur = p->cur, len = p->len;
     uint32_t c = as_control(k);
+    if (p->fresh && c >= 32 && c != 127) { /* typed over the value it opened with */
+        p->len = p->cur = 0;
+        p->buf[0] = L'\0';
+    }
+    if (c != 0)
+        p->fresh = false;
+    int cur = p->cur, len = p->len;
     switch (c) {
     case 0: /* a named key with no meaning here */
         return PROMPT_EDITING;
@@ -264,7 +271,7 @@ void prompt_draw(struct prompt *p, const struct theme *t, int y, int cols)
             break;
         if (i == p->cur)
             cursor_x = x + used;
-        used += draw_text(y, x + used, w, A_NORMAL, ch);
+        used += draw_text(y, x + used, w, p->fresh ? A_REVERSE : A_NORMAL, ch);
     }
     if (p->cur >= p->len)
         cursor_x = x + used;

@@ -24,6 +24,8 @@ struct prompt {
     char label[ASK_LABEL_MAX];
     int cursor_y, cursor_x; /* where the terminal cursor goes while it is open */
     char note[160];         /* what the last paste did, shown while it is open; "" for nothing */
+    bool fresh; /* a knob's value as it opened, shown selected: the first character typed
+                   replaces it (H 4 Enter is heads 4, not 84), any other key edits it */
 };
 
 enum prompt_result {
