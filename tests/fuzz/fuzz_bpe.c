@@ -24,18 +24,6 @@
 
 #define TEXT_MAX 4096
 
-/* bytes to a per-process scratch file named by tag; returns its path (static per tag). */
-static const char *scratch(char *path, size_t size, const char *tag, const uint8_t *data, size_t n)
-{
-    if (!path[0])
-        snprintf(path, size, "/tmp/attnscope-fuzz-bpe-%ld-%s", (long)getpid(), tag);
-    FILE *f = fopen(path, "wb");
-    INVARIANT(f != NULL, "cannot create %s", path);
-    INVARIANT(n == 0 || fwrite(data, 1, n, f) == n, "cannot write %s", path);
-    INVARIANT(fclose(f) == 0, "cannot close %s", path);
-    return path;
-}
-
 /* The next part of the input, up to a NUL byte or the end. */
 static const uint8_t *part(const uint8_t **p, const uint8_t *end, size_t *n)
 {
@@ -102,8 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tn = (size_t)(end - p);
     if (tn > TEXT_MAX)
         tn = TEXT_MAX;
-    scratch(vocab_path, sizeof(vocab_path), "vocab.json", vocab, vn);
-    scratch(merges_path, sizeof(merges_path), "merges.txt", merges, mn);
+    fuzz_write_scratch_at(vocab_path, sizeof(vocab_path), "bpe", "-vocab.json", vocab, vn);
+    fuzz_write_scratch_at(merges_path, sizeof(merges_path), "bpe", "-merges.txt", merges, mn);
     struct bpe *b = (struct bpe *)1;
     struct diag err;
     attn_diag_clear(&err);

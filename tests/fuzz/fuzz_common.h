@@ -37,19 +37,45 @@ static inline FILE *fuzz_sink(void)
     return f;
 }
 
-/* The input as a file at a per-process scratch path ("/tmp/attnscope-fuzz-<tag>-<pid><ext>"),
- * rewritten for every input: for the readers that take a path (.npy, safetensors). */
-static inline const char *fuzz_write_scratch(const char *tag, const char *ext, const uint8_t *data,
-                                             size_t size)
+/* The scratch files this process wrote, removed when it exits: every replay and libFuzzer run
+ * left one in /tmp per process, hundreds over a day of tests. */
+static const char *fuzz_scratch_paths[8];
+
+static void fuzz_remove_scratch(void)
 {
-    static char path[128];
-    if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/attnscope-fuzz-%s-%ld%s", tag, (long)getpid(), ext);
+    for (size_t i = 0; i < sizeof(fuzz_scratch_paths) / sizeof(fuzz_scratch_paths[0]); i++)
+        if (fuzz_scratch_paths[i])
+            unlink(fuzz_scratch_paths[i]);
+}
+
+/* The input as a file at path (size bytes, "" at first: then named
+ * "/tmp/attnscope-fuzz-<tag>-<pid><ext>" and removed at exit), rewritten for every input: for
+ * the readers that take a path (.npy, safetensors, a BPE's two files). */
+static inline const char *fuzz_write_scratch_at(char *path, size_t path_size, const char *tag,
+                                                const char *ext, const uint8_t *data, size_t size)
+{
+    if (!path[0]) {
+        snprintf(path, path_size, "/tmp/attnscope-fuzz-%s-%ld%s", tag, (long)getpid(), ext);
+        size_t i = 0, n = sizeof(fuzz_scratch_paths) / sizeof(fuzz_scratch_paths[0]);
+        while (i < n && fuzz_scratch_paths[i])
+            i++;
+        INVARIANT(i < n, "more than %zu scratch files", n);
+        if (i == 0)
+            atexit(fuzz_remove_scratch);
+        fuzz_scratch_paths[i] = path;
+    }
     FILE *f = fopen(path, "wb");
     INVARIANT(f != NULL, "cannot create %s", path);
     INVARIANT(fwrite(data, 1, size, f) == size || size == 0, "cannot write %s", path);
     INVARIANT(fclose(f) == 0, "cannot close %s", path);
     return path;
+}
+
+static inline const char *fuzz_write_scratch(const char *tag, const char *ext, const uint8_t *data,
+                                             size_t size)
+{
+    static char path[128];
+    return fuzz_write_scratch_at(path, sizeof(path), tag, ext, data, size);
 }
 
 /* attn_diag_print into a malloc'ed string. */
