@@ -8,6 +8,7 @@
 
 #include "common/utf8.h"
 #include "engine/kernels.h"
+#include "engine/scene_fields.h"
 
 void attn_net_free(struct attn_net *net)
 {
@@ -172,33 +173,9 @@ int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
     return 0;
 }
 
-static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b)
-{
-    if (a->lazy || b->lazy)
-        return a->lazy == b->lazy && a->lazy_t == b->lazy_t && a->rows == b->rows &&
-               a->cols == b->cols;
-    if (a->data == b->data)
-        return a->rows == b->rows && a->cols == b->cols;
-    if (!a->data || !b->data || a->rows != b->rows || a->cols != b->cols)
-        return false;
-    return memcmp(a->data, b->data, (size_t)a->rows * (size_t)a->cols * sizeof(float)) == 0;
-}
-
 static bool same_seed(struct attn_opt_seed a, struct attn_opt_seed b)
 {
     return a.set == b.set && (!a.set || a.value == b.value);
-}
-
-static bool same_weights(const struct attn_scene_weights *a, const struct attn_scene_weights *b)
-{
-    if (a->set != b->set)
-        return false;
-#define X(name)                                                                                    \
-    if (!same_matrix(&a->name, &b->name))                                                          \
-        return false;
-    ATTN_WEIGHT_MATRICES(X)
-#undef X
-    return true; /* the dropout masks may differ: they are made again */
 }
 
 /* Split heads cut the same d_out columns whatever their number, so a new count draws nothing.
@@ -219,12 +196,12 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
 {
     const struct attn_config *x = &a->attn, *y = &b->attn;
     const struct attn_block *p = &a->block, *q = &b->block;
-    if (a->seed != b->seed || a->n_tokens != b->n_tokens || a->layers != b->layers ||
-        a->backing != b->backing || a->embed.kind != b->embed.kind ||
+    /* the owned fields the parameters are read from (tokens, matrices, every layer's weights,
+       the backing): scene_fields.h lists them; the options are compared here */
+    if (a->seed != b->seed || a->layers != b->layers || a->embed.kind != b->embed.kind ||
         a->embed.dim != b->embed.dim || !same_seed(a->embed.seed, b->embed.seed) ||
-        !same_matrix(&a->embed.rows, &b->embed.rows) || a->pos.kind != b->pos.kind ||
-        a->pos.max_len != b->pos.max_len || !same_seed(a->pos.seed, b->pos.seed) ||
-        !same_matrix(&a->pos.table, &b->pos.table) || a->pos.base != b->pos.base ||
+        a->pos.kind != b->pos.kind || a->pos.max_len != b->pos.max_len ||
+        !same_seed(a->pos.seed, b->pos.seed) || a->pos.base != b->pos.base ||
         a->pos.pairs != b->pos.pairs || a->pos.offset != b->pos.offset ||
         x->projection != y->projection || x->d_out != y->d_out || !heads_recut(a, b) ||
         x->layout != y->layout || x->qkv_bias != y->qkv_bias || x->out_proj != y->out_proj ||
@@ -233,27 +210,13 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
         p->order != q->order || p->norm != q->norm || p->norm_eps != q->norm_eps ||
         p->ffn_hidden != q->ffn_hidden || p->activation != q->activation ||
         !same_seed(p->ffn_seed, q->ffn_seed) || p->ffn_skip != q->ffn_skip ||
-        p->final_norm != q->final_norm || a->n_more != b->n_more ||
-        !same_matrix(&a->unembed, &b->unembed) || x->window != y->window ||
-        x->qk_norm != y->qk_norm || !attn_rope_scaling_same(a, b) ||
+        p->final_norm != q->final_norm || x->window != y->window || x->qk_norm != y->qk_norm ||
+        !attn_rope_scaling_same(a, b) ||
         memcmp(x->window_off, y->window_off, sizeof(x->window_off)) != 0 ||
-        x->scale_by_layer != y->scale_by_layer || !same_matrix(&a->embed.types, &b->embed.types) ||
-        !same_matrix(&a->embed.norm_weight, &b->embed.norm_weight) ||
-        !same_matrix(&a->unembed_bias, &b->unembed_bias) ||
-        !same_matrix(&a->head.dense, &b->head.dense) || a->masked_lm != b->masked_lm ||
-        (!a->token_types) != (!b->token_types))
+        x->scale_by_layer != y->scale_by_layer || a->masked_lm != b->masked_lm)
         return false;
     /* the scale's kind decides scaled; the divisor only divides: both are options */
-    for (int i = 0; i < a->n_tokens; i++)
-        if (strcmp(a->tokens[i], b->tokens[i]) != 0 ||
-            (a->token_types && a->token_types[i] != b->token_types[i]) ||
-            (a->token_ids && b->token_ids && a->token_ids[i] != b->token_ids[i]) ||
-            (!a->token_ids) != (!b->token_ids))
-            return false;
-    for (int L = 0; L <= a->n_more; L++)
-        if (!same_weights(attn_scene_layer_weights(a, L), attn_scene_layer_weights(b, L)))
-            return false;
-    return true;
+    return attn_scene_same_fields(a, b, FIELDS_PARAMS);
 }
 
 /* The rows of every layer a sentence edit from net's result to the fresh models keeps: those

@@ -131,41 +131,435 @@ void attn_book_rows_unref(struct attn_book_rows *b)
     free(b);
 }
 
+/* The list of scene_fields.h as a table: each row's type checked against its kind (a field of
+ * another type is a compile error: "_Generic selector ... not compatible"), and so is its count
+ * (an int). */
+#define FIELD_TYPE_FIELD_STRING    char *
+#define FIELD_TYPE_FIELD_STRINGS   char **
+#define FIELD_TYPE_FIELD_INTS      int *
+#define FIELD_TYPE_FIELD_MATRIX    struct attn_matrix
+#define FIELD_TYPE_FIELD_ABLATIONS struct attn_ablation *
+#define FIELD_TYPE_FIELD_WEIGHTS   struct attn_scene_weights
+#define FIELD_TYPE_FIELD_LAYERS    struct attn_scene_weights *
+#define FIELD_TYPE_FIELD_BOOK      struct attn_book_rows *
+#define FIELD_TYPE_FIELD_LESSON    struct attn_lesson *
+#define FIELD_TYPE_FIELD_BACKING   struct attn_backing *
+#define FIELD_TYPE_FIELD_BORROWED  const float *
+#define MEMBER(field)              (((struct attn_scene *)0)->field)
+#define ATTN_FIELD_N(field)                                                                        \
+    _Generic(MEMBER(field), int : (ptrdiff_t)offsetof(struct attn_scene, field))
+#define ATTN_FIELD_NONE ((ptrdiff_t)-1)
+#define ROW(kind, field, count, use)                                                               \
+    {#field, kind,                                                                                 \
+     _Generic(MEMBER(field), FIELD_TYPE_##kind                                                     \
+              : offsetof(struct attn_scene, field)),                                               \
+     count, use},
+const struct attn_scene_field attn_scene_fields[] = {ATTN_SCENE_FIELDS(ROW)};
+const int attn_scene_n_fields = (int)(sizeof(attn_scene_fields) / sizeof(attn_scene_fields[0]));
+#undef ROW
+
+static void *field_at(const struct attn_scene *s, const struct attn_scene_field *f)
+{
+    return (char *)s + f->offset;
+}
+
+/* The field's item count (its count field's value), 0 for a field with none. */
+static int field_count(const struct attn_scene *s, const struct attn_scene_field *f)
+{
+    return f->count < 0 ? 0 : *(const int *)((const char *)s + f->count);
+}
+
+static void set_count(struct attn_scene *s, const struct attn_scene_field *f, int n)
+{
+    *(int *)((char *)s + f->count) = n;
+}
+
+/* Bytes of a layer's dropout mask: (heads, n, n) of 0/1. */
+static size_t mask_bytes(const struct attn_scene_weights *w)
+{
+    return (size_t)w->dropout_mask_heads * (size_t)w->dropout_mask_n * (size_t)w->dropout_mask_n;
+}
+
+/* What attn_matrix_copy allocates for m: its floats, or nothing when it is borrowed. */
+static size_t matrix_bytes(const struct attn_matrix *m)
+{
+    if (!attn_matrix_given(m) || m->borrowed)
+        return 0;
+    size_t count = (size_t)m->rows * (size_t)m->cols;
+    return (count ? count : 1) * sizeof(float);
+}
+
+static size_t weights_bytes(const struct attn_scene_weights *w)
+{
+    size_t bytes = 0;
+#define X(name) bytes += matrix_bytes(&w->name);
+    ATTN_WEIGHT_MATRICES(X)
+#undef X
+    if (w->dropout_mask)
+        bytes += mask_bytes(w) ? mask_bytes(w) : 1;
+    return bytes;
+}
+
+/* dw must be zeroed; on failure it holds what was copied (attn_scene_weights_free frees it). */
+static int weights_copy(struct attn_scene_weights *dw, const struct attn_scene_weights *sw)
+{
+    int rc = 0;
+    dw->set = sw->set;
+#define X(name) rc |= attn_matrix_copy(&dw->name, &sw->name);
+    ATTN_WEIGHT_MATRICES(X)
+#undef X
+    if (sw->dropout_mask) {
+        size_t bytes = mask_bytes(sw);
+        dw->dropout_mask = malloc(bytes ? bytes : 1);
+        if (dw->dropout_mask) {
+            memcpy(dw->dropout_mask, sw->dropout_mask, bytes);
+            dw->dropout_mask_n = sw->dropout_mask_n;
+            dw->dropout_mask_heads = sw->dropout_mask_heads;
+        } else {
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* Empties a shallow copy's owned field (a failure half-way then frees only what was copied), or
+ * takes one more reference to a shared one. */
+static void field_take(struct attn_scene *dst, const struct attn_scene_field *f)
+{
+    void *p = field_at(dst, f);
+    switch (f->kind) {
+    case FIELD_STRING:
+        *(char **)p = NULL;
+        break;
+    case FIELD_INTS:
+        *(int **)p = NULL;
+        break;
+    case FIELD_STRINGS:
+        *(char ***)p = NULL;
+        set_count(dst, f, 0);
+        break;
+    case FIELD_ABLATIONS:
+        *(struct attn_ablation **)p = NULL;
+        set_count(dst, f, 0);
+        break;
+    case FIELD_LAYERS:
+        *(struct attn_scene_weights **)p = NULL;
+        set_count(dst, f, 0);
+        break;
+    case FIELD_MATRIX:
+        memset(p, 0, sizeof(struct attn_matrix));
+        break;
+    case FIELD_WEIGHTS:
+        memset(p, 0, sizeof(struct attn_scene_weights));
+        break;
+    case FIELD_BOOK: {
+        struct attn_book_rows *b = *(struct attn_book_rows **)p;
+        if (b)
+            b->refs++;
+        break;
+    }
+    case FIELD_LESSON:
+        attn_lesson_ref(*(struct attn_lesson **)p); /* read-only: shared */
+        break;
+    case FIELD_BACKING: {
+        struct attn_backing *b = *(struct attn_backing **)p;
+        if (b)
+            b->refs++;
+        break;
+    }
+    case FIELD_BORROWED:
+        break;
+    }
+}
+
+/* Copies src's field into dst's, emptied by field_take. Returns 0, or -1 out of memory. */
+static int field_copy(struct attn_scene *dst, const struct attn_scene *src,
+                      const struct attn_scene_field *f)
+{
+    void *to = field_at(dst, f);
+    const void *from = field_at(src, f);
+    int n = field_count(src, f);
+    switch (f->kind) {
+    case FIELD_STRING: {
+        const char *s = *(char *const *)from;
+        return s && !(*(char **)to = strdup(s)) ? -1 : 0;
+    }
+    case FIELD_STRINGS:
+        if (n > 0 && !(*(char ***)to = attn_tokens_dup(*(char **const *)from, n)))
+            return -1;
+        set_count(dst, f, n);
+        return 0;
+    case FIELD_INTS: {
+        const int *ints = *(int *const *)from;
+        int *copy = NULL;
+        if (ints && n > 0 && !(copy = *(int **)to = malloc((size_t)n * sizeof(int))))
+            return -1;
+        if (copy)
+            memcpy(copy, ints, (size_t)n * sizeof(int));
+        return 0;
+    }
+    case FIELD_ABLATIONS: {
+        const struct attn_ablation *items = *(struct attn_ablation *const *)from;
+        struct attn_ablation *copy = NULL;
+        if (items && n > 0 &&
+            !(copy = *(struct attn_ablation **)to = malloc((size_t)n * sizeof(*copy))))
+            return -1;
+        if (copy)
+            memcpy(copy, items, (size_t)n * sizeof(*copy));
+        set_count(dst, f, n);
+        return 0;
+    }
+    case FIELD_MATRIX:
+        return attn_matrix_copy(to, from);
+    case FIELD_WEIGHTS:
+        return weights_copy(to, from);
+    case FIELD_LAYERS: {
+        const struct attn_scene_weights *layers = *(struct attn_scene_weights *const *)from;
+        if (n <= 0)
+            return 0;
+        struct attn_scene_weights *copy = calloc((size_t)n, sizeof(*copy));
+        if (!(*(struct attn_scene_weights **)to = copy))
+            return -1;
+        set_count(dst, f, n);
+        int rc = 0;
+        for (int i = 0; i < n; i++)
+            rc |= weights_copy(&copy[i], &layers[i]);
+        return rc;
+    }
+    case FIELD_BOOK:
+    case FIELD_LESSON:
+    case FIELD_BACKING:
+    case FIELD_BORROWED:
+        return 0; /* shared: field_take counted the reference */
+    }
+    return 0;
+}
+
+static void field_free(struct attn_scene *s, const struct attn_scene_field *f)
+{
+    void *p = field_at(s, f);
+    switch (f->kind) {
+    case FIELD_STRING:
+        free(*(char **)p);
+        break;
+    case FIELD_INTS:
+        free(*(int **)p);
+        break;
+    case FIELD_ABLATIONS:
+        free(*(struct attn_ablation **)p);
+        break;
+    case FIELD_STRINGS:
+        attn_tokens_free(*(char ***)p, field_count(s, f));
+        break;
+    case FIELD_MATRIX:
+        attn_matrix_free(p);
+        break;
+    case FIELD_WEIGHTS:
+        attn_scene_weights_free(p);
+        break;
+    case FIELD_LAYERS: {
+        struct attn_scene_weights *layers = *(struct attn_scene_weights **)p;
+        for (int i = 0; layers && i < field_count(s, f); i++)
+            attn_scene_weights_free(&layers[i]);
+        free(layers);
+        break;
+    }
+    case FIELD_BOOK:
+        attn_book_rows_unref(*(struct attn_book_rows **)p);
+        break;
+    case FIELD_LESSON:
+        attn_lesson_unref(*(struct attn_lesson **)p);
+        break;
+    case FIELD_BACKING: {
+        struct attn_backing *b = *(struct attn_backing **)p;
+        if (b && --b->refs == 0) {
+            attn_param_cache_free(b);
+            if (b->release)
+                b->release(b);
+        }
+        break;
+    }
+    case FIELD_BORROWED:
+        break;
+    }
+}
+
+/* Bytes field_copy allocates for the field: none for what copies share. */
+static size_t field_bytes(const struct attn_scene *s, const struct attn_scene_field *f)
+{
+    const void *p = field_at(s, f);
+    int n = field_count(s, f);
+    size_t bytes = 0;
+    switch (f->kind) {
+    case FIELD_STRING: {
+        const char *str = *(char *const *)p;
+        return str ? strlen(str) + 1 : 0;
+    }
+    case FIELD_STRINGS: {
+        char *const *tokens = *(char **const *)p;
+        for (int i = 0; tokens && i < n; i++)
+            bytes += sizeof(char *) + strlen(tokens[i]) + 1;
+        return bytes;
+    }
+    case FIELD_INTS:
+        return *(int *const *)p && n > 0 ? (size_t)n * sizeof(int) : 0;
+    case FIELD_ABLATIONS:
+        return *(struct attn_ablation *const *)p && n > 0 ? (size_t)n * sizeof(struct attn_ablation)
+                                                          : 0;
+    case FIELD_MATRIX:
+        return matrix_bytes(p);
+    case FIELD_WEIGHTS:
+        return weights_bytes(p);
+    case FIELD_LAYERS: {
+        const struct attn_scene_weights *layers = *(struct attn_scene_weights *const *)p;
+        for (int i = 0; layers && i < n; i++)
+            bytes += sizeof(layers[i]) + weights_bytes(&layers[i]);
+        return bytes;
+    }
+    case FIELD_BOOK:
+    case FIELD_LESSON:
+    case FIELD_BACKING:
+    case FIELD_BORROWED:
+        return 0;
+    }
+    return 0;
+}
+
+static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b)
+{
+    if (a->lazy || b->lazy)
+        return a->lazy == b->lazy && a->lazy_t == b->lazy_t && a->rows == b->rows &&
+               a->cols == b->cols;
+    if (a->data == b->data)
+        return a->rows == b->rows && a->cols == b->cols;
+    if (!a->data || !b->data || a->rows != b->rows || a->cols != b->cols)
+        return false;
+    return memcmp(a->data, b->data, (size_t)a->rows * (size_t)a->cols * sizeof(float)) == 0;
+}
+
+static bool same_weights(const struct attn_scene_weights *a, const struct attn_scene_weights *b,
+                         enum attn_fields_compare which)
+{
+    if (a->set != b->set)
+        return false;
+#define X(name)                                                                                    \
+    if (!same_matrix(&a->name, &b->name))                                                          \
+        return false;
+    ATTN_WEIGHT_MATRICES(X)
+#undef X
+    if (which == FIELDS_PARAMS)
+        return true; /* the dropout masks may differ: they are made again */
+    if ((!a->dropout_mask) != (!b->dropout_mask))
+        return false;
+    return !a->dropout_mask || (a->dropout_mask_n == b->dropout_mask_n &&
+                                a->dropout_mask_heads == b->dropout_mask_heads &&
+                                memcmp(a->dropout_mask, b->dropout_mask, mask_bytes(a)) == 0);
+}
+
+static bool same_field(const struct attn_scene *a, const struct attn_scene *b,
+                       const struct attn_scene_field *f, enum attn_fields_compare which)
+{
+    const void *x = field_at(a, f), *y = field_at(b, f);
+    int n = field_count(a, f);
+    if (n != field_count(b, f))
+        return false;
+    switch (f->kind) {
+    case FIELD_STRING: {
+        const char *s = *(char *const *)x, *t = *(char *const *)y;
+        return s == t || (s && t && strcmp(s, t) == 0);
+    }
+    case FIELD_STRINGS: {
+        char *const *s = *(char **const *)x, *const *t = *(char **const *)y;
+        if (!s || !t)
+            return s == t || n == 0;
+        for (int i = 0; i < n; i++)
+            if (strcmp(s[i], t[i]) != 0)
+                return false;
+        return true;
+    }
+    case FIELD_INTS: {
+        const int *s = *(int *const *)x, *t = *(int *const *)y;
+        if (!s || !t)
+            return s == t;
+        return n <= 0 || memcmp(s, t, (size_t)n * sizeof(int)) == 0;
+    }
+    case FIELD_ABLATIONS: {
+        const struct attn_ablation *s = *(struct attn_ablation *const *)x;
+        const struct attn_ablation *t = *(struct attn_ablation *const *)y;
+        if (!s || !t)
+            return s == t || n == 0;
+        for (int i = 0; i < n; i++)
+            if (s[i].layer != t[i].layer || s[i].head != t[i].head || s[i].mode != t[i].mode)
+                return false;
+        return true;
+    }
+    case FIELD_MATRIX:
+        return same_matrix(x, y);
+    case FIELD_WEIGHTS:
+        return same_weights(x, y, which);
+    case FIELD_LAYERS: {
+        const struct attn_scene_weights *s = *(struct attn_scene_weights *const *)x;
+        const struct attn_scene_weights *t = *(struct attn_scene_weights *const *)y;
+        if (!s || !t)
+            return s == t || n == 0;
+        for (int i = 0; i < n; i++)
+            if (!same_weights(&s[i], &t[i], which))
+                return false;
+        return true;
+    }
+    case FIELD_BOOK:
+        return *(struct attn_book_rows *const *)x == *(struct attn_book_rows *const *)y;
+    case FIELD_LESSON:
+        return *(struct attn_lesson *const *)x == *(struct attn_lesson *const *)y;
+    case FIELD_BACKING:
+        return *(struct attn_backing *const *)x == *(struct attn_backing *const *)y;
+    case FIELD_BORROWED: {
+        const float *s = *(const float *const *)x, *t = *(const float *const *)y;
+        return s == t || (s && t && (n <= 0 || memcmp(s, t, (size_t)n * sizeof(float)) == 0));
+    }
+    }
+    return false;
+}
+
+bool attn_scene_same_fields(const struct attn_scene *a, const struct attn_scene *b,
+                            enum attn_fields_compare which)
+{
+    for (int i = 0; i < attn_scene_n_fields; i++) {
+        const struct attn_scene_field *f = &attn_scene_fields[i];
+        if ((which == FIELDS_ALL || f->use == FIELD_PARAM) && !same_field(a, b, f, which))
+            return false;
+    }
+    return true;
+}
+
 void attn_scene_free(struct attn_scene *s)
 {
-    free(s->title);
-    free(s->text);
-    free(s->text_pair);
-    attn_tokens_free(s->tokens, s->n_tokens);
-    free(s->token_types);
-    attn_matrix_free(&s->embed.rows);
-    attn_matrix_free(&s->embed.types);
-    attn_matrix_free(&s->embed.norm_weight);
-    attn_matrix_free(&s->embed.norm_bias);
-    attn_matrix_free(&s->unembed_bias);
-    attn_matrix_free(&s->head.dense);
-    attn_matrix_free(&s->head.dense_bias);
-    attn_matrix_free(&s->head.norm_weight);
-    attn_matrix_free(&s->head.norm_bias);
-    attn_matrix_free(&s->pos.table);
-    attn_scene_weights_free_all(s);
-    free(s->token_ids);
-    free(s->model.file);
-    free(s->model.arch);
-    free(s->vocab_path);
-    free(s->merges_path);
-    free(s->tokenizer_file);
-    attn_matrix_free(&s->unembed);
-    free(s->ablate);
-    attn_lesson_unref(s->lesson);
-    attn_book_rows_unref(s->embed.book);
-    /* last: the borrowed matrices above point into it */
-    if (s->backing && --s->backing->refs == 0) {
-        attn_param_cache_free(s->backing);
-        if (s->backing->release)
-            s->backing->release(s->backing);
-    }
+    for (int i = 0; i < attn_scene_n_fields; i++)
+        field_free(s, &attn_scene_fields[i]);
     memset(s, 0, sizeof(*s));
+}
+
+int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
+{
+    *dst = *src;
+    for (int i = 0; i < attn_scene_n_fields; i++)
+        field_take(dst, &attn_scene_fields[i]);
+    int rc = 0;
+    for (int i = 0; i < attn_scene_n_fields; i++)
+        rc |= field_copy(dst, src, &attn_scene_fields[i]);
+    if (rc) {
+        attn_scene_free(dst);
+        return -1;
+    }
+    return 0;
+}
+
+size_t attn_scene_owned_bytes(const struct attn_scene *s)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < attn_scene_n_fields; i++)
+        bytes += field_bytes(s, &attn_scene_fields[i]);
+    return bytes;
 }
 
 void attn_param_cache_free(struct attn_backing *b)
@@ -192,134 +586,6 @@ void attn_param_cache_drop(struct attn_backing *b)
         ((uintptr_t)c->buf + c->floats * sizeof(float)) / (uintptr_t)page * (uintptr_t)page;
     if (hi > lo) /* whole pages inside the buffer only; they read as zeros until written */
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-static int dup_str(char **dst, const char *src)
-{
-    *dst = NULL;
-    if (!src)
-        return 0;
-    *dst = strdup(src);
-    return *dst ? 0 : -1;
-}
-
-/* dw must be zeroed; on failure it holds what was copied (attn_scene_weights_free frees it). */
-static int weights_copy(struct attn_scene_weights *dw, const struct attn_scene_weights *sw)
-{
-    int rc = 0;
-    dw->set = sw->set;
-#define X(name) rc |= attn_matrix_copy(&dw->name, &sw->name);
-    ATTN_WEIGHT_MATRICES(X)
-#undef X
-    if (sw->dropout_mask) {
-        size_t bytes = (size_t)sw->dropout_mask_heads * (size_t)sw->dropout_mask_n *
-                       (size_t)sw->dropout_mask_n;
-        dw->dropout_mask = malloc(bytes ? bytes : 1);
-        if (dw->dropout_mask) {
-            memcpy(dw->dropout_mask, sw->dropout_mask, bytes);
-            dw->dropout_mask_n = sw->dropout_mask_n;
-            dw->dropout_mask_heads = sw->dropout_mask_heads;
-        } else {
-            rc = -1;
-        }
-    }
-    return rc;
-}
-
-int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src)
-{
-    *dst = *src;
-    /* Null every owned pointer first so a failure half-way can be freed safely. */
-    dst->title = dst->text = dst->text_pair = NULL;
-    dst->tokens = NULL;
-    dst->n_tokens = 0;
-    dst->token_types = NULL;
-    memset(&dst->embed.rows, 0, sizeof(dst->embed.rows));
-    memset(&dst->embed.types, 0, sizeof(dst->embed.types));
-    memset(&dst->embed.norm_weight, 0, sizeof(dst->embed.norm_weight));
-    memset(&dst->embed.norm_bias, 0, sizeof(dst->embed.norm_bias));
-    memset(&dst->unembed_bias, 0, sizeof(dst->unembed_bias));
-    memset(&dst->head, 0, sizeof(dst->head));
-    dst->head.act = src->head.act;
-    memset(&dst->pos.table, 0, sizeof(dst->pos.table));
-    memset(&dst->weights, 0, sizeof(dst->weights));
-    dst->more_weights = NULL;
-    dst->n_more = 0;
-    dst->token_ids = NULL;
-    dst->model.file = dst->model.arch = NULL;
-    dst->vocab_path = dst->merges_path = dst->tokenizer_file = NULL;
-    memset(&dst->unembed, 0, sizeof(dst->unembed));
-    dst->ablate = NULL;
-    dst->n_ablate = 0;
-    if (dst->backing)
-        dst->backing->refs++;
-    attn_lesson_ref(dst->lesson); /* read-only: shared */
-    if (dst->embed.book)
-        dst->embed.book->refs++;
-
-    int rc = dup_str(&dst->title, src->title) | dup_str(&dst->text, src->text) |
-             dup_str(&dst->text_pair, src->text_pair) | dup_str(&dst->model.file, src->model.file) |
-             dup_str(&dst->model.arch, src->model.arch) |
-             dup_str(&dst->vocab_path, src->vocab_path) |
-             dup_str(&dst->merges_path, src->merges_path) |
-             dup_str(&dst->tokenizer_file, src->tokenizer_file);
-    if (src->token_ids && src->n_tokens > 0) {
-        dst->token_ids = malloc((size_t)src->n_tokens * sizeof(int));
-        if (dst->token_ids)
-            memcpy(dst->token_ids, src->token_ids, (size_t)src->n_tokens * sizeof(int));
-        else
-            rc = -1;
-    }
-    if (src->n_tokens > 0) {
-        dst->tokens = attn_tokens_dup(src->tokens, src->n_tokens);
-        if (dst->tokens)
-            dst->n_tokens = src->n_tokens;
-        else
-            rc = -1;
-    }
-    if (src->token_types && src->n_tokens > 0) {
-        dst->token_types = malloc((size_t)src->n_tokens * sizeof(int));
-        if (dst->token_types)
-            memcpy(dst->token_types, src->token_types, (size_t)src->n_tokens * sizeof(int));
-        else
-            rc = -1;
-    }
-    rc |= attn_matrix_copy(&dst->embed.rows, &src->embed.rows);
-    rc |= attn_matrix_copy(&dst->embed.types, &src->embed.types);
-    rc |= attn_matrix_copy(&dst->embed.norm_weight, &src->embed.norm_weight);
-    rc |= attn_matrix_copy(&dst->embed.norm_bias, &src->embed.norm_bias);
-    rc |= attn_matrix_copy(&dst->pos.table, &src->pos.table);
-    rc |= attn_matrix_copy(&dst->unembed, &src->unembed);
-    rc |= attn_matrix_copy(&dst->unembed_bias, &src->unembed_bias);
-    rc |= attn_matrix_copy(&dst->head.dense, &src->head.dense);
-    rc |= attn_matrix_copy(&dst->head.dense_bias, &src->head.dense_bias);
-    rc |= attn_matrix_copy(&dst->head.norm_weight, &src->head.norm_weight);
-    rc |= attn_matrix_copy(&dst->head.norm_bias, &src->head.norm_bias);
-    if (src->n_ablate > 0) {
-        dst->ablate = malloc((size_t)src->n_ablate * sizeof(*dst->ablate));
-        if (dst->ablate) {
-            memcpy(dst->ablate, src->ablate, (size_t)src->n_ablate * sizeof(*dst->ablate));
-            dst->n_ablate = src->n_ablate;
-        } else {
-            rc = -1;
-        }
-    }
-    rc |= weights_copy(&dst->weights, &src->weights);
-    if (src->n_more > 0) {
-        dst->more_weights = calloc((size_t)src->n_more, sizeof(*dst->more_weights));
-        if (dst->more_weights) {
-            dst->n_more = src->n_more;
-            for (int i = 0; i < src->n_more; i++)
-                rc |= weights_copy(&dst->more_weights[i], &src->more_weights[i]);
-        } else {
-            rc = -1;
-        }
-    }
-    if (rc) {
-        attn_scene_free(dst);
-        return -1;
-    }
-    return 0;
 }
 
 int attn_scene_init_default(struct attn_scene *s)

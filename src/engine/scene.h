@@ -379,6 +379,11 @@ void attn_scene_init(struct attn_scene *s);
 void attn_scene_free(struct attn_scene *s);
 /* Deep copy (the explorer keeps one per undo step). Returns 0, or -1 on out-of-memory. */
 int attn_scene_copy(struct attn_scene *dst, const struct attn_scene *src);
+/* The bytes attn_scene_copy allocates for a copy of s, the struct itself aside: its strings,
+ * tokens and their ids and types, every matrix it does not borrow, each layer's parameters and
+ * dropout mask, the ablations. Not what every copy shares: the backing and the matrices
+ * borrowed from it (GPT-2 small's 154 MB embedding table), the lesson, the book of rows. */
+size_t attn_scene_owned_bytes(const struct attn_scene *s);
 /* The built-in default: the book's "Your journey starts with one step" through ch. 3's
  * MultiHeadAttention (seed 123, d_out 2, 2 heads, causal). Returns 0, or -1 out of memory (s is
  * then an empty scene, as attn_scene_init leaves it). */

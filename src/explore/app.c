@@ -571,57 +571,9 @@ bool app_unsaved(const struct app *a)
     return a->n_undo != a->saved_depth;
 }
 
-/* A matrix's bytes when the copy owns them (attn_matrix_copy shares a borrowed one). */
-static size_t owned_bytes(const struct attn_matrix *m)
-{
-    return m->data && !m->borrowed ? (size_t)m->rows * (size_t)m->cols * sizeof(float) : 0;
-}
-
-static size_t weights_bytes(const struct attn_scene_weights *w)
-{
-    const struct attn_matrix *ms[] = {&w->query,
-                                      &w->key,
-                                      &w->value,
-                                      &w->query_bias,
-                                      &w->key_bias,
-                                      &w->value_bias,
-                                      &w->out,
-                                      &w->out_bias,
-                                      &w->qkv,
-                                      &w->qkv_bias,
-                                      &w->down,
-                                      &w->key_up,
-                                      &w->value_up,
-                                      &w->ffn_W1,
-                                      &w->ffn_b1,
-                                      &w->ffn_W2,
-                                      &w->ffn_b2,
-                                      &w->norm1_weight,
-                                      &w->norm1_bias,
-                                      &w->norm2_weight,
-                                      &w->norm2_bias,
-                                      &w->final_norm_weight,
-                                      &w->final_norm_bias};
-    size_t bytes = 0;
-    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
-        bytes += owned_bytes(ms[i]);
-    if (w->dropout_mask)
-        bytes +=
-            (size_t)w->dropout_mask_heads * (size_t)w->dropout_mask_n * (size_t)w->dropout_mask_n;
-    return bytes;
-}
-
 size_t app_undo_step_bytes(const struct attn_scene *s)
 {
-    size_t bytes = sizeof(*s) + owned_bytes(&s->embed.rows) + owned_bytes(&s->pos.table) +
-                   owned_bytes(&s->unembed) + weights_bytes(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        bytes += sizeof(s->more_weights[i]) + weights_bytes(&s->more_weights[i]);
-    for (int i = 0; s->tokens && i < s->n_tokens; i++)
-        bytes += sizeof(char *) + (s->tokens[i] ? strlen(s->tokens[i]) + 1 : 0);
-    if (s->token_ids)
-        bytes += (size_t)s->n_tokens * sizeof(int);
-    return bytes;
+    return sizeof(*s) + attn_scene_owned_bytes(s);
 }
 
 /* Pushes a copy of s. The stack keeps at most APP_UNDO_MAX steps and APP_UNDO_BYTES of copies,

@@ -288,10 +288,10 @@ int app_set_temperature(struct app *a, double t);
 void app_temperature_text(char *out, size_t size, double t);
 int app_undo(struct app *a);
 int app_redo(struct app *a);
-/* Bytes an undo step's copy of s owns, what APP_UNDO_BYTES counts: the explicit parameters of
- * every layer, the embedding, position and unembedding tables, dropout masks, tokens. Not what
- * it borrows from a checkpoint (GPT-2 small's 154 MB embedding table): every copy shares that
- * with the open scene, so an undo step costs none of it. */
+/* Bytes an undo step's copy of s owns, what APP_UNDO_BYTES counts: the scene and what
+ * attn_scene_copy allocates for it (attn_scene_owned_bytes: every field engine/scene_fields.h
+ * lists). Not what it borrows from a checkpoint (GPT-2 small's 154 MB embedding table): every
+ * copy shares that with the open scene, so an undo step costs none of it. */
 size_t app_undo_step_bytes(const struct attn_scene *s);
 
 double app_knob_value(const struct app *a, enum knob k);
