@@ -133,6 +133,26 @@ long oom_live(size_t *some_size)
     return live_n;
 }
 
+size_t oom_live_bytes(void)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; live_n > 0 && i < LIVE_SLOTS; i++)
+        if (live_ptr[i] && live_ptr[i] != TOMB)
+            bytes += live_size[i];
+    return bytes;
+}
+
+bool oom_is_live(const void *p)
+{
+    if (!p || live_n == 0)
+        return false;
+    size_t i = slot_of(p);
+    for (size_t k = 0; k < LIVE_SLOTS && live_ptr[i]; k++, i = (i + 1) & (LIVE_SLOTS - 1))
+        if (live_ptr[i] == p)
+            return true;
+    return false;
+}
+
 void *__wrap_malloc(size_t n)
 {
     if (should_fail())

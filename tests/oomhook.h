@@ -30,6 +30,10 @@ long oom_count(void);
 /* Blocks allocated while armed that are still live, and the size of one of them (for a
  * message). */
 long oom_live(size_t *some_size);
+/* The bytes of those blocks, as asked for (a realpath result counts 1). */
+size_t oom_live_bytes(void);
+/* Whether p is the start of one of them. */
+bool oom_is_live(const void *p);
 
 void *oom_malloc(size_t n);
 void oom_free(void *p);
