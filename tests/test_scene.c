@@ -442,7 +442,7 @@ static void test_loaded(void **state)
         load_copy_free(path);
         free(path);
     }
-    /* ablations on a checkpoint, with its tokenizer.json */
+    /* ablations on a checkpoint */
     const char *root = getenv("ATTNSCOPE_DATA_DIR");
     assert_non_null(root);
     char yaml[4096], path[4200];

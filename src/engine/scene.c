@@ -14,9 +14,23 @@
 #include "engine/scene_fields.h"
 #include "engine/tokenize.h"
 
-/* The book's six tokens and their 3-d embeddings (ch. 3.3.1). */
-static const char *const book_tokens[] = {"Your", "journey", "starts", "with", "one", "step"};
-static const float book_rows[6][3] = {
+/* What a scene leaves out: the book's torch.manual_seed(123) and 3-d embeddings, a learned
+ * position table of 512 rows, the sinusoids' and RoPE's base 10000, torch's LayerNorm eps. */
+#define DEFAULT_SEED    123
+#define DEFAULT_DIM     3
+#define DEFAULT_MAX_LEN 512
+#define DEFAULT_BASE    10000.0
+#define DEFAULT_EPS     1e-5
+
+/* The book's six tokens and their 3-d embeddings (ch. 3.3.1), through ch. 3.6's
+ * MultiHeadAttention: d_out 2, 2 heads. */
+#define BOOK_TOKENS 6
+#define BOOK_DIM    3
+#define BOOK_D_OUT  2
+#define BOOK_HEADS  2
+static const char *const book_tokens[BOOK_TOKENS] = {"Your", "journey", "starts",
+                                                     "with", "one",     "step"};
+static const float book_rows[BOOK_TOKENS][BOOK_DIM] = {
     {0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}, {0.57f, 0.85f, 0.64f},
     {0.22f, 0.58f, 0.33f}, {0.77f, 0.25f, 0.10f}, {0.05f, 0.80f, 0.55f},
 };
@@ -62,14 +76,14 @@ void attn_scene_init(struct attn_scene *s)
 {
     memset(s, 0, sizeof(*s));
     s->tokenizer = TOKENIZER_WHITESPACE;
-    s->seed = 123;
+    s->seed = DEFAULT_SEED;
     s->embed.kind = EMBED_LEARNED;
-    s->embed.dim = 3;
+    s->embed.dim = DEFAULT_DIM;
     s->pos.kind = POS_NONE;
-    s->pos.max_len = 512;
-    s->pos.base = 10000.0;
-    s->pos.scaling.attention_factor = 1.0;
-    s->block.norm_eps = 1e-5;
+    s->pos.max_len = DEFAULT_MAX_LEN;
+    s->pos.base = DEFAULT_BASE;
+    s->pos.scaling.attention_factor = 1.0; /* none */
+    s->block.norm_eps = DEFAULT_EPS;
     s->layers = 1;
     s->view.layer = -1;
     s->attn.projection = PROJ_DEFAULT;
@@ -593,10 +607,11 @@ int attn_scene_init_default(struct attn_scene *s)
     attn_scene_init(s);
     s->title = strdup("Your journey starts with one step: multi-head attention (ch. 3.6)");
     s->text = strdup("Your journey starts with one step");
-    s->tokens = attn_tokens_dup((char *const *)book_tokens, 6);
+    s->tokens = attn_tokens_dup((char *const *)book_tokens, BOOK_TOKENS);
     if (s->tokens)
-        s->n_tokens = 6;
-    if (!s->title || !s->text || !s->tokens || attn_matrix_alloc(&s->embed.rows, 6, 3)) {
+        s->n_tokens = BOOK_TOKENS;
+    if (!s->title || !s->text || !s->tokens ||
+        attn_matrix_alloc(&s->embed.rows, BOOK_TOKENS, BOOK_DIM)) {
         attn_scene_free(s);
         attn_scene_init(s);
         return -1;
@@ -604,8 +619,8 @@ int attn_scene_init_default(struct attn_scene *s)
     s->embed.kind = EMBED_EXPLICIT;
     memcpy(s->embed.rows.data, book_rows, sizeof(book_rows));
     s->attn.projection = PROJ_LINEAR;
-    s->attn.d_out = 2;
-    s->attn.heads = 2;
+    s->attn.d_out = BOOK_D_OUT;
+    s->attn.heads = BOOK_HEADS;
     s->attn.causal = true;
     return 0;
 }

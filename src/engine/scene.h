@@ -40,6 +40,11 @@ struct attn_book_rows {
 #define SCENE_MAX_MATRIX_BYTES ((size_t)512 << 20) /* one matrix read from a scene or file */
 #define SCENE_SCHEMA_VERSION   1
 
+/* The most positions a scene may name (positional.offset, max_len): 8 x the most tokens. */
+#define SCENE_MAX_POSITION (8 * SCENE_MAX_TOKENS)
+/* The widest feed-forward (block.ffn_hidden): 4 x the widest d_in, as GPT's is 4 x its d_in. */
+#define SCENE_MAX_FFN_HIDDEN (4 * SCENE_MAX_DIM)
+
 enum attn_embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED, EMBED_TABLE };
 enum attn_pos_kind { POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE };
 enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define MIB ((size_t)1 << 20)
+
 /* Appends one problem located at `path`; the loader fills in file:line:col. */
 static void problem(struct diag_list *out, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -48,9 +50,9 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
     enum attn_pos_kind pk = s->pos.kind;
     if ((pk == POS_SINUSOIDAL || pk == POS_ROPE) && !(s->pos.base > 1.0 && isfinite(s->pos.base)))
         problem(out, "positional.base", "base must be a number above 1, not %g", s->pos.base);
-    if (s->pos.offset < 0 || s->pos.offset > 8 * SCENE_MAX_TOKENS)
+    if (s->pos.offset < 0 || s->pos.offset > SCENE_MAX_POSITION)
         problem(out, "positional.offset", "offset %d is out of range (0..%d)", s->pos.offset,
-                8 * SCENE_MAX_TOKENS);
+                SCENE_MAX_POSITION);
     else if (s->pos.offset > 0 && pk == POS_NONE)
         problem(out, "positional.offset", "offset needs positions: kind is none");
     if (pk == POS_SINUSOIDAL && d_in % 2 != 0)
@@ -124,9 +126,9 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
                 "the block adds the attention output back to its input, so they must be as wide: "
                 "the output is %d wide, d_in is %d (set attention.d_out to %d)",
                 D, d_in, split ? d_in : d_in / (heads > 0 ? heads : 1));
-    if (b->ffn_hidden < 0 || attn_scene_ffn_hidden(s) > 4 * SCENE_MAX_DIM)
+    if (b->ffn_hidden < 0 || attn_scene_ffn_hidden(s) > SCENE_MAX_FFN_HIDDEN)
         problem(out, "block.ffn_hidden", "ffn_hidden %d is out of range (1..%d)",
-                attn_scene_ffn_hidden(s), 4 * SCENE_MAX_DIM);
+                attn_scene_ffn_hidden(s), SCENE_MAX_FFN_HIDDEN);
     if (!(b->norm_eps > 0.0 && isfinite(b->norm_eps)))
         problem(out, "block.norm_eps", "norm_eps must be a positive number, not %g", b->norm_eps);
     if (b->ffn_skip < 0)
@@ -326,9 +328,9 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
         }
 
     if (s->pos.kind == POS_LEARNED) {
-        if (s->pos.max_len < 1 || s->pos.max_len > 8 * SCENE_MAX_TOKENS)
+        if (s->pos.max_len < 1 || s->pos.max_len > SCENE_MAX_POSITION)
             problem(out, "positional.max_len", "max_len %d is out of range (1..%d)", s->pos.max_len,
-                    8 * SCENE_MAX_TOKENS);
+                    SCENE_MAX_POSITION);
         else if (s->pos.max_len < n + (s->pos.offset > 0 ? s->pos.offset : 0))
             problem(out, "positional.max_len",
                     s->pos.offset > 0 ? "max_len %d is less than offset + the %d tokens"
@@ -409,7 +411,7 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
             problem(out, tok_path,
                     "the scene needs about %zu MiB for its parameters and stages, over the "
                     "%zu MiB limit (%s)",
-                    (bytes + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
+                    (bytes + MIB - 1) / MIB, limit / MIB, why);
     }
     return out->n + out->lost - before;
 }

@@ -8,6 +8,21 @@
 #include <string.h>
 #include <unistd.h>
 
+/* GPT's feed-forward, and the book's: d_in -> 4 d_in -> d_in, when ffn_hidden is not given. */
+#define FFN_WIDTH_FACTOR 4
+/* A scene may use this share of the machine's memory when ATTNSCOPE_MEMORY_MIB is not set. */
+#define MEMORY_SHARE_NUM 3
+#define MEMORY_SHARE_DEN 4
+/* ATTNSCOPE_MEMORY_MIB's units, as a shift of the number: MiB and GiB. */
+#define MIB_SHIFT 20
+#define GIB_SHIFT 30
+/* The most of a wrong ATTNSCOPE_MEMORY_MIB a message repeats. */
+#define ENV_SHOWN 40
+/* Floating-point operations per cell of a head's scores besides Q K^T: the scale, the mask, the
+ * softmax (an exp a cell) and dropout; and per element of the block's norms and activation. */
+#define FLOPS_PER_SCORE   8
+#define FLOPS_PER_ELEMENT 20
+
 int attn_scene_d_in(const struct attn_scene *s)
 {
     return s->embed.kind == EMBED_EXPLICIT || s->embed.kind == EMBED_TABLE ? s->embed.rows.cols
@@ -66,7 +81,7 @@ int attn_scene_kv_dim(const struct attn_scene *s)
 
 int attn_scene_ffn_hidden(const struct attn_scene *s)
 {
-    return s->block.ffn_hidden > 0 ? s->block.ffn_hidden : 4 * attn_scene_d_in(s);
+    return s->block.ffn_hidden > 0 ? s->block.ffn_hidden : FFN_WIDTH_FACTOR * attn_scene_d_in(s);
 }
 
 int attn_scene_out_dim(const struct attn_scene *s)
@@ -98,7 +113,11 @@ int attn_memory_env_parse(const char *text, size_t *bytes, char *why, size_t why
     static const struct {
         const char *suffix;
         unsigned shift; /* bytes = number << shift */
-    } units[] = {{"", 20}, {"M", 20}, {"MiB", 20}, {"G", 30}, {"GiB", 30}};
+    } units[] = {{"", MIB_SHIFT},
+                 {"M", MIB_SHIFT},
+                 {"MiB", MIB_SHIFT},
+                 {"G", GIB_SHIFT},
+                 {"GiB", GIB_SHIFT}};
     const char *p = text;
     uint64_t n = 0;
     bool overflow = false;
@@ -115,21 +134,22 @@ int attn_memory_env_parse(const char *text, size_t *bytes, char *why, size_t why
             unit = i;
     if (unit < 0) {
         snprintf(why, why_size,
-                 "ATTNSCOPE_MEMORY_MIB is '%.40s%s': not a number of MiB (a whole number like "
+                 "ATTNSCOPE_MEMORY_MIB is '%.*s%s': not a number of MiB (a whole number like "
                  "2048, or with a unit: 512M, 512MiB, 2G, 2GiB)",
-                 text, strlen(text) > 40 ? "..." : "");
+                 ENV_SHOWN, text, strlen(text) > ENV_SHOWN ? "..." : "");
         return -1;
     }
     if (overflow || n > (UINT64_MAX >> units[unit].shift)) {
         snprintf(why, why_size,
-                 "ATTNSCOPE_MEMORY_MIB is '%.40s%s': out of range (attnscope uses at most %zu "
+                 "ATTNSCOPE_MEMORY_MIB is '%.*s%s': out of range (attnscope uses at most %zu "
                  "MiB)",
-                 text, strlen(text) > 40 ? "..." : "", SCENE_MAX_BYTES >> 20);
+                 ENV_SHOWN, text, strlen(text) > ENV_SHOWN ? "..." : "",
+                 SCENE_MAX_BYTES >> MIB_SHIFT);
         return -1;
     }
     if (n == 0) {
-        snprintf(why, why_size, "ATTNSCOPE_MEMORY_MIB is '%.40s': the limit must be at least 1 MiB",
-                 text);
+        snprintf(why, why_size, "ATTNSCOPE_MEMORY_MIB is '%.*s': the limit must be at least 1 MiB",
+                 ENV_SHOWN, text);
         return -1;
     }
     uint64_t b = n << units[unit].shift;
@@ -152,10 +172,10 @@ size_t attn_scene_memory_limit(const char **why)
      * killed, never fail cleanly (Linux overcommits). */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) {
-        size_t quarter3 = (size_t)pages / 4 * 3 * (size_t)page;
-        if (quarter3 < SCENE_MAX_BYTES) {
+        size_t share = (size_t)pages / MEMORY_SHARE_DEN * MEMORY_SHARE_NUM * (size_t)page;
+        if (share < SCENE_MAX_BYTES) {
             *why = "3/4 of this machine's memory; ATTNSCOPE_MEMORY_MIB sets another";
-            return quarter3;
+            return share;
         }
     }
     *why = "attnscope's most";
@@ -174,13 +194,13 @@ double attn_scene_flops(const struct attn_scene *s)
     if (project)
         f += r > 0 ? 2 * n * d * (D + r) + 2 * 2 * n * r * D : 2 * n * d * (D + 2 * Dkv);
     f += 2 * n * n * D * 2; /* Q K^T and weights V, over the heads' widths */
-    f += 8 * heads * n * n; /* scale, mask, softmax (an exp a cell), dropout */
+    f += FLOPS_PER_SCORE * heads * n * n;
     if (attn_scene_eff_out_proj(s))
         f += 2 * n * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
     if (s->block.on) {
         double h = attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0;
         int linears = s->block.activation == ACT_SWIGLU ? 3 : 2;
-        f += linears * 2 * n * d * h + 20 * n * (d + h); /* the Linears, the norms, gelu */
+        f += linears * 2 * n * d * h + FLOPS_PER_ELEMENT * n * (d + h); /* the Linears, norms */
     }
     return f * (s->layers > 1 ? s->layers : 1);
 }

@@ -9,6 +9,10 @@
 
 #include "common/cnum.h"
 
+/* How near a whole number of tenths a dropout p is written with one decimal ("0.1", not
+ * "0.10000000000000001"). */
+#define TENTHS_EPS 1e-9
+
 const char *attn_head_mode_name(enum attn_head_mode m)
 {
     switch (m) {
@@ -171,7 +175,7 @@ bool attn_scene_positions_note(char *out, size_t size, const struct attn_scene *
 void attn_scene_format_p(char *out, size_t out_size, double p)
 {
     /* "0.0" and "0.5" as the book writes them; more digits only when p needs them. */
-    if (fabs(p * 10 - round(p * 10)) < 1e-9)
+    if (fabs(p * 10 - round(p * 10)) < TENTHS_EPS)
         attn_cnum_format(out, out_size, "%.1f", p);
     else
         attn_cnum_format(out, out_size, "%g", p);

@@ -12,6 +12,12 @@
 #include "engine/scene_fields.h"
 #include "engine/tokenize.h"
 
+/* 64-bit FNV-1a, the hash a new word's row is seeded by (attn_scene_token_row). */
+#define FNV_OFFSET_BASIS 14695981039346656037ull
+#define FNV_PRIME        1099511628211ull
+/* The parts seed_parts lists: embeddings, positions, attention, FFN, the later layers, dropout. */
+#define SEED_PARTS 6
+
 /* The book of s's explicit rows: each token's first row. NULL when out of memory. */
 static struct attn_book_rows *book_make(const struct attn_scene *s)
 {
@@ -90,9 +96,9 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
 
 void attn_scene_token_row(float *row, const char *token, int d)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = FNV_OFFSET_BASIS;
     for (const unsigned char *p = (const unsigned char *)token; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
+        h = (h ^ *p) * FNV_PRIME;
     struct attn_rng r;
     attn_rng_seed(&r, h);
     attn_rng_uniform(row, (size_t)d, 0.0f, 1.0f, &r);
@@ -173,7 +179,7 @@ struct seed_part {
     struct attn_opt_seed *seed;
 };
 
-static int seed_parts(struct attn_scene *s, struct seed_part out[6])
+static int seed_parts(struct attn_scene *s, struct seed_part out[SEED_PARTS])
 {
     const struct attn_config *a = &s->attn;
     bool ckpt = s->model.file != NULL;
@@ -195,12 +201,12 @@ static int seed_parts(struct attn_scene *s, struct seed_part out[6])
     out[5] = (struct seed_part){SEED_PART_DROPOUT,
                                 a->dropout > 0 && a->dropout < 1 && !s->weights.dropout_mask,
                                 &s->attn.dropout_seed};
-    return 6;
+    return SEED_PARTS;
 }
 
 unsigned attn_scene_set_seed(struct attn_scene *s, uint64_t seed, unsigned *kept)
 {
-    struct seed_part parts[6];
+    struct seed_part parts[SEED_PARTS];
     int n = seed_parts(s, parts);
     unsigned moved = 0;
     *kept = 0;
@@ -220,7 +226,7 @@ unsigned attn_scene_set_seed(struct attn_scene *s, uint64_t seed, unsigned *kept
 
 bool attn_scene_seed_used(const struct attn_scene *s, enum attn_seed_part *first)
 {
-    struct seed_part parts[6];
+    struct seed_part parts[SEED_PARTS];
     int n = seed_parts((struct attn_scene *)s, parts); /* read only */
     *first = 0;
     for (int i = 0; i < n; i++) {

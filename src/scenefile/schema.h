@@ -291,9 +291,9 @@ static const struct enum_def normalize_enum = {normalize_values, 2, normalize_st
 static const struct int_range dim_range = {1, SCENE_MAX_DIM};
 static const struct int_range heads_range = {1, SCENE_MAX_HEADS};
 static const struct int_range max_len_range = {1, INT_MAX};
-static const struct int_range offset_range = {0, 8 * SCENE_MAX_TOKENS};
+static const struct int_range offset_range = {0, SCENE_MAX_POSITION};
 static const struct int_range count_range = {0, INT_MAX};
-static const struct int_range hidden_range = {1, 4 * SCENE_MAX_DIM};
+static const struct int_range hidden_range = {1, SCENE_MAX_FFN_HIDDEN};
 static const struct int_range layers_range = {1, SCENE_MAX_LAYERS};
 
 static const struct mat_limits table_limits = {INT_MAX, SCENE_MAX_DIM};
@@ -302,7 +302,7 @@ static const struct mat_limits out_limits = {SCENE_MAX_DIM * SCENE_MAX_HEADS,
                                              SCENE_MAX_DIM *SCENE_MAX_HEADS};
 static const struct mat_limits head_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM};
 static const struct mat_limits fused_limits = {SCENE_MAX_DIM, 3 * SCENE_MAX_DIM};
-static const struct mat_limits ffn_limits = {4 * SCENE_MAX_DIM, 4 * SCENE_MAX_DIM};
+static const struct mat_limits ffn_limits = {SCENE_MAX_FFN_HIDDEN, SCENE_MAX_FFN_HIDDEN};
 static const int stage_values[STAGE_COUNT] = {
 #define X(id, name, heading, kind) STAGE_##id,
     ATTN_STAGES(X)
