@@ -85,11 +85,14 @@ int cmd_export(int argc, char **argv)
     struct export_job job = {.cs = &cs};
     /* The writing reads the stop flag too, after each head's files and before the swap. */
     static const struct progress_sink stop = {NULL, NULL, &attn_progress_interrupted};
+    /* Writing from before the temporary folder exists: a signal between its mkdtemp and this
+       line ended the process at once and left the folder behind. */
+    attn_progress_writing(true);
     if (export_stream_begin(&job.x, dir, fmt, top, &stop, &err) != 0) {
+        attn_progress_writing(false);
         attn_diag_print(stderr, &err, NULL, 0);
         return CLI_INVALID;
     }
-    attn_progress_writing(true);
     rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, export_visit, &job);
     if (rc != CLI_OK) {
         export_stream_abort(&job.x);
