@@ -502,9 +502,9 @@ int attn_scene_set_ablation(struct attn_scene *s, int layer, int head, enum attn
 /* The scene's mode for a head: HEAD_KEEP unless ablate: names it. */
 enum attn_head_mode attn_scene_ablation(const struct attn_scene *s, int layer, int head);
 
-/* Names used by the YAML schema, the writer and the explorer's header. */
+/* Names used by the YAML schema, the writer and the explorer's header (the tokenizer's:
+ * attn_tokenizer_name, engine/tokenize.h). */
 const char *attn_head_mode_name(enum attn_head_mode m); /* "keep", "zero", "mean", "patch" */
-const char *attn_tokenizer_name(enum attn_tokenizer t);
 const char *attn_projection_name(enum attn_projection p);
 const char *attn_layout_name(enum attn_head_layout l);
 const char *attn_mask_mode_name(enum attn_mask_mode m);

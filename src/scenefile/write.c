@@ -979,13 +979,13 @@ static void write_scene(struct writer *w)
         fputs("]\n", f);
     }
     if (s->tokenizer == TOKENIZER_GPT2) {
-        fputs("tokenizer: {kind: gpt2, vocab: ", f);
+        fprintf(f, "tokenizer: {kind: %s, vocab: ", attn_tokenizer_name(s->tokenizer));
         write_path(w, s->vocab_path);
         fputs(", merges: ", f);
         write_path(w, s->merges_path);
         fputs("}\n", f);
     } else if (s->tokenizer == TOKENIZER_HF) {
-        fputs("tokenizer: {kind: hf, file: ", f);
+        fprintf(f, "tokenizer: {kind: %s, file: ", attn_tokenizer_name(s->tokenizer));
         write_path(w, s->tokenizer_file);
         fputs("}\n", f);
     } else if (w->explicit || s->tokenizer != w->def.tokenizer) {
