@@ -57,16 +57,41 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
     memset(g, 0, sizeof(*g));
     if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), 0, "BertConfig", err))
         return -1;
-    if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
+    if (attn_ckpt_config_int(&g->d, c,
+                             (struct ckpt_int){.key = "hidden_size",
+                                               .min = 1,
+                                               .max = SCENE_MAX_DIM,
+                                               .what = "the width",
+                                               .required = true},
                              err) ||
-        attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
-                             "layers", true, err) ||
-        attn_ckpt_config_int(&g->heads, c, "num_attention_heads", NULL, 1, SCENE_MAX_HEADS, "heads",
-                             true, err) ||
-        attn_ckpt_config_int(&g->inter, c, "intermediate_size", NULL, 1, 4 * SCENE_MAX_DIM,
-                             "the feed-forward width", true, err) ||
-        attn_ckpt_config_int(&g->positions, c, "max_position_embeddings", NULL, 1,
-                             8 * SCENE_MAX_TOKENS, "positions", true, err))
+        attn_ckpt_config_int(&g->layers, c,
+                             (struct ckpt_int){.key = "num_hidden_layers",
+                                               .min = 1,
+                                               .max = SCENE_MAX_LAYERS,
+                                               .what = "layers",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->heads, c,
+                             (struct ckpt_int){.key = "num_attention_heads",
+                                               .min = 1,
+                                               .max = SCENE_MAX_HEADS,
+                                               .what = "heads",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->inter, c,
+                             (struct ckpt_int){.key = "intermediate_size",
+                                               .min = 1,
+                                               .max = 4 * SCENE_MAX_DIM,
+                                               .what = "the feed-forward width",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->positions, c,
+                             (struct ckpt_int){.key = "max_position_embeddings",
+                                               .min = 1,
+                                               .max = 8 * SCENE_MAX_TOKENS,
+                                               .what = "positions",
+                                               .required = true},
+                             err))
         return -1;
     if (g->d % g->heads != 0)
         return attn_ckpt_config_error(c, "num_attention_heads", NULL, err,
@@ -75,9 +100,16 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
     g->types = 2;
     g->eps = 1e-12;
     g->tied = true;
-    if (attn_ckpt_config_int(&g->types, c, "type_vocab_size", NULL, 1, 1024, "the token types",
-                             false, err) ||
-        attn_ckpt_config_number(&g->eps, c, "layer_norm_eps", 0, 1, "a number between 0 and 1",
+    if (attn_ckpt_config_int(
+            &g->types, c,
+            (struct ckpt_int){
+                .key = "type_vocab_size", .min = 1, .max = 1024, .what = "the token types"},
+            err) ||
+        attn_ckpt_config_number(&g->eps, c,
+                                (struct ckpt_number){.key = "layer_norm_eps",
+                                                     .above = 0,
+                                                     .below = 1,
+                                                     .what = "a number between 0 and 1"},
                                 err) ||
         attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err))
         return -1;
@@ -241,8 +273,11 @@ int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c
     if (!attn_ckpt_shape(b, full, &vocab, &cols))
         vocab = 0;
     int said = vocab;
-    if (attn_ckpt_config_int(&said, cfg, "vocab_size", NULL, 1, INT32_MAX, "the vocabulary", false,
-                             err))
+    if (attn_ckpt_config_int(
+            &said, cfg,
+            (struct ckpt_int){
+                .key = "vocab_size", .min = 1, .max = INT32_MAX, .what = "the vocabulary"},
+            err))
         return -1;
     if (vocab > 0 && said != vocab)
         return attn_diag_file(err, b->st.path,

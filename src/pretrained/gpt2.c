@@ -85,14 +85,37 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
                            ? "max_position_embeddings"
                        : json_object_get(c->root, "n_ctx") ? "n_ctx"
                                                            : "n_positions";
-    if (attn_ckpt_config_int(&g->heads, c, "n_head", "num_attention_heads", 1, SCENE_MAX_HEADS,
-                             "heads", true, err) ||
-        attn_ckpt_config_int(&g->layers, c, "n_layer", "num_hidden_layers", 1, SCENE_MAX_LAYERS,
-                             "layers", true, err) ||
-        attn_ckpt_config_int(&g->d, c, "n_embd", "hidden_size", 1, SCENE_MAX_DIM, "the width", true,
+    if (attn_ckpt_config_int(&g->heads, c,
+                             (struct ckpt_int){.key = "n_head",
+                                               .alt = "num_attention_heads",
+                                               .min = 1,
+                                               .max = SCENE_MAX_HEADS,
+                                               .what = "heads",
+                                               .required = true},
                              err) ||
-        attn_ckpt_config_int(&g->positions, c, g->positions_key, NULL, 1, GPT2_MAX_POSITIONS,
-                             "positions", true, err))
+        attn_ckpt_config_int(&g->layers, c,
+                             (struct ckpt_int){.key = "n_layer",
+                                               .alt = "num_hidden_layers",
+                                               .min = 1,
+                                               .max = SCENE_MAX_LAYERS,
+                                               .what = "layers",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->d, c,
+                             (struct ckpt_int){.key = "n_embd",
+                                               .alt = "hidden_size",
+                                               .min = 1,
+                                               .max = SCENE_MAX_DIM,
+                                               .what = "the width",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->positions, c,
+                             (struct ckpt_int){.key = g->positions_key,
+                                               .min = 1,
+                                               .max = GPT2_MAX_POSITIONS,
+                                               .what = "positions",
+                                               .required = true},
+                             err))
         return -1;
     /* scale_attn_weights: scores / sqrt(head_dim), or not; scale_attn_by_inverse_layer_idx: layer
        L's also / (L + 1). reorder_and_upcast_attn scales q k^T inside the product and upcasts it
@@ -107,14 +130,23 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
         return attn_ckpt_config_error(c, "n_head", NULL, err,
                                       "'n_head' %d does not divide 'n_embd' %d", g->heads, g->d);
     g->inner = 4 * g->d;
-    if (attn_ckpt_config_int(&g->inner, c, "n_inner", NULL, 1, 4 * SCENE_MAX_DIM,
-                             "the feed-forward width", false, err))
+    if (attn_ckpt_config_int(&g->inner, c,
+                             (struct ckpt_int){.key = "n_inner",
+                                               .min = 1,
+                                               .max = 4 * SCENE_MAX_DIM,
+                                               .what = "the feed-forward width"},
+                             err))
         return -1;
     g->tied = true;
     g->eps = 1e-5;
     if (attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err) ||
-        attn_ckpt_config_number(&g->eps, c, "layer_norm_epsilon", 0, 1,
-                                "a number between 0 and 1 (GPT-2's is 1e-05)", err))
+        attn_ckpt_config_number(
+            &g->eps, c,
+            (struct ckpt_number){.key = "layer_norm_epsilon",
+                                 .above = 0,
+                                 .below = 1,
+                                 .what = "a number between 0 and 1 (GPT-2's is 1e-05)"},
+            err))
         return -1;
     json_t *act = json_object_get(c->root, "activation_function");
     char got[64];

@@ -102,14 +102,22 @@ static int read_qwen_window(struct config *g, struct ckpt_config *c, struct diag
         g->window = 4096; /* Qwen2Config's default */
         if (w && json_is_null(w))
             g->window = 0;
-        else if (attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
-                                      "the sliding window", false, err))
+        else if (attn_ckpt_config_int(&g->window, c,
+                                      (struct ckpt_int){.key = "sliding_window",
+                                                        .min = 1,
+                                                        .max = INT32_MAX,
+                                                        .what = "the sliding window"},
+                                      err))
             return -1;
     }
     int from = 28; /* max_window_layers: Qwen2Config's default */
     bool from_given = json_object_get(c->root, "max_window_layers") != NULL;
-    if (attn_ckpt_config_int(&from, c, "max_window_layers", NULL, 0, INT32_MAX,
-                             "the layers of full attention", false, err))
+    if (attn_ckpt_config_int(&from, c,
+                             (struct ckpt_int){.key = "max_window_layers",
+                                               .min = 0,
+                                               .max = INT32_MAX,
+                                               .what = "the layers of full attention"},
+                             err))
         return -1;
     json_t *types = json_object_get(c->root, "layer_types");
     char got[64];
@@ -155,20 +163,43 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
     if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), (int)v, DEFAULTS[v].cls,
                               err))
         return -1;
-    if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
+    if (attn_ckpt_config_int(&g->d, c,
+                             (struct ckpt_int){.key = "hidden_size",
+                                               .min = 1,
+                                               .max = SCENE_MAX_DIM,
+                                               .what = "the width",
+                                               .required = true},
                              err) ||
-        attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
-                             "layers", true, err) ||
-        attn_ckpt_config_int(&g->heads, c, "num_attention_heads", NULL, 1, SCENE_MAX_HEADS, "heads",
-                             true, err) ||
-        attn_ckpt_config_int(&g->inter, c, "intermediate_size", NULL, 1, 4 * SCENE_MAX_DIM,
-                             "the feed-forward width", true, err))
+        attn_ckpt_config_int(&g->layers, c,
+                             (struct ckpt_int){.key = "num_hidden_layers",
+                                               .min = 1,
+                                               .max = SCENE_MAX_LAYERS,
+                                               .what = "layers",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->heads, c,
+                             (struct ckpt_int){.key = "num_attention_heads",
+                                               .min = 1,
+                                               .max = SCENE_MAX_HEADS,
+                                               .what = "heads",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->inter, c,
+                             (struct ckpt_int){.key = "intermediate_size",
+                                               .min = 1,
+                                               .max = 4 * SCENE_MAX_DIM,
+                                               .what = "the feed-forward width",
+                                               .required = true},
+                             err))
         return -1;
     /* the class's default when the key is missing; null is the heads (as transformers 5) */
     json_t *kv = json_object_get(c->root, "num_key_value_heads");
     g->kv_heads = DEFAULTS[v].kv_heads && !kv ? DEFAULTS[v].kv_heads : g->heads;
-    if (attn_ckpt_config_int(&g->kv_heads, c, "num_key_value_heads", NULL, 1, g->heads,
-                             "the KV heads", false, err))
+    if (attn_ckpt_config_int(
+            &g->kv_heads, c,
+            (struct ckpt_int){
+                .key = "num_key_value_heads", .min = 1, .max = g->heads, .what = "the KV heads"},
+            err))
         return -1;
     if (g->kv_heads > g->heads || g->heads % g->kv_heads != 0)
         return attn_ckpt_config_error(c, "num_key_value_heads", NULL, err,
@@ -176,8 +207,11 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                                       "'num_attention_heads' %d",
                                       g->kv_heads, g->heads);
     g->head_dim = DEFAULTS[v].head_dim;
-    if (attn_ckpt_config_int(&g->head_dim, c, "head_dim", NULL, 2, SCENE_MAX_DIM, "a head's width",
-                             false, err))
+    if (attn_ckpt_config_int(
+            &g->head_dim, c,
+            (struct ckpt_int){
+                .key = "head_dim", .min = 2, .max = SCENE_MAX_DIM, .what = "a head's width"},
+            err))
         return -1;
     if (g->head_dim == 0) {
         if (g->d % g->heads != 0)
@@ -196,12 +230,18 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                                       "%d heads x head_dim %d is over attnscope's %d", g->heads,
                                       g->head_dim, SCENE_MAX_DIM);
     g->positions = DEFAULTS[v].positions;
-    if (attn_ckpt_config_int(&g->positions, c, "max_position_embeddings", NULL, 1, INT32_MAX,
-                             "positions", false, err))
+    if (attn_ckpt_config_int(
+            &g->positions, c,
+            (struct ckpt_int){
+                .key = "max_position_embeddings", .min = 1, .max = INT32_MAX, .what = "positions"},
+            err))
         return -1;
     g->eps = 1e-6;
-    if (attn_ckpt_config_number(&g->eps, c, "rms_norm_eps", 0, 1, "a number between 0 and 1",
-                                err) ||
+    if (attn_ckpt_config_number(
+            &g->eps, c,
+            (struct ckpt_number){
+                .key = "rms_norm_eps", .above = 0, .below = 1, .what = "a number between 0 and 1"},
+            err) ||
         attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err))
         return -1;
     /* attention_bias: Llama's and Qwen3's q, k, v and o; Qwen2 always has q, k and v biases,
@@ -227,8 +267,12 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
         g->window = 4096;
         if (w && json_is_null(w))
             g->window = 0;
-        else if (attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
-                                      "the sliding window", false, err))
+        else if (attn_ckpt_config_int(&g->window, c,
+                                      (struct ckpt_int){.key = "sliding_window",
+                                                        .min = 1,
+                                                        .max = INT32_MAX,
+                                                        .what = "the sliding window"},
+                                      err))
             return -1;
     } else if (v != LLAMA_PLAIN && read_qwen_window(g, c, err)) {
         return -1;
@@ -320,8 +364,11 @@ int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *
     if (!attn_ckpt_shape(b, full, &vocab, &cols))
         vocab = 0;
     int said = vocab;
-    if (attn_ckpt_config_int(&said, cfg, "vocab_size", NULL, 1, INT32_MAX, "the vocabulary", false,
-                             err))
+    if (attn_ckpt_config_int(
+            &said, cfg,
+            (struct ckpt_int){
+                .key = "vocab_size", .min = 1, .max = INT32_MAX, .what = "the vocabulary"},
+            err))
         return -1;
     if (vocab > 0 && said != vocab)
         return attn_diag_file(err, b->st.path,
