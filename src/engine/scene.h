@@ -324,7 +324,7 @@ struct attn_scene {
     /* A checkpoint the parameters come from (scene key model:), resolved by src/scenefile. */
     struct {
         char *file; /* absolute path of the .safetensors file, or NULL */
-        char *arch; /* "gpt2" */
+        char *arch; /* the family that read it (src/pretrained's registry) */
         int layers; /* the checkpoint's own count (layers may run fewer) */
         int heads;  /* its config's head count (attention.heads may split otherwise) */
         /* Its own mask and scaling, as trained: causal (GPT-2, Llama) or not (BERT), and the

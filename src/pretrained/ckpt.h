@@ -1,7 +1,8 @@
 /* ckpt: what every checkpoint family shares.
  *
- * gpt2.c, llama.c and bert.c each map one family's Hugging Face tensor names and config.json keys
- * onto a scene; this module does the reading they have in common:
+ * Each family's file (the registry, families.h, lists them) maps its Hugging Face tensor names
+ * and config.json keys onto a scene; this module does the reading they have in common (and
+ * family.c the steps each takes first):
  *   - the scene's backing (engine/scene.h): the tokenizer, the mapped checkpoint (one file or a
  *     sharded index, stset.h) and the float32 copies widened from F16/BF16 tensors;
  *   - config.json, its values checked against attnscope's limits and every problem located at

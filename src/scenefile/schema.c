@@ -857,7 +857,7 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
 }
 
 /* A string field whose what (what its value must be, said when it is not a string) is made when
- * it is said: a name the engine's tokenizer kinds declare. */
+ * it is said: a name the engine's tokenizer kinds or the families' registry declare. */
 static void string_saying(struct loader *l, const struct field *f, int node, void *base,
                           const char *path, const char *what)
 {
@@ -970,22 +970,29 @@ static void h_tokenizer(struct loader *l, const struct field *f, int node, void 
     attn_schema_enum(l, &as_enum, node, base, path);
 }
 
+/* model: {arch: ...}: auto or a family of the registry */
+static void h_arch(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    char archs[256];
+    string_saying(l, f, node, base, path, attn_pretrained_archs(archs, sizeof(archs)));
+}
+
 /* model: {file: model.safetensors, arch: auto}; loaded in finish_top. */
 static const struct field model_fields[] = {
     {"file", WANT_SCALAR,
      "a file name (model.safetensors, or a sharded checkpoint's model.safetensors.index.json)",
      attn_schema_string, MD(file), NULL},
-    {"arch", WANT_SCALAR, PRETRAINED_ARCHS, attn_schema_string, MD(arch), NULL},
+    {"arch", WANT_ANY, NULL, h_arch, MD(arch), NULL},
 };
 static void finish_model(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     if (found[0] < 0 && !attn_schema_meant_bad(l, path, "file"))
         attn_loader_error(l, node, path, "'model' needs 'file': {file: model.safetensors}");
     if (found[1] >= 0 && l->model_spec.arch && !attn_pretrained_arch_known(l->model_spec.arch)) {
-        char ap[DIAG_PATH_MAX];
+        char ap[DIAG_PATH_MAX], archs[256];
         join(ap, path, "arch");
         attn_loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (%s)",
-                          l->model_spec.arch, PRETRAINED_ARCHS);
+                          l->model_spec.arch, attn_pretrained_archs(archs, sizeof(archs)));
     }
 }
 static const struct mapping model_map = {"model", model_fields, N(model_fields), finish_model};

@@ -809,7 +809,8 @@ static void write_model_scene(struct writer *w)
     FILE *f = w->f;
     fputs("model: {file: ", f);
     write_path(w, s->model.file);
-    fprintf(f, ", arch: %s}\n", s->model.arch ? s->model.arch : "gpt2");
+    /* the family that read it; without one (never, once loaded), config.json says */
+    fprintf(f, ", arch: %s}\n", s->model.arch ? s->model.arch : "auto");
     if (w->explicit || s->layers != s->model.layers)
         fprintf(f, "layers: %d\n", s->layers);
     const struct attn_config *a = &s->attn;
