@@ -6,11 +6,13 @@
 #include <string.h>
 
 /* The registry: one row per family, in the order messages list them. X(NAME) is the row
- * attn_family_NAME that the family's file (src/pretrained/NAME.c) defines. */
+ * attn_family_NAME that the family's file (src/pretrained/NAME.c) defines; a new family is one
+ * line here. */
 #define ATTN_FAMILIES(X)                                                                           \
     X(gpt2)                                                                                        \
     X(llama)                                                                                       \
-    X(bert)
+    X(bert)                                                                                        \
+    /* the last row */
 
 #define DECLARE(name) extern const struct attn_family attn_family_##name;
 ATTN_FAMILIES(DECLARE)
