@@ -348,6 +348,36 @@ static void test_refused(void **state)
     free(dir);
 }
 
+/* config.json's vocab_size is wte's rows, as every family checks (family.c's prologue): a
+ * vocabulary that disagrees with the tensors is refused, naming both, before any is read. */
+static void test_vocab_size(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("gpt2-vocab");
+    gpt2_tensors("");
+    write_checkpoint(dir, "{\"n_head\": 2, \"n_layer\": 1, \"n_embd\": 4, \"n_positions\": 16, "
+                          "\"vocab_size\": 50257}");
+    char *got = load(dir, NULL);
+    assert_string_equal(got, "scene.yaml:3:15: model.safetensors: tensor 'wte.weight' has 407 "
+                             "rows, but config.json says vocab_size 50257\n");
+    free(got);
+    gpt2_tensors("transformer.");
+    write_checkpoint(dir, "{\"n_head\": 2, \"n_layer\": 1, \"n_embd\": 4, \"n_positions\": 16, "
+                          "\"vocab_size\": 406}");
+    got = load(dir, NULL);
+    assert_string_equal(got, "scene.yaml:3:15: model.safetensors: tensor 'transformer.wte.weight' "
+                             "has 407 rows, but config.json says vocab_size 406\n");
+    free(got);
+    write_checkpoint(dir, "{\"n_head\": 2, \"n_layer\": 1, \"n_embd\": 4, \"n_positions\": 16,\n"
+                          " \"vocab_size\": \"407\"}");
+    got = load(dir, NULL);
+    assert_string_equal(got, "config.json:2:2: 'vocab_size' (the vocabulary) is \"407\", not an "
+                             "integer\n");
+    free(got);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* config.json's values: each problem at config.json, on its key's line, and alone (no
  * follow-on problem of the scene); every limit refused before the checkpoint is opened. */
 static void test_config_values(void **state)
@@ -534,13 +564,10 @@ static void test_widened_and_long_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_and_prefixed),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_unembedding),
-        cmocka_unit_test(test_config_values),
-        cmocka_unit_test(test_dimensions_of_one),
-        cmocka_unit_test(test_non_finite),
-        cmocka_unit_test(test_widened_and_long_names),
+        cmocka_unit_test(test_good_and_prefixed), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_unembedding),       cmocka_unit_test(test_vocab_size),
+        cmocka_unit_test(test_config_values),     cmocka_unit_test(test_dimensions_of_one),
+        cmocka_unit_test(test_non_finite),        cmocka_unit_test(test_widened_and_long_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,12 @@
 
 #include "cli/cli.h"
 #include "engine/scene.h"
+#include "pretrained/pretrained.h"
 #include "scenefile/scenefile.h"
+
+/* Where a sentence names every checkpoint family, as the registry lists them ("gpt2, llama or
+ * bert"): src/pretrained/families.c's rows, never a copy here. */
+#define FAMILIES "{families}"
 
 /* What each key does; "[]" marks the items of a list. Keep in the tables' order. */
 static const struct {
@@ -151,7 +156,7 @@ static const struct {
     {"model.file", "The model.safetensors, or a sharded checkpoint's "
                    "model.safetensors.index.json, relative to the scene file."},
     {"model.arch", "How its tensors are named: auto (the default: config.json's architectures or "
-                   "model_type), gpt2, llama or bert."},
+                   "model_type), " FAMILIES "."},
     {"lesson",
      "Guided steps (1 to 100): the explorer opens in lesson mode, and check plays every step "
      "and checks the numbers its captions mark."},
@@ -225,6 +230,14 @@ static void key(void *ctx, const struct attn_scene_key *k)
                 k->path);
         w->missing++;
         return;
+    }
+    char expanded[1024];
+    const char *mark = strstr(text, FAMILIES);
+    if (mark) {
+        char families[256];
+        snprintf(expanded, sizeof(expanded), "%.*s%s%s", (int)(mark - text), text,
+                 attn_pretrained_families(families, sizeof(families)), mark + strlen(FAMILIES));
+        text = expanded;
     }
     fputs(".TP\n.B ", w->out);
     roff(w->out, k->path);

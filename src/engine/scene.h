@@ -329,7 +329,7 @@ struct attn_scene {
     /* A checkpoint the parameters come from (scene key model:), resolved by src/scenefile. */
     struct {
         char *file; /* absolute path of the .safetensors file, or NULL */
-        char *arch; /* "gpt2" */
+        char *arch; /* the family that read it (src/pretrained's registry) */
         int layers; /* the checkpoint's own count (layers may run fewer) */
         int heads;  /* its config's head count (attention.heads may split otherwise) */
         /* Its own mask and scaling, as trained: causal (GPT-2, Llama) or not (BERT), and the
@@ -512,9 +512,9 @@ int attn_scene_set_ablation(struct attn_scene *s, int layer, int head, enum attn
 /* The scene's mode for a head: HEAD_KEEP unless ablate: names it. */
 enum attn_head_mode attn_scene_ablation(const struct attn_scene *s, int layer, int head);
 
-/* Names used by the YAML schema, the writer and the explorer's header. */
+/* Names used by the YAML schema, the writer and the explorer's header (the tokenizer's:
+ * attn_tokenizer_name, engine/tokenize.h). */
 const char *attn_head_mode_name(enum attn_head_mode m); /* "keep", "zero", "mean", "patch" */
-const char *attn_tokenizer_name(enum attn_tokenizer t);
 const char *attn_projection_name(enum attn_projection p);
 const char *attn_layout_name(enum attn_head_layout l);
 const char *attn_mask_mode_name(enum attn_mask_mode m);

@@ -28,23 +28,6 @@ const char *attn_head_mode_name(enum attn_head_mode m)
     return "?";
 }
 
-const char *attn_tokenizer_name(enum attn_tokenizer t)
-{
-    switch (t) {
-    case TOKENIZER_WHITESPACE:
-        return "whitespace";
-    case TOKENIZER_WORDS:
-        return "words";
-    case TOKENIZER_CHARS:
-        return "chars";
-    case TOKENIZER_GPT2:
-        return "gpt2";
-    case TOKENIZER_HF:
-        return "hf";
-    }
-    return "?";
-}
-
 const char *attn_projection_name(enum attn_projection p)
 {
     switch (p) {

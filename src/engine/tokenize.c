@@ -72,6 +72,22 @@ static int push(struct tokbuf *b, const char *s, size_t len, struct diag *err)
     return 0;
 }
 
+/* The tokenizer kinds' names: each declared here once. gpt2 names GPT-2's BPE, a tokenizer; the
+ * checkpoint families' names are src/pretrained's registry's. */
+static const char *const KIND_NAMES[] = {
+    [TOKENIZER_WHITESPACE] = "whitespace",
+    [TOKENIZER_WORDS] = "words",
+    [TOKENIZER_CHARS] = "chars",
+    [TOKENIZER_GPT2] = "gpt2",
+    [TOKENIZER_HF] = "hf",
+};
+
+const char *attn_tokenizer_name(enum attn_tokenizer t)
+{
+    size_t i = (size_t)t;
+    return i < sizeof(KIND_NAMES) / sizeof(KIND_NAMES[0]) && KIND_NAMES[i] ? KIND_NAMES[i] : "?";
+}
+
 int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, struct diag *err)
 {
     struct tokbuf b = {0};
@@ -115,7 +131,7 @@ int attn_tokenize(char ***out, int *n, const char *text, enum attn_tokenizer t, 
         case TOKENIZER_HF:
             attn_tokens_free(b.items, b.n);
             return attn_diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
-                                 t == TOKENIZER_HF ? "hf" : "gpt2");
+                                 attn_tokenizer_name(t));
         case TOKENIZER_CHARS: {
             uint32_t cp;
             p += attn_utf8_decode(p, &cp); /* valid: checked above */

@@ -11,8 +11,9 @@
 #define SCENE_MAX_TOKENS      8192
 #define SCENE_MAX_TOKEN_BYTES 256
 
-/* GPT2: GPT-2's byte-level BPE from a vocabulary (src/pretrained), through the scene's backing.
- * HF: a Hugging Face tokenizer.json (src/pretrained/hftok.h), the same way. */
+/* GPT2: GPT-2's byte-level BPE from a vocabulary (src/pretrained), through the scene's backing:
+ * a tokenizer, which a checkpoint of any family may read. HF: a Hugging Face tokenizer.json
+ * (src/pretrained/hftok.h), the same way. */
 enum attn_tokenizer {
     TOKENIZER_WHITESPACE,
     TOKENIZER_WORDS,
@@ -20,6 +21,11 @@ enum attn_tokenizer {
     TOKENIZER_GPT2,
     TOKENIZER_HF
 };
+
+/* t's name as a scene writes it (tokenizer: words; {kind: gpt2, ...}): whitespace, words,
+ * chars, gpt2 or hf. The kinds' table in tokenize.c declares each name once; the scene loader
+ * and writer ask it. */
+const char *attn_tokenizer_name(enum attn_tokenizer t);
 
 /* Whether t reads a vocabulary (gpt2, hf): its tokens and ids come from the scene's backing. */
 static inline int attn_tokenizer_has_vocab(enum attn_tokenizer t)

@@ -1,4 +1,4 @@
-/* bert: BERT's Hugging Face files as a scene (see families.h).
+/* bert: the BERT family, its row of the registry (family.h).
  *
  * BertModel, BertForMaskedLM and BertForPreTraining, with or without the "bert." prefix:
  * embeddings.{word,position,token_type}_embeddings and embeddings.LayerNorm, then per layer
@@ -13,15 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pretrained/families.h"
-
-#define ARCH "bert"
+#include "pretrained/family.h"
 
 struct config {
-    int d, layers, heads, inter, positions, types;
+    struct family_shape shape; /* d, layers, heads, positions, tied, as trained */
+    int inter, types;
     double eps;
     enum attn_activation act;
-    bool tied;
 };
 
 /* config.json's keys: transformers' BertConfig (5's, and 4's position_embedding_type), and
@@ -55,31 +53,62 @@ static const struct ckpt_key KEYS[] = {
 static int read_config(struct config *g, struct ckpt_config *c, struct diag *err)
 {
     memset(g, 0, sizeof(*g));
-    if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), 0, "BertConfig", err))
-        return -1;
-    if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
+    struct family_shape *sh = &g->shape;
+    if (attn_ckpt_config_int(&sh->d, c,
+                             (struct ckpt_int){.key = "hidden_size",
+                                               .min = 1,
+                                               .max = SCENE_MAX_DIM,
+                                               .what = "the width",
+                                               .required = true},
                              err) ||
-        attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
-                             "layers", true, err) ||
-        attn_ckpt_config_int(&g->heads, c, "num_attention_heads", NULL, 1, SCENE_MAX_HEADS, "heads",
-                             true, err) ||
-        attn_ckpt_config_int(&g->inter, c, "intermediate_size", NULL, 1, 4 * SCENE_MAX_DIM,
-                             "the feed-forward width", true, err) ||
-        attn_ckpt_config_int(&g->positions, c, "max_position_embeddings", NULL, 1,
-                             8 * SCENE_MAX_TOKENS, "positions", true, err))
+        attn_ckpt_config_int(&sh->layers, c,
+                             (struct ckpt_int){.key = "num_hidden_layers",
+                                               .min = 1,
+                                               .max = SCENE_MAX_LAYERS,
+                                               .what = "layers",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&sh->heads, c,
+                             (struct ckpt_int){.key = "num_attention_heads",
+                                               .min = 1,
+                                               .max = SCENE_MAX_HEADS,
+                                               .what = "heads",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->inter, c,
+                             (struct ckpt_int){.key = "intermediate_size",
+                                               .min = 1,
+                                               .max = 4 * SCENE_MAX_DIM,
+                                               .what = "the feed-forward width",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&sh->positions, c,
+                             (struct ckpt_int){.key = "max_position_embeddings",
+                                               .min = 1,
+                                               .max = 8 * SCENE_MAX_TOKENS,
+                                               .what = "positions",
+                                               .required = true},
+                             err))
         return -1;
-    if (g->d % g->heads != 0)
+    if (sh->d % sh->heads != 0)
         return attn_ckpt_config_error(c, "num_attention_heads", NULL, err,
                                       "'num_attention_heads' %d does not divide 'hidden_size' %d",
-                                      g->heads, g->d);
+                                      sh->heads, sh->d);
     g->types = 2;
     g->eps = 1e-12;
-    g->tied = true;
-    if (attn_ckpt_config_int(&g->types, c, "type_vocab_size", NULL, 1, 1024, "the token types",
-                             false, err) ||
-        attn_ckpt_config_number(&g->eps, c, "layer_norm_eps", 0, 1, "a number between 0 and 1",
+    sh->tied = sh->tied_default = true; /* the MLM decoder is the word embeddings */
+    if (attn_ckpt_config_int(
+            &g->types, c,
+            (struct ckpt_int){
+                .key = "type_vocab_size", .min = 1, .max = 1024, .what = "the token types"},
+            err) ||
+        attn_ckpt_config_number(&g->eps, c,
+                                (struct ckpt_number){.key = "layer_norm_eps",
+                                                     .above = 0,
+                                                     .below = 1,
+                                                     .what = "a number between 0 and 1"},
                                 err) ||
-        attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err))
+        attn_ckpt_config_bool(&sh->tied, c, "tie_word_embeddings", err))
         return -1;
     char got[64];
     json_t *act = json_object_get(c->root, "hidden_act");
@@ -111,6 +140,11 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
                                           "'%s' is true: attnscope reads BERT as an encoder",
                                           must_be_false[i]);
     }
+    sh->width_key = "hidden_size";
+    sh->positions_key = "max_position_embeddings";
+    sh->learned = true;
+    sh->causal = false; /* an encoder: every token sees every other */
+    sh->scale = SCALE_SQRT_DK;
     return 0;
 }
 
@@ -137,8 +171,10 @@ static void norm_name(char *out, size_t size, const char *prefix, const char *na
 /* A tensor the mapping reads, or knows to skip: the pooler, the next-sentence head, the MLM
  * decoder's copies of what it ties, the position_ids buffer. name without the prefix (the cls.
  * ones have none). */
-static bool known_name(const char *name, int layers, bool old)
+static bool known(const struct family_load *ld, const char *name)
 {
+    const struct config *g = ld->config;
+    bool old = old_names(ld->b, ld->prefix);
     static const char *const top[] = {
         "embeddings.word_embeddings.weight",
         "embeddings.position_embeddings.weight",
@@ -183,7 +219,8 @@ static bool known_name(const char *name, int layers, bool old)
             return true;
     }
     int L, used = 0;
-    if (sscanf(name, "encoder.layer.%d.%n", &L, &used) != 1 || used == 0 || L < 0 || L >= layers)
+    if (sscanf(name, "encoder.layer.%d.%n", &L, &used) != 1 || used == 0 || L < 0 ||
+        L >= g->shape.layers)
         return false;
     char check[48];
     snprintf(check, sizeof(check), "encoder.layer.%d.", L);
@@ -197,84 +234,42 @@ static bool known_name(const char *name, int layers, bool old)
     return false;
 }
 
-int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *cfg,
-                   const struct ckpt_overrides *o, struct diag *err)
+/* The block BERT is made of, its other embeddings, its MLM head and every layer's parameters. */
+static int load(struct family_load *ld, struct diag *err)
 {
-    struct ckpt_backing *b = attn_ckpt_backing(s);
+    struct attn_scene *s = ld->s;
+    struct ckpt_backing *b = ld->b;
     struct config c;
-    if (read_config(&c, cfg, err) || attn_ckpt_open(b, path, err))
+    if (read_config(&c, ld->cfg, err) || attn_family_prologue(ld, &c.shape, &c, err))
         return -1;
-    /* BertForMaskedLM's names start with "bert.": any tensor says so */
-    const char *prefix = "";
-    for (int i = 0; i < b->st.n; i++)
-        if (strncmp(b->st.refs[i].name, "bert.", 5) == 0)
-            prefix = "bert.";
+    const char *prefix = ld->prefix, *arch = ld->family->name;
     bool old = old_names(b, prefix);
-    size_t plen = strlen(prefix);
-    char shown[200], full[200];
-    for (int i = 0; i < b->st.n; i++) {
-        const char *name = b->st.refs[i].name;
-        bool cls = strncmp(name, "cls.", 4) == 0;
-        if ((!cls && strncmp(name, prefix, plen) != 0) ||
-            !known_name(cls ? name : name + plen, c.layers, old))
-            return attn_diag_file(err, b->st.path, "tensor '%s' is not part of BERT (arch bert)",
-                                  attn_ckpt_show_name(shown, sizeof(shown), name));
-    }
-    if (s->n_tokens + s->pos.offset > c.positions)
-        return attn_diag_set(err, "text",
-                             "%d tokens%s, but the checkpoint has %d positions "
-                             "(max_position_embeddings)",
-                             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "",
-                             c.positions);
-    int d = c.d, h = c.inter, layers = o->layers ? s->layers : c.layers;
-    if (layers > c.layers)
-        return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
-    int heads = o->heads ? s->attn.heads : c.heads;
-    if (heads < 1 || d % heads != 0)
-        return attn_diag_set(err, "attention.heads",
-                             "heads %d does not divide the checkpoint's width %d (hidden_size)",
-                             heads, d);
+    int d = c.shape.d, h = c.inter, vocab = ld->vocab;
+    char full[200];
 
-    /* the embeddings: words (rows read as needed), positions and token types, their LayerNorm */
-    norm_name(full, sizeof(full), prefix, "embeddings.word_embeddings.weight", old);
-    int vocab = 0, cols;
-    if (!attn_ckpt_shape(b, full, &vocab, &cols))
-        vocab = 0;
-    int said = vocab;
-    if (attn_ckpt_config_int(&said, cfg, "vocab_size", NULL, 1, INT32_MAX, "the vocabulary", false,
-                             err))
-        return -1;
-    if (vocab > 0 && said != vocab)
-        return attn_diag_file(err, b->st.path,
-                              "tensor '%s' has %d rows, but config.json says vocab_size %d", full,
-                              vocab, said);
-    attn_matrix_free(&s->embed.rows);
+    /* the embeddings besides the words: positions and token types, their LayerNorm */
     attn_matrix_free(&s->embed.types);
     attn_matrix_free(&s->embed.norm_weight);
     attn_matrix_free(&s->embed.norm_bias);
     attn_matrix_free(&s->pos.table);
-    if (attn_ckpt_tensor(&s->embed.rows, b, full, vocab, d, CKPT_MATRIX, ARCH, err))
-        return -1;
     struct {
         struct attn_matrix *dst;
         const char *name;
         int rows;
         enum ckpt_form form;
     } emb[] = {
-        {&s->pos.table, "embeddings.position_embeddings.weight", c.positions, CKPT_TABLE},
+        {&s->pos.table, "embeddings.position_embeddings.weight", c.shape.positions, CKPT_TABLE},
         {&s->embed.types, "embeddings.token_type_embeddings.weight", c.types, CKPT_TABLE},
         {&s->embed.norm_weight, "embeddings.LayerNorm.weight", 1, CKPT_VECTOR},
         {&s->embed.norm_bias, "embeddings.LayerNorm.bias", 1, CKPT_VECTOR},
     };
     for (size_t i = 0; i < sizeof(emb) / sizeof(emb[0]); i++) {
         norm_name(full, sizeof(full), prefix, emb[i].name, old);
-        if (attn_ckpt_tensor(emb[i].dst, b, full, emb[i].rows, d, emb[i].form, ARCH, err))
+        if (attn_ckpt_tensor(emb[i].dst, b, full, emb[i].rows, d, emb[i].form, arch, err))
             return -1;
     }
-    s->embed.kind = EMBED_TABLE;
-    s->embed.dim = d;
     s->pos.kind = POS_LEARNED;
-    s->pos.max_len = c.positions;
+    s->pos.max_len = c.shape.positions;
 
     /* the MLM head, when the checkpoint has one: masked-token predictions */
     attn_matrix_free(&s->unembed);
@@ -301,26 +296,24 @@ int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c
         for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
             norm_name(full, sizeof(full), "", head[i].name, old);
             if (attn_ckpt_tensor(head[i].dst, b, full, head[i].rows, head[i].cols, head[i].form,
-                                 ARCH, err))
+                                 arch, err))
                 return -1;
         }
         s->head.act = c.act;
-        if (c.tied)
+        if (c.shape.tied)
             s->unembed = s->embed.rows; /* the decoder is the word embeddings */
         else if (attn_ckpt_tensor(&s->unembed, b, "cls.predictions.decoder.weight", vocab, d,
-                                  CKPT_MATRIX, ARCH, err))
+                                  CKPT_MATRIX, arch, err))
             return -1;
         s->masked_lm = true;
-        s->mask_id = attn_ckpt_token_id(b, "[MASK]");
+        s->mask_id = attn_ckpt_token_id(b, ld->family->mask_token);
     }
 
     struct attn_config *a = &s->attn;
     a->projection = PROJ_LINEAR;
     a->d_out = d;
-    a->heads = heads;
+    a->heads = ld->heads;
     a->layout = LAYOUT_SPLIT;
-    if (!o->causal)
-        a->causal = false; /* an encoder: every token sees every other */
     a->qkv = QKV_SEPARATE;
     a->qkv_bias = true;
     a->out_proj = TRI_TRUE;
@@ -332,11 +325,8 @@ int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c
                                    .ffn_hidden = h,
                                    .activation = c.act,
                                    .final_norm = false};
-    s->layers = layers;
 
-    if (attn_ckpt_reset_weights(s, layers, err))
-        return -1;
-    for (int L = 0; L < layers; L++) {
+    for (int L = 0; L < ld->layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
         struct {
             struct attn_matrix *dst;
@@ -366,16 +356,34 @@ int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c
             snprintf(name, sizeof(name), "encoder.layer.%d.%s", L, parts[i].name);
             norm_name(full, sizeof(full), prefix, name, old);
             if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
-                                 ARCH, err))
+                                 arch, err))
                 return -1;
         }
         w->set = true;
     }
-    s->model.layers = c.layers;
-    s->model.heads = c.heads;
-    s->model.causal = false; /* as trained */
-    s->model.scale = SCALE_SQRT_DK;
-    s->model.positions = c.positions;
-    s->model.positions_key = "max_position_embeddings";
-    return attn_ckpt_finish(b, s, path, ARCH, err);
+    return attn_ckpt_finish(b, s, ld->path, arch, err);
 }
+
+static const struct family_class CLASSES[] = {
+    {"BertForMaskedLM", "bert", 0},
+    {"BertModel", NULL, 0},
+    {"BertForPreTraining", NULL, 0},
+    {NULL, NULL, 0},
+};
+static const struct family_variant VARIANTS[] = {{"BertConfig", "BERT"}};
+static const char *const OUTSIDE[] = {"cls.", NULL}; /* the MLM and next-sentence heads */
+
+/* BertForMaskedLM's names start with "bert.", BertModel's do not. */
+const struct attn_family attn_family_bert = {
+    .name = "bert",
+    .classes = CLASSES,
+    .variants = VARIANTS,
+    .keys = KEYS,
+    .n_keys = sizeof(KEYS) / sizeof(KEYS[0]),
+    .names = {.prefix = "bert.",
+              .outside = OUTSIDE,
+              .embed = "embeddings.word_embeddings.weight",
+              .known = known},
+    .load = load,
+    .mask_token = "[MASK]",
+};

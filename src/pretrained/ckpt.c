@@ -414,45 +414,46 @@ const char *attn_ckpt_show_value(char *out, size_t size, const json_t *v)
     return out;
 }
 
-int attn_ckpt_config_int(int *out, const struct ckpt_config *c, const char *key, const char *alt,
-                         long long lo, long long hi, const char *what, bool required,
+int attn_ckpt_config_int(int *out, const struct ckpt_config *c, struct ckpt_int spec,
                          struct diag *err)
 {
-    const char *used;
-    json_t *v = attn_ckpt_config_get(c, key, alt, &used);
+    const char *used, *what = spec.what;
+    json_t *v = attn_ckpt_config_get(c, spec.key, spec.alt, &used);
     char got[64];
     if (!v || json_is_null(v)) {
-        if (!required)
+        if (!spec.required)
             return 0;
         if (!v)
-            return attn_ckpt_config_error(c, NULL, NULL, err, "'%s' (%s) is missing", key, what);
+            return attn_ckpt_config_error(c, NULL, NULL, err, "'%s' (%s) is missing", spec.key,
+                                          what);
     }
     if (!json_is_integer(v))
         return attn_ckpt_config_error(c, used, NULL, err, "'%s' (%s) is %s, not an integer", used,
                                       what, attn_ckpt_show_value(got, sizeof(got), v));
     long long x = json_integer_value(v);
-    if (x < lo)
-        return attn_ckpt_config_error(
-            c, used, NULL, err, "'%s' (%s) is %lld: it must be at least %lld", used, what, x, lo);
-    if (x > hi)
+    if (x < spec.min)
+        return attn_ckpt_config_error(c, used, NULL, err,
+                                      "'%s' (%s) is %lld: it must be at least %lld", used, what, x,
+                                      spec.min);
+    if (x > spec.max)
         return attn_ckpt_config_error(
             c, used, NULL, err, "'%s' (%s) is %lld: attnscope runs at most %lld (out of range)",
-            used, what, x, hi);
+            used, what, x, spec.max);
     *out = (int)x;
     return 0;
 }
 
-int attn_ckpt_config_number(double *out, const struct ckpt_config *c, const char *key, double lo,
-                            double hi, const char *what, struct diag *err)
+int attn_ckpt_config_number(double *out, const struct ckpt_config *c, struct ckpt_number spec,
+                            struct diag *err)
 {
-    json_t *v = json_object_get(c->root, key);
+    json_t *v = json_object_get(c->root, spec.key);
     if (!v || json_is_null(v))
         return 0;
     char got[64];
     double x = json_is_number(v) ? json_number_value(v) : NAN;
-    if (!(x > lo && x < hi))
-        return attn_ckpt_config_error(c, key, NULL, err, "'%s' is %s, not %s", key,
-                                      attn_ckpt_show_value(got, sizeof(got), v), what);
+    if (!(x > spec.above && x < spec.below))
+        return attn_ckpt_config_error(c, spec.key, NULL, err, "'%s' is %s, not %s", spec.key,
+                                      attn_ckpt_show_value(got, sizeof(got), v), spec.what);
     *out = x;
     return 0;
 }

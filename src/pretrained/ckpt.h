@@ -1,7 +1,8 @@
 /* ckpt: what every checkpoint family shares.
  *
- * gpt2.c, llama.c and bert.c each map one family's Hugging Face tensor names and config.json keys
- * onto a scene; this module does the reading they have in common:
+ * Each family's file (the registry, families.h, lists them) maps its Hugging Face tensor names
+ * and config.json keys onto a scene; this module does the reading they have in common (and
+ * family.c the steps each takes first):
  *   - the scene's backing (engine/scene.h): the tokenizer, the mapped checkpoint (one file or a
  *     sharded index, stset.h) and the float32 copies widened from F16/BF16 tensors;
  *   - config.json, its values checked against attnscope's limits and every problem located at
@@ -75,14 +76,30 @@ int attn_ckpt_config_error(const struct ckpt_config *c, const char *key, const c
 /* The value of key, or of alt when key is not there (then *used names alt), or NULL. */
 json_t *attn_ckpt_config_get(const struct ckpt_config *c, const char *key, const char *alt,
                              const char **used);
-/* An integer from lo to hi (what attnscope can run); key may be spelled alt. Missing: an error
- * when required, else *out is left as it is. */
-int attn_ckpt_config_int(int *out, const struct ckpt_config *c, const char *key, const char *alt,
-                         long long lo, long long hi, const char *what, bool required,
+/* An integer key of config.json and what attnscope can run of it (attn_ckpt_config_int), named
+ * at the call as ggml_init's struct ggml_init_params is:
+ *   attn_ckpt_config_int(&n, c, (struct ckpt_int){.key = "n_head", .min = 1, .max = 256,
+ *                                                  .what = "heads", .required = true}, err) */
+struct ckpt_int {
+    const char *key;
+    const char *alt;    /* another name of it (GPT-2's attribute_map), or NULL */
+    long long min, max; /* what attnscope runs: "it must be at least", "at most" */
+    const char *what;   /* what it is, in messages: "'n_head' (heads) is 0" */
+    bool required;      /* missing: an error; else *out is left as it is */
+};
+/* A number key of config.json, strictly between above and below (attn_ckpt_config_number). */
+struct ckpt_number {
+    const char *key;
+    double above, below;
+    const char *what; /* what it must be, in messages: 'KEY' is "abc", not WHAT */
+};
+
+/* The integer spec says. Missing (or null): an error when required, else *out is left as it is. */
+int attn_ckpt_config_int(int *out, const struct ckpt_config *c, struct ckpt_int spec,
                          struct diag *err);
-/* A number in (lo, hi); missing: *out left as it is. null counts as missing when null_ok. */
-int attn_ckpt_config_number(double *out, const struct ckpt_config *c, const char *key, double lo,
-                            double hi, const char *what, struct diag *err);
+/* The number spec says; missing (or null): *out left as it is. */
+int attn_ckpt_config_number(double *out, const struct ckpt_config *c, struct ckpt_number spec,
+                            struct diag *err);
 /* true or false; missing (or null): *out left as it is. */
 int attn_ckpt_config_bool(bool *out, const struct ckpt_config *c, const char *key,
                           struct diag *err);

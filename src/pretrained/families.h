@@ -1,24 +1,27 @@
-/* families: the name mapping of each checkpoint family, called by pretrained.c once config.json
- * is read and says which it is. Each fills s as attn_pretrained_load says (pretrained.h). */
+/* families: the registry of checkpoint families, one row each (struct attn_family, family.h), and
+ * what is asked of it: which family config.json names, a family by its name, the names for a
+ * message. Its rows are in families.c; each is defined in its family's file.
+ */
 #ifndef ATTNSCOPE_FAMILIES_H
 #define ATTNSCOPE_FAMILIES_H
 
+#include <stddef.h>
+
 #include "common/diag.h"
-#include "engine/scene.h"
 #include "pretrained/ckpt.h"
+#include "pretrained/family.h"
 
-/* The variants of the Llama family, which differ in a few keys and tensors. */
-enum llama_variant { LLAMA_PLAIN, LLAMA_MISTRAL, LLAMA_QWEN2, LLAMA_QWEN3 };
+/* The family a scene's model: {arch: NAME} names, or NULL. */
+const struct attn_family *attn_families_named(const char *name);
 
-/* GPT-2 (gpt2.c): GPT2LMHeadModel / GPT2Model. */
-int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *c,
-                   const struct ckpt_overrides *o, struct diag *err);
-/* The Llama family (llama.c): LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
- * Qwen3ForCausalLM. */
-int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *c,
-                    enum llama_variant v, const struct ckpt_overrides *o, struct diag *err);
-/* BERT (bert.c): BertModel, BertForMaskedLM, BertForPreTraining. */
-int attn_bert_load(struct attn_scene *s, const char *path, struct ckpt_config *c,
-                   const struct ckpt_overrides *o, struct diag *err);
+/* The families' names as a message lists them, after first when it is not NULL:
+ * "auto, gpt2, llama or bert". */
+const char *attn_families_list(char *out, size_t size, const char *first);
+
+/* What config.json says the checkpoint is ("architectures", else "model_type"): *family (NULL
+ * when it says nothing) and its *variant. A class no family reads is an error at its key that
+ * lists those they do. */
+int attn_families_detect(const struct attn_family **family, int *variant,
+                         const struct ckpt_config *c, struct diag *err);
 
 #endif

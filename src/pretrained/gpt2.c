@@ -1,12 +1,12 @@
-/* gpt2: Hugging Face GPT-2 files as a scene (see families.h). The tensors and keys of
- * GPT2LMHeadModel / GPT2Model: wte, wpe, h.L.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
+/* gpt2: the GPT-2 family, its row of the registry (family.h): Hugging Face's GPT2LMHeadModel and
+ * GPT2Model. The tensors: wte, wpe, h.L.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
  * mlp.c_proj}, ln_f, with or without "transformer.", and lm_head when it is not tied. Conv1D keeps
  * its weights (in, out), as the engine reads them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pretrained/families.h"
+#include "pretrained/family.h"
 
 /* Rows of the position table: GPT-2 has 1024; a scene's learned table may have this many. */
 #define GPT2_MAX_POSITIONS (8 * SCENE_MAX_TOKENS)
@@ -53,11 +53,10 @@ static const char *const ALIASES[][2] = {
 };
 
 struct config {
-    int heads, layers, d, positions, inner;
-    const char *positions_key;
+    struct family_shape shape; /* d, layers, heads, positions, tied (and its key), as trained */
+    int inner;
     double eps;
     enum attn_activation act;
-    bool tied; /* tie_word_embeddings (Hugging Face's default: true): lm_head is wte */
     bool scaled, by_layer, reorder;
 };
 
@@ -66,8 +65,7 @@ struct config {
 static int read_config(struct config *g, struct ckpt_config *c, struct diag *err)
 {
     memset(g, 0, sizeof(*g));
-    if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), 0, "GPT2Config", err))
-        return -1;
+    struct family_shape *sh = &g->shape;
     /* a name and its alias both written must agree (transformers would keep the later one) */
     for (size_t i = 0; i < sizeof(ALIASES) / sizeof(ALIASES[0]); i++) {
         json_t *a = json_object_get(c->root, ALIASES[i][0]),
@@ -80,19 +78,42 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
                                           ALIASES[i][1], attn_ckpt_show_value(y, sizeof(y), b),
                                           ALIASES[i][0], attn_ckpt_show_value(x, sizeof(x), a));
     }
-    g->positions_key = json_object_get(c->root, "n_positions") ? "n_positions"
-                       : json_object_get(c->root, "max_position_embeddings")
-                           ? "max_position_embeddings"
-                       : json_object_get(c->root, "n_ctx") ? "n_ctx"
-                                                           : "n_positions";
-    if (attn_ckpt_config_int(&g->heads, c, "n_head", "num_attention_heads", 1, SCENE_MAX_HEADS,
-                             "heads", true, err) ||
-        attn_ckpt_config_int(&g->layers, c, "n_layer", "num_hidden_layers", 1, SCENE_MAX_LAYERS,
-                             "layers", true, err) ||
-        attn_ckpt_config_int(&g->d, c, "n_embd", "hidden_size", 1, SCENE_MAX_DIM, "the width", true,
+    sh->positions_key = json_object_get(c->root, "n_positions") ? "n_positions"
+                        : json_object_get(c->root, "max_position_embeddings")
+                            ? "max_position_embeddings"
+                        : json_object_get(c->root, "n_ctx") ? "n_ctx"
+                                                            : "n_positions";
+    if (attn_ckpt_config_int(&sh->heads, c,
+                             (struct ckpt_int){.key = "n_head",
+                                               .alt = "num_attention_heads",
+                                               .min = 1,
+                                               .max = SCENE_MAX_HEADS,
+                                               .what = "heads",
+                                               .required = true},
                              err) ||
-        attn_ckpt_config_int(&g->positions, c, g->positions_key, NULL, 1, GPT2_MAX_POSITIONS,
-                             "positions", true, err))
+        attn_ckpt_config_int(&sh->layers, c,
+                             (struct ckpt_int){.key = "n_layer",
+                                               .alt = "num_hidden_layers",
+                                               .min = 1,
+                                               .max = SCENE_MAX_LAYERS,
+                                               .what = "layers",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&sh->d, c,
+                             (struct ckpt_int){.key = "n_embd",
+                                               .alt = "hidden_size",
+                                               .min = 1,
+                                               .max = SCENE_MAX_DIM,
+                                               .what = "the width",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&sh->positions, c,
+                             (struct ckpt_int){.key = sh->positions_key,
+                                               .min = 1,
+                                               .max = GPT2_MAX_POSITIONS,
+                                               .what = "positions",
+                                               .required = true},
+                             err))
         return -1;
     /* scale_attn_weights: scores / sqrt(head_dim), or not; scale_attn_by_inverse_layer_idx: layer
        L's also / (L + 1). reorder_and_upcast_attn scales q k^T inside the product and upcasts it
@@ -103,18 +124,27 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
         attn_ckpt_config_bool(&g->by_layer, c, "scale_attn_by_inverse_layer_idx", err) ||
         attn_ckpt_config_bool(&g->reorder, c, "reorder_and_upcast_attn", err))
         return -1;
-    if (g->d % g->heads != 0)
+    if (sh->d % sh->heads != 0)
         return attn_ckpt_config_error(c, "n_head", NULL, err,
-                                      "'n_head' %d does not divide 'n_embd' %d", g->heads, g->d);
-    g->inner = 4 * g->d;
-    if (attn_ckpt_config_int(&g->inner, c, "n_inner", NULL, 1, 4 * SCENE_MAX_DIM,
-                             "the feed-forward width", false, err))
+                                      "'n_head' %d does not divide 'n_embd' %d", sh->heads, sh->d);
+    g->inner = 4 * sh->d;
+    if (attn_ckpt_config_int(&g->inner, c,
+                             (struct ckpt_int){.key = "n_inner",
+                                               .min = 1,
+                                               .max = 4 * SCENE_MAX_DIM,
+                                               .what = "the feed-forward width"},
+                             err))
         return -1;
-    g->tied = true;
+    sh->tied = sh->tied_default = true; /* lm_head is wte */
     g->eps = 1e-5;
-    if (attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err) ||
-        attn_ckpt_config_number(&g->eps, c, "layer_norm_epsilon", 0, 1,
-                                "a number between 0 and 1 (GPT-2's is 1e-05)", err))
+    if (attn_ckpt_config_bool(&sh->tied, c, "tie_word_embeddings", err) ||
+        attn_ckpt_config_number(&g->eps, c,
+                                (struct ckpt_number){.key = "layer_norm_epsilon",
+                                                     .above = 0,
+                                                     .below = 1,
+                                                     .what = "a number between 0 and 1 (GPT-2's "
+                                                             "is 1e-05)"},
+                                err))
         return -1;
     json_t *act = json_object_get(c->root, "activation_function");
     char got[64];
@@ -134,11 +164,15 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
             c, "activation_function", NULL, err,
             "'activation_function' %s is not one attnscope has (gelu_new, gelu, relu)",
             attn_ckpt_show_value(got, sizeof(got), act));
+    sh->width_key = "n_embd";
+    sh->learned = true;
+    sh->causal = true;
+    sh->scale = g->scaled ? SCALE_SQRT_DK : SCALE_NONE;
     return 0;
 }
 
-/* A tensor the mapping knows: GPT-2's, a buffer some exports add, or the tied LM head. */
-static bool known_name(const char *name, int layers)
+/* A tensor the mapping knows: GPT-2's, or a buffer some exports add. */
+static bool known(const struct family_load *ld, const char *name)
 {
     static const char *const top[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
     static const char *const per_layer[] = {
@@ -147,11 +181,12 @@ static bool known_name(const char *name, int layers)
         "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias",
         "attn.bias",          "attn.masked_bias", /* buffers: the causal mask, -1e4 */
     };
+    const struct config *g = ld->config;
     for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
         if (strcmp(name, top[i]) == 0)
             return true;
     int L, used = 0;
-    if (sscanf(name, "h.%d.%n", &L, &used) == 1 && used > 0 && L >= 0 && L < layers) {
+    if (sscanf(name, "h.%d.%n", &L, &used) == 1 && used > 0 && L >= 0 && L < g->shape.layers) {
         char check[32];
         snprintf(check, sizeof(check), "h.%d.", L);
         if (strncmp(name, check, strlen(check)) != 0) /* "h.01." is not layer 1's */
@@ -163,90 +198,34 @@ static bool known_name(const char *name, int layers)
     return false;
 }
 
-int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *cfg,
-                   const struct ckpt_overrides *o, struct diag *err)
+/* The block GPT-2 is made of, and every layer's parameters. */
+static int load(struct family_load *ld, struct diag *err)
 {
-    struct ckpt_backing *b = attn_ckpt_backing(s);
+    struct attn_scene *s = ld->s;
+    struct ckpt_backing *b = ld->b;
     struct config c;
-    if (read_config(&c, cfg, err) || attn_ckpt_open(b, path, err))
+    if (read_config(&c, ld->cfg, err) || attn_family_prologue(ld, &c.shape, &c, err))
         return -1;
-
-    /* GPT2LMHeadModel's names start with "transformer.": any tensor says so (a missing wte is
-       then named as missing) */
-    const char *prefix = "";
-    for (int i = 0; i < b->st.n; i++)
-        if (strncmp(b->st.refs[i].name, "transformer.", 12) == 0)
-            prefix = "transformer.";
-    size_t plen = strlen(prefix);
-    for (int i = 0; i < b->st.n; i++) {
-        const char *name = b->st.refs[i].name;
-        if (strcmp(name, "lm_head.weight") == 0) /* the unembedding: below */
-            continue;
-        char shown[200];
-        if (strncmp(name, prefix, plen) != 0 || !known_name(name + plen, c.layers))
-            return attn_diag_file(err, b->st.path, "tensor '%s' is not part of GPT-2 (arch gpt2)",
-                                  attn_ckpt_show_name(shown, sizeof(shown), name));
-    }
-
-    if (s->n_tokens + s->pos.offset > c.positions)
-        return attn_diag_set(err, "text", "%d tokens%s, but the checkpoint has %d positions (%s)",
-                             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "", c.positions,
-                             c.positions_key);
-    int d = c.d, layers = o->layers ? s->layers : c.layers;
-    if (layers > c.layers)
-        return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
-    int heads = o->heads ? s->attn.heads : c.heads;
-    if (heads < 1 || d % heads != 0)
-        return attn_diag_set(err, "attention.heads",
-                             "heads %d does not divide the checkpoint's width %d (n_embd)", heads,
-                             d);
-
-    /* the tables: wte stays in the file (lazy when F16: its rows are read as needed), wpe is
-     * read whole */
+    const char *prefix = ld->prefix, *arch = ld->family->name;
+    int d = c.shape.d, positions = c.shape.positions;
     char full[160];
-    snprintf(full, sizeof(full), "%swte.weight", prefix);
-    int vocab = 0, cols;
-    if (!attn_ckpt_shape(b, full, &vocab, &cols))
-        vocab = 0;
-    attn_matrix_free(&s->embed.rows);
-    if (attn_ckpt_tensor(&s->embed.rows, b, full, vocab, d, CKPT_MATRIX, "gpt2", err))
-        return -1;
-    s->embed.kind = EMBED_TABLE;
-    s->embed.dim = d;
-    attn_matrix_free(&s->pos.table);
+    attn_matrix_free(&s->pos.table); /* read whole */
     snprintf(full, sizeof(full), "%swpe.weight", prefix);
-    if (attn_ckpt_tensor(&s->pos.table, b, full, c.positions, d, CKPT_TABLE, "gpt2", err))
+    if (attn_ckpt_tensor(&s->pos.table, b, full, positions, d, CKPT_TABLE, arch, err))
         return -1;
-    /* The unembedding: Hugging Face's GPT2LMHeadModel ties lm_head to wte unless the config
-     * says tie_word_embeddings: false; then lm_head.weight is its own matrix. */
-    attn_matrix_free(&s->unembed);
-    if (c.tied) {
-        s->unembed = s->embed.rows; /* borrowed: the same numbers, never freed twice */
-    } else if (!attn_ckpt_has(b, "lm_head.weight")) {
-        return attn_diag_file(
-            err, path,
-            "config.json says tie_word_embeddings: false, but the checkpoint has no "
-            "lm_head.weight to unembed with");
-    } else if (attn_ckpt_tensor(&s->unembed, b, "lm_head.weight", vocab, d, CKPT_MATRIX, "gpt2",
-                                err)) {
-        return -1;
-    }
     s->pos.kind = POS_LEARNED;
-    s->pos.max_len = c.positions;
+    s->pos.max_len = positions;
 
-    /* the block GPT-2 is made of */
     struct attn_config *a = &s->attn;
     a->projection = PROJ_LINEAR;
     a->d_out = d;
-    a->heads = heads;
+    a->heads = ld->heads;
     a->layout = LAYOUT_SPLIT;
-    if (!o->causal)
-        a->causal = true;
     a->qkv = QKV_FUSED;
     a->qkv_bias = true;
     a->out_proj = TRI_TRUE;
     a->out_bias = true;
-    if (!o->scale)
+    if (!ld->o->scale)
         a->scale = c.scaled ? SCALE_DEFAULT : SCALE_NONE;
     a->scale_by_layer = c.by_layer;
     s->block = (struct attn_block){.on = true,
@@ -256,12 +235,8 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *c
                                    .ffn_hidden = c.inner,
                                    .activation = c.act,
                                    .final_norm = true};
-    s->layers = layers;
 
-    /* every layer's parameters */
-    if (attn_ckpt_reset_weights(s, layers, err))
-        return -1;
-    for (int L = 0; L < layers; L++) {
+    for (int L = 0; L < ld->layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
         struct {
             struct attn_matrix *dst;
@@ -285,24 +260,40 @@ int attn_gpt2_load(struct attn_scene *s, const char *path, struct ckpt_config *c
             snprintf(full, sizeof(full), "%sh.%d.%s", prefix, L, parts[i].name);
             bool vector = parts[i].rows == 0;
             if (attn_ckpt_tensor(parts[i].dst, b, full, vector ? 1 : parts[i].rows, parts[i].cols,
-                                 vector ? CKPT_VECTOR : CKPT_MATRIX, "gpt2", err))
+                                 vector ? CKPT_VECTOR : CKPT_MATRIX, arch, err))
                 return -1;
         }
         w->set = true;
-        if (L == layers - 1) {
+        if (L == ld->layers - 1) {
             snprintf(full, sizeof(full), "%sln_f.weight", prefix);
-            if (attn_ckpt_tensor(&w->final_norm_weight, b, full, 1, d, CKPT_VECTOR, "gpt2", err))
+            if (attn_ckpt_tensor(&w->final_norm_weight, b, full, 1, d, CKPT_VECTOR, arch, err))
                 return -1;
             snprintf(full, sizeof(full), "%sln_f.bias", prefix);
-            if (attn_ckpt_tensor(&w->final_norm_bias, b, full, 1, d, CKPT_VECTOR, "gpt2", err))
+            if (attn_ckpt_tensor(&w->final_norm_bias, b, full, 1, d, CKPT_VECTOR, arch, err))
                 return -1;
         }
     }
-    s->model.layers = c.layers;
-    s->model.heads = c.heads;
-    s->model.causal = true; /* as trained */
-    s->model.scale = c.scaled ? SCALE_SQRT_DK : SCALE_NONE;
-    s->model.positions = c.positions;
-    s->model.positions_key = c.positions_key;
-    return attn_ckpt_finish(b, s, path, "gpt2", err);
+    return attn_ckpt_finish(b, s, ld->path, arch, err);
 }
+
+static const struct family_class CLASSES[] = {
+    {"GPT2LMHeadModel", "gpt2", 0},
+    {"GPT2Model", NULL, 0},
+    {NULL, NULL, 0},
+};
+static const struct family_variant VARIANTS[] = {{"GPT2Config", "GPT-2"}};
+static const char *const OUTSIDE[] = {"lm_head.weight", NULL};
+
+const struct attn_family attn_family_gpt2 = {
+    .name = "gpt2",
+    .classes = CLASSES,
+    .variants = VARIANTS,
+    .keys = KEYS,
+    .n_keys = sizeof(KEYS) / sizeof(KEYS[0]),
+    .names = {.prefix = "transformer.",
+              .outside = OUTSIDE,
+              .embed = "wte.weight",
+              .unembed = "lm_head.weight",
+              .known = known},
+    .load = load,
+};

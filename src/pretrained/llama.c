@@ -1,4 +1,4 @@
-/* llama: the Llama family's Hugging Face files as a scene (see families.h).
+/* llama: the Llama family, its row of the registry (family.h).
  *
  * LlamaForCausalLM (Llama 2 and 3, SmolLM, TinyLlama), MistralForCausalLM, Qwen2ForCausalLM and
  * Qwen3ForCausalLM: model.embed_tokens, model.layers.L.{input_layernorm, self_attn.{q,k,v,o}_proj,
@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pretrained/families.h"
+#include "pretrained/family.h"
 #include "pretrained/rope.h"
 
-#define ARCH "llama"
+/* The variants of the family, which differ in a few keys and tensors. */
+enum llama_variant { LLAMA_PLAIN, LLAMA_MISTRAL, LLAMA_QWEN2, LLAMA_QWEN3 };
 
 #define V(variant) (1u << (variant))
 #define V_QWEN     (V(LLAMA_QWEN2) | V(LLAMA_QWEN3))
@@ -58,34 +59,39 @@ static const struct ckpt_key KEYS[] = {
      "multimodal RoPE (Qwen2-VL's) is not something attnscope computes"},
 };
 
+/* Each variant's configuration class, and the model as messages name it. */
+static const struct family_variant VARIANTS[] = {
+    [LLAMA_PLAIN] = {"LlamaConfig", "Llama"},
+    [LLAMA_MISTRAL] = {"MistralConfig", "Mistral"},
+    [LLAMA_QWEN2] = {"Qwen2Config", "Qwen2"},
+    [LLAMA_QWEN3] = {"Qwen3Config", "Qwen3"},
+};
+
 /* What each class defaults a key to, where they differ. */
 static const struct {
-    const char *cls;
     int kv_heads;  /* num_key_value_heads; 0: the heads */
     int positions; /* max_position_embeddings */
     int head_dim;  /* 0: hidden_size / heads */
 } DEFAULTS[] = {
-    [LLAMA_PLAIN] = {"LlamaConfig", 0, 2048, 0},
-    [LLAMA_MISTRAL] = {"MistralConfig", 8, 4096 * 32, 0},
-    [LLAMA_QWEN2] = {"Qwen2Config", 32, 32768, 0},
-    [LLAMA_QWEN3] = {"Qwen3Config", 32, 32768, 128},
+    [LLAMA_PLAIN] = {0, 2048, 0},
+    [LLAMA_MISTRAL] = {8, 4096 * 32, 0},
+    [LLAMA_QWEN2] = {32, 32768, 0},
+    [LLAMA_QWEN3] = {32, 32768, 128},
 };
 
 struct config {
-    int d, layers, heads, kv_heads, head_dim, inter, positions, window;
+    struct family_shape shape; /* d, layers, heads, kv_heads, positions, tied, as trained */
+    int head_dim, inter, window;
     bool window_off[SCENE_MAX_LAYERS]; /* layers of full attention despite the window */
     double eps;
-    bool tied, qkv_bias, out_bias, qk_norm, mlp_bias;
+    bool qkv_bias, out_bias, qk_norm, mlp_bias;
     struct ckpt_rope rope;
 };
 
-static const char *variant_name(enum llama_variant v)
-{
-    return v == LLAMA_MISTRAL ? "Mistral"
-           : v == LLAMA_QWEN2 ? "Qwen2"
-           : v == LLAMA_QWEN3 ? "Qwen3"
-                              : "Llama";
-}
+/* sliding_window: Mistral's, and Qwen's when use_sliding_window */
+#define WINDOW                                                                                     \
+    ((struct ckpt_int){                                                                            \
+        .key = "sliding_window", .min = 1, .max = INT32_MAX, .what = "the sliding window"})
 
 /* Qwen2's and Qwen3's sliding window, in both formats: transformers 4's use_sliding_window with
  * max_window_layers (layers from max_window_layers on slide), and 5's layer_types
@@ -102,23 +108,27 @@ static int read_qwen_window(struct config *g, struct ckpt_config *c, struct diag
         g->window = 4096; /* Qwen2Config's default */
         if (w && json_is_null(w))
             g->window = 0;
-        else if (attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
-                                      "the sliding window", false, err))
+        else if (attn_ckpt_config_int(&g->window, c, WINDOW, err))
             return -1;
     }
     int from = 28; /* max_window_layers: Qwen2Config's default */
     bool from_given = json_object_get(c->root, "max_window_layers") != NULL;
-    if (attn_ckpt_config_int(&from, c, "max_window_layers", NULL, 0, INT32_MAX,
-                             "the layers of full attention", false, err))
+    if (attn_ckpt_config_int(&from, c,
+                             (struct ckpt_int){.key = "max_window_layers",
+                                               .min = 0,
+                                               .max = INT32_MAX,
+                                               .what = "the layers of full attention"},
+                             err))
         return -1;
     json_t *types = json_object_get(c->root, "layer_types");
     char got[64];
     if (types && !json_is_null(types) &&
-        (!json_is_array(types) || json_array_size(types) != (size_t)g->layers))
+        (!json_is_array(types) || json_array_size(types) != (size_t)g->shape.layers))
         return attn_ckpt_config_error(c, "layer_types", NULL, err,
                                       "'layer_types' is %s, not a list of the %d layers' attention",
-                                      attn_ckpt_show_value(got, sizeof(got), types), g->layers);
-    for (int L = 0; L < g->layers; L++) {
+                                      attn_ckpt_show_value(got, sizeof(got), types),
+                                      g->shape.layers);
+    for (int L = 0; L < g->shape.layers; L++) {
         bool slides = g->window > 0 && L >= from; /* transformers 4's rule */
         if (json_is_array(types)) {
             json_t *t = json_array_get(types, (size_t)L);
@@ -152,57 +162,87 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                        enum llama_variant v, struct diag *err)
 {
     memset(g, 0, sizeof(*g));
-    if (attn_ckpt_config_keys(c, KEYS, sizeof(KEYS) / sizeof(KEYS[0]), (int)v, DEFAULTS[v].cls,
-                              err))
-        return -1;
-    if (attn_ckpt_config_int(&g->d, c, "hidden_size", NULL, 1, SCENE_MAX_DIM, "the width", true,
+    struct family_shape *sh = &g->shape;
+    if (attn_ckpt_config_int(&sh->d, c,
+                             (struct ckpt_int){.key = "hidden_size",
+                                               .min = 1,
+                                               .max = SCENE_MAX_DIM,
+                                               .what = "the width",
+                                               .required = true},
                              err) ||
-        attn_ckpt_config_int(&g->layers, c, "num_hidden_layers", NULL, 1, SCENE_MAX_LAYERS,
-                             "layers", true, err) ||
-        attn_ckpt_config_int(&g->heads, c, "num_attention_heads", NULL, 1, SCENE_MAX_HEADS, "heads",
-                             true, err) ||
-        attn_ckpt_config_int(&g->inter, c, "intermediate_size", NULL, 1, 4 * SCENE_MAX_DIM,
-                             "the feed-forward width", true, err))
+        attn_ckpt_config_int(&sh->layers, c,
+                             (struct ckpt_int){.key = "num_hidden_layers",
+                                               .min = 1,
+                                               .max = SCENE_MAX_LAYERS,
+                                               .what = "layers",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&sh->heads, c,
+                             (struct ckpt_int){.key = "num_attention_heads",
+                                               .min = 1,
+                                               .max = SCENE_MAX_HEADS,
+                                               .what = "heads",
+                                               .required = true},
+                             err) ||
+        attn_ckpt_config_int(&g->inter, c,
+                             (struct ckpt_int){.key = "intermediate_size",
+                                               .min = 1,
+                                               .max = 4 * SCENE_MAX_DIM,
+                                               .what = "the feed-forward width",
+                                               .required = true},
+                             err))
         return -1;
     /* the class's default when the key is missing; null is the heads (as transformers 5) */
     json_t *kv = json_object_get(c->root, "num_key_value_heads");
-    g->kv_heads = DEFAULTS[v].kv_heads && !kv ? DEFAULTS[v].kv_heads : g->heads;
-    if (attn_ckpt_config_int(&g->kv_heads, c, "num_key_value_heads", NULL, 1, g->heads,
-                             "the KV heads", false, err))
+    sh->kv_heads = DEFAULTS[v].kv_heads && !kv ? DEFAULTS[v].kv_heads : sh->heads;
+    if (attn_ckpt_config_int(
+            &sh->kv_heads, c,
+            (struct ckpt_int){
+                .key = "num_key_value_heads", .min = 1, .max = sh->heads, .what = "the KV heads"},
+            err))
         return -1;
-    if (g->kv_heads > g->heads || g->heads % g->kv_heads != 0)
+    if (sh->kv_heads > sh->heads || sh->heads % sh->kv_heads != 0)
         return attn_ckpt_config_error(c, "num_key_value_heads", NULL, err,
                                       "'num_key_value_heads' %d does not divide "
                                       "'num_attention_heads' %d",
-                                      g->kv_heads, g->heads);
+                                      sh->kv_heads, sh->heads);
     g->head_dim = DEFAULTS[v].head_dim;
-    if (attn_ckpt_config_int(&g->head_dim, c, "head_dim", NULL, 2, SCENE_MAX_DIM, "a head's width",
-                             false, err))
+    if (attn_ckpt_config_int(
+            &g->head_dim, c,
+            (struct ckpt_int){
+                .key = "head_dim", .min = 2, .max = SCENE_MAX_DIM, .what = "a head's width"},
+            err))
         return -1;
     if (g->head_dim == 0) {
-        if (g->d % g->heads != 0)
+        if (sh->d % sh->heads != 0)
             return attn_ckpt_config_error(c, "num_attention_heads", NULL, err,
                                           "'num_attention_heads' %d does not divide "
                                           "'hidden_size' %d (and there is no 'head_dim')",
-                                          g->heads, g->d);
-        g->head_dim = g->d / g->heads;
+                                          sh->heads, sh->d);
+        g->head_dim = sh->d / sh->heads;
     }
     if (g->head_dim % 2 != 0)
         return attn_ckpt_config_error(c, "head_dim", NULL, err,
                                       "a head is %d wide: RoPE turns pairs, so it must be even",
                                       g->head_dim);
-    if ((long)g->heads * g->head_dim > SCENE_MAX_DIM)
+    if ((long)sh->heads * g->head_dim > SCENE_MAX_DIM)
         return attn_ckpt_config_error(c, "head_dim", NULL, err,
-                                      "%d heads x head_dim %d is over attnscope's %d", g->heads,
+                                      "%d heads x head_dim %d is over attnscope's %d", sh->heads,
                                       g->head_dim, SCENE_MAX_DIM);
-    g->positions = DEFAULTS[v].positions;
-    if (attn_ckpt_config_int(&g->positions, c, "max_position_embeddings", NULL, 1, INT32_MAX,
-                             "positions", false, err))
+    sh->positions = DEFAULTS[v].positions;
+    if (attn_ckpt_config_int(
+            &sh->positions, c,
+            (struct ckpt_int){
+                .key = "max_position_embeddings", .min = 1, .max = INT32_MAX, .what = "positions"},
+            err))
         return -1;
     g->eps = 1e-6;
-    if (attn_ckpt_config_number(&g->eps, c, "rms_norm_eps", 0, 1, "a number between 0 and 1",
-                                err) ||
-        attn_ckpt_config_bool(&g->tied, c, "tie_word_embeddings", err))
+    if (attn_ckpt_config_number(
+            &g->eps, c,
+            (struct ckpt_number){
+                .key = "rms_norm_eps", .above = 0, .below = 1, .what = "a number between 0 and 1"},
+            err) ||
+        attn_ckpt_config_bool(&sh->tied, c, "tie_word_embeddings", err))
         return -1;
     /* attention_bias: Llama's and Qwen3's q, k, v and o; Qwen2 always has q, k and v biases,
        Mistral none */
@@ -227,19 +267,24 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
         g->window = 4096;
         if (w && json_is_null(w))
             g->window = 0;
-        else if (attn_ckpt_config_int(&g->window, c, "sliding_window", NULL, 1, INT32_MAX,
-                                      "the sliding window", false, err))
+        else if (attn_ckpt_config_int(&g->window, c, WINDOW, err))
             return -1;
     } else if (v != LLAMA_PLAIN && read_qwen_window(g, c, err)) {
         return -1;
     }
-    return attn_ckpt_rope(&g->rope, c, b, g->head_dim, g->positions, err);
+    sh->width_key = "hidden_size";
+    sh->heads_fixed = true; /* they come with RoPE and their KV groups */
+    sh->positions_key = "max_position_embeddings";
+    sh->causal = true;
+    sh->scale = SCALE_SQRT_DK;
+    return attn_ckpt_rope(&g->rope, c, b, g->head_dim, sh->positions, err);
 }
 
 /* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:
  * attnscope computes the frequencies from rope_theta). name without the "model." prefix. */
-static bool known_name(const char *name, int layers, const struct config *g)
+static bool known(const struct family_load *ld, const char *name)
 {
+    const struct config *g = ld->config;
     static const char *const top[] = {"embed_tokens.weight", "norm.weight"};
     static const char *const per_layer[] = {
         "input_layernorm.weight",  "post_attention_layernorm.weight",
@@ -257,7 +302,7 @@ static bool known_name(const char *name, int layers, const struct config *g)
         if (strcmp(name, top[i]) == 0)
             return true;
     int L, used = 0;
-    if (sscanf(name, "layers.%d.%n", &L, &used) != 1 || used == 0 || L < 0 || L >= layers)
+    if (sscanf(name, "layers.%d.%n", &L, &used) != 1 || used == 0 || L < 0 || L >= g->shape.layers)
         return false;
     char check[32];
     snprintf(check, sizeof(check), "layers.%d.", L);
@@ -279,70 +324,18 @@ static bool known_name(const char *name, int layers, const struct config *g)
     return g->out_bias && strcmp(rest, "self_attn.o_proj.bias") == 0;
 }
 
-int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *cfg,
-                    enum llama_variant v, const struct ckpt_overrides *o, struct diag *err)
+/* The block the family is made of, and every layer's parameters. */
+static int load(struct family_load *ld, struct diag *err)
 {
-    struct ckpt_backing *b = attn_ckpt_backing(s);
+    struct attn_scene *s = ld->s;
+    struct ckpt_backing *b = ld->b;
     struct config c;
-    if (read_config(&c, cfg, b, v, err) || attn_ckpt_open(b, path, err))
+    if (read_config(&c, ld->cfg, b, (enum llama_variant)ld->variant, err) ||
+        attn_family_prologue(ld, &c.shape, &c, err))
         return -1;
-    /* LlamaForCausalLM's names start with "model.", LlamaModel's do not: any tensor says which
-       (a missing embed_tokens is then named as missing, not every other tensor as foreign) */
-    const char *prefix = "";
-    for (int i = 0; i < b->st.n; i++)
-        if (strncmp(b->st.refs[i].name, "model.", 6) == 0)
-            prefix = "model.";
-    size_t plen = strlen(prefix);
-    char shown[200], full[200];
-    for (int i = 0; i < b->st.n; i++) {
-        const char *name = b->st.refs[i].name;
-        if (strcmp(name, "lm_head.weight") == 0) /* the unembedding: below */
-            continue;
-        if (strncmp(name, prefix, plen) != 0 || !known_name(name + plen, c.layers, &c))
-            return attn_diag_file(err, b->st.path, "tensor '%s' is not part of %s (arch llama)",
-                                  attn_ckpt_show_name(shown, sizeof(shown), name), variant_name(v));
-    }
-    /* past max_position_embeddings RoPE computes on, as transformers does: a warning
-       (attn_scene_positions_note), not a refusal */
-    int layers = o->layers ? s->layers : c.layers;
-    if (layers > c.layers)
-        return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", layers, c.layers);
-    if (o->heads && s->attn.heads != c.heads)
-        return attn_diag_set(err, "attention.heads",
-                             "heads %d: the checkpoint's %d heads come with its RoPE and its %d "
-                             "KV heads, and cannot be cut again (remove attention.heads)",
-                             s->attn.heads, c.heads, c.kv_heads);
-    int d = c.d, D = c.heads * c.head_dim, Dkv = c.kv_heads * c.head_dim, h = c.inter;
-
-    /* the embeddings and the unembedding: rows of the vocabulary */
-    snprintf(full, sizeof(full), "%sembed_tokens.weight", prefix);
-    int vocab = 0, cols;
-    if (!attn_ckpt_shape(b, full, &vocab, &cols))
-        vocab = 0;
-    int said = vocab;
-    if (attn_ckpt_config_int(&said, cfg, "vocab_size", NULL, 1, INT32_MAX, "the vocabulary", false,
-                             err))
-        return -1;
-    if (vocab > 0 && said != vocab)
-        return attn_diag_file(err, b->st.path,
-                              "tensor '%s' has %d rows, but config.json says vocab_size %d", full,
-                              vocab, said);
-    attn_matrix_free(&s->embed.rows);
-    if (attn_ckpt_tensor(&s->embed.rows, b, full, vocab, d, CKPT_MATRIX, ARCH, err))
-        return -1;
-    s->embed.kind = EMBED_TABLE;
-    s->embed.dim = d;
-    attn_matrix_free(&s->unembed);
-    if (c.tied) {
-        s->unembed = s->embed.rows; /* the same numbers, never freed twice */
-    } else if (!attn_ckpt_has(b, "lm_head.weight")) {
-        return attn_diag_file(err, path,
-                              "config.json says tie_word_embeddings: false (the default), but the "
-                              "checkpoint has no lm_head.weight to unembed with");
-    } else if (attn_ckpt_tensor(&s->unembed, b, "lm_head.weight", vocab, d, CKPT_MATRIX, ARCH,
-                                err)) {
-        return -1;
-    }
+    const char *prefix = ld->prefix, *arch = ld->family->name;
+    int d = c.shape.d, heads = c.shape.heads, D = heads * c.head_dim,
+        Dkv = c.shape.kv_heads * c.head_dim, h = c.inter;
     /* RoPE in rotate_half's pairs, with the checkpoint's base and scaling */
     attn_matrix_free(&s->pos.table);
     s->pos.kind = POS_ROPE;
@@ -353,11 +346,9 @@ int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *
     struct attn_config *a = &s->attn;
     a->projection = PROJ_LINEAR;
     a->d_out = D;
-    a->heads = c.heads;
-    a->kv_heads = c.kv_heads;
+    a->heads = heads;
+    a->kv_heads = c.shape.kv_heads;
     a->layout = LAYOUT_SPLIT;
-    if (!o->causal)
-        a->causal = true;
     a->qkv = QKV_SEPARATE;
     a->qkv_bias = c.qkv_bias;
     a->out_proj = TRI_TRUE;
@@ -372,11 +363,9 @@ int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *
                                    .ffn_hidden = h,
                                    .activation = ACT_SWIGLU,
                                    .final_norm = true};
-    s->layers = layers;
 
-    if (attn_ckpt_reset_weights(s, layers, err))
-        return -1;
-    for (int L = 0; L < layers; L++) {
+    char full[200];
+    for (int L = 0; L < ld->layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
         struct {
             struct attn_matrix *dst;
@@ -409,20 +398,38 @@ int attn_llama_load(struct attn_scene *s, const char *path, struct ckpt_config *
                 continue;
             snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, parts[i].name);
             if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
-                                 ARCH, err))
+                                 arch, err))
                 return -1;
         }
         w->set = true;
         snprintf(full, sizeof(full), "%snorm.weight", prefix);
-        if (L == layers - 1 &&
-            attn_ckpt_tensor(&w->final_norm_weight, b, full, 1, d, CKPT_VECTOR, ARCH, err))
+        if (L == ld->layers - 1 &&
+            attn_ckpt_tensor(&w->final_norm_weight, b, full, 1, d, CKPT_VECTOR, arch, err))
             return -1;
     }
-    s->model.layers = c.layers;
-    s->model.heads = c.heads;
-    s->model.causal = true; /* as trained */
-    s->model.scale = SCALE_SQRT_DK;
-    s->model.positions = c.positions;
-    s->model.positions_key = "max_position_embeddings";
-    return attn_ckpt_finish(b, s, path, ARCH, err);
+    return attn_ckpt_finish(b, s, ld->path, arch, err);
 }
+
+static const struct family_class CLASSES[] = {
+    {"LlamaForCausalLM", "llama", LLAMA_PLAIN},
+    {"MistralForCausalLM", "mistral", LLAMA_MISTRAL},
+    {"Qwen2ForCausalLM", "qwen2", LLAMA_QWEN2},
+    {"Qwen3ForCausalLM", "qwen3", LLAMA_QWEN3},
+    {NULL, NULL, 0},
+};
+static const char *const OUTSIDE[] = {"lm_head.weight", NULL};
+
+/* LlamaForCausalLM's names start with "model.", LlamaModel's do not. */
+const struct attn_family attn_family_llama = {
+    .name = "llama",
+    .classes = CLASSES,
+    .variants = VARIANTS,
+    .keys = KEYS,
+    .n_keys = sizeof(KEYS) / sizeof(KEYS[0]),
+    .names = {.prefix = "model.",
+              .outside = OUTSIDE,
+              .embed = "embed_tokens.weight",
+              .unembed = "lm_head.weight",
+              .known = known},
+    .load = load,
+};

@@ -11,6 +11,7 @@
 #include "common/fsutil.h"
 #include "pretrained/bpe.h"
 #include "pretrained/families.h"
+#include "pretrained/family.h"
 #include "pretrained/hftok.h"
 
 int attn_gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path,
@@ -68,87 +69,61 @@ int attn_pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, 
 
 /* ---- which family -------------------------------------------------------------------------- */
 
-enum family { FAMILY_NONE, FAMILY_GPT2, FAMILY_LLAMA, FAMILY_BERT };
+#define AUTO "auto" /* arch: auto, config.json says */
 
-/* Every architecture (config.json's "architectures") and model_type attnscope reads. */
-static const struct {
-    const char *architecture, *model_type;
-    enum family family;
-    enum llama_variant variant;
-} KNOWN[] = {
-    {"GPT2LMHeadModel", "gpt2", FAMILY_GPT2, LLAMA_PLAIN},
-    {"GPT2Model", NULL, FAMILY_GPT2, LLAMA_PLAIN},
-    {"LlamaForCausalLM", "llama", FAMILY_LLAMA, LLAMA_PLAIN},
-    {"MistralForCausalLM", "mistral", FAMILY_LLAMA, LLAMA_MISTRAL},
-    {"Qwen2ForCausalLM", "qwen2", FAMILY_LLAMA, LLAMA_QWEN2},
-    {"Qwen3ForCausalLM", "qwen3", FAMILY_LLAMA, LLAMA_QWEN3},
-    {"BertForMaskedLM", "bert", FAMILY_BERT, LLAMA_PLAIN},
-    {"BertModel", NULL, FAMILY_BERT, LLAMA_PLAIN},
-    {"BertForPreTraining", NULL, FAMILY_BERT, LLAMA_PLAIN},
-};
-#define N_KNOWN (sizeof(KNOWN) / sizeof(KNOWN[0]))
-
-static const char *family_name(enum family f)
+const char *attn_pretrained_families(char *out, size_t size)
 {
-    return f == FAMILY_GPT2    ? "gpt2"
-           : f == FAMILY_LLAMA ? "llama"
-           : f == FAMILY_BERT  ? "bert"
-                               : "?";
+    return attn_families_list(out, size, NULL);
+}
+
+const char *attn_pretrained_archs(char *out, size_t size)
+{
+    return attn_families_list(out, size, AUTO);
 }
 
 bool attn_pretrained_arch_known(const char *name)
 {
-    return strcmp(name, "auto") == 0 || strcmp(name, "gpt2") == 0 || strcmp(name, "llama") == 0 ||
-           strcmp(name, "bert") == 0;
+    return strcmp(name, AUTO) == 0 || attn_families_named(name) != NULL;
 }
 
-/* What config.json says the checkpoint is: *family (FAMILY_NONE when it says nothing) and the
- * variant. A name attnscope does not read is an error at its key. */
-static int detect(enum family *family, enum llama_variant *variant, const struct ckpt_config *c,
-                  struct diag *err)
+/* The family that reads the checkpoint: the one config.json names (*variant: which of it), or
+ * the scene's arch, which must not contradict it. */
+static int which_family(const struct attn_family **family, int *variant, const char *arch,
+                        const struct ckpt_config *c, struct diag *err)
 {
-    *family = FAMILY_NONE;
-    *variant = LLAMA_PLAIN;
-    char got[120], list[512] = "";
-    for (size_t i = 0, o = 0; i < N_KNOWN; i++)
-        o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "",
-                              KNOWN[i].architecture);
-    json_t *archs = json_object_get(c->root, "architectures");
-    if (archs && !json_is_null(archs)) {
-        json_t *first = json_is_array(archs) ? json_array_get(archs, 0) : NULL;
-        if (!json_is_string(first))
-            return attn_ckpt_config_error(c, "architectures", NULL, err,
-                                          "'architectures' is %s, not a list of names",
-                                          attn_ckpt_show_value(got, sizeof(got), archs));
-        for (size_t i = 0; i < N_KNOWN; i++)
-            if (strcmp(json_string_value(first), KNOWN[i].architecture) == 0) {
-                *family = KNOWN[i].family;
-                *variant = KNOWN[i].variant;
-                return 0;
-            }
-        return attn_ckpt_config_error(c, "architectures", NULL, err,
-                                      "architecture %s is not one attnscope reads (%s)",
-                                      attn_ckpt_show_value(got, sizeof(got), first), list);
-    }
-    json_t *type = json_object_get(c->root, "model_type");
-    if (!type || json_is_null(type))
+    if (attn_families_detect(family, variant, c, err))
+        return -1;
+    char names[256];
+    if (!arch || strcmp(arch, AUTO) == 0) {
+        if (!*family)
+            return attn_ckpt_config_error(c, NULL, NULL, err,
+                                          "config.json names no architecture ('architectures' or "
+                                          "'model_type'): give it in the scene, model: {arch: %s}",
+                                          attn_pretrained_families(names, sizeof(names)));
         return 0;
-    for (size_t i = 0; json_is_string(type) && i < N_KNOWN; i++)
-        if (KNOWN[i].model_type && strcmp(json_string_value(type), KNOWN[i].model_type) == 0) {
-            *family = KNOWN[i].family;
-            *variant = KNOWN[i].variant;
-            return 0;
-        }
-    return attn_ckpt_config_error(c, "model_type", NULL, err,
-                                  "model_type %s is not one attnscope reads (gpt2, llama, "
-                                  "mistral, qwen2, qwen3, bert)",
-                                  attn_ckpt_show_value(got, sizeof(got), type));
+    }
+    const struct attn_family *want = attn_families_named(arch);
+    if (!want) /* a scene's is checked as it is read: a caller's own */
+        return attn_diag_set(err, "model.arch", "arch '%.40s' is not one attnscope reads (%s)",
+                             arch, attn_pretrained_archs(names, sizeof(names)));
+    if (*family && *family != want) {
+        const char *key =
+            json_object_get(c->root, "architectures") ? "architectures" : "model_type";
+        return attn_ckpt_config_error(c, key, NULL, err,
+                                      "the checkpoint is a %s (%s), but the scene says arch: %s",
+                                      (*family)->name, key, arch);
+    }
+    if (!*family)
+        *variant = 0;
+    *family = want;
+    return 0;
 }
 
 int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arch,
                          const struct ckpt_overrides *o, struct diag *err)
 {
-    if (!attn_ckpt_backing(s))
+    struct ckpt_backing *b = attn_ckpt_backing(s);
+    if (!b)
         return attn_diag_set(err, "", "out of memory");
     if (!s->token_ids)
         return attn_diag_set(err, "",
@@ -158,40 +133,17 @@ int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arc
     struct ckpt_config c;
     if (attn_ckpt_config_open(&c, path, err))
         return -1;
-    enum family family;
-    enum llama_variant variant;
-    int rc = detect(&family, &variant, &c, err);
-    bool automatic = !arch || strcmp(arch, "auto") == 0;
-    if (rc == 0 && automatic && family == FAMILY_NONE)
-        rc = attn_ckpt_config_error(&c, NULL, NULL, err,
-                                    "config.json names no architecture ('architectures' or "
-                                    "'model_type'): give it in the scene, model: {arch: gpt2, "
-                                    "llama or bert}");
-    if (rc == 0 && !automatic) {
-        enum family want = strcmp(arch, "gpt2") == 0    ? FAMILY_GPT2
-                           : strcmp(arch, "llama") == 0 ? FAMILY_LLAMA
-                                                        : FAMILY_BERT;
-        if (family != FAMILY_NONE && family != want) {
-            const char *key =
-                json_object_get(c.root, "architectures") ? "architectures" : "model_type";
-            rc = attn_ckpt_config_error(&c, key, NULL, err,
-                                        "the checkpoint is a %s (%s), but the scene says arch: %s",
-                                        family_name(family), key, arch);
-        }
-        family = want;
-    }
-    if (rc == 0) {
-        if (family == FAMILY_GPT2)
-            rc = attn_gpt2_load(s, path, &c, o, err);
-        else if (family == FAMILY_LLAMA)
-            rc = attn_llama_load(s, path, &c, variant, o, err);
-        else
-            rc = attn_bert_load(s, path, &c, o, err);
-    }
+    struct family_load ld = {.s = s, .b = b, .cfg = &c, .path = path, .o = o};
+    int rc = which_family(&ld.family, &ld.variant, arch, &c, err);
+    /* config.json's keys against the family's table, before the family reads any */
+    if (rc == 0)
+        rc = attn_ckpt_config_keys(&c, ld.family->keys, ld.family->n_keys, ld.variant,
+                                   ld.family->variants[ld.variant].config_class, err);
+    if (rc == 0)
+        rc = ld.family->load(&ld, err);
     if (rc == 0) { /* the warnings go with the checkpoint: every copy of the scene has them */
-        struct attn_backing *b = s->backing;
-        attn_diag_list_free(&b->warnings);
-        b->warnings = c.warnings;
+        attn_diag_list_free(&b->base.warnings);
+        b->base.warnings = c.warnings;
         attn_diag_list_init(&c.warnings);
     }
     attn_ckpt_config_close(&c);

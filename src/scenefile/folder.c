@@ -289,12 +289,12 @@ int attn_scenefile_model_yaml(char **yaml, size_t *len, const struct attn_model_
     fputs("\ntext: ", f);
     attn_scenefile_yaml_string(f, ATTN_MODEL_DEFAULT_TEXT, false);
     if (m->merges[0]) {
-        fputs("\ntokenizer: {kind: gpt2, vocab: ", f);
+        fprintf(f, "\ntokenizer: {kind: %s, vocab: ", attn_tokenizer_name(TOKENIZER_GPT2));
         attn_scenefile_yaml_string(f, m->tokenizer, true);
         fputs(", merges: ", f);
         attn_scenefile_yaml_string(f, m->merges, true);
     } else {
-        fputs("\ntokenizer: {kind: hf, file: ", f);
+        fprintf(f, "\ntokenizer: {kind: %s, file: ", attn_tokenizer_name(TOKENIZER_HF));
         attn_scenefile_yaml_string(f, m->tokenizer, true);
     }
     fputs("}\nmodel: {file: ", f);

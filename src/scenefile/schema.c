@@ -506,6 +506,12 @@ static void load_model(struct loader *l, struct attn_scene *s)
     warn_model_changes(l, s);
 }
 
+/* Whether a scene's tokenizer kind (or NULL) is t's name, as the engine declares it. */
+static bool kind_is(const char *kind, enum attn_tokenizer t)
+{
+    return kind && strcmp(kind, attn_tokenizer_name(t)) == 0;
+}
+
 static void finish_top(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     struct attn_scene *s = base;
@@ -531,8 +537,8 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
     }
     const char *kind = l->tokenizer_spec.kind;
     bool gpt2 =
-        kind && strcmp(kind, "gpt2") == 0 && l->tokenizer_spec.vocab && l->tokenizer_spec.merges;
-    bool hf = kind && strcmp(kind, "hf") == 0 && l->tokenizer_spec.file;
+        kind_is(kind, TOKENIZER_GPT2) && l->tokenizer_spec.vocab && l->tokenizer_spec.merges;
+    bool hf = kind_is(kind, TOKENIZER_HF) && l->tokenizer_spec.file;
     if ((gpt2 || hf) && !attn_loader_bad(l, "tokenizer")) {
         char vocab[4200], merges[4200], file[4200];
         int rc;
@@ -850,12 +856,31 @@ static void h_weights(struct loader *l, const struct field *f, int node, void *b
     s->n_more = count - 1;
 }
 
+/* A string field whose what (what its value must be, said when it is not a string) is made when
+ * it is said: a name the engine's tokenizer kinds or the families' registry declare. */
+static void string_saying(struct loader *l, const struct field *f, int node, void *base,
+                          const char *path, const char *what)
+{
+    struct field with = *f;
+    with.what = what;
+    if (nd_of(l, node)->type != YNODE_SCALAR)
+        attn_schema_must_be(l, &with, node, path);
+    else
+        attn_schema_string(l, &with, node, base, path);
+}
+
+/* tokenizer: {kind: gpt2, ...}: for its what, the first kind that reads files */
+static void h_kind(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    string_saying(l, f, node, base, path, attn_tokenizer_name(TOKENIZER_GPT2));
+}
+
 /* tokenizer: a built-in's name, {kind: gpt2, vocab: vocab.json, merges: merges.txt} or
  * {kind: hf, file: tokenizer.json}. */
 #define TK(member) offsetof(struct loader, tokenizer_spec.member)
 #define MD(member) offsetof(struct loader, model_spec.member)
 static const struct field tokenizer_fields[] = {
-    {"kind", WANT_SCALAR, "gpt2", attn_schema_string, TK(kind), NULL},
+    {"kind", WANT_ANY, NULL, h_kind, TK(kind), NULL},
     {"vocab", WANT_SCALAR, "a file name (vocab.json)", attn_schema_string, TK(vocab), NULL},
     {"merges", WANT_SCALAR, "a file name (merges.txt)", attn_schema_string, TK(merges), NULL},
     {"file", WANT_SCALAR, "a file name (tokenizer.json)", attn_schema_string, TK(file), NULL},
@@ -873,7 +898,7 @@ static void finish_tokenizer(struct loader *l, int node, const int *found, void 
         return;
     }
     char kp[DIAG_PATH_MAX];
-    if (kind && strcmp(kind, "gpt2") == 0) {
+    if (kind_is(kind, TOKENIZER_GPT2)) {
         static const char *const need[] = {"vocab", "merges"};
         for (int i = 0; i < 2; i++)
             if (found[1 + i] < 0 && !attn_schema_meant_bad(l, path, need[i]))
@@ -887,7 +912,7 @@ static void finish_tokenizer(struct loader *l, int node, const int *found, void 
                               "'file' is for kind hf (tokenizer.json); kind gpt2 reads vocab and "
                               "merges");
         }
-    } else if (kind && strcmp(kind, "hf") == 0) {
+    } else if (kind_is(kind, TOKENIZER_HF)) {
         if (found[3] < 0 && !attn_schema_meant_bad(l, path, "file"))
             attn_loader_error(l, node, path,
                               "'tokenizer' needs 'file': {kind: hf, file: tokenizer.json}");
@@ -921,13 +946,13 @@ static void h_tokenizer(struct loader *l, const struct field *f, int node, void 
         attn_schema_walk_map(l, node, &tokenizer_map, self, path);
         return;
     }
-    if (nd->type == YNODE_SCALAR && strcmp(str_of(l, node), "gpt2") == 0) {
+    if (nd->type == YNODE_SCALAR && kind_is(str_of(l, node), TOKENIZER_GPT2)) {
         attn_loader_error(l, node, path,
                           "the gpt2 tokenizer reads its vocabulary: tokenizer: {kind: gpt2, vocab: "
                           "vocab.json, merges: merges.txt}");
         return;
     }
-    if (nd->type == YNODE_SCALAR && strcmp(str_of(l, node), "hf") == 0) {
+    if (nd->type == YNODE_SCALAR && kind_is(str_of(l, node), TOKENIZER_HF)) {
         attn_loader_error(
             l, node, path,
             "the hf tokenizer reads Hugging Face's tokenizer.json: tokenizer: {kind: hf, "
@@ -945,22 +970,29 @@ static void h_tokenizer(struct loader *l, const struct field *f, int node, void 
     attn_schema_enum(l, &as_enum, node, base, path);
 }
 
+/* model: {arch: ...}: auto or a family of the registry */
+static void h_arch(struct loader *l, const struct field *f, int node, void *base, const char *path)
+{
+    char archs[256];
+    string_saying(l, f, node, base, path, attn_pretrained_archs(archs, sizeof(archs)));
+}
+
 /* model: {file: model.safetensors, arch: auto}; loaded in finish_top. */
 static const struct field model_fields[] = {
     {"file", WANT_SCALAR,
      "a file name (model.safetensors, or a sharded checkpoint's model.safetensors.index.json)",
      attn_schema_string, MD(file), NULL},
-    {"arch", WANT_SCALAR, PRETRAINED_ARCHS, attn_schema_string, MD(arch), NULL},
+    {"arch", WANT_ANY, NULL, h_arch, MD(arch), NULL},
 };
 static void finish_model(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     if (found[0] < 0 && !attn_schema_meant_bad(l, path, "file"))
         attn_loader_error(l, node, path, "'model' needs 'file': {file: model.safetensors}");
     if (found[1] >= 0 && l->model_spec.arch && !attn_pretrained_arch_known(l->model_spec.arch)) {
-        char ap[DIAG_PATH_MAX];
+        char ap[DIAG_PATH_MAX], archs[256];
         join(ap, path, "arch");
         attn_loader_error(l, found[1], ap, "arch '%.40s' is not one attnscope reads (%s)",
-                          l->model_spec.arch, PRETRAINED_ARCHS);
+                          l->model_spec.arch, attn_pretrained_archs(archs, sizeof(archs)));
     }
 }
 static const struct mapping model_map = {"model", model_fields, N(model_fields), finish_model};

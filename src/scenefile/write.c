@@ -809,7 +809,8 @@ static void write_model_scene(struct writer *w)
     FILE *f = w->f;
     fputs("model: {file: ", f);
     write_path(w, s->model.file);
-    fprintf(f, ", arch: %s}\n", s->model.arch ? s->model.arch : "gpt2");
+    /* the family that read it; without one (never, once loaded), config.json says */
+    fprintf(f, ", arch: %s}\n", s->model.arch ? s->model.arch : "auto");
     if (w->explicit || s->layers != s->model.layers)
         fprintf(f, "layers: %d\n", s->layers);
     const struct attn_config *a = &s->attn;
@@ -979,13 +980,13 @@ static void write_scene(struct writer *w)
         fputs("]\n", f);
     }
     if (s->tokenizer == TOKENIZER_GPT2) {
-        fputs("tokenizer: {kind: gpt2, vocab: ", f);
+        fprintf(f, "tokenizer: {kind: %s, vocab: ", attn_tokenizer_name(s->tokenizer));
         write_path(w, s->vocab_path);
         fputs(", merges: ", f);
         write_path(w, s->merges_path);
         fputs("}\n", f);
     } else if (s->tokenizer == TOKENIZER_HF) {
-        fputs("tokenizer: {kind: hf, file: ", f);
+        fprintf(f, "tokenizer: {kind: %s, file: ", attn_tokenizer_name(s->tokenizer));
         write_path(w, s->tokenizer_file);
         fputs("}\n", f);
     } else if (w->explicit || s->tokenizer != w->def.tokenizer) {

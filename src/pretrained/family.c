@@ -1,0 +1,141 @@
+/* family: the reading every family shares (see family.h). */
+#include "pretrained/family.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The entry of outside that name is (a whole name) or starts (an entry ending in '.'), or NULL. */
+static const char *outside_entry(const char *const *outside, const char *name)
+{
+    for (; outside && *outside; outside++) {
+        size_t n = strlen(*outside);
+        if (n && (*outside)[n - 1] == '.' ? strncmp(name, *outside, n) == 0
+                                          : strcmp(name, *outside) == 0)
+            return *outside;
+    }
+    return NULL;
+}
+
+/* Every tensor is one the family reads or knows to skip: a tensor of another model, or of more
+ * layers than config.json says, is refused by name. */
+static int check_names(const struct family_load *ld, struct diag *err)
+{
+    const struct family_names *nm = &ld->family->names;
+    const struct st_set *st = &ld->b->st;
+    size_t plen = strlen(ld->prefix);
+    for (int i = 0; i < st->n; i++) {
+        const char *name = st->refs[i].name, *out = outside_entry(nm->outside, name);
+        if (out && out[strlen(out) - 1] != '.') /* the reader's own */
+            continue;
+        bool known = out ? nm->known(ld, name)
+                         : strncmp(name, ld->prefix, plen) == 0 && nm->known(ld, name + plen);
+        char shown[200];
+        if (!known)
+            return attn_diag_file(err, st->path, "tensor '%s' is not part of %s (arch %s)",
+                                  attn_ckpt_show_name(shown, sizeof(shown), name),
+                                  ld->family->variants[ld->variant].shown, ld->family->name);
+    }
+    return 0;
+}
+
+/* The embedding table, its rows the vocabulary config.json says; and the unembedding. */
+static int read_tables(struct family_load *ld, const struct family_shape *sh, struct diag *err)
+{
+    struct attn_scene *s = ld->s;
+    struct ckpt_backing *b = ld->b;
+    const struct family_names *nm = &ld->family->names;
+    const char *arch = ld->family->name;
+    char full[200];
+    snprintf(full, sizeof(full), "%s%s", ld->prefix, nm->embed);
+    int vocab = 0, cols;
+    if (!attn_ckpt_shape(b, full, &vocab, &cols))
+        vocab = 0; /* missing: attn_ckpt_tensor names it */
+    int said = vocab;
+    if (attn_ckpt_config_int(
+            &said, ld->cfg,
+            (struct ckpt_int){
+                .key = "vocab_size", .min = 1, .max = INT32_MAX, .what = "the vocabulary"},
+            err))
+        return -1;
+    if (vocab > 0 && said != vocab)
+        return attn_diag_file(err, b->st.path,
+                              "tensor '%s' has %d rows, but config.json says vocab_size %d", full,
+                              vocab, said);
+    /* the rows stay in the file (lazy when not F32: read as needed) */
+    attn_matrix_free(&s->embed.rows);
+    if (attn_ckpt_tensor(&s->embed.rows, b, full, vocab, sh->d, CKPT_MATRIX, arch, err))
+        return -1;
+    s->embed.kind = EMBED_TABLE;
+    s->embed.dim = sh->d;
+    ld->vocab = vocab;
+    if (!nm->unembed)
+        return 0;
+    attn_matrix_free(&s->unembed);
+    if (sh->tied) {
+        s->unembed = s->embed.rows; /* borrowed: the same numbers, never freed twice */
+    } else if (!attn_ckpt_has(b, nm->unembed)) {
+        return attn_diag_file(err, ld->path,
+                              "config.json says tie_word_embeddings: false%s, but the checkpoint "
+                              "has no %s to unembed with",
+                              sh->tied_default ? "" : " (the default)", nm->unembed);
+    } else if (attn_ckpt_tensor(&s->unembed, b, nm->unembed, vocab, sh->d, CKPT_MATRIX, arch,
+                                err)) {
+        return -1;
+    }
+    return 0;
+}
+
+int attn_family_prologue(struct family_load *ld, const struct family_shape *sh, const void *config,
+                         struct diag *err)
+{
+    struct attn_scene *s = ld->s;
+    struct ckpt_backing *b = ld->b;
+    const char *prefix = ld->family->names.prefix;
+    ld->config = config;
+    if (attn_ckpt_open(b, ld->path, err))
+        return -1;
+    /* any tensor under the prefix says the checkpoint uses it (GPT2LMHeadModel's "transformer.",
+       GPT2Model's none): a missing embedding is then named as missing, not every other tensor
+       as foreign */
+    ld->prefix = "";
+    for (int i = 0; i < b->st.n; i++)
+        if (prefix[0] && strncmp(b->st.refs[i].name, prefix, strlen(prefix)) == 0)
+            ld->prefix = prefix;
+    if (check_names(ld, err))
+        return -1;
+
+    /* what the scene asks of it: learned positions end (RoPE computes past them, as
+       transformers does: a warning, attn_scene_positions_note), layers and heads */
+    if (sh->learned && s->n_tokens + s->pos.offset > sh->positions)
+        return attn_diag_set(err, "text", "%d tokens%s, but the checkpoint has %d positions (%s)",
+                             s->n_tokens, s->pos.offset > 0 ? " after the offset" : "",
+                             sh->positions, sh->positions_key);
+    ld->layers = ld->o->layers ? s->layers : sh->layers;
+    if (ld->layers > sh->layers)
+        return attn_diag_set(err, "layers", "layers %d: the checkpoint has %d", ld->layers,
+                             sh->layers);
+    ld->heads = ld->o->heads ? s->attn.heads : sh->heads;
+    if (sh->heads_fixed && ld->heads != sh->heads)
+        return attn_diag_set(err, "attention.heads",
+                             "heads %d: the checkpoint's %d heads come with its RoPE and its %d "
+                             "KV heads, and cannot be cut again (remove attention.heads)",
+                             ld->heads, sh->heads, sh->kv_heads);
+    if (!sh->heads_fixed && (ld->heads < 1 || sh->d % ld->heads != 0))
+        return attn_diag_set(err, "attention.heads",
+                             "heads %d does not divide the checkpoint's width %d (%s)", ld->heads,
+                             sh->d, sh->width_key);
+
+    if (read_tables(ld, sh, err))
+        return -1;
+    s->layers = ld->layers;
+    if (!ld->o->causal)
+        s->attn.causal = sh->causal;
+    s->model.layers = sh->layers;
+    s->model.heads = sh->heads;
+    s->model.causal = sh->causal;
+    s->model.scale = sh->scale;
+    s->model.positions = sh->positions;
+    s->model.positions_key = sh->positions_key;
+    return attn_ckpt_reset_weights(s, ld->layers, err);
+}

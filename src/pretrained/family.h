@@ -1,0 +1,106 @@
+/* family: a family of checkpoints as one row (struct attn_family), and the reading every family
+ * shares (attn_family_prologue).
+ *
+ * A family is one file (NAME.c: gpt2.c, llama.c, ...) that defines its row, attn_family_NAME: its
+ * name, the classes config.json names it by, config.json's keys (the strict table of ckpt.h), its
+ * tensor names, its reader (the block it builds) and its tokenizer's defaults. The registry
+ * (families.h) lists the rows; nothing outside the family files and the registry names a family.
+ */
+#ifndef ATTNSCOPE_FAMILY_H
+#define ATTNSCOPE_FAMILY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/diag.h"
+#include "engine/scene.h"
+#include "pretrained/ckpt.h"
+
+struct family_load;
+
+/* A class config.json names the family by: its "architectures" (the first name) and its
+ * "model_type" (NULL: none of its own), and the family's variant it is. */
+struct family_class {
+    const char *architecture, *model_type;
+    int variant;
+};
+
+/* A variant of the family (the Llama family's Mistral, Qwen2, ...; 0 when there is one). */
+struct family_variant {
+    const char *config_class; /* transformers' configuration class, in warnings: "GPT2Config" */
+    const char *shown;        /* the model in messages: "tensor 'x' is not part of GPT-2" */
+};
+
+/* The checkpoint's tensor names, as the prologue checks and reads them. */
+struct family_names {
+    const char *prefix; /* the model's names may all start with it ("transformer."); "": never */
+    /* Names never under the prefix, NULL-terminated: a whole name is the reader's own (the untied
+     * unembedding, "lm_head.weight"); one ending in '.' starts names known() checks whole
+     * (BERT's "cls."). */
+    const char *const *outside;
+    const char *embed;   /* the embedding table, under the prefix ("wte.weight") */
+    const char *unembed; /* the untied unembedding, outside; NULL: the reader reads its own */
+    /* Whether name (the prefix cut off, or whole when outside) is one the family reads or knows
+     * to skip (the buffers some exports carry); ld->config is the reader's config. */
+    bool (*known)(const struct family_load *ld, const char *name);
+};
+
+/* One family: its row of the registry. */
+struct attn_family {
+    const char *name;                      /* a scene's model: {arch: NAME}; "(arch NAME)" */
+    const struct family_class *classes;    /* ends with {NULL}; in the order messages list them */
+    const struct family_variant *variants; /* by family_class.variant */
+    const struct ckpt_key *keys;           /* config.json's keys (ckpt.h), every variant's */
+    size_t n_keys;
+    struct family_names names;
+    /* Reads config.json and the checkpoint into ld->s: the family's own keys, then
+     * attn_family_prologue, then the block it builds, then attn_ckpt_finish. */
+    int (*load)(struct family_load *ld, struct diag *err);
+    /* The tokenizer's defaults: the token a masked language model fills in ("[MASK]"), or NULL
+     * (a next-token model). */
+    const char *mask_token;
+};
+
+/* What a family's reader works on: attn_pretrained_load fills the first part, the prologue the
+ * rest. */
+struct family_load {
+    struct attn_scene *s;
+    struct ckpt_backing *b;
+    struct ckpt_config *cfg;
+    const char *path; /* the checkpoint: a .safetensors file or a sharded index */
+    const struct attn_family *family;
+    int variant;
+    const struct ckpt_overrides *o;
+    /* the prologue's */
+    const void *config; /* the reader's own config (known() reads it) */
+    const char *prefix; /* names.prefix when the checkpoint's names have it, else "" */
+    int vocab;          /* rows of the embedding table */
+    int layers, heads;  /* what the scene runs: the checkpoint's, or its own (layers:, heads:) */
+};
+
+/* What the prologue needs of the reader's config.json. */
+struct family_shape {
+    int d, layers, heads;  /* the width (hidden_size), the layers and query heads */
+    const char *width_key; /* d's key, in messages: "n_embd" */
+    /* Heads that cannot be split into others (attention.heads refused): RoPE's, in their KV
+     * groups of kv_heads. Else attention.heads may split the same columns. */
+    bool heads_fixed;
+    int kv_heads;
+    int positions;              /* the positions it was trained on */
+    const char *positions_key;  /* their key ("n_positions"): a string literal */
+    bool learned;               /* a table of positions: a longer text is refused */
+    bool tied, tied_default;    /* tie_word_embeddings, and transformers' default of it */
+    bool causal;                /* as trained: the mask (attention.causal overrides it) */
+    enum attn_scale_kind scale; /* as trained: SCALE_SQRT_DK or SCALE_NONE */
+};
+
+/* What every family does first, once its config.json is read (config: the reader's own): opens
+ * the checkpoint; finds its prefix; refuses a tensor the family does not know, a text past
+ * learned positions, more layers than it has, heads the checkpoint's cannot become, and a
+ * vocab_size its embedding table does not have; reads the embedding table and (names.unembed)
+ * the unembedding, tied or not; sets the scene's layers, its mask (unless the scene gives it),
+ * what the checkpoint is as trained (s->model), and room for every layer's parameters. */
+int attn_family_prologue(struct family_load *ld, const struct family_shape *shape,
+                         const void *config, struct diag *err);
+
+#endif
