@@ -216,6 +216,9 @@ bool cli_utf8_output(void);
 void cli_print_bar(double fraction, int width, bool utf8);
 /* A vocabulary token as 'label', padded with blanks to width characters. */
 void cli_print_token(const struct attn_scene *s, int id, int width);
+/* A scene's token (or any text from a file) escaped (common/utf8.h) to stdout, padded with
+ * blanks to width characters of what is shown. */
+void cli_print_text(const char *text, int width);
 
 int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);

@@ -183,11 +183,7 @@ int cmd_ablate(int argc, char **argv)
             attn_cnum_fprintf(stdout, "%d,%d,%s,%.6f,%.6f\r\n", rows[i].layer, rows[i].head, mname,
                               rows[i].loss, rows[i].delta);
     } else {
-        const struct attn_model *m = &net->model[0];
-        printf("# tokens:");
-        for (int i = 0; i < n; i++)
-            printf(" %s", m->tokens[i]);
-        printf("\n");
+        cli_print_tokens(stdout, &net->model[0]);
         cli_print_modified(stdout, &cs.scene, NULL);
         printf("# each head ablated alone (%s), the mean loss over positions %d to %d\n",
                mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"

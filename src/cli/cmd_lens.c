@@ -14,7 +14,6 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
-#include "common/utf8.h"
 #include "engine/logits.h"
 #include "export/export.h"
 
@@ -98,9 +97,8 @@ int cmd_lens(int argc, char **argv)
             printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);
         printf("\n");
         for (int i = 0; i < n; i++) {
-            printf("%5d  %s", i, m->tokens[i]);
-            for (int pad = 12 - attn_utf8_length(m->tokens[i]); pad > 0; pad--)
-                putchar(' ');
+            printf("%5d  ", i);
+            cli_print_text(m->tokens[i], 12);
             printf(" ");
             if (p[0].next_id[i] >= 0)
                 cli_print_token(&cs.scene, p[0].next_id[i], 12);

@@ -16,7 +16,6 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
-#include "common/utf8.h"
 #include "engine/logits.h"
 
 enum { O_METRIC, O_POSITION, O_ANSWER, O_CSV, O_COUNT };
@@ -236,15 +235,22 @@ int cmd_patch(int argc, char **argv)
         cli_print_modified(stdout, &corrupt.scene, "corrupted");
         const struct attn_model *m = &clean.net.model[0];
         bool last = metric.position == m->n - 1 && !clean.net.model[clean.net.layers - 1].masked_lm;
-        if (spec.kind == METRIC_LOGIT_DIFF)
-            printf("# metric: logit('%s') - logit('%s') at ", spec.a, spec.b);
-        else if (spec.kind == METRIC_PROB)
-            printf("# metric: p('%s') at ", spec.a);
+        if (spec.kind == METRIC_LOGIT_DIFF) {
+            printf("# metric: logit('");
+            cli_print_text(spec.a, 0);
+            printf("') - logit('");
+            cli_print_text(spec.b, 0);
+            printf("') at ");
+        } else if (spec.kind == METRIC_PROB) {
+            printf("# metric: p('");
+            cli_print_text(spec.a, 0);
+            printf("') at ");
+        }
         if (spec.kind != METRIC_LOSS && last) {
             printf("the last position\n");
         } else if (spec.kind != METRIC_LOSS) {
             printf("position %d '", metric.position);
-            attn_utf8_fputs_escaped(m->tokens[metric.position], stdout, 0);
+            cli_print_text(m->tokens[metric.position], 0);
             printf("'\n");
         } else if (!clean.net.model[clean.net.layers - 1].masked_lm) {
             printf("# metric: the mean loss of the clean text's next tokens\n");

@@ -62,7 +62,9 @@ static void print_position(const struct attn_predictions *p, int i, const struct
     const struct attn_model *last = &cs->net.model[cs->net.layers - 1];
     int pos = p->pos0 + i;
     const char *arrow = utf8 ? "\u2192" : "->";
-    printf("\n# position %d '%s'", pos, m->tokens[pos]);
+    printf("\n# position %d '", pos);
+    cli_print_text(m->tokens[pos], 0);
+    putchar('\'');
     if (last->masked_lm && p->next_id[i] < 0) {
         printf(" (masked: the model fills it in)\n");
     } else if (p->next_id[i] >= 0) {
@@ -144,10 +146,7 @@ int cmd_predict(int argc, char **argv)
     } else {
         bool utf8 = cli_utf8_output();
         const struct attn_model *m = &net->model[0];
-        printf("# tokens:");
-        for (int i = 0; i < n; i++)
-            printf(" %s", m->tokens[i]);
-        printf("\n");
+        cli_print_tokens(stdout, m);
         cli_print_modified(stdout, &cs.scene, NULL);
         /* a masked language model (BERT) fills in its [MASK] positions: those by default */
         const struct attn_model *last = &net->model[net->layers - 1];
