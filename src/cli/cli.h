@@ -170,6 +170,8 @@ int cli_scene_compute(struct cli_scene *cs, bool lean, attn_net_visit visit, voi
  * makes numbers of them (check, predict, lens, ablate, patch, heads) refuses: CLI_INVALID, and
  * prints nothing else. */
 int cli_scene_finite(const struct cli_scene *cs, bool refuse);
+/* Frees cs's scene and net. A cli_scene of {0}, or one whose load or open failed, holds none: a
+ * command closes its scenes once, on its one way out. */
 void cli_scene_close(struct cli_scene *cs);
 
 /* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each

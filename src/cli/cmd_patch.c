@@ -185,23 +185,15 @@ int cmd_patch(int argc, char **argv)
     if ((rc = parse_metric(&spec, val[O_METRIC])) != CLI_OK)
         return rc;
 
-    struct cli_scene clean, corrupt;
-    if ((rc = cli_scene_open_lean(&clean, pos[0], &in, true, NULL, NULL)) != CLI_OK)
-        return rc;
-    if ((rc = cli_scene_open_lean(&corrupt, pos[1], &in, true, NULL, NULL)) != CLI_OK) {
-        cli_scene_close(&clean);
-        return rc;
-    }
-    if ((rc = cli_scene_finite(&clean, true)) != CLI_OK ||
-        (rc = cli_scene_finite(&corrupt, true)) != CLI_OK) {
-        cli_scene_close(&clean);
-        cli_scene_close(&corrupt);
-        return rc;
-    }
+    struct cli_scene clean = {0}, corrupt = {0};
     struct attn_metric metric = {.kind = spec.kind, .a = -1, .b = -1, .position = -1};
     double *recovered = NULL, m_clean = 0, m_corrupt = 0;
     int *scored = NULL;
-    if ((rc = cli_need_vocab(&clean, "patch")) != CLI_OK ||
+    if ((rc = cli_scene_open_lean(&clean, pos[0], &in, true, NULL, NULL)) != CLI_OK ||
+        (rc = cli_scene_open_lean(&corrupt, pos[1], &in, true, NULL, NULL)) != CLI_OK ||
+        (rc = cli_scene_finite(&clean, true)) != CLI_OK ||
+        (rc = cli_scene_finite(&corrupt, true)) != CLI_OK ||
+        (rc = cli_need_vocab(&clean, "patch")) != CLI_OK ||
         (rc = cli_need_vocab(&corrupt, "patch")) != CLI_OK ||
         (rc = check_alike(&clean, &corrupt)) != CLI_OK ||
         (rc = metric_ids(&metric, &spec, &clean)) != CLI_OK ||
