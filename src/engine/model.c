@@ -103,22 +103,17 @@ const float *attn_model_param(const struct attn_model *m, size_t member)
     return *(float *const *)(const void *)((const char *)m + member);
 }
 
-void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
-                   size_t member, const float *bias, int rows, int cols, int k)
+void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params *p)
 {
-    attn_model_mm_rows(out, ldc, in, lda, m, member, bias, rows, cols, k, false);
-}
-
-void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
-                        size_t member, const float *bias, int rows, int cols, int k, bool panels)
-{
-    const struct attn_lazy_param *p = lazy_of(m, member);
+    const struct attn_lazy_param *lazy = lazy_of(m, p->member);
     struct attn_backing *b = m->lazy_from;
+    int rows = p->rows, cols = p->cols, k = p->k;
+    int ldc = p->ldc ? p->ldc : cols, lda = p->lda ? p->lda : k;
     /* The calls depend on the parameter alone, never on what the widening buffer holds now: an
        edit then runs the products a fresh computation runs, bit for bit on any BLAS kernel. */
-    if (!p || !p->transposed || !b || !cache_buffer(b) || k <= 0) {
-        (panels ? attn_mm_ab_rows : attn_mm_ab)(out, ldc, in, lda, attn_model_param(m, member),
-                                                cols, bias, rows, cols, k);
+    if (!lazy || !lazy->transposed || !b || !cache_buffer(b) || k <= 0) {
+        (p->panels ? attn_mm_ab_rows : attn_mm_ab)(
+            p->out, ldc, p->in, lda, attn_model_param(m, p->member), cols, p->bias, rows, cols, k);
         return;
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
@@ -126,11 +121,12 @@ void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const str
     float *w = b->cache->turn;
     for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
         size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
-        b->read_rows(b, p->tensor, w, c0, nb); /* (nb, k) */
-        (panels ? attn_mm_abt_rows : attn_mm_abt)(out + c0, ldc, in, lda, w, k, rows, (int)nb, k);
-        for (int i = 0; bias && i < rows; i++)
+        b->read_rows(b, lazy->tensor, w, c0, nb); /* (nb, k) */
+        (p->panels ? attn_mm_abt_rows : attn_mm_abt)(p->out + c0, ldc, p->in, lda, w, k, rows,
+                                                     (int)nb, k);
+        for (int i = 0; p->bias && i < rows; i++)
             for (size_t j = 0; j < nb; j++)
-                out[(size_t)i * (size_t)ldc + c0 + j] += bias[c0 + j];
+                p->out[(size_t)i * (size_t)ldc + c0 + j] += p->bias[c0 + j];
     }
 }
 
