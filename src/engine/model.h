@@ -189,7 +189,7 @@ void attn_model_free(struct attn_model *m);
 
 /* A scene equal to s but with every default and every drawn number written out explicitly
  * (embeddings as rows, positional table, weights, dropout mask), so that loading it gives
- * exactly m again. Used for export's scene.yaml and the explorer's save. */
+ * exactly m again: export's scene.yaml (the explorer's w saves the scene as edited instead). */
 int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
                           const struct attn_model *m);
 /* The same for every layer: with more than one, weights are listed one mapping per layer. */
