@@ -681,7 +681,7 @@ int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height
     return 3 + hl.lines < height ? 3 + hl.lines : height;
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void grid_draw(struct panel *p, struct frame *f)
 {
     if (f->app->net.layers > 1)
         thumb_draw(p, f);
@@ -689,7 +689,7 @@ static void draw(struct panel *p, struct frame *f)
         heads_draw(p, f);
 }
 
-static int handle_key(struct panel *p, struct frame *f, enum action act)
+static int grid_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
     if (f->app->net.layers == 1) {
@@ -732,7 +732,7 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
     }
 }
 
-static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
+static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
@@ -764,7 +764,7 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
 }
 
 /* A new area: the tiles are laid out again for it. */
-static void resize(struct panel *p, struct frame *f, struct rect area)
+static void grid_resize(struct panel *p, struct frame *f, struct rect area)
 {
     p->area = area;
     if (f->app->net.layers > 1) {
@@ -786,8 +786,8 @@ void grid_panel_init(struct grid_panel *gp)
 {
     memset(gp, 0, sizeof(*gp));
     gp->base.name = "grid";
-    gp->base.draw = draw;
-    gp->base.handle_key = handle_key;
-    gp->base.handle_mouse = handle_mouse;
-    gp->base.resize = resize;
+    gp->base.draw = grid_draw;
+    gp->base.handle_key = grid_handle_key;
+    gp->base.handle_mouse = grid_handle_mouse;
+    gp->base.resize = grid_resize;
 }
