@@ -2704,6 +2704,11 @@ static void test_rollout_view(void **state)
     assert_non_null(strstr(text, value));
     assert_non_null(strstr(text, "A'_1 = 0.5\u00b7(the head's weights) + 0.5\u00b7I"));
     app_set_layer(&a, 0);
+    /* the inspector reads the rollout the map made, and makes none: layer 1's is kept */
+    inspect_explain(text, sizeof(text), &a);
+    assert_non_null(strstr(text, "the rollout is not computed\n"));
+    assert_int_equal(a.interp.rollout_layer, 1);
+    app_shown_view(&a); /* the map is drawn first */
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "rollout through layer 0 = A'_0[2,1]"));
     /* the head's mean and the Δ give way to it; a stage key leaves it */

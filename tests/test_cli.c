@@ -2786,6 +2786,84 @@ static void test_cache_folder(void **state)
     run_free(&r);
 }
 
+/* predict, lens, ablate and patch print the scene's own tokens, which a tokenizer.json's
+ * vocabulary can make of anything: each reaches the terminal escaped, as print's and heads' do
+ * (U+202E as <U+202E>; an ESC is already <1B> in the token's label). The checkpoint is
+ * llama-gqa's, its tokenizer a WordPiece vocabulary of such words. */
+static void test_vocab_commands_escape_tokens(void **state)
+{
+    (void)state;
+    char dir[4300], path[4400];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("evil-model"));
+    mkdir(dir, 0755);
+    static const char *const files[] = {"model.safetensors", "config.json"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char from[128];
+        snprintf(from, sizeof(from), "tests/golden/families/llama-gqa/%s", files[i]);
+        size_t len;
+        char *data = tu_must_read_file(src_path(from), &len);
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        tu_write_file(path, data, len);
+        free(data);
+    }
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    tu_write_text(path,
+                  "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null,"
+                  " \"added_tokens\": [], \"normalizer\": null,"
+                  " \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"}, \"post_processor\": null,"
+                  " \"decoder\": {\"type\": \"WordPiece\", \"prefix\": \"##\", \"cleanup\": false},"
+                  " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\","
+                  "  \"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 100,"
+                  "  \"vocab\": {\"[UNK]\": 0, \"fish\": 1, \"\\u202eevil\": 2, \"moon\": 3,"
+                  "   \"a\\u001b[31mb\": 4, \"king\": 5}}}\n");
+    const char *text = "fish \xe2\x80\xae"
+                       "evil moon a\x1b[31mb king fish";
+    const char *tokens = "# tokens: fish <U+202E>evil moon a<1B>[31mb king fish\n";
+
+    struct run r = RUN("predict", dir, "--text", text, "--top", "2");
+    expect_status(&r, 0);
+    expect_no_raw_controls("predict", r.out);
+    expect_contains(r.out, tokens);
+    expect_contains(r.out, "\n# position 1 '<U+202E>evil' ");
+    run_free(&r);
+
+    r = RUN("ablate", dir, "--text", text);
+    expect_status(&r, 0);
+    expect_no_raw_controls("ablate", r.out);
+    expect_contains(r.out, tokens);
+    run_free(&r);
+
+    /* the token column is 12 characters of what is shown */
+    r = RUN("lens", dir, "--text", text);
+    expect_status(&r, 0);
+    expect_no_raw_controls("lens", r.out);
+    expect_contains(r.out, "\n    1  <U+202E>evil 'moon'  ");
+    expect_contains(r.out, "\n    3  a<1B>[31mb   'king'  ");
+    run_free(&r);
+
+    /* two scenes of the folder's model, the words in another order */
+    char clean[4400], corrupt[4400], yaml[9000];
+    const char *order[2] = {"fish \\u202eevil moon king", "fish moon \\u202eevil king"};
+    for (int i = 0; i < 2; i++) {
+        char *scene = i ? corrupt : clean;
+        snprintf(scene, sizeof(clean), "%s/%s.yaml", dir, i ? "corrupt" : "clean");
+        snprintf(yaml, sizeof(yaml),
+                 "text: \"%s\"\ntokenizer: {kind: hf, file: tokenizer.json}\n"
+                 "model: {file: model.safetensors}\n",
+                 order[i]);
+        tu_write_text(scene, yaml);
+    }
+    char metric[64];
+    snprintf(metric, sizeof(metric),
+             "prob:\xe2\x80\xae"
+             "evil");
+    r = RUN("patch", clean, corrupt, "--metric", metric, "--position", "1");
+    expect_status(&r, 0);
+    expect_no_raw_controls("patch", r.out);
+    expect_contains(r.out, "# metric: p('<U+202E>evil') at position 1 '<U+202E>evil'\n");
+    run_free(&r);
+}
+
 int main(void)
 {
     scratch = tu_make_tmpdir("cli");
@@ -2834,6 +2912,7 @@ int main(void)
         cmocka_unit_test(test_context_limit),
         cmocka_unit_test(test_save_scene),
         cmocka_unit_test(test_cache_folder),
+        cmocka_unit_test(test_vocab_commands_escape_tokens),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     tu_remove_tree(scratch);

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include <curses.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -42,6 +43,7 @@
 #include "pretrained/hftok.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
+#include "ui/ui.h"
 
 /* ---- jansson and ICU through the hook, when a sweep asks for it ---- */
 
@@ -90,13 +92,13 @@ static void U_CALLCONV icu_free(const void *ctx, void *p)
 /* ---- the sweep ---- */
 
 /* What a piece of work gives back: 0 or -1 with a message, and a digest of its results. */
-struct outcome {
+struct sweep_outcome {
     int rc;
     char msg[DIAG_FILE_MAX + DIAG_MSG_MAX + 2];
     uint64_t digest;
 };
 
-typedef void (*work_fn)(struct outcome *out, const void *arg);
+typedef void (*work_fn)(struct sweep_outcome *out, const void *arg);
 
 static uint64_t mix(uint64_t h, const void *p, size_t n)
 {
@@ -131,13 +133,14 @@ static void check_live(const char *name, long nth, bool after)
                  nth, after ? " (and every later one)" : "", live, size);
 }
 
-/* Runs work with every n-th allocation failing, in turn; the counts go to stdout. */
-static void sweep(const char *name, work_fn work, const void *arg, bool libs)
+/* Runs work with every n-th allocation failing, in turn, for n up to limit (0: all of its
+ * allocations); the counts go to stdout. */
+static void sweep_first(const char *name, work_fn work, const void *arg, bool libs, long limit)
 {
     route_libs = libs;
     sweep_name = name;
     /* once unarmed, for what jansson and ICU keep for good (caches made on first use) */
-    struct outcome ref;
+    struct sweep_outcome ref;
     work(&ref, arg);
     oom_arm(0, false);
     work(&ref, arg);
@@ -150,12 +153,14 @@ static void sweep(const char *name, work_fn work, const void *arg, bool libs)
     /* OOM_ONLY=N runs allocation N failing alone (with OOM_TRACE=1: where it is) */
     const char *only = getenv("OOM_ONLY");
     long first = only ? atol(only) : 1, last = only ? first : total;
+    if (limit > 0 && last > limit)
+        last = limit;
     for (int after = 0; after <= (only ? 0 : 1); after++) {
         long errors = 0, recovered = 0;
         for (long n = first; n <= last; n++) {
             sweep_nth = n;
             sweep_after = after;
-            struct outcome o;
+            struct sweep_outcome o;
             memset(&o, 0, sizeof(o));
             oom_arm(n, after);
             work(&o, arg);
@@ -178,13 +183,19 @@ static void sweep(const char *name, work_fn work, const void *arg, bool libs)
                 recovered++;
             }
         }
-        printf("%s: %ld allocations; with %s: %ld errors, %ld succeeded all the same\n", name,
-               total, after ? "the n-th and every later one failing" : "the n-th failing", errors,
+        printf("%s: %ld allocations%s; with %s: %ld errors, %ld succeeded all the same\n", name,
+               total, last < total && !only ? " (the first ones swept)" : "",
+               after ? "the n-th and every later one failing" : "the n-th failing", errors,
                recovered);
     }
     fflush(stdout);
     route_libs = false;
     sweep_name = "";
+}
+
+static void sweep(const char *name, work_fn work, const void *arg, bool libs)
+{
+    sweep_first(name, work, arg, libs, 0);
 }
 
 static char *fixture(const char *rel)
@@ -199,7 +210,7 @@ static char *fixture(const char *rel)
     return p;
 }
 
-static void set_error(struct outcome *out, const struct diag *err)
+static void set_error(struct sweep_outcome *out, const struct diag *err)
 {
     out->rc = -1;
     snprintf(out->msg, sizeof(out->msg), "%s%s%s", err->file, err->file[0] ? ": " : "", err->msg);
@@ -212,7 +223,7 @@ struct bpe_arg {
     const struct bpe *loaded; /* encode with this one instead of loading */
 };
 
-static void work_bpe(struct outcome *out, const void *p)
+static void work_bpe(struct sweep_outcome *out, const void *p)
 {
     const struct bpe_arg *a = p;
     struct diag err;
@@ -317,7 +328,7 @@ struct hf_arg {
     const char *text, *pair;
 };
 
-static void work_hftok(struct outcome *out, const void *p)
+static void work_hftok(struct sweep_outcome *out, const void *p)
 {
     const struct hf_arg *a = p;
     struct diag err;
@@ -467,7 +478,7 @@ static uint64_t digest_net(uint64_t h, const struct attn_net *net)
     return h;
 }
 
-static void work_scene(struct outcome *out, const void *p)
+static void work_scene(struct sweep_outcome *out, const void *p)
 {
     const struct scene_arg *a = p;
     struct attn_scene s;
@@ -568,7 +579,7 @@ static void test_scene_hf(void **state)
 
 /* A model folder made a scene (scenefile/folder.c), then a sentence past its context cut to the
  * last whole words that fit (engine/textfit.c) and made its text, as --truncate start does. */
-static void work_model_folder(struct outcome *out, const void *p)
+static void work_model_folder(struct sweep_outcome *out, const void *p)
 {
     const char *folder = p;
     struct attn_model_files m;
@@ -631,7 +642,7 @@ struct bad_arg {
     const char *path;
 };
 
-static void work_bad_scene(struct outcome *out, const void *p)
+static void work_bad_scene(struct sweep_outcome *out, const void *p)
 {
     const struct bad_arg *a = p;
     struct attn_scene s;
@@ -781,8 +792,8 @@ struct export_arg {
 /* The outcome of an export into parent/out, checked for what a failure may leave: nothing at
  * all, or the earlier export exactly as it was. The messages of those checks never say
  * "memory", so the sweep fails on them. */
-static void export_outcome(struct outcome *out, const char *parent, bool replace, uint64_t before,
-                           bool ok)
+static void export_outcome(struct sweep_outcome *out, const char *parent, bool replace,
+                           uint64_t before, bool ok)
 {
     char dir[4096], left[256];
     snprintf(dir, sizeof(dir), "%s/out", parent);
@@ -814,7 +825,7 @@ static void export_outcome(struct outcome *out, const char *parent, bool replace
     }
 }
 
-static void work_export(struct outcome *out, const void *p)
+static void work_export(struct sweep_outcome *out, const void *p)
 {
     const struct export_arg *a = p;
     char dir[4096];
@@ -912,7 +923,7 @@ static int run_cmd_export(const struct cmd_arg *a, char *err, size_t size)
     return rc;
 }
 
-static void work_cmd_export(struct outcome *out, const void *p)
+static void work_cmd_export(struct sweep_outcome *out, const void *p)
 {
     const struct cmd_arg *a = p;
     char err[sizeof(out->msg)];
@@ -944,6 +955,67 @@ static void test_cmd_export(void **state)
     free(path);
 }
 
+/* ---- the explorer ---- */
+
+/* The explorer opened on the built-in scene as ui_main opens it (ui_new: the ui, the first
+ * compute, the panels, keys.yaml and colors.yaml) and closed. When any of it fails, the scene
+ * it was handed is freed with the rest: ui_main's own allocation of the ui left it behind. */
+static void work_explorer(struct sweep_outcome *out, const void *p)
+{
+    (void)p;
+    out->rc = 0;
+    out->digest = 14695981039346656037u;
+    struct attn_scene s;
+    if (attn_scene_init_default(&s) != 0) {
+        out->rc = -1;
+        snprintf(out->msg, sizeof(out->msg), "attn_scene_init_default: out of memory");
+        return;
+    }
+    struct diag err;
+    attn_diag_clear(&err);
+    struct ui *ui = ui_new(&s, NULL, NULL, &err);
+    if (!ui) {
+        set_error(out, &err);
+        return;
+    }
+    out->digest = digest_net(out->digest, &ui->app.net);
+    ui_delete(ui);
+}
+
+static void test_explorer(void **state)
+{
+    (void)state;
+    FILE *in = fopen("/dev/null", "r"), *sink = fopen("/dev/null", "w");
+    assert_true(in && sink);
+    SCREEN *scr = newterm("xterm-256color", sink, in);
+    assert_non_null(scr);
+    set_term(scr);
+    resizeterm(24, 80);
+    ui_setup_terminal();
+    ui_use_user_configs(false); /* the shipped keys and colours, whoever runs the test */
+    /* Every allocation up to the explorer's state: the scene's, the ui's own and app_init's
+     * (its first compute). keys.yaml and colors.yaml come after them, and src/config, the
+     * program's and not the library's, aborts when its allocations fail (config.c). */
+    struct attn_scene s;
+    struct app a;
+    struct diag err;
+    oom_arm(0, false);
+    assert_int_equal(attn_scene_init_default(&s), 0);
+    long scene_allocs = oom_count();
+    oom_arm(0, false);
+    assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
+    long app_allocs = oom_count();
+    oom_disarm();
+    app_free(&a);
+    sweep_first("the explorer opened on the built-in scene (ui_new), up to its configuration",
+                work_explorer, NULL, false, scene_allocs + 1 + app_allocs);
+    ui_use_user_configs(true);
+    endwin();
+    delscreen(scr);
+    fclose(in);
+    fclose(sink);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGABRT, on_abort);
@@ -963,6 +1035,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_scene_hf),        cmocka_unit_test(test_scene_bad),
         cmocka_unit_test(test_export_mha),      cmocka_unit_test(test_export_hf_replace),
         cmocka_unit_test(test_cmd_export),      cmocka_unit_test(test_model_folder),
+        cmocka_unit_test(test_explorer),
     };
     if (argc > 1) /* test_oom NAME: the tests whose names match NAME (cmocka's '*' and '?') */
         cmocka_set_test_filter(argv[1]);

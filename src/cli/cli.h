@@ -170,6 +170,8 @@ int cli_scene_compute(struct cli_scene *cs, bool lean, attn_net_visit visit, voi
  * makes numbers of them (check, predict, lens, ablate, patch, heads) refuses: CLI_INVALID, and
  * prints nothing else. */
 int cli_scene_finite(const struct cli_scene *cs, bool refuse);
+/* Frees cs's scene and net. A cli_scene of {0}, or one whose load or open failed, holds none: a
+ * command closes its scenes once, on its one way out. */
 void cli_scene_close(struct cli_scene *cs);
 
 /* "# tokens: Your journey ..." and a line break: the tokens as print and heads show them, each
@@ -216,6 +218,9 @@ bool cli_utf8_output(void);
 void cli_print_bar(double fraction, int width, bool utf8);
 /* A vocabulary token as 'label', padded with blanks to width characters. */
 void cli_print_token(const struct attn_scene *s, int id, int width);
+/* A scene's token (or any text from a file) escaped (common/utf8.h) to stdout, padded with
+ * blanks to width characters of what is shown. */
+void cli_print_text(const char *text, int width);
 
 int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);

@@ -610,3 +610,22 @@ void cli_print_token(const struct attn_scene *s, int id, int width)
     for (int pad = width - attn_utf8_length(shown) - 2; pad > 0; pad--)
         putchar(' ');
 }
+
+void cli_print_text(const char *text, int width)
+{
+    int shown = 0;
+    for (const char *p = text; *p;) {
+        char esc[UTF8_ESCAPE_MAX];
+        int len = attn_utf8_escape_char(p, esc, 0);
+        if (esc[0]) {
+            fputs(esc, stdout);
+            shown += attn_utf8_length(esc);
+        } else {
+            fwrite(p, 1, (size_t)len, stdout);
+            shown++;
+        }
+        p += len;
+    }
+    for (; shown < width; shown++)
+        putchar(' ');
+}

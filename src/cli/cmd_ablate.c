@@ -115,14 +115,15 @@ int cmd_ablate(int argc, char **argv)
     struct cli_scene cs;
     if ((rc = cli_scene_open_lean(&cs, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
-    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
-        (rc = cli_need_vocab(&cs, "ablate")) != CLI_OK) {
-        cli_scene_close(&cs);
-        return rc;
-    }
     struct attn_net *net = &cs.net;
     int n = net->model[0].n, heads = net->model[0].heads, count = net->layers * heads;
     bool masked = net->model[net->layers - 1].masked_lm;
+    int *scored = NULL;
+    double clean = 0, *loss = NULL;
+    struct row *rows = NULL;
+    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
+        (rc = cli_need_vocab(&cs, "ablate")) != CLI_OK)
+        goto out;
     if (masked) { /* every position may score (its [MASK]'s answer, or its own token) */
         a = a < 0 ? 0 : a;
         b = b < 0 ? n : b;
@@ -131,21 +132,17 @@ int cmd_ablate(int argc, char **argv)
                     "%s: --positions %d:%d: the scene has %d tokens (A:B takes A .. B-1, B at "
                     "most %d)\n",
                     cs.name, a, b, n, n);
-            cli_scene_close(&cs);
-            return CLI_INVALID;
+            rc = CLI_INVALID;
+            goto out;
         }
     }
-    int *scored = NULL;
-    if ((rc = cli_loss_targets(&scored, &cs, "ablate", val[O_ANSWER])) != CLI_OK) {
-        cli_scene_close(&cs);
-        return rc;
-    }
+    if ((rc = cli_loss_targets(&scored, &cs, "ablate", val[O_ANSWER])) != CLI_OK)
+        goto out;
     if (a < 0)
         a = 0;
     if (b < 0)
         b = n - 1;
     if (!masked && (n < 2 || a >= b || b > n - 1)) {
-        free(scored);
         if (n < 2)
             fprintf(stderr, "%s: one token has no next token to score\n", cs.name);
         else
@@ -153,11 +150,11 @@ int cmd_ablate(int argc, char **argv)
                     "%s: --positions %d:%d: the positions with a next token are 0 to %d (A:B "
                     "takes A .. B-1, B at most %d)\n",
                     cs.name, a, b, n - 2, n - 1);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
-    double clean = 0, *loss = calloc((size_t)count, sizeof(double));
-    struct row *rows = calloc((size_t)count, sizeof(*rows));
+    loss = calloc((size_t)count, sizeof(double));
+    rows = calloc((size_t)count, sizeof(*rows));
     struct diag err;
     attn_diag_clear(&err);
     if (!loss || !rows)
@@ -166,11 +163,8 @@ int cmd_ablate(int argc, char **argv)
         rc = attn_ablate_sweep(loss, &clean, net, mode, scored, a, b, &err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s\n", cs.name, err.msg);
-        free(scored);
-        free(loss);
-        free(rows);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     for (int i = 0; i < count; i++)
         rows[i] = (struct row){i / heads, i % heads, loss[i], loss[i] - clean};
@@ -182,28 +176,25 @@ int cmd_ablate(int argc, char **argv)
         for (int i = 0; i < count; i++)
             attn_cnum_fprintf(stdout, "%d,%d,%s,%.6f,%.6f\r\n", rows[i].layer, rows[i].head, mname,
                               rows[i].loss, rows[i].delta);
-    } else {
-        const struct attn_model *m = &net->model[0];
-        printf("# tokens:");
-        for (int i = 0; i < n; i++)
-            printf(" %s", m->tokens[i]);
-        printf("\n");
-        cli_print_modified(stdout, &cs.scene, NULL);
-        printf("# each head ablated alone (%s), the mean loss over positions %d to %d\n",
-               mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"
-                                 : "mean: its context replaced by its mean over the positions",
-               a, b - 1);
-        if (masked)
-            cli_print_scored(&cs, scored);
-        attn_cnum_fprintf(stdout, "# the loss with no head ablated: %.4f nats\n", clean);
-        printf("layer  head  mode      loss  delta_loss\n");
-        for (int i = 0; i < count; i++)
-            attn_cnum_fprintf(stdout, "%5d  %4d  %-4s  %8.4f  %+10.4f\n", rows[i].layer,
-                              rows[i].head, mname, rows[i].loss, rows[i].delta);
+        goto out;
     }
+    cli_print_tokens(stdout, &net->model[0]);
+    cli_print_modified(stdout, &cs.scene, NULL);
+    printf("# each head ablated alone (%s), the mean loss over positions %d to %d\n",
+           mode == HEAD_ZERO ? "zero: its context set to 0 before out_proj"
+                             : "mean: its context replaced by its mean over the positions",
+           a, b - 1);
+    if (masked)
+        cli_print_scored(&cs, scored);
+    attn_cnum_fprintf(stdout, "# the loss with no head ablated: %.4f nats\n", clean);
+    printf("layer  head  mode      loss  delta_loss\n");
+    for (int i = 0; i < count; i++)
+        attn_cnum_fprintf(stdout, "%5d  %4d  %-4s  %8.4f  %+10.4f\n", rows[i].layer, rows[i].head,
+                          mname, rows[i].loss, rows[i].delta);
+out:
     free(scored);
     free(loss);
     free(rows);
     cli_scene_close(&cs);
-    return CLI_OK;
+    return rc;
 }

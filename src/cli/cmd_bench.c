@@ -27,6 +27,7 @@
 #define BENCH_MAX_TOKENS 8192
 #define BENCH_MAX_BYTES  ((size_t)8 << 30)
 #define BENCH_MAX_REPEAT 100000
+#define MIB              ((size_t)1 << 20)
 
 static double now_us(void)
 {
@@ -60,12 +61,10 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
     long k = 0;
     double r0 = now_us(), r1 = r0;
     struct attn_model *m2 = calloc((size_t)net.layers, sizeof(*m2));
+    int rc = 0;
     while (m2 && (iters > 0 ? k < iters : (r1 - r0 < budget_us / 3 || k < 3))) {
-        if (attn_model_resolve_layers(m2, net.layers, s, err) != 0) {
-            free(m2);
-            attn_net_free(&net);
-            return -1;
-        }
+        if ((rc = attn_model_resolve_layers(m2, net.layers, s, err)) != 0)
+            break; /* m2 left freed */
         for (int L = 0; L < net.layers; L++)
             attn_model_free(&m2[L]);
         k++;
@@ -74,7 +73,7 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
     free(m2);
     t->resolve_us = k ? (r1 - r0) / (double)k : 0;
     attn_net_free(&net);
-    return 0;
+    return rc;
 }
 
 /* A scene of n tokens ("t0" ...) with learned d_in-wide embeddings, `heads` causal split heads.
@@ -123,7 +122,8 @@ static int run_suite(double budget_us)
     bench_print_blas();
     attn_cnum_fprintf(stdout, "%-36s %14s %14s %10s\n", "shape", "resolve (us)", "forward (us)",
                       "iters");
-    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+    int rc = CLI_OK;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && rc == CLI_OK; i++) {
         struct attn_scene s;
         struct timing t;
         struct diag err;
@@ -133,14 +133,14 @@ static int run_suite(double budget_us)
             measure(&t, &s, budget_us, 0, &err) != 0) {
             fprintf(stderr, "attnscope bench: %s: %s\n", shapes[i].name,
                     err.msg[0] ? err.msg : "out of memory");
-            attn_scene_free(&s);
-            return CLI_INVALID;
+            rc = CLI_INVALID;
+        } else {
+            attn_cnum_fprintf(stdout, "%-36s %14.2f %14.2f %10ld\n", shapes[i].name, t.resolve_us,
+                              t.forward_us, t.iters);
         }
-        attn_cnum_fprintf(stdout, "%-36s %14.2f %14.2f %10ld\n", shapes[i].name, t.resolve_us,
-                          t.forward_us, t.iters);
         attn_scene_free(&s);
     }
-    return CLI_OK;
+    return rc;
 }
 
 static int compare_double(const void *a, const void *b)
@@ -294,31 +294,27 @@ static int bench_shape(const char *tokens, const char *dim, const char *heads, c
                                "dim / heads wide)",
                                r.dim, r.heads);
     struct attn_scene s;
-    int rc;
-    if (bench_scene(&s, r.tokens, r.dim, r.dim, r.heads, 0.0) != 0) {
-        attn_scene_free(&s);
-        fprintf(stderr, "attnscope bench: out of memory\n");
-        return CLI_INVALID;
-    }
-    size_t bytes = attn_scene_mem_estimate(&s);
-    if (bytes > BENCH_MAX_BYTES) {
-        attn_scene_free(&s);
-        return cli_usage_error("bench",
-                               "%d tokens x %d wide x %d heads need about %zu MiB, over "
-                               "the bench's %zu MiB",
-                               r.tokens, r.dim, r.heads, (bytes + ((size_t)1 << 20) - 1) >> 20,
-                               BENCH_MAX_BYTES >> 20);
-    }
+    int rc = CLI_OK;
+    size_t bytes;
     struct diag err;
     attn_diag_clear(&err);
-    rc = run_shape(&r, &s, &err);
-    attn_scene_free(&s);
-    if (rc != 0) {
+    if (bench_scene(&s, r.tokens, r.dim, r.dim, r.heads, 0.0) != 0) {
+        fprintf(stderr, "attnscope bench: out of memory\n");
+        rc = CLI_INVALID;
+    } else if ((bytes = attn_scene_mem_estimate(&s)) > BENCH_MAX_BYTES) {
+        rc = cli_usage_error("bench",
+                             "%d tokens x %d wide x %d heads need about %zu MiB, over "
+                             "the bench's %zu MiB",
+                             r.tokens, r.dim, r.heads, (bytes + MIB - 1) / MIB,
+                             BENCH_MAX_BYTES / MIB);
+    } else if (run_shape(&r, &s, &err) != 0) {
         fprintf(stderr, "attnscope bench: %s\n", err.msg);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+    } else {
+        print_shape(&r, json);
     }
-    print_shape(&r, json);
-    return CLI_OK;
+    attn_scene_free(&s);
+    return rc;
 }
 
 int (*cli_bench_ui_hook)(const char *const *values, const char *const *pos, int n_pos,
@@ -422,8 +418,8 @@ int cmd_bench(int argc, char **argv)
         if (err.file[0] == '\0')
             snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, cs.name);
         attn_diag_print(stderr, &err, NULL, 0);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     const struct attn_model *m = &cs.net.model[0];
     bench_print_blas();
@@ -435,6 +431,7 @@ int cmd_bench(int argc, char **argv)
     attn_cnum_fprintf(stdout, "attn_forward        %12.3f us  (mean of %ld)\n", t.forward_us,
                       t.iters);
     attn_cnum_fprintf(stdout, "model_resolve       %12.3f us\n", t.resolve_us);
+out:
     cli_scene_close(&cs);
-    return CLI_OK;
+    return rc;
 }

@@ -75,6 +75,7 @@ int (*cli_lesson_screen_hook)(struct attn_scene *s, const char *path, const char
  * and prediction visible. Without a screen (none to be had) the numbers alone, said. Takes s. */
 static int check_lesson(struct attn_scene *s, const char *path)
 {
+    int rc;
     struct diag_list problems;
     attn_diag_list_init(&problems);
     char *source = NULL;
@@ -95,8 +96,8 @@ static int check_lesson(struct attn_scene *s, const char *path)
             if (!err.file[0])
                 snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, path);
             attn_diag_print(stderr, &err, NULL, 0);
-            free(source);
-            return CLI_INVALID;
+            rc = CLI_INVALID;
+            goto out;
         }
         if (lesson_open(&a) != 0)
             attn_diag_list_add(&problems, path, 0, 0, "lesson", "out of memory for the lesson");
@@ -107,7 +108,8 @@ static int check_lesson(struct attn_scene *s, const char *path)
     for (int i = 0; i < problems.n; i++)
         attn_diag_print(stderr, &problems.items[i], source, len);
     attn_diag_list_print_lost(stderr, &problems, path);
-    int rc = problems.n || problems.lost ? CLI_INVALID : CLI_OK;
+    rc = problems.n || problems.lost ? CLI_INVALID : CLI_OK;
+out:
     attn_diag_list_free(&problems);
     free(source);
     return rc;
@@ -132,20 +134,16 @@ static int check_one(const char *arg, const struct cli_input *in)
         attn_utf8_fputs_escaped(unknown, stdout, 0);
         fputc('\n', stdout);
     }
-    if (s->lesson) {
-        if (check_lesson(s, cs.path) != CLI_OK)
-            return CLI_INVALID;
-    } else {
-        /* Computed once, a layer at a time: a value the forward pass makes that is not a
-           number (an overflow, a RoPE scaling of 5e-324) is a problem of the scene, named with
-           its place. */
-        if (cli_scene_compute(&cs, true, NULL, NULL) != CLI_OK)
-            return CLI_INVALID;
+    /* A lesson takes the scene. Any other is computed once, a layer at a time: a value the
+       forward pass makes that is not a number (an overflow, a RoPE scaling of 5e-324) is a
+       problem of the scene, named with its place. */
+    if (s->lesson)
+        rc = check_lesson(s, cs.path);
+    else if ((rc = cli_scene_compute(&cs, true, NULL, NULL)) == CLI_OK)
         rc = cli_scene_finite(&cs, true);
-        cli_scene_close(&cs);
-        if (rc != CLI_OK)
-            return CLI_INVALID;
-    }
+    cli_scene_close(&cs);
+    if (rc != CLI_OK)
+        return CLI_INVALID;
     printf("%s: ok\n", cs.name);
     return CLI_OK;
 }

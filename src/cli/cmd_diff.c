@@ -126,21 +126,36 @@ static int token_differences(char *out, size_t size, const struct attn_model *ma
     return n;
 }
 
-/* Compares head h of stage st in layer L; out of memory: CLI_INVALID. */
-static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int L,
-                     enum attn_stage st, int h, int top, bool csv, bool utf8, float *buf_a,
-                     float *buf_b, size_t cap)
+/* What diff compares, the same for every head: one stage of one layer of two scenes. */
+struct diff_job {
+    const struct cli_scene *a, *b;
+    int layer;
+    enum attn_stage stage;
+    int top;              /* the K largest changes */
+    bool csv, utf8;       /* as CSV rows; in UTF-8's signs (else ASCII) */
+    float *buf_a, *buf_b; /* cap floats each: a view's numbers where a stage keeps none */
+    size_t cap;
+};
+
+/* Compares head h of the job's stage; out of memory: CLI_INVALID. */
+static int diff_head(const struct diff_job *job, int h)
 {
-    struct attn_mat_view va = attn_view_buf(buf_a, cap, &ca->net.run[L], &ca->net.model[L], st, h);
-    struct attn_mat_view vb = attn_view_buf(buf_b, cap, &cb->net.run[L], &cb->net.model[L], st, h);
+    const struct cli_scene *ca = job->a, *cb = job->b;
+    int L = job->layer;
+    enum attn_stage st = job->stage;
+    bool utf8 = job->utf8;
+    struct attn_mat_view va =
+        attn_view_buf(job->buf_a, job->cap, &ca->net.run[L], &ca->net.model[L], st, h);
+    struct attn_mat_view vb =
+        attn_view_buf(job->buf_b, job->cap, &cb->net.run[L], &cb->net.model[L], st, h);
     size_t n = (size_t)va.rows * (size_t)va.cols;
     struct change *cells = malloc((n ? n : 1) * sizeof(*cells));
     struct change *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+    int rc = CLI_OK;
     if (!cells || !sorted) {
-        free(cells);
-        free(sorted);
         fprintf(stderr, "attnscope diff: out of memory\n");
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     double sum = 0;
     long finite = 0;
@@ -163,10 +178,10 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
             }
         }
     qsort(sorted, n, sizeof(*sorted), by_size);
-    int k_top = top < (int)n ? top : (int)n;
+    int k_top = job->top < (int)n ? job->top : (int)n;
     const struct attn_model *ma = &ca->net.model[L], *mb = &cb->net.model[L];
     bool square = attn_stage_is_square(st);
-    if (csv) {
+    if (job->csv) {
         for (int k = 0; k < k_top; k++) {
             char a[40], b[40], d[40];
             csv_format_float(a, sizeof(a), sorted[k].a);
@@ -174,9 +189,7 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
             csv_format_float(d, sizeof(d), sorted[k].d);
             printf("%d,%d,%d,%d,%s,%s,%s\r\n", L, h, sorted[k].row, sorted[k].col, a, b, d);
         }
-        free(cells);
-        free(sorted);
-        return CLI_OK;
+        goto out;
     }
     const char *times = utf8 ? "\u00d7" : "x", *arrow = utf8 ? "\u2192" : "->",
                *delta = utf8 ? "\u0394" : "d";
@@ -216,9 +229,27 @@ static int diff_head(const struct cli_scene *ca, const struct cli_scene *cb, int
                arrow, b, c->d > 0 ? "+" : "", d);
     }
     print_map(cells, va.rows, va.cols, max_abs, utf8);
+out:
     free(cells);
     free(sorted);
-    return CLI_OK;
+    return rc;
+}
+
+/* A layer, head (-1: every head) or stage c lacks is a wrong command line for that scene: said,
+ * CLI_USAGE. */
+static int check_scene(const struct cli_scene *c, int layer, int head, enum attn_stage st)
+{
+    if (layer >= c->net.layers)
+        fprintf(stderr, "%s: layer %d out of range (scene has %d layer%s)\n", c->name, layer,
+                c->net.layers, c->net.layers == 1 ? "" : "s");
+    else if (head >= c->net.model[layer].heads)
+        fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n", c->name, head,
+                c->net.model[layer].heads, c->net.model[layer].heads == 1 ? "" : "s");
+    else if (!attn_stage_present(&c->net.model[layer], st))
+        fprintf(stderr, "%s: this scene has no stage %s\n", c->name, attn_stage_name(st));
+    else
+        return CLI_OK;
+    return CLI_USAGE;
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -280,34 +311,20 @@ int cmd_diff(int argc, char **argv)
         (top_arg && cli_int_option(&top, "diff", "--top", top_arg, 0, 1000000) != CLI_OK))
         return CLI_USAGE;
 
-    struct cli_scene ca, cb;
-    if ((rc = cli_scene_open(&ca, pos[0], &in)) != CLI_OK)
-        return rc;
-    if ((rc = cli_scene_open(&cb, pos[1], &in)) != CLI_OK) {
-        cli_scene_close(&ca);
-        return rc;
-    }
+    struct cli_scene ca = {0}, cb = {0};
+    float *buf_a = NULL, *buf_b = NULL;
+    if ((rc = cli_scene_open(&ca, pos[0], &in)) != CLI_OK ||
+        (rc = cli_scene_open(&cb, pos[1], &in)) != CLI_OK)
+        goto out;
     cli_scene_finite(&ca, false);
     cli_scene_finite(&cb, false);
-    const struct cli_scene *both[2] = {&ca, &cb};
     enum attn_stage st = (enum attn_stage)stage;
-    /* A layer, head or stage a scene lacks is a wrong command line for that scene. */
-    for (int s = 0; s < 2 && rc == CLI_OK; s++) {
-        const struct cli_scene *c = both[s];
-        if (layer >= c->net.layers)
-            fprintf(stderr, "%s: layer %d out of range (scene has %d layer%s)\n", c->name, layer,
-                    c->net.layers, c->net.layers == 1 ? "" : "s"),
-                rc = CLI_USAGE;
-        else if (!all_heads && head >= c->net.model[layer].heads)
-            fprintf(stderr, "%s: head %d out of range (scene has %d head%s)\n", c->name, head,
-                    c->net.model[layer].heads, c->net.model[layer].heads == 1 ? "" : "s"),
-                rc = CLI_USAGE;
-        else if (!attn_stage_present(&c->net.model[layer], st))
-            fprintf(stderr, "%s: this scene has no stage %s\n", c->name, attn_stage_name(st)),
-                rc = CLI_USAGE;
-    }
+    int one_head = all_heads ? -1 : head;
+    if ((rc = check_scene(&ca, layer, one_head, st)) != CLI_OK ||
+        (rc = check_scene(&cb, layer, one_head, st)) != CLI_OK)
+        goto out;
     int heads = 1;
-    if (rc == CLI_OK && attn_stage_is_per_head(st) && all_heads) {
+    if (attn_stage_is_per_head(st) && all_heads) {
         heads = ca.net.model[layer].heads;
         if (heads != cb.net.model[layer].heads) {
             fprintf(stderr,
@@ -315,53 +332,57 @@ int cmd_diff(int argc, char **argv)
                     "number\n",
                     ca.name, heads, heads == 1 ? "" : "s", cb.name, cb.net.model[layer].heads);
             rc = CLI_INVALID;
+            goto out;
         }
     }
-    if (rc == CLI_OK) {
-        /* The shapes first: a matrix of another shape has no cell-by-cell difference. */
-        struct attn_mat_view va = attn_view(&ca.net.run[layer], &ca.net.model[layer], st, 0);
-        struct attn_mat_view vb = attn_view(&cb.net.run[layer], &cb.net.model[layer], st, 0);
-        if (va.rows != vb.rows || va.cols != vb.cols) {
-            fprintf(stderr,
-                    "attnscope diff: the shapes differ: %s's %s is %d\u00d7%d, %s's is "
-                    "%d\u00d7%d; no cell-by-cell difference\n",
-                    ca.name, attn_stage_name(st), va.rows, va.cols, cb.name, vb.rows, vb.cols);
-            rc = CLI_INVALID;
-        }
+    /* The shapes first: a matrix of another shape has no cell-by-cell difference. */
+    struct attn_mat_view va = attn_view(&ca.net.run[layer], &ca.net.model[layer], st, 0);
+    struct attn_mat_view vb = attn_view(&cb.net.run[layer], &cb.net.model[layer], st, 0);
+    if (va.rows != vb.rows || va.cols != vb.cols) {
+        fprintf(stderr,
+                "attnscope diff: the shapes differ: %s's %s is %d\u00d7%d, %s's is "
+                "%d\u00d7%d; no cell-by-cell difference\n",
+                ca.name, attn_stage_name(st), va.rows, va.cols, cb.name, vb.rows, vb.cols);
+        rc = CLI_INVALID;
+        goto out;
     }
-    if (rc != CLI_OK) {
-        cli_scene_close(&ca);
-        cli_scene_close(&cb);
-        return rc;
-    }
-    bool csv = csv_arg != NULL, utf8 = cli_utf8_output();
-    struct attn_mat_view v0 = attn_view(&ca.net.run[layer], &ca.net.model[layer], st, 0);
     size_t n = (size_t)ca.net.model[layer].n;
-    size_t cap = n * n > (size_t)v0.rows * (size_t)v0.cols ? n * n : (size_t)v0.rows * v0.cols;
-    float *buf_a = malloc((cap ? cap : 1) * sizeof(float));
-    float *buf_b = malloc((cap ? cap : 1) * sizeof(float));
+    size_t cap = n * n > (size_t)va.rows * (size_t)va.cols ? n * n : (size_t)va.rows * va.cols;
+    buf_a = malloc((cap ? cap : 1) * sizeof(float));
+    buf_b = malloc((cap ? cap : 1) * sizeof(float));
     if (!buf_a || !buf_b) {
         fprintf(stderr, "attnscope diff: out of memory\n");
         rc = CLI_INVALID;
-    } else {
-        if (csv)
-            fputs("layer,head,row,col,a,b,delta\r\n", stdout);
-        else
-            printf("# A: %s\n# B: %s\n", ca.name, cb.name);
-        char where[64];
-        int differ =
-            token_differences(where, sizeof(where), &ca.net.model[layer], &cb.net.model[layer]);
-        if (!csv && differ)
-            printf("# the texts differ at %s%s: a row or column there names A's token, then "
-                   "B's\n",
-                   differ == 1   ? "position "
-                   : differ <= 4 ? "positions "
-                                 : "",
-                   where);
-        int h0 = all_heads ? 0 : head, h1 = all_heads ? heads : head + 1;
-        for (int h = h0; h < h1 && rc == CLI_OK; h++)
-            rc = diff_head(&ca, &cb, layer, st, h, top, csv, utf8, buf_a, buf_b, cap);
+        goto out;
     }
+    const struct diff_job job = {.a = &ca,
+                                 .b = &cb,
+                                 .layer = layer,
+                                 .stage = st,
+                                 .top = top,
+                                 .csv = csv_arg != NULL,
+                                 .utf8 = cli_utf8_output(),
+                                 .buf_a = buf_a,
+                                 .buf_b = buf_b,
+                                 .cap = cap};
+    if (job.csv)
+        fputs("layer,head,row,col,a,b,delta\r\n", stdout);
+    else
+        printf("# A: %s\n# B: %s\n", ca.name, cb.name);
+    char where[64];
+    int differ =
+        token_differences(where, sizeof(where), &ca.net.model[layer], &cb.net.model[layer]);
+    if (!job.csv && differ)
+        printf("# the texts differ at %s%s: a row or column there names A's token, then "
+               "B's\n",
+               differ == 1   ? "position "
+               : differ <= 4 ? "positions "
+                             : "",
+               where);
+    int h0 = all_heads ? 0 : head, h1 = all_heads ? heads : head + 1;
+    for (int h = h0; h < h1 && rc == CLI_OK; h++)
+        rc = diff_head(&job, h);
+out:
     free(buf_a);
     free(buf_b);
     cli_scene_close(&ca);

@@ -94,20 +94,16 @@ int cmd_export(int argc, char **argv)
         return CLI_INVALID;
     }
     rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, export_visit, &job);
-    if (rc != CLI_OK) {
+    bool ended = rc == CLI_OK && export_stream_end(&job.x, &cs.scene, &cs.net, &err) == 0;
+    if (rc != CLI_OK) /* nothing computed: the temporary folder goes */
         export_stream_abort(&job.x);
-        attn_progress_writing(false);
-        return rc;
-    }
-    rc = export_stream_end(&job.x, &cs.scene, &cs.net, &err);
     attn_progress_writing(false);
-    if (rc == 0)
+    if (ended) {
         cli_scene_finite(&cs, false); /* the files hold nan as computed */
-    if (rc != 0) {
+        printf("%s: exported %s\n", dir, cs.name);
+    } else if (rc == CLI_OK) {
         attn_diag_print(stderr, &err, NULL, 0);
         rc = CLI_INVALID;
-    } else {
-        printf("%s: exported %s\n", dir, cs.name);
     }
     cli_scene_close(&cs);
     return rc;

@@ -90,6 +90,87 @@ static int score_layer(void *ctx, const struct attn_net *net, int L, struct diag
     return 0;
 }
 
+/* The top head of each score, in layer and head order (before any sort): best[s] is a copy,
+ * found[s] false when no head has score s. */
+static void top_heads(struct row best[SCORE_COUNT], bool found[SCORE_COUNT], const struct row *rows,
+                      int n)
+{
+    for (int s = 0; s < SCORE_COUNT; s++) {
+        found[s] = false;
+        for (int i = 0; i < n; i++) {
+            double v = rows[i].s.value[s], b = best[s].s.value[s];
+            if (rows[i].s.defined[s] && (!found[s] || (s == SCORE_ENTROPY ? v < b : v > b))) {
+                best[s] = rows[i];
+                found[s] = true;
+            }
+        }
+    }
+}
+
+static void print_csv(const struct row *rows, int n)
+{
+    fputs("layer,head", stdout);
+    for (int s = 0; s < SCORE_COUNT; s++)
+        printf(",%s", attn_head_score_name((enum head_score)s));
+    fputs(",rows,induction_rows\r\n", stdout);
+    for (int i = 0; i < n; i++) {
+        printf("%d,%d", rows[i].layer, rows[i].head);
+        for (int s = 0; s < SCORE_COUNT; s++)
+            if (rows[i].s.defined[s])
+                attn_cnum_fprintf(stdout, ",%.6f", rows[i].s.value[s]);
+            else
+                fputs(",", stdout);
+        printf(",%d,%d\r\n", rows[i].s.rows[SCORE_PREVIOUS], rows[i].s.rows[SCORE_INDUCTION]);
+    }
+}
+
+/* The table, then the top head of each score (top_heads) and why a score is not given. */
+static void print_table(const struct cli_scene *cs, const struct row *rows, int n,
+                        const struct row best[SCORE_COUNT], const bool found[SCORE_COUNT])
+{
+    const struct attn_net *net = &cs->net;
+    const struct attn_model *m = &net->model[0];
+    int heads = m->heads;
+    cli_print_tokens(stdout, m);
+    cli_print_modified(stdout, &cs->scene, NULL);
+    /* the rows are the text's, the same for every head */
+    int all = rows[0].s.rows[SCORE_PREVIOUS], rep = rows[0].s.rows[SCORE_INDUCTION];
+    printf("# %d layer%s \u00d7 %d head%s, scored on the attention weights: rows 1 to %d (%d "
+           "row%s), induction on the %d whose token occurred before\n",
+           net->layers, net->layers == 1 ? "" : "s", heads, heads == 1 ? "" : "s", m->n - 1, all,
+           all == 1 ? "" : "s", rep);
+    printf("layer  head");
+    for (int s = 0; s < SCORE_COUNT; s++)
+        printf("  %9s", attn_head_score_name((enum head_score)s));
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%5d  %4d", rows[i].layer, rows[i].head);
+        for (int s = 0; s < SCORE_COUNT; s++)
+            if (rows[i].s.defined[s])
+                attn_cnum_fprintf(stdout, "  %9.4f", rows[i].s.value[s]);
+            else
+                printf("  %9s", "-");
+        printf("\n");
+    }
+    printf("# top:");
+    for (int s = 0; s < SCORE_COUNT; s++) {
+        if (!found[s]) {
+            printf("%s %s -", s ? "," : "", attn_head_score_name((enum head_score)s));
+            continue;
+        }
+        printf("%s %s L%d H%d", s ? "," : "", attn_head_score_name((enum head_score)s),
+               best[s].layer, best[s].head);
+        attn_cnum_fprintf(stdout, " (%.2f)", best[s].s.value[s]);
+    }
+    printf("\n");
+    for (int s = 0; s < SCORE_COUNT; s++) {
+        char why[200];
+        attn_head_score_why(why, sizeof(why), &rows[0].s, (enum head_score)s);
+        if (why[0])
+            printf("# %s -: %s\n", attn_head_score_name((enum head_score)s), strchr(why, ':') + 2);
+    }
+}
+
 int cmd_heads(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
@@ -98,7 +179,7 @@ int cmd_heads(int argc, char **argv)
     int rc = cli_begin_input(&cli_heads, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
-    const char *sort_arg = val[O_SORT], *csv_arg = val[O_CSV];
+    const char *sort_arg = val[O_SORT];
     if (sort_arg && (sort_score = attn_head_score_parse(sort_arg)) < 0)
         return cli_usage_error(
             "heads", "unknown score '%s' (previous, induction, first, self, entropy)", sort_arg);
@@ -106,90 +187,22 @@ int cmd_heads(int argc, char **argv)
        (a lean compute keeps one layer's n x n stages, not every layer's). */
     struct rows_job job = {0};
     struct cli_scene cs;
-    rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, score_layer, &job);
-    if (rc != CLI_OK) {
-        free(job.rows);
-        return rc;
-    }
-    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK) {
-        free(job.rows);
-        cli_scene_close(&cs);
-        return rc;
-    }
-    const struct attn_net *net = &cs.net;
-    int heads = net->model[0].heads, n = net->layers * heads;
-    struct row *rows = job.rows;
-    /* The top head of each score (a copy: sorting moves the rows). */
+    if ((rc = cli_scene_open_lean(&cs, n_pos ? pos[0] : NULL, &in, true, score_layer, &job)) !=
+            CLI_OK ||
+        (rc = cli_scene_finite(&cs, true)) != CLI_OK)
+        goto out;
+    int n = cs.net.layers * cs.net.model[0].heads;
     struct row best[SCORE_COUNT] = {{0}};
-    bool found[SCORE_COUNT] = {false};
-    for (int s = 0; s < SCORE_COUNT; s++)
-        for (int i = 0; i < n; i++) {
-            double v = rows[i].s.value[s], b = best[s].s.value[s];
-            if (rows[i].s.defined[s] && (!found[s] || (s == SCORE_ENTROPY ? v < b : v > b))) {
-                best[s] = rows[i];
-                found[s] = true;
-            }
-        }
+    bool found[SCORE_COUNT];
+    top_heads(best, found, job.rows, n);
     if (sort_score >= 0)
-        qsort(rows, (size_t)n, sizeof(*rows), by_score);
-
-    if (csv_arg) {
-        fputs("layer,head", stdout);
-        for (int s = 0; s < SCORE_COUNT; s++)
-            printf(",%s", attn_head_score_name((enum head_score)s));
-        fputs(",rows,induction_rows\r\n", stdout);
-        for (int i = 0; i < n; i++) {
-            printf("%d,%d", rows[i].layer, rows[i].head);
-            for (int s = 0; s < SCORE_COUNT; s++)
-                if (rows[i].s.defined[s])
-                    attn_cnum_fprintf(stdout, ",%.6f", rows[i].s.value[s]);
-                else
-                    fputs(",", stdout);
-            printf(",%d,%d\r\n", rows[i].s.rows[SCORE_PREVIOUS], rows[i].s.rows[SCORE_INDUCTION]);
-        }
-    } else {
-        const struct attn_model *m = &net->model[0];
-        cli_print_tokens(stdout, m);
-        cli_print_modified(stdout, &cs.scene, NULL);
-        /* the rows are the text's, the same for every head */
-        int all = rows[0].s.rows[SCORE_PREVIOUS], rep = rows[0].s.rows[SCORE_INDUCTION];
-        printf("# %d layer%s \u00d7 %d head%s, scored on the attention weights: rows 1 to %d (%d "
-               "row%s), induction on the %d whose token occurred before\n",
-               net->layers, net->layers == 1 ? "" : "s", heads, heads == 1 ? "" : "s", m->n - 1,
-               all, all == 1 ? "" : "s", rep);
-        printf("layer  head");
-        for (int s = 0; s < SCORE_COUNT; s++)
-            printf("  %9s", attn_head_score_name((enum head_score)s));
-        printf("\n");
-        for (int i = 0; i < n; i++) {
-            printf("%5d  %4d", rows[i].layer, rows[i].head);
-            for (int s = 0; s < SCORE_COUNT; s++)
-                if (rows[i].s.defined[s])
-                    attn_cnum_fprintf(stdout, "  %9.4f", rows[i].s.value[s]);
-                else
-                    printf("  %9s", "-");
-            printf("\n");
-        }
-        printf("# top:");
-        for (int s = 0; s < SCORE_COUNT; s++) {
-            if (!found[s]) {
-                printf("%s %s -", s ? "," : "", attn_head_score_name((enum head_score)s));
-                continue;
-            }
-            printf("%s %s L%d H%d", s ? "," : "", attn_head_score_name((enum head_score)s),
-                   best[s].layer, best[s].head);
-            attn_cnum_fprintf(stdout, " (%.2f)", best[s].s.value[s]);
-        }
-        printf("\n");
-        for (int s = 0; s < SCORE_COUNT; s++) {
-            char why[200];
-            attn_head_score_why(why, sizeof(why), &rows[0].s, (enum head_score)s);
-            if (why[0])
-                printf("# %s -: %s\n", attn_head_score_name((enum head_score)s),
-                       strchr(why, ':') + 2);
-        }
-    }
-    free(rows);
+        qsort(job.rows, (size_t)n, sizeof(*job.rows), by_score);
+    if (val[O_CSV])
+        print_csv(job.rows, n);
+    else
+        print_table(&cs, job.rows, n, best, found);
+out:
+    free(job.rows);
     cli_scene_close(&cs);
-    return CLI_OK;
+    return rc;
 }

@@ -11,10 +11,10 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "common/cnum.h"
-#include "common/utf8.h"
 #include "engine/logits.h"
 #include "export/export.h"
 
@@ -46,6 +46,11 @@ const struct cli_command cli_lens = {
     true,
 };
 
+/* The table's columns: a token or a guess padded to LENS_TOKEN_WIDTH characters; a layer's column
+ * is its guess, a mark (* or a blank) and the probability (0.000). */
+#define LENS_TOKEN_WIDTH 12
+#define LENS_LAYER_WIDTH (LENS_TOKEN_WIDTH + 1 + 5)
+
 int cmd_lens(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
@@ -59,64 +64,63 @@ int cmd_lens(int argc, char **argv)
     struct cli_scene cs;
     if ((rc = cli_scene_open_lean(&cs, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
-    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
-        (rc = cli_need_vocab(&cs, "lens")) != CLI_OK) {
-        cli_scene_close(&cs);
-        return rc;
-    }
     const struct attn_net *net = &cs.net;
     int layers = net->layers, n = net->model[0].n;
-    struct attn_predictions *p = calloc((size_t)layers, sizeof(*p));
-    if (!p) {
+    struct attn_predictions *p = NULL;
+    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
+        (rc = cli_need_vocab(&cs, "lens")) != CLI_OK)
+        goto out;
+    if (!(p = calloc((size_t)layers, sizeof(*p)))) {
         fprintf(stderr, "%s: out of memory\n", cs.name);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     struct diag err;
     attn_diag_clear(&err);
-    rc = CLI_OK;
-    for (int L = 0; L < layers && rc == CLI_OK; L++)
+    for (int L = 0; L < layers; L++)
         if (attn_predict(&p[L], net, L, 0, n, 1, 1.0, NULL, &err) != 0) {
             fprintf(stderr, "%s: %s\n", cs.name, err.msg);
             rc = CLI_INVALID;
+            goto out;
         }
-    if (rc == CLI_OK && val[O_CSV]) {
+    if (val[O_CSV]) {
         csv_write_lens(stdout, p, layers, &cs.scene);
-    } else if (rc == CLI_OK) {
-        const struct attn_model *m = &net->model[0];
-        bool masked = net->model[layers - 1].masked_lm;
-        if (masked)
-            printf("# the logit lens of a masked LM: each layer's residual stream through the MLM\n"
-                   "# head; its top-1 token at each position and probability (* = the token\n"
-                   "# itself; a [MASK] has none)\n");
-        else
-            printf("# the logit lens: each layer's residual stream through the final norm and the\n"
-                   "# unembedding; its top-1 token and probability (* = the actual next token)\n");
-        cli_print_modified(stdout, &cs.scene, NULL);
-        printf("  pos  %-12s %-12s", "token", masked ? "itself" : "next");
-        for (int L = 0; L < layers; L++) /* a column: 'token' padded to 12, a mark, 0.000 */
-            printf(L + 1 < layers ? "  layer %-12d" : "  layer %d", L);
-        printf("\n");
-        for (int i = 0; i < n; i++) {
-            printf("%5d  %s", i, m->tokens[i]);
-            for (int pad = 12 - attn_utf8_length(m->tokens[i]); pad > 0; pad--)
-                putchar(' ');
-            printf(" ");
-            if (p[0].next_id[i] >= 0)
-                cli_print_token(&cs.scene, p[0].next_id[i], 12);
-            else
-                printf("%-12s", "-");
-            for (int L = 0; L < layers; L++) {
-                const struct attn_token_score *t = attn_predictions_top(&p[L], i);
-                printf("  ");
-                cli_print_token(&cs.scene, t->id, 12);
-                attn_cnum_fprintf(stdout, "%s%.3f", t->id == p[L].next_id[i] ? "*" : " ",
-                                  (double)t->prob);
-            }
-            printf("\n");
-        }
+        goto out;
     }
-    for (int L = 0; L < layers; L++)
+    const struct attn_model *m = &net->model[0];
+    bool masked = net->model[layers - 1].masked_lm;
+    if (masked)
+        printf("# the logit lens of a masked LM: each layer's residual stream through the MLM\n"
+               "# head; its top-1 token at each position and probability (* = the token\n"
+               "# itself; a [MASK] has none)\n");
+    else
+        printf("# the logit lens: each layer's residual stream through the final norm and the\n"
+               "# unembedding; its top-1 token and probability (* = the actual next token)\n");
+    cli_print_modified(stdout, &cs.scene, NULL);
+    printf("  pos  %-*s %-*s", LENS_TOKEN_WIDTH, "token", LENS_TOKEN_WIDTH,
+           masked ? "itself" : "next");
+    for (int L = 0; L < layers; L++) /* "layer L" over its column, the last one unpadded */
+        printf("  layer %-*d", L + 1 < layers ? LENS_LAYER_WIDTH - (int)strlen("layer ") : 0, L);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%5d  ", i);
+        cli_print_text(m->tokens[i], LENS_TOKEN_WIDTH);
+        printf(" ");
+        if (p[0].next_id[i] >= 0)
+            cli_print_token(&cs.scene, p[0].next_id[i], LENS_TOKEN_WIDTH);
+        else
+            printf("%-*s", LENS_TOKEN_WIDTH, "-");
+        for (int L = 0; L < layers; L++) {
+            const struct attn_token_score *t = attn_predictions_top(&p[L], i);
+            printf("  ");
+            cli_print_token(&cs.scene, t->id, LENS_TOKEN_WIDTH);
+            attn_cnum_fprintf(stdout, "%s%.3f", t->id == p[L].next_id[i] ? "*" : " ",
+                              (double)t->prob);
+        }
+        printf("\n");
+    }
+out:
+    for (int L = 0; p && L < layers; L++)
         attn_predictions_free(&p[L]);
     free(p);
     cli_scene_close(&cs);

@@ -16,7 +16,6 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
-#include "common/utf8.h"
 #include "engine/logits.h"
 
 enum { O_METRIC, O_POSITION, O_ANSWER, O_CSV, O_COUNT };
@@ -186,23 +185,15 @@ int cmd_patch(int argc, char **argv)
     if ((rc = parse_metric(&spec, val[O_METRIC])) != CLI_OK)
         return rc;
 
-    struct cli_scene clean, corrupt;
-    if ((rc = cli_scene_open_lean(&clean, pos[0], &in, true, NULL, NULL)) != CLI_OK)
-        return rc;
-    if ((rc = cli_scene_open_lean(&corrupt, pos[1], &in, true, NULL, NULL)) != CLI_OK) {
-        cli_scene_close(&clean);
-        return rc;
-    }
-    if ((rc = cli_scene_finite(&clean, true)) != CLI_OK ||
-        (rc = cli_scene_finite(&corrupt, true)) != CLI_OK) {
-        cli_scene_close(&clean);
-        cli_scene_close(&corrupt);
-        return rc;
-    }
+    struct cli_scene clean = {0}, corrupt = {0};
     struct attn_metric metric = {.kind = spec.kind, .a = -1, .b = -1, .position = -1};
     double *recovered = NULL, m_clean = 0, m_corrupt = 0;
     int *scored = NULL;
-    if ((rc = cli_need_vocab(&clean, "patch")) != CLI_OK ||
+    if ((rc = cli_scene_open_lean(&clean, pos[0], &in, true, NULL, NULL)) != CLI_OK ||
+        (rc = cli_scene_open_lean(&corrupt, pos[1], &in, true, NULL, NULL)) != CLI_OK ||
+        (rc = cli_scene_finite(&clean, true)) != CLI_OK ||
+        (rc = cli_scene_finite(&corrupt, true)) != CLI_OK ||
+        (rc = cli_need_vocab(&clean, "patch")) != CLI_OK ||
         (rc = cli_need_vocab(&corrupt, "patch")) != CLI_OK ||
         (rc = check_alike(&clean, &corrupt)) != CLI_OK ||
         (rc = metric_ids(&metric, &spec, &clean)) != CLI_OK ||
@@ -236,15 +227,22 @@ int cmd_patch(int argc, char **argv)
         cli_print_modified(stdout, &corrupt.scene, "corrupted");
         const struct attn_model *m = &clean.net.model[0];
         bool last = metric.position == m->n - 1 && !clean.net.model[clean.net.layers - 1].masked_lm;
-        if (spec.kind == METRIC_LOGIT_DIFF)
-            printf("# metric: logit('%s') - logit('%s') at ", spec.a, spec.b);
-        else if (spec.kind == METRIC_PROB)
-            printf("# metric: p('%s') at ", spec.a);
+        if (spec.kind == METRIC_LOGIT_DIFF) {
+            printf("# metric: logit('");
+            cli_print_text(spec.a, 0);
+            printf("') - logit('");
+            cli_print_text(spec.b, 0);
+            printf("') at ");
+        } else if (spec.kind == METRIC_PROB) {
+            printf("# metric: p('");
+            cli_print_text(spec.a, 0);
+            printf("') at ");
+        }
         if (spec.kind != METRIC_LOSS && last) {
             printf("the last position\n");
         } else if (spec.kind != METRIC_LOSS) {
             printf("position %d '", metric.position);
-            attn_utf8_fputs_escaped(m->tokens[metric.position], stdout, 0);
+            cli_print_text(m->tokens[metric.position], 0);
             printf("'\n");
         } else if (!clean.net.model[clean.net.layers - 1].masked_lm) {
             printf("# metric: the mean loss of the clean text's next tokens\n");

@@ -18,7 +18,10 @@
 #include "engine/logits.h"
 #include "export/export.h"
 
-#define PREDICT_TOP_MAX 1000
+#define PREDICT_TOP_MAX     1000
+#define PREDICT_TOP         10 /* --top's default */
+#define PREDICT_TOKEN_WIDTH 16 /* a token's column, its quotes included */
+#define PREDICT_BAR_WIDTH   20 /* the bar of a probability of 1 */
 
 enum { O_POSITION, O_TOP, O_TEMPERATURE, O_CSV, O_COUNT };
 static const struct cli_opt opts[O_COUNT] = {
@@ -62,7 +65,9 @@ static void print_position(const struct attn_predictions *p, int i, const struct
     const struct attn_model *last = &cs->net.model[cs->net.layers - 1];
     int pos = p->pos0 + i;
     const char *arrow = utf8 ? "\u2192" : "->";
-    printf("\n# position %d '%s'", pos, m->tokens[pos]);
+    printf("\n# position %d '", pos);
+    cli_print_text(m->tokens[pos], 0);
+    putchar('\'');
     if (last->masked_lm && p->next_id[i] < 0) {
         printf(" (masked: the model fills it in)\n");
     } else if (p->next_id[i] >= 0) {
@@ -77,9 +82,9 @@ static void print_position(const struct attn_predictions *p, int i, const struct
     const struct attn_token_score *top = attn_predictions_top(p, i);
     for (int r = 0; r < p->k; r++) {
         printf("  %4d  %5d  ", r + 1, top[r].id);
-        cli_print_token(&cs->scene, top[r].id, 16);
+        cli_print_token(&cs->scene, top[r].id, PREDICT_TOKEN_WIDTH);
         attn_cnum_fprintf(stdout, " %8.4f  %.4f  ", (double)top[r].logit, (double)top[r].prob);
-        cli_print_bar(top[r].prob, 20, utf8);
+        cli_print_bar(top[r].prob, PREDICT_BAR_WIDTH, utf8);
         if (top[r].id == p->next_id[i])
             printf("  %s %s", utf8 ? "\u2190" : "<-", last->masked_lm ? "itself" : "next");
         printf("\n");
@@ -96,7 +101,7 @@ int cmd_predict(int argc, char **argv)
         return rc;
     if (n_pos == 0)
         return cli_usage_error("predict", "missing SCENE (a scene with a vocabulary model)");
-    int position = -1, top = 10;
+    int position = -1, top = PREDICT_TOP;
     double temperature = 1.0;
     /* any temperature a double holds: the softmax subtracts the largest logit first, so 1e-300
      * is the top token alone and 1e38 all of them alike (attn_predict) */
@@ -111,27 +116,26 @@ int cmd_predict(int argc, char **argv)
     struct cli_scene cs;
     if ((rc = cli_scene_open_lean(&cs, pos[0], &in, true, NULL, NULL)) != CLI_OK)
         return rc;
-    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
-        (rc = cli_need_vocab(&cs, "predict")) != CLI_OK) {
-        cli_scene_close(&cs);
-        return rc;
-    }
     const struct attn_net *net = &cs.net;
     int n = net->model[0].n;
+    struct attn_predictions p = {0};
+    int *scored = NULL;
+    if ((rc = cli_scene_finite(&cs, true)) != CLI_OK ||
+        (rc = cli_need_vocab(&cs, "predict")) != CLI_OK)
+        goto out;
     if (position >= n) {
         fprintf(stderr, "%s: --position %d: the scene has %d tokens (0 to %d)\n", cs.name, position,
                 n, n - 1);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     /* Every position: the summary needs them all, whatever is shown. */
-    struct attn_predictions p;
     struct diag err;
     attn_diag_clear(&err);
     if (attn_predict(&p, net, net->layers - 1, 0, n, top, temperature, NULL, &err) != 0) {
         fprintf(stderr, "%s: %s\n", cs.name, err.msg);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     if (val[O_CSV]) {
         struct attn_predictions one = p;
@@ -141,69 +145,64 @@ int cmd_predict(int argc, char **argv)
             one.top = p.top + (size_t)position * (size_t)p.k;
         }
         csv_write_predictions(stdout, &one, &cs.scene);
-    } else {
-        bool utf8 = cli_utf8_output();
-        const struct attn_model *m = &net->model[0];
-        printf("# tokens:");
-        for (int i = 0; i < n; i++)
-            printf(" %s", m->tokens[i]);
-        printf("\n");
-        cli_print_modified(stdout, &cs.scene, NULL);
-        /* a masked language model (BERT) fills in its [MASK] positions: those by default */
-        const struct attn_model *last = &net->model[net->layers - 1];
-        int masks = 0;
-        for (int i = 0; last->masked_lm && i < n; i++)
-            masks += m->ids[i] == last->mask_id;
-        if (last->masked_lm)
+        goto out;
+    }
+    bool utf8 = cli_utf8_output();
+    const struct attn_model *m = &net->model[0];
+    cli_print_tokens(stdout, m);
+    cli_print_modified(stdout, &cs.scene, NULL);
+    /* a masked language model (BERT) fills in its [MASK] positions: those by default */
+    const struct attn_model *last = &net->model[net->layers - 1];
+    int masks = 0;
+    for (int i = 0; last->masked_lm && i < n; i++)
+        masks += m->ids[i] == last->mask_id;
+    if (last->masked_lm)
+        attn_cnum_fprintf(stdout,
+                          "# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
+                          p.k, p.vocab, temperature,
+                          position >= 0 || masks == 0 ? ""
+                                                      : " (the [MASK] positions; --position "
+                                                        "shows any other)");
+    else
+        attn_cnum_fprintf(stdout, "# next-token predictions: top %d of %d tokens, temperature %g\n",
+                          p.k, p.vocab, temperature);
+    for (int i = 0; i < n; i++)
+        if (position < 0 ? !masks || m->ids[i] == last->mask_id : i == position)
+            print_position(&p, i, &cs, utf8);
+    if (last->masked_lm) {
+        /* the loss ablate and patch compare (logits.h, attn_loss_targets), with every head */
+        double mean = 0;
+        if (!(scored = malloc((size_t)n * sizeof(int))) ||
+            attn_loss_targets(scored, net, NULL, 0, &err) != 0 ||
+            attn_mean_loss(&mean, net, scored, 0, n, &err) != 0) {
+            fprintf(stderr, "%s: %s\n", cs.name, scored ? err.msg : "out of memory");
+            rc = CLI_INVALID;
+            goto out;
+        }
+        if (masks == 0)
             attn_cnum_fprintf(stdout,
-                              "# masked-token predictions: top %d of %d tokens, temperature %g%s\n",
-                              p.k, p.vocab, temperature,
-                              position >= 0 || masks == 0 ? ""
-                                                          : " (the [MASK] positions; --position "
-                                                            "shows any other)");
+                              "\n# no [MASK] in the text: each position scores its own token; "
+                              "mean loss over positions 0 to %d: %.4f nats\n",
+                              n - 1, mean);
         else
             attn_cnum_fprintf(stdout,
-                              "# next-token predictions: top %d of %d tokens, temperature %g\n",
-                              p.k, p.vocab, temperature);
-        for (int i = 0; i < n; i++)
-            if (position < 0 ? !masks || m->ids[i] == last->mask_id : i == position)
-                print_position(&p, i, &cs, utf8);
-        if (last->masked_lm) {
-            /* the loss ablate and patch compare (logits.h, attn_loss_targets), with every head */
-            int *scored = malloc((size_t)n * sizeof(int));
-            double mean = 0;
-            if (!scored || attn_loss_targets(scored, net, NULL, 0, &err) != 0 ||
-                attn_mean_loss(&mean, net, scored, 0, n, &err) != 0) {
-                fprintf(stderr, "%s: %s\n", cs.name, scored ? err.msg : "out of memory");
-                free(scored);
-                attn_predictions_free(&p);
-                cli_scene_close(&cs);
-                return CLI_INVALID;
-            }
-            free(scored);
-            if (masks == 0)
-                attn_cnum_fprintf(stdout,
-                                  "\n# no [MASK] in the text: each position scores its own token; "
-                                  "mean loss over positions 0 to %d: %.4f nats\n",
-                                  n - 1, mean);
-            else
-                attn_cnum_fprintf(stdout,
-                                  "\n# mean loss of the top token at each [MASK] (what ablate and "
-                                  "patch score): %.4f nats\n",
-                                  mean);
-        } else if (n > 1) {
-            double sum = 0;
-            for (int i = 0; i + 1 < n; i++)
-                sum += p.next_loss[i];
-            double mean = sum / (n - 1);
-            attn_cnum_fprintf(stdout,
-                              "\n# mean loss over positions 0 to %d: %.4f nats, perplexity %.4f\n",
-                              n - 2, mean, exp(mean));
-        } else {
-            printf("\n# one token: there is no next token to score\n");
-        }
+                              "\n# mean loss of the top token at each [MASK] (what ablate and "
+                              "patch score): %.4f nats\n",
+                              mean);
+    } else if (n > 1) {
+        double sum = 0;
+        for (int i = 0; i + 1 < n; i++)
+            sum += p.next_loss[i];
+        double mean = sum / (n - 1);
+        attn_cnum_fprintf(stdout,
+                          "\n# mean loss over positions 0 to %d: %.4f nats, perplexity %.4f\n",
+                          n - 2, mean, exp(mean));
+    } else {
+        printf("\n# one token: there is no next token to score\n");
     }
+out:
+    free(scored);
     attn_predictions_free(&p);
     cli_scene_close(&cs);
-    return CLI_OK;
+    return rc;
 }

@@ -142,6 +142,7 @@ int cmd_print(int argc, char **argv)
     rc = cli_scene_open(&cs, n_pos ? pos[0] : NULL, &in);
     if (rc != CLI_OK)
         return rc;
+    float *buf = NULL;
     cli_scene_finite(&cs, false);
     /* A head or layer the scene does not have is a wrong command line, not a wrong scene. */
     const struct attn_model *m0 = &cs.net.model[0];
@@ -153,15 +154,14 @@ int cmd_print(int argc, char **argv)
         else
             fprintf(stderr, "%s: layer %d out of range (scene has %d layer%s)\n", who, layer,
                     cs.net.layers, cs.net.layers == 1 ? "" : "s");
-        cli_scene_close(&cs);
-        return CLI_USAGE;
+        rc = CLI_USAGE;
+        goto out;
     }
     int first = layer >= 0 ? layer : 0, last = layer >= 0 ? layer : cs.net.layers - 1;
     if (params) { /* the parameter matrices, x @ W orientation, layer by layer */
         for (int L = first; L <= last; L++)
             print_params(&cs, L);
-        cli_scene_close(&cs);
-        return CLI_OK;
+        goto out;
     }
     bool anywhere = stage < 0;
     for (int L = first; L <= last; L++)
@@ -174,8 +174,8 @@ int cmd_print(int argc, char **argv)
         for (int i = 0; i < n_order; i++)
             fprintf(stderr, "%s %s", i ? "," : "", attn_stage_name(order[i]));
         fputs("\n", stderr);
-        cli_scene_close(&cs);
-        return CLI_USAGE;
+        rc = CLI_USAGE;
+        goto out;
     }
 
     cli_print_tokens(stdout, m0);
@@ -196,11 +196,10 @@ int cmd_print(int argc, char **argv)
                mha);
 
     size_t cap = (size_t)m0->n * (size_t)m0->n;
-    float *buf = malloc((cap ? cap : 1) * sizeof(float));
-    if (!buf) {
+    if (!(buf = malloc((cap ? cap : 1) * sizeof(float)))) {
         fprintf(stderr, "%s: out of memory\n", who);
-        cli_scene_close(&cs);
-        return CLI_INVALID;
+        rc = CLI_INVALID;
+        goto out;
     }
     for (int L = first; L <= last; L++) {
         enum attn_stage order[STAGE_COUNT];
@@ -220,7 +219,8 @@ int cmd_print(int argc, char **argv)
                     print_stage(buf, cap, &cs, L, st, h);
         }
     }
+out:
     free(buf);
     cli_scene_close(&cs);
-    return CLI_OK; /* main() checks that stdout got it all */
+    return rc; /* main() checks that stdout got it all */
 }

@@ -146,10 +146,8 @@ int cmd_render(int argc, char **argv)
     } else {
         rc = CLI_OK;
     }
-    if (rc != CLI_OK) {
-        cli_scene_close(&cs);
-        return rc;
-    }
+    if (rc != CLI_OK)
+        goto out;
 
     /* The explorer's colour scales: colors.yaml's choice, problems said but not fatal. */
     struct color_spec roles[ROLE_COUNT];
@@ -202,6 +200,7 @@ int cmd_render(int argc, char **argv)
         printf("wrote %s (%s, %s, %s%s%s)\n", out, cs.name, attn_stage_name((enum attn_stage)stage),
                what, layer_part, scale_part);
     }
+out:
     cli_scene_close(&cs);
     return rc;
 }

@@ -222,8 +222,14 @@ static void project(float *out, int width, const struct attn_model *m, const flo
                     size_t member, const float *b, int first)
 {
     if (m->project) {
-        attn_model_mm_rows(out + (size_t)first * width, width, in + (size_t)first * m->d_in,
-                           m->d_in, m, member, b, m->n - first, width, m->d_in, row_panels(m));
+        attn_model_mm(m, &(struct attn_model_mm_params){.out = out + (size_t)first * width,
+                                                        .in = in + (size_t)first * m->d_in,
+                                                        .member = member,
+                                                        .bias = b,
+                                                        .rows = m->n - first,
+                                                        .cols = width,
+                                                        .k = m->d_in,
+                                                        .panels = row_panels(m)});
         return;
     }
     for (int h = 0; h < width / m->d_in; h++)
@@ -643,21 +649,25 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
         normalize(r->norm2, r->res1, m, m->n2w, m->n2b, first); /* norm1 was attention's input */
         ffn_in = r->norm2 + skip;
     }
-#define MM(out, ldc, in, lda, member, bias, cols, k)                                               \
-    attn_model_mm_rows((out), (ldc), (in), (lda), m, offsetof(struct attn_model, member), (bias),  \
-                       rows, (cols), (k), panels)
+    /* The FFN's products, each over the block's rows */
+#define MM(...)                                                                                    \
+    attn_model_mm(m, &(struct attn_model_mm_params){.rows = rows, .panels = panels, __VA_ARGS__})
     if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
-        MM(r->ffn_gate + skip_h, hid, ffn_in, d, wg, m->bg, hid, d);
-        MM(r->ffn_up + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);
+        MM(.out = r->ffn_gate + skip_h, .in = ffn_in, .member = ATTN_MEMBER(wg), .bias = m->bg,
+           .cols = hid, .k = d);
+        MM(.out = r->ffn_up + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
+           .cols = hid, .k = d);
         swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h, (size_t)rows * hid);
     } else {
-        MM(r->ffn_hidden + skip_h, hid, ffn_in, d, w1, m->b1, hid, d);
+        MM(.out = r->ffn_hidden + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
+           .cols = hid, .k = d);
         if (m->activation == ACT_RELU) /* relu makes 0 of -inf and nan: its input is read */
             seen_at(r, r->ffn_hidden, hid, first, m->n);
         attn_activate(r->ffn_act + skip_h, r->ffn_hidden + skip_h, (size_t)rows * hid,
                       m->activation);
     }
-    MM(r->ffn_out + skip, d, r->ffn_act + skip_h, hid, w2, m->b2, d, hid);
+    MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
+       .bias = m->b2, .cols = d, .k = hid);
 #undef MM
     const float *res_in = m->order == BLOCK_POST ? r->norm1 : r->res1;
     elem_run(r->res2 + skip, res_in + skip, r->ffn_out + skip, nd, ELEM_ADD);
@@ -759,8 +769,8 @@ static void panel_task(void *ctx, int t, int slot)
     for (int i = i0; i < i1; i++) {
         size_t at = (size_t)i * n;
         if (m->keep)
-            drop_weights(s + (size_t)(i - i0) * i1, weights + at, m->keep + h * nn + at,
-                         (size_t)i1, m);
+            drop_weights(s + (size_t)(i - i0) * i1, weights + at, m->keep + h * nn + at, (size_t)i1,
+                         m);
         else
             memcpy(s + (size_t)(i - i0) * i1, weights + at, (size_t)i1 * sizeof(float));
     }
@@ -1048,8 +1058,14 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
     replace_heads(r, m);
     int E = m->out_dim;
     if (m->wo)
-        attn_model_mm_rows(r->output + skip * E, E, r->concat + skip * D, D, m,
-                           offsetof(struct attn_model, wo), m->bo, n - first, E, D, panels);
+        attn_model_mm(m, &(struct attn_model_mm_params){.out = r->output + skip * E,
+                                                        .in = r->concat + skip * D,
+                                                        .member = ATTN_MEMBER(wo),
+                                                        .bias = m->bo,
+                                                        .rows = n - first,
+                                                        .cols = E,
+                                                        .k = D,
+                                                        .panels = panels});
     else
         memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
     if (m->block)

@@ -237,12 +237,25 @@ void attn_predictions_free(struct attn_predictions *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* attn_predict of the stream v (n, d), checked by the caller; scored (n) or NULL: the id each
- * position is scored on (attn_loss_targets), instead of the rule of targets. */
-static int predict_stream(struct attn_predictions *out, const struct attn_net *net, int layer,
-                          struct attn_mat_view v, int pos0, int count, int k, double temperature,
-                          const int *targets, const int *scored, struct diag *err)
+/* What predict_stream predicts, named at each call. */
+struct stream_query {
+    int layer;              /* whose stream it is (out->layer) */
+    struct attn_mat_view v; /* the stream (n, d), checked by the caller */
+    int pos0, count;        /* the positions pos0 .. pos0 + count - 1 */
+    int k;                  /* the top k of each (0: none) */
+    double temperature;
+    const int *targets; /* (n) the ids a position's next token is read from; NULL: the scene's */
+    const int *scored;  /* (n) or NULL: the id each position is scored on (attn_loss_targets),
+                           instead of the rule of targets */
+};
+
+/* attn_predict of the stream q->v. */
+static int predict_stream(struct attn_predictions *out, const struct attn_net *net,
+                          const struct stream_query *q, struct diag *err)
 {
+    int layer = q->layer, pos0 = q->pos0, count = q->count, k = q->k;
+    double temperature = q->temperature;
+    const int *targets = q->targets, *scored = q->scored;
     if (!(temperature > 0) || !isfinite(temperature))
         return attn_diag_set(err, "", "the temperature must be a number above 0, not %g",
                              temperature);
@@ -278,7 +291,7 @@ static int predict_stream(struct attn_predictions *out, const struct attn_net *n
     }
     for (int b0 = 0; b0 < count && rc == 0; b0 += rows) {
         int m = count - b0 < rows ? count - b0 : rows;
-        if (logits_block(logits, hidden, net, v, pos0 + b0, m)) {
+        if (logits_block(logits, hidden, net, q->v, pos0 + b0, m)) {
             rc = attn_diag_set(err, "", "out of memory for the unembedding");
             break;
         }
@@ -306,8 +319,15 @@ int attn_predict(struct attn_predictions *out, const struct attn_net *net, int l
     memset(out, 0, sizeof(*out));
     if (check_request(net, layer, pos0, count, err))
         return -1;
-    return predict_stream(out, net, layer, stream_of(net, layer), pos0, count, k, temperature,
-                          targets, NULL, err);
+    return predict_stream(out, net,
+                          &(struct stream_query){.layer = layer,
+                                                 .v = stream_of(net, layer),
+                                                 .pos0 = pos0,
+                                                 .count = count,
+                                                 .k = k,
+                                                 .temperature = temperature,
+                                                 .targets = targets},
+                          err);
 }
 
 int attn_predict_stream(struct attn_predictions *out, const struct attn_net *net,
@@ -319,8 +339,15 @@ int attn_predict_stream(struct attn_predictions *out, const struct attn_net *net
     if (check_request(net, last, pos0, count, err))
         return -1;
     int d = net->model[last].d_in;
-    struct attn_mat_view v = {stream, net->model[last].n, d, d};
-    return predict_stream(out, net, last, v, pos0, count, k, temperature, targets, NULL, err);
+    return predict_stream(out, net,
+                          &(struct stream_query){.layer = last,
+                                                 .v = {stream, net->model[last].n, d, d},
+                                                 .pos0 = pos0,
+                                                 .count = count,
+                                                 .k = k,
+                                                 .temperature = temperature,
+                                                 .targets = targets},
+                          err);
 }
 
 int attn_net_masks(const struct attn_net *net, int *first)
@@ -428,9 +455,16 @@ int attn_mean_loss(double *out, const struct attn_net *net, const int *scored, i
         /* the scored positions a .. b - 1 in one pass of blocks; the others cost a row each */
         struct attn_predictions p;
         const struct attn_model *lm = &net->model[net->layers - 1];
-        if (check_request(net, net->layers - 1, a, b - a, err) ||
-            predict_stream(&p, net, net->layers - 1, stream_of(net, net->layers - 1), a, b - a, 0,
-                           1.0, NULL, scored, err)) {
+        int last = net->layers - 1;
+        if (check_request(net, last, a, b - a, err) ||
+            predict_stream(&p, net,
+                           &(struct stream_query){.layer = last,
+                                                  .v = stream_of(net, last),
+                                                  .pos0 = a,
+                                                  .count = b - a,
+                                                  .temperature = 1.0,
+                                                  .scored = scored},
+                           err)) {
             rc = -1;
         } else {
             double sum = 0;

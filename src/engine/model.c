@@ -2,7 +2,6 @@
 #include "engine/model.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,22 +102,17 @@ const float *attn_model_param(const struct attn_model *m, size_t member)
     return *(float *const *)(const void *)((const char *)m + member);
 }
 
-void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
-                   size_t member, const float *bias, int rows, int cols, int k)
+void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params *p)
 {
-    attn_model_mm_rows(out, ldc, in, lda, m, member, bias, rows, cols, k, false);
-}
-
-void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
-                        size_t member, const float *bias, int rows, int cols, int k, bool panels)
-{
-    const struct attn_lazy_param *p = lazy_of(m, member);
+    const struct attn_lazy_param *lazy = lazy_of(m, p->member);
     struct attn_backing *b = m->lazy_from;
+    int rows = p->rows, cols = p->cols, k = p->k;
+    int ldc = p->ldc ? p->ldc : cols, lda = p->lda ? p->lda : k;
     /* The calls depend on the parameter alone, never on what the widening buffer holds now: an
        edit then runs the products a fresh computation runs, bit for bit on any BLAS kernel. */
-    if (!p || !p->transposed || !b || !cache_buffer(b) || k <= 0) {
-        (panels ? attn_mm_ab_rows : attn_mm_ab)(out, ldc, in, lda, attn_model_param(m, member),
-                                                cols, bias, rows, cols, k);
+    if (!lazy || !lazy->transposed || !b || !cache_buffer(b) || k <= 0) {
+        (p->panels ? attn_mm_ab_rows : attn_mm_ab)(
+            p->out, ldc, p->in, lda, attn_model_param(m, p->member), cols, p->bias, rows, cols, k);
         return;
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
@@ -126,11 +120,12 @@ void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const str
     float *w = b->cache->turn;
     for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
         size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
-        b->read_rows(b, p->tensor, w, c0, nb); /* (nb, k) */
-        (panels ? attn_mm_abt_rows : attn_mm_abt)(out + c0, ldc, in, lda, w, k, rows, (int)nb, k);
-        for (int i = 0; bias && i < rows; i++)
+        b->read_rows(b, lazy->tensor, w, c0, nb); /* (nb, k) */
+        (p->panels ? attn_mm_abt_rows : attn_mm_abt)(p->out + c0, ldc, p->in, lda, w, k, rows,
+                                                     (int)nb, k);
+        for (int i = 0; p->bias && i < rows; i++)
             for (size_t j = 0; j < nb; j++)
-                out[(size_t)i * (size_t)ldc + c0 + j] += bias[c0 + j];
+                p->out[(size_t)i * (size_t)ldc + c0 + j] += p->bias[c0 + j];
     }
 }
 
@@ -169,61 +164,73 @@ static int take(struct attn_model *m, float **dst, const struct attn_matrix *src
 _Static_assert(MODEL_BUFS <= sizeof(((struct attn_model *)0)->borrowed) / sizeof(const float *),
                "a model can borrow every buffer it has");
 struct model_buf {
-    float **p;
-    size_t count;
+    size_t member; /* ATTN_MEMBER(embed), ...: the same in every model */
+    size_t count;  /* floats, by m's shape */
 };
 
-static int model_bufs(struct model_buf *out, struct attn_model *m)
+static int model_bufs(struct model_buf *out, const struct attn_model *m)
 {
     size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
     size_t W = D + 2 * Dkv, lr = (size_t)m->latent, h = (size_t)m->hidden, E = (size_t)m->out_dim;
     size_t hd = (size_t)m->head_dim, half = n * (hd / 2);
     const struct model_buf bufs[MODEL_BUFS] = {
-        {&m->embed, n * d},
-        {&m->types, n * d},
-        {&m->enw, d},
-        {&m->enb, d},
-        {&m->pos, (size_t)m->pos_rows * d},
-        {&m->x, n * d},
-        {&m->wqkv, d * W},
-        {&m->bqkv, W},
-        {&m->wq, d * D},
-        {&m->wk, d * Dkv},
-        {&m->wv, d * Dkv},
-        {&m->bq, D},
-        {&m->bk, Dkv},
-        {&m->bv, Dkv},
-        {&m->wdown, d * lr},
-        {&m->wkup, lr * D},
-        {&m->wvup, lr * D},
-        {&m->wo, D * E},
-        {&m->bo, E},
-        {&m->qnw, hd},
-        {&m->knw, hd},
-        {&m->rope_inv, hd / 2},
-        {&m->rope_cos, half},
-        {&m->rope_sin, half},
-        {&m->w1, d * h},
-        {&m->b1, h},
-        {&m->w2, h * d},
-        {&m->b2, d},
-        {&m->wg, d * h},
-        {&m->bg, h},
-        {&m->n1w, d},
-        {&m->n1b, d},
-        {&m->n2w, d},
-        {&m->n2b, d},
-        {&m->fw, d},
-        {&m->fb, d},
-        {&m->unembed, (size_t)m->vocab * d},
-        {&m->unembed_bias, (size_t)m->vocab},
-        {&m->hw, d * d},
-        {&m->hb, d},
-        {&m->hnw, d},
-        {&m->hnb, d},
+        {ATTN_MEMBER(embed), n * d},
+        {ATTN_MEMBER(types), n * d},
+        {ATTN_MEMBER(enw), d},
+        {ATTN_MEMBER(enb), d},
+        {ATTN_MEMBER(pos), (size_t)m->pos_rows * d},
+        {ATTN_MEMBER(x), n * d},
+        {ATTN_MEMBER(wqkv), d * W},
+        {ATTN_MEMBER(bqkv), W},
+        {ATTN_MEMBER(wq), d * D},
+        {ATTN_MEMBER(wk), d * Dkv},
+        {ATTN_MEMBER(wv), d * Dkv},
+        {ATTN_MEMBER(bq), D},
+        {ATTN_MEMBER(bk), Dkv},
+        {ATTN_MEMBER(bv), Dkv},
+        {ATTN_MEMBER(wdown), d * lr},
+        {ATTN_MEMBER(wkup), lr * D},
+        {ATTN_MEMBER(wvup), lr * D},
+        {ATTN_MEMBER(wo), D * E},
+        {ATTN_MEMBER(bo), E},
+        {ATTN_MEMBER(qnw), hd},
+        {ATTN_MEMBER(knw), hd},
+        {ATTN_MEMBER(rope_inv), hd / 2},
+        {ATTN_MEMBER(rope_cos), half},
+        {ATTN_MEMBER(rope_sin), half},
+        {ATTN_MEMBER(w1), d * h},
+        {ATTN_MEMBER(b1), h},
+        {ATTN_MEMBER(w2), h * d},
+        {ATTN_MEMBER(b2), d},
+        {ATTN_MEMBER(wg), d * h},
+        {ATTN_MEMBER(bg), h},
+        {ATTN_MEMBER(n1w), d},
+        {ATTN_MEMBER(n1b), d},
+        {ATTN_MEMBER(n2w), d},
+        {ATTN_MEMBER(n2b), d},
+        {ATTN_MEMBER(fw), d},
+        {ATTN_MEMBER(fb), d},
+        {ATTN_MEMBER(unembed), (size_t)m->vocab * d},
+        {ATTN_MEMBER(unembed_bias), (size_t)m->vocab},
+        {ATTN_MEMBER(hw), d * d},
+        {ATTN_MEMBER(hb), d},
+        {ATTN_MEMBER(hnw), d},
+        {ATTN_MEMBER(hnb), d},
     };
     memcpy(out, bufs, sizeof(bufs));
     return MODEL_BUFS;
+}
+
+/* The buffer b names in m, to set. */
+static float **buf_at(struct attn_model *m, const struct model_buf *b)
+{
+    return (float **)(void *)((char *)m + b->member);
+}
+
+/* The numbers the buffer b names in m hold (a const model's are as writable as they were). */
+static float *buf_of(const struct attn_model *m, const struct model_buf *b)
+{
+    return *(float *const *)(const void *)((const char *)m + b->member);
 }
 
 void attn_model_free(struct attn_model *m)
@@ -231,8 +238,8 @@ void attn_model_free(struct attn_model *m)
     attn_tokens_free(m->tokens, m->n);
     struct model_buf bufs[MODEL_BUFS];
     for (int i = 0, k = model_bufs(bufs, m); i < k; i++)
-        if (!is_borrowed(m, *bufs[i].p))
-            free(*bufs[i].p);
+        if (!is_borrowed(m, buf_of(m, &bufs[i])))
+            free(buf_of(m, &bufs[i]));
     free(m->keep);
     free(m->ids);
     memset(m, 0, sizeof(*m));
@@ -930,9 +937,9 @@ oom:
 }
 
 /* dst = src, borrowed: m reads old's buffer and never frees it (see attn_model_adopt). */
-static void share_buf(struct attn_model *m, float **dst, const float *src)
+static void share_buf(struct attn_model *m, float **dst, float *src)
 {
-    *dst = (float *)(uintptr_t)src;
+    *dst = src;
     if (src && !is_borrowed(m, src))
         m->borrowed[m->n_borrowed++] = src;
 }
@@ -969,11 +976,9 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
         start_from(m, o); /* the shapes and every option; the buffers are shared below */
-        struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
-        int k = model_bufs(dst, m);
-        model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
-        for (int i = 0; i < k; i++)
-            share_buf(m, dst[i].p, *src[i].p);
+        struct model_buf bufs[MODEL_BUFS];
+        for (int i = 0, k = model_bufs(bufs, o); i < k; i++)
+            share_buf(m, buf_at(m, &bufs[i]), buf_of(o, &bufs[i]));
         if (!(m->tokens = attn_tokens_dup(o->tokens, o->n)))
             goto oom;
         if (o->ids) {
@@ -995,10 +1000,12 @@ oom:
 
 /* The buffers of a model that hold a row per token (or follow the token count): what a sentence
  * edit changes. */
-static bool per_token(const struct attn_model *m, float *const *p)
+static bool per_token(const struct attn_model *m, const struct model_buf *b)
 {
-    return p == &m->embed || p == &m->types || p == &m->x || p == &m->rope_cos ||
-           p == &m->rope_sin || (p == &m->pos && m->pos_kind == POS_SINUSOIDAL);
+    size_t p = b->member;
+    return p == ATTN_MEMBER(embed) || p == ATTN_MEMBER(types) || p == ATTN_MEMBER(x) ||
+           p == ATTN_MEMBER(rope_cos) || p == ATTN_MEMBER(rope_sin) ||
+           (p == ATTN_MEMBER(pos) && m->pos_kind == POS_SINUSOIDAL);
 }
 
 bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_model *b)
@@ -1027,14 +1034,14 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
             return false;
     }
     struct model_buf x[MODEL_BUFS], y[MODEL_BUFS];
-    int k = model_bufs(x, (struct attn_model *)(uintptr_t)a); /* read only */
-    model_bufs(y, (struct attn_model *)(uintptr_t)b);
+    int k = model_bufs(x, a);
+    model_bufs(y, b);
     for (int i = 0; i < k; i++) {
-        const float *p = *x[i].p, *q = *y[i].p;
-        if (per_token(a, x[i].p) || p == q)
+        const float *p = buf_of(a, &x[i]), *q = buf_of(b, &y[i]);
+        if (per_token(a, &x[i]) || p == q)
             continue;
         /* a lazy matrix's member is the widening buffer: compared by its tensor above */
-        if (lazy_of(a, (size_t)((const char *)x[i].p - (const char *)a)))
+        if (lazy_of(a, x[i].member))
             continue;
         if (!p || !q || x[i].count != y[i].count || memcmp(p, q, x[i].count * sizeof(float)) != 0)
             return false;
@@ -1053,13 +1060,11 @@ int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *o
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
         start_from(m, o); /* the shapes, the options and the parameters, shared below */
-        struct model_buf dst[MODEL_BUFS], src[MODEL_BUFS];
-        int k = model_bufs(dst, m);
-        model_bufs(src, (struct attn_model *)(uintptr_t)o); /* read only */
-        for (int i = 0; i < k; i++) {
-            *dst[i].p = NULL;
-            if (!per_token(o, src[i].p) && src[i].p != &o->rope_inv)
-                share_buf(m, dst[i].p, *src[i].p);
+        struct model_buf bufs[MODEL_BUFS];
+        for (int i = 0, k = model_bufs(bufs, o); i < k; i++) {
+            *buf_at(m, &bufs[i]) = NULL;
+            if (!per_token(o, &bufs[i]) && bufs[i].member != ATTN_MEMBER(rope_inv))
+                share_buf(m, buf_at(m, &bufs[i]), buf_of(o, &bufs[i]));
         }
         m->rope = false;
         m->patch = NULL; /* ablations as the scene says, as a fresh resolve has them */
@@ -1077,11 +1082,11 @@ oom:
 }
 
 /* True when p is one of m's buffers (owned or borrowed). */
-static bool holds(struct attn_model *m, const float *p)
+static bool holds(const struct attn_model *m, const float *p)
 {
     struct model_buf bufs[MODEL_BUFS];
     for (int i = 0, k = model_bufs(bufs, m); i < k; i++)
-        if (*bufs[i].p == p)
+        if (buf_of(m, &bufs[i]) == p)
             return true;
     return false;
 }
@@ -1091,7 +1096,7 @@ void attn_model_adopt(struct attn_model *m, struct attn_model *old)
     struct model_buf bufs[MODEL_BUFS];
     int k = model_bufs(bufs, m);
     for (int i = 0; i < k; i++) {
-        const float *p = *bufs[i].p;
+        const float *p = buf_of(m, &bufs[i]);
         if (!p || !is_borrowed(m, p) || is_borrowed(old, p) || !holds(old, p))
             continue; /* m's own, or a checkpoint's both borrow */
         for (int j = 0; j < m->n_borrowed; j++)

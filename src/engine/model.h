@@ -122,22 +122,31 @@ struct attn_model {
  * too, one matrix after the other. Never fails: a lazy matrix's buffer exists once m does. */
 const float *attn_model_param(const struct attn_model *m, size_t member);
 #define ATTN_PARAM(m, member) attn_model_param((m), offsetof(struct attn_model, member))
+/* A parameter member as attn_model_param and attn_model_mm name it. */
+#define ATTN_MEMBER(member) offsetof(struct attn_model, member)
 
-/* out (rows, cols) = in (rows, k) @ W + bias (bias (cols) or NULL), W = m's parameter member
- * (k, cols): attn_mm_ab with ATTN_PARAM(m, member), except that a lazy matrix stored transposed
- * (a torch Linear's F16/BF16 weight) is read a block of its stored rows (W's columns) at a time
- * into the backing's small turning buffer and never widened whole, so the forward pass of a
- * TinyLlama-sized checkpoint never holds a 44 MiB widened FFN matrix. Never allocates. */
-void attn_model_mm(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
-                   size_t member, const float *bias, int rows, int cols, int k);
-#define ATTN_MODEL_MM(out, ldc, in, lda, m, member, bias, rows, cols, k)                           \
-    attn_model_mm((out), (ldc), (in), (lda), (m), offsetof(struct attn_model, member), (bias),     \
-                  (rows), (cols), (k))
+/* One product of attn_model_mm, its operands named where it is made:
+ *   attn_model_mm(m, &(struct attn_model_mm_params){.out = q, .in = x, .member = ATTN_MEMBER(wq),
+ *                                                   .rows = n, .cols = D, .k = d_in});
+ * What is left out is 0: packed rows (ldc = cols, lda = k), no bias, one product of the whole. */
+struct attn_model_mm_params {
+    float *out;        /* (rows, cols), rows ldc floats apart */
+    int ldc;           /* 0: cols */
+    const float *in;   /* (rows, k), rows lda floats apart */
+    int lda;           /* 0: k */
+    size_t member;     /* W (k, cols): m's parameter, offsetof(struct attn_model, wq), ... */
+    const float *bias; /* (cols), or NULL */
+    int rows, cols, k;
+    bool panels; /* in row panels (kernels.h's attn_mm_ab_rows), as a causal net's row-wise
+                    products run */
+};
 
-/* attn_model_mm, with panels: in row panels (kernels.h's attn_mm_ab_rows), as a causal net's
- * row-wise products run. */
-void attn_model_mm_rows(float *out, int ldc, const float *in, int lda, const struct attn_model *m,
-                        size_t member, const float *bias, int rows, int cols, int k, bool panels);
+/* out = in @ W + bias, W = m's parameter member: attn_mm_ab with ATTN_PARAM(m, member), except
+ * that a lazy matrix stored transposed (a torch Linear's F16/BF16 weight) is read a block of its
+ * stored rows (W's columns) at a time into the backing's small turning buffer and never widened
+ * whole, so the forward pass of a TinyLlama-sized checkpoint never holds a 44 MiB widened FFN
+ * matrix. Never allocates. */
+void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params *p);
 /* True when a and b compute alike but for their tokens: the same shapes, options and parameter
  * numbers (the same checkpoint tensors), differing at most in what holds a row per token (the
  * embeddings, the inputs, the positions' angles) and in the token count. A sentence edit of a
@@ -180,7 +189,7 @@ void attn_model_free(struct attn_model *m);
 
 /* A scene equal to s but with every default and every drawn number written out explicitly
  * (embeddings as rows, positional table, weights, dropout mask), so that loading it gives
- * exactly m again. Used for export's scene.yaml and the explorer's save. */
+ * exactly m again: export's scene.yaml (the explorer's w saves the scene as edited instead). */
 int attn_scene_from_model(struct attn_scene *out, const struct attn_scene *s,
                           const struct attn_model *m);
 /* The same for every layer: with more than one, weights are listed one mapping per layer. */

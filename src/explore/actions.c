@@ -10,14 +10,6 @@ const struct action_info action_table[ACTION_COUNT] = {
 #undef X
 };
 
-enum action action_by_name(const char *name)
-{
-    for (int i = 0; i < ACTION_COUNT; i++)
-        if (strcmp(action_table[i].name, name) == 0)
-            return (enum action)i;
-    return ACTION_NONE;
-}
-
 enum key_layer action_key_layer(enum action a)
 {
     return a >= 0 && a < ACTION_COUNT && strcmp(action_table[a].group, "lesson") == 0

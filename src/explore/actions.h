@@ -122,9 +122,6 @@ struct action_info {
 
 extern const struct action_info action_table[ACTION_COUNT];
 
-/* ACTION_NONE when the name is unknown. */
-enum action action_by_name(const char *name);
-
 /* The key layers: an action of the lesson layer shadows the other layer's key in lesson mode. */
 enum key_layer { KEYLAYER_BASE, KEYLAYER_LESSON, KEYLAYER_COUNT };
 enum key_layer action_key_layer(enum action a);

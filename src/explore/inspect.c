@@ -331,9 +331,8 @@ static void explain_block(struct buf *b, const struct app *a)
     const struct zoom_grid *g = &a->zoom_shown;
     const struct attn_model *m = app_model(a);
     struct attn_mat_view v = app_view(a, a->stage, a->head);
-    if (a->rollout) /* the rollout the map shows */
-        v = interp_rollout((struct interp_cache *)&a->interp, &a->net, a->generation, a->layer,
-                           &(struct diag){0});
+    if (a->rollout) /* the rollout the map shows, made when it was drawn */
+        v = interp_rollout_kept(&a->interp, a->generation, a->layer);
     else if (app_showing_mean(a) && a->mean) /* app_shown_view's, made when the map was drawn */
         v = (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
     else if (app_showing_delta(a) && a->delta) /* the Δ the map shows, the same way */
@@ -810,16 +809,13 @@ static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
 /* Attention rollout (Abnar & Zuidema 2020) through the layer on screen: row i of this layer's
  * A' (the heads' mean weights, + I, halved, renormalised) times column j of the rollout through
  * the layer before; at layer 0 the cell of A' itself. The rollout is the cache's (interp.h),
- * made when the map was drawn: asking for it again computes nothing. */
+ * made when the map was drawn (app_shown_view): the inspector reads it, and computes nothing. */
 static void explain_rollout(struct buf *b, const struct app *a, int i, int j)
 {
-    /* A cache: a is const to the inspector, what the cache holds is not the result itself. */
-    struct interp_cache *ic = (struct interp_cache *)&a->interp;
-    struct diag err;
-    attn_diag_clear(&err);
-    struct attn_mat_view r = interp_rollout(ic, &a->net, a->generation, a->layer, &err);
+    const struct interp_cache *ic = &a->interp;
+    struct attn_mat_view r = interp_rollout_kept(ic, a->generation, a->layer);
     if (!r.data || i >= r.rows || j >= r.cols) {
-        put(b, "%s\n", err.msg);
+        put(b, "the rollout is not computed\n");
         return;
     }
     const struct attn_model *m = app_model(a);

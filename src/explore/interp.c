@@ -310,6 +310,13 @@ struct attn_mat_view interp_rollout(struct interp_cache *c, const struct attn_ne
     return (struct attn_mat_view){c->rollout, n, n, n};
 }
 
+struct attn_mat_view interp_rollout_kept(const struct interp_cache *c, unsigned long gen, int layer)
+{
+    if (!c->rollout_valid || c->rollout_generation != gen || c->rollout_layer != layer)
+        return (struct attn_mat_view){0};
+    return (struct attn_mat_view){c->rollout, c->rollout_n, c->rollout_n, c->rollout_n};
+}
+
 struct attn_mat_view interp_rollout_prev(const struct interp_cache *c, unsigned long gen)
 {
     if (!c->rollout_valid || c->rollout_generation != gen || c->rollout_layer == 0)

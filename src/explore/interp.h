@@ -115,6 +115,10 @@ const struct attn_token_score *interp_lens_top(const struct interp_cache *c, int
  * layer (from the layer before when that one is kept). rows = 0 with err on out-of-memory. */
 struct attn_mat_view interp_rollout(struct interp_cache *c, const struct attn_net *net,
                                     unsigned long gen, int layer, struct diag *err);
+/* The rollout through layer kept for gen (what interp_rollout last made), or rows = 0 when none
+ * is: a reader that only shows what is on screen (the inspector) computes nothing. */
+struct attn_mat_view interp_rollout_kept(const struct interp_cache *c, unsigned long gen,
+                                         int layer);
 /* The rollout through the layer before the one interp_rollout last gave (what its layer's
  * A' multiplies), or rows = 0 (layer 0, or none kept for gen). */
 struct attn_mat_view interp_rollout_prev(const struct interp_cache *c, unsigned long gen);

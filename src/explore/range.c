@@ -24,16 +24,13 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
     if (!(c->valid && c->generation == a->generation && c->stage == (int)a->stage &&
           c->head == head && c->layer == a->layer)) {
         if (head == RANGE_ROLLOUT) { /* as app_shown_view made it, for this result and layer */
-            const struct interp_cache *ic = &a->interp;
-            bool kept = ic->rollout_valid && ic->rollout_generation == a->generation &&
-                        ic->rollout_layer == a->layer;
-            int n = kept ? ic->rollout_n : 0;
-            range_of((struct attn_mat_view){ic->rollout, n, n, n}, &c->lo, &c->hi);
+            struct attn_mat_view r = interp_rollout_kept(&a->interp, a->generation, a->layer);
+            range_of(r, &c->lo, &c->hi);
             c->generation = a->generation;
             c->layer = a->layer;
             c->stage = (int)a->stage;
             c->head = head;
-            c->valid = kept;
+            c->valid = r.data != NULL;
             *lo = c->lo;
             *hi = c->hi;
             return;

@@ -108,14 +108,6 @@ void attn_loader_error(struct loader *l, int node, const char *path, const char 
     attn_loader_error_at(l, line, col, path, msg);
 }
 
-bool attn_loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg)
-{
-    int line, col;
-    attn_ytree_locate(&l->tree, pos, &line, &col);
-    attn_loader_error_at(l, line, col, path, msg);
-    return !l->yd.stopped;
-}
-
 /* A problem of the YAML stream itself, in the words of src/yaml/ydiag. Scene files refuse
  * anchors and aliases, and a file too large gets a hint where large matrices belong. */
 bool attn_loader_yaml_problem(void *ctx, const struct yproblem *p)

@@ -69,8 +69,6 @@ void attn_loader_out_of_memory(struct loader *l);
 /* Adds a problem located at node's start (node < 0: line 1) and marks path as bad. */
 void attn_loader_error(struct loader *l, int node, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Adds a problem at a yamltree position. Returns false once the limit is reached. */
-bool attn_loader_error_pos(struct loader *l, struct ypos pos, const char *path, const char *msg);
 /* Adds a problem at a line and column already known. */
 void attn_loader_error_at(struct loader *l, int line, int col, const char *path, const char *msg);
 /* Adds d, a problem of another file the scene reads (a checkpoint's config.json), at that

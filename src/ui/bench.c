@@ -97,21 +97,14 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     resizeterm(lines, cols);
     ui_setup_terminal();
 
-    struct ui *ui = calloc(1, sizeof(*ui));
     double *ms = calloc((size_t)repeat, sizeof(*ms));
     int rc = 0;
-    bool opened = false;
     double t0 = now_ms();
+    struct ui *ui = ui_new(s, NULL, NULL, err); /* takes s */
     if (!ui || !ms) {
-        attn_scene_free(s);
-        rc = attn_diag_set(err, "", "out of memory");
+        rc = ui ? attn_diag_set(err, "", "out of memory") : -1;
         goto done;
     }
-    if (ui_open(ui, s, NULL, err)) { /* it took the scene over, and freed it */
-        rc = -1;
-        goto done;
-    }
-    opened = true;
     ui_draw(ui);
     out->first_frame_ms = now_ms() - t0;
 
@@ -163,9 +156,7 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     summarize(&out->mid_edit, ms, repeat);
 
 done:
-    if (opened)
-        ui_close(ui);
-    free(ui);
+    ui_delete(ui);
     free(ms);
     endwin();
     delscreen(scr);

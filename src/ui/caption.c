@@ -119,7 +119,7 @@ int caption_rows(const struct app *a, int width, int max_rows)
     return rows < max_rows ? rows : max_rows;
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void caption_draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
     const struct theme *t = f->theme;
@@ -177,5 +177,5 @@ void caption_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "caption";
-    p->draw = draw;
+    p->draw = caption_draw;
 }

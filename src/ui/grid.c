@@ -131,6 +131,34 @@ static void ablated_mark(char *label, size_t size, const struct app *a, int L, i
         snprintf(label + used, size - used, " \u2717%s", attn_head_mode_name(hm));
 }
 
+/* Head h's label (layer L) and its attribute: "L1 h3 · KV 1" in the model view (model_view),
+ * "head 3" (or "shared") on one layer, then its ablation and the score the heads are coloured by.
+ */
+static int tile_label(char *label, size_t size, const struct theme *t, const struct app *a, int L,
+                      int h, bool model_view, bool shared, bool sel)
+{
+    const struct attn_model *m = &a->net.model[L];
+    char where[16] = "";
+    const char *head = "head ";
+    if (model_view && a->net.layers > 1) {
+        snprintf(where, sizeof(where), "L%d ", L);
+        head = "h";
+    }
+    if (per_layer(a) == 1)
+        snprintf(label, size, "%s%s", where, shared ? "shared" : model_view ? "h0" : "head 0");
+    else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
+        snprintf(label, size, "%s%s%d \u00b7 KV %d", where, head, h,
+                 h / (m->heads / m->kv_heads)); /* who shares a KV head */
+    else
+        snprintf(label, size, "%s%s%d", where, head, h);
+    int attr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
+    if (!shared)
+        ablated_mark(label, size, a, L, h);
+    if (a->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
+        attr = score_label(label, size, t, a, L, h, sel, attr);
+    return attr;
+}
+
 static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
@@ -179,22 +207,9 @@ static void thumb_draw(struct panel *p, struct frame *f)
             break;
         int L = tile / pl, h = tile % pl;
         const struct attn_model *m = &a->net.model[L];
-        char label[48], where[16] = "";
-        if (layers > 1)
-            snprintf(where, sizeof(where), "L%d ", L);
-        if (pl == 1)
-            snprintf(label, sizeof(label), "%s%s", where, shared ? "shared" : "h0");
-        else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
-            snprintf(label, sizeof(label), "%s%s%d \u00b7 KV %d", where, layers > 1 ? "h" : "head ",
-                     h, h / (m->heads / m->kv_heads)); /* who shares a KV head */
-        else
-            snprintf(label, sizeof(label), "%s%s%d", where, layers > 1 ? "h" : "head ", h);
+        char label[48];
         bool sel = n > 1 && tile == selected(a);
-        int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (!shared)
-            ablated_mark(label, sizeof(label), a, L, h);
-        if (a->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
-            lattr = score_label(label, sizeof(label), t, a, L, h, sel, lattr);
+        int lattr = tile_label(label, sizeof(label), t, a, L, h, true, shared, sel);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
             continue;
@@ -451,145 +466,186 @@ static void cell_text(char *out, size_t size, const struct heads_layout *hl, flo
     }
 }
 
-static void heads_draw(struct panel *p, struct frame *f)
-{
-    struct grid_panel *gp = (struct grid_panel *)p;
-    struct app *a = f->app;
-    const struct theme *t = f->theme;
-    struct rect r = p->area;
-    draw_clear(r, A_NORMAL);
-    int T = per_layer(a);
-    enum block_agg agg = a->block_agg;
-
-    float lo, hi;
-    range_get(&gp->range, a, -1, &lo, &hi);
+/* A frame of one layer's heads: the layout, and the scale its colours are on. */
+struct heads_frame {
     struct heads_layout hl;
-    heads_layout(&hl, f, r, lo, hi);
-    heads_follow(gp, a, &hl);
-    if (hl.kind == CELLS_BLOCKS) { /* blocks, aggregated once per view; their range is the scale */
-        if (gp->n_blocks < T) {
-            struct block_cache *grown = realloc(gp->blocks, (size_t)T * sizeof(*grown));
-            if (grown) {
-                memset(grown + gp->n_blocks, 0, (size_t)(T - gp->n_blocks) * sizeof(*grown));
-                gp->blocks = grown;
-                gp->n_blocks = T;
-            }
-        }
-        float blo = INFINITY, bhi = -INFINITY;
-        for (int h = 0; h < T && h < gp->n_blocks; h++) {
-            struct attn_mat_view v = app_view(a, a->stage, h);
-            if (block_cache_get(&gp->blocks[h], v, &hl.grid, a->generation, a->layer, (int)a->stage,
-                                T > 1 ? h : -1) == 0) {
-                blo = fminf(blo, gp->blocks[h].lo[agg]);
-                bhi = fmaxf(bhi, gp->blocks[h].hi[agg]);
-            }
-        }
-        if (blo <= bhi) {
-            lo = blo;
-            hi = bhi;
+    float lo, hi;
+    bool diverging;
+    bool shared; /* one tile: a stage the heads share (one head's own tile is not) */
+    int y0;      /* the tiles' first line: under the head labels pinned on line 1 when the
+                    heads are one row */
+};
+
+/* Blocks are aggregated once per view (the block caches, one a head); their range is then the
+ * scale, in place of the stage's. */
+static void heads_block_scale(struct grid_panel *gp, const struct app *a,
+                              const struct heads_layout *hl, float *lo, float *hi)
+{
+    int T = per_layer(a);
+    if (gp->n_blocks < T) {
+        struct block_cache *grown = realloc(gp->blocks, (size_t)T * sizeof(*grown));
+        if (grown) {
+            memset(grown + gp->n_blocks, 0, (size_t)(T - gp->n_blocks) * sizeof(*grown));
+            gp->blocks = grown;
+            gp->n_blocks = T;
         }
     }
-    bool diverging = lo < 0;
+    float blo = INFINITY, bhi = -INFINITY;
+    for (int h = 0; h < T && h < gp->n_blocks; h++) {
+        struct attn_mat_view v = app_view(a, a->stage, h);
+        if (block_cache_get(&gp->blocks[h], v, &hl->grid, a->generation, a->layer, (int)a->stage,
+                            T > 1 ? h : -1) == 0) {
+            blo = fminf(blo, gp->blocks[h].lo[a->block_agg]);
+            bhi = fmaxf(bhi, gp->blocks[h].hi[a->block_agg]);
+        }
+    }
+    if (blo <= bhi) {
+        *lo = blo;
+        *hi = bhi;
+    }
+}
 
+/* The layout of the panel's area, scrolled to the cursor, and its colour scale. */
+static void heads_frame_make(struct heads_frame *hf, struct grid_panel *gp, struct frame *f)
+{
+    const struct app *a = f->app;
+    struct rect r = gp->base.area;
+    range_get(&gp->range, a, -1, &hf->lo, &hf->hi);
+    heads_layout(&hf->hl, f, r, hf->lo, hf->hi);
+    heads_follow(gp, a, &hf->hl);
+    if (hf->hl.kind == CELLS_BLOCKS)
+        heads_block_scale(gp, a, &hf->hl, &hf->lo, &hf->hi);
+    hf->diverging = hf->lo < 0;
+    hf->shared = per_layer(a) == 1 && app_model(a)->heads > 1;
+    hf->y0 = r.y + (hf->hl.tile_rows == 1 ? 2 : 1);
+}
+
+/* The title, and the legend of the scale at its right. */
+static void heads_title(const struct heads_frame *hf, struct frame *f, struct rect r)
+{
+    const struct app *a = f->app;
+    const struct theme *t = f->theme;
     char title[160], scale[96] = "";
-    bool shared = T == 1 && app_model(a)->heads > 1; /* one head's own tile is not shared */
     snprintf(title, sizeof(title), "all %d head%s \u00b7 %s%s", app_model(a)->heads,
              app_model(a)->heads == 1 ? "" : "s", attn_stage_name(a->stage),
-             shared ? " (shared by all heads)" : "");
-    if (hl.kind == CELLS_BLOCKS)
-        zoom_cell_text(scale, sizeof(scale), &hl.grid, attn_stage_is_square(a->stage), agg);
-    int legend_w =
-        heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, scale[0] ? scale : NULL);
+             hf->shared ? " (shared by all heads)" : "");
+    if (hf->hl.kind == CELLS_BLOCKS)
+        zoom_cell_text(scale, sizeof(scale), &hf->hl.grid, attn_stage_is_square(a->stage),
+                       a->block_agg);
+    int legend_w = heatmap_legend_named(t, r.y, r.x + r.w, hf->lo, hf->hi, hf->diverging,
+                                        scale[0] ? scale : NULL);
     char clipped[160];
     abbreviate(clipped, sizeof(clipped), title, r.w - legend_w - 1);
     draw_text(r.y, r.x, r.w - legend_w - 1, t->role_attr[ROLE_LABEL], clipped);
+}
 
-    int per = hl.half ? 2 : 1;
-    int cbi = a->row / hl.grid.br, cbj = a->col / hl.grid.bc;
-    int last_y = r.y + 1; /* the last line drawn: the footer goes right under it */
-    /* The lines of the tiles: head labels pinned on line 1 when the heads are one row. */
-    int y0 = r.y + (hl.tile_rows == 1 ? 2 : 1);
-    for (int tile = 0; tile < T; tile++) {
-        int tr = tile / hl.per_row, tc = tile % hl.per_row;
-        int tx = r.x + hl.lw + tc * (hl.tile_w + GAP);
-        bool sel = T > 1 && tile == a->head;
-        const struct attn_model *m = app_model(a);
-        char label[48];
-        if (T == 1)
-            snprintf(label, sizeof(label), shared ? "shared" : "head 0");
-        else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
-            snprintf(label, sizeof(label), "head %d \u00b7 KV %d", tile,
-                     tile / (m->heads / m->kv_heads));
-        else
-            snprintf(label, sizeof(label), "head %d", tile);
-        int lattr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
-        if (!shared)
-            ablated_mark(label, sizeof(label), a, a->layer, tile);
-        if (a->score_shown >= 0 && !shared)
-            lattr = score_label(label, sizeof(label), t, a, a->layer, tile, sel, lattr);
-        int label_line = tile_row_line(&hl, tr);
-        if (hl.tile_rows == 1)
-            draw_text(r.y + 1, tx, hl.tile_w + GAP - 1, lattr, label);
-        else if (label_line >= gp->top_line && label_line < gp->top_line + hl.view)
-            draw_text(y0 + label_line - gp->top_line, tx, hl.tile_w + GAP - 1, lattr, label);
-        struct attn_mat_view v = app_view(a, a->stage, tile);
-        int first_line = hl.tile_rows == 1 ? 0 : label_line + 1;
-        for (int k = 0; k < hl.lines; k++) {
-            int line = first_line + k - gp->top_line;
-            if (line < 0 || line >= hl.view)
-                continue;
-            int y = y0 + line;
-            last_y = y > last_y ? y : last_y;
-            int bu = k * per, bl = hl.half && bu + 1 < hl.grid.nbr ? bu + 1 : -1;
-            if (tc == 0 && hl.lw > 0) { /* the row label, once for the row of tiles */
-                int first = bu * hl.grid.br;
-                int last = ((bl >= 0 ? bl : bu) + 1) * hl.grid.br - 1;
-                last = last < hl.grid.rows ? last : hl.grid.rows - 1;
-                char lab[64], text[3 * SCENE_MAX_TOKEN_BYTES + 32];
-                if (first == last)
-                    display_token(text, sizeof(text), m->tokens[first]);
-                else
-                    snprintf(text, sizeof(text), "%d\u2013%d", first, last);
-                abbreviate(lab, sizeof(lab), text, hl.lw - 1);
-                bool on = a->row >= first && a->row <= last;
-                draw_text(y, r.x, hl.lw - 1, t->role_attr[on ? ROLE_SELECTION : ROLE_LABEL], lab);
-            }
-            for (int bj = 0; bj < hl.grid.nbc; bj++) {
-                int x = tx + bj * hl.cw;
-                float xu = heads_value(gp, &hl, v, agg, tile, bu, bj);
-                struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
-                                          " "};
-                if (isfinite(xu))
-                    look = theme_cell_look(t, xu, lo, hi, diverging);
-                bool cursor = sel && bj == cbj && (bu == cbi || bl == cbi);
-                if (!hl.half) {
-                    char cell[48];
-                    cell_text(cell, sizeof(cell), &hl, xu, look.shade);
-                    /* a number reads on the cell's colour; glyphs have their own look */
-                    int attr = hl.kind == CELLS_NUMBERS ? look.attr : look.shade_attr;
-                    draw_text(y, x, hl.cw, cursor ? theme_cursor_attr(t, attr) : attr, cell);
-                    continue;
-                }
-                float xl = bl >= 0 ? heads_value(gp, &hl, v, agg, tile, bl, bj) : -INFINITY;
-                int su = isfinite(xu) ? theme_cell_step(xu, lo, hi, diverging) : -1;
-                int sl = isfinite(xl) ? theme_cell_step(xl, lo, hi, diverging) : -1;
-                if (cursor) {
-                    float xc = bu == cbi ? xu : xl;
-                    int cattr = isfinite(xc) ? theme_cell_attr(t, xc, lo, hi, diverging, NULL)
-                                             : t->role_attr[ROLE_CURSOR];
-                    draw_text(y, x, 1, cattr | A_BOLD, "\u25c6");
-                } else if (su < 0 && sl < 0) {
-                    draw_text(y, x, 1, A_NORMAL, " ");
-                } else if (su < 0) {
-                    draw_cell_pair(y, x, "\u2584", A_NORMAL, theme_half_pair(t, diverging, sl, -1));
-                } else {
-                    draw_cell_pair(y, x, "\u2580", A_NORMAL, theme_half_pair(t, diverging, su, sl));
-                }
-            }
+/* The row label at y of a line of blocks bu (and bl under it, half blocks; -1: none): its token,
+ * or its positions "96–103", once for the row of tiles. */
+static void heads_row_label(const struct heads_frame *hf, struct frame *f, int y, int x, int bu,
+                            int bl)
+{
+    const struct heads_layout *hl = &hf->hl;
+    const struct app *a = f->app;
+    int first = bu * hl->grid.br;
+    int last = ((bl >= 0 ? bl : bu) + 1) * hl->grid.br - 1;
+    last = last < hl->grid.rows ? last : hl->grid.rows - 1;
+    char lab[64], text[3 * SCENE_MAX_TOKEN_BYTES + 32];
+    if (first == last)
+        display_token(text, sizeof(text), app_model(a)->tokens[first]);
+    else
+        snprintf(text, sizeof(text), "%d\u2013%d", first, last);
+    abbreviate(lab, sizeof(lab), text, hl->lw - 1);
+    bool on = a->row >= first && a->row <= last;
+    draw_text(y, x, hl->lw - 1, f->theme->role_attr[on ? ROLE_SELECTION : ROLE_LABEL], lab);
+}
+
+/* One text line of head h's tile at (y, tx): the cells of blocks row bu (and bl under it, as
+ * half blocks), the cursor's marked when sel. */
+static void heads_cells_line(struct grid_panel *gp, const struct heads_frame *hf,
+                             const struct frame *f, struct attn_mat_view v, int h, bool sel, int y,
+                             int tx, int bu, int bl)
+{
+    const struct heads_layout *hl = &hf->hl;
+    const struct app *a = f->app;
+    const struct theme *t = f->theme;
+    float lo = hf->lo, hi = hf->hi;
+    bool diverging = hf->diverging;
+    int cbi = a->row / hl->grid.br, cbj = a->col / hl->grid.bc;
+    for (int bj = 0; bj < hl->grid.nbc; bj++) {
+        int x = tx + bj * hl->cw;
+        float xu = heads_value(gp, hl, v, a->block_agg, h, bu, bj);
+        struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
+        if (isfinite(xu))
+            look = theme_cell_look(t, xu, lo, hi, diverging);
+        bool cursor = sel && bj == cbj && (bu == cbi || bl == cbi);
+        if (!hl->half) {
+            char cell[48];
+            cell_text(cell, sizeof(cell), hl, xu, look.shade);
+            /* a number reads on the cell's colour; glyphs have their own look */
+            int attr = hl->kind == CELLS_NUMBERS ? look.attr : look.shade_attr;
+            draw_text(y, x, hl->cw, cursor ? theme_cursor_attr(t, attr) : attr, cell);
+            continue;
+        }
+        float xl = bl >= 0 ? heads_value(gp, hl, v, a->block_agg, h, bl, bj) : -INFINITY;
+        int su = isfinite(xu) ? theme_cell_step(xu, lo, hi, diverging) : -1;
+        int sl = isfinite(xl) ? theme_cell_step(xl, lo, hi, diverging) : -1;
+        if (cursor) {
+            float xc = bu == cbi ? xu : xl;
+            int cattr = isfinite(xc) ? theme_cell_attr(t, xc, lo, hi, diverging, NULL)
+                                     : t->role_attr[ROLE_CURSOR];
+            draw_text(y, x, 1, cattr | A_BOLD, "\u25c6");
+        } else if (su < 0 && sl < 0) {
+            draw_text(y, x, 1, A_NORMAL, " ");
+        } else if (su < 0) {
+            draw_cell_pair(y, x, "\u2584", A_NORMAL, theme_half_pair(t, diverging, sl, -1));
+        } else {
+            draw_cell_pair(y, x, "\u2580", A_NORMAL, theme_half_pair(t, diverging, su, sl));
         }
     }
+}
 
-    /* Footer: the selection, and what is out of view (never cut off silently). */
+/* Head h's tile: its label and the lines of its cells in view. Returns the last line drawn. */
+static int heads_tile(struct grid_panel *gp, const struct heads_frame *hf, struct frame *f, int h)
+{
+    const struct heads_layout *hl = &hf->hl;
+    const struct app *a = f->app;
+    struct rect r = gp->base.area;
+    int T = per_layer(a), last_y = r.y + 1;
+    int tr = h / hl->per_row, tc = h % hl->per_row;
+    int tx = r.x + hl->lw + tc * (hl->tile_w + GAP);
+    bool sel = T > 1 && h == a->head;
+    char label[48];
+    int lattr = tile_label(label, sizeof(label), f->theme, a, a->layer, h, false, hf->shared, sel);
+    int label_line = tile_row_line(hl, tr);
+    if (hl->tile_rows == 1)
+        draw_text(r.y + 1, tx, hl->tile_w + GAP - 1, lattr, label);
+    else if (label_line >= gp->top_line && label_line < gp->top_line + hl->view)
+        draw_text(hf->y0 + label_line - gp->top_line, tx, hl->tile_w + GAP - 1, lattr, label);
+    struct attn_mat_view v = app_view(a, a->stage, h);
+    int per = hl->half ? 2 : 1, first_line = hl->tile_rows == 1 ? 0 : label_line + 1;
+    for (int k = 0; k < hl->lines; k++) {
+        int line = first_line + k - gp->top_line;
+        if (line < 0 || line >= hl->view)
+            continue;
+        int y = hf->y0 + line;
+        last_y = y > last_y ? y : last_y;
+        int bu = k * per, bl = hl->half && bu + 1 < hl->grid.nbr ? bu + 1 : -1;
+        if (tc == 0 && hl->lw > 0)
+            heads_row_label(hf, f, y, r.x, bu, bl);
+        heads_cells_line(gp, hf, f, v, h, sel, y, tx, bu, bl);
+    }
+    return last_y;
+}
+
+/* The footer right under the last line drawn (last_y): the selection, and what is out of view
+ * (never cut off silently). */
+static void heads_footer(const struct grid_panel *gp, const struct heads_frame *hf, struct frame *f,
+                         int last_y)
+{
+    const struct heads_layout *hl = &hf->hl;
+    const struct app *a = f->app;
+    struct rect r = gp->base.area;
+    int T = per_layer(a), per = hl->half ? 2 : 1;
     char footer[8 * SCENE_MAX_TOKEN_BYTES], row_tok[3 * SCENE_MAX_TOKEN_BYTES + 8], more[160] = "";
     char col_tok[3 * SCENE_MAX_TOKEN_BYTES + 8];
     display_token(row_tok, sizeof(row_tok), app_model(a)->tokens[a->row]);
@@ -599,30 +655,30 @@ static void heads_draw(struct panel *p, struct frame *f)
         snprintf(col_tok, sizeof(col_tok), "d%d", a->col);
     size_t o = (size_t)snprintf(footer, sizeof(footer),
                                 "%s \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
-                                T > 1    ? ""
-                                : shared ? "shared"
-                                         : "head 0",
+                                T > 1        ? ""
+                                : hf->shared ? "shared"
+                                             : "head 0",
                                 a->row, row_tok, a->col, col_tok);
     if (T > 1) /* the head first: which tile the cursor is in */
         o = (size_t)snprintf(footer, sizeof(footer),
                              "head %d \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
                              a->head, a->row, row_tok, a->col, col_tok);
-    int total = hl.tile_rows == 1 ? hl.lines : hl.tile_rows * (1 + hl.lines);
-    bool above = gp->top_line > 0, below = gp->top_line + hl.view < total;
+    int total = hl->tile_rows == 1 ? hl->lines : hl->tile_rows * (1 + hl->lines);
+    bool above = gp->top_line > 0, below = gp->top_line + hl->view < total;
     if (above || below) {
-        if (hl.tile_rows == 1) {
-            int first = gp->top_line * per * hl.grid.br;
-            int last = (gp->top_line + hl.view) * per * hl.grid.br - 1;
-            last = last < hl.grid.rows ? last : hl.grid.rows - 1;
-            snprintf(more, sizeof(more), "rows %d\u2013%d of %d", first, last, hl.grid.rows);
+        if (hl->tile_rows == 1) {
+            int first = gp->top_line * per * hl->grid.br;
+            int last = (gp->top_line + hl->view) * per * hl->grid.br - 1;
+            last = last < hl->grid.rows ? last : hl->grid.rows - 1;
+            snprintf(more, sizeof(more), "rows %d\u2013%d of %d", first, last, hl->grid.rows);
         } else {
             /* the heads whose tiles have a line in view */
             int h0 = -1, h1 = -1;
-            for (int tr = 0; tr < hl.tile_rows; tr++) {
-                int l0 = tile_row_line(&hl, tr), l1 = l0 + hl.lines;
-                if (l1 >= gp->top_line && l0 < gp->top_line + hl.view) {
-                    h0 = h0 < 0 ? tr * hl.per_row : h0;
-                    h1 = (tr + 1) * hl.per_row - 1 < T - 1 ? (tr + 1) * hl.per_row - 1 : T - 1;
+            for (int tr = 0; tr < hl->tile_rows; tr++) {
+                int l0 = tile_row_line(hl, tr), l1 = l0 + hl->lines;
+                if (l1 >= gp->top_line && l0 < gp->top_line + hl->view) {
+                    h0 = h0 < 0 ? tr * hl->per_row : h0;
+                    h1 = (tr + 1) * hl->per_row - 1 < T - 1 ? (tr + 1) * hl->per_row - 1 : T - 1;
                 }
             }
             snprintf(more, sizeof(more), "heads %d\u2013%d of %d", h0, h1, T);
@@ -635,7 +691,23 @@ static void heads_draw(struct panel *p, struct frame *f)
         snprintf(footer + o, sizeof(footer) - o, " \u00b7 %s", more);
     /* Right under the last row, where the eye is, not at the bottom of the panel. */
     int fy = last_y + 1 < r.y + r.h ? last_y + 1 : r.y + r.h - 1;
-    draw_text(fy, r.x, r.w, t->role_attr[ROLE_DIM], footer);
+    draw_text(fy, r.x, r.w, f->theme->role_attr[ROLE_DIM], footer);
+}
+
+/* One layer's heads: laid out (heads_frame_make), then the title, the tiles and the footer. */
+static void heads_draw(struct panel *p, struct frame *f)
+{
+    struct grid_panel *gp = (struct grid_panel *)p;
+    draw_clear(p->area, A_NORMAL);
+    struct heads_frame hf;
+    heads_frame_make(&hf, gp, f);
+    heads_title(&hf, f, p->area);
+    int last_y = p->area.y + 1; /* the last line drawn: the footer goes right under it */
+    for (int h = 0; h < per_layer(f->app); h++) {
+        int y = heads_tile(gp, &hf, f, h);
+        last_y = y > last_y ? y : last_y;
+    }
+    heads_footer(gp, &hf, f, last_y);
 }
 
 /* Moves the cursor's row by dbi cells (blocks) of the layout. */
@@ -681,7 +753,7 @@ int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height
     return 3 + hl.lines < height ? 3 + hl.lines : height;
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void grid_draw(struct panel *p, struct frame *f)
 {
     if (f->app->net.layers > 1)
         thumb_draw(p, f);
@@ -689,7 +761,7 @@ static void draw(struct panel *p, struct frame *f)
         heads_draw(p, f);
 }
 
-static int handle_key(struct panel *p, struct frame *f, enum action act)
+static int grid_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
     if (f->app->net.layers == 1) {
@@ -732,7 +804,7 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
     }
 }
 
-static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
+static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
@@ -764,7 +836,7 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
 }
 
 /* A new area: the tiles are laid out again for it. */
-static void resize(struct panel *p, struct frame *f, struct rect area)
+static void grid_resize(struct panel *p, struct frame *f, struct rect area)
 {
     p->area = area;
     if (f->app->net.layers > 1) {
@@ -786,8 +858,8 @@ void grid_panel_init(struct grid_panel *gp)
 {
     memset(gp, 0, sizeof(*gp));
     gp->base.name = "grid";
-    gp->base.draw = draw;
-    gp->base.handle_key = handle_key;
-    gp->base.handle_mouse = handle_mouse;
-    gp->base.resize = resize;
+    gp->base.draw = grid_draw;
+    gp->base.handle_key = grid_handle_key;
+    gp->base.handle_mouse = grid_handle_mouse;
+    gp->base.resize = grid_resize;
 }

@@ -6,7 +6,7 @@
 
 #include "ui/header.h"
 
-static void draw(struct panel *p, struct frame *f)
+static void header_draw(struct panel *p, struct frame *f)
 {
     const struct attn_scene *s = &f->app->scene;
     int hattr = f->theme->role_attr[ROLE_HEADER];
@@ -90,5 +90,5 @@ void header_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "header";
-    p->draw = draw;
+    p->draw = header_draw;
 }

@@ -522,7 +522,7 @@ static void zoom_legend(char *out, size_t size, const struct app *a, const struc
     zoom_cell_text(out, size, &l->grid, attn_stage_is_square(a->stage), a->block_agg);
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void heatmap_draw(struct panel *p, struct frame *f)
 {
     struct heatmap_panel *hp = (struct heatmap_panel *)p;
     struct app *a = f->app;
@@ -630,7 +630,7 @@ static int move_cursor(struct app *a, const struct layout *l, int dbi, int dbj)
     return OUTCOME_CURSOR_MOVED;
 }
 
-static int handle_key(struct panel *p, struct frame *f, enum action act)
+static int heatmap_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     struct layout l = compute_layout(p, f);
     int page = l.vis_rows * (l.half ? 2 : 1);
@@ -656,7 +656,8 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
     }
 }
 
-static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
+static int heatmap_handle_mouse(struct panel *p, struct frame *f, int y, int x,
+                                unsigned long buttons)
 {
     struct layout l = compute_layout(p, f);
     if (buttons & BUTTON4_PRESSED)
@@ -676,7 +677,7 @@ static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned
 }
 
 /* A new area: the scroll position is kept, but never leaves the cursor out of view. */
-static void resize(struct panel *p, struct frame *f, struct rect area)
+static void heatmap_resize(struct panel *p, struct frame *f, struct rect area)
 {
     p->area = area;
     struct layout l = compute_layout(p, f);
@@ -692,8 +693,8 @@ void heatmap_panel_init(struct heatmap_panel *hp)
 {
     memset(hp, 0, sizeof(*hp));
     hp->base.name = "heatmap";
-    hp->base.draw = draw;
-    hp->base.handle_key = handle_key;
-    hp->base.handle_mouse = handle_mouse;
-    hp->base.resize = resize;
+    hp->base.draw = heatmap_draw;
+    hp->base.handle_key = heatmap_handle_key;
+    hp->base.handle_mouse = heatmap_handle_mouse;
+    hp->base.resize = heatmap_resize;
 }

@@ -93,7 +93,7 @@ static void draw_line(const struct theme *t, int y, int x, int w, const char *li
     draw_text(y, x + 19, w - 19, t->role_attr[ROLE_HELP], tab + 1);
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void help_draw(struct panel *p, struct frame *f)
 {
     struct help_panel *hp = (struct help_panel *)p;
     struct rect r = p->area;
@@ -130,7 +130,7 @@ static void draw(struct panel *p, struct frame *f)
     draw_text(r.y + r.h - 1, x0 + 2, r.w - 4, t->role_attr[ROLE_DIM], foot);
 }
 
-static int handle_key(struct panel *p, struct frame *f, enum action a)
+static int help_handle_key(struct panel *p, struct frame *f, enum action a)
 {
     struct help_panel *hp = (struct help_panel *)p;
     if (a == ACTION_DOWN || a == ACTION_PAGE_DOWN) {
@@ -152,6 +152,6 @@ void help_panel_init(struct help_panel *hp)
 {
     memset(hp, 0, sizeof(*hp));
     hp->base.name = "help";
-    hp->base.draw = draw;
-    hp->base.handle_key = handle_key;
+    hp->base.draw = help_draw;
+    hp->base.handle_key = help_handle_key;
 }

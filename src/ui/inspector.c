@@ -6,7 +6,7 @@
 #include "explore/inspect.h"
 #include "ui/inspector.h"
 
-static void draw(struct panel *p, struct frame *f)
+static void inspector_draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
@@ -57,5 +57,5 @@ void inspector_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "inspector";
-    p->draw = draw;
+    p->draw = inspector_draw;
 }

@@ -75,7 +75,7 @@ static void token_text(char *out, size_t size, const struct app *a, int id, int 
     abbreviate(out, size, shown, width);
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void lens_draw(struct panel *p, struct frame *f)
 {
     struct lens_panel *lp = (struct lens_panel *)p;
     struct app *a = f->app;
@@ -209,7 +209,7 @@ static int move_to(struct app *a, int row, int layer)
     return out;
 }
 
-static int handle_key(struct panel *p, struct frame *f, enum action act)
+static int lens_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     struct app *a = f->app;
     struct lens_layout l;
@@ -238,7 +238,7 @@ static int handle_key(struct panel *p, struct frame *f, enum action act)
     }
 }
 
-static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
+static int lens_handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
 {
     struct lens_panel *lp = (struct lens_panel *)p;
     struct app *a = f->app;
@@ -270,7 +270,7 @@ void lens_panel_init(struct lens_panel *lp)
 {
     memset(lp, 0, sizeof(*lp));
     lp->base.name = "lens";
-    lp->base.draw = draw;
-    lp->base.handle_key = handle_key;
-    lp->base.handle_mouse = handle_mouse;
+    lp->base.draw = lens_draw;
+    lp->base.handle_key = lens_handle_key;
+    lp->base.handle_mouse = lens_handle_mouse;
 }

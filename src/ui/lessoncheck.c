@@ -68,18 +68,12 @@ int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, 
     ui_setup_terminal();
 
     int found = 0;
-    struct ui *ui = calloc(1, sizeof(*ui));
+    ui_use_user_configs(false);
+    struct ui *ui = ui_new(s, path, NULL, err); /* takes s */
     char size[32];
     snprintf(size, sizeof(size), "%d\u00d7%d", cols, lines);
     struct lesson_screen screen = {size, ui, shows_cell, shows_prediction};
-    ui_use_user_configs(false);
     if (!ui) {
-        attn_scene_free(s);
-        attn_diag_list_add(problems, path, 0, 0, "", "out of memory");
-        found = 1;
-    } else if (ui_open(ui, s, path, err) != 0) { /* it took the scene over, and freed it */
-        free(ui);
-        ui = NULL;
         if (!err->file[0])
             snprintf(err->file, sizeof(err->file), "%.*s", (int)sizeof(err->file) - 1, path);
         attn_diag_list_push(problems, err);
@@ -108,10 +102,7 @@ int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, 
         }
     }
     ui_use_user_configs(true);
-    if (ui) {
-        ui_close(ui);
-        free(ui);
-    }
+    ui_delete(ui);
     endwin();
     delscreen(scr);
     fclose(in);

@@ -53,7 +53,7 @@ static void ablated_text(char *out, size_t size, const struct app *a)
         }
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void predictions_draw(struct panel *p, struct frame *f)
 {
     struct app *a = f->app;
     const struct theme *t = f->theme;
@@ -176,5 +176,5 @@ void predictions_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "predictions";
-    p->draw = draw;
+    p->draw = predictions_draw;
 }

@@ -75,7 +75,7 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct at
     }
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void stagebar_draw(struct panel *p, struct frame *f)
 {
     struct rect r = p->area;
     const struct attn_model *m = app_model(f->app);
@@ -102,7 +102,8 @@ static void draw(struct panel *p, struct frame *f)
         draw_text(r.y, end + 1, 1, bar, "\u2026");
 }
 
-static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
+static int stagebar_handle_mouse(struct panel *p, struct frame *f, int y, int x,
+                                 unsigned long buttons)
 {
     (void)y;
     (void)buttons;
@@ -122,6 +123,6 @@ void stagebar_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "stagebar";
-    p->draw = draw;
-    p->handle_mouse = handle_mouse;
+    p->draw = stagebar_draw;
+    p->handle_mouse = stagebar_handle_mouse;
 }

@@ -79,7 +79,7 @@ static int message_line(int y, struct rect r, int attr, const char *text)
     return draw_text(y, r.x, r.w, attr, shown);
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void status_draw(struct panel *p, struct frame *f)
 {
     struct status_panel *sp = (struct status_panel *)p;
     struct rect r = p->area;
@@ -206,5 +206,5 @@ void status_panel_init(struct status_panel *sp)
 {
     memset(sp, 0, sizeof(*sp));
     sp->base.name = "status";
-    sp->base.draw = draw;
+    sp->base.draw = status_draw;
 }

@@ -279,7 +279,7 @@ static void draw_bars(struct tokens_panel *tp, struct frame *f, struct attn_mat_
     }
 }
 
-static void draw(struct panel *p, struct frame *f)
+static void tokens_draw(struct panel *p, struct frame *f)
 {
     struct tokens_panel *tp = (struct tokens_panel *)p;
     struct app *a = f->app;
@@ -353,7 +353,8 @@ static void draw(struct panel *p, struct frame *f)
 }
 
 /* A click on a token makes it the query (the cursor's row); on a bar, its key the column. */
-static int handle_mouse(struct panel *p, struct frame *f, int y, int x, unsigned long buttons)
+static int tokens_handle_mouse(struct panel *p, struct frame *f, int y, int x,
+                               unsigned long buttons)
 {
     struct tokens_panel *tp = (struct tokens_panel *)p;
     struct app *a = f->app;
@@ -388,7 +389,7 @@ void tokens_panel_init(struct tokens_panel *tp)
 {
     memset(tp, 0, sizeof(*tp));
     tp->base.name = "tokens";
-    tp->base.draw = draw;
-    tp->base.handle_mouse = handle_mouse;
+    tp->base.draw = tokens_draw;
+    tp->base.handle_mouse = tokens_handle_mouse;
     tp->first = -1;
 }

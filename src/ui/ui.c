@@ -417,6 +417,33 @@ void ui_close(struct ui *ui)
     attn_diag_list_free(&ui->config_problems);
 }
 
+struct ui *ui_new(struct attn_scene *s, const char *path, struct ui_stop *stop, struct diag *err)
+{
+    if (stop)
+        *stop = (struct ui_stop){false, 0};
+    struct ui *ui = calloc(1, sizeof(*ui));
+    if (!ui) {
+        attn_scene_free(s); /* taken, as ui_open would have */
+        attn_diag_set(err, "", "out of memory");
+        return NULL;
+    }
+    if (ui_open(ui, s, path, err) != 0) { /* it took the scene over, and freed it */
+        if (stop)
+            *stop = (struct ui_stop){ui->busy.stop != 0, ui->busy.stop_signal};
+        free(ui);
+        return NULL;
+    }
+    return ui;
+}
+
+void ui_delete(struct ui *ui)
+{
+    if (!ui)
+        return;
+    ui_close(ui);
+    free(ui);
+}
+
 /* The panel in the map's place: the lens, every head, or one head's map. */
 static struct panel *ui_map(struct ui *ui)
 {
@@ -861,20 +888,21 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
     if (have_modes)
         arm_crash_restore(&shell_modes);
 
-    struct ui *ui = calloc(1, sizeof(*ui));
     struct diag err;
     attn_diag_clear(&err);
-    if (!ui || ui_open(ui, &s, scene_path, &err)) {
+    struct ui_stop stop;
+    struct ui *ui = ui_new(&s, scene_path, &stop, &err); /* takes s */
+    if (!ui) {
         restore_terminal();
-        bool stopped = ui && ui->busy.stop;
-        int by = ui ? ui->busy.stop_signal : 0;
-        if (stopped) /* q while the scene was first computed: quit, as q does */
+        if (stop.stopped) /* q while the scene was first computed: quit, as q does */
             fprintf(stderr, "attnscope: stopped while computing %s\n",
                     scene_path ? scene_path : "the scene");
         else
-            fprintf(stderr, "attnscope: %s\n", ui ? err.msg : "out of memory");
-        free(ui);
-        return quit_signal ? 128 + quit_signal : by ? 128 + by : stopped ? 0 : 1;
+            fprintf(stderr, "attnscope: %s\n", err.msg);
+        return quit_signal    ? 128 + quit_signal
+               : stop.signal  ? 128 + stop.signal
+               : stop.stopped ? 0
+                              : 1;
     }
     int status = 0;
     ui_draw(ui);
@@ -909,8 +937,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
         ui_mark(ui, outcome);
         ui_draw(ui);
     }
-    ui_close(ui);
-    free(ui);
+    ui_delete(ui);
     restore_terminal();
     if (quit_signal) /* the shell's convention: 130 for C-c, 143 for SIGTERM */
         status = 128 + quit_signal;

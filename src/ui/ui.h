@@ -94,6 +94,17 @@ void ui_setup_terminal(void);
  * The caller has set up curses (initscr or newterm). */
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err);
 void ui_close(struct ui *ui);
+/* How ui_new's first compute was stopped, when that is why it failed. */
+struct ui_stop {
+    bool stopped; /* q, Esc, C-c or a signal stopped it */
+    int signal;   /* SIGINT when C-c did, else 0 */
+};
+/* ui_open on a ui of its own on the heap, as ui_main, the bench and check's lesson screen run
+ * it: s is taken in every case. NULL on failure, with err and s freed; stop (may be NULL) then
+ * says whether the user stopped the first compute. */
+struct ui *ui_new(struct attn_scene *s, const char *path, struct ui_stop *stop, struct diag *err);
+/* ui_close, and ui freed (NULL: nothing). */
+void ui_delete(struct ui *ui);
 /* Handles one key as returned by wget_wch (is_code: KEY_CODE_YES). Returns enum outcome. C-c
  * (byte 3, as a pipe or a terminal without ISIG sends it) is ui_interrupt. */
 int ui_key(struct ui *ui, wint_t key, bool is_code);

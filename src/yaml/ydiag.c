@@ -48,18 +48,6 @@ bool attn_ydiag_add(struct ydiag *d, struct ypos pos, const char *path, const ch
     return more;
 }
 
-bool attn_ydiag_at(struct ydiag *d, int node, const char *path, const char *fmt, ...)
-{
-    int line = 1, col = 1;
-    if (node >= 0)
-        attn_ytree_locate(d->tree, ytree_pos(d->tree, node), &line, &col);
-    va_list ap;
-    va_start(ap, fmt);
-    bool more = vadd(d, line, col, path, fmt, ap);
-    va_end(ap);
-    return more;
-}
-
 bool attn_ydiag_add_line(struct ydiag *d, int line, int col, const char *path, const char *fmt, ...)
 {
     va_list ap;

@@ -33,9 +33,6 @@ void attn_ydiag_init(struct ydiag *d, const char *file, struct ytree *tree, stru
  * reached, so a reader can stop. */
 bool attn_ydiag_add(struct ydiag *d, struct ypos pos, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The same at node's start (node < 0: line 1, column 1). */
-bool attn_ydiag_at(struct ydiag *d, int node, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* The same at a line and column already known (1-based). */
 bool attn_ydiag_add_line(struct ydiag *d, int line, int col, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
