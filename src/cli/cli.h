@@ -125,9 +125,28 @@ extern int (*cli_lesson_screen_hook)(struct attn_scene *s, const char *path, con
 int cmd_check_lesson_screen(struct attn_scene *s, const char *path, const char *source, size_t len,
                             struct diag_list *problems, struct diag *err);
 
-/* The commands of cli_lib (the ones without curses); main.c adds the explorer, keys and help. */
-extern const struct cli_command cli_check, cli_print, cli_export, cli_bench, cli_heads, cli_render,
-    cli_diff, cli_predict, cli_lens, cli_ablate, cli_patch;
+/* The commands of cli_lib (the ones without curses), in the order `attnscope --help` and
+ * attnscope(1) list them: X(NAME) is the command NAME, cmd_NAME.c's cli_NAME and cmd_NAME. A new
+ * command is its file and one row here; main.c adds the explorer first, and keys and help last. */
+#define CLI_COMMANDS(X)                                                                            \
+    X(check)                                                                                       \
+    X(print)                                                                                       \
+    X(diff)                                                                                        \
+    X(heads)                                                                                       \
+    X(predict)                                                                                     \
+    X(lens)                                                                                        \
+    X(ablate)                                                                                      \
+    X(patch)                                                                                       \
+    X(export)                                                                                      \
+    X(render)                                                                                      \
+    X(bench)                                                                                       \
+    /* the last row */
+
+#define CLI_DECLARE(name)                                                                          \
+    extern const struct cli_command cli_##name;                                                    \
+    int cmd_##name(int argc, char **argv);
+CLI_COMMANDS(CLI_DECLARE)
+#undef CLI_DECLARE
 
 /* A scene ready to show: loaded (or the built-in default), resolved and computed once. */
 struct cli_scene {
@@ -222,17 +241,6 @@ void cli_print_token(const struct attn_scene *s, int id, int width);
  * blanks to width characters of what is shown. */
 void cli_print_text(const char *text, int width);
 
-int cmd_check(int argc, char **argv);
-int cmd_print(int argc, char **argv);
-int cmd_export(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_heads(int argc, char **argv);
-int cmd_render(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-int cmd_predict(int argc, char **argv);
-int cmd_lens(int argc, char **argv);
-int cmd_ablate(int argc, char **argv);
-int cmd_patch(int argc, char **argv);
 int cmd_bench_ui(const char *const *values, const char *const *pos, int n_pos,
                  const struct cli_input *in);
 

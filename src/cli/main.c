@@ -1,7 +1,7 @@
 /* attnscope: the command-line entry point.
  *
  *   attnscope [SCENE] [--text TEXT] the explorer (src/ui); SCENE may be a model folder
- *   attnscope check|print|diff|heads|predict|lens|ablate|patch|export|render|bench|keys|help ...
+ *   attnscope COMMAND ...            a command of cli.h's CLI_COMMANDS, keys or help
  *
  * main() only dispatches, through the command table below: each command lives in its own
  * cmd_*.c with its descriptor (usage, summary, options) and returns the exit status (0 ok, 1
@@ -102,10 +102,13 @@ static const struct cli_command cli_help = {
 };
 
 /* Every command, the explorer first: dispatch, `attnscope --help` and attnscope(1). */
+#define ROW(name) , &cli_##name
 static const struct cli_command *const commands[] = {
-    &cli_explore, &cli_check, &cli_print,  &cli_diff,   &cli_heads, &cli_predict, &cli_lens,
-    &cli_ablate,  &cli_patch, &cli_export, &cli_render, &cli_bench, &cli_keys,    &cli_help,
+    &cli_explore CLI_COMMANDS(ROW), /* cli.h's, then main.c's own */
+    &cli_keys,
+    &cli_help,
 };
+#undef ROW
 #define N_COMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
 
 static const struct cli_command *find_command(const char *name)
