@@ -185,11 +185,40 @@ static void test_help_texts(void **state)
         free(want);
         run_free(&r);
     }
+    /* Every command `attnscope --help` lists has its text here: a new command's is written by
+       the update run, not left out unseen. */
+    struct run listed = RUN("--help");
+    const char *line = strstr(listed.out, "\ncommands:\n");
+    assert_non_null(line);
+    for (line += strlen("\ncommands:\n"); strncmp(line, "  ", 2) == 0 && strchr(line, '\n');
+         line = strchr(line, '\n') + 1) {
+        char cmd[64], file[80], path[4300];
+        assert_int_equal(sscanf(line, "%63s", cmd), 1);
+        snprintf(file, sizeof(file), "%s.txt", cmd);
+        bool have = false;
+        for (int i = 0; i < n; i++)
+            have = have || strcmp(names[i], file) == 0;
+        if (have)
+            continue;
+        if (update) {
+            struct run c = RUN(cmd, "--help");
+            snprintf(path, sizeof(path), "%s/%s", dir, file);
+            tu_write_text(path, c.out);
+            run_free(&c);
+            snprintf(rewrote + strlen(rewrote), sizeof(rewrote) - strlen(rewrote), " %s", file);
+        } else {
+            fprintf(stderr, "%s: missing: `attnscope %s --help` has no text to compare\n", file,
+                    cmd);
+        }
+        differ++;
+    }
+    run_free(&listed);
     tu_free_names(names, n);
     if (update)
         tu_update_done("ATTNSCOPE_UPDATE_HELP", differ, n, rewrote);
     if (differ)
-        fail_msg("%d help texts differ from tests/help/ (ATTNSCOPE_UPDATE_HELP=1 rewrites them)",
+        fail_msg("%d help texts differ from tests/help/ or are missing (ATTNSCOPE_UPDATE_HELP=1 "
+                 "rewrites them)",
                  differ);
 
     /* `attnscope help` is the overview; an unknown command is wrong usage. */
