@@ -330,6 +330,11 @@ static void test_refused(void **state)
     expect_refused(dir, "tensor 'h.1.ln_1.weight' is not part of GPT-2");
 
     gpt2_tensors("");
+    add("h.00.ln_1.weight", 0, D); /* layer 0 as %d does not write it */
+    write_checkpoint(dir, good_config);
+    expect_refused(dir, "tensor 'h.00.ln_1.weight' is not part of GPT-2");
+
+    gpt2_tensors("");
     remove_tensor("h.0.mlp.c_fc.weight");
     add("h.0.mlp.c_fc.weight", 4 * D, D); /* nn.Linear's (out, in), not Conv1D's (in, out) */
     write_checkpoint(dir, good_config);

@@ -218,17 +218,10 @@ static bool known(const struct family_load *ld, const char *name)
         if (strcmp(name, spelled) == 0)
             return true;
     }
-    int L, used = 0;
-    if (sscanf(name, "encoder.layer.%d.%n", &L, &used) != 1 || used == 0 || L < 0 ||
-        L >= g->shape.layers)
-        return false;
-    char check[48];
-    snprintf(check, sizeof(check), "encoder.layer.%d.", L);
-    if (strncmp(name, check, strlen(check)) != 0)
-        return false;
-    for (size_t i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
+    const char *rest = attn_family_layer_part(name, "encoder.layer.", g->shape.layers);
+    for (size_t i = 0; rest && i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
         norm_name(spelled, sizeof(spelled), "", per_layer[i], old);
-        if (strcmp(name + used, spelled) == 0)
+        if (strcmp(rest, spelled) == 0)
             return true;
     }
     return false;

@@ -17,6 +17,26 @@ static const char *outside_entry(const char *const *outside, const char *name)
     return NULL;
 }
 
+bool attn_family_name_in(const char *name, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+const char *attn_family_layer_part(const char *name, const char *stem, int layers)
+{
+    size_t n = strlen(stem);
+    int L, used = 0;
+    if (strncmp(name, stem, n) != 0 || sscanf(name + n, "%d.%n", &L, &used) != 1 || used == 0 ||
+        L < 0 || L >= layers)
+        return NULL;
+    char check[32];
+    snprintf(check, sizeof(check), "%d.", L);
+    return strncmp(name + n, check, strlen(check)) == 0 ? name + n + used : NULL;
+}
+
 /* Every tensor is one the family reads or knows to skip: a tensor of another model, or of more
  * layers than config.json says, is refused by name. */
 static int check_names(const struct family_load *ld, struct diag *err)

@@ -94,6 +94,12 @@ struct family_shape {
     enum attn_scale_kind scale; /* as trained: SCALE_SQRT_DK or SCALE_NONE */
 };
 
+/* What a family's known() asks of a tensor's name: whether it is one of the n names. */
+bool attn_family_name_in(const char *name, const char *const *names, size_t n);
+/* The part of name after "STEMN." when N, as %d writes it, is a layer below layers
+ * ("h.3.ln_1.weight", stem "h.": "ln_1.weight"; "h.03." is no layer's); NULL when it names none. */
+const char *attn_family_layer_part(const char *name, const char *stem, int layers);
+
 /* What every family does first, once its config.json is read (config: the reader's own): opens
  * the checkpoint; finds its prefix; refuses a tensor the family does not know, a text past
  * learned positions, more layers than it has, heads the checkpoint's cannot become, and a

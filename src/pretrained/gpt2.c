@@ -182,20 +182,9 @@ static bool known(const struct family_load *ld, const char *name)
         "attn.bias",          "attn.masked_bias", /* buffers: the causal mask, -1e4 */
     };
     const struct config *g = ld->config;
-    for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
-        if (strcmp(name, top[i]) == 0)
-            return true;
-    int L, used = 0;
-    if (sscanf(name, "h.%d.%n", &L, &used) == 1 && used > 0 && L >= 0 && L < g->shape.layers) {
-        char check[32];
-        snprintf(check, sizeof(check), "h.%d.", L);
-        if (strncmp(name, check, strlen(check)) != 0) /* "h.01." is not layer 1's */
-            return false;
-        for (size_t i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++)
-            if (strcmp(name + used, per_layer[i]) == 0)
-                return true;
-    }
-    return false;
+    const char *rest = attn_family_layer_part(name, "h.", g->shape.layers);
+    return attn_family_name_in(name, top, sizeof(top) / sizeof(top[0])) ||
+           (rest && attn_family_name_in(rest, per_layer, sizeof(per_layer) / sizeof(per_layer[0])));
 }
 
 /* The block GPT-2 is made of, and every layer's parameters. */

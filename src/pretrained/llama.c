@@ -298,30 +298,15 @@ static bool known(const struct family_load *ld, const char *name)
     static const char *const mlp_bias[] = {"mlp.gate_proj.bias", "mlp.up_proj.bias",
                                            "mlp.down_proj.bias"};
     static const char *const qk_norm[] = {"self_attn.q_norm.weight", "self_attn.k_norm.weight"};
-    for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
-        if (strcmp(name, top[i]) == 0)
-            return true;
-    int L, used = 0;
-    if (sscanf(name, "layers.%d.%n", &L, &used) != 1 || used == 0 || L < 0 || L >= g->shape.layers)
-        return false;
-    char check[32];
-    snprintf(check, sizeof(check), "layers.%d.", L);
-    if (strncmp(name, check, strlen(check)) != 0) /* "layers.01." is not layer 1's */
-        return false;
-    const char *rest = name + used;
-    for (size_t i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++)
-        if (strcmp(rest, per_layer[i]) == 0)
-            return true;
-    for (size_t i = 0; g->qkv_bias && i < 3; i++)
-        if (strcmp(rest, qkv_bias[i]) == 0)
-            return true;
-    for (size_t i = 0; g->qk_norm && i < 2; i++)
-        if (strcmp(rest, qk_norm[i]) == 0)
-            return true;
-    for (size_t i = 0; g->mlp_bias && i < 3; i++)
-        if (strcmp(rest, mlp_bias[i]) == 0)
-            return true;
-    return g->out_bias && strcmp(rest, "self_attn.o_proj.bias") == 0;
+    if (attn_family_name_in(name, top, sizeof(top) / sizeof(top[0])))
+        return true;
+    const char *rest = attn_family_layer_part(name, "layers.", g->shape.layers);
+    return rest &&
+           (attn_family_name_in(rest, per_layer, sizeof(per_layer) / sizeof(per_layer[0])) ||
+            attn_family_name_in(rest, qkv_bias, g->qkv_bias ? 3 : 0) ||
+            attn_family_name_in(rest, qk_norm, g->qk_norm ? 2 : 0) ||
+            attn_family_name_in(rest, mlp_bias, g->mlp_bias ? 3 : 0) ||
+            (g->out_bias && strcmp(rest, "self_attn.o_proj.bias") == 0));
 }
 
 /* The block the family is made of, and every layer's parameters. */

@@ -691,18 +691,19 @@ static const char *head_mode_str(int v)
 }
 static const int ablate_mode_values[] = {HEAD_ZERO, HEAD_MEAN};
 static const struct enum_def ablate_mode_enum = {ablate_mode_values, 2, head_mode_str, NULL};
-static const struct int_range ablate_layer_range = {0, SCENE_MAX_LAYERS - 1};
-static const struct int_range ablate_head_range = {0, SCENE_MAX_HEADS - 1};
+const struct int_range attn_schema_ablate_layer_range = {0, SCENE_MAX_LAYERS - 1};
+const struct int_range attn_schema_ablate_head_range = {0, SCENE_MAX_HEADS - 1};
 #define AB(member) offsetof(struct attn_ablation, member)
 static const struct field ablate_fields[] = {
-    {"layer", WANT_SCALAR, "an integer", attn_schema_int, AB(layer), &ablate_layer_range},
-    {"head", WANT_SCALAR, "an integer", attn_schema_int, AB(head), &ablate_head_range},
+    {"layer", WANT_SCALAR, "an integer", attn_schema_int, AB(layer),
+     &attn_schema_ablate_layer_range},
+    {"head", WANT_SCALAR, "an integer", attn_schema_int, AB(head), &attn_schema_ablate_head_range},
     {"mode", WANT_SCALAR, NULL, attn_schema_enum, AB(mode), &ablate_mode_enum},
 };
 /* layer and head are needed; mode is zero unless said. Whether the head exists, and that no
  * head comes twice, is attn_scene_check's (it knows the layers and heads of a checkpoint). */
-static void finish_ablation(struct loader *l, int node, const int *found, void *base,
-                            const char *path)
+void attn_schema_finish_ablation(struct loader *l, int node, const int *found, void *base,
+                                 const char *path)
 {
     static const char *const need[] = {"layer", "head"};
     for (int i = 0; i < 2; i++)
@@ -712,7 +713,7 @@ static void finish_ablation(struct loader *l, int node, const int *found, void *
                               need[i]);
 }
 static const struct mapping ablate_map = {"ablate", ablate_fields, N(ablate_fields),
-                                          finish_ablation};
+                                          attn_schema_finish_ablation};
 
 /* ablate: - {layer: L, head: H, mode: zero|mean}, one mapping per head. */
 static void h_ablate(struct loader *l, const struct field *f, int node, void *base,

@@ -193,6 +193,12 @@ void attn_schema_mark_meant(struct loader *l, const char *path, const char *key)
 void attn_schema_walk_map(struct loader *l, int node, const struct mapping *m, void *base,
                           const char *path);
 
+/* schema.c: an ablated head's layer and head, as the scene's ablate: and a lesson step's read
+ * them, and the check that both are given (layer, head: the mapping's first two fields). */
+extern const struct int_range attn_schema_ablate_layer_range, attn_schema_ablate_head_range;
+void attn_schema_finish_ablation(struct loader *l, int node, const int *found, void *base,
+                                 const char *path);
+
 /* schema_lesson.c: the table of a lesson step, and of its ablate: edit. */
 extern const struct mapping attn_schema_step_map;
 extern const struct mapping attn_schema_step_ablate_map;

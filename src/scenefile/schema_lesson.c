@@ -110,27 +110,15 @@ static const char *step_head_mode_str(int v)
 static const int step_ablate_mode_values[] = {HEAD_ZERO, HEAD_MEAN, HEAD_KEEP};
 static const struct enum_def step_ablate_mode_enum = {step_ablate_mode_values, 3,
                                                       step_head_mode_str, NULL};
-static const struct int_range step_ablate_layer_range = {0, SCENE_MAX_LAYERS - 1};
-static const struct int_range step_ablate_head_range = {0, SCENE_MAX_HEADS - 1};
 #define SAB(member) offsetof(struct attn_ablation, member)
 static const struct field step_ablate_fields[] = {
-    {"layer", WANT_SCALAR, "an integer", attn_schema_int, SAB(layer), &step_ablate_layer_range},
-    {"head", WANT_SCALAR, "an integer", attn_schema_int, SAB(head), &step_ablate_head_range},
+    {"layer", WANT_SCALAR, "an integer", attn_schema_int, SAB(layer),
+     &attn_schema_ablate_layer_range},
+    {"head", WANT_SCALAR, "an integer", attn_schema_int, SAB(head), &attn_schema_ablate_head_range},
     {"mode", WANT_SCALAR, NULL, attn_schema_enum, SAB(mode), &step_ablate_mode_enum},
 };
-/* layer and head are needed; mode is zero unless said. */
-static void finish_step_ablation(struct loader *l, int node, const int *found, void *base,
-                                 const char *path)
-{
-    static const char *const need[] = {"layer", "head"};
-    for (int i = 0; i < 2; i++)
-        if (found[i] < 0 && !attn_schema_meant_bad(l, path, need[i]))
-            attn_loader_error(l, node, path,
-                              "an ablated head needs '%s': {layer: 1, head: 0, mode: zero}",
-                              need[i]);
-}
-const struct mapping attn_schema_step_ablate_map = {"ablate", step_ablate_fields,
-                                                    N(step_ablate_fields), finish_step_ablation};
+const struct mapping attn_schema_step_ablate_map = {
+    "ablate", step_ablate_fields, N(step_ablate_fields), attn_schema_finish_ablation};
 
 void attn_schema_step_ablate(struct loader *l, const struct field *f, int node, void *base,
                              const char *path)
