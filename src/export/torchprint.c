@@ -43,6 +43,14 @@ static float tp_at(struct attn_mat_view v, int i, int j)
     return v.data[(size_t)i * (size_t)v.stride + (size_t)j];
 }
 
+/* Whether row i's cell j is one the mode and the width are made of: kept in the summary (row i
+ * is the caller's to check), finite and nonzero; *x is its value. */
+static bool tp_counted(float *x, struct attn_mat_view v, int i, int j, bool summarize)
+{
+    *x = tp_at(v, i, j);
+    return tp_keep(j, v.cols, summarize) && isfinite(*x) && *x != 0.0f;
+}
+
 static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bool summarize)
 {
     f->int_mode = true;
@@ -52,14 +60,12 @@ static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bo
     /* Pass 1: the nonzero finite values decide the mode. */
     bool any = false;
     double lo = 0, hi = 0;
+    float x;
     for (int i = 0; i < v.rows; i++) {
         if (!tp_keep(i, v.rows, summarize))
             continue;
         for (int j = 0; j < v.cols; j++) {
-            if (!tp_keep(j, v.cols, summarize))
-                continue;
-            float x = tp_at(v, i, j);
-            if (!isfinite(x) || x == 0.0f)
+            if (!tp_counted(&x, v, i, j, summarize))
                 continue;
             double a = fabs((double)x);
             if (!any || a < lo)
@@ -84,10 +90,7 @@ static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bo
         if (!tp_keep(i, v.rows, summarize))
             continue;
         for (int j = 0; j < v.cols; j++) {
-            if (!tp_keep(j, v.cols, summarize))
-                continue;
-            float x = tp_at(v, i, j);
-            if (!isfinite(x) || x == 0.0f)
+            if (!tp_counted(&x, v, i, j, summarize))
                 continue;
             char buf[64];
             int len;
