@@ -54,34 +54,7 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
 {
     memset(g, 0, sizeof(*g));
     struct family_shape *sh = &g->shape;
-    if (attn_ckpt_config_int(&sh->d, c,
-                             (struct ckpt_int){.key = "hidden_size",
-                                               .min = 1,
-                                               .max = SCENE_MAX_DIM,
-                                               .what = "the width",
-                                               .required = true},
-                             err) ||
-        attn_ckpt_config_int(&sh->layers, c,
-                             (struct ckpt_int){.key = "num_hidden_layers",
-                                               .min = 1,
-                                               .max = SCENE_MAX_LAYERS,
-                                               .what = "layers",
-                                               .required = true},
-                             err) ||
-        attn_ckpt_config_int(&sh->heads, c,
-                             (struct ckpt_int){.key = "num_attention_heads",
-                                               .min = 1,
-                                               .max = SCENE_MAX_HEADS,
-                                               .what = "heads",
-                                               .required = true},
-                             err) ||
-        attn_ckpt_config_int(&g->inter, c,
-                             (struct ckpt_int){.key = "intermediate_size",
-                                               .min = 1,
-                                               .max = 4 * SCENE_MAX_DIM,
-                                               .what = "the feed-forward width",
-                                               .required = true},
-                             err) ||
+    if (attn_family_read_sizes(sh, &g->inter, c, err) ||
         attn_ckpt_config_int(&sh->positions, c,
                              (struct ckpt_int){.key = "max_position_embeddings",
                                                .min = 1,

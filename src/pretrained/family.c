@@ -17,6 +17,41 @@ static const char *outside_entry(const char *const *outside, const char *name)
     return NULL;
 }
 
+int attn_family_read_sizes(struct family_shape *sh, int *inter, const struct ckpt_config *c,
+                           struct diag *err)
+{
+    return attn_ckpt_config_int(&sh->d, c,
+                                (struct ckpt_int){.key = "hidden_size",
+                                                  .min = 1,
+                                                  .max = SCENE_MAX_DIM,
+                                                  .what = "the width",
+                                                  .required = true},
+                                err) ||
+                   attn_ckpt_config_int(&sh->layers, c,
+                                        (struct ckpt_int){.key = "num_hidden_layers",
+                                                          .min = 1,
+                                                          .max = SCENE_MAX_LAYERS,
+                                                          .what = "layers",
+                                                          .required = true},
+                                        err) ||
+                   attn_ckpt_config_int(&sh->heads, c,
+                                        (struct ckpt_int){.key = "num_attention_heads",
+                                                          .min = 1,
+                                                          .max = SCENE_MAX_HEADS,
+                                                          .what = "heads",
+                                                          .required = true},
+                                        err) ||
+                   attn_ckpt_config_int(inter, c,
+                                        (struct ckpt_int){.key = "intermediate_size",
+                                                          .min = 1,
+                                                          .max = 4 * SCENE_MAX_DIM,
+                                                          .what = "the feed-forward width",
+                                                          .required = true},
+                                        err)
+               ? -1
+               : 0;
+}
+
 bool attn_family_name_in(const char *name, const char *const *names, size_t n)
 {
     for (size_t i = 0; i < n; i++)

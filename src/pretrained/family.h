@@ -94,6 +94,12 @@ struct family_shape {
     enum attn_scale_kind scale; /* as trained: SCALE_SQRT_DK or SCALE_NONE */
 };
 
+/* The sizes most of transformers' configuration classes name alike, each required and checked
+ * against attnscope's limits: hidden_size (sh->d), num_hidden_layers, num_attention_heads and
+ * intermediate_size (*inter). */
+int attn_family_read_sizes(struct family_shape *sh, int *inter, const struct ckpt_config *c,
+                           struct diag *err);
+
 /* What a family's known() asks of a tensor's name: whether it is one of the n names. */
 bool attn_family_name_in(const char *name, const char *const *names, size_t n);
 /* The part of name after "STEMN." when N, as %d writes it, is a layer below layers
