@@ -43,12 +43,13 @@ static float tp_at(struct attn_mat_view v, int i, int j)
     return v.data[(size_t)i * (size_t)v.stride + (size_t)j];
 }
 
-/* Whether row i's cell j is one the mode and the width are made of: kept in the summary (row i
- * is the caller's to check), finite and nonzero; *x is its value. */
+/* Whether cell (i, j) is one the mode and the width are made of: kept in the summary, finite and
+ * nonzero; *x is its value. */
 static bool tp_counted(float *x, struct attn_mat_view v, int i, int j, bool summarize)
 {
     *x = tp_at(v, i, j);
-    return tp_keep(j, v.cols, summarize) && isfinite(*x) && *x != 0.0f;
+    return tp_keep(i, v.rows, summarize) && tp_keep(j, v.cols, summarize) && isfinite(*x) &&
+           *x != 0.0f;
 }
 
 static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bool summarize)
@@ -62,8 +63,6 @@ static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bo
     double lo = 0, hi = 0;
     float x;
     for (int i = 0; i < v.rows; i++) {
-        if (!tp_keep(i, v.rows, summarize))
-            continue;
         for (int j = 0; j < v.cols; j++) {
             if (!tp_counted(&x, v, i, j, summarize))
                 continue;
@@ -87,8 +86,6 @@ static void tp_formatter_init(struct tp_formatter *f, struct attn_mat_view v, bo
 
     /* Pass 2: the width of the widest nonzero finite value in that mode. */
     for (int i = 0; i < v.rows; i++) {
-        if (!tp_keep(i, v.rows, summarize))
-            continue;
         for (int j = 0; j < v.cols; j++) {
             if (!tp_counted(&x, v, i, j, summarize))
                 continue;
