@@ -58,7 +58,7 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
         attn_ckpt_config_int(&sh->positions, c,
                              (struct ckpt_int){.key = "max_position_embeddings",
                                                .min = 1,
-                                               .max = 8 * SCENE_MAX_TOKENS,
+                                               .max = SCENE_MAX_POSITION,
                                                .what = "positions",
                                                .required = true},
                              err))

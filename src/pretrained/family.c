@@ -44,7 +44,7 @@ int attn_family_read_sizes(struct family_shape *sh, int *inter, const struct ckp
                    attn_ckpt_config_int(inter, c,
                                         (struct ckpt_int){.key = "intermediate_size",
                                                           .min = 1,
-                                                          .max = 4 * SCENE_MAX_DIM,
+                                                          .max = SCENE_MAX_FFN_HIDDEN,
                                                           .what = "the feed-forward width",
                                                           .required = true},
                                         err)

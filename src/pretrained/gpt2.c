@@ -9,7 +9,7 @@
 #include "pretrained/family.h"
 
 /* Rows of the position table: GPT-2 has 1024; a scene's learned table may have this many. */
-#define GPT2_MAX_POSITIONS (8 * SCENE_MAX_TOKENS)
+#define GPT2_MAX_POSITIONS SCENE_MAX_POSITION
 
 /* config.json's keys: transformers' GPT2Config (5's, and 4's n_ctx). */
 static const struct ckpt_key KEYS[] = {
@@ -131,7 +131,7 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
     if (attn_ckpt_config_int(&g->inner, c,
                              (struct ckpt_int){.key = "n_inner",
                                                .min = 1,
-                                               .max = 4 * SCENE_MAX_DIM,
+                                               .max = SCENE_MAX_FFN_HIDDEN,
                                                .what = "the feed-forward width"},
                              err))
         return -1;
