@@ -177,6 +177,8 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
  * token). */
 bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st);
 int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
+/* The columns of stage s's matrix in model m, by its width (stage.h): what attn_view's has. */
+int attn_stage_cols(const struct attn_model *m, enum attn_stage s);
 /* ||v_j W_O^h||_2 for every key j of head h (||v_j|| without out_proj): weighted_norm's
  * factor, computed for the head the first time it is asked for (memo). (n) floats, valid until
  * the next attn_forward on r. */

@@ -122,61 +122,83 @@ static void derive(float *out, const struct attn_run *r, const struct attn_model
         attn_drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
 }
 
-/* A kept stage, in place; s after same_as, not derived. */
-struct attn_mat_view attn_kept_view(const struct attn_run *r, const struct attn_model *m,
-                                    enum attn_stage s, int h)
+int attn_stage_cols(const struct attn_model *m, enum attn_stage s)
 {
-    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim, d = m->d_in, E = m->out_dim;
-    size_t nn = (size_t)n * (size_t)n, col = (size_t)h * (size_t)hd;
-    size_t kvcol = (size_t)attn_kv_head_of(m, h) * (size_t)hd;
+    switch (attn_stage_width(s)) {
+    case STAGE_WIDTH_LATENT:
+        return m->latent;
+    case STAGE_WIDTH_HEAD_DIM:
+        return m->head_dim;
+    case STAGE_WIDTH_TOKENS:
+        return m->n;
+    case STAGE_WIDTH_CONCAT:
+        return m->D;
+    case STAGE_WIDTH_OUT:
+        return m->out_dim;
+    case STAGE_WIDTH_HIDDEN:
+        return m->hidden;
+    case STAGE_WIDTH_D_IN:
+        break;
+    }
+    return m->d_in;
+}
+
+/* Where kept stage s's numbers start: the buffer the forward pass writes it to (a per-head
+ * stage's holds every head side by side; *kv: by KV head, as K and V are with GQA). */
+static const float *kept_buffer(const struct attn_run *r, const struct attn_model *m,
+                                enum attn_stage s, bool *kv)
+{
+    *kv = false;
     switch (s) {
     case STAGE_INPUTS:
-        return (struct attn_mat_view){m->x, n, d, d};
+        return m->x;
     case STAGE_LATENT:
-        return (struct attn_mat_view){r->latent, n, m->latent, m->latent};
+        return r->latent;
     case STAGE_QUERIES:
-        return (struct attn_mat_view){r->q + col, n, hd, D};
+        return r->q;
     case STAGE_KEYS:
-        return (struct attn_mat_view){r->k + kvcol, n, hd, Dkv};
+        *kv = true;
+        return r->k;
     case STAGE_VALUES:
-        return (struct attn_mat_view){r->v + kvcol, n, hd, Dkv};
+        *kv = true;
+        return r->v;
     case STAGE_QUERIES_NORMED:
-        return (struct attn_mat_view){r->qn + col, n, hd, D};
+        return r->qn;
     case STAGE_KEYS_NORMED:
-        return (struct attn_mat_view){r->kn + kvcol, n, hd, Dkv};
+        *kv = true;
+        return r->kn;
     case STAGE_QUERIES_ROTATED:
-        return (struct attn_mat_view){r->qr + col, n, hd, D};
+        return r->qr;
     case STAGE_KEYS_ROTATED:
-        return (struct attn_mat_view){r->kr + kvcol, n, hd, Dkv};
+        *kv = true;
+        return r->kr;
     case STAGE_SCORES:
-        fill_future_scores(r, m, h);
-        return (struct attn_mat_view){r->scores + h * nn, n, n, n};
+        return r->scores;
     case STAGE_WEIGHTS:
-        return (struct attn_mat_view){r->weights + h * nn, n, n, n};
+        return r->weights;
     case STAGE_CONTEXT:
-        return (struct attn_mat_view){r->concat + col, n, hd, D};
     case STAGE_CONCAT:
-        return (struct attn_mat_view){r->concat, n, D, D};
+        return r->concat;
     case STAGE_RESIDUAL1:
-        return (struct attn_mat_view){r->res1, n, d, d};
+        return r->res1;
     case STAGE_NORM1:
-        return (struct attn_mat_view){r->norm1, n, d, d};
+        return r->norm1;
     case STAGE_FFN_HIDDEN:
-        return (struct attn_mat_view){r->ffn_hidden, n, m->hidden, m->hidden};
+        return r->ffn_hidden;
     case STAGE_FFN_GATE:
-        return (struct attn_mat_view){r->ffn_gate, n, m->hidden, m->hidden};
+        return r->ffn_gate;
     case STAGE_FFN_UP:
-        return (struct attn_mat_view){r->ffn_up, n, m->hidden, m->hidden};
+        return r->ffn_up;
     case STAGE_FFN_ACTIVATED:
-        return (struct attn_mat_view){r->ffn_act, n, m->hidden, m->hidden};
+        return r->ffn_act;
     case STAGE_FFN_OUT:
-        return (struct attn_mat_view){r->ffn_out, n, d, d};
+        return r->ffn_out;
     case STAGE_RESIDUAL2:
-        return (struct attn_mat_view){r->res2, n, d, d};
+        return r->res2;
     case STAGE_NORM2:
-        return (struct attn_mat_view){r->norm2, n, d, d};
+        return r->norm2;
     case STAGE_FINAL_NORM:
-        return (struct attn_mat_view){r->final, n, d, d};
+        return r->final;
     case STAGE_SCALED: /* derived: attn_view never asks for these here */
     case STAGE_MASKED:
     case STAGE_DROPOUT:
@@ -185,7 +207,33 @@ struct attn_mat_view attn_kept_view(const struct attn_run *r, const struct attn_
     case STAGE_COUNT:
         break;
     }
-    return (struct attn_mat_view){r->output, n, E, E};
+    return r->output;
+}
+
+/* A kept stage, in place; s after same_as, not derived. Its shape is its kind's and width's
+ * (stage.h): a head's columns of a buffer of every head, a head's (n, n) matrix, or the whole
+ * buffer of a shared stage. */
+struct attn_mat_view attn_kept_view(const struct attn_run *r, const struct attn_model *m,
+                                    enum attn_stage s, int h)
+{
+    bool kv;
+    const float *data = kept_buffer(r, m, s, &kv);
+    int n = m->n, cols = attn_stage_cols(m, s);
+    switch (attn_stage_kind(s)) {
+    case STAGE_KIND_HEAD: {
+        int head = kv ? attn_kv_head_of(m, h) : h;
+        return (struct attn_mat_view){data + (size_t)head * (size_t)m->head_dim, n, cols,
+                                      kv ? m->Dkv : m->D};
+    }
+    case STAGE_KIND_SQUARE:
+        if (s == STAGE_SCORES)
+            fill_future_scores(r, m, h);
+        return (struct attn_mat_view){data + h * (size_t)n * (size_t)n, n, n, n};
+    case STAGE_KIND_SHARED:
+    case STAGE_KIND_BLOCK:
+        break;
+    }
+    return (struct attn_mat_view){data, n, cols, cols};
 }
 
 void attn_head_mean(float *out, const struct attn_run *r, const struct attn_model *m,
@@ -262,8 +310,11 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
         out[k++] = STAGE_QUERIES_ROTATED;
         out[k++] = STAGE_KEYS_ROTATED;
     }
-    for (int s = STAGE_SCORES; s <= STAGE_OUTPUT; s++)
-        out[k++] = (enum attn_stage)s;
+    static const enum attn_stage heads[] = {STAGE_SCORES,  STAGE_SCALED,  STAGE_MASKED,
+                                            STAGE_WEIGHTS, STAGE_DROPOUT, STAGE_WEIGHTED_NORM,
+                                            STAGE_CONTEXT, STAGE_CONCAT,  STAGE_OUTPUT};
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
+        out[k++] = heads[i];
     if (m->block) {
         out[k++] = STAGE_RESIDUAL1;
         if (m->order == BLOCK_POST)
@@ -315,32 +366,23 @@ bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_s
 
 int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st)
 {
-    if (attn_stage_is_square(st))
-        return s->n_tokens;
-    switch (st) {
-    case STAGE_LATENT:
+    switch (attn_stage_width(st)) {
+    case STAGE_WIDTH_LATENT:
         return s->attn.kv_latent;
-    case STAGE_QUERIES:
-    case STAGE_KEYS:
-    case STAGE_VALUES:
-    case STAGE_QUERIES_ROTATED:
-    case STAGE_KEYS_ROTATED:
-    case STAGE_QUERIES_NORMED:
-    case STAGE_KEYS_NORMED:
-    case STAGE_CONTEXT:
+    case STAGE_WIDTH_HEAD_DIM:
         return attn_scene_head_dim(s);
-    case STAGE_CONCAT:
+    case STAGE_WIDTH_TOKENS:
+        return s->n_tokens;
+    case STAGE_WIDTH_CONCAT:
         return attn_scene_concat_dim(s);
-    case STAGE_OUTPUT:
+    case STAGE_WIDTH_OUT:
         return attn_scene_out_dim(s);
-    case STAGE_FFN_HIDDEN:
-    case STAGE_FFN_GATE:
-    case STAGE_FFN_UP:
-    case STAGE_FFN_ACTIVATED:
+    case STAGE_WIDTH_HIDDEN:
         return attn_scene_ffn_hidden(s);
-    default:
-        return attn_scene_d_in(s);
+    case STAGE_WIDTH_D_IN:
+        break;
     }
+    return attn_scene_d_in(s);
 }
 
 enum attn_stage attn_stage_block_output(const struct attn_model *m)
