@@ -10,34 +10,85 @@
 #include "engine/pool.h"
 #include "engine/scores.h"
 
-/* Every buffer of a run, for allocation and freeing in one place. The second column: 1 when the
- * layers of a lean net share it (attn_run_init_sharing); 0 when each layer keeps its own, as
- * what is read after the layer is computed: what it hands on (output, res2, norm2, final) and
- * the concatenated heads that patching takes from a clean run. */
+/* Every buffer of a run, for allocation, freeing, growing and copying in one place, in the order
+ * they are allocated: X(name, shared, width, needed).
+ * - shared: 1 when the layers of a lean net share it (attn_run_init_sharing); 0 when each layer
+ *   keeps its own, as what is read after the layer is computed: what it hands on (output, res2,
+ *   norm2, final) and the concatenated heads that patching takes from a clean run;
+ * - width: the floats a token's row holds (the stage's columns, every head side by side), of the
+ *   shape sh (struct run_shape); RUN_SQUARE for the (heads, n, n) stages, RUN_WORK for the
+ *   forward pass's scratch, which are not row by row;
+ * - needed: whether the scene has it (every run has the attention stages). */
 #define RUN_BUFFERS(X)                                                                             \
-    X(q, 1)                                                                                        \
-    X(k, 1)                                                                                        \
-    X(v, 1)                                                                                        \
-    X(qn, 1)                                                                                       \
-    X(kn, 1)                                                                                       \
-    X(qr, 1)                                                                                       \
-    X(kr, 1)                                                                                       \
-    X(latent, 1)                                                                                   \
-    X(scores, 1)                                                                                   \
-    X(weights, 1)                                                                                  \
-    X(work, 1)                                                                                     \
-    X(concat, 0)                                                                                   \
-    X(output, 0)                                                                                   \
-    X(res1, 1)                                                                                     \
-    X(norm1, 1)                                                                                    \
-    X(ffn_hidden, 1)                                                                               \
-    X(ffn_gate, 1)                                                                                 \
-    X(ffn_up, 1)                                                                                   \
-    X(ffn_act, 1)                                                                                  \
-    X(ffn_out, 1)                                                                                  \
-    X(res2, 0)                                                                                     \
-    X(norm2, 0)                                                                                    \
-    X(final, 0)
+    X(q, 1, sh.D, true)                                                                            \
+    X(k, 1, sh.Dkv, true)                                                                          \
+    X(v, 1, sh.Dkv, true)                                                                          \
+    X(qn, 1, sh.D, sh.qk)                                                                          \
+    X(kn, 1, sh.Dkv, sh.qk)                                                                        \
+    X(qr, 1, sh.D, sh.rope)                                                                        \
+    X(kr, 1, sh.Dkv, sh.rope)                                                                      \
+    X(latent, 1, sh.latent, sh.latent > 0)                                                         \
+    X(scores, 1, RUN_SQUARE, true)                                                                 \
+    X(weights, 1, RUN_SQUARE, true)                                                                \
+    X(work, 1, RUN_WORK, true)                                                                     \
+    X(concat, 0, sh.D, true)                                                                       \
+    X(output, 0, sh.E, true)                                                                       \
+    X(res1, 1, sh.d, sh.block)                                                                     \
+    X(norm1, 1, sh.d, sh.block)                                                                    \
+    X(ffn_hidden, 1, sh.h, sh.block && !sh.gated)                                                  \
+    X(ffn_gate, 1, sh.h, sh.gated)                                                                 \
+    X(ffn_up, 1, sh.h, sh.gated)                                                                   \
+    X(ffn_act, 1, sh.h, sh.block)                                                                  \
+    X(ffn_out, 1, sh.d, sh.block)                                                                  \
+    X(res2, 0, sh.d, sh.block)                                                                     \
+    X(norm2, 0, sh.d, sh.block)                                                                    \
+    X(final, 0, sh.d, sh.final)
+
+enum { RUN_SQUARE = -1, RUN_WORK = -2 };
+
+/* The sizes RUN_BUFFERS' widths and needs read: a model's, or a run's as it was sized. */
+struct run_shape {
+    long D, Dkv, d, h, latent, E; /* h: the FFN's hidden width, 0 without a block */
+    bool qk, rope, block, gated, final;
+};
+
+static struct run_shape shape_of_model(const struct attn_model *m)
+{
+    return (struct run_shape){.D = m->D,
+                              .Dkv = m->Dkv,
+                              .d = m->d_in,
+                              .h = m->block ? m->hidden : 0,
+                              .latent = m->latent,
+                              .E = m->out_dim,
+                              .qk = m->qnw != NULL,
+                              .rope = m->rope,
+                              .block = m->block,
+                              .gated = m->block && m->activation == ACT_SWIGLU,
+                              .final = m->final_norm};
+}
+
+/* A run's widths (what a row holds); which buffers it has are those that are not NULL. */
+static struct run_shape shape_of_run(const struct attn_run *r)
+{
+    return (struct run_shape){.D = r->D,
+                              .Dkv = r->Dkv,
+                              .d = r->d_in,
+                              .h = r->hidden,
+                              .latent = r->latent_dim,
+                              .E = r->out_dim};
+}
+
+static size_t work_floats(size_t n);
+
+/* The floats a buffer of width (RUN_BUFFERS) holds for n tokens and heads heads. */
+static size_t buffer_floats(long width, size_t n, size_t heads)
+{
+    if (width == RUN_SQUARE)
+        return heads * n * n;
+    if (width == RUN_WORK)
+        return work_floats(n);
+    return n * (size_t)width;
+}
 
 static void memo_free(struct attn_memo *memo)
 {
@@ -54,7 +105,7 @@ static void memo_free(struct attn_memo *memo)
 
 void attn_run_free(struct attn_run *r)
 {
-#define X(name, shared)                                                                            \
+#define X(name, shared, width, needed)                                                             \
     if (!(shared && r->borrows)) /* else another run's: it frees it */                             \
         free(r->name);
     RUN_BUFFERS(X)
@@ -97,51 +148,24 @@ int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
         return 0; /* same shape: reuse every buffer */
     attn_run_free(r);
     bool share = owner && !owner->borrows && same_shape(owner, m);
-    size_t n = (size_t)m->n, D = (size_t)m->D, Dkv = (size_t)m->Dkv, d = (size_t)m->d_in;
-    size_t hnn = (size_t)m->heads * n * n, h = m->block ? (size_t)m->hidden : 0;
-    size_t E = (size_t)m->out_dim;
+    size_t n = (size_t)m->n, D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
+    size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
     bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
-    /* Every run has the attention stages; the others only when the scene has the system. */
-    struct {
-        float **buf;
-        size_t count;
-        bool needed;
-    } plan[] = {
-        {&r->q, n * D, true},
-        {&r->k, n * Dkv, true},
-        {&r->v, n * Dkv, true},
-        {&r->qn, n * D, qk},
-        {&r->kn, n * Dkv, qk},
-        {&r->qr, n * D, m->rope},
-        {&r->kr, n * Dkv, m->rope},
-        {&r->latent, n * (size_t)m->latent, m->latent > 0},
-        {&r->scores, hnn, true},
-        {&r->weights, hnn, true},
-        {&r->work, work_floats(n), true},
-        {&r->concat, n * D, true},
-        {&r->output, n * E, true},
-        {&r->res1, n * d, m->block},
-        {&r->norm1, n * d, m->block},
-        {&r->ffn_hidden, n * h, m->block && !gated},
-        {&r->ffn_gate, n * h, gated},
-        {&r->ffn_up, n * h, gated},
-        {&r->ffn_act, n * h, m->block},
-        {&r->ffn_out, n * d, m->block},
-        {&r->res2, n * d, m->block},
-        {&r->norm2, n * d, m->block},
-        {&r->final, n * d, m->final_norm},
-    };
+    struct run_shape sh = shape_of_model(m);
     if (share) { /* owner has the same shape: the same buffers are needed */
-#define X(name, shared)                                                                            \
+#define X(name, shared, width, needed)                                                             \
     if (shared)                                                                                    \
         r->name = owner->name;
         RUN_BUFFERS(X)
 #undef X
         r->borrows = true;
     }
-    for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]); i++)
-        if (plan[i].needed && !*plan[i].buf && !(*plan[i].buf = attn_alloc_stage(plan[i].count)))
-            goto oom;
+#define X(name, shared, width, needed)                                                             \
+    if ((needed) && !r->name &&                                                                    \
+        !(r->name = attn_alloc_stage(buffer_floats(width, n, (size_t)m->heads))))                  \
+        goto oom;
+    RUN_BUFFERS(X)
+#undef X
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;
     if (!memo || !(memo->filled = calloc((size_t)m->heads + 1, 1)) ||
@@ -192,25 +216,6 @@ static int grow(float **buf, size_t count, size_t old)
     return 0;
 }
 
-/* The row-wise buffers of r with their widths, for a run of r's widths. out: (20) */
-static int row_buffers(float ***out, size_t *width, struct attn_run *r)
-{
-    float **bufs[] = {&r->q,       &r->k,       &r->v,          &r->qn,       &r->kn,
-                      &r->qr,      &r->kr,      &r->latent,     &r->concat,   &r->output,
-                      &r->res1,    &r->norm1,   &r->ffn_hidden, &r->ffn_gate, &r->ffn_up,
-                      &r->ffn_act, &r->ffn_out, &r->res2,       &r->norm2,    &r->final};
-    size_t D = (size_t)r->D, Dkv = (size_t)r->Dkv, d = (size_t)r->d_in, h = (size_t)r->hidden;
-    size_t w[] = {
-        D, Dkv, Dkv, D, Dkv, D, Dkv, (size_t)r->latent_dim, D, (size_t)r->out_dim, d, d, h,
-        h, h,   h,   d, d,   d, d};
-    int k = (int)(sizeof(bufs) / sizeof(bufs[0]));
-    for (int i = 0; i < k; i++) {
-        out[i] = bufs[i];
-        width[i] = w[i];
-    }
-    return k;
-}
-
 int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
     if (m->n <= r->cap_n)
@@ -218,17 +223,14 @@ int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag
     /* room up to the next panel boundary: typing on at the end grows them once a panel */
     int cap = (m->n + PANEL - 1) / PANEL * PANEL;
     size_t n0 = (size_t)r->cap_n, n1 = (size_t)cap, hs = (size_t)r->heads;
-    float **bufs[20];
-    size_t width[20];
-    int k = row_buffers(bufs, width, r);
+    struct run_shape sh = shape_of_run(r);
     int rc = 0;
-    for (int i = 0; i < k; i++)
-        rc |= grow(bufs[i], n1 * width[i], n0 * width[i]);
+#define X(name, shared, width, needed)                                                             \
+    rc |= grow(&r->name, buffer_floats(width, n1, hs), buffer_floats(width, n0, hs));
+    RUN_BUFFERS(X)
+#undef X
     size_t E = (size_t)(r->D > r->out_dim ? r->D : r->out_dim);
     struct attn_memo *memo = r->memo;
-    rc |= grow(&r->scores, hs * n1 * n1, hs * n0 * n0);
-    rc |= grow(&r->weights, hs * n1 * n1, hs * n0 * n0);
-    rc |= grow(&r->work, work_floats(n1), work_floats(n0));
     rc |= grow(&memo->data, hs * n1 * n1, hs * n0 * n0);
     rc |= grow(&memo->vnorm, hs * n1 + 1, hs * n0 + 1);
     rc |= grow(&memo->vw, n1 * E + 1, n0 * E + 1);
@@ -288,35 +290,12 @@ void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int ro
     if (rows <= 0)
         return;
     size_t k = (size_t)rows;
-    struct {
-        float *dst;
-        const float *src;
-        size_t width;
-    } rowwise[] = {
-        {to->q, from->q, (size_t)to->D},
-        {to->k, from->k, (size_t)to->Dkv},
-        {to->v, from->v, (size_t)to->Dkv},
-        {to->qn, from->qn, (size_t)to->D},
-        {to->kn, from->kn, (size_t)to->Dkv},
-        {to->qr, from->qr, (size_t)to->D},
-        {to->kr, from->kr, (size_t)to->Dkv},
-        {to->latent, from->latent, (size_t)to->latent_dim},
-        {to->concat, from->concat, (size_t)to->D},
-        {to->output, from->output, (size_t)to->out_dim},
-        {to->res1, from->res1, (size_t)to->d_in},
-        {to->norm1, from->norm1, (size_t)to->d_in},
-        {to->ffn_hidden, from->ffn_hidden, (size_t)to->hidden},
-        {to->ffn_gate, from->ffn_gate, (size_t)to->hidden},
-        {to->ffn_up, from->ffn_up, (size_t)to->hidden},
-        {to->ffn_act, from->ffn_act, (size_t)to->hidden},
-        {to->ffn_out, from->ffn_out, (size_t)to->d_in},
-        {to->res2, from->res2, (size_t)to->d_in},
-        {to->norm2, from->norm2, (size_t)to->d_in},
-        {to->final, from->final, (size_t)to->d_in},
-    };
-    for (size_t i = 0; i < sizeof(rowwise) / sizeof(rowwise[0]); i++)
-        if (rowwise[i].dst && rowwise[i].src && rowwise[i].dst != rowwise[i].src)
-            memcpy(rowwise[i].dst, rowwise[i].src, k * rowwise[i].width * sizeof(float));
+    struct run_shape sh = shape_of_run(to);
+#define X(name, shared, width, needed)                                                             \
+    if ((width) >= 0 && to->name && from->name && to->name != from->name)                          \
+        memcpy(to->name, from->name, k *(size_t)(width) * sizeof(float));
+    RUN_BUFFERS(X)
+#undef X
     to->nonfinite = from->nonfinite; /* found: the next pass reads every row again */
     if (to->scores == from->scores)
         return;
