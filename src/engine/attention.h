@@ -13,6 +13,11 @@
  * A head may hand out_proj something else than its context (model.h's head_mode: ablated to
  * zeros or its mean, or patched from another run): the context stage then shows what it
  * handed on, and everything after it follows.
+ *
+ * The calls below are defined by job: run.c (the buffers), forward.c (the pass, its finite
+ * check, attn_compute), view.c (the views, the stages a scene has, their order and shapes),
+ * norm.c (the norms and activations); scores.c holds the (n, n) arithmetic the pass and the
+ * views share.
  */
 #ifndef ATTNSCOPE_ATTENTION_H
 #define ATTNSCOPE_ATTENTION_H
