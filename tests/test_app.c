@@ -1279,6 +1279,10 @@ static void test_every_stage_explained(void **state)
         for (int k = 0; k < n; k++) {
             a.stage = order[k];
             app_clamp(&a);
+            /* the scene's own account of the stage (stage.h's width) agrees with the matrix */
+            assert_true(attn_scene_stage_present(&a.scene, a.layer, a.stage));
+            assert_int_equal(app_view(&a, a.stage, a.head).cols,
+                             attn_scene_stage_cols(&a.scene, a.stage));
             a.row = app_rows(&a) - 1;
             a.col = 0;
             char text[4096], want[64];

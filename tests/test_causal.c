@@ -1,4 +1,4 @@
-/* test_causal: the causal forward pass computes only what a query sees (attention.c's panels of
+/* test_causal: the causal forward pass computes only what a query sees (forward.c's panels of
  * 64 queries: scores against the keys up to the panel's last query, their softmax, their
  * context from those keys) and must equal the full computation (every score, the mask, the
  * softmax of whole rows, weights . V over every key) bit for bit.

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "common/fsutil.h"
+#include "engine/attention.h"
 #include "engine/lesson.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
@@ -997,6 +998,40 @@ static void test_full_example(void **state)
     attn_scene_free(&s);
 }
 
+/* ATTN_STAGES' rows agree with themselves and with the pipeline: a kind's width, a file for
+ * every stage (its name but concat's), and every stage in some model's order, once. */
+static void test_stage_table(void **state)
+{
+    (void)state;
+    bool seen[STAGE_COUNT] = {false};
+    static float flag; /* attn_stage_order reads only whether qnw is set */
+    for (int v = 0; v < 64; v++) {
+        struct attn_model m = {.latent = v & 1 ? 4 : 0,
+                               .rope = v & 2,
+                               .qnw = v & 4 ? &flag : NULL,
+                               .block = v & 8,
+                               .order = v & 16 ? BLOCK_PRE : BLOCK_POST,
+                               .activation = v & 32 ? ACT_SWIGLU : ACT_GELU};
+        m.final_norm = m.block && (v & 1);
+        enum attn_stage order[STAGE_COUNT];
+        int n = attn_stage_order(order, &m);
+        bool once[STAGE_COUNT] = {false};
+        for (int k = 0; k < n; k++) {
+            assert_false(once[order[k]]);
+            once[order[k]] = seen[order[k]] = true;
+        }
+    }
+    for (int st = 0; st < STAGE_COUNT; st++) {
+        enum attn_stage s = (enum attn_stage)st;
+        if (!seen[st])
+            fail_msg("stage %s is in no model's attn_stage_order", attn_stage_name(s));
+        assert_int_equal(attn_stage_is_square(s), attn_stage_width(s) == STAGE_WIDTH_TOKENS);
+        if (attn_stage_kind(s) == STAGE_KIND_HEAD)
+            assert_int_equal(attn_stage_width(s), STAGE_WIDTH_HEAD_DIM);
+        assert_string_equal(attn_stage_file(s), s == STAGE_CONCAT ? "context" : attn_stage_name(s));
+    }
+}
+
 /* YAML 1.1 booleans in any case, numbers in every YAML spelling. */
 /* One name per stage, and the aliases --stage takes: softmax for weights, mask, q, k, v, out,
  * in view: and in a lesson's steps (and a caption's marks); written back by the one name. */
@@ -1748,6 +1783,7 @@ int main(void)
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_full_example),
         cmocka_unit_test(test_stage_names_and_aliases),
+        cmocka_unit_test(test_stage_table),
         cmocka_unit_test(test_scalar_forms),
         cmocka_unit_test(test_round_trip_awkward_strings),
         cmocka_unit_test(test_round_trip_scenes),

@@ -13,6 +13,11 @@
  * A head may hand out_proj something else than its context (model.h's head_mode: ablated to
  * zeros or its mean, or patched from another run): the context stage then shows what it
  * handed on, and everything after it follows.
+ *
+ * The calls below are defined by job: run.c (the buffers), forward.c (the pass, its finite
+ * check, attn_compute), view.c (the views, the stages a scene has, their order and shapes),
+ * norm.c (the norms and activations); scores.c holds the (n, n) arithmetic the pass and the
+ * views share.
  */
 #ifndef ATTNSCOPE_ATTENTION_H
 #define ATTNSCOPE_ATTENTION_H
@@ -56,7 +61,7 @@ struct attn_run {
      * every value is one). Read with one vectorised scan of each kept stage as it is made
      * (vecmath's attn_any_nonfinite), a cell at a time only in a stage that has one. */
     struct attn_nonfinite nonfinite;
-    bool seen_nonfinite; /* the pass saw a value that is not a number (attention.c's seen_at) */
+    bool seen_nonfinite; /* the pass saw a value that is not a number (forward.c's seen_at) */
     /* The shape the buffers were sized for. */
     int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
     int cap_n; /* the tokens the buffers have room for (attn_run_reserve), at least n */
@@ -72,7 +77,7 @@ struct attn_run {
     float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
                        panel's dropout (64, n) for each of work_slots threads */
     int work_slots; /* the threads a causal forward pass may use */
-    struct attn_memo *memo;        /* the derived stage attn_view last computed (attention.c) */
+    struct attn_memo *memo;        /* the derived stage attn_view last computed (run.h) */
     float *concat;                 /* (n, D) per-head contexts side by side */
     float *output;                 /* (n, E) */
     float *res1, *norm1;           /* block: (n, d_in) each, or NULL */
@@ -100,7 +105,7 @@ static inline float attn_cell_delta(float cur, float base)
  * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err);
 /* attn_run_init with owner's buffers for every stage that is only read while its layer is
- * current (the projections, the n x n stages, the FFN's: attention.c's RUN_BUFFERS says which),
+ * current (the projections, the n x n stages, the FFN's: run.c's RUN_BUFFERS says which),
  * when owner has m's shape (else all its own): the layers of a net computed one at a time for a
  * caller that reads each once share them (attn_net_compute_lean). Their numbers are those of
  * whichever sharing run was computed last; what a layer hands on, its concatenated heads and
@@ -177,6 +182,8 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
  * token). */
 bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st);
 int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
+/* The columns of stage s's matrix in model m, by its width (stage.h): what attn_view's has. */
+int attn_stage_cols(const struct attn_model *m, enum attn_stage s);
 /* ||v_j W_O^h||_2 for every key j of head h (||v_j|| without out_proj): weighted_norm's
  * factor, computed for the head the first time it is asked for (memo). (n) floats, valid until
  * the next attn_forward on r. */

@@ -43,7 +43,7 @@ void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b,
 /* c (m, n) = a (m, k) @ b (n, k)^T, in row panels the same way. */
 void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
                       int n, int k);
-/* The rows of a panel: 64, the causal heads' panel too (attention.c), so a sentence edit
+/* The rows of a panel: 64, the causal heads' panel too (scores.h's PANEL), so a sentence edit
  * recomputes from the panel holding its first changed token. */
 int attn_row_panel(void);
 #ifdef ATTNSCOPE_TEST_HOOKS

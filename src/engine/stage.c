@@ -5,10 +5,12 @@
 #include <string.h>
 
 static const struct {
-    const char *name, *title;
+    const char *name, *title, *file;
     enum attn_stage_kind kind;
+    enum attn_stage_width width;
 } stages[STAGE_COUNT] = {
-#define X(id, name, heading, kind) [STAGE_##id] = {name, heading, STAGE_KIND_##kind},
+#define X(id, name, heading, kind, width, file, explain)                                           \
+    [STAGE_##id] = {name, heading, file, STAGE_KIND_##kind, STAGE_WIDTH_##width},
     ATTN_STAGES(X)
 #undef X
 };
@@ -21,6 +23,16 @@ const char *attn_stage_name(enum attn_stage s)
 const char *attn_stage_title(enum attn_stage s)
 {
     return (s >= 0 && s < STAGE_COUNT) ? stages[s].title : "?";
+}
+
+const char *attn_stage_file(enum attn_stage s)
+{
+    return (s >= 0 && s < STAGE_COUNT) ? stages[s].file : "?";
+}
+
+enum attn_stage_width attn_stage_width(enum attn_stage s)
+{
+    return (s >= 0 && s < STAGE_COUNT) ? stages[s].width : STAGE_WIDTH_D_IN;
 }
 
 int attn_stage_parse(const char *name)

@@ -20,7 +20,7 @@ float attn_sum_lanes(const float *y, int count);
 /* True when v (count) holds an inf or a nan: any value whose exponent bits are all ones, OR-ed
  * in 8 lanes the compiler vectorises (a loop that stops at the first bad value does not; a
  * max of magnitudes needs SSE4.1's unsigned max and ran at a tenth of the speed): the forward
- * pass's finite check reads every stage with it (attention.c), about 50 GB/s from cache. */
+ * pass's finite check reads every stage with it (forward.c), about 50 GB/s from cache. */
 bool attn_any_nonfinite(const float *v, size_t count);
 /* y (count) = x / d, each an IEEE division as a scalar loop does it; true when any y is an inf or
  * a nan (attn_any_nonfinite's test, in the same pass: the causal heads' scaled scores are checked

@@ -772,38 +772,13 @@ static void explain_ffn_out(const struct cell *c)
                    m->b2, "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
 }
 
-/* Each stage's explanation of a cell, one function a stage (tig's table of view operations).
- * test_app explains every stage of scenes with every kind of block, so a stage added to
- * engine/stage.h without its explainer fails there. */
+/* Each stage's explanation of a cell, one function a stage (tig's table of view operations),
+ * named by its row of engine/stage.h's ATTN_STAGES: a row without its explain_ function does not
+ * compile. test_app explains every stage of scenes with every kind of block. */
 static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
-    [STAGE_INPUTS] = explain_inputs,
-    [STAGE_LATENT] = explain_latent,
-    [STAGE_QUERIES] = explain_queries,
-    [STAGE_KEYS] = explain_keys,
-    [STAGE_VALUES] = explain_values,
-    [STAGE_QUERIES_ROTATED] = explain_rotated,
-    [STAGE_KEYS_ROTATED] = explain_rotated,
-    [STAGE_QUERIES_NORMED] = explain_normed,
-    [STAGE_KEYS_NORMED] = explain_normed,
-    [STAGE_SCORES] = explain_scores,
-    [STAGE_SCALED] = explain_scaled,
-    [STAGE_MASKED] = explain_masked,
-    [STAGE_WEIGHTS] = explain_softmax,
-    [STAGE_DROPOUT] = explain_dropout,
-    [STAGE_WEIGHTED_NORM] = explain_weighted_norm,
-    [STAGE_CONTEXT] = explain_context,
-    [STAGE_CONCAT] = explain_concat,
-    [STAGE_OUTPUT] = explain_output,
-    [STAGE_RESIDUAL1] = explain_residual1,
-    [STAGE_NORM1] = explain_norm1,
-    [STAGE_FFN_HIDDEN] = explain_ffn_hidden,
-    [STAGE_FFN_GATE] = explain_ffn_gate,
-    [STAGE_FFN_UP] = explain_ffn_up,
-    [STAGE_FFN_ACTIVATED] = explain_ffn_activated,
-    [STAGE_FFN_OUT] = explain_ffn_out,
-    [STAGE_RESIDUAL2] = explain_residual2,
-    [STAGE_NORM2] = explain_norm2,
-    [STAGE_FINAL_NORM] = explain_final_norm,
+#define X(id, name, heading, kind, width, file, explain) [STAGE_##id] = explain_##explain,
+    ATTN_STAGES(X)
+#undef X
 };
 
 /* Attention rollout (Abnar & Zuidema 2020) through the layer on screen: row i of this layer's

@@ -304,8 +304,8 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
                         const struct attn_run *r, enum export_format fmt,
                         struct export_progress *pr, struct diag *err)
 {
-    if (put_matrix(dir, NULL, "inputs", attn_view(r, m, STAGE_INPUTS, 0), "token", m->tokens, NULL,
-                   fmt, err) != 0)
+    if (put_matrix(dir, NULL, attn_stage_file(STAGE_INPUTS), attn_view(r, m, STAGE_INPUTS, 0),
+                   "token", m->tokens, NULL, fmt, err) != 0)
         return -1;
     /* A checkpoint's parameters are in its file, which scene.yaml names: as CSV they would be
        a gigabyte for GPT-2 small. */
@@ -332,7 +332,7 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
             if (!attn_stage_is_per_head(st) || !export_writes_stage(m, st))
                 continue;
             char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
-            if (put_matrix(dir, sub, attn_stage_name(st), attn_view_buf(buf, cap, r, m, st, h),
+            if (put_matrix(dir, sub, attn_stage_file(st), attn_view_buf(buf, cap, r, m, st, h),
                            "token", m->tokens, cols, fmt, err) != 0)
                 goto fail;
         }
@@ -346,19 +346,22 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
     }
     free(buf);
 
-    /* The concatenated heads are "context.csv": the name the book's readers look for. */
-    if (put_matrix(dir, NULL, "context", attn_view(r, m, STAGE_CONCAT, 0), "token", m->tokens, NULL,
-                   fmt, err) != 0)
+    /* The concatenated heads are "context.csv" (stage.h's file): the name the book's readers
+       look for. */
+    if (put_matrix(dir, NULL, attn_stage_file(STAGE_CONCAT), attn_view(r, m, STAGE_CONCAT, 0),
+                   "token", m->tokens, NULL, fmt, err) != 0)
         return -1;
-    if (put_matrix(dir, NULL, "output", attn_view(r, m, STAGE_OUTPUT, 0), "token", m->tokens, NULL,
-                   fmt, err) != 0)
+    if (put_matrix(dir, NULL, attn_stage_file(STAGE_OUTPUT), attn_view(r, m, STAGE_OUTPUT, 0),
+                   "token", m->tokens, NULL, fmt, err) != 0)
         return -1;
-    /* MLA's latent and the block's stages: shared by the heads, one file each. */
+    /* Every other stage the heads share (MLA's latent, the block's): one file each. The final
+       norm is the last layer's, written beside the layers (export_tail). */
     for (int i = 0; i < n_order; i++) {
         enum attn_stage st = order[i];
-        if ((st != STAGE_LATENT && !attn_stage_is_block(st)) || st == STAGE_FINAL_NORM)
+        if (attn_stage_is_per_head(st) || st == STAGE_INPUTS || st == STAGE_CONCAT ||
+            st == STAGE_OUTPUT || st == STAGE_FINAL_NORM)
             continue;
-        if (put_matrix(dir, NULL, attn_stage_name(st), attn_view(r, m, st, 0), "token", m->tokens,
+        if (put_matrix(dir, NULL, attn_stage_file(st), attn_view(r, m, st, 0), "token", m->tokens,
                        NULL, fmt, err) != 0)
             return -1;
     }
@@ -530,7 +533,7 @@ static int export_tail(struct export_stream *x, const struct attn_scene *s,
     const char *dir = x->tx.tmp;
     const struct attn_model *last = &net->model[net->layers - 1];
     if (last->final_norm &&
-        put_matrix(dir, NULL, "final_norm",
+        put_matrix(dir, NULL, attn_stage_file(STAGE_FINAL_NORM),
                    attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
                    last->tokens, NULL, x->fmt, err) != 0)
         return -1;

@@ -310,7 +310,7 @@ static const struct mat_limits head_limits = {SCENE_MAX_DIM, SCENE_MAX_DIM};
 static const struct mat_limits fused_limits = {SCENE_MAX_DIM, 3 * SCENE_MAX_DIM};
 static const struct mat_limits ffn_limits = {SCENE_MAX_FFN_HIDDEN, SCENE_MAX_FFN_HIDDEN};
 static const int stage_values[STAGE_COUNT] = {
-#define X(id, name, heading, kind) STAGE_##id,
+#define X(id, ...) STAGE_##id,
     ATTN_STAGES(X)
 #undef X
 };

@@ -21,6 +21,7 @@
 #include "explore/commands.h"
 #include "explore/inspect.h"
 #include "explore/picture.h"
+#include "explore/tokenview.h"
 #include "ui/status.h"
 
 #define CELL_W      7 /* "-0.138" and a gap */
@@ -48,9 +49,7 @@ static bool shows_sum(const struct app *a)
 {
     if (app_showing_delta(a)) /* a Δ row sums to the change of the row's sum: 0, said 6 times */
         return false;
-    return a->stage == STAGE_WEIGHTS || a->stage == STAGE_DROPOUT ||
-           (a->stage == STAGE_MASKED && app_model(a)->causal &&
-            app_model(a)->mask_mode == MASK_AFTER_SOFTMAX);
+    return tokenview_is_distribution(app_model(a), a->stage);
 }
 
 struct layout {

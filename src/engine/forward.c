@@ -1,0 +1,538 @@
+/* forward: the forward pass of a layer, every kept stage of every head, the causal heads panel by
+ * panel; its finite check; attn_compute (attention.h). */
+#include "engine/attention.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "engine/kernels.h"
+#include "engine/norm.h"
+#include "engine/pool.h"
+#include "engine/run.h"
+#include "engine/scores.h"
+#include "engine/vecmath.h"
+#include "engine/view.h"
+
+/* out (n, width) = in W + b, W m's member (wq, wk or wv), or in itself repeated once per head
+ * when there is no projection. */
+static void project(float *out, int width, const struct attn_model *m, const float *in,
+                    size_t member, const float *b, int first)
+{
+    if (m->project) {
+        attn_model_mm(m, &(struct attn_model_mm_params){.out = out + (size_t)first * width,
+                                                        .in = in + (size_t)first * m->d_in,
+                                                        .member = member,
+                                                        .bias = b,
+                                                        .rows = m->n - first,
+                                                        .cols = width,
+                                                        .k = m->d_in,
+                                                        .panels = attn_row_panels(m)});
+        return;
+    }
+    for (int h = 0; h < width / m->d_in; h++)
+        for (int i = first; i < m->n; i++)
+            memcpy(out + (size_t)i * width + (size_t)h * m->d_in, in + (size_t)i * m->d_in,
+                   (size_t)m->d_in * sizeof(float));
+}
+
+/* RoPE: every head of x (n, width) rotated by its token's angles into out. adjacent pairs
+ * (2i, 2i+1) as complex numbers; halves pairs (i, i + hd/2) as rotate_half does. */
+static void rotate(float *out, const float *x, int width, const struct attn_model *m, int first)
+{
+    int hd = m->head_dim, half = hd / 2;
+    for (int t = first; t < m->n; t++) {
+        const float *c = m->rope_cos + (size_t)t * half, *s = m->rope_sin + (size_t)t * half;
+        for (int h = 0; h < width / hd; h++) {
+            const float *in = x + (size_t)t * width + (size_t)h * hd;
+            float *o = out + (size_t)t * width + (size_t)h * hd;
+            for (int i = 0; i < half; i++) {
+                int a = m->rope_pairs == ROPE_ADJACENT ? 2 * i : i;
+                int b = m->rope_pairs == ROPE_ADJACENT ? 2 * i + 1 : i + half;
+                float xa = in[a], xb = in[b];
+                o[a] = xa * c[i] - xb * s[i];
+                o[b] = xa * s[i] + xb * c[i];
+            }
+        }
+    }
+}
+
+/* Rows first .. n - 1 of in (n, d). */
+static void normalize(float *out, const float *in, const struct attn_model *m, const float *w,
+                      const float *b, int first)
+{
+    size_t skip = (size_t)first * (size_t)m->d_in;
+    attn_norm_rows(out + skip, in + skip, m->n - first, m, w, b);
+}
+
+/* The pass's finite check as it goes. A nan or an inf made anywhere in a layer reaches its last
+ * stage (a product, a sum, a norm, RoPE, gelu and SiLU all keep one: nan * 0 is nan), except
+ * through what hides one: the mask (a future score reaches nothing, and is not counted), the
+ * softmax of a -inf score (weight 0), relu (of -inf or nan: 0), and an ablated or patched head
+ * (its context replaced). So the pass reads those where they happen, while in cache (the visible
+ * scaled scores as each panel makes them, relu's input, the context before it is replaced), and
+ * the layer's last stages once (seen_at); only when one of them holds a value that is not a
+ * number is every stage read to name the first (find_nonfinite). The cost: one read of the
+ * layer's output, next to its products (docs/performance.md). */
+static void seen_at(struct attn_run *r, const float *buf, int width, int first, int n)
+{
+    if (buf && !r->seen_nonfinite && first < n)
+        r->seen_nonfinite =
+            attn_any_nonfinite(buf + (size_t)first * (size_t)width, (size_t)(n - first) * width);
+}
+
+/* The FFN and the residuals around it, rows first .. n - 1. */
+static void forward_block(struct attn_run *r, const struct attn_model *m, int first)
+{
+    int rows = m->n - first, d = m->d_in, hid = m->hidden;
+    size_t nd = (size_t)rows * d, skip = (size_t)first * d, skip_h = (size_t)first * hid;
+    bool panels = attn_row_panels(m);
+    attn_elem_add(r->res1 + skip, m->x + skip, r->output + skip, nd);
+    const float *ffn_in;
+    if (m->order == BLOCK_POST) {
+        normalize(r->norm1, r->res1, m, m->n1w, m->n1b, first);
+        ffn_in = r->norm1 + skip;
+    } else {
+        normalize(r->norm2, r->res1, m, m->n2w, m->n2b, first); /* norm1 was attention's input */
+        ffn_in = r->norm2 + skip;
+    }
+    /* The FFN's products, each over the block's rows */
+#define MM(...)                                                                                    \
+    attn_model_mm(m, &(struct attn_model_mm_params){.rows = rows, .panels = panels, __VA_ARGS__})
+    if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
+        MM(.out = r->ffn_gate + skip_h, .in = ffn_in, .member = ATTN_MEMBER(wg), .bias = m->bg,
+           .cols = hid, .k = d);
+        MM(.out = r->ffn_up + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
+           .cols = hid, .k = d);
+        attn_swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h,
+                    (size_t)rows * hid);
+    } else {
+        MM(.out = r->ffn_hidden + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
+           .cols = hid, .k = d);
+        if (m->activation == ACT_RELU) /* relu makes 0 of -inf and nan: its input is read */
+            seen_at(r, r->ffn_hidden, hid, first, m->n);
+        attn_activate(r->ffn_act + skip_h, r->ffn_hidden + skip_h, (size_t)rows * hid,
+                      m->activation);
+    }
+    MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
+       .bias = m->b2, .cols = d, .k = hid);
+#undef MM
+    const float *res_in = m->order == BLOCK_POST ? r->norm1 : r->res1;
+    attn_elem_add(r->res2 + skip, res_in + skip, r->ffn_out + skip, nd);
+    if (m->order == BLOCK_POST)
+        normalize(r->norm2, r->res2, m, m->n2w, m->n2b, first);
+    if (m->final_norm)
+        normalize(r->final, m->order == BLOCK_POST ? r->norm2 : r->res2, m, m->fw, m->fb, first);
+}
+
+/* Ablation and patching: the columns of concat of every head whose mode is not HEAD_KEEP
+ * replaced before out_proj sees them. */
+static void replace_heads(struct attn_run *r, const struct attn_model *m)
+{
+    int n = m->n, D = m->D, hd = m->head_dim;
+    for (int h = 0; h < m->heads; h++) {
+        enum attn_head_mode mode = (enum attn_head_mode)m->head_mode[h];
+        if (mode == HEAD_KEEP || (mode == HEAD_PATCH && !m->patch))
+            continue;
+        for (int c = h * hd; c < (h + 1) * hd; c++) {
+            float mean = 0.0f;
+            if (mode == HEAD_MEAN) { /* TransformerLens's mean ablation, over this text */
+                double sum = 0;
+                for (int i = 0; i < n; i++)
+                    sum += r->concat[(size_t)i * D + c];
+                mean = (float)(sum / n);
+            }
+            for (int i = 0; i < n; i++)
+                r->concat[(size_t)i * D + c] = mode == HEAD_ZERO   ? 0.0f
+                                               : mode == HEAD_MEAN ? mean
+                                                                   : m->patch[(size_t)i * D + c];
+        }
+    }
+}
+
+/* One panel of one head of the causal forward pass (see PANEL): its queries' scores against the
+ * keys they see, the masked stage's visible cells (scores / divisor, what mask_scores computes)
+ * softmaxed in place in the weights, and its context from those keys only. The weights past a
+ * query are 0 * (1 / sum), as the full row's softmax gives. */
+struct panel_job {
+    struct attn_run *r;
+    const struct attn_model *m;
+    const float *q, *k;
+    int panels;      /* panels a head computes: first_panel .. first_panel + panels - 1 */
+    int first_panel; /* the panels before it are kept (attn_forward_rows) */
+    int panel;       /* rows of a panel */
+    int reported;    /* heads reported so far (the caller's thread only) */
+    atomic_int done;
+    atomic_bool stop;
+    atomic_bool nonfinite; /* a visible scaled score was not a number (find_nonfinite) */
+};
+
+/* Reports heads reported + 1 .. heads, each once and in order, and reads the stop flag. */
+static void report_heads(struct panel_job *job, int heads)
+{
+    struct attn_run *r = job->r;
+    while (job->reported < heads) {
+        job->reported++;
+        progress_report(r->progress, r->progress_base + job->reported, r->progress_total);
+    }
+    if (progress_stopped(r->progress))
+        atomic_store(&job->stop, true);
+}
+
+static void panel_task(void *ctx, int t, int slot)
+{
+    struct panel_job *job = ctx;
+    struct attn_run *r = job->r;
+    const struct attn_model *m = job->m;
+    if (atomic_load(&job->stop))
+        return;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
+    size_t nn = (size_t)n * (size_t)n;
+    /* the largest panels first */
+    int h = t % m->heads, p = job->first_panel + job->panels - 1 - t / m->heads;
+    int i0 = p * job->panel, i1 = i0 + job->panel < n ? i0 + job->panel : n, rows = i1 - i0;
+    int kvh = attn_kv_head_of(m, h);
+    const float *qh = job->q + (size_t)h * hd, *kh = job->k + (size_t)kvh * hd;
+    const float *vh = r->v + (size_t)kvh * hd;
+    float *scores = r->scores + h * nn + (size_t)i0 * n, *weights = r->weights + h * nn;
+    /* The panel's products read and write the thread's scratch, (rows, i1) packed: their
+       leading dimensions follow the panel alone, never the sentence's length, so a panel kept
+       by a sentence edit was made by the very calls a fresh computation makes. */
+    float *s = r->work + (size_t)slot * job->panel * n;
+
+    attn_mm_abt(s, i1, qh + (size_t)i0 * D, D, kh, Dkv, rows, i1, hd);
+    bool bad = false;
+    for (int i = i0; i < i1; i++) {
+        const float *x = s + (size_t)(i - i0) * i1;
+        float *y = weights + (size_t)i * n;
+        memcpy(scores + (size_t)(i - i0) * n, x, (size_t)i1 * sizeof(float));
+        /* scaled, and its finite check in the same pass: a score that is not a number makes a
+           scaled one that is not (the divisor is finite) */
+        bad |= attn_div_nonfinite(y, x, m->scale_divisor, i + 1);
+        attn_softmax_row_prefix(y, y, i + 1, n);
+    }
+    if (bad)
+        atomic_store(&job->nonfinite, true);
+    /* the panel's weights, after dropout when there is one (past i1 they are 0, not read) */
+    for (int i = i0; i < i1; i++) {
+        size_t at = (size_t)i * n;
+        if (m->keep)
+            attn_drop_weights(s + (size_t)(i - i0) * i1, weights + at, m->keep + h * nn + at,
+                              (size_t)i1, m);
+        else
+            memcpy(s + (size_t)(i - i0) * i1, weights + at, (size_t)i1 * sizeof(float));
+    }
+    attn_mm_ab(r->concat + (size_t)i0 * D + (size_t)h * hd, D, s, i1, vh, Dkv, NULL, rows, hd, i1);
+    int done = atomic_fetch_add(&job->done, 1) + 1;
+    if (slot == 0) /* feedback from the caller's thread only: a head per `panels` panels */
+        report_heads(job, done / job->panels);
+}
+
+static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, const float *q,
+                                const float *k, int first)
+{
+    int panel = attn_panel_rows();
+    struct panel_job job = {.r = r, .m = m, .q = q, .k = k, .panel = panel};
+    job.first_panel = first / panel;
+    job.panels = (m->n + panel - 1) / panel - job.first_panel;
+    atomic_init(&job.done, 0);
+    atomic_init(&job.stop, false);
+    atomic_init(&job.nonfinite, false);
+    if (job.panels <= 0) { /* every row kept */
+        report_heads(&job, m->heads);
+        return;
+    }
+    /* A small scene's heads are not worth a thread's wake-up. */
+    double work = (double)(m->n - first) * m->n * m->heads * m->head_dim;
+    attn_pool_run(m->heads * job.panels, work < (1 << 20) ? 1 : r->work_slots, panel_task, &job);
+    if (atomic_load(&job.stop))
+        r->stopped = true;
+    else
+        report_heads(&job, m->heads);
+    r->seen_nonfinite |= atomic_load(&job.nonfinite);
+}
+
+/* ---- the finite check: the first value of the pass that is not a number ------------------ */
+
+static void found_at(struct attn_nonfinite *f, enum attn_stage st, int h, int i, int j, float v)
+{
+    *f = (struct attn_nonfinite){true, st, h, i, j, v};
+}
+
+/* The first cell (rows first .. n - 1) of stage st, head by head, that is not finite: in f.
+ * A cell at a time: only for a stage whose scan found one. */
+static void locate(struct attn_nonfinite *f, const struct attn_run *r, const struct attn_model *m,
+                   enum attn_stage st, int first)
+{
+    int heads = attn_stage_is_per_head(st) ? m->heads : 1;
+    for (int h = 0; h < heads; h++) {
+        struct attn_mat_view v = attn_kept_view(r, m, st, h);
+        for (int i = first; i < v.rows; i++)
+            for (int j = 0; j < v.cols; j++)
+                if (!isfinite(v.data[(size_t)i * v.stride + j])) {
+                    found_at(f, st, attn_stage_is_per_head(st) ? h : -1, i, j,
+                             v.data[(size_t)i * v.stride + j]);
+                    return;
+                }
+    }
+}
+
+/* Scores (and scaled, the scores over the divisor): every head's visible cells, rows first ..
+ * n - 1. True when f was set. Scaled is a number wherever the score is, unless the divisor is
+ * below 1 (a scene's own scale): then each cell is divided to see. */
+static bool scores_nonfinite(struct attn_nonfinite *f, const struct attn_run *r,
+                             const struct attn_model *m, int first)
+{
+    int n = m->n;
+    size_t nn = (size_t)n * (size_t)n;
+    float div = m->scale_divisor;
+    bool bad = false;
+    for (int h = 0; h < m->heads && !bad; h++)
+        for (int i = first; i < n && !bad; i++) {
+            int j0, j1;
+            attn_visible_cols(m, i, &j0, &j1);
+            bad = attn_any_nonfinite(r->scores + h * nn + (size_t)i * n + j0, (size_t)(j1 - j0));
+        }
+    if (!bad && !(div < 1.0f))
+        return false;
+    for (int pass = 0; pass < 2; pass++) /* the scores first, then scaled */
+        for (int h = 0; h < m->heads; h++)
+            for (int i = first; i < n; i++) {
+                int j0, j1;
+                attn_visible_cols(m, i, &j0, &j1);
+                const float *row = r->scores + h * nn + (size_t)i * n;
+                for (int j = j0; j < j1; j++) {
+                    float x = pass == 0 ? row[j] : row[j] / div;
+                    if (!isfinite(x)) {
+                        found_at(f, pass == 0 ? STAGE_SCORES : STAGE_SCALED, h, i, j, x);
+                        return true;
+                    }
+                }
+            }
+    return false;
+}
+
+/* Sets r->nonfinite from rows first .. n - 1 of every kept stage, in the pipeline's order: one
+ * vectorised read of each stage, a cell at a time only in a stage that has a bad value. Run only
+ * when the pass has seen one (seen_at): the rare path. */
+static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int first)
+{
+    struct attn_nonfinite *f = &r->nonfinite;
+    *f = (struct attn_nonfinite){.found = false};
+    int n = m->n;
+    if (first >= n)
+        return;
+    size_t nn = (size_t)n * (size_t)n;
+    /* The weights follow from finite scaled scores without a bad value whenever a softmax makes
+       them from a row with a visible key (each weight e^(x - max) / sum, sum >= 1): read them
+       only for the other normalisations (a sum can be 0). */
+    bool masked = m->causal || m->window > 0;
+    bool weights_follow =
+        m->normalize == NORM_SOFTMAX && !(masked && m->mask_mode == MASK_AFTER_SOFTMAX);
+    enum attn_stage order[STAGE_COUNT];
+    int count = attn_stage_order(order, m);
+    for (int k = 0; k < count && !f->found; k++) {
+        enum attn_stage st = order[k];
+        if (st == STAGE_SCORES) {
+            scores_nonfinite(f, r, m, first);
+            continue;
+        }
+        if (st == STAGE_WEIGHTS) {
+            if (weights_follow)
+                continue;
+            bool bad = false;
+            for (int h = 0; h < m->heads && !bad; h++)
+                bad = attn_any_nonfinite(r->weights + h * nn + (size_t)first * n,
+                                         (size_t)(n - first) * (size_t)n);
+            if (bad)
+                locate(f, r, m, st, first);
+            continue;
+        }
+        /* scaled is read with the scores; masked and dropout follow from what they are made
+           of (a mask, a keep-mask); weighted_norm is not the pass's; concat is the contexts,
+           read as each head's */
+        if (st == STAGE_SCALED || st == STAGE_MASKED || st == STAGE_DROPOUT ||
+            st == STAGE_WEIGHTED_NORM || st == STAGE_CONCAT)
+            continue;
+        /* head 0's view of a per-head stage starts its buffer: every head's columns, a row a
+           stride, so rows first .. n - 1 are one run of memory */
+        struct attn_mat_view v = attn_kept_view(r, m, st, 0);
+        if (!v.data || v.rows <= first)
+            continue;
+        size_t len = (size_t)(v.rows - first - 1) * (size_t)v.stride +
+                     (attn_stage_is_per_head(st) ? (size_t)v.stride : (size_t)v.cols);
+        if (attn_any_nonfinite(v.data + (size_t)first * v.stride, len))
+            locate(f, r, m, st, first);
+    }
+}
+
+void attn_forward(struct attn_run *r, const struct attn_model *m)
+{
+    attn_forward_rows(r, m, 0);
+}
+
+bool attn_rows_reusable(const struct attn_model *m)
+{
+    if (!attn_causal_tiled(m) || m->keep || m->patch)
+        return false;
+    for (int h = 0; h < m->heads; h++)
+        if (m->head_mode[h] != HEAD_KEEP)
+            return false;
+    return true;
+}
+
+void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first)
+{
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
+    size_t nn = (size_t)n * (size_t)n;
+    if (first < 0 || !attn_rows_reusable(m))
+        first = 0; /* only a causal panelled pass keeps rows */
+    if (first > n)
+        first = n;
+    first -= first % attn_panel_rows();
+    size_t skip = (size_t)first;
+    bool panels = attn_row_panels(m);
+    /* A pre-norm block normalises before attention: norm1 is attention's input. */
+    const float *in = m->x;
+    r->stopped = false;
+    r->seen_nonfinite = false;
+    if (m->block && m->order == BLOCK_PRE) {
+        normalize(r->norm1, m->x, m, m->n1w, m->n1b, first);
+        in = r->norm1;
+    }
+    /* Stopped between the large products (each projection, each head): a long sequence's
+       projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
+    if ((r->stopped = progress_stopped(r->progress)))
+        return;
+    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq, first);
+    if ((r->stopped = progress_stopped(r->progress)))
+        return;
+    if (m->latent > 0) {
+        int lr = m->latent, rows = n - first;
+        void (*mm)(float *, int, const float *, int, const float *, int, const float *, int, int,
+                   int) = panels ? attn_mm_ab_rows : attn_mm_ab;
+        mm(r->latent + skip * lr, lr, in + skip * m->d_in, m->d_in, m->wdown, lr, NULL, rows, lr,
+           m->d_in);
+        mm(r->k + skip * D, D, r->latent + skip * lr, lr, m->wkup, D, NULL, rows, D, lr);
+        mm(r->v + skip * D, D, r->latent + skip * lr, lr, m->wvup, D, NULL, rows, D, lr);
+    } else {
+        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk, first);
+        if ((r->stopped = progress_stopped(r->progress)))
+            return;
+        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv, first);
+    }
+    if ((r->stopped = progress_stopped(r->progress)))
+        return;
+    const float *q = r->q, *k = r->k;
+    if (m->qnw) { /* qk_norm: each head normalised before RoPE (Qwen3) */
+        attn_norm_heads(r->qn, r->q, D, m, m->qnw, first);
+        attn_norm_heads(r->kn, r->k, Dkv, m, m->knw, first);
+        q = r->qn;
+        k = r->kn;
+    }
+    if (m->rope) {
+        rotate(r->qr, q, D, m, first);
+        rotate(r->kr, k, Dkv, m, first);
+        q = r->qr;
+        k = r->kr;
+    }
+
+    r->memo->stage = -1; /* what it held belongs to the last result */
+    memset(r->memo->vnorm_filled, 0, (size_t)m->heads);
+    memset(r->memo->future_filled, 0, (size_t)m->heads);
+    r->memo->tiled = attn_causal_tiled(m);
+    r->memo->panel = attn_panel_rows();
+    if (r->memo->tiled) {
+        forward_heads_tiled(r, m, q, k, first);
+        if (r->stopped)
+            return;
+    }
+    for (int h = 0; h < m->heads && !r->memo->tiled; h++) {
+        int kvh = attn_kv_head_of(m, h);
+        const float *qh = q + (size_t)h * hd, *kh = k + (size_t)kvh * hd;
+        const float *vh = r->v + (size_t)kvh * hd;
+        float *scores = r->scores + h * nn, *weights = r->weights + h * nn;
+
+        attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
+        /* the finite check of the visible scores, while they are in cache (see seen_at) */
+        for (int i = 0; i < n && !r->seen_nonfinite; i++) {
+            int j0, j1;
+            attn_visible_cols(m, i, &j0, &j1);
+            r->seen_nonfinite = attn_any_nonfinite(scores + (size_t)i * n + j0, (size_t)(j1 - j0));
+        }
+        /* scaled and masked are not kept: one head's masked stage lives in work. */
+        attn_mask_scores(r->work, scores, m);
+        if ((m->causal || m->window > 0) && m->mask_mode == MASK_AFTER_SOFTMAX)
+            attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
+        else if (m->causal && m->normalize == NORM_SOFTMAX)
+            attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
+        else
+            attn_normalize_rows(weights, r->work, n, m->normalize);
+
+        const float *dropped = weights;
+        if (m->keep) {
+            attn_drop_weights(r->work, weights, m->keep + h * nn, nn, m);
+            dropped = r->work;
+        }
+        /* This head's context goes straight into its column block of the concatenation. */
+        attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, Dkv, NULL, n, hd, n);
+        progress_report(r->progress, r->progress_base + h + 1, r->progress_total);
+        if ((r->stopped = progress_stopped(r->progress)))
+            return;
+    }
+
+    bool replaced = false;
+    for (int h = 0; h < m->heads; h++)
+        replaced |= m->head_mode[h] != HEAD_KEEP;
+    if (replaced) /* what the replaced heads made, before it is gone */
+        seen_at(r, r->concat, D, first, n);
+    replace_heads(r, m);
+    int E = m->out_dim;
+    if (m->wo)
+        attn_model_mm(m, &(struct attn_model_mm_params){.out = r->output + skip * E,
+                                                        .in = r->concat + skip * D,
+                                                        .member = ATTN_MEMBER(wo),
+                                                        .bias = m->bo,
+                                                        .rows = n - first,
+                                                        .cols = E,
+                                                        .k = D,
+                                                        .panels = panels});
+    else
+        memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
+    if (m->block)
+        forward_block(r, m, first);
+    struct attn_mat_view last =
+        attn_kept_view(r, m, m->block ? attn_stage_block_output(m) : STAGE_OUTPUT, 0);
+    seen_at(r, last.data, last.stride, first, n);
+    if (m->block && m->final_norm)
+        seen_at(r, r->final, m->d_in, first, n);
+    /* The rows kept were checked with the result they belong to: they need no second look when
+       it had no bad value; a result that had one is read whole again. */
+    if (r->seen_nonfinite || (first > 0 && r->nonfinite.found))
+        find_nonfinite(r, m, r->nonfinite.found ? 0 : first);
+    else
+        r->nonfinite = (struct attn_nonfinite){.found = false};
+}
+
+int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_scene *s,
+                 struct diag *err)
+{
+    struct attn_model fresh;
+    if (attn_model_resolve(&fresh, s, err))
+        return -1;
+    /* A new shape gets new buffers first, so a failure leaves the old result intact. */
+    struct attn_run next = *r;
+    if (!attn_run_fits(r, &fresh)) {
+        memset(&next, 0, sizeof(next));
+        if (attn_run_init(&next, &fresh, err)) {
+            attn_model_free(&fresh);
+            return -1;
+        }
+        attn_run_free(r);
+    }
+    *r = next;
+    attn_forward(r, &fresh);
+    attn_model_free(m);
+    *m = fresh;
+    return 0;
+}

@@ -1,0 +1,304 @@
+/* run: the buffers of struct attn_run, allocated for a shape and reused by every forward pass
+ * of it; grown, moved and copied row by row for sentence edits (attention.h). */
+#include "engine/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/attention.h"
+#include "engine/kernels.h"
+#include "engine/pool.h"
+#include "engine/scores.h"
+
+/* Every buffer of a run, for allocation, freeing, growing and copying in one place, in the order
+ * they are allocated: X(name, shared, width, needed).
+ * - shared: 1 when the layers of a lean net share it (attn_run_init_sharing); 0 when each layer
+ *   keeps its own, as what is read after the layer is computed: what it hands on (output, res2,
+ *   norm2, final) and the concatenated heads that patching takes from a clean run;
+ * - width: the floats a token's row holds (the stage's columns, every head side by side), of the
+ *   shape sh (struct run_shape); RUN_SQUARE for the (heads, n, n) stages, RUN_WORK for the
+ *   forward pass's scratch, which are not row by row;
+ * - needed: whether the scene has it (every run has the attention stages). */
+#define RUN_BUFFERS(X)                                                                             \
+    X(q, 1, sh.D, true)                                                                            \
+    X(k, 1, sh.Dkv, true)                                                                          \
+    X(v, 1, sh.Dkv, true)                                                                          \
+    X(qn, 1, sh.D, sh.qk)                                                                          \
+    X(kn, 1, sh.Dkv, sh.qk)                                                                        \
+    X(qr, 1, sh.D, sh.rope)                                                                        \
+    X(kr, 1, sh.Dkv, sh.rope)                                                                      \
+    X(latent, 1, sh.latent, sh.latent > 0)                                                         \
+    X(scores, 1, RUN_SQUARE, true)                                                                 \
+    X(weights, 1, RUN_SQUARE, true)                                                                \
+    X(work, 1, RUN_WORK, true)                                                                     \
+    X(concat, 0, sh.D, true)                                                                       \
+    X(output, 0, sh.E, true)                                                                       \
+    X(res1, 1, sh.d, sh.block)                                                                     \
+    X(norm1, 1, sh.d, sh.block)                                                                    \
+    X(ffn_hidden, 1, sh.h, sh.block && !sh.gated)                                                  \
+    X(ffn_gate, 1, sh.h, sh.gated)                                                                 \
+    X(ffn_up, 1, sh.h, sh.gated)                                                                   \
+    X(ffn_act, 1, sh.h, sh.block)                                                                  \
+    X(ffn_out, 1, sh.d, sh.block)                                                                  \
+    X(res2, 0, sh.d, sh.block)                                                                     \
+    X(norm2, 0, sh.d, sh.block)                                                                    \
+    X(final, 0, sh.d, sh.final)
+
+enum { RUN_SQUARE = -1, RUN_WORK = -2 };
+
+/* The sizes RUN_BUFFERS' widths and needs read: a model's, or a run's as it was sized. */
+struct run_shape {
+    long D, Dkv, d, h, latent, E; /* h: the FFN's hidden width, 0 without a block */
+    bool qk, rope, block, gated, final;
+};
+
+static struct run_shape shape_of_model(const struct attn_model *m)
+{
+    return (struct run_shape){.D = m->D,
+                              .Dkv = m->Dkv,
+                              .d = m->d_in,
+                              .h = m->block ? m->hidden : 0,
+                              .latent = m->latent,
+                              .E = m->out_dim,
+                              .qk = m->qnw != NULL,
+                              .rope = m->rope,
+                              .block = m->block,
+                              .gated = m->block && m->activation == ACT_SWIGLU,
+                              .final = m->final_norm};
+}
+
+/* A run's widths (what a row holds); which buffers it has are those that are not NULL. */
+static struct run_shape shape_of_run(const struct attn_run *r)
+{
+    return (struct run_shape){.D = r->D,
+                              .Dkv = r->Dkv,
+                              .d = r->d_in,
+                              .h = r->hidden,
+                              .latent = r->latent_dim,
+                              .E = r->out_dim};
+}
+
+static size_t work_floats(size_t n);
+
+/* The floats a buffer of width (RUN_BUFFERS) holds for n tokens and heads heads. */
+static size_t buffer_floats(long width, size_t n, size_t heads)
+{
+    if (width == RUN_SQUARE)
+        return heads * n * n;
+    if (width == RUN_WORK)
+        return work_floats(n);
+    return n * (size_t)width;
+}
+
+static void memo_free(struct attn_memo *memo)
+{
+    if (memo) {
+        free(memo->filled);
+        free(memo->data);
+        free(memo->vnorm_filled);
+        free(memo->vnorm);
+        free(memo->vw);
+        free(memo->future_filled);
+        free(memo);
+    }
+}
+
+void attn_run_free(struct attn_run *r)
+{
+#define X(name, shared, width, needed)                                                             \
+    if (!(shared && r->borrows)) /* else another run's: it frees it */                             \
+        free(r->name);
+    RUN_BUFFERS(X)
+#undef X
+    memo_free(r->memo);
+    memset(r, 0, sizeof(*r));
+}
+
+/* True when r's buffers are sized for m's shape, the final norm aside. */
+static bool same_shape(const struct attn_run *r, const struct attn_model *m)
+{
+    return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
+           r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
+           r->latent_dim == m->latent && r->rope == m->rope &&
+           r->hidden == (m->block ? m->hidden : 0) && r->out_dim == m->out_dim &&
+           r->qk_norm == (m->qnw != NULL) && r->gated == (m->block && m->activation == ACT_SWIGLU);
+}
+
+bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
+{
+    return !r->borrows && same_shape(r, m) && r->final_norm == m->final_norm;
+}
+/* The forward pass's scratch: one head's (n, n) masked stage, or a panel's (PANEL, n) dropout on
+ * each of the pool's threads. */
+static size_t work_floats(size_t n)
+{
+    size_t panels = (size_t)attn_pool_threads() * PANEL * n;
+    return n * n > panels ? n * n : panels;
+}
+
+int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
+{
+    return attn_run_init_sharing(r, m, NULL, err);
+}
+
+int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
+                          const struct attn_run *owner, struct diag *err)
+{
+    if (!owner && attn_run_fits(r, m))
+        return 0; /* same shape: reuse every buffer */
+    attn_run_free(r);
+    bool share = owner && !owner->borrows && same_shape(owner, m);
+    size_t n = (size_t)m->n, D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
+    size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
+    bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
+    struct run_shape sh = shape_of_model(m);
+    if (share) { /* owner has the same shape: the same buffers are needed */
+#define X(name, shared, width, needed)                                                             \
+    if (shared)                                                                                    \
+        r->name = owner->name;
+        RUN_BUFFERS(X)
+#undef X
+        r->borrows = true;
+    }
+#define X(name, shared, width, needed)                                                             \
+    if ((needed) && !r->name &&                                                                    \
+        !(r->name = attn_alloc_stage(buffer_floats(width, n, (size_t)m->heads))))                  \
+        goto oom;
+    RUN_BUFFERS(X)
+#undef X
+    struct attn_memo *memo = calloc(1, sizeof(*memo));
+    r->memo = memo;
+    if (!memo || !(memo->filled = calloc((size_t)m->heads + 1, 1)) ||
+        !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))) ||
+        !(memo->vnorm_filled = calloc((size_t)m->heads + 1, 1)) ||
+        !(memo->vnorm = calloc((size_t)m->heads * n + 1, sizeof(float))) ||
+        !(memo->vw = calloc(n * (D > E ? D : E) + 1, sizeof(float))) ||
+        !(memo->future_filled = calloc((size_t)m->heads + 1, 1)))
+        goto oom;
+    memo->stage = -1;
+    r->n = m->n;
+    r->cap_n = m->n;
+    r->d_in = m->d_in;
+    r->heads = m->heads;
+    r->head_dim = m->head_dim;
+    r->D = m->D;
+    r->Dkv = m->Dkv;
+    r->latent_dim = m->latent;
+    r->rope = m->rope;
+    r->hidden = (int)h;
+    r->final_norm = m->final_norm;
+    r->out_dim = m->out_dim;
+    r->qk_norm = qk;
+    r->gated = gated;
+    r->work_slots = (int)(work_floats(n) / (PANEL * (n ? n : 1)));
+    return 0;
+oom:
+    attn_run_free(r);
+    return attn_diag_set(err, "", "out of memory for the attention stages");
+}
+
+bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)
+{
+    struct attn_model same_n = *m;
+    same_n.n = r->n;
+    return attn_run_fits(r, &same_n);
+}
+
+/* *buf grown to count floats when it holds fewer (old, of them): the contents kept. */
+static int grow(float **buf, size_t count, size_t old)
+{
+    if (!*buf || count <= old)
+        return 0;
+    float *p = realloc(*buf, count * sizeof(float));
+    if (!p)
+        return -1;
+    *buf = p;
+    return 0;
+}
+
+int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag *err)
+{
+    if (m->n <= r->cap_n)
+        return 0;
+    /* room up to the next panel boundary: typing on at the end grows them once a panel */
+    int cap = (m->n + PANEL - 1) / PANEL * PANEL;
+    size_t n0 = (size_t)r->cap_n, n1 = (size_t)cap, hs = (size_t)r->heads;
+    struct run_shape sh = shape_of_run(r);
+    int rc = 0;
+#define X(name, shared, width, needed)                                                             \
+    rc |= grow(&r->name, buffer_floats(width, n1, hs), buffer_floats(width, n0, hs));
+    RUN_BUFFERS(X)
+#undef X
+    size_t E = (size_t)(r->D > r->out_dim ? r->D : r->out_dim);
+    struct attn_memo *memo = r->memo;
+    rc |= grow(&memo->data, hs * n1 * n1, hs * n0 * n0);
+    rc |= grow(&memo->vnorm, hs * n1 + 1, hs * n0 + 1);
+    rc |= grow(&memo->vw, n1 * E + 1, n0 * E + 1);
+    if (rc)
+        return attn_diag_set(err, "", "out of memory for the attention stages");
+    r->cap_n = cap;
+    return 0;
+}
+
+void attn_run_relayout(struct attn_run *r, const struct attn_model *m, int keep)
+{
+    int n0 = r->n, n1 = m->n, heads = r->heads;
+    float *sq[2] = {r->scores, r->weights};
+    for (int b = 0; b < 2; b++) {
+        float *a = sq[b];
+        int both = n0 < n1 ? n0 : n1;
+        for (int t = 0; t < heads * keep; t++) {
+            /* growing: the last row first (every row moves up); shrinking: the first first */
+            int u = n1 > n0 ? heads * keep - 1 - t : t;
+            int h = u / keep, i = u % keep;
+            float *y = a + ((size_t)h * n1 + i) * n1;
+            const float *x = a + ((size_t)h * n0 + i) * n0;
+            if (y != x)
+                memmove(y, x, (size_t)both * sizeof(float));
+            float future = 0.0f * y[0]; /* copy_square_rows' */
+            for (int j = both; b == 1 && j < n1; j++)
+                y[j] = future;
+        }
+    }
+    r->n = m->n;
+    r->work_slots = (int)(work_floats((size_t)n1) / (PANEL * (size_t)(n1 ? n1 : 1)));
+    r->memo->stage = -1;
+    memset(r->memo->filled, 0, (size_t)heads);
+}
+
+/* Row i of a (heads, n, n) stage, i < rows, copied from a run of another n: the columns both
+ * have, and past the old row's end what the causal softmax writes into a row's future. */
+static void copy_square_rows(float *to, int n, const float *from, int old_n, int heads, int rows,
+                             bool weights)
+{
+    int both = n < old_n ? n : old_n;
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < rows; i++) {
+            float *y = to + ((size_t)h * n + i) * n;
+            const float *x = from + ((size_t)h * old_n + i) * old_n;
+            memcpy(y, x, (size_t)both * sizeof(float));
+            /* attn_softmax_row_prefix's future: 0 * (1 / sum), which is 0 * x[0] (NaN when the
+               row is, 0 else); the scores' future is computed when shown */
+            float future = 0.0f * x[0];
+            for (int j = both; weights && j < n; j++)
+                y[j] = future;
+        }
+}
+
+void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int rows)
+{
+    if (rows <= 0)
+        return;
+    size_t k = (size_t)rows;
+    struct run_shape sh = shape_of_run(to);
+#define X(name, shared, width, needed)                                                             \
+    if ((width) >= 0 && to->name && from->name && to->name != from->name)                          \
+        memcpy(to->name, from->name, k *(size_t)(width) * sizeof(float));
+    RUN_BUFFERS(X)
+#undef X
+    to->nonfinite = from->nonfinite; /* found: the next pass reads every row again */
+    if (to->scores == from->scores)
+        return;
+    copy_square_rows(to->scores, to->n, from->scores, from->n, to->heads, rows, false);
+    copy_square_rows(to->weights, to->n, from->weights, from->n, to->heads, rows, true);
+}
