@@ -8,8 +8,8 @@
  *
  * The handles are opaque and every name starts with attnscope_ or ATTNSCOPE_: the engine's own
  * types are not part of the API, so they can change without breaking a program. Functions that
- * can fail return 0, or -1 with an attnscope_error filled in (the error may be NULL). A handle
- * is used by one thread at a time.
+ * can fail return 0, or -1 with an attnscope_error filled in (the error may be NULL). Call the
+ * library from one thread at a time: the engine's pool of threads serves one caller.
  */
 #ifndef ATTNSCOPE_ATTNSCOPE_H
 #define ATTNSCOPE_ATTNSCOPE_H
