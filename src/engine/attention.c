@@ -435,7 +435,7 @@ static void fill_hidden(float *a, const struct attn_model *m, float value)
 /* out (n, n) = each row of in normalised by softmax or by its sum. */
 static void normalize_rows(float *out, const float *in, int n, enum attn_normalize how)
 {
-    if (how == NORM_SUM)
+    if (how == NORMALIZE_SUM)
         attn_sumnorm_rows(out, in, n, n);
     else
         attn_softmax_rows(out, in, n, n);
@@ -577,7 +577,7 @@ static bool causal_tiled(const struct attn_model *m)
         return false;
 #endif
     return m->causal && m->window <= 0 && m->mask_mode == MASK_BEFORE_SOFTMAX &&
-           m->normalize == NORM_SOFTMAX;
+           m->normalize == NORMALIZE_SOFTMAX;
 }
 
 /* The scores of head h the tiled forward pass skipped (row i's keys past its panel's last
@@ -897,7 +897,7 @@ static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int f
        only for the other normalisations (a sum can be 0). */
     bool masked = m->causal || m->window > 0;
     bool weights_follow =
-        m->normalize == NORM_SOFTMAX && !(masked && m->mask_mode == MASK_AFTER_SOFTMAX);
+        m->normalize == NORMALIZE_SOFTMAX && !(masked && m->mask_mode == MASK_AFTER_SOFTMAX);
     enum attn_stage order[STAGE_COUNT];
     int count = attn_stage_order(order, m);
     for (int k = 0; k < count && !f->found; k++) {
@@ -1033,7 +1033,7 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         mask_scores(r->work, scores, m);
         if ((m->causal || m->window > 0) && m->mask_mode == MASK_AFTER_SOFTMAX)
             attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
-        else if (m->causal && m->normalize == NORM_SOFTMAX)
+        else if (m->causal && m->normalize == NORMALIZE_SOFTMAX)
             attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
         else
             normalize_rows(weights, r->work, n, m->normalize);
