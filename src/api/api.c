@@ -66,13 +66,18 @@ static int error_set(attnscope_error *err, const char *file, const char *fmt, ..
     return error_from(err, &d, 0);
 }
 
-/* The first problem of a failed load, the others counted; "invalid scene" when none was kept. */
+/* The first problem of a failed load, the others counted. When memory ran out for some of them
+ * the first kept may not be the first: the error says out of memory instead. */
 static int error_from_list(attnscope_error *err, const struct diag_list *l, const char *path)
 {
+    if (l->lost > 0) {
+        error_set(err, path, "out of memory: %d of its problems could not be kept", l->lost);
+        if (err)
+            err->more = l->n + l->lost - 1;
+        return -1;
+    }
     if (l->n > 0)
-        return error_from(err, &l->items[0], l->n - 1 + l->lost);
-    if (l->lost > 0)
-        return error_set(err, path, "out of memory");
+        return error_from(err, &l->items[0], l->n - 1);
     return error_set(err, path, "invalid scene");
 }
 
