@@ -23,7 +23,8 @@ extern "C" {
 /* What went wrong, and where: file:line:col of a scene file's problem (line and col 1-based, 0
  * when the problem has no line: a missing file, a model folder's, a compute's). A scene file with
  * several problems gives its first here; more counts the others (`attnscope check FILE` lists
- * them all). */
+ * them all). The text is as the files gave it, unescaped, as token texts are: a program that
+ * prints it to a terminal escapes it as it would a file's. */
 #define ATTNSCOPE_ERROR_FILE_MAX    512
 #define ATTNSCOPE_ERROR_MESSAGE_MAX 512
 typedef struct attnscope_error {
