@@ -1,4 +1,4 @@
-/* print_head: load a scene, compute it, print one head's attention weights (libattnscope).
+/* print_head: open a scene, compute it, print one head's attention weights (libattnscope).
  *   cc print_head.c $(pkg-config --cflags --libs attnscope) -o print_head
  *   ./print_head scenes/10-mha.yaml 1 */
 #include <stdio.h>
@@ -8,26 +8,32 @@
 
 int main(int argc, char **argv)
 {
-    struct attn_scene scene;
-    if (argc < 2 || attn_scenefile_load_report(&scene, argv[1], stderr) != 0) /* file:line:col */
-        return argc < 2 ? 2 : 1;
-    struct attn_model model = {0};
-    struct attn_run run = {0};
-    struct diag err;
-    int head = argc > 2 ? atoi(argv[2]) : 0, ok = attn_compute(&model, &run, &scene, &err) == 0;
-    int status = ok && head >= 0 && head < model.heads ? 0 : 1;
-    if (status)
-        fprintf(stderr, "%s: %s\n", argv[1], ok ? "no such head" : err.msg);
-    else
-        for (int i = 0; i < model.n; i++) {
-            struct attn_mat_view w = attn_view(&run, &model, STAGE_WEIGHTS, head); /* (n, n) */
-            printf("%-10s", model.tokens[i]);
-            for (int j = 0; j < w.cols; j++)
-                printf(" %.4f", (double)w.data[(size_t)i * w.stride + j]);
+    if (argc < 2)
+        return 2;
+    attnscope_scene *scene = NULL;
+    attnscope_result *result = NULL;
+    attnscope_error err = {.message = "out of memory"}; /* as it stays if malloc fails */
+    size_t rows = 0, cols = 0;
+    float *w = NULL; /* (rows, cols) = (tokens, tokens) */
+    int head = argc > 2 ? atoi(argv[2]) : 0, status = 1;
+    if (attnscope_scene_open(&scene, argv[1], &err) == 0 &&
+        attnscope_compute(&result, scene, &err) == 0 &&
+        attnscope_matrix_shape(&rows, &cols, result, 0, "weights", &err) == 0 &&
+        (w = malloc(rows * cols * sizeof(*w))) != NULL &&
+        attnscope_matrix(w, rows, cols, result, 0, "weights", head, &err) == 0) {
+        for (size_t i = 0; i < rows; i++) {
+            printf("%-10s", attnscope_token(result, (int)i));
+            for (size_t j = 0; j < cols; j++)
+                printf(" %.4f", (double)w[i * cols + j]);
             printf("\n");
         }
-    attn_run_free(&run);
-    attn_model_free(&model);
-    attn_scene_free(&scene);
+        status = 0;
+    } else {
+        char text[ATTNSCOPE_ERROR_TEXT_MAX]; /* file:line:col: message */
+        fprintf(stderr, "%s\n", attnscope_error_text(text, sizeof(text), &err));
+    }
+    free(w);
+    attnscope_result_delete(result);
+    attnscope_scene_delete(scene);
     return status;
 }

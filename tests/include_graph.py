@@ -24,6 +24,7 @@ LAYERS = {
     "pretrained": {"common", "engine"},
     "yaml": {"common"},
     "scenefile": {"common", "engine", "pretrained", "yaml"},
+    "api": {"common", "engine", "pretrained", "yaml", "scenefile"},
     "config": {"common", "yaml"},
     "export": {"common", "palette", "engine", "pretrained", "scenefile"},
     "explore": {"common", "palette", "engine", "pretrained", "yaml", "scenefile", "config",

@@ -3,9 +3,11 @@
 # - the program, which finds its data folder (scenes, lessons, models, configs) and opens the
 #   shipped scenes by name;
 # - attnscope(1), which man reads without a warning;
-# - libattnscope, its headers and attnscope.pc: examples/print_head.c builds with only
+# - libattnscope, its header and attnscope.pc: the header is the API alone, every name prefixed
+#   (tests/api_names.py); examples/print_head.c builds with only
 #   `pkg-config --cflags --libs attnscope` against the installed copy (not the source tree) and
-#   runs.
+#   runs; and the whole archive links against what attnscope.pc names, so no dependency is
+#   missing from it, whatever part of the library a program calls.
 # Usage: install.sh BUILD_DIR PRINT_HEAD_C SCENE
 set -eu
 build=$1
@@ -66,6 +68,13 @@ flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$r
   --cflags --libs attnscope)
 echo "pkg-config: $flags"
 case $flags in *"$(dirname "$2")"* | *"/src"*) echo "not ok - the flags point into the source tree"; exit 1 ;; esac
+python3 "$(dirname "$0")/api_names.py" "$root/include"
 cc -std=c11 -Wall -Werror "$2" $flags -o "$dest/print_head"
 "$dest/print_head" "$3" 0 | head -2
 echo "ok - the installed library builds and runs examples/print_head.c"
+lib=$(find "$root" -name libattnscope.a | head -1)
+pc_root() { PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$root" "$@"; }
+cc -std=c11 "$2" $(pc_root --cflags attnscope) -Wl,--whole-archive "$lib" -Wl,--no-whole-archive \
+  $(pc_root --libs attnscope) -o "$dest/whole" ||
+  { echo "not ok - every object of libattnscope.a links with attnscope.pc's libraries"; exit 1; }
+echo "ok - every object of libattnscope.a links with attnscope.pc's libraries"

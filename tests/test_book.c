@@ -714,7 +714,7 @@ static void derived_ref(float *ref, const struct fx *f, enum attn_stage st, int 
             float *row = ref + (size_t)i * n;
             for (int j = 0; j < n; j++)
                 row[j] = sc[(size_t)i * n + j] / m->scale_divisor;
-            if (m->normalize == NORM_SUM)
+            if (m->normalize == NORMALIZE_SUM)
                 attn_sumnorm_rows(row, row, 1, n);
             else
                 attn_softmax_rows(row, row, 1, n);
@@ -735,11 +735,11 @@ static void test_derived_views(void **state)
         enum attn_normalize norm;
         double divisor, dropout; /* divisor 0: sqrt(d_k) = 1 here, so scaled is the scores */
     } edits[] = {
-        {true, MASK_BEFORE_SOFTMAX, NORM_SOFTMAX, 0, 0.0},
-        {true, MASK_BEFORE_SOFTMAX, NORM_SOFTMAX, 4, 0.5},
-        {true, MASK_AFTER_SOFTMAX, NORM_SOFTMAX, 4, 0.0},
-        {true, MASK_AFTER_SOFTMAX, NORM_SUM, 0, 0.25},
-        {false, MASK_BEFORE_SOFTMAX, NORM_SOFTMAX, 4, 0.5},
+        {true, MASK_BEFORE_SOFTMAX, NORMALIZE_SOFTMAX, 0, 0.0},
+        {true, MASK_BEFORE_SOFTMAX, NORMALIZE_SOFTMAX, 4, 0.5},
+        {true, MASK_AFTER_SOFTMAX, NORMALIZE_SOFTMAX, 4, 0.0},
+        {true, MASK_AFTER_SOFTMAX, NORMALIZE_SUM, 0, 0.25},
+        {false, MASK_BEFORE_SOFTMAX, NORMALIZE_SOFTMAX, 4, 0.5},
     };
     static const enum attn_stage derived[] = {STAGE_SCALED, STAGE_MASKED, STAGE_DROPOUT};
     struct fx f;

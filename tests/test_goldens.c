@@ -403,7 +403,8 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
             e.attn.mask_mode =
                 e.attn.mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX : MASK_BEFORE_SOFTMAX;
         else if (edit == 3)
-            e.attn.normalize = e.attn.normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX;
+            e.attn.normalize =
+                e.attn.normalize == NORMALIZE_SOFTMAX ? NORMALIZE_SUM : NORMALIZE_SOFTMAX;
         else if (edit == 4) /* split heads cut again: half as many, or twice as many */
             e.attn.heads = e.attn.heads % 2 == 0 ? e.attn.heads / 2 : e.attn.heads * 2;
         else if (edit == 5) /* and back */

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include <attnscope/attnscope.h>
 #include <curses.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -637,6 +638,50 @@ static void test_model_folder(void **state)
     free(path);
 }
 
+/* libattnscope's API (include/attnscope/attnscope.h): a scene opened, computed and every
+ * head's weights copied out; or a bad scene refused with its first problem at file:line:col. */
+static void work_api(struct sweep_outcome *out, const void *p)
+{
+    const char *path = p;
+    attnscope_scene *scene = NULL;
+    attnscope_result *r = NULL;
+    attnscope_error err;
+    out->rc = 0;
+    out->digest = 14695981039346656037u;
+    if (attnscope_scene_open(&scene, path, &err) == 0 && attnscope_compute(&r, scene, &err) == 0) {
+        size_t rows, cols;
+        for (int h = 0; h < attnscope_heads(r) && out->rc == 0; h++) {
+            float w[64];
+            if (attnscope_matrix_shape(&rows, &cols, r, 0, "weights", &err) != 0 ||
+                rows * cols > 64 || attnscope_matrix(w, rows, cols, r, 0, "weights", h, &err) != 0)
+                out->rc = -1;
+            else
+                out->digest = mix(out->digest, w, rows * cols * sizeof(float));
+        }
+    } else if (!strstr(err.message, "memory")) { /* refused for what it says: the same each run */
+        out->digest = mix(out->digest, &err, sizeof(err));
+    } else {
+        out->rc = -1;
+    }
+    if (out->rc != 0)
+        attnscope_error_text(out->msg, sizeof(out->msg), &err);
+    attnscope_result_delete(r);
+    attnscope_scene_delete(scene);
+}
+
+static void test_api(void **state)
+{
+    (void)state;
+    char *path = scene_path("10-mha.yaml");
+    sweep("libattnscope's API: scenes/10-mha.yaml opened, computed, every head's weights", work_api,
+          path, false);
+    free(path);
+    path = fixture("bad/unknown_key_systems.yaml");
+    sweep("libattnscope's API: fixtures/bad/unknown_key_systems.yaml refused at 2:26", work_api,
+          path, false);
+    free(path);
+}
+
 /* A scene with many problems: every one listed, or the list says memory ran out. */
 struct bad_arg {
     const char *path;
@@ -1035,7 +1080,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_scene_hf),        cmocka_unit_test(test_scene_bad),
         cmocka_unit_test(test_export_mha),      cmocka_unit_test(test_export_hf_replace),
         cmocka_unit_test(test_cmd_export),      cmocka_unit_test(test_model_folder),
-        cmocka_unit_test(test_explorer),
+        cmocka_unit_test(test_explorer),        cmocka_unit_test(test_api),
     };
     if (argc > 1) /* test_oom NAME: the tests whose names match NAME (cmocka's '*' and '?') */
         cmocka_set_test_filter(argv[1]);

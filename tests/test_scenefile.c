@@ -973,7 +973,7 @@ static void test_full_example(void **state)
     assert_int_equal(s.attn.layout, LAYOUT_SPLIT);
     assert_false(s.attn.causal);
     assert_int_equal(s.attn.mask_mode, MASK_BEFORE_SOFTMAX);
-    assert_int_equal(s.attn.normalize, NORM_SOFTMAX);
+    assert_int_equal(s.attn.normalize, NORMALIZE_SOFTMAX);
     assert_int_equal(s.attn.scale, SCALE_SQRT_DK);
     assert_true(s.attn.dropout == 0.0);
     assert_true(s.attn.dropout_seed.set && s.attn.dropout_seed.value == 123);
@@ -1245,7 +1245,7 @@ static void test_round_trip_scenes(void **state)
     s.attn.d_out = 3;
     s.attn.causal = true;
     s.attn.mask_mode = MASK_AFTER_SOFTMAX;
-    s.attn.normalize = NORM_SUM;
+    s.attn.normalize = NORMALIZE_SUM;
     s.attn.qkv_bias = true;
     s.attn.out_proj = TRI_TRUE;
     s.attn.out_bias = false;
@@ -1458,7 +1458,7 @@ static void test_round_trip_lesson(void **state)
         e->scale = i == STEPS - 1 ? SCALE_NONE : SCALE_DIVISOR;
         e->scale_divisor = 4.5;
         e->mask_mode = MASK_AFTER_SOFTMAX;
-        e->normalize = NORM_SUM;
+        e->normalize = NORMALIZE_SUM;
         e->layout = LAYOUT_WRAPPER;
         e->offset = 7;
         e->layer = 0;

@@ -328,7 +328,7 @@ static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int f
        only for the other normalisations (a sum can be 0). */
     bool masked = m->causal || m->window > 0;
     bool weights_follow =
-        m->normalize == NORM_SOFTMAX && !(masked && m->mask_mode == MASK_AFTER_SOFTMAX);
+        m->normalize == NORMALIZE_SOFTMAX && !(masked && m->mask_mode == MASK_AFTER_SOFTMAX);
     enum attn_stage order[STAGE_COUNT];
     int count = attn_stage_order(order, m);
     for (int k = 0; k < count && !f->found; k++) {
@@ -464,7 +464,7 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         attn_mask_scores(r->work, scores, m);
         if ((m->causal || m->window > 0) && m->mask_mode == MASK_AFTER_SOFTMAX)
             attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
-        else if (m->causal && m->normalize == NORM_SOFTMAX)
+        else if (m->causal && m->normalize == NORMALIZE_SOFTMAX)
             attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
         else
             attn_normalize_rows(weights, r->work, n, m->normalize);

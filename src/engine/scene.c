@@ -90,7 +90,7 @@ void attn_scene_init(struct attn_scene *s)
     s->attn.heads = 1;
     s->attn.layout = LAYOUT_SPLIT;
     s->attn.mask_mode = MASK_BEFORE_SOFTMAX;
-    s->attn.normalize = NORM_SOFTMAX;
+    s->attn.normalize = NORMALIZE_SOFTMAX;
     s->attn.scale = SCALE_DEFAULT;
     s->attn.out_proj = TRI_DEFAULT;
     s->attn.out_bias = true;

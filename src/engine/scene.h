@@ -65,7 +65,7 @@ enum attn_rope_scaling {
 enum attn_projection { PROJ_DEFAULT, PROJ_NONE, PROJ_RAND, PROJ_LINEAR };
 enum attn_head_layout { LAYOUT_SPLIT, LAYOUT_WRAPPER };
 enum attn_mask_mode { MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX };
-enum attn_normalize { NORM_SOFTMAX, NORM_SUM };
+enum attn_normalize { NORMALIZE_SOFTMAX, NORMALIZE_SUM };
 enum attn_scale_kind { SCALE_DEFAULT, SCALE_NONE, SCALE_SQRT_DK, SCALE_DIVISOR };
 enum attn_tristate { TRI_DEFAULT = -1, TRI_FALSE = 0, TRI_TRUE = 1 };
 /* What a head hands to the output projection: its own context, or (ablation, patching) a

@@ -54,7 +54,7 @@ const char *attn_mask_mode_name(enum attn_mask_mode m)
 
 const char *attn_normalize_name(enum attn_normalize n)
 {
-    return n == NORM_SUM ? "sum" : "softmax";
+    return n == NORMALIZE_SUM ? "sum" : "softmax";
 }
 
 const char *attn_pos_kind_name(enum attn_pos_kind k)
@@ -131,7 +131,7 @@ int attn_scene_model_changes(char *out, size_t size, const struct attn_scene *s)
         SAY("scores \u00f7 %g", a->scale_divisor);
     else if (sc != s->model.scale)
         SAY("scaling %s", sc == SCALE_NONE ? "off" : "by \u221ad_k");
-    if (a->normalize != NORM_SOFTMAX)
+    if (a->normalize != NORMALIZE_SOFTMAX)
         SAY("normalize %s", attn_normalize_name(a->normalize));
     if (a->dropout > 0) {
         char p[32];
@@ -187,7 +187,7 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
     char extra[256] = "";
     if (a->causal && a->mask_mode == MASK_AFTER_SOFTMAX)
         strcat(extra, ", mask after softmax");
-    if (a->normalize == NORM_SUM)
+    if (a->normalize == NORMALIZE_SUM)
         strcat(extra, ", sum-normalised");
     if (s->pos.kind == POS_SINUSOIDAL)
         strcat(extra, ", sinusoidal positions");

@@ -35,7 +35,7 @@ bool attn_causal_tiled(const struct attn_model *m)
         return false;
 #endif
     return m->causal && m->window <= 0 && m->mask_mode == MASK_BEFORE_SOFTMAX &&
-           m->normalize == NORM_SOFTMAX;
+           m->normalize == NORMALIZE_SOFTMAX;
 }
 
 /* True when query i may not see key j: the future of a causal mask, or a key the sliding
@@ -59,7 +59,7 @@ static void fill_hidden(float *a, const struct attn_model *m, float value)
 /* out (n, n) = each row of in normalised by softmax or by its sum. */
 void attn_normalize_rows(float *out, const float *in, int n, enum attn_normalize how)
 {
-    if (how == NORM_SUM)
+    if (how == NORMALIZE_SUM)
         attn_sumnorm_rows(out, in, n, n);
     else
         attn_softmax_rows(out, in, n, n);

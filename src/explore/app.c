@@ -1292,8 +1292,9 @@ int app_edit_scene(struct app *a, const struct attn_scene *to)
 int app_cycle_normalize(struct app *a)
 {
     struct attn_edit e = {.kind = EDIT_NORMALIZE,
-                          .normalize =
-                              a->scene.attn.normalize == NORM_SOFTMAX ? NORM_SUM : NORM_SOFTMAX};
+                          .normalize = a->scene.attn.normalize == NORMALIZE_SOFTMAX
+                                           ? NORMALIZE_SUM
+                                           : NORMALIZE_SOFTMAX};
     return edit(a, &e, "new normalisation");
 }
 

@@ -284,7 +284,7 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
         num(b, x);
         put(b, " \u00f7 ");
         num(b, s);
-    } else if (m->normalize == NORM_SUM) {
+    } else if (m->normalize == NORMALIZE_SUM) {
         float s = 0;
         for (int k = 0; k < in.cols; k++)
             if (isfinite(at(in, i, k)))

@@ -309,29 +309,28 @@ int attn_scenefile_model_yaml(char **yaml, size_t *len, const struct attn_model_
 }
 
 /* A problem of the model's scene, said about the folder: the in-memory YAML's lines are nobody's
- * to read, and a message about one of the folder's files already starts with its name. */
-static void print_problem(FILE *report, struct diag *d, const struct attn_model_files *m)
+ * to read. A message about one of the folder's files already starts with its name ("path: ..."):
+ * that name becomes the problem's file, so it prints as it reads. */
+static void relocate_problem(struct diag *d, const struct attn_model_files *m)
 {
-    if (strcmp(d->file, MODEL_SCENE_NAME) == 0 || !d->file[0]) {
-        const char *own[] = {m->weights, m->tokenizer, m->merges};
-        bool named = false;
-        for (int i = 0; i < 3 && !named; i++) {
-            size_t n = strlen(own[i]);
-            named = n && strncmp(d->msg, own[i], n) == 0 && d->msg[n] == ':';
-        }
-        if (named) {
-            attn_utf8_fputs_escaped(d->msg, report, 0);
-            fputc('\n', report);
+    if (strcmp(d->file, MODEL_SCENE_NAME) != 0 && d->file[0])
+        return;
+    d->line = d->col = 0;
+    const char *own[] = {m->weights, m->tokenizer, m->merges};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(own[i]);
+        if (n && n < sizeof(d->file) && strncmp(d->msg, own[i], n) == 0 && d->msg[n] == ':' &&
+            d->msg[n + 1] == ' ') {
+            memcpy(d->file, own[i], n + 1);
+            memmove(d->msg, d->msg + n + 2, strlen(d->msg + n + 2) + 1);
             return;
         }
-        snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, m->folder);
-        d->line = d->col = 0;
     }
-    attn_diag_print(report, d, NULL, 0);
+    snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, m->folder);
 }
 
-int attn_scenefile_load_model_report(struct attn_scene *out, const struct attn_model_files *m,
-                                     FILE *report)
+int attn_scenefile_load_model(struct attn_scene *out, const struct attn_model_files *m,
+                              struct diag_list *errs)
 {
     struct diag err;
     attn_diag_clear(&err);
@@ -339,15 +338,26 @@ int attn_scenefile_load_model_report(struct attn_scene *out, const struct attn_m
     size_t len;
     if (attn_scenefile_model_yaml(&yaml, &len, m, &err) != 0) {
         attn_scene_init(out);
-        fprintf(report, "%s: %s\n", m->folder, err.msg);
+        snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, m->folder);
+        attn_diag_list_push(errs, &err);
         return -1;
     }
+    int first = errs->n;
+    int rc = attn_scenefile_parse(out, MODEL_SCENE_NAME, yaml, len, errs);
+    free(yaml);
+    for (int i = first; i < errs->n; i++)
+        relocate_problem(&errs->items[i], m);
+    return rc;
+}
+
+int attn_scenefile_load_model_report(struct attn_scene *out, const struct attn_model_files *m,
+                                     FILE *report)
+{
     struct diag_list errs;
     attn_diag_list_init(&errs);
-    int rc = attn_scenefile_parse(out, MODEL_SCENE_NAME, yaml, len, &errs);
-    free(yaml);
+    int rc = attn_scenefile_load_model(out, m, &errs);
     for (int i = 0; rc != 0 && i < errs.n; i++)
-        print_problem(report, &errs.items[i], m);
+        attn_diag_print(report, &errs.items[i], NULL, 0);
     if (rc != 0 && !attn_diag_list_print_lost(report, &errs, m->folder) && errs.n == 0)
         fprintf(report, "%s: invalid model\n", m->folder);
     if (rc == 0)

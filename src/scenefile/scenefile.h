@@ -69,8 +69,11 @@ int attn_scenefile_find_model(struct attn_model_files *m, const char *path, cons
 int attn_scenefile_model_yaml(char **yaml, size_t *len, const struct attn_model_files *m,
                               struct diag *err);
 /* Loads that scene through the scene loader (attn_scenefile_parse), so everything a checkpoint
- * scene is checked for is checked. Problems and warnings go to report, each about the folder or
- * the file it names. Returns 0 or -1. */
+ * scene is checked for is checked. On failure returns -1 and appends every problem to errs, each
+ * about the folder or the file it names (the in-memory YAML's lines are nobody's to read). */
+int attn_scenefile_load_model(struct attn_scene *out, const struct attn_model_files *m,
+                              struct diag_list *errs);
+/* The same, the problems and warnings printed to report. Returns 0 or -1. */
 int attn_scenefile_load_model_report(struct attn_scene *out, const struct attn_model_files *m,
                                      FILE *report);
 

@@ -421,7 +421,7 @@ static void warn_model_changes(struct loader *l, struct attn_scene *s)
         else if (i == 4 && attn_scene_eff_scale(s) != s->model.scale)
             snprintf(what, sizeof(what), "scaling %s",
                      attn_scene_eff_scale(s) == SCALE_NONE ? "off" : "by \u221ad_k");
-        else if (i == 5 && a->normalize != NORM_SOFTMAX)
+        else if (i == 5 && a->normalize != NORMALIZE_SOFTMAX)
             snprintf(what, sizeof(what), "normalize %s", attn_normalize_name(a->normalize));
         else if (i == 6 && a->dropout > 0)
             attn_scene_format_p(what + snprintf(what, sizeof(what), "dropout "), 32, a->dropout);

@@ -280,7 +280,7 @@ static const int activation_values[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH};
 static const int projection_values[] = {PROJ_NONE, PROJ_RAND, PROJ_LINEAR};
 static const int layout_values[] = {LAYOUT_SPLIT, LAYOUT_WRAPPER};
 static const int mask_mode_values[] = {MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX};
-static const int normalize_values[] = {NORM_SOFTMAX, NORM_SUM};
+static const int normalize_values[] = {NORMALIZE_SOFTMAX, NORMALIZE_SUM};
 
 static const struct enum_def tokenizer_enum = {tokenizer_values, 3, tokenizer_str, NULL};
 static const struct enum_def pos_kind_enum = {pos_kind_values, 4, pos_kind_str, NULL};

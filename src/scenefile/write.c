@@ -821,7 +821,7 @@ static void write_model_scene(struct writer *w)
     bool mask = w->explicit || a->mask_mode != MASK_BEFORE_SOFTMAX;
     enum attn_scale_kind scale = attn_scene_eff_scale(s);
     bool scaled = w->explicit || scale != s->model.scale || scale == SCALE_DIVISOR;
-    bool normalize = w->explicit || a->normalize != NORM_SOFTMAX;
+    bool normalize = w->explicit || a->normalize != NORMALIZE_SOFTMAX;
     if (heads || causal || mask || scaled || normalize || a->dropout > 0 || a->dropout_seed.set) {
         fputs("attention:\n", f);
         if (heads)
