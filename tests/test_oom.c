@@ -978,7 +978,7 @@ static void work_explorer(struct sweep_outcome *out, const void *p)
         set_error(out, &err);
         return;
     }
-    out->digest = digest_net(out->digest, &ui->app.net);
+    out->digest = digest_net(out->digest, &ui->app.result.net);
     ui_delete(ui);
 }
 

@@ -428,7 +428,7 @@ static void test_stage_bar_names(void **state)
             enum attn_stage order[STAGE_COUNT];
             int n_order = attn_stage_order(order, app_model(&ui->app));
             /* from the first stage to the last, one '.' at a time */
-            ui->app.stage = order[0];
+            ui->app.view.stage = order[0];
             ui_mark(ui, OUTCOME_VIEW_CHANGED);
             for (int k = 0; k < n_order; k++) {
                 ui_draw(ui);

@@ -3,7 +3,7 @@
  * struct app holds the scene being edited, its undo history, the last valid result and the
  * view (stage, head, cursor). Edits go through app_edit_*: each one copies the scene onto the
  * undo stack, changes it, checks it and recomputes. An invalid scene (d_out not divisible by
- * heads, ...) keeps the last valid result on screen and sets app->error. Cursor moves never
+ * heads, ...) keeps the last valid result on screen and sets app->doc.error. Cursor moves never
  * recompute.
  */
 #ifndef ATTNSCOPE_APP_H
@@ -45,7 +45,8 @@ enum knob {
 /* Past this many tokens a scene opens zoomed out to its overview, on the per-row scale. */
 #define APP_LONG_TOKENS 64
 
-struct app {
+/* The document: the scene as edited and its history. Every edit goes through app_edit_*. */
+struct app_doc {
     struct attn_scene scene; /* as edited; may be invalid (then error is set) */
     char *scene_path;        /* file it came from, NULL for the built-in scene */
     /* The history, on the heap (APP_UNDO_MAX scenes each way, allocated by app_init), so that
@@ -54,11 +55,25 @@ struct app {
     int n_undo;
     struct attn_scene *redo;
     int n_redo;
+    char error[DIAG_MSG_MAX]; /* the edit problem on screen, "" when none */
+    /* The scene's result is not on screen (an invalid combination typed, a compute that failed):
+       the last valid result is. Such a scene never enters the undo or redo history, so undo
+       always lands on a state that was shown. */
+    bool unshown;
+    int saved_depth;           /* n_undo when the scene was opened or last saved; -1 when
+                                  that state fell off the undo history */
+    struct attn_scene written; /* the scene as opened or last saved: what its title describes */
+    int d_out_before_none;     /* d_out to restore when the projection cycles away from none */
+    int heads_before_none;     /* and the head count, which none may have moved */
+    /* Every edit, undo and redo counts one: a lesson step's scene is untouched while this is what
+       the step left it at. */
+    unsigned long edits;
+};
 
+/* The result: the last valid scene's forward pass, and the generation every cache is keyed by. */
+struct app_result {
     struct attn_scene shown;              /* the scene the result belongs to (the last valid one) */
     struct attn_net net;                  /* last valid result: every layer */
-    struct head_scores *scores;           /* (layers * heads) of the result, each on first use */
-    unsigned char *scored;                /* (layers * heads) 1 once scores[i] is this result's */
     struct progress_sink export_progress; /* told of an export's heads (the front end's) */
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
@@ -70,24 +85,51 @@ struct app {
     double compute_seconds;
     bool stoppable;
     char stop_note[160];
-
-    char error[DIAG_MSG_MAX]; /* the edit problem on screen, "" when none */
-    /* The scene's result is not on screen (an invalid combination typed, a compute that failed):
-       the last valid result is. Such a scene never enters the undo or redo history, so undo
-       always lands on a state that was shown. */
-    bool unshown;
-    char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
     /* The result on screen holds a value that is not a number: where the forward pass made the
        first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
        standing while that result is shown; "" when every value is a number. */
     char nonfinite[DIAG_MSG_MAX];
-    bool message_is_error;     /* the note reports a refused input, not an invalid scene */
-    int saved_depth;           /* n_undo when the scene was opened or last saved; -1 when
-                                  that state fell off the undo history */
-    struct attn_scene written; /* the scene as opened or last saved: what its title describes */
-    int d_out_before_none;     /* d_out to restore when the projection cycles away from none */
-    int heads_before_none;     /* and the head count, which none may have moved */
+};
 
+/* The pattern scores of every head (layers * heads) of the result, each on first use. */
+struct app_score_cache {
+    struct head_scores *scores;
+    unsigned char *scored; /* 1 once scores[i] is this result's */
+};
+
+/* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed once
+   per result, layer and stage, not on cursor moves. */
+struct app_mean_cache {
+    float *values;
+    size_t cap;
+    unsigned long generation;
+    int layer, stage;
+};
+
+/* The Δ of the matrix on screen against the baseline, made once per result and view, never on a
+   cursor move. */
+struct app_delta_cache {
+    float *values;
+    size_t cap;
+    unsigned long generation;
+    int layer, stage, head;
+};
+
+/* What is computed from the result and kept between frames. Each cache is keyed by the result's
+   generation (and the view it was made for) and has its own invalidation (app.c). */
+struct app_caches {
+    struct app_score_cache score;
+    struct app_mean_cache mean;
+    struct app_delta_cache delta;
+    /* What a head does for the prediction (explore/interp.h): once per result (and position,
+       and temperature): a cursor move costs at most a row of logits, never a forward pass. */
+    struct interp_cache interp;
+    struct zoom_grid zoom; /* the heatmap's blocks as last laid out, which the inspector
+                              explains (all zero when none is drawn yet) */
+};
+
+/* The view: what is on screen and where the cursor is. Changing it never recomputes. */
+struct app_view {
     int layer; /* the layer on screen */
     enum attn_stage stage;
     int head;
@@ -106,72 +148,74 @@ struct app {
        ZOOM_OVERVIEW: the whole matrix, whatever the area. */
     int zoom;
     enum block_agg block_agg;
-    struct zoom_grid zoom_shown; /* the heatmap's blocks as last laid out, which the inspector
-                                    explains (all zero when none is drawn yet) */
     int palette_scale, palette_diverging; /* the scales colors.yaml chose (indices into
                                              scale_names, diverging_names): the front end sets
                                              them; pictures (R) draw with the same */
-    /* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed
-       once per result, layer and stage, not on cursor moves. */
-    bool head_mean;
-    float *mean;
-    size_t mean_cap;
-    unsigned long mean_generation;
-    int mean_layer, mean_stage;
-
-    /* The baseline (B): a pinned state later edits are compared with, Δ = current − baseline.
-       It keeps the pinned scene and its own result (every layer, head and kept stage), not a
-       copy of the matrices on screen: the Δ then follows the view to any stage, head or layer,
-       and the describe-change text needs the scene anyway. The price is a second result: at
-       1024 tokens × 12 heads a layer's kept scores and weights are ~96 MB, so pinning is
-       refused when twice the scene's memory estimate passes the memory limit. The Δ of the
-       matrix on screen is made once per result and view (delta_*), never on a cursor move. */
-    bool pinned;
-    struct attn_scene base_scene;
-    struct attn_net base_net;
-    float *delta;
-    size_t delta_cap;
-    unsigned long delta_generation;
-    int delta_layer, delta_stage, delta_head;
-    /* Every edit, undo and redo counts one: a lesson step's scene is untouched while this is what
-       the step left it at. */
-    unsigned long edits;
-    /* Lesson mode (explore/lessonmode.h): the scene's steps, one at a time, with their captions. */
-    struct {
-        struct attn_lesson *lesson; /* the scene's (a reference of its own), or NULL */
-        bool on;                    /* in lesson mode: the caption shows, the lesson keys step */
-        int step;                   /* the step shown (kept while out of lesson mode) */
-        unsigned long edits;        /* a->edits when the step's scene was set */
-        struct attn_scene *at;      /* (n_steps) the scene at each step reached: after edits of
-                                       the user's own, the lesson goes on from there */
-        unsigned char *reached;     /* (n_steps) at[i] is set */
-        unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
-    } lesson;
-
-    /* What a head does for the prediction (explore/interp.h), on a scene with a vocabulary
-       model: the predictions panel (p) in place of the inspector, the logit lens (y) in place of
-       the map, at a temperature (a knob); and, on any scene, the attention rollout (r) through
-       the layer on screen in place of the stage. Views, not edits. What they show is kept in
-       interp, once per result (and position, and temperature): a cursor move costs at most a
-       row of logits, never a forward pass. */
+    bool head_mean;                       /* the mean over the heads of a per-head stage (A) */
+    /* On a scene with a vocabulary model: the predictions panel (p) in place of the inspector,
+       the logit lens (y) in place of the map, at a temperature (a knob); and, on any scene, the
+       attention rollout (r) through the layer on screen in place of the stage. Views, not
+       edits. */
     bool predictions;
     bool lens;
     bool rollout;
     double temperature;
-    struct interp_cache interp;
+};
 
+/* The baseline (B): a pinned state later edits are compared with, Δ = current − baseline. It
+   keeps the pinned scene and its own result (every layer, head and kept stage), not a copy of
+   the matrices on screen: the Δ then follows the view to any stage, head or layer, and the
+   describe-change text needs the scene anyway. The price is a second result: at 1024 tokens ×
+   12 heads a layer's kept scores and weights are ~96 MB, so pinning is refused when twice the
+   scene's memory estimate passes the memory limit. */
+struct app_baseline {
+    bool pinned;
+    struct attn_scene scene;
+    struct attn_net net;
+};
+
+/* Lesson mode (explore/lessonmode.h): the scene's steps, one at a time, with their captions. */
+struct app_lesson {
+    struct attn_lesson *lesson; /* the scene's (a reference of its own), or NULL */
+    bool on;                    /* in lesson mode: the caption shows, the lesson keys step */
+    int step;                   /* the step shown (kept while out of lesson mode) */
+    unsigned long edits;        /* doc.edits when the step's scene was set */
+    struct attn_scene *at;      /* (n_steps) the scene at each step reached: after edits of
+                                   the user's own, the lesson goes on from there */
+    unsigned char *reached;     /* (n_steps) at[i] is set */
+    unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
+};
+
+/* What an open prompt is about (explore/commands): the knob it sets, the path a y/n question
+ * confirms, and the text it opened with (Enter on it unchanged edits nothing). */
+struct app_prompt {
+    enum knob knob;
+    char path[1024];
+    char *initial;  /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
+    char *sentence; /* t on a pair (text: [A, B]): sentence A as typed, while B is asked;
+                       NULL otherwise */
+    char *text;     /* a sentence too long for the model, while asked what to keep */
+};
+
+/* The message line's transient note (where export wrote, ...). */
+struct app_status {
+    char message[DIAG_MSG_MAX];
+    bool message_is_error; /* the note reports a refused input, not an invalid scene */
+};
+
+/* The explorer's state, one part per job. */
+struct app {
+    struct app_doc doc;
+    struct app_result result;
+    struct app_caches cache;
+    struct app_view view;
+    struct app_baseline base;
+    struct app_lesson lesson;
+    struct app_prompt prompt;
+    struct app_status status;
     /* The front end's keys (explore/keys.h), so a message names the key a user's keys.yaml
        binds ("i explores freely"); NULL: the default keys. */
     const struct keymap *keymap;
-
-    /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
-     * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
-    enum knob prompt_knob;
-    char pending_path[1024];
-    char *prompt_initial;   /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
-    char *pending_sentence; /* t on a pair (text: [A, B]): sentence A as typed, while B is asked;
-                               NULL otherwise */
-    char *pending_text;     /* a sentence too long for the model, while asked what to keep */
 };
 
 /* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err.
@@ -186,11 +230,11 @@ void app_free(struct app *a);
 /* The layer on screen: its parameters and stages. */
 static inline const struct attn_model *app_model(const struct app *a)
 {
-    return &a->net.model[a->layer];
+    return &a->result.net.model[a->view.layer];
 }
 static inline const struct attn_run *app_run(const struct app *a)
 {
-    return &a->net.run[a->layer];
+    return &a->result.net.run[a->view.layer];
 }
 
 /* What the heatmap shows: the current head's matrix, or with head_mean the mean over every
@@ -199,8 +243,8 @@ struct attn_mat_view app_shown_view(struct app *a);
 /* True when the heatmap shows the mean over the heads. */
 static inline bool app_showing_mean(const struct app *a)
 {
-    return a->head_mean && !a->rollout && attn_stage_is_per_head(a->stage) &&
-           a->net.model[a->layer].heads > 1;
+    return a->view.head_mean && !a->view.rollout && attn_stage_is_per_head(a->view.stage) &&
+           a->result.net.model[a->view.layer].heads > 1;
 }
 
 /* B: pins the state on screen as the baseline, or unpins it. Returns 1 when it pinned, 0
@@ -215,7 +259,7 @@ struct attn_mat_view app_base_view(const struct app *a);
 bool app_delta_ok(const struct app *a);
 static inline bool app_showing_delta(const struct app *a)
 {
-    return a->pinned && !a->rollout && !app_showing_mean(a) && app_delta_ok(a);
+    return a->base.pinned && !a->view.rollout && !app_showing_mean(a) && app_delta_ok(a);
 }
 /* Why no Δ can be shown, for the message line ("" when it can, or nothing is pinned):
  * "baseline 6×6, now 8×8: shapes differ, no Δ (B unpins)". */
@@ -254,7 +298,7 @@ void app_set_layer(struct app *a, int layer);
 struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage s, int head);
 
 /* Every edit: pushes undo, applies, checks, recomputes. Returns 0 when the new scene is valid,
- * -1 when it is not (the result stays, a->error says why). */
+ * -1 when it is not (the result stays, a->doc.error says why). */
 int app_edit_text(struct app *a, const char *text);
 /* A pair's two sentences at once (BERT's text: [A, B]); pair "" makes it one sentence. */
 int app_edit_text_pair(struct app *a, const char *text, const char *pair);

@@ -69,11 +69,11 @@ static int timed_edit(double *ms, struct ui *ui, const char *keys, const char *w
                       struct diag *err)
 {
     press(ui, keys);
-    unsigned long gen = ui->app.generation;
+    unsigned long gen = ui->app.result.generation;
     *ms = timed_key(ui, '\r', false);
-    if (ui->app.error[0] || ui->app.generation == gen)
+    if (ui->app.doc.error[0] || ui->app.result.generation == gen)
         return attn_diag_set(err, "", "the %s edit did not recompute: %s", what,
-                             ui->app.error[0] ? ui->app.error : ui->app.message);
+                             ui->app.doc.error[0] ? ui->app.doc.error : ui->app.status.message);
     return 0;
 }
 
@@ -120,7 +120,7 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
 
     /* Heads: between the scene's count and the largest divisor of it below (12 <-> 6), typed
      * into the H prompt (C-u clears it); only Enter is timed. */
-    int heads = ui->app.scene.attn.heads, other = 1;
+    int heads = ui->app.doc.scene.attn.heads, other = 1;
     for (int h = heads / 2; h >= 1; h--)
         if (heads % h == 0) {
             other = h;

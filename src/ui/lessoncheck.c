@@ -91,9 +91,9 @@ int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, 
                 ui_mark(ui, outcome);
                 ui_draw(ui);
                 if (ui->app.lesson.step != i) {
-                    attn_diag_list_add(problems, path, 0, 0, "lesson",
-                                       "step %d: the lesson stops here: %s", i + 1,
-                                       ui->app.error[0] ? ui->app.error : ui->app.message);
+                    attn_diag_list_add(
+                        problems, path, 0, 0, "lesson", "step %d: the lesson stops here: %s", i + 1,
+                        ui->app.doc.error[0] ? ui->app.doc.error : ui->app.status.message);
                     found++;
                     break;
                 }

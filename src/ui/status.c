@@ -92,20 +92,21 @@ static void status_draw(struct panel *p, struct frame *f)
      * refused input), then the standing problem of the edited scene, then config problems. */
     if (prompt_is_open(&sp->prompt)) {
         prompt_draw(&sp->prompt, t, y, f->cols);
-    } else if (f->app->nonfinite[0]) { /* every number after it is not one: said first */
-        const char *also = f->app->message[0] ? f->app->message : f->app->error;
+    } else if (f->app->result.nonfinite[0]) { /* every number after it is not one: said first */
+        const char *also = f->app->status.message[0] ? f->app->status.message : f->app->doc.error;
         char line[2 * DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s%s%s ", f->app->nonfinite,
+        snprintf(line, sizeof(line), " \u2717 %s%s%s ", f->app->result.nonfinite,
                  also[0] ? " \u00b7 " : "", also);
         message_line(y, r, t->role_attr[ROLE_ERROR], line);
-    } else if (f->app->message[0]) {
+    } else if (f->app->status.message[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), f->app->message_is_error ? " \u2717 %s " : " %s",
-                 f->app->message);
-        message_line(y, r, t->role_attr[f->app->message_is_error ? ROLE_ERROR : ROLE_LABEL], line);
-    } else if (f->app->error[0]) {
+        snprintf(line, sizeof(line), f->app->status.message_is_error ? " \u2717 %s " : " %s",
+                 f->app->status.message);
+        message_line(y, r, t->role_attr[f->app->status.message_is_error ? ROLE_ERROR : ROLE_LABEL],
+                     line);
+    } else if (f->app->doc.error[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s ", f->app->error);
+        snprintf(line, sizeof(line), " \u2717 %s ", f->app->doc.error);
         int x = r.x + message_line(y, r, t->role_attr[ROLE_ERROR], line);
         /* The reassurance only when there is room: the problem itself comes first. */
         const char *note = " last valid result shown \u00b7 u undoes";
@@ -113,7 +114,7 @@ static void status_draw(struct panel *p, struct frame *f)
             draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
     } else if (f->config_error[0]) {
         message_line(y, r, t->role_attr[ROLE_ERROR], f->config_error);
-    } else if (f->app->playing) {
+    } else if (f->app->view.playing) {
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");
     }
@@ -164,7 +165,7 @@ static void status_draw(struct panel *p, struct frame *f)
             x = hint(y, x, x_end, t, k, "back to the lesson");
         }
     }
-    if (f->app->all_heads) {
+    if (f->app->view.all_heads) {
         char k[24];
         key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
         if (lesson_active(f->app)) { /* ← and → step through the lesson: the other keys */
@@ -173,7 +174,8 @@ static void status_draw(struct panel *p, struct frame *f)
             key_display(right, sizeof(right), f->keymap, ACTION_HEAD_NEXT);
             snprintf(keys, sizeof(keys), "%s%s", left, right);
             x = hint(y, x, x_end, t, keys, "head");
-        } else if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
+        } else if (f->app->result.net.layers >
+                   1) { /* the model view: arrows cross heads and layers */
             x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
         } else { /* one layer's heads: up and down go through the rows */
             x = hint(y, x, x_end, t, "\u2190\u2192", "head");
@@ -181,7 +183,7 @@ static void status_draw(struct panel *p, struct frame *f)
         }
         x = hint(y, x, x_end, t, k, "open it");
     }
-    if (f->app->lens && !lesson_active(f->app)) { /* the lens: positions down, layers across */
+    if (f->app->view.lens && !lesson_active(f->app)) { /* the lens: positions down, layers across */
         x = hint(y, x, x_end, t, "\u2191\u2193", "position");
         x = hint(y, x, x_end, t, "\u2190\u2192", "layer");
     }

@@ -99,8 +99,8 @@ void ui_resize(struct ui *ui)
     /* The rows the map wants: one head's title, axis, rows and footer; every head (and in the
        model view every layer) at full size. */
     int least = 0;
-    int need = ui->app.all_heads ? grid_rows_wanted(&ui->grid, &ui->frame, w, &least)
-                                 : app_model(&ui->app)->n + 3;
+    int need = ui->app.view.all_heads ? grid_rows_wanted(&ui->grid, &ui->frame, w, &least)
+                                      : app_model(&ui->app)->n + 3;
     /* In a lesson the caption comes second to the map and before the inspector: it takes the
      * rows the step's caption needs, up to what the map leaves (a third at least). */
     int cap_max = main_h - need - 2 > main_h / 3 ? main_h - need - 2 : main_h / 3;
@@ -112,7 +112,7 @@ void ui_resize(struct ui *ui)
      * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows (2 under a
      * caption); the token view at least 2/5 of them (a window of the sentence and its bars),
      * zoomed out the map fits whatever it gets. */
-    int map_w = ui->app.lens ? lens_min_width(&ui->app) : heatmap_min_width(&ui->app);
+    int map_w = ui->app.view.lens ? lens_min_width(&ui->app) : heatmap_min_width(&ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
         int iw = w - map_w > 72 ? 72 : w - map_w;
@@ -120,12 +120,12 @@ void ui_resize(struct ui *ui)
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
         int insp_min = cap_h > 0 ? 2 : main_h >= 20 ? 9 : main_h / 3;
-        if (ui->app.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
+        if (ui->app.view.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
             insp_min = main_h * 2 / 5;
         /* The predictions: a title, the next token's line and the top 10, when that leaves the
            map half the rows; under a lesson's caption, which quotes them, the top 3 at least
            (80x24: the map keeps 10 rows, 7 of the matrix). */
-        bool preds = ui->app.predictions || ui->app.lens;
+        bool preds = ui->app.view.predictions || ui->app.view.lens;
         if (preds && cap_h == 0 && insp_min < 2 + INTERP_TOP)
             insp_min = 2 + INTERP_TOP < main_h / 2 ? 2 + INTERP_TOP : main_h / 2;
         else if (preds && cap_h > 0 && main_h - 5 >= 6)
@@ -133,7 +133,7 @@ void ui_resize(struct ui *ui)
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         if (mh < least && least <= main_h - 5) /* every layer in view, the inspector smaller */
             mh = least;
-        if (ui->app.all_heads) /* what the heads' layout draws there, not more */
+        if (ui->app.view.all_heads) /* what the heads' layout draws there, not more */
             mh = grid_rows_used(&ui->grid, &ui->frame, w, mh);
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
@@ -148,7 +148,7 @@ void ui_resize(struct ui *ui)
     panel_resize(&ui->inspector, f, insp);
     panel_resize(&ui->predictions, f, insp);
     panel_resize(&ui->tokens.base, f, insp);
-    ui->tokens_laid_out = ui->app.token_view;
+    ui->tokens_laid_out = ui->app.view.token_view;
     panel_resize(&ui->caption, f, (struct rect){main_y + main_h, 0, cap_h, w});
     panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
     panel_resize(&ui->help.base, f, (struct rect){1, 0, h - 3, w});
@@ -175,8 +175,8 @@ static void load_configs(struct ui *ui)
     keymap_load(&ui->keymap, keys_path, user_keys, &errs);
     theme_init(&ui->theme, colors_path, user_colors, &errs);
     /* Pictures (R) draw with the scales the screen does. */
-    ui->app.palette_scale = ui->theme.scale;
-    ui->app.palette_diverging = ui->theme.diverging;
+    ui->app.view.palette_scale = ui->theme.scale;
+    ui->app.view.palette_diverging = ui->theme.diverging;
     if (errs.n > 0) {
         const struct diag *d = &errs.items[0];
         const char *base = strrchr(d->file, '/');
@@ -216,9 +216,10 @@ static volatile sig_atomic_t interrupts;
 static void busy_draw(struct ui *ui, const char *what, long done, long total, double t)
 {
     /* One that cannot stop says so first: at 80 columns the end of the line is cut. */
-    bool computing = strcmp(what, "computing") == 0, can_stop = !computing || ui->app.stoppable;
+    bool computing = strcmp(what, "computing") == 0,
+         can_stop = !computing || ui->app.result.stoppable;
     char cannot[200] = "";
-    const char *note = ui->app.stop_note, *paren = strstr(note, " (");
+    const char *note = ui->app.result.stop_note, *paren = strstr(note, " (");
     if (!can_stop && note[0])
         snprintf(cannot, sizeof(cannot), ", cannot be stopped (%.*s)",
                  paren ? (int)(paren - note) : (int)strlen(note), note);
@@ -233,9 +234,10 @@ static void busy_draw(struct ui *ui, const char *what, long done, long total, do
         bar[i] = i < filled ? '#' : '.';
     bar[width] = '\0';
     char about[48] = "";
-    if (computing && ui->app.compute_seconds * 1000 > PROGRESS_QUIET_MS)
+    if (computing && ui->app.result.compute_seconds * 1000 > PROGRESS_QUIET_MS)
         attn_cnum_format(about, sizeof(about), " of about %.*f s",
-                         ui->app.compute_seconds < 9.5 ? 1 : 0, ui->app.compute_seconds);
+                         ui->app.result.compute_seconds < 9.5 ? 1 : 0,
+                         ui->app.result.compute_seconds);
     attn_cnum_format(line, sizeof(line), " %s%s [%s] %ld/%ld heads  %.1f s%s%s%s ", what, cannot,
                      bar, done, total, (t - ui->busy.t0) / 1e3, about,
                      can_stop ? " \u00b7 q stops" : "",
@@ -315,17 +317,17 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
     bool computing = strcmp(what, "computing") == 0;
     if (done == 0) {
         if (ui->busy.active) { /* its pass starts, its buffers made: a stop is read there */
-            poll_stop(ui, !computing || ui->app.stoppable);
+            poll_stop(ui, !computing || ui->app.result.stoppable);
             return;
         }
         ui->busy.active = true;
         ui->busy.t0 = t;
         ui->busy.stop = quit_signal != 0;
-        if (computing && ui->app.compute_seconds * 1000 > PROGRESS_QUIET_MS && !isendwin())
+        if (computing && ui->app.result.compute_seconds * 1000 > PROGRESS_QUIET_MS && !isendwin())
             busy_draw(ui, what, 0, total, t);
         return;
     }
-    poll_stop(ui, !computing || ui->app.stoppable);
+    poll_stop(ui, !computing || ui->app.result.stoppable);
     if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
         (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
         return;
@@ -336,15 +338,16 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
 static void busy_said(struct ui *ui)
 {
     struct app *a = &ui->app;
-    size_t o = strlen(a->message);
-    if (!ui->busy.refused || o >= sizeof(a->message))
+    size_t o = strlen(a->status.message);
+    if (!ui->busy.refused || o >= sizeof(a->status.message))
         return;
     const char *key = ui->busy.refused_key ? ui->busy.refused_key : "q";
-    if (a->stop_note[0])
-        snprintf(a->message + o, sizeof(a->message) - o,
-                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, a->stop_note);
+    if (a->result.stop_note[0])
+        snprintf(a->status.message + o, sizeof(a->status.message) - o,
+                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key,
+                 a->result.stop_note);
     else
-        snprintf(a->message + o, sizeof(a->message) - o,
+        snprintf(a->status.message + o, sizeof(a->status.message) - o,
                  "%s%s: that compute could not be stopped (estimated short: computed in place)",
                  o ? "; " : "", key);
 }
@@ -376,7 +379,7 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     if (app_init(&ui->app, s, path, &busy, err))
         return -1;
     /* C-c, SIGTERM or SIGHUP during an export stop it (busy_step), as they stop the command's. */
-    ui->app.export_progress = (struct progress_sink){busy_exporting, ui, &ui->busy.stop};
+    ui->app.result.export_progress = (struct progress_sink){busy_exporting, ui, &ui->busy.stop};
     header_panel_init(&ui->header);
     stagebar_panel_init(&ui->stagebar);
     heatmap_panel_init(&ui->heatmap);
@@ -447,16 +450,18 @@ void ui_delete(struct ui *ui)
 /* The panel in the map's place: the lens, every head, or one head's map. */
 static struct panel *ui_map(struct ui *ui)
 {
-    return ui->app.lens ? &ui->lens.base : ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base;
+    return ui->app.view.lens        ? &ui->lens.base
+           : ui->app.view.all_heads ? &ui->grid.base
+                                    : &ui->heatmap.base;
 }
 
 /* The panel in the inspector's place: the predictions (with the lens, its pick's), the token
  * view, or the inspector. */
 static struct panel *ui_side(struct ui *ui)
 {
-    return ui->app.predictions || ui->app.lens ? &ui->predictions
-           : ui->app.token_view                ? &ui->tokens.base
-                                               : &ui->inspector;
+    return ui->app.view.predictions || ui->app.view.lens ? &ui->predictions
+           : ui->app.view.token_view                     ? &ui->tokens.base
+                                                         : &ui->inspector;
 }
 
 static int handle_mouse(struct ui *ui)
@@ -598,9 +603,9 @@ static int key_action(struct ui *ui, wint_t key, bool is_code)
         return handle_mouse(ui);
     enum action act =
         keymap_lookup_mode(&ui->keymap, input_decode(key, is_code), lesson_active(&ui->app));
-    if (ui->app.message[0] && act != ACTION_NONE) {
-        ui->app.message[0] = '\0';
-        ui->app.message_is_error = false;
+    if (ui->app.status.message[0] && act != ACTION_NONE) {
+        ui->app.status.message[0] = '\0';
+        ui->app.status.message_is_error = false;
     }
     if (ui->config_error[0] && act != ACTION_NONE)
         ui->config_error[0] = '\0';
@@ -651,7 +656,7 @@ void ui_mark(struct ui *ui, int outcome)
         ui->predictions.dirty = true;
         ui->status.base.dirty = true;
     }
-    if (ui->app.token_view != ui->tokens_laid_out) { /* v: the stacked layout changes */
+    if (ui->app.view.token_view != ui->tokens_laid_out) { /* v: the stacked layout changes */
         ui_resize(ui);
         return;
     }
@@ -912,7 +917,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
             interrupts = 0;
             outcome = ui_interrupt(ui);
         } else {
-            timeout(ui->app.playing ? ui->app.play_ms : -1);
+            timeout(ui->app.view.playing ? ui->app.view.play_ms : -1);
             wint_t key;
             int rc = get_wch(&key);
             if (quit_signal)
@@ -922,7 +927,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
                 break;
             }
             if (rc == ERR) { /* the auto-play timer, or a signal (read at the top) */
-                if (ui->app.playing && !interrupts) {
+                if (ui->app.view.playing && !interrupts) {
                     ui_mark(ui, ui_play_tick(ui));
                     ui_draw(ui);
                 }

@@ -51,7 +51,7 @@ struct ui {
     struct frame frame;               /* what the panels see of all this */
     int lines, cols;
     bool too_small;
-    bool tokens_laid_out; /* the layout was made for the token view (app.token_view) */
+    bool tokens_laid_out; /* the layout was made for the token view (app.view.token_view) */
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
     struct panel header, stagebar, inspector, caption;
