@@ -28,6 +28,96 @@ const char *knob_label(enum knob k)
     return k == KNOB_TEMPERATURE ? "temp" : knob_name(k);
 }
 
+/* The caches (struct app_caches), each with its own invalidation. Each is keyed by the
+   result's generation and the view it was made for; generation 0 names no result (the first
+   compute makes 1), so an invalidated cache never matches. */
+
+/* A new result: every head unscored, room for count heads. False: out of memory, and no scores
+   at all rather than stale ones (app_scores: undefined). */
+static bool score_cache_invalidate(struct app_score_cache *c, size_t count)
+{
+    struct head_scores *sc = realloc(c->scores, count * sizeof(*sc));
+    if (sc)
+        c->scores = sc;
+    unsigned char *done = sc ? realloc(c->scored, count) : NULL;
+    if (!sc || !done) {
+        free(c->scores);
+        free(c->scored);
+        c->scores = NULL;
+        c->scored = NULL;
+        return false;
+    }
+    c->scored = done;
+    memset(c->scored, 0, count);
+    return true;
+}
+
+static void score_cache_free(struct app_score_cache *c)
+{
+    free(c->scores);
+    free(c->scored);
+    *c = (struct app_score_cache){0};
+}
+
+static bool mean_cache_holds(const struct app_mean_cache *c, unsigned long gen, int layer,
+                             int stage)
+{
+    return c->values && c->generation == gen && c->layer == layer && c->stage == stage;
+}
+
+static void mean_cache_invalidate(struct app_mean_cache *c)
+{
+    c->generation = 0; /* the buffer stays for the next */
+}
+
+static void mean_cache_free(struct app_mean_cache *c)
+{
+    free(c->values);
+    *c = (struct app_mean_cache){0};
+}
+
+static bool delta_cache_holds(const struct app_delta_cache *c, unsigned long gen, int layer,
+                              int stage, int head)
+{
+    return c->values && c->generation == gen && c->layer == layer && c->stage == stage &&
+           c->head == head;
+}
+
+static void delta_cache_invalidate(struct app_delta_cache *c)
+{
+    c->generation = 0;
+}
+
+static void delta_cache_free(struct app_delta_cache *c)
+{
+    free(c->values);
+    *c = (struct app_delta_cache){0};
+}
+
+/* The heatmap lays its blocks out again on its next draw. */
+static void zoom_cache_invalidate(struct zoom_grid *g)
+{
+    *g = (struct zoom_grid){0};
+}
+
+/* A new result (or baseline): whatever was made from the last one is stale. The interp cache
+   keys itself by generation (explore/interp.h); the score cache is sized for the new result in
+   recompute. */
+static void caches_invalidate(struct app_caches *c)
+{
+    mean_cache_invalidate(&c->mean);
+    delta_cache_invalidate(&c->delta);
+}
+
+static void caches_free(struct app_caches *c)
+{
+    score_cache_free(&c->score);
+    mean_cache_free(&c->mean);
+    delta_cache_free(&c->delta);
+    interp_cache_free(&c->interp);
+    zoom_cache_invalidate(&c->zoom);
+}
+
 /* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
  * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
@@ -65,21 +155,11 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
         a->view.layer = a->result.net.layers - 1;
     /* Scored on first use, once per result: drawing and cursor moves never rescan. */
     size_t count = (size_t)a->result.net.layers * (size_t)a->result.net.model[0].heads;
-    struct head_scores *sc = realloc(a->cache.score.scores, count * sizeof(*sc));
-    if (sc)
-        a->cache.score.scores = sc;
-    unsigned char *done = sc ? realloc(a->cache.score.scored, count) : NULL;
-    if (!sc || !done) { /* no scores at all rather than stale ones (app_scores: undefined) */
-        free(a->cache.score.scores);
-        free(a->cache.score.scored);
-        a->cache.score.scores = NULL;
-        a->cache.score.scored = NULL;
+    if (!score_cache_invalidate(&a->cache.score, count))
         return attn_diag_set(err, "", "out of memory for the head scores");
-    }
-    a->cache.score.scored = done;
-    memset(a->cache.score.scored, 0, count);
     a->result.have_result = true;
     a->result.generation++;
+    caches_invalidate(&a->cache);
     char where[DIAG_MSG_MAX - 32];
     a->result.nonfinite[0] = '\0';
     if (attn_net_nonfinite_text(where, sizeof(where), &a->result.net))
@@ -187,12 +267,9 @@ void app_free(struct app *a)
     free(a->prompt.text);
     free(a->doc.scene_path);
     attn_net_free(&a->result.net);
-    free(a->cache.score.scores);
-    free(a->cache.score.scored);
-    free(a->cache.mean.values);
+    caches_free(&a->cache);
     attn_scene_free(&a->base.scene);
     attn_net_free(&a->base.net);
-    free(a->cache.delta.values);
     attn_scene_free(&a->doc.written);
     for (int i = 0; a->lesson.lesson && i < a->lesson.lesson->n_steps; i++)
         if (a->lesson.reached[i])
@@ -201,7 +278,6 @@ void app_free(struct app *a)
     free(a->lesson.reached);
     free(a->lesson.changed);
     attn_lesson_unref(a->lesson.lesson);
-    interp_cache_free(&a->cache.interp);
     memset(a, 0, sizeof(*a));
 }
 
@@ -262,9 +338,8 @@ static struct attn_mat_view shown_delta(struct app *a, struct attn_mat_view v)
 {
     size_t cells = (size_t)v.rows * (size_t)v.cols;
     int head = attn_stage_is_per_head(a->view.stage) ? a->view.head : 0;
-    if (a->cache.delta.values && a->cache.delta.generation == a->result.generation &&
-        a->cache.delta.layer == a->view.layer && a->cache.delta.stage == (int)a->view.stage &&
-        a->cache.delta.head == head)
+    if (delta_cache_holds(&a->cache.delta, a->result.generation, a->view.layer, (int)a->view.stage,
+                          head))
         return (struct attn_mat_view){a->cache.delta.values, v.rows, v.cols, v.cols};
     if (!reserve(&a->cache.delta.values, &a->cache.delta.cap, cells))
         return v; /* out of memory: the values themselves */
@@ -326,14 +401,13 @@ void app_baseline_change(char *out, size_t size, const struct app *a)
 int app_toggle_baseline(struct app *a)
 {
     a->result.generation++; /* every view's Δ or values again */
+    caches_invalidate(&a->cache);
     a->status.message_is_error = false;
     if (a->base.pinned) {
         a->base.pinned = false;
         attn_scene_free(&a->base.scene);
         attn_net_free(&a->base.net);
-        free(a->cache.delta.values);
-        a->cache.delta.values = NULL;
-        a->cache.delta.cap = 0;
+        delta_cache_free(&a->cache.delta);
         snprintf(a->status.message, sizeof(a->status.message),
                  "baseline unpinned: the values again");
         return 0;
@@ -421,8 +495,7 @@ struct attn_mat_view app_shown_view(struct app *a)
     if (!app_showing_mean(a))
         return v;
     size_t cells = (size_t)v.rows * (size_t)v.cols;
-    if (a->cache.mean.values && a->cache.mean.generation == a->result.generation &&
-        a->cache.mean.layer == a->view.layer && a->cache.mean.stage == (int)a->view.stage)
+    if (mean_cache_holds(&a->cache.mean, a->result.generation, a->view.layer, (int)a->view.stage))
         return (struct attn_mat_view){a->cache.mean.values, v.rows, v.cols, v.cols};
     if (!reserve(&a->cache.mean.values, &a->cache.mean.cap, cells))
         return v; /* out of memory: the head itself */
