@@ -18,6 +18,7 @@
 
 #include "common/csvmat.h"
 #include "engine/lesson.h"
+#include "explore/appstate.h"
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "explore/appstate.h"
 #include "explore/app.h"
 #include "explore/lessonmode.h"
 #include "scenefile/scenefile.h"

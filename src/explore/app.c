@@ -1,5 +1,6 @@
 /* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
 #include "explore/app.h"
+#include "explore/appstate.h"
 
 #include <limits.h>
 #include <math.h>
@@ -279,6 +280,122 @@ void app_free(struct app *a)
     free(a->lesson.changed);
     attn_lesson_unref(a->lesson.lesson);
     memset(a, 0, sizeof(*a));
+}
+
+int app_new(struct app **out, struct attn_scene *s, const char *path,
+            const struct progress_sink *progress, struct diag *err)
+{
+    struct app *a = malloc(sizeof(*a));
+    *out = a; /* before the first compute: progress may read it (the front end's bar) */
+    if (!a) {
+        attn_scene_free(s); /* taken in every case, as app_init takes it */
+        return attn_diag_set(err, "", "out of memory");
+    }
+    if (app_init(a, s, path, progress, err)) {
+        free(a);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void app_delete(struct app *a)
+{
+    if (!a)
+        return;
+    app_free(a);
+    free(a);
+}
+
+const struct app_doc *app_doc(const struct app *a)
+{
+    return &a->doc;
+}
+
+const struct app_result *app_result(const struct app *a)
+{
+    return &a->result;
+}
+
+const struct app_caches *app_caches(const struct app *a)
+{
+    return &a->cache;
+}
+
+const struct app_view *app_view_state(const struct app *a)
+{
+    return &a->view;
+}
+
+const struct app_baseline *app_baseline(const struct app *a)
+{
+    return &a->base;
+}
+
+const struct app_lesson *app_lesson(const struct app *a)
+{
+    return &a->lesson;
+}
+
+const struct app_prompt *app_prompt(const struct app *a)
+{
+    return &a->prompt;
+}
+
+const struct app_status *app_status(const struct app *a)
+{
+    return &a->status;
+}
+
+const struct keymap *app_keymap(const struct app *a)
+{
+    return a->keymap;
+}
+
+struct app_view *app_view_mut(struct app *a)
+{
+    return &a->view;
+}
+
+struct app_status *app_status_mut(struct app *a)
+{
+    return &a->status;
+}
+
+struct app_caches *app_caches_mut(struct app *a)
+{
+    return &a->cache;
+}
+
+void app_set_keymap(struct app *a, const struct keymap *keymap)
+{
+    a->keymap = keymap;
+}
+
+void app_set_export_progress(struct app *a, const struct progress_sink *progress)
+{
+    a->result.export_progress = *progress;
+}
+
+const struct attn_model *app_model(const struct app *a)
+{
+    return &a->result.net.model[a->view.layer];
+}
+
+const struct attn_run *app_run(const struct app *a)
+{
+    return &a->result.net.run[a->view.layer];
+}
+
+bool app_showing_mean(const struct app *a)
+{
+    return a->view.head_mean && !a->view.rollout && attn_stage_is_per_head(a->view.stage) &&
+           a->result.net.model[a->view.layer].heads > 1;
+}
+
+bool app_showing_delta(const struct app *a)
+{
+    return a->base.pinned && !a->view.rollout && !app_showing_mean(a) && app_delta_ok(a);
 }
 
 const struct head_scores *app_scores(const struct app *a, int layer, int head)

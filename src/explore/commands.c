@@ -19,6 +19,7 @@
 #include "explore/lessonmode.h"
 #include "explore/picture.h"
 #include "explore/tokenview.h"
+#include "explore/appstate.h"
 
 /* The longest sentence the line editor holds: a 1024-token sentence fits. */
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cnum.h"
+#include "explore/appstate.h"
 
 #define MAX_TERMS 6 /* terms written out before "+ \u2026" */
 

@@ -12,6 +12,7 @@
 #include "common/cnum.h"
 #include "engine/logits.h"
 #include "explore/keys.h"
+#include "explore/appstate.h"
 
 bool lesson_active(const struct app *a)
 {

@@ -1,5 +1,6 @@
 /* range: cached colour ranges (see range.h). */
 #include "explore/range.h"
+#include "explore/appstate.h"
 
 #include <math.h>
 

@@ -1,5 +1,6 @@
 /* tokenview: the token view's top keys and sentence window (see tokenview.h). No curses. */
 #include "explore/tokenview.h"
+#include "explore/appstate.h"
 
 #include <math.h>
 #include <stdlib.h>

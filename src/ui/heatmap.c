@@ -30,7 +30,7 @@
 /* Column label j: the key token for square stages, else the dimension. */
 static void col_label(char *out, size_t size, const struct app *a, int j)
 {
-    if (attn_stage_is_square(a->view.stage))
+    if (attn_stage_is_square(app_view_state(a)->stage))
         display_token(out, size, app_model(a)->tokens[j]);
     else
         snprintf(out, size, "d%d", j);
@@ -48,17 +48,18 @@ static bool shows_sum(const struct app *a)
 {
     if (app_showing_delta(a)) /* a Δ row sums to the change of the row's sum: 0, said 6 times */
         return false;
-    return a->view.stage == STAGE_WEIGHTS || a->view.stage == STAGE_DROPOUT ||
-           (a->view.stage == STAGE_MASKED && app_model(a)->causal &&
+    return app_view_state(a)->stage == STAGE_WEIGHTS || app_view_state(a)->stage == STAGE_DROPOUT ||
+           (app_view_state(a)->stage == STAGE_MASKED && app_model(a)->causal &&
             app_model(a)->mask_mode == MASK_AFTER_SOFTMAX);
 }
 
 struct layout {
     int lw, cw, vis_rows, vis_cols; /* label and cell widths, visible text rows and cells across */
     bool sum;
-    bool zoomed;           /* coloured blocks (app->view.zoom > 0) instead of numbers */
-    bool half;             /* zoomed, two rows of blocks a text row (half blocks) */
-    int zoom, fit;         /* the zoom in force (app->view.zoom, at most fit) and the overview's */
+    bool zoomed; /* coloured blocks (app_view_state(app)->zoom > 0) instead of numbers */
+    bool half;   /* zoomed, two rows of blocks a text row (half blocks) */
+    int zoom,
+        fit; /* the zoom in force (app_view_state(app)->zoom, at most fit) and the overview's */
     int down, across;      /* zoomed out, the cells there are room for */
     struct zoom_grid grid; /* the blocks; 1 x 1 fully zoomed in */
 };
@@ -99,7 +100,7 @@ static struct layout compute_layout(const struct panel *p, const struct frame *f
     l.fit = zoom_fit(rows, cols, down, across);
     l.down = down;
     l.across = across;
-    l.zoom = a->view.zoom < l.fit ? a->view.zoom : l.fit;
+    l.zoom = app_view_state(a)->zoom < l.fit ? app_view_state(a)->zoom : l.fit;
     l.zoomed = l.zoom > 0;
     if (l.zoomed) {
         l.lw = zlw;
@@ -156,7 +157,7 @@ static int follow(int first, int at, int visible, int total)
 static void follow_cursor(struct heatmap_panel *hp, const struct app *a, const struct layout *l)
 {
     const struct zoom_grid *g = &l->grid;
-    int bi = a->view.row / g->br, bj = a->view.col / g->bc;
+    int bi = app_view_state(a)->row / g->br, bj = app_view_state(a)->col / g->bc;
     int per = l->half ? 2 : 1;
     int text_rows = (g->nbr + per - 1) / per;
     if (hp->shown_zoom != l->zoom || hp->shown_br != g->br || hp->shown_bc != g->bc) {
@@ -229,7 +230,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         col_label(full, sizeof(full), a, j);
         abbreviate(shortl, sizeof(shortl), full, l.cw - 1);
         snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(shortl), "", shortl);
-        int role = j == a->view.col ? ROLE_SELECTION : ROLE_LABEL;
+        int role = j == app_view_state(a)->col ? ROLE_SELECTION : ROLE_LABEL;
         draw_text(r.y + 1, x0 + (j - hp->left_col) * l.cw, l.cw, t->role_attr[role], cell);
     }
     if (l.sum)
@@ -242,8 +243,8 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
         display_token(shown, sizeof(shown), app_model(a)->tokens[i]);
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
-        draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->view.row ? ROLE_SELECTION : ROLE_LABEL],
-                  lab);
+        draw_text(y, r.x, l.lw - 1,
+                  t->role_attr[i == app_view_state(a)->row ? ROLE_SELECTION : ROLE_LABEL], lab);
         const float *row = v.data + (size_t)i * v.stride;
         float row_lo = pt->lo, row_hi = pt->hi;
         if (pt->mode == SCALE_BY_ROW) /* this query's own range: O(n) per row drawn */
@@ -255,8 +256,9 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
             int attr;
             /* A dropped cell says so: on a projector a 0 and a dropped weight look alike. */
             bool dropped =
-                !mean && a->view.stage == STAGE_DROPOUT && app_model(a)->keep &&
-                !app_model(a)->keep[((size_t)a->view.head * v.rows + (size_t)i) * v.rows + j];
+                !mean && app_view_state(a)->stage == STAGE_DROPOUT && app_model(a)->keep &&
+                !app_model(a)
+                     ->keep[((size_t)app_view_state(a)->head * v.rows + (size_t)i) * v.rows + j];
             if (dropped)
                 snprintf(num, sizeof(num), "drop");
             else
@@ -271,7 +273,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
             attr = look.attr;
             int shade_attr = look.shade_attr;
             shade = look.shade;
-            if (i == a->view.row && j == a->view.col) {
+            if (i == app_view_state(a)->row && j == app_view_state(a)->col) {
                 attr = theme_cursor_attr(t, attr);
                 shade_attr = theme_cursor_attr(t, shade_attr);
             }
@@ -304,14 +306,14 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
     /* Footer: the full tokens of the selection, since the axes abbreviate them. */
     char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
     char footer[8 * SCENE_MAX_TOKEN_BYTES], zoom_out[24], more[96] = "";
-    display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->view.row]);
-    col_label(col_full, sizeof(col_full), a, a->view.col);
+    display_token(row_full, sizeof(row_full), app_model(a)->tokens[app_view_state(a)->row]);
+    col_label(col_full, sizeof(col_full), a, app_view_state(a)->col);
     key_display(zoom_out, sizeof(zoom_out), f->keymap, ACTION_ZOOM_OUT);
     if (v.rows > l.vis_rows || v.cols > l.vis_cols)
         snprintf(more, sizeof(more), " \u00b7 scrolled: arrows/PgUp/PgDn \u00b7 %s zooms out",
                  zoom_out);
     snprintf(footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d%s",
-             a->view.row, row_full, a->view.col, col_full, more);
+             app_view_state(a)->row, row_full, app_view_state(a)->col, col_full, more);
     /* Right under the last row, where the eye is, not at the bottom of the panel. */
     int fy = r.y + 2 + (last_row - hp->top_row);
     draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
@@ -406,9 +408,9 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
     const struct theme *t = f->theme;
     struct rect r = hp->base.area;
     const struct zoom_grid *g = &l->grid;
-    enum block_agg agg = a->view.block_agg;
+    enum block_agg agg = app_view_state(a)->block_agg;
     int per = l->half ? 2 : 1;
-    int cbi = a->view.row / g->br, cbj = a->view.col / g->bc;
+    int cbi = app_view_state(a)->row / g->br, cbj = app_view_state(a)->col / g->bc;
     int x0 = r.x + l->lw;
     draw_ruler(r.y + 1, x0, l, hp, t, cbj);
 
@@ -425,7 +427,7 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
         last = last < g->rows ? last : g->rows - 1;
         char lab[64];
         range_label(lab, sizeof(lab), a, first, last, l->lw - 1);
-        bool sel = a->view.row >= first && a->view.row <= last;
+        bool sel = app_view_state(a)->row >= first && app_view_state(a)->row <= last;
         draw_text(y, r.x, l->lw - 1, t->role_attr[sel ? ROLE_SELECTION : ROLE_LABEL], lab);
         float ulo = pt->lo, uhi = pt->hi, llo = pt->lo, lhi = pt->hi;
         if (pt->mode == SCALE_BY_ROW) { /* each block row on its own range */
@@ -491,12 +493,13 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
     size_t o = 0;
     if (g->br == 1 && g->bc == 1) {
         char num[32];
-        display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->view.row]);
-        col_label(col_full, sizeof(col_full), a, a->view.col);
-        format_cell(num, sizeof(num), v.data[(size_t)a->view.row * v.stride + a->view.col], 8);
-        o = (size_t)snprintf(footer, sizeof(footer),
-                             "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d: %s",
-                             a->view.row, row_full, a->view.col, col_full, num);
+        display_token(row_full, sizeof(row_full), app_model(a)->tokens[app_view_state(a)->row]);
+        col_label(col_full, sizeof(col_full), a, app_view_state(a)->col);
+        format_cell(num, sizeof(num),
+                    v.data[(size_t)app_view_state(a)->row * v.stride + app_view_state(a)->col], 8);
+        o = (size_t)snprintf(
+            footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d: %s",
+            app_view_state(a)->row, row_full, app_view_state(a)->col, col_full, num);
     } else {
         struct block_stats st;
         zoom_block_stats(&st, v, r0, r1, c0, c1);
@@ -521,7 +524,8 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
 /* "1 cell = 8×8 tokens, max": what a zoomed-out cell stands for, for the legend. */
 static void zoom_legend(char *out, size_t size, const struct app *a, const struct layout *l)
 {
-    zoom_cell_text(out, size, &l->grid, attn_stage_is_square(a->view.stage), a->view.block_agg);
+    zoom_cell_text(out, size, &l->grid, attn_stage_is_square(app_view_state(a)->stage),
+                   app_view_state(a)->block_agg);
 }
 
 static void heatmap_draw(struct panel *p, struct frame *f)
@@ -533,24 +537,28 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     draw_clear(r, A_NORMAL);
     struct attn_mat_view v = app_shown_view(f->app);
     bool mean = app_showing_mean(a);
-    bool delta =
-        app_showing_delta(a) && v.data == a->cache.delta.values; /* Δ vs the pinned baseline */
-    bool rollout = a->view.rollout; /* app_shown_view gave the rollout (or turned it off) */
+    bool delta = app_showing_delta(a) &&
+                 v.data == app_caches(a)->delta.values; /* Δ vs the pinned baseline */
+    bool rollout =
+        app_view_state(a)->rollout; /* app_shown_view gave the rollout (or turned it off) */
     /* The caches' key for what is shown: a head, the mean (-3), a head's Δ (-4 - head), or the
        rollout (RANGE_ROLLOUT). */
-    int key = rollout ? RANGE_ROLLOUT : delta ? -4 - a->view.head : mean ? -3 : a->view.head;
+    int key = rollout ? RANGE_ROLLOUT
+              : delta ? -4 - app_view_state(a)->head
+              : mean  ? -3
+                      : app_view_state(a)->head;
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
-    a->cache.zoom = l.zoomed ? l.grid : (struct zoom_grid){0};
+    app_caches_mut(a)->zoom = l.zoomed ? l.grid : (struct zoom_grid){0};
 
     float lo, hi;
     /* Blocks are aggregated here, once per view; their range is the colour scale's, so the
      * values' own range (another pass over n x n) is needed only without them. */
     if (l.zoomed && (l.grid.br > 1 || l.grid.bc > 1) &&
-        block_cache_get(&hp->blocks, v, &l.grid, a->result.generation, a->view.layer,
-                        (int)a->view.stage, key) == 0) {
-        lo = hp->blocks.lo[a->view.block_agg];
-        hi = hp->blocks.hi[a->view.block_agg];
+        block_cache_get(&hp->blocks, v, &l.grid, app_result(a)->generation,
+                        app_view_state(a)->layer, (int)app_view_state(a)->stage, key) == 0) {
+        lo = hp->blocks.lo[app_view_state(a)->block_agg];
+        hi = hp->blocks.hi[app_view_state(a)->block_agg];
     } else {
         range_get(&hp->range, a, key, &lo, &hi);
     }
@@ -560,14 +568,14 @@ static void heatmap_draw(struct panel *p, struct frame *f)
         hi = m;
     }
     bool diverging = lo < 0;
-    const char *what = picture_stage_title(app_model(a), a->view.stage);
+    const char *what = picture_stage_title(app_model(a), app_view_state(a)->stage);
     char title[400];
     char kv[100];
-    inspect_kv_sharing(kv, sizeof(kv), a, a->view.head);
+    inspect_kv_sharing(kv, sizeof(kv), a, app_view_state(a)->head);
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
     char layer[32] = "";
-    if (a->result.net.layers > 1)
-        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->view.layer);
+    if (app_result(a)->net.layers > 1)
+        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", app_view_state(a)->layer);
     char since[160] = "";
     if (delta) { /* "Δ vs baseline (seed 123 → 7) · ": what changed, as the edits say it */
         char change[200];
@@ -577,32 +585,32 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     }
     /* An ablated head's weights are its own still; what it hands on is not. */
     char ablated[48] = "";
-    enum attn_head_mode hm = app_head_mode(a, a->view.layer, a->view.head);
+    enum attn_head_mode hm = app_head_mode(a, app_view_state(a)->layer, app_view_state(a)->head);
     if (hm != HEAD_KEEP)
         snprintf(ablated, sizeof(ablated), " \u00b7 ablated (%s)", attn_head_mode_name(hm));
-    if (rollout && a->view.layer > 0) /* the product of the layers' A' up to this one */
+    if (rollout && app_view_state(a)->layer > 0) /* the product of the layers' A' up to this one */
         snprintf(title, sizeof(title),
                  "attention rollout \u00b7 layers 0\u2013%d (of %d) \u00b7 %d\u00d7%d",
-                 a->view.layer, a->result.net.layers, v.rows, v.cols);
+                 app_view_state(a)->layer, app_result(a)->net.layers, v.rows, v.cols);
     else if (rollout)
         snprintf(title, sizeof(title), "attention rollout \u00b7 layer 0%s \u00b7 %d\u00d7%d",
-                 a->result.net.layers > 1 ? " (the first)" : "", v.rows, v.cols);
+                 app_result(a)->net.layers > 1 ? " (the first)" : "", v.rows, v.cols);
     else if (mean)
         snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
                  app_model(a)->heads, what, v.rows, v.cols);
-    else if (attn_stage_is_per_head(a->view.stage))
+    else if (attn_stage_is_per_head(app_view_state(a)->stage))
         snprintf(title, sizeof(title), "%s%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s%s",
-                 since, layer, a->view.head, app_model(a)->heads, what, v.rows, v.cols, ablated,
-                 kv[0] && a->view.stage != STAGE_QUERIES ? " \u00b7 " : "",
-                 a->view.stage != STAGE_QUERIES ? kv : "");
+                 since, layer, app_view_state(a)->head, app_model(a)->heads, what, v.rows, v.cols,
+                 ablated, kv[0] && app_view_state(a)->stage != STAGE_QUERIES ? " \u00b7 " : "",
+                 app_view_state(a)->stage != STAGE_QUERIES ? kv : "");
     else
         snprintf(title, sizeof(title), "%s%s%s \u00b7 %d\u00d7%d \u00b7 all heads", since, layer,
                  what, v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
     /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
     struct palette_map pm;
-    palette_map_init(&pm, a->view.color_scale, lo, hi);
-    const char *scale_name = palette_map_label(&pm, a->view.color_scale);
+    palette_map_init(&pm, app_view_state(a)->color_scale, lo, hi);
+    const char *scale_name = palette_map_label(&pm, app_view_state(a)->color_scale);
     char named[160];
     if (l.zoomed) { /* the legend says what a cell stands for */
         zoom_legend(named, sizeof(named), a, &l);
@@ -625,11 +633,11 @@ static void heatmap_draw(struct panel *p, struct frame *f)
 /* Moves the cursor by blocks of the current zoom (single values fully zoomed in). */
 static int move_cursor(struct app *a, const struct layout *l, int dbi, int dbj)
 {
-    int row = a->view.row, col = a->view.col;
+    int row = app_view_state(a)->row, col = app_view_state(a)->col;
     if (!zoom_step_cursor(&l->grid, &row, &col, dbi, dbj))
         return OUTCOME_HANDLED;
-    a->view.row = row;
-    a->view.col = a->view.col_want = col;
+    app_view_mut(a)->row = row;
+    app_view_mut(a)->col = app_view_mut(a)->col_want = col;
     return OUTCOME_CURSOR_MOVED;
 }
 
@@ -674,8 +682,8 @@ static int heatmap_handle_mouse(struct panel *p, struct frame *f, int y, int x,
     if (y - p->area.y < 2 || x - p->area.x < l.lw || bi >= l.grid.nbr || bj >= l.grid.nbc ||
         bj >= hp->left_col + l.vis_cols)
         return OUTCOME_IGNORED;
-    f->app->view.row = bi * l.grid.br;
-    f->app->view.col = f->app->view.col_want = bj * l.grid.bc;
+    app_view_mut(f->app)->row = bi * l.grid.br;
+    app_view_mut(f->app)->col = app_view_mut(f->app)->col_want = bj * l.grid.bc;
     return OUTCOME_CURSOR_MOVED;
 }
 

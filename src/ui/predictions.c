@@ -25,7 +25,7 @@
 static void token_text(char *out, size_t size, const struct app *a, int id, int width)
 {
     char raw[256], shown[3 * sizeof(raw) + 1];
-    attn_scene_token_label(raw, sizeof(raw), &a->result.shown, id);
+    attn_scene_token_label(raw, sizeof(raw), &app_result(a)->shown, id);
     display_token(shown, sizeof(shown), raw);
     abbreviate(out, size, shown, width);
 }
@@ -40,13 +40,13 @@ static void ablated_text(char *out, size_t size, const struct app *a)
         return;
     }
     size_t o = 0;
-    for (int L = 0; L < a->result.net.layers; L++)
-        for (int h = 0; h < a->result.net.model[L].heads && o < size; h++) {
+    for (int L = 0; L < app_result(a)->net.layers; L++)
+        for (int h = 0; h < app_result(a)->net.model[L].heads && o < size; h++) {
             enum attn_head_mode hm = app_head_mode(a, L, h);
             if (hm == HEAD_KEEP)
                 continue;
             char who[24] = "";
-            if (a->result.net.layers > 1)
+            if (app_result(a)->net.layers > 1)
                 snprintf(who, sizeof(who), "L%d ", L);
             o += (size_t)snprintf(out + o, size - o, "%s%sh%d %s", o ? ", " : "", who, h,
                                   attn_head_mode_name(hm));
@@ -72,24 +72,26 @@ static void predictions_draw(struct panel *p, struct frame *f)
 
     char title[400], tok[64], temp[32], clipped[400];
     char cur[3 * SCENE_MAX_TOKEN_BYTES + 1];
-    display_token(cur, sizeof(cur), app_model(a)->tokens[a->view.row]);
+    display_token(cur, sizeof(cur), app_model(a)->tokens[app_view_state(a)->row]);
     abbreviate(tok, sizeof(tok), cur, TOKEN_MAX);
-    app_temperature_text(temp, sizeof(temp), a->view.temperature);
-    const struct attn_model *lastm = &a->result.net.model[a->result.net.layers - 1];
+    app_temperature_text(temp, sizeof(temp), app_view_state(a)->temperature);
+    const struct attn_model *lastm = &app_result(a)->net.model[app_result(a)->net.layers - 1];
     bool masked = lastm->masked_lm;
     /* Not the checkpoint's predictions when the scene computes otherwise: said first. */
     char changes[200], modified[240] = "";
-    if (attn_scene_model_changes(changes, sizeof(changes), &a->result.shown) > 0)
+    if (attn_scene_model_changes(changes, sizeof(changes), &app_result(a)->shown) > 0)
         snprintf(modified, sizeof(modified), " of the modified model (%s)", changes);
-    if (a->view.lens)
+    if (app_view_state(a)->lens)
         snprintf(title, sizeof(title),
                  "lens%s \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
-                 layer, layer == a->result.net.layers - 1 ? " (the output)" : "",
-                 masked ? "at" : "after", tok, a->view.row, knob_label(KNOB_TEMPERATURE), temp);
+                 layer, layer == app_result(a)->net.layers - 1 ? " (the output)" : "",
+                 masked ? "at" : "after", tok, app_view_state(a)->row, knob_label(KNOB_TEMPERATURE),
+                 temp);
     else
         snprintf(title, sizeof(title),
                  "predictions%s \u00b7 %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
-                 masked ? "at" : "after", tok, a->view.row, knob_label(KNOB_TEMPERATURE), temp);
+                 masked ? "at" : "after", tok, app_view_state(a)->row, knob_label(KNOB_TEMPERATURE),
+                 temp);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
     if (!pr) {
@@ -107,9 +109,10 @@ static void predictions_draw(struct panel *p, struct frame *f)
     int next_id = pr->next_id[0];
     struct interp_compare cmp;
     struct diag cerr;
-    bool ablated = layer == a->result.net.layers - 1 &&
-                   interp_compare(&a->cache.interp, &a->result.net, a->result.generation,
-                                  a->view.row, a->view.temperature, &cmp, &cerr) == 0;
+    bool ablated =
+        layer == app_result(a)->net.layers - 1 &&
+        interp_compare(&app_caches_mut(a)->interp, &app_result(a)->net, app_result(a)->generation,
+                       app_view_state(a)->row, app_view_state(a)->temperature, &cmp, &cerr) == 0;
     if (ablated) {
         char heads[120];
         ablated_text(heads, sizeof(heads), a);

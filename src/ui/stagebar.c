@@ -80,7 +80,7 @@ static void stagebar_draw(struct panel *p, struct frame *f)
     struct rect r = p->area;
     const struct attn_model *m = app_model(f->app);
     struct bar_layout bl;
-    lay_out(&bl, &r, m, f->app->view.stage);
+    lay_out(&bl, &r, m, app_view_state(f->app)->stage);
     int bar = f->theme->role_attr[ROLE_STAGEBAR];
     draw_clear(r, bar);
     if (bl.cut_left)
@@ -90,9 +90,9 @@ static void stagebar_draw(struct panel *p, struct frame *f)
         if (bl.x1[i] == bl.x0[i])
             continue;
         enum attn_stage s = bl.stage[i];
-        int role = s == f->app->view.stage   ? ROLE_STAGE_CURRENT
-                   : attn_stage_is_off(m, s) ? ROLE_STAGE_OFF
-                                             : ROLE_STAGEBAR;
+        int role = s == app_view_state(f->app)->stage ? ROLE_STAGE_CURRENT
+                   : attn_stage_is_off(m, s)          ? ROLE_STAGE_OFF
+                                                      : ROLE_STAGEBAR;
         draw_text(r.y, bl.x0[i], bl.x1[i] - bl.x0[i], f->theme->role_attr[role], bl.text[i]);
         if (i + 1 < bl.n && bl.x1[i + 1] > bl.x0[i + 1])
             draw_text(r.y, bl.x1[i], 1, bar, bl.density == 0 ? "\u00b7" : " ");
@@ -108,12 +108,12 @@ static int stagebar_handle_mouse(struct panel *p, struct frame *f, int y, int x,
     (void)y;
     (void)buttons;
     struct bar_layout bl;
-    lay_out(&bl, &p->area, app_model(f->app), f->app->view.stage);
+    lay_out(&bl, &p->area, app_model(f->app), app_view_state(f->app)->stage);
     for (int i = 0; i < bl.n; i++)
         if (x >= bl.x0[i] && x < bl.x1[i]) {
-            f->app->view.rollout = f->app->view.lens =
+            app_view_mut(f->app)->rollout = app_view_mut(f->app)->lens =
                 false; /* a stage: the map shows the stages again */
-            f->app->view.stage = bl.stage[i];
+            app_view_mut(f->app)->stage = bl.stage[i];
             app_clamp(f->app);
             return OUTCOME_VIEW_CHANGED;
         }
