@@ -864,10 +864,19 @@ void grid_panel_free(struct grid_panel *gp)
     gp->n_blocks = 0;
 }
 
+/* Every head (a), every layer's in the model view. */
+static bool grid_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->all_heads;
+}
+
 void grid_panel_init(struct grid_panel *gp)
 {
     memset(gp, 0, sizeof(*gp));
     gp->base.name = "grid";
+    gp->base.slot = SLOT_MAP;
+    gp->base.wanted = grid_wanted;
+    gp->base.follows_cursor = true;
     gp->base.draw = grid_draw;
     gp->base.handle_key = grid_handle_key;
     gp->base.handle_mouse = grid_handle_mouse;

@@ -704,6 +704,8 @@ void heatmap_panel_init(struct heatmap_panel *hp)
 {
     memset(hp, 0, sizeof(*hp));
     hp->base.name = "heatmap";
+    hp->base.slot = SLOT_MAP; /* the map, unless another view asks for the place */
+    hp->base.follows_cursor = true;
     hp->base.draw = heatmap_draw;
     hp->base.handle_key = heatmap_handle_key;
     hp->base.handle_mouse = heatmap_handle_mouse;

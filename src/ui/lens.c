@@ -270,10 +270,18 @@ int lens_min_width(const struct app *a)
     return l.x_cells + app_result(a)->net.layers * CELL_W;
 }
 
+static bool lens_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->lens;
+}
+
 void lens_panel_init(struct lens_panel *lp)
 {
     memset(lp, 0, sizeof(*lp));
     lp->base.name = "lens";
+    lp->base.slot = SLOT_MAP;
+    lp->base.wanted = lens_wanted;
+    lp->base.follows_cursor = true;
     lp->base.draw = lens_draw;
     lp->base.handle_key = lens_handle_key;
     lp->base.handle_mouse = lens_handle_mouse;

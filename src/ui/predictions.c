@@ -175,9 +175,18 @@ static void predictions_draw(struct panel *p, struct frame *f)
     }
 }
 
+/* The predictions (p), and with the lens (y) its pick's. */
+static bool predictions_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->predictions || app_view_state(f->app)->lens;
+}
+
 void predictions_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "predictions";
+    p->slot = SLOT_SIDE;
+    p->wanted = predictions_wanted;
+    p->follows_cursor = true;
     p->draw = predictions_draw;
 }

@@ -212,5 +212,6 @@ void status_panel_init(struct status_panel *sp)
 {
     memset(sp, 0, sizeof(*sp));
     sp->base.name = "status";
+    sp->base.follows_cursor = true; /* the cursor's cell is on the status line */
     sp->base.draw = status_draw;
 }

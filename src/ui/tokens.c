@@ -391,10 +391,18 @@ void tokens_panel_free(struct tokens_panel *tp)
     tp->widths = NULL;
 }
 
+static bool tokens_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->token_view;
+}
+
 void tokens_panel_init(struct tokens_panel *tp)
 {
     memset(tp, 0, sizeof(*tp));
     tp->base.name = "tokens";
+    tp->base.slot = SLOT_SIDE;
+    tp->base.wanted = tokens_wanted;
+    tp->base.follows_cursor = true;
     tp->base.draw = tokens_draw;
     tp->base.handle_mouse = tokens_handle_mouse;
     tp->first = -1;

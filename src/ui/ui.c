@@ -145,12 +145,9 @@ void ui_resize(struct ui *ui)
     struct frame *f = &ui->frame;
     panel_resize(&ui->header, f, (struct rect){0, 0, 2, w});
     panel_resize(&ui->stagebar, f, (struct rect){2, 0, 1, w});
-    panel_resize(&ui->heatmap.base, f, map);
-    panel_resize(&ui->grid.base, f, map);
-    panel_resize(&ui->lens.base, f, map);
-    panel_resize(&ui->inspector, f, insp);
-    panel_resize(&ui->predictions, f, insp);
-    panel_resize(&ui->tokens.base, f, insp);
+    for (int i = 0; i < PANEL_COUNT; i++)
+        if (ui->panels[i]->slot != SLOT_OWN)
+            panel_resize(ui->panels[i], f, ui->panels[i]->slot == SLOT_MAP ? map : insp);
     ui->tokens_laid_out = app_view_state(ui->app)->token_view;
     panel_resize(&ui->caption, f, (struct rect){main_y + main_h, 0, cap_h, w});
     panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
@@ -452,20 +449,31 @@ void ui_delete(struct ui *ui)
 }
 
 /* The panel in the map's place: the lens, every head, or one head's map. */
-static struct panel *ui_map(struct ui *ui)
+/* The panel in a slot's place now (panel.h): the last of its panels that wants it, else its
+ * own. */
+static struct panel *ui_slot(struct ui *ui, enum panel_slot slot)
 {
-    return app_view_state(ui->app)->lens        ? &ui->lens.base
-           : app_view_state(ui->app)->all_heads ? &ui->grid.base
-                                                : &ui->heatmap.base;
+    struct panel *own = NULL;
+    for (int i = PANEL_COUNT - 1; i >= 0; i--) {
+        struct panel *p = ui->panels[i];
+        if (p->slot != slot)
+            continue;
+        if (!p->wanted)
+            own = p;
+        else if (p->wanted(&ui->frame))
+            return p;
+    }
+    return own;
 }
 
-/* The panel in the inspector's place: the predictions (with the lens, its pick's), the token
- * view, or the inspector. */
+static struct panel *ui_map(struct ui *ui)
+{
+    return ui_slot(ui, SLOT_MAP);
+}
+
 static struct panel *ui_side(struct ui *ui)
 {
-    return app_view_state(ui->app)->predictions || app_view_state(ui->app)->lens ? &ui->predictions
-           : app_view_state(ui->app)->token_view                                 ? &ui->tokens.base
-                                                                                 : &ui->inspector;
+    return ui_slot(ui, SLOT_SIDE);
 }
 
 static int handle_mouse(struct ui *ui)
@@ -652,13 +660,9 @@ void ui_mark(struct ui *ui, int outcome)
     }
     if (outcome & OUTCOME_CURSOR_MOVED) {
         /* A cursor move touches the map, the inspector (or token view) and the status line. */
-        ui->heatmap.base.dirty = true;
-        ui->grid.base.dirty = true;
-        ui->inspector.dirty = true;
-        ui->tokens.base.dirty = true;
-        ui->lens.base.dirty = true;
-        ui->predictions.dirty = true;
-        ui->status.base.dirty = true;
+        for (int i = 0; i < PANEL_COUNT; i++)
+            if (ui->panels[i]->follows_cursor)
+                ui->panels[i]->dirty = true;
     }
     if (app_view_state(ui->app)->token_view !=
         ui->tokens_laid_out) { /* v: the stacked layout changes */
@@ -693,13 +697,12 @@ void ui_draw(struct ui *ui)
         return;
     }
     struct panel *map = ui_map(ui), *side = ui_side(ui);
-    ui->heatmap.base.visible = map == &ui->heatmap.base;
-    ui->grid.base.visible = map == &ui->grid.base;
-    ui->lens.base.visible = map == &ui->lens.base;
+    for (int i = 0; i < PANEL_COUNT; i++) {
+        struct panel *p = ui->panels[i];
+        if (p->slot != SLOT_OWN)
+            p->visible = p == (p->slot == SLOT_MAP ? map : side);
+    }
     ui->help.base.visible = ui->help.open;
-    ui->inspector.visible = side == &ui->inspector;
-    ui->tokens.base.visible = side == &ui->tokens.base;
-    ui->predictions.visible = side == &ui->predictions;
     ui->header.visible = ui->stagebar.visible = true;
     ui->caption.visible = ui->caption.area.h > 0;
     ui->status.base.visible = true;
@@ -710,13 +713,23 @@ void ui_draw(struct ui *ui)
     }
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
-    static const enum panel_id order[] = {
-        PANEL_HEADER, PANEL_STAGEBAR,    PANEL_HEATMAP, PANEL_GRID, PANEL_LENS,  PANEL_INSPECTOR,
-        PANEL_TOKENS, PANEL_PREDICTIONS, PANEL_CAPTION, PANEL_HELP, PANEL_STATUS};
-    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        struct panel *p = ui->panels[order[i]];
-        bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
-                       order[i] != PANEL_HEADER;
+    struct panel *order[PANEL_COUNT];
+    int n = 0;
+    order[n++] = &ui->header;
+    order[n++] = &ui->stagebar;
+    for (int i = 0; i < PANEL_COUNT; i++) /* the map's place, then the inspector's */
+        if (ui->panels[i]->slot == SLOT_MAP)
+            order[n++] = ui->panels[i];
+    for (int i = 0; i < PANEL_COUNT; i++)
+        if (ui->panels[i]->slot == SLOT_SIDE)
+            order[n++] = ui->panels[i];
+    order[n++] = &ui->caption;
+    order[n++] = &ui->help.base;
+    order[n++] = &ui->status.base;
+    for (int i = 0; i < n; i++) {
+        struct panel *p = order[i];
+        bool covered =
+            ui->help.open && p != &ui->help.base && p != &ui->status.base && p != &ui->header;
         if (!p->visible || !p->dirty || covered)
             continue;
         p->draw(p, &ui->frame);
