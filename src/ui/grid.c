@@ -28,8 +28,8 @@ static int tiles(const struct app *a)
 
 static int selected(const struct app *a)
 {
-    return app_view_state(a)->layer * per_layer(a) +
-           (per_layer(a) > 1 ? app_view_state(a)->head : 0);
+    const struct app_view *view = app_view_state(a);
+    return view->layer * per_layer(a) + (per_layer(a) > 1 ? view->head : 0);
 }
 
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
@@ -138,16 +138,18 @@ static void ablated_mark(char *label, size_t size, const struct app *a, int L, i
 static int tile_label(char *label, size_t size, const struct theme *t, const struct app *a, int L,
                       int h, bool model_view, bool shared, bool sel)
 {
-    const struct attn_model *m = &app_result(a)->net.model[L];
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
+    const struct attn_model *m = &res->net.model[L];
     char where[16] = "";
     const char *head = "head ";
-    if (model_view && app_result(a)->net.layers > 1) {
+    if (model_view && res->net.layers > 1) {
         snprintf(where, sizeof(where), "L%d ", L);
         head = "h";
     }
     if (per_layer(a) == 1)
         snprintf(label, size, "%s%s", where, shared ? "shared" : model_view ? "h0" : "head 0");
-    else if (m->kv_heads < m->heads && app_view_state(a)->stage != STAGE_QUERIES)
+    else if (m->kv_heads < m->heads && view->stage != STAGE_QUERIES)
         snprintf(label, size, "%s%s%d \u00b7 KV %d", where, head, h,
                  h / (m->heads / m->kv_heads)); /* who shares a KV head */
     else
@@ -155,8 +157,7 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     int attr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
     if (!shared)
         ablated_mark(label, size, a, L, h);
-    if (app_view_state(a)->score_shown >= 0 &&
-        !shared) /* one head a layer (an induction model) too */
+    if (view->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
         attr = score_label(label, size, t, a, L, h, sel, attr);
     return attr;
 }
@@ -165,6 +166,8 @@ static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     const struct app *a = f->app;
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
@@ -173,9 +176,9 @@ static void thumb_draw(struct panel *p, struct frame *f)
     int n = tiles(f->app);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
-    int layers = app_result(a)->net.layers, pl = per_layer(a);
+    int layers = res->net.layers, pl = per_layer(a);
     /* One tile a layer: a stage the heads share, or a model of one head (its own). */
-    bool shared = !attn_stage_is_per_head(app_view_state(a)->stage) && app_model(a)->heads > 1;
+    bool shared = !attn_stage_is_per_head(view->stage) && app_model(a)->heads > 1;
     float lo, hi;
     range_get(&gp->range, a, layers > 1 ? -2 : -1, &lo, &hi);
     bool diverging = lo < 0;
@@ -183,19 +186,19 @@ static void thumb_draw(struct panel *p, struct frame *f)
     if (layers > 1)
         snprintf(title, sizeof(title), "model view: %d layers \u00d7 %d head%s \u00b7 %s%s", layers,
                  app_model(a)->heads, app_model(a)->heads == 1 ? "" : "s",
-                 attn_stage_name(app_view_state(a)->stage), shared ? " (shared by the heads)" : "");
+                 attn_stage_name(view->stage), shared ? " (shared by the heads)" : "");
     else
         snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
-                 attn_stage_name(app_view_state(a)->stage), shared ? " (shared by all heads)" : "");
+                 attn_stage_name(view->stage), shared ? " (shared by all heads)" : "");
     /* Thumbnails pool blocks of cells, as b asks (their max or their mean): the legend says so. */
-    struct attn_mat_view v0 = app_view(a, app_view_state(a)->stage, 0);
+    struct attn_mat_view v0 = app_view(a, view->stage, 0);
     char pool[96] = "";
     if (gp->shown_rows < v0.rows || gp->shown_cols < v0.cols)
         snprintf(pool, sizeof(pool), "1 cell \u2248 %d\u00d7%d %s, %s",
                  (v0.rows + gp->shown_rows - 1) / gp->shown_rows,
                  (v0.cols + gp->shown_cols - 1) / gp->shown_cols,
-                 attn_stage_is_square(app_view_state(a)->stage) ? "tokens" : "values",
-                 block_agg_name(app_view_state(a)->block_agg));
+                 attn_stage_is_square(view->stage) ? "tokens" : "values",
+                 block_agg_name(view->block_agg));
     int legend_w =
         heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, pool[0] ? pool : NULL);
     char clipped[160];
@@ -208,19 +211,17 @@ static void thumb_draw(struct panel *p, struct frame *f)
         if (ty >= r.y + r.h)
             break;
         int L = tile / pl, h = tile % pl;
-        const struct attn_model *m = &app_result(a)->net.model[L];
+        const struct attn_model *m = &res->net.model[L];
         char label[48];
         bool sel = n > 1 && tile == selected(a);
         int lattr = tile_label(label, sizeof(label), t, a, L, h, true, shared, sel);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
-        if (!attn_stage_present(m,
-                                app_view_state(a)->stage)) /* the final norm: the last layer only */
+        if (!attn_stage_present(m, view->stage)) /* the final norm: the last layer only */
             continue;
-        struct attn_mat_view v = app_view_at(a, L, app_view_state(a)->stage, h);
+        struct attn_mat_view v = app_view_at(a, L, view->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
-                float x =
-                    pooled(v, i, j, gp->shown_rows, gp->shown_cols, app_view_state(a)->block_agg);
+                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
                 struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
                                           " "};
                 if (isfinite(x))
@@ -486,6 +487,7 @@ struct heads_frame {
 static void heads_block_scale(struct grid_panel *gp, const struct app *a,
                               const struct heads_layout *hl, float *lo, float *hi)
 {
+    const struct app_view *view = app_view_state(a);
     int T = per_layer(a);
     if (gp->n_blocks < T) {
         struct block_cache *grown = realloc(gp->blocks, (size_t)T * sizeof(*grown));
@@ -497,12 +499,11 @@ static void heads_block_scale(struct grid_panel *gp, const struct app *a,
     }
     float blo = INFINITY, bhi = -INFINITY;
     for (int h = 0; h < T && h < gp->n_blocks; h++) {
-        struct attn_mat_view v = app_view(a, app_view_state(a)->stage, h);
-        if (block_cache_get(&gp->blocks[h], v, &hl->grid, app_result(a)->generation,
-                            app_view_state(a)->layer, (int)app_view_state(a)->stage,
-                            T > 1 ? h : -1) == 0) {
-            blo = fminf(blo, gp->blocks[h].lo[app_view_state(a)->block_agg]);
-            bhi = fmaxf(bhi, gp->blocks[h].hi[app_view_state(a)->block_agg]);
+        struct attn_mat_view v = app_view(a, view->stage, h);
+        if (block_cache_get(&gp->blocks[h], v, &hl->grid, app_result(a)->generation, view->layer,
+                            (int)view->stage, T > 1 ? h : -1) == 0) {
+            blo = fminf(blo, gp->blocks[h].lo[view->block_agg]);
+            bhi = fmaxf(bhi, gp->blocks[h].hi[view->block_agg]);
         }
     }
     if (blo <= bhi) {
@@ -530,15 +531,15 @@ static void heads_frame_make(struct heads_frame *hf, struct grid_panel *gp, stru
 static void heads_title(const struct heads_frame *hf, struct frame *f, struct rect r)
 {
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     char title[160], scale[96] = "";
     snprintf(title, sizeof(title), "all %d head%s \u00b7 %s%s", app_model(a)->heads,
-             app_model(a)->heads == 1 ? "" : "s", attn_stage_name(app_view_state(a)->stage),
+             app_model(a)->heads == 1 ? "" : "s", attn_stage_name(view->stage),
              hf->shared ? " (shared by all heads)" : "");
     if (hf->hl.kind == CELLS_BLOCKS)
-        zoom_cell_text(scale, sizeof(scale), &hf->hl.grid,
-                       attn_stage_is_square(app_view_state(a)->stage),
-                       app_view_state(a)->block_agg);
+        zoom_cell_text(scale, sizeof(scale), &hf->hl.grid, attn_stage_is_square(view->stage),
+                       view->block_agg);
     int legend_w = heatmap_legend_named(t, r.y, r.x + r.w, hf->lo, hf->hi, hf->diverging,
                                         scale[0] ? scale : NULL);
     char clipped[160];
@@ -553,6 +554,7 @@ static void heads_row_label(const struct heads_frame *hf, struct frame *f, int y
 {
     const struct heads_layout *hl = &hf->hl;
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     int first = bu * hl->grid.br;
     int last = ((bl >= 0 ? bl : bu) + 1) * hl->grid.br - 1;
     last = last < hl->grid.rows ? last : hl->grid.rows - 1;
@@ -562,7 +564,7 @@ static void heads_row_label(const struct heads_frame *hf, struct frame *f, int y
     else
         snprintf(text, sizeof(text), "%d\u2013%d", first, last);
     abbreviate(lab, sizeof(lab), text, hl->lw - 1);
-    bool on = app_view_state(a)->row >= first && app_view_state(a)->row <= last;
+    bool on = view->row >= first && view->row <= last;
     draw_text(y, x, hl->lw - 1, f->theme->role_attr[on ? ROLE_SELECTION : ROLE_LABEL], lab);
 }
 
@@ -574,13 +576,14 @@ static void heads_cells_line(struct grid_panel *gp, const struct heads_frame *hf
 {
     const struct heads_layout *hl = &hf->hl;
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     float lo = hf->lo, hi = hf->hi;
     bool diverging = hf->diverging;
-    int cbi = app_view_state(a)->row / hl->grid.br, cbj = app_view_state(a)->col / hl->grid.bc;
+    int cbi = view->row / hl->grid.br, cbj = view->col / hl->grid.bc;
     for (int bj = 0; bj < hl->grid.nbc; bj++) {
         int x = tx + bj * hl->cw;
-        float xu = heads_value(gp, hl, v, app_view_state(a)->block_agg, h, bu, bj);
+        float xu = heads_value(gp, hl, v, view->block_agg, h, bu, bj);
         struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
         if (isfinite(xu))
             look = theme_cell_look(t, xu, lo, hi, diverging);
@@ -593,8 +596,7 @@ static void heads_cells_line(struct grid_panel *gp, const struct heads_frame *hf
             draw_text(y, x, hl->cw, cursor ? theme_cursor_attr(t, attr) : attr, cell);
             continue;
         }
-        float xl =
-            bl >= 0 ? heads_value(gp, hl, v, app_view_state(a)->block_agg, h, bl, bj) : -INFINITY;
+        float xl = bl >= 0 ? heads_value(gp, hl, v, view->block_agg, h, bl, bj) : -INFINITY;
         int su = isfinite(xu) ? theme_cell_step(xu, lo, hi, diverging) : -1;
         int sl = isfinite(xl) ? theme_cell_step(xl, lo, hi, diverging) : -1;
         if (cursor) {
@@ -723,7 +725,8 @@ static void heads_draw(struct panel *p, struct frame *f)
 /* Moves the cursor's row by dbi cells (blocks) of the layout. */
 static int heads_move_row(struct app *a, const struct heads_layout *hl, int dbi)
 {
-    int row = app_view_state(a)->row, col = app_view_state(a)->col;
+    const struct app_view *view = app_view_state(a);
+    int row = view->row, col = view->col;
     if (!zoom_step_cursor(&hl->grid, &row, &col, dbi, 0))
         return OUTCOME_HANDLED;
     app_view_mut(a)->row = row;

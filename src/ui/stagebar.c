@@ -77,10 +77,11 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct at
 
 static void stagebar_draw(struct panel *p, struct frame *f)
 {
+    const struct app_view *view = app_view_state(f->app);
     struct rect r = p->area;
     const struct attn_model *m = app_model(f->app);
     struct bar_layout bl;
-    lay_out(&bl, &r, m, app_view_state(f->app)->stage);
+    lay_out(&bl, &r, m, view->stage);
     int bar = f->theme->role_attr[ROLE_STAGEBAR];
     draw_clear(r, bar);
     if (bl.cut_left)
@@ -90,9 +91,9 @@ static void stagebar_draw(struct panel *p, struct frame *f)
         if (bl.x1[i] == bl.x0[i])
             continue;
         enum attn_stage s = bl.stage[i];
-        int role = s == app_view_state(f->app)->stage ? ROLE_STAGE_CURRENT
-                   : attn_stage_is_off(m, s)          ? ROLE_STAGE_OFF
-                                                      : ROLE_STAGEBAR;
+        int role = s == view->stage          ? ROLE_STAGE_CURRENT
+                   : attn_stage_is_off(m, s) ? ROLE_STAGE_OFF
+                                             : ROLE_STAGEBAR;
         draw_text(r.y, bl.x0[i], bl.x1[i] - bl.x0[i], f->theme->role_attr[role], bl.text[i]);
         if (i + 1 < bl.n && bl.x1[i + 1] > bl.x0[i + 1])
             draw_text(r.y, bl.x1[i], 1, bar, bl.density == 0 ? "\u00b7" : " ");

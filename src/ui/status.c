@@ -81,6 +81,8 @@ static int message_line(int y, struct rect r, int attr, const char *text)
 
 static void status_draw(struct panel *p, struct frame *f)
 {
+    const struct app_result *res = app_result(f->app);
+    const struct app_view *view = app_view_state(f->app);
     struct status_panel *sp = (struct status_panel *)p;
     struct rect r = p->area;
     const struct theme *t = f->theme;
@@ -97,8 +99,8 @@ static void status_draw(struct panel *p, struct frame *f)
         const char *also =
             app_status(f->app)->message[0] ? app_status(f->app)->message : app_doc(f->app)->error;
         char line[2 * DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s%s%s ", app_result(f->app)->nonfinite,
-                 also[0] ? " \u00b7 " : "", also);
+        snprintf(line, sizeof(line), " \u2717 %s%s%s ", res->nonfinite, also[0] ? " \u00b7 " : "",
+                 also);
         message_line(y, r, t->role_attr[ROLE_ERROR], line);
     } else if (app_status(f->app)->message[0]) {
         char line[DIAG_MSG_MAX + 16];
@@ -117,7 +119,7 @@ static void status_draw(struct panel *p, struct frame *f)
             draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
     } else if (f->config_error[0]) {
         message_line(y, r, t->role_attr[ROLE_ERROR], f->config_error);
-    } else if (app_view_state(f->app)->playing) {
+    } else if (view->playing) {
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");
     }
@@ -168,7 +170,7 @@ static void status_draw(struct panel *p, struct frame *f)
             x = hint(y, x, x_end, t, k, "back to the lesson");
         }
     }
-    if (app_view_state(f->app)->all_heads) {
+    if (view->all_heads) {
         char k[24];
         key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
         if (lesson_active(f->app)) { /* ← and → step through the lesson: the other keys */
@@ -177,8 +179,7 @@ static void status_draw(struct panel *p, struct frame *f)
             key_display(right, sizeof(right), f->keymap, ACTION_HEAD_NEXT);
             snprintf(keys, sizeof(keys), "%s%s", left, right);
             x = hint(y, x, x_end, t, keys, "head");
-        } else if (app_result(f->app)->net.layers >
-                   1) { /* the model view: arrows cross heads and layers */
+        } else if (res->net.layers > 1) { /* the model view: arrows cross heads and layers */
             x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
         } else { /* one layer's heads: up and down go through the rows */
             x = hint(y, x, x_end, t, "\u2190\u2192", "head");
@@ -186,8 +187,7 @@ static void status_draw(struct panel *p, struct frame *f)
         }
         x = hint(y, x, x_end, t, k, "open it");
     }
-    if (app_view_state(f->app)->lens &&
-        !lesson_active(f->app)) { /* the lens: positions down, layers across */
+    if (view->lens && !lesson_active(f->app)) { /* the lens: positions down, layers across */
         x = hint(y, x, x_end, t, "\u2191\u2193", "position");
         x = hint(y, x, x_end, t, "\u2190\u2192", "layer");
     }

@@ -339,14 +339,14 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
 static void busy_said(struct ui *ui)
 {
     struct app *a = ui->app;
+    const struct app_result *res = app_result(a);
     size_t o = strlen(app_status(a)->message);
     if (!ui->busy.refused || o >= sizeof(app_status(a)->message))
         return;
     const char *key = ui->busy.refused_key ? ui->busy.refused_key : "q";
-    if (app_result(a)->stop_note[0])
+    if (res->stop_note[0])
         snprintf(app_status_mut(a)->message + o, sizeof(app_status_mut(a)->message) - o,
-                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key,
-                 app_result(a)->stop_note);
+                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, res->stop_note);
     else
         snprintf(app_status_mut(a)->message + o, sizeof(app_status_mut(a)->message) - o,
                  "%s%s: that compute could not be stopped (estimated short: computed in place)",
