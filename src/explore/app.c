@@ -362,9 +362,21 @@ struct app_status *app_status_mut(struct app *a)
     return &a->status;
 }
 
-struct app_caches *app_caches_mut(struct app *a)
+int app_lens_fill(struct app *a, int first, int count, struct diag *err)
 {
-    return &a->cache;
+    return interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
+                            a->view.temperature, first, count, err);
+}
+
+int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err)
+{
+    return interp_compare(&a->cache.interp, &a->result.net, a->result.generation, a->view.row,
+                          a->view.temperature, out, err);
+}
+
+void app_set_zoom_shown(struct app *a, const struct zoom_grid *grid)
+{
+    a->cache.zoom = grid ? *grid : (struct zoom_grid){0};
 }
 
 void app_set_keymap(struct app *a, const struct keymap *keymap)

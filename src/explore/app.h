@@ -45,12 +45,11 @@ const struct app_lesson *app_lesson(const struct app *a);
 const struct app_prompt *app_prompt(const struct app *a);
 const struct app_status *app_status(const struct app *a);
 const struct keymap *app_keymap(const struct app *a);
-/* The parts a front end changes: the view (cursor moves, modes: never a recompute), the message
-   line, and the caches it fills as it draws (the lens, the zoom laid out). Edits of the document
-   go through app_edit_* and commands. */
+/* The parts a front end changes: the view (cursor moves, modes: never a recompute) and the
+   message line. The caches fill through the functions below, the document through app_edit_*
+   and commands. */
 struct app_view *app_view_mut(struct app *a);
 struct app_status *app_status_mut(struct app *a);
-struct app_caches *app_caches_mut(struct app *a);
 /* The front end's keys (so a message names the key as bound) and the sink an export reports
    to. */
 void app_set_keymap(struct app *a, const struct keymap *keymap);
@@ -92,6 +91,16 @@ struct attn_mat_view app_rollout_view(struct app *a);
  * view, else the model's own (the last layer), at the temperature; kept (explore/interp.h).
  * NULL with err without a vocabulary. *layer gets the layer read. */
 const struct attn_predictions *app_predictions(struct app *a, int *layer, struct diag *err);
+/* The lens's top tokens of positions first .. first + count - 1 through every layer, at the
+ * temperature, into the interp cache (interp_lens_fill: once per result and temperature; read
+ * them with interp_lens_top on app_caches(a)->interp). Returns 0, or -1 with err. */
+int app_lens_fill(struct app *a, int first, int count, struct diag *err);
+/* The cursor row's prediction before -> after the ablations (interp_compare), kept. Returns 0, or
+ * -1 when nothing is ablated or a computation failed (err). */
+int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err);
+/* The heatmap's blocks as last laid out, which the inspector explains; NULL: no blocks (the
+ * numbers themselves). */
+void app_set_zoom_shown(struct app *a, const struct zoom_grid *grid);
 /* The mode head h of layer L is ablated in (HEAD_KEEP: not) in the result on screen. */
 enum attn_head_mode app_head_mode(const struct app *a, int layer, int head);
 /* How many heads the result on screen ablates. */

@@ -550,7 +550,7 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     int key = rollout ? RANGE_ROLLOUT : delta ? -4 - view->head : mean ? -3 : view->head;
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
-    app_caches_mut(a)->zoom = l.zoomed ? l.grid : (struct zoom_grid){0};
+    app_set_zoom_shown(a, l.zoomed ? &l.grid : NULL);
 
     float lo, hi;
     /* Blocks are aggregated here, once per view; their range is the colour scale's, so the

@@ -110,8 +110,7 @@ static void lens_draw(struct panel *p, struct frame *f)
     /* Only the positions in view: a block of them through every layer, once per result. */
     struct diag err;
     attn_diag_clear(&err);
-    if (interp_lens_fill(&app_caches_mut(a)->interp, &res->net, res->generation, view->temperature,
-                         lp->top_row, last_row - lp->top_row, &err)) {
+    if (app_lens_fill(a, lp->top_row, last_row - lp->top_row, &err)) {
         abbreviate(clipped, sizeof(clipped), err.msg, r.w);
         draw_text(r.y + 1, r.x, r.w, t->role_attr[ROLE_ERROR], clipped);
         return;

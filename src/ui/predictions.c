@@ -110,9 +110,7 @@ static void predictions_draw(struct panel *p, struct frame *f)
     int next_id = pr->next_id[0];
     struct interp_compare cmp;
     struct diag cerr;
-    bool ablated = layer == res->net.layers - 1 &&
-                   interp_compare(&app_caches_mut(a)->interp, &res->net, res->generation, view->row,
-                                  view->temperature, &cmp, &cerr) == 0;
+    bool ablated = layer == res->net.layers - 1 && app_prediction_compare(a, &cmp, &cerr) == 0;
     if (ablated) {
         char heads[120];
         ablated_text(heads, sizeof(heads), a);
