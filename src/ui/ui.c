@@ -338,17 +338,17 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
 /* The stop keys a compute could not act on, said after what the key did: they were dropped. */
 static void busy_said(struct ui *ui)
 {
-    struct app *a = ui->app;
-    const struct app_result *res = app_result(a);
-    size_t o = strlen(app_status(a)->message);
-    if (!ui->busy.refused || o >= sizeof(app_status(a)->message))
+    const struct app_result *res = app_result(ui->app);
+    struct app_status *st = app_status_mut(ui->app);
+    size_t o = strlen(st->message);
+    if (!ui->busy.refused || o >= sizeof(st->message))
         return;
     const char *key = ui->busy.refused_key ? ui->busy.refused_key : "q";
     if (res->stop_note[0])
-        snprintf(app_status_mut(a)->message + o, sizeof(app_status_mut(a)->message) - o,
+        snprintf(st->message + o, sizeof(st->message) - o,
                  "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, res->stop_note);
     else
-        snprintf(app_status_mut(a)->message + o, sizeof(app_status_mut(a)->message) - o,
+        snprintf(st->message + o, sizeof(st->message) - o,
                  "%s%s: that compute could not be stopped (estimated short: computed in place)",
                  o ? "; " : "", key);
 }
@@ -615,9 +615,10 @@ static int key_action(struct ui *ui, wint_t key, bool is_code)
         return handle_mouse(ui);
     enum action act =
         keymap_lookup_mode(&ui->keymap, input_decode(key, is_code), lesson_active(ui->app));
-    if (app_status(ui->app)->message[0] && act != ACTION_NONE) {
-        app_status_mut(ui->app)->message[0] = '\0';
-        app_status_mut(ui->app)->message_is_error = false;
+    struct app_status *st = app_status_mut(ui->app);
+    if (st->message[0] && act != ACTION_NONE) { /* a key clears the last note */
+        st->message[0] = '\0';
+        st->message_is_error = false;
     }
     if (ui->config_error[0] && act != ACTION_NONE)
         ui->config_error[0] = '\0';
