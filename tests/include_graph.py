@@ -9,6 +9,13 @@
 - No call cycle between units either: ui.c calling prompt.c calling back into ui.c is a cycle
   even when one header declares both (callbacks through pointers are how a lower unit calls
   up).
+- struct app (the explorer's state) is defined in explore/appstate.h alone, and only .c files
+  of src/explore include that header (a header that did would hand the definition on to whoever
+  includes it). Everywhere else, src/ui and src/cli included, struct app is the incomplete type
+  explore/app.h declares, so the compiler refuses any app->member or app.member there, and a
+  struct app can only be held by pointer: the front ends read its parts (the document, the
+  result, the caches, the view, ...) through app.h's accessors. A text search for ->member
+  could be fooled by a cast or a macro; an incomplete type cannot.
 
 Usage: include_graph.py SRC_DIR. Prints every violation and exits 1 when there is one.
 """
@@ -39,6 +46,11 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 # A function definition as clang-format lays it out: the name at the start of a declarator on
 # a line of its own at column 0, the body's brace on the next line.
 DEFINITION = re.compile(r'^(?!static\b)[A-Za-z_][\w \*]*?\b(\w+)\([^;{]*?\)\s*\n\{', re.M)
+# header -> the module whose .c files alone may include it.
+PRIVATE = {"explore/appstate.h": "explore"}
+# struct name -> the one header that may define it (see PRIVATE).
+DEFINED_ONLY_IN = {"app": "explore/appstate.h"}
+STRUCT_DEF = re.compile(r'^\s*struct\s+(\w+)\s*\{', re.M)
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 
 
@@ -66,6 +78,10 @@ def main(src):
                 bodies[unit] = COMMENT.sub("", text)
                 for fn in DEFINITION.findall(bodies[unit]):
                     defined[fn] = unit
+            for tag in STRUCT_DEF.findall(COMMENT.sub("", text)):
+                home = DEFINED_ONLY_IN.get(tag)
+                if home and f"{module}/{name}" != home:
+                    problems.append(f"{path}: defines struct {tag}, which only src/{home} may")
             for kind, inc in INCLUDE.findall(text):
                 if kind == "<":
                     owner = ONLY_IN.get(inc)
@@ -75,6 +91,10 @@ def main(src):
                 if "/" not in inc:
                     problems.append(f'{path}: "{inc}": write project headers as "module/file.h"')
                     continue
+                owner = PRIVATE.get(inc)
+                if owner and (module != owner or not name.endswith(".c")):
+                    problems.append(f'{path}: includes "{inc}", which only the .c files of '
+                                    f"src/{owner} may")
                 target_module = inc.split("/")[0]
                 if target_module not in LAYERS:
                     problems.append(f'{path}: "{inc}" is not a header of src/')

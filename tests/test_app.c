@@ -18,6 +18,7 @@
 
 #include "common/csvmat.h"
 #include "engine/lesson.h"
+#include "explore/appstate.h"
 #include "explore/app.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
@@ -51,7 +52,7 @@ static void test_opens_on_the_books_numbers(void **state)
     /* ch. 3's MultiHeadAttention output, first row: tensor([[0.3190, 0.4858], ... */
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 1), 0.4858f, 5e-5);
-    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_int_equal(a.view.stage, STAGE_WEIGHTS);
     assert_false(app_unsaved(&a));
     app_free(&a);
 }
@@ -61,16 +62,16 @@ static void test_invalid_edit_keeps_the_last_result(void **state)
     (void)state;
     struct app a;
     open_default(&a);
-    unsigned long gen = a.generation;
+    unsigned long gen = a.result.generation;
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
-    assert_non_null(strstr(a.error, "d_out 2 is not divisible by heads 3"));
-    assert_int_equal(a.scene.attn.heads, 3);   /* the edit is on the knob... */
-    assert_int_equal(app_model(&a)->heads, 2); /* ...the screen keeps the valid result */
-    assert_int_equal(a.generation, gen);
+    assert_non_null(strstr(a.doc.error, "d_out 2 is not divisible by heads 3"));
+    assert_int_equal(a.doc.scene.attn.heads, 3); /* the edit is on the knob... */
+    assert_int_equal(app_model(&a)->heads, 2);   /* ...the screen keeps the valid result */
+    assert_int_equal(a.result.generation, gen);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
     /* Fixing d_out makes the scene valid again: 3 heads of head_dim 2. */
     assert_int_equal(app_edit_knob(&a, KNOB_D_OUT, 6), 0);
-    assert_string_equal(a.error, "");
+    assert_string_equal(a.doc.error, "");
     assert_int_equal(app_model(&a)->heads, 3);
     assert_int_equal(app_model(&a)->head_dim, 2);
     app_free(&a);
@@ -93,9 +94,9 @@ static void test_undo_redo_and_saved_state(void **state)
     assert_true(at(&a, STAGE_WEIGHTS, 0, 0, 1) > 0.1f);
     assert_true(app_unsaved(&a));
     /* The same value again is no edit: nothing to undo for it. */
-    int steps = a.n_undo;
-    assert_int_equal(app_edit_seed(&a, a.scene.seed), 0);
-    assert_int_equal(a.n_undo, steps);
+    int steps = a.doc.n_undo;
+    assert_int_equal(app_edit_seed(&a, a.doc.scene.seed), 0);
+    assert_int_equal(a.doc.n_undo, steps);
     app_free(&a);
 }
 
@@ -106,9 +107,9 @@ static void test_history_is_bounded(void **state)
     open_default(&a);
     for (int i = 0; i < APP_UNDO_MAX + 20; i++)
         app_toggle_causal(&a);
-    assert_int_equal(a.n_undo, APP_UNDO_MAX);
+    assert_int_equal(a.doc.n_undo, APP_UNDO_MAX);
     assert_true(app_unsaved(&a)); /* the opened state fell off the history */
-    while (a.n_undo > 0)
+    while (a.doc.n_undo > 0)
         assert_int_equal(app_undo(&a), 0);
     assert_true(app_unsaved(&a)); /* so undoing everything cannot claim to reach it */
     app_free(&a);
@@ -144,23 +145,23 @@ static void test_undo_counts_what_a_step_owns(void **state)
     struct app a;
     struct diag err;
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
-    const struct attn_matrix *emb = &a.scene.embed.rows;
+    const struct attn_matrix *emb = &a.doc.scene.embed.rows;
     assert_true(emb->borrowed);
     size_t table_bytes = (size_t)emb->rows * (size_t)emb->cols * sizeof(float);
-    assert_true(app_undo_step_bytes(&a.scene) < sizeof(a.scene) + 64 * 1024);
-    assert_true(app_undo_step_bytes(&a.scene) < table_bytes);
-    char *opened = strdup(a.scene.text);
+    assert_true(app_undo_step_bytes(&a.doc.scene) < sizeof(a.doc.scene) + 64 * 1024);
+    assert_true(app_undo_step_bytes(&a.doc.scene) < table_bytes);
+    char *opened = strdup(a.doc.scene.text);
     assert_int_equal(app_edit_text(&a, "one two three"), 0);
     assert_int_equal(app_edit_text(&a, "one two three four"), 0);
     assert_int_equal(app_edit_text(&a, "one two"), 0);
-    assert_int_equal(a.n_undo, 3);
+    assert_int_equal(a.doc.n_undo, 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(app_undo(&a), 0);
-        assert_null(strstr(a.message, "nothing to undo"));
+        assert_null(strstr(a.status.message, "nothing to undo"));
     }
-    assert_string_equal(a.scene.text, opened);
-    assert_int_equal(a.n_undo, 0);
-    assert_int_equal(a.n_redo, 3);
+    assert_string_equal(a.doc.scene.text, opened);
+    assert_int_equal(a.doc.n_undo, 0);
+    assert_int_equal(a.doc.n_redo, 3);
     free(opened);
     app_free(&a);
 }
@@ -172,27 +173,27 @@ static void test_knobs_step_to_valid_values(void **state)
     open_default(&a);
     /* heads 2 with d_out 2: there is no valid head count above 2, so + refuses. */
     assert_int_equal(app_step_knob(&a, KNOB_HEADS, 1), -1);
-    assert_true(a.message_is_error);
-    assert_int_equal(a.scene.attn.heads, 2);
+    assert_true(a.status.message_is_error);
+    assert_int_equal(a.doc.scene.attn.heads, 2);
     /* d_out steps by multiples of the head count: 2 -> 4 -> 6. */
     assert_int_equal(app_step_knob(&a, KNOB_D_OUT, 1), 0);
-    assert_int_equal(attn_scene_eff_d_out(&a.scene), 4);
+    assert_int_equal(attn_scene_eff_d_out(&a.doc.scene), 4);
     assert_int_equal(app_step_knob(&a, KNOB_HEADS, 1), 0);
-    assert_int_equal(a.scene.attn.heads, 4);
+    assert_int_equal(a.doc.scene.attn.heads, 4);
     /* Dropout stays on the 0.05 grid and inside [0, 1]. */
     for (int i = 0; i < 3; i++)
         app_step_knob(&a, KNOB_DROPOUT, 1);
-    assert_float_equal(a.scene.attn.dropout, 0.15, 1e-12);
+    assert_float_equal(a.doc.scene.attn.dropout, 0.15, 1e-12);
     assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 1.5), -1);
-    assert_float_equal(a.scene.attn.dropout, 0.15, 1e-12);
+    assert_float_equal(a.doc.scene.attn.dropout, 0.15, 1e-12);
     /* Seeds are 64-bit and exact. */
     assert_int_equal(app_edit_seed(&a, UINT64_MAX), 0);
-    assert_true(a.scene.seed == UINT64_MAX);
+    assert_true(a.doc.scene.seed == UINT64_MAX);
     char text[32];
     app_knob_text(text, sizeof(text), &a, KNOB_SEED);
     assert_string_equal(text, "18446744073709551615");
     assert_int_equal(app_step_knob(&a, KNOB_SEED, 1), 0); /* no wrap to 0 */
-    assert_true(a.scene.seed == UINT64_MAX);
+    assert_true(a.doc.scene.seed == UINT64_MAX);
     app_free(&a);
 }
 
@@ -239,10 +240,11 @@ static void test_book_rows_survive_edits(void **state)
         assert_float_equal(at(&a, STAGE_INPUTS, 0, 3, d), cat[d], 0);
     }
     /* only the word the book has no row for is made up, and the message says so */
-    assert_string_equal(strstr(a.message, "made-up rows"), "made-up rows for new words: cat");
+    assert_string_equal(strstr(a.status.message, "made-up rows"),
+                        "made-up rows for new words: cat");
     /* the whole book is back after a third edit, and after undo and redo */
     assert_int_equal(app_edit_text(&a, "Your journey starts with one step"), 0);
-    assert_null(strstr(a.message, "made-up"));
+    assert_null(strstr(a.status.message, "made-up"));
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), 0.3190f, 5e-5);
     app_undo(&a);
     app_redo(&a);
@@ -291,22 +293,22 @@ static void test_seed_knob_moves_the_notebooks_seed(void **state)
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
     float before = at(&a, STAGE_WEIGHTS, 0, 0, 0);
     assert_int_equal(app_step_knob(&a, KNOB_SEED, 1), 0);
-    assert_true(a.scene.seed == 124 && a.scene.embed.seed.value == 124 &&
-                a.scene.pos.seed.value == 124 && a.scene.attn.seed.value == 124);
+    assert_true(a.doc.scene.seed == 124 && a.doc.scene.embed.seed.value == 124 &&
+                a.doc.scene.pos.seed.value == 124 && a.doc.scene.attn.seed.value == 124);
     assert_true(at(&a, STAGE_WEIGHTS, 0, 0, 0) != before);
     assert_golden(&a, "seed124-shoes", "inputs.csv", app_view(&a, STAGE_INPUTS, 0), 0);
     assert_golden(&a, "seed124-shoes", "head0/weights.csv", app_view(&a, STAGE_WEIGHTS, 0), 1e-5);
     assert_golden(&a, "seed124-shoes", "output.csv", app_view(&a, STAGE_OUTPUT, 0), 1e-5);
-    assert_non_null(strstr(a.message, "seed 123 \u2192 124; the embeddings', positions' and "
-                                      "attention's seeds too"));
+    assert_non_null(strstr(a.status.message, "seed 123 \u2192 124; the embeddings', positions' and "
+                                             "attention's seeds too"));
     app_free(&a);
 
     snprintf(path, sizeof(path), "%s/07-dropout.yaml", scenes ? scenes : "scenes");
     assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
     assert_int_equal(app_edit_seed(&a, 7), 0);
-    assert_true(a.scene.attn.dropout_seed.value == 123); /* its own number: it stays */
-    assert_non_null(strstr(a.message, "the dropout's own seed stays"));
+    assert_true(a.doc.scene.attn.dropout_seed.value == 123); /* its own number: it stays */
+    assert_non_null(strstr(a.status.message, "the dropout's own seed stays"));
     app_free(&a);
 
     /* every part with a seed of its own: the scene's seed draws nothing, and the edit says so */
@@ -322,7 +324,8 @@ static void test_seed_knob_moves_the_notebooks_seed(void **state)
     before = at(&a, STAGE_WEIGHTS, 0, 1, 0);
     assert_int_equal(app_edit_seed(&a, 6), 0);
     assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 1, 0), before, 0);
-    assert_non_null(strstr(a.message, "no draw uses it: the embeddings' seed (7) re-seeds first"));
+    assert_non_null(
+        strstr(a.status.message, "no draw uses it: the embeddings' seed (7) re-seeds first"));
     app_free(&a);
 }
 
@@ -351,22 +354,22 @@ static void test_heads_below_the_scenes_view(void **state)
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         struct app a;
         open_scene(&a, names[i]);
-        int view = a.scene.view.head, heads = a.scene.attn.heads;
-        int d_out = attn_scene_eff_d_out(&a.scene), to = view; /* at most the view's head */
+        int view = a.doc.scene.view.head, heads = a.doc.scene.attn.heads;
+        int d_out = attn_scene_eff_d_out(&a.doc.scene), to = view; /* at most the view's head */
         while (d_out % to)
             to--;
         assert_true(view > 0 && view < heads && to > 1);
         assert_int_equal(app_edit_knob(&a, KNOB_HEADS, to), 0);
-        if (a.error[0])
-            fail_msg("%s: H %d: %s", names[i], to, a.error);
+        if (a.doc.error[0])
+            fail_msg("%s: H %d: %s", names[i], to, a.doc.error);
         assert_int_equal(app_model(&a)->heads, to);
-        assert_int_equal(a.scene.view.head, to - 1); /* the nearest head it has */
-        assert_int_equal(a.head, to - 1);
+        assert_int_equal(a.doc.scene.view.head, to - 1); /* the nearest head it has */
+        assert_int_equal(a.view.head, to - 1);
         assert_int_equal(app_toggle_causal(&a), 0); /* and the next edit is an edit */
-        assert_string_equal(a.error, "");
+        assert_string_equal(a.doc.error, "");
         assert_int_equal(app_undo(&a), 0);
         assert_int_equal(app_undo(&a), 0);
-        assert_int_equal(a.scene.view.head, view); /* undo gives the scene's own view back */
+        assert_int_equal(a.doc.scene.view.head, view); /* undo gives the scene's own view back */
         /* - steps down through every head count that divides d_out, the view's own included */
         int want = heads - 1;
         while (d_out % want)
@@ -390,39 +393,39 @@ static void test_undo_skips_refused_edits(void **state)
     struct app a;
     open_default(&a);
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1); /* refused: invalid */
-    assert_true(a.error[0] != '\0');
+    assert_true(a.doc.error[0] != '\0');
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0); /* done */
     assert_int_equal(app_undo(&a), 0);
-    assert_string_equal(a.error, "");
-    assert_int_equal(a.scene.attn.heads, 2); /* as opened, not heads 3 again */
+    assert_string_equal(a.doc.error, "");
+    assert_int_equal(a.doc.scene.attn.heads, 2); /* as opened, not heads 3 again */
     assert_int_equal(app_model(&a)->heads, 2);
     assert_false(app_unsaved(&a));
     assert_int_equal(app_redo(&a), 0);
-    assert_int_equal(a.scene.attn.heads, 1);
+    assert_int_equal(a.doc.scene.attn.heads, 1);
     assert_int_equal(app_undo(&a), 0);
     /* u on the invalid state itself goes back to the result shown, and redo has nothing: the
        refused edit was never a state to come back to. */
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 3), -1);
     assert_int_equal(app_edit_knob(&a, KNOB_D_OUT, 5), -1); /* still invalid */
     assert_int_equal(app_undo(&a), 0);
-    assert_string_equal(a.error, "");
-    assert_int_equal(a.scene.attn.heads, 2);
-    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
-    assert_int_equal(a.n_undo, 0);
+    assert_string_equal(a.doc.error, "");
+    assert_int_equal(a.doc.scene.attn.heads, 2);
+    assert_int_equal(attn_scene_eff_d_out(&a.doc.scene), 2);
+    assert_int_equal(a.doc.n_undo, 0);
     assert_int_equal(app_redo(&a), 0);
-    assert_string_equal(a.message, "nothing to redo");
+    assert_string_equal(a.status.message, "nothing to redo");
     assert_false(app_unsaved(&a));
     app_free(&a);
 
     /* The issue's keys on scene 31: o 10 (refused), o 3 (done), u: back to position 0. */
     open_scene(&a, "31-english-passage.yaml");
     assert_int_equal(app_edit_offset(&a, 10), -1);
-    assert_true(a.message_is_error);
+    assert_true(a.status.message_is_error);
     assert_int_equal(app_edit_offset(&a, 3), 0);
     assert_int_equal(app_undo(&a), 0);
-    assert_false(a.message_is_error);
-    assert_string_equal(a.error, "");
-    assert_int_equal(a.scene.pos.offset, 0);
+    assert_false(a.status.message_is_error);
+    assert_string_equal(a.doc.error, "");
+    assert_int_equal(a.doc.scene.pos.offset, 0);
     app_free(&a);
 
     /* Drawn learned positions: a shift past the table leaves the scene invalid (the check says
@@ -434,13 +437,13 @@ static void test_undo_skips_refused_edits(void **state)
     struct diag err;
     assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     assert_int_equal(app_edit_offset(&a, 5), -1);
-    assert_non_null(strstr(a.error, "max_len 8 is less than offset + the 6 tokens"));
+    assert_non_null(strstr(a.doc.error, "max_len 8 is less than offset + the 6 tokens"));
     assert_int_equal(app_edit_offset(&a, 2), 0);
     assert_int_equal(app_undo(&a), 0);
-    assert_int_equal(a.scene.pos.offset, 0);
-    assert_string_equal(a.error, "");
+    assert_int_equal(a.doc.scene.pos.offset, 0);
+    assert_string_equal(a.doc.error, "");
     assert_int_equal(app_undo(&a), 0);
-    assert_string_equal(a.message, "nothing to undo");
+    assert_string_equal(a.status.message, "nothing to undo");
     app_free(&a);
 }
 
@@ -451,7 +454,7 @@ static void assert_title(const struct app *a, enum title_kind kind, const char *
                          const char *from)
 {
     char got[1024], got_from[1100];
-    enum title_kind k = app_title(got, sizeof(got), got_from, sizeof(got_from), a, &a->scene);
+    enum title_kind k = app_title(got, sizeof(got), got_from, sizeof(got_from), a, &a->doc.scene);
     if (strcmp(got, title) != 0 || strcmp(got_from, from) != 0 || k != kind)
         fail_msg("title \"%s\" (%s, kind %d), expected \"%s\" (%s, kind %d)", got, got_from, (int)k,
                  title, from, (int)kind);
@@ -523,7 +526,7 @@ static void test_titles_stay_true(void **state)
     open_scene(&a, "29-induction-head.yaml");
     app_edit_text(&a, "fish moon fish moon");
     char title[1024], from[1100];
-    assert_int_equal(app_title(title, sizeof(title), from, sizeof(from), &a, &a.scene),
+    assert_int_equal(app_title(title, sizeof(title), from, sizeof(from), &a, &a.doc.scene),
                      TITLE_REPLACED);
     assert_string_equal(from, "edited from \u201can induction head: sixteen words, then the same "
                               "sixteen again\u201d");
@@ -549,25 +552,25 @@ static void test_lesson_caption_goes_stale(void **state)
     lesson_next(&a); /* step 2: the mask on, the masked stage */
     assert_int_equal(a.lesson.step, 1);
     assert_false(lesson_step_changed(&a));
-    a.row = 4; /* the cursor moves no number */
+    a.view.row = 4; /* the cursor moves no number */
     assert_false(lesson_step_changed(&a));
     app_toggle_causal(&a); /* c: the learner's own edit */
     assert_true(lesson_step_changed(&a));
     app_undo(&a); /* undone: the step as written, though by another way */
     assert_false(lesson_step_changed(&a));
-    a.stage = STAGE_WEIGHTS; /* another stage: the caption's numbers are not on screen */
+    a.view.stage = STAGE_WEIGHTS; /* another stage: the caption's numbers are not on screen */
     assert_true(lesson_step_changed(&a));
-    a.stage = STAGE_MASKED;
-    a.head_mean = true; /* one head: its mean is itself, nothing changed */
+    a.view.stage = STAGE_MASKED;
+    a.view.head_mean = true; /* one head: its mean is itself, nothing changed */
     assert_false(lesson_step_changed(&a));
-    a.head_mean = false;
+    a.view.head_mean = false;
     app_toggle_causal(&a);
     /* the next step starts from this one as written, as the stale caption says: step 3's
        renormalised weights, with the mask on */
     assert_int_equal(lesson_next(&a), 0);
     assert_int_equal(a.lesson.step, 2);
     assert_false(lesson_step_changed(&a));
-    assert_true(a.scene.attn.causal);
+    assert_true(a.doc.scene.attn.causal);
     assert_float_equal(at(&a, STAGE_WEIGHTS, 0, 1, 0), 0.5517f, 5e-5);
     app_free(&a);
 }
@@ -581,27 +584,28 @@ static void test_projection_cycle_returns_to_start(void **state)
     /* none: d_out becomes d_in 3, which 2 heads cannot split; the nearest valid pair is 1 head
        (3 heads is as near: the fewer wins), and the message line says why */
     assert_int_equal(app_cycle_projection(&a), 0);
-    assert_int_equal(attn_scene_eff_projection(&a.scene), PROJ_NONE);
-    assert_string_equal(a.error, "");
-    assert_int_equal(attn_scene_eff_d_out(&a.scene), 3);
-    assert_int_equal(a.scene.attn.heads, 1);
-    assert_false(a.message_is_error);
-    assert_non_null(strstr(a.message, "heads 2 \u2192 1 to stay valid: d_out 3 is not divisible "
-                                      "by heads 2; "));
-    assert_true(strncmp(a.message, "heads 2", 7) == 0); /* first, where the line shows it */
-    app_cycle_projection(&a);                           /* rand: d_out 2 and 2 heads come back */
-    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
-    assert_int_equal(a.scene.attn.heads, 2);
+    assert_int_equal(attn_scene_eff_projection(&a.doc.scene), PROJ_NONE);
+    assert_string_equal(a.doc.error, "");
+    assert_int_equal(attn_scene_eff_d_out(&a.doc.scene), 3);
+    assert_int_equal(a.doc.scene.attn.heads, 1);
+    assert_false(a.status.message_is_error);
+    assert_non_null(strstr(a.status.message,
+                           "heads 2 \u2192 1 to stay valid: d_out 3 is not divisible "
+                           "by heads 2; "));
+    assert_true(strncmp(a.status.message, "heads 2", 7) == 0); /* first, where the line shows it */
+    app_cycle_projection(&a); /* rand: d_out 2 and 2 heads come back */
+    assert_int_equal(attn_scene_eff_d_out(&a.doc.scene), 2);
+    assert_int_equal(a.doc.scene.attn.heads, 2);
     app_cycle_projection(&a); /* linear: the book's scene again */
-    assert_string_equal(a.error, "");
-    assert_int_equal(attn_scene_eff_d_out(&a.scene), 2);
+    assert_string_equal(a.doc.error, "");
+    assert_int_equal(attn_scene_eff_d_out(&a.doc.scene), 2);
     assert_float_equal(at(&a, STAGE_OUTPUT, 0, 0, 0), out, 0);
     /* undo walks back through every step, each a valid scene */
     for (int i = 0; i < 3; i++) {
         app_undo(&a);
-        assert_string_equal(a.error, "");
+        assert_string_equal(a.doc.error, "");
     }
-    assert_int_equal(a.scene.attn.heads, 2);
+    assert_int_equal(a.doc.scene.attn.heads, 2);
     assert_false(app_unsaved(&a));
     app_free(&a);
 }
@@ -682,15 +686,16 @@ static void sweep_edits(const char *path, int *edits, int *refused)
             assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
             lesson_open(&a);
             for (int i = 0; i < times; i++) {
-                int undo = a.n_undo;
-                a.message_is_error = false;
+                int undo = a.doc.n_undo;
+                a.status.message_is_error = false;
                 all[k].edit(&a);
-                if (a.error[0])
-                    fail_msg("%s, %s x%d: an invalid scene: %s", path, all[k].name, i + 1, a.error);
-                if (a.message_is_error) {
+                if (a.doc.error[0])
+                    fail_msg("%s, %s x%d: an invalid scene: %s", path, all[k].name, i + 1,
+                             a.doc.error);
+                if (a.status.message_is_error) {
                     (*refused)++;
-                    assert_int_equal(a.n_undo, undo); /* refused: no edit at all */
-                    assert_true(strlen(a.message) > 20);
+                    assert_int_equal(a.doc.n_undo, undo); /* refused: no edit at all */
+                    assert_true(strlen(a.status.message) > 20);
                 } else {
                     (*edits)++;
                 }
@@ -752,12 +757,12 @@ static void test_shift_positions(void **state)
     command_answer(&a, PROMPT_OFFSET, "7", &ask);
     assert_int_equal(app_model(&a)->pos_offset, 7);
     assert_true(app_unsaved(&a));
-    assert_non_null(strstr(a.message, "positions now 7\u201312"));
-    assert_non_null(strstr(a.message, "RoPE sees only relative position"));
+    assert_non_null(strstr(a.status.message, "positions now 7\u201312"));
+    assert_non_null(strstr(a.status.message, "RoPE sees only relative position"));
     assert_float_equal(at(&a, STAGE_WEIGHTS, 1, 5, 2), w, 1e-6);
     assert_true(fabsf(at(&a, STAGE_QUERIES_ROTATED, 1, 5, 1) - q) > 1e-3);
     command_answer(&a, PROMPT_OFFSET, "-1", &ask);
-    assert_non_null(strstr(a.message, "whole number from 0"));
+    assert_non_null(strstr(a.status.message, "whole number from 0"));
     assert_int_equal(app_model(&a)->pos_offset, 7);
     app_undo(&a);
     assert_int_equal(app_model(&a)->pos_offset, 0);
@@ -766,18 +771,18 @@ static void test_shift_positions(void **state)
     open_with_positions(&a, POS_LEARNED);
     w = at(&a, STAGE_WEIGHTS, 1, 5, 2);
     command_answer(&a, PROMPT_OFFSET, "3", &ask);
-    assert_non_null(strstr(a.message, "learned positions are absolute"));
+    assert_non_null(strstr(a.status.message, "learned positions are absolute"));
     assert_true(fabsf(at(&a, STAGE_WEIGHTS, 1, 5, 2) - w) > 1e-4);
     /* 12 table rows hold positions 0..11: 6 tokens from position 7 do not fit */
     command_answer(&a, PROMPT_OFFSET, "7", &ask);
-    assert_non_null(strstr(a.error, "max_len 12 is less than offset + the 6 tokens"));
+    assert_non_null(strstr(a.doc.error, "max_len 12 is less than offset + the 6 tokens"));
     assert_int_equal(app_model(&a)->pos_offset, 3);
     app_free(&a);
 
     open_default(&a); /* no positions at all */
     command_run(&a, ACTION_SHIFT, &ask);
     assert_int_equal(ask.kind, PROMPT_NONE);
-    assert_non_null(strstr(a.message, "no positions to shift"));
+    assert_non_null(strstr(a.status.message, "no positions to shift"));
     app_free(&a);
 }
 
@@ -817,7 +822,7 @@ static void test_jargon_where_it_belongs(void **state)
     inspect_explain(text, sizeof(text), &a); /* the weights */
     assert_non_null(strstr(text, "weights: the softmax of the row"));
     assert_null(strstr(text, "pattern scores"));
-    a.stage = STAGE_KEYS;
+    a.view.stage = STAGE_KEYS;
     inspect_explain(text, sizeof(text), &a);
     assert_null(strstr(text, "KV cache"));
     app_free(&a);
@@ -832,7 +837,7 @@ static void test_jargon_where_it_belongs(void **state)
     assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "this head's pattern scores:"));
-    a.stage = STAGE_VALUES;
+    a.view.stage = STAGE_VALUES;
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "KV cache per token: 2\u00d72 heads\u00d72 = 8 floats"));
     app_free(&a);
@@ -843,10 +848,10 @@ static void test_jargon_where_it_belongs(void **state)
     s.attn.heads = 4;
     s.attn.kv_heads = 2;
     assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
-    a.stage = STAGE_KEYS;
+    a.view.stage = STAGE_KEYS;
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "(GQA)"));
-    a.stage = STAGE_WEIGHTS;
+    a.view.stage = STAGE_WEIGHTS;
     inspect_explain(text, sizeof(text), &a);
     assert_null(strstr(text, "pattern scores"));
     app_free(&a);
@@ -860,34 +865,34 @@ static void test_navigation(void **state)
     open_default(&a); /* Your journey starts with one step; causal weights */
     struct ask ask = {0};
     command_run(&a, ACTION_BOTTOM, &ask);
-    assert_int_equal(a.row, 5);
+    assert_int_equal(a.view.row, 5);
     command_run(&a, ACTION_ROW_END, &ask);
-    assert_int_equal(a.col, 5);
+    assert_int_equal(a.view.col, 5);
     command_run(&a, ACTION_ROW_MAX, &ask); /* row "step": its largest weight */
-    struct attn_mat_view v = app_view(&a, STAGE_WEIGHTS, a.head);
+    struct attn_mat_view v = app_view(&a, STAGE_WEIGHTS, a.view.head);
     for (int j = 0; j < 6; j++)
-        assert_true(v.data[5 * v.stride + j] <= v.data[5 * v.stride + a.col]);
+        assert_true(v.data[5 * v.stride + j] <= v.data[5 * v.stride + a.view.col]);
     command_run(&a, ACTION_TOP, &ask);
     command_run(&a, ACTION_ROW_START, &ask);
-    assert_int_equal(a.row, 0);
-    assert_int_equal(a.col, 0);
+    assert_int_equal(a.view.row, 0);
+    assert_int_equal(a.view.col, 0);
 
     command_run(&a, ACTION_FIND, &ask);
     assert_int_equal(ask.kind, PROMPT_FIND);
     ask_clear(&ask);
     command_answer(&a, PROMPT_FIND, "ONE", &ask); /* case does not matter */
-    assert_int_equal(a.row, 4);
-    assert_non_null(strstr(a.message, "at row 4 (1 of 1"));
+    assert_int_equal(a.view.row, 4);
+    assert_non_null(strstr(a.status.message, "at row 4 (1 of 1"));
     command_answer(&a, PROMPT_FIND, "st", &ask); /* no exact match: contains "st" */
-    assert_int_equal(a.row, 5);                  /* step, the next after "one" */
+    assert_int_equal(a.view.row, 5);             /* step, the next after "one" */
     command_run(&a, ACTION_FIND_NEXT, &ask);
-    assert_int_equal(a.row, 2); /* wraps round to starts */
-    assert_non_null(strstr(a.message, "(1 of 2"));
+    assert_int_equal(a.view.row, 2); /* wraps round to starts */
+    assert_non_null(strstr(a.status.message, "(1 of 2"));
     command_run(&a, ACTION_FIND_NEXT, &ask);
-    assert_int_equal(a.row, 5);
+    assert_int_equal(a.view.row, 5);
     command_answer(&a, PROMPT_FIND, "zebra", &ask);
-    assert_non_null(strstr(a.message, "no token is or contains 'zebra'"));
-    assert_int_equal(a.row, 5); /* not found: the cursor stays */
+    assert_non_null(strstr(a.status.message, "no token is or contains 'zebra'"));
+    assert_int_equal(a.view.row, 5); /* not found: the cursor stays */
     app_free(&a);
 }
 
@@ -898,15 +903,15 @@ static void test_edit_messages(void **state)
     struct app a;
     open_default(&a);
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
-    assert_string_equal(a.message, "heads 2 \u2192 1");
+    assert_string_equal(a.status.message, "heads 2 \u2192 1");
     app_toggle_causal(&a);
-    assert_string_equal(a.message, "causal off");
+    assert_string_equal(a.status.message, "causal off");
     app_undo(&a);
-    assert_string_equal(a.message, "undid: causal on");
+    assert_string_equal(a.status.message, "undid: causal on");
     app_undo(&a);
-    assert_string_equal(a.message, "undid: heads 1 \u2192 2");
+    assert_string_equal(a.status.message, "undid: heads 1 \u2192 2");
     app_redo(&a);
-    assert_string_equal(a.message, "redid: heads 2 \u2192 1");
+    assert_string_equal(a.status.message, "redid: heads 2 \u2192 1");
     app_free(&a);
 }
 
@@ -918,39 +923,39 @@ static void test_more_knobs(void **state)
     struct app a;
     open_default(&a);
     assert_int_equal(app_toggle_scale(&a), 0);
-    assert_string_equal(a.message, "scaling off");
+    assert_string_equal(a.status.message, "scaling off");
     assert_float_equal(at(&a, STAGE_SCALED, 0, 1, 0), at(&a, STAGE_SCORES, 0, 1, 0), 0);
     assert_int_equal(app_cycle_normalize(&a), 0);
-    assert_string_equal(a.message, "normalize sum");
+    assert_string_equal(a.status.message, "normalize sum");
     assert_int_equal(app_cycle_tokenizer(&a), 0); /* whitespace -> words: the same 6 tokens */
-    assert_string_equal(a.message, "tokenizer words");
+    assert_string_equal(a.status.message, "tokenizer words");
     assert_int_equal(app_cycle_tokenizer(&a), 0); /* words -> chars: one per character */
     assert_int_equal(app_model(&a)->n, (int)strlen("Your journey starts with one step"));
     app_undo(&a);
-    assert_string_equal(a.message, "undid: tokenizer words, 33 \u2192 6 tokens");
+    assert_string_equal(a.status.message, "undid: tokenizer words, 33 \u2192 6 tokens");
 
     /* auto-play speed: halved and doubled within 0.1 s .. 4 s a stage */
     struct ask ask = {0};
     command_run(&a, ACTION_PLAY_FASTER, &ask);
-    assert_int_equal(a.play_ms, 450);
-    assert_string_equal(a.message, "auto-play: one stage every 0.5 s");
+    assert_int_equal(a.view.play_ms, 450);
+    assert_string_equal(a.status.message, "auto-play: one stage every 0.5 s");
     for (int i = 0; i < 10; i++)
         command_run(&a, ACTION_PLAY_SLOWER, &ask);
-    assert_int_equal(a.play_ms, 4000);
+    assert_int_equal(a.view.play_ms, 4000);
     app_free(&a);
 
     /* the embedding width: given rows keep theirs */
     open_default(&a);
     assert_int_equal(app_edit_knob(&a, KNOB_DIM, 4), -1);
-    assert_non_null(strstr(a.message, "the embedding rows are given (3 wide)"));
+    assert_non_null(strstr(a.status.message, "the embedding rows are given (3 wide)"));
     app_free(&a);
 
     open_with_positions(&a, POS_LEARNED); /* max_len 12 */
     assert_int_equal(app_edit_text(&a, "one two three four five six seven eight nine ten eleven "
                                        "twelve thirteen fourteen"),
                      0);
-    assert_int_equal(a.scene.pos.max_len, 14);
-    assert_non_null(strstr(a.message, "max_len 12 \u2192 14"));
+    assert_int_equal(a.doc.scene.pos.max_len, 14);
+    assert_non_null(strstr(a.status.message, "max_len 12 \u2192 14"));
     app_free(&a);
 
     struct attn_scene s; /* drawn embeddings: their width is a knob */
@@ -964,7 +969,7 @@ static void test_more_knobs(void **state)
     assert_int_equal(app_init(&a, &s, NULL, NULL, &err), 0);
     assert_int_equal(app_step_knob(&a, KNOB_DIM, 1), 0);
     assert_int_equal(app_model(&a)->d_in, 5);
-    assert_non_null(strstr(a.message, "embedding dim 4 \u2192 5"));
+    assert_non_null(strstr(a.status.message, "embedding dim 4 \u2192 5"));
     app_free(&a);
 }
 
@@ -1031,10 +1036,11 @@ static void test_save_in_lesson_drops_the_lesson(void **state)
     assert_int_equal(lesson_next(&a), 0);
     struct ask ask = {0};
     command_answer(&a, PROMPT_SAVE, saved, &ask);
-    assert_false(a.message_is_error);
-    assert_non_null(strstr(a.message, "saved step 3 as a scene of its own (without the lesson)"));
+    assert_false(a.status.message_is_error);
+    assert_non_null(
+        strstr(a.status.message, "saved step 3 as a scene of its own (without the lesson)"));
     assert_false(app_unsaved(&a));
-    assert_non_null(a.scene.lesson); /* the lesson goes on on screen */
+    assert_non_null(a.doc.scene.lesson); /* the lesson goes on on screen */
     ask_clear(&ask);
     app_free(&a);
 
@@ -1176,49 +1182,54 @@ static void test_zoom_commands(void **state)
     (void)state;
     struct app a;
     open_default(&a);
-    unsigned long gen = a.generation;
+    unsigned long gen = a.result.generation;
     /* 6 x 6 weights in 1 x 1 cells: the overview is blocks of 6. The message says what a cell
        stands for in the legend's words (zoom_cell_text), the blocks as laid out. */
     assert_int_equal(command_zoom(&a, 1, 1, 1), OUTCOME_VIEW_CHANGED);
-    assert_int_equal(a.zoom, 1);
+    assert_int_equal(a.view.zoom, 1);
     assert_string_equal(
-        a.message, "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+        a.status.message,
+        "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
     command_zoom(&a, 1, 1, 1);
-    assert_int_equal(a.zoom, 2);
-    assert_string_equal(a.message,
+    assert_int_equal(a.view.zoom, 2);
+    assert_string_equal(a.status.message,
                         "zoomed out: 1 cell = 2\u00d72 tokens, max (b: mean; z in, Z out)");
     command_zoom(&a, 1, 1, 1); /* 4 is within a factor 2 of 6: straight to the overview */
-    assert_int_equal(a.zoom, ZOOM_OVERVIEW); /* the overview, whatever the next area's is */
-    assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 6\u00d76 tokens, max "
-                                   "(b: mean; z zooms in)");
+    assert_int_equal(a.view.zoom, ZOOM_OVERVIEW); /* the overview, whatever the next area's is */
+    assert_string_equal(a.status.message,
+                        "zoomed out to the whole matrix: 1 cell = 6\u00d76 tokens, max "
+                        "(b: mean; z zooms in)");
     command_zoom(&a, 1, 2, 2); /* a larger area: its overview is nearer */
-    assert_int_equal(a.zoom, ZOOM_OVERVIEW);
+    assert_int_equal(a.view.zoom, ZOOM_OVERVIEW);
     assert_string_equal(
-        a.message, "zoomed out to the whole matrix, 1 cell = 3\u00d73 tokens, max (z zooms in)");
+        a.status.message,
+        "zoomed out to the whole matrix, 1 cell = 3\u00d73 tokens, max (z zooms in)");
     struct ask ask = {0};
     command_run(&a, ACTION_BLOCKS, &ask);
-    assert_int_equal(a.block_agg, BLOCK_MEAN);
-    assert_non_null(strstr(a.message, "their mean"));
+    assert_int_equal(a.view.block_agg, BLOCK_MEAN);
+    assert_non_null(strstr(a.status.message, "their mean"));
     /* A stage of n x head_dim: tokens by dims, as the legend says it. */
-    a.stage = STAGE_QUERIES;
+    a.view.stage = STAGE_QUERIES;
     command_zoom(&a, -1, 3, 1); /* queries 6 x 1 in 3 x 1 cells: overview 2, in to 1 */
     assert_string_equal(
-        a.message, "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
+        a.status.message,
+        "colours only: 1 cell = 1 value (Z zooms out to blocks, z back to numbers)");
     command_zoom(&a, 1, 3, 1);
-    assert_string_equal(a.message, "zoomed out to the whole matrix: 1 cell = 2 tokens \u00d7 1 "
-                                   "dim, mean (b: max; z zooms in)");
-    a.stage = STAGE_WEIGHTS;
+    assert_string_equal(a.status.message,
+                        "zoomed out to the whole matrix: 1 cell = 2 tokens \u00d7 1 "
+                        "dim, mean (b: max; z zooms in)");
+    a.view.stage = STAGE_WEIGHTS;
     for (int k = 0; k < 3; k++)
         command_zoom(&a, -1, 1, 1);
-    assert_int_equal(a.zoom, 0);
-    assert_non_null(strstr(a.message, "every value has its number"));
-    assert_int_equal(a.generation, gen); /* zooming never recomputes the attention */
+    assert_int_equal(a.view.zoom, 0);
+    assert_non_null(strstr(a.status.message, "every value has its number"));
+    assert_int_equal(a.result.generation, gen); /* zooming never recomputes the attention */
 
     /* The inspector explains the cursor's block (as the heatmap laid it out), then its cell. */
-    a.zoom = 2;
-    a.zoom_shown = zoom_grid_make(6, 6, 2, 3, 3);
-    a.row = 3;
-    a.col = 0;
+    a.view.zoom = 2;
+    a.cache.zoom = zoom_grid_make(6, 6, 2, 3, 3);
+    a.view.row = 3;
+    a.view.col = 0;
     char text[4096];
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "block: rows 2\u20133 \u00d7 columns 0\u20131, 4 values"));
@@ -1277,24 +1288,24 @@ static void test_every_stage_explained(void **state)
         enum attn_stage order[STAGE_COUNT];
         int n = attn_stage_order(order, app_model(&a));
         for (int k = 0; k < n; k++) {
-            a.stage = order[k];
+            a.view.stage = order[k];
             app_clamp(&a);
             /* the scene's own account of the stage (stage.h's width) agrees with the matrix */
-            assert_true(attn_scene_stage_present(&a.scene, a.layer, a.stage));
-            assert_int_equal(app_view(&a, a.stage, a.head).cols,
-                             attn_scene_stage_cols(&a.scene, a.stage));
-            a.row = app_rows(&a) - 1;
-            a.col = 0;
+            assert_true(attn_scene_stage_present(&a.doc.scene, a.view.layer, a.view.stage));
+            assert_int_equal(app_view(&a, a.view.stage, a.view.head).cols,
+                             attn_scene_stage_cols(&a.doc.scene, a.view.stage));
+            a.view.row = app_rows(&a) - 1;
+            a.view.col = 0;
             char text[4096], want[64];
             inspect_explain(text, sizeof(text), &a);
-            float v = at(&a, a.stage, a.head, a.row, a.col);
+            float v = at(&a, a.view.stage, a.view.head, a.view.row, a.view.col);
             if (isinf(v))
                 snprintf(want, sizeof(want), "%s\u221e", v < 0 ? "-" : "");
             else
                 snprintf(want, sizeof(want), "%.4f", (double)v);
             if (!strstr(text, want))
                 fail_msg("%s, stage %s: the explanation does not end at the value %s:\n%s",
-                         names[f], attn_stage_name(a.stage), want, text);
+                         names[f], attn_stage_name(a.view.stage), want, text);
             explained++;
         }
         app_free(&a);
@@ -1320,15 +1331,17 @@ static void test_edits_past_the_positions(void **state)
     (void)state;
     struct app a;
     open_golden(&a, "families/scenes/llama-dynamic.yaml"); /* 23 tokens, 16 positions */
-    assert_non_null(strstr(a.message, "warning: 23 tokens, past the checkpoint's 16 positions "
-                                      "(max_position_embeddings): computed as transformers "
-                                      "computes them"));
+    assert_non_null(strstr(a.status.message,
+                           "warning: 23 tokens, past the checkpoint's 16 positions "
+                           "(max_position_embeddings): computed as transformers "
+                           "computes them"));
     assert_int_equal(app_edit_text(&a, "The river runs."), 0);
-    assert_null(strstr(a.message, "warning"));
+    assert_null(strstr(a.status.message, "warning"));
     assert_int_equal(app_edit_offset(&a, 60000), 0); /* a shift far past them: computed */
-    assert_string_equal(a.error, "");
-    assert_non_null(strstr(a.message, "first position 0 \u2192 60000; warning: 6 tokens after "
-                                      "the offset, past the checkpoint's 16 positions"));
+    assert_string_equal(a.doc.error, "");
+    assert_non_null(strstr(a.status.message,
+                           "first position 0 \u2192 60000; warning: 6 tokens after "
+                           "the offset, past the checkpoint's 16 positions"));
     /* and w saves a scene that loads again, past the positions as it is */
     char dir[] = "/tmp/attnscope-test-app-XXXXXX", saved[200];
     assert_non_null(mkdtemp(dir));
@@ -1346,19 +1359,20 @@ static void test_edits_past_the_positions(void **state)
     app_free(&a);
 
     open_golden(&a, "gpt2/scenes/tiny-all.yaml"); /* 18 tokens, a table of 32 */
-    int undo = a.n_undo, n = a.scene.n_tokens;
+    int undo = a.doc.n_undo, n = a.doc.scene.n_tokens;
     assert_int_equal(app_edit_text(&a, "the cat sat on the mat and the cat sat on the mat and the "
                                        "cat sat on the mat and the cat sat on the mat and the dog"),
                      -1);
-    assert_true(a.message_is_error);
-    assert_string_equal(a.message, "35 tokens, but the checkpoint has 32 positions (n_positions)");
-    assert_int_equal(a.n_undo, undo);
-    assert_int_equal(a.scene.n_tokens, n);
-    assert_string_equal(a.error, "");
+    assert_true(a.status.message_is_error);
+    assert_string_equal(a.status.message,
+                        "35 tokens, but the checkpoint has 32 positions (n_positions)");
+    assert_int_equal(a.doc.n_undo, undo);
+    assert_int_equal(a.doc.scene.n_tokens, n);
+    assert_string_equal(a.doc.error, "");
     assert_int_equal(app_edit_offset(&a, 20), -1);
-    assert_string_equal(a.message, "18 tokens after the offset, but the checkpoint has 32 "
-                                   "positions (n_positions)");
-    assert_int_equal(a.scene.pos.offset, 0);
+    assert_string_equal(a.status.message, "18 tokens after the offset, but the checkpoint has 32 "
+                                          "positions (n_positions)");
+    assert_int_equal(a.doc.scene.pos.offset, 0);
     assert_int_equal(app_edit_offset(&a, 14), 0);
     app_free(&a);
 }
@@ -1377,14 +1391,14 @@ static void test_sentence_past_the_context(void **state)
     for (int i = 0; i < 200; i++)
         o += (size_t)snprintf(text + o, sizeof(text) - o, "%sword%d", i ? " " : "", i);
     struct ask ask = {0};
-    int undo = a.n_undo, n = a.scene.n_tokens;
+    int undo = a.doc.n_undo, n = a.doc.scene.n_tokens;
     command_answer(&a, PROMPT_TEXT, text, &ask);
     assert_int_equal(ask.kind, PROMPT_FIT_TEXT);
     assert_string_equal(ask.label, "865 tokens, but this model reads at most 128 (n_positions): "
                                    "keep the first or the last 128?");
-    assert_int_equal(a.scene.n_tokens, n); /* nothing edited yet, nothing said */
-    assert_int_equal(a.n_undo, undo);
-    assert_string_equal(a.message, "");
+    assert_int_equal(a.doc.scene.n_tokens, n); /* nothing edited yet, nothing said */
+    assert_int_equal(a.doc.n_undo, undo);
+    assert_string_equal(a.status.message, "");
     /* e: back in the editor, with what was typed */
     command_answer(&a, PROMPT_FIT_TEXT, "e", &ask);
     assert_int_equal(ask.kind, PROMPT_TEXT);
@@ -1392,26 +1406,26 @@ static void test_sentence_past_the_context(void **state)
     /* any other key: the sentence as it was */
     command_answer(&a, PROMPT_TEXT, text, &ask);
     command_cancel(&a, PROMPT_FIT_TEXT);
-    assert_string_equal(a.message, "the sentence is as it was");
-    assert_null(a.pending_text);
-    assert_int_equal(a.scene.n_tokens, n);
+    assert_string_equal(a.status.message, "the sentence is as it was");
+    assert_null(a.prompt.text);
+    assert_int_equal(a.doc.scene.n_tokens, n);
     /* f: the first whole words that fit, one undo step */
     command_answer(&a, PROMPT_TEXT, text, &ask);
     command_answer(&a, PROMPT_FIT_TEXT, "f", &ask);
     assert_int_equal(ask.kind, PROMPT_NONE);
-    assert_true(a.scene.n_tokens <= 128 && a.scene.n_tokens > 120);
-    assert_int_equal(strncmp(a.scene.text, "word0 word1 word2 ", 18), 0);
-    assert_true(strncmp(a.message, "kept the first ", 15) == 0);
-    assert_non_null(strstr(a.message, " of 865 tokens (whole words); "));
-    assert_int_equal(a.n_undo, undo + 1);
-    assert_string_equal(a.error, "");
+    assert_true(a.doc.scene.n_tokens <= 128 && a.doc.scene.n_tokens > 120);
+    assert_int_equal(strncmp(a.doc.scene.text, "word0 word1 word2 ", 18), 0);
+    assert_true(strncmp(a.status.message, "kept the first ", 15) == 0);
+    assert_non_null(strstr(a.status.message, " of 865 tokens (whole words); "));
+    assert_int_equal(a.doc.n_undo, undo + 1);
+    assert_string_equal(a.doc.error, "");
     /* l: the last */
     command_answer(&a, PROMPT_TEXT, text, &ask);
     command_answer(&a, PROMPT_FIT_TEXT, "l", &ask);
-    assert_true(a.scene.n_tokens <= 128);
-    const char *end = a.scene.text + strlen(a.scene.text) - strlen(" word198 word199");
+    assert_true(a.doc.scene.n_tokens <= 128);
+    const char *end = a.doc.scene.text + strlen(a.doc.scene.text) - strlen(" word198 word199");
     assert_string_equal(end, " word198 word199");
-    assert_true(strncmp(a.message, "kept the last ", 14) == 0);
+    assert_true(strncmp(a.status.message, "kept the last ", 14) == 0);
     ask_clear(&ask);
     app_free(&a);
 
@@ -1419,20 +1433,20 @@ static void test_sentence_past_the_context(void **state)
     open_golden(&a, "families/scenes/llama-gqa.yaml");
     command_answer(&a, PROMPT_TEXT, text, &ask);
     assert_int_equal(ask.kind, PROMPT_NONE);
-    assert_non_null(strstr(a.message, "past the checkpoint's 64 positions"));
+    assert_non_null(strstr(a.status.message, "past the checkpoint's 64 positions"));
     app_free(&a);
 
     /* a pair: a cut keeps one sentence's words, so it is refused as said, once B is asked */
     open_golden(&a, "families/scenes/bert-pair.yaml");
     command_answer(&a, PROMPT_TEXT, text, &ask);
     assert_int_equal(ask.kind, PROMPT_TEXT_PAIR);
-    char *b = strdup(a.scene.text_pair);
+    char *b = strdup(a.doc.scene.text_pair);
     command_answer(&a, PROMPT_TEXT_PAIR, b, &ask);
     free(b);
     assert_int_equal(ask.kind, PROMPT_NONE);
-    assert_true(a.message_is_error);
-    assert_non_null(strstr(a.message, "tokens, but this model reads at most 40 "
-                                      "(max_position_embeddings): shorten the sentences"));
+    assert_true(a.status.message_is_error);
+    assert_non_null(strstr(a.status.message, "tokens, but this model reads at most 40 "
+                                             "(max_position_embeddings): shorten the sentences"));
     ask_clear(&ask);
     app_free(&a);
 }
@@ -1453,30 +1467,30 @@ static void test_render_writes_the_view(void **state)
     assert_int_equal(command_run(&a, ACTION_RENDER, &ask), OUTCOME_VIEW_CHANGED);
     assert_int_equal(ask.kind, PROMPT_NONE); /* no question: the name is the view's */
     snprintf(want, sizeof(want), "%s/talk-weights-head0.svg", dir);
-    assert_non_null(strstr(a.message, want));
-    assert_false(a.message_is_error);
+    assert_non_null(strstr(a.status.message, want));
+    assert_false(a.status.message_is_error);
     assert_true(file_has(want, ">weights \u00b7 head 0 of 2")); /* the stage by its one name */
 
     command_run(&a, ACTION_RENDER, &ask); /* again: a new name, the first file kept */
     snprintf(want, sizeof(want), "%s/talk-weights-head0-2.svg", dir);
-    assert_non_null(strstr(a.message, want));
+    assert_non_null(strstr(a.status.message, want));
     assert_true(file_has(want, "<svg"));
 
     command_run(&a, ACTION_COLOR_SCALE, &ask); /* the row scale */
     command_run(&a, ACTION_HEAD_MEAN, &ask);
     command_run(&a, ACTION_RENDER, &ask);
     snprintf(want, sizeof(want), "%s/talk-weights-mean-row.svg", dir);
-    assert_non_null(strstr(a.message, want));
+    assert_non_null(strstr(a.status.message, want));
     assert_true(file_has(want, "mean of the 2 heads"));
     assert_true(file_has(want, "colour scale: row"));
 
     command_run(&a, ACTION_HEAD_MEAN, &ask);
     command_run(&a, ACTION_ALL_HEADS, &ask);
     command_run(&a, ACTION_STAGE_PREV, &ask); /* weights -> masked */
-    assert_int_equal(a.stage, STAGE_MASKED);
+    assert_int_equal(a.view.stage, STAGE_MASKED);
     command_run(&a, ACTION_RENDER, &ask);
     snprintf(want, sizeof(want), "%s/talk-masked-all-heads-row.svg", dir);
-    assert_non_null(strstr(a.message, want));
+    assert_non_null(strstr(a.status.message, want));
     assert_true(file_has(want, "id=\"tile-1\""));
     assert_true(file_has(want, "masked (\u2212\u221e)"));
     ask_clear(&ask);
@@ -1545,23 +1559,24 @@ static void test_option_edit_estimated_whole(void **state)
     for (int i = 0; i < 200; i++)
         snprintf(text + strlen(text), sizeof(text) - strlen(text), "w%d ", i);
     assert_int_equal(app_edit_text(&a, text), 0);
-    assert_int_equal(a.scene.n_tokens, 200);
+    assert_int_equal(a.doc.scene.n_tokens, 200);
     struct attn_scene t;
-    assert_int_equal(attn_scene_copy(&t, &a.scene), 0);
+    assert_int_equal(attn_scene_copy(&t, &a.doc.scene), 0);
     t.attn.heads = 1;
-    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) == attn_net_estimate_seconds(&t));
+    assert_true(attn_net_estimate_edit_seconds(&a.result.net, &t) == attn_net_estimate_seconds(&t));
     t.attn.heads = 2;
     t.attn.causal = false;
-    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) == attn_net_estimate_seconds(&t));
+    assert_true(attn_net_estimate_edit_seconds(&a.result.net, &t) == attn_net_estimate_seconds(&t));
     attn_scene_free(&t);
     /* a sentence edit that keeps rows is estimated as its share */
     text[strlen(text) - 4] = 'x';
-    assert_int_equal(attn_scene_copy(&t, &a.scene), 0);
+    assert_int_equal(attn_scene_copy(&t, &a.doc.scene), 0);
     struct attn_edit e = {.kind = EDIT_TEXT, .text = text};
     struct attn_edit_effects fx;
     struct diag err;
     assert_int_equal(attn_scene_apply_edit(&t, &e, &fx, &err), 0);
-    assert_true(attn_net_estimate_edit_seconds(&a.net, &t) < attn_net_estimate_seconds(&t) / 2);
+    assert_true(attn_net_estimate_edit_seconds(&a.result.net, &t) <
+                attn_net_estimate_seconds(&t) / 2);
     attn_scene_free(&t);
     app_free(&a);
 }
@@ -1577,19 +1592,19 @@ static void test_baseline_delta(void **state)
     struct ask ask = {0};
     open_default(&a);
     assert_int_equal(command_run(&a, ACTION_BASELINE, &ask), OUTCOME_SCENE_CHANGED);
-    assert_true(a.pinned);
+    assert_true(a.base.pinned);
     assert_true(app_showing_delta(&a));
     struct attn_mat_view d = app_shown_view(&a);
-    assert_ptr_equal(d.data, a.delta);
+    assert_ptr_equal(d.data, a.cache.delta.values);
     assert_float_equal(d.data[0], 0.0f, 0); /* nothing changed yet */
 
     assert_int_equal(app_toggle_causal(&a), 0);
-    assert_string_equal(a.message, "causal off");
+    assert_string_equal(a.status.message, "causal off");
     char change[200];
     app_baseline_change(change, sizeof(change), &a);
     assert_string_equal(change, "causal off");
     d = app_shown_view(&a);
-    assert_ptr_equal(d.data, a.delta);
+    assert_ptr_equal(d.data, a.cache.delta.values);
     assert_int_equal(d.rows, 6);
     assert_float_equal(d.data[0], 0.1624f - 1.0f, 1e-4); /* row 0, col 0 */
     assert_float_equal(d.data[1], 0.1804f - 0.0f, 1e-4); /* row 0, col 1 */
@@ -1597,15 +1612,15 @@ static void test_baseline_delta(void **state)
     assert_float_equal(d.data[0], at(&a, STAGE_WEIGHTS, 0, 0, 0) - 1.0f, 1e-6);
     /* The inspector: baseline, now and Δ of the cursor's cell. */
     char text[4096];
-    a.row = 0;
-    a.col = 1;
+    a.view.row = 0;
+    a.view.col = 1;
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "baseline 0.0000 \u2192 now 0.1804"));
     assert_non_null(strstr(text, "\u0394 = +0.1804"));
     /* The masked stage: -inf cells in the baseline, numbers now. */
-    a.stage = STAGE_MASKED;
+    a.view.stage = STAGE_MASKED;
     assert_true(app_delta_ok(&a));
-    a.stage = STAGE_WEIGHTS;
+    a.view.stage = STAGE_WEIGHTS;
 
     /* Undo: back to the baseline, every Δ 0 (the result is another generation). */
     assert_int_equal(app_undo(&a), 0);
@@ -1620,14 +1635,14 @@ static void test_baseline_delta(void **state)
     assert_int_equal(app_edit_text(&a, "Your journey starts with"), 0);
     assert_false(app_delta_ok(&a));
     assert_false(app_showing_delta(&a));
-    assert_non_null(strstr(a.message, "baseline 6\u00d76, now 4\u00d74: shapes differ"));
-    assert_ptr_not_equal(app_shown_view(&a).data, a.delta);
+    assert_non_null(strstr(a.status.message, "baseline 6\u00d76, now 4\u00d74: shapes differ"));
+    assert_ptr_not_equal(app_shown_view(&a).data, a.cache.delta.values);
     app_undo(&a);
     assert_true(app_showing_delta(&a));
 
     /* B again: unpinned, the values again. */
     assert_int_equal(command_run(&a, ACTION_BASELINE, &ask), OUTCOME_SCENE_CHANGED);
-    assert_false(a.pinned);
+    assert_false(a.base.pinned);
     assert_false(app_showing_delta(&a));
     assert_float_equal(app_shown_view(&a).data[0], at(&a, STAGE_WEIGHTS, 0, 0, 0), 0);
     ask_clear(&ask);
@@ -1684,10 +1699,10 @@ static void test_token_view_focus(void **state)
     open_default(&a);
     struct tokenview_focus f = {0};
     int head;
-    a.row = 1; /* "journey" sees "Your" and itself */
+    a.view.row = 1; /* "journey" sees "Your" and itself */
     struct attn_mat_view v = tokenview_matrix(&a, &head);
     assert_int_equal(head, 0);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 1);
     assert_int_equal(f.seen, 2);
     assert_int_equal(f.visible_end, 2); /* causal: "starts" on is the future */
@@ -1703,13 +1718,13 @@ static void test_token_view_focus(void **state)
     assert_float_equal(tokenview_bar_fraction(&f, TOKENVIEW_BARS_LARGEST, f.hi), 1.0, 1e-6);
 
     /* Drawing again, or asking for fewer keys, computes nothing. */
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 1), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 1), 0);
     assert_int_equal(f.computed, 1);
 
     /* A cursor move: the new row's top keys, once. "step" sees all six. */
-    a.row = 5;
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 3), 0);
+    a.view.row = 5;
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 3), 0);
     assert_int_equal(f.computed, 2);
     assert_int_equal(f.seen, 6);
     static const int step_top[] = {1, 2, 5}; /* 0.1726 journey, 0.1724 starts, 0.1653 step */
@@ -1717,8 +1732,8 @@ static void test_token_view_focus(void **state)
         assert_int_equal(f.top[e], step_top[e]);
     assert_float_equal(v.data[(size_t)5 * v.stride + 1], 0.1726f, 5e-5);
     /* More keys than were kept: computed again, once. */
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 3);
     assert_int_equal(f.n_top, 6);
     assert_int_equal(f.top[5], 4); /* "one", 0.1624, the least */
@@ -1727,16 +1742,16 @@ static void test_token_view_focus(void **state)
     command_run(&a, ACTION_HEAD_NEXT, &(struct ask){0});
     v = tokenview_matrix(&a, &head);
     assert_int_equal(head, 1);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 4);
 
     /* The scores come before the mask: every key is seen. They are all > 0 here, so a full
      * bar is the largest (0.2631 "journey"); signed values would span min to max. */
-    a.head = 0;
-    a.row = 1;
-    a.stage = STAGE_SCORES;
+    a.view.head = 0;
+    a.view.row = 1;
+    a.view.stage = STAGE_SCORES;
     v = tokenview_matrix(&a, &head);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 5);
     assert_int_equal(f.visible_end, 6);
     assert_int_equal(f.seen, 6);
@@ -1755,39 +1770,39 @@ static void test_token_view_focus(void **state)
 
     /* weighted_norm is made of the weights: it sees what they see, the future masked (it
        listed "top 6 of 6 keys" with the future's 0.0000s). */
-    a.stage = STAGE_WEIGHTED_NORM;
+    a.view.stage = STAGE_WEIGHTED_NORM;
     v = tokenview_matrix(&a, &head);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.visible_start, 0);
     assert_int_equal(f.visible_end, 2);
     assert_int_equal(f.seen, 2);
     assert_int_equal(f.n_top, 2);
 
     /* The mean over the heads (A): its own matrix, head TOKENVIEW_MEAN. */
-    a.stage = STAGE_WEIGHTS;
+    a.view.stage = STAGE_WEIGHTS;
     struct ask ask = {0};
     command_run(&a, ACTION_HEAD_MEAN, &ask);
     v = tokenview_matrix(&a, &head);
     assert_int_equal(head, TOKENVIEW_MEAN);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 7);
     assert_int_equal(f.top[0], 1);
     float mean = (at(&a, STAGE_WEIGHTS, 0, 1, 1) + at(&a, STAGE_WEIGHTS, 1, 1, 1)) / 2;
     assert_float_equal(v.data[(size_t)1 * v.stride + 1], mean, 1e-6);
     assert_float_equal(mean, 0.5118f, 5e-5); /* (0.5224 + 0.5012) / 2 */
     /* The all-heads view draws heads: the selected one, not the mean. */
-    a.all_heads = true;
+    a.view.all_heads = true;
     v = tokenview_matrix(&a, &head);
     assert_int_equal(head, 0);
-    a.all_heads = false;
+    a.view.all_heads = false;
 
     /* An edit is a new result: computed again, even on the same row. */
     v = tokenview_matrix(&a, &head);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 7);
     app_edit_seed(&a, 7);
     v = tokenview_matrix(&a, &head);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 6), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 6), 0);
     assert_int_equal(f.computed, 8);
 
     /* The view applies to the n x n stages; v toggles it and says so. */
@@ -1795,15 +1810,15 @@ static void test_token_view_focus(void **state)
     assert_true(tokenview_applies(STAGE_SCORES));
     assert_false(tokenview_applies(STAGE_QUERIES));
     assert_false(tokenview_applies(STAGE_CONTEXT));
-    assert_false(a.token_view);
+    assert_false(a.view.token_view);
     assert_int_equal(command_run(&a, ACTION_TOKEN_VIEW, &ask), OUTCOME_VIEW_CHANGED);
-    assert_true(a.token_view);
-    assert_non_null(strstr(a.message, "token view"));
-    a.stage = STAGE_QUERIES;
+    assert_true(a.view.token_view);
+    assert_non_null(strstr(a.status.message, "token view"));
+    a.view.stage = STAGE_QUERIES;
     command_run(&a, ACTION_TOKEN_VIEW, &ask);
-    assert_false(a.token_view);
+    assert_false(a.view.token_view);
     command_run(&a, ACTION_TOKEN_VIEW, &ask);
-    assert_non_null(strstr(a.message, "n\u00d7n stages"));
+    assert_non_null(strstr(a.status.message, "n\u00d7n stages"));
     ask_clear(&ask);
     tokenview_focus_free(&f);
     app_free(&a);
@@ -1828,12 +1843,12 @@ static void test_token_view_sliding_window(void **state)
     assert_int_equal(app_model(&a)->window, 5);
     struct tokenview_focus f = {0};
     int head;
-    a.row = 9;
+    a.view.row = 9;
     static const enum attn_stage hiding[] = {STAGE_MASKED, STAGE_WEIGHTS, STAGE_WEIGHTED_NORM};
     for (size_t i = 0; i < sizeof(hiding) / sizeof(hiding[0]); i++) {
-        a.stage = hiding[i];
+        a.view.stage = hiding[i];
         struct attn_mat_view v = tokenview_matrix(&a, &head);
-        assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 16), 0);
+        assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 16), 0);
         assert_int_equal(f.visible_start, 5); /* 9 - 5 + 1: keys 5 .. 9 */
         assert_int_equal(f.visible_end, 10);
         assert_int_equal(f.seen, 5);
@@ -1841,9 +1856,9 @@ static void test_token_view_sliding_window(void **state)
         for (int e = 0; e < f.n_top; e++)
             assert_true(f.top[e] >= 5 && f.top[e] <= 9);
     }
-    a.stage = STAGE_SCORES; /* before the mask: every key */
+    a.view.stage = STAGE_SCORES; /* before the mask: every key */
     struct attn_mat_view v = tokenview_matrix(&a, &head);
-    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.row, 16), 0);
+    assert_int_equal(tokenview_focus_get(&f, &a, v, head, a.view.row, 16), 0);
     assert_int_equal(f.visible_start, 0);
     assert_int_equal(f.seen, app_model(&a)->n);
     tokenview_focus_free(&f);
@@ -1960,51 +1975,51 @@ static void test_lesson_steps(void **state)
     open_lesson(&a, lesson_yaml);
     assert_true(lesson_active(&a));
     assert_int_equal(a.lesson.step, 0);
-    assert_int_equal(a.stage, STAGE_WEIGHTS);
-    assert_int_equal(a.row, 1);
-    assert_int_equal(a.col, 1);
-    assert_false(a.scene.attn.causal);
+    assert_int_equal(a.view.stage, STAGE_WEIGHTS);
+    assert_int_equal(a.view.row, 1);
+    assert_int_equal(a.view.col, 1);
+    assert_false(a.doc.scene.attn.causal);
     double at0 = weights_sum(&a);
 
     double sums[7];
     sums[0] = at0;
     assert_int_equal(lesson_next(&a), 0);
-    assert_true(a.scene.attn.causal);
-    assert_string_equal(a.message, "causal on");
-    assert_int_equal(a.stage, STAGE_MASKED);
-    assert_int_equal(a.row, 2);
-    assert_int_equal(a.col, 0);
-    assert_int_equal(a.n_undo, 1);
+    assert_true(a.doc.scene.attn.causal);
+    assert_string_equal(a.status.message, "causal on");
+    assert_int_equal(a.view.stage, STAGE_MASKED);
+    assert_int_equal(a.view.row, 2);
+    assert_int_equal(a.view.col, 0);
+    assert_int_equal(a.doc.n_undo, 1);
     assert_false(app_unsaved(&a)); /* the lesson's edit, not the user's */
     sums[1] = weights_sum(&a);
 
     assert_int_equal(lesson_next(&a), 0);
     assert_int_equal(app_model(&a)->heads, 4);
-    assert_int_equal(a.head, 3);
+    assert_int_equal(a.view.head, 3);
     sums[2] = weights_sum(&a);
     assert_int_equal(lesson_next(&a), 0);
     assert_int_equal(app_model(&a)->n, 7);
-    assert_int_equal(a.row, 6);
+    assert_int_equal(a.view.row, 6);
     sums[3] = weights_sum(&a);
     assert_int_equal(lesson_next(&a), 0);
     assert_true(app_model(&a)->keep != NULL);
     assert_int_equal(lesson_next(&a), 0);
-    assert_int_equal(a.scene.attn.scale, SCALE_DIVISOR);
-    assert_true(a.scene.attn.scale_divisor == 4.0);
+    assert_int_equal(a.doc.scene.attn.scale, SCALE_DIVISOR);
+    assert_true(a.doc.scene.attn.scale_divisor == 4.0);
     assert_int_equal(lesson_next(&a), 0);
-    assert_true(a.all_heads);
-    assert_int_equal(a.n_undo, 5); /* five edits, the last step none */
+    assert_true(a.view.all_heads);
+    assert_int_equal(a.doc.n_undo, 5); /* five edits, the last step none */
     assert_int_equal(lesson_next(&a), -1);
-    assert_non_null(strstr(a.message, "the last step"));
+    assert_non_null(strstr(a.status.message, "the last step"));
     assert_int_equal(a.lesson.step, 6);
 
     /* Back: each edit undone, and the redo history holds them. */
     assert_int_equal(lesson_prev(&a), 0); /* step 6 made no edit: nothing undone */
-    assert_int_equal(a.n_undo, 5);
-    assert_false(a.all_heads);
+    assert_int_equal(a.doc.n_undo, 5);
+    assert_false(a.view.all_heads);
     assert_int_equal(lesson_prev(&a), 0);
-    assert_int_equal(a.scene.attn.scale, SCALE_DEFAULT);
-    assert_non_null(strstr(a.message, "undid"));
+    assert_int_equal(a.doc.scene.attn.scale, SCALE_DEFAULT);
+    assert_non_null(strstr(a.status.message, "undid"));
     assert_int_equal(lesson_prev(&a), 0);
     assert_true(app_model(&a)->keep == NULL);
     assert_int_equal(lesson_prev(&a), 0);
@@ -2014,19 +2029,19 @@ static void test_lesson_steps(void **state)
     assert_int_equal(app_model(&a)->heads, 2);
     assert_float_equal(weights_sum(&a), sums[1], 1e-9);
     assert_int_equal(lesson_prev(&a), 0);
-    assert_false(a.scene.attn.causal);
+    assert_false(a.doc.scene.attn.causal);
     assert_float_equal(weights_sum(&a), sums[0], 1e-9);
-    assert_int_equal(a.n_undo, 0);
-    assert_int_equal(a.n_redo, 5);
+    assert_int_equal(a.doc.n_undo, 0);
+    assert_int_equal(a.doc.n_redo, 5);
     assert_int_equal(lesson_prev(&a), -1);
-    assert_string_equal(a.message, "the first step of the lesson");
+    assert_string_equal(a.status.message, "the first step of the lesson");
 
     /* And forwards again: the same states. */
     for (int i = 1; i <= 3; i++) {
         assert_int_equal(lesson_next(&a), 0);
         assert_float_equal(weights_sum(&a), sums[i], 1e-9);
     }
-    assert_int_equal(a.n_redo, 0); /* a new edit forgets redo, as any edit */
+    assert_int_equal(a.doc.n_redo, 0); /* a new edit forgets redo, as any edit */
     app_free(&a);
 }
 
@@ -2043,38 +2058,38 @@ static void test_lesson_poke_around(void **state)
     /* poke: causal off, 2 heads, another stage and head */
     assert_int_equal(app_toggle_causal(&a), 0);
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
-    a.stage = STAGE_SCORES;
-    a.head = 0;
+    a.view.stage = STAGE_SCORES;
+    a.view.head = 0;
     assert_true(app_unsaved(&a));
-    int undo = a.n_undo;
+    int undo = a.doc.n_undo;
 
     /* next: step 2's scene comes back (one edit), then step 3's edit */
     assert_int_equal(lesson_next(&a), 0);
-    assert_int_equal(a.n_undo, undo + 2);
-    assert_true(a.scene.attn.causal);
+    assert_int_equal(a.doc.n_undo, undo + 2);
+    assert_true(a.doc.scene.attn.causal);
     assert_int_equal(app_model(&a)->heads, 4);
     assert_int_equal(app_model(&a)->n, 7);
-    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_int_equal(a.view.stage, STAGE_WEIGHTS);
     assert_false(app_unsaved(&a));
     double step3 = weights_sum(&a);
 
     /* back, untouched: exactly step 3's edit undone */
     assert_int_equal(lesson_prev(&a), 0);
     assert_float_equal(weights_sum(&a), step2, 1e-9);
-    assert_int_equal(a.head, 3);
+    assert_int_equal(a.view.head, 3);
 
     /* poke again, then back: step 1's scene, whatever the poke was */
     assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 0.3), 0);
     assert_int_equal(app_edit_seed(&a, 99), 0);
     assert_int_equal(lesson_prev(&a), 0);
     assert_int_equal(app_model(&a)->heads, 2);
-    assert_true(a.scene.attn.causal);
-    assert_true(a.scene.attn.dropout == 0.0);
-    assert_true(a.scene.seed == 123);
+    assert_true(a.doc.scene.attn.causal);
+    assert_true(a.doc.scene.attn.dropout == 0.0);
+    assert_true(a.doc.scene.seed == 123);
     assert_false(app_unsaved(&a));
     /* the pokes are on the history: undo walks back through them */
     assert_int_equal(app_undo(&a), 0);
-    assert_true(a.scene.seed == 99);
+    assert_true(a.doc.scene.seed == 99);
     assert_true(app_unsaved(&a));
 
     /* forward twice: the lesson's states again */
@@ -2099,13 +2114,13 @@ static void test_lesson_leave_and_return(void **state)
     assert_int_equal(command_run(&a, ACTION_QUIT, &ask), OUTCOME_QUIT); /* nothing of the user's */
     command_run(&a, ACTION_LESSON, &ask);
     assert_false(lesson_active(&a));
-    assert_non_null(strstr(a.message, "left the lesson at step 2 of 7"));
-    assert_true(a.scene.attn.causal); /* the step's scene stays */
+    assert_non_null(strstr(a.status.message, "left the lesson at step 2 of 7"));
+    assert_true(a.doc.scene.attn.causal); /* the step's scene stays */
     /* explore: move, edit */
     command_run(&a, ACTION_STAGE_NEXT, &ask);
     command_run(&a, ACTION_HEAD_NEXT, &ask);
     command_run(&a, ACTION_CAUSAL, &ask);
-    assert_false(a.scene.attn.causal);
+    assert_false(a.doc.scene.attn.causal);
     assert_int_equal(command_run(&a, ACTION_QUIT, &ask), OUTCOME_VIEW_CHANGED); /* asks */
     assert_int_equal(ask.kind, PROMPT_CONFIRM_QUIT);
     ask_clear(&ask);
@@ -2113,13 +2128,13 @@ static void test_lesson_leave_and_return(void **state)
     command_run(&a, ACTION_LESSON, &ask);
     assert_true(lesson_active(&a));
     assert_int_equal(a.lesson.step, 1);
-    assert_true(a.scene.attn.causal);
-    assert_int_equal(a.stage, STAGE_MASKED);
-    assert_int_equal(a.head, 0);
-    assert_int_equal(a.row, 2);
+    assert_true(a.doc.scene.attn.causal);
+    assert_int_equal(a.view.stage, STAGE_MASKED);
+    assert_int_equal(a.view.head, 0);
+    assert_int_equal(a.view.row, 2);
     command_run(&a, ACTION_LESSON_PREV, &ask);
     assert_int_equal(a.lesson.step, 0);
-    assert_false(a.scene.attn.causal);
+    assert_false(a.doc.scene.attn.causal);
     app_free(&a);
 
     /* A scene without a lesson: the key says so, the lesson keys do nothing. */
@@ -2127,8 +2142,8 @@ static void test_lesson_leave_and_return(void **state)
     assert_int_equal(lesson_open(&a), 0);
     assert_false(lesson_active(&a));
     command_run(&a, ACTION_LESSON, &ask);
-    assert_true(a.message_is_error);
-    assert_non_null(strstr(a.message, "no lesson"));
+    assert_true(a.status.message_is_error);
+    assert_non_null(strstr(a.status.message, "no lesson"));
     assert_int_equal(lesson_next(&a), -1);
     assert_null(lesson_current(&a));
     app_free(&a);
@@ -2143,12 +2158,13 @@ static void test_lesson_messages_name_the_keys(void **state)
     open_lesson(&a, lesson_yaml);
     struct ask ask = {0};
     command_run(&a, ACTION_LESSON, &ask);
-    assert_string_equal(a.message, "left the lesson at step 1 of 7: explore freely; i goes back "
-                                   "to it");
+    assert_string_equal(a.status.message,
+                        "left the lesson at step 1 of 7: explore freely; i goes back "
+                        "to it");
     command_run(&a, ACTION_LESSON, &ask);
     assert_int_equal(lesson_go(&a, 6), 0);
     assert_int_equal(lesson_next(&a), -1);
-    assert_string_equal(a.message,
+    assert_string_equal(a.status.message,
                         "the last step of the lesson: \u2190 goes back, i explores freely");
 
     /* A user's keys.yaml: the message follows it. */
@@ -2166,10 +2182,12 @@ static void test_lesson_messages_name_the_keys(void **state)
     assert_int_equal(errs.n, 0);
     a.keymap = &km;
     assert_int_equal(lesson_next(&a), -1);
-    assert_string_equal(a.message, "the last step of the lesson: b goes back, x explores freely");
+    assert_string_equal(a.status.message,
+                        "the last step of the lesson: b goes back, x explores freely");
     command_run(&a, ACTION_LESSON, &ask);
-    assert_string_equal(a.message, "left the lesson at step 7 of 7: explore freely; x goes back "
-                                   "to it");
+    assert_string_equal(a.status.message,
+                        "left the lesson at step 7 of 7: explore freely; x goes back "
+                        "to it");
     attn_diag_list_free(&errs);
     assert_int_equal(remove(path), 0);
     assert_int_equal(rmdir(dir), 0);
@@ -2224,13 +2242,14 @@ static void test_unknown_words_message(void **state)
     struct app a;
     struct diag err;
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
-    assert_string_equal(a.message, ""); /* sixteen words it knows */
+    assert_string_equal(a.status.message, ""); /* sixteen words it knows */
     assert_int_equal(app_edit_text(&a, "fish moon xylophone fish moon"), 0);
-    assert_non_null(strstr(a.message, "\u201cxylophone\u201d is not in this model's vocabulary: "
-                                      "9 tokens, 8 single bytes"));
-    assert_false(a.message_is_error);
+    assert_non_null(strstr(a.status.message,
+                           "\u201cxylophone\u201d is not in this model's vocabulary: "
+                           "9 tokens, 8 single bytes"));
+    assert_false(a.status.message_is_error);
     assert_int_equal(app_edit_text(&a, "fish moon cat"), 0);
-    assert_null(strstr(a.message, "vocabulary"));
+    assert_null(strstr(a.status.message, "vocabulary"));
     app_free(&a);
 }
 
@@ -2250,9 +2269,9 @@ static void test_predictions_panel(void **state)
     struct ask ask = {0};
     assert_true(app_has_vocab(&a));
     command_run(&a, ACTION_PREDICTIONS, &ask);
-    assert_true(a.predictions);
-    assert_false(a.message_is_error);
-    a.row = 20; /* " gold" in the second run: the induction head names " rain" */
+    assert_true(a.view.predictions);
+    assert_false(a.status.message_is_error);
+    a.view.row = 20; /* " gold" in the second run: the induction head names " rain" */
     struct diag err;
     int layer;
     const struct attn_predictions *p = app_predictions(&a, &layer, &err);
@@ -2265,32 +2284,32 @@ static void test_predictions_panel(void **state)
     assert_int_equal(p->next_rank[0], 1);
     /* the engine's own numbers, bit for bit */
     struct attn_predictions q;
-    assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, INTERP_TOP, 1.0, NULL, &err), 0);
+    assert_int_equal(attn_predict(&q, &a.result.net, 1, 20, 1, INTERP_TOP, 1.0, NULL, &err), 0);
     for (int e = 0; e < INTERP_TOP; e++) {
         assert_int_equal(attn_predictions_top(p, 0)[e].id, attn_predictions_top(&q, 0)[e].id);
         assert_true(attn_predictions_top(p, 0)[e].prob == attn_predictions_top(&q, 0)[e].prob);
     }
     attn_predictions_free(&q);
     /* Kept: asking again (a redraw) computes nothing; another row one row; back, nothing. */
-    unsigned long computed = a.interp.computed, gen = a.generation;
+    unsigned long computed = a.cache.interp.computed, gen = a.result.generation;
     assert_ptr_equal(app_predictions(&a, &layer, &err), p);
-    assert_int_equal(a.interp.computed, computed);
-    a.row = 21;
+    assert_int_equal(a.cache.interp.computed, computed);
+    a.view.row = 21;
     assert_non_null(app_predictions(&a, &layer, &err));
-    assert_int_equal(a.interp.computed, computed + 1);
-    a.row = 20;
+    assert_int_equal(a.cache.interp.computed, computed + 1);
+    a.view.row = 20;
     assert_non_null(app_predictions(&a, &layer, &err));
-    assert_int_equal(a.interp.computed, computed + 1);
-    assert_int_equal(a.generation, gen); /* no forward pass */
+    assert_int_equal(a.cache.interp.computed, computed + 1);
+    assert_int_equal(a.result.generation, gen); /* no forward pass */
     /* the token view and the predictions share the inspector's place */
     command_run(&a, ACTION_TOKEN_VIEW, &ask);
-    assert_true(a.token_view);
-    assert_false(a.predictions);
+    assert_true(a.view.token_view);
+    assert_false(a.view.predictions);
     command_run(&a, ACTION_PREDICTIONS, &ask);
-    assert_true(a.predictions);
-    assert_false(a.token_view);
+    assert_true(a.view.predictions);
+    assert_false(a.view.token_view);
     command_run(&a, ACTION_PREDICTIONS, &ask);
-    assert_false(a.predictions);
+    assert_false(a.view.predictions);
     ask_clear(&ask);
     app_free(&a);
 }
@@ -2326,32 +2345,32 @@ static void test_temperature_knob(void **state)
     struct app a;
     open_scene(&a, "29-induction-head.yaml");
     struct ask ask = {0};
-    a.knob = KNOB_DIM;
+    a.view.knob = KNOB_DIM;
     command_run(&a, ACTION_KNOB_NEXT, &ask);
-    assert_int_equal(a.knob, KNOB_TEMPERATURE);
+    assert_int_equal(a.view.knob, KNOB_TEMPERATURE);
     char text[32];
     app_knob_text(text, sizeof(text), &a, KNOB_TEMPERATURE);
     assert_string_equal(text, "1.0");
-    unsigned long gen = a.generation;
-    int undo = a.n_undo;
+    unsigned long gen = a.result.generation;
+    int undo = a.doc.n_undo;
     assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
-    assert_true(a.temperature == 0.9);
+    assert_true(a.view.temperature == 0.9);
     assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
     assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
-    assert_true(a.temperature == 0.7);
-    assert_non_null(strstr(a.message, "temperature 0.7"));
-    assert_non_null(strstr(a.message, "sharper"));
-    assert_int_equal(a.generation, gen);
-    assert_int_equal(a.n_undo, undo);
+    assert_true(a.view.temperature == 0.7);
+    assert_non_null(strstr(a.status.message, "temperature 0.7"));
+    assert_non_null(strstr(a.status.message, "sharper"));
+    assert_int_equal(a.result.generation, gen);
+    assert_int_equal(a.doc.n_undo, undo);
     assert_false(app_unsaved(&a));
-    a.row = 20;
+    a.view.row = 20;
     struct diag err;
     int layer;
     const struct attn_predictions *p = app_predictions(&a, &layer, &err);
     assert_non_null(p);
     assert_true(p->temperature == 0.7);
     struct attn_predictions q;
-    assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, 1, 0.7, NULL, &err), 0);
+    assert_int_equal(attn_predict(&q, &a.result.net, 1, 20, 1, 1, 0.7, NULL, &err), 0);
     assert_true(attn_predictions_top(p, 0)[0].prob == attn_predictions_top(&q, 0)[0].prob);
     assert_true(q.top[0].prob > 0.9187f); /* sharper */
     attn_predictions_free(&q);
@@ -2360,29 +2379,29 @@ static void test_temperature_knob(void **state)
     app_knob_text(text, sizeof(text), &a, KNOB_TEMPERATURE);
     assert_string_equal(text, "1.25");
     assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0), -1);
-    assert_true(a.message_is_error);
-    assert_non_null(strstr(a.message, "from 0.01 to 100"));
-    assert_true(a.temperature == 1.25);
+    assert_true(a.status.message_is_error);
+    assert_non_null(strstr(a.status.message, "from 0.01 to 100"));
+    assert_true(a.view.temperature == 1.25);
     /* the bottom of the + - grid is 0.1 */
     assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0.05), 0);
     assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, -1), 0);
-    assert_true(a.temperature == 0.1);
+    assert_true(a.view.temperature == 0.1);
     assert_int_equal(app_step_knob(&a, KNOB_TEMPERATURE, 1), 0);
-    assert_true(a.temperature == 0.2);
+    assert_true(a.view.temperature == 0.2);
     ask_clear(&ask);
     app_free(&a);
 
     /* Without a vocabulary: Tab passes over it, the header leaves it out, a value is refused. */
     open_default(&a);
     assert_false(app_knob_shown(&a, KNOB_TEMPERATURE));
-    a.knob = KNOB_DIM;
+    a.view.knob = KNOB_DIM;
     command_run(&a, ACTION_KNOB_NEXT, &ask);
-    assert_int_equal(a.knob, KNOB_SEED);
+    assert_int_equal(a.view.knob, KNOB_SEED);
     command_run(&a, ACTION_KNOB_PREV, &ask);
-    assert_int_equal(a.knob, KNOB_DIM);
+    assert_int_equal(a.view.knob, KNOB_DIM);
     assert_int_equal(app_edit_knob(&a, KNOB_TEMPERATURE, 0.5), -1);
-    assert_true(a.message_is_error);
-    assert_true(a.temperature == 1.0);
+    assert_true(a.status.message_is_error);
+    assert_true(a.view.temperature == 1.0);
     ask_clear(&ask);
     app_free(&a);
 }
@@ -2396,13 +2415,14 @@ static void test_predictions_need_a_vocabulary(void **state)
     struct ask ask = {0};
     assert_false(app_has_vocab(&a));
     command_run(&a, ACTION_PREDICTIONS, &ask);
-    assert_false(a.predictions);
-    assert_true(a.message_is_error);
+    assert_false(a.view.predictions);
+    assert_true(a.status.message_is_error);
     assert_string_equal(
-        a.message, "no next-token predictions: drawn embeddings have no vocabulary to unembed");
+        a.status.message,
+        "no next-token predictions: drawn embeddings have no vocabulary to unembed");
     command_run(&a, ACTION_LENS, &ask);
-    assert_false(a.lens);
-    assert_non_null(strstr(a.message, "no logit lens"));
+    assert_false(a.view.lens);
+    assert_non_null(strstr(a.status.message, "no logit lens"));
     struct diag err;
     int layer;
     assert_null(app_predictions(&a, &layer, &err));
@@ -2421,26 +2441,27 @@ static void test_ablation_toggle_and_undo(void **state)
     struct ask ask = {0};
     struct diag err;
     int layer;
-    a.row = 20;
+    a.view.row = 20;
     const struct attn_predictions *p = app_predictions(&a, &layer, &err);
     float clean_prob = (float)p->next_prob[0];
     struct interp_compare cmp;
-    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err),
-                     -1); /* nothing ablated: no "before" */
-    a.row = 31;           /* the last position: its top-1, to compare at the end */
+    assert_int_equal(
+        interp_compare(&a.cache.interp, &a.result.net, a.result.generation, 20, 1.0, &cmp, &err),
+        -1);         /* nothing ablated: no "before" */
+    a.view.row = 31; /* the last position: its top-1, to compare at the end */
     p = app_predictions(&a, &layer, &err);
     int last_top = attn_predictions_top(p, 0)[0].id;
     float last_prob = attn_predictions_top(p, 0)[0].prob;
-    a.row = 20;
+    a.view.row = 20;
 
     app_set_layer(&a, 1);
-    a.head = 0;
+    a.view.head = 0;
     assert_int_equal(command_run(&a, ACTION_ABLATE, &ask), OUTCOME_SCENE_CHANGED);
-    assert_int_equal(a.scene.n_ablate, 1);
-    assert_int_equal(attn_scene_ablation(&a.scene, 1, 0), HEAD_ZERO);
+    assert_int_equal(a.doc.scene.n_ablate, 1);
+    assert_int_equal(attn_scene_ablation(&a.doc.scene, 1, 0), HEAD_ZERO);
     assert_int_equal(app_head_mode(&a, 1, 0), HEAD_ZERO);
     assert_int_equal(app_ablated_count(&a), 1);
-    assert_string_equal(a.message, "layer 1 head 0 ablated (zero)");
+    assert_string_equal(a.status.message, "layer 1 head 0 ablated (zero)");
     assert_true(app_unsaved(&a));
     /* The context handed on is zeros; the weights are the head's own, unchanged. */
     assert_true(at(&a, STAGE_CONTEXT, 0, 20, 3) == 0.0f);
@@ -2450,7 +2471,9 @@ static void test_ablation_toggle_and_undo(void **state)
     assert_true(p->next_prob[0] < 0.01);
     assert_int_equal(attn_predictions_top(p, 0)[0].id, ID_DOOR);
     /* before: the run without the ablation, the clean number exactly; after: the panel's */
-    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_int_equal(
+        interp_compare(&a.cache.interp, &a.result.net, a.result.generation, 20, 1.0, &cmp, &err),
+        0);
     assert_true(cmp.is_next);
     assert_int_equal(cmp.id, ID_RAIN);
     assert_float_equal(cmp.before, clean_prob, 1e-6);
@@ -2458,51 +2481,55 @@ static void test_ablation_toggle_and_undo(void **state)
     assert_true(cmp.after == p->next_prob[0]);
     assert_int_equal(cmp.after_rank, p->next_rank[0]);
     assert_true(cmp.after_rank > 10);
-    unsigned long computed = a.interp.computed;
-    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
-    assert_int_equal(a.interp.computed, computed); /* kept */
+    unsigned long computed = a.cache.interp.computed;
+    assert_int_equal(
+        interp_compare(&a.cache.interp, &a.result.net, a.result.generation, 20, 1.0, &cmp, &err),
+        0);
+    assert_int_equal(a.cache.interp.computed, computed); /* kept */
     /* the last position has no next token: what the run without it put first */
-    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 31, 1.0, &cmp, &err), 0);
+    assert_int_equal(
+        interp_compare(&a.cache.interp, &a.result.net, a.result.generation, 31, 1.0, &cmp, &err),
+        0);
     assert_false(cmp.is_next);
     assert_int_equal(cmp.id, last_top);
     assert_float_equal(cmp.before, last_prob, 1e-6);
     assert_true(cmp.after < cmp.before);
-    a.row = 31;
+    a.view.row = 31;
     p = app_predictions(&a, &layer, &err);
     for (int e = 0; e < p->k; e++) /* the ablated run's own numbers where its top 10 has it */
         if (attn_predictions_top(p, 0)[e].id == last_top) {
             assert_float_equal(cmp.after, attn_predictions_top(p, 0)[e].prob, 1e-6);
             assert_int_equal(cmp.after_rank, e + 1);
         }
-    a.row = 20;
+    a.view.row = 20;
     p = app_predictions(&a, &layer, &err);
     /* keeping the clean run left the ablated result as it was: the engine agrees */
     struct attn_predictions q;
-    assert_int_equal(attn_predict(&q, &a.net, 1, 20, 1, 1, 1.0, NULL, &err), 0);
+    assert_int_equal(attn_predict(&q, &a.result.net, 1, 20, 1, 1, 1.0, NULL, &err), 0);
     assert_true(q.next_prob[0] == p->next_prob[0]);
     attn_predictions_free(&q);
 
     command_run(&a, ACTION_ABLATE, &ask);
-    assert_int_equal(attn_scene_ablation(&a.scene, 1, 0), HEAD_MEAN);
-    assert_string_equal(a.message, "layer 1 head 0 ablated (zero \u2192 mean)");
+    assert_int_equal(attn_scene_ablation(&a.doc.scene, 1, 0), HEAD_MEAN);
+    assert_string_equal(a.status.message, "layer 1 head 0 ablated (zero \u2192 mean)");
     command_run(&a, ACTION_ABLATE, &ask);
-    assert_int_equal(a.scene.n_ablate, 0);
+    assert_int_equal(a.doc.scene.n_ablate, 0);
     assert_int_equal(app_head_mode(&a, 1, 0), HEAD_KEEP);
-    assert_string_equal(a.message, "layer 1 head 0 no longer ablated");
+    assert_string_equal(a.status.message, "layer 1 head 0 no longer ablated");
     p = app_predictions(&a, &layer, &err);
     assert_true((float)p->next_prob[0] == clean_prob); /* off again: the clean result */
 
     command_run(&a, ACTION_UNDO, &ask); /* back to mean */
     assert_int_equal(app_head_mode(&a, 1, 0), HEAD_MEAN);
-    assert_string_equal(a.message, "undid: layer 1 head 0 ablated (mean)");
+    assert_string_equal(a.status.message, "undid: layer 1 head 0 ablated (mean)");
     command_run(&a, ACTION_UNDO, &ask);
     assert_int_equal(app_head_mode(&a, 1, 0), HEAD_ZERO);
     command_run(&a, ACTION_UNDO, &ask);
     assert_int_equal(app_head_mode(&a, 1, 0), HEAD_KEEP);
-    assert_string_equal(a.message, "undid: layer 1 head 0 no longer ablated");
+    assert_string_equal(a.status.message, "undid: layer 1 head 0 no longer ablated");
     command_run(&a, ACTION_REDO, &ask);
     assert_int_equal(app_head_mode(&a, 1, 0), HEAD_ZERO);
-    assert_int_equal(a.scene.n_ablate, 1);
+    assert_int_equal(a.doc.scene.n_ablate, 1);
 
     /* Saved, the scene says it; read back, it is ablated. */
     char path[] = "/tmp/attnscope-ablate-XXXXXX.yaml";
@@ -2537,7 +2564,7 @@ static void test_edit_both_sentences_of_a_pair(void **state)
     struct app a;
     struct diag err;
     assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
-    assert_string_equal(a.scene.text_pair, "It was a sunny [MASK] .");
+    assert_string_equal(a.doc.scene.text_pair, "It was a sunny [MASK] .");
     struct ask ask = {0};
     command_run(&a, ACTION_EDIT_TEXT, &ask);
     assert_int_equal(ask.kind, PROMPT_TEXT);
@@ -2546,43 +2573,43 @@ static void test_edit_both_sentences_of_a_pair(void **state)
     command_answer(&a, PROMPT_TEXT, "The dog sat on the [MASK] .", &ask);
     assert_int_equal(ask.kind, PROMPT_TEXT_PAIR); /* nothing changed yet */
     assert_string_equal(ask.initial, "It was a sunny [MASK] .");
-    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    assert_string_equal(a.doc.scene.text, "The cat sat on the [MASK] .");
     command_answer(&a, PROMPT_TEXT_PAIR, "It was a rainy day .", &ask);
-    assert_string_equal(a.error, "");
-    assert_string_equal(a.scene.text, "The dog sat on the [MASK] .");
-    assert_string_equal(a.scene.text_pair, "It was a rainy day .");
-    assert_null(a.pending_sentence);
+    assert_string_equal(a.doc.error, "");
+    assert_string_equal(a.doc.scene.text, "The dog sat on the [MASK] .");
+    assert_string_equal(a.doc.scene.text_pair, "It was a rainy day .");
+    assert_null(a.prompt.sentence);
     /* [CLS] A [SEP] B [SEP], B's tokens of type 1 */
-    int n = a.scene.n_tokens;
-    assert_string_equal(a.scene.tokens[n - 1], "[SEP]");
-    assert_string_equal(a.scene.tokens[n - 2], ".");
-    assert_string_equal(a.scene.tokens[n - 3], "day");
-    assert_int_equal(a.scene.token_types[n - 3], 1);
-    assert_int_equal(a.scene.token_types[2], 0);
+    int n = a.doc.scene.n_tokens;
+    assert_string_equal(a.doc.scene.tokens[n - 1], "[SEP]");
+    assert_string_equal(a.doc.scene.tokens[n - 2], ".");
+    assert_string_equal(a.doc.scene.tokens[n - 3], "day");
+    assert_int_equal(a.doc.scene.token_types[n - 3], 1);
+    assert_int_equal(a.doc.scene.token_types[2], 0);
     /* one edit: one undo gives both back */
     command_run(&a, ACTION_UNDO, &ask);
-    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
-    assert_string_equal(a.scene.text_pair, "It was a sunny [MASK] .");
-    assert_non_null(strstr(a.message, "undid: the sentences"));
+    assert_string_equal(a.doc.scene.text, "The cat sat on the [MASK] .");
+    assert_string_equal(a.doc.scene.text_pair, "It was a sunny [MASK] .");
+    assert_non_null(strstr(a.status.message, "undid: the sentences"));
     /* Esc on B: nothing changes */
     command_run(&a, ACTION_EDIT_TEXT, &ask);
     command_answer(&a, PROMPT_TEXT, "A new one .", &ask);
     command_cancel(&a, PROMPT_TEXT_PAIR);
-    assert_null(a.pending_sentence);
-    assert_string_equal(a.scene.text, "The cat sat on the [MASK] .");
+    assert_null(a.prompt.sentence);
+    assert_string_equal(a.doc.scene.text, "The cat sat on the [MASK] .");
     /* B alone, A as it was */
     command_run(&a, ACTION_EDIT_TEXT, &ask);
     command_answer(&a, PROMPT_TEXT, "The cat sat on the [MASK] .", &ask);
     command_answer(&a, PROMPT_TEXT_PAIR, "It rained .", &ask);
-    assert_string_equal(a.scene.text_pair, "It rained .");
-    assert_non_null(strstr(a.message, "the second sentence"));
+    assert_string_equal(a.doc.scene.text_pair, "It rained .");
+    assert_non_null(strstr(a.status.message, "the second sentence"));
     /* B emptied: one sentence, [CLS] A [SEP] */
     command_run(&a, ACTION_EDIT_TEXT, &ask);
     command_answer(&a, PROMPT_TEXT, "The cat sat on the [MASK] .", &ask);
     command_answer(&a, PROMPT_TEXT_PAIR, "", &ask);
-    assert_null(a.scene.text_pair);
-    assert_string_equal(a.scene.tokens[a.scene.n_tokens - 1], "[SEP]");
-    assert_string_equal(a.scene.tokens[a.scene.n_tokens - 2], ".");
+    assert_null(a.doc.scene.text_pair);
+    assert_string_equal(a.doc.scene.tokens[a.doc.scene.n_tokens - 1], "[SEP]");
+    assert_string_equal(a.doc.scene.tokens[a.doc.scene.n_tokens - 2], ".");
     /* one sentence now: t asks for it alone */
     command_run(&a, ACTION_EDIT_TEXT, &ask);
     assert_string_equal(ask.label, "sentence");
@@ -2600,20 +2627,20 @@ static void test_modified_model(void **state)
     struct app a;
     open_scene(&a, "30-english-journey.yaml");
     char changes[200];
-    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.result.shown), 0);
     assert_string_equal(changes, "");
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 16), 0);
-    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 1);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.result.shown), 1);
     assert_string_equal(changes, "heads 8 \u2192 16");
     assert_int_equal(app_toggle_causal(&a), 0);
     assert_int_equal(app_toggle_scale(&a), 0);
     assert_int_equal(app_cycle_normalize(&a), 0);
-    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 4);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.result.shown), 4);
     assert_string_equal(changes, "heads 8 \u2192 16, causal off, scaling off, normalize sum");
     assert_int_equal(app_toggle_causal(&a), 0);
     assert_int_equal(app_cycle_mask_mode(&a), 0);
     assert_int_equal(app_edit_knob(&a, KNOB_DROPOUT, 0.25), 0);
-    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 5);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.result.shown), 5);
     assert_string_equal(changes, "heads 8 \u2192 16, mask after_softmax, scaling off, normalize "
                                  "sum, dropout 0.25");
 
@@ -2637,12 +2664,12 @@ static void test_modified_model(void **state)
     struct ask ask = {0};
     for (int i = 0; i < 7; i++)
         command_run(&a, ACTION_UNDO, &ask);
-    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.result.shown), 0);
     /* The sentence, the positions' offset and an ablation are no change of the model. */
     assert_int_equal(app_edit_text(&a, "Your journey ends"), 0);
     assert_int_equal(app_edit_offset(&a, 3), 0);
     assert_int_equal(app_set_ablation(&a, 3, 7, HEAD_ZERO), 0);
-    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.shown), 0);
+    assert_int_equal(attn_scene_model_changes(changes, sizeof(changes), &a.result.shown), 0);
     ask_clear(&ask);
     app_free(&a);
 }
@@ -2656,17 +2683,17 @@ static void test_ablation_of_a_head_that_goes(void **state)
     assert_int_equal(app_set_ablation(&a, 0, 1, HEAD_MEAN), 0);
     assert_int_equal(app_set_ablation(&a, 0, 0, HEAD_ZERO), 0);
     assert_int_equal(app_ablated_count(&a), 2);
-    assert_string_equal(a.message, "head 0 ablated (zero)");
+    assert_string_equal(a.status.message, "head 0 ablated (zero)");
     assert_int_equal(app_edit_knob(&a, KNOB_HEADS, 1), 0);
-    assert_string_equal(a.error, "");
-    assert_int_equal(a.scene.n_ablate, 1);
+    assert_string_equal(a.doc.error, "");
+    assert_int_equal(a.doc.scene.n_ablate, 1);
     assert_int_equal(app_head_mode(&a, 0, 0), HEAD_ZERO);
-    assert_non_null(strstr(a.message, "1 ablated head gone with new head count"));
-    assert_non_null(strstr(a.message, "head 1 no longer ablated"));
+    assert_non_null(strstr(a.status.message, "1 ablated head gone with new head count"));
+    assert_non_null(strstr(a.status.message, "head 1 no longer ablated"));
     /* a head that does not exist is refused by the edit's rules */
     assert_int_equal(app_set_ablation(&a, 0, 3, HEAD_ZERO), -1);
-    assert_true(a.message_is_error);
-    assert_non_null(strstr(a.message, "head 3 does not exist: the scene has 1 head"));
+    assert_true(a.status.message_is_error);
+    assert_non_null(strstr(a.status.message, "head 3 does not exist: the scene has 1 head"));
     app_free(&a);
 }
 
@@ -2678,16 +2705,16 @@ static void test_rollout_view(void **state)
     struct app a;
     open_scene(&a, "29-induction-head.yaml");
     struct ask ask = {0};
-    a.stage = STAGE_VALUES;
+    a.view.stage = STAGE_VALUES;
     command_run(&a, ACTION_ROLLOUT, &ask);
-    assert_true(a.rollout);
-    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_true(a.view.rollout);
+    assert_int_equal(a.view.stage, STAGE_WEIGHTS);
     int n = app_model(&a)->n;
     float *want = malloc((size_t)n * n * sizeof(float));
     struct diag err;
     for (int L = 0; L < 2; L++) {
         app_set_layer(&a, L);
-        assert_int_equal(attn_net_rollout(want, &a.net, L, &err), 0);
+        assert_int_equal(attn_net_rollout(want, &a.result.net, L, &err), 0);
         struct attn_mat_view v = app_shown_view(&a);
         assert_int_equal(v.rows, n);
         assert_int_equal(v.cols, n);
@@ -2697,8 +2724,8 @@ static void test_rollout_view(void **state)
         assert_ptr_equal(app_shown_view(&a).data, v.data); /* kept: no second product */
     }
     /* The inspector: layer 1's A' row times the rollout through layer 0. */
-    a.row = 2;
-    a.col = a.col_want = 1;
+    a.view.row = 2;
+    a.view.col = a.view.col_want = 1;
     char text[4096];
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "\u201c king\u201d draws on \u201c moon\u201d"));
@@ -2711,18 +2738,18 @@ static void test_rollout_view(void **state)
     /* the inspector reads the rollout the map made, and makes none: layer 1's is kept */
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "the rollout is not computed\n"));
-    assert_int_equal(a.interp.rollout_layer, 1);
+    assert_int_equal(a.cache.interp.rollout_layer, 1);
     app_shown_view(&a); /* the map is drawn first */
     inspect_explain(text, sizeof(text), &a);
     assert_non_null(strstr(text, "rollout through layer 0 = A'_0[2,1]"));
     /* the head's mean and the Δ give way to it; a stage key leaves it */
     command_run(&a, ACTION_STAGE_NEXT, &ask);
-    assert_false(a.rollout);
-    assert_int_equal(a.stage, STAGE_WEIGHTS);
+    assert_false(a.view.rollout);
+    assert_int_equal(a.view.stage, STAGE_WEIGHTS);
     command_run(&a, ACTION_ROLLOUT, &ask);
     command_run(&a, ACTION_ALL_HEADS, &ask);
-    assert_false(a.rollout);
-    assert_true(a.all_heads);
+    assert_false(a.view.rollout);
+    assert_true(a.view.all_heads);
     free(want);
     ask_clear(&ask);
     app_free(&a);
@@ -2752,21 +2779,22 @@ static void test_lens_view(void **state)
     open_scene(&a, "29-induction-head.yaml");
     struct ask ask = {0};
     command_run(&a, ACTION_LENS, &ask);
-    assert_true(a.lens);
-    assert_false(a.rollout);
+    assert_true(a.view.lens);
+    assert_false(a.view.rollout);
     struct diag err;
-    unsigned long computed = a.interp.computed;
-    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 1.0, 16, 8, &err), 0);
-    assert_int_equal(a.interp.computed, computed + 2 * 8); /* 8 positions, 2 layers */
+    unsigned long computed = a.cache.interp.computed;
+    assert_int_equal(
+        interp_lens_fill(&a.cache.interp, &a.result.net, a.result.generation, 1.0, 16, 8, &err), 0);
+    assert_int_equal(a.cache.interp.computed, computed + 2 * 8); /* 8 positions, 2 layers */
     bool hit;
-    assert_null(interp_lens_top(&a.interp, 0, 0, &hit)); /* not shown: not computed */
+    assert_null(interp_lens_top(&a.cache.interp, 0, 0, &hit)); /* not shown: not computed */
     /* position 20: layer 0 still says the word before, layer 1 the next one (docs/interp.md) */
-    const struct attn_token_score *t0 = interp_lens_top(&a.interp, 0, 20, &hit);
+    const struct attn_token_score *t0 = interp_lens_top(&a.cache.interp, 0, 20, &hit);
     assert_non_null(t0);
     assert_int_equal(t0->id, ID_DOOR);
     assert_false(hit);
     assert_float_equal(t0->prob, 0.790, 5e-4);
-    const struct attn_token_score *t1 = interp_lens_top(&a.interp, 1, 20, &hit);
+    const struct attn_token_score *t1 = interp_lens_top(&a.cache.interp, 1, 20, &hit);
     assert_int_equal(t1->id, ID_RAIN);
     assert_true(hit);
     /* predict's one row, against the lens's block of 8: the same numbers up to the order
@@ -2774,33 +2802,36 @@ static void test_lens_view(void **state)
        (docs/exactness.md): logits within 1e-5 relative, so probabilities within 2 p 1e-5 Z, Z
        the row's largest |logit| */
     struct attn_predictions q;
-    assert_int_equal(attn_predict(&q, &a.net, 0, 20, 1, 1, 1.0, NULL, &err), 0);
+    assert_int_equal(attn_predict(&q, &a.result.net, 0, 20, 1, 1, 1.0, NULL, &err), 0);
     assert_int_equal(q.top[0].id, t0->id);
     assert_float_equal(q.top[0].logit, t0->logit, 1e-5 * fabs(t0->logit));
     assert_float_equal(q.top[0].prob, t0->prob,
-                       2 * t0->prob * 1e-5 * row_logit_scale(&a.net, 0, 20, 1.0));
+                       2 * t0->prob * 1e-5 * row_logit_scale(&a.result.net, 0, 20, 1.0));
     attn_predictions_free(&q);
     float p20 = t0->prob;
     /* again, or overlapping: only the new blocks of 8 (24 .. 31 of the scene's 32 tokens) */
-    assert_int_equal(a.net.model[0].n, 32);
-    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 1.0, 20, 8, &err), 0);
-    assert_int_equal(a.interp.computed, computed + 2 * 16);
+    assert_int_equal(a.result.net.model[0].n, 32);
+    assert_int_equal(
+        interp_lens_fill(&a.cache.interp, &a.result.net, a.result.generation, 1.0, 20, 8, &err), 0);
+    assert_int_equal(a.cache.interp.computed, computed + 2 * 16);
     /* the picked cell (the layer on screen) feeds the panel */
     app_set_layer(&a, 0);
-    a.row = 20;
+    a.view.row = 20;
     int layer;
     const struct attn_predictions *p = app_predictions(&a, &layer, &err);
     assert_int_equal(layer, 0);
     assert_int_equal(attn_predictions_top(p, 0)[0].id, ID_DOOR);
     /* a new temperature starts the grid again */
-    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 0.5, 20, 1, &err), 0);
-    assert_null(interp_lens_top(&a.interp, 0, 24, &hit));
-    assert_non_null(interp_lens_top(&a.interp, 0, 16, &hit)); /* its block, filled whole */
+    assert_int_equal(
+        interp_lens_fill(&a.cache.interp, &a.result.net, a.result.generation, 0.5, 20, 1, &err), 0);
+    assert_null(interp_lens_top(&a.cache.interp, 0, 24, &hit));
+    assert_non_null(interp_lens_top(&a.cache.interp, 0, 16, &hit)); /* its block, filled whole */
     /* A position's block is one call whatever was shown first: the same bits as before. */
-    assert_int_equal(interp_lens_fill(&a.interp, &a.net, a.generation, 1.0, 20, 1, &err), 0);
-    assert_true(interp_lens_top(&a.interp, 0, 20, &hit)->prob == p20);
+    assert_int_equal(
+        interp_lens_fill(&a.cache.interp, &a.result.net, a.result.generation, 1.0, 20, 1, &err), 0);
+    assert_true(interp_lens_top(&a.cache.interp, 0, 20, &hit)->prob == p20);
     command_run(&a, ACTION_STAGE_PREV, &ask); /* back to the stages */
-    assert_false(a.lens);
+    assert_false(a.view.lens);
     ask_clear(&ask);
     app_free(&a);
 }
@@ -2847,7 +2878,7 @@ static void test_panel_agrees_with_the_commands(void **state)
     struct diag err;
     int layer;
     command_run(&a, ACTION_PREDICTIONS, &ask);
-    a.row = 20;
+    a.view.row = 20;
     static const char *const temps[] = {"1", "0.7"};
     for (int ti = 0; ti < 2; ti++) {
         if (ti == 1)
@@ -2874,7 +2905,8 @@ static void test_panel_agrees_with_the_commands(void **state)
             assert_int_equal(ts->id, id);
             assert_float_equal(ts->logit, logit, 1e-5 * fabs(logit)); /* the issue's tolerances */
             assert_float_equal(ts->prob, prob,
-                               2 * prob * 1e-5 * row_logit_scale(&a.net, layer, 20, ti ? 0.7 : 1));
+                               2 * prob * 1e-5 *
+                                   row_logit_scale(&a.result.net, layer, 20, ti ? 0.7 : 1));
             rows++;
         }
         assert_int_equal(rows, 10);
@@ -2893,10 +2925,12 @@ static void test_panel_agrees_with_the_commands(void **state)
     free(out);
     assert_true(loss > 5.0); /* 5.203639: the induction head was what named " rain" */
     app_set_layer(&a, 1);
-    a.head = 0;
+    a.view.head = 0;
     assert_int_equal(command_run(&a, ACTION_ABLATE, &ask), OUTCOME_SCENE_CHANGED);
     struct interp_compare cmp;
-    assert_int_equal(interp_compare(&a.interp, &a.net, a.generation, 20, 1.0, &cmp, &err), 0);
+    assert_int_equal(
+        interp_compare(&a.cache.interp, &a.result.net, a.result.generation, 20, 1.0, &cmp, &err),
+        0);
     assert_int_equal(cmp.id, ID_RAIN);
     assert_float_equal(-log(cmp.after), loss, 1e-6); /* ablate prints 6 decimals */
     /* before: predict's p of the next token, unablated */
@@ -2945,13 +2979,13 @@ static void test_lesson_first_step_edit(void **state)
                     "lesson:\n"
                     "  - {stage: weights, causal: true, caption: one}\n"
                     "  - {stage: scores, caption: two}\n");
-    assert_true(a.scene.attn.causal);
-    assert_int_equal(a.n_undo, 1);
+    assert_true(a.doc.scene.attn.causal);
+    assert_int_equal(a.doc.n_undo, 1);
     assert_false(app_unsaved(&a));
     assert_int_equal(lesson_next(&a), 0);
     assert_int_equal(lesson_prev(&a), 0);
-    assert_true(a.scene.attn.causal); /* step 1's own edit stays */
-    assert_int_equal(a.n_undo, 1);
+    assert_true(a.doc.scene.attn.causal); /* step 1's own edit stays */
+    assert_int_equal(a.doc.n_undo, 1);
     app_free(&a);
 }
 

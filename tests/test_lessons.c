@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "explore/appstate.h"
 #include "explore/app.h"
 #include "explore/lessonmode.h"
 #include "scenefile/scenefile.h"
@@ -36,10 +37,10 @@ static bool printing(void)
 static void print_step(const struct app *a, const char *name, int i)
 {
     const struct attn_lesson_step *st = lesson_current(a);
-    struct attn_mat_view v = app_view(a, a->stage, a->head);
+    struct attn_mat_view v = app_view(a, a->view.stage, a->view.head);
     fprintf(stderr, "---- %s step %d: %s head %d layer %d (%d x %d)%s%s\n", name, i + 1,
-            attn_stage_name(a->stage), a->head, a->layer, v.rows, v.cols,
-            a->message[0] ? " message: " : "", a->message);
+            attn_stage_name(a->view.stage), a->view.head, a->view.layer, v.rows, v.cols,
+            a->status.message[0] ? " message: " : "", a->status.message);
     for (int r = 0; r < v.rows; r++) {
         fprintf(stderr, "  %-10.10s", app_model(a)->tokens[r]);
         for (int c = 0; c < v.cols; c++)
@@ -113,7 +114,7 @@ static void test_every_lesson(void **state)
             assert_int_equal(lesson_prev(&a), 0);
             problems += check_step(&a, names[f], i);
         }
-        assert_int_equal(a.n_undo, a.lesson.changed[0] ? 1 : 0); /* every edit undone again */
+        assert_int_equal(a.doc.n_undo, a.lesson.changed[0] ? 1 : 0); /* every edit undone again */
         app_free(&a);
     }
     tu_free_names(names, n);

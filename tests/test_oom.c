@@ -44,6 +44,7 @@
 #include "pretrained/hftok.h"
 #include "scenefile/scenefile.h"
 #include "testutil.h"
+#include "explore/appstate.h"
 #include "ui/ui.h"
 
 /* ---- jansson and ICU through the hook, when a sweep asks for it ---- */
@@ -1023,7 +1024,7 @@ static void work_explorer(struct sweep_outcome *out, const void *p)
         set_error(out, &err);
         return;
     }
-    out->digest = digest_net(out->digest, &ui->app.net);
+    out->digest = digest_net(out->digest, &ui->app->result.net);
     ui_delete(ui);
 }
 

@@ -32,6 +32,7 @@
 
 #include "scenefile/scenefile.h"
 #include "testutil.h"
+#include "explore/appstate.h"
 #include "ui/ui.h"
 
 struct script {
@@ -426,9 +427,9 @@ static void test_stage_bar_names(void **state)
             struct diag err;
             assert_int_equal(ui_open(ui, &s, scenes[sc], &err), 0);
             enum attn_stage order[STAGE_COUNT];
-            int n_order = attn_stage_order(order, app_model(&ui->app));
+            int n_order = attn_stage_order(order, app_model(ui->app));
             /* from the first stage to the last, one '.' at a time */
-            ui->app.stage = order[0];
+            ui->app->view.stage = order[0];
             ui_mark(ui, OUTCOME_VIEW_CHANGED);
             for (int k = 0; k < n_order; k++) {
                 ui_draw(ui);

@@ -90,20 +90,20 @@ static int check_lesson(struct attn_scene *s, const char *path)
         if (cli_lesson_screen_hook) /* no terminfo: the numbers are still checked */
             fprintf(stderr, "%s: note: %s: the lesson's screen at 80\u00d724 is not checked\n",
                     path, err.msg);
-        struct app a;
         attn_diag_clear(&err);
-        if (app_init(&a, s, path, NULL, &err) != 0) {
+        struct app *a;
+        if (app_new(&a, s, path, NULL, &err) != 0) {
             if (!err.file[0])
                 snprintf(err.file, sizeof(err.file), "%.*s", (int)sizeof(err.file) - 1, path);
             attn_diag_print(stderr, &err, NULL, 0);
             rc = CLI_INVALID;
             goto out;
         }
-        if (lesson_open(&a) != 0)
+        if (lesson_open(a) != 0)
             attn_diag_list_add(&problems, path, 0, 0, "lesson", "out of memory for the lesson");
         else
-            lesson_check_all(&a, source, len, &problems);
-        app_free(&a);
+            lesson_check_all(a, source, len, &problems);
+        app_delete(a);
     }
     for (int i = 0; i < problems.n; i++)
         attn_diag_print(stderr, &problems.items[i], source, len);

@@ -1,5 +1,6 @@
 /* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
 #include "explore/app.h"
+#include "explore/appstate.h"
 
 #include <limits.h>
 #include <math.h>
@@ -28,6 +29,96 @@ const char *knob_label(enum knob k)
     return k == KNOB_TEMPERATURE ? "temp" : knob_name(k);
 }
 
+/* The caches (struct app_caches), each with its own invalidation. Each is keyed by the
+   result's generation and the view it was made for; generation 0 names no result (the first
+   compute makes 1), so an invalidated cache never matches. */
+
+/* A new result: every head unscored, room for count heads. False: out of memory, and no scores
+   at all rather than stale ones (app_scores: undefined). */
+static bool score_cache_invalidate(struct app_score_cache *c, size_t count)
+{
+    struct head_scores *sc = realloc(c->scores, count * sizeof(*sc));
+    if (sc)
+        c->scores = sc;
+    unsigned char *done = sc ? realloc(c->scored, count) : NULL;
+    if (!sc || !done) {
+        free(c->scores);
+        free(c->scored);
+        c->scores = NULL;
+        c->scored = NULL;
+        return false;
+    }
+    c->scored = done;
+    memset(c->scored, 0, count);
+    return true;
+}
+
+static void score_cache_free(struct app_score_cache *c)
+{
+    free(c->scores);
+    free(c->scored);
+    *c = (struct app_score_cache){0};
+}
+
+static bool mean_cache_holds(const struct app_mean_cache *c, unsigned long gen, int layer,
+                             int stage)
+{
+    return c->values && c->generation == gen && c->layer == layer && c->stage == stage;
+}
+
+static void mean_cache_invalidate(struct app_mean_cache *c)
+{
+    c->generation = 0; /* the buffer stays for the next */
+}
+
+static void mean_cache_free(struct app_mean_cache *c)
+{
+    free(c->values);
+    *c = (struct app_mean_cache){0};
+}
+
+static bool delta_cache_holds(const struct app_delta_cache *c, unsigned long gen, int layer,
+                              int stage, int head)
+{
+    return c->values && c->generation == gen && c->layer == layer && c->stage == stage &&
+           c->head == head;
+}
+
+static void delta_cache_invalidate(struct app_delta_cache *c)
+{
+    c->generation = 0;
+}
+
+static void delta_cache_free(struct app_delta_cache *c)
+{
+    free(c->values);
+    *c = (struct app_delta_cache){0};
+}
+
+/* The heatmap lays its blocks out again on its next draw. */
+static void zoom_cache_invalidate(struct zoom_grid *g)
+{
+    *g = (struct zoom_grid){0};
+}
+
+/* A new result (or baseline): whatever was made from the last one is stale. The interp cache
+   keys itself by generation (explore/interp.h); the score cache is sized for the new result in
+   recompute. */
+static void caches_invalidate(struct app_caches *c)
+{
+    mean_cache_invalidate(&c->mean);
+    delta_cache_invalidate(&c->delta);
+}
+
+static void caches_free(struct app_caches *c)
+{
+    score_cache_free(&c->score);
+    mean_cache_free(&c->mean);
+    delta_cache_free(&c->delta);
+    interp_cache_free(&c->interp);
+    zoom_cache_invalidate(&c->zoom);
+}
+
 /* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
  * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
@@ -41,54 +132,44 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
        memory limit; the first has none to keep. The estimate is rough (the machine may be
        busy): a stop offered only past ATTN_LONG_SECONDS left computes of seconds unstoppable. */
     const char *why;
-    a->compute_seconds = attn_net_estimate_edit_seconds(&a->net, s);
-    bool felt = a->compute_seconds * 1000 > PROGRESS_QUIET_MS;
+    a->result.compute_seconds = attn_net_estimate_edit_seconds(&a->result.net, s);
+    bool felt = a->result.compute_seconds * 1000 > PROGRESS_QUIET_MS;
     size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
-    a->net.keep_previous = felt && a->have_result && need <= limit / 2;
-    a->stoppable = felt && (!a->have_result || a->net.keep_previous);
-    a->stop_note[0] = '\0';
-    if (felt && !a->stoppable)
-        snprintf(a->stop_note, sizeof(a->stop_note),
+    a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2;
+    a->result.stoppable = felt && (!a->result.have_result || a->result.net.keep_previous);
+    a->result.stop_note[0] = '\0';
+    if (felt && !a->result.stoppable)
+        snprintf(a->result.stop_note, sizeof(a->result.stop_note),
                  "no room for two results (2 \u00d7 %zu MiB, limit %zu MiB)",
                  (need + ((size_t)1 << 20) - 1) >> 20, limit >> 20);
     /* Said before the parameters are resolved and the buffers made, which take seconds of a
        long compute: the front end shows it at once (app_init). */
-    progress_report(&a->net.progress, 0,
+    progress_report(&a->result.net.progress, 0,
                     (long)(s->layers > 1 ? s->layers : 1) *
                         (s->attn.heads > 0 ? s->attn.heads : 1));
-    int rc = attn_net_compute(&a->net, s, err);
-    a->net.keep_previous = false;
+    int rc = attn_net_compute(&a->result.net, s, err);
+    a->result.net.keep_previous = false;
     if (rc)
         return -1;
     int changed = attn_scene_check_backing(s, err) ? 1 : 0;
-    if (a->layer >= a->net.layers) /* fewer layers now: the last one */
-        a->layer = a->net.layers - 1;
+    if (a->view.layer >= a->result.net.layers) /* fewer layers now: the last one */
+        a->view.layer = a->result.net.layers - 1;
     /* Scored on first use, once per result: drawing and cursor moves never rescan. */
-    size_t count = (size_t)a->net.layers * (size_t)a->net.model[0].heads;
-    struct head_scores *sc = realloc(a->scores, count * sizeof(*sc));
-    if (sc)
-        a->scores = sc;
-    unsigned char *done = sc ? realloc(a->scored, count) : NULL;
-    if (!sc || !done) { /* no scores at all rather than stale ones (app_scores: undefined) */
-        free(a->scores);
-        free(a->scored);
-        a->scores = NULL;
-        a->scored = NULL;
+    size_t count = (size_t)a->result.net.layers * (size_t)a->result.net.model[0].heads;
+    if (!score_cache_invalidate(&a->cache.score, count))
         return attn_diag_set(err, "", "out of memory for the head scores");
-    }
-    a->scored = done;
-    memset(a->scored, 0, count);
-    a->have_result = true;
-    a->generation++;
+    a->result.have_result = true;
+    a->result.generation++;
+    caches_invalidate(&a->cache);
     char where[DIAG_MSG_MAX - 32];
-    a->nonfinite[0] = '\0';
-    if (attn_net_nonfinite_text(where, sizeof(where), &a->net))
-        snprintf(a->nonfinite, sizeof(a->nonfinite), "not a number: %s", where);
+    a->result.nonfinite[0] = '\0';
+    if (attn_net_nonfinite_text(where, sizeof(where), &a->result.net))
+        snprintf(a->result.nonfinite, sizeof(a->result.nonfinite), "not a number: %s", where);
     /* With a head ablated, the run without it is kept for the predictions' "before": two
        passes over the layers from the first ablated one, at the edit, never on a cursor move.
        Out of memory only loses the "before". */
     struct diag clean_err;
-    interp_keep_clean(&a->interp, &a->net, a->generation, &clean_err);
+    interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
     return changed;
 }
 
@@ -98,7 +179,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
 static void warnings_note(struct app *a, bool checkpoint)
 {
     char note[2 * DIAG_MSG_MAX] = "";
-    const struct diag_list *w = a->scene.backing ? &a->scene.backing->warnings : NULL;
+    const struct diag_list *w = a->doc.scene.backing ? &a->doc.scene.backing->warnings : NULL;
     if (checkpoint && w && w->n + w->lost > 0) {
         const struct diag *d = &w->items[0];
         const char *base = strrchr(d->file, '/') ? strrchr(d->file, '/') + 1 : d->file;
@@ -113,15 +194,15 @@ static void warnings_note(struct app *a, bool checkpoint)
                      d->msg);
     }
     char past[DIAG_MSG_MAX];
-    if (attn_scene_positions_note(past, sizeof(past), &a->scene)) {
+    if (attn_scene_positions_note(past, sizeof(past), &a->doc.scene)) {
         size_t o = strlen(note);
         snprintf(note + o, sizeof(note) - o, "%swarning: %.300s", o ? "; " : "", past);
     }
     if (!note[0])
         return;
-    size_t o = strlen(a->message);
-    snprintf(a->message + o, sizeof(a->message) - o, "%s%.*s", o ? "; " : "",
-             (int)sizeof(a->message) - 3, note);
+    size_t o = strlen(a->status.message);
+    snprintf(a->status.message + o, sizeof(a->status.message) - o, "%s%.*s", o ? "; " : "",
+             (int)sizeof(a->status.message) - 3, note);
 }
 
 int app_init(struct app *a, struct attn_scene *s, const char *path,
@@ -129,69 +210,68 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
 {
     memset(a, 0, sizeof(*a));
     if (progress) /* every compute, the first included, tells the front end how far it got */
-        a->net.progress = *progress;
-    a->scene = *s;
+        a->result.net.progress = *progress;
+    a->doc.scene = *s;
     memset(s, 0, sizeof(*s));
-    a->scene_path = path ? strdup(path) : NULL;
-    a->undo = calloc(APP_UNDO_MAX, sizeof(*a->undo));
-    a->redo = calloc(APP_UNDO_MAX, sizeof(*a->redo));
-    a->prompt_initial = calloc(1, APP_PROMPT_BYTES);
-    bool oom = !a->undo || !a->redo || !a->prompt_initial || (path && !a->scene_path);
-    int rc = oom || attn_scene_copy(&a->shown, &a->scene) || attn_scene_copy(&a->written, &a->scene)
+    a->doc.scene_path = path ? strdup(path) : NULL;
+    a->doc.undo = calloc(APP_UNDO_MAX, sizeof(*a->doc.undo));
+    a->doc.redo = calloc(APP_UNDO_MAX, sizeof(*a->doc.redo));
+    a->prompt.initial = calloc(1, APP_PROMPT_BYTES);
+    bool oom = !a->doc.undo || !a->doc.redo || !a->prompt.initial || (path && !a->doc.scene_path);
+    int rc = oom || attn_scene_copy(&a->result.shown, &a->doc.scene) ||
+                     attn_scene_copy(&a->doc.written, &a->doc.scene)
                  ? attn_diag_set(err, "", "out of memory")
-                 : recompute(a, &a->shown, err);
+                 : recompute(a, &a->result.shown, err);
     if (rc) {
         app_free(a); /* the scene was taken over: nothing is left for the caller to free */
         return -1;
     }
-    a->stage = STAGE_WEIGHTS;
-    a->score_shown = -1;
-    a->play_ms = 900;
-    a->temperature = 1.0;
+    a->view.stage = STAGE_WEIGHTS;
+    a->view.score_shown = -1;
+    a->view.play_ms = 900;
+    a->view.temperature = 1.0;
     /* A long sequence opens on its overview, each query's row on its own scale: one scale for
      * the whole matrix is set by row 0's 1.0 and leaves rows 80-100 one colour. */
-    if (a->scene.n_tokens > APP_LONG_TOKENS) {
-        a->zoom = ZOOM_OVERVIEW;
-        a->color_scale = SCALE_BY_ROW;
+    if (a->doc.scene.n_tokens > APP_LONG_TOKENS) {
+        a->view.zoom = ZOOM_OVERVIEW;
+        a->view.color_scale = SCALE_BY_ROW;
     }
-    if (a->scene.view.layer >= 0) { /* where the scene asks to open (an induction head, ...) */
-        a->layer = a->scene.view.layer < a->net.layers ? a->scene.view.layer : 0;
-        a->head = a->scene.view.head;
-        a->stage = (enum attn_stage)a->scene.view.stage;
-        if (!attn_stage_present(app_model(a), a->stage))
-            a->stage = STAGE_WEIGHTS;
+    if (a->doc.scene.view.layer >= 0) { /* where the scene asks to open (an induction head, ...) */
+        a->view.layer =
+            a->doc.scene.view.layer < a->result.net.layers ? a->doc.scene.view.layer : 0;
+        a->view.head = a->doc.scene.view.head;
+        a->view.stage = (enum attn_stage)a->doc.scene.view.stage;
+        if (!attn_stage_present(app_model(a), a->view.stage))
+            a->view.stage = STAGE_WEIGHTS;
         app_clamp(a);
     }
     /* A vocabulary's byte fallback is said, not left for the learner to puzzle over. */
-    if (a->scene.tokenizer == TOKENIZER_GPT2)
-        attn_tokens_unknown_words(a->message, sizeof(a->message), a->scene.tokens,
-                                  a->scene.n_tokens);
+    if (a->doc.scene.tokenizer == TOKENIZER_GPT2)
+        attn_tokens_unknown_words(a->status.message, sizeof(a->status.message), a->doc.scene.tokens,
+                                  a->doc.scene.n_tokens);
     warnings_note(a, true);
     return 0;
 }
 
 void app_free(struct app *a)
 {
-    attn_scene_free(&a->scene);
-    attn_scene_free(&a->shown);
-    for (int i = 0; i < a->n_undo; i++)
-        attn_scene_free(&a->undo[i]);
-    for (int i = 0; i < a->n_redo; i++)
-        attn_scene_free(&a->redo[i]);
-    free(a->undo);
-    free(a->redo);
-    free(a->prompt_initial);
-    free(a->pending_sentence);
-    free(a->pending_text);
-    free(a->scene_path);
-    attn_net_free(&a->net);
-    free(a->scores);
-    free(a->scored);
-    free(a->mean);
-    attn_scene_free(&a->base_scene);
-    attn_net_free(&a->base_net);
-    free(a->delta);
-    attn_scene_free(&a->written);
+    attn_scene_free(&a->doc.scene);
+    attn_scene_free(&a->result.shown);
+    for (int i = 0; i < a->doc.n_undo; i++)
+        attn_scene_free(&a->doc.undo[i]);
+    for (int i = 0; i < a->doc.n_redo; i++)
+        attn_scene_free(&a->doc.redo[i]);
+    free(a->doc.undo);
+    free(a->doc.redo);
+    free(a->prompt.initial);
+    free(a->prompt.sentence);
+    free(a->prompt.text);
+    free(a->doc.scene_path);
+    attn_net_free(&a->result.net);
+    caches_free(&a->cache);
+    attn_scene_free(&a->base.scene);
+    attn_net_free(&a->base.net);
+    attn_scene_free(&a->doc.written);
     for (int i = 0; a->lesson.lesson && i < a->lesson.lesson->n_steps; i++)
         if (a->lesson.reached[i])
             attn_scene_free(&a->lesson.at[i]);
@@ -199,22 +279,150 @@ void app_free(struct app *a)
     free(a->lesson.reached);
     free(a->lesson.changed);
     attn_lesson_unref(a->lesson.lesson);
-    interp_cache_free(&a->interp);
     memset(a, 0, sizeof(*a));
+}
+
+int app_new(struct app **out, struct attn_scene *s, const char *path,
+            const struct progress_sink *progress, struct diag *err)
+{
+    struct app *a = malloc(sizeof(*a));
+    *out = a; /* before the first compute: progress may read it (the front end's bar) */
+    if (!a) {
+        attn_scene_free(s); /* taken in every case, as app_init takes it */
+        return attn_diag_set(err, "", "out of memory");
+    }
+    if (app_init(a, s, path, progress, err)) {
+        free(a);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void app_delete(struct app *a)
+{
+    if (!a)
+        return;
+    app_free(a);
+    free(a);
+}
+
+const struct app_doc *app_doc(const struct app *a)
+{
+    return &a->doc;
+}
+
+const struct app_result *app_result(const struct app *a)
+{
+    return &a->result;
+}
+
+const struct app_caches *app_caches(const struct app *a)
+{
+    return &a->cache;
+}
+
+const struct app_view *app_view_state(const struct app *a)
+{
+    return &a->view;
+}
+
+const struct app_baseline *app_baseline(const struct app *a)
+{
+    return &a->base;
+}
+
+const struct app_lesson *app_lesson(const struct app *a)
+{
+    return &a->lesson;
+}
+
+const struct app_prompt *app_prompt(const struct app *a)
+{
+    return &a->prompt;
+}
+
+const struct app_status *app_status(const struct app *a)
+{
+    return &a->status;
+}
+
+const struct keymap *app_keymap(const struct app *a)
+{
+    return a->keymap;
+}
+
+struct app_view *app_view_mut(struct app *a)
+{
+    return &a->view;
+}
+
+struct app_status *app_status_mut(struct app *a)
+{
+    return &a->status;
+}
+
+int app_lens_fill(struct app *a, int first, int count, struct diag *err)
+{
+    return interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
+                            a->view.temperature, first, count, err);
+}
+
+int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err)
+{
+    return interp_compare(&a->cache.interp, &a->result.net, a->result.generation, a->view.row,
+                          a->view.temperature, out, err);
+}
+
+void app_set_zoom_shown(struct app *a, const struct zoom_grid *grid)
+{
+    a->cache.zoom = grid ? *grid : (struct zoom_grid){0};
+}
+
+void app_set_keymap(struct app *a, const struct keymap *keymap)
+{
+    a->keymap = keymap;
+}
+
+void app_set_export_progress(struct app *a, const struct progress_sink *progress)
+{
+    a->result.export_progress = *progress;
+}
+
+const struct attn_model *app_model(const struct app *a)
+{
+    return &a->result.net.model[a->view.layer];
+}
+
+const struct attn_run *app_run(const struct app *a)
+{
+    return &a->result.net.run[a->view.layer];
+}
+
+bool app_showing_mean(const struct app *a)
+{
+    return a->view.head_mean && !a->view.rollout && attn_stage_is_per_head(a->view.stage) &&
+           a->result.net.model[a->view.layer].heads > 1;
+}
+
+bool app_showing_delta(const struct app *a)
+{
+    return a->base.pinned && !a->view.rollout && !app_showing_mean(a) && app_delta_ok(a);
 }
 
 const struct head_scores *app_scores(const struct app *a, int layer, int head)
 {
     static const struct head_scores none; /* every score undefined */
-    if (!a->scored)
+    if (!a->cache.score.scored)
         return &none;
-    size_t i = (size_t)layer * (size_t)a->net.model[0].heads + (size_t)head;
-    if (!a->scored[i]) { /* a cache: the pointers are const, what they point at is not */
-        attn_head_scores(&a->scores[i], app_view_at(a, layer, STAGE_WEIGHTS, head),
-                         a->net.model[0].ids);
-        a->scored[i] = 1;
+    size_t i = (size_t)layer * (size_t)a->result.net.model[0].heads + (size_t)head;
+    if (!a->cache.score
+             .scored[i]) { /* a cache: the pointers are const, what they point at is not */
+        attn_head_scores(&a->cache.score.scores[i], app_view_at(a, layer, STAGE_WEIGHTS, head),
+                         a->result.net.model[0].ids);
+        a->cache.score.scored[i] = 1;
     }
-    return &a->scores[i];
+    return &a->cache.score.scores[i];
 }
 
 struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head)
@@ -224,18 +432,18 @@ struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head)
 
 struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage s, int head)
 {
-    return attn_view(&a->net.run[layer], &a->net.model[layer], s, head);
+    return attn_view(&a->result.net.run[layer], &a->result.net.model[layer], s, head);
 }
 
 void app_set_layer(struct app *a, int layer)
 {
-    if (layer < 0 || layer >= a->net.layers)
+    if (layer < 0 || layer >= a->result.net.layers)
         return;
-    a->layer = layer;
+    a->view.layer = layer;
     /* Only the last layer has the final norm: elsewhere the nearest stage is the block's
      * output. */
-    if (!attn_stage_present(app_model(a), a->stage))
-        a->stage = attn_stage_block_output(app_model(a));
+    if (!attn_stage_present(app_model(a), a->view.stage))
+        a->view.stage = attn_stage_block_output(app_model(a));
     app_clamp(a);
 }
 
@@ -253,55 +461,56 @@ static bool reserve(float **buf, size_t *cap, size_t count)
     return true;
 }
 
-/* Δ = current − baseline of the matrix on screen, into a->delta (kept per result and view). */
+/* Δ = current − baseline of the matrix on screen, into a->cache.delta (kept per result and view).
+ */
 static struct attn_mat_view shown_delta(struct app *a, struct attn_mat_view v)
 {
     size_t cells = (size_t)v.rows * (size_t)v.cols;
-    int head = attn_stage_is_per_head(a->stage) ? a->head : 0;
-    if (a->delta && a->delta_generation == a->generation && a->delta_layer == a->layer &&
-        a->delta_stage == (int)a->stage && a->delta_head == head)
-        return (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
-    if (!reserve(&a->delta, &a->delta_cap, cells))
+    int head = attn_stage_is_per_head(a->view.stage) ? a->view.head : 0;
+    if (delta_cache_holds(&a->cache.delta, a->result.generation, a->view.layer, (int)a->view.stage,
+                          head))
+        return (struct attn_mat_view){a->cache.delta.values, v.rows, v.cols, v.cols};
+    if (!reserve(&a->cache.delta.values, &a->cache.delta.cap, cells))
         return v; /* out of memory: the values themselves */
     struct attn_mat_view b = app_base_view(a);
     for (int i = 0; i < v.rows; i++)
         for (int j = 0; j < v.cols; j++)
-            a->delta[(size_t)i * v.cols + j] =
+            a->cache.delta.values[(size_t)i * v.cols + j] =
                 attn_cell_delta(v.data[(size_t)i * v.stride + j], b.data[(size_t)i * b.stride + j]);
-    a->delta_generation = a->generation;
-    a->delta_layer = a->layer;
-    a->delta_stage = (int)a->stage;
-    a->delta_head = head;
-    return (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
+    a->cache.delta.generation = a->result.generation;
+    a->cache.delta.layer = a->view.layer;
+    a->cache.delta.stage = (int)a->view.stage;
+    a->cache.delta.head = head;
+    return (struct attn_mat_view){a->cache.delta.values, v.rows, v.cols, v.cols};
 }
 
 struct attn_mat_view app_base_view(const struct app *a)
 {
-    if (!a->pinned || a->layer >= a->base_net.layers)
+    if (!a->base.pinned || a->view.layer >= a->base.net.layers)
         return (struct attn_mat_view){0};
-    const struct attn_model *m = &a->base_net.model[a->layer];
-    if (!attn_stage_present(m, a->stage) || a->head >= m->heads)
+    const struct attn_model *m = &a->base.net.model[a->view.layer];
+    if (!attn_stage_present(m, a->view.stage) || a->view.head >= m->heads)
         return (struct attn_mat_view){0};
-    return attn_view(&a->base_net.run[a->layer], m, a->stage, a->head);
+    return attn_view(&a->base.net.run[a->view.layer], m, a->view.stage, a->view.head);
 }
 
 bool app_delta_ok(const struct app *a)
 {
-    if (!a->pinned)
+    if (!a->base.pinned)
         return false;
-    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->stage, a->head);
+    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->view.stage, a->view.head);
     return b.data && b.rows == v.rows && b.cols == v.cols;
 }
 
 void app_delta_problem(char *out, size_t size, const struct app *a)
 {
     out[0] = '\0';
-    if (!a->pinned || app_delta_ok(a))
+    if (!a->base.pinned || app_delta_ok(a))
         return;
-    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->stage, a->head);
+    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->view.stage, a->view.head);
     if (!b.data)
         snprintf(out, size, "the baseline has no %s here (layer %d, head %d): no \u0394 (B unpins)",
-                 attn_stage_name(a->stage), a->layer, a->head);
+                 attn_stage_name(a->view.stage), a->view.layer, a->view.head);
     else
         snprintf(out, size,
                  "baseline %d\u00d7%d, now %d\u00d7%d: shapes differ, no \u0394 (B unpins)", b.rows,
@@ -314,26 +523,26 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
 void app_baseline_change(char *out, size_t size, const struct app *a)
 {
     out[0] = '\0';
-    if (a->pinned)
-        describe_change(out, size, &a->base_scene, &a->shown);
+    if (a->base.pinned)
+        describe_change(out, size, &a->base.scene, &a->result.shown);
 }
 
 int app_toggle_baseline(struct app *a)
 {
-    a->generation++; /* every view's Δ or values again */
-    a->message_is_error = false;
-    if (a->pinned) {
-        a->pinned = false;
-        attn_scene_free(&a->base_scene);
-        attn_net_free(&a->base_net);
-        free(a->delta);
-        a->delta = NULL;
-        a->delta_cap = 0;
-        snprintf(a->message, sizeof(a->message), "baseline unpinned: the values again");
+    a->result.generation++; /* every view's Δ or values again */
+    caches_invalidate(&a->cache);
+    a->status.message_is_error = false;
+    if (a->base.pinned) {
+        a->base.pinned = false;
+        attn_scene_free(&a->base.scene);
+        attn_net_free(&a->base.net);
+        delta_cache_free(&a->cache.delta);
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "baseline unpinned: the values again");
         return 0;
     }
     const char *why;
-    size_t limit = attn_scene_memory_limit(&why), need = attn_scene_mem_estimate(&a->shown);
+    size_t limit = attn_scene_memory_limit(&why), need = attn_scene_mem_estimate(&a->result.shown);
     if (need > limit / 2) {
         app_refuse(a,
                    "a baseline needs a second result, about %zu MiB, over the %zu MiB limit (%s)",
@@ -342,31 +551,32 @@ int app_toggle_baseline(struct app *a)
     }
     struct diag err;
     attn_diag_clear(&err);
-    if (attn_scene_copy(&a->base_scene, &a->shown) ||
-        attn_scene_check_backing(&a->base_scene, &err) ||
-        attn_net_compute(&a->base_net, &a->base_scene, &err) ||
-        attn_scene_check_backing(&a->base_scene, &err)) {
-        attn_scene_free(&a->base_scene);
-        attn_net_free(&a->base_net);
+    if (attn_scene_copy(&a->base.scene, &a->result.shown) ||
+        attn_scene_check_backing(&a->base.scene, &err) ||
+        attn_net_compute(&a->base.net, &a->base.scene, &err) ||
+        attn_scene_check_backing(&a->base.scene, &err)) {
+        attn_scene_free(&a->base.scene);
+        attn_net_free(&a->base.net);
         app_refuse(a, "cannot pin a baseline: %.300s", err.msg[0] ? err.msg : "out of memory");
         return -1;
     }
-    a->pinned = true;
-    snprintf(a->message, sizeof(a->message),
+    a->base.pinned = true;
+    snprintf(a->status.message, sizeof(a->status.message),
              "baseline pinned: edits now show \u0394 = current \u2212 baseline (B unpins)");
     return 1;
 }
 
 bool app_has_vocab(const struct app *a)
 {
-    return a->have_result && attn_net_has_vocab(&a->net);
+    return a->result.have_result && attn_net_has_vocab(&a->result.net);
 }
 
 struct attn_mat_view app_rollout_view(struct app *a)
 {
     struct diag err;
     attn_diag_clear(&err);
-    struct attn_mat_view v = interp_rollout(&a->interp, &a->net, a->generation, a->layer, &err);
+    struct attn_mat_view v =
+        interp_rollout(&a->cache.interp, &a->result.net, a->result.generation, a->view.layer, &err);
     if (!v.data)
         app_refuse(a, "%s", err.msg);
     return v;
@@ -374,99 +584,100 @@ struct attn_mat_view app_rollout_view(struct app *a)
 
 const struct attn_predictions *app_predictions(struct app *a, int *layer, struct diag *err)
 {
-    *layer = a->lens ? a->layer : a->net.layers - 1;
+    *layer = a->view.lens ? a->view.layer : a->result.net.layers - 1;
     if (!app_has_vocab(a)) {
-        attn_diag_set(err, "", "%s", attn_scene_why_no_vocab(&a->shown));
+        attn_diag_set(err, "", "%s", attn_scene_why_no_vocab(&a->result.shown));
         return NULL;
     }
-    return interp_predict(&a->interp, &a->net, a->generation, *layer, a->row, a->temperature, err);
+    return interp_predict(&a->cache.interp, &a->result.net, a->result.generation, *layer,
+                          a->view.row, a->view.temperature, err);
 }
 
 enum attn_head_mode app_head_mode(const struct app *a, int layer, int head)
 {
-    if (layer < 0 || layer >= a->net.layers || head < 0 || head >= a->net.model[layer].heads)
+    if (layer < 0 || layer >= a->result.net.layers || head < 0 ||
+        head >= a->result.net.model[layer].heads)
         return HEAD_KEEP;
-    return (enum attn_head_mode)a->net.model[layer].head_mode[head];
+    return (enum attn_head_mode)a->result.net.model[layer].head_mode[head];
 }
 
 int app_ablated_count(const struct app *a)
 {
     int n = 0;
-    for (int L = 0; L < a->net.layers; L++)
-        for (int h = 0; h < a->net.model[L].heads; h++)
-            n += a->net.model[L].head_mode[h] != HEAD_KEEP;
+    for (int L = 0; L < a->result.net.layers; L++)
+        for (int h = 0; h < a->result.net.model[L].heads; h++)
+            n += a->result.net.model[L].head_mode[h] != HEAD_KEEP;
     return n;
 }
 
 struct attn_mat_view app_shown_view(struct app *a)
 {
-    if (a->rollout) {
+    if (a->view.rollout) {
         struct attn_mat_view r = app_rollout_view(a);
         if (r.data)
             return r;
-        a->rollout = false; /* out of memory: the stage again, and the message says why */
+        a->view.rollout = false; /* out of memory: the stage again, and the message says why */
     }
-    struct attn_mat_view v = app_view(a, a->stage, a->head);
+    struct attn_mat_view v = app_view(a, a->view.stage, a->view.head);
     if (app_showing_delta(a))
         return shown_delta(a, v);
     if (!app_showing_mean(a))
         return v;
     size_t cells = (size_t)v.rows * (size_t)v.cols;
-    if (a->mean && a->mean_generation == a->generation && a->mean_layer == a->layer &&
-        a->mean_stage == (int)a->stage)
-        return (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
-    if (!reserve(&a->mean, &a->mean_cap, cells))
+    if (mean_cache_holds(&a->cache.mean, a->result.generation, a->view.layer, (int)a->view.stage))
+        return (struct attn_mat_view){a->cache.mean.values, v.rows, v.cols, v.cols};
+    if (!reserve(&a->cache.mean.values, &a->cache.mean.cap, cells))
         return v; /* out of memory: the head itself */
-    attn_head_mean(a->mean, app_run(a), app_model(a), a->stage);
-    a->mean_generation = a->generation;
-    a->mean_layer = a->layer;
-    a->mean_stage = (int)a->stage;
-    return (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
+    attn_head_mean(a->cache.mean.values, app_run(a), app_model(a), a->view.stage);
+    a->cache.mean.generation = a->result.generation;
+    a->cache.mean.layer = a->view.layer;
+    a->cache.mean.stage = (int)a->view.stage;
+    return (struct attn_mat_view){a->cache.mean.values, v.rows, v.cols, v.cols};
 }
 
 int app_rows(const struct app *a)
 {
-    return app_view(a, a->stage, a->head).rows;
+    return app_view(a, a->view.stage, a->view.head).rows;
 }
 
 int app_cols(const struct app *a)
 {
-    return app_view(a, a->stage, a->head).cols;
+    return app_view(a, a->view.stage, a->view.head).cols;
 }
 
 void app_clamp(struct app *a)
 {
     /* An edit may take a stage away (no more rope, no block): the weights are always there. */
-    if (!attn_stage_present(app_model(a), a->stage))
-        a->stage = STAGE_WEIGHTS;
-    if (a->head >= app_model(a)->heads)
-        a->head = app_model(a)->heads - 1;
-    if (a->head < 0)
-        a->head = 0;
+    if (!attn_stage_present(app_model(a), a->view.stage))
+        a->view.stage = STAGE_WEIGHTS;
+    if (a->view.head >= app_model(a)->heads)
+        a->view.head = app_model(a)->heads - 1;
+    if (a->view.head < 0)
+        a->view.head = 0;
     int rows = app_rows(a), cols = app_cols(a);
-    if (a->row >= rows)
-        a->row = rows - 1;
+    if (a->view.row >= rows)
+        a->view.row = rows - 1;
     /* The column the user asked for comes back when a wider stage has it again. */
-    a->col = a->col_want < cols ? a->col_want : cols - 1;
-    if (a->row < 0)
-        a->row = 0;
-    if (a->col < 0)
-        a->col = 0;
+    a->view.col = a->view.col_want < cols ? a->view.col_want : cols - 1;
+    if (a->view.row < 0)
+        a->view.row = 0;
+    if (a->view.col < 0)
+        a->view.col = 0;
 }
 
 /* Takes the last edit back without a compute: the scene before it was the one on screen
  * (a stopped compute left that result whole); redo forgets it. */
 static void revert_edit(struct app *a)
 {
-    if (a->n_undo == 0)
+    if (a->doc.n_undo == 0)
         return;
-    attn_scene_free(&a->scene);
-    a->scene = a->undo[--a->n_undo];
-    memset(&a->undo[a->n_undo], 0, sizeof(a->undo[a->n_undo]));
-    if (a->saved_depth > a->n_undo)
-        a->saved_depth = -1;
-    a->error[0] = '\0';
-    a->unshown = false;
+    attn_scene_free(&a->doc.scene);
+    a->doc.scene = a->doc.undo[--a->doc.n_undo];
+    memset(&a->doc.undo[a->doc.n_undo], 0, sizeof(a->doc.undo[a->doc.n_undo]));
+    if (a->doc.saved_depth > a->doc.n_undo)
+        a->doc.saved_depth = -1;
+    a->doc.error[0] = '\0';
+    a->doc.unshown = false;
 }
 
 /* Checks the edited scene and recomputes when it is valid. */
@@ -474,15 +685,15 @@ static int settle(struct app *a)
 {
     struct diag_list problems;
     attn_diag_list_init(&problems);
-    a->error[0] = '\0';
-    a->unshown = true; /* until its result is */
-    if (attn_scene_check(&a->scene, &problems) > 0) {
+    a->doc.error[0] = '\0';
+    a->doc.unshown = true; /* until its result is */
+    if (attn_scene_check(&a->doc.scene, &problems) > 0) {
         int more = problems.n + problems.lost - 1;
         const char *first = problems.n ? problems.items[0].msg : "out of memory";
         if (more > 0)
-            snprintf(a->error, sizeof(a->error), "%.400s (+%d more)", first, more);
+            snprintf(a->doc.error, sizeof(a->doc.error), "%.400s (+%d more)", first, more);
         else
-            snprintf(a->error, sizeof(a->error), "%s", first);
+            snprintf(a->doc.error, sizeof(a->doc.error), "%s", first);
         attn_diag_list_free(&problems);
         return -1;
     }
@@ -490,26 +701,26 @@ static int settle(struct app *a)
     struct attn_scene copy;
     struct diag err;
     attn_diag_clear(&err);
-    int rc = attn_scene_copy(&copy, &a->scene) ? -1 : recompute(a, &copy, &err);
-    if (rc < 0 && progress_stopped(&a->net.progress) && a->stoppable) {
+    int rc = attn_scene_copy(&copy, &a->doc.scene) ? -1 : recompute(a, &copy, &err);
+    if (rc < 0 && progress_stopped(&a->result.net.progress) && a->result.stoppable) {
         /* q during a long compute: the edit is taken back, the result on screen is its own. */
         attn_scene_free(&copy);
         revert_edit(a);
         app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
-                   a->compute_seconds < 9.5 ? 1 : 0, a->compute_seconds);
+                   a->result.compute_seconds < 9.5 ? 1 : 0, a->result.compute_seconds);
         return -1;
     }
     if (rc < 0) {
-        snprintf(a->error, sizeof(a->error), "%s", err.msg[0] ? err.msg : "out of memory");
+        snprintf(a->doc.error, sizeof(a->doc.error), "%s", err.msg[0] ? err.msg : "out of memory");
         attn_scene_free(&copy);
         return -1;
     }
-    attn_scene_free(&a->shown);
-    a->shown = copy; /* the result is copy's, even one read from a file that shrank */
-    a->unshown = false;
+    attn_scene_free(&a->result.shown);
+    a->result.shown = copy; /* the result is copy's, even one read from a file that shrank */
+    a->doc.unshown = false;
     app_clamp(a);
     if (rc > 0) {
-        snprintf(a->error, sizeof(a->error),
+        snprintf(a->doc.error, sizeof(a->doc.error),
                  "%.300s; the numbers on screen were read as it changed", err.msg);
         return -1;
     }
@@ -521,9 +732,9 @@ static void baseline_note(struct app *a)
 {
     char why[200];
     app_delta_problem(why, sizeof(why), a);
-    size_t o = strlen(a->message);
-    if (why[0] && o < sizeof(a->message))
-        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", why);
+    size_t o = strlen(a->status.message);
+    if (why[0] && o < sizeof(a->status.message))
+        snprintf(a->status.message + o, sizeof(a->status.message) - o, "%s%s", o ? "; " : "", why);
 }
 
 /* An edit's settle; then the message line says what changed (before a note of the edit's own,
@@ -531,12 +742,14 @@ static void baseline_note(struct app *a)
 static int settle_edit(struct app *a)
 {
     int rc = settle(a);
-    if (rc == 0 && a->n_undo > 0 && !a->message_is_error) { /* an invalid edit shows its error */
+    if (rc == 0 && a->doc.n_undo > 0 &&
+        !a->status.message_is_error) { /* an invalid edit shows its error */
         char change[240], kept[240];
-        describe_change(change, sizeof(change), &a->undo[a->n_undo - 1], &a->scene);
-        snprintf(kept, sizeof(kept), "%.200s", a->message);
+        describe_change(change, sizeof(change), &a->doc.undo[a->doc.n_undo - 1], &a->doc.scene);
+        snprintf(kept, sizeof(kept), "%.200s", a->status.message);
         if (change[0])
-            snprintf(a->message, sizeof(a->message), "%s%s%s", change, kept[0] ? "; " : "", kept);
+            snprintf(a->status.message, sizeof(a->status.message), "%s%s%s", change,
+                     kept[0] ? "; " : "", kept);
     }
     if (rc == 0)
         warnings_note(a, false);
@@ -555,7 +768,7 @@ const struct attn_scene *app_title_written(const struct app *a)
 {
     if (a->lesson.lesson && a->lesson.reached && a->lesson.reached[a->lesson.step])
         return &a->lesson.at[a->lesson.step]; /* a step's own edits are the lesson's */
-    return &a->written;
+    return &a->doc.written;
 }
 
 enum title_kind app_title(char *out, size_t size, char *from, size_t from_size, const struct app *a,
@@ -566,9 +779,9 @@ enum title_kind app_title(char *out, size_t size, char *from, size_t from_size, 
 
 bool app_unsaved(const struct app *a)
 {
-    if (a->lesson.lesson && a->edits == a->lesson.edits)
+    if (a->lesson.lesson && a->doc.edits == a->lesson.edits)
         return false; /* as the lesson left it: its edits are its own */
-    return a->n_undo != a->saved_depth;
+    return a->doc.n_undo != a->doc.saved_depth;
 }
 
 size_t app_undo_step_bytes(const struct attn_scene *s)
@@ -609,33 +822,33 @@ static int push(struct attn_scene *stack, int *n, const struct attn_scene *s)
 static void begin_edit(struct app *a)
 {
     /* The saved state moves one step down the stack, or off it (or off the redo side). */
-    int forgot = a->unshown ? 0 : push(a->undo, &a->n_undo, &a->scene);
-    if (a->saved_depth >= 0)
-        a->saved_depth = a->saved_depth >= forgot ? a->saved_depth - forgot : -1;
-    if (a->saved_depth > a->n_undo - 1)
-        a->saved_depth = -1;
-    for (int i = 0; i < a->n_redo; i++)
-        attn_scene_free(&a->redo[i]);
-    a->n_redo = 0;
-    a->message[0] = '\0';
-    a->message_is_error = false;
-    a->edits++;
+    int forgot = a->doc.unshown ? 0 : push(a->doc.undo, &a->doc.n_undo, &a->doc.scene);
+    if (a->doc.saved_depth >= 0)
+        a->doc.saved_depth = a->doc.saved_depth >= forgot ? a->doc.saved_depth - forgot : -1;
+    if (a->doc.saved_depth > a->doc.n_undo - 1)
+        a->doc.saved_depth = -1;
+    for (int i = 0; i < a->doc.n_redo; i++)
+        attn_scene_free(&a->doc.redo[i]);
+    a->doc.n_redo = 0;
+    a->status.message[0] = '\0';
+    a->status.message_is_error = false;
+    a->doc.edits++;
 }
 
 void app_refuse(struct app *a, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->message, sizeof(a->message), fmt, ap);
+    vsnprintf(a->status.message, sizeof(a->status.message), fmt, ap);
     va_end(ap);
-    a->message_is_error = true;
+    a->status.message_is_error = true;
 }
 
 /* Checks e by engine/edit.h's rules: a refused edit is said, and changes nothing. */
 static int edit_refused(struct app *a, const struct attn_edit *e)
 {
     struct diag err;
-    if (attn_scene_check_edit(&a->scene, e, &err) == 0)
+    if (attn_scene_check_edit(&a->doc.scene, e, &err) == 0)
         return 0;
     app_refuse(a, "%s", err.msg);
     return -1;
@@ -643,23 +856,24 @@ static int edit_refused(struct app *a, const struct attn_edit *e)
 
 /* Makes e (checked) as one undo step, by engine/edit.h's rules; what = the edit in words for
  * the message when explicit weights go. The caller adds its notes, then settles the edit.
- * Returns 0, or -1 when the scene could not take it (a->error says why). */
+ * Returns 0, or -1 when the scene could not take it (a->doc.error says why). */
 static int apply_edit(struct app *a, const struct attn_edit *e, const char *what,
                       struct attn_edit_effects *fx)
 {
     begin_edit(a);
     struct diag err;
-    if (attn_scene_apply_edit(&a->scene, e, fx, &err) != 0) {
-        snprintf(a->error, sizeof(a->error), "%s", err.msg);
+    if (attn_scene_apply_edit(&a->doc.scene, e, fx, &err) != 0) {
+        snprintf(a->doc.error, sizeof(a->doc.error), "%s", err.msg);
         return -1;
     }
     if (fx->weights_dropped)
-        snprintf(a->message, sizeof(a->message),
+        snprintf(a->status.message, sizeof(a->status.message),
                  "explicit weights dropped (%s): drawn from the seed", what);
     if (fx->ablations_dropped) {
-        size_t o = strlen(a->message);
-        snprintf(a->message + o, sizeof(a->message) - o, "%s%d ablated head%s gone with %s",
-                 o ? "; " : "", fx->ablations_dropped, fx->ablations_dropped == 1 ? "" : "s", what);
+        size_t o = strlen(a->status.message);
+        snprintf(a->status.message + o, sizeof(a->status.message) - o,
+                 "%s%d ablated head%s gone with %s", o ? "; " : "", fx->ablations_dropped,
+                 fx->ablations_dropped == 1 ? "" : "s", what);
     }
     return 0;
 }
@@ -679,7 +893,7 @@ static int edit_text(struct app *a, const struct attn_edit *e)
     struct attn_edit_effects fx;
     if (edit_refused(a, e) || apply_edit(a, e, "new sentence", &fx))
         return -1;
-    const struct attn_scene *sc = &a->scene;
+    const struct attn_scene *sc = &a->doc.scene;
     /* Words a vocabulary does not have fall apart into bytes: the message line says which. */
     char unknown[300] = "";
     if (sc->tokenizer == TOKENIZER_GPT2)
@@ -700,9 +914,10 @@ static int edit_text(struct app *a, const struct attn_edit *e)
         }
     }
     if (made_up[0])
-        snprintf(a->message, sizeof(a->message), "made-up rows for new words: %.200s", made_up);
+        snprintf(a->status.message, sizeof(a->status.message), "made-up rows for new words: %.200s",
+                 made_up);
     else if (unknown[0])
-        snprintf(a->message, sizeof(a->message), "%s", unknown);
+        snprintf(a->status.message, sizeof(a->status.message), "%s", unknown);
     return settle_edit(a);
 }
 
@@ -722,30 +937,30 @@ double app_knob_value(const struct app *a, enum knob k)
 {
     switch (k) {
     case KNOB_SEED:
-        return (double)a->scene.seed;
+        return (double)a->doc.scene.seed;
     case KNOB_D_OUT:
-        return attn_scene_eff_d_out(&a->scene);
+        return attn_scene_eff_d_out(&a->doc.scene);
     case KNOB_HEADS:
-        return a->scene.attn.heads;
+        return a->doc.scene.attn.heads;
     case KNOB_DIM:
-        return attn_scene_d_in(&a->scene);
+        return attn_scene_d_in(&a->doc.scene);
     case KNOB_TEMPERATURE:
-        return a->temperature;
+        return a->view.temperature;
     case KNOB_DROPOUT:
     case KNOB_COUNT:
         break;
     }
-    return a->scene.attn.dropout;
+    return a->doc.scene.attn.dropout;
 }
 
 void app_knob_text(char *out, size_t size, const struct app *a, enum knob k)
 {
     if (k == KNOB_SEED) /* 64-bit: a double would round seeds above 2^53 */
-        snprintf(out, size, "%llu", (unsigned long long)a->scene.seed);
+        snprintf(out, size, "%llu", (unsigned long long)a->doc.scene.seed);
     else if (k == KNOB_DROPOUT)
-        attn_scene_format_p(out, size, a->scene.attn.dropout);
+        attn_scene_format_p(out, size, a->doc.scene.attn.dropout);
     else if (k == KNOB_TEMPERATURE) /* "1.0", "0.7", "1.25": as typed, without a tail of 0s */
-        app_temperature_text(out, size, a->temperature);
+        app_temperature_text(out, size, a->view.temperature);
     else
         snprintf(out, size, "%d", (int)app_knob_value(a, k));
 }
@@ -776,9 +991,9 @@ static void seed_parts_text(char *out, size_t size, unsigned parts)
 
 int app_edit_seed(struct app *a, uint64_t seed)
 {
-    if (seed == a->scene.seed)
+    if (seed == a->doc.scene.seed)
         return 0; /* the same value is no edit: no undo step, nothing unsaved */
-    uint64_t old = a->scene.seed;
+    uint64_t old = a->doc.scene.seed;
     struct attn_edit e = {.kind = EDIT_SEED, .seed = seed};
     struct attn_edit_effects fx;
     if (apply_edit(a, &e, "new seed", &fx))
@@ -791,14 +1006,14 @@ int app_edit_seed(struct app *a, uint64_t seed)
         snprintf(note, sizeof(note), "%s seed%s too (%llu before, as the scene's)", parts,
                  (moved & (moved - 1)) ? "s" : "", (unsigned long long)old);
     }
-    if (!moved && !attn_scene_seed_used(&a->scene, &first)) {
+    if (!moved && !attn_scene_seed_used(&a->doc.scene, &first)) {
         /* every draw follows a part's own seed: say so, not a silent no-op */
         const struct attn_opt_seed *own[] = {[0] = NULL,
-                                             [1] = &a->scene.embed.seed,
-                                             [2] = &a->scene.pos.seed,
-                                             [4] = &a->scene.attn.seed,
-                                             [8] = &a->scene.block.ffn_seed,
-                                             [16] = &a->scene.attn.dropout_seed};
+                                             [1] = &a->doc.scene.embed.seed,
+                                             [2] = &a->doc.scene.pos.seed,
+                                             [4] = &a->doc.scene.attn.seed,
+                                             [8] = &a->doc.scene.block.ffn_seed,
+                                             [16] = &a->doc.scene.attn.dropout_seed};
         size_t o = strlen(note);
         if (first)
             snprintf(note + o, sizeof(note) - o, "%sno draw uses it: %s seed (%llu) re-seeds first",
@@ -814,8 +1029,8 @@ int app_edit_seed(struct app *a, uint64_t seed)
                  (kept & (kept - 1)) ? "s" : "", (kept & (kept - 1)) ? "" : "s");
     }
     if (note[0]) {
-        size_t o = strlen(a->message);
-        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", note);
+        size_t o = strlen(a->status.message);
+        snprintf(a->status.message + o, sizeof(a->status.message) - o, "%s%s", o ? "; " : "", note);
     }
     return settle_edit(a);
 }
@@ -825,7 +1040,7 @@ int app_edit_offset(struct app *a, int offset)
     struct attn_edit e = {.kind = EDIT_OFFSET, .offset = offset};
     if (edit_refused(a, &e))
         return -1;
-    return offset == a->scene.pos.offset ? 0 : edit(a, &e, "new positions");
+    return offset == a->doc.scene.pos.offset ? 0 : edit(a, &e, "new positions");
 }
 
 void app_temperature_text(char *out, size_t size, double t)
@@ -845,7 +1060,7 @@ int app_set_temperature(struct app *a, double t)
 {
     if (!app_has_vocab(a)) {
         app_refuse(a, "the temperature is the predictions': %s",
-                   attn_scene_why_no_vocab(&a->shown));
+                   attn_scene_why_no_vocab(&a->result.shown));
         return -1;
     }
     if (!(t >= INTERP_T_MIN && t <= INTERP_T_MAX)) {
@@ -853,23 +1068,23 @@ int app_set_temperature(struct app *a, double t)
                    t);
         return -1;
     }
-    if (t == a->temperature)
+    if (t == a->view.temperature)
         return 0;
-    a->temperature = t;
+    a->view.temperature = t;
     char text[32];
     app_temperature_text(text, sizeof(text), t);
-    snprintf(a->message, sizeof(a->message), "temperature %s: softmax(logits \u00f7 %s)%s", text,
-             text,
+    snprintf(a->status.message, sizeof(a->status.message),
+             "temperature %s: softmax(logits \u00f7 %s)%s", text, text,
              t < 1   ? ", sharper than the model's own"
              : t > 1 ? ", flatter than the model's own"
                      : ", the model's own probabilities");
-    a->message_is_error = false;
+    a->status.message_is_error = false;
     return 0;
 }
 
 int app_set_ablation(struct app *a, int layer, int head, enum attn_head_mode mode)
 {
-    if (attn_scene_ablation(&a->scene, layer, head) == mode)
+    if (attn_scene_ablation(&a->doc.scene, layer, head) == mode)
         return 0;
     struct attn_edit e = {.kind = EDIT_ABLATE, .layer = layer, .head = head, .head_mode = mode};
     return edit(a, &e, "ablation");
@@ -881,8 +1096,8 @@ int app_cycle_ablation(struct app *a)
                                                [HEAD_ZERO] = HEAD_MEAN,
                                                [HEAD_MEAN] = HEAD_KEEP,
                                                [HEAD_PATCH] = HEAD_KEEP};
-    return app_set_ablation(a, a->layer, a->head,
-                            next[attn_scene_ablation(&a->scene, a->layer, a->head)]);
+    return app_set_ablation(a, a->view.layer, a->view.head,
+                            next[attn_scene_ablation(&a->doc.scene, a->view.layer, a->view.head)]);
 }
 
 int app_edit_knob(struct app *a, enum knob k, double value)
@@ -902,7 +1117,7 @@ int app_edit_knob(struct app *a, enum knob k, double value)
             return -1;
         }
         value += 0.0; /* -0 becomes 0 */
-        if (value == a->scene.attn.dropout)
+        if (value == a->doc.scene.attn.dropout)
             return 0;
         struct attn_edit e = {.kind = EDIT_DROPOUT, .dropout = value};
         return edit(a, &e, "new dropout");
@@ -954,7 +1169,7 @@ static bool shape_ok(const struct attn_scene *t, char *why, size_t size)
  * no trial may fail on it). Returns 0, or -1 out of memory (refused: the message says so). */
 static int shape_trial(struct attn_scene *t, struct app *a)
 {
-    if (attn_scene_copy(t, &a->scene)) {
+    if (attn_scene_copy(t, &a->doc.scene)) {
         app_refuse(a, "out of memory");
         return -1;
     }
@@ -1018,7 +1233,7 @@ static int next_valid(struct app *a, enum knob k, int v, int dir, char *why, siz
     struct attn_scene t;
     if (shape_trial(&t, a))
         return v;
-    int d_in = attn_scene_d_in(&a->scene);
+    int d_in = attn_scene_d_in(&a->doc.scene);
     bool follow = k == KNOB_DIM && t.attn.d_out == d_in;
     int top = k == KNOB_HEADS ? SCENE_MAX_HEADS : SCENE_MAX_DIM, found = v;
     why[0] = '\0';
@@ -1057,11 +1272,12 @@ int app_step_knob(struct app *a, enum knob k, int direction)
         return next == v ? 0 : app_edit_knob(a, k, next);
     }
     if (k == KNOB_SEED) {
-        if ((direction < 0 && a->scene.seed == 0) || (direction > 0 && a->scene.seed == UINT64_MAX))
+        if ((direction < 0 && a->doc.scene.seed == 0) ||
+            (direction > 0 && a->doc.scene.seed == UINT64_MAX))
             return 0; /* the ends of the seed range: no wrapping round */
-        return app_edit_seed(a, a->scene.seed + (uint64_t)(int64_t)direction);
+        return app_edit_seed(a, a->doc.scene.seed + (uint64_t)(int64_t)direction);
     }
-    if (a->error[0]) /* invalid already: one step, as asked */
+    if (a->doc.error[0]) /* invalid already: one step, as asked */
         return app_edit_knob(a, k, (int)v + direction >= 1 ? (int)v + direction : 1);
     struct attn_edit probe = {.kind = k == KNOB_DIM ? EDIT_DIM : EDIT_D_OUT};
     if ((k == KNOB_D_OUT || k == KNOB_DIM) && edit_refused(a, &probe))
@@ -1069,7 +1285,7 @@ int app_step_knob(struct app *a, enum knob k, int direction)
     char why[DIAG_MSG_MAX];
     int next = next_valid(a, k, (int)v, direction, why, sizeof(why));
     if (next == (int)v) {
-        if (!a->message_is_error)
+        if (!a->status.message_is_error)
             app_refuse(a, "no %s %s %d gives a valid scene: %.300s", knob_name(k),
                        direction > 0 ? "above" : "below", (int)v,
                        why[0]          ? why
@@ -1078,7 +1294,7 @@ int app_step_knob(struct app *a, enum knob k, int direction)
         return -1;
     }
     if (k == KNOB_DIM) { /* a d_out that followed the width follows it on */
-        bool follow = a->scene.attn.d_out == attn_scene_d_in(&a->scene);
+        bool follow = a->doc.scene.attn.d_out == attn_scene_d_in(&a->doc.scene);
         struct attn_edit e = {.kind = EDIT_DIM, .dim = next, .d_out = follow ? next : 0};
         return edit(a, &e, "new embedding width");
     }
@@ -1087,7 +1303,7 @@ int app_step_knob(struct app *a, enum knob k, int direction)
 
 int app_toggle_causal(struct app *a)
 {
-    struct attn_edit e = {.kind = EDIT_CAUSAL, .causal = !a->scene.attn.causal};
+    struct attn_edit e = {.kind = EDIT_CAUSAL, .causal = !a->doc.scene.attn.causal};
     return edit(a, &e, "causal");
 }
 
@@ -1111,10 +1327,10 @@ static void set_projection(struct attn_scene *t, const struct app *a, enum attn_
     if (p == PROJ_NONE) {
         c->d_out = attn_scene_d_in(t);
     } else if (from == PROJ_NONE) {
-        if (a->d_out_before_none > 0)
-            c->d_out = a->d_out_before_none;
-        if (a->heads_before_none > 0)
-            c->heads = a->heads_before_none;
+        if (a->doc.d_out_before_none > 0)
+            c->d_out = a->doc.d_out_before_none;
+        if (a->doc.heads_before_none > 0)
+            c->heads = a->doc.heads_before_none;
     }
     if (p != PROJ_LINEAR)
         c->qkv_bias = false;
@@ -1126,11 +1342,11 @@ static void set_projection(struct attn_scene *t, const struct app *a, enum attn_
 static int apply_shape(struct app *a, const struct attn_scene *t, const char *what,
                        const char *moved, const char *why, const char *skipped)
 {
-    const struct attn_config *c = &a->scene.attn, *to = &t->attn;
-    if (attn_scene_eff_projection(&a->scene) != PROJ_NONE &&
+    const struct attn_config *c = &a->doc.scene.attn, *to = &t->attn;
+    if (attn_scene_eff_projection(&a->doc.scene) != PROJ_NONE &&
         attn_scene_eff_projection(t) == PROJ_NONE) {
-        a->d_out_before_none = c->d_out;
-        a->heads_before_none = c->heads;
+        a->doc.d_out_before_none = c->d_out;
+        a->doc.heads_before_none = c->heads;
     }
     struct attn_edit e = {.kind = EDIT_SHAPE,
                           .projection = to->projection,
@@ -1141,16 +1357,17 @@ static int apply_shape(struct app *a, const struct attn_scene *t, const char *wh
     struct attn_edit_effects fx;
     if (apply_edit(a, &e, what, &fx))
         return -1;
-    size_t o = strlen(a->message);
-    if (skipped[0] && o < sizeof(a->message))
-        snprintf(a->message + o, sizeof(a->message) - o, "%s%s", o ? "; " : "", skipped);
+    size_t o = strlen(a->status.message);
+    if (skipped[0] && o < sizeof(a->status.message))
+        snprintf(a->status.message + o, sizeof(a->status.message) - o, "%s%s", o ? "; " : "",
+                 skipped);
     int rc = settle_edit(a);
-    if (moved[0] && !a->message_is_error) { /* first, where the message line shows it: what the
-                                               edit moved besides what was asked, and why */
+    if (moved[0] && !a->status.message_is_error) { /* first, where the message line shows it: what
+                                               the edit moved besides what was asked, and why */
         char said[DIAG_MSG_MAX];
-        snprintf(said, sizeof(said), "%s", a->message);
-        snprintf(a->message, sizeof(a->message), "%.100s to stay valid: %.*s; %.250s", moved,
-                 strstr(why, " (") ? (int)(strstr(why, " (") - why) : 120, why, said);
+        snprintf(said, sizeof(said), "%s", a->status.message);
+        snprintf(a->status.message, sizeof(a->status.message), "%.100s to stay valid: %.*s; %.250s",
+                 moved, strstr(why, " (") ? (int)(strstr(why, " (") - why) : 120, why, said);
     }
     return rc;
 }
@@ -1160,8 +1377,8 @@ int app_cycle_projection(struct app *a)
     struct attn_edit probe = {.kind = EDIT_SHAPE};
     if (edit_refused(a, &probe))
         return -1;
-    enum attn_projection from = attn_scene_eff_projection(&a->scene);
-    if (a->error[0]) { /* invalid already: the next option, as asked */
+    enum attn_projection from = attn_scene_eff_projection(&a->doc.scene);
+    if (a->doc.error[0]) { /* invalid already: the next option, as asked */
         struct attn_scene t;
         if (shape_trial(&t, a))
             return -1;
@@ -1218,15 +1435,15 @@ int app_cycle_layout(struct app *a)
         return -1;
     t.attn.layout = t.attn.layout == LAYOUT_SPLIT ? LAYOUT_WRAPPER : LAYOUT_SPLIT;
     char problem[DIAG_MSG_MAX] = "";
-    bool ok = a->error[0] || shape_ok(&t, problem, sizeof(problem));
+    bool ok = a->doc.error[0] || shape_ok(&t, problem, sizeof(problem));
     if (attn_scene_copy(&asked, &t)) {
         attn_scene_free(&t);
         app_refuse(a, "out of memory");
         return -1;
     }
     if (!ok && !nearest_valid_shape(&t, true, true)) {
-        app_refuse(a, "the head layout stays %s: %.300s", attn_layout_name(a->scene.attn.layout),
-                   problem);
+        app_refuse(a, "the head layout stays %s: %.300s",
+                   attn_layout_name(a->doc.scene.attn.layout), problem);
         attn_scene_free(&t);
         attn_scene_free(&asked);
         return -1;
@@ -1241,7 +1458,7 @@ int app_cycle_layout(struct app *a)
 
 int app_cycle_mask_mode(struct app *a)
 {
-    const struct attn_config *c = &a->scene.attn;
+    const struct attn_config *c = &a->doc.scene.attn;
     struct attn_edit e = {.kind = EDIT_MASK_MODE,
                           .mask_mode = c->mask_mode == MASK_BEFORE_SOFTMAX ? MASK_AFTER_SOFTMAX
                                                                            : MASK_BEFORE_SOFTMAX};
@@ -1249,17 +1466,18 @@ int app_cycle_mask_mode(struct app *a)
     if (apply_edit(a, &e, "new mask mode", &fx))
         return -1;
     if (!c->causal)
-        snprintf(a->message, sizeof(a->message), "mask mode %s (takes effect with causal on: c)",
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "mask mode %s (takes effect with causal on: c)",
                  attn_mask_mode_name(c->mask_mode));
     return settle_edit(a);
 }
 
 int app_toggle_scale(struct app *a)
 {
-    const struct attn_config *c = &a->scene.attn;
+    const struct attn_config *c = &a->doc.scene.attn;
     /* \u221ad_k <-> none; a given divisor (4 for ch. 3's d_k*0.5 slip) comes back after none */
     struct attn_edit e = {.kind = EDIT_SCALE, .scale_divisor = c->scale_divisor};
-    if (attn_scene_eff_scale(&a->scene) == SCALE_NONE)
+    if (attn_scene_eff_scale(&a->doc.scene) == SCALE_NONE)
         e.scale = c->scale_divisor > 0 ? SCALE_DIVISOR : SCALE_SQRT_DK;
     else
         e.scale = SCALE_NONE;
@@ -1268,9 +1486,9 @@ int app_toggle_scale(struct app *a)
 
 int app_edit_scale(struct app *a, enum attn_scale_kind kind, double divisor)
 {
-    const struct attn_config *c = &a->scene.attn;
+    const struct attn_config *c = &a->doc.scene.attn;
     if (kind == SCALE_DIVISOR ? c->scale == SCALE_DIVISOR && c->scale_divisor == divisor
-                              : attn_scene_eff_scale(&a->scene) == kind)
+                              : attn_scene_eff_scale(&a->doc.scene) == kind)
         return 0;
     struct attn_edit e = {.kind = EDIT_SCALE, .scale = kind, .scale_divisor = divisor};
     return edit(a, &e, "new scale");
@@ -1284,15 +1502,15 @@ int app_edit_scene(struct app *a, const struct attn_scene *to)
         return -1;
     }
     begin_edit(a);
-    attn_scene_free(&a->scene);
-    a->scene = copy;
+    attn_scene_free(&a->doc.scene);
+    a->doc.scene = copy;
     return settle_edit(a);
 }
 
 int app_cycle_normalize(struct app *a)
 {
     struct attn_edit e = {.kind = EDIT_NORMALIZE,
-                          .normalize = a->scene.attn.normalize == NORMALIZE_SOFTMAX
+                          .normalize = a->doc.scene.attn.normalize == NORMALIZE_SOFTMAX
                                            ? NORMALIZE_SUM
                                            : NORMALIZE_SOFTMAX};
     return edit(a, &e, "new normalisation");
@@ -1304,7 +1522,7 @@ int app_cycle_tokenizer(struct app *a)
         [TOKENIZER_WHITESPACE] = TOKENIZER_WORDS,
         [TOKENIZER_WORDS] = TOKENIZER_CHARS,
         [TOKENIZER_CHARS] = TOKENIZER_WHITESPACE};
-    enum attn_tokenizer t = a->scene.tokenizer;
+    enum attn_tokenizer t = a->doc.scene.tokenizer;
     /* the sentence again under the next tokenizer, by the sentence edit's rules (a vocabulary's
        tokenizer is refused before the table is read) */
     struct attn_edit e = {.kind = EDIT_TOKENIZER,
@@ -1413,21 +1631,21 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
                         int *n_to, const char *what)
 {
     if (*n_from == 0) {
-        snprintf(a->message, sizeof(a->message), "nothing to %s", what);
+        snprintf(a->status.message, sizeof(a->status.message), "nothing to %s", what);
         return 0;
     }
-    if (!a->unshown) /* a scene never shown (invalid) is dropped, not kept to come back to */
-        push(to, n_to, &a->scene);
+    if (!a->doc.unshown) /* a scene never shown (invalid) is dropped, not kept to come back to */
+        push(to, n_to, &a->doc.scene);
     char change[240];
-    describe_change(change, sizeof(change), &a->scene, &from[*n_from - 1]);
-    attn_scene_free(&a->scene);
-    a->scene = from[--(*n_from)];
-    a->edits++;
+    describe_change(change, sizeof(change), &a->doc.scene, &from[*n_from - 1]);
+    attn_scene_free(&a->doc.scene);
+    a->doc.scene = from[--(*n_from)];
+    a->doc.edits++;
     memset(&from[*n_from], 0, sizeof(from[*n_from]));
     int rc = settle(a);
-    snprintf(a->message, sizeof(a->message), "%s%s%s",
+    snprintf(a->status.message, sizeof(a->status.message), "%s%s%s",
              strcmp(what, "undo") == 0 ? "undid" : "redid", change[0] ? ": " : "", change);
-    a->message_is_error = false;
+    a->status.message_is_error = false;
     if (rc == 0)
         warnings_note(a, false);
     baseline_note(a);
@@ -1436,39 +1654,40 @@ static int swap_history(struct app *a, struct attn_scene *from, int *n_from, str
 
 int app_undo(struct app *a)
 {
-    return swap_history(a, a->undo, &a->n_undo, a->redo, &a->n_redo, "undo");
+    return swap_history(a, a->doc.undo, &a->doc.n_undo, a->doc.redo, &a->doc.n_redo, "undo");
 }
 
 int app_redo(struct app *a)
 {
-    return swap_history(a, a->redo, &a->n_redo, a->undo, &a->n_undo, "redo");
+    return swap_history(a, a->doc.redo, &a->doc.n_redo, a->doc.undo, &a->doc.n_undo, "redo");
 }
 
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
     /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
        writes .npy). */
-    return export_dir_progress(dir, &a->shown, &a->net, EXPORT_CSV, &a->export_progress, err);
+    return export_dir_progress(dir, &a->result.shown, &a->result.net, EXPORT_CSV,
+                               &a->result.export_progress, err);
 }
 
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)
 {
     /* A file that would not load is no use to anyone: fix or undo first. */
-    if (a->error[0])
+    if (a->doc.error[0])
         return attn_diag_set(err, "", "the edited scene is invalid (%.300s); fix it or undo first",
-                             a->error);
+                             a->doc.error);
     /* A lesson's scene is saved as it is on screen, a scene of its own: with its lesson the
      * file would open on step 1 with this step's edits already made, under captions that no
      * longer hold. The lesson's own file is where the lesson is. */
-    struct attn_scene plain = a->scene; /* a shallow copy, only read */
+    struct attn_scene plain = a->doc.scene; /* a shallow copy, only read */
     plain.lesson = NULL;
     if (attn_scenefile_save(path, &plain, false, overwrite, err))
         return -1;
-    a->saved_depth = a->n_undo;
+    a->doc.saved_depth = a->doc.n_undo;
     struct attn_scene copy; /* the title now speaks of the scene as saved */
-    if (attn_scene_copy(&copy, &a->scene) == 0) {
-        attn_scene_free(&a->written);
-        a->written = copy;
+    if (attn_scene_copy(&copy, &a->doc.scene) == 0) {
+        attn_scene_free(&a->doc.written);
+        a->doc.written = copy;
     }
     return 0;
 }

@@ -1,207 +1,69 @@
 /* app: the explorer's state, independent of how it is drawn.
  *
- * struct app holds the scene being edited, its undo history, the last valid result and the
- * view (stage, head, cursor). Edits go through app_edit_*: each one copies the scene onto the
- * undo stack, changes it, checks it and recomputes. An invalid scene (d_out not divisible by
- * heads, ...) keeps the last valid result on screen and sets app->error. Cursor moves never
- * recompute.
+ * struct app holds one part per job (explore/appparts.h): the document (the scene being
+ * edited and its undo history), the last valid result, the caches made from it, the view
+ * (stage, head, cursor, zoom), the baseline, the lesson, the prompt and the message line. Outside
+ * src/explore it is opaque: a front end reads the parts through the accessors below and changes
+ * the document only through app_edit_* and commands. Each edit copies the scene onto the undo
+ * stack, changes it, checks it and recomputes. An invalid scene (d_out not divisible by heads,
+ * ...) keeps the last valid result on screen and sets doc.error. Cursor moves never recompute.
  */
 #ifndef ATTNSCOPE_APP_H
 #define ATTNSCOPE_APP_H
 
 #include <stdbool.h>
-#include <stdint.h>
+#include <stddef.h>
 
 #include "common/diag.h"
 #include "engine/attention.h"
 #include "engine/headscore.h"
-#include "engine/model.h"
-#include "engine/net.h"
 #include "engine/scene.h"
-#include "explore/interp.h"
+#include "explore/appparts.h"
 #include "explore/title.h"
-#include "explore/zoom.h"
-#include "palette/palette.h" /* enum color_scale: how the heatmap maps values to colours */
 
-struct keymap; /* explore/keys.h */
+/* The explorer's state, one part per job (explore/appstate.h): opaque outside src/explore. A
+   front end reads a part through its accessor below, never a member of struct app. */
+struct app;
 
-#define APP_UNDO_MAX     100
-#define APP_TEXT_MAX     65536 /* characters a prompt holds: an 8192-token sentence fits */
-#define APP_UNDO_BYTES   ((size_t)256 << 20)    /* copies kept for undo, each way */
-#define APP_PROMPT_BYTES (4 * APP_TEXT_MAX + 1) /* a prompt's text in UTF-8, with its NUL */
-
-/* The knobs Tab selects and + - change. The temperature is the predictions' (a view, not an
- * edit of the scene: no undo), and a knob only on a scene with a vocabulary model. */
-enum knob {
-    KNOB_SEED,
-    KNOB_D_OUT,
-    KNOB_HEADS,
-    KNOB_DROPOUT,
-    KNOB_DIM,
-    KNOB_TEMPERATURE,
-    KNOB_COUNT
-};
-
-/* Past this many tokens a scene opens zoomed out to its overview, on the per-row scale. */
-#define APP_LONG_TOKENS 64
-
-struct app {
-    struct attn_scene scene; /* as edited; may be invalid (then error is set) */
-    char *scene_path;        /* file it came from, NULL for the built-in scene */
-    /* The history, on the heap (APP_UNDO_MAX scenes each way, allocated by app_init), so that
-     * struct app is small enough for a caller's stack. */
-    struct attn_scene *undo;
-    int n_undo;
-    struct attn_scene *redo;
-    int n_redo;
-
-    struct attn_scene shown;              /* the scene the result belongs to (the last valid one) */
-    struct attn_net net;                  /* last valid result: every layer */
-    struct head_scores *scores;           /* (layers * heads) of the result, each on first use */
-    unsigned char *scored;                /* (layers * heads) 1 once scores[i] is this result's */
-    struct progress_sink export_progress; /* told of an export's heads (the front end's) */
-    bool have_result;
-    unsigned long generation; /* bumped on every recompute, so views can cache */
-    /* The compute running now (or last): how long it was estimated to take here, and whether
-       the engine's stop flag may end it: one long enough to show its progress (past
-       PROGRESS_QUIET_MS) with room for two results, or the first; then the previous result
-       stays whole, or there is none to keep. When such a compute cannot stop, stop_note says
-       why ("no room for two results (2 × 640 MiB, limit 1100 MiB)"; "" otherwise). */
-    double compute_seconds;
-    bool stoppable;
-    char stop_note[160];
-
-    char error[DIAG_MSG_MAX]; /* the edit problem on screen, "" when none */
-    /* The scene's result is not on screen (an invalid combination typed, a compute that failed):
-       the last valid result is. Such a scene never enters the undo or redo history, so undo
-       always lands on a state that was shown. */
-    bool unshown;
-    char message[DIAG_MSG_MAX]; /* a transient note (where export wrote, ...) */
-    /* The result on screen holds a value that is not a number: where the forward pass made the
-       first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
-       standing while that result is shown; "" when every value is a number. */
-    char nonfinite[DIAG_MSG_MAX];
-    bool message_is_error;     /* the note reports a refused input, not an invalid scene */
-    int saved_depth;           /* n_undo when the scene was opened or last saved; -1 when
-                                  that state fell off the undo history */
-    struct attn_scene written; /* the scene as opened or last saved: what its title describes */
-    int d_out_before_none;     /* d_out to restore when the projection cycles away from none */
-    int heads_before_none;     /* and the head count, which none may have moved */
-
-    int layer; /* the layer on screen */
-    enum attn_stage stage;
-    int head;
-    int row, col;    /* cursor in the current matrix */
-    int col_want;    /* the column asked for, kept across stages of other widths */
-    bool all_heads;  /* small multiples of every head */
-    bool token_view; /* the token view (explore/tokenview.h) in place of the inspector */
-    bool playing;    /* auto-play through the stages */
-    int play_ms;     /* one stage every play_ms while playing */
-    enum knob knob;  /* which knob + and - change */
-    int score_shown; /* the head score the model view colours by, or -1 */
-    char find[256];  /* the last token looked for (/, n) */
-    enum color_scale color_scale;
-    /* The heatmap's zoom (z Z): 0 fully in, a number a value; from 1 up, coloured cells, each a
-       block of up to `zoom` values a side (explore/zoom.h), showing their max or mean (b);
-       ZOOM_OVERVIEW: the whole matrix, whatever the area. */
-    int zoom;
-    enum block_agg block_agg;
-    struct zoom_grid zoom_shown; /* the heatmap's blocks as last laid out, which the inspector
-                                    explains (all zero when none is drawn yet) */
-    int palette_scale, palette_diverging; /* the scales colors.yaml chose (indices into
-                                             scale_names, diverging_names): the front end sets
-                                             them; pictures (R) draw with the same */
-    /* The mean over the heads of a per-head stage (A), which BertViz users ask for: computed
-       once per result, layer and stage, not on cursor moves. */
-    bool head_mean;
-    float *mean;
-    size_t mean_cap;
-    unsigned long mean_generation;
-    int mean_layer, mean_stage;
-
-    /* The baseline (B): a pinned state later edits are compared with, Δ = current − baseline.
-       It keeps the pinned scene and its own result (every layer, head and kept stage), not a
-       copy of the matrices on screen: the Δ then follows the view to any stage, head or layer,
-       and the describe-change text needs the scene anyway. The price is a second result: at
-       1024 tokens × 12 heads a layer's kept scores and weights are ~96 MB, so pinning is
-       refused when twice the scene's memory estimate passes the memory limit. The Δ of the
-       matrix on screen is made once per result and view (delta_*), never on a cursor move. */
-    bool pinned;
-    struct attn_scene base_scene;
-    struct attn_net base_net;
-    float *delta;
-    size_t delta_cap;
-    unsigned long delta_generation;
-    int delta_layer, delta_stage, delta_head;
-    /* Every edit, undo and redo counts one: a lesson step's scene is untouched while this is what
-       the step left it at. */
-    unsigned long edits;
-    /* Lesson mode (explore/lessonmode.h): the scene's steps, one at a time, with their captions. */
-    struct {
-        struct attn_lesson *lesson; /* the scene's (a reference of its own), or NULL */
-        bool on;                    /* in lesson mode: the caption shows, the lesson keys step */
-        int step;                   /* the step shown (kept while out of lesson mode) */
-        unsigned long edits;        /* a->edits when the step's scene was set */
-        struct attn_scene *at;      /* (n_steps) the scene at each step reached: after edits of
-                                       the user's own, the lesson goes on from there */
-        unsigned char *reached;     /* (n_steps) at[i] is set */
-        unsigned char *changed;     /* (n_steps) step i's edit changed the scene: one undo step */
-    } lesson;
-
-    /* What a head does for the prediction (explore/interp.h), on a scene with a vocabulary
-       model: the predictions panel (p) in place of the inspector, the logit lens (y) in place of
-       the map, at a temperature (a knob); and, on any scene, the attention rollout (r) through
-       the layer on screen in place of the stage. Views, not edits. What they show is kept in
-       interp, once per result (and position, and temperature): a cursor move costs at most a
-       row of logits, never a forward pass. */
-    bool predictions;
-    bool lens;
-    bool rollout;
-    double temperature;
-    struct interp_cache interp;
-
-    /* The front end's keys (explore/keys.h), so a message names the key a user's keys.yaml
-       binds ("i explores freely"); NULL: the default keys. */
-    const struct keymap *keymap;
-
-    /* What an open prompt is about (explore/commands): the knob it sets, the path a y/n
-     * question confirms, and the text it opened with (Enter on it unchanged edits nothing). */
-    enum knob prompt_knob;
-    char pending_path[1024];
-    char *prompt_initial;   /* (APP_PROMPT_BYTES) UTF-8 of a prompt's text; allocated by app_init */
-    char *pending_sentence; /* t on a pair (text: [A, B]): sentence A as typed, while B is asked;
-                               NULL otherwise */
-    char *pending_text;     /* a sentence too long for the model, while asked what to keep */
-};
-
-/* Takes ownership of s (which must have passed attn_scene_check). Returns 0 or fills err.
+/* Opens the explorer's state on s, which it takes in every case (s must have passed
+ * attn_scene_check). Returns 0, or -1 with err and *out NULL. *out is set before the first
+ * compute, so progress may read the state (compute_seconds, stoppable) while it runs.
  * progress hears of every compute: step 0 as soon as it is asked for, before its parameters are
- * resolved and its buffers made (seconds, for a long one: a front end shows its bar at once,
- * with compute_seconds and stoppable set), step 0 again when the forward pass starts, then
- * one step a head. */
-int app_init(struct app *a, struct attn_scene *s, const char *path,
-             const struct progress_sink *progress, struct diag *err);
-void app_free(struct app *a);
+ * resolved and its buffers made (seconds, for a long one: a front end shows its bar at once),
+ * step 0 again when the forward pass starts, then one step a head. */
+int app_new(struct app **out, struct attn_scene *s, const char *path,
+            const struct progress_sink *progress, struct diag *err);
+void app_delete(struct app *a);
+
+/* The parts, read-only: what panels draw. */
+const struct app_doc *app_doc(const struct app *a);
+const struct app_result *app_result(const struct app *a);
+const struct app_caches *app_caches(const struct app *a);
+const struct app_view *app_view_state(const struct app *a);
+const struct app_baseline *app_baseline(const struct app *a);
+const struct app_lesson *app_lesson(const struct app *a);
+const struct app_prompt *app_prompt(const struct app *a);
+const struct app_status *app_status(const struct app *a);
+const struct keymap *app_keymap(const struct app *a);
+/* The parts a front end changes: the view (cursor moves, modes: never a recompute) and the
+   message line. The caches fill through the functions below, the document through app_edit_*
+   and commands. */
+struct app_view *app_view_mut(struct app *a);
+struct app_status *app_status_mut(struct app *a);
+/* The front end's keys (so a message names the key as bound) and the sink an export reports
+   to. */
+void app_set_keymap(struct app *a, const struct keymap *keymap);
+void app_set_export_progress(struct app *a, const struct progress_sink *progress);
 
 /* The layer on screen: its parameters and stages. */
-static inline const struct attn_model *app_model(const struct app *a)
-{
-    return &a->net.model[a->layer];
-}
-static inline const struct attn_run *app_run(const struct app *a)
-{
-    return &a->net.run[a->layer];
-}
+const struct attn_model *app_model(const struct app *a);
+const struct attn_run *app_run(const struct app *a);
 
 /* What the heatmap shows: the current head's matrix, or with head_mean the mean over every
  * head (per-head stages), computed on first use and kept until the result or view changes. */
 struct attn_mat_view app_shown_view(struct app *a);
 /* True when the heatmap shows the mean over the heads. */
-static inline bool app_showing_mean(const struct app *a)
-{
-    return a->head_mean && !a->rollout && attn_stage_is_per_head(a->stage) &&
-           a->net.model[a->layer].heads > 1;
-}
+bool app_showing_mean(const struct app *a);
 
 /* B: pins the state on screen as the baseline, or unpins it. Returns 1 when it pinned, 0
  * when it unpinned, -1 when it refused (the message line says why). Either way the views are
@@ -213,10 +75,7 @@ struct attn_mat_view app_base_view(const struct app *a);
 /* True when a baseline is pinned and its matrix on screen has the current one's shape: the
  * heatmap then shows Δ (one head's, not the mean over the heads). */
 bool app_delta_ok(const struct app *a);
-static inline bool app_showing_delta(const struct app *a)
-{
-    return a->pinned && !a->rollout && !app_showing_mean(a) && app_delta_ok(a);
-}
+bool app_showing_delta(const struct app *a);
 /* Why no Δ can be shown, for the message line ("" when it can, or nothing is pinned):
  * "baseline 6×6, now 8×8: shapes differ, no Δ (B unpins)". */
 void app_delta_problem(char *out, size_t size, const struct app *a);
@@ -232,6 +91,16 @@ struct attn_mat_view app_rollout_view(struct app *a);
  * view, else the model's own (the last layer), at the temperature; kept (explore/interp.h).
  * NULL with err without a vocabulary. *layer gets the layer read. */
 const struct attn_predictions *app_predictions(struct app *a, int *layer, struct diag *err);
+/* The lens's top tokens of positions first .. first + count - 1 through every layer, at the
+ * temperature, into the interp cache (interp_lens_fill: once per result and temperature; read
+ * them with interp_lens_top on app_caches(a)->interp). Returns 0, or -1 with err. */
+int app_lens_fill(struct app *a, int first, int count, struct diag *err);
+/* The cursor row's prediction before -> after the ablations (interp_compare), kept. Returns 0, or
+ * -1 when nothing is ablated or a computation failed (err). */
+int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err);
+/* The heatmap's blocks as last laid out, which the inspector explains; NULL: no blocks (the
+ * numbers themselves). */
+void app_set_zoom_shown(struct app *a, const struct zoom_grid *grid);
 /* The mode head h of layer L is ablated in (HEAD_KEEP: not) in the result on screen. */
 enum attn_head_mode app_head_mode(const struct app *a, int layer, int head);
 /* How many heads the result on screen ablates. */
@@ -254,7 +123,7 @@ void app_set_layer(struct app *a, int layer);
 struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage s, int head);
 
 /* Every edit: pushes undo, applies, checks, recomputes. Returns 0 when the new scene is valid,
- * -1 when it is not (the result stays, a->error says why). */
+ * -1 when it is not (the result stays, a->doc.error says why). */
 int app_edit_text(struct app *a, const char *text);
 /* A pair's two sentences at once (BERT's text: [A, B]); pair "" makes it one sentence. */
 int app_edit_text_pair(struct app *a, const char *text, const char *pair);

@@ -19,6 +19,7 @@
 #include "explore/lessonmode.h"
 #include "explore/picture.h"
 #include "explore/tokenview.h"
+#include "explore/appstate.h"
 
 /* The longest sentence the line editor holds: a 1024-token sentence fits. */
 
@@ -56,9 +57,9 @@ static void note(struct app *a, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->message, sizeof(a->message), fmt, ap);
+    vsnprintf(a->status.message, sizeof(a->status.message), fmt, ap);
     va_end(ap);
-    a->message_is_error = false;
+    a->status.message_is_error = false;
 }
 
 static void do_export(struct app *a, const char *dir)
@@ -70,7 +71,7 @@ static void do_export(struct app *a, const char *dir)
         return;
     }
     note(a, "exported every stage as CSV to %s/%s", dir,
-         a->error[0] ? " (the last valid result: the edited scene is invalid)" : "");
+         a->doc.error[0] ? " (the last valid result: the edited scene is invalid)" : "");
 }
 
 static void do_save(struct app *a, const char *path, bool overwrite)
@@ -110,7 +111,7 @@ static int accept_knob(struct app *a, const char *typed)
 {
     char text[64];
     trim_copy(text, sizeof(text), typed);
-    if (a->prompt_knob == KNOB_SEED) {
+    if (a->prompt.knob == KNOB_SEED) {
         /* Seeds are 64-bit, beyond a double's exact range: parse them as integers. */
         uint64_t v;
         bool neg;
@@ -123,9 +124,9 @@ static int accept_knob(struct app *a, const char *typed)
     /* A decimal comma is accepted as typed on a German keyboard ("0,5"); never hex or inf. */
     double v;
     if (strlen(typed) >= sizeof(text) - 1 || attn_cnum_parse_double(text, true, &v) != CNUM_OK)
-        app_refuse(a, "'%.40s' is not a number for %s", typed, knob_name(a->prompt_knob));
+        app_refuse(a, "'%.40s' is not a number for %s", typed, knob_name(a->prompt.knob));
     else
-        app_edit_knob(a, a->prompt_knob, v);
+        app_edit_knob(a, a->prompt.knob, v);
     return OUTCOME_SCENE_CHANGED;
 }
 
@@ -174,7 +175,7 @@ static int accept_offset(struct app *a, const char *typed)
             memcpy(before + ((size_t)h * w.rows + i) * w.cols, w.data + (size_t)i * w.stride,
                    (size_t)w.cols * sizeof(float));
     }
-    int old = a->scene.pos.offset;
+    int old = a->doc.scene.pos.offset;
     if (app_edit_offset(a, (int)v) == 0 && (int)v != old) {
         double change = weights_change(a, before);
         int first = (int)v, last = first + app_model(a)->n - 1;
@@ -218,22 +219,23 @@ static const char *bare(const char *token)
     return token;
 }
 
-/* Moves to the next row (after the cursor, wrapping) whose token is a->find: an exact match
+/* Moves to the next row (after the cursor, wrapping) whose token is a->view.find: an exact match
  * (ignoring case and a leading space) first, else one that contains it. */
 static int find_next(struct app *a)
 {
     const struct attn_model *m = app_model(a);
     int n = app_rows(a) < m->n ? app_rows(a) : m->n;
-    if (!a->find[0]) {
+    if (!a->view.find[0]) {
         app_refuse(a, "nothing to find yet: / asks for a token");
         return OUTCOME_VIEW_CHANGED;
     }
     for (int pass = 0; pass < 2; pass++) {
         int hit = -1, count = 0, nth = 0;
         for (int k = 1; k <= n; k++) {
-            int i = (a->row + k) % n;
+            int i = (a->view.row + k) % n;
             const char *t = bare(m->tokens[i]);
-            bool match = pass == 0 ? strcasecmp(t, a->find) == 0 : contains_nocase(t, a->find);
+            bool match =
+                pass == 0 ? strcasecmp(t, a->view.find) == 0 : contains_nocase(t, a->view.find);
             if (match && hit < 0)
                 hit = i;
         }
@@ -241,35 +243,35 @@ static int find_next(struct app *a)
             continue;
         for (int i = 0; i < n; i++) {
             const char *t = bare(m->tokens[i]);
-            if (pass == 0 ? strcasecmp(t, a->find) == 0 : contains_nocase(t, a->find)) {
+            if (pass == 0 ? strcasecmp(t, a->view.find) == 0 : contains_nocase(t, a->view.find)) {
                 count++;
                 if (i <= hit)
                     nth++;
             }
         }
-        a->row = hit;
+        a->view.row = hit;
         app_clamp(a);
         note(a, "\u201c%s\u201d at row %d (%d of %d; n: next)", m->tokens[hit], hit, nth, count);
         return OUTCOME_CURSOR_MOVED;
     }
-    app_refuse(a, "no token is or contains '%.60s'", a->find);
+    app_refuse(a, "no token is or contains '%.60s'", a->view.find);
     return OUTCOME_VIEW_CHANGED;
 }
 
 /* The column of the row's largest value (the key a query attends to most). */
 static int row_max(struct app *a)
 {
-    struct attn_mat_view v = app_view(a, a->stage, a->head);
-    if (a->row >= v.rows)
+    struct attn_mat_view v = app_view(a, a->view.stage, a->view.head);
+    if (a->view.row >= v.rows)
         return OUTCOME_HANDLED;
-    const float *r = v.data + (size_t)a->row * v.stride;
+    const float *r = v.data + (size_t)a->view.row * v.stride;
     int best = -1;
     for (int j = 0; j < v.cols; j++)
         if (isfinite(r[j]) && (best < 0 || r[j] > r[best]))
             best = j;
-    if (best < 0 || best == a->col)
+    if (best < 0 || best == a->view.col)
         return OUTCOME_HANDLED;
-    a->col = a->col_want = best;
+    a->view.col = a->view.col_want = best;
     return OUTCOME_CURSOR_MOVED;
 }
 
@@ -277,26 +279,26 @@ int command_zoom(struct app *a, int dir, int down, int across)
 {
     int rows = app_rows(a), cols = app_cols(a);
     int fit = zoom_fit(rows, cols, down, across);
-    int from = a->zoom < fit ? a->zoom : fit;
+    int from = a->view.zoom < fit ? a->view.zoom : fit;
     int to = zoom_next(from, dir, fit);
     /* What a cell stands for, in the legend's words (zoom_cell_text). */
     char cell[96], zin[32], zout[32], blocks[32];
     struct zoom_grid g = zoom_grid_make(rows, cols, to > 0 ? to : 1, down, across);
-    zoom_cell_text(cell, sizeof(cell), &g, attn_stage_is_square(a->stage), a->block_agg);
+    zoom_cell_text(cell, sizeof(cell), &g, attn_stage_is_square(a->view.stage), a->view.block_agg);
     keymap_key_display(zin, sizeof(zin), a->keymap, ACTION_ZOOM_IN);
     keymap_key_display(zout, sizeof(zout), a->keymap, ACTION_ZOOM_OUT);
     keymap_key_display(blocks, sizeof(blocks), a->keymap, ACTION_BLOCKS);
-    const char *other = block_agg_name((enum block_agg) !a->block_agg);
+    const char *other = block_agg_name((enum block_agg) !a->view.block_agg);
     if (to == from) {
         if (dir < 0)
             note(a, "zoomed fully in: every value has its number");
         else
             note(a, "zoomed out to the whole matrix, %s (%s zooms in)", cell, zin);
-        a->zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
+        a->view.zoom = dir > 0 && from > 0 ? ZOOM_OVERVIEW : from;
         return OUTCOME_VIEW_CHANGED;
     }
     /* Out to the overview stays the overview when the area changes (a resize, a new stage). */
-    a->zoom = dir > 0 && to == fit ? ZOOM_OVERVIEW : to;
+    a->view.zoom = dir > 0 && to == fit ? ZOOM_OVERVIEW : to;
     if (to == 0)
         note(a, "zoomed fully in: every value has its number");
     else if (to == 1)
@@ -313,14 +315,15 @@ int command_zoom(struct app *a, int dir, int down, int across)
  * (the two are one edit, made when B is entered). */
 static int pair_prompt(struct app *a, const char *typed, struct ask *ask)
 {
-    free(a->pending_sentence);
-    a->pending_sentence = strdup(typed);
-    if (!a->pending_sentence) {
+    free(a->prompt.sentence);
+    a->prompt.sentence = strdup(typed);
+    if (!a->prompt.sentence) {
         app_refuse(a, "out of memory");
         return OUTCOME_VIEW_CHANGED;
     }
-    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%s", a->scene.text_pair);
-    ask_for(ask, PROMPT_TEXT_PAIR, "sentence B (of 2; empty: one sentence)", a->scene.text_pair);
+    snprintf(a->prompt.initial, APP_PROMPT_BYTES, "%s", a->doc.scene.text_pair);
+    ask_for(ask, PROMPT_TEXT_PAIR, "sentence B (of 2; empty: one sentence)",
+            a->doc.scene.text_pair);
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -344,17 +347,17 @@ static bool ask_fit(struct app *a, const char *typed, const char *pair, struct a
     struct attn_text_fit f;
     struct diag err;
     attn_diag_clear(&err);
-    if (attn_scene_text_fit(&f, &a->scene, typed, pair, &err) != 0 || f.n <= f.limit)
+    if (attn_scene_text_fit(&f, &a->doc.scene, typed, pair, &err) != 0 || f.n <= f.limit)
         return false; /* the edit takes it, or says why not */
     char said[300], limit[16];
     attn_text_fit_describe(said, sizeof(said), &f);
     attn_count_text(limit, sizeof(limit), f.limit);
-    if (pair || a->scene.text_pair) { /* a pair: a cut keeps one sentence's words */
+    if (pair || a->doc.scene.text_pair) { /* a pair: a cut keeps one sentence's words */
         app_refuse(a, "%s: shorten the sentences", said);
         return true;
     }
-    free(a->pending_text);
-    if (!(a->pending_text = strdup(typed))) {
+    free(a->prompt.text);
+    if (!(a->prompt.text = strdup(typed))) {
         app_refuse(a, "out of memory");
         return true;
     }
@@ -368,8 +371,8 @@ static bool ask_fit(struct app *a, const char *typed, const char *pair, struct a
  * in the editor. */
 static int accept_fit(struct app *a, char answer, struct ask *ask)
 {
-    char *text = a->pending_text;
-    a->pending_text = NULL;
+    char *text = a->prompt.text;
+    a->prompt.text = NULL;
     if (!text)
         return OUTCOME_VIEW_CHANGED;
     if (answer == 'e') {
@@ -382,8 +385,8 @@ static int accept_fit(struct app *a, char answer, struct ask *ask)
     attn_diag_clear(&err);
     char *cut = NULL;
     bool first = answer == 'f';
-    if (attn_scene_text_fit(&f, &a->scene, text, NULL, &err) != 0 ||
-        attn_scene_text_cut(&cut, &a->scene, text, first ? TEXT_KEEP_FIRST : TEXT_KEEP_LAST, 0,
+    if (attn_scene_text_fit(&f, &a->doc.scene, text, NULL, &err) != 0 ||
+        attn_scene_text_cut(&cut, &a->doc.scene, text, first ? TEXT_KEEP_FIRST : TEXT_KEEP_LAST, 0,
                             f.limit, &err) != 0) {
         app_refuse(a, "%s", err.msg);
         free(text);
@@ -393,12 +396,12 @@ static int accept_fit(struct app *a, char answer, struct ask *ask)
     char total[16], kept[16];
     attn_count_text(total, sizeof(total), f.n);
     int n = f.n;
-    if (attn_scene_text_fit(&f, &a->scene, cut, NULL, &err) == 0)
+    if (attn_scene_text_fit(&f, &a->doc.scene, cut, NULL, &err) == 0)
         n = f.n;
     attn_count_text(kept, sizeof(kept), n);
-    if (app_edit_text(a, cut) == 0 && !a->message_is_error) {
+    if (app_edit_text(a, cut) == 0 && !a->status.message_is_error) {
         char said[DIAG_MSG_MAX];
-        snprintf(said, sizeof(said), "%.300s", a->message);
+        snprintf(said, sizeof(said), "%.300s", a->status.message);
         note(a, "kept the %s %s of %s tokens (whole words)%s%s", first ? "first" : "last", kept,
              total, said[0] ? "; " : "", said);
     }
@@ -409,7 +412,7 @@ static int accept_fit(struct app *a, char answer, struct ask *ask)
 int command_answer(struct app *a, enum prompt_kind kind, const char *typed, struct ask *ask)
 {
     ask_clear(ask);
-    char text[1001]; /* a path: what pending_path holds */
+    char text[1001]; /* a path: what prompt.path holds */
     trim_copy(text, sizeof(text), typed);
     if ((kind == PROMPT_EXPORT || kind == PROMPT_SAVE) && strlen(typed) >= sizeof(text)) {
         app_refuse(a, "the path is too long (over %zu bytes)", sizeof(text) - 1);
@@ -417,9 +420,9 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
     }
     switch (kind) {
     case PROMPT_TEXT:
-        if (a->scene.text_pair && a->scene.text)
+        if (a->doc.scene.text_pair && a->doc.scene.text)
             return pair_prompt(a, typed, ask);
-        if (strcmp(typed, a->prompt_initial) == 0) /* Enter on the same text changes nothing */
+        if (strcmp(typed, a->prompt.initial) == 0) /* Enter on the same text changes nothing */
             return OUTCOME_SCENE_CHANGED;
         if (ask_fit(a, typed, NULL, ask))
             return OUTCOME_VIEW_CHANGED;
@@ -427,10 +430,10 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         return OUTCOME_SCENE_CHANGED;
     case PROMPT_TEXT_PAIR: {
         /* Enter on both as they were changes nothing; B emptied: one sentence */
-        char *first = a->pending_sentence;
-        a->pending_sentence = NULL;
+        char *first = a->prompt.sentence;
+        a->prompt.sentence = NULL;
         if (first &&
-            (strcmp(first, a->scene.text) != 0 || strcmp(typed, a->scene.text_pair) != 0) &&
+            (strcmp(first, a->doc.scene.text) != 0 || strcmp(typed, a->doc.scene.text_pair) != 0) &&
             !ask_fit(a, first, typed[0] ? typed : NULL, ask))
             app_edit_text_pair(a, first, typed);
         free(first);
@@ -443,8 +446,8 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
     case PROMPT_OFFSET:
         return accept_offset(a, typed);
     case PROMPT_FIND:
-        trim_copy(a->find, sizeof(a->find), bare(typed));
-        return a->find[0] ? find_next(a) : OUTCOME_VIEW_CHANGED;
+        trim_copy(a->view.find, sizeof(a->view.find), bare(typed));
+        return a->view.find[0] ? find_next(a) : OUTCOME_VIEW_CHANGED;
     case PROMPT_EXPORT: {
         if (!text[0])
             break;
@@ -453,7 +456,7 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         if (export_check_target(text, &replaces, &err) != 0) {
             app_refuse(a, "%.300s %.300s", text, err.msg);
         } else if (replaces) {
-            snprintf(a->pending_path, sizeof(a->pending_path), "%.1000s", text);
+            snprintf(a->prompt.path, sizeof(a->prompt.path), "%.1000s", text);
             char label[ASK_LABEL_MAX];
             snprintf(label, sizeof(label), "%.1100s holds an export: replace it? (y/n)", text);
             ask_for(ask, PROMPT_CONFIRM_EXPORT, label, "");
@@ -468,7 +471,7 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         if (is_dir(text)) {
             app_refuse(a, "%.300s is a folder; give a file name", text);
         } else if (attn_fsutil_exists(text)) {
-            snprintf(a->pending_path, sizeof(a->pending_path), "%.1000s", text);
+            snprintf(a->prompt.path, sizeof(a->prompt.path), "%.1000s", text);
             char label[ASK_LABEL_MAX];
             snprintf(label, sizeof(label), "%.1100s exists: overwrite it? (y/n)", text);
             ask_for(ask, PROMPT_CONFIRM_SAVE, label, "");
@@ -477,10 +480,10 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         }
         break;
     case PROMPT_CONFIRM_EXPORT:
-        do_export(a, a->pending_path);
+        do_export(a, a->prompt.path);
         break;
     case PROMPT_CONFIRM_SAVE:
-        do_save(a, a->pending_path, true);
+        do_save(a, a->prompt.path, true);
         break;
     case PROMPT_CONFIRM_QUIT:
         return OUTCOME_QUIT;
@@ -493,15 +496,15 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
 int command_cancel(struct app *a, enum prompt_kind kind)
 {
     if (kind == PROMPT_TEXT_PAIR) { /* Esc on B drops A too: the pair is one edit */
-        free(a->pending_sentence);
-        a->pending_sentence = NULL;
+        free(a->prompt.sentence);
+        a->prompt.sentence = NULL;
         note(a, "the sentences are as they were");
     }
     if (kind == PROMPT_CONFIRM_SAVE || kind == PROMPT_CONFIRM_EXPORT)
         note(a, "nothing written");
     if (kind == PROMPT_FIT_TEXT) {
-        free(a->pending_text);
-        a->pending_text = NULL;
+        free(a->prompt.text);
+        a->prompt.text = NULL;
         note(a, "the sentence is as it was");
     }
     return OUTCOME_VIEW_CHANGED;
@@ -510,11 +513,11 @@ int command_cancel(struct app *a, enum prompt_kind kind)
 static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
 {
     char label[64], value[64];
-    a->knob = k;
-    a->prompt_knob = k;
+    a->view.knob = k;
+    a->prompt.knob = k;
     snprintf(label, sizeof(label), "new %s", knob_name(k));
     app_knob_text(value, sizeof(value), a, k);
-    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%s", value);
+    snprintf(a->prompt.initial, APP_PROMPT_BYTES, "%s", value);
     ask_for(ask, PROMPT_KNOB, label, value);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -522,7 +525,7 @@ static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
 /* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
 static int text_prompt(struct app *a, struct ask *ask)
 {
-    const struct attn_scene *s = &a->scene;
+    const struct attn_scene *s = &a->doc.scene;
     size_t need = s->text ? strlen(s->text) + 1 : 1;
     for (int i = 0; !s->text && i < s->n_tokens; i++)
         need += strlen(s->tokens[i]) + 1;
@@ -541,7 +544,7 @@ static int text_prompt(struct app *a, struct ask *ask)
     if (attn_utf8_length(text) >= APP_TEXT_MAX || need > APP_PROMPT_BYTES) {
         app_refuse(a, "the sentence is too long to edit here; edit the scene file");
     } else {
-        memcpy(a->prompt_initial, text, need);
+        memcpy(a->prompt.initial, text, need);
         /* a pair (BERT's text: [A, B]): A, then B (pair_prompt) */
         ask_for(ask, PROMPT_TEXT, s->text_pair ? "sentence A (of 2; Enter, then B)" : "sentence",
                 text);
@@ -555,7 +558,7 @@ static int stage_index(const struct app *a, enum attn_stage *order, int *n)
 {
     *n = attn_stage_order(order, app_model(a));
     for (int i = 0; i < *n; i++)
-        if (order[i] == a->stage)
+        if (order[i] == a->view.stage)
             return i;
     return 0;
 }
@@ -566,7 +569,7 @@ static int stage_step(struct app *a, int dir)
     int n, i = stage_index(a, order, &n) + dir;
     if (i < 0 || i >= n)
         return OUTCOME_HANDLED; /* the pipeline has two ends; no wrapping round */
-    a->stage = order[i];
+    a->view.stage = order[i];
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -584,10 +587,10 @@ int command_play_tick(struct app *a)
     while (i < n && attn_stage_is_off(app_model(a), order[i]))
         i++;
     if (i >= n) {
-        a->playing = false;
+        a->view.playing = false;
         return OUTCOME_VIEW_CHANGED;
     }
-    a->stage = order[i];
+    a->view.stage = order[i];
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -645,35 +648,35 @@ static void save_dir(char *dir, size_t size, const char *scene_path)
 static void do_render(struct app *a)
 {
     struct picture_view v = {
-        .layer = a->layer,
-        .stage = a->stage,
-        .head = a->all_heads          ? PICTURE_ALL_HEADS
+        .layer = a->view.layer,
+        .stage = a->view.stage,
+        .head = a->view.all_heads     ? PICTURE_ALL_HEADS
                 : app_showing_mean(a) ? PICTURE_HEAD_MEAN
-                                      : a->head,
-        .scale = a->color_scale,
+                                      : a->view.head,
+        .scale = a->view.color_scale,
         .values = true, /* as the heatmap shows them; left out when the cells are too small */
-        .seq_scale = a->palette_scale,
-        .div_scale = a->palette_diverging,
+        .seq_scale = a->view.palette_scale,
+        .div_scale = a->view.palette_diverging,
     };
     char stem[256], dir[1100], name[400], path[1600];
-    scene_stem(stem, sizeof(stem), a->scene_path);
-    save_dir(dir, sizeof(dir), a->scene_path);
-    picture_file_name(name, sizeof(name), stem, &a->net, &v);
+    scene_stem(stem, sizeof(stem), a->doc.scene_path);
+    save_dir(dir, sizeof(dir), a->doc.scene_path);
+    picture_file_name(name, sizeof(name), stem, &a->result.net, &v);
     snprintf(path, sizeof(path), "%s%s", dir, name);
     for (int k = 2; attn_fsutil_exists(path) && k < 1000; k++)
         snprintf(path, sizeof(path), "%s%.*s-%d.svg", dir, (int)strlen(name) - 4, name, k);
 
     /* The title the header shows, for the scene the result belongs to. */
     char title[1024], from[1100];
-    app_title(title, sizeof(title), from, sizeof(from), a, &a->shown);
+    app_title(title, sizeof(title), from, sizeof(from), a, &a->result.shown);
     struct diag err;
     attn_diag_clear(&err);
-    if (picture_write(path, false, &a->net, title, &v, &err)) {
+    if (picture_write(path, false, &a->result.net, title, &v, &err)) {
         app_refuse(a, "picture failed: %.200s: %.300s", err.file[0] ? err.file : path, err.msg);
         return;
     }
     note(a, "wrote the picture to %s%s", path,
-         a->error[0] ? " (the last valid result: the edited scene is invalid)" : "");
+         a->doc.error[0] ? " (the last valid result: the edited scene is invalid)" : "");
 }
 
 /* The actions, one function each, bound to the actions by the `run` column of ACTIONS
@@ -699,15 +702,15 @@ int command_interrupt(struct app *a, struct ask *ask)
 /* The map's own views (the rollout, the lens) give way to the stages, the heads, their mean. */
 static void map_to_stages(struct app *a)
 {
-    if (a->rollout || a->lens) {
-        a->rollout = a->lens = false;
+    if (a->view.rollout || a->view.lens) {
+        a->view.rollout = a->view.lens = false;
         app_clamp(a);
     }
 }
 
 static int act_stage(struct app *a, enum action act, struct ask *ask)
 {
-    if (a->rollout || a->lens) { /* back to the stages, where they were (the weights) */
+    if (a->view.rollout || a->view.lens) { /* back to the stages, where they were (the weights) */
         map_to_stages(a);
         return OUTCOME_VIEW_CHANGED;
     }
@@ -717,23 +720,24 @@ static int act_stage(struct app *a, enum action act, struct ask *ask)
 /* Why a scene has no next-token predictions, short enough for an 80-column message line. */
 static const char *no_vocab(const struct app *a)
 {
-    return a->shown.model.file ? "its checkpoint has no unembedding (no lm_head.weight, no wte)"
-                               : "drawn embeddings have no vocabulary to unembed";
+    return a->result.shown.model.file
+               ? "its checkpoint has no unembedding (no lm_head.weight, no wte)"
+               : "drawn embeddings have no vocabulary to unembed";
 }
 
 static int act_predictions(struct app *a, enum action act, struct ask *ask)
 {
-    if (!a->predictions && !app_has_vocab(a)) {
+    if (!a->view.predictions && !app_has_vocab(a)) {
         app_refuse(a, "no next-token predictions: %s", no_vocab(a));
         return OUTCOME_VIEW_CHANGED;
     }
-    a->predictions = !a->predictions;
-    if (a->predictions)
-        a->token_view = false;
+    a->view.predictions = !a->view.predictions;
+    if (a->view.predictions)
+        a->view.token_view = false;
     char knob[24], up[24];
     keymap_key_display(knob, sizeof(knob), a->keymap, ACTION_KNOB_NEXT);
     keymap_key_display(up, sizeof(up), a->keymap, ACTION_KNOB_UP);
-    if (a->predictions)
+    if (a->view.predictions)
         note(a,
              "predictions of the cursor's row: the top tokens, the next one marked (temperature: "
              "%s to it, %s and -)",
@@ -745,14 +749,14 @@ static int act_predictions(struct app *a, enum action act, struct ask *ask)
 
 static int act_lens(struct app *a, enum action act, struct ask *ask)
 {
-    if (!a->lens && !app_has_vocab(a)) {
+    if (!a->view.lens && !app_has_vocab(a)) {
         app_refuse(a, "no logit lens: %s", no_vocab(a));
         return OUTCOME_VIEW_CHANGED;
     }
-    a->lens = !a->lens;
-    if (a->lens) {
-        a->rollout = a->all_heads = false;
-        if (a->net.model[a->net.layers - 1].masked_lm)
+    a->view.lens = !a->view.lens;
+    if (a->view.lens) {
+        a->view.rollout = a->view.all_heads = false;
+        if (a->result.net.model[a->result.net.layers - 1].masked_lm)
             note(a, "the logit lens of a masked LM: each layer's output through the MLM head, "
                     "scored at each token itself; \u2190 \u2192 pick a layer, the panel shows its "
                     "top tokens");
@@ -768,16 +772,17 @@ static int act_lens(struct app *a, enum action act, struct ask *ask)
 
 static int act_rollout(struct app *a, enum action act, struct ask *ask)
 {
-    a->rollout = !a->rollout;
-    if (a->rollout) {
-        a->lens = a->all_heads = false;
-        a->stage = STAGE_WEIGHTS; /* the rollout multiplies the weights: the stage it stands on */
+    a->view.rollout = !a->view.rollout;
+    if (a->view.rollout) {
+        a->view.lens = a->view.all_heads = false;
+        a->view.stage =
+            STAGE_WEIGHTS; /* the rollout multiplies the weights: the stage it stands on */
         app_clamp(a);
-        if (a->net.layers > 1)
+        if (a->result.net.layers > 1)
             note(a,
                  "attention rollout through layer %d: how much of each row's representation "
                  "comes from each token ({ } another layer, r the weights)",
-                 a->layer);
+                 a->view.layer);
         else
             note(a, "attention rollout: 0.5\u00b7weights + 0.5\u00b7I, rows renormalised (one "
                     "layer; r the weights)");
@@ -796,26 +801,26 @@ static int act_ablate(struct app *a, enum action act, struct ask *ask)
 static int act_head_mean(struct app *a, enum action act, struct ask *ask)
 {
     map_to_stages(a);
-    a->head_mean = !a->head_mean;
-    a->all_heads = false;
-    if (a->head_mean && app_model(a)->heads < 2)
+    a->view.head_mean = !a->view.head_mean;
+    a->view.all_heads = false;
+    if (a->view.head_mean && app_model(a)->heads < 2)
         note(a, "one head: its mean is itself");
     else
         note(a,
-             a->head_mean ? "the mean over the %d heads (A: one head again)"
-                          : "one head again (A: the mean over the heads)",
+             a->view.head_mean ? "the mean over the %d heads (A: one head again)"
+                               : "one head again (A: the mean over the heads)",
              app_model(a)->heads);
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_token_view(struct app *a, enum action act, struct ask *ask)
 {
-    a->token_view = !a->token_view;
-    if (a->token_view)
-        a->predictions = false;
-    if (!a->token_view)
+    a->view.token_view = !a->view.token_view;
+    if (a->view.token_view)
+        a->view.predictions = false;
+    if (!a->view.token_view)
         note(a, "the inspector again (v: the token view)");
-    else if (!tokenview_applies(a->stage))
+    else if (!tokenview_applies(a->view.stage))
         note(a, "token view: it shows the n\u00d7n stages, scores to dropout (. and , step "
                 "there; v: the inspector)");
     else
@@ -830,16 +835,16 @@ static int act_color_scale(struct app *a, enum action act, struct ask *ask)
         "colours: one scale for the whole matrix",
         "colours: each row on its own scale (every query's distribution, at any length)",
         "colours: logarithmic (values spanning decades; down to 1/10000 of the largest)"};
-    a->color_scale = (enum color_scale)((a->color_scale + 1) % SCALE_BY_COUNT);
-    note(a, "%s", said[a->color_scale]);
+    a->view.color_scale = (enum color_scale)((a->view.color_scale + 1) % SCALE_BY_COUNT);
+    note(a, "%s", said[a->view.color_scale]);
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_blocks(struct app *a, enum action act, struct ask *ask)
 {
-    a->block_agg = a->block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX;
+    a->view.block_agg = a->view.block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX;
     note(a, "%s",
-         a->block_agg == BLOCK_MAX
+         a->view.block_agg == BLOCK_MAX
              ? "zoomed-out blocks show their max (a strong weight stays visible)"
              : "zoomed-out blocks show their mean (how much a region holds on average)");
     return OUTCOME_VIEW_CHANGED;
@@ -857,12 +862,12 @@ static int act_zoom(struct app *a, enum action act, struct ask *ask)
 static int act_jump(struct app *a, enum action act, struct ask *ask)
 {
     int rows = app_rows(a), cols = app_cols(a);
-    int row = act == ACTION_TOP ? 0 : act == ACTION_BOTTOM ? rows - 1 : a->row;
-    int col = act == ACTION_ROW_START ? 0 : act == ACTION_ROW_END ? cols - 1 : a->col;
-    if (row == a->row && col == a->col)
+    int row = act == ACTION_TOP ? 0 : act == ACTION_BOTTOM ? rows - 1 : a->view.row;
+    int col = act == ACTION_ROW_START ? 0 : act == ACTION_ROW_END ? cols - 1 : a->view.col;
+    if (row == a->view.row && col == a->view.col)
         return OUTCOME_HANDLED;
-    a->row = row;
-    a->col = a->col_want = col;
+    a->view.row = row;
+    a->view.col = a->view.col_want = col;
     return OUTCOME_CURSOR_MOVED;
 }
 
@@ -873,7 +878,7 @@ static int act_row_max(struct app *a, enum action act, struct ask *ask)
 
 static int act_find(struct app *a, enum action act, struct ask *ask)
 {
-    ask_for(ask, PROMPT_FIND, "find token", a->find);
+    ask_for(ask, PROMPT_FIND, "find token", a->view.find);
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -886,52 +891,53 @@ static int act_find_next(struct app *a, enum action act, struct ask *ask)
  * view (and the model view) show it. */
 static int act_score(struct app *a, enum action act, struct ask *ask)
 {
-    a->score_shown = a->score_shown + 1 >= SCORE_COUNT ? -1 : a->score_shown + 1;
+    a->view.score_shown = a->view.score_shown + 1 >= SCORE_COUNT ? -1 : a->view.score_shown + 1;
     map_to_stages(a);
-    a->all_heads = true;
-    if (a->score_shown >= 0 && !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1)
+    a->view.all_heads = true;
+    if (a->view.score_shown >= 0 && !attn_stage_is_per_head(a->view.stage) &&
+        app_model(a)->heads > 1)
         note(a,
              "heads coloured by their %s score on a stage of each head's (this one they "
              "share; S: next score)",
-             attn_head_score_name((enum head_score)a->score_shown));
-    else if (a->score_shown >= 0)
+             attn_head_score_name((enum head_score)a->view.score_shown));
+    else if (a->view.score_shown >= 0)
         note(a, "heads coloured by their %s score (S: next score)",
-             attn_head_score_name((enum head_score)a->score_shown));
+             attn_head_score_name((enum head_score)a->view.score_shown));
     /* a score not given here (too few repeats for induction) says why, not a row of "-" */
     char why[200] = "";
-    if (a->score_shown >= 0)
-        attn_head_score_why(why, sizeof(why), app_scores(a, a->layer, 0),
-                            (enum head_score)a->score_shown);
+    if (a->view.score_shown >= 0)
+        attn_head_score_why(why, sizeof(why), app_scores(a, a->view.layer, 0),
+                            (enum head_score)a->view.score_shown);
     if (why[0])
         note(a, "no %s score here: %s (S: next score)",
-             attn_head_score_name((enum head_score)a->score_shown), strchr(why, ':') + 2);
-    if (a->score_shown < 0)
+             attn_head_score_name((enum head_score)a->view.score_shown), strchr(why, ':') + 2);
+    if (a->view.score_shown < 0)
         note(a, "heads no longer coloured by a score");
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_layer(struct app *a, enum action act, struct ask *ask)
 {
-    if (a->net.layers < 2) {
+    if (a->result.net.layers < 2) {
         app_refuse(a, "this scene has one layer (give it more with layers: N)");
         return OUTCOME_VIEW_CHANGED;
     }
-    app_set_layer(a,
-                  (a->layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->net.layers) % a->net.layers);
+    app_set_layer(a, (a->view.layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->result.net.layers) %
+                         a->result.net.layers);
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_head(struct app *a, enum action act, struct ask *ask)
 {
-    a->head =
-        (a->head + (act == ACTION_HEAD_NEXT ? 1 : -1) + app_model(a)->heads) % app_model(a)->heads;
+    a->view.head = (a->view.head + (act == ACTION_HEAD_NEXT ? 1 : -1) + app_model(a)->heads) %
+                   app_model(a)->heads;
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_baseline(struct app *a, enum action act, struct ask *ask)
 {
-    if (app_toggle_baseline(a) == 1 && a->error[0]) /* the last valid state is pinned */
+    if (app_toggle_baseline(a) == 1 && a->doc.error[0]) /* the last valid state is pinned */
         note(a, "baseline pinned: the last valid result (the edited scene is invalid)");
     return OUTCOME_SCENE_CHANGED;
 }
@@ -939,24 +945,24 @@ static int act_baseline(struct app *a, enum action act, struct ask *ask)
 static int act_all_heads(struct app *a, enum action act, struct ask *ask)
 {
     map_to_stages(a);
-    a->all_heads = !a->all_heads;
+    a->view.all_heads = !a->view.all_heads;
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_open(struct app *a, enum action act, struct ask *ask)
 {
-    if (!a->all_heads)
+    if (!a->view.all_heads)
         return OUTCOME_HANDLED;
-    a->all_heads = false;
+    a->view.all_heads = false;
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_play(struct app *a, enum action act, struct ask *ask)
 {
     map_to_stages(a);
-    a->playing = !a->playing;
-    if (a->playing && a->stage == attn_stage_last(app_model(a)))
-        a->stage = STAGE_INPUTS; /* play from the start when at the end */
+    a->view.playing = !a->view.playing;
+    if (a->view.playing && a->view.stage == attn_stage_last(app_model(a)))
+        a->view.stage = STAGE_INPUTS; /* play from the start when at the end */
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
 }
@@ -964,11 +970,11 @@ static int act_play(struct app *a, enum action act, struct ask *ask)
 /* Halve or double, from a tenth of a second to four seconds a stage. */
 static int act_play_speed(struct app *a, enum action act, struct ask *ask)
 {
-    int ms = act == ACTION_PLAY_FASTER ? a->play_ms / 2 : a->play_ms * 2;
-    a->play_ms = ms < 100 ? 100 : ms > 4000 ? 4000 : ms;
-    attn_cnum_format(a->message, sizeof(a->message), "auto-play: one stage every %.1f s",
-                     a->play_ms / 1000.0);
-    a->message_is_error = false;
+    int ms = act == ACTION_PLAY_FASTER ? a->view.play_ms / 2 : a->view.play_ms * 2;
+    a->view.play_ms = ms < 100 ? 100 : ms > 4000 ? 4000 : ms;
+    attn_cnum_format(a->status.message, sizeof(a->status.message),
+                     "auto-play: one stage every %.1f s", a->view.play_ms / 1000.0);
+    a->status.message_is_error = false;
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -976,15 +982,15 @@ static int act_play_speed(struct app *a, enum action act, struct ask *ask)
 static int act_knob_select(struct app *a, enum action act, struct ask *ask)
 {
     do
-        a->knob =
-            (enum knob)((a->knob + (act == ACTION_KNOB_NEXT ? 1 : KNOB_COUNT - 1)) % KNOB_COUNT);
-    while (!app_knob_shown(a, a->knob));
+        a->view.knob = (enum knob)((a->view.knob + (act == ACTION_KNOB_NEXT ? 1 : KNOB_COUNT - 1)) %
+                                   KNOB_COUNT);
+    while (!app_knob_shown(a, a->view.knob));
     return OUTCOME_VIEW_CHANGED;
 }
 
 static int act_knob_step(struct app *a, enum action act, struct ask *ask)
 {
-    app_step_knob(a, a->knob, act == ACTION_KNOB_UP ? 1 : -1);
+    app_step_knob(a, a->view.knob, act == ACTION_KNOB_UP ? 1 : -1);
     return OUTCOME_SCENE_CHANGED;
 }
 
@@ -995,7 +1001,7 @@ static int act_knob_type(struct app *a, enum action act, struct ask *ask)
                   : act == ACTION_D_OUT   ? KNOB_D_OUT
                   : act == ACTION_HEADS   ? KNOB_HEADS
                   : act == ACTION_DROPOUT ? KNOB_DROPOUT
-                                          : a->knob;
+                                          : a->view.knob;
     return knob_prompt(a, k, ask);
 }
 
@@ -1006,12 +1012,12 @@ static int act_edit_text(struct app *a, enum action act, struct ask *ask)
 
 static int act_shift(struct app *a, enum action act, struct ask *ask)
 {
-    if (a->scene.pos.kind == POS_NONE) {
+    if (a->doc.scene.pos.kind == POS_NONE) {
         app_refuse(a, "no positions to shift: this scene has positional kind none");
         return OUTCOME_VIEW_CHANGED;
     }
-    snprintf(a->prompt_initial, APP_PROMPT_BYTES, "%d", a->scene.pos.offset);
-    ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)", a->prompt_initial);
+    snprintf(a->prompt.initial, APP_PROMPT_BYTES, "%d", a->doc.scene.pos.offset);
+    ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)", a->prompt.initial);
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -1040,7 +1046,7 @@ EDIT_ACTION(act_lesson_prev, lesson_prev)
 static int act_export(struct app *a, enum action act, struct ask *ask)
 {
     char stem[256], dir[300];
-    scene_stem(stem, sizeof(stem), a->scene_path);
+    scene_stem(stem, sizeof(stem), a->doc.scene_path);
     snprintf(dir, sizeof(dir), "attnscope-export-%s", stem);
     ask_for(ask, PROMPT_EXPORT, "export to folder", dir);
     return OUTCOME_VIEW_CHANGED;
@@ -1048,7 +1054,7 @@ static int act_export(struct app *a, enum action act, struct ask *ask)
 
 static int act_save(struct app *a, enum action act, struct ask *ask)
 {
-    if (a->error[0]) {
+    if (a->doc.error[0]) {
         app_refuse(a, "the edited scene is invalid: fix it or undo (u) before saving");
         return OUTCOME_VIEW_CHANGED;
     }
@@ -1056,14 +1062,14 @@ static int act_save(struct app *a, enum action act, struct ask *ask)
      * comments would be lost. A lesson's scene is saved as the scene on screen, without its
      * lesson (app_save): the prompt says so, and names the step. */
     char stem[256], path[1400], dir[1100];
-    scene_stem(stem, sizeof(stem), a->scene_path);
-    save_dir(dir, sizeof(dir), a->scene_path);
+    scene_stem(stem, sizeof(stem), a->doc.scene_path);
+    save_dir(dir, sizeof(dir), a->doc.scene_path);
     if (a->lesson.lesson) {
         snprintf(path, sizeof(path), "%s%s-step%d.yaml", dir, stem, a->lesson.step + 1);
         ask_for(ask, PROMPT_SAVE, "save this step (no lesson) as", path);
     } else {
         /* a model folder opened as a scene has no file yet: the scene is the folder's own */
-        bool folder = a->scene_path && is_dir(a->scene_path);
+        bool folder = a->doc.scene_path && is_dir(a->doc.scene_path);
         snprintf(path, sizeof(path), "%s%s%s.yaml", dir, stem, folder ? "" : "-edited");
         ask_for(ask, PROMPT_SAVE, "save scene as", path);
     }
@@ -1072,9 +1078,10 @@ static int act_save(struct app *a, enum action act, struct ask *ask)
 
 static int act_render(struct app *a, enum action act, struct ask *ask)
 {
-    if (a->rollout || a->lens) {
+    if (a->view.rollout || a->view.lens) {
         app_refuse(a, "R draws the stages; the %s is in an export (e): %s",
-                   a->rollout ? "rollout" : "lens", a->rollout ? "rollout.csv" : "lens.csv");
+                   a->view.rollout ? "rollout" : "lens",
+                   a->view.rollout ? "rollout.csv" : "lens.csv");
         return OUTCOME_VIEW_CHANGED;
     }
     do_render(a);
@@ -1097,7 +1104,7 @@ int command_run(struct app *a, enum action act, struct ask *ask)
     bool moved = act == ACTION_STAGE_NEXT || act == ACTION_STAGE_PREV || act == ACTION_HEAD_NEXT ||
                  act == ACTION_HEAD_PREV || act == ACTION_LAYER_NEXT || act == ACTION_LAYER_PREV;
     char why[200];
-    if (moved && a->pinned) {
+    if (moved && a->base.pinned) {
         app_delta_problem(why, sizeof(why), a);
         if (why[0])
             note(a, "%s", why);

@@ -19,16 +19,16 @@
 enum prompt_kind {
     PROMPT_NONE,
     PROMPT_TEXT,           /* the sentence (of a pair: the first, then PROMPT_TEXT_PAIR) */
-    PROMPT_TEXT_PAIR,      /* a pair's second sentence, the first in app->pending_sentence */
-    PROMPT_KNOB,           /* a value for app->prompt_knob */
+    PROMPT_TEXT_PAIR,      /* a pair's second sentence, the first in app->prompt.sentence */
+    PROMPT_KNOB,           /* a value for app->prompt.knob */
     PROMPT_OFFSET,         /* the first token's position */
     PROMPT_FIND,           /* a token to find */
     PROMPT_EXPORT,         /* a folder to export to */
     PROMPT_SAVE,           /* a file to save the scene as */
-    PROMPT_CONFIRM_SAVE,   /* y/n: overwrite app->pending_path */
-    PROMPT_CONFIRM_EXPORT, /* y/n: replace the export in app->pending_path */
+    PROMPT_CONFIRM_SAVE,   /* y/n: overwrite app->prompt.path */
+    PROMPT_CONFIRM_EXPORT, /* y/n: replace the export in app->prompt.path */
     PROMPT_CONFIRM_QUIT,   /* y/n: drop unsaved edits */
-    PROMPT_FIT_TEXT        /* f/l/e: app->pending_text is longer than the model reads */
+    PROMPT_FIT_TEXT        /* f/l/e: app->prompt.text is longer than the model reads */
 };
 
 static inline bool prompt_is_question(enum prompt_kind k)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cnum.h"
+#include "explore/appstate.h"
 
 #define MAX_TERMS 6 /* terms written out before "+ \u2026" */
 
@@ -97,9 +98,9 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
     const struct attn_model *m = app_model(a);
     const char *q = qkv[p];
     int width = p == 0 ? m->D : m->Dkv;
-    int head = p == 0 ? a->head : a->head / (m->heads / m->kv_heads);
+    int head = p == 0 ? a->view.head : a->view.head / (m->heads / m->kv_heads);
     int c = head * m->head_dim + j; /* column in the (n, width) projection */
-    float v = at(app_view(a, a->stage, a->head), i, j);
+    float v = at(app_view(a, a->view.stage, a->view.head), i, j);
     if (!m->project) {
         put(b, "projection none: %s = x (Q = K = V = X)\n  = ", q);
         num(b, v);
@@ -107,7 +108,7 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
         return;
     }
     if (p > 0 && m->kv_heads < m->heads)
-        put(b, "head %d reads KV head %d (%d query heads share each)\n", a->head, head,
+        put(b, "head %d reads KV head %d (%d query heads share each)\n", a->view.head, head,
             m->heads / m->kv_heads);
     if (p > 0 && m->latent > 0) {
         /* MLA: K and V come up out of the latent, not from x. */
@@ -118,8 +119,8 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
     } else {
         /* The wrapper gives each head its own matrix (params/head<H>/ in an export); the split
          * layout one matrix whose columns the heads share. */
-        if (a->shown.attn.layout == LAYOUT_WRAPPER)
-            put(b, "%s[%d] = x \u00b7 head %d's %s[:, %d]%s\n", q, j, a->head, wname, j,
+        if (a->result.shown.attn.layout == LAYOUT_WRAPPER)
+            put(b, "%s[%d] = x \u00b7 head %d's %s[:, %d]%s\n", q, j, a->view.head, wname, j,
                 bias ? " + b" : "");
         else if (m->wqkv)
             put(b, "%s[%d] = x \u00b7 W_qkv[:, %d]%s (%s)\n", q, j, fused_column(m, p, c),
@@ -137,9 +138,10 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
     put(b, "  = ");
     num(b, v);
     put(b, "\n");
-    if (m->wqkv && a->shown.attn.layout != LAYOUT_WRAPPER) {
+    if (m->wqkv && a->result.shown.attn.layout != LAYOUT_WRAPPER) {
         int c0 = fused_column(m, p, head * m->head_dim);
-        put(b, "head %d's %s: W_qkv columns %d\u2013%d%s\n", a->head, q, c0, c0 + m->head_dim - 1,
+        put(b, "head %d's %s: W_qkv columns %d\u2013%d%s\n", a->view.head, q, c0,
+            c0 + m->head_dim - 1,
             m->qkv == QKV_FUSED ? "; one Linear cut in three gives the numbers of three"
                                 : "; each head takes its own q, k, v block");
     }
@@ -157,20 +159,20 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
     enum attn_stage from = m->qnw ? (keys ? STAGE_KEYS_NORMED : STAGE_QUERIES_NORMED)
                            : keys ? STAGE_KEYS
                                   : STAGE_QUERIES;
-    struct attn_mat_view x = app_view(a, from, a->head);
+    struct attn_mat_view x = app_view(a, from, a->view.head);
     float xa = at(x, i, ja), xb = at(x, i, jb);
     float c = m->rope_cos[(size_t)i * half + pair], s = m->rope_sin[(size_t)i * half + pair];
-    int pos = a->shown.pos.offset + i;
+    int pos = a->result.shown.pos.offset + i;
     /* the frequency as the engine uses it: base^(-2i/hd), after any rope_scaling */
     float theta = m->rope_inv
                       ? m->rope_inv[pair]
-                      : 1.0f / powf((float)a->shown.pos.base, (float)(2 * pair) / (float)hd);
+                      : 1.0f / powf((float)a->result.shown.pos.base, (float)(2 * pair) / (float)hd);
     put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d%s\n", ja, jb,
         pair, m->rope_pairs == ROPE_HALVES ? " (halves: rotate_half)" : "");
-    const struct attn_rope_params *sc = &a->shown.pos.scaling;
+    const struct attn_rope_params *sc = &a->result.shown.pos.scaling;
     if (sc->kind == ROPE_SCALING_LONGROPE)
         put(b, "  \u03b8_%d divided by longrope's %s factor\n", pair,
-            a->shown.pos.offset + m->n > sc->original_max ? "long" : "short");
+            a->result.shown.pos.offset + m->n > sc->original_max ? "long" : "short");
     else if (sc->kind != ROPE_SCALING_NONE)
         put(b, "  \u03b8_%d scaled by rope type %s (factor %g)\n", pair,
             attn_rope_scaling_name(sc->kind), sc->factor);
@@ -203,7 +205,7 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
         operand(b, c);
     }
     put(b, "\n  = ");
-    num(b, at(app_view(a, a->stage, a->head), i, j));
+    num(b, at(app_view(a, a->view.stage, a->view.head), i, j));
     put(b, "\nscores use the rotated q and k: they depend on the\ndistance between tokens, not on "
            "where they are\n");
 }
@@ -246,7 +248,7 @@ static void explain_norm(struct buf *b, const struct app *a, int i, int j, const
         num(b, w[j]);
     }
     put(b, "\n  = ");
-    num(b, at(app_view(a, a->stage, a->head), i, j));
+    num(b, at(app_view(a, a->view.stage, a->view.head), i, j));
     put(b, "\n");
 }
 
@@ -262,7 +264,7 @@ static void explain_linear(struct buf *b, const struct app *a, int i, int j, con
         put(b, " (bias)\n");
     }
     put(b, "  = ");
-    num(b, at(app_view(a, a->stage, a->head), i, j));
+    num(b, at(app_view(a, a->view.stage, a->view.head), i, j));
     put(b, "\n");
 }
 
@@ -270,8 +272,8 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
 {
     const struct attn_model *m = app_model(a);
     /* The normalisation always reads the masked stage (= scaled when there is no mask). */
-    struct attn_mat_view in = app_view(a, STAGE_MASKED, a->head);
-    struct attn_mat_view w = app_view(a, STAGE_WEIGHTS, a->head);
+    struct attn_mat_view in = app_view(a, STAGE_MASKED, a->view.head);
+    struct attn_mat_view w = app_view(a, STAGE_WEIGHTS, a->view.head);
     float x = at(in, i, j), y = at(w, i, j);
     float rowsum = 0;
     for (int k = 0; k < w.cols; k++)
@@ -328,20 +330,21 @@ static void explain_weights(struct buf *b, const struct app *a, int i, int j)
  * cursor's own cell. */
 static void explain_block(struct buf *b, const struct app *a)
 {
-    const struct zoom_grid *g = &a->zoom_shown;
+    const struct zoom_grid *g = &a->cache.zoom;
     const struct attn_model *m = app_model(a);
-    struct attn_mat_view v = app_view(a, a->stage, a->head);
-    if (a->rollout) /* the rollout the map shows, made when it was drawn */
-        v = interp_rollout_kept(&a->interp, a->generation, a->layer);
-    else if (app_showing_mean(a) && a->mean) /* app_shown_view's, made when the map was drawn */
-        v = (struct attn_mat_view){a->mean, v.rows, v.cols, v.cols};
-    else if (app_showing_delta(a) && a->delta) /* the Δ the map shows, the same way */
-        v = (struct attn_mat_view){a->delta, v.rows, v.cols, v.cols};
+    struct attn_mat_view v = app_view(a, a->view.stage, a->view.head);
+    if (a->view.rollout) /* the rollout the map shows, made when it was drawn */
+        v = interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer);
+    else if (app_showing_mean(a) &&
+             a->cache.mean.values) /* app_shown_view's, made when the map was drawn */
+        v = (struct attn_mat_view){a->cache.mean.values, v.rows, v.cols, v.cols};
+    else if (app_showing_delta(a) && a->cache.delta.values) /* the Δ the map shows, the same way */
+        v = (struct attn_mat_view){a->cache.delta.values, v.rows, v.cols, v.cols};
     int r0, r1, c0, c1;
-    zoom_block_span(g, a->row / g->br, a->col / g->bc, &r0, &r1, &c0, &c1);
+    zoom_block_span(g, a->view.row / g->br, a->view.col / g->bc, &r0, &r1, &c0, &c1);
     struct block_stats st;
     zoom_block_stats(&st, v, r0, r1, c0, c1);
-    bool square = attn_stage_is_square(a->stage);
+    bool square = attn_stage_is_square(a->view.stage);
     char rows[48], cols[48];
     zoom_span_text(rows, sizeof(rows), "row", "rows", r0, r1 - 1);
     zoom_span_text(cols, sizeof(cols), square ? "column" : "dimension",
@@ -361,9 +364,9 @@ static void explain_block(struct buf *b, const struct app *a)
     }
     put(b, "\n  mean ");
     num(b, st.mean);
-    put(b, "\n  the map shows each block's %s (b: its %s)\n", block_agg_name(a->block_agg),
-        block_agg_name(a->block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX));
-    put(b, "the cursor's cell, row %d, column %d:\n", a->row, a->col);
+    put(b, "\n  the map shows each block's %s (b: its %s)\n", block_agg_name(a->view.block_agg),
+        block_agg_name(a->view.block_agg == BLOCK_MAX ? BLOCK_MEAN : BLOCK_MAX));
+    put(b, "the cursor's cell, row %d, column %d:\n", a->view.row, a->view.col);
 }
 
 /* The cell being explained: cell (i, j) of head h at the stage on screen, its value val in the
@@ -391,13 +394,13 @@ static void explain_inputs(const struct cell *c)
     struct buf *b = c->b;
     if (m->layer > 0) {
         put(b, "input = layer %d's output (its %s)\n  = ", m->layer - 1,
-            attn_stage_name(attn_stage_block_output(&c->a->net.model[m->layer - 1])));
+            attn_stage_name(attn_stage_block_output(&c->a->result.net.model[m->layer - 1])));
         equals_val(c);
         return;
     }
     put(b, "input = token embedding");
     if (m->pos) {
-        int pos = c->a->shown.pos.offset + c->i;
+        int pos = c->a->result.shown.pos.offset + c->i;
         if (m->pos_kind == POS_SINUSOIDAL)
             put(b, " + %s(position %d \u00b7 div_%d)\n  = ", c->j % 2 ? "cos" : "sin", pos,
                 c->j / 2);
@@ -437,7 +440,7 @@ static void explain_values(const struct cell *c)
 
 static void explain_rotated(const struct cell *c)
 {
-    explain_rotation(c->b, c->a, c->i, c->j, c->a->stage == STAGE_KEYS_ROTATED);
+    explain_rotation(c->b, c->a, c->i, c->j, c->a->view.stage == STAGE_KEYS_ROTATED);
 }
 
 static void explain_scores(const struct cell *c)
@@ -715,7 +718,7 @@ static void explain_ffn_up(const struct cell *c)
 static void explain_normed(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    bool keys = c->a->stage == STAGE_KEYS_NORMED;
+    bool keys = c->a->view.stage == STAGE_KEYS_NORMED;
     struct attn_mat_view x = app_view(c->a, keys ? STAGE_KEYS : STAGE_QUERIES, c->h);
     const float *row = x.data + (size_t)c->i * x.stride, *w = keys ? m->knw : m->qnw;
     double ms = 0;
@@ -787,14 +790,14 @@ static void (*const explainers[STAGE_COUNT])(const struct cell *c) = {
  * made when the map was drawn (app_shown_view): the inspector reads it, and computes nothing. */
 static void explain_rollout(struct buf *b, const struct app *a, int i, int j)
 {
-    const struct interp_cache *ic = &a->interp;
-    struct attn_mat_view r = interp_rollout_kept(ic, a->generation, a->layer);
+    const struct interp_cache *ic = &a->cache.interp;
+    struct attn_mat_view r = interp_rollout_kept(ic, a->result.generation, a->view.layer);
     if (!r.data || i >= r.rows || j >= r.cols) {
         put(b, "the rollout is not computed\n");
         return;
     }
     const struct attn_model *m = app_model(a);
-    int n = r.rows, L = a->layer;
+    int n = r.rows, L = a->view.layer;
     char *const *tok = m->tokens;
     put(b,
         "\u201c%s\u201d draws on \u201c%s\u201d: of row %d after layer %d, the share that "
@@ -816,7 +819,7 @@ static void explain_rollout(struct buf *b, const struct app *a, int i, int j)
     }
     for (int k = 0; k < n; k++)
         row[k] = (float)(row[k] / sum);
-    struct attn_mat_view prev = interp_rollout_prev(ic, a->generation);
+    struct attn_mat_view prev = interp_rollout_prev(ic, a->result.generation);
     if (L > 0 && prev.data) {
         put(b,
             "rollout = A'_%d \u00b7 rollout through layer %d\n  = \u03a3_k A'[%d,k] \u00d7 "
@@ -849,13 +852,13 @@ static void explain_rollout(struct buf *b, const struct app *a, int i, int j)
 /* An ablated head: its weights are its own still; what it hands out_proj is not. */
 static void note_ablated(struct buf *b, const struct app *a)
 {
-    enum attn_head_mode hm = app_head_mode(a, a->layer, a->head);
-    if (hm == HEAD_KEEP || !attn_stage_is_per_head(a->stage))
+    enum attn_head_mode hm = app_head_mode(a, a->view.layer, a->view.head);
+    if (hm == HEAD_KEEP || !attn_stage_is_per_head(a->view.stage))
         return;
     char layer[32] = "";
-    if (a->net.layers > 1)
-        snprintf(layer, sizeof(layer), " of layer %d", a->layer);
-    put(b, "head %d%s is ablated (%s): %s\n", a->head, layer, attn_head_mode_name(hm),
+    if (a->result.net.layers > 1)
+        snprintf(layer, sizeof(layer), " of layer %d", a->view.layer);
+    put(b, "head %d%s is ablated (%s): %s\n", a->view.head, layer, attn_head_mode_name(hm),
         hm == HEAD_ZERO ? "it hands out_proj zeros in place of its context"
                         : "it hands out_proj its context's mean over the positions");
 }
@@ -865,10 +868,10 @@ static void explain_mean(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     struct buf *b = c->b;
-    put(b, "the mean over the %d heads of their %s\n", m->heads, attn_stage_name(c->a->stage));
+    put(b, "the mean over the %d heads of their %s\n", m->heads, attn_stage_name(c->a->view.stage));
     float sum = 0;
     for (int k = 0; k < m->heads; k++) {
-        float x = at(app_view(c->a, c->a->stage, k), c->i, c->j);
+        float x = at(app_view(c->a, c->a->view.stage, k), c->i, c->j);
         sum += x;
         if (k < MAX_TERMS) {
             put(b, "  head %d: ", k);
@@ -888,20 +891,21 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     struct buf b = {out, size, 0};
     out[0] = '\0';
     const struct attn_model *m = app_model(a);
-    struct cell c = {&b, a, m, app_run(a), a->row, a->col, a->head, m->head_dim, 0, {0}};
-    c.v = app_view(a, a->stage, c.h);
+    struct cell c = {&b,           a,           m, app_run(a), a->view.row, a->view.col,
+                     a->view.head, m->head_dim, 0, {0}};
+    c.v = app_view(a, a->view.stage, c.h);
     if (c.i >= c.v.rows || c.j >= c.v.cols)
         return;
-    const struct zoom_grid *g = &a->zoom_shown;
-    if (!a->all_heads && a->zoom > 0 && (g->br > 1 || g->bc > 1) && g->rows == c.v.rows &&
+    const struct zoom_grid *g = &a->cache.zoom;
+    if (!a->view.all_heads && a->view.zoom > 0 && (g->br > 1 || g->bc > 1) && g->rows == c.v.rows &&
         g->cols == c.v.cols)
         explain_block(&b, a);
-    if (a->rollout) {
+    if (a->view.rollout) {
         explain_rollout(&b, a, c.i, c.j);
         return;
     }
     c.val = at(c.v, c.i, c.j);
-    if (attn_stage_is_square(a->stage))
+    if (attn_stage_is_square(a->view.stage))
         put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[c.i], m->tokens[c.j]);
     else
         put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[c.i], c.j);
@@ -916,9 +920,9 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         num(&b, d);
         put(&b, "\n");
     }
-    if (a->shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
-        const int *ids = a->net.model[0].ids;
-        if (attn_stage_is_square(a->stage))
+    if (a->result.shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
+        const int *ids = a->result.net.model[0].ids;
+        if (attn_stage_is_square(a->view.stage))
             put(&b, "token ids %d and %d\n", ids[c.i], ids[c.j]);
         else
             put(&b, "token id %d\n", ids[c.i]);
@@ -928,17 +932,17 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         return;
     }
     note_ablated(&b, a);
-    if (!explainers[a->stage]) /* a stage without its explainer: see the table */
+    if (!explainers[a->view.stage]) /* a stage without its explainer: see the table */
         return;
-    explainers[a->stage](&c);
+    explainers[a->view.stage](&c);
 
     /* Head pattern scores and KV-cache figures are about trained models (a checkpoint, several
      * layers) and the systems that shrink the cache (GQA, MQA, MLA). Beside chapter 3's
      * single-layer scenes of drawn weights they would be jargon next to the mechanism, so the
      * inspector leaves them out there; heads, S and print still give them on request. */
-    bool model_talk = a->scene.model.file || a->net.layers > 1;
-    if (a->stage == STAGE_WEIGHTS && model_talk) {
-        const struct head_scores *sc = app_scores(a, a->layer, c.h);
+    bool model_talk = a->doc.scene.model.file || a->result.net.layers > 1;
+    if (a->view.stage == STAGE_WEIGHTS && model_talk) {
+        const struct head_scores *sc = app_scores(a, a->view.layer, c.h);
         put(&b, "\nthis head's pattern scores:\n ");
         for (int k = 0; k < SCORE_COUNT; k++) {
             put(&b, " %s ", attn_head_score_name((enum head_score)k));
@@ -956,8 +960,9 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         }
     }
     bool shared_kv = m->latent > 0 || m->kv_heads < m->heads;
-    if ((model_talk || shared_kv) && (a->stage == STAGE_KEYS || a->stage == STAGE_VALUES ||
-                                      a->stage == STAGE_KEYS_ROTATED || a->stage == STAGE_LATENT)) {
+    if ((model_talk || shared_kv) &&
+        (a->view.stage == STAGE_KEYS || a->view.stage == STAGE_VALUES ||
+         a->view.stage == STAGE_KEYS_ROTATED || a->view.stage == STAGE_LATENT)) {
         char cache[200];
         inspect_kv_cache(cache, sizeof(cache), a);
         put(&b, "\n%s\n", cache);

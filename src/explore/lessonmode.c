@@ -12,6 +12,7 @@
 #include "common/cnum.h"
 #include "engine/logits.h"
 #include "explore/keys.h"
+#include "explore/appstate.h"
 
 bool lesson_active(const struct app *a)
 {
@@ -27,7 +28,7 @@ const struct attn_lesson_step *lesson_current(const struct app *a)
  * rules); a value the scene already has is no edit at all (no undo step). */
 static int make_edit(struct app *a, const struct attn_edit *e)
 {
-    const struct attn_config *now = &a->scene.attn;
+    const struct attn_config *now = &a->doc.scene.attn;
     switch (e->kind) {
     case EDIT_CAUSAL:
         return now->causal == e->causal ? 0 : app_toggle_causal(a);
@@ -40,7 +41,9 @@ static int make_edit(struct app *a, const struct attn_edit *e)
     case EDIT_SEED:
         return app_edit_seed(a, e->seed);
     case EDIT_TEXT:
-        return a->scene.text && strcmp(a->scene.text, e->text) == 0 ? 0 : app_edit_text(a, e->text);
+        return a->doc.scene.text && strcmp(a->doc.scene.text, e->text) == 0
+                   ? 0
+                   : app_edit_text(a, e->text);
     case EDIT_SCALE:
         return app_edit_scale(a, (enum attn_scale_kind)e->scale, e->scale_divisor);
     case EDIT_MASK_MODE:
@@ -62,19 +65,19 @@ static int make_edit(struct app *a, const struct attn_edit *e)
 /* The view the step sets; whatever the user changed inside the step goes. */
 static void show_view(struct app *a, const struct attn_lesson_step *st)
 {
-    a->playing = false;
-    a->head_mean = false;
-    a->lens = a->rollout = false;
-    a->all_heads = st->all_heads;
+    a->view.playing = false;
+    a->view.head_mean = false;
+    a->view.lens = a->view.rollout = false;
+    a->view.all_heads = st->all_heads;
     /* what shows beside the map, as the step says (its default: the inspector) */
-    a->predictions = st->panel == LESSON_PANEL_PREDICTIONS && app_has_vocab(a);
-    a->token_view = st->panel == LESSON_PANEL_TOKENS;
-    if (st->layer < a->net.layers)
-        a->layer = st->layer;
-    a->stage = (enum attn_stage)st->stage;
-    a->head = st->head;
-    a->row = st->row >= 0 ? st->row : 0;
-    a->col = a->col_want = st->col >= 0 ? st->col : 0;
+    a->view.predictions = st->panel == LESSON_PANEL_PREDICTIONS && app_has_vocab(a);
+    a->view.token_view = st->panel == LESSON_PANEL_TOKENS;
+    if (st->layer < a->result.net.layers)
+        a->view.layer = st->layer;
+    a->view.stage = (enum attn_stage)st->stage;
+    a->view.head = st->head;
+    a->view.row = st->row >= 0 ? st->row : 0;
+    a->view.col = a->view.col_want = st->col >= 0 ? st->col : 0;
     app_clamp(a);
 }
 
@@ -83,14 +86,14 @@ static void keep_scene(struct app *a, int step)
 {
     if (a->lesson.reached[step])
         return;
-    if (attn_scene_copy(&a->lesson.at[step], &a->scene) == 0)
+    if (attn_scene_copy(&a->lesson.at[step], &a->doc.scene) == 0)
         a->lesson.reached[step] = 1;
 }
 
 /* True while the scene is as the lesson left it at the current step. */
 static bool untouched(const struct app *a)
 {
-    return a->edits == a->lesson.edits;
+    return a->doc.edits == a->lesson.edits;
 }
 
 /* Back to step's own scene when the user has edited since (one edit, undoable). */
@@ -104,13 +107,13 @@ static void restore(struct app *a, int step)
 static void arrive(struct app *a, int to)
 {
     a->lesson.step = to;
-    a->lesson.edits = a->edits;
+    a->lesson.edits = a->doc.edits;
     show_view(a, &a->lesson.lesson->steps[to]);
 }
 
 int lesson_open(struct app *a)
 {
-    struct attn_lesson *lesson = a->scene.lesson;
+    struct attn_lesson *lesson = a->doc.scene.lesson;
     if (!lesson || a->lesson.lesson)
         return 0;
     size_t n = (size_t)lesson->n_steps;
@@ -127,9 +130,9 @@ int lesson_open(struct app *a)
     }
     a->lesson.lesson = attn_lesson_ref(lesson);
     a->lesson.on = true;
-    unsigned long before = a->edits;
+    unsigned long before = a->doc.edits;
     make_edit(a, &lesson->steps[0].edit);
-    a->lesson.changed[0] = a->edits != before;
+    a->lesson.changed[0] = a->doc.edits != before;
     keep_scene(a, 0);
     /* The scene as opened is the one a save would compare with: the first step's edit is the
        lesson's, not the user's. */
@@ -144,15 +147,15 @@ int lesson_go(struct app *a, int to)
         return -1;
     int from = a->lesson.step;
     a->lesson.on = true;
-    a->message[0] = '\0'; /* an edit on the way says what it changed */
-    a->message_is_error = false;
+    a->status.message[0] = '\0'; /* an edit on the way says what it changed */
+    a->status.message_is_error = false;
     if (to == from) {
         restore(a, from);
     } else if (to == from + 1) {
         restore(a, from);
-        unsigned long before = a->edits;
+        unsigned long before = a->doc.edits;
         make_edit(a, &lesson->steps[to].edit);
-        a->lesson.changed[to] = a->edits != before;
+        a->lesson.changed[to] = a->doc.edits != before;
         keep_scene(a, to);
     } else if (to == from - 1) {
         if (untouched(a) && a->lesson.changed[from])
@@ -178,12 +181,13 @@ bool lesson_step_changed(const struct app *a)
         return false;
     int step = a->lesson.step;
     if (!untouched(a) && a->lesson.reached[step] &&
-        !app_scenes_alike(&a->scene, &a->lesson.at[step]))
+        !app_scenes_alike(&a->doc.scene, &a->lesson.at[step]))
         return true;
-    bool per_head = attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1;
-    return a->stage != (enum attn_stage)st->stage ||
-           (st->layer < a->net.layers && a->layer != st->layer) || a->all_heads != st->all_heads ||
-           (per_head && !a->all_heads && a->head != st->head) || app_showing_mean(a) ||
+    bool per_head = attn_stage_is_per_head(a->view.stage) && app_model(a)->heads > 1;
+    return a->view.stage != (enum attn_stage)st->stage ||
+           (st->layer < a->result.net.layers && a->view.layer != st->layer) ||
+           a->view.all_heads != st->all_heads ||
+           (per_head && !a->view.all_heads && a->view.head != st->head) || app_showing_mean(a) ||
            app_showing_delta(a);
 }
 
@@ -197,9 +201,9 @@ int lesson_next(struct app *a)
         char back[32], out[32];
         keymap_key_display(back, sizeof(back), a->keymap, ACTION_LESSON_PREV);
         keymap_key_display(out, sizeof(out), a->keymap, ACTION_LESSON);
-        snprintf(a->message, sizeof(a->message),
+        snprintf(a->status.message, sizeof(a->status.message),
                  "the last step of the lesson: %s goes back, %s explores freely", back, out);
-        a->message_is_error = false;
+        a->status.message_is_error = false;
         return -1;
     }
     return lesson_go(a, a->lesson.step + 1);
@@ -211,8 +215,8 @@ int lesson_prev(struct app *a)
         return -1;
     if (a->lesson.step == 0) {
         lesson_go(a, 0);
-        snprintf(a->message, sizeof(a->message), "the first step of the lesson");
-        a->message_is_error = false;
+        snprintf(a->status.message, sizeof(a->status.message), "the first step of the lesson");
+        a->status.message_is_error = false;
         return -1;
     }
     return lesson_go(a, a->lesson.step - 1);
@@ -228,10 +232,10 @@ int lesson_toggle(struct app *a)
         a->lesson.on = false;
         char key[32];
         keymap_key_display(key, sizeof(key), a->keymap, ACTION_LESSON);
-        snprintf(a->message, sizeof(a->message),
+        snprintf(a->status.message, sizeof(a->status.message),
                  "left the lesson at step %d of %d: explore freely; %s goes back to it",
                  a->lesson.step + 1, a->lesson.lesson->n_steps, key);
-        a->message_is_error = false;
+        a->status.message_is_error = false;
         return 0;
     }
     return lesson_go(a, a->lesson.step);
@@ -282,8 +286,8 @@ static void step_problem(const struct app *a, const char *source, size_t len,
     va_end(ap);
     char path[64];
     snprintf(path, sizeof(path), "lesson[%d]", a->lesson.step);
-    attn_diag_list_add(problems, a->scene_path ? a->scene_path : "", line, col, path, "step %d: %s",
-                       a->lesson.step + 1, msg);
+    attn_diag_list_add(problems, a->doc.scene_path ? a->doc.scene_path : "", line, col, path,
+                       "step %d: %s", a->lesson.step + 1, msg);
 }
 
 /* {p @ next P}: the probability the model, as the step leaves it (its ablations included),
@@ -296,7 +300,7 @@ static int check_next_mark(const struct app *a, const char *source, size_t len,
 {
     const struct attn_lesson_step *st = lesson_current(a);
     const char *which = m->top ? "top" : "next";
-    const struct attn_net *net = &a->net;
+    const struct attn_net *net = &a->result.net;
     int n = net->layers > 0 ? net->model[net->layers - 1].n : 0;
     if (!attn_net_has_vocab(net)) {
         step_problem(a, source, len, problems, m->start,
@@ -371,19 +375,19 @@ static int check_mark(const struct app *a, const char *source, size_t len,
     char got[48];
     if (m->next >= 0)
         return check_next_mark(a, source, len, screen, problems, m);
-    enum attn_stage stage = m->stage >= 0 ? (enum attn_stage)m->stage : a->stage;
+    enum attn_stage stage = m->stage >= 0 ? (enum attn_stage)m->stage : a->view.stage;
     const char *name = attn_stage_name(stage);
     /* The tiles of every head show numbers only when they fit, and which head is whose is the
        learner's to find: a quoted cell belongs on one head's map. */
-    if (st->all_heads && stage == a->stage) {
+    if (st->all_heads && stage == a->view.stage) {
         step_problem(a, source, len, problems, m->start,
                      "the caption quotes %s from the view of every head; quote a cell on a step "
                      "that shows one head (head: H), where its number is on screen",
                      m->written);
         return 1;
     }
-    bool here = stage == a->stage ? screen != NULL : false;
-    struct attn_mat_view v = app_view(a, stage, a->head);
+    bool here = stage == a->view.stage ? screen != NULL : false;
+    struct attn_mat_view v = app_view(a, stage, a->view.head);
     if (m->row >= 0 || (st->row >= 0 && st->col >= 0)) {
         int r = m->row >= 0 ? m->row : st->row, c = m->row >= 0 ? m->col : st->col;
         if (r >= v.rows || c >= v.cols) {
@@ -431,28 +435,29 @@ int lesson_check_step(const struct app *a, const char *source, size_t len,
         return 0;
     int found = 0;
     const size_t at_step = (size_t)-1;
-    if (a->error[0] || a->message_is_error) {
-        step_problem(a, source, len, problems, at_step, "%s", a->error[0] ? a->error : a->message);
+    if (a->doc.error[0] || a->status.message_is_error) {
+        step_problem(a, source, len, problems, at_step, "%s",
+                     a->doc.error[0] ? a->doc.error : a->status.message);
         found++;
     }
-    if (a->nonfinite[0]) { /* the forward pass of this step */
+    if (a->result.nonfinite[0]) { /* the forward pass of this step */
         step_problem(a, source, len, problems, at_step, "the forward pass makes a value that is %s",
-                     a->nonfinite);
+                     a->result.nonfinite);
         found++;
     }
-    if ((int)a->stage != st->stage || a->head != st->head || a->layer != st->layer ||
-        a->all_heads != st->all_heads) {
+    if ((int)a->view.stage != st->stage || a->view.head != st->head || a->view.layer != st->layer ||
+        a->view.all_heads != st->all_heads) {
         step_problem(a, source, len, problems, at_step,
                      "the explorer shows %s, head %d, layer %d; the step says %s, head %d, "
                      "layer %d",
-                     attn_stage_name(a->stage), a->head, a->layer,
+                     attn_stage_name(a->view.stage), a->view.head, a->view.layer,
                      attn_stage_name((enum attn_stage)st->stage), st->head, st->layer);
         found++;
     }
-    if (st->row >= 0 && (a->row != st->row || (st->col >= 0 && a->col != st->col))) {
+    if (st->row >= 0 && (a->view.row != st->row || (st->col >= 0 && a->view.col != st->col))) {
         step_problem(a, source, len, problems, at_step,
-                     "the cursor is at row %d, column %d; the step says %d, %d", a->row, a->col,
-                     st->row, st->col);
+                     "the cursor is at row %d, column %d; the step says %d, %d", a->view.row,
+                     a->view.col, st->row, st->col);
         found++;
     }
     if (!st->caption)
@@ -504,7 +509,7 @@ int lesson_check_all(struct app *a, const char *source, size_t len, struct diag_
     for (int i = 1; i < a->lesson.lesson->n_steps; i++) {
         if (lesson_go(a, i) != 0) {
             step_problem(a, source, len, problems, (size_t)-1, "the lesson stops here: %s",
-                         a->error[0] ? a->error : a->message);
+                         a->doc.error[0] ? a->doc.error : a->status.message);
             return found + 1;
         }
         found += lesson_check_step(a, source, len, NULL, problems);

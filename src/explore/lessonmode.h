@@ -67,7 +67,7 @@ struct lesson_screen {
  * predictions, on its row); a quoted cell of the map one head's map (not every head's tiles).
  * With a screen (NULL: none), every quote of the map's stage and every prediction must be on it
  * too: the cell in the map's window with its number, the number in the predictions panel. Each
- * problem is added to problems, located in a->scene_path at the mark or number (source: the
+ * problem is added to problems, located in a->doc.scene_path at the mark or number (source: the
  * file's text, len bytes; NULL: at the step). Returns the number of problems added. */
 int lesson_check_step(const struct app *a, const char *source, size_t len,
                       const struct lesson_screen *screen, struct diag_list *problems);

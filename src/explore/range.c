@@ -1,5 +1,6 @@
 /* range: cached colour ranges (see range.h). */
 #include "explore/range.h"
+#include "explore/appstate.h"
 
 #include <math.h>
 
@@ -21,14 +22,15 @@ void range_of(struct attn_mat_view v, float *lo, float *hi)
 
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi)
 {
-    if (!(c->valid && c->generation == a->generation && c->stage == (int)a->stage &&
-          c->head == head && c->layer == a->layer)) {
+    if (!(c->valid && c->generation == a->result.generation && c->stage == (int)a->view.stage &&
+          c->head == head && c->layer == a->view.layer)) {
         if (head == RANGE_ROLLOUT) { /* as app_shown_view made it, for this result and layer */
-            struct attn_mat_view r = interp_rollout_kept(&a->interp, a->generation, a->layer);
+            struct attn_mat_view r =
+                interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer);
             range_of(r, &c->lo, &c->hi);
-            c->generation = a->generation;
-            c->layer = a->layer;
-            c->stage = (int)a->stage;
+            c->generation = a->result.generation;
+            c->layer = a->view.layer;
+            c->stage = (int)a->view.stage;
             c->head = head;
             c->valid = r.data != NULL;
             *lo = c->lo;
@@ -38,13 +40,14 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
         if (head == -3 ||
             (head <= -4 && head > RANGE_ROLLOUT)) { /* the mean over the heads (-3) or head -4 -
                              key's Δ against the baseline, as app_shown_view made it */
-            struct attn_mat_view v = app_view(a, a->stage, 0);
+            struct attn_mat_view v = app_view(a, a->view.stage, 0);
             range_of(
-                (struct attn_mat_view){head == -3 ? a->mean : a->delta, v.rows, v.cols, v.cols},
+                (struct attn_mat_view){head == -3 ? a->cache.mean.values : a->cache.delta.values,
+                                       v.rows, v.cols, v.cols},
                 &c->lo, &c->hi);
-            c->generation = a->generation;
-            c->layer = a->layer;
-            c->stage = (int)a->stage;
+            c->generation = a->result.generation;
+            c->layer = a->view.layer;
+            c->stage = (int)a->view.stage;
             c->head = head;
             c->valid = true;
             *lo = c->lo;
@@ -52,24 +55,25 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
             return;
         }
         int h0 = head < 0 ? 0 : head;
-        int h1 = head >= 0 || !attn_stage_is_per_head(a->stage) ? h0 + 1 : app_model(a)->heads;
-        int l0 = head == -2 ? 0 : a->layer, l1 = head == -2 ? a->net.layers : a->layer + 1;
+        int h1 = head >= 0 || !attn_stage_is_per_head(a->view.stage) ? h0 + 1 : app_model(a)->heads;
+        int l0 = head == -2 ? 0 : a->view.layer,
+            l1 = head == -2 ? a->result.net.layers : a->view.layer + 1;
         float l = INFINITY, u = -INFINITY;
         for (int L = l0; L < l1; L++) {
-            if (!attn_stage_present(&a->net.model[L], a->stage))
+            if (!attn_stage_present(&a->result.net.model[L], a->view.stage))
                 continue;
             for (int h = h0; h < h1; h++) {
                 float hl, hu;
-                range_of(app_view_at(a, L, a->stage, h), &hl, &hu);
+                range_of(app_view_at(a, L, a->view.stage, h), &hl, &hu);
                 l = hl < l ? hl : l;
                 u = hu > u ? hu : u;
             }
         }
         if (l > u)
             l = u = 0.0f;
-        c->generation = a->generation;
-        c->layer = a->layer;
-        c->stage = (int)a->stage;
+        c->generation = a->result.generation;
+        c->layer = a->view.layer;
+        c->stage = (int)a->view.stage;
         c->head = head;
         c->lo = l;
         c->hi = u;

@@ -2,7 +2,7 @@
  *
  * The range of an n x n stage takes a scan of every value; cursor moves must never pay it
  * again. A view keeps a struct range_cache and asks range_get, which scans only when the
- * result (app->generation), the stage or the head changed since the last call.
+ * result (app->result.generation), the stage or the head changed since the last call.
  */
 #ifndef ATTNSCOPE_EXPLORE_RANGE_H
 #define ATTNSCOPE_EXPLORE_RANGE_H

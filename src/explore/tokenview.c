@@ -1,5 +1,6 @@
 /* tokenview: the token view's top keys and sentence window (see tokenview.h). No curses. */
 #include "explore/tokenview.h"
+#include "explore/appstate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -7,20 +8,20 @@
 
 struct attn_mat_view tokenview_matrix(struct app *a, int *head)
 {
-    if (a->rollout && !a->all_heads) {
+    if (a->view.rollout && !a->view.all_heads) {
         struct attn_mat_view r = app_shown_view(a);
-        if (a->rollout) { /* still: it was computed */
+        if (a->view.rollout) { /* still: it was computed */
             *head = TOKENVIEW_ROLLOUT;
             return r;
         }
     }
     /* The all-heads and model views draw heads, not their mean: the selected tile's head. */
-    if (!a->all_heads && app_showing_mean(a)) {
+    if (!a->view.all_heads && app_showing_mean(a)) {
         *head = TOKENVIEW_MEAN;
         return app_shown_view(a);
     }
-    *head = a->head;
-    return app_view(a, a->stage, a->head);
+    *head = a->view.head;
+    return app_view(a, a->view.stage, a->view.head);
 }
 
 bool tokenview_applies(enum attn_stage s)
@@ -112,8 +113,8 @@ int tokenview_focus_get(struct tokenview_focus *f, const struct app *a, struct a
 {
     k = k < v.cols ? k : v.cols;
     k = k > 0 ? k : 1;
-    if (f->valid && f->generation == a->generation && f->layer == a->layer &&
-        f->stage == (int)a->stage && f->head == head && f->row == row &&
+    if (f->valid && f->generation == a->result.generation && f->layer == a->view.layer &&
+        f->stage == (int)a->view.stage && f->head == head && f->row == row &&
         (f->k >= k || f->n_top < f->k))
         return 0;
     if (k > f->cap) {
@@ -126,7 +127,7 @@ int tokenview_focus_get(struct tokenview_focus *f, const struct app *a, struct a
         f->cap = k;
     }
     const float *r = v.data + (size_t)row * (size_t)v.stride;
-    tokenview_visible(app_model(a), a->stage, row, &f->visible_start, &f->visible_end);
+    tokenview_visible(app_model(a), a->view.stage, row, &f->visible_start, &f->visible_end);
     if (f->visible_end > v.cols)
         f->visible_end = v.cols;
     f->n_top = tokenview_top_k(f->top, k, r, f->visible_start, f->visible_end);
@@ -147,12 +148,12 @@ int tokenview_focus_get(struct tokenview_focus *f, const struct app *a, struct a
     }
     f->lo = lo <= hi ? lo : 0.0f;
     f->hi = lo <= hi ? hi : 0.0f;
-    f->distribution = tokenview_is_distribution(app_model(a), a->stage);
+    f->distribution = tokenview_is_distribution(app_model(a), a->view.stage);
     f->row_lo = rlo <= rhi ? rlo : 0.0f;
     f->row_hi = rlo <= rhi ? rhi : 0.0f;
-    f->generation = a->generation;
-    f->layer = a->layer;
-    f->stage = (int)a->stage;
+    f->generation = a->result.generation;
+    f->layer = a->view.layer;
+    f->stage = (int)a->view.stage;
     f->head = head;
     f->row = row;
     f->k = k;

@@ -57,7 +57,7 @@ bool tokenview_is_distribution(const struct attn_model *m, enum attn_stage s);
 /* What the view shows for one query, cached: recomputed only when the result, the layer, the
  * stage, the head or the row changed, or more keys are asked for than were kept. */
 struct tokenview_focus {
-    unsigned long generation; /* app->generation it was computed for */
+    unsigned long generation; /* app->result.generation it was computed for */
     int layer, stage, head;   /* head TOKENVIEW_MEAN: the mean over the heads */
     int row;
     bool valid;

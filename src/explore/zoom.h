@@ -6,8 +6,8 @@
  * that shows the whole matrix in the cells there are. A block never grows on an axis beyond
  * what that axis needs to fit, so a 1000 x 16 matrix keeps its 16 columns.
  *
- * The cursor stays on an exact value (app->row, app->col); zoomed out it selects the block that
- * holds it, and a step moves one block, keeping its place inside the block.
+ * The cursor stays on an exact value (app->view.row, app->view.col); zoomed out it selects the
+ * block that holds it, and a step moves one block, keeping its place inside the block.
  *
  * Blocks are aggregated when the view changes (result, stage, head, zoom), never on a cursor
  * move: struct block_cache holds every block's max and mean until the key changes.

@@ -69,11 +69,12 @@ static int timed_edit(double *ms, struct ui *ui, const char *keys, const char *w
                       struct diag *err)
 {
     press(ui, keys);
-    unsigned long gen = ui->app.generation;
+    unsigned long gen = app_result(ui->app)->generation;
     *ms = timed_key(ui, '\r', false);
-    if (ui->app.error[0] || ui->app.generation == gen)
+    if (app_doc(ui->app)->error[0] || app_result(ui->app)->generation == gen)
         return attn_diag_set(err, "", "the %s edit did not recompute: %s", what,
-                             ui->app.error[0] ? ui->app.error : ui->app.message);
+                             app_doc(ui->app)->error[0] ? app_doc(ui->app)->error
+                                                        : app_status(ui->app)->message);
     return 0;
 }
 
@@ -120,7 +121,7 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
 
     /* Heads: between the scene's count and the largest divisor of it below (12 <-> 6), typed
      * into the H prompt (C-u clears it); only Enter is timed. */
-    int heads = ui->app.scene.attn.heads, other = 1;
+    int heads = app_doc(ui->app)->scene.attn.heads, other = 1;
     for (int h = heads / 2; h >= 1; h--)
         if (heads % h == 0) {
             other = h;

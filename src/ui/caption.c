@@ -106,7 +106,7 @@ static int wrap(const struct styled *o, int width, struct line *lines, int max)
 int caption_rows(const struct app *a, int width, int max_rows)
 {
     const struct attn_lesson_step *st = lesson_current(a);
-    if (!st || !a->lesson.on)
+    if (!st || !app_lesson(a)->on)
         return 0;
     static struct styled o;
     struct line lines[MAX_LINES];
@@ -134,7 +134,7 @@ static void caption_draw(struct panel *p, struct frame *f)
     bool stale = lesson_step_changed(a);
     char title[96];
     snprintf(title, sizeof(title), " %sstep %d of %d ", stale ? "" : "lesson \u00b7 ",
-             a->lesson.step + 1, a->lesson.lesson->n_steps);
+             app_lesson(a)->step + 1, app_lesson(a)->lesson->n_steps);
     char rule[4 * 512 + 1] = "";
     for (int i = 0; i < r.w && i < 512; i++)
         strcat(rule, "\u2500");

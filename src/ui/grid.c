@@ -17,18 +17,19 @@
 /* Tiles per layer: every head, or one for a stage the heads share. */
 static int per_layer(const struct app *a)
 {
-    return attn_stage_is_per_head(a->stage) ? app_model(a)->heads : 1;
+    return attn_stage_is_per_head(app_view_state(a)->stage) ? app_model(a)->heads : 1;
 }
 
 /* Tile t is layer t / per_layer, head t % per_layer. */
 static int tiles(const struct app *a)
 {
-    return a->net.layers * per_layer(a);
+    return app_result(a)->net.layers * per_layer(a);
 }
 
 static int selected(const struct app *a)
 {
-    return a->layer * per_layer(a) + (per_layer(a) > 1 ? a->head : 0);
+    const struct app_view *view = app_view_state(a);
+    return view->layer * per_layer(a) + (per_layer(a) > 1 ? view->head : 0);
 }
 
 /* Sizes the tiles to the area: 6 columns a cell (with its value) when every head fits, else
@@ -38,7 +39,7 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     static const int widths[] = {6, 2, 1};
-    struct attn_mat_view v = app_view(f->app, f->app->stage, 0);
+    struct attn_mat_view v = app_view(f->app, app_view_state(f->app)->stage, 0);
     int n = tiles(f->app);
     bool fits = false;
     int full = v.rows > v.cols ? v.rows : v.cols;
@@ -55,7 +56,7 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
         gp->tile_h = gp->shown_rows + 2;
         gp->per_row = p->area.w / gp->tile_w > 0 ? p->area.w / gp->tile_w : 1;
         /* The model view: a row per layer when a layer's heads fit on one. */
-        if (f->app->net.layers > 1 && gp->per_row >= per_layer(f->app))
+        if (app_result(f->app)->net.layers > 1 && gp->per_row >= per_layer(f->app))
             gp->per_row = per_layer(f->app);
         int tile_rows = (n + gp->per_row - 1) / gp->per_row;
         fits = tile_rows * gp->tile_h <= p->area.h - 1;
@@ -106,7 +107,7 @@ static int score_label(char *label, size_t size, const struct theme *t, const st
                        int h, bool sel, int attr)
 {
     const struct head_scores *sc = app_scores(a, L, h);
-    int k = a->score_shown;
+    int k = app_view_state(a)->score_shown;
     char num[24];
     if (sc->defined[k])
         attn_cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
@@ -116,7 +117,7 @@ static int score_label(char *label, size_t size, const struct theme *t, const st
     snprintf(label + used, size - used, "%s", num);
     if (!sc->defined[k] || sel)
         return attr;
-    int n = a->net.model[L].n;
+    int n = app_result(a)->net.model[L].n;
     float top = k == SCORE_ENTROPY ? (float)log((double)(n > 1 ? n : 2)) : 1.0f;
     const char *shade;
     return theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
@@ -137,16 +138,18 @@ static void ablated_mark(char *label, size_t size, const struct app *a, int L, i
 static int tile_label(char *label, size_t size, const struct theme *t, const struct app *a, int L,
                       int h, bool model_view, bool shared, bool sel)
 {
-    const struct attn_model *m = &a->net.model[L];
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
+    const struct attn_model *m = &res->net.model[L];
     char where[16] = "";
     const char *head = "head ";
-    if (model_view && a->net.layers > 1) {
+    if (model_view && res->net.layers > 1) {
         snprintf(where, sizeof(where), "L%d ", L);
         head = "h";
     }
     if (per_layer(a) == 1)
         snprintf(label, size, "%s%s", where, shared ? "shared" : model_view ? "h0" : "head 0");
-    else if (m->kv_heads < m->heads && a->stage != STAGE_QUERIES)
+    else if (m->kv_heads < m->heads && view->stage != STAGE_QUERIES)
         snprintf(label, size, "%s%s%d \u00b7 KV %d", where, head, h,
                  h / (m->heads / m->kv_heads)); /* who shares a KV head */
     else
@@ -154,7 +157,7 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     int attr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
     if (!shared)
         ablated_mark(label, size, a, L, h);
-    if (a->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
+    if (view->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */
         attr = score_label(label, size, t, a, L, h, sel, attr);
     return attr;
 }
@@ -163,6 +166,8 @@ static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     const struct app *a = f->app;
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
@@ -171,9 +176,9 @@ static void thumb_draw(struct panel *p, struct frame *f)
     int n = tiles(f->app);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
-    int layers = a->net.layers, pl = per_layer(a);
+    int layers = res->net.layers, pl = per_layer(a);
     /* One tile a layer: a stage the heads share, or a model of one head (its own). */
-    bool shared = !attn_stage_is_per_head(a->stage) && app_model(a)->heads > 1;
+    bool shared = !attn_stage_is_per_head(view->stage) && app_model(a)->heads > 1;
     float lo, hi;
     range_get(&gp->range, a, layers > 1 ? -2 : -1, &lo, &hi);
     bool diverging = lo < 0;
@@ -181,19 +186,19 @@ static void thumb_draw(struct panel *p, struct frame *f)
     if (layers > 1)
         snprintf(title, sizeof(title), "model view: %d layers \u00d7 %d head%s \u00b7 %s%s", layers,
                  app_model(a)->heads, app_model(a)->heads == 1 ? "" : "s",
-                 attn_stage_name(a->stage), shared ? " (shared by the heads)" : "");
+                 attn_stage_name(view->stage), shared ? " (shared by the heads)" : "");
     else
         snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
-                 attn_stage_name(a->stage), shared ? " (shared by all heads)" : "");
+                 attn_stage_name(view->stage), shared ? " (shared by all heads)" : "");
     /* Thumbnails pool blocks of cells, as b asks (their max or their mean): the legend says so. */
-    struct attn_mat_view v0 = app_view(a, a->stage, 0);
+    struct attn_mat_view v0 = app_view(a, view->stage, 0);
     char pool[96] = "";
     if (gp->shown_rows < v0.rows || gp->shown_cols < v0.cols)
         snprintf(pool, sizeof(pool), "1 cell \u2248 %d\u00d7%d %s, %s",
                  (v0.rows + gp->shown_rows - 1) / gp->shown_rows,
                  (v0.cols + gp->shown_cols - 1) / gp->shown_cols,
-                 attn_stage_is_square(a->stage) ? "tokens" : "values",
-                 block_agg_name(a->block_agg));
+                 attn_stage_is_square(view->stage) ? "tokens" : "values",
+                 block_agg_name(view->block_agg));
     int legend_w =
         heatmap_legend_named(t, r.y, r.x + r.w, lo, hi, diverging, pool[0] ? pool : NULL);
     char clipped[160];
@@ -206,17 +211,17 @@ static void thumb_draw(struct panel *p, struct frame *f)
         if (ty >= r.y + r.h)
             break;
         int L = tile / pl, h = tile % pl;
-        const struct attn_model *m = &a->net.model[L];
+        const struct attn_model *m = &res->net.model[L];
         char label[48];
         bool sel = n > 1 && tile == selected(a);
         int lattr = tile_label(label, sizeof(label), t, a, L, h, true, shared, sel);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
-        if (!attn_stage_present(m, a->stage)) /* the final norm: the last layer only */
+        if (!attn_stage_present(m, view->stage)) /* the final norm: the last layer only */
             continue;
-        struct attn_mat_view v = app_view_at(a, L, a->stage, h);
+        struct attn_mat_view v = app_view_at(a, L, view->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
-                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols, a->block_agg);
+                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
                 struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
                                           " "};
                 if (isfinite(x))
@@ -249,8 +254,8 @@ static int select_tile(struct app *a, int tile)
         return OUTCOME_HANDLED;
     int pl = per_layer(a), layer = tile / pl;
     if (pl > 1)
-        a->head = tile % pl;
-    if (layer != a->layer)
+        app_view_mut(a)->head = tile % pl;
+    if (layer != app_view_state(a)->layer)
         app_set_layer(a, layer);
     app_clamp(a);
     return OUTCOME_VIEW_CHANGED;
@@ -311,7 +316,7 @@ static void heads_layout(struct heads_layout *hl, const struct frame *f, struct 
                          float hi)
 {
     const struct app *a = f->app;
-    struct attn_mat_view v = app_view(a, a->stage, 0);
+    struct attn_mat_view v = app_view(a, app_view_state(a)->stage, 0);
     int R = v.rows, C = v.cols, T = per_layer(a), w = area.w;
     int view = area.h - 3 > 1 ? area.h - 3 : 1; /* title, head labels, footer */
     int tlw = token_label_width(a);
@@ -429,10 +434,11 @@ static int tile_row_line(const struct heads_layout *hl, int tr)
 static void heads_follow(struct grid_panel *gp, const struct app *a, const struct heads_layout *hl)
 {
     int per = hl->half ? 2 : 1;
-    int cur = a->row / hl->grid.br / per;
+    int cur = app_view_state(a)->row / hl->grid.br / per;
     int total = hl->lines;
     if (hl->tile_rows > 1) {
-        int tr = (per_layer(a) > 1 ? a->head : 0) / hl->per_row, first = tile_row_line(hl, tr);
+        int tr = (per_layer(a) > 1 ? app_view_state(a)->head : 0) / hl->per_row,
+            first = tile_row_line(hl, tr);
         cur += first + 1;
         total = hl->tile_rows * (1 + hl->lines);
         if (gp->top_line > first && cur - first < hl->view)
@@ -481,6 +487,7 @@ struct heads_frame {
 static void heads_block_scale(struct grid_panel *gp, const struct app *a,
                               const struct heads_layout *hl, float *lo, float *hi)
 {
+    const struct app_view *view = app_view_state(a);
     int T = per_layer(a);
     if (gp->n_blocks < T) {
         struct block_cache *grown = realloc(gp->blocks, (size_t)T * sizeof(*grown));
@@ -492,11 +499,11 @@ static void heads_block_scale(struct grid_panel *gp, const struct app *a,
     }
     float blo = INFINITY, bhi = -INFINITY;
     for (int h = 0; h < T && h < gp->n_blocks; h++) {
-        struct attn_mat_view v = app_view(a, a->stage, h);
-        if (block_cache_get(&gp->blocks[h], v, &hl->grid, a->generation, a->layer, (int)a->stage,
-                            T > 1 ? h : -1) == 0) {
-            blo = fminf(blo, gp->blocks[h].lo[a->block_agg]);
-            bhi = fmaxf(bhi, gp->blocks[h].hi[a->block_agg]);
+        struct attn_mat_view v = app_view(a, view->stage, h);
+        if (block_cache_get(&gp->blocks[h], v, &hl->grid, app_result(a)->generation, view->layer,
+                            (int)view->stage, T > 1 ? h : -1) == 0) {
+            blo = fminf(blo, gp->blocks[h].lo[view->block_agg]);
+            bhi = fmaxf(bhi, gp->blocks[h].hi[view->block_agg]);
         }
     }
     if (blo <= bhi) {
@@ -524,14 +531,15 @@ static void heads_frame_make(struct heads_frame *hf, struct grid_panel *gp, stru
 static void heads_title(const struct heads_frame *hf, struct frame *f, struct rect r)
 {
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     char title[160], scale[96] = "";
     snprintf(title, sizeof(title), "all %d head%s \u00b7 %s%s", app_model(a)->heads,
-             app_model(a)->heads == 1 ? "" : "s", attn_stage_name(a->stage),
+             app_model(a)->heads == 1 ? "" : "s", attn_stage_name(view->stage),
              hf->shared ? " (shared by all heads)" : "");
     if (hf->hl.kind == CELLS_BLOCKS)
-        zoom_cell_text(scale, sizeof(scale), &hf->hl.grid, attn_stage_is_square(a->stage),
-                       a->block_agg);
+        zoom_cell_text(scale, sizeof(scale), &hf->hl.grid, attn_stage_is_square(view->stage),
+                       view->block_agg);
     int legend_w = heatmap_legend_named(t, r.y, r.x + r.w, hf->lo, hf->hi, hf->diverging,
                                         scale[0] ? scale : NULL);
     char clipped[160];
@@ -546,6 +554,7 @@ static void heads_row_label(const struct heads_frame *hf, struct frame *f, int y
 {
     const struct heads_layout *hl = &hf->hl;
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     int first = bu * hl->grid.br;
     int last = ((bl >= 0 ? bl : bu) + 1) * hl->grid.br - 1;
     last = last < hl->grid.rows ? last : hl->grid.rows - 1;
@@ -555,7 +564,7 @@ static void heads_row_label(const struct heads_frame *hf, struct frame *f, int y
     else
         snprintf(text, sizeof(text), "%d\u2013%d", first, last);
     abbreviate(lab, sizeof(lab), text, hl->lw - 1);
-    bool on = a->row >= first && a->row <= last;
+    bool on = view->row >= first && view->row <= last;
     draw_text(y, x, hl->lw - 1, f->theme->role_attr[on ? ROLE_SELECTION : ROLE_LABEL], lab);
 }
 
@@ -567,13 +576,14 @@ static void heads_cells_line(struct grid_panel *gp, const struct heads_frame *hf
 {
     const struct heads_layout *hl = &hf->hl;
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     float lo = hf->lo, hi = hf->hi;
     bool diverging = hf->diverging;
-    int cbi = a->row / hl->grid.br, cbj = a->col / hl->grid.bc;
+    int cbi = view->row / hl->grid.br, cbj = view->col / hl->grid.bc;
     for (int bj = 0; bj < hl->grid.nbc; bj++) {
         int x = tx + bj * hl->cw;
-        float xu = heads_value(gp, hl, v, a->block_agg, h, bu, bj);
+        float xu = heads_value(gp, hl, v, view->block_agg, h, bu, bj);
         struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
         if (isfinite(xu))
             look = theme_cell_look(t, xu, lo, hi, diverging);
@@ -586,7 +596,7 @@ static void heads_cells_line(struct grid_panel *gp, const struct heads_frame *hf
             draw_text(y, x, hl->cw, cursor ? theme_cursor_attr(t, attr) : attr, cell);
             continue;
         }
-        float xl = bl >= 0 ? heads_value(gp, hl, v, a->block_agg, h, bl, bj) : -INFINITY;
+        float xl = bl >= 0 ? heads_value(gp, hl, v, view->block_agg, h, bl, bj) : -INFINITY;
         int su = isfinite(xu) ? theme_cell_step(xu, lo, hi, diverging) : -1;
         int sl = isfinite(xl) ? theme_cell_step(xl, lo, hi, diverging) : -1;
         if (cursor) {
@@ -613,15 +623,16 @@ static int heads_tile(struct grid_panel *gp, const struct heads_frame *hf, struc
     int T = per_layer(a), last_y = r.y + 1;
     int tr = h / hl->per_row, tc = h % hl->per_row;
     int tx = r.x + hl->lw + tc * (hl->tile_w + GAP);
-    bool sel = T > 1 && h == a->head;
+    bool sel = T > 1 && h == app_view_state(a)->head;
     char label[48];
-    int lattr = tile_label(label, sizeof(label), f->theme, a, a->layer, h, false, hf->shared, sel);
+    int lattr = tile_label(label, sizeof(label), f->theme, a, app_view_state(a)->layer, h, false,
+                           hf->shared, sel);
     int label_line = tile_row_line(hl, tr);
     if (hl->tile_rows == 1)
         draw_text(r.y + 1, tx, hl->tile_w + GAP - 1, lattr, label);
     else if (label_line >= gp->top_line && label_line < gp->top_line + hl->view)
         draw_text(hf->y0 + label_line - gp->top_line, tx, hl->tile_w + GAP - 1, lattr, label);
-    struct attn_mat_view v = app_view(a, a->stage, h);
+    struct attn_mat_view v = app_view(a, app_view_state(a)->stage, h);
     int per = hl->half ? 2 : 1, first_line = hl->tile_rows == 1 ? 0 : label_line + 1;
     for (int k = 0; k < hl->lines; k++) {
         int line = first_line + k - gp->top_line;
@@ -648,21 +659,22 @@ static void heads_footer(const struct grid_panel *gp, const struct heads_frame *
     int T = per_layer(a), per = hl->half ? 2 : 1;
     char footer[8 * SCENE_MAX_TOKEN_BYTES], row_tok[3 * SCENE_MAX_TOKEN_BYTES + 8], more[160] = "";
     char col_tok[3 * SCENE_MAX_TOKEN_BYTES + 8];
-    display_token(row_tok, sizeof(row_tok), app_model(a)->tokens[a->row]);
-    if (attn_stage_is_square(a->stage))
-        display_token(col_tok, sizeof(col_tok), app_model(a)->tokens[a->col]);
+    display_token(row_tok, sizeof(row_tok), app_model(a)->tokens[app_view_state(a)->row]);
+    if (attn_stage_is_square(app_view_state(a)->stage))
+        display_token(col_tok, sizeof(col_tok), app_model(a)->tokens[app_view_state(a)->col]);
     else
-        snprintf(col_tok, sizeof(col_tok), "d%d", a->col);
+        snprintf(col_tok, sizeof(col_tok), "d%d", app_view_state(a)->col);
     size_t o = (size_t)snprintf(footer, sizeof(footer),
                                 "%s \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
                                 T > 1        ? ""
                                 : hf->shared ? "shared"
                                              : "head 0",
-                                a->row, row_tok, a->col, col_tok);
+                                app_view_state(a)->row, row_tok, app_view_state(a)->col, col_tok);
     if (T > 1) /* the head first: which tile the cursor is in */
         o = (size_t)snprintf(footer, sizeof(footer),
                              "head %d \u00b7 row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d",
-                             a->head, a->row, row_tok, a->col, col_tok);
+                             app_view_state(a)->head, app_view_state(a)->row, row_tok,
+                             app_view_state(a)->col, col_tok);
     int total = hl->tile_rows == 1 ? hl->lines : hl->tile_rows * (1 + hl->lines);
     bool above = gp->top_line > 0, below = gp->top_line + hl->view < total;
     if (above || below) {
@@ -713,18 +725,19 @@ static void heads_draw(struct panel *p, struct frame *f)
 /* Moves the cursor's row by dbi cells (blocks) of the layout. */
 static int heads_move_row(struct app *a, const struct heads_layout *hl, int dbi)
 {
-    int row = a->row, col = a->col;
+    const struct app_view *view = app_view_state(a);
+    int row = view->row, col = view->col;
     if (!zoom_step_cursor(&hl->grid, &row, &col, dbi, 0))
         return OUTCOME_HANDLED;
-    a->row = row;
+    app_view_mut(a)->row = row;
     return OUTCOME_CURSOR_MOVED;
 }
 
 int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *least)
 {
     const struct app *a = f->app;
-    struct attn_mat_view v = app_view(a, a->stage, 0);
-    if (a->net.layers > 1) { /* every layer's tiles at full size, one column a cell */
+    struct attn_mat_view v = app_view(a, app_view_state(a)->stage, 0);
+    if (app_result(a)->net.layers > 1) { /* every layer's tiles at full size, one column a cell */
         int tile_w = v.cols + 2, per_row = width / tile_w > 0 ? width / tile_w : 1;
         per_row = per_row < per_layer(a) ? per_row : per_layer(a);
         int tile_rows = (tiles(a) + per_row - 1) / per_row;
@@ -742,7 +755,7 @@ int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *lea
 
 int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height)
 {
-    if (f->app->net.layers > 1)
+    if (app_result(f->app)->net.layers > 1)
         return height;
     float lo, hi;
     range_get(&gp->range, f->app, -1, &lo, &hi);
@@ -755,7 +768,7 @@ int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height
 
 static void grid_draw(struct panel *p, struct frame *f)
 {
-    if (f->app->net.layers > 1)
+    if (app_result(f->app)->net.layers > 1)
         thumb_draw(p, f);
     else
         heads_draw(p, f);
@@ -764,7 +777,7 @@ static void grid_draw(struct panel *p, struct frame *f)
 static int grid_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
-    if (f->app->net.layers == 1) {
+    if (app_result(f->app)->net.layers == 1) {
         /* One layer: left and right pick a head, up and down move through the rows. */
         float lo, hi;
         range_get(&((struct grid_panel *)p)->range, f->app, -1, &lo, &hi);
@@ -810,7 +823,7 @@ static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, uns
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return select_tile(f->app, selected(f->app) + (buttons & BUTTON4_PRESSED ? -1 : 1));
     int tile;
-    if (f->app->net.layers == 1) {
+    if (app_result(f->app)->net.layers == 1) {
         float lo, hi;
         range_get(&((struct grid_panel *)p)->range, f->app, -1, &lo, &hi);
         struct heads_layout hl;
@@ -831,7 +844,7 @@ static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, uns
             return OUTCOME_IGNORED;
     }
     select_tile(f->app, tile);
-    f->app->all_heads = false; /* a click opens the head large */
+    app_view_mut(f->app)->all_heads = false; /* a click opens the head large */
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -839,7 +852,7 @@ static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, uns
 static void grid_resize(struct panel *p, struct frame *f, struct rect area)
 {
     p->area = area;
-    if (f->app->net.layers > 1) {
+    if (app_result(f->app)->net.layers > 1) {
         int cw;
         thumb_layout(p, f, &cw);
     }
@@ -854,10 +867,19 @@ void grid_panel_free(struct grid_panel *gp)
     gp->n_blocks = 0;
 }
 
+/* Every head (a), every layer's in the model view. */
+static bool grid_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->all_heads;
+}
+
 void grid_panel_init(struct grid_panel *gp)
 {
     memset(gp, 0, sizeof(*gp));
     gp->base.name = "grid";
+    gp->base.slot = SLOT_MAP;
+    gp->base.wanted = grid_wanted;
+    gp->base.follows_cursor = true;
     gp->base.draw = grid_draw;
     gp->base.handle_key = grid_handle_key;
     gp->base.handle_mouse = grid_handle_mouse;

@@ -8,7 +8,9 @@
 
 static void header_draw(struct panel *p, struct frame *f)
 {
-    const struct attn_scene *s = &f->app->scene;
+    const struct app_result *res = app_result(f->app);
+    const struct app_view *view = app_view_state(f->app);
+    const struct attn_scene *s = &app_doc(f->app)->scene;
     int hattr = f->theme->role_attr[ROLE_HEADER];
     struct rect r = p->area;
     attrset(hattr);
@@ -16,15 +18,15 @@ static void header_draw(struct panel *p, struct frame *f)
     attrset(A_NORMAL);
 
     char sizes[200], layer[48] = "", ablated[96] = "";
-    if (f->app->net.layers > 1)
-        snprintf(layer, sizeof(layer), " \u00b7 layer %d of %d", f->app->layer, f->app->net.layers);
+    if (res->net.layers > 1)
+        snprintf(layer, sizeof(layer), " \u00b7 layer %d of %d", view->layer, res->net.layers);
     /* Ablated heads are said where every view sees them: one by name, more by their count. */
     int n_abl = app_ablated_count(f->app);
-    for (int L = 0; L < f->app->net.layers && n_abl == 1; L++)
-        for (int h = 0; h < f->app->net.model[L].heads; h++)
+    for (int L = 0; L < res->net.layers && n_abl == 1; L++)
+        for (int h = 0; h < res->net.model[L].heads; h++)
             if (app_head_mode(f->app, L, h) != HEAD_KEEP) {
                 char who[32] = "";
-                if (f->app->net.layers > 1)
+                if (res->net.layers > 1)
                     snprintf(who, sizeof(who), "L%d ", L);
                 snprintf(ablated, sizeof(ablated), " \u00b7 %sh%d ablated (%s)", who, h,
                          attn_head_mode_name(app_head_mode(f->app, L, h)));
@@ -34,7 +36,7 @@ static void header_draw(struct panel *p, struct frame *f)
     /* A checkpoint that computes otherwise than it was trained says so, first of all: one change
        by name, more by their count (the predictions panel names them all). */
     char changes[200], modified[120] = "";
-    int n_mod = attn_scene_model_changes(changes, sizeof(changes), &f->app->shown);
+    int n_mod = attn_scene_model_changes(changes, sizeof(changes), &res->shown);
     if (n_mod == 1)
         snprintf(modified, sizeof(modified), " \u00b7 modified: %.100s", changes);
     else if (n_mod > 1)
@@ -80,8 +82,8 @@ static void header_draw(struct panel *p, struct frame *f)
     for (int k = 0; k < KNOB_COUNT && x >= r.x; k++) {
         if (!knobs[k][0])
             continue;
-        int attr = k == (int)f->app->knob ? f->theme->role_attr[ROLE_STAGE_CURRENT]
-                                          : f->theme->role_attr[ROLE_DIM];
+        int attr = k == (int)view->knob ? f->theme->role_attr[ROLE_STAGE_CURRENT]
+                                        : f->theme->role_attr[ROLE_DIM];
         x += draw_text(r.y + 1, x, r.x + r.w - x, attr, knobs[k]) + 1;
     }
 }

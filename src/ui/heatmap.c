@@ -31,7 +31,7 @@
 /* Column label j: the key token for square stages, else the dimension. */
 static void col_label(char *out, size_t size, const struct app *a, int j)
 {
-    if (attn_stage_is_square(a->stage))
+    if (attn_stage_is_square(app_view_state(a)->stage))
         display_token(out, size, app_model(a)->tokens[j]);
     else
         snprintf(out, size, "d%d", j);
@@ -47,17 +47,19 @@ static int label_width(const struct app *a)
  * to 1), after dropout (no longer), and the after-softmax mask (zeroed, not renormalised). */
 static bool shows_sum(const struct app *a)
 {
+    const struct app_view *view = app_view_state(a);
     if (app_showing_delta(a)) /* a Δ row sums to the change of the row's sum: 0, said 6 times */
         return false;
-    return tokenview_is_distribution(app_model(a), a->stage);
+    return tokenview_is_distribution(app_model(a), view->stage);
 }
 
 struct layout {
     int lw, cw, vis_rows, vis_cols; /* label and cell widths, visible text rows and cells across */
     bool sum;
-    bool zoomed;           /* coloured blocks (app->zoom > 0) instead of numbers */
-    bool half;             /* zoomed, two rows of blocks a text row (half blocks) */
-    int zoom, fit;         /* the zoom in force (app->zoom, at most fit) and the overview's */
+    bool zoomed; /* coloured blocks (app_view_state(app)->zoom > 0) instead of numbers */
+    bool half;   /* zoomed, two rows of blocks a text row (half blocks) */
+    int zoom,
+        fit; /* the zoom in force (app_view_state(app)->zoom, at most fit) and the overview's */
     int down, across;      /* zoomed out, the cells there are room for */
     struct zoom_grid grid; /* the blocks; 1 x 1 fully zoomed in */
 };
@@ -87,6 +89,7 @@ static struct layout compute_layout(const struct panel *p, const struct frame *f
 {
     struct layout l;
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     int rows = app_rows(a), cols = app_cols(a);
     l.vis_rows = p->area.h - 3 > 0 ? p->area.h - 3 : 1;
     /* The zoomed-out geometry first: it decides how far out the overview is. */
@@ -98,7 +101,7 @@ static struct layout compute_layout(const struct panel *p, const struct frame *f
     l.fit = zoom_fit(rows, cols, down, across);
     l.down = down;
     l.across = across;
-    l.zoom = a->zoom < l.fit ? a->zoom : l.fit;
+    l.zoom = view->zoom < l.fit ? view->zoom : l.fit;
     l.zoomed = l.zoom > 0;
     if (l.zoomed) {
         l.lw = zlw;
@@ -154,8 +157,9 @@ static int follow(int first, int at, int visible, int total)
  * row, so a text row always holds the same two. */
 static void follow_cursor(struct heatmap_panel *hp, const struct app *a, const struct layout *l)
 {
+    const struct app_view *view = app_view_state(a);
     const struct zoom_grid *g = &l->grid;
-    int bi = a->row / g->br, bj = a->col / g->bc;
+    int bi = view->row / g->br, bj = view->col / g->bc;
     int per = l->half ? 2 : 1;
     int text_rows = (g->nbr + per - 1) / per;
     if (hp->shown_zoom != l->zoom || hp->shown_br != g->br || hp->shown_bc != g->bc) {
@@ -216,6 +220,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
                          struct attn_mat_view v, bool mean, const struct palette_map *pt)
 {
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = hp->base.area;
     struct layout l = *lp;
@@ -228,7 +233,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         col_label(full, sizeof(full), a, j);
         abbreviate(shortl, sizeof(shortl), full, l.cw - 1);
         snprintf(cell, sizeof(cell), "%*s%s", l.cw - text_width(shortl), "", shortl);
-        int role = j == a->col ? ROLE_SELECTION : ROLE_LABEL;
+        int role = j == view->col ? ROLE_SELECTION : ROLE_LABEL;
         draw_text(r.y + 1, x0 + (j - hp->left_col) * l.cw, l.cw, t->role_attr[role], cell);
     }
     if (l.sum)
@@ -241,7 +246,8 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
         display_token(shown, sizeof(shown), app_model(a)->tokens[i]);
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
-        draw_text(y, r.x, l.lw - 1, t->role_attr[i == a->row ? ROLE_SELECTION : ROLE_LABEL], lab);
+        draw_text(y, r.x, l.lw - 1, t->role_attr[i == view->row ? ROLE_SELECTION : ROLE_LABEL],
+                  lab);
         const float *row = v.data + (size_t)i * v.stride;
         float row_lo = pt->lo, row_hi = pt->hi;
         if (pt->mode == SCALE_BY_ROW) /* this query's own range: O(n) per row drawn */
@@ -252,8 +258,9 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
             const char *shade = " ";
             int attr;
             /* A dropped cell says so: on a projector a 0 and a dropped weight look alike. */
-            bool dropped = !mean && a->stage == STAGE_DROPOUT && app_model(a)->keep &&
-                           !app_model(a)->keep[((size_t)a->head * v.rows + (size_t)i) * v.rows + j];
+            bool dropped =
+                !mean && view->stage == STAGE_DROPOUT && app_model(a)->keep &&
+                !app_model(a)->keep[((size_t)view->head * v.rows + (size_t)i) * v.rows + j];
             if (dropped)
                 snprintf(num, sizeof(num), "drop");
             else
@@ -268,7 +275,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
             attr = look.attr;
             int shade_attr = look.shade_attr;
             shade = look.shade;
-            if (i == a->row && j == a->col) {
+            if (i == view->row && j == view->col) {
                 attr = theme_cursor_attr(t, attr);
                 shade_attr = theme_cursor_attr(t, shade_attr);
             }
@@ -301,14 +308,14 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
     /* Footer: the full tokens of the selection, since the axes abbreviate them. */
     char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
     char footer[8 * SCENE_MAX_TOKEN_BYTES], zoom_out[24], more[96] = "";
-    display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->row]);
-    col_label(col_full, sizeof(col_full), a, a->col);
+    display_token(row_full, sizeof(row_full), app_model(a)->tokens[view->row]);
+    col_label(col_full, sizeof(col_full), a, view->col);
     key_display(zoom_out, sizeof(zoom_out), f->keymap, ACTION_ZOOM_OUT);
     if (v.rows > l.vis_rows || v.cols > l.vis_cols)
         snprintf(more, sizeof(more), " \u00b7 scrolled: arrows/PgUp/PgDn \u00b7 %s zooms out",
                  zoom_out);
     snprintf(footer, sizeof(footer), "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d%s",
-             a->row, row_full, a->col, col_full, more);
+             view->row, row_full, view->col, col_full, more);
     /* Right under the last row, where the eye is, not at the bottom of the panel. */
     int fy = r.y + 2 + (last_row - hp->top_row);
     draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
@@ -400,12 +407,13 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
                         struct attn_mat_view v, const struct palette_map *pt)
 {
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = hp->base.area;
     const struct zoom_grid *g = &l->grid;
-    enum block_agg agg = a->block_agg;
+    enum block_agg agg = view->block_agg;
     int per = l->half ? 2 : 1;
-    int cbi = a->row / g->br, cbj = a->col / g->bc;
+    int cbi = view->row / g->br, cbj = view->col / g->bc;
     int x0 = r.x + l->lw;
     draw_ruler(r.y + 1, x0, l, hp, t, cbj);
 
@@ -422,7 +430,7 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
         last = last < g->rows ? last : g->rows - 1;
         char lab[64];
         range_label(lab, sizeof(lab), a, first, last, l->lw - 1);
-        bool sel = a->row >= first && a->row <= last;
+        bool sel = view->row >= first && view->row <= last;
         draw_text(y, r.x, l->lw - 1, t->role_attr[sel ? ROLE_SELECTION : ROLE_LABEL], lab);
         float ulo = pt->lo, uhi = pt->hi, llo = pt->lo, lhi = pt->hi;
         if (pt->mode == SCALE_BY_ROW) { /* each block row on its own range */
@@ -488,12 +496,12 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
     size_t o = 0;
     if (g->br == 1 && g->bc == 1) {
         char num[32];
-        display_token(row_full, sizeof(row_full), app_model(a)->tokens[a->row]);
-        col_label(col_full, sizeof(col_full), a, a->col);
-        format_cell(num, sizeof(num), v.data[(size_t)a->row * v.stride + a->col], 8);
+        display_token(row_full, sizeof(row_full), app_model(a)->tokens[view->row]);
+        col_label(col_full, sizeof(col_full), a, view->col);
+        format_cell(num, sizeof(num), v.data[(size_t)view->row * v.stride + view->col], 8);
         o = (size_t)snprintf(footer, sizeof(footer),
-                             "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d: %s", a->row,
-                             row_full, a->col, col_full, num);
+                             "row %d \u201c%s\u201d \u00b7 column %d \u201c%s\u201d: %s", view->row,
+                             row_full, view->col, col_full, num);
     } else {
         struct block_stats st;
         zoom_block_stats(&st, v, r0, r1, c0, c1);
@@ -518,35 +526,39 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
 /* "1 cell = 8×8 tokens, max": what a zoomed-out cell stands for, for the legend. */
 static void zoom_legend(char *out, size_t size, const struct app *a, const struct layout *l)
 {
-    zoom_cell_text(out, size, &l->grid, attn_stage_is_square(a->stage), a->block_agg);
+    const struct app_view *view = app_view_state(a);
+    zoom_cell_text(out, size, &l->grid, attn_stage_is_square(view->stage), view->block_agg);
 }
 
 static void heatmap_draw(struct panel *p, struct frame *f)
 {
     struct heatmap_panel *hp = (struct heatmap_panel *)p;
     struct app *a = f->app;
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
     struct attn_mat_view v = app_shown_view(f->app);
     bool mean = app_showing_mean(a);
-    bool delta = app_showing_delta(a) && v.data == a->delta; /* Δ vs the pinned baseline */
-    bool rollout = a->rollout; /* app_shown_view gave the rollout (or turned it off) */
+    bool delta = app_showing_delta(a) &&
+                 v.data == app_caches(a)->delta.values; /* Δ vs the pinned baseline */
+    bool rollout = view->rollout; /* app_shown_view gave the rollout (or turned it off) */
     /* The caches' key for what is shown: a head, the mean (-3), a head's Δ (-4 - head), or the
        rollout (RANGE_ROLLOUT). */
-    int key = rollout ? RANGE_ROLLOUT : delta ? -4 - a->head : mean ? -3 : a->head;
+    int key = rollout ? RANGE_ROLLOUT : delta ? -4 - view->head : mean ? -3 : view->head;
     struct layout l = compute_layout(p, f);
     follow_cursor(hp, a, &l);
-    a->zoom_shown = l.zoomed ? l.grid : (struct zoom_grid){0};
+    app_set_zoom_shown(a, l.zoomed ? &l.grid : NULL);
 
     float lo, hi;
     /* Blocks are aggregated here, once per view; their range is the colour scale's, so the
      * values' own range (another pass over n x n) is needed only without them. */
     if (l.zoomed && (l.grid.br > 1 || l.grid.bc > 1) &&
-        block_cache_get(&hp->blocks, v, &l.grid, a->generation, a->layer, (int)a->stage, key) ==
-            0) {
-        lo = hp->blocks.lo[a->block_agg];
-        hi = hp->blocks.hi[a->block_agg];
+        block_cache_get(&hp->blocks, v, &l.grid, res->generation, view->layer, (int)view->stage,
+                        key) == 0) {
+        lo = hp->blocks.lo[view->block_agg];
+        hi = hp->blocks.hi[view->block_agg];
     } else {
         range_get(&hp->range, a, key, &lo, &hi);
     }
@@ -556,14 +568,14 @@ static void heatmap_draw(struct panel *p, struct frame *f)
         hi = m;
     }
     bool diverging = lo < 0;
-    const char *what = picture_stage_title(app_model(a), a->stage);
+    const char *what = picture_stage_title(app_model(a), view->stage);
     char title[400];
     char kv[100];
-    inspect_kv_sharing(kv, sizeof(kv), a, a->head);
+    inspect_kv_sharing(kv, sizeof(kv), a, view->head);
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
     char layer[32] = "";
-    if (a->net.layers > 1)
-        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
+    if (res->net.layers > 1)
+        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", view->layer);
     char since[160] = "";
     if (delta) { /* "Δ vs baseline (seed 123 → 7) · ": what changed, as the edits say it */
         char change[200];
@@ -573,32 +585,32 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     }
     /* An ablated head's weights are its own still; what it hands on is not. */
     char ablated[48] = "";
-    enum attn_head_mode hm = app_head_mode(a, a->layer, a->head);
+    enum attn_head_mode hm = app_head_mode(a, view->layer, view->head);
     if (hm != HEAD_KEEP)
         snprintf(ablated, sizeof(ablated), " \u00b7 ablated (%s)", attn_head_mode_name(hm));
-    if (rollout && a->layer > 0) /* the product of the layers' A' up to this one */
+    if (rollout && view->layer > 0) /* the product of the layers' A' up to this one */
         snprintf(title, sizeof(title),
-                 "attention rollout \u00b7 layers 0\u2013%d (of %d) \u00b7 %d\u00d7%d", a->layer,
-                 a->net.layers, v.rows, v.cols);
+                 "attention rollout \u00b7 layers 0\u2013%d (of %d) \u00b7 %d\u00d7%d", view->layer,
+                 res->net.layers, v.rows, v.cols);
     else if (rollout)
         snprintf(title, sizeof(title), "attention rollout \u00b7 layer 0%s \u00b7 %d\u00d7%d",
-                 a->net.layers > 1 ? " (the first)" : "", v.rows, v.cols);
+                 res->net.layers > 1 ? " (the first)" : "", v.rows, v.cols);
     else if (mean)
         snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
                  app_model(a)->heads, what, v.rows, v.cols);
-    else if (attn_stage_is_per_head(a->stage))
+    else if (attn_stage_is_per_head(view->stage))
         snprintf(title, sizeof(title), "%s%shead %d (of %d) \u00b7 %s \u00b7 %d\u00d7%d%s%s%s",
-                 since, layer, a->head, app_model(a)->heads, what, v.rows, v.cols, ablated,
-                 kv[0] && a->stage != STAGE_QUERIES ? " \u00b7 " : "",
-                 a->stage != STAGE_QUERIES ? kv : "");
+                 since, layer, view->head, app_model(a)->heads, what, v.rows, v.cols, ablated,
+                 kv[0] && view->stage != STAGE_QUERIES ? " \u00b7 " : "",
+                 view->stage != STAGE_QUERIES ? kv : "");
     else
         snprintf(title, sizeof(title), "%s%s%s \u00b7 %d\u00d7%d \u00b7 all heads", since, layer,
                  what, v.rows, v.cols);
     /* The legend first, so the title yields to it rather than running into it. */
     /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
     struct palette_map pm;
-    palette_map_init(&pm, a->color_scale, lo, hi);
-    const char *scale_name = palette_map_label(&pm, a->color_scale);
+    palette_map_init(&pm, view->color_scale, lo, hi);
+    const char *scale_name = palette_map_label(&pm, view->color_scale);
     char named[160];
     if (l.zoomed) { /* the legend says what a cell stands for */
         zoom_legend(named, sizeof(named), a, &l);
@@ -621,11 +633,12 @@ static void heatmap_draw(struct panel *p, struct frame *f)
 /* Moves the cursor by blocks of the current zoom (single values fully zoomed in). */
 static int move_cursor(struct app *a, const struct layout *l, int dbi, int dbj)
 {
-    int row = a->row, col = a->col;
+    const struct app_view *view = app_view_state(a);
+    int row = view->row, col = view->col;
     if (!zoom_step_cursor(&l->grid, &row, &col, dbi, dbj))
         return OUTCOME_HANDLED;
-    a->row = row;
-    a->col = a->col_want = col;
+    app_view_mut(a)->row = row;
+    app_view_mut(a)->col = app_view_mut(a)->col_want = col;
     return OUTCOME_CURSOR_MOVED;
 }
 
@@ -670,8 +683,8 @@ static int heatmap_handle_mouse(struct panel *p, struct frame *f, int y, int x,
     if (y - p->area.y < 2 || x - p->area.x < l.lw || bi >= l.grid.nbr || bj >= l.grid.nbc ||
         bj >= hp->left_col + l.vis_cols)
         return OUTCOME_IGNORED;
-    f->app->row = bi * l.grid.br;
-    f->app->col = f->app->col_want = bj * l.grid.bc;
+    app_view_mut(f->app)->row = bi * l.grid.br;
+    app_view_mut(f->app)->col = app_view_mut(f->app)->col_want = bj * l.grid.bc;
     return OUTCOME_CURSOR_MOVED;
 }
 
@@ -692,6 +705,8 @@ void heatmap_panel_init(struct heatmap_panel *hp)
 {
     memset(hp, 0, sizeof(*hp));
     hp->base.name = "heatmap";
+    hp->base.slot = SLOT_MAP; /* the map, unless another view asks for the place */
+    hp->base.follows_cursor = true;
     hp->base.draw = heatmap_draw;
     hp->base.handle_key = heatmap_handle_key;
     hp->base.handle_mouse = heatmap_handle_mouse;

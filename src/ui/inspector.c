@@ -57,5 +57,7 @@ void inspector_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "inspector";
+    p->slot = SLOT_SIDE; /* the inspector, unless another view asks for the place */
+    p->follows_cursor = true;
     p->draw = inspector_draw;
 }

@@ -70,7 +70,7 @@ static int follow(int first, int at, int visible, int total)
 static void token_text(char *out, size_t size, const struct app *a, int id, int width)
 {
     char raw[256], shown[3 * sizeof(raw) + 1];
-    attn_scene_token_label(raw, sizeof(raw), &a->shown, id);
+    attn_scene_token_label(raw, sizeof(raw), &app_result(a)->shown, id);
     display_token(shown, sizeof(shown), raw);
     abbreviate(out, size, shown, width);
 }
@@ -79,25 +79,27 @@ static void lens_draw(struct panel *p, struct frame *f)
 {
     struct lens_panel *lp = (struct lens_panel *)p;
     struct app *a = f->app;
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
     const struct attn_model *m = app_model(a);
-    int n = m->n, layers = a->net.layers;
+    int n = m->n, layers = res->net.layers;
     struct lens_layout l;
     lay_out(&l, p, a);
-    lp->top_row = follow(lp->top_row, a->row, l.vis_rows, n);
-    lp->left_layer = follow(lp->left_layer, a->layer, l.vis_layers, layers);
+    lp->top_row = follow(lp->top_row, view->row, l.vis_rows, n);
+    lp->left_layer = follow(lp->left_layer, view->layer, l.vis_layers, layers);
     int last_row = lp->top_row + l.vis_rows < n ? lp->top_row + l.vis_rows : n;
     int last_layer =
         lp->left_layer + l.vis_layers < layers ? lp->left_layer + l.vis_layers : layers;
 
     char temp[32], title[200], clipped[200];
-    app_temperature_text(temp, sizeof(temp), a->temperature);
-    const struct attn_model *lastm = &a->net.model[layers - 1];
+    app_temperature_text(temp, sizeof(temp), view->temperature);
+    const struct attn_model *lastm = &res->net.model[layers - 1];
     bool masked = lastm->masked_lm;
     char changes[120];
-    bool modified = attn_scene_model_changes(changes, sizeof(changes), &a->shown) > 0;
+    bool modified = attn_scene_model_changes(changes, sizeof(changes), &res->shown) > 0;
     snprintf(title, sizeof(title), "%s lens%s: top-1 by layer \u00b7 %s %s",
              masked ? "MLM" : "logit", modified ? " of the modified model" : "",
              knob_label(KNOB_TEMPERATURE), temp);
@@ -108,8 +110,7 @@ static void lens_draw(struct panel *p, struct frame *f)
     /* Only the positions in view: a block of them through every layer, once per result. */
     struct diag err;
     attn_diag_clear(&err);
-    if (interp_lens_fill(&a->interp, &a->net, a->generation, a->temperature, lp->top_row,
-                         last_row - lp->top_row, &err)) {
+    if (app_lens_fill(a, lp->top_row, last_row - lp->top_row, &err)) {
         abbreviate(clipped, sizeof(clipped), err.msg, r.w);
         draw_text(r.y + 1, r.x, r.w, t->role_attr[ROLE_ERROR], clipped);
         return;
@@ -125,17 +126,17 @@ static void lens_draw(struct panel *p, struct frame *f)
         char lab[32];
         snprintf(lab, sizeof(lab), " layer %d", L);
         draw_text(hy, x0 + l.x_cells + (L - lp->left_layer) * CELL_W, CELL_W,
-                  t->role_attr[L == a->layer ? ROLE_SELECTION : ROLE_LABEL], lab);
+                  t->role_attr[L == view->layer ? ROLE_SELECTION : ROLE_LABEL], lab);
     }
 
-    const int *ids = a->net.model[0].ids;
+    const int *ids = res->net.model[0].ids;
     for (int i = lp->top_row; i < last_row; i++) {
         int y = r.y + 2 + (i - lp->top_row);
         char pos[16], tok[64], shown[3 * SCENE_MAX_TOKEN_BYTES + 1], next[64];
         snprintf(pos, sizeof(pos), "%*d", l.pw, i);
         display_token(shown, sizeof(shown), m->tokens[i]);
         abbreviate(tok, sizeof(tok), shown, l.tw);
-        int row_role = i == a->row ? ROLE_SELECTION : ROLE_LABEL;
+        int row_role = i == view->row ? ROLE_SELECTION : ROLE_LABEL;
         draw_text(y, x0, l.pw, t->role_attr[ROLE_DIM], pos);
         draw_text(y, x0 + l.pw + 1, l.tw, t->role_attr[row_role], tok);
         int target = masked      ? (ids[i] == lastm->mask_id ? -1 : ids[i])
@@ -149,7 +150,7 @@ static void lens_draw(struct panel *p, struct frame *f)
         for (int L = lp->left_layer; L < last_layer; L++) {
             int x = x0 + l.x_cells + (L - lp->left_layer) * CELL_W;
             bool hit = false;
-            const struct attn_token_score *ts = interp_lens_top(&a->interp, L, i, &hit);
+            const struct attn_token_score *ts = interp_lens_top(&app_caches(a)->interp, L, i, &hit);
             char cell[128], num[16], word[64];
             struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], " "};
             if (ts) {
@@ -161,7 +162,7 @@ static void lens_draw(struct panel *p, struct frame *f)
             } else {
                 snprintf(cell, sizeof(cell), "\u2026");
             }
-            if (i == a->row && L == a->layer) {
+            if (i == view->row && L == view->layer) {
                 look.attr = theme_cursor_attr(t, look.attr);
                 look.shade_attr = theme_cursor_attr(t, look.shade_attr);
             }
@@ -174,22 +175,23 @@ static void lens_draw(struct panel *p, struct frame *f)
     /* Footer: the picked cell in words, and what is out of view. */
     char footer[8 * SCENE_MAX_TOKEN_BYTES], word[64] = "", more[96] = "";
     bool hit = false;
-    const struct attn_token_score *ts = interp_lens_top(&a->interp, a->layer, a->row, &hit);
+    const struct attn_token_score *ts =
+        interp_lens_top(&app_caches(a)->interp, view->layer, view->row, &hit);
     if (ts)
         token_text(word, sizeof(word), a, ts->id, 20);
     char cur[3 * SCENE_MAX_TOKEN_BYTES + 1];
-    display_token(cur, sizeof(cur), m->tokens[a->row]);
+    display_token(cur, sizeof(cur), m->tokens[view->row]);
     if (n > l.vis_rows || layers > l.vis_layers)
         snprintf(more, sizeof(more), " \u00b7 %s: arrows/PgUp/PgDn",
                  layers > l.vis_layers ? "positions and layers scroll" : "scrolled");
     if (ts)
         attn_cnum_format(footer, sizeof(footer),
-                         "position %d \u201c%s\u201d \u00b7 layer %d: %s %.4f%s%s", a->row, cur,
-                         a->layer, word, (double)ts->prob,
+                         "position %d \u201c%s\u201d \u00b7 layer %d: %s %.4f%s%s", view->row, cur,
+                         view->layer, word, (double)ts->prob,
                          hit ? (masked ? ", the token itself" : ", the next token") : "", more);
     else
-        snprintf(footer, sizeof(footer), "position %d \u201c%s\u201d \u00b7 layer %d%s", a->row,
-                 cur, a->layer, more);
+        snprintf(footer, sizeof(footer), "position %d \u201c%s\u201d \u00b7 layer %d%s", view->row,
+                 cur, view->layer, more);
     int fy = r.y + 2 + (last_row - lp->top_row);
     draw_text(fy < r.y + r.h ? fy : r.y + r.h - 1, r.x, r.w, t->role_attr[ROLE_DIM], footer);
 }
@@ -197,14 +199,16 @@ static void lens_draw(struct panel *p, struct frame *f)
 /* Moves the cursor to position row and layer L (clamped); a new layer is a view change. */
 static int move_to(struct app *a, int row, int layer)
 {
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
     int n = app_model(a)->n;
     row = row < 0 ? 0 : row >= n ? n - 1 : row;
-    layer = layer < 0 ? 0 : layer >= a->net.layers ? a->net.layers - 1 : layer;
-    if (row == a->row && layer == a->layer)
+    layer = layer < 0 ? 0 : layer >= res->net.layers ? res->net.layers - 1 : layer;
+    if (row == view->row && layer == view->layer)
         return OUTCOME_HANDLED;
-    int out = layer != a->layer ? OUTCOME_VIEW_CHANGED : OUTCOME_CURSOR_MOVED;
-    a->row = row;
-    if (layer != a->layer)
+    int out = layer != view->layer ? OUTCOME_VIEW_CHANGED : OUTCOME_CURSOR_MOVED;
+    app_view_mut(a)->row = row;
+    if (layer != view->layer)
         app_set_layer(a, layer);
     return out;
 }
@@ -212,27 +216,28 @@ static int move_to(struct app *a, int row, int layer)
 static int lens_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     struct lens_layout l;
     lay_out(&l, p, a);
     switch (act) {
     case ACTION_LEFT:
     case ACTION_LAYER_PREV:
-        return move_to(a, a->row, a->layer - 1);
+        return move_to(a, view->row, view->layer - 1);
     case ACTION_RIGHT:
     case ACTION_LAYER_NEXT:
-        return move_to(a, a->row, a->layer + 1);
+        return move_to(a, view->row, view->layer + 1);
     case ACTION_UP:
-        return move_to(a, a->row - 1, a->layer);
+        return move_to(a, view->row - 1, view->layer);
     case ACTION_DOWN:
-        return move_to(a, a->row + 1, a->layer);
+        return move_to(a, view->row + 1, view->layer);
     case ACTION_PAGE_UP:
-        return move_to(a, a->row - l.vis_rows, a->layer);
+        return move_to(a, view->row - l.vis_rows, view->layer);
     case ACTION_PAGE_DOWN:
-        return move_to(a, a->row + l.vis_rows, a->layer);
+        return move_to(a, view->row + l.vis_rows, view->layer);
     case ACTION_ROW_START:
-        return move_to(a, a->row, 0);
+        return move_to(a, view->row, 0);
     case ACTION_ROW_END:
-        return move_to(a, a->row, a->net.layers - 1);
+        return move_to(a, view->row, app_result(a)->net.layers - 1);
     default:
         return OUTCOME_IGNORED;
     }
@@ -242,18 +247,19 @@ static int lens_handle_mouse(struct panel *p, struct frame *f, int y, int x, uns
 {
     struct lens_panel *lp = (struct lens_panel *)p;
     struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     if (buttons & BUTTON4_PRESSED)
-        return move_to(a, a->row - 3, a->layer);
+        return move_to(a, view->row - 3, view->layer);
     if (buttons & BUTTON5_PRESSED)
-        return move_to(a, a->row + 3, a->layer);
+        return move_to(a, view->row + 3, view->layer);
     struct lens_layout l;
     lay_out(&l, p, a);
     int i = lp->top_row + (y - p->area.y - 2);
     if (y - p->area.y < 2 || i >= app_model(a)->n)
         return OUTCOME_IGNORED;
     int dx = x - p->area.x - l.x_cells;
-    int layer = dx >= 0 ? lp->left_layer + dx / CELL_W : a->layer;
-    if (dx >= 0 && (dx / CELL_W >= l.vis_layers || layer >= a->net.layers))
+    int layer = dx >= 0 ? lp->left_layer + dx / CELL_W : view->layer;
+    if (dx >= 0 && (dx / CELL_W >= l.vis_layers || layer >= app_result(a)->net.layers))
         return OUTCOME_IGNORED;
     return move_to(a, i, layer);
 }
@@ -263,13 +269,21 @@ int lens_min_width(const struct app *a)
     struct panel p = {.area = {0, 0, 10, 0}};
     struct lens_layout l;
     lay_out(&l, &p, a);
-    return l.x_cells + a->net.layers * CELL_W;
+    return l.x_cells + app_result(a)->net.layers * CELL_W;
+}
+
+static bool lens_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->lens;
 }
 
 void lens_panel_init(struct lens_panel *lp)
 {
     memset(lp, 0, sizeof(*lp));
     lp->base.name = "lens";
+    lp->base.slot = SLOT_MAP;
+    lp->base.wanted = lens_wanted;
+    lp->base.follows_cursor = true;
     lp->base.draw = lens_draw;
     lp->base.handle_key = lens_handle_key;
     lp->base.handle_mouse = lens_handle_mouse;

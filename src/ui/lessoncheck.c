@@ -78,27 +78,28 @@ int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, 
             snprintf(err->file, sizeof(err->file), "%.*s", (int)sizeof(err->file) - 1, path);
         attn_diag_list_push(problems, err);
         found = 1;
-    } else if (!ui->app.lesson.lesson) {
+    } else if (!app_lesson(ui->app)->lesson) {
         found = 0;
     } else {
         ui_draw(ui);
-        int steps = ui->app.lesson.lesson->n_steps;
+        int steps = app_lesson(ui->app)->lesson->n_steps;
         for (int i = 0; i < steps; i++) {
             if (i > 0) { /* Space, as the learner presses it */
                 struct ask ask = {0};
-                int outcome = command_run(&ui->app, ACTION_LESSON_NEXT, &ask);
+                int outcome = command_run(ui->app, ACTION_LESSON_NEXT, &ask);
                 ask_clear(&ask);
                 ui_mark(ui, outcome);
                 ui_draw(ui);
-                if (ui->app.lesson.step != i) {
+                if (app_lesson(ui->app)->step != i) {
                     attn_diag_list_add(problems, path, 0, 0, "lesson",
                                        "step %d: the lesson stops here: %s", i + 1,
-                                       ui->app.error[0] ? ui->app.error : ui->app.message);
+                                       app_doc(ui->app)->error[0] ? app_doc(ui->app)->error
+                                                                  : app_status(ui->app)->message);
                     found++;
                     break;
                 }
             }
-            found += lesson_check_step(&ui->app, source, len, &screen, problems);
+            found += lesson_check_step(ui->app, source, len, &screen, problems);
         }
     }
     ui_use_user_configs(true);

@@ -29,8 +29,23 @@ struct frame {
     int lines, cols;                         /* the screen's size */
 };
 
+/* Where a panel goes. The map's place and the inspector's are each taken by one panel at a
+ * time: the one whose wanted() says so (the panels later in enum panel_id asked first), else the
+ * slot's panel without wanted(). The screen manager lays out, shows and routes by slot, so a
+ * panel that takes one of them needs no code of its own there. */
+enum panel_slot {
+    SLOT_OWN,  /* a place of its own, laid out by the screen manager (header, status, ...) */
+    SLOT_MAP,  /* the map's place: heatmap, all heads, the lens */
+    SLOT_SIDE, /* the inspector's place: inspector, token view, predictions */
+};
+
 struct panel {
     const char *name;
+    enum panel_slot slot;
+    /* SLOT_MAP, SLOT_SIDE: whether the view asks for this panel now; NULL: the slot's own,
+       shown when no other panel wants the place. */
+    bool (*wanted)(const struct frame *f);
+    bool follows_cursor; /* drawn again on every cursor move */
     /* Draws the panel into its area of stdscr (never refreshes: the manager batches). */
     void (*draw)(struct panel *p, struct frame *f);
     /* Handles an action; returns enum outcome flags (OUTCOME_IGNORED: not this panel's). */

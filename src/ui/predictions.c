@@ -25,7 +25,7 @@
 static void token_text(char *out, size_t size, const struct app *a, int id, int width)
 {
     char raw[256], shown[3 * sizeof(raw) + 1];
-    attn_scene_token_label(raw, sizeof(raw), &a->shown, id);
+    attn_scene_token_label(raw, sizeof(raw), &app_result(a)->shown, id);
     display_token(shown, sizeof(shown), raw);
     abbreviate(out, size, shown, width);
 }
@@ -33,6 +33,7 @@ static void token_text(char *out, size_t size, const struct app *a, int id, int 
 /* "L1 h0 zero, L0 h0 mean" (or "3 heads"): the ablations "after" stands for. */
 static void ablated_text(char *out, size_t size, const struct app *a)
 {
+    const struct app_result *res = app_result(a);
     int n = app_ablated_count(a);
     out[0] = '\0';
     if (n > 2) {
@@ -40,13 +41,13 @@ static void ablated_text(char *out, size_t size, const struct app *a)
         return;
     }
     size_t o = 0;
-    for (int L = 0; L < a->net.layers; L++)
-        for (int h = 0; h < a->net.model[L].heads && o < size; h++) {
+    for (int L = 0; L < res->net.layers; L++)
+        for (int h = 0; h < res->net.model[L].heads && o < size; h++) {
             enum attn_head_mode hm = app_head_mode(a, L, h);
             if (hm == HEAD_KEEP)
                 continue;
             char who[24] = "";
-            if (a->net.layers > 1)
+            if (res->net.layers > 1)
                 snprintf(who, sizeof(who), "L%d ", L);
             o += (size_t)snprintf(out + o, size - o, "%s%sh%d %s", o ? ", " : "", who, h,
                                   attn_head_mode_name(hm));
@@ -56,6 +57,8 @@ static void ablated_text(char *out, size_t size, const struct app *a)
 static void predictions_draw(struct panel *p, struct frame *f)
 {
     struct app *a = f->app;
+    const struct app_result *res = app_result(a);
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
@@ -72,24 +75,24 @@ static void predictions_draw(struct panel *p, struct frame *f)
 
     char title[400], tok[64], temp[32], clipped[400];
     char cur[3 * SCENE_MAX_TOKEN_BYTES + 1];
-    display_token(cur, sizeof(cur), app_model(a)->tokens[a->row]);
+    display_token(cur, sizeof(cur), app_model(a)->tokens[view->row]);
     abbreviate(tok, sizeof(tok), cur, TOKEN_MAX);
-    app_temperature_text(temp, sizeof(temp), a->temperature);
-    const struct attn_model *lastm = &a->net.model[a->net.layers - 1];
+    app_temperature_text(temp, sizeof(temp), view->temperature);
+    const struct attn_model *lastm = &res->net.model[res->net.layers - 1];
     bool masked = lastm->masked_lm;
     /* Not the checkpoint's predictions when the scene computes otherwise: said first. */
     char changes[200], modified[240] = "";
-    if (attn_scene_model_changes(changes, sizeof(changes), &a->shown) > 0)
+    if (attn_scene_model_changes(changes, sizeof(changes), &res->shown) > 0)
         snprintf(modified, sizeof(modified), " of the modified model (%s)", changes);
-    if (a->lens)
+    if (view->lens)
         snprintf(title, sizeof(title),
                  "lens%s \u00b7 layer %d%s %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
-                 layer, layer == a->net.layers - 1 ? " (the output)" : "", masked ? "at" : "after",
-                 tok, a->row, knob_label(KNOB_TEMPERATURE), temp);
+                 layer, layer == res->net.layers - 1 ? " (the output)" : "",
+                 masked ? "at" : "after", tok, view->row, knob_label(KNOB_TEMPERATURE), temp);
     else
         snprintf(title, sizeof(title),
                  "predictions%s \u00b7 %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
-                 masked ? "at" : "after", tok, a->row, knob_label(KNOB_TEMPERATURE), temp);
+                 masked ? "at" : "after", tok, view->row, knob_label(KNOB_TEMPERATURE), temp);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
     if (!pr) {
@@ -107,9 +110,7 @@ static void predictions_draw(struct panel *p, struct frame *f)
     int next_id = pr->next_id[0];
     struct interp_compare cmp;
     struct diag cerr;
-    bool ablated =
-        layer == a->net.layers - 1 && interp_compare(&a->interp, &a->net, a->generation, a->row,
-                                                     a->temperature, &cmp, &cerr) == 0;
+    bool ablated = layer == res->net.layers - 1 && app_prediction_compare(a, &cmp, &cerr) == 0;
     if (ablated) {
         char heads[120];
         ablated_text(heads, sizeof(heads), a);
@@ -172,9 +173,19 @@ static void predictions_draw(struct panel *p, struct frame *f)
     }
 }
 
+/* The predictions (p), and with the lens (y) its pick's. */
+static bool predictions_wanted(const struct frame *f)
+{
+    const struct app_view *view = app_view_state(f->app);
+    return view->predictions || view->lens;
+}
+
 void predictions_panel_init(struct panel *p)
 {
     memset(p, 0, sizeof(*p));
     p->name = "predictions";
+    p->slot = SLOT_SIDE;
+    p->wanted = predictions_wanted;
+    p->follows_cursor = true;
     p->draw = predictions_draw;
 }

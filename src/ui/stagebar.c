@@ -77,10 +77,11 @@ static void lay_out(struct bar_layout *bl, const struct rect *r, const struct at
 
 static void stagebar_draw(struct panel *p, struct frame *f)
 {
+    const struct app_view *view = app_view_state(f->app);
     struct rect r = p->area;
     const struct attn_model *m = app_model(f->app);
     struct bar_layout bl;
-    lay_out(&bl, &r, m, f->app->stage);
+    lay_out(&bl, &r, m, view->stage);
     int bar = f->theme->role_attr[ROLE_STAGEBAR];
     draw_clear(r, bar);
     if (bl.cut_left)
@@ -90,7 +91,7 @@ static void stagebar_draw(struct panel *p, struct frame *f)
         if (bl.x1[i] == bl.x0[i])
             continue;
         enum attn_stage s = bl.stage[i];
-        int role = s == f->app->stage        ? ROLE_STAGE_CURRENT
+        int role = s == view->stage          ? ROLE_STAGE_CURRENT
                    : attn_stage_is_off(m, s) ? ROLE_STAGE_OFF
                                              : ROLE_STAGEBAR;
         draw_text(r.y, bl.x0[i], bl.x1[i] - bl.x0[i], f->theme->role_attr[role], bl.text[i]);
@@ -108,11 +109,12 @@ static int stagebar_handle_mouse(struct panel *p, struct frame *f, int y, int x,
     (void)y;
     (void)buttons;
     struct bar_layout bl;
-    lay_out(&bl, &p->area, app_model(f->app), f->app->stage);
+    lay_out(&bl, &p->area, app_model(f->app), app_view_state(f->app)->stage);
     for (int i = 0; i < bl.n; i++)
         if (x >= bl.x0[i] && x < bl.x1[i]) {
-            f->app->rollout = f->app->lens = false; /* a stage: the map shows the stages again */
-            f->app->stage = bl.stage[i];
+            app_view_mut(f->app)->rollout = app_view_mut(f->app)->lens =
+                false; /* a stage: the map shows the stages again */
+            app_view_mut(f->app)->stage = bl.stage[i];
             app_clamp(f->app);
             return OUTCOME_VIEW_CHANGED;
         }

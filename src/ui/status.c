@@ -81,6 +81,8 @@ static int message_line(int y, struct rect r, int attr, const char *text)
 
 static void status_draw(struct panel *p, struct frame *f)
 {
+    const struct app_result *res = app_result(f->app);
+    const struct app_view *view = app_view_state(f->app);
     struct status_panel *sp = (struct status_panel *)p;
     struct rect r = p->area;
     const struct theme *t = f->theme;
@@ -92,20 +94,24 @@ static void status_draw(struct panel *p, struct frame *f)
      * refused input), then the standing problem of the edited scene, then config problems. */
     if (prompt_is_open(&sp->prompt)) {
         prompt_draw(&sp->prompt, t, y, f->cols);
-    } else if (f->app->nonfinite[0]) { /* every number after it is not one: said first */
-        const char *also = f->app->message[0] ? f->app->message : f->app->error;
+    } else if (app_result(f->app)
+                   ->nonfinite[0]) { /* every number after it is not one: said first */
+        const char *also =
+            app_status(f->app)->message[0] ? app_status(f->app)->message : app_doc(f->app)->error;
         char line[2 * DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s%s%s ", f->app->nonfinite,
-                 also[0] ? " \u00b7 " : "", also);
+        snprintf(line, sizeof(line), " \u2717 %s%s%s ", res->nonfinite, also[0] ? " \u00b7 " : "",
+                 also);
         message_line(y, r, t->role_attr[ROLE_ERROR], line);
-    } else if (f->app->message[0]) {
+    } else if (app_status(f->app)->message[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), f->app->message_is_error ? " \u2717 %s " : " %s",
-                 f->app->message);
-        message_line(y, r, t->role_attr[f->app->message_is_error ? ROLE_ERROR : ROLE_LABEL], line);
-    } else if (f->app->error[0]) {
+        snprintf(line, sizeof(line), app_status(f->app)->message_is_error ? " \u2717 %s " : " %s",
+                 app_status(f->app)->message);
+        message_line(y, r,
+                     t->role_attr[app_status(f->app)->message_is_error ? ROLE_ERROR : ROLE_LABEL],
+                     line);
+    } else if (app_doc(f->app)->error[0]) {
         char line[DIAG_MSG_MAX + 16];
-        snprintf(line, sizeof(line), " \u2717 %s ", f->app->error);
+        snprintf(line, sizeof(line), " \u2717 %s ", app_doc(f->app)->error);
         int x = r.x + message_line(y, r, t->role_attr[ROLE_ERROR], line);
         /* The reassurance only when there is room: the problem itself comes first. */
         const char *note = " last valid result shown \u00b7 u undoes";
@@ -113,7 +119,7 @@ static void status_draw(struct panel *p, struct frame *f)
             draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
     } else if (f->config_error[0]) {
         message_line(y, r, t->role_attr[ROLE_ERROR], f->config_error);
-    } else if (f->app->playing) {
+    } else if (view->playing) {
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");
     }
@@ -146,12 +152,12 @@ static void status_draw(struct panel *p, struct frame *f)
         return;
     }
     /* In a lesson: where it is ("3/12"), then its own keys; out of it, the key back in. */
-    if (f->app->lesson.lesson) {
+    if (app_lesson(f->app)->lesson) {
         char k[48];
         if (lesson_active(f->app)) {
             char pos[32];
-            snprintf(pos, sizeof(pos), "lesson %d/%d", f->app->lesson.step + 1,
-                     f->app->lesson.lesson->n_steps);
+            snprintf(pos, sizeof(pos), "lesson %d/%d", app_lesson(f->app)->step + 1,
+                     app_lesson(f->app)->lesson->n_steps);
             x += draw_text(y, x, x_end - x, t->role_attr[ROLE_STATUS_KEY], pos) + 1;
             keys_display(k, sizeof(k), f->keymap, ACTION_LESSON_NEXT);
             x = hint(y, x, x_end, t, k, "next");
@@ -164,7 +170,7 @@ static void status_draw(struct panel *p, struct frame *f)
             x = hint(y, x, x_end, t, k, "back to the lesson");
         }
     }
-    if (f->app->all_heads) {
+    if (view->all_heads) {
         char k[24];
         key_display(k, sizeof(k), f->keymap, ACTION_OPEN);
         if (lesson_active(f->app)) { /* ← and → step through the lesson: the other keys */
@@ -173,7 +179,7 @@ static void status_draw(struct panel *p, struct frame *f)
             key_display(right, sizeof(right), f->keymap, ACTION_HEAD_NEXT);
             snprintf(keys, sizeof(keys), "%s%s", left, right);
             x = hint(y, x, x_end, t, keys, "head");
-        } else if (f->app->net.layers > 1) { /* the model view: arrows cross heads and layers */
+        } else if (res->net.layers > 1) { /* the model view: arrows cross heads and layers */
             x = hint(y, x, x_end, t, "\u2190\u2192\u2191\u2193", "pick a head");
         } else { /* one layer's heads: up and down go through the rows */
             x = hint(y, x, x_end, t, "\u2190\u2192", "head");
@@ -181,7 +187,7 @@ static void status_draw(struct panel *p, struct frame *f)
         }
         x = hint(y, x, x_end, t, k, "open it");
     }
-    if (f->app->lens && !lesson_active(f->app)) { /* the lens: positions down, layers across */
+    if (view->lens && !lesson_active(f->app)) { /* the lens: positions down, layers across */
         x = hint(y, x, x_end, t, "\u2191\u2193", "position");
         x = hint(y, x, x_end, t, "\u2190\u2192", "layer");
     }
@@ -206,5 +212,6 @@ void status_panel_init(struct status_panel *sp)
 {
     memset(sp, 0, sizeof(*sp));
     sp->base.name = "status";
+    sp->base.follows_cursor = true; /* the cursor's cell is on the status line */
     sp->base.draw = status_draw;
 }

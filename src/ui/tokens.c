@@ -34,8 +34,9 @@ static void chip_text(char *out, size_t size, const char *token, int cap)
 /* Every token's chip width, measured once per result (and chip size), not per frame. */
 static bool ensure_widths(struct tokens_panel *tp, const struct app *a, int cap)
 {
+    const struct app_result *res = app_result(a);
     const struct attn_model *m = app_model(a);
-    if (tp->widths_valid && tp->widths_generation == a->generation && tp->widths_n == m->n &&
+    if (tp->widths_valid && tp->widths_generation == res->generation && tp->widths_n == m->n &&
         tp->widths_max == cap)
         return true;
     if (m->n > tp->widths_cap) {
@@ -50,7 +51,7 @@ static bool ensure_widths(struct tokens_panel *tp, const struct app *a, int cap)
         chip_text(text, sizeof(text), m->tokens[i], cap);
         tp->widths[i] = 1 + text_width(text);
     }
-    tp->widths_generation = a->generation;
+    tp->widths_generation = res->generation;
     tp->widths_n = m->n;
     tp->widths_max = cap;
     tp->widths_valid = true;
@@ -100,21 +101,22 @@ static int wrap_lines(int y, int y_end, int x, int width, int attr, const char *
 /* "layer 1 · head 0 · attention weights" or "mean of the 2 heads · ...", for the title. */
 static void title_text(char *out, size_t size, const struct app *a, int head)
 {
+    const struct app_view *view = app_view_state(a);
     char layer[32] = "", who[48];
-    if (a->net.layers > 1)
-        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", a->layer);
+    if (app_result(a)->net.layers > 1)
+        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", view->layer);
     if (head == TOKENVIEW_ROLLOUT) {
-        snprintf(out, size, "token view \u00b7 attention rollout through layer %d", a->layer);
+        snprintf(out, size, "token view \u00b7 attention rollout through layer %d", view->layer);
         return;
     }
     if (head == TOKENVIEW_MEAN)
         snprintf(who, sizeof(who), "mean of the %d heads", app_model(a)->heads);
-    else if (attn_stage_is_per_head(a->stage))
+    else if (attn_stage_is_per_head(view->stage))
         snprintf(who, sizeof(who), "head %d", head);
     else
         snprintf(who, sizeof(who), "all heads");
     snprintf(out, size, "token view \u00b7 %s%s \u00b7 %s", layer, who,
-             picture_stage_title(app_model(a), a->stage));
+             picture_stage_title(app_model(a), view->stage));
 }
 
 /* A stage without a value for every key: say what the view is for and how to get there. */
@@ -127,7 +129,7 @@ static void draw_not_square(struct frame *f, struct attn_mat_view v, int y, int 
     key_display(next, sizeof(next), f->keymap, ACTION_STAGE_NEXT);
     key_display(prev, sizeof(prev), f->keymap, ACTION_STAGE_PREV);
     key_display(back, sizeof(back), f->keymap, ACTION_TOKEN_VIEW);
-    chip_text(tok, sizeof(tok), app_model(a)->tokens[a->row], LABEL_MAX + 1);
+    chip_text(tok, sizeof(tok), app_model(a)->tokens[app_view_state(a)->row], LABEL_MAX + 1);
     snprintf(text, sizeof(text),
              "The token view shows what a token looks at: the n\u00d7n stages, scores to dropout, "
              "where the query \u201c%s\u201d has a value for every key.",
@@ -144,7 +146,7 @@ static void draw_not_square(struct frame *f, struct attn_mat_view v, int y, int 
 static bool dropped(const struct app *a, int head, int row, int j)
 {
     const struct attn_model *m = app_model(a);
-    return a->stage == STAGE_DROPOUT && head >= 0 && m->keep &&
+    return app_view_state(a)->stage == STAGE_DROPOUT && head >= 0 && m->keep &&
            !m->keep[((size_t)head * (size_t)m->n + (size_t)row) * (size_t)m->n + (size_t)j];
 }
 
@@ -154,9 +156,10 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
                          int x0, int w)
 {
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     const struct tokenview_focus *fc = &tp->focus;
-    const float *rowv = v.data + (size_t)a->row * (size_t)v.stride;
+    const float *rowv = v.data + (size_t)view->row * (size_t)v.stride;
     int row = 0, x = 0, used = 0;
     for (int i = win->first; i <= win->last; i++) {
         int cw = tokenview_place(tp->widths[i], w, &row, &x);
@@ -169,10 +172,10 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
             look = theme_position_look(t, pos, pm->diverging);
         }
         int attr = look.attr, marker_attr = look.shade_attr;
-        if (i == a->row) {
+        if (i == view->row) {
             look.shade = "\u25b6";
             attr = marker_attr = theme_cursor_attr(t, attr);
-        } else if (i == a->col) { /* the key under the map's cursor */
+        } else if (i == view->col) { /* the key under the map's cursor */
             attr |= A_UNDERLINE;
         }
         /* the marker in its own look (8 colours: the shade blending into the next colour) */
@@ -203,18 +206,19 @@ static void draw_bars(struct tokens_panel *tp, struct frame *f, struct attn_mat_
                       bool windowed, int y, int y_end, int x0, int w)
 {
     const struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     const struct tokenview_focus *fc = &tp->focus;
-    const float *rowv = v.data + (size_t)a->row * (size_t)v.stride;
+    const float *rowv = v.data + (size_t)view->row * (size_t)v.stride;
     int left = y_end - y;
     if (left <= 0)
         return;
     char q[64];
-    chip_text(q, sizeof(q), app_model(a)->tokens[a->row], LABEL_MAX + 1);
+    chip_text(q, sizeof(q), app_model(a)->tokens[view->row], LABEL_MAX + 1);
     bool heading = left >= 3; /* two lines: two bars say more than a heading and one */
     int k = fc->n_top < left - heading ? fc->n_top : left - heading;
     k = k < 64 ? k : 64;
-    enum tokenview_bars kind = tokenview_bars_kind(fc, a->color_scale == SCALE_BY_ROW);
+    enum tokenview_bars kind = tokenview_bars_kind(fc, view->color_scale == SCALE_BY_ROW);
     /* A blank line before the heading when the bars leave one. */
     if (heading && left >= k + 3)
         y++;
@@ -240,7 +244,7 @@ static void draw_bars(struct tokens_panel *tp, struct frame *f, struct attn_mat_
     char vals[64][32], labs[64][96];
     for (int e = 0; e < k; e++) {
         int j = fc->top[e];
-        if (dropped(a, head, a->row, j))
+        if (dropped(a, head, view->row, j))
             snprintf(vals[e], sizeof(vals[e]), "drop");
         else
             format_cell(vals[e], sizeof(vals[e]), rowv[j], 8);
@@ -269,7 +273,8 @@ static void draw_bars(struct tokens_panel *tp, struct frame *f, struct attn_mat_
         char cell[64], bar[3 * BAR_MAX + 8];
         snprintf(cell, sizeof(cell), "%*s%s", 2 + valw - text_width(vals[e]), "", vals[e]);
         int x = x0 + draw_text(y, x0, w, A_NORMAL, cell) + 1;
-        draw_text(y, x, labw, j == a->col ? t->role_attr[ROLE_SELECTION] : (int)A_NORMAL, labs[e]);
+        draw_text(y, x, labw, j == view->col ? t->role_attr[ROLE_SELECTION] : (int)A_NORMAL,
+                  labs[e]);
         x += labw + 1;
         if (barw >= 1) {
             draw_bar_text(bar, sizeof(bar), tokenview_bar_fraction(fc, kind, rowv[j]), barw);
@@ -283,6 +288,7 @@ static void tokens_draw(struct panel *p, struct frame *f)
 {
     struct tokens_panel *tp = (struct tokens_panel *)p;
     struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     const struct theme *t = f->theme;
     struct rect r = p->area;
     draw_clear(r, A_NORMAL);
@@ -301,23 +307,23 @@ static void tokens_draw(struct panel *p, struct frame *f)
     title_text(title, sizeof(title), a, head);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
-    if (!tokenview_applies(a->stage) || v.rows != v.cols || a->row >= v.rows) {
+    if (!tokenview_applies(view->stage) || v.rows != v.cols || view->row >= v.rows) {
         draw_not_square(f, v, y, y_end, x0, w);
         return;
     }
     int n = v.cols, body = y_end - y;
     if (body <= 0 || !ensure_widths(tp, a, w < CHIP_MAX ? w : CHIP_MAX) ||
-        tokenview_focus_get(&tp->focus, a, v, head, a->row, body) != 0)
+        tokenview_focus_get(&tp->focus, a, v, head, view->row, body) != 0)
         return;
 
     /* The colours of the map's cells: its scale (row, matrix or log) over the same values. */
     struct palette_map pm;
-    if (a->color_scale == SCALE_BY_ROW) { /* the row alone: no pass over the matrix */
+    if (view->color_scale == SCALE_BY_ROW) { /* the row alone: no pass over the matrix */
         palette_map_init(&pm, SCALE_BY_ROW, tp->focus.row_lo, tp->focus.row_hi);
     } else {
         float lo, hi;
         range_get(&tp->range, a, head, &lo, &hi);
-        palette_map_init(&pm, a->color_scale, lo, hi);
+        palette_map_init(&pm, view->color_scale, lo, hi);
     }
 
     /* The sentence takes what it needs when it all fits above a few bars; else a window of
@@ -332,7 +338,7 @@ static void tokens_draw(struct panel *p, struct frame *f)
         note = box >= 2;
     }
     struct tokenview_window win;
-    tokenview_window(&win, tp->widths, n, a->row, box - note, w, tp->first);
+    tokenview_window(&win, tp->widths, n, view->row, box - note, w, tp->first);
     tp->first = win.first;
     y += draw_sentence(tp, f, v, &pm, &win, y, x0, w);
     if (win.windowed) {
@@ -358,21 +364,22 @@ static int tokens_handle_mouse(struct panel *p, struct frame *f, int y, int x,
 {
     struct tokens_panel *tp = (struct tokens_panel *)p;
     struct app *a = f->app;
+    const struct app_view *view = app_view_state(a);
     if (!(buttons & BUTTON1_PRESSED))
         return OUTCOME_IGNORED;
     for (int c = 0; c < tp->n_chips; c++)
         if (tp->chips[c].y == y && x >= tp->chips[c].x && x < tp->chips[c].x + tp->chips[c].w) {
-            if (tp->chips[c].token == a->row || tp->chips[c].token >= app_rows(a))
+            if (tp->chips[c].token == view->row || tp->chips[c].token >= app_rows(a))
                 return OUTCOME_HANDLED;
-            a->row = tp->chips[c].token;
+            app_view_mut(a)->row = tp->chips[c].token;
             return OUTCOME_CURSOR_MOVED;
         }
     int e = y - tp->bars_y;
     if (e >= 0 && e < tp->n_bars && e < tp->focus.n_top) {
         int j = tp->focus.top[e];
-        if (j == a->col || j >= app_cols(a))
+        if (j == view->col || j >= app_cols(a))
             return OUTCOME_HANDLED;
-        a->col = a->col_want = j;
+        app_view_mut(a)->col = app_view_mut(a)->col_want = j;
         return OUTCOME_CURSOR_MOVED;
     }
     return OUTCOME_IGNORED;
@@ -385,10 +392,18 @@ void tokens_panel_free(struct tokens_panel *tp)
     tp->widths = NULL;
 }
 
+static bool tokens_wanted(const struct frame *f)
+{
+    return app_view_state(f->app)->token_view;
+}
+
 void tokens_panel_init(struct tokens_panel *tp)
 {
     memset(tp, 0, sizeof(*tp));
     tp->base.name = "tokens";
+    tp->base.slot = SLOT_SIDE;
+    tp->base.wanted = tokens_wanted;
+    tp->base.follows_cursor = true;
     tp->base.draw = tokens_draw;
     tp->base.handle_mouse = tokens_handle_mouse;
     tp->first = -1;

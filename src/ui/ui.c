@@ -92,19 +92,20 @@ void ui_resize(struct ui *ui)
     ui->cols = ui->frame.cols = COLS;
     ui->too_small = ui->lines < UI_MIN_LINES || ui->cols < UI_MIN_COLS;
     int w = ui->cols, h = ui->lines;
-    bool lesson = caption_rows(&ui->app, w, 1000) > 0;
+    bool lesson = caption_rows(ui->app, w, 1000) > 0;
     /* A blank row under the stage bar when there is room; on small screens (and under a
        lesson's caption on a short one) every row counts. */
     int main_y = h >= 24 && !(lesson && h < 30) ? 4 : 3, main_h = h - main_y - 2;
     /* The rows the map wants: one head's title, axis, rows and footer; every head (and in the
        model view every layer) at full size. */
     int least = 0;
-    int need = ui->app.all_heads ? grid_rows_wanted(&ui->grid, &ui->frame, w, &least)
-                                 : app_model(&ui->app)->n + 3;
+    int need = app_view_state(ui->app)->all_heads
+                   ? grid_rows_wanted(&ui->grid, &ui->frame, w, &least)
+                   : app_model(ui->app)->n + 3;
     /* In a lesson the caption comes second to the map and before the inspector: it takes the
      * rows the step's caption needs, up to what the map leaves (a third at least). */
     int cap_max = main_h - need - 2 > main_h / 3 ? main_h - need - 2 : main_h / 3;
-    int cap_h = caption_rows(&ui->app, w, cap_max > 3 ? cap_max : 3);
+    int cap_h = caption_rows(ui->app, w, cap_max > 3 ? cap_max : 3);
     main_h -= cap_h;
     struct rect map, insp;
     /* Side by side when the map fits beside an inspector of at least 46 columns; the
@@ -112,7 +113,8 @@ void ui_resize(struct ui *ui)
      * (title, axis, n rows, footer) and the inspector the rest, at least 9 rows (2 under a
      * caption); the token view at least 2/5 of them (a window of the sentence and its bars),
      * zoomed out the map fits whatever it gets. */
-    int map_w = ui->app.lens ? lens_min_width(&ui->app) : heatmap_min_width(&ui->app);
+    int map_w =
+        app_view_state(ui->app)->lens ? lens_min_width(ui->app) : heatmap_min_width(ui->app);
     map_w = map_w < 70 ? 70 : map_w; /* the title and legend need about 70 columns */
     if (w - map_w >= 46) {
         int iw = w - map_w > 72 ? 72 : w - map_w;
@@ -120,12 +122,13 @@ void ui_resize(struct ui *ui)
         insp = (struct rect){main_y, w - iw, main_h, iw};
     } else {
         int insp_min = cap_h > 0 ? 2 : main_h >= 20 ? 9 : main_h / 3;
-        if (ui->app.token_view && cap_h == 0 && main_h >= 20 && main_h * 2 / 5 > insp_min)
+        if (app_view_state(ui->app)->token_view && cap_h == 0 && main_h >= 20 &&
+            main_h * 2 / 5 > insp_min)
             insp_min = main_h * 2 / 5;
         /* The predictions: a title, the next token's line and the top 10, when that leaves the
            map half the rows; under a lesson's caption, which quotes them, the top 3 at least
            (80x24: the map keeps 10 rows, 7 of the matrix). */
-        bool preds = ui->app.predictions || ui->app.lens;
+        bool preds = app_view_state(ui->app)->predictions || app_view_state(ui->app)->lens;
         if (preds && cap_h == 0 && insp_min < 2 + INTERP_TOP)
             insp_min = 2 + INTERP_TOP < main_h / 2 ? 2 + INTERP_TOP : main_h / 2;
         else if (preds && cap_h > 0 && main_h - 5 >= 6)
@@ -133,7 +136,7 @@ void ui_resize(struct ui *ui)
         int mh = need < main_h - insp_min ? need : main_h - insp_min;
         if (mh < least && least <= main_h - 5) /* every layer in view, the inspector smaller */
             mh = least;
-        if (ui->app.all_heads) /* what the heads' layout draws there, not more */
+        if (app_view_state(ui->app)->all_heads) /* what the heads' layout draws there, not more */
             mh = grid_rows_used(&ui->grid, &ui->frame, w, mh);
         mh = mh < 4 ? 4 : mh;
         map = (struct rect){main_y, 0, mh, w};
@@ -142,13 +145,10 @@ void ui_resize(struct ui *ui)
     struct frame *f = &ui->frame;
     panel_resize(&ui->header, f, (struct rect){0, 0, 2, w});
     panel_resize(&ui->stagebar, f, (struct rect){2, 0, 1, w});
-    panel_resize(&ui->heatmap.base, f, map);
-    panel_resize(&ui->grid.base, f, map);
-    panel_resize(&ui->lens.base, f, map);
-    panel_resize(&ui->inspector, f, insp);
-    panel_resize(&ui->predictions, f, insp);
-    panel_resize(&ui->tokens.base, f, insp);
-    ui->tokens_laid_out = ui->app.token_view;
+    for (int i = 0; i < PANEL_COUNT; i++)
+        if (ui->panels[i]->slot != SLOT_OWN)
+            panel_resize(ui->panels[i], f, ui->panels[i]->slot == SLOT_MAP ? map : insp);
+    ui->tokens_laid_out = app_view_state(ui->app)->token_view;
     panel_resize(&ui->caption, f, (struct rect){main_y + main_h, 0, cap_h, w});
     panel_resize(&ui->status.base, f, (struct rect){h - 2, 0, 2, w});
     panel_resize(&ui->help.base, f, (struct rect){1, 0, h - 3, w});
@@ -175,8 +175,8 @@ static void load_configs(struct ui *ui)
     keymap_load(&ui->keymap, keys_path, user_keys, &errs);
     theme_init(&ui->theme, colors_path, user_colors, &errs);
     /* Pictures (R) draw with the scales the screen does. */
-    ui->app.palette_scale = ui->theme.scale;
-    ui->app.palette_diverging = ui->theme.diverging;
+    app_view_mut(ui->app)->palette_scale = ui->theme.scale;
+    app_view_mut(ui->app)->palette_diverging = ui->theme.diverging;
     if (errs.n > 0) {
         const struct diag *d = &errs.items[0];
         const char *base = strrchr(d->file, '/');
@@ -216,9 +216,10 @@ static volatile sig_atomic_t interrupts;
 static void busy_draw(struct ui *ui, const char *what, long done, long total, double t)
 {
     /* One that cannot stop says so first: at 80 columns the end of the line is cut. */
-    bool computing = strcmp(what, "computing") == 0, can_stop = !computing || ui->app.stoppable;
+    bool computing = strcmp(what, "computing") == 0,
+         can_stop = !computing || app_result(ui->app)->stoppable;
     char cannot[200] = "";
-    const char *note = ui->app.stop_note, *paren = strstr(note, " (");
+    const char *note = app_result(ui->app)->stop_note, *paren = strstr(note, " (");
     if (!can_stop && note[0])
         snprintf(cannot, sizeof(cannot), ", cannot be stopped (%.*s)",
                  paren ? (int)(paren - note) : (int)strlen(note), note);
@@ -233,9 +234,10 @@ static void busy_draw(struct ui *ui, const char *what, long done, long total, do
         bar[i] = i < filled ? '#' : '.';
     bar[width] = '\0';
     char about[48] = "";
-    if (computing && ui->app.compute_seconds * 1000 > PROGRESS_QUIET_MS)
+    if (computing && app_result(ui->app)->compute_seconds * 1000 > PROGRESS_QUIET_MS)
         attn_cnum_format(about, sizeof(about), " of about %.*f s",
-                         ui->app.compute_seconds < 9.5 ? 1 : 0, ui->app.compute_seconds);
+                         app_result(ui->app)->compute_seconds < 9.5 ? 1 : 0,
+                         app_result(ui->app)->compute_seconds);
     attn_cnum_format(line, sizeof(line), " %s%s [%s] %ld/%ld heads  %.1f s%s%s%s ", what, cannot,
                      bar, done, total, (t - ui->busy.t0) / 1e3, about,
                      can_stop ? " \u00b7 q stops" : "",
@@ -315,17 +317,18 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
     bool computing = strcmp(what, "computing") == 0;
     if (done == 0) {
         if (ui->busy.active) { /* its pass starts, its buffers made: a stop is read there */
-            poll_stop(ui, !computing || ui->app.stoppable);
+            poll_stop(ui, !computing || app_result(ui->app)->stoppable);
             return;
         }
         ui->busy.active = true;
         ui->busy.t0 = t;
         ui->busy.stop = quit_signal != 0;
-        if (computing && ui->app.compute_seconds * 1000 > PROGRESS_QUIET_MS && !isendwin())
+        if (computing && app_result(ui->app)->compute_seconds * 1000 > PROGRESS_QUIET_MS &&
+            !isendwin())
             busy_draw(ui, what, 0, total, t);
         return;
     }
-    poll_stop(ui, !computing || ui->app.stoppable);
+    poll_stop(ui, !computing || app_result(ui->app)->stoppable);
     if (t - ui->busy.t0 < PROGRESS_QUIET_MS ||
         (ui->busy.shown && t - ui->busy.drawn < 50 && done < total))
         return;
@@ -335,16 +338,17 @@ static void busy_step(struct ui *ui, const char *what, long done, long total)
 /* The stop keys a compute could not act on, said after what the key did: they were dropped. */
 static void busy_said(struct ui *ui)
 {
-    struct app *a = &ui->app;
-    size_t o = strlen(a->message);
-    if (!ui->busy.refused || o >= sizeof(a->message))
+    const struct app_result *res = app_result(ui->app);
+    struct app_status *st = app_status_mut(ui->app);
+    size_t o = strlen(st->message);
+    if (!ui->busy.refused || o >= sizeof(st->message))
         return;
     const char *key = ui->busy.refused_key ? ui->busy.refused_key : "q";
-    if (a->stop_note[0])
-        snprintf(a->message + o, sizeof(a->message) - o,
-                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, a->stop_note);
+    if (res->stop_note[0])
+        snprintf(st->message + o, sizeof(st->message) - o,
+                 "%s%s: that compute could not be stopped: %s", o ? "; " : "", key, res->stop_note);
     else
-        snprintf(a->message + o, sizeof(a->message) - o,
+        snprintf(st->message + o, sizeof(st->message) - o,
                  "%s%s: that compute could not be stopped (estimated short: computed in place)",
                  o ? "; " : "", key);
 }
@@ -373,10 +377,10 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
 {
     memset(ui, 0, sizeof(*ui));
     const struct progress_sink busy = {busy_computing, ui, &ui->busy.stop};
-    if (app_init(&ui->app, s, path, &busy, err))
+    if (app_new(&ui->app, s, path, &busy, err))
         return -1;
     /* C-c, SIGTERM or SIGHUP during an export stop it (busy_step), as they stop the command's. */
-    ui->app.export_progress = (struct progress_sink){busy_exporting, ui, &ui->busy.stop};
+    app_set_export_progress(ui->app, &(struct progress_sink){busy_exporting, ui, &ui->busy.stop});
     header_panel_init(&ui->header);
     stagebar_panel_init(&ui->stagebar);
     heatmap_panel_init(&ui->heatmap);
@@ -397,11 +401,11 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
         [PANEL_PREDICTIONS] = &ui->predictions,
     };
     memcpy(ui->panels, order, sizeof(order));
-    lesson_open(&ui->app); /* a scene with a lesson opens on its first step */
+    lesson_open(ui->app); /* a scene with a lesson opens on its first step */
     draw_init();
     load_configs(ui);
-    ui->app.keymap = &ui->keymap; /* messages name the keys as bound */
-    ui->frame = (struct frame){&ui->app,         &ui->theme, &ui->keymap, &ui->config_problems,
+    app_set_keymap(ui->app, &ui->keymap); /* messages name the keys as bound */
+    ui->frame = (struct frame){ui->app,          &ui->theme, &ui->keymap, &ui->config_problems,
                                ui->config_error, LINES,      COLS};
     curs_set(0);
     ui_resize(ui);
@@ -413,7 +417,7 @@ void ui_close(struct ui *ui)
     heatmap_panel_free(&ui->heatmap);
     grid_panel_free(&ui->grid);
     tokens_panel_free(&ui->tokens);
-    app_free(&ui->app);
+    app_delete(ui->app);
     attn_diag_list_free(&ui->config_problems);
 }
 
@@ -445,18 +449,31 @@ void ui_delete(struct ui *ui)
 }
 
 /* The panel in the map's place: the lens, every head, or one head's map. */
-static struct panel *ui_map(struct ui *ui)
+/* The panel in a slot's place now (panel.h): the last of its panels that wants it, else its
+ * own. */
+static struct panel *ui_slot(struct ui *ui, enum panel_slot slot)
 {
-    return ui->app.lens ? &ui->lens.base : ui->app.all_heads ? &ui->grid.base : &ui->heatmap.base;
+    struct panel *own = NULL;
+    for (int i = PANEL_COUNT - 1; i >= 0; i--) {
+        struct panel *p = ui->panels[i];
+        if (p->slot != slot)
+            continue;
+        if (!p->wanted)
+            own = p;
+        else if (p->wanted(&ui->frame))
+            return p;
+    }
+    return own;
 }
 
-/* The panel in the inspector's place: the predictions (with the lens, its pick's), the token
- * view, or the inspector. */
+static struct panel *ui_map(struct ui *ui)
+{
+    return ui_slot(ui, SLOT_MAP);
+}
+
 static struct panel *ui_side(struct ui *ui)
 {
-    return ui->app.predictions || ui->app.lens ? &ui->predictions
-           : ui->app.token_view                ? &ui->tokens.base
-                                               : &ui->inspector;
+    return ui_slot(ui, SLOT_SIDE);
 }
 
 static int handle_mouse(struct ui *ui)
@@ -498,10 +515,10 @@ static int prompt_input(struct ui *ui, struct key k)
         static char text[PROMPT_MAX * 4 + 1];
         prompt_text(p, text, sizeof(text));
         prompt_close(p);
-        outcome = command_answer(&ui->app, kind, text, &ask);
+        outcome = command_answer(ui->app, kind, text, &ask);
     } else {
         prompt_close(p);
-        outcome = command_cancel(&ui->app, kind);
+        outcome = command_cancel(ui->app, kind);
     }
     return open_asked(ui, &ask, outcome | OUTCOME_VIEW_CHANGED);
 }
@@ -550,7 +567,7 @@ static int ui_paste(struct ui *ui)
     if (as_sentence) {
         ui->help.open = false;
         struct ask ask = {0};
-        outcome = open_asked(ui, &ask, command_paste(&ui->app, &ask));
+        outcome = open_asked(ui, &ask, command_paste(ui->app, &ask));
     }
     prompt_paste(p, text, n, more, as_sentence);
     return outcome;
@@ -559,7 +576,7 @@ static int ui_paste(struct ui *ui)
 int ui_play_tick(struct ui *ui)
 {
     busy_reset(ui);
-    return command_play_tick(&ui->app);
+    return command_play_tick(ui->app);
 }
 
 int ui_interrupt(struct ui *ui)
@@ -572,11 +589,11 @@ int ui_interrupt(struct ui *ui)
     if (prompt_is_open(p)) { /* whatever it asked, as Esc leaves it */
         enum prompt_kind kind = p->kind;
         prompt_close(p);
-        command_cancel(&ui->app, kind);
+        command_cancel(ui->app, kind);
     }
     ui->help.open = false;
     struct ask ask = {0};
-    int outcome = command_interrupt(&ui->app, &ask);
+    int outcome = command_interrupt(ui->app, &ask);
     if (outcome & OUTCOME_QUIT)
         ui->exit_status = 128 + SIGINT; /* the shell's convention for C-c */
     return open_asked(ui, &ask, outcome | OUTCOME_VIEW_CHANGED);
@@ -597,10 +614,11 @@ static int key_action(struct ui *ui, wint_t key, bool is_code)
     if (is_code && key == KEY_MOUSE)
         return handle_mouse(ui);
     enum action act =
-        keymap_lookup_mode(&ui->keymap, input_decode(key, is_code), lesson_active(&ui->app));
-    if (ui->app.message[0] && act != ACTION_NONE) {
-        ui->app.message[0] = '\0';
-        ui->app.message_is_error = false;
+        keymap_lookup_mode(&ui->keymap, input_decode(key, is_code), lesson_active(ui->app));
+    struct app_status *st = app_status_mut(ui->app);
+    if (st->message[0] && act != ACTION_NONE) { /* a key clears the last note */
+        st->message[0] = '\0';
+        st->message_is_error = false;
     }
     if (ui->config_error[0] && act != ACTION_NONE)
         ui->config_error[0] = '\0';
@@ -624,7 +642,7 @@ static int key_action(struct ui *ui, wint_t key, bool is_code)
     if (r != OUTCOME_IGNORED)
         return r;
     struct ask ask = {0};
-    return open_asked(ui, &ask, command_run(&ui->app, act, &ask));
+    return open_asked(ui, &ask, command_run(ui->app, act, &ask));
 }
 
 int ui_key(struct ui *ui, wint_t key, bool is_code)
@@ -643,15 +661,12 @@ void ui_mark(struct ui *ui, int outcome)
     }
     if (outcome & OUTCOME_CURSOR_MOVED) {
         /* A cursor move touches the map, the inspector (or token view) and the status line. */
-        ui->heatmap.base.dirty = true;
-        ui->grid.base.dirty = true;
-        ui->inspector.dirty = true;
-        ui->tokens.base.dirty = true;
-        ui->lens.base.dirty = true;
-        ui->predictions.dirty = true;
-        ui->status.base.dirty = true;
+        for (int i = 0; i < PANEL_COUNT; i++)
+            if (ui->panels[i]->follows_cursor)
+                ui->panels[i]->dirty = true;
     }
-    if (ui->app.token_view != ui->tokens_laid_out) { /* v: the stacked layout changes */
+    if (app_view_state(ui->app)->token_view !=
+        ui->tokens_laid_out) { /* v: the stacked layout changes */
         ui_resize(ui);
         return;
     }
@@ -683,13 +698,12 @@ void ui_draw(struct ui *ui)
         return;
     }
     struct panel *map = ui_map(ui), *side = ui_side(ui);
-    ui->heatmap.base.visible = map == &ui->heatmap.base;
-    ui->grid.base.visible = map == &ui->grid.base;
-    ui->lens.base.visible = map == &ui->lens.base;
+    for (int i = 0; i < PANEL_COUNT; i++) {
+        struct panel *p = ui->panels[i];
+        if (p->slot != SLOT_OWN)
+            p->visible = p == (p->slot == SLOT_MAP ? map : side);
+    }
     ui->help.base.visible = ui->help.open;
-    ui->inspector.visible = side == &ui->inspector;
-    ui->tokens.base.visible = side == &ui->tokens.base;
-    ui->predictions.visible = side == &ui->predictions;
     ui->header.visible = ui->stagebar.visible = true;
     ui->caption.visible = ui->caption.area.h > 0;
     ui->status.base.visible = true;
@@ -700,13 +714,23 @@ void ui_draw(struct ui *ui)
     }
     /* Status last: when the prompt is open it leaves the cursor in the line editor. While the
      * help overlay covers the panels they are not drawn; they stay dirty until it closes. */
-    static const enum panel_id order[] = {
-        PANEL_HEADER, PANEL_STAGEBAR,    PANEL_HEATMAP, PANEL_GRID, PANEL_LENS,  PANEL_INSPECTOR,
-        PANEL_TOKENS, PANEL_PREDICTIONS, PANEL_CAPTION, PANEL_HELP, PANEL_STATUS};
-    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        struct panel *p = ui->panels[order[i]];
-        bool covered = ui->help.open && order[i] != PANEL_HELP && order[i] != PANEL_STATUS &&
-                       order[i] != PANEL_HEADER;
+    struct panel *order[PANEL_COUNT];
+    int n = 0;
+    order[n++] = &ui->header;
+    order[n++] = &ui->stagebar;
+    for (int i = 0; i < PANEL_COUNT; i++) /* the map's place, then the inspector's */
+        if (ui->panels[i]->slot == SLOT_MAP)
+            order[n++] = ui->panels[i];
+    for (int i = 0; i < PANEL_COUNT; i++)
+        if (ui->panels[i]->slot == SLOT_SIDE)
+            order[n++] = ui->panels[i];
+    order[n++] = &ui->caption;
+    order[n++] = &ui->help.base;
+    order[n++] = &ui->status.base;
+    for (int i = 0; i < n; i++) {
+        struct panel *p = order[i];
+        bool covered =
+            ui->help.open && p != &ui->help.base && p != &ui->status.base && p != &ui->header;
         if (!p->visible || !p->dirty || covered)
             continue;
         p->draw(p, &ui->frame);
@@ -912,7 +936,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
             interrupts = 0;
             outcome = ui_interrupt(ui);
         } else {
-            timeout(ui->app.playing ? ui->app.play_ms : -1);
+            timeout(app_view_state(ui->app)->playing ? app_view_state(ui->app)->play_ms : -1);
             wint_t key;
             int rc = get_wch(&key);
             if (quit_signal)
@@ -922,7 +946,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
                 break;
             }
             if (rc == ERR) { /* the auto-play timer, or a signal (read at the top) */
-                if (ui->app.playing && !interrupts) {
+                if (app_view_state(ui->app)->playing && !interrupts) {
                     ui_mark(ui, ui_play_tick(ui));
                     ui_draw(ui);
                 }

@@ -43,7 +43,7 @@ enum panel_id {
 };
 
 struct ui {
-    struct app app;
+    struct app *app; /* explore/app.h: its parts through the accessors */
     struct theme theme;
     struct keymap keymap;
     char config_error[DIAG_MSG_MAX + DIAG_FILE_MAX + 32]; /* first config problem, if any */
@@ -51,7 +51,8 @@ struct ui {
     struct frame frame;               /* what the panels see of all this */
     int lines, cols;
     bool too_small;
-    bool tokens_laid_out; /* the layout was made for the token view (app.token_view) */
+    bool tokens_laid_out; /* the layout was made for the token view
+                             (app_view_state(&app)->token_view) */
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
     struct panel header, stagebar, inspector, caption;
