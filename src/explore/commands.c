@@ -157,9 +157,9 @@ static int accept_offset(struct app *a, const char *typed)
     uint64_t v;
     bool neg;
     if (strlen(typed) >= sizeof(text) - 1 || attn_cnum_parse_u64(text, &v, &neg) != CNUM_OK ||
-        neg || v > 8 * SCENE_MAX_TOKENS) {
+        neg || v > SCENE_MAX_POSITION) {
         app_refuse(a, "the first position must be a whole number from 0 to %d, not '%.40s'",
-                   8 * SCENE_MAX_TOKENS, typed);
+                   SCENE_MAX_POSITION, typed);
         return OUTCOME_VIEW_CHANGED;
     }
     const struct attn_model *m = app_model(a);
