@@ -1224,12 +1224,7 @@ int attn_scene_from_layers(struct attn_scene *out, const struct attn_scene *s,
     }
 
     /* the models hold the authoritative numbers */
-    attn_scene_weights_free(&out->weights);
-    for (int i = 0; i < out->n_more; i++)
-        attn_scene_weights_free(&out->more_weights[i]);
-    free(out->more_weights);
-    out->more_weights = NULL;
-    out->n_more = 0;
+    attn_scene_weights_free_all(out);
     out->layers = n_layers;
     out->weights_listed = n_layers > 1;
     rc |= weights_from_model(&out->weights, m);
