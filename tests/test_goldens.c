@@ -13,6 +13,9 @@
  * export_writes_stage, so no dropout.csv without dropout), row labels must be the engine's
  * tokens, and the largest difference of each scene is printed.
  *
+ * The checkpoint scenes of tests/golden/gpt2 (gen_gpt2.py) run here too; with the argument
+ * "families" only those of tests/golden/families (gen_families.py), with their predictions.
+ *
  * Environment: ATTNSCOPE_GOLDEN_DIR (tests/golden), ATTNSCOPE_SCENES_DIR (scenes),
  * ATTNSCOPE_FIXTURES (tests/fixtures).
  */
@@ -985,7 +988,9 @@ static int run_cases(struct scene_case *cases, int n)
 
 int main(int argc, char **argv)
 {
-    /* "families": only the Llama family and BERT (tests/golden/families), a test of its own */
+    /* "families" (goldens-families): only the scenes of tests/golden/families, gen_families.py's
+       checkpoints of every family of the registry (pretrained/families.c) but GPT-2, whose
+       checkpoints are tests/golden/gpt2's and run below */
     bool families = argc > 1 && strcmp(argv[1], "families") == 0;
     const char *scenes = env_or("ATTNSCOPE_SCENES_DIR", "scenes");
     const char *fixtures = env_or("ATTNSCOPE_FIXTURES", "tests/fixtures");

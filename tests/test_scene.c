@@ -4,7 +4,9 @@
  * paths and borrowed matrices, every layer's parameters and dropout masks, the ablations, a
  * lesson, the book of rows, a backing) is copied: what the copy allocates is what
  * attn_scene_owned_bytes says, and the explorer's undo budget counts that; the copy is alike
- * field by field and owns its memory; a change to any one field makes the two differ; freeing
+ * field by field and owns its memory; a change to any one field makes the two differ, and their
+ * parameters too unless it is not one (FIELD_OTHER), or is the sentence and the sentence is set
+ * aside (FIELDS_PARAMS_BUT_SENTENCE, a sentence edit's comparison); freeing
  * both leaves nothing. Scenes loaded as a user's are (a BERT pair, GPT-2 with its vocabulary
  * files, a lesson on models/english, longrope's factors, weights listed per layer, a dropout
  * mask, ablations on a checkpoint) are copied and freed the same way, and no word of a scene
@@ -314,6 +316,10 @@ static void test_every_field(void **state)
             fail_msg("%s changed, yet the scenes compare alike", f->name);
         if (attn_scene_same_fields(&s, &c, FIELDS_PARAMS) != (f->use == FIELD_OTHER))
             fail_msg("%s changed: the parameters %s", f->name,
+                     f->use == FIELD_OTHER ? "differ" : "compare alike");
+        /* a sentence edit keeps the parameters: the sentence's fields aside, they compare */
+        if (attn_scene_same_fields(&s, &c, FIELDS_PARAMS_BUT_SENTENCE) != (f->use != FIELD_PARAM))
+            fail_msg("%s changed: the parameters but the sentence %s", f->name,
                      f->use == FIELD_PARAM ? "compare alike" : "differ");
         toggle(&c, &s, f);
         assert_true(attn_scene_same_fields(&s, &c, FIELDS_ALL));
@@ -322,6 +328,7 @@ static void test_every_field(void **state)
     c.more_weights[0].dropout_mask[4] ^= 1;
     assert_false(attn_scene_same_fields(&s, &c, FIELDS_ALL));
     assert_true(attn_scene_same_fields(&s, &c, FIELDS_PARAMS));
+    assert_true(attn_scene_same_fields(&s, &c, FIELDS_PARAMS_BUT_SENTENCE));
 
     attn_scene_free(&c);
     assert_int_equal(backing.released, 0);

@@ -348,11 +348,10 @@ static void find_nonfinite(struct attn_run *r, const struct attn_model *m, int f
                 locate(f, r, m, st, first);
             continue;
         }
-        /* scaled is read with the scores; masked and dropout follow from what they are made
-           of (a mask, a keep-mask); weighted_norm is not the pass's; concat is the contexts,
-           read as each head's */
-        if (st == STAGE_SCALED || st == STAGE_MASKED || st == STAGE_DROPOUT ||
-            st == STAGE_WEIGHTED_NORM || st == STAGE_CONCAT)
+        /* a derived stage is not the pass's (scaled is read with the scores; masked and dropout
+           follow from what they are made of, a mask, a keep-mask); concat is the contexts, read
+           as each head's */
+        if (attn_stage_is_on_demand(st) || st == STAGE_CONCAT)
             continue;
         /* head 0's view of a per-head stage starts its buffer: every head's columns, a row a
            stride, so rows first .. n - 1 are one run of memory */

@@ -15,12 +15,132 @@ static float *falloc(size_t count)
     return calloc(count ? count : 1, sizeof(float));
 }
 
-static bool is_borrowed(const struct attn_model *m, const float *p)
+/* ---- the buffers: ATTN_MODEL_BUFS, owned or borrowed ------------------------------------- */
+
+#define BUF_MEMBER_OFFSET(name) ATTN_MEMBER(name),
+static const size_t BUF_MEMBER[ATTN_MODEL_NBUFS] = {ATTN_MODEL_BUFS(BUF_MEMBER_OFFSET)};
+#undef BUF_MEMBER_OFFSET
+#define BUF_IS_FLOATS(name)                                                                        \
+    _Static_assert(_Generic(((struct attn_model *)0)->name, float * : 1, default : 0),             \
+                   #name " is a buffer of floats");
+ATTN_MODEL_BUFS(BUF_IS_FLOATS)
+#undef BUF_IS_FLOATS
+
+/* The member buffer b is, in m: to set, and to read (a const model's are as writable as they
+ * were). */
+static float **buf_at(struct attn_model *m, enum attn_model_buf b)
 {
-    for (int i = 0; i < m->n_borrowed; i++)
-        if (m->borrowed[i] == p)
-            return true;
-    return false;
+    return (float **)(void *)((char *)m + BUF_MEMBER[b]);
+}
+
+static float *buf_of(const struct attn_model *m, enum attn_model_buf b)
+{
+    return *(float *const *)(const void *)((const char *)m + BUF_MEMBER[b]);
+}
+
+/* Which buffer member (&m->wq, ...) is. Anything else is a broken invariant. */
+static enum attn_model_buf buf_named(const struct attn_model *m, float *const *member)
+{
+    size_t off = (size_t)((const char *)member - (const char *)m);
+    for (int b = 0; b < ATTN_MODEL_NBUFS; b++)
+        if (BUF_MEMBER[b] == off)
+            return (enum attn_model_buf)b;
+    abort();
+}
+
+/* How many floats buffer b holds, by m's shape. */
+static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
+{
+    size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
+    size_t lr = (size_t)m->latent, h = (size_t)m->hidden, E = (size_t)m->out_dim;
+    size_t hd = (size_t)m->head_dim, V = (size_t)m->vocab;
+    switch (b) { /* every buffer: -Wswitch names one left out */
+    case ATTN_BUF_embed:
+    case ATTN_BUF_types:
+    case ATTN_BUF_x:
+        return n * d;
+    case ATTN_BUF_pos:
+        return (size_t)m->pos_rows * d;
+    case ATTN_BUF_wqkv:
+        return d * (D + 2 * Dkv);
+    case ATTN_BUF_bqkv:
+        return D + 2 * Dkv;
+    case ATTN_BUF_wq:
+        return d * D;
+    case ATTN_BUF_wk:
+    case ATTN_BUF_wv:
+        return d * Dkv;
+    case ATTN_BUF_bq:
+        return D;
+    case ATTN_BUF_bk:
+    case ATTN_BUF_bv:
+        return Dkv;
+    case ATTN_BUF_wdown:
+        return d * lr;
+    case ATTN_BUF_wkup:
+    case ATTN_BUF_wvup:
+        return lr * D;
+    case ATTN_BUF_wo:
+        return D * E;
+    case ATTN_BUF_bo:
+        return E;
+    case ATTN_BUF_qnw:
+    case ATTN_BUF_knw:
+        return hd;
+    case ATTN_BUF_rope_inv:
+        return hd / 2;
+    case ATTN_BUF_rope_cos:
+    case ATTN_BUF_rope_sin:
+        return n * (hd / 2);
+    case ATTN_BUF_w1:
+    case ATTN_BUF_w2:
+    case ATTN_BUF_wg:
+        return d * h;
+    case ATTN_BUF_b1:
+    case ATTN_BUF_bg:
+        return h;
+    case ATTN_BUF_hw:
+        return d * d;
+    case ATTN_BUF_enw:
+    case ATTN_BUF_enb:
+    case ATTN_BUF_b2:
+    case ATTN_BUF_n1w:
+    case ATTN_BUF_n1b:
+    case ATTN_BUF_n2w:
+    case ATTN_BUF_n2b:
+    case ATTN_BUF_fw:
+    case ATTN_BUF_fb:
+    case ATTN_BUF_hb:
+    case ATTN_BUF_hnw:
+    case ATTN_BUF_hnb:
+        return d;
+    case ATTN_BUF_unembed:
+        return V * d;
+    case ATTN_BUF_unembed_bias:
+        return V;
+    case ATTN_MODEL_NBUFS:
+        break;
+    }
+    abort();
+}
+
+/* *member = count zeroed floats of m's own (attn_model_free frees them). Returns them, or NULL
+ * when out of memory. */
+static float *own(struct attn_model *m, float **member, size_t count)
+{
+    enum attn_model_buf b = buf_named(m, member);
+    free(m->owned[b]);
+    *member = m->owned[b] = falloc(count);
+    return *member;
+}
+
+/* *member = p, borrowed: m reads it and never frees it. */
+static void borrow(struct attn_model *m, float **member, float *p)
+{
+    enum attn_model_buf b = buf_named(m, member);
+    free(m->owned[b]);
+    m->owned[b] = NULL;
+    *member = p;
 }
 
 /* ---- lazy matrices: one widened at a time ------------------------------------------------ */
@@ -134,112 +254,29 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
  * the widening buffer (attn_model_param fills it). Returns 0, or -1 when out of memory. */
 static int take(struct attn_model *m, float **dst, const struct attn_matrix *src, size_t count)
 {
-    int cap = (int)(sizeof(m->borrowed) / sizeof(m->borrowed[0]));
     if (src->lazy) {
         float *buf = m->lazy_from ? cache_buffer(m->lazy_from) : NULL;
-        if (!buf || m->n_borrowed == cap ||
-            m->n_lazy == (int)(sizeof(m->lazy) / sizeof(m->lazy[0])) ||
+        if (!buf || m->n_lazy == (int)(sizeof(m->lazy) / sizeof(m->lazy[0])) ||
             (size_t)src->rows * (size_t)src->cols > m->lazy_from->lazy_floats)
             return -1;
-        free(*dst);
-        *dst = buf;
-        m->borrowed[m->n_borrowed++] = buf;
+        borrow(m, dst, buf);
         m->lazy[m->n_lazy++] = (struct attn_lazy_param){
             (size_t)((char *)dst - (char *)m), src->lazy, src->rows, src->cols, src->lazy_t};
         return 0;
     }
-    if (src->borrowed && m->n_borrowed < cap) {
-        free(*dst);
-        *dst = src->data;
-        m->borrowed[m->n_borrowed++] = src->data;
+    if (src->borrowed) {
+        borrow(m, dst, src->data);
         return 0;
     }
     memcpy(*dst, src->data, count * sizeof(float));
     return 0;
 }
 
-/* Every float buffer of a model, with its size in floats: freeing and copying a model both go
- * through this one list. out: (MODEL_BUFS); returns how many. */
-#define MODEL_BUFS 42
-_Static_assert(MODEL_BUFS <= sizeof(((struct attn_model *)0)->borrowed) / sizeof(const float *),
-               "a model can borrow every buffer it has");
-struct model_buf {
-    size_t member; /* ATTN_MEMBER(embed), ...: the same in every model */
-    size_t count;  /* floats, by m's shape */
-};
-
-static int model_bufs(struct model_buf *out, const struct attn_model *m)
-{
-    size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
-    size_t W = D + 2 * Dkv, lr = (size_t)m->latent, h = (size_t)m->hidden, E = (size_t)m->out_dim;
-    size_t hd = (size_t)m->head_dim, half = n * (hd / 2);
-    const struct model_buf bufs[MODEL_BUFS] = {
-        {ATTN_MEMBER(embed), n * d},
-        {ATTN_MEMBER(types), n * d},
-        {ATTN_MEMBER(enw), d},
-        {ATTN_MEMBER(enb), d},
-        {ATTN_MEMBER(pos), (size_t)m->pos_rows * d},
-        {ATTN_MEMBER(x), n * d},
-        {ATTN_MEMBER(wqkv), d * W},
-        {ATTN_MEMBER(bqkv), W},
-        {ATTN_MEMBER(wq), d * D},
-        {ATTN_MEMBER(wk), d * Dkv},
-        {ATTN_MEMBER(wv), d * Dkv},
-        {ATTN_MEMBER(bq), D},
-        {ATTN_MEMBER(bk), Dkv},
-        {ATTN_MEMBER(bv), Dkv},
-        {ATTN_MEMBER(wdown), d * lr},
-        {ATTN_MEMBER(wkup), lr * D},
-        {ATTN_MEMBER(wvup), lr * D},
-        {ATTN_MEMBER(wo), D * E},
-        {ATTN_MEMBER(bo), E},
-        {ATTN_MEMBER(qnw), hd},
-        {ATTN_MEMBER(knw), hd},
-        {ATTN_MEMBER(rope_inv), hd / 2},
-        {ATTN_MEMBER(rope_cos), half},
-        {ATTN_MEMBER(rope_sin), half},
-        {ATTN_MEMBER(w1), d * h},
-        {ATTN_MEMBER(b1), h},
-        {ATTN_MEMBER(w2), h * d},
-        {ATTN_MEMBER(b2), d},
-        {ATTN_MEMBER(wg), d * h},
-        {ATTN_MEMBER(bg), h},
-        {ATTN_MEMBER(n1w), d},
-        {ATTN_MEMBER(n1b), d},
-        {ATTN_MEMBER(n2w), d},
-        {ATTN_MEMBER(n2b), d},
-        {ATTN_MEMBER(fw), d},
-        {ATTN_MEMBER(fb), d},
-        {ATTN_MEMBER(unembed), (size_t)m->vocab * d},
-        {ATTN_MEMBER(unembed_bias), (size_t)m->vocab},
-        {ATTN_MEMBER(hw), d * d},
-        {ATTN_MEMBER(hb), d},
-        {ATTN_MEMBER(hnw), d},
-        {ATTN_MEMBER(hnb), d},
-    };
-    memcpy(out, bufs, sizeof(bufs));
-    return MODEL_BUFS;
-}
-
-/* The buffer b names in m, to set. */
-static float **buf_at(struct attn_model *m, const struct model_buf *b)
-{
-    return (float **)(void *)((char *)m + b->member);
-}
-
-/* The numbers the buffer b names in m hold (a const model's are as writable as they were). */
-static float *buf_of(const struct attn_model *m, const struct model_buf *b)
-{
-    return *(float *const *)(const void *)((const char *)m + b->member);
-}
-
 void attn_model_free(struct attn_model *m)
 {
     attn_tokens_free(m->tokens, m->n);
-    struct model_buf bufs[MODEL_BUFS];
-    for (int i = 0, k = model_bufs(bufs, m); i < k; i++)
-        if (!is_borrowed(m, buf_of(m, &bufs[i])))
-            free(buf_of(m, &bufs[i]));
+    for (int b = 0; b < ATTN_MODEL_NBUFS; b++)
+        free(m->owned[b]);
     free(m->keep);
     free(m->ids);
     memset(m, 0, sizeof(*m));
@@ -397,8 +434,8 @@ static void rope_tables(float *cos_t, float *sin_t, const float *inv, int n, int
 static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
 {
     size_t half = (size_t)m->n * (size_t)(m->head_dim / 2);
-    if (!(m->rope_inv = falloc((size_t)(m->head_dim / 2))) || !(m->rope_cos = falloc(half)) ||
-        !(m->rope_sin = falloc(half)))
+    if (!own(m, &m->rope_inv, (size_t)(m->head_dim / 2)) || !own(m, &m->rope_cos, half) ||
+        !own(m, &m->rope_sin, half))
         return -1;
     enum attn_rope_scaling kind = s->pos.scaling.kind;
     float att = kind == ROPE_SCALING_YARN || kind == ROPE_SCALING_LONGROPE
@@ -561,14 +598,14 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     /* a checkpoint's swiglu: always given; its biases only with Llama's mlp_bias */
     bool gated = b->activation == ACT_SWIGLU;
     bool biased = !gated || attn_matrix_given(&sw->ffn_bgate);
-    if (!(m->w1 = falloc(d * h)) || !(m->w2 = falloc(h * d)) || !(m->n1w = falloc(d)) ||
-        !(m->n2w = falloc(d)))
+    if (!own(m, &m->w1, d * h) || !own(m, &m->w2, h * d) || !own(m, &m->n1w, d) ||
+        !own(m, &m->n2w, d))
         return -1;
-    if ((gated && !(m->wg = falloc(d * h))) ||
-        (biased && (!(m->b1 = falloc(h)) || !(m->b2 = falloc(d)))) ||
-        (gated && biased && !(m->bg = falloc(h))))
+    if ((gated && !own(m, &m->wg, d * h)) ||
+        (biased && (!own(m, &m->b1, h) || !own(m, &m->b2, d))) ||
+        (gated && biased && !own(m, &m->bg, h)))
         return -1;
-    if (b->norm == NORM_LAYER && (!(m->n1b = falloc(d)) || !(m->n2b = falloc(d))))
+    if (b->norm == NORM_LAYER && (!own(m, &m->n1b, d) || !own(m, &m->n2b, d)))
         return -1;
     if (gated) {
         if (take(m, &m->wg, &sw->ffn_Wgate, d * h) || take(m, &m->w1, &sw->ffn_W1, d * h) ||
@@ -600,7 +637,7 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
             dst[i][j] = given[i]->data ? given[i]->data[j] : i % 2 == 0 ? 1.0f : 0.0f;
     }
     if (m->final_norm) { /* the last layer's: given, or 1 and 0 (norms draw nothing) */
-        if (!(m->fw = falloc(d)) || (b->norm == NORM_LAYER && !(m->fb = falloc(d))))
+        if (!own(m, &m->fw, d) || (b->norm == NORM_LAYER && !own(m, &m->fb, d)))
             return -1;
         for (size_t j = 0; j < d; j++) {
             m->fw[j] = sw->final_norm_weight.data ? sw->final_norm_weight.data[j] : 1.0f;
@@ -611,12 +648,12 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     return 0;
 }
 
-/* *dst = a copy of the vector v (count floats), or NULL when v is not given. */
-static int copy_vector(float **dst, const struct attn_matrix *v, size_t count)
+/* *dst (m's member) = a copy of the vector v (count floats), or NULL when v is not given. */
+static int copy_vector(struct attn_model *m, float **dst, const struct attn_matrix *v, size_t count)
 {
     if (!v->data)
         return 0;
-    if (!(*dst = falloc(count)))
+    if (!own(m, dst, count))
         return -1;
     memcpy(*dst, v->data, count * sizeof(float));
     return 0;
@@ -632,14 +669,14 @@ static int resolve_unembed(struct attn_model *m, const struct attn_scene *s)
     m->vocab = s->unembed.rows;
     m->masked_lm = s->masked_lm;
     m->mask_id = s->mask_id;
-    if (copy_vector(&m->unembed_bias, &s->unembed_bias, (size_t)m->vocab))
+    if (copy_vector(m, &m->unembed_bias, &s->unembed_bias, (size_t)m->vocab))
         return -1;
     if (attn_matrix_given(&s->head.dense)) {
         m->hact = s->head.act;
-        if (!(m->hw = falloc(d * d)) || take(m, &m->hw, &s->head.dense, d * d) ||
-            copy_vector(&m->hb, &s->head.dense_bias, d) ||
-            copy_vector(&m->hnw, &s->head.norm_weight, d) ||
-            copy_vector(&m->hnb, &s->head.norm_bias, d))
+        if (!own(m, &m->hw, d * d) || take(m, &m->hw, &s->head.dense, d * d) ||
+            copy_vector(m, &m->hb, &s->head.dense_bias, d) ||
+            copy_vector(m, &m->hnw, &s->head.norm_weight, d) ||
+            copy_vector(m, &m->hnb, &s->head.norm_bias, d))
             return -1;
     }
     if (s->unembed.lazy) {
@@ -650,7 +687,7 @@ static int resolve_unembed(struct attn_model *m, const struct attn_scene *s)
     }
     if (s->unembed.borrowed)
         return take(m, &m->unembed, &s->unembed, count);
-    if (!(m->unembed = falloc(count)))
+    if (!own(m, &m->unembed, count))
         return -1;
     return take(m, &m->unembed, &s->unembed, count);
 }
@@ -709,7 +746,7 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     if (!(m->tokens = attn_tokens_dup(s->tokens, n)))
         return -1;
     m->n = n;
-    if (!(m->x = falloc((size_t)n * (size_t)d_in)))
+    if (!own(m, &m->x, (size_t)n * (size_t)d_in))
         return -1;
     if (s->pos.kind == POS_ROPE) { /* every layer rotates its own q and k */
         m->rope = true;
@@ -747,7 +784,7 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
 {
     int n = s->n_tokens, d_in = m->d_in;
     size_t nx = (size_t)n * (size_t)d_in;
-    if (!(m->embed = falloc(nx)) || !(m->ids = calloc((size_t)(n > 0 ? n : 1), sizeof(int))))
+    if (!own(m, &m->embed, nx) || !(m->ids = calloc((size_t)(n > 0 ? n : 1), sizeof(int))))
         return -1;
     /* The built-in tokenizers' ids: the index in the vocabulary of distinct tokens, in order
      * of first appearance (the rows of the drawn nn.Embedding). */
@@ -786,9 +823,9 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
         m->pos_rows = s->pos.max_len;
         size_t np = (size_t)m->pos_rows * (size_t)d_in;
         if (s->pos.table.data) {
-            if ((m->pos = falloc(np)))
+            if (own(m, &m->pos, np))
                 take(m, &m->pos, &s->pos.table, np);
-        } else if ((m->pos = falloc(np))) {
+        } else if (own(m, &m->pos, np)) {
             if (s->pos.seed.set)
                 attn_rng_seed(r, s->pos.seed.value);
             attn_rng_normal(m->pos, np, 0.0f, 1.0f, r);
@@ -797,13 +834,13 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
         /* Computed for the scene's positions only: row i is position offset + i. */
         m->pos_rows = n;
         m->pos_offset = 0;
-        if ((m->pos = falloc(nx)))
+        if (own(m, &m->pos, nx))
             sinusoidal_table(m->pos, n, d_in, s->pos.offset, s->pos.base);
     }
     if ((s->pos.kind == POS_LEARNED || s->pos.kind == POS_SINUSOIDAL) && !m->pos)
         return -1;
     if (s->embed.types.data) { /* BERT's token types: (word + type) + position, as it adds them */
-        if (!(m->types = falloc(nx)))
+        if (!own(m, &m->types, nx))
             return -1;
         for (int i = 0; i < n; i++) {
             int t = s->token_types ? s->token_types[i] : 0;
@@ -817,8 +854,8 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
         for (size_t i = 0; i < nx; i++)
             m->x[i] = m->x[i] + m->pos[(size_t)m->pos_offset * (size_t)d_in + i];
     if (s->embed.norm_weight.data) {
-        if (copy_vector(&m->enw, &s->embed.norm_weight, (size_t)d_in) ||
-            copy_vector(&m->enb, &s->embed.norm_bias, (size_t)d_in))
+        if (copy_vector(m, &m->enw, &s->embed.norm_weight, (size_t)d_in) ||
+            copy_vector(m, &m->enb, &s->embed.norm_bias, (size_t)d_in))
             return -1;
         layer_norm_rows(m->x, m->x, n, d_in, m->enw, m->enb, (double)(float)s->block.norm_eps);
     }
@@ -832,30 +869,29 @@ static int resolve_params(struct attn_model *m, const struct attn_scene *s,
     const struct attn_config *a = &s->attn;
     size_t d_in = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv, W = D + 2 * Dkv;
     if (m->project) {
-        if (!(m->wq = falloc(d_in * D)))
+        if (!own(m, &m->wq, d_in * D))
             return -1;
         if (m->latent > 0) {
             size_t lr = (size_t)m->latent;
-            if (!(m->wdown = falloc(d_in * lr)) || !(m->wkup = falloc(lr * D)) ||
-                !(m->wvup = falloc(lr * D)))
+            if (!own(m, &m->wdown, d_in * lr) || !own(m, &m->wkup, lr * D) ||
+                !own(m, &m->wvup, lr * D))
                 return -1;
         } else {
-            if (!(m->wk = falloc(d_in * Dkv)) || !(m->wv = falloc(d_in * Dkv)))
+            if (!own(m, &m->wk, d_in * Dkv) || !own(m, &m->wv, d_in * Dkv))
                 return -1;
-            if (a->qkv_bias &&
-                (!(m->bq = falloc(D)) || !(m->bk = falloc(Dkv)) || !(m->bv = falloc(Dkv))))
+            if (a->qkv_bias && (!own(m, &m->bq, D) || !own(m, &m->bk, Dkv) || !own(m, &m->bv, Dkv)))
                 return -1;
             if (a->qkv != QKV_SEPARATE &&
-                (!(m->wqkv = falloc(d_in * W)) || (a->qkv_bias && !(m->bqkv = falloc(W)))))
+                (!own(m, &m->wqkv, d_in * W) || (a->qkv_bias && !own(m, &m->bqkv, W))))
                 return -1;
         }
     }
     size_t E = (size_t)m->out_dim, hd = (size_t)m->head_dim;
     if (attn_scene_eff_out_proj(s)) {
-        if (!(m->wo = falloc(D * E)) || (a->out_bias && !(m->bo = falloc(E))))
+        if (!own(m, &m->wo, D * E) || (a->out_bias && !own(m, &m->bo, E)))
             return -1;
     }
-    if (a->qk_norm && (!(m->qnw = falloc(hd)) || !(m->knw = falloc(hd))))
+    if (a->qk_norm && (!own(m, &m->qnw, hd) || !own(m, &m->knw, hd)))
         return -1;
     if (sw->set) {
         if (copy_attention(m, sw))
@@ -936,14 +972,6 @@ oom:
     return resolve_oom(out, layers, err);
 }
 
-/* dst = src, borrowed: m reads old's buffer and never frees it (see attn_model_adopt). */
-static void share_buf(struct attn_model *m, float **dst, float *src)
-{
-    *dst = src;
-    if (src && !is_borrowed(m, src))
-        m->borrowed[m->n_borrowed++] = src;
-}
-
 /* The split heads cut again: head_dim, the KV sharing and RoPE's angles follow the count. */
 static int recut_heads(struct attn_model *m, const struct attn_scene *s)
 {
@@ -960,7 +988,7 @@ static int recut_heads(struct attn_model *m, const struct attn_scene *s)
 static void start_from(struct attn_model *m, const struct attn_model *o)
 {
     *m = *o;
-    m->n_borrowed = 0;
+    memset(m->owned, 0, sizeof(m->owned)); /* every buffer o's (or borrowed by o) */
     m->keep = NULL;
     m->ids = NULL;
     m->tokens = NULL;
@@ -975,10 +1003,7 @@ int attn_model_resolve_options(struct attn_model *out, const struct attn_model *
     for (int L = 0; L < layers; L++) {
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
-        start_from(m, o); /* the shapes and every option; the buffers are shared below */
-        struct model_buf bufs[MODEL_BUFS];
-        for (int i = 0, k = model_bufs(bufs, o); i < k; i++)
-            share_buf(m, buf_at(m, &bufs[i]), buf_of(o, &bufs[i]));
+        start_from(m, o); /* the shapes, every option and every buffer, borrowed */
         if (!(m->tokens = attn_tokens_dup(o->tokens, o->n)))
             goto oom;
         if (o->ids) {
@@ -1000,12 +1025,11 @@ oom:
 
 /* The buffers of a model that hold a row per token (or follow the token count): what a sentence
  * edit changes. */
-static bool per_token(const struct attn_model *m, const struct model_buf *b)
+static bool per_token(const struct attn_model *m, enum attn_model_buf b)
 {
-    size_t p = b->member;
-    return p == ATTN_MEMBER(embed) || p == ATTN_MEMBER(types) || p == ATTN_MEMBER(x) ||
-           p == ATTN_MEMBER(rope_cos) || p == ATTN_MEMBER(rope_sin) ||
-           (p == ATTN_MEMBER(pos) && m->pos_kind == POS_SINUSOIDAL);
+    return b == ATTN_BUF_embed || b == ATTN_BUF_types || b == ATTN_BUF_x ||
+           b == ATTN_BUF_rope_cos || b == ATTN_BUF_rope_sin ||
+           (b == ATTN_BUF_pos && m->pos_kind == POS_SINUSOIDAL);
 }
 
 bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_model *b)
@@ -1033,17 +1057,15 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
             x->cols != y->cols || x->transposed != y->transposed)
             return false;
     }
-    struct model_buf x[MODEL_BUFS], y[MODEL_BUFS];
-    int k = model_bufs(x, a);
-    model_bufs(y, b);
-    for (int i = 0; i < k; i++) {
-        const float *p = buf_of(a, &x[i]), *q = buf_of(b, &y[i]);
-        if (per_token(a, &x[i]) || p == q)
+    for (int i = 0; i < ATTN_MODEL_NBUFS; i++) {
+        const float *p = buf_of(a, i), *q = buf_of(b, i);
+        if (per_token(a, i) || p == q)
             continue;
         /* a lazy matrix's member is the widening buffer: compared by its tensor above */
-        if (lazy_of(a, x[i].member))
+        if (lazy_of(a, BUF_MEMBER[i]))
             continue;
-        if (!p || !q || x[i].count != y[i].count || memcmp(p, q, x[i].count * sizeof(float)) != 0)
+        size_t count = buf_count(a, i);
+        if (!p || !q || count != buf_count(b, i) || memcmp(p, q, count * sizeof(float)) != 0)
             return false;
     }
     return true;
@@ -1059,13 +1081,10 @@ int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *o
     for (int L = 0; L < layers; L++) {
         struct attn_model *m = &out[L];
         const struct attn_model *o = &old[L];
-        start_from(m, o); /* the shapes, the options and the parameters, shared below */
-        struct model_buf bufs[MODEL_BUFS];
-        for (int i = 0, k = model_bufs(bufs, o); i < k; i++) {
-            *buf_at(m, &bufs[i]) = NULL;
-            if (!per_token(o, &bufs[i]) && bufs[i].member != ATTN_MEMBER(rope_inv))
-                share_buf(m, buf_at(m, &bufs[i]), buf_of(o, &bufs[i]));
-        }
+        start_from(m, o); /* the shapes, the options and the parameters, borrowed */
+        for (int i = 0; i < ATTN_MODEL_NBUFS; i++)
+            if (per_token(o, i) || i == ATTN_BUF_rope_inv)
+                *buf_at(m, i) = NULL; /* made anew below */
         m->rope = false;
         m->patch = NULL; /* ablations as the scene says, as a fresh resolve has them */
         memset(m->head_mode, 0, sizeof(m->head_mode));
@@ -1081,30 +1100,14 @@ oom:
     return resolve_oom(out, layers, err);
 }
 
-/* True when p is one of m's buffers (owned or borrowed). */
-static bool holds(const struct attn_model *m, const float *p)
-{
-    struct model_buf bufs[MODEL_BUFS];
-    for (int i = 0, k = model_bufs(bufs, m); i < k; i++)
-        if (buf_of(m, &bufs[i]) == p)
-            return true;
-    return false;
-}
-
 void attn_model_adopt(struct attn_model *m, struct attn_model *old)
 {
-    struct model_buf bufs[MODEL_BUFS];
-    int k = model_bufs(bufs, m);
-    for (int i = 0; i < k; i++) {
-        const float *p = buf_of(m, &bufs[i]);
-        if (!p || !is_borrowed(m, p) || is_borrowed(old, p) || !holds(old, p))
-            continue; /* m's own, or a checkpoint's both borrow */
-        for (int j = 0; j < m->n_borrowed; j++)
-            if (m->borrowed[j] == p) {
-                m->borrowed[j] = m->borrowed[--m->n_borrowed];
-                break;
-            }
-        old->borrowed[old->n_borrowed++] = p;
+    for (int i = 0; i < ATTN_MODEL_NBUFS; i++) {
+        float *p = buf_of(m, i);
+        if (p && !m->owned[i] && old->owned[i] == p) { /* shared, and old's to free */
+            m->owned[i] = p;
+            old->owned[i] = NULL;
+        }
     }
 }
 
@@ -1221,12 +1224,7 @@ int attn_scene_from_layers(struct attn_scene *out, const struct attn_scene *s,
     }
 
     /* the models hold the authoritative numbers */
-    attn_scene_weights_free(&out->weights);
-    for (int i = 0; i < out->n_more; i++)
-        attn_scene_weights_free(&out->more_weights[i]);
-    free(out->more_weights);
-    out->more_weights = NULL;
-    out->n_more = 0;
+    attn_scene_weights_free_all(out);
     out->layers = n_layers;
     out->weights_listed = n_layers > 1;
     rc |= weights_from_model(&out->weights, m);

@@ -17,6 +17,29 @@
 #include "engine/rng.h"
 #include "engine/scene.h"
 
+/* Every float buffer of a model, once: each a member that the forward pass reads as it is
+ * (m->wq), m's own or borrowed (attn_model.owned says which). model.c sizes each by the model's
+ * shape; freeing, sharing, handing over and comparing models walk this list. */
+/* clang-format off */
+#define ATTN_MODEL_BUFS(X)                                                                         \
+    /* the inputs: layer 0's embeddings and positions, every layer's x */                          \
+    X(embed) X(types) X(enw) X(enb) X(pos) X(x)                                                    \
+    /* attention: Q, K and V (fused, separate or MLA), out_proj, qk_norm, RoPE's tables */         \
+    X(wqkv) X(bqkv) X(wq) X(wk) X(wv) X(bq) X(bk) X(bv) X(wdown) X(wkup) X(wvup) X(wo) X(bo)       \
+    X(qnw) X(knw) X(rope_inv) X(rope_cos) X(rope_sin)                                              \
+    /* the block: the FFN and the norms */                                                         \
+    X(w1) X(b1) X(w2) X(b2) X(wg) X(bg) X(n1w) X(n1b) X(n2w) X(n2b) X(fw) X(fb)                    \
+    /* the last layer's unembedding and the head before it */                                      \
+    X(unembed) X(unembed_bias) X(hw) X(hb) X(hnw) X(hnb)
+/* clang-format on */
+
+enum attn_model_buf {
+#define ATTN_MODEL_BUF_ID(name) ATTN_BUF_##name,
+    ATTN_MODEL_BUFS(ATTN_MODEL_BUF_ID)
+#undef ATTN_MODEL_BUF_ID
+        ATTN_MODEL_NBUFS
+};
+
 struct attn_model {
     int n;    /* tokens */
     int d_in; /* input width */
@@ -97,10 +120,10 @@ struct attn_model {
 
     int layer, layers; /* this layer's index, and how many the scene stacks */
 
-    /* Parameters that point into a checkpoint's mapping (the scene's borrowed matrices):
-     * attn_model_free leaves them alone. */
-    const float *borrowed[48]; /* at least every buffer of the model (model.c's MODEL_BUFS) */
-    int n_borrowed;
+    /* What m allocated, and attn_model_free frees: owned[ATTN_BUF_wq] is wq itself, or NULL when
+     * wq is borrowed (a checkpoint's mapping, the lazy widening buffer, or another model's
+     * buffer that an edit shares). */
+    float *owned[ATTN_MODEL_NBUFS];
 
     /* A checkpoint's lazy matrices (scene.h): their members point at the backing's one widening
      * buffer, which holds one of them at a time; attn_model_param gives the numbers. */
@@ -108,9 +131,9 @@ struct attn_model {
     struct attn_lazy_param {
         size_t member; /* offsetof(struct attn_model, the float * member) */
         const void *tensor;
-        int rows, cols;  /* as the engine reads it, x @ W */
-        bool transposed; /* stored (cols, rows) */
-    } lazy[12];
+        int rows, cols;       /* as the engine reads it, x @ W */
+        bool transposed;      /* stored (cols, rows) */
+    } lazy[ATTN_MODEL_NBUFS]; /* at most one a buffer */
     int n_lazy;
 };
 

@@ -190,14 +190,14 @@ static bool heads_recut(const struct attn_scene *a, const struct attn_scene *b)
             attn_scene_eff_out_proj(a) == attn_scene_eff_out_proj(b));
 }
 
-/* True when a and b make the same parameters, embeddings and positions: they differ at most
- * in options that draw nothing but the dropout masks, or in the number of split heads. */
-static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
+/* True when a's and b's options make the same parameters, embeddings and positions: they
+ * differ at most in options that draw nothing but the dropout masks, or in the number of split
+ * heads. The owned fields the parameters are read from (the sentence, matrices, every layer's
+ * weights, the backing) are scene_fields.h's rows, which the callers compare. */
+static bool same_options(const struct attn_scene *a, const struct attn_scene *b)
 {
     const struct attn_config *x = &a->attn, *y = &b->attn;
     const struct attn_block *p = &a->block, *q = &b->block;
-    /* the owned fields the parameters are read from (tokens, matrices, every layer's weights,
-       the backing): scene_fields.h lists them; the options are compared here */
     if (a->seed != b->seed || a->layers != b->layers || a->embed.kind != b->embed.kind ||
         a->embed.dim != b->embed.dim || !same_seed(a->embed.seed, b->embed.seed) ||
         a->pos.kind != b->pos.kind || a->pos.max_len != b->pos.max_len ||
@@ -216,7 +216,13 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
         x->scale_by_layer != y->scale_by_layer || a->masked_lm != b->masked_lm)
         return false;
     /* the scale's kind decides scaled; the divisor only divides: both are options */
-    return attn_scene_same_fields(a, b, FIELDS_PARAMS);
+    return true;
+}
+
+/* True when a and b make the same parameters, embeddings and positions. */
+static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
+{
+    return same_options(a, b) && attn_scene_same_fields(a, b, FIELDS_PARAMS);
 }
 
 /* The rows of every layer a sentence edit from net's result to the fresh models keeps: those
@@ -248,13 +254,7 @@ static int kept_rows(const struct attn_net *net, const struct attn_model *fresh,
  * them, the text. */
 static bool same_but_sentence(const struct attn_scene *a, const struct attn_scene *b)
 {
-    struct attn_scene t = *b; /* shallow: a's sentence in b's place, compared, never freed */
-    t.tokens = a->tokens;
-    t.n_tokens = a->n_tokens;
-    t.token_ids = a->token_ids;
-    t.token_types = a->token_types;
-    t.embed.rows = a->embed.rows;
-    return same_params(a, &t);
+    return same_options(a, b) && attn_scene_same_fields(a, b, FIELDS_PARAMS_BUT_SENTENCE);
 }
 
 /* *fresh = a net of s's layers, their models and runs zeroed, told of progress as net is. */

@@ -461,7 +461,7 @@ static bool same_weights(const struct attn_scene_weights *a, const struct attn_s
         return false;
     ATTN_WEIGHT_MATRICES(X)
 #undef X
-    if (which == FIELDS_PARAMS)
+    if (which != FIELDS_ALL)
         return true; /* the dropout masks may differ: they are made again */
     if ((!a->dropout_mask) != (!b->dropout_mask))
         return false;
@@ -540,7 +540,9 @@ bool attn_scene_same_fields(const struct attn_scene *a, const struct attn_scene 
 {
     for (int i = 0; i < attn_scene_n_fields; i++) {
         const struct attn_scene_field *f = &attn_scene_fields[i];
-        if ((which == FIELDS_ALL || f->use == FIELD_PARAM) && !same_field(a, b, f, which))
+        bool compared = which == FIELDS_ALL || f->use == FIELD_PARAM ||
+                        (f->use == FIELD_SENTENCE && which == FIELDS_PARAMS);
+        if (compared && !same_field(a, b, f, which))
             return false;
     }
     return true;

@@ -1,9 +1,9 @@
 /* scene_fields: every field of struct attn_scene that owns memory or holds a reference, listed
  * once, as llm.c lists its parameter tensors (ptrs[]): attn_scene_copy, attn_scene_free,
  * attn_scene_owned_bytes (the explorer's undo budget) and attn_scene_same_fields (net.c's
- * same_params) walk the list, so a field added to the scene is added here, in one row, and
- * everything that copies, frees, counts or compares a scene follows. tests/test_scene.c fails when
- * a field a loader sets owns memory the list does not name.
+ * same_params and same_but_sentence) walk the list, so a field added to the scene is added here, in
+ * one row, and everything that copies, frees, counts or compares a scene follows.
+ * tests/test_scene.c fails when a field a loader sets owns memory the list does not name.
  *
  * Not installed: the engine's files and the tests read it. It includes no scene.h (scene.c
  * includes it); the rows name the fields of struct attn_scene, whose types scene.c checks against
@@ -35,9 +35,11 @@ enum attn_field_kind {
 
 /* What a field is to the computation. FIELD_PARAM: the parameters, embeddings or positions are
  * resolved from it, so a net keeps its parameters for another scene only while every such
- * field is the same (net.c). FIELD_OTHER: names and paths, the text as typed (its tokens are
- * what counts), the ablations (an option, resolved at every compute), the lesson, the book. */
-enum attn_field_use { FIELD_PARAM, FIELD_OTHER };
+ * field is the same (net.c). FIELD_SENTENCE: the same, but the sentence (the tokens, their ids
+ * and types, their rows): a sentence edit changes these alone, and keeps the parameters (net.c's
+ * same_but_sentence). FIELD_OTHER: names and paths, the text as typed (its tokens are what
+ * counts), the ablations (an option, resolved at every compute), the lesson, the book. */
+enum attn_field_use { FIELD_PARAM, FIELD_SENTENCE, FIELD_OTHER };
 
 /* X(kind, field, count, use): the field (a member path of struct attn_scene), its kind, the
  * int that counts its items (ATTN_FIELD_N(n_tokens)) or ATTN_FIELD_NONE, and its use. In the
@@ -48,10 +50,10 @@ enum attn_field_use { FIELD_PARAM, FIELD_OTHER };
     X(FIELD_STRING, title, ATTN_FIELD_NONE, FIELD_OTHER)                                           \
     X(FIELD_STRING, text, ATTN_FIELD_NONE, FIELD_OTHER)                                            \
     X(FIELD_STRING, text_pair, ATTN_FIELD_NONE, FIELD_OTHER)                                       \
-    X(FIELD_STRINGS, tokens, ATTN_FIELD_N(n_tokens), FIELD_PARAM)                                  \
-    X(FIELD_INTS, token_ids, ATTN_FIELD_N(n_tokens), FIELD_PARAM)                                  \
-    X(FIELD_INTS, token_types, ATTN_FIELD_N(n_tokens), FIELD_PARAM)                                \
-    X(FIELD_MATRIX, embed.rows, ATTN_FIELD_NONE, FIELD_PARAM)                                      \
+    X(FIELD_STRINGS, tokens, ATTN_FIELD_N(n_tokens), FIELD_SENTENCE)                               \
+    X(FIELD_INTS, token_ids, ATTN_FIELD_N(n_tokens), FIELD_SENTENCE)                               \
+    X(FIELD_INTS, token_types, ATTN_FIELD_N(n_tokens), FIELD_SENTENCE)                             \
+    X(FIELD_MATRIX, embed.rows, ATTN_FIELD_NONE, FIELD_SENTENCE)                                   \
     X(FIELD_BOOK, embed.book, ATTN_FIELD_NONE, FIELD_OTHER)                                        \
     X(FIELD_MATRIX, embed.types, ATTN_FIELD_NONE, FIELD_PARAM)                                     \
     X(FIELD_MATRIX, embed.norm_weight, ATTN_FIELD_NONE, FIELD_PARAM)                               \
@@ -90,7 +92,9 @@ extern const int attn_scene_n_fields;
 /* How much of two scenes attn_scene_same_fields compares. */
 enum attn_fields_compare {
     FIELDS_ALL,    /* every listed field, the dropout masks included */
-    FIELDS_PARAMS, /* the FIELD_PARAM ones, the dropout masks aside (they are drawn again) */
+    FIELDS_PARAMS, /* the FIELD_PARAM and FIELD_SENTENCE ones, the dropout masks aside (they are
+                      drawn again) */
+    FIELDS_PARAMS_BUT_SENTENCE, /* the FIELD_PARAM ones, the dropout masks aside */
 };
 /* True when a's and b's listed fields are alike: what the scene owns by value (strings, tokens,
  * ints, the matrices' floats, the ablations, each layer's parameters), what it shares by

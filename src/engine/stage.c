@@ -79,3 +79,15 @@ bool attn_stage_is_block(enum attn_stage s)
 {
     return s >= 0 && s < STAGE_COUNT && attn_stage_kind(s) == STAGE_KIND_BLOCK;
 }
+
+bool attn_stage_is_on_demand(enum attn_stage s)
+{
+    switch (s) {
+#define X(id) case STAGE_##id:
+        ATTN_DERIVED_STAGES(X)
+#undef X
+        return true;
+    default:
+        return false;
+    }
+}

@@ -111,6 +111,12 @@ enum attn_stage {
         STAGE_COUNT
 };
 
+/* The derived stages: computed from kept ones when they are shown (view.c's derive), never by the
+ * forward pass, so no buffer holds them and the pass's finite check does not read them. Every
+ * other stage is kept: the pass writes it to a buffer of struct attn_run (or the model's inputs).
+ * attn_stage_is_on_demand, the finite check and view.c's kept_buffer all read this list. */
+#define ATTN_DERIVED_STAGES(X) X(SCALED) X(MASKED) X(DROPOUT) X(WEIGHTED_NORM)
+
 /* The stage's one name: "inputs", "queries", ..., "weights", "context", "concat", "output". The
  * stage bar, the map heading, --stage, the inspector, file names and the docs all use it, and
  * nothing shortens it: where the stage bar has no room for every name, it shows the stages
@@ -135,5 +141,8 @@ bool attn_stage_is_square(enum attn_stage s);
 bool attn_stage_is_per_head(enum attn_stage s);
 /* True for the block's stages after attention (residual1 .. final_norm). */
 bool attn_stage_is_block(enum attn_stage s);
+/* True for a derived stage (ATTN_DERIVED_STAGES). In a model, one may equal a kept stage (scaled
+ * with a divisor of 1 is the scores): attention.h's attn_stage_is_derived says which are made. */
+bool attn_stage_is_on_demand(enum attn_stage s);
 
 #endif

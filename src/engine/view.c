@@ -26,9 +26,9 @@ static enum attn_stage same_as(const struct attn_model *m, enum attn_stage s)
 
 bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s)
 {
-    s = same_as(m, s);
-    return s == STAGE_SCALED || s == STAGE_MASKED || s == STAGE_DROPOUT || s == STAGE_WEIGHTED_NORM;
+    return attn_stage_is_on_demand(same_as(m, s));
 }
+
 const float *attn_value_norms(const struct attn_run *r, const struct attn_model *m, int h)
 {
     struct attn_memo *memo = r->memo;
@@ -199,10 +199,9 @@ static const float *kept_buffer(const struct attn_run *r, const struct attn_mode
         return r->norm2;
     case STAGE_FINAL_NORM:
         return r->final;
-    case STAGE_SCALED: /* derived: attn_view never asks for these here */
-    case STAGE_MASKED:
-    case STAGE_DROPOUT:
-    case STAGE_WEIGHTED_NORM:
+#define X(id) case STAGE_##id: /* derived: attn_view never asks for these here */
+        ATTN_DERIVED_STAGES(X)
+#undef X
     case STAGE_OUTPUT:
     case STAGE_COUNT:
         break;

@@ -707,10 +707,7 @@ int attn_ckpt_finish(struct ckpt_backing *b, struct attn_scene *s, const char *p
 
 int attn_ckpt_reset_weights(struct attn_scene *s, int layers, struct diag *err)
 {
-    attn_scene_weights_free(&s->weights);
-    for (int i = 0; i < s->n_more; i++)
-        attn_scene_weights_free(&s->more_weights[i]);
-    free(s->more_weights);
+    attn_scene_weights_free_all(s);
     s->more_weights = layers > 1 ? calloc((size_t)layers - 1, sizeof(*s->more_weights)) : NULL;
     s->n_more = layers - 1;
     s->weights_listed = layers > 1;

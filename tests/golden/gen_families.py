@@ -1,6 +1,9 @@
 #!/usr/bin/python3
-"""Random-weight checkpoints of the Llama family and BERT in Hugging Face's naming, and the
-numbers PyTorch computes for them, layer by layer.
+"""Random-weight checkpoints of the checkpoint families in Hugging Face's naming, and the numbers
+PyTorch computes for them, layer by layer: every family of the registry (src/pretrained/families.c)
+but GPT-2, whose checkpoints are gen_gpt2.py's. A family added to the registry adds its cases here
+(docs/HACKING.md, "Adding a model family"); today the Llama family (Llama, Mistral, Qwen2, Qwen3)
+and BERT.
 
 Run with Debian's python3 (torch, numpy, yaml, python3-regex; gen_gpt2.py's helpers):
 
