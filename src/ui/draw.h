@@ -19,6 +19,20 @@ static inline bool rect_contains(struct rect r, int y, int x)
     return y >= r.y && y < r.y + r.h && x >= r.x && x < r.x + r.w;
 }
 
+/* The first of `visible` places (rows, columns, layers) shown out of `total` that keeps place
+ * `at` in view, moving as little as it can from `first`; after a resize it uses the room (no
+ * blanks past the end while some of the start is hidden). */
+static inline int scroll_follow(int first, int at, int visible, int total)
+{
+    if (at < first)
+        first = at;
+    if (at >= first + visible)
+        first = at - visible + 1;
+    if (first > total - visible)
+        first = total - visible;
+    return first > 0 ? first : 0;
+}
+
 void draw_init(void);
 bool draw_ascii_only(void);
 /* The ASCII stand-in drawn for wc without a UTF-8 locale ("?" when it has none): the shades

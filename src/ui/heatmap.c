@@ -138,20 +138,6 @@ int heatmap_min_width(const struct app *a)
     return label_width(a) + app_model(a)->n * CELL_W_WIDE + SUM_W + 1;
 }
 
-/* One axis of follow_cursor: the first of `visible` places shown out of `total`, keeping
- * place `at` in view; after a resize it uses the room (no blanks past the end while some of
- * the start is hidden). */
-static int follow(int first, int at, int visible, int total)
-{
-    if (at < first)
-        first = at;
-    if (at >= first + visible)
-        first = at - visible + 1;
-    if (first > total - visible)
-        first = total - visible;
-    return first > 0 ? first : 0;
-}
-
 /* Keeps the cursor's cell (or block) inside the visible window; a new zoom centres it, so the
  * view zooms around the cursor. Zoomed out with half blocks the window starts at an even block
  * row, so a text row always holds the same two. */
@@ -171,8 +157,8 @@ static void follow_cursor(struct heatmap_panel *hp, const struct app *a, const s
         hp->shown_br = g->br;
         hp->shown_bc = g->bc;
     }
-    hp->top_row = follow(hp->top_row / per, bi / per, l->vis_rows, text_rows) * per;
-    hp->left_col = follow(hp->left_col, bj, l->vis_cols, g->nbc);
+    hp->top_row = scroll_follow(hp->top_row / per, bi / per, l->vis_rows, text_rows) * per;
+    hp->left_col = scroll_follow(hp->left_col, bj, l->vis_cols, g->nbc);
 }
 
 /* "min -0.51 [gradient] max 0.91" at the right end of line y; returns its width. */

@@ -54,18 +54,6 @@ static void lay_out(struct lens_layout *l, const struct panel *p, const struct a
     l->vis_layers = l->vis_layers < 1 ? 1 : l->vis_layers;
 }
 
-/* The first of `visible` places out of `total` that keeps `at` in view. */
-static int follow(int first, int at, int visible, int total)
-{
-    if (at < first)
-        first = at;
-    if (at >= first + visible)
-        first = at - visible + 1;
-    if (first > total - visible)
-        first = total - visible;
-    return first > 0 ? first : 0;
-}
-
 /* Vocabulary id's text as a label: visible blanks, cut to width. */
 static void token_text(char *out, size_t size, const struct app *a, int id, int width)
 {
@@ -88,8 +76,8 @@ static void lens_draw(struct panel *p, struct frame *f)
     int n = m->n, layers = res->net.layers;
     struct lens_layout l;
     lay_out(&l, p, a);
-    lp->top_row = follow(lp->top_row, view->row, l.vis_rows, n);
-    lp->left_layer = follow(lp->left_layer, view->layer, l.vis_layers, layers);
+    lp->top_row = scroll_follow(lp->top_row, view->row, l.vis_rows, n);
+    lp->left_layer = scroll_follow(lp->left_layer, view->layer, l.vis_layers, layers);
     int last_row = lp->top_row + l.vis_rows < n ? lp->top_row + l.vis_rows : n;
     int last_layer =
         lp->left_layer + l.vis_layers < layers ? lp->left_layer + l.vis_layers : layers;
