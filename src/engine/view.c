@@ -106,20 +106,45 @@ static void fill_future_scores(const struct attn_run *r, const struct attn_model
     memo->future_filled[h] = 1;
 }
 
-/* out (n, n) = derived stage s (after same_as) of head h, from the kept scores or weights. */
+/* out (n, n) = derived stage s of head h, from the kept scores or weights: one derive_NAME
+ * each, named by ATTN_DERIVED_STAGES, so a stage listed there without its function does not
+ * compile, and one made by no function cannot be listed. */
+static void derive_SCALED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
+{
+    fill_future_scores(r, m, h);
+    attn_scale_scores(out, r->scores + (size_t)h * m->n * m->n, m);
+}
+
+static void derive_MASKED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
+{
+    attn_mask_scores(out, r->scores + (size_t)h * m->n * m->n, m);
+}
+
+static void derive_DROPOUT(float *out, const struct attn_run *r, const struct attn_model *m, int h)
+{
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    attn_drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
+}
+
+static void derive_WEIGHTED_NORM(float *out, const struct attn_run *r, const struct attn_model *m,
+                                 int h)
+{
+    weighted_norm(out, r, m, h);
+}
+
 static void derive(float *out, const struct attn_run *r, const struct attn_model *m,
                    enum attn_stage s, int h)
 {
-    size_t nn = (size_t)m->n * (size_t)m->n;
-    if (s == STAGE_SCALED) {
-        fill_future_scores(r, m, h);
-        attn_scale_scores(out, r->scores + h * nn, m);
-    } else if (s == STAGE_MASKED)
-        attn_mask_scores(out, r->scores + h * nn, m);
-    else if (s == STAGE_WEIGHTED_NORM)
-        weighted_norm(out, r, m, h);
-    else
-        attn_drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
+    switch (s) {
+#define X(id)                                                                                      \
+    case STAGE_##id:                                                                               \
+        derive_##id(out, r, m, h);                                                                 \
+        return;
+        ATTN_DERIVED_STAGES(X)
+#undef X
+    default: /* a kept stage: attn_view reads its buffer, never this */
+        return;
+    }
 }
 
 int attn_stage_cols(const struct attn_model *m, enum attn_stage s)
