@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -297,6 +298,57 @@ static void test_matrix_refused(void **state)
     attnscope_scene_delete(scene);
 }
 
+/* A scene that makes the English model compute otherwise than it was trained opens, and says so
+ * at each key, as `attnscope check` does; the scene as trained has no warning. */
+static void test_warnings(void **state)
+{
+    (void)state;
+    const char *data = getenv("ATTNSCOPE_DATA_DIR");
+    char dir[1024], yaml[4096], path[] = "/tmp/attnscope-api-XXXXXX.yaml";
+    snprintf(dir, sizeof(dir), "%.900s/models/english", data && *data ? data : ".");
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "text: \"Your journey starts with one step\"\n"
+             "tokenizer: {kind: gpt2, vocab: %s/vocab.json, merges: %s/merges.txt}\n"
+             "model: {file: %s/model.safetensors, arch: gpt2}\n"
+             "attention: {heads: 4, scale: false}\n"
+             "layers: 2\n",
+             dir, dir, dir);
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(yaml, f);
+    fclose(f);
+    attnscope_scene *scene = NULL;
+    attnscope_error err, w;
+    int rc = attnscope_scene_open(&scene, path, &err);
+    if (rc != 0)
+        fail_msg("%s: %s", path, err.message);
+    assert_int_equal(attnscope_warnings(scene), 3);
+    static const int at[3][2] = {{5, 13}, {5, 23}, {6, 1}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(attnscope_warning(&w, scene, i), 0);
+        assert_string_equal(w.file, path);
+        assert_int_equal(w.line, at[i][0]);
+        assert_int_equal(w.col, at[i][1]);
+        assert_int_equal(w.more, 0);
+    }
+    assert_non_null(strstr(w.message, "'layers' modifies the checkpoint (layers 4 \u2192 2)"));
+    assert_int_equal(attnscope_warning(&w, scene, 3), -1);
+    assert_string_equal(w.message, "no warning 3: the scene has 3");
+    attnscope_scene_delete(scene);
+    /* as trained: nothing to say */
+    *strstr(yaml, "attention:") = '\0';
+    f = fopen(path, "w");
+    fputs(yaml, f);
+    fclose(f);
+    assert_int_equal(attnscope_scene_open(&scene, path, &err), 0);
+    assert_int_equal(attnscope_warnings(scene), 0);
+    assert_int_equal(attnscope_warning(&w, scene, 0), -1);
+    attnscope_scene_delete(scene);
+    unlink(path);
+}
+
 static void test_delete_null(void **state)
 {
     (void)state;
@@ -317,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_bad_scene_located),
         cmocka_unit_test(test_not_a_model_folder),
         cmocka_unit_test(test_matrix_refused),
+        cmocka_unit_test(test_warnings),
         cmocka_unit_test(test_delete_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,14 @@ int attnscope_scene_open(attnscope_scene **out, const char *path, attnscope_erro
 /* Frees the scene (NULL: nothing). Results computed from it stay valid. */
 void attnscope_scene_delete(attnscope_scene *scene);
 
+/* What the scene was opened past without a refusal, as `attnscope check` warns of it: a scene
+ * key that makes a checkpoint compute otherwise than it was trained, a config.json key attnscope
+ * does not read (each at its file:line:col), tokens past the positions a RoPE model was trained
+ * on. attnscope_warnings returns how many; attnscope_warning fills *out with warning i (0 ..
+ * count - 1; more is 0) and returns 0, or -1 with *out saying there is no such warning. */
+int attnscope_warnings(const attnscope_scene *scene);
+int attnscope_warning(attnscope_error *out, const attnscope_scene *scene, int i);
+
 /* ---- results ------------------------------------------------------------------------------ */
 
 /* Every stage of every head of every layer of a computed scene. */

@@ -26,6 +26,7 @@
 struct attnscope_scene {
     int refs; /* the caller's, and one per result computed from it */
     struct attn_scene scene;
+    char where[ATTNSCOPE_ERROR_FILE_MAX]; /* what its warnings without a file of their own name */
 };
 
 struct attnscope_result {
@@ -127,7 +128,27 @@ int attnscope_scene_open(attnscope_scene **out, const char *path, attnscope_erro
         return -1;
     }
     attn_diag_list_free(&errs);
+    snprintf(s->where, sizeof(s->where), "%s", path);
     *out = s;
+    return 0;
+}
+
+int attnscope_warnings(const attnscope_scene *scene)
+{
+    struct diag d;
+    int n = 0;
+    while (attn_scenefile_warning(&d, &scene->scene, scene->where, n) == 0)
+        n++;
+    return n;
+}
+
+int attnscope_warning(attnscope_error *out, const attnscope_scene *scene, int i)
+{
+    struct diag d;
+    if (attn_scenefile_warning(&d, &scene->scene, scene->where, i) != 0)
+        return error_set(out, scene->where, "no warning %d: the scene has %d", i,
+                         attnscope_warnings(scene));
+    error_from(out, &d, 0);
     return 0;
 }
 

@@ -282,28 +282,36 @@ int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *r
     return rc;
 }
 
+int attn_scenefile_warning(struct diag *out, const struct attn_scene *s, const char *path, int i)
+{
+    attn_diag_clear(out);
+    const struct diag_list *w = s->backing ? &s->backing->warnings : NULL;
+    int kept = w ? w->n : 0, lost = w && w->lost > 0 ? 1 : 0;
+    if (i >= 0 && i < kept) {
+        *out = w->items[i];
+        return 0;
+    }
+    snprintf(out->file, sizeof(out->file), "%.*s", (int)sizeof(out->file) - 1, path);
+    if (lost && i == kept) {
+        snprintf(out->msg, sizeof(out->msg), "out of memory: %d more warnings could not be listed",
+                 w->lost);
+        return 0;
+    }
+    if (i == kept + lost && attn_scene_positions_note(out->msg, sizeof(out->msg), s))
+        return 0;
+    attn_diag_clear(out);
+    return -1;
+}
+
 int attn_scenefile_print_warnings(FILE *out, const struct attn_scene *s, const char *path)
 {
     int n = 0;
-    const struct diag_list *w = s->backing ? &s->backing->warnings : NULL;
-    for (int i = 0; w && i < w->n; i++, n++) {
-        struct diag d = w->items[i];
+    struct diag d;
+    for (; attn_scenefile_warning(&d, s, path, n) == 0; n++) {
         char msg[DIAG_MSG_MAX];
         snprintf(msg, sizeof(msg), "warning: %.*s", (int)sizeof(msg) - 16, d.msg);
         snprintf(d.msg, sizeof(d.msg), "%s", msg);
         attn_diag_print(out, &d, NULL, 0);
-    }
-    if (w && w->lost > 0)
-        fprintf(out, "%s: warning: out of memory: %d more warnings could not be listed\n", path,
-                w->lost);
-    char note[DIAG_MSG_MAX];
-    if (attn_scene_positions_note(note, sizeof(note), s)) {
-        struct diag d;
-        attn_diag_clear(&d);
-        snprintf(d.file, sizeof(d.file), "%.*s", (int)sizeof(d.file) - 1, path);
-        snprintf(d.msg, sizeof(d.msg), "warning: %.*s", (int)sizeof(d.msg) - 16, note);
-        attn_diag_print(out, &d, NULL, 0);
-        n++;
     }
     return n;
 }

@@ -35,9 +35,12 @@ int attn_scenefile_load(struct attn_scene *out, const char *path, struct diag_li
  * (attn_scenefile_print_warnings). Returns 0 or -1. */
 int attn_scenefile_load_report(struct attn_scene *out, const char *path, FILE *report);
 
-/* Prints what s was loaded past without a refusal, one "file:line:col: warning: ..." line each:
- * its checkpoint's (config.json's unknown keys, each at its key) and tokens past the positions
- * a RoPE checkpoint was trained on (at path, the scene). Returns how many. */
+/* What s was loaded past without a refusal, i from 0: its checkpoint's warnings (config.json's
+ * unknown keys, each at its key), then how many more memory ran out for, then tokens past the
+ * positions a RoPE checkpoint was trained on (at path, the scene). Fills *out (its message
+ * without "warning: ") and returns 0, or -1 past the last. */
+int attn_scenefile_warning(struct diag *out, const struct attn_scene *s, const char *path, int i);
+/* Prints each, one "file:line:col: warning: ..." line. Returns how many. */
 int attn_scenefile_print_warnings(FILE *out, const struct attn_scene *s, const char *path);
 
 /* ---- a model folder as a scene (folder.c) ---------------------------------------------- */
