@@ -207,6 +207,9 @@ int bench_scene(struct attn_scene *s, int n, int d_in, int d_out, int heads, dou
 /* "blas: OpenBLAS 0.3.21, Haswell kernels, 2 threads": the first line of every bench report,
  * whose figures are that kernel's (the same machine is a third slower on another). */
 void bench_print_blas(void);
+/* OpenBLAS sgemm's GFLOP/s on a d x d x d product here, now: the median of repeat samples
+ * (bench --tokens' figure, and the speed bench --ui's bounds divide by); -1 when out of memory. */
+double bench_sgemm_gflops(int d, int repeat);
 /* Parses a whole decimal integer in [lo, hi]. Returns 0, or -1. */
 int cli_parse_int(const char *text, int lo, int hi, int *out);
 /* Parses a decimal number in [lo, hi] (C locale, finite). Returns 0, or -1. */

@@ -184,9 +184,8 @@ static double forward_flops(double n, double d)
 
 /* OpenBLAS's sgemm on a square d x d x d product (c = a b, the call attn_mm_ab makes): the speed
  * the forward pass's products could reach at this width. torch_peer.py times torch.mm on the
- * same problem. Each of the repeat samples times enough calls for about 10 Mflop; the median.
- * Returns GFLOP/s, or -1 when out of memory. */
-static double sgemm_gflops(int d, int repeat)
+ * same problem. Each of the repeat samples times enough calls for about 10 Mflop; the median. */
+double bench_sgemm_gflops(int d, int repeat)
 {
     size_t dd = (size_t)d * (size_t)d;
     float *a = malloc(dd * sizeof(float)), *b = malloc(dd * sizeof(float));
@@ -240,7 +239,7 @@ static int run_shape(struct shape_result *out, const struct attn_scene *s, struc
     }
     attn_net_free(&net);
     free(t);
-    if (rc == 0 && (out->sgemm_gflops = sgemm_gflops(out->dim, out->repeat)) < 0)
+    if (rc == 0 && (out->sgemm_gflops = bench_sgemm_gflops(out->dim, out->repeat)) < 0)
         rc = attn_diag_set(err, "", "out of memory");
     return rc;
 }

@@ -467,6 +467,11 @@ int attn_memory_env_parse(const char *text, size_t *bytes, char *why, size_t why
  * every head's scores and context, out_proj, the feed-forward, over every layer. What the
  * compute estimate (net.h) divides by the machine's speed. */
 double attn_scene_flops(const struct attn_scene *s);
+/* The matrix products alone of rows first_row .. n - 1 of every layer (a multiply-add counts 2):
+ * the projections, out_proj and the feed-forward per row, and Q K^T and weights V over the keys
+ * each row sees (a causal row i: i + 1, a window's at most its width). The least a pass that
+ * recomputes those rows must multiply: bench --ui divides it by sgemm's speed for its bound. */
+double attn_scene_product_flops(const struct attn_scene *s, int first_row);
 /* Bytes attn_model_resolve + attn_forward would allocate (params and every stage). */
 size_t attn_scene_mem_estimate(const struct attn_scene *s);
 

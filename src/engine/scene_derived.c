@@ -205,6 +205,41 @@ double attn_scene_flops(const struct attn_scene *s)
     return f * (s->layers > 1 ? s->layers : 1);
 }
 
+double attn_scene_product_flops(const struct attn_scene *s, int first_row)
+{
+    int n = s->n_tokens > 0 ? s->n_tokens : 0;
+    if (first_row < 0)
+        first_row = 0;
+    if (first_row >= n)
+        return 0;
+    double d = attn_scene_d_in(s) > 0 ? attn_scene_d_in(s) : 0;
+    double D = attn_scene_concat_dim(s) > 0 ? attn_scene_concat_dim(s) : 0;
+    double Dkv = attn_scene_kv_dim(s) > 0 ? attn_scene_kv_dim(s) : 0;
+    double r = s->attn.kv_latent;
+    double row = 0; /* one row's row-wise products, one layer */
+    if (attn_scene_eff_projection(s) != PROJ_NONE)
+        row += r > 0 ? 2 * d * (D + r) + 2 * 2 * r * D : 2 * d * (D + 2 * Dkv);
+    if (attn_scene_eff_out_proj(s))
+        row += 2 * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
+    if (s->block.on)
+        row += (s->block.activation == ACT_SWIGLU ? 3 : 2) * 2 * d *
+               (attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0);
+    int layers = s->layers > 1 ? s->layers : 1;
+    double f = 0;
+    for (int L = 0; L < layers; L++) {
+        int w = s->attn.window > 0 && !(L < SCENE_MAX_LAYERS && s->attn.window_off[L])
+                    ? s->attn.window
+                    : 0;
+        double keys = 0; /* over the rows: the keys each sees */
+        for (int i = first_row; i < n; i++) {
+            int k = s->attn.causal ? i + 1 : n;
+            keys += w > 0 && k > w ? w : k;
+        }
+        f += row * (n - first_row) + 2 * 2 * keys * D; /* Q K^T and weights V */
+    }
+    return f;
+}
+
 size_t attn_scene_mem_estimate(const struct attn_scene *s)
 {
     size_t n = (size_t)(s->n_tokens > 0 ? s->n_tokens : 0);
