@@ -74,20 +74,23 @@ static void print_row(const char *action, const struct ui_bench_figure *f, bool 
 
 /* A shape's block: its rows, its memory. Returns 1 when a measured figure missed its target
  * (first_target, edit_target 0: none; the cursor's and the stage's apply then too). */
-static int report(const char *name, const struct ui_bench_result *r, double gflops, int width,
-                  double first_target, double edit_target)
+static int report(const char *name, const struct ui_bench_result *r, const double gflops[2],
+                  int width, double first_target, double edit_target)
 {
-    attn_cnum_fprintf(stdout, "%s: %d tokens; sgemm %dx%dx%d %.1f GFLOP/s\n", name, r->tokens,
-                      width, width, width, gflops);
+    attn_cnum_fprintf(stdout,
+                      "%s: %d tokens; sgemm %dx%dx%d %.1f GFLOP/s before, %.1f after: the "
+                      "bound at the faster\n",
+                      name, r->tokens, width, width, width, gflops[0], gflops[1]);
     printf("  %-18s %10s %10s %10s %10s %8s\n", "action", "median ms", "max ms", "GFLOP",
            "bound ms", "x bound");
     bool targets = first_target > 0;
-    print_row("first frame", &r->first, true, gflops, first_target);
-    print_row("cursor", &r->cursor, false, gflops, targets ? CURSOR_TARGET_MS : 0);
-    print_row("stage", &r->stage, false, gflops, targets ? STAGE_TARGET_MS : 0);
-    print_row("heads edit", &r->heads_edit, true, gflops, edit_target);
-    print_row("last-word edit", &r->text_edit, true, gflops, edit_target);
-    print_row("mid-sentence edit", &r->mid_edit, true, gflops, 0);
+    double best = gflops[0] > gflops[1] ? gflops[0] : gflops[1];
+    print_row("first frame", &r->first, true, best, first_target);
+    print_row("cursor", &r->cursor, false, best, targets ? CURSOR_TARGET_MS : 0);
+    print_row("stage", &r->stage, false, best, targets ? STAGE_TARGET_MS : 0);
+    print_row("heads edit", &r->heads_edit, true, best, edit_target);
+    print_row("last-word edit", &r->text_edit, true, best, edit_target);
+    print_row("mid-sentence edit", &r->mid_edit, true, best, 0);
     if (r->peak_anon_kib >= 0)
         attn_cnum_fprintf(stdout,
                           "  peak RssAnon %.1f MiB, %.1f MiB through the first frame (sampled "
@@ -110,19 +113,23 @@ static int bench_one(const char *name, struct attn_scene *s, int repeat, double 
                      double edit_target, int *missed_out)
 {
     int width = attn_scene_d_in(s) > SGEMM_MIN_WIDTH ? attn_scene_d_in(s) : SGEMM_MIN_WIDTH;
-    /* Before the explorer opens: the product's matrices are freed before the memory is
-       sampled. */
-    double gflops = bench_sgemm_gflops(width, SGEMM_REPEAT);
+    /* Before the explorer opens (the product's matrices are freed before the memory is sampled)
+       and after it: a neighbour busy at one moment must not lower the bound. */
+    double gflops[2] = {bench_sgemm_gflops(width, SGEMM_REPEAT), 0};
     struct ui_bench_result r;
     struct diag err;
     attn_diag_clear(&err);
-    if (gflops < 0) {
+    if (gflops[0] < 0) {
         attn_scene_free(s);
         fprintf(stderr, "attnscope bench: %s: out of memory\n", name);
         return CLI_INVALID;
     }
     if (ui_bench(&r, s, UI_BENCH_COLS, UI_BENCH_LINES, repeat, &err)) {
         fprintf(stderr, "attnscope bench: %s: %s\n", name, err.msg);
+        return CLI_INVALID;
+    }
+    if ((gflops[1] = bench_sgemm_gflops(width, SGEMM_REPEAT)) < 0) {
+        fprintf(stderr, "attnscope bench: %s: out of memory\n", name);
         return CLI_INVALID;
     }
     *missed_out += report(name, &r, gflops, width, first_target, edit_target);
