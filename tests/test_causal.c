@@ -189,6 +189,35 @@ static void panel_scene(struct attn_scene *s, int n, int layers, const char *pos
     free(t);
 }
 
+/* attn_scene_product_flops, bench --ui's bound: every recomputed row costs the same row-wise
+ * products, and a causal row i multiplies against i + 1 keys (a window's at most its width, a
+ * bidirectional row's n), Q K^T and weights V over the d_out columns (4 flops a key a column). */
+static void test_product_flops(void **state)
+{
+    (void)state;
+    enum { N = 10, LAYERS = 2, D = 32, WINDOW = 3 };
+    struct attn_scene s;
+    panel_scene(&s, N, LAYERS, "{kind: learned, max_len: 300}", "  heads: 4\n  kv_heads: 2\n",
+                gpt2_block);
+    double f[N + 1];
+    for (int i = 0; i <= N; i++)
+        f[i] = attn_scene_product_flops(&s, i);
+    assert_true(f[N] == 0 && attn_scene_product_flops(&s, N + 5) == 0);
+    assert_true(attn_scene_product_flops(&s, -1) == f[0]);
+    double row = (f[0] - f[1]) / LAYERS - 4.0 * 1 * D; /* row 0 sees one key */
+    assert_true(row > 0);
+    for (int i = 0; i < N; i++) /* row i: its products and its i + 1 keys */
+        assert_true(fabs((f[i] - f[i + 1]) / LAYERS - (row + 4.0 * (i + 1) * D)) < 1e-6 * f[0]);
+    s.attn.window = WINDOW;
+    assert_true(fabs(attn_scene_product_flops(&s, N - 1) / LAYERS - (row + 4.0 * WINDOW * D)) <
+                1e-6 * f[0]);
+    s.attn.window = 0;
+    s.attn.causal = false;
+    assert_true(fabs(attn_scene_product_flops(&s, 0) / LAYERS - N * (row + 4.0 * N * D)) <
+                1e-6 * f[0]);
+    attn_scene_free(&s);
+}
+
 /* Rows 0 .. rows - 1 of every stage of every head of every layer of a and b (b may have more
  * tokens): equal bits. Square stages: the keys a row sees (the scores' future past its panel is
  * a product over every key, computed when shown), and every column of a's for the weights. */
@@ -416,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_causal_tiles_equal_full),
         cmocka_unit_test(test_panels_fixed_positions),
         cmocka_unit_test(test_nonfinite_place),
+        cmocka_unit_test(test_product_flops),
         cmocka_unit_test(test_nonfinite_hidden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
