@@ -72,8 +72,8 @@ static void print_row(const char *action, const struct ui_bench_figure *f, bool 
     printf("\n");
 }
 
-/* A shape's block: its rows, its memory. Returns 1 when a measured figure missed its target
- * (first_target, edit_target 0: none; the cursor's and the stage's apply then too). */
+/* A shape's block: its rows, its memory. Returns 1 when a measured figure missed its target;
+ * first_target 0 is a scene of your own, judged on nothing (not the cursor, not the stage). */
 static int report(const char *name, const struct ui_bench_result *r, const double gflops[2],
                   int width, double first_target, double edit_target)
 {
