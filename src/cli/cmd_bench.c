@@ -325,7 +325,10 @@ static const struct cli_opt opts[BENCH_O_COUNT] = {
     [BENCH_O_SUITE] = {"suite", 0, NULL, "the standard shapes, from the book to a GPT-2 layer"},
     [BENCH_O_UI] = {"ui", 0, NULL,
                     "key -> frame in the explorer on a virtual terminal,\n"
-                    "against its targets (exit 1 when one is missed)"},
+                    "against its targets (exit 1 when one is missed); each\n"
+                    "compute beside its bound (its products' FLOPs at the\n"
+                    "sgemm speed measured in the same run) and the peak\n"
+                    "RssAnon; an edit the scene refuses is skipped, said why"},
     [BENCH_O_TOKENS] = {"tokens", 0, "N",
                         "one shape instead: N tokens, learned D-wide embeddings,\n"
                         "d_out D, H causal heads; the median forward pass in ms,\n"
