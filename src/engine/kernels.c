@@ -152,7 +152,7 @@ int attn_row_panel(void)
     if (attn_row_panel_rows > 0)
         return attn_row_panel_rows;
 #endif
-    return 128; /* two of scores.h's PANEL */
+    return 128; /* scores.h's PANEL */
 }
 
 /* A product in row panels: task t is panel t / col_parts, column slice t % col_parts. The
