@@ -241,7 +241,7 @@ static void test_panels_fixed_positions(void **state)
         {140, 230, 1, "{kind: sinusoidal}", "  heads: 4\n  kv_latent: 8\n", ""},
         {100, 101, 1, "{kind: learned, max_len: 300}", "  heads: 1\n", gpt2_block},
     };
-    /* the row panels as they are (128 rows, the heads' 64), and of 64 as the heads' */
+    /* the panels as they are (128 rows), and of 64 */
     int compared = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
