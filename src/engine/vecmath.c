@@ -8,17 +8,12 @@
 
 /* Each loop is compiled again for AVX2 and AVX-512 and picked by the CPU at load time (an ifunc):
  * 8 or 16 lanes where the baseline has 4. The operations stay the IEEE ones, one rounding each
- * (FMA contraction is off, meson.build), so every clone gives the same bits. Not under the
+ * (FMA contraction is off, meson.build), so every clone gives the same bits. GCC only: clang 14
+ * names the ifunc NAME.ifunc, which callers in other files never find. Not under the
  * sanitizers, whose runtime is not up yet when a resolver runs. */
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define VEC_NO_CLONES
-#endif
-#endif
-#if __has_attribute(target_clones) && !defined(VEC_NO_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
 #endif
 #ifndef VEC_CLONES
 #define VEC_CLONES
