@@ -388,7 +388,7 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         first = 0; /* only a causal panelled pass keeps rows */
     if (first > n)
         first = n;
-    first -= first % attn_panel_rows();
+    first -= first % attn_row_panel();
     size_t skip = (size_t)first;
     bool panels = attn_row_panels(m);
     /* A pre-norm block normalises before attention: norm1 is attention's input. */

@@ -152,7 +152,7 @@ int attn_row_panel(void)
     if (attn_row_panel_rows > 0)
         return attn_row_panel_rows;
 #endif
-    return 64;
+    return 128; /* scores.h's PANEL */
 }
 
 /* A product in row panels: task t is panel t / col_parts, column slice t % col_parts. The
@@ -243,10 +243,7 @@ void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b
 
 void attn_softmax_row_prefix(float *y, const float *x, int len, int cols)
 {
-    float max = -INFINITY;
-    for (int j = 0; j < len; j++)
-        if (x[j] > max)
-            max = x[j];
+    float max = attn_max_lanes(x, len);
     if (max == -INFINITY) { /* -inf and nan only: a comparison never picks a nan */
         /* Fully masked (only -inf, the mask's): nothing to attend to, weights 0. A nan among
            them makes torch's max nan and so every weight of the row: so here, never a 0 that
@@ -266,9 +263,8 @@ void attn_softmax_row_prefix(float *y, const float *x, int len, int cols)
     /* torch multiplies by the reciprocal of the sum; so do we */
     float inv = 1.0f / attn_sum_lanes(y, len);
     attn_scale(y, y, inv, len);
-    float future = 0.0f * inv; /* NaN when inv is, as in the full row */
-    for (int j = len; j < cols; j++)
-        y[j] = future;
+    /* NaN when inv is, as in the full row */
+    attn_fill(y + len, 0.0f * inv, (size_t)(cols - len > 0 ? cols - len : 0));
 }
 
 struct softmax_job {

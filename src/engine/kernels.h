@@ -43,8 +43,10 @@ void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b,
 /* c (m, n) = a (m, k) @ b (n, k)^T, in row panels the same way. */
 void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
                       int n, int k);
-/* The rows of a panel: 64, the causal heads' panel too (scores.h's PANEL), so a sentence edit
- * recomputes from the panel holding its first changed token. */
+/* The rows of a panel: 128, the causal heads' panel too (scores.h's PANEL), so a sentence edit
+ * recomputes from the panel holding its first changed token. Each call packs its whole slice of
+ * the weights for the panel's rows alone: at 64 rows that packing was 17 % of a layer of 2048
+ * tokens, at 128 half that; taller still, an edit would redo more rows (docs/performance.md). */
 int attn_row_panel(void);
 #ifdef ATTNSCOPE_TEST_HOOKS
 /* Tests: another panel height (0: the default), so short scenes have several panels. */

@@ -12,8 +12,10 @@
 /* Causal work is cut into panels of attn_row_panel() queries (at most PANEL): panel p computes
  * the scores of its queries against keys 0 .. its last query, their softmax, and their context
  * from those keys only. The row-wise products of such a net run on the same panels (kernels.h's
- * attn_mm_ab_rows), so a prefix of panels is reused bit for bit (attn_forward_rows). */
-enum { PANEL = 64 };
+ * attn_mm_ab_rows), so a prefix of panels is reused bit for bit (attn_forward_rows). 128 rows:
+ * each panel's products pack the keys and values they read once for all its queries, and at 64
+ * that packing cost more than the masked cells a taller panel computes (docs/performance.md). */
+enum { PANEL = 128 };
 
 /* True when the row-wise products run on row panels: a causal net computed panel by panel.
  * Every other scene keeps one product over all its rows. */

@@ -1,8 +1,8 @@
 /* vecmath: elementwise float kernels written for the vector units.
  *
- * Each is a plain loop the compiler vectorises for the baseline's vector unit (OpenMP simd; no
- * -ffast-math, no FMA contraction), so the operations are the IEEE ones the scalar code does:
- * the same bits on every machine.
+ * Each is a plain loop the compiler vectorises for the baseline's vector unit, and for AVX2 and
+ * AVX-512 picked at load time (OpenMP simd; no -ffast-math, no FMA contraction), so the
+ * operations are the IEEE ones the scalar code does: the same bits on every machine.
  */
 #ifndef ATTNSCOPE_VECMATH_H
 #define ATTNSCOPE_VECMATH_H
@@ -26,6 +26,12 @@ bool attn_any_nonfinite(const float *v, size_t count);
  * a nan (attn_any_nonfinite's test, in the same pass: the causal heads' scaled scores are checked
  * as they are made). y may equal x. */
 bool attn_div_nonfinite(float *y, const float *x, float d, int count);
+/* The largest of x (count) by `>`, in 16 lanes: a nan is never picked, -inf when there is
+ * nothing else (count 0 included). Which zero wins between -0 and +0 may differ from a scalar
+ * loop's; x - max is the same number either way. */
+float attn_max_lanes(const float *x, int count);
+/* y (count) = v. */
+void attn_fill(float *y, float v, size_t count);
 /* y (count) = x * s. y may equal x. */
 void attn_scale(float *y, const float *x, float s, int count);
 /* y (count) = a + b. y may equal a or b. */
