@@ -4,7 +4,7 @@
  * the logits of position i are final_norm(h_i) . U^T, U the checkpoint's lm_head.weight, or its
  * wte when they are tied (model.h: the last layer's unembed, (vocab, d_in)). Logits are n x vocab
  * (1024 x 50257 floats is 206 MB), so they never exist whole: they are computed in blocks of
- * positions (at most SCENE_LOGITS_BLOCK_FLOATS floats, 64 MiB) with OpenBLAS, and each row is
+ * positions (at most SCENE_LOGITS_BLOCK_FLOATS floats, 16 MiB) with OpenBLAS, and each row is
  * reduced at once to what a view or command needs: the top k, and the probability, rank and
  * loss of the actual next token. What is kept is O(count * k).
  *

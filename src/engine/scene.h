@@ -79,10 +79,8 @@ enum attn_head_mode {
 };
 
 /* Rows of logits computed at once (logits.h): a block is at most this many floats, whatever
- * the vocabulary (GPT-2's 50257: 333 rows, 64 MiB), so n x vocab never exists. OpenBLAS packs
- * the whole unembedding once a block: at 83 rows (16 MiB) the packing was a quarter of the
- * product's time. */
-#define SCENE_LOGITS_BLOCK_FLOATS ((size_t)1 << 24)
+ * the vocabulary (GPT-2's 50257: 83 rows, 16 MiB), so n x vocab never exists. */
+#define SCENE_LOGITS_BLOCK_FLOATS ((size_t)1 << 22)
 
 struct attn_opt_seed {
     bool set;
