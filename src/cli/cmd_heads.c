@@ -71,22 +71,25 @@ const struct cli_command cli_heads = {
 
 /* The rows of every head, filled a layer at a time (attn_net_visit). */
 struct rows_job {
-    struct row *rows; /* (layers, heads) */
+    struct row *rows;              /* (layers, heads) */
+    struct head_scores *scores;    /* (heads) one layer's */
+    struct attn_mat_view *weights; /* (heads) */
 };
 
 static int score_layer(void *ctx, const struct attn_net *net, int L, struct diag *err)
 {
     struct rows_job *job = ctx;
     int heads = net->model[0].heads;
-    if (!job->rows && !(job->rows = calloc((size_t)net->layers * heads, sizeof(*job->rows))))
+    if (!job->rows && (!(job->rows = calloc((size_t)net->layers * heads, sizeof(*job->rows))) ||
+                       !(job->scores = calloc((size_t)heads, sizeof(*job->scores))) ||
+                       !(job->weights = calloc((size_t)heads, sizeof(*job->weights)))))
         return attn_diag_set(err, "", "out of memory");
-    for (int h = 0; h < heads; h++) {
-        struct row *r = &job->rows[L * heads + h];
-        r->layer = L;
-        r->head = h;
-        attn_head_scores(&r->s, attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h),
-                         net->model[0].ids);
-    }
+    for (int h = 0; h < heads; h++)
+        job->weights[h] = attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h);
+    /* the heads at once, on every thread: the logarithms of the entropy are most of the work */
+    attn_head_scores_many(job->scores, job->weights, heads, net->model[0].ids);
+    for (int h = 0; h < heads; h++)
+        job->rows[L * heads + h] = (struct row){L, h, job->scores[h]};
     return 0;
 }
 
@@ -203,6 +206,8 @@ int cmd_heads(int argc, char **argv)
         print_table(&cs, job.rows, n, best, found);
 out:
     free(job.rows);
+    free(job.scores);
+    free(job.weights);
     cli_scene_close(&cs);
     return rc;
 }

@@ -3,7 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "engine/pool.h"
 
 static const char *const names[SCORE_COUNT] = {"previous", "induction", "first", "self", "entropy"};
 
@@ -20,7 +23,10 @@ int attn_head_score_parse(const char *name)
     return -1;
 }
 
-void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int *ids)
+/* attn_head_scores with earlier[i], the most recent earlier position of ids[i] (-1: none), or
+ * NULL to look each up. */
+static void score_weights(struct head_scores *out, struct attn_mat_view w, const int *ids,
+                          const int *earlier)
 {
     memset(out, 0, sizeof(*out));
     int n = w.rows;
@@ -37,12 +43,16 @@ void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int
             if (a[j] > 0)
                 h -= (double)a[j] * log((double)a[j]);
         sum[SCORE_ENTROPY] += h;
-        for (int j = i - 1; j >= 0; j--) /* the most recent earlier occurrence */
-            if (ids[j] == ids[i]) {
-                sum[SCORE_INDUCTION] += a[j + 1];
-                repeats++;
-                break;
-            }
+        int j = -1;
+        if (earlier)
+            j = earlier[i];
+        else
+            for (j = i - 1; j >= 0 && ids[j] != ids[i]; j--) /* the most recent earlier one */
+                ;
+        if (j >= 0) {
+            sum[SCORE_INDUCTION] += a[j + 1];
+            repeats++;
+        }
     }
     for (int s = 0; s < SCORE_COUNT; s++) {
         int count = s == SCORE_INDUCTION ? repeats : rows;
@@ -50,6 +60,45 @@ void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int
         out->defined[s] = count >= attn_head_score_min_rows((enum head_score)s);
         out->value[s] = out->defined[s] ? sum[s] / count : 0.0;
     }
+}
+
+void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int *ids)
+{
+    score_weights(out, w, ids, NULL);
+}
+
+struct scores_job {
+    struct head_scores *out;
+    const struct attn_mat_view *w;
+    const int *ids, *earlier;
+};
+
+static void score_task(void *ctx, int t, int slot)
+{
+    (void)slot;
+    const struct scores_job *j = ctx;
+    score_weights(&j->out[t], j->w[t], j->ids, j->earlier);
+}
+
+void attn_head_scores_many(struct head_scores *out, const struct attn_mat_view *w, int count,
+                           const int *ids)
+{
+    if (count <= 0)
+        return;
+    int n = w[0].rows;
+    bool same = true; /* one text: its earlier occurrences are looked up once, for all */
+    for (int t = 1; t < count; t++)
+        same &= w[t].rows == n;
+    int *earlier = same && n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+    for (int i = 0; earlier && i < n; i++) {
+        int j = i - 1;
+        while (j >= 0 && ids[j] != ids[i])
+            j--;
+        earlier[i] = j;
+    }
+    struct scores_job job = {out, w, ids, earlier}; /* without earlier: each head looks up */
+    attn_pool_run(count, 0, score_task, &job);
+    free(earlier);
 }
 
 int attn_head_score_min_rows(enum head_score s)

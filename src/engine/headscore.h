@@ -42,6 +42,10 @@ struct head_scores {
 
 /* Scores of the weights w (n x n) of a sequence whose token identities are ids (n). */
 void attn_head_scores(struct head_scores *out, struct attn_mat_view w, const int *ids);
+/* attn_head_scores of count heads' weights w[t] of one text, out[t] the same numbers, on the
+ * pool's threads (a layer of GPT-2 small at 1024 tokens: 12 heads, 6 M logarithms). */
+void attn_head_scores_many(struct head_scores *out /*(count)*/,
+                           const struct attn_mat_view *w /*(count)*/, int count, const int *ids);
 /* The rows a score must average to be given: ATTN_INDUCTION_MIN_ROWS for induction, else 1. */
 int attn_head_score_min_rows(enum head_score s);
 /* Why score s is not given, in the words every front end uses ("induction: 2 rows repeat an

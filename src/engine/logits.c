@@ -3,12 +3,14 @@
 #include "engine/logits.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/attention.h"
 #include "engine/kernels.h"
 #include "engine/model.h"
+#include "engine/pool.h"
 
 bool attn_net_has_vocab(const struct attn_net *net)
 {
@@ -173,31 +175,33 @@ static int by_rank(const void *pa, const void *pb)
 
 /* ln sum_j exp((l_j - l_max) / T), in double, and l_max in *max. The maximum is subtracted
  * before the division, so every term is exp of a number <= 0 at any temperature above 0: l / T
- * itself overflows for a small enough T (a float logit of 1e30 at T = 1e-300). row: (vocab) */
+ * itself overflows for a small enough T (a float logit of 1e30 at T = 1e-300). row: (vocab)
+ * The terms are added in order, one libm exp each: the sum's bits are the outputs' (T = 1
+ * divides by nothing, which is the same number). */
 static double log_sum_exp_shifted(double *max, const float *row, int vocab, double temperature)
 {
-    double m = -INFINITY;
+    float mf = -INFINITY; /* a float's maximum is one of them: no rounding, and it vectorises */
     for (int j = 0; j < vocab; j++)
-        if (row[j] > m)
-            m = row[j];
-    double sum = 0;
-    for (int j = 0; j < vocab; j++)
-        sum += exp((row[j] - m) / temperature);
+        mf = row[j] > mf ? row[j] : mf;
+    double m = mf, sum = 0;
+    if (temperature == 1.0)
+        for (int j = 0; j < vocab; j++)
+            sum += exp(row[j] - m);
+    else
+        for (int j = 0; j < vocab; j++)
+            sum += exp((row[j] - m) / temperature);
     *max = m;
     return log(sum);
 }
 
-/* Position i of out from its row of logits (vocab). */
-static int reduce_row(struct attn_predictions *out, int i, const float *row, int target,
-                      struct diag *err)
+/* The top k of a row into heap (k entries), highest first. Most of a row is below the k-th
+ * best so far: one comparison with it skips the entry. */
+static int top_of_row(struct attn_token_score *heap, int k, const float *row, int vocab)
 {
-    int vocab = out->vocab, k = out->k;
-    double T = out->temperature, top, shift = log_sum_exp_shifted(&top, row, vocab, T);
-    if (!isfinite(shift) || !isfinite(top))
-        return attn_diag_set(err, "", "the logits at position %d are not finite", out->pos0 + i);
-    struct attn_token_score *heap = out->top + (size_t)i * (size_t)k;
     int size = 0;
     for (int j = 0; j < vocab && k > 0; j++) {
+        if (size == k && row[j] < heap[0].logit)
+            continue;
         struct attn_token_score c = {j, row[j], 0.0f};
         if (size < k) {
             heap[size] = c;
@@ -208,18 +212,38 @@ static int reduce_row(struct attn_predictions *out, int i, const float *row, int
         }
     }
     qsort(heap, (size_t)size, sizeof(*heap), by_rank);
+    return size;
+}
+
+/* 1 + the entries of row that rank before entry t (ranks_before): counts the compiler
+ * vectorises. */
+static int rank_in_row(const float *row, int vocab, int t)
+{
+    float lt = row[t];
+    int above = 0, ties = 0;
+    for (int j = 0; j < vocab; j++)
+        above += row[j] > lt;
+    for (int j = 0; j < t; j++)
+        ties += row[j] == lt;
+    return 1 + above + ties;
+}
+
+/* Position i of out from its row of logits (vocab). Returns 0, or -1 when the row is not
+ * finite (the caller says where). Rows are independent: each is one task of the pool. */
+static int reduce_row(struct attn_predictions *out, int i, const float *row, int target)
+{
+    int vocab = out->vocab, k = out->k;
+    double T = out->temperature, top, shift = log_sum_exp_shifted(&top, row, vocab, T);
+    if (!isfinite(shift) || !isfinite(top))
+        return -1;
+    struct attn_token_score *heap = out->top + (size_t)i * (size_t)k;
+    int size = top_of_row(heap, k, row, vocab);
     for (int j = 0; j < size; j++)
         heap[j].prob = (float)exp((heap[j].logit - top) / T - shift);
     out->next_id[i] = target;
     if (target < 0 || target >= vocab)
         return 0;
-    struct attn_token_score t = {target, row[target], 0.0f};
-    int rank = 1;
-    for (int j = 0; j < vocab; j++) {
-        struct attn_token_score c = {j, row[j], 0.0f};
-        rank += ranks_before(&c, &t);
-    }
-    out->next_rank[i] = rank;
+    out->next_rank[i] = rank_in_row(row, vocab, target);
     out->next_logit[i] = row[target];
     out->next_loss[i] = (top - row[target]) / T + shift;
     out->next_prob[i] = exp(-out->next_loss[i]);
@@ -249,6 +273,35 @@ struct stream_query {
                            instead of the rule of targets */
 };
 
+/* The rows b0 .. b0 + m - 1 of out from a block of logits (m, vocab): one task a row. */
+struct reduce_job {
+    struct attn_predictions *out;
+    const struct attn_net *net;
+    const float *logits;
+    const int *targets, *scored; /* as struct stream_query's, targets resolved */
+    int b0, m;
+    atomic_int first_bad; /* the first row that is not finite, or m */
+};
+
+static void reduce_task(void *ctx, int i, int slot)
+{
+    (void)slot;
+    struct reduce_job *j = ctx;
+    const struct attn_model *last = &j->net->model[j->net->layers - 1];
+    int p = j->out->pos0 + j->b0 + i, n = last->n;
+    int target = p + 1 < n ? j->targets[p + 1] : -1;
+    /* a masked language model scores the token at p itself; at [MASK] it is unknown */
+    if (last->masked_lm)
+        target = j->targets[p] == last->mask_id ? -1 : j->targets[p];
+    if (j->scored)
+        target = j->scored[p];
+    if (reduce_row(j->out, j->b0 + i, j->logits + (size_t)i * (size_t)last->vocab, target) == 0)
+        return;
+    int bad = atomic_load(&j->first_bad);
+    while (i < bad && !atomic_compare_exchange_weak(&j->first_bad, &bad, i))
+        ;
+}
+
 /* attn_predict of the stream q->v. */
 static int predict_stream(struct attn_predictions *out, const struct attn_net *net,
                           const struct stream_query *q, struct diag *err)
@@ -260,7 +313,7 @@ static int predict_stream(struct attn_predictions *out, const struct attn_net *n
         return attn_diag_set(err, "", "the temperature must be a number above 0, not %g",
                              temperature);
     const struct attn_model *last = &net->model[net->layers - 1];
-    int vocab = last->vocab, d = last->d_in, n = last->n;
+    int vocab = last->vocab, d = last->d_in;
     if (k < 0)
         k = 0;
     if (k > vocab)
@@ -295,15 +348,19 @@ static int predict_stream(struct attn_predictions *out, const struct attn_net *n
             rc = attn_diag_set(err, "", "out of memory for the unembedding");
             break;
         }
-        for (int i = 0; i < m && rc == 0; i++) {
-            int p = pos0 + b0 + i, target = p + 1 < n ? targets[p + 1] : -1;
-            /* a masked language model scores the token at p itself; at [MASK] it is unknown */
-            if (last_masked_lm(net))
-                target = targets[p] == net->model[net->layers - 1].mask_id ? -1 : targets[p];
-            if (scored)
-                target = scored[p];
-            rc = reduce_row(out, b0 + i, logits + (size_t)i * vocab, target, err);
-        }
+        struct reduce_job job = {.out = out,
+                                 .net = net,
+                                 .logits = logits,
+                                 .targets = targets,
+                                 .scored = scored,
+                                 .b0 = b0,
+                                 .m = m,
+                                 .first_bad = m};
+        attn_pool_run(m, 0, reduce_task, &job);
+        int bad = atomic_load(&job.first_bad);
+        if (bad < m)
+            rc =
+                attn_diag_set(err, "", "the logits at position %d are not finite", pos0 + b0 + bad);
     }
 out:
     free(logits);

@@ -21,6 +21,7 @@
 
 #include "common/fsutil.h"
 #include "common/npy.h"
+#include "engine/pool.h"
 #include "scenefile/scenefile.h"
 
 #define EXPORT_PATH_MAX 4096
@@ -299,6 +300,57 @@ bool export_writes_stage(const struct attn_model *m, enum attn_stage st)
     return !(st == STAGE_DROPOUT && !m->keep);
 }
 
+/* A layer's heads at least this many floats (heads x n x n) are written on every thread. */
+#define HEADS_PARALLEL_FLOATS ((size_t)1 << 16)
+
+/* What each head's files are made of (export_head_files), and where each head's error goes. */
+struct heads_job {
+    const char *dir;
+    const struct attn_model *m;
+    const struct attn_run *r;
+    enum export_format fmt;
+    const enum attn_stage *order;
+    int n_order;
+    struct export_progress *pr; /* its sink's stop flag is read before each head */
+    size_t cap;                 /* floats of each buffer, n x n */
+    float **bufs;               /* (slots) a derived stage's numbers, one buffer a thread */
+    struct diag *errs;          /* (heads) */
+    int slots;
+};
+
+/* Head h's folder and its per-head stages, with the buffer of thread slot. Returns 0, or -1 with
+ * job->errs[h]. */
+static int export_head_files(struct heads_job *job, int h, int slot)
+{
+    const struct attn_model *m = job->m;
+    struct diag *err = &job->errs[h];
+    attn_diag_clear(err);
+    if (progress_stopped(job->pr->sink)) { /* Ctrl-C: the temporary folder is removed */
+        attn_diag_set(err, NULL, "interrupted; the folder is as it was");
+        return fail_at(err, job->dir);
+    }
+    char sub[32];
+    snprintf(sub, sizeof(sub), "head%d", h);
+    if (make_dir(job->dir, sub, err) != 0)
+        return -1;
+    for (int i = 0; i < job->n_order; i++) {
+        enum attn_stage st = job->order[i];
+        if (!attn_stage_is_per_head(st) || !export_writes_stage(m, st))
+            continue;
+        char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
+        if (put_matrix(job->dir, sub, attn_stage_file(st),
+                       attn_view_buf(job->bufs[slot], job->cap, job->r, m, st, h), "token",
+                       m->tokens, cols, job->fmt, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void heads_task(void *ctx, int h, int slot)
+{
+    export_head_files(ctx, h, slot);
+}
+
 /* One layer's files into dir: its input, parameters, per-head stages and shared stages. */
 static int export_layer(const char *dir, const struct attn_scene *s, const struct attn_model *m,
                         const struct attn_run *r, enum export_format fmt,
@@ -314,37 +366,54 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
 
     enum attn_stage order[STAGE_COUNT];
     int n_order = attn_stage_order(order, m);
-    /* The derived stages (scaled, masked, dropout) are computed one matrix at a time into buf,
-       so the export holds one n x n matrix more than the result, not one per head. */
+    /* The derived stages (scaled, masked, dropout) are computed one matrix at a time into a
+       buffer of each thread's, so the export holds one n x n matrix a thread more than the
+       result, not one per head. */
     size_t cap = (size_t)m->n * (size_t)m->n;
-    float *buf = malloc((cap ? cap : 1) * sizeof(float));
-    if (!buf) {
+    struct heads_job job = {dir, m, r, fmt, order, n_order, pr, cap, NULL, NULL, 1};
+    /* The heads on every thread when they are worth it: writing is mostly the kernel copying
+       into the page cache (3 GB at 1,024 tokens of GPT-2 small), which one thread does at
+       about 1 GB/s here. A small layer stays in order on one thread. */
+    if ((size_t)m->heads * cap >= HEADS_PARALLEL_FLOATS)
+        job.slots = attn_pool_threads();
+    job.bufs = calloc((size_t)job.slots, sizeof(*job.bufs));
+    job.errs = calloc((size_t)m->heads, sizeof(*job.errs));
+    int rc = job.bufs && job.errs ? 0 : -1;
+    for (int t = 0; rc == 0 && t < job.slots; t++)
+        if (!(job.bufs[t] = malloc((cap ? cap : 1) * sizeof(float))))
+            rc = -1;
+    if (rc != 0) {
         attn_diag_set(err, NULL, "out of memory");
-        return fail_at(err, dir);
-    }
-    for (int h = 0; h < m->heads; h++) {
-        char sub[32];
-        snprintf(sub, sizeof(sub), "head%d", h);
-        if (make_dir(dir, sub, err) != 0)
-            goto fail;
-        for (int i = 0; i < n_order; i++) {
-            enum attn_stage st = order[i];
-            if (!attn_stage_is_per_head(st) || !export_writes_stage(m, st))
-                continue;
-            char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
-            if (put_matrix(dir, sub, attn_stage_file(st), attn_view_buf(buf, cap, r, m, st, h),
-                           "token", m->tokens, cols, fmt, err) != 0)
-                goto fail;
+        fail_at(err, dir);
+    } else if (job.slots == 1) {
+        for (int h = 0; rc == 0 && h < m->heads; h++) {
+            if ((rc = export_head_files(&job, h, 0)) != 0)
+                *err = job.errs[h];
+            else
+                progress_report(pr->sink, ++pr->done, pr->total);
         }
-        progress_report(pr->sink, ++pr->done, pr->total);
-        if (progress_stopped(pr->sink)) { /* Ctrl-C: the temporary folder is removed */
-            attn_diag_clear(err);
-            attn_diag_set(err, NULL, "interrupted; the folder is as it was");
-            fail_at(err, dir);
-            goto fail;
+    } else {
+        /* the value norms of weighted_norm share a scratch buffer: made here, in order */
+        for (int i = 0; i < n_order; i++)
+            for (int h = 0; order[i] == STAGE_WEIGHTED_NORM && h < m->heads; h++)
+                attn_value_norms(r, m, h);
+        attn_pool_run(m->heads, 0, heads_task, &job);
+        for (int h = 0; rc == 0 && h < m->heads; h++)
+            if (job.errs[h].msg[0]) { /* the first head that failed, as in order */
+                *err = job.errs[h];
+                rc = -1;
+            }
+        if (rc == 0) {
+            pr->done += m->heads;
+            progress_report(pr->sink, pr->done, pr->total);
         }
     }
-    free(buf);
+    for (int t = 0; job.bufs && t < job.slots; t++)
+        free(job.bufs[t]);
+    free(job.bufs);
+    free(job.errs);
+    if (rc != 0)
+        return -1;
 
     /* The concatenated heads are "context.csv" (stage.h's file): the name the book's readers
        look for. */
@@ -370,9 +439,6 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
                    "token", m->tokens, NULL, fmt, err) != 0)
         return -1;
     return 0;
-fail:
-    free(buf);
-    return -1;
 }
 
 struct tokens_job {
