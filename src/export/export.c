@@ -911,6 +911,7 @@ static int first_foreign(char *path, char *type, char *listed, const struct tree
                          const char *root, struct diag *err)
 {
     *type = 0;
+    *listed = 0;
     struct tree_list todo = {0}; /* folders listed in m and found as folders, still to read */
     int rc = 0;
     for (int next = -1; rc == 0 && next < todo.n; next++) {
