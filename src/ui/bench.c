@@ -263,19 +263,11 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     out->peak_anon_kib = out->hwm_kib = out->first_anon_kib = -1;
     if (repeat < 1)
         repeat = 1;
-    FILE *in = fopen("/dev/null", "r"), *sink = fopen("/dev/null", "w");
-    SCREEN *scr = in && sink ? newterm("xterm-256color", sink, in) : NULL;
-    if (!scr) {
-        if (in)
-            fclose(in);
-        if (sink)
-            fclose(sink);
+    struct ui_vterm term;
+    if (ui_vterm_open(&term, cols, lines, err) != 0) {
         attn_scene_free(s);
-        return attn_diag_set(err, "", "cannot open a virtual terminal (xterm-256color)");
+        return -1;
     }
-    set_term(scr);
-    resizeterm(lines, cols);
-    ui_setup_terminal();
 
     struct sampler sm = {.peak_kib = status_kib("RssAnon:")};
     bool sampling = pthread_create(&sm.thread, NULL, sample, &sm) == 0;
@@ -338,9 +330,6 @@ done:
     out->hwm_kib = status_kib("VmHWM:");
     free(ms);
     free(flops);
-    endwin();
-    delscreen(scr);
-    fclose(in);
-    fclose(sink);
+    ui_vterm_close(&term);
     return rc;
 }

@@ -52,20 +52,12 @@ int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, 
         return attn_diag_set(err, "", "out of memory");
     if (!setlocale(LC_CTYPE, "C.UTF-8"))
         setlocale(LC_CTYPE, "C.utf8");
-    FILE *in = fopen("/dev/null", "r"), *sink = fopen("/dev/null", "w");
-    SCREEN *scr = in && sink ? newterm("xterm-256color", sink, in) : NULL;
-    if (!scr) {
-        if (in)
-            fclose(in);
-        if (sink)
-            fclose(sink);
+    struct ui_vterm term;
+    if (ui_vterm_open(&term, cols, lines, err) != 0) {
         setlocale(LC_CTYPE, ctype);
         free(ctype);
-        return attn_diag_set(err, "", "cannot open a virtual terminal (xterm-256color)");
+        return -1;
     }
-    set_term(scr);
-    resizeterm(lines, cols);
-    ui_setup_terminal();
 
     int found = 0;
     ui_use_user_configs(false);
@@ -104,10 +96,7 @@ int ui_lesson_check(struct attn_scene *s, const char *path, const char *source, 
     }
     ui_use_user_configs(true);
     ui_delete(ui);
-    endwin();
-    delscreen(scr);
-    fclose(in);
-    fclose(sink);
+    ui_vterm_close(&term);
     setlocale(LC_CTYPE, ctype);
     free(ctype);
     return found;

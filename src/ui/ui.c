@@ -772,6 +772,34 @@ void ui_setup_terminal(void)
     paste_setup();
 }
 
+int ui_vterm_open(struct ui_vterm *t, int cols, int lines, struct diag *err)
+{
+    *t = (struct ui_vterm){fopen("/dev/null", "r"), fopen("/dev/null", "w"), NULL};
+    if (t->in && t->sink)
+        t->scr = newterm("xterm-256color", t->sink, t->in);
+    if (!t->scr) {
+        if (t->in)
+            fclose(t->in);
+        if (t->sink)
+            fclose(t->sink);
+        *t = (struct ui_vterm){0};
+        return attn_diag_set(err, "", "cannot open a virtual terminal (xterm-256color)");
+    }
+    set_term(t->scr);
+    resizeterm(lines, cols);
+    ui_setup_terminal();
+    return 0;
+}
+
+void ui_vterm_close(struct ui_vterm *t)
+{
+    endwin();
+    delscreen(t->scr);
+    fclose(t->in);
+    fclose(t->sink);
+    *t = (struct ui_vterm){0};
+}
+
 static void on_quit_signal(int sig)
 {
     if (sig == SIGINT)

@@ -91,6 +91,16 @@ void ui_use_user_configs(bool on);
 /* Modes, colours, mouse and extra key sequences of a fresh curses screen (ui_main and tests). */
 void ui_setup_terminal(void);
 
+/* A virtual terminal of cols x lines (xterm-256color on /dev/null), made the current screen and
+ * set up as ui_main's: what a lesson's check and bench --ui run the explorer on. */
+struct ui_vterm {
+    FILE *in, *sink;
+    struct screen *scr; /* curses' SCREEN */
+};
+int ui_vterm_open(struct ui_vterm *t, int cols, int lines, struct diag *err);
+/* Ends it and frees it (after ui_delete of what ran on it). */
+void ui_vterm_close(struct ui_vterm *t);
+
 /* Session API, shared by ui_main and the golden-screen tests. ui_open takes ownership of s.
  * The caller has set up curses (initscr or newterm). */
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err);
