@@ -1317,7 +1317,8 @@ static void test_every_stage_explained(void **state)
 static void open_golden(struct app *a, const char *rel)
 {
     char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", getenv("ATTNSCOPE_GOLDEN_DIR"), rel);
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    snprintf(path, sizeof(path), "%s/%s", golden ? golden : "tests/golden", rel);
     struct attn_scene s;
     assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
     struct diag err;
@@ -1830,16 +1831,8 @@ static void test_token_view_focus(void **state)
 static void test_token_view_sliding_window(void **state)
 {
     (void)state;
-    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/families/scenes/mistral-window.yaml",
-             golden ? golden : "tests/golden");
-    struct attn_scene s;
-    if (attn_scenefile_load_report(&s, path, stderr) != 0)
-        fail_msg("%s does not load", path);
     struct app a;
-    struct diag err;
-    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    open_golden(&a, "families/scenes/mistral-window.yaml");
     assert_int_equal(app_model(&a)->window, 5);
     struct tokenview_focus f = {0};
     int head;
@@ -2554,16 +2547,8 @@ static void test_ablation_toggle_and_undo(void **state)
 static void test_edit_both_sentences_of_a_pair(void **state)
 {
     (void)state;
-    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/families/scenes/bert-pair.yaml",
-             golden ? golden : "tests/golden");
-    struct attn_scene s;
-    if (attn_scenefile_load_report(&s, path, stderr) != 0)
-        fail_msg("%s does not load", path);
     struct app a;
-    struct diag err;
-    assert_int_equal(app_init(&a, &s, path, NULL, &err), 0);
+    open_golden(&a, "families/scenes/bert-pair.yaml");
     assert_string_equal(a.doc.scene.text_pair, "It was a sunny [MASK] .");
     struct ask ask = {0};
     command_run(&a, ACTION_EDIT_TEXT, &ask);
