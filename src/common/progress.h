@@ -32,10 +32,11 @@ static inline void progress_report(const struct progress_sink *s, long done, lon
         s->step(s->ctx, done, total);
 }
 
-/* True once the sink's stop flag is set. */
+/* True once the sink's stop flag is set. Read atomically: the flag may be set by another thread
+ * than the one working (the explorer's, for its compute thread), or by a signal handler. */
 static inline bool progress_stopped(const struct progress_sink *s)
 {
-    return s && s->stop && *s->stop;
+    return s && s->stop && __atomic_load_n(s->stop, __ATOMIC_RELAXED);
 }
 
 /* Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed, an ssh session dropped) for the

@@ -145,36 +145,18 @@ static void borrow(struct attn_model *m, float **member, float *p)
 
 /* ---- lazy matrices: one widened at a time ------------------------------------------------ */
 
-/* Stored rows read at once when a transposed tensor is turned: a block of at most this many
- * floats. */
-#define TURN_BLOCK_FLOATS ((size_t)1 << 18)
-
-/* The backing's widening buffer, made on first use (malloc: its pages cost memory only once a
- * matrix is widened into them). NULL when out of memory. */
+/* The widening buffer of the calling thread (attn_param_cache_slot), made on first use. NULL
+ * when out of memory. */
 static float *cache_buffer(struct attn_backing *b)
 {
-    if (!b->cache) {
-        struct attn_param_cache *c = calloc(1, sizeof(*c));
-        if (!c)
-            return NULL;
-        c->floats = b->lazy_floats ? b->lazy_floats : 1;
-        c->buf = malloc(c->floats * sizeof(float));
-        c->turn = malloc(TURN_BLOCK_FLOATS * sizeof(float));
-        if (!c->buf || !c->turn) {
-            free(c->buf);
-            free(c->turn);
-            free(c);
-            return NULL;
-        }
-        b->cache = c;
-    }
-    return b->cache->buf;
+    struct attn_param_cache *c = attn_param_cache_get(b);
+    return c ? c->buf : NULL;
 }
 
 /* How many stored rows of row_len floats fit in the turn buffer at once (at least one). */
 static size_t turn_block(size_t row_len)
 {
-    size_t block = TURN_BLOCK_FLOATS / (row_len ? row_len : 1);
+    size_t block = ATTN_TURN_BLOCK_FLOATS / (row_len ? row_len : 1);
     return block < 1 ? 1 : block;
 }
 
@@ -182,7 +164,7 @@ static size_t turn_block(size_t row_len)
  * its rows at a time and written column by column. */
 static void widen(struct attn_backing *b, const struct attn_lazy_param *p)
 {
-    struct attn_param_cache *c = b->cache;
+    struct attn_param_cache *c = b->cache[attn_param_cache_slot()];
     if (c->tensor == p->tensor)
         return;
     size_t rows = (size_t)p->rows, cols = (size_t)p->cols;
@@ -217,7 +199,7 @@ const float *attn_model_param(const struct attn_model *m, size_t member)
     const struct attn_lazy_param *lazy = lazy_of(m, member);
     if (lazy) {
         widen(m->lazy_from, lazy);
-        return m->lazy_from->cache->buf;
+        return m->lazy_from->cache[attn_param_cache_slot()]->buf;
     }
     return *(float *const *)(const void *)((const char *)m + member);
 }
@@ -237,7 +219,7 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
     size_t block = turn_block((size_t)k);
-    float *w = b->cache->turn;
+    float *w = b->cache[attn_param_cache_slot()]->turn;
     for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
         size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
         b->read_rows(b, lazy->tensor, w, c0, nb); /* (nb, k) */

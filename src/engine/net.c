@@ -165,10 +165,13 @@ int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
     if (first_row > 0)
         first_row -= first_row % attn_row_panel();
     long total = heads_from(net, first), done = 0;
+    __atomic_store_n(&net->layers_ready, first, __ATOMIC_RELEASE);
     progress_report(&net->progress, 0, total); /* step 0: it starts */
-    for (int L = first; L < net->layers; L++)
+    for (int L = first; L < net->layers; L++) {
         if (forward_layer(net, L, first_row, &done, total) != 0)
             return -1;
+        __atomic_store_n(&net->layers_ready, L + 1, __ATOMIC_RELEASE);
+    }
     net->partial = false;
     return 0;
 }
@@ -274,37 +277,41 @@ static int net_begin(struct attn_net *fresh, const struct attn_net *net, const s
     return 0;
 }
 
-int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
+/* Everything of a compute but the forward pass: *fresh holds s's models and runs, sized, with the
+ * rows a sentence edit keeps (fresh->kept_rows) moved over or copied. *shares: fresh's models
+ * borrow net's parameters until compute_commit. On failure net is as it was. */
+static int compute_begin(struct attn_net *fresh, struct attn_net *net, const struct attn_scene *s,
+                         bool *shares, struct diag *err)
 {
-    struct attn_net fresh;
-    if (net_begin(&fresh, net, s, err) != 0)
+    if (net_begin(fresh, net, s, err) != 0)
         return -1;
-    int layers = fresh.layers;
+    int layers = fresh->layers;
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
     /* A sentence edit shares the parameters too, when the inputs draw nothing. */
     bool retext = !reuse && net->from && net->layers == layers && !net->partial &&
                   same_but_sentence(net->from, s) &&
-                  attn_model_resolve_tokens(fresh.model, net->model, layers, s, err) == 0;
+                  attn_model_resolve_tokens(fresh->model, net->model, layers, s, err) == 0;
     attn_diag_clear(err);
-    int rc = reuse ? attn_model_resolve_options(fresh.model, net->model, layers, s,
-                                                &net->after_params, err)
-             : retext
-                 ? 0
-                 : attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err);
+    int rc = reuse    ? attn_model_resolve_options(fresh->model, net->model, layers, s,
+                                                   &net->after_params, err)
+             : retext ? 0
+                      : attn_model_resolve_layers_rng(fresh->model, layers, s, &fresh->after_params,
+                                                      err);
     if (rc) {
-        free(fresh.model);
-        free(fresh.run);
+        free(fresh->model);
+        free(fresh->run);
         return -1;
     }
-    if (reuse || retext) /* nothing was drawn: the generator is where it was */
-        fresh.after_params = net->after_params;
+    *shares = reuse || retext;
+    if (*shares) /* nothing was drawn: the generator is where it was */
+        fresh->after_params = net->after_params;
     /* A sentence edit of a causal net: the rows before the first changed token's panel are the
        previous result's, moved over with its buffers or copied into the new ones. */
-    int kept = reuse ? 0 : kept_rows(net, fresh.model, layers);
+    int kept = reuse ? 0 : kept_rows(net, fresh->model, layers);
 
-    if (!(fresh.from = calloc(1, sizeof(*fresh.from))) || attn_scene_copy(fresh.from, s)) {
-        free(fresh.from);
-        fresh.from = NULL; /* only the shortcut is lost */
+    if (!(fresh->from = calloc(1, sizeof(*fresh->from))) || attn_scene_copy(fresh->from, s)) {
+        free(fresh->from);
+        fresh->from = NULL; /* only the shortcut is lost */
     }
     /* Buffers of an unchanged shape move over (a live edit reallocates nothing); a failure
      * moves them back, so the old result stays intact. With keep_previous nothing moves. */
@@ -313,41 +320,63 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        them valid for the old count), then their rows moved in place. */
     bool reshape = !net->keep_previous && kept > 0;
     for (int L = 0; L < layers && reshape; L++)
-        reshape = !attn_run_fits(&net->run[L], &fresh.model[L]) &&
-                  attn_run_fits_but_n(&net->run[L], &fresh.model[L]);
+        reshape = !attn_run_fits(&net->run[L], &fresh->model[L]) &&
+                  attn_run_fits_but_n(&net->run[L], &fresh->model[L]);
     for (int L = 0; L < layers && reshape; L++)
-        reshape = attn_run_reserve(&net->run[L], &fresh.model[L], err) == 0;
+        reshape = attn_run_reserve(&net->run[L], &fresh->model[L], err) == 0;
     attn_diag_clear(err);
     for (int L = 0; L < layers && reshape; L++)
-        attn_run_relayout(&net->run[L], &fresh.model[L], kept);
+        attn_run_relayout(&net->run[L], &fresh->model[L], kept);
     for (int L = 0; L < layers; L++) {
         if (!net->keep_previous && L < net->layers &&
-            attn_run_fits(&net->run[L], &fresh.model[L])) {
-            fresh.run[L] = net->run[L];
+            attn_run_fits(&net->run[L], &fresh->model[L])) {
+            fresh->run[L] = net->run[L];
             memset(&net->run[L], 0, sizeof(net->run[L]));
             moved = true;
-        } else if (attn_run_init(&fresh.run[L], &fresh.model[L], err) == 0) {
+        } else if (attn_run_init(&fresh->run[L], &fresh->model[L], err) == 0) {
             if (kept > 0) /* another shape: the rows kept are copied over */
-                attn_run_copy_rows(&fresh.run[L], &net->run[L], kept);
+                attn_run_copy_rows(&fresh->run[L], &net->run[L], kept);
         } else {
             for (int k = 0; k < L && k < net->layers; k++)
                 if (!net->run[k].q) {
-                    net->run[k] = fresh.run[k];
-                    memset(&fresh.run[k], 0, sizeof(fresh.run[k]));
+                    net->run[k] = fresh->run[k];
+                    memset(&fresh->run[k], 0, sizeof(fresh->run[k]));
                 }
-            attn_net_free(&fresh);
+            attn_net_free(fresh);
             return -1;
         }
     }
     /* Buffers taken over hold the previous result no more once the pass starts: then it runs
        to the end. Otherwise a stop leaves the previous result as it was. */
+    fresh->moved = moved;
     if (moved)
-        fresh.progress.stop = NULL;
+        fresh->progress.stop = NULL;
     for (int L = 1; L < layers && kept > 0; L++) /* the inputs of the rows kept */
-        memcpy(fresh.model[L].x, net->model[L].x,
-               (size_t)kept * (size_t)fresh.model[L].d_in * sizeof(float));
-    fresh.kept_rows = kept;
-    if (attn_net_forward_rows(&fresh, kept) != 0) {
+        memcpy(fresh->model[L].x, net->model[L].x,
+               (size_t)kept * (size_t)fresh->model[L].d_in * sizeof(float));
+    fresh->kept_rows = kept;
+    return 0;
+}
+
+/* fresh becomes net's result: the parameters it shares handed over, net's old result freed. */
+static void compute_commit(struct attn_net *net, struct attn_net *fresh, bool shares)
+{
+    if (shares) /* committed: the shared buffers become the new model's */
+        for (int L = 0; L < fresh->layers; L++)
+            attn_model_adopt(&fresh->model[L], &net->model[L]);
+    fresh->progress.stop = net->progress.stop;
+    fresh->keep_previous = net->keep_previous;
+    attn_net_free(net);
+    *net = *fresh;
+}
+
+int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
+{
+    struct attn_net fresh;
+    bool shares;
+    if (compute_begin(&fresh, net, s, &shares, err) != 0)
+        return -1;
+    if (attn_net_forward_rows(&fresh, fresh.kept_rows) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");
@@ -356,14 +385,46 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        widens it again, so its pages need not be kept meanwhile (the predictions after this
        need their own). */
     attn_param_cache_drop(s->backing);
-    if (reuse || retext) /* committed: the shared buffers become the new model's */
-        for (int L = 0; L < layers; L++)
-            attn_model_adopt(&fresh.model[L], &net->model[L]);
-    fresh.progress.stop = net->progress.stop;
-    fresh.keep_previous = net->keep_previous;
-    attn_net_free(net);
-    *net = fresh;
+    compute_commit(net, &fresh, shares);
     return 0;
+}
+
+int attn_net_prepare(struct attn_net *fresh, struct attn_net *net, const struct attn_scene *s,
+                     struct diag *err)
+{
+    bool shares;
+    if (compute_begin(fresh, net, s, &shares, err) != 0)
+        return -1;
+    fresh->progress.stop = net->progress.stop; /* it may stop, buffers moved or not */
+    fresh->keep_previous = net->keep_previous;
+    fresh->partial = true; /* until the pass is through */
+    fresh->pending_row = fresh->kept_rows;
+    fresh->shares = shares;
+    fresh->layers_ready = 0;
+    return 0;
+}
+
+int attn_net_forward_pending(struct attn_net *fresh)
+{
+    return attn_net_forward_rows(fresh, fresh->pending_row);
+}
+
+void attn_net_commit(struct attn_net *net, struct attn_net *fresh)
+{
+    bool shares = fresh->shares;
+    fresh->shares = false;
+    compute_commit(net, fresh, shares);
+}
+
+void attn_net_discard(struct attn_net *fresh)
+{
+    fresh->progress = (struct progress_sink){0, 0, 0};
+    attn_net_free(fresh); /* its models borrow the kept ones' buffers: never adopted */
+}
+
+int attn_net_layers_ready(const struct attn_net *net)
+{
+    return __atomic_load_n(&net->layers_ready, __ATOMIC_ACQUIRE);
 }
 
 int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn_net_visit visit,
@@ -397,6 +458,7 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
         }
     }
     attn_param_cache_drop(s->backing); /* as attn_net_compute */
+    fresh.layers_ready = layers;
     attn_net_free(net);
     *net = fresh;
     return 0;

@@ -35,6 +35,15 @@ struct attn_net {
     /* A forward pass was stopped half-way: the stages are incomplete, and no edit keeps rows
      * of them. */
     bool partial;
+    /* Layers 0 .. layers_ready - 1 are computed: the forward pass moves it on as each layer is
+     * done, with release order, so another thread that reads it (attn_net_layers_ready) may read
+     * those layers' models and runs while the pass writes the later ones. */
+    int layers_ready;
+    /* After attn_net_prepare: the row the pending forward pass starts at (the rows kept),
+     * whether the models borrow the previous net's parameters until attn_net_commit, and
+     * whether the previous result's buffers moved over (then it is gone whatever happens). */
+    int pending_row;
+    bool shares, moved;
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
@@ -45,6 +54,26 @@ struct attn_net {
  * zeroed or valid; on failure, or when stopped (err "stopped before the end"), it is left as it
  * was. */
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
+/* attn_net_compute in parts, for a caller that computes in a thread of its own while it shows
+ * the layers done (the explorer). attn_net_prepare does all but the forward pass into *fresh:
+ * s's models resolved (sharing net's parameters as attn_net_compute does), the runs sized, the
+ * rows a sentence edit keeps moved or copied. net keeps what fresh borrows (its parameters, and
+ * with keep_previous its whole result: fresh->moved false) until attn_net_commit; on failure net
+ * is as it was. attn_net_forward_pending runs fresh's pass (on any one thread), moving
+ * layers_ready on layer by layer: 0, or -1 when the sink's stop flag ended it (fresh stays
+ * partial: the next prepare from it computes every row). attn_net_commit makes fresh net's
+ * result, through or stopped, and frees the old one; attn_net_discard drops fresh instead,
+ * leaving net's result as it was, whole when fresh->moved is false. Bit for bit what
+ * attn_net_compute gives. */
+int attn_net_prepare(struct attn_net *fresh, struct attn_net *net, const struct attn_scene *s,
+                     struct diag *err);
+int attn_net_forward_pending(struct attn_net *fresh);
+void attn_net_commit(struct attn_net *net, struct attn_net *fresh);
+void attn_net_discard(struct attn_net *fresh);
+/* How many layers are computed (0 .. layers), as layers_ready, read with acquire order: what
+ * the pass wrote to those layers is visible to the thread that reads it. */
+int attn_net_layers_ready(const struct attn_net *net);
+
 /* What attn_net_compute_lean calls after each layer's forward pass, with the net as it then
  * is. Returns 0 to go on, or -1 with err to stop the compute. */
 typedef int (*attn_net_visit)(void *ctx, const struct attn_net *net, int layer, struct diag *err);

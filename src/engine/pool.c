@@ -133,11 +133,18 @@ static void register_fork(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+static void run_parallel(int tasks, int max_threads, attn_pool_task *fn, void *ctx);
+
+/* Held by the thread whose run the workers serve: another caller thread (the explorer's, while
+   its compute thread runs a pass) runs its tasks itself, in order, rather than wait. */
+static pthread_mutex_t caller = PTHREAD_MUTEX_INITIALIZER;
+
 void attn_pool_run(int tasks, int max_threads, attn_pool_task *fn, void *ctx)
 {
     if (tasks <= 0)
         return;
-    if (tasks == 1 || inside) {
+    bool serial = tasks == 1 || inside || pthread_mutex_trylock(&caller) != 0;
+    if (serial) {
         bool was = inside;
         inside = true;
         for (int t = 0; t < tasks; t++)
@@ -145,6 +152,13 @@ void attn_pool_run(int tasks, int max_threads, attn_pool_task *fn, void *ctx)
         inside = was;
         return;
     }
+    run_parallel(tasks, max_threads, fn, ctx);
+    pthread_mutex_unlock(&caller);
+}
+
+/* The run on the pool's threads, the caller's (holding `caller`) included. */
+static void run_parallel(int tasks, int max_threads, attn_pool_task *fn, void *ctx)
+{
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_fork);
     pthread_mutex_lock(&lock);

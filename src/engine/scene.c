@@ -578,21 +578,60 @@ size_t attn_scene_owned_bytes(const struct attn_scene *s)
     return bytes;
 }
 
+static _Thread_local int param_slot; /* the widening buffer this thread uses: 0, or 1 */
+
+int attn_param_cache_slot(void)
+{
+    return param_slot;
+}
+
+struct attn_param_cache *attn_param_cache_get(struct attn_backing *b)
+{
+    struct attn_param_cache **own = &b->cache[param_slot];
+    if (!*own) {
+        struct attn_param_cache *c = calloc(1, sizeof(*c));
+        if (!c)
+            return NULL;
+        c->floats = b->lazy_floats ? b->lazy_floats : 1;
+        c->buf = malloc(c->floats * sizeof(float)); /* its pages cost memory once written */
+        c->turn = malloc(ATTN_TURN_BLOCK_FLOATS * sizeof(float));
+        if (!c->buf || !c->turn) {
+            free(c->buf);
+            free(c->turn);
+            free(c);
+            return NULL;
+        }
+        *own = c;
+    }
+    return *own;
+}
+
+int attn_param_cache_worker(struct attn_backing *b)
+{
+    param_slot = 1;
+    if (b && b->read_rows && !attn_param_cache_get(b)) {
+        param_slot = 0;
+        return -1;
+    }
+    return 0;
+}
+
 void attn_param_cache_free(struct attn_backing *b)
 {
-    if (!b || !b->cache)
-        return;
-    free(b->cache->buf);
-    free(b->cache->turn);
-    free(b->cache);
-    b->cache = NULL;
+    for (int i = 0; b && i < 2; i++)
+        if (b->cache[i]) {
+            free(b->cache[i]->buf);
+            free(b->cache[i]->turn);
+            free(b->cache[i]);
+            b->cache[i] = NULL;
+        }
 }
 
 void attn_param_cache_drop(struct attn_backing *b)
 {
-    if (!b || !b->cache)
+    if (!b || !b->cache[param_slot])
         return;
-    struct attn_param_cache *c = b->cache;
+    struct attn_param_cache *c = b->cache[param_slot];
     c->tensor = NULL;
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0)

@@ -233,12 +233,17 @@ struct attn_backing {
                       size_t rows);
     /* The most floats any one lazy matrix takes: the size of the engine's widening buffer. */
     size_t lazy_floats;
-    /* The engine's widening buffer (model.c), made on first use and freed with the backing. */
-    struct attn_param_cache *cache;
+    /* The engine's widening buffers (model.c), made on first use and freed with the backing:
+     * [0] every thread's, [1] a thread that called attn_param_cache_worker (a compute running
+     * beside a thread that reads parameters: the explorer's worker). */
+    struct attn_param_cache *cache[2];
     /* What the loader read past without refusing, each at its file:line:col: config.json's
      * unknown keys (src/pretrained). Commands print them, the explorer shows them. */
     struct diag_list warnings;
 };
+
+/* Stored rows of a transposed lazy matrix read at once, as floats: the turning buffer's size. */
+#define ATTN_TURN_BLOCK_FLOATS ((size_t)1 << 18)
 
 /* The engine's widening buffer of a backing's lazy matrices (model.c fills it). */
 struct attn_param_cache {
@@ -247,12 +252,23 @@ struct attn_param_cache {
     const void *tensor; /* which one it holds, or NULL */
     float *turn;        /* (TURN_BLOCK_FLOATS of model.c) stored rows of a transposed one */
 };
-/* Frees b's widening buffer (the scene's last reference to the backing is going). */
+/* Frees b's widening buffers (the scene's last reference to the backing is going). */
 void attn_param_cache_free(struct attn_backing *b);
+/* The calling thread widens b's lazy matrices into b's second buffer from now on, made here: it
+ * computes while another thread reads parameters through the first (attn_model_param hands out
+ * the buffer itself, which a widening of another matrix overwrites). Returns 0, or -1 when out
+ * of memory (the thread then uses the first). */
+int attn_param_cache_worker(struct attn_backing *b);
 /* Gives the pages of b's widening buffer back to the system, keeping the buffer (models point
  * at it): the next lazy matrix asked for is widened again. After a forward pass, so that the
  * largest matrix (TinyLlama's FFN: 44 MiB) is not held while the predictions are computed. */
 void attn_param_cache_drop(struct attn_backing *b);
+/* Which of a backing's widening buffers the calling thread uses: 0, or 1 after
+ * attn_param_cache_worker. */
+int attn_param_cache_slot(void);
+/* The calling thread's widening buffer of b, made on first use (its pages cost memory only once a
+ * matrix is widened into them); NULL when out of memory. */
+struct attn_param_cache *attn_param_cache_get(struct attn_backing *b);
 
 /* One head the scene ablates (scene key ablate:). */
 struct attn_ablation {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cnum.h"
 #include "engine/lesson.h"
@@ -119,6 +120,156 @@ static void caches_free(struct app_caches *c)
     zoom_cache_invalidate(&c->zoom);
 }
 
+/* ---- the background compute (struct app_job) ------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static _Thread_local bool job_thread; /* this thread is a job's */
+
+/* The net's progress sink in the background mode: the job's thread counts the heads done. */
+static void job_step(void *ctx, long done, long total)
+{
+    struct app_job *job = ctx;
+    __atomic_store_n(&job->heads_done, done, __ATOMIC_RELAXED);
+    __atomic_store_n(&job->heads_total, total, __ATOMIC_RELAXED);
+#ifdef ATTNSCOPE_TEST_HOOKS
+    if (job->pause_ms > 0 && done > 0 && job_thread) {
+        struct timespec t = {0, (long)job->pause_ms * 1000000L};
+        nanosleep(&t, NULL);
+    }
+#else
+    (void)job_thread;
+#endif
+}
+
+static void *job_main(void *arg)
+{
+    struct app *a = arg;
+    struct app_job *job = &a->result.job;
+    job_thread = true;
+    attn_param_cache_worker(job->backing); /* out of memory: it shares the first */
+    job->rc = attn_net_forward_pending(&a->result.net);
+    attn_param_cache_drop(job->backing); /* its own buffer's pages back */
+    __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The compute's net becomes the result (through, or stopped: then partial), the one before it
+ * freed once the parameters it lent are handed over. */
+static void job_commit(struct app *a)
+{
+    attn_net_commit(&a->result.prev, &a->result.net);
+    a->result.net = a->result.prev;
+    memset(&a->result.prev, 0, sizeof(a->result.prev));
+}
+
+/* Ends the compute running (an edit replaced it): stopped, joined, its net the result; partial,
+ * so the next attn_net_prepare computes it whole. */
+static void job_cancel(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    if (!job->running)
+        return;
+    __atomic_store_n(&job->stop, 1, __ATOMIC_RELAXED);
+    pthread_join(job->thread, NULL);
+    job->running = false;
+    job->stop = 0;
+    job_commit(a);
+}
+
+/* What a compute makes at its end, once its every layer is there: the note of a value that is not
+ * a number, the run without the ablated heads (the predictions' "before"), the pages of the
+ * widening buffer. Returns 1 when the checkpoint changed on disk meanwhile (err says so). */
+static int result_complete(struct app *a, const struct attn_scene *s, struct diag *err)
+{
+    attn_param_cache_drop(s->backing);
+    char where[DIAG_MSG_MAX - 32];
+    a->result.nonfinite[0] = '\0';
+    if (attn_net_nonfinite_text(where, sizeof(where), &a->result.net))
+        snprintf(a->result.nonfinite, sizeof(a->result.nonfinite), "not a number: %s", where);
+    /* With a head ablated, the run without it is kept for the predictions' "before": two
+       passes over the layers from the first ablated one, at the edit, never on a cursor move.
+       Out of memory only loses the "before". */
+    struct diag clean_err;
+    interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
+    return attn_scene_check_backing(s, err) ? 1 : 0;
+}
+
+/* A new result's bookkeeping, before its forward pass (the background) or after it: the layer on
+ * screen kept, every cache made from the last one stale. */
+static int result_begin(struct app *a, struct diag *err)
+{
+    if (a->view.layer >= a->result.net.layers) /* fewer layers now: the last one */
+        a->view.layer = a->result.net.layers - 1;
+    /* Scored on first use, once per result: drawing and cursor moves never rescan. */
+    size_t count = (size_t)a->result.net.layers * (size_t)a->result.net.model[0].heads;
+    if (!score_cache_invalidate(&a->cache.score, count))
+        return attn_diag_set(err, "", "out of memory for the head scores");
+    a->result.have_result = true;
+    a->result.generation++;
+    caches_invalidate(&a->cache);
+    a->result.nonfinite[0] = '\0';
+    return 0;
+}
+
+/* Recomputes the result for s in the job's thread: prepared here (the parameters resolved, the
+ * buffers sized: milliseconds), the forward pass there. The result before it is kept whole, so
+ * Esc or C-c can take the edit back at once (app_stop_compute), when the compute is felt and two
+ * results fit the memory limit, as a compute on this thread keeps it. -1: prepare failed, the
+ * last result stays. */
+static int recompute_background(struct app *a, const struct attn_scene *s, struct diag *err)
+{
+    struct app_job *job = &a->result.job;
+    const char *why;
+    bool felt = a->result.compute_seconds * 1000 > PROGRESS_QUIET_MS;
+    size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
+    a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2;
+    struct attn_net fresh;
+    int rc = attn_net_prepare(&fresh, &a->result.net, s, err);
+    a->result.net.keep_previous = false;
+    if (rc != 0)
+        return -1;
+    fresh.keep_previous = false;
+    a->result.prev = a->result.net; /* what fresh borrows; whole unless its buffers moved */
+    a->result.net = fresh;
+    a->result.stoppable = a->result.have_result && !fresh.moved;
+    a->result.stop_note[0] = '\0';
+    if (!a->result.stoppable && !a->result.have_result)
+        snprintf(a->result.stop_note, sizeof(a->result.stop_note),
+                 "nothing before it to go back to");
+    else if (!a->result.stoppable && felt)
+        snprintf(a->result.stop_note, sizeof(a->result.stop_note),
+                 "no room for two results (2 \u00d7 %zu MiB, limit %zu MiB)",
+                 (need + ((size_t)1 << 20) - 1) >> 20, limit >> 20);
+    else if (!a->result.stoppable)
+        snprintf(a->result.stop_note, sizeof(a->result.stop_note),
+                 "estimated short: computed in place");
+    if (result_begin(a, err) != 0) { /* out of memory for the scores: computed here, unscored */
+        job_main(a);
+        job_commit(a);
+        return -1;
+    }
+    job->finished = 0;
+    job->rc = 0;
+    job->heads_done = 0;
+    job->heads_total = 0;
+    job->seen_ready = 0;
+    job->started_ms = now_ms();
+    job->backing = s->backing; /* result.shown becomes s's copy meanwhile (settle) */
+    if (pthread_create(&job->thread, NULL, job_main, a) != 0) { /* here, then */
+        job_main(a);
+        job_commit(a);
+        return result_complete(a, s, err);
+    }
+    job->running = true;
+    return 0;
+}
+
 /* Recomputes the result for s; on failure (-1) the last result stays. 1: the result is s's,
  * but its checkpoint shrank while it was read (err says so): its numbers are not the file's. */
 static int recompute(struct app *a, const struct attn_scene *s, struct diag *err)
@@ -127,12 +278,17 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
        the error says which file changed. */
     if (attn_scene_check_backing(s, err))
         return -1;
+    job_cancel(a); /* its pass is for a scene no longer wanted */
+    a->result.compute_seconds = attn_net_estimate_edit_seconds(&a->result.net, s);
+    a->result.stoppable = false;
+    a->result.stop_note[0] = '\0';
+    if (a->result.job.background && a->result.compute_seconds > APP_SYNC_SECONDS)
+        return recompute_background(a, s, err);
     /* A compute long enough to show its progress may be stopped (q, Esc, C-c): it then goes
        into fresh buffers, so the result on screen stays whole, when two results fit in the
        memory limit; the first has none to keep. The estimate is rough (the machine may be
        busy): a stop offered only past ATTN_LONG_SECONDS left computes of seconds unstoppable. */
     const char *why;
-    a->result.compute_seconds = attn_net_estimate_edit_seconds(&a->result.net, s);
     bool felt = a->result.compute_seconds * 1000 > PROGRESS_QUIET_MS;
     size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
     a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2;
@@ -149,28 +305,106 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
                         (s->attn.heads > 0 ? s->attn.heads : 1));
     int rc = attn_net_compute(&a->result.net, s, err);
     a->result.net.keep_previous = false;
-    if (rc)
+    if (rc || result_begin(a, err) != 0)
         return -1;
-    int changed = attn_scene_check_backing(s, err) ? 1 : 0;
-    if (a->view.layer >= a->result.net.layers) /* fewer layers now: the last one */
-        a->view.layer = a->result.net.layers - 1;
-    /* Scored on first use, once per result: drawing and cursor moves never rescan. */
-    size_t count = (size_t)a->result.net.layers * (size_t)a->result.net.model[0].heads;
-    if (!score_cache_invalidate(&a->cache.score, count))
-        return attn_diag_set(err, "", "out of memory for the head scores");
-    a->result.have_result = true;
-    a->result.generation++;
+    return result_complete(a, s, err);
+}
+
+bool app_computing(const struct app *a)
+{
+    return a->result.job.running;
+}
+
+bool app_layer_ready(const struct app *a, int layer)
+{
+    return !a->result.job.running || layer < attn_net_layers_ready(&a->result.net);
+}
+
+bool app_all_ready(const struct app *a)
+{
+    return !a->result.job.running;
+}
+
+void app_compute_progress(const struct app *a, struct app_progress *out)
+{
+    const struct app_job *job = &a->result.job;
+    *out = (struct app_progress){
+        .layers = a->result.net.layers,
+        .ready = job->running ? attn_net_layers_ready(&a->result.net) : a->result.net.layers,
+        .heads_done = __atomic_load_n(&job->heads_done, __ATOMIC_RELAXED),
+        .heads_total = __atomic_load_n(&job->heads_total, __ATOMIC_RELAXED),
+        .ms = job->running ? now_ms() - job->started_ms : 0};
+}
+
+/* The compute through: joined, and what its end makes made. */
+static void job_finish(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    pthread_join(job->thread, NULL);
+    job->running = false;
+    job_commit(a);
+    struct diag err;
+    attn_diag_clear(&err);
+    a->result.generation++; /* what was cached of the layers as they came is made again */
     caches_invalidate(&a->cache);
-    char where[DIAG_MSG_MAX - 32];
-    a->result.nonfinite[0] = '\0';
-    if (attn_net_nonfinite_text(where, sizeof(where), &a->result.net))
-        snprintf(a->result.nonfinite, sizeof(a->result.nonfinite), "not a number: %s", where);
-    /* With a head ablated, the run without it is kept for the predictions' "before": two
-       passes over the layers from the first ablated one, at the edit, never on a cursor move.
-       Out of memory only loses the "before". */
-    struct diag clean_err;
-    interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
-    return changed;
+    if (result_complete(a, &a->result.shown, &err) > 0)
+        snprintf(a->doc.error, sizeof(a->doc.error),
+                 "%.300s; the numbers on screen were read as it changed", err.msg);
+}
+
+int app_poll(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    if (!job->running)
+        return 0;
+    int ready = attn_net_layers_ready(&a->result.net);
+    bool came = ready != job->seen_ready;
+    job->seen_ready = ready;
+    if (__atomic_load_n(&job->finished, __ATOMIC_ACQUIRE)) {
+        job_finish(a);
+        return 2;
+    }
+    return came ? 1 : 0;
+}
+
+void app_wait(struct app *a)
+{
+    if (a->result.job.running)
+        job_finish(a);
+}
+
+static void revert_edit(struct app *a);
+
+int app_stop_compute(struct app *a, const char *key)
+{
+    if (!a->result.job.running)
+        return 0;
+    if (!a->result.stoppable) {
+        app_refuse(a, "%s: that compute could not be stopped: %s", key, a->result.stop_note);
+        return -1;
+    }
+    struct app_job *job = &a->result.job;
+    __atomic_store_n(&job->stop, 1, __ATOMIC_RELAXED);
+    pthread_join(job->thread, NULL);
+    job->running = false;
+    job->stop = 0;
+    attn_net_discard(&a->result.net); /* the result before it, whole: kept aside */
+    a->result.net = a->result.prev;
+    memset(&a->result.prev, 0, sizeof(a->result.prev));
+    revert_edit(a);
+    struct attn_scene before;
+    struct diag err;
+    attn_diag_clear(&err);
+    if (attn_scene_copy(&before, &a->doc.scene) == 0) { /* the scene shown before the edit */
+        attn_scene_free(&a->result.shown);
+        a->result.shown = before;
+    }
+    result_begin(a, &err);
+    result_complete(a, &a->result.shown, &err);
+    app_clamp(a);
+    app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
+               a->result.compute_seconds < 9.5 ? 1 : 0, a->result.compute_seconds);
+    return 1;
 }
 
 /* What the scene is computed past without a refusal, added to the message line: with
@@ -205,11 +439,24 @@ static void warnings_note(struct app *a, bool checkpoint)
              (int)sizeof(a->status.message) - 3, note);
 }
 
-int app_init(struct app *a, struct attn_scene *s, const char *path,
-             const struct progress_sink *progress, struct diag *err)
+/* app_init, with computes past APP_SYNC_SECONDS in the job's thread when background. */
+static int app_init_mode(struct app *a, struct attn_scene *s, const char *path,
+                         const struct progress_sink *progress, bool background, struct diag *err)
 {
     memset(a, 0, sizeof(*a));
-    if (progress) /* every compute, the first included, tells the front end how far it got */
+    a->result.job.background = background;
+    /* A test build's aid (ATTNSCOPE_TEST_HOOKS): the job's thread pauses this long after each
+       head it reports, so a tmux test catches a compute under way on any machine. */
+#ifdef ATTNSCOPE_TEST_HOOKS
+    const char *pause = getenv("ATTNSCOPE_HEAD_PAUSE_MS");
+    a->result.job.pause_ms = pause ? atoi(pause) : 0;
+    if (a->result.job.pause_ms < 0 || a->result.job.pause_ms > 999)
+        a->result.job.pause_ms = 0;
+#endif
+    if (background) /* the job counts the heads; the front end reads app_compute_progress */
+        a->result.net.progress =
+            (struct progress_sink){job_step, &a->result.job, &a->result.job.stop};
+    else if (progress) /* every compute, the first included, tells the front end how far */
         a->result.net.progress = *progress;
     a->doc.scene = *s;
     memset(s, 0, sizeof(*s));
@@ -253,8 +500,16 @@ int app_init(struct app *a, struct attn_scene *s, const char *path,
     return 0;
 }
 
+int app_init(struct app *a, struct attn_scene *s, const char *path,
+             const struct progress_sink *progress, struct diag *err)
+{
+    return app_init_mode(a, s, path, progress, false, err);
+}
+
 void app_free(struct app *a)
 {
+    job_cancel(a); /* before the net it computes goes */
+    attn_net_free(&a->result.prev);
     attn_scene_free(&a->doc.scene);
     attn_scene_free(&a->result.shown);
     for (int i = 0; i < a->doc.n_undo; i++)
@@ -282,8 +537,8 @@ void app_free(struct app *a)
     memset(a, 0, sizeof(*a));
 }
 
-int app_new(struct app **out, struct attn_scene *s, const char *path,
-            const struct progress_sink *progress, struct diag *err)
+static int app_new_mode(struct app **out, struct attn_scene *s, const char *path,
+                        const struct progress_sink *progress, bool background, struct diag *err)
 {
     struct app *a = malloc(sizeof(*a));
     *out = a; /* before the first compute: progress may read it (the front end's bar) */
@@ -291,12 +546,23 @@ int app_new(struct app **out, struct attn_scene *s, const char *path,
         attn_scene_free(s); /* taken in every case, as app_init takes it */
         return attn_diag_set(err, "", "out of memory");
     }
-    if (app_init(a, s, path, progress, err)) {
+    if (app_init_mode(a, s, path, progress, background, err)) {
         free(a);
         *out = NULL;
         return -1;
     }
     return 0;
+}
+
+int app_new(struct app **out, struct attn_scene *s, const char *path,
+            const struct progress_sink *progress, struct diag *err)
+{
+    return app_new_mode(out, s, path, progress, false, err);
+}
+
+int app_new_background(struct app **out, struct attn_scene *s, const char *path, struct diag *err)
+{
+    return app_new_mode(out, s, path, NULL, true, err);
 }
 
 void app_delete(struct app *a)
@@ -412,8 +678,8 @@ bool app_showing_delta(const struct app *a)
 
 const struct head_scores *app_scores(const struct app *a, int layer, int head)
 {
-    static const struct head_scores none; /* every score undefined */
-    if (!a->cache.score.scored)
+    static const struct head_scores none;                     /* every score undefined */
+    if (!a->cache.score.scored || !app_layer_ready(a, layer)) /* a layer still computing */
         return &none;
     size_t i = (size_t)layer * (size_t)a->result.net.model[0].heads + (size_t)head;
     if (!a->cache.score
@@ -635,14 +901,18 @@ struct attn_mat_view app_shown_view(struct app *a)
     return (struct attn_mat_view){a->cache.mean.values, v.rows, v.cols, v.cols};
 }
 
+/* The shape from the model alone: the layer may still be computing, and a derived stage would
+   be computed to learn it. */
 int app_rows(const struct app *a)
 {
-    return app_view(a, a->view.stage, a->view.head).rows;
+    return attn_stage_present(app_model(a), a->view.stage) ? app_model(a)->n : 0;
 }
 
 int app_cols(const struct app *a)
 {
-    return app_view(a, a->view.stage, a->view.head).cols;
+    return attn_stage_present(app_model(a), a->view.stage)
+               ? attn_stage_cols(app_model(a), a->view.stage)
+               : 0;
 }
 
 void app_clamp(struct app *a)
@@ -1665,7 +1935,8 @@ int app_redo(struct app *a)
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
     /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
-       writes .npy). */
+       writes .npy). e refuses while a compute runs; an edit typed since may have started one. */
+    app_wait(a);
     return export_dir_progress(dir, &a->result.shown, &a->result.net, EXPORT_CSV,
                                &a->result.export_progress, err);
 }

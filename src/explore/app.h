@@ -34,6 +34,37 @@ struct app;
 int app_new(struct app **out, struct attn_scene *s, const char *path,
             const struct progress_sink *progress, struct diag *err);
 void app_delete(struct app *a);
+/* app_new for an interactive front end: every compute estimated past APP_SYNC_SECONDS runs in a
+ * thread of its own (struct app_job), the first one included, so this returns as soon as it is
+ * under way. Layer after layer comes ready (app_layer_ready); the front end calls app_poll
+ * between frames, draws the layers ready and shows the others as pending. An edit meanwhile
+ * stops the compute and starts its own. */
+int app_new_background(struct app **out, struct attn_scene *s, const char *path, struct diag *err);
+/* True while a background compute runs. */
+bool app_computing(const struct app *a);
+/* True when layer L of the result is computed (at rest, every layer); app_all_ready: every one.
+ * A panel reads a layer's stages only when it is ready. */
+bool app_layer_ready(const struct app *a, int layer);
+bool app_all_ready(const struct app *a);
+/* How far the compute running is. */
+struct app_progress {
+    int ready, layers;            /* layers computed, of how many */
+    long heads_done, heads_total; /* the forward pass's heads (0 of 0 until it starts) */
+    double ms;                    /* since it was asked for; 0 at rest */
+};
+void app_compute_progress(const struct app *a, struct app_progress *out);
+/* Between frames: joins a compute that is through and makes what its end makes (the note of a
+ * value that is not a number, the ablation's clean run). 0: nothing new; 1: a layer came ready;
+ * 2: the compute ended. */
+int app_poll(struct app *a);
+/* Waits for the compute running, if any: for what needs every layer at once and cannot show
+ * them as they come (the shift demo's note, a lesson step's quotes). */
+void app_wait(struct app *a);
+/* Esc or C-c (key, as the message names it) while a compute runs: it is stopped and its edit
+ * taken back, the result before it on screen at once, when that result was kept
+ * (result.stoppable); else the message line says why it cannot stop, and it goes on. 1: stopped;
+ * -1: it cannot stop; 0: nothing runs. */
+int app_stop_compute(struct app *a, const char *key);
 
 /* The parts, read-only: what panels draw. */
 const struct app_doc *app_doc(const struct app *a);

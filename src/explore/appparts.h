@@ -5,6 +5,8 @@
 #ifndef ATTNSCOPE_EXPLORE_APPPARTS_H
 #define ATTNSCOPE_EXPLORE_APPPARTS_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -66,10 +68,44 @@ struct app_doc {
     unsigned long edits;
 };
 
+/* A forward pass computing in a thread of its own (app_new_background), while the explorer's
+ * thread shows the layers it has done and answers every key. What each thread may touch:
+ * - the job's thread runs attn_net_forward_pending on result.net: it writes the runs of the
+ *   layers not yet ready and the inputs (model x) of the layers after them, the members of
+ *   the net it moves layers_ready on with, and the counters here (atomically);
+ * - the explorer's thread reads the models (their shapes, tokens, parameters: resolved before
+ *   the thread starts, never written by it) and the runs of the layers ready
+ *   (app_layer_ready), and never calls into the net otherwise until app_poll has joined the
+ *   thread; an edit first stops and joins it (job_cancel). Lazy parameters are widened into a
+ *   buffer of the thread's own (attn_param_cache_worker), and the engine's pool serves
+ *   whichever thread asks first, running the other's tasks on that thread itself.
+ * tests/test_app_async.c checks this under ThreadSanitizer (scripts/test). */
+struct app_job {
+    bool background; /* computes past APP_SYNC_SECONDS run in the job's thread */
+    bool running;    /* a thread computes result.net now (app_poll joins it once finished) */
+    pthread_t thread;
+    volatile sig_atomic_t stop;   /* set, atomically, to end the pass early: an edit replaced it */
+    int finished;                 /* set by the thread, atomically, as it ends */
+    int rc;                       /* the pass's: 0, or -1 when stopped */
+    long heads_done, heads_total; /* the pass's progress, stored atomically */
+    double started_ms;            /* when it was asked for (a monotonic clock) */
+    int seen_ready;               /* layers ready at the last app_poll */
+    struct attn_backing *backing; /* the checkpoint it reads (its own widening buffer) */
+    int pause_ms; /* ATTNSCOPE_HEAD_PAUSE_MS: the thread's pause after each head (the tests) */
+};
+
+/* Computes estimated under this many seconds run on the explorer's thread even in the
+ * background mode: they are done before a frame is (the book's scenes, every lesson step of a
+ * small one), so nothing on screen is ever pending for them. */
+#define APP_SYNC_SECONDS 0.008
+
 /* The result: the last valid scene's forward pass, and the generation every cache is keyed by. */
 struct app_result {
-    struct attn_scene shown;              /* the scene the result belongs to (the last valid one) */
-    struct attn_net net;                  /* last valid result: every layer */
+    struct attn_scene shown; /* the scene the result belongs to (the last valid one) */
+    struct attn_net net;     /* last valid result: every layer */
+    /* While a compute runs in the background: the result before it, which net borrows from
+       (and, when the compute is stoppable, whole: Esc goes back to it). Empty otherwise. */
+    struct attn_net prev;
     struct progress_sink export_progress; /* told of an export's heads (the front end's) */
     bool have_result;
     unsigned long generation; /* bumped on every recompute, so views can cache */
@@ -85,6 +121,7 @@ struct app_result {
        first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
        standing while that result is shown; "" when every value is a number. */
     char nonfinite[DIAG_MSG_MAX];
+    struct app_job job; /* the pass computing in the background, if any */
 };
 
 /* The pattern scores of every head (layers * heads) of the result, each on first use. */

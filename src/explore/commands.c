@@ -130,6 +130,20 @@ static int accept_knob(struct app *a, const char *typed)
     return OUTCOME_SCENE_CHANGED;
 }
 
+/* False, the message line saying so, while layer L, which a key reads, is still computing: the
+ * key is answered at once. What writes a file (e, R) or pins a result (B) waits for the compute
+ * instead: the user asked for its end. */
+static bool computed(struct app *a, int layer, const char *what)
+{
+    if (app_layer_ready(a, layer))
+        return true;
+    struct app_progress pr;
+    app_compute_progress(a, &pr);
+    app_refuse(a, "%s: layer %d is still computing (%d of %d layers ready)", what, layer, pr.ready,
+               pr.layers);
+    return false;
+}
+
 /* The largest change of the attention weights (every head) between before and now. */
 static double weights_change(const struct app *a, const float *before)
 {
@@ -162,6 +176,8 @@ static int accept_offset(struct app *a, const char *typed)
                    SCENE_MAX_POSITION, typed);
         return OUTCOME_VIEW_CHANGED;
     }
+    if (!computed(a, a->view.layer, "the shift compares the weights before and after"))
+        return OUTCOME_VIEW_CHANGED;
     const struct attn_model *m = app_model(a);
     size_t cells = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
     float *before = malloc(cells * sizeof(float));
@@ -177,6 +193,7 @@ static int accept_offset(struct app *a, const char *typed)
     }
     int old = a->doc.scene.pos.offset;
     if (app_edit_offset(a, (int)v) == 0 && (int)v != old) {
+        app_wait(a); /* the note quotes the weights after */
         double change = weights_change(a, before);
         int first = (int)v, last = first + app_model(a)->n - 1;
         /* Below 1e-6 is float rounding, and its digits vary with the BLAS kernel. */
@@ -873,6 +890,8 @@ static int act_jump(struct app *a, enum action act, struct ask *ask)
 
 static int act_row_max(struct app *a, enum action act, struct ask *ask)
 {
+    if (!computed(a, a->view.layer, "the row's largest value"))
+        return OUTCOME_VIEW_CHANGED;
     return row_max(a);
 }
 
@@ -905,7 +924,7 @@ static int act_score(struct app *a, enum action act, struct ask *ask)
              attn_head_score_name((enum head_score)a->view.score_shown));
     /* a score not given here (too few repeats for induction) says why, not a row of "-" */
     char why[200] = "";
-    if (a->view.score_shown >= 0)
+    if (a->view.score_shown >= 0 && app_layer_ready(a, a->view.layer))
         attn_head_score_why(why, sizeof(why), app_scores(a, a->view.layer, 0),
                             (enum head_score)a->view.score_shown);
     if (why[0])
@@ -937,6 +956,7 @@ static int act_head(struct app *a, enum action act, struct ask *ask)
 
 static int act_baseline(struct app *a, enum action act, struct ask *ask)
 {
+    app_wait(a); /* a baseline pins a whole result, and computes its own */
     if (app_toggle_baseline(a) == 1 && a->doc.error[0]) /* the last valid state is pinned */
         note(a, "baseline pinned: the last valid result (the edited scene is invalid)");
     return OUTCOME_SCENE_CHANGED;
@@ -1084,6 +1104,7 @@ static int act_render(struct app *a, enum action act, struct ask *ask)
                    a->view.rollout ? "rollout.csv" : "lens.csv");
         return OUTCOME_VIEW_CHANGED;
     }
+    app_wait(a); /* a file of the view, as an export: it waits for the compute */
     do_render(a);
     return OUTCOME_VIEW_CHANGED;
 }

@@ -22,8 +22,11 @@ void range_of(struct attn_mat_view v, float *lo, float *hi)
 
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi)
 {
+    struct app_progress pr;
+    app_compute_progress(a, &pr);
     if (!(c->valid && c->generation == a->result.generation && c->stage == (int)a->view.stage &&
-          c->head == head && c->layer == a->view.layer)) {
+          c->head == head && c->layer == a->view.layer && c->ready == pr.ready)) {
+        c->ready = pr.ready;
         if (head == RANGE_ROLLOUT) { /* as app_shown_view made it, for this result and layer */
             struct attn_mat_view r =
                 interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer);
@@ -60,7 +63,8 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
             l1 = head == -2 ? a->result.net.layers : a->view.layer + 1;
         float l = INFINITY, u = -INFINITY;
         for (int L = l0; L < l1; L++) {
-            if (!attn_stage_present(&a->result.net.model[L], a->view.stage))
+            if (!attn_stage_present(&a->result.net.model[L], a->view.stage) ||
+                !app_layer_ready(a, L)) /* the model view's scale: the layers done so far */
                 continue;
             for (int h = h0; h < h1; h++) {
                 float hl, hu;

@@ -21,6 +21,7 @@ struct range_cache {
                                mean over the heads (app_shown_view's, made first);
                                -4 - h: head h's Δ against the baseline (the same);
                                RANGE_ROLLOUT: the rollout through the layer (app.h) */
+    int ready;              /* the layers computed when it was made (a compute in the background) */
     float lo, hi;
     bool valid;
 };

@@ -39,7 +39,7 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
     static const int widths[] = {6, 2, 1};
-    struct attn_mat_view v = app_view(f->app, app_view_state(f->app)->stage, 0);
+    struct attn_mat_view v = {NULL, app_rows(f->app), app_cols(f->app), 0}; /* its shape */
     int n = tiles(f->app);
     bool fits = false;
     int full = v.rows > v.cols ? v.rows : v.cols;
@@ -191,7 +191,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
         snprintf(title, sizeof(title), "all %d heads \u00b7 %s%s", app_model(a)->heads,
                  attn_stage_name(view->stage), shared ? " (shared by all heads)" : "");
     /* Thumbnails pool blocks of cells, as b asks (their max or their mean): the legend says so. */
-    struct attn_mat_view v0 = app_view(a, view->stage, 0);
+    struct attn_mat_view v0 = {NULL, app_rows(a), app_cols(a), 0}; /* its shape */
     char pool[96] = "";
     if (gp->shown_rows < v0.rows || gp->shown_cols < v0.cols)
         snprintf(pool, sizeof(pool), "1 cell \u2248 %d\u00d7%d %s, %s",
@@ -218,6 +218,13 @@ static void thumb_draw(struct panel *p, struct frame *f)
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, view->stage)) /* the final norm: the last layer only */
             continue;
+        if (!app_layer_ready(a, L)) { /* still computing: a dotted tile until it is done */
+            for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
+                for (int j = 0; j < gp->shown_cols; j++)
+                    draw_text(ty + 1 + i, tx + j * cw, cw, t->role_attr[ROLE_DIM],
+                              cw == 1 ? "\u00b7" : " \u00b7");
+            continue;
+        }
         struct attn_mat_view v = app_view_at(a, L, view->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
@@ -316,8 +323,7 @@ static void heads_layout(struct heads_layout *hl, const struct frame *f, struct 
                          float hi)
 {
     const struct app *a = f->app;
-    struct attn_mat_view v = app_view(a, app_view_state(a)->stage, 0);
-    int R = v.rows, C = v.cols, T = per_layer(a), w = area.w;
+    int R = app_rows(a), C = app_cols(a), T = per_layer(a), w = area.w;
     int view = area.h - 3 > 1 ? area.h - 3 : 1; /* title, head labels, footer */
     int tlw = token_label_width(a);
     memset(hl, 0, sizeof(*hl));
@@ -736,7 +742,7 @@ static int heads_move_row(struct app *a, const struct heads_layout *hl, int dbi)
 int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *least)
 {
     const struct app *a = f->app;
-    struct attn_mat_view v = app_view(a, app_view_state(a)->stage, 0);
+    struct attn_mat_view v = {NULL, app_rows(a), app_cols(a), 0}; /* its shape */
     if (app_result(a)->net.layers > 1) { /* every layer's tiles at full size, one column a cell */
         int tile_w = v.cols + 2, per_row = width / tile_w > 0 ? width / tile_w : 1;
         per_row = per_row < per_layer(a) ? per_row : per_layer(a);

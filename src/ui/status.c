@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/progress.h"
 #include "explore/lessonmode.h"
 #include "ui/status.h"
 
@@ -79,6 +80,41 @@ static int message_line(int y, struct rect r, int attr, const char *text)
     return draw_text(y, r.x, r.w, attr, shown);
 }
 
+/* A compute running in the background, at the message line's right end (after the message,
+ * which comes first): how far it is, and whether Esc stops it or why not. */
+static void computing_note(int y, struct rect r, const struct theme *t, const struct app *a)
+{
+    struct app_progress pr;
+    app_compute_progress(a, &pr);
+    const struct app_result *res = app_result(a);
+    char note[320], cannot[200] = "";
+    if (!res->stoppable) {
+        const char *paren = strstr(res->stop_note, " (");
+        snprintf(cannot, sizeof(cannot), ", cannot be stopped (%.*s)",
+                 paren ? (int)(paren - res->stop_note) : (int)strlen(res->stop_note),
+                 res->stop_note);
+    }
+    char about[48] = "";
+    if (res->compute_seconds * 1000 > PROGRESS_QUIET_MS) /* the estimate, when it was felt */
+        snprintf(about, sizeof(about), " of about %.*f s", res->compute_seconds < 9.5 ? 1 : 0,
+                 res->compute_seconds);
+    snprintf(note, sizeof(note), " computing: %d of %d layers ready \u00b7 %.1f s%s%s%s ", pr.ready,
+             pr.layers, pr.ms / 1000.0, about, res->stoppable ? " \u00b7 Esc stops" : "", cannot);
+    int w = text_width(note), x = r.x + r.w - w;
+    int used = 0; /* the message's own columns: the note goes after them, or not at all */
+    for (int c = r.w - 1; c >= 0; c--) {
+        chtype ch = mvinch(y, r.x + c) & A_CHARTEXT;
+        if (ch != ' ') {
+            used = c + 1;
+            break;
+        }
+    }
+    if (x < r.x + used + 1)
+        x = r.x + used + 1;
+    if (x < r.x + r.w)
+        draw_text(y, x, r.x + r.w - x, t->role_attr[ROLE_DIM], note);
+}
+
 static void status_draw(struct panel *p, struct frame *f)
 {
     const struct app_result *res = app_result(f->app);
@@ -123,6 +159,9 @@ static void status_draw(struct panel *p, struct frame *f)
         draw_text(y, r.x + 1, r.w - 1, t->role_attr[ROLE_LABEL],
                   "\u25b6 playing through the stages (Space stops)");
     }
+
+    if (!prompt_is_open(&sp->prompt) && app_computing(f->app))
+        computing_note(y, r, t, f->app);
 
     y = r.y + r.h - 1;
     attrset(t->role_attr[ROLE_STATUS]);

@@ -32,6 +32,7 @@
 #include "ui/caption.h"
 #include "ui/header.h"
 #include "ui/input.h"
+#include "ui/pending.h"
 #include "ui/inspector.h"
 #include "ui/predictions.h"
 #include "ui/stagebar.h"
@@ -373,11 +374,22 @@ static void busy_exporting(void *ctx, long done, long total)
     busy_step(ctx, "exporting", done, total);
 }
 
+static bool background;
+
+/* How often the loop looks at a compute running in the background (ms). */
+#define COMPUTE_TICK_MS 30
+
+void ui_use_background(bool on)
+{
+    background = on;
+}
+
 int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *err)
 {
     memset(ui, 0, sizeof(*ui));
     const struct progress_sink busy = {busy_computing, ui, &ui->busy.stop};
-    if (app_new(&ui->app, s, path, &busy, err))
+    if (background ? app_new_background(&ui->app, s, path, err)
+                   : app_new(&ui->app, s, path, &busy, err))
         return -1;
     /* C-c, SIGTERM or SIGHUP during an export stop it (busy_step), as they stop the command's. */
     app_set_export_progress(ui->app, &(struct progress_sink){busy_exporting, ui, &ui->busy.stop});
@@ -392,13 +404,22 @@ int ui_open(struct ui *ui, struct attn_scene *s, const char *path, struct diag *
     caption_panel_init(&ui->caption);
     lens_panel_init(&ui->lens);
     predictions_panel_init(&ui->predictions);
+    pending_panel_init(&ui->pending_map, SLOT_MAP);
+    pending_panel_init(&ui->pending_side, SLOT_SIDE);
     struct panel *order[PANEL_COUNT] = {
-        [PANEL_HEADER] = &ui->header,           [PANEL_STAGEBAR] = &ui->stagebar,
-        [PANEL_HEATMAP] = &ui->heatmap.base,    [PANEL_GRID] = &ui->grid.base,
-        [PANEL_INSPECTOR] = &ui->inspector,     [PANEL_TOKENS] = &ui->tokens.base,
-        [PANEL_STATUS] = &ui->status.base,      [PANEL_HELP] = &ui->help.base,
-        [PANEL_CAPTION] = &ui->caption,         [PANEL_LENS] = &ui->lens.base,
+        [PANEL_HEADER] = &ui->header,
+        [PANEL_STAGEBAR] = &ui->stagebar,
+        [PANEL_HEATMAP] = &ui->heatmap.base,
+        [PANEL_GRID] = &ui->grid.base,
+        [PANEL_INSPECTOR] = &ui->inspector,
+        [PANEL_TOKENS] = &ui->tokens.base,
+        [PANEL_STATUS] = &ui->status.base,
+        [PANEL_HELP] = &ui->help.base,
+        [PANEL_CAPTION] = &ui->caption,
+        [PANEL_LENS] = &ui->lens.base,
         [PANEL_PREDICTIONS] = &ui->predictions,
+        [PANEL_PENDING_MAP] = &ui->pending_map,
+        [PANEL_PENDING_SIDE] = &ui->pending_side,
     };
     memcpy(ui->panels, order, sizeof(order));
     lesson_open(ui->app); /* a scene with a lesson opens on its first step */
@@ -573,14 +594,49 @@ static int ui_paste(struct ui *ui)
     return outcome;
 }
 
+bool ui_compute_tick(struct ui *ui)
+{
+    int polled = app_poll(ui->app);
+    if (polled == 2) { /* through: the shapes and notes it makes (a not-a-number) may move */
+        ui_resize(ui);
+        return true;
+    }
+    if (polled == 1) { /* a layer came ready: the model view draws it, a pending place fills */
+        ui_invalidate(ui);
+        ui->pending_drawn = busy_now_ms();
+        return true;
+    }
+    if (app_computing(ui->app) && busy_now_ms() - ui->pending_drawn >= 100) {
+        ui->pending_drawn = busy_now_ms();
+        ui->pending_map.dirty = ui->pending_side.dirty = ui->status.base.dirty = true;
+        ui->grid.base.dirty = app_view_state(ui->app)->all_heads;
+        return true;
+    }
+    return false;
+}
+
 int ui_play_tick(struct ui *ui)
 {
     busy_reset(ui);
     return command_play_tick(ui->app);
 }
 
+/* Esc or C-c while a compute runs in the background, no prompt or overlay open: it stops, its
+ * edit undone (app_stop_compute), or the message line says why it cannot. */
+static bool stops_compute(const struct ui *ui)
+{
+    return app_computing(ui->app) && !prompt_is_open(&ui->status.prompt) && !ui->help.open;
+}
+
+static int ui_stop_compute(struct ui *ui, const char *key)
+{
+    return app_stop_compute(ui->app, key) > 0 ? OUTCOME_SCENE_CHANGED : OUTCOME_VIEW_CHANGED;
+}
+
 int ui_interrupt(struct ui *ui)
 {
+    if (stops_compute(ui))
+        return ui_stop_compute(ui, "C-c");
     struct prompt *p = &ui->status.prompt;
     if (prompt_is_open(p) && p->kind == PROMPT_CONFIRM_QUIT) { /* C-c twice */
         ui->exit_status = 128 + SIGINT;
@@ -648,7 +704,9 @@ static int key_action(struct ui *ui, wint_t key, bool is_code)
 int ui_key(struct ui *ui, wint_t key, bool is_code)
 {
     busy_reset(ui);
-    int outcome = !is_code && key == 3 ? ui_interrupt(ui) : key_action(ui, key, is_code);
+    int outcome = !is_code && key == 3                         ? ui_interrupt(ui)
+                  : !is_code && key == 27 && stops_compute(ui) ? ui_stop_compute(ui, "Esc")
+                                                               : key_action(ui, key, is_code);
     busy_said(ui);
     return outcome;
 }
@@ -943,6 +1001,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
     struct diag err;
     attn_diag_clear(&err);
     struct ui_stop stop;
+    ui_use_background(true); /* keys are answered while it computes, the first time too */
     struct ui *ui = ui_new(&s, scene_path, &stop, &err); /* takes s */
     if (!ui) {
         restore_terminal();
@@ -964,7 +1023,13 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
             interrupts = 0;
             outcome = ui_interrupt(ui);
         } else {
-            timeout(app_view_state(ui->app)->playing ? app_view_state(ui->app)->play_ms : -1);
+            /* While a compute runs the loop wakes every COMPUTE_TICK_MS to show the layers it
+               has done; a key wakes it at once either way. */
+            bool playing = app_view_state(ui->app)->playing, computing = app_computing(ui->app);
+            int wait = playing ? app_view_state(ui->app)->play_ms : -1;
+            if (computing && (wait < 0 || wait > COMPUTE_TICK_MS))
+                wait = COMPUTE_TICK_MS;
+            timeout(wait);
             wint_t key;
             int rc = get_wch(&key);
             if (quit_signal)
@@ -973,11 +1038,15 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
                 quit_signal = SIGHUP;
                 break;
             }
-            if (rc == ERR) { /* the auto-play timer, or a signal (read at the top) */
-                if (app_view_state(ui->app)->playing && !interrupts) {
+            if (rc == ERR) { /* the auto-play timer, a compute's tick, or a signal (at the top) */
+                bool draw = computing && ui_compute_tick(ui);
+                if (playing && !interrupts && (!computing || busy_now_ms() >= ui->play_due)) {
                     ui_mark(ui, ui_play_tick(ui));
-                    ui_draw(ui);
+                    ui->play_due = busy_now_ms() + app_view_state(ui->app)->play_ms;
+                    draw = true;
                 }
+                if (draw)
+                    ui_draw(ui);
                 continue;
             }
             outcome = ui_key(ui, key, rc == KEY_CODE_YES);
@@ -987,10 +1056,17 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
             break;
         }
         ui_mark(ui, outcome);
+        if (app_computing(ui->app))
+            ui_compute_tick(ui);
         ui_draw(ui);
     }
-    ui_delete(ui);
+    /* The screen goes first: a compute still running is stopped and joined after, unseen. */
+    bool computing = app_computing(ui->app);
     restore_terminal();
+    if (computing && status == 0 && !quit_signal)
+        fprintf(stderr, "attnscope: stopped while computing %s\n",
+                scene_path ? scene_path : "the scene");
+    ui_delete(ui);
     if (quit_signal) /* the shell's convention: 130 for C-c, 143 for SIGTERM */
         status = 128 + quit_signal;
     return status;

@@ -39,6 +39,8 @@ enum panel_id {
     PANEL_CAPTION,
     PANEL_LENS,
     PANEL_PREDICTIONS,
+    PANEL_PENDING_MAP,  /* last: asked first for the map's place and the inspector's */
+    PANEL_PENDING_SIDE, /* while what they show is computing (ui/pending.h) */
     PANEL_COUNT
 };
 
@@ -56,7 +58,10 @@ struct ui {
 
     /* The panels; panels[] points at each one's struct panel, in enum panel_id order. */
     struct panel header, stagebar, inspector, caption;
-    struct panel predictions; /* the predictions (p), where the inspector is */
+    struct panel predictions;               /* the predictions (p), where the inspector is */
+    struct panel pending_map, pending_side; /* a layer still computing, in either place */
+    double pending_drawn;                   /* when the compute's progress was last drawn (ms) */
+    double play_due; /* auto-play's next stage (ms), while the loop wakes for a compute too */
     struct heatmap_panel heatmap;
     struct lens_panel lens; /* the logit lens (y), where the map is */
     struct grid_panel grid;
@@ -87,6 +92,14 @@ int ui_main(struct attn_scene *scene, const char *scene_path);
 /* Whether ui_open reads the user's keys.yaml and colors.yaml (the default) or only the shipped
  * ones: a screen that checks a lesson is the one a workshop gets out of the box. */
 void ui_use_user_configs(bool on);
+
+/* Whether ui_open computes in the background (app_new_background: ui_main's, and bench --ui's
+ * measures of a compute under way) or on the caller's thread (the default: the golden screens,
+ * a lesson's check). */
+void ui_use_background(bool on);
+/* Between frames while a compute runs: polls it (app_poll) and marks what changed, the progress
+ * at most every 100 ms. Returns true when there is something to draw. */
+bool ui_compute_tick(struct ui *ui);
 
 /* Modes, colours, mouse and extra key sequences of a fresh curses screen (ui_main and tests). */
 void ui_setup_terminal(void);

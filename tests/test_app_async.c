@@ -1,0 +1,238 @@
+/* test_app_async: the explorer's background compute (explore/app.h, app_new_background).
+ *
+ * The explorer's thread reads the layers ready while the job's thread computes the rest; edits
+ * stop the compute and start their own; and every result ends bit for bit what the same scene
+ * computed on one thread gives. scripts/test runs this suite again under ThreadSanitizer
+ * (build-tsan), which fails it on any read of a layer the job's thread still writes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "explore/app.h"
+#include "explore/appstate.h"
+#include "explore/commands.h"
+#include "scenefile/scenefile.h"
+
+/* words whitespace-tokenised words of a small vocabulary (so the tokens repeat, as text does) */
+static char *sentence(int words, int salt)
+{
+    static const char *const vocab[] = {"the",  "cat", "sat", "on", "a",   "mat",  "and",
+                                        "then", "it",  "ran", "to", "one", "house"};
+    size_t cap = (size_t)words * 8 + 1, o = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    for (int i = 0; i < words; i++)
+        o += (size_t)snprintf(s + o, cap - o, "%s%s", i ? " " : "",
+                              vocab[((unsigned)i * 7u + (unsigned)salt) % 13u]);
+    return s;
+}
+
+/* A scene of layers x words tokens x 256 wide, 8 heads, a pre-norm block: tens of milliseconds,
+ * long enough that every edit below lands while a compute runs. */
+static void make_scene(struct attn_scene *s, int layers, int words)
+{
+    char *text = sentence(words, 0);
+    size_t cap = strlen(text) + 1024;
+    char *yaml = malloc(cap);
+    assert_non_null(yaml);
+    int len = snprintf(yaml, cap,
+                       "version: 1\n"
+                       "title: background compute\n"
+                       "text: %s\n"
+                       "tokenizer: whitespace\n"
+                       "seed: 7\n"
+                       "layers: %d\n"
+                       "embeddings: {dim: 256}\n"
+                       "positional: {kind: learned, max_len: 1024}\n"
+                       "attention: {qkv: fused, d_out: 256, heads: 8, causal: true,\n"
+                       "            out_proj: true}\n"
+                       "block: {order: pre, norm: layer, ffn_hidden: 1024, activation: gelu}\n",
+                       text, layers);
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    int rc = attn_scenefile_parse(s, "async.yaml", yaml, (size_t)len, &errs);
+    if (rc)
+        fail_msg("%s", errs.n ? errs.items[0].msg : "out of memory");
+    attn_diag_list_free(&errs);
+    free(yaml);
+    free(text);
+}
+
+/* Every kept stage a panel reads of every layer, bit for bit: the weights of each head, what the
+ * layer hands on, and the not-a-number note. */
+static void assert_same_result(struct app *a, struct app *b)
+{
+    const struct attn_net *x = &a->result.net, *y = &b->result.net;
+    assert_int_equal(x->layers, y->layers);
+    for (int L = 0; L < x->layers; L++) {
+        const struct attn_model *m = &x->model[L];
+        assert_int_equal(m->n, y->model[L].n);
+        assert_int_equal(m->heads, y->model[L].heads);
+        for (int h = 0; h < m->heads; h++) {
+            struct attn_mat_view v = app_view_at(a, L, STAGE_WEIGHTS, h);
+            struct attn_mat_view w = app_view_at(b, L, STAGE_WEIGHTS, h);
+            for (int i = 0; i < v.rows; i++)
+                if (memcmp(v.data + (size_t)i * v.stride, w.data + (size_t)i * w.stride,
+                           (size_t)v.cols * sizeof(float)) != 0)
+                    fail_msg("layer %d head %d: weights row %d differ", L, h, i);
+        }
+        enum attn_stage out = attn_stage_block_output(m);
+        struct attn_mat_view v = app_view_at(a, L, out, 0), w = app_view_at(b, L, out, 0);
+        for (int i = 0; i < v.rows; i++)
+            if (memcmp(v.data + (size_t)i * v.stride, w.data + (size_t)i * w.stride,
+                       (size_t)v.cols * sizeof(float)) != 0)
+                fail_msg("layer %d: %s row %d differs", L, attn_stage_name(out), i);
+    }
+    assert_string_equal(a->result.nonfinite, b->result.nonfinite);
+}
+
+/* The same scene as a's document, computed on this thread alone. */
+static struct app *computed_alone(const struct app *a)
+{
+    struct attn_scene s;
+    assert_int_equal(attn_scene_copy(&s, &a->doc.scene), 0);
+    struct app *b;
+    struct diag err;
+    assert_int_equal(app_new(&b, &s, NULL, NULL, &err), 0);
+    return b;
+}
+
+/* What a panel does between frames: the weights of head 0 of every layer ready, each row's sum
+ * 1 (the causal softmax). Returns the layers ready. */
+static int read_ready(struct app *a)
+{
+    int ready = 0;
+    for (int L = 0; L < a->result.net.layers && app_layer_ready(a, L); L++, ready++) {
+        struct attn_mat_view v = app_view_at(a, L, STAGE_WEIGHTS, 0);
+        for (int i = 0; i < v.rows; i += 37) {
+            double sum = 0;
+            for (int j = 0; j < v.cols; j++)
+                sum += v.data[(size_t)i * v.stride + j];
+            if (sum < 0.999 || sum > 1.001)
+                fail_msg("layer %d ready, but its row %d sums to %g", L, i, sum);
+        }
+    }
+    return ready;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* The layers come ready one after the other, each readable as it comes, and the result is the
+ * one-thread result bit for bit. */
+static void test_layers_come_ready(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    make_scene(&s, 6, 384);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    assert_true(app_computing(a)); /* it returned with the compute under way */
+    int last = 0, polls = 0;
+    while (app_computing(a)) {
+        app_poll(a);
+        int ready = read_ready(a);
+        assert_true(ready >= last); /* never back */
+        last = ready;
+        polls++;
+        sleep_ms(1);
+    }
+    assert_true(polls > 1);
+    struct app_progress pr;
+    app_compute_progress(a, &pr);
+    assert_int_equal(pr.ready, 6);
+    assert_int_equal(pr.layers, 6);
+    struct app *b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
+    app_delete(a);
+}
+
+/* Edits while a compute runs (the heads, the sentence, an append, undo): each stops the one
+ * running and starts its own; the end is the one-thread result of the scene as edited. */
+static void test_edits_restart_it(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    make_scene(&s, 6, 384);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    assert_int_equal(app_edit_knob(a, KNOB_HEADS, 4), 0); /* at once, mid-compute */
+    assert_true(app_computing(a));
+    read_ready(a);
+    char *text = sentence(384, 3);
+    assert_int_equal(app_edit_text(a, text), 0);
+    free(text);
+    sleep_ms(3);
+    read_ready(a);
+    char *longer = sentence(390, 3);
+    assert_int_equal(app_edit_text(a, longer), 0); /* the same words and six more */
+    free(longer);
+    app_poll(a);
+    read_ready(a);
+    assert_int_equal(app_undo(a), 0);
+    assert_int_equal(app_edit_knob(a, KNOB_HEADS, 2), 0);
+    while (app_computing(a)) {
+        app_poll(a);
+        read_ready(a);
+        sleep_ms(1);
+    }
+    assert_int_equal(a->result.net.model[0].heads, 2);
+    assert_int_equal(a->result.net.model[0].n, 384);
+    struct app *b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
+    /* app_wait: a compute started, waited for */
+    assert_int_equal(app_edit_knob(a, KNOB_HEADS, 8), 0);
+    app_wait(a);
+    assert_false(app_computing(a));
+    b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
+    app_delete(a);
+}
+
+/* Keys that read what is still computing are answered at once, with why, or ask what they
+ * write meanwhile; closing the explorer mid-compute stops it. */
+static void test_keys_while_computing(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    make_scene(&s, 6, 384);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    app_set_layer(a, 5); /* the last: ready last */
+    struct ask ask = {0};
+    if (!app_layer_ready(a, 5)) {
+        command_run(a, ACTION_ROW_MAX, &ask);
+        assert_non_null(strstr(a->status.message, "layer 5 is still computing"));
+    }
+    command_run(a, ACTION_EXPORT, &ask); /* the prompt at once; the export waits for the end */
+    assert_int_equal(ask.kind, PROMPT_EXPORT);
+    ask_clear(&ask);
+    app_delete(a); /* mid-compute: stopped and joined */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layers_come_ready),
+        cmocka_unit_test(test_edits_restart_it),
+        cmocka_unit_test(test_keys_while_computing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
