@@ -23,6 +23,7 @@ struct ui_shape {
 
 #define CURSOR_TARGET_MS 2.0
 #define STAGE_TARGET_MS  5.0
+#define BUSY_TARGET_MS   16.0 /* a key -> frame while a compute runs: any scene, its own too */
 
 static const struct ui_shape ui_shapes[] = {
     {"book: 6 tokens, 3 -> 2, 2 heads", 0, 0, 0, 50, 16},
@@ -51,10 +52,15 @@ static void print_row(const char *action, const struct ui_bench_figure *f, bool 
         return;
     }
     if (f->n == 0) {
-        printf("  %-18s -: one head, nothing to edit\n", action);
+        printf("  %-18s -: %s\n", action,
+               compute ? "one head, nothing to edit" : "no compute lasted long enough to type in");
         return;
     }
-    char bound[64], times[32];
+    char bound[64], times[32], view[32] = "";
+    if (compute && f->view_ms > 0)
+        attn_cnum_format(view, sizeof(view), " %10.2f", f->view_ms);
+    else if (compute)
+        snprintf(view, sizeof(view), " %10s", "-");
     if (compute && f->flops > 0 && gflops > 0) {
         double bound_ms = f->flops / (gflops * 1e6);
         attn_cnum_format(bound, sizeof(bound), " %10.4g %10.4g", f->flops / 1e9, bound_ms);
@@ -65,15 +71,16 @@ static void print_row(const char *action, const struct ui_bench_figure *f, bool 
     } else {
         bound[0] = times[0] = '\0';
     }
-    attn_cnum_fprintf(stdout, "  %-18s %10.2f %10.2f%s%s", action, f->median_ms, f->max_ms, bound,
-                      times);
+    attn_cnum_fprintf(stdout, "  %-18s %10.2f %10.2f%s%s%s", action, f->median_ms, f->max_ms, bound,
+                      times, view);
     if (target_ms > 0)
         attn_cnum_fprintf(stdout, "   < %g%s", target_ms, missed(f, target_ms) ? " !" : "");
     printf("\n");
 }
 
 /* A shape's block: its rows, its memory. Returns 1 when a measured figure missed its target;
- * first_target 0 is a scene of your own, judged on nothing (not the cursor, not the stage). */
+ * first_target 0 is a scene of your own, judged only on a key during a compute (not the cursor,
+ * not the stage): that one holds whatever the scene. */
 static int report(const char *name, const struct ui_bench_result *r, const double gflops[2],
                   int width, double first_target, double edit_target)
 {
@@ -81,16 +88,20 @@ static int report(const char *name, const struct ui_bench_result *r, const doubl
                       "%s: %d tokens; sgemm %dx%dx%d %.1f GFLOP/s before, %.1f after: the "
                       "bound at the faster\n",
                       name, r->tokens, width, width, width, gflops[0], gflops[1]);
-    printf("  %-18s %10s %10s %10s %10s %8s\n", "action", "median ms", "max ms", "GFLOP",
-           "bound ms", "x bound");
+    printf("  %-18s %10s %10s %10s %10s %8s %10s\n", "action", "median ms", "max ms", "GFLOP",
+           "bound ms", "x bound", "in view ms");
     bool targets = first_target > 0;
     double best = gflops[0] > gflops[1] ? gflops[0] : gflops[1];
-    print_row("first frame", &r->first, true, best, first_target);
+    print_row("first frame", &r->first, true, best, 0);
     print_row("cursor", &r->cursor, false, best, targets ? CURSOR_TARGET_MS : 0);
     print_row("stage", &r->stage, false, best, targets ? STAGE_TARGET_MS : 0);
     print_row("heads edit", &r->heads_edit, true, best, edit_target);
     print_row("last-word edit", &r->text_edit, true, best, edit_target);
     print_row("mid-sentence edit", &r->mid_edit, true, best, 0);
+    print_row("key, computing", &r->busy, false, best, BUSY_TARGET_MS);
+    if (first_target > 0) /* the first frame that drew the layer in view */
+        attn_cnum_fprintf(stdout, "  layer in view first: %.2f ms   < %g%s\n", r->first.view_ms,
+                          first_target, r->first.view_ms > first_target ? " !" : "");
     if (r->peak_anon_kib >= 0)
         attn_cnum_fprintf(stdout,
                           "  peak RssAnon %.1f MiB, %.1f MiB through the first frame (sampled "
@@ -102,7 +113,7 @@ static int report(const char *name, const struct ui_bench_result *r, const doubl
                           (double)r->hwm_kib / 1024.0);
     printf("\n");
     bool miss =
-        missed(&r->first, first_target) ||
+        (first_target > 0 && r->first.view_ms > first_target) || missed(&r->busy, BUSY_TARGET_MS) ||
         (targets && (missed(&r->cursor, CURSOR_TARGET_MS) || missed(&r->stage, STAGE_TARGET_MS))) ||
         missed(&r->heads_edit, edit_target) || missed(&r->text_edit, edit_target);
     return miss ? 1 : 0;
@@ -141,6 +152,8 @@ static int bench_ui(const char *scene_path, const struct cli_input *in, int repe
     bench_print_blas();
     printf("key -> frame in ms on a %dx%d virtual terminal: median (max) of %d; first frame "
            "once\n"
+           "a compute runs in the background as in the explorer: its median is to the frame after "
+           "its last layer, 'in view' to the first frame that drew the layer on screen\n"
            "bound: the products the pass had to do (the rows from the first changed token on)"
            " at sgemm's speed in this run\n",
            UI_BENCH_COLS, UI_BENCH_LINES, repeat);
@@ -166,10 +179,10 @@ static int bench_ui(const char *scene_path, const struct cli_input *in, int repe
         if (rc != CLI_OK)
             return rc;
     }
-    printf("targets: cursor < %.0f ms, stage < %.0f ms, edit < 16 ms at 128 x 768 x 12 and "
-           "< 100 ms at 1024 x 256 x 16, first frame < 50 ms (book) and < 300 ms; ! = missed;"
-           " a skipped edit is not a miss\n",
-           CURSOR_TARGET_MS, STAGE_TARGET_MS);
+    printf("targets: cursor < %.0f ms, stage < %.0f ms, a key during a compute < %.0f ms, edit "
+           "< 16 ms at 128 x 768 x 12 and < 100 ms at 1024 x 256 x 16, the layer in view first "
+           "< 50 ms (book) and < 300 ms; ! = missed; a skipped edit is not a miss\n",
+           CURSOR_TARGET_MS, STAGE_TARGET_MS, BUSY_TARGET_MS);
     return missed ? CLI_INVALID : CLI_OK;
 }
 

@@ -74,6 +74,7 @@ struct attn_run {
     float *scores;  /* (heads, n, n) Q_h K_kv(h)^T */
     float *weights; /* (heads, n, n) */
     bool borrows;   /* its shared buffers are another run's (attn_run_init_sharing) */
+    bool unzeroed;  /* its own buffers are not zeroed yet: the forward pass zeroes them first */
     float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
                        panel's dropout (64, n) for each of work_slots threads */
     int work_slots; /* the threads a causal forward pass may use */
@@ -114,6 +115,9 @@ int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *e
 int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
                           const struct attn_run *owner, struct diag *err);
 void attn_run_free(struct attn_run *r);
+/* Zeroes r's own buffers if they are not yet (r->unzeroed): attn_run_init leaves that to the
+ * forward pass, on the thread that computes. */
+void attn_run_zero(struct attn_run *r);
 /* True when r's buffers have m's shape (attn_run_init would keep them). */
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);
 /* Computes every kept stage and forgets the memo. Never allocates. r must be initialised for

@@ -382,6 +382,7 @@ bool attn_rows_reusable(const struct attn_model *m)
 
 void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first)
 {
+    attn_run_zero(r); /* a fresh run's buffers, zeroed on the thread that computes */
     int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
     size_t nn = (size_t)n * (size_t)n;
     if (first < 0 || !attn_rows_reusable(m))

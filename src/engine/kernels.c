@@ -334,9 +334,17 @@ void attn_blas_set_threads(int n)
 
 float *attn_alloc_stage(size_t count)
 {
+    float *p = attn_alloc_stage_unzeroed(count);
+    if (p)
+        memset(p, 0, (count ? count : 1) * sizeof(float));
+    return p;
+}
+
+float *attn_alloc_stage_unzeroed(size_t count)
+{
     size_t bytes = (count ? count : 1) * sizeof(float);
     if (bytes < HUGE_PAGE)
-        return calloc(count ? count : 1, sizeof(float));
+        return malloc(bytes);
     /* Aligned to a huge page, but only its whole huge pages asked for as such: a huge page
      * faults in 2 MiB at once, so a tail asked for with them would cost a whole one (a stage of
      * 2.75 MiB, TinyLlama's FFN at 128 tokens, cost 4 MiB, 3.75 MiB more a layer). */
@@ -346,7 +354,6 @@ float *attn_alloc_stage(size_t count)
 #ifdef MADV_HUGEPAGE
     madvise(p, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE); /* advice: else small pages */
 #endif
-    memset(p, 0, bytes);
     return p;
 }
 

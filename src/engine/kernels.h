@@ -97,5 +97,9 @@ const char *attn_blas_kernel(void);
  * 1024 (on a VM each fault is microseconds; 16 heads' first frame spent a third there). NULL
  * when out of memory. */
 float *attn_alloc_stage(size_t count);
+/* The same, not zeroed: whoever computes into it zeroes it first (attn_run_zero), on its own
+ * thread, so a compute in the background does not spend the explorer's thread writing a
+ * result's gigabyte of zeros (GPT-2 small at 1,016 tokens: 4 s before its first frame). */
+float *attn_alloc_stage_unzeroed(size_t count);
 
 #endif

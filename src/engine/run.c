@@ -114,6 +114,20 @@ void attn_run_free(struct attn_run *r)
     memset(r, 0, sizeof(*r));
 }
 
+void attn_run_zero(struct attn_run *r)
+{
+    if (!r->unzeroed)
+        return;
+    struct run_shape sh = shape_of_run(r);
+    size_t n = (size_t)r->cap_n, hs = (size_t)r->heads;
+#define X(name, shared, width, needed)                                                             \
+    if (r->name && !(shared && r->borrows))                                                        \
+        memset(r->name, 0, buffer_floats(width, n, hs) * sizeof(float));
+    RUN_BUFFERS(X)
+#undef X
+    r->unzeroed = false;
+}
+
 /* True when r's buffers are sized for m's shape, the final norm aside. */
 static bool same_shape(const struct attn_run *r, const struct attn_model *m)
 {
@@ -162,10 +176,11 @@ int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
     }
 #define X(name, shared, width, needed)                                                             \
     if ((needed) && !r->name &&                                                                    \
-        !(r->name = attn_alloc_stage(buffer_floats(width, n, (size_t)m->heads))))                  \
+        !(r->name = attn_alloc_stage_unzeroed(buffer_floats(width, n, (size_t)m->heads))))         \
         goto oom;
     RUN_BUFFERS(X)
 #undef X
+    r->unzeroed = true;
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;
     if (!memo || !(memo->filled = calloc((size_t)m->heads + 1, 1)) ||
@@ -289,6 +304,7 @@ void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int ro
 {
     if (rows <= 0)
         return;
+    attn_run_zero(to); /* the rows kept go into zeroed buffers, as a fresh pass's would */
     size_t k = (size_t)rows;
     struct run_shape sh = shape_of_run(to);
 #define X(name, shared, width, needed)                                                             \

@@ -114,6 +114,51 @@ static double timed_key(struct ui *ui, wint_t key, bool is_code)
     return now_ms() - t0;
 }
 
+/* Keys timed while a compute runs (ui_bench_result.busy). */
+struct busy_keys {
+    double *ms; /* (UI_BENCH_BUSY_MAX) */
+    int n, next;
+};
+
+static void sleep_ms(double ms)
+{
+    struct timespec t = {0, (long)(ms * 1e6)};
+    nanosleep(&t, NULL);
+}
+
+/* The loop ui_main runs while a compute started at t0 (ms) goes on: its tick (app_poll, the
+ * layers done drawn), and every UI_BENCH_BUSY_MS a stage key, timed to its frame into busy.
+ * *view_ms: t0 to the frame that first drew the layer in view; returns t0 to the frame after the
+ * last layer. A compute made on the explorer's thread (a small one) was over with the key. */
+static double settle(struct ui *ui, double t0, double *view_ms, struct busy_keys *busy)
+{
+    bool seen = app_layer_ready(ui->app, app_view_state(ui->app)->layer);
+    *view_ms = seen ? now_ms() - t0 : 0;
+    double last_key = now_ms();
+    while (app_computing(ui->app)) {
+        sleep_ms(0.5);
+        bool draw = ui_compute_tick(ui);
+        if (!seen && app_layer_ready(ui->app, app_view_state(ui->app)->layer)) {
+            ui_draw(ui);
+            *view_ms = now_ms() - t0;
+            seen = true;
+            draw = false;
+        }
+        if (draw)
+            ui_draw(ui);
+        if (app_computing(ui->app) && now_ms() - last_key >= UI_BENCH_BUSY_MS &&
+            busy->n < UI_BENCH_BUSY_MAX) {
+            busy->ms[busy->n++] = timed_key(ui, busy->next++ % 2 ? ',' : '.', false);
+            last_key = now_ms();
+        }
+    }
+    ui_draw(ui);
+    double all = now_ms() - t0;
+    if (!seen)
+        *view_ms = all;
+    return all;
+}
+
 /* The first token at which the result's scene differs from tokens (n of them, ids may be NULL):
  * the first row an edit between them has to recompute. */
 static int first_changed(const struct attn_scene *s, char *const *tokens, const int *ids, int n)
@@ -162,15 +207,18 @@ static int token_copy(struct token_copy *c, const struct attn_scene *s)
  * refusing it: 1, with refused (size DIAG_MSG_MAX) saying why in the explorer's words, the prompt
  * closed. After one was taken it is an error: -1 with err saying why (what: "heads"). 0 when
  * measured. */
-static int timed_edit(double *ms, double *flops, struct ui *ui, const char *keys, const char *what,
-                      bool all_rows, bool first, char *refused, struct diag *err)
+static int timed_edit(double *ms, double *view_ms, double *flops, struct ui *ui, const char *keys,
+                      const char *what, bool all_rows, bool first, char *refused,
+                      struct busy_keys *busy, struct diag *err)
 {
     press(ui, keys);
     struct token_copy before;
     if (token_copy(&before, &app_result(ui->app)->shown) != 0)
         return attn_diag_set(err, "", "out of memory");
     unsigned long gen = app_result(ui->app)->generation;
-    *ms = timed_key(ui, '\r', false);
+    double t0 = now_ms();
+    timed_key(ui, '\r', false);
+    *ms = settle(ui, t0, view_ms, busy);
     const char *why = app_doc(ui->app)->error[0] ? app_doc(ui->app)->error : NULL;
     if (!why && app_result(ui->app)->generation == gen)
         why = app_status(ui->app)->message[0] ? app_status(ui->app)->message
@@ -199,14 +247,15 @@ struct edit_plan {
     void *ctx;
 };
 
-static int timed_edits(struct ui_bench_figure *f, double *ms, double *flops, struct ui *ui,
-                       const struct edit_plan *plan, int repeat, struct diag *err)
+static int timed_edits(struct ui_bench_figure *f, double *ms, double *view, double *flops,
+                       struct ui *ui, const struct edit_plan *plan, int repeat,
+                       struct busy_keys *busy, struct diag *err)
 {
     for (int i = 0; i < repeat; i++) {
         if (plan->setup)
             plan->setup(ui, i, plan->ctx);
-        int rc = timed_edit(&ms[i], &flops[i], ui, plan->keys(i, plan->ctx), plan->what,
-                            plan->all_rows, i == 0, f->skipped, err);
+        int rc = timed_edit(&ms[i], &view[i], &flops[i], ui, plan->keys(i, plan->ctx), plan->what,
+                            plan->all_rows, i == 0, f->skipped, busy, err);
         if (rc < 0)
             return -1;
         if (rc > 0) {
@@ -215,6 +264,7 @@ static int timed_edits(struct ui_bench_figure *f, double *ms, double *flops, str
         }
     }
     summarize(f, ms, flops, repeat);
+    f->view_ms = median_of(view, repeat);
     return 0;
 }
 
@@ -274,16 +324,20 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     if (!sampling)
         sm.peak_kib = -1;
     double *ms = calloc((size_t)repeat, sizeof(*ms));
+    double *view = calloc((size_t)repeat, sizeof(*view));
     double *flops = calloc((size_t)repeat, sizeof(*flops));
+    struct busy_keys busy = {calloc(UI_BENCH_BUSY_MAX, sizeof(double)), 0, 0};
     int rc = 0;
     double t0 = now_ms();
+    ui_use_background(true);                    /* as ui_main opens it */
     struct ui *ui = ui_new(s, NULL, NULL, err); /* takes s */
-    if (!ui || !ms || !flops) {
+    ui_use_background(false);
+    if (!ui || !ms || !view || !flops || !busy.ms) {
         rc = ui ? attn_diag_set(err, "", "out of memory") : -1;
         goto done;
     }
     ui_draw(ui);
-    out->first.median_ms = out->first.max_ms = now_ms() - t0;
+    out->first.median_ms = out->first.max_ms = settle(ui, t0, &out->first.view_ms, &busy);
     out->first.n = 1;
     out->first_anon_kib = atomic_load(&sm.peak_kib);
     out->first.flops = attn_scene_product_flops(&app_result(ui->app)->shown, 0);
@@ -306,19 +360,22 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
             break;
         }
     const struct edit_plan heads_plan = {"heads", true, NULL, heads_keys, &heads};
-    if (heads.heads > 1 &&
-        (rc = timed_edits(&out->heads_edit, ms, flops, ui, &heads_plan, repeat, err)) != 0)
+    if (heads.heads > 1 && (rc = timed_edits(&out->heads_edit, ms, view, flops, ui, &heads_plan,
+                                             repeat, &busy, err)) != 0)
         goto done;
 
     const struct edit_plan text_plan = {"sentence", false, NULL, text_keys, NULL};
-    if ((rc = timed_edits(&out->text_edit, ms, flops, ui, &text_plan, repeat, err)) != 0)
+    if ((rc = timed_edits(&out->text_edit, ms, view, flops, ui, &text_plan, repeat, &busy, err)) !=
+        0)
         goto done;
 
     press(ui, "t");
     int back = ui->status.prompt.len / 2;
     press(ui, "\033");
     const struct edit_plan mid_plan = {"mid-sentence", false, mid_setup, mid_keys, &back};
-    rc = timed_edits(&out->mid_edit, ms, flops, ui, &mid_plan, repeat, err);
+    rc = timed_edits(&out->mid_edit, ms, view, flops, ui, &mid_plan, repeat, &busy, err);
+    if (busy.n > 0)
+        summarize(&out->busy, busy.ms, NULL, busy.n);
 
 done:
     ui_delete(ui);
@@ -329,7 +386,9 @@ done:
     }
     out->hwm_kib = status_kib("VmHWM:");
     free(ms);
+    free(view);
     free(flops);
+    free(busy.ms);
     ui_vterm_close(&term);
     return rc;
 }
