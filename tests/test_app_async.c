@@ -22,7 +22,15 @@
 #include "scenefile/scenefile.h"
 
 /* words whitespace-tokenised words of a small vocabulary (so the tokens repeat, as text does) */
+static char *sentence_with(int words, int salt, int at, const char *word);
+
 static char *sentence(int words, int salt)
+{
+    return sentence_with(words, salt, -1, NULL);
+}
+
+/* The same, word `at` replaced by `word`. */
+static char *sentence_with(int words, int salt, int at, const char *word)
 {
     static const char *const vocab[] = {"the",  "cat", "sat", "on", "a",   "mat",  "and",
                                         "then", "it",  "ran", "to", "one", "house"};
@@ -31,7 +39,7 @@ static char *sentence(int words, int salt)
     assert_non_null(s);
     for (int i = 0; i < words; i++)
         o += (size_t)snprintf(s + o, cap - o, "%s%s", i ? " " : "",
-                              vocab[((unsigned)i * 7u + (unsigned)salt) % 13u]);
+                              i == at ? word : vocab[((unsigned)i * 7u + (unsigned)salt) % 13u]);
     return s;
 }
 
@@ -205,6 +213,45 @@ static void test_edits_restart_it(void **state)
     app_delete(a);
 }
 
+/* An ablation recomputes from its own layer on: the layers before it are ready at once. A
+ * sentence edit typed while another computes keeps the rows that one kept. Both end bit for bit
+ * the one-thread result. */
+static void test_edits_start_where_they_change(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    make_scene(&s, 6, 384);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    app_wait(a);
+    assert_int_equal(app_set_ablation(a, 5, 0, HEAD_ZERO), 0);
+    for (int L = 0; L < 5; L++)
+        assert_true(app_layer_ready(a, L)); /* kept, not recomputed */
+    assert_int_equal(a->result.net.first_layer, 5);
+    app_wait(a);
+    struct app *b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
+    assert_int_equal(app_set_ablation(a, 5, 0, HEAD_KEEP), 0);
+    app_wait(a);
+    /* 390 words, then a change at word 300 while it computes: rows 0 .. 255 kept throughout */
+    char *longer = sentence(390, 0);
+    assert_int_equal(app_edit_text(a, longer), 0);
+    free(longer);
+    assert_int_equal(a->result.net.kept_rows, 384 - 384 % 128);
+    char *changed =
+        sentence_with(390, 0, 300, "cat") /* "then" there: no new word, the same parameters */;
+    assert_int_equal(app_edit_text(a, changed), 0);
+    free(changed);
+    assert_true(a->result.net.kept_rows >= 256); /* mid-compute, partial: its rows still kept */
+    app_wait(a);
+    b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
+    app_delete(a);
+}
+
 /* Keys that read what is still computing are answered at once, with why, or ask what they
  * write meanwhile; closing the explorer mid-compute stops it. */
 static void test_keys_while_computing(void **state)
@@ -232,6 +279,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layers_come_ready),
         cmocka_unit_test(test_edits_restart_it),
+        cmocka_unit_test(test_edits_start_where_they_change),
         cmocka_unit_test(test_keys_while_computing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

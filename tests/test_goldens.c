@@ -394,10 +394,21 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
     for (int L = 0; L <= s->n_more; L++)
         masks |= attn_scene_layer_weights(s, L)->dropout_mask != NULL;
     int bad = 0;
-    for (int edit = 0; edit < 6; edit++) {
+    for (int edit = 0; edit < 8; edit++) {
         struct attn_scene e;
         if (attn_scene_copy(&e, s))
             fail_msg("out of memory");
+        /* 6: head 0 of the last layer ablated (zero), 7: and back. With layers, the layers
+           before it are kept, not recomputed (net->first_layer): still every stage of every
+           layer a fresh computation's. */
+        int last = e.layers > 1 ? e.layers - 1 : 0;
+        if (edit == 6) {
+            struct attn_ablation *ab = realloc(e.ablate, (size_t)(e.n_ablate + 1) * sizeof(*ab));
+            if (!ab)
+                fail_msg("out of memory");
+            ab[e.n_ablate++] = (struct attn_ablation){last, 0, HEAD_ZERO};
+            e.ablate = ab;
+        }
         if (edit == 0)
             e.attn.causal = !e.attn.causal;
         else if (edit == 1 && !masks)
@@ -422,6 +433,9 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
         attn_diag_clear(&err);
         if (valid && (attn_net_compute(net, &e, &err) || attn_net_compute(&fresh, &e, &err)))
             fail_msg("%s: edit %d does not compute: %s", stem, edit, err.msg);
+        if (valid && edit >= 6 && net->first_layer != last)
+            fail_msg("%s: the ablation of layer %d (edit %d) recomputed from layer %d", stem, last,
+                     edit, net->first_layer);
         for (int L = 0; valid && L < net->layers; L++) {
             enum attn_stage order[STAGE_COUNT];
             int n = attn_stage_order(order, &net->model[L]);

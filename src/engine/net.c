@@ -165,6 +165,9 @@ int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
     if (first_row > 0)
         first_row -= first_row % attn_row_panel();
     long total = heads_from(net, first), done = 0;
+    /* Stopped half-way, the net keeps layers 0 .. layers_ready - 1 whole and every layer's rows
+       before first_row as they were (kept_rows reads it). */
+    net->pending_row = first == 0 ? first_row : 0;
     __atomic_store_n(&net->layers_ready, first, __ATOMIC_RELEASE);
     progress_report(&net->progress, 0, total); /* step 0: it starts */
     for (int L = first; L < net->layers; L++) {
@@ -234,7 +237,7 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
  * or options, or net's result incomplete. */
 static int kept_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
 {
-    if (!net->from || net->partial || net->layers != layers)
+    if (!net->from || net->layers != layers)
         return 0;
     for (int L = 0; L < layers; L++)
         if (!net->run[L].q || net->run[L].n != net->model[L].n ||
@@ -243,6 +246,10 @@ static int kept_rows(const struct attn_net *net, const struct attn_model *fresh,
             return 0;
     const struct attn_model *a = &net->model[0], *b = &fresh[0];
     int n = a->n < b->n ? a->n : b->n, d = a->d_in, half = a->rope ? a->head_dim / 2 : 0;
+    /* A pass stopped half-way (an edit typed while it ran) left the rows before the one it
+       started at as they were, in every layer. */
+    if (net->partial && net->pending_row < n)
+        n = net->pending_row;
     int p = 0;
     while (p < n && memcmp(a->x + (size_t)p * d, b->x + (size_t)p * d, (size_t)d * 4) == 0 &&
            (!half || (memcmp(a->rope_cos + (size_t)p * half, b->rope_cos + (size_t)p * half,
@@ -251,6 +258,41 @@ static int kept_rows(const struct attn_net *net, const struct attn_model *fresh,
                              (size_t)half * 4) == 0)))
         p++;
     return p - p % attn_row_panel();
+}
+
+/* True when layer L's pass from a is b's, bit for bit, given the same input: the same shape,
+ * options, parameters, ablations and dropout masks; for layer 0 the same inputs too. */
+static bool same_pass(const struct attn_model *a, const struct attn_model *b)
+{
+    if (a->n != b->n || !attn_model_same_but_tokens(a, b))
+        return false;
+    size_t n = (size_t)a->n, half = a->rope ? (size_t)a->head_dim / 2 : 0;
+    if (a->keep && a->keep != b->keep && /* the masks drawn again, maybe alike */
+        memcmp(a->keep, b->keep, (size_t)a->heads * n * n) != 0)
+        return false;
+    if (a->layer > 0) /* its input is the layer before's output */
+        return true;
+    return (a->x == b->x || memcmp(a->x, b->x, n * (size_t)a->d_in * sizeof(float)) == 0) &&
+           (!half || ((a->rope_cos == b->rope_cos ||
+                       memcmp(a->rope_cos, b->rope_cos, n * half * sizeof(float)) == 0) &&
+                      (a->rope_sin == b->rope_sin ||
+                       memcmp(a->rope_sin, b->rope_sin, n * half * sizeof(float)) == 0)));
+}
+
+/* The first layer an edit of the options changes (fresh resolved from net's models by
+ * attn_model_resolve_options): the layers before it compute what they computed, so an ablation
+ * of layer 9 recomputes layers 9 on. At most the layers net has complete; `layers` when none
+ * changes. */
+static int first_changed_layer(const struct attn_net *net, const struct attn_model *fresh,
+                               int layers)
+{
+    int done = net->partial ? net->layers_ready : layers, L = 0;
+    for (int k = 0; k < layers; k++) /* every run of net whole and of its model's shape */
+        if (!net->run[k].q || net->run[k].n != net->model[k].n)
+            return 0;
+    while (L < done && same_pass(&net->model[L], &fresh[L]))
+        L++;
+    return L;
 }
 
 /* True when b is a with another sentence: the tokens, their ids and types, the rows given for
@@ -288,8 +330,7 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     int layers = fresh->layers;
     bool reuse = net->from && net->layers == layers && same_params(net->from, s);
     /* A sentence edit shares the parameters too, when the inputs draw nothing. */
-    bool retext = !reuse && net->from && net->layers == layers && !net->partial &&
-                  same_but_sentence(net->from, s) &&
+    bool retext = !reuse && net->from && net->layers == layers && same_but_sentence(net->from, s) &&
                   attn_model_resolve_tokens(fresh->model, net->model, layers, s, err) == 0;
     attn_diag_clear(err);
     int rc = reuse    ? attn_model_resolve_options(fresh->model, net->model, layers, s,
@@ -308,6 +349,9 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     /* A sentence edit of a causal net: the rows before the first changed token's panel are the
        previous result's, moved over with its buffers or copied into the new ones. */
     int kept = reuse ? 0 : kept_rows(net, fresh->model, layers);
+    /* An edit of the options (an ablation above all) keeps the layers before the first it
+       changes, with their stages, moved over or copied. */
+    int first = reuse ? first_changed_layer(net, fresh->model, layers) : 0;
 
     if (!(fresh->from = calloc(1, sizeof(*fresh->from))) || attn_scene_copy(fresh->from, s)) {
         free(fresh->from);
@@ -354,7 +398,15 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     for (int L = 1; L < layers && kept > 0; L++) /* the inputs of the rows kept */
         memcpy(fresh->model[L].x, net->model[L].x,
                (size_t)kept * (size_t)fresh->model[L].d_in * sizeof(float));
+    for (int L = 0; L < first; L++) { /* the layers kept whole, and the inputs of those after */
+        if (net->run[L].q)            /* not moved: fresh buffers (keep_previous, another shape) */
+            attn_run_copy_rows(&fresh->run[L], &net->run[L], fresh->model[L].n);
+        if (L > 0 && fresh->model[L].x != net->model[L].x)
+            memcpy(fresh->model[L].x, net->model[L].x,
+                   (size_t)fresh->model[L].n * (size_t)fresh->model[L].d_in * sizeof(float));
+    }
     fresh->kept_rows = kept;
+    fresh->first_layer = first;
     return 0;
 }
 
@@ -376,7 +428,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     bool shares;
     if (compute_begin(&fresh, net, s, &shares, err) != 0)
         return -1;
-    if (attn_net_forward_rows(&fresh, fresh.kept_rows) != 0) {
+    if (attn_net_forward_layers(&fresh, fresh.first_layer, fresh.kept_rows) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");
@@ -400,13 +452,13 @@ int attn_net_prepare(struct attn_net *fresh, struct attn_net *net, const struct 
     fresh->partial = true; /* until the pass is through */
     fresh->pending_row = fresh->kept_rows;
     fresh->shares = shares;
-    fresh->layers_ready = 0;
+    fresh->layers_ready = fresh->first_layer; /* those before it are kept whole */
     return 0;
 }
 
 int attn_net_forward_pending(struct attn_net *fresh)
 {
-    return attn_net_forward_rows(fresh, fresh->pending_row);
+    return attn_net_forward_layers(fresh, fresh->first_layer, fresh->pending_row);
 }
 
 void attn_net_commit(struct attn_net *net, struct attn_net *fresh)

@@ -44,6 +44,9 @@ struct attn_net {
      * whether the previous result's buffers moved over (then it is gone whatever happens). */
     int pending_row;
     bool shares, moved;
+    /* The first layer the last compute computed (an edit of the options keeps those before the
+     * first it changes: an ablation of layer 9 recomputes 9 on), 0 for every layer. */
+    int first_layer;
 };
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
