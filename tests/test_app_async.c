@@ -19,6 +19,7 @@
 #include "explore/app.h"
 #include "explore/appstate.h"
 #include "explore/commands.h"
+#include "explore/inspect.h"
 #include "scenefile/scenefile.h"
 
 /* words whitespace-tokenised words of a small vocabulary (so the tokens repeat, as text does) */
@@ -252,6 +253,43 @@ static void test_edits_start_where_they_change(void **state)
     app_delete(a);
 }
 
+/* A BF16 checkpoint's matrices are widened one at a time into a buffer: the inspector's W_out
+ * of a ready layer, read while the compute widens the next layers' into a buffer of its own
+ * (attn_param_cache_worker), never the same one (ThreadSanitizer would see it). */
+static void test_parameters_while_computing(void **state)
+{
+    (void)state;
+    setenv("ATTNSCOPE_GFLOPS", "0.001", 1); /* estimated long: computed in the background */
+    setenv("ATTNSCOPE_HEAD_PAUSE_MS", "15", 1);
+    char path[4200];
+    const char *golden = getenv("ATTNSCOPE_GOLDEN_DIR");
+    snprintf(path, sizeof(path), "%s/gpt2/scenes/tiny-bf16.yaml", golden ? golden : "tests/golden");
+    struct attn_scene s;
+    assert_int_equal(attn_scenefile_load_report(&s, path, stderr), 0);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, path, &err), 0);
+    assert_true(app_computing(a));
+    while (!app_layer_ready(a, 0))
+        sleep_ms(1);
+    app_view_mut(a)->stage = STAGE_OUTPUT; /* out_proj: a lazy matrix of its own (W_out) */
+    char text[4096];
+    int read = 0;
+    while (app_computing(a)) {
+        inspect_explain(text, sizeof(text), a); /* W_out's column, widened on this thread */
+        assert_non_null(strstr(text, "W_out"));
+        read++;
+        app_poll(a);
+    }
+    assert_true(read > 1);
+    struct app *b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
+    app_delete(a);
+    unsetenv("ATTNSCOPE_GFLOPS");
+    unsetenv("ATTNSCOPE_HEAD_PAUSE_MS");
+}
+
 /* Keys that read what is still computing are answered at once, with why, or ask what they
  * write meanwhile; closing the explorer mid-compute stops it. */
 static void test_keys_while_computing(void **state)
@@ -277,6 +315,8 @@ static void test_keys_while_computing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* first: attn_measured_gflops keeps the speed it first finds, ATTNSCOPE_GFLOPS's here */
+        cmocka_unit_test(test_parameters_while_computing),
         cmocka_unit_test(test_layers_come_ready),
         cmocka_unit_test(test_edits_restart_it),
         cmocka_unit_test(test_edits_start_where_they_change),
