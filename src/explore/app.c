@@ -241,7 +241,7 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     a->result.stop_note[0] = '\0';
     if (!a->result.stoppable && !a->result.have_result)
         snprintf(a->result.stop_note, sizeof(a->result.stop_note),
-                 "nothing before it to go back to");
+                 "nothing before it to go back to; q quits");
     else if (!a->result.stoppable && felt)
         snprintf(a->result.stop_note, sizeof(a->result.stop_note),
                  "no room for two results (2 \u00d7 %zu MiB, limit %zu MiB)",

@@ -88,7 +88,9 @@ static void computing_note(int y, struct rect r, const struct theme *t, const st
     app_compute_progress(a, &pr);
     const struct app_result *res = app_result(a);
     char note[320], cannot[200] = "";
-    if (!res->stoppable) {
+    if (!res->stoppable && res->prev.layers == 0) /* the first: nothing to go back to */
+        snprintf(cannot, sizeof(cannot), " \u00b7 q quits");
+    else if (!res->stoppable) {
         const char *paren = strstr(res->stop_note, " (");
         snprintf(cannot, sizeof(cannot), ", cannot be stopped (%.*s)",
                  paren ? (int)(paren - res->stop_note) : (int)strlen(res->stop_note),
