@@ -25,7 +25,9 @@ struct ui_bench_result {
                                           the first frame that drew the layer in view) */
     struct ui_bench_figure busy;       /* a key (the next or previous stage) -> frame while a
                                           compute runs in the background: one every
-                                          UI_BENCH_BUSY_MS of every compute below */
+                                          UI_BENCH_BUSY_MS of the first compute and of the
+                                          heads edits (not of the sentence edits, whose times
+                                          those frames would lengthen) */
     struct ui_bench_figure cursor;     /* arrow key -> frame */
     struct ui_bench_figure stage;      /* next/previous stage -> frame */
     struct ui_bench_figure heads_edit; /* Enter in the heads prompt -> recomputed frame */
