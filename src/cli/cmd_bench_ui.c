@@ -95,6 +95,7 @@ static int report(const char *name, const struct ui_bench_result *r, const doubl
     print_row("first frame", &r->first, true, best, 0);
     print_row("cursor", &r->cursor, false, best, targets ? CURSOR_TARGET_MS : 0);
     print_row("stage", &r->stage, false, best, targets ? STAGE_TARGET_MS : 0);
+    print_row("tile (every head)", &r->tile, false, best, BUSY_TARGET_MS);
     print_row("heads edit", &r->heads_edit, true, best, edit_target);
     print_row("last-word edit", &r->text_edit, true, best, edit_target);
     print_row("mid-sentence edit", &r->mid_edit, true, best, 0);

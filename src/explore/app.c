@@ -345,8 +345,8 @@ static void job_finish(struct app *a)
     job_commit(a);
     struct diag err;
     attn_diag_clear(&err);
-    a->result.generation++; /* what was cached of the layers as they came is made again */
-    caches_invalidate(&a->cache);
+    /* The generation stays: what was cached of each layer once it was ready (its thumbnails,
+       scores, mean, range) is this result's; nothing read a layer before. */
     if (result_complete(a, &a->result.shown, &err) > 0)
         snprintf(a->doc.error, sizeof(a->doc.error),
                  "%.300s; the numbers on screen were read as it changed", err.msg);

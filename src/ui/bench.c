@@ -354,6 +354,12 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
         ms[i] = timed_key(ui, i % 2 ? ',' : '.', false);
     summarize(&out->stage, ms, NULL, repeat);
 
+    press(ui, "a"); /* every head; with layers, the model view */
+    for (int i = 0; i < repeat; i++)
+        ms[i] = timed_key(ui, i % 2 ? KEY_LEFT : KEY_RIGHT, true);
+    summarize(&out->tile, ms, NULL, repeat);
+    press(ui, "a");
+
     struct heads_ctx heads = {.heads = app_doc(ui->app)->scene.attn.heads, .other = 1};
     for (int h = heads.heads / 2; h >= 1; h--)
         if (heads.heads % h == 0) {

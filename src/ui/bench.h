@@ -30,6 +30,8 @@ struct ui_bench_result {
                                           those frames would lengthen) */
     struct ui_bench_figure cursor;     /* arrow key -> frame */
     struct ui_bench_figure stage;      /* next/previous stage -> frame */
+    struct ui_bench_figure tile;       /* every head (a; the model view with layers): the next
+                                          or previous tile -> frame */
     struct ui_bench_figure heads_edit; /* Enter in the heads prompt -> recomputed frame */
     struct ui_bench_figure text_edit;  /* Enter in the sentence prompt -> recomputed frame */
     struct ui_bench_figure mid_edit;   /* the same, a letter added mid-sentence */

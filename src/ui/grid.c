@@ -162,6 +162,46 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     return attr;
 }
 
+/* Tile t's cells in the cache, pooled from layer L's head h when not made yet; NULL when out of
+ * memory (the caller pools as it draws). The cache is reset when what it was made for changed. */
+static const float *thumb_cells(struct grid_panel *gp, const struct app *a, int t, int L, int h)
+{
+    struct thumb_cache *c = &gp->thumbs;
+    const struct app_view *view = app_view_state(a);
+    int n = tiles(a), rows = gp->shown_rows, cols = gp->shown_cols;
+    if (c->generation != app_result(a)->generation || c->stage != (int)view->stage ||
+        c->rows != rows || c->cols != cols || c->agg != (int)view->block_agg || c->tiles != n) {
+        size_t cells = (size_t)n * (size_t)rows * (size_t)cols;
+        float *grown = realloc(c->cells, (cells ? cells : 1) * sizeof(float));
+        unsigned char *made = grown ? realloc(c->made, (size_t)(n ? n : 1)) : NULL;
+        if (grown)
+            c->cells = grown;
+        if (!made) {
+            c->tiles = -1; /* never matches: made again next time */
+            return NULL;
+        }
+        c->made = made;
+        memset(c->made, 0, (size_t)n);
+        *c = (struct thumb_cache){app_result(a)->generation,
+                                  (int)view->stage,
+                                  rows,
+                                  cols,
+                                  (int)view->block_agg,
+                                  n,
+                                  c->cells,
+                                  c->made};
+    }
+    float *out = c->cells + (size_t)t * (size_t)rows * (size_t)cols;
+    if (!c->made[t]) {
+        struct attn_mat_view v = app_view_at(a, L, view->stage, h);
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++)
+                out[(size_t)i * cols + j] = pooled(v, i, j, rows, cols, view->block_agg);
+        c->made[t] = 1;
+    }
+    return out;
+}
+
 static void thumb_draw(struct panel *p, struct frame *f)
 {
     struct grid_panel *gp = (struct grid_panel *)p;
@@ -225,10 +265,13 @@ static void thumb_draw(struct panel *p, struct frame *f)
                               cw == 1 ? "\u00b7" : " \u00b7");
             continue;
         }
-        struct attn_mat_view v = app_view_at(a, L, view->stage, h);
+        const float *cells = thumb_cells(gp, a, tile, L, h);
+        struct attn_mat_view v =
+            cells ? (struct attn_mat_view){0} : app_view_at(a, L, view->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
-                float x = pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
+                float x = cells ? cells[(size_t)i * gp->shown_cols + j]
+                                : pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
                 struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
                                           " "};
                 if (isfinite(x))
@@ -866,6 +909,9 @@ static void grid_resize(struct panel *p, struct frame *f, struct rect area)
 
 void grid_panel_free(struct grid_panel *gp)
 {
+    free(gp->thumbs.cells);
+    free(gp->thumbs.made);
+    gp->thumbs = (struct thumb_cache){0};
     for (int h = 0; h < gp->n_blocks; h++)
         block_cache_free(&gp->blocks[h]);
     free(gp->blocks);
