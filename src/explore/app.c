@@ -147,14 +147,49 @@ static void job_step(void *ctx, long done, long total)
 #endif
 }
 
+/* JOB_SCORES: every head of every layer not yet scored, a layer at a time on the pool, each
+ * entry published with release order; it stops between layers when told. */
+static void job_scores(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    const struct attn_net *net = &a->result.net;
+    int heads = net->model[0].heads;
+    struct head_scores *out = malloc((size_t)heads * sizeof(*out));
+    struct attn_mat_view *w = malloc((size_t)heads * sizeof(*w));
+    for (int L = 0; out && w && L < net->layers; L++) {
+        if (__atomic_load_n(&job->stop, __ATOMIC_RELAXED))
+            break;
+        size_t i0 = (size_t)L * (size_t)heads;
+        bool all = true;
+        for (int h = 0; h < heads; h++) {
+            all &= __atomic_load_n(&a->cache.score.scored[i0 + (size_t)h], __ATOMIC_ACQUIRE) != 0;
+            w[h] = attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h); /* kept: a read */
+        }
+        if (!all)
+            attn_head_scores_many(out, w, heads, net->model[0].ids);
+        for (int h = 0; h < heads && !all; h++)
+            if (!a->cache.score.scored[i0 + (size_t)h]) {
+                a->cache.score.scores[i0 + (size_t)h] = out[h];
+                __atomic_store_n(&a->cache.score.scored[i0 + (size_t)h], 1, __ATOMIC_RELEASE);
+            }
+        __atomic_store_n(&job->heads_done, (long)(L + 1) * heads, __ATOMIC_RELAXED);
+    }
+    free(out);
+    free(w);
+}
+
 static void *job_main(void *arg)
 {
     struct app *a = arg;
     struct app_job *job = &a->result.job;
     job_thread = true;
-    attn_param_cache_worker(job->backing); /* out of memory: it shares the first */
-    job->rc = attn_net_forward_pending(&a->result.net);
-    attn_param_cache_drop(job->backing); /* its own buffer's pages back */
+    if (job->kind == JOB_SCORES) {
+        job_scores(a);
+    } else {
+        attn_param_cache_worker(job->backing); /* out of memory: it shares the first */
+        job->rc = attn_net_forward_pending(&a->result.net);
+        attn_param_cache_drop(job->backing); /* its own buffer's pages back */
+    }
     __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -179,7 +214,8 @@ static void job_cancel(struct app *a)
     pthread_join(job->thread, NULL);
     job->running = false;
     job->stop = 0;
-    job_commit(a);
+    if (job->kind == JOB_FORWARD)
+        job_commit(a);
 }
 
 /* What a compute makes at its end, once its every layer is there: the note of a value that is not
@@ -254,6 +290,7 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
         job_commit(a);
         return -1;
     }
+    job->kind = JOB_FORWARD;
     job->finished = 0;
     job->rc = 0;
     job->heads_done = 0;
@@ -317,12 +354,46 @@ bool app_computing(const struct app *a)
 
 bool app_layer_ready(const struct app *a, int layer)
 {
-    return !a->result.job.running || layer < attn_net_layers_ready(&a->result.net);
+    const struct app_job *job = &a->result.job;
+    return !job->running || job->kind != JOB_FORWARD ||
+           layer < attn_net_layers_ready(&a->result.net);
 }
 
 bool app_all_ready(const struct app *a)
 {
-    return !a->result.job.running;
+    return !a->result.job.running || a->result.job.kind != JOB_FORWARD;
+}
+
+int app_request_scores(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    const struct app_score_cache *c = &a->cache.score;
+    if (!job->background || job->running || !c->scored)
+        return 0;
+    size_t count = (size_t)a->result.net.layers * (size_t)a->result.net.model[0].heads, i = 0;
+    while (i < count && c->scored[i])
+        i++;
+    if (i == count) /* every head scored */
+        return 0;
+    job->kind = JOB_SCORES;
+    job->finished = 0;
+    job->heads_done = 0;
+    job->heads_total = (long)count;
+    job->started_ms = now_ms();
+    if (pthread_create(&job->thread, NULL, job_main, a) != 0)
+        return 0; /* out of threads: each head is scored as it is asked for */
+    job->running = true;
+    return 1;
+}
+
+const struct head_scores *app_scores_kept(const struct app *a, int layer, int head)
+{
+    const struct app_score_cache *c = &a->cache.score;
+    size_t i = (size_t)layer * (size_t)a->result.net.model[0].heads + (size_t)head;
+    if (!c->scored || !app_layer_ready(a, layer) ||
+        !__atomic_load_n(&c->scored[i], __ATOMIC_ACQUIRE))
+        return NULL;
+    return &c->scores[i];
 }
 
 void app_compute_progress(const struct app *a, struct app_progress *out)
@@ -333,7 +404,8 @@ void app_compute_progress(const struct app *a, struct app_progress *out)
         .ready = job->running ? attn_net_layers_ready(&a->result.net) : a->result.net.layers,
         .heads_done = __atomic_load_n(&job->heads_done, __ATOMIC_RELAXED),
         .heads_total = __atomic_load_n(&job->heads_total, __ATOMIC_RELAXED),
-        .ms = job->running ? now_ms() - job->started_ms : 0};
+        .ms = job->running ? now_ms() - job->started_ms : 0,
+        .scoring = job->running && job->kind == JOB_SCORES};
 }
 
 /* The compute through: joined, and what its end makes made. */
@@ -342,6 +414,8 @@ static void job_finish(struct app *a)
     struct app_job *job = &a->result.job;
     pthread_join(job->thread, NULL);
     job->running = false;
+    if (job->kind == JOB_SCORES)
+        return;
     job_commit(a);
     struct diag err;
     attn_diag_clear(&err);
@@ -350,6 +424,8 @@ static void job_finish(struct app *a)
     if (result_complete(a, &a->result.shown, &err) > 0)
         snprintf(a->doc.error, sizeof(a->doc.error),
                  "%.300s; the numbers on screen were read as it changed", err.msg);
+    if (a->view.score_shown >= 0 && a->view.all_heads) /* the model view shows them: next */
+        app_request_scores(a);
 }
 
 int app_poll(struct app *a)
@@ -379,6 +455,13 @@ int app_stop_compute(struct app *a, const char *key)
 {
     if (!a->result.job.running)
         return 0;
+    if (a->result.job.kind == JOB_SCORES) { /* nothing to undo: the heads scored so far stay */
+        job_cancel(a);
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "%s: stopped scoring the heads (S scores the rest)", key);
+        a->status.message_is_error = false;
+        return 1;
+    }
     if (!a->result.stoppable) {
         app_refuse(a, "%s: that compute could not be stopped: %s", key, a->result.stop_note);
         return -1;
@@ -680,6 +763,11 @@ const struct head_scores *app_scores(const struct app *a, int layer, int head)
 {
     static const struct head_scores none;                     /* every score undefined */
     if (!a->cache.score.scored || !app_layer_ready(a, layer)) /* a layer still computing */
+        return &none;
+    const struct head_scores *kept = app_scores_kept(a, layer, head);
+    if (kept)
+        return kept;
+    if (a->result.job.running) /* the scores job writes it: it comes with the next frame */
         return &none;
     size_t i = (size_t)layer * (size_t)a->result.net.model[0].heads + (size_t)head;
     if (!a->cache.score

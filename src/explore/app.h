@@ -48,6 +48,7 @@ bool app_layer_ready(const struct app *a, int layer);
 bool app_all_ready(const struct app *a);
 /* How far the compute running is. */
 struct app_progress {
+    bool scoring;                 /* the job scores every head (app_request_scores) */
     int ready, layers;            /* layers computed, of how many */
     long heads_done, heads_total; /* the forward pass's heads (0 of 0 until it starts) */
     double ms;                    /* since it was asked for; 0 at rest */
@@ -137,6 +138,13 @@ enum attn_head_mode app_head_mode(const struct app *a, int layer, int head);
 /* How many heads the result on screen ablates. */
 int app_ablated_count(const struct app *a);
 
+/* In the background mode: every head not yet scored is scored in the job's thread (the model
+ * view's S: 144 heads of 1,016 tokens take a second), unless a compute runs (the end of a
+ * forward pass asks again while the model view shows a score). 1: started. */
+int app_request_scores(struct app *a);
+/* Head h of layer L's scores when they are made, NULL when not yet: what a view of every head
+ * draws, never computing 144 of them on a frame. */
+const struct head_scores *app_scores_kept(const struct app *a, int layer, int head);
 /* The pattern scores of head h in layer L (engine/headscore.h), computed the first time they
  * are asked for after a result (a pass over the head's n x n weights, a log each: 16 heads of
  * 1024 tokens took 80 ms, paid up front by every edit before) and kept until the next. */

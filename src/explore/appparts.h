@@ -80,7 +80,13 @@ struct app_doc {
  *   buffer of the thread's own (attn_param_cache_worker), and the engine's pool serves
  *   whichever thread asks first, running the other's tasks on that thread itself.
  * tests/test_app_async.c checks this under ThreadSanitizer (scripts/test). */
+enum app_job_kind {
+    JOB_FORWARD, /* the forward pass of a result: layer after layer comes ready */
+    JOB_SCORES,  /* every head's pattern scores, into the score cache (the model view's S) */
+};
+
 struct app_job {
+    enum app_job_kind kind;
     bool background; /* computes past APP_SYNC_SECONDS run in the job's thread */
     bool running;    /* a thread computes result.net now (app_poll joins it once finished) */
     pthread_t thread;
@@ -124,7 +130,9 @@ struct app_result {
     struct app_job job; /* the pass computing in the background, if any */
 };
 
-/* The pattern scores of every head (layers * heads) of the result, each on first use. */
+/* The pattern scores of every head (layers * heads) of the result, each on first use: one head
+   at a time on the explorer's thread, every head by a JOB_SCORES job, which sets scored[i] with
+   release order once scores[i] is written. */
 struct app_score_cache {
     struct head_scores *scores;
     unsigned char *scored; /* 1 once scores[i] is this result's */

@@ -923,10 +923,13 @@ static int act_score(struct app *a, enum action act, struct ask *ask)
         note(a, "heads coloured by their %s score (S: next score)",
              attn_head_score_name((enum head_score)a->view.score_shown));
     /* a score not given here (too few repeats for induction) says why, not a row of "-" */
+    /* one head's scores here (milliseconds), for why a score is not given: the text decides */
     char why[200] = "";
     if (a->view.score_shown >= 0 && app_layer_ready(a, a->view.layer))
         attn_head_score_why(why, sizeof(why), app_scores(a, a->view.layer, 0),
                             (enum head_score)a->view.score_shown);
+    if (a->view.score_shown >= 0)
+        app_request_scores(a); /* every head: in the background when it computes there */
     if (why[0])
         note(a, "no %s score here: %s (S: next score)",
              attn_head_score_name((enum head_score)a->view.score_shown), strchr(why, ':') + 2);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ui/grid.h"
 #include "common/cnum.h"
@@ -106,9 +107,18 @@ static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols, en
 static int score_label(char *label, size_t size, const struct theme *t, const struct app *a, int L,
                        int h, bool sel, int attr)
 {
-    const struct head_scores *sc = app_scores(a, L, h);
+    /* In the background mode a frame never scores 144 heads itself: the job does
+       (app_request_scores), and a head not yet scored shows "…" */
+    const struct head_scores *sc = app_scores_kept(a, L, h);
+    if (!sc && !app_result(a)->job.background)
+        sc = app_scores(a, L, h);
     int k = app_view_state(a)->score_shown;
     char num[24];
+    if (!sc) {
+        size_t used = strlen(label);
+        snprintf(label + used, size - used, " \u2026");
+        return attr;
+    }
     if (sc->defined[k])
         attn_cnum_format(num, sizeof(num), " %.2f", sc->value[k]);
     else
@@ -162,44 +172,75 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     return attr;
 }
 
-/* Tile t's cells in the cache, pooled from layer L's head h when not made yet; NULL when out of
- * memory (the caller pools as it draws). The cache is reset when what it was made for changed. */
-static const float *thumb_cells(struct grid_panel *gp, const struct app *a, int t, int L, int h)
+/* Pooling time a frame may spend on thumbnails not yet made, in the background mode: a model
+ * view of 144 heads of 1,016 tokens takes a second to pool, so it fills in over the frames that
+ * follow (grid_panel.unfinished) while every key is answered. */
+#define THUMB_BUDGET_MS 8.0
+
+static double thumb_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* The cache for what the view shows now: reset when what it was made for changed. False when out
+ * of memory (the caller pools as it draws, every tile). */
+static bool thumb_fresh(struct grid_panel *gp, const struct app *a)
 {
     struct thumb_cache *c = &gp->thumbs;
     const struct app_view *view = app_view_state(a);
     int n = tiles(a), rows = gp->shown_rows, cols = gp->shown_cols;
-    if (c->generation != app_result(a)->generation || c->stage != (int)view->stage ||
-        c->rows != rows || c->cols != cols || c->agg != (int)view->block_agg || c->tiles != n) {
-        size_t cells = (size_t)n * (size_t)rows * (size_t)cols;
-        float *grown = realloc(c->cells, (cells ? cells : 1) * sizeof(float));
-        unsigned char *made = grown ? realloc(c->made, (size_t)(n ? n : 1)) : NULL;
-        if (grown)
-            c->cells = grown;
-        if (!made) {
-            c->tiles = -1; /* never matches: made again next time */
-            return NULL;
-        }
-        c->made = made;
-        memset(c->made, 0, (size_t)n);
-        *c = (struct thumb_cache){app_result(a)->generation,
-                                  (int)view->stage,
-                                  rows,
-                                  cols,
-                                  (int)view->block_agg,
-                                  n,
-                                  c->cells,
-                                  c->made};
+    if (c->generation == app_result(a)->generation && c->stage == (int)view->stage &&
+        c->rows == rows && c->cols == cols && c->agg == (int)view->block_agg && c->tiles == n)
+        return true;
+    size_t cells = (size_t)n * (size_t)rows * (size_t)cols, count = (size_t)(n ? n : 1);
+    float *grown = realloc(c->cells, (cells ? cells : 1) * sizeof(float));
+    if (grown)
+        c->cells = grown;
+    float *lo = grown ? realloc(c->lo, count * sizeof(float)) : NULL;
+    if (lo)
+        c->lo = lo;
+    float *hi = lo ? realloc(c->hi, count * sizeof(float)) : NULL;
+    if (hi)
+        c->hi = hi;
+    unsigned char *made = hi ? realloc(c->made, count) : NULL;
+    if (!made) {
+        c->tiles = -1; /* never matches: made again next time */
+        return false;
     }
+    c->made = made;
+    memset(c->made, 0, count);
+    c->generation = app_result(a)->generation;
+    c->stage = (int)view->stage;
+    c->rows = rows;
+    c->cols = cols;
+    c->agg = (int)view->block_agg;
+    c->tiles = n;
+    return true;
+}
+
+/* Makes tile t (layer L, head h) when it is not yet and the deadline (ms; 0: none) allows: its
+ * pooled cells and its range. True when it is made. */
+static bool thumb_make(struct grid_panel *gp, const struct app *a, int t, int L, int h,
+                       double deadline)
+{
+    struct thumb_cache *c = &gp->thumbs;
+    const struct app_view *view = app_view_state(a);
+    if (c->made[t])
+        return true;
+    if (!app_layer_ready(a, L) || !attn_stage_present(&app_result(a)->net.model[L], view->stage) ||
+        (deadline > 0 && thumb_now_ms() > deadline))
+        return false;
+    int rows = c->rows, cols = c->cols;
     float *out = c->cells + (size_t)t * (size_t)rows * (size_t)cols;
-    if (!c->made[t]) {
-        struct attn_mat_view v = app_view_at(a, L, view->stage, h);
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++)
-                out[(size_t)i * cols + j] = pooled(v, i, j, rows, cols, view->block_agg);
-        c->made[t] = 1;
-    }
-    return out;
+    struct attn_mat_view v = app_view_at(a, L, view->stage, h);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            out[(size_t)i * cols + j] = pooled(v, i, j, rows, cols, view->block_agg);
+    range_of(v, &c->lo[t], &c->hi[t]);
+    c->made[t] = 1;
+    return true;
 }
 
 static void thumb_draw(struct panel *p, struct frame *f)
@@ -219,8 +260,30 @@ static void thumb_draw(struct panel *p, struct frame *f)
     int layers = res->net.layers, pl = per_layer(a);
     /* One tile a layer: a stage the heads share, or a model of one head (its own). */
     bool shared = !attn_stage_is_per_head(view->stage) && app_model(a)->heads > 1;
-    float lo, hi;
-    range_get(&gp->range, a, layers > 1 ? -2 : -1, &lo, &hi);
+    /* The tiles in view first, then the rest (the scale is every tile's), as time allows. */
+    bool cached = thumb_fresh(gp, a);
+    double deadline = res->job.background ? thumb_now_ms() + THUMB_BUDGET_MS : 0;
+    int first_shown = gp->top * gp->per_row;
+    gp->unfinished = false;
+    for (int k = 0; cached && k < n; k++) {
+        int tile = (first_shown + k) % n;
+        if (!thumb_make(gp, a, tile, tile / pl, tile % pl, deadline) &&
+            app_layer_ready(a, tile / pl) &&
+            attn_stage_present(&res->net.model[tile / pl], view->stage))
+            gp->unfinished = true;
+    }
+    float lo = INFINITY, hi = -INFINITY;
+    if (cached) { /* the shared scale: the union of the tiles' ranges made so far */
+        for (int k = 0; k < n; k++)
+            if (gp->thumbs.made[k]) {
+                lo = fminf(lo, gp->thumbs.lo[k]);
+                hi = fmaxf(hi, gp->thumbs.hi[k]);
+            }
+        if (lo > hi)
+            lo = hi = 0.0f;
+    } else {
+        range_get(&gp->range, a, layers > 1 ? -2 : -1, &lo, &hi);
+    }
     bool diverging = lo < 0;
     char title[128];
     if (layers > 1)
@@ -265,7 +328,16 @@ static void thumb_draw(struct panel *p, struct frame *f)
                               cw == 1 ? "\u00b7" : " \u00b7");
             continue;
         }
-        const float *cells = thumb_cells(gp, a, tile, L, h);
+        const float *cells = cached ? gp->thumbs.cells + (size_t)tile * (size_t)gp->shown_rows *
+                                                             (size_t)gp->shown_cols
+                                    : NULL;
+        if (cached && !gp->thumbs.made[tile]) { /* its turn comes on a next frame */
+            for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
+                for (int j = 0; j < gp->shown_cols; j++)
+                    draw_text(ty + 1 + i, tx + j * cw, cw, t->role_attr[ROLE_DIM],
+                              cw == 1 ? "\u00b7" : " \u00b7");
+            continue;
+        }
         struct attn_mat_view v =
             cells ? (struct attn_mat_view){0} : app_view_at(a, L, view->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
@@ -910,6 +982,8 @@ static void grid_resize(struct panel *p, struct frame *f, struct rect area)
 void grid_panel_free(struct grid_panel *gp)
 {
     free(gp->thumbs.cells);
+    free(gp->thumbs.lo);
+    free(gp->thumbs.hi);
     free(gp->thumbs.made);
     gp->thumbs = (struct thumb_cache){0};
     for (int h = 0; h < gp->n_blocks; h++)

@@ -37,12 +37,16 @@ struct thumb_cache {
     unsigned long generation;
     int stage, rows, cols, agg, tiles;
     float *cells;        /* (tiles, rows, cols) */
+    float *lo, *hi;      /* (tiles) each tile's finite range: the shared scale is their union */
     unsigned char *made; /* (tiles) */
 };
 
 struct grid_panel {
     struct panel base;
     struct thumb_cache thumbs;
+    /* Tiles left to pool when the frame's time for them ran out (THUMB_BUDGET_MS, in the
+     * background mode): the screen manager draws the panel again on its next tick. */
+    bool unfinished;
     int tile_w, tile_h, per_row; /* the tile layout for the current stage and area */
     int shown_rows, shown_cols;  /* cells a tile shows: the matrix's, or fewer, each the
                                     strongest value of its block (a thumbnail) */

@@ -100,8 +100,14 @@ static void computing_note(int y, struct rect r, const struct theme *t, const st
     if (res->compute_seconds * 1000 > PROGRESS_QUIET_MS) /* the estimate, when it was felt */
         snprintf(about, sizeof(about), " of about %.*f s", res->compute_seconds < 9.5 ? 1 : 0,
                  res->compute_seconds);
-    snprintf(note, sizeof(note), " computing: %d of %d layers ready \u00b7 %.1f s%s%s%s ", pr.ready,
-             pr.layers, pr.ms / 1000.0, about, res->stoppable ? " \u00b7 Esc stops" : "", cannot);
+    if (pr.scoring)
+        snprintf(note, sizeof(note),
+                 " scoring the heads: %ld of %ld \u00b7 %.1f s \u00b7 Esc stops ", pr.heads_done,
+                 pr.heads_total, pr.ms / 1000.0);
+    else
+        snprintf(note, sizeof(note), " computing: %d of %d layers ready \u00b7 %.1f s%s%s%s ",
+                 pr.ready, pr.layers, pr.ms / 1000.0, about,
+                 res->stoppable ? " \u00b7 Esc stops" : "", cannot);
     int w = text_width(note), x = r.x + r.w - w;
     int used = 0; /* the message's own columns: the note goes after them, or not at all */
     for (int c = r.w - 1; c >= 0; c--) {

@@ -594,8 +594,15 @@ static int ui_paste(struct ui *ui)
     return outcome;
 }
 
+bool ui_ticking(const struct ui *ui)
+{
+    return app_computing(ui->app) || (ui->grid.unfinished && ui->grid.base.visible);
+}
+
 bool ui_compute_tick(struct ui *ui)
 {
+    if (ui->grid.unfinished && ui->grid.base.visible) /* its next tiles' turn */
+        ui->grid.base.dirty = true;
     int polled = app_poll(ui->app);
     if (polled == 2) { /* through: the shapes and notes it makes (a not-a-number) may move */
         ui_resize(ui);
@@ -609,10 +616,10 @@ bool ui_compute_tick(struct ui *ui)
     if (app_computing(ui->app) && busy_now_ms() - ui->pending_drawn >= 100) {
         ui->pending_drawn = busy_now_ms();
         ui->pending_map.dirty = ui->pending_side.dirty = ui->status.base.dirty = true;
-        ui->grid.base.dirty = app_view_state(ui->app)->all_heads;
+        ui->grid.base.dirty |= app_view_state(ui->app)->all_heads;
         return true;
     }
-    return false;
+    return ui->grid.base.dirty && ui->grid.base.visible;
 }
 
 int ui_play_tick(struct ui *ui)
@@ -1025,7 +1032,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
         } else {
             /* While a compute runs the loop wakes every COMPUTE_TICK_MS to show the layers it
                has done; a key wakes it at once either way. */
-            bool playing = app_view_state(ui->app)->playing, computing = app_computing(ui->app);
+            bool playing = app_view_state(ui->app)->playing, computing = ui_ticking(ui);
             int wait = playing ? app_view_state(ui->app)->play_ms : -1;
             if (computing && (wait < 0 || wait > COMPUTE_TICK_MS))
                 wait = COMPUTE_TICK_MS;

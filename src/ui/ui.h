@@ -97,8 +97,12 @@ void ui_use_user_configs(bool on);
  * measures of a compute under way) or on the caller's thread (the default: the golden screens,
  * a lesson's check). */
 void ui_use_background(bool on);
-/* Between frames while a compute runs: polls it (app_poll) and marks what changed, the progress
- * at most every 100 ms. Returns true when there is something to draw. */
+/* True while the loop has work between keys: a compute running, or model-view thumbnails left
+ * to pool (grid_panel.unfinished). */
+bool ui_ticking(const struct ui *ui);
+/* Between frames while ui_ticking: polls the compute (app_poll) and marks what changed, the
+ * progress at most every 100 ms, and the thumbnails' next turn. Returns true when there is
+ * something to draw. */
 bool ui_compute_tick(struct ui *ui);
 
 /* Modes, colours, mouse and extra key sequences of a fresh curses screen (ui_main and tests). */
