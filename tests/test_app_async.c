@@ -290,6 +290,46 @@ static void test_parameters_while_computing(void **state)
     unsetenv("ATTNSCOPE_HEAD_PAUSE_MS");
 }
 
+/* Every head scored in the background (S in the model view), each read as it lands, the same
+ * numbers as one head scored at a time on one thread. */
+static void test_scores_in_the_background(void **state)
+{
+    (void)state;
+    struct attn_scene s;
+    make_scene(&s, 6, 384);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    app_wait(a);
+    assert_int_equal(app_request_scores(a), 1);
+    assert_int_equal(app_request_scores(a), 0); /* one at a time */
+    int layers = a->result.net.layers, heads = a->result.net.model[0].heads, landed = 0;
+    double sum = 0;
+    while (app_computing(a)) {
+        for (int L = 0; L < layers; L++)
+            for (int h = 0; h < heads; h++) {
+                const struct head_scores *k = app_scores_kept(a, L, h);
+                if (k) {
+                    sum += k->value[SCORE_PREVIOUS];
+                    landed++;
+                }
+            }
+        app_poll(a);
+    }
+    (void)sum;
+    struct app *b = computed_alone(a);
+    for (int L = 0; L < layers; L++)
+        for (int h = 0; h < heads; h++) {
+            const struct head_scores *k = app_scores_kept(a, L, h), *one = app_scores(b, L, h);
+            assert_non_null(k);
+            assert_memory_equal(k->value, one->value, sizeof(k->value));
+            assert_memory_equal(k->defined, one->defined, sizeof(k->defined));
+        }
+    assert_int_equal(app_request_scores(a), 0); /* every head scored */
+    app_delete(b);
+    app_delete(a);
+}
+
 /* Keys that read what is still computing are answered at once, with why, or ask what they
  * write meanwhile; closing the explorer mid-compute stops it. */
 static void test_keys_while_computing(void **state)
@@ -320,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_layers_come_ready),
         cmocka_unit_test(test_edits_restart_it),
         cmocka_unit_test(test_edits_start_where_they_change),
+        cmocka_unit_test(test_scores_in_the_background),
         cmocka_unit_test(test_keys_while_computing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
