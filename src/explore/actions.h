@@ -67,8 +67,7 @@
     X(LESSON, "lesson", "i", "view", "Leave the lesson to explore freely / back to its step",      \
       act_lesson)                                                                                  \
     X(KNOB_NEXT, "knob-next", "Tab", "edit",                                                       \
-      "Select a knob: seed, d_out, heads, dropout, dim, temp (the temperature)",                \
-      act_knob_select)                                                                             \
+      "Select a knob: seed, d_out, heads, dropout, dim, temp (the temperature)", act_knob_select)  \
     X(KNOB_PREV, "knob-prev", "BackTab", "edit", "Select the previous knob", act_knob_select)      \
     X(KNOB_UP, "knob-up", "+ =", "edit", "Increase the selected knob", act_knob_step)              \
     X(KNOB_DOWN, "knob-down", "- _", "edit", "Decrease the selected knob", act_knob_step)          \

@@ -185,6 +185,9 @@ static void *job_main(void *arg)
     job_thread = true;
     if (job->kind == JOB_SCORES) {
         job_scores(a);
+    } else if (job->kind == JOB_LENS) {
+        job->rc = interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
+                                   job->lens_t, job->lens_first, job->lens_count, &job->err);
     } else {
         attn_param_cache_worker(job->backing); /* out of memory: it shares the first */
         job->rc = attn_net_forward_pending(&a->result.net);
@@ -405,7 +408,8 @@ void app_compute_progress(const struct app *a, struct app_progress *out)
         .heads_done = __atomic_load_n(&job->heads_done, __ATOMIC_RELAXED),
         .heads_total = __atomic_load_n(&job->heads_total, __ATOMIC_RELAXED),
         .ms = job->running ? now_ms() - job->started_ms : 0,
-        .scoring = job->running && job->kind == JOB_SCORES};
+        .scoring = job->running && job->kind == JOB_SCORES,
+        .lens = job->running && job->kind == JOB_LENS};
 }
 
 /* The compute through: joined, and what its end makes made. */
@@ -414,7 +418,9 @@ static void job_finish(struct app *a)
     struct app_job *job = &a->result.job;
     pthread_join(job->thread, NULL);
     job->running = false;
-    if (job->kind == JOB_SCORES)
+    if (job->kind == JOB_LENS && job->rc != 0)
+        app_refuse(a, "the lens: %.300s", job->err.msg);
+    if (job->kind != JOB_FORWARD)
         return;
     job_commit(a);
     struct diag err;
@@ -455,10 +461,11 @@ int app_stop_compute(struct app *a, const char *key)
 {
     if (!a->result.job.running)
         return 0;
-    if (a->result.job.kind == JOB_SCORES) { /* nothing to undo: the heads scored so far stay */
+    if (a->result.job.kind != JOB_FORWARD) { /* nothing to undo: what was made so far stays */
         job_cancel(a);
-        snprintf(a->status.message, sizeof(a->status.message),
-                 "%s: stopped scoring the heads (S scores the rest)", key);
+        snprintf(a->status.message, sizeof(a->status.message), "%s: stopped %s", key,
+                 a->result.job.kind == JOB_SCORES ? "scoring the heads (S scores the rest)"
+                                                  : "the lens (y shows it again)");
         a->status.message_is_error = false;
         return 1;
     }
@@ -713,8 +720,35 @@ struct app_status *app_status_mut(struct app *a)
 
 int app_lens_fill(struct app *a, int first, int count, struct diag *err)
 {
-    return interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
-                            a->view.temperature, first, count, err);
+    struct app_job *job = &a->result.job;
+    if (!job->background ||
+        interp_lens_filled(&a->cache.interp, &a->result.net, a->result.generation,
+                           a->view.temperature, first, count))
+        return interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
+                                a->view.temperature, first, count, err);
+    if (job->running) /* another job first; the next frame asks again */
+        return 1;
+    /* 12 layers' unembedding of every position in view: a second at GPT-2 small's size */
+    job->kind = JOB_LENS;
+    job->finished = 0;
+    job->rc = 0;
+    job->lens_first = first;
+    job->lens_count = count;
+    job->lens_t = a->view.temperature;
+    job->heads_done = 0;
+    job->heads_total = 0;
+    attn_diag_clear(&job->err);
+    job->started_ms = now_ms();
+    if (pthread_create(&job->thread, NULL, job_main, a) != 0) /* here, then */
+        return interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
+                                a->view.temperature, first, count, err);
+    job->running = true;
+    return 1;
+}
+
+bool app_interp_busy(const struct app *a)
+{
+    return a->result.job.running && a->result.job.kind == JOB_LENS;
 }
 
 int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err)

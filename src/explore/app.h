@@ -49,6 +49,7 @@ bool app_all_ready(const struct app *a);
 /* How far the compute running is. */
 struct app_progress {
     bool scoring;                 /* the job scores every head (app_request_scores) */
+    bool lens;                    /* the job fills the lens (app_lens_fill) */
     int ready, layers;            /* layers computed, of how many */
     long heads_done, heads_total; /* the forward pass's heads (0 of 0 until it starts) */
     double ms;                    /* since it was asked for; 0 at rest */
@@ -125,8 +126,12 @@ struct attn_mat_view app_rollout_view(struct app *a);
 const struct attn_predictions *app_predictions(struct app *a, int *layer, struct diag *err);
 /* The lens's top tokens of positions first .. first + count - 1 through every layer, at the
  * temperature, into the interp cache (interp_lens_fill: once per result and temperature; read
- * them with interp_lens_top on app_caches(a)->interp). Returns 0, or -1 with err. */
+ * them with interp_lens_top on app_caches(a)->interp). Returns 0, or -1 with err. In the
+ * background mode positions not yet filled are filled by a job: 1, the cache not to be read
+ * until it ends (app_interp_busy). */
 int app_lens_fill(struct app *a, int first, int count, struct diag *err);
+/* True while a job writes the interp cache (the lens): the predictions and the lens wait. */
+bool app_interp_busy(const struct app *a);
 /* The cursor row's prediction before -> after the ablations (interp_compare), kept. Returns 0, or
  * -1 when nothing is ablated or a computation failed (err). */
 int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err);

@@ -83,6 +83,8 @@ struct app_doc {
 enum app_job_kind {
     JOB_FORWARD, /* the forward pass of a result: layer after layer comes ready */
     JOB_SCORES,  /* every head's pattern scores, into the score cache (the model view's S) */
+    JOB_LENS,    /* the logit lens of the positions in view through every layer (y), into the
+                    interp cache, which nothing else reads meanwhile (app_interp_busy) */
 };
 
 struct app_job {
@@ -98,6 +100,9 @@ struct app_job {
     int seen_ready;               /* layers ready at the last app_poll */
     struct attn_backing *backing; /* the checkpoint it reads (its own widening buffer) */
     int pause_ms; /* ATTNSCOPE_HEAD_PAUSE_MS: the thread's pause after each head (the tests) */
+    int lens_first, lens_count; /* JOB_LENS: the positions, at the temperature lens_t */
+    double lens_t;
+    struct diag err; /* JOB_LENS: why it failed (rc -1) */
 };
 
 /* Computes estimated under this many seconds run on the explorer's thread even in the

@@ -254,6 +254,19 @@ int interp_lens_fill(struct interp_cache *c, const struct attn_net *net, unsigne
     return 0;
 }
 
+bool interp_lens_filled(const struct interp_cache *c, const struct attn_net *net, unsigned long gen,
+                        double T, int pos0, int count)
+{
+    int n = net->model[0].n;
+    if (!(c->lens_top && c->lens_generation == gen && c->lens_temperature == T &&
+          c->lens_layers == net->layers && c->lens_n == n))
+        return false;
+    for (int i = pos0 < 0 ? 0 : pos0; i < pos0 + count && i < n; i++)
+        if (!c->lens_done[i])
+            return false;
+    return true;
+}
+
 const struct attn_token_score *interp_lens_top(const struct interp_cache *c, int layer, int pos,
                                                bool *is_next)
 {

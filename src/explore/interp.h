@@ -108,6 +108,10 @@ int interp_lens_fill(struct interp_cache *c, const struct attn_net *net, unsigne
                      double T, int pos0, int count, struct diag *err);
 /* The lens's top-1 of layer at pos, NULL when not filled; *is_next: it is the actual next
  * token. */
+/* True when interp_lens_fill of these would compute nothing: every position's block filled for
+ * this result and temperature. */
+bool interp_lens_filled(const struct interp_cache *c, const struct attn_net *net, unsigned long gen,
+                        double T, int pos0, int count);
 const struct attn_token_score *interp_lens_top(const struct interp_cache *c, int layer, int pos,
                                                bool *is_next);
 

@@ -98,9 +98,18 @@ static void lens_draw(struct panel *p, struct frame *f)
     /* Only the positions in view: a block of them through every layer, once per result. */
     struct diag err;
     attn_diag_clear(&err);
-    if (app_lens_fill(a, lp->top_row, last_row - lp->top_row, &err)) {
+    int filled = app_lens_fill(a, lp->top_row, last_row - lp->top_row, &err);
+    if (filled < 0) {
         abbreviate(clipped, sizeof(clipped), err.msg, r.w);
         draw_text(r.y + 1, r.x, r.w, t->role_attr[ROLE_ERROR], clipped);
+        return;
+    }
+    if (filled > 0) { /* a job fills them (the background mode): drawn when it ends */
+        snprintf(clipped, sizeof(clipped),
+                 "computing the guesses of positions %d\u2013%d through every layer \u00b7 keys "
+                 "work meanwhile",
+                 lp->top_row, last_row - 1);
+        draw_text(r.y + 2, r.x, r.w, t->role_attr[ROLE_DIM], clipped);
         return;
     }
 

@@ -26,7 +26,7 @@ bool pending_wanted_side(const struct frame *f)
     if (!app_computing(a))
         return false;
     if (v->predictions || v->lens) /* the model's own: the last layer, and the ablation's before */
-        return !app_all_ready(a);
+        return !app_all_ready(a) || app_interp_busy(a);
     return !app_layer_ready(a, v->layer);
 }
 
@@ -55,7 +55,9 @@ static void pending_draw(struct panel *p, struct frame *f)
     app_compute_progress(a, &pr);
     char title[160], what[160];
     bool all = v->lens || (side && v->predictions);
-    if (v->lens)
+    if (app_interp_busy(a))
+        snprintf(what, sizeof(what), "the lens is computing: the predictions come after it");
+    else if (v->lens)
         snprintf(what, sizeof(what), "the logit lens reads every layer");
     else if (side && v->predictions)
         snprintf(what, sizeof(what), "the predictions come from the last layer");

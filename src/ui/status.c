@@ -100,7 +100,11 @@ static void computing_note(int y, struct rect r, const struct theme *t, const st
     if (res->compute_seconds * 1000 > PROGRESS_QUIET_MS) /* the estimate, when it was felt */
         snprintf(about, sizeof(about), " of about %.*f s", res->compute_seconds < 9.5 ? 1 : 0,
                  res->compute_seconds);
-    if (pr.scoring)
+    if (pr.lens)
+        snprintf(note, sizeof(note),
+                 " the lens: every layer's guesses \u00b7 %.1f s \u00b7 Esc stops ",
+                 pr.ms / 1000.0);
+    else if (pr.scoring)
         snprintf(note, sizeof(note),
                  " scoring the heads: %ld of %ld \u00b7 %.1f s \u00b7 Esc stops ", pr.heads_done,
                  pr.heads_total, pr.ms / 1000.0);
