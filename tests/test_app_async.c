@@ -284,6 +284,22 @@ static void test_parameters_while_computing(void **state)
     assert_true(read > 1);
     struct app *b = computed_alone(a);
     assert_same_result(a, b);
+    /* the lens, filled by a job in the background; the same guesses as on one thread */
+    int n = a->result.net.model[0].n, layers = a->result.net.layers;
+    assert_int_equal(app_lens_fill(a, 0, n, &err), 1);
+    assert_true(app_interp_busy(a));
+    while (app_computing(a))
+        app_poll(a);
+    assert_int_equal(app_lens_fill(a, 0, n, &err), 0); /* filled */
+    assert_int_equal(app_lens_fill(b, 0, n, &err), 0);
+    for (int L = 0; L < layers; L++)
+        for (int i = 0; i < n; i++) {
+            const struct attn_token_score *x = interp_lens_top(&app_caches(a)->interp, L, i, NULL);
+            const struct attn_token_score *y = interp_lens_top(&app_caches(b)->interp, L, i, NULL);
+            assert_non_null(x);
+            assert_non_null(y);
+            assert_memory_equal(x, y, sizeof(*x));
+        }
     app_delete(b);
     app_delete(a);
     unsetenv("ATTNSCOPE_GFLOPS");
