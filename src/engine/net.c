@@ -123,10 +123,11 @@ static long heads_from(const struct attn_net *net, int first)
     return total;
 }
 
-/* Layer L's forward pass from row first_row on (attn_forward_rows), fed by layer L - 1's
- * output; *done heads of total reported before it. Returns 0, or -1 when the sink's stop flag
- * ended it. */
-static int forward_layer(struct attn_net *net, int L, int first_row, long *done, long total)
+/* Layer L's forward pass from row first_row on (attn_forward_rows, or attn_forward_rows_near
+ * when near), fed by layer L - 1's output; *done heads of total reported before it. Returns 0,
+ * or -1 when the sink's stop flag ended it. */
+static int forward_layer(struct attn_net *net, int L, int first_row, bool near, long *done,
+                         long total)
 {
     struct attn_model *m = &net->model[L];
     net->run[L].progress = net->progress.step ? &net->progress : NULL;
@@ -141,7 +142,7 @@ static int forward_layer(struct attn_net *net, int L, int first_row, long *done,
             memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
                    (size_t)m->d_in * sizeof(float));
     }
-    attn_forward_rows(&net->run[L], m, first_row);
+    (near ? attn_forward_rows_near : attn_forward_rows)(&net->run[L], m, first_row);
     net->run[L].progress = NULL; /* it points into net, which a caller may move */
     return net->run[L].stopped ? -1 : 0;
 }
@@ -156,20 +157,44 @@ int attn_net_forward_rows(struct attn_net *net, int first_row)
     return attn_net_forward_layers(net, 0, first_row);
 }
 
-int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
+/* attn_net_forward_layers, or with near the near path's block of rows first_row .. n - 1
+ * (first_row not rounded; the caller says near_from). */
+static int forward_net(struct attn_net *net, int first, int first_row, bool near)
 {
     net->partial = true;                      /* until every layer is through */
     for (int L = first; L < net->layers; L++) /* rows are kept in every layer, or in none */
         if (!attn_rows_reusable(&net->model[L]))
             first_row = 0;
-    if (first_row > 0)
-        first_row -= first_row % attn_row_panel();
+    int panel = attn_row_panel();
+    if (first_row > 0 && !near)
+        first_row -= first_row % panel;
     long total = heads_from(net, first), done = 0;
     progress_report(&net->progress, 0, total); /* step 0: it starts */
     for (int L = first; L < net->layers; L++)
-        if (forward_layer(net, L, first_row, &done, total) != 0)
+        if (forward_layer(net, L, first_row, near, &done, total) != 0)
             return -1;
     net->partial = false;
+    /* every layer from the near rows' panel on again: the panels' own bits */
+    if (!near && first == 0 && net->near_from >= 0 &&
+        first_row <= net->near_from - net->near_from % panel)
+        net->near_from = -1;
+    return 0;
+}
+
+int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
+{
+    return forward_net(net, first, first_row, false);
+}
+
+int attn_net_forward_exact(struct attn_net *net)
+{
+    if (net->near_from < 0 || net->layers <= 0 || !net->run)
+        return 0;
+    /* the near rows are rewritten in place: a stop half-way would leave neither result */
+    const volatile sig_atomic_t *stop = net->progress.stop;
+    net->progress.stop = NULL;
+    attn_net_forward_rows(net, net->near_from);
+    net->progress.stop = stop;
     return 0;
 }
 
@@ -225,11 +250,11 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
     return same_options(a, b) && attn_scene_same_fields(a, b, FIELDS_PARAMS);
 }
 
-/* The rows of every layer a sentence edit from net's result to the fresh models keeps: those
- * before the panel holding the first token whose inputs changed (layer 0's x, RoPE's angles).
- * 0 when nothing is kept: not a causal net computed in panels, another shape, other parameters
- * or options, or net's result incomplete. */
-static int kept_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
+/* The rows of every layer a sentence edit from net's result to the fresh models may keep: those
+ * before the first token whose inputs changed (layer 0's x, RoPE's angles; the panel path keeps
+ * those before its panel). 0 when nothing is kept: not a causal net computed in panels, another
+ * shape, other parameters or options, or net's result incomplete. */
+static int unchanged_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
 {
     if (!net->from || net->partial || net->layers != layers)
         return 0;
@@ -247,7 +272,25 @@ static int kept_rows(const struct attn_net *net, const struct attn_model *fresh,
                       memcmp(a->rope_sin + (size_t)p * half, b->rope_sin + (size_t)p * half,
                              (size_t)half * 4) == 0)))
         p++;
-    return p - p % attn_row_panel();
+    return p;
+}
+
+/* What a sentence edit keeps of net's result when rows 0 .. p - 1 are unchanged (n tokens
+ * now), and the near_from of the result: -1 on the panel path, which keeps no near row (it
+ * keeps the rows before the panel of the earliest, or recomputes from there). The near path
+ * (net->near_ok, n - p <= ATTN_NEAR_ROWS) keeps rows 0 .. p - 1; its block is exact when it
+ * starts a panel (it is the panel's own last panel), and the earlier near rows stay near. */
+static int kept_for_edit(const struct attn_net *net, int p, int n, int *near_from)
+{
+    int panel = attn_row_panel(), old = p > 0 ? net->near_from : -1;
+    if (net->near_ok && p > 0 && n - p <= ATTN_NEAR_ROWS) {
+        int block = p % panel != 0 ? p : -1; /* kept rows of a partial panel too (p = n) */
+        *near_from = old < 0 ? block : block < 0 || old < block ? old : block;
+        return p;
+    }
+    *near_from = -1;
+    int kept = p - p % panel;
+    return old >= 0 && old - old % panel < kept ? old - old % panel : kept;
 }
 
 /* True when b is a with another sentence: the tokens, their ids and types, the rows given for
@@ -264,6 +307,8 @@ static int net_begin(struct attn_net *fresh, const struct attn_net *net, const s
     int layers = s->layers > 1 ? s->layers : 1;
     *fresh = (struct attn_net){.layers = layers,
                                .progress = net->progress,
+                               .near_ok = net->near_ok,
+                               .near_from = -1,
                                .model = calloc((size_t)layers, sizeof(struct attn_model)),
                                .run = calloc((size_t)layers, sizeof(struct attn_run))};
     if (!fresh->model || !fresh->run) {
@@ -300,7 +345,10 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         fresh.after_params = net->after_params;
     /* A sentence edit of a causal net: the rows before the first changed token's panel are the
        previous result's, moved over with its buffers or copied into the new ones. */
-    int kept = reuse ? 0 : kept_rows(net, fresh.model, layers);
+    int near_from = -1;
+    int kept = reuse ? 0
+                     : kept_for_edit(net, unchanged_rows(net, fresh.model, layers),
+                                     fresh.model[0].n, &near_from);
 
     if (!(fresh.from = calloc(1, sizeof(*fresh.from))) || attn_scene_copy(fresh.from, s)) {
         free(fresh.from);
@@ -347,7 +395,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
         memcpy(fresh.model[L].x, net->model[L].x,
                (size_t)kept * (size_t)fresh.model[L].d_in * sizeof(float));
     fresh.kept_rows = kept;
-    if (attn_net_forward_rows(&fresh, kept) != 0) {
+    if (forward_net(&fresh, 0, kept, near_from >= 0) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");
@@ -359,6 +407,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     if (reuse || retext) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < layers; L++)
             attn_model_adopt(&fresh.model[L], &net->model[L]);
+    fresh.near_from = near_from;
     fresh.progress.stop = net->progress.stop;
     fresh.keep_previous = net->keep_previous;
     attn_net_free(net);
@@ -387,7 +436,7 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
     long total = heads_from(&fresh, 0), done = 0;
     progress_report(&fresh.progress, 0, total);
     for (int L = 0; L < layers; L++) {
-        if (forward_layer(&fresh, L, 0, &done, total) != 0) {
+        if (forward_layer(&fresh, L, 0, false, &done, total) != 0) {
             attn_net_free(&fresh);
             return attn_diag_set(err, "", "stopped before the end");
         }
@@ -419,7 +468,8 @@ double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct a
     while (p < n && strcmp(a->tokens[p], s->tokens[p]) == 0 &&
            (!a->token_ids || !s->token_ids || a->token_ids[p] == s->token_ids[p]))
         p++;
-    p -= p % attn_row_panel();
+    int near_from;
+    p = kept_for_edit(net, p, s->n_tokens, &near_from);
     return full * (double)(s->n_tokens - p) / (double)s->n_tokens;
 }
 
