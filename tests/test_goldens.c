@@ -486,7 +486,7 @@ static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem,
  * largest |value|, per matrix. One product's element is a dot product of K terms, and two orders
  * of its additions differ by at most 2 gamma_K sum |a_k b_k| ~ 2 K u sum |a||b| (u = 2^-24);
  * sum |a||b| is within a few times the stage's scale for these activations. At K = 64 to 5,632
- * (a head's keys to TinyLlama's FFN) the worst case is 8e-6 to 7e-4 of it, a blocked kernel's
+ * (a head's width to TinyLlama's FFN) the worst case is 8e-6 to 7e-4 of it, a blocked kernel's
  * sqrt(K) u about 5e-7 to 5e-6; the softmax doubles a score's error at most, and each layer adds
  * its own. 1e-4 keeps 25 times the worst measured (4.0e-6 under OPENBLAS_CORETYPE=Prescott,
  * 3.5e-6 on Haswell, SkylakeX and Cooperlake, 0 on Sandybridge; printed below); test_causal

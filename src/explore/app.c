@@ -147,6 +147,9 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     progress_report(&a->result.net.progress, 0,
                     (long)(s->layers > 1 ? s->layers : 1) *
                         (s->attn.heads > 0 ? s->attn.heads : 1));
+    /* A last-word edit computes its rows alone (the near path): numbers within the last
+       places of a fresh computation's on screen, made exact before an export. */
+    a->result.net.near_ok = true;
     int rc = attn_net_compute(&a->result.net, s, err);
     a->result.net.keep_previous = false;
     if (rc)
@@ -1665,7 +1668,12 @@ int app_redo(struct app *a)
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
     /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
-       writes .npy). */
+       writes .npy), its near rows (a last-word edit's) first made a fresh computation's. */
+    if (a->result.net.near_from >= 0) {
+        attn_net_forward_exact(&a->result.net);
+        a->result.generation++; /* the caches hold the near numbers */
+        caches_invalidate(&a->cache);
+    }
     return export_dir_progress(dir, &a->result.shown, &a->result.net, EXPORT_CSV,
                                &a->result.export_progress, err);
 }
