@@ -2,12 +2,14 @@
  * rows alone) against the panel path (from the changed token's 128-row panel), in interleaved
  * rounds, and what attn_net_forward_exact costs after a near edit.
  *
- *   near_edit MODEL TOKENS [ROUNDS]
+ *   near_edit MODEL TOKENS [ROUNDS [BACK]]
  *
  * MODEL: a model folder (build/tests/make_gpt2_shape writes GPT-2 small's shape; its tokenizer
  * beside it). The text is "Hello world and the cat sat on the mat." repeated to TOKENS tokens,
- * ending in " cat"; the edits: its last token changed (" cat" -> " dog", and back), and one token
- * appended (" sat", and taken away again). Prints each edit's fastest time of the rounds (ms).
+ * ending in " cat"; the edits: its last token changed (" cat" -> " dog", and back), one token
+ * appended (" sat", and taken away again), and the first word of the BACK-th sentence from the
+ * end (default 1) changed, and back: a block of rows (near_ok takes at most ATTN_NEAR_ROWS).
+ * Prints each edit's fastest time of the rounds (ms).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,17 +50,23 @@ static double timed(struct attn_net *net, const struct attn_scene *s)
     return now_ms() - t0;
 }
 
-enum { CHANGE, CHANGE_BACK, APPEND, TAKE_AWAY, EXACT, KINDS };
-static const char *const kind_name[KINDS] = {"last token changed", "and back", "token appended",
-                                             "taken away again", "forward_exact after it"};
+enum { CHANGE, CHANGE_BACK, APPEND, TAKE_AWAY, EXACT, BLOCK, BLOCK_BACK, KINDS };
+static const char *const kind_name[KINDS] = {"last token changed",
+                                             "and back",
+                                             "token appended",
+                                             "taken away again",
+                                             "forward_exact after it",
+                                             "a sentence's first word",
+                                             "and back "};
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: near_edit MODEL TOKENS [ROUNDS]\n");
+        fprintf(stderr, "usage: near_edit MODEL TOKENS [ROUNDS [BACK]]\n");
         return 2;
     }
     int tokens = atoi(argv[2]), rounds = argc > 3 ? atoi(argv[3]) : 5;
+    int back = argc > 4 ? atoi(argv[4]) : 1;
     struct attn_model_files files;
     struct diag err = {0};
     if (attn_scenefile_find_model(&files, argv[1], NULL, &err))
@@ -93,14 +101,33 @@ int main(int argc, char **argv)
             break;
         *sp = '\0';
     }
-    struct attn_scene sc[3];
+    struct attn_scene sc[4];
     with_text(&sc[0], &model, base);
     snprintf(t2, cap, "%s the dog", text);
     with_text(&sc[1], &model, t2);
     snprintf(t2, cap, "%s the cat sat", text);
     with_text(&sc[2], &model, t2);
-    printf("near_edit: %s, %d tokens (appended: %d), %d rounds\n", argv[1], sc[0].n_tokens,
-           sc[2].n_tokens, rounds);
+    /* the first word of the BACK-th sentence from the end changed: a block of rows */
+    char *hello = NULL;
+    for (char *at = text; (at = strstr(at, " Hello")) != NULL; at++)
+        hello = at;
+    for (int b = 1; hello && b < back; b++) {
+        char *before = NULL;
+        for (char *at = text; (at = strstr(at, " Hello")) != NULL && at < hello; at++)
+            before = at;
+        hello = before;
+    }
+    if (!hello)
+        die("text", "no sentence");
+    snprintf(t2, cap, "%.*s Howdy%s the cat", (int)(hello - text), text, hello + 6);
+    with_text(&sc[3], &model, t2);
+    int block = 0;
+    while (block < sc[0].n_tokens && strcmp(sc[0].tokens[block], sc[3].tokens[block]) == 0)
+        block++;
+    block = sc[0].n_tokens - block;
+    printf("near_edit: %s, %d tokens (appended: %d; a sentence's first word: %d rows), %d "
+           "rounds\n",
+           argv[1], sc[0].n_tokens, sc[2].n_tokens, block, rounds);
 
     double best[2][KINDS];
     for (int m = 0; m < 2; m++)
@@ -122,6 +149,8 @@ int main(int argc, char **argv)
             double t0 = now_ms();
             attn_net_forward_exact(&net[m]);
             t[EXACT] = now_ms() - t0;
+            t[BLOCK] = timed(&net[m], &sc[3]);
+            t[BLOCK_BACK] = timed(&net[m], &sc[0]);
             for (int k = 0; k < KINDS; k++)
                 if (t[k] < best[m][k])
                     best[m][k] = t[k];
@@ -131,7 +160,7 @@ int main(int argc, char **argv)
         printf("%-24s %10.1f %10.1f\n", kind_name[k], best[0][k], best[1][k]);
     for (int m = 0; m < 2; m++)
         attn_net_free(&net[m]);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         attn_scene_free(&sc[i]);
     attn_scene_free(&model);
     free(text);
