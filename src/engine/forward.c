@@ -252,7 +252,7 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
     r->seen_nonfinite |= atomic_load(&job.nonfinite);
 }
 
-/* The near block (attn_forward_rows_near): head t's rows first .. n - 1, unaligned, in one
+/* The near block (attn_forward_rows_near): head h's rows first .. n - 1, unaligned, in one
  * product each. Its queries' scores against every key (the future past a row is the scores
  * stage's, computed when shown anyway), scaled and softmaxed in place over the keys each row
  * sees, and the context of those weights' rows straight from the weights buffer: no scratch. */

@@ -343,8 +343,9 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     }
     if (reuse || retext) /* nothing was drawn: the generator is where it was */
         fresh.after_params = net->after_params;
-    /* A sentence edit of a causal net: the rows before the first changed token's panel are the
-       previous result's, moved over with its buffers or copied into the new ones. */
+    /* A sentence edit of a causal net: the rows before the first changed token's panel (on the
+       near path, before that token) are the previous result's, moved over with its buffers or
+       copied into the new ones. */
     int near_from = -1;
     int kept = reuse ? 0
                      : kept_for_edit(net, unchanged_rows(net, fresh.model, layers),
