@@ -1325,6 +1325,50 @@ static void open_golden(struct app *a, const char *rel)
     assert_int_equal(app_init(a, &s, path, NULL, &err), 0);
 }
 
+/* A word appended to a causal checkpoint's sentence computes its rows alone (the near path,
+ * net.h); an export first makes every number a fresh computation's, bit for bit. */
+static void test_last_word_edit_near_then_exact(void **state)
+{
+    (void)state;
+    struct app a;
+    open_golden(&a, "gpt2/scenes/tiny-all.yaml"); /* 18 tokens */
+    int n = a.doc.scene.n_tokens;
+    char text[4096];
+    snprintf(text, sizeof(text), "%s dog", a.doc.scene.text);
+    assert_int_equal(app_edit_text(&a, text), 0);
+    const struct attn_net *net = &app_result(&a)->net;
+    assert_int_equal(net->near_from, n);
+    assert_int_equal(net->kept_rows, n);
+    char dir[] = "/tmp/attnscope-test-app-XXXXXX", out[200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof(out), "%s/export", dir);
+    struct diag err;
+    unsigned long generation = app_result(&a)->generation;
+    assert_int_equal(app_export(&a, out, &err), 0);
+    assert_int_equal(net->near_from, -1);
+    assert_true(app_result(&a)->generation != generation); /* the caches held the near numbers */
+    struct attn_net fresh;
+    memset(&fresh, 0, sizeof(fresh));
+    assert_int_equal(attn_net_compute(&fresh, &app_result(&a)->shown, &err), 0);
+    for (int L = 0; L < net->layers; L++) {
+        enum attn_stage order[STAGE_COUNT];
+        int count = attn_stage_order(order, &net->model[L]);
+        for (int k = 0; k < count; k++)
+            for (int h = 0; h < (attn_stage_is_per_head(order[k]) ? net->model[L].heads : 1); h++) {
+                struct attn_mat_view x = attn_view(&net->run[L], &net->model[L], order[k], h);
+                struct attn_mat_view y = attn_view(&fresh.run[L], &fresh.model[L], order[k], h);
+                assert_int_equal(x.rows, y.rows);
+                for (int i = 0; i < x.rows; i++)
+                    assert_memory_equal(x.data + (size_t)i * x.stride,
+                                        y.data + (size_t)i * y.stride,
+                                        (size_t)x.cols * sizeof(float));
+            }
+    }
+    attn_net_free(&fresh);
+    tu_remove_tree(dir);
+    app_free(&a);
+}
+
 /* Edits obey check's position rules: a RoPE checkpoint past max_position_embeddings is computed,
  * and the message line says so; past a learned table an edit is refused, and the state stays. */
 static void test_edits_past_the_positions(void **state)
@@ -2988,6 +3032,7 @@ int main(void)
         cmocka_unit_test(test_undo_counts_what_a_step_owns),
         cmocka_unit_test(test_knobs_step_to_valid_values),
         cmocka_unit_test(test_sentence_edit_keeps_known_embeddings),
+        cmocka_unit_test(test_last_word_edit_near_then_exact),
         cmocka_unit_test(test_book_rows_survive_edits),
         cmocka_unit_test(test_seed_knob_moves_the_notebooks_seed),
         cmocka_unit_test(test_titles_stay_true),

@@ -304,6 +304,226 @@ static void test_panels_fixed_positions(void **state)
     assert_true(compared >= 10);
 }
 
+/* ---- the near path: a sentence edit's last rows as one block --------------------------------
+ * A net with near_ok computes an edit whose first changed row r has n - r <= ATTN_NEAR_ROWS as
+ * rows r .. n - 1 of every layer in one block (attn_forward_rows_near), where the panels redo
+ * r's whole panel. With the naive products (a fixed order of additions whatever the shape) the
+ * block is the fresh computation bit for bit: the same arithmetic. With OpenBLAS its products
+ * have another height (M) than the panel's, and may round otherwise.
+ *
+ * The tolerance. One element of a product is a dot product of K terms; two orders of its
+ * additions differ by at most 2 gamma_K sum |a_k b_k|, gamma_K ~ K u (u = 2^-24), and a blocked
+ * kernel's by far less (sqrt(K) u in practice). Here K is at most the FFN's width (96) or the
+ * keys (n), and sum |a||b| is within a few times the stage's largest |value| (no cancellation
+ * worth the name in these random nets): 2 x 300 x 6e-8 = 3.6e-5 of that scale, worst case, for
+ * one product. The softmax turns a score's error e into a weight's relative error of at most 2e;
+ * each later product adds its own and carries the earlier (the norms rescale, the residual adds),
+ * a few times over two layers. So every cell is held to NEAR_TOL of its stage's largest |value|
+ * (per matrix), 1e-4: above one product's worst case here, and 140 times the worst measured
+ * (7.1e-7 under OPENBLAS_CORETYPE=Prescott, 5.0e-7 on Haswell, 0 on Sandybridge and on this
+ * CPU's Cooperlake; printed). */
+#define NEAR_TOL 1e-4
+
+/* Every stage of every head of every layer of a against the fresh b: equal bits when exact, else
+ * within NEAR_TOL of each matrix's largest |value|. Returns the worst share of that scale. */
+static double compare_near(const struct attn_net *a, const struct attn_net *b, bool exact,
+                           const char *what)
+{
+    double worst = 0;
+    for (int L = 0; L < a->layers; L++) {
+        const struct attn_model *m = &a->model[L];
+        enum attn_stage order[STAGE_COUNT];
+        int ns = attn_stage_order(order, m);
+        for (int si = 0; si < ns; si++)
+            for (int h = 0; h < (attn_stage_is_per_head(order[si]) ? m->heads : 1); h++) {
+                struct attn_mat_view x = attn_view(&a->run[L], m, order[si], h);
+                struct attn_mat_view y = attn_view(&b->run[L], &b->model[L], order[si], h);
+                assert_int_equal(x.rows, y.rows);
+                assert_int_equal(x.cols, y.cols);
+                double scale = 0;
+                for (int i = 0; i < y.rows; i++)
+                    for (int j = 0; j < y.cols; j++) {
+                        float v = y.data[(size_t)i * y.stride + j];
+                        if (isfinite(v) && fabs((double)v) > scale)
+                            scale = fabs((double)v);
+                    }
+                for (int i = 0; i < x.rows; i++)
+                    for (int j = 0; j < x.cols; j++) {
+                        float u = x.data[(size_t)i * x.stride + j];
+                        float v = y.data[(size_t)i * y.stride + j];
+                        if (memcmp(&u, &v, sizeof(u)) == 0)
+                            continue;
+                        double d = fabs((double)u - (double)v) / (scale > 0 ? scale : 1);
+                        if (exact || !(d <= NEAR_TOL))
+                            fail_msg("%s: layer %d head %d %s [%d][%d]: %.9g, fresh %.9g (%.3g of "
+                                     "the stage's scale)",
+                                     what, L, h, attn_stage_name(order[si]), i, j, (double)u,
+                                     (double)v, d);
+                        if (d > worst)
+                            worst = d;
+                    }
+            }
+    }
+    return worst;
+}
+
+/* A scene of the tokens w<ids[i]> (i < n), as panel_scene's. */
+static void ids_scene(struct attn_scene *s, const int *ids, int n, const char *positional,
+                      const char *attention, const char *block)
+{
+    size_t cap = (size_t)n * 8 + 2048;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    int k = snprintf(t, cap,
+                     "version: 1\ntitle: near\ntokenizer: whitespace\nseed: 9\nlayers: 2\n"
+                     "text:");
+    for (int i = 0; i < n; i++)
+        k += snprintf(t + k, cap - (size_t)k, " w%d", ids[i]);
+    snprintf(t + k, cap - (size_t)k,
+             "\nembeddings: {dim: 32}\npositional: %s\nattention:\n  d_out: 32\n  causal: true\n"
+             "  out_proj: true\n%s%s",
+             positional, attention, block);
+    struct diag_list errs;
+    attn_diag_list_init(&errs);
+    if (attn_scenefile_parse(s, "near.yaml", t, strlen(t), &errs))
+        fail_msg("scene: %s", errs.n ? errs.items[0].msg : "?");
+    attn_diag_list_free(&errs);
+    free(t);
+}
+
+/* One edit of net to the tokens ids (n): computed, its near_from and kept rows as expected,
+ * against a fresh computation (within the tolerance; bit for bit with the naive products), then
+ * made exact (when exact_after) and compared bit for bit. Returns the worst share. */
+struct near_case {
+    const char *positional, *attention, *block;
+};
+
+static double near_edit(struct attn_net *net, const struct near_case *c, const int *ids, int n,
+                        int want_near, int want_kept, bool exact_after, const char *what)
+{
+    struct attn_scene s;
+    ids_scene(&s, ids, n, c->positional, c->attention, c->block);
+    struct diag err = {0};
+    if (attn_net_compute(net, &s, &err))
+        fail_msg("%s: %s", what, err.msg);
+    if (net->near_from != want_near || net->kept_rows != want_kept)
+        fail_msg("%s: near_from %d, kept %d; expected %d and %d", what, net->near_from,
+                 net->kept_rows, want_near, want_kept);
+    struct attn_net fresh;
+    compute(&fresh, &s);
+    assert_int_equal(fresh.near_from, -1);
+    double worst = compare_near(net, &fresh, attn_kernels_naive || want_near < 0, what);
+    if (exact_after && want_near >= 0) {
+        assert_int_equal(attn_net_forward_exact(net), 0);
+        assert_int_equal(net->near_from, -1);
+        compare_near(net, &fresh, true, what); /* the panels' bits again */
+    }
+    attn_net_free(&fresh);
+    attn_scene_free(&s);
+    return worst;
+}
+
+static void test_near_last_rows(void **state)
+{
+    (void)state;
+    static const struct near_case cases[] = {
+        /* GPT-2-like: learned positions, LayerNorm, gelu_tanh, biases */
+        {"{kind: learned, max_len: 300}", "  heads: 4\n  qkv_bias: true\n", gpt2_block},
+        /* Llama-like: RoPE, GQA, RMSNorm */
+        {"{kind: rope}", "  heads: 4\n  kv_heads: 2\n", llama_block},
+        {"{kind: rope, rope_pairs: halves, offset: 3}", "  heads: 2\n", llama_block},
+        /* MLA's latent keys and values, no block */
+        {"{kind: learned, max_len: 300}", "  heads: 4\n  kv_latent: 8\n", ""},
+    };
+    enum { N0 = 200, MAX = 240 };
+    int ids[MAX];
+    double worst = 0;
+    char what[160];
+    for (int naive = 1; naive >= 0; naive--)
+        for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+            attn_kernels_naive = naive;
+            const struct near_case *c = &cases[ci];
+            for (int i = 0; i < MAX; i++)
+                ids[i] = i % 7;
+            struct attn_scene base;
+            ids_scene(&base, ids, N0, c->positional, c->attention, c->block);
+            struct attn_net net;
+            compute(&net, &base);
+            net.near_ok = true;
+            attn_scene_free(&base);
+            int n = N0;
+#define EDIT(want_near, want_kept, exact_after, ...)                                               \
+    do {                                                                                           \
+        snprintf(what, sizeof(what), "case %zu%s: " __VA_ARGS__);                                  \
+        double w = near_edit(&net, c, ids, n, want_near, want_kept, exact_after, what);            \
+        worst = w > worst ? w : worst;                                                             \
+    } while (0)
+            /* the last token changed, then one appended: the near rows add up (the earliest) */
+            ids[n - 1] = (ids[n - 1] + 1) % 7;
+            EDIT(n - 1, n - 1, false, "the last token changed", ci, naive ? " naive" : "");
+            n++;
+            EDIT(n - 2, n - 1, true, "a token appended", ci, naive ? " naive" : "");
+            /* three appended; ATTN_NEAR_ROWS changed */
+            n += 3;
+            EDIT(n - 3, n - 3, true, "three tokens appended", ci, naive ? " naive" : "");
+            for (int i = n - ATTN_NEAR_ROWS; i < n; i++)
+                ids[i] = (ids[i] + 1) % 7;
+            EDIT(n - ATTN_NEAR_ROWS, n - ATTN_NEAR_ROWS, false, "the last 16 changed", ci,
+                 naive ? " naive" : "");
+            /* one more row back: the panels, which keep no near row (the near rows' panel on
+               again) */
+            for (int i = n - ATTN_NEAR_ROWS - 1; i < n; i++)
+                ids[i] = (ids[i] + 1) % 7;
+            EDIT(-1, 128, false, "the last 17 changed", ci, naive ? " naive" : "");
+            /* tokens taken away: no row computed, the kept rows of the partial panel are near */
+            ids[n - 1] = (ids[n - 1] + 2) % 7;
+            EDIT(n - 1, n - 1, false, "the last changed again", ci, naive ? " naive" : "");
+            n -= 3;
+            EDIT(n, n, true, "three taken away", ci, naive ? " naive" : "");
+            /* the panels' exact path when the caller does not accept near rows */
+            net.near_ok = false;
+            ids[n - 1] = (ids[n - 1] + 1) % 7;
+            EDIT(-1, 128, false, "near_ok false", ci, naive ? " naive" : "");
+#undef EDIT
+            attn_net_free(&net);
+        }
+    attn_kernels_naive = false;
+    printf("causal: near path against fresh computations: worst %.3g of a stage's scale "
+           "(tolerance %g)\n",
+           worst, NEAR_TOL);
+
+    /* Never with dropout, an ablated head or a sliding window: they keep no rows. */
+    static const char gpt2_ablated[] = "block:\n  order: pre\n  norm: layer\n  ffn_hidden: 64\n"
+                                       "  activation: gelu_tanh\n"
+                                       "ablate:\n  - {layer: 0, head: 1, mode: zero}\n";
+    static const struct near_case others[] = {
+        {"{kind: learned, max_len: 300}", "  heads: 2\n  dropout: 0.1\n", gpt2_block},
+        {"{kind: learned, max_len: 300}", "  heads: 2\n", gpt2_ablated},
+        {"{kind: learned, max_len: 300}", "  heads: 2\n", gpt2_block}, /* window 8, below */
+    };
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < MAX; i++)
+            ids[i] = i % 7;
+        struct attn_scene s, e;
+        ids_scene(&s, ids, N0, others[k].positional, others[k].attention, others[k].block);
+        ids[N0 - 1] = (ids[N0 - 1] + 1) % 7;
+        ids_scene(&e, ids, N0, others[k].positional, others[k].attention, others[k].block);
+        if (k == 2)
+            s.attn.window = e.attn.window = 8;
+        struct attn_net net;
+        compute(&net, &s);
+        net.near_ok = true;
+        struct diag err = {0};
+        if (attn_net_compute(&net, &e, &err))
+            fail_msg("other %d: %s", k, err.msg);
+        assert_int_equal(net.near_from, -1);
+        assert_int_equal(net.kept_rows, 0);
+        attn_net_free(&net);
+        attn_scene_free(&s);
+        attn_scene_free(&e);
+    }
+}
+
 /* ---- a value that is not a number ----------------------------------------------------------
  * A positional table whose row `bad` is 3e38 in every dimension: row `bad` of a projection (or of
  * the scores) overflows, and the pass must say so at the same place whichever way it is computed
@@ -457,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite_place),
         cmocka_unit_test(test_product_flops),
         cmocka_unit_test(test_nonfinite_hidden),
+        cmocka_unit_test(test_near_last_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,6 +130,16 @@ void attn_forward(struct attn_run *r, const struct attn_model *m);
  * the same panels whatever first is, so the result is the full pass's bit for bit. A KV cache
  * for sentence edits (attn_net_compute). Never allocates. */
 void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first);
+/* The same for the last rows of a sentence edit, first not rounded: rows first .. n - 1 as one
+ * block (net.h's ATTN_NEAR_ROWS at most): every row-wise product on row panels that start at
+ * first (one call for a few rows), each head's scores, softmax and context one product of them
+ * against the keys they see. The KV
+ * cache's path: the cost of n - first rows, not of a panel. The block's products have another
+ * height than the panel a fresh computation puts those rows in, so their bits may differ from
+ * it in the last place (attn_net_compute's near path says how far; attn_net_forward_exact makes
+ * them the panels' again). A first on a panel boundary, or a model that keeps no rows, runs
+ * attn_forward_rows. Never allocates. */
+void attn_forward_rows_near(struct attn_run *r, const struct attn_model *m, int first);
 /* True when m's forward pass can keep a prefix of rows: a causal head computed panel by panel
  * (a mask before the softmax, no sliding window), no dropout, no head ablated or patched. */
 bool attn_rows_reusable(const struct attn_model *m);

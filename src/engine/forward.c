@@ -252,6 +252,65 @@ static void forward_heads_tiled(struct attn_run *r, const struct attn_model *m, 
     r->seen_nonfinite |= atomic_load(&job.nonfinite);
 }
 
+/* The near block (attn_forward_rows_near): head h's rows first .. n - 1, unaligned, in one
+ * product each. Its queries' scores against every key (the future past a row is the scores
+ * stage's, computed when shown anyway), scaled and softmaxed in place over the keys each row
+ * sees, and the context of those weights' rows straight from the weights buffer: no scratch. */
+struct near_job {
+    struct attn_run *r;
+    const struct attn_model *m;
+    const float *q, *k;
+    int first, panel;
+    atomic_bool nonfinite;
+};
+
+static void near_task(void *ctx, int h, int slot)
+{
+    (void)slot;
+    struct near_job *job = ctx;
+    struct attn_run *r = job->r;
+    const struct attn_model *m = job->m;
+    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim, first = job->first;
+    size_t nn = (size_t)n * (size_t)n;
+    int kvh = attn_kv_head_of(m, h);
+    const float *qh = job->q + (size_t)h * hd, *kh = job->k + (size_t)kvh * hd;
+    float *scores = r->scores + h * nn, *weights = r->weights + h * nn;
+    attn_mm_abt(scores + (size_t)first * n, n, qh + (size_t)first * D, D, kh, Dkv, n - first, n,
+                hd);
+    /* The kept rows of first's panel show their scores against the block's keys (their future
+       within the panel, which the panel's product made): those keys are new. */
+    int p0 = first - first % job->panel;
+    if (p0 < first)
+        attn_mm_abt(scores + (size_t)p0 * n + first, n, qh + (size_t)p0 * D, D,
+                    kh + (size_t)first * Dkv, Dkv, first - p0, n - first, hd);
+    bool bad = false;
+    for (int i = first; i < n; i++) {
+        float *y = weights + (size_t)i * n;
+        bad |= attn_div_nonfinite(y, scores + (size_t)i * n, m->scale_divisor, i + 1);
+        attn_softmax_row_prefix(y, y, i + 1, n);
+    }
+    if (bad)
+        atomic_store(&job->nonfinite, true);
+    attn_mm_ab(r->concat + (size_t)first * D + (size_t)h * hd, D, weights + (size_t)first * n, n,
+               r->v + (size_t)kvh * hd, Dkv, NULL, n - first, hd, n);
+}
+
+/* Every head of the near block, in parallel: at 1,024 tokens a head's rows are a few hundred
+ * thousand multiply-adds, and the heads are independent. */
+static void forward_heads_near(struct attn_run *r, const struct attn_model *m, const float *q,
+                               const float *k, int first)
+{
+    struct near_job job = {
+        .r = r, .m = m, .q = q, .k = k, .first = first, .panel = attn_panel_rows()};
+    atomic_init(&job.nonfinite, false);
+    if (first < m->n) {
+        double work = (double)(m->n - first) * m->n * m->heads * m->head_dim;
+        attn_pool_run(m->heads, work < (1 << 18) ? 1 : 0, near_task, &job);
+    }
+    progress_report(r->progress, r->progress_base + m->heads, r->progress_total);
+    r->seen_nonfinite |= atomic_load(&job.nonfinite);
+}
+
 /* ---- the finite check: the first value of the pass that is not a number ------------------ */
 
 static void found_at(struct attn_nonfinite *f, enum attn_stage st, int h, int i, int j, float v)
@@ -380,7 +439,10 @@ bool attn_rows_reusable(const struct attn_model *m)
     return true;
 }
 
-void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first)
+/* attn_forward_rows (near false) and attn_forward_rows_near (near true): the same pass, but
+ * for the heads, which the near block computes on its own rows (forward_heads_near) where the
+ * panels would redo their panel. */
+static void forward_rows(struct attn_run *r, const struct attn_model *m, int first, bool near)
 {
     attn_run_zero(r); /* a fresh run's buffers, zeroed on the thread that computes */
     int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
@@ -389,7 +451,10 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         first = 0; /* only a causal panelled pass keeps rows */
     if (first > n)
         first = n;
-    first -= first % attn_row_panel();
+    /* A block that starts on a panel boundary is the panel path's own last panel. */
+    near = near && first % attn_row_panel() != 0;
+    if (!near)
+        first -= first % attn_row_panel();
     size_t skip = (size_t)first;
     bool panels = attn_row_panels(m);
     /* A pre-norm block normalises before attention: norm1 is attention's input. */
@@ -442,7 +507,9 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
     memset(r->memo->future_filled, 0, (size_t)m->heads);
     r->memo->tiled = attn_causal_tiled(m);
     r->memo->panel = attn_panel_rows();
-    if (r->memo->tiled) {
+    if (near)
+        forward_heads_near(r, m, q, k, first);
+    else if (r->memo->tiled) {
         forward_heads_tiled(r, m, q, k, first);
         if (r->stopped)
             return;
@@ -512,6 +579,16 @@ void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first
         find_nonfinite(r, m, r->nonfinite.found ? 0 : first);
     else
         r->nonfinite = (struct attn_nonfinite){.found = false};
+}
+
+void attn_forward_rows(struct attn_run *r, const struct attn_model *m, int first)
+{
+    forward_rows(r, m, first, false);
+}
+
+void attn_forward_rows_near(struct attn_run *r, const struct attn_model *m, int first)
+{
+    forward_rows(r, m, first, true);
 }
 
 int attn_compute(struct attn_model *m, struct attn_run *r, const struct attn_scene *s,

@@ -210,6 +210,8 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
     struct attn_backing *b = m->lazy_from;
     int rows = p->rows, cols = p->cols, k = p->k;
     int ldc = p->ldc ? p->ldc : cols, lda = p->lda ? p->lda : k;
+    if (rows <= 0) /* an edit that left no row to compute: no weight is read */
+        return;
     /* The calls depend on the parameter alone, never on what the widening buffer holds now: an
        edit then runs the products a fresh computation runs, bit for bit on any BLAS kernel. */
     if (!lazy || !lazy->transposed || !b || !cache_buffer(b) || k <= 0) {

@@ -123,10 +123,11 @@ static long heads_from(const struct attn_net *net, int first)
     return total;
 }
 
-/* Layer L's forward pass from row first_row on (attn_forward_rows), fed by layer L - 1's
- * output; *done heads of total reported before it. Returns 0, or -1 when the sink's stop flag
- * ended it. */
-static int forward_layer(struct attn_net *net, int L, int first_row, long *done, long total)
+/* Layer L's forward pass from row first_row on (attn_forward_rows, or attn_forward_rows_near
+ * when near), fed by layer L - 1's output; *done heads of total reported before it. Returns 0,
+ * or -1 when the sink's stop flag ended it. */
+static int forward_layer(struct attn_net *net, int L, int first_row, bool near, long *done,
+                         long total)
 {
     struct attn_model *m = &net->model[L];
     net->run[L].progress = net->progress.step ? &net->progress : NULL;
@@ -141,7 +142,7 @@ static int forward_layer(struct attn_net *net, int L, int first_row, long *done,
             memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
                    (size_t)m->d_in * sizeof(float));
     }
-    attn_forward_rows(&net->run[L], m, first_row);
+    (near ? attn_forward_rows_near : attn_forward_rows)(&net->run[L], m, first_row);
     net->run[L].progress = NULL; /* it points into net, which a caller may move */
     return net->run[L].stopped ? -1 : 0;
 }
@@ -156,14 +157,17 @@ int attn_net_forward_rows(struct attn_net *net, int first_row)
     return attn_net_forward_layers(net, 0, first_row);
 }
 
-int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
+/* attn_net_forward_layers, or with near the near path's block of rows first_row .. n - 1
+ * (first_row not rounded; the caller says near_from). */
+static int forward_net(struct attn_net *net, int first, int first_row, bool near)
 {
     net->partial = true;                      /* until every layer is through */
     for (int L = first; L < net->layers; L++) /* rows are kept in every layer, or in none */
         if (!attn_rows_reusable(&net->model[L]))
             first_row = 0;
-    if (first_row > 0)
-        first_row -= first_row % attn_row_panel();
+    int panel = attn_row_panel();
+    if (first_row > 0 && !near)
+        first_row -= first_row % panel;
     long total = heads_from(net, first), done = 0;
     /* Stopped half-way, the net keeps layers 0 .. layers_ready - 1 whole and every layer's rows
        before first_row as they were (kept_rows reads it). */
@@ -171,11 +175,32 @@ int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
     __atomic_store_n(&net->layers_ready, first, __ATOMIC_RELEASE);
     progress_report(&net->progress, 0, total); /* step 0: it starts */
     for (int L = first; L < net->layers; L++) {
-        if (forward_layer(net, L, first_row, &done, total) != 0)
+        if (forward_layer(net, L, first_row, near, &done, total) != 0)
             return -1;
         __atomic_store_n(&net->layers_ready, L + 1, __ATOMIC_RELEASE);
     }
     net->partial = false;
+    /* every layer from the near rows' panel on again: the panels' own bits */
+    if (!near && first == 0 && net->near_from >= 0 &&
+        first_row <= net->near_from - net->near_from % panel)
+        net->near_from = -1;
+    return 0;
+}
+
+int attn_net_forward_layers(struct attn_net *net, int first, int first_row)
+{
+    return forward_net(net, first, first_row, false);
+}
+
+int attn_net_forward_exact(struct attn_net *net)
+{
+    if (net->near_from < 0 || net->layers <= 0 || !net->run)
+        return 0;
+    /* the near rows are rewritten in place: a stop half-way would leave neither result */
+    const volatile sig_atomic_t *stop = net->progress.stop;
+    net->progress.stop = NULL;
+    attn_net_forward_rows(net, net->near_from);
+    net->progress.stop = stop;
     return 0;
 }
 
@@ -231,11 +256,11 @@ static bool same_params(const struct attn_scene *a, const struct attn_scene *b)
     return same_options(a, b) && attn_scene_same_fields(a, b, FIELDS_PARAMS);
 }
 
-/* The rows of every layer a sentence edit from net's result to the fresh models keeps: those
- * before the panel holding the first token whose inputs changed (layer 0's x, RoPE's angles).
- * 0 when nothing is kept: not a causal net computed in panels, another shape, other parameters
- * or options, or net's result incomplete. */
-static int kept_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
+/* The rows of every layer a sentence edit from net's result to the fresh models may keep: those
+ * before the first token whose inputs changed (layer 0's x, RoPE's angles; the panel path keeps
+ * those before its panel). 0 when nothing is kept: not a causal net computed in panels, another
+ * shape, other parameters or options, or net's result incomplete. */
+static int unchanged_rows(const struct attn_net *net, const struct attn_model *fresh, int layers)
 {
     if (!net->from || net->layers != layers)
         return 0;
@@ -257,7 +282,25 @@ static int kept_rows(const struct attn_net *net, const struct attn_model *fresh,
                       memcmp(a->rope_sin + (size_t)p * half, b->rope_sin + (size_t)p * half,
                              (size_t)half * 4) == 0)))
         p++;
-    return p - p % attn_row_panel();
+    return p;
+}
+
+/* What a sentence edit keeps of net's result when rows 0 .. p - 1 are unchanged (n tokens
+ * now), and the near_from of the result: -1 on the panel path, which keeps no near row (it
+ * keeps the rows before the panel of the earliest, or recomputes from there). The near path
+ * (net->near_ok, n - p <= ATTN_NEAR_ROWS) keeps rows 0 .. p - 1; its block is exact when it
+ * starts a panel (it is the panel's own last panel), and the earlier near rows stay near. */
+static int kept_for_edit(const struct attn_net *net, int p, int n, int *near_from)
+{
+    int panel = attn_row_panel(), old = p > 0 ? net->near_from : -1;
+    if (net->near_ok && p > 0 && n - p <= ATTN_NEAR_ROWS) {
+        int block = p % panel != 0 ? p : -1; /* kept rows of a partial panel too (p = n) */
+        *near_from = old < 0 ? block : block < 0 || old < block ? old : block;
+        return p;
+    }
+    *near_from = -1;
+    int kept = p - p % panel;
+    return old >= 0 && old - old % panel < kept ? old - old % panel : kept;
 }
 
 /* True when layer L's pass from a is b's, bit for bit, given the same input: the same shape,
@@ -309,6 +352,8 @@ static int net_begin(struct attn_net *fresh, const struct attn_net *net, const s
     int layers = s->layers > 1 ? s->layers : 1;
     *fresh = (struct attn_net){.layers = layers,
                                .progress = net->progress,
+                               .near_ok = net->near_ok,
+                               .near_from = -1,
                                .model = calloc((size_t)layers, sizeof(struct attn_model)),
                                .run = calloc((size_t)layers, sizeof(struct attn_run))};
     if (!fresh->model || !fresh->run) {
@@ -346,12 +391,18 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     *shares = reuse || retext;
     if (*shares) /* nothing was drawn: the generator is where it was */
         fresh->after_params = net->after_params;
-    /* A sentence edit of a causal net: the rows before the first changed token's panel are the
-       previous result's, moved over with its buffers or copied into the new ones. */
-    int kept = reuse ? 0 : kept_rows(net, fresh->model, layers);
+    /* A sentence edit of a causal net: the rows before the first changed token's panel (on the
+       near path, before that token) are the previous result's, moved over with its buffers or
+       copied into the new ones. */
+    int near_from = -1;
+    int kept = reuse ? 0
+                     : kept_for_edit(net, unchanged_rows(net, fresh->model, layers),
+                                     fresh->model[0].n, &near_from);
     /* An edit of the options (an ablation above all) keeps the layers before the first it
-       changes, with their stages, moved over or copied. */
+       changes, with their stages, moved over or copied: their near rows too. */
     int first = reuse ? first_changed_layer(net, fresh->model, layers) : 0;
+    if (first > 0)
+        near_from = net->near_from;
 
     if (!(fresh->from = calloc(1, sizeof(*fresh->from))) || attn_scene_copy(fresh->from, s)) {
         free(fresh->from);
@@ -407,7 +458,14 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     }
     fresh->kept_rows = kept;
     fresh->first_layer = first;
+    fresh->near_from = near_from;
     return 0;
+}
+
+/* Whether fresh's pass is the near path's block (rows kept, a near row among those computed). */
+static bool near_pass(const struct attn_net *fresh)
+{
+    return fresh->kept_rows > 0 && fresh->near_from >= 0 && fresh->first_layer == 0;
 }
 
 /* fresh becomes net's result: the parameters it shares handed over, net's old result freed. */
@@ -428,7 +486,7 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
     bool shares;
     if (compute_begin(&fresh, net, s, &shares, err) != 0)
         return -1;
-    if (attn_net_forward_layers(&fresh, fresh.first_layer, fresh.kept_rows) != 0) {
+    if (forward_net(&fresh, fresh.first_layer, fresh.kept_rows, near_pass(&fresh)) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
         attn_net_free(&fresh); /* its models borrow the previous ones' buffers: not adopted yet */
         return attn_diag_set(err, "", "stopped before the end");
@@ -458,7 +516,7 @@ int attn_net_prepare(struct attn_net *fresh, struct attn_net *net, const struct 
 
 int attn_net_forward_pending(struct attn_net *fresh)
 {
-    return attn_net_forward_layers(fresh, fresh->first_layer, fresh->pending_row);
+    return forward_net(fresh, fresh->first_layer, fresh->pending_row, near_pass(fresh));
 }
 
 void attn_net_commit(struct attn_net *net, struct attn_net *fresh)
@@ -500,7 +558,7 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
     long total = heads_from(&fresh, 0), done = 0;
     progress_report(&fresh.progress, 0, total);
     for (int L = 0; L < layers; L++) {
-        if (forward_layer(&fresh, L, 0, &done, total) != 0) {
+        if (forward_layer(&fresh, L, 0, false, &done, total) != 0) {
             attn_net_free(&fresh);
             return attn_diag_set(err, "", "stopped before the end");
         }
@@ -533,7 +591,8 @@ double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct a
     while (p < n && strcmp(a->tokens[p], s->tokens[p]) == 0 &&
            (!a->token_ids || !s->token_ids || a->token_ids[p] == s->token_ids[p]))
         p++;
-    p -= p % attn_row_panel();
+    int near_from;
+    p = kept_for_edit(net, p, s->n_tokens, &near_from);
     return full * (double)(s->n_tokens - p) / (double)s->n_tokens;
 }
 

@@ -29,8 +29,8 @@ struct attn_net {
      * a moment. Without it, the stop flag is not read once a buffer was taken over. */
     bool keep_previous;
     /* The rows of every layer the last attn_net_compute kept from the result before it (a
-     * sentence edit of a causal net: the rows before the panel of the first changed token),
-     * 0 when it computed every row. */
+     * sentence edit of a causal net: the rows before the panel of the first changed token, or
+     * on the near path before that token), 0 when it computed every row. */
     int kept_rows;
     /* A forward pass was stopped half-way: the stages are incomplete, and no edit keeps rows
      * of them. */
@@ -47,15 +47,33 @@ struct attn_net {
     /* The first layer the last compute computed (an edit of the options keeps those before the
      * first it changes: an ablation of layer 9 recomputes 9 on), 0 for every layer. */
     int first_layer;
+    /* Set by the caller (false when zeroed: the commands, the library and the tests keep the
+     * panels): a sentence edit whose first changed row r has n - r <= ATTN_NEAR_ROWS may take
+     * the near path, rows r .. n - 1 of every layer as one block (attn_forward_rows_near), the
+     * cost of those rows instead of their 128-row panel. Kept by attn_net_compute. */
+    bool near_ok;
+    /* -1: every number is a fresh computation's, bit for bit. Else the first row the near path
+     * computed (every layer; the earliest of the edits since the last exact result): the rows
+     * from its panel on may differ from a fresh computation's in the last places, within
+     * test_causal's tolerance. attn_net_forward_exact makes them exact. */
+    int near_from;
 };
+
+/* The near path's most rows (net.near_ok): an appended or edited last word or two in any
+ * tokenizer (a character tokenizer's word is its letters), and no more, so that the rows whose
+ * bits are not the panels' stay few. A block reads every weight matrix once, as one row does: at
+ * 1,016 tokens of GPT-2 small's shape (bench/near_edit) 1 row took 19 ms (OpenBLAS's small-matrix
+ * kernels, no packing), 6 and 16 rows 72 ms, the panels from the same first row 87 to 123 ms. */
+#define ATTN_NEAR_ROWS 16
 
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
  * runs the forward pass. When s is net's scene with another sentence and the net is causal
  * (attn_rows_reusable: no dropout, no ablation), only the rows from the panel holding the first
  * token whose inputs changed are computed, bit for bit what a fresh computation gives (the
- * panels, attention.h); the rows before it are moved over or copied, never recomputed. net must be
- * zeroed or valid; on failure, or when stopped (err "stopped before the end"), it is left as it
- * was. */
+ * panels, attention.h); the rows before it are moved over or copied, never recomputed. With
+ * near_ok and at most ATTN_NEAR_ROWS rows from that token on, only they are computed (the near
+ * path, near_from). net must be zeroed or valid; on failure, or when stopped (err "stopped
+ * before the end"), it is left as it was. */
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err);
 /* attn_net_compute in parts, for a caller that computes in a thread of its own while it shows
  * the layers done (the explorer). attn_net_prepare does all but the forward pass into *fresh:
@@ -77,6 +95,12 @@ void attn_net_discard(struct attn_net *fresh);
  * the pass wrote to those layers is visible to the thread that reads it. */
 int attn_net_layers_ready(const struct attn_net *net);
 
+/* When near_from >= 0: every layer again from near_from's panel on, the panels' exact path
+ * (attn_net_forward_rows), so that every number is a fresh computation's bit for bit; near_from
+ * is -1 after. What hands numbers out of the program (an export) calls it first. About a
+ * panel's rows of every layer; not stopped by the sink's stop flag (its rows are rewritten in
+ * place). Returns 0. */
+int attn_net_forward_exact(struct attn_net *net);
 /* What attn_net_compute_lean calls after each layer's forward pass, with the net as it then
  * is. Returns 0 to go on, or -1 with err to stop the compute. */
 typedef int (*attn_net_visit)(void *ctx, const struct attn_net *net, int layer, struct diag *err);
@@ -97,7 +121,8 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
 int attn_net_forward(struct attn_net *net);
 
 /* The forward pass of every layer from row first_row on (attn_forward_rows): the rows before
- * it, and every layer's input rows before it, are kept. Never allocates. */
+ * it, and every layer's input rows before it, are kept. Never allocates. A pass that ends with
+ * no near row left (from row 0, or from near_from's panel or before) sets near_from to -1. */
 int attn_net_forward_rows(struct attn_net *net, int first_row);
 /* Both: layers first .. layers - 1, rows first_row .. n - 1 of each. */
 int attn_net_forward_layers(struct attn_net *net, int first, int first_row);
@@ -109,7 +134,8 @@ int attn_net_forward_layers(struct attn_net *net, int first, int first_row);
  * second's worth at 1 GFLOP/s: most never pay for it). Seconds. */
 double attn_net_estimate_seconds(const struct attn_scene *s);
 /* The same for s computed after net's result: a sentence edit of a causal net computes the rows
- * from the panel of the first changed token only (attn_net_compute), about that share of it. */
+ * from the panel of the first changed token only (attn_net_compute; with near_ok, the near
+ * path's rows), about that share of it. */
 double attn_net_estimate_edit_seconds(const struct attn_net *net, const struct attn_scene *s);
 /* The forward pass of layers first .. layers - 1 only: what an ablation or a patch of layer
  * `first` changes (the layers before it are as they were). Never allocates. Returns 0, or -1

@@ -319,6 +319,9 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     if (attn_scene_check_backing(s, err))
         return -1;
     job_cancel(a); /* its pass is for a scene no longer wanted */
+    /* A last-word edit computes its rows alone (the near path): numbers within the last
+       places of a fresh computation's on screen, made exact before an export. */
+    a->result.net.near_ok = true;
     a->result.compute_seconds = attn_net_estimate_edit_seconds(&a->result.net, s);
     a->result.stoppable = false;
     a->result.stop_note[0] = '\0';
@@ -2057,8 +2060,14 @@ int app_redo(struct app *a)
 int app_export(struct app *a, const char *dir, struct diag *err)
 {
     /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
-       writes .npy). e refuses while a compute runs; an edit typed since may have started one. */
+       writes .npy), its near rows (a last-word edit's) first made a fresh computation's. A
+       compute still running (e asks at once) is waited for first. */
     app_wait(a);
+    if (a->result.net.near_from >= 0) {
+        attn_net_forward_exact(&a->result.net);
+        a->result.generation++; /* the caches hold the near numbers */
+        caches_invalidate(&a->cache);
+    }
     return export_dir_progress(dir, &a->result.shown, &a->result.net, EXPORT_CSV,
                                &a->result.export_progress, err);
 }
