@@ -2057,17 +2057,22 @@ int app_redo(struct app *a)
     return swap_history(a, a->doc.redo, &a->doc.n_redo, a->doc.undo, &a->doc.n_undo, "redo");
 }
 
-int app_export(struct app *a, const char *dir, struct diag *err)
+void app_exact(struct app *a)
 {
-    /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
-       writes .npy), its near rows (a last-word edit's) first made a fresh computation's. A
-       compute still running (e asks at once) is waited for first. */
     app_wait(a);
     if (a->result.net.near_from >= 0) {
         attn_net_forward_exact(&a->result.net);
         a->result.generation++; /* the caches hold the near numbers */
         caches_invalidate(&a->cache);
     }
+}
+
+int app_export(struct app *a, const char *dir, struct diag *err)
+{
+    /* Export what is on screen: the last valid state, as CSV (attnscope export --format npy
+       writes .npy), its near rows (a last-word edit's) first made a fresh computation's. A
+       compute still running (e asks at once) is waited for first. */
+    app_exact(a);
     return export_dir_progress(dir, &a->result.shown, &a->result.net, EXPORT_CSV,
                                &a->result.export_progress, err);
 }

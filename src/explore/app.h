@@ -234,6 +234,9 @@ bool app_scenes_alike(const struct attn_scene *x, const struct attn_scene *y);
  * lesson step's own scene, untouched since the step set it, is not the user's edit: false. */
 bool app_unsaved(const struct app *a);
 
+/* What leaves the program is a fresh computation's, bit for bit: the compute running waited
+ * for, and the near rows of a last-word edit (attn_net_forward_exact) computed on the panels. */
+void app_exact(struct app *a);
 /* Export of the current result / save of the edited scene (atomic writes). A scene with a
  * lesson is saved as the scene on screen without its lesson. */
 int app_export(struct app *a, const char *dir, struct diag *err);

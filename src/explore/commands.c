@@ -1107,7 +1107,7 @@ static int act_render(struct app *a, enum action act, struct ask *ask)
                    a->view.rollout ? "rollout.csv" : "lens.csv");
         return OUTCOME_VIEW_CHANGED;
     }
-    app_wait(a); /* a file of the view, as an export: it waits for the compute */
+    app_exact(a); /* a file of the view, as an export: a fresh computation's numbers */
     do_render(a);
     return OUTCOME_VIEW_CHANGED;
 }
