@@ -103,6 +103,17 @@ static void assert_same_result(struct app *a, struct app *b)
     assert_string_equal(a->result.nonfinite, b->result.nonfinite);
 }
 
+/* The explorer in the background mode on make_scene's scene: its first compute under way. */
+static struct app *open_background(int layers, int words)
+{
+    struct attn_scene s;
+    make_scene(&s, layers, words);
+    struct app *a;
+    struct diag err;
+    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    return a;
+}
+
 /* The same scene as a's document, computed on this thread alone. */
 static struct app *computed_alone(const struct app *a)
 {
@@ -143,11 +154,7 @@ static void sleep_ms(int ms)
 static void test_layers_come_ready(void **state)
 {
     (void)state;
-    struct attn_scene s;
-    make_scene(&s, 6, 384);
-    struct app *a;
-    struct diag err;
-    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    struct app *a = open_background(6, 384);
     assert_true(app_computing(a)); /* it returned with the compute under way */
     int last = 0, polls = 0;
     while (app_computing(a)) {
@@ -174,11 +181,7 @@ static void test_layers_come_ready(void **state)
 static void test_edits_restart_it(void **state)
 {
     (void)state;
-    struct attn_scene s;
-    make_scene(&s, 6, 384);
-    struct app *a;
-    struct diag err;
-    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    struct app *a = open_background(6, 384);
     assert_int_equal(app_edit_knob(a, KNOB_HEADS, 4), 0); /* at once, mid-compute */
     assert_true(app_computing(a));
     read_ready(a);
@@ -220,11 +223,7 @@ static void test_edits_restart_it(void **state)
 static void test_edits_start_where_they_change(void **state)
 {
     (void)state;
-    struct attn_scene s;
-    make_scene(&s, 6, 384);
-    struct app *a;
-    struct diag err;
-    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    struct app *a = open_background(6, 384);
     app_wait(a);
     assert_int_equal(app_set_ablation(a, 5, 0, HEAD_ZERO), 0);
     for (int L = 0; L < 5; L++)
@@ -311,11 +310,7 @@ static void test_parameters_while_computing(void **state)
 static void test_scores_in_the_background(void **state)
 {
     (void)state;
-    struct attn_scene s;
-    make_scene(&s, 6, 384);
-    struct app *a;
-    struct diag err;
-    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    struct app *a = open_background(6, 384);
     app_wait(a);
     assert_int_equal(app_request_scores(a), 1);
     assert_int_equal(app_request_scores(a), 0); /* one at a time */
@@ -351,11 +346,7 @@ static void test_scores_in_the_background(void **state)
 static void test_keys_while_computing(void **state)
 {
     (void)state;
-    struct attn_scene s;
-    make_scene(&s, 6, 384);
-    struct app *a;
-    struct diag err;
-    assert_int_equal(app_new_background(&a, &s, NULL, &err), 0);
+    struct app *a = open_background(6, 384);
     app_set_layer(a, 5); /* the last: ready last */
     struct ask ask = {0};
     if (!app_layer_ready(a, 5)) {
