@@ -70,6 +70,12 @@ static void pending_draw(struct panel *p, struct frame *f)
              side ? (v->predictions ? "predictions" : "inspector")
                   : (v->lens ? "logit lens" : "computing"));
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], title);
+    if (side && !all && pending_wanted_map(f)) { /* the map says how far: only what waits */
+        snprintf(what, sizeof(what), "waits for layer %d", v->layer);
+        if (y < r.y + r.h)
+            draw_text(y, x0, w, t->role_attr[ROLE_DIM], what);
+        return;
+    }
     if (y < r.y + r.h)
         y++;
     char line[320], cells[256];
