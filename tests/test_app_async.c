@@ -305,6 +305,33 @@ static void test_parameters_while_computing(void **state)
     unsetenv("ATTNSCOPE_HEAD_PAUSE_MS");
 }
 
+/* A sentence edit that keeps rows computes in place, into the buffers it keeps them in; Esc
+ * takes it back by computing the sentence before it again from those rows, and the end is the
+ * one-thread result of the sentence before it. */
+static void test_stop_a_sentence_edit(void **state)
+{
+    (void)state;
+    struct app *a = open_background(6, 384);
+    app_wait(a);
+    char *changed = sentence_with(384, 0, 300, "cat"); /* word 300 ("then"): rows 0 .. 255 kept */
+    assert_int_equal(app_edit_text(a, changed), 0);
+    free(changed);
+    assert_true(app_computing(a));
+    assert_true(app_result(a)->stop_by_undo); /* in place: no second result */
+    assert_true(app_result(a)->stoppable);
+    assert_int_equal(app_stop_compute(a, "Esc"), 1);
+    assert_non_null(strstr(a->status.message, "stopped: that edit would take about"));
+    assert_true(a->result.net.kept_rows >= 256); /* the sentence before it, from the same rows */
+    app_wait(a);
+    struct app *b = computed_alone(a);
+    char *before = sentence(384, 0);
+    assert_string_equal(a->doc.scene.text, before);
+    free(before);
+    assert_same_result(a, b);
+    app_delete(b);
+    app_delete(a);
+}
+
 /* Every head scored in the background (S in the model view), each read as it lands, the same
  * numbers as one head scored at a time on one thread. */
 static void test_scores_in_the_background(void **state)
@@ -367,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_layers_come_ready),
         cmocka_unit_test(test_edits_restart_it),
         cmocka_unit_test(test_edits_start_where_they_change),
+        cmocka_unit_test(test_stop_a_sentence_edit),
         cmocka_unit_test(test_scores_in_the_background),
         cmocka_unit_test(test_keys_while_computing),
     };

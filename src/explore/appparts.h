@@ -127,6 +127,8 @@ struct app_result {
        why ("no room for two results (2 × 640 MiB, limit 1100 MiB)"; "" otherwise). */
     double compute_seconds;
     bool stoppable;
+    bool stop_by_undo; /* stoppable by computing the scene before it again (a sentence edit
+                          that keeps rows computes in place: app_stop_compute) */
     char stop_note[160];
     /* The result on screen holds a value that is not a number: where the forward pass made the
        first ("not a number: nan at layer 0, head 1, queries_rotated, row 2 (“cat”), column 5"),
