@@ -233,6 +233,16 @@ static void test_edits_start_where_they_change(void **state)
     struct app *b = computed_alone(a);
     assert_same_result(a, b);
     app_delete(b);
+    /* ablated again, and Esc: in place, taken back by computing layer 5 again unablated */
+    assert_int_equal(app_set_ablation(a, 5, 1, HEAD_ZERO), 0);
+    assert_true(app_result(a)->stop_by_undo);
+    if (app_computing(a)) {
+        assert_int_equal(app_stop_compute(a, "Esc"), 1);
+        assert_int_equal(a->result.net.first_layer, 5);
+    }
+    app_wait(a);
+    assert_int_equal(app_head_mode(a, 5, 1), HEAD_KEEP);
+    assert_int_equal(app_head_mode(a, 5, 0), HEAD_ZERO);
     assert_int_equal(app_set_ablation(a, 5, 0, HEAD_KEEP), 0);
     app_wait(a);
     /* 390 words, then a change at word 300 while it computes: rows 0 .. 255 kept throughout */

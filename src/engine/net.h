@@ -26,7 +26,10 @@ struct attn_net {
     /* The next attn_net_compute allocates every buffer afresh instead of taking over the
      * previous result's (which a live edit normally reuses): a compute stopped half-way then
      * leaves the previous result exactly as it was, at the price of two results in memory for
-     * a moment. Without it, the stop flag is not read once a buffer was taken over. */
+     * a moment. Without it, the stop flag is not read once a buffer was taken over. A compute
+     * that keeps rows or layers of the previous result (a sentence edit, an edit of the options
+     * that changes a later layer only) takes its buffers over all the same: copying what it
+     * keeps would cost more than what it computes. */
     bool keep_previous;
     /* The rows of every layer the last attn_net_compute kept from the result before it (a
      * sentence edit of a causal net: the rows before the panel of the first changed token, or

@@ -267,13 +267,7 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     const char *why;
     bool felt = a->result.compute_seconds * 1000 > PROGRESS_QUIET_MS;
     size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
-    /* A sentence edit that keeps rows computes in place, into the buffers it keeps them in:
-       copying them into fresh buffers and faulting those in cost more than the rows it computes
-       (a mid-sentence edit at 1,016 tokens of GPT-2 small). Esc takes it back all the same, by
-       computing the sentence before it again from the same rows (app_stop_compute). */
-    bool keeps_rows =
-        a->result.have_result && a->result.compute_seconds < 0.999 * attn_net_estimate_seconds(s);
-    a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2 && !keeps_rows;
+    a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2;
     struct attn_net fresh;
     int rc = attn_net_prepare(&fresh, &a->result.net, s, err);
     a->result.net.keep_previous = false;
@@ -282,8 +276,12 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     fresh.keep_previous = false;
     a->result.prev = a->result.net; /* what fresh borrows; whole unless its buffers moved */
     a->result.net = fresh;
-    a->result.stop_by_undo = a->result.have_result && fresh.moved && keeps_rows;
-    a->result.stoppable = a->result.have_result && (!fresh.moved || keeps_rows);
+    /* An edit that keeps rows or layers of the result before it computes in place
+       (attn_net_prepare): Esc takes it back all the same, by computing the scene before it
+       again from what it kept, which costs what the edit did (app_stop_compute). */
+    bool keeps = fresh.kept_rows > 0 || fresh.first_layer > 0;
+    a->result.stop_by_undo = a->result.have_result && fresh.moved && keeps;
+    a->result.stoppable = a->result.have_result && (!fresh.moved || keeps);
     a->result.stop_note[0] = '\0';
     if (!a->result.stoppable && !a->result.have_result)
         snprintf(a->result.stop_note, sizeof(a->result.stop_note),
