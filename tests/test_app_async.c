@@ -309,6 +309,18 @@ static void test_parameters_while_computing(void **state)
             assert_non_null(y);
             assert_memory_equal(x, y, sizeof(*x));
         }
+    /* an ablation: the run without it (the predictions' "before") made in the job's thread,
+       the net untouched, the same before -> after as on one thread */
+    assert_int_equal(app_set_ablation(a, 1, 0, HEAD_ZERO), 0);
+    assert_int_equal(app_set_ablation(b, 1, 0, HEAD_ZERO), 0);
+    app_wait(a);
+    struct interp_compare ca, cb;
+    assert_int_equal(app_prediction_compare(a, &ca, &err), 0);
+    assert_int_equal(app_prediction_compare(b, &cb, &err), 0);
+    assert_int_equal(ca.id, cb.id);
+    assert_memory_equal(&ca.before, &cb.before, sizeof(ca.before));
+    assert_memory_equal(&ca.after, &cb.after, sizeof(ca.after));
+    assert_same_result(a, b);
     app_delete(b);
     app_delete(a);
     unsetenv("ATTNSCOPE_GFLOPS");

@@ -191,6 +191,11 @@ static void *job_main(void *arg)
     } else {
         attn_param_cache_worker(job->backing); /* out of memory: it shares the first */
         job->rc = attn_net_forward_pending(&a->result.net);
+        /* the run without the ablations, for the predictions' "before": here too, the net
+           untouched (nothing reads the interp cache until the job ends: app_all_ready) */
+        struct diag clean_err;
+        if (job->rc == 0)
+            interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
         attn_param_cache_drop(job->backing); /* its own buffer's pages back */
     }
     __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
@@ -224,7 +229,8 @@ static void job_cancel(struct app *a)
 /* What a compute makes at its end, once its every layer is there: the note of a value that is not
  * a number, the run without the ablated heads (the predictions' "before"), the pages of the
  * widening buffer. Returns 1 when the checkpoint changed on disk meanwhile (err says so). */
-static int result_complete(struct app *a, const struct attn_scene *s, struct diag *err)
+static int result_complete(struct app *a, const struct attn_scene *s, bool clean_kept,
+                           struct diag *err)
 {
     attn_param_cache_drop(s->backing);
     char where[DIAG_MSG_MAX - 32];
@@ -235,7 +241,8 @@ static int result_complete(struct app *a, const struct attn_scene *s, struct dia
        passes over the layers from the first ablated one, at the edit, never on a cursor move.
        Out of memory only loses the "before". */
     struct diag clean_err;
-    interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
+    if (!clean_kept)
+        interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
     return attn_scene_check_backing(s, err) ? 1 : 0;
 }
 
@@ -309,7 +316,7 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     if (pthread_create(&job->thread, NULL, job_main, a) != 0) { /* here, then */
         job_main(a);
         job_commit(a);
-        return result_complete(a, s, err);
+        return result_complete(a, s, false, err);
     }
     job->running = true;
     return 0;
@@ -356,7 +363,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     a->result.net.keep_previous = false;
     if (rc || result_begin(a, err) != 0)
         return -1;
-    return result_complete(a, s, err);
+    return result_complete(a, s, false, err);
 }
 
 bool app_computing(const struct app *a)
@@ -436,7 +443,7 @@ static void job_finish(struct app *a)
     attn_diag_clear(&err);
     /* The generation stays: what was cached of each layer once it was ready (its thumbnails,
        scores, mean, range) is this result's; nothing read a layer before. */
-    if (result_complete(a, &a->result.shown, &err) > 0)
+    if (result_complete(a, &a->result.shown, job->rc == 0, &err) > 0)
         snprintf(a->doc.error, sizeof(a->doc.error),
                  "%.300s; the numbers on screen were read as it changed", err.msg);
     if (a->view.score_shown >= 0 && a->view.all_heads) /* the model view shows them: next */
@@ -509,7 +516,7 @@ int app_stop_compute(struct app *a, const char *key)
         a->result.shown = before;
     }
     result_begin(a, &err);
-    result_complete(a, &a->result.shown, &err);
+    result_complete(a, &a->result.shown, false, &err);
     app_clamp(a);
     app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
                a->result.compute_seconds < 9.5 ? 1 : 0, a->result.compute_seconds);

@@ -58,6 +58,15 @@ const struct attn_predictions *interp_predict(struct interp_cache *c, const stru
     return &r->p;
 }
 
+/* True when layer m ablates a head. */
+static bool layer_ablated(const struct attn_model *m)
+{
+    for (int h = 0; h < m->heads; h++)
+        if (m->head_mode[h] == HEAD_ZERO || m->head_mode[h] == HEAD_MEAN)
+            return true;
+    return false;
+}
+
 bool interp_any_ablated(const struct attn_net *net)
 {
     for (int L = 0; L < net->layers; L++)
@@ -67,13 +76,15 @@ bool interp_any_ablated(const struct attn_net *net)
     return false;
 }
 
-int interp_keep_clean(struct interp_cache *c, struct attn_net *net, unsigned long gen,
+int interp_keep_clean(struct interp_cache *c, const struct attn_net *net, unsigned long gen,
                       struct diag *err)
 {
     c->clean_valid = false;
     if (!attn_net_has_vocab(net) || !interp_any_ablated(net))
         return 0;
-    int last = net->layers - 1, n = net->model[last].n, d = net->model[last].d_in;
+    int last = net->layers - 1, n = net->model[last].n, d = net->model[last].d_in, first = 0;
+    while (first < last && !layer_ablated(&net->model[first]))
+        first++;
     size_t need = (size_t)n * (size_t)d;
     if (need > c->clean_cap) {
         float *grown = realloc(c->clean, need * sizeof(float));
@@ -82,37 +93,42 @@ int interp_keep_clean(struct interp_cache *c, struct attn_net *net, unsigned lon
         c->clean = grown;
         c->clean_cap = need;
     }
-    /* Heads as they were, to set back; no progress and no stop: these passes must finish. */
-    int first = -1;
-    struct progress_sink quiet = {0}, kept = net->progress;
-    net->progress = quiet;
-    unsigned char *modes = malloc((size_t)net->layers * SCENE_MAX_HEADS);
-    if (!modes) {
-        net->progress = kept;
+    /* Layers first .. last again with every head kept, in a run of their own (one layer's
+       buffers, reused layer after layer) fed by layer first's own input: the calls of the
+       net's own pass, so its bits, and the net itself untouched (a compute thread may run this
+       while the explorer reads the result). */
+    float *x = malloc(need * sizeof(float) + 1);
+    struct attn_run run;
+    memset(&run, 0, sizeof(run));
+    if (!x)
         return attn_diag_set(err, "", "out of memory for the run without ablations");
+    for (int L = first; L <= last; L++) {
+        struct attn_model m = net->model[L]; /* its parameters borrowed, never freed here */
+        for (int h = 0; h < m.heads; h++)
+            if (m.head_mode[h] == HEAD_ZERO || m.head_mode[h] == HEAD_MEAN)
+                m.head_mode[h] = HEAD_KEEP;
+        if (L > first) { /* its input: the clean output of the layer before */
+            const struct attn_model *pm = &net->model[L - 1];
+            struct attn_mat_view v = attn_view(&run, pm, attn_stage_block_output(pm), 0);
+            for (int i = 0; i < n; i++)
+                memcpy(x + (size_t)i * m.d_in, v.data + (size_t)i * v.stride,
+                       (size_t)m.d_in * sizeof(float));
+            m.x = x;
+        }
+        if (attn_run_init(&run, &m, err)) {
+            free(x);
+            attn_run_free(&run);
+            return -1;
+        }
+        attn_forward_rows(&run, &m, 0);
     }
-    for (int L = 0; L < net->layers; L++) {
-        memcpy(modes + (size_t)L * SCENE_MAX_HEADS, net->model[L].head_mode, SCENE_MAX_HEADS);
-        for (int h = 0; h < net->model[L].heads; h++)
-            if (net->model[L].head_mode[h] == HEAD_ZERO ||
-                net->model[L].head_mode[h] == HEAD_MEAN) {
-                attn_net_set_head(net, L, h, HEAD_KEEP, NULL);
-                first = first < 0 ? L : first;
-            }
-    }
-    if (first >= 0)
-        attn_net_forward_from(net, first);
     const struct attn_model *lm = &net->model[last];
-    struct attn_mat_view v = attn_view(&net->run[last], lm, attn_stage_block_output(lm), 0);
+    struct attn_mat_view v = attn_view(&run, lm, attn_stage_block_output(lm), 0);
     for (int i = 0; i < n; i++)
         memcpy(c->clean + (size_t)i * d, v.data + (size_t)i * v.stride, (size_t)d * sizeof(float));
-    for (int L = 0; L < net->layers; L++)
-        memcpy(net->model[L].head_mode, modes + (size_t)L * SCENE_MAX_HEADS, SCENE_MAX_HEADS);
-    if (first >= 0)
-        attn_net_forward_from(net, first);
-    free(modes);
-    net->progress = kept;
-    c->clean_valid = first >= 0;
+    attn_run_free(&run);
+    free(x);
+    c->clean_valid = true;
     c->clean_generation = gen;
     return 0;
 }

@@ -86,12 +86,13 @@ const struct attn_predictions *interp_predict(struct interp_cache *c, const stru
 /* True when some head of net hands out_proj something else than its context (an ablation). */
 bool interp_any_ablated(const struct attn_net *net);
 
-/* Keeps the last layer's residual stream of net run without its ablations, for "before": with
- * every ablated head restored, the layers from the first of them run again, the stream copied,
- * the ablations set back and those layers run once more (the result is then exactly as it
- * was). Nothing to do (and nothing kept) when no head is ablated or there is no vocabulary.
- * Called once per result (gen). Returns 0, or -1 with err (out of memory: no "before"). */
-int interp_keep_clean(struct interp_cache *c, struct attn_net *net, unsigned long gen,
+/* Keeps the last layer's residual stream of net run without its ablations, for "before": the
+ * layers from the first ablated one run again with every zeroed or averaged head kept, in a
+ * run of their own fed by that layer's input (the net's own calls, so its bits; one layer's
+ * buffers, reused), the net untouched. Nothing to do (and nothing kept) when no head is
+ * ablated or there is no vocabulary. Called once per result (gen), on any thread that may read
+ * the net. Returns 0, or -1 with err (out of memory: no "before"). */
+int interp_keep_clean(struct interp_cache *c, const struct attn_net *net, unsigned long gen,
                       struct diag *err);
 /* Before -> after at pos and T (struct interp_compare), from the kept stream: a row of logits
  * of the run without ablations, and at the last position one more of the run itself; kept with
