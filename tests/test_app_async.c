@@ -354,6 +354,35 @@ static void test_stop_a_sentence_edit(void **state)
     app_delete(a);
 }
 
+/* B computes the baseline's own result in the background and pins it when it ends; B again
+ * meanwhile stops it, and nothing is pinned. */
+static void test_baseline_in_the_background(void **state)
+{
+    (void)state;
+    struct app *a = open_background(6, 384);
+    app_wait(a);
+    assert_int_equal(app_toggle_baseline(a), 2);
+    assert_false(app_baseline(a)->pinned);
+    while (app_computing(a)) {
+        read_ready(a); /* the result on screen, read while the baseline computes */
+        app_poll(a);
+    }
+    assert_true(app_baseline(a)->pinned);
+    assert_true(app_delta_ok(a));
+    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->view.stage, a->view.head);
+    for (int i = 0; i < v.rows; i++) /* the same scene: the same numbers */
+        assert_memory_equal(b.data + (size_t)i * b.stride, v.data + (size_t)i * v.stride,
+                            (size_t)v.cols * sizeof(float));
+    assert_int_equal(app_toggle_baseline(a), 0); /* unpinned */
+    assert_int_equal(app_toggle_baseline(a), 2);
+    struct ask ask = {0};
+    command_run(a, ACTION_BASELINE, &ask); /* B again while it computes: stopped */
+    assert_false(app_computing(a));
+    assert_false(app_baseline(a)->pinned);
+    assert_non_null(strstr(a->status.message, "stopped pinning the baseline"));
+    app_delete(a);
+}
+
 /* Every head scored in the background (S in the model view), each read as it lands, the same
  * numbers as one head scored at a time on one thread. */
 static void test_scores_in_the_background(void **state)
@@ -417,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_edits_restart_it),
         cmocka_unit_test(test_edits_start_where_they_change),
         cmocka_unit_test(test_stop_a_sentence_edit),
+        cmocka_unit_test(test_baseline_in_the_background),
         cmocka_unit_test(test_scores_in_the_background),
         cmocka_unit_test(test_keys_while_computing),
     };

@@ -185,6 +185,10 @@ static void *job_main(void *arg)
     job_thread = true;
     if (job->kind == JOB_SCORES) {
         job_scores(a);
+    } else if (job->kind == JOB_BASELINE) {
+        attn_param_cache_worker(job->backing);
+        job->rc = attn_net_compute(&a->base.net, &a->base.scene, &job->err);
+        attn_param_cache_drop(job->backing);
     } else if (job->kind == JOB_LENS) {
         job->rc = interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
                                    job->lens_t, job->lens_first, job->lens_count, &job->err);
@@ -201,6 +205,9 @@ static void *job_main(void *arg)
     __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
     return NULL;
 }
+
+static void baseline_drop(struct app *a);
+static void baseline_done(struct app *a, int rc, struct diag *err);
 
 /* The compute's net becomes the result (through, or stopped: then partial), the one before it
  * freed once the parameters it lent are handed over. */
@@ -224,6 +231,8 @@ static void job_cancel(struct app *a)
     job->stop = 0;
     if (job->kind == JOB_FORWARD)
         job_commit(a);
+    if (job->kind == JOB_BASELINE) /* stopped: no baseline */
+        baseline_drop(a);
 }
 
 /* What a compute makes at its end, once its every layer is there: the note of a value that is not
@@ -425,7 +434,8 @@ void app_compute_progress(const struct app *a, struct app_progress *out)
         .heads_total = __atomic_load_n(&job->heads_total, __ATOMIC_RELAXED),
         .ms = job->running ? now_ms() - job->started_ms : 0,
         .scoring = job->running && job->kind == JOB_SCORES,
-        .lens = job->running && job->kind == JOB_LENS};
+        .lens = job->running && job->kind == JOB_LENS,
+        .baseline = job->running && job->kind == JOB_BASELINE};
 }
 
 /* The compute through: joined, and what its end makes made. */
@@ -436,6 +446,8 @@ static void job_finish(struct app *a)
     job->running = false;
     if (job->kind == JOB_LENS && job->rc != 0)
         app_refuse(a, "the lens: %.300s", job->err.msg);
+    if (job->kind == JOB_BASELINE)
+        baseline_done(a, job->rc, &job->err);
     if (job->kind != JOB_FORWARD)
         return;
     job_commit(a);
@@ -480,9 +492,11 @@ int app_stop_compute(struct app *a, const char *key)
         return 0;
     if (a->result.job.kind != JOB_FORWARD) { /* nothing to undo: what was made so far stays */
         job_cancel(a);
+        enum app_job_kind kind = a->result.job.kind;
         snprintf(a->status.message, sizeof(a->status.message), "%s: stopped %s", key,
-                 a->result.job.kind == JOB_SCORES ? "scoring the heads (S scores the rest)"
-                                                  : "the lens (y shows it again)");
+                 kind == JOB_SCORES     ? "scoring the heads (S scores the rest)"
+                 : kind == JOB_BASELINE ? "pinning the baseline (none is pinned)"
+                                        : "the lens (y shows it again)");
         a->status.message_is_error = false;
         return 1;
     }
@@ -941,16 +955,36 @@ void app_baseline_change(char *out, size_t size, const struct app *a)
         describe_change(out, size, &a->base.scene, &a->result.shown);
 }
 
+static void baseline_drop(struct app *a)
+{
+    a->base.pinned = false;
+    attn_scene_free(&a->base.scene);
+    attn_net_free(&a->base.net);
+    delta_cache_free(&a->cache.delta);
+}
+
+/* The baseline's compute ended (rc from attn_net_compute, err): pinned, or why not. */
+static void baseline_done(struct app *a, int rc, struct diag *err)
+{
+    a->result.generation++; /* every view's Δ */
+    caches_invalidate(&a->cache);
+    if (rc || attn_scene_check_backing(&a->base.scene, err)) {
+        baseline_drop(a);
+        app_refuse(a, "cannot pin a baseline: %.300s", err->msg[0] ? err->msg : "out of memory");
+        return;
+    }
+    a->base.pinned = true;
+    snprintf(a->status.message, sizeof(a->status.message),
+             "baseline pinned: edits now show \u0394 = current \u2212 baseline (B unpins)");
+}
+
 int app_toggle_baseline(struct app *a)
 {
     a->result.generation++; /* every view's Δ or values again */
     caches_invalidate(&a->cache);
     a->status.message_is_error = false;
     if (a->base.pinned) {
-        a->base.pinned = false;
-        attn_scene_free(&a->base.scene);
-        attn_net_free(&a->base.net);
-        delta_cache_free(&a->cache.delta);
+        baseline_drop(a);
         snprintf(a->status.message, sizeof(a->status.message),
                  "baseline unpinned: the values again");
         return 0;
@@ -966,18 +1000,34 @@ int app_toggle_baseline(struct app *a)
     struct diag err;
     attn_diag_clear(&err);
     if (attn_scene_copy(&a->base.scene, &a->result.shown) ||
-        attn_scene_check_backing(&a->base.scene, &err) ||
-        attn_net_compute(&a->base.net, &a->base.scene, &err) ||
         attn_scene_check_backing(&a->base.scene, &err)) {
-        attn_scene_free(&a->base.scene);
-        attn_net_free(&a->base.net);
+        baseline_drop(a);
         app_refuse(a, "cannot pin a baseline: %.300s", err.msg[0] ? err.msg : "out of memory");
         return -1;
     }
-    a->base.pinned = true;
-    snprintf(a->status.message, sizeof(a->status.message),
-             "baseline pinned: edits now show \u0394 = current \u2212 baseline (B unpins)");
-    return 1;
+    /* In the background mode a baseline that takes long is computed in the job's thread: the
+       keys are answered meanwhile, and it is pinned when it ends. */
+    struct app_job *job = &a->result.job;
+    if (job->background && !job->running &&
+        attn_net_estimate_seconds(&a->base.scene) > APP_SYNC_SECONDS) {
+        a->base.net.progress = (struct progress_sink){NULL, NULL, &job->stop}; /* Esc stops */
+        job->kind = JOB_BASELINE;
+        job->finished = 0;
+        job->rc = 0;
+        job->heads_done = job->heads_total = 0;
+        attn_diag_clear(&job->err);
+        job->backing = a->base.scene.backing;
+        job->started_ms = now_ms();
+        if (pthread_create(&job->thread, NULL, job_main, a) == 0) {
+            job->running = true;
+            snprintf(a->status.message, sizeof(a->status.message),
+                     "pinning the baseline: its own result is computing");
+            return 2;
+        }
+    }
+    int rc = attn_net_compute(&a->base.net, &a->base.scene, &err);
+    baseline_done(a, rc, &err);
+    return a->base.pinned ? 1 : -1;
 }
 
 bool app_has_vocab(const struct app *a)

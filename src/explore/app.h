@@ -50,6 +50,7 @@ bool app_all_ready(const struct app *a);
 struct app_progress {
     bool scoring;                 /* the job scores every head (app_request_scores) */
     bool lens;                    /* the job fills the lens (app_lens_fill) */
+    bool baseline;                /* the job computes the baseline (app_toggle_baseline) */
     int ready, layers;            /* layers computed, of how many */
     long heads_done, heads_total; /* the forward pass's heads (0 of 0 until it starts) */
     double ms;                    /* since it was asked for; 0 at rest */
@@ -99,7 +100,8 @@ struct attn_mat_view app_shown_view(struct app *a);
 bool app_showing_mean(const struct app *a);
 
 /* B: pins the state on screen as the baseline, or unpins it. Returns 1 when it pinned, 0
- * when it unpinned, -1 when it refused (the message line says why). Either way the views are
+ * when it unpinned, -1 when it refused (the message line says why), 2 when the baseline's own
+ * result computes in the background (it is pinned when that job ends). Either way the views are
  * drawn again (generation moves on). */
 int app_toggle_baseline(struct app *a);
 /* The baseline's matrix of the stage, head and layer on screen; rows = cols = 0 when the

@@ -81,10 +81,11 @@ struct app_doc {
  *   whichever thread asks first, running the other's tasks on that thread itself.
  * tests/test_app_async.c checks this under ThreadSanitizer (scripts/test). */
 enum app_job_kind {
-    JOB_FORWARD, /* the forward pass of a result: layer after layer comes ready */
-    JOB_SCORES,  /* every head's pattern scores, into the score cache (the model view's S) */
-    JOB_LENS,    /* the logit lens of the positions in view through every layer (y), into the
-                    interp cache, which nothing else reads meanwhile (app_interp_busy) */
+    JOB_FORWARD,  /* the forward pass of a result: layer after layer comes ready */
+    JOB_SCORES,   /* every head's pattern scores, into the score cache (the model view's S) */
+    JOB_LENS,     /* the logit lens of the positions in view through every layer (y), into the
+                     interp cache, which nothing else reads meanwhile (app_interp_busy) */
+    JOB_BASELINE, /* the baseline's own result (B), pinned when it ends */
 };
 
 struct app_job {

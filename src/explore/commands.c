@@ -959,7 +959,13 @@ static int act_head(struct app *a, enum action act, struct ask *ask)
 
 static int act_baseline(struct app *a, enum action act, struct ask *ask)
 {
-    app_wait(a); /* a baseline pins a whole result, and computes its own */
+    struct app_progress pr;
+    app_compute_progress(a, &pr);
+    if (pr.baseline) { /* B again while it is pinned: it is not */
+        app_stop_compute(a, "B");
+        return OUTCOME_VIEW_CHANGED;
+    }
+    app_wait(a); /* the result on screen whole first: the baseline is a copy of its scene */
     if (app_toggle_baseline(a) == 1 && a->doc.error[0]) /* the last valid state is pinned */
         note(a, "baseline pinned: the last valid result (the edited scene is invalid)");
     return OUTCOME_SCENE_CHANGED;
