@@ -374,6 +374,12 @@ static void test_baseline_in_the_background(void **state)
         assert_memory_equal(b.data + (size_t)i * b.stride, v.data + (size_t)i * v.stride,
                             (size_t)v.cols * sizeof(float));
     assert_int_equal(app_toggle_baseline(a), 0); /* unpinned */
+    /* pinned, then an edit at once: the pin is finished first, the edit compared with it */
+    assert_int_equal(app_toggle_baseline(a), 2);
+    assert_int_equal(app_edit_knob(a, KNOB_HEADS, 4), 0);
+    assert_true(app_baseline(a)->pinned);
+    app_wait(a);
+    assert_int_equal(app_toggle_baseline(a), 0);
     assert_int_equal(app_toggle_baseline(a), 2);
     struct ask ask = {0};
     command_run(a, ACTION_BASELINE, &ask); /* B again while it computes: stopped */

@@ -208,6 +208,7 @@ static void *job_main(void *arg)
 
 static void baseline_drop(struct app *a);
 static void baseline_done(struct app *a, int rc, struct diag *err);
+static void job_finish(struct app *a);
 
 /* The compute's net becomes the result (through, or stopped: then partial), the one before it
  * freed once the parameters it lent are handed over. */
@@ -339,7 +340,11 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
        the error says which file changed. */
     if (attn_scene_check_backing(s, err))
         return -1;
-    job_cancel(a); /* its pass is for a scene no longer wanted */
+    /* a pass for a scene no longer wanted stops; a baseline pinned just before the edit is what
+       the edit is to be compared with: it is finished first */
+    if (a->result.job.running && a->result.job.kind == JOB_BASELINE)
+        job_finish(a);
+    job_cancel(a);
     a->result.stop_by_undo = false;
     /* A last-word edit computes its rows alone (the near path): numbers within the last
        places of a fresh computation's on screen, made exact before an export. */
