@@ -389,6 +389,40 @@ static void test_baseline_in_the_background(void **state)
     app_delete(a);
 }
 
+/* r computes the rollout through the layer on screen in the background (and again through
+ * the next layer on }), the same numbers as on one thread. */
+static void test_rollout_in_the_background(void **state)
+{
+    (void)state;
+    struct app *a = open_background(6, 384);
+    app_wait(a);
+    app_set_layer(a, 4);
+    struct ask ask = {0};
+    command_run(a, ACTION_ROLLOUT, &ask);
+    struct app_progress pr;
+    app_compute_progress(a, &pr);
+    assert_true(pr.rollout);
+    assert_true(app_interp_busy(a));
+    while (app_computing(a)) {
+        read_ready(a);
+        app_poll(a);
+    }
+    command_run(a, ACTION_LAYER_NEXT, &ask); /* through layer 5: one step more */
+    app_wait(a);
+    struct app *b = computed_alone(a);
+    app_set_layer(b, 5);
+    b->view.rollout = true;
+    struct attn_mat_view x = app_rollout_view(a), y = app_rollout_view(b);
+    assert_non_null(x.data);
+    assert_non_null(y.data);
+    assert_int_equal(x.rows, y.rows);
+    for (int i = 0; i < x.rows; i++)
+        assert_memory_equal(x.data + (size_t)i * x.stride, y.data + (size_t)i * y.stride,
+                            (size_t)x.cols * sizeof(float));
+    app_delete(b);
+    app_delete(a);
+}
+
 /* Every head scored in the background (S in the model view), each read as it lands, the same
  * numbers as one head scored at a time on one thread. */
 static void test_scores_in_the_background(void **state)
@@ -453,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_edits_start_where_they_change),
         cmocka_unit_test(test_stop_a_sentence_edit),
         cmocka_unit_test(test_baseline_in_the_background),
+        cmocka_unit_test(test_rollout_in_the_background),
         cmocka_unit_test(test_scores_in_the_background),
         cmocka_unit_test(test_keys_while_computing),
     };

@@ -189,6 +189,12 @@ static void *job_main(void *arg)
         attn_param_cache_worker(job->backing);
         job->rc = attn_net_compute(&a->base.net, &a->base.scene, &job->err);
         attn_param_cache_drop(job->backing);
+    } else if (job->kind == JOB_ROLLOUT) {
+        job->rc = interp_rollout(&a->cache.interp, &a->result.net, a->result.generation,
+                                 job->rollout_layer, &job->err)
+                          .data
+                      ? 0
+                      : -1;
     } else if (job->kind == JOB_LENS) {
         job->rc = interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
                                    job->lens_t, job->lens_first, job->lens_count, &job->err);
@@ -440,7 +446,8 @@ void app_compute_progress(const struct app *a, struct app_progress *out)
         .ms = job->running ? now_ms() - job->started_ms : 0,
         .scoring = job->running && job->kind == JOB_SCORES,
         .lens = job->running && job->kind == JOB_LENS,
-        .baseline = job->running && job->kind == JOB_BASELINE};
+        .baseline = job->running && job->kind == JOB_BASELINE,
+        .rollout = job->running && job->kind == JOB_ROLLOUT};
 }
 
 /* The compute through: joined, and what its end makes made. */
@@ -453,6 +460,10 @@ static void job_finish(struct app *a)
         app_refuse(a, "the lens: %.300s", job->err.msg);
     if (job->kind == JOB_BASELINE)
         baseline_done(a, job->rc, &job->err);
+    if (job->kind == JOB_ROLLOUT && job->rc != 0) { /* out of memory: the stage again */
+        a->view.rollout = false;
+        app_refuse(a, "%s", job->err.msg);
+    }
     if (job->kind != JOB_FORWARD)
         return;
     job_commit(a);
@@ -465,6 +476,8 @@ static void job_finish(struct app *a)
                  "%.300s; the numbers on screen were read as it changed", err.msg);
     if (a->view.score_shown >= 0 && a->view.all_heads) /* the model view shows them: next */
         app_request_scores(a);
+    else if (a->view.rollout) /* the rollout on screen: next */
+        app_request_rollout(a);
 }
 
 int app_poll(struct app *a)
@@ -501,8 +514,11 @@ int app_stop_compute(struct app *a, const char *key)
         snprintf(a->status.message, sizeof(a->status.message), "%s: stopped %s", key,
                  kind == JOB_SCORES     ? "scoring the heads (S scores the rest)"
                  : kind == JOB_BASELINE ? "pinning the baseline (none is pinned)"
+                 : kind == JOB_ROLLOUT  ? "the rollout: the weights again (r shows it)"
                                         : "the lens (y shows it again)");
         a->status.message_is_error = false;
+        if (kind == JOB_ROLLOUT)
+            a->view.rollout = false;
         return 1;
     }
     if (!a->result.stoppable) {
@@ -793,7 +809,27 @@ int app_lens_fill(struct app *a, int first, int count, struct diag *err)
 
 bool app_interp_busy(const struct app *a)
 {
-    return a->result.job.running && a->result.job.kind == JOB_LENS;
+    const struct app_job *job = &a->result.job;
+    return job->running && (job->kind == JOB_LENS || job->kind == JOB_ROLLOUT);
+}
+
+int app_request_rollout(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    if (!job->background || job->running || !a->view.rollout || !a->result.have_result ||
+        interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer).data)
+        return 0;
+    job->kind = JOB_ROLLOUT;
+    job->finished = 0;
+    job->rc = 0;
+    job->rollout_layer = a->view.layer;
+    job->heads_done = job->heads_total = 0;
+    attn_diag_clear(&job->err);
+    job->started_ms = now_ms();
+    if (pthread_create(&job->thread, NULL, job_main, a) != 0)
+        return 0; /* out of threads: the map computes it as it draws */
+    job->running = true;
+    return 1;
 }
 
 int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err)

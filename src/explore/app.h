@@ -51,6 +51,7 @@ struct app_progress {
     bool scoring;                 /* the job scores every head (app_request_scores) */
     bool lens;                    /* the job fills the lens (app_lens_fill) */
     bool baseline;                /* the job computes the baseline (app_toggle_baseline) */
+    bool rollout;                 /* the job computes the rollout (app_request_rollout) */
     int ready, layers;            /* layers computed, of how many */
     long heads_done, heads_total; /* the forward pass's heads (0 of 0 until it starts) */
     double ms;                    /* since it was asked for; 0 at rest */
@@ -132,8 +133,12 @@ const struct attn_predictions *app_predictions(struct app *a, int *layer, struct
  * background mode positions not yet filled are filled by a job: 1, the cache not to be read
  * until it ends (app_interp_busy). */
 int app_lens_fill(struct app *a, int first, int count, struct diag *err);
-/* True while a job writes the interp cache (the lens): the predictions and the lens wait. */
+/* True while a job writes the interp cache (the lens, the rollout): what reads it waits. */
 bool app_interp_busy(const struct app *a);
+/* In the background mode, with the rollout on screen (r): its product through the layer on
+ * screen, when not kept, computed by a job (a layer's worth of n x n products from layer 0: 120
+ * ms at layer 11 of 1,016 tokens); the map shows it pending meanwhile. 1: started. */
+int app_request_rollout(struct app *a);
 /* The cursor row's prediction before -> after the ablations (interp_compare), kept. Returns 0, or
  * -1 when nothing is ablated or a computation failed (err). */
 int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err);

@@ -86,6 +86,8 @@ enum app_job_kind {
     JOB_LENS,     /* the logit lens of the positions in view through every layer (y), into the
                      interp cache, which nothing else reads meanwhile (app_interp_busy) */
     JOB_BASELINE, /* the baseline's own result (B), pinned when it ends */
+    JOB_ROLLOUT,  /* the attention rollout through the layer on screen (r), into the interp
+                     cache (app_interp_busy) */
 };
 
 struct app_job {
@@ -102,6 +104,7 @@ struct app_job {
     struct attn_backing *backing; /* the checkpoint it reads (its own widening buffer) */
     int pause_ms; /* ATTNSCOPE_HEAD_PAUSE_MS: the thread's pause after each head (the tests) */
     int lens_first, lens_count; /* JOB_LENS: the positions, at the temperature lens_t */
+    int rollout_layer;          /* JOB_ROLLOUT: through this layer */
     double lens_t;
     struct diag err; /* JOB_LENS: why it failed (rc -1) */
 };

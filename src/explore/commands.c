@@ -803,6 +803,7 @@ static int act_rollout(struct app *a, enum action act, struct ask *ask)
         else
             note(a, "attention rollout: 0.5\u00b7weights + 0.5\u00b7I, rows renormalised (one "
                     "layer; r the weights)");
+        app_request_rollout(a); /* in the background, when it computes there */
     } else {
         note(a, "the weights again (r: the rollout)");
     }
@@ -946,6 +947,7 @@ static int act_layer(struct app *a, enum action act, struct ask *ask)
     }
     app_set_layer(a, (a->view.layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->result.net.layers) %
                          a->result.net.layers);
+    app_request_rollout(a); /* the rollout on screen: through this layer now */
     return OUTCOME_VIEW_CHANGED;
 }
 

@@ -16,6 +16,8 @@ bool pending_wanted_map(const struct frame *f)
         return !app_all_ready(a);
     if (v->all_heads && app_result(a)->net.layers > 1) /* the model view: tile by tile */
         return false;
+    if (v->rollout && app_interp_busy(a)) /* its product, made by a job */
+        return true;
     return !app_layer_ready(a, v->layer); /* the rollout too: layers 0 .. the one shown */
 }
 
@@ -55,8 +57,15 @@ static void pending_draw(struct panel *p, struct frame *f)
     app_compute_progress(a, &pr);
     char title[160], what[160];
     bool all = v->lens || (side && v->predictions);
-    if (app_interp_busy(a))
-        snprintf(what, sizeof(what), "the lens is computing: the predictions come after it");
+    struct app_progress jp;
+    app_compute_progress(a, &jp);
+    if (jp.rollout && !side)
+        snprintf(what, sizeof(what),
+                 "the rollout through layer %d is computing: a product of n \u00d7 n a layer",
+                 v->layer);
+    else if (app_interp_busy(a))
+        snprintf(what, sizeof(what), "the %s is computing: the predictions come after it",
+                 jp.rollout ? "rollout" : "lens");
     else if (v->lens)
         snprintf(what, sizeof(what), "the logit lens reads every layer");
     else if (side && v->predictions)

@@ -100,7 +100,10 @@ static void computing_note(int y, struct rect r, const struct theme *t, const st
     if (res->compute_seconds * 1000 > PROGRESS_QUIET_MS) /* the estimate, when it was felt */
         snprintf(about, sizeof(about), " of about %.*f s", res->compute_seconds < 9.5 ? 1 : 0,
                  res->compute_seconds);
-    if (pr.baseline)
+    if (pr.rollout)
+        snprintf(note, sizeof(note), " the rollout \u00b7 %.1f s \u00b7 Esc stops ",
+                 pr.ms / 1000.0);
+    else if (pr.baseline)
         snprintf(note, sizeof(note), " pinning the baseline \u00b7 %.1f s \u00b7 Esc stops ",
                  pr.ms / 1000.0);
     else if (pr.lens)
