@@ -816,8 +816,13 @@ bool app_interp_busy(const struct app *a)
 int app_request_rollout(struct app *a)
 {
     struct app_job *job = &a->result.job;
+    double n = a->result.net.layers > 0 ? (double)a->result.net.model[0].n : 0;
     if (!job->background || job->running || !a->view.rollout || !a->result.have_result ||
         interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer).data)
+        return 0;
+    /* a product of n x n a layer: under 0.1 GFLOP the map makes it on its frame (a thread of
+       its own would cost more, and the view would flicker pending) */
+    if (2.0 * n * n * n * (double)(a->view.layer + 1) < 1e8)
         return 0;
     job->kind = JOB_ROLLOUT;
     job->finished = 0;

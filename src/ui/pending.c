@@ -27,8 +27,12 @@ bool pending_wanted_side(const struct frame *f)
     const struct app_view *v = app_view_state(a);
     if (!app_computing(a))
         return false;
+    /* what reads the interp cache (the predictions, the lens, the rollout's token view and
+       inspector) waits while a job writes it */
+    if (app_interp_busy(a) && (v->predictions || v->lens || v->rollout))
+        return true;
     if (v->predictions || v->lens) /* the model's own: the last layer, and the ablation's before */
-        return !app_all_ready(a) || app_interp_busy(a);
+        return !app_all_ready(a);
     return !app_layer_ready(a, v->layer);
 }
 
