@@ -772,6 +772,7 @@ printf 'text: "%s"\nembeddings: {dim: 32}\nattention: {heads: 32, d_out: 32}\n' 
   "$(for i in $(seq 1 512); do printf 'w%d ' "$i"; done)" >"$WORK/hupx.yaml"
 start hupx 100 30 "$(wrapped hupx "$WORK/hupx.yaml")"
 wait_for hupx "512 tokens"
+wait_gone hupx "computing:" # the export would first wait for the compute (app_exact)
 keys hupx e C-u
 text hupx "$WORK/hupx/out"
 keys hupx Enter
@@ -799,6 +800,7 @@ T kill-session -t hupx
 mkdir -p "$WORK/intx"
 start intx 100 30 "$(wrapped intx "$WORK/hupx.yaml")"
 wait_for intx "512 tokens"
+wait_gone intx "computing:"
 keys intx e C-u
 text intx "$WORK/intx/out"
 keys intx Enter
