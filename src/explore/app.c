@@ -212,6 +212,32 @@ static void *job_main(void *arg)
     return NULL;
 }
 
+/* Starts a job of kind in its thread, its counters and error cleared (what it reads set by the
+ * caller first). False when no thread could be made: the caller does the work itself. */
+static bool job_start(struct app *a, enum app_job_kind kind, long heads_total)
+{
+    struct app_job *job = &a->result.job;
+    job->kind = kind;
+    job->finished = 0;
+    job->rc = 0;
+    job->heads_done = 0;
+    job->heads_total = heads_total;
+    job->seen_ready = 0;
+    attn_diag_clear(&job->err);
+    job->started_ms = now_ms();
+    job->running = pthread_create(&job->thread, NULL, job_main, a) == 0;
+    return job->running;
+}
+
+/* Tells the job to stop and waits for its thread: it ends at its next head or layer. */
+static void job_stop_join(struct app_job *job)
+{
+    __atomic_store_n(&job->stop, 1, __ATOMIC_RELAXED);
+    pthread_join(job->thread, NULL);
+    job->running = false;
+    job->stop = 0;
+}
+
 static void baseline_drop(struct app *a);
 static void baseline_done(struct app *a, int rc, struct diag *err);
 static void job_finish(struct app *a);
@@ -232,10 +258,7 @@ static void job_cancel(struct app *a)
     struct app_job *job = &a->result.job;
     if (!job->running)
         return;
-    __atomic_store_n(&job->stop, 1, __ATOMIC_RELAXED);
-    pthread_join(job->thread, NULL);
-    job->running = false;
-    job->stop = 0;
+    job_stop_join(job);
     if (job->kind == JOB_FORWARD)
         job_commit(a);
     if (job->kind == JOB_BASELINE) /* stopped: no baseline */
@@ -253,9 +276,10 @@ static int result_complete(struct app *a, const struct attn_scene *s, bool clean
     a->result.nonfinite[0] = '\0';
     if (attn_net_nonfinite_text(where, sizeof(where), &a->result.net))
         snprintf(a->result.nonfinite, sizeof(a->result.nonfinite), "not a number: %s", where);
-    /* With a head ablated, the run without it is kept for the predictions' "before": two
-       passes over the layers from the first ablated one, at the edit, never on a cursor move.
-       Out of memory only loses the "before". */
+    /* With a head ablated, the run without it is kept for the predictions' "before": one pass
+       over the layers from the first ablated one in a run of its own, at the edit, never on a
+       cursor move (a background compute made it in its thread: clean_kept). Out of memory only
+       loses the "before". */
     struct diag clean_err;
     if (!clean_kept)
         interp_keep_clean(&a->cache.interp, &a->result.net, a->result.generation, &clean_err);
@@ -277,6 +301,13 @@ static int result_begin(struct app *a, struct diag *err)
     caches_invalidate(&a->cache);
     a->result.nonfinite[0] = '\0';
     return 0;
+}
+
+/* The prepared pass on this thread, its net the result (no thread could be made for it). */
+static void forward_here(struct app *a)
+{
+    attn_net_forward_pending(&a->result.net);
+    job_commit(a);
 }
 
 /* Recomputes the result for s in the job's thread: prepared here (the parameters resolved, the
@@ -317,24 +348,14 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
         snprintf(a->result.stop_note, sizeof(a->result.stop_note),
                  "estimated short: computed in place");
     if (result_begin(a, err) != 0) { /* out of memory for the scores: computed here, unscored */
-        job_main(a);
-        job_commit(a);
+        forward_here(a);
         return -1;
     }
-    job->kind = JOB_FORWARD;
-    job->finished = 0;
-    job->rc = 0;
-    job->heads_done = 0;
-    job->heads_total = 0;
-    job->seen_ready = 0;
-    job->started_ms = now_ms();
-    job->backing = s->backing; /* result.shown becomes s's copy meanwhile (settle) */
-    if (pthread_create(&job->thread, NULL, job_main, a) != 0) { /* here, then */
-        job_main(a);
-        job_commit(a);
+    job->backing = s->backing;           /* result.shown becomes s's copy meanwhile (settle) */
+    if (!job_start(a, JOB_FORWARD, 0)) { /* no thread: here, then */
+        forward_here(a);
         return result_complete(a, s, false, err);
     }
-    job->running = true;
     return 0;
 }
 
@@ -414,15 +435,8 @@ int app_request_scores(struct app *a)
         i++;
     if (i == count) /* every head scored */
         return 0;
-    job->kind = JOB_SCORES;
-    job->finished = 0;
-    job->heads_done = 0;
-    job->heads_total = (long)count;
-    job->started_ms = now_ms();
-    if (pthread_create(&job->thread, NULL, job_main, a) != 0)
-        return 0; /* out of threads: each head is scored as it is asked for */
-    job->running = true;
-    return 1;
+    /* out of threads: each head is scored as it is asked for */
+    return job_start(a, JOB_SCORES, (long)count) ? 1 : 0;
 }
 
 const struct head_scores *app_scores_kept(const struct app *a, int layer, int head)
@@ -534,11 +548,7 @@ int app_stop_compute(struct app *a, const char *key)
                    seconds < 9.5 ? 1 : 0, seconds);
         return 1;
     }
-    struct app_job *job = &a->result.job;
-    __atomic_store_n(&job->stop, 1, __ATOMIC_RELAXED);
-    pthread_join(job->thread, NULL);
-    job->running = false;
-    job->stop = 0;
+    job_stop_join(&a->result.job);
     attn_net_discard(&a->result.net); /* the result before it, whole: kept aside */
     a->result.net = a->result.prev;
     memset(&a->result.prev, 0, sizeof(a->result.prev));
@@ -790,20 +800,12 @@ int app_lens_fill(struct app *a, int first, int count, struct diag *err)
     if (job->running) /* another job first; the next frame asks again */
         return 1;
     /* 12 layers' unembedding of every position in view: a second at GPT-2 small's size */
-    job->kind = JOB_LENS;
-    job->finished = 0;
-    job->rc = 0;
     job->lens_first = first;
     job->lens_count = count;
     job->lens_t = a->view.temperature;
-    job->heads_done = 0;
-    job->heads_total = 0;
-    attn_diag_clear(&job->err);
-    job->started_ms = now_ms();
-    if (pthread_create(&job->thread, NULL, job_main, a) != 0) /* here, then */
+    if (!job_start(a, JOB_LENS, 0)) /* here, then */
         return interp_lens_fill(&a->cache.interp, &a->result.net, a->result.generation,
                                 a->view.temperature, first, count, err);
-    job->running = true;
     return 1;
 }
 
@@ -824,17 +826,9 @@ int app_request_rollout(struct app *a)
        its own would cost more, and the view would flicker pending) */
     if (2.0 * n * n * n * (double)(a->view.layer + 1) < 1e8)
         return 0;
-    job->kind = JOB_ROLLOUT;
-    job->finished = 0;
-    job->rc = 0;
     job->rollout_layer = a->view.layer;
-    job->heads_done = job->heads_total = 0;
-    attn_diag_clear(&job->err);
-    job->started_ms = now_ms();
-    if (pthread_create(&job->thread, NULL, job_main, a) != 0)
-        return 0; /* out of threads: the map computes it as it draws */
-    job->running = true;
-    return 1;
+    /* out of threads: the map computes it as it draws */
+    return job_start(a, JOB_ROLLOUT, 0) ? 1 : 0;
 }
 
 int app_prediction_compare(struct app *a, struct interp_compare *out, struct diag *err)
@@ -1057,15 +1051,8 @@ int app_toggle_baseline(struct app *a)
     if (job->background && !job->running &&
         attn_net_estimate_seconds(&a->base.scene) > APP_SYNC_SECONDS) {
         a->base.net.progress = (struct progress_sink){NULL, NULL, &job->stop}; /* Esc stops */
-        job->kind = JOB_BASELINE;
-        job->finished = 0;
-        job->rc = 0;
-        job->heads_done = job->heads_total = 0;
-        attn_diag_clear(&job->err);
         job->backing = a->base.scene.backing;
-        job->started_ms = now_ms();
-        if (pthread_create(&job->thread, NULL, job_main, a) == 0) {
-            job->running = true;
+        if (job_start(a, JOB_BASELINE, 0)) {
             snprintf(a->status.message, sizeof(a->status.message),
                      "pinning the baseline: its own result is computing");
             return 2;
