@@ -365,10 +365,10 @@ static int net_begin(struct attn_net *fresh, const struct attn_net *net, const s
 }
 
 /* Everything of a compute but the forward pass: *fresh holds s's models and runs, sized, with the
- * rows a sentence edit keeps (fresh->kept_rows) moved over or copied. *shares: fresh's models
- * borrow net's parameters until compute_commit. On failure net is as it was. */
+ * rows a sentence edit keeps (fresh->kept_rows) moved over or copied. fresh->shares: its models
+ * borrow net's parameters until attn_net_commit. On failure net is as it was. */
 static int compute_begin(struct attn_net *fresh, struct attn_net *net, const struct attn_scene *s,
-                         bool *shares, struct diag *err)
+                         struct diag *err)
 {
     if (net_begin(fresh, net, s, err) != 0)
         return -1;
@@ -388,8 +388,8 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
         free(fresh->run);
         return -1;
     }
-    *shares = reuse || retext;
-    if (*shares) /* nothing was drawn: the generator is where it was */
+    fresh->shares = reuse || retext;
+    if (fresh->shares) /* nothing was drawn: the generator is where it was */
         fresh->after_params = net->after_params;
     /* A sentence edit of a causal net: the rows before the first changed token's panel (on the
        near path, before that token) are the previous result's, moved over with its buffers or
@@ -473,11 +473,12 @@ static bool near_pass(const struct attn_net *fresh)
 }
 
 /* fresh becomes net's result: the parameters it shares handed over, net's old result freed. */
-static void compute_commit(struct attn_net *net, struct attn_net *fresh, bool shares)
+void attn_net_commit(struct attn_net *net, struct attn_net *fresh)
 {
-    if (shares) /* committed: the shared buffers become the new model's */
+    if (fresh->shares) /* committed: the shared buffers become the new model's */
         for (int L = 0; L < fresh->layers; L++)
             attn_model_adopt(&fresh->model[L], &net->model[L]);
+    fresh->shares = false;
     fresh->progress.stop = net->progress.stop;
     fresh->keep_previous = net->keep_previous;
     attn_net_free(net);
@@ -487,8 +488,7 @@ static void compute_commit(struct attn_net *net, struct attn_net *fresh, bool sh
 int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct diag *err)
 {
     struct attn_net fresh;
-    bool shares;
-    if (compute_begin(&fresh, net, s, &shares, err) != 0)
+    if (compute_begin(&fresh, net, s, err) != 0)
         return -1;
     if (forward_net(&fresh, fresh.first_layer, fresh.kept_rows, near_pass(&fresh)) != 0) {
         fresh.progress = (struct progress_sink){0, 0, 0};
@@ -499,21 +499,19 @@ int attn_net_compute(struct attn_net *net, const struct attn_scene *s, struct di
        widens it again, so its pages need not be kept meanwhile (the predictions after this
        need their own). */
     attn_param_cache_drop(s->backing);
-    compute_commit(net, &fresh, shares);
+    attn_net_commit(net, &fresh);
     return 0;
 }
 
 int attn_net_prepare(struct attn_net *fresh, struct attn_net *net, const struct attn_scene *s,
                      struct diag *err)
 {
-    bool shares;
-    if (compute_begin(fresh, net, s, &shares, err) != 0)
+    if (compute_begin(fresh, net, s, err) != 0)
         return -1;
     fresh->progress.stop = net->progress.stop; /* it may stop, buffers moved or not */
     fresh->keep_previous = net->keep_previous;
     fresh->partial = true; /* until the pass is through */
     fresh->pending_row = fresh->kept_rows;
-    fresh->shares = shares;
     fresh->layers_ready = fresh->first_layer; /* those before it are kept whole */
     return 0;
 }
@@ -521,13 +519,6 @@ int attn_net_prepare(struct attn_net *fresh, struct attn_net *net, const struct 
 int attn_net_forward_pending(struct attn_net *fresh)
 {
     return forward_net(fresh, fresh->first_layer, fresh->pending_row, near_pass(fresh));
-}
-
-void attn_net_commit(struct attn_net *net, struct attn_net *fresh)
-{
-    bool shares = fresh->shares;
-    fresh->shares = false;
-    compute_commit(net, fresh, shares);
 }
 
 void attn_net_discard(struct attn_net *fresh)
