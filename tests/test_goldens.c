@@ -387,6 +387,8 @@ static void fmt_cell(char *out, size_t len, const char *rel, int i, int j)
     snprintf(out, len, "%.255s[%d][%d]", rel, i, j);
 }
 
+static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem, const char *edit);
+
 /* An edit of options that draw nothing but the dropout masks reuses the net's numbers
  * (attn_model_resolve_options); it must give every stage of every layer bit for bit what a
  * fresh computation of the edited scene gives. Returns the number of differing matrices. */
@@ -438,36 +440,29 @@ static int option_edits_match(struct attn_net *net, const struct attn_scene *s, 
         if (valid && edit >= 6 && net->first_layer != last)
             fail_msg("%s: the ablation of layer %d (edit %d) recomputed from layer %d", stem, last,
                      edit, net->first_layer);
-        for (int L = 0; valid && L < net->layers; L++) {
-            enum attn_stage order[STAGE_COUNT];
-            int n = attn_stage_order(order, &net->model[L]);
-            for (int k = 0; k < n; k++)
-                for (int h = 0; h < (attn_stage_is_per_head(order[k]) ? net->model[L].heads : 1);
-                     h++) {
-                    struct attn_mat_view a = attn_view(&net->run[L], &net->model[L], order[k], h);
-                    struct attn_mat_view b = attn_view(&fresh.run[L], &fresh.model[L], order[k], h);
-                    for (int i = 0; i < a.rows; i++)
-                        if (memcmp(a.data + (size_t)i * a.stride, b.data + (size_t)i * b.stride,
-                                   (size_t)a.cols * sizeof(float)) != 0) {
-                            if (bad++ < 5)
-                                print_error("%s: edit %d: layer %d %s head %d row %d differs "
-                                            "from a fresh computation\n",
-                                            stem, edit, L, attn_stage_name(order[k]), h, i);
-                            break;
-                        }
-                }
-        }
+        char what[32];
+        snprintf(what, sizeof(what), "edit %d", edit);
+        if (valid)
+            bad += nets_differ(net, &fresh, stem, what);
         attn_net_free(&fresh);
         attn_scene_free(&e);
     }
     return bad;
 }
 
-/* Every stage of every head of every layer of a and b: the same bits. Returns the number of
- * differing matrices, naming the first few. */
-static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem, const char *edit)
+/* Two nets compared matrix by matrix (nets_differ, nets_near): what is off, the first 5 named. */
+struct pair_check {
+    const char *stem, *edit;
+    int bad;      /* matrices off */
+    double worst; /* nets_near: the largest share of a stage's scale */
+};
+typedef void pair_fn(struct pair_check *c, int L, enum attn_stage st, int h, struct attn_mat_view x,
+                     struct attn_mat_view y);
+
+/* fn on every stage of every head of every layer of a, with b's matrix of it beside; a matrix of
+ * another shape is off. Returns c->bad. */
+static int walk_pairs(struct pair_check *c, struct attn_net *a, struct attn_net *b, pair_fn *fn)
 {
-    int bad = 0;
     for (int L = 0; L < a->layers; L++) {
         enum attn_stage order[STAGE_COUNT];
         int n = attn_stage_order(order, &a->model[L]);
@@ -476,23 +471,37 @@ static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem,
                 struct attn_mat_view x = attn_view(&a->run[L], &a->model[L], order[k], h);
                 struct attn_mat_view y = attn_view(&b->run[L], &b->model[L], order[k], h);
                 if (x.rows != y.rows || x.cols != y.cols) {
-                    if (bad++ < 5)
-                        print_error("%s: %s: layer %d %s is %dx%d, fresh %dx%d\n", stem, edit, L,
-                                    attn_stage_name(order[k]), x.rows, x.cols, y.rows, y.cols);
+                    if (c->bad++ < 5)
+                        print_error("%s: %s: layer %d %s is %dx%d, fresh %dx%d\n", c->stem, c->edit,
+                                    L, attn_stage_name(order[k]), x.rows, x.cols, y.rows, y.cols);
                     continue;
                 }
-                for (int i = 0; i < x.rows; i++)
-                    if (memcmp(x.data + (size_t)i * x.stride, y.data + (size_t)i * y.stride,
-                               (size_t)x.cols * sizeof(float)) != 0) {
-                        if (bad++ < 5)
-                            print_error("%s: %s: layer %d %s head %d row %d differs from a fresh "
-                                        "computation\n",
-                                        stem, edit, L, attn_stage_name(order[k]), h, i);
-                        break;
-                    }
+                fn(c, L, order[k], h, x, y);
             }
     }
-    return bad;
+    return c->bad;
+}
+
+static void rows_differ(struct pair_check *c, int L, enum attn_stage st, int h,
+                        struct attn_mat_view x, struct attn_mat_view y)
+{
+    for (int i = 0; i < x.rows; i++)
+        if (memcmp(x.data + (size_t)i * x.stride, y.data + (size_t)i * y.stride,
+                   (size_t)x.cols * sizeof(float)) != 0) {
+            if (c->bad++ < 5)
+                print_error("%s: %s: layer %d %s head %d row %d differs from a fresh "
+                            "computation\n",
+                            c->stem, c->edit, L, attn_stage_name(st), h, i);
+            return;
+        }
+}
+
+/* Every stage of every head of every layer of a and b: the same bits. Returns the number of
+ * differing matrices, naming the first few. */
+static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem, const char *edit)
+{
+    struct pair_check c = {stem, edit, 0, 0};
+    return walk_pairs(&c, a, b, rows_differ);
 }
 
 /* The near path's tolerance (net.near_ok: an edit's last rows as one block, whose products have
@@ -507,45 +516,40 @@ static int nets_differ(struct attn_net *a, struct attn_net *b, const char *stem,
  * derives the same bound for its nets. */
 #define NEAR_TOL 1e-4
 
+/* Each cell of x within NEAR_TOL of y's scale (its largest finite |value|). */
+static void cells_near(struct pair_check *c, int L, enum attn_stage st, int h,
+                       struct attn_mat_view x, struct attn_mat_view y)
+{
+    double scale = 0;
+    for (int i = 0; i < y.rows; i++)
+        for (int j = 0; j < y.cols; j++) {
+            double v = fabs((double)y.data[(size_t)i * y.stride + j]);
+            scale = isfinite(v) && v > scale ? v : scale;
+        }
+    for (int i = 0; i < x.rows; i++)
+        for (int j = 0; j < x.cols; j++) {
+            float u = x.data[(size_t)i * x.stride + j];
+            float v = y.data[(size_t)i * y.stride + j];
+            if (same_bits(u, v))
+                continue;
+            double d = fabs((double)u - (double)v) / (scale > 0 ? scale : 1);
+            if (!(d <= NEAR_TOL) && c->bad++ < 5)
+                print_error("%s: %s: layer %d %s head %d [%d][%d]: %.9g, fresh %.9g "
+                            "(%.3g of the stage's scale)\n",
+                            c->stem, c->edit, L, attn_stage_name(st), h, i, j, (double)u, (double)v,
+                            d);
+            c->worst = d > c->worst ? d : c->worst;
+        }
+}
+
 /* Every stage of every head of every layer of a within NEAR_TOL of b's scale (see there).
  * Returns the number of matrices off; *worst: the largest share of the scale. */
 static int nets_near(struct attn_net *a, struct attn_net *b, const char *stem, const char *edit,
                      double *worst)
 {
-    int bad = 0;
-    for (int L = 0; L < a->layers; L++) {
-        enum attn_stage order[STAGE_COUNT];
-        int n = attn_stage_order(order, &a->model[L]);
-        for (int k = 0; k < n; k++)
-            for (int h = 0; h < (attn_stage_is_per_head(order[k]) ? a->model[L].heads : 1); h++) {
-                struct attn_mat_view x = attn_view(&a->run[L], &a->model[L], order[k], h);
-                struct attn_mat_view y = attn_view(&b->run[L], &b->model[L], order[k], h);
-                if (x.rows != y.rows || x.cols != y.cols) {
-                    bad++;
-                    continue;
-                }
-                double scale = 0;
-                for (int i = 0; i < y.rows; i++)
-                    for (int j = 0; j < y.cols; j++) {
-                        double v = fabs((double)y.data[(size_t)i * y.stride + j]);
-                        scale = isfinite(v) && v > scale ? v : scale;
-                    }
-                for (int i = 0; i < x.rows; i++)
-                    for (int j = 0; j < x.cols; j++) {
-                        float u = x.data[(size_t)i * x.stride + j];
-                        float v = y.data[(size_t)i * y.stride + j];
-                        if (same_bits(u, v))
-                            continue;
-                        double d = fabs((double)u - (double)v) / (scale > 0 ? scale : 1);
-                        if (!(d <= NEAR_TOL) && bad++ < 5)
-                            print_error("%s: %s: layer %d %s head %d [%d][%d]: %.9g, fresh %.9g "
-                                        "(%.3g of the stage's scale)\n",
-                                        stem, edit, L, attn_stage_name(order[k]), h, i, j,
-                                        (double)u, (double)v, d);
-                        *worst = d > *worst ? d : *worst;
-                    }
-            }
-    }
+    struct pair_check c = {stem, edit, 0, *worst};
+    int bad = walk_pairs(&c, a, b, cells_near);
+    *worst = c.worst;
     return bad;
 }
 
