@@ -162,11 +162,27 @@ static void test_causal_tiles_equal_full(void **state)
  * panels before the smaller net's last panel. A partial last panel is a call of another shape,
  * which is why a sentence edit recomputes from the panel holding its first changed token. */
 
+static void ids_scene(struct attn_scene *s, const int *ids, int n, int layers,
+                      const char *positional, const char *attention, const char *block);
+
 /* n tokens from a fixed vocabulary of 7 words (so both nets draw the same embedding table),
  * positions up to 300 (the same table whatever n), and `extra` YAML for the attention and the
  * block. */
 static void panel_scene(struct attn_scene *s, int n, int layers, const char *positional,
                         const char *attention, const char *block)
+{
+    int *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    assert_non_null(ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = i % 7;
+    ids_scene(s, ids, n, layers, positional, attention, block);
+    free(ids);
+}
+
+/* A scene of layers layers and the tokens w<ids[i]> (i < n), positions and `extra` YAML for the
+ * attention and the block as the caller says. */
+static void ids_scene(struct attn_scene *s, const int *ids, int n, int layers,
+                      const char *positional, const char *attention, const char *block)
 {
     size_t cap = (size_t)n * 8 + 2048;
     char *t = malloc(cap);
@@ -176,7 +192,7 @@ static void panel_scene(struct attn_scene *s, int n, int layers, const char *pos
                      "text:",
                      layers);
     for (int i = 0; i < n; i++)
-        k += snprintf(t + k, cap - (size_t)k, " w%d", i % 7);
+        k += snprintf(t + k, cap - (size_t)k, " w%d", ids[i]);
     snprintf(t + k, cap - (size_t)k,
              "\nembeddings: {dim: 32}\npositional: %s\nattention:\n  d_out: 32\n  causal: true\n"
              "  out_proj: true\n%s%s",
@@ -367,30 +383,6 @@ static double compare_near(const struct attn_net *a, const struct attn_net *b, b
     return worst;
 }
 
-/* A scene of the tokens w<ids[i]> (i < n), as panel_scene's. */
-static void ids_scene(struct attn_scene *s, const int *ids, int n, const char *positional,
-                      const char *attention, const char *block)
-{
-    size_t cap = (size_t)n * 8 + 2048;
-    char *t = malloc(cap);
-    assert_non_null(t);
-    int k = snprintf(t, cap,
-                     "version: 1\ntitle: near\ntokenizer: whitespace\nseed: 9\nlayers: 2\n"
-                     "text:");
-    for (int i = 0; i < n; i++)
-        k += snprintf(t + k, cap - (size_t)k, " w%d", ids[i]);
-    snprintf(t + k, cap - (size_t)k,
-             "\nembeddings: {dim: 32}\npositional: %s\nattention:\n  d_out: 32\n  causal: true\n"
-             "  out_proj: true\n%s%s",
-             positional, attention, block);
-    struct diag_list errs;
-    attn_diag_list_init(&errs);
-    if (attn_scenefile_parse(s, "near.yaml", t, strlen(t), &errs))
-        fail_msg("scene: %s", errs.n ? errs.items[0].msg : "?");
-    attn_diag_list_free(&errs);
-    free(t);
-}
-
 /* One edit of net to the tokens ids (n): computed, its near_from and kept rows as expected,
  * against a fresh computation (within the tolerance; bit for bit with the naive products), then
  * made exact (when exact_after) and compared bit for bit. Returns the worst share. */
@@ -402,7 +394,7 @@ static double near_edit(struct attn_net *net, const struct near_case *c, const i
                         int want_near, int want_kept, bool exact_after, const char *what)
 {
     struct attn_scene s;
-    ids_scene(&s, ids, n, c->positional, c->attention, c->block);
+    ids_scene(&s, ids, n, 2, c->positional, c->attention, c->block);
     struct diag err = {0};
     if (attn_net_compute(net, &s, &err))
         fail_msg("%s: %s", what, err.msg);
@@ -446,7 +438,7 @@ static void test_near_last_rows(void **state)
             for (int i = 0; i < MAX; i++)
                 ids[i] = i % 7;
             struct attn_scene base;
-            ids_scene(&base, ids, N0, c->positional, c->attention, c->block);
+            ids_scene(&base, ids, N0, 2, c->positional, c->attention, c->block);
             struct attn_net net;
             compute(&net, &base);
             net.near_ok = true;
@@ -505,9 +497,9 @@ static void test_near_last_rows(void **state)
         for (int i = 0; i < MAX; i++)
             ids[i] = i % 7;
         struct attn_scene s, e;
-        ids_scene(&s, ids, N0, others[k].positional, others[k].attention, others[k].block);
+        ids_scene(&s, ids, N0, 2, others[k].positional, others[k].attention, others[k].block);
         ids[N0 - 1] = (ids[N0 - 1] + 1) % 7;
-        ids_scene(&e, ids, N0, others[k].positional, others[k].attention, others[k].block);
+        ids_scene(&e, ids, N0, 2, others[k].positional, others[k].attention, others[k].block);
         if (k == 2)
             s.attn.window = e.attn.window = 8;
         struct attn_net net;
