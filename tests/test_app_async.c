@@ -75,30 +75,38 @@ static void make_scene(struct attn_scene *s, int layers, int words)
     free(text);
 }
 
+/* x and y of one shape, every row the same bits; what names them in a failure. */
+static void assert_same_rows(struct attn_mat_view x, struct attn_mat_view y, const char *what)
+{
+    assert_non_null(x.data);
+    assert_non_null(y.data);
+    assert_int_equal(x.rows, y.rows);
+    assert_int_equal(x.cols, y.cols);
+    for (int i = 0; i < x.rows; i++)
+        if (memcmp(x.data + (size_t)i * x.stride, y.data + (size_t)i * y.stride,
+                   (size_t)x.cols * sizeof(float)) != 0)
+            fail_msg("%s: row %d differs", what, i);
+}
+
 /* Every kept stage a panel reads of every layer, bit for bit: the weights of each head, what the
  * layer hands on, and the not-a-number note. */
-static void assert_same_result(struct app *a, struct app *b)
+static void assert_same_result(const struct app *a, const struct app *b)
 {
     const struct attn_net *x = &a->result.net, *y = &b->result.net;
     assert_int_equal(x->layers, y->layers);
+    char what[96];
     for (int L = 0; L < x->layers; L++) {
         const struct attn_model *m = &x->model[L];
         assert_int_equal(m->n, y->model[L].n);
         assert_int_equal(m->heads, y->model[L].heads);
         for (int h = 0; h < m->heads; h++) {
-            struct attn_mat_view v = app_view_at(a, L, STAGE_WEIGHTS, h);
-            struct attn_mat_view w = app_view_at(b, L, STAGE_WEIGHTS, h);
-            for (int i = 0; i < v.rows; i++)
-                if (memcmp(v.data + (size_t)i * v.stride, w.data + (size_t)i * w.stride,
-                           (size_t)v.cols * sizeof(float)) != 0)
-                    fail_msg("layer %d head %d: weights row %d differ", L, h, i);
+            snprintf(what, sizeof(what), "layer %d head %d: weights", L, h);
+            assert_same_rows(app_view_at(a, L, STAGE_WEIGHTS, h),
+                             app_view_at(b, L, STAGE_WEIGHTS, h), what);
         }
         enum attn_stage out = attn_stage_block_output(m);
-        struct attn_mat_view v = app_view_at(a, L, out, 0), w = app_view_at(b, L, out, 0);
-        for (int i = 0; i < v.rows; i++)
-            if (memcmp(v.data + (size_t)i * v.stride, w.data + (size_t)i * w.stride,
-                       (size_t)v.cols * sizeof(float)) != 0)
-                fail_msg("layer %d: %s row %d differs", L, attn_stage_name(out), i);
+        snprintf(what, sizeof(what), "layer %d: %s", L, attn_stage_name(out));
+        assert_same_rows(app_view_at(a, L, out, 0), app_view_at(b, L, out, 0), what);
     }
     assert_string_equal(a->result.nonfinite, b->result.nonfinite);
 }
@@ -123,6 +131,14 @@ static struct app *computed_alone(const struct app *a)
     struct diag err;
     assert_int_equal(app_new(&b, &s, NULL, NULL, &err), 0);
     return b;
+}
+
+/* a's result is its document's computed on this thread alone, bit for bit. */
+static void assert_as_alone(const struct app *a)
+{
+    struct app *b = computed_alone(a);
+    assert_same_result(a, b);
+    app_delete(b);
 }
 
 /* What a panel does between frames: the weights of head 0 of every layer ready, each row's sum
@@ -170,9 +186,7 @@ static void test_layers_come_ready(void **state)
     app_compute_progress(a, &pr);
     assert_int_equal(pr.ready, 6);
     assert_int_equal(pr.layers, 6);
-    struct app *b = computed_alone(a);
-    assert_same_result(a, b);
-    app_delete(b);
+    assert_as_alone(a);
     app_delete(a);
 }
 
@@ -204,16 +218,12 @@ static void test_edits_restart_it(void **state)
     }
     assert_int_equal(a->result.net.model[0].heads, 2);
     assert_int_equal(a->result.net.model[0].n, 384);
-    struct app *b = computed_alone(a);
-    assert_same_result(a, b);
-    app_delete(b);
+    assert_as_alone(a);
     /* app_wait: a compute started, waited for */
     assert_int_equal(app_edit_knob(a, KNOB_HEADS, 8), 0);
     app_wait(a);
     assert_false(app_computing(a));
-    b = computed_alone(a);
-    assert_same_result(a, b);
-    app_delete(b);
+    assert_as_alone(a);
     app_delete(a);
 }
 
@@ -230,9 +240,7 @@ static void test_edits_start_where_they_change(void **state)
         assert_true(app_layer_ready(a, L)); /* kept, not recomputed */
     assert_int_equal(a->result.net.first_layer, 5);
     app_wait(a);
-    struct app *b = computed_alone(a);
-    assert_same_result(a, b);
-    app_delete(b);
+    assert_as_alone(a);
     /* ablated again, and Esc: in place, taken back by computing layer 5 again unablated */
     assert_int_equal(app_set_ablation(a, 5, 1, HEAD_ZERO), 0);
     assert_true(app_result(a)->stop_by_undo);
@@ -256,9 +264,7 @@ static void test_edits_start_where_they_change(void **state)
     free(changed);
     assert_true(a->result.net.kept_rows >= 256); /* mid-compute, partial: its rows still kept */
     app_wait(a);
-    b = computed_alone(a);
-    assert_same_result(a, b);
-    app_delete(b);
+    assert_as_alone(a);
     app_delete(a);
 }
 
@@ -369,10 +375,8 @@ static void test_baseline_in_the_background(void **state)
     }
     assert_true(app_baseline(a)->pinned);
     assert_true(app_delta_ok(a));
-    struct attn_mat_view b = app_base_view(a), v = app_view(a, a->view.stage, a->view.head);
-    for (int i = 0; i < v.rows; i++) /* the same scene: the same numbers */
-        assert_memory_equal(b.data + (size_t)i * b.stride, v.data + (size_t)i * v.stride,
-                            (size_t)v.cols * sizeof(float));
+    /* the same scene: the same numbers */
+    assert_same_rows(app_base_view(a), app_view(a, a->view.stage, a->view.head), "the baseline");
     assert_int_equal(app_toggle_baseline(a), 0); /* unpinned */
     /* pinned, then an edit at once: the pin is finished first, the edit compared with it */
     assert_int_equal(app_toggle_baseline(a), 2);
@@ -412,13 +416,7 @@ static void test_rollout_in_the_background(void **state)
     struct app *b = computed_alone(a);
     app_set_layer(b, 5);
     b->view.rollout = true;
-    struct attn_mat_view x = app_rollout_view(a), y = app_rollout_view(b);
-    assert_non_null(x.data);
-    assert_non_null(y.data);
-    assert_int_equal(x.rows, y.rows);
-    for (int i = 0; i < x.rows; i++)
-        assert_memory_equal(x.data + (size_t)i * x.stride, y.data + (size_t)i * y.stride,
-                            (size_t)x.cols * sizeof(float));
+    assert_same_rows(app_rollout_view(a), app_rollout_view(b), "the rollout");
     app_delete(b);
     app_delete(a);
 }
