@@ -1032,9 +1032,9 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
         } else {
             /* While a compute runs the loop wakes every COMPUTE_TICK_MS to show the layers it
                has done; a key wakes it at once either way. */
-            bool playing = app_view_state(ui->app)->playing, computing = ui_ticking(ui);
+            bool playing = app_view_state(ui->app)->playing, ticking = ui_ticking(ui);
             int wait = playing ? app_view_state(ui->app)->play_ms : -1;
-            if (computing && (wait < 0 || wait > COMPUTE_TICK_MS))
+            if (ticking && (wait < 0 || wait > COMPUTE_TICK_MS))
                 wait = COMPUTE_TICK_MS;
             timeout(wait);
             wint_t key;
@@ -1046,8 +1046,8 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
                 break;
             }
             if (rc == ERR) { /* the auto-play timer, a compute's tick, or a signal (at the top) */
-                bool draw = computing && ui_compute_tick(ui);
-                if (playing && !interrupts && (!computing || busy_now_ms() >= ui->play_due)) {
+                bool draw = ticking && ui_compute_tick(ui);
+                if (playing && !interrupts && (!ticking || busy_now_ms() >= ui->play_due)) {
                     ui_mark(ui, ui_play_tick(ui));
                     ui->play_due = busy_now_ms() + app_view_state(ui->app)->play_ms;
                     draw = true;
