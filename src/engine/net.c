@@ -123,6 +123,14 @@ static long heads_from(const struct attn_net *net, int first)
     return total;
 }
 
+void attn_net_handed_on(float *x, int d, const struct attn_run *r, const struct attn_model *m,
+                        int first_row)
+{
+    struct attn_mat_view v = attn_view(r, m, attn_stage_block_output(m), 0);
+    for (int i = first_row; i < v.rows; i++)
+        memcpy(x + (size_t)i * (size_t)d, v.data + (size_t)i * v.stride, (size_t)d * sizeof(float));
+}
+
 /* Layer L's forward pass from row first_row on (attn_forward_rows, or attn_forward_rows_near
  * when near), fed by layer L - 1's output; *done heads of total reported before it. Returns 0,
  * or -1 when the sink's stop flag ended it. */
@@ -134,14 +142,8 @@ static int forward_layer(struct attn_net *net, int L, int first_row, bool near, 
     net->run[L].progress_base = *done;
     net->run[L].progress_total = total;
     *done += m->heads;
-    if (L > 0) { /* layer L's input is what layer L - 1 hands on: (n, d_in) */
-        const struct attn_model *prev = &net->model[L - 1];
-        struct attn_mat_view v =
-            attn_view(&net->run[L - 1], prev, attn_stage_block_output(prev), 0);
-        for (int i = first_row; i < v.rows; i++)
-            memcpy(m->x + (size_t)i * m->d_in, v.data + (size_t)i * v.stride,
-                   (size_t)m->d_in * sizeof(float));
-    }
+    if (L > 0) /* layer L's input is what layer L - 1 hands on */
+        attn_net_handed_on(m->x, m->d_in, &net->run[L - 1], &net->model[L - 1], first_row);
     (near ? attn_forward_rows_near : attn_forward_rows)(&net->run[L], m, first_row);
     net->run[L].progress = NULL; /* it points into net, which a caller may move */
     return net->run[L].stopped ? -1 : 0;

@@ -119,6 +119,10 @@ typedef int (*attn_net_visit)(void *ctx, const struct attn_net *net, int layer, 
  * was. */
 int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn_net_visit visit,
                           void *ctx, struct diag *err);
+/* Rows first_row .. n - 1 of what the layer of m and r hands on (its block output, d wide),
+ * into x (n, d): the next layer's input, as the forward pass feeds it. */
+void attn_net_handed_on(float *x, int d, const struct attn_run *r, const struct attn_model *m,
+                        int first_row);
 /* The forward pass of every layer, in order. Never allocates. Returns 0, or -1 when the sink's
  * stop flag ended it (the stages are incomplete). */
 int attn_net_forward(struct attn_net *net);

@@ -108,11 +108,7 @@ int interp_keep_clean(struct interp_cache *c, const struct attn_net *net, unsign
             if (m.head_mode[h] == HEAD_ZERO || m.head_mode[h] == HEAD_MEAN)
                 m.head_mode[h] = HEAD_KEEP;
         if (L > first) { /* its input: the clean output of the layer before */
-            const struct attn_model *pm = &net->model[L - 1];
-            struct attn_mat_view v = attn_view(&run, pm, attn_stage_block_output(pm), 0);
-            for (int i = 0; i < n; i++)
-                memcpy(x + (size_t)i * m.d_in, v.data + (size_t)i * v.stride,
-                       (size_t)m.d_in * sizeof(float));
+            attn_net_handed_on(x, m.d_in, &run, &net->model[L - 1], 0);
             m.x = x;
         }
         if (attn_run_init(&run, &m, err)) {
