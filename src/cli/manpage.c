@@ -121,6 +121,11 @@ static const struct {
     {"ATTNSCOPE_MEMORY_MIB",
      "The memory a scene may take, in MiB: scenes that need more are refused before anything is "
      "allocated. Default: 3/4 of the machine's memory, at most 8 GiB."},
+    {"ATTNSCOPE_STAGE_MIB",
+     "The memory the explorer's n x n stages may take, in MiB (default 256; 0: every layer "
+     "keeps its own). Past it the explorer keeps the stages of a few layers, every layer's "
+     "keys, values and output, and computes a layer again, with the same bits, when it is "
+     "shown."},
     {"OPENBLAS_NUM_THREADS", "The threads of the matrix products (default: one per core)."},
     {"NO_COLOR", "When set and not empty, the explorer draws without colour."},
     {"XDG_CONFIG_HOME", "Where the user's keys.yaml and colors.yaml are (default ~/.config)."},

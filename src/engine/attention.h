@@ -118,6 +118,24 @@ void attn_run_free(struct attn_run *r);
 /* Zeroes r's own buffers if they are not yet (r->unzeroed): attn_run_init leaves that to the
  * forward pass, on the thread that computes. */
 void attn_run_zero(struct attn_run *r);
+/* Stream mode (net.h's stage_budget): a layer's stage set is the buffers it needs only while it
+ * is computed or shown (run.c's RUN_BUFFERS says which: the queries, the n x n stages, the
+ * FFN's, all but the keys and values and what the layer hands on). attn_run_init_stream sizes r
+ * as attn_run_init does, its stage set only when `stages`; attn_run_holds_stages says whether r
+ * has one; attn_run_alloc_stages gives r a zeroed one (0, or -1 with err); attn_run_move_stages
+ * moves from's into to (runs of m's shape; to's freed first, from left without); and
+ * attn_run_drop_stages frees r's. Each forgets the memo of the runs it changes. */
+int attn_run_init_stream(struct attn_run *r, const struct attn_model *m, bool stages,
+                         struct diag *err);
+bool attn_run_holds_stages(const struct attn_run *r);
+size_t attn_run_stage_bytes(const struct attn_model *m); /* a stage set's, for m's n tokens */
+int attn_run_alloc_stages(struct attn_run *r, const struct attn_model *m, struct diag *err);
+void attn_run_move_stages(struct attn_run *to, struct attn_run *from, const struct attn_model *m);
+void attn_run_drop_stages(struct attn_run *r, const struct attn_model *m);
+/* r's buffers outside the stage set pointed at scratch's (a run of the same shape): a pass of r
+ * then writes those there, and the layer's own are left as they were (attn_net_materialise). */
+void attn_run_kept_from(struct attn_run *r, const struct attn_run *scratch,
+                        const struct attn_model *m);
 /* True when r's buffers have m's shape (attn_run_init would keep them). */
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m);
 /* Computes every kept stage and forgets the memo. Never allocates. r must be initialised for

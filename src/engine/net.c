@@ -18,6 +18,9 @@ void attn_net_free(struct attn_net *net)
     }
     free(net->model);
     free(net->run);
+    free(net->held);
+    free(net->used);
+    attn_run_free(&net->scratch);
     if (net->from) {
         attn_scene_free(net->from);
         free(net->from);
@@ -123,6 +126,90 @@ static long heads_from(const struct attn_net *net, int first)
     return total;
 }
 
+static void held_set(struct attn_net *net, int L, bool v)
+{
+    __atomic_store_n(&net->held[L], (unsigned char)v, __ATOMIC_RELEASE);
+}
+
+bool attn_net_layer_held(const struct attn_net *net, int L)
+{
+    if (!net->stage_layers)
+        return true;
+    return net->held && __atomic_load_n(&net->held[L], __ATOMIC_ACQUIRE) != 0;
+}
+
+/* How many stage sets net's budget allows, 0 when every layer may keep its own. */
+static int stage_sets_for(const struct attn_net *net)
+{
+    if (!net->stage_budget || net->layers < 3)
+        return 0;
+    size_t set = attn_run_stage_bytes(&net->model[net->layers - 1]);
+    size_t k = set ? net->stage_budget / set : (size_t)net->layers;
+    if (k >= (size_t)net->layers)
+        return 0;
+    return k < 2 ? 2 : (int)k;
+}
+
+/* The order a pass takes sets back in: a set whose stages are not whole first, then the least
+ * recently used. */
+static unsigned long stage_rank(const struct attn_net *net, int L)
+{
+    return attn_net_layer_held(net, L) ? net->used[L] : 0;
+}
+
+/* Layer L given a stage set when it has none: a new one while there are fewer than
+ * stage_layers, else the one of the layer ranked first (stage_rank), never stage_pin's. In full
+ * mode every layer has its own. Returns 0, or -1 with stage_err on out-of-memory. */
+static int stage_bind(struct attn_net *net, int L)
+{
+    struct attn_run *r = &net->run[L];
+    if (!attn_run_holds_stages(r)) {
+        int bound = 0, victim = -1, pin = net->stage_pin;
+        for (int k = 0; k < net->layers && net->stage_layers; k++) {
+            if (k == L || !attn_run_holds_stages(&net->run[k]))
+                continue;
+            bound++;
+            if (k != pin && (victim < 0 || stage_rank(net, k) < stage_rank(net, victim)))
+                victim = k;
+        }
+        if (victim >= 0 && bound >= net->stage_layers) {
+            held_set(net, victim, false);
+            if (net->run[victim].cap_n >= r->cap_n) /* else too small: made again below */
+                attn_run_move_stages(r, &net->run[victim], &net->model[L]);
+            else
+                attn_run_drop_stages(&net->run[victim], &net->model[victim]);
+        }
+        if (!attn_run_holds_stages(r) &&
+            attn_run_alloc_stages(r, &net->model[L], &net->stage_err) != 0)
+            return -1;
+    }
+    net->used[L] = ++net->clock;
+    return 0;
+}
+
+int attn_net_materialise(struct attn_net *net, int L, struct diag *err)
+{
+    if (!net->stage_layers || L < 0 || L >= net->layers)
+        return 0;
+    if (attn_net_layer_held(net, L) && attn_run_holds_stages(&net->run[L])) {
+        net->used[L] = ++net->clock;
+        return 0;
+    }
+    /* the scratch has the last layer's shape, its final norm too: it fits every layer */
+    if (stage_bind(net, L) != 0 ||
+        attn_run_init_stream(&net->scratch, &net->model[net->layers - 1], false, err) != 0) {
+        if (net->stage_err.msg[0])
+            *err = net->stage_err;
+        return -1;
+    }
+    struct attn_run tmp = net->run[L];
+    attn_run_kept_from(&tmp, &net->scratch, &net->model[L]);
+    tmp.progress = NULL;
+    attn_forward(&tmp, &net->model[L]);
+    held_set(net, L, true);
+    return 0;
+}
+
 void attn_net_handed_on(float *x, int d, const struct attn_run *r, const struct attn_model *m,
                         int first_row)
 {
@@ -138,6 +225,14 @@ static int forward_layer(struct attn_net *net, int L, int first_row, bool near, 
                          long total)
 {
     struct attn_model *m = &net->model[L];
+    /* Stream mode: the rows before first_row of a set just taken are another layer's, so the
+       layer holds its stages whole only when it held them before or computes every row. */
+    bool whole =
+        first_row == 0 || (attn_net_layer_held(net, L) && attn_run_holds_stages(&net->run[L]));
+    if (net->stage_layers)
+        held_set(net, L, false);
+    if (stage_bind(net, L) != 0)
+        return -1;
     net->run[L].progress = net->progress.step ? &net->progress : NULL;
     net->run[L].progress_base = *done;
     net->run[L].progress_total = total;
@@ -146,7 +241,11 @@ static int forward_layer(struct attn_net *net, int L, int first_row, bool near, 
         attn_net_handed_on(m->x, m->d_in, &net->run[L - 1], &net->model[L - 1], first_row);
     (near ? attn_forward_rows_near : attn_forward_rows)(&net->run[L], m, first_row);
     net->run[L].progress = NULL; /* it points into net, which a caller may move */
-    return net->run[L].stopped ? -1 : 0;
+    if (net->run[L].stopped)
+        return -1;
+    if (net->stage_layers && whole)
+        held_set(net, L, true);
+    return 0;
 }
 
 int attn_net_forward_from(struct attn_net *net, int first)
@@ -267,7 +366,7 @@ static int unchanged_rows(const struct attn_net *net, const struct attn_model *f
     if (!net->from || net->layers != layers)
         return 0;
     for (int L = 0; L < layers; L++)
-        if (!net->run[L].q || net->run[L].n != net->model[L].n ||
+        if (!net->run[L].k || net->run[L].n != net->model[L].n ||
             !attn_rows_reusable(&net->model[L]) || !attn_rows_reusable(&fresh[L]) ||
             !attn_model_same_but_tokens(&net->model[L], &fresh[L]))
             return 0;
@@ -333,7 +432,7 @@ static int first_changed_layer(const struct attn_net *net, const struct attn_mod
 {
     int done = net->partial ? net->layers_ready : layers, L = 0;
     for (int k = 0; k < layers; k++) /* every run of net whole and of its model's shape */
-        if (!net->run[k].q || net->run[k].n != net->model[k].n)
+        if (!net->run[k].k || net->run[k].n != net->model[k].n)
             return 0;
     while (L < done && same_pass(&net->model[L], &fresh[L]))
         L++;
@@ -347,6 +446,15 @@ static bool same_but_sentence(const struct attn_scene *a, const struct attn_scen
     return same_options(a, b) && attn_scene_same_fields(a, b, FIELDS_PARAMS_BUT_SENTENCE);
 }
 
+/* Undoes net_begin, for a net whose models were never resolved. */
+static void net_unbegin(struct attn_net *fresh)
+{
+    free(fresh->model);
+    free(fresh->run);
+    free(fresh->held);
+    free(fresh->used);
+}
+
 /* *fresh = a net of s's layers, their models and runs zeroed, told of progress as net is. */
 static int net_begin(struct attn_net *fresh, const struct attn_net *net, const struct attn_scene *s,
                      struct diag *err)
@@ -356,11 +464,14 @@ static int net_begin(struct attn_net *fresh, const struct attn_net *net, const s
                                .progress = net->progress,
                                .near_ok = net->near_ok,
                                .near_from = -1,
+                               .stage_budget = net->stage_budget,
+                               .stage_pin = net->stage_pin,
                                .model = calloc((size_t)layers, sizeof(struct attn_model)),
-                               .run = calloc((size_t)layers, sizeof(struct attn_run))};
-    if (!fresh->model || !fresh->run) {
-        free(fresh->model);
-        free(fresh->run);
+                               .run = calloc((size_t)layers, sizeof(struct attn_run)),
+                               .held = calloc((size_t)layers, 1),
+                               .used = calloc((size_t)layers, sizeof(unsigned long))};
+    if (!fresh->model || !fresh->run || !fresh->held || !fresh->used) {
+        net_unbegin(fresh);
         return attn_diag_set(err, "", "out of memory for %d layers", layers);
     }
     return 0;
@@ -386,11 +497,11 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
                       : attn_model_resolve_layers_rng(fresh->model, layers, s, &fresh->after_params,
                                                       err);
     if (rc) {
-        free(fresh->model);
-        free(fresh->run);
+        net_unbegin(fresh);
         return -1;
     }
     fresh->shares = reuse || retext;
+    fresh->stage_layers = stage_sets_for(fresh);
     if (fresh->shares) /* nothing was drawn: the generator is where it was */
         fresh->after_params = net->after_params;
     /* A sentence edit of a causal net: the rows before the first changed token's panel (on the
@@ -403,6 +514,8 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     /* An edit of the options (an ablation above all) keeps the layers before the first it
        changes, with their stages, moved over or copied: their near rows too. */
     int first = reuse ? first_changed_layer(net, fresh->model, layers) : 0;
+    if (net->stage_layers && !fresh->stage_layers) /* the stages of most layers are not kept */
+        kept = first = 0;
     if (first > 0)
         near_from = net->near_from;
 
@@ -429,17 +542,28 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     attn_diag_clear(err);
     for (int L = 0; L < layers && reshape; L++)
         attn_run_relayout(&net->run[L], &fresh->model[L], kept);
+    bool stream = fresh->stage_layers > 0;
     for (int L = 0; L < layers; L++) {
         if (!keep && L < net->layers && attn_run_fits(&net->run[L], &fresh->model[L])) {
+            /* its stages whole as they were (the rows kept, the layers before first) */
+            fresh->held[L] = attn_run_holds_stages(&net->run[L]) && attn_net_layer_held(net, L);
+            fresh->used[L] = net->used ? net->used[L] : 0;
             fresh->run[L] = net->run[L];
             memset(&net->run[L], 0, sizeof(net->run[L]));
             moved = true;
-        } else if (attn_run_init(&fresh->run[L], &fresh->model[L], err) == 0) {
+            if (!stream && attn_run_alloc_stages(&fresh->run[L], &fresh->model[L], err) != 0) {
+                net->run[L] = fresh->run[L];
+                memset(&fresh->run[L], 0, sizeof(fresh->run[L]));
+                goto undo;
+            }
+        } else if (attn_run_init_stream(&fresh->run[L], &fresh->model[L], !stream, err) == 0) {
+            fresh->held[L] = !stream;
             if (kept > 0) /* another shape: the rows kept are copied over */
                 attn_run_copy_rows(&fresh->run[L], &net->run[L], kept);
         } else {
+        undo:
             for (int k = 0; k < L && k < net->layers; k++)
-                if (!net->run[k].q) {
+                if (!net->run[k].k) {
                     net->run[k] = fresh->run[k];
                     memset(&fresh->run[k], 0, sizeof(fresh->run[k]));
                 }
@@ -447,6 +571,23 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
             return -1;
         }
     }
+    fresh->clock = net->clock;
+    if (stream) /* at most stage_layers sets: the pinned one and the most recently used kept */
+        for (int over = 1; over;) {
+            int bound = 0, victim = -1;
+            for (int L = 0; L < layers; L++)
+                if (attn_run_holds_stages(&fresh->run[L])) {
+                    bound++;
+                    if (L != fresh->stage_pin &&
+                        (victim < 0 || stage_rank(fresh, L) < stage_rank(fresh, victim)))
+                        victim = L;
+                }
+            over = bound > fresh->stage_layers && victim >= 0;
+            if (over) {
+                attn_run_drop_stages(&fresh->run[victim], &fresh->model[victim]);
+                fresh->held[victim] = 0;
+            }
+        }
     /* Buffers taken over hold the previous result no more once the pass starts: then it runs
        to the end. Otherwise a stop leaves the previous result as it was. */
     fresh->moved = moved;
@@ -456,7 +597,7 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
         memcpy(fresh->model[L].x, net->model[L].x,
                (size_t)kept * (size_t)fresh->model[L].d_in * sizeof(float));
     for (int L = 0; L < first; L++) { /* the layers kept whole, and the inputs of those after */
-        if (net->run[L].q)            /* not moved: fresh buffers (another shape) */
+        if (net->run[L].k)            /* not moved: fresh buffers (another shape) */
             attn_run_copy_rows(&fresh->run[L], &net->run[L], fresh->model[L].n);
         if (L > 0 && fresh->model[L].x != net->model[L].x)
             memcpy(fresh->model[L].x, net->model[L].x,
@@ -541,9 +682,9 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
     if (net_begin(&fresh, net, s, err) != 0)
         return -1;
     int layers = fresh.layers;
+    fresh.stage_budget = 0; /* each layer is read once: lean shares the sets instead */
     if (attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err)) {
-        free(fresh.model);
-        free(fresh.run);
+        net_unbegin(&fresh);
         return -1;
     }
     for (int L = 0; L < layers; L++)

@@ -60,6 +60,23 @@ struct attn_net {
      * from its panel on may differ from a fresh computation's in the last places, within
      * test_causal's tolerance. attn_net_forward_exact makes them exact. */
     int near_from;
+    /* Stream mode, for a caller that shows one layer at a time (the explorer): the stage sets
+     * (attention.h's attn_run_init_stream: a layer's queries, n x n stages and FFN) may take
+     * stage_budget bytes (0: every layer keeps its own, as the commands, the library and the
+     * tests want). When that is fewer sets than layers, stage_layers (at least 2) layers hold
+     * one at a time: each layer keeps only its input, its keys and values and what it hands
+     * on, and a layer shown again is recomputed from its input (attn_net_materialise), with the
+     * same calls, so the same bits. At GPT-2 small's 12 layers of 1,016 tokens a set is 141 MB.
+     * Set by the caller, kept by every compute; stage_layers is the compute's (0: off). */
+    size_t stage_budget;
+    int stage_layers;
+    /* The layer a pass never takes a set from (the one shown; -1 none): the caller sets it
+     * while no pass runs. */
+    int stage_pin;
+    unsigned char *held;        /* (layers) layer L's set holds its stages, whole: atomic */
+    unsigned long *used, clock; /* (layers) when each layer last took or used its set */
+    struct attn_run scratch;    /* attn_net_materialise writes the buffers outside the set here */
+    struct diag stage_err;      /* why a pass could not take a set (out of memory) */
 };
 
 /* The near path's most rows (net.near_ok): an appended or edited last word or two in any
@@ -97,6 +114,16 @@ void attn_net_discard(struct attn_net *fresh);
 /* How many layers are computed (0 .. layers), as layers_ready, read with acquire order: what
  * the pass wrote to those layers is visible to the thread that reads it. */
 int attn_net_layers_ready(const struct attn_net *net);
+
+/* Whether layer L's stages can be read (the set it holds is whole): true in full mode for a
+ * computed layer; in stream mode read with acquire order, and during a pass only meaningful for
+ * stage_pin (the pass may take any other layer's set). */
+bool attn_net_layer_held(const struct attn_net *net, int L);
+/* Layer L's stages recomputed from its input into a set (taken from the layer least recently
+ * used, never stage_pin), bit for bit what the pass made; its own keys, values and output are
+ * not written (another thread may read them). A no-op when held. Returns 0, or -1 with err on
+ * out-of-memory. */
+int attn_net_materialise(struct attn_net *net, int L, struct diag *err);
 
 /* When near_from >= 0: every layer again from near_from's panel on, the panels' exact path
  * (attn_net_forward_rows), so that every number is a fresh computation's bit for bit; near_from

@@ -12,38 +12,42 @@
 #include "engine/scores.h"
 
 /* Every buffer of a run, for allocation, freeing, growing and copying in one place, in the order
- * they are allocated: X(name, shared, width, needed).
+ * they are allocated: X(name, shared, width, needed, lent).
  * - shared: 1 when the layers of a lean net share it (attn_run_init_sharing); 0 when each layer
  *   keeps its own, as what is read after the layer is computed: what it hands on (output, res2,
  *   norm2, final) and the concatenated heads that patching takes from a clean run;
  * - width: the floats a token's row holds (the stage's columns, every head side by side), of the
  *   shape sh (struct run_shape); RUN_SQUARE for the (heads, n, n) stages, RUN_WORK for the
  *   forward pass's scratch, which are not row by row;
- * - needed: whether the scene has it (every run has the attention stages). */
+ * - needed: whether the scene has it (every run has the attention stages);
+ * - lent: 1 when it belongs to a layer's stage set (a net in stream mode, net.h's stage_budget:
+ *   only a few layers hold one at a time), 2 when it does unless it is what the layer hands on
+ *   (attn_stage_block_output), 0 when every layer keeps its own: the keys and values the row path
+ *   of a sentence edit reads (a KV cache), and what the next layer and the predictions read. */
 #define RUN_BUFFERS(X)                                                                             \
-    X(q, 1, sh.D, true)                                                                            \
-    X(k, 1, sh.Dkv, true)                                                                          \
-    X(v, 1, sh.Dkv, true)                                                                          \
-    X(qn, 1, sh.D, sh.qk)                                                                          \
-    X(kn, 1, sh.Dkv, sh.qk)                                                                        \
-    X(qr, 1, sh.D, sh.rope)                                                                        \
-    X(kr, 1, sh.Dkv, sh.rope)                                                                      \
-    X(latent, 1, sh.latent, sh.latent > 0)                                                         \
-    X(scores, 1, RUN_SQUARE, true)                                                                 \
-    X(weights, 1, RUN_SQUARE, true)                                                                \
-    X(work, 1, RUN_WORK, true)                                                                     \
-    X(concat, 0, sh.D, true)                                                                       \
-    X(output, 0, sh.E, true)                                                                       \
-    X(res1, 1, sh.d, sh.block)                                                                     \
-    X(norm1, 1, sh.d, sh.block)                                                                    \
-    X(ffn_hidden, 1, sh.h, sh.block && !sh.gated)                                                  \
-    X(ffn_gate, 1, sh.h, sh.gated)                                                                 \
-    X(ffn_up, 1, sh.h, sh.gated)                                                                   \
-    X(ffn_act, 1, sh.h, sh.block)                                                                  \
-    X(ffn_out, 1, sh.d, sh.block)                                                                  \
-    X(res2, 0, sh.d, sh.block)                                                                     \
-    X(norm2, 0, sh.d, sh.block)                                                                    \
-    X(final, 0, sh.d, sh.final)
+    X(q, 1, sh.D, true, 1)                                                                         \
+    X(k, 1, sh.Dkv, true, 0)                                                                       \
+    X(v, 1, sh.Dkv, true, 0)                                                                       \
+    X(qn, 1, sh.D, sh.qk, 1)                                                                       \
+    X(kn, 1, sh.Dkv, sh.qk, 0)                                                                     \
+    X(qr, 1, sh.D, sh.rope, 1)                                                                     \
+    X(kr, 1, sh.Dkv, sh.rope, 0)                                                                   \
+    X(latent, 1, sh.latent, sh.latent > 0, 0)                                                      \
+    X(scores, 1, RUN_SQUARE, true, 1)                                                              \
+    X(weights, 1, RUN_SQUARE, true, 1)                                                             \
+    X(work, 1, RUN_WORK, true, 1)                                                                  \
+    X(concat, 0, sh.D, true, 1)                                                                    \
+    X(output, 0, sh.E, true, 2)                                                                    \
+    X(res1, 1, sh.d, sh.block, 1)                                                                  \
+    X(norm1, 1, sh.d, sh.block, 1)                                                                 \
+    X(ffn_hidden, 1, sh.h, sh.block && !sh.gated, 1)                                               \
+    X(ffn_gate, 1, sh.h, sh.gated, 1)                                                              \
+    X(ffn_up, 1, sh.h, sh.gated, 1)                                                                \
+    X(ffn_act, 1, sh.h, sh.block, 1)                                                               \
+    X(ffn_out, 1, sh.d, sh.block, 1)                                                               \
+    X(res2, 0, sh.d, sh.block, 2)                                                                  \
+    X(norm2, 0, sh.d, sh.block, 2)                                                                 \
+    X(final, 0, sh.d, sh.final, 0)
 
 enum { RUN_SQUARE = -1, RUN_WORK = -2 };
 
@@ -106,7 +110,7 @@ static void memo_free(struct attn_memo *memo)
 
 void attn_run_free(struct attn_run *r)
 {
-#define X(name, shared, width, needed)                                                             \
+#define X(name, shared, width, needed, lent)                                                       \
     if (!(shared && r->borrows)) /* else another run's: it frees it */                             \
         free(r->name);
     RUN_BUFFERS(X)
@@ -121,7 +125,7 @@ void attn_run_zero(struct attn_run *r)
         return;
     struct run_shape sh = shape_of_run(r);
     size_t n = (size_t)r->cap_n, hs = (size_t)r->heads;
-#define X(name, shared, width, needed)                                                             \
+#define X(name, shared, width, needed, lent)                                                       \
     if (r->name && !(shared && r->borrows))                                                        \
         memset(r->name, 0, buffer_floats(width, n, hs) * sizeof(float));
     RUN_BUFFERS(X)
@@ -132,7 +136,7 @@ void attn_run_zero(struct attn_run *r)
 /* True when r's buffers are sized for m's shape, the final norm aside. */
 static bool same_shape(const struct attn_run *r, const struct attn_model *m)
 {
-    return r->q && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
+    return r->k && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope &&
            r->hidden == (m->block ? m->hidden : 0) && r->out_dim == m->out_dim &&
@@ -151,36 +155,77 @@ static size_t work_floats(size_t n)
     return n * n > panels ? n * n : panels;
 }
 
+static int run_init(struct attn_run *r, const struct attn_model *m, const struct attn_run *owner,
+                    bool stages, struct diag *err);
+
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
     return attn_run_init_sharing(r, m, NULL, err);
 }
 
+/* Which buffers alloc_buffers makes: every one, those every layer keeps, those of a stage set. */
+enum lend_which { LEND_ALL, LEND_KEPT, LEND_STAGES };
+
+/* Buffer `name`, of lent kind `lent` (RUN_BUFFERS), belongs to a stage set of a run for m. */
+static bool lent_buffer(const char *name, int lent, const struct attn_model *m)
+{
+    const char *handed = !m->block ? "output" : m->order == BLOCK_POST ? "norm2" : "res2";
+    return lent == 1 || (lent == 2 && strcmp(name, handed) != 0);
+}
+
+/* r's missing buffers of those `which` names, for m's shape and n tokens, unzeroed. Returns 0, or
+ * -1 on out-of-memory (what it made stays r's). */
+static int alloc_buffers(struct attn_run *r, const struct attn_model *m, size_t n,
+                         enum lend_which which)
+{
+    struct run_shape sh = shape_of_model(m);
+#define X(name, shared, width, needed, lent)                                                       \
+    if ((needed) && !r->name &&                                                                    \
+        (which == LEND_ALL || (which == LEND_STAGES) == lent_buffer(#name, lent, m)) &&            \
+        !(r->name = attn_alloc_stage_unzeroed(buffer_floats(width, n, (size_t)m->heads))))         \
+        return -1;
+    RUN_BUFFERS(X)
+#undef X
+    return 0;
+}
+
 int attn_run_init_sharing(struct attn_run *r, const struct attn_model *m,
                           const struct attn_run *owner, struct diag *err)
 {
-    if (!owner && attn_run_fits(r, m))
-        return 0; /* same shape: reuse every buffer */
+    return run_init(r, m, owner, true, err);
+}
+
+int attn_run_init_stream(struct attn_run *r, const struct attn_model *m, bool stages,
+                         struct diag *err)
+{
+    return run_init(r, m, NULL, stages, err);
+}
+
+static int run_init(struct attn_run *r, const struct attn_model *m, const struct attn_run *owner,
+                    bool stages, struct diag *err)
+{
+    if (!owner && attn_run_fits(r, m)) { /* same shape: reuse every buffer */
+        if (!stages || r->scores)
+            return 0;
+        return attn_run_alloc_stages(r, m, err);
+    }
     attn_run_free(r);
     bool share = owner && !owner->borrows && same_shape(owner, m);
     size_t n = (size_t)m->n, D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
     size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
     bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
     struct run_shape sh = shape_of_model(m);
+    (void)sh;
     if (share) { /* owner has the same shape: the same buffers are needed */
-#define X(name, shared, width, needed)                                                             \
+#define X(name, shared, width, needed, lent)                                                       \
     if (shared)                                                                                    \
         r->name = owner->name;
         RUN_BUFFERS(X)
 #undef X
         r->borrows = true;
     }
-#define X(name, shared, width, needed)                                                             \
-    if ((needed) && !r->name &&                                                                    \
-        !(r->name = attn_alloc_stage_unzeroed(buffer_floats(width, n, (size_t)m->heads))))         \
+    if (alloc_buffers(r, m, n, stages ? LEND_ALL : LEND_KEPT) != 0)
         goto oom;
-    RUN_BUFFERS(X)
-#undef X
     r->unzeroed = true;
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;
@@ -213,6 +258,91 @@ oom:
     return attn_diag_set(err, "", "out of memory for the attention stages");
 }
 
+size_t attn_run_stage_bytes(const struct attn_model *m)
+{
+    size_t n = (size_t)m->n, floats = 0;
+    struct run_shape sh = shape_of_model(m);
+#define X(name, shared, width, needed, lent)                                                       \
+    if ((needed) && lent_buffer(#name, lent, m))                                                   \
+        floats += buffer_floats(width, n, (size_t)m->heads);
+    RUN_BUFFERS(X)
+#undef X
+    return floats * sizeof(float);
+}
+
+bool attn_run_holds_stages(const struct attn_run *r)
+{
+    return r->scores != NULL;
+}
+
+/* What the memo held was of the stages r held before. */
+static void memo_forget(struct attn_memo *memo, int heads)
+{
+    memo->stage = -1;
+    memset(memo->filled, 0, (size_t)heads);
+    memset(memo->vnorm_filled, 0, (size_t)heads);
+    memset(memo->future_filled, 0, (size_t)heads);
+}
+
+int attn_run_alloc_stages(struct attn_run *r, const struct attn_model *m, struct diag *err)
+{
+    if (r->scores)
+        return 0;
+    if (alloc_buffers(r, m, (size_t)r->cap_n, LEND_STAGES) != 0) {
+        attn_run_drop_stages(r, m);
+        return attn_diag_set(err, "", "out of memory for the attention stages");
+    }
+    /* zeroed here, as attn_run_zero would: the buffers of a pass stay deterministic */
+    struct run_shape sh = shape_of_run(r);
+    size_t n = (size_t)r->cap_n, hs = (size_t)r->heads;
+#define X(name, shared, width, needed, lent)                                                       \
+    if (r->name && lent_buffer(#name, lent, m))                                                    \
+        memset(r->name, 0, buffer_floats(width, n, hs) * sizeof(float));
+    RUN_BUFFERS(X)
+#undef X
+    memo_forget(r->memo, r->heads);
+    return 0;
+}
+
+void attn_run_move_stages(struct attn_run *to, struct attn_run *from, const struct attn_model *m)
+{
+#define X(name, shared, width, needed, lent)                                                       \
+    if (lent_buffer(#name, lent, m)) {                                                             \
+        free(to->name);                                                                            \
+        to->name = from->name;                                                                     \
+        from->name = NULL;                                                                         \
+    }
+    RUN_BUFFERS(X)
+#undef X
+    if (to->memo)
+        memo_forget(to->memo, to->heads);
+    if (from->memo)
+        memo_forget(from->memo, from->heads);
+}
+
+void attn_run_drop_stages(struct attn_run *r, const struct attn_model *m)
+{
+#define X(name, shared, width, needed, lent)                                                       \
+    if (lent_buffer(#name, lent, m)) {                                                             \
+        free(r->name);                                                                             \
+        r->name = NULL;                                                                            \
+    }
+    RUN_BUFFERS(X)
+#undef X
+    if (r->memo)
+        memo_forget(r->memo, r->heads);
+}
+
+void attn_run_kept_from(struct attn_run *r, const struct attn_run *scratch,
+                        const struct attn_model *m)
+{
+#define X(name, shared, width, needed, lent)                                                       \
+    if (!lent_buffer(#name, lent, m))                                                              \
+        r->name = scratch->name;
+    RUN_BUFFERS(X)
+#undef X
+}
+
 bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)
 {
     struct attn_model same_n = *m;
@@ -241,7 +371,7 @@ int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag
     size_t n0 = (size_t)r->cap_n, n1 = (size_t)cap, hs = (size_t)r->heads;
     struct run_shape sh = shape_of_run(r);
     int rc = 0;
-#define X(name, shared, width, needed)                                                             \
+#define X(name, shared, width, needed, lent)                                                       \
     rc |= grow(&r->name, buffer_floats(width, n1, hs), buffer_floats(width, n0, hs));
     RUN_BUFFERS(X)
 #undef X
@@ -266,7 +396,7 @@ void attn_run_relayout(struct attn_run *r, const struct attn_model *m, int keep)
        token appended to 1,016 took 78 ms instead of 96. Shrinking, whole rows: the part and a
        fill measured slower there (60 ms against 44). */
     int panel = r->memo->tiled && n1 > n0 ? r->memo->panel : 0;
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < 2 && sq[b]; b++) { /* a stream net's layer may hold no stages */
         float *a = sq[b];
         int both = n0 < n1 ? n0 : n1;
         for (int t = 0; t < heads * keep; t++) {
@@ -322,13 +452,13 @@ void attn_run_copy_rows(struct attn_run *to, const struct attn_run *from, int ro
     attn_run_zero(to); /* the rows kept go into zeroed buffers, as a fresh pass's would */
     size_t k = (size_t)rows;
     struct run_shape sh = shape_of_run(to);
-#define X(name, shared, width, needed)                                                             \
+#define X(name, shared, width, needed, lent)                                                       \
     if ((width) >= 0 && to->name && from->name && to->name != from->name)                          \
         memcpy(to->name, from->name, k *(size_t)(width) * sizeof(float));
     RUN_BUFFERS(X)
 #undef X
     to->nonfinite = from->nonfinite; /* found: the next pass reads every row again */
-    if (to->scores == from->scores)
+    if (to->scores == from->scores || !to->scores || !from->scores)
         return;
     copy_square_rows(to->scores, to->n, from->scores, from->n, to->heads, rows, false);
     copy_square_rows(to->weights, to->n, from->weights, from->n, to->heads, rows, true);

@@ -1,6 +1,7 @@
 /* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
 #include "explore/app.h"
 #include "explore/appstate.h"
+#include "explore/range.h"
 
 #include <limits.h>
 #include <math.h>
@@ -111,8 +112,17 @@ static void caches_invalidate(struct app_caches *c)
     delta_cache_invalidate(&c->delta);
 }
 
+static void thumb_walk_free(struct app_thumb_walk *w)
+{
+    free(w->cells);
+    free(w->lo);
+    free(w->hi);
+    *w = (struct app_thumb_walk){0};
+}
+
 static void caches_free(struct app_caches *c)
 {
+    thumb_walk_free(&c->thumbs);
     score_cache_free(&c->score);
     mean_cache_free(&c->mean);
     delta_cache_free(&c->delta);
@@ -152,7 +162,7 @@ static void job_step(void *ctx, long done, long total)
 static void job_scores(struct app *a)
 {
     struct app_job *job = &a->result.job;
-    const struct attn_net *net = &a->result.net;
+    struct attn_net *net = &a->result.net;
     int heads = net->model[0].heads;
     struct head_scores *out = malloc((size_t)heads * sizeof(*out));
     struct attn_mat_view *w = malloc((size_t)heads * sizeof(*w));
@@ -161,10 +171,12 @@ static void job_scores(struct app *a)
             break;
         size_t i0 = (size_t)L * (size_t)heads;
         bool all = true;
-        for (int h = 0; h < heads; h++) {
+        for (int h = 0; h < heads; h++)
             all &= __atomic_load_n(&a->cache.score.scored[i0 + (size_t)h], __ATOMIC_ACQUIRE) != 0;
+        if (!all && attn_net_materialise(net, L, &job->err) != 0) /* stream mode: shown again */
+            break;
+        for (int h = 0; h < heads; h++)
             w[h] = attn_view(&net->run[L], &net->model[L], STAGE_WEIGHTS, h); /* kept: a read */
-        }
         if (!all)
             attn_head_scores_many(out, w, heads, net->model[0].ids);
         for (int h = 0; h < heads && !all; h++)
@@ -178,6 +190,98 @@ static void job_scores(struct app *a)
     free(w);
 }
 
+static bool job_start(struct app *a, enum app_job_kind kind, long heads_total);
+static void job_cancel(struct app *a);
+static void layer_shown(struct app *a);
+
+/* JOB_THUMBS: every layer's tiles but the pinned layer's, each layer shown again in turn. */
+static void job_thumbs(struct app *a)
+{
+    struct app_job *job = &a->result.job;
+    struct app_thumb_walk *w = &a->cache.thumbs;
+    struct attn_net *net = &a->result.net;
+    const struct app_thumb_key *k = &w->key;
+    size_t cells = (size_t)k->rows * (size_t)k->cols;
+    for (int L = 0; L < net->layers; L++) {
+        if (__atomic_load_n(&job->stop, __ATOMIC_RELAXED))
+            break;
+        bool present = attn_stage_present(&net->model[L], (enum attn_stage)k->stage);
+        if (L != w->skipped && present && attn_net_materialise(net, L, &job->err) != 0)
+            break;
+        for (int h = 0; L != w->skipped && present && h < k->per_layer; h++) {
+            size_t t = (size_t)L * (size_t)k->per_layer + (size_t)h;
+            struct attn_mat_view v =
+                attn_view(&net->run[L], &net->model[L], (enum attn_stage)k->stage, h);
+            for (int i = 0; i < k->rows; i++)
+                for (int j = 0; j < k->cols; j++)
+                    w->cells[t * cells + (size_t)i * k->cols + j] =
+                        range_pooled(v, i, j, k->rows, k->cols, (enum block_agg)k->agg);
+            range_of(v, &w->lo[t], &w->hi[t]);
+        }
+        __atomic_store_n(&w->layers_done, L + 1, __ATOMIC_RELEASE);
+    }
+}
+
+static bool thumb_key_same(const struct app_thumb_key *x, const struct app_thumb_key *y)
+{
+    return x->generation == y->generation && x->stage == y->stage && x->agg == y->agg &&
+           x->rows == y->rows && x->cols == y->cols && x->per_layer == y->per_layer;
+}
+
+void app_request_thumbs(struct app *a, const struct app_thumb_key *key)
+{
+    struct app_job *job = &a->result.job;
+    struct app_thumb_walk *w = &a->cache.thumbs;
+    struct app_thumb_key k = *key;
+    k.generation = a->result.generation;
+    if (!a->result.net.stage_layers || !job->background || !a->result.have_result)
+        return;
+    bool same = w->valid && thumb_key_same(&w->key, &k);
+    if (job->running) {
+        if (job->kind != JOB_THUMBS || same)
+            return; /* another job first: asked again on a next frame */
+        job_cancel(a);
+    }
+    layer_shown(a); /* the layer in view first */
+    if (job->running)
+        return;
+    if (same && w->layers_done == a->result.net.layers)
+        return;
+    size_t tiles = (size_t)a->result.net.layers * (size_t)k.per_layer;
+    size_t cells = tiles * (size_t)k.rows * (size_t)k.cols;
+    float *c = realloc(w->cells, (cells ? cells : 1) * sizeof(float));
+    if (c)
+        w->cells = c;
+    float *lo = c ? realloc(w->lo, (tiles ? tiles : 1) * sizeof(float)) : NULL;
+    if (lo)
+        w->lo = lo;
+    float *hi = lo ? realloc(w->hi, (tiles ? tiles : 1) * sizeof(float)) : NULL;
+    if (hi)
+        w->hi = hi;
+    w->valid = hi != NULL;
+    if (!w->valid) /* out of memory: the layers shown one by one only */
+        return;
+    w->key = k;
+    w->layers_done = 0;
+    w->skipped = a->result.net.stage_pin;
+    job->backing = a->result.shown.backing;
+    if (!job_start(a, JOB_THUMBS, 0))
+        w->valid = false;
+}
+
+const struct app_thumb_walk *app_thumbs(const struct app *a, const struct app_thumb_key *key,
+                                        int *done)
+{
+    const struct app_thumb_walk *w = &a->cache.thumbs;
+    struct app_thumb_key k = *key;
+    k.generation = a->result.generation;
+    *done = 0;
+    if (!w->valid || !thumb_key_same(&w->key, &k))
+        return NULL;
+    *done = __atomic_load_n(&w->layers_done, __ATOMIC_ACQUIRE);
+    return w;
+}
+
 static void *job_main(void *arg)
 {
     struct app *a = arg;
@@ -185,6 +289,14 @@ static void *job_main(void *arg)
     job_thread = true;
     if (job->kind == JOB_SCORES) {
         job_scores(a);
+    } else if (job->kind == JOB_THUMBS) {
+        attn_param_cache_worker(job->backing);
+        job_thumbs(a);
+        attn_param_cache_drop(job->backing);
+    } else if (job->kind == JOB_LAYER) {
+        attn_param_cache_worker(job->backing);
+        job->rc = attn_net_materialise(&a->result.net, job->layer, &job->err);
+        attn_param_cache_drop(job->backing);
     } else if (job->kind == JOB_BASELINE) {
         attn_param_cache_worker(job->backing);
         job->rc = attn_net_compute(&a->base.net, &a->base.scene, &job->err);
@@ -241,6 +353,7 @@ static void job_stop_join(struct app_job *job)
 static void baseline_drop(struct app *a);
 static void baseline_done(struct app *a, int rc, struct diag *err);
 static void job_finish(struct app *a);
+static void layer_shown(struct app *a);
 
 /* The compute's net becomes the result (through, or stopped: then partial), the one before it
  * freed once the parameters it lent are handed over. */
@@ -373,6 +486,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
         job_finish(a);
     job_cancel(a);
     a->result.stop_by_undo = false;
+    a->result.net.stage_pin = a->view.layer; /* stream mode: the pass keeps the layer in view */
     /* A last-word edit computes its rows alone (the near path): numbers within the last
        places of a fresh computation's on screen, made exact before an export. */
     a->result.net.near_ok = true;
@@ -404,7 +518,9 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     a->result.net.keep_previous = false;
     if (rc || result_begin(a, err) != 0)
         return -1;
-    return result_complete(a, s, false, err);
+    rc = result_complete(a, s, false, err);
+    layer_shown(a);
+    return rc;
 }
 
 bool app_computing(const struct app *a)
@@ -412,11 +528,53 @@ bool app_computing(const struct app *a)
     return a->result.job.running;
 }
 
-bool app_layer_ready(const struct app *a, int layer)
+/* Layer L is through the pass (what it keeps, and what was made from it, can be read). */
+static bool layer_computed(const struct app *a, int layer)
 {
     const struct app_job *job = &a->result.job;
     return !job->running || job->kind != JOB_FORWARD ||
            layer < attn_net_layers_ready(&a->result.net);
+}
+
+bool app_layer_ready(const struct app *a, int layer)
+{
+    const struct app_job *job = &a->result.job;
+    const struct attn_net *net = &a->result.net;
+    if (job->running && job->kind == JOB_FORWARD && layer >= attn_net_layers_ready(net))
+        return false;
+    if (!net->stage_layers)
+        return true;
+    /* stream mode: a job that computes layers may take the stages of any but the pinned one */
+    if (job->running && job->kind != JOB_LENS && job->kind != JOB_BASELINE &&
+        layer != net->stage_pin)
+        return false;
+    return attn_net_layer_held(net, layer);
+}
+
+/* Stream mode: the layer in view is pinned (no pass takes its stages), and recomputed when it
+ * holds none, in a job (JOB_LAYER: one layer's pass) or here. Called where the view's layer or
+ * the result changes and no job runs. */
+void app_show_layer(struct app *a)
+{
+    layer_shown(a);
+}
+
+static void layer_shown(struct app *a)
+{
+    struct attn_net *net = &a->result.net;
+    if (!net->stage_layers || a->result.job.running || !a->result.have_result)
+        return;
+    net->stage_pin = a->view.layer;
+    if (attn_net_layer_held(net, a->view.layer))
+        return;
+    a->result.job.layer = a->view.layer;
+    a->result.job.backing = a->result.shown.backing;
+    if (a->result.job.background && job_start(a, JOB_LAYER, 0))
+        return;
+    struct diag err;
+    attn_diag_clear(&err);
+    if (attn_net_materialise(net, a->view.layer, &err) != 0)
+        app_refuse(a, "layer %d: %.300s", a->view.layer, err.msg);
 }
 
 bool app_all_ready(const struct app *a)
@@ -443,7 +601,7 @@ const struct head_scores *app_scores_kept(const struct app *a, int layer, int he
 {
     const struct app_score_cache *c = &a->cache.score;
     size_t i = (size_t)layer * (size_t)a->result.net.model[0].heads + (size_t)head;
-    if (!c->scored || !app_layer_ready(a, layer) ||
+    if (!c->scored || !layer_computed(a, layer) ||
         !__atomic_load_n(&c->scored[i], __ATOMIC_ACQUIRE))
         return NULL;
     return &c->scores[i];
@@ -478,8 +636,18 @@ static void job_finish(struct app *a)
         a->view.rollout = false;
         app_refuse(a, "%s", job->err.msg);
     }
-    if (job->kind != JOB_FORWARD)
+    if (job->kind == JOB_LAYER && job->rc != 0)
+        app_refuse(a, "layer %d: %.300s", job->layer, job->err.msg);
+    if (job->kind == JOB_SCORES && job->err.msg[0])
+        app_refuse(a, "the head scores: %.300s", job->err.msg);
+    if (job->kind != JOB_FORWARD) {
+        if (job->kind != JOB_LAYER)
+            layer_shown(a);
+        /* the model view's scores, asked for while another job ran (stream mode) */
+        if (job->kind != JOB_SCORES && a->view.score_shown >= 0 && a->view.all_heads)
+            app_request_scores(a);
         return;
+    }
     job_commit(a);
     struct diag err;
     attn_diag_clear(&err);
@@ -488,6 +656,7 @@ static void job_finish(struct app *a)
     if (result_complete(a, &a->result.shown, job->rc == 0, &err) > 0)
         snprintf(a->doc.error, sizeof(a->doc.error),
                  "%.300s; the numbers on screen were read as it changed", err.msg);
+    layer_shown(a); /* the pinned layer holds its stages, unless the view moved meanwhile */
     if (a->view.score_shown >= 0 && a->view.all_heads) /* the model view shows them: next */
         app_request_scores(a);
     else if (a->view.rollout) /* the rollout on screen: next */
@@ -522,6 +691,10 @@ int app_stop_compute(struct app *a, const char *key)
 {
     if (!a->result.job.running)
         return 0;
+    if (a->result.job.kind == JOB_LAYER) { /* one layer's pass: the view needs it */
+        job_finish(a);
+        return 0;
+    }
     if (a->result.job.kind != JOB_FORWARD) { /* nothing to undo: what was made so far stays */
         job_cancel(a);
         enum app_job_kind kind = a->result.job.kind;
@@ -529,10 +702,12 @@ int app_stop_compute(struct app *a, const char *key)
                  kind == JOB_SCORES     ? "scoring the heads (S scores the rest)"
                  : kind == JOB_BASELINE ? "pinning the baseline (none is pinned)"
                  : kind == JOB_ROLLOUT  ? "the rollout: the weights again (r shows it)"
+                 : kind == JOB_THUMBS   ? "the model view's tiles (they come as it is shown)"
                                         : "the lens (y shows it again)");
         a->status.message_is_error = false;
         if (kind == JOB_ROLLOUT)
             a->view.rollout = false;
+        layer_shown(a);
         return 1;
     }
     if (!a->result.stoppable) {
@@ -563,6 +738,7 @@ int app_stop_compute(struct app *a, const char *key)
     result_begin(a, &err);
     result_complete(a, &a->result.shown, false, &err);
     app_clamp(a);
+    layer_shown(a); /* stream mode: the result before it lent its stages to the compute */
     app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
                a->result.compute_seconds < 9.5 ? 1 : 0, a->result.compute_seconds);
     return 1;
@@ -614,6 +790,13 @@ static int app_init_mode(struct app *a, struct attn_scene *s, const char *path,
     if (a->result.job.pause_ms < 0 || a->result.job.pause_ms > 999)
         a->result.job.pause_ms = 0;
 #endif
+    /* Stream mode (net.h's stage_budget): the explorer shows a layer at a time, so the n x n
+       stages of a few layers are kept and a layer shown again is recomputed (a job). */
+    if (background) {
+        const char *mib = getenv("ATTNSCOPE_STAGE_MIB");
+        long budget = mib && *mib ? atol(mib) : APP_STAGE_MIB;
+        a->result.net.stage_budget = budget > 0 ? (size_t)budget << 20 : 0;
+    }
     if (background) /* the job counts the heads; the front end reads app_compute_progress */
         a->result.net.progress =
             (struct progress_sink){job_step, &a->result.job, &a->result.job.stop};
@@ -875,12 +1058,14 @@ bool app_showing_delta(const struct app *a)
 
 const struct head_scores *app_scores(const struct app *a, int layer, int head)
 {
-    static const struct head_scores none;                     /* every score undefined */
-    if (!a->cache.score.scored || !app_layer_ready(a, layer)) /* a layer still computing */
+    static const struct head_scores none;                    /* every score undefined */
+    if (!a->cache.score.scored || !layer_computed(a, layer)) /* a layer still computing */
         return &none;
     const struct head_scores *kept = app_scores_kept(a, layer, head);
     if (kept)
         return kept;
+    if (!app_layer_ready(a, layer)) /* stream mode: its stages are not held; the job scores it */
+        return &none;
     if (a->result.job.running) /* the scores job writes it: it comes with the next frame */
         return &none;
     size_t i = (size_t)layer * (size_t)a->result.net.model[0].heads + (size_t)head;
@@ -913,6 +1098,7 @@ void app_set_layer(struct app *a, int layer)
     if (!attn_stage_present(app_model(a), a->view.stage))
         a->view.stage = attn_stage_block_output(app_model(a));
     app_clamp(a);
+    layer_shown(a);
 }
 
 /* *buf holds at least count floats (*cap of them), grown when needed. False: out of memory,
@@ -2179,8 +2365,21 @@ int app_export(struct app *a, const char *dir, struct diag *err)
        writes .npy), its near rows (a last-word edit's) first made a fresh computation's. A
        compute still running (e asks at once) is waited for first. */
     app_exact(a);
-    return export_dir_progress(dir, &a->result.shown, &a->result.net, EXPORT_CSV,
-                               &a->result.export_progress, err);
+    /* layer by layer, each shown again first in stream mode (the pinned one keeps its stages) */
+    struct attn_net *net = &a->result.net;
+    struct export_stream x;
+    if (export_stream_begin(&x, dir, EXPORT_CSV, EXPORT_TOP_DEFAULT, &a->result.export_progress,
+                            err) != 0)
+        return -1;
+    for (int L = 0; L < net->layers; L++) {
+        if (attn_net_materialise(net, L, err) != 0) {
+            export_stream_abort(&x);
+            return -1;
+        }
+        if (export_stream_layer(&x, &a->result.shown, net, L, err) != 0)
+            return -1;
+    }
+    return export_stream_end(&x, &a->result.shown, net, err);
 }
 
 int app_save(struct app *a, const char *path, bool overwrite, struct diag *err)

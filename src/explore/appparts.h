@@ -79,6 +79,11 @@ struct app_doc {
  *   thread; an edit first stops and joins it (job_cancel). Lazy parameters are widened into a
  *   buffer of the thread's own (attn_param_cache_worker), and the engine's pool serves
  *   whichever thread asks first, running the other's tasks on that thread itself.
+ * - in stream mode (net.h's stage_budget) a job that computes layers (the pass, JOB_LAYER, the
+ *   scores, the rollout) may take any layer's stage set but the pinned one's (stage_pin, the
+ *   layer in view, set only while no job runs): meanwhile the explorer reads the stages of that
+ *   layer alone (app_layer_ready), and what every layer keeps (its keys and values, what it
+ *   hands on) of the layers ready.
  * tests/test_app_async.c checks this under ThreadSanitizer (scripts/test). */
 enum app_job_kind {
     JOB_FORWARD,  /* the forward pass of a result: layer after layer comes ready */
@@ -88,7 +93,35 @@ enum app_job_kind {
     JOB_BASELINE, /* the baseline's own result (B), pinned when it ends */
     JOB_ROLLOUT,  /* the attention rollout through the layer on screen (r), into the interp
                      cache (app_interp_busy) */
+    JOB_LAYER,    /* stream mode (net.h's stage_budget): the layer in view's stages again
+                     (attn_net_materialise) */
+    JOB_THUMBS,   /* stream mode: the model view's tiles of every layer, each shown again in
+                     turn, into the cache's thumbs (the grid copies each layer published) */
 };
+
+/* What JOB_THUMBS pools: the result's generation, the stage, block_agg, the tiles' cells and the
+ * tiles a layer has (its heads, or 1 for a stage they share). */
+struct app_thumb_key {
+    unsigned long generation;
+    int stage, agg, rows, cols, per_layer;
+};
+
+/* JOB_THUMBS's tiles, layer by layer: the job writes layer L's, then publishes layers_done = L + 1
+ * with release order; the explorer's thread reads the layers published (app_thumbs). The pinned
+ * layer is left to the grid, which pools it itself (the job never reads its stages). */
+struct app_thumb_walk {
+    struct app_thumb_key key;
+    bool valid;
+    float *cells;    /* (layers x per_layer, rows, cols) */
+    float *lo, *hi;  /* (layers x per_layer) each tile's finite range */
+    int layers_done; /* atomic */
+    int skipped;     /* the layer it left to the grid (the pinned one), -1 none */
+};
+
+/* The stage sets the explorer's result may keep (MiB; ATTNSCOPE_STAGE_MIB sets another, 0 keeps
+ * every layer's): at GPT-2 small's 12 layers of 1,016 tokens one set is 141 MB, so two; at 128
+ * tokens every layer's fits and nothing changes. */
+#define APP_STAGE_MIB 256
 
 struct app_job {
     enum app_job_kind kind;
@@ -105,6 +138,7 @@ struct app_job {
     int pause_ms; /* ATTNSCOPE_HEAD_PAUSE_MS: the thread's pause after each head (the tests) */
     int lens_first, lens_count; /* JOB_LENS: the positions, at the temperature lens_t */
     int rollout_layer;          /* JOB_ROLLOUT: through this layer */
+    int layer;                  /* JOB_LAYER: the layer recomputed */
     double lens_t;
     struct diag err; /* JOB_LENS: why it failed (rc -1) */
 };
@@ -178,6 +212,7 @@ struct app_caches {
     struct interp_cache interp;
     struct zoom_grid zoom; /* the heatmap's blocks as last laid out, which the inspector
                               explains (all zero when none is drawn yet) */
+    struct app_thumb_walk thumbs;
 };
 
 /* The view: what is on screen and where the cursor is. Changing it never recomputes. */

@@ -291,8 +291,8 @@ const struct attn_token_score *interp_lens_top(const struct interp_cache *c, int
     return &c->lens_top[at];
 }
 
-struct attn_mat_view interp_rollout(struct interp_cache *c, const struct attn_net *net,
-                                    unsigned long gen, int layer, struct diag *err)
+struct attn_mat_view interp_rollout(struct interp_cache *c, struct attn_net *net, unsigned long gen,
+                                    int layer, struct diag *err)
 {
     int n = net->model[0].n;
     struct attn_mat_view none = {0};
@@ -326,7 +326,8 @@ struct attn_mat_view interp_rollout(struct interp_cache *c, const struct attn_ne
             c->rollout_prev = c->rollout;
             c->rollout = t;
         }
-        if (attn_net_rollout_step(c->rollout, L > 0 ? c->rollout_prev : NULL, net, L, err))
+        if (attn_net_materialise(net, L, err) != 0 || /* stream mode: each layer shown again */
+            attn_net_rollout_step(c->rollout, L > 0 ? c->rollout_prev : NULL, net, L, err))
             return none;
     }
     c->rollout_valid = true;

@@ -118,8 +118,8 @@ const struct attn_token_score *interp_lens_top(const struct interp_cache *c, int
 
 /* The attention rollout through layer (net.h, attn_net_rollout), computed once per result and
  * layer (from the layer before when that one is kept). rows = 0 with err on out-of-memory. */
-struct attn_mat_view interp_rollout(struct interp_cache *c, const struct attn_net *net,
-                                    unsigned long gen, int layer, struct diag *err);
+struct attn_mat_view interp_rollout(struct interp_cache *c, struct attn_net *net, unsigned long gen,
+                                    int layer, struct diag *err);
 /* The rollout through layer kept for gen (what interp_rollout last made), or rows = 0 when none
  * is: a reader that only shows what is on screen (the inspector) computes nothing. */
 struct attn_mat_view interp_rollout_kept(const struct interp_cache *c, unsigned long gen,

@@ -86,3 +86,23 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
     *lo = c->lo;
     *hi = c->hi;
 }
+
+float range_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg)
+{
+    int r0 = i * v.rows / rows, r1 = (i + 1) * v.rows / rows;
+    int c0 = j * v.cols / cols, c1 = (j + 1) * v.cols / cols;
+    float best = -INFINITY;
+    double sum = 0;
+    int finite = 0;
+    for (int r = r0; r < (r1 > r0 ? r1 : r0 + 1); r++)
+        for (int c = c0; c < (c1 > c0 ? c1 : c0 + 1); c++) {
+            float x = v.data[(size_t)r * v.stride + c];
+            if (!isfinite(x))
+                continue;
+            if (!isfinite(best) || fabsf(x) > fabsf(best))
+                best = x;
+            sum += x;
+            finite++;
+        }
+    return agg == BLOCK_MEAN && finite > 0 ? (float)(sum / finite) : best;
+}

@@ -78,29 +78,6 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
         gp->top = sel_row - visible + 1;
 }
 
-/* Cell (i, j) of a rows x cols thumbnail of v, as b asks: the value of largest magnitude in its
- * block (where a head attends strongly stays visible), or the mean of its finite values; -inf
- * only when the whole block is masked. */
-static float pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg)
-{
-    int r0 = i * v.rows / rows, r1 = (i + 1) * v.rows / rows;
-    int c0 = j * v.cols / cols, c1 = (j + 1) * v.cols / cols;
-    float best = -INFINITY;
-    double sum = 0;
-    int finite = 0;
-    for (int r = r0; r < (r1 > r0 ? r1 : r0 + 1); r++)
-        for (int c = c0; c < (c1 > c0 ? c1 : c0 + 1); c++) {
-            float x = v.data[(size_t)r * v.stride + c];
-            if (!isfinite(x))
-                continue;
-            if (!isfinite(best) || fabsf(x) > fabsf(best))
-                best = x;
-            sum += x;
-            finite++;
-        }
-    return agg == BLOCK_MEAN && finite > 0 ? (float)(sum / finite) : best;
-}
-
 /* Appends the score S colours the heads by to head h's label (layer L), and returns the
  * label's attribute: attr, or the score's colour on its own scale (entropy 0 .. ln n, the others
  * 0 .. 1) when the head is not the selected one. */
@@ -237,7 +214,7 @@ static bool thumb_make(struct grid_panel *gp, const struct app *a, int t, int L,
     struct attn_mat_view v = app_view_at(a, L, view->stage, h);
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++)
-            out[(size_t)i * cols + j] = pooled(v, i, j, rows, cols, view->block_agg);
+            out[(size_t)i * cols + j] = range_pooled(v, i, j, rows, cols, view->block_agg);
     range_of(v, &c->lo[t], &c->hi[t]);
     c->made[t] = 1;
     return true;
@@ -265,12 +242,37 @@ static void thumb_draw(struct panel *p, struct frame *f)
     double deadline = res->job.background ? thumb_now_ms() + THUMB_BUDGET_MS : 0;
     int first_shown = gp->top * gp->per_row;
     gp->unfinished = false;
+    /* Stream mode: the layers not held come from a job that shows each again (app_thumbs);
+       ui_compute_tick asks for it (walk_want) while tiles are missing. */
+    gp->walk_want = (struct app_thumb_key){
+        0, (int)view->stage, (int)view->block_agg, gp->shown_rows, gp->shown_cols, pl};
+    gp->walk_wanted = false;
+    if (cached && res->net.stage_layers) {
+        int done;
+        const struct app_thumb_walk *w = app_thumbs(a, &gp->walk_want, &done);
+        size_t cells = (size_t)gp->shown_rows * (size_t)gp->shown_cols;
+        for (int k = 0; w && k < done * pl; k++)
+            if (!gp->thumbs.made[k] && k / pl != w->skipped &&
+                attn_stage_present(&res->net.model[k / pl], view->stage)) {
+                memcpy(gp->thumbs.cells + (size_t)k * cells, w->cells + (size_t)k * cells,
+                       cells * sizeof(float));
+                gp->thumbs.lo[k] = w->lo[k];
+                gp->thumbs.hi[k] = w->hi[k];
+                gp->thumbs.made[k] = 1;
+            }
+    }
     for (int k = 0; cached && k < n; k++) {
         int tile = (first_shown + k) % n;
         if (!thumb_make(gp, a, tile, tile / pl, tile % pl, deadline) &&
-            app_layer_ready(a, tile / pl) &&
-            attn_stage_present(&res->net.model[tile / pl], view->stage))
-            gp->unfinished = true;
+            attn_stage_present(&res->net.model[tile / pl], view->stage)) {
+            if (app_layer_ready(a, tile / pl))
+                gp->unfinished = true;
+            else if (res->net.stage_layers && !app_computing(a) &&
+                     attn_net_layers_ready(&res->net) == res->net.layers)
+                gp->walk_wanted = gp->unfinished = true; /* its layer's stages: the walk's */
+            else if (res->net.stage_layers && res->job.running && res->job.kind == JOB_THUMBS)
+                gp->unfinished = true; /* coming */
+        }
     }
     float lo = INFINITY, hi = -INFINITY;
     if (cached) { /* the shared scale: the union of the tiles' ranges made so far */
@@ -321,7 +323,8 @@ static void thumb_draw(struct panel *p, struct frame *f)
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, view->stage)) /* the final norm: the last layer only */
             continue;
-        if (!app_layer_ready(a, L)) { /* still computing: a dotted tile until it is done */
+        if (!app_layer_ready(a, L) && !(cached && gp->thumbs.made[tile])) {
+            /* still computing (or, in stream mode, shown again): dotted until it is done */
             for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
                 for (int j = 0; j < gp->shown_cols; j++)
                     draw_text(ty + 1 + i, tx + j * cw, cw, t->role_attr[ROLE_DIM],
@@ -342,8 +345,9 @@ static void thumb_draw(struct panel *p, struct frame *f)
             cells ? (struct attn_mat_view){0} : app_view_at(a, L, view->stage, h);
         for (int i = 0; i < gp->shown_rows && ty + 1 + i < r.y + r.h; i++)
             for (int j = 0; j < gp->shown_cols; j++) {
-                float x = cells ? cells[(size_t)i * gp->shown_cols + j]
-                                : pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
+                float x =
+                    cells ? cells[(size_t)i * gp->shown_cols + j]
+                          : range_pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
                 struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
                                           " "};
                 if (isfinite(x))

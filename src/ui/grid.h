@@ -47,6 +47,10 @@ struct grid_panel {
     /* Tiles left to pool when the frame's time for them ran out (THUMB_BUDGET_MS, in the
      * background mode): the screen manager draws the panel again on its next tick. */
     bool unfinished;
+    /* Stream mode: tiles of layers whose stages are not held wait for the walk (app_thumbs),
+     * which the screen manager asks for with walk_want when walk_wanted. */
+    struct app_thumb_key walk_want;
+    bool walk_wanted;
     int tile_w, tile_h, per_row; /* the tile layout for the current stage and area */
     int shown_rows, shown_cols;  /* cells a tile shows: the matrix's, or fewer, each the
                                     strongest value of its block (a thumbnail) */

@@ -16,7 +16,8 @@ bool pending_wanted_map(const struct frame *f)
         return !app_all_ready(a);
     if (v->all_heads && app_result(a)->net.layers > 1) /* the model view: tile by tile */
         return false;
-    if (v->rollout && app_interp_busy(a)) /* its product, made by a job */
+    /* its product, made by a job; in stream mode from every layer's stages, which a job may take */
+    if (v->rollout && (app_interp_busy(a) || app_result(a)->net.stage_layers))
         return true;
     return !app_layer_ready(a, v->layer); /* the rollout too: layers 0 .. the one shown */
 }
@@ -30,6 +31,8 @@ bool pending_wanted_side(const struct frame *f)
     /* what reads the interp cache (the predictions, the lens, the rollout's token view and
        inspector) waits while a job writes it */
     if (app_interp_busy(a) && (v->predictions || v->lens || v->rollout))
+        return true;
+    if (v->rollout && app_result(a)->net.stage_layers)
         return true;
     if (v->predictions || v->lens) /* the model's own: the last layer, and the ablation's before */
         return !app_all_ready(a);

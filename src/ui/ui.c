@@ -603,6 +603,8 @@ bool ui_compute_tick(struct ui *ui)
 {
     if (ui->grid.unfinished && ui->grid.base.visible) /* its next tiles' turn */
         ui->grid.base.dirty = true;
+    if (ui->grid.walk_wanted && ui->grid.base.visible) /* stream mode: every layer's tiles */
+        app_request_thumbs(ui->app, &ui->grid.walk_want);
     int polled = app_poll(ui->app);
     if (polled == 2) { /* through: the shapes and notes it makes (a not-a-number) may move */
         ui_resize(ui);
@@ -741,6 +743,12 @@ void ui_mark(struct ui *ui, int outcome)
 
 void ui_draw(struct ui *ui)
 {
+    /* Stream mode: a layer in view without its stages is recomputed first (a job: the pending
+       panels take the places that read it) */
+    bool computing = app_computing(ui->app);
+    app_show_layer(ui->app);
+    if (!computing && app_computing(ui->app))
+        ui_invalidate(ui);
     if (ui->too_small) {
         /* Short lines, centred, so even a tiny window can read what it needs. */
         erase();
