@@ -20,6 +20,7 @@
 #include "explore/appstate.h"
 #include "explore/commands.h"
 #include "explore/inspect.h"
+#include "explore/zoom.h"
 #include "scenefile/scenefile.h"
 
 /* words whitespace-tokenised words of a small vocabulary (so the tokens repeat, as text does) */
@@ -475,6 +476,148 @@ static void test_keys_while_computing(void **state)
     app_delete(a); /* mid-compute: stopped and joined */
 }
 
+/* ---- stream mode (net.h's stage_budget): two layers hold their n x n stages ---------------- */
+
+/* The layers of a's result holding a stage set: never more than its stage_layers. */
+static void assert_sets_within(const struct app *a)
+{
+    int held = 0;
+    for (int L = 0; L < a->result.net.layers; L++)
+        held += attn_run_holds_stages(&a->result.net.run[L]);
+    assert_true(held <= a->result.net.stage_layers);
+}
+
+/* Layer L of a, shown (a job recomputed it): every head's weights and what it hands on are b's
+ * (a net that keeps every layer) bit for bit. */
+static void assert_layer_as(const struct app *a, const struct app *b, int L)
+{
+    char what[96];
+    assert_true(app_layer_ready(a, L));
+    for (int h = 0; h < a->result.net.model[L].heads; h++) {
+        snprintf(what, sizeof(what), "stream: layer %d head %d: weights", L, h);
+        assert_same_rows(app_view_at(a, L, STAGE_WEIGHTS, h), app_view_at(b, L, STAGE_WEIGHTS, h),
+                         what);
+    }
+    enum attn_stage out = attn_stage_block_output(&a->result.net.model[L]);
+    snprintf(what, sizeof(what), "stream: layer %d: %s", L, attn_stage_name(out));
+    assert_same_rows(app_view_at(a, L, out, 0), app_view_at(b, L, out, 0), what);
+}
+
+/* What a frame does while a job runs in stream mode: reads every layer app_layer_ready allows
+ * (the pinned one: the job may take any other layer's stages meanwhile), and polls. */
+static void frames_until_done(struct app *a)
+{
+    while (app_computing(a)) {
+        for (int L = 0; L < a->result.net.layers; L++)
+            if (app_layer_ready(a, L)) {
+                struct attn_mat_view v = app_view_at(a, L, STAGE_WEIGHTS, 0);
+                assert_non_null(v.data);
+                volatile float sum = 0;
+                for (int i = 0; i < v.rows; i += 17)
+                    sum += v.data[(size_t)i * v.stride + i / 2];
+                (void)sum;
+            }
+        app_show_layer(a); /* as the screen manager before each frame */
+        app_poll(a);
+        sleep_ms(1);
+    }
+    app_show_layer(a);
+    app_wait(a);
+}
+
+/* Layers shown in any order are recomputed in a job and are a full net's bits; the model view's
+ * tiles, the scores and the rollout walk every layer in the job's thread while this one reads
+ * the pinned layer; a heads edit and its Esc, and a last-word edit, end as the one-thread
+ * result. ThreadSanitizer (scripts/test) sees every read against the job's writes. */
+static void test_stream_mode(void **state)
+{
+    (void)state;
+    setenv("ATTNSCOPE_STAGE_MIB", "0.5", 1); /* a set is 9.4 MiB here: two sets */
+    struct app *a = open_background(6, 384);
+    unsetenv("ATTNSCOPE_STAGE_MIB");
+    frames_until_done(a);
+    assert_int_equal(a->result.net.stage_layers, 2);
+    assert_sets_within(a);
+    struct app *b = computed_alone(a);
+    assert_int_equal(b->result.net.stage_layers, 0); /* the one-thread explorer keeps all */
+    static const int order[] = {3, 1, 5, 0, 4, 4, 2, 0};
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+        app_set_layer(a, order[k]);
+        frames_until_done(a);
+        assert_layer_as(a, b, order[k]);
+        assert_sets_within(a);
+    }
+    /* the model view's tiles of every layer, pooled in the job's thread */
+    int heads = a->result.net.model[0].heads, rows = 7, cols = 9;
+    struct app_thumb_key key = {0, STAGE_WEIGHTS, BLOCK_MAX, rows, cols, heads};
+    app_request_thumbs(a, &key);
+    assert_true(app_computing(a));
+    frames_until_done(a);
+    int done;
+    const struct app_thumb_walk *w = app_thumbs(a, &key, &done);
+    assert_non_null(w);
+    assert_int_equal(done, 6);
+    for (int L = 0; L < 6; L++)
+        for (int h = 0; h < heads && L != w->skipped; h++) {
+            struct attn_mat_view v = app_view_at(b, L, STAGE_WEIGHTS, h);
+            const float *t = w->cells + ((size_t)L * heads + (size_t)h) * (size_t)(rows * cols);
+            for (int i = 0; i < rows; i++)
+                for (int j = 0; j < cols; j++) {
+                    float want = zoom_pooled(v, i, j, rows, cols, BLOCK_MAX);
+                    assert_memory_equal(&t[i * cols + j], &want, sizeof(float));
+                }
+        }
+    /* every head scored, each layer shown again in the job's thread */
+    assert_int_equal(app_request_scores(a), 1);
+    frames_until_done(a);
+    for (int L = 0; L < 6; L++)
+        for (int h = 0; h < heads; h++) {
+            const struct head_scores *kept = app_scores_kept(a, L, h), *one = app_scores(b, L, h);
+            assert_non_null(kept);
+            assert_memory_equal(kept->value, one->value, sizeof(kept->value));
+        }
+    /* the rollout through layer 4 */
+    app_set_layer(a, 4);
+    frames_until_done(a);
+    struct ask ask = {0};
+    command_run(a, ACTION_ROLLOUT, &ask);
+    frames_until_done(a);
+    app_set_layer(b, 4);
+    b->view.rollout = true;
+    assert_same_rows(app_rollout_view(a), app_rollout_view(b), "stream: the rollout");
+    assert_sets_within(a);
+    command_run(a, ACTION_ROLLOUT, &ask); /* off again */
+    app_delete(b);
+    /* a heads edit, stopped: the scene before it computed again */
+    assert_int_equal(app_edit_knob(a, KNOB_HEADS, 4), 0);
+    if (app_computing(a)) {
+        assert_true(app_result(a)->stoppable);
+        assert_int_equal(app_stop_compute(a, "Esc"), 1);
+    }
+    frames_until_done(a);
+    assert_int_equal(a->result.net.model[0].heads, 8);
+    b = computed_alone(a);
+    assert_layer_as(a, b, 4);
+    app_delete(b);
+    /* the heads edit through, then a last word changed (the row path past the sets) */
+    assert_int_equal(app_edit_knob(a, KNOB_HEADS, 4), 0);
+    frames_until_done(a);
+    char *changed = sentence_with(384, 0, 383, "dog");
+    assert_int_equal(app_edit_text(a, changed), 0);
+    free(changed);
+    frames_until_done(a);
+    app_exact(a); /* the near path's rows made a fresh computation's */
+    b = computed_alone(a);
+    for (int L = 5; L >= 0; L--) {
+        app_set_layer(a, L);
+        frames_until_done(a);
+        assert_layer_as(a, b, L);
+    }
+    assert_sets_within(a);
+    app_delete(b);
+    app_delete(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_rollout_in_the_background),
         cmocka_unit_test(test_scores_in_the_background),
         cmocka_unit_test(test_keys_while_computing),
+        cmocka_unit_test(test_stream_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -603,6 +603,17 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
             memcpy(fresh->model[L].x, net->model[L].x,
                    (size_t)fresh->model[L].n * (size_t)fresh->model[L].d_in * sizeof(float));
     }
+    /* Stream mode keeps one result: what of the previous one did not move over (another shape)
+       is freed now, not at the commit, so a compute never holds two results (a stop computes
+       the previous one again: the caller undoes, as after a compute in place). */
+    for (int L = 0; L < net->layers && stream && !keep; L++)
+        if (net->run[L].k) {
+            attn_run_free(&net->run[L]);
+            if (net->held)
+                net->held[L] = 0;
+            fresh->moved = true;
+            fresh->progress.stop = NULL;
+        }
     fresh->kept_rows = kept;
     fresh->first_layer = first;
     fresh->near_from = near_from;

@@ -275,13 +275,24 @@ bool attn_run_holds_stages(const struct attn_run *r)
     return r->scores != NULL;
 }
 
-/* What the memo held was of the stages r held before. */
-static void memo_forget(struct attn_memo *memo, int heads)
+/* What the memo held was of the stages r held before; its derived stage (heads x n x n, 48 MB
+ * at 1,016 tokens of 12 heads) goes back to the system, as the set's pages do, and is made again
+ * when one is shown (calloc: untouched pages cost nothing). */
+static void memo_forget(struct attn_run *r)
 {
+    struct attn_memo *memo = r->memo;
+    if (!memo)
+        return;
     memo->stage = -1;
-    memset(memo->filled, 0, (size_t)heads);
-    memset(memo->vnorm_filled, 0, (size_t)heads);
-    memset(memo->future_filled, 0, (size_t)heads);
+    memset(memo->filled, 0, (size_t)r->heads);
+    memset(memo->vnorm_filled, 0, (size_t)r->heads);
+    memset(memo->future_filled, 0, (size_t)r->heads);
+    size_t hnn = (size_t)r->heads * (size_t)r->cap_n * (size_t)r->cap_n;
+    float *fresh = calloc(hnn ? hnn : 1, sizeof(float));
+    if (fresh) { /* else the old pages stay: only memory is lost */
+        free(memo->data);
+        memo->data = fresh;
+    }
 }
 
 int attn_run_alloc_stages(struct attn_run *r, const struct attn_model *m, struct diag *err)
@@ -300,7 +311,7 @@ int attn_run_alloc_stages(struct attn_run *r, const struct attn_model *m, struct
         memset(r->name, 0, buffer_floats(width, n, hs) * sizeof(float));
     RUN_BUFFERS(X)
 #undef X
-    memo_forget(r->memo, r->heads);
+    memo_forget(r);
     return 0;
 }
 
@@ -314,10 +325,8 @@ void attn_run_move_stages(struct attn_run *to, struct attn_run *from, const stru
     }
     RUN_BUFFERS(X)
 #undef X
-    if (to->memo)
-        memo_forget(to->memo, to->heads);
-    if (from->memo)
-        memo_forget(from->memo, from->heads);
+    memo_forget(to);
+    memo_forget(from);
 }
 
 void attn_run_drop_stages(struct attn_run *r, const struct attn_model *m)
@@ -329,8 +338,7 @@ void attn_run_drop_stages(struct attn_run *r, const struct attn_model *m)
     }
     RUN_BUFFERS(X)
 #undef X
-    if (r->memo)
-        memo_forget(r->memo, r->heads);
+    memo_forget(r);
 }
 
 void attn_run_kept_from(struct attn_run *r, const struct attn_run *scratch,

@@ -1,7 +1,7 @@
 /* app: scene editing, undo and recompute for the explorer (see app.h). No curses here. */
 #include "explore/app.h"
 #include "explore/appstate.h"
-#include "explore/range.h"
+#include "explore/zoom.h"
 
 #include <limits.h>
 #include <math.h>
@@ -215,8 +215,8 @@ static void job_thumbs(struct app *a)
             for (int i = 0; i < k->rows; i++)
                 for (int j = 0; j < k->cols; j++)
                     w->cells[t * cells + (size_t)i * k->cols + j] =
-                        range_pooled(v, i, j, k->rows, k->cols, (enum block_agg)k->agg);
-            range_of(v, &w->lo[t], &w->hi[t]);
+                        zoom_pooled(v, i, j, k->rows, k->cols, (enum block_agg)k->agg);
+            zoom_range_of(v, &w->lo[t], &w->hi[t]);
         }
         __atomic_store_n(&w->layers_done, L + 1, __ATOMIC_RELEASE);
     }
@@ -434,7 +434,11 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     const char *why;
     bool felt = a->result.compute_seconds * 1000 > PROGRESS_QUIET_MS;
     size_t need = attn_scene_mem_estimate(s), limit = attn_scene_memory_limit(&why);
-    a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2;
+    /* Stream mode (a model too large for every layer's stages) keeps one result: Esc computes
+       the scene before it again instead, in the background like any compute, where a second
+       result would double the peak (600 MiB against 1.3 GB at GPT-2 small's 1,016 tokens). */
+    bool stream = a->result.net.stage_budget && a->result.net.stage_layers;
+    a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2 && !stream;
     struct attn_net fresh;
     int rc = attn_net_prepare(&fresh, &a->result.net, s, err);
     a->result.net.keep_previous = false;
@@ -447,6 +451,7 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
        (attn_net_prepare): Esc takes it back all the same, by computing the scene before it
        again from what it kept, which costs what the edit did (app_stop_compute). */
     bool keeps = fresh.kept_rows > 0 || fresh.first_layer > 0;
+    keeps |= fresh.stage_layers > 0; /* stream mode: undone by computing again, any edit */
     a->result.stop_by_undo = a->result.have_result && fresh.moved && keeps;
     a->result.stoppable = a->result.have_result && (!fresh.moved || keeps);
     a->result.stop_note[0] = '\0';
@@ -794,8 +799,8 @@ static int app_init_mode(struct app *a, struct attn_scene *s, const char *path,
        stages of a few layers are kept and a layer shown again is recomputed (a job). */
     if (background) {
         const char *mib = getenv("ATTNSCOPE_STAGE_MIB");
-        long budget = mib && *mib ? atol(mib) : APP_STAGE_MIB;
-        a->result.net.stage_budget = budget > 0 ? (size_t)budget << 20 : 0;
+        double budget = mib && *mib ? atof(mib) : APP_STAGE_MIB;
+        a->result.net.stage_budget = budget > 0 ? (size_t)(budget * 1048576.0) : 0;
     }
     if (background) /* the job counts the heads; the front end reads app_compute_progress */
         a->result.net.progress =

@@ -4,22 +4,6 @@
 
 #include <math.h>
 
-void range_of(struct attn_mat_view v, float *lo, float *hi)
-{
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (int i = 0; i < v.rows; i++)
-        for (int j = 0; j < v.cols; j++) {
-            float x = v.data[(size_t)i * v.stride + j];
-            if (isfinite(x)) {
-                *lo = x < *lo ? x : *lo;
-                *hi = x > *hi ? x : *hi;
-            }
-        }
-    if (*lo > *hi)
-        *lo = *hi = 0.0f;
-}
-
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi)
 {
     struct app_progress pr;
@@ -30,7 +14,7 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
         if (head == RANGE_ROLLOUT) { /* as app_shown_view made it, for this result and layer */
             struct attn_mat_view r =
                 interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer);
-            range_of(r, &c->lo, &c->hi);
+            zoom_range_of(r, &c->lo, &c->hi);
             c->generation = a->result.generation;
             c->layer = a->view.layer;
             c->stage = (int)a->view.stage;
@@ -44,7 +28,7 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
             (head <= -4 && head > RANGE_ROLLOUT)) { /* the mean over the heads (-3) or head -4 -
                              key's Δ against the baseline, as app_shown_view made it */
             struct attn_mat_view v = app_view(a, a->view.stage, 0);
-            range_of(
+            zoom_range_of(
                 (struct attn_mat_view){head == -3 ? a->cache.mean.values : a->cache.delta.values,
                                        v.rows, v.cols, v.cols},
                 &c->lo, &c->hi);
@@ -68,7 +52,7 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
                 continue;
             for (int h = h0; h < h1; h++) {
                 float hl, hu;
-                range_of(app_view_at(a, L, a->view.stage, h), &hl, &hu);
+                zoom_range_of(app_view_at(a, L, a->view.stage, h), &hl, &hu);
                 l = hl < l ? hl : l;
                 u = hu > u ? hu : u;
             }
@@ -85,24 +69,4 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
     }
     *lo = c->lo;
     *hi = c->hi;
-}
-
-float range_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg)
-{
-    int r0 = i * v.rows / rows, r1 = (i + 1) * v.rows / rows;
-    int c0 = j * v.cols / cols, c1 = (j + 1) * v.cols / cols;
-    float best = -INFINITY;
-    double sum = 0;
-    int finite = 0;
-    for (int r = r0; r < (r1 > r0 ? r1 : r0 + 1); r++)
-        for (int c = c0; c < (c1 > c0 ? c1 : c0 + 1); c++) {
-            float x = v.data[(size_t)r * v.stride + c];
-            if (!isfinite(x))
-                continue;
-            if (!isfinite(best) || fabsf(x) > fabsf(best))
-                best = x;
-            sum += x;
-            finite++;
-        }
-    return agg == BLOCK_MEAN && finite > 0 ? (float)(sum / finite) : best;
 }

@@ -11,7 +11,6 @@
 
 #include "engine/attention.h"
 #include "explore/app.h"
-#include "explore/zoom.h"
 
 #define RANGE_ROLLOUT (-1000) /* range_get's head for the attention rollout of the layer */
 
@@ -27,12 +26,6 @@ struct range_cache {
     bool valid;
 };
 
-/* Finite min and max of a matrix (0, 0 when it has no finite value). */
-void range_of(struct attn_mat_view v, float *lo, float *hi);
-/* Cell (i, j) of a rows x cols thumbnail of v, as agg asks: the value of largest magnitude in
- * its block (where a head attends strongly stays visible), or the mean of its finite values;
- * -inf only when the whole block is masked. The model view's tiles. */
-float range_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg);
 /* The range of the current stage for one head, every head (-1) or every layer's (-2). */
 void range_get(struct range_cache *c, const struct app *a, int head, float *lo, float *hi);
 

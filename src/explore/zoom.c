@@ -199,3 +199,39 @@ void block_cache_free(struct block_cache *c)
         free(c->value[k]);
     memset(c, 0, sizeof(*c));
 }
+
+void zoom_range_of(struct attn_mat_view v, float *lo, float *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int i = 0; i < v.rows; i++)
+        for (int j = 0; j < v.cols; j++) {
+            float x = v.data[(size_t)i * v.stride + j];
+            if (isfinite(x)) {
+                *lo = x < *lo ? x : *lo;
+                *hi = x > *hi ? x : *hi;
+            }
+        }
+    if (*lo > *hi)
+        *lo = *hi = 0.0f;
+}
+
+float zoom_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg)
+{
+    int r0 = i * v.rows / rows, r1 = (i + 1) * v.rows / rows;
+    int c0 = j * v.cols / cols, c1 = (j + 1) * v.cols / cols;
+    float best = -INFINITY;
+    double sum = 0;
+    int finite = 0;
+    for (int r = r0; r < (r1 > r0 ? r1 : r0 + 1); r++)
+        for (int c = c0; c < (c1 > c0 ? c1 : c0 + 1); c++) {
+            float x = v.data[(size_t)r * v.stride + c];
+            if (!isfinite(x))
+                continue;
+            if (!isfinite(best) || fabsf(x) > fabsf(best))
+                best = x;
+            sum += x;
+            finite++;
+        }
+    return agg == BLOCK_MEAN && finite > 0 ? (float)(sum / finite) : best;
+}

@@ -29,6 +29,13 @@ enum block_agg { BLOCK_MAX, BLOCK_MEAN, BLOCK_AGG_COUNT };
 
 const char *block_agg_name(enum block_agg agg); /* "max", "mean" */
 
+/* Finite min and max of a matrix (0, 0 when it has no finite value). */
+void zoom_range_of(struct attn_mat_view v, float *lo, float *hi);
+/* Cell (i, j) of a rows x cols thumbnail of v, as agg asks: the value of largest magnitude in
+ * its block (where a head attends strongly stays visible), or the mean of its finite values;
+ * -inf only when the whole block is masked. The model view's tiles. */
+float zoom_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg);
+
 /* A rows x cols matrix in blocks of br x bc values: nbr x nbc cells (the last ones may be
  * partial). All zero when there is no such view. */
 struct zoom_grid {

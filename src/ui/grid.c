@@ -214,8 +214,8 @@ static bool thumb_make(struct grid_panel *gp, const struct app *a, int t, int L,
     struct attn_mat_view v = app_view_at(a, L, view->stage, h);
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++)
-            out[(size_t)i * cols + j] = range_pooled(v, i, j, rows, cols, view->block_agg);
-    range_of(v, &c->lo[t], &c->hi[t]);
+            out[(size_t)i * cols + j] = zoom_pooled(v, i, j, rows, cols, view->block_agg);
+    zoom_range_of(v, &c->lo[t], &c->hi[t]);
     c->made[t] = 1;
     return true;
 }
@@ -347,7 +347,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
             for (int j = 0; j < gp->shown_cols; j++) {
                 float x =
                     cells ? cells[(size_t)i * gp->shown_cols + j]
-                          : range_pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
+                          : zoom_pooled(v, i, j, gp->shown_rows, gp->shown_cols, view->block_agg);
                 struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED],
                                           " "};
                 if (isfinite(x))
