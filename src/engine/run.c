@@ -230,10 +230,12 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     struct attn_memo *memo = calloc(1, sizeof(*memo));
     r->memo = memo;
     if (!memo || !(memo->filled = calloc((size_t)m->heads + 1, 1)) ||
-        !(memo->data = calloc(hnn ? hnn : 1, sizeof(float))) ||
+        /* written before read (a head's derived matrix whole, one head's v W_O): unzeroed, so
+           a memo never shown costs no pages, wherever the allocator takes it from */
+        !(memo->data = attn_alloc_stage_unzeroed(hnn)) ||
         !(memo->vnorm_filled = calloc((size_t)m->heads + 1, 1)) ||
         !(memo->vnorm = calloc((size_t)m->heads * n + 1, sizeof(float))) ||
-        !(memo->vw = calloc(n * (D > E ? D : E) + 1, sizeof(float))) ||
+        !(memo->vw = attn_alloc_stage_unzeroed(n * (D > E ? D : E) + 1)) ||
         !(memo->future_filled = calloc((size_t)m->heads + 1, 1)))
         goto oom;
     memo->stage = -1;
@@ -276,8 +278,8 @@ bool attn_run_holds_stages(const struct attn_run *r)
 }
 
 /* What the memo held was of the stages r held before; its derived stage (heads x n x n, 48 MB
- * at 1,016 tokens of 12 heads) goes back to the system, as the set's pages do, and is made again
- * when one is shown (calloc: untouched pages cost nothing). */
+ * at 1,016 tokens of 12 heads) is freed with the set's pages and made again, unzeroed, so that
+ * a memo not shown since costs no pages. */
 static void memo_forget(struct attn_run *r)
 {
     struct attn_memo *memo = r->memo;
@@ -288,7 +290,7 @@ static void memo_forget(struct attn_run *r)
     memset(memo->vnorm_filled, 0, (size_t)r->heads);
     memset(memo->future_filled, 0, (size_t)r->heads);
     size_t hnn = (size_t)r->heads * (size_t)r->cap_n * (size_t)r->cap_n;
-    float *fresh = calloc(hnn ? hnn : 1, sizeof(float));
+    float *fresh = attn_alloc_stage_unzeroed(hnn);
     if (fresh) { /* else the old pages stay: only memory is lost */
         free(memo->data);
         memo->data = fresh;
@@ -370,6 +372,19 @@ static int grow(float **buf, size_t count, size_t old)
     return 0;
 }
 
+/* *buf, scratch whose contents are not kept, made count floats when it holds fewer (old). */
+static int regrow_scratch(float **buf, size_t count, size_t old)
+{
+    if (!*buf || count <= old)
+        return 0;
+    float *p = attn_alloc_stage_unzeroed(count);
+    if (!p)
+        return -1;
+    free(*buf);
+    *buf = p;
+    return 0;
+}
+
 int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag *err)
 {
     if (m->n <= r->cap_n)
@@ -385,9 +400,11 @@ int attn_run_reserve(struct attn_run *r, const struct attn_model *m, struct diag
 #undef X
     size_t E = (size_t)(r->D > r->out_dim ? r->D : r->out_dim);
     struct attn_memo *memo = r->memo;
-    rc |= grow(&memo->data, hs * n1 * n1, hs * n0 * n0);
+    /* the memo's scratch is made again, not copied: a copy would touch (make resident) the
+       pages of a memo never shown, 50 MB a layer at 1,016 tokens */
+    rc |= regrow_scratch(&memo->data, hs * n1 * n1, hs * n0 * n0);
     rc |= grow(&memo->vnorm, hs * n1 + 1, hs * n0 + 1);
-    rc |= grow(&memo->vw, n1 * E + 1, n0 * E + 1);
+    rc |= regrow_scratch(&memo->vw, n1 * E + 1, n0 * E + 1);
     if (rc)
         return attn_diag_set(err, "", "out of memory for the attention stages");
     r->cap_n = cap;

@@ -4,6 +4,7 @@
 #include "explore/zoom.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -416,6 +417,20 @@ static int result_begin(struct app *a, struct diag *err)
     return 0;
 }
 
+/* The pages of the buffers freed since, back to the system: the binary keeps freed matrices
+ * under 32 MiB on the heap for the next edit's reuse (cli/main.c), but in stream mode, where the
+ * memory is the point, a result freed (a heads edit's, 500 MB at 1,016 tokens) must not stay. */
+static void give_back_freed(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+    /* and from now on every buffer over 1 MiB is mapped on its own: a sentence edit that grows
+       them (realloc, every layer's) then moves their pages instead of copying them into new
+       ones while the old wait on the heap, 150 MB more at its peak at 1,016 tokens */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 /* The prepared pass on this thread, its net the result (no thread could be made for it). */
 static void forward_here(struct app *a)
 {
@@ -445,6 +460,8 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     if (rc != 0)
         return -1;
     fresh.keep_previous = false;
+    if (stream)
+        give_back_freed();
     a->result.prev = a->result.net; /* what fresh borrows; whole unless its buffers moved */
     a->result.net = fresh;
     /* An edit that keeps rows or layers of the result before it computes in place
@@ -524,6 +541,8 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     if (rc || result_begin(a, err) != 0)
         return -1;
     rc = result_complete(a, s, false, err);
+    if (a->result.net.stage_layers) /* a sentence edit's grown buffers left their old ones */
+        give_back_freed();
     layer_shown(a);
     return rc;
 }
@@ -654,6 +673,8 @@ static void job_finish(struct app *a)
         return;
     }
     job_commit(a);
+    if (a->result.net.stage_layers) /* the result before it freed */
+        give_back_freed();
     struct diag err;
     attn_diag_clear(&err);
     /* The generation stays: what was cached of each layer once it was ready (its thumbnails,
