@@ -210,8 +210,8 @@ check "then q quits, nothing unsaved asked for" edit grep -qx 0 "$WORK/edit.exit
 # neither announced nor stoppable.
 printf 'text: "%s"\nembeddings: {dim: 256}\nlayers: 8\nattention: {heads: 8, d_out: 256, causal: true}\nblock: {ffn_hidden: 1024}\n' \
   "$(words 1000)" >"$WORK/large.yaml"
-large() { # tag memory-limit-MiB
-  echo "cd $WORK; sh -c 'echo \$\$ >$WORK/$1.pid; ATTNSCOPE_GFLOPS=0.5 ATTNSCOPE_HEAD_PAUSE_MS=60 ATTNSCOPE_MEMORY_MIB=$2 exec $BIN large.yaml 2>$WORK/$1.err'; echo \$? >$WORK/$1.exit; sleep 600"
+large() { # tag memory-limit-MiB [the stage sets' MiB, ATTNSCOPE_STAGE_MIB]
+  echo "cd $WORK; sh -c 'echo \$\$ >$WORK/$1.pid; ATTNSCOPE_GFLOPS=0.5 ATTNSCOPE_HEAD_PAUSE_MS=60 ATTNSCOPE_MEMORY_MIB=$2 ATTNSCOPE_STAGE_MIB=${3:-256} exec $BIN large.yaml 2>$WORK/$1.err'; echo \$? >$WORK/$1.exit; sleep 600"
 }
 never() { ! screen "$1" | grep -qF -- "$2"; } # NAME TEXT: not on the screen now
 start big "$(large big 4096)"
@@ -230,6 +230,12 @@ check "Esc during the large edit: 8 heads still" big wait_for big "heads 8 "
 sleep 0.3
 check "Esc during the large edit: no quit question" big never big "quit without saving"
 check "Esc during the large edit: still running" big alive big
+# A scene this large keeps one result (stream mode): the one before the edit is computed again,
+# and that compute cannot be stopped by undoing once more.
+keys big Escape
+check "Esc while the result before it comes back: said, nothing more undone" big \
+  wait_for big "could not be stopped: it brings back the result before the edit stopped"
+check "the result before it is back" big wait_gone big "computing:"
 keys big H C-u 4 Enter
 check "again: Esc stops, said at once" big wait_for big "Esc stops"
 keys big C-c
@@ -237,6 +243,7 @@ check "C-c during the large edit: stopped and undone" big wait_for big "stopped:
 sleep 0.3
 check "C-c during the large edit: no quit question" big never big "quit without saving"
 check "C-c during the large edit: still running" big alive big
+check "C-c during the large edit: the result before it is back" big wait_gone big "computing:"
 keys big C-c
 check "C-c at rest with unsaved edits asks" big \
   wait_for big "quit without saving your edits? (y/n; C-c again quits)"
@@ -244,7 +251,9 @@ keys big C-c
 for _ in $(seq 1 100); do [ -s "$WORK/big.exit" ] && break; sleep 0.05; done
 check "a second C-c quits, status 130" big grep -qx 130 "$WORK/big.exit"
 
-start tight "$(large tight 1100)"
+# Every layer keeping its stages (ATTNSCOPE_STAGE_MIB=0): in stream mode, the default for a scene
+# this large, the explorer keeps one result and any edit is stopped by computing the one before.
+start tight "$(large tight 1100 0)"
 check "the large scene opens in 1100 MiB" tight wait_for tight "1000 tokens"
 check "its layers come" tight wait_gone tight "computing:"
 keys tight c

@@ -43,6 +43,16 @@ void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b,
 /* c (m, n) = a (m, k) @ b (n, k)^T, in row panels the same way. */
 void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
                       int n, int k);
+/* attn_mm_abt (panels: attn_mm_abt_rows), except that a call (a panel) of ATTN_FEW_ROWS rows or
+ * fewer is a matrix-vector product a row, which reads b as it is, where a matrix product first
+ * packs it for those few rows (at 2 rows of TinyLlama's shape the packing was half of a
+ * last-word edit). A row's bits still depend on its panel's height alone: the same calls for the
+ * same rows, fresh or edited. For a checkpoint's stored weights (model.c's attn_model_mm). */
+#define ATTN_FEW_ROWS 16
+void attn_mm_abt_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                     int n, int k, bool panels);
+void attn_mm_abt_rows_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                          int m, int n, int k, bool few);
 /* The rows of a panel: 128, the causal heads' panel too (scores.h's PANEL), so a sentence edit
  * recomputes from the panel holding its first changed token. Each call packs its whole slice of
  * the weights for the panel's rows alone: at 64 rows that packing was 17 % of a layer of 2048

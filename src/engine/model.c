@@ -219,14 +219,14 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
             p->out, ldc, p->in, lda, attn_model_param(m, p->member), cols, p->bias, rows, cols, k);
         return;
     }
-    /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is */
+    /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is; a
+       panel of a few rows (a last-word edit's) a matrix-vector product a row */
     size_t block = turn_block((size_t)k);
     float *w = b->cache[attn_param_cache_slot()]->turn;
     for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
         size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
         b->read_rows(b, lazy->tensor, w, c0, nb); /* (nb, k) */
-        (p->panels ? attn_mm_abt_rows : attn_mm_abt)(p->out + c0, ldc, p->in, lda, w, k, rows,
-                                                     (int)nb, k);
+        attn_mm_abt_few(p->out + c0, ldc, p->in, lda, w, k, rows, (int)nb, k, p->panels);
         for (int i = 0; p->bias && i < rows; i++)
             for (size_t j = 0; j < nb; j++)
                 p->out[(size_t)i * (size_t)ldc + c0 + j] += p->bias[c0 + j];

@@ -541,7 +541,8 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
        (shown again, they are computed anew): a grown stage is copied, so growing every set at
        once held two of each (150 MB more at 1,016 tokens). */
     for (int L = 0; L < layers && reshape && net->stage_layers; L++)
-        if (L != net->stage_pin && attn_run_holds_stages(&net->run[L])) {
+        if (L != net->stage_pin && attn_run_holds_stages(&net->run[L]) &&
+            fresh->model[L].n > net->run[L].cap_n) {
             held_set(net, L, false);
             attn_run_drop_stages(&net->run[L], &net->model[L]);
         }

@@ -211,7 +211,11 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     }
     attn_run_free(r);
     bool share = owner && !owner->borrows && same_shape(owner, m);
-    size_t n = (size_t)m->n, D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
+    /* Stream mode (a run without its stages, a large model shown in the explorer): room up to
+       the next panel boundary at once, as attn_run_reserve gives, so that a word typed at the
+       end moves rows instead of copying every buffer into a larger one. */
+    size_t n = stages ? (size_t)m->n : (size_t)((m->n + PANEL - 1) / PANEL * PANEL);
+    size_t D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
     size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
     bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
     struct run_shape sh = shape_of_model(m);
@@ -240,7 +244,7 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
         goto oom;
     memo->stage = -1;
     r->n = m->n;
-    r->cap_n = m->n;
+    r->cap_n = (int)n;
     r->d_in = m->d_in;
     r->heads = m->heads;
     r->head_dim = m->head_dim;

@@ -469,10 +469,13 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
        again from what it kept, which costs what the edit did (app_stop_compute). */
     bool keeps = fresh.kept_rows > 0 || fresh.first_layer > 0;
     keeps |= fresh.stage_layers > 0; /* stream mode: undone by computing again, any edit */
-    a->result.stop_by_undo = a->result.have_result && fresh.moved && keeps;
-    a->result.stoppable = a->result.have_result && (!fresh.moved || keeps);
+    a->result.stop_by_undo = a->result.have_result && fresh.moved && keeps && !a->result.restoring;
+    a->result.stoppable = a->result.have_result && (!fresh.moved || keeps) && !a->result.restoring;
     a->result.stop_note[0] = '\0';
-    if (!a->result.stoppable && !a->result.have_result)
+    if (a->result.restoring)
+        snprintf(a->result.stop_note, sizeof(a->result.stop_note),
+                 "it brings back the result before the edit stopped");
+    else if (!a->result.stoppable && !a->result.have_result)
         snprintf(a->result.stop_note, sizeof(a->result.stop_note),
                  "nothing before it to go back to; q quits");
     else if (!a->result.stoppable && felt)
@@ -744,7 +747,9 @@ int app_stop_compute(struct app *a, const char *key)
         double seconds = a->result.compute_seconds;
         job_cancel(a); /* partial: the rows it kept are still there, every layer's */
         revert_edit(a);
+        a->result.restoring = true; /* that compute is the undo: a stop would undo one more */
         settle(a);
+        a->result.restoring = false;
         app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
                    seconds < 9.5 ? 1 : 0, seconds);
         return 1;

@@ -165,6 +165,8 @@ struct app_result {
        why ("no room for two results (2 × 640 MiB, limit 1100 MiB)"; "" otherwise). */
     double compute_seconds;
     bool stoppable;
+    bool restoring;    /* the compute app_stop_compute starts after undoing the edit it stopped:
+                          it cannot stop by undoing (that would undo the edit before) */
     bool stop_by_undo; /* stoppable by computing the scene before it again (a sentence edit
                           that keeps rows computes in place: app_stop_compute) */
     char stop_note[160];
