@@ -38,6 +38,19 @@ for v in 0 -5 1e3 99999999999999999999 "2 G" 2T 0x10 " 5"; do
 done
 check "ATTNSCOPE_MEMORY_MIB=0 says at least 1 MiB" grep -qF "at least 1 MiB" <(ATTNSCOPE_MEMORY_MIB=0 "$BIN" check "$SRC/scenes/10-mha.yaml" 2>&1)
 check "ATTNSCOPE_MEMORY_MIB of 20 digits says out of range" grep -qF "out of range" <(ATTNSCOPE_MEMORY_MIB=99999999999999999999 "$BIN" check "$SRC/scenes/10-mha.yaml" 2>&1)
+# ATTNSCOPE_STAGE_MIB (the explorer's stage sets, stream mode): a number of MiB, 0 or more;
+# anything else refused as above, never read as the default.
+for v in abc -1 "1 0" 32M nan 0x10; do
+  ATTNSCOPE_STAGE_MIB="$v" "$BIN" check "$SRC/scenes/10-mha.yaml" >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+  check "ATTNSCOPE_STAGE_MIB='$v': status 2, named, nothing checked" \
+    test "$rc" -eq 2 -a ! -s "$WORK/out"
+  check "ATTNSCOPE_STAGE_MIB='$v': the message names the variable" \
+    grep -qF "attnscope: ATTNSCOPE_STAGE_MIB is '$v'" "$WORK/err"
+done
+for v in 0 0.5 32; do
+  check "ATTNSCOPE_STAGE_MIB='$v' is taken" env ATTNSCOPE_STAGE_MIB="$v" "$BIN" check "$SRC/scenes/10-mha.yaml"
+done
 # Units that work: a scene of about 3 GiB is over 2G and 2048 and 2048MiB and 2GiB alike, and
 # under 4G; 1M is 1 MiB.
 big="$WORK/big.yaml"

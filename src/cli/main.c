@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/cnum.h"
 #include "common/datadir.h"
 #include "common/fatal.h"
 #include "common/progress.h"
@@ -236,7 +237,8 @@ static void keep_freed_matrices(void)
 #endif
 }
 
-/* ATTNSCOPE_MEMORY_MIB (and ATTNSCOPE_GFLOPS), when set, must be a limit (a speed): a value
+/* ATTNSCOPE_MEMORY_MIB (ATTNSCOPE_GFLOPS, ATTNSCOPE_STAGE_MIB), when set, must be a limit (a
+ * speed, an amount): a value
  * that is not one would otherwise be silently replaced by the default, so it is refused before
  * any command runs. */
 static int check_environment(void)
@@ -254,6 +256,15 @@ static int check_environment(void)
         fprintf(stderr,
                 "attnscope: ATTNSCOPE_GFLOPS is '%.40s': not a speed (a number of GFLOP/s from "
                 "0.001, like 20)\n",
+                env);
+        return CLI_USAGE;
+    }
+    double mib;
+    env = getenv("ATTNSCOPE_STAGE_MIB");
+    if (env && *env && (attn_cnum_parse_double(env, false, &mib) != CNUM_OK || !(mib >= 0))) {
+        fprintf(stderr,
+                "attnscope: ATTNSCOPE_STAGE_MIB is '%.40s': not an amount of memory (MiB, 0 or "
+                "more, like 32; 0 keeps every layer's stages)\n",
                 env);
         return CLI_USAGE;
     }

@@ -122,7 +122,7 @@ static const struct {
      "The memory a scene may take, in MiB: scenes that need more are refused before anything is "
      "allocated. Default: 3/4 of the machine's memory, at most 8 GiB."},
     {"ATTNSCOPE_STAGE_MIB",
-     "The memory the explorer's n x n stages may take, in MiB (default 256; 0: every layer "
+     "The memory the explorer's n x n stages may take, in MiB (default 32; 0: every layer "
      "keeps its own). Past it the explorer keeps the stages of a few layers, every layer's "
      "keys, values and output, and computes a layer again, with the same bits, when it is "
      "shown."},

@@ -596,7 +596,10 @@ static void layer_shown(struct app *a)
         return;
     a->result.job.layer = a->view.layer;
     a->result.job.backing = a->result.shown.backing;
-    if (a->result.job.background && job_start(a, JOB_LAYER, 0))
+    /* one layer's share of the pass: in a job unless it is done before a frame (128 tokens of
+       GPT-2 small, 2 ms), as any compute */
+    double seconds = attn_net_estimate_seconds(&a->result.shown) / net->layers;
+    if (a->result.job.background && seconds > APP_SYNC_SECONDS && job_start(a, JOB_LAYER, 0))
         return;
     struct diag err;
     attn_diag_clear(&err);
@@ -825,7 +828,9 @@ static int app_init_mode(struct app *a, struct attn_scene *s, const char *path,
        stages of a few layers are kept and a layer shown again is recomputed (a job). */
     if (background) {
         const char *mib = getenv("ATTNSCOPE_STAGE_MIB");
-        double budget = mib && *mib ? atof(mib) : APP_STAGE_MIB;
+        double budget = APP_STAGE_MIB; /* a value that is no amount: refused by the binary */
+        if (mib && *mib && attn_cnum_parse_double(mib, false, &budget) != CNUM_OK)
+            budget = APP_STAGE_MIB;
         a->result.net.stage_budget = budget > 0 ? (size_t)(budget * 1048576.0) : 0;
     }
     if (background) /* the job counts the heads; the front end reads app_compute_progress */

@@ -119,9 +119,11 @@ struct app_thumb_walk {
 };
 
 /* The stage sets the explorer's result may keep (MiB; ATTNSCOPE_STAGE_MIB sets another, 0 keeps
- * every layer's): at GPT-2 small's 12 layers of 1,016 tokens one set is 141 MB, so two; at 128
- * tokens every layer's fits and nothing changes. */
-#define APP_STAGE_MIB 256
+ * every layer's): GPT-2 small's set is 141 MB at 1,016 tokens (so two, the least there is) and
+ * 8.9 MB at 128 (three of its 12 layers); every layer of the book's scenes and lessons fits, and
+ * nothing changes for them. A layer shown again costs its share of the pass: 1 ms at 128
+ * tokens, 150 ms at 1,016. */
+#define APP_STAGE_MIB 32
 
 struct app_job {
     enum app_job_kind kind;
