@@ -115,8 +115,9 @@ void attn_mm_ab_ref(float *c, int ldc, const float *a, int lda, const float *b, 
         }
 }
 
-void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
-                 int k)
+/* attn_mm_abt, a few rows a matrix-vector product each when few (attn_mm_abt_few). */
+static void mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                   int n, int k, bool few)
 {
 #ifdef ATTNSCOPE_TEST_HOOKS
     if (attn_kernels_naive) {
@@ -133,8 +134,15 @@ void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int
                        .m = m,
                        .n = n,
                        .k = k,
-                       .bt = true};
+                       .bt = true,
+                       .few = few};
     mm_run(&j);
+}
+
+void attn_mm_abt(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n,
+                 int k)
+{
+    mm_abt(c, ldc, a, lda, b, ldb, m, n, k, false);
 }
 
 void attn_mm_abt_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
@@ -235,28 +243,10 @@ void attn_mm_abt_rows(float *c, int ldc, const float *a, int lda, const float *b
 void attn_mm_abt_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
                      int n, int k, bool panels)
 {
-    if (panels) {
+    if (panels)
         attn_mm_abt_rows_few(c, ldc, a, lda, b, ldb, m, n, k, true);
-        return;
-    }
-#ifdef ATTNSCOPE_TEST_HOOKS
-    if (attn_kernels_naive) {
-        attn_mm_abt_ref(c, ldc, a, lda, b, ldb, m, n, k);
-        return;
-    }
-#endif
-    struct mm_job j = {.c = c,
-                       .a = a,
-                       .b = b,
-                       .ldc = ldc,
-                       .lda = lda,
-                       .ldb = ldb,
-                       .m = m,
-                       .n = n,
-                       .k = k,
-                       .bt = true,
-                       .few = true};
-    mm_run(&j);
+    else
+        mm_abt(c, ldc, a, lda, b, ldb, m, n, k, true);
 }
 
 void attn_mm_abt_rows_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
