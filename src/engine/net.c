@@ -157,21 +157,30 @@ static unsigned long stage_rank(const struct attn_net *net, int L)
     return attn_net_layer_held(net, L) ? net->used[L] : 0;
 }
 
+/* The layer whose stage set goes first (stage_rank), never stage_pin's nor `except`'s, -1 when
+ * none may; *bound gets how many layers but `except` hold a set. */
+static int stage_victim(const struct attn_net *net, int except, int *bound)
+{
+    int victim = -1;
+    *bound = 0;
+    for (int k = 0; k < net->layers; k++) {
+        if (k == except || !attn_run_holds_stages(&net->run[k]))
+            continue;
+        ++*bound;
+        if (k != net->stage_pin && (victim < 0 || stage_rank(net, k) < stage_rank(net, victim)))
+            victim = k;
+    }
+    return victim;
+}
+
 /* Layer L given a stage set when it has none: a new one while there are fewer than
- * stage_layers, else the one of the layer ranked first (stage_rank), never stage_pin's. In full
- * mode every layer has its own. Returns 0, or -1 with stage_err on out-of-memory. */
-static int stage_bind(struct attn_net *net, int L)
+ * stage_layers, else the one of the layer ranked first (stage_victim). In full mode every layer
+ * has its own. Returns 0, or -1 with err on out-of-memory. */
+static int stage_bind(struct attn_net *net, int L, struct diag *err)
 {
     struct attn_run *r = &net->run[L];
     if (!attn_run_holds_stages(r)) {
-        int bound = 0, victim = -1, pin = net->stage_pin;
-        for (int k = 0; k < net->layers && net->stage_layers; k++) {
-            if (k == L || !attn_run_holds_stages(&net->run[k]))
-                continue;
-            bound++;
-            if (k != pin && (victim < 0 || stage_rank(net, k) < stage_rank(net, victim)))
-                victim = k;
-        }
+        int bound = 0, victim = net->stage_layers ? stage_victim(net, L, &bound) : -1;
         if (victim >= 0 && bound >= net->stage_layers) {
             held_set(net, victim, false);
             if (net->run[victim].cap_n >= r->cap_n) /* else too small: made again below */
@@ -179,8 +188,7 @@ static int stage_bind(struct attn_net *net, int L)
             else
                 attn_run_drop_stages(&net->run[victim], &net->model[victim]);
         }
-        if (!attn_run_holds_stages(r) &&
-            attn_run_alloc_stages(r, &net->model[L], &net->stage_err) != 0)
+        if (!attn_run_holds_stages(r) && attn_run_alloc_stages(r, &net->model[L], err) != 0)
             return -1;
     }
     net->used[L] = ++net->clock;
@@ -196,12 +204,9 @@ int attn_net_materialise(struct attn_net *net, int L, struct diag *err)
         return 0;
     }
     /* the scratch has the last layer's shape, its final norm too: it fits every layer */
-    if (stage_bind(net, L) != 0 ||
-        attn_run_init_stream(&net->scratch, &net->model[net->layers - 1], false, err) != 0) {
-        if (net->stage_err.msg[0])
-            *err = net->stage_err;
+    if (stage_bind(net, L, err) != 0 ||
+        attn_run_init_stream(&net->scratch, &net->model[net->layers - 1], false, err) != 0)
         return -1;
-    }
     struct attn_run tmp = net->run[L];
     attn_run_kept_from(&tmp, &net->scratch, &net->model[L]);
     tmp.progress = NULL;
@@ -231,7 +236,8 @@ static int forward_layer(struct attn_net *net, int L, int first_row, bool near, 
         first_row == 0 || (attn_net_layer_held(net, L) && attn_run_holds_stages(&net->run[L]));
     if (net->stage_layers)
         held_set(net, L, false);
-    if (stage_bind(net, L) != 0)
+    struct diag oom; /* a set not made reads as a stop: the pass is partial, recomputed whole */
+    if (stage_bind(net, L, &oom) != 0)
         return -1;
     net->run[L].progress = net->progress.step ? &net->progress : NULL;
     net->run[L].progress_base = *done;
@@ -581,22 +587,14 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
         }
     }
     fresh->clock = net->clock;
-    if (stream) /* at most stage_layers sets: the pinned one and the most recently used kept */
-        for (int over = 1; over;) {
-            int bound = 0, victim = -1;
-            for (int L = 0; L < layers; L++)
-                if (attn_run_holds_stages(&fresh->run[L])) {
-                    bound++;
-                    if (L != fresh->stage_pin &&
-                        (victim < 0 || stage_rank(fresh, L) < stage_rank(fresh, victim)))
-                        victim = L;
-                }
-            over = bound > fresh->stage_layers && victim >= 0;
-            if (over) {
-                attn_run_drop_stages(&fresh->run[victim], &fresh->model[victim]);
-                fresh->held[victim] = 0;
-            }
-        }
+    for (int bound = 0, victim; stream;) { /* at most stage_layers sets: the pinned one and the
+                                               most recently used kept */
+        victim = stage_victim(fresh, -1, &bound);
+        if (victim < 0 || bound <= fresh->stage_layers)
+            break;
+        attn_run_drop_stages(&fresh->run[victim], &fresh->model[victim]);
+        fresh->held[victim] = 0;
+    }
     /* Buffers taken over hold the previous result no more once the pass starts: then it runs
        to the end. Otherwise a stop leaves the previous result as it was. */
     fresh->moved = moved;

@@ -76,7 +76,6 @@ struct attn_net {
     unsigned char *held;        /* (layers) layer L's set holds its stages, whole: atomic */
     unsigned long *used, clock; /* (layers) when each layer last took or used its set */
     struct attn_run scratch;    /* attn_net_materialise writes the buffers outside the set here */
-    struct diag stage_err;      /* why a pass could not take a set (out of memory) */
 };
 
 /* The near path's most rows (net.near_ok): an appended or edited last word or two in any

@@ -218,8 +218,6 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     size_t D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
     size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
     bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
-    struct run_shape sh = shape_of_model(m);
-    (void)sh;
     if (share) { /* owner has the same shape: the same buffers are needed */
 #define X(name, shared, width, needed, lent)                                                       \
     if (shared)                                                                                    \
@@ -314,8 +312,7 @@ int attn_run_alloc_stages(struct attn_run *r, const struct attn_model *m, struct
        softmax), and rows a pass does not write (a sentence edit's, in a set just taken) leave
        the layer unheld. With 141 MB of fresh pages zeroed at 1,016 tokens, the first layer's
        frame took 150 to 430 ms; without, 148 to 183. test_stream holds every view of a set to
-       a zeroed full net's bits. */
-    memo_forget(r);
+       a zeroed full net's bits. The memo was forgotten when the run gave its last set away. */
     return 0;
 }
 

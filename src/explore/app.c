@@ -193,7 +193,6 @@ static void job_scores(struct app *a)
 
 static bool job_start(struct app *a, enum app_job_kind kind, long heads_total);
 static void job_cancel(struct app *a);
-static void layer_shown(struct app *a);
 
 /* JOB_THUMBS: every layer's tiles but the pinned layer's, each layer shown again in turn. */
 static void job_thumbs(struct app *a)
@@ -211,13 +210,9 @@ static void job_thumbs(struct app *a)
             break;
         for (int h = 0; L != w->skipped && present && h < k->per_layer; h++) {
             size_t t = (size_t)L * (size_t)k->per_layer + (size_t)h;
-            struct attn_mat_view v =
-                attn_view(&net->run[L], &net->model[L], (enum attn_stage)k->stage, h);
-            for (int i = 0; i < k->rows; i++)
-                for (int j = 0; j < k->cols; j++)
-                    w->cells[t * cells + (size_t)i * k->cols + j] =
-                        zoom_pooled(v, i, j, k->rows, k->cols, (enum block_agg)k->agg);
-            zoom_range_of(v, &w->lo[t], &w->hi[t]);
+            zoom_tile(w->cells + t * cells, &w->lo[t], &w->hi[t],
+                      attn_view(&net->run[L], &net->model[L], (enum attn_stage)k->stage, h),
+                      k->rows, k->cols, (enum block_agg)k->agg);
         }
         __atomic_store_n(&w->layers_done, L + 1, __ATOMIC_RELEASE);
     }
@@ -243,7 +238,7 @@ void app_request_thumbs(struct app *a, const struct app_thumb_key *key)
             return; /* another job first: asked again on a next frame */
         job_cancel(a);
     }
-    layer_shown(a); /* the layer in view first */
+    app_show_layer(a); /* the layer in view first */
     if (job->running)
         return;
     if (same && w->layers_done == a->result.net.layers)
@@ -354,7 +349,6 @@ static void job_stop_join(struct app_job *job)
 static void baseline_drop(struct app *a);
 static void baseline_done(struct app *a, int rc, struct diag *err);
 static void job_finish(struct app *a);
-static void layer_shown(struct app *a);
 
 /* The compute's net becomes the result (through, or stopped: then partial), the one before it
  * freed once the parameters it lent are handed over. */
@@ -452,7 +446,7 @@ static int recompute_background(struct app *a, const struct attn_scene *s, struc
     /* Stream mode (a model too large for every layer's stages) keeps one result: Esc computes
        the scene before it again instead, in the background like any compute, where a second
        result would double the peak (600 MiB against 1.3 GB at GPT-2 small's 1,016 tokens). */
-    bool stream = a->result.net.stage_budget && a->result.net.stage_layers;
+    bool stream = a->result.net.stage_layers > 0;
     a->result.net.keep_previous = felt && a->result.have_result && need <= limit / 2 && !stream;
     struct attn_net fresh;
     int rc = attn_net_prepare(&fresh, &a->result.net, s, err);
@@ -546,7 +540,7 @@ static int recompute(struct app *a, const struct attn_scene *s, struct diag *err
     rc = result_complete(a, s, false, err);
     if (a->result.net.stage_layers) /* a sentence edit's grown buffers left their old ones */
         give_back_freed();
-    layer_shown(a);
+    app_show_layer(a);
     return rc;
 }
 
@@ -567,7 +561,7 @@ bool app_layer_ready(const struct app *a, int layer)
 {
     const struct app_job *job = &a->result.job;
     const struct attn_net *net = &a->result.net;
-    if (job->running && job->kind == JOB_FORWARD && layer >= attn_net_layers_ready(net))
+    if (!layer_computed(a, layer))
         return false;
     if (!net->stage_layers)
         return true;
@@ -582,11 +576,6 @@ bool app_layer_ready(const struct app *a, int layer)
  * holds none, in a job (JOB_LAYER: one layer's pass) or here. Called where the view's layer or
  * the result changes and no job runs. */
 void app_show_layer(struct app *a)
-{
-    layer_shown(a);
-}
-
-static void layer_shown(struct app *a)
 {
     struct attn_net *net = &a->result.net;
     if (!net->stage_layers || a->result.job.running || !a->result.have_result)
@@ -672,7 +661,7 @@ static void job_finish(struct app *a)
         app_refuse(a, "the head scores: %.300s", job->err.msg);
     if (job->kind != JOB_FORWARD) {
         if (job->kind != JOB_LAYER)
-            layer_shown(a);
+            app_show_layer(a);
         /* the model view's scores, asked for while another job ran (stream mode) */
         if (job->kind != JOB_SCORES && a->view.score_shown >= 0 && a->view.all_heads)
             app_request_scores(a);
@@ -688,7 +677,7 @@ static void job_finish(struct app *a)
     if (result_complete(a, &a->result.shown, job->rc == 0, &err) > 0)
         snprintf(a->doc.error, sizeof(a->doc.error),
                  "%.300s; the numbers on screen were read as it changed", err.msg);
-    layer_shown(a); /* the pinned layer holds its stages, unless the view moved meanwhile */
+    app_show_layer(a); /* the pinned layer holds its stages, unless the view moved meanwhile */
     if (a->view.score_shown >= 0 && a->view.all_heads) /* the model view shows them: next */
         app_request_scores(a);
     else if (a->view.rollout) /* the rollout on screen: next */
@@ -739,7 +728,7 @@ int app_stop_compute(struct app *a, const char *key)
         a->status.message_is_error = false;
         if (kind == JOB_ROLLOUT)
             a->view.rollout = false;
-        layer_shown(a);
+        app_show_layer(a);
         return 1;
     }
     if (!a->result.stoppable) {
@@ -772,7 +761,7 @@ int app_stop_compute(struct app *a, const char *key)
     result_begin(a, &err);
     result_complete(a, &a->result.shown, false, &err);
     app_clamp(a);
-    layer_shown(a); /* stream mode: the result before it lent its stages to the compute */
+    app_show_layer(a); /* stream mode: the result before it lent its stages to the compute */
     app_refuse(a, "stopped: that edit would take about %.*f s here; undone",
                a->result.compute_seconds < 9.5 ? 1 : 0, a->result.compute_seconds);
     return 1;
@@ -1134,7 +1123,7 @@ void app_set_layer(struct app *a, int layer)
     if (!attn_stage_present(app_model(a), a->view.stage))
         a->view.stage = attn_stage_block_output(app_model(a));
     app_clamp(a);
-    layer_shown(a);
+    app_show_layer(a);
 }
 
 /* *buf holds at least count floats (*cap of them), grown when needed. False: out of memory,

@@ -61,13 +61,13 @@ void app_compute_progress(const struct app *a, struct app_progress *out);
  * value that is not a number, the ablation's clean run). 0: nothing new; 1: a layer came ready;
  * 2: the compute ended. */
 int app_poll(struct app *a);
+/* Stream mode: the layer in view pinned and, when it holds no stages, recomputed (a job while
+ * none runs). The screen manager calls it before each frame, so nothing draws a layer unheld. */
+void app_show_layer(struct app *a);
 /* Stream mode (net.h's stage_budget): the model view asks for every layer's tiles pooled as key
  * says (its generation is filled in here); a job makes them (JOB_THUMBS) when no other runs, else
  * the next call asks again. app_thumbs: the walk when it is for key (else NULL), and in *done the
  * layers it has published (their tiles readable). */
-/* Stream mode: the layer in view pinned and, when it holds no stages, recomputed (a job while
- * none runs). The screen manager calls it before each frame, so nothing draws a layer unheld. */
-void app_show_layer(struct app *a);
 struct app_thumb_key;
 struct app_thumb_walk;
 void app_request_thumbs(struct app *a, const struct app_thumb_key *key);

@@ -235,3 +235,12 @@ float zoom_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum
         }
     return agg == BLOCK_MEAN && finite > 0 ? (float)(sum / finite) : best;
 }
+
+void zoom_tile(float *out, float *lo, float *hi, struct attn_mat_view v, int rows, int cols,
+               enum block_agg agg)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            out[(size_t)i * cols + j] = zoom_pooled(v, i, j, rows, cols, agg);
+    zoom_range_of(v, lo, hi);
+}

@@ -35,6 +35,10 @@ void zoom_range_of(struct attn_mat_view v, float *lo, float *hi);
  * its block (where a head attends strongly stays visible), or the mean of its finite values;
  * -inf only when the whole block is masked. The model view's tiles. */
 float zoom_pooled(struct attn_mat_view v, int i, int j, int rows, int cols, enum block_agg agg);
+/* out (rows, cols) = every cell of v's thumbnail (zoom_pooled), and v's finite range: a tile of
+ * the model view, pooled by the grid or by the explorer's walk of the layers alike. */
+void zoom_tile(float *out, float *lo, float *hi, struct attn_mat_view v, int rows, int cols,
+               enum block_agg agg);
 
 /* A rows x cols matrix in blocks of br x bc values: nbr x nbc cells (the last ones may be
  * partial). All zero when there is no such view. */

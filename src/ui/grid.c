@@ -211,11 +211,8 @@ static bool thumb_make(struct grid_panel *gp, const struct app *a, int t, int L,
         return false;
     int rows = c->rows, cols = c->cols;
     float *out = c->cells + (size_t)t * (size_t)rows * (size_t)cols;
-    struct attn_mat_view v = app_view_at(a, L, view->stage, h);
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++)
-            out[(size_t)i * cols + j] = zoom_pooled(v, i, j, rows, cols, view->block_agg);
-    zoom_range_of(v, &c->lo[t], &c->hi[t]);
+    zoom_tile(out, &c->lo[t], &c->hi[t], app_view_at(a, L, view->stage, h), rows, cols,
+              view->block_agg);
     c->made[t] = 1;
     return true;
 }
