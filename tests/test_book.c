@@ -619,14 +619,21 @@ static void expect_same_stages(const char *a_name, const char *b_name,
         fail_msg("%s and %s differ in %d cells", a_name, b_name, bad);
 }
 
-/* 004: one fused Linear chunked in three is three Linears, bit for bit. */
+/* 004: one fused Linear chunked in three is three Linears, bit for bit. The fused scene's
+ * W_query, W_key and W_value are views into W_qkv (never copied), read with its row stride. */
 static void test_fused_equals_separate(void **state)
 {
     (void)state;
     enum attn_stage all[STAGE_COUNT];
     struct fx f;
     fx_load(&f, "21-fused-qkv.yaml");
-    int n = attn_stage_order(all, &f.m);
+    int n = attn_stage_order(all, &f.m), W = f.m.D + 2 * f.m.Dkv;
+    assert_int_equal(f.m.qkv_ld, W);
+    assert_ptr_equal(f.m.wq, f.m.wqkv);
+    assert_ptr_equal(f.m.wk, f.m.wqkv + f.m.D);
+    assert_ptr_equal(f.m.wv, f.m.wqkv + f.m.D + f.m.Dkv);
+    assert_null(f.m.owned[ATTN_BUF_wq]);
+    assert_int_equal(attn_model_param_ld(&f.m, ATTN_MEMBER(wk), f.m.Dkv), W);
     fx_done(&f);
     expect_same_stages("21-fused-qkv.yaml", "22-separate-qkv.yaml", all, n, 0);
 }

@@ -157,15 +157,16 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
             for (int h = 0; h < m->heads; h++)
                 for (int k = 0; k < 3; k++) {
                     snprintf(rel, sizeof(rel), "%sparams/head%d/W_%s.csv", prefix, h, names[k]);
-                    add_param(l, rel, attn_model_param(m, w[k]), m->d_in, m->D, h * m->head_dim,
-                              m->head_dim);
+                    add_param(l, rel, attn_model_param(m, w[k]), m->d_in,
+                              attn_model_param_ld(m, w[k], m->D), h * m->head_dim, m->head_dim);
                     snprintf(rel, sizeof(rel), "%sparams/head%d/b_%s.csv", prefix, h, names[k]);
                     add_param(l, rel, b[k], 1, m->D, h * m->head_dim, m->head_dim);
                 }
         } else {
             for (int k = 0; k < 3; k++) {
                 snprintf(rel, sizeof(rel), "%sparams/W_%s.csv", prefix, names[k]);
-                add_param(l, rel, attn_model_param(m, w[k]), m->d_in, width[k], 0, width[k]);
+                add_param(l, rel, attn_model_param(m, w[k]), m->d_in,
+                          attn_model_param_ld(m, w[k], width[k]), 0, width[k]);
                 snprintf(rel, sizeof(rel), "%sparams/b_%s.csv", prefix, names[k]);
                 add_param(l, rel, b[k], 1, width[k], 0, width[k]);
             }

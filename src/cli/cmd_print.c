@@ -73,7 +73,9 @@ static void print_params(const struct cli_scene *cs, int layer)
             printf("\n# layer %d \u00b7 %s (%d\u00d7%d)\n", layer, p[i].name, p[i].rows, p[i].cols);
         else
             printf("\n# %s (%d\u00d7%d)\n", p[i].name, p[i].rows, p[i].cols);
-        torch_print_matrix(stdout, (struct attn_mat_view){data, p[i].rows, p[i].cols, p[i].cols});
+        torch_print_matrix(stdout,
+                           (struct attn_mat_view){data, p[i].rows, p[i].cols,
+                                                  attn_model_param_ld(m, p[i].member, p[i].cols)});
     }
 }
 

@@ -204,6 +204,18 @@ const float *attn_model_param(const struct attn_model *m, size_t member)
     return *(float *const *)(const void *)((const char *)m + member);
 }
 
+/* True for wq, wk and wv while they are views into wqkv. */
+static bool qkv_view(const struct attn_model *m, size_t member)
+{
+    return m->qkv_ld > 0 &&
+           (member == ATTN_MEMBER(wq) || member == ATTN_MEMBER(wk) || member == ATTN_MEMBER(wv));
+}
+
+int attn_model_param_ld(const struct attn_model *m, size_t member, int cols)
+{
+    return qkv_view(m, member) ? m->qkv_ld : cols;
+}
+
 void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params *p)
 {
     const struct attn_lazy_param *lazy = lazy_of(m, p->member);
@@ -215,8 +227,9 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
     /* The calls depend on the parameter alone, never on what the widening buffer holds now: an
        edit then runs the products a fresh computation runs, bit for bit on any BLAS kernel. */
     if (!lazy || !lazy->transposed || !b || !cache_buffer(b) || k <= 0) {
-        (p->panels ? attn_mm_ab_rows : attn_mm_ab)(
-            p->out, ldc, p->in, lda, attn_model_param(m, p->member), cols, p->bias, rows, cols, k);
+        (p->panels ? attn_mm_ab_rows
+                   : attn_mm_ab)(p->out, ldc, p->in, lda, attn_model_param(m, p->member),
+                                 attn_model_param_ld(m, p->member, cols), p->bias, rows, cols, k);
         return;
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is; a
@@ -456,10 +469,23 @@ static void take_block(float *dst, const float *src, int ld, int col0, int rows,
 }
 
 /* The per-projection matrices of a fused one: fused, [Q | K | V] (004's chunk(3)); fused_heads,
- * head h's q, k and v from its own 3 * hd columns (SimpleLLaMA's view + chunk). */
+ * head h's q, k and v from its own 3 * hd columns (SimpleLLaMA's view + chunk). Fused and not
+ * lazy: views into wqkv (qkv_ld), the products reading it with a row stride; the bits are those
+ * of packed copies, since a product's order of sums never depends on its operands' strides. */
 static void split_fused(struct attn_model *m)
 {
     int d_in = m->d_in, D = m->D, Dkv = m->Dkv, hd = m->head_dim, W = D + 2 * Dkv;
+    if (m->qkv == QKV_FUSED && !lazy_of(m, ATTN_MEMBER(wqkv))) {
+        int col0[3] = {0, D, D + Dkv};
+        float **w[3] = {&m->wq, &m->wk, &m->wv}, **b[3] = {&m->bq, &m->bk, &m->bv};
+        for (int i = 0; i < 3; i++) {
+            borrow(m, w[i], m->wqkv + col0[i]);
+            if (*b[i])
+                borrow(m, b[i], m->bqkv + col0[i]);
+        }
+        m->qkv_ld = W;
+        return;
+    }
     float *w[3] = {m->wq, m->wk, m->wv}, *b[3] = {m->bq, m->bk, m->bv};
     const float *wqkv = ATTN_PARAM(m, wqkv); /* a lazy one widened */
     if (m->qkv == QKV_FUSED) {
@@ -1022,9 +1048,9 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
         a->kv_heads != b->kv_heads || a->Dkv != b->Dkv || a->latent != b->latent ||
         a->out_dim != b->out_dim || a->pos_kind != b->pos_kind || a->pos_rows != b->pos_rows ||
         a->pos_offset != b->pos_offset || a->project != b->project || a->qkv != b->qkv ||
-        a->rope != b->rope || a->rope_pairs != b->rope_pairs || a->window != b->window ||
-        a->dropout != b->dropout || a->causal != b->causal || a->mask_mode != b->mask_mode ||
-        a->normalize != b->normalize || a->scale != b->scale ||
+        a->qkv_ld != b->qkv_ld || a->rope != b->rope || a->rope_pairs != b->rope_pairs ||
+        a->window != b->window || a->dropout != b->dropout || a->causal != b->causal ||
+        a->mask_mode != b->mask_mode || a->normalize != b->normalize || a->scale != b->scale ||
         memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 || a->block != b->block ||
         a->order != b->order || a->norm != b->norm ||
         memcmp(&a->norm_eps, &b->norm_eps, sizeof(float)) != 0 || a->activation != b->activation ||
@@ -1045,8 +1071,9 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
         const float *p = buf_of(a, i), *q = buf_of(b, i);
         if (per_token(a, i) || p == q)
             continue;
-        /* a lazy matrix's member is the widening buffer: compared by its tensor above */
-        if (lazy_of(a, BUF_MEMBER[i]))
+        /* a lazy matrix's member is the widening buffer: compared by its tensor above; a
+           view into wqkv with wqkv */
+        if (lazy_of(a, BUF_MEMBER[i]) || qkv_view(a, BUF_MEMBER[i]))
             continue;
         size_t count = buf_count(a, i);
         if (!p || !q || count != buf_count(b, i) || memcmp(p, q, count * sizeof(float)) != 0)

@@ -66,6 +66,9 @@ struct attn_model {
     float *wqkv, *bqkv;  /* fused: (d_in, D + 2 Dkv) and (D + 2 Dkv), as drawn; else NULL */
     float *wq, *wk, *wv; /* (d_in, D), (d_in, Dkv), (d_in, Dkv), x @ W; NULL when !project.
                             Fused: the column blocks of wqkv; MLA: wq only */
+    int qkv_ld;          /* 0: wq, wk and wv are their own packed matrices. Else the row stride
+                            of all three: views into a fused (not lazy) wqkv, never copied, so
+                            GPT-2's 85 MB of c_attn are held once (attn_model_param_ld) */
     float *bq, *bk, *bv; /* (D), (Dkv), (Dkv) or NULL */
     float *wdown;        /* MLA: (d_in, r) */
     float *wkup, *wvup;  /* MLA: (r, D) each */
@@ -145,6 +148,9 @@ struct attn_model {
  * too, one matrix after the other. Never fails: a lazy matrix's buffer exists once m does. */
 const float *attn_model_param(const struct attn_model *m, size_t member);
 #define ATTN_PARAM(m, member) attn_model_param((m), offsetof(struct attn_model, member))
+/* The row stride, in floats, of what attn_model_param returns for member: cols (its own columns)
+ * but for the views into a fused matrix (qkv_ld). */
+int attn_model_param_ld(const struct attn_model *m, size_t member, int cols);
 /* A parameter member as attn_model_param and attn_model_mm name it. */
 #define ATTN_MEMBER(member) offsetof(struct attn_model, member)
 

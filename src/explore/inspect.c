@@ -128,7 +128,8 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
                 m->qkv == QKV_FUSED ? "chunk [Q | K | V]" : "head's 3\u00b7hd columns");
         else
             put(b, "%s[%d] = x \u00b7 %s[:, %d]%s\n", q, j, wname, c, bias ? " + b" : "");
-        terms(b, attn_input(a, i), 1, w + c, width, m->d_in);
+        size_t member = p == 0 ? ATTN_MEMBER(wq) : p == 1 ? ATTN_MEMBER(wk) : ATTN_MEMBER(wv);
+        terms(b, attn_input(a, i), 1, w + c, attn_model_param_ld(m, member, width), m->d_in);
     }
     if (bias) {
         put(b, "    + ");

@@ -200,7 +200,8 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
             }
             for (int k = 0; k < 3; k++) {
                 /* K and V are Dkv wide with GQA; MLA has only W_query here. */
-                int wk = wrapper ? width : k == 0 ? m->D : m->Dkv, ld = k == 0 ? m->D : m->Dkv;
+                int wk = wrapper ? width : k == 0 ? m->D : m->Dkv, cols = k == 0 ? m->D : m->Dkv;
+                int ld = attn_model_param_ld(m, w[k], cols);
                 const float *wp = attn_model_param(m, w[k]);
                 if (!wp)
                     continue;
@@ -209,7 +210,7 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
                     goto out;
                 if (!b[k])
                     continue;
-                struct attn_mat_view bv = {b[k] + (size_t)h * (size_t)width, 1, wk, ld};
+                struct attn_mat_view bv = {b[k] + (size_t)h * (size_t)width, 1, wk, cols};
                 if (put_matrix(dir, sub, b_names[k], bv, "row", bias_row, NULL, fmt, err) != 0)
                     goto out;
             }
