@@ -27,7 +27,7 @@ import tempfile
 TIMING = re.compile(r"^attnscope: [a-z]+: [0-9]+ [a-z]+ in [0-9.]+ s\n?$")
 
 COMMANDS = {"check", "print", "diff", "heads", "export", "render", "bench", "keys", "help",
-            "predict", "lens", "ablate", "patch"}
+            "predict", "generate", "lens", "ablate", "patch"}
 
 
 def blocks(text):

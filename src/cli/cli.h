@@ -112,6 +112,7 @@ enum {
     BENCH_O_REPEAT,
     BENCH_O_JSON,
     BENCH_O_THREADS,
+    BENCH_O_GENERATE,
     BENCH_O_COUNT
 };
 /* bench --ui lives with main.c, which links curses; main sets this before dispatching. */
@@ -134,6 +135,7 @@ int cmd_check_lesson_screen(struct attn_scene *s, const char *path, const char *
     X(diff)                                                                                        \
     X(heads)                                                                                       \
     X(predict)                                                                                     \
+    X(generate)                                                                                    \
     X(lens)                                                                                        \
     X(ablate)                                                                                      \
     X(patch)                                                                                       \

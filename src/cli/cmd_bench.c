@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "common/cnum.h"
+#include "engine/generate.h"
 #include "engine/kernels.h"
 
 /* --tokens goes past the 1024 tokens of a scene file (a limit of what the explorer shows, not of
@@ -339,12 +340,85 @@ static const struct cli_opt opts[BENCH_O_COUNT] = {
     [BENCH_O_HEADS] = {"heads", 0, "H", "the heads, with --tokens (default 1)"},
     [BENCH_O_REPEAT] = {"repeat", 'r', "N",
                         "with --tokens: forward passes to take the median of\n"
-                        "(default 10); with --ui: timed repeats of each key (41)"},
+                        "(default 10); with --ui: timed repeats of each key (41);\n"
+                        "with --generate: the steps (64)"},
     [BENCH_O_JSON] = {"json", 0, NULL, "with --tokens: as one line of JSON"},
     [BENCH_O_THREADS] = {"threads", 0, "T",
                          "OpenBLAS threads, any mode (default: OPENBLAS_NUM_THREADS,\n"
                          "else one per core)"},
+    [BENCH_O_GENERATE] = {"generate", 0, NULL,
+                          "the steps of a greedy generation from SCENE (attnscope\n"
+                          "generate's): each step's time to choose the next token and\n"
+                          "compute its row of every layer, median of --repeat steps\n"
+                          "(default 64), and the tokens a second"},
 };
+
+/* --generate: one greedy step after another from the scene's text, each timed: the choice (the
+ * last position's logits and the pick) and the append (the new row of every layer). */
+static int bench_generate(const char *path, const struct cli_input *in, const char *repeat)
+{
+    int steps = 64;
+    if (repeat && parse_int(&steps, repeat, "repeat", 1, 4096) != CLI_OK)
+        return CLI_USAGE;
+    struct cli_scene cs;
+    int rc = cli_scene_load(&cs, path, in);
+    if (rc != CLI_OK)
+        return rc;
+    attn_generation_net(&cs.net);
+    if ((rc = cli_scene_compute(&cs, false, NULL, NULL)) != CLI_OK)
+        return rc;
+    struct attn_sampling sp = {.greedy = true, .temperature = 1, .top_p = 1};
+    struct attn_generation g;
+    struct diag err;
+    attn_diag_clear(&err);
+    double *t = calloc((size_t)steps * 3, sizeof(double));
+    int n0 = cs.scene.n_tokens, done = 0;
+    int room = cs.scene.model.positions > 0 ? cs.scene.model.positions - n0 : SCENE_MAX_TOKENS - n0;
+    if (!t || attn_generation_begin(&g, &cs.net, &cs.scene, &sp, 0, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", cs.name, t ? err.msg : "out of memory");
+        free(t);
+        cli_scene_close(&cs);
+        return CLI_INVALID;
+    }
+    for (; done < steps && done < room; done++) {
+        struct attn_choice c;
+        double t0 = now_us();
+        if (attn_generation_choose(&g, &c, &err) != 0)
+            break;
+        double t1 = now_us();
+        if (attn_generation_append(&g, c.id, &err) != 0)
+            break;
+        double t2 = now_us();
+        t[done] = (t2 - t0) / 1e3;
+        t[steps + done] = (t1 - t0) / 1e3;
+        t[2 * steps + done] = (t2 - t1) / 1e3;
+    }
+    if (err.msg[0]) {
+        fprintf(stderr, "%s: step %d: %s\n", cs.name, done + 1, err.msg);
+        rc = CLI_INVALID;
+    } else if (done == 0) {
+        fprintf(stderr, "%s: the text fills the model's context: no step to time\n", cs.name);
+        rc = CLI_USAGE;
+    } else {
+        double worst = 0;
+        for (int i = 0; i < done; i++)
+            worst = t[i] > worst ? t[i] : worst;
+        bench_print_blas();
+        attn_cnum_fprintf(stdout,
+                          "generate: %s: %d tokens of text, %d greedy steps (positions %d to %d)\n"
+                          "  a step       median %8.2f ms  max %8.2f ms  (%.1f tokens/s)\n"
+                          "  the choice   median %8.2f ms  (the last position's logits, the pick)\n"
+                          "  the new row  median %8.2f ms  (every layer, from the cached keys and "
+                          "values)\n",
+                          cs.name, n0, done, n0, n0 + done - 1, median(t, done), worst,
+                          1e3 / median(t, done), median(t + steps, done),
+                          median(t + 2 * steps, done));
+    }
+    attn_generation_end(&g);
+    free(t);
+    cli_scene_close(&cs);
+    return rc;
+}
 
 const struct cli_command cli_bench = {
     "bench",
@@ -394,6 +468,12 @@ int cmd_bench(int argc, char **argv)
         attn_blas_set_threads(threads);
     threads = attn_blas_threads();
 
+    if (val[BENCH_O_GENERATE]) {
+        if (suite || tokens_arg || iters_arg || time_arg || dim_arg || heads_arg || json)
+            return cli_usage_error("bench", "--generate times a generation's steps: a SCENE and "
+                                            "--repeat only");
+        return bench_generate(n_pos ? pos[0] : NULL, &in, repeat_arg);
+    }
     if (tokens_arg) {
         if (n_pos > 0 || cli_input_given(&in) || suite || iters_arg || time_arg)
             return cli_usage_error("bench", "--tokens measures its own shape: no scene, no "

@@ -15,9 +15,9 @@
 #include "engine/view.h"
 
 /* out (n, width) = in W + b, W m's member (wq, wk or wv), or in itself repeated once per head
- * when there is no projection. */
+ * when there is no projection. few: the near path's rows, a matrix-vector product each. */
 static void project(float *out, int width, const struct attn_model *m, const float *in,
-                    size_t member, const float *b, int first)
+                    size_t member, const float *b, int first, bool few)
 {
     if (m->project) {
         attn_model_mm(m, &(struct attn_model_mm_params){.out = out + (size_t)first * width,
@@ -27,7 +27,8 @@ static void project(float *out, int width, const struct attn_model *m, const flo
                                                         .rows = m->n - first,
                                                         .cols = width,
                                                         .k = m->d_in,
-                                                        .panels = attn_row_panels(m)});
+                                                        .panels = attn_row_panels(m),
+                                                        .few = few});
         return;
     }
     for (int h = 0; h < width / m->d_in; h++)
@@ -81,8 +82,8 @@ static void seen_at(struct attn_run *r, const float *buf, int width, int first, 
             attn_any_nonfinite(buf + (size_t)first * (size_t)width, (size_t)(n - first) * width);
 }
 
-/* The FFN and the residuals around it, rows first .. n - 1. */
-static void forward_block(struct attn_run *r, const struct attn_model *m, int first)
+/* The FFN and the residuals around it, rows first .. n - 1 (few: as project's). */
+static void forward_block(struct attn_run *r, const struct attn_model *m, int first, bool few)
 {
     int rows = m->n - first, d = m->d_in, hid = m->hidden;
     size_t nd = (size_t)rows * d, skip = (size_t)first * d, skip_h = (size_t)first * hid;
@@ -98,7 +99,8 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     }
     /* The FFN's products, each over the block's rows */
 #define MM(...)                                                                                    \
-    attn_model_mm(m, &(struct attn_model_mm_params){.rows = rows, .panels = panels, __VA_ARGS__})
+    attn_model_mm(m, &(struct attn_model_mm_params){                                               \
+                         .rows = rows, .panels = panels, .few = few, __VA_ARGS__})
     if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
         MM(.out = r->ffn_gate + skip_h, .in = ffn_in, .member = ATTN_MEMBER(wg), .bias = m->bg,
            .cols = hid, .k = d);
@@ -469,7 +471,7 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
        projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
     if ((r->stopped = progress_stopped(r->progress)))
         return;
-    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq, first);
+    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq, first, near);
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     if (m->latent > 0) {
@@ -481,10 +483,10 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
         mm(r->k + skip * D, D, r->latent + skip * lr, lr, m->wkup, D, NULL, rows, D, lr);
         mm(r->v + skip * D, D, r->latent + skip * lr, lr, m->wvup, D, NULL, rows, D, lr);
     } else {
-        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk, first);
+        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk, first, near);
         if ((r->stopped = progress_stopped(r->progress)))
             return;
-        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv, first);
+        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv, first, near);
     }
     if ((r->stopped = progress_stopped(r->progress)))
         return;
@@ -563,11 +565,12 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
                                                         .rows = n - first,
                                                         .cols = E,
                                                         .k = D,
-                                                        .panels = panels});
+                                                        .panels = panels,
+                                                        .few = near});
     else
         memcpy(r->output + skip * D, r->concat + skip * D, (size_t)(n - first) * D * sizeof(float));
     if (m->block)
-        forward_block(r, m, first);
+        forward_block(r, m, first, near);
     struct attn_mat_view last =
         attn_kept_view(r, m, m->block ? attn_stage_block_output(m) : STAGE_OUTPUT, 0);
     seen_at(r, last.data, last.stride, first, n);

@@ -23,7 +23,7 @@ struct mm_job {
     const float *a, *b, *bias;
     int ldc, lda, ldb, m, n, k;
     bool bt;      /* b is (n, k): c = a b^T */
-    bool few;     /* bt: a call of ATTN_FEW_ROWS rows or fewer is a matrix-vector product a row */
+    bool few;     /* a call of ATTN_FEW_ROWS rows or fewer is a matrix-vector product a row */
     bool by_cols; /* slices of c's columns, else of its rows */
     int parts, step;
 };
@@ -38,10 +38,14 @@ static void mm_call(const struct mm_job *j, int r0, int r1, int c0, int c1)
         beta = 1.0f;
     }
     const float *b = j->bt ? j->b + (size_t)c0 * j->ldb : j->b + c0;
-    if (j->few && j->bt && r1 - r0 <= ATTN_FEW_ROWS) {
+    if (j->few && r1 - r0 <= ATTN_FEW_ROWS) { /* b (n, k) as stored, or (k, n) read down */
         for (int i = r0; i < r1; i++)
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, c1 - c0, j->k, 1.0f, b, j->ldb,
-                        j->a + (size_t)i * j->lda, 1, beta, j->c + (size_t)i * j->ldc + c0, 1);
+            if (j->bt)
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, c1 - c0, j->k, 1.0f, b, j->ldb,
+                            j->a + (size_t)i * j->lda, 1, beta, j->c + (size_t)i * j->ldc + c0, 1);
+            else
+                cblas_sgemv(CblasRowMajor, CblasTrans, j->k, c1 - c0, 1.0f, b, j->ldb,
+                            j->a + (size_t)i * j->lda, 1, beta, j->c + (size_t)i * j->ldc + c0, 1);
         return;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, j->bt ? CblasTrans : CblasNoTrans, r1 - r0, c1 - c0,
@@ -215,6 +219,12 @@ static void rows_run(struct rows_job *j)
 void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
                      const float *bias, int m, int n, int k)
 {
+    attn_mm_ab_rows_few(c, ldc, a, lda, b, ldb, bias, m, n, k, false);
+}
+
+void attn_mm_ab_rows_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                         const float *bias, int m, int n, int k, bool few)
+{
 #ifdef ATTNSCOPE_TEST_HOOKS
     if (attn_kernels_naive) {
         attn_mm_ab_ref(c, ldc, a, lda, b, ldb, bias, m, n, k);
@@ -230,7 +240,8 @@ void attn_mm_ab_rows(float *c, int ldc, const float *a, int lda, const float *b,
                                   .ldb = ldb,
                                   .m = m,
                                   .n = n,
-                                  .k = k}};
+                                  .k = k,
+                                  .few = few}};
     rows_run(&j);
 }
 

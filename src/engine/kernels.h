@@ -53,6 +53,10 @@ void attn_mm_abt_few(float *c, int ldc, const float *a, int lda, const float *b,
                      int n, int k, bool panels);
 void attn_mm_abt_rows_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
                           int m, int n, int k, bool few);
+/* attn_mm_ab_rows, a panel of ATTN_FEW_ROWS rows or fewer a matrix-vector product a row when few:
+ * the near path's rows (net.h), whose weights a matrix product packs whole for one row. */
+void attn_mm_ab_rows_few(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                         const float *bias, int m, int n, int k, bool few);
 /* The rows of a panel: 128, the causal heads' panel too (scores.h's PANEL), so a sentence edit
  * recomputes from the panel holding its first changed token. Each call packs its whole slice of
  * the weights for the panel's rows alone: at 64 rows that packing was 17 % of a layer of 2048

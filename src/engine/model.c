@@ -227,9 +227,12 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
     /* The calls depend on the parameter alone, never on what the widening buffer holds now: an
        edit then runs the products a fresh computation runs, bit for bit on any BLAS kernel. */
     if (!lazy || !lazy->transposed || !b || !cache_buffer(b) || k <= 0) {
-        (p->panels ? attn_mm_ab_rows
-                   : attn_mm_ab)(p->out, ldc, p->in, lda, attn_model_param(m, p->member),
-                                 attn_model_param_ld(m, p->member, cols), p->bias, rows, cols, k);
+        const float *w = attn_model_param(m, p->member);
+        int ldb = attn_model_param_ld(m, p->member, cols);
+        if (p->panels || p->few)
+            attn_mm_ab_rows_few(p->out, ldc, p->in, lda, w, ldb, p->bias, rows, cols, k, p->few);
+        else
+            attn_mm_ab(p->out, ldc, p->in, lda, w, ldb, p->bias, rows, cols, k);
         return;
     }
     /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is; a

@@ -168,6 +168,7 @@ struct attn_model_mm_params {
     int rows, cols, k;
     bool panels; /* in row panels (kernels.h's attn_mm_ab_rows), as a causal net's row-wise
                     products run */
+    bool few;    /* the near path's few rows: a matrix-vector product a row (attn_mm_ab_rows_few) */
 };
 
 /* out = in @ W + bias, W = m's parameter member: attn_mm_ab with ATTN_PARAM(m, member), except

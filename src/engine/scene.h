@@ -42,6 +42,7 @@ struct attn_book_rows {
 
 /* The most positions a scene may name (positional.offset, max_len): 8 x the most tokens. */
 #define SCENE_MAX_POSITION (8 * SCENE_MAX_TOKENS)
+#define SCENE_MAX_EOS      8 /* end-of-text ids a checkpoint may name */
 /* The widest feed-forward (block.ffn_hidden): 4 x the widest d_in, as GPT's is 4 x its d_in. */
 #define SCENE_MAX_FFN_HIDDEN (4 * SCENE_MAX_DIM)
 
@@ -227,6 +228,10 @@ struct attn_backing {
     int (*check)(struct attn_backing *b, struct diag *err);
     /* The display label of vocabulary id (" Mary", "<0A>"), NUL-terminated in out (size > 0). */
     void (*label)(struct attn_backing *b, int id, char *out, size_t size);
+    /* The bytes vocabulary id stands for in the text (" Mary", "\n"; a partial UTF-8 sequence
+     * when the token is part of a character), at most size into out; how many (0: none). May be
+     * NULL. */
+    size_t (*token_bytes)(struct attn_backing *b, int id, char *out, size_t size);
     /* Rows r0 .. r0 + rows - 1 of a lazy matrix's tensor (attn_matrix.lazy) as it is stored,
      * widened to float32 into out (rows, its stored columns). NULL when nothing is lazy. */
     void (*read_rows)(struct attn_backing *b, const void *tensor, float *out, size_t r0,
@@ -360,6 +365,10 @@ struct attn_scene {
         const char *positions_key;
         size_t widened; /* bytes of its F16/BF16 tensors widened into float32 copies, which
                            count against the memory limit (F32 ones are read in place) */
+        /* config.json's eos_token_id (a number or a list, Llama 3's three): the tokens that end
+         * a generation. n_eos 0: the model names none. */
+        int eos[SCENE_MAX_EOS];
+        int n_eos;
     } model;
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
     char *tokenizer_file;           /* tokenizer hf: tokenizer.json, absolute */
@@ -426,6 +435,12 @@ bool attn_scene_has_row(const struct attn_scene *s, const char *token);
 void attn_scene_token_row(float *row, const char *token, int d);
 /* Replaces the tokens (text becomes NULL). */
 int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err);
+/* Appends vocabulary token id to s (a scene with a vocabulary tokenizer): its label to the
+ * tokens, id to the ids, the sentence type of the last token to the types, and its bytes to the
+ * text (backing->token_bytes; the text is dropped when there are none). What generation does
+ * with the token it chose. Returns 0, or -1 with err (no vocabulary, SCENE_MAX_TOKENS, out of
+ * memory), s unchanged. */
+int attn_scene_append_id(struct attn_scene *s, int id, struct diag *err);
 
 /* The seeds of the parts that re-seed the generator (attention.seed, embeddings.seed, ...). */
 enum attn_seed_part {

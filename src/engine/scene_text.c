@@ -262,6 +262,50 @@ int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, stru
     return 0;
 }
 
+int attn_scene_append_id(struct attn_scene *s, int id, struct diag *err)
+{
+    if (!s->token_ids || !s->backing || !s->backing->label)
+        return attn_diag_set(err, "tokens", "the scene has no vocabulary tokenizer");
+    int n = s->n_tokens;
+    if (n + 1 > SCENE_MAX_TOKENS)
+        return attn_diag_set(err, "tokens", "more than %d tokens", SCENE_MAX_TOKENS);
+    char label[4 * SCENE_MAX_TOKEN_BYTES], bytes[4 * SCENE_MAX_TOKEN_BYTES];
+    s->backing->label(s->backing, id, label, sizeof(label));
+    size_t nb =
+        s->backing->token_bytes ? s->backing->token_bytes(s->backing, id, bytes, sizeof(bytes)) : 0;
+    size_t old = s->text ? strlen(s->text) : 0;
+    char **tokens = realloc(s->tokens, (size_t)(n + 1) * sizeof(*tokens));
+    if (tokens)
+        s->tokens = tokens;
+    int *ids = tokens ? realloc(s->token_ids, (size_t)(n + 1) * sizeof(*ids)) : NULL;
+    if (ids)
+        s->token_ids = ids;
+    int *types =
+        ids && s->token_types ? realloc(s->token_types, (size_t)(n + 1) * sizeof(*types)) : NULL;
+    if (types)
+        s->token_types = types;
+    char *text = ids && s->text && nb > 0 ? malloc(old + nb + 1) : NULL;
+    char *tok = ids ? strdup(label) : NULL;
+    if (!tok || (s->token_types && !types) || (s->text && nb > 0 && !text)) {
+        free(tok);
+        free(text);
+        return attn_diag_set(err, "tokens", "out of memory");
+    }
+    if (text) {
+        memcpy(text, s->text, old);
+        memcpy(text + old, bytes, nb);
+        text[old + nb] = '\0';
+    }
+    free(s->text);
+    s->text = text; /* NULL when the token's bytes are not known */
+    s->tokens[n] = tok;
+    s->token_ids[n] = id;
+    if (s->token_types)
+        s->token_types[n] = n > 0 ? s->token_types[n - 1] : 0;
+    s->n_tokens = n + 1;
+    return 0;
+}
+
 bool attn_scene_has_vocab(const struct attn_scene *s)
 {
     return attn_matrix_given(&s->unembed) && s->token_ids && s->unembed.rows > 0;

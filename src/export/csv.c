@@ -172,6 +172,19 @@ int csv_write_predictions(FILE *f, const struct attn_predictions *p, const struc
     return ferror(f) ? -1 : 0;
 }
 
+int csv_write_step(FILE *f, int step, int position, int id, double prob, int rank,
+                   const struct attn_scene *s)
+{
+    char p[32];
+    if (step == 1)
+        fputs("step,position,id,token,prob,rank\r\n", f);
+    csv_format_float(p, sizeof(p), (float)prob);
+    fprintf(f, "%d,%d,%d,", step, position, id);
+    token_field(f, s, id);
+    fprintf(f, ",%s,%d\r\n", p, rank);
+    return ferror(f) ? -1 : 0;
+}
+
 int csv_write_loss(FILE *f, const struct attn_predictions *p, const struct attn_scene *s)
 {
     char prob[32], loss[32];

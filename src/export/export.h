@@ -37,6 +37,10 @@ int csv_write_tokens(FILE *f, char *const *tokens, const int *ids, int n);
 /* predictions.csv: "position,rank,id,token,logit,prob", the top k of every position of p (token:
  * the vocabulary label of s's tokenizer, logit raw, prob at p's temperature). */
 int csv_write_predictions(FILE *f, const struct attn_predictions *p, const struct attn_scene *s);
+/* One generated token, as `generate --csv` streams them: "step,position,id,token,prob,rank",
+ * the header before step 1. Returns 0, or -1 on a write error. */
+int csv_write_step(FILE *f, int step, int position, int id, double prob, int rank,
+                   const struct attn_scene *s);
 /* loss.csv: "position,next_id,next_token,prob,loss", every position that has a next token. */
 int csv_write_loss(FILE *f, const struct attn_predictions *p, const struct attn_scene *s);
 /* lens.csv: "layer,position,id,token,prob", the top 1 of each layer's predictions (layers[L] of

@@ -109,6 +109,21 @@ static void label(struct attn_backing *ab, int id, char *out, size_t size)
         snprintf(out, size, "<id %d>", id);
 }
 
+static size_t token_bytes(struct attn_backing *ab, int id, char *out, size_t size)
+{
+    struct ckpt_backing *b = (struct ckpt_backing *)ab;
+    if (b->bpe) {
+        size_t len = 0;
+        const char *p = attn_bpe_token_bytes(b->bpe, id, &len);
+        if (!p)
+            return 0;
+        len = len < size ? len : size;
+        memcpy(out, p, len);
+        return len;
+    }
+    return b->hf ? attn_hftok_token_bytes(out, size, b->hf, id) : 0;
+}
+
 static int check(struct attn_backing *ab, struct diag *err)
 {
     struct ckpt_backing *b = (struct ckpt_backing *)ab;
@@ -140,6 +155,7 @@ struct ckpt_backing *attn_ckpt_backing(struct attn_scene *s)
     b->base.release = release;
     b->base.tokenize = tokenize;
     b->base.label = label;
+    b->base.token_bytes = token_bytes;
     b->base.check = check;
     b->base.read_rows = read_rows;
     s->backing = &b->base;

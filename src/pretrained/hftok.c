@@ -1468,22 +1468,19 @@ static int lrepl_one(void *vc, size_t start, size_t end)
     return 0;
 }
 
-void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
+/* What token id stands for in the text, into *b: its string through the decoder's per-token
+ * steps, or an added token's content. False for an id no token has. */
+static bool token_text(struct lbuf *out, const struct hftok *t, int id)
 {
-    if (size == 0)
-        return;
     size_t len;
     const char *tok = attn_hftok_token(t, id, &len);
-    if (!tok) {
-        snprintf(out, size, "<unused %d>", id);
-        return;
-    }
-    if (added_of(t, id)) {
-        attn_bpe_label_bytes(out, size, tok, len);
-        return;
-    }
-    struct lbuf b = {.n = 0};
-    lput(&b, tok, len);
+    out->n = 0;
+    if (!tok)
+        return false;
+    lput(out, tok, len);
+    if (added_of(t, id))
+        return true;
+    struct lbuf b = *out;
     for (int d = 0; d < t->n_dec; d++) {
         const struct hf_dec *dec = &t->dec[d];
         struct lbuf nb = {.n = 0};
@@ -1546,5 +1543,28 @@ void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int i
             break;
         }
     }
+    *out = b;
+    return true;
+}
+
+void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int id)
+{
+    if (size == 0)
+        return;
+    struct lbuf b;
+    if (!token_text(&b, t, id)) {
+        snprintf(out, size, "<unused %d>", id);
+        return;
+    }
     attn_bpe_label_bytes(out, size, b.s, b.n);
+}
+
+size_t attn_hftok_token_bytes(char *out, size_t size, const struct hftok *t, int id)
+{
+    struct lbuf b;
+    if (!token_text(&b, t, id))
+        return 0;
+    size_t n = b.n < size ? b.n : size;
+    memcpy(out, b.s, n);
+    return n;
 }

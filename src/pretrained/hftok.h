@@ -74,5 +74,9 @@ int attn_hftok_token_id(const struct hftok *t, const char *token, size_t len);
  * continues a word), written like GPT-2's labels (attn_bpe_label_bytes: <XX> for bytes that are not
  * printable text). An added token is its content; an id no token has is "<unused N>". */
 void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int id);
+/* The bytes token id stands for in the text (the label's, before any is written as <XX>), at
+ * most size of them into out (not terminated); how many. A WordPiece "##" stays, as in the label;
+ * 0 for an id no token has. Generation appends them to the text. */
+size_t attn_hftok_token_bytes(char *out, size_t size, const struct hftok *t, int id);
 
 #endif

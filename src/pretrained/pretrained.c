@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,39 @@ static int which_family(const struct attn_family **family, int *variant, const c
     return 0;
 }
 
+/* config.json's eos_token_id: a token id or a list of them (none: null, absent or []). An id
+ * past the vocabulary (transformers' GPT2Config keeps 50256 for any vocabulary) is a warning,
+ * and generation never meets it. */
+static int read_eos(struct attn_scene *s, struct ckpt_config *c, struct diag *err)
+{
+    const json_t *v = json_object_get(c->root, "eos_token_id");
+    int vocab = s->unembed.rows > 0 ? s->unembed.rows : s->embed.rows.rows;
+    s->model.n_eos = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    size_t count = json_is_array(v) ? json_array_size(v) : 1;
+    if (count > SCENE_MAX_EOS)
+        return attn_ckpt_config_error(c, "eos_token_id", NULL, err,
+                                      "'eos_token_id' lists %zu tokens; attnscope reads at most %d",
+                                      count, SCENE_MAX_EOS);
+    for (size_t i = 0; i < count; i++) {
+        const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+        if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > INT32_MAX)
+            return attn_ckpt_config_error(c, "eos_token_id", NULL, err,
+                                          "'eos_token_id' must be a token id (a whole number from "
+                                          "0), or a list of them");
+        json_int_t x = json_integer_value(e);
+        if (vocab > 0 && x >= vocab)
+            attn_ckpt_config_warn(c, "eos_token_id", NULL,
+                                  "'eos_token_id' %lld is past the vocabulary (%d tokens): a "
+                                  "generation never ends at it",
+                                  (long long)x, vocab);
+        else
+            s->model.eos[s->model.n_eos++] = (int)x;
+    }
+    return 0;
+}
+
 int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arch,
                          const struct ckpt_overrides *o, struct diag *err)
 {
@@ -141,6 +175,8 @@ int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arc
                                    ld.family->variants[ld.variant].config_class, err);
     if (rc == 0)
         rc = ld.family->load(&ld, err);
+    if (rc == 0)
+        rc = read_eos(s, &c, err);
     if (rc == 0) { /* the warnings go with the checkpoint: every copy of the scene has them */
         attn_diag_list_free(&b->base.warnings);
         b->base.warnings = c.warnings;
