@@ -575,7 +575,7 @@ keys wh t C-u
 text wh "$edited"
 keys wh Enter
 check "what a head does: the sentence edit is made" wh wait_for wh "10 tokens"
-keys wh g Down Down Down Down Down Down Down Down
+keys wh K Down Down Down Down Down Down Down Down
 check "what a head does: the panel follows the cursor to position 8" wh \
   wait_for wh "predictions · after “␣king” (position 8)"
 check "what a head does: the next token's rank and p are predict's for the new sentence" wh \
@@ -665,7 +665,7 @@ done
 # Mistral's window in the mask and Qwen2's q/k/v biases: the inspector says each.
 start mw 160 45 "$BIN $fam/mistral-window.yaml"
 wait_for mw "row Σ"
-keys mw , G Home
+keys mw , J Home
 check "mistral-window: a key 22 tokens back is outside the sliding window" mw \
   wait_for mw "“The” is 22 tokens before “.”, outside the sliding window of 5"
 check "mistral-window: its score is -inf" mw wait_for mw "so the score becomes -∞"

@@ -1422,6 +1422,67 @@ static void test_edits_past_the_positions(void **state)
     app_free(&a);
 }
 
+/* g and G: the tokens `attnscope generate` writes (tests/golden/generate/english.csv, PyTorch's
+ * greedy run: 11, 299, 265, 77 after "Once upon a time"), each an undo step, the cursor on the row
+ * that chose it; at the temperature 2 g samples the command's token (`generate -t 2 --seed 123`:
+ * id 339 at rank 5, the scene's seed 123); G stops when told; a scene without a vocabulary
+ * refuses. */
+static void test_generate(void **state)
+{
+    (void)state;
+    struct app a;
+    open_scene(&a, "30-english-journey.yaml");
+    struct ask ask = {0};
+    command_answer(&a, PROMPT_TEXT, "Once upon a time", &ask);
+    app_wait(&a);
+    assert_int_equal(a.doc.scene.n_tokens, 7);
+    int undo = a.doc.n_undo;
+    assert_int_equal(app_generate(&a), 0);
+    app_wait(&a);
+    assert_int_equal(a.doc.scene.n_tokens, 8);
+    assert_int_equal(a.doc.scene.token_ids[7], 11);
+    assert_int_equal(a.result.net.model[0].n, 8);
+    assert_int_equal(a.view.row, 6);
+    assert_int_equal(a.doc.n_undo, undo + 1);
+    assert_true(strncmp(a.status.message, "g: ',' at position 7 (p 0.1806, rank 1, greedy)", 47) ==
+                0);
+    /* G 3: a step a result */
+    assert_int_equal(app_generate_many(&a, 3), 0);
+    for (int i = 0; i < 10 && app_generating(&a); i++) {
+        app_wait(&a);
+        app_generate_tick(&a);
+    }
+    app_wait(&a);
+    assert_false(app_generating(&a));
+    assert_int_equal(a.doc.scene.n_tokens, 11);
+    static const int want[] = {299, 265, 77};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(a.doc.scene.token_ids[8 + i], want[i]);
+    assert_non_null(strstr(a.status.message, "G 3/3: 'n' at position 10"));
+    /* u takes them away one at a time */
+    for (int i = 0; i < 4; i++)
+        app_undo(&a);
+    app_wait(&a);
+    assert_int_equal(a.doc.scene.n_tokens, 7);
+    /* sampled at the predictions' temperature */
+    app_set_temperature(&a, 2.0);
+    assert_int_equal(app_generate(&a), 0);
+    app_wait(&a);
+    assert_int_equal(a.doc.scene.token_ids[7], 339);
+    assert_non_null(strstr(a.status.message, "rank 5, sampled at temperature 2)"));
+    /* a run stopped */
+    app_generate_many(&a, 50);
+    app_generate_stop(&a, "x");
+    assert_false(app_generating(&a));
+    assert_non_null(strstr(a.status.message, "x: stopped generating after 1 of 50 tokens"));
+    ask_clear(&ask);
+    app_free(&a);
+    open_scene(&a, "10-mha.yaml");
+    assert_int_equal(app_generate(&a), -1);
+    assert_non_null(strstr(a.status.message, "g: no next token to write"));
+    app_free(&a);
+}
+
 /* A sentence typed past a learned table is said at once, in the command line's words, before
  * anything is edited or any note of its words made, with what can be kept: the first or the
  * last whole words that fit (f, l), or the sentence back in the editor (e); any other key keeps
@@ -3079,6 +3140,7 @@ int main(void)
         cmocka_unit_test(test_lesson_ablate_step),
         cmocka_unit_test(test_panel_agrees_with_the_commands),
         cmocka_unit_test(test_sentence_past_the_context),
+        cmocka_unit_test(test_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

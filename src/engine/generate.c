@@ -116,6 +116,16 @@ void attn_choose_token(struct attn_choice *out, const float *logits, int vocab,
 #undef PROB
 }
 
+double attn_generation_draw(uint64_t seed, int position)
+{
+    struct attn_rng r;
+    attn_rng_seed(&r, seed);
+    float u = 0;
+    for (int i = 0; i <= position; i++)
+        attn_rng_uniform(&u, 1, 0.0f, 1.0f, &r);
+    return u;
+}
+
 int attn_generation_begin(struct attn_generation *g, struct attn_net *net, struct attn_scene *scene,
                           const struct attn_sampling *sp, uint64_t seed, struct diag *err)
 {
@@ -126,7 +136,7 @@ int attn_generation_begin(struct attn_generation *g, struct attn_net *net, struc
     g->scene = scene;
     g->sampling = *sp;
     g->vocab = net->model[net->layers - 1].vocab;
-    attn_rng_seed(&g->rng, seed);
+    g->seed = seed;
     g->logits = malloc((size_t)g->vocab * sizeof(float));
     g->heap = malloc(2 * (size_t)g->vocab * sizeof(int));
     if (!g->logits || !g->heap) {
@@ -150,9 +160,7 @@ int attn_generation_choose(struct attn_generation *g, struct attn_choice *out, s
     int n = g->net->model[0].n;
     if (attn_logits(g->logits, g->net, g->net->layers - 1, n - 1, 1, err) != 0)
         return -1;
-    float u = 0;
-    if (!g->sampling.greedy)
-        attn_rng_uniform(&u, 1, 0.0f, 1.0f, &g->rng);
+    double u = g->sampling.greedy ? 0 : attn_generation_draw(g->seed, n);
     attn_choose_token(out, g->logits, g->vocab, &g->sampling, u, g->heap);
     return 0;
 }

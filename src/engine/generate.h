@@ -9,9 +9,10 @@
  *   greedy   the highest logit, ties to the lower id;
  *   sampled  p = softmax(logits / T) in double; the tokens in order of logit (ties: lower id
  *            first); top_k keeps the first k; top_p then keeps the shortest prefix of those whose
- *            probability, renormalised over them, reaches top_p; u, one float of torch.rand from
- *            the generator seeded with the seed (a fresh draw each step), picks the first token
- *            whose running sum of kept probability passes u times their total.
+ *            probability, renormalised over them, reaches top_p; u, float number p of
+ *            torch.rand's stream from the seed for the token at position p
+ *            (attn_generation_draw), picks the first token whose running sum of kept
+ *            probability passes u times their total.
  */
 #ifndef ATTNSCOPE_GENERATE_H
 #define ATTNSCOPE_GENERATE_H
@@ -43,12 +44,17 @@ struct attn_choice {
 void attn_choose_token(struct attn_choice *out, const float *logits, int vocab,
                        const struct attn_sampling *sp, double u, int *scratch);
 
+/* The draw u that chooses the token at position (sampled): float number position (from 0) of
+ * torch.rand's stream seeded with seed. A token's draw depends on its seed and place alone, so
+ * generate and the explorer's g (and an undo and g again) choose the same token. */
+double attn_generation_draw(uint64_t seed, int position);
+
 /* One generation's state: the net and scene it extends, and its scratch. */
 struct attn_generation {
     struct attn_net *net;
     struct attn_scene *scene;
     struct attn_sampling sampling;
-    struct attn_rng rng;
+    uint64_t seed;
     float *logits; /* (vocab) */
     int *heap;     /* (2 vocab): attn_choose_token's scratch */
     int vocab;

@@ -26,8 +26,8 @@
     X(PAGE_DOWN, "page-down", "PgDn", "move", "Scroll a page down", NULL)                          \
     X(ROW_START, "row-start", "Home", "move", "First column", act_jump)                            \
     X(ROW_END, "row-end", "End", "move", "Last column", act_jump)                                  \
-    X(TOP, "top", "g", "move", "First row", act_jump)                                              \
-    X(BOTTOM, "bottom", "G", "move", "Last row", act_jump)                                         \
+    X(TOP, "top", "K", "move", "First row", act_jump)                                              \
+    X(BOTTOM, "bottom", "J", "move", "Last row", act_jump)                                         \
     X(ROW_MAX, "row-max", "m", "move", "The row's largest value", act_row_max)                     \
     X(FIND, "find", "/", "move", "Find a token (type it)", act_find)                               \
     X(FIND_NEXT, "find-next", "n", "move", "Its next occurrence", act_find_next)                   \
@@ -73,6 +73,11 @@
     X(KNOB_DOWN, "knob-down", "- _", "edit", "Decrease the selected knob", act_knob_step)          \
     X(KNOB_TYPE, "knob-type", "#", "edit", "Type a value for the selected knob", act_knob_type)    \
     X(EDIT_TEXT, "edit-text", "t", "edit", "Edit the sentence", act_edit_text)                     \
+    X(GENERATE, "generate", "g", "edit",                                                           \
+      "Write the next token (greedy; sampled at the predictions' temperature when not 1)",         \
+      act_generate)                                                                                \
+    X(GENERATE_MANY, "generate-many", "G", "edit",                                                 \
+      "Write N tokens, one after another (any key stops)", act_generate_many)                      \
     X(SEED, "seed", "s", "edit", "Type a new seed", act_knob_type)                                 \
     X(D_OUT, "d-out", "d", "edit", "Type a new d_out", act_knob_type)                              \
     X(HEADS, "heads", "H", "edit", "Type a new number of heads", act_knob_type)                    \

@@ -218,6 +218,21 @@ int app_cycle_ablation(struct app *a);
 int app_set_temperature(struct app *a, double t);
 /* A temperature as the header shows it: "1.0", "0.7", "1.25" (at most 2 decimals). */
 void app_temperature_text(char *out, size_t size, double t);
+/* g: the next token appended, chosen from the last position's logits as `generate` chooses it
+ * (engine/generate.h): greedy at the predictions' temperature 1, else sampled at it from the
+ * scene's seed. An edit of the sentence (u takes it away), its row of every layer computed by
+ * the last-word path; the cursor goes to the row that chose it, so the predictions panel shows
+ * that step's distribution with the token chosen marked. The end-of-text token is said, not
+ * appended. Returns 0, or -1 refused (said on the message line). */
+int app_generate(struct app *a);
+/* G: count tokens, each step once the one before is computed (app_generate_tick); any key stops
+ * (app_generate_stop). */
+int app_generate_many(struct app *a, int count);
+bool app_generating(const struct app *a);
+/* The next step of G when its result is in: 1 when it made one, else 0. */
+int app_generate_tick(struct app *a);
+/* G stopped by key (its name, for the message line). */
+void app_generate_stop(struct app *a, const char *key);
 int app_undo(struct app *a);
 int app_redo(struct app *a);
 /* Bytes an undo step's copy of s owns, what APP_UNDO_BYTES counts: the scene and what

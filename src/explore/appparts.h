@@ -288,6 +288,13 @@ struct app_prompt {
     char *text;     /* a sentence too long for the model, while asked what to keep */
 };
 
+/* G: the tokens a run of generation still has to write, one step after each result. */
+struct app_generate {
+    int left; /* 0: not generating */
+    int done; /* of this run */
+    int asked;
+};
+
 /* The message line's transient note (where export wrote, ...). */
 struct app_status {
     char message[DIAG_MSG_MAX];

@@ -19,6 +19,7 @@ struct app {
     struct app_baseline base;
     struct app_lesson lesson;
     struct app_prompt prompt;
+    struct app_generate gen;
     struct app_status status;
     /* The front end's keys (explore/keys.h), so a message names the key a user's keys.yaml
        binds ("i explores freely"); NULL: the default keys. */

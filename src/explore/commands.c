@@ -164,6 +164,23 @@ static double weights_change(const struct app *a, const float *before)
 /* The shift demo: moves every position and says what that did to the weights. RoPE rotates q
  * and k by angles that grow with position, but a score only sees the difference of the two
  * angles, so the weights stay (to float rounding); added positions change them. */
+/* G's count: the run starts at once. */
+static int accept_generate(struct app *a, const char *typed)
+{
+    char text[64];
+    trim_copy(text, sizeof(text), typed);
+    uint64_t v;
+    bool neg;
+    if (strlen(typed) >= sizeof(text) - 1 || attn_cnum_parse_u64(text, &v, &neg) != CNUM_OK ||
+        neg || v < 1 || v > SCENE_MAX_TOKENS) {
+        app_refuse(a, "G: '%.40s' is not a count of tokens (a whole number from 1 to %d)", typed,
+                   SCENE_MAX_TOKENS);
+        return OUTCOME_VIEW_CHANGED;
+    }
+    app_generate_many(a, (int)v);
+    return OUTCOME_SCENE_CHANGED;
+}
+
 static int accept_offset(struct app *a, const char *typed)
 {
     char text[64];
@@ -462,6 +479,8 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
         return accept_knob(a, typed);
     case PROMPT_OFFSET:
         return accept_offset(a, typed);
+    case PROMPT_GENERATE:
+        return accept_generate(a, typed);
     case PROMPT_FIND:
         trim_copy(a->view.find, sizeof(a->view.find), bare(typed));
         return a->view.find[0] ? find_next(a) : OUTCOME_VIEW_CHANGED;
@@ -1049,6 +1068,20 @@ static int act_shift(struct app *a, enum action act, struct ask *ask)
     }
     snprintf(a->prompt.initial, APP_PROMPT_BYTES, "%d", a->doc.scene.pos.offset);
     ask_for(ask, PROMPT_OFFSET, "first position (every token moves with it)", a->prompt.initial);
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_generate(struct app *a, enum action act, struct ask *ask)
+{
+    app_generate(a);
+    return OUTCOME_SCENE_CHANGED;
+}
+
+static int act_generate_many(struct app *a, enum action act, struct ask *ask)
+{
+    snprintf(a->prompt.initial, APP_PROMPT_BYTES, "16");
+    ask_for(ask, PROMPT_GENERATE, "tokens to write, one after another (any key stops)",
+            a->prompt.initial);
     return OUTCOME_VIEW_CHANGED;
 }
 

@@ -22,6 +22,7 @@ enum prompt_kind {
     PROMPT_TEXT_PAIR,      /* a pair's second sentence, the first in app->prompt.sentence */
     PROMPT_KNOB,           /* a value for app->prompt.knob */
     PROMPT_OFFSET,         /* the first token's position */
+    PROMPT_GENERATE,       /* how many tokens G writes */
     PROMPT_FIND,           /* a token to find */
     PROMPT_EXPORT,         /* a folder to export to */
     PROMPT_SAVE,           /* a file to save the scene as */

@@ -596,7 +596,8 @@ static int ui_paste(struct ui *ui)
 
 bool ui_ticking(const struct ui *ui)
 {
-    return app_computing(ui->app) || (ui->grid.unfinished && ui->grid.base.visible);
+    return app_computing(ui->app) || app_generating(ui->app) ||
+           (ui->grid.unfinished && ui->grid.base.visible);
 }
 
 bool ui_compute_tick(struct ui *ui)
@@ -606,6 +607,10 @@ bool ui_compute_tick(struct ui *ui)
     if (ui->grid.walk_wanted && ui->grid.base.visible) /* stream mode: every layer's tiles */
         app_request_thumbs(ui->app, &ui->grid.walk_want);
     int polled = app_poll(ui->app);
+    if (polled != 1 && app_generate_tick(ui->app)) { /* G: the next token, its result in */
+        ui_resize(ui);
+        return true;
+    }
     if (polled == 2) { /* through: the shapes and notes it makes (a not-a-number) may move */
         ui_resize(ui);
         return true;
@@ -713,6 +718,10 @@ static int key_action(struct ui *ui, wint_t key, bool is_code)
 int ui_key(struct ui *ui, wint_t key, bool is_code)
 {
     busy_reset(ui);
+    if (app_generating(ui->app)) { /* G: any key stops it, and does nothing else */
+        app_generate_stop(ui->app, "a key");
+        return OUTCOME_VIEW_CHANGED;
+    }
     int outcome = !is_code && key == 3                         ? ui_interrupt(ui)
                   : !is_code && key == 27 && stops_compute(ui) ? ui_stop_compute(ui, "Esc")
                                                                : key_action(ui, key, is_code);
