@@ -964,9 +964,11 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     if ((model_talk || shared_kv) &&
         (a->view.stage == STAGE_KEYS || a->view.stage == STAGE_VALUES ||
          a->view.stage == STAGE_KEYS_ROTATED || a->view.stage == STAGE_LATENT)) {
-        char cache[200];
+        char cache[200], brief[120], rows[400];
         inspect_kv_cache(cache, sizeof(cache), a);
         put(&b, "\n%s\n", cache);
+        if (inspect_kv_cache_rows(brief, sizeof(brief), rows, sizeof(rows), a) >= 0)
+            put(&b, "%s\n", rows);
     }
 }
 
@@ -988,6 +990,69 @@ void inspect_kv_cache(char *out, size_t size, const struct app *a)
     else
         attn_cnum_format(out, size, "KV cache per token: 2\u00d7%d heads\u00d7%d = %ld floats",
                          m->heads, m->head_dim, mha);
+}
+
+bool inspect_is_kv_stage(enum attn_stage st)
+{
+    return st == STAGE_KEYS || st == STAGE_VALUES || st == STAGE_KEYS_NORMED ||
+           st == STAGE_KEYS_ROTATED || st == STAGE_LATENT;
+}
+
+/* bytes as "1.5 KiB", "10.4 MiB" */
+static void bytes_text(char *out, size_t size, double bytes)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 3) {
+        bytes /= 1024;
+        u++;
+    }
+    attn_cnum_format(out, size, u == 0 ? "%.0f %s" : "%.1f %s", bytes, unit[u]);
+}
+
+int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t full_size,
+                          const struct app *a)
+{
+    const struct attn_net *net = &a->result.net;
+    const struct attn_model *m = app_model(a);
+    brief[0] = full[0] = '\0';
+    /* as the inspector's KV-cache line: for trained or stacked models and the systems that
+       shrink the cache, not beside chapter 3's mechanism */
+    bool talk = a->doc.scene.model.file || net->layers > 1 || m->latent > 0 ||
+                m->kv_heads < m->heads;
+    if (!m->causal || !m->project || !talk)
+        return -1;
+    /* what a token adds to each layer's cache: its key and value rows, or MLA's latent */
+    long per = m->latent > 0 ? (long)m->latent : 2L * m->Dkv;
+    char layer_b[32], all_b[32];
+    double layer_bytes = 4.0 * (double)per * m->n, all = layer_bytes * net->layers;
+    bytes_text(layer_b, sizeof(layer_b), layer_bytes);
+    bytes_text(all_b, sizeof(all_b), all);
+    int first_new = net->kept_rows > 0 && net->kept_rows < m->n ? net->kept_rows : 0;
+    char rows[64] = "";
+    if (first_new == m->n - 1)
+        attn_cnum_format(rows, sizeof(rows), " \u00b7 row %d new (+)", first_new);
+    else if (first_new > 0)
+        attn_cnum_format(rows, sizeof(rows), " \u00b7 rows %d\u2013%d new (+)", first_new,
+                         m->n - 1);
+    attn_cnum_format(brief, brief_size, "KV cache %s a layer%s", layer_b, rows);
+    attn_cnum_format(full, full_size,
+                     "%d tokens \u00d7 %d layer%s \u00d7 %ld floats = %s (float32). A new token "
+                     "computes its own row of every layer and reads the others' keys and values "
+                     "here; without the cache it would compute all %d rows again.",
+                     m->n, net->layers, net->layers == 1 ? "" : "s", per, all_b, m->n + 1);
+    if (first_new > 0) {
+        size_t o = strlen(full);
+        if (first_new == m->n - 1)
+            attn_cnum_format(full + o, full_size - o,
+                             " The last edit kept rows 0\u2013%d and computed row %d (+).",
+                             first_new - 1, first_new);
+        else
+            attn_cnum_format(full + o, full_size - o,
+                             " The last edit kept rows 0\u2013%d and computed %d\u2013%d (+).",
+                             first_new - 1, first_new, m->n - 1);
+    }
+    return first_new;
 }
 
 void inspect_kv_sharing(char *out, size_t size, const struct app *a, int head)

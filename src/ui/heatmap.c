@@ -226,11 +226,21 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         draw_text(r.y + 1, x0 + (last_col - hp->left_col) * l.cw, SUM_W, t->role_attr[ROLE_LABEL],
                   " \u2502 row \u03a3");
 
+    /* The KV cache's stages: the rows the last edit computed (a generated or last-word token)
+       are marked +, the ones before them came from the cache. */
+    int first_new = 0;
+    if (!mean && inspect_is_kv_stage(view->stage)) {
+        char brief[120], full[400];
+        first_new = inspect_kv_cache_rows(brief, sizeof(brief), full, sizeof(full), a);
+    }
     for (int i = hp->top_row; i < last_row; i++) {
         int y = r.y + 2 + (i - hp->top_row);
         char lab[64];
         char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
-        display_token(shown, sizeof(shown), app_model(a)->tokens[i]);
+        display_token(shown + (first_new > 0 && i >= first_new),
+                      sizeof(shown) - (first_new > 0 && i >= first_new), app_model(a)->tokens[i]);
+        if (first_new > 0 && i >= first_new)
+            shown[0] = '+';
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
         draw_text(y, r.x, l.lw - 1, t->role_attr[i == view->row ? ROLE_SELECTION : ROLE_LABEL],
                   lab);
@@ -556,8 +566,15 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     bool diverging = lo < 0;
     const char *what = picture_stage_title(app_model(a), view->stage);
     char title[400];
-    char kv[100];
+    char kv[240];
     inspect_kv_sharing(kv, sizeof(kv), a, view->head);
+    /* the KV cache's stages: its size and the rows the last edit computed */
+    char cache[120] = "", cache_full[400];
+    if (!mean && !rollout && inspect_is_kv_stage(view->stage) &&
+        inspect_kv_cache_rows(cache, sizeof(cache), cache_full, sizeof(cache_full), a) >= 0) {
+        size_t o = strlen(kv);
+        snprintf(kv + o, sizeof(kv) - o, "%s%s", o ? " \u00b7 " : "", cache);
+    }
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
     char layer[32] = "";
     if (res->net.layers > 1)
@@ -590,8 +607,8 @@ static void heatmap_draw(struct panel *p, struct frame *f)
                  kv[0] && view->stage != STAGE_QUERIES ? " \u00b7 " : "",
                  view->stage != STAGE_QUERIES ? kv : "");
     else
-        snprintf(title, sizeof(title), "%s%s%s \u00b7 %d\u00d7%d \u00b7 all heads", since, layer,
-                 what, v.rows, v.cols);
+        snprintf(title, sizeof(title), "%s%s%s \u00b7 %d\u00d7%d \u00b7 all heads%s%s", since,
+                 layer, what, v.rows, v.cols, cache[0] ? " \u00b7 " : "", cache);
     /* The legend first, so the title yields to it rather than running into it. */
     /* The log scale needs values >= 0: a signed matrix stays linear, and the legend says so. */
     struct palette_map pm;
