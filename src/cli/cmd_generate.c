@@ -98,15 +98,6 @@ static int parse_sampling(struct attn_sampling *sp, const char *const *val)
     return CLI_OK;
 }
 
-/* True when id is one of the model's end-of-text tokens. */
-static bool is_eos(const struct attn_scene *s, int id)
-{
-    for (int i = 0; i < s->model.n_eos; i++)
-        if (s->model.eos[i] == id)
-            return true;
-    return false;
-}
-
 /* The text, laid out in its own lines, every other control character escaped. */
 static void print_text(const char *text)
 {
@@ -158,21 +149,9 @@ int cmd_generate(int argc, char **argv)
     const char *ctx_what;
     int ctx = context_of(s, &ctx_what), n0 = s->n_tokens;
     /* what the model cannot do, before any compute */
-    if (!attn_scene_has_vocab(s)) {
-        fprintf(stderr, "%s: attnscope generate needs a vocabulary model: %s\n", cs.name,
-                attn_scene_why_no_vocab(s));
-        rc = CLI_USAGE;
-    } else if (s->masked_lm) {
-        fprintf(stderr,
-                "%s: a BERT model fills in [MASK] tokens; it has no next token to generate "
-                "(attnscope predict shows what it puts at each [MASK])\n",
-                cs.name);
-        rc = CLI_USAGE;
-    } else if (!s->attn.causal) {
-        fprintf(stderr,
-                "%s: the scene is not causal: each token sees the ones after it, so "
-                "there is no next token to generate\n",
-                cs.name);
+    char why[DIAG_MSG_MAX];
+    if (attn_scene_why_no_next(why, sizeof(why), s)) {
+        fprintf(stderr, "%s: %s\n", cs.name, why);
         rc = CLI_USAGE;
     } else if (s->model.n_eos == 0 && max_new < 0) {
         fprintf(stderr,
@@ -234,7 +213,7 @@ int cmd_generate(int argc, char **argv)
     /* the new text, to find --stop in */
     size_t stop_len = val[O_STOP] ? strlen(val[O_STOP]) : 0, have = 0, cap = 0;
     char *made = NULL;
-    char why[256] = "";
+    why[0] = '\0';
     double t0 = now_s();
     int step = 0;
     for (;;) {
@@ -251,7 +230,7 @@ int cmd_generate(int argc, char **argv)
             attn_cnum_fprintf(stdout, " %.4f  %5d\n", c.prob, c.rank);
         }
         fflush(stdout);
-        if (is_eos(s, c.id)) {
+        if (attn_scene_is_eos(s, c.id)) {
             char label[4 * SCENE_MAX_TOKEN_BYTES];
             attn_scene_token_label(label, sizeof(label), s, c.id);
             snprintf(why, sizeof(why), "at the end-of-text token '%.200s' (eos_token_id)", label);
@@ -294,7 +273,8 @@ int cmd_generate(int argc, char **argv)
         fprintf(stderr, "%s: step %d: %s\n", cs.name, step, err.msg[0] ? err.msg : "failed");
         rc = CLI_INVALID;
     } else {
-        attn_cnum_fprintf(info, "# stopped %s: %d tokens in %.*f %s, %.*f ms a token (%.0f tokens/s)\n",
+        attn_cnum_fprintf(info,
+                          "# stopped %s: %d tokens in %.*f %s, %.*f ms a token (%.0f tokens/s)\n",
                           why, step, seconds < 1 ? 1 : 2, seconds < 1 ? 1e3 * seconds : seconds,
                           seconds < 1 ? "ms" : "s", 1e3 * seconds / step < 10 ? 2 : 1,
                           1e3 * seconds / step, step / seconds);

@@ -435,6 +435,12 @@ bool attn_scene_has_row(const struct attn_scene *s, const char *token);
 void attn_scene_token_row(float *row, const char *token, int d);
 /* Replaces the tokens (text becomes NULL). */
 int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, struct diag *err);
+/* Why s has no next token to write (no vocabulary model, a masked language model, attention
+ * that is not causal), into out: true; false when it has one. generate and the explorer's g
+ * refuse with it. */
+bool attn_scene_why_no_next(char *out, size_t size, const struct attn_scene *s);
+/* Whether id is one of the model's end-of-text tokens (model.eos). */
+bool attn_scene_is_eos(const struct attn_scene *s, int id);
 /* Appends vocabulary token id to s (a scene with a vocabulary tokenizer): its label to the
  * tokens, id to the ids, the sentence type of the last token to the types, and its bytes to the
  * text (backing->token_bytes; the text is dropped when there are none). What generation does

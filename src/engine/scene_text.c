@@ -306,6 +306,31 @@ int attn_scene_append_id(struct attn_scene *s, int id, struct diag *err)
     return 0;
 }
 
+bool attn_scene_why_no_next(char *out, size_t size, const struct attn_scene *s)
+{
+    if (!attn_scene_has_vocab(s))
+        snprintf(out, size, "no next token to write: %s", attn_scene_why_no_vocab(s));
+    else if (s->masked_lm)
+        snprintf(out, size,
+                 "a BERT model fills in its [MASK] tokens and has no next token to "
+                 "write (predict shows what it puts at each [MASK])");
+    else if (!s->attn.causal)
+        snprintf(out, size,
+                 "the scene is not causal: each token sees the ones after it, so "
+                 "there is no next token to write");
+    else
+        return false;
+    return true;
+}
+
+bool attn_scene_is_eos(const struct attn_scene *s, int id)
+{
+    for (int i = 0; i < s->model.n_eos; i++)
+        if (s->model.eos[i] == id)
+            return true;
+    return false;
+}
+
 bool attn_scene_has_vocab(const struct attn_scene *s)
 {
     return attn_matrix_given(&s->unembed) && s->token_ids && s->unembed.rows > 0;

@@ -15,17 +15,10 @@
 static bool refused(char *out, size_t size, const struct app *a)
 {
     const struct attn_scene *s = &a->doc.scene;
-    const struct attn_net *net = &a->result.net;
-    if (!app_has_vocab(a))
-        snprintf(out, size, "no next token to write: %s", attn_scene_why_no_vocab(s));
-    else if (net->model[net->layers - 1].masked_lm)
-        snprintf(out, size,
-                 "a BERT model fills in its [MASK]s and has no next token to write (p "
-                 "shows what it puts there)");
-    else if (!s->attn.causal)
-        snprintf(out, size,
-                 "the scene is not causal: each token sees the ones after it, so there "
-                 "is no next one to write (c turns the mask on)");
+    if (!a->result.have_result)
+        snprintf(out, size, "no result yet to go on from");
+    else if (attn_scene_why_no_next(out, size, s))
+        return true;
     else if (app_computing(a))
         snprintf(out, size, "still computing: the next token waits for the result");
     else if (!app_scenes_alike(s, &a->result.shown))
@@ -40,14 +33,6 @@ static bool refused(char *out, size_t size, const struct app *a)
     else
         return false;
     return true;
-}
-
-static bool is_eos(const struct attn_scene *s, int id)
-{
-    for (int i = 0; i < s->model.n_eos; i++)
-        if (s->model.eos[i] == id)
-            return true;
-    return false;
 }
 
 /* One token chosen and appended. *ended: the model chose its end-of-text token. */
@@ -84,7 +69,7 @@ static int step(struct app *a, const char *who, bool *ended)
         snprintf(how, sizeof(how), "greedy");
     else
         snprintf(how, sizeof(how), "sampled at temperature %.3g", t);
-    if (is_eos(&a->doc.scene, c.id)) {
+    if (attn_scene_is_eos(&a->doc.scene, c.id)) {
         *ended = true;
         snprintf(a->status.message, sizeof(a->status.message),
                  "%s: the model chose its end-of-text token '%.100s' (p %.4f, %s): nothing "
