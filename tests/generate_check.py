@@ -10,7 +10,8 @@ same ids at the same positions, stop where the golden stops, and give each token
 within test_interp.c's tolerance, 2 p e Z with e = 3e-5 (the logits' error through every layer;
 a step's row comes from the KV-cache path, within test_causal's tolerance of a fresh pass), Z
 the row's largest |logit|. Then a sampled run is the same twice with one seed, and each bad input
-gets its message and exit status 2. Prints the largest share of the tolerance a probability used.
+gets its message and exit status 2; a tokenizer.json writes what vocab.json and merges.txt do.
+Prints the largest share of the tolerance a probability used.
 """
 
 import csv
@@ -100,6 +101,14 @@ def main():
     rc, out, err = run(exe, english, "--text", "Once upon a time", "-n", "30", "--stop", " then")
     if rc != 0 or "# stopped at --stop" not in out:
         fails.append("--stop: exit %d, %r" % (rc, out.strip().splitlines()[-2:]))
+
+    # tokenizer.json's path (hftok's token bytes): the same tokens and text as vocab.json's
+    hf = run(exe, os.path.join(root, "tests/fixtures/hf/induction.yaml"), "-n", "6")
+    text = open(os.path.join(root, "tests/fixtures/hf/induction.yaml")).read().split('text: "')[1]
+    bpe = run(exe, os.path.join(root, "models/induction"), "--text", text.split('"')[0], "-n", "6")
+    strip = lambda out: [l for l in out.splitlines() if not l.startswith("# stopped")][1:]
+    if hf[0] != 0 or strip(hf[1]) != strip(bpe[1]) or not hf[1].rstrip().endswith("gold rain"):
+        fails.append("tokenizer.json against vocab.json: %r / %r" % (hf[1][-200:], bpe[1][-200:]))
 
     induction = os.path.join(root, "models/induction")
     expect_refused(exe, "--max-new 0", [english, "--max-new", "0"], ["--max-new", "'0'"], fails)

@@ -293,6 +293,7 @@ struct app_generate {
     int left; /* 0: not generating */
     int done; /* of this run */
     int asked;
+    double t0_ms; /* when the run began: its tokens a second */
 };
 
 /* The message line's transient note (where export wrote, ...). */

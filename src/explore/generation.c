@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/generate.h"
 #include "engine/logits.h"
@@ -35,8 +36,9 @@ static bool refused(char *out, size_t size, const struct app *a)
     return true;
 }
 
-/* One token chosen and appended. *ended: the model chose its end-of-text token. */
-static int step(struct app *a, const char *who, bool *ended)
+/* One token chosen and appended; pace ("" or " · 30.1 tokens/s") follows its figures on the
+ * message line. *ended: the model chose its end-of-text token. */
+static int step(struct app *a, const char *who, const char *pace, bool *ended)
 {
     char why[DIAG_MSG_MAX];
     *ended = false;
@@ -91,8 +93,8 @@ static int step(struct app *a, const char *who, bool *ended)
         return -1;
     a->view.row = n - 1; /* the row that chose it: the predictions panel shows that step */
     snprintf(a->status.message, sizeof(a->status.message),
-             "%s: '%.100s' at position %d (p %.4f, rank %d, %s); u takes it away", who, label, n,
-             c.prob, c.rank, how);
+             "%s: '%.100s' at position %d (p %.4f, rank %d, %s)%s; u takes it away", who, label, n,
+             c.prob, c.rank, how, pace);
     a->status.message_is_error = false;
     return 0;
 }
@@ -101,12 +103,19 @@ int app_generate(struct app *a)
 {
     bool ended;
     a->gen = (struct app_generate){0};
-    return step(a, "g", &ended);
+    return step(a, "g", "", &ended);
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 int app_generate_many(struct app *a, int count)
 {
-    a->gen = (struct app_generate){.left = count, .asked = count};
+    a->gen = (struct app_generate){.left = count, .asked = count, .t0_ms = now_ms()};
     return app_generate_tick(a) ? 0 : -1;
 }
 
@@ -121,8 +130,13 @@ int app_generate_tick(struct app *a)
         return 0;
     char who[32];
     snprintf(who, sizeof(who), "G %d/%d", a->gen.done + 1, a->gen.asked);
+    /* the tokens whose rows are in, a second: every step before this one */
+    char pace[48] = "";
+    double seconds = (now_ms() - a->gen.t0_ms) / 1e3;
+    if (a->gen.done > 0 && seconds > 0)
+        snprintf(pace, sizeof(pace), " \u00b7 %.1f tokens/s", a->gen.done / seconds);
     bool ended;
-    if (step(a, who, &ended) != 0 || ended) {
+    if (step(a, who, pace, &ended) != 0 || ended) {
         a->gen.left = 0;
         return 1;
     }
