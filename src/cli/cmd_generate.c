@@ -238,6 +238,15 @@ int cmd_generate(int argc, char **argv)
         }
         if (attn_generation_append(&g, c.id, &err) != 0)
             break;
+        /* a row that made a nan or an inf: the next step's logits would not be numbers */
+        char where[DIAG_MSG_MAX - 64];
+        if (attn_net_nonfinite_text(where, sizeof(where), &cs.net)) {
+            attn_diag_set(&err, "",
+                          "the forward pass of its row made a value that is not a "
+                          "number: %s",
+                          where);
+            break;
+        }
         if (stop_len && s->backing->token_bytes) {
             char bytes[4 * SCENE_MAX_TOKEN_BYTES];
             size_t nb = s->backing->token_bytes(s->backing, c.id, bytes, sizeof(bytes));

@@ -20,6 +20,10 @@ static bool refused(char *out, size_t size, const struct app *a)
         snprintf(out, size, "no result yet to go on from");
     else if (attn_scene_why_no_next(out, size, s))
         return true;
+    else if (a->result.nonfinite[0])
+        snprintf(out, size,
+                 "the result holds a value that is not a number, so its logits are "
+                 "no distribution to choose from");
     else if (app_computing(a))
         snprintf(out, size, "still computing: the next token waits for the result");
     else if (!app_scenes_alike(s, &a->result.shown))
