@@ -24,7 +24,7 @@ start() { # NAME ARGS...
   local name=$1
   shift
   T new-session -d -s "$name" -x 130 -y 44 -e TERM=tmux-256color -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" \
-    -e ATTNSCOPE_DATA_DIR="$SRC" "cd $SRC; $BIN $* 2>$WORK/$name.err; sleep 600"
+    -e ATTNSCOPE_DATA_DIR="$SRC" "cd $SRC; $BIN $* 2>$WORK/$name.err; echo \$? >$WORK/$name.exit; sleep 600"
   T set-option -t "$name" -g status off >/dev/null
 }
 screen() { T capture-pane -t "$1" -p; }
@@ -35,6 +35,20 @@ wait_for() { # NAME PATTERN
     sleep 0.1
   done
   return 1
+}
+# q (and y to drop the edits when it asks), then the exit status: an explorer left running when
+# the tmux server goes would lose its terminal (under ASan, its exit then spins: issue 29's note)
+quit() { # NAME
+  T send-keys -t "$1" q
+  sleep 0.3
+  [ -e "$WORK/$1.exit" ] || T send-keys -t "$1" y
+  for _ in $(seq 1 100); do
+    [ -e "$WORK/$1.exit" ] && break
+    sleep 0.1
+  done
+  if grep -qx 0 "$WORK/$1.exit" 2>/dev/null; then ok "$1: q quits, exit status 0"; else
+    not_ok "$1: q did not quit with status 0"
+  fi
 }
 check() { # WHAT NAME PATTERN
   if wait_for "$2" "$3"; then ok "$1"; else
@@ -75,9 +89,7 @@ n=$(screen e | grep -oE "[0-9]+ tokens" | head -1 | cut -d' ' -f1)
 if screen e | grep -q "scaling off"; then not_ok "the key that stopped G acted"; else ok "the key that stopped G did nothing else"; fi
 T send-keys -t e u
 check "u takes one token away" e " $((n - 1)) tokens"
-T send-keys -t e q
-sleep 0.3
-T send-keys -t e y 2>/dev/null
+quit e
 
 start s "models/english --text 'Once upon a time'"
 wait_for s "7 tokens" || not_ok "the explorer opened (sampled)"
@@ -88,12 +100,14 @@ wait_for s "temperature" || not_ok "the temperature knob asks"
 T send-keys -t s C-u 0.8 Enter
 T send-keys -t s g
 check "g at temperature 0.8 samples the command's token" s "^ g: '$(label sampled 1)' at position 7 \(p [0-9.]+, rank [0-9]+, sampled at temperature 0.8\)"
+quit s
 
 start b "scenes/10-mha.yaml"
 wait_for b "10-mha|MultiHead" || true
 sleep 0.5
 T send-keys -t b g
 check "a scene without a vocabulary refuses g" b "g: no next token to write"
+quit b
 
 echo "generate-tmux: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
