@@ -373,7 +373,8 @@ static int bench_generate(const char *path, const struct cli_input *in, const ch
     attn_diag_clear(&err);
     double *t = calloc((size_t)steps * 3, sizeof(double));
     int n0 = cs.scene.n_tokens, done = 0;
-    int room = cs.scene.model.positions > 0 ? cs.scene.model.positions - n0 : SCENE_MAX_TOKENS - n0;
+    const char *what;
+    int room = attn_scene_context(&cs.scene, &what) - n0;
     if (!t || attn_generation_begin(&g, &cs.net, &cs.scene, &sp, 0, &err) != 0) {
         fprintf(stderr, "%s: %s\n", cs.name, t ? err.msg : "out of memory");
         free(t);

@@ -105,18 +105,6 @@ static void print_text(const char *text)
     putchar('\n');
 }
 
-/* The longest a generation may run: the model's context, or the tokens a scene may hold. */
-static int context_of(const struct attn_scene *s, const char **what)
-{
-    int ctx = SCENE_MAX_TOKENS;
-    *what = "the most tokens attnscope computes";
-    if (s->model.positions > 0 && s->model.positions - s->pos.offset < ctx) {
-        ctx = s->model.positions - s->pos.offset;
-        *what = s->model.positions_key;
-    }
-    return ctx;
-}
-
 int cmd_generate(int argc, char **argv)
 {
     const char *val[O_COUNT], *pos[1];
@@ -147,7 +135,7 @@ int cmd_generate(int argc, char **argv)
         return rc;
     struct attn_scene *s = &cs.scene;
     const char *ctx_what;
-    int ctx = context_of(s, &ctx_what), n0 = s->n_tokens;
+    int ctx = attn_scene_context(s, &ctx_what), n0 = s->n_tokens;
     /* what the model cannot do, before any compute */
     char why[DIAG_MSG_MAX];
     if (attn_scene_why_no_next(why, sizeof(why), s)) {

@@ -439,6 +439,10 @@ int attn_scene_set_tokens(struct attn_scene *s, char *const *tokens, int n, stru
  * that is not causal), into out: true; false when it has one. generate and the explorer's g
  * refuse with it. */
 bool attn_scene_why_no_next(char *out, size_t size, const struct attn_scene *s);
+/* The most tokens s may hold as a generation goes on: its model's context (the positions it was
+ * trained on, less the offset), or SCENE_MAX_TOKENS; *what names which (positions_key, or
+ * "the most tokens attnscope computes"). */
+int attn_scene_context(const struct attn_scene *s, const char **what);
 /* Whether id is one of the model's end-of-text tokens (model.eos). */
 bool attn_scene_is_eos(const struct attn_scene *s, int id);
 /* Appends vocabulary token id to s (a scene with a vocabulary tokenizer): its label to the

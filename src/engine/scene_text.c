@@ -323,6 +323,17 @@ bool attn_scene_why_no_next(char *out, size_t size, const struct attn_scene *s)
     return true;
 }
 
+int attn_scene_context(const struct attn_scene *s, const char **what)
+{
+    int ctx = SCENE_MAX_TOKENS;
+    *what = "the most tokens attnscope computes";
+    if (s->model.positions > 0 && s->model.positions - s->pos.offset < ctx) {
+        ctx = s->model.positions - s->pos.offset;
+        *what = s->model.positions_key;
+    }
+    return ctx;
+}
+
 bool attn_scene_is_eos(const struct attn_scene *s, int id)
 {
     for (int i = 0; i < s->model.n_eos; i++)

@@ -16,6 +16,8 @@
 static bool refused(char *out, size_t size, const struct app *a)
 {
     const struct attn_scene *s = &a->doc.scene;
+    const char *what;
+    int ctx = attn_scene_context(s, &what);
     if (!a->result.have_result)
         snprintf(out, size, "no result yet to go on from");
     else if (attn_scene_why_no_next(out, size, s))
@@ -30,11 +32,8 @@ static bool refused(char *out, size_t size, const struct app *a)
         snprintf(out, size,
                  "the result on screen is not the scene's (its last edit failed): u "
                  "first");
-    else if (s->model.positions > 0 && s->n_tokens + s->pos.offset >= s->model.positions)
-        snprintf(out, size, "at the model's context: %d tokens (%s)", s->model.positions,
-                 s->model.positions_key);
-    else if (s->n_tokens >= SCENE_MAX_TOKENS)
-        snprintf(out, size, "at the most tokens attnscope computes (%d)", SCENE_MAX_TOKENS);
+    else if (s->n_tokens >= ctx)
+        snprintf(out, size, "at the model's context: %d tokens (%s)", ctx, what);
     else
         return false;
     return true;

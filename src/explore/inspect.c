@@ -887,6 +887,15 @@ static void explain_mean(const struct cell *c)
     put(b, "\n");
 }
 
+/* Where the KV-cache figures are said: beside the pattern scores (a checkpoint, several layers;
+ * see inspect_explain) and for the systems that shrink the cache (GQA, MQA, MLA). */
+static bool kv_talk(const struct app *a)
+{
+    const struct attn_model *m = app_model(a);
+    return a->doc.scene.model.file || a->result.net.layers > 1 || m->latent > 0 ||
+           m->kv_heads < m->heads;
+}
+
 void inspect_explain(char *out, size_t size, const struct app *a)
 {
     struct buf b = {out, size, 0};
@@ -960,10 +969,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
                 put(&b, "  %s\n", why);
         }
     }
-    bool shared_kv = m->latent > 0 || m->kv_heads < m->heads;
-    if ((model_talk || shared_kv) &&
-        (a->view.stage == STAGE_KEYS || a->view.stage == STAGE_VALUES ||
-         a->view.stage == STAGE_KEYS_ROTATED || a->view.stage == STAGE_LATENT)) {
+    if (kv_talk(a) && inspect_is_kv_stage(a->view.stage)) {
         char cache[200], brief[120], rows[400];
         inspect_kv_cache(cache, sizeof(cache), a);
         put(&b, "\n%s\n", cache);
@@ -994,8 +1000,7 @@ void inspect_kv_cache(char *out, size_t size, const struct app *a)
 
 bool inspect_is_kv_stage(enum attn_stage st)
 {
-    return st == STAGE_KEYS || st == STAGE_VALUES || st == STAGE_KEYS_NORMED ||
-           st == STAGE_KEYS_ROTATED || st == STAGE_LATENT;
+    return st == STAGE_KEYS || st == STAGE_VALUES || st == STAGE_KEYS_ROTATED || st == STAGE_LATENT;
 }
 
 /* bytes as "1.5 KiB", "10.4 MiB" */
@@ -1016,11 +1021,7 @@ int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t ful
     const struct attn_net *net = &a->result.net;
     const struct attn_model *m = app_model(a);
     brief[0] = full[0] = '\0';
-    /* as the inspector's KV-cache line: for trained or stacked models and the systems that
-       shrink the cache, not beside chapter 3's mechanism */
-    bool talk = a->doc.scene.model.file || net->layers > 1 || m->latent > 0 ||
-                m->kv_heads < m->heads;
-    if (!m->causal || !m->project || !talk)
+    if (!m->causal || !m->project || !kv_talk(a))
         return -1;
     /* what a token adds to each layer's cache: its key and value rows, or MLA's latent */
     long per = m->latent > 0 ? (long)m->latent : 2L * m->Dkv;

@@ -12,8 +12,8 @@ void inspect_explain(char *out, size_t size, const struct app *a);
 void inspect_kv_cache(char *out, size_t size, const struct app *a);
 /* Which KV head query head `head` reads and who shares it ("" without GQA, MQA or MLA). */
 void inspect_kv_sharing(char *out, size_t size, const struct app *a, int head);
-/* Whether stage st is part of a layer's KV cache: the keys and values (normed, rotated: the
- * keys attention reads) or MLA's latent. */
+/* Whether stage st is a layer's KV cache: the keys (rotated, with RoPE: the keys attention
+ * reads), the values, or MLA's latent. */
 bool inspect_is_kv_stage(enum attn_stage st);
 /* The KV cache of the layer shown (a causal scene's): brief ("KV cache 4.6 KiB a layer · row 147
  * new (+)") for the map's heading, full (every layer's bytes, the rows a new token computes with
