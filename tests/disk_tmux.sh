@@ -18,49 +18,15 @@ set -u
 BIN=$(realpath "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
-SOCK="attnscope-disk-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$WORK"; }
-trap cleanup EXIT
+. "$SRC/tests/tmux_lib.sh"
+tmux_open disk
+GONE_S=60 # a compute under a sanitizer, paused after each head
 export ATTNSCOPE_CONFIGS_DIR="$SRC/configs"
 export XDG_CONFIG_HOME="$WORK/config"
-pass=0
-fail=0
 start() { # NAME COMMAND: a detached 120x40 session
   T new-session -d -s "$1" -x 120 -y 40 -e TERM=tmux-256color \
     -e ATTNSCOPE_CONFIGS_DIR="$ATTNSCOPE_CONFIGS_DIR" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$2"
   T set-option -t "$1" -g status off >/dev/null
-}
-screen() { T capture-pane -t "$1" -p; }
-keys() { T send-keys -t "$@"; }
-text() { T send-keys -t "$1" -l "$2"; }
-wait_for() { # NAME TEXT: up to 10 s
-  for _ in $(seq 1 200); do
-    screen "$1" | grep -qF -- "$2" && return 0
-    sleep 0.05
-  done
-  return 1
-}
-wait_gone() { # NAME TEXT: up to 60 s (a compute under a sanitizer, paused after each head)
-  for _ in $(seq 1 1200); do
-    screen "$1" | grep -qF -- "$2" || return 0
-    sleep 0.05
-  done
-  return 1
-}
-ok() {
-  pass=$((pass + 1))
-  echo "ok - $1"
-}
-not_ok() {
-  fail=$((fail + 1))
-  echo "not ok - $1"
-  [ -n "${2:-}" ] && screen "$2" | sed 's/^/    | /'
-}
-check() { # name session command...
-  local name=$1 session=$2
-  shift 2
-  if "$@"; then ok "$name"; else not_ok "$name" "$session"; fi
 }
 alive() { kill -0 "$(cat "$WORK/$1.pid")" 2>/dev/null; }
 # The pane runs attnscope and records its pid and exit status.

@@ -19,15 +19,11 @@ set -u
 BIN=$(realpath "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
-SOCK="attnscope-e2e-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$WORK"; }
-trap cleanup EXIT
+. "$SRC/tests/tmux_lib.sh"
+tmux_open e2e
 
 export ATTNSCOPE_CONFIGS_DIR="$SRC/configs"
 export XDG_CONFIG_HOME="$WORK/config" # a developer's own keys.yaml must not change the test
-pass=0
-fail=0
 
 # start NAME COLS LINES COMMAND: a detached session running COMMAND under tmux-256color.
 start() {
@@ -35,46 +31,7 @@ start() {
     -e ATTNSCOPE_CONFIGS_DIR="$ATTNSCOPE_CONFIGS_DIR" -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$4"
   T set-option -t "$1" -g status off >/dev/null
 }
-screen() { T capture-pane -t "$1" -p; }
-keys() { T send-keys -t "$@"; }
-text() { T send-keys -t "$1" -l "$2"; } # literal text, no key-name lookup
-# wait_for NAME TEXT: up to 5 s for TEXT to appear on the screen.
-wait_for() {
-  for _ in $(seq 1 100); do
-    screen "$1" | grep -qF -- "$2" && return 0
-    sleep 0.05
-  done
-  return 1
-}
-wait_gone() {
-  for _ in $(seq 1 100); do
-    screen "$1" | grep -qF -- "$2" || return 0
-    sleep 0.05
-  done
-  return 1
-}
-wait_file() {
-  for _ in $(seq 1 100); do
-    [ -s "$1" ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
-ok() {
-  pass=$((pass + 1))
-  echo "ok - $1"
-}
-not_ok() { # name session
-  fail=$((fail + 1))
-  echo "not ok - $1"
-  [ -n "${2:-}" ] && screen "$2" | sed 's/^/    | /'
-}
 quiet() { "$@" >/dev/null; }
-check() { # name session command...
-  local name=$1 session=$2
-  shift 2
-  if "$@"; then ok "$name"; else not_ok "$name" "$session"; fi
-}
 
 # A pane command that records the terminal settings around attnscope and its exit status.
 wrapped() { # tag [args...]

@@ -11,15 +11,9 @@ set -u
 BIN=$(realpath "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
-SOCK="attnscope-gen-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$WORK"; }
-trap cleanup EXIT
+. "$SRC/tests/tmux_lib.sh"
+tmux_open gen
 export XDG_CONFIG_HOME="$WORK/config"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-not_ok() { fail=$((fail + 1)); echo "not ok - $1"; }
 start() { # NAME ARGS...
   local name=$1
   shift
@@ -27,9 +21,8 @@ start() { # NAME ARGS...
     -e ATTNSCOPE_DATA_DIR="$SRC" "cd $SRC; $BIN $* 2>$WORK/$name.err; echo \$? >$WORK/$name.exit; sleep 600"
   T set-option -t "$name" -g status off >/dev/null
 }
-screen() { T capture-pane -t "$1" -p; }
 # Until the screen holds PATTERN (grep -E), at most 30 s.
-wait_for() { # NAME PATTERN
+wait_re() { # NAME PATTERN
   for _ in $(seq 1 300); do
     screen "$1" | grep -qE "$2" && return 0
     sleep 0.1
@@ -50,8 +43,8 @@ quit() { # NAME
     not_ok "$1: q did not quit with status 0"
   fi
 }
-check() { # WHAT NAME PATTERN
-  if wait_for "$2" "$3"; then ok "$1"; else
+check_re() { # WHAT NAME PATTERN
+  if wait_re "$2" "$3"; then ok "$1"; else
     not_ok "$1: the screen never showed /$3/"
     screen "$2" | sed 's/^/#   /'
   fi
@@ -69,44 +62,44 @@ label() { field "$1" "$2" token | sed 's/[][\.*^$(){}?+|/]/\\&/g'; }
 pos() { field "$1" "$2" position; }
 
 start e "models/english --text 'Once upon a time'"
-wait_for e "7 tokens" || not_ok "the explorer opened"
+wait_re e "7 tokens" || not_ok "the explorer opened"
 T send-keys -t e p
 T send-keys -t e g
-check "g writes the command's first token" e "^ g: '$(label greedy 1)' at position $(pos greedy 1) \(p [0-9.]+, rank 1, greedy\)"
-check "the header counts it" e " 8 tokens"
-check "the predictions panel shows the step that chose it, the token marked" e "next $(label greedy 1): rank 1"
+check_re "g writes the command's first token" e "^ g: '$(label greedy 1)' at position $(pos greedy 1) \(p [0-9.]+, rank 1, greedy\)"
+check_re "the header counts it" e " 8 tokens"
+check_re "the predictions panel shows the step that chose it, the token marked" e "next $(label greedy 1): rank 1"
 T send-keys -t e G
-wait_for e "tokens to write" || not_ok "G asks how many"
+wait_re e "tokens to write" || not_ok "G asks how many"
 T send-keys -t e Enter
-check "G 16 ends on the command's 17th token" e "G 16/16: '$(label greedy 17)' at position $(pos greedy 17)"
-check "24 tokens after G" e " 24 tokens"
+check_re "G 16 ends on the command's 17th token" e "G 16/16: '$(label greedy 17)' at position $(pos greedy 17)"
+check_re "24 tokens after G" e " 24 tokens"
 T send-keys -t e G C-u 200 Enter
 sleep 0.5
 T send-keys -t e x
-check "a key stops G" e "a key: stopped generating after [0-9]+ of 200 tokens"
+check_re "a key stops G" e "a key: stopped generating after [0-9]+ of 200 tokens"
 n=$(screen e | grep -oE "[0-9]+ tokens" | head -1 | cut -d' ' -f1)
 # x toggles the scaling, which the header would then name ("modified: scaling off")
 if screen e | grep -q "scaling off"; then not_ok "the key that stopped G acted"; else ok "the key that stopped G did nothing else"; fi
 T send-keys -t e u
-check "u takes one token away" e " $((n - 1)) tokens"
+check_re "u takes one token away" e " $((n - 1)) tokens"
 quit e
 
 start s "models/english --text 'Once upon a time'"
-wait_for s "7 tokens" || not_ok "the explorer opened (sampled)"
+wait_re s "7 tokens" || not_ok "the explorer opened (sampled)"
 T send-keys -t s Tab Tab Tab Tab Tab
-wait_for s "temp" || true
+wait_re s "temp" || true
 T send-keys -t s "#"
-wait_for s "temperature" || not_ok "the temperature knob asks"
+wait_re s "temperature" || not_ok "the temperature knob asks"
 T send-keys -t s C-u 0.8 Enter
 T send-keys -t s g
-check "g at temperature 0.8 samples the command's token" s "^ g: '$(label sampled 1)' at position 7 \(p [0-9.]+, rank [0-9]+, sampled at temperature 0.8\)"
+check_re "g at temperature 0.8 samples the command's token" s "^ g: '$(label sampled 1)' at position 7 \(p [0-9.]+, rank [0-9]+, sampled at temperature 0.8\)"
 quit s
 
 start b "scenes/10-mha.yaml"
-wait_for b "10-mha|MultiHead" || true
+wait_re b "10-mha|MultiHead" || true
 sleep 0.5
 T send-keys -t b g
-check "a scene without a vocabulary refuses g" b "g: no next token to write"
+check_re "a scene without a vocabulary refuses g" b "g: no next token to write"
 quit b
 
 echo "generate-tmux: $pass passed, $fail failed"

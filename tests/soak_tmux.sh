@@ -17,15 +17,14 @@ set -u
 BIN=$(realpath "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
-SOCK="attnscope-soak-$$"
 SEED=${SOAK_SEED:-20240611}
 KEYS=${SOAK_KEYS:-12000}
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() {
+. "$SRC/tests/tmux_lib.sh"
+tmux_open soak
+tmux_close() {
   T kill-server >/dev/null 2>&1
   if [ -n "${SOAK_KEEP:-}" ]; then echo "soak: scratch folder kept: $WORK"; else rm -rf "$WORK"; fi
 }
-trap cleanup EXIT
 RANDOM=$SEED # bash's generator: the same seed gives the same keys
 echo "soak: seed $SEED (SOAK_SEED=$SEED replays it), $KEYS keys"
 

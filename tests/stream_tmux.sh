@@ -12,13 +12,9 @@ set -u
 BIN=$(realpath "$1")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
-SOCK="attnscope-stream-$$"
-T() { tmux -L "$SOCK" -f /dev/null "$@"; }
-cleanup() { T kill-server >/dev/null 2>&1; rm -rf "$WORK"; }
-trap cleanup EXIT
+. "$SRC/tests/tmux_lib.sh"
+tmux_open stream
 export XDG_CONFIG_HOME="$WORK/config"
-pass=0
-fail=0
 TEXT="The cat sat on the mat. The dog sat on the rug, and the cat looked at the dog. Then the \
 dog ran to the house, and the cat ran after it. They sat by the door of the house and waited \
 for the rain to stop, and the rain did not stop for a long time, so the cat and the dog slept."
