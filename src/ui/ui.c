@@ -900,6 +900,13 @@ static void restore_terminal(void)
         endwin();
     }
     attn_fatal_clear_terminal();
+    /* The loop that answered them is over: from here a hangup, SIGTERM or C-c ends the process
+       at once. Kept as flags, the SIGHUP and SIGCONT a closed terminal sends were swallowed
+       during ASan's leak check at exit, and when the SIGCONT cancelled the stop its ptrace
+       waited for, the process spun on, orphaned. */
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
 }
 
 /* C-z: curses' own SIGTSTP handler (endwin, stop, redraw on fg) between bracketed paste off and
