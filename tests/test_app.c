@@ -1473,6 +1473,22 @@ static void test_generate(void **state)
         app_undo(&a);
     app_wait(&a);
     assert_int_equal(a.doc.scene.n_tokens, 7);
+    /* a lesson step's generate: 4 writes what g and G 3 wrote, as one edit */
+    struct attn_scene copy;
+    struct attn_edit gen = {.kind = EDIT_GENERATE, .generate = 4};
+    struct attn_edit_effects fx;
+    struct diag err;
+    assert_int_equal(attn_scene_copy(&copy, &a.doc.scene), 0);
+    assert_int_equal(attn_scene_check_edit(&copy, &gen, &err), 0);
+    assert_int_equal(attn_scene_apply_edit(&copy, &gen, &fx, &err), 0);
+    assert_int_equal(copy.n_tokens, 11);
+    assert_int_equal(copy.token_ids[7], 11);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(copy.token_ids[8 + i], want[i]);
+    gen.generate = 65;
+    assert_int_equal(attn_scene_check_edit(&copy, &gen, &err), -1);
+    assert_string_equal(err.msg, "generate writes 1 to 64 tokens, not 65");
+    attn_scene_free(&copy);
     /* sampled at the predictions' temperature */
     app_set_temperature(&a, 2.0);
     assert_int_equal(app_generate(&a), 0);

@@ -188,6 +188,9 @@ static const struct {
     {"lesson[].ablate.layer", "The head's layer."},
     {"lesson[].ablate.head", "The head."},
     {"lesson[].ablate.mode", "zero, mean, or off (the head computed again)."},
+    {"lesson[].generate",
+     "An edit: 1 to 64 tokens appended, each the model's most likely, as g writes them (a "
+     "vocabulary model's causal scene)."},
     {"ablate",
      "Heads whose context is replaced before out_proj; everything after is computed from it."},
     {"ablate[].layer", "The head's layer."},

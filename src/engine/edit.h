@@ -29,10 +29,11 @@
     X(NORMALIZE, "normalize")                                                                      \
     X(LAYOUT, "head_layout")                                                                       \
     X(OFFSET, "offset")                                                                            \
-    X(ABLATE, "ablate") /* one head's ablation: zero, mean or off (X in the explorer) */           \
-    X(DIM, "")          /* the width of drawn embeddings */                                        \
-    X(SHAPE, "")        /* projection, layout, d_out, heads and qkv_bias at once (P, L) */         \
-    X(TOKENIZER, "")    /* the sentence again under another built-in tokenizer (T) */
+    X(ABLATE, "ablate")     /* one head's ablation: zero, mean or off (X in the explorer) */       \
+    X(GENERATE, "generate") /* greedy tokens appended (g in the explorer) */                       \
+    X(DIM, "")              /* the width of drawn embeddings */                                    \
+    X(SHAPE, "")            /* projection, layout, d_out, heads and qkv_bias at once (P, L) */     \
+    X(TOKENIZER, "")        /* the sentence again under another built-in tokenizer (T) */
 
 enum attn_edit_kind {
 #define X(id, key) EDIT_##id,
@@ -40,8 +41,11 @@ enum attn_edit_kind {
 #undef X
         EDIT_COUNT
 };
-/* The kinds a lesson step may make: NONE .. ABLATE. */
-#define EDIT_LESSON_COUNT (EDIT_ABLATE + 1)
+/* The most tokens one generate edit writes: a lesson shows them arrive, it does not write pages. */
+#define ATTN_EDIT_GENERATE_MAX 64
+
+/* The kinds a lesson step may make: NONE .. GENERATE. */
+#define EDIT_LESSON_COUNT (EDIT_GENERATE + 1)
 
 /* One edit: its kind and the value of what it sets; the enums are scene.h's. */
 struct attn_edit {
@@ -65,6 +69,7 @@ struct attn_edit {
     bool qkv_bias;         /* SHAPE */
     int layer, head;       /* ABLATE: the head */
     int head_mode;         /* ABLATE: enum attn_head_mode, HEAD_ZERO or HEAD_MEAN, HEAD_KEEP: off */
+    int generate;          /* GENERATE: how many tokens, each the model's most likely */
 };
 
 /* What an edit took along besides what it set, for the caller to say. */

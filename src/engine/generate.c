@@ -186,3 +186,32 @@ void attn_generation_end(struct attn_generation *g)
     g->logits = NULL;
     g->heap = NULL;
 }
+
+int attn_scene_generate(struct attn_scene *s, int count, struct diag *err)
+{
+    struct attn_scene work;
+    if (attn_scene_copy(&work, s) != 0)
+        return attn_diag_set(err, "generate", "out of memory");
+    struct attn_net net = {0};
+    attn_generation_net(&net);
+    struct attn_sampling greedy = {.greedy = true, .temperature = 1.0, .top_k = 0, .top_p = 1.0};
+    struct attn_generation g;
+    int rc = attn_net_compute(&net, &work, err);
+    if (rc == 0 && (rc = attn_generation_begin(&g, &net, &work, &greedy, work.seed, err)) == 0) {
+        for (int i = 0; i < count && rc == 0; i++) {
+            struct attn_choice c;
+            if ((rc = attn_generation_choose(&g, &c, err)) != 0 || attn_scene_is_eos(&work, c.id))
+                break;
+            rc = attn_generation_append(&g, c.id, err);
+        }
+        attn_generation_end(&g);
+    }
+    attn_net_free(&net);
+    if (rc != 0) {
+        attn_scene_free(&work);
+        return -1;
+    }
+    attn_scene_free(s);
+    *s = work;
+    return 0;
+}

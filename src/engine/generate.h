@@ -75,4 +75,10 @@ int attn_generation_choose(struct attn_generation *g, struct attn_choice *out, s
 int attn_generation_append(struct attn_generation *g, int id, struct diag *err);
 void attn_generation_end(struct attn_generation *g);
 
+/* Appends count tokens to s, each the model's most likely (fewer when it chooses its
+ * end-of-text token), computed as the steps above: what a lesson step's generate: makes, here
+ * without the explorer. s must pass attn_scene_why_no_next and have room for count more in its
+ * context. Returns 0, or -1 with err and s as it was. */
+int attn_scene_generate(struct attn_scene *s, int count, struct diag *err);
+
 #endif

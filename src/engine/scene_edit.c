@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/edit.h"
+#include "engine/generate.h"
 #include "engine/tokenize.h"
 
 /* The second sentence an edit leaves: its own (NULL when it removes it), else the scene's. */
@@ -101,6 +102,23 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
                 s->attn.heads, s->attn.heads == 1 ? "" : "s", s->attn.heads - 1);
         return 0;
     }
+    case EDIT_GENERATE: {
+        char why[DIAG_MSG_MAX];
+        const char *what;
+        int room = attn_scene_context(s, &what) - s->n_tokens;
+        if (attn_scene_why_no_next(why, sizeof(why), s))
+            return attn_diag_set(err, "generate", "%s", why);
+        if (e->generate < 1 || e->generate > ATTN_EDIT_GENERATE_MAX)
+            return attn_diag_set(err, "generate", "generate writes 1 to %d tokens, not %d",
+                                 ATTN_EDIT_GENERATE_MAX, e->generate);
+        if (e->generate > room)
+            return attn_diag_set(err, "generate",
+                                 "the text is %d tokens and the model's context (%s) is %d: "
+                                 "room for %d more, not %d",
+                                 s->n_tokens, what, s->n_tokens + room, room > 0 ? room : 0,
+                                 e->generate);
+        return 0;
+    }
     case EDIT_OFFSET:
         if (s->pos.kind == POS_NONE)
             return attn_diag_set(err, "offset",
@@ -169,6 +187,8 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
     case EDIT_OFFSET: /* the weights stay: only the positions move */
         s->pos.offset = e->offset;
         return 0;
+    case EDIT_GENERATE: /* the sentence grows by the model's own tokens; the weights stay */
+        return attn_scene_generate(s, e->generate, err);
     case EDIT_ABLATE: /* every parameter stays; what the head hands on changes */
         if (attn_scene_set_ablation(s, e->layer, e->head, (enum attn_head_mode)e->head_mode))
             return attn_diag_set(err, "ablate", "out of memory");

@@ -993,9 +993,23 @@ void inspect_kv_cache(char *out, size_t size, const struct app *a)
                          "plain multi-head attention needs %ld",
                          m->kv_heads, m->kv_heads == 1 ? "" : "s", m->head_dim,
                          2L * m->kv_heads * m->head_dim, m->kv_heads == 1 ? "MQA" : "GQA", mha);
-    else
+    else {
+        /* what the systems that shrink it would keep for this shape (scenes 24-26's): GQA in
+           groups of 4 query heads (Llama 3's 32/8), or of 2 for fewer heads */
+        int groups = m->heads >= 8 && m->heads % 4 == 0  ? m->heads / 4
+                     : m->heads > 2 && m->heads % 2 == 0 ? m->heads / 2
+                                                         : 0;
         attn_cnum_format(out, size, "KV cache per token: 2\u00d7%d heads\u00d7%d = %ld floats",
                          m->heads, m->head_dim, mha);
+        size_t o = strlen(out);
+        if (m->heads > 1 && o < size)
+            attn_cnum_format(out + o, size - o, "; MQA (one K/V head) would keep %ld",
+                             2L * m->head_dim);
+        o = strlen(out);
+        if (groups > 1 && o < size)
+            attn_cnum_format(out + o, size - o, ", GQA with %d K/V heads %ld", groups,
+                             2L * groups * m->head_dim);
+    }
 }
 
 bool inspect_is_kv_stage(enum attn_stage st)

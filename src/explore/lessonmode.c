@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cnum.h"
+#include "engine/generate.h"
 #include "engine/logits.h"
 #include "explore/keys.h"
 #include "explore/appstate.h"
@@ -22,6 +23,44 @@ bool lesson_active(const struct app *a)
 const struct attn_lesson_step *lesson_current(const struct app *a)
 {
     return a->lesson.lesson ? &a->lesson.lesson->steps[a->lesson.step] : NULL;
+}
+
+/* generate: N, the model's most likely tokens appended as g would append them one by one, here
+ * as one edit (u takes them away together). */
+static int generate_edit(struct app *a, const struct attn_edit *e)
+{
+    struct diag err;
+    struct attn_scene next;
+    int n0 = a->doc.scene.n_tokens;
+    if (attn_scene_check_edit(&a->doc.scene, e, &err) != 0) {
+        app_refuse(a, "generate: %s", err.msg);
+        return -1;
+    }
+    if (attn_scene_copy(&next, &a->doc.scene) != 0) {
+        app_refuse(a, "generate: out of memory");
+        return -1;
+    }
+    if (attn_scene_generate(&next, e->generate, &err) != 0) {
+        app_refuse(a, "generate: %s", err.msg);
+        attn_scene_free(&next);
+        return -1;
+    }
+    int rc = app_edit_scene(a, &next);
+    if (rc == 0) { /* what it wrote, as g says it */
+        char made[200] = "", label[4 * SCENE_MAX_TOKEN_BYTES];
+        size_t o = 0;
+        for (int i = n0; i < next.n_tokens && o < sizeof(made); i++) {
+            attn_scene_token_label(label, sizeof(label), &next, next.token_ids[i]);
+            o += (size_t)snprintf(made + o, sizeof(made) - o, "%s", label);
+        }
+        int k = next.n_tokens - n0;
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "generate: '%.160s', %d token%s, each the model's most likely; u takes %s away",
+                 made, k, k == 1 ? "" : "s", k == 1 ? "it" : "them");
+        a->status.message_is_error = false;
+    }
+    attn_scene_free(&next);
+    return rc;
 }
 
 /* The step's edit, as the user's key for it would make it (the app's edits, by engine/edit.h's
@@ -56,6 +95,8 @@ static int make_edit(struct app *a, const struct attn_edit *e)
         return app_edit_offset(a, e->offset);
     case EDIT_ABLATE:
         return app_set_ablation(a, e->layer, e->head, (enum attn_head_mode)e->head_mode);
+    case EDIT_GENERATE:
+        return generate_edit(a, e);
     default: /* EDIT_NONE; a lesson step makes no other kind */
         break;
     }

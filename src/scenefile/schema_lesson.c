@@ -25,6 +25,7 @@ enum {
     L_LAYOUT,
     L_OFFSET,
     L_ABLATE,
+    L_GENERATE,
     L_COUNT
 };
 #define L_EDIT_FIRST L_CAUSAL
@@ -133,6 +134,7 @@ void attn_schema_step_ablate(struct loader *l, const struct field *f, int node, 
 }
 
 static const struct int_range step_index_range = {0, INT_MAX};
+static const struct int_range step_generate_range = {1, ATTN_EDIT_GENERATE_MAX};
 
 /* panel: inspector, predictions or tokens. */
 static const char *step_panel_str(int v)
@@ -172,6 +174,8 @@ static const struct field step_fields[L_COUNT] = {
                   &offset_range},
     [L_ABLATE] = {"ablate", WANT_MAP, "a head as {layer: 1, head: 0, mode: zero}",
                   attn_schema_step_ablate, 0, NULL},
+    [L_GENERATE] = {"generate", WANT_SCALAR, "a whole number of tokens", attn_schema_int,
+                    LS(edit.generate), &step_generate_range},
 };
 
 /* stage and caption are needed; a cell or a row; one edit at most. */

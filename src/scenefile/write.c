@@ -939,6 +939,9 @@ static void write_lesson(struct writer *w)
                         ? "off"
                         : attn_head_mode_name((enum attn_head_mode)e->head_mode));
             break;
+        case EDIT_GENERATE:
+            fprintf(f, "%d", e->generate);
+            break;
         default: /* EDIT_NONE; a lesson step makes no other kind */
             break;
         }
