@@ -1447,13 +1447,15 @@ static void test_generate(void **state)
     assert_true(strncmp(a.status.message, "g: ',' at position 7 (p 0.1806, rank 1, greedy)", 47) ==
                 0);
     /* the KV cache: the keys' map heading and the inspector say what the new row is */
-    char brief[120], full[400];
+    char brief[120], full[640];
     a.view.stage = STAGE_KEYS;
     assert_int_equal(inspect_kv_cache_rows(brief, sizeof(brief), full, sizeof(full), &a), 7);
     assert_string_equal(brief, "KV cache 8.0 KiB a layer \u00b7 row 7 new (+)");
     assert_non_null(strstr(full, "8 tokens \u00d7 4 layers \u00d7 256 floats = 32.0 KiB"));
     assert_non_null(strstr(full, "without the cache it would compute all 9 rows again"));
     assert_non_null(strstr(full, "kept rows 0\u20136 and computed row 7 (+)"));
+    assert_non_null(
+        strstr(full, "Row 7's products: 1.6 MFLOP with the cache, 12.7 MFLOP without (8\u00d7)"));
     a.view.stage = STAGE_WEIGHTS;
     /* G 3: a step a result */
     assert_int_equal(app_generate_many(&a, 3), 0);

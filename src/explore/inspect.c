@@ -970,7 +970,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         }
     }
     if (kv_talk(a) && inspect_is_kv_stage(a->view.stage)) {
-        char cache[200], brief[120], rows[400];
+        char cache[200], brief[120], rows[640];
         inspect_kv_cache(cache, sizeof(cache), a);
         put(&b, "\n%s\n", cache);
         if (inspect_kv_cache_rows(brief, sizeof(brief), rows, sizeof(rows), a) >= 0)
@@ -1029,6 +1029,18 @@ static void bytes_text(char *out, size_t size, double bytes)
     attn_cnum_format(out, size, u == 0 ? "%.0f %s" : "%.1f %s", bytes, unit[u]);
 }
 
+/* floating-point operations as "3.2 MFLOP", "1.1 GFLOP" */
+static void flops_text(char *out, size_t size, double f)
+{
+    static const char *const unit[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"};
+    int u = 0;
+    while (f >= 1000 && u < 4) {
+        f /= 1000;
+        u++;
+    }
+    attn_cnum_format(out, size, u == 0 ? "%.0f %s" : "%.1f %s", f, unit[u]);
+}
+
 int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t full_size,
                           const struct app *a)
 {
@@ -1056,6 +1068,19 @@ int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t ful
                      "computes its own row of every layer and reads the others' keys and values "
                      "here; without the cache it would compute all %d rows again.",
                      m->n, net->layers, net->layers == 1 ? "" : "s", per, all_b, m->n + 1);
+    /* what the cache saves, in the matrix products of the last token's step: its row alone
+       against every row again (attn_scene_product_flops) */
+    double one = attn_scene_product_flops(&a->result.shown, m->n - 1),
+           every = attn_scene_product_flops(&a->result.shown, 0);
+    if (one > 0 && every > one) {
+        char one_b[32], every_b[32];
+        flops_text(one_b, sizeof(one_b), one);
+        flops_text(every_b, sizeof(every_b), every);
+        size_t o = strlen(full);
+        attn_cnum_format(full + o, full_size - o,
+                         " Row %d's products: %s with the cache, %s without (%.0f\u00d7).",
+                         m->n - 1, one_b, every_b, every / one);
+    }
     if (first_new > 0) {
         size_t o = strlen(full);
         if (first_new == m->n - 1)

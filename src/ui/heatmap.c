@@ -230,7 +230,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
        are marked +, the ones before them came from the cache. */
     int first_new = 0;
     if (!mean && inspect_is_kv_stage(view->stage)) {
-        char brief[120], full[400];
+        char brief[120], full[640];
         first_new = inspect_kv_cache_rows(brief, sizeof(brief), full, sizeof(full), a);
     }
     for (int i = hp->top_row; i < last_row; i++) {
@@ -569,7 +569,7 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     char kv[240];
     inspect_kv_sharing(kv, sizeof(kv), a, view->head);
     /* the KV cache's stages: its size and the rows the last edit computed */
-    char cache[120] = "", cache_full[400];
+    char cache[120] = "", cache_full[640];
     if (!mean && !rollout && inspect_is_kv_stage(view->stage) &&
         inspect_kv_cache_rows(cache, sizeof(cache), cache_full, sizeof(cache_full), a) >= 0) {
         size_t o = strlen(kv);
