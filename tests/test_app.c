@@ -1508,6 +1508,22 @@ static void test_generate(void **state)
     assert_int_equal(app_generate(&a), -1);
     assert_non_null(strstr(a.status.message, "g: no next token to write"));
     app_free(&a);
+    /* the Llama family (GQA, RoPE): g writes tests/golden/generate/llama-gqa.csv's first token */
+    open_golden(&a, "families/scenes/llama-gqa.yaml");
+    command_answer(&a, PROMPT_TEXT, "The river runs to the sea", &ask);
+    app_wait(&a);
+    assert_int_equal(a.doc.scene.n_tokens, 9);
+    assert_int_equal(app_generate(&a), 0);
+    app_wait(&a);
+    assert_int_equal(a.doc.scene.n_tokens, 10);
+    assert_int_equal(a.doc.scene.token_ids[9], 18);
+    ask_clear(&ask);
+    app_free(&a);
+    /* BERT fills in [MASK] tokens: g says so */
+    open_golden(&a, "families/scenes/bert-pair.yaml");
+    assert_int_equal(app_generate(&a), -1);
+    assert_non_null(strstr(a.status.message, "a BERT model fills in its [MASK] tokens"));
+    app_free(&a);
 }
 
 /* A sentence typed past a learned table is said at once, in the command line's words, before
