@@ -19,8 +19,8 @@ generate` does. A gap under MIN_MARGIN would make the golden hang on the last bi
 the script refuses to write it.
 
 The cases: GPT-2 (tests/golden/gpt2, random weights, context 32), the Llama family with GQA
-(tests/golden/families/llama-gqa, RoPE, an untied lm_head), and the two shipped models
-(models/english, models/induction). Their prompts are in CASES; the tokenizers are OpenAI's
+(tests/golden/families/llama-gqa, RoPE, an untied lm_head), and the three shipped models
+(models/english, models/english-small in F16, models/induction). Their prompts are in CASES; the tokenizers are OpenAI's
 encoder.py as gen_gpt2.py ports it.
 """
 
@@ -47,6 +47,7 @@ CASES = [
     ("llama-gqa", "llama", "tests/golden/families/llama-gqa", "tests/golden/gpt2",
      "The river runs to the sea"),
     ("english", "gpt2", "models/english", "models/english", "Once upon a time"),
+    ("english-small", "gpt2", "models/english-small", "models/english-small", "Once upon a time"),
     ("induction", "gpt2", "models/induction", "models/induction",
      "fish moon king door gold rain lake tree wolf sand fish moon king"),
 ]
