@@ -54,6 +54,7 @@ GNUSTD = "/usr/share/doc/gnu-standards"
 SEED = 20261129
 BPE_MERGES = 3839            # 256 bytes + 3,839 merges + <|endoftext|> = 4,096, then the names
 N_LAYER, N_HEAD, N_EMBD, N_CTX = 4, 8, 256, 512
+LN_EPS = 1e-5               # as models/english (GPT-2's)
 BATCH = 16
 STEPS = 1800
 LR, WARMUP, COOLDOWN = 3e-3, 100, 0.25  # linear warmup, flat, linear to 0 over the last 25%
@@ -208,12 +209,12 @@ def build_model(vocab_size):
         def __init__(self):
             super().__init__()
             d, std, proj_std = N_EMBD, 0.02, 0.02 / math.sqrt(2 * N_LAYER)
-            self.ln_1 = nn.LayerNorm(d, eps=base.LN_EPS)
+            self.ln_1 = nn.LayerNorm(d, eps=LN_EPS)
             self.c_attn_w = nn.Parameter(torch.randn(d, 3 * d) * std)   # Conv1D: (in, out)
             self.c_attn_b = nn.Parameter(torch.zeros(3 * d))
             self.c_proj_w = nn.Parameter(torch.randn(d, d) * proj_std)
             self.c_proj_b = nn.Parameter(torch.zeros(d))
-            self.ln_2 = nn.LayerNorm(d, eps=base.LN_EPS)
+            self.ln_2 = nn.LayerNorm(d, eps=LN_EPS)
             self.c_fc_w = nn.Parameter(torch.randn(d, 4 * d) * std)
             self.c_fc_b = nn.Parameter(torch.zeros(4 * d))
             self.mlp_proj_w = nn.Parameter(torch.randn(4 * d, d) * proj_std)
@@ -250,7 +251,7 @@ def build_model(vocab_size):
             table[:, 0::2], table[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
             self.wpe = nn.Parameter(table * 0.02)
             self.h = nn.ModuleList(Block() for _ in range(N_LAYER))
-            self.ln_f = nn.LayerNorm(N_EMBD, eps=base.LN_EPS)
+            self.ln_f = nn.LayerNorm(N_EMBD, eps=LN_EPS)
             self.register_buffer("causal", torch.triu(torch.ones(N_CTX, N_CTX, dtype=torch.bool), 1),
                                  persistent=False)
 
@@ -396,7 +397,7 @@ def save(out, model, log, vocab_size, eot):
     base.write(out, "config.json", json.dumps({
         "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
         "bos_token_id": eot, "eos_token_id": eot,
-        "layer_norm_epsilon": base.LN_EPS, "model_type": "gpt2", "n_ctx": N_CTX,
+        "layer_norm_epsilon": LN_EPS, "model_type": "gpt2", "n_ctx": N_CTX,
         "n_embd": N_EMBD, "n_head": N_HEAD, "n_inner": None, "n_layer": N_LAYER,
         "n_positions": N_CTX, "tie_word_embeddings": True, "torch_dtype": "float16",
         "vocab_size": vocab_size}, indent=2) + "\n")
