@@ -198,74 +198,10 @@ def name_merges(merges, names):
     return extra
 
 
-# ---- the model: GPT-2, as models/english's, with the query scaled before its product ------------
+# ---- the model: models/english's GPT-2, with the query scaled first and sinusoidal positions --
 
 def build_model(vocab_size):
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            d, std, proj_std = N_EMBD, 0.02, 0.02 / math.sqrt(2 * N_LAYER)
-            self.ln_1 = nn.LayerNorm(d, eps=LN_EPS)
-            self.c_attn_w = nn.Parameter(torch.randn(d, 3 * d) * std)   # Conv1D: (in, out)
-            self.c_attn_b = nn.Parameter(torch.zeros(3 * d))
-            self.c_proj_w = nn.Parameter(torch.randn(d, d) * proj_std)
-            self.c_proj_b = nn.Parameter(torch.zeros(d))
-            self.ln_2 = nn.LayerNorm(d, eps=LN_EPS)
-            self.c_fc_w = nn.Parameter(torch.randn(d, 4 * d) * std)
-            self.c_fc_b = nn.Parameter(torch.zeros(4 * d))
-            self.mlp_proj_w = nn.Parameter(torch.randn(4 * d, d) * proj_std)
-            self.mlp_proj_b = nn.Parameter(torch.zeros(d))
-            self.keep, self.att = False, None
-
-        def forward(self, x, causal):
-            B, n, d = x.shape
-            hd = d // N_HEAD
-            q, k, v = (self.ln_1(x) @ self.c_attn_w + self.c_attn_b).split(d, dim=2)
-            q, k, v = (t.view(B, n, N_HEAD, hd).transpose(1, 2) for t in (q, k, v))
-            # q / sqrt(hd) before the product: one division of n x hd, not of n x n
-            att = ((q / math.sqrt(hd)) @ k.transpose(-1, -2)).masked_fill(causal[:n, :n],
-                                                                         float("-inf"))
-            att = att.softmax(-1)
-            if self.keep:
-                self.att = att.float()
-            y = (att @ v).transpose(1, 2).reshape(B, n, d)
-            x = x + y @ self.c_proj_w + self.c_proj_b
-            h = F.gelu(self.ln_2(x) @ self.c_fc_w + self.c_fc_b, approximate="tanh")
-            return x + h @ self.mlp_proj_w + self.mlp_proj_b
-
-    class GPT2(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte = nn.Parameter(torch.randn(vocab_size, N_EMBD) * 0.02)
-            # Learned positions, started as the sinusoidal table (x 0.02): a head that looks a
-            # fixed distance back (the previous token) has that offset as one linear map from
-            # the start, where random rows leave it to be learned for each of 512 positions.
-            pos = torch.arange(N_CTX, dtype=torch.float32)[:, None]
-            freq = torch.exp(torch.arange(0, N_EMBD, 2, dtype=torch.float32) *
-                             (-math.log(10000.0) / N_EMBD))
-            table = torch.zeros(N_CTX, N_EMBD)
-            table[:, 0::2], table[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
-            self.wpe = nn.Parameter(table * 0.02)
-            self.h = nn.ModuleList(Block() for _ in range(N_LAYER))
-            self.ln_f = nn.LayerNorm(N_EMBD, eps=LN_EPS)
-            self.register_buffer("causal", torch.triu(torch.ones(N_CTX, N_CTX, dtype=torch.bool), 1),
-                                 persistent=False)
-
-        def keep_attention(self, on):
-            for b in self.h:
-                b.keep, b.att = on, None
-
-        def forward(self, ids):  # (B, n) -> logits (B, n, vocab); the LM head is wte (tied)
-            x = F.embedding(ids, self.wte) + self.wpe[: ids.shape[1]]
-            for b in self.h:
-                x = b(x, self.causal)
-            return self.ln_f(x) @ self.wte.T
-
-    return GPT2()
+    return base.build_model(vocab_size, q_first=True, sinusoidal=True)
 
 
 def load_model(folder, device="cpu"):
@@ -317,13 +253,7 @@ def main():
     t0 = time.time()
     train_docs, held_docs, unseen_docs = build_corpus()
     for name, docs in (("train", train_docs), ("held-out", held_docs), ("unseen", unseen_docs)):
-        by = {}
-        for s, _, t in docs:
-            n, b = by.get(s, (0, 0))
-            by[s] = (n + 1, b + len(t.encode("utf-8")) + 1)
-        say("corpus %-8s " % name + "  ".join("%s %d docs %.2f MB" % (s, n, b / 1e6)
-                                             for s, (n, b) in sorted(by.items())) +
-            "  total %.2f MB" % (sum(b for _, b in by.values()) / 1e6))
+        say(base.corpus_line(name, docs))
     say("corpus built", "%.0f s" % (time.time() - t0))
 
     merges = base.train_bpe([t for _, _, t in train_docs], BPE_MERGES)
@@ -364,13 +294,7 @@ def main():
     t1, ema = time.time(), None
     for step in range(args.steps + 1):
         if step % EVAL_EVERY == 0 or step == args.steps:
-            hl, again, heads = base.evaluate(model, windows, reps)
-            say("step %5d  train %.4f  held-out %.4f  repeat-2nd %.4f" % (
-                step, ema if ema is not None else float("nan"), hl, again),
-                "%.0f s, %.3f steps/s" % (time.time() - t1, step / max(1e-9, time.time() - t1)))
-            for L, (prev, first, ind) in enumerate(heads):
-                say("  L%d previous %s | induction %s | first %s" % (
-                    L, base.fmt(prev), base.fmt(ind), base.fmt(first)))
+            base.say_probes(say, step, ema, base.evaluate(model, windows, reps), t1)
             if step > 0:
                 save(args.out, model, list(log), len(vocab), tok.eot)
         if step == args.steps:

@@ -387,7 +387,11 @@ def load_tokenizer(folder):
 
 # ---- the model: GPT-2 ---------------------------------------------------------------------------
 
-def build_model(vocab_size):
+def build_model(vocab_size, q_first=False, sinusoidal=False):
+    """GPT-2 of the sizes above. models/english-small's two choices: q_first divides the query
+    by sqrt(head_dim) before its product with the keys (one division of n x head_dim, not of
+    n x n); sinusoidal starts the learned positions as the sinusoidal table x 0.02 (a head that
+    looks a fixed distance back has that offset as one linear map from the start)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -414,7 +418,10 @@ def build_model(vocab_size):
             hd = d // N_HEAD
             q, k, v = (self.ln_1(x) @ self.c_attn_w + self.c_attn_b).split(d, dim=2)
             q, k, v = (t.view(B, n, N_HEAD, hd).transpose(1, 2) for t in (q, k, v))
-            scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+            if q_first:
+                scores = (q / math.sqrt(hd)) @ k.transpose(-1, -2)
+            else:
+                scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
             causal = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
             att = scores.masked_fill(causal, float("-inf")).softmax(-1)
             if self.keep:
@@ -428,7 +435,15 @@ def build_model(vocab_size):
         def __init__(self):
             super().__init__()
             self.wte = nn.Parameter(torch.randn(vocab_size, N_EMBD) * 0.02)
-            self.wpe = nn.Parameter(torch.randn(N_CTX, N_EMBD) * 0.01)
+            if sinusoidal:
+                pos = torch.arange(N_CTX, dtype=torch.float32)[:, None]
+                freq = torch.exp(torch.arange(0, N_EMBD, 2, dtype=torch.float32) *
+                                 (-math.log(10000.0) / N_EMBD))
+                table = torch.zeros(N_CTX, N_EMBD)
+                table[:, 0::2], table[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+                self.wpe = nn.Parameter(table * 0.02)
+            else:
+                self.wpe = nn.Parameter(torch.randn(N_CTX, N_EMBD) * 0.01)
             self.h = nn.ModuleList(Block() for _ in range(N_LAYER))
             self.ln_f = nn.LayerNorm(N_EMBD, eps=LN_EPS)
 
@@ -612,6 +627,28 @@ def write(folder, name, text):
     os.replace(os.path.join(folder, name) + ".tmp", os.path.join(folder, name))
 
 
+def corpus_line(name, docs):
+    """train.log's line of one split: each source's documents and megabytes (a document's bytes
+    and its separator), and the total."""
+    by = {}
+    for s, _, t in docs:
+        n, b = by.get(s, (0, 0))
+        by[s] = (n + 1, b + len(t.encode("utf-8")) + 1)
+    return ("corpus %-8s " % name + "  ".join("%s %d docs %.2f MB" % (s, n, b / 1e6)
+                                              for s, (n, b) in sorted(by.items())) +
+            "  total %.2f MB" % (sum(b for _, b in by.values()) / 1e6))
+
+
+def say_probes(say, step, ema, probes, t1):
+    """train.log's lines of one evaluation: the losses, then each layer's head scores."""
+    hl, again, heads = probes
+    say("step %5d  train %.4f  held-out %.4f  repeat-2nd %.4f" % (
+        step, ema if ema is not None else float("nan"), hl, again),
+        "%.0f s, %.3f steps/s" % (time.time() - t1, step / max(1e-9, time.time() - t1)))
+    for L, (prev, first, ind) in enumerate(heads):
+        say("  L%d previous %s | induction %s | first %s" % (L, fmt(prev), fmt(ind), fmt(first)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=STEPS)
@@ -633,13 +670,7 @@ def main():
     t0 = time.time()
     train_docs, held_docs = build_corpus()
     for name, docs in (("train", train_docs), ("held-out", held_docs)):
-        by = {}
-        for s, _, t in docs:
-            n, b = by.get(s, (0, 0))
-            by[s] = (n + 1, b + len(t.encode("utf-8")) + 1)
-        say("corpus %-8s " % name + "  ".join("%s %d docs %.2f MB" % (s, n, b / 1e6)
-                                             for s, (n, b) in sorted(by.items())) +
-            "  total %.2f MB" % (sum(b for _, b in by.values()) / 1e6))
+        say(corpus_line(name, docs))
     say("corpus built", "%.0f s" % (time.time() - t0))
 
     merges = train_bpe([t for _, _, t in train_docs], VOCAB_SIZE - 257)
@@ -678,13 +709,7 @@ def main():
     t1, ema = time.time(), None
     for step in range(args.steps + 1):
         if step % EVAL_EVERY == 0 or step == args.steps:
-            hl, again, heads = evaluate(model, windows, reps)
-            say("step %5d  train %.4f  held-out %.4f  repeat-2nd %.4f" % (
-                step, ema if ema is not None else float("nan"), hl, again),
-                "%.0f s, %.3f steps/s" % (time.time() - t1, step / max(1e-9, time.time() - t1)))
-            for L, (prev, first, ind) in enumerate(heads):
-                say("  L%d previous %s | induction %s | first %s" % (L, fmt(prev), fmt(ind),
-                                                                     fmt(first)))
+            say_probes(say, step, ema, evaluate(model, windows, reps), t1)
             if step > 0:
                 save(args.out, model, list(log))
         if step == args.steps:
