@@ -258,27 +258,13 @@ def main():
 
     merges = base.train_bpe([t for _, _, t in train_docs], BPE_MERGES)
     extra = name_merges(merges, NAMES)
-    vocab, smerges = base.make_tokenizer_files(merges + extra)
-    base.write(args.out, "vocab.json", json.dumps(vocab, ensure_ascii=False) + "\n")
-    base.write(args.out, "merges.txt", "#version: 0.2\n" + "".join("%s %s\n" % m for m in smerges))
-    tok = base.Tokenizer(vocab, smerges)
+    vocab, smerges, tok = base.write_tokenizer(args.out, merges + extra)
     say("tokenizer: %d merges from the corpus, %d for %d names, vocab %d" % (
         len(merges), len(extra), len(NAMES), len(vocab)), "%.0f s" % (time.time() - t0))
-    order = list(range(len(train_docs)))
-    random.Random(SEED + 1).shuffle(order)
-    train_ids = torch.tensor(tok.stream([train_docs[i] for i in order]), dtype=torch.int16)
-    held_ids = tok.stream(held_docs)
-    n_bytes = sum(len(t.encode("utf-8")) for _, _, t in train_docs)
-    say("tokens: train %d (%.2f bytes/token), held-out %d" % (
-        len(train_ids), n_bytes / (len(train_ids) - len(train_docs)), len(held_ids)),
-        "%.0f s" % (time.time() - t0))
+    train_ids, held_ids = base.token_streams(tok, train_docs, held_docs, SEED + 1, say, t0)
 
     model = build_model(len(vocab)).to(device)
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "wpe"]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "wpe"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=LR, betas=(0.9, 0.95))
+    opt = base.optimizer(model, LR, WEIGHT_DECAY)
     say("device: %s%s" % (device, " (%d threads)" % base.THREADS if device == "cpu" else
                           " (%s)" % torch.cuda.get_device_name(0)))
     say("model: %d layers, %d heads, d %d, %d positions, %d parameters (LM head tied to wte)" % (

@@ -649,6 +649,42 @@ def say_probes(say, step, ema, probes, t1):
         say("  L%d previous %s | induction %s | first %s" % (L, fmt(prev), fmt(ind), fmt(first)))
 
 
+def write_tokenizer(out, merges):
+    """vocab.json and merges.txt of merges, written to out; returns (vocab, merges as spelt,
+    the Tokenizer)."""
+    vocab, smerges = make_tokenizer_files(merges)
+    write(out, "vocab.json", json.dumps(vocab, ensure_ascii=False) + "\n")
+    write(out, "merges.txt", "#version: 0.2\n" + "".join("%s %s\n" % m for m in smerges))
+    return vocab, smerges, Tokenizer(vocab, smerges)
+
+
+def token_streams(tok, train_docs, held_docs, seed, say, t0):
+    """The training stream (int16; the documents shuffled with seed, so the sources interleave)
+    and the held-out one (a list), with train.log's line of their sizes."""
+    import torch
+    order = list(range(len(train_docs)))
+    random.Random(seed).shuffle(order)
+    train_ids = torch.tensor(tok.stream([train_docs[i] for i in order]), dtype=torch.int16)
+    held_ids = tok.stream(held_docs)
+    n_bytes = sum(len(t.encode("utf-8")) for _, _, t in train_docs)
+    say("tokens: train %d (%.2f bytes/token), held-out %d" % (
+        len(train_ids), n_bytes / (len(train_ids) - len(train_docs)), len(held_ids)),
+        "%.0f s" % (time.time() - t0))
+    return train_ids, held_ids
+
+
+def optimizer(model, lr, weight_decay):
+    """AdamW (0.9, 0.95). Matrices decay, except the position table: decayed, it shrinks against
+    the token embeddings, and a head that attends by position (the previous token) stays
+    blurred."""
+    import torch
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "wpe"]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "wpe"]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=STEPS)
@@ -674,31 +710,14 @@ def main():
     say("corpus built", "%.0f s" % (time.time() - t0))
 
     merges = train_bpe([t for _, _, t in train_docs], VOCAB_SIZE - 257)
-    vocab, smerges = make_tokenizer_files(merges)
+    vocab, smerges, tok = write_tokenizer(args.out, merges)
     assert len(vocab) == VOCAB_SIZE
-    write(args.out, "vocab.json", json.dumps(vocab, ensure_ascii=False) + "\n")
-    write(args.out, "merges.txt", "#version: 0.2\n" + "".join("%s %s\n" % m for m in smerges))
-    tok = Tokenizer(vocab, smerges)
     say("tokenizer: %d merges, vocab %d" % (len(smerges), len(vocab)),
         "%.0f s" % (time.time() - t0))
-    # Shuffle the training documents (seeded) so the sources interleave in the stream.
-    order = list(range(len(train_docs)))
-    random.Random(SEED + 1).shuffle(order)
-    train_ids = torch.tensor(tok.stream([train_docs[i] for i in order]), dtype=torch.int16)
-    held_ids = tok.stream(held_docs)
-    n_bytes = sum(len(t.encode("utf-8")) for _, _, t in train_docs)
-    say("tokens: train %d (%.2f bytes/token), held-out %d" % (
-        len(train_ids), n_bytes / (len(train_ids) - len(train_docs)), len(held_ids)),
-        "%.0f s" % (time.time() - t0))
+    train_ids, held_ids = token_streams(tok, train_docs, held_docs, SEED + 1, say, t0)
 
     model = build_model(len(vocab))
-    # Matrices decay, except the position table: decayed, it shrinks against the token
-    # embeddings, and a head that attends by position (the previous token) stays blurred.
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "wpe"]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "wpe"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=LR, betas=(0.9, 0.95))
+    opt = optimizer(model, LR, WEIGHT_DECAY)
     say("model: %d layers, %d heads, d %d, %d positions, %d parameters (LM head tied to wte)" % (
         N_LAYER, N_HEAD, N_EMBD, N_CTX, sum(p.numel() for p in model.parameters())))
     say("training: steps of %d x %d tokens, AdamW lr %g (warmup %d, then 1/sqrt), "
