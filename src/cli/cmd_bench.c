@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "common/cnum.h"
+#include "common/progress.h"
 #include "engine/generate.h"
 #include "engine/kernels.h"
 
@@ -29,13 +29,6 @@
 #define BENCH_MAX_BYTES  ((size_t)8 << 30)
 #define BENCH_MAX_REPEAT 100000
 #define MIB              ((size_t)1 << 20)
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 struct timing {
     double resolve_us, forward_us;
@@ -51,16 +44,16 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
         return -1;
     attn_net_forward(&net); /* warm-up: first-touch pages, OpenBLAS threads */
     long n = 0;
-    double t0 = now_us(), t1 = t0;
+    double t0 = attn_now_ms() * 1e3, t1 = t0;
     while (iters > 0 ? n < iters : (t1 - t0 < budget_us || n < 3)) {
         attn_net_forward(&net);
         n++;
-        t1 = now_us();
+        t1 = attn_now_ms() * 1e3;
     }
     t->forward_us = (t1 - t0) / (double)n;
     t->iters = n;
     long k = 0;
-    double r0 = now_us(), r1 = r0;
+    double r0 = attn_now_ms() * 1e3, r1 = r0;
     struct attn_model *m2 = calloc((size_t)net.layers, sizeof(*m2));
     int rc = 0;
     while (m2 && (iters > 0 ? k < iters : (r1 - r0 < budget_us / 3 || k < 3))) {
@@ -69,7 +62,7 @@ static int measure(struct timing *t, const struct attn_scene *s, double budget_u
         for (int L = 0; L < net.layers; L++)
             attn_model_free(&m2[L]);
         k++;
-        r1 = now_us();
+        r1 = attn_now_ms() * 1e3;
     }
     free(m2);
     t->resolve_us = k ? (r1 - r0) / (double)k : 0;
@@ -202,10 +195,10 @@ double bench_sgemm_gflops(int d, int repeat)
         long calls = flop >= 1e7 ? 1 : (long)(1e7 / flop) + 1;
         attn_mm_ab(c, d, a, d, b, d, NULL, d, d, d); /* warm-up */
         for (int r = 0; r < repeat; r++) {
-            double t0 = now_us();
+            double t0 = attn_now_ms() * 1e3;
             for (long k = 0; k < calls; k++)
                 attn_mm_ab(c, d, a, d, b, d, NULL, d, d, d);
-            t[r] = (now_us() - t0) / (double)calls;
+            t[r] = (attn_now_ms() * 1e3 - t0) / (double)calls;
         }
         double us = median(t, repeat);
         result = us > 0 ? flop / (us * 1e3) : 0;
@@ -228,9 +221,9 @@ static int run_shape(struct shape_result *out, const struct attn_scene *s, struc
     if (rc == 0) {
         attn_net_forward(&net); /* warm-up: first-touch pages, OpenBLAS threads */
         for (int r = 0; r < out->repeat; r++) {
-            double t0 = now_us();
+            double t0 = attn_now_ms() * 1e3;
             attn_net_forward(&net);
-            t[r] = now_us() - t0;
+            t[r] = attn_now_ms() * 1e3 - t0;
         }
         out->forward_ms = median(t, out->repeat) / 1e3;
         out->gflops = out->forward_ms > 0
@@ -383,13 +376,13 @@ static int bench_generate(const char *path, const struct cli_input *in, const ch
     }
     for (; done < steps && done < room; done++) {
         struct attn_choice c;
-        double t0 = now_us();
+        double t0 = attn_now_ms() * 1e3;
         if (attn_generation_choose(&g, &c, &err) != 0)
             break;
-        double t1 = now_us();
+        double t1 = attn_now_ms() * 1e3;
         if (attn_generation_append(&g, c.id, &err) != 0)
             break;
-        double t2 = now_us();
+        double t2 = attn_now_ms() * 1e3;
         t[done] = (t2 - t0) / 1e3;
         t[steps + done] = (t1 - t0) / 1e3;
         t[2 * steps + done] = (t2 - t1) / 1e3;

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "common/cnum.h"
+#include "common/progress.h"
 #include "common/utf8.h"
 #include "engine/generate.h"
 #include "export/export.h"
@@ -68,13 +68,6 @@ const struct cli_command cli_generate = {
     examples,
     true,
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* The options that shape the draws, checked. */
 static int parse_sampling(struct attn_sampling *sp, const char *const *val)
@@ -202,7 +195,7 @@ int cmd_generate(int argc, char **argv)
     size_t stop_len = val[O_STOP] ? strlen(val[O_STOP]) : 0, have = 0, cap = 0;
     char *made = NULL;
     why[0] = '\0';
-    double t0 = now_s();
+    double t0 = attn_now_ms() / 1e3;
     int step = 0;
     for (;;) {
         struct attn_choice c;
@@ -264,7 +257,7 @@ int cmd_generate(int argc, char **argv)
             break;
         }
     }
-    double seconds = now_s() - t0;
+    double seconds = attn_now_ms() / 1e3 - t0;
     free(made);
     if (!why[0]) {
         fprintf(stderr, "%s: step %d: %s\n", cs.name, step, err.msg[0] ? err.msg : "failed");

@@ -12,7 +12,7 @@
 #define BAR_WIDTH 30
 #define REDRAW_MS 50.0
 
-static double now_ms(void)
+double attn_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -26,7 +26,7 @@ void attn_progress_begin(struct progress *p, FILE *out, const char *what, const 
     p->tty = out && isatty(fileno(out));
     snprintf(p->what, sizeof(p->what), "%s", what);
     snprintf(p->unit, sizeof(p->unit), "%s", unit);
-    p->t0_ms = now_ms();
+    p->t0_ms = attn_now_ms();
 }
 
 static void draw_bar(struct progress *p, double elapsed_ms)
@@ -55,7 +55,7 @@ void attn_progress_step(struct progress *p, long done, long total)
     p->total = total;
     if (!p->out || !p->tty)
         return;
-    double elapsed = now_ms() - p->t0_ms;
+    double elapsed = attn_now_ms() - p->t0_ms;
     if (elapsed >= PROGRESS_QUIET_MS && (!p->bar_shown || elapsed - p->drawn_ms >= REDRAW_MS))
         draw_bar(p, elapsed);
 }
@@ -69,7 +69,7 @@ void attn_progress_end(struct progress *p, bool ok)
 {
     if (!p->out)
         return;
-    double elapsed = now_ms() - p->t0_ms;
+    double elapsed = attn_now_ms() - p->t0_ms;
     if (p->tty) {
         if (p->bar_shown) {
             fputs("\r\033[K", p->out);

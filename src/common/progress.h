@@ -17,6 +17,9 @@
 
 #define PROGRESS_QUIET_MS 200
 
+/* The monotonic clock in milliseconds: every timer of attnscope reads this one. */
+double attn_now_ms(void);
+
 /* What long-running code calls: step(ctx, done, total) after each unit of work. A NULL step
  * is no feedback at all. stop, when not NULL, is a flag the work reads between its units: once
  * set (Ctrl-C, q in the explorer), the work ends early and says it stopped. */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/cnum.h"
+#include "common/progress.h"
 #include "engine/lesson.h"
 #include "engine/rng.h"
 #include "engine/tokenize.h"
@@ -132,13 +133,6 @@ static void caches_free(struct app_caches *c)
 }
 
 /* ---- the background compute (struct app_job) ------------------------------------------- */
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static _Thread_local bool job_thread; /* this thread is a job's */
 
@@ -332,7 +326,7 @@ static bool job_start(struct app *a, enum app_job_kind kind, long heads_total)
     job->heads_total = heads_total;
     job->seen_ready = 0;
     attn_diag_clear(&job->err);
-    job->started_ms = now_ms();
+    job->started_ms = attn_now_ms();
     job->running = pthread_create(&job->thread, NULL, job_main, a) == 0;
     return job->running;
 }
@@ -634,7 +628,7 @@ void app_compute_progress(const struct app *a, struct app_progress *out)
         .ready = job->running ? attn_net_layers_ready(&a->result.net) : a->result.net.layers,
         .heads_done = __atomic_load_n(&job->heads_done, __ATOMIC_RELAXED),
         .heads_total = __atomic_load_n(&job->heads_total, __ATOMIC_RELAXED),
-        .ms = job->running ? now_ms() - job->started_ms : 0,
+        .ms = job->running ? attn_now_ms() - job->started_ms : 0,
         .scoring = job->running && job->kind == JOB_SCORES,
         .lens = job->running && job->kind == JOB_LENS,
         .baseline = job->running && job->kind == JOB_BASELINE,

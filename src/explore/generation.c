@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/progress.h"
 #include "engine/generate.h"
 #include "engine/logits.h"
 #include "explore/app.h"
@@ -109,16 +109,9 @@ int app_generate(struct app *a)
     return step(a, "g", "", &ended);
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 int app_generate_many(struct app *a, int count)
 {
-    a->gen = (struct app_generate){.left = count, .asked = count, .t0_ms = now_ms()};
+    a->gen = (struct app_generate){.left = count, .asked = count, .t0_ms = attn_now_ms()};
     return app_generate_tick(a) ? 0 : -1;
 }
 
@@ -135,7 +128,7 @@ int app_generate_tick(struct app *a)
     snprintf(who, sizeof(who), "G %d/%d", a->gen.done + 1, a->gen.asked);
     /* the tokens whose rows are in, a second: every step before this one */
     char pace[48] = "";
-    double seconds = (now_ms() - a->gen.t0_ms) / 1e3;
+    double seconds = (attn_now_ms() - a->gen.t0_ms) / 1e3;
     if (a->gen.done > 0 && seconds > 0)
         snprintf(pace, sizeof(pace), " \u00b7 %.1f tokens/s", a->gen.done / seconds);
     bool ended;

@@ -1017,29 +1017,20 @@ bool inspect_is_kv_stage(enum attn_stage st)
     return st == STAGE_KEYS || st == STAGE_VALUES || st == STAGE_KEYS_ROTATED || st == STAGE_LATENT;
 }
 
-/* bytes as "1.5 KiB", "10.4 MiB" */
-static void bytes_text(char *out, size_t size, double bytes)
+/* v in the largest of units (each step times the one before) that keeps it at least 1: "1.5
+ * KiB", "12.7 MFLOP"; the first unit whole, the others to one decimal */
+static void unit_text(char *out, size_t size, double v, double step, const char *const *unit,
+                      int n_units)
 {
-    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB"};
     int u = 0;
-    while (bytes >= 1024 && u < 3) {
-        bytes /= 1024;
+    while (v >= step && u < n_units - 1) {
+        v /= step;
         u++;
     }
-    attn_cnum_format(out, size, u == 0 ? "%.0f %s" : "%.1f %s", bytes, unit[u]);
+    attn_cnum_format(out, size, u == 0 ? "%.0f %s" : "%.1f %s", v, unit[u]);
 }
-
-/* floating-point operations as "3.2 MFLOP", "1.1 GFLOP" */
-static void flops_text(char *out, size_t size, double f)
-{
-    static const char *const unit[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"};
-    int u = 0;
-    while (f >= 1000 && u < 4) {
-        f /= 1000;
-        u++;
-    }
-    attn_cnum_format(out, size, u == 0 ? "%.0f %s" : "%.1f %s", f, unit[u]);
-}
+static const char *const BYTE_UNITS[] = {"bytes", "KiB", "MiB", "GiB"};
+static const char *const FLOP_UNITS[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"};
 
 int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t full_size,
                           const struct app *a)
@@ -1053,8 +1044,8 @@ int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t ful
     long per = m->latent > 0 ? (long)m->latent : 2L * m->Dkv;
     char layer_b[32], all_b[32];
     double layer_bytes = 4.0 * (double)per * m->n, all = layer_bytes * net->layers;
-    bytes_text(layer_b, sizeof(layer_b), layer_bytes);
-    bytes_text(all_b, sizeof(all_b), all);
+    unit_text(layer_b, sizeof(layer_b), layer_bytes, 1024, BYTE_UNITS, 4);
+    unit_text(all_b, sizeof(all_b), all, 1024, BYTE_UNITS, 4);
     int first_new = net->kept_rows > 0 && net->kept_rows < m->n ? net->kept_rows : 0;
     char rows[64] = "";
     if (first_new == m->n - 1)
@@ -1074,8 +1065,8 @@ int inspect_kv_cache_rows(char *brief, size_t brief_size, char *full, size_t ful
            every = attn_scene_product_flops(&a->result.shown, 0);
     if (one > 0 && every > one) {
         char one_b[32], every_b[32];
-        flops_text(one_b, sizeof(one_b), one);
-        flops_text(every_b, sizeof(every_b), every);
+        unit_text(one_b, sizeof(one_b), one, 1000, FLOP_UNITS, 5);
+        unit_text(every_b, sizeof(every_b), every, 1000, FLOP_UNITS, 5);
         size_t o = strlen(full);
         attn_cnum_format(full + o, full_size - o,
                          " Row %d's products: %s with the cache, %s without (%.0f\u00d7).",

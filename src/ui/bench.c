@@ -19,14 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/progress.h"
 #include "ui/ui.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* The value in KiB of /proc/self/status's line `key` ("RssAnon:"), -1 when there is none.
  * read(2) on a stack buffer: no allocation, so the sampler does not move what it measures. */
@@ -108,10 +102,10 @@ static void press_quietly(struct ui *ui, wint_t key, bool is_code, int times)
 /* The timed part: one key, what it marks stale, the frame. Returns milliseconds. */
 static double timed_key(struct ui *ui, wint_t key, bool is_code)
 {
-    double t0 = now_ms();
+    double t0 = attn_now_ms();
     ui_mark(ui, ui_key(ui, key, is_code));
     ui_draw(ui);
-    return now_ms() - t0;
+    return attn_now_ms() - t0;
 }
 
 /* Keys timed while a compute runs (ui_bench_result.busy). */
@@ -134,27 +128,27 @@ static void sleep_ms(double ms)
 static double settle(struct ui *ui, double t0, double *view_ms, struct busy_keys *busy)
 {
     bool seen = app_layer_ready(ui->app, app_view_state(ui->app)->layer);
-    *view_ms = seen ? now_ms() - t0 : 0;
-    double last_key = now_ms();
+    *view_ms = seen ? attn_now_ms() - t0 : 0;
+    double last_key = attn_now_ms();
     while (app_computing(ui->app)) {
         sleep_ms(0.5);
         bool draw = ui_compute_tick(ui);
         if (!seen && app_layer_ready(ui->app, app_view_state(ui->app)->layer)) {
             ui_draw(ui);
-            *view_ms = now_ms() - t0;
+            *view_ms = attn_now_ms() - t0;
             seen = true;
             draw = false;
         }
         if (draw)
             ui_draw(ui);
-        if (busy && app_computing(ui->app) && now_ms() - last_key >= UI_BENCH_BUSY_MS &&
+        if (busy && app_computing(ui->app) && attn_now_ms() - last_key >= UI_BENCH_BUSY_MS &&
             busy->n < UI_BENCH_BUSY_MAX) {
             busy->ms[busy->n++] = timed_key(ui, busy->next++ % 2 ? ',' : '.', false);
-            last_key = now_ms();
+            last_key = attn_now_ms();
         }
     }
     ui_draw(ui);
-    double all = now_ms() - t0;
+    double all = attn_now_ms() - t0;
     if (!seen)
         *view_ms = all;
     return all;
@@ -217,7 +211,7 @@ static int timed_edit(double *ms, double *view_ms, double *flops, struct ui *ui,
     if (token_copy(&before, &app_result(ui->app)->shown) != 0)
         return attn_diag_set(err, "", "out of memory");
     unsigned long gen = app_result(ui->app)->generation;
-    double t0 = now_ms();
+    double t0 = attn_now_ms();
     timed_key(ui, '\r', false);
     *ms = settle(ui, t0, view_ms, busy);
     const char *why = app_doc(ui->app)->error[0] ? app_doc(ui->app)->error : NULL;
@@ -329,7 +323,7 @@ int ui_bench(struct ui_bench_result *out, struct attn_scene *s, int cols, int li
     double *flops = calloc((size_t)repeat, sizeof(*flops));
     struct busy_keys busy = {calloc(UI_BENCH_BUSY_MAX, sizeof(double)), 0, 0};
     int rc = 0;
-    double t0 = now_ms();
+    double t0 = attn_now_ms();
     ui_use_background(true);                    /* as ui_main opens it */
     struct ui *ui = ui_new(s, NULL, NULL, err); /* takes s */
     ui_use_background(false);

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ui/grid.h"
 #include "common/cnum.h"
+#include "common/progress.h"
 #include "ui/heatmap.h" /* the legend */
 
 #define THUMB_MIN 4 /* cells a side of the smallest thumbnail */
@@ -154,13 +154,6 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
  * follow (grid_panel.unfinished) while every key is answered. */
 #define THUMB_BUDGET_MS 8.0
 
-static double thumb_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* The cache for what the view shows now: reset when what it was made for changed. False when out
  * of memory (the caller pools as it draws, every tile). */
 static bool thumb_fresh(struct grid_panel *gp, const struct app *a)
@@ -207,7 +200,7 @@ static bool thumb_make(struct grid_panel *gp, const struct app *a, int t, int L,
     if (c->made[t])
         return true;
     if (!app_layer_ready(a, L) || !attn_stage_present(&app_result(a)->net.model[L], view->stage) ||
-        (deadline > 0 && thumb_now_ms() > deadline))
+        (deadline > 0 && attn_now_ms() > deadline))
         return false;
     int rows = c->rows, cols = c->cols;
     float *out = c->cells + (size_t)t * (size_t)rows * (size_t)cols;
@@ -236,7 +229,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
     bool shared = !attn_stage_is_per_head(view->stage) && app_model(a)->heads > 1;
     /* The tiles in view first, then the rest (the scale is every tile's), as time allows. */
     bool cached = thumb_fresh(gp, a);
-    double deadline = res->job.background ? thumb_now_ms() + THUMB_BUDGET_MS : 0;
+    double deadline = res->job.background ? attn_now_ms() + THUMB_BUDGET_MS : 0;
     int first_shown = gp->top * gp->per_row;
     gp->unfinished = false;
     /* Stream mode: the layers not held come from a job that shows each again (app_thumbs);

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cnum.h"
@@ -199,13 +198,6 @@ static void load_configs(struct ui *ui)
     free(user_colors);
 }
 
-static double busy_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Signals only set flags; the loop notices them within one read (and a compute at its next
  * head). SIGTERM and SIGHUP end the explorer; C-c (SIGINT) stops what is running, or at rest asks
  * to quit when there are unsaved edits (ui_interrupt). */
@@ -314,7 +306,7 @@ static void poll_stop(struct ui *ui, bool can_stop)
  * once, before its buffers are made. */
 static void busy_step(struct ui *ui, const char *what, long done, long total)
 {
-    double t = busy_now_ms();
+    double t = attn_now_ms();
     bool computing = strcmp(what, "computing") == 0;
     if (done == 0) {
         if (ui->busy.active) { /* its pass starts, its buffers made: a stop is read there */
@@ -617,11 +609,11 @@ bool ui_compute_tick(struct ui *ui)
     }
     if (polled == 1) { /* a layer came ready: the model view draws it, a pending place fills */
         ui_invalidate(ui);
-        ui->pending_drawn = busy_now_ms();
+        ui->pending_drawn = attn_now_ms();
         return true;
     }
-    if (app_computing(ui->app) && busy_now_ms() - ui->pending_drawn >= 100) {
-        ui->pending_drawn = busy_now_ms();
+    if (app_computing(ui->app) && attn_now_ms() - ui->pending_drawn >= 100) {
+        ui->pending_drawn = attn_now_ms();
         ui->pending_map.dirty = ui->pending_side.dirty = ui->status.base.dirty = true;
         ui->grid.base.dirty |= app_view_state(ui->app)->all_heads;
         return true;
@@ -1071,9 +1063,9 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
             }
             if (rc == ERR) { /* the auto-play timer, a compute's tick, or a signal (at the top) */
                 bool draw = ticking && ui_compute_tick(ui);
-                if (playing && !interrupts && (!ticking || busy_now_ms() >= ui->play_due)) {
+                if (playing && !interrupts && (!ticking || attn_now_ms() >= ui->play_due)) {
                     ui_mark(ui, ui_play_tick(ui));
-                    ui->play_due = busy_now_ms() + app_view_state(ui->app)->play_ms;
+                    ui->play_due = attn_now_ms() + app_view_state(ui->app)->play_ms;
                     draw = true;
                 }
                 if (draw)
