@@ -225,8 +225,8 @@ static void test_key_tables(void **state)
                           "\"partial_rotary_factor\": 1.0},\n"),
                     "");
     expect_problem(dir, LLAMA("  \"partial_rotary_factor\": 0.5,\n"),
-                   "config.json:13:3: 'partial_rotary_factor' is 0.5: RoPE over part of a head "
-                   "is not something attnscope computes\n");
+                   "config.json:13:3: 'partial_rotary_factor' is 0.5: this model turns the "
+                   "whole head (RoPE over part of it is GPT-NeoX's and Phi's)\n");
     expect_problem(dir, with(LLAMA(""), "\"silu\"", "\"gelu\""),
                    "config.json:5:3: 'hidden_act' is \"gelu\": the Llama family's MLP is "
                    "SwiGLU, attnscope computes it with silu\n");
@@ -587,13 +587,92 @@ static void test_bert_keys(void **state)
     free(dir);
 }
 
+/* A config.json of pythia-par's sizes (head_dim 16), one key a line, extra before the last. */
+static char *neox_config(const char *extra)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof(buf),
+             "{\n"
+             "  \"architectures\": [\"GPTNeoXForCausalLM\"],\n"
+             "  \"model_type\": \"gpt_neox\",\n"
+             "  \"vocab_size\": 407,\n"
+             "  \"hidden_size\": 64,\n"
+             "  \"num_hidden_layers\": 2,\n"
+             "  \"num_attention_heads\": 4,\n"
+             "  \"intermediate_size\": 96,\n"
+             "  \"use_parallel_residual\": true,\n"
+             "%s"
+             "  \"max_position_embeddings\": 64\n"
+             "}\n",
+             extra);
+    return buf;
+}
+
+/* GPT-NeoX's keys: its names of RoPE's base and share (4's) against rope_parameters (5's), the
+ * share turned into whole pairs, and what the model does not compute. */
+static void test_neox_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-neox");
+    copy_model(dir, "families/pythia-par/model.safetensors");
+    struct loaded r;
+    /* 4's names, then 5's: a quarter of 16 dimensions turns, on base 10000 */
+    const char *ok[] = {"  \"rotary_pct\": 0.25, \"rotary_emb_base\": 10000,\n",
+                        "  \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": "
+                        "10000.0, \"partial_rotary_factor\": 0.25},\n",
+                        ""}; /* the defaults */
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        load(&r, dir, neox_config(ok[i]));
+        if (!r.ok)
+            fail_msg("%s did not load:\n%s", ok[i], r.problems);
+        assert_string_equal(r.warnings, "");
+        assert_int_equal(r.s.pos.kind, POS_ROPE);
+        assert_int_equal(r.s.pos.rotary_dims, 4);
+        assert_true(r.s.pos.base == 10000.0);
+        assert_int_equal(r.s.block.order, BLOCK_PARALLEL);
+        assert_int_equal(r.s.attn.qkv, QKV_FUSED_HEADS);
+        loaded_free(&r);
+    }
+    /* the whole head: rotary_dims 0, RoPE as Llama's */
+    load(&r, dir,
+         with(neox_config("  \"rotary_pct\": 1.0,\n"), "\"use_parallel_residual\": true",
+              "\"use_parallel_residual\": false"));
+    assert_true(r.ok);
+    assert_int_equal(r.s.pos.rotary_dims, 0);
+    assert_int_equal(r.s.block.order, BLOCK_PRE);
+    loaded_free(&r);
+    expect_problem(dir,
+                   neox_config("  \"rotary_pct\": 0.25,\n  \"rope_parameters\": {\"rope_type\": "
+                               "\"default\", \"partial_rotary_factor\": 0.5},\n"),
+                   "config.json:11:47: 'rope_parameters' has partial_rotary_factor 0.5, the "
+                   "top-level 'rotary_pct' 0.25: the two formats disagree\n");
+    expect_problem(dir, neox_config("  \"rotary_pct\": 0.2,\n"),
+                   "config.json:10:3: RoPE over 0.2 of a head of 16 turns 3 dimensions: it turns "
+                   "pairs, so it needs an even number of at least 2\n");
+    expect_problem(dir, neox_config("  \"rotary_pct\": 1.5,\n"),
+                   "config.json:10:3: 'rotary_pct' is 1.5, not a share of a head above 0 and up "
+                   "to 1\n");
+    expect_problem(dir, neox_config("  \"hidden_act\": \"silu\",\n"),
+                   "config.json:10:3: 'hidden_act' is \"silu\": attnscope computes gelu, "
+                   "gelu_new, gelu_pytorch_tanh and relu\n");
+    expect_problem(
+        dir,
+        with(neox_config(""), "\"use_parallel_residual\": true", "\"use_parallel_residual\": 1"),
+        "config.json:9:3: 'use_parallel_residual' is 1, not true or false\n");
+    expect_warnings(dir, neox_config("  \"rotary_emb_fraction\": 0.5,\n"),
+                    "config.json:10:3: unknown key 'rotary_emb_fraction' (not in transformers' "
+                    "GPTNeoXConfig): attnscope ignores it\n");
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_tables), cmocka_unit_test(test_rope_formats),
         cmocka_unit_test(test_rope_types), cmocka_unit_test(test_windows),
         cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
-        cmocka_unit_test(test_bert_keys),
+        cmocka_unit_test(test_bert_keys),  cmocka_unit_test(test_neox_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

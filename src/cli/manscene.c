@@ -58,6 +58,9 @@ static const struct {
     {"positional.rope_pairs",
      "rope: adjacent dimensions rotate together (LLaMA's complex form), or halves (i, i + "
      "head_dim/2), as rotate_half."},
+    {"positional.rotary_dims",
+     "rope: only a head's first rotary_dims dimensions turn (partial rotary, GPT-NeoX's "
+     "rotary_pct); the rest pass through. Default: the whole head."},
     {"positional.offset",
      "The first token's position; with rope the weights do not change, which is the point."},
     {"attention", "The attention: its projections, heads, mask, scaling, dropout."},

@@ -37,11 +37,12 @@ static void project(float *out, int width, const struct attn_model *m, const flo
                    (size_t)m->d_in * sizeof(float));
 }
 
-/* RoPE: every head of x (n, width) rotated by its token's angles into out. adjacent pairs
- * (2i, 2i+1) as complex numbers; halves pairs (i, i + hd/2) as rotate_half does. */
+/* RoPE: every head of x (n, width) rotated by its token's angles into out, over its first
+ * rope_dims (the rest copied: partial rotary). adjacent pairs (2i, 2i+1) as complex numbers;
+ * halves pairs (i, i + rope_dims/2) as rotate_half does. */
 static void rotate(float *out, const float *x, int width, const struct attn_model *m, int first)
 {
-    int hd = m->head_dim, half = hd / 2;
+    int hd = m->head_dim, rd = m->rope_dims, half = rd / 2;
     for (int t = first; t < m->n; t++) {
         const float *c = m->rope_cos + (size_t)t * half, *s = m->rope_sin + (size_t)t * half;
         for (int h = 0; h < width / hd; h++) {
@@ -54,6 +55,8 @@ static void rotate(float *out, const float *x, int width, const struct attn_mode
                 o[a] = xa * c[i] - xb * s[i];
                 o[b] = xa * s[i] + xb * c[i];
             }
+            if (rd < hd)
+                memcpy(o + rd, in + rd, (size_t)(hd - rd) * sizeof(float));
         }
     }
 }
@@ -88,9 +91,13 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     int rows = m->n - first, d = m->d_in, hid = m->hidden;
     size_t nd = (size_t)rows * d, skip = (size_t)first * d, skip_h = (size_t)first * hid;
     bool panels = attn_row_panels(m);
-    attn_elem_add(r->res1 + skip, m->x + skip, r->output + skip, nd);
     const float *ffn_in;
-    if (m->order == BLOCK_POST) {
+    if (m->order != BLOCK_PARALLEL)
+        attn_elem_add(r->res1 + skip, m->x + skip, r->output + skip, nd);
+    if (m->order == BLOCK_PARALLEL) { /* the FFN reads the block's input, as attention did */
+        normalize(r->norm2, m->x, m, m->n2w, m->n2b, first);
+        ffn_in = r->norm2 + skip;
+    } else if (m->order == BLOCK_POST) {
         normalize(r->norm1, r->res1, m, m->n1w, m->n1b, first);
         ffn_in = r->norm1 + skip;
     } else {
@@ -119,8 +126,13 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
        .bias = m->b2, .cols = d, .k = hid);
 #undef MM
-    const float *res_in = m->order == BLOCK_POST ? r->norm1 : r->res1;
-    attn_elem_add(r->res2 + skip, res_in + skip, r->ffn_out + skip, nd);
+    if (m->order == BLOCK_PARALLEL) { /* NeoX's mlp_output + attn_output + hidden_states */
+        attn_elem_add(r->res2 + skip, r->ffn_out + skip, r->output + skip, nd);
+        attn_elem_add(r->res2 + skip, r->res2 + skip, m->x + skip, nd);
+    } else {
+        const float *res_in = m->order == BLOCK_POST ? r->norm1 : r->res1;
+        attn_elem_add(r->res2 + skip, res_in + skip, r->ffn_out + skip, nd);
+    }
     if (m->order == BLOCK_POST)
         normalize(r->norm2, r->res2, m, m->n2w, m->n2b, first);
     if (m->final_norm)
@@ -459,11 +471,11 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
         first -= first % attn_row_panel();
     size_t skip = (size_t)first;
     bool panels = attn_row_panels(m);
-    /* A pre-norm block normalises before attention: norm1 is attention's input. */
+    /* A pre-norm (or parallel) block normalises before attention: norm1 is attention's input. */
     const float *in = m->x;
     r->stopped = false;
     r->seen_nonfinite = false;
-    if (m->block && m->order == BLOCK_PRE) {
+    if (m->block && m->order != BLOCK_POST) {
         normalize(r->norm1, m->x, m, m->n1w, m->n1b, first);
         in = r->norm1;
     }

@@ -53,7 +53,7 @@ static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
 {
     size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
     size_t lr = (size_t)m->latent, h = (size_t)m->hidden, E = (size_t)m->out_dim;
-    size_t hd = (size_t)m->head_dim, V = (size_t)m->vocab;
+    size_t hd = (size_t)m->head_dim, V = (size_t)m->vocab, rd = (size_t)m->rope_dims;
     switch (b) { /* every buffer: -Wswitch names one left out */
     case ATTN_BUF_embed:
     case ATTN_BUF_types:
@@ -88,10 +88,10 @@ static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
     case ATTN_BUF_knw:
         return hd;
     case ATTN_BUF_rope_inv:
-        return hd / 2;
+        return rd / 2;
     case ATTN_BUF_rope_cos:
     case ATTN_BUF_rope_sin:
-        return n * (hd / 2);
+        return n * (rd / 2);
     case ATTN_BUF_w1:
     case ATTN_BUF_w2:
     case ATTN_BUF_wg:
@@ -430,19 +430,22 @@ static void rope_tables(float *cos_t, float *sin_t, const float *inv, int n, int
         }
 }
 
-/* m's RoPE frequencies and angles for s (head_dim set). Returns 0 or -1. */
+/* m's RoPE frequencies and angles for s (head_dim set): over the first pos.rotary_dims of a head
+ * (GPT-NeoX's partial rotary), or all of it. Returns 0 or -1. */
 static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
 {
-    size_t half = (size_t)m->n * (size_t)(m->head_dim / 2);
-    if (!own(m, &m->rope_inv, (size_t)(m->head_dim / 2)) || !own(m, &m->rope_cos, half) ||
+    int rd = s->pos.rotary_dims;
+    m->rope_dims = rd > 0 && rd < m->head_dim ? rd : m->head_dim;
+    size_t half = (size_t)m->n * (size_t)(m->rope_dims / 2);
+    if (!own(m, &m->rope_inv, (size_t)(m->rope_dims / 2)) || !own(m, &m->rope_cos, half) ||
         !own(m, &m->rope_sin, half))
         return -1;
     enum attn_rope_scaling kind = s->pos.scaling.kind;
     float att = kind == ROPE_SCALING_YARN || kind == ROPE_SCALING_LONGROPE
                     ? (float)s->pos.scaling.attention_factor
                     : 1.0f;
-    rope_frequencies(m->rope_inv, m->head_dim, s, s->pos.offset + m->n);
-    rope_tables(m->rope_cos, m->rope_sin, m->rope_inv, m->n, m->head_dim, s->pos.offset, att);
+    rope_frequencies(m->rope_inv, m->rope_dims, s, s->pos.offset + m->n);
+    rope_tables(m->rope_cos, m->rope_sin, m->rope_inv, m->n, m->rope_dims, s->pos.offset, att);
     return 0;
 }
 
@@ -1052,10 +1055,10 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
         a->out_dim != b->out_dim || a->pos_kind != b->pos_kind || a->pos_rows != b->pos_rows ||
         a->pos_offset != b->pos_offset || a->project != b->project || a->qkv != b->qkv ||
         a->qkv_ld != b->qkv_ld || a->rope != b->rope || a->rope_pairs != b->rope_pairs ||
-        a->window != b->window || a->dropout != b->dropout || a->causal != b->causal ||
-        a->mask_mode != b->mask_mode || a->normalize != b->normalize || a->scale != b->scale ||
-        memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 || a->block != b->block ||
-        a->order != b->order || a->norm != b->norm ||
+        a->rope_dims != b->rope_dims || a->window != b->window || a->dropout != b->dropout ||
+        a->causal != b->causal || a->mask_mode != b->mask_mode || a->normalize != b->normalize ||
+        a->scale != b->scale || memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 ||
+        a->block != b->block || a->order != b->order || a->norm != b->norm ||
         memcmp(&a->norm_eps, &b->norm_eps, sizeof(float)) != 0 || a->activation != b->activation ||
         a->hidden != b->hidden || a->final_norm != b->final_norm || a->vocab != b->vocab ||
         a->hact != b->hact || a->masked_lm != b->masked_lm || a->mask_id != b->mask_id ||

@@ -77,8 +77,10 @@ struct attn_model {
     float *qnw, *knw;    /* (head_dim) each: qk_norm's weights (Qwen3), or NULL */
     bool rope;
     enum attn_rope_pairs rope_pairs;
-    float *rope_inv;            /* (head_dim / 2): pair i's frequency, after any rope scaling */
-    float *rope_cos, *rope_sin; /* (n, head_dim / 2): the angle of pair i at token t */
+    int rope_dims;              /* the first dims of a head RoPE turns: head_dim, or fewer (partial
+                                   rotary, GPT-NeoX's rotary_pct); the rest pass unturned */
+    float *rope_inv;            /* (rope_dims / 2): pair i's frequency, after any rope scaling */
+    float *rope_cos, *rope_sin; /* (n, rope_dims / 2): the angle of pair i at token t */
     int window; /* the sliding window: key j visible from query i only when i - j < window */
     unsigned char *keep; /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
     double dropout;      /* p */

@@ -341,15 +341,15 @@ static bool same_options(const struct attn_scene *a, const struct attn_scene *b)
         a->pos.kind != b->pos.kind || a->pos.max_len != b->pos.max_len ||
         !same_seed(a->pos.seed, b->pos.seed) || a->pos.base != b->pos.base ||
         a->pos.pairs != b->pos.pairs || a->pos.offset != b->pos.offset ||
-        x->projection != y->projection || x->d_out != y->d_out || !heads_recut(a, b) ||
-        x->layout != y->layout || x->qkv_bias != y->qkv_bias || x->out_proj != y->out_proj ||
-        x->out_bias != y->out_bias || !same_seed(x->seed, y->seed) || x->qkv != y->qkv ||
-        x->kv_heads != y->kv_heads || x->kv_latent != y->kv_latent || p->on != q->on ||
-        p->order != q->order || p->norm != q->norm || p->norm_eps != q->norm_eps ||
-        p->ffn_hidden != q->ffn_hidden || p->activation != q->activation ||
-        !same_seed(p->ffn_seed, q->ffn_seed) || p->ffn_skip != q->ffn_skip ||
-        p->final_norm != q->final_norm || x->window != y->window || x->qk_norm != y->qk_norm ||
-        !attn_rope_scaling_same(a, b) ||
+        a->pos.rotary_dims != b->pos.rotary_dims || x->projection != y->projection ||
+        x->d_out != y->d_out || !heads_recut(a, b) || x->layout != y->layout ||
+        x->qkv_bias != y->qkv_bias || x->out_proj != y->out_proj || x->out_bias != y->out_bias ||
+        !same_seed(x->seed, y->seed) || x->qkv != y->qkv || x->kv_heads != y->kv_heads ||
+        x->kv_latent != y->kv_latent || p->on != q->on || p->order != q->order ||
+        p->norm != q->norm || p->norm_eps != q->norm_eps || p->ffn_hidden != q->ffn_hidden ||
+        p->activation != q->activation || !same_seed(p->ffn_seed, q->ffn_seed) ||
+        p->ffn_skip != q->ffn_skip || p->final_norm != q->final_norm || x->window != y->window ||
+        x->qk_norm != y->qk_norm || !attn_rope_scaling_same(a, b) ||
         memcmp(x->window_off, y->window_off, sizeof(x->window_off)) != 0 ||
         x->scale_by_layer != y->scale_by_layer || a->masked_lm != b->masked_lm)
         return false;
@@ -377,7 +377,7 @@ static int unchanged_rows(const struct attn_net *net, const struct attn_model *f
             !attn_model_same_but_tokens(&net->model[L], &fresh[L]))
             return 0;
     const struct attn_model *a = &net->model[0], *b = &fresh[0];
-    int n = a->n < b->n ? a->n : b->n, d = a->d_in, half = a->rope ? a->head_dim / 2 : 0;
+    int n = a->n < b->n ? a->n : b->n, d = a->d_in, half = a->rope ? a->rope_dims / 2 : 0;
     /* A pass stopped half-way (an edit typed while it ran) left the rows before the one it
        started at as they were, in every layer. */
     if (net->partial && net->pending_row < n)
@@ -416,7 +416,7 @@ static bool same_pass(const struct attn_model *a, const struct attn_model *b)
 {
     if (a->n != b->n || !attn_model_same_but_tokens(a, b))
         return false;
-    size_t n = (size_t)a->n, half = a->rope ? (size_t)a->head_dim / 2 : 0;
+    size_t n = (size_t)a->n, half = a->rope ? (size_t)a->rope_dims / 2 : 0;
     if (a->keep && a->keep != b->keep && /* the masks drawn again, maybe alike */
         memcmp(a->keep, b->keep, (size_t)a->heads * n * n) != 0)
         return false;

@@ -50,7 +50,10 @@ enum attn_embed_kind { EMBED_NONE, EMBED_EXPLICIT, EMBED_LEARNED, EMBED_TABLE };
 enum attn_pos_kind { POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE };
 enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };
 enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
-enum attn_block_order { BLOCK_POST, BLOCK_PRE };
+/* Where a block's norms sit: after each residual add (post, 002's Add & Norm), in front of
+ * attention and the FFN (pre), or in front of both side by side, each reading the block's input,
+ * their outputs added to it at once (parallel: GPT-NeoX's use_parallel_residual). */
+enum attn_block_order { BLOCK_POST, BLOCK_PRE, BLOCK_PARALLEL };
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
 /* ACT_SWIGLU: the gated FFN of the Llama family, W2 (silu(x W_gate) * (x W1)), no biases. */
 enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU };
@@ -314,7 +317,10 @@ struct attn_scene {
         struct attn_matrix table;   /* optional explicit (max_len, d_in); drawn when NULL */
         double base;                /* SINUSOIDAL, ROPE: default 10000 */
         enum attn_rope_pairs pairs; /* ROPE */
-        int offset;                 /* the first token's position */
+        /* ROPE: the first dims of every head that turn, even (GPT-NeoX's rotary_pct of a head,
+         * Phi's partial_rotary_factor); the rest pass through unturned. 0: the whole head. */
+        int rotary_dims;
+        int offset; /* the first token's position */
         /* ROPE, a checkpoint's rope type (Hugging Face's rope_init_functions; model.c's
          * rope_frequencies computes them as transformers does, in float32): linear divides every
          * frequency by factor; llama3 divides the low ones (wavelength over original_max /

@@ -62,6 +62,14 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
     if (pk == POS_ROPE && hd % 2 != 0)
         problem(out, "positional.kind",
                 "rope rotates pairs of dimensions, so head_dim must be even, not %d", hd);
+    int rd = s->pos.rotary_dims;
+    if (rd != 0 && pk != POS_ROPE)
+        problem(out, "positional.rotary_dims", "rotary_dims needs kind: rope");
+    else if (rd != 0 && (rd % 2 != 0 || rd > hd))
+        problem(out, "positional.rotary_dims",
+                "rotary_dims turns pairs of a head's first dimensions: an even number up to "
+                "head_dim %d, not %d",
+                hd, rd);
     if (pk == POS_ROPE && a->kv_latent > 0)
         problem(out, "positional.kind",
                 "rope with kv_latent needs DeepSeek's decoupled rotary keys, which attnscope does "

@@ -75,7 +75,7 @@ const char *attn_qkv_mode_name(enum attn_qkv_mode q)
 
 const char *attn_block_order_name(enum attn_block_order o)
 {
-    return o == BLOCK_PRE ? "pre" : "post";
+    return o == BLOCK_PARALLEL ? "parallel" : o == BLOCK_PRE ? "pre" : "post";
 }
 
 const char *attn_norm_kind_name(enum attn_norm_kind n)
@@ -184,7 +184,7 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
     else
         snprintf(heads, sizeof(heads), "%d head%s \u00d7 head_dim %d", a->heads,
                  a->heads == 1 ? "" : "s", attn_scene_head_dim(s));
-    char extra[256] = "";
+    char extra[384] = "";
     if (a->causal && a->mask_mode == MASK_AFTER_SOFTMAX)
         strcat(extra, ", mask after softmax");
     if (a->normalize == NORMALIZE_SUM)
@@ -193,6 +193,12 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
         strcat(extra, ", sinusoidal positions");
     if (s->pos.kind == POS_ROPE)
         strcat(extra, s->pos.pairs == ROPE_HALVES ? ", RoPE (halves)" : ", RoPE");
+    int hd = attn_scene_head_dim(s);
+    if (s->pos.kind == POS_ROPE && s->pos.rotary_dims > 0 && s->pos.rotary_dims < hd) {
+        char part[48];
+        snprintf(part, sizeof(part), " on %d of %d dims", s->pos.rotary_dims, hd);
+        strcat(extra, part);
+    }
     if (s->pos.kind == POS_ROPE && s->pos.scaling.kind != ROPE_SCALING_NONE) {
         char sc[64];
         if (s->pos.scaling.kind == ROPE_SCALING_LONGROPE)

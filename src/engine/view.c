@@ -319,7 +319,7 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
 {
     int k = 0;
     out[k++] = STAGE_INPUTS;
-    if (m->block && m->order == BLOCK_PRE)
+    if (m->block && m->order != BLOCK_POST)
         out[k++] = STAGE_NORM1;
     if (m->latent > 0)
         out[k++] = STAGE_LATENT;
@@ -340,7 +340,8 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
     for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
         out[k++] = heads[i];
     if (m->block) {
-        out[k++] = STAGE_RESIDUAL1;
+        if (m->order != BLOCK_PARALLEL) /* parallel: nothing is added before the FFN */
+            out[k++] = STAGE_RESIDUAL1;
         if (m->order == BLOCK_POST)
             out[k++] = STAGE_NORM1;
         else

@@ -77,7 +77,7 @@ static float at(struct attn_mat_view v, int i, int j)
 static const float *attn_input(const struct app *a, int i)
 {
     const struct attn_model *m = app_model(a);
-    const float *in = m->block && m->order == BLOCK_PRE ? app_run(a)->norm1 : m->x;
+    const float *in = m->block && m->order != BLOCK_POST ? app_run(a)->norm1 : m->x;
     return in + (size_t)i * m->d_in;
 }
 
@@ -152,24 +152,40 @@ static void explain_projection(struct buf *b, const struct app *a, int i, int j,
 static void explain_rotation(struct buf *b, const struct app *a, int i, int j, bool keys)
 {
     const struct attn_model *m = app_model(a);
-    int hd = m->head_dim, half = hd / 2;
-    int pair = m->rope_pairs == ROPE_ADJACENT ? j / 2 : j % half;
-    int ja = m->rope_pairs == ROPE_ADJACENT ? 2 * pair : pair;
-    int jb = m->rope_pairs == ROPE_ADJACENT ? 2 * pair + 1 : pair + half;
+    int hd = m->head_dim, rd = m->rope_dims, half = rd / 2;
     /* RoPE turns q and k as they come, or as qk_norm left them (Qwen3) */
     enum attn_stage from = m->qnw ? (keys ? STAGE_KEYS_NORMED : STAGE_QUERIES_NORMED)
                            : keys ? STAGE_KEYS
                                   : STAGE_QUERIES;
     struct attn_mat_view x = app_view(a, from, a->view.head);
+    if (j >= rd) { /* partial rotary: the head's last dimensions carry no position */
+        put(b,
+            "partial rotary: RoPE turns dimensions 0..%d of %d\n  (%d pairs, %s); dimension %d "
+            "passes unturned\n  %s[%d] = ",
+            rd - 1, hd, half, m->rope_pairs == ROPE_HALVES ? "i with i + rd/2" : "2i with 2i+1", j,
+            keys ? "k" : "q", j);
+        num(b, at(x, i, j));
+        put(b,
+            "\nscores mix %d turned dims (relative position) with\n%d unturned ones (content "
+            "only)\n",
+            rd, hd - rd);
+        return;
+    }
+    int pair = m->rope_pairs == ROPE_ADJACENT ? j / 2 : j % half;
+    int ja = m->rope_pairs == ROPE_ADJACENT ? 2 * pair : pair;
+    int jb = m->rope_pairs == ROPE_ADJACENT ? 2 * pair + 1 : pair + half;
     float xa = at(x, i, ja), xb = at(x, i, jb);
     float c = m->rope_cos[(size_t)i * half + pair], s = m->rope_sin[(size_t)i * half + pair];
     int pos = a->result.shown.pos.offset + i;
     /* the frequency as the engine uses it: base^(-2i/hd), after any rope_scaling */
     float theta = m->rope_inv
                       ? m->rope_inv[pair]
-                      : 1.0f / powf((float)a->result.shown.pos.base, (float)(2 * pair) / (float)hd);
+                      : 1.0f / powf((float)a->result.shown.pos.base, (float)(2 * pair) / (float)rd);
     put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d%s\n", ja, jb,
         pair, m->rope_pairs == ROPE_HALVES ? " (halves: rotate_half)" : "");
+    if (rd < hd)
+        put(b, "  partial rotary: only dims 0..%d of %d turn; \u03b8_i = base^(\u22122i/%d)\n",
+            rd - 1, hd, rd);
     const struct attn_rope_params *sc = &a->result.shown.pos.scaling;
     if (sc->kind == ROPE_SCALING_LONGROPE)
         put(b, "  \u03b8_%d divided by longrope's %s factor\n", pair,
@@ -656,6 +672,19 @@ static void explain_residual2(const struct cell *c)
 {
     bool post = c->m->order == BLOCK_POST;
     size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    if (c->m->order == BLOCK_PARALLEL) { /* GPT-NeoX: both branches read the same input */
+        put(c->b, "parallel residual: attention and the FFN both read\nthe inputs (norm1, norm2), "
+                  "and their outputs are\nadded to them at once:\nresidual2 = ffn_out + output + "
+                  "inputs\n  = ");
+        num(c->b, c->r->ffn_out[at_ij]);
+        put(c->b, " + ");
+        operand(c->b, c->r->output[at_ij]);
+        put(c->b, " + ");
+        operand(c->b, c->m->x[at_ij]);
+        put(c->b, "\n  = ");
+        equals_val(c);
+        return;
+    }
     explain_sum(c, post ? "residual2 = norm1 + ffn_out" : "residual2 = residual1 + ffn_out",
                 (post ? c->r->norm1 : c->r->res1)[at_ij], c->r->ffn_out[at_ij]);
 }
@@ -663,8 +692,10 @@ static void explain_residual2(const struct cell *c)
 static void explain_norm1(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    if (m->order == BLOCK_PRE)
-        explain_norm(c->b, c->a, c->i, c->j, m->x, m->n1w, m->n1b, "the input (pre-norm)");
+    if (m->order != BLOCK_POST)
+        explain_norm(c->b, c->a, c->i, c->j, m->x, m->n1w, m->n1b,
+                     m->order == BLOCK_PARALLEL ? "the input (parallel: attention's branch)"
+                                                : "the input (pre-norm)");
     else
         explain_norm(c->b, c->a, c->i, c->j, c->r->res1, m->n1w, m->n1b, "residual1");
 }
@@ -672,7 +703,10 @@ static void explain_norm1(const struct cell *c)
 static void explain_norm2(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    if (m->order == BLOCK_PRE)
+    if (m->order == BLOCK_PARALLEL)
+        explain_norm(c->b, c->a, c->i, c->j, m->x, m->n2w, m->n2b,
+                     "the input, not residual1 (parallel: the FFN's branch)");
+    else if (m->order == BLOCK_PRE)
         explain_norm(c->b, c->a, c->i, c->j, c->r->res1, m->n2w, m->n2b,
                      "residual1 (the FFN's input)");
     else

@@ -47,9 +47,9 @@ static bool same_structure(const struct attn_scene *a, const struct attn_scene *
            a->tokenizer == b->tokenizer && attn_scene_d_in(a) == attn_scene_d_in(b) &&
            a->embed.kind == b->embed.kind && a->pos.kind == b->pos.kind &&
            a->pos.pairs == b->pos.pairs && a->pos.base == b->pos.base &&
-           a->block.on == b->block.on && a->block.order == b->block.order &&
-           a->block.norm == b->block.norm && a->block.activation == b->block.activation &&
-           a->layers == b->layers;
+           a->pos.rotary_dims == b->pos.rotary_dims && a->block.on == b->block.on &&
+           a->block.order == b->block.order && a->block.norm == b->block.norm &&
+           a->block.activation == b->block.activation && a->layers == b->layers;
 }
 
 /* Replaces bytes [at, at + len) of t with repl. Returns false when it would not fit. */

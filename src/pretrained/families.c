@@ -12,6 +12,7 @@
     X(gpt2)                                                                                        \
     X(llama)                                                                                       \
     X(bert)                                                                                        \
+    X(gpt_neox)                                                                                    \
     /* the last row */
 
 #define DECLARE(name) extern const struct attn_family attn_family_##name;

@@ -250,7 +250,9 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
     sh->positions_key = "max_position_embeddings";
     sh->causal = true;
     sh->scale = SCALE_SQRT_DK;
-    return attn_ckpt_rope(&g->rope, c, b, g->head_dim, sh->positions, err);
+    return attn_ckpt_rope(
+        &g->rope, c, b,
+        &(struct ckpt_rope_spec){.head_dim = g->head_dim, .positions = sh->positions}, err);
 }
 
 /* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:

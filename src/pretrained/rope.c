@@ -127,12 +127,16 @@ static int formats_agree(struct ckpt_config *c, const struct rope_src *r, struct
     return 0;
 }
 
-/* A top-level key and the same field in rope_parameters: where both are written they agree. The
- * value (the field's first), or NULL; *where, *as where it is written. */
+/* A top-level key (top, or the field's own name when NULL) and the field name in
+ * rope_parameters: where both are written they agree. The value (the field's first), or NULL;
+ * *where, *as where it is written. */
 static int top_or_field(json_t **out, struct ckpt_config *c, const struct rope_src *r,
-                        const char *name, const char **where, const char **as, struct diag *err)
+                        const char *name, const char *top_name, const char **where, const char **as,
+                        struct diag *err)
 {
-    json_t *top = json_object_get(c->root, name);
+    if (!top_name)
+        top_name = name;
+    json_t *top = json_object_get(c->root, top_name);
     if (top && json_is_null(top))
         top = NULL;
     json_t *in = field(r, name, where, as);
@@ -140,12 +144,12 @@ static int top_or_field(json_t **out, struct ckpt_config *c, const struct rope_s
         char a[64], b[64];
         return attn_ckpt_config_error(
             c, *where, name, err, "'%s' has %s %s, the top-level '%s' %s: the two formats disagree",
-            *where, name, attn_ckpt_show_value(a, sizeof(a), in), name,
+            *where, name, attn_ckpt_show_value(a, sizeof(a), in), top_name,
             attn_ckpt_show_value(b, sizeof(b), top));
     }
     *out = in ? in : top;
     if (!in && top) {
-        *where = name;
+        *where = top_name;
         *as = NULL; /* located at the top-level key */
     }
     return 0;
@@ -252,8 +256,9 @@ static void warn_unused(struct ckpt_config *c, const struct rope_src *r, int typ
 }
 
 int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_backing *b,
-                   int head_dim, int positions, struct diag *err)
+                   const struct ckpt_rope_spec *spec, struct diag *err)
 {
+    int head_dim = spec->head_dim, positions = spec->positions;
     memset(out, 0, sizeof(*out));
     struct attn_rope_params *p = &out->scale;
     p->kind = ROPE_SCALING_NONE;
@@ -281,7 +286,7 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
     /* the base: rope_parameters' rope_theta, or the top-level one, or transformers' 10000 */
     const char *where, *as;
     json_t *v;
-    if (top_or_field(&v, c, &r, "rope_theta", &where, &as, err))
+    if (top_or_field(&v, c, &r, "rope_theta", spec->theta_key, &where, &as, err))
         return -1;
     out->theta = 10000.0;
     if (v) {
@@ -292,14 +297,31 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
                                           attn_ckpt_show_value(got, sizeof(got), v));
         out->theta = x;
     }
-    /* Llama's RoPE turns the whole head: a part of it would not even broadcast in transformers */
-    if (top_or_field(&v, c, &r, "partial_rotary_factor", &where, &as, err))
+    /* The share of a head that turns. Llama's RoPE turns the whole head: a part of it would not
+       even broadcast in transformers. GPT-NeoX's turns int(head_dim * share) dimensions. */
+    if (top_or_field(&v, c, &r, "partial_rotary_factor", spec->partial_key, &where, &as, err))
         return -1;
-    if (v && !(json_is_number(v) && json_number_value(v) == 1.0))
-        return attn_ckpt_config_error(c, where, as, err,
-                                      "'partial_rotary_factor' is %s: RoPE over part of a head is "
-                                      "not something attnscope computes",
-                                      attn_ckpt_show_value(got, sizeof(got), v));
+    double share = spec->partial_default > 0 ? spec->partial_default : 1.0;
+    if (v) {
+        share = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!spec->partial && share != 1.0)
+            return attn_ckpt_config_error(c, where, as, err,
+                                          "'%s' is %s: this model turns the whole head (RoPE over "
+                                          "part of it is GPT-NeoX's and Phi's)",
+                                          as ? as : where,
+                                          attn_ckpt_show_value(got, sizeof(got), v));
+        if (!(share > 0 && share <= 1))
+            return attn_ckpt_config_error(
+                c, where, as, err, "'%s' is %s, not a share of a head above 0 and up to 1",
+                as ? as : where, attn_ckpt_show_value(got, sizeof(got), v));
+    }
+    out->rotary_dims = (int)(head_dim * share); /* Python's int(): truncated */
+    if (out->rotary_dims < 2 || out->rotary_dims % 2 != 0)
+        return attn_ckpt_config_error(
+            c, v ? where : NULL, v ? as : NULL, err,
+            "RoPE over %g of a head of %d turns %d dimensions: it turns pairs, so it needs an "
+            "even number of at least 2",
+            share, head_dim, out->rotary_dims);
 
     /* the type */
     v = field(&r, "rope_type", &where, &as);
@@ -324,7 +346,7 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
     bool long_type = p->kind == ROPE_SCALING_LLAMA3 || p->kind == ROPE_SCALING_YARN ||
                      p->kind == ROPE_SCALING_LONGROPE;
     if (long_type) {
-        if (top_or_field(&v, c, &r, "original_max_position_embeddings", &where, &as, err))
+        if (top_or_field(&v, c, &r, "original_max_position_embeddings", NULL, &where, &as, err))
             return -1;
         if (v) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 ||
@@ -408,7 +430,7 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
         return 0;
     }
     case ROPE_SCALING_LONGROPE: {
-        p->n_factors = head_dim / 2;
+        p->n_factors = out->rotary_dims / 2;
         if (factors(&p->short_factor, c, b, &r, "short_factor", p->n_factors, err) ||
             factors(&p->long_factor, c, b, &r, "long_factor", p->n_factors, err))
             return -1;

@@ -14,14 +14,29 @@
 
 struct ckpt_rope {
     double theta;                  /* rope_theta: the base */
+    int rotary_dims;               /* the first dims of a head that turn (partial rotary) */
     struct attn_rope_params scale; /* the rope type and its numbers, as the engine reads them */
 };
 
+/* What a family's config.json calls RoPE's keys, and what its model does with part of a head. */
+struct ckpt_rope_spec {
+    int head_dim, positions; /* a head's width; max_position_embeddings */
+    /* the top-level names of the base and of the rotated share of a head: transformers'
+     * "rope_theta" and "partial_rotary_factor" (NULL), or GPT-NeoX's "rotary_emb_base" and
+     * "rotary_pct", which transformers 5 moves into rope_parameters */
+    const char *theta_key, *partial_key;
+    /* partial: the family's model turns a share of a head (partial_rotary_factor below 1), as
+     * rotary_dims = int(head_dim * factor); else only 1 is taken (Llama's code would not even
+     * broadcast another). partial_default: the share when no key gives it (NeoX's 0.25), 0: 1 */
+    bool partial;
+    double partial_default;
+};
+
 /* Reads RoPE's keys of c (rope_theta, rope_scaling, rope_parameters, partial_rotary_factor and
- * Phi-3's top-level original_max_position_embeddings) for heads head_dim wide and a checkpoint of
- * positions (max_position_embeddings). longrope's factors are copied into b. Every problem is
- * located at config.json on its key; a field a rope type does not take is a warning. */
+ * Phi-3's top-level original_max_position_embeddings, or the family's names of them). longrope's
+ * factors are copied into b. Every problem is located at config.json on its key; a field a rope
+ * type does not take is a warning. */
 int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_backing *b,
-                   int head_dim, int positions, struct diag *err);
+                   const struct ckpt_rope_spec *spec, struct diag *err);
 
 #endif

@@ -627,6 +627,7 @@ static const struct field positional_fields[] = {
     {"table", WANT_DATA, MATRIX_WHAT, attn_schema_matrix, S(pos.table), &table_limits},
     {"base", WANT_SCALAR, "a number above 0", attn_schema_positive, S(pos.base), NULL},
     {"rope_pairs", WANT_SCALAR, NULL, attn_schema_enum, S(pos.pairs), &rope_pairs_enum},
+    {"rotary_dims", WANT_SCALAR, "an integer", attn_schema_int, S(pos.rotary_dims), &dim_range},
     {"offset", WANT_SCALAR, "an integer", attn_schema_int, S(pos.offset), &offset_range},
 };
 static const struct mapping positional_map = {"positional", positional_fields, N(positional_fields),

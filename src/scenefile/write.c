@@ -454,8 +454,9 @@ static void write_positional(struct writer *w)
                 memcmp(&s->pos.base, &w->def.pos.base, sizeof(s->pos.base)) != 0;
     bool pairs = (w->explicit && pk == POS_ROPE) || s->pos.pairs != w->def.pos.pairs;
     bool offset = (w->explicit && pk != POS_NONE) || s->pos.offset != 0;
+    bool rotary = s->pos.rotary_dims != 0;
     bool table = s->pos.table.data != NULL;
-    if (!kind && !max_len && !s->pos.seed.set && !table && !base && !pairs && !offset)
+    if (!kind && !max_len && !s->pos.seed.set && !table && !base && !pairs && !offset && !rotary)
         return;
     const char *kind_name = attn_pos_kind_name(pk);
     if (!table) {
@@ -478,6 +479,10 @@ static void write_positional(struct writer *w)
         }
         if (pairs) {
             fprintf(f, "%srope_pairs: %s", first ? "" : ", ", attn_rope_pairs_name(s->pos.pairs));
+            first = false;
+        }
+        if (rotary) {
+            fprintf(f, "%srotary_dims: %d", first ? "" : ", ", s->pos.rotary_dims);
             first = false;
         }
         if (offset)

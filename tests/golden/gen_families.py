@@ -707,6 +707,289 @@ def llama_case(c, by_name, ids, labels, vocab):
     write_scene(c["name"], TEXT, c["name"])
 
 
+# ---- GPT-NeoX (Pythia) ---------------------------------------------------------------------
+
+# name, the config's keys (transformers 4's rotary_pct and rotary_emb_base, or 5's
+# rope_parameters), dtype; twin: the same checkpoint with its config in the other format; same:
+# another case's shape with weights of their own (a later training step, for diff).
+NEOX = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+            layer_norm_eps=1e-5, max_position_embeddings=64, hidden_act="gelu")
+NEOX_CASES = [
+    # Pythia's layout: parallel residual, a quarter of each head turned, untied embed_out
+    dict(name="pythia-par", dtype="F32", fmt="v4",
+         cfg=dict(NEOX, use_parallel_residual=True, rotary_pct=0.25, rotary_emb_base=10000,
+                  tie_word_embeddings=False)),
+    dict(name="pythia-par-v5", twin="pythia-par", fmt="v5",
+         cfg=dict(NEOX, use_parallel_residual=True, tie_word_embeddings=False,
+                  rope_parameters=dict(rope_type="default", rope_theta=10000.0,
+                                       partial_rotary_factor=0.25))),
+    dict(name="pythia-par-bf16", same="pythia-par", dtype="BF16"),
+    # the same shape further on in training: the weights of pythia-par moved (diff's pair)
+    dict(name="pythia-par-step2", same="pythia-par", dtype="F32", step=2),
+    # sequential residual, tied embeddings, half of each head turned on base 500, no attention
+    # biases, gelu's tanh form
+    dict(name="neox-seq", dtype="F32", fmt="v5",
+         cfg=dict(NEOX, use_parallel_residual=False, tie_word_embeddings=True,
+                  attention_bias=False, hidden_act="gelu_new",
+                  rope_parameters=dict(rope_type="default", rope_theta=500.0,
+                                       partial_rotary_factor=0.5))),
+    dict(name="neox-seq-v4", twin="neox-seq", fmt="v4",
+         cfg=dict(NEOX, use_parallel_residual=False, tie_word_embeddings=True,
+                  attention_bias=False, hidden_act="gelu_new", rotary_pct=0.5,
+                  rotary_emb_base=500)),
+]
+
+
+def neox_rope(cfg):
+    """(base, share of a head turned) as GPTNeoXConfig reads them: transformers 5's
+    rope_parameters first, else 4's rotary_emb_base and rotary_pct (10000 and 0.25 by default)."""
+    rp = cfg.get("rope_parameters") or {}
+    return (rp.get("rope_theta", cfg.get("rotary_emb_base", 10000)),
+            rp.get("partial_rotary_factor", cfg.get("rotary_pct", 0.25)))
+
+
+def neox_weights(cfg, vocab, seed):
+    """name -> float32 numpy, GPTNeoXForCausalLM's names and torch's Linear layout (out, in)."""
+    gen = torch.Generator().manual_seed(seed)
+    d, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    bias = cfg.get("attention_bias", True)
+
+    def rnd(*shape, scale=0.2):
+        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+
+    def norm_w(n):
+        return (1.0 + torch.randn(n, generator=gen) * 0.1).numpy().astype(np.float32)
+
+    W = {"gpt_neox.embed_in.weight": rnd(vocab, d, scale=1.0)}
+    for L in range(cfg["num_hidden_layers"]):
+        p = "gpt_neox.layers.%d." % L
+        W[p + "input_layernorm.weight"] = norm_w(d)
+        W[p + "input_layernorm.bias"] = rnd(d, scale=0.1)
+        W[p + "post_attention_layernorm.weight"] = norm_w(d)
+        W[p + "post_attention_layernorm.bias"] = rnd(d, scale=0.1)
+        W[p + "attention.query_key_value.weight"] = rnd(3 * d, d)
+        W[p + "attention.dense.weight"] = rnd(d, d)
+        if bias:
+            W[p + "attention.query_key_value.bias"] = rnd(3 * d, scale=0.5)
+            W[p + "attention.dense.bias"] = rnd(d, scale=0.5)
+        W[p + "mlp.dense_h_to_4h.weight"] = rnd(inter, d)
+        W[p + "mlp.dense_h_to_4h.bias"] = rnd(inter, scale=0.5)
+        W[p + "mlp.dense_4h_to_h.weight"] = rnd(d, inter)
+        W[p + "mlp.dense_4h_to_h.bias"] = rnd(d, scale=0.5)
+    W["gpt_neox.final_layer_norm.weight"] = norm_w(d)
+    W["gpt_neox.final_layer_norm.bias"] = rnd(d, scale=0.1)
+    if not cfg["tie_word_embeddings"]:
+        W["embed_out.weight"] = rnd(vocab, d)
+    return W
+
+
+def neox_forward(cfg, W, ids):
+    """GPTNeoXForCausalLM in eval mode (modeling_gpt_neox.py): LayerNorm in front of attention
+    and the MLP; query_key_value viewed (n, heads, 3 head_dim) and cut into q, k, v; RoPE with
+    rotate_half over the first int(head_dim * rotary_pct) dimensions, the rest passed through;
+    scores times head_dim^-0.5, the causal mask, softmax; dense; then mlp_output + attn_output +
+    hidden_states (use_parallel_residual, the MLP reading the layer's input) or the two residual
+    adds one after the other; final_layer_norm and embed_out (or embed_in, tied)."""
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd, eps, n = d // H, cfg["layer_norm_eps"], len(ids)
+    base, share = neox_rope(cfg)
+    rd = int(hd * share)
+    T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
+    F = torch.nn.functional
+    act = {"gelu": F.gelu, "gelu_new": lambda t: F.gelu(t, approximate="tanh")}[cfg["hidden_act"]]
+
+    def ln(x, prefix):
+        return F.layer_norm(x, (d,), T[prefix + ".weight"], T[prefix + ".bias"], eps)
+
+    def lin(x, prefix):
+        return F.linear(x, T[prefix + ".weight"], T.get(prefix + ".bias"))
+
+    x = T["gpt_neox.embed_in.weight"][torch.tensor(ids)]
+    inv, _ = inv_freq(dict(max_position_embeddings=cfg["max_position_embeddings"],
+                           rope_parameters=dict(rope_type="default", rope_theta=base)), rd, n)
+    freqs = torch.arange(n).float()[:, None] @ inv[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    recs = []
+    for L in range(cfg["num_hidden_layers"]):
+        p = "gpt_neox.layers.%d." % L
+        rec = {"inputs": x}
+        h = ln(x, p + "input_layernorm")
+        qkv = lin(h, p + "attention.query_key_value").view(n, H, 3 * hd)
+        q = qkv[..., :hd].transpose(0, 1)  # (H, n, hd)
+        k = qkv[..., hd:2 * hd].transpose(0, 1)
+        v = qkv[..., 2 * hd:].transpose(0, 1)
+        heads = [dict(queries=q[i], keys=k[i], values=v[i]) for i in range(H)]
+
+        def turn(t):
+            r, rest = t[..., :rd], t[..., rd:]
+            return torch.cat((r * cos + rotate_half(r) * sin, rest), dim=-1)
+
+        q, k = turn(q), turn(k)
+        scores = q @ k.transpose(1, 2)
+        scaled = scores * hd ** -0.5
+        masked = scaled.masked_fill(hidden, float("-inf"))
+        weights = torch.softmax(masked, dim=-1)
+        ctx = weights @ v
+        wo = T[p + "attention.dense.weight"]
+        for i in range(H):
+            vw = v[i] @ wo[:, i * hd:(i + 1) * hd].t()
+            heads[i].update(queries_rotated=q[i], keys_rotated=k[i], scores=scores[i],
+                            scaled=scaled[i], masked=masked[i], weights=weights[i],
+                            dropout=weights[i], context=ctx[i],
+                            weighted_norm=(weights[i].unsqueeze(-1) * vw.unsqueeze(0)).norm(dim=-1))
+        concat = ctx.transpose(0, 1).reshape(n, d)
+        out = lin(concat, p + "attention.dense")
+        if cfg["use_parallel_residual"]:
+            n2 = ln(x, p + "post_attention_layernorm")
+        else:
+            res1 = out + x
+            n2 = ln(res1, p + "post_attention_layernorm")
+            rec["residual1"] = res1
+        hid = lin(n2, p + "mlp.dense_h_to_4h")
+        a = act(hid)
+        fo = lin(a, p + "mlp.dense_4h_to_h")
+        res2 = fo + out + x if cfg["use_parallel_residual"] else fo + res1
+        rec.update(norm1=h, context=concat, output=out, norm2=n2, ffn_hidden=hid,
+                   ffn_activated=a, ffn_out=fo, residual2=res2, block_output=res2, heads=heads)
+        recs.append(rec)
+        x = res2
+    final = ln(x, "gpt_neox.final_layer_norm")
+    logits = final @ T.get("embed_out.weight", T["gpt_neox.embed_in.weight"]).t()
+    return recs, final, logits
+
+
+def neox_forward64(cfg, W, ids):
+    """The block outputs again in float64 numpy, head by head by column index (catches a wrong
+    view of query_key_value or a wrong share of RoPE in neox_forward)."""
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd, eps, n = d // H, cfg["layer_norm_eps"], len(ids)
+    base, share = neox_rope(cfg)
+    rd = int(hd * share)
+    A = {k: v.astype(np.float64) for k, v in W.items()}
+    erf = np.vectorize(math.erf)
+
+    def ln(x, prefix):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * A[prefix + ".weight"] + A[prefix + ".bias"]
+
+    def lin(x, prefix):
+        y = x @ A[prefix + ".weight"].T
+        return y + A[prefix + ".bias"] if prefix + ".bias" in A else y
+
+    def gelu(t):
+        if cfg["hidden_act"] == "gelu":
+            return 0.5 * t * (1 + erf(t / math.sqrt(2)))
+        return 0.5 * t * (1 + np.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t ** 3)))
+
+    x = A["gpt_neox.embed_in.weight"][ids]
+    outs = []
+    for L in range(cfg["num_hidden_layers"]):
+        p = "gpt_neox.layers.%d." % L
+        h = ln(x, p + "input_layernorm")
+        qkv = lin(h, p + "attention.query_key_value")
+        concat = np.zeros((n, d))
+        for i in range(H):
+            q = qkv[:, 3 * hd * i:3 * hd * i + hd].copy()
+            k = qkv[:, 3 * hd * i + hd:3 * hd * i + 2 * hd].copy()
+            v = qkv[:, 3 * hd * i + 2 * hd:3 * hd * (i + 1)]
+            for t in range(n):
+                for j in range(rd // 2):
+                    ang = t * base ** (-2.0 * j / rd)
+                    c, s_ = math.cos(ang), math.sin(ang)
+                    for m in (q, k):
+                        a, b = m[t, j], m[t, j + rd // 2]
+                        m[t, j], m[t, j + rd // 2] = a * c - b * s_, a * s_ + b * c
+            sc = q @ k.T / math.sqrt(hd)
+            sc[np.triu(np.ones((n, n), dtype=bool), 1)] = -np.inf
+            w = np.exp(sc - sc.max(-1, keepdims=True))
+            w /= w.sum(-1, keepdims=True)
+            concat[:, i * hd:(i + 1) * hd] = w @ v
+        out = lin(concat, p + "attention.dense")
+        if cfg["use_parallel_residual"]:
+            x = x + out + lin(gelu(lin(ln(x, p + "post_attention_layernorm"),
+                                       p + "mlp.dense_h_to_4h")), p + "mlp.dense_4h_to_h")
+        else:
+            r1 = x + out
+            x = r1 + lin(gelu(lin(ln(r1, p + "post_attention_layernorm"), p + "mlp.dense_h_to_4h")),
+                         p + "mlp.dense_4h_to_h")
+        outs.append(x)
+    return outs
+
+
+def neox_params(W, L, cfg):
+    """Layer L's parameters as attnscope's export names them (x @ W orientation): the fused
+    W_qkv as stored, and the query, key and value it holds head by head."""
+    p = "gpt_neox.layers.%d." % L
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    wqkv = W[p + "attention.query_key_value.weight"].T  # (d, 3d): head h's q, k, v side by side
+    cols = [[3 * hd * h + part * hd + c for h in range(H) for c in range(hd)] for part in range(3)]
+    out = {"W_qkv": wqkv, "W_query": wqkv[:, cols[0]], "W_key": wqkv[:, cols[1]],
+           "W_value": wqkv[:, cols[2]], "out": W[p + "attention.dense.weight"].T,
+           "ffn_W1": W[p + "mlp.dense_h_to_4h.weight"].T, "ffn_b1": W[p + "mlp.dense_h_to_4h.bias"],
+           "ffn_W2": W[p + "mlp.dense_4h_to_h.weight"].T, "ffn_b2": W[p + "mlp.dense_4h_to_h.bias"],
+           "norm1_weight": W[p + "input_layernorm.weight"],
+           "norm1_bias": W[p + "input_layernorm.bias"],
+           "norm2_weight": W[p + "post_attention_layernorm.weight"],
+           "norm2_bias": W[p + "post_attention_layernorm.bias"]}
+    if p + "attention.query_key_value.bias" in W:
+        bqkv = W[p + "attention.query_key_value.bias"]
+        out.update(b_qkv=bqkv, b_query=bqkv[cols[0]], b_key=bqkv[cols[1]], b_value=bqkv[cols[2]],
+                   out_bias=W[p + "attention.dense.bias"])
+    return out
+
+
+def neox_case(c, by_name, ids, labels, vocab):
+    """A GPT-NeoX checkpoint, its scene and goldens (a twin: the other config format, which must
+    give its first's numbers bit for bit; its scene reads those goldens)."""
+    twin = by_name[c["twin"]] if "twin" in c else None
+    base = by_name[c["same"]] if "same" in c else twin if twin else c
+    c = dict(base, name=c["name"], dtype=c.get("dtype", base["dtype"]),
+             fmt=c.get("fmt", base.get("fmt")), cfg=c.get("cfg", base["cfg"]),
+             step=c.get("step", 1))
+    seed = 20251129 + sum(ord(ch) for ch in base["name"])
+    W32 = neox_weights(c["cfg"], vocab, seed)
+    if c["step"] > 1:  # training moved every weight a little: a second draw, a tenth as large
+        gen = torch.Generator().manual_seed(seed + c["step"])
+        W32 = {k: (v + torch.randn(v.shape, generator=gen).numpy() * 0.1 * v.std())
+               .astype(np.float32) for k, v in W32.items()}
+    stored, W = round_to(W32, c["dtype"])
+    folder = os.path.join(OUT, c["name"])
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored, {"format": "pt"})
+    cj = config_json(dict(c, arch="GPTNeoXForCausalLM", model_type="gpt_neox"), vocab)
+    write_json(os.path.join(folder, "config.json"), cj)
+    back, _ = g2.read_safetensors(os.path.join(folder, "model.safetensors"))
+    for k in W:
+        if not np.array_equal(back[k], W[k]):
+            raise GenError("%s: %s does not read back" % (c["name"], k))
+    with torch.no_grad():
+        recs, final, logits = neox_forward(c["cfg"], W, ids)
+    if twin:
+        first = RUNS[twin["name"]]
+        if neox_rope(c["cfg"]) != neox_rope(first["c"]["cfg"]):
+            raise GenError("%s: its config reads otherwise than %s's" % (c["name"], twin["name"]))
+        for L, (a, b) in enumerate(zip(recs, first["recs"])):
+            if not torch.equal(a["block_output"], b["block_output"]):
+                raise GenError("%s layer %d: not %s's numbers" % (c["name"], L, twin["name"]))
+        write_scene(c["name"], TEXT, c["name"], goldens=twin["name"])
+        return
+    RUNS[c["name"]] = dict(kind="neox", c=c, W=W, ids=ids, labels=labels, recs=recs)
+    for L, (rec, ref) in enumerate(zip(recs, neox_forward64(c["cfg"], W, ids))):
+        got = rec["block_output"].double().numpy()
+        err = np.abs(got - ref) / (1 + np.abs(ref))
+        if err.max() > 1e-5:
+            raise GenError("%s layer %d: torch and float64 differ by %g" % (c["name"], L, err.max()))
+    params = [neox_params(W, L, c["cfg"]) for L in range(c["cfg"]["num_hidden_layers"])]
+    write_goldens(os.path.join(OUT, "goldens", c["name"]), ids, labels, recs, final, params,
+                  [(len(ids) - 1, logits[-1].numpy())])
+    write_scene(c["name"], TEXT, c["name"])
+
+
 # ---- BERT ----------------------------------------------------------------------------------
 
 BERT_WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "a", "the", "cat", "sat",
@@ -1176,6 +1459,10 @@ def main():
             shutil.rmtree(os.path.join(OUT, d))
     for c in CASES:
         llama_case(c, by_name, ids, labels, vocab)
+        print("families: %s" % c["name"])
+    by_neox = {c["name"]: c for c in NEOX_CASES}
+    for c in NEOX_CASES:
+        neox_case(c, by_neox, ids, labels, vocab)
         print("families: %s" % c["name"])
     write_sharded("llama-gqa-bf16", "llama-gqa-sharded")
     print("families: llama-gqa-sharded")
