@@ -2311,6 +2311,74 @@ static const char *src_path(const char *rel)
     return p;
 }
 
+/* Mean |B - A| of head h of layer L's weights in two cases' PyTorch goldens
+ * (tests/golden/families/goldens/<case>/). */
+static double golden_weights_change(const char *a, const char *b, int L, int h)
+{
+    char path[2][400], why[200];
+    struct tu_csv csv[2];
+    const char *cases[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path[k], sizeof(path[k]),
+                 "tests/golden/families/goldens/%s/layer%d/head%d/weights.csv", cases[k], L, h);
+        if (tu_csv_read(&csv[k], src_path(path[k]), why, sizeof(why)) != 0)
+            fail_msg("%s: %s", path[k], why);
+    }
+    double sum = 0;
+    long cells = 0;
+    for (int i = 1; i < csv[0].rows; i++)
+        for (int j = 1; j < csv[0].ncols[i]; j++, cells++)
+            sum += fabs(strtod(csv[1].cells[i][j], NULL) - strtod(csv[0].cells[i][j], NULL));
+    tu_csv_free(&csv[0]);
+    tu_csv_free(&csv[1]);
+    return sum / (double)cells;
+}
+
+/* diff --layer all on two checkpoints of one GPT-NeoX model (pythia-par and its later step,
+ * gen_families.py): every head ranked by how much its weights moved, each mean |Δ| PyTorch's
+ * (within twice the goldens' per-cell tolerance), in PyTorch's order. */
+static void test_diff_checkpoints(void **state)
+{
+    (void)state;
+    char a_path[4200], b_path[4200]; /* src_path's buffers are reused */
+    snprintf(a_path, sizeof(a_path), "%s",
+             src_path("tests/golden/families/scenes/pythia-par.yaml"));
+    snprintf(b_path, sizeof(b_path), "%s",
+             src_path("tests/golden/families/scenes/pythia-par-step2.yaml"));
+    struct run r = RUN("diff", a_path, b_path, "--layer", "all", "--csv");
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "layer,head,mean,max,row,col\r\n"));
+    const char *line = strchr(r.out, '\n') + 1;
+    double last = INFINITY;
+    int rows = 0;
+    bool seen[2][4] = {{false}};
+    for (; *line; line = strchr(line, '\n') + 1, rows++) {
+        int L, h;
+        double mean;
+        assert_int_equal(sscanf(line, "%d,%d,%lf,", &L, &h, &mean), 3);
+        assert_true(L >= 0 && L < 2 && h >= 0 && h < 4 && !seen[L][h]);
+        seen[L][h] = true;
+        double want = golden_weights_change("pythia-par", "pythia-par-step2", L, h);
+        if (fabs(mean - want) > 2e-5)
+            fail_msg("layer %d head %d: mean |delta| %.9g, PyTorch's %.9g", L, h, mean, want);
+        assert_true(want <= last + 4e-5); /* ranked as PyTorch would rank them */
+        last = want;
+    }
+    assert_int_equal(rows, 8); /* 2 layers x 4 heads, all under the default top 10 */
+    run_free(&r);
+    /* the table: the head that moved most first, named by its layer */
+    r = RUN("diff", a_path, b_path, "--layer", "all", "--top", "2");
+    expect_status(&r, 0);
+    expect_contains(r.out, "# weights, every head of 2 layers, by mean |");
+    expect_contains(r.out, "the 2 largest\nlayer  head  mean |");
+    run_free(&r);
+    /* --layer all ranks every head: a head of its own is a usage error */
+    r = RUN("diff", a_path, b_path, "--layer", "all", "--head", "1");
+    expect_status(&r, 2);
+    expect_contains(r.err, "--layer all ranks every head: drop --head 1");
+    run_free(&r);
+}
+
 /* bench --ui on a Llama checkpoint, whose heads come from it (RoPE, shared KV heads): the heads
  * edit is refused, so its row says it was skipped and why, and the rest is measured. A skip is
  * not a failure: exit 0 (issue 29). */
@@ -2953,6 +3021,7 @@ int main(void)
         cmocka_unit_test(test_export_refuses_foreign_folder),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_diff_checkpoints),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_ui),
         cmocka_unit_test(test_bench_ui_refused),

@@ -1,12 +1,15 @@
 /* diff: one stage of two scenes, cell by cell.
  *
- *   attnscope diff A.yaml B.yaml [--stage S] [--head H|all] [--layer L] [--top K] [--csv]
+ *   attnscope diff A.yaml B.yaml [--stage S] [--head H|all] [--layer L|all] [--top K] [--csv]
  *
  * Both scenes are computed; for each head compared it prints the shapes, max |Δ| and mean |Δ|
  * (Δ = B − A), the K largest changes sorted by |Δ|, and a text map of |Δ| in shade blocks
  * (ASCII without a UTF-8 locale), cell by cell up to 64×64, in blocks of their max above.
  * Two shapes that differ are refused (exit 1), naming both. --csv writes the top K of every
- * head as (layer, head, row, col, a, b, delta) instead. Numbers go through cnum (C locale).
+ * head as (layer, head, row, col, a, b, delta) instead. --layer all ranks every head of every
+ * layer by its mean |Δ| (two checkpoints of one model: which heads training changed), the K
+ * largest shown; with --csv as (layer, head, mean, max, row, col). Numbers go through cnum (C
+ * locale).
  */
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +129,32 @@ static int token_differences(char *out, size_t size, const struct attn_model *ma
     return n;
 }
 
+/* |Δ| over a view's cells: mean over the finite ones, the largest and its cell. */
+struct diff_stats {
+    double sum;
+    long finite;
+    float max_abs;
+    int max_i; /* row * cols + col */
+};
+
+static void stats_add(struct diff_stats *st, float d, int k)
+{
+    float x = fabsf(d);
+    if (isfinite(x)) {
+        st->sum += x;
+        st->finite++;
+    }
+    if (x > st->max_abs || (isnan(x) && !isnan(st->max_abs))) {
+        st->max_abs = x;
+        st->max_i = k;
+    }
+}
+
+static float stats_mean(const struct diff_stats *st)
+{
+    return st->finite ? (float)(st->sum / (double)st->finite) : 0.0f;
+}
+
 /* What diff compares, the same for every head: one stage of one layer of two scenes. */
 struct diff_job {
     const struct cli_scene *a, *b;
@@ -157,26 +186,18 @@ static int diff_head(const struct diff_job *job, int h)
         rc = CLI_INVALID;
         goto out;
     }
-    double sum = 0;
-    long finite = 0;
-    float max_abs = 0;
-    int max_i = 0;
+    struct diff_stats stats = {0};
     for (int i = 0; i < va.rows; i++)
         for (int j = 0; j < va.cols; j++) {
             float a = va.data[(size_t)i * va.stride + j], b = vb.data[(size_t)i * vb.stride + j];
             struct change c = {i, j, a, b, attn_cell_delta(b, a)};
             size_t k = (size_t)i * (size_t)va.cols + (size_t)j;
             cells[k] = sorted[k] = c;
-            float x = fabsf(c.d);
-            if (isfinite(x)) {
-                sum += x;
-                finite++;
-            }
-            if (x > max_abs || (isnan(x) && !isnan(max_abs))) {
-                max_abs = x;
-                max_i = (int)k;
-            }
+            stats_add(&stats, c.d, (int)k);
         }
+    float max_abs = stats.max_abs;
+    int max_i = stats.max_i;
+    long finite = stats.finite;
     qsort(sorted, n, sizeof(*sorted), by_size);
     int k_top = job->top < (int)n ? job->top : (int)n;
     const struct attn_model *ma = &ca->net.model[L], *mb = &cb->net.model[L];
@@ -198,7 +219,7 @@ static int diff_head(const struct diff_job *job, int h)
         snprintf(where, sizeof(where), "layer %d %s ", L, utf8 ? "\u00b7" : "-");
     char mx[32], mean[32];
     fmt4(mx, sizeof(mx), max_abs);
-    fmt4(mean, sizeof(mean), finite ? (float)(sum / (double)finite) : 0.0f);
+    fmt4(mean, sizeof(mean), stats_mean(&stats));
     if (attn_stage_is_per_head(st))
         printf("\n# %shead %d %s %s: A %d%s%d, B %d%s%d\n", where, h, utf8 ? "\u00b7" : "-",
                attn_stage_name(st), va.rows, times, va.cols, vb.rows, times, vb.cols);
@@ -235,6 +256,92 @@ out:
     return rc;
 }
 
+/* One head of one layer in --layer all's ranking. */
+struct head_change {
+    int layer, head;
+    struct diff_stats st;
+    int cols;
+};
+
+/* Largest mean |Δ| first; ties by layer, then head. */
+static int by_mean(const void *x, const void *y)
+{
+    const struct head_change *a = x, *b = y;
+    float ma = stats_mean(&a->st), mb = stats_mean(&b->st);
+    if (ma != mb)
+        return ma > mb ? -1 : 1;
+    return a->layer != b->layer ? a->layer - b->layer : a->head - b->head;
+}
+
+/* --layer all: every head of every layer (one row a layer for a stage that is not per head),
+ * ranked by mean |Δ|, the top K printed. */
+static int diff_every_layer(const struct diff_job *job)
+{
+    const struct cli_scene *ca = job->a, *cb = job->b;
+    enum attn_stage st = job->stage;
+    bool per_head = attn_stage_is_per_head(st), utf8 = job->utf8;
+    int total = 0;
+    for (int L = 0; L < ca->net.layers; L++)
+        total += per_head ? ca->net.model[L].heads : 1;
+    struct head_change *rows = malloc((size_t)(total ? total : 1) * sizeof(*rows));
+    if (!rows) {
+        fprintf(stderr, "attnscope diff: out of memory\n");
+        return CLI_INVALID;
+    }
+    int k = 0;
+    for (int L = 0; L < ca->net.layers; L++)
+        for (int h = 0; h < (per_head ? ca->net.model[L].heads : 1); h++) {
+            struct attn_mat_view va =
+                attn_view_buf(job->buf_a, job->cap, &ca->net.run[L], &ca->net.model[L], st, h);
+            struct attn_mat_view vb =
+                attn_view_buf(job->buf_b, job->cap, &cb->net.run[L], &cb->net.model[L], st, h);
+            struct head_change *r = &rows[k++];
+            *r = (struct head_change){.layer = L, .head = h, .cols = va.cols ? va.cols : 1};
+            for (int i = 0; i < va.rows; i++)
+                for (int j = 0; j < va.cols; j++)
+                    stats_add(&r->st,
+                              attn_cell_delta(vb.data[(size_t)i * vb.stride + j],
+                                              va.data[(size_t)i * va.stride + j]),
+                              i * va.cols + j);
+        }
+    qsort(rows, (size_t)total, sizeof(*rows), by_mean);
+    int shown = job->top < total ? job->top : total;
+    const char *delta = utf8 ? "\u0394" : "d", *times = utf8 ? "\u00d7" : "x";
+    if (job->csv)
+        fputs("layer,head,mean,max,row,col\r\n", stdout);
+    else
+        printf("\n# %s, %s of %d layers, by mean |%s| (%s = B %s A); the %d largest\n",
+               attn_stage_name(st), per_head ? "every head" : "each", ca->net.layers, delta, delta,
+               utf8 ? "\u2212" : "-", shown);
+    if (!job->csv)
+        printf("layer  head  mean |%s|   max |%s|  at\n", delta, delta);
+    for (int i = 0; i < shown; i++) {
+        const struct head_change *r = &rows[i];
+        char mean[32], mx[32];
+        int row = r->st.max_i / r->cols, col = r->st.max_i % r->cols;
+        if (job->csv) {
+            csv_format_float(mean, sizeof(mean), stats_mean(&r->st));
+            csv_format_float(mx, sizeof(mx), r->st.max_abs);
+            printf("%d,%d,%s,%s,%d,%d\r\n", r->layer, r->head, mean, mx, row, col);
+            continue;
+        }
+        fmt4(mean, sizeof(mean), stats_mean(&r->st));
+        fmt4(mx, sizeof(mx), r->st.max_abs);
+        char head[16], rtok[160], ctok[160] = "";
+        snprintf(head, sizeof(head), "%d", r->head);
+        const struct attn_model *ma = &ca->net.model[r->layer], *mb = &cb->net.model[r->layer];
+        token_pair(rtok, sizeof(rtok), ma, mb, row);
+        if (attn_stage_is_square(st))
+            token_pair(ctok, sizeof(ctok), ma, mb, col);
+        else
+            snprintf(ctok, sizeof(ctok), "d%d", col);
+        printf("%5d  %4s  %10s  %9s  row %d %s %s col %d %s\n", r->layer, per_head ? head : "-",
+               mean, mx, row, rtok, times, col, ctok);
+    }
+    free(rows);
+    return CLI_OK;
+}
+
 /* A layer, head (-1: every head) or stage c lacks is a wrong command line for that scene: said,
  * CLI_USAGE. */
 static int check_scene(const struct cli_scene *c, int layer, int head, enum attn_stage st)
@@ -261,8 +368,10 @@ enum { O_STAGE, O_HEAD, O_LAYER, O_TOP, O_CSV, O_COUNT };
 static const struct cli_opt opts[O_COUNT] = {
     [O_STAGE] = {"stage", 's', "S", "the stage (default weights): @STAGES@"},
     [O_HEAD] = {"head", 'H', "H", "the head (default 0), or all"},
-    [O_LAYER] = {"layer", 'l', "L", "the layer (default 0)"},
-    [O_TOP] = {"top", 'k', "K", "the K largest changes (default 10)"},
+    [O_LAYER] =
+        {"layer", 'l', "L",
+         "the layer (default 0), or all: every head of every layer ranked by mean |\u0394|"},
+    [O_TOP] = {"top", 'k', "K", "the K largest changes, or heads with --layer all (default 10)"},
     [O_CSV] = {"csv", 'c', NULL, "the top K as CSV: layer,head,row,col,a,b,delta"},
 };
 
@@ -275,7 +384,7 @@ static const struct cli_example examples[] = {
 const struct cli_command cli_diff = {
     "diff",
     cmd_diff,
-    "A.yaml B.yaml [--stage S] [--head H|all] [--layer L] [--top K] [--csv]",
+    "A.yaml B.yaml [--stage S] [--head H|all] [--layer L|all] [--top K] [--csv]",
     "compare one stage of two scenes cell by cell",
     "Compare one stage of two scenes cell by cell (B minus A): the shapes, the largest and\n"
     "the mean |difference|, the K largest changes and a map of where they are.",
@@ -301,12 +410,15 @@ int cmd_diff(int argc, char **argv)
         return cli_usage_error("diff", "--save-scene saves one scene; diff reads two");
     int stage = STAGE_WEIGHTS, head = 0, layer = 0, top = 10;
     bool all_heads = head_arg && strcmp(head_arg, "all") == 0;
+    bool all_layers = layer_arg && strcmp(layer_arg, "all") == 0;
+    if (all_layers && head_arg && !all_heads)
+        return cli_usage_error("diff", "--layer all ranks every head: drop --head %s", head_arg);
     if (stage_arg && (stage = attn_stage_parse(stage_arg)) < 0)
         return usage("unknown stage '%s' (see attnscope diff --help)", stage_arg);
     if (head_arg && !all_heads && cli_parse_int(head_arg, 0, SCENE_MAX_HEADS - 1, &head) != 0)
         return cli_usage_error("diff", "invalid head '%s' (a whole number from 0 to %d, or all)",
                                head_arg, SCENE_MAX_HEADS - 1);
-    if ((layer_arg &&
+    if ((layer_arg && !all_layers &&
          cli_int_option(&layer, "diff", "layer", layer_arg, 0, SCENE_MAX_LAYERS - 1) != CLI_OK) ||
         (top_arg && cli_int_option(&top, "diff", "--top", top_arg, 0, 1000000) != CLI_OK))
         return CLI_USAGE;
@@ -319,6 +431,24 @@ int cmd_diff(int argc, char **argv)
     cli_scene_finite(&ca, false);
     cli_scene_finite(&cb, false);
     enum attn_stage st = (enum attn_stage)stage;
+    if (all_layers && ca.net.layers != cb.net.layers) {
+        fprintf(stderr,
+                "attnscope diff: %s has %d layer%s, %s has %d: --layer all needs the same "
+                "number\n",
+                ca.name, ca.net.layers, ca.net.layers == 1 ? "" : "s", cb.name, cb.net.layers);
+        rc = CLI_INVALID;
+        goto out;
+    }
+    for (int L = all_layers ? 1 : ca.net.layers; L < ca.net.layers; L++)
+        if (ca.net.model[L].heads != cb.net.model[L].heads ||
+            ca.net.model[L].n != cb.net.model[L].n) {
+            fprintf(stderr,
+                    "attnscope diff: layer %d of %s and %s differs in its heads or "
+                    "tokens: --layer all needs the same\n",
+                    L, ca.name, cb.name);
+            rc = CLI_INVALID;
+            goto out;
+        }
     int one_head = all_heads ? -1 : head;
     if ((rc = check_scene(&ca, layer, one_head, st)) != CLI_OK ||
         (rc = check_scene(&cb, layer, one_head, st)) != CLI_OK)
@@ -365,9 +495,9 @@ int cmd_diff(int argc, char **argv)
                                  .buf_a = buf_a,
                                  .buf_b = buf_b,
                                  .cap = cap};
-    if (job.csv)
+    if (job.csv && !all_layers)
         fputs("layer,head,row,col,a,b,delta\r\n", stdout);
-    else
+    if (!job.csv)
         printf("# A: %s\n# B: %s\n", ca.name, cb.name);
     char where[64];
     int differ =
@@ -379,6 +509,10 @@ int cmd_diff(int argc, char **argv)
                : differ <= 4 ? "positions "
                              : "",
                where);
+    if (all_layers) {
+        rc = diff_every_layer(&job);
+        goto out;
+    }
     int h0 = all_heads ? 0 : head, h1 = all_heads ? heads : head + 1;
     for (int h = h0; h < h1 && rc == CLI_OK; h++)
         rc = diff_head(&job, h);
