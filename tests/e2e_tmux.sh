@@ -634,6 +634,41 @@ check "qwen2-bias: eight stages back are the queries" qb wait_for qb "head 0 (of
 check "qwen2-bias: the inspector adds q_proj's bias" qb wait_for qb "(bias)"
 T kill-session -t qb
 
+# 22b. GPT-NeoX in Pythia's layout (pythia-par: a quarter of each head turned, attention and the
+# MLP side by side): the header says both; the inspector turns dimension 2 with its partner in
+# the rotary part and passes dimension 5 unturned; residual2 adds both branches to the input; p
+# shows what `attnscope predict` prints.
+want_p=$("$BIN" predict "$fam/pythia-par.yaml" --position 3 --top 1 |
+  sed -n "s/^# position 3 'un' → next 's': \(rank [0-9]*, p [0-9.]*\),.*/\1/p")
+start nx 200 50 "$BIN $fam/pythia-par.yaml"
+check "pythia-par: opens on its checkpoint" nx wait_for nx "row Σ"
+check "pythia-par: the header says partial rotary" nx wait_for nx "RoPE (halves) on 4 of 16 dims"
+check "pythia-par: and the parallel block" nx wait_for nx "fused qkv per head, parallel-norm"
+keys nx , , , , ,
+check "pythia-par: five stages back is the rotated query" nx wait_for nx "queries_rotated (RoPE) · 23×16"
+keys nx Down Down Down Right Right
+check "pythia-par: dimension 2 turns with dimension 0" nx wait_for nx "RoPE turns dimensions (0, 2) together"
+check "pythia-par: only the first 4 of 16 turn" nx wait_for nx "partial rotary: only dims 0..3 of 16 turn"
+keys nx Right Right Right
+check "pythia-par: dimension 5 passes unturned" nx wait_for nx "dimension 5 passes unturned"
+keys nx . . . . . . . . . . . . . . . .
+check "pythia-par: the last stage is residual2" nx wait_for nx "layer 0 · residual2 (+ ffn_out) · 23×64"
+check "pythia-par: the inspector adds both branches to the input" nx \
+  wait_for nx "residual2 = ffn_out + output + inputs"
+keys nx p
+check "pythia-par: p shows predict's next token at position 3" nx wait_for nx "next s: $want_p,"
+T kill-session -t nx
+# A later checkpoint against the first: --baseline pins it, and every view is the change.
+start nb 160 45 "$BIN $fam/pythia-par-step2.yaml --baseline $fam/pythia-par.yaml"
+check "pythia-par-step2 --baseline: pinned from the start" nb \
+  wait_for nb "baseline pythia-par.yaml pinned: every view shows Δ = this − it (B unpins)"
+check "pythia-par-step2 --baseline: the heading names the other checkpoint" nb \
+  wait_for nb "Δ vs baseline (pythia-par.yaml) · layer 0 · head 0 (of 4) · weights · 23×23"
+check "pythia-par-step2 --baseline: row 2 moved as diff says" nb wait_for nb "␣r      -0.200  0.142  0.057"
+keys nb B
+check "pythia-par-step2: B unpins it" nb wait_for nb "baseline unpinned: the values again"
+T kill-session -t nb
+
 # 23. BERT (tests/golden/families/scenes/bert-pair.yaml: two sentences, two [MASK]s): the model
 # view, a head, and what a masked LM's tools say. p at a [MASK] shows what fills it as `predict`
 # does, at a token "itself"; X's before -> after follows the model's answer, after as `ablate

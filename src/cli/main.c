@@ -62,17 +62,25 @@ static const struct cli_example explore_examples[] = {
     {NULL, NULL},
 };
 
+enum { EXPLORE_O_BASELINE, EXPLORE_O_COUNT };
+static const struct cli_opt explore_opts[EXPLORE_O_COUNT] = {
+    [EXPLORE_O_BASELINE] = {"baseline", 0, "B",
+                            "pin scene or model B (on the same text) as the baseline: every\n"
+                            "view shows \u0394 = SCENE \u2212 B, as after the B key; two\n"
+                            "checkpoints of one model show what training changed"},
+};
+
 static const struct cli_command cli_explore = {
     NULL,
     cmd_explore,
-    "[SCENE] [--text TEXT]",
+    "[SCENE] [--text TEXT] [--baseline B]",
     "open the explorer on SCENE",
     "Open the explorer: the attention of SCENE, head by head and stage by stage, as a\n"
     "heatmap with an inspector that shows each number's arithmetic. Press ? for the keys.\n"
     "SCENE may be a model folder: attnscope ~/models/SmolLM2-135M --text \"The capital of\n"
     "France is\" opens it on that sentence (t types another, w saves the scene).",
-    NULL,
-    0,
+    explore_opts,
+    EXPLORE_O_COUNT,
     explore_examples,
     true,
 };
@@ -181,9 +189,15 @@ static int cmd_explore(int argc, char **argv)
             return CLI_OK;
         }
     struct cli_input in;
-    int rc = cli_begin_input(&cli_explore, argc, argv, NULL, pos, 1, &n_pos, &in);
+    const char *val[EXPLORE_O_COUNT];
+    int rc = cli_begin_input(&cli_explore, argc, argv, val, pos, 1, &n_pos, &in);
     if (rc != CLI_CONTINUE)
         return rc;
+    const char *base_arg = val[EXPLORE_O_BASELINE];
+    for (int i = 0; base_arg && i < in.n_sentences; i++)
+        if (in.from_file[i] && strcmp(in.sentence[i], "-") == 0)
+            return cli_usage_error(NULL, "--baseline reads the sentence a second time: give it "
+                                         "with --text or --text-file FILE, not standard input");
     char path[4096];
     if (n_pos && attn_data_find_scene(path, sizeof(path), pos[0]) != 0 &&
         !attn_scenefile_is_model(pos[0])) {
@@ -192,9 +206,17 @@ static int cmd_explore(int argc, char **argv)
                                    pos[0], path);
         return cli_find_scene(path, sizeof(path), pos[0]); /* says why */
     }
-    struct cli_scene cs;
+    struct cli_scene cs, cb = {0};
     if ((rc = cli_scene_load(&cs, n_pos ? pos[0] : NULL, &in)) != CLI_OK)
         return rc;
+    if (base_arg) { /* the same sentence, never saved: --save-scene is the scene's */
+        struct cli_input bin = in;
+        bin.save_scene = NULL;
+        if ((rc = cli_scene_load(&cb, base_arg, &bin)) != CLI_OK) {
+            cli_scene_close(&cs);
+            return rc;
+        }
+    }
     /* The sentence came down a pipe: the keys come from the terminal, as less reads them. */
     for (int i = 0; i < in.n_sentences; i++)
         if (in.from_file[i] && strcmp(in.sentence[i], "-") == 0 && !isatty(STDIN_FILENO)) {
@@ -205,7 +227,23 @@ static int cmd_explore(int argc, char **argv)
             }
         }
     /* w saves beside what was opened: the saved scene, the model's folder, the scene file */
-    return ui_main(&cs.scene, cs.saved[0] ? cs.saved : n_pos ? cs.path : NULL);
+    char base_name[96] = "";
+    if (base_arg) { /* the heading names it by its last part: "pythia-70m-step1000" */
+        const char *end = base_arg + strlen(base_arg);
+        while (end > base_arg + 1 && end[-1] == '/')
+            end--;
+        const char *start = end;
+        while (start > base_arg && start[-1] != '/')
+            start--;
+        snprintf(base_name, sizeof(base_name), "%.*s", (int)(end - start), start);
+    }
+    int status = ui_main(&cs.scene,
+                         cs.saved[0] ? cs.saved
+                         : n_pos     ? cs.path
+                                     : NULL,
+                         base_arg ? &cb.scene : NULL, base_name);
+    cli_scene_close(&cb);
+    return status;
 }
 
 static int dispatch(int argc, char **argv)

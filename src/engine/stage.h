@@ -82,9 +82,9 @@ enum attn_stage_width {
     X(CONCAT, "concat", "concat (every head's context)", SHARED, CONCAT, "context", concat)        \
     /* concat Wo + bo (= concat without out_proj) (n, E) */                                        \
     X(OUTPUT, "output", "output", SHARED, OUT, "output", output)                                   \
-    /* block: X + output (n, d_in) */                                                              \
+    /* block: X + output (n, d_in); none in a parallel block */                                                              \
     X(RESIDUAL1, "residual1", "residual1 (inputs + output)", BLOCK, D_IN, "residual1", residual1)  \
-    /* post: norm(residual1); pre: norm(X), attention's input */                                   \
+    /* post: norm(residual1); pre and parallel: norm(X), attention's input */                                   \
     X(NORM1, "norm1", "norm1", BLOCK, D_IN, "norm1", norm1)                                        \
     /* the FFN's first Linear (n, hidden) */                                                       \
     X(FFN_HIDDEN, "ffn_hidden", "ffn_hidden (x \u00b7 W1 + b1)", BLOCK, HIDDEN, "ffn_hidden",      \
@@ -97,9 +97,9 @@ enum attn_stage_width {
       ffn_activated)                                                                               \
     /* its second Linear (n, d_in) */                                                              \
     X(FFN_OUT, "ffn_out", "ffn_out (\u00b7 W2 + b2)", BLOCK, D_IN, "ffn_out", ffn_out)             \
-    /* post: norm1 + ffn_out; pre: residual1 + ffn_out */                                          \
+    /* post: norm1 + ffn_out; pre: residual1 + ffn_out; parallel: ffn_out + output + X */                                          \
     X(RESIDUAL2, "residual2", "residual2 (+ ffn_out)", BLOCK, D_IN, "residual2", residual2)        \
-    /* post: norm(residual2); pre: norm(residual1), the FFN's input */                             \
+    /* post: norm(residual2); pre: norm(residual1), the FFN's input; parallel: norm(X), the FFN's */                             \
     X(NORM2, "norm2", "norm2", BLOCK, D_IN, "norm2", norm2)                                        \
     /* the last layer's final norm of the block output (GPT-2's ln_f) */                           \
     X(FINAL_NORM, "final_norm", "final_norm (ln_f)", BLOCK, D_IN, "final_norm", final_norm)

@@ -1196,13 +1196,16 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
 void app_baseline_change(char *out, size_t size, const struct app *a)
 {
     out[0] = '\0';
-    if (a->base.pinned)
+    if (a->base.pinned && a->base.from[0]) /* another scene: no edit leads from it to this one */
+        snprintf(out, size, "%s", a->base.from);
+    else if (a->base.pinned)
         describe_change(out, size, &a->base.scene, &a->result.shown);
 }
 
 static void baseline_drop(struct app *a)
 {
     a->base.pinned = false;
+    a->base.from[0] = '\0';
     attn_scene_free(&a->base.scene);
     attn_net_free(&a->base.net);
     delta_cache_free(&a->cache.delta);
@@ -1219,24 +1222,26 @@ static void baseline_done(struct app *a, int rc, struct diag *err)
         return;
     }
     a->base.pinned = true;
-    snprintf(a->status.message, sizeof(a->status.message),
-             "baseline pinned: edits now show \u0394 = current \u2212 baseline (B unpins)");
+    if (a->base.from[0])
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "baseline %.90s pinned: every view shows \u0394 = this \u2212 it (B unpins)",
+                 a->base.from);
+    else
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "baseline pinned: edits now show \u0394 = current \u2212 baseline (B unpins)");
 }
 
-int app_toggle_baseline(struct app *a)
+/* Computes a->base.scene, filled, and pins it (the job's thread computes one that takes long).
+ * Returns as app_toggle_baseline. */
+static int pin_baseline(struct app *a)
 {
-    a->result.generation++; /* every view's Δ or values again */
-    caches_invalidate(&a->cache);
-    a->status.message_is_error = false;
-    if (a->base.pinned) {
-        baseline_drop(a);
-        snprintf(a->status.message, sizeof(a->status.message),
-                 "baseline unpinned: the values again");
-        return 0;
-    }
     const char *why;
     size_t limit = attn_scene_memory_limit(&why), need = attn_scene_mem_estimate(&a->result.shown);
+    size_t need_base = attn_scene_mem_estimate(&a->base.scene);
+    if (need_base > need)
+        need = need_base;
     if (need > limit / 2) {
+        baseline_drop(a);
         app_refuse(a,
                    "a baseline needs a second result, about %zu MiB, over the %zu MiB limit (%s)",
                    (2 * need + ((size_t)1 << 20) - 1) >> 20, limit >> 20, why);
@@ -1244,8 +1249,7 @@ int app_toggle_baseline(struct app *a)
     }
     struct diag err;
     attn_diag_clear(&err);
-    if (attn_scene_copy(&a->base.scene, &a->result.shown) ||
-        attn_scene_check_backing(&a->base.scene, &err)) {
+    if (attn_scene_check_backing(&a->base.scene, &err)) {
         baseline_drop(a);
         app_refuse(a, "cannot pin a baseline: %.300s", err.msg[0] ? err.msg : "out of memory");
         return -1;
@@ -1266,6 +1270,38 @@ int app_toggle_baseline(struct app *a)
     int rc = attn_net_compute(&a->base.net, &a->base.scene, &err);
     baseline_done(a, rc, &err);
     return a->base.pinned ? 1 : -1;
+}
+
+int app_toggle_baseline(struct app *a)
+{
+    a->result.generation++; /* every view's Δ or values again */
+    caches_invalidate(&a->cache);
+    a->status.message_is_error = false;
+    if (a->base.pinned) {
+        baseline_drop(a);
+        snprintf(a->status.message, sizeof(a->status.message),
+                 "baseline unpinned: the values again");
+        return 0;
+    }
+    if (attn_scene_copy(&a->base.scene, &a->result.shown)) {
+        baseline_drop(a);
+        app_refuse(a, "cannot pin a baseline: out of memory");
+        return -1;
+    }
+    return pin_baseline(a);
+}
+
+int app_pin_baseline_scene(struct app *a, struct attn_scene *other, const char *name)
+{
+    a->result.generation++;
+    caches_invalidate(&a->cache);
+    a->status.message_is_error = false;
+    app_wait(a); /* the first result whole: a running job may not be the baseline's */
+    baseline_drop(a);
+    a->base.scene = *other; /* ours now */
+    attn_scene_init(other);
+    snprintf(a->base.from, sizeof(a->base.from), "%s", name);
+    return pin_baseline(a);
 }
 
 bool app_has_vocab(const struct app *a)

@@ -117,6 +117,10 @@ bool app_showing_mean(const struct app *a);
  * result computes in the background (it is pinned when that job ends). Either way the views are
  * drawn again (generation moves on). */
 int app_toggle_baseline(struct app *a);
+/* Pins other (taken: freed here whatever happens), a scene of its own such as another
+ * checkpoint of the model on the same text, as the baseline, named name in the Δ heading.
+ * Returns 1 pinned, 2 computing (pinned when it ends), -1 refused (the message line says why). */
+int app_pin_baseline_scene(struct app *a, struct attn_scene *other, const char *name);
 /* The baseline's matrix of the stage, head and layer on screen; rows = cols = 0 when the
  * baseline has no such layer, stage or head. Only while pinned. */
 struct attn_mat_view app_base_view(const struct app *a);

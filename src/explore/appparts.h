@@ -263,6 +263,9 @@ struct app_baseline {
     bool pinned;
     struct attn_scene scene;
     struct attn_net net;
+    /* pinned from another scene (app_pin_baseline_scene: another checkpoint of the model), named
+       so; "" when it is a state of this one */
+    char from[96];
 };
 
 /* Lesson mode (explore/lessonmode.h): the scene's steps, one at a time, with their captions. */

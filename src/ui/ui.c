@@ -974,18 +974,26 @@ static bool terminal_gone(void)
     return (n < 0 && errno != EINTR) || (n > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)));
 }
 
-int ui_main(struct attn_scene *scene, const char *scene_path)
+int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene *baseline,
+            const char *baseline_name)
 {
     /* Only the character set comes from the environment (ncursesw needs it for wide
      * characters); numbers stay in the C locale, and common/cnum enforces that anyway. */
     setlocale(LC_CTYPE, "");
-    struct attn_scene s = *scene; /* ours now */
+    struct attn_scene s = *scene, base; /* ours now */
     attn_scene_init(scene);
+    bool have_base = baseline != NULL;
+    if (have_base) {
+        base = *baseline;
+        attn_scene_init(baseline);
+    }
 
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "attnscope: the explorer needs a terminal; try `attnscope print%s%s`\n",
                 scene_path ? " " : "", scene_path ? scene_path : "");
         attn_scene_free(&s);
+        if (have_base)
+            attn_scene_free(&base);
         return 2;
     }
     struct termios shell_modes;
@@ -994,6 +1002,8 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
         fprintf(stderr, "attnscope: cannot open the terminal (TERM=%s)\n",
                 getenv("TERM") ? getenv("TERM") : "");
         attn_scene_free(&s);
+        if (have_base)
+            attn_scene_free(&base);
         return 1;
     }
     atexit(restore_terminal);
@@ -1006,6 +1016,8 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
                 getenv("TERM") ? getenv("TERM") : "", scene_path ? " " : "",
                 scene_path ? scene_path : "");
         attn_scene_free(&s);
+        if (have_base)
+            attn_scene_free(&base);
         return 1;
     }
 
@@ -1027,6 +1039,8 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
     ui_use_background(true); /* keys are answered while it computes, the first time too */
     struct ui *ui = ui_new(&s, scene_path, &stop, &err); /* takes s */
     if (!ui) {
+        if (have_base)
+            attn_scene_free(&base);
         restore_terminal();
         if (stop.stopped) /* q while the scene was first computed: quit, as q does */
             fprintf(stderr, "attnscope: stopped while computing %s\n",
@@ -1038,6 +1052,8 @@ int ui_main(struct attn_scene *scene, const char *scene_path)
                : stop.stopped ? 0
                               : 1;
     }
+    if (have_base) /* the first result is computed, then the baseline's: Δ from the first frame */
+        app_pin_baseline_scene(ui->app, &base, baseline_name);
     int status = 0;
     ui_draw(ui);
     while (!quit_signal) {

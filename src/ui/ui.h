@@ -87,7 +87,10 @@ struct ui {
 
 /* Runs the explorer on scene (taken: *scene is left empty), loaded from scene_path (NULL: the
  * built-in scene; a model's folder), which w and R write beside. Returns the exit status. */
-int ui_main(struct attn_scene *scene, const char *scene_path);
+/* baseline (NULL: none; taken): another scene pinned as the baseline at the start (--baseline),
+ * named baseline_name in the Δ heading. */
+int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene *baseline,
+            const char *baseline_name);
 
 /* Whether ui_open reads the user's keys.yaml and colors.yaml (the default) or only the shipped
  * ones: a screen that checks a lesson is the one a workshop gets out of the box. */
