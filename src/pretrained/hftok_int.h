@@ -176,7 +176,8 @@ static inline size_t hf_hash_slot(uint64_t h)
 struct hf_vocab {
     char **tok; /* id -> token (NUL-terminated copy), NULL for an id no token has */
     size_t *len;
-    int n; /* ids 0 .. n-1 */
+    int n;     /* ids 0 .. n-1: one more than the largest */
+    int count; /* the tokens: the library's vocabulary size (ids may leave gaps) */
     int *slots;
     size_t mask;
 };

@@ -748,7 +748,9 @@ static int load_pre(struct jctx *c, json_t *obj, void *item)
 
 /* ---- the model ----------------------------------------------------------------------------- */
 
-/* model.vocab: every token and an id, the ids exactly 0 .. n-1. */
+/* model.vocab: every token and an id, each id once. The ids may leave gaps, as the library
+ * allows (a BPE's vocabulary is a map; cl100k_base's converted file has 100,263 tokens with ids up
+ * to 100,276): an id no token has is no token. */
 static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
 {
     json_t *o = json_object_get(m, "vocab");
@@ -767,9 +769,30 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
         rc = jerr(c, "%zu tokens is over the limit of %d", n, HFTOK_MAX_VOCAB);
         goto out;
     }
-    v->n = (int)n;
-    v->tok = calloc(n, sizeof(*v->tok));
-    v->len = calloc(n, sizeof(*v->len));
+    const char *key;
+    size_t klen;
+    json_t *val;
+    json_int_t top = 0;
+    json_object_keylen_foreach(o, key, klen, val)
+    {
+        if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+            json_integer_value(val) >= HFTOK_MAX_VOCAB) {
+            push_keyn(c, key, klen);
+            if (!json_is_integer(val))
+                jerr(c, "the id must be an integer");
+            else
+                jerr(c, "id %lld: ids must be 0 .. %d", (long long)json_integer_value(val),
+                     HFTOK_MAX_VOCAB - 1);
+            pop(c);
+            goto out;
+        }
+        if (json_integer_value(val) > top)
+            top = json_integer_value(val);
+    }
+    v->n = (int)top + 1;
+    v->count = (int)n;
+    v->tok = calloc((size_t)v->n, sizeof(*v->tok));
+    v->len = calloc((size_t)v->n, sizeof(*v->len));
     size_t slots = 16;
     while (slots < n * 2)
         slots *= 2;
@@ -780,31 +803,14 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
         goto out;
     }
     memset(v->slots, 0xFF, slots * sizeof(*v->slots));
-    const char *key;
-    size_t klen;
-    json_t *val;
     json_object_keylen_foreach(o, key, klen, val)
     {
         push_keyn(c, key, klen);
-        char b[80];
-        if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-            json_integer_value(val) >= (json_int_t)n) {
-            if (!json_is_integer(val))
-                jerr(c, "the id must be an integer");
-            else
-                jerr(c, "id %lld: the ids of a vocabulary of %zu tokens must be 0 .. %zu",
-                     (long long)json_integer_value(val), n, n - 1);
-            pop(c);
-            goto out;
-        }
         int id = (int)json_integer_value(val);
         if (v->tok[id]) {
-            char b2[80];
-            jerr(c,
-                 "has id %d, as \"%s\" does: the ids of a vocabulary of %zu tokens must be "
-                 "0 .. %zu, each once",
-                 id, shown(b2, sizeof(b2), v->tok[id], v->len[id]), n, n - 1);
-            (void)b;
+            char b[80];
+            jerr(c, "has id %d, as \"%s\" does: each id must be one token's", id,
+                 shown(b, sizeof(b), v->tok[id], v->len[id]));
             pop(c);
             goto out;
         }
@@ -819,8 +825,9 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
         v->len[id] = klen;
         pop(c);
     }
-    /* n distinct ids below n: all of 0 .. n-1 are there */
     for (int id = 0; id < v->n; id++) {
+        if (!v->tok[id])
+            continue;
         size_t i = hf_hash_slot(hf_hash_more(0, v->tok[id], v->len[id])) & v->mask;
         while (v->slots[i] >= 0)
             i = (i + 1) & v->mask;
@@ -977,14 +984,16 @@ static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
         return -1;
     md->unk_id = vocab_id(&t->vocab, md->unk, md->unk_len);
     /* the lengths a match can have, longest first */
-    size_t *lens = malloc((size_t)t->vocab.n * sizeof(*lens));
+    size_t *lens = malloc((size_t)t->vocab.count * sizeof(*lens));
     if (!lens)
         return jerr(c, "out of memory");
+    int n_tok = 0;
     for (int id = 0; id < t->vocab.n; id++)
-        lens[id] = t->vocab.len[id];
-    qsort(lens, (size_t)t->vocab.n, sizeof(*lens), by_length_down);
+        if (t->vocab.tok[id])
+            lens[n_tok++] = t->vocab.len[id];
+    qsort(lens, (size_t)n_tok, sizeof(*lens), by_length_down);
     int n = 0;
-    for (int i = 0; i < t->vocab.n; i++)
+    for (int i = 0; i < n_tok; i++)
         if (n == 0 || lens[i] != lens[n - 1])
             lens[n++] = lens[i];
     if (!(md->lens = malloc((size_t)n * sizeof(*md->lens)))) {
@@ -1325,8 +1334,9 @@ static int load_added(struct jctx *c, json_t *a, struct hftok *t)
         return jerr(c, "out of memory");
     static const char *const keys[] = {"id",     "content",    "single_word", "lstrip",
                                        "rstrip", "normalized", "special",     NULL};
-    /* the library's ids: the vocabulary's for a token it has, else the next after it */
-    int next = t->vocab.n;
+    /* the library's ids: the vocabulary's for a token it has, else the next from the
+     * vocabulary's size, its count of tokens (AddedVocabulary::add_tokens) */
+    int next = t->vocab.count;
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *e = json_array_get(a, i);
         push_index(c, (long)i);

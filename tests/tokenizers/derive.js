@@ -154,6 +154,16 @@ const split = (pattern, behavior, invert) => ({type: 'Split', pattern, behavior,
   const v7 = clone(g);
   v7.pre_tokenizer = {type: 'Sequence', pretokenizers: [{type: 'WhitespaceSplit'}, {type: 'Digits', individual_digits: false}, byteLevel(true, false)]};
   write('gpt2-whitespacesplit', v7);
+  // GPT-NeoX's layout (Pythia's): NFC, and runs of 24 down to 2 spaces as normalized, non-special
+  // added tokens beside <|padding|>; NeoX's own file is on no npm package (README.md)
+  const v8 = clone(g);
+  v8.normalizer = {type: 'NFC'};
+  next = n;
+  const runs = [];
+  for (let k = 24; k >= 2; k--) runs.push([' '.repeat(k), {normalized: true, special: false}]);
+  v8.added_tokens = g.added_tokens.concat([['<|padding|>', {}]].concat(runs)
+      .map(([c, o]) => added(c in g.model.vocab ? g.model.vocab[c] : next++, c, o)));
+  write('gpt2-neox', v8);
 }
 
 // ---- Qwen3 -----------------------------------------------------------------------------------
