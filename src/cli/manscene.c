@@ -103,8 +103,9 @@ static const struct {
      "W_key_up, V = c W_value_up."},
     {"block", "The rest of an encoder or decoder block after attention: norms and the FFN."},
     {"block.order",
-     "post (norm1(x + attn(x)), then norm2(norm1 + ffn(norm1)), the default) or pre (r = x + "
-     "attn(norm1(x)), then r + ffn(norm2(r)))."},
+     "post (norm1(x + attn(x)), then norm2(norm1 + ffn(norm1)), the default), pre (r = x + "
+     "attn(norm1(x)), then r + ffn(norm2(r))) or parallel (x + attn(norm1(x)) + ffn(norm2(x)), "
+     "GPT-NeoX's)."},
     {"block.norm", "layer (nn.LayerNorm, the default) or rms (RMSNorm, no bias)."},
     {"block.norm_eps", "The epsilon inside the square root; default 1e-5."},
     {"block.ffn_hidden", "The FFN's hidden width; default 4 x d_in."},
