@@ -571,14 +571,15 @@ check "what a head does: p on drawn embeddings says why" drawn \
 T kill-session -t drawn
 
 # 22. Every family's checkpoint (tests/golden/families, gen_families.py): Llama with GQA, Qwen2
-# with biases, Qwen3 with q/k norm, Mistral with its sliding window. For each: the header names
+# with biases, Qwen3 with q/k norm, Mistral with its sliding window, OLMo 2 with its norms moved. For each: the header names
 # the family's parts, the model view tiles name each head's KV head, head 2 reads KV head 1, the
 # inspector on a RoPE'd query cell shows the rotation (its pair of dimensions and angle
 # 3 × θ_2), the SwiGLU stage is silu(gate) · up, p shows what `attnscope predict` prints, y the
 # lens, X ablates head 2 (header and before -> after), a sentence edit retokenises, e exports.
 fam="$SRC/tests/golden/families/scenes"
 for f in llama-gqa:8:"GQA 2 KV heads" qwen2-bias:8:"scaled linear ×2" \
-  qwen3-qknorm:16:"qk-norm" mistral-window:8:"sliding window 5"; do
+  qwen3-qknorm:16:"qk-norm" mistral-window:8:"sliding window 5" \
+  olmo2:8:"qk-norm over all heads, GQA 2 KV heads"; do
   IFS=: read -r name hd part <<<"$f"
   sc="$fam/$name.yaml"
   want_p=$("$BIN" predict "$sc" --position 3 --top 1 |

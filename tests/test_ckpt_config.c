@@ -125,6 +125,7 @@ static char *llama_config(const char *arch, const char *extra)
     const char *type = strstr(arch, "Mistral") ? "mistral"
                        : strstr(arch, "Qwen2") ? "qwen2"
                        : strstr(arch, "Qwen3") ? "qwen3"
+                       : strstr(arch, "Olmo2") ? "olmo2"
                                                : "llama";
     snprintf(buf, sizeof(buf),
              "{\n"
@@ -587,6 +588,37 @@ static void test_bert_keys(void **state)
     free(dir);
 }
 
+/* OLMo 2 is the Llama family's attention with its norms moved: its own class's keys (no sliding
+ * window, no mlp_bias), its default eps (1e-5), q_norm and k_norm as wide as the projections. */
+static void test_olmo2_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-olmo2");
+    copy_model(dir, "families/olmo2/model.safetensors");
+    struct loaded r;
+    load(&r, dir, llama_config("Olmo2ForCausalLM", "  \"attention_bias\": true,\n"));
+    if (!r.ok)
+        fail_msg("did not load:\n%s", r.problems);
+    assert_string_equal(r.warnings, "");
+    assert_int_equal(r.s.block.order, BLOCK_POST_BRANCH);
+    assert_true(r.s.attn.qk_norm && r.s.attn.qk_norm_whole);
+    assert_int_equal(r.s.weights.q_norm_weight.cols, 32);
+    assert_int_equal(r.s.weights.k_norm_weight.cols, 16);
+    loaded_free(&r);
+    expect_warnings(
+        dir,
+        llama_config("Olmo2ForCausalLM", "  \"attention_bias\": true,\n  \"sliding_window\": 8,\n"),
+        "config.json:14:3: unknown key 'sliding_window' (not in transformers' "
+        "Olmo2Config): attnscope ignores it\n");
+    /* without attention_bias the checkpoint's biases are tensors OLMo 2 does not have */
+    load(&r, dir, llama_config("Olmo2ForCausalLM", ""));
+    assert_false(r.ok);
+    assert_non_null(strstr(r.problems, "_proj.bias' is not part of OLMo 2 (arch llama)"));
+    loaded_free(&r);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* A config.json of pythia-par's sizes (head_dim 16), one key a line, extra before the last. */
 static char *neox_config(const char *extra)
 {
@@ -673,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_rope_types), cmocka_unit_test(test_windows),
         cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
         cmocka_unit_test(test_bert_keys),  cmocka_unit_test(test_neox_keys),
+        cmocka_unit_test(test_olmo2_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

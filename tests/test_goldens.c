@@ -180,8 +180,9 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
     add_param(l, P("params/W_value_up.csv"), ATTN_PARAM(m, wvup), m->latent, m->D, 0, m->D);
     add_param(l, P("params/out.csv"), ATTN_PARAM(m, wo), m->D, m->out_dim, 0, m->out_dim);
     add_param(l, P("params/out_bias.csv"), m->bo, 1, m->out_dim, 0, m->out_dim);
-    add_param(l, P("params/q_norm_weight.csv"), m->qnw, 1, m->head_dim, 0, m->head_dim);
-    add_param(l, P("params/k_norm_weight.csv"), m->knw, 1, m->head_dim, 0, m->head_dim);
+    int qw = m->qk_norm_whole ? m->D : m->head_dim, kw = m->qk_norm_whole ? m->Dkv : m->head_dim;
+    add_param(l, P("params/q_norm_weight.csv"), m->qnw, 1, qw, 0, qw);
+    add_param(l, P("params/k_norm_weight.csv"), m->knw, 1, kw, 0, kw);
     if (m->block) {
         add_param(l, P("params/ffn_Wgate.csv"), ATTN_PARAM(m, wg), m->d_in, m->hidden, 0,
                   m->hidden);

@@ -92,9 +92,15 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     size_t nd = (size_t)rows * d, skip = (size_t)first * d, skip_h = (size_t)first * hid;
     bool panels = attn_row_panels(m);
     const float *ffn_in;
-    if (m->order != BLOCK_PARALLEL)
+    if (m->order == BLOCK_POST_BRANCH) { /* x + norm1(attention's output) */
+        normalize(r->norm1, r->output, m, m->n1w, m->n1b, first);
+        attn_elem_add(r->res1 + skip, m->x + skip, r->norm1 + skip, nd);
+    } else if (m->order != BLOCK_PARALLEL) {
         attn_elem_add(r->res1 + skip, m->x + skip, r->output + skip, nd);
-    if (m->order == BLOCK_PARALLEL) { /* the FFN reads the block's input, as attention did */
+    }
+    if (m->order == BLOCK_POST_BRANCH) {
+        ffn_in = r->res1 + skip;
+    } else if (m->order == BLOCK_PARALLEL) { /* the FFN reads the block's input, as attention did */
         normalize(r->norm2, m->x, m, m->n2w, m->n2b, first);
         ffn_in = r->norm2 + skip;
     } else if (m->order == BLOCK_POST) {
@@ -126,7 +132,10 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
        .bias = m->b2, .cols = d, .k = hid);
 #undef MM
-    if (m->order == BLOCK_PARALLEL) { /* NeoX's mlp_output + attn_output + hidden_states */
+    if (m->order == BLOCK_POST_BRANCH) { /* residual1 + norm2(the FFN's output) */
+        normalize(r->norm2, r->ffn_out, m, m->n2w, m->n2b, first);
+        attn_elem_add(r->res2 + skip, r->res1 + skip, r->norm2 + skip, nd);
+    } else if (m->order == BLOCK_PARALLEL) { /* NeoX's mlp_output + attn_output + hidden_states */
         attn_elem_add(r->res2 + skip, r->ffn_out + skip, r->output + skip, nd);
         attn_elem_add(r->res2 + skip, r->res2 + skip, m->x + skip, nd);
     } else {
@@ -475,7 +484,7 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
     const float *in = m->x;
     r->stopped = false;
     r->seen_nonfinite = false;
-    if (m->block && m->order != BLOCK_POST) {
+    if (m->block && attn_block_norms_input(m->order)) {
         normalize(r->norm1, m->x, m, m->n1w, m->n1b, first);
         in = r->norm1;
     }
@@ -503,9 +512,9 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     const float *q = r->q, *k = r->k;
-    if (m->qnw) { /* qk_norm: each head normalised before RoPE (Qwen3) */
-        attn_norm_heads(r->qn, r->q, D, m, m->qnw, first);
-        attn_norm_heads(r->kn, r->k, Dkv, m, m->knw, first);
+    if (m->qnw) { /* qk_norm: each head (Qwen3), or the whole of q and k (OLMo 2), before RoPE */
+        attn_norm_heads(r->qn, r->q, D, m->qk_norm_whole ? D : hd, m, m->qnw, first);
+        attn_norm_heads(r->kn, r->k, Dkv, m->qk_norm_whole ? Dkv : hd, m, m->knw, first);
         q = r->qn;
         k = r->kn;
     }

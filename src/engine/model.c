@@ -85,8 +85,9 @@ static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
     case ATTN_BUF_bo:
         return E;
     case ATTN_BUF_qnw:
+        return m->qk_norm_whole ? D : hd;
     case ATTN_BUF_knw:
-        return hd;
+        return m->qk_norm_whole ? Dkv : hd;
     case ATTN_BUF_rope_inv:
         return rd / 2;
     case ATTN_BUF_rope_cos:
@@ -589,8 +590,8 @@ static int copy_attention(struct attn_model *m, const struct attn_scene_weights 
         }
     }
     if (m->qnw) {
-        rc |= take(m, &m->qnw, &sw->q_norm_weight, hd);
-        rc |= take(m, &m->knw, &sw->k_norm_weight, hd);
+        rc |= take(m, &m->qnw, &sw->q_norm_weight, m->qk_norm_whole ? D : hd);
+        rc |= take(m, &m->knw, &sw->k_norm_weight, m->qk_norm_whole ? Dkv : hd);
     }
     if (m->wo)
         rc |= take(m, &m->wo, &sw->out, D * (size_t)m->out_dim);
@@ -764,6 +765,7 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     m->n = n;
     if (!own(m, &m->x, (size_t)n * (size_t)d_in))
         return -1;
+    m->qk_norm_whole = a->qk_norm && a->qk_norm_whole;
     if (s->pos.kind == POS_ROPE) { /* every layer rotates its own q and k */
         m->rope = true;
         m->rope_pairs = s->pos.pairs;
@@ -907,7 +909,8 @@ static int resolve_params(struct attn_model *m, const struct attn_scene *s,
         if (!own(m, &m->wo, D * E) || (a->out_bias && !own(m, &m->bo, E)))
             return -1;
     }
-    if (a->qk_norm && (!own(m, &m->qnw, hd) || !own(m, &m->knw, hd)))
+    size_t qw = m->qk_norm_whole ? D : hd, kw = m->qk_norm_whole ? Dkv : hd;
+    if (a->qk_norm && (!own(m, &m->qnw, qw) || !own(m, &m->knw, kw)))
         return -1;
     if (sw->set) {
         if (copy_attention(m, sw))
@@ -920,9 +923,12 @@ static int resolve_params(struct attn_model *m, const struct attn_scene *s,
             attn_rng_seed(r, a->seed.value);
         attn_rng_linear_init(m->wo, m->bo, m->D, m->out_dim, r);
     }
-    if (m->qnw && !sw->set) /* the norms draw nothing: weight 1 */
-        for (size_t j = 0; j < hd; j++)
-            m->qnw[j] = m->knw[j] = 1.0f;
+    if (m->qnw && !sw->set) { /* the norms draw nothing: weight 1 */
+        for (size_t j = 0; j < qw; j++)
+            m->qnw[j] = 1.0f;
+        for (size_t j = 0; j < kw; j++)
+            m->knw[j] = 1.0f;
+    }
     if (s->block.on && resolve_block(m, s, sw, m->layer == 0, r))
         return -1;
     return resolve_unembed(m, s);
@@ -1055,7 +1061,7 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
         a->out_dim != b->out_dim || a->pos_kind != b->pos_kind || a->pos_rows != b->pos_rows ||
         a->pos_offset != b->pos_offset || a->project != b->project || a->qkv != b->qkv ||
         a->qkv_ld != b->qkv_ld || a->rope != b->rope || a->rope_pairs != b->rope_pairs ||
-        a->rope_dims != b->rope_dims || a->window != b->window || a->dropout != b->dropout ||
+        a->rope_dims != b->rope_dims || a->qk_norm_whole != b->qk_norm_whole || a->window != b->window || a->dropout != b->dropout ||
         a->causal != b->causal || a->mask_mode != b->mask_mode || a->normalize != b->normalize ||
         a->scale != b->scale || memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 ||
         a->block != b->block || a->order != b->order || a->norm != b->norm ||

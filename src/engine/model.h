@@ -74,7 +74,9 @@ struct attn_model {
     float *wkup, *wvup;  /* MLA: (r, D) each */
     float *wo;           /* (D, E) or NULL when there is no out_proj */
     float *bo;           /* (E) or NULL */
-    float *qnw, *knw;    /* (head_dim) each: qk_norm's weights (Qwen3), or NULL */
+    float *qnw, *knw;    /* (head_dim) each: qk_norm's weights (Qwen3), or NULL; (D) and (Dkv)
+                            with qk_norm_whole (OLMo 2's, over the whole projection) */
+    bool qk_norm_whole;
     bool rope;
     enum attn_rope_pairs rope_pairs;
     int rope_dims;              /* the first dims of a head RoPE turns: head_dim, or fewer (partial

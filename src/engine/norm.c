@@ -70,12 +70,12 @@ void attn_final_norm_rows(float *out, const float *in, int rows, const struct at
         memcpy(out, in, (size_t)rows * (size_t)last->d_in * sizeof(float));
 }
 
-/* qk_norm: every head of x (n, width) RMS-normalised over its head_dim, times w (head_dim), as
- * Qwen3's q_norm and k_norm do. */
-void attn_norm_heads(float *out, const float *x, int width, const struct attn_model *m,
+/* qk_norm: every group of x (n, width), group wide (head_dim: Qwen3's q_norm and k_norm; width:
+ * OLMo 2's over the whole projection), RMS-normalised, times w (group). Rows first .. n - 1. */
+void attn_norm_heads(float *out, const float *x, int width, int group, const struct attn_model *m,
                      const float *w, int first)
 {
-    int hd = m->head_dim;
+    int hd = group;
     for (int t = first; t < m->n; t++)
         for (int h = 0; h < width / hd; h++) {
             const float *in = x + (size_t)t * width + (size_t)h * hd;

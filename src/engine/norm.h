@@ -8,9 +8,10 @@
 
 #include "engine/model.h"
 
-/* qk_norm: rows first .. n - 1 of every head of x (n, width) RMS-normalised over its head_dim,
- * times w (head_dim), as Qwen3's q_norm and k_norm do. */
-void attn_norm_heads(float *out, const float *x, int width, const struct attn_model *m,
+/* qk_norm: rows first .. n - 1 of x (n, width) RMS-normalised in groups group wide, times w
+ * (group): each head (group head_dim, Qwen3's q_norm and k_norm) or the whole row (group
+ * width, OLMo 2's). */
+void attn_norm_heads(float *out, const float *x, int width, int group, const struct attn_model *m,
                      const float *w, int first);
 /* out (count) = a + b, element by element: a residual sum. */
 void attn_elem_add(float *out, const float *a, const float *b, size_t count);

@@ -51,9 +51,16 @@ enum attn_pos_kind { POS_NONE, POS_LEARNED, POS_SINUSOIDAL, POS_ROPE };
 enum attn_rope_pairs { ROPE_ADJACENT, ROPE_HALVES };
 enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
 /* Where a block's norms sit: after each residual add (post, 002's Add & Norm), in front of
- * attention and the FFN (pre), or in front of both side by side, each reading the block's input,
- * their outputs added to it at once (parallel: GPT-NeoX's use_parallel_residual). */
-enum attn_block_order { BLOCK_POST, BLOCK_PRE, BLOCK_PARALLEL };
+ * attention and the FFN (pre), in front of both side by side, each reading the block's input,
+ * their outputs added to it at once (parallel: GPT-NeoX's use_parallel_residual), or on each
+ * branch's output before it is added (post_branch: OLMo 2's x + norm(attn(x))). */
+enum attn_block_order { BLOCK_POST, BLOCK_PRE, BLOCK_PARALLEL, BLOCK_POST_BRANCH };
+
+/* Whether attention reads norm1 of the block's input (pre and parallel) rather than the input. */
+static inline bool attn_block_norms_input(enum attn_block_order o)
+{
+    return o == BLOCK_PRE || o == BLOCK_PARALLEL;
+}
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
 /* ACT_SWIGLU: the gated FFN of the Llama family, W2 (silu(x W_gate) * (x W1)), no biases. */
 enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU };
@@ -139,8 +146,9 @@ struct attn_config {
      * L + 1 besides the scale. */
     bool scale_by_layer;
     /* A checkpoint's (Qwen3's q_norm, k_norm): every head's q and k RMS-normalised over its
-     * head_dim, with weights q_norm_weight and k_norm_weight, before RoPE. */
-    bool qk_norm;
+     * head_dim, with weights q_norm_weight and k_norm_weight, before RoPE. qk_norm_whole (OLMo
+     * 2's): over the whole projection instead, D of q and Dkv of k, weights as wide. */
+    bool qk_norm, qk_norm_whole;
 };
 
 /* The rest of a transformer block after attention (002's Add & Norm and feed-forward). */

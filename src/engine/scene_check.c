@@ -212,9 +212,11 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
     check_shape(out, P("ffn_bgate"), &w->ffn_bgate, 1, h, ffn && gate_biases,
                 gated ? ffn_why : "only swiglu has a gate");
     const char *qk_why = a->qk_norm ? "qk_norm is on" : "there is no qk_norm";
-    check_shape(out, P("q_norm_weight"), &w->q_norm_weight, 1, attn_scene_head_dim(s),
+    check_shape(out, P("q_norm_weight"), &w->q_norm_weight, 1,
+                a->qk_norm_whole ? attn_scene_eff_d_out(s) : attn_scene_head_dim(s),
                 a->qk_norm && given, qk_why);
-    check_shape(out, P("k_norm_weight"), &w->k_norm_weight, 1, attn_scene_head_dim(s),
+    check_shape(out, P("k_norm_weight"), &w->k_norm_weight, 1,
+                a->qk_norm_whole ? attn_scene_kv_dim(s) : attn_scene_head_dim(s),
                 a->qk_norm && given, qk_why);
     const struct attn_matrix *norms[4] = {&w->norm1_weight, &w->norm1_bias, &w->norm2_weight,
                                           &w->norm2_bias};

@@ -75,7 +75,10 @@ const char *attn_qkv_mode_name(enum attn_qkv_mode q)
 
 const char *attn_block_order_name(enum attn_block_order o)
 {
-    return o == BLOCK_PARALLEL ? "parallel" : o == BLOCK_PRE ? "pre" : "post";
+    return o == BLOCK_POST_BRANCH ? "post_branch"
+           : o == BLOCK_PARALLEL  ? "parallel"
+           : o == BLOCK_PRE       ? "pre"
+                                  : "post";
 }
 
 const char *attn_norm_kind_name(enum attn_norm_kind n)
@@ -209,7 +212,7 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
         strcat(extra, sc);
     }
     if (a->qk_norm)
-        strcat(extra, ", qk-norm");
+        strcat(extra, a->qk_norm_whole ? ", qk-norm over all heads" : ", qk-norm");
     if (a->window > 0) {
         char w[80];
         int off = 0;

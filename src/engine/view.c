@@ -319,7 +319,7 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
 {
     int k = 0;
     out[k++] = STAGE_INPUTS;
-    if (m->block && m->order != BLOCK_POST)
+    if (m->block && attn_block_norms_input(m->order))
         out[k++] = STAGE_NORM1;
     if (m->latent > 0)
         out[k++] = STAGE_LATENT;
@@ -340,11 +340,13 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
     for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
         out[k++] = heads[i];
     if (m->block) {
+        if (m->order == BLOCK_POST_BRANCH) /* attention's output normalised, then added */
+            out[k++] = STAGE_NORM1;
         if (m->order != BLOCK_PARALLEL) /* parallel: nothing is added before the FFN */
             out[k++] = STAGE_RESIDUAL1;
         if (m->order == BLOCK_POST)
             out[k++] = STAGE_NORM1;
-        else
+        else if (m->order != BLOCK_POST_BRANCH)
             out[k++] = STAGE_NORM2;
         if (m->activation == ACT_SWIGLU) {
             out[k++] = STAGE_FFN_GATE;
@@ -354,6 +356,8 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
         }
         out[k++] = STAGE_FFN_ACTIVATED;
         out[k++] = STAGE_FFN_OUT;
+        if (m->order == BLOCK_POST_BRANCH)
+            out[k++] = STAGE_NORM2;
         out[k++] = STAGE_RESIDUAL2;
         if (m->order == BLOCK_POST)
             out[k++] = STAGE_NORM2;

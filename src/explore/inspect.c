@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cnum.h"
+#include "engine/scores.h"
 #include "explore/appstate.h"
 
 #define MAX_TERMS 6 /* terms written out before "+ \u2026" */
@@ -77,7 +78,7 @@ static float at(struct attn_mat_view v, int i, int j)
 static const float *attn_input(const struct app *a, int i)
 {
     const struct attn_model *m = app_model(a);
-    const float *in = m->block && m->order != BLOCK_POST ? app_run(a)->norm1 : m->x;
+    const float *in = m->block && attn_block_norms_input(m->order) ? app_run(a)->norm1 : m->x;
     return in + (size_t)i * m->d_in;
 }
 
@@ -664,6 +665,11 @@ static void explain_sum(const struct cell *c, const char *what, float left, floa
 static void explain_residual1(const struct cell *c)
 {
     size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    if (c->m->order == BLOCK_POST_BRANCH) {
+        explain_sum(c, "residual1 = inputs + norm1 (attention's output, normalised)",
+                    c->m->x[at_ij], c->r->norm1[at_ij]);
+        return;
+    }
     explain_sum(c, "residual1 = inputs + output (what attention adds)", c->m->x[at_ij],
                 c->r->output[(size_t)c->i * c->m->D + (size_t)c->j]);
 }
@@ -672,6 +678,11 @@ static void explain_residual2(const struct cell *c)
 {
     bool post = c->m->order == BLOCK_POST;
     size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    if (c->m->order == BLOCK_POST_BRANCH) {
+        explain_sum(c, "residual2 = residual1 + norm2 (the FFN's output, normalised)",
+                    c->r->res1[at_ij], c->r->norm2[at_ij]);
+        return;
+    }
     if (c->m->order == BLOCK_PARALLEL) { /* GPT-NeoX: both branches read the same input */
         put(c->b, "parallel residual: attention and the FFN both read\nthe inputs (norm1, norm2), "
                   "and their outputs are\nadded to them at once:\nresidual2 = ffn_out + output + "
@@ -692,7 +703,10 @@ static void explain_residual2(const struct cell *c)
 static void explain_norm1(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    if (m->order != BLOCK_POST)
+    if (m->order == BLOCK_POST_BRANCH)
+        explain_norm(c->b, c->a, c->i, c->j, c->r->output, m->n1w, m->n1b,
+                     "attention's output (post_branch: normalised, then added)");
+    else if (m->order != BLOCK_POST)
         explain_norm(c->b, c->a, c->i, c->j, m->x, m->n1w, m->n1b,
                      m->order == BLOCK_PARALLEL ? "the input (parallel: attention's branch)"
                                                 : "the input (pre-norm)");
@@ -703,7 +717,10 @@ static void explain_norm1(const struct cell *c)
 static void explain_norm2(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    if (m->order == BLOCK_PARALLEL)
+    if (m->order == BLOCK_POST_BRANCH)
+        explain_norm(c->b, c->a, c->i, c->j, c->r->ffn_out, m->n2w, m->n2b,
+                     "the FFN's output (post_branch: normalised, then added)");
+    else if (m->order == BLOCK_PARALLEL)
         explain_norm(c->b, c->a, c->i, c->j, m->x, m->n2w, m->n2b,
                      "the input, not residual1 (parallel: the FFN's branch)");
     else if (m->order == BLOCK_PRE)
@@ -720,10 +737,18 @@ static void explain_final_norm(const struct cell *c)
                  m->fb, "the last layer's output (the final norm, ln_f)");
 }
 
+/* What the FFN reads: norm1 (post), norm2 (pre, parallel), residual1 (post_branch). */
+static const float *ffn_input(const struct cell *c)
+{
+    return c->m->order == BLOCK_POST          ? c->r->norm1
+           : c->m->order == BLOCK_POST_BRANCH ? c->r->res1
+                                              : c->r->norm2;
+}
+
 static void explain_ffn_hidden(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
+    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c),
                    m->d_in, ATTN_PARAM(m, w1), m->hidden, m->b1,
                    "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
 }
@@ -733,7 +758,7 @@ static void explain_ffn_hidden(const struct cell *c)
 static void explain_ffn_gate(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
+    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c),
                    m->d_in, ATTN_PARAM(m, wg), m->hidden, m->bg,
                    m->bg
                        ? "ffn_gate = x \u00b7 W_gate + b_gate (gate_proj: how far each unit opens)"
@@ -743,31 +768,50 @@ static void explain_ffn_gate(const struct cell *c)
 static void explain_ffn_up(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, m->order == BLOCK_POST ? c->r->norm1 : c->r->norm2,
+    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c),
                    m->d_in, ATTN_PARAM(m, w1), m->hidden, m->b1,
                    m->b1 ? "ffn_up = x \u00b7 W1 + b1 (up_proj: what passes the gate)"
                          : "ffn_up = x \u00b7 W1 (up_proj: what passes the gate)");
 }
 
-/* qk_norm (Qwen3): RMSNorm over one head's hd values of q or k, before RoPE. */
+/* qk_norm: RMSNorm over one head's hd values of q or k (Qwen3), or over the whole row of them
+ * (OLMo 2), before RoPE. */
 static void explain_normed(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     bool keys = c->a->view.stage == STAGE_KEYS_NORMED;
-    struct attn_mat_view x = app_view(c->a, keys ? STAGE_KEYS : STAGE_QUERIES, c->h);
-    const float *row = x.data + (size_t)c->i * x.stride, *w = keys ? m->knw : m->qnw;
+    const float *w = keys ? m->knw : m->qnw;
+    const float *row, *wj;
+    int over = c->hd;
+    float xj;
+    if (m->qk_norm_whole) { /* the row of every head: this head's columns are kv * hd on */
+        int width = keys ? m->Dkv : m->D, col = (keys ? attn_kv_head_of(m, c->h) : c->h) * c->hd;
+        row = (keys ? c->r->k : c->r->q) + (size_t)c->i * width;
+        over = width;
+        xj = row[col + c->j];
+        wj = w + col + c->j;
+    } else {
+        struct attn_mat_view x = app_view(c->a, keys ? STAGE_KEYS : STAGE_QUERIES, c->h);
+        row = x.data + (size_t)c->i * x.stride;
+        xj = row[c->j];
+        wj = w + c->j;
+    }
     double ms = 0;
-    for (int k = 0; k < c->hd; k++)
+    for (int k = 0; k < over; k++)
         ms += (double)row[k] * row[k];
-    ms /= c->hd;
-    put(c->b, "%s: RMSNorm of this head's %d values of %s (before RoPE)\n",
-        keys ? "k_norm" : "q_norm", c->hd, keys ? "k" : "q");
+    ms /= over;
+    if (m->qk_norm_whole)
+        put(c->b, "%s: RMSNorm over all %d values of %s, every head's\n  at once (before RoPE)\n",
+            keys ? "k_norm" : "q_norm", over, keys ? "k" : "q");
+    else
+        put(c->b, "%s: RMSNorm of this head's %d values of %s (before RoPE)\n",
+            keys ? "k_norm" : "q_norm", over, keys ? "k" : "q");
     put(c->b, "  = x \u00f7 \u221a(mean(x\u00b2) + \u03b5) \u00b7 w\n  = ");
-    num(c->b, row[c->j]);
+    num(c->b, xj);
     put(c->b, " \u00f7 \u221a(");
     num(c->b, (float)ms);
     put(c->b, " + %g) \u00b7 ", (double)m->norm_eps);
-    num(c->b, w[c->j]);
+    num(c->b, *wj);
     put(c->b, "\n  = ");
     equals_val(c);
 }

@@ -226,12 +226,18 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
         int rows, cols;
         bool bias;
     } extra[] = {
-        {"W_qkv", M(wqkv), d, W, false},         {"b_qkv", M(bqkv), 1, W, true},
-        {"W_down", M(wdown), d, r, false},       {"W_key_up", M(wkup), r, m->D, false},
-        {"W_value_up", M(wvup), r, m->D, false}, {"q_norm_weight", M(qnw), 1, hd, true},
-        {"k_norm_weight", M(knw), 1, hd, true},  {"ffn_Wgate", M(wg), d, hid, false},
-        {"ffn_bgate", M(bg), 1, hid, true},      {"ffn_W1", M(w1), d, hid, false},
-        {"ffn_b1", M(b1), 1, hid, true},         {"ffn_W2", M(w2), hid, d, false},
+        {"W_qkv", M(wqkv), d, W, false},
+        {"b_qkv", M(bqkv), 1, W, true},
+        {"W_down", M(wdown), d, r, false},
+        {"W_key_up", M(wkup), r, m->D, false},
+        {"W_value_up", M(wvup), r, m->D, false},
+        {"q_norm_weight", M(qnw), 1, m->qk_norm_whole ? m->D : hd, true},
+        {"k_norm_weight", M(knw), 1, m->qk_norm_whole ? m->Dkv : hd, true},
+        {"ffn_Wgate", M(wg), d, hid, false},
+        {"ffn_bgate", M(bg), 1, hid, true},
+        {"ffn_W1", M(w1), d, hid, false},
+        {"ffn_b1", M(b1), 1, hid, true},
+        {"ffn_W2", M(w2), hid, d, false},
         {"ffn_b2", M(b2), 1, d, true},
     };
 #undef M

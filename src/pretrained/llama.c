@@ -4,7 +4,10 @@
  * Qwen3ForCausalLM: model.embed_tokens, model.layers.L.{input_layernorm, self_attn.{q,k,v,o}_proj,
  * post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm and lm_head (unless tied), with
  * Qwen2's q/k/v biases and Qwen3's per-head q_norm/k_norm. The block is pre-norm RMSNorm, RoPE with
- * rotate_half's pairs (halves), grouped-query attention and the SwiGLU MLP. torch's Linear keeps
+ * rotate_half's pairs (halves), grouped-query attention and the SwiGLU MLP. Olmo2ForCausalLM is
+ * the same attention and MLP with its norms moved: q_norm and k_norm over the whole projection,
+ * and no input_layernorm but post_attention_layernorm and post_feedforward_layernorm on each
+ * branch's output before its residual add (block.order post_branch). torch's Linear keeps
  * its weight (out, in): these are lazy matrices, turned into x @ W as the engine widens them.
  * Every config.json key that changes the mathematics is read, and one attnscope does not model is
  * refused at its key rather than ignored.
@@ -18,14 +21,14 @@
 #include "pretrained/rope.h"
 
 /* The variants of the family, which differ in a few keys and tensors. */
-enum llama_variant { LLAMA_PLAIN, LLAMA_MISTRAL, LLAMA_QWEN2, LLAMA_QWEN3 };
+enum llama_variant { LLAMA_PLAIN, LLAMA_MISTRAL, LLAMA_QWEN2, LLAMA_QWEN3, LLAMA_OLMO2 };
 
 #define V(variant) (1u << (variant))
 #define V_QWEN     (V(LLAMA_QWEN2) | V(LLAMA_QWEN3))
 
-/* config.json's keys: transformers 5's LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config
- * (with 4's rope_theta and rope_scaling), each for the variants whose class has it. A key of
- * another variant's class is unknown here: its model ignores it (Mistral's attention has no
+/* config.json's keys: transformers 5's LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config and
+ * Olmo2Config (with 4's rope_theta and rope_scaling), each for the variants whose class has it. A
+ * key of another variant's class is unknown here: its model ignores it (Mistral's attention has no
  * biases, Qwen2's MLP none). */
 static const struct ckpt_key KEYS[] = {
     {"vocab_size", KEY_READ, 0, NULL, NULL},
@@ -45,7 +48,7 @@ static const struct ckpt_key KEYS[] = {
     {"rope_parameters", KEY_READ, 0, NULL, NULL},
     {"partial_rotary_factor", KEY_READ, 0, NULL, NULL},
     {"original_max_position_embeddings", KEY_READ, 0, NULL, NULL},
-    {"attention_bias", KEY_READ, V(LLAMA_PLAIN) | V(LLAMA_QWEN3), NULL, NULL},
+    {"attention_bias", KEY_READ, V(LLAMA_PLAIN) | V(LLAMA_QWEN3) | V(LLAMA_OLMO2), NULL, NULL},
     {"mlp_bias", KEY_READ, V(LLAMA_PLAIN), NULL, NULL},
     {"sliding_window", KEY_READ, V(LLAMA_MISTRAL) | V_QWEN, NULL, NULL},
     {"use_sliding_window", KEY_READ, V_QWEN, NULL, NULL},
@@ -61,10 +64,9 @@ static const struct ckpt_key KEYS[] = {
 
 /* Each variant's configuration class, and the model as messages name it. */
 static const struct family_variant VARIANTS[] = {
-    [LLAMA_PLAIN] = {"LlamaConfig", "Llama"},
-    [LLAMA_MISTRAL] = {"MistralConfig", "Mistral"},
-    [LLAMA_QWEN2] = {"Qwen2Config", "Qwen2"},
-    [LLAMA_QWEN3] = {"Qwen3Config", "Qwen3"},
+    [LLAMA_PLAIN] = {"LlamaConfig", "Llama"},  [LLAMA_MISTRAL] = {"MistralConfig", "Mistral"},
+    [LLAMA_QWEN2] = {"Qwen2Config", "Qwen2"},  [LLAMA_QWEN3] = {"Qwen3Config", "Qwen3"},
+    [LLAMA_OLMO2] = {"Olmo2Config", "OLMo 2"},
 };
 
 /* What each class defaults a key to, where they differ. */
@@ -72,11 +74,11 @@ static const struct {
     int kv_heads;  /* num_key_value_heads; 0: the heads */
     int positions; /* max_position_embeddings */
     int head_dim;  /* 0: hidden_size / heads */
+    double eps;    /* rms_norm_eps */
 } DEFAULTS[] = {
-    [LLAMA_PLAIN] = {0, 2048, 0},
-    [LLAMA_MISTRAL] = {8, 4096 * 32, 0},
-    [LLAMA_QWEN2] = {32, 32768, 0},
-    [LLAMA_QWEN3] = {32, 32768, 128},
+    [LLAMA_PLAIN] = {0, 2048, 0, 1e-6},   [LLAMA_MISTRAL] = {8, 4096 * 32, 0, 1e-6},
+    [LLAMA_QWEN2] = {32, 32768, 0, 1e-6}, [LLAMA_QWEN3] = {32, 32768, 128, 1e-6},
+    [LLAMA_OLMO2] = {0, 2048, 0, 1e-5},
 };
 
 struct config {
@@ -85,6 +87,7 @@ struct config {
     bool window_off[SCENE_MAX_LAYERS]; /* layers of full attention despite the window */
     double eps;
     bool qkv_bias, out_bias, qk_norm, mlp_bias;
+    bool olmo2; /* qk_norm over the whole projection; the norms on the branches' outputs */
     struct ckpt_rope rope;
 };
 
@@ -209,7 +212,7 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                 .key = "max_position_embeddings", .min = 1, .max = INT32_MAX, .what = "positions"},
             err))
         return -1;
-    g->eps = 1e-6;
+    g->eps = DEFAULTS[v].eps;
     if (attn_ckpt_config_number(
             &g->eps, c,
             (struct ckpt_number){
@@ -220,12 +223,13 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
     /* attention_bias: Llama's and Qwen3's q, k, v and o; Qwen2 always has q, k and v biases,
        Mistral none */
     bool bias = false;
-    if ((v == LLAMA_PLAIN || v == LLAMA_QWEN3) &&
+    if ((v == LLAMA_PLAIN || v == LLAMA_QWEN3 || v == LLAMA_OLMO2) &&
         attn_ckpt_config_bool(&bias, c, "attention_bias", err))
         return -1;
     g->qkv_bias = bias || v == LLAMA_QWEN2;
     g->out_bias = bias;
-    g->qk_norm = v == LLAMA_QWEN3;
+    g->olmo2 = v == LLAMA_OLMO2;
+    g->qk_norm = v == LLAMA_QWEN3 || g->olmo2;
     if (v == LLAMA_PLAIN && attn_ckpt_config_bool(&g->mlp_bias, c, "mlp_bias", err))
         return -1;
     json_t *act = json_object_get(c->root, "hidden_act");
@@ -242,7 +246,7 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
             g->window = 0;
         else if (attn_ckpt_config_int(&g->window, c, WINDOW, err))
             return -1;
-    } else if (v != LLAMA_PLAIN && read_qwen_window(g, c, err)) {
+    } else if ((v == LLAMA_QWEN2 || v == LLAMA_QWEN3) && read_qwen_window(g, c, err)) {
         return -1;
     }
     sh->width_key = "hidden_size";
@@ -262,12 +266,19 @@ static bool known(const struct family_load *ld, const char *name)
     const struct config *g = ld->config;
     static const char *const top[] = {"embed_tokens.weight", "norm.weight"};
     static const char *const per_layer[] = {
-        "input_layernorm.weight",  "post_attention_layernorm.weight",
-        "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-        "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-        "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-        "mlp.down_proj.weight",    "self_attn.rotary_emb.inv_freq",
+        "post_attention_layernorm.weight",
+        "self_attn.q_proj.weight",
+        "self_attn.k_proj.weight",
+        "self_attn.v_proj.weight",
+        "self_attn.o_proj.weight",
+        "mlp.gate_proj.weight",
+        "mlp.up_proj.weight",
+        "mlp.down_proj.weight",
+        "self_attn.rotary_emb.inv_freq",
     };
+    /* OLMo 2 has no input_layernorm but a norm on the MLP's output */
+    const char *input_norm =
+        g->olmo2 ? "post_feedforward_layernorm.weight" : "input_layernorm.weight";
     static const char *const qkv_bias[] = {"self_attn.q_proj.bias", "self_attn.k_proj.bias",
                                            "self_attn.v_proj.bias"};
     static const char *const mlp_bias[] = {"mlp.gate_proj.bias", "mlp.up_proj.bias",
@@ -278,6 +289,7 @@ static bool known(const struct family_load *ld, const char *name)
     const char *rest = attn_family_layer_part(name, "layers.", g->shape.layers);
     return rest &&
            (attn_family_name_in(rest, per_layer, sizeof(per_layer) / sizeof(per_layer[0])) ||
+            strcmp(rest, input_norm) == 0 ||
             attn_family_name_in(rest, qkv_bias, g->qkv_bias ? 3 : 0) ||
             attn_family_name_in(rest, qk_norm, g->qk_norm ? 2 : 0) ||
             attn_family_name_in(rest, mlp_bias, g->mlp_bias ? 3 : 0) ||
@@ -316,8 +328,9 @@ static int load(struct family_load *ld, struct diag *err)
     a->window = c.window;
     memcpy(a->window_off, c.window_off, sizeof(a->window_off));
     a->qk_norm = c.qk_norm;
+    a->qk_norm_whole = c.olmo2;
     s->block = (struct attn_block){.on = true,
-                                   .order = BLOCK_PRE,
+                                   .order = c.olmo2 ? BLOCK_POST_BRANCH : BLOCK_PRE,
                                    .norm = NORM_RMS,
                                    .norm_eps = c.eps,
                                    .ffn_hidden = h,
@@ -340,8 +353,10 @@ static int load(struct family_load *ld, struct diag *err)
             {&w->query_bias, "self_attn.q_proj.bias", 1, D, CKPT_VECTOR, c.qkv_bias},
             {&w->key_bias, "self_attn.k_proj.bias", 1, Dkv, CKPT_VECTOR, c.qkv_bias},
             {&w->value_bias, "self_attn.v_proj.bias", 1, Dkv, CKPT_VECTOR, c.qkv_bias},
-            {&w->q_norm_weight, "self_attn.q_norm.weight", 1, c.head_dim, CKPT_VECTOR, c.qk_norm},
-            {&w->k_norm_weight, "self_attn.k_norm.weight", 1, c.head_dim, CKPT_VECTOR, c.qk_norm},
+            {&w->q_norm_weight, "self_attn.q_norm.weight", 1, c.olmo2 ? D : c.head_dim, CKPT_VECTOR,
+             c.qk_norm},
+            {&w->k_norm_weight, "self_attn.k_norm.weight", 1, c.olmo2 ? Dkv : c.head_dim,
+             CKPT_VECTOR, c.qk_norm},
             {&w->out, "self_attn.o_proj.weight", D, d, CKPT_LINEAR, true},
             {&w->out_bias, "self_attn.o_proj.bias", 1, d, CKPT_VECTOR, c.out_bias},
             {&w->ffn_Wgate, "mlp.gate_proj.weight", d, h, CKPT_LINEAR, true},
@@ -350,8 +365,13 @@ static int load(struct family_load *ld, struct diag *err)
             {&w->ffn_b1, "mlp.up_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
             {&w->ffn_W2, "mlp.down_proj.weight", h, d, CKPT_LINEAR, true},
             {&w->ffn_b2, "mlp.down_proj.bias", 1, d, CKPT_VECTOR, c.mlp_bias},
-            {&w->norm1_weight, "input_layernorm.weight", 1, d, CKPT_VECTOR, true},
-            {&w->norm2_weight, "post_attention_layernorm.weight", 1, d, CKPT_VECTOR, true},
+            /* norm1 and norm2: in front of attention and the MLP, or (OLMo 2) on their outputs */
+            {&w->norm1_weight,
+             c.olmo2 ? "post_attention_layernorm.weight" : "input_layernorm.weight", 1, d,
+             CKPT_VECTOR, true},
+            {&w->norm2_weight,
+             c.olmo2 ? "post_feedforward_layernorm.weight" : "post_attention_layernorm.weight", 1,
+             d, CKPT_VECTOR, true},
         };
         for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
             if (!parts[i].wanted)
@@ -371,11 +391,9 @@ static int load(struct family_load *ld, struct diag *err)
 }
 
 static const struct family_class CLASSES[] = {
-    {"LlamaForCausalLM", "llama", LLAMA_PLAIN},
-    {"MistralForCausalLM", "mistral", LLAMA_MISTRAL},
-    {"Qwen2ForCausalLM", "qwen2", LLAMA_QWEN2},
-    {"Qwen3ForCausalLM", "qwen3", LLAMA_QWEN3},
-    {NULL, NULL, 0},
+    {"LlamaForCausalLM", "llama", LLAMA_PLAIN}, {"MistralForCausalLM", "mistral", LLAMA_MISTRAL},
+    {"Qwen2ForCausalLM", "qwen2", LLAMA_QWEN2}, {"Qwen3ForCausalLM", "qwen3", LLAMA_QWEN3},
+    {"Olmo2ForCausalLM", "olmo2", LLAMA_OLMO2}, {NULL, NULL, 0},
 };
 static const char *const OUTSIDE[] = {"lm_head.weight", NULL};
 

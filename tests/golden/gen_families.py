@@ -100,9 +100,21 @@ CASES = [
 # line "# goldens: NAME"), and its forward pass must give them bit for bit.
 SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
              head_dim=16, intermediate_size=32, rms_norm_eps=1e-6, tie_word_embeddings=True)
+OLMO2 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             intermediate_size=48, rms_norm_eps=1e-5, max_position_embeddings=64)
 LONG_SHORT = [1.0, 1.02, 1.05, 1.1, 1.2, 1.4, 1.8, 2.5]
 LONG_LONG = [1.0, 1.3, 2.0, 3.5, 6.0, 10.0, 18.0, 30.0]
 CASES += [
+    # OLMo 2: q_norm and k_norm over the whole projection (GQA: k's 16 wide), its norms on the
+    # branches' outputs; untied, with attention biases; both config formats, and BF16 tied
+    dict(name="olmo2", arch="Olmo2ForCausalLM", model_type="olmo2", dtype="F32", fmt="v4",
+         cfg=dict(OLMO2, rope_theta=500000.0, tie_word_embeddings=False, attention_bias=True)),
+    dict(name="olmo2-v5", twin="olmo2", fmt="v5",
+         cfg=dict(OLMO2, tie_word_embeddings=False, attention_bias=True,
+                  rope_parameters=dict(rope_type="default", rope_theta=500000.0))),
+    dict(name="olmo2-tied-bf16", arch="Olmo2ForCausalLM", model_type="olmo2", dtype="BF16",
+         fmt="v5", cfg=dict(OLMO2, tie_word_embeddings=True,
+                            rope_parameters=dict(rope_type="default", rope_theta=10000.0))),
     # rope_parameters with a base other than 10,000 (transformers 5 writes no rope_theta)
     dict(name="llama-theta", arch="LlamaForCausalLM", model_type="llama", dtype="F32", fmt="v5",
          cfg=dict(SMALL, max_position_embeddings=64,
@@ -196,9 +208,10 @@ def llama_weights(c, vocab, seed):
     hd = cfg.get("head_dim", d // H)
     inter = cfg["intermediate_size"]
     qwen2, qwen3 = c["arch"].startswith("Qwen2"), c["arch"].startswith("Qwen3")
-    # attention_bias: LlamaAttention's and Qwen3's q, k, v, o; mlp_bias: LlamaMLP's three
+    olmo2 = c["arch"].startswith("Olmo2")
+    # attention_bias: LlamaAttention's, Qwen3's and OLMo 2's q, k, v, o; mlp_bias: LlamaMLP's three
     llama = c["arch"].startswith("Llama")
-    att_bias = cfg.get("attention_bias", False) and (llama or qwen3)
+    att_bias = cfg.get("attention_bias", False) and (llama or qwen3 or olmo2)
     mlp_bias = cfg.get("mlp_bias", False) and llama
 
     def rnd(*shape, scale=0.2):
@@ -210,7 +223,8 @@ def llama_weights(c, vocab, seed):
     W = {"model.embed_tokens.weight": rnd(vocab, d, scale=1.0)}
     for L in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % L
-        W[p + "input_layernorm.weight"] = norm_w(d)
+        if not olmo2:
+            W[p + "input_layernorm.weight"] = norm_w(d)
         W[p + "self_attn.q_proj.weight"] = rnd(H * hd, d)
         W[p + "self_attn.k_proj.weight"] = rnd(K * hd, d)
         W[p + "self_attn.v_proj.weight"] = rnd(K * hd, d)
@@ -218,13 +232,15 @@ def llama_weights(c, vocab, seed):
             W[p + "self_attn.q_proj.bias"] = rnd(H * hd, scale=0.5)
             W[p + "self_attn.k_proj.bias"] = rnd(K * hd, scale=0.5)
             W[p + "self_attn.v_proj.bias"] = rnd(K * hd, scale=0.5)
-        if qwen3:
-            W[p + "self_attn.q_norm.weight"] = norm_w(hd)
-            W[p + "self_attn.k_norm.weight"] = norm_w(hd)
+        if qwen3 or olmo2:  # OLMo 2's over the whole projection
+            W[p + "self_attn.q_norm.weight"] = norm_w(H * hd if olmo2 else hd)
+            W[p + "self_attn.k_norm.weight"] = norm_w(K * hd if olmo2 else hd)
         W[p + "self_attn.o_proj.weight"] = rnd(d, H * hd)
         if att_bias:
             W[p + "self_attn.o_proj.bias"] = rnd(d, scale=0.5)
         W[p + "post_attention_layernorm.weight"] = norm_w(d)
+        if olmo2:
+            W[p + "post_feedforward_layernorm.weight"] = norm_w(d)
         W[p + "mlp.gate_proj.weight"] = rnd(inter, d)
         W[p + "mlp.up_proj.weight"] = rnd(inter, d)
         W[p + "mlp.down_proj.weight"] = rnd(d, inter)
@@ -394,6 +410,7 @@ def llama_forward(c, W, ids, hooks=None):
     eps = cfg["rms_norm_eps"]
     n = len(ids)
     T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
+    olmo2 = c["arch"].startswith("Olmo2")
     wins = windows(c)
     x = T["model.embed_tokens.weight"][torch.tensor(ids)]
     pos = torch.arange(n).float()
@@ -410,23 +427,34 @@ def llama_forward(c, W, ids, hooks=None):
                 hidden[i, j] = j > i or (window is not None and i - j >= window)
         p = "model.layers.%d." % L
         rec = {"inputs": x}
-        h = rms_norm(x, T[p + "input_layernorm.weight"], eps)
+        # OLMo 2 (modeling_olmo2.py): no norm in front of attention
+        h = x if olmo2 else rms_norm(x, T[p + "input_layernorm.weight"], eps)
 
         def lin(name, a):
             y = a @ T[p + name + ".weight"].t()
             b = T.get(p + name + ".bias")
             return y + b if b is not None else y
 
-        q = lin("self_attn.q_proj", h).view(n, H, hd).transpose(0, 1)  # (H, n, hd)
-        k = lin("self_attn.k_proj", h).view(n, K, hd).transpose(0, 1)  # (K, n, hd)
+        qp, kp = lin("self_attn.q_proj", h), lin("self_attn.k_proj", h)
+        if olmo2:  # q_norm and k_norm over the whole projection, before the heads are cut
+            qp = rms_norm(qp, T[p + "self_attn.q_norm.weight"], eps)
+            kp = rms_norm(kp, T[p + "self_attn.k_norm.weight"], eps)
+        q = qp.view(n, H, hd).transpose(0, 1)  # (H, n, hd)
+        k = kp.view(n, K, hd).transpose(0, 1)  # (K, n, hd)
         v = lin("self_attn.v_proj", h).view(n, K, hd).transpose(0, 1)
         heads = [dict() for _ in range(H)]
         rep = H // K
+        if olmo2:  # the projections before their norm, as the stages queries and keys show them
+            qraw = lin("self_attn.q_proj", h).view(n, H, hd).transpose(0, 1)
+            kraw = lin("self_attn.k_proj", h).view(n, K, hd).transpose(0, 1)
         for hh in range(H):
-            heads[hh]["queries"] = q[hh]
-            heads[hh]["keys"] = k[hh // rep]
+            heads[hh]["queries"] = qraw[hh] if olmo2 else q[hh]
+            heads[hh]["keys"] = kraw[hh // rep] if olmo2 else k[hh // rep]
             heads[hh]["values"] = v[hh // rep]
-        if p + "self_attn.q_norm.weight" in T:
+            if olmo2:
+                heads[hh]["queries_normed"] = q[hh]
+                heads[hh]["keys_normed"] = k[hh // rep]
+        if p + "self_attn.q_norm.weight" in T and not olmo2:
             q = rms_norm(q, T[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, T[p + "self_attn.k_norm.weight"], eps)
             for hh in range(H):
@@ -452,14 +480,24 @@ def llama_forward(c, W, ids, hooks=None):
             heads[hh]["weighted_norm"] = (weights[hh].unsqueeze(-1) * vw.unsqueeze(0)).norm(dim=-1)
         concat = ctx.transpose(0, 1).reshape(n, H * hd)
         out = lin("self_attn.o_proj", concat)
-        res1 = x + out
-        n2 = rms_norm(res1, T[p + "post_attention_layernorm.weight"], eps)
-        gate = lin("mlp.gate_proj", n2)
-        up = lin("mlp.up_proj", n2)
-        act = torch.nn.functional.silu(gate) * up
-        ffn_out = lin("mlp.down_proj", act)
-        res2 = res1 + ffn_out
-        rec.update(norm1=h, context=concat, output=out, residual1=res1, norm2=n2, ffn_gate=gate,
+        if olmo2:  # x + norm(attn(x)), then r + norm(mlp(r))
+            n1 = rms_norm(out, T[p + "post_attention_layernorm.weight"], eps)
+            res1 = x + n1
+            gate, up = lin("mlp.gate_proj", res1), lin("mlp.up_proj", res1)
+            act = torch.nn.functional.silu(gate) * up
+            ffn_out = lin("mlp.down_proj", act)
+            n2 = rms_norm(ffn_out, T[p + "post_feedforward_layernorm.weight"], eps)
+            res2 = res1 + n2
+        else:
+            n1 = h
+            res1 = x + out
+            n2 = rms_norm(res1, T[p + "post_attention_layernorm.weight"], eps)
+            gate = lin("mlp.gate_proj", n2)
+            up = lin("mlp.up_proj", n2)
+            act = torch.nn.functional.silu(gate) * up
+            ffn_out = lin("mlp.down_proj", act)
+            res2 = res1 + ffn_out
+        rec.update(norm1=n1, context=concat, output=out, residual1=res1, norm2=n2, ffn_gate=gate,
                    ffn_up=up, ffn_activated=act, ffn_out=ffn_out, residual2=res2,
                    block_output=res2, heads=heads)
         recs.append(rec)
@@ -482,6 +520,7 @@ def llama_forward64(c, W, ids):
     eps = cfg["rms_norm_eps"]
     n = len(ids)
     A = {k: v.astype(np.float64) for k, v in W.items()}
+    olmo2 = c["arch"].startswith("Olmo2")
     wins = windows(c)
     inv, att = inv_freq(cfg, hd, n)
     inv = inv.double().numpy()
@@ -499,14 +538,16 @@ def llama_forward64(c, W, ids):
             y = a @ A[p + name + ".weight"].T
             return y + A[p + name + ".bias"] if p + name + ".bias" in A else y
 
-        h = rms(x, A[p + "input_layernorm.weight"])
+        h = x if olmo2 else rms(x, A[p + "input_layernorm.weight"])
         q, k, v = lin("self_attn.q_proj", h), lin("self_attn.k_proj", h), lin("self_attn.v_proj", h)
+        if olmo2:
+            q, k = rms(q, A[p + "self_attn.q_norm.weight"]), rms(k, A[p + "self_attn.k_norm.weight"])
         concat = np.zeros((n, H * hd))
         for hh in range(H):
             kv = hh // (H // K)
             qh, kh, vh = q[:, hh * hd:(hh + 1) * hd], k[:, kv * hd:(kv + 1) * hd], \
                 v[:, kv * hd:(kv + 1) * hd]
-            if p + "self_attn.q_norm.weight" in A:
+            if p + "self_attn.q_norm.weight" in A and not olmo2:
                 qh, kh = rms(qh, A[p + "self_attn.q_norm.weight"]), rms(kh, A[p + "self_attn.k_norm.weight"])
             half = hd // 2
             qr, kr = np.zeros_like(qh), np.zeros_like(kh)
@@ -525,6 +566,13 @@ def llama_forward64(c, W, ids):
             e = np.exp(s - s.max(-1, keepdims=True))
             w = e / e.sum(-1, keepdims=True)
             concat[:, hh * hd:(hh + 1) * hd] = w @ vh
+        if olmo2:
+            res1 = x + rms(lin("self_attn.o_proj", concat), A[p + "post_attention_layernorm.weight"])
+            gate = lin("mlp.gate_proj", res1)
+            act = gate / (1 + np.exp(-gate)) * lin("mlp.up_proj", res1)
+            x = res1 + rms(lin("mlp.down_proj", act), A[p + "post_feedforward_layernorm.weight"])
+            outs.append(x)
+            continue
         res1 = x + lin("self_attn.o_proj", concat)
         n2 = rms(res1, A[p + "post_attention_layernorm.weight"])
         gate = lin("mlp.gate_proj", n2)
@@ -560,9 +608,13 @@ def llama_params(W, L, cfg):
         "W_value": W[p + "self_attn.v_proj.weight"].T, "out": W[p + "self_attn.o_proj.weight"].T,
         "ffn_Wgate": W[p + "mlp.gate_proj.weight"].T, "ffn_W1": W[p + "mlp.up_proj.weight"].T,
         "ffn_W2": W[p + "mlp.down_proj.weight"].T,
-        "norm1_weight": W[p + "input_layernorm.weight"],
-        "norm2_weight": W[p + "post_attention_layernorm.weight"],
     }
+    if p + "post_feedforward_layernorm.weight" in W:  # OLMo 2's: on the branches' outputs
+        out.update(norm1_weight=W[p + "post_attention_layernorm.weight"],
+                   norm2_weight=W[p + "post_feedforward_layernorm.weight"])
+    else:
+        out.update(norm1_weight=W[p + "input_layernorm.weight"],
+                   norm2_weight=W[p + "post_attention_layernorm.weight"])
     for src, dst in (("self_attn.q_proj.bias", "b_query"), ("self_attn.k_proj.bias", "b_key"),
                      ("self_attn.v_proj.bias", "b_value"), ("self_attn.o_proj.bias", "out_bias"),
                      ("self_attn.q_norm.weight", "q_norm_weight"),
