@@ -104,8 +104,8 @@ static const struct {
     {"block", "The rest of an encoder or decoder block after attention: norms and the FFN."},
     {"block.order",
      "post (norm1(x + attn(x)), then norm2(norm1 + ffn(norm1)), the default), pre (r = x + "
-     "attn(norm1(x)), then r + ffn(norm2(r))) or parallel (x + attn(norm1(x)) + ffn(norm2(x)), "
-     "GPT-NeoX's)."},
+     "attn(norm1(x)), then r + ffn(norm2(r))), parallel (x + attn(norm1(x)) + ffn(norm2(x)), "
+     "GPT-NeoX's) or post_branch (r = x + norm1(attn(x)), then r + norm2(ffn(r)), OLMo 2's)."},
     {"block.norm", "layer (nn.LayerNorm, the default) or rms (RMSNorm, no bias)."},
     {"block.norm_eps", "The epsilon inside the square root; default 1e-5."},
     {"block.ffn_hidden", "The FFN's hidden width; default 4 x d_in."},
