@@ -619,6 +619,44 @@ static void test_olmo2_keys(void **state)
     free(dir);
 }
 
+/* Phi-3: su and yarn are its old names of longrope, and no other rope type is taken; the factors
+ * are one a turned pair (partial_rotary_factor 0.5 of 16: 4). */
+static void test_phi3_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-phi3");
+    copy_model(dir, "families/phi3-longrope/model.safetensors");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/phi3-longrope/config.json", golden());
+    size_t len;
+    char *config = tu_must_read_file(path, &len);
+    struct loaded r;
+    load(&r, dir, config);
+    if (!r.ok)
+        fail_msg("did not load:\n%s", r.problems);
+    assert_string_equal(r.warnings, "");
+    assert_int_equal(r.s.pos.rotary_dims, 8);
+    assert_int_equal(r.s.pos.scaling.kind, ROPE_SCALING_LONGROPE);
+    assert_int_equal(r.s.pos.scaling.n_factors, 4);
+    assert_int_equal(r.s.pos.scaling.original_max, 16);
+    assert_int_equal(r.s.attn.window, 9);
+    loaded_free(&r);
+    load(&r, dir, with(config, "\"su\"", "\"yarn\""));
+    assert_true(r.ok);
+    assert_int_equal(r.s.pos.scaling.kind, ROPE_SCALING_LONGROPE);
+    loaded_free(&r);
+    expect_problem(dir, with(config, "\"su\"", "\"dynamic\""),
+                   "config.json:22:5: rope type \"dynamic\": Phi-3 takes default or longrope (su "
+                   "and yarn are its old names of longrope)\n");
+    expect_problem(dir,
+                   with(config, "\"partial_rotary_factor\": 0.5", "\"partial_rotary_factor\": 1.0"),
+                   "config.json:23:5: rope type longrope needs 'short_factor', a list of 8 numbers "
+                   "(one a pair of a head), not [1.0,1.1,1.3,1.7]\n");
+    free(config);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* A config.json of pythia-par's sizes (head_dim 16), one key a line, extra before the last. */
 static char *neox_config(const char *extra)
 {
@@ -705,7 +743,7 @@ int main(void)
         cmocka_unit_test(test_rope_types), cmocka_unit_test(test_windows),
         cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
         cmocka_unit_test(test_bert_keys),  cmocka_unit_test(test_neox_keys),
-        cmocka_unit_test(test_olmo2_keys),
+        cmocka_unit_test(test_olmo2_keys), cmocka_unit_test(test_phi3_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,9 @@ static void release(struct attn_backing *ab)
     for (int i = 0; i < b->n_owned; i++)
         free(b->owned[i]);
     free(b->owned);
+    for (int i = 0; i < b->n_parts; i++)
+        free(b->parts[i]);
+    free(b->parts);
     free(b);
 }
 
@@ -417,7 +420,7 @@ json_t *attn_ckpt_config_get(const struct ckpt_config *c, const char *key, const
 
 const char *attn_ckpt_show_value(char *out, size_t size, const json_t *v)
 {
-    char *text = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    char *text = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     size_t o = 0;
     for (const char *p = text ? text : "nothing"; *p && o + 8 < size; p++) {
         unsigned char ch = (unsigned char)*p;
@@ -691,6 +694,43 @@ int attn_ckpt_tensor(struct attn_matrix *out, struct ckpt_backing *b, const char
     if (check_finite(b, r, data, srows, scols, vector, err) != 0)
         return -1;
     *out = (struct attn_matrix){data, rows, cols, true, NULL, false};
+    return 0;
+}
+
+/* Rows of a stored tensor as one of its own: its own shape and byte range, the file's. */
+struct ckpt_part {
+    struct st_tensor t;
+    struct st_ref r;
+};
+
+int attn_ckpt_linear_rows(struct attn_matrix *out, struct ckpt_backing *b, const char *name, int in,
+                          int total, int row0, int nrows, const char *arch, struct diag *err)
+{
+    struct attn_matrix whole;
+    if (attn_ckpt_tensor(&whole, b, name, in, total, CKPT_LINEAR, arch, err))
+        return -1;
+    if (!whole.lazy) /* a Linear is always lazy: turned as it is widened */
+        return attn_diag_set(err, "", "tensor '%s' was not read lazily", name);
+    const struct st_ref *r = whole.lazy;
+    if (b->n_parts == b->cap_parts) {
+        int cap = b->cap_parts ? 2 * b->cap_parts : 16;
+        struct ckpt_part **grown = realloc(b->parts, (size_t)cap * sizeof(*grown));
+        if (!grown)
+            return attn_diag_set(err, "", "out of memory");
+        b->parts = grown;
+        b->cap_parts = cap;
+    }
+    struct ckpt_part *part = malloc(sizeof(*part));
+    if (!part)
+        return attn_diag_set(err, "", "out of memory");
+    b->parts[b->n_parts++] = part;
+    size_t esize = r->t->dtype == ST_F32 ? 4 : 2, row_bytes = (size_t)in * esize;
+    part->t = *r->t; /* its name and dtype the whole's: messages name the file's tensor */
+    part->t.shape[0] = nrows;
+    part->t.begin = r->t->begin + (size_t)row0 * row_bytes;
+    part->t.end = part->t.begin + (size_t)nrows * row_bytes;
+    part->r = (struct st_ref){r->name, r->file, &part->t};
+    *out = (struct attn_matrix){NULL, in, nrows, true, &part->r, true};
     return 0;
 }
 

@@ -36,6 +36,8 @@ struct ckpt_backing {
     bool has_st;
     float **owned; /* the widened copies */
     int n_owned, cap_owned;
+    struct ckpt_part **parts; /* rows of fused tensors read as tensors of their own */
+    int n_parts, cap_parts;
     size_t widened; /* their bytes */
 };
 
@@ -161,6 +163,11 @@ bool attn_ckpt_shape(const struct ckpt_backing *b, const char *name, int *rows, 
  * ("tensor 'x' is missing (arch llama)"). */
 int attn_ckpt_tensor(struct attn_matrix *out, struct ckpt_backing *b, const char *name, int rows,
                      int cols, enum ckpt_form form, const char *arch, struct diag *err);
+/* Rows row0 .. row0 + nrows - 1 of the Linear weight name, stored (total, in), as a lazy matrix
+ * (in, nrows) of its own: one projection of a fused one whose parts are stacked (Phi-3's
+ * qkv_proj [Q; K; V] and gate_up_proj [gate; up]). The whole tensor's shape is checked. */
+int attn_ckpt_linear_rows(struct attn_matrix *out, struct ckpt_backing *b, const char *name, int in,
+                          int total, int row0, int nrows, const char *arch, struct diag *err);
 /* After the last tensor: the file still as it was read, and the float32 copies the loader made
  * and the engine's widening buffer together under the memory limit (the figure goes to
  * s->model.widened). */

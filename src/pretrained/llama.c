@@ -7,10 +7,12 @@
  * rotate_half's pairs (halves), grouped-query attention and the SwiGLU MLP. Olmo2ForCausalLM is
  * the same attention and MLP with its norms moved: q_norm and k_norm over the whole projection,
  * and no input_layernorm but post_attention_layernorm and post_feedforward_layernorm on each
- * branch's output before its residual add (block.order post_branch). torch's Linear keeps
- * its weight (out, in): these are lazy matrices, turned into x @ W as the engine widens them.
- * Every config.json key that changes the mathematics is read, and one attnscope does not model is
- * refused at its key rather than ignored.
+ * branch's output before its residual add (block.order post_branch). Phi3ForCausalLM fuses
+ * q, k and v into one qkv_proj and gate and up into one gate_up_proj, read as row ranges of them,
+ * turns part of a head when partial_rotary_factor says so, and takes longrope ("su"). torch's
+ * Linear keeps its weight (out, in): these are lazy matrices, turned into x @ W as the engine
+ * widens them. Every config.json key that changes the mathematics is read, and one attnscope does
+ * not model is refused at its key rather than ignored.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +23,14 @@
 #include "pretrained/rope.h"
 
 /* The variants of the family, which differ in a few keys and tensors. */
-enum llama_variant { LLAMA_PLAIN, LLAMA_MISTRAL, LLAMA_QWEN2, LLAMA_QWEN3, LLAMA_OLMO2 };
+enum llama_variant {
+    LLAMA_PLAIN,
+    LLAMA_MISTRAL,
+    LLAMA_QWEN2,
+    LLAMA_QWEN3,
+    LLAMA_OLMO2,
+    LLAMA_PHI3
+};
 
 #define V(variant) (1u << (variant))
 #define V_QWEN     (V(LLAMA_QWEN2) | V(LLAMA_QWEN3))
@@ -50,11 +59,13 @@ static const struct ckpt_key KEYS[] = {
     {"original_max_position_embeddings", KEY_READ, 0, NULL, NULL},
     {"attention_bias", KEY_READ, V(LLAMA_PLAIN) | V(LLAMA_QWEN3) | V(LLAMA_OLMO2), NULL, NULL},
     {"mlp_bias", KEY_READ, V(LLAMA_PLAIN), NULL, NULL},
-    {"sliding_window", KEY_READ, V(LLAMA_MISTRAL) | V_QWEN, NULL, NULL},
+    {"sliding_window", KEY_READ, V(LLAMA_MISTRAL) | V_QWEN | V(LLAMA_PHI3), NULL, NULL},
     {"use_sliding_window", KEY_READ, V_QWEN, NULL, NULL},
     {"max_window_layers", KEY_READ, V_QWEN, NULL, NULL},
     {"layer_types", KEY_READ, V_QWEN, NULL, NULL},
-    {"attention_dropout", KEY_INERT, 0, NULL, NULL},           /* in training only */
+    {"attention_dropout", KEY_INERT, 0, NULL, NULL}, /* in training only */
+    {"resid_pdrop", KEY_INERT, V(LLAMA_PHI3), NULL, NULL},
+    {"embd_pdrop", KEY_INERT, V(LLAMA_PHI3), NULL, NULL},
     {"pretraining_tp", KEY_INERT, V(LLAMA_PLAIN), NULL, NULL}, /* the same products, in slices */
     /* Qwen2.5's configs carry Qwen2-VL's multimodal RoPE switch, off: Qwen2's model reads it not,
        and one that is on belongs to a vision model */
@@ -66,7 +77,7 @@ static const struct ckpt_key KEYS[] = {
 static const struct family_variant VARIANTS[] = {
     [LLAMA_PLAIN] = {"LlamaConfig", "Llama"},  [LLAMA_MISTRAL] = {"MistralConfig", "Mistral"},
     [LLAMA_QWEN2] = {"Qwen2Config", "Qwen2"},  [LLAMA_QWEN3] = {"Qwen3Config", "Qwen3"},
-    [LLAMA_OLMO2] = {"Olmo2Config", "OLMo 2"},
+    [LLAMA_OLMO2] = {"Olmo2Config", "OLMo 2"}, [LLAMA_PHI3] = {"Phi3Config", "Phi-3"},
 };
 
 /* What each class defaults a key to, where they differ. */
@@ -78,7 +89,7 @@ static const struct {
 } DEFAULTS[] = {
     [LLAMA_PLAIN] = {0, 2048, 0, 1e-6},   [LLAMA_MISTRAL] = {8, 4096 * 32, 0, 1e-6},
     [LLAMA_QWEN2] = {32, 32768, 0, 1e-6}, [LLAMA_QWEN3] = {32, 32768, 128, 1e-6},
-    [LLAMA_OLMO2] = {0, 2048, 0, 1e-5},
+    [LLAMA_OLMO2] = {0, 2048, 0, 1e-5},   [LLAMA_PHI3] = {0, 4096, 0, 1e-5},
 };
 
 struct config {
@@ -88,6 +99,7 @@ struct config {
     double eps;
     bool qkv_bias, out_bias, qk_norm, mlp_bias;
     bool olmo2; /* qk_norm over the whole projection; the norms on the branches' outputs */
+    bool phi3;  /* qkv_proj [Q; K; V] and gate_up_proj [gate; up], each read in parts */
     struct ckpt_rope rope;
 };
 
@@ -229,6 +241,7 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
     g->qkv_bias = bias || v == LLAMA_QWEN2;
     g->out_bias = bias;
     g->olmo2 = v == LLAMA_OLMO2;
+    g->phi3 = v == LLAMA_PHI3;
     g->qk_norm = v == LLAMA_QWEN3 || g->olmo2;
     if (v == LLAMA_PLAIN && attn_ckpt_config_bool(&g->mlp_bias, c, "mlp_bias", err))
         return -1;
@@ -239,9 +252,9 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                                       "'hidden_act' is %s: the Llama family's MLP is SwiGLU, "
                                       "attnscope computes it with silu",
                                       attn_ckpt_show_value(got, sizeof(got), act));
-    if (v == LLAMA_MISTRAL) { /* every layer; MistralConfig's default window is 4096 */
+    if (v == LLAMA_MISTRAL || v == LLAMA_PHI3) { /* every layer; Mistral's default is 4096 */
         json_t *w = json_object_get(c->root, "sliding_window");
-        g->window = 4096;
+        g->window = v == LLAMA_MISTRAL ? 4096 : 0;
         if (w && json_is_null(w))
             g->window = 0;
         else if (attn_ckpt_config_int(&g->window, c, WINDOW, err))
@@ -254,9 +267,13 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
     sh->positions_key = "max_position_embeddings";
     sh->causal = true;
     sh->scale = SCALE_SQRT_DK;
-    return attn_ckpt_rope(
-        &g->rope, c, b,
-        &(struct ckpt_rope_spec){.head_dim = g->head_dim, .positions = sh->positions}, err);
+    return attn_ckpt_rope(&g->rope, c, b,
+                          &(struct ckpt_rope_spec){.head_dim = g->head_dim,
+                                                   .positions = sh->positions,
+                                                   .partial = g->phi3,
+                                                   .phi3 = g->phi3,
+                                                   .original_max = g->phi3 ? 4096 : 0},
+                          err);
 }
 
 /* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:
@@ -284,9 +301,17 @@ static bool known(const struct family_load *ld, const char *name)
     static const char *const mlp_bias[] = {"mlp.gate_proj.bias", "mlp.up_proj.bias",
                                            "mlp.down_proj.bias"};
     static const char *const qk_norm[] = {"self_attn.q_norm.weight", "self_attn.k_norm.weight"};
+    /* Phi-3's fused projections, in place of q, k, v and gate, up */
+    static const char *const phi3[] = {
+        "input_layernorm.weight",       "post_attention_layernorm.weight",
+        "self_attn.qkv_proj.weight",    "self_attn.o_proj.weight",
+        "mlp.gate_up_proj.weight",      "mlp.down_proj.weight",
+        "self_attn.rotary_emb.inv_freq"};
     if (attn_family_name_in(name, top, sizeof(top) / sizeof(top[0])))
         return true;
     const char *rest = attn_family_layer_part(name, "layers.", g->shape.layers);
+    if (g->phi3)
+        return rest && attn_family_name_in(rest, phi3, sizeof(phi3) / sizeof(phi3[0]));
     return rest &&
            (attn_family_name_in(rest, per_layer, sizeof(per_layer) / sizeof(per_layer[0])) ||
             strcmp(rest, input_norm) == 0 ||
@@ -314,6 +339,7 @@ static int load(struct family_load *ld, struct diag *err)
     s->pos.pairs = ROPE_HALVES;
     s->pos.base = c.rope.theta;
     s->pos.scaling = c.rope.scale;
+    s->pos.rotary_dims = c.rope.rotary_dims < c.head_dim ? c.rope.rotary_dims : 0;
 
     struct attn_config *a = &s->attn;
     a->projection = PROJ_LINEAR;
@@ -347,9 +373,9 @@ static int load(struct family_load *ld, struct diag *err)
             enum ckpt_form form;
             bool wanted;
         } parts[] = {
-            {&w->query, "self_attn.q_proj.weight", d, D, CKPT_LINEAR, true},
-            {&w->key, "self_attn.k_proj.weight", d, Dkv, CKPT_LINEAR, true},
-            {&w->value, "self_attn.v_proj.weight", d, Dkv, CKPT_LINEAR, true},
+            {&w->query, "self_attn.q_proj.weight", d, D, CKPT_LINEAR, !c.phi3},
+            {&w->key, "self_attn.k_proj.weight", d, Dkv, CKPT_LINEAR, !c.phi3},
+            {&w->value, "self_attn.v_proj.weight", d, Dkv, CKPT_LINEAR, !c.phi3},
             {&w->query_bias, "self_attn.q_proj.bias", 1, D, CKPT_VECTOR, c.qkv_bias},
             {&w->key_bias, "self_attn.k_proj.bias", 1, Dkv, CKPT_VECTOR, c.qkv_bias},
             {&w->value_bias, "self_attn.v_proj.bias", 1, Dkv, CKPT_VECTOR, c.qkv_bias},
@@ -359,9 +385,9 @@ static int load(struct family_load *ld, struct diag *err)
              CKPT_VECTOR, c.qk_norm},
             {&w->out, "self_attn.o_proj.weight", D, d, CKPT_LINEAR, true},
             {&w->out_bias, "self_attn.o_proj.bias", 1, d, CKPT_VECTOR, c.out_bias},
-            {&w->ffn_Wgate, "mlp.gate_proj.weight", d, h, CKPT_LINEAR, true},
+            {&w->ffn_Wgate, "mlp.gate_proj.weight", d, h, CKPT_LINEAR, !c.phi3},
             {&w->ffn_bgate, "mlp.gate_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
-            {&w->ffn_W1, "mlp.up_proj.weight", d, h, CKPT_LINEAR, true},
+            {&w->ffn_W1, "mlp.up_proj.weight", d, h, CKPT_LINEAR, !c.phi3},
             {&w->ffn_b1, "mlp.up_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
             {&w->ffn_W2, "mlp.down_proj.weight", h, d, CKPT_LINEAR, true},
             {&w->ffn_b2, "mlp.down_proj.bias", 1, d, CKPT_VECTOR, c.mlp_bias},
@@ -381,6 +407,24 @@ static int load(struct family_load *ld, struct diag *err)
                                  arch, err))
                 return -1;
         }
+        /* Phi-3: each projection is its rows of a fused Linear, read in place (no copy) */
+        struct {
+            struct attn_matrix *dst;
+            const char *name;
+            int total, row0, rows;
+        } fused[] = {
+            {&w->query, "self_attn.qkv_proj.weight", D + 2 * Dkv, 0, D},
+            {&w->key, "self_attn.qkv_proj.weight", D + 2 * Dkv, D, Dkv},
+            {&w->value, "self_attn.qkv_proj.weight", D + 2 * Dkv, D + Dkv, Dkv},
+            {&w->ffn_Wgate, "mlp.gate_up_proj.weight", 2 * h, 0, h}, /* chunk(2): gate, then up */
+            {&w->ffn_W1, "mlp.gate_up_proj.weight", 2 * h, h, h},
+        };
+        for (size_t i = 0; c.phi3 && i < sizeof(fused) / sizeof(fused[0]); i++) {
+            snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, fused[i].name);
+            if (attn_ckpt_linear_rows(fused[i].dst, b, full, d, fused[i].total, fused[i].row0,
+                                      fused[i].rows, arch, err))
+                return -1;
+        }
         w->set = true;
         snprintf(full, sizeof(full), "%snorm.weight", prefix);
         if (L == ld->layers - 1 &&
@@ -391,9 +435,13 @@ static int load(struct family_load *ld, struct diag *err)
 }
 
 static const struct family_class CLASSES[] = {
-    {"LlamaForCausalLM", "llama", LLAMA_PLAIN}, {"MistralForCausalLM", "mistral", LLAMA_MISTRAL},
-    {"Qwen2ForCausalLM", "qwen2", LLAMA_QWEN2}, {"Qwen3ForCausalLM", "qwen3", LLAMA_QWEN3},
-    {"Olmo2ForCausalLM", "olmo2", LLAMA_OLMO2}, {NULL, NULL, 0},
+    {"LlamaForCausalLM", "llama", LLAMA_PLAIN},
+    {"MistralForCausalLM", "mistral", LLAMA_MISTRAL},
+    {"Qwen2ForCausalLM", "qwen2", LLAMA_QWEN2},
+    {"Qwen3ForCausalLM", "qwen3", LLAMA_QWEN3},
+    {"Olmo2ForCausalLM", "olmo2", LLAMA_OLMO2},
+    {"Phi3ForCausalLM", "phi3", LLAMA_PHI3},
+    {NULL, NULL, 0},
 };
 static const char *const OUTSIDE[] = {"lm_head.weight", NULL};
 

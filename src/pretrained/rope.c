@@ -328,6 +328,13 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
     int type = 0;
     if (v) {
         const char *name = json_is_string(v) ? json_string_value(v) : NULL;
+        if (spec->phi3 && name && (strcmp(name, "su") == 0 || strcmp(name, "yarn") == 0))
+            name = "longrope"; /* Phi3Config's backward compatibility */
+        if (spec->phi3 && name && strcmp(name, "default") != 0 && strcmp(name, "longrope") != 0)
+            return attn_ckpt_config_error(c, where, as, err,
+                                          "rope type %s: Phi-3 takes default or longrope (su and "
+                                          "yarn are its old names of longrope)",
+                                          attn_ckpt_show_value(got, sizeof(got), v));
         for (type = 0; name && type < (int)N_TYPES; type++)
             if (strcmp(name, TYPES[type].name) == 0)
                 break;
@@ -345,6 +352,8 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
     /* the pre-training length: Phi-3's top-level key wins in transformers 5; both must agree */
     bool long_type = p->kind == ROPE_SCALING_LLAMA3 || p->kind == ROPE_SCALING_YARN ||
                      p->kind == ROPE_SCALING_LONGROPE;
+    if (long_type && spec->original_max > 0)
+        p->original_max = spec->original_max;
     if (long_type) {
         if (top_or_field(&v, c, &r, "original_max_position_embeddings", NULL, &where, &as, err))
             return -1;

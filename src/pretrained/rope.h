@@ -30,6 +30,11 @@ struct ckpt_rope_spec {
      * broadcast another). partial_default: the share when no key gives it (NeoX's 0.25), 0: 1 */
     bool partial;
     double partial_default;
+    /* Phi-3's rules: rope type default or longrope only, "su" and "yarn" its old names of
+     * longrope; and original_max_position_embeddings, when no key gives it, is original_max
+     * (Phi3Config's 4096) rather than max_position_embeddings */
+    bool phi3;
+    int original_max;
 };
 
 /* Reads RoPE's keys of c (rope_theta, rope_scaling, rope_parameters, partial_rotary_factor and

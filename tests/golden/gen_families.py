@@ -102,6 +102,10 @@ SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key
              head_dim=16, intermediate_size=32, rms_norm_eps=1e-6, tie_word_embeddings=True)
 OLMO2 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=48, rms_norm_eps=1e-5, max_position_embeddings=64)
+PHI3 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+            intermediate_size=40, rms_norm_eps=1e-5, max_position_embeddings=64,
+            original_max_position_embeddings=16, sliding_window=9, tie_word_embeddings=False)
+PHI3_SHORT, PHI3_LONG = [1.0, 1.1, 1.3, 1.7], [1.0, 2.0, 5.0, 11.0]
 LONG_SHORT = [1.0, 1.02, 1.05, 1.1, 1.2, 1.4, 1.8, 2.5]
 LONG_LONG = [1.0, 1.3, 2.0, 3.5, 6.0, 10.0, 18.0, 30.0]
 CASES += [
@@ -115,6 +119,16 @@ CASES += [
     dict(name="olmo2-tied-bf16", arch="Olmo2ForCausalLM", model_type="olmo2", dtype="BF16",
          fmt="v5", cfg=dict(OLMO2, tie_word_embeddings=True,
                             rope_parameters=dict(rope_type="default", rope_theta=10000.0))),
+    # Phi-3: fused qkv_proj and gate_up_proj, half of each head turned, longrope under its old
+    # name su (23 tokens past the original 16: the long factors), a window of 9 in every layer
+    dict(name="phi3-longrope", arch="Phi3ForCausalLM", model_type="phi3", dtype="F32", fmt="v4",
+         cfg=dict(PHI3, rope_theta=10000.0, partial_rotary_factor=0.5,
+                  rope_scaling=dict(type="su", short_factor=PHI3_SHORT, long_factor=PHI3_LONG))),
+    dict(name="phi3-longrope-v5", twin="phi3-longrope", fmt="v5",
+         cfg=dict(PHI3, rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                             partial_rotary_factor=0.5, short_factor=PHI3_SHORT,
+                                             long_factor=PHI3_LONG))),
+    dict(name="phi3-longrope-bf16", same="phi3-longrope", dtype="BF16"),
     # rope_parameters with a base other than 10,000 (transformers 5 writes no rope_theta)
     dict(name="llama-theta", arch="LlamaForCausalLM", model_type="llama", dtype="F32", fmt="v5",
          cfg=dict(SMALL, max_position_embeddings=64,
@@ -251,6 +265,13 @@ def llama_weights(c, vocab, seed):
     W["model.norm.weight"] = norm_w(d)
     if not cfg["tie_word_embeddings"]:
         W["lm_head.weight"] = rnd(vocab, d)
+    if c["arch"].startswith("Phi3"):  # qkv_proj [Q; K; V] and gate_up_proj [gate; up], stacked
+        for L in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % L
+            W[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [W.pop(p + "self_attn.%s_proj.weight" % x) for x in "qkv"])
+            W[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [W.pop(p + "mlp.gate_proj.weight"), W.pop(p + "mlp.up_proj.weight")])
     return W
 
 
@@ -293,6 +314,8 @@ def rope_params(cfg):
     rp = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})
     rp.setdefault("rope_theta", cfg.get("rope_theta", 10000.0))
     rp.setdefault("rope_type", rp.get("type", "default"))
+    if cfg.get("_phi3") and rp["rope_type"] in ("su", "yarn"):  # Phi3Config's old names
+        rp["rope_type"] = "longrope"
     if rp["rope_type"] in ("llama3", "yarn", "longrope"):
         if "original_max_position_embeddings" in cfg:
             rp["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
@@ -386,6 +409,8 @@ def windows(c):
     L = cfg["num_hidden_layers"]
     if arch.startswith("Mistral"):
         return [cfg.get("sliding_window", 4096)] * L
+    if arch.startswith("Phi3"):  # every layer, when given
+        return [cfg.get("sliding_window")] * L
     if arch.startswith("Qwen"):
         sw = cfg.get("sliding_window", 4096) if cfg.get("use_sliding_window", False) else None
         types = cfg.get("layer_types") or [
@@ -410,11 +435,15 @@ def llama_forward(c, W, ids, hooks=None):
     eps = cfg["rms_norm_eps"]
     n = len(ids)
     T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
-    olmo2 = c["arch"].startswith("Olmo2")
+    olmo2, phi3 = c["arch"].startswith("Olmo2"), c["arch"].startswith("Phi3")
     wins = windows(c)
     x = T["model.embed_tokens.weight"][torch.tensor(ids)]
     pos = torch.arange(n).float()
-    inv, att = inv_freq(cfg, hd, n)
+    # Phi-3 turns the first int(head_dim * partial_rotary_factor) dimensions (the rest pass)
+    rp = (cfg.get("rope_parameters") or {}).get("partial_rotary_factor",
+                                                 cfg.get("partial_rotary_factor", 1.0))
+    rd = int(hd * rp)
+    inv, att = inv_freq(dict(cfg, _phi3=phi3), rd, n)
     freqs = pos[:, None] @ inv[None, :]  # (n, hd/2), as the rotary embedding
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos() * att, emb.sin() * att  # yarn's and longrope's attention factor
@@ -435,13 +464,18 @@ def llama_forward(c, W, ids, hooks=None):
             b = T.get(p + name + ".bias")
             return y + b if b is not None else y
 
-        qp, kp = lin("self_attn.q_proj", h), lin("self_attn.k_proj", h)
+        if phi3:  # one product, then cut (modeling_phi3.py)
+            qkv = lin("self_attn.qkv_proj", h)
+            qp, kp, vp = qkv[:, :H * hd], qkv[:, H * hd:(H + K) * hd], qkv[:, (H + K) * hd:]
+        else:
+            qp, kp = lin("self_attn.q_proj", h), lin("self_attn.k_proj", h)
+            vp = lin("self_attn.v_proj", h)
         if olmo2:  # q_norm and k_norm over the whole projection, before the heads are cut
             qp = rms_norm(qp, T[p + "self_attn.q_norm.weight"], eps)
             kp = rms_norm(kp, T[p + "self_attn.k_norm.weight"], eps)
-        q = qp.view(n, H, hd).transpose(0, 1)  # (H, n, hd)
-        k = kp.view(n, K, hd).transpose(0, 1)  # (K, n, hd)
-        v = lin("self_attn.v_proj", h).view(n, K, hd).transpose(0, 1)
+        q = qp.reshape(n, H, hd).transpose(0, 1)  # (H, n, hd)
+        k = kp.reshape(n, K, hd).transpose(0, 1)  # (K, n, hd)
+        v = vp.reshape(n, K, hd).transpose(0, 1)
         heads = [dict() for _ in range(H)]
         rep = H // K
         if olmo2:  # the projections before their norm, as the stages queries and keys show them
@@ -460,8 +494,8 @@ def llama_forward(c, W, ids, hooks=None):
             for hh in range(H):
                 heads[hh]["queries_normed"] = q[hh]
                 heads[hh]["keys_normed"] = k[hh // rep]
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        q = torch.cat((q[..., :rd] * cos + rotate_half(q[..., :rd]) * sin, q[..., rd:]), dim=-1)
+        k = torch.cat((k[..., :rd] * cos + rotate_half(k[..., :rd]) * sin, k[..., rd:]), dim=-1)
         k_rep = k.repeat_interleave(rep, dim=0)  # repeat_kv
         v_rep = v.repeat_interleave(rep, dim=0)
         scores = q @ k_rep.transpose(1, 2)
@@ -492,9 +526,13 @@ def llama_forward(c, W, ids, hooks=None):
             n1 = h
             res1 = x + out
             n2 = rms_norm(res1, T[p + "post_attention_layernorm.weight"], eps)
-            gate = lin("mlp.gate_proj", n2)
-            up = lin("mlp.up_proj", n2)
-            act = torch.nn.functional.silu(gate) * up
+            if phi3:  # gate_up_proj's product, chunk(2): gate, then up; up * silu(gate)
+                gate, up = lin("mlp.gate_up_proj", n2).chunk(2, dim=-1)
+                act = up * torch.nn.functional.silu(gate)
+            else:
+                gate = lin("mlp.gate_proj", n2)
+                up = lin("mlp.up_proj", n2)
+                act = torch.nn.functional.silu(gate) * up
             ffn_out = lin("mlp.down_proj", act)
             res2 = res1 + ffn_out
         rec.update(norm1=n1, context=concat, output=out, residual1=res1, norm2=n2, ffn_gate=gate,
@@ -520,9 +558,19 @@ def llama_forward64(c, W, ids):
     eps = cfg["rms_norm_eps"]
     n = len(ids)
     A = {k: v.astype(np.float64) for k, v in W.items()}
-    olmo2 = c["arch"].startswith("Olmo2")
+    olmo2, phi3 = c["arch"].startswith("Olmo2"), c["arch"].startswith("Phi3")
+    for L in range(cfg["num_hidden_layers"] if phi3 else 0):  # the fused rows, by name
+        p = "model.layers.%d." % L
+        qkv, gu = A.pop(p + "self_attn.qkv_proj.weight"), A.pop(p + "mlp.gate_up_proj.weight")
+        A[p + "self_attn.q_proj.weight"] = qkv[:H * hd]
+        A[p + "self_attn.k_proj.weight"] = qkv[H * hd:(H + K) * hd]
+        A[p + "self_attn.v_proj.weight"] = qkv[(H + K) * hd:]
+        A[p + "mlp.gate_proj.weight"], A[p + "mlp.up_proj.weight"] = np.split(gu, 2)
     wins = windows(c)
-    inv, att = inv_freq(cfg, hd, n)
+    share = (cfg.get("rope_parameters") or {}).get("partial_rotary_factor",
+                                                    cfg.get("partial_rotary_factor", 1.0))
+    rd = int(hd * share)
+    inv, att = inv_freq(dict(cfg, _phi3=phi3), rd, n)
     inv = inv.double().numpy()
 
     def rms(x, w):
@@ -549,8 +597,8 @@ def llama_forward64(c, W, ids):
                 v[:, kv * hd:(kv + 1) * hd]
             if p + "self_attn.q_norm.weight" in A and not olmo2:
                 qh, kh = rms(qh, A[p + "self_attn.q_norm.weight"]), rms(kh, A[p + "self_attn.k_norm.weight"])
-            half = hd // 2
-            qr, kr = np.zeros_like(qh), np.zeros_like(kh)
+            half = rd // 2
+            qr, kr = qh.copy(), kh.copy()  # past rd: unturned
             for t in range(n):
                 for i in range(half):
                     a = t * inv[i]
@@ -603,6 +651,15 @@ def write_json(path, obj):
 def llama_params(W, L, cfg):
     """Layer L's parameters as attnscope's export names them (x @ W orientation)."""
     p = "model.layers.%d." % L
+    if p + "self_attn.qkv_proj.weight" in W:  # Phi-3: the fused rows, by name
+        d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+        hd, K = cfg.get("head_dim", d // H), cfg["num_key_value_heads"]
+        W = dict(W)
+        qkv, gu = W.pop(p + "self_attn.qkv_proj.weight"), W.pop(p + "mlp.gate_up_proj.weight")
+        W[p + "self_attn.q_proj.weight"] = qkv[:H * hd]
+        W[p + "self_attn.k_proj.weight"] = qkv[H * hd:(H + K) * hd]
+        W[p + "self_attn.v_proj.weight"] = qkv[(H + K) * hd:]
+        W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = np.split(gu, 2)
     out = {
         "W_query": W[p + "self_attn.q_proj.weight"].T, "W_key": W[p + "self_attn.k_proj.weight"].T,
         "W_value": W[p + "self_attn.v_proj.weight"].T, "out": W[p + "self_attn.o_proj.weight"].T,
@@ -742,7 +799,9 @@ def llama_case(c, by_name, ids, labels, vocab):
     if twin:  # the other format: the same numbers, to the bit
         first = RUNS[twin["name"]]
         def read(cfg):  # 4's "type" stays beside rope_type in transformers' dict: unread
-            return {k: v for k, v in rope_params(cfg).items() if k != "type"}
+            r = rope_params(dict(cfg, _phi3=c["arch"].startswith("Phi3")))
+            r.setdefault("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
+            return {k: v for k, v in r.items() if k != "type"}
 
         if read(c["cfg"]) != read(first["c"]["cfg"]) or windows(c) != windows(first["c"]):
             raise GenError("%s: its config reads otherwise than %s's" % (c["name"], twin["name"]))
