@@ -670,6 +670,19 @@ keys nb B
 check "pythia-par-step2: B unpins it" nb wait_for nb "baseline unpinned: the values again"
 T kill-session -t nb
 
+# 22c. Phi-3 (phi3-longrope: fused projections, half of each head turned, longrope past its
+# original 16 positions, a window of 9): the header and the inspector on a turned dimension.
+start ph 200 50 "$BIN $fam/phi3-longrope.yaml"
+check "phi3-longrope: opens on its checkpoint" ph wait_for ph "row Σ"
+check "phi3-longrope: the header says partial rotary, longrope and the window" ph \
+  wait_for ph "RoPE (halves) on 8 of 16 dims scaled longrope, sliding window 9"
+keys ph , , , , ,
+keys ph Down Down Down Right Right
+check "phi3-longrope: dimension 2 turns with dimension 6" ph wait_for ph "RoPE turns dimensions (2, 6) together"
+check "phi3-longrope: by the long factor, past 16 positions" ph wait_for ph "θ_2 divided by longrope's long factor"
+check "phi3-longrope: and its attention factor" ph wait_for ph "cos and sin × longrope's attention factor 1.2247"
+T kill-session -t ph
+
 # 23. BERT (tests/golden/families/scenes/bert-pair.yaml: two sentences, two [MASK]s): the model
 # view, a head, and what a masked LM's tools say. p at a [MASK] shows what fills it as `predict`
 # does, at a token "itself"; X's before -> after follows the model's answer, after as `ablate
