@@ -191,11 +191,12 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
         add_param(l, P("params/ffn_b1.csv"), m->b1, 1, m->hidden, 0, m->hidden);
         add_param(l, P("params/ffn_W2.csv"), ATTN_PARAM(m, w2), m->hidden, m->d_in, 0, m->d_in);
         add_param(l, P("params/ffn_b2.csv"), m->b2, 1, m->d_in, 0, m->d_in);
-        const float *norm[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
-        static const char *const norm_names[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
-                                                  "norm2_bias"};
-        for (int k = 0; k < 4; k++)
-            if (norm[k] && !is_default(norm[k], m->d_in, k % 2 == 0 ? 1.0f : 0.0f)) {
+        const float *norm[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->pn1w, m->pn2w};
+        static const char *const norm_names[6] = {"norm1_weight",      "norm1_bias",
+                                                  "norm2_weight",      "norm2_bias",
+                                                  "post_norm1_weight", "post_norm2_weight"};
+        for (int k = 0; k < 6; k++)
+            if (norm[k] && !is_default(norm[k], m->d_in, k % 2 == 0 || k == 5 ? 1.0f : 0.0f)) {
                 snprintf(rel, sizeof(rel), "%sparams/%s.csv", prefix, norm_names[k]);
                 add_param(l, rel, norm[k], 1, m->d_in, 0, m->d_in);
             }

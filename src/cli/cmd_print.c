@@ -74,6 +74,8 @@ static void print_params(const struct cli_scene *cs, int layer)
         {"norm1_bias", M(n1b), 1, d},
         {"norm2_weight", M(n2w), 1, d},
         {"norm2_bias", M(n2b), 1, d},
+        {"post_norm1_weight", M(pn1w), 1, d},
+        {"post_norm2_weight", M(pn2w), 1, d},
         {"final_norm_weight", M(fw), 1, d},
         {"final_norm_bias", M(fb), 1, d},
     };

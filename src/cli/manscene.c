@@ -105,7 +105,9 @@ static const struct {
     {"block.order",
      "post (norm1(x + attn(x)), then norm2(norm1 + ffn(norm1)), the default), pre (r = x + "
      "attn(norm1(x)), then r + ffn(norm2(r))), parallel (x + attn(norm1(x)) + ffn(norm2(x)), "
-     "GPT-NeoX's) or post_branch (r = x + norm1(attn(x)), then r + norm2(ffn(r)), OLMo 2's)."},
+     "GPT-NeoX's), post_branch (r = x + norm1(attn(x)), then r + norm2(ffn(r)), OLMo 2's) or "
+     "sandwich (pre, with each branch's output normalised again before it is added: Gemma's; "
+     "norm: rms)."},
     {"block.norm", "layer (nn.LayerNorm, the default) or rms (RMSNorm, no bias)."},
     {"block.norm_eps", "The epsilon inside the square root; default 1e-5."},
     {"block.ffn_hidden", "The FFN's hidden width; default 4 x d_in."},
@@ -147,6 +149,10 @@ static const struct {
     {"weights.norm1_weight", "norm1's weight; default 1."},
     {"weights.norm1_bias", "norm1's bias; default 0."},
     {"weights.norm2_weight", "norm2's weight; default 1."},
+    {"weights.post_norm1_weight",
+     "block.order sandwich: the weight of the post-norm of attention's output; default 1."},
+    {"weights.post_norm2_weight",
+     "block.order sandwich: the weight of the post-norm of the FFN's output; default 1."},
     {"weights.norm2_bias", "norm2's bias; default 0."},
     {"weights.final_norm_weight", "The final norm's weight, in the last layer's mapping."},
     {"weights.final_norm_bias", "The final norm's bias."},

@@ -78,14 +78,16 @@ struct attn_run {
     float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
                        panel's dropout (64, n) for each of work_slots threads */
     int work_slots; /* the threads a causal forward pass may use */
-    struct attn_memo *memo;        /* the derived stage attn_view last computed (run.h) */
-    float *concat;                 /* (n, D) per-head contexts side by side */
-    float *output;                 /* (n, E) */
-    float *res1, *norm1;           /* block: (n, d_in) each, or NULL */
-    float *ffn_hidden, *ffn_act;   /* (n, hidden); swiglu: ffn_hidden NULL */
-    float *ffn_gate, *ffn_up;      /* swiglu: (n, hidden) each, or NULL */
-    float *ffn_out, *res2, *norm2; /* (n, d_in) */
-    float *final;                  /* (n, d_in) the final norm, last layer only */
+    struct attn_memo *memo;             /* the derived stage attn_view last computed (run.h) */
+    float *concat;                      /* (n, D) per-head contexts side by side */
+    float *output;                      /* (n, E) */
+    float *res1, *norm1;                /* block: (n, d_in) each, or NULL */
+    float *ffn_hidden, *ffn_act;        /* (n, hidden); swiglu: ffn_hidden NULL */
+    float *ffn_gate, *ffn_up;           /* swiglu: (n, hidden) each, or NULL */
+    float *ffn_out, *res2, *norm2;      /* (n, d_in) */
+    float *out_normed, *ffn_out_normed; /* sandwich: the branches' post-norms, (n, d_in) each */
+    bool post_norms;
+    float *final; /* (n, d_in) the final norm, last layer only */
     bool final_norm;
 };
 

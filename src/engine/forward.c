@@ -92,7 +92,10 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     size_t nd = (size_t)rows * d, skip = (size_t)first * d, skip_h = (size_t)first * hid;
     bool panels = attn_row_panels(m);
     const float *ffn_in;
-    if (m->order == BLOCK_POST_BRANCH) { /* x + norm1(attention's output) */
+    if (m->order == BLOCK_SANDWICH) { /* x + post_norm1(output), then norm2 of that */
+        normalize(r->out_normed, r->output, m, m->pn1w, NULL, first);
+        attn_elem_add(r->res1 + skip, m->x + skip, r->out_normed + skip, nd);
+    } else if (m->order == BLOCK_POST_BRANCH) { /* x + norm1(attention's output) */
         normalize(r->norm1, r->output, m, m->n1w, m->n1b, first);
         attn_elem_add(r->res1 + skip, m->x + skip, r->norm1 + skip, nd);
     } else if (m->order != BLOCK_PARALLEL) {
@@ -114,13 +117,13 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
 #define MM(...)                                                                                    \
     attn_model_mm(m, &(struct attn_model_mm_params){                                               \
                          .rows = rows, .panels = panels, .few = few, __VA_ARGS__})
-    if (m->activation == ACT_SWIGLU) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
+    if (attn_activation_gated(m->activation)) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
         MM(.out = r->ffn_gate + skip_h, .in = ffn_in, .member = ATTN_MEMBER(wg), .bias = m->bg,
            .cols = hid, .k = d);
         MM(.out = r->ffn_up + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
            .cols = hid, .k = d);
-        attn_swiglu(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h,
-                    (size_t)rows * hid);
+        attn_gated(r->ffn_act + skip_h, r->ffn_gate + skip_h, r->ffn_up + skip_h,
+                   (size_t)rows * hid, m->activation);
     } else {
         MM(.out = r->ffn_hidden + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
            .cols = hid, .k = d);
@@ -132,7 +135,10 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
        .bias = m->b2, .cols = d, .k = hid);
 #undef MM
-    if (m->order == BLOCK_POST_BRANCH) { /* residual1 + norm2(the FFN's output) */
+    if (m->order == BLOCK_SANDWICH) { /* residual1 + post_norm2(the FFN's output) */
+        normalize(r->ffn_out_normed, r->ffn_out, m, m->pn2w, NULL, first);
+        attn_elem_add(r->res2 + skip, r->res1 + skip, r->ffn_out_normed + skip, nd);
+    } else if (m->order == BLOCK_POST_BRANCH) { /* residual1 + norm2(the FFN's output) */
         normalize(r->norm2, r->ffn_out, m, m->n2w, m->n2b, first);
         attn_elem_add(r->res2 + skip, r->res1 + skip, r->norm2 + skip, nd);
     } else if (m->order == BLOCK_PARALLEL) { /* NeoX's mlp_output + attn_output + hidden_states */
@@ -232,6 +238,7 @@ static void panel_task(void *ctx, int t, int slot)
         /* scaled, and its finite check in the same pass: a score that is not a number makes a
            scaled one that is not (the divisor is finite) */
         bad |= attn_div_nonfinite(y, x, m->scale_divisor, i + 1);
+        attn_softcap_row(y, i + 1, m);
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
     if (bad)
@@ -310,6 +317,7 @@ static void near_task(void *ctx, int h, int slot)
     for (int i = first; i < n; i++) {
         float *y = weights + (size_t)i * n;
         bad |= attn_div_nonfinite(y, scores + (size_t)i * n, m->scale_divisor, i + 1);
+        attn_softcap_row(y, i + 1, m);
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
     if (bad)

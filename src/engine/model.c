@@ -109,6 +109,8 @@ static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
     case ATTN_BUF_n1b:
     case ATTN_BUF_n2w:
     case ATTN_BUF_n2b:
+    case ATTN_BUF_pn1w:
+    case ATTN_BUF_pn2w:
     case ATTN_BUF_fw:
     case ATTN_BUF_fb:
     case ATTN_BUF_hb:
@@ -363,13 +365,13 @@ static double yarn_correction_dim(double rotations, int hd, double base, int ori
  *   longrope  1 / (ext_i * base^(2i / hd)), ext the long factors past original_max, else the
  *             short ones
  * inv: (hd / 2) */
-static void rope_frequencies(float *inv, int hd, const struct attn_scene *s, int seq_len)
+static void rope_frequencies(float *inv, int hd, double base_d, const struct attn_rope_params *sc,
+                             int seq_len)
 {
-    const struct attn_rope_params *sc = &s->pos.scaling;
     const float pi2 = (float)(2.0 * M_PI);
     float factor = (float)sc->factor, low = (float)sc->low_freq_factor,
           high = (float)sc->high_freq_factor, old = (float)sc->original_max;
-    float base = (float)s->pos.base;
+    float base = (float)base_d;
     if (sc->kind == ROPE_SCALING_DYNAMIC && seq_len > sc->original_max) {
         float grow = factor * (float)seq_len / (float)sc->original_max - (float)(sc->factor - 1.0);
         base = base * powf(grow, (float)((double)hd / (hd - 2)));
@@ -377,8 +379,8 @@ static void rope_frequencies(float *inv, int hd, const struct attn_scene *s, int
     /* yarn's ramp: pairs below lo extrapolate (theta_i), above hi interpolate (theta_i / factor) */
     double lo = 0, hi = 0;
     if (sc->kind == ROPE_SCALING_YARN) {
-        lo = yarn_correction_dim(sc->beta_fast, hd, s->pos.base, sc->original_max);
-        hi = yarn_correction_dim(sc->beta_slow, hd, s->pos.base, sc->original_max);
+        lo = yarn_correction_dim(sc->beta_fast, hd, base_d, sc->original_max);
+        hi = yarn_correction_dim(sc->beta_slow, hd, base_d, sc->original_max);
         if (sc->truncate) {
             lo = floor(lo);
             hi = ceil(hi);
@@ -441,11 +443,18 @@ static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
     if (!own(m, &m->rope_inv, (size_t)(m->rope_dims / 2)) || !own(m, &m->rope_cos, half) ||
         !own(m, &m->rope_sin, half))
         return -1;
-    enum attn_rope_scaling kind = s->pos.scaling.kind;
+    /* Gemma 3: a sliding-window layer's own base, without the rope scaling */
+    static const struct attn_rope_params none = {.kind = ROPE_SCALING_NONE,
+                                                 .attention_factor = 1.0};
+    bool local = s->pos.base_local > 0 && s->attn.window > 0 && m->layer >= 0 &&
+                 m->layer < SCENE_MAX_LAYERS && !s->attn.window_off[m->layer];
+    const struct attn_rope_params *sc = local ? &none : &s->pos.scaling;
+    enum attn_rope_scaling kind = sc->kind;
     float att = kind == ROPE_SCALING_YARN || kind == ROPE_SCALING_LONGROPE
-                    ? (float)s->pos.scaling.attention_factor
+                    ? (float)sc->attention_factor
                     : 1.0f;
-    rope_frequencies(m->rope_inv, m->rope_dims, s, s->pos.offset + m->n);
+    rope_frequencies(m->rope_inv, m->rope_dims, local ? s->pos.base_local : s->pos.base, sc,
+                     s->pos.offset + m->n);
     rope_tables(m->rope_cos, m->rope_sin, m->rope_inv, m->n, m->rope_dims, s->pos.offset, att);
     return 0;
 }
@@ -612,8 +621,8 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     m->norm_eps = (float)b->norm_eps; /* nn.LayerNorm keeps eps as a double; the kernel a float */
     m->activation = b->activation;
     m->hidden = (int)h;
-    /* a checkpoint's swiglu: always given; its biases only with Llama's mlp_bias */
-    bool gated = b->activation == ACT_SWIGLU;
+    /* a checkpoint's swiglu (or geglu): always given; its biases only with Llama's mlp_bias */
+    bool gated = attn_activation_gated(b->activation);
     bool biased = !gated || attn_matrix_given(&sw->ffn_bgate);
     if (!own(m, &m->w1, d * h) || !own(m, &m->w2, h * d) || !own(m, &m->n1w, d) ||
         !own(m, &m->n2w, d))
@@ -644,14 +653,18 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
         attn_rng_linear_init(m->w1, m->b1, (int)d, (int)h, r);
         attn_rng_linear_init(m->w2, m->b2, (int)h, (int)d, r);
     }
-    const struct attn_matrix *given[4] = {&sw->norm1_weight, &sw->norm1_bias, &sw->norm2_weight,
-                                          &sw->norm2_bias};
-    float *dst[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
-    for (int i = 0; i < 4; i++) {
+    if (b->order == BLOCK_SANDWICH && (!own(m, &m->pn1w, d) || !own(m, &m->pn2w, d)))
+        return -1;
+    const struct attn_matrix *given[6] = {&sw->norm1_weight,      &sw->norm1_bias,
+                                          &sw->norm2_weight,      &sw->norm2_bias,
+                                          &sw->post_norm1_weight, &sw->post_norm2_weight};
+    float *dst[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->pn1w, m->pn2w};
+    for (int i = 0; i < 6; i++) {
         if (!dst[i])
             continue;
+        bool weight = i % 2 == 0 || i == 5; /* the weights default to 1, the biases to 0 */
         for (size_t j = 0; j < d; j++)
-            dst[i][j] = given[i]->data ? given[i]->data[j] : i % 2 == 0 ? 1.0f : 0.0f;
+            dst[i][j] = given[i]->data ? given[i]->data[j] : weight ? 1.0f : 0.0f;
     }
     if (m->final_norm) { /* the last layer's: given, or 1 and 0 (norms draw nothing) */
         if (!own(m, &m->fw, d) || (b->norm == NORM_LAYER && !own(m, &m->fb, d)))
@@ -684,6 +697,7 @@ static int resolve_unembed(struct attn_model *m, const struct attn_scene *s)
         return 0;
     size_t count = (size_t)s->unembed.rows * (size_t)m->d_in, d = (size_t)m->d_in;
     m->vocab = s->unembed.rows;
+    m->logit_softcap = (float)s->logit_softcap;
     m->masked_lm = s->masked_lm;
     m->mask_id = s->mask_id;
     if (copy_vector(m, &m->unembed_bias, &s->unembed_bias, (size_t)m->vocab))
@@ -725,6 +739,7 @@ static void set_options(struct attn_model *m, const struct attn_scene *s)
      * twice: within a rounding of each other). */
     double layer_div = a->scale_by_layer ? (double)(m->layer + 1) : 1.0;
     m->scale_layer = a->scale_by_layer ? m->layer + 1 : 1;
+    m->softcap = (float)a->softcap;
     m->scale_divisor = m->scale == SCALE_SQRT_DK   ? (float)(sqrt((double)m->head_dim) * layer_div)
                        : m->scale == SCALE_DIVISOR ? (float)(a->scale_divisor * layer_div)
                                                    : (float)layer_div;
@@ -836,6 +851,11 @@ static int resolve_inputs(struct attn_model *m, const struct attn_scene *s, stru
             return -1;
     }
     memcpy(m->x, m->embed, nx * sizeof(float));
+    /* Gemma's normalizer: float32(sqrt(hidden_size)), one product a value as torch's */
+    m->embed_scale = s->embed.scale > 0 ? (float)s->embed.scale : 0.0f;
+    if (m->embed_scale > 0)
+        for (size_t i = 0; i < nx; i++)
+            m->x[i] = m->embed[i] * m->embed_scale;
     m->pos_offset = s->pos.offset;
     if (s->pos.kind == POS_LEARNED) {
         m->pos_rows = s->pos.max_len;
@@ -1061,10 +1081,13 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
         a->out_dim != b->out_dim || a->pos_kind != b->pos_kind || a->pos_rows != b->pos_rows ||
         a->pos_offset != b->pos_offset || a->project != b->project || a->qkv != b->qkv ||
         a->qkv_ld != b->qkv_ld || a->rope != b->rope || a->rope_pairs != b->rope_pairs ||
-        a->rope_dims != b->rope_dims || a->qk_norm_whole != b->qk_norm_whole || a->window != b->window || a->dropout != b->dropout ||
-        a->causal != b->causal || a->mask_mode != b->mask_mode || a->normalize != b->normalize ||
-        a->scale != b->scale || memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 ||
-        a->block != b->block || a->order != b->order || a->norm != b->norm ||
+        a->rope_dims != b->rope_dims || a->qk_norm_whole != b->qk_norm_whole ||
+        a->softcap != b->softcap || a->embed_scale != b->embed_scale ||
+        a->logit_softcap != b->logit_softcap || a->window != b->window ||
+        a->dropout != b->dropout || a->causal != b->causal || a->mask_mode != b->mask_mode ||
+        a->normalize != b->normalize || a->scale != b->scale ||
+        memcmp(&a->scale_divisor, &b->scale_divisor, sizeof(float)) != 0 || a->block != b->block ||
+        a->order != b->order || a->norm != b->norm ||
         memcmp(&a->norm_eps, &b->norm_eps, sizeof(float)) != 0 || a->activation != b->activation ||
         a->hidden != b->hidden || a->final_norm != b->final_norm || a->vocab != b->vocab ||
         a->hact != b->hact || a->masked_lm != b->masked_lm || a->mask_id != b->mask_id ||
@@ -1184,11 +1207,13 @@ static int weights_from_model(struct attn_scene_weights *w, const struct attn_mo
         int h = m->hidden;
         rc |= set_matrix(&w->ffn_W1, m->w1, d, h) | set_matrix(&w->ffn_b1, m->b1, 1, h) |
               set_matrix(&w->ffn_W2, m->w2, h, d) | set_matrix(&w->ffn_b2, m->b2, 1, d);
-        const float *norms[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->fw, m->fb};
-        struct attn_matrix *dst[6] = {&w->norm1_weight, &w->norm1_bias,        &w->norm2_weight,
-                                      &w->norm2_bias,   &w->final_norm_weight, &w->final_norm_bias};
-        for (int i = 0; i < 6; i++)
-            if (!all_equal(norms[i], d, i % 2 == 0 ? 1.0f : 0.0f))
+        const float *norms[8] = {m->n1w, m->n1b, m->n2w, m->n2b, m->fw, m->fb, m->pn1w, m->pn2w};
+        struct attn_matrix *dst[8] = {&w->norm1_weight,      &w->norm1_bias,
+                                      &w->norm2_weight,      &w->norm2_bias,
+                                      &w->final_norm_weight, &w->final_norm_bias,
+                                      &w->post_norm1_weight, &w->post_norm2_weight};
+        for (int i = 0; i < 8; i++)
+            if (!all_equal(norms[i], d, i % 2 == 0 || i == 7 ? 1.0f : 0.0f))
                 rc |= set_matrix(dst[i], norms[i], 1, d);
     }
     /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check

@@ -28,7 +28,7 @@
     X(wqkv) X(bqkv) X(wq) X(wk) X(wv) X(bq) X(bk) X(bv) X(wdown) X(wkup) X(wvup) X(wo) X(bo)       \
     X(qnw) X(knw) X(rope_inv) X(rope_cos) X(rope_sin)                                              \
     /* the block: the FFN and the norms */                                                         \
-    X(w1) X(b1) X(w2) X(b2) X(wg) X(bg) X(n1w) X(n1b) X(n2w) X(n2b) X(fw) X(fb)                    \
+    X(w1) X(b1) X(w2) X(b2) X(wg) X(bg) X(n1w) X(n1b) X(n2w) X(n2b) X(pn1w) X(pn2w) X(fw) X(fb)    \
     /* the last layer's unembedding and the head before it */                                      \
     X(unembed) X(unembed_bias) X(hw) X(hb) X(hnw) X(hnb)
 /* clang-format on */
@@ -58,10 +58,11 @@ struct attn_model {
     enum attn_pos_kind pos_kind;
     float *pos; /* (pos_rows, d_in) learned or sinusoidal table, or NULL */
     int pos_rows;
-    int pos_offset; /* the first token's position: x[i] = embed[i] + pos[pos_offset + i] */
-    float *x;       /* (n, d_in) inputs = embed + positions (LayerNorm(embed + types + positions)
-                       with enw) */
-    bool project;   /* false: projection none, Q = K = V = X (then D == d_in) */
+    int pos_offset;    /* the first token's position: x[i] = embed[i] + pos[pos_offset + i] */
+    float embed_scale; /* every embedding row times it (Gemma's sqrt(d) normalizer); 0: none */
+    float *x;          /* (n, d_in) inputs = embed + positions (LayerNorm(embed + types + positions)
+                          with enw) */
+    bool project;      /* false: projection none, Q = K = V = X (then D == d_in) */
     enum attn_qkv_mode qkv;
     float *wqkv, *bqkv;  /* fused: (d_in, D + 2 Dkv) and (D + 2 Dkv), as drawn; else NULL */
     float *wq, *wk, *wv; /* (d_in, D), (d_in, Dkv), (d_in, Dkv), x @ W; NULL when !project.
@@ -92,6 +93,7 @@ struct attn_model {
     enum attn_scale_kind scale; /* effective: SCALE_NONE, SCALE_SQRT_DK or SCALE_DIVISOR */
     float scale_divisor; /* the number scores are divided by (1 for none), as torch casts it */
     int scale_layer;     /* layer + 1 when the divisor holds it (scene's scale_by_layer), else 1 */
+    float softcap;       /* attention logit soft-capping: cap * tanh(scaled / cap); 0: none */
 
     /* The block (002), when block is true. */
     bool block;
@@ -105,12 +107,14 @@ struct attn_model {
     float *wg, *bg;   /* swiglu: (d_in, hidden) the gate and (hidden) its bias (or NULL), or NULL */
     float *n1w, *n1b; /* (d_in) each; n1b NULL for RMSNorm */
     float *n2w, *n2b;
-    bool final_norm; /* the last layer of a block with block.final_norm (GPT-2's ln_f) */
-    float *fw, *fb;  /* (d_in) each; fb NULL for RMSNorm */
+    bool final_norm;    /* the last layer of a block with block.final_norm (GPT-2's ln_f) */
+    float *fw, *fb;     /* (d_in) each; fb NULL for RMSNorm */
+    float *pn1w, *pn2w; /* sandwich: the branches' post-norms, (d_in) each; else NULL */
     /* The last layer of a scene with a vocabulary model: the unembedding (logits.h). */
     float *unembed;           /* (vocab, d_in), or NULL (then maybe lazy: unembed_lazy) */
     const void *unembed_lazy; /* a checkpoint's F16/BF16 unembedding, read a block at a time */
     float *unembed_bias;      /* (vocab), or NULL */
+    float logit_softcap;      /* final logit soft-capping: cap * tanh(score / cap); 0: none */
     int vocab;
     /* The head before the unembedding (BERT's MLM transform), when hw is not NULL:
      * LayerNorm(act(h hw + hb)) with hnw, hnb and norm_eps. */

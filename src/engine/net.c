@@ -349,7 +349,8 @@ static bool same_options(const struct attn_scene *a, const struct attn_scene *b)
         p->norm != q->norm || p->norm_eps != q->norm_eps || p->ffn_hidden != q->ffn_hidden ||
         p->activation != q->activation || !same_seed(p->ffn_seed, q->ffn_seed) ||
         p->ffn_skip != q->ffn_skip || p->final_norm != q->final_norm || x->window != y->window ||
-        x->qk_norm != y->qk_norm || x->qk_norm_whole != y->qk_norm_whole || !attn_rope_scaling_same(a, b) ||
+        x->qk_norm != y->qk_norm || x->qk_norm_whole != y->qk_norm_whole ||
+        !attn_rope_scaling_same(a, b) ||
         memcmp(x->window_off, y->window_off, sizeof(x->window_off)) != 0 ||
         x->scale_by_layer != y->scale_by_layer || a->masked_lm != b->masked_lm)
         return false;

@@ -133,6 +133,11 @@ static void elem_part(void *ctx, int t, int slot)
             out[i] = (float)(g / (1.0 + exp(-g))) * up[i];
         }
         break;
+    case ACT_GEGLU_TANH: /* gelu_tanh(gate) * up: Gemma's */
+        attn_gelu_tanh(out + lo, in + lo, hi - lo);
+        for (size_t i = lo; i < hi; i++)
+            out[i] = out[i] * up[i];
+        break;
     default:
         break;
     }
@@ -150,13 +155,14 @@ void attn_elem_add(float *out, const float *a, const float *b, size_t count)
     elem_run(out, a, b, count, ELEM_ADD);
 }
 
-void attn_swiglu(float *out, const float *gate, const float *up, size_t count)
+void attn_gated(float *out, const float *gate, const float *up, size_t count,
+                enum attn_activation act)
 {
-    elem_run(out, gate, up, count, ACT_SWIGLU);
+    elem_run(out, gate, up, count, (int)act);
 }
 
 void attn_activate(float *out, const float *in, size_t count, enum attn_activation act)
 {
-    if (act != ACT_SWIGLU)
+    if (!attn_activation_gated(act))
         elem_run(out, in, NULL, count, (int)act);
 }

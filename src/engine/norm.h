@@ -15,7 +15,9 @@ void attn_norm_heads(float *out, const float *x, int width, int group, const str
                      const float *w, int first);
 /* out (count) = a + b, element by element: a residual sum. */
 void attn_elem_add(float *out, const float *a, const float *b, size_t count);
-/* out (count) = SiLU(gate) * up, element by element: SwiGLU's activation. */
-void attn_swiglu(float *out, const float *gate, const float *up, size_t count);
+/* out (count) = act(gate) * up, element by element: a gated FFN's activation, SwiGLU's (SiLU)
+ * or GeGLU's (gelu_tanh). */
+void attn_gated(float *out, const float *gate, const float *up, size_t count,
+                enum attn_activation act);
 
 #endif

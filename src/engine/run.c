@@ -45,6 +45,8 @@
     X(ffn_up, 1, sh.h, sh.gated, 1)                                                                \
     X(ffn_act, 1, sh.h, sh.block, 1)                                                               \
     X(ffn_out, 1, sh.d, sh.block, 1)                                                               \
+    X(out_normed, 1, sh.d, sh.post, 1)                                                             \
+    X(ffn_out_normed, 1, sh.d, sh.post, 1)                                                         \
     X(res2, 0, sh.d, sh.block, 2)                                                                  \
     X(norm2, 0, sh.d, sh.block, 2)                                                                 \
     X(final, 0, sh.d, sh.final, 0)
@@ -53,8 +55,8 @@ enum { RUN_SQUARE = -1, RUN_WORK = -2 };
 
 /* The sizes RUN_BUFFERS' widths and needs read: a model's, or a run's as it was sized. */
 struct run_shape {
-    long D, Dkv, d, h, latent, E; /* h: the FFN's hidden width, 0 without a block */
-    bool qk, rope, block, gated, final;
+    long D, Dkv, d, h, latent, E;             /* h: the FFN's hidden width, 0 without a block */
+    bool qk, rope, block, gated, final, post; /* post: a sandwich block's post-norms */
 };
 
 static struct run_shape shape_of_model(const struct attn_model *m)
@@ -68,8 +70,9 @@ static struct run_shape shape_of_model(const struct attn_model *m)
                               .qk = m->qnw != NULL,
                               .rope = m->rope,
                               .block = m->block,
-                              .gated = m->block && m->activation == ACT_SWIGLU,
-                              .final = m->final_norm};
+                              .gated = m->block && attn_activation_gated(m->activation),
+                              .final = m->final_norm,
+                              .post = m->pn1w != NULL};
 }
 
 /* A run's widths (what a row holds); which buffers it has are those that are not NULL. */
@@ -140,7 +143,9 @@ static bool same_shape(const struct attn_run *r, const struct attn_model *m)
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope &&
            r->hidden == (m->block ? m->hidden : 0) && r->out_dim == m->out_dim &&
-           r->qk_norm == (m->qnw != NULL) && r->gated == (m->block && m->activation == ACT_SWIGLU);
+           r->qk_norm == (m->qnw != NULL) &&
+           r->gated == (m->block && attn_activation_gated(m->activation)) &&
+           r->post_norms == (m->pn1w != NULL);
 }
 
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
@@ -217,7 +222,7 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     size_t n = stages ? (size_t)m->n : (size_t)((m->n + PANEL - 1) / PANEL * PANEL);
     size_t D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
     size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
-    bool qk = m->qnw != NULL, gated = m->block && m->activation == ACT_SWIGLU;
+    bool qk = m->qnw != NULL, gated = m->block && attn_activation_gated(m->activation);
     if (share) { /* owner has the same shape: the same buffers are needed */
 #define X(name, shared, width, needed, lent)                                                       \
     if (shared)                                                                                    \
@@ -255,6 +260,7 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     r->out_dim = m->out_dim;
     r->qk_norm = qk;
     r->gated = gated;
+    r->post_norms = m->pn1w != NULL;
     r->work_slots = (int)(work_floats(n) / (PANEL * (n ? n : 1)));
     return 0;
 oom:

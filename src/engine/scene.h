@@ -54,16 +54,28 @@ enum attn_qkv_mode { QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS };
  * attention and the FFN (pre), in front of both side by side, each reading the block's input,
  * their outputs added to it at once (parallel: GPT-NeoX's use_parallel_residual), or on each
  * branch's output before it is added (post_branch: OLMo 2's x + norm(attn(x))). */
-enum attn_block_order { BLOCK_POST, BLOCK_PRE, BLOCK_PARALLEL, BLOCK_POST_BRANCH };
+enum attn_block_order { BLOCK_POST, BLOCK_PRE, BLOCK_PARALLEL, BLOCK_POST_BRANCH, BLOCK_SANDWICH };
+/* sandwich (Gemma 2 and 3's): pre-norm as pre, and each branch's output normalised again before
+ * it is added (post_norm1, post_norm2): r = x + pn1(attn(norm1(x))), then r + pn2(ffn(norm2(r))).
+ */
 
-/* Whether attention reads norm1 of the block's input (pre and parallel) rather than the input. */
+/* Whether attention reads norm1 of the block's input (pre, parallel and sandwich) rather than the
+ * input. */
 static inline bool attn_block_norms_input(enum attn_block_order o)
 {
-    return o == BLOCK_PRE || o == BLOCK_PARALLEL;
+    return o == BLOCK_PRE || o == BLOCK_PARALLEL || o == BLOCK_SANDWICH;
 }
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
 /* ACT_SWIGLU: the gated FFN of the Llama family, W2 (silu(x W_gate) * (x W1)), no biases. */
-enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU };
+/* ACT_GEGLU_TANH: the same gated FFN with GELU's tanh form for silu (Gemma's, gelu_pytorch_tanh).
+ */
+enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU, ACT_GEGLU_TANH };
+
+/* Whether the FFN is gated: act(x W_gate) * (x W1), the stages ffn_gate and ffn_up. */
+static inline bool attn_activation_gated(enum attn_activation a)
+{
+    return a == ACT_SWIGLU || a == ACT_GEGLU_TANH;
+}
 /* How RoPE's frequencies are stretched for long contexts (Hugging Face's rope_type). */
 enum attn_rope_scaling {
     ROPE_SCALING_NONE,
@@ -128,7 +140,10 @@ struct attn_config {
     enum attn_normalize normalize;
     enum attn_scale_kind scale; /* SCALE_DEFAULT: none when projection is none, else sqrt(d_k) */
     double scale_divisor;       /* SCALE_DIVISOR only: scores / divisor */
-    double dropout;             /* p in [0, 1]; double, as torch's 1 - p is computed in double */
+    /* A checkpoint's attention logit soft-capping (Gemma 2's attn_logit_softcapping): the scaled
+     * scores become cap * tanh(scaled / cap) (the stage capped) before the mask. 0: none. */
+    double softcap;
+    double dropout; /* p in [0, 1]; double, as torch's 1 - p is computed in double */
     struct attn_opt_seed dropout_seed; /* re-seed right before the dropout draws */
     bool qkv_bias;
     enum attn_tristate out_proj; /* default: true when heads > 1 and layout is split */
@@ -191,6 +206,8 @@ struct attn_block {
     X(norm1_bias)                                                                                  \
     X(norm2_weight)                                                                                \
     X(norm2_bias)                                                                                  \
+    X(post_norm1_weight)                                                                           \
+    X(post_norm2_weight)                                                                           \
     X(final_norm_weight)                                                                           \
     X(final_norm_bias)
 
@@ -213,7 +230,8 @@ struct attn_scene_weights {
     struct attn_matrix q_norm_weight, k_norm_weight; /* qk_norm: (1, head_dim) each */
     struct attn_matrix norm1_weight, norm1_bias;     /* (1, d_in) each */
     struct attn_matrix norm2_weight, norm2_bias;
-    struct attn_matrix final_norm_weight, final_norm_bias; /* the last layer's only */
+    struct attn_matrix post_norm1_weight, post_norm2_weight; /* sandwich: (1, d_in) each */
+    struct attn_matrix final_norm_weight, final_norm_bias;   /* the last layer's only */
     unsigned char *dropout_mask; /* (heads, n, n) 0/1 keep mask, or NULL */
     int dropout_mask_n;          /* n the mask was given for */
     int dropout_mask_heads;      /* heads the mask was given for */
@@ -316,6 +334,9 @@ struct attn_scene {
          * block.norm_eps. Layer 0's input is then LayerNorm(word + type + position). */
         struct attn_matrix types;
         struct attn_matrix norm_weight, norm_bias; /* (1, d_in) each */
+        /* A checkpoint's (Gemma's): every row times this, as float32 (its sqrt(hidden_size)
+         * normalizer); 0: none. */
+        double scale;
     } embed;
 
     struct {
@@ -328,6 +349,9 @@ struct attn_scene {
         /* ROPE: the first dims of every head that turn, even (GPT-NeoX's rotary_pct of a head,
          * Phi's partial_rotary_factor); the rest pass through unturned. 0: the whole head. */
         int rotary_dims;
+        /* ROPE, Gemma 3's: the base of the sliding-window layers (rope_local_base_freq), which
+         * take no rope scaling; the global layers take base and scaling. 0: base everywhere. */
+        double base_local;
         int offset; /* the first token's position */
         /* ROPE, a checkpoint's rope type (Hugging Face's rope_init_functions; model.c's
          * rope_frequencies computes them as transformers does, in float32): linear divides every
@@ -371,7 +395,8 @@ struct attn_scene {
          * scores ÷ √d_k or not (GPT-2's scale_attn_weights), for attn_scene_model_changes. Its
          * rows are normalised by the softmax, masked before it, without dropout. */
         bool causal;
-        enum attn_scale_kind scale; /* SCALE_SQRT_DK or SCALE_NONE */
+        enum attn_scale_kind scale; /* SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR (Gemma's) */
+        double scale_divisor;       /* SCALE_DIVISOR: the scores ÷ it (√query_pre_attn_scalar) */
         /* The positions it was trained on (n_positions, max_position_embeddings), named by
          * positions_key (a string literal), or 0. Learned positions end there; RoPE computes
          * past them as transformers does, with a warning (attn_scene_positions_note). */
@@ -392,6 +417,9 @@ struct attn_scene {
      * embed.rows). (vocab, d_in), or no data: the scene has no vocabulary model. */
     struct attn_matrix unembed;
     struct attn_matrix unembed_bias; /* (1, vocab) added to the scores (BERT's), or no data */
+    /* Final logit soft-capping (Gemma 2's final_logit_softcapping): scores = cap * tanh(scores /
+     * cap). 0: none. */
+    double logit_softcap;
     /* A checkpoint's head between the last hidden state and the unembedding (BERT's MLM
      * transform: LayerNorm(act(h W + b)), with block.norm_eps), when dense is given. */
     struct {

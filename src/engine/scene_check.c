@@ -141,6 +141,9 @@ static void check_systems(const struct attn_scene *s, struct diag_list *out)
         problem(out, "block.norm_eps", "norm_eps must be a positive number, not %g", b->norm_eps);
     if (b->ffn_skip < 0)
         problem(out, "block.ffn_skip", "ffn_skip %d is out of range (0 or more)", b->ffn_skip);
+    if (b->order == BLOCK_SANDWICH && b->norm != NORM_RMS)
+        problem(out, "block.order",
+                "a sandwich block's post-norms are RMSNorms (Gemma's): it needs norm: rms");
 }
 
 /* The explicit parameters fit the scene's shapes; what a mode does not use is not given. */
@@ -196,7 +199,7 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
     bool ffn = b->on && (attn_matrix_given(&w->ffn_W1) || attn_matrix_given(&w->ffn_b1) ||
                          attn_matrix_given(&w->ffn_W2) || attn_matrix_given(&w->ffn_b2) ||
                          attn_matrix_given(&w->ffn_Wgate) || attn_matrix_given(&w->ffn_bgate));
-    bool gated = b->activation == ACT_SWIGLU;
+    bool gated = attn_activation_gated(b->activation);
     const char *ffn_why = !b->on ? "there is no block"
                           : gated
                               ? "swiglu's three matrices go together (with their biases, if any)"
@@ -230,6 +233,13 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
         check_shape(out, P(norm_paths[i]), norms[i], 1, d_in, ok,
                     !b->on ? "there is no block" : "RMSNorm has no bias");
     }
+    const struct attn_matrix *post[2] = {&w->post_norm1_weight, &w->post_norm2_weight};
+    static const char *const post_paths[2] = {"post_norm1_weight", "post_norm2_weight"};
+    for (int i = 0; i < 2; i++)
+        if (post[i]->data)
+            check_shape(out, P(post_paths[i]), post[i], 1, d_in,
+                        b->on && b->order == BLOCK_SANDWICH,
+                        "only a sandwich block normalises its branches' outputs");
     bool last = layer == (s->layers > 1 ? s->layers : 1) - 1;
     const struct attn_matrix *fin[2] = {&w->final_norm_weight, &w->final_norm_bias};
     static const char *const fin_paths[2] = {"final_norm_weight", "final_norm_bias"};

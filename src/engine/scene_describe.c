@@ -75,10 +75,11 @@ const char *attn_qkv_mode_name(enum attn_qkv_mode q)
 
 const char *attn_block_order_name(enum attn_block_order o)
 {
-    return o == BLOCK_POST_BRANCH ? "post_branch"
-           : o == BLOCK_PARALLEL  ? "parallel"
-           : o == BLOCK_PRE       ? "pre"
-                                  : "post";
+    return o == BLOCK_SANDWICH      ? "sandwich"
+           : o == BLOCK_POST_BRANCH ? "post_branch"
+           : o == BLOCK_PARALLEL    ? "parallel"
+           : o == BLOCK_PRE         ? "pre"
+                                    : "post";
 }
 
 const char *attn_norm_kind_name(enum attn_norm_kind n)
@@ -88,7 +89,8 @@ const char *attn_norm_kind_name(enum attn_norm_kind n)
 
 const char *attn_activation_name(enum attn_activation a)
 {
-    return a == ACT_SWIGLU      ? "swiglu"
+    return a == ACT_GEGLU_TANH  ? "geglu_tanh"
+           : a == ACT_SWIGLU    ? "swiglu"
            : a == ACT_GELU_TANH ? "gelu_tanh"
            : a == ACT_GELU      ? "gelu"
                                 : "relu";
@@ -130,7 +132,8 @@ int attn_scene_model_changes(char *out, size_t size, const struct attn_scene *s)
     if (a->causal && a->mask_mode != MASK_BEFORE_SOFTMAX)
         SAY("mask %s", attn_mask_mode_name(a->mask_mode));
     enum attn_scale_kind sc = attn_scene_eff_scale(s);
-    if (sc == SCALE_DIVISOR)
+    if (sc == SCALE_DIVISOR &&
+        !(s->model.scale == SCALE_DIVISOR && a->scale_divisor == s->model.scale_divisor))
         SAY("scores \u00f7 %g", a->scale_divisor);
     else if (sc != s->model.scale)
         SAY("scaling %s", sc == SCALE_NONE ? "off" : "by \u221ad_k");

@@ -73,6 +73,21 @@ void attn_scale_scores(float *out, const float *scores, const struct attn_model 
         out[i] = scores[i] / m->scale_divisor;
 }
 
+void attn_softcap_row(float *row, int count, const struct attn_model *m)
+{
+    float cap = m->softcap;
+    if (cap > 0)
+        for (int j = 0; j < count; j++)
+            row[j] = tanhf(row[j] / cap) * cap;
+}
+
+void attn_cap_scores(float *out, const float *scores, const struct attn_model *m)
+{
+    attn_scale_scores(out, scores, m);
+    for (int i = 0; i < m->n; i++)
+        attn_softcap_row(out + (size_t)i * m->n, m->n, m);
+}
+
 /* out (n, n) = one head's masked stage from its scores: scaled, then -inf where the key is
  * hidden (the future, a key out of the sliding window; before_softmax), or normalised with them
  * zeroed (after_softmax); without a mask, scaled. The forward pass and attn_view both call this,
@@ -86,13 +101,17 @@ void attn_mask_scores(float *out, const float *scores, const struct attn_model *
         for (int i = 0; i < n; i++) {
             float *o = out + (size_t)i * n;
             const float *x = scores + (size_t)i * n;
-            for (int j = 0; j < n; j++)
-                o[j] = attn_hidden_key(m, i, j) ? -INFINITY : x[j] / m->scale_divisor;
+            for (int j = 0; j < n; j++) {
+                float y = x[j] / m->scale_divisor;
+                if (m->softcap > 0)
+                    y = tanhf(y / m->softcap) * m->softcap;
+                o[j] = attn_hidden_key(m, i, j) ? -INFINITY : y;
+            }
         }
         return;
     }
-    attn_scale_scores(out, scores, m);
-    if (masked) { /* the book's first try: normalise, then zero the future */
+    attn_cap_scores(out, scores, m); /* scaled when there is no cap */
+    if (masked) {                    /* the book's first try: normalise, then zero the future */
         attn_normalize_rows(out, out, n, m->normalize);
         fill_hidden(out, m, 0.0f);
     }

@@ -32,6 +32,12 @@ bool attn_hidden_key(const struct attn_model *m, int i, int j);
 void attn_normalize_rows(float *out, const float *in, int n, enum attn_normalize how);
 /* out (n, n) = one head's scaled scores: scores / divisor. */
 void attn_scale_scores(float *out, const float *scores, const struct attn_model *m);
+/* out (n, n) = one head's capped stage: cap * tanh(scaled / cap), the scaled scores soft-capped
+ * (Gemma 2's attn_logit_softcapping). */
+void attn_cap_scores(float *out, const float *scores, const struct attn_model *m);
+/* Soft-caps count scaled scores of a row in place, when m has a cap: torch's three steps, /
+ * cap, tanh, * cap. */
+void attn_softcap_row(float *row, int count, const struct attn_model *m);
 /* out (n, n) = one head's masked stage from its scores (see scores.c). */
 void attn_mask_scores(float *out, const float *scores, const struct attn_model *m);
 /* out (count) = weights after dropout; keep: the mask of the same cells. */

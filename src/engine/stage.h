@@ -65,6 +65,9 @@ enum attn_stage_width {
     X(SCORES, "scores", "scores (Q\u00b7K\u1d40)", SQUARE, TOKENS, "scores", scores)               \
     /* scores / sqrt(d_k) (or the divisor) */                                                      \
     X(SCALED, "scaled", "scaled", SQUARE, TOKENS, "scaled", scaled)                                \
+    /* attention logit soft-capping (Gemma 2): cap * tanh(scaled / cap) */                         \
+    X(CAPPED, "capped", "capped (cap \u00b7 tanh(s \u00f7 cap))", SQUARE, TOKENS, "capped",        \
+      capped)                                                                                      \
     /* -inf above the diagonal; mask_mode after_softmax: the softmax with the future zeroed (the   \
        book's masked_simple) */                                                                    \
     X(MASKED, "masked", "masked", SQUARE, TOKENS, "masked", masked)                                \
@@ -82,9 +85,12 @@ enum attn_stage_width {
     X(CONCAT, "concat", "concat (every head's context)", SHARED, CONCAT, "context", concat)        \
     /* concat Wo + bo (= concat without out_proj) (n, E) */                                        \
     X(OUTPUT, "output", "output", SHARED, OUT, "output", output)                                   \
-    /* block: X + output (n, d_in); none in a parallel block */                                                              \
+    /* sandwich (Gemma's): the output normalised before it is added (post_attention_layernorm) */  \
+    X(OUTPUT_NORMED, "output_normed", "output_normed (the output's post-norm)", BLOCK, D_IN,       \
+      "output_normed", post_norm)                                                                  \
+    /* block: X + output (n, d_in); none in a parallel block */                                    \
     X(RESIDUAL1, "residual1", "residual1 (inputs + output)", BLOCK, D_IN, "residual1", residual1)  \
-    /* post: norm(residual1); pre and parallel: norm(X), attention's input */                                   \
+    /* post: norm(residual1); pre and parallel: norm(X), attention's input */                      \
     X(NORM1, "norm1", "norm1", BLOCK, D_IN, "norm1", norm1)                                        \
     /* the FFN's first Linear (n, hidden) */                                                       \
     X(FFN_HIDDEN, "ffn_hidden", "ffn_hidden (x \u00b7 W1 + b1)", BLOCK, HIDDEN, "ffn_hidden",      \
@@ -97,9 +103,13 @@ enum attn_stage_width {
       ffn_activated)                                                                               \
     /* its second Linear (n, d_in) */                                                              \
     X(FFN_OUT, "ffn_out", "ffn_out (\u00b7 W2 + b2)", BLOCK, D_IN, "ffn_out", ffn_out)             \
-    /* post: norm1 + ffn_out; pre: residual1 + ffn_out; parallel: ffn_out + output + X */                                          \
+    /* sandwich: ffn_out normalised before it is added (post_feedforward_layernorm) */             \
+    X(FFN_OUT_NORMED, "ffn_out_normed", "ffn_out_normed (the FFN's post-norm)", BLOCK, D_IN,       \
+      "ffn_out_normed", post_norm)                                                                 \
+    /* post: norm1 + ffn_out; pre: residual1 + ffn_out; parallel: ffn_out + output + X */          \
     X(RESIDUAL2, "residual2", "residual2 (+ ffn_out)", BLOCK, D_IN, "residual2", residual2)        \
-    /* post: norm(residual2); pre: norm(residual1), the FFN's input; parallel: norm(X), the FFN's */                             \
+    /* post: norm(residual2); pre: norm(residual1), the FFN's input; parallel: norm(X), the FFN's  \
+     */                                                                                            \
     X(NORM2, "norm2", "norm2", BLOCK, D_IN, "norm2", norm2)                                        \
     /* the last layer's final norm of the block output (GPT-2's ln_f) */                           \
     X(FINAL_NORM, "final_norm", "final_norm (ln_f)", BLOCK, D_IN, "final_norm", final_norm)
@@ -115,7 +125,7 @@ enum attn_stage {
  * forward pass, so no buffer holds them and the pass's finite check does not read them. Every
  * other stage is kept: the pass writes it to a buffer of struct attn_run (or the model's inputs).
  * attn_stage_is_on_demand, the finite check and view.c's kept_buffer all read this list. */
-#define ATTN_DERIVED_STAGES(X) X(SCALED) X(MASKED) X(DROPOUT) X(WEIGHTED_NORM)
+#define ATTN_DERIVED_STAGES(X) X(SCALED) X(CAPPED) X(MASKED) X(DROPOUT) X(WEIGHTED_NORM)
 
 /* The stage's one name: "inputs", "queries", ..., "weights", "context", "concat", "output". The
  * stage bar, the map heading, --stage, the inspector, file names and the docs all use it, and

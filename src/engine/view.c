@@ -18,7 +18,7 @@ static enum attn_stage same_as(const struct attn_model *m, enum attn_stage s)
     if (s == STAGE_DROPOUT && !m->keep)
         s = STAGE_WEIGHTS;
     if (s == STAGE_MASKED && !m->causal && m->window <= 0)
-        s = STAGE_SCALED;
+        s = m->softcap > 0 ? STAGE_CAPPED : STAGE_SCALED;
     if (s == STAGE_SCALED && m->scale_divisor == 1.0f)
         s = STAGE_SCORES;
     return s;
@@ -113,6 +113,12 @@ static void derive_SCALED(float *out, const struct attn_run *r, const struct att
 {
     fill_future_scores(r, m, h);
     attn_scale_scores(out, r->scores + (size_t)h * m->n * m->n, m);
+}
+
+static void derive_CAPPED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
+{
+    fill_future_scores(r, m, h);
+    attn_cap_scores(out, r->scores + (size_t)h * m->n * m->n, m);
 }
 
 static void derive_MASKED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
@@ -218,6 +224,10 @@ static const float *kept_buffer(const struct attn_run *r, const struct attn_mode
         return r->ffn_act;
     case STAGE_FFN_OUT:
         return r->ffn_out;
+    case STAGE_OUTPUT_NORMED:
+        return r->out_normed;
+    case STAGE_FFN_OUT_NORMED:
+        return r->ffn_out_normed;
     case STAGE_RESIDUAL2:
         return r->res2;
     case STAGE_NORM2:
@@ -311,6 +321,7 @@ struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)
 {
     return (s == STAGE_SCALED && m->scale == SCALE_NONE) ||
+           (s == STAGE_CAPPED && !(m->softcap > 0)) ||
            (s == STAGE_MASKED && !m->causal && m->window <= 0) ||
            (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
 }
@@ -334,21 +345,24 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
         out[k++] = STAGE_QUERIES_ROTATED;
         out[k++] = STAGE_KEYS_ROTATED;
     }
-    static const enum attn_stage heads[] = {STAGE_SCORES,  STAGE_SCALED,  STAGE_MASKED,
-                                            STAGE_WEIGHTS, STAGE_DROPOUT, STAGE_WEIGHTED_NORM,
-                                            STAGE_CONTEXT, STAGE_CONCAT,  STAGE_OUTPUT};
+    static const enum attn_stage heads[] = {
+        STAGE_SCORES,  STAGE_SCALED,        STAGE_CAPPED,  STAGE_MASKED, STAGE_WEIGHTS,
+        STAGE_DROPOUT, STAGE_WEIGHTED_NORM, STAGE_CONTEXT, STAGE_CONCAT, STAGE_OUTPUT};
     for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
-        out[k++] = heads[i];
+        if (heads[i] != STAGE_CAPPED || m->softcap > 0) /* soft-capping's only */
+            out[k++] = heads[i];
     if (m->block) {
         if (m->order == BLOCK_POST_BRANCH) /* attention's output normalised, then added */
             out[k++] = STAGE_NORM1;
+        if (m->order == BLOCK_SANDWICH)
+            out[k++] = STAGE_OUTPUT_NORMED;
         if (m->order != BLOCK_PARALLEL) /* parallel: nothing is added before the FFN */
             out[k++] = STAGE_RESIDUAL1;
         if (m->order == BLOCK_POST)
             out[k++] = STAGE_NORM1;
         else if (m->order != BLOCK_POST_BRANCH)
             out[k++] = STAGE_NORM2;
-        if (m->activation == ACT_SWIGLU) {
+        if (attn_activation_gated(m->activation)) {
             out[k++] = STAGE_FFN_GATE;
             out[k++] = STAGE_FFN_UP;
         } else {
@@ -358,6 +372,8 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
         out[k++] = STAGE_FFN_OUT;
         if (m->order == BLOCK_POST_BRANCH)
             out[k++] = STAGE_NORM2;
+        if (m->order == BLOCK_SANDWICH)
+            out[k++] = STAGE_FFN_OUT_NORMED;
         out[k++] = STAGE_RESIDUAL2;
         if (m->order == BLOCK_POST)
             out[k++] = STAGE_NORM2;
@@ -389,6 +405,7 @@ bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_s
         .order = s->block.order,
         .activation = s->block.activation,
         .final_norm = s->block.on && s->block.final_norm && layer == s->layers - 1,
+        .softcap = (float)s->attn.softcap,
     };
     return attn_stage_present(&m, st);
 }

@@ -11,6 +11,7 @@
 
 #include "common/cnum.h"
 #include "engine/scores.h"
+#include "engine/vecmath.h"
 #include "explore/appstate.h"
 
 #define MAX_TERMS 6 /* terms written out before "+ \u2026" */
@@ -499,11 +500,32 @@ static void explain_scaled(const struct cell *c)
     equals_val(c);
 }
 
+/* Gemma 2's attention logit soft-capping: cap · tanh(s / cap), which no score passes. */
+static void explain_capped(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    float s = at(app_view(c->a, STAGE_SCALED, c->h), c->i, c->j), cap = m->softcap;
+    put(c->b, "soft-capping: cap \u00b7 tanh(s \u00f7 cap), cap = %g\n  = %g \u00b7 tanh(",
+        (double)cap, (double)cap);
+    num(c->b, s);
+    put(c->b, " \u00f7 %g)\n  = %g \u00b7 ", (double)cap, (double)cap);
+    num(c->b, tanhf(s / cap));
+    put(c->b, "\n  = ");
+    equals_val(c);
+    put(c->b,
+        "every score stays within \u00b1%g: near 0 it is s itself,\nfar out it flattens ("
+        "s = %g would give %.2f)\n",
+        (double)cap, (double)(2 * cap), (double)(cap * tanhf(2.0f)));
+}
+
 static void explain_masked(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     struct buf *b = c->b;
     const char *query = m->tokens[c->i], *key = m->tokens[c->j];
+    if (m->softcap > 0 && !(c->j > c->i) && !(m->window > 0 && c->i - c->j >= m->window))
+        put(b, "the capped score, cap \u00b7 tanh(scaled \u00f7 cap), cap %g:\n",
+            (double)m->softcap);
     if (!m->causal) {
         put(b, "no causal mask: unchanged\n  = ");
     } else if (c->j > c->i) {
@@ -662,9 +684,26 @@ static void explain_sum(const struct cell *c, const char *what, float left, floa
     equals_val(c);
 }
 
+/* A sandwich block's post-norm of a branch's output (Gemma's post_attention_layernorm and
+ * post_feedforward_layernorm), before it is added. */
+static void explain_post_norm(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    bool ffn = c->a->view.stage == STAGE_FFN_OUT_NORMED;
+    explain_norm(c->b, c->a, c->i, c->j, ffn ? c->r->ffn_out : c->r->output,
+                 ffn ? m->pn2w : m->pn1w, NULL,
+                 ffn ? "ffn_out (sandwich: normalised again before it is added)"
+                     : "attention's output (sandwich: normalised again before it is added)");
+}
+
 static void explain_residual1(const struct cell *c)
 {
     size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    if (c->m->order == BLOCK_SANDWICH) {
+        explain_sum(c, "residual1 = inputs + output_normed", c->m->x[at_ij],
+                    c->r->out_normed[at_ij]);
+        return;
+    }
     if (c->m->order == BLOCK_POST_BRANCH) {
         explain_sum(c, "residual1 = inputs + norm1 (attention's output, normalised)",
                     c->m->x[at_ij], c->r->norm1[at_ij]);
@@ -678,6 +717,11 @@ static void explain_residual2(const struct cell *c)
 {
     bool post = c->m->order == BLOCK_POST;
     size_t at_ij = (size_t)c->i * c->m->d_in + (size_t)c->j;
+    if (c->m->order == BLOCK_SANDWICH) {
+        explain_sum(c, "residual2 = residual1 + ffn_out_normed", c->r->res1[at_ij],
+                    c->r->ffn_out_normed[at_ij]);
+        return;
+    }
     if (c->m->order == BLOCK_POST_BRANCH) {
         explain_sum(c, "residual2 = residual1 + norm2 (the FFN's output, normalised)",
                     c->r->res1[at_ij], c->r->norm2[at_ij]);
@@ -748,9 +792,8 @@ static const float *ffn_input(const struct cell *c)
 static void explain_ffn_hidden(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c),
-                   m->d_in, ATTN_PARAM(m, w1), m->hidden, m->b1,
-                   "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
+    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c), m->d_in, ATTN_PARAM(m, w1), m->hidden,
+                   m->b1, "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
 }
 
 /* SwiGLU's two Linears of the FFN's input (Llama's gate_proj and up_proj; their biases only
@@ -758,18 +801,17 @@ static void explain_ffn_hidden(const struct cell *c)
 static void explain_ffn_gate(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c),
-                   m->d_in, ATTN_PARAM(m, wg), m->hidden, m->bg,
-                   m->bg
-                       ? "ffn_gate = x \u00b7 W_gate + b_gate (gate_proj: how far each unit opens)"
-                       : "ffn_gate = x \u00b7 W_gate (gate_proj: how far each unit opens)");
+    explain_linear(
+        c->b, c->a, c->i, c->j, ffn_input(c), m->d_in, ATTN_PARAM(m, wg), m->hidden, m->bg,
+        m->bg ? "ffn_gate = x \u00b7 W_gate + b_gate (gate_proj: how far each unit opens)"
+              : "ffn_gate = x \u00b7 W_gate (gate_proj: how far each unit opens)");
 }
 
 static void explain_ffn_up(const struct cell *c)
 {
     const struct attn_model *m = c->m;
-    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c),
-                   m->d_in, ATTN_PARAM(m, w1), m->hidden, m->b1,
+    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c), m->d_in, ATTN_PARAM(m, w1), m->hidden,
+                   m->b1,
                    m->b1 ? "ffn_up = x \u00b7 W1 + b1 (up_proj: what passes the gate)"
                          : "ffn_up = x \u00b7 W1 (up_proj: what passes the gate)");
 }
@@ -819,6 +861,23 @@ static void explain_normed(const struct cell *c)
 static void explain_ffn_activated(const struct cell *c)
 {
     const struct attn_model *m = c->m;
+    if (m->activation == ACT_GEGLU_TANH) {
+        size_t at_ij = (size_t)c->i * m->hidden + c->j;
+        float g = c->r->ffn_gate[at_ij], u = c->r->ffn_up[at_ij], gg;
+        attn_gelu_tanh(&gg, &g, 1);
+        put(c->b, "GeGLU: gelu(gate) \u00b7 up, gelu's tanh form (Gemma's\n"
+                  "gelu_pytorch_tanh)\n  = gelu(");
+        num(c->b, g);
+        put(c->b, ") \u00d7 ");
+        num(c->b, u);
+        put(c->b, "\n  = ");
+        operand(c->b, gg);
+        put(c->b, " \u00d7 ");
+        operand(c->b, u);
+        put(c->b, "\n  = ");
+        equals_val(c);
+        return;
+    }
     if (m->activation == ACT_SWIGLU) {
         size_t at_ij = (size_t)c->i * m->hidden + c->j;
         float g = c->r->ffn_gate[at_ij], u = c->r->ffn_up[at_ij];

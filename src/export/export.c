@@ -251,13 +251,14 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
             goto out;
     }
     /* The norms' weights only when they are not the default 1 and 0. */
-    const float *norms[4] = {m->n1w, m->n1b, m->n2w, m->n2b};
-    static const char *const norm_names[4] = {"norm1_weight", "norm1_bias", "norm2_weight",
-                                              "norm2_bias"};
-    for (int i = 0; m->block && i < 4; i++) {
+    const float *norms[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->pn1w, m->pn2w};
+    static const char *const norm_names[6] = {"norm1_weight",      "norm1_bias",
+                                              "norm2_weight",      "norm2_bias",
+                                              "post_norm1_weight", "post_norm2_weight"};
+    for (int i = 0; m->block && i < 6; i++) {
         bool plain = true;
         for (int j = 0; norms[i] && j < d; j++)
-            plain &= norms[i][j] == (i % 2 == 0 ? 1.0f : 0.0f);
+            plain &= norms[i][j] == (i % 2 == 0 || i == 5 ? 1.0f : 0.0f);
         struct attn_mat_view v = {norms[i], 1, d, d};
         if (norms[i] && !plain &&
             put_matrix(dir, "params", norm_names[i], v, "row", bias_row, NULL, fmt, err) != 0)

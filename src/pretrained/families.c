@@ -13,6 +13,7 @@
     X(llama)                                                                                       \
     X(bert)                                                                                        \
     X(gpt_neox)                                                                                    \
+    X(gemma)                                                                                       \
     /* the last row */
 
 #define DECLARE(name) extern const struct attn_family attn_family_##name;

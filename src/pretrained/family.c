@@ -190,6 +190,11 @@ int attn_family_prologue(struct family_load *ld, const struct family_shape *sh, 
     s->model.heads = sh->heads;
     s->model.causal = sh->causal;
     s->model.scale = sh->scale;
+    s->model.scale_divisor = sh->scale_divisor;
+    if (!ld->o->scale && sh->scale == SCALE_DIVISOR) { /* as trained, unless the scene says */
+        s->attn.scale = SCALE_DIVISOR;
+        s->attn.scale_divisor = sh->scale_divisor;
+    }
     s->model.positions = sh->positions;
     s->model.positions_key = sh->positions_key;
     return attn_ckpt_reset_weights(s, ld->layers, err);

@@ -91,7 +91,8 @@ struct family_shape {
     bool learned;               /* a table of positions: a longer text is refused */
     bool tied, tied_default;    /* tie_word_embeddings, and transformers' default of it */
     bool causal;                /* as trained: the mask (attention.causal overrides it) */
-    enum attn_scale_kind scale; /* as trained: SCALE_SQRT_DK or SCALE_NONE */
+    enum attn_scale_kind scale; /* as trained: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
+    double scale_divisor;       /* SCALE_DIVISOR: the divisor (Gemma's √query_pre_attn_scalar) */
 };
 
 /* The sizes most of transformers' configuration classes name alike, each required and checked

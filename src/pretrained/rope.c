@@ -78,7 +78,8 @@ static json_t *field(const struct rope_src *r, const char *name, const char **wh
 /* rope_parameters as transformers 5 may write it: one dict of fields, or one per layer type
  * ({"full_attention": {...}, "sliding_attention": {...}}). attnscope computes one RoPE for every
  * layer: several are refused unless they are the same. */
-static int pick_params(json_t **out, struct ckpt_config *c, json_t *rp, struct diag *err)
+static int pick_params(json_t **out, json_t **sliding, struct ckpt_config *c, json_t *rp,
+                       struct diag *err)
 {
     *out = rp;
     const char *name;
@@ -92,6 +93,20 @@ static int pick_params(json_t **out, struct ckpt_config *c, json_t *rp, struct d
     }
     if (objects == 0 || objects != json_object_size(rp))
         return 0;
+    if (sliding) { /* Gemma 3: the full layers' RoPE and the sliding layers' */
+        json_object_foreach(rp, name, v)
+        {
+            if (strcmp(name, "full_attention") != 0 && strcmp(name, "sliding_attention") != 0)
+                return attn_ckpt_config_error(c, "rope_parameters", name, err,
+                                              "'rope_parameters' has RoPE for layer type '%s': "
+                                              "the layers are full_attention or "
+                                              "sliding_attention",
+                                              name);
+        }
+        *out = json_object_get(rp, "full_attention");
+        *sliding = json_object_get(rp, "sliding_attention");
+        return 0;
+    }
     json_object_foreach(rp, name, v)
     {
         if (!json_equal(v, first))
@@ -100,6 +115,57 @@ static int pick_params(json_t **out, struct ckpt_config *c, json_t *rp, struct d
                                           "own: attnscope computes one RoPE for every layer");
     }
     *out = first;
+    return 0;
+}
+
+/* Gemma 3's sliding layers' base: the sliding_attention dict of rope_parameters (default RoPE
+ * only) or the top-level rope_local_base_freq; where both are written they agree. */
+static int read_local(struct ckpt_rope *out, struct ckpt_config *c, json_t *sliding,
+                      struct diag *err)
+{
+    char got[64];
+    out->base_local = 10000.0;
+    json_t *top = json_object_get(c->root, "rope_local_base_freq"), *in = NULL;
+    if (top && json_is_null(top))
+        top = NULL;
+    if (sliding) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(sliding, name, v)
+        {
+            bool type = strcmp(name, "rope_type") == 0 || strcmp(name, "type") == 0;
+            if (type && !(json_is_string(v) && strcmp(json_string_value(v), "default") == 0))
+                return attn_ckpt_config_error(c, "rope_parameters", "sliding_attention", err,
+                                              "the sliding layers' rope type is %s: attnscope "
+                                              "computes default RoPE there, as Gemma 3 has it",
+                                              attn_ckpt_show_value(got, sizeof(got), v));
+            if (!type && strcmp(name, "rope_theta") != 0 &&
+                !(strcmp(name, "partial_rotary_factor") == 0 && json_is_number(v) &&
+                  json_number_value(v) == 1.0))
+                return attn_ckpt_config_error(c, "rope_parameters", "sliding_attention", err,
+                                              "the sliding layers' RoPE has '%s': attnscope "
+                                              "computes default RoPE there (rope_theta only)",
+                                              name);
+        }
+        in = json_object_get(sliding, "rope_theta");
+    }
+    if (in && top && !attn_ckpt_json_same(in, top))
+        return attn_ckpt_config_error(
+            c, "rope_local_base_freq", NULL, err,
+            "'rope_local_base_freq' is %s, the sliding layers' rope_theta in 'rope_parameters' "
+            "%s: the two formats disagree",
+            attn_ckpt_show_value(got, sizeof(got), top), attn_ckpt_show_value(got + 32, 32, in));
+    json_t *v = in ? in : top;
+    if (v) {
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(x > 1 && isfinite(x)))
+            return attn_ckpt_config_error(c, in ? "rope_parameters" : "rope_local_base_freq", NULL,
+                                          err,
+                                          "the sliding layers' RoPE base is %s, not a number "
+                                          "above 1",
+                                          attn_ckpt_show_value(got, sizeof(got), v));
+        out->base_local = x;
+    }
     return 0;
 }
 
@@ -278,7 +344,10 @@ int attn_ckpt_rope(struct ckpt_rope *out, struct ckpt_config *c, struct ckpt_bac
                                           attn_ckpt_show_value(got, sizeof(got), v));
         *slots[i] = v;
     }
-    if (r.params && pick_params(&r.params, c, r.params, err))
+    json_t *sliding = NULL;
+    if (r.params && pick_params(&r.params, spec->local ? &sliding : NULL, c, r.params, err))
+        return -1;
+    if (spec->local && read_local(out, c, sliding, err))
         return -1;
     if (formats_agree(c, &r, err))
         return -1;

@@ -14,6 +14,7 @@
 
 struct ckpt_rope {
     double theta;                  /* rope_theta: the base */
+    double base_local;             /* spec.local: the sliding layers' base (default RoPE) */
     int rotary_dims;               /* the first dims of a head that turn (partial rotary) */
     struct attn_rope_params scale; /* the rope type and its numbers, as the engine reads them */
 };
@@ -35,6 +36,10 @@ struct ckpt_rope_spec {
      * (Phi3Config's 4096) rather than max_position_embeddings */
     bool phi3;
     int original_max;
+    /* Gemma 3's: the sliding-window layers have a RoPE of their own, default RoPE on a base of
+     * their own: 4's top-level rope_local_base_freq (10000 by default), or 5's rope_parameters
+     * {"full_attention": {...}, "sliding_attention": {...}}; the full layers' is the RoPE read */
+    bool local;
 };
 
 /* Reads RoPE's keys of c (rope_theta, rope_scaling, rope_parameters, partial_rotary_factor and

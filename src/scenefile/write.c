@@ -625,9 +625,17 @@ static const struct {
     const char *name;
     size_t offset;
 } block_params[] = {
-    BLOCK_PARAM(ffn_W1),          BLOCK_PARAM(ffn_b1),       BLOCK_PARAM(ffn_W2),
-    BLOCK_PARAM(ffn_b2),          BLOCK_PARAM(norm1_weight), BLOCK_PARAM(norm1_bias),
-    BLOCK_PARAM(norm2_weight),    BLOCK_PARAM(norm2_bias),   BLOCK_PARAM(final_norm_weight),
+    BLOCK_PARAM(ffn_W1),
+    BLOCK_PARAM(ffn_b1),
+    BLOCK_PARAM(ffn_W2),
+    BLOCK_PARAM(ffn_b2),
+    BLOCK_PARAM(norm1_weight),
+    BLOCK_PARAM(norm1_bias),
+    BLOCK_PARAM(norm2_weight),
+    BLOCK_PARAM(norm2_bias),
+    BLOCK_PARAM(post_norm1_weight),
+    BLOCK_PARAM(post_norm2_weight),
+    BLOCK_PARAM(final_norm_weight),
     BLOCK_PARAM(final_norm_bias),
 };
 #undef BLOCK_PARAM

@@ -687,9 +687,10 @@ HEAD_VEC = ("queries", "keys", "values", "queries_normed", "keys_normed", "queri
             "keys_rotated", "context")
 # no "dropout": these models' attention dropout is 0, so dropout.csv would be a byte copy of
 # weights.csv, and the export leaves it out (docs/export.md)
-HEAD_SQ = ("scores", "scaled", "masked", "weights", "weighted_norm")
-LAYER = ("inputs", "norm1", "context", "output", "residual1", "norm2", "ffn_hidden", "ffn_gate",
-         "ffn_up", "ffn_activated", "ffn_out", "residual2", "block_output")
+HEAD_SQ = ("scores", "scaled", "capped", "masked", "weights", "weighted_norm")
+LAYER = ("inputs", "norm1", "context", "output", "output_normed", "residual1", "norm2",
+         "ffn_hidden", "ffn_gate", "ffn_up", "ffn_activated", "ffn_out", "ffn_out_normed",
+         "residual2", "block_output")
 
 
 def write_goldens(out_dir, ids, labels, recs, final, params, predictions):
@@ -1096,6 +1097,319 @@ def neox_case(c, by_name, ids, labels, vocab):
         if err.max() > 1e-5:
             raise GenError("%s layer %d: torch and float64 differ by %g" % (c["name"], L, err.max()))
     params = [neox_params(W, L, c["cfg"]) for L in range(c["cfg"]["num_hidden_layers"])]
+    write_goldens(os.path.join(OUT, "goldens", c["name"]), ids, labels, recs, final, params,
+                  [(len(ids) - 1, logits[-1].numpy())])
+    write_scene(c["name"], TEXT, c["name"])
+
+
+# ---- Gemma 2 and Gemma 3 ---------------------------------------------------------------------
+
+GEMMA = dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+             intermediate_size=48, rms_norm_eps=1e-6, max_position_embeddings=64,
+             hidden_activation="gelu_pytorch_tanh")
+GEMMA_CASES = [
+    # Gemma 2: layer 0 slides (a window of 6), layer 1 is full; query_pre_attn_scalar 24 (not
+    # head_dim 16); the scores soft-capped at 5 and the logits at 3, small enough to bite on random
+    # weights; tied, as Gemma's are
+    dict(name="gemma2", arch="Gemma2ForCausalLM", model_type="gemma2", dtype="F32", fmt="v4",
+         cfg=dict(GEMMA, num_hidden_layers=2, query_pre_attn_scalar=24, sliding_window=6,
+                  attn_logit_softcapping=5.0, final_logit_softcapping=3.0, rope_theta=10000.0,
+                  tie_word_embeddings=True, cache_implementation="hybrid")),
+    dict(name="gemma2-v5", twin="gemma2", fmt="v5",
+         cfg=dict(GEMMA, num_hidden_layers=2, query_pre_attn_scalar=24, sliding_window=6,
+                  attn_logit_softcapping=5.0, final_logit_softcapping=3.0,
+                  tie_word_embeddings=True,
+                  layer_types=["sliding_attention", "full_attention"],
+                  rope_parameters=dict(rope_type="default", rope_theta=10000.0))),
+    dict(name="gemma2-bf16", same="gemma2", dtype="BF16"),
+    # Gemma 3 (text): three layers, two sliding (a window of 5) and one full (pattern 3); per-head
+    # q_norm and k_norm; the full layer's RoPE on base 1e6 stretched linearly by 2, the sliding
+    # layers' on base 10,000 unscaled; no soft-capping; untied
+    dict(name="gemma3", arch="Gemma3ForCausalLM", model_type="gemma3_text", dtype="F32", fmt="v4",
+         cfg=dict(GEMMA, num_hidden_layers=3, query_pre_attn_scalar=16, sliding_window=5,
+                  sliding_window_pattern=3, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                  rope_scaling=dict(rope_type="linear", factor=2.0), tie_word_embeddings=False,
+                  final_logit_softcapping=None, attn_logit_softcapping=None)),
+    dict(name="gemma3-v5", twin="gemma3", fmt="v5",
+         cfg=dict(GEMMA, num_hidden_layers=3, query_pre_attn_scalar=16, sliding_window=5,
+                  tie_word_embeddings=False,
+                  layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                  rope_parameters=dict(
+                      full_attention=dict(rope_type="linear", factor=2.0, rope_theta=1000000.0),
+                      sliding_attention=dict(rope_type="default", rope_theta=10000.0)))),
+]
+
+
+def gemma_layers(c):
+    """Each layer's window (None: full): Gemma 2's even layers and Gemma 3's all but every
+    sliding_window_pattern-th slide (4's rule), or layer_types (5's)."""
+    cfg = c["cfg"]
+    L = cfg["num_hidden_layers"]
+    pattern = cfg.get("sliding_window_pattern", 6) if c["arch"].startswith("Gemma3") else 2
+    types = cfg.get("layer_types") or [
+        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(L)]
+    return [cfg["sliding_window"] if t == "sliding_attention" else None for t in types]
+
+
+def gemma_rope(c, local):
+    """The rope dict a layer computes from: Gemma 3's sliding layers' (default, their own base)
+    or the full layers' (rope_theta with rope_scaling, or 5's full_attention dict)."""
+    cfg = c["cfg"]
+    rp = cfg.get("rope_parameters") or {}
+    g3 = c["arch"].startswith("Gemma3")
+    if g3 and "full_attention" in rp:
+        d = rp["sliding_attention" if local else "full_attention"]
+        return dict(max_position_embeddings=cfg["max_position_embeddings"], rope_parameters=d)
+    if g3 and local:
+        return dict(max_position_embeddings=cfg["max_position_embeddings"],
+                    rope_parameters=dict(rope_type="default",
+                                         rope_theta=cfg.get("rope_local_base_freq", 10000.0)))
+    out = dict(max_position_embeddings=cfg["max_position_embeddings"],
+               rope_theta=cfg.get("rope_theta", 1000000.0 if g3 else 10000.0))
+    for k in ("rope_scaling", "rope_parameters"):
+        if cfg.get(k):
+            out[k] = cfg[k]
+    return out
+
+
+def gemma_weights(c, vocab, seed):
+    """name -> float32 numpy in Gemma's names; the norms' weights near 0, as Gemma's (1 + w)."""
+    gen = torch.Generator().manual_seed(seed)
+    cfg = c["cfg"]
+    d, H, K, hd = (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                   cfg["head_dim"])
+    inter = cfg["intermediate_size"]
+
+    def rnd(*shape, scale=0.2):
+        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+
+    W = {"model.embed_tokens.weight": rnd(vocab, d, scale=1.0)}
+    for L in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % L
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            W[p + n + ".weight"] = rnd(d, scale=0.1)
+        W[p + "self_attn.q_proj.weight"] = rnd(H * hd, d)
+        W[p + "self_attn.k_proj.weight"] = rnd(K * hd, d)
+        W[p + "self_attn.v_proj.weight"] = rnd(K * hd, d)
+        W[p + "self_attn.o_proj.weight"] = rnd(d, H * hd)
+        if c["arch"].startswith("Gemma3"):
+            W[p + "self_attn.q_norm.weight"] = rnd(hd, scale=0.1)
+            W[p + "self_attn.k_norm.weight"] = rnd(hd, scale=0.1)
+        W[p + "mlp.gate_proj.weight"] = rnd(inter, d)
+        W[p + "mlp.up_proj.weight"] = rnd(inter, d)
+        W[p + "mlp.down_proj.weight"] = rnd(d, inter)
+    W["model.norm.weight"] = rnd(d, scale=0.1)
+    if not cfg["tie_word_embeddings"]:
+        W["lm_head.weight"] = rnd(vocab, d)
+    return W
+
+
+def gemma_forward(c, W, ids):
+    """Gemma2ForCausalLM and Gemma3ForCausalLM in eval mode (modeling_gemma2.py,
+    modeling_gemma3.py): embeddings times sqrt(hidden_size) as a float32 tensor; per layer
+    RMSNorm times (1 + w) in front of attention; q and k (Gemma 3: each head RMS-normed, (1 + w));
+    RoPE (rotate_half) with the layer's frequencies; scores times query_pre_attn_scalar^-0.5,
+    then / cap, tanh, * cap (attn_logit_softcapping); the causal mask and the layer's window;
+    softmax; o_proj; post_attention_layernorm before the residual add; pre_feedforward_layernorm,
+    down(gelu_tanh(gate) * up), post_feedforward_layernorm before its add; the final norm, the
+    logits, and final_logit_softcapping."""
+    cfg = c["cfg"]
+    d, H, K, hd = (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                   cfg["head_dim"])
+    eps, n, rep = cfg["rms_norm_eps"], len(ids), cfg["num_attention_heads"] // cfg["num_key_value_heads"]
+    T = {k: torch.from_numpy(v.copy()) for k, v in W.items()}
+    F = torch.nn.functional
+    g3 = c["arch"].startswith("Gemma3")
+    cap, fcap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
+
+    def norm(x, name):
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        return y * (1.0 + T[name])
+
+    def lin(name, a):
+        return a @ T[name + ".weight"].t()
+
+    x = T["model.embed_tokens.weight"][torch.tensor(ids)] * torch.tensor(d ** 0.5,
+                                                                           dtype=torch.float32)
+    wins = gemma_layers(c)
+    pos = torch.arange(n).float()
+    recs = []
+    for L in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % L
+        window = wins[L]
+        inv, att = inv_freq(gemma_rope(c, window is not None), hd, n)
+        freqs = pos[:, None] @ inv[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos() * att, emb.sin() * att
+        hidden = torch.zeros(n, n, dtype=torch.bool)
+        for i in range(n):
+            for j in range(n):
+                hidden[i, j] = j > i or (window is not None and i - j >= window)
+        rec = {"inputs": x}
+        h = norm(x, p + "input_layernorm.weight")
+        q = lin(p + "self_attn.q_proj", h).view(n, H, hd).transpose(0, 1)
+        k = lin(p + "self_attn.k_proj", h).view(n, K, hd).transpose(0, 1)
+        v = lin(p + "self_attn.v_proj", h).view(n, K, hd).transpose(0, 1)
+        heads = [dict(queries=q[i], keys=k[i // rep], values=v[i // rep]) for i in range(H)]
+        if g3:
+            q, k = norm(q, p + "self_attn.q_norm.weight"), norm(k, p + "self_attn.k_norm.weight")
+            for i in range(H):
+                heads[i].update(queries_normed=q[i], keys_normed=k[i // rep])
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k_rep, v_rep = k.repeat_interleave(rep, dim=0), v.repeat_interleave(rep, dim=0)
+        scores = q @ k_rep.transpose(1, 2)
+        scaled = scores * cfg["query_pre_attn_scalar"] ** -0.5
+        capped = torch.tanh(scaled / cap) * cap if cap else scaled
+        masked = capped.masked_fill(hidden, float("-inf"))
+        weights = torch.softmax(masked, dim=-1)
+        ctx = weights @ v_rep
+        wo = T[p + "self_attn.o_proj.weight"]
+        for i in range(H):
+            vw = v_rep[i] @ wo[:, i * hd:(i + 1) * hd].t()
+            heads[i].update(queries_rotated=q[i], keys_rotated=k[i // rep], scores=scores[i],
+                            scaled=scaled[i], masked=masked[i], weights=weights[i],
+                            dropout=weights[i], context=ctx[i],
+                            weighted_norm=(weights[i].unsqueeze(-1) * vw.unsqueeze(0)).norm(dim=-1))
+            if cap:
+                heads[i]["capped"] = capped[i]
+        concat = ctx.transpose(0, 1).reshape(n, H * hd)
+        out = lin(p + "self_attn.o_proj", concat)
+        out_n = norm(out, p + "post_attention_layernorm.weight")
+        res1 = x + out_n
+        n2 = norm(res1, p + "pre_feedforward_layernorm.weight")
+        gate, up = lin(p + "mlp.gate_proj", n2), lin(p + "mlp.up_proj", n2)
+        act = F.gelu(gate, approximate="tanh") * up
+        ffn_out = lin(p + "mlp.down_proj", act)
+        ffn_n = norm(ffn_out, p + "post_feedforward_layernorm.weight")
+        res2 = res1 + ffn_n
+        rec.update(norm1=h, context=concat, output=out, output_normed=out_n, residual1=res1,
+                   norm2=n2, ffn_gate=gate, ffn_up=up, ffn_activated=act, ffn_out=ffn_out,
+                   ffn_out_normed=ffn_n, residual2=res2, block_output=res2, heads=heads)
+        recs.append(rec)
+        x = res2
+    final = norm(x, "model.norm.weight")
+    logits = final @ T.get("lm_head.weight", T["model.embed_tokens.weight"]).t()
+    if fcap:
+        logits = torch.tanh(logits / fcap) * fcap
+    return recs, final, logits
+
+
+def gemma_forward64(c, W, ids):
+    """The block outputs again in float64 numpy, head by head by column index."""
+    cfg = c["cfg"]
+    d, H, K, hd = (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                   cfg["head_dim"])
+    eps, n = cfg["rms_norm_eps"], len(ids)
+    A = {k: v.astype(np.float64) for k, v in W.items()}
+    g3 = c["arch"].startswith("Gemma3")
+    cap = cfg.get("attn_logit_softcapping")
+
+    def norm(x, name):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * (1.0 + A[name])
+
+    def gelu(t):
+        return 0.5 * t * (1 + np.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t ** 3)))
+
+    x = A["model.embed_tokens.weight"][ids] * math.sqrt(d)
+    outs = []
+    for L, window in enumerate(gemma_layers(c)):
+        p = "model.layers.%d." % L
+        inv, att = inv_freq(gemma_rope(c, window is not None), hd, n)
+        inv = inv.double().numpy()
+        h = norm(x, p + "input_layernorm.weight")
+        q = h @ A[p + "self_attn.q_proj.weight"].T
+        k = h @ A[p + "self_attn.k_proj.weight"].T
+        v = h @ A[p + "self_attn.v_proj.weight"].T
+        concat = np.zeros((n, H * hd))
+        for hh in range(H):
+            kv = hh // (H // K)
+            qh, kh = q[:, hh * hd:(hh + 1) * hd].copy(), k[:, kv * hd:(kv + 1) * hd].copy()
+            if g3:
+                qh, kh = norm(qh, p + "self_attn.q_norm.weight"), norm(kh, p + "self_attn.k_norm.weight")
+            half = hd // 2
+            qr, kr = np.zeros_like(qh), np.zeros_like(kh)
+            for t in range(n):
+                for i in range(half):
+                    a = t * inv[i]
+                    cs, sn = math.cos(a) * att, math.sin(a) * att
+                    for src, dst in ((qh, qr), (kh, kr)):
+                        dst[t, i] = src[t, i] * cs - src[t, i + half] * sn
+                        dst[t, i + half] = src[t, i + half] * cs + src[t, i] * sn
+            s_ = qr @ kr.T / math.sqrt(cfg["query_pre_attn_scalar"])
+            if cap:
+                s_ = np.tanh(s_ / cap) * cap
+            for i in range(n):
+                for j in range(n):
+                    if j > i or (window is not None and i - j >= window):
+                        s_[i, j] = -np.inf
+            e = np.exp(s_ - s_.max(-1, keepdims=True))
+            concat[:, hh * hd:(hh + 1) * hd] = (e / e.sum(-1, keepdims=True)) @ v[:, kv * hd:(kv + 1) * hd]
+        res1 = x + norm(concat @ A[p + "self_attn.o_proj.weight"].T, p + "post_attention_layernorm.weight")
+        n2 = norm(res1, p + "pre_feedforward_layernorm.weight")
+        act = gelu(n2 @ A[p + "mlp.gate_proj.weight"].T) * (n2 @ A[p + "mlp.up_proj.weight"].T)
+        x = res1 + norm(act @ A[p + "mlp.down_proj.weight"].T, p + "post_feedforward_layernorm.weight")
+        outs.append(x)
+    return outs
+
+
+def gemma_params(W, L, c):
+    """Layer L's parameters as attnscope's export names them: the norms' weights as the factors
+    they multiply by, 1 + w, in float32 as Gemma's RMSNorm takes them."""
+    p = "model.layers.%d." % L
+
+    def one_plus(name):
+        return (np.float32(1.0) + W[p + name]).astype(np.float32)
+
+    out = {"W_query": W[p + "self_attn.q_proj.weight"].T, "W_key": W[p + "self_attn.k_proj.weight"].T,
+           "W_value": W[p + "self_attn.v_proj.weight"].T, "out": W[p + "self_attn.o_proj.weight"].T,
+           "ffn_Wgate": W[p + "mlp.gate_proj.weight"].T, "ffn_W1": W[p + "mlp.up_proj.weight"].T,
+           "ffn_W2": W[p + "mlp.down_proj.weight"].T,
+           "norm1_weight": one_plus("input_layernorm.weight"),
+           "norm2_weight": one_plus("pre_feedforward_layernorm.weight"),
+           "post_norm1_weight": one_plus("post_attention_layernorm.weight"),
+           "post_norm2_weight": one_plus("post_feedforward_layernorm.weight")}
+    if p + "self_attn.q_norm.weight" in W:
+        out.update(q_norm_weight=one_plus("self_attn.q_norm.weight"),
+                   k_norm_weight=one_plus("self_attn.k_norm.weight"))
+    return out
+
+
+def gemma_case(c, by_name, ids, labels, vocab):
+    """A Gemma checkpoint, its scene and goldens (a twin: the other config format, the same
+    numbers bit for bit)."""
+    twin = by_name[c["twin"]] if "twin" in c else None
+    base = by_name[c["same"]] if "same" in c else twin if twin else c
+    c = dict(base, name=c["name"], dtype=c.get("dtype", base["dtype"]),
+             fmt=c.get("fmt", base.get("fmt")), cfg=c.get("cfg", base["cfg"]))
+    seed = 20251129 + sum(ord(ch) for ch in base["name"])
+    stored, W = round_to(gemma_weights(c, vocab, seed), c["dtype"])
+    folder = os.path.join(OUT, c["name"])
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    g2.write_safetensors(os.path.join(folder, "model.safetensors"), stored, {"format": "pt"})
+    cj = config_json(c, vocab)
+    del cj["hidden_act"]  # Gemma's is hidden_activation
+    write_json(os.path.join(folder, "config.json"), cj)
+    with torch.no_grad():
+        recs, final, logits = gemma_forward(c, W, ids)
+    if twin:
+        first = RUNS[twin["name"]]
+        if gemma_layers(c) != gemma_layers(first["c"]):
+            raise GenError("%s: its layers read otherwise than %s's" % (c["name"], twin["name"]))
+        for L, (a, b) in enumerate(zip(recs, first["recs"])):
+            if not torch.equal(a["block_output"], b["block_output"]):
+                raise GenError("%s layer %d: not %s's numbers" % (c["name"], L, twin["name"]))
+        write_scene(c["name"], TEXT, c["name"], goldens=twin["name"])
+        return
+    RUNS[c["name"]] = dict(kind="gemma", c=c, W=W, ids=ids, labels=labels, recs=recs)
+    for L, (rec, ref) in enumerate(zip(recs, gemma_forward64(c, W, ids))):
+        got = rec["block_output"].double().numpy()
+        err = np.abs(got - ref) / (1 + np.abs(ref))
+        if err.max() > 1e-5:
+            raise GenError("%s layer %d: torch and float64 differ by %g" % (c["name"], L, err.max()))
+    params = [gemma_params(W, L, c) for L in range(c["cfg"]["num_hidden_layers"])]
     write_goldens(os.path.join(OUT, "goldens", c["name"]), ids, labels, recs, final, params,
                   [(len(ids) - 1, logits[-1].numpy())])
     write_scene(c["name"], TEXT, c["name"])
@@ -1570,6 +1884,10 @@ def main():
             shutil.rmtree(os.path.join(OUT, d))
     for c in CASES:
         llama_case(c, by_name, ids, labels, vocab)
+        print("families: %s" % c["name"])
+    by_gemma = {c["name"]: c for c in GEMMA_CASES}
+    for c in GEMMA_CASES:
+        gemma_case(c, by_gemma, ids, labels, vocab)
         print("families: %s" % c["name"])
     by_neox = {c["name"]: c for c in NEOX_CASES}
     for c in NEOX_CASES:
