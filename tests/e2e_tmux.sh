@@ -683,6 +683,33 @@ check "phi3-longrope: by the long factor, past 16 positions" ph wait_for ph "θ_
 check "phi3-longrope: and its attention factor" ph wait_for ph "cos and sin × longrope's attention factor 1.2247"
 T kill-session -t ph
 
+# 22d. Gemma 2 (soft-capped scores and logits, a sliding and a full layer) and Gemma 3 (its sliding
+# layers' own RoPE base): the capped stage and its inspector, the predictions' cap, the model
+# view's sliding and global layers, a sliding layer's RoPE.
+start gm 200 50 "$BIN $fam/gemma2.yaml"
+check "gemma2: opens on its checkpoint" gm wait_for gm "row Σ"
+check "gemma2: the stage bar has capped" gm wait_for gm "scores scaled capped masked weights"
+keys gm , ,
+keys gm Down Down Down Right
+check "gemma2: two stages back are the capped scores" gm wait_for gm "capped (cap · tanh(s ÷ cap)) · 23×23"
+check "gemma2: the inspector soft-caps a score" gm wait_for gm "soft-capping: cap · tanh(s ÷ cap), cap = 5"
+keys gm p
+check "gemma2: the predictions say the logits are capped" gm wait_for gm "logits soft-capped: 3·tanh(z÷3)"
+keys gm p a
+check "gemma2: the model view marks layer 0 sliding" gm wait_for gm "L0 h0 · KV 0 · sliding 6"
+check "gemma2: and layer 1 global" gm wait_for gm "L1 h0 · KV 0 · global"
+T kill-session -t gm
+start g3 200 50 "$BIN $fam/gemma3.yaml"
+check "gemma3: opens on its checkpoint" g3 wait_for g3 "row Σ"
+check "gemma3: the header gives both RoPE bases" g3 wait_for g3 "base 1e+06 (sliding layers: 10000)"
+keys g3 , , , , ,
+keys g3 Down Down Down Right Right
+check "gemma3: a sliding layer turns on its own base" g3 \
+  wait_for g3 "a sliding layer: its own base 10000, unscaled (full layers: 1e+06)"
+keys g3 } }
+check "gemma3: the full layer's is stretched" g3 wait_for g3 "θ_2 scaled by rope type linear (factor 2)"
+T kill-session -t g3
+
 # 23. BERT (tests/golden/families/scenes/bert-pair.yaml: two sentences, two [MASK]s): the model
 # view, a head, and what a masked LM's tools say. p at a [MASK] shows what fills it as `predict`
 # does, at a token "itself"; X's before -> after follows the model's answer, after as `ablate

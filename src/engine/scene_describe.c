@@ -205,6 +205,12 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
         snprintf(part, sizeof(part), " on %d of %d dims", s->pos.rotary_dims, hd);
         strcat(extra, part);
     }
+    if (s->pos.kind == POS_ROPE && s->pos.base_local > 0) {
+        char part[64];
+        snprintf(part, sizeof(part), " base %g (sliding layers: %g)", s->pos.base,
+                 s->pos.base_local);
+        strcat(extra, part);
+    }
     if (s->pos.kind == POS_ROPE && s->pos.scaling.kind != ROPE_SCALING_NONE) {
         char sc[64];
         if (s->pos.scaling.kind == ROPE_SCALING_LONGROPE)
@@ -216,6 +222,11 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
     }
     if (a->qk_norm)
         strcat(extra, a->qk_norm_whole ? ", qk-norm over all heads" : ", qk-norm");
+    if (a->softcap > 0) {
+        char cap[48];
+        snprintf(cap, sizeof(cap), ", scores soft-capped at %g", a->softcap);
+        strcat(extra, cap);
+    }
     if (a->window > 0) {
         char w[80];
         int off = 0;

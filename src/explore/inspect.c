@@ -185,10 +185,16 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
                       : 1.0f / powf((float)a->result.shown.pos.base, (float)(2 * pair) / (float)rd);
     put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d%s\n", ja, jb,
         pair, m->rope_pairs == ROPE_HALVES ? " (halves: rotate_half)" : "");
+    const struct attn_scene *shown = &a->result.shown;
+    bool local = shown->pos.base_local > 0 && m->window > 0; /* Gemma 3's sliding layer */
+    if (local)
+        put(b, "  a sliding layer: its own base %g, unscaled (full layers: %g)\n",
+            shown->pos.base_local, shown->pos.base);
     if (rd < hd)
         put(b, "  partial rotary: only dims 0..%d of %d turn; \u03b8_i = base^(\u22122i/%d)\n",
             rd - 1, hd, rd);
-    const struct attn_rope_params *sc = &a->result.shown.pos.scaling;
+    static const struct attn_rope_params unscaled = {.kind = ROPE_SCALING_NONE};
+    const struct attn_rope_params *sc = local ? &unscaled : &a->result.shown.pos.scaling;
     if (sc->kind == ROPE_SCALING_LONGROPE)
         put(b, "  \u03b8_%d divided by longrope's %s factor\n", pair,
             a->result.shown.pos.offset + m->n > sc->original_max ? "long" : "short");

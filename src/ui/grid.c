@@ -142,6 +142,18 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     else
         snprintf(label, size, "%s%s%d", where, head, h);
     int attr = t->role_attr[sel ? ROLE_STAGE_CURRENT : ROLE_LABEL];
+    /* a model whose layers slide and attend to everything in turn (Gemma's): which is which */
+    const struct attn_config *ac = &res->shown.attn;
+    bool mixed = false;
+    for (int k = 0; ac->window > 0 && k < res->net.layers && k < SCENE_MAX_LAYERS; k++)
+        mixed |= ac->window_off[k];
+    if (model_view && mixed && (h == 0 || shared)) {
+        size_t o = strlen(label);
+        if (m->window > 0)
+            snprintf(label + o, size - o, " \u00b7 sliding %d", m->window);
+        else
+            snprintf(label + o, size - o, " \u00b7 global");
+    }
     if (!shared)
         ablated_mark(label, size, a, L, h);
     if (view->score_shown >= 0 && !shared) /* one head a layer (an induction model) too */

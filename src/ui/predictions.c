@@ -93,6 +93,11 @@ static void predictions_draw(struct panel *p, struct frame *f)
         snprintf(title, sizeof(title),
                  "predictions%s \u00b7 %s \u201c%s\u201d (position %d) \u00b7 %s %s", modified,
                  masked ? "at" : "after", tok, view->row, knob_label(KNOB_TEMPERATURE), temp);
+    if (lastm->logit_softcap > 0) { /* Gemma 2's: no logit passes the cap */
+        size_t o = strlen(title);
+        snprintf(title + o, sizeof(title) - o, " \u00b7 logits soft-capped: %g\u00b7tanh(z\u00f7%g)",
+                 (double)lastm->logit_softcap, (double)lastm->logit_softcap);
+    }
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
     if (!pr) {
