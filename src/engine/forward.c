@@ -239,6 +239,7 @@ static void panel_task(void *ctx, int t, int slot)
            scaled one that is not (the divisor is finite) */
         bad |= attn_div_nonfinite(y, x, m->scale_divisor, i + 1);
         attn_softcap_row(y, i + 1, m);
+        attn_hide_window(y, i, m);
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
     if (bad)
@@ -318,6 +319,7 @@ static void near_task(void *ctx, int h, int slot)
         float *y = weights + (size_t)i * n;
         bad |= attn_div_nonfinite(y, scores + (size_t)i * n, m->scale_divisor, i + 1);
         attn_softcap_row(y, i + 1, m);
+        attn_hide_window(y, i, m);
         attn_softmax_row_prefix(y, y, i + 1, n);
     }
     if (bad)

@@ -34,8 +34,7 @@ bool attn_causal_tiled(const struct attn_model *m)
     if (attn_causal_untiled)
         return false;
 #endif
-    return m->causal && m->window <= 0 && m->mask_mode == MASK_BEFORE_SOFTMAX &&
-           m->normalize == NORMALIZE_SOFTMAX;
+    return m->causal && m->mask_mode == MASK_BEFORE_SOFTMAX && m->normalize == NORMALIZE_SOFTMAX;
 }
 
 /* True when query i may not see key j: the future of a causal mask, or a key the sliding
@@ -79,6 +78,12 @@ void attn_softcap_row(float *row, int count, const struct attn_model *m)
     if (cap > 0)
         for (int j = 0; j < count; j++)
             row[j] = tanhf(row[j] / cap) * cap;
+}
+
+void attn_hide_window(float *row, int i, const struct attn_model *m)
+{
+    for (int j = 0; m->window > 0 && j <= i - m->window; j++)
+        row[j] = -INFINITY;
 }
 
 void attn_cap_scores(float *out, const float *scores, const struct attn_model *m)

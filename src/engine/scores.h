@@ -38,6 +38,9 @@ void attn_cap_scores(float *out, const float *scores, const struct attn_model *m
 /* Soft-caps count scaled scores of a row in place, when m has a cap: torch's three steps, /
  * cap, tanh, * cap. */
 void attn_softcap_row(float *row, int count, const struct attn_model *m);
+/* -inf in row i's keys the sliding window has left behind (j <= i - window), before a causal
+ * softmax of its prefix. */
+void attn_hide_window(float *row, int i, const struct attn_model *m);
 /* out (n, n) = one head's masked stage from its scores (see scores.c). */
 void attn_mask_scores(float *out, const float *scores, const struct attn_model *m);
 /* out (count) = weights after dropout; keep: the mask of the same cells. */
