@@ -657,6 +657,58 @@ static void test_phi3_keys(void **state)
     free(dir);
 }
 
+/* Gemma 3's config (gen_families.py's gemma3) with one change each: its layers in both formats,
+ * its sliding layers' RoPE base in both, and what it does not compute. */
+static void test_gemma_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-gemma");
+    copy_model(dir, "families/gemma3/model.safetensors");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/gemma3/config.json", golden());
+    size_t len;
+    char *config = tu_must_read_file(path, &len);
+    struct loaded r;
+    load(&r, dir, config);
+    if (!r.ok)
+        fail_msg("did not load:\n%s", r.problems);
+    assert_string_equal(r.warnings, "");
+    assert_int_equal(r.s.block.order, BLOCK_SANDWICH);
+    assert_int_equal(r.s.block.activation, ACT_GEGLU_TANH);
+    assert_true(r.s.pos.base == 1000000.0 && r.s.pos.base_local == 10000.0);
+    assert_true(!r.s.attn.window_off[0] && !r.s.attn.window_off[1] && r.s.attn.window_off[2]);
+    assert_true(r.s.embed.scale == sqrt(32.0));
+    loaded_free(&r);
+    expect_problem(
+        dir,
+        with(config, "\"sliding_window_pattern\": 3,",
+             "\"sliding_window_pattern\": 3,\n  \"layer_types\": [\"sliding_attention\", "
+             "\"full_attention\", \"full_attention\"],"),
+        "config.json:20:3: 'layer_types' makes layer 1 full_attention, 'sliding_window_pattern' 3 "
+        "makes it sliding_attention: the two formats disagree\n");
+    expect_problem(dir,
+                   with(config, "\"rope_local_base_freq\": 10000.0,",
+                        "\"rope_local_base_freq\": 20000.0,\n  \"rope_parameters\": "
+                        "{\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
+                        "10000.0}},"),
+                   "config.json:21:3: 'rope_local_base_freq' is 20000.0, the sliding layers' "
+                   "rope_theta in 'rope_parameters' 10000.0: the two formats disagree\n");
+    expect_problem(dir,
+                   with(config, "\"hidden_activation\": \"gelu_pytorch_tanh\"",
+                        "\"hidden_activation\": \"relu\""),
+                   "config.json:15:3: 'hidden_activation' is \"relu\": Gemma's MLP is GeGLU, "
+                   "attnscope computes it with gelu's tanh form (gelu_pytorch_tanh)\n");
+    expect_problem(
+        dir,
+        with(config, "\"tie_word_embeddings\": false,",
+             "\"tie_word_embeddings\": false,\n  \"use_bidirectional_attention\": true,"),
+        "config.json:27:3: 'use_bidirectional_attention' is true: bidirectional "
+        "attention (EmbeddingGemma's) is not something attnscope computes\n");
+    free(config);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* A config.json of pythia-par's sizes (head_dim 16), one key a line, extra before the last. */
 static char *neox_config(const char *extra)
 {
@@ -744,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
         cmocka_unit_test(test_bert_keys),  cmocka_unit_test(test_neox_keys),
         cmocka_unit_test(test_olmo2_keys), cmocka_unit_test(test_phi3_keys),
+        cmocka_unit_test(test_gemma_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
