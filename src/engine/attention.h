@@ -87,6 +87,11 @@ struct attn_run {
     float *ffn_out, *res2, *norm2;      /* (n, d_in) */
     float *out_normed, *ffn_out_normed; /* sandwich: the branches' post-norms, (n, d_in) each */
     bool post_norms;
+    /* a mixture of experts: the router's logits and the routed weights (n, n_experts); the
+       forward pass's scratch: the rows an expert takes, gathered (n, d_in), its gate, up and
+       activation (n, 3 * moe_hidden), its output (n, d_in) */
+    float *router, *routed, *moe_in, *moe_mid, *moe_y, *moe_take; /* moe_take: n ints */
+    int n_experts, moe_hidden;
     float *final; /* (n, d_in) the final norm, last layer only */
     bool final_norm;
 };

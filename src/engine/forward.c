@@ -85,6 +85,113 @@ static void seen_at(struct attn_run *r, const float *buf, int width, int first, 
             attn_any_nonfinite(buf + (size_t)first * (size_t)width, (size_t)(n - first) * width);
 }
 
+/* One row's routing: routed (E) = the softmax of the router's logits (E) at the top_k experts
+ * (norm_topk: renormalised to sum to 1), 0 at the others; as transformers routes (softmax in
+ * float32, torch.topk's k largest, then their own sum divides them). */
+static void route_row(float *routed, const float *logits, const struct attn_model *m)
+{
+    int E = m->n_experts, K = m->top_k, chosen[SCENE_MAX_EXPERTS];
+    float p[SCENE_MAX_EXPERTS], w[SCENE_MAX_EXPERTS];
+    attn_softmax_row_prefix(p, logits, E, E);
+    for (int k = 0; k < K; k++) { /* the k-th largest; a tie to the lower index */
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            bool taken = false;
+            for (int j = 0; j < k; j++)
+                taken |= chosen[j] == e;
+            if (!taken && (best < 0 || p[e] > p[best] || (isnan(p[e]) && !isnan(p[best]))))
+                best = e;
+        }
+        chosen[k] = best;
+        w[k] = p[best];
+    }
+    if (m->norm_topk) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++)
+            sum += w[k];
+        for (int k = 0; k < K; k++)
+            w[k] = w[k] / sum;
+    }
+    memset(routed, 0, (size_t)E * sizeof(float));
+    for (int k = 0; k < K; k++)
+        routed[chosen[k]] = w[k];
+}
+
+/* One chunk of rows t0 .. t1 - 1 (relative to in, out, routed) through the experts it chose:
+ * for each expert in order, its rows gathered, its SwiGLU, each row's output times its weight
+ * added (transformers' index_add_ in expert order). A chosen weight of exactly 0 (a softmax that
+ * underflowed) is skipped: it would add 0. */
+static void experts_chunk(struct attn_run *r, const struct attn_model *m, const float *in,
+                          float *out, const float *routed, int t0, int t1)
+{
+    int d = m->d_in, E = m->n_experts, h = m->hidden;
+    int *take = (int *)(void *)r->moe_take; /* the rows an expert takes: n ints */
+    for (int e = 0; e < E; e++) {
+        int count = 0;
+        for (int t = t0; t < t1; t++)
+            if (routed[(size_t)t * E + e] != 0.0f)
+                take[count++] = t;
+        if (count == 0)
+            continue;
+        for (int i = 0; i < count; i++)
+            memcpy(r->moe_in + (size_t)i * d, in + (size_t)take[i] * d, (size_t)d * sizeof(float));
+        float *gate = r->moe_mid, *up = gate + (size_t)count * h, *act = up + (size_t)count * h;
+        attn_model_matrix_mm(m, &m->experts[3 * e], gate, h, r->moe_in, d, count, h, d);
+        attn_model_matrix_mm(m, &m->experts[3 * e + 1], up, h, r->moe_in, d, count, h, d);
+        attn_gated(act, gate, up, (size_t)count * h, ACT_SWIGLU);
+        attn_model_matrix_mm(m, &m->experts[3 * e + 2], r->moe_y, d, act, h, count, d, h);
+        for (int i = 0; i < count; i++) {
+            int t = take[i];
+            float w = routed[(size_t)t * E + e], *o = out + (size_t)t * d;
+            const float *y = r->moe_y + (size_t)i * d;
+            for (int j = 0; j < d; j++)
+                o[j] = o[j] + y[j] * w;
+        }
+    }
+}
+
+/* A mixture of experts in place of the FFN, rows first .. n - 1 of in (the FFN's input): the
+ * router, each token's experts, and ffn_out = the chosen experts' outputs times their weights,
+ * plus Qwen2-MoE's gated shared expert. An expert no row chose is never read. The experts take
+ * the rows in the causal panels' chunks (of absolute rows): a panel an edit recomputes gathers
+ * the rows a fresh computation gathers, so its products are the same calls, bit for bit. */
+static void forward_experts(struct attn_run *r, const struct attn_model *m, const float *in,
+                            int first, bool panels, bool few)
+{
+    int rows = m->n - first, d = m->d_in, E = m->n_experts;
+    float *logits = r->router + (size_t)first * E, *routed = r->routed + (size_t)first * E;
+    float *out = r->ffn_out + (size_t)first * d;
+#define MM(...)                                                                                    \
+    attn_model_mm(m, &(struct attn_model_mm_params){                                               \
+                         .rows = rows, .panels = panels, .few = few, __VA_ARGS__})
+    MM(.out = logits, .in = in, .member = ATTN_MEMBER(wr), .cols = E, .k = d);
+    for (int t = 0; t < rows; t++)
+        route_row(routed + (size_t)t * E, logits + (size_t)t * E, m);
+    memset(out, 0, (size_t)rows * (size_t)d * sizeof(float));
+    int panel = attn_row_panel();
+    for (int t0 = 0; t0 < rows;) {
+        int end = panels ? (first + t0) / panel * panel + panel - first : rows;
+        int t1 = end < rows ? end : rows;
+        experts_chunk(r, m, in, out, routed, t0, t1);
+        t0 = t1;
+    }
+    if (m->wsg) { /* Qwen2-MoE: sigmoid(x . gate) * shared(x), added last */
+        int hs = m->shared_hidden;
+        float *gate = r->moe_mid, *up = gate + (size_t)rows * hs, *act = up + (size_t)rows * hs;
+        MM(.out = gate, .in = in, .member = ATTN_MEMBER(wsg), .cols = hs, .k = d);
+        MM(.out = up, .in = in, .member = ATTN_MEMBER(wsu), .cols = hs, .k = d);
+        attn_gated(act, gate, up, (size_t)rows * hs, ACT_SWIGLU);
+        MM(.out = r->moe_y, .in = act, .member = ATTN_MEMBER(wsd), .cols = d, .k = hs);
+        MM(.out = r->moe_in, .in = in, .member = ATTN_MEMBER(wsgate), .cols = 1, .k = d);
+        for (int t = 0; t < rows; t++) {
+            float g = 1.0f / (1.0f + expf(-r->moe_in[t]));
+            for (int j = 0; j < d; j++)
+                out[(size_t)t * d + j] = out[(size_t)t * d + j] + g * r->moe_y[(size_t)t * d + j];
+        }
+    }
+#undef MM
+}
+
 /* The FFN and the residuals around it, rows first .. n - 1 (few: as project's). */
 static void forward_block(struct attn_run *r, const struct attn_model *m, int first, bool few)
 {
@@ -117,7 +224,9 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
 #define MM(...)                                                                                    \
     attn_model_mm(m, &(struct attn_model_mm_params){                                               \
                          .rows = rows, .panels = panels, .few = few, __VA_ARGS__})
-    if (attn_activation_gated(m->activation)) { /* Llama's MLP: down(silu(gate(x)) * up(x)) */
+    if (m->n_experts > 0) {
+        forward_experts(r, m, ffn_in, first, panels, few);
+    } else if (attn_activation_gated(m->activation)) { /* Llama's: down(silu(gate(x)) * up(x)) */
         MM(.out = r->ffn_gate + skip_h, .in = ffn_in, .member = ATTN_MEMBER(wg), .bias = m->bg,
            .cols = hid, .k = d);
         MM(.out = r->ffn_up + skip_h, .in = ffn_in, .member = ATTN_MEMBER(w1), .bias = m->b1,
@@ -132,8 +241,9 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
         attn_activate(r->ffn_act + skip_h, r->ffn_hidden + skip_h, (size_t)rows * hid,
                       m->activation);
     }
-    MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
-       .bias = m->b2, .cols = d, .k = hid);
+    if (m->n_experts == 0)
+        MM(.out = r->ffn_out + skip, .in = r->ffn_act + skip_h, .member = ATTN_MEMBER(w2),
+           .bias = m->b2, .cols = d, .k = hid);
 #undef MM
     if (m->order == BLOCK_SANDWICH) { /* residual1 + post_norm2(the FFN's output) */
         normalize(r->ffn_out_normed, r->ffn_out, m, m->pn2w, NULL, first);

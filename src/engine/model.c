@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fatal.h"
 #include "engine/kernels.h"
 #include "engine/lesson.h"
 #include "engine/rng.h"
@@ -97,6 +98,14 @@ static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
     case ATTN_BUF_w2:
     case ATTN_BUF_wg:
         return d * h;
+    case ATTN_BUF_wr:
+        return d * (size_t)m->n_experts;
+    case ATTN_BUF_wsg:
+    case ATTN_BUF_wsu:
+    case ATTN_BUF_wsd:
+        return d * (size_t)m->shared_hidden;
+    case ATTN_BUF_wsgate:
+        return d;
     case ATTN_BUF_b1:
     case ATTN_BUF_bg:
         return h;
@@ -249,6 +258,29 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
         for (int i = 0; p->bias && i < rows; i++)
             for (size_t j = 0; j < nb; j++)
                 p->out[(size_t)i * (size_t)ldc + c0 + j] += p->bias[c0 + j];
+    }
+}
+
+void attn_model_matrix_mm(const struct attn_model *m, const struct attn_matrix *w, float *out,
+                          int ldc, const float *in, int lda, int rows, int cols, int k)
+{
+    struct attn_backing *b = m->lazy_from;
+    if (rows <= 0)
+        return;
+    if (w->data) { /* in memory, x @ W as it is */
+        attn_mm_ab(out, ldc, in, lda, w->data, cols, NULL, rows, cols, k);
+        return;
+    }
+    if (!w->lazy || !w->lazy_t || !b || !cache_buffer(b))
+        attn_fatal_abort("attn_model_matrix_mm: a lazy matrix stored as it is read, or no "
+                         "backing");
+    /* stored (cols, k): a block of its rows at a time, as attn_model_mm reads a Linear */
+    size_t block = turn_block((size_t)k);
+    float *t = b->cache[attn_param_cache_slot()]->turn;
+    for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
+        size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
+        b->read_rows(b, w->lazy, t, c0, nb); /* (nb, k) */
+        attn_mm_abt_few(out + c0, ldc, in, lda, t, k, rows, (int)nb, k, false);
     }
 }
 
@@ -609,6 +641,32 @@ static int copy_attention(struct attn_model *m, const struct attn_scene_weights 
     return rc;
 }
 
+static int resolve_norms(struct attn_model *m, const struct attn_scene *s,
+                         const struct attn_scene_weights *sw);
+
+/* A mixture of experts: the router and the shared expert taken (lazy), the experts' matrices
+ * pointed at (the backing's), and the norms. */
+static int resolve_experts(struct attn_model *m, const struct attn_scene *s,
+                           const struct attn_scene_weights *sw)
+{
+    const struct attn_block *b = &s->block;
+    size_t d = (size_t)m->d_in, E = (size_t)b->n_experts, hs = (size_t)b->shared_hidden;
+    m->n_experts = b->n_experts;
+    m->top_k = b->top_k;
+    m->norm_topk = b->norm_topk;
+    m->shared_hidden = b->shared_hidden;
+    m->experts = sw->experts;
+    if (!m->experts || !own(m, &m->wr, d * E) || take(m, &m->wr, &sw->router, d * E))
+        return -1;
+    if (hs > 0 &&
+        (!own(m, &m->wsg, d * hs) || !own(m, &m->wsu, d * hs) || !own(m, &m->wsd, hs * d) ||
+         !own(m, &m->wsgate, d) || take(m, &m->wsg, &sw->shared_Wgate, d * hs) ||
+         take(m, &m->wsu, &sw->shared_W1, d * hs) || take(m, &m->wsd, &sw->shared_W2, hs * d) ||
+         take(m, &m->wsgate, &sw->shared_gate, d)))
+        return -1;
+    return resolve_norms(m, s, sw);
+}
+
 /* The block's parameters: the FFN (drawn or given) and the norms (given, or 1 and 0). */
 static int resolve_block(struct attn_model *m, const struct attn_scene *s,
                          const struct attn_scene_weights *sw, bool first, struct attn_rng *r)
@@ -621,17 +679,16 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     m->norm_eps = (float)b->norm_eps; /* nn.LayerNorm keeps eps as a double; the kernel a float */
     m->activation = b->activation;
     m->hidden = (int)h;
+    if (b->n_experts > 0) /* a checkpoint's mixture: its matrices are the backing's */
+        return resolve_experts(m, s, sw);
     /* a checkpoint's swiglu (or geglu): always given; its biases only with Llama's mlp_bias */
     bool gated = attn_activation_gated(b->activation);
     bool biased = !gated || attn_matrix_given(&sw->ffn_bgate);
-    if (!own(m, &m->w1, d * h) || !own(m, &m->w2, h * d) || !own(m, &m->n1w, d) ||
-        !own(m, &m->n2w, d))
+    if (!own(m, &m->w1, d * h) || !own(m, &m->w2, h * d))
         return -1;
     if ((gated && !own(m, &m->wg, d * h)) ||
         (biased && (!own(m, &m->b1, h) || !own(m, &m->b2, d))) ||
         (gated && biased && !own(m, &m->bg, h)))
-        return -1;
-    if (b->norm == NORM_LAYER && (!own(m, &m->n1b, d) || !own(m, &m->n2b, d)))
         return -1;
     if (gated) {
         if (take(m, &m->wg, &sw->ffn_Wgate, d * h) || take(m, &m->w1, &sw->ffn_W1, d * h) ||
@@ -653,7 +710,18 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
         attn_rng_linear_init(m->w1, m->b1, (int)d, (int)h, r);
         attn_rng_linear_init(m->w2, m->b2, (int)h, (int)d, r);
     }
-    if (b->order == BLOCK_SANDWICH && (!own(m, &m->pn1w, d) || !own(m, &m->pn2w, d)))
+    return resolve_norms(m, s, sw);
+}
+
+/* The block's norms: given, or 1 and 0 (norms draw nothing). */
+static int resolve_norms(struct attn_model *m, const struct attn_scene *s,
+                         const struct attn_scene_weights *sw)
+{
+    const struct attn_block *b = &s->block;
+    size_t d = (size_t)m->d_in;
+    if (!own(m, &m->n1w, d) || !own(m, &m->n2w, d) ||
+        (b->norm == NORM_LAYER && (!own(m, &m->n1b, d) || !own(m, &m->n2b, d))) ||
+        (b->order == BLOCK_SANDWICH && (!own(m, &m->pn1w, d) || !own(m, &m->pn2w, d))))
         return -1;
     const struct attn_matrix *given[6] = {&sw->norm1_weight,      &sw->norm1_bias,
                                           &sw->norm2_weight,      &sw->norm2_bias,
@@ -1083,6 +1151,8 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
         a->qkv_ld != b->qkv_ld || a->rope != b->rope || a->rope_pairs != b->rope_pairs ||
         a->rope_dims != b->rope_dims || a->qk_norm_whole != b->qk_norm_whole ||
         a->softcap != b->softcap || a->embed_scale != b->embed_scale ||
+        a->n_experts != b->n_experts || a->top_k != b->top_k || a->norm_topk != b->norm_topk ||
+        a->shared_hidden != b->shared_hidden || a->experts != b->experts ||
         a->logit_softcap != b->logit_softcap || a->window != b->window ||
         a->dropout != b->dropout || a->causal != b->causal || a->mask_mode != b->mask_mode ||
         a->normalize != b->normalize || a->scale != b->scale ||

@@ -29,6 +29,8 @@
     X(qnw) X(knw) X(rope_inv) X(rope_cos) X(rope_sin)                                              \
     /* the block: the FFN and the norms */                                                         \
     X(w1) X(b1) X(w2) X(b2) X(wg) X(bg) X(n1w) X(n1b) X(n2w) X(n2b) X(pn1w) X(pn2w) X(fw) X(fb)    \
+    /* a mixture of experts: the router, the shared expert and its gate */                         \
+    X(wr) X(wsg) X(wsu) X(wsd) X(wsgate)                                                           \
     /* the last layer's unembedding and the head before it */                                      \
     X(unembed) X(unembed_bias) X(hw) X(hb) X(hnw) X(hnb)
 /* clang-format on */
@@ -110,6 +112,15 @@ struct attn_model {
     bool final_norm;    /* the last layer of a block with block.final_norm (GPT-2's ln_f) */
     float *fw, *fb;     /* (d_in) each; fb NULL for RMSNorm */
     float *pn1w, *pn2w; /* sandwich: the branches' post-norms, (d_in) each; else NULL */
+    /* A mixture of experts in place of the FFN (hidden: an expert's width): the router wr
+     * (d_in, n_experts); each token's top_k experts by its softmax (norm_topk: renormalised);
+     * experts[3e .. 3e + 2] expert e's gate, up (d_in, hidden) and down (hidden, d_in), lazy
+     * matrices of the checkpoint's backing, each read only when a token chose it; Qwen2-MoE's
+     * shared expert wsg, wsu (d_in, shared_hidden), wsd, gated by sigmoid(x . wsgate (d_in)). */
+    int n_experts, top_k, shared_hidden;
+    bool norm_topk;
+    const struct attn_matrix *experts;
+    float *wr, *wsg, *wsu, *wsd, *wsgate;
     /* The last layer of a scene with a vocabulary model: the unembedding (logits.h). */
     float *unembed;           /* (vocab, d_in), or NULL (then maybe lazy: unembed_lazy) */
     const void *unembed_lazy; /* a checkpoint's F16/BF16 unembedding, read a block at a time */
@@ -185,6 +196,11 @@ struct attn_model_mm_params {
  * whole, so the forward pass of a TinyLlama-sized checkpoint never holds a 44 MiB widened FFN
  * matrix. Never allocates. */
 void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params *p);
+/* out (rows, cols; rows ldc apart) = in (rows, k; lda apart) @ W, W a matrix of the scene (a
+ * mixture's expert: in memory, or a torch Linear lazy in the checkpoint, read a block of its
+ * stored rows at a time like attn_model_mm's). */
+void attn_model_matrix_mm(const struct attn_model *m, const struct attn_matrix *w, float *out,
+                          int ldc, const float *in, int lda, int rows, int cols, int k);
 /* True when a and b compute alike but for their tokens: the same shapes, options and parameter
  * numbers (the same checkpoint tensors), differing at most in what holds a row per token (the
  * embeddings, the inputs, the positions' angles) and in the token count. A sentence edit of a

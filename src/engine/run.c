@@ -41,11 +41,17 @@
     X(res1, 1, sh.d, sh.block, 1)                                                                  \
     X(norm1, 1, sh.d, sh.block, 1)                                                                 \
     X(ffn_hidden, 1, sh.h, sh.block && !sh.gated, 1)                                               \
-    X(ffn_gate, 1, sh.h, sh.gated, 1)                                                              \
-    X(ffn_up, 1, sh.h, sh.gated, 1)                                                                \
-    X(ffn_act, 1, sh.h, sh.block, 1)                                                               \
+    X(ffn_gate, 1, sh.h, sh.gated &&sh.ne == 0, 1)                                                 \
+    X(ffn_up, 1, sh.h, sh.gated &&sh.ne == 0, 1)                                                   \
+    X(ffn_act, 1, sh.h, sh.block &&sh.ne == 0, 1)                                                  \
     X(ffn_out, 1, sh.d, sh.block, 1)                                                               \
     X(out_normed, 1, sh.d, sh.post, 1)                                                             \
+    X(router, 1, sh.ne, sh.ne > 0, 1)                                                              \
+    X(routed, 1, sh.ne, sh.ne > 0, 1)                                                              \
+    X(moe_in, 1, sh.d, sh.ne > 0, 1)                                                               \
+    X(moe_mid, 1, sh.hm * 3, sh.ne > 0, 1)                                                         \
+    X(moe_y, 1, sh.d, sh.ne > 0, 1)                                                                \
+    X(moe_take, 1, 1, sh.ne > 0, 1)                                                                \
     X(ffn_out_normed, 1, sh.d, sh.post, 1)                                                         \
     X(res2, 0, sh.d, sh.block, 2)                                                                  \
     X(norm2, 0, sh.d, sh.block, 2)                                                                 \
@@ -55,7 +61,8 @@ enum { RUN_SQUARE = -1, RUN_WORK = -2 };
 
 /* The sizes RUN_BUFFERS' widths and needs read: a model's, or a run's as it was sized. */
 struct run_shape {
-    long D, Dkv, d, h, latent, E;             /* h: the FFN's hidden width, 0 without a block */
+    long D, Dkv, d, h, latent, E; /* h: the FFN's hidden width, 0 without a block */
+    long ne, hm; /* a mixture's experts, and the wider of an expert and the shared expert */
     bool qk, rope, block, gated, final, post; /* post: a sandwich block's post-norms */
 };
 
@@ -72,7 +79,10 @@ static struct run_shape shape_of_model(const struct attn_model *m)
                               .block = m->block,
                               .gated = m->block && attn_activation_gated(m->activation),
                               .final = m->final_norm,
-                              .post = m->pn1w != NULL};
+                              .post = m->pn1w != NULL,
+                              .ne = m->block ? m->n_experts : 0,
+                              .hm = m->block && m->shared_hidden > m->hidden ? m->shared_hidden
+                                                                             : m->hidden};
 }
 
 /* A run's widths (what a row holds); which buffers it has are those that are not NULL. */
@@ -83,7 +93,9 @@ static struct run_shape shape_of_run(const struct attn_run *r)
                               .d = r->d_in,
                               .h = r->hidden,
                               .latent = r->latent_dim,
-                              .E = r->out_dim};
+                              .E = r->out_dim,
+                              .ne = r->n_experts,
+                              .hm = r->moe_hidden};
 }
 
 static size_t work_floats(size_t n);
@@ -145,7 +157,9 @@ static bool same_shape(const struct attn_run *r, const struct attn_model *m)
            r->hidden == (m->block ? m->hidden : 0) && r->out_dim == m->out_dim &&
            r->qk_norm == (m->qnw != NULL) &&
            r->gated == (m->block && attn_activation_gated(m->activation)) &&
-           r->post_norms == (m->pn1w != NULL);
+           r->post_norms == (m->pn1w != NULL) && r->n_experts == (m->block ? m->n_experts : 0) &&
+           r->moe_hidden ==
+               (m->block && m->shared_hidden > m->hidden ? m->shared_hidden : m->hidden);
 }
 
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
@@ -261,6 +275,8 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     r->qk_norm = qk;
     r->gated = gated;
     r->post_norms = m->pn1w != NULL;
+    r->n_experts = m->block ? m->n_experts : 0;
+    r->moe_hidden = m->block && m->shared_hidden > m->hidden ? m->shared_hidden : m->hidden;
     r->work_slots = (int)(work_floats(n) / (PANEL * (n ? n : 1)));
     return 0;
 oom:

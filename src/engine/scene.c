@@ -219,6 +219,7 @@ static int weights_copy(struct attn_scene_weights *dw, const struct attn_scene_w
 {
     int rc = 0;
     dw->set = sw->set;
+    dw->experts = sw->experts; /* the backing's */
 #define X(name) rc |= attn_matrix_copy(&dw->name, &sw->name);
     ATTN_WEIGHT_MATRICES(X)
 #undef X
@@ -454,7 +455,7 @@ static bool same_matrix(const struct attn_matrix *a, const struct attn_matrix *b
 static bool same_weights(const struct attn_scene_weights *a, const struct attn_scene_weights *b,
                          enum attn_fields_compare which)
 {
-    if (a->set != b->set)
+    if (a->set != b->set || a->experts != b->experts)
         return false;
 #define X(name)                                                                                    \
     if (!same_matrix(&a->name, &b->name))                                                          \

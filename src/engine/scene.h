@@ -35,6 +35,7 @@ struct attn_book_rows {
 
 #define SCENE_MAX_DIM          4096
 #define SCENE_MAX_HEADS        256
+#define SCENE_MAX_EXPERTS      512 /* a mixture's experts (Qwen3-MoE has 128, DeepSeek 256) */
 #define SCENE_MAX_LAYERS       128
 #define SCENE_MAX_BYTES        ((size_t)8 << 30)   /* the most any scene may use: 8 GiB */
 #define SCENE_MAX_MATRIX_BYTES ((size_t)512 << 20) /* one matrix read from a scene or file */
@@ -173,6 +174,13 @@ struct attn_block {
     enum attn_norm_kind norm;
     double norm_eps; /* default 1e-5 */
     int ffn_hidden;  /* 0 = 4 * d_in */
+    /* A checkpoint's mixture of experts (Mixtral, Qwen2-MoE, Qwen3-MoE) in place of the FFN:
+     * n_experts SwiGLU experts of expert_hidden (ffn_hidden is then theirs), a router (d_in,
+     * n_experts) whose softmax's top_k choose each token's experts (norm_topk: their weights
+     * renormalised to sum to 1), and Qwen2-MoE's shared expert of shared_hidden, gated by
+     * sigmoid(x . shared_gate). 0 experts: the FFN. */
+    int n_experts, top_k, shared_hidden;
+    bool norm_topk;
     enum attn_activation activation;
     struct attn_opt_seed ffn_seed; /* re-seed right before the FFN's parameters */
     int ffn_skip;                  /* uniform draws skipped before them */
@@ -207,6 +215,11 @@ struct attn_block {
     X(norm2_weight)                                                                                \
     X(norm2_bias)                                                                                  \
     X(post_norm1_weight)                                                                           \
+    X(router)                                                                                      \
+    X(shared_Wgate)                                                                                \
+    X(shared_W1)                                                                                   \
+    X(shared_W2)                                                                                   \
+    X(shared_gate)                                                                                 \
     X(post_norm2_weight)                                                                           \
     X(final_norm_weight)                                                                           \
     X(final_norm_bias)
@@ -231,7 +244,13 @@ struct attn_scene_weights {
     struct attn_matrix norm1_weight, norm1_bias;     /* (1, d_in) each */
     struct attn_matrix norm2_weight, norm2_bias;
     struct attn_matrix post_norm1_weight, post_norm2_weight; /* sandwich: (1, d_in) each */
-    struct attn_matrix final_norm_weight, final_norm_bias;   /* the last layer's only */
+    /* a mixture of experts: the router (d_in, n_experts); each expert's gate, up and down,
+     * (n_experts * 3) matrices a checkpoint's backing owns (NULL: no mixture); the shared
+     * expert's three and its gate (d_in, 1) */
+    struct attn_matrix router;
+    const struct attn_matrix *experts;
+    struct attn_matrix shared_Wgate, shared_W1, shared_W2, shared_gate;
+    struct attn_matrix final_norm_weight, final_norm_bias; /* the last layer's only */
     unsigned char *dropout_mask; /* (heads, n, n) 0/1 keep mask, or NULL */
     int dropout_mask_n;          /* n the mask was given for */
     int dropout_mask_heads;      /* heads the mask was given for */

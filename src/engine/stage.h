@@ -28,6 +28,7 @@ enum attn_stage_width {
     STAGE_WIDTH_CONCAT,   /* every head's side by side, D */
     STAGE_WIDTH_OUT,      /* out_proj's, E (D without it) */
     STAGE_WIDTH_HIDDEN,   /* the FFN's, hidden */
+    STAGE_WIDTH_EXPERTS,  /* a mixture of experts' router: one an expert */
 };
 
 /* X(ID, name, heading, kind, width, file, explain): everything that is a property of a stage, and
@@ -101,7 +102,13 @@ enum attn_stage_width {
     /* relu or gelu of it; swiglu: silu(gate) * up */                                              \
     X(FFN_ACTIVATED, "ffn_activated", "ffn_activated", BLOCK, HIDDEN, "ffn_activated",             \
       ffn_activated)                                                                               \
-    /* its second Linear (n, d_in) */                                                              \
+    /* a mixture of experts (Mixtral, Qwen-MoE): the router's logits, and the weight each token    \
+       gives each expert (its top k's softmax, 0 for the rest) (n, experts) */                     \
+    X(ROUTER_LOGITS, "router_logits", "router_logits (x \u00b7 W_router)", BLOCK, EXPERTS,         \
+      "router_logits", router)                                                                     \
+    X(ROUTED, "routed", "routed (each expert's weight: the top k)", BLOCK, EXPERTS, "routed",      \
+      routed)                                                                                      \
+    /* its second Linear (n, d_in); a mixture: the chosen experts' outputs, weighted, summed */    \
     X(FFN_OUT, "ffn_out", "ffn_out (\u00b7 W2 + b2)", BLOCK, D_IN, "ffn_out", ffn_out)             \
     /* sandwich: ffn_out normalised before it is added (post_feedforward_layernorm) */             \
     X(FFN_OUT_NORMED, "ffn_out_normed", "ffn_out_normed (the FFN's post-norm)", BLOCK, D_IN,       \

@@ -168,6 +168,8 @@ int attn_stage_cols(const struct attn_model *m, enum attn_stage s)
         return m->out_dim;
     case STAGE_WIDTH_HIDDEN:
         return m->hidden;
+    case STAGE_WIDTH_EXPERTS:
+        return m->n_experts;
     case STAGE_WIDTH_D_IN:
         break;
     }
@@ -226,6 +228,10 @@ static const float *kept_buffer(const struct attn_run *r, const struct attn_mode
         return r->ffn_out;
     case STAGE_OUTPUT_NORMED:
         return r->out_normed;
+    case STAGE_ROUTER_LOGITS:
+        return r->router;
+    case STAGE_ROUTED:
+        return r->routed;
     case STAGE_FFN_OUT_NORMED:
         return r->ffn_out_normed;
     case STAGE_RESIDUAL2:
@@ -362,13 +368,17 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
             out[k++] = STAGE_NORM1;
         else if (m->order != BLOCK_POST_BRANCH)
             out[k++] = STAGE_NORM2;
-        if (attn_activation_gated(m->activation)) {
+        if (m->n_experts > 0) { /* a mixture: the router, then each token's experts, summed */
+            out[k++] = STAGE_ROUTER_LOGITS;
+            out[k++] = STAGE_ROUTED;
+        } else if (attn_activation_gated(m->activation)) {
             out[k++] = STAGE_FFN_GATE;
             out[k++] = STAGE_FFN_UP;
         } else {
             out[k++] = STAGE_FFN_HIDDEN;
         }
-        out[k++] = STAGE_FFN_ACTIVATED;
+        if (m->n_experts == 0) /* each expert's own: not one matrix of the layer */
+            out[k++] = STAGE_FFN_ACTIVATED;
         out[k++] = STAGE_FFN_OUT;
         if (m->order == BLOCK_POST_BRANCH)
             out[k++] = STAGE_NORM2;
@@ -406,6 +416,7 @@ bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_s
         .activation = s->block.activation,
         .final_norm = s->block.on && s->block.final_norm && layer == s->layers - 1,
         .softcap = (float)s->attn.softcap,
+        .n_experts = s->block.on ? s->block.n_experts : 0,
     };
     return attn_stage_present(&m, st);
 }
@@ -425,6 +436,8 @@ int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st)
         return attn_scene_out_dim(s);
     case STAGE_WIDTH_HIDDEN:
         return attn_scene_ffn_hidden(s);
+    case STAGE_WIDTH_EXPERTS:
+        return s->block.n_experts;
     case STAGE_WIDTH_D_IN:
         break;
     }

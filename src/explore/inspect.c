@@ -912,11 +912,58 @@ static void explain_ffn_activated(const struct cell *c)
     equals_val(c);
 }
 
+/* A mixture's token: the experts it chose and their weights, "3 (0.612), 1 (0.388)". */
+static void put_chosen(struct buf *b, const struct attn_model *m, const float *routed)
+{
+    for (int e = 0, k = 0; e < m->n_experts; e++)
+        if (routed[e] != 0.0f) {
+            put(b, "%sexpert %d (", k++ ? ", " : "", e);
+            num(b, routed[e]);
+            put(b, ")");
+        }
+}
+
 static void explain_ffn_out(const struct cell *c)
 {
     const struct attn_model *m = c->m;
+    if (m->n_experts > 0) {
+        const float *routed = c->r->routed + (size_t)c->i * m->n_experts;
+        put(c->b,
+            "a mixture of experts: each chosen expert's SwiGLU\noutput times its weight, "
+            "summed%s\n  ",
+            m->wsg ? ", plus the shared expert\n  gated by sigmoid(x \u00b7 W_shared_gate)" : "");
+        put_chosen(c->b, m, routed);
+        put(c->b, "\n  = ");
+        equals_val(c);
+        put(c->b, "the other %d experts were not read for this token\n", m->n_experts - m->top_k);
+        return;
+    }
     explain_linear(c->b, c->a, c->i, c->j, c->r->ffn_act, m->hidden, ATTN_PARAM(m, w2), m->d_in,
                    m->b2, "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
+}
+
+/* A mixture's router: one logit an expert, a Linear of the FFN's input. */
+static void explain_router(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    explain_linear(c->b, c->a, c->i, c->j, ffn_input(c), m->d_in, ATTN_PARAM(m, wr), m->n_experts,
+                   NULL, "router_logits = x \u00b7 W_router (a score for each expert)");
+}
+
+/* Which experts a token goes to: the softmax of its router logits, the top k kept. */
+static void explain_routed(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    const float *routed = c->r->routed + (size_t)c->i * m->n_experts;
+    put(c->b, "the router's softmax over %d experts, the top %d kept%s:\n  ", m->n_experts,
+        m->top_k, m->norm_topk ? " and\n  renormalised to sum to 1" : " (not renormalised)");
+    put_chosen(c->b, m, routed);
+    put(c->b, "\n  expert %d: ", c->j);
+    if (routed[c->j] != 0.0f)
+        put(c->b, "chosen, its output weighted by\n  = ");
+    else
+        put(c->b, "not in the top %d: weight 0, never read\n  = ", m->top_k);
+    equals_val(c);
 }
 
 /* Each stage's explanation of a cell, one function a stage (tig's table of view operations),

@@ -29,11 +29,26 @@ enum llama_variant {
     LLAMA_QWEN2,
     LLAMA_QWEN3,
     LLAMA_OLMO2,
-    LLAMA_PHI3
+    LLAMA_PHI3,
+    /* mixtures of experts: Mistral's, Qwen2's and Qwen3's attention */
+    LLAMA_MIXTRAL,
+    LLAMA_QWEN2_MOE,
+    LLAMA_QWEN3_MOE
 };
 
 #define V(variant) (1u << (variant))
 #define V_QWEN     (V(LLAMA_QWEN2) | V(LLAMA_QWEN3))
+#define V_QWEN_MOE (V(LLAMA_QWEN2_MOE) | V(LLAMA_QWEN3_MOE))
+#define V_MOE      (V(LLAMA_MIXTRAL) | V_QWEN_MOE)
+
+/* The variant whose attention a mixture has. */
+static enum llama_variant attention_of(enum llama_variant v)
+{
+    return v == LLAMA_MIXTRAL     ? LLAMA_MISTRAL
+           : v == LLAMA_QWEN2_MOE ? LLAMA_QWEN2
+           : v == LLAMA_QWEN3_MOE ? LLAMA_QWEN3
+                                  : v;
+}
 
 /* config.json's keys: transformers 5's LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config and
  * Olmo2Config (with 4's rope_theta and rope_scaling), each for the variants whose class has it. A
@@ -57,13 +72,28 @@ static const struct ckpt_key KEYS[] = {
     {"rope_parameters", KEY_READ, 0, NULL, NULL},
     {"partial_rotary_factor", KEY_READ, 0, NULL, NULL},
     {"original_max_position_embeddings", KEY_READ, 0, NULL, NULL},
-    {"attention_bias", KEY_READ, V(LLAMA_PLAIN) | V(LLAMA_QWEN3) | V(LLAMA_OLMO2), NULL, NULL},
+    {"attention_bias", KEY_READ,
+     V(LLAMA_PLAIN) | V(LLAMA_QWEN3) | V(LLAMA_OLMO2) | V(LLAMA_QWEN3_MOE), NULL, NULL},
     {"mlp_bias", KEY_READ, V(LLAMA_PLAIN), NULL, NULL},
-    {"sliding_window", KEY_READ, V(LLAMA_MISTRAL) | V_QWEN | V(LLAMA_PHI3), NULL, NULL},
-    {"use_sliding_window", KEY_READ, V_QWEN, NULL, NULL},
-    {"max_window_layers", KEY_READ, V_QWEN, NULL, NULL},
-    {"layer_types", KEY_READ, V_QWEN, NULL, NULL},
-    {"attention_dropout", KEY_INERT, 0, NULL, NULL}, /* in training only */
+    {"sliding_window", KEY_READ, V(LLAMA_MISTRAL) | V_QWEN | V(LLAMA_PHI3) | V_MOE, NULL, NULL},
+    {"use_sliding_window", KEY_READ, V_QWEN | V_QWEN_MOE, NULL, NULL},
+    {"max_window_layers", KEY_READ, V_QWEN | V_QWEN_MOE, NULL, NULL},
+    {"layer_types", KEY_READ, V_QWEN | V_QWEN_MOE, NULL, NULL},
+    /* the mixtures' */
+    {"num_local_experts", KEY_READ, V(LLAMA_MIXTRAL), NULL, NULL},
+    {"num_experts", KEY_READ, V_QWEN_MOE, NULL, NULL},
+    {"num_experts_per_tok", KEY_READ, V_MOE, NULL, NULL},
+    {"norm_topk_prob", KEY_READ, V_QWEN_MOE, NULL, NULL},
+    {"moe_intermediate_size", KEY_READ, V_QWEN_MOE, NULL, NULL},
+    {"shared_expert_intermediate_size", KEY_READ, V(LLAMA_QWEN2_MOE), NULL, NULL},
+    {"decoder_sparse_step", KEY_DEFAULT, V_QWEN_MOE, "1",
+     "layers of a plain MLP between the mixtures are not something attnscope computes"},
+    {"mlp_only_layers", KEY_DEFAULT, V_QWEN_MOE, "[]",
+     "layers of a plain MLP between the mixtures are not something attnscope computes"},
+    {"output_router_logits", KEY_INERT, V_MOE, NULL, NULL}, /* the auxiliary loss's, training */
+    {"router_aux_loss_coef", KEY_INERT, V_MOE, NULL, NULL},
+    {"router_jitter_noise", KEY_INERT, V(LLAMA_MIXTRAL), NULL, NULL}, /* training only */
+    {"attention_dropout", KEY_INERT, 0, NULL, NULL},                  /* in training only */
     {"resid_pdrop", KEY_INERT, V(LLAMA_PHI3), NULL, NULL},
     {"embd_pdrop", KEY_INERT, V(LLAMA_PHI3), NULL, NULL},
     {"pretraining_tp", KEY_INERT, V(LLAMA_PLAIN), NULL, NULL}, /* the same products, in slices */
@@ -75,9 +105,15 @@ static const struct ckpt_key KEYS[] = {
 
 /* Each variant's configuration class, and the model as messages name it. */
 static const struct family_variant VARIANTS[] = {
-    [LLAMA_PLAIN] = {"LlamaConfig", "Llama"},  [LLAMA_MISTRAL] = {"MistralConfig", "Mistral"},
-    [LLAMA_QWEN2] = {"Qwen2Config", "Qwen2"},  [LLAMA_QWEN3] = {"Qwen3Config", "Qwen3"},
-    [LLAMA_OLMO2] = {"Olmo2Config", "OLMo 2"}, [LLAMA_PHI3] = {"Phi3Config", "Phi-3"},
+    [LLAMA_PLAIN] = {"LlamaConfig", "Llama"},
+    [LLAMA_MISTRAL] = {"MistralConfig", "Mistral"},
+    [LLAMA_QWEN2] = {"Qwen2Config", "Qwen2"},
+    [LLAMA_QWEN3] = {"Qwen3Config", "Qwen3"},
+    [LLAMA_OLMO2] = {"Olmo2Config", "OLMo 2"},
+    [LLAMA_PHI3] = {"Phi3Config", "Phi-3"},
+    [LLAMA_MIXTRAL] = {"MixtralConfig", "Mixtral"},
+    [LLAMA_QWEN2_MOE] = {"Qwen2MoeConfig", "Qwen2-MoE"},
+    [LLAMA_QWEN3_MOE] = {"Qwen3MoeConfig", "Qwen3-MoE"},
 };
 
 /* What each class defaults a key to, where they differ. */
@@ -87,9 +123,11 @@ static const struct {
     int head_dim;  /* 0: hidden_size / heads */
     double eps;    /* rms_norm_eps */
 } DEFAULTS[] = {
-    [LLAMA_PLAIN] = {0, 2048, 0, 1e-6},   [LLAMA_MISTRAL] = {8, 4096 * 32, 0, 1e-6},
-    [LLAMA_QWEN2] = {32, 32768, 0, 1e-6}, [LLAMA_QWEN3] = {32, 32768, 128, 1e-6},
-    [LLAMA_OLMO2] = {0, 2048, 0, 1e-5},   [LLAMA_PHI3] = {0, 4096, 0, 1e-5},
+    [LLAMA_PLAIN] = {0, 2048, 0, 1e-6},        [LLAMA_MISTRAL] = {8, 4096 * 32, 0, 1e-6},
+    [LLAMA_QWEN2] = {32, 32768, 0, 1e-6},      [LLAMA_QWEN3] = {32, 32768, 128, 1e-6},
+    [LLAMA_OLMO2] = {0, 2048, 0, 1e-5},        [LLAMA_PHI3] = {0, 4096, 0, 1e-5},
+    [LLAMA_MIXTRAL] = {8, 4096 * 32, 0, 1e-5}, [LLAMA_QWEN2_MOE] = {16, 32768, 0, 1e-6},
+    [LLAMA_QWEN3_MOE] = {4, 32768, 128, 1e-6},
 };
 
 struct config {
@@ -100,6 +138,11 @@ struct config {
     bool qkv_bias, out_bias, qk_norm, mlp_bias;
     bool olmo2; /* qk_norm over the whole projection; the norms on the branches' outputs */
     bool phi3;  /* qkv_proj [Q; K; V] and gate_up_proj [gate; up], each read in parts */
+    /* a mixture of experts: its variant (its names), the experts, the top k, whether their
+       weights are renormalised, the shared expert's width (0: none) */
+    enum llama_variant moe;
+    int experts, top_k, shared;
+    bool norm_topk;
     struct ckpt_rope rope;
 };
 
@@ -173,6 +216,54 @@ static int read_qwen_window(struct config *g, struct ckpt_config *c, struct diag
     return 0;
 }
 
+/* A mixture's keys: its experts, the top k, their weights' renormalisation, and the widths (an
+ * expert's replaces g->inter). */
+static int read_experts(struct config *g, struct ckpt_config *c, enum llama_variant v,
+                        struct diag *err)
+{
+    bool mixtral = v == LLAMA_MIXTRAL;
+    g->moe = v;
+    g->experts = mixtral ? 8 : 60;
+    g->top_k = mixtral ? 2 : 4;
+    g->norm_topk = mixtral; /* Mixtral always renormalises; Qwen's only with norm_topk_prob */
+    g->shared = 0;
+    if (attn_ckpt_config_int(&g->experts, c,
+                             (struct ckpt_int){.key = mixtral ? "num_local_experts" : "num_experts",
+                                               .min = 1,
+                                               .max = SCENE_MAX_EXPERTS,
+                                               .what = "experts"},
+                             err) ||
+        attn_ckpt_config_int(&g->top_k, c,
+                             (struct ckpt_int){.key = "num_experts_per_tok",
+                                               .min = 1,
+                                               .max = g->experts,
+                                               .what = "the experts a token takes"},
+                             err) ||
+        (!mixtral && attn_ckpt_config_bool(&g->norm_topk, c, "norm_topk_prob", err)))
+        return -1;
+    if (!mixtral) { /* the experts' width is moe_intermediate_size (intermediate_size: the MLP's) */
+        g->inter = v == LLAMA_QWEN2_MOE ? 1408 : 768;
+        if (attn_ckpt_config_int(&g->inter, c,
+                                 (struct ckpt_int){.key = "moe_intermediate_size",
+                                                   .min = 1,
+                                                   .max = SCENE_MAX_FFN_HIDDEN,
+                                                   .what = "an expert's width"},
+                                 err))
+            return -1;
+    }
+    if (v == LLAMA_QWEN2_MOE) {
+        g->shared = 5632;
+        if (attn_ckpt_config_int(&g->shared, c,
+                                 (struct ckpt_int){.key = "shared_expert_intermediate_size",
+                                                   .min = 1,
+                                                   .max = SCENE_MAX_FFN_HIDDEN,
+                                                   .what = "the shared expert's width"},
+                                 err))
+            return -1;
+    }
+    return 0;
+}
+
 static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_backing *b,
                        enum llama_variant v, struct diag *err)
 {
@@ -235,14 +326,15 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
     /* attention_bias: Llama's and Qwen3's q, k, v and o; Qwen2 always has q, k and v biases,
        Mistral none */
     bool bias = false;
-    if ((v == LLAMA_PLAIN || v == LLAMA_QWEN3 || v == LLAMA_OLMO2) &&
+    enum llama_variant att = attention_of(v);
+    if ((att == LLAMA_PLAIN || att == LLAMA_QWEN3 || att == LLAMA_OLMO2) &&
         attn_ckpt_config_bool(&bias, c, "attention_bias", err))
         return -1;
-    g->qkv_bias = bias || v == LLAMA_QWEN2;
+    g->qkv_bias = bias || att == LLAMA_QWEN2;
     g->out_bias = bias;
     g->olmo2 = v == LLAMA_OLMO2;
     g->phi3 = v == LLAMA_PHI3;
-    g->qk_norm = v == LLAMA_QWEN3 || g->olmo2;
+    g->qk_norm = att == LLAMA_QWEN3 || g->olmo2;
     if (v == LLAMA_PLAIN && attn_ckpt_config_bool(&g->mlp_bias, c, "mlp_bias", err))
         return -1;
     json_t *act = json_object_get(c->root, "hidden_act");
@@ -252,16 +344,18 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                                       "'hidden_act' is %s: the Llama family's MLP is SwiGLU, "
                                       "attnscope computes it with silu",
                                       attn_ckpt_show_value(got, sizeof(got), act));
-    if (v == LLAMA_MISTRAL || v == LLAMA_PHI3) { /* every layer; Mistral's default is 4096 */
+    if (att == LLAMA_MISTRAL || v == LLAMA_PHI3) { /* every layer; Mistral's default is 4096 */
         json_t *w = json_object_get(c->root, "sliding_window");
         g->window = v == LLAMA_MISTRAL ? 4096 : 0;
         if (w && json_is_null(w))
             g->window = 0;
         else if (attn_ckpt_config_int(&g->window, c, WINDOW, err))
             return -1;
-    } else if ((v == LLAMA_QWEN2 || v == LLAMA_QWEN3) && read_qwen_window(g, c, err)) {
+    } else if ((att == LLAMA_QWEN2 || att == LLAMA_QWEN3) && read_qwen_window(g, c, err)) {
         return -1;
     }
+    if (v != att && read_experts(g, c, v, err))
+        return -1;
     sh->width_key = "hidden_size";
     sh->heads_fixed = true; /* they come with RoPE and their KV groups */
     sh->positions_key = "max_position_embeddings";
@@ -278,6 +372,42 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
 
 /* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:
  * attnscope computes the frequencies from rope_theta). name without the "model." prefix. */
+/* A mixture's tensors in a layer: the router, each expert's gate, up and down under
+ * experts.E., and Qwen2-MoE's shared expert and its gate. */
+struct moe_names {
+    const char *router, *experts, *parts[3], *shared[3], *shared_gate;
+};
+static const struct moe_names MIXTRAL_NAMES = {"block_sparse_moe.gate.weight",
+                                               "block_sparse_moe.experts.",
+                                               {"w1.weight", "w3.weight", "w2.weight"},
+                                               {NULL, NULL, NULL},
+                                               NULL};
+static const struct moe_names QWEN_MOE_NAMES = {
+    "mlp.gate.weight",
+    "mlp.experts.",
+    {"gate_proj.weight", "up_proj.weight", "down_proj.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight",
+     "mlp.shared_expert.down_proj.weight"},
+    "mlp.shared_expert_gate.weight"};
+
+static const struct moe_names *moe_names(const struct config *g)
+{
+    return g->moe == LLAMA_MIXTRAL ? &MIXTRAL_NAMES : &QWEN_MOE_NAMES;
+}
+
+/* rest (a layer's part of a name) is one of the mixture's tensors. */
+static bool moe_known(const struct config *g, const char *rest)
+{
+    const struct moe_names *nm = moe_names(g);
+    if (strcmp(rest, nm->router) == 0)
+        return true;
+    const char *part = attn_family_layer_part(rest, nm->experts, g->experts);
+    if (part && attn_family_name_in(part, nm->parts, 3))
+        return true;
+    return g->shared > 0 &&
+           (attn_family_name_in(rest, nm->shared, 3) || strcmp(rest, nm->shared_gate) == 0);
+}
+
 static bool known(const struct family_load *ld, const char *name)
 {
     const struct config *g = ld->config;
@@ -312,13 +442,58 @@ static bool known(const struct family_load *ld, const char *name)
     const char *rest = attn_family_layer_part(name, "layers.", g->shape.layers);
     if (g->phi3)
         return rest && attn_family_name_in(rest, phi3, sizeof(phi3) / sizeof(phi3[0]));
+    if (rest && g->moe && strncmp(rest, "mlp.", 4) == 0 && !moe_known(g, rest))
+        return false; /* a mixture has no plain MLP */
     return rest &&
-           (attn_family_name_in(rest, per_layer, sizeof(per_layer) / sizeof(per_layer[0])) ||
+           ((g->moe && moe_known(g, rest)) ||
+            attn_family_name_in(rest, per_layer, sizeof(per_layer) / sizeof(per_layer[0])) ||
             strcmp(rest, input_norm) == 0 ||
             attn_family_name_in(rest, qkv_bias, g->qkv_bias ? 3 : 0) ||
             attn_family_name_in(rest, qk_norm, g->qk_norm ? 2 : 0) ||
             attn_family_name_in(rest, mlp_bias, g->mlp_bias ? 3 : 0) ||
             (g->out_bias && strcmp(rest, "self_attn.o_proj.bias") == 0));
+}
+
+/* Layer L's mixture: the router, every expert's three Linears (lazy: an expert no token
+ * chooses is never read) in an array the backing owns, and the shared expert. */
+static int read_moe(struct attn_scene_weights *w, const struct config *c, struct ckpt_backing *b,
+                    const char *prefix, int L, const char *arch, struct diag *err)
+{
+    const struct moe_names *nm = moe_names(c);
+    int d = c->shape.d, h = c->inter, hs = c->shared, E = c->experts;
+    char full[240];
+    snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, nm->router);
+    if (attn_ckpt_tensor(&w->router, b, full, d, E, CKPT_LINEAR, arch, err))
+        return -1;
+    /* E * 3 matrices, in memory the backing owns and frees (floats' worth, as its copies) */
+    size_t bytes = (size_t)E * 3 * sizeof(struct attn_matrix);
+    struct attn_matrix *x = (struct attn_matrix *)(void *)attn_ckpt_owned(
+        b, (bytes + sizeof(float) - 1) / sizeof(float));
+    if (!x)
+        return attn_diag_set(err, "", "out of memory for %d experts", E);
+    for (int e = 0; e < E; e++)
+        for (int p = 0; p < 3; p++) {
+            snprintf(full, sizeof(full), "%slayers.%d.%s%d.%s", prefix, L, nm->experts, e,
+                     nm->parts[p]);
+            bool down = p == 2;
+            if (attn_ckpt_tensor(&x[3 * e + p], b, full, down ? h : d, down ? d : h, CKPT_LINEAR,
+                                 arch, err))
+                return -1;
+        }
+    w->experts = x;
+    if (hs > 0) {
+        struct attn_matrix *dst[3] = {&w->shared_Wgate, &w->shared_W1, &w->shared_W2};
+        for (int p = 0; p < 3; p++) {
+            snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, nm->shared[p]);
+            if (attn_ckpt_tensor(dst[p], b, full, p == 2 ? hs : d, p == 2 ? d : hs, CKPT_LINEAR,
+                                 arch, err))
+                return -1;
+        }
+        snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, nm->shared_gate);
+        if (attn_ckpt_tensor(&w->shared_gate, b, full, d, 1, CKPT_LINEAR, arch, err))
+            return -1;
+    }
+    return 0;
 }
 
 /* The block the family is made of, and every layer's parameters. */
@@ -361,7 +536,11 @@ static int load(struct family_load *ld, struct diag *err)
                                    .norm_eps = c.eps,
                                    .ffn_hidden = h,
                                    .activation = ACT_SWIGLU,
-                                   .final_norm = true};
+                                   .final_norm = true,
+                                   .n_experts = c.moe ? c.experts : 0,
+                                   .top_k = c.top_k,
+                                   .norm_topk = c.norm_topk,
+                                   .shared_hidden = c.shared};
 
     char full[200];
     for (int L = 0; L < ld->layers; L++) {
@@ -385,11 +564,11 @@ static int load(struct family_load *ld, struct diag *err)
              CKPT_VECTOR, c.qk_norm},
             {&w->out, "self_attn.o_proj.weight", D, d, CKPT_LINEAR, true},
             {&w->out_bias, "self_attn.o_proj.bias", 1, d, CKPT_VECTOR, c.out_bias},
-            {&w->ffn_Wgate, "mlp.gate_proj.weight", d, h, CKPT_LINEAR, !c.phi3},
+            {&w->ffn_Wgate, "mlp.gate_proj.weight", d, h, CKPT_LINEAR, !c.phi3 && !c.moe},
             {&w->ffn_bgate, "mlp.gate_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
-            {&w->ffn_W1, "mlp.up_proj.weight", d, h, CKPT_LINEAR, !c.phi3},
+            {&w->ffn_W1, "mlp.up_proj.weight", d, h, CKPT_LINEAR, !c.phi3 && !c.moe},
             {&w->ffn_b1, "mlp.up_proj.bias", 1, h, CKPT_VECTOR, c.mlp_bias},
-            {&w->ffn_W2, "mlp.down_proj.weight", h, d, CKPT_LINEAR, true},
+            {&w->ffn_W2, "mlp.down_proj.weight", h, d, CKPT_LINEAR, !c.moe},
             {&w->ffn_b2, "mlp.down_proj.bias", 1, d, CKPT_VECTOR, c.mlp_bias},
             /* norm1 and norm2: in front of attention and the MLP, or (OLMo 2) on their outputs */
             {&w->norm1_weight,
@@ -425,6 +604,8 @@ static int load(struct family_load *ld, struct diag *err)
                                       fused[i].rows, arch, err))
                 return -1;
         }
+        if (c.moe && read_moe(w, &c, b, prefix, L, arch, err))
+            return -1;
         w->set = true;
         snprintf(full, sizeof(full), "%snorm.weight", prefix);
         if (L == ld->layers - 1 &&
@@ -441,6 +622,9 @@ static const struct family_class CLASSES[] = {
     {"Qwen3ForCausalLM", "qwen3", LLAMA_QWEN3},
     {"Olmo2ForCausalLM", "olmo2", LLAMA_OLMO2},
     {"Phi3ForCausalLM", "phi3", LLAMA_PHI3},
+    {"MixtralForCausalLM", "mixtral", LLAMA_MIXTRAL},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", LLAMA_QWEN2_MOE},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", LLAMA_QWEN3_MOE},
     {NULL, NULL, 0},
 };
 static const char *const OUTSIDE[] = {"lm_head.weight", NULL};

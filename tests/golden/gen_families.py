@@ -102,6 +102,8 @@ SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key
              head_dim=16, intermediate_size=32, rms_norm_eps=1e-6, tie_word_embeddings=True)
 OLMO2 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=48, rms_norm_eps=1e-5, max_position_embeddings=64)
+MOE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+           max_position_embeddings=64, tie_word_embeddings=False)
 PHI3 = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
             intermediate_size=40, rms_norm_eps=1e-5, max_position_embeddings=64,
             original_max_position_embeddings=16, sliding_window=9, tie_word_embeddings=False)
@@ -119,6 +121,26 @@ CASES += [
     dict(name="olmo2-tied-bf16", arch="Olmo2ForCausalLM", model_type="olmo2", dtype="BF16",
          fmt="v5", cfg=dict(OLMO2, tie_word_embeddings=True,
                             rope_parameters=dict(rope_type="default", rope_theta=10000.0))),
+    # Mixtral: 4 experts of 24, two a token (always renormalised), Mistral's attention
+    dict(name="mixtral", arch="MixtralForCausalLM", model_type="mixtral", dtype="F32", fmt="v4",
+         moe=True, cfg=dict(MOE, intermediate_size=24, num_local_experts=4, num_experts_per_tok=2,
+                            rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=None,
+                            router_aux_loss_coef=0.02, output_router_logits=False)),
+    dict(name="mixtral-bf16", same="mixtral", dtype="BF16"),
+    # Qwen2-MoE: 6 experts of 16, two a token, not renormalised, a shared expert of 40 behind its
+    # sigmoid gate, Qwen2's q/k/v biases; Qwen3-MoE: 5 experts, three a token, renormalised,
+    # per-head q/k norms, transformers 5's format
+    dict(name="qwen2-moe", arch="Qwen2MoeForCausalLM", model_type="qwen2_moe", dtype="F32",
+         fmt="v4", moe=True,
+         cfg=dict(MOE, intermediate_size=48, moe_intermediate_size=16, num_experts=6,
+                  num_experts_per_tok=2, norm_topk_prob=False, shared_expert_intermediate_size=40,
+                  rms_norm_eps=1e-6, rope_theta=10000.0, use_sliding_window=False,
+                  decoder_sparse_step=1, mlp_only_layers=[])),
+    dict(name="qwen3-moe", arch="Qwen3MoeForCausalLM", model_type="qwen3_moe", dtype="F32",
+         fmt="v5", moe=True,
+         cfg=dict(MOE, head_dim=16, intermediate_size=48, moe_intermediate_size=20,
+                  num_experts=5, num_experts_per_tok=3, norm_topk_prob=True, rms_norm_eps=1e-6,
+                  rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
     # Phi-3: fused qkv_proj and gate_up_proj, half of each head turned, longrope under its old
     # name su (23 tokens past the original 16: the long factors), a window of 9 in every layer
     dict(name="phi3-longrope", arch="Phi3ForCausalLM", model_type="phi3", dtype="F32", fmt="v4",
@@ -265,6 +287,26 @@ def llama_weights(c, vocab, seed):
     W["model.norm.weight"] = norm_w(d)
     if not cfg["tie_word_embeddings"]:
         W["lm_head.weight"] = rnd(vocab, d)
+    if c.get("moe"):  # the MLP becomes a router over experts (and Qwen2-MoE's shared expert)
+        E, h = cfg.get("num_local_experts", cfg.get("num_experts")), moe_width(c)
+        mx = c["arch"].startswith("Mixtral")
+        for L in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % L
+            for n in ("gate_proj", "up_proj", "down_proj"):
+                del W[p + "mlp.%s.weight" % n]
+            pre = p + ("block_sparse_moe." if mx else "mlp.")
+            W[pre + "gate.weight"] = rnd(E, d, scale=1.0)
+            for e in range(E):
+                names = ("w1", "w3", "w2") if mx else ("gate_proj", "up_proj", "down_proj")
+                W[pre + "experts.%d.%s.weight" % (e, names[0])] = rnd(h, d)
+                W[pre + "experts.%d.%s.weight" % (e, names[1])] = rnd(h, d)
+                W[pre + "experts.%d.%s.weight" % (e, names[2])] = rnd(d, h)
+            hs = cfg.get("shared_expert_intermediate_size")
+            if hs:
+                W[p + "mlp.shared_expert.gate_proj.weight"] = rnd(hs, d)
+                W[p + "mlp.shared_expert.up_proj.weight"] = rnd(hs, d)
+                W[p + "mlp.shared_expert.down_proj.weight"] = rnd(d, hs)
+                W[p + "mlp.shared_expert_gate.weight"] = rnd(1, d, scale=1.0)
     if c["arch"].startswith("Phi3"):  # qkv_proj [Q; K; V] and gate_up_proj [gate; up], stacked
         for L in range(cfg["num_hidden_layers"]):
             p = "model.layers.%d." % L
@@ -273,6 +315,50 @@ def llama_weights(c, vocab, seed):
             W[p + "mlp.gate_up_proj.weight"] = np.concatenate(
                 [W.pop(p + "mlp.gate_proj.weight"), W.pop(p + "mlp.up_proj.weight")])
     return W
+
+
+def moe_width(c):
+    """An expert's width: Mixtral's intermediate_size, Qwen's moe_intermediate_size."""
+    cfg = c["cfg"]
+    return cfg["intermediate_size"] if c["arch"].startswith("Mixtral") else \
+        cfg["moe_intermediate_size"]
+
+
+def moe_ffn(c, T, p, x):
+    """MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock in eval mode:
+    router logits, softmax in float32, torch.topk, renormalised (Mixtral always, Qwen with
+    norm_topk_prob), each expert's SwiGLU on the rows that chose it, times its weight, added with
+    index_add_ in expert order; then Qwen2-MoE's sigmoid-gated shared expert. Returns (logits,
+    routed (n, E), out)."""
+    cfg = c["cfg"]
+    F = torch.nn.functional
+    mx = c["arch"].startswith("Mixtral")
+    pre = p + ("block_sparse_moe." if mx else "mlp.")
+    E, K = cfg.get("num_local_experts", cfg.get("num_experts")), cfg["num_experts_per_tok"]
+    logits = x @ T[pre + "gate.weight"].t()
+    probs = F.softmax(logits, dim=1, dtype=torch.float)
+    w, chosen = torch.topk(probs, K, dim=-1)
+    if mx or cfg.get("norm_topk_prob", False):
+        w = w / w.sum(dim=-1, keepdim=True)
+    routed = torch.zeros_like(probs).scatter(1, chosen, w)
+    out = torch.zeros_like(x)
+    names = ("w1", "w3", "w2") if mx else ("gate_proj", "up_proj", "down_proj")
+    for e in range(E):
+        rows, slot = torch.where(chosen == e)
+        if rows.numel() == 0:
+            continue
+        xe = x[rows]
+        g = xe @ T[pre + "experts.%d.%s.weight" % (e, names[0])].t()
+        u = xe @ T[pre + "experts.%d.%s.weight" % (e, names[1])].t()
+        y = (F.silu(g) * u) @ T[pre + "experts.%d.%s.weight" % (e, names[2])].t()
+        out.index_add_(0, rows, y * w[rows, slot, None])
+    if p + "mlp.shared_expert_gate.weight" in T:
+        sp = p + "mlp.shared_expert."
+        g = x @ T[sp + "gate_proj.weight"].t()
+        u = x @ T[sp + "up_proj.weight"].t()
+        y = (F.silu(g) * u) @ T[sp + "down_proj.weight"].t()
+        out = out + torch.sigmoid(x @ T[p + "mlp.shared_expert_gate.weight"].t()) * y
+    return logits, routed, out
 
 
 def round_to(W, dtype):
@@ -526,6 +612,15 @@ def llama_forward(c, W, ids, hooks=None):
             n1 = h
             res1 = x + out
             n2 = rms_norm(res1, T[p + "post_attention_layernorm.weight"], eps)
+            if c.get("moe"):
+                rl, routed, ffn_out = moe_ffn(c, T, p, n2)
+                res2 = res1 + ffn_out
+                rec.update(norm1=h, context=concat, output=out, residual1=res1, norm2=n2,
+                           router_logits=rl, routed=routed, ffn_out=ffn_out, residual2=res2,
+                           block_output=res2, heads=heads)
+                recs.append(rec)
+                x = res2
+                continue
             if phi3:  # gate_up_proj's product, chunk(2): gate, then up; up * silu(gate)
                 gate, up = lin("mlp.gate_up_proj", n2).chunk(2, dim=-1)
                 act = up * torch.nn.functional.silu(gate)
@@ -623,6 +718,34 @@ def llama_forward64(c, W, ids):
             continue
         res1 = x + lin("self_attn.o_proj", concat)
         n2 = rms(res1, A[p + "post_attention_layernorm.weight"])
+        if c.get("moe"):  # the same routing in float64, expert by expert over each row
+            mx = c["arch"].startswith("Mixtral")
+            pre = p + ("block_sparse_moe." if mx else "mlp.")
+            E, Kx = cfg.get("num_local_experts", cfg.get("num_experts")), cfg["num_experts_per_tok"]
+            names = ("w1", "w3", "w2") if mx else ("gate_proj", "up_proj", "down_proj")
+            lg = n2 @ A[pre + "gate.weight"].T
+            pr = np.exp(lg - lg.max(-1, keepdims=True))
+            pr /= pr.sum(-1, keepdims=True)
+            ffn = np.zeros_like(n2)
+            for t in range(n):
+                top = sorted(range(E), key=lambda e: (-pr[t, e], e))[:Kx]
+                wt = pr[t, top]
+                if mx or cfg.get("norm_topk_prob", False):
+                    wt = wt / wt.sum()
+                for e, we in zip(top, wt):
+                    g = n2[t] @ A[pre + "experts.%d.%s.weight" % (e, names[0])].T
+                    u = n2[t] @ A[pre + "experts.%d.%s.weight" % (e, names[1])].T
+                    ffn[t] += we * ((g / (1 + np.exp(-g)) * u) @
+                                    A[pre + "experts.%d.%s.weight" % (e, names[2])].T)
+            if p + "mlp.shared_expert_gate.weight" in A:
+                sp = p + "mlp.shared_expert."
+                g, u = n2 @ A[sp + "gate_proj.weight"].T, n2 @ A[sp + "up_proj.weight"].T
+                y = (g / (1 + np.exp(-g)) * u) @ A[sp + "down_proj.weight"].T
+                sg = n2 @ A[p + "mlp.shared_expert_gate.weight"].T
+                ffn += y / (1 + np.exp(-sg))
+            x = res1 + ffn
+            outs.append(x)
+            continue
         gate = lin("mlp.gate_proj", n2)
         act = gate / (1 + np.exp(-gate)) * lin("mlp.up_proj", n2)
         x = res1 + lin("mlp.down_proj", act)
@@ -663,9 +786,10 @@ def llama_params(W, L, cfg):
     out = {
         "W_query": W[p + "self_attn.q_proj.weight"].T, "W_key": W[p + "self_attn.k_proj.weight"].T,
         "W_value": W[p + "self_attn.v_proj.weight"].T, "out": W[p + "self_attn.o_proj.weight"].T,
-        "ffn_Wgate": W[p + "mlp.gate_proj.weight"].T, "ffn_W1": W[p + "mlp.up_proj.weight"].T,
-        "ffn_W2": W[p + "mlp.down_proj.weight"].T,
     }
+    if p + "mlp.gate_proj.weight" in W:  # a mixture's experts are not the layer's parameters
+        out.update(ffn_Wgate=W[p + "mlp.gate_proj.weight"].T, ffn_W1=W[p + "mlp.up_proj.weight"].T,
+                   ffn_W2=W[p + "mlp.down_proj.weight"].T)
     if p + "post_feedforward_layernorm.weight" in W:  # OLMo 2's: on the branches' outputs
         out.update(norm1_weight=W[p + "post_attention_layernorm.weight"],
                    norm2_weight=W[p + "post_feedforward_layernorm.weight"])
@@ -689,8 +813,8 @@ HEAD_VEC = ("queries", "keys", "values", "queries_normed", "keys_normed", "queri
 # weights.csv, and the export leaves it out (docs/export.md)
 HEAD_SQ = ("scores", "scaled", "capped", "masked", "weights", "weighted_norm")
 LAYER = ("inputs", "norm1", "context", "output", "output_normed", "residual1", "norm2",
-         "ffn_hidden", "ffn_gate", "ffn_up", "ffn_activated", "ffn_out", "ffn_out_normed",
-         "residual2", "block_output")
+         "ffn_hidden", "ffn_gate", "ffn_up", "ffn_activated", "router_logits", "routed", "ffn_out",
+         "ffn_out_normed", "residual2", "block_output")
 
 
 def write_goldens(out_dir, ids, labels, recs, final, params, predictions):
