@@ -1008,13 +1008,17 @@ static void test_stage_table(void **state)
     (void)state;
     bool seen[STAGE_COUNT] = {false};
     static float flag; /* attn_stage_order reads only whether qnw is set */
-    for (int v = 0; v < 64; v++) {
+    for (int v = 0; v < 256; v++) {
         struct attn_model m = {.latent = v & 1 ? 4 : 0,
                                .rope = v & 2,
                                .qnw = v & 4 ? &flag : NULL,
                                .block = v & 8,
-                               .order = v & 16 ? BLOCK_PRE : BLOCK_POST,
-                               .activation = v & 32 ? ACT_SWIGLU : ACT_GELU};
+                               .order = v & 16    ? BLOCK_PRE
+                                        : v & 128 ? BLOCK_SANDWICH
+                                                  : BLOCK_POST,
+                               .activation = v & 32 ? ACT_SWIGLU : ACT_GELU,
+                               .softcap = v & 64 ? 5.0f : 0.0f,
+                               .n_experts = v & 128 ? 4 : 0};
         m.final_norm = m.block && (v & 1);
         enum attn_stage order[STAGE_COUNT];
         int n = attn_stage_order(order, &m);

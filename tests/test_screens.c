@@ -395,7 +395,7 @@ static void test_stage_bar_names(void **state)
     char **names = tu_list_names(dir, ".yaml", &n);
     assert_non_null(names);
     assert_true(n >= 30);
-    char scenes[64][1024];
+    char scenes[68][1024];
     int n_scenes = 0;
     for (int i = 0; i < n && n_scenes < 62; i++)
         snprintf(scenes[n_scenes++], sizeof(scenes[0]), "%.500s/%.500s", dir, names[i]);
@@ -404,6 +404,11 @@ static void test_stage_bar_names(void **state)
              "%.900s/tests/golden/families/scenes/qwen3-qknorm.yaml", root);
     snprintf(scenes[n_scenes++], sizeof(scenes[0]),
              "%.900s/tests/golden/families/scenes/llama-gqa.yaml", root);
+    /* soft-capping and the sandwich's post-norms; a mixture's router */
+    snprintf(scenes[n_scenes++], sizeof(scenes[0]),
+             "%.900s/tests/golden/families/scenes/gemma2.yaml", root);
+    snprintf(scenes[n_scenes++], sizeof(scenes[0]),
+             "%.900s/tests/golden/families/scenes/qwen2-moe.yaml", root);
     bool printed[STAGE_COUNT] = {false};
     int shown = 0;
     setenv("XDG_CONFIG_HOME", "/nonexistent-attnscope-test", 1);
