@@ -710,6 +710,24 @@ keys g3 } }
 check "gemma3: the full layer's is stretched" g3 wait_for g3 "θ_2 scaled by rope type linear (factor 2)"
 T kill-session -t g3
 
+# 22e. A mixture of experts (qwen2-moe: 6 experts, two a token, a shared expert): the router's
+# stages and the inspector's routing, the model view's expert-load row.
+start mo 200 50 "$BIN $fam/qwen2-moe.yaml"
+check "qwen2-moe: opens on its checkpoint" mo wait_for mo "row Σ"
+check "qwen2-moe: the stage bar has the router" mo wait_for mo "norm2 router_logits routed ffn_out residual2"
+keys mo . . . . . . . . .
+keys mo Down Down Right
+check "qwen2-moe: the routed stage" mo wait_for mo "layer 0 · routed (each expert's weight: the top k) · 23×6"
+check "qwen2-moe: the inspector names the chosen experts" mo \
+  wait_for mo "the router's softmax over 6 experts, the top 2 kept (not renormalised):"
+keys mo .
+check "qwen2-moe: ffn_out sums them with the shared expert" mo \
+  wait_for mo "output times its weight, summed, plus the shared expert"
+keys mo a
+check "qwen2-moe: the model view has each layer's expert load" mo wait_for mo "L0 h0 · KV 0 · load "
+check "qwen2-moe: and how many experts were used" mo wait_for mo "(6 of 6)"
+T kill-session -t mo
+
 # 23. BERT (tests/golden/families/scenes/bert-pair.yaml: two sentences, two [MASK]s): the model
 # view, a head, and what a masked LM's tools say. p at a [MASK] shows what fills it as `predict`
 # does, at a token "itself"; X's before -> after follows the model's answer, after as `ablate

@@ -119,6 +119,34 @@ static void ablated_mark(char *label, size_t size, const struct app *a, int L, i
         snprintf(label + used, size - used, " \u2717%s", attn_head_mode_name(hm));
 }
 
+/* A mixture's layer: how many tokens chose each expert, a block of shade each (the fullest
+ * expert's the darkest), " · load ▂█▁▄ (24 of 60)" after the label, as far as it fits. */
+static void expert_load(char *label, size_t size, const struct app *a, int L,
+                        const struct attn_model *m)
+{
+    struct attn_mat_view v = app_view_at(a, L, STAGE_ROUTED, 0);
+    if (!v.data || v.cols != m->n_experts)
+        return;
+    int counts[SCENE_MAX_EXPERTS] = {0}, most = 0, used = 0;
+    for (int i = 0; i < v.rows; i++)
+        for (int e = 0; e < v.cols; e++)
+            counts[e] += v.data[(size_t)i * v.stride + e] != 0.0f;
+    for (int e = 0; e < v.cols; e++) {
+        most = counts[e] > most ? counts[e] : most;
+        used += counts[e] > 0;
+    }
+    static const char *const shade[] = {" ",        "\u2581", "\u2582", "\u2583", "\u2584",
+                                        "\u2585", "\u2586", "\u2587", "\u2588"};
+    size_t o = strlen(label);
+    o += (size_t)snprintf(label + o, o < size ? size - o : 0, " \u00b7 load ");
+    for (int e = 0; e < v.cols && o + 8 < size; e++) {
+        int k = counts[e] == 0 ? 0 : 1 + (counts[e] * 7 + most - 1) / (most ? most : 1);
+        o += (size_t)snprintf(label + o, size - o, "%s", shade[k > 8 ? 8 : k]);
+    }
+    if (o < size)
+        snprintf(label + o, size - o, " (%d of %d)", used, v.cols);
+}
+
 /* Head h's label (layer L) and its attribute: "L1 h3 · KV 1" in the model view (model_view),
  * "head 3" (or "shared") on one layer, then its ablation and the score the heads are coloured by.
  */
@@ -147,6 +175,8 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     bool mixed = false;
     for (int k = 0; ac->window > 0 && k < res->net.layers && k < SCENE_MAX_LAYERS; k++)
         mixed |= ac->window_off[k];
+    if (model_view && m->n_experts > 0 && (h == 0 || shared) && app_layer_ready(a, L))
+        expert_load(label, size, a, L, m);
     if (model_view && mixed && (h == 0 || shared)) {
         size_t o = strlen(label);
         if (m->window > 0)
@@ -319,7 +349,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
             break;
         int L = tile / pl, h = tile % pl;
         const struct attn_model *m = &res->net.model[L];
-        char label[48];
+        char label[512];
         bool sel = n > 1 && tile == selected(a);
         int lattr = tile_label(label, sizeof(label), t, a, L, h, true, shared, sel);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
@@ -751,7 +781,7 @@ static int heads_tile(struct grid_panel *gp, const struct heads_frame *hf, struc
     int tr = h / hl->per_row, tc = h % hl->per_row;
     int tx = r.x + hl->lw + tc * (hl->tile_w + GAP);
     bool sel = T > 1 && h == app_view_state(a)->head;
-    char label[48];
+    char label[512];
     int lattr = tile_label(label, sizeof(label), f->theme, a, app_view_state(a)->layer, h, false,
                            hf->shared, sel);
     int label_line = tile_row_line(hl, tr);
