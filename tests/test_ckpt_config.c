@@ -709,6 +709,44 @@ static void test_gemma_keys(void **state)
     free(dir);
 }
 
+/* Qwen2-MoE's config (gen_families.py's qwen2-moe) with one change each: the mixture's keys
+ * read and checked, plain-MLP layers refused. */
+static void test_moe_keys(void **state)
+{
+    (void)state;
+    char *dir = tu_make_tmpdir("ckpt-moe");
+    copy_model(dir, "families/qwen2-moe/model.safetensors");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/families/qwen2-moe/config.json", golden());
+    size_t len;
+    char *config = tu_must_read_file(path, &len);
+    struct loaded r;
+    load(&r, dir, config);
+    if (!r.ok)
+        fail_msg("did not load:\n%s", r.problems);
+    assert_string_equal(r.warnings, "");
+    assert_int_equal(r.s.block.n_experts, 6);
+    assert_int_equal(r.s.block.top_k, 2);
+    assert_false(r.s.block.norm_topk);
+    assert_int_equal(r.s.block.ffn_hidden, 16);
+    assert_int_equal(r.s.block.shared_hidden, 40);
+    assert_non_null(r.s.weights.experts);
+    loaded_free(&r);
+    expect_problem(dir, with(config, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 7"),
+                   "config.json:18:3: 'num_experts_per_tok' (the experts a token takes) is 7: "
+                   "attnscope runs at most 6 (out of range)\n");
+    expect_problem(
+        dir, with(config, "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2"),
+        "config.json:24:3: 'decoder_sparse_step' is 2: layers of a plain MLP between the "
+        "mixtures are not something attnscope computes\n");
+    expect_problem(dir, with(config, "\"mlp_only_layers\": []", "\"mlp_only_layers\": [1]"),
+                   "config.json:25:3: 'mlp_only_layers' is [1]: layers of a plain MLP between the "
+                   "mixtures are not something attnscope computes\n");
+    free(config);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* A config.json of pythia-par's sizes (head_dim 16), one key a line, extra before the last. */
 static char *neox_config(const char *extra)
 {
@@ -796,7 +834,7 @@ int main(void)
         cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
         cmocka_unit_test(test_bert_keys),  cmocka_unit_test(test_neox_keys),
         cmocka_unit_test(test_olmo2_keys), cmocka_unit_test(test_phi3_keys),
-        cmocka_unit_test(test_gemma_keys),
+        cmocka_unit_test(test_gemma_keys), cmocka_unit_test(test_moe_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
