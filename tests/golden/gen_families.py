@@ -2,8 +2,9 @@
 """Random-weight checkpoints of the checkpoint families in Hugging Face's naming, and the numbers
 PyTorch computes for them, layer by layer: every family of the registry (src/pretrained/families.c)
 but GPT-2, whose checkpoints are gen_gpt2.py's. A family added to the registry adds its cases here
-(docs/HACKING.md, "Adding a model family"); today the Llama family (Llama, Mistral, Qwen2, Qwen3)
-and BERT.
+(docs/HACKING.md, "Adding a model family"); today the Llama family (Llama, Mistral, Qwen2, Qwen3,
+OLMo 2, Phi-3, and the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE), BERT, GPT-NeoX
+(Pythia) and Gemma 2 and 3.
 
 Run with Debian's python3 (torch, numpy, yaml, python3-regex; gen_gpt2.py's helpers):
 
@@ -20,7 +21,9 @@ It rewrites tests/golden/families/ byte for byte the same on every run (fixed se
                                                   last position (BERT: at every [MASK])
 
 The forward pass below is written from Hugging Face's modelling code (modeling_llama.py,
-modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_bert.py) in float32 torch:
+modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_olmo2.py, modeling_phi3.py,
+modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_bert.py,
+modeling_gpt_neox.py, modeling_gemma2.py, modeling_gemma3.py) in float32 torch:
 RMSNorm as LlamaRMSNorm, rotate_half RoPE with the frequencies of transformers 5's
 modeling_rope_utils.py (_compute_default/linear/dynamic_ntk/yarn/longrope/llama3 parameters, the
 dict standardize_rope_params makes of either format, cos and sin times the attention factor,
