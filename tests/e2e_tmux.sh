@@ -724,7 +724,7 @@ keys mo .
 check "qwen2-moe: ffn_out sums them with the shared expert" mo \
   wait_for mo "output times its weight, summed, plus the shared expert"
 keys mo a
-check "qwen2-moe: the model view has each layer's expert load" mo wait_for mo "L0 h0 · KV 0 · load "
+check "qwen2-moe: the model view has each layer's expert load" mo wait_for mo "L0 shared · load "
 check "qwen2-moe: and how many experts were used" mo wait_for mo "(6 of 6)"
 T kill-session -t mo
 
