@@ -619,17 +619,25 @@ static void test_olmo2_keys(void **state)
     free(dir);
 }
 
+/* A scratch folder holding tests/golden/families/NAME's checkpoint (*dir), and that case's
+ * config.json's text (the caller frees both). */
+static char *family_config(char **dir, const char *name)
+{
+    char rel[200], path[4200];
+    *dir = tu_make_tmpdir("ckpt-family");
+    snprintf(rel, sizeof(rel), "families/%s/model.safetensors", name);
+    copy_model(*dir, rel);
+    snprintf(path, sizeof(path), "%s/families/%s/config.json", golden(), name);
+    size_t len;
+    return tu_must_read_file(path, &len);
+}
+
 /* Phi-3: su and yarn are its old names of longrope, and no other rope type is taken; the factors
  * are one a turned pair (partial_rotary_factor 0.5 of 16: 4). */
 static void test_phi3_keys(void **state)
 {
     (void)state;
-    char *dir = tu_make_tmpdir("ckpt-phi3");
-    copy_model(dir, "families/phi3-longrope/model.safetensors");
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/families/phi3-longrope/config.json", golden());
-    size_t len;
-    char *config = tu_must_read_file(path, &len);
+    char *dir, *config = family_config(&dir, "phi3-longrope");
     struct loaded r;
     load(&r, dir, config);
     if (!r.ok)
@@ -662,12 +670,7 @@ static void test_phi3_keys(void **state)
 static void test_gemma_keys(void **state)
 {
     (void)state;
-    char *dir = tu_make_tmpdir("ckpt-gemma");
-    copy_model(dir, "families/gemma3/model.safetensors");
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/families/gemma3/config.json", golden());
-    size_t len;
-    char *config = tu_must_read_file(path, &len);
+    char *dir, *config = family_config(&dir, "gemma3");
     struct loaded r;
     load(&r, dir, config);
     if (!r.ok)
@@ -714,12 +717,7 @@ static void test_gemma_keys(void **state)
 static void test_moe_keys(void **state)
 {
     (void)state;
-    char *dir = tu_make_tmpdir("ckpt-moe");
-    copy_model(dir, "families/qwen2-moe/model.safetensors");
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/families/qwen2-moe/config.json", golden());
-    size_t len;
-    char *config = tu_must_read_file(path, &len);
+    char *dir, *config = family_config(&dir, "qwen2-moe");
     struct loaded r;
     load(&r, dir, config);
     if (!r.ok)

@@ -72,6 +72,47 @@ const char *attn_family_layer_part(const char *name, const char *stem, int layer
     return strncmp(name + n, check, strlen(check)) == 0 ? name + n + used : NULL;
 }
 
+int attn_family_layer_types(bool *off, const struct ckpt_config *c, int layers, const bool *rule,
+                            const char *rule_key, int rule_value, bool rule_given, int window,
+                            const char *no_window, struct diag *err)
+{
+    json_t *types = json_object_get(c->root, "layer_types");
+    char got[64];
+    if (types && !json_is_null(types) &&
+        (!json_is_array(types) || json_array_size(types) != (size_t)layers))
+        return attn_ckpt_config_error(c, "layer_types", NULL, err,
+                                      "'layer_types' is %s, not a list of the %d layers' attention",
+                                      attn_ckpt_show_value(got, sizeof(got), types), layers);
+    for (int L = 0; L < layers; L++) {
+        bool slides = rule[L];
+        if (json_is_array(types)) {
+            json_t *t = json_array_get(types, (size_t)L);
+            const char *name = json_is_string(t) ? json_string_value(t) : "";
+            bool given = strcmp(name, "sliding_attention") == 0;
+            if (!given && strcmp(name, "full_attention") != 0)
+                return attn_ckpt_config_error(c, "layer_types", NULL, err,
+                                              "layer %d is %s: attnscope computes full_attention "
+                                              "and sliding_attention",
+                                              L, attn_ckpt_show_value(got, sizeof(got), t));
+            if (given && window == 0)
+                return attn_ckpt_config_error(c, "layer_types", NULL, err,
+                                              "layer %d is sliding_attention, but there is no "
+                                              "window (%s)",
+                                              L, no_window);
+            if (rule_given && given != slides)
+                return attn_ckpt_config_error(
+                    c, "layer_types", NULL, err,
+                    "'layer_types' makes layer %d %s, '%s' %d makes it %s: the two formats "
+                    "disagree",
+                    L, given ? "sliding_attention" : "full_attention", rule_key, rule_value,
+                    slides ? "sliding_attention" : "full_attention");
+            slides = given;
+        }
+        off[L] = !slides;
+    }
+    return 0;
+}
+
 /* Every tensor is one the family reads or knows to skip: a tensor of another model, or of more
  * layers than config.json says, is refused by name. */
 static int check_names(const struct family_load *ld, struct diag *err)

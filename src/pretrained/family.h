@@ -101,6 +101,15 @@ struct family_shape {
 int attn_family_read_sizes(struct family_shape *sh, int *inter, const struct ckpt_config *c,
                            struct diag *err);
 
+/* Which layers slide, in both of transformers' formats: 5's layer_types ("full_attention" or
+ * "sliding_attention" a layer) and 4's rule, rule[L] (true: layer L slides), from rule_key's
+ * value rule_value ("'max_window_layers' 28 makes it ..."); where both are written they agree.
+ * window 0 (no window): a sliding layer in layer_types is refused, saying why (no_window).
+ * off[L] gets !slides (the engine's window_off). */
+int attn_family_layer_types(bool *off, const struct ckpt_config *c, int layers, const bool *rule,
+                            const char *rule_key, int rule_value, bool rule_given, int window,
+                            const char *no_window, struct diag *err);
+
 /* What a family's known() asks of a tensor's name: whether it is one of the n names. */
 bool attn_family_name_in(const char *name, const char *const *names, size_t n);
 /* The part of name after "STEMN." when N, as %d writes it, is a layer below layers

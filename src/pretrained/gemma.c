@@ -113,37 +113,12 @@ static int read_layers(struct config *g, struct ckpt_config *c, enum gemma_varia
                                                               .what = "a count of layers"},
                                             err))
         return -1;
-    json_t *types = json_object_get(c->root, "layer_types");
-    char got[64];
-    if (types && !json_is_null(types) &&
-        (!json_is_array(types) || json_array_size(types) != (size_t)g->shape.layers))
-        return attn_ckpt_config_error(c, "layer_types", NULL, err,
-                                      "'layer_types' is %s, not a list of the %d layers' attention",
-                                      attn_ckpt_show_value(got, sizeof(got), types),
-                                      g->shape.layers);
-    for (int L = 0; L < g->shape.layers; L++) {
-        bool slides = (L + 1) % pattern != 0;
-        if (json_is_array(types)) {
-            json_t *t = json_array_get(types, (size_t)L);
-            const char *name = json_is_string(t) ? json_string_value(t) : "";
-            bool given = strcmp(name, "sliding_attention") == 0;
-            if (!given && strcmp(name, "full_attention") != 0)
-                return attn_ckpt_config_error(c, "layer_types", NULL, err,
-                                              "layer %d is %s: attnscope computes full_attention "
-                                              "and sliding_attention",
-                                              L, attn_ckpt_show_value(got, sizeof(got), t));
-            if (pattern_given && given != slides)
-                return attn_ckpt_config_error(
-                    c, "layer_types", NULL, err,
-                    "'layer_types' makes layer %d %s, 'sliding_window_pattern' %d makes it %s: "
-                    "the two formats disagree",
-                    L, given ? "sliding_attention" : "full_attention", pattern,
-                    slides ? "sliding_attention" : "full_attention");
-            slides = given;
-        }
-        g->window_off[L] = !slides;
-    }
-    return 0;
+    bool rule[SCENE_MAX_LAYERS];
+    for (int L = 0; L < g->shape.layers; L++)
+        rule[L] = (L + 1) % pattern != 0; /* transformers 4's: every pattern-th layer is full */
+    return attn_family_layer_types(g->window_off, c, g->shape.layers, rule,
+                                   "sliding_window_pattern", pattern, pattern_given, g->window,
+                                   "'sliding_window' is not given", err);
 }
 
 static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_backing *b,

@@ -178,42 +178,12 @@ static int read_qwen_window(struct config *g, struct ckpt_config *c, struct diag
                                                .what = "the layers of full attention"},
                              err))
         return -1;
-    json_t *types = json_object_get(c->root, "layer_types");
-    char got[64];
-    if (types && !json_is_null(types) &&
-        (!json_is_array(types) || json_array_size(types) != (size_t)g->shape.layers))
-        return attn_ckpt_config_error(c, "layer_types", NULL, err,
-                                      "'layer_types' is %s, not a list of the %d layers' attention",
-                                      attn_ckpt_show_value(got, sizeof(got), types),
-                                      g->shape.layers);
-    for (int L = 0; L < g->shape.layers; L++) {
-        bool slides = g->window > 0 && L >= from; /* transformers 4's rule */
-        if (json_is_array(types)) {
-            json_t *t = json_array_get(types, (size_t)L);
-            const char *name = json_is_string(t) ? json_string_value(t) : "";
-            bool given = strcmp(name, "sliding_attention") == 0;
-            if (!given && strcmp(name, "full_attention") != 0)
-                return attn_ckpt_config_error(c, "layer_types", NULL, err,
-                                              "layer %d is %s: attnscope computes full_attention "
-                                              "and sliding_attention",
-                                              L, attn_ckpt_show_value(got, sizeof(got), t));
-            if (given && g->window == 0)
-                return attn_ckpt_config_error(c, "layer_types", NULL, err,
-                                              "layer %d is sliding_attention, but there is no "
-                                              "window ('use_sliding_window' is not true)",
-                                              L);
-            if (from_given && given != slides)
-                return attn_ckpt_config_error(
-                    c, "layer_types", NULL, err,
-                    "'layer_types' makes layer %d %s, 'max_window_layers' %d makes it %s: the two "
-                    "formats disagree",
-                    L, given ? "sliding_attention" : "full_attention", from,
-                    slides ? "sliding_attention" : "full_attention");
-            slides = given;
-        }
-        g->window_off[L] = !slides;
-    }
-    return 0;
+    bool rule[SCENE_MAX_LAYERS];
+    for (int L = 0; L < g->shape.layers; L++)
+        rule[L] = g->window > 0 && L >= from; /* transformers 4's rule */
+    return attn_family_layer_types(g->window_off, c, g->shape.layers, rule, "max_window_layers",
+                                   from, from_given, g->window, "'use_sliding_window' is not true",
+                                   err);
 }
 
 /* A mixture's keys: its experts, the top k, their weights' renormalisation, and the widths (an
