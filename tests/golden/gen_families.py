@@ -130,6 +130,10 @@ CASES += [
                             rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=None,
                             router_aux_loss_coef=0.02, output_router_logits=False)),
     dict(name="mixtral-bf16", same="mixtral", dtype="BF16"),
+    dict(name="mixtral-v5", twin="mixtral", fmt="v5",
+         cfg=dict(MOE, intermediate_size=24, num_local_experts=4, num_experts_per_tok=2,
+                  rms_norm_eps=1e-5, sliding_window=None,
+                  rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
     # Qwen2-MoE: 6 experts of 16, two a token, not renormalised, a shared expert of 40 behind its
     # sigmoid gate, Qwen2's q/k/v biases; Qwen3-MoE: 5 experts, three a token, renormalised,
     # per-head q/k norms, transformers 5's format
@@ -144,6 +148,10 @@ CASES += [
          cfg=dict(MOE, head_dim=16, intermediate_size=48, moe_intermediate_size=20,
                   num_experts=5, num_experts_per_tok=3, norm_topk_prob=True, rms_norm_eps=1e-6,
                   rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    dict(name="qwen3-moe-v4", twin="qwen3-moe", fmt="v4",
+         cfg=dict(MOE, head_dim=16, intermediate_size=48, moe_intermediate_size=20,
+                  num_experts=5, num_experts_per_tok=3, norm_topk_prob=True, rms_norm_eps=1e-6,
+                  rope_theta=1000000.0)),
     # Phi-3: fused qkv_proj and gate_up_proj, half of each head turned, longrope under its old
     # name su (23 tokens past the original 16: the long factors), a window of 9 in every layer
     dict(name="phi3-longrope", arch="Phi3ForCausalLM", model_type="phi3", dtype="F32", fmt="v4",
