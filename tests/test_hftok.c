@@ -1,7 +1,7 @@
 /* test_hftok: Hugging Face's tokenizer.json (src/pretrained/hftok) against the tokenizers
  * library itself.
  *
- * goldens: tests/tokenizers/goldens holds, for 24 tokenizers (the real files of Llama 3, Qwen3,
+ * goldens: tests/tokenizers/goldens holds, for 26 tokenizers (the real files of Llama 3, Qwen3,
  * Mistral, GPT-2, BERT, Gemma, Gemma 3 and cl100k_base, and variants of them that use every
  * supported component), the ids
  * and type ids the library's encode() gives for every string of strings.json and every pair,
@@ -442,7 +442,16 @@ static void test_errors(void **state)
     expect_error("{\"truncation\": {\"max_length\": 512}, " TOK_MODEL, NULL,
                  "tok.json:1:16: truncation: must be null");
     expect_error("{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", NULL,
-                 "tok.json:1:12: model.type: 'Unigram' is not supported");
+                 "tok.json:1:40: model.vocab: the vocabulary is empty");
+    expect_error("{\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"a\", -1.5], "
+                 "[\"b\", -2], [\"a\", -3]]}}",
+                 NULL, "tok.json:1:78: model.vocab[2]: the piece \"a\" is in the vocabulary twice");
+    expect_error("{\"model\": {\"type\": \"Unigram\", \"unk_id\": 5, \"vocab\": [[\"a\", -1.5]]}}",
+                 NULL, "tok.json:1:31: model.unk_id: must be an integer from 0 to 0");
+    expect_error("{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", \"x\"]]}}", NULL,
+                 "tok.json:1:41: model.vocab[0]: must be [piece, score], a string and a number");
+    expect_error("{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}", NULL,
+                 "tok.json:1:12: model.type: 'WordLevel' is not supported");
     expect_error("{\"extra\": 1, " TOK_MODEL, NULL,
                  "tok.json:1:2: extra: 'extra' is not a part of tokenizer.json");
     expect_error("{\"added_tokens\": [{\"id\": 7, \"content\": \"<s>\", \"single_word\": false, "

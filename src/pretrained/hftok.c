@@ -1171,6 +1171,138 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
     return 0;
 }
 
+/* One piece of a Unigram segmentation, s[0, len): its id, or (byte_fallback) its bytes' <0xXX>
+ * ids when every one is in the vocabulary, else the unknown's (models/unigram: tokenize). */
+static int unigram_piece(struct ids *out, const struct hftok *t, const char *s, size_t len,
+                         struct diag *err)
+{
+    const struct hf_model *m = &t->model;
+    int id = attn_hf_vocab_find(&t->vocab, s, len);
+    if (id >= 0) {
+        ids_push(out, id);
+        return 0;
+    }
+    bool bytes = m->byte_fallback;
+    for (size_t i = 0; bytes && i < len; i++)
+        bytes = m->byte_ids[(unsigned char)s[i]] >= 0;
+    if (bytes) {
+        for (size_t i = 0; i < len; i++)
+            ids_push(out, m->byte_ids[(unsigned char)s[i]]);
+        return 0;
+    }
+    if (m->unk_id < 0)
+        return attn_diag_set(err, "",
+                             "the text has a character no piece of the Unigram model "
+                             "covers, and the model has no unk_id");
+    ids_push(out, m->unk_id);
+    return 0;
+}
+
+/* models/unigram/model.rs, encode_optimized: the segmentation whose pieces' scores add up to
+ * the most (Viterbi over the byte positions, in double as the library's f64). At each character
+ * boundary, in order, every piece that starts there, shortest first, offers its end the score
+ * so far plus its own; a later offer replaces the best only when strictly higher, so ties go to
+ * the first. A character no single piece covers offers an unknown of score min_score - 10 to its
+ * end. Read back from the end, neighbouring unknowns are fused into one piece. Only the lengths
+ * some piece has are tried, each looked up in O(1) from the word's prefix hashes. */
+static int unigram_word(struct ids *out, const struct hftok *t, const char *s, size_t len,
+                        struct diag *err)
+{
+    const struct hf_model *m = &t->model;
+    if (len == 0)
+        return 0;
+    uint64_t *sum = malloc((len + 1) * sizeof(*sum));
+    double *score = malloc((len + 1) * sizeof(*score));
+    int *from = malloc((len + 1) * sizeof(*from)), *idat = malloc((len + 1) * sizeof(*idat));
+    int rc = 0;
+    if (!sum || !score || !from || !idat) {
+        rc = attn_diag_set(err, "", "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i <= len; i++) {
+        sum[i] = i ? sum[i - 1] * HF_HASH_B + (unsigned char)s[i - 1] + 1 : 0;
+        score[i] = 0;
+        from[i] = -1;
+    }
+    double unk_score = m->min_score - 10.0; /* K_UNK_PENALTY */
+    for (size_t start = 0; start < len;) {
+        int mblen;
+        char_at(s, len, start, &mblen);
+        bool single = false;
+        for (int i = m->n_lens - 1; i >= 0; i--) { /* shortest first */
+            size_t end = start + m->lens[i].len;
+            if (end > len)
+                break;
+            if (end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
+                continue; /* pieces are whole characters */
+            uint64_t h = sum[end] - sum[start] * m->lens[i].pow;
+            int id = vocab_find_parts(&t->vocab, h, "", 0, s + start, end - start);
+            if (id < 0)
+                continue;
+            double cand = m->scores[id] + score[start];
+            if (from[end] < 0 || cand > score[end]) {
+                score[end] = cand;
+                from[end] = (int)start;
+                idat[end] = id;
+            }
+            single |= end - start == (size_t)mblen;
+        }
+        if (!single) {
+            size_t end = start + (size_t)mblen;
+            if (m->unk_id < 0) {
+                rc = attn_diag_set(err, "",
+                                   "the text has a character no piece of the Unigram "
+                                   "model covers, and the model has no unk_id");
+                goto out;
+            }
+            double cand = unk_score + score[start];
+            if (from[end] < 0 || cand > score[end]) {
+                score[end] = cand;
+                from[end] = (int)start;
+                idat[end] = m->unk_id;
+            }
+        }
+        start += (size_t)mblen;
+    }
+    /* back from the end: the pieces, last first, neighbouring unknowns fused into one */
+    size_t *a = malloc((len + 1) * sizeof(*a)), *b = malloc((len + 1) * sizeof(*b)), n = 0;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        rc = attn_diag_set(err, "", "out of memory");
+        goto out;
+    }
+    bool pending = false; /* an unknown run a[n], b[n] being extended to the left */
+    for (size_t end = len; end > 0;) {
+        size_t st = (size_t)from[end];
+        if (m->unk_id >= 0 && idat[end] == m->unk_id) {
+            if (!pending)
+                b[n] = end;
+            a[n] = st;
+            pending = true;
+        } else {
+            if (pending)
+                n++;
+            pending = false;
+            a[n] = st;
+            b[n++] = end;
+        }
+        end = st;
+    }
+    if (pending)
+        n++;
+    for (size_t k = n; k-- > 0 && rc == 0;)
+        rc = unigram_piece(out, t, s + a[k], b[k] - a[k], err);
+    free(a);
+    free(b);
+out:
+    free(sum);
+    free(score);
+    free(from);
+    free(idat);
+    return rc;
+}
+
 /* ---- one sequence -------------------------------------------------------------------------- */
 
 static int check_utf8(const char *s, size_t len, struct diag *err)
@@ -1238,6 +1370,8 @@ static int encode_one(struct ids *out, const struct hftok *t, const char *text, 
             ids_push(out, p->id);
         else if (t->model.kind == HM_BPE)
             rc = bpe_word(out, t, p->s, p->len, &w, &syms, err);
+        else if (t->model.kind == HM_UNIGRAM)
+            rc = unigram_word(out, t, p->s, p->len, err);
         else
             rc = wordpiece_word(out, t, p->s, p->len, err);
     }

@@ -75,7 +75,7 @@ struct hf_pre {
     int n;
 };
 
-enum hf_model_kind { HM_BPE, HM_WORDPIECE };
+enum hf_model_kind { HM_BPE, HM_WORDPIECE, HM_UNIGRAM };
 
 struct hf_model {
     enum hf_model_kind kind;
@@ -90,6 +90,10 @@ struct hf_model {
     int byte_ids[256]; /* <0xXX> tokens, -1 where missing */
     /* WordPiece (prefix and unk above) */
     long max_chars;
+    /* Unigram (unk_id and byte_fallback above): each piece's score (its log probability), by
+     * id, and the lowest, which less 10 scores a character no piece covers */
+    double *scores;
+    double min_score;
     /* The vocabulary's token lengths in bytes, each once, longest first, with B^(len - the
      * prefix's length) (hf_hash below): the only lengths a match can have. */
     struct hf_len {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -970,20 +971,11 @@ static int by_length_down(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
-static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
+/* The lengths a piece of the vocabulary has, each once, longest first, with B^(len - the
+ * prefix's length) (hf_hash): the only lengths a match can have. */
+static int vocab_lengths(struct jctx *c, struct hftok *t)
 {
-    static const char *const keys[] = {"unk_token", "continuing_subword_prefix",
-                                       "max_input_chars_per_word", "vocab", NULL};
     struct hf_model *md = &t->model;
-    md->kind = HM_WORDPIECE;
-    if (only_keys(c, m, "WordPiece", keys) ||
-        get_string(c, m, "unk_token", &md->unk, &md->unk_len, true, false) ||
-        get_string(c, m, "continuing_subword_prefix", &md->prefix, &md->prefix_len, true, false) ||
-        get_int(c, m, "max_input_chars_per_word", &md->max_chars, 0, LONG_MAX) ||
-        load_vocab(c, m, &t->vocab))
-        return -1;
-    md->unk_id = vocab_id(&t->vocab, md->unk, md->unk_len);
-    /* the lengths a match can have, longest first */
     size_t *lens = malloc((size_t)t->vocab.count * sizeof(*lens));
     if (!lens)
         return jerr(c, "out of memory");
@@ -1014,6 +1006,121 @@ static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
     return 0;
 }
 
+static int load_wordpiece(struct jctx *c, json_t *m, struct hftok *t)
+{
+    static const char *const keys[] = {"unk_token", "continuing_subword_prefix",
+                                       "max_input_chars_per_word", "vocab", NULL};
+    struct hf_model *md = &t->model;
+    md->kind = HM_WORDPIECE;
+    if (only_keys(c, m, "WordPiece", keys) ||
+        get_string(c, m, "unk_token", &md->unk, &md->unk_len, true, false) ||
+        get_string(c, m, "continuing_subword_prefix", &md->prefix, &md->prefix_len, true, false) ||
+        get_int(c, m, "max_input_chars_per_word", &md->max_chars, 0, LONG_MAX) ||
+        load_vocab(c, m, &t->vocab))
+        return -1;
+    md->unk_id = vocab_id(&t->vocab, md->unk, md->unk_len);
+    return vocab_lengths(c, t);
+}
+
+/* Unigram's vocabulary: a list of [piece, score], the ids their places. A piece twice is
+ * refused (the library would keep the later one's id). */
+static int load_unigram_vocab(struct jctx *c, json_t *m, struct hftok *t)
+{
+    struct hf_vocab *v = &t->vocab;
+    struct hf_model *md = &t->model;
+    json_t *a = json_object_get(m, "vocab");
+    push_key(c, "vocab");
+    int rc = -1;
+    size_t n = a && json_is_array(a) ? json_array_size(a) : 0;
+    if (!a || !json_is_array(a) || n == 0 || n > HFTOK_MAX_VOCAB) {
+        rc = jerr(c, !a                  ? "is missing"
+                     : !json_is_array(a) ? "must be a list of [piece, score]"
+                     : n == 0            ? "the vocabulary is empty"
+                                         : "over the limit of tokens");
+        goto out;
+    }
+    v->n = v->count = (int)n;
+    v->tok = calloc(n, sizeof(*v->tok));
+    v->len = calloc(n, sizeof(*v->len));
+    md->scores = malloc(n * sizeof(*md->scores));
+    size_t slots = 16;
+    while (slots < n * 2)
+        slots *= 2;
+    v->slots = malloc(slots * sizeof(*v->slots));
+    v->mask = slots - 1;
+    if (!v->tok || !v->len || !md->scores || !v->slots) {
+        rc = jerr(c, "out of memory (%zu tokens)", n);
+        goto out;
+    }
+    memset(v->slots, 0xFF, slots * sizeof(*v->slots));
+    md->min_score = INFINITY;
+    for (size_t id = 0; id < n; id++) {
+        json_t *e = json_array_get(a, id), *p = json_array_get(e, 0), *sc = json_array_get(e, 1);
+        push_index(c, (long)id);
+        if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_string(p) ||
+            !json_is_number(sc) || !isfinite(json_number_value(sc))) {
+            jerr(c, "must be [piece, score], a string and a number");
+            pop(c);
+            goto out;
+        }
+        size_t klen = json_string_length(p);
+        if (vocab_id(v, json_string_value(p), klen) >= 0) {
+            char b[80];
+            jerr(c, "the piece \"%s\" is in the vocabulary twice",
+                 shown(b, sizeof(b), json_string_value(p), klen));
+            pop(c);
+            goto out;
+        }
+        if (!(v->tok[id] = malloc(klen + 1))) {
+            jerr(c, "out of memory");
+            pop(c);
+            goto out;
+        }
+        memcpy(v->tok[id], json_string_value(p), klen);
+        v->tok[id][klen] = '\0';
+        v->len[id] = klen;
+        md->scores[id] = json_number_value(sc);
+        if (md->scores[id] < md->min_score)
+            md->min_score = md->scores[id];
+        size_t i = hf_hash_slot(hf_hash_more(0, v->tok[id], klen)) & v->mask;
+        while (v->slots[i] >= 0)
+            i = (i + 1) & v->mask;
+        v->slots[i] = (int)id;
+        pop(c);
+    }
+    rc = 0;
+out:
+    pop(c);
+    return rc;
+}
+
+/* models/unigram: the pieces with their scores, an unknown's id (or null), byte_fallback. */
+static int load_unigram(struct jctx *c, json_t *m, struct hftok *t)
+{
+    static const char *const keys[] = {"unk_id", "vocab", "byte_fallback", NULL};
+    struct hf_model *md = &t->model;
+    md->kind = HM_UNIGRAM;
+    md->fuse_unk = true; /* the library's Unigram always fuses unknowns */
+    if (only_keys(c, m, "Unigram", keys) ||
+        get_bool(c, m, "byte_fallback", &md->byte_fallback, false, false, true) ||
+        load_unigram_vocab(c, m, t))
+        return -1;
+    md->unk_id = -1;
+    json_t *u = json_object_get(m, "unk_id");
+    if (u && !json_is_null(u)) {
+        long id;
+        if (get_int(c, m, "unk_id", &id, 0, (long)t->vocab.n - 1))
+            return -1;
+        md->unk_id = (int)id;
+    }
+    for (int b = 0; b < 256; b++) {
+        char code[8];
+        snprintf(code, sizeof(code), "<0x%02X>", b);
+        md->byte_ids[b] = vocab_id(&t->vocab, code, 6);
+    }
+    return vocab_lengths(c, t);
+}
+
 static int load_model(struct jctx *c, json_t *m, struct hftok *t)
 {
     const char *type;
@@ -1023,7 +1130,9 @@ static int load_model(struct jctx *c, json_t *m, struct hftok *t)
         return load_bpe(c, m, t);
     if (strcmp(type, "WordPiece") == 0)
         return load_wordpiece(c, m, t);
-    return unsupported(c, type, "models: BPE and WordPiece");
+    if (strcmp(type, "Unigram") == 0)
+        return load_unigram(c, m, t);
+    return unsupported(c, type, "models: BPE, WordPiece and Unigram");
 }
 
 /* ---- post-processors ----------------------------------------------------------------------- */
@@ -1738,6 +1847,7 @@ void attn_hftok_free(struct hftok *t)
     free(t->model.prefix);
     free(t->model.suffix);
     free(t->model.lens);
+    free(t->model.scores);
     free(t->model.unk);
     if (t->has_norm)
         norm_free(&t->norm);

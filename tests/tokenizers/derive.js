@@ -96,6 +96,38 @@ const split = (pattern, behavior, invert) => ({type: 'Split', pattern, behavior,
   v1.pre_tokenizer = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false};
   v1.decoder = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false};
   write('mistral-metaspace', v1, cfg);
+  // A Unigram model (T5's and Marian's kind, which no npm package ships) on Mistral's pieces,
+  // in id order, scored -ln(id + 2) (the earlier a piece, the likelier), with byte fallback,
+  // NFKC, Metaspace with split, and T5's "$A </s>" template
+  const pieces = Object.entries(m.model.vocab).sort((x, y) => x[1] - y[1]);
+  pieces.forEach(([, id], i) => {
+    if (id !== i) throw new Error('mistral: ids with a gap at ' + i);
+  });
+  const uni = (byteFallback) => ({
+    type: 'Unigram', unk_id: 0, byte_fallback: byteFallback,
+    vocab: pieces.map(([p, id]) => [p, -Math.log(id + 2)]),
+  });
+  const u1 = clone(m);
+  u1.normalizer = {type: 'NFKC'};
+  u1.pre_tokenizer = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true};
+  u1.decoder = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true};
+  u1.post_processor = {
+    type: 'TemplateProcessing',
+    single: [{Sequence: {id: 'A', type_id: 0}}, {SpecialToken: {id: '</s>', type_id: 0}}],
+    pair: [{Sequence: {id: 'A', type_id: 0}}, {SpecialToken: {id: '</s>', type_id: 0}},
+           {Sequence: {id: 'B', type_id: 0}}, {SpecialToken: {id: '</s>', type_id: 0}}],
+    special_tokens: {'</s>': {id: '</s>', ids: [2], tokens: ['</s>']}},
+  };
+  u1.model = uni(true);
+  write('mistral-unigram', u1);
+  // without byte fallback: what no piece covers is one <unk>, neighbours fused; Metaspace
+  // "first" without split, no normalizer
+  const u2 = clone(u1);
+  u2.normalizer = null;
+  u2.pre_tokenizer = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false};
+  u2.decoder = {type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false};
+  u2.model = uni(false);
+  write('mistral-unigram-unk', u2);
   // Metaspace "always" with split, over NFD + Lowercase; BOS and EOS from tokenizer_config.json
   const v2 = clone(m);
   v2.normalizer = {type: 'Sequence', normalizers: [{type: 'NFD'}, {type: 'Lowercase'}]};
