@@ -653,7 +653,7 @@ check "pythia-par: only the first 4 of 16 turn" nx wait_for nx "partial rotary: 
 keys nx Right Right Right
 check "pythia-par: dimension 5 passes unturned" nx wait_for nx "dimension 5 passes unturned"
 keys nx . . . . . . . . . . . . . . . .
-check "pythia-par: the last stage is residual2" nx wait_for nx "layer 0 · residual2 (+ ffn_out) · 23×64"
+check "pythia-par: the last stage is residual2" nx wait_for nx "layer 0 · residual2 (inputs + output + ffn_out) · 23×64"
 check "pythia-par: the inspector adds both branches to the input" nx \
   wait_for nx "residual2 = ffn_out + output + inputs"
 keys nx p

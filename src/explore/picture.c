@@ -15,6 +15,25 @@ const char *picture_stage_title(const struct attn_model *m, enum attn_stage s)
         return m->pos ? "inputs (embeddings + positions)" : "inputs (token embeddings)";
     if (s == STAGE_MASKED && m->causal && m->mask_mode == MASK_AFTER_SOFTMAX)
         return "masked (softmax, future zeroed)";
+    /* what a block's last stages add depends on where its norms sit */
+    if (s == STAGE_FFN_OUT && m->n_experts > 0)
+        return "ffn_out (the chosen experts, weighted)";
+    if (s == STAGE_RESIDUAL2 && m->block)
+        switch (m->order) {
+        case BLOCK_PARALLEL:
+            return "residual2 (inputs + output + ffn_out)";
+        case BLOCK_POST_BRANCH:
+            return "residual2 (+ norm2)";
+        case BLOCK_SANDWICH:
+            return "residual2 (+ ffn_out_normed)";
+        case BLOCK_POST:
+        case BLOCK_PRE:
+            break;
+        }
+    if (s == STAGE_RESIDUAL1 && m->block && m->order == BLOCK_POST_BRANCH)
+        return "residual1 (inputs + norm1)";
+    if (s == STAGE_RESIDUAL1 && m->block && m->order == BLOCK_SANDWICH)
+        return "residual1 (inputs + output_normed)";
     return attn_stage_title(s);
 }
 
