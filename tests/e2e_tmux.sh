@@ -666,7 +666,10 @@ check "pythia-par-step2 --baseline: pinned from the start" nb \
 check "pythia-par-step2 --baseline: the heading names the other checkpoint" nb \
   wait_for nb "Δ vs baseline (pythia-par.yaml) · layer 0 · head 0 (of 4) · weights · 23×23"
 check "pythia-par-step2 --baseline: row 2 moved as diff says" nb wait_for nb "␣r      -0.200  0.142  0.057"
-keys nb B
+keys nb a
+check "pythia-par-step2 --baseline: the model view gives each head's mean |Δ|, as diff --layer all" nb \
+  wait_for nb "L1 h3 · Δ 0.0203"
+keys nb a B
 check "pythia-par-step2: B unpins it" nb wait_for nb "baseline unpinned: the values again"
 T kill-session -t nb
 

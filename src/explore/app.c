@@ -1167,6 +1167,39 @@ struct attn_mat_view app_base_view(const struct app *a)
     return attn_view(&a->base.net.run[a->view.layer], m, a->view.stage, a->view.head);
 }
 
+bool app_baseline_pinned(const struct app *a)
+{
+    return a->base.pinned;
+}
+
+float app_base_change(const struct app *a, int L, enum attn_stage s, int h)
+{
+    if (!a->base.pinned || L >= a->base.net.layers || L >= a->result.net.layers ||
+        !app_layer_ready(a, L))
+        return NAN;
+    const struct attn_model *bm = &a->base.net.model[L];
+    if (!attn_stage_present(bm, s) || h >= bm->heads || h >= a->result.net.model[L].heads)
+        return NAN;
+    struct attn_mat_view v = app_view_at(a, L, s, h);
+    size_t cap = (size_t)bm->n * (size_t)bm->n;
+    float *buf = attn_stage_is_derived(bm, s) ? malloc((cap ? cap : 1) * sizeof(float)) : NULL;
+    if (attn_stage_is_derived(bm, s) && !buf)
+        return NAN;
+    struct attn_mat_view b = attn_view_buf(buf, cap, &a->base.net.run[L], bm, s, h);
+    double sum = 0;
+    long cells = 0;
+    for (int i = 0; v.data && b.data && v.rows == b.rows && v.cols == b.cols && i < v.rows; i++)
+        for (int j = 0; j < v.cols; j++) {
+            float d = fabsf(v.data[(size_t)i * v.stride + j] - b.data[(size_t)i * b.stride + j]);
+            if (isfinite(d)) {
+                sum += d;
+                cells++;
+            }
+        }
+    free(buf);
+    return cells ? (float)(sum / (double)cells) : NAN;
+}
+
 bool app_delta_ok(const struct app *a)
 {
     if (!a->base.pinned)

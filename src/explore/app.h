@@ -124,6 +124,11 @@ int app_pin_baseline_scene(struct app *a, struct attn_scene *other, const char *
 /* The baseline's matrix of the stage, head and layer on screen; rows = cols = 0 when the
  * baseline has no such layer, stage or head. Only while pinned. */
 struct attn_mat_view app_base_view(const struct app *a);
+/* The mean |current − baseline| over the finite cells of stage s of head h of layer L (the model
+ * view's number a head: two checkpoints of one model, how far training moved it); NAN when no
+ * baseline is pinned, either side lacks the stage or head, or the shapes differ. */
+float app_base_change(const struct app *a, int L, enum attn_stage s, int h);
+bool app_baseline_pinned(const struct app *a);
 /* True when a baseline is pinned and its matrix on screen has the current one's shape: the
  * heatmap then shows Δ (one head's, not the mean over the heads). */
 bool app_delta_ok(const struct app *a);

@@ -135,7 +135,7 @@ static void expert_load(char *label, size_t size, const struct app *a, int L,
         most = counts[e] > most ? counts[e] : most;
         used += counts[e] > 0;
     }
-    static const char *const shade[] = {" ",        "\u2581", "\u2582", "\u2583", "\u2584",
+    static const char *const shade[] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                         "\u2585", "\u2586", "\u2587", "\u2588"};
     size_t o = strlen(label);
     o += (size_t)snprintf(label + o, o < size ? size - o : 0, " \u00b7 load ");
@@ -191,6 +191,31 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     return attr;
 }
 
+/* With a baseline pinned (two checkpoints of one model, say), each tile's mean |Δ| after its
+ * label, " · Δ 0.0203": which heads moved most, side by side. Kept in the thumbnails' cache
+ * (cached: it is this view's) once worked out. */
+static void tile_change(char *label, size_t size, struct grid_panel *gp, const struct app *a,
+                        bool cached, int tile, int L, int h)
+{
+    if (!app_baseline_pinned(a))
+        return;
+    struct thumb_cache *c = &gp->thumbs;
+    float d;
+    if (cached && c->changed[tile]) {
+        d = c->change[tile];
+    } else {
+        d = app_base_change(a, L, app_view_state(a)->stage, h);
+        if (cached && app_layer_ready(a, L)) {
+            c->change[tile] = d;
+            c->changed[tile] = 1;
+        }
+    }
+    if (isfinite(d)) {
+        size_t o = strlen(label);
+        snprintf(label + o, o < size ? size - o : 0, " \u00b7 \u0394 %.4f", (double)d);
+    }
+}
+
 /* Pooling time a frame may spend on thumbnails not yet made, in the background mode: a model
  * view of 144 heads of 1,016 tokens takes a second to pool, so it fills in over the frames that
  * follow (grid_panel.unfinished) while every key is answered. */
@@ -217,12 +242,19 @@ static bool thumb_fresh(struct grid_panel *gp, const struct app *a)
     if (hi)
         c->hi = hi;
     unsigned char *made = hi ? realloc(c->made, count) : NULL;
-    if (!made) {
+    if (made)
+        c->made = made;
+    float *change = made ? realloc(c->change, count * sizeof(float)) : NULL;
+    if (change)
+        c->change = change;
+    unsigned char *changed = change ? realloc(c->changed, count) : NULL;
+    if (!changed) {
         c->tiles = -1; /* never matches: made again next time */
         return false;
     }
-    c->made = made;
+    c->changed = changed;
     memset(c->made, 0, count);
+    memset(c->changed, 0, count);
     c->generation = app_result(a)->generation;
     c->stage = (int)view->stage;
     c->rows = rows;
@@ -352,6 +384,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
         char label[512];
         bool sel = n > 1 && tile == selected(a);
         int lattr = tile_label(label, sizeof(label), t, a, L, h, true, shared, sel);
+        tile_change(label, sizeof(label), gp, a, cached, tile, L, h);
         draw_text(ty, tx, gp->tile_w - 1, lattr, label);
         if (!attn_stage_present(m, view->stage)) /* the final norm: the last layer only */
             continue;
@@ -1021,6 +1054,8 @@ void grid_panel_free(struct grid_panel *gp)
     free(gp->thumbs.lo);
     free(gp->thumbs.hi);
     free(gp->thumbs.made);
+    free(gp->thumbs.change);
+    free(gp->thumbs.changed);
     gp->thumbs = (struct thumb_cache){0};
     for (int h = 0; h < gp->n_blocks; h++)
         block_cache_free(&gp->blocks[h]);

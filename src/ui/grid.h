@@ -39,6 +39,8 @@ struct thumb_cache {
     float *cells;        /* (tiles, rows, cols) */
     float *lo, *hi;      /* (tiles) each tile's finite range: the shared scale is their union */
     unsigned char *made; /* (tiles) */
+    float *change;       /* (tiles) mean |Δ| against the pinned baseline (NAN: none), once made */
+    unsigned char *changed; /* (tiles) change[t] is made */
 };
 
 struct grid_panel {
