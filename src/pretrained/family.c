@@ -72,6 +72,22 @@ const char *attn_family_layer_part(const char *name, const char *stem, int layer
     return strncmp(name + n, check, strlen(check)) == 0 ? name + n + used : NULL;
 }
 
+int attn_family_read_parts(struct ckpt_backing *b, const char *prefix, const char *stem, int L,
+                           const struct family_part *parts, size_t n, const char *arch,
+                           struct diag *err)
+{
+    char full[240];
+    for (size_t i = 0; i < n; i++) {
+        if (!parts[i].wanted)
+            continue;
+        snprintf(full, sizeof(full), "%s%s%d.%s", prefix, stem, L, parts[i].name);
+        if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
+                             arch, err))
+            return -1;
+    }
+    return 0;
+}
+
 int attn_family_layer_types(bool *off, const struct ckpt_config *c, int layers, const bool *rule,
                             const char *rule_key, int rule_value, bool rule_given, int window,
                             const char *no_window, struct diag *err)

@@ -110,6 +110,21 @@ int attn_family_layer_types(bool *off, const struct ckpt_config *c, int layers, 
                             const char *rule_key, int rule_value, bool rule_given, int window,
                             const char *no_window, struct diag *err);
 
+/* A tensor a family reads into a layer: the matrix it fills, its name in the layer, its shape as
+ * the engine reads it (x @ W) and its form; wanted false: the checkpoint has none (a bias off). */
+struct family_part {
+    struct attn_matrix *dst;
+    const char *name;
+    int rows, cols;
+    enum ckpt_form form;
+    bool wanted;
+};
+/* Reads the n parts of layer L that are wanted, each named "<prefix><stem><L>.<name>"
+ * ("model.layers.3.self_attn.q_proj.weight"). */
+int attn_family_read_parts(struct ckpt_backing *b, const char *prefix, const char *stem, int L,
+                           const struct family_part *parts, size_t n, const char *arch,
+                           struct diag *err);
+
 /* What a family's known() asks of a tensor's name: whether it is one of the n names. */
 bool attn_family_name_in(const char *name, const char *const *names, size_t n);
 /* The part of name after "STEMN." when N, as %d writes it, is a layer below layers

@@ -316,13 +316,7 @@ static int load(struct family_load *ld, struct diag *err)
     char full[200];
     for (int L = 0; L < ld->layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
-        struct {
-            struct attn_matrix *dst;
-            const char *name;
-            int rows, cols;
-            enum ckpt_form form;
-            bool wanted;
-        } parts[] = {
+        const struct family_part parts[] = {
             {&w->query, "self_attn.q_proj.weight", d, D, CKPT_LINEAR, true},
             {&w->key, "self_attn.k_proj.weight", d, Dkv, CKPT_LINEAR, true},
             {&w->value, "self_attn.v_proj.weight", d, Dkv, CKPT_LINEAR, true},
@@ -335,14 +329,9 @@ static int load(struct family_load *ld, struct diag *err)
             {&w->ffn_W1, "mlp.up_proj.weight", d, h, CKPT_LINEAR, true},
             {&w->ffn_W2, "mlp.down_proj.weight", h, d, CKPT_LINEAR, true},
         };
-        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-            if (!parts[i].wanted)
-                continue;
-            snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, parts[i].name);
-            if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
-                                 arch, err))
-                return -1;
-        }
+        if (attn_family_read_parts(b, prefix, "layers.", L, parts, sizeof(parts) / sizeof(parts[0]),
+                                   arch, err))
+            return -1;
         /* the norms, each 1 + weight */
         struct {
             struct attn_matrix *dst;

@@ -185,13 +185,7 @@ static int load(struct family_load *ld, struct diag *err)
     char full[200];
     for (int L = 0; L < ld->layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
-        struct {
-            struct attn_matrix *dst;
-            const char *name;
-            int rows, cols; /* as the engine reads it, x @ W */
-            enum ckpt_form form;
-            bool wanted;
-        } parts[] = {
+        const struct family_part parts[] = {
             {&w->qkv, "attention.query_key_value.weight", d, 3 * d, CKPT_LINEAR, true},
             {&w->qkv_bias, "attention.query_key_value.bias", 1, 3 * d, CKPT_VECTOR, c.bias},
             {&w->out, "attention.dense.weight", d, d, CKPT_LINEAR, true},
@@ -205,14 +199,9 @@ static int load(struct family_load *ld, struct diag *err)
             {&w->norm2_weight, "post_attention_layernorm.weight", 1, d, CKPT_VECTOR, true},
             {&w->norm2_bias, "post_attention_layernorm.bias", 1, d, CKPT_VECTOR, true},
         };
-        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-            if (!parts[i].wanted)
-                continue;
-            snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, parts[i].name);
-            if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
-                                 arch, err))
-                return -1;
-        }
+        if (attn_family_read_parts(b, prefix, "layers.", L, parts, sizeof(parts) / sizeof(parts[0]),
+                                   arch, err))
+            return -1;
         w->set = true;
         if (L == ld->layers - 1) {
             snprintf(full, sizeof(full), "%sfinal_layer_norm.weight", prefix);

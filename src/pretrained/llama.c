@@ -515,13 +515,7 @@ static int load(struct family_load *ld, struct diag *err)
     char full[200];
     for (int L = 0; L < ld->layers; L++) {
         struct attn_scene_weights *w = L == 0 ? &s->weights : &s->more_weights[L - 1];
-        struct {
-            struct attn_matrix *dst;
-            const char *name;
-            int rows, cols; /* as the engine reads it, x @ W */
-            enum ckpt_form form;
-            bool wanted;
-        } parts[] = {
+        const struct family_part parts[] = {
             {&w->query, "self_attn.q_proj.weight", d, D, CKPT_LINEAR, !c.phi3},
             {&w->key, "self_attn.k_proj.weight", d, Dkv, CKPT_LINEAR, !c.phi3},
             {&w->value, "self_attn.v_proj.weight", d, Dkv, CKPT_LINEAR, !c.phi3},
@@ -548,14 +542,9 @@ static int load(struct family_load *ld, struct diag *err)
              c.olmo2 ? "post_feedforward_layernorm.weight" : "post_attention_layernorm.weight", 1,
              d, CKPT_VECTOR, true},
         };
-        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-            if (!parts[i].wanted)
-                continue;
-            snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, parts[i].name);
-            if (attn_ckpt_tensor(parts[i].dst, b, full, parts[i].rows, parts[i].cols, parts[i].form,
-                                 arch, err))
-                return -1;
-        }
+        if (attn_family_read_parts(b, prefix, "layers.", L, parts, sizeof(parts) / sizeof(parts[0]),
+                                   arch, err))
+            return -1;
         /* Phi-3: each projection is its rows of a fused Linear, read in place (no copy) */
         struct {
             struct attn_matrix *dst;

@@ -95,7 +95,8 @@ static void predictions_draw(struct panel *p, struct frame *f)
                  masked ? "at" : "after", tok, view->row, knob_label(KNOB_TEMPERATURE), temp);
     if (lastm->logit_softcap > 0) { /* Gemma 2's: no logit passes the cap */
         size_t o = strlen(title);
-        snprintf(title + o, sizeof(title) - o, " \u00b7 logits soft-capped: %g\u00b7tanh(z\u00f7%g)",
+        snprintf(title + o, sizeof(title) - o,
+                 " \u00b7 logits soft-capped: %g\u00b7tanh(z\u00f7%g)",
                  (double)lastm->logit_softcap, (double)lastm->logit_softcap);
     }
     abbreviate(clipped, sizeof(clipped), title, w);
