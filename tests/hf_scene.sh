@@ -23,7 +23,7 @@ grep -q '^# tokens: fish  moon  king' "$tmp/hf.txt" || fail "no tokens line: $(h
 [ "$(grep -c 'tensor(' "$tmp/hf.txt")" -gt 10 ] || fail "print computed too little"
 # a broken tokenizer.json beside a copy of the scene
 mkdir -p "$tmp/induction"
-sed 's/"type": "BPE"/"type": "Unigram"/' "$root/tests/fixtures/hf/induction/tokenizer.json" \
+sed 's/"type": "BPE"/"type": "WordLevel"/' "$root/tests/fixtures/hf/induction/tokenizer.json" \
   >"$tmp/induction/tokenizer.json"
 sed "s|../../../models/induction/|$root/models/induction/|" "$root/tests/fixtures/hf/induction.yaml" \
   >"$tmp/scene.yaml"
@@ -31,7 +31,7 @@ set +e
 "$bin" check "$tmp/scene.yaml" >"$tmp/out" 2>&1
 rc=$?
 set -e
-[ "$rc" -eq 1 ] || fail "a Unigram tokenizer.json: exit $rc, expected 1"
-grep -q "scene.yaml:7:29: induction/tokenizer.json:[0-9]*:[0-9]*: model.type: 'Unigram' is not supported" \
-  "$tmp/out" || fail "a Unigram tokenizer.json: $(cat "$tmp/out")"
+[ "$rc" -eq 1 ] || fail "a WordLevel tokenizer.json: exit $rc, expected 1"
+grep -q "scene.yaml:7:29: induction/tokenizer.json:[0-9]*:[0-9]*: model.type: 'WordLevel' is not supported" \
+  "$tmp/out" || fail "a WordLevel tokenizer.json: $(cat "$tmp/out")"
 echo "hf-scene: ok"
