@@ -180,7 +180,8 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
     add_param(l, P("params/W_value_up.csv"), ATTN_PARAM(m, wvup), m->latent, m->D, 0, m->D);
     add_param(l, P("params/out.csv"), ATTN_PARAM(m, wo), m->D, m->out_dim, 0, m->out_dim);
     add_param(l, P("params/out_bias.csv"), m->bo, 1, m->out_dim, 0, m->out_dim);
-    int qw = m->qk_norm_whole ? m->D : m->head_dim, kw = m->qk_norm_whole ? m->Dkv : m->head_dim;
+    int qw = (int)attn_model_buf_count(m, ATTN_BUF_qnw),
+        kw = (int)attn_model_buf_count(m, ATTN_BUF_knw);
     add_param(l, P("params/q_norm_weight.csv"), m->qnw, 1, qw, 0, qw);
     add_param(l, P("params/k_norm_weight.csv"), m->knw, 1, kw, 0, kw);
     if (m->block) {
@@ -195,8 +196,9 @@ static void build_layer(struct expect_list *l, const struct attn_scene *s,
         static const char *const norm_names[6] = {"norm1_weight",      "norm1_bias",
                                                   "norm2_weight",      "norm2_bias",
                                                   "post_norm1_weight", "post_norm2_weight"};
+        static const float plain[6] = {1, 0, 1, 0, 1, 1}; /* the defaults: weights 1, biases 0 */
         for (int k = 0; k < 6; k++)
-            if (norm[k] && !is_default(norm[k], m->d_in, k % 2 == 0 || k == 5 ? 1.0f : 0.0f)) {
+            if (norm[k] && !is_default(norm[k], m->d_in, plain[k])) {
                 snprintf(rel, sizeof(rel), "%sparams/%s.csv", prefix, norm_names[k]);
                 add_param(l, rel, norm[k], 1, m->d_in, 0, m->d_in);
             }

@@ -42,7 +42,7 @@ static void print_params(const struct cli_scene *cs, int layer)
 {
     const struct attn_model *m = &cs->net.model[layer];
     int d = m->d_in, D = m->D, Dkv = m->Dkv, r = m->latent, h = m->hidden, W = D + 2 * Dkv;
-    int E = m->out_dim, hd = m->head_dim;
+    int E = m->out_dim;
 #define M(member) offsetof(struct attn_model, member)
     const struct {
         const char *name;
@@ -57,8 +57,8 @@ static void print_params(const struct cli_scene *cs, int layer)
         {"b_query", M(bq), 1, D},
         {"b_key", M(bk), 1, Dkv},
         {"b_value", M(bv), 1, Dkv},
-        {"q_norm_weight", M(qnw), 1, m->qk_norm_whole ? m->D : hd},
-        {"k_norm_weight", M(knw), 1, m->qk_norm_whole ? m->Dkv : hd},
+        {"q_norm_weight", M(qnw), 1, (int)attn_model_buf_count(m, ATTN_BUF_qnw)},
+        {"k_norm_weight", M(knw), 1, (int)attn_model_buf_count(m, ATTN_BUF_knw)},
         {"W_down", M(wdown), d, r},
         {"W_key_up", M(wkup), r, D},
         {"W_value_up", M(wvup), r, D},

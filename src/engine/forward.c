@@ -633,8 +633,10 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
         return;
     const float *q = r->q, *k = r->k;
     if (m->qnw) { /* qk_norm: each head (Qwen3), or the whole of q and k (OLMo 2), before RoPE */
-        attn_norm_heads(r->qn, r->q, D, m->qk_norm_whole ? D : hd, m, m->qnw, first);
-        attn_norm_heads(r->kn, r->k, Dkv, m->qk_norm_whole ? Dkv : hd, m, m->knw, first);
+        attn_norm_heads(r->qn, r->q, D, (int)attn_model_buf_count(m, ATTN_BUF_qnw), m, m->qnw,
+                        first);
+        attn_norm_heads(r->kn, r->k, Dkv, (int)attn_model_buf_count(m, ATTN_BUF_knw), m, m->knw,
+                        first);
         q = r->qn;
         k = r->kn;
     }

@@ -49,8 +49,7 @@ static enum attn_model_buf buf_named(const struct attn_model *m, float *const *m
     abort();
 }
 
-/* How many floats buffer b holds, by m's shape. */
-static size_t buf_count(const struct attn_model *m, enum attn_model_buf b)
+size_t attn_model_buf_count(const struct attn_model *m, enum attn_model_buf b)
 {
     size_t n = (size_t)m->n, d = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
     size_t lr = (size_t)m->latent, h = (size_t)m->hidden, E = (size_t)m->out_dim;
@@ -480,6 +479,7 @@ static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
                                                  .attention_factor = 1.0};
     bool local = s->pos.base_local > 0 && s->attn.window > 0 && m->layer >= 0 &&
                  m->layer < SCENE_MAX_LAYERS && !s->attn.window_off[m->layer];
+    m->rope_local = local;
     const struct attn_rope_params *sc = local ? &none : &s->pos.scaling;
     enum attn_rope_scaling kind = sc->kind;
     float att = kind == ROPE_SCALING_YARN || kind == ROPE_SCALING_LONGROPE
@@ -605,7 +605,6 @@ static int draw_attention(struct attn_model *m, const struct attn_scene *s, stru
 static int copy_attention(struct attn_model *m, const struct attn_scene_weights *sw)
 {
     size_t d_in = (size_t)m->d_in, D = (size_t)m->D, Dkv = (size_t)m->Dkv;
-    size_t hd = (size_t)m->head_dim;
     int rc = 0;
     if (m->latent > 0) {
         size_t r = (size_t)m->latent;
@@ -631,8 +630,8 @@ static int copy_attention(struct attn_model *m, const struct attn_scene_weights 
         }
     }
     if (m->qnw) {
-        rc |= take(m, &m->qnw, &sw->q_norm_weight, m->qk_norm_whole ? D : hd);
-        rc |= take(m, &m->knw, &sw->k_norm_weight, m->qk_norm_whole ? Dkv : hd);
+        rc |= take(m, &m->qnw, &sw->q_norm_weight, attn_model_buf_count(m, ATTN_BUF_qnw));
+        rc |= take(m, &m->knw, &sw->k_norm_weight, attn_model_buf_count(m, ATTN_BUF_knw));
     }
     if (m->wo)
         rc |= take(m, &m->wo, &sw->out, D * (size_t)m->out_dim);
@@ -727,12 +726,13 @@ static int resolve_norms(struct attn_model *m, const struct attn_scene *s,
                                           &sw->norm2_weight,      &sw->norm2_bias,
                                           &sw->post_norm1_weight, &sw->post_norm2_weight};
     float *dst[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->pn1w, m->pn2w};
+    static const float plain[6] = {1, 0, 1,
+                                   0, 1, 1}; /* the weights default to 1, the biases to 0 */
     for (int i = 0; i < 6; i++) {
         if (!dst[i])
             continue;
-        bool weight = i % 2 == 0 || i == 5; /* the weights default to 1, the biases to 0 */
         for (size_t j = 0; j < d; j++)
-            dst[i][j] = given[i]->data ? given[i]->data[j] : weight ? 1.0f : 0.0f;
+            dst[i][j] = given[i]->data ? given[i]->data[j] : plain[i];
     }
     if (m->final_norm) { /* the last layer's: given, or 1 and 0 (norms draw nothing) */
         if (!own(m, &m->fw, d) || (b->norm == NORM_LAYER && !own(m, &m->fb, d)))
@@ -992,12 +992,12 @@ static int resolve_params(struct attn_model *m, const struct attn_scene *s,
                 return -1;
         }
     }
-    size_t E = (size_t)m->out_dim, hd = (size_t)m->head_dim;
+    size_t E = (size_t)m->out_dim;
     if (attn_scene_eff_out_proj(s)) {
         if (!own(m, &m->wo, D * E) || (a->out_bias && !own(m, &m->bo, E)))
             return -1;
     }
-    size_t qw = m->qk_norm_whole ? D : hd, kw = m->qk_norm_whole ? Dkv : hd;
+    size_t qw = attn_model_buf_count(m, ATTN_BUF_qnw), kw = attn_model_buf_count(m, ATTN_BUF_knw);
     if (a->qk_norm && (!own(m, &m->qnw, qw) || !own(m, &m->knw, kw)))
         return -1;
     if (sw->set) {
@@ -1180,8 +1180,9 @@ bool attn_model_same_but_tokens(const struct attn_model *a, const struct attn_mo
            view into wqkv with wqkv */
         if (lazy_of(a, BUF_MEMBER[i]) || qkv_view(a, BUF_MEMBER[i]))
             continue;
-        size_t count = buf_count(a, i);
-        if (!p || !q || count != buf_count(b, i) || memcmp(p, q, count * sizeof(float)) != 0)
+        size_t count = attn_model_buf_count(a, i);
+        if (!p || !q || count != attn_model_buf_count(b, i) ||
+            memcmp(p, q, count * sizeof(float)) != 0)
             return false;
     }
     return true;
@@ -1282,8 +1283,9 @@ static int weights_from_model(struct attn_scene_weights *w, const struct attn_mo
                                       &w->norm2_weight,      &w->norm2_bias,
                                       &w->final_norm_weight, &w->final_norm_bias,
                                       &w->post_norm1_weight, &w->post_norm2_weight};
+        static const float plain[8] = {1, 0, 1, 0, 1, 0, 1, 1};
         for (int i = 0; i < 8; i++)
-            if (!all_equal(norms[i], d, i % 2 == 0 || i == 7 ? 1.0f : 0.0f))
+            if (!all_equal(norms[i], d, plain[i]))
                 rc |= set_matrix(dst[i], norms[i], 1, d);
     }
     /* p = 1 drops everything without a draw: the mask follows from p, and attn_scene_check

@@ -86,7 +86,8 @@ struct attn_model {
                                    rotary, GPT-NeoX's rotary_pct); the rest pass unturned */
     float *rope_inv;            /* (rope_dims / 2): pair i's frequency, after any rope scaling */
     float *rope_cos, *rope_sin; /* (n, rope_dims / 2): the angle of pair i at token t */
-    int window; /* the sliding window: key j visible from query i only when i - j < window */
+    bool rope_local; /* the tables use pos.base_local, unscaled (a Gemma 3 sliding layer) */
+    int window;      /* the sliding window: key j visible from query i only when i - j < window */
     unsigned char *keep; /* (heads, n, n) dropout keep-mask, or NULL when p == 0 */
     double dropout;      /* p */
     bool causal;
@@ -158,6 +159,9 @@ struct attn_model {
     } lazy[ATTN_MODEL_NBUFS]; /* at most one a buffer */
     int n_lazy;
 };
+
+/* How many floats buffer b holds, by m's shape. */
+size_t attn_model_buf_count(const struct attn_model *m, enum attn_model_buf b);
 
 /* The numbers of m's parameter member (offsetof(struct attn_model, wq), ...): the member itself,
  * or for a checkpoint's lazy matrix, widened (and turned into x @ W orientation) into the

@@ -186,7 +186,7 @@ static void explain_rotation(struct buf *b, const struct app *a, int i, int j, b
     put(b, "RoPE turns dimensions (%d, %d) together, by position \u00d7 \u03b8_%d%s\n", ja, jb,
         pair, m->rope_pairs == ROPE_HALVES ? " (halves: rotate_half)" : "");
     const struct attn_scene *shown = &a->result.shown;
-    bool local = shown->pos.base_local > 0 && m->window > 0; /* Gemma 3's sliding layer */
+    bool local = m->rope_local; /* Gemma 3's sliding layer */
     if (local)
         put(b, "  a sliding layer: its own base %g, unscaled (full layers: %g)\n",
             shown->pos.base_local, shown->pos.base);

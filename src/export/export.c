@@ -218,7 +218,6 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
     }
     /* The systems' own parameters: the fused projection as drawn, MLA's, the block's. */
     int W = m->D + 2 * m->Dkv, d = m->d_in, hid = m->hidden, r = m->latent;
-    int hd = m->head_dim;
 #define M(member) offsetof(struct attn_model, member)
     struct {
         const char *name;
@@ -231,8 +230,8 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
         {"W_down", M(wdown), d, r, false},
         {"W_key_up", M(wkup), r, m->D, false},
         {"W_value_up", M(wvup), r, m->D, false},
-        {"q_norm_weight", M(qnw), 1, m->qk_norm_whole ? m->D : hd, true},
-        {"k_norm_weight", M(knw), 1, m->qk_norm_whole ? m->Dkv : hd, true},
+        {"q_norm_weight", M(qnw), 1, (int)attn_model_buf_count(m, ATTN_BUF_qnw), true},
+        {"k_norm_weight", M(knw), 1, (int)attn_model_buf_count(m, ATTN_BUF_knw), true},
         {"ffn_Wgate", M(wg), d, hid, false},
         {"ffn_bgate", M(bg), 1, hid, true},
         {"ffn_W1", M(w1), d, hid, false},
@@ -255,10 +254,11 @@ static int export_params(const char *dir, const struct attn_scene *s, const stru
     static const char *const norm_names[6] = {"norm1_weight",      "norm1_bias",
                                               "norm2_weight",      "norm2_bias",
                                               "post_norm1_weight", "post_norm2_weight"};
+    static const float norm_plain[6] = {1, 0, 1, 0, 1, 1};
     for (int i = 0; m->block && i < 6; i++) {
         bool plain = true;
         for (int j = 0; norms[i] && j < d; j++)
-            plain &= norms[i][j] == (i % 2 == 0 || i == 5 ? 1.0f : 0.0f);
+            plain &= norms[i][j] == norm_plain[i];
         struct attn_mat_view v = {norms[i], 1, d, d};
         if (norms[i] && !plain &&
             put_matrix(dir, "params", norm_names[i], v, "row", bias_row, NULL, fmt, err) != 0)
