@@ -227,6 +227,25 @@ int attn_model_param_ld(const struct attn_model *m, size_t member, int cols)
     return qkv_view(m, member) ? m->qkv_ld : cols;
 }
 
+/* out (rows, cols) = in (rows, k) @ W (+ bias) for a lazy W stored turned, (cols, k): a block
+ * of its rows is a block of W's columns, widened into the backing's turning buffer and multiplied
+ * as it is; panels: a few rows (a last-word edit's) as a matrix-vector product a row. */
+static void turned_mm(struct attn_backing *b, const void *tensor, float *out, int ldc,
+                      const float *in, int lda, const float *bias, int rows, int cols, int k,
+                      bool panels)
+{
+    size_t block = turn_block((size_t)k);
+    float *w = b->cache[attn_param_cache_slot()]->turn;
+    for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
+        size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
+        b->read_rows(b, tensor, w, c0, nb); /* (nb, k) */
+        attn_mm_abt_few(out + c0, ldc, in, lda, w, k, rows, (int)nb, k, panels);
+        for (int i = 0; bias && i < rows; i++)
+            for (size_t j = 0; j < nb; j++)
+                out[(size_t)i * (size_t)ldc + c0 + j] += bias[c0 + j];
+    }
+}
+
 void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params *p)
 {
     const struct attn_lazy_param *lazy = lazy_of(m, p->member);
@@ -246,18 +265,7 @@ void attn_model_mm(const struct attn_model *m, const struct attn_model_mm_params
             attn_mm_ab(p->out, ldc, p->in, lda, w, ldb, p->bias, rows, cols, k);
         return;
     }
-    /* stored (cols, k): a block of its rows is a block of W's columns, multiplied as it is; a
-       panel of a few rows (a last-word edit's) a matrix-vector product a row */
-    size_t block = turn_block((size_t)k);
-    float *w = b->cache[attn_param_cache_slot()]->turn;
-    for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
-        size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
-        b->read_rows(b, lazy->tensor, w, c0, nb); /* (nb, k) */
-        attn_mm_abt_few(p->out + c0, ldc, p->in, lda, w, k, rows, (int)nb, k, p->panels);
-        for (int i = 0; p->bias && i < rows; i++)
-            for (size_t j = 0; j < nb; j++)
-                p->out[(size_t)i * (size_t)ldc + c0 + j] += p->bias[c0 + j];
-    }
+    turned_mm(b, lazy->tensor, p->out, ldc, p->in, lda, p->bias, rows, cols, k, p->panels);
 }
 
 void attn_model_matrix_mm(const struct attn_model *m, const struct attn_matrix *w, float *out,
@@ -273,14 +281,7 @@ void attn_model_matrix_mm(const struct attn_model *m, const struct attn_matrix *
     if (!w->lazy || !w->lazy_t || !b || !cache_buffer(b))
         attn_fatal_abort("attn_model_matrix_mm: a lazy matrix stored as it is read, or no "
                          "backing");
-    /* stored (cols, k): a block of its rows at a time, as attn_model_mm reads a Linear */
-    size_t block = turn_block((size_t)k);
-    float *t = b->cache[attn_param_cache_slot()]->turn;
-    for (size_t c0 = 0; c0 < (size_t)cols; c0 += block) {
-        size_t nb = (size_t)cols - c0 < block ? (size_t)cols - c0 : block;
-        b->read_rows(b, w->lazy, t, c0, nb); /* (nb, k) */
-        attn_mm_abt_few(out + c0, ldc, in, lda, t, k, rows, (int)nb, k, false);
-    }
+    turned_mm(b, w->lazy, out, ldc, in, lda, NULL, rows, cols, k, false);
 }
 
 /* *dst (count floats, allocated) takes src's numbers: a copy, or for a matrix that lives in a
