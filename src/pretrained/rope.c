@@ -123,7 +123,7 @@ static int pick_params(json_t **out, json_t **sliding, struct ckpt_config *c, js
 static int read_local(struct ckpt_rope *out, struct ckpt_config *c, json_t *sliding,
                       struct diag *err)
 {
-    char got[64];
+    char got[64], other[64];
     out->base_local = 10000.0;
     json_t *top = json_object_get(c->root, "rope_local_base_freq"), *in = NULL;
     if (top && json_is_null(top))
@@ -154,7 +154,8 @@ static int read_local(struct ckpt_rope *out, struct ckpt_config *c, json_t *slid
             c, "rope_local_base_freq", NULL, err,
             "'rope_local_base_freq' is %s, the sliding layers' rope_theta in 'rope_parameters' "
             "%s: the two formats disagree",
-            attn_ckpt_show_value(got, sizeof(got), top), attn_ckpt_show_value(got + 32, 32, in));
+            attn_ckpt_show_value(got, sizeof(got), top),
+            attn_ckpt_show_value(other, sizeof(other), in));
     json_t *v = in ? in : top;
     if (v) {
         double x = json_is_number(v) ? json_number_value(v) : NAN;
