@@ -982,8 +982,8 @@ int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene 
     setlocale(LC_CTYPE, "");
     struct attn_scene s = *scene, base; /* ours now */
     attn_scene_init(scene);
-    bool have_base = baseline != NULL;
-    if (have_base) {
+    attn_scene_init(&base); /* freed on every way out, whether or not there is one */
+    if (baseline) {
         base = *baseline;
         attn_scene_init(baseline);
     }
@@ -992,8 +992,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene 
         fprintf(stderr, "attnscope: the explorer needs a terminal; try `attnscope print%s%s`\n",
                 scene_path ? " " : "", scene_path ? scene_path : "");
         attn_scene_free(&s);
-        if (have_base)
-            attn_scene_free(&base);
+        attn_scene_free(&base);
         return 2;
     }
     struct termios shell_modes;
@@ -1002,8 +1001,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene 
         fprintf(stderr, "attnscope: cannot open the terminal (TERM=%s)\n",
                 getenv("TERM") ? getenv("TERM") : "");
         attn_scene_free(&s);
-        if (have_base)
-            attn_scene_free(&base);
+        attn_scene_free(&base);
         return 1;
     }
     atexit(restore_terminal);
@@ -1016,8 +1014,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene 
                 getenv("TERM") ? getenv("TERM") : "", scene_path ? " " : "",
                 scene_path ? scene_path : "");
         attn_scene_free(&s);
-        if (have_base)
-            attn_scene_free(&base);
+        attn_scene_free(&base);
         return 1;
     }
 
@@ -1039,8 +1036,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene 
     ui_use_background(true); /* keys are answered while it computes, the first time too */
     struct ui *ui = ui_new(&s, scene_path, &stop, &err); /* takes s */
     if (!ui) {
-        if (have_base)
-            attn_scene_free(&base);
+        attn_scene_free(&base);
         restore_terminal();
         if (stop.stopped) /* q while the scene was first computed: quit, as q does */
             fprintf(stderr, "attnscope: stopped while computing %s\n",
@@ -1052,7 +1048,7 @@ int ui_main(struct attn_scene *scene, const char *scene_path, struct attn_scene 
                : stop.stopped ? 0
                               : 1;
     }
-    if (have_base) /* the first result is computed, then the baseline's: Δ from the first frame */
+    if (baseline) /* the first result is computed, then the baseline's: Δ from the first frame */
         app_pin_baseline_scene(ui->app, &base, baseline_name);
     int status = 0;
     ui_draw(ui);
