@@ -151,15 +151,12 @@ void attn_run_zero(struct attn_run *r)
 /* True when r's buffers are sized for m's shape, the final norm aside. */
 static bool same_shape(const struct attn_run *r, const struct attn_model *m)
 {
+    struct run_shape sh = shape_of_model(m);
     return r->k && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
            r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
-           r->latent_dim == m->latent && r->rope == m->rope &&
-           r->hidden == (m->block ? m->hidden : 0) && r->out_dim == m->out_dim &&
-           r->qk_norm == (m->qnw != NULL) &&
-           r->gated == (m->block && attn_activation_gated(m->activation)) &&
-           r->post_norms == (m->pn1w != NULL) && r->n_experts == (m->block ? m->n_experts : 0) &&
-           r->moe_hidden ==
-               (m->block && m->shared_hidden > m->hidden ? m->shared_hidden : m->hidden);
+           r->latent_dim == m->latent && r->rope == m->rope && r->hidden == sh.h &&
+           r->out_dim == m->out_dim && r->qk_norm == sh.qk && r->gated == sh.gated &&
+           r->post_norms == sh.post && r->n_experts == sh.ne && r->moe_hidden == sh.hm;
 }
 
 bool attn_run_fits(const struct attn_run *r, const struct attn_model *m)
@@ -235,8 +232,8 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
        end moves rows instead of copying every buffer into a larger one. */
     size_t n = stages ? (size_t)m->n : (size_t)((m->n + PANEL - 1) / PANEL * PANEL);
     size_t D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
-    size_t h = m->block ? (size_t)m->hidden : 0, E = (size_t)m->out_dim;
-    bool qk = m->qnw != NULL, gated = m->block && attn_activation_gated(m->activation);
+    struct run_shape sh = shape_of_model(m);
+    size_t E = (size_t)m->out_dim;
     if (share) { /* owner has the same shape: the same buffers are needed */
 #define X(name, shared, width, needed, lent)                                                       \
     if (shared)                                                                                    \
@@ -269,14 +266,14 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
     r->Dkv = m->Dkv;
     r->latent_dim = m->latent;
     r->rope = m->rope;
-    r->hidden = (int)h;
+    r->hidden = (int)sh.h;
     r->final_norm = m->final_norm;
     r->out_dim = m->out_dim;
-    r->qk_norm = qk;
-    r->gated = gated;
-    r->post_norms = m->pn1w != NULL;
-    r->n_experts = m->block ? m->n_experts : 0;
-    r->moe_hidden = m->block && m->shared_hidden > m->hidden ? m->shared_hidden : m->hidden;
+    r->qk_norm = sh.qk;
+    r->gated = sh.gated;
+    r->post_norms = sh.post;
+    r->n_experts = (int)sh.ne;
+    r->moe_hidden = (int)sh.hm;
     r->work_slots = (int)(work_floats(n) / (PANEL * (n ? n : 1)));
     return 0;
 oom:

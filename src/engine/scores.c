@@ -102,16 +102,16 @@ void attn_mask_scores(float *out, const float *scores, const struct attn_model *
     int n = m->n;
     bool masked = m->causal || m->window > 0;
     if (masked && m->mask_mode == MASK_BEFORE_SOFTMAX) {
-        /* a hidden key is -inf whatever it scaled to: only the visible ones are divided */
+        /* a hidden key is -inf whatever it scaled (and capped) to */
         for (int i = 0; i < n; i++) {
             float *o = out + (size_t)i * n;
             const float *x = scores + (size_t)i * n;
-            for (int j = 0; j < n; j++) {
-                float y = x[j] / m->scale_divisor;
-                if (m->softcap > 0)
-                    y = tanhf(y / m->softcap) * m->softcap;
-                o[j] = attn_hidden_key(m, i, j) ? -INFINITY : y;
-            }
+            for (int j = 0; j < n; j++)
+                o[j] = x[j] / m->scale_divisor;
+            attn_softcap_row(o, n, m);
+            for (int j = 0; j < n; j++)
+                if (attn_hidden_key(m, i, j))
+                    o[j] = -INFINITY;
         }
         return;
     }
