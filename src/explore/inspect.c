@@ -529,7 +529,7 @@ static void explain_masked(const struct cell *c)
     const struct attn_model *m = c->m;
     struct buf *b = c->b;
     const char *query = m->tokens[c->i], *key = m->tokens[c->j];
-    if (m->softcap > 0 && !(c->j > c->i) && !(m->window > 0 && c->i - c->j >= m->window))
+    if (m->softcap > 0 && !attn_hidden_key(m, c->i, c->j))
         put(b, "the capped score, cap \u00b7 tanh(scaled \u00f7 cap), cap %g:\n",
             (double)m->softcap);
     if (!m->causal) {
