@@ -254,20 +254,17 @@ static bool known(const struct family_load *ld, const char *name)
             attn_family_name_in(rest, qk_norm, g->qk_norm ? 2 : 0));
 }
 
-/* A Gemma RMSNorm's weight as the factor it multiplies by: 1 + weight, each in float32 as torch's
- * (1.0 + self.weight.float()), in a copy the backing owns. */
-static int gemma_norm(struct attn_matrix *out, struct ckpt_backing *b, const char *name, int cols,
-                      const char *arch, struct diag *err)
+/* A Gemma RMSNorm's weight, read, made the factor it multiplies by: 1 + weight, each in float32
+ * as torch's (1.0 + self.weight.float()), in a copy the backing owns. */
+static int one_plus(struct attn_matrix *w, struct ckpt_backing *b, const char *name,
+                    struct diag *err)
 {
-    struct attn_matrix w;
-    if (attn_ckpt_tensor(&w, b, name, 1, cols, CKPT_VECTOR, arch, err))
-        return -1;
-    float *one_plus = attn_ckpt_owned(b, (size_t)cols);
-    if (!one_plus)
+    float *factor = attn_ckpt_owned(b, (size_t)w->cols);
+    if (!factor)
         return attn_diag_set(err, "", "out of memory for tensor '%s'", name);
-    for (int j = 0; j < cols; j++)
-        one_plus[j] = 1.0f + w.data[j];
-    *out = (struct attn_matrix){one_plus, 1, cols, true, NULL, false};
+    for (int j = 0; j < w->cols; j++)
+        factor[j] = 1.0f + w->data[j];
+    *w = (struct attn_matrix){factor, 1, w->cols, true, NULL, false};
     return 0;
 }
 
@@ -333,30 +330,29 @@ static int load(struct family_load *ld, struct diag *err)
                                    arch, err))
             return -1;
         /* the norms, each 1 + weight */
-        struct {
-            struct attn_matrix *dst;
-            const char *name;
-            int cols;
-            bool wanted;
-        } norms[] = {
-            {&w->norm1_weight, "input_layernorm.weight", d, true},
-            {&w->post_norm1_weight, "post_attention_layernorm.weight", d, true},
-            {&w->norm2_weight, "pre_feedforward_layernorm.weight", d, true},
-            {&w->post_norm2_weight, "post_feedforward_layernorm.weight", d, true},
-            {&w->q_norm_weight, "self_attn.q_norm.weight", c.head_dim, c.qk_norm},
-            {&w->k_norm_weight, "self_attn.k_norm.weight", c.head_dim, c.qk_norm},
+        const struct family_part norms[] = {
+            {&w->norm1_weight, "input_layernorm.weight", 1, d, CKPT_VECTOR, true},
+            {&w->post_norm1_weight, "post_attention_layernorm.weight", 1, d, CKPT_VECTOR, true},
+            {&w->norm2_weight, "pre_feedforward_layernorm.weight", 1, d, CKPT_VECTOR, true},
+            {&w->post_norm2_weight, "post_feedforward_layernorm.weight", 1, d, CKPT_VECTOR, true},
+            {&w->q_norm_weight, "self_attn.q_norm.weight", 1, c.head_dim, CKPT_VECTOR, c.qk_norm},
+            {&w->k_norm_weight, "self_attn.k_norm.weight", 1, c.head_dim, CKPT_VECTOR, c.qk_norm},
         };
-        for (size_t i = 0; i < sizeof(norms) / sizeof(norms[0]); i++) {
-            if (!norms[i].wanted)
-                continue;
+        size_t n_norms = sizeof(norms) / sizeof(norms[0]);
+        if (attn_family_read_parts(b, prefix, "layers.", L, norms, n_norms, arch, err))
+            return -1;
+        for (size_t i = 0; i < n_norms; i++) {
             snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, norms[i].name);
-            if (gemma_norm(norms[i].dst, b, full, norms[i].cols, arch, err))
+            if (norms[i].wanted && one_plus(norms[i].dst, b, full, err))
                 return -1;
         }
         w->set = true;
-        snprintf(full, sizeof(full), "%snorm.weight", prefix);
-        if (L == ld->layers - 1 && gemma_norm(&w->final_norm_weight, b, full, d, arch, err))
-            return -1;
+        if (L == ld->layers - 1) {
+            snprintf(full, sizeof(full), "%snorm.weight", prefix);
+            if (attn_ckpt_tensor(&w->final_norm_weight, b, full, 1, d, CKPT_VECTOR, arch, err) ||
+                one_plus(&w->final_norm_weight, b, full, err))
+                return -1;
+        }
     }
     return attn_ckpt_finish(b, s, ld->path, arch, err);
 }
