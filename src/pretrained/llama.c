@@ -340,8 +340,6 @@ static int read_config(struct config *g, struct ckpt_config *c, struct ckpt_back
                           err);
 }
 
-/* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:
- * attnscope computes the frequencies from rope_theta). name without the "model." prefix. */
 /* A mixture's tensors in a layer: the router, each expert's gate, up and down under
  * experts.E., and Qwen2-MoE's shared expert and its gate. */
 struct moe_names {
@@ -378,6 +376,8 @@ static bool moe_known(const struct config *g, const char *rest)
            (attn_family_name_in(rest, nm->shared, 3) || strcmp(rest, nm->shared_gate) == 0);
 }
 
+/* A tensor the mapping reads or knows to skip (rotary_emb.inv_freq, a buffer some exports carry:
+ * attnscope computes the frequencies from rope_theta). name without the "model." prefix. */
 static bool known(const struct family_load *ld, const char *name)
 {
     const struct config *g = ld->config;
@@ -451,19 +451,14 @@ static int read_moe(struct attn_scene_weights *w, const struct config *c, struct
                 return -1;
         }
     w->experts = x;
-    if (hs > 0) {
-        struct attn_matrix *dst[3] = {&w->shared_Wgate, &w->shared_W1, &w->shared_W2};
-        for (int p = 0; p < 3; p++) {
-            snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, nm->shared[p]);
-            if (attn_ckpt_tensor(dst[p], b, full, p == 2 ? hs : d, p == 2 ? d : hs, CKPT_LINEAR,
-                                 arch, err))
-                return -1;
-        }
-        snprintf(full, sizeof(full), "%slayers.%d.%s", prefix, L, nm->shared_gate);
-        if (attn_ckpt_tensor(&w->shared_gate, b, full, d, 1, CKPT_LINEAR, arch, err))
-            return -1;
-    }
-    return 0;
+    const struct family_part shared[] = {
+        {&w->shared_Wgate, nm->shared[0], d, hs, CKPT_LINEAR, hs > 0},
+        {&w->shared_W1, nm->shared[1], d, hs, CKPT_LINEAR, hs > 0},
+        {&w->shared_W2, nm->shared[2], hs, d, CKPT_LINEAR, hs > 0},
+        {&w->shared_gate, nm->shared_gate, d, 1, CKPT_LINEAR, hs > 0},
+    };
+    return attn_family_read_parts(b, prefix, "layers.", L, shared,
+                                  sizeof(shared) / sizeof(shared[0]), arch, err);
 }
 
 /* The block the family is made of, and every layer's parameters. */
