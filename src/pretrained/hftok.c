@@ -1214,8 +1214,9 @@ static int unigram_word(struct ids *out, const struct hftok *t, const char *s, s
     uint64_t *sum = malloc((len + 1) * sizeof(*sum));
     double *score = malloc((len + 1) * sizeof(*score));
     int *from = malloc((len + 1) * sizeof(*from)), *idat = malloc((len + 1) * sizeof(*idat));
+    size_t *a = malloc((len + 1) * sizeof(*a)), *b = malloc((len + 1) * sizeof(*b)), n = 0;
     int rc = 0;
-    if (!sum || !score || !from || !idat) {
+    if (!sum || !score || !from || !idat || !a || !b) {
         rc = attn_diag_set(err, "", "out of memory");
         goto out;
     }
@@ -1265,13 +1266,6 @@ static int unigram_word(struct ids *out, const struct hftok *t, const char *s, s
         start += (size_t)mblen;
     }
     /* back from the end: the pieces, last first, neighbouring unknowns fused into one */
-    size_t *a = malloc((len + 1) * sizeof(*a)), *b = malloc((len + 1) * sizeof(*b)), n = 0;
-    if (!a || !b) {
-        free(a);
-        free(b);
-        rc = attn_diag_set(err, "", "out of memory");
-        goto out;
-    }
     bool pending = false; /* an unknown run a[n], b[n] being extended to the left */
     for (size_t end = len; end > 0;) {
         size_t st = (size_t)from[end];
@@ -1293,9 +1287,9 @@ static int unigram_word(struct ids *out, const struct hftok *t, const char *s, s
         n++;
     for (size_t k = n; k-- > 0 && rc == 0;)
         rc = unigram_piece(out, t, s + a[k], b[k] - a[k], err);
+out:
     free(a);
     free(b);
-out:
     free(sum);
     free(score);
     free(from);
