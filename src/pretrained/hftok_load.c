@@ -749,6 +749,40 @@ static int load_pre(struct jctx *c, json_t *obj, void *item)
 
 /* ---- the model ----------------------------------------------------------------------------- */
 
+/* v's tables: ids 0 .. ids - 1, a hash of count tokens. Returns 0, or -1 when out of memory. */
+static int vocab_alloc(struct hf_vocab *v, size_t ids, size_t count)
+{
+    v->n = (int)ids;
+    v->count = (int)count;
+    v->tok = calloc(ids, sizeof(*v->tok));
+    v->len = calloc(ids, sizeof(*v->len));
+    size_t slots = 16;
+    while (slots < count * 2)
+        slots *= 2;
+    v->slots = malloc(slots * sizeof(*v->slots));
+    v->mask = slots - 1;
+    if (!v->tok || !v->len || !v->slots)
+        return -1;
+    memset(v->slots, 0xFF, slots * sizeof(*v->slots));
+    return 0;
+}
+
+/* Token id is s[0, len): a copy, found by attn_hf_vocab_find. Returns 0, or -1 when out of
+ * memory. */
+static int vocab_set(struct hf_vocab *v, int id, const char *s, size_t len)
+{
+    if (!(v->tok[id] = malloc(len + 1)))
+        return -1;
+    memcpy(v->tok[id], s, len);
+    v->tok[id][len] = '\0';
+    v->len[id] = len;
+    size_t i = hf_hash_slot(hf_hash_more(0, s, len)) & v->mask;
+    while (v->slots[i] >= 0)
+        i = (i + 1) & v->mask;
+    v->slots[i] = id;
+    return 0;
+}
+
 /* model.vocab: every token and an id, each id once. The ids may leave gaps, as the library
  * allows (a BPE's vocabulary is a map; cl100k_base's converted file has 100,263 tokens with ids up
  * to 100,276): an id no token has is no token. */
@@ -790,20 +824,10 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
         if (json_integer_value(val) > top)
             top = json_integer_value(val);
     }
-    v->n = (int)top + 1;
-    v->count = (int)n;
-    v->tok = calloc((size_t)v->n, sizeof(*v->tok));
-    v->len = calloc((size_t)v->n, sizeof(*v->len));
-    size_t slots = 16;
-    while (slots < n * 2)
-        slots *= 2;
-    v->slots = malloc(slots * sizeof(*v->slots));
-    v->mask = slots - 1;
-    if (!v->tok || !v->len || !v->slots) {
+    if (vocab_alloc(v, (size_t)top + 1, n)) {
         rc = jerr(c, "out of memory (%zu tokens)", n);
         goto out;
     }
-    memset(v->slots, 0xFF, slots * sizeof(*v->slots));
     json_object_keylen_foreach(o, key, klen, val)
     {
         push_keyn(c, key, klen);
@@ -815,24 +839,12 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
             pop(c);
             goto out;
         }
-        v->tok[id] = malloc(klen + 1);
-        if (!v->tok[id]) {
+        if (vocab_set(v, id, key, klen)) {
             jerr(c, "out of memory");
             pop(c);
             goto out;
         }
-        memcpy(v->tok[id], key, klen);
-        v->tok[id][klen] = '\0';
-        v->len[id] = klen;
         pop(c);
-    }
-    for (int id = 0; id < v->n; id++) {
-        if (!v->tok[id])
-            continue;
-        size_t i = hf_hash_slot(hf_hash_more(0, v->tok[id], v->len[id])) & v->mask;
-        while (v->slots[i] >= 0)
-            i = (i + 1) & v->mask;
-        v->slots[i] = id;
     }
     rc = 0;
 out:
@@ -1039,20 +1051,11 @@ static int load_unigram_vocab(struct jctx *c, json_t *m, struct hftok *t)
                                          : "over the limit of tokens");
         goto out;
     }
-    v->n = v->count = (int)n;
-    v->tok = calloc(n, sizeof(*v->tok));
-    v->len = calloc(n, sizeof(*v->len));
     md->scores = malloc(n * sizeof(*md->scores));
-    size_t slots = 16;
-    while (slots < n * 2)
-        slots *= 2;
-    v->slots = malloc(slots * sizeof(*v->slots));
-    v->mask = slots - 1;
-    if (!v->tok || !v->len || !md->scores || !v->slots) {
+    if (vocab_alloc(v, n, n) || !md->scores) {
         rc = jerr(c, "out of memory (%zu tokens)", n);
         goto out;
     }
-    memset(v->slots, 0xFF, slots * sizeof(*v->slots));
     md->min_score = INFINITY;
     for (size_t id = 0; id < n; id++) {
         json_t *e = json_array_get(a, id), *p = json_array_get(e, 0), *sc = json_array_get(e, 1);
@@ -1071,21 +1074,14 @@ static int load_unigram_vocab(struct jctx *c, json_t *m, struct hftok *t)
             pop(c);
             goto out;
         }
-        if (!(v->tok[id] = malloc(klen + 1))) {
+        if (vocab_set(v, (int)id, json_string_value(p), klen)) {
             jerr(c, "out of memory");
             pop(c);
             goto out;
         }
-        memcpy(v->tok[id], json_string_value(p), klen);
-        v->tok[id][klen] = '\0';
-        v->len[id] = klen;
         md->scores[id] = json_number_value(sc);
         if (md->scores[id] < md->min_score)
             md->min_score = md->scores[id];
-        size_t i = hf_hash_slot(hf_hash_more(0, v->tok[id], klen)) & v->mask;
-        while (v->slots[i] >= 0)
-            i = (i + 1) & v->mask;
-        v->slots[i] = (int)id;
         pop(c);
     }
     rc = 0;
