@@ -129,32 +129,6 @@ static int token_differences(char *out, size_t size, const struct attn_model *ma
     return n;
 }
 
-/* |Δ| over a view's cells: mean over the finite ones, the largest and its cell. */
-struct diff_stats {
-    double sum;
-    long finite;
-    float max_abs;
-    int max_i; /* row * cols + col */
-};
-
-static void stats_add(struct diff_stats *st, float d, int k)
-{
-    float x = fabsf(d);
-    if (isfinite(x)) {
-        st->sum += x;
-        st->finite++;
-    }
-    if (x > st->max_abs || (isnan(x) && !isnan(st->max_abs))) {
-        st->max_abs = x;
-        st->max_i = k;
-    }
-}
-
-static float stats_mean(const struct diff_stats *st)
-{
-    return st->finite ? (float)(st->sum / (double)st->finite) : 0.0f;
-}
-
 /* What diff compares, the same for every head: one stage of one layer of two scenes. */
 struct diff_job {
     const struct cli_scene *a, *b;
@@ -186,17 +160,17 @@ static int diff_head(const struct diff_job *job, int h)
         rc = CLI_INVALID;
         goto out;
     }
-    struct diff_stats stats = {0};
+    struct attn_delta_stats stats = {0};
     for (int i = 0; i < va.rows; i++)
         for (int j = 0; j < va.cols; j++) {
             float a = va.data[(size_t)i * va.stride + j], b = vb.data[(size_t)i * vb.stride + j];
             struct change c = {i, j, a, b, attn_cell_delta(b, a)};
             size_t k = (size_t)i * (size_t)va.cols + (size_t)j;
             cells[k] = sorted[k] = c;
-            stats_add(&stats, c.d, (int)k);
+            attn_delta_stats_add(&stats, c.d, (int)k);
         }
     float max_abs = stats.max_abs;
-    int max_i = stats.max_i;
+    int max_i = stats.max_at;
     long finite = stats.finite;
     qsort(sorted, n, sizeof(*sorted), by_size);
     int k_top = job->top < (int)n ? job->top : (int)n;
@@ -219,7 +193,7 @@ static int diff_head(const struct diff_job *job, int h)
         snprintf(where, sizeof(where), "layer %d %s ", L, utf8 ? "\u00b7" : "-");
     char mx[32], mean[32];
     fmt4(mx, sizeof(mx), max_abs);
-    fmt4(mean, sizeof(mean), stats_mean(&stats));
+    fmt4(mean, sizeof(mean), attn_delta_stats_mean(&stats));
     if (attn_stage_is_per_head(st))
         printf("\n# %shead %d %s %s: A %d%s%d, B %d%s%d\n", where, h, utf8 ? "\u00b7" : "-",
                attn_stage_name(st), va.rows, times, va.cols, vb.rows, times, vb.cols);
@@ -259,7 +233,7 @@ out:
 /* One head of one layer in --layer all's ranking. */
 struct head_change {
     int layer, head;
-    struct diff_stats st;
+    struct attn_delta_stats st;
     int cols;
 };
 
@@ -267,7 +241,7 @@ struct head_change {
 static int by_mean(const void *x, const void *y)
 {
     const struct head_change *a = x, *b = y;
-    float ma = stats_mean(&a->st), mb = stats_mean(&b->st);
+    float ma = attn_delta_stats_mean(&a->st), mb = attn_delta_stats_mean(&b->st);
     if (ma != mb)
         return ma > mb ? -1 : 1;
     return a->layer != b->layer ? a->layer - b->layer : a->head - b->head;
@@ -299,10 +273,10 @@ static int diff_every_layer(const struct diff_job *job)
             *r = (struct head_change){.layer = L, .head = h, .cols = va.cols ? va.cols : 1};
             for (int i = 0; i < va.rows; i++)
                 for (int j = 0; j < va.cols; j++)
-                    stats_add(&r->st,
-                              attn_cell_delta(vb.data[(size_t)i * vb.stride + j],
-                                              va.data[(size_t)i * va.stride + j]),
-                              i * va.cols + j);
+                    attn_delta_stats_add(&r->st,
+                                         attn_cell_delta(vb.data[(size_t)i * vb.stride + j],
+                                                         va.data[(size_t)i * va.stride + j]),
+                                         i * va.cols + j);
         }
     qsort(rows, (size_t)total, sizeof(*rows), by_mean);
     int shown = job->top < total ? job->top : total;
@@ -318,14 +292,14 @@ static int diff_every_layer(const struct diff_job *job)
     for (int i = 0; i < shown; i++) {
         const struct head_change *r = &rows[i];
         char mean[32], mx[32];
-        int row = r->st.max_i / r->cols, col = r->st.max_i % r->cols;
+        int row = r->st.max_at / r->cols, col = r->st.max_at % r->cols;
         if (job->csv) {
-            csv_format_float(mean, sizeof(mean), stats_mean(&r->st));
+            csv_format_float(mean, sizeof(mean), attn_delta_stats_mean(&r->st));
             csv_format_float(mx, sizeof(mx), r->st.max_abs);
             printf("%d,%d,%s,%s,%d,%d\r\n", r->layer, r->head, mean, mx, row, col);
             continue;
         }
-        fmt4(mean, sizeof(mean), stats_mean(&r->st));
+        fmt4(mean, sizeof(mean), attn_delta_stats_mean(&r->st));
         fmt4(mx, sizeof(mx), r->st.max_abs);
         char head[16], rtok[160], ctok[160] = "";
         snprintf(head, sizeof(head), "%d", r->head);

@@ -109,6 +109,18 @@ static inline float attn_cell_delta(float cur, float base)
     return cur == base ? 0.0f : cur - base;
 }
 
+/* |Δ| over a view's cells (each an attn_cell_delta): the mean over the finite ones, the largest
+ * and where. `diff` ranks heads by it; the explorer's baseline labels each tile with its mean. */
+struct attn_delta_stats {
+    double sum;
+    long finite;
+    float max_abs;
+    int max_at; /* row * cols + col */
+};
+void attn_delta_stats_add(struct attn_delta_stats *st, float d, int at);
+/* The mean |Δ| over the finite cells; 0 when none is. */
+float attn_delta_stats_mean(const struct attn_delta_stats *st);
+
 /* Sizes r for m's shape; keeps the existing buffers when the shape is unchanged.
  * r must be zeroed (or previously initialised). Returns 0, or -1 with err on out-of-memory. */
 int attn_run_init(struct attn_run *r, const struct attn_model *m, struct diag *err);

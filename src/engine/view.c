@@ -456,3 +456,21 @@ enum attn_stage attn_stage_last(const struct attn_model *m)
     enum attn_stage order[STAGE_COUNT];
     return order[attn_stage_order(order, m) - 1];
 }
+
+void attn_delta_stats_add(struct attn_delta_stats *st, float d, int at)
+{
+    float x = fabsf(d);
+    if (isfinite(x)) {
+        st->sum += x;
+        st->finite++;
+    }
+    if (x > st->max_abs || (isnan(x) && !isnan(st->max_abs))) {
+        st->max_abs = x;
+        st->max_at = at;
+    }
+}
+
+float attn_delta_stats_mean(const struct attn_delta_stats *st)
+{
+    return st->finite ? (float)(st->sum / (double)st->finite) : 0.0f;
+}

@@ -1186,18 +1186,15 @@ float app_base_change(const struct app *a, int L, enum attn_stage s, int h)
     if (attn_stage_is_derived(bm, s) && !buf)
         return NAN;
     struct attn_mat_view b = attn_view_buf(buf, cap, &a->base.net.run[L], bm, s, h);
-    double sum = 0;
-    long cells = 0;
+    struct attn_delta_stats st = {0}; /* as diff --layer all ranks the heads */
     for (int i = 0; v.data && b.data && v.rows == b.rows && v.cols == b.cols && i < v.rows; i++)
-        for (int j = 0; j < v.cols; j++) {
-            float d = fabsf(v.data[(size_t)i * v.stride + j] - b.data[(size_t)i * b.stride + j]);
-            if (isfinite(d)) {
-                sum += d;
-                cells++;
-            }
-        }
+        for (int j = 0; j < v.cols; j++)
+            attn_delta_stats_add(
+                &st,
+                attn_cell_delta(v.data[(size_t)i * v.stride + j], b.data[(size_t)i * b.stride + j]),
+                i * v.cols + j);
     free(buf);
-    return cells ? (float)(sum / (double)cells) : NAN;
+    return st.finite ? attn_delta_stats_mean(&st) : NAN;
 }
 
 bool app_delta_ok(const struct app *a)
