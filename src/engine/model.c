@@ -727,8 +727,8 @@ static int resolve_norms(struct attn_model *m, const struct attn_scene *s,
                                           &sw->norm2_weight,      &sw->norm2_bias,
                                           &sw->post_norm1_weight, &sw->post_norm2_weight};
     float *dst[6] = {m->n1w, m->n1b, m->n2w, m->n2b, m->pn1w, m->pn2w};
-    static const float plain[6] = {1, 0, 1,
-                                   0, 1, 1}; /* the weights default to 1, the biases to 0 */
+    /* the weights default to 1, the biases to 0 */
+    static const float plain[6] = {1, 0, 1, 0, 1, 1};
     for (int i = 0; i < 6; i++) {
         if (!dst[i])
             continue;
