@@ -117,6 +117,16 @@ static void expect_warnings(const char *dir, const char *config, const char *wan
     loaded_free(&r);
 }
 
+/* config loads, with no warning: r holds its scene. */
+static void load_clean(struct loaded *r, const char *dir, const char *config)
+{
+    load(r, dir, config);
+    if (!r->ok)
+        fail_msg("config:\n%s\ndid not load:\n%s", config, r->problems);
+    if (strcmp(r->warnings, "") != 0)
+        fail_msg("config:\n%s\nexpected no warning, got\n%s", config, r->warnings);
+}
+
 /* A config.json of llama-gqa's sizes, one key a line from line 2 on, then extra (lines of
  * `"key": value,`) before the last line. */
 static char *llama_config(const char *arch, const char *extra)
@@ -596,10 +606,7 @@ static void test_olmo2_keys(void **state)
     char *dir = tu_make_tmpdir("ckpt-olmo2");
     copy_model(dir, "families/olmo2/model.safetensors");
     struct loaded r;
-    load(&r, dir, llama_config("Olmo2ForCausalLM", "  \"attention_bias\": true,\n"));
-    if (!r.ok)
-        fail_msg("did not load:\n%s", r.problems);
-    assert_string_equal(r.warnings, "");
+    load_clean(&r, dir, llama_config("Olmo2ForCausalLM", "  \"attention_bias\": true,\n"));
     assert_int_equal(r.s.block.order, BLOCK_POST_BRANCH);
     assert_true(r.s.attn.qk_norm && r.s.attn.qk_norm_whole);
     assert_int_equal(r.s.weights.q_norm_weight.cols, 32);
@@ -639,10 +646,7 @@ static void test_phi3_keys(void **state)
     (void)state;
     char *dir, *config = family_config(&dir, "phi3-longrope");
     struct loaded r;
-    load(&r, dir, config);
-    if (!r.ok)
-        fail_msg("did not load:\n%s", r.problems);
-    assert_string_equal(r.warnings, "");
+    load_clean(&r, dir, config);
     assert_int_equal(r.s.pos.rotary_dims, 8);
     assert_int_equal(r.s.pos.scaling.kind, ROPE_SCALING_LONGROPE);
     assert_int_equal(r.s.pos.scaling.n_factors, 4);
@@ -672,10 +676,7 @@ static void test_gemma_keys(void **state)
     (void)state;
     char *dir, *config = family_config(&dir, "gemma3");
     struct loaded r;
-    load(&r, dir, config);
-    if (!r.ok)
-        fail_msg("did not load:\n%s", r.problems);
-    assert_string_equal(r.warnings, "");
+    load_clean(&r, dir, config);
     assert_int_equal(r.s.block.order, BLOCK_SANDWICH);
     assert_int_equal(r.s.block.activation, ACT_GEGLU_TANH);
     assert_true(r.s.pos.base == 1000000.0 && r.s.pos.base_local == 10000.0);
@@ -719,10 +720,7 @@ static void test_moe_keys(void **state)
     (void)state;
     char *dir, *config = family_config(&dir, "qwen2-moe");
     struct loaded r;
-    load(&r, dir, config);
-    if (!r.ok)
-        fail_msg("did not load:\n%s", r.problems);
-    assert_string_equal(r.warnings, "");
+    load_clean(&r, dir, config);
     assert_int_equal(r.s.block.n_experts, 6);
     assert_int_equal(r.s.block.top_k, 2);
     assert_false(r.s.block.norm_topk);
