@@ -247,6 +247,18 @@ def gpt2_tokens(text):
 # ---- weights -------------------------------------------------------------------------------
 
 
+def draws(gen):
+    """rnd(*shape, scale) and norm_w(n): float32 draws from gen, in the order they are called
+    (a norm's weight near 1)."""
+    def rnd(*shape, scale=0.2):
+        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+
+    def norm_w(n):
+        return (1.0 + torch.randn(n, generator=gen) * 0.1).numpy().astype(np.float32)
+
+    return rnd, norm_w
+
+
 def llama_weights(c, vocab, seed):
     """name -> float32 numpy, torch's Linear layout (out, in), as Hugging Face saves them."""
     gen = torch.Generator().manual_seed(seed)
@@ -261,11 +273,7 @@ def llama_weights(c, vocab, seed):
     att_bias = cfg.get("attention_bias", False) and (llama or qwen3 or olmo2)
     mlp_bias = cfg.get("mlp_bias", False) and llama
 
-    def rnd(*shape, scale=0.2):
-        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
-
-    def norm_w(n):
-        return (1.0 + torch.randn(n, generator=gen) * 0.1).numpy().astype(np.float32)
+    rnd, norm_w = draws(gen)
 
     W = {"model.embed_tokens.weight": rnd(vocab, d, scale=1.0)}
     for L in range(cfg["num_hidden_layers"]):
@@ -1001,11 +1009,7 @@ def neox_weights(cfg, vocab, seed):
     d, inter = cfg["hidden_size"], cfg["intermediate_size"]
     bias = cfg.get("attention_bias", True)
 
-    def rnd(*shape, scale=0.2):
-        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
-
-    def norm_w(n):
-        return (1.0 + torch.randn(n, generator=gen) * 0.1).numpy().astype(np.float32)
+    rnd, norm_w = draws(gen)
 
     W = {"gpt_neox.embed_in.weight": rnd(vocab, d, scale=1.0)}
     for L in range(cfg["num_hidden_layers"]):
@@ -1315,8 +1319,7 @@ def gemma_weights(c, vocab, seed):
                    cfg["head_dim"])
     inter = cfg["intermediate_size"]
 
-    def rnd(*shape, scale=0.2):
-        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+    rnd, _ = draws(gen)
 
     W = {"model.embed_tokens.weight": rnd(vocab, d, scale=1.0)}
     for L in range(cfg["num_hidden_layers"]):
@@ -1615,8 +1618,7 @@ def bert_weights(seed, vocab):
     cfg = BERT_CFG
     d, inter = cfg["hidden_size"], cfg["intermediate_size"]
 
-    def rnd(*shape, scale=0.2):
-        return (torch.randn(*shape, generator=gen) * scale).numpy().astype(np.float32)
+    rnd, _ = draws(gen)
 
     def ln(prefix):
         return {prefix + ".weight": (1 + torch.randn(d, generator=gen) * 0.1).numpy(),
