@@ -478,8 +478,7 @@ static int resolve_rope(struct attn_model *m, const struct attn_scene *s)
     /* Gemma 3: a sliding-window layer's own base, without the rope scaling */
     static const struct attn_rope_params none = {.kind = ROPE_SCALING_NONE,
                                                  .attention_factor = 1.0};
-    bool local = s->pos.base_local > 0 && s->attn.window > 0 && m->layer >= 0 &&
-                 m->layer < SCENE_MAX_LAYERS && !s->attn.window_off[m->layer];
+    bool local = s->pos.base_local > 0 && attn_scene_layer_window(s, m->layer) > 0;
     m->rope_local = local;
     const struct attn_rope_params *sc = local ? &none : &s->pos.scaling;
     enum attn_rope_scaling kind = sc->kind;
@@ -834,7 +833,7 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     m->head_dim = attn_scene_head_dim(s);
     m->D = attn_scene_concat_dim(s);
     m->out_dim = attn_scene_out_dim(s);
-    m->window = layer < SCENE_MAX_LAYERS && a->window_off[layer] ? 0 : a->window;
+    m->window = attn_scene_layer_window(s, layer);
     m->lazy_from = s->backing;
     m->kv_heads = a->layout == LAYOUT_SPLIT ? attn_scene_kv_heads(s) : a->heads;
     m->Dkv = attn_scene_kv_dim(s);

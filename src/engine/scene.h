@@ -552,6 +552,9 @@ int attn_scene_ffn_hidden(const struct attn_scene *s); /* block.ffn_hidden, or 4
 /* The width of the attention's output: D, or d_in in a checkpoint's block whose out_proj maps
  * the heads' D back to the residual stream (Qwen3's head_dim x heads != hidden_size). */
 int attn_scene_out_dim(const struct attn_scene *s);
+/* The sliding window layer L attends through: attn.window, or 0 where window_off[L] makes it a
+ * full layer (Gemma's and Qwen's alternating layers) or there is no window. */
+int attn_scene_layer_window(const struct attn_scene *s, int layer);
 /* Layer L's explicit parameters (layer 0: s->weights); never NULL, maybe all empty. */
 const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scene *s, int layer);
 /* Floats cached per token for K and V: 2 * heads * head_dim for MHA, 2 * K * head_dim for

@@ -90,6 +90,12 @@ int attn_scene_out_dim(const struct attn_scene *s)
                                                                       : attn_scene_concat_dim(s);
 }
 
+int attn_scene_layer_window(const struct attn_scene *s, int layer)
+{
+    bool full = layer >= 0 && layer < SCENE_MAX_LAYERS && s->attn.window_off[layer];
+    return full ? 0 : s->attn.window;
+}
+
 const struct attn_scene_weights *attn_scene_layer_weights(const struct attn_scene *s, int layer)
 {
     static const struct attn_scene_weights none;
@@ -227,9 +233,7 @@ double attn_scene_product_flops(const struct attn_scene *s, int first_row)
     int layers = s->layers > 1 ? s->layers : 1;
     double f = 0;
     for (int L = 0; L < layers; L++) {
-        int w = s->attn.window > 0 && !(L < SCENE_MAX_LAYERS && s->attn.window_off[L])
-                    ? s->attn.window
-                    : 0;
+        int w = attn_scene_layer_window(s, L);
         double keys = 0; /* over the rows: the keys each sees */
         for (int i = first_row; i < n; i++) {
             int k = s->attn.causal ? i + 1 : n;
