@@ -205,7 +205,7 @@ double attn_scene_flops(const struct attn_scene *s)
         f += 2 * n * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
     if (s->block.on) {
         double h = attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0;
-        int linears = s->block.activation == ACT_SWIGLU ? 3 : 2;
+        int linears = attn_activation_gated(s->block.activation) ? 3 : 2;
         f += linears * 2 * n * d * h + FLOPS_PER_ELEMENT * n * (d + h); /* the Linears, norms */
     }
     return f * (s->layers > 1 ? s->layers : 1);
@@ -228,7 +228,7 @@ double attn_scene_product_flops(const struct attn_scene *s, int first_row)
     if (attn_scene_eff_out_proj(s))
         row += 2 * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
     if (s->block.on)
-        row += (s->block.activation == ACT_SWIGLU ? 3 : 2) * 2 * d *
+        row += (attn_activation_gated(s->block.activation) ? 3 : 2) * 2 * d *
                (attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0);
     int layers = s->layers > 1 ? s->layers : 1;
     double f = 0;
@@ -274,7 +274,7 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
                     + r * n;                    /* MLA's latent */
     if (s->block.on) {
         size_t h = (size_t)attn_scene_ffn_hidden(s);
-        size_t h_stages = s->block.activation == ACT_SWIGLU ? 3 : 2;
+        size_t h_stages = attn_activation_gated(s->block.activation) ? 3 : 2;
         floats += (mapped ? 0 : 2 * d_in * h + h) + 6 * d_in /* the FFN and the norms */
                   + n * (h_stages * h + 7 * d_in);           /* the block's stages */
     }
