@@ -11,6 +11,7 @@
 #include "engine/kernels.h"
 #include "engine/model.h"
 #include "engine/pool.h"
+#include "engine/scores.h"
 
 bool attn_net_has_vocab(const struct attn_net *net)
 {
@@ -113,9 +114,8 @@ static int logits_block(float *out, float *hidden, const struct attn_net *net,
         for (int i = 0; i < rows; i++)
             for (int j = 0; j < vocab; j++)
                 out[(size_t)i * vocab + j] += last->unembed_bias[j];
-    if (last->logit_softcap > 0) /* Gemma 2's: logits / cap, tanh, * cap, as torch's three steps */
-        for (size_t i = 0; i < (size_t)rows * (size_t)vocab; i++)
-            out[i] = tanhf(out[i] / last->logit_softcap) * last->logit_softcap;
+    if (last->logit_softcap > 0) /* Gemma 2's final_logit_softcapping */
+        attn_softcap(out, (size_t)rows * (size_t)vocab, last->logit_softcap);
     return 0;
 }
 

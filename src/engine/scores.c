@@ -72,12 +72,16 @@ void attn_scale_scores(float *out, const float *scores, const struct attn_model 
         out[i] = scores[i] / m->scale_divisor;
 }
 
+void attn_softcap(float *x, size_t count, float cap)
+{
+    for (size_t j = 0; j < count; j++)
+        x[j] = tanhf(x[j] / cap) * cap;
+}
+
 void attn_softcap_row(float *row, int count, const struct attn_model *m)
 {
-    float cap = m->softcap;
-    if (cap > 0)
-        for (int j = 0; j < count; j++)
-            row[j] = tanhf(row[j] / cap) * cap;
+    if (m->softcap > 0)
+        attn_softcap(row, (size_t)count, m->softcap);
 }
 
 void attn_hide_window(float *row, int i, const struct attn_model *m)

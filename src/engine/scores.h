@@ -35,8 +35,10 @@ void attn_scale_scores(float *out, const float *scores, const struct attn_model 
 /* out (n, n) = one head's capped stage: cap * tanh(scaled / cap), the scaled scores soft-capped
  * (Gemma 2's attn_logit_softcapping). */
 void attn_cap_scores(float *out, const float *scores, const struct attn_model *m);
-/* Soft-caps count scaled scores of a row in place, when m has a cap: torch's three steps, /
- * cap, tanh, * cap. */
+/* x (count) = cap * tanh(x / cap) in place, torch's three steps (/ cap, tanh, * cap): Gemma 2's
+ * soft-capping of the scores and of the logits. */
+void attn_softcap(float *x, size_t count, float cap);
+/* attn_softcap of count scaled scores of a row, when m has a cap. */
 void attn_softcap_row(float *row, int count, const struct attn_model *m);
 /* -inf in row i's keys the sliding window has left behind (j <= i - window), before a causal
  * softmax of its prefix. */
