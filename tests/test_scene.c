@@ -88,6 +88,8 @@ static bool row_set(const struct attn_scene *s, const struct attn_scene_field *f
         return *(struct attn_backing *const *)p != NULL;
     case FIELD_BORROWED:
         return *(const float *const *)p != NULL && n > 0;
+    case FIELD_SCENE:
+        return *(struct attn_scene *const *)p != NULL;
     }
     return false;
 }
@@ -121,6 +123,7 @@ static void expect_deep(const struct attn_scene *s, const struct attn_scene *c,
     case FIELD_INTS:
     case FIELD_ABLATIONS:
     case FIELD_LAYERS:
+    case FIELD_SCENE:
         if (memcmp(x, y, sizeof(void *)) == 0) /* the same pointer */
             fail_msg("%s: the copy shares the scene's memory", f->name);
         break;
@@ -204,6 +207,7 @@ static void populate(struct attn_scene *s)
     own(&s->embed.norm_weight, 1, 4, 2);
     own(&s->embed.norm_bias, 1, 4, 3);
     own(&s->pos.table, 8, 4, 4);
+    own(&s->pos.rel.table, 8, 2, 11);
     s->pos.scaling.short_factor = factors;
     s->pos.scaling.long_factor = factors + 2;
     s->pos.scaling.n_factors = 2;
@@ -230,6 +234,9 @@ static void populate(struct attn_scene *s)
     assert_non_null(s->lesson = attn_lesson_new(2));
     backing = (struct test_backing){.b = {.refs = 1, .release = release}};
     s->backing = &backing.b;
+    assert_non_null(s->encoder = calloc(1, sizeof(*s->encoder))); /* an encoder-decoder's */
+    attn_scene_init(s->encoder);
+    own(&s->encoder->pos.rel.table, 8, 2, 12);
 }
 
 /* Changes c's field so that it differs from s's; a second call puts it back. */
@@ -282,6 +289,9 @@ static void toggle(struct attn_scene *c, const struct attn_scene *s,
         *v = *v == other_factors ? *(const float *const *)was : other_factors;
         break;
     }
+    case FIELD_SCENE: /* a parameter of the encoder's */
+        (*(struct attn_scene **)p)->pos.rel.table.cols ^= 1;
+        break;
     }
 }
 
@@ -365,11 +375,12 @@ static void test_undo_bytes(void **state)
                      sizeof("/models/bert/model.safetensors") + sizeof("bert") +
                      sizeof("/models/gpt2/vocab.json") + sizeof("/models/gpt2/merges.txt") +
                      sizeof("/models/bert/tokenizer.json");
-    size_t matrices = (3 * 4 + 2 * 4 + 4 + 4 + 8 * 4 + 2 + 16 + 4 + 4 + 4) * sizeof(float);
+    size_t matrices = (3 * 4 + 2 * 4 + 4 + 4 + 8 * 4 + 8 * 2 + 2 + 16 + 4 + 4 + 4) * sizeof(float);
+    size_t encoder = sizeof(struct attn_scene) + 8 * 2 * sizeof(float); /* its relative table */
 #define X(name) +1
     size_t layer = (0 ATTN_WEIGHT_MATRICES(X)) * 6 * sizeof(float) + 2 * 3 * 3; /* 2 x 3 each */
 #undef X
-    size_t expect = tokens + 2 * 3 * sizeof(int) + strings + matrices + 3 * layer +
+    size_t expect = tokens + 2 * 3 * sizeof(int) + strings + matrices + encoder + 3 * layer +
                     2 * sizeof(struct attn_scene_weights) + 2 * sizeof(struct attn_ablation);
     assert_int_equal(attn_scene_owned_bytes(&s), expect);
     attn_scene_free(&s);

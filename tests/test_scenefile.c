@@ -1007,7 +1007,7 @@ static void test_stage_table(void **state)
 {
     (void)state;
     bool seen[STAGE_COUNT] = {false};
-    static float flag; /* attn_stage_order reads only whether qnw is set */
+    static float flag; /* attn_stage_order reads only whether qnw (and pos_bias) is set */
     for (int v = 0; v < 256; v++) {
         struct attn_model m = {.latent = v & 1 ? 4 : 0,
                                .rope = v & 2,
@@ -1018,7 +1018,9 @@ static void test_stage_table(void **state)
                                                   : BLOCK_POST,
                                .activation = v & 32 ? ACT_SWIGLU : ACT_GELU,
                                .softcap = v & 64 ? 5.0f : 0.0f,
-                               .n_experts = v & 128 ? 4 : 0};
+                               .n_experts = v & 128 ? 4 : 0,
+                               .pos_bias = v & 2 ? &flag : NULL, /* T5's, without RoPE */
+                               .no_ffn = (v & 9) == 9 && !(v & 128)};
         m.final_norm = m.block && (v & 1);
         enum attn_stage order[STAGE_COUNT];
         int n = attn_stage_order(order, &m);

@@ -409,6 +409,9 @@ static void test_stage_bar_names(void **state)
              "%.900s/tests/golden/families/scenes/gemma2.yaml", root);
     snprintf(scenes[n_scenes++], sizeof(scenes[0]),
              "%.900s/tests/golden/families/scenes/qwen2-moe.yaml", root);
+    /* an encoder-decoder: T5's position bias, a decoder's self- and cross-attention */
+    snprintf(scenes[n_scenes++], sizeof(scenes[0]), "%.900s/tests/golden/seq2seq/scenes/t5.yaml",
+             root);
     bool printed[STAGE_COUNT] = {false};
     int shown = 0;
     setenv("XDG_CONFIG_HOME", "/nonexistent-attnscope-test", 1);

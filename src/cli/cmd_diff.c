@@ -100,15 +100,14 @@ static void fmt4(char *out, size_t size, float x)
 /* Position i's token as the changes name it: "\"cat\"", or where B's text has another token
  * there, both, "\"cat\" (B \"dog\")": a row of B's numbers is B's token's. Tokens come from
  * files: escaped (common/utf8.h), and cut when long. */
-static void token_pair(char *out, size_t size, const struct attn_model *ma,
-                       const struct attn_model *mb, int i)
+static void token_pair(char *out, size_t size, char *const *ta, char *const *tb, int i)
 {
     char a[72], b[72];
-    attn_utf8_esc(a, sizeof(a), ma->tokens[i]);
-    if (strcmp(ma->tokens[i], mb->tokens[i]) == 0)
+    attn_utf8_esc(a, sizeof(a), ta[i]);
+    if (strcmp(ta[i], tb[i]) == 0)
         snprintf(out, size, "\"%s\"", a);
     else
-        snprintf(out, size, "\"%s\" (B \"%s\")", a, attn_utf8_esc(b, sizeof(b), mb->tokens[i]));
+        snprintf(out, size, "\"%s\" (B \"%s\")", a, attn_utf8_esc(b, sizeof(b), tb[i]));
 }
 
 /* Positions where A's and B's tokens differ, for the header: "2 and 5", "9 positions". */
@@ -215,9 +214,12 @@ static int diff_head(const struct diff_job *job, int h)
         fmt4(d, sizeof(d), c->d);
         /* Each scene's own token: B's is named too where the texts differ there. */
         char col[160], row[160];
-        token_pair(row, sizeof(row), ma, mb, c->row);
+        /* a cross-attention's keys (its K and V rows, its columns) are the source's */
+        token_pair(row, sizeof(row), attn_stage_row_tokens(ma, st), attn_stage_row_tokens(mb, st),
+                   c->row);
         if (square)
-            token_pair(col, sizeof(col), ma, mb, c->col);
+            token_pair(col, sizeof(col), attn_model_key_tokens(ma), attn_model_key_tokens(mb),
+                       c->col);
         else
             snprintf(col, sizeof(col), "d%d", c->col);
         printf("  row %d %s %s col %d %s: %s %s %s (%s%s)\n", c->row, row, times, c->col, col, a,
@@ -304,9 +306,11 @@ static int diff_every_layer(const struct diff_job *job)
         char head[16], rtok[160], ctok[160] = "";
         snprintf(head, sizeof(head), "%d", r->head);
         const struct attn_model *ma = &ca->net.model[r->layer], *mb = &cb->net.model[r->layer];
-        token_pair(rtok, sizeof(rtok), ma, mb, row);
+        token_pair(rtok, sizeof(rtok), attn_stage_row_tokens(ma, st), attn_stage_row_tokens(mb, st),
+                   row);
         if (attn_stage_is_square(st))
-            token_pair(ctok, sizeof(ctok), ma, mb, col);
+            token_pair(ctok, sizeof(ctok), attn_model_key_tokens(ma), attn_model_key_tokens(mb),
+                       col);
         else
             snprintf(ctok, sizeof(ctok), "d%d", col);
         printf("%5d  %4s  %10s  %9s  row %d %s %s col %d %s\n", r->layer, per_head ? head : "-",
@@ -450,8 +454,9 @@ int cmd_diff(int argc, char **argv)
         rc = CLI_INVALID;
         goto out;
     }
-    size_t n = (size_t)ca.net.model[layer].n;
-    size_t cap = n * n > (size_t)va.rows * (size_t)va.cols ? n * n : (size_t)va.rows * va.cols;
+    /* every layer's (n, n_kv) stage fits: --layer all walks them, cross-attention's too */
+    size_t sq = attn_net_square_floats(&ca.net);
+    size_t cap = sq > (size_t)va.rows * (size_t)va.cols ? sq : (size_t)va.rows * va.cols;
     buf_a = malloc((cap ? cap : 1) * sizeof(float));
     buf_b = malloc((cap ? cap : 1) * sizeof(float));
     if (!buf_a || !buf_b) {

@@ -26,9 +26,11 @@ static void print_stage(float *buf, size_t cap, const struct cli_scene *cs, int 
 {
     struct attn_mat_view v =
         attn_view_buf(buf, cap, &cs->net.run[layer], &cs->net.model[layer], st, h);
-    char where[32] = "";
-    if (cs->net.layers > 1) /* one layer prints as it always did */
-        snprintf(where, sizeof(where), "layer %d \u00b7 ", layer);
+    char where[64] = "";
+    if (cs->net.layers > 1) { /* one layer prints as it always did */
+        attn_net_layer_name(where, sizeof(where) - 8, &cs->net, layer, false);
+        strcat(where, " \u00b7 ");
+    }
     if (attn_stage_is_per_head(st))
         printf("\n# %shead %d \u00b7 %s (%d\u00d7%d)\n", where, h, attn_stage_name(st), v.rows,
                v.cols);
@@ -212,7 +214,7 @@ int cmd_print(int argc, char **argv)
         printf("# KV cache per token: %ld floats (multi-head attention of this shape: %ld)\n", kv,
                mha);
 
-    size_t cap = (size_t)m0->n * (size_t)m0->n;
+    size_t cap = attn_net_square_floats(&cs.net);
     if (!(buf = malloc((cap ? cap : 1) * sizeof(float)))) {
         fprintf(stderr, "%s: out of memory\n", who);
         rc = CLI_INVALID;

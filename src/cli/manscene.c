@@ -112,7 +112,8 @@ static const struct {
     {"block.norm_eps", "The epsilon inside the square root; default 1e-5."},
     {"block.ffn_hidden", "The FFN's hidden width; default 4 x d_in."},
     {"block.activation",
-     "relu (the default), gelu (the exact erf form) or gelu_tanh (GPT-2's gelu_new)."},
+     "relu (the default), gelu (the exact erf form), gelu_tanh (GPT-2's gelu_new) or silu "
+     "(x sigmoid(x), Marian's swish)."},
     {"block.ffn_seed", "Re-seeds right before the FFN's parameters are drawn."},
     {"block.ffn_skip", "Advances the generator by this many uniform draws first."},
     {"block.final_norm", "A last norm of the last layer's output (GPT-2's ln_f)."},

@@ -63,16 +63,16 @@ struct attn_run {
     struct attn_nonfinite nonfinite;
     bool seen_nonfinite; /* the pass saw a value that is not a number (forward.c's seen_at) */
     /* The shape the buffers were sized for. */
-    int n, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
+    int n, n_kv, d_in, heads, head_dim, D, Dkv, latent_dim, hidden, out_dim;
     int cap_n; /* the tokens the buffers have room for (attn_run_reserve), at least n */
     bool rope, qk_norm, gated;
     float *q;       /* (n, D) all query heads side by side */
-    float *k, *v;   /* (n, Dkv) all KV heads side by side */
+    float *k, *v;   /* (n_kv, Dkv) all KV heads side by side */
     float *qn, *kn; /* qk_norm: q and k normalised per head, or NULL */
     float *qr, *kr; /* RoPE: q and k rotated, or NULL */
     float *latent;  /* MLA: (n, r), or NULL */
-    float *scores;  /* (heads, n, n) Q_h K_kv(h)^T */
-    float *weights; /* (heads, n, n) */
+    float *scores;  /* (heads, n, n_kv) Q_h K_kv(h)^T */
+    float *weights; /* (heads, n, n_kv) */
     bool borrows;   /* its shared buffers are another run's (attn_run_init_sharing) */
     bool unzeroed;  /* its own buffers are not zeroed yet: the forward pass zeroes them first */
     float *work;    /* (n, n) the forward pass's masked, then dropout, of a head; or a causal
@@ -235,6 +235,14 @@ bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_s
 int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
 /* The columns of stage s's matrix in model m, by its width (stage.h): what attn_view's has. */
 int attn_stage_cols(const struct attn_model *m, enum attn_stage s);
+/* Its rows: a token's each, the queries' (n) but for K and V in a cross-attention layer, whose
+ * rows are the source's (n_kv). */
+int attn_stage_rows(const struct attn_model *m, enum attn_stage s);
+/* The tokens the keys are: the source's in a cross-attention layer (n_kv of them), else m's. */
+char *const *attn_model_key_tokens(const struct attn_model *m);
+/* The labels of stage s's rows (attn_stage_rows of them) and, for a square stage, of its
+ * columns (attn_model_key_tokens). */
+char *const *attn_stage_row_tokens(const struct attn_model *m, enum attn_stage s);
 /* ||v_j W_O^h||_2 for every key j of head h (||v_j|| without out_proj): weighted_norm's
  * factor, computed for the head the first time it is asked for (memo). (n) floats, valid until
  * the next attn_forward on r. */

@@ -14,9 +14,10 @@
 #include "engine/vecmath.h"
 #include "engine/view.h"
 
-/* out (n, width) = in W + b, W m's member (wq, wk or wv), or in itself repeated once per head
- * when there is no projection. few: the near path's rows, a matrix-vector product each. */
-static void project(float *out, int width, const struct attn_model *m, const float *in,
+/* out (rows, width) = in W + b, W m's member (wq, wk or wv), or in itself repeated once per head
+ * when there is no projection; rows first .. rows - 1 (rows: n, or a cross-attention's n_kv for
+ * K and V). few: the near path's rows, a matrix-vector product each. */
+static void project(float *out, int width, const struct attn_model *m, const float *in, int rows,
                     size_t member, const float *b, int first, bool few)
 {
     if (m->project) {
@@ -24,7 +25,7 @@ static void project(float *out, int width, const struct attn_model *m, const flo
                                                         .in = in + (size_t)first * m->d_in,
                                                         .member = member,
                                                         .bias = b,
-                                                        .rows = m->n - first,
+                                                        .rows = rows - first,
                                                         .cols = width,
                                                         .k = m->d_in,
                                                         .panels = attn_row_panels(m),
@@ -32,7 +33,7 @@ static void project(float *out, int width, const struct attn_model *m, const flo
         return;
     }
     for (int h = 0; h < width / m->d_in; h++)
-        for (int i = first; i < m->n; i++)
+        for (int i = first; i < rows; i++)
             memcpy(out + (size_t)i * width + (size_t)h * m->d_in, in + (size_t)i * m->d_in,
                    (size_t)m->d_in * sizeof(float));
 }
@@ -208,6 +209,11 @@ static void forward_block(struct attn_run *r, const struct attn_model *m, int fi
     } else if (m->order != BLOCK_PARALLEL) {
         attn_elem_add(r->res1 + skip, m->x + skip, r->output + skip, nd);
     }
+    if (m->no_ffn) { /* a decoder's self-attention: what it hands on is residual1 (or its norm) */
+        if (m->order == BLOCK_POST)
+            normalize(r->norm1, r->res1, m, m->n1w, m->n1b, first);
+        return;
+    }
     if (m->order == BLOCK_POST_BRANCH) {
         ffn_in = r->res1 + skip;
     } else if (m->order == BLOCK_PARALLEL) { /* the FFN reads the block's input, as attention did */
@@ -334,6 +340,7 @@ static void panel_task(void *ctx, int t, int slot)
     const float *qh = job->q + (size_t)h * hd, *kh = job->k + (size_t)kvh * hd;
     const float *vh = r->v + (size_t)kvh * hd;
     float *scores = r->scores + h * nn + (size_t)i0 * n, *weights = r->weights + h * nn;
+    const float *bias = attn_head_bias(m, h);
     /* The panel's products read and write the thread's scratch, (rows, i1) packed: their
        leading dimensions follow the panel alone, never the sentence's length, so a panel kept
        by a sentence edit was made by the very calls a fresh computation makes. */
@@ -348,6 +355,7 @@ static void panel_task(void *ctx, int t, int slot)
         /* scaled, and its finite check in the same pass: a score that is not a number makes a
            scaled one that is not (the divisor is finite) */
         bad |= attn_div_nonfinite(y, x, m->scale_divisor, i + 1);
+        attn_add_bias_row(y, bias ? bias + (size_t)i * n : NULL, i + 1);
         attn_softcap_row(y, i + 1, m);
         attn_hide_window(y, i, m);
         attn_softmax_row_prefix(y, y, i + 1, n);
@@ -425,9 +433,11 @@ static void near_task(void *ctx, int h, int slot)
         attn_mm_abt(scores + (size_t)p0 * n + first, n, qh + (size_t)p0 * D, D,
                     kh + (size_t)first * Dkv, Dkv, first - p0, n - first, hd);
     bool bad = false;
+    const float *bias = attn_head_bias(m, h);
     for (int i = first; i < n; i++) {
         float *y = weights + (size_t)i * n;
         bad |= attn_div_nonfinite(y, scores + (size_t)i * n, m->scale_divisor, i + 1);
+        attn_add_bias_row(y, bias ? bias + (size_t)i * n : NULL, i + 1);
         attn_softcap_row(y, i + 1, m);
         attn_hide_window(y, i, m);
         attn_softmax_row_prefix(y, y, i + 1, n);
@@ -485,15 +495,15 @@ static void locate(struct attn_nonfinite *f, const struct attn_run *r, const str
 static bool scores_nonfinite(struct attn_nonfinite *f, const struct attn_run *r,
                              const struct attn_model *m, int first)
 {
-    int n = m->n;
-    size_t nn = (size_t)n * (size_t)n;
+    int n = m->n, nk = m->n_kv;
+    size_t nn = (size_t)n * (size_t)nk;
     float div = m->scale_divisor;
     bool bad = false;
     for (int h = 0; h < m->heads && !bad; h++)
         for (int i = first; i < n && !bad; i++) {
             int j0, j1;
             attn_visible_cols(m, i, &j0, &j1);
-            bad = attn_any_nonfinite(r->scores + h * nn + (size_t)i * n + j0, (size_t)(j1 - j0));
+            bad = attn_any_nonfinite(r->scores + h * nn + (size_t)i * nk + j0, (size_t)(j1 - j0));
         }
     if (!bad && !(div < 1.0f))
         return false;
@@ -502,7 +512,7 @@ static bool scores_nonfinite(struct attn_nonfinite *f, const struct attn_run *r,
             for (int i = first; i < n; i++) {
                 int j0, j1;
                 attn_visible_cols(m, i, &j0, &j1);
-                const float *row = r->scores + h * nn + (size_t)i * n;
+                const float *row = r->scores + h * nn + (size_t)i * nk;
                 for (int j = j0; j < j1; j++) {
                     float x = pass == 0 ? row[j] : row[j] / div;
                     if (!isfinite(x)) {
@@ -588,8 +598,8 @@ bool attn_rows_reusable(const struct attn_model *m)
 static void forward_rows(struct attn_run *r, const struct attn_model *m, int first, bool near)
 {
     attn_run_zero(r); /* a fresh run's buffers, zeroed on the thread that computes */
-    int n = m->n, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
-    size_t nn = (size_t)n * (size_t)n;
+    int n = m->n, nk = m->n_kv, D = m->D, Dkv = m->Dkv, hd = m->head_dim;
+    size_t nn = (size_t)n * (size_t)nk;
     if (first < 0 || !attn_rows_reusable(m))
         first = 0; /* only a causal panelled pass keeps rows */
     if (first > n)
@@ -612,7 +622,7 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
        projection is seconds of work, and Ctrl-C or q must not wait for the whole layer. */
     if ((r->stopped = progress_stopped(r->progress)))
         return;
-    project(r->q, D, m, in, offsetof(struct attn_model, wq), m->bq, first, near);
+    project(r->q, D, m, in, n, offsetof(struct attn_model, wq), m->bq, first, near);
     if ((r->stopped = progress_stopped(r->progress)))
         return;
     if (m->latent > 0) {
@@ -624,10 +634,12 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
         mm(r->k + skip * D, D, r->latent + skip * lr, lr, m->wkup, D, NULL, rows, D, lr);
         mm(r->v + skip * D, D, r->latent + skip * lr, lr, m->wvup, D, NULL, rows, D, lr);
     } else {
-        project(r->k, Dkv, m, in, offsetof(struct attn_model, wk), m->bk, first, near);
+        /* cross-attention: K and V of the encoder's rows, every one (no row is kept) */
+        const float *kv_in = m->cross ? m->kv_x : in;
+        project(r->k, Dkv, m, kv_in, nk, offsetof(struct attn_model, wk), m->bk, first, near);
         if ((r->stopped = progress_stopped(r->progress)))
             return;
-        project(r->v, Dkv, m, in, offsetof(struct attn_model, wv), m->bv, first, near);
+        project(r->v, Dkv, m, kv_in, nk, offsetof(struct attn_model, wv), m->bv, first, near);
     }
     if ((r->stopped = progress_stopped(r->progress)))
         return;
@@ -665,21 +677,21 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
         const float *vh = r->v + (size_t)kvh * hd;
         float *scores = r->scores + h * nn, *weights = r->weights + h * nn;
 
-        attn_mm_abt(scores, n, qh, D, kh, Dkv, n, n, hd);
+        attn_mm_abt(scores, nk, qh, D, kh, Dkv, n, nk, hd);
         /* the finite check of the visible scores, while they are in cache (see seen_at) */
         for (int i = 0; i < n && !r->seen_nonfinite; i++) {
             int j0, j1;
             attn_visible_cols(m, i, &j0, &j1);
-            r->seen_nonfinite = attn_any_nonfinite(scores + (size_t)i * n + j0, (size_t)(j1 - j0));
+            r->seen_nonfinite = attn_any_nonfinite(scores + (size_t)i * nk + j0, (size_t)(j1 - j0));
         }
         /* scaled and masked are not kept: one head's masked stage lives in work. */
-        attn_mask_scores(r->work, scores, m);
+        attn_mask_scores(r->work, scores, attn_head_bias(m, h), m);
         if ((m->causal || m->window > 0) && m->mask_mode == MASK_AFTER_SOFTMAX)
-            attn_sumnorm_rows(weights, r->work, n, n); /* renormalise by the row sums */
+            attn_sumnorm_rows(weights, r->work, n, nk); /* renormalise by the row sums */
         else if (m->causal && m->normalize == NORMALIZE_SOFTMAX)
             attn_softmax_causal_rows(weights, r->work, n); /* the future is -inf: skip it */
         else
-            attn_normalize_rows(weights, r->work, n, m->normalize);
+            attn_normalize_rows(weights, r->work, n, nk, m->normalize);
 
         const float *dropped = weights;
         if (m->keep) {
@@ -687,7 +699,7 @@ static void forward_rows(struct attn_run *r, const struct attn_model *m, int fir
             dropped = r->work;
         }
         /* This head's context goes straight into its column block of the concatenation. */
-        attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, n, vh, Dkv, NULL, n, hd, n);
+        attn_mm_ab(r->concat + (size_t)h * hd, D, dropped, nk, vh, Dkv, NULL, n, hd, nk);
         progress_report(r->progress, r->progress_base + h + 1, r->progress_total);
         if ((r->stopped = progress_stopped(r->progress)))
             return;

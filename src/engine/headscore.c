@@ -30,6 +30,10 @@ static void score_weights(struct head_scores *out, struct attn_mat_view w, const
 {
     memset(out, 0, sizeof(*out));
     int n = w.rows;
+    if (w.cols != n) { /* cross-attention: queries of one sequence, keys of another */
+        out->cross = true;
+        return;
+    }
     double sum[SCORE_COUNT] = {0};
     int rows = 0, repeats = 0;
     for (int i = 1; i < n; i++) {
@@ -113,7 +117,12 @@ void attn_head_score_why(char *out, size_t size, const struct head_scores *sc, e
     if (s < 0 || s >= SCORE_COUNT || sc->defined[s])
         return;
     int rows = sc->rows[s];
-    if (s != SCORE_INDUCTION)
+    if (sc->cross)
+        snprintf(out, size,
+                 "%s: the scores compare positions of one sequence; cross-attention's keys are "
+                 "the source's",
+                 names[s]);
+    else if (s != SCORE_INDUCTION)
         snprintf(out, size, "%s: no row to average (one token)", names[s]);
     else if (rows == 0)
         snprintf(out, size,

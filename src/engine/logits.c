@@ -89,6 +89,9 @@ static int logits_block(float *out, float *hidden, const struct attn_net *net,
         memcpy(hidden + (size_t)i * d, v.data + (size_t)(pos0 + i) * v.stride,
                (size_t)d * sizeof(float));
     attn_final_norm_rows(hidden, hidden, rows, last);
+    if (last->unembed_scale > 0) /* T5's tied head: sequence_output * d_model ** -0.5 */
+        for (size_t i = 0; i < (size_t)rows * (size_t)d; i++)
+            hidden[i] = hidden[i] * last->unembed_scale;
     if (last->hw && head_transform(hidden, rows, last))
         return -1;
     if (last->unembed) {

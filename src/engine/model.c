@@ -93,6 +93,8 @@ size_t attn_model_buf_count(const struct attn_model *m, enum attn_model_buf b)
     case ATTN_BUF_rope_cos:
     case ATTN_BUF_rope_sin:
         return n * (rd / 2);
+    case ATTN_BUF_pos_bias:
+        return (size_t)m->heads * n * (size_t)m->n_kv;
     case ATTN_BUF_w1:
     case ATTN_BUF_w2:
     case ATTN_BUF_wg:
@@ -678,11 +680,17 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
     m->norm_eps = (float)b->norm_eps; /* nn.LayerNorm keeps eps as a double; the kernel a float */
     m->activation = b->activation;
     m->hidden = (int)h;
+    if (m->no_ffn) { /* a decoder's self-attention: the FFN is the cross-attention layer's */
+        m->hidden = 0;
+        return resolve_norms(m, s, sw);
+    }
     if (b->n_experts > 0) /* a checkpoint's mixture: its matrices are the backing's */
         return resolve_experts(m, s, sw);
-    /* a checkpoint's swiglu (or geglu): always given; its biases only with Llama's mlp_bias */
+    /* a checkpoint's swiglu (or geglu): always given; its biases only with Llama's mlp_bias. A
+       given plain FFN may have none (T5's); a drawn one draws them. */
     bool gated = attn_activation_gated(b->activation);
-    bool biased = !gated || attn_matrix_given(&sw->ffn_bgate);
+    bool biased = gated ? attn_matrix_given(&sw->ffn_bgate)
+                        : !attn_matrix_given(&sw->ffn_W1) || attn_matrix_given(&sw->ffn_b1);
     if (!own(m, &m->w1, d * h) || !own(m, &m->w2, h * d))
         return -1;
     if ((gated && !own(m, &m->wg, d * h)) ||
@@ -697,8 +705,8 @@ static int resolve_block(struct attn_model *m, const struct attn_scene *s,
                        take(m, &m->b2, &sw->ffn_b2, d)))
             return -1;
     } else if (attn_matrix_given(&sw->ffn_W1)) {
-        if (take(m, &m->w1, &sw->ffn_W1, d * h) || take(m, &m->b1, &sw->ffn_b1, h) ||
-            take(m, &m->w2, &sw->ffn_W2, h * d) || take(m, &m->b2, &sw->ffn_b2, d))
+        if (take(m, &m->w1, &sw->ffn_W1, d * h) || take(m, &m->w2, &sw->ffn_W2, h * d) ||
+            (biased && (take(m, &m->b1, &sw->ffn_b1, h) || take(m, &m->b2, &sw->ffn_b2, d))))
             return -1;
     } else {
         /* ffn_seed and ffn_skip reproduce one notebook's single block: layer 0 only. */
@@ -766,6 +774,7 @@ static int resolve_unembed(struct attn_model *m, const struct attn_scene *s)
     size_t count = (size_t)s->unembed.rows * (size_t)m->d_in, d = (size_t)m->d_in;
     m->vocab = s->unembed.rows;
     m->logit_softcap = (float)s->logit_softcap;
+    m->unembed_scale = (float)s->unembed_scale;
     m->masked_lm = s->masked_lm;
     m->mask_id = s->mask_id;
     if (copy_vector(m, &m->unembed_bias, &s->unembed_bias, (size_t)m->vocab))
@@ -846,6 +855,15 @@ static int resolve_shape(struct attn_model *m, const struct attn_scene *s, int l
     if (!(m->tokens = attn_tokens_dup(s->tokens, n)))
         return -1;
     m->n = n;
+    m->n_kv = n;
+    m->cross = s->sublayer[layer] == SUB_CROSS && s->encoder;
+    m->no_ffn = s->sublayer[layer] == SUB_SELF;
+    if (m->cross) { /* the net points kv_x at the encoder's output */
+        m->n_kv = s->encoder->n_tokens;
+        m->kv_tokens = s->encoder->tokens;
+        m->causal = false;
+        m->window = 0;
+    }
     if (!own(m, &m->x, (size_t)n * (size_t)d_in))
         return -1;
     m->qk_norm_whole = a->qk_norm && a->qk_norm_whole;
@@ -1029,7 +1047,7 @@ static int resolve_dropout(struct attn_model *m, const struct attn_scene *s,
     const struct attn_config *a = &s->attn;
     if (!(a->dropout > 0.0))
         return 0;
-    size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n;
+    size_t nk = (size_t)m->heads * (size_t)m->n * (size_t)m->n_kv;
     if (!(m->keep = calloc(nk ? nk : 1, 1)))
         return -1;
     if (sw->dropout_mask) {
@@ -1039,6 +1057,72 @@ static int resolve_dropout(struct attn_model *m, const struct attn_scene *s,
             attn_rng_seed(r, a->dropout_seed.value);
         attn_rng_bernoulli(m->keep, nk, 1.0 - a->dropout, r);
     }
+    return 0;
+}
+
+/* T5's bucket of the relative position rel = j - i (_relative_position_bucket): half the
+ * buckets for the future when bidirectional; exact below half of what is left, then
+ * logarithmic up to max_distance, in float32 as torch computes it. */
+int attn_model_rel_bucket(const struct attn_model *m, int rel)
+{
+    int buckets = m->rel_buckets, max_distance = m->rel_max_distance, bucket = 0;
+    if (m->rel_bidirectional) {
+        buckets /= 2;
+        bucket = rel > 0 ? buckets : 0;
+        rel = rel < 0 ? -rel : rel;
+    } else {
+        rel = rel < 0 ? -rel : 0;
+    }
+    int exact = buckets / 2;
+    if (rel < exact)
+        return bucket + rel;
+    float t = logf((float)rel / (float)exact) / (float)log((double)max_distance / exact) *
+              (float)(buckets - exact);
+    int large = exact + (int)t;
+    return bucket + (large < buckets - 1 ? large : buckets - 1);
+}
+
+/* The relative position bias (scene pos.rel): made in the first self-attention layer, each
+ * other self-attention layer borrowing it, as T5 computes it once a stack; none in a
+ * cross-attention layer. */
+static int resolve_pos_bias(struct attn_model *out, int layers, const struct attn_scene *s)
+{
+    const struct attn_matrix *t = &s->pos.rel.table;
+    if (!attn_matrix_given(t))
+        return 0;
+    int heads = out[0].heads, nb = t->rows;
+    float *table = malloc((size_t)nb * (size_t)heads * sizeof(float));
+    if (!table)
+        return -1;
+    if (t->lazy)
+        s->backing->read_rows(s->backing, t->lazy, table, 0, (size_t)nb);
+    else
+        memcpy(table, t->data, (size_t)nb * (size_t)heads * sizeof(float));
+    float *bias = NULL;
+    for (int L = 0; L < layers; L++) {
+        struct attn_model *m = &out[L];
+        if (m->cross)
+            continue;
+        m->rel_buckets = nb;
+        m->rel_max_distance = s->pos.rel.max_distance;
+        m->rel_bidirectional = s->pos.rel.bidirectional;
+        if (bias) {
+            borrow(m, &m->pos_bias, bias);
+            continue;
+        }
+        if (!(bias = own(m, &m->pos_bias, attn_model_buf_count(m, ATTN_BUF_pos_bias)))) {
+            free(table);
+            return -1;
+        }
+        size_t nk = (size_t)m->n_kv;
+        for (int i = 0; i < m->n; i++)
+            for (int j = 0; j < m->n_kv; j++) {
+                int b = attn_model_rel_bucket(m, j - i);
+                for (int h = 0; h < heads; h++)
+                    bias[((size_t)h * m->n + i) * nk + j] = table[(size_t)b * heads + h];
+            }
+    }
+    free(table);
     return 0;
 }
 
@@ -1072,6 +1156,8 @@ int attn_model_resolve_layers_rng(struct attn_model *out, int layers, const stru
     for (int L = 0; L < layers; L++)
         if (resolve_params(&out[L], s, attn_scene_layer_weights(s, L), &r))
             goto oom;
+    if (resolve_pos_bias(out, layers, s))
+        goto oom;
     if (after_params)
         *after_params = r;
     for (int L = 0; L < layers; L++)
@@ -1138,7 +1224,7 @@ oom:
 static bool per_token(const struct attn_model *m, enum attn_model_buf b)
 {
     return b == ATTN_BUF_embed || b == ATTN_BUF_types || b == ATTN_BUF_x ||
-           b == ATTN_BUF_rope_cos || b == ATTN_BUF_rope_sin ||
+           b == ATTN_BUF_rope_cos || b == ATTN_BUF_rope_sin || b == ATTN_BUF_pos_bias ||
            (b == ATTN_BUF_pos && m->pos_kind == POS_SINUSOIDAL);
 }
 
@@ -1210,7 +1296,8 @@ int attn_model_resolve_tokens(struct attn_model *out, const struct attn_model *o
     }
     struct attn_rng unused;
     attn_rng_seed(&unused, s->seed);
-    if (resolve_inputs(&out[0], s, &unused)) /* a lookup: nothing is drawn */
+    if (resolve_inputs(&out[0], s, &unused) || /* a lookup: nothing is drawn */
+        resolve_pos_bias(out, layers, s))
         goto oom;
     return 0;
 oom:

@@ -26,7 +26,7 @@
     X(embed) X(types) X(enw) X(enb) X(pos) X(x)                                                    \
     /* attention: Q, K and V (fused, separate or MLA), out_proj, qk_norm, RoPE's tables */         \
     X(wqkv) X(bqkv) X(wq) X(wk) X(wv) X(bq) X(bk) X(bv) X(wdown) X(wkup) X(wvup) X(wo) X(bo)       \
-    X(qnw) X(knw) X(rope_inv) X(rope_cos) X(rope_sin)                                              \
+    X(qnw) X(knw) X(rope_inv) X(rope_cos) X(rope_sin) X(pos_bias)                                  \
     /* the block: the FFN and the norms */                                                         \
     X(w1) X(b1) X(w2) X(b2) X(wg) X(bg) X(n1w) X(n1b) X(n2w) X(n2b) X(pn1w) X(pn2w) X(fw) X(fb)    \
     /* a mixture of experts: the router, the shared expert and its gate */                         \
@@ -44,6 +44,18 @@ enum attn_model_buf {
 
 struct attn_model {
     int n;    /* tokens */
+    int n_kv; /* the keys' and values' rows: n, or a cross-attention layer's encoder tokens */
+    /* Cross-attention (an encoder-decoder's SUB_CROSS layer): K and V are kv_x's (n_kv, d_in),
+     * the encoder's output, borrowed (the net sets it), and kv_tokens their labels; NULL for
+     * self-attention. The square stages are (n, n_kv). */
+    bool cross;
+    const float *kv_x;
+    char *const *kv_tokens;
+    bool no_ffn;     /* a decoder's SUB_SELF layer: its block ends with residual1 (norm1: post) */
+    float *pos_bias; /* (heads, n, n_kv) the relative position bias added to the scaled scores
+                        (T5's), or NULL; layer 0's, the others borrow it */
+    int rel_buckets, rel_max_distance; /* the bias's buckets (scene.h's pos.rel) */
+    bool rel_bidirectional;
     int d_in; /* input width */
     int heads;
     int head_dim;     /* d_k: split d_out/heads, wrapper d_out */
@@ -127,6 +139,7 @@ struct attn_model {
     const void *unembed_lazy; /* a checkpoint's F16/BF16 unembedding, read a block at a time */
     float *unembed_bias;      /* (vocab), or NULL */
     float logit_softcap;      /* final logit soft-capping: cap * tanh(score / cap); 0: none */
+    float unembed_scale;      /* T5's tied unembedding: the hidden state times it first; 0: none */
     int vocab;
     /* The head before the unembedding (BERT's MLM transform), when hw is not NULL:
      * LayerNorm(act(h hw + hb)) with hnw, hnb and norm_eps. */
@@ -159,6 +172,10 @@ struct attn_model {
     } lazy[ATTN_MODEL_NBUFS]; /* at most one a buffer */
     int n_lazy;
 };
+
+/* The bucket of the relative position rel = j - i that m's position bias reads (T5's
+ * _relative_position_bucket), as the forward pass computes it. */
+int attn_model_rel_bucket(const struct attn_model *m, int rel);
 
 /* How many floats buffer b holds, by m's shape. */
 size_t attn_model_buf_count(const struct attn_model *m, enum attn_model_buf b);

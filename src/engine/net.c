@@ -21,6 +21,10 @@ void attn_net_free(struct attn_net *net)
     free(net->held);
     free(net->used);
     attn_run_free(&net->scratch);
+    if (net->encoder) {
+        attn_net_free(net->encoder);
+        free(net->encoder);
+    }
     if (net->from) {
         attn_scene_free(net->from);
         free(net->from);
@@ -78,6 +82,11 @@ void attn_net_set_head(struct attn_net *net, int layer, int head, enum attn_head
 int attn_net_rollout_step(float *out, const float *prev, const struct attn_net *net, int layer,
                           struct diag *err)
 {
+    if (net->encoder)
+        return attn_diag_set(err, "",
+                             "attention rollout follows one sequence through its "
+                             "layers; an encoder-decoder's cross-attention mixes in the "
+                             "source");
     int n = net->model[0].n;
     size_t nn = (size_t)n * (size_t)n;
     float *a = prev ? malloc((nn ? nn : 1) * sizeof(float)) : out;
@@ -453,6 +462,64 @@ static bool same_but_sentence(const struct attn_scene *a, const struct attn_scen
     return same_options(a, b) && attn_scene_same_fields(a, b, FIELDS_PARAMS_BUT_SENTENCE);
 }
 
+void attn_net_layer_name(char *out, size_t size, const struct attn_net *net, int L, bool brief)
+{
+    if (!net->encoder || L < 0 || L >= net->layers)
+        snprintf(out, size, brief ? "L%d" : "layer %d", L);
+    else
+        snprintf(out, size, brief ? "L%d %s" : "decoder layer %d, %s-attention", L / 2,
+                 net->model[L].cross ? "cross" : "self");
+}
+
+size_t attn_net_square_floats(const struct attn_net *net)
+{
+    size_t most = 0;
+    for (int L = 0; L < net->layers; L++) {
+        size_t cells = (size_t)net->model[L].n * (size_t)net->model[L].n_kv;
+        most = cells > most ? cells : most;
+    }
+    return most;
+}
+
+struct attn_mat_view attn_net_output(const struct attn_net *net)
+{
+    const struct attn_model *m = &net->model[net->layers - 1];
+    const struct attn_run *r = &net->run[net->layers - 1];
+    return attn_view(r, m, m->final_norm ? STAGE_FINAL_NORM : attn_stage_block_output(m), 0);
+}
+
+/* An encoder-decoder's source side, computed whole (the decoder's cross-attention reads every
+ * row of its output), into fresh->encoder; every cross-attention layer of fresh's models then
+ * reads its keys and values from that output. Nothing when s has no encoder. */
+static int attach_encoder(struct attn_net *fresh, const struct attn_scene *s, struct diag *err)
+{
+    if (!s->encoder)
+        return 0;
+    struct attn_net *enc = calloc(1, sizeof(*enc));
+    if (!enc)
+        return attn_diag_set(err, "", "out of memory for the encoder");
+    if (attn_net_compute(enc, s->encoder, err) != 0) {
+        free(enc);
+        return -1;
+    }
+    struct attn_mat_view out = attn_net_output(enc);
+    for (int L = 0; L < fresh->layers; L++)
+        if (fresh->model[L].cross) {
+            if (out.rows != fresh->model[L].n_kv || out.cols != fresh->model[L].d_in ||
+                out.stride != out.cols) {
+                attn_net_free(enc);
+                free(enc);
+                return attn_diag_set(err, "",
+                                     "the encoder's output (%d x %d) is not what layer "
+                                     "%d's cross-attention reads",
+                                     out.rows, out.cols, L);
+            }
+            fresh->model[L].kv_x = out.data;
+        }
+    fresh->encoder = enc;
+    return 0;
+}
+
 /* Undoes net_begin, for a net whose models were never resolved. */
 static void net_unbegin(struct attn_net *fresh)
 {
@@ -493,9 +560,13 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
     if (net_begin(fresh, net, s, err) != 0)
         return -1;
     int layers = fresh->layers;
-    bool reuse = net->from && net->layers == layers && same_params(net->from, s);
+    /* An encoder-decoder is computed whole at every edit: its cross-attention reads the encoder's
+       new output (docs/scene-format.md says what an edit of it costs). */
+    bool whole = s->encoder != NULL || (net->from && net->from->encoder);
+    bool reuse = !whole && net->from && net->layers == layers && same_params(net->from, s);
     /* A sentence edit shares the parameters too, when the inputs draw nothing. */
-    bool retext = !reuse && net->from && net->layers == layers && same_but_sentence(net->from, s) &&
+    bool retext = !whole && !reuse && net->from && net->layers == layers &&
+                  same_but_sentence(net->from, s) &&
                   attn_model_resolve_tokens(fresh->model, net->model, layers, s, err) == 0;
     attn_diag_clear(err);
     int rc = reuse    ? attn_model_resolve_options(fresh->model, net->model, layers, s,
@@ -507,6 +578,12 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
         net_unbegin(fresh);
         return -1;
     }
+    if (attach_encoder(fresh, s, err) != 0) {
+        for (int L = 0; L < layers; L++)
+            attn_model_free(&fresh->model[L]);
+        net_unbegin(fresh);
+        return -1;
+    }
     fresh->shares = reuse || retext;
     fresh->stage_layers = stage_sets_for(fresh);
     if (fresh->shares) /* nothing was drawn: the generator is where it was */
@@ -515,9 +592,9 @@ static int compute_begin(struct attn_net *fresh, struct attn_net *net, const str
        near path, before that token) are the previous result's, moved over with its buffers or
        copied into the new ones. */
     int near_from = -1;
-    int kept = reuse ? 0
-                     : kept_for_edit(net, unchanged_rows(net, fresh->model, layers),
-                                     fresh->model[0].n, &near_from);
+    int kept = reuse || whole ? 0
+                              : kept_for_edit(net, unchanged_rows(net, fresh->model, layers),
+                                              fresh->model[0].n, &near_from);
     /* An edit of the options (an ablation above all) keeps the layers before the first it
        changes, with their stages, moved over or copied: their near rows too. */
     int first = reuse ? first_changed_layer(net, fresh->model, layers) : 0;
@@ -703,6 +780,12 @@ int attn_net_compute_lean(struct attn_net *net, const struct attn_scene *s, attn
     int layers = fresh.layers;
     fresh.stage_budget = 0; /* each layer is read once: lean shares the sets instead */
     if (attn_model_resolve_layers_rng(fresh.model, layers, s, &fresh.after_params, err)) {
+        net_unbegin(&fresh);
+        return -1;
+    }
+    if (attach_encoder(&fresh, s, err) != 0) {
+        for (int L = 0; L < layers; L++)
+            attn_model_free(&fresh.model[L]);
         net_unbegin(&fresh);
         return -1;
     }

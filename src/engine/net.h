@@ -76,6 +76,9 @@ struct attn_net {
     unsigned char *held;        /* (layers) layer L's set holds its stages, whole: atomic */
     unsigned long *used, clock; /* (layers) when each layer last took or used its set */
     struct attn_run scratch;    /* attn_net_materialise writes the buffers outside the set here */
+    /* An encoder-decoder's source side (scene.encoder), computed whole before this net's pass:
+     * its output is the keys and values of this net's cross-attention layers. NULL: none. */
+    struct attn_net *encoder;
 };
 
 /* The near path's most rows (net.near_ok): an appended or edited last word or two in any
@@ -85,6 +88,14 @@ struct attn_net {
  * kernels, no packing), 6 and 16 rows 72 ms, the panels from the same first row 87 to 123 ms. */
 #define ATTN_NEAR_ROWS 16
 
+/* Layer L as a person reads it, into out: "layer 3" ("L3" brief); an encoder-decoder's
+ * decoder's "decoder layer 1, cross-attention" ("L1 cross" brief: the engine's layer 3). */
+void attn_net_layer_name(char *out, size_t size, const struct attn_net *net, int L, bool brief);
+/* The most floats a (n, n_kv) stage of one head of any layer of net holds: the room a derived
+ * stage is computed into (attn_view_buf). */
+size_t attn_net_square_floats(const struct attn_net *net);
+/* What the net's last layer hands out: its final norm, or its block output. (n, d_in) */
+struct attn_mat_view attn_net_output(const struct attn_net *net);
 /* Resolves every layer of s, sizes the runs (keeping buffers whose shape is unchanged) and
  * runs the forward pass. When s is net's scene with another sentence and the net is causal
  * (attn_rows_reusable: no dropout, no ablation), only the rows from the panel holding the first

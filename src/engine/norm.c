@@ -133,6 +133,12 @@ static void elem_part(void *ctx, int t, int slot)
             out[i] = (float)(g / (1.0 + exp(-g))) * up[i];
         }
         break;
+    case ACT_SILU: /* x * sigmoid(x), double as swiglu's gate: Marian's swish */
+        for (size_t i = lo; i < hi; i++) {
+            double x = in[i];
+            out[i] = (float)(x / (1.0 + exp(-x)));
+        }
+        break;
     case ACT_GEGLU_TANH: /* gelu_tanh(gate) * up: Gemma's */
         attn_gelu_tanh(out + lo, in + lo, hi - lo);
         for (size_t i = lo; i < hi; i++)

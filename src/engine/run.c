@@ -100,6 +100,14 @@ static struct run_shape shape_of_run(const struct attn_run *r)
 
 static size_t work_floats(size_t n);
 
+/* The rows a run of m is sized by: its tokens, or a cross-attention layer's encoder tokens when
+ * they are more (its K and V have n_kv rows, its square stages n_kv columns: a (n, n_kv) stage
+ * fits the (rows, rows) room at stride n_kv). */
+static size_t run_rows(const struct attn_model *m)
+{
+    return (size_t)(m->n_kv > m->n ? m->n_kv : m->n);
+}
+
 /* The floats a buffer of width (RUN_BUFFERS) holds for n tokens and heads heads. */
 static size_t buffer_floats(long width, size_t n, size_t heads)
 {
@@ -152,8 +160,8 @@ void attn_run_zero(struct attn_run *r)
 static bool same_shape(const struct attn_run *r, const struct attn_model *m)
 {
     struct run_shape sh = shape_of_model(m);
-    return r->k && r->n == m->n && r->d_in == m->d_in && r->heads == m->heads &&
-           r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
+    return r->k && r->n == m->n && r->n_kv == m->n_kv && r->d_in == m->d_in &&
+           r->heads == m->heads && r->head_dim == m->head_dim && r->D == m->D && r->Dkv == m->Dkv &&
            r->latent_dim == m->latent && r->rope == m->rope && r->hidden == sh.h &&
            r->out_dim == m->out_dim && r->qk_norm == sh.qk && r->gated == sh.gated &&
            r->post_norms == sh.post && r->n_experts == sh.ne && r->moe_hidden == sh.hm;
@@ -185,8 +193,12 @@ enum lend_which { LEND_ALL, LEND_KEPT, LEND_STAGES };
 /* Buffer `name`, of lent kind `lent` (RUN_BUFFERS), belongs to a stage set of a run for m. */
 static bool lent_buffer(const char *name, int lent, const struct attn_model *m)
 {
-    const char *handed = !m->block ? "output" : m->order == BLOCK_POST ? "norm2" : "res2";
-    return lent == 1 || (lent == 2 && strcmp(name, handed) != 0);
+    const char *handed = !m->block                             ? "output"
+                         : m->no_ffn && m->order == BLOCK_POST ? "norm1"
+                         : m->no_ffn                           ? "res1"
+                         : m->order == BLOCK_POST              ? "norm2"
+                                                               : "res2";
+    return lent != 0 && strcmp(name, handed) != 0;
 }
 
 /* r's missing buffers of those `which` names, for m's shape and n tokens, unzeroed. Returns 0, or
@@ -226,11 +238,13 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
         return attn_run_alloc_stages(r, m, err);
     }
     attn_run_free(r);
-    bool share = owner && !owner->borrows && same_shape(owner, m);
+    /* a decoder's self-attention hands on residual1, which lean layers would share */
+    bool share = owner && !owner->borrows && !m->no_ffn && same_shape(owner, m);
     /* Stream mode (a run without its stages, a large model shown in the explorer): room up to
        the next panel boundary at once, as attn_run_reserve gives, so that a word typed at the
        end moves rows instead of copying every buffer into a larger one. */
-    size_t n = stages ? (size_t)m->n : (size_t)((m->n + PANEL - 1) / PANEL * PANEL);
+    size_t rows = run_rows(m);
+    size_t n = stages ? rows : (rows + PANEL - 1) / PANEL * PANEL;
     size_t D = (size_t)m->D, hnn = (size_t)m->heads * n * n;
     struct run_shape sh = shape_of_model(m);
     size_t E = (size_t)m->out_dim;
@@ -258,6 +272,7 @@ static int run_init(struct attn_run *r, const struct attn_model *m, const struct
         goto oom;
     memo->stage = -1;
     r->n = m->n;
+    r->n_kv = m->n_kv;
     r->cap_n = (int)n;
     r->d_in = m->d_in;
     r->heads = m->heads;
@@ -283,7 +298,7 @@ oom:
 
 size_t attn_run_stage_bytes(const struct attn_model *m)
 {
-    size_t n = (size_t)m->n, floats = 0;
+    size_t n = run_rows(m), floats = 0;
     struct run_shape sh = shape_of_model(m);
 #define X(name, shared, width, needed, lent)                                                       \
     if ((needed) && lent_buffer(#name, lent, m))                                                   \
@@ -375,6 +390,8 @@ bool attn_run_fits_but_n(const struct attn_run *r, const struct attn_model *m)
 {
     struct attn_model same_n = *m;
     same_n.n = r->n;
+    if (!m->cross)
+        same_n.n_kv = r->n_kv;
     return attn_run_fits(r, &same_n);
 }
 
@@ -464,6 +481,7 @@ void attn_run_relayout(struct attn_run *r, const struct attn_model *m, int keep)
         }
     }
     r->n = m->n;
+    r->n_kv = m->cross ? m->n_kv : m->n;
     r->work_slots = (int)(work_floats((size_t)n1) / (PANEL * (size_t)(n1 ? n1 : 1)));
     r->memo->stage = -1;
     memset(r->memo->filled, 0, (size_t)heads);

@@ -95,6 +95,7 @@ void attn_scene_init(struct attn_scene *s)
     s->attn.out_proj = TRI_DEFAULT;
     s->attn.out_bias = true;
     s->mask_id = -1;
+    s->decoder_start = -1;
 }
 
 void attn_scene_weights_free(struct attn_scene_weights *w)
@@ -159,6 +160,7 @@ void attn_book_rows_unref(struct attn_book_rows *b)
 #define FIELD_TYPE_FIELD_LESSON    struct attn_lesson *
 #define FIELD_TYPE_FIELD_BACKING   struct attn_backing *
 #define FIELD_TYPE_FIELD_BORROWED  const float *
+#define FIELD_TYPE_FIELD_SCENE     struct attn_scene *
 #define MEMBER(field)              (((struct attn_scene *)0)->field)
 #define ATTN_FIELD_N(field)                                                                        \
     _Generic(MEMBER(field), int : (ptrdiff_t)offsetof(struct attn_scene, field))
@@ -284,6 +286,9 @@ static void field_take(struct attn_scene *dst, const struct attn_scene_field *f)
     }
     case FIELD_BORROWED:
         break;
+    case FIELD_SCENE:
+        *(struct attn_scene **)p = NULL;
+        break;
     }
 }
 
@@ -346,6 +351,20 @@ static int field_copy(struct attn_scene *dst, const struct attn_scene *src,
     case FIELD_BACKING:
     case FIELD_BORROWED:
         return 0; /* shared: field_take counted the reference */
+    case FIELD_SCENE: {
+        const struct attn_scene *sc = *(struct attn_scene *const *)from;
+        struct attn_scene *copy;
+        if (!sc)
+            return 0;
+        if (!(copy = calloc(1, sizeof(*copy))))
+            return -1;
+        if (attn_scene_copy(copy, sc)) {
+            free(copy);
+            return -1;
+        }
+        *(struct attn_scene **)to = copy;
+        return 0;
+    }
     }
     return 0;
 }
@@ -396,6 +415,14 @@ static void field_free(struct attn_scene *s, const struct attn_scene_field *f)
     }
     case FIELD_BORROWED:
         break;
+    case FIELD_SCENE: {
+        struct attn_scene *sc = *(struct attn_scene **)p;
+        if (sc) {
+            attn_scene_free(sc);
+            free(sc);
+        }
+        break;
+    }
     }
 }
 
@@ -436,6 +463,10 @@ static size_t field_bytes(const struct attn_scene *s, const struct attn_scene_fi
     case FIELD_BACKING:
     case FIELD_BORROWED:
         return 0;
+    case FIELD_SCENE: {
+        const struct attn_scene *sc = *(struct attn_scene *const *)p;
+        return sc ? sizeof(*sc) + attn_scene_owned_bytes(sc) : 0;
+    }
     }
     return 0;
 }
@@ -531,6 +562,11 @@ static bool same_field(const struct attn_scene *a, const struct attn_scene *b,
     case FIELD_BORROWED: {
         const float *s = *(const float *const *)x, *t = *(const float *const *)y;
         return s == t || (s && t && (n <= 0 || memcmp(s, t, (size_t)n * sizeof(float)) == 0));
+    }
+    case FIELD_SCENE: { /* only the fields: an encoder's options are compared by the caller */
+        const struct attn_scene *s = *(struct attn_scene *const *)x;
+        const struct attn_scene *t = *(struct attn_scene *const *)y;
+        return s == t || (s && t && attn_scene_same_fields(s, t, which));
     }
     }
     return false;

@@ -67,10 +67,17 @@ static inline bool attn_block_norms_input(enum attn_block_order o)
     return o == BLOCK_PRE || o == BLOCK_PARALLEL || o == BLOCK_SANDWICH;
 }
 enum attn_norm_kind { NORM_LAYER, NORM_RMS };
+/* A layer of the engine as an encoder-decoder's decoder has them (scene.sublayer). */
+enum attn_sublayer {
+    SUB_FULL,  /* attention and the FFN, as every other scene's layer */
+    SUB_SELF,  /* the decoder's causal self-attention and its residual; no FFN */
+    SUB_CROSS, /* cross-attention (queries here, keys and values from the encoder) and the FFN */
+};
 /* ACT_SWIGLU: the gated FFN of the Llama family, W2 (silu(x W_gate) * (x W1)), no biases. */
 /* ACT_GEGLU_TANH: the same gated FFN with GELU's tanh form for silu (Gemma's, gelu_pytorch_tanh).
  */
-enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU, ACT_GEGLU_TANH };
+/* ACT_SILU: x * sigmoid(x), ungated (Marian's "swish"). */
+enum attn_activation { ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SWIGLU, ACT_GEGLU_TANH, ACT_SILU };
 
 /* Whether the FFN is gated: act(x W_gate) * (x W1), the stages ffn_gate and ffn_up. */
 static inline bool attn_activation_gated(enum attn_activation a)
@@ -372,6 +379,16 @@ struct attn_scene {
          * take no rope scaling; the global layers take base and scaling. 0: base everywhere. */
         double base_local;
         int offset; /* the first token's position */
+        /* A checkpoint's relative position bias (T5's): every score of query i and key j gets
+         * table[bucket(j - i)][h] added after scaling, the bucket exact up to half the buckets,
+         * then logarithmic up to max_distance; bidirectional (an encoder's) gives the future
+         * its own half. table (buckets, heads) given: on, in every layer but a cross-attention
+         * one (the one table shared, as T5 computes it in a stack's first layer). */
+        struct {
+            struct attn_matrix table;
+            int buckets, max_distance;
+            bool bidirectional;
+        } rel;
         /* ROPE, a checkpoint's rope type (Hugging Face's rope_init_functions; model.c's
          * rope_frequencies computes them as transformers does, in float32): linear divides every
          * frequency by factor; llama3 divides the low ones (wavelength over original_max /
@@ -455,6 +472,22 @@ struct attn_scene {
      * in the file's order. */
     struct attn_ablation *ablate;
     int n_ablate;
+
+    /* An encoder-decoder (T5): this scene is the decoder, reading the target text, and encoder
+     * the source side, a scene of its own (bidirectional, its own layers) that shares the
+     * backing and the tokenizer. Its last layer's output (after its final norm) is the keys and
+     * values of every SUB_CROSS layer here. NULL: one sequence. */
+    struct attn_scene *encoder;
+    /* What layer L is (enum attn_sublayer): an encoder-decoder's decoder layer is two of the
+     * engine's, its self-attention (SUB_SELF, no FFN) and then its cross-attention with the FFN
+     * (SUB_CROSS). 0 (SUB_FULL) everywhere else. */
+    unsigned char sublayer[SCENE_MAX_LAYERS];
+    /* The decoder's start token (config.json's decoder_start_token_id), the first of the target's
+     * tokens, which are read without the tokenizer's template; -1 until the checkpoint says. */
+    int decoder_start;
+    /* T5's tied unembedding: the last hidden state times this (d_model^-0.5) before the scores;
+     * 0: none. */
+    double unembed_scale;
 
     /* Where the explorer opens (scene key view:); layer -1 = not given. */
     struct {

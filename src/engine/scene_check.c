@@ -203,13 +203,16 @@ static void check_weights(const struct attn_scene *s, int layer, struct diag_lis
     const char *ffn_why = !b->on ? "there is no block"
                           : gated
                               ? "swiglu's three matrices go together (with their biases, if any)"
-                              : "the FFN's four parameters go together";
+                              : "the FFN's two matrices go together, and its two biases";
     check_shape(out, P("ffn_W1"), &w->ffn_W1, d_in, h, ffn, ffn_why);
-    /* swiglu's biases (Llama's mlp_bias) come three together, or not at all */
+    /* swiglu's biases (Llama's mlp_bias) come three together, or not at all; the plain FFN's two
+       (T5's has none) */
     bool gate_biases = gated && attn_matrix_given(&w->ffn_bgate);
-    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn && (!gated || gate_biases), ffn_why);
+    bool biases =
+        gated ? gate_biases : attn_matrix_given(&w->ffn_b1) || attn_matrix_given(&w->ffn_b2);
+    check_shape(out, P("ffn_b1"), &w->ffn_b1, 1, h, ffn && biases, ffn_why);
     check_shape(out, P("ffn_W2"), &w->ffn_W2, h, d_in, ffn, ffn_why);
-    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn && (!gated || gate_biases), ffn_why);
+    check_shape(out, P("ffn_b2"), &w->ffn_b2, 1, d_in, ffn && biases, ffn_why);
     check_shape(out, P("ffn_Wgate"), &w->ffn_Wgate, d_in, h, ffn && gated,
                 gated ? ffn_why : "only swiglu has a gate");
     check_shape(out, P("ffn_bgate"), &w->ffn_bgate, 1, h, ffn && gate_biases,
@@ -312,6 +315,20 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
         if (strlen(s->tokens[i]) > SCENE_MAX_TOKEN_BYTES)
             problem(out, tok_path, "token %d is longer than %d bytes", i + 1,
                     SCENE_MAX_TOKEN_BYTES);
+
+    /* two sequences are an encoder-decoder checkpoint's: its family lays out the decoder's
+       self- and cross-attention layers (src/pretrained) */
+    if (s->encoder && (s->layers < 2 || s->sublayer[0] != SUB_SELF))
+        problem(out, "text",
+                "two sequences (text: {source, target}) need an encoder-decoder checkpoint "
+                "(model: T5, BART or Marian)");
+    if (s->encoder && s->encoder->encoder)
+        problem(out, "text", "an encoder has no encoder of its own");
+    for (int L = 0; s->encoder && L + 1 < s->layers && L + 1 < SCENE_MAX_LAYERS; L += 2)
+        if (s->sublayer[L] != SUB_SELF || s->sublayer[L + 1] != SUB_CROSS)
+            problem(out, "layers",
+                    "an encoder-decoder's layers come in pairs: self-attention, "
+                    "then cross-attention");
 
     int d_in = attn_scene_d_in(s);
     switch (s->embed.kind) {

@@ -89,11 +89,12 @@ const char *attn_norm_kind_name(enum attn_norm_kind n)
 
 const char *attn_activation_name(enum attn_activation a)
 {
-    return a == ACT_GEGLU_TANH  ? "geglu_tanh"
-           : a == ACT_SWIGLU    ? "swiglu"
-           : a == ACT_GELU_TANH ? "gelu_tanh"
-           : a == ACT_GELU      ? "gelu"
-                                : "relu";
+    return a == ACT_SILU         ? "silu"
+           : a == ACT_GEGLU_TANH ? "geglu_tanh"
+           : a == ACT_SWIGLU     ? "swiglu"
+           : a == ACT_GELU_TANH  ? "gelu_tanh"
+           : a == ACT_GELU       ? "gelu"
+                                 : "relu";
 }
 
 const char *attn_rope_scaling_name(enum attn_rope_scaling k)
@@ -263,12 +264,22 @@ void attn_scene_describe(char *out, size_t out_size, const struct attn_scene *s)
                  attn_activation_name(s->block.activation));
         strcat(extra, part);
     }
-    if (s->layers > 1) {
+    if (attn_matrix_given(&s->pos.rel.table))
+        strcat(extra, ", relative position bias");
+    if (s->layers > 1 && !s->encoder) {
         snprintf(part, sizeof(part), ", %d layers", s->layers);
         strcat(extra, part);
     }
     char pstr[32];
     attn_scene_format_p(pstr, sizeof(pstr), a->dropout);
+    if (s->encoder) { /* the decoder's engine layers are two a layer: self, then cross */
+        snprintf(out, out_size,
+                 "encoder-decoder: %d encoder layer%s over %d source tokens, %d decoder layer%s "
+                 "(causal self- and cross-attention), %s, dropout %s%s",
+                 s->encoder->layers, s->encoder->layers == 1 ? "" : "s", s->encoder->n_tokens,
+                 s->layers / 2, s->layers / 2 == 1 ? "" : "s", heads, pstr, extra);
+        return;
+    }
     snprintf(out, out_size, "%s%s%s%sattention%s, %s, dropout %s%s", kind, multi, causal, self, v1,
              heads, pstr, extra);
 }

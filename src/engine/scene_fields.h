@@ -31,6 +31,7 @@ enum attn_field_kind {
     FIELD_LESSON,    /* struct attn_lesson *: shared by every copy, counted (lesson.h) */
     FIELD_BACKING,   /* struct attn_backing *: shared by every copy, counted; released last */
     FIELD_BORROWED,  /* const float *: count floats the backing owns; neither copied nor freed */
+    FIELD_SCENE,     /* struct attn_scene *: a scene of its own (an encoder's), deep, or NULL */
 };
 
 /* What a field is to the computation. FIELD_PARAM: the parameters, embeddings or positions are
@@ -59,6 +60,7 @@ enum attn_field_use { FIELD_PARAM, FIELD_SENTENCE, FIELD_OTHER };
     X(FIELD_MATRIX, embed.norm_weight, ATTN_FIELD_NONE, FIELD_PARAM)                               \
     X(FIELD_MATRIX, embed.norm_bias, ATTN_FIELD_NONE, FIELD_PARAM)                                 \
     X(FIELD_MATRIX, pos.table, ATTN_FIELD_NONE, FIELD_PARAM)                                       \
+    X(FIELD_MATRIX, pos.rel.table, ATTN_FIELD_NONE, FIELD_PARAM)                                   \
     X(FIELD_BORROWED, pos.scaling.short_factor, ATTN_FIELD_N(pos.scaling.n_factors), FIELD_PARAM)  \
     X(FIELD_BORROWED, pos.scaling.long_factor, ATTN_FIELD_N(pos.scaling.n_factors), FIELD_PARAM)   \
     X(FIELD_WEIGHTS, weights, ATTN_FIELD_NONE, FIELD_PARAM)                                        \
@@ -76,6 +78,7 @@ enum attn_field_use { FIELD_PARAM, FIELD_SENTENCE, FIELD_OTHER };
     X(FIELD_MATRIX, head.norm_bias, ATTN_FIELD_NONE, FIELD_PARAM)                                  \
     X(FIELD_ABLATIONS, ablate, ATTN_FIELD_N(n_ablate), FIELD_OTHER)                                \
     X(FIELD_LESSON, lesson, ATTN_FIELD_NONE, FIELD_OTHER)                                          \
+    X(FIELD_SCENE, encoder, ATTN_FIELD_NONE, FIELD_PARAM)                                          \
     X(FIELD_BACKING, backing, ATTN_FIELD_NONE, FIELD_PARAM)
 
 /* One row of the list, as scene.c expands it. */

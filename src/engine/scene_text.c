@@ -50,6 +50,38 @@ static struct attn_book_rows *book_make(const struct attn_scene *s)
     return b;
 }
 
+/* The decoder's start token put first in a target's tokens, ids and types (grown by one). */
+static int prepend_start(struct attn_scene *s, char ***tokens, int **ids, int **types, int *n,
+                         struct diag *err)
+{
+    char label[256];
+    s->backing->label(s->backing, s->decoder_start, label, sizeof(label));
+    char **t = realloc(*tokens, (size_t)(*n + 1) * sizeof(char *));
+    if (t)
+        *tokens = t;
+    int *i = t ? realloc(*ids, (size_t)(*n + 1) * sizeof(int)) : NULL;
+    if (i)
+        *ids = i;
+    char *first = i ? strdup(label) : NULL;
+    if (!first || (*types && !(*types = realloc(*types, (size_t)(*n + 1) * sizeof(int))))) {
+        free(first);
+        attn_tokens_free(*tokens, *n);
+        free(*ids);
+        free(*types);
+        return attn_diag_set(err, "text", "out of memory");
+    }
+    memmove(*tokens + 1, *tokens, (size_t)*n * sizeof(char *));
+    memmove(*ids + 1, *ids, (size_t)*n * sizeof(int));
+    if (*types)
+        memmove(*types + 1, *types, (size_t)*n * sizeof(int));
+    (*tokens)[0] = first;
+    (*ids)[0] = s->decoder_start;
+    if (*types)
+        (*types)[0] = 0;
+    (*n)++;
+    return 0;
+}
+
 int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err)
 {
     char **tokens = NULL;
@@ -58,8 +90,11 @@ int attn_scene_set_text(struct attn_scene *s, const char *text, struct diag *err
         if (!s->backing || !s->backing->tokenize)
             return attn_diag_set(err, "tokenizer", "the %s tokenizer needs its vocabulary",
                                  attn_tokenizer_name(s->tokenizer));
-        if (s->backing->tokenize(s->backing, text, s->text_pair, true, &tokens, &ids, &types, &n,
-                                 err))
+        /* an encoder-decoder's target: no template, the decoder's start token first */
+        if (s->backing->tokenize(s->backing, text, s->text_pair, !s->encoder, &tokens, &ids, &types,
+                                 &n, err) ||
+            (s->encoder && s->decoder_start >= 0 &&
+             prepend_start(s, &tokens, &ids, &types, &n, err)))
             return -1;
         if (n > SCENE_MAX_TOKENS) {
             attn_tokens_free(tokens, n);

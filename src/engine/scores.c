@@ -45,31 +45,49 @@ bool attn_hidden_key(const struct attn_model *m, int i, int j)
 }
 
 /* Sets every hidden cell (attn_hidden_key) of a to value: -inf before the softmax, 0 after it.
- * a: (n, n) */
+ * a: (n, n_kv) */
 static void fill_hidden(float *a, const struct attn_model *m, float value)
 {
-    int n = m->n;
+    int n = m->n, nk = m->n_kv;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < nk; j++)
             if (attn_hidden_key(m, i, j))
-                a[(size_t)i * n + j] = value;
+                a[(size_t)i * nk + j] = value;
 }
 
-/* out (n, n) = each row of in normalised by softmax or by its sum. */
-void attn_normalize_rows(float *out, const float *in, int n, enum attn_normalize how)
+const float *attn_head_bias(const struct attn_model *m, int h)
+{
+    return m->pos_bias ? m->pos_bias + (size_t)h * (size_t)m->n * (size_t)m->n_kv : NULL;
+}
+
+void attn_add_bias_row(float *row, const float *bias_row, int count)
+{
+    for (int j = 0; bias_row && j < count; j++)
+        row[j] = row[j] + bias_row[j];
+}
+
+/* out (rows, cols) = each row of in normalised by softmax or by its sum. */
+void attn_normalize_rows(float *out, const float *in, int rows, int cols, enum attn_normalize how)
 {
     if (how == NORMALIZE_SUM)
-        attn_sumnorm_rows(out, in, n, n);
+        attn_sumnorm_rows(out, in, rows, cols);
     else
-        attn_softmax_rows(out, in, n, n);
+        attn_softmax_rows(out, in, rows, cols);
 }
 
-/* out (n, n) = one head's scaled scores: scores / divisor. */
+/* out (n, n_kv) = one head's scaled scores: scores / divisor. */
 void attn_scale_scores(float *out, const float *scores, const struct attn_model *m)
 {
-    size_t nn = (size_t)m->n * (size_t)m->n;
+    size_t nn = (size_t)m->n * (size_t)m->n_kv;
     for (size_t i = 0; i < nn; i++)
         out[i] = scores[i] / m->scale_divisor;
+}
+
+void attn_bias_scores(float *out, const float *scores, const float *bias,
+                      const struct attn_model *m)
+{
+    attn_scale_scores(out, scores, m);
+    attn_add_bias_row(out, bias, m->n * m->n_kv);
 }
 
 void attn_softcap(float *x, size_t count, float cap)
@@ -90,38 +108,40 @@ void attn_hide_window(float *row, int i, const struct attn_model *m)
         row[j] = -INFINITY;
 }
 
-void attn_cap_scores(float *out, const float *scores, const struct attn_model *m)
+void attn_cap_scores(float *out, const float *scores, const float *bias, const struct attn_model *m)
 {
-    attn_scale_scores(out, scores, m);
+    attn_bias_scores(out, scores, bias, m);
     for (int i = 0; i < m->n; i++)
-        attn_softcap_row(out + (size_t)i * m->n, m->n, m);
+        attn_softcap_row(out + (size_t)i * m->n_kv, m->n_kv, m);
 }
 
-/* out (n, n) = one head's masked stage from its scores: scaled, then -inf where the key is
- * hidden (the future, a key out of the sliding window; before_softmax), or normalised with them
- * zeroed (after_softmax); without a mask, scaled. The forward pass and attn_view both call this,
- * so they agree to the bit. */
-void attn_mask_scores(float *out, const float *scores, const struct attn_model *m)
+/* out (n, n_kv) = one head's masked stage from its scores: scaled (plus the position bias, the
+ * head's (n, n_kv) or NULL), then -inf where the key is hidden (the future, a key out of the
+ * sliding window; before_softmax), or normalised with them zeroed (after_softmax); without a
+ * mask, scaled. The forward pass and attn_view both call this, so they agree to the bit. */
+void attn_mask_scores(float *out, const float *scores, const float *bias,
+                      const struct attn_model *m)
 {
-    int n = m->n;
+    int n = m->n, nk = m->n_kv;
     bool masked = m->causal || m->window > 0;
     if (masked && m->mask_mode == MASK_BEFORE_SOFTMAX) {
         /* a hidden key is -inf whatever it scaled (and capped) to */
         for (int i = 0; i < n; i++) {
-            float *o = out + (size_t)i * n;
-            const float *x = scores + (size_t)i * n;
-            for (int j = 0; j < n; j++)
+            float *o = out + (size_t)i * nk;
+            const float *x = scores + (size_t)i * nk;
+            for (int j = 0; j < nk; j++)
                 o[j] = x[j] / m->scale_divisor;
-            attn_softcap_row(o, n, m);
-            for (int j = 0; j < n; j++)
+            attn_add_bias_row(o, bias ? bias + (size_t)i * nk : NULL, nk);
+            attn_softcap_row(o, nk, m);
+            for (int j = 0; j < nk; j++)
                 if (attn_hidden_key(m, i, j))
                     o[j] = -INFINITY;
         }
         return;
     }
-    attn_cap_scores(out, scores, m); /* scaled when there is no cap */
-    if (masked) {                    /* the book's first try: normalise, then zero the future */
-        attn_normalize_rows(out, out, n, m->normalize);
+    attn_cap_scores(out, scores, bias, m); /* scaled (and biased) when there is no cap */
+    if (masked) { /* the book's first try: normalise, then zero the future */
+        attn_normalize_rows(out, out, n, nk, m->normalize);
         fill_hidden(out, m, 0.0f);
     }
 }
@@ -147,7 +167,7 @@ int attn_kv_head_of(const struct attn_model *m, int h)
 void attn_visible_cols(const struct attn_model *m, int i, int *j0, int *j1)
 {
     *j0 = 0;
-    *j1 = m->n;
+    *j1 = m->n_kv;
     if (m->mask_mode != MASK_BEFORE_SOFTMAX)
         return;
     if (m->causal)

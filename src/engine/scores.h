@@ -28,13 +28,22 @@ bool attn_causal_tiled(const struct attn_model *m);
 /* True when query i may not see key j: the future of a causal mask, or a key the sliding
  * window has left behind. */
 bool attn_hidden_key(const struct attn_model *m, int i, int j);
-/* out (n, n) = each row of in normalised by softmax or by its sum. */
-void attn_normalize_rows(float *out, const float *in, int n, enum attn_normalize how);
-/* out (n, n) = one head's scaled scores: scores / divisor. */
+/* out (rows, cols) = each row of in normalised by softmax or by its sum. */
+void attn_normalize_rows(float *out, const float *in, int rows, int cols, enum attn_normalize how);
+/* The square stages are (n, n_kv): n_kv is n but in a cross-attention layer. */
+/* out (n, n_kv) = one head's scaled scores: scores / divisor. */
 void attn_scale_scores(float *out, const float *scores, const struct attn_model *m);
-/* out (n, n) = one head's capped stage: cap * tanh(scaled / cap), the scaled scores soft-capped
- * (Gemma 2's attn_logit_softcapping). */
-void attn_cap_scores(float *out, const float *scores, const struct attn_model *m);
+/* Head h's relative position bias (n, n_kv), or NULL; a row of it added to a row of scores (a
+ * NULL row adds nothing). */
+const float *attn_head_bias(const struct attn_model *m, int h);
+void attn_add_bias_row(float *row, const float *bias_row, int count);
+/* out (n, n_kv) = one head's biased stage: scaled + its position bias (NULL: scaled). */
+void attn_bias_scores(float *out, const float *scores, const float *bias,
+                      const struct attn_model *m);
+/* out (n, n_kv) = one head's capped stage: cap * tanh(biased / cap), the scaled (and biased)
+ * scores soft-capped (Gemma 2's attn_logit_softcapping). */
+void attn_cap_scores(float *out, const float *scores, const float *bias,
+                     const struct attn_model *m);
 /* x (count) = cap * tanh(x / cap) in place, torch's three steps (/ cap, tanh, * cap): Gemma 2's
  * soft-capping of the scores and of the logits. */
 void attn_softcap(float *x, size_t count, float cap);
@@ -43,8 +52,9 @@ void attn_softcap_row(float *row, int count, const struct attn_model *m);
 /* -inf in row i's keys the sliding window has left behind (j <= i - window), before a causal
  * softmax of its prefix. */
 void attn_hide_window(float *row, int i, const struct attn_model *m);
-/* out (n, n) = one head's masked stage from its scores (see scores.c). */
-void attn_mask_scores(float *out, const float *scores, const struct attn_model *m);
+/* out (n, n_kv) = one head's masked stage from its scores and bias (see scores.c). */
+void attn_mask_scores(float *out, const float *scores, const float *bias,
+                      const struct attn_model *m);
 /* out (count) = weights after dropout; keep: the mask of the same cells. */
 void attn_drop_weights(float *out, const float *weights, const unsigned char *keep, size_t count,
                        const struct attn_model *m);

@@ -75,6 +75,12 @@ bool attn_stage_is_per_head(enum attn_stage s)
     return s >= 0 && s < STAGE_COUNT && (k == STAGE_KIND_HEAD || k == STAGE_KIND_SQUARE);
 }
 
+bool attn_stage_is_key_side(enum attn_stage s)
+{
+    return s == STAGE_KEYS || s == STAGE_VALUES || s == STAGE_KEYS_NORMED ||
+           s == STAGE_KEYS_ROTATED;
+}
+
 bool attn_stage_is_block(enum attn_stage s)
 {
     return s >= 0 && s < STAGE_COUNT && attn_stage_kind(s) == STAGE_KIND_BLOCK;

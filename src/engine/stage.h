@@ -66,6 +66,11 @@ enum attn_stage_width {
     X(SCORES, "scores", "scores (Q\u00b7K\u1d40)", SQUARE, TOKENS, "scores", scores)               \
     /* scores / sqrt(d_k) (or the divisor) */                                                      \
     X(SCALED, "scaled", "scaled", SQUARE, TOKENS, "scaled", scaled)                                \
+    /* a relative position bias (T5's): the bias of each query and key, by their distance's        \
+       bucket; then scaled + it, what the softmax reads */                                         \
+    X(POSITION_BIAS, "position_bias", "position_bias (T5's, by the distance's bucket)", SQUARE,    \
+      TOKENS, "position_bias", position_bias)                                                      \
+    X(BIASED, "biased", "biased (scaled + position_bias)", SQUARE, TOKENS, "biased", biased)       \
     /* attention logit soft-capping (Gemma 2): cap * tanh(scaled / cap) */                         \
     X(CAPPED, "capped", "capped (cap \u00b7 tanh(s \u00f7 cap))", SQUARE, TOKENS, "capped",        \
       capped)                                                                                      \
@@ -132,7 +137,7 @@ enum attn_stage {
  * forward pass, so no buffer holds them and the pass's finite check does not read them. Every
  * other stage is kept: the pass writes it to a buffer of struct attn_run (or the model's inputs).
  * attn_stage_is_on_demand, the finite check and view.c's kept_buffer all read this list. */
-#define ATTN_DERIVED_STAGES(X) X(SCALED) X(CAPPED) X(MASKED) X(DROPOUT) X(WEIGHTED_NORM)
+#define ATTN_DERIVED_STAGES(X) X(SCALED) X(BIASED) X(CAPPED) X(MASKED) X(DROPOUT) X(WEIGHTED_NORM)
 
 /* The stage's one name: "inputs", "queries", ..., "weights", "context", "concat", "output". The
  * stage bar, the map heading, --stage, the inspector, file names and the docs all use it, and
@@ -156,6 +161,9 @@ enum attn_stage_kind attn_stage_kind(enum attn_stage s);
 bool attn_stage_is_square(enum attn_stage s);
 /* True for stages that have one matrix per head. */
 bool attn_stage_is_per_head(enum attn_stage s);
+/* True for the stages with a row a key rather than a query (K, V and what is made of them): the
+ * source's tokens in a cross-attention layer. */
+bool attn_stage_is_key_side(enum attn_stage s);
 /* True for the block's stages after attention (residual1 .. final_norm). */
 bool attn_stage_is_block(enum attn_stage s);
 /* True for a derived stage (ATTN_DERIVED_STAGES). In a model, one may equal a kept stage (scaled

@@ -18,7 +18,9 @@ static enum attn_stage same_as(const struct attn_model *m, enum attn_stage s)
     if (s == STAGE_DROPOUT && !m->keep)
         s = STAGE_WEIGHTS;
     if (s == STAGE_MASKED && !m->causal && m->window <= 0)
-        s = m->softcap > 0 ? STAGE_CAPPED : STAGE_SCALED;
+        s = m->softcap > 0 ? STAGE_CAPPED : STAGE_BIASED;
+    if (s == STAGE_BIASED && !m->pos_bias)
+        s = STAGE_SCALED;
     if (s == STAGE_SCALED && m->scale_divisor == 1.0f)
         s = STAGE_SCORES;
     return s;
@@ -32,7 +34,7 @@ bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s)
 const float *attn_value_norms(const struct attn_run *r, const struct attn_model *m, int h)
 {
     struct attn_memo *memo = r->memo;
-    int n = m->n, hd = m->head_dim, E = m->out_dim;
+    int n = m->n_kv, hd = m->head_dim, E = m->out_dim; /* a norm a key */
     float *out = memo->vnorm + (size_t)h * (size_t)n;
     if (memo->vnorm_filled[h])
         return out;
@@ -58,19 +60,19 @@ const float *attn_value_norms(const struct attn_run *r, const struct attn_model 
     return out;
 }
 
-/* out (n, n) = one head's weighted norms: |a_ij| * ||v_j W_O^h||, a the weights after dropout
+/* out (n, n_kv) = one head's weighted norms: |a_ij| * ||v_j W_O^h||, a the weights after dropout
  * (what multiplies V), so ||a_ij v_j W_O^h|| exactly as Kobayashi et al. write it. */
 static void weighted_norm(float *out, const struct attn_run *r, const struct attn_model *m, int h)
 {
-    int n = m->n;
-    size_t nn = (size_t)n * (size_t)n;
+    int n = m->n, nk = m->n_kv;
+    size_t nn = (size_t)n * (size_t)nk;
     const float *norms = attn_value_norms(r, m, h);
     const float *w = r->weights + h * nn;
     const unsigned char *keep = m->keep ? m->keep + h * nn : NULL;
     float keep_scale = keep ? 1.0f / (float)(1.0 - m->dropout) : 1.0f;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            size_t c = (size_t)i * (size_t)n + (size_t)j;
+        for (int j = 0; j < nk; j++) {
+            size_t c = (size_t)i * (size_t)nk + (size_t)j;
             float a = keep ? w[c] * (keep[c] ? keep_scale : 0.0f) : w[c]; /* drop_weights' */
             out[c] = fabsf(a) * norms[j];
         }
@@ -109,26 +111,38 @@ static void fill_future_scores(const struct attn_run *r, const struct attn_model
 /* out (n, n) = derived stage s of head h, from the kept scores or weights: one derive_NAME
  * each, named by ATTN_DERIVED_STAGES, so a stage listed there without its function does not
  * compile, and one made by no function cannot be listed. */
+/* Head h's scores: (n, n_kv) of the run's buffer. */
+static const float *head_scores(const struct attn_run *r, const struct attn_model *m, int h)
+{
+    return r->scores + (size_t)h * (size_t)m->n * (size_t)m->n_kv;
+}
+
 static void derive_SCALED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
 {
     fill_future_scores(r, m, h);
-    attn_scale_scores(out, r->scores + (size_t)h * m->n * m->n, m);
+    attn_scale_scores(out, head_scores(r, m, h), m);
+}
+
+static void derive_BIASED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
+{
+    fill_future_scores(r, m, h);
+    attn_bias_scores(out, head_scores(r, m, h), attn_head_bias(m, h), m);
 }
 
 static void derive_CAPPED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
 {
     fill_future_scores(r, m, h);
-    attn_cap_scores(out, r->scores + (size_t)h * m->n * m->n, m);
+    attn_cap_scores(out, head_scores(r, m, h), attn_head_bias(m, h), m);
 }
 
 static void derive_MASKED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
 {
-    attn_mask_scores(out, r->scores + (size_t)h * m->n * m->n, m);
+    attn_mask_scores(out, head_scores(r, m, h), attn_head_bias(m, h), m);
 }
 
 static void derive_DROPOUT(float *out, const struct attn_run *r, const struct attn_model *m, int h)
 {
-    size_t nn = (size_t)m->n * (size_t)m->n;
+    size_t nn = (size_t)m->n * (size_t)m->n_kv;
     attn_drop_weights(out, r->weights + h * nn, m->keep + h * nn, nn, m);
 }
 
@@ -161,7 +175,7 @@ int attn_stage_cols(const struct attn_model *m, enum attn_stage s)
     case STAGE_WIDTH_HEAD_DIM:
         return m->head_dim;
     case STAGE_WIDTH_TOKENS:
-        return m->n;
+        return m->n_kv;
     case STAGE_WIDTH_CONCAT:
         return m->D;
     case STAGE_WIDTH_OUT:
@@ -174,6 +188,21 @@ int attn_stage_cols(const struct attn_model *m, enum attn_stage s)
         break;
     }
     return m->d_in;
+}
+
+int attn_stage_rows(const struct attn_model *m, enum attn_stage s)
+{
+    return m->cross && attn_stage_is_key_side(s) ? m->n_kv : m->n;
+}
+
+char *const *attn_model_key_tokens(const struct attn_model *m)
+{
+    return m->cross ? m->kv_tokens : m->tokens;
+}
+
+char *const *attn_stage_row_tokens(const struct attn_model *m, enum attn_stage s)
+{
+    return m->cross && attn_stage_is_key_side(s) ? m->kv_tokens : m->tokens;
 }
 
 /* Where kept stage s's numbers start: the buffer the forward pass writes it to (a per-head
@@ -207,6 +236,8 @@ static const float *kept_buffer(const struct attn_run *r, const struct attn_mode
         return r->kr;
     case STAGE_SCORES:
         return r->scores;
+    case STAGE_POSITION_BIAS:
+        return m->pos_bias;
     case STAGE_WEIGHTS:
         return r->weights;
     case STAGE_CONTEXT:
@@ -258,17 +289,17 @@ struct attn_mat_view attn_kept_view(const struct attn_run *r, const struct attn_
 {
     bool kv;
     const float *data = kept_buffer(r, m, s, &kv);
-    int n = m->n, cols = attn_stage_cols(m, s);
+    int n = m->n, nk = m->n_kv, cols = attn_stage_cols(m, s);
     switch (attn_stage_kind(s)) {
-    case STAGE_KIND_HEAD: {
+    case STAGE_KIND_HEAD: { /* K and V: a row a key (the encoder's tokens, cross-attention) */
         int head = kv ? attn_kv_head_of(m, h) : h;
-        return (struct attn_mat_view){data + (size_t)head * (size_t)m->head_dim, n, cols,
+        return (struct attn_mat_view){data + (size_t)head * (size_t)m->head_dim, kv ? nk : n, cols,
                                       kv ? m->Dkv : m->D};
     }
     case STAGE_KIND_SQUARE:
         if (s == STAGE_SCORES)
             fill_future_scores(r, m, h);
-        return (struct attn_mat_view){data + h * (size_t)n * (size_t)n, n, n, n};
+        return (struct attn_mat_view){data + h * (size_t)n * (size_t)nk, n, nk, nk};
     case STAGE_KIND_SHARED:
     case STAGE_KIND_BLOCK:
         break;
@@ -299,7 +330,7 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
     /* The memo is keyed by the stage whose numbers these are: masked without a mask is
      * scaled's entry. */
     struct attn_memo *memo = r->memo;
-    size_t nn = (size_t)m->n * (size_t)m->n;
+    size_t nn = (size_t)m->n * (size_t)m->n_kv;
     if (memo->stage != (int)same) {
         memset(memo->filled, 0, (size_t)m->heads);
         memo->stage = (int)same;
@@ -309,7 +340,7 @@ struct attn_mat_view attn_view(const struct attn_run *r, const struct attn_model
         derive(out, r, m, same, h);
         memo->filled[h] = 1;
     }
-    return (struct attn_mat_view){out, m->n, m->n, m->n};
+    return (struct attn_mat_view){out, m->n, m->n_kv, m->n_kv};
 }
 
 struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run *r,
@@ -318,16 +349,17 @@ struct attn_mat_view attn_view_buf(float *buf, size_t cap, const struct attn_run
     enum attn_stage same = same_as(m, s);
     if (!attn_stage_is_derived(m, same))
         return attn_kept_view(r, m, same, h);
-    if (cap < (size_t)m->n * (size_t)m->n)
-        attn_fatal_abort("attn_view_buf: %zu floats for a %d x %d stage", cap, m->n, m->n);
+    if (cap < (size_t)m->n * (size_t)m->n_kv)
+        attn_fatal_abort("attn_view_buf: %zu floats for a %d x %d stage", cap, m->n, m->n_kv);
     derive(buf, r, m, same, h);
-    return (struct attn_mat_view){buf, m->n, m->n, m->n};
+    return (struct attn_mat_view){buf, m->n, m->n_kv, m->n_kv};
 }
 
 bool attn_stage_is_off(const struct attn_model *m, enum attn_stage s)
 {
     return (s == STAGE_SCALED && m->scale == SCALE_NONE) ||
            (s == STAGE_CAPPED && !(m->softcap > 0)) ||
+           ((s == STAGE_POSITION_BIAS || s == STAGE_BIASED) && !m->pos_bias) ||
            (s == STAGE_MASKED && !m->causal && m->window <= 0) ||
            (s == STAGE_DROPOUT && !m->keep) || (s == STAGE_OUTPUT && !m->wo);
 }
@@ -351,13 +383,19 @@ int attn_stage_order(enum attn_stage *out, const struct attn_model *m)
         out[k++] = STAGE_QUERIES_ROTATED;
         out[k++] = STAGE_KEYS_ROTATED;
     }
-    static const enum attn_stage heads[] = {
-        STAGE_SCORES,  STAGE_SCALED,        STAGE_CAPPED,  STAGE_MASKED, STAGE_WEIGHTS,
-        STAGE_DROPOUT, STAGE_WEIGHTED_NORM, STAGE_CONTEXT, STAGE_CONCAT, STAGE_OUTPUT};
+    static const enum attn_stage heads[] = {STAGE_SCORES,  STAGE_SCALED,  STAGE_POSITION_BIAS,
+                                            STAGE_BIASED,  STAGE_CAPPED,  STAGE_MASKED,
+                                            STAGE_WEIGHTS, STAGE_DROPOUT, STAGE_WEIGHTED_NORM,
+                                            STAGE_CONTEXT, STAGE_CONCAT,  STAGE_OUTPUT};
     for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
-        if (heads[i] != STAGE_CAPPED || m->softcap > 0) /* soft-capping's only */
+        if ((heads[i] != STAGE_CAPPED || m->softcap > 0) && /* soft-capping's only */
+            ((heads[i] != STAGE_POSITION_BIAS && heads[i] != STAGE_BIASED) || m->pos_bias))
             out[k++] = heads[i];
-    if (m->block) {
+    if (m->block && m->no_ffn) { /* a decoder's self-attention: the residual, and no FFN */
+        out[k++] = STAGE_RESIDUAL1;
+        if (m->order == BLOCK_POST)
+            out[k++] = STAGE_NORM1;
+    } else if (m->block) {
         if (m->order == BLOCK_POST_BRANCH) /* attention's output normalised, then added */
             out[k++] = STAGE_NORM1;
         if (m->order == BLOCK_SANDWICH)
@@ -406,7 +444,7 @@ bool attn_stage_present(const struct attn_model *m, enum attn_stage s)
 bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st)
 {
     /* attn_stage_order reads only these of a model */
-    static float qk_norm_flag; /* only whether qnw is set is read */
+    static float qk_norm_flag; /* only whether qnw (and pos_bias) is set is read */
     struct attn_model m = {
         .latent = s->attn.kv_latent,
         .rope = s->pos.kind == POS_ROPE,
@@ -417,6 +455,10 @@ bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_s
         .final_norm = s->block.on && s->block.final_norm && layer == s->layers - 1,
         .softcap = (float)s->attn.softcap,
         .n_experts = s->block.on ? s->block.n_experts : 0,
+        .pos_bias = attn_matrix_given(&s->pos.rel.table) && s->sublayer[layer] != SUB_CROSS
+                        ? &qk_norm_flag
+                        : NULL,
+        .no_ffn = s->sublayer[layer] == SUB_SELF,
     };
     return attn_stage_present(&m, st);
 }
@@ -448,6 +490,8 @@ enum attn_stage attn_stage_block_output(const struct attn_model *m)
 {
     if (!m->block)
         return STAGE_OUTPUT;
+    if (m->no_ffn)
+        return m->order == BLOCK_POST ? STAGE_NORM1 : STAGE_RESIDUAL1;
     return m->order == BLOCK_POST ? STAGE_NORM2 : STAGE_RESIDUAL2;
 }
 

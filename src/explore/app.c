@@ -1059,6 +1059,16 @@ const struct attn_model *app_model(const struct app *a)
     return &a->result.net.model[a->view.layer];
 }
 
+const char *app_row_token(const struct app *a, int i)
+{
+    return attn_stage_row_tokens(app_model(a), a->view.stage)[i];
+}
+
+const char *app_col_token(const struct app *a, int j)
+{
+    return attn_model_key_tokens(app_model(a))[j];
+}
+
 const struct attn_run *app_run(const struct app *a)
 {
     return &a->result.net.run[a->view.layer];
@@ -1181,7 +1191,7 @@ float app_base_change(const struct app *a, int L, enum attn_stage s, int h)
     if (!attn_stage_present(bm, s) || h >= bm->heads || h >= a->result.net.model[L].heads)
         return NAN;
     struct attn_mat_view v = app_view_at(a, L, s, h);
-    size_t cap = (size_t)bm->n * (size_t)bm->n;
+    size_t cap = (size_t)bm->n * (size_t)bm->n_kv;
     float *buf = attn_stage_is_derived(bm, s) ? malloc((cap ? cap : 1) * sizeof(float)) : NULL;
     if (attn_stage_is_derived(bm, s) && !buf)
         return NAN;
@@ -1407,7 +1417,9 @@ struct attn_mat_view app_shown_view(struct app *a)
    be computed to learn it. */
 int app_rows(const struct app *a)
 {
-    return attn_stage_present(app_model(a), a->view.stage) ? app_model(a)->n : 0;
+    return attn_stage_present(app_model(a), a->view.stage)
+               ? attn_stage_rows(app_model(a), a->view.stage)
+               : 0;
 }
 
 int app_cols(const struct app *a)

@@ -104,6 +104,10 @@ void app_set_export_progress(struct app *a, const struct progress_sink *progress
 
 /* The layer on screen: its parameters and stages. */
 const struct attn_model *app_model(const struct app *a);
+/* The token of row i of the stage shown (a cross-attention's K and V: the source's), and of
+ * column j of a square stage (the keys': the source's in cross-attention). */
+const char *app_row_token(const struct app *a, int i);
+const char *app_col_token(const struct app *a, int j);
 const struct attn_run *app_run(const struct app *a);
 
 /* What the heatmap shows: the current head's matrix, or with head_mean the mean over every

@@ -524,6 +524,37 @@ static void explain_capped(const struct cell *c)
         (double)cap, (double)(2 * cap), (double)(cap * tanhf(2.0f)));
 }
 
+/* T5's relative position bias: the distance, its bucket, the head's learned number for it. */
+static void explain_position_bias(const struct cell *c)
+{
+    const struct attn_model *m = c->m;
+    int rel = c->j - c->i, bucket = attn_model_rel_bucket(m, rel), far = rel < 0 ? -rel : rel;
+    int exact = (m->rel_bidirectional ? m->rel_buckets / 2 : m->rel_buckets) / 2;
+    put(c->b, "key %d is %d token%s %s query %d: distance %d\n", c->j, far, far == 1 ? "" : "s",
+        rel < 0   ? "before"
+        : rel > 0 ? "after"
+                  : "at",
+        c->i, rel);
+    if (!m->rel_bidirectional && rel > 0)
+        put(c->b, "(a decoder's buckets see no future: it reads as 0)\n");
+    put(c->b, "bucket %d of %d (%s)\n", bucket, m->rel_buckets,
+        far < exact ? "one a distance" : "logarithmic, shared by farther distances");
+    put(c->b, "head %d's learned bias for it, the same in every layer\n  = ", c->h);
+    equals_val(c);
+}
+
+static void explain_biased(const struct cell *c)
+{
+    float s = at(app_view(c->a, STAGE_SCALED, c->h), c->i, c->j);
+    float pb = at(app_view(c->a, STAGE_POSITION_BIAS, c->h), c->i, c->j);
+    put(c->b, "biased = scaled + position_bias\n  = ");
+    num(c->b, s);
+    put(c->b, " + ");
+    operand(c->b, pb);
+    put(c->b, "\n  = ");
+    equals_val(c);
+}
+
 static void explain_masked(const struct cell *c)
 {
     const struct attn_model *m = c->m;
@@ -799,7 +830,9 @@ static void explain_ffn_hidden(const struct cell *c)
 {
     const struct attn_model *m = c->m;
     explain_linear(c->b, c->a, c->i, c->j, ffn_input(c), m->d_in, ATTN_PARAM(m, w1), m->hidden,
-                   m->b1, "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)");
+                   m->b1,
+                   m->b1 ? "ffn_hidden = x \u00b7 W1 + b1 (the FFN widens)"
+                         : "ffn_hidden = x \u00b7 W1 (the FFN widens; no bias)");
 }
 
 /* SwiGLU's two Linears of the FFN's input (Llama's gate_proj and up_proj; their biases only
@@ -902,6 +935,8 @@ static void explain_ffn_activated(const struct cell *c)
     float x = c->r->ffn_hidden[(size_t)c->i * m->hidden + c->j];
     if (m->activation == ACT_RELU)
         put(c->b, "ReLU keeps positives, zeroes the rest\n  = max(0, ");
+    else if (m->activation == ACT_SILU)
+        put(c->b, "SiLU (swish) = x \u00b7 sigmoid(x) = x \u00f7 (1 + e^-x)\n  = silu(");
     else if (m->activation == ACT_GELU_TANH)
         put(c->b, "GELU, tanh form (GPT-2's gelu_new)\n"
                   "  = \u00bd x (1 + tanh(\u221a(2/\u03c0) (x + 0.044715 x\u00b3)))\n  = gelu(");
@@ -939,7 +974,9 @@ static void explain_ffn_out(const struct cell *c)
         return;
     }
     explain_linear(c->b, c->a, c->i, c->j, c->r->ffn_act, m->hidden, ATTN_PARAM(m, w2), m->d_in,
-                   m->b2, "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)");
+                   m->b2,
+                   m->b2 ? "ffn_out = ffn_activated \u00b7 W2 + b2 (and narrows back)"
+                         : "ffn_out = ffn_activated \u00b7 W2 (and narrows back; no bias)");
 }
 
 /* A mixture's router: one logit an expert, a Linear of the FFN's input. */
@@ -1105,10 +1142,19 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         return;
     }
     c.val = at(c.v, c.i, c.j);
+    const char *row_tok = attn_stage_row_tokens(m, a->view.stage)[c.i];
     if (attn_stage_is_square(a->view.stage))
-        put(&b, "\u201c%s\u201d looks at \u201c%s\u201d\n", m->tokens[c.i], m->tokens[c.j]);
+        put(&b, "\u201c%s\u201d looks at \u201c%s\u201d%s\n", row_tok,
+            attn_model_key_tokens(m)[c.j], m->cross ? " of the source" : "");
     else
-        put(&b, "\u201c%s\u201d, dimension %d\n", m->tokens[c.i], c.j);
+        put(&b, "\u201c%s\u201d%s, dimension %d\n", row_tok,
+            m->cross && attn_stage_is_key_side(a->view.stage) ? " of the source" : "", c.j);
+    if (m->cross && (attn_stage_is_square(a->view.stage) || attn_stage_is_key_side(a->view.stage)))
+        put(&b,
+            "cross-attention: key %d is the encoder's output at source token %d (its last "
+            "layer, after the final norm), the same in every decoder layer\n",
+            attn_stage_is_square(a->view.stage) ? c.j : c.i,
+            attn_stage_is_square(a->view.stage) ? c.j : c.i);
     if (app_delta_ok(a)) { /* a pinned baseline of this shape: then, now and the change */
         float base = at(app_base_view(a), c.i, c.j);
         float d = attn_cell_delta(c.val, base);
@@ -1122,10 +1168,13 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     }
     if (a->result.shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
         const int *ids = a->result.net.model[0].ids;
+        /* cross-attention's keys: the source's ids */
+        const int *keys = m->cross ? a->result.net.encoder->model[0].ids : ids;
         if (attn_stage_is_square(a->view.stage))
-            put(&b, "token ids %d and %d\n", ids[c.i], ids[c.j]);
+            put(&b, "token ids %d and %d\n", ids[c.i], keys[c.j]);
         else
-            put(&b, "token id %d\n", ids[c.i]);
+            put(&b, "token id %d\n",
+                (m->cross && attn_stage_is_key_side(a->view.stage) ? keys : ids)[c.i]);
     }
     if (app_showing_mean(a)) {
         explain_mean(&c);
@@ -1141,7 +1190,10 @@ void inspect_explain(char *out, size_t size, const struct app *a)
      * single-layer scenes of drawn weights they would be jargon next to the mechanism, so the
      * inspector leaves them out there; heads, S and print still give them on request. */
     bool model_talk = a->doc.scene.model.file || a->result.net.layers > 1;
-    if (a->view.stage == STAGE_WEIGHTS && model_talk) {
+    if (a->view.stage == STAGE_WEIGHTS && model_talk && m->cross) {
+        put(&b, "\nthis head aligns the target with the source: the pattern scores\n"
+                "(previous, induction, ...) compare a sequence with itself, and are not given\n");
+    } else if (a->view.stage == STAGE_WEIGHTS && model_talk) {
         const struct head_scores *sc = app_scores(a, a->view.layer, c.h);
         put(&b, "\nthis head's pattern scores:\n ");
         for (int k = 0; k < SCORE_COUNT; k++) {

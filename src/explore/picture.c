@@ -56,16 +56,17 @@ void picture_file_name(char *out, size_t size, const char *stem, const struct at
     snprintf(out, size, "%s-%s%s%s%s.svg", stem, attn_stage_name(v->stage), head, layer, scale);
 }
 
-/* Token labels as the explorer shows them (a blank as a visible glyph); NULL out of memory. */
-static char **token_labels(const struct attn_model *m)
+/* Labels of n tokens as the explorer shows them (a blank as a visible glyph); NULL out of
+ * memory. */
+static char **token_labels(char *const *tokens, int n)
 {
-    char **labels = calloc((size_t)m->n, sizeof(*labels));
-    for (int i = 0; labels && i < m->n; i++) {
-        size_t size = 3 * strlen(m->tokens[i]) + 5; /* a glyph for every byte, and room */
+    char **labels = calloc((size_t)(n > 0 ? n : 1), sizeof(*labels));
+    for (int i = 0; labels && i < n; i++) {
+        size_t size = 3 * strlen(tokens[i]) + 5; /* a glyph for every byte, and room */
         labels[i] = malloc(size);
         if (!labels[i])
             return labels; /* the caller frees what there is and reports */
-        attn_utf8_visible_token(labels[i], size, m->tokens[i]);
+        attn_utf8_visible_token(labels[i], size, tokens[i]);
     }
     return labels;
 }
@@ -94,12 +95,17 @@ int picture_write(const char *path, bool overwrite, const struct attn_net *net, 
     char(*tile_labels)[48] = calloc((size_t)n_tiles, sizeof(*tile_labels));
     float *mean_data =
         mean ? malloc((size_t)shape.rows * (size_t)shape.cols * sizeof(float)) : NULL;
-    char **rows = token_labels(m);
+    /* the rows' tokens, and the keys' (a cross-attention's: the source's) */
+    int n_rows = attn_stage_rows(m, v->stage);
+    char **rows = token_labels(attn_stage_row_tokens(m, v->stage), n_rows);
+    char **keys = token_labels(attn_model_key_tokens(m), m->n_kv);
     bool square = attn_stage_is_square(v->stage);
     int rc = -1;
-    bool labels_ok = rows != NULL;
-    for (int i = 0; labels_ok && i < m->n; i++)
+    bool labels_ok = rows && keys;
+    for (int i = 0; labels_ok && i < n_rows; i++)
         labels_ok = rows[i] != NULL;
+    for (int i = 0; labels_ok && i < m->n_kv; i++)
+        labels_ok = keys[i] != NULL;
     if (!tiles || !tile_labels || (mean && !mean_data) || !labels_ok) {
         attn_diag_file(err, path, "out of memory");
         goto done;
@@ -112,7 +118,7 @@ int picture_write(const char *path, bool overwrite, const struct attn_net *net, 
         int h = all ? t : head;
         tiles[t].v = attn_view(r, m, v->stage, h);
         if (v->stage == STAGE_DROPOUT && m->keep)
-            tiles[t].keep = m->keep + (size_t)h * (size_t)m->n * (size_t)m->n;
+            tiles[t].keep = m->keep + (size_t)h * (size_t)m->n * (size_t)m->n_kv;
         if (!all)
             continue;
         /* Who shares a KV head, as the explorer's tiles say it. */
@@ -125,14 +131,18 @@ int picture_write(const char *path, bool overwrite, const struct attn_net *net, 
     }
 
     /* Stage, head(s), layer, shape; a stage the heads share names no head. */
-    char who[96] = "", layer[48], subtitle[400];
+    char who[96] = "", layer[64], subtitle[400];
     if (all)
         snprintf(who, sizeof(who), " \u00b7 all %d heads", m->heads);
     else if (mean)
         snprintf(who, sizeof(who), " \u00b7 mean of the %d heads", m->heads);
     else if (per_head)
         snprintf(who, sizeof(who), " \u00b7 head %d of %d", head, m->heads);
-    snprintf(layer, sizeof(layer), "layer %d of %d", v->layer, net->layers);
+    char
+        name[48]; /* "layer 3 of 12"; an encoder-decoder's "decoder layer 1, self-attention of 2" */
+    attn_net_layer_name(name, sizeof(name), net, v->layer, false);
+    snprintf(layer, sizeof(layer), "%.40s of %d", name,
+             net->encoder ? net->layers / 2 : net->layers);
     snprintf(subtitle, sizeof(subtitle), "%s%s \u00b7 %s \u00b7 %d\u00d7%d",
              picture_stage_title(m, v->stage), who, layer, shape.rows, shape.cols);
 
@@ -140,7 +150,7 @@ int picture_write(const char *path, bool overwrite, const struct attn_net *net, 
         .title = title,
         .subtitle = subtitle,
         .row_labels = rows,
-        .col_labels = square ? rows : NULL,
+        .col_labels = square ? keys : NULL,
         .row_axis = square ? "queries" : "tokens",
         .col_axis = square ? "keys" : "dimensions",
         .tiles = tiles,
@@ -152,7 +162,8 @@ int picture_write(const char *path, bool overwrite, const struct attn_net *net, 
     };
     rc = svg_write_file(path, overwrite, &p, err);
 done:
-    free_labels(rows, m->n);
+    free_labels(rows, n_rows);
+    free_labels(keys, m->n_kv);
     free(mean_data);
     free(tile_labels);
     free(tiles);

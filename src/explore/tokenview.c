@@ -41,7 +41,7 @@ void tokenview_visible(const struct attn_model *m, enum attn_stage s, int row, i
        hide too: a 0 there is no key the query sees */
     bool masked =
         s == STAGE_MASKED || s == STAGE_WEIGHTS || s == STAGE_DROPOUT || s == STAGE_WEIGHTED_NORM;
-    *end = m->causal && masked && row + 1 < m->n ? row + 1 : m->n;
+    *end = m->causal && masked && row + 1 < m->n ? row + 1 : m->n_kv;
     *start = masked && m->window > 0 && row - m->window + 1 > 0 ? row - m->window + 1 : 0;
 }
 

@@ -345,10 +345,13 @@ static int export_head_files(struct heads_job *job, int h, int slot)
         enum attn_stage st = job->order[i];
         if (!attn_stage_is_per_head(st) || !export_writes_stage(m, st))
             continue;
-        char *const *cols = attn_stage_is_square(st) ? m->tokens : NULL;
+        /* cross-attention: a row a source token in K and V, a column one in the (n, n_kv) stages */
+        char *const *keys = m->cross ? m->kv_tokens : m->tokens;
+        char *const *cols = attn_stage_is_square(st) ? keys : NULL;
+        char *const *rows = attn_stage_is_key_side(st) ? keys : m->tokens;
         if (put_matrix(job->dir, sub, attn_stage_file(st),
-                       attn_view_buf(job->bufs[slot], job->cap, job->r, m, st, h), "token",
-                       m->tokens, cols, job->fmt, err) != 0)
+                       attn_view_buf(job->bufs[slot], job->cap, job->r, m, st, h), "token", rows,
+                       cols, job->fmt, err) != 0)
             return -1;
     }
     return 0;
@@ -377,7 +380,7 @@ static int export_layer(const char *dir, const struct attn_scene *s, const struc
     /* The derived stages (scaled, masked, dropout) are computed one matrix at a time into a
        buffer of each thread's, so the export holds one n x n matrix a thread more than the
        result, not one per head. */
-    size_t cap = (size_t)m->n * (size_t)m->n;
+    size_t cap = (size_t)m->n * (size_t)m->n_kv;
     struct heads_job job = {dir, m, r, fmt, order, n_order, pr, cap, NULL, NULL, 1};
     /* The heads on every thread when they are worth it: writing is mostly the kernel copying
        into the page cache (3 GB at 1,024 tokens of GPT-2 small), which one thread does at
@@ -572,12 +575,63 @@ static int export_head(const char *dir, const struct attn_scene *s, const struct
     return 0;
 }
 
+/* An encoder-decoder's source side, whole: encoder/tokens.csv, encoder/layer<L>/ as any layer's
+ * files, encoder/final_norm. */
+static int export_encoder(struct export_stream *x, const char *dir, const struct attn_scene *s,
+                          const struct attn_net *enc, struct diag *err)
+{
+    char edir[EXPORT_PATH_MAX], path[EXPORT_PATH_MAX], sub[32];
+    if (make_dir(dir, "encoder", err) != 0 || join_path(edir, dir, "encoder", NULL, err) != 0 ||
+        join_path(path, edir, "tokens.csv", NULL, err) != 0)
+        return -1;
+    struct tokens_job tj = {&enc->model[0]};
+    if (attn_fsutil_write_new(path, write_tokens, &tj, err) != 0)
+        return fail_at(err, path);
+    for (int L = 0; L < enc->layers; L++) {
+        char ldir[EXPORT_PATH_MAX];
+        snprintf(sub, sizeof(sub), "layer%d", L);
+        if (make_dir(edir, sub, err) != 0 || join_path(ldir, edir, sub, NULL, err) != 0 ||
+            export_layer(ldir, s, &enc->model[L], &enc->run[L], x->fmt, &x->pr, err) != 0)
+            return -1;
+    }
+    const struct attn_model *last = &enc->model[enc->layers - 1];
+    return put_matrix(edir, NULL, attn_stage_file(STAGE_FINAL_NORM), attn_net_output(enc), "token",
+                      last->tokens, NULL, x->fmt, err);
+}
+
+/* An encoder-decoder's decoder layer: the engine's layer L is decoder/layer<L / 2>/self (its
+ * self-attention) or .../cross (its cross-attention and FFN); the first call writes the export's
+ * head and the whole encoder first. No rollout: cross-attention mixes two sequences. */
+static int export_files_decoder(struct export_stream *x, const struct attn_scene *s,
+                                const struct attn_net *net, int L, struct diag *err)
+{
+    const char *dir = x->tx.tmp;
+    if (L == 0) {
+        x->pr = (struct export_progress){x->progress, 0, 0};
+        for (int k = 0; k < net->layers; k++)
+            x->pr.total += net->model[k].heads;
+        for (int k = 0; k < net->encoder->layers; k++)
+            x->pr.total += net->encoder->model[k].heads;
+        progress_report(x->progress, 0, x->pr.total);
+        if (export_head(dir, s, net, err) != 0 ||
+            export_encoder(x, dir, s, net->encoder, err) != 0 || make_dir(dir, "decoder", err) != 0)
+            return -1;
+    }
+    char sub[64], ldir[EXPORT_PATH_MAX];
+    snprintf(sub, sizeof(sub), "decoder/layer%d/%s", L / 2, net->model[L].cross ? "cross" : "self");
+    if (make_dir(dir, sub, err) != 0 || join_path(ldir, dir, sub, NULL, err) != 0)
+        return -1;
+    return export_layer(ldir, s, &net->model[L], &net->run[L], x->fmt, &x->pr, err);
+}
+
 /* Layer L's files (the layout of README.md, in layer<L>/ when there are several) and its
  * rollout step; the first layer's call writes the export's head first. */
 static int export_files_layer(struct export_stream *x, const struct attn_scene *s,
                               const struct attn_net *net, int L, struct diag *err)
 {
     const char *dir = x->tx.tmp;
+    if (net->encoder)
+        return export_files_decoder(x, s, net, L, err);
     if (L == 0) {
         x->pr = (struct export_progress){x->progress, 0, 0};
         for (int k = 0; k < net->layers; k++)
@@ -606,8 +660,11 @@ static int export_tail(struct export_stream *x, const struct attn_scene *s,
 {
     const char *dir = x->tx.tmp;
     const struct attn_model *last = &net->model[net->layers - 1];
+    char fdir[EXPORT_PATH_MAX]; /* an encoder-decoder's: the decoder's final norm */
+    if (net->encoder && join_path(fdir, dir, "decoder", NULL, err) != 0)
+        return -1;
     if (last->final_norm &&
-        put_matrix(dir, NULL, attn_stage_file(STAGE_FINAL_NORM),
+        put_matrix(net->encoder ? fdir : dir, NULL, attn_stage_file(STAGE_FINAL_NORM),
                    attn_view(&net->run[net->layers - 1], last, STAGE_FINAL_NORM, 0), "token",
                    last->tokens, NULL, x->fmt, err) != 0)
         return -1;

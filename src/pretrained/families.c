@@ -14,6 +14,8 @@
     X(bert)                                                                                        \
     X(gpt_neox)                                                                                    \
     X(gemma)                                                                                       \
+    X(t5)                                                                                          \
+    X(bart)                                                                                        \
     /* the last row */
 
 #define DECLARE(name) extern const struct attn_family attn_family_##name;

@@ -175,6 +175,12 @@ int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arc
                                    ld.family->variants[ld.variant].config_class, err);
     if (rc == 0)
         rc = ld.family->load(&ld, err);
+    /* a family of one stack reads one sequence: {source, target} is an encoder-decoder's */
+    if (rc == 0 && s->encoder && s->sublayer[0] != SUB_SELF)
+        rc = attn_diag_set(err, "text",
+                           "%s reads one sequence: give 'text' a sentence (two sequences, "
+                           "{source, target}, are an encoder-decoder's: T5, BART, Marian)",
+                           ld.family->variants[ld.variant].shown);
     if (rc == 0)
         rc = read_eos(s, &c, err);
     if (rc == 0) { /* the warnings go with the checkpoint: every copy of the scene has them */

@@ -204,7 +204,7 @@ int attn_scenefile_parse(struct attn_scene *out, const char *name, const char *t
     l.first = errs->n;
     l.tree.root = -1;
     attn_ydiag_init(&l.yd, l.name, &l.tree, errs, LOADER_MAX_ERRORS);
-    l.text_node = l.tokens_node = l.pair_node = -1;
+    l.text_node = l.tokens_node = l.pair_node = l.source_node = -1;
     attn_scene_init(out);
     l.s = out;
 

@@ -49,6 +49,7 @@ struct loader {
     int n_bad, cap_bad;
     int text_node, tokens_node; /* value nodes of text / tokens, or -1 */
     int pair_node;              /* text: [A, B]: B's node (text_node is A's), or -1 */
+    int source_node; /* text: {source: S, target: T}: S's node (text_node is T's), or -1 */
     struct head_weights *heads; /* weights.heads entries, n_heads of them */
     int n_heads;
     /* model: and tokenizer: {kind: gpt2} or {kind: hf}, as given (loaded in finish_top, once the

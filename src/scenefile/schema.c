@@ -514,6 +514,52 @@ static bool kind_is(const char *kind, enum attn_tokenizer t)
     return kind && strcmp(kind, attn_tokenizer_name(t)) == 0;
 }
 
+/* text: {source, target}: the encoder's scene, made beside s (its tokenizer's, sharing its
+ * backing) with the source sentence; s then reads the target. The checkpoint's family fills in
+ * both stacks (src/pretrained). Returns 0, or -1 with the problem at the source's node. */
+static int make_encoder(struct loader *l, struct attn_scene *s, int source)
+{
+    struct diag err;
+    attn_diag_clear(&err);
+    if (!attn_tokenizer_has_vocab(s->tokenizer)) {
+        attn_loader_error(l, source, "text",
+                          "two sequences (text: {source, target}) are an encoder-decoder "
+                          "checkpoint's: give its tokenizer and model");
+        attn_loader_mark_bad(l, "text");
+        return -1;
+    }
+    struct attn_scene *e = calloc(1, sizeof(*e));
+    if (e)
+        attn_scene_init(e);
+    if (!e || (s->tokenizer_file && !(e->tokenizer_file = strdup(s->tokenizer_file))) ||
+        (s->vocab_path && !(e->vocab_path = strdup(s->vocab_path))) ||
+        (s->merges_path && !(e->merges_path = strdup(s->merges_path)))) {
+        if (e) {
+            attn_scene_free(e);
+            free(e);
+        }
+        attn_loader_error(l, source, "text", "out of memory");
+        return -1;
+    }
+    e->tokenizer = s->tokenizer;
+    e->backing = s->backing;
+    if (e->backing)
+        e->backing->refs++;
+    if (attn_scene_set_text(e, str_of(l, source), &err) != 0) {
+        attn_loader_error(l, source, "text", "%s", err.msg);
+        attn_loader_mark_bad(l, "text");
+        attn_scene_free(e);
+        free(e);
+        return -1;
+    }
+    if (s->encoder) {
+        attn_scene_free(s->encoder);
+        free(s->encoder);
+    }
+    s->encoder = e;
+    return 0;
+}
+
 static void finish_top(struct loader *l, int node, const int *found, void *base, const char *path)
 {
     struct attn_scene *s = base;
@@ -574,6 +620,9 @@ static void finish_top(struct loader *l, int node, const int *found, void *base,
             return;
         }
     }
+    if (l->source_node >= 0 && !attn_loader_bad(l, "tokenizer") &&
+        make_encoder(l, s, l->source_node) != 0)
+        return;
     if (l->text_node >= 0 && !attn_loader_bad(l, "tokenizer")) {
         free(s->text_pair);
         s->text_pair = l->pair_node >= 0 ? strdup(str_of(l, l->pair_node)) : NULL;

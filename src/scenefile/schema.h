@@ -277,7 +277,7 @@ static const int qkv_mode_values[] = {QKV_SEPARATE, QKV_FUSED, QKV_FUSED_HEADS};
 static const int order_values[] = {BLOCK_POST, BLOCK_PRE, BLOCK_PARALLEL, BLOCK_POST_BRANCH,
                                    BLOCK_SANDWICH};
 static const int norm_values[] = {NORM_LAYER, NORM_RMS};
-static const int activation_values[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH};
+static const int activation_values[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SILU};
 static const int projection_values[] = {PROJ_NONE, PROJ_RAND, PROJ_LINEAR};
 static const int layout_values[] = {LAYOUT_SPLIT, LAYOUT_WRAPPER};
 static const int mask_mode_values[] = {MASK_BEFORE_SOFTMAX, MASK_AFTER_SOFTMAX};

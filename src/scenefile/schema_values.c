@@ -257,8 +257,41 @@ void attn_schema_text(struct loader *l, const struct field *f, int node, void *b
         }
         return;
     }
+    if (nd->type == YNODE_MAP) { /* an encoder-decoder's two sequences */
+        int got[2] = {-1, -1};
+        static const char *const names[2] = {"source", "target"};
+        for (int k = nd->u.c.first; k >= 0; k = nd_of(l, nd_of(l, k)->next)->next) {
+            int v = nd_of(l, k)->next, which = -1;
+            for (int i = 0; i < 2; i++)
+                if (nd_of(l, k)->type == YNODE_SCALAR && strcmp(str_of(l, k), names[i]) == 0)
+                    which = i;
+            if (which < 0) {
+                attn_loader_error(l, k, path,
+                                  "'text' of two sequences has the keys 'source' (what the "
+                                  "encoder reads) and 'target' (what the decoder reads)");
+                return;
+            }
+            if (nd_of(l, v)->type != YNODE_SCALAR) {
+                attn_loader_error(l, v, path, "'text.%s' must be a string", names[which]);
+                return;
+            }
+            if (!attn_schema_string_ok(l, f, v, path))
+                return;
+            got[which] = v;
+        }
+        if (got[0] < 0 || got[1] < 0) {
+            attn_loader_error(l, node, path,
+                              "'text' of two sequences needs both 'source' and "
+                              "'target'");
+            return;
+        }
+        l->source_node = got[0];
+        l->text_node = got[1];
+        return;
+    }
     if (nd->type != YNODE_SCALAR) {
-        attn_loader_error(l, node, path, "'text' must be a string, or a list of two strings");
+        attn_loader_error(l, node, path,
+                          "'text' must be a string, a list of two strings, or {source, target}");
         return;
     }
     if (attn_schema_string_ok(l, f, node, path))

@@ -976,7 +976,13 @@ static void write_scene(struct writer *w)
         write_string(f, s->title, false);
         fputc('\n', f);
     }
-    if (s->text && s->text_pair) { /* two sentences a tokenizer joins */
+    if (s->text && s->encoder && s->encoder->text) { /* an encoder-decoder's two sequences */
+        fputs("text: {source: ", f);
+        write_string(f, s->encoder->text, false);
+        fputs(", target: ", f);
+        write_string(f, s->text, false);
+        fputs("}\n", f);
+    } else if (s->text && s->text_pair) { /* two sentences a tokenizer joins */
         fputs("text: [", f);
         write_string(f, s->text, false);
         fputs(", ", f);

@@ -156,10 +156,11 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     const struct app_result *res = app_result(a);
     const struct app_view *view = app_view_state(a);
     const struct attn_model *m = &res->net.model[L];
-    char where[16] = "";
+    char where[32] = "";
     const char *head = "head ";
     if (model_view && res->net.layers > 1) {
-        snprintf(where, sizeof(where), "L%d ", L);
+        attn_net_layer_name(where, sizeof(where) - 2, &res->net, L, true);
+        strcat(where, " ");
         head = "h";
     }
     if (per_layer(a) == 1)
@@ -750,7 +751,7 @@ static void heads_row_label(const struct heads_frame *hf, struct frame *f, int y
     last = last < hl->grid.rows ? last : hl->grid.rows - 1;
     char lab[64], text[3 * SCENE_MAX_TOKEN_BYTES + 32];
     if (first == last)
-        display_token(text, sizeof(text), app_model(a)->tokens[first]);
+        display_token(text, sizeof(text), app_row_token(a, first));
     else
         snprintf(text, sizeof(text), "%d\u2013%d", first, last);
     abbreviate(lab, sizeof(lab), text, hl->lw - 1);
@@ -849,9 +850,9 @@ static void heads_footer(const struct grid_panel *gp, const struct heads_frame *
     int T = per_layer(a), per = hl->half ? 2 : 1;
     char footer[8 * SCENE_MAX_TOKEN_BYTES], row_tok[3 * SCENE_MAX_TOKEN_BYTES + 8], more[160] = "";
     char col_tok[3 * SCENE_MAX_TOKEN_BYTES + 8];
-    display_token(row_tok, sizeof(row_tok), app_model(a)->tokens[app_view_state(a)->row]);
+    display_token(row_tok, sizeof(row_tok), app_row_token(a, app_view_state(a)->row));
     if (attn_stage_is_square(app_view_state(a)->stage))
-        display_token(col_tok, sizeof(col_tok), app_model(a)->tokens[app_view_state(a)->col]);
+        display_token(col_tok, sizeof(col_tok), app_col_token(a, app_view_state(a)->col));
     else
         snprintf(col_tok, sizeof(col_tok), "d%d", app_view_state(a)->col);
     size_t o = (size_t)snprintf(footer, sizeof(footer),

@@ -17,9 +17,14 @@ static void header_draw(struct panel *p, struct frame *f)
     mvhline(r.y, r.x, ' ', r.w);
     attrset(A_NORMAL);
 
-    char sizes[200], layer[48] = "", ablated[96] = "";
-    if (res->net.layers > 1)
+    char sizes[200], layer[96] = "", ablated[96] = "";
+    if (res->net.encoder) { /* an encoder-decoder's decoder: its layer and which attention */
+        char name[48];
+        attn_net_layer_name(name, sizeof(name), &res->net, view->layer, false);
+        snprintf(layer, sizeof(layer), " \u00b7 %s of %d", name, res->net.layers / 2);
+    } else if (res->net.layers > 1) {
         snprintf(layer, sizeof(layer), " \u00b7 layer %d of %d", view->layer, res->net.layers);
+    }
     /* Ablated heads are said where every view sees them: one by name, more by their count. */
     int n_abl = app_ablated_count(f->app);
     for (int L = 0; L < res->net.layers && n_abl == 1; L++)

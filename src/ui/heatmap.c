@@ -32,7 +32,7 @@
 static void col_label(char *out, size_t size, const struct app *a, int j)
 {
     if (attn_stage_is_square(app_view_state(a)->stage))
-        display_token(out, size, app_model(a)->tokens[j]);
+        display_token(out, size, app_col_token(a, j));
     else
         snprintf(out, size, "d%d", j);
 }
@@ -40,7 +40,12 @@ static void col_label(char *out, size_t size, const struct app *a, int j)
 /* Columns of a row label: the longest token's, at most 12, and a blank. */
 static int label_width(const struct app *a)
 {
-    return tokens_label_width(app_model(a)->tokens, app_model(a)->n, 12);
+    const struct attn_model *m = app_model(a);
+    int w = tokens_label_width(m->tokens, m->n, 12);
+    if (!m->cross) /* cross-attention's K and V rows are the source's */
+        return w;
+    int k = tokens_label_width(m->kv_tokens, m->n_kv, 12);
+    return k > w ? k : w;
 }
 
 /* The row-sum column belongs where rows are distributions: after the normalisation (summing
@@ -135,7 +140,7 @@ bool heatmap_shows_cell(const struct heatmap_panel *hp, const struct frame *f, i
 
 int heatmap_min_width(const struct app *a)
 {
-    return label_width(a) + app_model(a)->n * CELL_W_WIDE + SUM_W + 1;
+    return label_width(a) + app_model(a)->n_kv * CELL_W_WIDE + SUM_W + 1;
 }
 
 /* Keeps the cursor's cell (or block) inside the visible window; a new zoom centres it, so the
@@ -238,7 +243,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
         char lab[64];
         char shown[3 * SCENE_MAX_TOKEN_BYTES + 1];
         display_token(shown + (first_new > 0 && i >= first_new),
-                      sizeof(shown) - (first_new > 0 && i >= first_new), app_model(a)->tokens[i]);
+                      sizeof(shown) - (first_new > 0 && i >= first_new), app_row_token(a, i));
         if (first_new > 0 && i >= first_new)
             shown[0] = '+';
         abbreviate(lab, sizeof(lab), shown, l.lw - 1);
@@ -304,7 +309,7 @@ static void draw_numbers(struct heatmap_panel *hp, struct frame *f, const struct
     /* Footer: the full tokens of the selection, since the axes abbreviate them. */
     char col_full[3 * SCENE_MAX_TOKEN_BYTES + 8], row_full[3 * SCENE_MAX_TOKEN_BYTES + 8];
     char footer[8 * SCENE_MAX_TOKEN_BYTES], zoom_out[24], more[96] = "";
-    display_token(row_full, sizeof(row_full), app_model(a)->tokens[view->row]);
+    display_token(row_full, sizeof(row_full), app_row_token(a, view->row));
     col_label(col_full, sizeof(col_full), a, view->col);
     key_display(zoom_out, sizeof(zoom_out), f->keymap, ACTION_ZOOM_OUT);
     if (v.rows > l.vis_rows || v.cols > l.vis_cols)
@@ -356,7 +361,7 @@ static void block_row_range(const struct heatmap_panel *hp, const struct layout 
 static void range_label(char *out, size_t size, const struct app *a, int first, int last, int width)
 {
     char shown[3 * SCENE_MAX_TOKEN_BYTES + 1], text[3 * SCENE_MAX_TOKEN_BYTES + 32];
-    display_token(shown, sizeof(shown), app_model(a)->tokens[first]);
+    display_token(shown, sizeof(shown), app_row_token(a, first));
     if (first == last)
         snprintf(text, sizeof(text), "%s", shown);
     else
@@ -492,7 +497,7 @@ static void draw_zoomed(struct heatmap_panel *hp, struct frame *f, const struct 
     size_t o = 0;
     if (g->br == 1 && g->bc == 1) {
         char num[32];
-        display_token(row_full, sizeof(row_full), app_model(a)->tokens[view->row]);
+        display_token(row_full, sizeof(row_full), app_row_token(a, view->row));
         col_label(col_full, sizeof(col_full), a, view->col);
         format_cell(num, sizeof(num), v.data[(size_t)view->row * v.stride + view->col], 8);
         o = (size_t)snprintf(footer, sizeof(footer),
@@ -576,9 +581,11 @@ static void heatmap_draw(struct panel *p, struct frame *f)
         snprintf(kv + o, sizeof(kv) - o, "%s%s", o ? " \u00b7 " : "", cache);
     }
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
-    char layer[32] = "";
-    if (res->net.layers > 1)
-        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", view->layer);
+    char layer[64] = "";
+    if (res->net.layers > 1) {
+        attn_net_layer_name(layer, sizeof(layer) - 8, &res->net, view->layer, false);
+        strcat(layer, " \u00b7 ");
+    }
     char since[160] = "";
     if (delta) { /* "Δ vs baseline (seed 123 → 7) · ": what changed, as the edits say it */
         char change[200];

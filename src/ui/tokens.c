@@ -36,26 +36,30 @@ static bool ensure_widths(struct tokens_panel *tp, const struct app *a, int cap)
 {
     const struct app_result *res = app_result(a);
     const struct attn_model *m = app_model(a);
-    if (tp->widths_valid && tp->widths_generation == res->generation && tp->widths_n == m->n &&
-        tp->widths_max == cap)
+    /* the chips are the keys: the sentence, or a cross-attention's source */
+    char *const *keys = attn_model_key_tokens(m);
+    int n = m->n_kv;
+    if (tp->widths_valid && tp->widths_generation == res->generation && tp->widths_n == n &&
+        tp->widths_keys == keys && tp->widths_max == cap)
         return true;
-    if (m->n > tp->widths_cap) {
-        int *grown = realloc(tp->widths, (size_t)m->n * sizeof(int));
+    if (n > tp->widths_cap) {
+        int *grown = realloc(tp->widths, (size_t)n * sizeof(int));
         if (!grown)
             return false;
         tp->widths = grown;
-        tp->widths_cap = m->n;
+        tp->widths_cap = n;
     }
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0; i < n; i++) {
         char text[3 * SCENE_MAX_TOKEN_BYTES + 8];
-        chip_text(text, sizeof(text), m->tokens[i], cap);
+        chip_text(text, sizeof(text), keys[i], cap);
         tp->widths[i] = 1 + text_width(text);
     }
     tp->widths_generation = res->generation;
-    tp->widths_n = m->n;
+    tp->widths_n = n;
+    tp->widths_keys = keys;
     tp->widths_max = cap;
     tp->widths_valid = true;
-    if (tp->first >= m->n)
+    if (tp->first >= n)
         tp->first = -1;
     return true;
 }
@@ -102,9 +106,11 @@ static int wrap_lines(int y, int y_end, int x, int width, int attr, const char *
 static void title_text(char *out, size_t size, const struct app *a, int head)
 {
     const struct app_view *view = app_view_state(a);
-    char layer[32] = "", who[48];
-    if (app_result(a)->net.layers > 1)
-        snprintf(layer, sizeof(layer), "layer %d \u00b7 ", view->layer);
+    char layer[64] = "", who[48];
+    if (app_result(a)->net.layers > 1) {
+        attn_net_layer_name(layer, sizeof(layer) - 8, &app_result(a)->net, view->layer, false);
+        strcat(layer, " \u00b7 ");
+    }
     if (head == TOKENVIEW_ROLLOUT) {
         snprintf(out, size, "token view \u00b7 attention rollout through layer %d", view->layer);
         return;
@@ -147,7 +153,7 @@ static bool dropped(const struct app *a, int head, int row, int j)
 {
     const struct attn_model *m = app_model(a);
     return app_view_state(a)->stage == STAGE_DROPOUT && head >= 0 && m->keep &&
-           !m->keep[((size_t)head * (size_t)m->n + (size_t)row) * (size_t)m->n + (size_t)j];
+           !m->keep[((size_t)head * (size_t)m->n + (size_t)row) * (size_t)m->n_kv + (size_t)j];
 }
 
 /* The sentence, or the window of it around the query, from line y; returns the lines used. */
@@ -164,7 +170,7 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
     for (int i = win->first; i <= win->last; i++) {
         int cw = tokenview_place(tp->widths[i], w, &row, &x);
         char text[3 * SCENE_MAX_TOKEN_BYTES + 8], chip[3 * SCENE_MAX_TOKEN_BYTES + 16];
-        chip_text(text, sizeof(text), app_model(a)->tokens[i], tp->widths_max);
+        chip_text(text, sizeof(text), attn_model_key_tokens(app_model(a))[i], tp->widths_max);
         struct theme_look look = {t->role_attr[ROLE_MASKED], t->role_attr[ROLE_MASKED], "\u00d7"};
         float val = rowv[i];
         if (i >= fc->visible_start && i < fc->visible_end && isfinite(val)) {
@@ -172,7 +178,7 @@ static int draw_sentence(struct tokens_panel *tp, struct frame *f, struct attn_m
             look = theme_position_look(t, pos, pm->diverging);
         }
         int attr = look.attr, marker_attr = look.shade_attr;
-        if (i == view->row) {
+        if (i == view->row && !app_model(a)->cross) { /* the query: a key of its own sentence */
             look.shade = "\u25b6";
             attr = marker_attr = theme_cursor_attr(t, attr);
         } else if (i == view->col) { /* the key under the map's cursor */
@@ -248,7 +254,8 @@ static void draw_bars(struct tokens_panel *tp, struct frame *f, struct attn_mat_
             snprintf(vals[e], sizeof(vals[e]), "drop");
         else
             format_cell(vals[e], sizeof(vals[e]), rowv[j], 8);
-        chip_text(labs[e], sizeof(labs[e]), app_model(a)->tokens[fc->top[e]], LABEL_MAX + 1);
+        chip_text(labs[e], sizeof(labs[e]), attn_model_key_tokens(app_model(a))[fc->top[e]],
+                  LABEL_MAX + 1);
     }
     bool positions = windowed;
     for (int e = 0; e < k && !positions; e++)
@@ -307,7 +314,9 @@ static void tokens_draw(struct panel *p, struct frame *f)
     title_text(title, sizeof(title), a, head);
     abbreviate(clipped, sizeof(clipped), title, w);
     draw_text(y++, x0, w, t->role_attr[ROLE_LABEL], clipped);
-    if (!tokenview_applies(view->stage) || v.rows != v.cols || view->row >= v.rows) {
+    /* a square stage: a query's row over the keys (a cross-attention's: the source's) */
+    bool keyed = v.rows == v.cols || (app_model(a)->cross && attn_stage_is_square(view->stage));
+    if (!tokenview_applies(view->stage) || !keyed || view->row >= v.rows) {
         draw_not_square(f, v, y, y_end, x0, w);
         return;
     }
@@ -338,7 +347,9 @@ static void tokens_draw(struct panel *p, struct frame *f)
         note = box >= 2;
     }
     struct tokenview_window win;
-    tokenview_window(&win, tp->widths, n, view->row, box - note, w, tp->first);
+    /* the window follows the query, or in cross-attention the key under the cursor */
+    tokenview_window(&win, tp->widths, n, app_model(a)->cross ? view->col : view->row, box - note,
+                     w, tp->first);
     tp->first = win.first;
     y += draw_sentence(tp, f, v, &pm, &win, y, x0, w);
     if (win.windowed) {
@@ -369,6 +380,12 @@ static int tokens_handle_mouse(struct panel *p, struct frame *f, int y, int x,
         return OUTCOME_IGNORED;
     for (int c = 0; c < tp->n_chips; c++)
         if (tp->chips[c].y == y && x >= tp->chips[c].x && x < tp->chips[c].x + tp->chips[c].w) {
+            if (app_model(a)->cross) { /* a source token: the key, the cursor's column */
+                if (tp->chips[c].token == view->col || tp->chips[c].token >= app_cols(a))
+                    return OUTCOME_HANDLED;
+                app_view_mut(a)->col = tp->chips[c].token;
+                return OUTCOME_CURSOR_MOVED;
+            }
             if (tp->chips[c].token == view->row || tp->chips[c].token >= app_rows(a))
                 return OUTCOME_HANDLED;
             app_view_mut(a)->row = tp->chips[c].token;

@@ -19,6 +19,7 @@ struct tokens_panel {
     int widths_cap;
     unsigned long widths_generation;
     int widths_n, widths_max; /* the tokens and the most columns a token got */
+    char *const *widths_keys; /* whose: a layer's keys (cross-attention: the source's) */
     bool widths_valid;
     int first; /* the window's first token as last drawn; -1 before any */
     /* What the last draw put where, for clicks: a token of the sentence, a key's bar. */
