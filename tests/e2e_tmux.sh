@@ -673,6 +673,38 @@ keys nb a B
 check "pythia-par-step2: B unpins it" nb wait_for nb "baseline unpinned: the values again"
 T kill-session -t nb
 
+# 22b'. An encoder-decoder (T5's shapes, random weights: tests/golden/seq2seq): the decoder's
+# self-attention first, its cross-attention next with the source across and the inspector naming
+# the encoder's output; the token view over the source; E shows the encoder and back; g extends
+# the target; `export` writes both stacks.
+s2s="$SRC/tests/golden/seq2seq/scenes"
+start t5 160 45 "$BIN $s2s/t5.yaml"
+check "t5: opens on the decoder's self-attention" t5 \
+  wait_for t5 "decoder layer 0, self-attention · head 0 (of 4) · weights · 9×9"
+check "t5: the relative position bias on the stage bar" t5 wait_for t5 "position_bias biased"
+keys t5 '}'
+check "t5: } is the cross-attention, target by source" t5 \
+  wait_for t5 "decoder layer 0, cross-attention · head 0 (of 4) · weights · 9×16"
+check "t5: the inspector says the key is the encoder's output" t5 \
+  wait_for t5 "key 0 is the encoder's output at source token 0"
+keys t5 v
+check "t5: the token view shows the source's tokens" t5 wait_for t5 "top 16 of 16 keys"
+keys t5 v E
+check "t5: E shows the encoder, at the same depth" t5 \
+  wait_for t5 "encoder layer 0 · head 0 (of 4) · weights · 16×16"
+keys t5 E
+check "t5: E again: the decoder's cross-attention" t5 \
+  wait_for t5 "decoder layer 0, cross-attention · head 0 (of 4) · weights · 9×16"
+keys t5 g
+check "t5: g appends a target token, its cross-attention row with it" t5 \
+  wait_for t5 "weights · 10×16"
+T kill-session -t t5
+rm -rf "$WORK/t5-export"
+"$BIN" export "$s2s/t5.yaml" -o "$WORK/t5-export" >/dev/null 2>&1
+check "t5: export writes the encoder's and the decoder's stages" t5 \
+  test -f "$WORK/t5-export/encoder/layer1/head3/position_bias.csv" -a \
+  -f "$WORK/t5-export/decoder/layer1/cross/head0/keys.csv"
+
 # 22c. Phi-3 (phi3-longrope: fused projections, half of each head turned, longrope past its
 # original 16 positions, a window of 9): the header and the inspector on a turned dimension.
 start ph 200 50 "$BIN $fam/phi3-longrope.yaml"

@@ -464,7 +464,9 @@ static bool same_but_sentence(const struct attn_scene *a, const struct attn_scen
 
 void attn_net_layer_name(char *out, size_t size, const struct attn_net *net, int L, bool brief)
 {
-    if (!net->encoder || L < 0 || L >= net->layers)
+    if (net->is_encoder)
+        snprintf(out, size, brief ? "E%d" : "encoder layer %d", L);
+    else if (!net->encoder || L < 0 || L >= net->layers)
         snprintf(out, size, brief ? "L%d" : "layer %d", L);
     else
         snprintf(out, size, brief ? "L%d %s" : "decoder layer %d, %s-attention", L / 2,
@@ -502,6 +504,7 @@ static int attach_encoder(struct attn_net *fresh, const struct attn_scene *s, st
         free(enc);
         return -1;
     }
+    enc->is_encoder = true;
     struct attn_mat_view out = attn_net_output(enc);
     for (int L = 0; L < fresh->layers; L++)
         if (fresh->model[L].cross) {

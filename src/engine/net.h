@@ -79,6 +79,7 @@ struct attn_net {
     /* An encoder-decoder's source side (scene.encoder), computed whole before this net's pass:
      * its output is the keys and values of this net's cross-attention layers. NULL: none. */
     struct attn_net *encoder;
+    bool is_encoder; /* this net is an encoder-decoder's encoder (its layers' names say so) */
 };
 
 /* The near path's most rows (net.near_ok): an appended or edited last word or two in any

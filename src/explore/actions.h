@@ -37,6 +37,7 @@
     X(HEAD_PREV, "head-prev", "[", "view", "Previous head", act_head)                              \
     X(LAYER_NEXT, "layer-next", "}", "view", "Next layer", act_layer)                              \
     X(LAYER_PREV, "layer-prev", "{", "view", "Previous layer", act_layer)                          \
+    X(ENCODER, "encoder", "E", "view", "An encoder-decoder's encoder / its decoder", act_encoder)  \
     X(ALL_HEADS, "all-heads", "a", "view", "All heads, every layer's (model view) / one head",     \
       act_all_heads)                                                                               \
     X(HEAD_MEAN, "head-mean", "A", "view", "The mean over every head / back to one head",          \

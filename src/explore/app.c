@@ -392,8 +392,10 @@ static int result_complete(struct app *a, const struct attn_scene *s, bool clean
  * screen kept, every cache made from the last one stale. */
 static int result_begin(struct app *a, struct diag *err)
 {
-    if (a->view.layer >= a->result.net.layers) /* fewer layers now: the last one */
-        a->view.layer = a->result.net.layers - 1;
+    if (a->view.encoder && !a->result.net.encoder) /* one sequence now */
+        a->view.encoder = false;
+    if (a->view.layer >= app_net(a)->layers) /* fewer layers now: the last one */
+        a->view.layer = app_net(a)->layers - 1;
     /* Scored on first use, once per result: drawing and cursor moves never rescan. */
     size_t count = (size_t)a->result.net.layers * (size_t)a->result.net.model[0].heads;
     if (!score_cache_invalidate(&a->cache.score, count))
@@ -544,17 +546,45 @@ bool app_computing(const struct app *a)
 }
 
 /* Layer L is through the pass (what it keeps, and what was made from it, can be read). */
+bool app_toggle_encoder(struct app *a)
+{
+    if (!a->result.have_result || !a->result.net.encoder) {
+        app_refuse(a, "one sequence: an encoder-decoder's scene (text: {source, target}) has an "
+                      "encoder to show");
+        return false;
+    }
+    a->view.encoder = !a->view.encoder;
+    /* the logit lens and the predictions read the decoder's residual stream, a target row */
+    a->view.lens = a->view.predictions = false;
+    /* the same depth: decoder layer L (the engine's 2L, 2L + 1) and encoder layer L; into the
+       decoder, its cross-attention, which reads the encoder */
+    a->view.layer = a->view.encoder ? a->view.layer / 2 : 2 * a->view.layer + 1;
+    if (a->view.layer >= app_net(a)->layers)
+        a->view.layer = app_net(a)->layers - 1;
+    if (!attn_stage_present(app_model(a), a->view.stage))
+        a->view.stage = attn_stage_block_output(app_model(a));
+    a->result.generation++; /* every cache of a view: the other stack's numbers */
+    app_clamp(a);
+    return true;
+}
+
+const struct attn_net *app_net(const struct app *a)
+{
+    return a->view.encoder && a->result.net.encoder ? a->result.net.encoder : &a->result.net;
+}
+
+/* The encoder is computed whole before the decoder's pass starts (net.c's attach_encoder). */
 static bool layer_computed(const struct app *a, int layer)
 {
     const struct app_job *job = &a->result.job;
-    return !job->running || job->kind != JOB_FORWARD ||
+    return !job->running || job->kind != JOB_FORWARD || a->view.encoder ||
            layer < attn_net_layers_ready(&a->result.net);
 }
 
 bool app_layer_ready(const struct app *a, int layer)
 {
     const struct app_job *job = &a->result.job;
-    const struct attn_net *net = &a->result.net;
+    const struct attn_net *net = app_net(a);
     if (!layer_computed(a, layer))
         return false;
     if (!net->stage_layers)
@@ -572,7 +602,7 @@ bool app_layer_ready(const struct app *a, int layer)
 void app_show_layer(struct app *a)
 {
     struct attn_net *net = &a->result.net;
-    if (!net->stage_layers || a->result.job.running || !a->result.have_result)
+    if (!net->stage_layers || a->result.job.running || !a->result.have_result || a->view.encoder)
         return;
     net->stage_pin = a->view.layer;
     if (attn_net_layer_held(net, a->view.layer))
@@ -1021,7 +1051,9 @@ int app_request_rollout(struct app *a)
 {
     struct app_job *job = &a->result.job;
     double n = a->result.net.layers > 0 ? (double)a->result.net.model[0].n : 0;
+    /* an encoder's rollout is the map's own, made as it draws (the job walks the decoder) */
     if (!job->background || job->running || !a->view.rollout || !a->result.have_result ||
+        a->view.encoder ||
         interp_rollout_kept(&a->cache.interp, a->result.generation, a->view.layer).data)
         return 0;
     /* a product of n x n a layer: under 0.1 GFLOP the map makes it on its frame (a thread of
@@ -1056,7 +1088,7 @@ void app_set_export_progress(struct app *a, const struct progress_sink *progress
 
 const struct attn_model *app_model(const struct app *a)
 {
-    return &a->result.net.model[a->view.layer];
+    return &app_net(a)->model[a->view.layer];
 }
 
 const char *app_row_token(const struct app *a, int i)
@@ -1071,13 +1103,13 @@ const char *app_col_token(const struct app *a, int j)
 
 const struct attn_run *app_run(const struct app *a)
 {
-    return &a->result.net.run[a->view.layer];
+    return &app_net(a)->run[a->view.layer];
 }
 
 bool app_showing_mean(const struct app *a)
 {
     return a->view.head_mean && !a->view.rollout && attn_stage_is_per_head(a->view.stage) &&
-           a->result.net.model[a->view.layer].heads > 1;
+           app_model(a)->heads > 1;
 }
 
 bool app_showing_delta(const struct app *a)
@@ -1087,7 +1119,15 @@ bool app_showing_delta(const struct app *a)
 
 const struct head_scores *app_scores(const struct app *a, int layer, int head)
 {
-    static const struct head_scores none;                    /* every score undefined */
+    static const struct head_scores none; /* every score undefined */
+    if (a->view.encoder) { /* the encoder's: scored as asked (the cache is the decoder's) */
+        static struct head_scores enc;
+        const struct attn_net *e = app_net(a);
+        if (layer < 0 || layer >= e->layers || head < 0 || head >= e->model[layer].heads)
+            return &none;
+        attn_head_scores(&enc, app_view_at(a, layer, STAGE_WEIGHTS, head), e->model[0].ids);
+        return &enc;
+    }
     if (!a->cache.score.scored || !layer_computed(a, layer)) /* a layer still computing */
         return &none;
     const struct head_scores *kept = app_scores_kept(a, layer, head);
@@ -1114,12 +1154,12 @@ struct attn_mat_view app_view(const struct app *a, enum attn_stage s, int head)
 
 struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage s, int head)
 {
-    return attn_view(&a->result.net.run[layer], &a->result.net.model[layer], s, head);
+    return attn_view(&app_net(a)->run[layer], &app_net(a)->model[layer], s, head);
 }
 
 void app_set_layer(struct app *a, int layer)
 {
-    if (layer < 0 || layer >= a->result.net.layers)
+    if (layer < 0 || layer >= app_net(a)->layers)
         return;
     a->view.layer = layer;
     /* Only the last layer has the final norm: elsewhere the nearest stage is the block's
@@ -1353,8 +1393,10 @@ struct attn_mat_view app_rollout_view(struct app *a)
 {
     struct diag err;
     attn_diag_clear(&err);
-    struct attn_mat_view v =
-        interp_rollout(&a->cache.interp, &a->result.net, a->result.generation, a->view.layer, &err);
+    struct attn_mat_view v = interp_rollout(
+        &a->cache.interp,
+        a->view.encoder && a->result.net.encoder ? a->result.net.encoder : &a->result.net,
+        a->result.generation, a->view.layer, &err);
     if (!v.data)
         app_refuse(a, "%s", err.msg);
     return v;

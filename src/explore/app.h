@@ -104,6 +104,12 @@ void app_set_export_progress(struct app *a, const struct progress_sink *progress
 
 /* The layer on screen: its parameters and stages. */
 const struct attn_model *app_model(const struct app *a);
+/* The net on screen: the result's, or an encoder-decoder's encoder (view.encoder, E). Its
+ * layers are what the view's layer indexes; edits and predictions are the result's own. */
+const struct attn_net *app_net(const struct app *a);
+/* E: an encoder-decoder's encoder on screen, or its decoder again. Returns false (refused, with
+ * the reason noted) for a scene of one sequence. */
+bool app_toggle_encoder(struct app *a);
 /* The token of row i of the stage shown (a cross-attention's K and V: the source's), and of
  * column j of a square stage (the keys': the source's in cross-attention). */
 const char *app_row_token(const struct app *a, int i);

@@ -221,7 +221,8 @@ struct app_caches {
 
 /* The view: what is on screen and where the cursor is. Changing it never recomputes. */
 struct app_view {
-    int layer; /* the layer on screen */
+    int layer;    /* the layer on screen */
+    bool encoder; /* an encoder-decoder's encoder on screen (E), not its decoder */
     enum attn_stage stage;
     int head;
     int row, col;    /* cursor in the current matrix */

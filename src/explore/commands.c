@@ -697,7 +697,7 @@ static void do_render(struct app *a)
     char stem[256], dir[1100], name[400], path[1600];
     scene_stem(stem, sizeof(stem), a->doc.scene_path);
     save_dir(dir, sizeof(dir), a->doc.scene_path);
-    picture_file_name(name, sizeof(name), stem, &a->result.net, &v);
+    picture_file_name(name, sizeof(name), stem, app_net(a), &v);
     snprintf(path, sizeof(path), "%s%s", dir, name);
     for (int k = 2; attn_fsutil_exists(path) && k < 1000; k++)
         snprintf(path, sizeof(path), "%s%.*s-%d.svg", dir, (int)strlen(name) - 4, name, k);
@@ -707,7 +707,7 @@ static void do_render(struct app *a)
     app_title(title, sizeof(title), from, sizeof(from), a, &a->result.shown);
     struct diag err;
     attn_diag_clear(&err);
-    if (picture_write(path, false, &a->result.net, title, &v, &err)) {
+    if (picture_write(path, false, app_net(a), title, &v, &err)) {
         app_refuse(a, "picture failed: %.200s: %.300s", err.file[0] ? err.file : path, err.msg);
         return;
     }
@@ -767,6 +767,11 @@ static int act_predictions(struct app *a, enum action act, struct ask *ask)
         app_refuse(a, "no next-token predictions: %s", no_vocab(a));
         return OUTCOME_VIEW_CHANGED;
     }
+    if (!a->view.predictions && a->view.encoder) { /* a source row predicts nothing */
+        app_refuse(a, "no predictions in the encoder: the decoder predicts the target's next "
+                      "token (E: the decoder)");
+        return OUTCOME_VIEW_CHANGED;
+    }
     a->view.predictions = !a->view.predictions;
     if (a->view.predictions)
         a->view.token_view = false;
@@ -789,6 +794,11 @@ static int act_lens(struct app *a, enum action act, struct ask *ask)
         app_refuse(a, "no logit lens: %s", no_vocab(a));
         return OUTCOME_VIEW_CHANGED;
     }
+    if (!a->view.lens && a->view.encoder) { /* the lens reads the decoder's residual stream */
+        app_refuse(a, "no logit lens in the encoder: its layers predict no token (E: the "
+                      "decoder)");
+        return OUTCOME_VIEW_CHANGED;
+    }
     a->view.lens = !a->view.lens;
     if (a->view.lens) {
         a->view.rollout = a->view.all_heads = false;
@@ -803,6 +813,17 @@ static int act_lens(struct app *a, enum action act, struct ask *ask)
         app_clamp(a);
         note(a, "the stages again (y: the lens)");
     }
+    return OUTCOME_VIEW_CHANGED;
+}
+
+static int act_encoder(struct app *a, enum action act, struct ask *ask)
+{
+    if (app_toggle_encoder(a))
+        note(a,
+             a->view.encoder
+                 ? "the encoder: the source's tokens, its %d bidirectional layers (E: the decoder)"
+                 : "the decoder: the target's tokens, self- and cross-attention (E: the encoder)",
+             app_net(a)->layers);
     return OUTCOME_VIEW_CHANGED;
 }
 
@@ -831,6 +852,10 @@ static int act_rollout(struct app *a, enum action act, struct ask *ask)
 
 static int act_ablate(struct app *a, enum action act, struct ask *ask)
 {
+    if (a->view.encoder) { /* the scene's ablate: names the decoder's layers */
+        app_refuse(a, "ablation of the encoder's heads is not there yet: E shows the decoder");
+        return OUTCOME_VIEW_CHANGED;
+    }
     app_cycle_ablation(a);
     return OUTCOME_SCENE_CHANGED;
 }
@@ -960,12 +985,12 @@ static int act_score(struct app *a, enum action act, struct ask *ask)
 
 static int act_layer(struct app *a, enum action act, struct ask *ask)
 {
-    if (a->result.net.layers < 2) {
+    int layers = app_net(a)->layers; /* the stack on screen's (an encoder's, E) */
+    if (layers < 2) {
         app_refuse(a, "this scene has one layer (give it more with layers: N)");
         return OUTCOME_VIEW_CHANGED;
     }
-    app_set_layer(a, (a->view.layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + a->result.net.layers) %
-                         a->result.net.layers);
+    app_set_layer(a, (a->view.layer + (act == ACTION_LAYER_NEXT ? 1 : -1) + layers) % layers);
     app_request_rollout(a); /* the rollout on screen: through this layer now */
     return OUTCOME_VIEW_CHANGED;
 }

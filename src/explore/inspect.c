@@ -419,7 +419,7 @@ static void explain_inputs(const struct cell *c)
     struct buf *b = c->b;
     if (m->layer > 0) {
         put(b, "input = layer %d's output (its %s)\n  = ", m->layer - 1,
-            attn_stage_name(attn_stage_block_output(&c->a->result.net.model[m->layer - 1])));
+            attn_stage_name(attn_stage_block_output(&app_net(c->a)->model[m->layer - 1])));
         equals_val(c);
         return;
     }
@@ -1167,7 +1167,7 @@ void inspect_explain(char *out, size_t size, const struct app *a)
         put(&b, "\n");
     }
     if (a->result.shown.token_ids) { /* a vocabulary's tokens: their ids, as the model sees them */
-        const int *ids = a->result.net.model[0].ids;
+        const int *ids = app_net(a)->model[0].ids;
         /* cross-attention's keys: the source's ids */
         const int *keys = m->cross ? a->result.net.encoder->model[0].ids : ids;
         if (attn_stage_is_square(a->view.stage))

@@ -44,10 +44,10 @@ void range_get(struct range_cache *c, const struct app *a, int head, float *lo, 
         int h0 = head < 0 ? 0 : head;
         int h1 = head >= 0 || !attn_stage_is_per_head(a->view.stage) ? h0 + 1 : app_model(a)->heads;
         int l0 = head == -2 ? 0 : a->view.layer,
-            l1 = head == -2 ? a->result.net.layers : a->view.layer + 1;
+            l1 = head == -2 ? app_net(a)->layers : a->view.layer + 1;
         float l = INFINITY, u = -INFINITY;
         for (int L = l0; L < l1; L++) {
-            if (!attn_stage_present(&a->result.net.model[L], a->view.stage) ||
+            if (!attn_stage_present(&app_net(a)->model[L], a->view.stage) ||
                 !app_layer_ready(a, L)) /* the model view's scale: the layers done so far */
                 continue;
             for (int h = h0; h < h1; h++) {

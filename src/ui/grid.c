@@ -24,7 +24,7 @@ static int per_layer(const struct app *a)
 /* Tile t is layer t / per_layer, head t % per_layer. */
 static int tiles(const struct app *a)
 {
-    return app_result(a)->net.layers * per_layer(a);
+    return app_net(a)->layers * per_layer(a);
 }
 
 static int selected(const struct app *a)
@@ -57,7 +57,7 @@ static void thumb_layout(struct panel *p, struct frame *f, int *cw)
         gp->tile_h = gp->shown_rows + 2;
         gp->per_row = p->area.w / gp->tile_w > 0 ? p->area.w / gp->tile_w : 1;
         /* The model view: a row per layer when a layer's heads fit on one. */
-        if (app_result(f->app)->net.layers > 1 && gp->per_row >= per_layer(f->app))
+        if (app_net(f->app)->layers > 1 && gp->per_row >= per_layer(f->app))
             gp->per_row = per_layer(f->app);
         int tile_rows = (n + gp->per_row - 1) / gp->per_row;
         fits = tile_rows * gp->tile_h <= p->area.h - 1;
@@ -104,7 +104,7 @@ static int score_label(char *label, size_t size, const struct theme *t, const st
     snprintf(label + used, size - used, "%s", num);
     if (!sc->defined[k] || sel)
         return attr;
-    int n = app_result(a)->net.model[L].n;
+    int n = app_net(a)->model[L].n;
     float top = k == SCORE_ENTROPY ? (float)log((double)(n > 1 ? n : 2)) : 1.0f;
     const char *shade;
     return theme_cell_attr(t, (float)sc->value[k], 0.0f, top, false, &shade);
@@ -155,11 +155,11 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
 {
     const struct app_result *res = app_result(a);
     const struct app_view *view = app_view_state(a);
-    const struct attn_model *m = &res->net.model[L];
+    const struct attn_model *m = &app_net(a)->model[L];
     char where[32] = "";
     const char *head = "head ";
-    if (model_view && res->net.layers > 1) {
-        attn_net_layer_name(where, sizeof(where) - 2, &res->net, L, true);
+    if (model_view && app_net(a)->layers > 1) {
+        attn_net_layer_name(where, sizeof(where) - 2, app_net(a), L, true);
         strcat(where, " ");
         head = "h";
     }
@@ -174,7 +174,7 @@ static int tile_label(char *label, size_t size, const struct theme *t, const str
     /* a model whose layers slide and attend to everything in turn (Gemma's): which is which */
     const struct attn_config *ac = &res->shown.attn;
     bool mixed = false;
-    for (int k = 0; ac->window > 0 && k < res->net.layers && k < SCENE_MAX_LAYERS; k++)
+    for (int k = 0; ac->window > 0 && k < app_net(a)->layers && k < SCENE_MAX_LAYERS; k++)
         mixed |= ac->window_off[k];
     if (model_view && m->n_experts > 0 && (h == 0 || shared) && app_layer_ready(a, L))
         expert_load(label, size, a, L, m);
@@ -274,7 +274,7 @@ static bool thumb_make(struct grid_panel *gp, const struct app *a, int t, int L,
     const struct app_view *view = app_view_state(a);
     if (c->made[t])
         return true;
-    if (!app_layer_ready(a, L) || !attn_stage_present(&app_result(a)->net.model[L], view->stage) ||
+    if (!app_layer_ready(a, L) || !attn_stage_present(&app_net(a)->model[L], view->stage) ||
         (deadline > 0 && attn_now_ms() > deadline))
         return false;
     int rows = c->rows, cols = c->cols;
@@ -299,7 +299,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
     int n = tiles(f->app);
 
     /* One scale for all heads, so equal colours mean equal values across tiles. */
-    int layers = res->net.layers, pl = per_layer(a);
+    int layers = app_net(a)->layers, pl = per_layer(a);
     /* One tile a layer: a stage the heads share, or a model of one head (its own). */
     bool shared = !attn_stage_is_per_head(view->stage) && app_model(a)->heads > 1;
     /* The tiles in view first, then the rest (the scale is every tile's), as time allows. */
@@ -312,13 +312,13 @@ static void thumb_draw(struct panel *p, struct frame *f)
     gp->walk_want = (struct app_thumb_key){
         0, (int)view->stage, (int)view->block_agg, gp->shown_rows, gp->shown_cols, pl};
     gp->walk_wanted = false;
-    if (cached && res->net.stage_layers) {
+    if (cached && app_net(a)->stage_layers) {
         int done;
         const struct app_thumb_walk *w = app_thumbs(a, &gp->walk_want, &done);
         size_t cells = (size_t)gp->shown_rows * (size_t)gp->shown_cols;
         for (int k = 0; w && k < done * pl; k++)
             if (!gp->thumbs.made[k] && k / pl != w->skipped &&
-                attn_stage_present(&res->net.model[k / pl], view->stage)) {
+                attn_stage_present(&app_net(a)->model[k / pl], view->stage)) {
                 memcpy(gp->thumbs.cells + (size_t)k * cells, w->cells + (size_t)k * cells,
                        cells * sizeof(float));
                 gp->thumbs.lo[k] = w->lo[k];
@@ -329,13 +329,13 @@ static void thumb_draw(struct panel *p, struct frame *f)
     for (int k = 0; cached && k < n; k++) {
         int tile = (first_shown + k) % n;
         if (!thumb_make(gp, a, tile, tile / pl, tile % pl, deadline) &&
-            attn_stage_present(&res->net.model[tile / pl], view->stage)) {
+            attn_stage_present(&app_net(a)->model[tile / pl], view->stage)) {
             if (app_layer_ready(a, tile / pl))
                 gp->unfinished = true;
-            else if (res->net.stage_layers && !app_computing(a) &&
-                     attn_net_layers_ready(&res->net) == res->net.layers)
+            else if (app_net(a)->stage_layers && !app_computing(a) &&
+                     attn_net_layers_ready(app_net(a)) == app_net(a)->layers)
                 gp->walk_wanted = gp->unfinished = true; /* its layer's stages: the walk's */
-            else if (res->net.stage_layers && res->job.running && res->job.kind == JOB_THUMBS)
+            else if (app_net(a)->stage_layers && res->job.running && res->job.kind == JOB_THUMBS)
                 gp->unfinished = true; /* coming */
         }
     }
@@ -381,7 +381,7 @@ static void thumb_draw(struct panel *p, struct frame *f)
         if (ty >= r.y + r.h)
             break;
         int L = tile / pl, h = tile % pl;
-        const struct attn_model *m = &res->net.model[L];
+        const struct attn_model *m = &app_net(a)->model[L];
         char label[512];
         bool sel = n > 1 && tile == selected(a);
         int lattr = tile_label(label, sizeof(label), t, a, L, h, true, shared, sel);
@@ -928,7 +928,7 @@ int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *lea
 {
     const struct app *a = f->app;
     struct attn_mat_view v = {NULL, app_rows(a), app_cols(a), 0}; /* its shape */
-    if (app_result(a)->net.layers > 1) { /* every layer's tiles at full size, one column a cell */
+    if (app_net(a)->layers > 1) { /* every layer's tiles at full size, one column a cell */
         int tile_w = v.cols + 2, per_row = width / tile_w > 0 ? width / tile_w : 1;
         per_row = per_row < per_layer(a) ? per_row : per_layer(a);
         int tile_rows = (tiles(a) + per_row - 1) / per_row;
@@ -946,7 +946,7 @@ int grid_rows_wanted(struct grid_panel *gp, struct frame *f, int width, int *lea
 
 int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height)
 {
-    if (app_result(f->app)->net.layers > 1)
+    if (app_net(f->app)->layers > 1)
         return height;
     float lo, hi;
     range_get(&gp->range, f->app, -1, &lo, &hi);
@@ -959,7 +959,7 @@ int grid_rows_used(struct grid_panel *gp, struct frame *f, int width, int height
 
 static void grid_draw(struct panel *p, struct frame *f)
 {
-    if (app_result(f->app)->net.layers > 1)
+    if (app_net(f->app)->layers > 1)
         thumb_draw(p, f);
     else
         heads_draw(p, f);
@@ -968,7 +968,7 @@ static void grid_draw(struct panel *p, struct frame *f)
 static int grid_handle_key(struct panel *p, struct frame *f, enum action act)
 {
     const struct grid_panel *gp = (const struct grid_panel *)p;
-    if (app_result(f->app)->net.layers == 1) {
+    if (app_net(f->app)->layers == 1) {
         /* One layer: left and right pick a head, up and down move through the rows. */
         float lo, hi;
         range_get(&((struct grid_panel *)p)->range, f->app, -1, &lo, &hi);
@@ -1014,7 +1014,7 @@ static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, uns
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return select_tile(f->app, selected(f->app) + (buttons & BUTTON4_PRESSED ? -1 : 1));
     int tile;
-    if (app_result(f->app)->net.layers == 1) {
+    if (app_net(f->app)->layers == 1) {
         float lo, hi;
         range_get(&((struct grid_panel *)p)->range, f->app, -1, &lo, &hi);
         struct heads_layout hl;
@@ -1043,7 +1043,7 @@ static int grid_handle_mouse(struct panel *p, struct frame *f, int y, int x, uns
 static void grid_resize(struct panel *p, struct frame *f, struct rect area)
 {
     p->area = area;
-    if (app_result(f->app)->net.layers > 1) {
+    if (app_net(f->app)->layers > 1) {
         int cw;
         thumb_layout(p, f, &cw);
     }

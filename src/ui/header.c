@@ -18,10 +18,12 @@ static void header_draw(struct panel *p, struct frame *f)
     attrset(A_NORMAL);
 
     char sizes[200], layer[96] = "", ablated[96] = "";
-    if (res->net.encoder) { /* an encoder-decoder's decoder: its layer and which attention */
+    if (res->net.encoder) { /* an encoder-decoder: the stack on screen, its layer and attention */
         char name[48];
-        attn_net_layer_name(name, sizeof(name), &res->net, view->layer, false);
-        snprintf(layer, sizeof(layer), " \u00b7 %s of %d", name, res->net.layers / 2);
+        const struct attn_net *net = app_net(f->app);
+        attn_net_layer_name(name, sizeof(name), net, view->layer, false);
+        snprintf(layer, sizeof(layer), " \u00b7 %s of %d", name,
+                 net->is_encoder ? net->layers : net->layers / 2);
     } else if (res->net.layers > 1) {
         snprintf(layer, sizeof(layer), " \u00b7 layer %d of %d", view->layer, res->net.layers);
     }

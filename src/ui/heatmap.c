@@ -582,8 +582,8 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     }
     /* The KV sharing last: on a narrow screen the stage's name and shape matter more. */
     char layer[64] = "";
-    if (res->net.layers > 1) {
-        attn_net_layer_name(layer, sizeof(layer) - 8, &res->net, view->layer, false);
+    if (app_net(a)->layers > 1) {
+        attn_net_layer_name(layer, sizeof(layer) - 8, app_net(a), view->layer, false);
         strcat(layer, " \u00b7 ");
     }
     char since[160] = "";
@@ -601,10 +601,10 @@ static void heatmap_draw(struct panel *p, struct frame *f)
     if (rollout && view->layer > 0) /* the product of the layers' A' up to this one */
         snprintf(title, sizeof(title),
                  "attention rollout \u00b7 layers 0\u2013%d (of %d) \u00b7 %d\u00d7%d", view->layer,
-                 res->net.layers, v.rows, v.cols);
+                 app_net(a)->layers, v.rows, v.cols);
     else if (rollout)
         snprintf(title, sizeof(title), "attention rollout \u00b7 layer 0%s \u00b7 %d\u00d7%d",
-                 res->net.layers > 1 ? " (the first)" : "", v.rows, v.cols);
+                 app_net(a)->layers > 1 ? " (the first)" : "", v.rows, v.cols);
     else if (mean)
         snprintf(title, sizeof(title), "%smean of the %d heads \u00b7 %s \u00b7 %d\u00d7%d", layer,
                  app_model(a)->heads, what, v.rows, v.cols);

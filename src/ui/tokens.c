@@ -107,8 +107,8 @@ static void title_text(char *out, size_t size, const struct app *a, int head)
 {
     const struct app_view *view = app_view_state(a);
     char layer[64] = "", who[48];
-    if (app_result(a)->net.layers > 1) {
-        attn_net_layer_name(layer, sizeof(layer) - 8, &app_result(a)->net, view->layer, false);
+    if (app_net(a)->layers > 1) {
+        attn_net_layer_name(layer, sizeof(layer) - 8, app_net(a), view->layer, false);
         strcat(layer, " \u00b7 ");
     }
     if (head == TOKENVIEW_ROLLOUT) {
