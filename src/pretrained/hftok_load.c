@@ -7,6 +7,7 @@
  * knows, is refused by name: a tokenizer is read in full or not at all.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -551,6 +552,187 @@ static int load_sequence(struct jctx *c, json_t *obj, const char *key, const cha
 
 /* ---- normalizers --------------------------------------------------------------------------- */
 
+/* Standard base64 as the spm_precompiled crate decodes it (the base64 crate's STANDARD engine):
+ * the alphabet A-Z a-z 0-9 + /, no white space, "=" padding to a multiple of 4 characters and
+ * only where it belongs, unused bits of the last character 0. Returns the bytes (*out, *len;
+ * malloc'd), or -1 with why in msg. */
+static int base64_decode(const char *s, size_t len, unsigned char **out, size_t *out_len, char *msg,
+                         size_t msg_size)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (len % 4 != 0) {
+        snprintf(msg, msg_size,
+                 "is not base64: %zu characters, not a multiple of 4 (padded with '=')", len);
+        return -1;
+    }
+    size_t pad = 0;
+    while (pad < 2 && pad < len && s[len - 1 - pad] == '=')
+        pad++;
+    unsigned char *o = malloc(len / 4 * 3 + 1);
+    if (!o) {
+        snprintf(msg, msg_size, "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < len - pad; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '+'             ? 62
+                : c == '/'             ? 63
+                                       : -1;
+        if (v < 0) {
+            char tmp[5] = {0}, b[80];
+            memcpy(tmp, s + i, len - i < 4 ? len - i : 4);
+            uint32_t cp;
+            int k = attn_utf8_decode(tmp, &cp);
+            snprintf(msg, msg_size, "is not base64: '%s' at byte %zu%s",
+                     shown(b, sizeof(b), s + i, k > 0 ? (size_t)k : 1), i,
+                     c == '=' ? ", padding before the end" : "");
+            free(o);
+            return -1;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        if (i % 4 == 3) {
+            o[n++] = (unsigned char)(acc >> 16);
+            o[n++] = (unsigned char)(acc >> 8);
+            o[n++] = (unsigned char)acc;
+            acc = 0;
+        }
+    }
+    /* the last group: 2 characters give a byte (4 bits left over), 3 give two (2 bits) */
+    if (pad == 2 ? acc & 0xF : pad == 1 ? acc & 0x3 : 0) {
+        snprintf(msg, msg_size, "is not base64: its last character has bits set past the data");
+        free(o);
+        return -1;
+    }
+    if (pad == 2)
+        o[n++] = (unsigned char)(acc >> 4);
+    else if (pad == 1) {
+        o[n++] = (unsigned char)(acc >> 10);
+        o[n++] = (unsigned char)(acc >> 2);
+    }
+    *out = o;
+    *out_len = n;
+    return 0;
+}
+
+/* Precompiled's precompiled_charsmap: base64 of SentencePiece's blob, a little-endian u32 (the
+ * trie's size in bytes), the trie (darts-clone's double array of little-endian u32 units), then
+ * the pool of normalized strings. The crate reads any such blob and panics on a walk that leaves
+ * the trie or a string that starts outside the pool; here the whole blob is checked once, so
+ * that no text can make such a walk: every unit a byte can lead to (and the root) must have the
+ * 256 units of its children inside the trie, and every value a key can have must start a
+ * character of the pool (or be its end: the empty string). The pool must be UTF-8 (the crate
+ * refuses it otherwise). */
+static int load_charsmap(struct jctx *c, json_t *obj, struct hf_norm *n)
+{
+    json_t *v = json_object_get(obj, "precompiled_charsmap");
+    push_key(c, "precompiled_charsmap");
+    int rc = 0;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    char msg[160];
+    if (!v) {
+        rc = jerr(c, "is missing (base64 of SentencePiece's precompiled charsmap)");
+        goto out;
+    }
+    if (!json_is_string(v)) {
+        rc = jerr(c, "must be a string (base64 of SentencePiece's precompiled charsmap)");
+        goto out;
+    }
+    if (base64_decode(json_string_value(v), json_string_length(v), &blob, &len, msg, sizeof(msg))) {
+        rc = jerr(c, "%s", msg);
+        goto out;
+    }
+    if (len < 4) {
+        rc = jerr(c, "the charsmap is %zu bytes, too short to hold its trie's size (4 bytes)", len);
+        goto out;
+    }
+    uint32_t size = (uint32_t)blob[0] | (uint32_t)blob[1] << 8 | (uint32_t)blob[2] << 16 |
+                    (uint32_t)blob[3] << 24;
+    if (size % 4 != 0) {
+        rc = jerr(c, "the charsmap's trie is %" PRIu32 " bytes, not a whole number of 4-byte units",
+                  size);
+        goto out;
+    }
+    if (size > len - 4) {
+        rc = jerr(
+            c, "the charsmap's trie is %" PRIu32 " bytes, more than the %zu bytes after its size",
+            size, len - 4);
+        goto out;
+    }
+    if (size == 0) {
+        rc = jerr(c, "the charsmap's trie is empty (it has no root)");
+        goto out;
+    }
+    n->n_units = size / 4;
+    n->pool_len = len - 4 - size;
+    n->units = malloc(n->n_units * sizeof(*n->units));
+    n->pool = malloc(n->pool_len + 1);
+    if (!n->units || !n->pool) {
+        rc = jerr(c, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n->n_units; i++) {
+        const unsigned char *b = blob + 4 + 4 * i;
+        n->units[i] =
+            (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    }
+    memcpy(n->pool, blob + 4 + size, n->pool_len);
+    n->pool[n->pool_len] = '\0';
+    for (size_t i = 0; i < n->pool_len;) {
+        char tmp[5] = {0};
+        size_t avail = n->pool_len - i;
+        memcpy(tmp, n->pool + i, avail < 4 ? avail : 4);
+        uint32_t cp;
+        int k = n->pool[i] == '\0' ? 1 : attn_utf8_decode(tmp, &cp);
+        if (k <= 0) {
+            rc =
+                jerr(c, "the charsmap's normalized strings are not UTF-8 (at byte %zu of them)", i);
+            goto out;
+        }
+        i += (size_t)k;
+    }
+    for (size_t q = 0; q < n->n_units; q++) {
+        uint32_t u = n->units[q], l = hf_da_label(u);
+        if (q != 0 && (l == 0 || l > 0xFF))
+            continue; /* a leaf, or a unit no byte leads to (the walk stops at a NUL) */
+        size_t kids = (size_t)(q ^ hf_da_offset(u));
+        if ((kids | 0xFF) >= n->n_units) {
+            rc = jerr(c,
+                      "the charsmap's trie is broken: unit %zu has its children at %zu, outside "
+                      "the trie's %zu units",
+                      q, kids & ~(size_t)0xFF, n->n_units);
+            goto out;
+        }
+        if (q == 0 || !hf_da_has_leaf(u))
+            continue;
+        uint32_t at = hf_da_value(n->units[kids]);
+        if (at > n->pool_len) {
+            rc = jerr(c,
+                      "the charsmap's trie is broken: unit %zu's string starts at byte %" PRIu32
+                      ", past the %zu bytes of normalized strings",
+                      q, at, n->pool_len);
+            goto out;
+        }
+        if (at < n->pool_len && ((unsigned char)n->pool[at] & 0xC0) == 0x80) {
+            rc = jerr(c,
+                      "the charsmap's trie is broken: unit %zu's string starts at byte %" PRIu32
+                      ", inside a character",
+                      q, at);
+            goto out;
+        }
+    }
+out:
+    free(blob);
+    pop(c);
+    return rc;
+}
+
 /* item: a struct hf_norm (the type of load_sequence's items) */
 static int load_norm(struct jctx *c, json_t *obj, void *item)
 {
@@ -617,6 +799,11 @@ static int load_norm(struct jctx *c, json_t *obj, void *item)
                    ? -1
                    : 0;
     }
+    if (strcmp(type, "Precompiled") == 0) {
+        static const char *const keys[] = {"precompiled_charsmap", NULL};
+        n->kind = HN_PRECOMPILED;
+        return only_keys(c, obj, type, keys) || load_charsmap(c, obj, n) ? -1 : 0;
+    }
     if (strcmp(type, "Sequence") == 0) {
         n->kind = HN_SEQUENCE;
         void *items = NULL;
@@ -627,7 +814,7 @@ static int load_norm(struct jctx *c, json_t *obj, void *item)
     }
     return unsupported(c, type,
                        "normalizers: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, "
-                       "BertNormalizer, Prepend, Replace, Strip and Sequence");
+                       "BertNormalizer, Prepend, Replace, Strip, Precompiled and Sequence");
 }
 
 /* ---- pre-tokenizers ------------------------------------------------------------------------ */
@@ -1805,6 +1992,8 @@ static int load_root(struct jctx *c, json_t *root, struct hftok *t)
 static void norm_free(struct hf_norm *n)
 {
     free(n->str);
+    free(n->units);
+    free(n->pool);
     pcre2_code_free(n->pat.re);
     for (int i = 0; i < n->n; i++)
         norm_free(&n->items[i]);

