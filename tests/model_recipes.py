@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A shipped model must be the one its train.py makes: a stale file fails here.
 
-For each models/<name>/ with a train.py, this checks, without training (and without torch):
+For each models/<name>/ with a train.py, this checks, without training (and without torch)
+(a GPT-2; an encoder-decoder in BART's layout, models/translator, by its own sizes and
+tensors, check_bart):
   - the architecture constants of train.py (layers, heads, width, positions, norm epsilon, and
     the vocabulary size where train.py fixes it) equal config.json's;
   - model.safetensors's header has the shapes that architecture gives (wte, wpe, each layer's
@@ -50,12 +52,53 @@ def safetensors_shapes(path):
     return {k: v["shape"] for k, v in header.items() if k != "__metadata__"}
 
 
+def check_bart(folder, name, recipe, cfg):
+    """An encoder-decoder in BART's layout (models/translator): train.py's D_MODEL, LAYERS, HEADS,
+    FFN, MAX_POS and LN_EPS against config.json, every tensor's shape against them, and
+    tokenizer.json's vocabulary against vocab_size."""
+    errs = []
+    want = {"d_model": recipe.D_MODEL, "encoder_layers": recipe.LAYERS,
+            "decoder_layers": recipe.LAYERS, "encoder_attention_heads": recipe.HEADS,
+            "decoder_attention_heads": recipe.HEADS, "encoder_ffn_dim": recipe.FFN,
+            "decoder_ffn_dim": recipe.FFN, "max_position_embeddings": recipe.MAX_POS}
+    for key, value in want.items():
+        if cfg.get(key) != value:
+            errs.append("%s: train.py says %s = %r, config.json %r" % (name, key, value, cfg.get(key)))
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        vocab = len(json.load(f)["model"]["vocab"])
+    if cfg.get("vocab_size") != vocab:
+        errs.append("%s: config.json vocab_size %r, tokenizer.json has %d" % (name, cfg.get("vocab_size"), vocab))
+    shapes = safetensors_shapes(os.path.join(folder, "model.safetensors"))
+    d, f_ = cfg["d_model"], cfg["encoder_ffn_dim"]
+    expect = {"model.shared.weight": [cfg["vocab_size"], d], "final_logits_bias": [1, cfg["vocab_size"]]}
+    for stack, layers in (("encoder", cfg["encoder_layers"]), ("decoder", cfg["decoder_layers"])):
+        expect["model.%s.embed_positions.weight" % stack] = [cfg["max_position_embeddings"] + 2, d]
+        for i in range(layers):
+            p = "model.%s.layers.%d." % (stack, i)
+            for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                expect[p + "self_attn.%s.weight" % proj] = [d, d]
+                if stack == "decoder":
+                    expect[p + "encoder_attn.%s.weight" % proj] = [d, d]
+            expect[p + "fc1.weight"] = [f_, d]
+            expect[p + "fc2.weight"] = [d, f_]
+    for key, shape in expect.items():
+        if shapes.get(key) != shape:
+            errs.append("%s: model.safetensors %s is %r, the recipe gives %r" % (name, key, shapes.get(key), shape))
+    extra = sorted(k for k in shapes if ".layers." in k and
+                   int(k.split(".layers.")[1].split(".")[0]) >= cfg["decoder_layers"])
+    if extra:
+        errs.append("%s: model.safetensors has layers past config.json's: %s" % (name, extra[0]))
+    return errs
+
+
 def check(folder):
     errs = []
     name = os.path.basename(folder)
     recipe = load_recipe(os.path.join(folder, "train.py"))
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
+    if cfg.get("model_type") == "bart":
+        return check_bart(folder, name, recipe, cfg), 0
     with open(os.path.join(folder, "vocab.json"), encoding="utf-8") as f:
         vocab = len(json.load(f))
     positions = getattr(recipe, "N_CTX", getattr(recipe, "N_POSITIONS", None))

@@ -1293,7 +1293,7 @@ static void test_every_stage_explained(void **state)
             /* the scene's own account of the stage (stage.h's width) agrees with the matrix */
             assert_true(attn_scene_stage_present(&a.doc.scene, a.view.layer, a.view.stage));
             assert_int_equal(app_view(&a, a.view.stage, a.view.head).cols,
-                             attn_scene_stage_cols(&a.doc.scene, a.view.stage));
+                             attn_scene_stage_cols(&a.doc.scene, a.view.layer, a.view.stage));
             a.view.row = app_rows(&a) - 1;
             a.view.col = 0;
             char text[4096], want[64];

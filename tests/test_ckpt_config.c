@@ -54,19 +54,18 @@ static void put_diag(char *out, size_t size, const struct diag *d)
     snprintf(out + o, size - o, "%s:%d:%d: %s\n", base, d->line, d->col, d->msg);
 }
 
-/* Loads a scene of text on dir's checkpoint with config (written as dir/config.json). */
-static void load_text(struct loaded *r, const char *dir, const char *config, const char *text)
+/* Loads a scene of text (YAML) on dir's checkpoint with config (written as dir/config.json),
+ * its tokenizer the line tokenizer ("{kind: ...}"). */
+static void load_scene(struct loaded *r, const char *dir, const char *config, const char *text,
+                       const char *tokenizer)
 {
     memset(r, 0, sizeof(*r));
     char path[4200], scene[9000];
     snprintf(path, sizeof(path), "%s/config.json", dir);
     tu_write_text(path, config);
     snprintf(path, sizeof(path), "%s/scene.yaml", dir);
-    snprintf(scene, sizeof(scene),
-             "text: %s\n"
-             "tokenizer: {kind: gpt2, vocab: %s/gpt2/vocab.json, merges: %s/gpt2/merges.txt}\n"
-             "model: {file: model.safetensors}\n",
-             text, golden(), golden());
+    snprintf(scene, sizeof(scene), "text: %s\ntokenizer: %s\nmodel: {file: model.safetensors}\n",
+             text, tokenizer);
     tu_write_text(path, scene);
     struct diag_list errs;
     attn_diag_list_init(&errs);
@@ -80,6 +79,16 @@ static void load_text(struct loaded *r, const char *dir, const char *config, con
             put_diag(r->warnings, sizeof(r->warnings), &w->items[i]);
     }
     attn_diag_list_free(&errs);
+}
+
+/* The same on the tiny GPT-2 BPE of tests/golden/gpt2. */
+static void load_text(struct loaded *r, const char *dir, const char *config, const char *text)
+{
+    char tok[4200];
+    snprintf(tok, sizeof(tok),
+             "{kind: gpt2, vocab: %s/gpt2/vocab.json, merges: %s/gpt2/merges.txt}", golden(),
+             golden());
+    load_scene(r, dir, config, text, tok);
 }
 
 static void load(struct loaded *r, const char *dir, const char *config)
@@ -743,6 +752,128 @@ static void test_moe_keys(void **state)
     free(dir);
 }
 
+/* An encoder-decoder of tests/golden/seq2seq (gen_seq2seq.py: t5, bart, marian): its folder
+ * copied to a fresh dir, its config.json returned, and a scene of two sequences on it loaded
+ * with config (changed) into r. */
+static char *seq2seq_config(char **dir, const char *name)
+{
+    char rel[200], path[4200];
+    *dir = tu_make_tmpdir("ckpt-seq2seq");
+    snprintf(rel, sizeof(rel), "seq2seq/%s/model.safetensors", name);
+    copy_model(*dir, rel);
+    snprintf(path, sizeof(path), "%s/seq2seq/%s/config.json", golden(), name);
+    size_t len;
+    return tu_must_read_file(path, &len);
+}
+
+static void load_seq2seq(struct loaded *r, const char *dir, const char *name, const char *config)
+{
+    char tok[4200];
+    snprintf(tok, sizeof(tok), "{kind: hf, file: %s/seq2seq/%s/tokenizer.json}", golden(), name);
+    load_scene(r, dir, config, "{source: \"the small dog sees the red ball\", target: \"dovi\"}",
+               tok);
+}
+
+/* The one problem config has, exactly, on the encoder-decoder name. */
+static void expect_seq2seq_problem(const char *dir, const char *name, const char *config,
+                                   const char *want)
+{
+    struct loaded r;
+    load_seq2seq(&r, dir, name, config);
+    if (r.ok || strcmp(r.problems, want) != 0)
+        fail_msg("config:\n%s\nexpected the problem\n%sgot\n%s", config, want,
+                 r.ok ? "(loaded)\n" : r.problems);
+    loaded_free(&r);
+}
+
+/* T5's, BART's and Marian's configs (gen_seq2seq.py's), each read whole, then with one change
+ * each: what they compute (the stacks, the position bias, the positions) and what they refuse,
+ * at the key. */
+static void test_seq2seq_keys(void **state)
+{
+    (void)state;
+    char *dir, *config = seq2seq_config(&dir, "t5");
+    struct loaded r;
+    load_seq2seq(&r, dir, "t5", config);
+    if (!r.ok)
+        fail_msg("t5 did not load:\n%s", r.problems);
+    assert_non_null(r.s.encoder);
+    assert_int_equal(r.s.layers, 4); /* two decoder layers, two sublayers each */
+    assert_int_equal(r.s.sublayer[0], SUB_SELF);
+    assert_int_equal(r.s.sublayer[1], SUB_CROSS);
+    assert_int_equal(r.s.encoder->layers, 2);
+    assert_int_equal(r.s.pos.rel.buckets, 8);
+    assert_false(r.s.pos.rel.bidirectional);
+    assert_true(r.s.encoder->pos.rel.bidirectional);
+    assert_true(r.s.unembed_scale == 1.0 / sqrt(32.0)); /* tied: d_model^-0.5 */
+    assert_int_equal(r.s.token_ids[0], 0);              /* decoder_start_token_id */
+    assert_int_equal(r.s.encoder->token_ids[r.s.encoder->n_tokens - 1], 1); /* </s> */
+    assert_string_equal(r.warnings, "");
+    loaded_free(&r);
+    expect_seq2seq_problem(dir, "t5",
+                           with(config, "\"relative_attention_num_buckets\": 8",
+                                "\"relative_attention_num_buckets\": 2"),
+                           "config.json:23:3: 'relative_attention_num_buckets' 2: T5's buckets "
+                           "need at least 4 (an exact one a side)\n");
+    expect_seq2seq_problem(dir, "t5",
+                           with(config, "\"relative_attention_max_distance\": 16",
+                                "\"relative_attention_max_distance\": 3"),
+                           "config.json:22:3: 'relative_attention_max_distance' 3 is not past the "
+                           "4 exact buckets: the logarithmic ones would have no room\n");
+    expect_seq2seq_problem(
+        dir, "t5", with(config, "\"dense_act_fn\": \"relu\"", "\"dense_act_fn\": \"gelu\""),
+        "config.json:9:3: 'dense_act_fn' is \"gelu\", but 'feed_forward_proj' relu makes it "
+        "\"relu\"\n");
+    expect_seq2seq_problem(
+        dir, "t5",
+        with(config, "\"feed_forward_proj\": \"relu\"", "\"feed_forward_proj\": \"gated-relu\""),
+        "config.json:12:3: 'feed_forward_proj' is \"gated-relu\": attnscope "
+        "computes relu, gelu, gelu_new, gated-gelu and gated-silu\n");
+    expect_seq2seq_problem(
+        dir, "t5", with(config, "\"is_encoder_decoder\": true", "\"is_encoder_decoder\": false"),
+        "config.json:14:3: 'is_encoder_decoder' is false: T5's encoder alone (T5EncoderModel) "
+        "is not something attnscope reads\n");
+    free(config);
+    tu_remove_tree(dir);
+    free(dir);
+
+    config = seq2seq_config(&dir, "bart");
+    load_seq2seq(&r, dir, "bart", config);
+    if (!r.ok)
+        fail_msg("bart did not load:\n%s", r.problems);
+    assert_int_equal(r.s.pos.offset, 2); /* BartLearnedPositionalEmbedding's */
+    assert_int_equal(r.s.block.order, BLOCK_POST);
+    assert_int_equal(r.s.model.positions, 66); /* every one of the 64 positions usable */
+    assert_non_null(r.s.unembed_bias.data);    /* final_logits_bias */
+    assert_int_equal(r.s.token_ids[0], 2);     /* decoder_start_token_id: </s> */
+    loaded_free(&r);
+    expect_seq2seq_problem(
+        dir, "bart",
+        with(config, "\"activation_function\": \"gelu\"", "\"activation_function\": \"tanh\""),
+        "config.json:3:3: 'activation_function' is \"tanh\": attnscope "
+        "computes gelu, gelu_new, relu and swish\n");
+    free(config);
+    tu_remove_tree(dir);
+    free(dir);
+
+    config = seq2seq_config(&dir, "marian");
+    load_seq2seq(&r, dir, "marian", config);
+    if (!r.ok)
+        fail_msg("marian did not load:\n%s", r.problems);
+    assert_true(r.s.embed.scale == sqrt(32.0)); /* scale_embedding */
+    assert_int_equal(r.s.pos.offset, 0);
+    assert_int_equal(r.s.block.activation, ACT_SILU);
+    loaded_free(&r);
+    expect_seq2seq_problem(dir, "marian",
+                           with(config, "\"share_encoder_decoder_embeddings\": true",
+                                "\"share_encoder_decoder_embeddings\": false"),
+                           "config.json:29:3: 'share_encoder_decoder_embeddings' is false: a "
+                           "decoder vocabulary of its own is not something attnscope reads\n");
+    free(config);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 /* A config.json of pythia-par's sizes (head_dim 16), one key a line, extra before the last. */
 static char *neox_config(const char *extra)
 {
@@ -825,12 +956,13 @@ static void test_neox_keys(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_tables), cmocka_unit_test(test_rope_formats),
-        cmocka_unit_test(test_rope_types), cmocka_unit_test(test_windows),
-        cmocka_unit_test(test_positions),  cmocka_unit_test(test_gpt2_keys),
-        cmocka_unit_test(test_bert_keys),  cmocka_unit_test(test_neox_keys),
-        cmocka_unit_test(test_olmo2_keys), cmocka_unit_test(test_phi3_keys),
-        cmocka_unit_test(test_gemma_keys), cmocka_unit_test(test_moe_keys),
+        cmocka_unit_test(test_key_tables),   cmocka_unit_test(test_rope_formats),
+        cmocka_unit_test(test_rope_types),   cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_positions),    cmocka_unit_test(test_gpt2_keys),
+        cmocka_unit_test(test_bert_keys),    cmocka_unit_test(test_neox_keys),
+        cmocka_unit_test(test_olmo2_keys),   cmocka_unit_test(test_phi3_keys),
+        cmocka_unit_test(test_gemma_keys),   cmocka_unit_test(test_moe_keys),
+        cmocka_unit_test(test_seq2seq_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

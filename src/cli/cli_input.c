@@ -114,6 +114,19 @@ static int apply_text(struct cli_scene *cs, const struct cli_input *in)
         text = read[0] ? read[0] : in->sentence[0];
         pair = in->n_sentences == 2 ? (read[1] ? read[1] : in->sentence[1]) : NULL;
     }
+    if (s->encoder && in->n_sentences == 2) { /* an encoder-decoder's: the source, the target */
+        struct diag serr;
+        attn_diag_clear(&serr);
+        if (attn_scene_set_text(s->encoder, text, &serr) != 0) {
+            fprintf(stderr, "%s: the source: ", cs->name);
+            attn_utf8_fputs_escaped(serr.msg, stderr, 0);
+            fputc('\n', stderr);
+            rc = CLI_INVALID;
+            goto out;
+        }
+        text = pair;
+        pair = NULL;
+    }
     if (!text) {
         fprintf(stderr, "%s: --%s: the scene gives its tokens as a list, not a text to cut\n",
                 cs->name, in->truncate ? "truncate" : "window");

@@ -196,7 +196,8 @@ static const struct cli_opt *find_short(const struct cli_opt *opts, int n, char 
 const struct cli_opt cli_input_opts[CLI_IN_COUNT] = {
     [CLI_IN_TEXT] = {"text", 0, "TEXT",
                      "the sentence, in place of SCENE's; given twice, a\n"
-                     "pair (BERT's two sentences)"},
+                     "pair (BERT's two sentences), or an encoder-decoder's\n"
+                     "source and target (once: its target)"},
     [CLI_IN_TEXT_FILE] = {"text-file", 0, "FILE",
                           "the sentence from FILE (- is standard input), its\n"
                           "last line end dropped"},

@@ -229,10 +229,11 @@ bool attn_stage_is_derived(const struct attn_model *m, enum attn_stage s);
 int attn_stage_order(enum attn_stage *out, const struct attn_model *m);
 bool attn_stage_present(const struct attn_model *m, enum attn_stage s);
 /* The same for scene s before anything is computed (a scene file's lesson is checked so): whether
- * layer L of s has stage st, and how many columns its matrix has (every stage has a row per
- * token). */
+ * layer L of s has stage st, and how many rows and columns its matrix has (a row a token; a
+ * cross-attention layer's K and V a row, and its square stages a column, a source token). */
 bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_stage st);
-int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st);
+int attn_scene_stage_rows(const struct attn_scene *s, int layer, enum attn_stage st);
+int attn_scene_stage_cols(const struct attn_scene *s, int layer, enum attn_stage st);
 /* The columns of stage s's matrix in model m, by its width (stage.h): what attn_view's has. */
 int attn_stage_cols(const struct attn_model *m, enum attn_stage s);
 /* Its rows: a token's each, the queries' (n) but for K and V in a cross-attention layer, whose

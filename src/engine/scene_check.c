@@ -324,6 +324,8 @@ int attn_scene_check(const struct attn_scene *s, struct diag_list *out)
                 "(model: T5, BART or Marian)");
     if (s->encoder && s->encoder->encoder)
         problem(out, "text", "an encoder has no encoder of its own");
+    else if (s->encoder) /* the source side: its tokens, positions and parameters too */
+        attn_scene_check(s->encoder, out);
     for (int L = 0; s->encoder && L + 1 < s->layers && L + 1 < SCENE_MAX_LAYERS; L += 2)
         if (s->sublayer[L] != SUB_SELF || s->sublayer[L + 1] != SUB_CROSS)
             problem(out, "layers",

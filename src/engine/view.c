@@ -463,7 +463,18 @@ bool attn_scene_stage_present(const struct attn_scene *s, int layer, enum attn_s
     return attn_stage_present(&m, st);
 }
 
-int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st)
+/* Whether layer L of s is an encoder-decoder's cross-attention. */
+static bool scene_cross(const struct attn_scene *s, int layer)
+{
+    return s->encoder && layer >= 0 && layer < SCENE_MAX_LAYERS && s->sublayer[layer] == SUB_CROSS;
+}
+
+int attn_scene_stage_rows(const struct attn_scene *s, int layer, enum attn_stage st)
+{
+    return scene_cross(s, layer) && attn_stage_is_key_side(st) ? s->encoder->n_tokens : s->n_tokens;
+}
+
+int attn_scene_stage_cols(const struct attn_scene *s, int layer, enum attn_stage st)
 {
     switch (attn_stage_width(st)) {
     case STAGE_WIDTH_LATENT:
@@ -471,7 +482,7 @@ int attn_scene_stage_cols(const struct attn_scene *s, enum attn_stage st)
     case STAGE_WIDTH_HEAD_DIM:
         return attn_scene_head_dim(s);
     case STAGE_WIDTH_TOKENS:
-        return s->n_tokens;
+        return scene_cross(s, layer) ? s->encoder->n_tokens : s->n_tokens;
     case STAGE_WIDTH_CONCAT:
         return attn_scene_concat_dim(s);
     case STAGE_WIDTH_OUT:

@@ -362,6 +362,8 @@ static int load_encoder(struct family_load *ld, const struct config *c, struct d
     e->model.heads = c->enc.heads;
     e->model.causal = false;
     e->model.scale = SCALE_SQRT_DK;
+    e->model.positions = e->pos.max_len;
+    e->model.positions_key = "max_position_embeddings";
     if (read_embeddings(e, ld, "encoder.", c, err) ||
         attn_ckpt_reset_weights(e, c->enc.layers, err))
         return -1;
@@ -392,9 +394,18 @@ static int load(struct family_load *ld, struct diag *err)
                              "layers %d: an encoder-decoder runs every layer of both stacks "
                              "(the decoder's %d are %d of attnscope's: remove it)",
                              s->layers, c.dec.layers, c.shape.layers);
-    if (ld->o->heads)
+    /* as the scene writes them back: the checkpoint's own */
+    if (ld->o->heads && s->attn.heads != c.dec.heads)
         return attn_diag_set(err, "attention.heads",
-                             "heads: an encoder-decoder's heads are its stacks' own (remove it)");
+                             "heads %d: an encoder-decoder's heads are its stacks' own (the "
+                             "decoder's %d: remove it)",
+                             s->attn.heads, c.dec.heads);
+    int offset = c.variant == BART ? 2 : 0; /* the table's first row a position reads */
+    if (s->pos.offset != 0 && s->pos.offset != offset)
+        return attn_diag_set(err, "positional.offset",
+                             "offset %d: %s's positions are its table's own (rows from %d on: "
+                             "remove it)",
+                             s->pos.offset, shown, offset);
     if (attn_family_prologue(ld, &c.shape, &c, err))
         return -1;
     const char *arch = ld->family->name;
@@ -412,6 +423,9 @@ static int load(struct family_load *ld, struct diag *err)
                              s->n_tokens, c.positions, "max_position_embeddings");
     if (read_embeddings(s, ld, "decoder.", &c, err))
         return -1;
+    /* the table's rows: BART's first two are no position's (its offset), so every one of
+       max_position_embeddings is usable (the context: attn_scene_context) */
+    s->model.positions = s->pos.max_len;
     /* final_logits_bias: a (1, vocab) buffer every export carries (zeros unless trained) */
     attn_matrix_free(&s->unembed_bias);
     if (attn_ckpt_has(b, "final_logits_bias") &&

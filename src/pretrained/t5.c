@@ -157,6 +157,18 @@ static int read_config(struct config *g, struct ckpt_config *c, struct diag *err
         return attn_ckpt_config_error(c, "is_encoder_decoder", NULL, err,
                                       "'is_encoder_decoder' is false: T5's encoder alone "
                                       "(T5EncoderModel) is not something attnscope reads");
+    /* the encoder's exact buckets are a quarter of them, the decoder's a half: at least one
+       each, and the logarithmic ones must reach past them */
+    if (g->buckets < 4)
+        return attn_ckpt_config_error(c, "relative_attention_num_buckets", NULL, err,
+                                      "'relative_attention_num_buckets' %d: T5's buckets need at "
+                                      "least 4 (an exact one a side)",
+                                      g->buckets);
+    if (g->max_distance <= g->buckets / 2)
+        return attn_ckpt_config_error(c, "relative_attention_max_distance", NULL, err,
+                                      "'relative_attention_max_distance' %d is not past the %d "
+                                      "exact buckets: the logarithmic ones would have no room",
+                                      g->max_distance, g->buckets / 2);
     if ((long)sh->heads * g->d_kv > SCENE_MAX_DIM)
         return attn_ckpt_config_error(c, "d_kv", NULL, err, "%d heads x d_kv %d is over %d",
                                       sh->heads, g->d_kv, SCENE_MAX_DIM);
@@ -186,6 +198,11 @@ static bool layer_known(const struct config *g, int stack, int L, const char *re
             return true;
     }
     if (L == 0 && strcmp(rest, "layer.0.SelfAttention.relative_attention_bias.weight") == 0)
+        return true;
+    /* the released T5 files' cross-attention bias, which no layer reads (transformers ignores it
+       on load: _keys_to_ignore_on_load_unexpected) */
+    if (L == 0 && stack == 1 &&
+        strcmp(rest, "layer.1.EncDecAttention.relative_attention_bias.weight") == 0)
         return true;
     for (int k = 0; k < (stack == 0 ? 2 : 3); k++) {
         snprintf(name, sizeof(name), "layer.%d.layer_norm.weight", k);

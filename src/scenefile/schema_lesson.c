@@ -342,7 +342,8 @@ static void check_step_view(struct loader *l, const struct attn_scene *now, int 
                           "weighted_norm), not %s",
                           attn_stage_name((enum attn_stage)st->stage));
     }
-    int cols = attn_scene_stage_cols(now, (enum attn_stage)st->stage);
+    int cols = attn_scene_stage_cols(now, st->layer, (enum attn_stage)st->stage);
+    n = attn_scene_stage_rows(now, st->layer, (enum attn_stage)st->stage);
     if (st->row >= n) {
         node = step_node(l, i, st->col >= 0 ? "cell" : "row", path);
         attn_loader_error(l, node, path,
@@ -376,15 +377,16 @@ static void check_step_view(struct loader *l, const struct attn_scene *now, int 
                               attn_stage_name((enum attn_stage)stage), stages);
             continue;
         }
-        int mcols = attn_scene_stage_cols(now, (enum attn_stage)stage);
-        if (m->row >= n || m->col >= mcols)
+        int mcols = attn_scene_stage_cols(now, st->layer, (enum attn_stage)stage);
+        int mrows = attn_scene_stage_rows(now, st->layer, (enum attn_stage)stage);
+        if (m->row >= mrows || m->col >= mcols)
             attn_loader_error(
                 l, node, path,
                 "the mark {%s @ %s%s%d,%d}: the %s matrix is %d\u00d7%d (rows 0 to %d, "
                 "columns 0 to %d)",
                 m->written, m->stage >= 0 ? attn_stage_name((enum attn_stage)stage) : "",
                 m->stage >= 0 ? " " : "", m->row, m->col, attn_stage_name((enum attn_stage)stage),
-                n, mcols, n - 1, mcols - 1);
+                mrows, mcols, mrows - 1, mcols - 1);
     }
 }
 
