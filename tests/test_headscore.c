@@ -126,6 +126,27 @@ static void test_uniform_head_entropy(void **state)
     assert_float_equal(s.value[SCORE_FIRST], first / (N - 1), 1e-6);
 }
 
+/* Cross-attention (2 target rows over 4 source keys): only the entropy, over every row (none is
+ * masked to one choice): row 0 on one key (0 nats), row 1 even over 4 (ln 4); the mean ln 2. */
+static void test_cross_attention_entropy(void **state)
+{
+    (void)state;
+    float a[2][4] = {{0, 1, 0, 0}, {0.25f, 0.25f, 0.25f, 0.25f}};
+    struct head_scores s;
+    attn_head_scores(&s, (struct attn_mat_view){&a[0][0], 2, 4, 4}, ids);
+    assert_true(s.cross);
+    assert_true(s.defined[SCORE_ENTROPY]);
+    assert_int_equal(s.rows[SCORE_ENTROPY], 2);
+    assert_true(fabs(s.value[SCORE_ENTROPY] - log(2.0)) < 1e-6);
+    for (int k = 0; k < SCORE_COUNT; k++)
+        if (k != SCORE_ENTROPY) {
+            char why[200];
+            assert_false(s.defined[k]);
+            attn_head_score_why(why, sizeof(why), &s, (enum head_score)k);
+            assert_non_null(strstr(why, "cross-attention's keys are the source's"));
+        }
+}
+
 static void test_no_repeats(void **state)
 {
     (void)state;
@@ -152,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_induction_needs_repeats),
         cmocka_unit_test(test_uniform_head_entropy),
         cmocka_unit_test(test_no_repeats),
+        cmocka_unit_test(test_cross_attention_entropy),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -30,8 +30,20 @@ static void score_weights(struct head_scores *out, struct attn_mat_view w, const
 {
     memset(out, 0, sizeof(*out));
     int n = w.rows;
-    if (w.cols != n) { /* cross-attention: queries of one sequence, keys of another */
+    if (w.cols != n) { /* cross-attention: queries of one sequence, keys of another. Only the
+                          entropy means the same there (how focused a row is), over every row:
+                          none is masked to a single choice */
         out->cross = true;
+        double h = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < w.cols; j++) {
+                double a = w.data[(size_t)i * w.stride + j];
+                if (a > 0)
+                    h -= a * log(a);
+            }
+        out->rows[SCORE_ENTROPY] = n;
+        out->defined[SCORE_ENTROPY] = n > 0;
+        out->value[SCORE_ENTROPY] = n > 0 ? h / n : 0;
         return;
     }
     double sum[SCORE_COUNT] = {0};
@@ -119,8 +131,8 @@ void attn_head_score_why(char *out, size_t size, const struct head_scores *sc, e
     int rows = sc->rows[s];
     if (sc->cross)
         snprintf(out, size,
-                 "%s: the scores compare positions of one sequence; cross-attention's keys are "
-                 "the source's",
+                 "%s: it compares positions of one sequence; cross-attention's keys are the "
+                 "source's",
                  names[s]);
     else if (s != SCORE_INDUCTION)
         snprintf(out, size, "%s: no row to average (one token)", names[s]);

@@ -38,7 +38,7 @@ struct head_scores {
     bool defined[SCORE_COUNT]; /* false: fewer rows than the score needs (min_rows below) */
     int rows[SCORE_COUNT];     /* the rows it averages: 1 .. n-1, and for induction those whose
                                   token occurred before (the same for every head of a text) */
-    bool cross; /* the weights were not square (cross-attention): no score is given */
+    bool cross; /* the weights were not square (cross-attention): the entropy alone is given */
 };
 
 /* Scores of the weights w (n x n) of a sequence whose token identities are ids (n). */

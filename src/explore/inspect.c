@@ -1191,8 +1191,14 @@ void inspect_explain(char *out, size_t size, const struct app *a)
      * inspector leaves them out there; heads, S and print still give them on request. */
     bool model_talk = a->doc.scene.model.file || a->result.net.layers > 1;
     if (a->view.stage == STAGE_WEIGHTS && model_talk && m->cross) {
-        put(&b, "\nthis head aligns the target with the source: the pattern scores\n"
-                "(previous, induction, ...) compare a sequence with itself, and are not given\n");
+        const struct head_scores *sc = app_scores(a, a->view.layer, c.h);
+        put(&b, "\nthis head reads the source: the pattern scores (previous, induction, ...)\n"
+                "compare a sequence with itself and are not given; its rows' entropy ");
+        if (sc->defined[SCORE_ENTROPY])
+            put(&b, "%.2f", sc->value[SCORE_ENTROPY]);
+        else
+            put(&b, "-");
+        put(&b, "\n(0: each row on one source token)\n");
     } else if (a->view.stage == STAGE_WEIGHTS && model_talk) {
         const struct head_scores *sc = app_scores(a, a->view.layer, c.h);
         put(&b, "\nthis head's pattern scores:\n ");
