@@ -635,17 +635,23 @@ static void test_olmo2_keys(void **state)
     free(dir);
 }
 
-/* A scratch folder holding tests/golden/families/NAME's checkpoint (*dir), and that case's
- * config.json's text (the caller frees both). */
-static char *family_config(char **dir, const char *name)
+/* A scratch folder holding tests/golden/GROUP/NAME's checkpoint (*dir), and that case's
+ * config.json's text (the caller frees both). GROUP: families (gen_families.py), seq2seq
+ * (gen_seq2seq.py). */
+static char *golden_config(char **dir, const char *group, const char *name)
 {
     char rel[200], path[4200];
     *dir = tu_make_tmpdir("ckpt-family");
-    snprintf(rel, sizeof(rel), "families/%s/model.safetensors", name);
+    snprintf(rel, sizeof(rel), "%s/%s/model.safetensors", group, name);
     copy_model(*dir, rel);
-    snprintf(path, sizeof(path), "%s/families/%s/config.json", golden(), name);
+    snprintf(path, sizeof(path), "%s/%s/%s/config.json", golden(), group, name);
     size_t len;
     return tu_must_read_file(path, &len);
+}
+
+static char *family_config(char **dir, const char *name)
+{
+    return golden_config(dir, "families", name);
 }
 
 /* Phi-3: su and yarn are its old names of longrope, and no other rope type is taken; the factors
@@ -752,20 +758,8 @@ static void test_moe_keys(void **state)
     free(dir);
 }
 
-/* An encoder-decoder of tests/golden/seq2seq (gen_seq2seq.py: t5, bart, marian): its folder
- * copied to a fresh dir, its config.json returned, and a scene of two sequences on it loaded
- * with config (changed) into r. */
-static char *seq2seq_config(char **dir, const char *name)
-{
-    char rel[200], path[4200];
-    *dir = tu_make_tmpdir("ckpt-seq2seq");
-    snprintf(rel, sizeof(rel), "seq2seq/%s/model.safetensors", name);
-    copy_model(*dir, rel);
-    snprintf(path, sizeof(path), "%s/seq2seq/%s/config.json", golden(), name);
-    size_t len;
-    return tu_must_read_file(path, &len);
-}
-
+/* A scene of two sequences on an encoder-decoder of tests/golden/seq2seq (gen_seq2seq.py: t5,
+ * bart, marian), its checkpoint in dir, with config (changed), into r. */
 static void load_seq2seq(struct loaded *r, const char *dir, const char *name, const char *config)
 {
     char tok[4200];
@@ -792,7 +786,7 @@ static void expect_seq2seq_problem(const char *dir, const char *name, const char
 static void test_seq2seq_keys(void **state)
 {
     (void)state;
-    char *dir, *config = seq2seq_config(&dir, "t5");
+    char *dir, *config = golden_config(&dir, "seq2seq", "t5");
     struct loaded r;
     load_seq2seq(&r, dir, "t5", config);
     if (!r.ok)
@@ -837,7 +831,7 @@ static void test_seq2seq_keys(void **state)
     tu_remove_tree(dir);
     free(dir);
 
-    config = seq2seq_config(&dir, "bart");
+    config = golden_config(&dir, "seq2seq", "bart");
     load_seq2seq(&r, dir, "bart", config);
     if (!r.ok)
         fail_msg("bart did not load:\n%s", r.problems);
@@ -856,7 +850,7 @@ static void test_seq2seq_keys(void **state)
     tu_remove_tree(dir);
     free(dir);
 
-    config = seq2seq_config(&dir, "marian");
+    config = golden_config(&dir, "seq2seq", "marian");
     load_seq2seq(&r, dir, "marian", config);
     if (!r.ok)
         fail_msg("marian did not load:\n%s", r.problems);

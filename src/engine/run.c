@@ -193,11 +193,13 @@ enum lend_which { LEND_ALL, LEND_KEPT, LEND_STAGES };
 /* Buffer `name`, of lent kind `lent` (RUN_BUFFERS), belongs to a stage set of a run for m. */
 static bool lent_buffer(const char *name, int lent, const struct attn_model *m)
 {
-    const char *handed = !m->block                             ? "output"
-                         : m->no_ffn && m->order == BLOCK_POST ? "norm1"
-                         : m->no_ffn                           ? "res1"
-                         : m->order == BLOCK_POST              ? "norm2"
-                                                               : "res2";
+    /* the buffer of what the layer hands on (attn_stage_block_output) */
+    enum attn_stage out = attn_stage_block_output(m);
+    const char *handed = out == STAGE_RESIDUAL1   ? "res1"
+                         : out == STAGE_NORM1     ? "norm1"
+                         : out == STAGE_RESIDUAL2 ? "res2"
+                         : out == STAGE_NORM2     ? "norm2"
+                                                  : "output";
     return lent != 0 && strcmp(name, handed) != 0;
 }
 

@@ -122,28 +122,16 @@ void attn_cap_scores(float *out, const float *scores, const float *bias, const s
 void attn_mask_scores(float *out, const float *scores, const float *bias,
                       const struct attn_model *m)
 {
-    int n = m->n, nk = m->n_kv;
-    bool masked = m->causal || m->window > 0;
-    if (masked && m->mask_mode == MASK_BEFORE_SOFTMAX) {
-        /* a hidden key is -inf whatever it scaled (and capped) to */
-        for (int i = 0; i < n; i++) {
-            float *o = out + (size_t)i * nk;
-            const float *x = scores + (size_t)i * nk;
-            for (int j = 0; j < nk; j++)
-                o[j] = x[j] / m->scale_divisor;
-            attn_add_bias_row(o, bias ? bias + (size_t)i * nk : NULL, nk);
-            attn_softcap_row(o, nk, m);
-            for (int j = 0; j < nk; j++)
-                if (attn_hidden_key(m, i, j))
-                    o[j] = -INFINITY;
-        }
+    attn_cap_scores(out, scores, bias, m); /* scaled (and biased) when there is no cap */
+    if (!m->causal && m->window <= 0)
+        return;
+    if (m->mask_mode == MASK_BEFORE_SOFTMAX) { /* a hidden key is -inf whatever it scaled to */
+        fill_hidden(out, m, -INFINITY);
         return;
     }
-    attn_cap_scores(out, scores, bias, m); /* scaled (and biased) when there is no cap */
-    if (masked) { /* the book's first try: normalise, then zero the future */
-        attn_normalize_rows(out, out, n, nk, m->normalize);
-        fill_hidden(out, m, 0.0f);
-    }
+    /* the book's first try: normalise, then zero the future */
+    attn_normalize_rows(out, out, m->n, m->n_kv, m->normalize);
+    fill_hidden(out, m, 0.0f);
 }
 
 /* out (count) = weights after dropout: torch's nn.Dropout makes noise = keep / (1 - p) in float,

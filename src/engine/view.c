@@ -108,15 +108,15 @@ static void fill_future_scores(const struct attn_run *r, const struct attn_model
     memo->future_filled[h] = 1;
 }
 
-/* out (n, n) = derived stage s of head h, from the kept scores or weights: one derive_NAME
- * each, named by ATTN_DERIVED_STAGES, so a stage listed there without its function does not
- * compile, and one made by no function cannot be listed. */
 /* Head h's scores: (n, n_kv) of the run's buffer. */
 static const float *head_scores(const struct attn_run *r, const struct attn_model *m, int h)
 {
     return r->scores + (size_t)h * (size_t)m->n * (size_t)m->n_kv;
 }
 
+/* out (n, n_kv) = derived stage s of head h, from the kept scores or weights: one derive_NAME
+ * each, named by ATTN_DERIVED_STAGES, so a stage listed there without its function does not
+ * compile, and one made by no function cannot be listed. */
 static void derive_SCALED(float *out, const struct attn_run *r, const struct attn_model *m, int h)
 {
     fill_future_scores(r, m, h);
@@ -192,7 +192,7 @@ int attn_stage_cols(const struct attn_model *m, enum attn_stage s)
 
 int attn_stage_rows(const struct attn_model *m, enum attn_stage s)
 {
-    return m->cross && attn_stage_is_key_side(s) ? m->n_kv : m->n;
+    return attn_stage_is_key_side(s) ? m->n_kv : m->n; /* n_kv is n but in cross-attention */
 }
 
 char *const *attn_model_key_tokens(const struct attn_model *m)
@@ -202,15 +202,15 @@ char *const *attn_model_key_tokens(const struct attn_model *m)
 
 char *const *attn_stage_row_tokens(const struct attn_model *m, enum attn_stage s)
 {
-    return m->cross && attn_stage_is_key_side(s) ? m->kv_tokens : m->tokens;
+    return attn_stage_is_key_side(s) ? attn_model_key_tokens(m) : m->tokens;
 }
 
 /* Where kept stage s's numbers start: the buffer the forward pass writes it to (a per-head
- * stage's holds every head side by side; *kv: by KV head, as K and V are with GQA). */
+ * stage's holds every head side by side; a key side's (attn_stage_is_key_side) by KV head, as K
+ * and V are with GQA). */
 static const float *kept_buffer(const struct attn_run *r, const struct attn_model *m,
-                                enum attn_stage s, bool *kv)
+                                enum attn_stage s)
 {
-    *kv = false;
     switch (s) {
     case STAGE_INPUTS:
         return m->x;
@@ -219,20 +219,16 @@ static const float *kept_buffer(const struct attn_run *r, const struct attn_mode
     case STAGE_QUERIES:
         return r->q;
     case STAGE_KEYS:
-        *kv = true;
         return r->k;
     case STAGE_VALUES:
-        *kv = true;
         return r->v;
     case STAGE_QUERIES_NORMED:
         return r->qn;
     case STAGE_KEYS_NORMED:
-        *kv = true;
         return r->kn;
     case STAGE_QUERIES_ROTATED:
         return r->qr;
     case STAGE_KEYS_ROTATED:
-        *kv = true;
         return r->kr;
     case STAGE_SCORES:
         return r->scores;
@@ -287,8 +283,8 @@ static const float *kept_buffer(const struct attn_run *r, const struct attn_mode
 struct attn_mat_view attn_kept_view(const struct attn_run *r, const struct attn_model *m,
                                     enum attn_stage s, int h)
 {
-    bool kv;
-    const float *data = kept_buffer(r, m, s, &kv);
+    bool kv = attn_stage_is_key_side(s); /* a KV head's, and a row a key */
+    const float *data = kept_buffer(r, m, s);
     int n = m->n, nk = m->n_kv, cols = attn_stage_cols(m, s);
     switch (attn_stage_kind(s)) {
     case STAGE_KIND_HEAD: { /* K and V: a row a key (the encoder's tokens, cross-attention) */

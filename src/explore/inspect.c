@@ -1149,12 +1149,14 @@ void inspect_explain(char *out, size_t size, const struct app *a)
     else
         put(&b, "\u201c%s\u201d%s, dimension %d\n", row_tok,
             m->cross && attn_stage_is_key_side(a->view.stage) ? " of the source" : "", c.j);
-    if (m->cross && (attn_stage_is_square(a->view.stage) || attn_stage_is_key_side(a->view.stage)))
+    if (m->cross &&
+        (attn_stage_is_square(a->view.stage) || attn_stage_is_key_side(a->view.stage))) {
+        int key = attn_stage_is_square(a->view.stage) ? c.j : c.i; /* a column, or a K/V row */
         put(&b,
             "cross-attention: key %d is the encoder's output at source token %d (its last "
-            "layer, after the final norm), the same in every decoder layer\n",
-            attn_stage_is_square(a->view.stage) ? c.j : c.i,
-            attn_stage_is_square(a->view.stage) ? c.j : c.i);
+            "layer's, after its final norm where it has one), the same in every decoder layer\n",
+            key, key);
+    }
     if (app_delta_ok(a)) { /* a pinned baseline of this shape: then, now and the change */
         float base = at(app_base_view(a), c.i, c.j);
         float d = attn_cell_delta(c.val, base);

@@ -341,18 +341,9 @@ static int read_sublayer(struct attn_scene_weights *w, struct family_load *ld, c
  * from the decoder's, its own positions, layers and heads. */
 static int load_encoder(struct family_load *ld, const struct config *c, struct diag *err)
 {
-    struct attn_scene *s = ld->s, *e = s->encoder;
-    for (int i = 0; i < e->n_tokens; i++)
-        if (e->token_ids[i] >= ld->vocab)
-            return attn_diag_set(err, "text",
-                                 "the source's token %d (id %d) is past the %d rows of "
-                                 "'shared.weight'",
-                                 i, e->token_ids[i], ld->vocab);
-    attn_matrix_free(&e->embed.rows);
-    e->embed.rows = s->embed.rows; /* the mapping's, or lazy: borrowed by both */
-    e->embed.rows.borrowed = true;
-    e->embed.kind = EMBED_TABLE;
-    e->embed.dim = c->shape.d;
+    struct attn_scene *e = ld->s->encoder;
+    if (attn_family_encdec_source(ld, c->shape.d, err))
+        return -1;
     set_stack(e, c, &c->enc, false);
     if (e->n_tokens + e->pos.offset > e->pos.max_len)
         return attn_diag_set(err, "text", "the source's %d tokens are past the %d positions (%s)",
@@ -384,16 +375,8 @@ static int load(struct family_load *ld, struct diag *err)
     if (read_config(&c, ld->cfg, ld->variant, err))
         return -1;
     const char *shown = VARIANTS[c.variant].shown;
-    if (!s->encoder)
-        return attn_diag_set(err, "text",
-                             "%s is an encoder-decoder: give it two sequences, text: {source: "
-                             "\"...\", target: \"...\"}",
-                             shown);
-    if (ld->o->layers && s->layers != c.shape.layers)
-        return attn_diag_set(err, "layers",
-                             "layers %d: an encoder-decoder runs every layer of both stacks "
-                             "(the decoder's %d are %d of attnscope's: remove it)",
-                             s->layers, c.dec.layers, c.shape.layers);
+    if (attn_family_encdec_check(ld, c.dec.layers, err))
+        return -1;
     /* as the scene writes them back: the checkpoint's own */
     if (ld->o->heads && s->attn.heads != c.dec.heads)
         return attn_diag_set(err, "attention.heads",
@@ -409,13 +392,7 @@ static int load(struct family_load *ld, struct diag *err)
     if (attn_family_prologue(ld, &c.shape, &c, err))
         return -1;
     const char *arch = ld->family->name;
-    s->decoder_start = c.start;
-    if (c.start >= ld->vocab)
-        return attn_ckpt_config_error(ld->cfg, "decoder_start_token_id", NULL, err,
-                                      "'decoder_start_token_id' %d is past the %d rows of "
-                                      "'shared.weight'",
-                                      c.start, ld->vocab);
-    if (attn_scene_set_text(s, s->text, err)) /* the target again, after the start token */
+    if (attn_family_encdec_target(ld, c.start, err))
         return -1;
     set_stack(s, &c, &c.dec, true);
     if (s->n_tokens + s->pos.offset > s->pos.max_len)
@@ -445,15 +422,7 @@ static int load(struct family_load *ld, struct diag *err)
     }
     if (load_encoder(ld, &c, err) || attn_ckpt_finish(b, s, ld->path, arch, err))
         return -1;
-    struct attn_scene *e = s->encoder; /* the same checkpoint: what a checkpoint's scene knows */
-    free(e->model.file);
-    free(e->model.arch);
-    e->model.file = strdup(s->model.file);
-    e->model.arch = strdup(arch);
-    e->model.widened = s->model.widened;
-    if (!e->model.file || !e->model.arch)
-        return attn_diag_set(err, "", "out of memory");
-    return 0;
+    return attn_family_encdec_finish(ld, err);
 }
 
 static const struct family_class CLASSES[] = {

@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The entry of outside that name is (a whole name) or starts (an entry ending in '.'), or NULL. */
@@ -255,4 +256,60 @@ int attn_family_prologue(struct family_load *ld, const struct family_shape *sh, 
     s->model.positions = sh->positions;
     s->model.positions_key = sh->positions_key;
     return attn_ckpt_reset_weights(s, ld->layers, err);
+}
+
+int attn_family_encdec_check(const struct family_load *ld, int dec_layers, struct diag *err)
+{
+    const struct attn_scene *s = ld->s;
+    if (!s->encoder)
+        return attn_diag_set(err, "text",
+                             "%s is an encoder-decoder: give it two sequences, text: {source: "
+                             "\"...\", target: \"...\"}",
+                             ld->family->variants[ld->variant].shown);
+    if (ld->o->layers && s->layers != 2 * dec_layers)
+        return attn_diag_set(err, "layers",
+                             "layers %d: an encoder-decoder runs every layer of both stacks "
+                             "(the decoder's %d are %d of attnscope's: remove it)",
+                             s->layers, dec_layers, 2 * dec_layers);
+    return 0;
+}
+
+int attn_family_encdec_target(struct family_load *ld, int start, struct diag *err)
+{
+    struct attn_scene *s = ld->s;
+    s->decoder_start = start;
+    if (start >= ld->vocab)
+        return attn_ckpt_config_error(ld->cfg, "decoder_start_token_id", NULL, err,
+                                      "'decoder_start_token_id' %d is past the %d rows of '%s'",
+                                      start, ld->vocab, ld->family->names.embed);
+    return attn_scene_set_text(s, s->text, err);
+}
+
+int attn_family_encdec_source(struct family_load *ld, int d, struct diag *err)
+{
+    struct attn_scene *s = ld->s, *e = s->encoder;
+    for (int i = 0; i < e->n_tokens; i++)
+        if (e->token_ids[i] >= ld->vocab)
+            return attn_diag_set(err, "text",
+                                 "the source's token %d (id %d) is past the %d rows of '%s'", i,
+                                 e->token_ids[i], ld->vocab, ld->family->names.embed);
+    attn_matrix_free(&e->embed.rows);
+    e->embed.rows = s->embed.rows; /* the mapping's, or lazy: borrowed by both */
+    e->embed.rows.borrowed = true;
+    e->embed.kind = EMBED_TABLE;
+    e->embed.dim = d;
+    return 0;
+}
+
+int attn_family_encdec_finish(struct family_load *ld, struct diag *err)
+{
+    struct attn_scene *s = ld->s, *e = s->encoder; /* one checkpoint: what its scenes know */
+    free(e->model.file);
+    free(e->model.arch);
+    e->model.file = strdup(s->model.file);
+    e->model.arch = strdup(s->model.arch);
+    e->model.widened = s->model.widened;
+    if (!e->model.file || !e->model.arch)
+        return attn_diag_set(err, "", "out of memory");
+    return 0;
 }

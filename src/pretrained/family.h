@@ -140,4 +140,17 @@ const char *attn_family_layer_part(const char *name, const char *stem, int layer
 int attn_family_prologue(struct family_load *ld, const struct family_shape *shape,
                          const void *config, struct diag *err);
 
+/* An encoder-decoder's family (t5.c, bart.c): the scene file made s->encoder from text.source,
+ * and the scene is the decoder, each of its dec_layers two of the engine's (SUB_SELF, SUB_CROSS).
+ * Before the prologue: two sequences, and `layers:` only as the scene writes it back (every
+ * engine layer). */
+int attn_family_encdec_check(const struct family_load *ld, int dec_layers, struct diag *err);
+/* After the prologue: the target read again after the decoder's start token (checked against
+ * the embedding table; the scene file tokenized it before the checkpoint said which). */
+int attn_family_encdec_target(struct family_load *ld, int start, struct diag *err);
+/* The encoder's tokens checked against the table, which it borrows from the decoder (width d). */
+int attn_family_encdec_source(struct family_load *ld, int d, struct diag *err);
+/* After attn_ckpt_finish: the encoder's model.file, arch and widened bytes the decoder's. */
+int attn_family_encdec_finish(struct family_load *ld, struct diag *err);
+
 #endif

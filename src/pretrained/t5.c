@@ -328,17 +328,8 @@ static int load_encoder(struct family_load *ld, const struct config *c, struct d
 {
     struct attn_scene *s = ld->s, *e = s->encoder;
     const char *arch = ld->family->name;
-    for (int i = 0; i < e->n_tokens; i++)
-        if (e->token_ids[i] >= ld->vocab)
-            return attn_diag_set(err, "text",
-                                 "the source's token %d (id %d) is past the %d rows "
-                                 "of 'shared.weight'",
-                                 i, e->token_ids[i], ld->vocab);
-    attn_matrix_free(&e->embed.rows);
-    e->embed.rows = s->embed.rows; /* the mapping's, or lazy: borrowed by both */
-    e->embed.rows.borrowed = true;
-    e->embed.kind = EMBED_TABLE;
-    e->embed.dim = c->shape.d;
+    if (attn_family_encdec_source(ld, c->shape.d, err))
+        return -1;
     set_stack(e, c, false);
     e->layers = c->enc_layers;
     e->model.layers = c->enc_layers;
@@ -365,29 +356,10 @@ static int load(struct family_load *ld, struct diag *err)
     struct config c;
     if (read_config(&c, ld->cfg, err))
         return -1;
-    if (!s->encoder)
-        return attn_diag_set(err, "text",
-                             "T5 is an encoder-decoder: give it two sequences, text: {source: "
-                             "\"...\", target: \"...\"}");
-    /* layers: as the scene writes it back, the decoder's engine layers; no fewer */
-    if (ld->o->layers && s->layers != c.shape.layers)
-        return attn_diag_set(err, "layers",
-                             "layers %d: an encoder-decoder runs every layer of both stacks "
-                             "(the decoder's %d are %d of attnscope's: remove it)",
-                             s->layers, c.dec_layers, c.shape.layers);
-    if (attn_family_prologue(ld, &c.shape, &c, err))
+    if (attn_family_encdec_check(ld, c.dec_layers, err) ||
+        attn_family_prologue(ld, &c.shape, &c, err) || attn_family_encdec_target(ld, c.start, err))
         return -1;
     const char *arch = ld->family->name;
-    /* the target, again: read after the decoder's start token (the scene file tokenized it before
-       the checkpoint said which) */
-    s->decoder_start = c.start;
-    if (c.start >= ld->vocab)
-        return attn_ckpt_config_error(ld->cfg, "decoder_start_token_id", NULL, err,
-                                      "'decoder_start_token_id' %d is past the %d rows of "
-                                      "'shared.weight'",
-                                      c.start, ld->vocab);
-    if (attn_scene_set_text(s, s->text, err))
-        return -1;
     set_stack(s, &c, true);
     s->unembed_scale = c.shape.tied ? 1.0 / sqrt((double)c.shape.d) : 0.0;
     for (int L = 0; L < c.dec_layers; L++) {
@@ -404,15 +376,7 @@ static int load(struct family_load *ld, struct diag *err)
     if (read_stack_ends(s, &s->more_weights[2 * c.dec_layers - 2], b, "decoder.", &c, arch, err) ||
         load_encoder(ld, &c, err) || attn_ckpt_finish(b, s, ld->path, arch, err))
         return -1;
-    struct attn_scene *e = s->encoder; /* the same checkpoint: what a checkpoint's scene knows */
-    free(e->model.file);
-    free(e->model.arch);
-    e->model.file = strdup(s->model.file);
-    e->model.arch = strdup(arch);
-    e->model.widened = s->model.widened;
-    if (!e->model.file || !e->model.arch)
-        return attn_diag_set(err, "", "out of memory");
-    return 0;
+    return attn_family_encdec_finish(ld, err);
 }
 
 static const struct family_class CLASSES[] = {
