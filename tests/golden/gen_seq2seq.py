@@ -782,10 +782,20 @@ def cross_check(name, got, ref):
                 name, stack, t.numpy(), t64))
     gf.check64(name + " encoder", enc, enc64)
     gf.check64(name + " decoder", [c for _, c in dec], [y for _, y in dec64])
+    pairs = [(enc_final, enc_final64), (dec_final, dec_final64), (logits, logits64)]
+    return within_bound(name, block_pairs(enc, dec, enc64, dec64) + pairs)
+
+
+def block_pairs(enc, dec, enc64, dec64):
+    """Every block output of both stacks (a decoder layer's two) beside its float64 twin."""
     pairs = [(r["block_output"], o) for r, o in zip(enc, enc64)]
     pairs += [(s["block_output"], o) for (s, _), (o, _) in zip(dec, dec64)]
     pairs += [(c["block_output"], o) for (_, c), (_, o) in zip(dec, dec64)]
-    pairs += [(enc_final, enc_final64), (dec_final, dec_final64), (logits, logits64)]
+    return pairs
+
+
+def within_bound(name, pairs):
+    """The largest relative difference of the (torch, float64) pairs; it stops past BOUND."""
     worst = 0.0
     for a, b in pairs:
         err = (np.abs(a.double().numpy() - b) / (1 + np.abs(b))).max()
@@ -1102,23 +1112,28 @@ def bart_forward(c, W, src, tgt):
         rec.update(ffn_hidden=hidden, ffn_activated=act, ffn_out=out)
         return out
 
-    x = embed("encoder", src)
-    enc = []
-    for L in range(cfg["encoder_layers"]):
-        b = "model.encoder.layers.%d." % L
-        rec = {"inputs": x}
-        concat, out, heads = bart_attend(T, cfg["encoder_attention_heads"], b + "self_attn.",
-                                         x, x)
-        res1 = x + out
-        n1 = ln(res1, b + "self_attn_layer_norm.")
+    def post_block(b, attn, H, xq, xkv):
+        """A post-norm layer with its FFN, attention attn (self_attn, encoder_attn) of xq on
+        xkv: x = attn_layer_norm(xq + attn); final_layer_norm(x + fc2(act(fc1(x))))."""
+        rec = {"inputs": xq}
+        concat, out, heads = bart_attend(T, H, b + attn + ".", xq, xkv)
+        res1 = xq + out
+        n1 = ln(res1, b + attn + "_layer_norm.")
         res2 = n1 + ffn(b, n1, rec)
         n2 = ln(res2, b + "final_layer_norm.")
         rec.update(context=concat, output=out, residual1=res1, norm1=n1, residual2=res2,
                    norm2=n2, block_output=n2, heads=heads,
-                   params=bart_params(W, b + "self_attn.", b + "self_attn_layer_norm.", b,
+                   params=bart_params(W, b + attn + ".", b + attn + "_layer_norm.", b,
                                       b + "final_layer_norm."))
+        return rec
+
+    x = embed("encoder", src)
+    enc = []
+    for L in range(cfg["encoder_layers"]):
+        b = "model.encoder.layers.%d." % L
+        rec = post_block(b, "self_attn", cfg["encoder_attention_heads"], x, x)
         enc.append(rec)
-        x = n2
+        x = rec["block_output"]
 
     y = embed("decoder", tgt)
     dec = []
@@ -1132,18 +1147,9 @@ def bart_forward(c, W, src, tgt):
         s.update(context=concat, output=out, residual1=res1, norm1=n1, block_output=n1,
                  heads=heads,
                  params=bart_params(W, b + "self_attn.", b + "self_attn_layer_norm."))
-        cr = {"inputs": n1}
-        concat, out, heads = bart_attend(T, H, b + "encoder_attn.", n1, x)
-        res2 = n1 + out
-        cn1 = ln(res2, b + "encoder_attn_layer_norm.")
-        res3 = cn1 + ffn(b, cn1, cr)
-        n2 = ln(res3, b + "final_layer_norm.")
-        cr.update(context=concat, output=out, residual1=res2, norm1=cn1, residual2=res3,
-                  norm2=n2, block_output=n2, heads=heads,
-                  params=bart_params(W, b + "encoder_attn.", b + "encoder_attn_layer_norm.", b,
-                                     b + "final_layer_norm."))
+        cr = post_block(b, "encoder_attn", H, n1, x)
         dec.append((s, cr))
-        y = n2
+        y = cr["block_output"]
     # lm_head (tied to shared, no bias), then final_logits_bias
     logits = F.linear(y, T["model.shared.weight"]) + T["final_logits_bias"]
     return enc, None, dec, None, logits
@@ -1224,16 +1230,7 @@ def bart_cross_check(name, got, ref):
     gf.check64(name + " decoder self", [s for s, _ in dec], [s for s, _ in dec64])
     gf.check64(name + " decoder", [c for _, c in dec], [y for _, y in dec64])
     pairs = [(enc[0]["inputs"], x_emb), (dec[0][0]["inputs"], y_emb), (logits, logits64)]
-    pairs += [(r["block_output"], o) for r, o in zip(enc, enc64)]
-    pairs += [(s["block_output"], o) for (s, _), (o, _) in zip(dec, dec64)]
-    pairs += [(c["block_output"], o) for (_, c), (_, o) in zip(dec, dec64)]
-    worst = 0.0
-    for a, b in pairs:
-        err = (np.abs(a.double().numpy() - b) / (1 + np.abs(b))).max()
-        if err > BOUND:
-            raise GenError("%s: torch and float64 differ by %g" % (name, err))
-        worst = max(worst, err)
-    return worst
+    return within_bound(name, pairs + block_pairs(enc, dec, enc64, dec64))
 
 
 def bart_case(c, tok, src, tgt, slab, tlab, vocab):
