@@ -762,8 +762,9 @@ static void test_moe_keys(void **state)
  * bart, marian), its checkpoint in dir, with config (changed), into r. */
 static void load_seq2seq(struct loaded *r, const char *dir, const char *name, const char *config)
 {
-    char tok[4200];
-    snprintf(tok, sizeof(tok), "{kind: hf, file: %s/seq2seq/%s/tokenizer.json}", golden(), name);
+    char tok[4200]; /* Marian's: opus-mt's files (source.spm, ...), named by their folder */
+    snprintf(tok, sizeof(tok), "{kind: hf, file: %s/seq2seq/%s%s}", golden(), name,
+             strcmp(name, "marian") == 0 ? "" : "/tokenizer.json");
     load_scene(r, dir, config, "{source: \"the small dog sees the red ball\", target: \"dovi\"}",
                tok);
 }
@@ -857,6 +858,18 @@ static void test_seq2seq_keys(void **state)
     assert_true(r.s.embed.scale == sqrt(32.0)); /* scale_embedding */
     assert_int_equal(r.s.pos.offset, 0);
     assert_int_equal(r.s.block.activation, ACT_SILU);
+    assert_string_equal(r.warnings, "");
+    loaded_free(&r);
+    /* opus-mt's configs carry the keys of fairseq's conversion: inert, without a warning */
+    char *legacy = with(config, "\"activation_dropout\": 0.0,",
+                        "\"activation_dropout\": 0.0,\n  \"add_bias_logits\": false,\n"
+                        "  \"add_final_layer_norm\": false,\n  \"extra_pos_embeddings\": 90,\n"
+                        "  \"normalize_before\": false,\n  \"normalize_embedding\": false,\n"
+                        "  \"static_position_embeddings\": true,");
+    load_seq2seq(&r, dir, "marian", legacy);
+    if (!r.ok)
+        fail_msg("marian with opus-mt's keys did not load:\n%s", r.problems);
+    assert_string_equal(r.warnings, "");
     loaded_free(&r);
     expect_seq2seq_problem(dir, "marian",
                            with(config, "\"share_encoder_decoder_embeddings\": true",

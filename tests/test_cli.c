@@ -1701,10 +1701,7 @@ static void test_patch(void **state)
         snprintf(from, sizeof(from), "%s/models/induction/%s", data && *data ? data : ".",
                  files[i]);
         snprintf(to, sizeof(to), "%s/%s", other_dir, files[i]);
-        size_t len;
-        char *bytes = tu_must_read_file(from, &len);
-        tu_write_file(to, bytes, len);
-        free(bytes);
+        tu_copy_file(from, to);
     }
     snprintf(other, sizeof(other), "%.4200s/other.yaml", other_dir);
     char yaml[9000];
@@ -2481,7 +2478,7 @@ static void test_not_a_model_folder(void **state)
     static const char needs[] =
         "not a model folder: a model folder holds config.json, the weights (model.safetensors, "
         "or model.safetensors.index.json and its shards) and a tokenizer (tokenizer.json, or "
-        "vocab.json with merges.txt)";
+        "vocab.json with merges.txt, or Marian's source.spm, target.spm and vocab.json)";
     struct run r = RUN(dir);
     expect_status(&r, 1);
     snprintf(want, sizeof(want), "%s: %s; this one has none of them\n", dir, needs);
@@ -2505,11 +2502,13 @@ static void test_not_a_model_folder(void **state)
     const char *gqa = src_path("tests/golden/families/llama-gqa");
     r = RUN("predict", gqa, "--text", "the river");
     expect_status(&r, 1);
-    snprintf(want, sizeof(want),
-             "%s: no tokenizer: a model folder holds tokenizer.json, or vocab.json with merges.txt "
-             "(this one has config.json and model.safetensors); give one with --tokenizer PATH (a "
-             "tokenizer.json, or a folder that holds one)\n",
-             gqa);
+    snprintf(
+        want, sizeof(want),
+        "%s: no tokenizer: a model folder holds tokenizer.json, or vocab.json with merges.txt, "
+        "or Marian's source.spm, target.spm and vocab.json (this one has config.json and "
+        "model.safetensors); give one with --tokenizer PATH (a tokenizer.json, or a folder "
+        "that holds one)\n",
+        gqa);
     assert_string_equal(r.err, want);
     run_free(&r);
     /* --tokenizer: a folder, or its vocab.json (merges.txt beside it) */
@@ -2613,6 +2612,79 @@ static void test_family_folders(void **state)
             "--tokenizer", src_path("tests/golden/gpt2"));
     expect_status(&a, 0);
     expect_contains(a.out, "# 2 layers × 4 heads");
+    run_free(&a);
+}
+
+/* Marian's folder as opus-mt's are downloaded (source.spm, target.spm, vocab.json; no
+ * tokenizer.json) opens as its golden scene does; one --text is the source, the target empty;
+ * a broken tokenizer file is named. */
+static void test_marian_folder(void **state)
+{
+    (void)state;
+    const char *marian = src_path("tests/golden/seq2seq/marian");
+    const char *source = "The small dog sees the red ball in the green garden .";
+    struct run a =
+        RUN("predict", src_path("tests/golden/seq2seq/scenes/marian.yaml"), "--top", "3");
+    struct run b =
+        RUN("predict", marian, "--text", source, "--text", "Lo dovi sena balo .", "--top", "3");
+    expect_status(&a, 0);
+    expect_status(&b, 0);
+    expect_equal_runs(&a, &b);
+    /* the target read with target.spm: "dovi" whole (source.spm has no such piece) */
+    expect_contains(b.out, "# tokens: <pad>  Lo  dovi  sena  bal o   .\n");
+    run_free(&a);
+    run_free(&b);
+    a = RUN("print", marian, "--text", source, "--stage", "weights", "--layer", "1", "--head", "0");
+    expect_status(&a, 0);
+    expect_contains(a.out, "# tokens: <pad>\n");
+    expect_contains(a.out, "over 16 source tokens");
+    expect_contains(a.out, "cross-attention · head 0 · weights (1×16)");
+    run_free(&a);
+    /* the same folder as a scene's tokenizer: file names the folder */
+    char dir[4300], path[4400], want[9000];
+    snprintf(dir, sizeof(dir), "%s", scratch_path("opus"));
+    mkdir(dir, 0755);
+    static const char *const files[] = {"config.json", "model.safetensors",
+                                        "source.spm",  "target.spm",
+                                        "vocab.json",  "tokenizer_config.json"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char from[4400];
+        snprintf(from, sizeof(from), "%s/%s", marian, files[i]);
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        tu_copy_file(from, path);
+    }
+    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
+    tu_write_text(path, "{\n  \"source_lang\": \"en\",\n  \"separate_vocabs\": true\n}\n");
+    a = RUN("check", dir, "--text", "a dog");
+    expect_status(&a, 1);
+    snprintf(want, sizeof(want),
+             "%s: %s/tokenizer_config.json:3:3: separate_vocabs: is true: a target_vocab.json of "
+             "the target's own ids, which attnscope does not read yet\n",
+             dir, dir);
+    assert_string_equal(a.err, want);
+    run_free(&a);
+    tu_write_text(path, "{}");
+    snprintf(path, sizeof(path), "%s/source.spm", dir);
+    tu_write_text(path, "\x0a\x07\x0a\x03<un");
+    char scene[4400];
+    snprintf(scene, sizeof(scene), "%s", scratch_path("opus.yaml"));
+    snprintf(want, sizeof(want),
+             "version: 1\ntext: {source: \"a dog\", target: \"\"}\n"
+             "tokenizer: {kind: hf, file: opus}\nmodel: {file: opus/model.safetensors}\n");
+    tu_write_text(scene, want);
+    a = RUN("check", scene);
+    expect_status(&a, 1);
+    snprintf(want, sizeof(want),
+             "%s:3:29: opus/source.spm: not a SentencePiece model: the protobuf is broken at "
+             "byte 2\n",
+             scene);
+    expect_contains(a.err, want);
+    run_free(&a);
+    snprintf(path, sizeof(path), "%s/target.spm", dir);
+    unlink(path);
+    a = RUN("check", dir);
+    expect_status(&a, 1);
+    expect_contains(a.err, "no tokenizer: a model folder holds tokenizer.json");
     run_free(&a);
 }
 
@@ -3040,6 +3112,7 @@ int main(void)
         cmocka_unit_test(test_export_predictions),
         cmocka_unit_test(test_model_folder),
         cmocka_unit_test(test_not_a_model_folder),
+        cmocka_unit_test(test_marian_folder),
         cmocka_unit_test(test_family_folders),
         cmocka_unit_test(test_text_options),
         cmocka_unit_test(test_context_limit),

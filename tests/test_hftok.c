@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pretrained/bpe.h"
 #include "pretrained/hftok.h"
@@ -45,12 +46,16 @@ static char *path2(const char *a, const char *b)
     return p;
 }
 
+/* A folder's tokenizer: its tokenizer.json, or Marian's files (source.spm, target.spm,
+ * vocab.json). */
 static struct hftok *load_dir(const char *dir)
 {
     char *json = path2(dir, "tokenizer.json"), *config = path2(dir, "tokenizer_config.json");
     struct hftok *t = NULL;
     struct diag err;
-    if (attn_hftok_load(&t, json, config, &err) != 0)
+    int rc = access(json, F_OK) == 0 ? attn_hftok_load(&t, json, config, &err)
+                                     : attn_hftok_load_marian(&t, dir, &err);
+    if (rc != 0)
         fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
     free(json);
     free(config);
@@ -117,7 +122,7 @@ static int check_golden(const char *data, const char *goldens, const char *file,
             p = tab + 1;
         }
         assert_int_equal(nf, 5);
-        bool pair = f[0][0] == 'p';
+        bool pair = f[0][0] == 'p', target = f[0][0] == 't'; /* t: a translator's target */
         int index = atoi(f[1]);
         bool special = f[2][0] == '1';
         json_t *item = json_array_get(pair ? pairs : strings, (size_t)index);
@@ -129,9 +134,10 @@ static int check_golden(const char *data, const char *goldens, const char *file,
         struct hftok_encoding e;
         struct diag err;
         count++;
-        if (attn_hftok_encode(&e, t, json_string_value(a), json_string_length(a),
-                              b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0,
-                              special, &err) != 0) {
+        if (attn_hftok_encode_side(&e, t, target ? HFTOK_TARGET : HFTOK_SOURCE,
+                                   json_string_value(a), json_string_length(a),
+                                   b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0,
+                                   special, &err) != 0) {
             if (bad++ < 5) {
                 fprintf(stderr, "%s: %s %d: error %s\n", name, f[0], index, err.msg);
             }

@@ -1702,12 +1702,9 @@ static void test_saved_paths_relative(void **state)
     static const char *const files[] = {"config.json", "vocab.json", "merges.txt",
                                         "model.safetensors"};
     for (size_t i = 0; i < 4; i++) {
-        size_t len;
         snprintf(from, sizeof(from), "%s/../models/induction/%s", scenes, files[i]);
-        char *bytes = tu_must_read_file(from, &len);
         snprintf(to, sizeof(to), "%s/%s", m, files[i]);
-        tu_write_file(to, bytes, len);
-        free(bytes);
+        tu_copy_file(from, to);
     }
     char a[4096];
     snprintf(a, sizeof(a), "%s/a", dir);

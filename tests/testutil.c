@@ -150,6 +150,14 @@ char *tu_must_read_file(const char *path, size_t *len)
     return buf;
 }
 
+void tu_copy_file(const char *from, const char *to)
+{
+    size_t len;
+    char *bytes = tu_must_read_file(from, &len);
+    tu_write_file(to, bytes, len);
+    free(bytes);
+}
+
 void tu_write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "wb");

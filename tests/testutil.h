@@ -28,6 +28,8 @@ char *tu_must_read_file(const char *path, size_t *len);
 /* Creates or truncates path and writes len bytes of data to it; fails the test on any error. */
 void tu_write_file(const char *path, const char *data, size_t len);
 
+/* Copies the file from to to, byte for byte (fails the test when it cannot). */
+void tu_copy_file(const char *from, const char *to);
 /* tu_write_file of a NUL-terminated text. */
 void tu_write_text(const char *path, const char *text);
 

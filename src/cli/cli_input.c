@@ -114,7 +114,12 @@ static int apply_text(struct cli_scene *cs, const struct cli_input *in)
         text = read[0] ? read[0] : in->sentence[0];
         pair = in->n_sentences == 2 ? (read[1] ? read[1] : in->sentence[1]) : NULL;
     }
-    if (s->encoder && in->n_sentences == 2) { /* an encoder-decoder's: the source, the target */
+    /* an encoder-decoder's: the source, then the target; one sentence is the source, to be
+     * translated (the target starts empty) */
+    if (s->encoder && in->n_sentences == 1) {
+        pair = "";
+    }
+    if (s->encoder && in->n_sentences > 0) {
         struct diag serr;
         attn_diag_clear(&serr);
         if (attn_scene_set_text(s->encoder, text, &serr) != 0) {

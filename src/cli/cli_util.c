@@ -27,8 +27,9 @@ static const char scene_note[] =
     "SCENE is a scene file, or the name of a shipped scene: 10-mha, lessons/3-causal-mask\n"
     "(looked up in the current folder, then its scenes/, then attnscope's data folder); or a\n"
     "model: a Hugging Face folder (config.json, model.safetensors or its index, and\n"
-    "tokenizer.json or vocab.json with merges.txt), or its model.safetensors. A model reads\n"
-    "--text (default: \"" ATTN_MODEL_DEFAULT_TEXT "\").\n";
+    "tokenizer.json, vocab.json with merges.txt, or Marian's source.spm, target.spm and\n"
+    "vocab.json), or its model.safetensors. A model reads --text (default:\n"
+    "\"" ATTN_MODEL_DEFAULT_TEXT "\").\n";
 static const char default_note[] =
     "Without SCENE: the built-in scene, \"Your journey starts with one step\" through the\n"
     "book's MultiHeadAttention (seed 123, 2 heads).\n";
@@ -197,14 +198,15 @@ const struct cli_opt cli_input_opts[CLI_IN_COUNT] = {
     [CLI_IN_TEXT] = {"text", 0, "TEXT",
                      "the sentence, in place of SCENE's; given twice, a\n"
                      "pair (BERT's two sentences), or an encoder-decoder's\n"
-                     "source and target (once: its target)"},
+                     "source and target (once: its source, to translate)"},
     [CLI_IN_TEXT_FILE] = {"text-file", 0, "FILE",
                           "the sentence from FILE (- is standard input), its\n"
                           "last line end dropped"},
     [CLI_IN_TOKENIZER] = {"tokenizer", 0, "PATH",
                           "a model's tokenizer when its folder has none: a\n"
                           "tokenizer.json, a vocab.json with merges.txt\n"
-                          "beside it, or a folder of either"},
+                          "beside it, or a folder of either or of Marian's\n"
+                          "source.spm, target.spm and vocab.json"},
     [CLI_IN_TRUNCATE] = {"truncate", 0, "end|start",
                          "a text longer than the model reads, cut to fit in\n"
                          "whole words: end cuts its end off (keeps the first\n"

@@ -169,8 +169,9 @@ void cli_print_man(FILE *out, const struct cli_command *const *cmds, int n)
         "\"Your journey starts with one step\" through the book's MultiHeadAttention.\n"
         ".PP\n"
         "\\fISCENE\\fR may also be a model: a Hugging Face folder (config.json, model.safetensors "
-        "or model.safetensors.index.json with its shards, and tokenizer.json or vocab.json with "
-        "merges.txt), or its model.safetensors. It is read as the scene one would write beside it "
+        "or model.safetensors.index.json with its shards, and tokenizer.json, vocab.json with "
+        "merges.txt, or Marian's source.spm, target.spm and vocab.json), or its model.safetensors. "
+        "It is read as the scene one would write beside it "
         "(title, text, tokenizer and model), on the sentence \\-\\-text gives (default: "
         "\"" ATTN_MODEL_DEFAULT_TEXT
         "\"): \\fBattnscope predict ~/models/SmolLM2\\-135M \\-\\-text "

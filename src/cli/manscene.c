@@ -34,7 +34,8 @@ static const struct {
      "kind gpt2: the merges.txt; an empty file is an error, one with only its #version line a "
      "tokenizer without merges."},
     {"tokenizer.file",
-     "kind hf: the tokenizer.json (with tokenizer_config.json read when it is beside it)."},
+     "kind hf: the tokenizer.json (with tokenizer_config.json read when it is beside it), or a "
+     "folder: its tokenizer.json, else Marian's source.spm, target.spm and vocab.json."},
     {"text", "The sentence, tokenised with tokenizer, or [A, B]: two sentences a checkpoint's "
              "tokenizer joins (BERT's [CLS] A [SEP] B [SEP]). Exactly one of text and tokens. It "
              "may not contain NUL: text is kept as C strings, so the rest would be lost."},

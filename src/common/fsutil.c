@@ -171,6 +171,12 @@ bool attn_fsutil_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+bool attn_fsutil_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 #ifdef ATTNSCOPE_TEST_HOOKS
 static int fail_countdown;
 

@@ -37,6 +37,8 @@ int attn_fsutil_write_atomic(const char *path, bool overwrite,
                              struct diag *err);
 
 bool attn_fsutil_exists(const char *path);
+/* Whether path is a folder (or a link to one). */
+bool attn_fsutil_is_dir(const char *path);
 
 /* Writes a new file with write(f, ctx): created exclusively, checked on close, no rename.
  * For files inside a folder that is itself swapped into place (fsutil_dirswap). */

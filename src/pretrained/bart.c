@@ -29,8 +29,9 @@ enum { BART, MARIAN };
 
 /* config.json's keys: transformers' BartConfig and MarianConfig, and the keys of the fairseq
  * conversions that transformers' modelling reads no more (add_final_layer_norm,
- * normalize_before, normalize_embedding, static_position_embeddings, add_bias_logits: inert,
- * as there; an mBART-style final norm would be a tensor no variant knows, and is refused). */
+ * normalize_before, normalize_embedding, static_position_embeddings, add_bias_logits,
+ * extra_pos_embeddings (opus-mt's configs have all six): inert, as there; an mBART-style final norm
+ * would be a tensor no variant knows, and is refused). */
 static const struct ckpt_key KEYS[] = {
     {"vocab_size", KEY_READ, 0, NULL, NULL},
     {"d_model", KEY_READ, 0, NULL, NULL},
@@ -62,6 +63,7 @@ static const struct ckpt_key KEYS[] = {
     {"normalize_embedding", KEY_INERT, 0, NULL, NULL},
     {"static_position_embeddings", KEY_INERT, 0, NULL, NULL},
     {"add_bias_logits", KEY_INERT, 0, NULL, NULL},
+    {"extra_pos_embeddings", KEY_INERT, 0, NULL, NULL},
 };
 
 static const struct family_variant VARIANTS[] = {
@@ -447,4 +449,5 @@ const struct attn_family attn_family_bart = {
               .unembed = "lm_head.weight",
               .known = known},
     .load = load,
+    .encoder_decoder = true,
 };

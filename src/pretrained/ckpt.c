@@ -47,10 +47,11 @@ static int tokenize(struct attn_backing *ab, const char *text, const char *pair,
     int count = 0, *id = NULL, *type = NULL;
     if (b->hf) {
         /* encode(text, pair) as transformers calls it: with the special tokens (a scene's
-         * text), or without them (a word named on its own) */
+         * text, an encoder's source), or without them (a decoder's target, a word named on its
+         * own: the target language's, when a translator's tokenizer tells the two apart) */
         struct hftok_encoding e;
-        if (attn_hftok_encode(&e, b->hf, text, strlen(text), pair, pair ? strlen(pair) : 0, special,
-                              err))
+        if (attn_hftok_encode_side(&e, b->hf, special ? HFTOK_SOURCE : HFTOK_TARGET, text,
+                                   strlen(text), pair, pair ? strlen(pair) : 0, special, err))
             return -1;
         /* a word named on its own must be in the vocabulary: [UNK] stands for any word */
         int unk = attn_hftok_unk_id(b->hf);

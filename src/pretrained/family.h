@@ -59,6 +59,8 @@ struct attn_family {
     /* The tokenizer's defaults: the token a masked language model fills in ("[MASK]"), or NULL
      * (a next-token model). */
     const char *mask_token;
+    /* An encoder-decoder: its scenes read two sequences, text: {source, target}. */
+    bool encoder_decoder;
 };
 
 /* What a family's reader works on: attn_pretrained_load fills the first part, the prologue the

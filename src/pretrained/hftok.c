@@ -20,45 +20,8 @@
 #include "common/utf8.h"
 #include "pretrained/bpe.h"
 #include "pretrained/hftok_int.h"
+#include "pretrained/spm.h"
 #include "pretrained/uni.h"
-
-int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
-                           size_t len, struct diag *err);
-void attn_hf_vocab_free(struct hf_vocab *v);
-int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
-
-/* ---- the vocabulary ------------------------------------------------------------------------ */
-
-/* The token a + b (hf_hash h), or -1. */
-static int vocab_find_parts(const struct hf_vocab *v, uint64_t h, const char *a, size_t a_len,
-                            const char *b, size_t b_len)
-{
-    if (!v->slots)
-        return -1;
-    for (size_t i = hf_hash_slot(h) & v->mask;; i = (i + 1) & v->mask) {
-        int id = v->slots[i];
-        if (id < 0)
-            return -1;
-        if (v->len[id] == a_len + b_len && memcmp(v->tok[id], a, a_len) == 0 &&
-            memcmp(v->tok[id] + a_len, b, b_len) == 0)
-            return id;
-    }
-}
-
-int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len)
-{
-    return vocab_find_parts(v, hf_hash_more(0, s, len), s, len, "", 0);
-}
-
-void attn_hf_vocab_free(struct hf_vocab *v)
-{
-    for (int i = 0; v->tok && i < v->n; i++)
-        free(v->tok[i]);
-    free(v->tok);
-    free(v->len);
-    free(v->slots);
-    memset(v, 0, sizeof(*v));
-}
 
 int attn_hftok_vocab_size(const struct hftok *t)
 {
@@ -474,7 +437,7 @@ static int bert(struct piece *p, const struct hf_norm *n, struct diag *err)
  * reach: no index here leaves the trie. */
 static long charsmap_lookup(const struct hf_norm *n, const char *key, size_t len)
 {
-    const uint32_t *a = n->units;
+    const uint32_t *a = n->map.units;
     uint32_t pos = hf_da_offset(a[0]);
     for (size_t i = 0; i < len && key[i] != '\0'; i++) {
         uint32_t c = (unsigned char)key[i];
@@ -540,8 +503,8 @@ static long count_chars(const char *s, size_t len)
 static void trans_replace(struct trans *t, const struct hf_norm *n, const char *old, size_t old_len,
                           long at)
 {
-    const char *s = n->pool + at;
-    size_t len = strnlen(s, n->pool_len - (size_t)at);
+    const char *s = n->map.pool + at;
+    size_t len = strnlen(s, n->map.pool_len - (size_t)at);
     size_t first = t->n;
     for (size_t i = 0; i < len;) {
         int k;
@@ -1325,8 +1288,8 @@ static int wordpiece_word(struct ids *out, const struct hftok *t, const char *s,
             uint64_t h = sum[end] - sum[start] * m->lens[i].pow;
             if (plen)
                 h += prefix * m->lens[i].pow;
-            found =
-                vocab_find_parts(&t->vocab, h, plen ? m->prefix : "", plen, s + start, end - start);
+            found = attn_hf_vocab_find_parts(&t->vocab, h, plen ? m->prefix : "", plen, s + start,
+                                             end - start);
             if (found >= 0)
                 break;
         }
@@ -1413,7 +1376,7 @@ static int unigram_word(struct ids *out, const struct hftok *t, const char *s, s
             if (end < len && ((unsigned char)s[end] & 0xC0) == 0x80)
                 continue; /* pieces are whole characters */
             uint64_t h = sum[end] - sum[start] * m->lens[i].pow;
-            int id = vocab_find_parts(&t->vocab, h, "", 0, s + start, end - start);
+            int id = attn_hf_vocab_find_parts(&t->vocab, h, "", 0, s + start, end - start);
             if (id < 0)
                 continue;
             double cand = m->scores[id] + score[start];
@@ -1489,9 +1452,38 @@ static int check_utf8(const char *s, size_t len, struct diag *err)
     return 0;
 }
 
+/* MarianTokenizer._tokenize of one piece between special tokens: a language code (">>de<<", up
+ * to the first "<<") at its start kept whole, the rest the side's SentencePiece pieces; each
+ * piece vocab.json's id, or <unk>'s. (transformers 4 gave <unk> for a piece vocab.json lacks, as
+ * the comment of transformers 5's _convert_token_to_id still says it should; its code returns the
+ * SentencePiece model's own id, which numbers another list: id 0, </s> in opus-mt's vocab.json,
+ * for any unknown character. attnscope keeps <unk>.) */
+static int marian_piece(struct ids *out, const struct hftok *t, int side, const char *s, size_t len,
+                        struct diag *err)
+{
+    size_t code = 0;
+    if (len >= 2 && s[0] == '>' && s[1] == '>')
+        for (size_t i = 2; i + 1 < len && !code; i++)
+            if (s[i] == '<' && s[i + 1] == '<')
+                code = i + 2;
+    if (code) {
+        int id = attn_hf_vocab_find(&t->vocab, s, code);
+        ids_push(out, id >= 0 ? id : t->model.unk_id);
+    }
+    struct spm_pieces p;
+    if (attn_spm_encode(&p, t->model.spm[side], s + code, len - code, err))
+        return -1;
+    for (int i = 0; i < p.n; i++) {
+        int id = attn_hf_vocab_find(&t->vocab, p.v[i].s, p.v[i].len);
+        ids_push(out, id >= 0 ? id : t->model.unk_id);
+    }
+    attn_spm_pieces_free(&p);
+    return 0;
+}
+
 /* encode_single_sequence: added tokens, normaliser, pre-tokenizer, model. */
-static int encode_one(struct ids *out, const struct hftok *t, const char *text, size_t len,
-                      struct diag *err)
+static int encode_one(struct ids *out, const struct hftok *t, int side, const char *text,
+                      size_t len, struct diag *err)
 {
     if (len > (size_t)INT32_MAX)
         return attn_diag_set(err, "text", "the text is too long to tokenize (%zu bytes)", len);
@@ -1538,6 +1530,8 @@ static int encode_one(struct ids *out, const struct hftok *t, const char *text, 
         const struct piece *p = &b.v[i];
         if (p->id >= 0)
             ids_push(out, p->id);
+        else if (t->model.kind == HM_SPM)
+            rc = marian_piece(out, t, side, p->s, p->len, err);
         else if (t->model.kind == HM_BPE)
             rc = bpe_word(out, t, p->s, p->len, &w, &syms, err);
         else if (t->model.kind == HM_UNIGRAM)
@@ -1685,6 +1679,14 @@ int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const c
                       size_t len, const char *pair, size_t pair_len, bool add_special_tokens,
                       struct diag *err)
 {
+    return attn_hftok_encode_side(out, t, HFTOK_SOURCE, text, len, pair, pair_len,
+                                  add_special_tokens, err);
+}
+
+int attn_hftok_encode_side(struct hftok_encoding *out, const struct hftok *t, enum hftok_side side,
+                           const char *text, size_t len, const char *pair, size_t pair_len,
+                           bool add_special_tokens, struct diag *err)
+{
     memset(out, 0, sizeof(*out));
     attn_diag_clear(err);
     /* Both texts are checked before either is encoded: bad input is refused as such, whatever
@@ -1697,7 +1699,7 @@ int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const c
     int rc = 0;
     for (int s = 0; s < (pair ? 2 : 1) && rc == 0; s++) {
         struct enc *e = &l.v[l.n++];
-        rc = encode_one(&e->id, t, s ? pair : text, s ? pair_len : len, err);
+        rc = encode_one(&e->id, t, side == HFTOK_TARGET, s ? pair : text, s ? pair_len : len, err);
         for (int i = 0; i < e->id.n; i++) {
             ids_push(&e->type, s);
             ids_push(&e->special, 0);

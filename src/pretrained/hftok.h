@@ -42,6 +42,14 @@ int attn_hftok_load_bytes(struct hftok **out, const char *text, size_t len, cons
                           struct diag *err);
 void attn_hftok_free(struct hftok *t);
 
+/* Marian's tokenizer, from the files its folder dir holds in place of a tokenizer.json:
+ * source.spm and target.spm (SentencePiece models, spm.h), vocab.json (piece -> id) and, when it
+ * is there, tokenizer_config.json. It encodes as transformers' MarianTokenizer: the special tokens
+ * (</s>, <unk>, <pad>, additional_special_tokens) cut out first, a language code (">>de<<") at
+ * the start of a piece kept whole, the rest the side's SentencePiece pieces, each piece
+ * vocab.json's id (<unk>'s when vocab.json lacks it), </s> added. */
+int attn_hftok_load_marian(struct hftok **out, const char *dir, struct diag *err);
+
 /* One encoded text: n ids, each with its type id (0 for the first sequence, 1 for a pair's
  * second with BERT's template) and whether the post-processor added it. */
 struct hftok_encoding {
@@ -58,6 +66,13 @@ void attn_hftok_encoding_free(struct hftok_encoding *e);
 int attn_hftok_encode(struct hftok_encoding *out, const struct hftok *t, const char *text,
                       size_t len, const char *pair, size_t pair_len, bool add_special_tokens,
                       struct diag *err);
+/* The same for one side of a translation: Marian's tokenizer reads the source language with
+ * source.spm and the target with target.spm (transformers' text_target); every other tokenizer
+ * reads both alike. attn_hftok_encode is the source's. */
+enum hftok_side { HFTOK_SOURCE, HFTOK_TARGET };
+int attn_hftok_encode_side(struct hftok_encoding *out, const struct hftok *t, enum hftok_side side,
+                           const char *text, size_t len, const char *pair, size_t pair_len,
+                           bool add_special_tokens, struct diag *err);
 
 /* One more than the largest id of the vocabulary and the added tokens. */
 int attn_hftok_vocab_size(const struct hftok *t);

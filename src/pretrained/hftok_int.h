@@ -12,6 +12,7 @@
 
 #include "common/diag.h"
 #include "pretrained/bpemerge.h"
+#include "pretrained/pieces.h"
 
 /* A "pattern" of Split and Replace: {"String": s} or {"Regex": r}, both run as PCRE2 (a String
  * is matched literally, as the library escapes it). */
@@ -42,42 +43,12 @@ struct hf_norm {
     int strip_accents;                   /* BertNormalizer: -1 null (follows lowercase), 0, 1 */
     char *str;                           /* Prepend's prepend, Replace's content */
     size_t str_len;
-    struct hf_pattern pat; /* Replace */
-    bool left, right;      /* Strip */
-    /* Precompiled: SentencePiece's precompiled_charsmap, decoded and checked whole when it is
-     * read (hftok_load.c), so that no walk of its trie reads outside it */
-    uint32_t *units; /* the darts-clone double array (the "trie") */
-    size_t n_units;
-    char *pool; /* the normalized strings, each ended by a NUL or by the pool's end */
-    size_t pool_len;
-    struct hf_norm *items; /* Sequence */
+    struct hf_pattern pat;  /* Replace */
+    bool left, right;       /* Strip */
+    struct hf_charsmap map; /* Precompiled */
+    struct hf_norm *items;  /* Sequence */
     int n;
 };
-
-/* A unit of the charsmap's double array (darts-clone's DoubleArrayUnit, as SentencePiece and
- * the spm_precompiled crate read it): the offset from a node to the block of its children, the
- * label of the byte that leads to it (bit 31 set: a leaf, which no byte leads to), whether the
- * key that ends here has a value (kept in the unit at the children's offset, label 0), and that
- * value: where its normalized string starts in the pool. */
-static inline uint32_t hf_da_offset(uint32_t u)
-{
-    return (u >> 10) << ((u & (1u << 9)) >> 6);
-}
-
-static inline uint32_t hf_da_label(uint32_t u)
-{
-    return u & ((1u << 31) | 0xFFu);
-}
-
-static inline bool hf_da_has_leaf(uint32_t u)
-{
-    return (u >> 8) & 1u;
-}
-
-static inline uint32_t hf_da_value(uint32_t u)
-{
-    return u & ((1u << 31) - 1);
-}
 
 enum hf_pre_kind {
     HP_BYTE_LEVEL,
@@ -107,7 +78,12 @@ struct hf_pre {
     int n;
 };
 
-enum hf_model_kind { HM_BPE, HM_WORDPIECE, HM_UNIGRAM };
+/* HM_SPM: no tokenizer.json but Marian's files: two SentencePiece models (spm.h), the source's
+ * and the target's, whose pieces vocab.json turns into ids (hftok_load.c, attn_hftok_load_marian)
+ */
+enum hf_model_kind { HM_BPE, HM_WORDPIECE, HM_UNIGRAM, HM_SPM };
+
+struct spm;
 
 struct hf_model {
     enum hf_model_kind kind;
@@ -133,6 +109,8 @@ struct hf_model {
         uint64_t pow;
     } * lens;
     int n_lens;
+    /* SPM: the source's and the target's models (unk_id above: vocab.json's unk_token) */
+    struct spm *spm[2];
 };
 
 enum hf_post_kind { HQ_TEMPLATE, HQ_BERT, HQ_ROBERTA, HQ_BYTE_LEVEL, HQ_SEQUENCE };
@@ -187,37 +165,6 @@ struct hf_added {
     bool special, single_word, lstrip, rstrip, normalized;
 };
 
-/* The vocabulary's hash: a polynomial in the bytes mod 2^64 (h = h * B + byte + 1 for each), so
- * the hash of a piece of a word, with or without a prefix before it, follows in O(1) from the
- * word's prefix sums: WordPiece looks up every length at every start without hashing a byte
- * twice. hf_hash_slot spreads it over the table. */
-#define HF_HASH_B 0x100000001b3u
-
-static inline uint64_t hf_hash_more(uint64_t h, const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        h = h * HF_HASH_B + (unsigned char)s[i] + 1;
-    return h;
-}
-
-static inline size_t hf_hash_slot(uint64_t h)
-{
-    h ^= h >> 33; /* MurmurHash3's finaliser: the polynomial's low bits are its last bytes' */
-    h *= 0xff51afd7ed558ccdu;
-    h ^= h >> 33;
-    return (size_t)h;
-}
-
-/* A string -> id table (open addressing over an array of strings). */
-struct hf_vocab {
-    char **tok; /* id -> token (NUL-terminated copy), NULL for an id no token has */
-    size_t *len;
-    int n;     /* ids 0 .. n-1: one more than the largest */
-    int count; /* the tokens: the library's vocabulary size (ids may leave gaps) */
-    int *slots;
-    size_t mask;
-};
-
 struct hftok {
     struct hf_vocab vocab; /* the model's */
     struct hf_model model;
@@ -232,6 +179,12 @@ struct hftok {
     int size;                  /* one more than the largest id */
     pcre2_code *byte_level_re; /* GPT-2's pattern, for ByteLevel with use_regex */
 };
+
+/* ---- hftok.c and hftok_load.c ---- */
+
+/* The normaliser, for added tokens' normalized forms. */
+int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
+                           size_t len, struct diag *err);
 
 /* ---- hftok_regex.c ---- */
 

@@ -23,13 +23,8 @@
 #include "pretrained/hftok.h"
 #include "pretrained/hftok_int.h"
 #include "pretrained/jsonoom.h"
+#include "pretrained/spm.h"
 #include "pretrained/uni.h"
-
-/* hftok.c: the normaliser, for added tokens' normalized forms. */
-int attn_hf_normalize_text(char **out, size_t *out_len, const struct hftok *t, const char *s,
-                           size_t len, struct diag *err);
-void attn_hf_vocab_free(struct hf_vocab *v);
-int attn_hf_vocab_find(const struct hf_vocab *v, const char *s, size_t len);
 
 /* ---- where a JSON path is in the text ---------------------------------------------------- */
 
@@ -620,14 +615,7 @@ static int base64_decode(const char *s, size_t len, unsigned char **out, size_t 
     return 0;
 }
 
-/* Precompiled's precompiled_charsmap: base64 of SentencePiece's blob, a little-endian u32 (the
- * trie's size in bytes), the trie (darts-clone's double array of little-endian u32 units), then
- * the pool of normalized strings. The crate reads any such blob and panics on a walk that leaves
- * the trie or a string that starts outside the pool; here the whole blob is checked once, so
- * that no text can make such a walk: every unit a byte can lead to (and the root) must have the
- * 256 units of its children inside the trie, and every value a key can have must start a
- * character of the pool (or be its end: the empty string). The pool must be UTF-8 (the crate
- * refuses it otherwise). */
+/* Precompiled's precompiled_charsmap: base64 of SentencePiece's blob (attn_hf_charsmap_read). */
 static int load_charsmap(struct jctx *c, json_t *obj, struct hf_norm *n)
 {
     json_t *v = json_object_get(obj, "precompiled_charsmap");
@@ -635,99 +623,15 @@ static int load_charsmap(struct jctx *c, json_t *obj, struct hf_norm *n)
     int rc = 0;
     unsigned char *blob = NULL;
     size_t len = 0;
-    char msg[160];
-    if (!v) {
+    char msg[200];
+    if (!v)
         rc = jerr(c, "is missing (base64 of SentencePiece's precompiled charsmap)");
-        goto out;
-    }
-    if (!json_is_string(v)) {
+    else if (!json_is_string(v))
         rc = jerr(c, "must be a string (base64 of SentencePiece's precompiled charsmap)");
-        goto out;
-    }
-    if (base64_decode(json_string_value(v), json_string_length(v), &blob, &len, msg, sizeof(msg))) {
+    else if (base64_decode(json_string_value(v), json_string_length(v), &blob, &len, msg,
+                           sizeof(msg)) ||
+             attn_hf_charsmap_read(&n->map, blob, len, msg, sizeof(msg)))
         rc = jerr(c, "%s", msg);
-        goto out;
-    }
-    if (len < 4) {
-        rc = jerr(c, "the charsmap is %zu bytes, too short to hold its trie's size (4 bytes)", len);
-        goto out;
-    }
-    uint32_t size = (uint32_t)blob[0] | (uint32_t)blob[1] << 8 | (uint32_t)blob[2] << 16 |
-                    (uint32_t)blob[3] << 24;
-    if (size % 4 != 0) {
-        rc = jerr(c, "the charsmap's trie is %" PRIu32 " bytes, not a whole number of 4-byte units",
-                  size);
-        goto out;
-    }
-    if (size > len - 4) {
-        rc = jerr(
-            c, "the charsmap's trie is %" PRIu32 " bytes, more than the %zu bytes after its size",
-            size, len - 4);
-        goto out;
-    }
-    if (size == 0) {
-        rc = jerr(c, "the charsmap's trie is empty (it has no root)");
-        goto out;
-    }
-    n->n_units = size / 4;
-    n->pool_len = len - 4 - size;
-    n->units = malloc(n->n_units * sizeof(*n->units));
-    n->pool = malloc(n->pool_len + 1);
-    if (!n->units || !n->pool) {
-        rc = jerr(c, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n->n_units; i++) {
-        const unsigned char *b = blob + 4 + 4 * i;
-        n->units[i] =
-            (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    }
-    memcpy(n->pool, blob + 4 + size, n->pool_len);
-    n->pool[n->pool_len] = '\0';
-    for (size_t i = 0; i < n->pool_len;) {
-        char tmp[5] = {0};
-        size_t avail = n->pool_len - i;
-        memcpy(tmp, n->pool + i, avail < 4 ? avail : 4);
-        uint32_t cp;
-        int k = n->pool[i] == '\0' ? 1 : attn_utf8_decode(tmp, &cp);
-        if (k <= 0) {
-            rc =
-                jerr(c, "the charsmap's normalized strings are not UTF-8 (at byte %zu of them)", i);
-            goto out;
-        }
-        i += (size_t)k;
-    }
-    for (size_t q = 0; q < n->n_units; q++) {
-        uint32_t u = n->units[q], l = hf_da_label(u);
-        if (q != 0 && (l == 0 || l > 0xFF))
-            continue; /* a leaf, or a unit no byte leads to (the walk stops at a NUL) */
-        size_t kids = (size_t)(q ^ hf_da_offset(u));
-        if ((kids | 0xFF) >= n->n_units) {
-            rc = jerr(c,
-                      "the charsmap's trie is broken: unit %zu has its children at %zu, outside "
-                      "the trie's %zu units",
-                      q, kids & ~(size_t)0xFF, n->n_units);
-            goto out;
-        }
-        if (q == 0 || !hf_da_has_leaf(u))
-            continue;
-        uint32_t at = hf_da_value(n->units[kids]);
-        if (at > n->pool_len) {
-            rc = jerr(c,
-                      "the charsmap's trie is broken: unit %zu's string starts at byte %" PRIu32
-                      ", past the %zu bytes of normalized strings",
-                      q, at, n->pool_len);
-            goto out;
-        }
-        if (at < n->pool_len && ((unsigned char)n->pool[at] & 0xC0) == 0x80) {
-            rc = jerr(c,
-                      "the charsmap's trie is broken: unit %zu's string starts at byte %" PRIu32
-                      ", inside a character",
-                      q, at);
-            goto out;
-        }
-    }
-out:
     free(blob);
     pop(c);
     return rc;
@@ -936,52 +840,11 @@ static int load_pre(struct jctx *c, json_t *obj, void *item)
 
 /* ---- the model ----------------------------------------------------------------------------- */
 
-/* v's tables: ids 0 .. ids - 1, a hash of count tokens. Returns 0, or -1 when out of memory. */
-static int vocab_alloc(struct hf_vocab *v, size_t ids, size_t count)
+static int load_vocab_object(struct jctx *c, json_t *o, struct hf_vocab *v)
 {
-    v->n = (int)ids;
-    v->count = (int)count;
-    v->tok = calloc(ids, sizeof(*v->tok));
-    v->len = calloc(ids, sizeof(*v->len));
-    size_t slots = 16;
-    while (slots < count * 2)
-        slots *= 2;
-    v->slots = malloc(slots * sizeof(*v->slots));
-    v->mask = slots - 1;
-    if (!v->tok || !v->len || !v->slots)
-        return -1;
-    memset(v->slots, 0xFF, slots * sizeof(*v->slots));
-    return 0;
-}
-
-/* Token id is s[0, len): a copy, found by attn_hf_vocab_find. Returns 0, or -1 when out of
- * memory. */
-static int vocab_set(struct hf_vocab *v, int id, const char *s, size_t len)
-{
-    if (!(v->tok[id] = malloc(len + 1)))
-        return -1;
-    memcpy(v->tok[id], s, len);
-    v->tok[id][len] = '\0';
-    v->len[id] = len;
-    size_t i = hf_hash_slot(hf_hash_more(0, s, len)) & v->mask;
-    while (v->slots[i] >= 0)
-        i = (i + 1) & v->mask;
-    v->slots[i] = id;
-    return 0;
-}
-
-/* model.vocab: every token and an id, each id once. The ids may leave gaps, as the library
- * allows (a BPE's vocabulary is a map; cl100k_base's converted file has 100,263 tokens with ids up
- * to 100,276): an id no token has is no token. */
-static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
-{
-    json_t *o = json_object_get(m, "vocab");
-    push_key(c, "vocab");
     int rc = -1;
-    if (!o || !json_is_object(o)) {
-        rc = jerr(c, o ? "must be an object of token -> id" : "is missing");
-        goto out;
-    }
+    if (!o || !json_is_object(o))
+        return jerr(c, o ? "must be an object of token -> id" : "is missing");
     size_t n = json_object_size(o);
     if (n == 0) {
         rc = jerr(c, "the vocabulary is empty");
@@ -1011,7 +874,7 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
         if (json_integer_value(val) > top)
             top = json_integer_value(val);
     }
-    if (vocab_alloc(v, (size_t)top + 1, n)) {
+    if (attn_hf_vocab_alloc(v, (size_t)top + 1, n)) {
         rc = jerr(c, "out of memory (%zu tokens)", n);
         goto out;
     }
@@ -1026,7 +889,7 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
             pop(c);
             goto out;
         }
-        if (vocab_set(v, id, key, klen)) {
+        if (attn_hf_vocab_set(v, id, key, klen)) {
             jerr(c, "out of memory");
             pop(c);
             goto out;
@@ -1035,6 +898,13 @@ static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
     }
     rc = 0;
 out:
+    return rc;
+}
+
+static int load_vocab(struct jctx *c, json_t *m, struct hf_vocab *v)
+{
+    push_key(c, "vocab");
+    int rc = load_vocab_object(c, json_object_get(m, "vocab"), v);
     pop(c);
     return rc;
 }
@@ -1239,7 +1109,7 @@ static int load_unigram_vocab(struct jctx *c, json_t *m, struct hftok *t)
         goto out;
     }
     md->scores = malloc(n * sizeof(*md->scores));
-    if (vocab_alloc(v, n, n) || !md->scores) {
+    if (attn_hf_vocab_alloc(v, n, n) || !md->scores) {
         rc = jerr(c, "out of memory (%zu tokens)", n);
         goto out;
     }
@@ -1261,7 +1131,7 @@ static int load_unigram_vocab(struct jctx *c, json_t *m, struct hftok *t)
             pop(c);
             goto out;
         }
-        if (vocab_set(v, (int)id, json_string_value(p), klen)) {
+        if (attn_hf_vocab_set(v, (int)id, json_string_value(p), klen)) {
             jerr(c, "out of memory");
             pop(c);
             goto out;
@@ -1992,8 +1862,7 @@ static int load_root(struct jctx *c, json_t *root, struct hftok *t)
 static void norm_free(struct hf_norm *n)
 {
     free(n->str);
-    free(n->units);
-    free(n->pool);
+    attn_hf_charsmap_free(&n->map);
     pcre2_code_free(n->pat.re);
     for (int i = 0; i < n->n; i++)
         norm_free(&n->items[i]);
@@ -2034,6 +1903,8 @@ void attn_hftok_free(struct hftok *t)
     free(t->model.lens);
     free(t->model.scores);
     free(t->model.unk);
+    attn_spm_free(t->model.spm[0]);
+    attn_spm_free(t->model.spm[1]);
     if (t->has_norm)
         norm_free(&t->norm);
     if (t->has_pre)
@@ -2117,4 +1988,227 @@ int attn_hftok_load(struct hftok **out, const char *path, const char *config_pat
     free(text);
     free(config);
     return rc;
+}
+
+/* ---- Marian's files -------------------------------------------------------------------------- */
+
+/* A problem of obj's member key, at it. */
+static int key_problem(struct jctx *c, const char *key, const char *msg)
+{
+    push_key(c, key);
+    int rc = jerr(c, "%s", msg);
+    pop(c);
+    return rc;
+}
+
+/* A special token of tokenizer_config.json: a string or {"content": "..."} (an AddedToken as
+ * transformers saves it); absent or null leaves *out as it is. */
+static int marian_token(struct jctx *c, json_t *root, const char *key, const char **out)
+{
+    json_t *v = json_object_get(root, key);
+    if (v && json_is_object(v))
+        v = json_object_get(v, "content");
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_string(v) && json_string_length(v) > 0) {
+        *out = json_string_value(v);
+        return 0;
+    }
+    return key_problem(c, key, "must be a token: a string or {\"content\": \"...\"}");
+}
+
+/* MarianTokenizer's settings of tokenizer_config.json that change the ids, and the added tokens
+ * they make (*added: a JSON list in tokenizer.json's form, for load_added). Its other keys (the
+ * languages, model_max_length, clean_up_tokenization_spaces, ...) change no id. */
+static int marian_config(struct jctx *c, json_t *root, const struct hftok *t, json_t *added,
+                         const char **unk)
+{
+    if (!json_is_object(root))
+        return jerr(c, "must be a JSON object");
+    bool separate = false;
+    if (get_bool(c, root, "separate_vocabs", &separate, false, false, true))
+        return -1;
+    if (separate) {
+        return key_problem(c, "separate_vocabs",
+                           "is true: a target_vocab.json of the target's own ids, which "
+                           "attnscope does not read yet");
+    }
+    json_t *kw = json_object_get(root, "sp_model_kwargs");
+    if (kw && !json_is_null(kw) && !(json_is_object(kw) && json_object_size(kw) == 0)) {
+        return key_problem(c, "sp_model_kwargs",
+                           "must be empty: SentencePiece's options (sampling) would make the "
+                           "pieces random");
+    }
+    json_t *cls = json_object_get(root, "tokenizer_class");
+    if (cls && !json_is_null(cls) &&
+        !(json_is_string(cls) && strcmp(json_string_value(cls), "MarianTokenizer") == 0)) {
+        return key_problem(c, "tokenizer_class",
+                           "must be \"MarianTokenizer\": source.spm, target.spm and vocab.json "
+                           "are Marian's files");
+    }
+    const char *eos = "</s>", *pad = "<pad>";
+    if (marian_token(c, root, "unk_token", unk) || marian_token(c, root, "eos_token", &eos) ||
+        marian_token(c, root, "pad_token", &pad))
+        return -1;
+    const char *names[] = {eos, *unk, pad};
+    for (int i = 0; i < 3; i++)
+        if (json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id",
+                                                   vocab_id(&t->vocab, names[i], strlen(names[i])),
+                                                   "content", names[i], "single_word", 0, "lstrip",
+                                                   0, "rstrip", 0, "normalized", 0, "special", 1)))
+            return jerr(c, "out of memory");
+    json_t *more = json_object_get(root, "additional_special_tokens");
+    if (more && !json_is_null(more) && !json_is_array(more)) {
+        return key_problem(c, "additional_special_tokens", "must be a list of tokens");
+    }
+    for (size_t i = 0; more && i < json_array_size(more); i++) {
+        json_t *e = json_array_get(more, i);
+        if (json_is_object(e))
+            e = json_object_get(e, "content");
+        if (!e || !json_is_string(e) || json_string_length(e) == 0) {
+            push_key(c, "additional_special_tokens");
+            push_index(c, (long)i);
+            int rc = jerr(c, "must be a token: a string or {\"content\": \"...\"}");
+            pop(c);
+            pop(c);
+            return rc;
+        }
+        if (json_array_append_new(
+                added, json_pack("{s:i,s:O,s:b,s:b,s:b,s:b,s:b}", "id",
+                                 vocab_id(&t->vocab, json_string_value(e), json_string_length(e)),
+                                 "content", e, "single_word", 0, "lstrip", 0, "rstrip", 0,
+                                 "normalized", 0, "special", 1)))
+            return jerr(c, "out of memory");
+    }
+    return 0;
+}
+
+/* The file dir/name: read into *text, named in *path. */
+static int marian_file(char **text, size_t *len, char *path, size_t size, const char *dir,
+                       const char *name, size_t max, struct diag *err)
+{
+    if (snprintf(path, size, "%s/%s", dir, name) >= (int)size)
+        return attn_diag_file(err, dir, "the path is too long");
+    return attn_fsutil_read_file(text, len, path, max, err);
+}
+
+int attn_hftok_load_marian(struct hftok **out, const char *dir, struct diag *err)
+{
+    *out = NULL;
+    attn_diag_clear(err);
+    if (attn_uni_init(err) != 0)
+        return -1;
+    struct hftok *t = calloc(1, sizeof(*t));
+    char vpath[4200], cpath[4200], spath[4200];
+    char *vtext = NULL, *ctext = NULL;
+    size_t vlen = 0, clen = 0;
+    json_t *vroot = NULL, *croot = NULL, *added = json_array();
+    int rc = -1;
+    if (!t || !added) {
+        attn_diag_file(err, dir, "out of memory");
+        goto out;
+    }
+    t->model.kind = HM_SPM;
+    t->model.unk_id = -1;
+    if (marian_file(&vtext, &vlen, vpath, sizeof(vpath), dir, "vocab.json", HFTOK_MAX_FILE_BYTES,
+                    err))
+        goto out;
+    struct jctx c = {.text = vtext, .len = vlen, .file = vpath, .err = err};
+    if (!(vroot = parse(&c, vtext, vlen, 0)) || load_vocab_object(&c, vroot, &t->vocab))
+        goto out;
+    /* tokenizer_config.json, when there is one; its messages are located in it */
+    snprintf(cpath, sizeof(cpath), "%s/tokenizer_config.json", dir);
+    struct jctx cc = {.file = cpath, .err = err};
+    const char *unk = "<unk>";
+    if (attn_fsutil_exists(cpath)) {
+        if (marian_file(&ctext, &clen, cpath, sizeof(cpath), dir, "tokenizer_config.json",
+                        HFTOK_MAX_CONFIG_BYTES, err))
+            goto out;
+        cc.text = ctext;
+        cc.len = clen;
+        if (!(croot = parse(&cc, ctext, clen, JSON_DECODE_INT_AS_REAL)) ||
+            marian_config(&cc, croot, t, added, &unk))
+            goto out;
+    } else {
+        json_t *empty = json_object();
+        int r2 = empty ? marian_config(&cc, empty, t, added, &unk) : -1;
+        json_decref(empty);
+        if (r2) {
+            attn_diag_file(err, dir, "out of memory");
+            goto out;
+        }
+    }
+    /* MarianTokenizer refuses a vocabulary without its unknown token; every special token must
+     * be a row of the model, so one vocab.json lacks is refused too */
+    for (size_t i = 0; i < json_array_size(added); i++) {
+        json_t *e = json_array_get(added, i);
+        if (json_integer_value(json_object_get(e, "id")) < 0) {
+            char b[80];
+            const char *s = json_string_value(json_object_get(e, "content"));
+            attn_diag_file(err, vpath, "has no \"%s\", the tokenizer's %s token",
+                           shown(b, sizeof(b), s, strlen(s)),
+                           i == 0   ? "end-of-sequence"
+                           : i == 1 ? "unknown"
+                           : i == 2 ? "padding"
+                                    : "special");
+            goto out;
+        }
+    }
+    t->model.unk_id = vocab_id(&t->vocab, unk, strlen(unk));
+    struct jctx ac = {.text = "", .len = 0, .file = croot ? cpath : vpath, .err = err};
+    if (load_added(&ac, added, t))
+        goto out;
+    /* build_inputs_with_special_tokens: the source, then </s> (a pair: both, then </s>) */
+    const char *eos = json_string_value(json_object_get(json_array_get(added, 0), "content"));
+    json_t *post = json_pack(
+        "{s:s,s:[{s:{s:s,s:i}},{s:{s:s,s:i}}],s:[{s:{s:s,s:i}},{s:{s:s,s:i}},"
+        "{s:{s:s,s:i}}],s:{s:{s:s,s:[i],s:[s]}}}",
+        "type", "TemplateProcessing", "single", "Sequence", "id", "A", "type_id", 0, "SpecialToken",
+        "id", eos, "type_id", 0, "pair", "Sequence", "id", "A", "type_id", 0, "Sequence", "id", "B",
+        "type_id", 0, "SpecialToken", "id", eos, "type_id", 0, "special_tokens", eos, "id", eos,
+        "ids", (int)json_integer_value(json_object_get(json_array_get(added, 0), "id")), "tokens",
+        eos);
+    /* the pieces' "▁" is a space: what convert_tokens_to_string makes of it */
+    json_t *dec = json_pack("{s:s,s:s,s:s,s:b}", "type", "Metaspace", "replacement", "\xE2\x96\x81",
+                            "prepend_scheme", "always", "split", 1);
+    if (!post || !dec) {
+        json_decref(post);
+        json_decref(dec);
+        attn_diag_file(err, dir, "out of memory");
+        goto out;
+    }
+    int r3 = load_post(&ac, post, &t->post);
+    t->has_post = true;
+    if (r3 == 0)
+        r3 = load_dec(&ac, dec, t);
+    json_decref(post);
+    json_decref(dec);
+    if (r3)
+        goto out;
+    static const char *const spm_name[2] = {"source.spm", "target.spm"};
+    for (int i = 0; i < 2; i++) {
+        if (snprintf(spath, sizeof(spath), "%s/%s", dir, spm_name[i]) >= (int)sizeof(spath)) {
+            attn_diag_file(err, dir, "the path is too long");
+            goto out;
+        }
+        if (attn_spm_load(&t->model.spm[i], spath, err))
+            goto out;
+    }
+    t->size = t->vocab.n;
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id + 1 > t->size)
+            t->size = t->added[i].id + 1;
+    rc = 0;
+out:
+    json_decref(vroot);
+    json_decref(croot);
+    json_decref(added);
+    free(vtext);
+    free(ctext);
+    if (rc) {
+        attn_hftok_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
 }

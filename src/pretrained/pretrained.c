@@ -44,7 +44,7 @@ int attn_pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, 
     /* tokenizer_config.json is read when it is beside tokenizer.json */
     char *copy = strdup(path), *config = NULL;
     if (copy) {
-        const char *dir = dirname(copy);
+        const char *dir = attn_fsutil_is_dir(path) ? path : dirname(copy);
         size_t n = strlen(dir) + sizeof("/tokenizer_config.json");
         config = malloc(n);
         if (config)
@@ -53,8 +53,17 @@ int attn_pretrained_attach_hf_tokenizer(struct attn_scene *s, const char *path, 
     free(copy);
     if (!config)
         return attn_diag_set(err, "tokenizer", "out of memory");
+    /* a folder: its tokenizer.json, else Marian's source.spm, target.spm and vocab.json */
     struct hftok *t;
-    int rc = attn_hftok_load(&t, path, config, err);
+    int rc;
+    char json[4200];
+    snprintf(json, sizeof(json), "%s/tokenizer.json", path);
+    if (!attn_fsutil_is_dir(path))
+        rc = attn_hftok_load(&t, path, config, err);
+    else if (attn_fsutil_exists(json))
+        rc = attn_hftok_load(&t, json, config, err);
+    else
+        rc = attn_hftok_load_marian(&t, path, err);
     free(config);
     if (rc)
         return -1;
@@ -85,6 +94,21 @@ const char *attn_pretrained_archs(char *out, size_t size)
 bool attn_pretrained_arch_known(const char *name)
 {
     return strcmp(name, AUTO) == 0 || attn_families_named(name) != NULL;
+}
+
+bool attn_pretrained_encoder_decoder(const char *model_path)
+{
+    struct ckpt_config c;
+    struct diag err;
+    attn_diag_clear(&err);
+    if (attn_ckpt_config_open(&c, model_path, &err))
+        return false;
+    const struct attn_family *family = NULL;
+    int variant = 0;
+    bool yes =
+        attn_families_detect(&family, &variant, &c, &err) == 0 && family && family->encoder_decoder;
+    attn_ckpt_config_close(&c);
+    return yes;
 }
 
 /* The family that reads the checkpoint: the one config.json names (*variant: which of it), or

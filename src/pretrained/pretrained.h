@@ -21,6 +21,10 @@ const char *attn_pretrained_families(char *out, size_t size);
 const char *attn_pretrained_archs(char *out, size_t size);
 /* True when name is an arch a scene may give (attn_pretrained_archs). */
 bool attn_pretrained_arch_known(const char *name);
+/* Whether the checkpoint at model_path (its config.json beside it) is of a family that reads
+ * two sequences (T5, BART, Marian); false too when config.json cannot be read or names no family
+ * (the scene's load says why). */
+bool attn_pretrained_encoder_decoder(const char *model_path);
 
 /* Installs GPT-2's byte-level BPE (vocab.json, merges.txt) as s's tokenizer. */
 int attn_gpt2_attach_tokenizer(struct attn_scene *s, const char *vocab_path,

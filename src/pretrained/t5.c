@@ -398,4 +398,5 @@ const struct attn_family attn_family_t5 = {
               .unembed = "lm_head.weight",
               .known = known},
     .load = load,
+    .encoder_decoder = true,
 };

@@ -18,6 +18,7 @@
 
 #include "common/fsutil.h"
 #include "common/utf8.h"
+#include "pretrained/pretrained.h"
 #include "scenefile/scenefile.h"
 #include "scenefile/yamlstr.h"
 
@@ -75,7 +76,18 @@ static bool in_dir(char *out, size_t size, const char *dir, const char *name)
     return n > 0 && (size_t)n < size && is_file(out);
 }
 
-/* A tokenizer in dir: tokenizer.json, else vocab.json with merges.txt. */
+/* Marian's tokenizer files (opus-mt's folders have no tokenizer.json): the folder is the
+ * tokenizer (kind hf, file: the folder). */
+static bool is_marian(const char *dir)
+{
+    char path[4200];
+    return in_dir(path, sizeof(path), dir, "source.spm") &&
+           in_dir(path, sizeof(path), dir, "target.spm") &&
+           in_dir(path, sizeof(path), dir, "vocab.json");
+}
+
+/* A tokenizer in dir: tokenizer.json, else vocab.json with merges.txt, else Marian's
+ * source.spm, target.spm and vocab.json. */
 static bool find_tokenizer(struct attn_model_files *m, const char *dir)
 {
     if (in_dir(m->tokenizer, sizeof(m->tokenizer), dir, "tokenizer.json")) {
@@ -85,12 +97,16 @@ static bool find_tokenizer(struct attn_model_files *m, const char *dir)
     if (in_dir(m->tokenizer, sizeof(m->tokenizer), dir, "vocab.json") &&
         in_dir(m->merges, sizeof(m->merges), dir, "merges.txt"))
         return true;
-    m->tokenizer[0] = m->merges[0] = '\0';
+    m->merges[0] = '\0';
+    if (is_marian(dir) &&
+        snprintf(m->tokenizer, sizeof(m->tokenizer), "%s", dir) < (int)sizeof(m->tokenizer))
+        return true;
+    m->tokenizer[0] = '\0';
     return false;
 }
 
 /* --tokenizer PATH: a tokenizer.json (any name), a vocab.json with merges.txt beside it, or a
- * folder that holds either. */
+ * folder that holds either or Marian's files. */
 static int given_tokenizer(struct attn_model_files *m, const char *path, struct diag *err)
 {
     if (is_dir(path)) {
@@ -98,7 +114,8 @@ static int given_tokenizer(struct attn_model_files *m, const char *path, struct 
             return 0;
         return attn_diag_file(err, path,
                               "no tokenizer here for --tokenizer: a folder of one holds "
-                              "tokenizer.json, or vocab.json with merges.txt");
+                              "tokenizer.json, or vocab.json with merges.txt, or Marian's "
+                              "source.spm, target.spm and vocab.json");
     }
     if (!is_file(path))
         return attn_diag_file(err, path, "--tokenizer: %s", strerror(ENOENT));
@@ -125,10 +142,16 @@ static int by_name(const void *a, const void *b)
  * adapter, shards without their index), the first three of those by name. */
 static void found_text(char *out, size_t size, const char *dir)
 {
-    static const char *const known[] = {
-        "config.json",    "model.safetensors",     "model.safetensors.index.json",
-        "tokenizer.json", "tokenizer_config.json", "vocab.json",
-        "merges.txt",     "pytorch_model.bin"};
+    static const char *const known[] = {"config.json",
+                                        "model.safetensors",
+                                        "model.safetensors.index.json",
+                                        "tokenizer.json",
+                                        "tokenizer_config.json",
+                                        "vocab.json",
+                                        "merges.txt",
+                                        "source.spm",
+                                        "target.spm",
+                                        "pytorch_model.bin"};
     const char *names[16];
     char *others[64];
     int n = 0, n_others = 0, more = 0;
@@ -215,12 +238,14 @@ int attn_scenefile_find_model(struct attn_model_files *m, const char *path, cons
     if (has_config && m->weights[0])
         return attn_diag_file(err, shown,
                               "no tokenizer: a model folder holds tokenizer.json, or vocab.json "
-                              "with merges.txt%s%s%s; give one with --tokenizer PATH (a "
+                              "with merges.txt, or Marian's source.spm, target.spm and "
+                              "vocab.json%s%s%s; give one with --tokenizer PATH (a "
                               "tokenizer.json, or a folder that holds one)",
                               found[0] ? " (this one has " : "", found, found[0] ? ")" : "");
     const char *needs = "a model folder holds config.json, the weights (model.safetensors, or "
                         "model.safetensors.index.json and its shards) and a tokenizer "
-                        "(tokenizer.json, or vocab.json with merges.txt)";
+                        "(tokenizer.json, or vocab.json with merges.txt, or Marian's "
+                        "source.spm, target.spm and vocab.json)";
     if (!found[0])
         return attn_diag_file(err, shown, "not a model folder: %s; this one has none of them",
                               needs);
@@ -286,8 +311,12 @@ int attn_scenefile_model_yaml(char **yaml, size_t *len, const struct attn_model_
     title_of(title, sizeof(title), m->folder);
     fputs("version: 1\ntitle: ", f);
     attn_scenefile_yaml_string(f, title, false);
-    fputs("\ntext: ", f);
+    /* an encoder-decoder's: the sentence is the source, the target still to be written */
+    bool two = attn_pretrained_encoder_decoder(m->weights);
+    fputs(two ? "\ntext: {source: " : "\ntext: ", f);
     attn_scenefile_yaml_string(f, ATTN_MODEL_DEFAULT_TEXT, false);
+    if (two)
+        fputs(", target: \"\"}", f);
     if (m->merges[0]) {
         fprintf(f, "\ntokenizer: {kind: %s, vocab: ", attn_tokenizer_name(TOKENIZER_GPT2));
         attn_scenefile_yaml_string(f, m->tokenizer, true);

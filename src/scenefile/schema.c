@@ -351,13 +351,19 @@ static void beside_scene(char *out, size_t size, const struct loader *l, const c
         snprintf(out, size, "%s/%s", l->dir, name);
 }
 
-/* A file the tokenizer read (resolved: tokenizer.json, or tokenizer_config.json beside it) as
- * the scene names it: named as the scene wrote tokenizer.json's path (given). */
+/* A file the tokenizer read (resolved: tokenizer.json, or tokenizer_config.json beside it; a
+ * file of the folder resolved names, for Marian's) as the scene names it: named as the scene
+ * wrote tokenizer.json's path (given). */
 static void scene_relative(char *out, size_t size, const char *file, const char *resolved,
                            const char *given)
 {
     if (strcmp(file, resolved) == 0) {
         snprintf(out, size, "%s", given);
+        return;
+    }
+    size_t rl = strlen(resolved);
+    if (strncmp(file, resolved, rl) == 0 && file[rl] == '/') {
+        snprintf(out, size, "%s%s", given, file + rl);
         return;
     }
     const char *rs = strrchr(resolved, '/'), *fs = strrchr(file, '/'), *gs = strrchr(given, '/');

@@ -16,7 +16,11 @@ It rewrites tests/golden/seq2seq/ byte for byte the same on every run (fixed see
                                                   (torch's Linear weights (out, in); shared.weight
                                                   and no tied copy; lm_head.weight when untied)
   <case>/tokenizer.json                           the family's tokenizer (t5 and flan-t5 share
-                                                  theirs)
+                                                  theirs); marian's as opus-mt's folders hold
+                                                  it: source.spm and target.spm (SentencePiece
+                                                  models, checked against Debian's
+                                                  python3-sentencepiece), vocab.json and
+                                                  tokenizer_config.json
   scenes/<case>.yaml                              the scene that opens it (source and target)
   goldens/<case>/tokens.csv, encoder/tokens.csv  the target's tokens (the decoder's, after its
                                                   start token) and the source's, as export writes
@@ -99,6 +103,7 @@ import math
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -320,55 +325,98 @@ def bart_label(tok):
     return tok if tok in BART_SPECIALS else g2.token_label(tok)
 
 
-# ---- Marian's tokenizer: Unigram in Marian's SentencePiece layout -----------------------------
+# ---- Marian's tokenizer: its own files, two SentencePiece models and vocab.json ---------------
 
+# opus-mt's folders have no tokenizer.json: source.spm reads the source language, target.spm the
+# target, and vocab.json numbers the pieces of both. Here the source's model has PIECES and the
+# target's one more, "▁dovi", so the target reads "dovi" whole where the source's model would cut
+# it "▁dov" + "i": a target read with the wrong model has other ids.
+MARIAN_TARGET_ONLY = [(MS + "dovi", -6.3)]
 # </s> 0 and <unk> 1 first, <pad> last (Marian's vocab.json: the pad token appended after the
-# SentencePiece model's pieces); between them T5's pieces in T5's order.
-MARIAN_VOCAB = ["</s>", "<unk>"] + [p for p, _ in PIECES] + ["<pad>"]
+# SentencePiece models' pieces); between them the pieces, the source's first.
+MARIAN_VOCAB = (["</s>", "<unk>"] + [p for p, _ in PIECES] + [p for p, _ in MARIAN_TARGET_ONLY] +
+                ["<pad>"])
 MARIAN_EOS, MARIAN_UNK, MARIAN_PAD = 0, 1, len(MARIAN_VOCAB) - 1
 
 
-def marian_tokenizer_json():
-    """NFKC, Metaspace (always, split) alone, Unigram over </s> <unk> PIECES <pad>, the
-    "$A </s>" template (a pair: "$A $B </s>", as MarianTokenizer joins them), the Metaspace
-    decoder."""
-    special = [{"id": i, "content": MARIAN_VOCAB[i], "single_word": False, "lstrip": False,
-                "rstrip": False, "normalized": False, "special": True}
-               for i in (MARIAN_EOS, MARIAN_UNK, MARIAN_PAD)]
-    ms = {"type": "Metaspace", "replacement": MS, "prepend_scheme": "always", "split": True}
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
-        "normalizer": {"type": "NFKC"},
-        "pre_tokenizer": ms,
-        "post_processor": {
-            "type": "TemplateProcessing",
-            "single": [{"Sequence": {"id": "A", "type_id": 0}},
-                       {"SpecialToken": {"id": "</s>", "type_id": 0}}],
-            "pair": [{"Sequence": {"id": "A", "type_id": 0}},
-                     {"Sequence": {"id": "B", "type_id": 0}},
-                     {"SpecialToken": {"id": "</s>", "type_id": 0}}],
-            "special_tokens": {"</s>": {"id": "</s>", "ids": [MARIAN_EOS], "tokens": ["</s>"]}}},
-        "decoder": ms,
-        "model": {"type": "Unigram", "unk_id": MARIAN_UNK,
-                  "vocab": ([["</s>", 0.0], ["<unk>", 0.0]] + [[p, sc] for p, sc in PIECES] +
-                            [["<pad>", 0.0]]),
-                  "byte_fallback": False},
-    }
+def protobuf(fields):
+    """A protobuf message from (field, value): an int is a varint, a float a fixed32, bytes or a
+    str length-delimited."""
+    def varint(x):
+        out = bytearray()
+        while True:
+            out.append((x & 0x7F) | (0x80 if x > 0x7F else 0))
+            x >>= 7
+            if not x:
+                return bytes(out)
+    out = bytearray()
+    for f, v in fields:
+        if isinstance(v, float):
+            out += varint(f << 3 | 5) + struct.pack("<f", v)
+        elif isinstance(v, int):
+            out += varint(f << 3 | 0) + varint(v)
+        else:
+            v = v.encode("utf-8") if isinstance(v, str) else v
+            out += varint(f << 3 | 2) + varint(len(v)) + v
+    return bytes(out)
 
 
-def marian_encode(text, special):
-    """NFKC; Metaspace: every space "▁", one "▁" put in front, a piece at each "▁"; each
-    piece's best Unigram path; with special </s>: (ids, pieces)."""
-    text = unicodedata.normalize("NFKC", text).replace(" ", MS)
-    if not text.startswith(MS):
-        text = MS + text
-    scores = dict(PIECES)
+def marian_spm(pieces):
+    """A SentencePiece ModelProto as spm_train writes a Unigram model: <unk> (UNKNOWN), <s> and
+    </s> (CONTROL), then the pieces; the identity normalizer with SentencePiece's whitespace
+    handling (a dummy prefix, extra spaces dropped, spaces as "▁")."""
+    body = [(1, protobuf([(1, "<unk>"), (2, 0.0), (3, 2)])),
+            (1, protobuf([(1, "<s>"), (2, 0.0), (3, 3)])),
+            (1, protobuf([(1, "</s>"), (2, 0.0), (3, 3)]))]
+    body += [(1, protobuf([(1, p), (2, float(sc))])) for p, sc in pieces]
+    body += [(2, protobuf([(3, 1), (40, 0), (41, 1), (42, 2)])),
+             (3, protobuf([(1, "identity"), (3, 1), (4, 1), (5, 1)]))]
+    return protobuf(body)
+
+
+def marian_pieces(side):
+    return PIECES + (MARIAN_TARGET_ONLY if side == "target" else [])
+
+
+def write_marian_tokenizer(folder):
+    """opus-mt's tokenizer files: source.spm, target.spm, vocab.json, tokenizer_config.json."""
+    for side in ("source", "target"):
+        with open(os.path.join(folder, side + ".spm"), "wb") as f:
+            f.write(marian_spm(marian_pieces(side)))
+    gf.write_json(os.path.join(folder, "vocab.json"), {p: i for i, p in enumerate(MARIAN_VOCAB)})
+    gf.write_json(os.path.join(folder, "tokenizer_config.json"),
+                  {"source_lang": "en", "target_lang": "xx", "separate_vocabs": False})
+
+
+def marian_encode(text, special, side):
+    """SentencePiece: extra spaces dropped, every space "▁", one "▁" put in front; the best
+    path (no piece has a "▁" inside, so each word's own); with special </s>: (ids, pieces)."""
+    text = MS + re.sub(" +", " ", text.strip(" ")).replace(" ", MS)
+    scores = dict(marian_pieces(side))
     pieces = []
     for word in re.findall(MS + "[^" + MS + "]*", text):
         pieces += best_segmentation(word, scores)
     if special:
         pieces.append("</s>")
     return [MARIAN_VOCAB.index(p) for p in pieces], pieces
+
+
+def check_marian_oracle(folder, src_pieces, tgt_pieces):
+    """SentencePiece itself (Debian's python3-sentencepiece) must cut the source and the
+    target as marian_encode does, and the source's model the target otherwise. Returns its
+    version."""
+    import sentencepiece
+    sp = {side: sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(folder, side + ".spm")) for side in ("source", "target")}
+    for what, text, side, want in (("source", SOURCE, "source", src_pieces[:-1]),
+                                   ("target", TARGET, "target", tgt_pieces)):
+        got = sp[side].encode(text, out_type=str)
+        if got != want:
+            raise GenError("marian %s: SentencePiece %s gives %s, the model here %s" % (
+                what, sentencepiece.__version__, got, want))
+    if sp["source"].encode(TARGET, out_type=str) == tgt_pieces:
+        raise GenError("marian: the source's model cuts the target as the target's does")
+    return sentencepiece.__version__
 
 
 ORACLE_JS = r"""
@@ -883,9 +931,10 @@ def write_scene(name):
     scene = ("# %s: random weights in Hugging Face's naming, written by gen_seq2seq.py.\n"
              "version: 1\ntitle: \"%s\"\n"
              "text: {source: \"%s\", target: \"%s\"}\n"
-             "tokenizer: {kind: hf, file: ../%s/tokenizer.json}\n"
+             "tokenizer: {kind: hf, file: ../%s%s}\n"
              "model: {file: ../%s/model.safetensors, arch: auto}\n"
-             % (name, name, SOURCE, TARGET, name, name))
+             % (name, name, SOURCE, TARGET, name, "" if name == "marian" else "/tokenizer.json",
+                name))
     os.makedirs(os.path.join(OUT, "scenes"), exist_ok=True)
     with open(os.path.join(OUT, "scenes", name + ".yaml"), "w", encoding="utf-8") as f:
         f.write(scene)
@@ -1248,7 +1297,10 @@ def bart_case(c, tok, src, tgt, slab, tlab, vocab):
         if not np.array_equal(back[k], W[k]):
             raise GenError("%s: %s does not read back" % (c["name"], k))
     gf.write_json(os.path.join(folder, "config.json"), bart_config_json(c, vocab))
-    write_tokenizer(os.path.join(folder, "tokenizer.json"), tok)
+    if c["kind"] == "marian":
+        write_marian_tokenizer(folder)
+    else:
+        write_tokenizer(os.path.join(folder, "tokenizer.json"), tok)
     with torch.no_grad():
         run = bart_forward(c, W, src, tgt)
     worst = bart_cross_check(c["name"], run, bart_forward64(c, W, src, tgt))
@@ -1272,18 +1324,16 @@ def main():
     b_dec, b_dec_pieces = [BART_EOS] + b_tgt, ["</s>"] + b_tgt_pieces  # decoder_start_token_id
     print("seq2seq: bart: %d tokens; source %s %s; target %s %s" % (
         len(bart_vocab()), b_src, b_src_pieces, b_dec, b_dec_pieces))
-    m_src, m_src_pieces = marian_encode(SOURCE, special=True)
-    m_tgt, m_tgt_pieces = marian_encode(TARGET, special=False)
+    m_src, m_src_pieces = marian_encode(SOURCE, special=True, side="source")
+    m_tgt, m_tgt_pieces = marian_encode(TARGET, special=False, side="target")
     m_dec, m_dec_pieces = [MARIAN_PAD] + m_tgt, ["<pad>"] + m_tgt_pieces  # <pad> starts
     print("seq2seq: marian: %d pieces; source %s %s; target %s %s" % (
         len(MARIAN_VOCAB), m_src, m_src_pieces, m_dec, m_dec_pieces))
     if use_oracle:
         version = check_oracle([
             ("t5", tokenizer_json(), (src, src_pieces), (tgt, tgt_pieces)),
-            ("bart", bart_tokenizer_json(), (b_src, b_src_pieces), (b_tgt, b_tgt_pieces)),
-            ("marian", marian_tokenizer_json(), (m_src, m_src_pieces), (m_tgt, m_tgt_pieces))])
-        print("seq2seq: tokenizers@%s (Node) gives the same ids and pieces (t5, bart, marian)"
-              % version)
+            ("bart", bart_tokenizer_json(), (b_src, b_src_pieces), (b_tgt, b_tgt_pieces))])
+        print("seq2seq: tokenizers@%s (Node) gives the same ids and pieces (t5, bart)" % version)
     else:
         print("seq2seq: WARNING: --no-oracle: the ids were not checked against tokenizers")
     if os.path.isdir(OUT):
@@ -1293,11 +1343,14 @@ def main():
     by_kind = {
         "bart": (bart_tokenizer_json(), b_src, b_dec, [bart_label(p) for p in b_src_pieces],
                  [bart_label(p) for p in b_dec_pieces], len(bart_vocab())),
-        "marian": (marian_tokenizer_json(), m_src, m_dec, [label(p) for p in m_src_pieces],
+        "marian": (None, m_src, m_dec, [label(p) for p in m_src_pieces],
                    [label(p) for p in m_dec_pieces], len(MARIAN_VOCAB)),
     }
     for c in SEQ_CASES:
         bart_case(c, *by_kind[c["kind"]])
+    if use_oracle:
+        print("seq2seq: SentencePiece %s cuts marian's source and target the same" %
+              check_marian_oracle(os.path.join(OUT, "marian"), m_src_pieces, m_tgt_pieces))
 
 
 if __name__ == "__main__":

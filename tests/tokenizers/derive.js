@@ -364,4 +364,69 @@ const split = (pattern, behavior, invert) => ({type: 'Split', pattern, behavior,
     decoder: metaspace('first'),
     model: unigram((p, s) => s),
   });
+
+  // ---- Marian's files: two SentencePiece models and vocab.json, no tokenizer.json ----------
+  // A protobuf message back into bytes (fields' [field, wire, value]: varints must be small).
+  const varint = (x) => {
+    const b = [];
+    do { b.push((x % 128) + (x >= 128 ? 128 : 0)); x = Math.floor(x / 128); } while (x > 0);
+    return Buffer.from(b);
+  };
+  const encode = (msg) => Buffer.concat(msg.map(([f, w, v]) => {
+    const key = varint(f * 8 + w);
+    if (w === 0) return Buffer.concat([key, varint(v)]);
+    if (w === 2) return Buffer.concat([key, varint(v.length), v]);
+    if (w === 5) { const b = Buffer.alloc(4); b.writeFloatLE(v); return Buffer.concat([key, b]); }
+    return Buffer.concat([key, v]);
+  }));
+  const piece = (p, score, type) => [1, 2, encode([[1, 2, Buffer.from(p, 'utf8')], [2, 5, score], [3, 0, type]])];
+  // vocab.json as Marian's conversion writes it: </s> 0, <unk> 1, the pieces of both models
+  // (the source's first) each once, language codes, <pad> last; `drop` pieces left out, which
+  // the tokenizer must turn into <unk>
+  const marianVocab = (models, drop) => {
+    const v = {'</s>': 0, '<unk>': 1};
+    let n = 2;
+    for (const m of models)
+      m.forEach(([p, , type], i) => { if ((type === 1 || type === 4) && !(p in v) && !drop(p, i)) v[p] = n++; });
+    for (const code of ['>>de<<', '>>fr<<']) v[code] = n++;
+    v['<pad>'] = n;
+    return v;
+  };
+  const writeMarian = (name, source, target, drop, config) => {
+    const dir = path.join(dest, name);
+    fs.mkdirSync(dir, {recursive: true});
+    fs.writeFileSync(path.join(dir, 'source.spm'), source);
+    fs.writeFileSync(path.join(dir, 'target.spm'), target);
+    const pieces = (b) => fields(b).filter((x) => x[0] === 1).map((x) => {
+      const f = fields(x[2]);
+      return [get(f, 1)[0].toString('utf8'), 0, get(f, 3).length ? get(f, 3)[0] : 1];
+    });
+    fs.writeFileSync(path.join(dir, 'vocab.json'), JSON.stringify(marianVocab([pieces(source), pieces(target)], drop)));
+    fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+  };
+  // opus-mt's layout on the two real models: ALBERT's reads the source, "smart" the target;
+  // every 50th of the target's pieces is not in vocab.json
+  writeMarian('marian', model('clean_30k_b64'), model('smart_b64'), (p, i) => i % 50 === 49,
+    {source_lang: 'en', target_lang: 'de'});
+  // Every other switch of the format, on the same pieces (the library reads each; a message
+  // given twice is merged, so a later normalizer_spec or trainer_spec changes one field):
+  // the source without the dummy prefix and keeping extra spaces, four of its pieces
+  // user-defined and two unused; the target with byte fallback (its 256 <0xXX> pieces
+  // appended) and whitespace as a suffix, its spaces left as spaces.
+  const retype = (b, types) => encode(fields(b).map((x) => {
+    if (x[0] !== 1) return x;
+    const f = fields(x[2]);
+    const p = get(f, 1)[0].toString('utf8');
+    return p in types ? piece(p, get(f, 2).length ? get(f, 2)[0] : 0, types[p]) : x;
+  }));
+  const src = Buffer.concat([
+    retype(model('clean_30k_b64'), {'▁the': 4, 'ing': 4, '▁new': 4, '▁york': 4, '▁of': 5, 's': 5}),
+    encode([[3, 2, encode([[3, 0, 0], [4, 0, 0]])]])]);
+  const bytes = [];
+  for (let i = 0; i < 256; i++) bytes.push(piece('<0x' + i.toString(16).toUpperCase().padStart(2, '0') + '>', 0, 6));
+  const tgt = Buffer.concat([model('smart_b64'), encode(bytes),
+    encode([[2, 2, encode([[35, 0, 1], [24, 0, 1]])], [3, 2, encode([[5, 0, 0]])]])]);
+  writeMarian('marian-switches', src, tgt, () => false,
+    {source_lang: 'en', target_lang: 'de', separate_vocabs: false, model_max_length: 512,
+     unk_token: {content: '<unk>', __type: 'AddedToken'}, additional_special_tokens: ['>>fr<<']});
 }
