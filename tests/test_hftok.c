@@ -363,6 +363,35 @@ static void test_labels(void **state)
     free(dir);
 }
 
+/* The bytes a token adds to a text, at its start and after it: the decoder's first-token rules
+ * (Metaspace drops the "▁" it prepends, Llama 2's Strip after Fuse the leading space), which
+ * transformers' decode applies; ByteLevel keeps its space. */
+static void expect_bytes(const char *model, const char *token, const char *first, const char *later)
+{
+    char *dir = path2(env("ATTNSCOPE_TOKENIZER_DATA"), model);
+    struct hftok *t = load_dir(dir);
+    int id = attn_hftok_token_id(t, token, strlen(token));
+    assert_true(id >= 0);
+    char b[64];
+    size_t n = attn_hftok_token_bytes(b, sizeof(b), t, id, true);
+    if (n != strlen(first) || memcmp(b, first, n) != 0)
+        fail_msg("%s: '%s' first: '%.*s', want '%s'", model, token, (int)n, b, first);
+    n = attn_hftok_token_bytes(b, sizeof(b), t, id, false);
+    if (n != strlen(later) || memcmp(b, later, n) != 0)
+        fail_msg("%s: '%s' later: '%.*s', want '%s'", model, token, (int)n, b, later);
+    attn_hftok_free(t);
+    free(dir);
+}
+
+static void test_first_token_bytes(void **state)
+{
+    expect_bytes("marian", "\xE2\x96\x81the", "the", " the");        /* Metaspace, always */
+    expect_bytes("albert-t5", "\xE2\x96\x81the", "the", " the");     /* T5's layout */
+    expect_bytes("mistral", "\xE2\x96\x81Hello", "Hello", " Hello"); /* Strip after Fuse */
+    expect_bytes("mistral-metaspace", "\xE2\x96\x81Hello", "Hello", " Hello"); /* first */
+    expect_bytes("gpt2", "\xC4\xA0the", " the", " the");                       /* ByteLevel: kept */
+}
+
 /* ---- bad files ----------------------------------------------------------------------------- */
 
 /* A small valid tokenizer.json, with one part replaced by a test. */
@@ -809,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_gpt2_same_as_bpe),
         cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_first_token_bytes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_config_and_text),
         cmocka_unit_test(test_wordpiece_long_tokens),

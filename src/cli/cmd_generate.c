@@ -191,8 +191,10 @@ int cmd_generate(int argc, char **argv)
     }
     fflush(info);
 
-    /* the new text, to find --stop in */
+    /* the new text, to find --stop in; from an empty text (a translation's), its first token
+     * starts the text */
     size_t stop_len = val[O_STOP] ? strlen(val[O_STOP]) : 0, have = 0, cap = 0;
+    bool from_empty = s->text && s->text[0] == '\0';
     char *made = NULL;
     why[0] = '\0';
     double t0 = attn_now_ms() / 1e3;
@@ -230,7 +232,8 @@ int cmd_generate(int argc, char **argv)
         }
         if (stop_len && s->backing->token_bytes) {
             char bytes[4 * SCENE_MAX_TOKEN_BYTES];
-            size_t nb = s->backing->token_bytes(s->backing, c.id, bytes, sizeof(bytes));
+            size_t nb = s->backing->token_bytes(s->backing, c.id, from_empty && have == 0, bytes,
+                                                sizeof(bytes));
             if (have + nb + 1 > cap) {
                 cap = 2 * (have + nb + 1);
                 char *grown = realloc(made, cap);

@@ -284,9 +284,10 @@ struct attn_backing {
     /* The display label of vocabulary id (" Mary", "<0A>"), NUL-terminated in out (size > 0). */
     void (*label)(struct attn_backing *b, int id, char *out, size_t size);
     /* The bytes vocabulary id stands for in the text (" Mary", "\n"; a partial UTF-8 sequence
-     * when the token is part of a character), at most size into out; how many (0: none). May be
-     * NULL. */
-    size_t (*token_bytes)(struct attn_backing *b, int id, char *out, size_t size);
+     * when the token is part of a character), at most size into out; how many (0: none). first:
+     * the token starts the text (a translation's first word: SentencePiece's "▁Die" is "Die"
+     * there, as the tokenizer's decoder makes it). May be NULL. */
+    size_t (*token_bytes)(struct attn_backing *b, int id, bool first, char *out, size_t size);
     /* Rows r0 .. r0 + rows - 1 of a lazy matrix's tensor (attn_matrix.lazy) as it is stored,
      * widened to float32 into out (rows, its stored columns). NULL when nothing is lazy. */
     void (*read_rows)(struct attn_backing *b, const void *tensor, float *out, size_t r0,

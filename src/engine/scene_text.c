@@ -306,9 +306,10 @@ int attn_scene_append_id(struct attn_scene *s, int id, struct diag *err)
         return attn_diag_set(err, "tokens", "more than %d tokens", SCENE_MAX_TOKENS);
     char label[4 * SCENE_MAX_TOKEN_BYTES], bytes[4 * SCENE_MAX_TOKEN_BYTES];
     s->backing->label(s->backing, id, label, sizeof(label));
-    size_t nb =
-        s->backing->token_bytes ? s->backing->token_bytes(s->backing, id, bytes, sizeof(bytes)) : 0;
     size_t old = s->text ? strlen(s->text) : 0;
+    size_t nb = s->backing->token_bytes
+                    ? s->backing->token_bytes(s->backing, id, old == 0, bytes, sizeof(bytes))
+                    : 0;
     char **tokens = realloc(s->tokens, (size_t)(n + 1) * sizeof(*tokens));
     if (tokens)
         s->tokens = tokens;

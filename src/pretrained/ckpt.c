@@ -113,7 +113,7 @@ static void label(struct attn_backing *ab, int id, char *out, size_t size)
         snprintf(out, size, "<id %d>", id);
 }
 
-static size_t token_bytes(struct attn_backing *ab, int id, char *out, size_t size)
+static size_t token_bytes(struct attn_backing *ab, int id, bool first, char *out, size_t size)
 {
     struct ckpt_backing *b = (struct ckpt_backing *)ab;
     if (b->bpe) {
@@ -125,7 +125,7 @@ static size_t token_bytes(struct attn_backing *ab, int id, char *out, size_t siz
         memcpy(out, p, len);
         return len;
     }
-    return b->hf ? attn_hftok_token_bytes(out, size, b->hf, id) : 0;
+    return b->hf ? attn_hftok_token_bytes(out, size, b->hf, id, first) : 0;
 }
 
 static int check(struct attn_backing *ab, struct diag *err)

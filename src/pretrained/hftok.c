@@ -1776,7 +1776,7 @@ static int lrepl_one(void *vc, size_t start, size_t end)
 
 /* What token id stands for in the text, into *b: its string through the decoder's per-token
  * steps, or an added token's content. False for an id no token has. */
-static bool token_text(struct lbuf *out, const struct hftok *t, int id)
+static bool token_text(struct lbuf *out, const struct hftok *t, int id, bool first)
 {
     size_t len;
     const char *tok = attn_hftok_token(t, id, &len);
@@ -1787,6 +1787,7 @@ static bool token_text(struct lbuf *out, const struct hftok *t, int id)
     if (added_of(t, id))
         return true;
     struct lbuf b = *out;
+    bool fused = false;
     for (int d = 0; d < t->n_dec; d++) {
         const struct hf_dec *dec = &t->dec[d];
         struct lbuf nb = {.n = 0};
@@ -1821,14 +1822,14 @@ static bool token_text(struct lbuf *out, const struct hftok *t, int id)
                 }
             }
             break;
-        case HD_METASPACE:
+        case HD_METASPACE: /* the first token's replacements are the prepended space: gone */
             for (size_t i = 0; i < b.n;) {
                 int k;
                 uint32_t c = char_at(b.s, b.n, i, &k);
-                if (c == dec->replacement)
-                    lput(&nb, " ", 1);
-                else
+                if (c != dec->replacement)
                     lput(&nb, b.s + i, (size_t)k);
+                else if (!(first && dec->prepends))
+                    lput(&nb, " ", 1);
                 i += (size_t)k;
             }
             b = nb;
@@ -1843,9 +1844,23 @@ static bool token_text(struct lbuf *out, const struct hftok *t, int id)
             }
             break;
         }
-        case HD_WORDPIECE: /* "##ing" says it continues a word: the label keeps it */
+        case HD_STRIP: /* after Fuse, it strips the text's start: the first token's */
+            if (first && fused) {
+                size_t cut = 0;
+                for (long k = 0; k < dec->strip_start && cut < b.n; k++) {
+                    int w;
+                    if (char_at(b.s, b.n, cut, &w) != dec->replacement)
+                        break;
+                    cut += (size_t)w;
+                }
+                memmove(b.s, b.s + cut, b.n - cut);
+                b.n -= cut;
+            }
+            break;
         case HD_FUSE:
-        case HD_STRIP:
+            fused = true;
+            break;
+        case HD_WORDPIECE: /* "##ing" says it continues a word: the label keeps it */
             break;
         }
     }
@@ -1858,17 +1873,17 @@ void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int i
     if (size == 0)
         return;
     struct lbuf b;
-    if (!token_text(&b, t, id)) {
+    if (!token_text(&b, t, id, false)) {
         snprintf(out, size, "<unused %d>", id);
         return;
     }
     attn_bpe_label_bytes(out, size, b.s, b.n);
 }
 
-size_t attn_hftok_token_bytes(char *out, size_t size, const struct hftok *t, int id)
+size_t attn_hftok_token_bytes(char *out, size_t size, const struct hftok *t, int id, bool first)
 {
     struct lbuf b;
-    if (!token_text(&b, t, id))
+    if (!token_text(&b, t, id, first))
         return 0;
     size_t n = b.n < size ? b.n : size;
     memcpy(out, b.s, n);

@@ -92,7 +92,9 @@ int attn_hftok_token_id(const struct hftok *t, const char *token, size_t len);
 void attn_hftok_token_label(char *out, size_t size, const struct hftok *t, int id);
 /* The bytes token id stands for in the text (the label's, before any is written as <XX>), at
  * most size of them into out (not terminated); how many. A WordPiece "##" stays, as in the label;
- * 0 for an id no token has. Generation appends them to the text. */
-size_t attn_hftok_token_bytes(char *out, size_t size, const struct hftok *t, int id);
+ * 0 for an id no token has. Generation appends them to the text. first: the token starts the
+ * text, where the decoder drops what the tokenizer put in front (Metaspace's "▁" when it
+ * prepends one; Strip's leading characters after Fuse, as Llama 2's decoder). */
+size_t attn_hftok_token_bytes(char *out, size_t size, const struct hftok *t, int id, bool first);
 
 #endif

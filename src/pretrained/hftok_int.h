@@ -152,7 +152,9 @@ enum hf_dec_kind {
 /* The decoder as a flat list of steps (a Sequence's members in order). */
 struct hf_dec {
     enum hf_dec_kind kind;
-    uint32_t replacement;  /* Metaspace */
+    uint32_t replacement;  /* Metaspace; Strip's content */
+    bool prepends;         /* Metaspace: its prepend_scheme is not never */
+    long strip_start;      /* Strip: how many of content it strips from the start */
     struct hf_pattern pat; /* Replace */
     char *content;         /* Replace */
     size_t content_len;

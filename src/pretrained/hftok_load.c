@@ -1425,6 +1425,7 @@ static int load_dec(struct jctx *c, json_t *obj, struct hftok *t)
         d.kind = HD_METASPACE;
         if (metaspace_options(c, obj, &d.replacement, &prepend, &split))
             return -1;
+        d.prepends = prepend != HF_PREPEND_NEVER;
         return add_dec(c, t, d);
     }
     if (strcmp(type, "WordPiece") == 0) {
@@ -1445,11 +1446,11 @@ static int load_dec(struct jctx *c, json_t *obj, struct hftok *t)
     }
     if (strcmp(type, "Strip") == 0) {
         static const char *const keys[] = {"content", "start", "stop", NULL};
-        uint32_t ch;
-        long n;
+        long stop;
         d.kind = HD_STRIP;
-        if (only_keys(c, obj, type, keys) || get_char(c, obj, "content", &ch) ||
-            get_int(c, obj, "start", &n, 0, LONG_MAX) || get_int(c, obj, "stop", &n, 0, LONG_MAX))
+        if (only_keys(c, obj, type, keys) || get_char(c, obj, "content", &d.replacement) ||
+            get_int(c, obj, "start", &d.strip_start, 0, LONG_MAX) ||
+            get_int(c, obj, "stop", &stop, 0, LONG_MAX))
             return -1;
         return add_dec(c, t, d);
     }

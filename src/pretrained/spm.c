@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/fsutil.h"
+#include "common/utf8.h"
 #include "pretrained/pieces.h"
 
 /* sentencepiece_model.proto's SentencePiece.Type and TrainerSpec.ModelType */
@@ -236,6 +237,23 @@ static int distinct(size_t *v, int n, bool down)
     return k;
 }
 
+/* A piece as a message shows it: escaped, at most 60 bytes of it. */
+static const char *shown(char *buf, size_t size, const char *s, size_t len)
+{
+    attn_utf8_escape(buf, size, s, len < 60 ? len : 60, 0);
+    return buf;
+}
+
+/* The byte "<0xXX>" stands for (PieceToByte: upper-case hex, two digits), or -1. */
+static int byte_piece(const char *s, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *hi = len == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' && s[3] ? strchr(hex, s[3])
+                                                                                 : NULL,
+               *lo = hi && s[4] ? strchr(hex, s[4]) : NULL;
+    return lo ? (int)((hi - hex) * 16 + (lo - hex)) : -1;
+}
+
 /* The pieces as model_interface.cc's InitializePieces checks them. */
 static int build_pieces(struct reader *r, struct spm *m)
 {
@@ -260,6 +278,7 @@ static int build_pieces(struct reader *r, struct spm *m)
     m->max_score = 1.175494351e-38F;
     memset(m->byte_id, 0xFF, sizeof(m->byte_id));
     int n_bytes = 0;
+    char b[300];
     for (int i = 0; i < n; i++) {
         const struct pb *p = &r->piece[i];
         size_t len = (size_t)(p->end - p->p);
@@ -286,8 +305,8 @@ static int build_pieces(struct reader *r, struct spm *m)
                 before = j;
         }
         if (before >= 0)
-            return attn_diag_file(r->err, r->name, "piece %d '%.60s' is piece %d already", i,
-                                  m->str[i], before);
+            return attn_diag_file(r->err, r->name, "piece %d '%s' is piece %d already", i,
+                                  shown(b, sizeof(b), m->str[i], len), before);
         if (looked_up) {
             if (attn_hf_vocab_set(&m->find, i, m->str[i], len))
                 return attn_diag_file(r->err, r->name, "out of memory");
@@ -306,17 +325,16 @@ static int build_pieces(struct reader *r, struct spm *m)
             m->unk_id = i;
         }
         if (t == T_BYTE) {
-            unsigned hex;
-            char tail;
             if (!m->byte_fallback)
                 return attn_diag_file(r->err, r->name,
-                                      "piece %d '%.60s' is a byte, but the model has no "
+                                      "piece %d '%s' is a byte, but the model has no "
                                       "byte_fallback",
-                                      i, m->str[i]);
-            if (len != 6 || sscanf(m->str[i], "<0x%2X%c", &hex, &tail) != 2 || tail != '>')
+                                      i, shown(b, sizeof(b), m->str[i], len));
+            int hex = byte_piece(m->str[i], len);
+            if (hex < 0)
                 return attn_diag_file(r->err, r->name,
-                                      "piece %d '%.60s' is a byte, but not one written <0xXX>", i,
-                                      m->str[i]);
+                                      "piece %d '%s' is a byte, but not one written <0xXX>", i,
+                                      shown(b, sizeof(b), m->str[i], len));
             if (m->byte_id[hex] < 0)
                 n_bytes++;
             m->byte_id[hex] = i;
