@@ -40,6 +40,37 @@ static void copy_model(const char *dir, const char *rel)
     free(data);
 }
 
+/* dir/model.safetensors with its tensor from renamed to: the header rewritten, the data as it
+ * was (a conversion that kept another name of a tied parameter). */
+static void rename_tensor(const char *dir, const char *from, const char *to)
+{
+    char path[4200], q_from[200], q_to[200];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    snprintf(q_from, sizeof(q_from), "\"%s\"", from);
+    snprintf(q_to, sizeof(q_to), "\"%s\"", to);
+    size_t len;
+    char *file = tu_must_read_file(path, &len);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | (unsigned char)file[i];
+    const char *header = file + 8, *at = strstr(header, q_from);
+    assert_non_null(at);
+    assert_true((size_t)(at - header) < hlen);
+    size_t grown = hlen + strlen(q_to) - strlen(q_from), total = 8 + grown + (len - 8 - hlen);
+    char *out = malloc(total);
+    assert_non_null(out);
+    for (int i = 0; i < 8; i++)
+        out[i] = (char)(grown >> (8 * i));
+    size_t before = (size_t)(at - header);
+    memcpy(out + 8, header, before);
+    memcpy(out + 8 + before, q_to, strlen(q_to));
+    memcpy(out + 8 + before + strlen(q_to), at + strlen(q_from), hlen - before - strlen(q_from));
+    memcpy(out + 8 + grown, file + 8 + hlen, len - 8 - hlen);
+    tu_write_file(path, out, total);
+    free(out);
+    free(file);
+}
+
 struct loaded {
     char problems[4096]; /* "file:line:col: message" lines, the folder left out; "" loaded */
     char warnings[4096]; /* the backing's warnings, the same way */
@@ -859,6 +890,28 @@ static void test_seq2seq_keys(void **state)
     assert_int_equal(r.s.pos.offset, 0);
     assert_int_equal(r.s.block.activation, ACT_SILU);
     assert_string_equal(r.warnings, "");
+    loaded_free(&r);
+    /* a file that kept the encoder's name of the tied embeddings and not shared's: read from it,
+     * the same numbers (read before the file is rewritten: the scene maps it) */
+    load_seq2seq(&r, dir, "marian", config);
+    assert_true(r.ok);
+    assert_non_null(r.s.embed.rows.lazy); /* BF16: widened as read */
+    assert_int_equal(r.s.embed.rows.cols, 32);
+    int rows = r.s.embed.rows.rows;
+    float *want = malloc((size_t)rows * 32 * sizeof(float)), got[32];
+    assert_non_null(want);
+    r.s.backing->read_rows(r.s.backing, r.s.embed.rows.lazy, want, 0, (size_t)rows);
+    loaded_free(&r);
+    rename_tensor(dir, "model.shared.weight", "model.encoder.embed_tokens.weight");
+    load_seq2seq(&r, dir, "marian", config);
+    if (!r.ok)
+        fail_msg("marian with encoder.embed_tokens did not load:\n%s", r.problems);
+    assert_int_equal(r.s.embed.rows.rows, rows);
+    for (int row = 0; row < rows; row++) {
+        r.s.backing->read_rows(r.s.backing, r.s.embed.rows.lazy, got, (size_t)row, 1);
+        assert_memory_equal(got, want + (size_t)row * 32, sizeof(got));
+    }
+    free(want);
     loaded_free(&r);
     /* opus-mt's configs carry the keys of fairseq's conversion: inert, without a warning */
     char *legacy = with(config, "\"activation_dropout\": 0.0,",

@@ -55,6 +55,29 @@ struct run {
     char *out, *err;
 };
 
+/* Drops from err the line work over 200 ms ends with off a terminal ("attnscope: computing: 32
+ * heads in 0.2 s", progress.h): whether it is there depends on how busy the machine is. */
+static void drop_progress(char *err)
+{
+    char *w = err;
+    for (char *line = err; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+        char what[64], unit[64];
+        long done;
+        double secs;
+        int n = -1;
+        sscanf(line, "attnscope: %63[^:]: %ld %63s in %lf s%n", what, &done, unit, &secs, &n);
+        bool progress = n > 0 && (size_t)n == (end ? len - 1 : len);
+        if (!progress) {
+            memmove(w, line, len);
+            w += len;
+        }
+        line += len;
+    }
+    *w = '\0';
+}
+
 /* The next run's standard input (RUN_IN), else /dev/null. */
 static const char *stdin_from;
 
@@ -99,6 +122,7 @@ static struct run run_to(const char *stdout_to, const char *const *args)
     r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     r.out = tu_must_read_file(out_path, NULL);
     r.err = tu_must_read_file(err_path, NULL);
+    drop_progress(r.err);
     return r;
 }
 

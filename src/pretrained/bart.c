@@ -434,6 +434,9 @@ static const struct family_class CLASSES[] = {
     {NULL, NULL, 0},
 };
 static const char *const OUTSIDE[] = {"lm_head.weight", "final_logits_bias", NULL};
+/* each stack's embed_tokens: tied to shared */
+static const char *const EMBED_TIES[] = {"encoder.embed_tokens.weight",
+                                         "decoder.embed_tokens.weight", NULL};
 
 /* BartForConditionalGeneration's and MarianMTModel's names start with "model.", BartModel's do
  * not; lm_head and final_logits_bias are outside both. */
@@ -446,6 +449,7 @@ const struct attn_family attn_family_bart = {
     .names = {.prefix = "model.",
               .outside = OUTSIDE,
               .embed = "shared.weight",
+              .embed_ties = EMBED_TIES,
               .unembed = "lm_head.weight",
               .known = known},
     .load = load,

@@ -161,6 +161,12 @@ static int read_tables(struct family_load *ld, const struct family_shape *sh, st
     const char *arch = ld->family->name;
     char full[200];
     snprintf(full, sizeof(full), "%s%s", ld->prefix, nm->embed);
+    for (int i = 0; nm->embed_ties && nm->embed_ties[i] && !attn_ckpt_has(b, full); i++) {
+        char tie[200];
+        snprintf(tie, sizeof(tie), "%s%s", ld->prefix, nm->embed_ties[i]);
+        if (attn_ckpt_has(b, tie))
+            snprintf(full, sizeof(full), "%s", tie);
+    }
     int vocab = 0, cols;
     if (!attn_ckpt_shape(b, full, &vocab, &cols))
         vocab = 0; /* missing: attn_ckpt_tensor names it */

@@ -38,7 +38,11 @@ struct family_names {
      * unembedding, "lm_head.weight"); one ending in '.' starts names known() checks whole
      * (BERT's "cls."). */
     const char *const *outside;
-    const char *embed;   /* the embedding table, under the prefix ("wte.weight") */
+    const char *embed; /* the embedding table, under the prefix ("wte.weight") */
+    /* The names of the parameters transformers ties to embed, NULL-terminated (or NULL): a file
+     * that kept one of them and not embed (a conversion may keep either) is read from it, as
+     * transformers reads it, whose tied parameters are one tensor before the file is loaded. */
+    const char *const *embed_ties;
     const char *unembed; /* the untied unembedding, outside; NULL: the reader reads its own */
     /* Whether name (the prefix cut off, or whole when outside) is one the family reads or knows
      * to skip (the buffers some exports carry); ld->config is the reader's config. */

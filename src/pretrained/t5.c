@@ -386,6 +386,10 @@ static const struct family_class CLASSES[] = {
 static const char *const OUTSIDE[] = {"lm_head.weight", NULL};
 
 /* The names have no prefix; lm_head is outside them. */
+/* each stack's embed_tokens: tied to shared */
+static const char *const EMBED_TIES[] = {"encoder.embed_tokens.weight",
+                                         "decoder.embed_tokens.weight", NULL};
+
 const struct attn_family attn_family_t5 = {
     .name = "t5",
     .classes = CLASSES,
@@ -395,6 +399,7 @@ const struct attn_family attn_family_t5 = {
     .names = {.prefix = "",
               .outside = OUTSIDE,
               .embed = "shared.weight",
+              .embed_ties = EMBED_TIES,
               .unembed = "lm_head.weight",
               .known = known},
     .load = load,
