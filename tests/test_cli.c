@@ -2677,6 +2677,36 @@ static void test_marian_folder(void **state)
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
         tu_copy_file(from, path);
     }
+    /* opus-mt's bad_words_ids [[<pad>]]: a generation never chooses a banned token (here the
+     * greedy second one, 'll' 53; 'en' 43 is next), its probability renormalised without it */
+    const char *src = "The small dog sees the red ball .";
+    a = RUN("generate", dir, "--text", src, "-n", "2", "--csv");
+    expect_status(&a, 0);
+    double p_all = 0, p_banned = 0;
+    const char *step1 = strstr(a.out, "\r\n1,1,68,f,");
+    assert_non_null(step1);
+    p_all = strtod(step1 + strlen("\r\n1,1,68,f,"), NULL);
+    expect_contains(a.out, "\r\n2,2,53,ll,");
+    run_free(&a);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    char *config = tu_must_read_file(path, NULL);
+    snprintf(want, sizeof(want), "{\n  \"bad_words_ids\": [[53], [7, 8]],%s", config + 1);
+    free(config);
+    tu_write_text(path, want);
+    a = RUN("generate", dir, "--text", src, "-n", "2", "--csv");
+    expect_status(&a, 0);
+    step1 = strstr(a.out, "\r\n1,1,68,f,");
+    assert_non_null(step1);
+    p_banned = strtod(step1 + strlen("\r\n1,1,68,f,"), NULL);
+    assert_true(p_banned > p_all); /* 53's share of the softmax given to the rest */
+    expect_contains(a.out, "\r\n2,2,43,en,");
+    assert_null(strstr(a.out, ",53,ll,"));
+    snprintf(want, sizeof(want),
+             "%s/config.json:2:3: warning: 'bad_words_ids' entry 1 is a sequence of 2 tokens: "
+             "attnscope bans single tokens only, so a generation may make it\n",
+             dir);
+    expect_contains(a.err, want);
+    run_free(&a);
     snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
     tu_write_text(path, "{\n  \"source_lang\": \"en\",\n  \"separate_vocabs\": true\n}\n");
     a = RUN("check", dir, "--text", "a dog");

@@ -160,6 +160,7 @@ int attn_generation_choose(struct attn_generation *g, struct attn_choice *out, s
     int n = g->net->model[0].n;
     if (attn_logits(g->logits, g->net, g->net->layers - 1, n - 1, 1, err) != 0)
         return -1;
+    attn_scene_ban_tokens(g->scene, g->logits, g->vocab);
     double u = g->sampling.greedy ? 0 : attn_generation_draw(g->seed, n);
     attn_choose_token(out, g->logits, g->vocab, &g->sampling, u, g->heap);
     return 0;

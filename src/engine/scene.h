@@ -43,7 +43,8 @@ struct attn_book_rows {
 
 /* The most positions a scene may name (positional.offset, max_len): 8 x the most tokens. */
 #define SCENE_MAX_POSITION (8 * SCENE_MAX_TOKENS)
-#define SCENE_MAX_EOS      8 /* end-of-text ids a checkpoint may name */
+#define SCENE_MAX_EOS      8  /* end-of-text ids a checkpoint may name */
+#define SCENE_MAX_BANNED   64 /* single tokens a checkpoint's bad_words_ids may ban */
 /* The widest feed-forward (block.ffn_hidden): 4 x the widest d_in, as GPT's is 4 x its d_in. */
 #define SCENE_MAX_FFN_HIDDEN (4 * SCENE_MAX_DIM)
 
@@ -445,6 +446,10 @@ struct attn_scene {
          * a generation. n_eos 0: the model names none. */
         int eos[SCENE_MAX_EOS];
         int n_eos;
+        /* config.json's bad_words_ids of one token each (Marian's <pad>): a generation never
+         * chooses them, as transformers' NoBadWordsLogitsProcessor makes their logits -inf. */
+        int banned[SCENE_MAX_BANNED];
+        int n_banned;
     } model;
     char *vocab_path, *merges_path; /* tokenizer gpt2: its files, absolute */
     char *tokenizer_file;           /* tokenizer hf: tokenizer.json, absolute */
@@ -538,6 +543,9 @@ bool attn_scene_why_no_next(char *out, size_t size, const struct attn_scene *s);
  * trained on, less the offset), or SCENE_MAX_TOKENS; *what names which (positions_key, or
  * "the most tokens attnscope computes"). */
 int attn_scene_context(const struct attn_scene *s, const char **what);
+/* The model's banned tokens (model.banned) made -inf among logits[0 .. vocab): what a
+ * generation chooses from. */
+void attn_scene_ban_tokens(const struct attn_scene *s, float *logits, int vocab);
 /* Whether id is one of the model's end-of-text tokens (model.eos). */
 bool attn_scene_is_eos(const struct attn_scene *s, int id);
 /* Appends vocabulary token id to s (a scene with a vocabulary tokenizer): its label to the

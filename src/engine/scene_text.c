@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,6 +369,13 @@ int attn_scene_context(const struct attn_scene *s, const char **what)
         *what = s->model.positions_key;
     }
     return ctx;
+}
+
+void attn_scene_ban_tokens(const struct attn_scene *s, float *logits, int vocab)
+{
+    for (int i = 0; i < s->model.n_banned; i++)
+        if (s->model.banned[i] < vocab)
+            logits[s->model.banned[i]] = -INFINITY;
 }
 
 bool attn_scene_is_eos(const struct attn_scene *s, int id)

@@ -61,6 +61,7 @@ static int step(struct app *a, const char *who, const char *pace, bool *ended)
         free(scratch);
         return -1;
     }
+    attn_scene_ban_tokens(&a->doc.scene, logits, vocab);
     double t = a->view.temperature;
     struct attn_sampling sp = {.greedy = t == 1.0, .temperature = t, .top_k = 0, .top_p = 1.0};
     struct attn_choice c;

@@ -336,7 +336,7 @@ static const struct ckpt_key common_keys[] = {
     {"length_penalty", KEY_INERT, 0, NULL, NULL},
     {"no_repeat_ngram_size", KEY_INERT, 0, NULL, NULL},
     {"encoder_no_repeat_ngram_size", KEY_INERT, 0, NULL, NULL},
-    {"bad_words_ids", KEY_INERT, 0, NULL, NULL},
+    {"bad_words_ids", KEY_READ, 0, NULL, NULL}, /* its single tokens: never chosen */
     {"force_words_ids", KEY_INERT, 0, NULL, NULL},
     {"renormalize_logits", KEY_INERT, 0, NULL, NULL},
     {"remove_invalid_values", KEY_INERT, 0, NULL, NULL},

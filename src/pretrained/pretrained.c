@@ -177,6 +177,52 @@ static int read_eos(struct attn_scene *s, struct ckpt_config *c, struct diag *er
     return 0;
 }
 
+/* config.json's bad_words_ids: lists of token ids, each a sequence transformers never lets a
+ * generation make. One of a single token (Marian's [[<pad>]]) is banned; a longer one would need
+ * the tokens before it, which attnscope does not track: a warning says it is not applied. */
+static int read_bad_words(struct attn_scene *s, struct ckpt_config *c, struct diag *err)
+{
+    const json_t *v = json_object_get(c->root, "bad_words_ids");
+    int vocab = s->unembed.rows > 0 ? s->unembed.rows : s->embed.rows.rows;
+    s->model.n_banned = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    static const char *const must = "'bad_words_ids' must be a list of lists of token ids";
+    if (!json_is_array(v))
+        return attn_ckpt_config_error(c, "bad_words_ids", NULL, err, "%s", must);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *w = json_array_get(v, i);
+        if (!json_is_array(w) || json_array_size(w) == 0)
+            return attn_ckpt_config_error(c, "bad_words_ids", NULL, err, "%s", must);
+        for (size_t k = 0; k < json_array_size(w); k++) {
+            const json_t *e = json_array_get(w, k);
+            if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+                json_integer_value(e) > INT32_MAX)
+                return attn_ckpt_config_error(c, "bad_words_ids", NULL, err, "%s", must);
+        }
+        if (json_array_size(w) > 1) {
+            attn_ckpt_config_warn(c, "bad_words_ids", NULL,
+                                  "'bad_words_ids' entry %zu is a sequence of %zu tokens: "
+                                  "attnscope bans single tokens only, so a generation may make it",
+                                  i, json_array_size(w));
+            continue;
+        }
+        json_int_t id = json_integer_value(json_array_get(w, 0));
+        if (id >= vocab)
+            attn_ckpt_config_warn(c, "bad_words_ids", NULL,
+                                  "'bad_words_ids' bans %lld, past the vocabulary (%d tokens)",
+                                  (long long)id, vocab);
+        else if (s->model.n_banned == SCENE_MAX_BANNED)
+            return attn_ckpt_config_error(c, "bad_words_ids", NULL, err,
+                                          "'bad_words_ids' bans more than %d single tokens, "
+                                          "attnscope's limit",
+                                          SCENE_MAX_BANNED);
+        else
+            s->model.banned[s->model.n_banned++] = (int)id;
+    }
+    return 0;
+}
+
 int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arch,
                          const struct ckpt_overrides *o, struct diag *err)
 {
@@ -207,6 +253,8 @@ int attn_pretrained_load(struct attn_scene *s, const char *path, const char *arc
                            ld.family->variants[ld.variant].shown);
     if (rc == 0)
         rc = read_eos(s, &c, err);
+    if (rc == 0)
+        rc = read_bad_words(s, &c, err);
     if (rc == 0) { /* the warnings go with the checkpoint: every copy of the scene has them */
         attn_diag_list_free(&b->base.warnings);
         b->base.warnings = c.warnings;
