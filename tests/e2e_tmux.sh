@@ -705,6 +705,30 @@ check "t5: export writes the encoder's and the decoder's stages" t5 \
   test -f "$WORK/t5-export/encoder/layer1/head3/position_bias.csv" -a \
   -f "$WORK/t5-export/decoder/layer1/cross/head0/keys.csv"
 
+# 22b''. Marian as opus-mt's folders hold it (source.spm, target.spm, vocab.json; no
+# tokenizer.json), opened with --text: the source, to translate, the target empty; E and t edit
+# the source; back in the decoder, g writes the target a token at a time.
+start mt 220 45 "$BIN $SRC/tests/golden/seq2seq/marian --text 'The small dog sees the red ball .'"
+check "marian folder: opens on an empty target (the start token alone)" mt \
+  wait_for mt "decoder layer 0, self-attention · head 0 (of 4) · weights · 1×1"
+keys mt E
+check "marian folder: E shows the source, read with source.spm" mt \
+  wait_for mt "encoder layer 0 · head 0 (of 4) · weights · 11×11"
+check "marian folder: the header counts the source's tokens" mt wait_for mt "11 tokens · d_in 32"
+keys mt t C-u
+text mt "The green garden ."
+keys mt Enter
+check "marian folder: t in the encoder edits the source" mt wait_for mt "the source (11 → 7 tokens)"
+check "marian folder: the encoder reads the new source" mt \
+  wait_for mt "encoder layer 0 · head 0 (of 4) · weights · 7×7"
+keys mt E
+check "marian folder: E again: the cross-attention over the new source" mt \
+  wait_for mt "decoder layer 0, cross-attention · head 0 (of 4) · weights · 1×7"
+keys mt g
+check "marian folder: g writes the target's first token" mt \
+  wait_for mt "decoder layer 0, cross-attention · head 0 (of 4) · weights · 2×7"
+T kill-session -t mt
+
 # 22c. Phi-3 (phi3-longrope: fused projections, half of each head turned, longrope past its
 # original 16 positions, a window of 9): the header and the inspector on a turned dimension.
 start ph 200 50 "$BIN $fam/phi3-longrope.yaml"

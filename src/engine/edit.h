@@ -58,6 +58,8 @@ struct attn_edit {
     char *text;            /* TEXT, TOKENIZER: the sentence (the edit's own copy in a lesson) */
     const char *text_pair; /* TEXT: a pair's second sentence (BERT's text: [A, B]); NULL: the
                               scene's stays, "": none, one sentence */
+    bool source;           /* TEXT: an encoder-decoder's source (its encoder's sentence), not
+                              the target */
     int tokenizer;         /* TOKENIZER: enum attn_tokenizer */
     int scale;             /* enum attn_scale_kind: SCALE_SQRT_DK, SCALE_NONE or SCALE_DIVISOR */
     double scale_divisor;  /* SCALE_DIVISOR's */

@@ -31,9 +31,13 @@ static int tokens_of(const struct attn_scene *s, const char *text, const char *p
         return attn_diag_set(err, "text",
                              "two sentences (text: [A, B]) need a tokenizer with a template "
                              "that joins them: tokenizer: {kind: hf, file: tokenizer.json}");
-    int rc = vocab
-                 ? s->backing->tokenize(s->backing, text, pair, true, &tokens, &ids, &types, n, err)
-                 : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
+    /* with the template, but a decoder's target (scene_text.c's rule), whose start token the
+       checkpoint puts first */
+    int rc = vocab ? s->backing->tokenize(s->backing, text, pair, !s->encoder, &tokens, &ids,
+                                          &types, n, err)
+                   : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
+    if (rc == 0 && vocab && s->encoder && s->decoder_start >= 0)
+        (*n)++;
     attn_tokens_free(tokens, *n);
     free(ids);
     free(types);
@@ -134,6 +138,18 @@ int attn_scene_check_edit(const struct attn_scene *s, const struct attn_edit *e,
     case EDIT_TOKENIZER: /* the sentence under the new tokenizer */
     case EDIT_TEXT: {
         int n;
+        if (e->kind == EDIT_TEXT && e->source) {
+            if (!s->encoder)
+                return attn_diag_set(err, "text",
+                                     "one sequence: an encoder-decoder's scene has a source");
+            if (tokens_of(s->encoder, e->text, NULL, (int)s->tokenizer, &n, err) != 0) {
+                snprintf(err->path, sizeof(err->path), "text");
+                return -1;
+            }
+            if (n == 0)
+                return attn_diag_set(err, "text", "the source needs at least one token");
+            return past_table(s->encoder, n, s->encoder->pos.offset, "text", err);
+        }
         const char *text = e->kind == EDIT_TEXT ? e->text : s->text;
         int tok = e->kind == EDIT_TEXT ? (int)s->tokenizer : e->tokenizer;
         if (tokens_of(s, text, pair_of(s, e), tok, &n, err) != 0) {
@@ -227,6 +243,9 @@ int attn_scene_apply_edit(struct attn_scene *s, const struct attn_edit *e,
         fx->seeds_moved = attn_scene_set_seed(s, e->seed, &fx->seeds_kept);
         break;
     case EDIT_TEXT:
+        if (e->source) /* the encoder reads it; the decoder's target stays */
+            return attn_scene_set_text(s->encoder, e->text, err);
+        /* fall through */
     case EDIT_TOKENIZER: {
         /* The rows of words the scene was given follow them (attn_scene_retext); a mask drawn
            for other tokens no longer fits; a drawn position table grows with the sentence (a

@@ -1759,6 +1759,12 @@ int app_edit_text_pair(struct app *a, const char *text, const char *pair)
     return edit_text(a, &e);
 }
 
+int app_edit_source(struct app *a, const char *text)
+{
+    struct attn_edit e = {.kind = EDIT_TEXT, .text = (char *)text, .source = true};
+    return edit_text(a, &e);
+}
+
 double app_knob_value(const struct app *a, enum knob k)
 {
     switch (k) {
@@ -2421,6 +2427,10 @@ static void describe_change(char *out, size_t size, const struct attn_scene *fro
                  (from->text && strcmp(from->text, to->text) != 0);
     bool second = (from->text_pair == NULL) != (to->text_pair == NULL) ||
                   (from->text_pair && strcmp(from->text_pair, to->text_pair) != 0);
+    const struct attn_scene *fe = from->encoder, *te = to->encoder;
+    if (fe && te && (fe->text == NULL) == (te->text == NULL) && fe->text &&
+        strcmp(fe->text, te->text) != 0)
+        SAY("the source (%d \u2192 %d tokens)", fe->n_tokens, te->n_tokens);
     if (first || second)
         SAY("the %s (%d \u2192 %d tokens)",
             !second  ? "sentence"

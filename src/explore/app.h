@@ -209,6 +209,8 @@ struct attn_mat_view app_view_at(const struct app *a, int layer, enum attn_stage
 int app_edit_text(struct app *a, const char *text);
 /* A pair's two sentences at once (BERT's text: [A, B]); pair "" makes it one sentence. */
 int app_edit_text_pair(struct app *a, const char *text, const char *pair);
+/* An encoder-decoder's source replaced by text (the encoder reads it; the target stays). */
+int app_edit_source(struct app *a, const char *text);
 int app_edit_knob(struct app *a, enum knob k, double value);
 int app_edit_seed(struct app *a, uint64_t seed);
 /* Moves every token's position to offset + i; every parameter stays as it is. */

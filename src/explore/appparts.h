@@ -290,6 +290,7 @@ struct app_prompt {
     char *sentence; /* t on a pair (text: [A, B]): sentence A as typed, while B is asked;
                        NULL otherwise */
     char *text;     /* a sentence too long for the model, while asked what to keep */
+    bool source;    /* t in the encoder (E): the sentence asked is an encoder-decoder's source */
 };
 
 /* G: the tokens a run of generation still has to write, one step after each result. */

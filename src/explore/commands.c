@@ -454,6 +454,12 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
     }
     switch (kind) {
     case PROMPT_TEXT:
+        if (a->prompt.source) { /* the encoder's sentence: its length is the edit's to check */
+            a->prompt.source = false;
+            if (strcmp(typed, a->prompt.initial) != 0)
+                app_edit_source(a, typed);
+            return OUTCOME_SCENE_CHANGED;
+        }
         if (a->doc.scene.text_pair && a->doc.scene.text)
             return pair_prompt(a, typed, ask);
         if (strcmp(typed, a->prompt.initial) == 0) /* Enter on the same text changes nothing */
@@ -531,6 +537,7 @@ int command_answer(struct app *a, enum prompt_kind kind, const char *typed, stru
 
 int command_cancel(struct app *a, enum prompt_kind kind)
 {
+    a->prompt.source = false;
     if (kind == PROMPT_TEXT_PAIR) { /* Esc on B drops A too: the pair is one edit */
         free(a->prompt.sentence);
         a->prompt.sentence = NULL;
@@ -558,10 +565,12 @@ static int knob_prompt(struct app *a, enum knob k, struct ask *ask)
     return OUTCOME_VIEW_CHANGED;
 }
 
-/* Edit the sentence; a scene given as a token list is edited as its tokens joined. */
+/* Edit the sentence; a scene given as a token list is edited as its tokens joined. In the
+ * encoder's view (E), an encoder-decoder's source. */
 static int text_prompt(struct app *a, struct ask *ask)
 {
-    const struct attn_scene *s = &a->doc.scene;
+    a->prompt.source = a->view.encoder && a->doc.scene.encoder;
+    const struct attn_scene *s = a->prompt.source ? a->doc.scene.encoder : &a->doc.scene;
     size_t need = s->text ? strlen(s->text) + 1 : 1;
     for (int i = 0; !s->text && i < s->n_tokens; i++)
         need += strlen(s->tokens[i]) + 1;
@@ -582,7 +591,10 @@ static int text_prompt(struct app *a, struct ask *ask)
     } else {
         memcpy(a->prompt.initial, text, need);
         /* a pair (BERT's text: [A, B]): A, then B (pair_prompt) */
-        ask_for(ask, PROMPT_TEXT, s->text_pair ? "sentence A (of 2; Enter, then B)" : "sentence",
+        ask_for(ask, PROMPT_TEXT,
+                a->prompt.source ? "source"
+                : s->text_pair   ? "sentence A (of 2; Enter, then B)"
+                                 : "sentence",
                 text);
     }
     free(text);

@@ -48,8 +48,10 @@ static void header_draw(struct panel *p, struct frame *f)
         snprintf(modified, sizeof(modified), " \u00b7 modified: %.100s", changes);
     else if (n_mod > 1)
         snprintf(modified, sizeof(modified), " \u00b7 modified (%d changes)", n_mod);
-    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s%s%s ", s->n_tokens,
-             s->n_tokens == 1 ? "" : "s", attn_scene_d_in(s), layer, modified, ablated);
+    /* the tokens of the sequence on screen: the encoder's source in its view (E) */
+    int n = view->encoder && s->encoder ? s->encoder->n_tokens : s->n_tokens;
+    snprintf(sizes, sizeof(sizes), " %d token%s \u00b7 d_in %d%s%s%s ", n, n == 1 ? "" : "s",
+             attn_scene_d_in(s), layer, modified, ablated);
     int sw = text_width(sizes);
     char variant[512];
     attn_scene_describe(variant, sizeof(variant), s);
