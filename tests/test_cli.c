@@ -2677,6 +2677,28 @@ static void test_marian_folder(void **state)
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
         tu_copy_file(from, path);
     }
+    /* the weights alone, and --tokenizer naming Marian's vocab.json (or its folder) */
+    char bare[4300], vocab[4400];
+    snprintf(bare, sizeof(bare), "%s", scratch_path("opus-bare"));
+    mkdir(bare, 0755);
+    for (int i = 0; i < 2; i++) {
+        char from[4400];
+        snprintf(from, sizeof(from), "%s/%s", marian, files[i]);
+        snprintf(path, sizeof(path), "%s/%s", bare, files[i]);
+        tu_copy_file(from, path);
+    }
+    snprintf(vocab, sizeof(vocab), "%s/vocab.json", marian);
+    a = RUN("predict", marian, "--text", source, "--top", "3");
+    b = RUN("predict", bare, "--text", source, "--top", "3", "--tokenizer", vocab);
+    expect_status(&a, 0);
+    expect_status(&b, 0);
+    expect_equal_runs(&a, &b);
+    run_free(&b);
+    b = RUN("predict", bare, "--text", source, "--top", "3", "--tokenizer", marian);
+    expect_status(&b, 0);
+    expect_equal_runs(&a, &b);
+    run_free(&b);
+    run_free(&a);
     /* opus-mt's bad_words_ids [[<pad>]]: a generation never chooses a banned token (here the
      * greedy second one, 'll' 53; 'en' 43 is next), its probability renormalised without it */
     const char *src = "The small dog sees the red ball .";

@@ -36,11 +36,11 @@ static int tokens_of(const struct attn_scene *s, const char *text, const char *p
     int rc = vocab ? s->backing->tokenize(s->backing, text, pair, !s->encoder, &tokens, &ids,
                                           &types, n, err)
                    : attn_tokenize(&tokens, n, text, (enum attn_tokenizer)tok, err);
-    if (rc == 0 && vocab && s->encoder && s->decoder_start >= 0)
-        (*n)++;
     attn_tokens_free(tokens, *n);
     free(ids);
     free(types);
+    if (rc == 0 && vocab && s->encoder && s->decoder_start >= 0)
+        (*n)++;
     return rc;
 }
 

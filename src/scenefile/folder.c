@@ -125,9 +125,22 @@ static int given_tokenizer(struct attn_model_files *m, const char *path, struct 
     if (strcmp(base, "vocab.json") == 0) { /* GPT-2's BPE: its merges beside it */
         int dir = (int)(base - path);
         snprintf(m->merges, sizeof(m->merges), "%.*smerges.txt", dir, path);
-        if (!is_file(m->merges))
-            return attn_diag_file(err, path,
-                                  "--tokenizer: GPT-2's vocab.json needs merges.txt beside it");
+        if (is_file(m->merges))
+            return 0;
+        /* Marian's vocab.json, beside its SentencePiece models: the folder is the tokenizer */
+        char folder[sizeof(m->tokenizer)];
+        if (dir == 0)
+            snprintf(folder, sizeof(folder), ".");
+        else
+            snprintf(folder, sizeof(folder), "%.*s", dir > 1 ? dir - 1 : 1, path);
+        m->merges[0] = '\0';
+        if (is_marian(folder)) {
+            snprintf(m->tokenizer, sizeof(m->tokenizer), "%s", folder);
+            return 0;
+        }
+        return attn_diag_file(err, path,
+                              "--tokenizer: a vocab.json needs merges.txt beside it (GPT-2's) or "
+                              "source.spm and target.spm (Marian's)");
     }
     return 0;
 }
