@@ -890,6 +890,18 @@ static void test_seq2seq_keys(void **state)
     assert_int_equal(r.s.pos.offset, 0);
     assert_int_equal(r.s.block.activation, ACT_SILU);
     assert_string_equal(r.warnings, "");
+    /* the estimates count the encoder, computed whole beside the decoder, and the cross layers'
+       keys over the source (16 tokens, more than the target's) */
+    struct attn_scene *enc = r.s.encoder;
+    size_t mem = attn_scene_mem_estimate(&r.s), enc_mem = attn_scene_mem_estimate(enc);
+    double flops = attn_scene_flops(&r.s), enc_flops = attn_scene_flops(enc);
+    r.s.encoder = NULL;
+    size_t dec_mem = attn_scene_mem_estimate(&r.s);
+    double dec_flops = attn_scene_flops(&r.s);
+    r.s.encoder = enc;
+    assert_true(enc->n_tokens > r.s.n_tokens);
+    assert_true(mem > dec_mem + (enc_mem - enc->model.widened));
+    assert_true(flops > dec_flops + enc_flops);
     loaded_free(&r);
     /* a file that kept the encoder's name of the tied embeddings and not shared's: read from it,
      * the same numbers (read before the file is rewritten: the scene maps it) */

@@ -196,19 +196,29 @@ double attn_scene_flops(const struct attn_scene *s)
     double Dkv = attn_scene_kv_dim(s) > 0 ? attn_scene_kv_dim(s) : 0;
     double heads = s->attn.heads > 0 ? s->attn.heads : 1, r = s->attn.kv_latent;
     bool project = attn_scene_eff_projection(s) != PROJ_NONE;
-    double f = 0;
-    if (project)
-        f += r > 0 ? 2 * n * d * (D + r) + 2 * 2 * n * r * D : 2 * n * d * (D + 2 * Dkv);
-    f += 2 * n * n * D * 2; /* Q K^T and weights V, over the heads' widths */
-    f += FLOPS_PER_SCORE * heads * n * n;
-    if (attn_scene_eff_out_proj(s))
-        f += 2 * n * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
-    if (s->block.on) {
-        double h = attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0;
-        int linears = attn_activation_gated(s->block.activation) ? 3 : 2;
-        f += linears * 2 * n * d * h + FLOPS_PER_ELEMENT * n * (d + h); /* the Linears, norms */
+    double total = 0;
+    int layers = s->layers > 1 ? s->layers : 1;
+    for (int L = 0; L < layers; L++) {
+        /* an encoder-decoder's: a cross-attention layer's keys are the source's, and its
+           self-attention layer has no FFN */
+        enum attn_sublayer sub = s->encoder ? (enum attn_sublayer)s->sublayer[L] : SUB_FULL;
+        double nk = sub == SUB_CROSS ? (s->encoder->n_tokens > 0 ? s->encoder->n_tokens : 0) : n;
+        double f = 0;
+        if (project)
+            f += r > 0 ? 2 * n * d * (D + r) + 2 * 2 * n * r * D
+                       : 2 * n * d * D + 2 * nk * d * 2 * Dkv;
+        f += 2 * n * nk * D * 2; /* Q K^T and weights V, over the heads' widths */
+        f += FLOPS_PER_SCORE * heads * n * nk;
+        if (attn_scene_eff_out_proj(s))
+            f += 2 * n * D * (attn_scene_out_dim(s) > 0 ? attn_scene_out_dim(s) : 0);
+        if (s->block.on && sub != SUB_SELF) {
+            double h = attn_scene_ffn_hidden(s) > 0 ? attn_scene_ffn_hidden(s) : 0;
+            int linears = attn_activation_gated(s->block.activation) ? 3 : 2;
+            f += linears * 2 * n * d * h + FLOPS_PER_ELEMENT * n * (d + h); /* Linears, norms */
+        }
+        total += f;
     }
-    return f * (s->layers > 1 ? s->layers : 1);
+    return total + (s->encoder ? attn_scene_flops(s->encoder) : 0); /* computed first, whole */
 }
 
 double attn_scene_product_flops(const struct attn_scene *s, int first_row)
@@ -282,6 +292,17 @@ size_t attn_scene_mem_estimate(const struct attn_scene *s)
     size_t layers = (size_t)(s->layers > 1 ? s->layers : 1);
     size_t bytes =
         layers * (floats * sizeof(float) + heads * n * n /* keep mask */) + s->model.widened;
+    /* an encoder-decoder's encoder, computed and kept whole beside the decoder (its widened
+       tensors are the decoder's: the same checkpoint), and each cross-attention layer's square
+       stages over the source, which the sum above counts as n x n */
+    if (s->encoder) {
+        size_t ns = (size_t)(s->encoder->n_tokens > 0 ? s->encoder->n_tokens : 0);
+        bytes += attn_scene_mem_estimate(s->encoder) - s->encoder->model.widened;
+        for (size_t L = 0; L < layers; L++)
+            if (s->sublayer[L] == SUB_CROSS && ns > n)
+                bytes += (3 * heads * n * (ns - n) + n * (ns - n)) * sizeof(float) +
+                         heads * n * (ns - n) + 2 * (ns - n) * Dkv * sizeof(float);
+    }
     /* Next-token scores: one block of logits rows at a time (logits.h), never n x vocab; a lazy
        unembedding is widened a block of its rows at a time too. */
     if (attn_matrix_given(&s->unembed)) {
