@@ -1572,17 +1572,30 @@ static int load_added(struct jctx *c, json_t *a, struct hftok *t)
     return 0;
 }
 
+/* One more than the largest id of the vocabulary and the added tokens. */
+static void set_size(struct hftok *t)
+{
+    t->size = t->vocab.n;
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id + 1 > t->size)
+            t->size = t->added[i].id + 1;
+}
+
 /* ---- tokenizer_config.json ----------------------------------------------------------------- */
+
+/* A token as tokenizer_config.json writes it: a string, or an AddedToken's {"content": ...}. */
+static json_t *token_content(json_t *v)
+{
+    return v && json_is_object(v) ? json_object_get(v, "content") : v;
+}
 
 /* bos_token / eos_token: a string or {"content": "..."}. */
 static int config_token(struct jctx *c, json_t *root, const char *key, const struct hftok *t,
                         int *id)
 {
-    json_t *v = json_object_get(root, key);
+    json_t *v = token_content(json_object_get(root, key));
     push_key(c, key);
     int rc = 0;
-    if (v && json_is_object(v))
-        v = json_object_get(v, "content");
     if (!v || json_is_null(v) || !json_is_string(v)) {
         rc = jerr(c, "is needed (a token) to add it");
     } else {
@@ -1846,10 +1859,7 @@ static int load_root(struct jctx *c, json_t *root, struct hftok *t)
         if (rc)
             return -1;
     }
-    t->size = t->vocab.n;
-    for (int i = 0; i < t->n_added; i++)
-        if (t->added[i].id + 1 > t->size)
-            t->size = t->added[i].id + 1;
+    set_size(t);
     if (t->has_post) {
         push_key(c, "post_processor");
         rc = check_post_ids(c, &t->post, t);
@@ -2002,20 +2012,30 @@ static int key_problem(struct jctx *c, const char *key, const char *msg)
     return rc;
 }
 
-/* A special token of tokenizer_config.json: a string or {"content": "..."} (an AddedToken as
- * transformers saves it); absent or null leaves *out as it is. */
+#define NOT_A_TOKEN "must be a token: a string or {\"content\": \"...\"}"
+
+/* A special token of tokenizer_config.json (token_content); absent or null leaves *out as it
+ * is. */
 static int marian_token(struct jctx *c, json_t *root, const char *key, const char **out)
 {
-    json_t *v = json_object_get(root, key);
-    if (v && json_is_object(v))
-        v = json_object_get(v, "content");
+    json_t *v = token_content(json_object_get(root, key));
     if (!v || json_is_null(v))
         return 0;
     if (json_is_string(v) && json_string_length(v) > 0) {
         *out = json_string_value(v);
         return 0;
     }
-    return key_problem(c, key, "must be a token: a string or {\"content\": \"...\"}");
+    return key_problem(c, key, NOT_A_TOKEN);
+}
+
+/* The special token content[0..len) as tokenizer.json's added_tokens writes one, with
+ * vocab.json's id (-1: none), appended to added. */
+static int marian_special(json_t *added, const struct hftok *t, const char *content, size_t len)
+{
+    json_t *e = json_pack("{s:i,s:s%,s:b,s:b,s:b,s:b,s:b}", "id", vocab_id(&t->vocab, content, len),
+                          "content", content, len, "single_word", 0, "lstrip", 0, "rstrip", 0,
+                          "normalized", 0, "special", 1);
+    return json_array_append_new(added, e);
 }
 
 /* MarianTokenizer's settings of tokenizer_config.json that change the ids, and the added tokens
@@ -2053,34 +2073,33 @@ static int marian_config(struct jctx *c, json_t *root, const struct hftok *t, js
         return -1;
     const char *names[] = {eos, *unk, pad};
     for (int i = 0; i < 3; i++)
-        if (json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id",
-                                                   vocab_id(&t->vocab, names[i], strlen(names[i])),
-                                                   "content", names[i], "single_word", 0, "lstrip",
-                                                   0, "rstrip", 0, "normalized", 0, "special", 1)))
+        if (marian_special(added, t, names[i], strlen(names[i])))
             return jerr(c, "out of memory");
     json_t *more = json_object_get(root, "additional_special_tokens");
     if (more && !json_is_null(more) && !json_is_array(more)) {
         return key_problem(c, "additional_special_tokens", "must be a list of tokens");
     }
     for (size_t i = 0; more && i < json_array_size(more); i++) {
-        json_t *e = json_array_get(more, i);
-        if (json_is_object(e))
-            e = json_object_get(e, "content");
+        json_t *e = token_content(json_array_get(more, i));
         if (!e || !json_is_string(e) || json_string_length(e) == 0) {
             push_key(c, "additional_special_tokens");
             push_index(c, (long)i);
-            int rc = jerr(c, "must be a token: a string or {\"content\": \"...\"}");
+            int rc = jerr(c, NOT_A_TOKEN);
             pop(c);
             pop(c);
             return rc;
         }
-        if (json_array_append_new(
-                added, json_pack("{s:i,s:O,s:b,s:b,s:b,s:b,s:b}", "id",
-                                 vocab_id(&t->vocab, json_string_value(e), json_string_length(e)),
-                                 "content", e, "single_word", 0, "lstrip", 0, "rstrip", 0,
-                                 "normalized", 0, "special", 1)))
+        if (marian_special(added, t, json_string_value(e), json_string_length(e)))
             return jerr(c, "out of memory");
     }
+    return 0;
+}
+
+/* dir/name into path[size]. */
+static int marian_path(char *path, size_t size, const char *dir, const char *name, struct diag *err)
+{
+    if (snprintf(path, size, "%s/%s", dir, name) >= (int)size)
+        return attn_diag_file(err, dir, "the path is too long");
     return 0;
 }
 
@@ -2088,9 +2107,10 @@ static int marian_config(struct jctx *c, json_t *root, const struct hftok *t, js
 static int marian_file(char **text, size_t *len, char *path, size_t size, const char *dir,
                        const char *name, size_t max, struct diag *err)
 {
-    if (snprintf(path, size, "%s/%s", dir, name) >= (int)size)
-        return attn_diag_file(err, dir, "the path is too long");
-    return attn_fsutil_read_file(text, len, path, max, err);
+    return marian_path(path, size, dir, name, err) ||
+                   attn_fsutil_read_file(text, len, path, max, err)
+               ? -1
+               : 0;
 }
 
 int attn_hftok_load_marian(struct hftok **out, const char *dir, struct diag *err)
@@ -2118,7 +2138,8 @@ int attn_hftok_load_marian(struct hftok **out, const char *dir, struct diag *err
     if (!(vroot = parse(&c, vtext, vlen, 0)) || load_vocab_object(&c, vroot, &t->vocab))
         goto out;
     /* tokenizer_config.json, when there is one; its messages are located in it */
-    snprintf(cpath, sizeof(cpath), "%s/tokenizer_config.json", dir);
+    if (marian_path(cpath, sizeof(cpath), dir, "tokenizer_config.json", err))
+        goto out;
     struct jctx cc = {.file = cpath, .err = err};
     const char *unk = "<unk>";
     if (attn_fsutil_exists(cpath)) {
@@ -2188,17 +2209,11 @@ int attn_hftok_load_marian(struct hftok **out, const char *dir, struct diag *err
         goto out;
     static const char *const spm_name[2] = {"source.spm", "target.spm"};
     for (int i = 0; i < 2; i++) {
-        if (snprintf(spath, sizeof(spath), "%s/%s", dir, spm_name[i]) >= (int)sizeof(spath)) {
-            attn_diag_file(err, dir, "the path is too long");
-            goto out;
-        }
-        if (attn_spm_load(&t->model.spm[i], spath, err))
+        if (marian_path(spath, sizeof(spath), dir, spm_name[i], err) ||
+            attn_spm_load(&t->model.spm[i], spath, err))
             goto out;
     }
-    t->size = t->vocab.n;
-    for (int i = 0; i < t->n_added; i++)
-        if (t->added[i].id + 1 > t->size)
-            t->size = t->added[i].id + 1;
+    set_size(t);
     rc = 0;
 out:
     json_decref(vroot);

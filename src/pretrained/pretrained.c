@@ -144,13 +144,19 @@ static int which_family(const struct attn_family **family, int *variant, const c
     return 0;
 }
 
+/* The vocabulary's size: the unembedding's rows, or the embedding table's. */
+static int model_vocab(const struct attn_scene *s)
+{
+    return s->unembed.rows > 0 ? s->unembed.rows : s->embed.rows.rows;
+}
+
 /* config.json's eos_token_id: a token id or a list of them (none: null, absent or []). An id
  * past the vocabulary (transformers' GPT2Config keeps 50256 for any vocabulary) is a warning,
  * and generation never meets it. */
 static int read_eos(struct attn_scene *s, struct ckpt_config *c, struct diag *err)
 {
     const json_t *v = json_object_get(c->root, "eos_token_id");
-    int vocab = s->unembed.rows > 0 ? s->unembed.rows : s->embed.rows.rows;
+    int vocab = model_vocab(s);
     s->model.n_eos = 0;
     if (!v || json_is_null(v))
         return 0;
@@ -183,7 +189,7 @@ static int read_eos(struct attn_scene *s, struct ckpt_config *c, struct diag *er
 static int read_bad_words(struct attn_scene *s, struct ckpt_config *c, struct diag *err)
 {
     const json_t *v = json_object_get(c->root, "bad_words_ids");
-    int vocab = s->unembed.rows > 0 ? s->unembed.rows : s->embed.rows.rows;
+    int vocab = model_vocab(s);
     s->model.n_banned = 0;
     if (!v || json_is_null(v))
         return 0;
@@ -208,7 +214,7 @@ static int read_bad_words(struct attn_scene *s, struct ckpt_config *c, struct di
             continue;
         }
         json_int_t id = json_integer_value(json_array_get(w, 0));
-        if (id >= vocab)
+        if (vocab > 0 && id >= vocab)
             attn_ckpt_config_warn(c, "bad_words_ids", NULL,
                                   "'bad_words_ids' bans %lld, past the vocabulary (%d tokens)",
                                   (long long)id, vocab);
